@@ -1,0 +1,1 @@
+"""eval package (filled by later issues; depends only on stateguard)."""

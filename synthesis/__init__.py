@@ -1,0 +1,1 @@
+"""synthesis package (filled by later issues; depends only on stateguard)."""

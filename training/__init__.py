@@ -1,0 +1,1 @@
+"""training package (filled by later issues; depends only on stateguard)."""
