@@ -1,0 +1,510 @@
+"""The harness Γ_H (paper A.6, Eq. 19): validates, canonicalizes and applies manager actions.
+
+Every control action runs as a transaction over the components it may touch (draft, lifecycle
+stage, repair session, hint queue, trace buffer, committed store, workspace): snapshot -> apply
+-> commit, or restore on any failure. A rejected action leaves all of them unchanged and returns
+corrective feedback; the only trace record it adds is its own verdict.
+
+The harness — never the manager — owns state ids, variable versions, relation normalization
+(Eq. 13), source binding, checkpoints and the repair schedule (attempt 1 light = hint;
+later attempts heavy = hint + delete the localized variables from the workspace; at most
+`repair_budget` attempts; then ABANDON_STATE rolls the workspace back to the last valid
+checkpoint).
+
+    h = Harness(StateStore(path), HarnessConfig(regime="turn_aligned"), trace=Trace(path))
+    h.begin_review(EventType.TURN_START); h.propose(model_message) -> [HarnessResult, ...]
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from stateguard.actions import (
+    Action,
+    ActionError,
+    FinalizeRelationsArgs,
+    OpenStateArgs,
+    RelationArg,
+    RepairArgs,
+    UpdateStateArgs,
+    validate_action,
+)
+from stateguard.binding import bind_source, cite_conclusions, version_variables
+from stateguard.hint_guard import HintRejected
+from stateguard.hints import Hint, state_hint
+from stateguard.lifecycle import (
+    NEXT_ACTOR,
+    Actor,
+    ControlAction,
+    Regime,
+    Stage,
+    is_legal,
+    legal_actions,
+    next_stage,
+)
+from stateguard.observation import EventType, ManagerObservation, WorkerStep, compress, project_steps
+from stateguard.parser import parse_response
+from stateguard.relations import normalize_relations
+from stateguard.repair import plan_repair, repair_mode
+from stateguard.state import Constraint, Draft, Relation
+from stateguard.store import StateStore, StoreError
+from stateguard.tools import ToolResult, run_tool
+from stateguard.trace import Trace
+from stateguard.workspace import Workspace
+
+
+class Outcome(StrEnum):
+    CONTINUE = "continue"
+    FINISH = "finish"
+    RUN_TO_COMPLETION = "run_to_completion"
+
+
+class HarnessConfig(BaseModel):
+    """Knobs of the harness; defaults follow the paper (A.6, A.7)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    regime: Regime = Field(description="turn_aligned (one state per turn) or segment_induced.")
+    repair_budget: int = Field(default=3, ge=1, description="Max REPAIR attempts per state.")
+    light_attempts: int = Field(default=1, ge=0, description="Attempts 1..n are light (hint only).")
+    on_budget_exhausted: Literal["rollback", "abandon"] = Field(
+        default="rollback", description="What ABANDON_STATE does after the budget is spent."
+    )
+    max_actions_per_activation: int = Field(default=8, ge=1)
+    context_budget_tokens: int = Field(default=40_960, ge=256)
+    recent_states_in_hint: int = Field(default=3, ge=0, description="Segment flow: states in the refresh hint.")
+    task_text: str = Field(default="", description="The task query; numbers in it may appear in repair hints.")
+
+
+class HarnessResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    accepted: bool
+    action: str | None
+    feedback: str
+    notes: list[str] = Field(default_factory=list)
+    outcome: Outcome = Outcome.CONTINUE
+    next_actor: Actor = Actor.MANAGER
+    stage: Stage
+    state_id: str | None = None
+    hints: list[Hint] = Field(default_factory=list)
+    tool_result: ToolResult | None = None
+
+
+class Harness:
+    def __init__(
+        self,
+        store: StateStore,
+        config: HarnessConfig,
+        *,
+        trace: Trace | None = None,
+        workspace: Workspace | None = None,
+    ):
+        self.store = store
+        self.config = config
+        self.trace = trace or Trace()
+        self.workspace = workspace
+        self.stage = Stage.IDLE
+        self.draft: Draft | None = None
+        self.repair_attempts = 0
+        self.pending_hints: list[Hint] = []
+        self.steps: dict[int, WorkerStep] = {}
+        self.traced_upto = 0  # first step index not yet bound to a committed state
+        self.turn_start: int | None = None
+        self.event: EventType = EventType.TASK_START
+        self.terminal = False
+        self.last_result: str | None = None
+        self.activation = 0
+        self.activation_actions = 0
+        self.activation_evidence: list[Any] = []
+        self.last_valid_checkpoint: str | None = None
+        latest = store.latest_id()
+        if latest is not None:
+            self.last_valid_checkpoint = store.load(latest).checkpoint_id
+
+    # ------------------------------------------------------------------ flow-facing API
+    def record_step(self, step: WorkerStep) -> None:
+        """Append one worker step to the trajectory (called by the rollout loop)."""
+        if step.index in self.steps:
+            raise ValueError(f"worker step {step.index} was already recorded; step indices are unique per task")
+        self.steps[step.index] = step
+        self.trace.emit("worker_step", **step.model_dump(mode="json", exclude={"schema_version"}))
+
+    def begin_review(self, event: EventType, *, terminal: bool = False) -> ManagerObservation:
+        """Start a manager activation at a review point and return the observation."""
+        self.event = EventType(event)
+        self.terminal = terminal
+        if event is EventType.TURN_START:
+            self.turn_start = self._next_step_index()
+        self._new_activation()
+        self.trace.emit("review", event=self.event.value, terminal=terminal, stage=self.stage.value)
+        return self.observation()
+
+    def take_hints(self) -> list[Hint]:
+        """Hints for the worker, in delivery order; the worker adapter injects them."""
+        hints, self.pending_hints = self.pending_hints, []
+        for hint in hints:
+            self.trace.emit("hint_delivered", hint=hint.model_dump(mode="json"), text=hint.render())
+        return hints
+
+    def observation(self) -> ManagerObservation:
+        pending = [self.steps[i] for i in sorted(self.steps) if i >= self.traced_upto]
+        obs = ManagerObservation(
+            event_type=self.event,
+            available_state_id=self.draft.id if self.draft else self.store.peek_next_id(),
+            stage=self.stage.value,
+            legal_control_actions=[a.value for a in legal_actions(self.config.regime, self.stage)],
+            untraced_steps=project_steps(pending),
+            pending_start_step=pending[0].index if pending else None,
+            pending_end_step=pending[-1].index if pending else None,
+            current_draft=None if self.draft is None else self.draft.model_dump(mode="json"),
+            repair_attempts=self.repair_attempts,
+            repair_budget=self.config.repair_budget,
+            terminal_pending_review=self.terminal,
+            last_action_result=self.last_result,
+            committed_state_index=self.store.index(),
+        )
+        return compress(obs, self.config.context_budget_tokens)
+
+    def propose(self, message: Any) -> list[HarnessResult]:
+        """Parse a model response and apply its actions in order; a parse error is one rejection."""
+        try:
+            parsed = parse_response(message)
+        except ActionError as exc:
+            return [self._reject(None, {"raw": _raw_text(message)}, str(exc))]
+        return [self.apply(action) for action in parsed.actions]
+
+    def apply(self, action: Action | tuple[str, dict[str, Any]]) -> HarnessResult:
+        """Apply one action (validated `Action` or a raw (name, arguments) pair)."""
+        if isinstance(action, tuple):
+            name, arguments = action
+            try:
+                action = validate_action(name, arguments)
+            except ActionError as exc:
+                return self._reject(None, {"name": name, "arguments": arguments}, str(exc))
+        if self.activation_actions >= self.config.max_actions_per_activation and not action.is_control:
+            return self._reject(
+                action,
+                None,
+                f"this activation already used {self.activation_actions} actions "
+                f"(limit {self.config.max_actions_per_activation}); send one control action now",
+            )
+        self.activation_actions += 1
+        if not action.is_control:
+            return self._run_tool(action)
+        return self._apply_control(action)
+
+    def degrade(self, reason: str) -> HarnessResult:
+        """Persistent manager failure: drop the draft and let the worker run to completion."""
+        self.trace.emit("degraded", reason=reason, draft=self.draft.id if self.draft else None)
+        self.draft, self.stage, self.repair_attempts = None, Stage.IDLE, 0
+        return HarnessResult(
+            accepted=True, action=None, feedback=reason, outcome=Outcome.RUN_TO_COMPLETION,
+            next_actor=Actor.WORKER, stage=self.stage,
+        )  # fmt: skip
+
+    def finish(self) -> None:
+        """End of run: any uncommitted draft is discarded (Algorithm 1, line 28)."""
+        self.trace.emit("run_end", discarded_draft=self.draft.id if self.draft else None, committed=len(self.store))
+        self.draft, self.stage = None, Stage.IDLE
+
+    # ------------------------------------------------------------------ internals
+    def _next_step_index(self) -> int:
+        return max(self.steps) + 1 if self.steps else 0
+
+    def _new_activation(self) -> None:
+        self.activation += 1
+        self.activation_actions = 0
+        self.activation_evidence = []
+
+    def _reject(self, action: Action | None, raw: dict[str, Any] | None, feedback: str) -> HarnessResult:
+        legal = ", ".join(a.value for a in legal_actions(self.config.regime, self.stage))
+        self.last_result = f"REJECTED: {feedback}"
+        self.trace.emit(
+            "action",
+            activation=self.activation,
+            name=None if action is None else action.name.value,
+            arguments=raw if action is None else action.args.model_dump(mode="json"),
+            accepted=False,
+            feedback=feedback,
+            stage=self.stage.value,
+        )
+        return HarnessResult(
+            accepted=False,
+            action=None if action is None else action.name.value,
+            feedback=f"{feedback} (stage '{self.stage.value}'; legal control actions: {legal})",
+            stage=self.stage,
+            state_id=self.draft.id if self.draft else None,
+            next_actor=Actor.MANAGER,
+        )
+
+    def _run_tool(self, action: Action) -> HarnessResult:
+        result = run_tool(action, store=self.store, steps=self.steps, workspace=self.workspace)
+        self.activation_evidence.append(result.data)
+        self.trace.emit(
+            "tool",
+            activation=self.activation,
+            name=action.name.value,
+            arguments=action.args.model_dump(mode="json"),
+            result=result.model_dump(mode="json"),
+        )
+        self.last_result = f"{action.name.value}: {'ok' if result.ok else result.error}"
+        return HarnessResult(
+            accepted=True, action=action.name.value, feedback=self.last_result, stage=self.stage,
+            state_id=self.draft.id if self.draft else None, tool_result=result, next_actor=Actor.MANAGER,
+        )  # fmt: skip
+
+    _MUTABLE = ("stage", "draft", "repair_attempts", "pending_hints", "traced_upto", "last_valid_checkpoint")
+
+    def _snapshot(self) -> dict[str, Any]:
+        """Copy of the in-memory components a control action may modify (the draft deeply, since
+        UPDATE/FINALIZE edit it in place; the hint queue shallowly, since hints are only appended)."""
+        saved = {k: getattr(self, k) for k in self._MUTABLE}
+        saved["draft"] = None if self.draft is None else self.draft.model_copy(deep=True)
+        saved["pending_hints"] = list(self.pending_hints)
+        return saved
+
+    def _apply_control(self, action: Action) -> HarnessResult:
+        name = action.name
+        assert isinstance(name, ControlAction)
+        regime = self.config.regime
+        if not is_legal(regime, self.stage, name):
+            return self._reject(action, None, f"{name.value} is not allowed in stage '{self.stage.value}'")
+        saved = self._snapshot()
+        ws_token = None
+        stage_before = self.stage
+        try:
+            with self.trace.transaction():
+                if self._touches_workspace(name) and self.workspace is not None:
+                    ws_token = f"txn-{self.activation}-{self.trace.next_seq}"
+                    self.workspace.snapshot(ws_token)
+                notes, hints = self._dispatch(action)
+                self.stage = next_stage(regime, stage_before, name)
+                self.pending_hints.extend(hints)
+                self.trace.emit(
+                    "action",
+                    activation=self.activation,
+                    name=name.value,
+                    arguments=action.args.model_dump(mode="json"),
+                    accepted=True,
+                    notes=notes,
+                    stage_before=stage_before.value,
+                    stage=self.stage.value,
+                )
+        except (ActionError, HintRejected, StoreError) as exc:
+            for key, value in saved.items():
+                setattr(self, key, value)
+            if ws_token is not None and self.workspace is not None:
+                self.workspace.restore(ws_token)
+            return self._reject(action, None, str(exc))
+        finally:
+            if ws_token is not None and self.workspace is not None:
+                self.workspace.drop_checkpoint(ws_token)
+
+        actor = NEXT_ACTOR[regime][name]
+        outcome = Outcome.CONTINUE
+        if self.terminal and actor is Actor.WORKER and name is not ControlAction.REPAIR:
+            outcome = Outcome.FINISH
+        if actor is Actor.MANAGER:
+            self._new_activation()
+        self.last_result = f"{name.value} applied" + (": " + "; ".join(notes) if notes else "")
+        return HarnessResult(
+            accepted=True, action=name.value, feedback=self.last_result, notes=notes, outcome=outcome,
+            next_actor=actor, stage=self.stage, state_id=self.draft.id if self.draft else saved_id(saved),
+            hints=hints,
+        )  # fmt: skip
+
+    def _touches_workspace(self, name: ControlAction) -> bool:
+        """Only heavy repair and a rollback change the workspace; only they pay for a snapshot."""
+        exhausted = self.repair_attempts >= self.config.repair_budget
+        if name is ControlAction.REPAIR:
+            return not exhausted and repair_mode(self.repair_attempts + 1, self.config.light_attempts) == "heavy"
+        if name is ControlAction.ABANDON_STATE:
+            return exhausted and self.config.on_budget_exhausted == "rollback"
+        return False
+
+    def _dispatch(self, action: Action) -> tuple[list[str], list[Hint]]:
+        name, args = action.name, action.args
+        if name is ControlAction.OPEN_STATE:
+            assert isinstance(args, OpenStateArgs)
+            return self._open(args)
+        if name is ControlAction.UPDATE_STATE:
+            assert isinstance(args, UpdateStateArgs)
+            return self._update(args), []
+        if name is ControlAction.FINALIZE_RELATIONS:
+            assert isinstance(args, FinalizeRelationsArgs)
+            return self._finalize(args), []
+        if name is ControlAction.COMMIT_STATE:
+            return self._commit()
+        if name is ControlAction.REPAIR:
+            assert isinstance(args, RepairArgs)
+            return self._repair(args)
+        if name is ControlAction.ABANDON_STATE:
+            return self._abandon(), []
+        return [], []  # RESUME_WORKER, ABSTAIN: no state mutation
+
+    # -- OPEN_STATE
+    def _open(self, args: OpenStateArgs) -> tuple[list[str], list[Hint]]:
+        draft_id = self.store.peek_next_id()
+        relations, notes = normalize_relations(
+            args.relations, draft_id=draft_id, latest_committed=self.store.latest_id(), is_committed=self.store.__contains__
+        )
+        self.draft = Draft(
+            id=draft_id,
+            issue=args.issue,
+            constraints=[Constraint(text=c.text, code=c.code) for c in args.constraints],
+            provisional_relations=relations,
+        )
+        self.repair_attempts = 0
+        hints: list[Hint] = []
+        if self.config.regime is Regime.TURN_ALIGNED:
+            related = [self.store.load(r.related_state_id) for r in relations if r.related_state_id]
+            hint = state_hint(related, for_state=draft_id)
+            hints = [hint] if hint else []
+        reserved = self.store.reserve_id()
+        assert reserved == draft_id
+        self.trace.emit("state_opened", state_id=draft_id, draft=self.draft.model_dump(mode="json"))
+        return notes, hints
+
+    # -- UPDATE_STATE
+    def _update(self, args: UpdateStateArgs) -> list[str]:
+        draft = self.draft
+        assert draft is not None
+        notes: list[str] = []
+        start, end = bind_source(
+            self.config.regime,
+            args.source_interval,
+            steps=self.steps.keys(),
+            traced_upto=self.traced_upto,
+            turn_start=self.turn_start,
+            previous=(draft.source_step_start, draft.source_step_end),
+            notes=notes,
+        )
+        variables = version_variables(args.used_variables, draft_id=draft.id, store=self.store)
+        draft.conclusions = cite_conclusions(args.conclusions, variables)
+        draft.issue = args.issue or draft.issue
+        draft.used_variables = variables
+        draft.source_step_start, draft.source_step_end = start, end
+        draft.updated = True
+        self.trace.emit("state_updated", state_id=draft.id, draft=draft.model_dump(mode="json"), notes=notes)
+        return notes
+
+    # -- FINALIZE_RELATIONS
+    def _finalize(self, args: FinalizeRelationsArgs) -> list[str]:
+        draft = self.draft
+        assert draft is not None
+        if args.mode == "confirm":
+            if args.relations:
+                raise ActionError(
+                    "mode 'confirm' keeps the provisional relations; to change them use mode 'reselect' "
+                    "with conflict_evidence"
+                )
+            proposed: list[RelationArg | Relation] = list(draft.provisional_relations)
+        else:
+            if not (args.conflict_evidence or "").strip():
+                raise ActionError("mode 'reselect' needs conflict_evidence: the concrete conflict with the provisional relations")
+            proposed = list(args.relations)
+        relations, notes = normalize_relations(
+            proposed, draft_id=draft.id, latest_committed=self.store.latest_id(), is_committed=self.store.__contains__
+        )
+        for rel in relations:
+            if rel.related_state_id and rel.type.value != "invalidate" and self.store.is_invalid(rel.related_state_id):
+                notes.append(f"warning: {rel.related_state_id} is stale (invalidated by a later state)")
+        draft.relations = relations
+        self.trace.emit(
+            "relations_finalized", state_id=draft.id, mode=args.mode, relations=[r.model_dump(mode="json") for r in relations]
+        )
+        return notes
+
+    # -- COMMIT_STATE
+    def _commit(self) -> tuple[list[str], list[Hint]]:
+        draft = self.draft
+        assert draft is not None
+        checkpoint = None
+        if self.workspace is not None:
+            checkpoint = f"ckpt-{draft.id}"
+            self.workspace.snapshot(checkpoint)
+        try:
+            state = draft.to_state(checkpoint)
+            self.store.commit(state)
+        except (StoreError, ValueError) as exc:
+            if checkpoint is not None and self.workspace is not None:
+                self.workspace.drop_checkpoint(checkpoint)
+            raise ActionError(f"COMMIT_STATE failed: {exc}") from None
+        if state.source_step_end is not None:
+            self.traced_upto = max(self.traced_upto, state.source_step_end + 1)
+        self.last_valid_checkpoint = checkpoint or self.last_valid_checkpoint
+        self.draft, self.repair_attempts = None, 0
+        self.trace.emit("state_committed", state=state.model_dump(mode="json"))
+        hints: list[Hint] = []
+        if self.config.regime is Regime.SEGMENT_INDUCED and self.config.recent_states_in_hint:
+            recent = [self.store.load(e.id) for e in self.store.index(last=self.config.recent_states_in_hint)]
+            hint = state_hint(recent, for_state=state.id)
+            hints = [hint] if hint else []
+        return [], hints
+
+    # -- REPAIR
+    def _repair(self, args: RepairArgs) -> tuple[list[str], list[Hint]]:
+        draft = self.draft
+        assert draft is not None
+        plan = plan_repair(
+            args,
+            draft,
+            attempts_so_far=self.repair_attempts,
+            budget=self.config.repair_budget,
+            light_attempts=self.config.light_attempts,
+            workspace_names=[v.name for v in self.workspace.list_variables()] if self.workspace else [],
+            is_committed_name=lambda name: self.store.current_version(name) is not None,
+            evidence=self.activation_evidence,
+            task_text=self.config.task_text,
+            rollback=self.config.on_budget_exhausted == "rollback",
+        )
+        self.repair_attempts = plan.attempt
+        removed: list[str] = []
+        if plan.mode == "heavy" and self.workspace is not None:
+            removed = self.workspace.delete_variables([v.split("@")[0] for v in plan.localized])
+        hint = Hint(
+            kind="repair",
+            for_state=draft.id,
+            error_variables=list(args.error_hint.error_variables),
+            faulty_reasoning=args.error_hint.faulty_reasoning,
+            mode=plan.mode,
+            removed_variables=removed,
+        )
+        self.trace.emit(
+            "repair", state_id=draft.id, attempt=plan.attempt, mode=plan.mode,
+            evidence=args.analytical_evidence, removed=removed,
+        )  # fmt: skip
+        return [f"repair attempt {plan.attempt}/{self.config.repair_budget} ({plan.mode})"], [hint]
+
+    # -- ABANDON_STATE
+    def _abandon(self) -> list[str]:
+        draft = self.draft
+        assert draft is not None
+        notes = []
+        exhausted = self.repair_attempts >= self.config.repair_budget
+        if exhausted and self.config.on_budget_exhausted == "rollback":
+            ckpt = self.last_valid_checkpoint
+            if self.workspace is not None and ckpt is not None and self.workspace.has_checkpoint(ckpt):
+                self.workspace.restore(ckpt)
+                notes.append(f"workspace rolled back to {ckpt}")
+                self.trace.emit("rollback", state_id=draft.id, checkpoint=ckpt)
+            else:
+                notes.append("no valid checkpoint to roll back to; draft abandoned")
+        self.trace.emit("state_abandoned", state_id=draft.id, repair_attempts=self.repair_attempts)
+        self.draft, self.repair_attempts = None, 0
+        return notes
+
+
+def saved_id(saved: dict[str, Any]) -> str | None:
+    draft = saved.get("draft")
+    return draft.id if isinstance(draft, Draft) else None
+
+
+def _raw_text(message: Any) -> str:
+    if isinstance(message, str):
+        return message[:4000]
+    return repr(message)[:4000]

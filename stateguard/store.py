@@ -1,0 +1,419 @@
+"""Durable store of committed analytical states: one SQLite file (WAL mode) per run.
+
+Committed states are immutable rows; a commit is one SQL transaction, so a process killed at any
+moment reopens to the last whole commit. Every runtime query goes through an index:
+state by id, the latest state, a variable's current version and lineage, readers of a version,
+upstream/downstream relations, and the set of invalid states/variables. Invalidation is
+maintained incrementally at commit time, so "is this stale?" never scans the store.
+
+    store = StateStore("runs/demo/states.sqlite")
+    store.commit(state); store.current_version("revenue"); store.invalidated_by("S5")
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from stateguard.records import SCHEMA_VERSION
+from stateguard.state import AnalyticalState, RelationType, state_id, state_number
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS states(
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    num INTEGER NOT NULL UNIQUE,
+    issue TEXT NOT NULL,
+    conclusions TEXT NOT NULL,
+    record TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS relations(
+    state_id TEXT NOT NULL,
+    upstream_id TEXT,
+    type TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS rel_up ON relations(upstream_id, type);
+CREATE INDEX IF NOT EXISTS rel_down ON relations(state_id);
+CREATE TABLE IF NOT EXISTS variables(
+    state_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    version TEXT NOT NULL,
+    version_num INTEGER NOT NULL,
+    defined INTEGER NOT NULL,
+    value TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS var_lineage ON variables(name, defined, version_num);
+CREATE INDEX IF NOT EXISTS var_readers ON variables(name, version, defined);
+CREATE INDEX IF NOT EXISTS var_state ON variables(state_id);
+CREATE TABLE IF NOT EXISTS invalid(
+    kind TEXT NOT NULL,
+    key TEXT NOT NULL,
+    invalidated_by TEXT NOT NULL,
+    root TEXT NOT NULL,
+    PRIMARY KEY(kind, key, invalidated_by)
+);
+CREATE INDEX IF NOT EXISTS invalid_by ON invalid(invalidated_by);
+"""
+
+
+class StoreError(ValueError):
+    """A commit or query that would break a store invariant; the message says how to fix it."""
+
+
+class IndexEntry(BaseModel):
+    """One row of the compact committed-state index (paper Eq. 16)."""
+
+    model_config = ConfigDict(frozen=True)
+    id: str
+    issue: str
+    conclusions: list[str]
+
+
+class VersionInfo(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    version: str
+    value: object
+    read_by: list[str]
+    invalid: bool
+
+
+class Lineage(BaseModel):
+    """All committed versions of one variable name, oldest first."""
+
+    model_config = ConfigDict(frozen=True)
+    name: str
+    versions: list[VersionInfo]
+
+    @property
+    def current(self) -> str | None:
+        return self.versions[-1].version if self.versions else None
+
+
+class Invalidation(BaseModel):
+    """What an Invalidate relation made stale, transitively (states and `name@Sk` versions)."""
+
+    model_config = ConfigDict(frozen=True)
+    invalidated_by: str
+    states: list[str]
+    variables: list[str]
+
+
+class StateStore:
+    """SQLite-backed committed-state store. One writer per file; safe to reopen after a crash."""
+
+    def __init__(self, path: str | Path = ":memory:", *, synchronous: Literal["NORMAL", "FULL"] = "NORMAL"):
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.path, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        # NORMAL survives a killed process (the WAL is intact); FULL also survives power loss.
+        self._db.execute(f"PRAGMA synchronous={synchronous}")
+        self._db.executescript(_SCHEMA)
+        found = self._meta("schema_version")
+        if found is None:
+            self._set_meta("schema_version", SCHEMA_VERSION)
+        elif found != SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path}: store schema_version is {found!r}, this code reads {SCHEMA_VERSION!r}; "
+                "use a new run directory or the StateGuard version that wrote it"
+            )
+
+    # ------------------------------------------------------------------ plumbing
+    def close(self) -> None:
+        self._db.close()
+
+    def _meta(self, key: str) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def _set_meta(self, key: str, value: str) -> None:
+        self._db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", (key, value))
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    # ------------------------------------------------------------------ ids
+    def peek_next_id(self) -> str:
+        """The id the next `reserve_id` will return."""
+        last = int(self._meta("last_reserved") or 0)
+        top = self._db.execute("SELECT COALESCE(MAX(num), 0) FROM states").fetchone()[0]
+        return state_id(max(last, int(top)) + 1)
+
+    def reserve_id(self) -> str:
+        """Allocate the next state id. Ids are never reused, even for abandoned drafts."""
+        sid = self.peek_next_id()
+        self._set_meta("last_reserved", str(state_number(sid)))
+        return sid
+
+    # ------------------------------------------------------------------ writes
+    def commit(self, state: AnalyticalState) -> None:
+        """Persist a state atomically after checking every reference it makes.
+
+        Raises StoreError (and writes nothing) when the id is not newer than every committed
+        state, a relation points at itself or at a state that is not committed, or a variable
+        claims a version that no committed state defined.
+        """
+        with self._transaction() as db:
+            self._check_new_state(db, state)
+            seq = db.execute(
+                "INSERT INTO states(id, num, issue, conclusions, record) VALUES(?, ?, ?, ?, ?)",
+                (
+                    state.id,
+                    state_number(state.id),
+                    state.issue,
+                    json.dumps([c.text for c in state.conclusions]),
+                    state.canonical_json(),
+                ),
+            ).lastrowid
+            assert seq is not None
+            db.executemany(
+                "INSERT INTO relations(state_id, upstream_id, type) VALUES(?, ?, ?)",
+                [(state.id, r.related_state_id, r.type.value) for r in state.relations],
+            )
+            db.executemany(
+                "INSERT INTO variables(state_id, name, version, version_num, defined, value) "
+                "VALUES(?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        state.id,
+                        v.name,
+                        v.version,
+                        state_number(v.version),
+                        int(v.version == state.id),
+                        json.dumps(v.value, sort_keys=True, default=str),
+                    )
+                    for v in state.used_variables
+                ],
+            )
+            self._propagate_invalidity(db, state)
+
+    def _check_new_state(self, db: sqlite3.Connection, state: AnalyticalState) -> None:
+        number = state_number(state.id)
+        top = db.execute("SELECT COALESCE(MAX(num), 0) FROM states").fetchone()[0]
+        if number <= top:
+            raise StoreError(
+                f"cannot commit {state.id}: ids must increase and {state_id(top)} is already committed"
+            )
+        for rel in state.relations:
+            up = rel.related_state_id
+            if up is None:
+                continue
+            if up == state.id:
+                raise StoreError(f"{state.id} lists itself as related state; relations point upstream only")
+            if db.execute("SELECT 1 FROM states WHERE id=?", (up,)).fetchone() is None:
+                raise StoreError(
+                    f"{state.id} relates to {up}, which is not a committed state; "
+                    "reference only earlier committed states (drafts and abandoned states cannot be related)"
+                )
+        for var in state.used_variables:
+            if var.version == state.id:
+                continue
+            row = db.execute(
+                "SELECT 1 FROM variables WHERE name=? AND version=? AND defined=1", (var.name, var.version)
+            ).fetchone()
+            if row is None:
+                raise StoreError(
+                    f"{state.id} reads {var.key}, but no committed state defined that version; "
+                    f"use a committed version (see current_version({var.name!r})) or let the harness assign one"
+                )
+
+    def _propagate_invalidity(self, db: sqlite3.Connection, state: AnalyticalState) -> None:
+        # 1. A state built on a stale upstream, or reading a stale version, is stale by the same cause.
+        causes: set[tuple[str, str]] = set()
+        for rel in state.relations:
+            if rel.type is RelationType.INVALIDATE or rel.related_state_id is None:
+                continue
+            causes.update(
+                db.execute(
+                    "SELECT invalidated_by, root FROM invalid WHERE kind='state' AND key=?",
+                    (rel.related_state_id,),
+                ).fetchall()
+            )
+        for var in state.used_variables:
+            if var.version != state.id:
+                causes.update(
+                    db.execute(
+                        "SELECT invalidated_by, root FROM invalid WHERE kind='variable' AND key=?",
+                        (var.key,),
+                    ).fetchall()
+                )
+        for by, root in causes:
+            self._mark(db, state.id, by, root)
+        # 2. Each Invalidate relation of this state makes its target and everything derived from it stale.
+        for rel in state.relations:
+            if rel.type is RelationType.INVALIDATE and rel.related_state_id is not None:
+                self._close_over(db, rel.related_state_id, by=state.id)
+
+    def _mark(self, db: sqlite3.Connection, sid: str, by: str, root: str) -> bool:
+        cur = db.execute(
+            "INSERT OR IGNORE INTO invalid(kind, key, invalidated_by, root) VALUES('state', ?, ?, ?)",
+            (sid, by, root),
+        )
+        if cur.rowcount == 0:
+            return False
+        db.execute(
+            "INSERT OR IGNORE INTO invalid(kind, key, invalidated_by, root) "
+            "SELECT 'variable', name || '@' || version, ?, ? FROM variables WHERE state_id=? AND defined=1",
+            (by, root, sid),
+        )
+        return True
+
+    def _close_over(self, db: sqlite3.Connection, root: str, *, by: str) -> None:
+        """Breadth-first over downstream relations and variable readers; cost ~ size of the closure."""
+        queue = deque([root])
+        while queue:
+            sid = queue.popleft()
+            if sid == by or not self._mark(db, sid, by, root):
+                continue
+            for (down,) in db.execute(
+                "SELECT state_id FROM relations WHERE upstream_id=? AND type!='invalidate'", (sid,)
+            ):
+                queue.append(down)
+            for (reader,) in db.execute(
+                "SELECT r.state_id FROM variables d JOIN variables r "
+                "ON r.name=d.name AND r.version=d.version AND r.defined=0 "
+                "WHERE d.state_id=? AND d.defined=1",
+                (sid,),
+            ):
+                queue.append(reader)
+
+    # ------------------------------------------------------------------ reads
+    def __len__(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM states").fetchone()[0])
+
+    def __contains__(self, sid: object) -> bool:
+        return self._db.execute("SELECT 1 FROM states WHERE id=?", (sid,)).fetchone() is not None
+
+    def load(self, sid: str) -> AnalyticalState:
+        row = self._db.execute("SELECT record FROM states WHERE id=?", (sid,)).fetchone()
+        if row is None:
+            raise KeyError(f"no committed state {sid!r} in {self.path}")
+        return AnalyticalState.model_validate_json(row[0])
+
+    def raw_record(self, sid: str) -> str:
+        """The exact bytes stored for a committed state (used to prove immutability)."""
+        row = self._db.execute("SELECT record FROM states WHERE id=?", (sid,)).fetchone()
+        if row is None:
+            raise KeyError(sid)
+        return str(row[0])
+
+    def latest_id(self) -> str | None:
+        row = self._db.execute("SELECT id FROM states ORDER BY seq DESC LIMIT 1").fetchone()
+        return None if row is None else str(row[0])
+
+    def ids(self) -> list[str]:
+        return [str(r[0]) for r in self._db.execute("SELECT id FROM states ORDER BY seq")]
+
+    def index(self, *, last: int | None = None) -> list[IndexEntry]:
+        """Compact committed index (id, issue, conclusions), oldest first; `last` keeps the newest N."""
+        if last is None:
+            rows = self._db.execute("SELECT id, issue, conclusions FROM states ORDER BY seq").fetchall()
+        else:
+            rows = self._db.execute(
+                "SELECT id, issue, conclusions FROM states ORDER BY seq DESC LIMIT ?", (last,)
+            ).fetchall()[::-1]
+        return [IndexEntry(id=r[0], issue=r[1], conclusions=json.loads(r[2])) for r in rows]
+
+    def current_version(self, name: str) -> str | None:
+        """Newest committed version key of a variable (e.g. 'revenue@S5'), or None if never defined."""
+        row = self._db.execute(
+            "SELECT version FROM variables WHERE name=? AND defined=1 ORDER BY version_num DESC LIMIT 1",
+            (name,),
+        ).fetchone()
+        return None if row is None else f"{name}@{row[0]}"
+
+    def has_version(self, name: str, version: str) -> bool:
+        """Did committed state `version` define variable `name`?"""
+        row = self._db.execute(
+            "SELECT 1 FROM variables WHERE name=? AND version=? AND defined=1", (name, version)
+        ).fetchone()
+        return row is not None
+
+    def lineage(self, name: str) -> Lineage:
+        versions = []
+        for version, value in self._db.execute(
+            "SELECT version, value FROM variables WHERE name=? AND defined=1 ORDER BY version_num", (name,)
+        ).fetchall():
+            readers = [
+                str(r[0])
+                for r in self._db.execute(
+                    "SELECT state_id FROM variables WHERE name=? AND version=? AND defined=0", (name, version)
+                )
+            ]
+            versions.append(
+                VersionInfo(
+                    version=f"{name}@{version}",
+                    value=json.loads(value),
+                    read_by=readers,
+                    invalid=self.is_invalid(f"{name}@{version}"),
+                )
+            )
+        return Lineage(name=name, versions=versions)
+
+    def upstream(self, sid: str) -> list[tuple[str, RelationType]]:
+        """Directly related upstream states of `sid` with the relation type."""
+        return [
+            (str(up), RelationType(t))
+            for up, t in self._db.execute(
+                "SELECT upstream_id, type FROM relations WHERE state_id=? AND upstream_id IS NOT NULL", (sid,)
+            )
+        ]
+
+    def downstream(self, sid: str) -> list[tuple[str, RelationType]]:
+        return [
+            (str(down), RelationType(t))
+            for down, t in self._db.execute(
+                "SELECT state_id, type FROM relations WHERE upstream_id=?", (sid,)
+            )
+        ]
+
+    def invalidated_by(self, sid: str) -> Invalidation:
+        """States and variable versions made stale (transitively) by the Invalidate relations of `sid`."""
+        rows = self._db.execute(
+            "SELECT kind, key FROM invalid WHERE invalidated_by=? ORDER BY rowid", (sid,)
+        ).fetchall()
+        return Invalidation(
+            invalidated_by=sid,
+            states=[k for kind, k in rows if kind == "state"],
+            variables=[k for kind, k in rows if kind == "variable"],
+        )
+
+    def is_invalid(self, key: str) -> bool:
+        """`key` is a state id ('S3') or a variable version ('revenue@S3')."""
+        kind = "variable" if "@" in key else "state"
+        return (
+            self._db.execute("SELECT 1 FROM invalid WHERE kind=? AND key=? LIMIT 1", (kind, key)).fetchone()
+            is not None
+        )
+
+    def invalid_states(self) -> list[str]:
+        return [
+            str(r[0])
+            for r in self._db.execute("SELECT DISTINCT key FROM invalid WHERE kind='state' ORDER BY rowid")
+        ]
+
+    def why_invalid(self, key: str) -> list[tuple[str, str]]:
+        """(invalidating state, invalidated root) pairs that explain why `key` is stale."""
+        kind = "variable" if "@" in key else "state"
+        return [
+            (str(a), str(b))
+            for a, b in self._db.execute(
+                "SELECT invalidated_by, root FROM invalid WHERE kind=? AND key=?", (kind, key)
+            )
+        ]

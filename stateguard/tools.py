@@ -1,0 +1,137 @@
+"""The five read-only verification tools (paper A.3); each returns a typed `ToolResult`.
+
+compile_python and inspect_python are pure; check_execution reads the recorded worker steps;
+load_state reads the store; run_probe delegates to the workspace, which decides isolation.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from stateguard.actions import (
+    Action,
+    CheckExecutionArgs,
+    CompilePythonArgs,
+    InspectPythonArgs,
+    LoadStateArgs,
+    RunProbeArgs,
+)
+from stateguard.lifecycle import ToolAction
+from stateguard.observation import WorkerStep
+from stateguard.store import StateStore
+from stateguard.workspace import Workspace
+
+
+class ToolResult(BaseModel):
+    """Evidence returned to the manager as a tool message and recorded in the trace."""
+
+    model_config = ConfigDict(frozen=True)
+    tool: ToolAction
+    ok: bool = Field(description="The tool ran; says nothing about whether the checked thing is valid.")
+    data: dict[str, Any] = Field(default_factory=dict)
+    error: str | None = None
+
+
+def compile_python(code: str) -> dict[str, Any]:
+    try:
+        compile(code, "<manager>", "exec")
+    except SyntaxError as exc:
+        return {"valid": False, "message": exc.msg, "line": exc.lineno, "offset": exc.offset}
+    return {"valid": True}
+
+
+def inspect_python(code: str) -> dict[str, Any]:
+    """Names read and written (incl. in-place method calls and item assignment), calls, literals, imports."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError as exc:
+        return {"valid": False, "message": exc.msg, "line": exc.lineno}
+    reads: set[str] = set()
+    writes: set[str] = set()
+    calls: list[str] = []
+    literals: list[Any] = []
+    imports: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (writes if isinstance(node.ctx, ast.Store | ast.Del) else reads).add(node.id)
+        elif isinstance(node, ast.Call):
+            calls.append(ast.unparse(node.func))
+            func = node.func
+            inplace = any(
+                k.arg == "inplace" and isinstance(k.value, ast.Constant) and k.value.value is True
+                for k in node.keywords
+            )
+            if (
+                isinstance(func, ast.Attribute)
+                and isinstance(func.value, ast.Name)
+                and (func.attr in _MUTATING_METHODS or inplace)
+            ):
+                writes.add(func.value.id)
+        elif isinstance(node, ast.Subscript | ast.Attribute) and isinstance(node.ctx, ast.Store | ast.Del):
+            base = node.value
+            while isinstance(base, ast.Subscript | ast.Attribute):
+                base = base.value
+            if isinstance(base, ast.Name):
+                writes.add(base.id)
+        elif isinstance(node, ast.Constant) and not isinstance(node.value, type(Ellipsis)):
+            literals.append(node.value)
+        elif isinstance(node, ast.Import):
+            imports.extend(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            imports.extend(f"{node.module}.{a.name}" for a in node.names)
+    return {
+        "valid": True,
+        "reads": sorted(reads),
+        "writes": sorted(writes),
+        "calls": calls,
+        "literals": literals[:50],
+        "imports": imports,
+    }
+
+
+_MUTATING_METHODS = frozenset(
+    {"append", "extend", "insert", "pop", "remove", "clear", "update", "sort", "reverse",
+     "setdefault", "popitem", "add", "discard", "fillna", "drop", "rename", "reset_index", "set_index"}
+)  # fmt: skip
+
+
+def check_execution(steps: dict[int, WorkerStep], step_id: int) -> dict[str, Any]:
+    step = steps.get(step_id)
+    if step is None:
+        return {"found": False, "step_id": step_id, "message": f"no worker step {step_id} was recorded"}
+    return {
+        "found": True,
+        "step_id": step_id,
+        "executed": bool(step.action),
+        "success": step.success and step.error is None,
+        "error": step.error,
+        "output": step.output[:2000],
+    }
+
+
+def run_tool(
+    action: Action, *, store: StateStore, steps: dict[int, WorkerStep], workspace: Workspace | None
+) -> ToolResult:
+    """Dispatch a validated tool action. Never raises for the manager's input; errors go in the result."""
+    name = action.name
+    assert isinstance(name, ToolAction)
+    args = action.args
+    if isinstance(args, CompilePythonArgs):
+        return ToolResult(tool=name, ok=True, data=compile_python(args.code))
+    if isinstance(args, InspectPythonArgs):
+        return ToolResult(tool=name, ok=True, data=inspect_python(args.code))
+    if isinstance(args, CheckExecutionArgs):
+        return ToolResult(tool=name, ok=True, data=check_execution(steps, args.step_id))
+    if isinstance(args, LoadStateArgs):
+        if args.state_id not in store:
+            return ToolResult(tool=name, ok=False, error=f"{args.state_id} is not a committed state")
+        return ToolResult(tool=name, ok=True, data=store.load(args.state_id).model_dump(mode="json"))
+    if isinstance(args, RunProbeArgs):
+        if workspace is None:
+            return ToolResult(tool=name, ok=False, error="run_probe needs a workspace; none is attached to this run")
+        probe = workspace.run_probe(args.code)
+        return ToolResult(tool=name, ok=probe.ok, data=probe.model_dump(mode="json"), error=probe.error)
+    raise AssertionError(f"unhandled tool {name}")

@@ -1,0 +1,122 @@
+"""Append-only, schema-versioned event log of one run (JSON Lines).
+
+Everything that happens is an event: worker steps, reviews, each proposed action with the
+harness verdict, state transitions, tool evidence, hints as delivered. Metrics, the RL reward
+and the viewer read this file. Events emitted inside a harness transaction are buffered and
+written only if the transaction commits, so a rejected action adds exactly one `action` event
+(its verdict) and nothing else.
+
+    trace = Trace("runs/demo/trace.jsonl"); trace.emit("worker_step", index=3, ...)
+    events = read_trace("runs/demo/trace.jsonl")
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from stateguard.records import SCHEMA_VERSION, Record
+
+
+class TraceEvent(Record):
+    seq: int = Field(ge=0, description="Position in the log, from 0.")
+    kind: str
+    ts: float | None = Field(default=None, description="Wall-clock seconds; None with a deterministic clock.")
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class Trace:
+    """Writes events to `path` (or keeps them in memory when path is None)."""
+
+    def __init__(self, path: str | Path | None = None, *, clock: Callable[[], float | None] = time.time):
+        self.path = None if path is None else Path(path)
+        self._clock = clock
+        self._buffer: list[TraceEvent] | None = None
+        self._memory: list[str] = []
+        self._fd: int | None = None
+        self._seq = 0
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if self.path.exists():
+                self._seq = len(read_trace(self.path))
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    @property
+    def next_seq(self) -> int:
+        return self._seq + (len(self._buffer) if self._buffer is not None else 0)
+
+    def emit(self, kind: str, **data: Any) -> TraceEvent:
+        event = TraceEvent(seq=self.next_seq, kind=kind, ts=self._clock(), data=data)
+        if self._buffer is not None:
+            self._buffer.append(event)
+        else:
+            self._write([event])
+        return event
+
+    def _write(self, events: list[TraceEvent]) -> None:
+        if not events:
+            return
+        lines = [json.dumps(e.model_dump(mode="json"), sort_keys=True, default=str) for e in events]
+        self._seq += len(events)
+        if self._fd is None:
+            self._memory.extend(lines)
+            return
+        # One write() per batch on an O_APPEND fd: a crash leaves at most one torn final line.
+        os.write(self._fd, ("\n".join(lines) + "\n").encode())
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Buffer events; write them on success, drop them if the block raises."""
+        if self._buffer is not None:
+            yield
+            return
+        self._buffer = []
+        try:
+            yield
+        except BaseException:
+            self._buffer = None
+            raise
+        events, self._buffer = self._buffer, None
+        self._write(events)
+
+    def lines(self) -> list[str]:
+        """Serialized events so far (from memory or from the file)."""
+        if self.path is None:
+            return list(self._memory)
+        return self.path.read_text().splitlines()
+
+    def events(self) -> list[TraceEvent]:
+        return [TraceEvent.model_validate_json(line) for line in self.lines()]
+
+
+def read_trace(path: str | Path) -> list[TraceEvent]:
+    """Read a trace file; a torn final line (crash mid-write) is dropped, any other bad line is an error."""
+    lines = Path(path).read_text().splitlines()
+    events = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError:
+            if number == len(lines):
+                break
+            raise ValueError(f"{path}:{number}: not a JSON trace event; the trace file is corrupt") from None
+        if data.get("schema_version") != SCHEMA_VERSION:
+            raise ValueError(
+                f"{path}:{number}: schema_version {data.get('schema_version')!r}, expected {SCHEMA_VERSION!r}"
+            )
+        events.append(TraceEvent.model_validate(data))
+    return events
