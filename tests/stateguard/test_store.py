@@ -1,0 +1,138 @@
+"""Store invariants and queries: references, immutability, lineage, invalidation closure."""
+
+from __future__ import annotations
+
+import pytest
+
+from stateguard.state import AnalyticalState, Conclusion, Relation, RelationType, VariableRef
+from stateguard.store import StateStore, StoreError
+
+
+def st(sid: str, variables=(), relations=(), issue: str = "") -> AnalyticalState:
+    rels = [Relation(type=RelationType(t), related_state_id=u) for u, t in relations] or [Relation(type="init")]
+    return AnalyticalState(
+        id=sid,
+        issue=issue or f"issue of {sid}",
+        used_variables=[VariableRef(name=n, version=v, value=x) for n, v, x in variables],
+        conclusions=[Conclusion(text=f"{sid} done")],
+        relations=rels,
+    )
+
+
+@pytest.fixture()
+def chain(tmp_path) -> StateStore:
+    """S1 defines revenue; S2 reads it; S3 reads margin; S4 reads ratio (three states downstream);
+    S5 is an unrelated branch; S6 revises revenue and invalidates S1."""
+    store = StateStore(tmp_path / "s.sqlite")
+    store.commit(st("S1", [("revenue", "S1", 1000)]))
+    store.commit(st("S2", [("revenue", "S1", 1000), ("margin", "S2", 400)], [("S1", "progress")]))
+    store.commit(st("S3", [("margin", "S2", 400), ("ratio", "S3", 0.4)], [("S2", "progress")]))
+    store.commit(st("S4", [("ratio", "S3", 0.4), ("report", "S4", "r")], [("S3", "progress")]))
+    store.commit(st("S5", [("n_rows", "S5", 10)]))
+    store.commit(st("S6", [("revenue", "S6", 950)], [("S1", "invalidate")]))
+    return store
+
+
+def test_invalidation_closure_reaches_three_states_downstream(chain: StateStore) -> None:
+    inv = chain.invalidated_by("S6")
+    assert inv.states == ["S1", "S2", "S3", "S4"]
+    assert set(inv.variables) == {"revenue@S1", "margin@S2", "ratio@S3", "report@S4"}
+    assert chain.invalid_states() == ["S1", "S2", "S3", "S4"]
+    assert not chain.is_invalid("S5") and not chain.is_invalid("S6")
+    assert not chain.is_invalid("revenue@S6")
+    assert chain.why_invalid("ratio@S3") == [("S6", "S1")]
+
+
+def test_closure_follows_variable_reads_without_relations(tmp_path) -> None:
+    store = StateStore(tmp_path / "s.sqlite")
+    store.commit(st("S1", [("cogs", "S1", 0.6)]))
+    store.commit(st("S2", [("x", "S2", 1)]))
+    # S3 relates only to S2 but reads cogs@S1: the variable read alone makes it depend on S1.
+    store.commit(st("S3", [("cogs", "S1", 0.6), ("profit", "S3", 5)], [("S2", "progress")]))
+    store.commit(st("S4", [("cogs", "S4", 0.62)], [("S1", "invalidate")]))
+    assert store.invalidated_by("S4").states == ["S1", "S3"]
+    assert not store.is_invalid("S2")
+
+
+def test_later_state_built_on_stale_upstream_is_stale_too(chain: StateStore) -> None:
+    chain.commit(st("S7", [("ratio", "S3", 0.4), ("growth", "S7", 2)], [("S4", "progress")]))
+    assert chain.is_invalid("S7") and chain.is_invalid("growth@S7")
+    chain.commit(st("S8", [("revenue", "S6", 950), ("g2", "S8", 3)], [("S6", "branch")]))
+    assert not chain.is_invalid("S8")
+
+
+def test_invalidating_state_is_not_stale_through_its_own_upstream(tmp_path) -> None:
+    store = StateStore(tmp_path / "s.sqlite")
+    store.commit(st("S1", [("a", "S1", 1)]))
+    store.commit(st("S2", [("b", "S2", 2)], [("S1", "progress")]))
+    store.commit(st("S3", [("a", "S3", 5)], [("S2", "progress"), ("S1", "invalidate")]))
+    assert store.invalidated_by("S3").states == ["S1", "S2"]
+    assert not store.is_invalid("S3")
+
+
+def test_current_version_and_lineage(chain: StateStore) -> None:
+    assert chain.current_version("revenue") == "revenue@S6"
+    assert chain.current_version("nope") is None
+    lin = chain.lineage("revenue")
+    assert [v.version for v in lin.versions] == ["revenue@S1", "revenue@S6"]
+    assert lin.versions[0].read_by == ["S2"]
+    assert [v.invalid for v in lin.versions] == [True, False]
+    assert lin.versions[1].value == 950
+
+
+def test_index_upstream_downstream(chain: StateStore) -> None:
+    assert [e.id for e in chain.index()] == ["S1", "S2", "S3", "S4", "S5", "S6"]
+    assert [e.id for e in chain.index(last=2)] == ["S5", "S6"]
+    assert chain.index()[0].conclusions == ["S1 done"]
+    assert chain.upstream("S6") == [("S1", RelationType.INVALIDATE)]
+    assert sorted(chain.downstream("S1")) == [("S2", RelationType.PROGRESS), ("S6", RelationType.INVALIDATE)]
+    assert chain.latest_id() == "S6"
+
+
+@pytest.mark.parametrize(
+    ("state", "message"),
+    [
+        (st("S3", relations=[("S3", "progress")]), "itself"),
+        (st("S3", relations=[("S9", "progress")]), "not a committed state"),
+        (st("S3", [("revenue", "S2", 1)]), "no committed state defined that version"),
+        (st("S2"), "ids must increase"),
+    ],
+)
+def test_bad_commits_are_refused_and_write_nothing(tmp_path, state: AnalyticalState, message: str) -> None:
+    store = StateStore(tmp_path / "s.sqlite")
+    store.commit(st("S1", [("revenue", "S1", 1)]))
+    store.commit(st("S2", [("cost", "S2", 1)]))
+    before = [store.raw_record(s) for s in store.ids()]
+    with pytest.raises(StoreError, match=message):
+        store.commit(state)
+    assert [store.raw_record(s) for s in store.ids()] == before
+    assert store.downstream("S3") == [] and store.upstream("S3") == []
+
+
+def test_committed_records_are_immutable_and_survive_reopen(tmp_path, chain: StateStore) -> None:
+    raw = {s: chain.raw_record(s) for s in chain.ids()}
+    path = chain.path
+    chain.close()
+    again = StateStore(path)
+    assert {s: again.raw_record(s) for s in again.ids()} == raw
+    assert again.load("S3").used_variables[1].key == "ratio@S3"
+    with pytest.raises(Exception):  # noqa: B017 - pydantic raises ValidationError on a frozen model
+        again.load("S3").issue = "changed"  # type: ignore[misc]
+
+
+def test_reserved_ids_are_never_reused(tmp_path) -> None:
+    store = StateStore(tmp_path / "s.sqlite")
+    assert store.reserve_id() == "S1"
+    assert store.reserve_id() == "S2"  # S1 was abandoned
+    store.commit(st("S2"))
+    assert store.peek_next_id() == "S3"
+    with pytest.raises(StoreError, match="ids must increase"):
+        store.commit(st("S1"))
+
+
+def test_foreign_schema_version_is_refused(tmp_path) -> None:
+    store = StateStore(tmp_path / "s.sqlite")
+    store._set_meta("schema_version", "stateguard/0")
+    store.close()
+    with pytest.raises(StoreError, match="schema_version"):
+        StateStore(tmp_path / "s.sqlite")

@@ -1,0 +1,112 @@
+"""Trace file semantics, the verification tools, and the in-process workspace."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from stateguard import DictWorkspace, EventType, Harness, HarnessConfig, StateStore, Trace, WorkerStep, read_trace
+from stateguard.actions import validate_action
+from stateguard.tools import check_execution, compile_python, inspect_python, run_tool
+
+
+def test_rejected_action_appends_only_its_verdict(tmp_path: Path) -> None:
+    trace = Trace(tmp_path / "t.jsonl", clock=lambda: None)
+    h = Harness(StateStore(tmp_path / "s.sqlite"), HarnessConfig(regime="turn_aligned"), trace=trace)
+    h.begin_review(EventType.TURN_START)
+    before = (tmp_path / "t.jsonl").read_bytes()
+    result = h.apply(("COMMIT_STATE", {}))
+    assert not result.accepted
+    after = (tmp_path / "t.jsonl").read_bytes()
+    assert after.startswith(before)
+    added = [json.loads(x) for x in after[len(before) :].decode().splitlines()]
+    assert len(added) == 1 and added[0]["kind"] == "action" and added[0]["data"]["accepted"] is False
+    assert "COMMIT_STATE is not allowed in stage 'idle'" in added[0]["data"]["feedback"]
+
+
+def test_trace_events_are_numbered_and_survive_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    trace = Trace(path)
+    trace.emit("a", x=1)
+    with trace.transaction():
+        trace.emit("b")
+        trace.emit("c")
+    with pytest.raises(RuntimeError), trace.transaction():
+        trace.emit("dropped")
+        raise RuntimeError("boom")
+    trace.close()
+    again = Trace(path)
+    again.emit("d")
+    events = read_trace(path)
+    assert [(e.seq, e.kind) for e in events] == [(0, "a"), (1, "b"), (2, "c"), (3, "d")]
+    assert events[0].data == {"x": 1} and events[0].schema_version == "stateguard/1"
+
+
+def test_torn_last_line_is_dropped_but_corruption_elsewhere_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    trace = Trace(path)
+    trace.emit("a")
+    trace.emit("b")
+    trace.close()
+    with path.open("a") as fh:
+        fh.write('{"kind": "half')
+    assert [e.kind for e in read_trace(path)] == ["a", "b"]
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([lines[0], "garbage", lines[1]]) + "\n")
+    with pytest.raises(ValueError, match=r"t.jsonl:2: not a JSON trace event"):
+        read_trace(path)
+
+
+@pytest.mark.parametrize(
+    ("code", "reads", "writes"),
+    [
+        ("y = x + 1", ["x"], ["y"]),
+        ("df.drop(columns=['a'], inplace=True)", ["df"], ["df"]),
+        ("lst.append(3)", ["lst"], ["lst"]),
+        ("df['c'] = df['a'] * 2", ["df"], ["df"]),
+        ("total = sum(v for v in vals)", ["sum", "v", "vals"], ["total", "v"]),
+        ("obj.attr = 5", ["obj"], ["obj"]),
+    ],
+)
+def test_inspect_python_reads_and_writes(code: str, reads: list[str], writes: list[str]) -> None:
+    shape = inspect_python(code)
+    assert set(reads) <= set(shape["reads"])
+    assert set(shape["writes"]) == set(writes)
+
+
+def test_compile_python_reports_location() -> None:
+    assert compile_python("x = 1") == {"valid": True}
+    bad = compile_python("x = (1,\ny = 2")
+    assert bad["valid"] is False and bad["line"] in (1, 2)
+
+
+def test_check_execution_and_tools_through_dispatch(tmp_path: Path) -> None:
+    steps = {0: WorkerStep(index=0, action="x=1", output="1"), 1: WorkerStep(index=1, action="1/0", error="ZeroDivisionError", success=False)}
+    assert check_execution(steps, 0)["success"] is True
+    failed = check_execution(steps, 1)
+    assert failed["success"] is False and failed["error"] == "ZeroDivisionError"
+    assert check_execution(steps, 7)["found"] is False
+    ws = DictWorkspace({"x": 41})
+    store = StateStore(":memory:")
+    probe = run_tool(validate_action("run_probe", {"code": "result = x + 1\nx = 0"}), store=store, steps=steps, workspace=ws)
+    assert probe.ok and probe.data["value"] == 42 and ws.namespace["x"] == 41  # the probe cannot change the workspace
+    missing = run_tool(validate_action("load_state", {"state_id": "S3"}), store=store, steps=steps, workspace=ws)
+    assert not missing.ok and "not a committed state" in (missing.error or "")
+    none = run_tool(validate_action("run_probe", {"code": "1"}), store=store, steps=steps, workspace=None)
+    assert not none.ok and "needs a workspace" in (none.error or "")
+
+
+def test_dict_workspace_snapshot_restore_delete() -> None:
+    ws = DictWorkspace()
+    ws.run("a = [1, 2]\nb = {'k': 3}")
+    ws.snapshot("c1")
+    ws.run("a.append(9)\nb['k'] = 0")
+    assert ws.delete_variables(["a", "zzz"]) == ["a"]
+    ws.restore("c1")
+    assert ws.namespace["a"] == [1, 2] and ws.namespace["b"] == {"k": 3}
+    names = {v.name: v for v in ws.list_variables()}
+    assert names["a"].type == "list" and names["a"].content_hash
+    with pytest.raises(KeyError):
+        ws.restore("nope")
