@@ -1,0 +1,1 @@
+"""Benchmarks that print tables (`make bench`)."""

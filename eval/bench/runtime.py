@@ -1,0 +1,166 @@
+"""Runtime micro-benchmarks: commit cycle, hint packing and invalidation vs. store size.
+
+The store is pre-filled with interleaved analysis threads of `thread_length` states (Progress /
+Branch inside a thread, variables versioned per thread), so every state has a bounded related
+set while the store grows. Each row is then measured `samples` times at each size; a flat row
+across sizes means the cost follows the related states, not the store.
+
+    python -m eval.bench.runtime                 # or: make bench
+    python -m eval.bench.runtime sizes=[100,1000] samples=50
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import hydra
+from omegaconf import DictConfig
+from pydantic import BaseModel
+
+from stateguard import Harness, HarnessConfig, StateStore, WorkerStep
+from stateguard.hints import state_hint
+from stateguard.state import AnalyticalState, Conclusion, Relation, RelationType, VariableRef
+
+
+class Row(BaseModel):
+    operation: str
+    size: int
+    median_ms: float
+    p99_ms: float
+
+
+def _prefill(store: StateStore, n: int, thread_length: int, rng: random.Random) -> list[list[str]]:
+    """Commit n states as interleaved threads; returns the state ids of each thread."""
+    threads: list[list[str]] = []
+    open_threads: list[int] = []
+    for _ in range(n):
+        if not open_threads or (len(open_threads) < 4 and rng.random() < 0.3):
+            threads.append([])
+            open_threads.append(len(threads) - 1)
+        t = rng.choice(open_threads)
+        members = threads[t]
+        sid = store.reserve_id()
+        latest = store.latest_id()
+        if members:
+            up = members[-1]
+            rels = [Relation(type=RelationType.PROGRESS if up == latest else RelationType.BRANCH, related_state_id=up)]
+            reads = [VariableRef(name=f"t{t}_v{(len(members) - 1) % 3}", version=up, value=len(members))]
+        else:
+            rels, reads = [Relation(type=RelationType.INIT)], []
+        defined = [VariableRef(name=f"t{t}_v{len(members) % 3}", version=sid, value=len(members) + 1)]
+        store.commit(
+            AnalyticalState(
+                id=sid,
+                issue=f"thread {t} step {len(members)}",
+                used_variables=reads + defined,
+                conclusions=[Conclusion(text=f"value {len(members) + 1}")],
+                relations=rels,
+            )
+        )
+        members.append(sid)
+        if len(members) >= thread_length:
+            open_threads.remove(t)
+    return threads
+
+
+def _measure(fn: Callable[[int], None], samples: int) -> tuple[float, float]:
+    times = []
+    for i in range(samples):
+        start = time.perf_counter()
+        fn(i)
+        times.append((time.perf_counter() - start) * 1000)
+    times.sort()
+    return statistics.median(times), times[min(len(times) - 1, int(0.99 * len(times)))]
+
+
+def bench_size(n: int, cfg: DictConfig) -> list[Row]:
+    rng = random.Random(cfg.seed)
+    path = Path(cfg.work_dir) / f"states-{n}.sqlite"
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    store = StateStore(path)
+    threads = _prefill(store, n, cfg.thread_length, rng)
+    full = [t for t in threads if len(t) >= 3]
+    harness = Harness(store, HarnessConfig(regime="turn_aligned"))
+    rows = []
+    step = [0]
+
+    def cycle(i: int) -> None:
+        up = store.latest_id()
+        harness.turn_start = step[0]  # what begin_review(TURN_START) sets; the observation is not timed here
+        assert harness.apply(("OPEN_STATE", {"issue": f"bench {i}", "relations": [{"related_state_id": up}]})).accepted
+        harness.record_step(WorkerStep(index=step[0], action="x = 1", output="1"))
+        step[0] += 1
+        var = store.load(up).used_variables[-1] if up else None
+        used = [{"name": "bench_x", "value": i}]
+        if var is not None:
+            used.append({"name": var.name, "version": var.version, "value": var.value})
+        assert harness.apply(("UPDATE_STATE", {"used_variables": used, "conclusions": ["bench"]})).accepted
+        assert harness.apply(("FINALIZE_RELATIONS", {"mode": "confirm"})).accepted
+        assert harness.apply(("COMMIT_STATE", {})).accepted
+        harness.pending_hints.clear()  # the worker adapter would take them; delivery is not timed
+
+    med, p99 = _measure(cycle, cfg.samples)
+    rows.append(Row(operation="OPEN+UPDATE+COMMIT (harness)", size=n, median_ms=med, p99_ms=p99))
+
+    def pack(i: int) -> None:
+        thread = full[i % len(full)]
+        related = [store.load(s) for s in thread[-2:]]
+        hint = state_hint(related, for_state="S0")
+        assert hint is not None and hint.render()
+
+    med, p99 = _measure(pack, cfg.samples)
+    rows.append(Row(operation="state hint: pack 2 related + render", size=n, median_ms=med, p99_ms=p99))
+
+    def invalidate(i: int) -> None:
+        target = full[i % len(full)][len(full[i % len(full)]) // 2]
+        sid = store.reserve_id()
+        store.commit(
+            AnalyticalState(id=sid, issue="revision", relations=[Relation(type="invalidate", related_state_id=target)])
+        )
+        assert store.invalidated_by(sid).states[0] == target
+
+    med, p99 = _measure(invalidate, cfg.samples)
+    rows.append(Row(operation="commit with Invalidate + closure query", size=n, median_ms=med, p99_ms=p99))
+
+    def lookup(i: int) -> None:
+        thread = full[i % len(full)]
+        store.is_invalid(thread[-1])
+        store.current_version("t0_v1")
+
+    med, p99 = _measure(lookup, cfg.samples)
+    rows.append(Row(operation="is_invalid + current_version", size=n, median_ms=med, p99_ms=p99))
+    store.close()
+    return rows
+
+
+def run(cfg: DictConfig) -> list[Row]:
+    Path(cfg.work_dir).mkdir(parents=True, exist_ok=True)
+    rows: list[Row] = []
+    for n in cfg.sizes:
+        rows.extend(bench_size(int(n), cfg))
+    return rows
+
+
+def render(rows: list[Row]) -> str:
+    sizes = sorted({r.size for r in rows})
+    ops = list(dict.fromkeys(r.operation for r in rows))
+    head = "| operation | " + " | ".join(f"{s:,} med / p99 ms" for s in sizes) + " |"
+    lines = [head, "|---|" + "---|" * len(sizes)]
+    for op in ops:
+        cells = {r.size: f"{r.median_ms:.3f} / {r.p99_ms:.3f}" for r in rows if r.operation == op}
+        lines.append(f"| {op} | " + " | ".join(cells[s] for s in sizes) + " |")
+    return "\n".join(lines)
+
+
+@hydra.main(version_base=None, config_path="../../configs", config_name="bench")
+def main(cfg: DictConfig) -> None:
+    print(render(run(cfg)))
+
+
+if __name__ == "__main__":
+    main()
