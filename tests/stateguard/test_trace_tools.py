@@ -7,7 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from stateguard import DictWorkspace, EventType, Harness, HarnessConfig, StateStore, Trace, WorkerStep, read_trace
+from stateguard import (
+    DictWorkspace,
+    EventType,
+    Harness,
+    HarnessConfig,
+    StateStore,
+    Trace,
+    WorkerStep,
+    read_trace,
+)
 from stateguard.actions import validate_action
 from stateguard.tools import check_execution, compile_python, inspect_python, run_tool
 
