@@ -33,7 +33,7 @@ check: $(STAMP) ## Lint (ruff) and type-check (mypy) the runtime library
 	$(VENV)/bin/mypy stateguard
 
 eval: $(STAMP) ## Main job. For now: the built-in runtime demo (stale artifact caught after a revision)
-	$(PY) -m stateguard.demo run_dir=$(RUN)
+	$(PY) -m eval.demo run_dir=$(RUN)
 
 bench: $(STAMP) ## Runtime micro-benchmarks (commit, hint packing, invalidation) as a table
 	$(PY) -m eval.bench.runtime
