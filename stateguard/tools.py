@@ -19,6 +19,7 @@ from stateguard.actions import (
     LoadStateArgs,
     RunProbeArgs,
 )
+from stateguard.dataflow import cell_dataflow
 from stateguard.lifecycle import ToolAction
 from stateguard.observation import WorkerStep
 from stateguard.store import StateStore
@@ -44,39 +45,18 @@ def compile_python(code: str) -> dict[str, Any]:
 
 
 def inspect_python(code: str) -> dict[str, Any]:
-    """Names read and written (incl. in-place method calls and item assignment), calls, literals, imports."""
-    try:
-        tree = ast.parse(code)
-    except SyntaxError as exc:
-        return {"valid": False, "message": exc.msg, "line": exc.lineno}
-    reads: set[str] = set()
-    writes: set[str] = set()
+    """Names read and written (incl. in-place mutation), calls, literals, imports."""
+    flow = cell_dataflow(code)
+    if not flow.valid:
+        return {"valid": False, "message": flow.error}
+    tree = ast.parse(code)
     calls: list[str] = []
     literals: list[Any] = []
     imports: list[str] = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            (writes if isinstance(node.ctx, ast.Store | ast.Del) else reads).add(node.id)
-        elif isinstance(node, ast.Call):
+        if isinstance(node, ast.Call):
             calls.append(ast.unparse(node.func))
-            func = node.func
-            inplace = any(
-                k.arg == "inplace" and isinstance(k.value, ast.Constant) and k.value.value is True
-                for k in node.keywords
-            )
-            if (
-                isinstance(func, ast.Attribute)
-                and isinstance(func.value, ast.Name)
-                and (func.attr in _MUTATING_METHODS or inplace)
-            ):
-                writes.add(func.value.id)
-        elif isinstance(node, ast.Subscript | ast.Attribute) and isinstance(node.ctx, ast.Store | ast.Del):
-            base = node.value
-            while isinstance(base, ast.Subscript | ast.Attribute):
-                base = base.value
-            if isinstance(base, ast.Name):
-                writes.add(base.id)
-        elif isinstance(node, ast.Constant) and not isinstance(node.value, type(Ellipsis)):
+        elif isinstance(node, ast.Constant) and node.value is not Ellipsis:
             literals.append(node.value)
         elif isinstance(node, ast.Import):
             imports.extend(a.name for a in node.names)
@@ -84,18 +64,13 @@ def inspect_python(code: str) -> dict[str, Any]:
             imports.extend(f"{node.module}.{a.name}" for a in node.names)
     return {
         "valid": True,
-        "reads": sorted(reads),
-        "writes": sorted(writes),
+        "reads": flow.reads,
+        "writes": flow.writes,
+        "inplace": flow.inplace,
         "calls": calls,
         "literals": literals[:50],
         "imports": imports,
     }
-
-
-_MUTATING_METHODS = frozenset(
-    {"append", "extend", "insert", "pop", "remove", "clear", "update", "sort", "reverse",
-     "setdefault", "popitem", "add", "discard", "fillna", "drop", "rename", "reset_index", "set_index"}
-)  # fmt: skip
 
 
 def check_execution(steps: dict[int, WorkerStep], step_id: int) -> dict[str, Any]:

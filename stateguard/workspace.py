@@ -1,25 +1,31 @@
-"""The workspace interface the harness needs, and a small in-process implementation.
+"""The workspace interfaces, and a small in-process implementation.
 
-The live analysis namespace belongs to the worker; the harness touches it only through this
-interface: heavy repair deletes the localized invalid variables, commit takes a checkpoint, and
-a rollback after an exhausted repair budget restores the last valid checkpoint. `run_probe`
-executes a read-only verification program.
+`Workspace` is what the harness needs: heavy repair deletes the localized invalid variables,
+commit takes a checkpoint, a rollback after an exhausted repair budget restores the last valid
+checkpoint, and `run_probe` executes a read-only verification program. `LiveWorkspace` adds what
+workers and the rules manager need: run a cell and read the per-cell dataflow.
 
-`DictWorkspace` keeps the namespace in this process and copies it for snapshots and probes. It
-is NOT a sandbox: it is what unit tests and the built-in demo use. The sandboxed, separate-process
-workspace implements the same protocol.
+`DictWorkspace` keeps the namespace in this process and deep-copies it for snapshots and probes.
+It is NOT a sandbox: unit tests and the built-in demo use it. `stateguard.sandbox.SandboxWorkspace`
+implements the same protocols in a separate, limited process.
 """
 
 from __future__ import annotations
 
+import ast
 import copy
 import hashlib
 import io
 import pickle
-from contextlib import redirect_stdout
+import time
+import traceback
+import types
+from contextlib import redirect_stderr, redirect_stdout
 from typing import Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+
+from stateguard.dataflow import DataflowGraph, cell_dataflow
 
 
 class VariableSummary(BaseModel):
@@ -42,6 +48,26 @@ class ProbeResult(BaseModel):
     error: str | None = None
 
 
+class CellResult(BaseModel):
+    """Outcome of running one cell in a live workspace."""
+
+    model_config = ConfigDict(frozen=True)
+    cell_id: int
+    ok: bool
+    stdout: str = ""
+    stderr: str = ""
+    value: str | None = Field(default=None, description="repr of the last expression, truncated.")
+    error: str | None = Field(default=None, description="'ExceptionType: message' when the cell raised.")
+    traceback: str | None = None
+    wall_s: float = 0.0
+    reads: list[str] = Field(default_factory=list)
+    writes: list[str] = Field(default_factory=list)
+    stale_reads: dict[str, list[str]] = Field(
+        default_factory=dict, description="Names read that were stale, with the redefined inputs."
+    )
+    notes: list[str] = Field(default_factory=list, description="e.g. a restart after the process died.")
+
+
 @runtime_checkable
 class Workspace(Protocol):
     def list_variables(self) -> list[VariableSummary]: ...
@@ -51,6 +77,33 @@ class Workspace(Protocol):
     def drop_checkpoint(self, checkpoint_id: str) -> None: ...
     def has_checkpoint(self, checkpoint_id: str) -> bool: ...
     def run_probe(self, code: str) -> ProbeResult: ...
+
+
+@runtime_checkable
+class LiveWorkspace(Workspace, Protocol):
+    dataflow: DataflowGraph
+
+    def run_cell(self, code: str) -> CellResult: ...
+    def get_value(self, name: str) -> Any: ...
+    def close(self) -> None: ...
+
+
+def _value_repr(value: Any, limit: int = 2000) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 20] + f"... [{len(text)} chars]"
+
+
+def split_last_expression(code: str) -> tuple[str, str | None]:
+    """(body, last expression) like a notebook: the value of a trailing expression is shown."""
+    tree = ast.parse(code)
+    last = tree.body[-1] if tree.body else None
+    if not isinstance(last, ast.Expr):
+        return code, None
+    expression = ast.get_source_segment(code, last.value) or ast.unparse(last.value)
+    if last.col_offset == 0:  # keep the body's own text so tracebacks point at the user's lines
+        return "".join(code.splitlines(keepends=True)[: last.lineno - 1]), expression
+    tree.body.pop()
+    return ast.unparse(tree), expression
 
 
 def summarize(name: str, value: Any) -> VariableSummary:
@@ -75,9 +128,46 @@ class DictWorkspace:
     def __init__(self, namespace: dict[str, Any] | None = None):
         self.namespace: dict[str, Any] = dict(namespace or {})
         self._checkpoints: dict[str, dict[str, Any]] = {}
+        self.dataflow = DataflowGraph()
+        self._cells = 0
 
     def run(self, code: str) -> None:
+        """Run code without recording a cell (setup, tests)."""
         exec(compile(code, "<cell>", "exec"), self.namespace)
+
+    def run_cell(self, code: str) -> CellResult:
+        self._cells += 1
+        cell_id = self._cells
+        flow = cell_dataflow(code)
+        stale = {r: self.dataflow.stale_reasons(r) for r in flow.reads if self.dataflow.is_stale(r)}
+        before = {r: summarize(r, self.namespace[r]).content_hash for r in flow.reads if r in self.namespace}
+        out, err = io.StringIO(), io.StringIO()
+        start = time.perf_counter()
+        value = error = tb = None
+        try:
+            body, last = split_last_expression(code)
+            with redirect_stdout(out), redirect_stderr(err):
+                exec(compile(body, "<cell>", "exec"), self.namespace)
+                if last is not None:
+                    result = eval(compile(last, "<cell>", "eval"), self.namespace)
+                    value = None if result is None else _value_repr(result)
+        except Exception as exc:
+            error, tb = f"{type(exc).__name__}: {exc}", traceback.format_exc(limit=5)
+        wall = time.perf_counter() - start
+        mutated = {r for r, h in before.items() if r in self.namespace and summarize(r, self.namespace[r]).content_hash != h}
+        writes = set(flow.writes) | mutated
+        if error is None:
+            self.dataflow.record(cell_id, reads=flow.reads, writes=writes)
+        return CellResult(
+            cell_id=cell_id, ok=error is None, stdout=out.getvalue(), stderr=err.getvalue(), value=value,
+            error=error, traceback=tb, wall_s=wall, reads=flow.reads, writes=sorted(writes), stale_reads=stale,
+        )  # fmt: skip
+
+    def get_value(self, name: str) -> Any:
+        return self.namespace[name]
+
+    def close(self) -> None:
+        self._checkpoints.clear()
 
     def list_variables(self) -> list[VariableSummary]:
         return [summarize(k, v) for k, v in self.namespace.items() if not k.startswith("__")]
@@ -86,17 +176,17 @@ class DictWorkspace:
         removed = [n for n in names if n in self.namespace]
         for name in removed:
             del self.namespace[name]
+        self.dataflow.forget(removed)
         return removed
 
     def snapshot(self, checkpoint_id: str) -> None:
-        self._checkpoints[checkpoint_id] = copy.deepcopy(
-            {k: v for k, v in self.namespace.items() if k != "__builtins__"}
-        )
+        """Deep copy of every value; modules, and objects that cannot be copied, are kept by reference."""
+        self._checkpoints[checkpoint_id] = _copy_namespace(self.namespace)
 
     def restore(self, checkpoint_id: str) -> None:
         if checkpoint_id not in self._checkpoints:
             raise KeyError(f"no workspace checkpoint {checkpoint_id!r}")
-        self.namespace = copy.deepcopy(self._checkpoints[checkpoint_id])
+        self.namespace = _copy_namespace(self._checkpoints[checkpoint_id])
 
     def drop_checkpoint(self, checkpoint_id: str) -> None:
         self._checkpoints.pop(checkpoint_id, None)
@@ -105,7 +195,7 @@ class DictWorkspace:
         return checkpoint_id in self._checkpoints
 
     def run_probe(self, code: str) -> ProbeResult:
-        scratch = copy.deepcopy({k: v for k, v in self.namespace.items() if k != "__builtins__"})
+        scratch = _copy_namespace(self.namespace)
         out = io.StringIO()
         try:
             with redirect_stdout(out):
@@ -113,3 +203,16 @@ class DictWorkspace:
         except Exception as exc:
             return ProbeResult(ok=False, stdout=out.getvalue(), error=f"{type(exc).__name__}: {exc}")
         return ProbeResult(ok=True, stdout=out.getvalue(), value=scratch.get("result"))
+
+
+def _copy_namespace(namespace: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in namespace.items():
+        if key == "__builtins__" or isinstance(value, types.ModuleType):
+            out[key] = value
+            continue
+        try:
+            out[key] = copy.deepcopy(value)
+        except Exception:  # e.g. generators, locks: shared, not copied
+            out[key] = value
+    return out

@@ -1,0 +1,223 @@
+"""Per-cell dataflow: which names a cell reads and writes, and which variables are now stale.
+
+`cell_dataflow(code)` is the static half (AST): names loaded, names stored, and in-place writes
+(`df.drop(..., inplace=True)`, `lst.append(x)`, `df[col] = ...`, `obj.attr = ...`). The runtime
+half (a content hash of each read variable before and after the cell) is added by the
+workspace, which passes any changed name as `mutated`.
+
+`DataflowGraph` versions every variable by the cell that last wrote it and remembers which
+input versions each write consumed. When an input is redefined, everything derived from the
+old version becomes traceably stale, transitively (the idea behind ipyflow's staleness).
+
+    g = DataflowGraph(); g.record(1, reads={"orders"}, writes={"revenue"})
+    g.record(2, reads={"revenue"}, writes={"margin"}); g.record(3, reads=set(), writes={"revenue"})
+    g.stale() == {"margin": ["revenue"]}
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, ConfigDict
+
+MUTATING_METHODS = frozenset(
+    {"append", "extend", "insert", "pop", "remove", "clear", "update", "sort", "reverse",
+     "setdefault", "popitem", "add", "discard", "fillna", "drop", "rename", "reset_index",
+     "set_index", "sort_values", "replace", "dropna", "drop_duplicates", "astype", "__setitem__"}
+)  # fmt: skip
+_BUILTINS = frozenset(dir(builtins))
+
+
+class CellFlow(BaseModel):
+    """Static dataflow of one cell."""
+
+    model_config = ConfigDict(frozen=True)
+    valid: bool
+    reads: list[str]
+    writes: list[str]
+    inplace: list[str]  # names written by mutation rather than rebinding
+    error: str | None = None
+
+
+def _base_name(node: ast.AST) -> str | None:
+    while isinstance(node, ast.Subscript | ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _is_inplace_call(node: ast.Call) -> str | None:
+    func = node.func
+    if not isinstance(func, ast.Attribute):
+        return None
+    inplace_kw = any(
+        k.arg == "inplace" and isinstance(k.value, ast.Constant) and k.value.value is True for k in node.keywords
+    )
+    # `df.fillna(0)` returns a copy unless inplace=True; list/dict/set methods always mutate.
+    pandas_style = func.attr in {"fillna", "drop", "rename", "reset_index", "set_index", "sort_values",
+                                 "replace", "dropna", "drop_duplicates", "astype"}  # fmt: skip
+    if (pandas_style and inplace_kw) or (not pandas_style and func.attr in MUTATING_METHODS):
+        return _base_name(func.value)
+    return None
+
+
+def cell_dataflow(code: str) -> CellFlow:
+    """Names read (free loads, builtins excluded), rebound, and mutated in place by a cell."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError as exc:
+        return CellFlow(valid=False, reads=[], writes=[], inplace=[], error=f"{exc.msg} (line {exc.lineno})")
+    reads: set[str] = set()
+    rebound: set[str] = set()
+    inplace: set[str] = set()
+    local_defs: set[str] = set()  # names bound inside function bodies/comprehensions are not cell writes
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            args = node.args
+            local_defs.update(a.arg for a in args.args + args.kwonlyargs + args.posonlyargs)
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store):
+                    local_defs.add(inner.id)
+        if isinstance(node, ast.comprehension):
+            local_defs.update(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
+    for stmt in tree.body:
+        bound_before = set(rebound)  # names bound by earlier statements of this cell
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name):
+                # Only upward-exposed uses count as reads: a name this cell bound earlier is its own value.
+                if isinstance(node.ctx, ast.Load) and node.id not in bound_before:
+                    reads.add(node.id)
+                elif isinstance(node.ctx, ast.Store | ast.Del):
+                    rebound.add(node.id)
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                rebound.add(node.name)
+            elif isinstance(node, ast.Import | ast.ImportFrom):
+                rebound.update((a.asname or a.name).split(".")[0] for a in node.names)
+            elif isinstance(node, ast.Call):
+                name = _is_inplace_call(node)
+                if name:
+                    inplace.add(name)
+            elif isinstance(node, ast.Subscript | ast.Attribute) and isinstance(node.ctx, ast.Store | ast.Del):
+                name = _base_name(node)
+                if name:
+                    inplace.add(name)
+            elif isinstance(node, ast.AugAssign):
+                name = _base_name(node.target)
+                if name and name not in bound_before:
+                    reads.add(name)
+    # Only top-level bindings count as cell writes; names local to functions/comprehensions don't.
+    top_level = _top_level_bindings(tree)
+    rebound &= top_level | inplace
+    reads -= _BUILTINS - top_level
+    reads -= local_defs - top_level
+    writes = rebound | inplace
+    return CellFlow(valid=True, reads=sorted(reads), writes=sorted(writes), inplace=sorted(inplace - rebound))
+
+
+def _top_level_bindings(tree: ast.Module) -> set[str]:
+    names: set[str] = set()
+    skip = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp, ast.SetComp,
+            ast.DictComp, ast.GeneratorExp)  # fmt: skip
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store | ast.Del):
+                names.add(child.id)
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names.add(child.name)
+                continue
+            if isinstance(child, ast.Import | ast.ImportFrom):
+                names.update((a.asname or a.name).split(".")[0] for a in child.names)
+            if isinstance(child, skip):
+                continue
+            visit(child)
+
+    visit(tree)
+    return names
+
+
+@dataclass
+class _Var:
+    version: int  # id of the cell that last wrote it
+    inputs: dict[str, int] = field(default_factory=dict)  # input name -> input version consumed
+
+
+class DataflowGraph:
+    """Variable versions by writing cell, with the input versions each write consumed."""
+
+    def __init__(self) -> None:
+        self._vars: dict[str, _Var] = {}
+        self._history: list[tuple[int, list[str], list[str]]] = []
+
+    def record(self, cell_id: int, *, reads: Iterable[str], writes: Iterable[str]) -> None:
+        """A cell ran: each written name gets version `cell_id` and depends on the versions read.
+
+        A name both read and written (e.g. `df = df.dropna()`, `lst.append(x)`) keeps its own
+        earlier inputs, so it stays stale if it was stale.
+        """
+        reads, writes = set(reads), set(writes)
+        consumed = {r: self._vars[r].version for r in reads if r in self._vars}
+        for name in writes:
+            inputs = {k: v for k, v in consumed.items() if k != name}
+            if name in reads and name in self._vars:
+                inputs = {**self._vars[name].inputs, **inputs}
+            self._vars[name] = _Var(version=cell_id, inputs=inputs)
+        self._history.append((cell_id, sorted(reads), sorted(writes)))
+
+    def forget(self, names: Iterable[str]) -> None:
+        """Variables deleted from the workspace (heavy repair) leave the graph."""
+        for name in names:
+            self._vars.pop(name, None)
+
+    def version(self, name: str) -> int | None:
+        var = self._vars.get(name)
+        return None if var is None else var.version
+
+    def inputs(self, name: str) -> dict[str, int]:
+        var = self._vars.get(name)
+        return {} if var is None else dict(var.inputs)
+
+    def stale_reasons(self, name: str) -> list[str]:
+        """Inputs of `name` (direct or transitive) that were redefined after `name` consumed them."""
+        reasons: list[str] = []
+        seen: set[str] = set()
+        stack = [name]
+        while stack:
+            current = stack.pop()
+            if current in seen or current not in self._vars:
+                continue
+            seen.add(current)
+            for dep, used in self._vars[current].inputs.items():
+                now = self._vars.get(dep)
+                if now is not None and now.version != used:
+                    reasons.append(dep)
+                else:
+                    stack.append(dep)
+        return sorted(set(reasons))
+
+    def is_stale(self, name: str) -> bool:
+        return bool(self.stale_reasons(name))
+
+    def stale(self) -> dict[str, list[str]]:
+        """Every stale variable with the redefined inputs that make it stale."""
+        out = {}
+        for name in self._vars:
+            reasons = self.stale_reasons(name)
+            if reasons:
+                out[name] = reasons
+        return out
+
+    def derived_from(self, name: str) -> list[str]:
+        """Variables whose recorded inputs include `name`, transitively."""
+        out: set[str] = set()
+        frontier = {name}
+        while frontier:
+            nxt = {v for v, var in self._vars.items() if frontier & var.inputs.keys() and v not in out}
+            out |= nxt
+            frontier = nxt
+        return sorted(out - {name})
+
+    def history(self) -> list[tuple[int, list[str], list[str]]]:
+        return list(self._history)
