@@ -234,64 +234,86 @@ class StateStore:
                 )
 
     def _propagate_invalidity(self, db: sqlite3.Connection, state: AnalyticalState) -> None:
-        # 1. A state built on a stale upstream, or reading a stale version, is stale by the same cause.
+        """Keep the `invalid` table current after inserting `state` (inside the commit transaction).
+
+        Staleness spreads along what a state actually used: a read of a stale variable version
+        makes the reader stale; a relation to a stale state makes the downstream state stale
+        unless it read variables of that state and all of them are still valid (it demonstrably
+        used only unaffected results). When S_k invalidates S_j and redefines some of S_j's
+        variables, exactly those versions are superseded; when it redefines none, the change is
+        to an assumption of S_j as a whole and all of S_j's variables are superseded.
+        """
+        reads = [v for v in state.used_variables if v.version != state.id]
         causes: set[tuple[str, str]] = set()
+        for var in reads:
+            causes.update(self._causes(db, "variable", var.key))
         for rel in state.relations:
-            if rel.type is RelationType.INVALIDATE or rel.related_state_id is None:
+            up = rel.related_state_id
+            if rel.type is RelationType.INVALIDATE or up is None:
                 continue
-            causes.update(
-                db.execute(
-                    "SELECT invalidated_by, root FROM invalid WHERE kind='state' AND key=?",
-                    (rel.related_state_id,),
-                ).fetchall()
-            )
-        for var in state.used_variables:
-            if var.version != state.id:
-                causes.update(
-                    db.execute(
-                        "SELECT invalidated_by, root FROM invalid WHERE kind='variable' AND key=?",
-                        (var.key,),
-                    ).fetchall()
-                )
+            if not any(v.version == up for v in reads):
+                causes.update(self._causes(db, "state", up))
         for by, root in causes:
-            self._mark(db, state.id, by, root)
-        # 2. Each Invalidate relation of this state makes its target and everything derived from it stale.
+            self._mark(db, state.id, by, root, names=None)
+        defined = {v.name for v in state.defined_variables()}
         for rel in state.relations:
             if rel.type is RelationType.INVALIDATE and rel.related_state_id is not None:
-                self._close_over(db, rel.related_state_id, by=state.id)
+                target = rel.related_state_id
+                theirs = {r[0] for r in db.execute("SELECT name FROM variables WHERE state_id=? AND defined=1", (target,))}
+                self._close_over(db, target, by=state.id, superseded=(defined & theirs) or None)
 
-    def _mark(self, db: sqlite3.Connection, sid: str, by: str, root: str) -> bool:
+    def _causes(self, db: sqlite3.Connection, kind: str, key: str) -> list[tuple[str, str]]:
+        return [
+            (str(a), str(b))
+            for a, b in db.execute("SELECT invalidated_by, root FROM invalid WHERE kind=? AND key=?", (kind, key))
+        ]
+
+    def _mark(self, db: sqlite3.Connection, sid: str, by: str, root: str, *, names: set[str] | None) -> bool:
+        """Mark a state stale (and its defined variables, or only `names`); False if already marked."""
         cur = db.execute(
             "INSERT OR IGNORE INTO invalid(kind, key, invalidated_by, root) VALUES('state', ?, ?, ?)",
             (sid, by, root),
         )
         if cur.rowcount == 0:
             return False
-        db.execute(
-            "INSERT OR IGNORE INTO invalid(kind, key, invalidated_by, root) "
-            "SELECT 'variable', name || '@' || version, ?, ? FROM variables WHERE state_id=? AND defined=1",
-            (by, root, sid),
-        )
+        for (name,) in db.execute("SELECT name FROM variables WHERE state_id=? AND defined=1", (sid,)).fetchall():
+            if names is None or name in names:
+                db.execute(
+                    "INSERT OR IGNORE INTO invalid(kind, key, invalidated_by, root) VALUES('variable', ?, ?, ?)",
+                    (f"{name}@{sid}", by, root),
+                )
         return True
 
-    def _close_over(self, db: sqlite3.Connection, root: str, *, by: str) -> None:
-        """Breadth-first over downstream relations and variable readers; cost ~ size of the closure."""
+    def _close_over(self, db: sqlite3.Connection, root: str, *, by: str, superseded: set[str] | None) -> None:
+        """Breadth-first over readers of stale versions and downstream relations; cost ~ closure size."""
+        if not self._mark(db, root, by, root, names=superseded):
+            return
         queue = deque([root])
         while queue:
             sid = queue.popleft()
-            if sid == by or not self._mark(db, sid, by, root):
-                continue
+            stale_names = [
+                str(name)
+                for (name,) in db.execute("SELECT name FROM variables WHERE state_id=? AND defined=1", (sid,)).fetchall()
+                if db.execute(
+                    "SELECT 1 FROM invalid WHERE kind='variable' AND key=? AND invalidated_by=?", (f"{name}@{sid}", by)
+                ).fetchone()
+            ]
+            nxt: list[str] = []
+            for name in stale_names:
+                nxt += [str(r[0]) for r in db.execute(
+                    "SELECT state_id FROM variables WHERE name=? AND version=? AND defined=0", (name, sid)
+                )]  # fmt: skip
             for (down,) in db.execute(
                 "SELECT state_id FROM relations WHERE upstream_id=? AND type!='invalidate'", (sid,)
-            ):
-                queue.append(down)
-            for (reader,) in db.execute(
-                "SELECT r.state_id FROM variables d JOIN variables r "
-                "ON r.name=d.name AND r.version=d.version AND r.defined=0 "
-                "WHERE d.state_id=? AND d.defined=1",
-                (sid,),
-            ):
-                queue.append(reader)
+            ).fetchall():
+                used = db.execute(
+                    "SELECT 1 FROM variables WHERE state_id=? AND version=? AND defined=0 LIMIT 1", (down, sid)
+                ).fetchone()
+                if used is None:
+                    nxt.append(str(down))
+            for candidate in nxt:
+                if candidate != by and self._mark(db, candidate, by, root, names=None):
+                    queue.append(candidate)
 
     # ------------------------------------------------------------------ reads
     def __len__(self) -> int:

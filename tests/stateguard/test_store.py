@@ -54,6 +54,23 @@ def test_closure_follows_variable_reads_without_relations(tmp_path) -> None:
     assert not store.is_invalid("S2")
 
 
+def test_invalidation_is_precise_to_the_redefined_variables(tmp_path) -> None:
+    store = StateStore(tmp_path / "s.sqlite")
+    store.commit(st("S1", [("sales", "S1", "table"), ("revenue", "S1", 1000)]))
+    store.commit(st("S2", [("sales", "S1", "table"), ("n", "S2", 5)], [("S1", "progress")]))  # uses only sales
+    store.commit(st("S3", [("revenue", "S1", 1000), ("margin", "S3", 400)], [("S1", "branch")]))
+    store.commit(st("S4", [("note", "S4", "x")], [("S1", "branch")]))  # relates to S1 but reads nothing from it
+    store.commit(st("S5", [("sales", "S1", "table"), ("revenue", "S5", 950)], [("S1", "invalidate")]))
+    inv = store.invalidated_by("S5")
+    assert inv.states == ["S1", "S3", "S4"]
+    assert set(inv.variables) == {"revenue@S1", "margin@S3", "note@S4"}
+    assert not store.is_invalid("sales@S1") and not store.is_invalid("S2")
+    # A later state reading only the still-valid sales@S1 from S1 is not stale; one reading margin@S3 is.
+    store.commit(st("S6", [("sales", "S1", "table"), ("k", "S6", 1)], [("S1", "branch")]))
+    store.commit(st("S7", [("margin", "S3", 400), ("m2", "S7", 1)], [("S3", "branch")]))
+    assert not store.is_invalid("S6") and store.is_invalid("S7")
+
+
 def test_later_state_built_on_stale_upstream_is_stale_too(chain: StateStore) -> None:
     chain.commit(st("S7", [("ratio", "S3", 0.4), ("growth", "S7", 2)], [("S4", "progress")]))
     assert chain.is_invalid("S7") and chain.is_invalid("growth@S7")
