@@ -49,7 +49,7 @@ from stateguard.observation import EventType, ManagerObservation, WorkerStep, co
 from stateguard.parser import parse_response
 from stateguard.relations import normalize_relations
 from stateguard.repair import plan_repair, repair_mode
-from stateguard.state import Constraint, Draft, Relation
+from stateguard.state import Constraint, ConstraintResult, Draft, Relation
 from stateguard.store import StateStore, StoreError
 from stateguard.tools import ToolResult, run_tool
 from stateguard.trace import Trace
@@ -389,13 +389,38 @@ class Harness:
         draft.used_variables = variables
         draft.source_step_start, draft.source_step_end = start, end
         draft.updated = True
+        draft.constraint_results = self._evaluate_constraints(draft)
+        failed = draft.failed_constraints()
+        if failed:
+            notes.append("executable constraint failed: " + "; ".join(f"{r.text} ({r.error})" for r in failed))
         self.trace.emit("state_updated", state_id=draft.id, draft=draft.model_dump(mode="json"), notes=notes)
         return notes
+
+    def _evaluate_constraints(self, draft: Draft) -> list[ConstraintResult]:
+        """Run each constraint's check in an isolated probe of the workspace (it passes if it doesn't raise)."""
+        results = []
+        for constraint in draft.constraints:
+            if constraint.code is None:
+                continue
+            if self.workspace is None:
+                results.append(ConstraintResult(text=constraint.text, passed=None, error="no workspace"))
+                continue
+            probe = self.workspace.run_probe(constraint.code)
+            results.append(ConstraintResult(text=constraint.text, passed=probe.ok, error=probe.error))
+        if results:
+            self.trace.emit("constraint_checks", state_id=draft.id, results=[r.model_dump() for r in results])
+        return results
 
     # -- FINALIZE_RELATIONS
     def _finalize(self, args: FinalizeRelationsArgs) -> list[str]:
         draft = self.draft
         assert draft is not None
+        failed = draft.failed_constraints()
+        if failed:
+            raise ActionError(
+                f"FINALIZE_RELATIONS refused: executable constraint '{failed[0].text}' failed "
+                f"({failed[0].error}); REPAIR the violation or ABANDON_STATE"
+            )
         if args.mode == "confirm":
             if args.relations:
                 raise ActionError(
@@ -426,7 +451,10 @@ class Harness:
         checkpoint = None
         if self.workspace is not None:
             checkpoint = f"ckpt-{draft.id}"
-            self.workspace.snapshot(checkpoint)
+            try:
+                self.workspace.snapshot(checkpoint)
+            except Exception as exc:  # the workspace reports why; the draft stays committable later
+                raise ActionError(f"COMMIT_STATE failed: workspace checkpoint failed ({exc})") from None
         try:
             state = draft.to_state(checkpoint)
             self.store.commit(state)

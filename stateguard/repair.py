@@ -9,6 +9,7 @@ the state's computed values (`hint_guard`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
@@ -55,11 +56,13 @@ def plan_repair(
         )
     hint = args.error_hint
     known = {v.name for v in draft.used_variables} | {v.key for v in draft.used_variables} | set(workspace_names)
+    known |= _field_names(v.value for v in draft.used_variables)  # e.g. a field of a reported result dict
+    known |= {w for c in draft.conclusions for w in re.findall(r"[A-Za-z_][\w.]*", c.text)}
     localized = [v for v in hint.error_variables if v in known or is_committed_name(v)]
     if not localized:
         raise ActionError(
-            f"REPAIR must be localized: none of error_variables {hint.error_variables} is a variable of the "
-            f"draft, the workspace or a committed state; draft variables: "
+            f"REPAIR must be localized: none of error_variables {hint.error_variables} is a variable (or a "
+            f"reported field) of the draft, the workspace or a committed state; draft variables: "
             f"{sorted(v.name for v in draft.used_variables) or 'none'}"
         )
     protected: list[Any] = [v.value for v in draft.used_variables] + [c.text for c in draft.conclusions]
@@ -71,3 +74,17 @@ def plan_repair(
     )
     attempt = attempts_so_far + 1
     return RepairPlan(attempt=attempt, mode=repair_mode(attempt, light_attempts), localized=localized)
+
+
+def _field_names(values: Iterable[Any]) -> set[str]:
+    """Keys anywhere inside JSON-like variable values."""
+    names: set[str] = set()
+    stack = list(values)
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            names.update(str(k) for k in value)
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return names

@@ -72,6 +72,16 @@ class Constraint(BaseModel):
     )
 
 
+class ConstraintResult(BaseModel):
+    """φ_i(D) ∈ {Pass, Fail}: an executable constraint evaluated by the harness (A.4)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    text: str
+    passed: bool | None = Field(description="None when no workspace could evaluate it.")
+    error: str | None = None
+
+
 class VariableRef(BaseModel):
     """A used variable with its harness-assigned version, e.g. `filtered_count@S3`."""
 
@@ -152,6 +162,12 @@ class Draft(BaseModel):
     source_step_start: int | None = None
     source_step_end: int | None = None
     updated: bool = False
+    constraint_results: list[ConstraintResult] = Field(
+        default_factory=list, description="Outcome of each executable constraint at the last UPDATE."
+    )
+
+    def failed_constraints(self) -> list[ConstraintResult]:
+        return [r for r in self.constraint_results if r.passed is False]
 
     def to_state(self, checkpoint_id: str | None) -> AnalyticalState:
         if self.relations is None:
