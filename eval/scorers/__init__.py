@@ -1,0 +1,1 @@
+"""Scorers: small, table-tested functions that decide whether an answer is right."""

@@ -1,0 +1,67 @@
+"""Reading a worker's reported answer: the last JSON object it printed, and its numbers.
+
+LongDS-style reference code prints its result dict as JSON; so do our workers. The checks that
+compare reported values with workspace values walk those numbers with their field paths.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+_DECIMALS_RE = re.compile(
+    r"(\d+|one|two|three|four|five|six)[\s-]*(?:decimal places|decimal digits|decimals|decimal|d\.p\.)",
+    re.IGNORECASE,
+)
+
+
+def last_json(stdout: str) -> Any:
+    """The last JSON object or array printed to stdout, or None."""
+    text = stdout.strip()
+    for start in [i for i, ch in enumerate(text) if ch in "{["]:
+        try:
+            return json.loads(text[start:])
+        except json.JSONDecodeError:
+            continue
+    return None
+
+
+def numbers(obj: Any, path: str = "") -> Iterator[tuple[str, float]]:
+    """(field path, value) for every int/float in a JSON-like object; bools are not numbers."""
+    if isinstance(obj, bool):
+        return
+    if isinstance(obj, int | float):
+        yield path or "value", float(obj)
+    elif isinstance(obj, dict):
+        for key, value in obj.items():
+            yield from numbers(value, f"{path}.{key}" if path else str(key))
+    elif isinstance(obj, list):
+        for i, value in enumerate(obj):
+            yield from numbers(value, f"{path}[{i}]")
+
+
+def decimals_of(value: float) -> int:
+    """Digits after the point in the shortest repr (0.125 -> 3, 2.0 -> 0)."""
+    text = repr(float(value))
+    if "e" in text or "inf" in text or "nan" in text:
+        return 0
+    frac = text.split(".")[1].rstrip("0")
+    return len(frac)
+
+
+def required_decimals(text: str) -> int | None:
+    """Decimal places a task text asks for ('rounded to 4 decimal places', 'two decimals'), if any."""
+    match = _DECIMALS_RE.search(text)
+    if not match:
+        return None
+    word = match.group(1).lower()
+    return _WORDS.get(word, int(word) if word.isdigit() else 0)
+
+
+def field_name(path: str) -> str:
+    """Last named component of a field path ('stats.mean[0]' -> 'mean')."""
+    parts = [p for p in re.split(r"[.\[\]]", path) if p and not p.isdigit()]
+    return parts[-1] if parts else path

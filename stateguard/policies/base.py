@@ -1,0 +1,45 @@
+"""What a manager policy is: a generator that proposes actions and reads the harness's verdicts.
+
+One activation = one call to `activate`. The policy yields actions (tool actions first, then
+one control action); the rollout loop applies each through the harness and sends the
+`HarnessResult` back, so a tool's evidence or a rejection's feedback is visible to the policy
+before its next move. The activation ends at the first accepted control action. The
+deterministic `rules` manager and the LLM manager share this contract and the same harness.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+from stateguard.harness import HarnessResult
+from stateguard.lifecycle import Regime
+from stateguard.observation import ManagerObservation, WorkerStep
+from stateguard.store import StateStore
+from stateguard.task import Task, Turn
+from stateguard.workspace import LiveWorkspace
+
+Proposal = tuple[str, dict[str, Any]]
+Activation = Generator[Proposal, HarnessResult, None]
+
+
+class ManagerContext(BaseModel):
+    """Read-only runtime evidence available to a policy besides the observation."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    task: Task
+    turn: Turn | None
+    regime: Regime
+    store: StateStore
+    workspace: LiveWorkspace | None
+    steps: dict[int, WorkerStep]
+    budget: int = 3  # repair budget per state
+
+
+class ManagerPolicy(Protocol):
+    name: str
+
+    def activate(self, obs: ManagerObservation, ctx: ManagerContext) -> Activation: ...

@@ -1,0 +1,271 @@
+"""The `rules` manager: a deterministic validity checker speaking the manager action protocol.
+
+It drives the lifecycle through the same harness an LLM manager uses: OPEN a state per turn
+(turn-aligned) or once a turn's work has formed (segment-induced), fill variables from the
+workspace with committed versions, gather evidence with `check_execution`, run the checks in
+`policies.checks`, then REPAIR on concrete evidence (localized variables + a worded reason) or
+FINALIZE_RELATIONS and COMMIT_STATE. Relations come from dataflow: states whose variable
+versions the turn consumed are upstream; a turn that rebinds a variable another state defined
+(without reading it) invalidates that state. It never supplies code or answers, and it records
+which check fired in the REPAIR evidence.
+
+What it cannot see: semantic errors no executable evidence exposes (a counterfactual filter that
+still runs cleanly) — that is the LLM manager's job in the hierarchical policy.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from stateguard.answers import field_name, last_json, numbers, required_decimals
+from stateguard.dataflow import cell_dataflow
+from stateguard.lifecycle import Regime, Stage
+from stateguard.observation import EventType, ManagerObservation, WorkerStep
+from stateguard.policies import checks
+from stateguard.policies.base import Activation, ManagerContext
+from stateguard.state import ConstraintResult
+
+
+class RulesManager:
+    name = "rules"
+
+    def __init__(self) -> None:
+        self._retry_from: int | None = None  # first step of the worker's retry after our last REPAIR
+
+    # ------------------------------------------------------------------ activation
+    def activate(self, obs: ManagerObservation, ctx: ManagerContext) -> Activation:
+        stage = Stage(obs.stage)
+        if stage is Stage.IDLE:
+            yield from self._idle(obs, ctx)
+        elif stage is Stage.OPEN or stage is Stage.REPAIRING:
+            yield from self._update(obs, ctx, stage)
+        elif stage is Stage.UPDATED:
+            yield from self._verify(obs, ctx)
+        else:
+            yield ("COMMIT_STATE", {})
+
+    def _idle(self, obs: ManagerObservation, ctx: ManagerContext) -> Activation:
+        self._retry_from = None
+        if ctx.regime is Regime.TURN_ALIGNED:
+            if obs.event_type is EventType.TURN_START and ctx.turn is not None:
+                latest = ctx.store.latest_id()
+                yield ("OPEN_STATE", {
+                    "issue": ctx.turn.question.strip()[:300],
+                    "constraints": self._constraints(ctx),
+                    "relations": [{"related_state_id": latest}] if latest else [],
+                })  # fmt: skip
+            else:
+                yield ("ABSTAIN", {"reason": "no state is open for this turn"})
+            return
+        end = self._formed_end(obs, ctx)
+        if end is None:
+            yield ("ABSTAIN" if obs.terminal_pending_review else "RESUME_WORKER", {})
+            return
+        turn_id = ctx.steps[end].turn
+        turn = ctx.task.turn(turn_id) if turn_id is not None else ctx.turn
+        yield ("OPEN_STATE", {"issue": (turn.question if turn else "analysis segment").strip()[:300],
+                              "constraints": self._constraints(ctx, turn)})  # fmt: skip
+
+    def _update(self, obs: ManagerObservation, ctx: ManagerContext, stage: Stage) -> Activation:
+        steps = self._span(obs, ctx)
+        retried = any(s.meta.get("turn_end") for s in steps if self._retry_from is not None and s.index >= self._retry_from)
+        if (stage is Stage.REPAIRING and ctx.regime is Regime.SEGMENT_INDUCED and not retried
+                and obs.event_type is EventType.PAUSE):  # fmt: skip
+            yield ("RESUME_WORKER", {})  # segment flow: the retry has not finished yet
+            return
+        for step in steps:
+            yield ("check_execution", {"step_id": step.index})
+        written, consumed = self._variables(steps, ctx)
+        args: dict[str, Any] = {
+            "used_variables": written + [{"name": n, "version": v, "value": self._value(ctx, n)} for n, v in consumed.items()],
+            "conclusions": self._conclusions(steps),
+        }
+        if ctx.regime is Regime.SEGMENT_INDUCED:
+            args["source_interval"] = [steps[0].index, steps[-1].index] if steps else None
+        yield ("UPDATE_STATE", args)
+
+    def _verify(self, obs: ManagerObservation, ctx: ManagerContext) -> Activation:
+        steps = self._span(obs, ctx)
+        retry = [s for s in steps if self._retry_from is not None and s.index >= self._retry_from] or steps
+        _, consumed = self._variables(retry, ctx)
+        scalars = self._scalars(ctx)
+        answer = self._answer(retry)
+        turn_id = retry[-1].turn if retry else None
+        turn = ctx.task.turn(turn_id) if turn_id is not None else ctx.turn
+        text = f"{ctx.task.turn(1).context if ctx.task.turns else ''}\n{turn.prompt() if turn else ''}"
+        draft = obs.current_draft or {}
+
+        findings = (
+            checks.execution(retry)
+            + checks.staleness(retry, consumed, ctx.store)
+            + checks.constraints(ConstraintResult.model_validate(r) for r in draft.get("constraint_results", []))
+            + checks.precision(answer, required_decimals(text), scalars)
+            + checks.grounding(answer, scalars)
+            + checks.related(consumed, ctx.store, scalars)
+        )
+        if findings and obs.repair_attempts < obs.repair_budget:
+            first = findings[0]
+            names = sorted({n for f in findings if f.check == first.check for n in f.variables})
+            self._retry_from = (obs.pending_end_step or 0) + 1
+            result = yield ("REPAIR", {
+                "analytical_evidence": "; ".join(f"[{f.check}] {f.evidence}" for f in findings),
+                "error_hint": {"error_variables": names, "faulty_reasoning": first.reason},
+            })  # fmt: skip
+            if result.accepted:
+                return
+            # The hint guard refused our wording (e.g. a value slipped in): fall back to a generic reason.
+            yield ("REPAIR", {
+                "analytical_evidence": f"[{first.check}] {first.evidence}",
+                "error_hint": {"error_variables": names, "faulty_reasoning": f"the {first.check} check failed for these values"},
+            })  # fmt: skip
+            return
+        if findings:
+            yield ("ABANDON_STATE", {"reason": "repair budget exhausted: " + findings[0].check})
+            return
+        relations = self._relations(steps, consumed, ctx)
+        provisional = [r.get("related_state_id") for r in draft.get("provisional_relations", [])]
+        if sorted(r["related_state_id"] for r in relations if r.get("type") != "invalidate") == sorted(
+            p for p in provisional if p
+        ) and not any(r.get("type") == "invalidate" for r in relations):
+            yield ("FINALIZE_RELATIONS", {"mode": "confirm"})
+        else:
+            yield ("FINALIZE_RELATIONS", {
+                "mode": "reselect", "relations": relations,
+                "conflict_evidence": "dataflow of the state's steps: " + ", ".join(
+                    f"{r.get('type') or 'uses'} {r['related_state_id']}" for r in relations) if relations else "no upstream reads",
+            })  # fmt: skip
+
+    # ------------------------------------------------------------------ evidence helpers
+    def _span(self, obs: ManagerObservation, ctx: ManagerContext) -> list[WorkerStep]:
+        """Worker steps of the state being formed (the current turn, or the formed segment)."""
+        if obs.pending_start_step is None or obs.pending_end_step is None:
+            return []
+        pending = [ctx.steps[i] for i in sorted(ctx.steps) if obs.pending_start_step <= i <= obs.pending_end_step]
+        if ctx.regime is Regime.TURN_ALIGNED and ctx.turn is not None:
+            return [s for s in pending if s.turn == ctx.turn.turn_id]
+        draft = obs.current_draft or {}
+        if draft.get("source_step_start") is not None and self._retry_from is None:
+            return [s for s in pending if draft["source_step_start"] <= s.index <= draft["source_step_end"]]
+        end = self._formed_end(obs, ctx)
+        return [s for s in pending if end is None or s.index <= end] or pending
+
+    def _formed_end(self, obs: ManagerObservation, ctx: ManagerContext) -> int | None:
+        """Segment flow: a state has formed once a turn's answering block is among the pending steps."""
+        if obs.pending_start_step is None or obs.pending_end_step is None:
+            return None
+        ends = [i for i in range(obs.pending_start_step, obs.pending_end_step + 1)
+                if i in ctx.steps and ctx.steps[i].meta.get("turn_end")]  # fmt: skip
+        if self._retry_from is not None:
+            ends = [i for i in ends if i >= self._retry_from] or ends
+        return ends[-1] if self._retry_from is not None and ends else (ends[0] if ends else None)
+
+    def _constraints(self, ctx: ManagerContext, turn: Any = None) -> list[dict[str, Any]]:
+        """Requirements stated in the task text. Precision is checked on the printed answer by the
+        precision check (reference code often rounds only when printing), so it carries no code."""
+        turn = turn or ctx.turn
+        text = f"{ctx.task.turns[0].context if ctx.task.turns else ''}\n{turn.prompt() if turn else ''}"
+        places = required_decimals(text)
+        return [] if places is None else [{"text": f"decimal results are reported rounded to {places} decimal places"}]
+
+    def _variables(self, steps: list[WorkerStep], ctx: ManagerContext) -> tuple[list[dict[str, Any]], dict[str, str]]:
+        """(variables written in the span, {name: committed version} consumed before being written)."""
+        written: dict[str, None] = {}
+        consumed: dict[str, str] = {}
+        for step in steps:
+            if not (step.success and step.error is None):
+                continue
+            for name in step.meta.get("reads", []):
+                if name not in written and name not in consumed:
+                    current = ctx.store.current_version(name)
+                    if current:
+                        consumed[name] = current.split("@")[1]
+            for name in step.meta.get("writes", []):
+                written[name] = None
+        summaries = {v.name: v for v in ctx.workspace.list_variables()} if ctx.workspace else {}
+        out = []
+        for name in written:
+            summary = summaries.get(name)
+            if summary is None or summary.type in ("module", "function", "type", "builtin_function_or_method"):
+                continue
+            out.append({"name": name, "value": self._value(ctx, name, summary)})
+        return out, {n: v for n, v in consumed.items() if n not in written}
+
+    def _value(self, ctx: ManagerContext, name: str, summary: Any = None) -> Any:
+        if ctx.workspace is None:
+            return None
+        try:
+            value = ctx.workspace.get_value(name)
+        except Exception:  # deleted by a heavy repair, or not representable
+            return None
+        if isinstance(value, bool | int | float) or (isinstance(value, str) and len(value) <= 200):
+            return value
+        if isinstance(value, dict | list) and len(value) <= 50 and "hash" not in value:
+            try:
+                json.dumps(value)
+                return value  # small JSON-like values (e.g. the reported result dict) are kept whole
+            except (TypeError, ValueError):
+                pass
+        if isinstance(value, dict) and "type" in value and "hash" in value:
+            return value  # the sandbox already returns a summary for non-JSON objects
+        if summary is None:
+            summary = next((v for v in ctx.workspace.list_variables() if v.name == name), None)
+        return None if summary is None else {"type": summary.type, "shape": summary.shape, "hash": summary.content_hash}
+
+    def _scalars(self, ctx: ManagerContext) -> dict[str, float]:
+        """Numeric workspace values by name: scalar variables, plus the numeric fields of small
+        dict/list variables (a `result` dict holds the unrounded values a report is printed from)."""
+        out: dict[str, float] = {}
+        if ctx.workspace is None:
+            return out
+        for summary in ctx.workspace.list_variables():
+            if summary.type not in ("int", "float", "float64", "int64", "float32", "dict", "list"):
+                continue
+            try:
+                value = ctx.workspace.get_value(summary.name)
+            except Exception:
+                continue
+            if isinstance(value, dict | list):
+                leaves = list(numbers(value))
+                if len(leaves) <= 200:
+                    for path, number in leaves:
+                        out.setdefault(field_name(path), number)
+            elif isinstance(value, int | float) and not isinstance(value, bool):
+                out[summary.name] = float(value)
+        return out
+
+    def _answer(self, steps: list[WorkerStep]) -> Any:
+        for step in reversed(steps):
+            if step.success and step.output:
+                parsed = last_json(step.output)
+                if parsed is not None:
+                    return parsed
+        return None
+
+    def _conclusions(self, steps: list[WorkerStep]) -> list[str]:
+        answer = self._answer(steps)
+        if isinstance(answer, dict):
+            keys = [k for k in answer if k != "answer_type"][:8]
+            return [f"reported {', '.join(keys)}"] if keys else []
+        return ["no structured answer was reported"] if steps else []
+
+    def _relations(self, steps: list[WorkerStep], consumed: dict[str, str], ctx: ManagerContext) -> list[dict[str, Any]]:
+        """Upstream = states whose variable versions were consumed. Invalidate = states whose
+        *definition* this span replaced: a variable rebound from scratch (not refined in place, not
+        read by the rebinding) whose committed version other states had built on. Rebinding a
+        mere output (e.g. a `result` dict nobody read) is not a revision."""
+        invalidated: list[str] = []
+        for step in steps:
+            if not (step.success and step.error is None):
+                continue
+            flow = cell_dataflow(step.action)
+            for name in sorted(set(flow.writes) - set(flow.inplace) - set(flow.reads)):
+                lineage = ctx.store.lineage(name)
+                if lineage.versions and lineage.versions[-1].read_by:
+                    owner = lineage.versions[-1].version.split("@")[1]
+                    if owner not in invalidated:
+                        invalidated.append(owner)
+        inherited = [v for v in dict.fromkeys(consumed.values()) if v not in invalidated]
+        return [{"related_state_id": s} for s in inherited] + [
+            {"related_state_id": s, "type": "invalidate"} for s in invalidated
+        ]

@@ -1,0 +1,227 @@
+"""The rollout loop (paper Algorithm 1): worker and manager around one harness.
+
+Baseline = Worker + Harness (no reviews, no states, no hints); StateGuard = Worker + Harness +
+Manager. Everything else — task, worker, workspace, budgets — is identical, so the two arms
+differ only by the manager. Manager actions never consume worker steps. Every run writes its
+trace (and, with a manager, its state store) under `run_dir`.
+
+    result = rollout(task, ScriptedWorker(...), DictWorkspace(), flow=LONGDS, manager=RulesManager(),
+                     run_dir="runs/x/stateguard")
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field
+
+from stateguard.flows import FlowConfig
+from stateguard.harness import Harness, HarnessConfig, HarnessResult, Outcome
+from stateguard.lifecycle import Actor, ControlAction, Regime, Stage, is_legal
+from stateguard.observation import EventType
+from stateguard.policies.base import ManagerContext, ManagerPolicy
+from stateguard.records import Record
+from stateguard.store import StateStore
+from stateguard.task import Task, Turn, prelude
+from stateguard.trace import Trace
+from stateguard.worker import WorkerAdapter, WorkerMessage
+from stateguard.workspace import LiveWorkspace
+
+MAX_ACTIVATIONS_PER_REVIEW = 12
+
+
+class RolloutResult(Record):
+    task_id: str
+    arm: Literal["baseline", "stateguard"]
+    answers: dict[int, Any]
+    committed_states: list[str] = Field(default_factory=list)
+    stale_states: list[str] = Field(default_factory=list)
+    worker_steps: int = 0
+    manager_activations: int = 0
+    repairs: int = 0
+    degraded: bool = False
+    run_dir: str | None = None
+
+
+class _Run:
+    def __init__(self, task: Task, worker: WorkerAdapter, workspace: LiveWorkspace, flow: FlowConfig,
+                 manager: ManagerPolicy | None, run_dir: Path | None, harness_config: dict[str, Any]):  # fmt: skip
+        self.task, self.worker, self.ws, self.flow, self.manager = task, worker, workspace, flow, manager
+        self.store = StateStore(run_dir / "states.sqlite" if run_dir else ":memory:")
+        self.trace = Trace(run_dir / "trace.jsonl" if run_dir else None)
+        config = HarnessConfig(regime=flow.regime, task_text=task.query_text, **harness_config)
+        self.harness = Harness(self.store, config, trace=self.trace, workspace=workspace)
+        self.budget = flow.budget(manager is not None)
+        self.step_index = 0
+        self.used = 0  # worker steps in the current budget unit
+        self.activations = 0
+        self.repairs = 0
+        self.degraded = False
+        self.turn: Turn | None = None
+        self.since_review = 0  # worker steps since the last review (segment flow)
+
+    # -- worker side
+    def work(self, *, pause_every: int | None = None) -> bool:
+        """Run the worker until it is done, the budget is spent, or a pause is due; True if paused."""
+        while not self.worker.done() and self.used < self.budget:
+            step = self.worker.step(self.step_index)
+            if step is None:
+                break
+            self.harness.record_step(step)
+            self.step_index += 1
+            self.used += 1
+            self.since_review += 1
+            if pause_every is not None and self.since_review >= pause_every:
+                return True
+        return False
+
+    def deliver(self, hints: list[Any]) -> None:
+        for hint in hints:
+            self.worker.inject(WorkerMessage.from_hint(hint))
+
+    # -- manager side
+    def review(self, event: EventType, *, terminal: bool = False) -> HarnessResult | None:
+        if self.manager is None or self.degraded:
+            return None
+        self.since_review = 0
+        obs = self.harness.begin_review(event, terminal=terminal)
+        ctx = ManagerContext(task=self.task, turn=self.turn, regime=self.flow.regime, store=self.store,
+                             workspace=self.ws, steps=self.harness.steps, budget=self.harness.config.repair_budget)  # fmt: skip
+        result: HarnessResult | None = None
+        for _ in range(MAX_ACTIVATIONS_PER_REVIEW):
+            self.activations += 1
+            result = self._activation(obs, ctx)
+            if result.action == ControlAction.REPAIR.value and result.accepted:
+                self.repairs += 1
+            if result.next_actor is not Actor.MANAGER:
+                break
+            obs = self.harness.observation()
+        else:
+            result = self.harness.degrade("manager kept the activation going past the per-review limit")
+        if result.outcome is Outcome.RUN_TO_COMPLETION:
+            self.degraded = True
+        self.deliver(self.harness.take_hints())
+        return result
+
+    def _activation(self, obs: Any, ctx: ManagerContext) -> HarnessResult:
+        assert self.manager is not None
+        gen = self.manager.activate(obs, ctx)
+        try:
+            proposal = next(gen)
+            while True:
+                result = self.harness.apply(proposal)
+                if result.accepted and result.action in ControlAction.__members__:
+                    gen.close()
+                    return result
+                proposal = gen.send(result)
+        except StopIteration:
+            pass
+        return self._fallback()
+
+    def _fallback(self) -> HarnessResult:
+        """The policy ended without an accepted control action: the least intrusive legal exit."""
+        regime, stage = self.flow.regime, self.harness.stage
+        for action in (ControlAction.ABSTAIN, ControlAction.RESUME_WORKER, ControlAction.ABANDON_STATE):
+            if is_legal(regime, stage, action):
+                result = self.harness.apply((action.value, {}))
+                if result.accepted:
+                    return result
+        return self.harness.degrade(f"no legal exit from stage '{stage.value}'")
+
+    def repair_loop(self, event: EventType, *, terminal: bool) -> None:
+        """Review; after each accepted REPAIR let the worker respond (if it has anything to do) and
+        review again, until the state leaves the repair stage (the harness bounds the attempts)."""
+        result = self.review(event, terminal=terminal)
+        for _ in range(self.harness.config.repair_budget + 1):
+            if result is None or self.harness.stage is not Stage.REPAIRING:
+                return
+            if not self.worker.done() and self.used < self.budget:
+                self.work()
+            result = self.review(EventType.REPAIR_RETURN, terminal=terminal)
+
+    # -- flows
+    def run_turn_aligned(self) -> None:
+        for i, turn in enumerate(self.task.turns):
+            self.turn = turn
+            self.trace.emit("turn_start", turn_id=turn.turn_id)
+            self.used = 0
+            self.review(EventType.TURN_START)
+            self.worker.inject(WorkerMessage.user_turn(turn))
+            self.work()
+            self.repair_loop(EventType.TURN_END, terminal=i == len(self.task.turns) - 1)
+
+    def run_segment(self) -> None:
+        turns = list(self.task.turns)
+        per_turn = self.flow.budget_unit == "turn"
+        while True:
+            if self.worker.done():
+                if not turns:
+                    break
+                self.turn = turns.pop(0)
+                self.trace.emit("turn_start", turn_id=self.turn.turn_id)
+                if per_turn:
+                    self.used = 0
+                self.worker.inject(WorkerMessage.user_turn(self.turn))
+            if self.used >= self.budget:
+                break
+            paused = self.work(pause_every=self.flow.review_every if self.manager else None)
+            if paused:
+                self.review(EventType.PAUSE)
+        # Terminal reviews repeat while they make progress: each may commit one more formed state,
+        # and work the manager requested (a repair) is done and reviewed again.
+        for _ in range(MAX_ACTIVATIONS_PER_REVIEW if self.manager else 0):
+            committed = len(self.store)
+            self.repair_loop(EventType.TERMINAL, terminal=True)
+            if not self.worker.done() and self.used < self.budget:
+                self.work()
+                continue
+            if len(self.store) == committed or self.degraded:
+                break
+
+
+def rollout(
+    task: Task,
+    worker: WorkerAdapter,
+    workspace: LiveWorkspace,
+    *,
+    flow: FlowConfig,
+    manager: ManagerPolicy | None = None,
+    run_dir: str | Path | None = None,
+    harness_config: dict[str, Any] | None = None,
+) -> RolloutResult:
+    """Run one task in one arm and return the per-turn answers and the committed states."""
+    path = None if run_dir is None else Path(run_dir)
+    if path is not None and any((path / name).exists() for name in ("states.sqlite", "trace.jsonl", "result.json")):
+        raise FileExistsError(f"{path} already holds a run (states.sqlite / trace.jsonl); use a new run_dir or delete it")
+    run = _Run(task, worker, workspace, flow, manager, path, harness_config or {})
+    run.trace.emit("run_start", task_id=task.task_id, arm="stateguard" if manager else "baseline",
+                   flow=flow.model_dump(mode="json"), manager=getattr(manager, "name", None))  # fmt: skip
+    setup = workspace.run_cell(prelude(task))
+    if not setup.ok:
+        raise RuntimeError(f"task prelude failed in the workspace: {setup.error}")
+    worker.start(task, workspace)
+    if flow.regime is Regime.TURN_ALIGNED:
+        run.run_turn_aligned()
+    else:
+        run.run_segment()
+    run.harness.finish()
+    answers = worker.final_answer()
+    run.trace.emit("answers", answers={str(k): v for k, v in answers.items()})
+    result = RolloutResult(
+        task_id=task.task_id,
+        arm="stateguard" if manager else "baseline",
+        answers=answers,
+        committed_states=run.store.ids(),
+        stale_states=run.store.invalid_states(),
+        worker_steps=run.step_index,
+        manager_activations=run.activations,
+        repairs=run.repairs,
+        degraded=run.degraded,
+        run_dir=None if path is None else str(path),
+    )
+    if path is not None:
+        (path / "result.json").write_text(result.model_dump_json(indent=1))
+    run.trace.close()
+    run.store.close()
+    return result
