@@ -1,14 +1,12 @@
-"""Built-in demo of the StateGuard runtime — what `make eval` runs until the eval issue lands.
+"""Built-in offline demo — what `make eval` runs until the evaluation issue lands.
 
-A five-turn sales analysis in which turn 4 revises how revenue is defined and turn 5 reuses a
-margin computed under the old definition (the paper's headline failure: a stale artifact).
-The same scripted worker runs twice over an in-process workspace: once with the harness only
-(baseline) and once with a scripted demo manager that drives the real harness: it opens,
-updates, finalizes and commits one state per turn, and answers a stale read with REPAIR.
-Nothing here is an LLM; the sandboxed workspace and the real rollout loop come with issue 3.
+The six-turn task of `eval/benchmarks/demo/six_turn` (turn 4 revises how revenue is defined;
+turn 5 needs the margin under the new definition) runs in both arms with the same scripted
+worker and fault model: Baseline = Worker + Harness, StateGuard = Worker + Harness + the
+deterministic `rules` manager. It prints per-turn correctness side by side.
 
-    python -m eval.demo                     # or: make eval
-    python -m eval.demo run_dir=runs/demo2 repair_budget=1
+    python -m eval.demo                               # or: make eval
+    python -m eval.demo flow=segment workspace=dict 'faults=[{kind: exec_error, turn: 3}]'
 """
 
 from __future__ import annotations
@@ -17,112 +15,96 @@ from pathlib import Path
 from typing import Any
 
 import hydra
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from pydantic import BaseModel
 
-from stateguard import DictWorkspace, EventType, Harness, HarnessConfig, StateStore, Trace, WorkerStep
-from stateguard.tools import inspect_python
-
-DATA = "orders = [120.0, 80.0, 200.0, 100.0]\nrefunds = 50.0\ncogs_rate = 0.6\n"
-TURNS: list[dict[str, Any]] = [
-    {"question": "Total revenue?", "code": "revenue = sum(orders)", "answer": "revenue"},
-    {"question": "Gross margin at the COGS rate?", "code": "margin = revenue * (1 - cogs_rate)", "answer": "margin"},
-    {"question": "Margin ratio, 3 decimals?", "code": "ratio = round(margin / revenue, 3)", "answer": "ratio"},
-    {"question": "Revise: revenue must exclude refunds.", "code": "revenue = sum(orders) - refunds",
-     "answer": "revenue", "invalidates": 1},
-    {"question": "Margin per order under the revised revenue?", "code": "per_order = margin / len(orders)",
-     "answer": "per_order", "fix": "margin = revenue * (1 - cogs_rate)\nper_order = margin / len(orders)"},
-]  # fmt: skip
-EXPECTED = [500.0, 200.0, 0.4, 450.0, 45.0]
+from eval.scorers.fields import per_turn_correct
+from stateguard.flows import LONGDS, FlowConfig
+from stateguard.policies.rules import RulesManager
+from stateguard.rollout import RolloutResult, rollout
+from stateguard.task import Task, load_task
+from stateguard.workers import FaultModel, ScriptedWorker
+from stateguard.workspace import DictWorkspace, LiveWorkspace
 
 
 class DemoResult(BaseModel):
     run_dir: str
-    baseline: list[float]
-    stateguard: list[float]
-    expected: list[float]
+    questions: dict[int, str]
+    baseline: dict[int, bool]
+    stateguard: dict[int, bool]
     repairs: int
+    committed_states: list[str]
     stale_states: list[str]
+    workspace: str
 
 
-def _run_arm(cfg: DictConfig, with_manager: bool, run_dir: Path) -> tuple[list[float], int, list[str]]:
-    ws = DictWorkspace()
-    ws.run(DATA)
-    store = StateStore(run_dir / "states.sqlite")
-    trace = Trace(run_dir / "trace.jsonl")
-    harness = Harness(
-        store,
-        HarnessConfig(regime=cfg.regime, repair_budget=cfg.repair_budget, context_budget_tokens=cfg.context_budget_tokens),
-        trace=trace,
-        workspace=ws,
-    )
-    answers, step, repairs = [], 0, 0
+def _flow(cfg: DictConfig) -> FlowConfig:
+    if cfg.flow == "turn_aligned":
+        return LONGDS
+    if cfg.flow == "segment":
+        return FlowConfig(name="demo-segment", regime="segment_induced", review_every=cfg.review_every,
+                          budget_unit="task", baseline_budget=200, stateguard_budget=200)  # fmt: skip
+    raise ValueError(f"flow={cfg.flow!r}: use 'turn_aligned' or 'segment'")
 
-    def work(code: str, turn: int) -> None:
-        nonlocal step
-        ws.run(code)
-        harness.record_step(WorkerStep(index=step, turn=turn, action=code, output="ok"))
-        step += 1
 
-    for k, turn in enumerate(TURNS, 1):
-        if not with_manager:
-            work(turn["code"], k)
-            answers.append(float(ws.namespace[turn["answer"]]))
-            continue
-        harness.begin_review(EventType.TURN_START)
-        rel = {"related_state_id": f"S{turn['invalidates']}", "type": "invalidate"} if "invalidates" in turn else None
-        upstream = [rel] if rel else ([{"related_state_id": store.latest_id()}] if store.latest_id() else [])
-        harness.apply(("OPEN_STATE", {"issue": turn["question"], "relations": upstream}))
-        harness.take_hints()
-        work(turn["code"], k)
-        while True:
-            harness.begin_review(EventType.TURN_END, terminal=k == len(TURNS))
-            shape = inspect_python(turn["code"] if harness.repair_attempts == 0 else turn["fix"])
-            used = [{"name": n, "version": (store.current_version(n) or "").split("@")[-1] or None,
-                     "value": ws.namespace.get(n)} for n in shape["reads"]
-                    if store.current_version(n) and n not in shape["writes"]]
-            used += [{"name": n, "value": ws.namespace.get(n)} for n in shape["writes"]]
-            harness.apply(("UPDATE_STATE", {"used_variables": used, "conclusions": [f"{turn['answer']} computed"]}))
-            stale = [u["name"] for u in used if u.get("version") and store.is_invalid(f"{u['name']}@{u['version']}")]
-            if not stale:
-                break
-            result = harness.apply(("REPAIR", {
-                "analytical_evidence": f"{', '.join(stale)} come from states invalidated by a later revision",
-                "error_hint": {"error_variables": stale,
-                               "faulty_reasoning": "these values were derived before the revenue definition was revised"},
-            }))  # fmt: skip
-            if not result.accepted:  # budget exhausted: give the state up
-                harness.apply(("ABANDON_STATE", {}))
-                break
-            repairs += 1
-            if "fix" in turn:  # the scripted worker recomputes what the hint names
-                work(turn["fix"], k)
-        if harness.draft is not None:
-            harness.apply(("FINALIZE_RELATIONS", {"mode": "confirm"}))
-            harness.apply(("COMMIT_STATE", {}))
-        answers.append(float(ws.namespace[turn["answer"]]))
-    harness.finish()
-    stale_states = store.invalid_states()
-    trace.close()
-    store.close()
-    return answers, repairs, stale_states
+def _workspace(cfg: DictConfig, task_dir: Path, arm_dir: Path) -> LiveWorkspace:
+    if cfg.workspace == "dict":
+        return DictWorkspace()
+    if cfg.workspace == "sandbox":
+        from stateguard.sandbox import SandboxWorkspace  # the separate-process kernel
+
+        return SandboxWorkspace(task_data_dir=task_dir / "data", scratch_dir=arm_dir / "scratch",
+                                checkpoint_dir=arm_dir / "checkpoints")  # fmt: skip
+    raise ValueError(f"workspace={cfg.workspace!r}: use 'sandbox' or 'dict'")
+
+
+def _arm(cfg: DictConfig, task: Task, task_dir: Path, arm: str) -> RolloutResult:
+    arm_dir = Path(cfg.run_dir) / arm
+    faults: Any = OmegaConf.to_container(cfg.faults, resolve=True)
+    worker = ScriptedWorker(FaultModel(seed=cfg.seed, faults=faults))
+    workspace = _workspace(cfg, task_dir, arm_dir)
+    try:
+        return rollout(task, worker, workspace, flow=_flow(cfg), manager=RulesManager() if arm == "stateguard" else None,
+                       run_dir=arm_dir, harness_config=dict(cfg.harness))  # fmt: skip
+    finally:
+        workspace.close()
 
 
 def run(cfg: DictConfig) -> DemoResult:
-    run_dir = Path(cfg.run_dir)
-    baseline, _, _ = _run_arm(cfg, False, run_dir / "baseline")
-    guarded, repairs, stale = _run_arm(cfg, True, run_dir / "stateguard")
-    return DemoResult(run_dir=str(run_dir), baseline=baseline, stateguard=guarded, expected=EXPECTED,
-                      repairs=repairs, stale_states=stale)  # fmt: skip
+    task_dir = Path(cfg.task_dir).resolve()
+    task = load_task(task_dir)
+    expected = {t.turn_id: t.answer for t in task.turns}
+    base = _arm(cfg, task, task_dir, "baseline")
+    guard = _arm(cfg, task, task_dir, "stateguard")
+    return DemoResult(
+        run_dir=str(cfg.run_dir),
+        questions={t.turn_id: t.question for t in task.turns},
+        baseline=per_turn_correct(expected, base.answers),
+        stateguard=per_turn_correct(expected, guard.answers),
+        repairs=guard.repairs,
+        committed_states=guard.committed_states,
+        stale_states=guard.stale_states,
+        workspace=str(cfg.workspace),
+    )
 
 
 def render(result: DemoResult) -> str:
-    lines = ["StateGuard runtime demo (built-in; the benchmark evaluation arrives with the eval issue)", "",
-             f"{'turn':<5}{'expected':>10}{'baseline':>10}{'+StateGuard':>13}"]  # fmt: skip
-    for i, (e, b, s) in enumerate(zip(result.expected, result.baseline, result.stateguard, strict=True), 1):
-        lines.append(f"{i:<5}{e:>10g}{b:>9g}{' ' if b == e else 'x'}{s:>12g}{' ' if s == e else 'x'}")
-    lines += ["", f"repairs issued: {result.repairs}; stale committed states: {', '.join(result.stale_states)}",
-              f"traces and stores: {result.run_dir}/{{baseline,stateguard}}/"]  # fmt: skip
+    mark = {True: "ok", False: "WRONG"}
+    lines = [
+        "StateGuard offline demo (built-in: scripted worker + rules manager; benchmark evaluation comes with the eval issue)",
+        "",
+        f"{'turn':<5}{'baseline':<10}{'+StateGuard':<13}question",
+    ]
+    for turn, question in result.questions.items():
+        short = question if len(question) <= 70 else question[:67] + "..."
+        lines.append(f"{turn:<5}{mark[result.baseline[turn]]:<10}{mark[result.stateguard[turn]]:<13}{short}")
+    acc = {arm: sum(v.values()) / len(v) for arm, v in (("baseline", result.baseline), ("stateguard", result.stateguard))}
+    lines += [
+        "",
+        f"accuracy: baseline {acc['baseline']:.0%}, +StateGuard {acc['stateguard']:.0%}; repairs issued: {result.repairs}",
+        f"committed states: {len(result.committed_states)}; stale after revisions: {', '.join(result.stale_states) or 'none'}",
+        f"workspace: {result.workspace}; traces, stores and results: {result.run_dir}/{{baseline,stateguard}}/",
+    ]
     return "\n".join(lines)
 
 

@@ -20,7 +20,7 @@ from stateguard.flows import FlowConfig
 from stateguard.harness import Harness, HarnessConfig, HarnessResult, Outcome
 from stateguard.lifecycle import Actor, ControlAction, Regime, Stage, is_legal
 from stateguard.observation import EventType
-from stateguard.policies.base import ManagerContext, ManagerPolicy
+from stateguard.policies.base import Degrade, ManagerContext, ManagerPolicy, ModelResponse
 from stateguard.records import Record
 from stateguard.store import StateStore
 from stateguard.task import Task, Turn, prelude
@@ -110,6 +110,17 @@ class _Run:
         try:
             proposal = next(gen)
             while True:
+                if isinstance(proposal, Degrade):
+                    gen.close()
+                    return self.harness.degrade(proposal.reason)
+                if isinstance(proposal, ModelResponse):
+                    results = self.harness.propose(proposal.message)
+                    done = next((r for r in results if r.accepted and r.action in ControlAction.__members__), None)
+                    if done is not None:
+                        gen.close()
+                        return done
+                    proposal = gen.send(results)
+                    continue
                 result = self.harness.apply(proposal)
                 if result.accepted and result.action in ControlAction.__members__:
                     gen.close()

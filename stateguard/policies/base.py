@@ -1,10 +1,11 @@
 """What a manager policy is: a generator that proposes actions and reads the harness's verdicts.
 
 One activation = one call to `activate`. The policy yields actions (tool actions first, then
-one control action); the rollout loop applies each through the harness and sends the
-`HarnessResult` back, so a tool's evidence or a rejection's feedback is visible to the policy
-before its next move. The activation ends at the first accepted control action. The
-deterministic `rules` manager and the LLM manager share this contract and the same harness.
+one control action) — as (name, arguments) pairs or as a raw model response — and the rollout
+loop applies each through the harness and sends the result(s) back, so a tool's evidence or a
+rejection's feedback is visible to the policy before its next move. The activation ends at the
+first accepted control action. The deterministic `rules` manager and the LLM manager share this
+contract and the same harness.
 """
 
 from __future__ import annotations
@@ -14,15 +15,30 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from stateguard.harness import HarnessResult
 from stateguard.lifecycle import Regime
 from stateguard.observation import ManagerObservation, WorkerStep
 from stateguard.store import StateStore
 from stateguard.task import Task, Turn
 from stateguard.workspace import LiveWorkspace
 
-Proposal = tuple[str, dict[str, Any]]
-Activation = Generator[Proposal, HarnessResult, None]
+
+class ModelResponse(BaseModel):
+    """A raw model message (content and/or tool_calls) for the harness to parse and apply.
+    The generator is sent back the list of `HarnessResult`s, one per parsed action (one
+    rejection if the response could not be parsed)."""
+
+    message: dict[str, Any]
+
+
+class Degrade(BaseModel):
+    """The policy gives up for the rest of the task: the worker runs to completion alone."""
+
+    reason: str
+
+
+# A (name, arguments) pair is sent back one HarnessResult; a ModelResponse a list of them.
+Proposal = tuple[str, dict[str, Any]] | ModelResponse | Degrade
+Activation = Generator[Proposal, Any, None]
 
 
 class ManagerContext(BaseModel):
