@@ -11,6 +11,7 @@ trace (and, with a manager, its state store) under `run_dir`.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any, Literal
 
@@ -117,14 +118,12 @@ class _Run:
                     results = self.harness.propose(proposal.message)
                     done = next((r for r in results if r.accepted and r.action in ControlAction.__members__), None)
                     if done is not None:
-                        gen.close()
-                        return done
+                        return _finish(gen, results, done)
                     proposal = gen.send(results)
                     continue
                 result = self.harness.apply(proposal)
                 if result.accepted and result.action in ControlAction.__members__:
-                    gen.close()
-                    return result
+                    return _finish(gen, result, result)
                 proposal = gen.send(result)
         except StopIteration:
             pass
@@ -189,6 +188,14 @@ class _Run:
                 continue
             if len(self.store) == committed or self.degraded:
                 break
+
+
+def _finish(gen: Any, reply: Any, result: HarnessResult) -> HarnessResult:
+    """The activation is over: let the policy see its accepted control action once, then close it."""
+    with contextlib.suppress(StopIteration):
+        gen.send(reply)
+    gen.close()
+    return result
 
 
 def rollout(

@@ -4,8 +4,9 @@ One activation = one call to `activate`. The policy yields actions (tool actions
 one control action) — as (name, arguments) pairs or as a raw model response — and the rollout
 loop applies each through the harness and sends the result(s) back, so a tool's evidence or a
 rejection's feedback is visible to the policy before its next move. The activation ends at the
-first accepted control action. The deterministic `rules` manager and the LLM manager share this
-contract and the same harness.
+first accepted control action: the policy is sent that result once (to observe it) and then
+closed. The deterministic `rules` manager and the LLM manager share this contract and the same
+harness.
 """
 
 from __future__ import annotations

@@ -85,7 +85,8 @@ class RulesManager:
             args["source_interval"] = [steps[0].index, steps[-1].index] if steps else None
         yield ("UPDATE_STATE", args)
 
-    def _verify(self, obs: ManagerObservation, ctx: ManagerContext) -> Activation:
+    def findings(self, obs: ManagerObservation, ctx: ManagerContext) -> list[checks.Finding]:
+        """Run every deterministic check on the state under verification (the retry, after a repair)."""
         steps = self._span(obs, ctx)
         retry = [s for s in steps if self._retry_from is not None and s.index >= self._retry_from] or steps
         _, consumed = self._variables(retry, ctx)
@@ -93,10 +94,9 @@ class RulesManager:
         answer = self._answer(retry)
         turn_id = retry[-1].turn if retry else None
         turn = ctx.task.turn(turn_id) if turn_id is not None else ctx.turn
-        text = f"{ctx.task.turn(1).context if ctx.task.turns else ''}\n{turn.prompt() if turn else ''}"
+        text = f"{ctx.task.turns[0].context if ctx.task.turns else ''}\n{turn.prompt() if turn else ''}"
         draft = obs.current_draft or {}
-
-        findings = (
+        return (
             checks.execution(retry)
             + checks.staleness(retry, consumed, ctx.store)
             + checks.constraints(ConstraintResult.model_validate(r) for r in draft.get("constraint_results", []))
@@ -104,10 +104,20 @@ class RulesManager:
             + checks.grounding(answer, scalars)
             + checks.related(consumed, ctx.store, scalars)
         )
+
+    def mark_repair(self, obs: ManagerObservation) -> None:
+        """Remember where the worker's retry starts (checks then look at the retry only)."""
+        self._retry_from = (obs.pending_end_step or 0) + 1
+
+    def _verify(self, obs: ManagerObservation, ctx: ManagerContext) -> Activation:
+        findings = self.findings(obs, ctx)
+        steps = self._span(obs, ctx)
+        draft = obs.current_draft or {}
+        _, consumed = self._variables(steps, ctx)
         if findings and obs.repair_attempts < obs.repair_budget:
             first = findings[0]
             names = sorted({n for f in findings if f.check == first.check for n in f.variables})
-            self._retry_from = (obs.pending_end_step or 0) + 1
+            self.mark_repair(obs)
             result = yield ("REPAIR", {
                 "analytical_evidence": "; ".join(f"[{f.check}] {f.evidence}" for f in findings),
                 "error_hint": {"error_variables": names, "faulty_reasoning": first.reason},
