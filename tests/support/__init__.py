@@ -1,0 +1,1 @@
+"""Test doubles shared by several test modules (servers, fixtures); never imported by library code."""
