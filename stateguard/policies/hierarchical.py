@@ -1,0 +1,70 @@
+"""Hierarchical manager: deterministic checks first, the LLM manager only where they cannot decide.
+
+The `rules` manager runs the whole lifecycle. At verification (stage UPDATED) its checks run
+first: concrete findings go straight to a rules REPAIR, no model call. When the checks find
+nothing but a configured trigger says the state holds something they cannot judge — a
+semantic requirement in the question (filters, exclusions, rankings, ...), no executable
+constraint, or an inconclusive check (no structured answer to check) — the verification
+decision is delegated to the LLM manager, which may gather evidence with tools and ends with
+REPAIR or FINALIZE_RELATIONS. Every model call is an `llm_call` event in the trace, so calls per
+task can be counted against the paper's 134.5 per LongDS task (Table 5).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Literal
+
+from stateguard.lifecycle import Stage
+from stateguard.observation import ManagerObservation
+from stateguard.policies.base import Activation, ManagerContext, ModelResponse
+from stateguard.policies.llm_manager import LLMManager
+from stateguard.policies.rules import RulesManager
+
+Trigger = Literal["semantic_requirement", "no_executable_constraint", "inconclusive", "always"]
+SEMANTIC = re.compile(
+    r"\b(only|exclud\w*|except|without|at least|at most|more than|less than|top|bottom|highest|lowest|"
+    r"between|unless|filter\w*|among|within|whose|where|per|rank\w*|instead|revis\w*|update)\b",
+    re.IGNORECASE,
+)
+
+
+class HierarchicalManager:
+    name = "hierarchical"
+
+    def __init__(self, rules: RulesManager, llm: LLMManager, triggers: Iterable[Trigger] = ("semantic_requirement",)):
+        self.rules = rules
+        self.llm = llm
+        self.triggers = set(triggers)
+        self.delegations = 0
+
+    def needs_llm(self, obs: ManagerObservation, ctx: ManagerContext) -> bool:
+        if "always" in self.triggers:
+            return True
+        question = ctx.turn.prompt() if ctx.turn is not None else ""
+        draft = obs.current_draft or {}
+        if "semantic_requirement" in self.triggers and SEMANTIC.search(question):
+            return True
+        if "no_executable_constraint" in self.triggers and not any(c.get("code") for c in draft.get("constraints", [])):
+            return True
+        if "inconclusive" in self.triggers:
+            steps = self.rules._span(obs, ctx)
+            return self.rules._answer(steps) is None
+        return False
+
+    def activate(self, obs: ManagerObservation, ctx: ManagerContext) -> Activation:
+        if Stage(obs.stage) is not Stage.UPDATED or self.rules.findings(obs, ctx) or not self.needs_llm(obs, ctx):
+            yield from self.rules.activate(obs, ctx)
+            return
+        self.delegations += 1
+        gen = self.llm.activate(obs, ctx)
+        try:
+            proposal = next(gen)
+            while True:
+                reply = yield proposal
+                if isinstance(proposal, ModelResponse) and any(r.accepted and r.action == "REPAIR" for r in reply):
+                    self.rules.mark_repair(obs)  # the retry will be checked on its own by the rules tier
+                proposal = gen.send(reply)
+        except StopIteration:
+            return

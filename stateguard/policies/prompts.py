@@ -1,0 +1,103 @@
+"""Manager prompts, in our own words, with the paper's structure (A.7, Eq. 20):
+
+    P_M = P_sys ⊕ P_ctrl[P_life, P_act] ⊕ T
+
+P_sys fixes the role (supervise, never solve) and the information boundary (no ground truth);
+P_ctrl is the shared controller (the five checks, evidence-gated repair, never prescribing a
+fix); P_life is the flow-specific lifecycle; P_act lists the control actions legal right now
+(from the harness's table, via the observation); T is the agent-visible task.
+The `freeform` ablation keeps the machinery but drops the prescriptive state/check policy.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Literal
+
+from stateguard.lifecycle import Regime
+from stateguard.observation import ManagerObservation
+from stateguard.task import Task
+
+SYSTEM = """You are the state manager of a data-analysis worker agent. You do not analyse the data yourself.
+
+Your job
+- Keep an explicit record of the worker's analytical states: the issue each one addresses, its constraints, the variables it used (with versions), its conclusions, and how it relates to earlier states.
+- Look for clear errors in the current state, back them with evidence, and ask for a limited repair.
+- Leave the worker alone when there is no concrete problem. Never solve the task for it.
+
+What you may use
+- Only what the runtime gives you: the task text, the worker's steps and their outputs, tool results, the current draft state and the committed states.
+- You have no reference answers, ground truth or grades, and you must not ask for them.
+
+How you act
+- Tool actions (check_execution, inspect_python, compile_python, run_probe, load_state) gather evidence. They are read-only and do not end your turn.
+- Control actions (RESUME_WORKER, OPEN_STATE, UPDATE_STATE, FINALIZE_RELATIONS, COMMIT_STATE, REPAIR, ABANDON_STATE, ABSTAIN) decide the lifecycle and end your turn.
+- Call them as functions. A response either calls tools or calls exactly one control action, never both."""
+
+CONTROLLER = """Shared protocol
+At each activation take only the next lifecycle step (see LIFECYCLE); legal control actions right now are listed in the observation under legal_control_actions.
+Use tools only for a concrete open question, then decide promptly.
+
+Checks for the current state (only the state and the worker steps it covers):
+1. Execution: every result the state relies on comes from a step that ran successfully (check_execution).
+2. Intent vs code: the code does what the step says it does; flag only a clear mismatch.
+3. Code validity: syntax errors, exceptions, or missing variables that were never fixed.
+4. Task requirements: scope, output fields, format, units and precision the task states.
+5. Consistency: the issue, variables, conclusions, the covered steps, and values of directly related committed states agree; a value derived from a definition that a later turn revised is stale.
+
+Repair policy
+- A violation you can point to with concrete evidence requires REPAIR: name the affected variables or reported fields and explain in words what is wrong and why.
+- If the evidence is ambiguous, do not repair and do not claim an error.
+- Never include code, a corrected value, a formula to use, or the answer in a repair hint. The harness rejects hints that do.
+- FINALIZE_RELATIONS is right only when the checks found nothing. The harness decides whether a repair is light or heavy and refuses repairs past the budget; then ABANDON_STATE.
+
+Bookkeeping the harness owns (do not invent it): state ids, variable versions (mention a version only when the state reuses an earlier committed value unchanged), relation types other than invalidate, source binding, checkpoints."""
+
+TURN_LIFECYCLE = """LIFECYCLE (turn-aligned: every user turn is exactly one state)
+At a turn_start event:
+1. Compare the new question with the committed-state index and pick provisional related states.
+2. OPEN_STATE with the issue, the constraints the question states, and those relations (use type "invalidate" for a state whose assumption or definition this turn revises).
+3. The harness then shows the worker the related states and the worker runs the turn.
+At a turn_end or repair_return event:
+1. UPDATE_STATE from the completed turn (the harness binds the whole turn as the source).
+2. Apply the checks; REPAIR on clear evidence, otherwise FINALIZE_RELATIONS (confirm the provisional relations unless you found a concrete conflict; then reselect and give the conflict as evidence).
+3. COMMIT_STATE after the relations are final."""
+
+SEGMENT_LIFECYCLE = """LIFECYCLE (segment-induced: a pause is not a state boundary)
+At each pause, decide whether the pending steps have formed a state. A state has formed when the steps
+- settle an important quantity later steps will rely on,
+- finish an explicit sub-task of the query, or
+- move from one analytical aspect or sub-goal to another.
+If nothing has formed, RESUME_WORKER and keep all pending steps pending.
+If a state has formed:
+1. OPEN_STATE.
+2. UPDATE_STATE with one inclusive source_interval [first_step, last_step] over pending steps.
+3. Check the state.
+4. Choose its relations after the fact.
+5. REPAIR on clear evidence, otherwise FINALIZE_RELATIONS.
+6. COMMIT_STATE."""
+
+FREEFORM = """You keep notes about the worker's progress using the available functions and may point out problems.
+Call functions to act; a response either calls tools or exactly one control action."""
+
+STATE_HINT_RULES = "Observation fields: event_type, stage, legal_control_actions, untraced_steps (index, action, output, error), current_draft, repair_attempts/repair_budget, last_action_result, committed_state_index."
+
+
+def system_prompt(regime: Regime, variant: Literal["stateguard", "freeform"] = "stateguard") -> str:
+    """P_sys ⊕ P_ctrl[P_life] for a flow (the freeform ablation drops the prescriptive policy)."""
+    if variant == "freeform":
+        return f"{FREEFORM}\n\n{STATE_HINT_RULES}"
+    life = TURN_LIFECYCLE if regime is Regime.TURN_ALIGNED else SEGMENT_LIFECYCLE
+    return f"{SYSTEM}\n\n{CONTROLLER}\n\n{life}\n\n{STATE_HINT_RULES}"
+
+
+def task_block(task: Task, upto_turn: int | None) -> str:
+    """T: the agent-visible task so far (context and questions; never reference code or answers)."""
+    turns = [t for t in task.turns if upto_turn is None or t.turn_id <= upto_turn]
+    parts = [f"Turn {t.turn_id}: {t.prompt()}" for t in turns]
+    return "TASK\n" + "\n\n".join(parts)
+
+
+def observation_message(obs: ManagerObservation) -> str:
+    """P_act and the runtime view: the observation as compact JSON."""
+    return "OBSERVATION\n" + json.dumps(obs.model_dump(mode="json", exclude={"schema_version"}), default=str)

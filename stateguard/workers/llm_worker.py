@@ -1,0 +1,107 @@
+"""A ReAct-style LLM data agent behind the worker adapter contract.
+
+Each `step` is one model call: the model thinks, then either writes one ```python block (run in
+the persistent workspace; the output comes back as the next user message) or gives the turn's
+final answer as JSON inside <answer>...</answer>. User turns and the manager's hints arrive through
+`inject` as user messages (hints in the fixed reference-only wording of `stateguard.hints`).
+Benchmark adapters may pass their native system prompt; the default below is ours.
+
+    worker = LLMWorker(LLMClient(EndpointConfig.from_env("worker")))
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from stateguard.answers import last_json
+from stateguard.observation import WorkerStep
+from stateguard.task import Task
+from stateguard.worker import WorkerMessage
+from stateguard.workspace import LiveWorkspace
+
+DEFAULT_SYSTEM = """You are a data analyst working in a persistent Python session (pandas as pd, numpy as np, json and re are imported; BASE_PATH points at the task folder, data files are under BASE_PATH/data).
+Work step by step. In each reply, either
+- write exactly one Python code block (```python ... ```) to run next; you will see its output, or
+- when the current question is answered, reply with the final answer as one JSON object of the requested fields inside <answer>...</answer>.
+Variables persist between steps and between questions. Follow the precision and format the question asks for."""
+
+_CODE = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.S)
+_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S)
+
+
+class LLMWorker:
+    """Implements `WorkerAdapter` with an OpenAI-compatible chat model."""
+
+    def __init__(self, client: Any, *, system_prompt: str = DEFAULT_SYSTEM, max_output_chars: int = 4000,
+                 max_failures: int = 3):  # fmt: skip
+        self.client = client
+        self.system_prompt = system_prompt
+        self.max_output_chars = max_output_chars
+        self.max_failures = max_failures
+        self.messages: list[dict[str, Any]] = []
+        self.answers: dict[int, Any] = {}
+        self.turn: int | None = None
+        self._done = True
+        self._failures = 0
+
+    def start(self, task: Task, workspace: LiveWorkspace) -> None:
+        self.task, self.ws = task, workspace
+        self.messages = [{"role": "system", "content": self.system_prompt}]
+
+    def inject(self, message: WorkerMessage) -> None:
+        if message.kind == "turn" and message.turn is not None:
+            self.turn = message.turn.turn_id
+            self._done = False
+        elif message.kind == "repair_hint":
+            self._done = False  # a repair hint reopens the work on the current analysis
+        self.messages.append({"role": "user", "content": message.text})
+
+    def done(self) -> bool:
+        return self._done
+
+    def final_answer(self) -> dict[int, Any]:
+        return dict(self.answers)
+
+    def snapshot(self) -> Any:
+        return {"messages": [dict(m) for m in self.messages], "answers": dict(self.answers), "done": self._done}
+
+    def restore(self, token: Any) -> None:
+        self.messages = [dict(m) for m in token["messages"]]
+        self.answers = dict(token["answers"])
+        self._done = token["done"]
+
+    def step(self, index: int) -> WorkerStep | None:
+        if self._done:
+            return None
+        try:
+            reply = self.client.chat(self.messages)
+        except Exception as exc:  # the endpoint failed after its own retries
+            self._failures += 1
+            if self._failures >= self.max_failures:
+                self._done = True  # give up on this turn without an answer
+            return WorkerStep(index=index, turn=self.turn, action="", error=f"model call failed: {exc}",
+                              success=False, meta={"turn_end": self._done, "reads": [], "writes": []})  # fmt: skip
+        self._failures = 0
+        text = reply.message.get("content") or ""
+        thought = text.split("```")[0].strip()[:2000]
+        self.messages.append({"role": "assistant", "content": text})
+        answer = _ANSWER.search(text)
+        code = _CODE.search(text)
+        if answer is not None or code is None:
+            parsed = last_json(answer.group(1) if answer else text)
+            if self.turn is not None:
+                self.answers[self.turn] = parsed
+            self._done = True
+            return WorkerStep(index=index, turn=self.turn, thought=thought, action="", output=text[-2000:],
+                              meta={"turn_end": True, "final": True, "reads": [], "writes": []})  # fmt: skip
+        result = self.ws.run_cell(code.group(1))
+        output = "\n".join(x for x in (result.stdout, result.value or "", result.error or "") if x)
+        output = output[-self.max_output_chars :]
+        self.messages.append({"role": "user", "content": f"Output:\n{output or '(no output)'}"})
+        return WorkerStep(
+            index=index, turn=self.turn, thought=thought, action=code.group(1), output=result.stdout + (result.value or ""),
+            error=result.error, success=result.ok,
+            meta={"cell_id": result.cell_id, "reads": result.reads, "writes": result.writes,
+                  "stale_reads": result.stale_reads, "turn_end": False, "wall_s": result.wall_s},
+        )  # fmt: skip

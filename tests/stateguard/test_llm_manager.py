@@ -1,0 +1,134 @@
+"""The LLM manager against a real HTTP server on 127.0.0.1 with canned responses.
+
+Each scenario runs the real rollout loop, harness, scripted worker and in-process workspace; only
+the model is scripted. Assertions are on the store, the trace and the worker's answers.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eval.scorers.fields import per_turn_correct
+from stateguard.flows import LONGDS
+from stateguard.llm.client import LLMClient
+from stateguard.llm.endpoints import EndpointConfig
+from stateguard.policies.llm_manager import LLMManager
+from stateguard.rollout import RolloutResult, rollout
+from stateguard.store import StateStore
+from stateguard.task import Task, load_task
+from stateguard.trace import Trace, read_trace
+from stateguard.workers import Fault, FaultModel, ScriptedWorker
+from stateguard.workspace import DictWorkspace
+from tests.support.scripted_server import Delay, Die, Reply, ScriptedServer, Status
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def one_turn() -> Task:
+    full = load_task(ROOT / "eval" / "benchmarks" / "demo" / "six_turn")
+    return Task(task_id="one_turn", turns=full.turns[:1], base_path=full.base_path)
+
+
+def call(name: str, **arguments: Any) -> Reply:
+    return Reply(tool_calls=[{"name": name, "arguments": arguments}])
+
+
+OPEN = call("OPEN_STATE", issue="load the sales data and total the revenue")
+UPDATE = call("UPDATE_STATE", used_variables=[{"name": "revenue", "value": 1060.0}], conclusions=["revenue computed"])
+FINALIZE = call("FINALIZE_RELATIONS", mode="confirm")
+COMMIT = call("COMMIT_STATE")
+
+
+def run(task: Task, tmp: Path, script: list[Any], faults: list[Fault] | None = None,
+        **manager_kw: Any) -> tuple[RolloutResult, ScriptedServer, list[Any]]:  # fmt: skip
+    with ScriptedServer(script) as server:
+        trace_path = tmp / "llm_calls.jsonl"
+        config = EndpointConfig(role="manager", base_url=server.base_url, model="scripted-model",
+                                timeout_s=0.5, max_retries=1, backoff_s=0.01, backoff_max_s=0.02)  # fmt: skip
+        client = LLMClient(config, trace=Trace(trace_path))
+        result = rollout(task, ScriptedWorker(FaultModel(faults=faults or [])), DictWorkspace(), flow=LONGDS,
+                         manager=LLMManager(client, **manager_kw), run_dir=tmp / "run")  # fmt: skip
+        return result, server, read_trace(tmp / "run" / "trace.jsonl")
+
+
+def correct(task: Task, result: RolloutResult) -> dict[int, bool]:
+    return per_turn_correct({t.turn_id: t.answer for t in task.turns}, result.answers)
+
+
+def test_clean_turn_with_a_tool_call(one_turn: Task, tmp_path: Path) -> None:
+    check = call("check_execution", step_id=1)
+    result, server, events = run(one_turn, tmp_path, [OPEN, check, UPDATE, FINALIZE, COMMIT])
+    assert correct(one_turn, result) == {1: True}
+    store = StateStore(tmp_path / "run" / "states.sqlite")
+    state = store.load("S1")
+    assert [v.key for v in state.used_variables] == ["revenue@S1"] and state.relations[0].type.value == "init"
+    tool = next(e for e in events if e.kind == "tool")
+    assert tool.data["name"] == "check_execution" and tool.data["result"]["data"]["success"] is True
+    # The tool result went back to the model as a tool message with the matching call id.
+    follow_up = server.requests[2]["messages"]
+    assert follow_up[-1]["role"] == "tool" and follow_up[-1]["tool_call_id"] == "call_0"
+    assert '"success": true' in follow_up[-1]["content"]
+    assert len(server.requests) == 5 and {t["function"]["name"] for t in server.requests[0]["tools"]} >= {"REPAIR", "run_probe"}
+    assert result.manager_activations == 4 and not result.degraded
+
+
+def test_correct_repair_is_applied_and_the_worker_recomputes(one_turn: Task, tmp_path: Path) -> None:
+    repair = call("REPAIR", analytical_evidence="check_execution: the last block raised NameError",
+                  error_hint={"error_variables": ["result"], "faulty_reasoning": "the final block raised an error and was never re-run"})  # fmt: skip
+    script = [OPEN, UPDATE, repair, UPDATE, FINALIZE, COMMIT]
+    result, server, events = run(one_turn, tmp_path, script, faults=[Fault(kind="exec_error", turn=1)])
+    assert correct(one_turn, result) == {1: True} and result.repairs == 1
+    hint = next(e for e in events if e.kind == "hint_delivered" and e.data["hint"]["kind"] == "repair")
+    assert "never re-run" in hint.data["text"]
+    assert any(e.kind == "worker_step" and e.data["meta"]["purpose"] == "recompute" for e in events)
+    assert server.remaining == 0
+
+
+def test_malformed_unknown_and_mixed_responses_get_feedback_then_a_safe_exit(one_turn: Task, tmp_path: Path) -> None:
+    malformed = Reply(content='<tool_call>{"name": "UPDATE_STATE", "arguments": {oops</tool_call>')
+    unknown = call("UPDATE_STAT", used_variables=[])
+    mixed = Reply(tool_calls=[{"name": "check_execution", "arguments": {"step_id": 0}},
+                              {"name": "COMMIT_STATE", "arguments": {}}])  # fmt: skip
+    result, server, events = run(one_turn, tmp_path, [OPEN, malformed, unknown, mixed])
+    rejected = [e.data["feedback"] for e in events if e.kind == "action" and not e.data["accepted"]]
+    assert len(rejected) == 3
+    assert "not valid JSON" in rejected[0] and "unknown action 'UPDATE_STAT'" in rejected[1]
+    assert "mixes tool actions (check_execution) with a control action (COMMIT_STATE)" in rejected[2]
+    # The corrective feedback reached the model before its next try.
+    assert "not valid JSON" in json.dumps(server.requests[2]["messages"][-1])
+    assert "Did you mean 'UPDATE_STATE'" in json.dumps(server.requests[3]["messages"][-1])
+    # After the retry budget the loop abandons the open draft; the worker's answer is untouched.
+    assert any(e.kind == "state_abandoned" for e in events)
+    assert result.committed_states == [] and correct(one_turn, result) == {1: True}
+
+
+def test_context_overflow_compresses_and_retries(one_turn: Task, tmp_path: Path) -> None:
+    overflow = Status(400, "This model's maximum context length is 4096 tokens, your request has 9000 tokens")
+    result, server, events = run(one_turn, tmp_path, [overflow, OPEN, UPDATE, FINALIZE, COMMIT])
+    assert result.committed_states == ["S1"] and len(server.requests) == 5
+    calls = read_trace(tmp_path / "llm_calls.jsonl")
+    assert calls[0].data["error"] and "context" in calls[0].data["error"].lower() and calls[1].data["error"] is None
+
+
+def test_timeouts_and_500s_are_retried(one_turn: Task, tmp_path: Path) -> None:
+    script = [Status(500, "boom"), OPEN, Delay(2.0, then=UPDATE), UPDATE, FINALIZE, COMMIT]
+    result, _, _ = run(one_turn, tmp_path, script)
+    assert result.committed_states == ["S1"]
+    attempts = [e.data["attempts"] for e in read_trace(tmp_path / "llm_calls.jsonl")]
+    assert attempts[:2] == [2, 2]
+
+
+def test_a_server_that_dies_degrades_to_worker_only_completion(tmp_path: Path) -> None:
+    task = load_task(ROOT / "eval" / "benchmarks" / "demo" / "six_turn")
+    result, _, events = run(task, tmp_path, [OPEN, UPDATE, FINALIZE, COMMIT, Die()], max_failures=2)
+    assert result.committed_states == ["S1"] and result.degraded
+    assert all(correct(task, result).values())  # the worker finished every turn on its own
+    degraded = [e for e in events if e.kind == "degraded"]
+    assert len(degraded) == 1 and "kept failing" in degraded[0].data["reason"]
+    reviews_after = [e for e in events if e.kind == "review" and e.seq > degraded[0].seq]
+    assert reviews_after == []  # no manager activation after degradation
