@@ -1,0 +1,226 @@
+"""The sandbox kernel: one persistent child process that holds a workspace namespace.
+
+Started by `SandboxWorkspace` as `python -m stateguard.sandbox.kernel CMD_FD REPLY_FD`, with cwd
+= scratch dir, a minimal environment and (when available) its own empty network namespace.
+Like a notebook kernel it answers requests one at a time: run a cell, read/list/delete
+variables, dump or load a checkpoint, run a probe in a fork. Requests and replies use the
+framing in `protocol.py` on two inherited pipe fds, so a cell's prints cannot corrupt them.
+
+Start-up order matters: pandas/numpy/cloudpickle are imported (by the modules below) BEFORE the
+memory cap and the audit hook, so that their import-time file and ctypes use is not refused.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import linecache
+import os
+import select
+import signal
+import sys
+import time
+import traceback
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+from typing import Any
+
+from stateguard.sandbox import policy
+from stateguard.sandbox.guards import BoundedText, CellTimers, apply_process_limits
+from stateguard.sandbox.protocol import ChannelClosed, FrameReader, send_blob, send_message, write_all
+from stateguard.sandbox.snapshot import dump_namespace, load_namespace
+from stateguard.sandbox.values import content_hash, describe, to_json_value
+from stateguard.workspace import _value_repr, split_last_expression
+
+_THIS_FILE = __file__
+
+
+def _user_traceback(exc: BaseException) -> str:
+    """The traceback from the cell's first frame on: the kernel's own frames are noise."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename == _THIS_FILE:
+        tb = tb.tb_next
+    return "".join(traceback.format_exception(type(exc), exc, tb, limit=8))
+
+
+def _describe_exit(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        return f"killed by signal {signal.Signals(os.WTERMSIG(status)).name}"
+    return f"exited with status {os.WEXITSTATUS(status)}"
+
+
+class Kernel:
+    def __init__(self, config: dict[str, Any], reader: FrameReader, reply_fd: int):
+        self.reader = reader
+        self.reply_fd = reply_fd
+        limits = config["limits"]
+        self.max_output = int(limits["max_output_chars"])
+        self.grace = float(limits["grace_seconds"])
+        self.memory_mb = int(limits["memory_mb"])
+        self.namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
+        os.chdir(config["scratch_dir"])
+        apply_process_limits(int(limits["memory_mb"]))
+        self.timers = CellTimers(
+            float(limits["cpu_seconds_per_cell"]), float(limits["wall_seconds_per_cell"])
+        )
+        task = config.get("task_data_dir")
+        rules = policy.build_policy(
+            Path(config["scratch_dir"]), Path(task) if task else None, bool(limits["network"])
+        )
+        trusted = [Kernel._fork_probe.__code__, Kernel._kill_probe.__code__]
+        self._enter_probe_mode = policy.install(rules, trusted)
+
+    # --- loop -------------------------------------------------------------------------------
+    def serve(self) -> None:
+        send_message(self.reply_fd, {"ok": True, "ready": True, "pid": os.getpid()})
+        handlers = {
+            "run": self.run, "get": self.get, "list": self.list_variables, "delete": self.delete,
+            "snapshot": self.snapshot, "restore": self.restore, "probe": self.probe,
+        }  # fmt: skip
+        while True:
+            try:
+                request = self.reader.read_message()
+            except ChannelClosed:
+                return  # the parent closed the workspace (or died)
+            handler = handlers.get(str(request.get("op")))
+            try:
+                reply = (
+                    handler(request)
+                    if handler
+                    else {"ok": False, "error": f"unknown op {request.get('op')!r}"}
+                )
+            except Exception as exc:  # a kernel-side failure (e.g. MemoryError while pickling) is a reply
+                reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}", "kernel_error": True}
+            if reply is not None:
+                send_message(self.reply_fd, reply)
+
+    def _names(self) -> list[str]:
+        return sorted(k for k in self.namespace if not k.startswith("__"))
+
+    # --- cells ------------------------------------------------------------------------------
+    def run(self, request: dict[str, Any]) -> dict[str, Any]:
+        code = str(request["code"])
+        hashed = [n for n in request.get("hash", []) if n in self.namespace]
+        before = {n: content_hash(self.namespace[n]) for n in hashed}
+        out, err = BoundedText(self.max_output), BoundedText(self.max_output)
+        value = error = tb = None
+        # Tracebacks show the cell's lines: linecache serves "<cell>" from here.
+        linecache.cache["<cell>"] = (len(code), None, code.splitlines(keepends=True), "<cell>")
+        start = time.perf_counter()
+        try:
+            with redirect_stdout(out), redirect_stderr(err), self.timers.armed("cell"):
+                body, last = split_last_expression(code)
+                exec(compile(body, "<cell>", "exec"), self.namespace)
+                if last is not None:
+                    result = eval(compile(last, "<cell>", "eval"), self.namespace)
+                    value = None if result is None else _value_repr(result, min(2000, self.max_output))
+        except BaseException as exc:  # SystemExit/KeyboardInterrupt end the cell, not the kernel
+            error, tb = f"{type(exc).__name__}: {exc}", _user_traceback(exc)
+            if isinstance(exc, MemoryError):
+                error += (
+                    f" (sandbox: the process is capped at memory_mb={self.memory_mb} MiB of address space)"
+                )
+        wall = time.perf_counter() - start
+        mutated = [
+            n for n, h in before.items() if n in self.namespace and content_hash(self.namespace[n]) != h
+        ]
+        return {
+            "ok": error is None, "stdout": out.getvalue(), "stderr": err.getvalue(), "value": value,
+            "error": error, "traceback": tb, "wall_s": wall, "mutated": mutated, "names": self._names(),
+        }  # fmt: skip
+
+    def get(self, request: dict[str, Any]) -> dict[str, Any]:
+        name = str(request["name"])
+        if name not in self.namespace:
+            return {"ok": False, "missing": True, "error": f"KeyError: {name!r}"}
+        return {"ok": True, "value": to_json_value(self.namespace[name])}
+
+    def list_variables(self, request: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": True, "variables": [describe(k, self.namespace[k]) for k in self._names()]}
+
+    def delete(self, request: dict[str, Any]) -> dict[str, Any]:
+        removed = [n for n in request["names"] if isinstance(n, str) and n in self.namespace]
+        for name in removed:
+            del self.namespace[name]
+        return {"ok": True, "removed": removed, "names": self._names()}
+
+    # --- checkpoints ------------------------------------------------------------------------
+    def snapshot(self, request: dict[str, Any]) -> None:
+        payload, saved, skipped = dump_namespace(self.namespace)
+        send_message(self.reply_fd, {"ok": True, "saved": saved, "skipped": skipped, "size": payload.nbytes})
+        send_blob(self.reply_fd, payload)
+        return None  # the reply has been sent
+
+    def restore(self, request: dict[str, Any]) -> dict[str, Any]:
+        payload = self.reader.read_blob()  # always consume the blob, even if loading fails
+        self.namespace, failed = load_namespace(payload)
+        return {"ok": True, "names": self._names(), "failed": failed}
+
+    # --- probes -----------------------------------------------------------------------------
+    def _fork_probe(self) -> int:
+        return os.fork()  # allowed by the audit hook only from this code object
+
+    def _kill_probe(self, pid: int) -> None:
+        os.kill(pid, signal.SIGKILL)
+
+    def _probe_child(self, code: str, write_fd: int) -> None:
+        self._enter_probe_mode()
+        out, err = BoundedText(self.max_output), BoundedText(self.max_output)
+        try:
+            with redirect_stdout(out), redirect_stderr(err), self.timers.armed("probe"):
+                exec(compile(code, "<probe>", "exec"), self.namespace)
+                value = to_json_value(self.namespace.get("result"))
+            reply = {"ok": True, "stdout": out.getvalue(), "value": value}
+        except BaseException as exc:
+            reply = {"ok": False, "stdout": out.getvalue(), "error": f"{type(exc).__name__}: {exc}"}
+        write_all(write_fd, json.dumps(reply, allow_nan=True).encode())
+
+    def probe(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Run code in a copy-on-write fork: it sees every value and can change none of them."""
+        read_fd, write_fd = os.pipe()
+        pid = self._fork_probe()
+        if pid == 0:
+            try:
+                os.close(read_fd)
+                self._probe_child(str(request["code"]), write_fd)
+            finally:
+                os._exit(0)  # never return into the kernel loop from the fork
+        os.close(write_fd)
+        deadline = time.monotonic() + self.timers.wall_seconds + self.grace / 2
+        chunks: list[bytes] = []
+        timed_out = False
+        try:
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not select.select([read_fd], [], [], remaining)[0]:
+                    timed_out = True
+                    self._kill_probe(pid)
+                    break
+                chunk = os.read(read_fd, 1 << 20)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+        finally:
+            os.close(read_fd)
+        _, status = os.waitpid(pid, 0)
+        if timed_out:
+            return {"ok": False, "error": f"TimeoutError: sandbox: the probe did not finish within "
+                    f"{self.timers.wall_seconds:g} s and was killed"}  # fmt: skip
+        try:
+            return dict(json.loads(b"".join(chunks)))
+        except ValueError:
+            return {
+                "ok": False,
+                "error": f"SandboxError: the probe process {_describe_exit(status)} without a result",
+            }
+
+
+def main(argv: list[str]) -> None:
+    cmd_fd, reply_fd = int(argv[1]), int(argv[2])
+    reader = FrameReader(cmd_fd)
+    config = reader.read_message()
+    Kernel(config, reader, reply_fd).serve()
+
+
+if __name__ == "__main__":
+    main(sys.argv)

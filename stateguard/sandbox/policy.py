@@ -1,0 +1,232 @@
+"""The kernel's audit hook: which files, processes and sockets code in a cell may touch.
+
+Installed once in the kernel process (`install`), after pandas/numpy are imported so their
+import-time file and ctypes use is not refused. From then on every refused operation raises
+`PermissionError("sandbox: ...")` in the cell, naming the rule:
+
+- writes (open for writing, create, remove, rename, link, chmod/chown, truncate, utime, mkdir,
+  xattrs) only under the scratch dir; task data is read-only;
+- reads (open, listdir/scandir, chdir) only under an allow-list: the Python installation
+  (prefixes and site-packages), the stateguard package, task data, scratch, /dev/null,
+  /dev/urandom, /proc/self, CPU topology, time zones and TLS certificates. Paths are resolved
+  with `realpath`, so a symlink planted in scratch cannot reach /etc/shadow. `os.open` with a
+  relative path is refused outright: it may be relative to a dir_fd the event does not carry;
+- no processes: os.system, subprocess, exec*, spawn*, posix_spawn, fork, forkpty, kill, killpg,
+  pthread_kill; the kernel's own fork (probes) and kill (of its own child) are allowed by checking
+  the calling frame's code object against the kernel's trusted functions. The two process calls
+  CPython does not audit (`_posixsubprocess.fork_exec`, `signal.pidfd_send_signal`) are deleted
+  and their modules cannot be re-imported;
+- no sockets or name lookups when the network is off;
+- no changing resource limits, no ctypes loading/calling, no gc object-graph walks (they are the
+  easy ways around the rules above).
+
+Limits of this layer: audit hooks are not a security boundary (PEP 578). C extensions that call
+libc directly, and deliberately adversarial Python that tampers with interpreter internals, can
+get around it. It stops the ordinary and accidental cases an analysis agent produces; the
+process boundary, rlimits, the network namespace and the parent never unpickling child data are
+the parts that do not depend on the child's cooperation.
+"""
+
+from __future__ import annotations
+
+import os
+import site
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from types import CodeType
+from typing import Any
+
+EXTRA_READ_ROOTS = (
+    "/dev/null", "/dev/urandom", "/proc/self", "/sys/devices/system/cpu", "/usr/share/zoneinfo",
+    "/etc/localtime", "/etc/ssl", "/usr/share/ca-certificates", "/usr/lib/ssl",
+)  # fmt: skip
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+# event -> (path index, dir_fd index, follows symlinks) for each path the event writes. Calls that
+# act on the directory entry itself (remove, rename, mkdir) are checked on the entry, so removing
+# a symlink that points outside scratch is allowed; calls that follow links are checked on the target.
+_WRITE_EVENTS: dict[str, tuple[tuple[int, int | None, bool], ...]] = {
+    "os.remove": ((0, 1, False),), "os.rmdir": ((0, 1, False),), "os.mkdir": ((0, 2, False),),
+    "os.rename": ((0, 2, False), (1, 3, False)), "os.link": ((0, 2, True), (1, 3, False)),
+    "os.symlink": ((1, 2, False),), "os.mkfifo": ((0, 2, False),), "os.mknod": ((0, 3, False),),
+    "os.chmod": ((0, 2, True),), "os.chown": ((0, 3, True),), "os.chflags": ((0, None, True),),
+    "os.lchflags": ((0, None, True),), "os.truncate": ((0, None, True),), "os.utime": ((0, 3, True),),
+    "os.setxattr": ((0, None, True),), "os.removexattr": ((0, None, True),),
+}  # fmt: skip
+_READ_EVENTS = {"os.listdir": 0, "os.scandir": 0, "os.chdir": 0, "os.listxattr": 0, "os.getxattr": 0}
+_PROCESS_EVENTS = frozenset(
+    {"os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty", "os.kill", "os.killpg",
+     "subprocess.Popen", "os.startfile", "signal.pthread_kill"}
+)  # fmt: skip
+_TRUSTED_PROCESS_EVENTS = frozenset({"os.fork", "os.kill"})
+_NETWORK_EVENTS = frozenset(
+    {"socket.__new__", "socket.connect", "socket.bind", "socket.getaddrinfo", "socket.gethostbyname",
+     "socket.gethostbyname_ex", "socket.gethostbyaddr", "socket.getnameinfo", "socket.sendto", "socket.sendmsg"}
+)  # fmt: skip
+# C functions that start or signal processes WITHOUT raising an audit event. `install` deletes
+# them, and refuses re-importing their modules (re-creating an extension module raises "import").
+_UNAUDITED = {"_posixsubprocess": ("fork_exec",), "subprocess": ("_fork_exec",),
+              "_signal": ("pidfd_send_signal",), "signal": ("pidfd_send_signal",)}  # fmt: skip
+_NO_REIMPORT = frozenset({"_posixsubprocess", "_signal"})
+_FIXED_EVENTS = {
+    "resource.setrlimit": "sandbox: resource limits cannot be changed",
+    "resource.prlimit": "sandbox: resource limits cannot be changed",
+    "ctypes.dlopen": "sandbox: loading or calling native code through ctypes is not allowed",
+    "ctypes.dlsym": "sandbox: loading or calling native code through ctypes is not allowed",
+    "ctypes.dlsym/handle": "sandbox: loading or calling native code through ctypes is not allowed",
+    "ctypes.call_function": "sandbox: loading or calling native code through ctypes is not allowed",
+    "gc.get_referrers": "sandbox: walking the object graph (gc.get_referrers/get_objects) is not allowed",
+    "gc.get_objects": "sandbox: walking the object graph (gc.get_referrers/get_objects) is not allowed",
+}
+
+
+@dataclass(frozen=True)
+class Policy:
+    scratch: str
+    task_data: str | None
+    read_roots: tuple[str, ...]
+    network: bool
+
+
+def _real(path: str | os.PathLike[str]) -> str:
+    return os.path.realpath(os.fspath(path))
+
+
+def build_policy(scratch: Path, task_data: Path | None, network: bool) -> Policy:
+    """Resolve every root once; the hook then compares resolved prefixes."""
+    import stateguard
+
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *site.getsitepackages()}
+    prefixes = tuple(_real(p) for p in roots)
+    # sys.path entries inside the installation (zip, lib-dynload); others (a project root) stay out.
+    roots |= {p for p in sys.path if p and _real(p).startswith(prefixes)}
+    roots |= {str(Path(stateguard.__file__).parent), *EXTRA_READ_ROOTS, str(scratch)}
+    if task_data is not None:
+        roots.add(str(task_data))
+    real_roots = {_real(r) for r in roots if os.path.exists(r)}
+    return Policy(
+        scratch=_real(scratch),
+        task_data=None if task_data is None else _real(task_data),
+        read_roots=tuple(sorted(real_roots)),
+        network=network,
+    )
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _resolve(path: Any, dir_fd: Any, follow: bool = True) -> str | None:
+    """Absolute resolved path of an event argument, or None for an already-open fd.
+
+    With follow=False only the parent directory is resolved: the entry itself may be a symlink.
+    """
+    if path is None or isinstance(path, int):
+        return None
+    path = os.fsdecode(path)
+    if not os.path.isabs(path):
+        base = (
+            os.readlink(f"/proc/self/fd/{dir_fd}") if isinstance(dir_fd, int) and dir_fd >= 0 else os.getcwd()
+        )
+        path = os.path.join(base, path)
+    if follow:
+        return _real(path)
+    head, tail = os.path.split(os.path.normpath(path))
+    return _real(path) if tail in ("", ".", "..") else os.path.join(_real(head), tail)
+
+
+def _strip_unaudited() -> None:
+    import shutil
+    import subprocess  # noqa: F401 - imported first so it still imports after the strip
+
+    # rmtree's fd-based walk opens entries relative to a dir_fd; the path-based walk is checkable.
+    shutil._use_fd_functions = False  # type: ignore[attr-defined]
+
+    for module_name, names in _UNAUDITED.items():
+        module = sys.modules.get(module_name)
+        for name in names:
+            if module is not None and hasattr(module, name):
+                delattr(module, name)
+
+
+def _is_child(pid: Any) -> bool:
+    """Whether pid is a child of this process (WNOWAIT: does not reap it)."""
+    try:
+        os.waitid(os.P_PID, int(pid), os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except (ChildProcessError, ValueError, TypeError, OverflowError):
+        return False
+    return True
+
+
+def install(policy: Policy, trusted_code: Iterable[CodeType]) -> Callable[[], None]:
+    """Add the hook; returns `enter_probe_mode`, which makes every later write refused (forked probes)."""
+    _strip_unaudited()
+    trusted = frozenset(trusted_code)
+    probe_mode = [False]  # a closure cell, not a module global, so cells do not find it by import
+    scratch, task = policy.scratch, policy.task_data
+
+    def check_write(op: str, path: str | None) -> None:
+        if path is None:
+            return
+        if probe_mode[0]:
+            raise PermissionError(f"sandbox: probes are read-only (refused {op} {path})")
+        if task is not None and _under(path, task) and not _under(path, scratch):
+            raise PermissionError(f"sandbox: task data under {task} is read-only (refused {op} {path})")
+        if not _under(path, scratch):
+            raise PermissionError(f"sandbox: writes are allowed only under {scratch} (refused {op} {path})")
+
+    def check_read(op: str, path: str | None) -> None:
+        if path is None:
+            return
+        # /proc/self resolves to /proc/<pid>, and a forked probe has a different pid.
+        if any(_under(path, root) for root in policy.read_roots) or _under(path, f"/proc/{os.getpid()}"):
+            return
+        raise PermissionError(
+            f"sandbox: reading {path} is not allowed ({op}); readable are the task data ({task}), "
+            f"the scratch dir ({scratch}) and the Python installation"
+        )
+
+    def hook(event: str, args: tuple[Any, ...]) -> None:
+        if event == "open":
+            path, mode, flags = args
+            # os.open (mode None) may be relative to a dir_fd the event does not carry: only
+            # absolute paths can be checked. (shutil.rmtree is switched to path-based calls.)
+            if mode is None and isinstance(path, str | bytes) and not os.path.isabs(os.fsdecode(path)):
+                raise PermissionError(
+                    f"sandbox: os.open needs an absolute path (refused {os.fsdecode(path)!r})"
+                )
+            resolved = _resolve(path, None)
+            writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or bool(
+                isinstance(flags, int) and flags & _WRITE_FLAGS
+            )
+            if writing:
+                check_write("open", resolved)
+            else:
+                check_read("open", resolved)
+        elif event in _WRITE_EVENTS:
+            for path_at, fd_at, follow in _WRITE_EVENTS[event]:
+                dir_fd = args[fd_at] if fd_at is not None and fd_at < len(args) else None
+                check_write(event, _resolve(args[path_at], dir_fd, follow))
+        elif event in _READ_EVENTS:
+            check_read(event, _resolve(args[_READ_EVENTS[event]] if args else ".", None))
+        elif event in _PROCESS_EVENTS:
+            # The kernel forks probes and kills them; even its own code may signal only its children.
+            trusted_caller = event in _TRUSTED_PROCESS_EVENTS and sys._getframe(1).f_code in trusted
+            if trusted_caller and (event == "os.fork" or _is_child(args[0])):
+                return
+            raise PermissionError(f"sandbox: starting or signalling processes is not allowed ({event})")
+        elif event in _NETWORK_EVENTS and not policy.network:
+            raise PermissionError(f"sandbox: network access is disabled ({event})")
+        elif event == "import" and args and args[0] in _NO_REIMPORT:
+            raise PermissionError(
+                f"sandbox: re-importing {args[0]} is not allowed (it has unaudited process calls)"
+            )
+        elif event in _FIXED_EVENTS:
+            raise PermissionError(_FIXED_EVENTS[event])
+
+    def enter_probe_mode() -> None:
+        probe_mode[0] = True
+
+    sys.addaudithook(hook)
+    return enter_probe_mode

@@ -1,0 +1,141 @@
+"""Framing for the two pipes between a `SandboxWorkspace` and its kernel process.
+
+A frame is a 9-byte header (8-byte big-endian payload length, 1-byte kind) and the payload.
+Kind `J` carries one JSON object (a request or a reply); kind `B` carries raw bytes (a snapshot).
+The pipes are extra file descriptors, not stdin/stdout, so nothing a cell prints can reach them.
+
+JSON is the only structured format the parent decodes. Blobs are opaque to the parent: it copies
+them between the pipe and a checkpoint file and never unpickles them (the child runs untrusted
+code, and unpickling its bytes in the parent would hand that code the parent).
+
+Both sides use these helpers; the parent passes a deadline (monotonic seconds) to every read so
+a hung or dead child cannot block it, the child blocks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import struct
+import time
+from pathlib import Path
+from typing import Any, BinaryIO
+
+HEADER = struct.Struct(">QB")
+JSON_KIND = ord("J")
+BLOB_KIND = ord("B")
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # a reply larger than this is a protocol violation, not data
+CHUNK = 1024 * 1024
+
+
+class ProtocolError(Exception):
+    """The other side sent something that is not a well-formed frame."""
+
+
+class ChannelClosed(ProtocolError):
+    """End of file: the other side closed its end or died."""
+
+
+class DeadlineExceeded(ProtocolError):
+    """No (complete) frame arrived before the deadline."""
+
+
+def write_all(fd: int, data: bytes | memoryview) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view[:CHUNK])
+        view = view[written:]
+
+
+def send_message(fd: int, message: dict[str, Any]) -> None:
+    payload = json.dumps(message, allow_nan=True).encode()
+    write_all(fd, HEADER.pack(len(payload), JSON_KIND) + payload)
+
+
+def send_blob(fd: int, data: bytes | memoryview) -> None:
+    write_all(fd, HEADER.pack(memoryview(data).nbytes, BLOB_KIND))
+    write_all(fd, data)
+
+
+def send_blob_file(fd: int, path: Path) -> None:
+    """Stream a file as one blob frame without holding it in memory."""
+    size = path.stat().st_size
+    write_all(fd, HEADER.pack(size, BLOB_KIND))
+    with path.open("rb") as src:
+        remaining = size
+        while remaining:
+            chunk = src.read(min(CHUNK, remaining))
+            if not chunk:
+                raise ProtocolError(f"{path} shrank while it was being sent")
+            write_all(fd, chunk)
+            remaining -= len(chunk)
+
+
+class FrameReader:
+    """Reads frames from one fd, optionally against a deadline."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self._poll = select.poll()
+        self._poll.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+
+    def _wait(self, deadline: float | None) -> None:
+        if deadline is None:
+            return
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise DeadlineExceeded("no answer before the deadline")
+            if self._poll.poll(remaining * 1000):
+                return
+
+    def _read_some(self, n: int, deadline: float | None) -> bytes:
+        self._wait(deadline)
+        chunk = os.read(self.fd, min(n, CHUNK))
+        if not chunk:
+            raise ChannelClosed("the other end of the pipe was closed")
+        return chunk
+
+    def _read_exact(self, n: int, deadline: float | None) -> bytearray:
+        # Read straight into one preallocated buffer: a multi-GB snapshot must not be held twice.
+        buffer = bytearray(n)
+        view = memoryview(buffer)
+        filled = 0
+        while filled < n:
+            self._wait(deadline)
+            got = os.readv(self.fd, [view[filled : filled + CHUNK]])
+            if not got:
+                raise ChannelClosed("the other end of the pipe was closed")
+            filled += got
+        return buffer
+
+    def _header(self, kind: int, deadline: float | None) -> int:
+        length, got = HEADER.unpack(self._read_exact(HEADER.size, deadline))
+        if got != kind:
+            raise ProtocolError(f"expected a {chr(kind)!r} frame, got kind {got!r}")
+        return int(length)
+
+    def read_message(self, deadline: float | None = None) -> dict[str, Any]:
+        length = self._header(JSON_KIND, deadline)
+        if length > MAX_MESSAGE_BYTES:
+            raise ProtocolError(f"message of {length} bytes exceeds {MAX_MESSAGE_BYTES}")
+        try:
+            message = json.loads(self._read_exact(length, deadline))
+        except ValueError as exc:
+            raise ProtocolError(f"message is not JSON: {exc}") from exc
+        if not isinstance(message, dict):
+            raise ProtocolError("message is not a JSON object")
+        return message
+
+    def read_blob(self, deadline: float | None = None) -> bytearray:
+        return self._read_exact(self._header(BLOB_KIND, deadline), deadline)
+
+    def read_blob_into(self, out: BinaryIO, deadline: float | None = None) -> int:
+        """Stream one blob frame into a binary file; returns its size."""
+        length = remaining = self._header(BLOB_KIND, deadline)
+        while remaining:
+            chunk = self._read_some(remaining, deadline)
+            out.write(chunk)
+            remaining -= len(chunk)
+        return length

@@ -1,0 +1,86 @@
+"""Kernel-side checkpoints: the namespace as one cloudpickle payload, and back.
+
+What a checkpoint keeps:
+- every value cloudpickle can serialize, in ONE dump so that shared references survive
+  (`a = b = []` restores as one list, `df2 = df` as one frame);
+- functions and classes defined in cells (cloudpickle serializes them by value, closures
+  included); after a restore their globals ARE the restored namespace, as before;
+- modules, by name; they are re-imported on restore (`import numpy as np` -> "numpy").
+
+What it cannot keep, reported per name in `skipped` (the variable is absent after a restore):
+open files, generators, sockets, locks, threads, database connections, and any object whose
+pickling raises. State outside the namespace (files in scratch, module-level settings such as
+`pd.options`, random generator state of the numpy module) is not part of a checkpoint either.
+
+The bytes produced here are only ever unpickled in a kernel process, never in the parent.
+"""
+
+from __future__ import annotations
+
+import builtins
+import importlib
+import io
+import pickle
+import types
+from typing import Any
+
+import cloudpickle
+
+_ANCHOR = "__stateguard_anchor__"
+
+
+def _user_items(namespace: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in namespace.items() if not k.startswith("__")}
+
+
+def _dump(values: dict[str, Any], modules: dict[str, str], namespace: dict[str, Any]) -> memoryview:
+    # A function whose globals are the namespace: after unpickling, cloudpickle gives all the
+    # cell-defined functions one shared globals dict, and this anchor lets us find it.
+    anchor = types.FunctionType(compile("None", "<anchor>", "eval"), namespace)
+    buffer = io.BytesIO()
+    cloudpickle.Pickler(buffer, protocol=5).dump({"values": values, "modules": modules, "anchor": anchor})
+    return buffer.getbuffer()  # no copy: a checkpoint of a large namespace must not be held twice
+
+
+def dump_namespace(namespace: dict[str, Any]) -> tuple[memoryview, list[str], dict[str, str]]:
+    """(payload, saved names, skipped name -> reason)."""
+    values: dict[str, Any] = {}
+    modules: dict[str, str] = {}
+    for name, value in _user_items(namespace).items():
+        if isinstance(value, types.ModuleType):
+            modules[name] = value.__name__
+        else:
+            values[name] = value
+    skipped: dict[str, str] = {}
+    try:
+        payload = _dump(values, modules, namespace)
+    except Exception:
+        # Find the culprits one by one, then dump the rest together (keeps shared references).
+        for name, value in list(values.items()):
+            try:
+                cloudpickle.dumps(value, protocol=5)
+            except Exception as exc:
+                skipped[name] = f"{type(value).__name__} cannot be pickled ({type(exc).__name__}: {exc})"[
+                    :300
+                ]
+                del values[name]
+        payload = _dump(values, modules, namespace)
+    return payload, sorted([*values, *modules]), skipped
+
+
+def load_namespace(payload: bytes | bytearray) -> tuple[dict[str, Any], dict[str, str]]:
+    """(new namespace, module name -> reason for modules that could not be re-imported)."""
+    data = pickle.loads(payload)
+    namespace: dict[str, Any] = data["anchor"].__globals__
+    # cloudpickle may have copied helper entries (e.g. __name__) into the shared globals; keep
+    # those, drop nothing else, and lay the saved values over it.
+    namespace.update(data["values"])
+    namespace["__builtins__"] = builtins
+    namespace.setdefault("__name__", "__main__")
+    failed: dict[str, str] = {}
+    for name, module_name in data["modules"].items():
+        try:
+            namespace[name] = importlib.import_module(module_name)
+        except Exception as exc:  # a module that was importable then may be refused now
+            failed[name] = f"module {module_name} could not be re-imported ({type(exc).__name__}: {exc})"
+    return namespace, failed

@@ -1,0 +1,315 @@
+"""`SandboxWorkspace`: a `LiveWorkspace` whose namespace lives in a separate, limited process.
+
+The parent (this object) keeps the dataflow graph, the checkpoint files and the bookkeeping for
+recovery; the kernel process (`kernel.py`) holds the values and runs cells and probes. Values
+reach the parent only as JSON (see `values.to_json_value`); checkpoint bytes are copied to
+`checkpoint_dir/<id>.pkl` and only ever unpickled by a kernel.
+
+If the kernel dies (segfault, OOM kill, `os._exit`, an outside SIGKILL, or a kill by the parent
+because a cell ignored its wall limit), the next or ongoing call starts a fresh kernel, restores
+the most recent checkpoint, and reports what was lost: `run_cell` returns ok=False with the
+cause and notes; other calls record the notes for the next `run_cell` (and in `restarts`).
+
+Not thread-safe by design of the protocol (one request at a time); a lock serializes callers.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from stateguard.dataflow import DataflowGraph, cell_dataflow
+from stateguard.sandbox.checkpoints import CheckpointFiles, CheckpointInfo, SnapshotReply
+from stateguard.sandbox.limits import SandboxLimits
+from stateguard.sandbox.process import KernelDied, KernelProcess
+from stateguard.workspace import CellResult, ProbeResult, VariableSummary
+
+_DEFAULT_LIMITS = SandboxLimits()
+ADMIN_TIMEOUT_S = 60.0  # snapshot/restore/list may take longer than a cell limit on large data
+
+
+class _RunReply(BaseModel):
+    ok: bool
+    stdout: str = ""
+    stderr: str = ""
+    value: str | None = None
+    error: str | None = None
+    traceback: str | None = None
+    wall_s: float = 0.0
+    mutated: list[str] = []
+    names: list[str] = []
+
+
+def _close_kernel(holder: list[KernelProcess]) -> None:
+    for kernel in holder:
+        kernel.kill()
+        kernel.close()
+
+
+class SandboxWorkspace:
+    """See the module docstring; `runtime_hashing=False` keeps only the static dataflow (benchmarks)."""
+
+    def __init__(
+        self,
+        task_data_dir: Path | None,
+        scratch_dir: Path,
+        checkpoint_dir: Path,
+        limits: SandboxLimits = _DEFAULT_LIMITS,
+        *,
+        runtime_hashing: bool = True,
+    ):
+        self.task_data_dir = None if task_data_dir is None else Path(task_data_dir).resolve()
+        self.scratch_dir = Path(scratch_dir).resolve()
+        self.checkpoint_dir = Path(checkpoint_dir).resolve()
+        self.scratch_dir.mkdir(parents=True, exist_ok=True)
+        self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
+        self.limits = limits
+        self.runtime_hashing = runtime_hashing
+        self.dataflow = DataflowGraph()
+        self.restarts: list[str] = []  # one description per kernel death
+        self._cells = 0
+        self._names: list[str] = []  # user variables after the last call, for loss reports
+        self.checkpoints = CheckpointFiles(self.checkpoint_dir)
+        self._pending_notes: list[str] = []
+        self._lock = threading.RLock()
+        self._closed = False
+        self._holder: list[KernelProcess] = [self._start()]
+        self._finalizer = weakref.finalize(self, _close_kernel, self._holder)
+
+    # --- process ----------------------------------------------------------------------------
+    def _start(self) -> KernelProcess:
+        return KernelProcess(
+            scratch_dir=self.scratch_dir, task_data_dir=self.task_data_dir, limits=self.limits,
+            log_path=self.checkpoint_dir / "kernel.stderr.log",
+        )  # fmt: skip
+
+    @property
+    def kernel(self) -> KernelProcess:
+        if self._closed:
+            raise RuntimeError("the sandbox workspace is closed")
+        return self._holder[0]
+
+    @property
+    def pid(self) -> int:
+        return self.kernel.pid
+
+    def _cell_timeout(self) -> float:
+        return self.limits.wall_seconds_per_cell + self.limits.grace_seconds
+
+    def _admin_timeout(self) -> float:
+        return max(ADMIN_TIMEOUT_S, self._cell_timeout())
+
+    def _call(self, message: dict[str, Any], timeout: float, *, blob: Path | None = None) -> dict[str, Any]:
+        """One request; a dead kernel is replaced first, and a death during the call is recovered."""
+        if not self.kernel.alive():
+            self._pending_notes += self._recover(self.kernel.describe_exit(), lost_upto=self._cells)
+        try:
+            return self.kernel.request(message, timeout, blob=blob)
+        except KernelDied as exc:
+            self._pending_notes += self._recover(str(exc), lost_upto=self._cells)
+            raise
+
+    # --- recovery ---------------------------------------------------------------------------
+    def _recover(self, cause: str, *, lost_upto: int) -> list[str]:
+        """Replace the dead kernel, restore the most recent checkpoint, and say what was lost."""
+        before = set(self._names)
+        self.restarts.append(cause)
+        self._replace_kernel()
+        notes = [f"{cause}; a fresh sandbox process was started"]
+        checkpoint = self.checkpoints.for_recovery()
+        self._names = []
+        load_notes: list[str] = []
+        if checkpoint is None:
+            notes.append("no checkpoint to restore: the workspace is empty and every earlier cell is lost")
+        else:
+            try:
+                load_notes = self._load(checkpoint)
+            except RuntimeError as exc:  # KernelDied included
+                # The checkpoint itself does not load: start empty rather than loop on it.
+                if not self.kernel.alive():
+                    self._replace_kernel()
+                notes.append(f"restoring checkpoint {checkpoint!r} failed ({exc}); the workspace is empty")
+                checkpoint = None
+        if checkpoint is not None:
+            info = self.checkpoints.info(checkpoint)
+            since = info.after_cell if info is not None else 0
+            if lost_upto > since:
+                reverted = sorted(
+                    {w for cell, _, writes in self.dataflow.history() if cell > since for w in writes}
+                    & set(self._names)
+                )
+                notes.append(
+                    f"restored checkpoint {checkpoint!r}; the effects of cells {since + 1}..{lost_upto} (everything "
+                    "since that checkpoint) are lost"
+                    + (f"; back at their checkpoint values: {', '.join(reverted)}" if reverted else "")
+                )
+            else:
+                notes.append(f"restored checkpoint {checkpoint!r}")
+        notes += load_notes
+        lost = sorted(before - set(self._names))
+        if lost:
+            notes.append(f"lost (not in the checkpoint): {', '.join(lost)}")
+            self.dataflow.forget(lost)
+        return notes
+
+    def _replace_kernel(self) -> None:
+        old = self._holder[0]
+        old.kill()
+        old.close()
+        self._holder[0] = self._start()
+
+    def _load(self, checkpoint_id: str) -> list[str]:
+        path = self.checkpoints.path(checkpoint_id)
+        reply = self.kernel.request({"op": "restore"}, self._admin_timeout(), blob=path)
+        if not reply.get("ok"):
+            raise RuntimeError(
+                f"restoring checkpoint {checkpoint_id!r} failed in the sandbox: {reply.get('error')}"
+            )
+        self._names = [str(n) for n in reply.get("names", [])]
+        self.checkpoints.current = checkpoint_id
+        notes = [str(v) for v in dict(reply.get("failed", {})).values()]
+        info = self.checkpoints.info(checkpoint_id)
+        if info is not None and info.skipped:
+            notes.append(
+                f"not in checkpoint {checkpoint_id!r} (could not be pickled): {', '.join(sorted(info.skipped))}"
+            )
+        return notes
+
+    # --- cells ------------------------------------------------------------------------------
+    def run_cell(self, code: str) -> CellResult:
+        with self._lock:
+            self._cells += 1
+            cell_id = self._cells
+            flow = cell_dataflow(code)
+            stale = {r: self.dataflow.stale_reasons(r) for r in flow.reads if self.dataflow.is_stale(r)}
+            notes, self._pending_notes = self._pending_notes, []
+            base = {"cell_id": cell_id, "reads": flow.reads, "stale_reads": stale}
+            if not self.kernel.alive():  # died between calls: report it instead of running on lost state
+                cause = self.kernel.describe_exit()
+                notes += self._recover(cause, lost_upto=cell_id - 1)
+                return CellResult(**base, ok=False, error=f"SandboxDied: {cause}", notes=notes)
+            # Names the static analysis already counts as writes need no hashing.
+            hashed = [r for r in flow.reads if r not in flow.writes] if self.runtime_hashing else []
+            request = {"op": "run", "code": code, "hash": hashed}
+            try:
+                raw = self.kernel.request(request, self._cell_timeout())
+                reply = _RunReply.model_validate(raw)
+            except (KernelDied, ValidationError) as exc:
+                cause = (
+                    str(exc) if isinstance(exc, KernelDied) else f"malformed reply from the sandbox ({exc})"
+                )
+                if isinstance(exc, ValidationError):
+                    self.kernel.kill()
+                notes += self._recover(cause, lost_upto=cell_id)
+                return CellResult(**base, ok=False, error=f"SandboxDied: {cause}", notes=notes)
+            self._names = reply.names
+            mutated = set(reply.mutated) & set(hashed)  # only names we asked the kernel to hash
+            writes = set(flow.writes) | mutated
+            if reply.ok:
+                self.dataflow.record(cell_id, reads=flow.reads, writes=writes)
+            cap = self.limits.max_output_chars + 200
+            return CellResult(
+                **base, ok=reply.ok, stdout=reply.stdout[:cap], stderr=reply.stderr[:cap], value=reply.value,
+                error=reply.error, traceback=reply.traceback, wall_s=reply.wall_s, writes=sorted(writes), notes=notes,
+            )  # fmt: skip
+
+    def get_value(self, name: str) -> Any:
+        """The value as JSON: plain data as-is, numpy scalars as numbers, anything else a summary dict."""
+        with self._lock:
+            reply = self._call({"op": "get", "name": name}, self._admin_timeout())
+            if reply.get("missing"):
+                raise KeyError(name)
+            return reply.get("value")
+
+    def list_variables(self) -> list[VariableSummary]:
+        with self._lock:
+            reply = self._call({"op": "list"}, self._admin_timeout())
+            return [VariableSummary.model_validate(v) for v in reply.get("variables", [])]
+
+    def delete_variables(self, names: list[str]) -> list[str]:
+        with self._lock:
+            reply = self._call({"op": "delete", "names": list(names)}, self._admin_timeout())
+            removed = [str(n) for n in reply.get("removed", []) if n in names]
+            self._names = [str(n) for n in reply.get("names", [])]
+            self.dataflow.forget(removed)
+            return removed
+
+    def run_probe(self, code: str) -> ProbeResult:
+        """Run code in a forked copy of the kernel: reads everything, changes nothing, same limits."""
+        with self._lock:
+            try:
+                reply = self._call({"op": "probe", "code": code}, self._cell_timeout())
+            except KernelDied as exc:
+                return ProbeResult(ok=False, error=f"SandboxDied: {exc}")
+            cap = self.limits.max_output_chars + 200
+            return ProbeResult(
+                ok=reply.get("ok") is True, stdout=str(reply.get("stdout", ""))[:cap], value=reply.get("value"),
+                error=None if reply.get("error") is None else str(reply["error"]),
+            )  # fmt: skip
+
+    # --- checkpoints ------------------------------------------------------------------------
+    def snapshot(self, checkpoint_id: str) -> None:
+        """Write the namespace to checkpoint_dir/<id>.pkl; unpicklable names are listed in `checkpoint_info`."""
+        with self._lock:
+            self.checkpoints.path(checkpoint_id)  # validate the id before asking the kernel
+            reply = SnapshotReply.model_validate(self._call({"op": "snapshot"}, self._admin_timeout()))
+            if not reply.ok:
+                raise RuntimeError(f"snapshot {checkpoint_id!r} failed in the sandbox: {reply.error}")
+            try:
+                size = self.checkpoints.receive(
+                    checkpoint_id, lambda out: self.kernel.read_blob_into(out, self._admin_timeout())
+                )
+            except KernelDied as exc:
+                self._pending_notes += self._recover(str(exc), lost_upto=self._cells)
+                raise
+            self.checkpoints.record(
+                CheckpointInfo(
+                    checkpoint_id=checkpoint_id, saved=reply.saved, skipped=reply.skipped, size_bytes=size,
+                    after_cell=self._cells,
+                )
+            )  # fmt: skip
+            if reply.skipped:
+                self._pending_notes.append(
+                    f"checkpoint {checkpoint_id!r} cannot keep (not restorable): "
+                    + "; ".join(f"{k}: {v}" for k, v in sorted(reply.skipped.items()))
+                )
+
+    def checkpoint_info(self, checkpoint_id: str) -> CheckpointInfo | None:
+        return self.checkpoints.info(checkpoint_id)
+
+    def restore(self, checkpoint_id: str) -> None:
+        with self._lock:
+            if not self.has_checkpoint(checkpoint_id):
+                raise KeyError(f"no workspace checkpoint {checkpoint_id!r}")
+            if not self.kernel.alive():
+                self._pending_notes += self._recover(self.kernel.describe_exit(), lost_upto=self._cells)
+            try:
+                self._pending_notes += self._load(checkpoint_id)
+            except KernelDied as exc:
+                self._pending_notes += self._recover(str(exc), lost_upto=self._cells)
+                raise
+
+    def drop_checkpoint(self, checkpoint_id: str) -> None:
+        with self._lock:
+            self.checkpoints.drop(checkpoint_id)
+
+    def has_checkpoint(self, checkpoint_id: str) -> bool:
+        return self.checkpoints.exists(checkpoint_id)
+
+    # --- lifecycle --------------------------------------------------------------------------
+    def close(self) -> None:
+        """End the kernel process. Checkpoint files stay in checkpoint_dir (a later workspace can restore them)."""
+        with self._lock:
+            if not self._closed:
+                self._finalizer()
+                self._closed = True
+
+    def __enter__(self) -> SandboxWorkspace:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
