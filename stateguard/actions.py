@@ -9,9 +9,9 @@ schema and the validator cannot drift apart. `validate_action(name, arguments)` 
 from __future__ import annotations
 
 import difflib
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
 from stateguard.lifecycle import ControlAction, ToolAction
 from stateguard.state import RelationType, state_number
@@ -109,7 +109,7 @@ class UpdateStateArgs(_Args):
         "the harness binds the whole turn in the turn-aligned flow).",
     )
     used_variables: list[VariableArg] = Field(default_factory=list)
-    conclusions: list[ConclusionArg | str] = Field(default_factory=list)
+    conclusions: list[ConclusionArg | Annotated[str, StringConstraints(min_length=1)]] = Field(default_factory=list)
 
 
 class FinalizeRelationsArgs(_Args):

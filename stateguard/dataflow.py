@@ -109,6 +109,7 @@ def cell_dataflow(code: str) -> CellFlow:
                     reads.add(name)
     # Only top-level bindings count as cell writes; names local to functions/comprehensions don't.
     top_level = _top_level_bindings(tree)
+    inplace -= local_defs - top_level  # `frame[...] = ...` on a function's own parameter is not a cell write
     rebound &= top_level | inplace
     reads -= _BUILTINS - top_level
     reads -= local_defs - top_level

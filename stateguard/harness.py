@@ -20,7 +20,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from stateguard.actions import (
     Action,
@@ -33,7 +33,7 @@ from stateguard.actions import (
     validate_action,
 )
 from stateguard.binding import bind_source, cite_conclusions, version_variables
-from stateguard.hint_guard import HintRejected
+from stateguard.hint_guard import HintRejected, check_repair_hint
 from stateguard.hints import Hint, state_hint
 from stateguard.lifecycle import (
     NEXT_ACTOR,
@@ -142,6 +142,19 @@ class Harness:
         self._new_activation()
         self.trace.emit("review", event=self.event.value, terminal=terminal, stage=self.stage.value)
         return self.observation()
+
+    def advise(self, error_variables: list[str], faulty_reasoning: str) -> HarnessResult:
+        """A stateless repair-style hint (the `observer` ablation): same guard, no state, no budget."""
+        try:
+            if not error_variables or not faulty_reasoning.strip():
+                raise ActionError("advice needs error_variables and faulty_reasoning")
+            check_repair_hint(faulty_reasoning, error_variables, allowed_text=self.config.task_text)
+        except (ActionError, HintRejected) as exc:
+            return self._reject(None, {"advice": error_variables, "reason": faulty_reasoning}, str(exc))
+        hint = Hint(kind="repair", error_variables=list(error_variables), faulty_reasoning=faulty_reasoning, mode="light")
+        self.pending_hints.append(hint)
+        self.trace.emit("advice", hint=hint.model_dump(mode="json"))
+        return HarnessResult(accepted=True, action="ADVICE", feedback="hint queued", stage=self.stage, hints=[hint])
 
     def take_hints(self) -> list[Hint]:
         """Hints for the worker, in delivery order; the worker adapter injects them."""
@@ -294,7 +307,7 @@ class Harness:
                     stage_before=stage_before.value,
                     stage=self.stage.value,
                 )
-        except (ActionError, HintRejected, StoreError) as exc:
+        except (ActionError, HintRejected, StoreError, ValidationError) as exc:
             for key, value in saved.items():
                 setattr(self, key, value)
             if ws_token is not None and self.workspace is not None:

@@ -58,7 +58,7 @@ def plan_repair(
     known = {v.name for v in draft.used_variables} | {v.key for v in draft.used_variables} | set(workspace_names)
     known |= _field_names(v.value for v in draft.used_variables)  # e.g. a field of a reported result dict
     known |= {w for c in draft.conclusions for w in re.findall(r"[A-Za-z_][\w.]*", c.text)}
-    localized = [v for v in hint.error_variables if v in known or is_committed_name(v)]
+    localized = [v for v in dict.fromkeys(hint.error_variables) if v in known or is_committed_name(v)]
     if not localized:
         raise ActionError(
             f"REPAIR must be localized: none of error_variables {hint.error_variables} is a variable (or a "

@@ -173,7 +173,7 @@ class DictWorkspace:
         return [summarize(k, v) for k, v in self.namespace.items() if not k.startswith("__")]
 
     def delete_variables(self, names: list[str]) -> list[str]:
-        removed = [n for n in names if n in self.namespace]
+        removed = [n for n in dict.fromkeys(names) if n in self.namespace]
         for name in removed:
             del self.namespace[name]
         self.dataflow.forget(removed)
