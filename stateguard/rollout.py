@@ -21,7 +21,7 @@ from stateguard.flows import FlowConfig
 from stateguard.harness import Harness, HarnessConfig, HarnessResult, Outcome
 from stateguard.lifecycle import Actor, ControlAction, Regime, Stage, is_legal
 from stateguard.observation import EventType
-from stateguard.policies.base import Degrade, ManagerContext, ManagerPolicy, ModelResponse
+from stateguard.policies.base import Advice, Degrade, ManagerContext, ManagerPolicy, ModelResponse
 from stateguard.records import Record
 from stateguard.store import StateStore
 from stateguard.task import Task, Turn, prelude
@@ -114,6 +114,9 @@ class _Run:
                 if isinstance(proposal, Degrade):
                     gen.close()
                     return self.harness.degrade(proposal.reason)
+                if isinstance(proposal, Advice):
+                    proposal = gen.send(self.harness.advise(proposal.error_variables, proposal.faulty_reasoning))
+                    continue
                 if isinstance(proposal, ModelResponse):
                     results = self.harness.propose(proposal.message)
                     done = next((r for r in results if r.accepted and r.action in ControlAction.__members__), None)

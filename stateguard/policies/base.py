@@ -31,6 +31,13 @@ class ModelResponse(BaseModel):
     message: dict[str, Any]
 
 
+class Advice(BaseModel):
+    """A stateless hint to the worker (observer ablation); sent back one HarnessResult."""
+
+    error_variables: list[str]
+    faulty_reasoning: str
+
+
 class Degrade(BaseModel):
     """The policy gives up for the rest of the task: the worker runs to completion alone."""
 
@@ -38,7 +45,7 @@ class Degrade(BaseModel):
 
 
 # A (name, arguments) pair is sent back one HarnessResult; a ModelResponse a list of them.
-Proposal = tuple[str, dict[str, Any]] | ModelResponse | Degrade
+Proposal = tuple[str, dict[str, Any]] | ModelResponse | Advice | Degrade
 Activation = Generator[Proposal, Any, None]
 
 

@@ -16,8 +16,10 @@ import re
 from collections.abc import Iterable
 from typing import Literal
 
+from stateguard.actions import ActionError
 from stateguard.lifecycle import Stage
 from stateguard.observation import ManagerObservation
+from stateguard.parser import parse_response
 from stateguard.policies.base import Activation, ManagerContext, ModelResponse
 from stateguard.policies.llm_manager import LLMManager
 from stateguard.policies.rules import RulesManager
@@ -25,7 +27,7 @@ from stateguard.policies.rules import RulesManager
 Trigger = Literal["semantic_requirement", "no_executable_constraint", "inconclusive", "always"]
 SEMANTIC = re.compile(
     r"\b(only|exclud\w*|except|without|at least|at most|more than|less than|top|bottom|highest|lowest|"
-    r"between|unless|filter\w*|among|within|whose|where|per|rank\w*|instead|revis\w*|update)\b",
+    r"between|unless|filter\w*|among|within|whose|where|per|rank\w*|instead|revis\w*|update|most|least)\b",
     re.IGNORECASE,
 )
 
@@ -62,9 +64,23 @@ class HierarchicalManager:
         try:
             proposal = next(gen)
             while True:
+                if isinstance(proposal, ModelResponse) and _is_finalize(proposal):
+                    # The model judged the state consistent; the rules tier owns the relations
+                    # (read off the dataflow), so its FINALIZE is the one applied.
+                    gen.close()
+                    yield self.rules.finalize(obs, ctx)
+                    return
                 reply = yield proposal
                 if isinstance(proposal, ModelResponse) and any(r.accepted and r.action == "REPAIR" for r in reply):
                     self.rules.mark_repair(obs)  # the retry will be checked on its own by the rules tier
                 proposal = gen.send(reply)
         except StopIteration:
             return
+
+
+def _is_finalize(proposal: ModelResponse) -> bool:
+    try:
+        control = parse_response(proposal.message).control
+    except ActionError:
+        return False
+    return control is not None and control.name.value == "FINALIZE_RELATIONS"

@@ -111,9 +111,6 @@ class RulesManager:
 
     def _verify(self, obs: ManagerObservation, ctx: ManagerContext) -> Activation:
         findings = self.findings(obs, ctx)
-        steps = self._span(obs, ctx)
-        draft = obs.current_draft or {}
-        _, consumed = self._variables(steps, ctx)
         if findings and obs.repair_attempts < obs.repair_budget:
             first = findings[0]
             names = sorted({n for f in findings if f.check == first.check for n in f.variables})
@@ -133,18 +130,23 @@ class RulesManager:
         if findings:
             yield ("ABANDON_STATE", {"reason": "repair budget exhausted: " + findings[0].check})
             return
+        yield self.finalize(obs, ctx)
+
+    def finalize(self, obs: ManagerObservation, ctx: ManagerContext) -> tuple[str, dict[str, Any]]:
+        """FINALIZE_RELATIONS with the relations the dataflow shows (confirm when they match)."""
+        steps = self._span(obs, ctx)
+        _, consumed = self._variables(steps, ctx)
         relations = self._relations(steps, consumed, ctx)
-        provisional = [r.get("related_state_id") for r in draft.get("provisional_relations", [])]
-        if sorted(r["related_state_id"] for r in relations if r.get("type") != "invalidate") == sorted(
-            p for p in provisional if p
-        ) and not any(r.get("type") == "invalidate" for r in relations):
-            yield ("FINALIZE_RELATIONS", {"mode": "confirm"})
-        else:
-            yield ("FINALIZE_RELATIONS", {
-                "mode": "reselect", "relations": relations,
-                "conflict_evidence": "dataflow of the state's steps: " + ", ".join(
-                    f"{r.get('type') or 'uses'} {r['related_state_id']}" for r in relations) if relations else "no upstream reads",
-            })  # fmt: skip
+        draft = obs.current_draft or {}
+        provisional = sorted(r.get("related_state_id") or "" for r in draft.get("provisional_relations", []))
+        inherited = sorted(r["related_state_id"] for r in relations if r.get("type") != "invalidate")
+        if inherited == [p for p in provisional if p] and not any(r.get("type") == "invalidate" for r in relations):
+            return ("FINALIZE_RELATIONS", {"mode": "confirm"})
+        evidence = ", ".join(f"{r.get('type') or 'uses'} {r['related_state_id']}" for r in relations)
+        return ("FINALIZE_RELATIONS", {
+            "mode": "reselect", "relations": relations,
+            "conflict_evidence": f"dataflow of the state's steps: {evidence or 'no upstream reads'}",
+        })  # fmt: skip
 
     # ------------------------------------------------------------------ evidence helpers
     def _span(self, obs: ManagerObservation, ctx: ManagerContext) -> list[WorkerStep]:
