@@ -35,10 +35,12 @@ SEMANTIC = re.compile(
 class HierarchicalManager:
     name = "hierarchical"
 
-    def __init__(self, rules: RulesManager, llm: LLMManager, triggers: Iterable[Trigger] = ("semantic_requirement",)):
+    def __init__(self, rules: RulesManager, llm: LLMManager, triggers: Iterable[Trigger] = ("semantic_requirement",),
+                 semantic_pattern: str | None = None):  # fmt: skip
         self.rules = rules
         self.llm = llm
         self.triggers = set(triggers)
+        self.semantic = re.compile(semantic_pattern, re.IGNORECASE) if semantic_pattern else SEMANTIC
         self.delegations = 0
 
     def needs_llm(self, obs: ManagerObservation, ctx: ManagerContext) -> bool:
@@ -46,7 +48,7 @@ class HierarchicalManager:
             return True
         question = ctx.turn.prompt() if ctx.turn is not None else ""
         draft = obs.current_draft or {}
-        if "semantic_requirement" in self.triggers and SEMANTIC.search(question):
+        if "semantic_requirement" in self.triggers and self.semantic.search(question):
             return True
         if "no_executable_constraint" in self.triggers and not any(c.get("code") for c in draft.get("constraints", [])):
             return True

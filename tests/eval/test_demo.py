@@ -20,9 +20,9 @@ def _cfg(**overrides: object):
         return compose("demo", overrides=[f"{k}={v}" for k, v in overrides.items()])
 
 
-@pytest.mark.parametrize("flow", ["turn_aligned", "segment"])
-def test_demo_prints_per_turn_correctness_side_by_side(tmp_path: Path, flow: str) -> None:
-    result = run(_cfg(run_dir=str(tmp_path), workspace="dict", flow=flow))
+@pytest.mark.parametrize(("flow", "workspace"), [("turn_aligned", "sandbox"), ("segment", "sandbox"), ("turn_aligned", "dict")])
+def test_demo_prints_per_turn_correctness_side_by_side(tmp_path: Path, flow: str, workspace: str) -> None:
+    result = run(_cfg(run_dir=str(tmp_path), workspace=workspace, flow=flow))
     assert result.baseline == {1: True, 2: True, 3: True, 4: True, 5: False, 6: False}
     assert result.stateguard == {t: True for t in range(1, 7)}
     assert result.repairs == 1 and result.stale_states[:2] == ["S1", "S2"]

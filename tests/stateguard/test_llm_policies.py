@@ -1,0 +1,112 @@
+"""Hierarchical manager, the observer and freeform ablations, and the LLM worker, each through the
+real rollout loop with a scripted model on a real 127.0.0.1 socket."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eval.scorers.fields import per_turn_correct
+from stateguard.flows import LONGDS
+from stateguard.llm.client import LLMClient
+from stateguard.llm.endpoints import EndpointConfig
+from stateguard.policies.hierarchical import HierarchicalManager
+from stateguard.policies.llm_manager import LLMManager
+from stateguard.policies.observer import ObserverManager
+from stateguard.policies.rules import RulesManager
+from stateguard.rollout import rollout
+from stateguard.task import Task, load_task
+from stateguard.trace import read_trace
+from stateguard.workers import Fault, FaultModel, ScriptedWorker
+from stateguard.workers.llm_worker import LLMWorker
+from stateguard.workspace import DictWorkspace
+from tests.support.scripted_server import Reply, ScriptedServer
+
+ROOT = Path(__file__).resolve().parents[2]
+COUNTERFACTUAL = ('region_counts = sales.groupby("region")["amount"].sum().sort_values(ascending=False)\n\n'
+                  'result = {"answer_type": "ranking", "top_region": str(region_counts.index[0]), '
+                  '"orders": int(region_counts.iloc[0])}\nprint(json_dumps_rounded(result, 2))')  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def task() -> Task:
+    return load_task(ROOT / "eval" / "benchmarks" / "demo" / "six_turn")
+
+
+def client(server: ScriptedServer, role: str = "manager") -> LLMClient:
+    return LLMClient(EndpointConfig(role=role, base_url=server.base_url, model="m", timeout_s=2, max_retries=0))
+
+
+def call(name: str, **arguments: Any) -> Reply:
+    return Reply(tool_calls=[{"name": name, "arguments": arguments}])
+
+
+def correct(task: Task, answers: dict[int, Any]) -> dict[int, bool]:
+    return per_turn_correct({t.turn_id: t.answer for t in task.turns}, answers)
+
+
+def test_hierarchical_calls_the_model_only_where_rules_cannot_decide(task: Task, tmp_path: Path) -> None:
+    # Turn 3 runs a plausible but wrong ranking (by amount): no rule fires, the question has a
+    # semantic requirement ("most"), so the model is asked; it repairs, then approves the retry.
+    repair = call("REPAIR", analytical_evidence="inspect_python: the ranking sums amount instead of counting orders",
+                  error_hint={"error_variables": ["region_counts"], "faulty_reasoning": "the ranking uses order amounts, "
+                              "but the question asks which region has the most orders"})  # fmt: skip
+    finalize = call("FINALIZE_RELATIONS", mode="confirm")
+    script = [repair, finalize]  # turn 3, then turn 3's retry
+    with ScriptedServer(script) as server:
+        manager = HierarchicalManager(RulesManager(), LLMManager(client(server)), semantic_pattern=r"\bwhich region\b")
+        faults = FaultModel(faults=[Fault(kind="counterfactual", turn=3, code=COUNTERFACTUAL), Fault(kind="stale", turn=5)])
+        result = rollout(task, ScriptedWorker(faults), DictWorkspace(), flow=LONGDS, manager=manager, run_dir=tmp_path)
+        assert server.remaining == 0
+        asked_about = [json.dumps(r["messages"][1]["content"]) for r in server.requests]
+    assert all(correct(task, result.answers).values())
+    assert manager.delegations == 2 and result.repairs == 2  # one LLM repair (turn 3), one rules repair (turn 5)
+    assert all("Turn 3: " in q and "Turn 4: " not in q for q in asked_about)  # the model saw the task only up to turn 3
+    committed = {e.data["state"]["id"]: e.data["state"] for e in read_trace(tmp_path / "trace.jsonl") if e.kind == "state_committed"}
+    assert {"type": "invalidate", "related_state_id": "S1"} in committed["S4"]["relations"]  # relations stay the rules tier's
+
+
+def test_observer_hints_without_states(task: Task, tmp_path: Path) -> None:
+    quiet = Reply(content='{"issue": false}')
+    alarm = Reply(content='{"issue": true, "variables": ["margin"], "reason": "margin was computed before revenue was redefined"}')
+    with ScriptedServer([quiet, quiet, quiet, quiet, alarm, quiet]) as server:
+        observer = ObserverManager(client(server))
+        result = rollout(task, ScriptedWorker(FaultModel(faults=[Fault(kind="stale", turn=5)])), DictWorkspace(),
+                         flow=LONGDS, manager=observer, run_dir=tmp_path)  # fmt: skip
+        assert len(server.requests) == 6  # one stateless call per turn end, none at turn starts
+        assert "OBSERVATION" not in json.dumps(server.requests[0]) and "committed" not in json.dumps(server.requests[0])
+    assert result.committed_states == []
+    events = read_trace(tmp_path / "trace.jsonl")
+    advice = [e for e in events if e.kind == "advice"]
+    assert len(advice) == 1 and advice[0].data["hint"]["error_variables"] == ["margin"]
+    assert correct(task, result.answers)[5]  # the worker recomputed turn 5 after the hint
+
+
+def test_freeform_variant_runs_through_the_same_loop(task: Task, tmp_path: Path) -> None:
+    one = Task(task_id="one", turns=task.turns[:1], base_path=task.base_path)
+    script = [call("OPEN_STATE", issue="notes"), call("UPDATE_STATE", used_variables=[{"name": "revenue", "value": 1060.0}]),
+              call("FINALIZE_RELATIONS", mode="confirm"), call("COMMIT_STATE")]  # fmt: skip
+    with ScriptedServer(script) as server:
+        manager = LLMManager(client(server), variant="freeform")
+        result = rollout(one, ScriptedWorker(), DictWorkspace(), flow=LONGDS, manager=manager, run_dir=tmp_path)
+        system = server.requests[0]["messages"][0]["content"]
+    assert result.committed_states == ["S1"] and manager.name == "freeform"
+    assert "Repair policy" not in system and "LIFECYCLE" not in system
+
+
+def test_llm_worker_writes_code_reads_output_and_answers(task: Task, tmp_path: Path) -> None:
+    one = Task(task_id="one", turns=task.turns[:1], base_path=task.base_path)
+    script = [
+        Reply(content='Load it.\n```python\nsales = pd.read_csv(f"{BASE_PATH}/data/sales.csv")\nlen(sales), float(sales["amount"].sum())\n```'),
+        Reply(content='Done.\n<answer>{"n_orders": 10, "revenue": 1060.0}</answer>'),
+    ]
+    with ScriptedServer(script) as server:
+        worker = LLMWorker(client(server, "worker"))
+        result = rollout(one, worker, DictWorkspace(), flow=LONGDS, run_dir=tmp_path)
+        second = server.requests[1]["messages"]
+    assert correct(one, result.answers) == {1: True} and result.worker_steps == 2
+    assert second[-1]["role"] == "user" and "(10, 1060.0)" in second[-1]["content"]  # the executor output came back
+    assert "Load the sales data" in second[1]["content"]  # the user turn was injected
