@@ -7,6 +7,8 @@ deterministic `rules` manager. It prints per-turn correctness side by side.
 
     python -m eval.demo                               # or: make eval
     python -m eval.demo flow=segment workspace=dict 'faults=[{kind: exec_error, turn: 3}]'
+    STATEGUARD_MANAGER_BASE_URL=http://127.0.0.1:8765/v1 STATEGUARD_MANAGER_MODEL=local \
+        python -m eval.demo manager=hierarchical        # rules first, the model where rules cannot decide
 """
 
 from __future__ import annotations
@@ -20,10 +22,18 @@ from pydantic import BaseModel
 
 from eval.scorers.fields import per_turn_correct
 from stateguard.flows import LONGDS, FlowConfig
+from stateguard.llm import EndpointConfig, LLMClient
+from stateguard.policies.base import ManagerPolicy
+from stateguard.policies.hierarchical import HierarchicalManager
+from stateguard.policies.llm_manager import LLMManager
+from stateguard.policies.observer import ObserverManager
 from stateguard.policies.rules import RulesManager
 from stateguard.rollout import RolloutResult, rollout
 from stateguard.task import Task, load_task
+from stateguard.trace import Trace
+from stateguard.worker import WorkerAdapter
 from stateguard.workers import FaultModel, ScriptedWorker
+from stateguard.workers.llm_worker import LLMWorker
 from stateguard.workspace import DictWorkspace, LiveWorkspace
 
 
@@ -36,6 +46,8 @@ class DemoResult(BaseModel):
     committed_states: list[str]
     stale_states: list[str]
     workspace: str
+    worker: str = "scripted"
+    manager: str = "rules"
 
 
 def _flow(cfg: DictConfig) -> FlowConfig:
@@ -58,16 +70,40 @@ def _workspace(cfg: DictConfig, task_dir: Path, arm_dir: Path) -> LiveWorkspace:
     raise ValueError(f"workspace={cfg.workspace!r}: use 'sandbox' or 'dict'")
 
 
+def _manager(cfg: DictConfig, trace: Trace) -> ManagerPolicy:
+    """The manager policy; the LLM-backed ones use the endpoint from STATEGUARD_MANAGER_* variables."""
+    if cfg.manager == "rules":
+        return RulesManager()
+    if cfg.manager not in ("llm", "hierarchical", "observer", "freeform"):
+        raise ValueError(f"manager={cfg.manager!r}: use rules, llm, hierarchical, observer or freeform")
+    client = LLMClient(EndpointConfig.from_env("manager"), trace=trace)
+    if cfg.manager == "observer":
+        return ObserverManager(client)
+    llm = LLMManager(client, variant="freeform" if cfg.manager == "freeform" else "stateguard",
+                     context_budget_tokens=cfg.harness.context_budget_tokens)  # fmt: skip
+    return HierarchicalManager(RulesManager(), llm) if cfg.manager == "hierarchical" else llm
+
+
+def _worker(cfg: DictConfig, trace: Trace) -> WorkerAdapter:
+    if cfg.worker == "scripted":
+        faults: Any = OmegaConf.to_container(cfg.faults, resolve=True)
+        return ScriptedWorker(FaultModel(seed=cfg.seed, faults=faults))
+    if cfg.worker == "llm":
+        return LLMWorker(LLMClient(EndpointConfig.from_env("worker"), trace=trace))
+    raise ValueError(f"worker={cfg.worker!r}: use 'scripted' or 'llm'")
+
+
 def _arm(cfg: DictConfig, task: Task, task_dir: Path, arm: str) -> RolloutResult:
     arm_dir = Path(cfg.run_dir) / arm
-    faults: Any = OmegaConf.to_container(cfg.faults, resolve=True)
-    worker = ScriptedWorker(FaultModel(seed=cfg.seed, faults=faults))
+    calls = Trace(arm_dir / "llm_calls.jsonl")  # model calls of both roles, with token counts
     workspace = _workspace(cfg, task_dir, arm_dir)
     try:
-        return rollout(task, worker, workspace, flow=_flow(cfg), manager=RulesManager() if arm == "stateguard" else None,
+        return rollout(task, _worker(cfg, calls), workspace, flow=_flow(cfg),
+                       manager=_manager(cfg, calls) if arm == "stateguard" else None,
                        run_dir=arm_dir, harness_config=dict(cfg.harness))  # fmt: skip
     finally:
         workspace.close()
+        calls.close()
 
 
 def run(cfg: DictConfig) -> DemoResult:
@@ -85,13 +121,16 @@ def run(cfg: DictConfig) -> DemoResult:
         committed_states=guard.committed_states,
         stale_states=guard.stale_states,
         workspace=str(cfg.workspace),
+        worker=str(cfg.worker),
+        manager=str(cfg.manager),
     )
 
 
 def render(result: DemoResult) -> str:
     mark = {True: "ok", False: "WRONG"}
     lines = [
-        "StateGuard offline demo (built-in: scripted worker + rules manager; benchmark evaluation comes with the eval issue)",
+        f"StateGuard offline demo (built-in: {result.worker} worker + {result.manager} manager; "
+        "benchmark evaluation comes with the eval issue)",
         "",
         f"{'turn':<5}{'baseline':<10}{'+StateGuard':<13}question",
     ]
