@@ -92,27 +92,18 @@ LEGAL: dict[Regime, dict[Stage, dict[ControlAction, Stage]]] = {
 # Who acts next after each control action, per regime. In the turn-aligned flow the worker's
 # turn starts right after OPEN (the harness injects the state hint first); in the segment flow
 # OPEN is followed by UPDATE in the same pause.
+_AFTER: dict[ControlAction, Actor] = {
+    A.UPDATE_STATE: Actor.MANAGER,  # verification follows in the same review
+    A.FINALIZE_RELATIONS: Actor.MANAGER,  # then COMMIT_STATE
+    A.COMMIT_STATE: Actor.WORKER,
+    A.REPAIR: Actor.WORKER,  # the worker retries
+    A.ABANDON_STATE: Actor.WORKER,
+    A.ABSTAIN: Actor.WORKER,
+    A.RESUME_WORKER: Actor.WORKER,
+}
 NEXT_ACTOR: dict[Regime, dict[ControlAction, Actor]] = {
-    Regime.TURN_ALIGNED: {
-        A.OPEN_STATE: Actor.WORKER,
-        A.UPDATE_STATE: Actor.MANAGER,
-        A.FINALIZE_RELATIONS: Actor.MANAGER,
-        A.COMMIT_STATE: Actor.WORKER,
-        A.REPAIR: Actor.WORKER,
-        A.ABANDON_STATE: Actor.WORKER,
-        A.ABSTAIN: Actor.WORKER,
-        A.RESUME_WORKER: Actor.WORKER,
-    },
-    Regime.SEGMENT_INDUCED: {
-        A.OPEN_STATE: Actor.MANAGER,
-        A.UPDATE_STATE: Actor.MANAGER,
-        A.FINALIZE_RELATIONS: Actor.MANAGER,
-        A.COMMIT_STATE: Actor.WORKER,
-        A.REPAIR: Actor.WORKER,
-        A.ABANDON_STATE: Actor.WORKER,
-        A.ABSTAIN: Actor.WORKER,
-        A.RESUME_WORKER: Actor.WORKER,
-    },
+    Regime.TURN_ALIGNED: {A.OPEN_STATE: Actor.WORKER, **_AFTER},
+    Regime.SEGMENT_INDUCED: {A.OPEN_STATE: Actor.MANAGER, **_AFTER},
 }
 
 
