@@ -40,6 +40,7 @@ class RolloutResult(Record):
     stale_states: list[str] = Field(default_factory=list)
     worker_steps: int = 0
     manager_activations: int = 0
+    manager_llm_calls: int = 0
     repairs: int = 0
     degraded: bool = False
     run_dir: str | None = None
@@ -227,6 +228,8 @@ def rollout(
     else:
         run.run_segment()
     run.harness.finish()
+    llm_calls = int(getattr(manager, "calls", 0) or 0)
+    run.trace.emit("manager_summary", activations=run.activations, llm_calls=llm_calls, repairs=run.repairs)
     answers = worker.final_answer()
     run.trace.emit("answers", answers={str(k): v for k, v in answers.items()})
     result = RolloutResult(
@@ -237,6 +240,7 @@ def rollout(
         stale_states=run.store.invalid_states(),
         worker_steps=run.step_index,
         manager_activations=run.activations,
+        manager_llm_calls=llm_calls,
         repairs=run.repairs,
         degraded=run.degraded,
         run_dir=None if path is None else str(path),

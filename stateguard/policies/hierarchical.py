@@ -43,6 +43,11 @@ class HierarchicalManager:
         self.semantic = re.compile(semantic_pattern, re.IGNORECASE) if semantic_pattern else SEMANTIC
         self.delegations = 0
 
+    @property
+    def calls(self) -> int:
+        """Model calls made so far (the rules tier makes none)."""
+        return self.llm.calls
+
     def needs_llm(self, obs: ManagerObservation, ctx: ManagerContext) -> bool:
         if "always" in self.triggers:
             return True
