@@ -41,6 +41,7 @@ class LLMManager:
         max_invalid: int = 2,
         max_failures: int = 3,
         context_budget_tokens: int = 40_960,
+        compact_tools: bool = False,
     ):
         self.client = client
         self.variant = variant
@@ -51,6 +52,8 @@ class LLMManager:
         self.context_budget = context_budget_tokens
         self.failures = 0  # consecutive activations that ended on an endpoint failure
         self.calls = 0
+        # Small local models: tool schemas without descriptions shrink the prompt by ~40%.
+        self.tools = [_compact(t) for t in tool_schemas()] if compact_tools else tool_schemas()
 
     def _messages(self, obs: ManagerObservation, ctx: ManagerContext) -> list[dict[str, Any]]:
         upto = ctx.turn.turn_id if ctx.turn is not None else None
@@ -61,9 +64,10 @@ class LLMManager:
 
     def activate(self, obs: ManagerObservation, ctx: ManagerContext) -> Activation:
         messages = self._messages(obs, ctx)
-        tools = tool_schemas()
+        tools = self.tools
         budget = self.context_budget
         used = invalid = 0
+        last_rejected: str | None = None
         while used < self.max_actions:
             try:
                 self.calls += 1
@@ -89,6 +93,10 @@ class LLMManager:
             used += max(len(results), 1)
             if any(not r.accepted for r in results):
                 invalid += 1
+                signature = json.dumps(message, sort_keys=True)
+                if signature == last_rejected:
+                    return  # the model repeats the same rejected output: retrying will not help
+                last_rejected = signature
             messages.extend(_feedback(message, results))
             if invalid > self.max_invalid:
                 return
@@ -123,3 +131,17 @@ def _feedback(message: dict[str, Any], results: list[Any]) -> list[dict[str, Any
     body = "\n".join(f"<tool_response>\n{_result_text(r)}\n</tool_response>" for r in results)
     controls = ", ".join(a.value for a in ControlAction)
     return [{"role": "user", "content": f"{body}\nContinue: call tools or one control action ({controls})."}]
+
+
+def _compact(schema: dict[str, Any]) -> dict[str, Any]:
+    """A function schema without descriptions (names and types only)."""
+
+    def strip(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: strip(v) for k, v in node.items() if k != "description"}
+        if isinstance(node, list):
+            return [strip(v) for v in node]
+        return node
+
+    fn = schema["function"]
+    return {"type": "function", "function": {"name": fn["name"], "parameters": strip(fn["parameters"])}}

@@ -132,3 +132,11 @@ def test_a_server_that_dies_degrades_to_worker_only_completion(tmp_path: Path) -
     assert len(degraded) == 1 and "kept failing" in degraded[0].data["reason"]
     reviews_after = [e for e in events if e.kind == "review" and e.seq > degraded[0].seq]
     assert reviews_after == []  # no manager activation after degradation
+
+
+def test_identical_rejected_output_is_not_retried_again(one_turn: Task, tmp_path: Path) -> None:
+    malformed = Reply(content='<tool_call>{"name": "UPDATE_STATE", "arguments": {oops</tool_call>')
+    result, server, events = run(one_turn, tmp_path, [OPEN, malformed, malformed, malformed], compact_tools=True)
+    assert len(server.requests) == 3  # OPEN, then the same bad output twice: no third try
+    assert all("description" not in json.dumps(t) for t in server.requests[0]["tools"])
+    assert result.committed_states == [] and any(e.kind == "state_abandoned" for e in events)
