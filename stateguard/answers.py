@@ -34,7 +34,10 @@ def numbers(obj: Any, path: str = "") -> Iterator[tuple[str, float]]:
     if isinstance(obj, bool):
         return
     if isinstance(obj, int | float):
-        yield path or "value", float(obj)
+        try:
+            yield path or "value", float(obj)
+        except OverflowError:  # an int beyond float range is not a reportable decimal
+            return
     elif isinstance(obj, dict):
         for key, value in obj.items():
             yield from numbers(value, f"{path}.{key}" if path else str(key))

@@ -118,8 +118,12 @@ def _numbers_in(value: Any) -> Iterable[float]:
     if isinstance(value, bool):
         return
     if isinstance(value, int | float):
-        if math.isfinite(value):
-            yield float(value)
+        try:
+            number = float(value)
+        except OverflowError:  # an int beyond float range cannot be quoted back at float precision
+            return
+        if math.isfinite(number):
+            yield number
     elif isinstance(value, str):
         for match in _NUMBER.finditer(value):
             yield _to_float(match.group(0))
