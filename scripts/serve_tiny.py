@@ -1,0 +1,188 @@
+#!/usr/bin/env python
+"""Serve the tiny overfit Qwen3 test model on 127.0.0.1 with `transformers serve` (CPU, offline).
+
+Thin launcher (the model is built by training.tiny_model): build the model into --model-dir unless
+a matching build is there, start `transformers serve MODEL_DIR --host 127.0.0.1 --port PORT` as a
+child process (the model is preloaded and pinned, so requests must name exactly MODEL_DIR), wait
+until GET /health answers, print the manager endpoint variables, then serve until Ctrl-C or
+SIGTERM. `--check` instead sends one chat completion with our tools and prints the parsed action.
+
+    pip install -e '.[dev,train]'
+    python scripts/serve_tiny.py --port 8766          # prints STATEGUARD_MANAGER_BASE_URL=... and _MODEL=...
+    python scripts/serve_tiny.py --port 0 --check     # one request through LLMClient, then exit
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from types import FrameType
+
+from training.tiny_model import DEFAULT_RESPONSE, build_tiny_model, is_built
+
+HOST = "127.0.0.1"
+REPO = Path(__file__).resolve().parent.parent
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    p.add_argument(
+        "--port", type=int, default=8766, help="port on 127.0.0.1; 0 picks a free one (default %(default)s)"
+    )
+    p.add_argument(
+        "--model-dir",
+        type=Path,
+        default=REPO / ".venv" / "models" / "tiny-qwen3",
+        help="where the model is built and kept",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the model build (default %(default)s)")
+    p.add_argument("--no-overfit", action="store_true", help="serve the untrained random model instead")
+    p.add_argument(
+        "--rebuild", action="store_true", help="build the model again even if a matching build exists"
+    )
+    p.add_argument("--log", type=Path, default=None, help="server log file (default <model-dir>.server.log)")
+    p.add_argument("--startup-timeout", type=float, default=120.0, help="seconds to wait for /health")
+    p.add_argument(
+        "--check", action="store_true", help="send one chat completion, print the parsed action, exit"
+    )
+    return p.parse_args(argv)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return int(s.getsockname()[1])
+
+
+def healthy(root: str) -> bool:
+    with (
+        contextlib.suppress(OSError, ValueError),
+        urllib.request.urlopen(f"{root}/health", timeout=2.0) as resp,
+    ):
+        return bool(resp.status == 200 and json.loads(resp.read()).get("status") == "ok")
+    return False
+
+
+def log_tail(path: Path, n: int = 30) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
+    except OSError:
+        return "(no log)"
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def check(base_url: str, model: str) -> int:
+    from stateguard.actions import ActionError, tool_schemas
+    from stateguard.lifecycle import Regime
+    from stateguard.llm.client import LLMClient
+    from stateguard.llm.endpoints import EndpointConfig
+    from stateguard.parser import parse_response
+    from stateguard.policies.prompts import system_prompt
+
+    config = EndpointConfig(role="manager", base_url=base_url, model=model, temperature=0.0, max_tokens=64)
+    messages = [
+        {"role": "system", "content": system_prompt(Regime.TURN_ALIGNED)},
+        {"role": "user", "content": 'OBSERVATION\n{"event_type": "turn_start"}'},
+    ]
+    with LLMClient(config) as client:
+        result = client.chat(messages, tools=tool_schemas())
+    print(f"native tool_calls: {len(result.tool_calls)}; content: {result.content!r}")
+    usage = result.usage
+    print(
+        f"usage: {usage.prompt_tokens} prompt + {usage.completion_tokens} completion tokens (estimated: {usage.estimated})"
+    )
+    print(f"latency {result.latency_s:.2f}s, finish_reason={result.finish_reason}, model={result.model}")
+    try:
+        parsed = parse_response(result.message)
+    except ActionError as e:
+        print(f"parse error: {e}", file=sys.stderr)
+        return 1
+    print("actions:", ", ".join(f"{a.name.value} {a.args.model_dump()}" for a in parsed.actions))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    model_dir = args.model_dir.resolve()
+    response = None if args.no_overfit else DEFAULT_RESPONSE
+    if args.rebuild or not is_built(model_dir, overfit_response=response, seed=args.seed):
+        t0 = time.monotonic()
+        print(f"building the tiny model into {model_dir} ...", flush=True)
+        build_tiny_model(model_dir, overfit_response=response, seed=args.seed)
+        print(f"built in {time.monotonic() - t0:.1f}s", flush=True)
+
+    port = args.port or free_port()
+    root = f"http://{HOST}:{port}"
+    if healthy(root):
+        print(f"error: something already answers on {root}; pick another --port", file=sys.stderr)
+        return 1
+    model = str(model_dir)
+    log = args.log or model_dir.with_name(model_dir.name + ".server.log")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [
+        sys.executable, "-m", "transformers.cli.transformers", "serve", model,
+        "--host", HOST, "--port", str(port), "--device", "cpu", "--dtype", "float32",
+    ]  # fmt: skip
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",  # the model is a local directory; never reach the Hub
+        "HF_HUB_DISABLE_UPDATE_CHECK": "1",  # the CLI otherwise asks PyPI for a newer release
+        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
+    }
+
+    def on_term(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_term)
+    t_start = time.monotonic()
+    with log.open("wb") as log_f:
+        proc = subprocess.Popen(
+            cmd, stdout=log_f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
+        )
+    try:
+        deadline = t_start + args.startup_timeout
+        while not healthy(root):
+            if proc.poll() is not None:
+                why = f"transformers serve exited with code {proc.returncode}"
+                print(f"error: {why}; log {log}:\n{log_tail(log)}", file=sys.stderr)
+                return 1
+            if time.monotonic() > deadline:
+                print(
+                    f"error: no /health after {args.startup_timeout:.0f}s; log {log}:\n{log_tail(log)}",
+                    file=sys.stderr,
+                )
+                return 1
+            time.sleep(0.25)
+        print(f"transformers serve ready in {time.monotonic() - t_start:.1f}s; log {log}")
+        print(f"STATEGUARD_MANAGER_BASE_URL={root}/v1")
+        print(f"STATEGUARD_MANAGER_MODEL={model}", flush=True)
+        if args.check:
+            return check(f"{root}/v1", model)
+        print("serving; Ctrl-C to stop", flush=True)
+        return proc.wait()
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        stop(proc)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
