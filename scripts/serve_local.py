@@ -1,0 +1,199 @@
+#!/usr/bin/env python
+"""Serve a real small chat model on 127.0.0.1 with llama-cpp-python's OpenAI-compatible server.
+
+Thin launcher (the logic is in stateguard.llm.local_model): assemble and sha256-verify the GGUF
+from its installed packages, start `python -m llama_cpp.server` as a child process, wait until
+GET /v1/models answers, print the base URL, then serve until Ctrl-C. `--check` instead sends one
+chat completion, prints tokens/s and exits.
+
+    make setup-local && make serve-local            # or: python scripts/serve_local.py --model 0.5b
+    python scripts/serve_local.py --check --max-tokens 64
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from stateguard.llm.local_model import DEFAULT_MODEL, REGISTRY, LocalModelError, assemble, get_model
+
+HOST = "127.0.0.1"
+REPO = Path(__file__).resolve().parent.parent
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    p.add_argument(
+        "--model", default=DEFAULT_MODEL, choices=sorted(REGISTRY), help="registry key (default %(default)s)"
+    )
+    p.add_argument(
+        "--port", type=int, default=8765, help="port on 127.0.0.1; 0 picks a free one (default %(default)s)"
+    )
+    p.add_argument(
+        "--threads", type=int, default=1, help="CPU threads for generation and prompt (default %(default)s)"
+    )
+    p.add_argument("--ctx", type=int, default=4096, help="context window in tokens (default %(default)s)")
+    p.add_argument(
+        "--cache-dir", type=Path, default=REPO / ".venv" / "models", help="where the joined .gguf is kept"
+    )
+    p.add_argument(
+        "--log", type=Path, default=None, help="server log file (default <cache-dir>/<model>.server.log)"
+    )
+    p.add_argument("--startup-timeout", type=float, default=300.0, help="seconds to wait for /v1/models")
+    p.add_argument("--check", action="store_true", help="send one chat completion, print tokens/s, exit")
+    p.add_argument("--prompt", default="Write a Python function that returns the sum of a list of numbers.")
+    p.add_argument("--max-tokens", type=int, default=128, help="completion budget in --check mode")
+    return p.parse_args(argv)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return int(s.getsockname()[1])
+
+
+def port_in_use(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex((HOST, port)) == 0
+
+
+def http_json(url: str, body: dict[str, Any] | None = None, timeout: float = 5.0) -> dict[str, Any]:
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=timeout) as resp:
+        out: dict[str, Any] = json.loads(resp.read())
+        return out
+
+
+def log_tail(path: Path, n: int = 25) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
+    except OSError:
+        return "(no log)"
+
+
+def wait_ready(proc: subprocess.Popen[bytes], base_url: str, timeout: float, log: Path) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(
+                f"llama_cpp.server exited with code {proc.returncode} before it was ready; log {log}:\n{log_tail(log)}"
+            )
+        with contextlib.suppress(OSError, ValueError):
+            if http_json(f"{base_url}/models", timeout=2.0).get("data"):
+                return
+        time.sleep(0.5)
+    raise SystemExit(f"llama_cpp.server not ready after {timeout:.0f}s; log {log}:\n{log_tail(log)}")
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def check(base_url: str, model: str, prompt: str, max_tokens: int) -> None:
+    body = {
+        "model": model,
+        "messages": [{"role": "user", "content": prompt}],
+        "max_tokens": max_tokens,
+        "temperature": 0.0,
+    }
+    t0 = time.monotonic()
+    out = http_json(f"{base_url}/chat/completions", body, timeout=600.0)
+    wall = time.monotonic() - t0
+    usage = out.get("usage") or {}
+    n = int(usage.get("completion_tokens") or 0)
+    text = out["choices"][0]["message"].get("content") or ""
+    print(f"--- completion ({usage.get('prompt_tokens')} prompt tokens, {n} completion tokens) ---")
+    print(text)
+    print(f"--- {n} tokens in {wall:.2f}s = {n / wall:.1f} tokens/s (completion tokens / wall time)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    spec = get_model(args.model)
+    try:
+        t0 = time.monotonic()
+        path = assemble(spec, args.cache_dir)
+        print(
+            f"model {spec.key}: {path} (sha256 verified, {time.monotonic() - t0:.1f}s) - {spec.license}",
+            flush=True,
+        )
+    except LocalModelError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    try:
+        import llama_cpp  # noqa: F401  (only to fail early with a useful message)
+    except ImportError:
+        print("error: llama_cpp is not installed. Fix: make setup-local", file=sys.stderr)
+        return 1
+
+    port = args.port or free_port()
+    if port_in_use(port):
+        print(
+            f"error: port {port} on {HOST} is already in use; pick another with --port (PORT= in make)",
+            file=sys.stderr,
+        )
+        return 1
+    base_url = f"http://{HOST}:{port}/v1"
+    log = args.log or args.cache_dir / f"{spec.name}.server.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [
+        sys.executable, "-m", "llama_cpp.server",
+        "--model", str(path), "--model_alias", spec.name,
+        "--host", HOST, "--port", str(port),
+        "--n_threads", str(args.threads), "--n_threads_batch", str(args.threads),
+        "--n_ctx", str(args.ctx),
+    ]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
+
+    def on_term(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_term)
+    t_start = time.monotonic()
+    with log.open("wb") as log_f:
+        proc = subprocess.Popen(
+            cmd, stdout=log_f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
+        )
+    try:
+        wait_ready(proc, base_url, args.startup_timeout, log)
+        print(
+            f"server ready in {time.monotonic() - t_start:.1f}s (threads={args.threads}, ctx={args.ctx}); log {log}"
+        )
+        print(f"STATEGUARD_LOCAL_BASE_URL={base_url}")
+        print(f"STATEGUARD_LOCAL_MODEL={spec.name}", flush=True)
+        if args.check:
+            check(base_url, spec.name, args.prompt, args.max_tokens)
+            return 0
+        print("serving; Ctrl-C to stop", flush=True)
+        return proc.wait()
+    except KeyboardInterrupt:
+        print("stopping the server", flush=True)
+        return 0
+    except (urllib.error.URLError, OSError, KeyError) as e:
+        print(f"error: {e}; server log {log}:\n{log_tail(log)}", file=sys.stderr)
+        return 1
+    finally:
+        stop(proc)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
