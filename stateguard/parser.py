@@ -69,6 +69,23 @@ def _load_arguments(raw: Any, where: str) -> Any:
     return raw
 
 
+def _embedded_calls(text: str) -> list[str]:
+    """Top-level `{"name": ..., "arguments": ...}` objects inside prose (small models write calls
+    as bare JSON after a sentence); other JSON in the text is ignored."""
+    decoder = json.JSONDecoder()
+    found, i = [], text.find("{")
+    while i != -1:
+        try:
+            obj, end = decoder.raw_decode(text, i)
+        except json.JSONDecodeError:
+            i = text.find("{", i + 1)
+            continue
+        if isinstance(obj, dict) and isinstance(obj.get("name"), str) and ("arguments" in obj or "parameters" in obj):
+            found.append(text[i:end])
+        i = text.find("{", end)
+    return found
+
+
 def _text_calls(text: str) -> list[tuple[str, Any, str]]:
     """(name, arguments, where) for each call written in the text."""
     blocks = [(m, "<tool_call>") for m in _TOOL_CALL_RE.findall(text)]
@@ -78,6 +95,8 @@ def _text_calls(text: str) -> list[tuple[str, Any, str]]:
         stripped = text.strip()
         if stripped.startswith("{") and stripped.endswith("}"):
             blocks = [(stripped, "JSON object")]
+        else:
+            blocks = [(b, "JSON object") for b in _embedded_calls(text)]
     calls = []
     for i, (block, kind) in enumerate(blocks, 1):
         where = f"{kind} #{i}"

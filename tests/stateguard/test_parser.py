@@ -245,3 +245,11 @@ def test_parse_errors(message, fragments):
     text = str(info.value)
     for fragment in fragments:
         assert fragment in text, text
+
+
+def test_bare_call_after_prose_is_parsed_but_other_json_is_not() -> None:
+    text = 'The state looks done. {"name": "COMMIT_STATE", "arguments": {}} and {"note": 1}'
+    parsed = parse_response(text)
+    assert [a.name.value for a in parsed.actions] == ["COMMIT_STATE"]
+    with pytest.raises(ActionError, match="no action found"):
+        parse_response('Values were {"a": 1}, nothing to call.')
