@@ -58,16 +58,16 @@ def local_server(tmp_path_factory: pytest.TempPathFactory):
 def test_local_model_as_worker_and_manager_in_both_arms(local_server: str, tmp_path: Path) -> None:
     full = load_task(ROOT / "eval" / "benchmarks" / "demo" / "six_turn")
     task = Task(task_id="three_turn", turns=full.turns[:3], base_path=full.base_path)
-    flow = FlowConfig(name="local-3", regime="turn_aligned", baseline_budget=4, stateguard_budget=4)
+    flow = FlowConfig(name="local-3", regime="turn_aligned", baseline_budget=3, stateguard_budget=3)
     calls = Trace(tmp_path / "llm_calls.jsonl")
     report = {}
     for arm in ("baseline", "stateguard"):
         def client(role: str) -> LLMClient:
             cfg = EndpointConfig(role=role, base_url=local_server, model="local", timeout_s=600, max_retries=1,
-                                 temperature=0.0, max_tokens=384, concurrency=1)  # fmt: skip
+                                 temperature=0.0, max_tokens=200, concurrency=1)  # fmt: skip
             return LLMClient(cfg, trace=calls)
 
-        manager = (LLMManager(client("manager"), max_actions=3, max_invalid=1, context_budget_tokens=6000, compact_tools=True)
+        manager = (LLMManager(client("manager"), max_actions=2, max_invalid=1, context_budget_tokens=4000, compact_tools=True)
                    if arm == "stateguard" else None)
         start = time.monotonic()
         from stateguard.sandbox import SandboxWorkspace
@@ -75,7 +75,8 @@ def test_local_model_as_worker_and_manager_in_both_arms(local_server: str, tmp_p
         arm_dir = tmp_path / arm
         with SandboxWorkspace(task_data_dir=Path(task.base_path) / "data", scratch_dir=arm_dir / "scratch",
                               checkpoint_dir=arm_dir / "checkpoints") as ws:  # fmt: skip
-            result = rollout(task, LLMWorker(client("worker")), ws, flow=flow, manager=manager, run_dir=arm_dir / "run")
+            result = rollout(task, LLMWorker(client("worker")), ws, flow=flow, manager=manager, run_dir=arm_dir / "run",
+                             harness_config={"context_budget_tokens": 2000})
         report[arm] = {"wall_s": round(time.monotonic() - start, 1), "steps": result.worker_steps,
                        "activations": result.manager_activations, "answers": result.answers}  # fmt: skip
         events = read_trace(arm_dir / "run" / "trace.jsonl")  # parses and validates every event
