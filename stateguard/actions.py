@@ -53,6 +53,13 @@ class RelationArg(_Args):
 
 class VariableArg(_Args):
     name: str = Field(min_length=1, description="Variable name in the worker's workspace.")
+
+    @field_validator("name")
+    @classmethod
+    def _plain(cls, name: str) -> str:
+        if "@" in name or any(ch.isspace() for ch in name):
+            raise ValueError(f"variable name {name!r} must not contain '@' or whitespace; give the version separately")
+        return name
     value: Any = Field(default=None, description="Its value or a compact summary.")
     version: str | None = Field(
         default=None,

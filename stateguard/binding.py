@@ -36,7 +36,8 @@ def bind_source(
 ) -> Interval:
     """The source interval of the draft after this UPDATE_STATE."""
     if regime is Regime.TURN_ALIGNED:
-        first = turn_start if turn_start is not None else traced_upto
+        # The turn's own steps, never ones an earlier state already covers.
+        first = traced_upto if turn_start is None else max(turn_start, traced_upto)
         indices = [i for i in steps if i >= first]
         bound: Interval = (min(indices), max(indices)) if indices else (None, None)
         if interval is not None and tuple(interval) != bound:
@@ -57,10 +58,15 @@ def bind_source(
             f"source_interval {list(interval)} starts at step {start}, but steps before {traced_upto} "
             "already belong to committed states; start at or after it"
         )
-    missing = [i for i in range(start, end + 1) if i not in steps]
+    if not steps or end > max(steps):
+        raise ActionError(
+            f"source_interval {list(interval)} covers unrecorded steps (it ends after the last recorded step); "
+            f"pending steps are {_pending(steps, traced_upto)}"
+        )
+    missing = [i for i in range(start, end + 1) if i not in steps][:5]
     if missing:
         raise ActionError(
-            f"source_interval {list(interval)} covers unrecorded steps {missing[:5]}; "
+            f"source_interval {list(interval)} covers unrecorded steps {missing}; "
             f"pending steps are {_pending(steps, traced_upto)}"
         )
     return start, end

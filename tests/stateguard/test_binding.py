@@ -1,0 +1,41 @@
+"""Source binding regressions found by the property tests."""
+
+from __future__ import annotations
+
+import pytest
+
+from stateguard import EventType, Harness, HarnessConfig, StateStore, WorkerStep
+from stateguard.actions import ActionError
+from stateguard.binding import bind_source
+from stateguard.lifecycle import Regime
+
+
+def commit(h: Harness, step: int) -> None:
+    h.apply(("OPEN_STATE", {"issue": f"turn {step}"}))
+    h.record_step(WorkerStep(index=step, action=f"x{step} = {step}"))
+    h.begin_review(EventType.TURN_END)
+    for name, args in [("UPDATE_STATE", {}), ("FINALIZE_RELATIONS", {}), ("COMMIT_STATE", {})]:
+        assert h.apply((name, args)).accepted
+
+
+def test_turn_binding_never_reaches_into_an_earlier_state() -> None:
+    h = Harness(StateStore(":memory:"), HarnessConfig(regime="turn_aligned"))
+    h.begin_review(EventType.TURN_START)
+    commit(h, 0)
+    commit(h, 1)  # no TURN_START review in between
+    assert (h.store.load("S1").source_step_start, h.store.load("S1").source_step_end) == (0, 0)
+    assert (h.store.load("S2").source_step_start, h.store.load("S2").source_step_end) == (1, 1)
+
+
+def test_a_huge_interval_is_refused_without_enumerating_it() -> None:
+    with pytest.raises(ActionError, match="ends after the last recorded step"):
+        bind_source(Regime.SEGMENT_INDUCED, [0, 10**12], steps={0, 1, 2}, traced_upto=0, turn_start=None,
+                    previous=(None, None), notes=[])  # fmt: skip
+
+
+def test_variable_names_with_versions_or_spaces_are_argument_errors() -> None:
+    h = Harness(StateStore(":memory:"), HarnessConfig(regime="turn_aligned"))
+    h.begin_review(EventType.TURN_START)
+    h.apply(("OPEN_STATE", {"issue": "x"}))
+    result = h.apply(("UPDATE_STATE", {"used_variables": [{"name": "x@S1"}]}))
+    assert not result.accepted and "give the version separately" in result.feedback
