@@ -17,7 +17,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -28,6 +27,7 @@ from types import FrameType
 from typing import Any
 
 from stateguard.llm.local_model import DEFAULT_MODEL, REGISTRY, LocalModelError, assemble, get_model
+from stateguard.llm.serving import free_port, log_tail, port_in_use, stop, wait_until
 
 HOST = "127.0.0.1"
 REPO = Path(__file__).resolve().parent.parent
@@ -58,17 +58,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
-
-
-def port_in_use(port: int) -> bool:
-    with socket.socket() as s:
-        return s.connect_ex((HOST, port)) == 0
-
-
 def http_json(url: str, body: dict[str, Any] | None = None, timeout: float = 5.0) -> dict[str, Any]:
     data = None if body is None else json.dumps(body).encode()
     req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
@@ -77,35 +66,13 @@ def http_json(url: str, body: dict[str, Any] | None = None, timeout: float = 5.0
         return out
 
 
-def log_tail(path: Path, n: int = 25) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
-    except OSError:
-        return "(no log)"
-
-
 def wait_ready(proc: subprocess.Popen[bytes], base_url: str, timeout: float, log: Path) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(
-                f"llama_cpp.server exited with code {proc.returncode} before it was ready; log {log}:\n{log_tail(log)}"
-            )
+    def ready() -> bool:
         with contextlib.suppress(OSError, ValueError):
-            if http_json(f"{base_url}/models", timeout=2.0).get("data"):
-                return
-        time.sleep(0.5)
-    raise SystemExit(f"llama_cpp.server not ready after {timeout:.0f}s; log {log}:\n{log_tail(log)}")
+            return bool(http_json(f"{base_url}/models", timeout=2.0).get("data"))
+        return False
 
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    wait_until(proc, ready, timeout, "llama_cpp.server", log)
 
 
 def check(base_url: str, model: str, prompt: str, max_tokens: int) -> None:

@@ -19,7 +19,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -27,6 +26,7 @@ import urllib.request
 from pathlib import Path
 from types import FrameType
 
+from stateguard.llm.serving import free_port, stop, wait_until
 from training.tiny_model import DEFAULT_RESPONSE, build_tiny_model, is_built
 
 HOST = "127.0.0.1"
@@ -57,12 +57,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
-
-
 def healthy(root: str) -> bool:
     with (
         contextlib.suppress(OSError, ValueError),
@@ -70,23 +64,6 @@ def healthy(root: str) -> bool:
     ):
         return bool(resp.status == 200 and json.loads(resp.read()).get("status") == "ok")
     return False
-
-
-def log_tail(path: Path, n: int = 30) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
-    except OSError:
-        return "(no log)"
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def check(base_url: str, model: str) -> int:
@@ -158,19 +135,7 @@ def main(argv: list[str] | None = None) -> int:
             cmd, stdout=log_f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
         )
     try:
-        deadline = t_start + args.startup_timeout
-        while not healthy(root):
-            if proc.poll() is not None:
-                why = f"transformers serve exited with code {proc.returncode}"
-                print(f"error: {why}; log {log}:\n{log_tail(log)}", file=sys.stderr)
-                return 1
-            if time.monotonic() > deadline:
-                print(
-                    f"error: no /health after {args.startup_timeout:.0f}s; log {log}:\n{log_tail(log)}",
-                    file=sys.stderr,
-                )
-                return 1
-            time.sleep(0.25)
+        wait_until(proc, lambda: healthy(root), args.startup_timeout, "transformers serve", log)
         print(f"transformers serve ready in {time.monotonic() - t_start:.1f}s; log {log}")
         print(f"STATEGUARD_MANAGER_BASE_URL={root}/v1")
         print(f"STATEGUARD_MANAGER_MODEL={model}", flush=True)
