@@ -9,13 +9,13 @@ DEPS_HASH := $(shell cat pyproject.toml | sha256sum | cut -c1-16)
 STAMP := $(VENV)/.stamp-$(DEPS_HASH)
 EXTRAS ?= dev,train
 export OMP_NUM_THREADS ?= 1
-RUN ?= runs/latest
+RUN ?=
 
 .DEFAULT_GOAL := help
 .PHONY: help setup test check eval demo bench synth sft rl serve view tables data clean
 
 help: ## List targets with one line each
-	@grep -hE '^[a-z -]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z -]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -23,19 +23,19 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e ".[$(EXTRAS)]"
 	@rm -f $(VENV)/.stamp-*; touch $(STAMP)
 
-setup: $(STAMP) ## Create/refresh .venv with the runtime and dev tools
+setup: $(STAMP) ## Create/refresh .venv (runtime + EXTRAS, default dev,train)
 
 test: $(STAMP) ## Run the test suite (CPU only)
 	$(PY) -m pytest -q
 
 check: $(STAMP) ## Lint (ruff) and type-check (mypy) the runtime library
-	$(VENV)/bin/ruff check stateguard tests eval scripts
+	$(VENV)/bin/ruff check stateguard synthesis training eval scripts tests
 	$(VENV)/bin/mypy stateguard
 
-eval: $(STAMP) ## Main job. For now: the built-in runtime demo (stale artifact caught after a revision)
-	$(PY) -m eval.demo run_dir=$(RUN)
+eval: $(STAMP) ## Main job. For now: built-in offline demo, six-turn task, baseline vs StateGuard
+	$(PY) -m eval.demo $(if $(RUN),run_dir=$(RUN)) $(ARGS)
 
-bench: $(STAMP) ## Runtime micro-benchmarks (commit, hint packing, invalidation) as a table
+bench: $(STAMP) ## Runtime and sandbox micro-benchmarks, printed as tables
 	$(PY) -m eval.bench.runtime
 	$(PY) -m eval.bench.sandbox
 
