@@ -42,7 +42,10 @@ bench: $(STAMP) ## Runtime and sandbox micro-benchmarks, printed as tables
 serve: $(STAMP) ## Serve a trained manager with vLLM (GPU only; on CPU it says to use serve-local)
 	$(PY) scripts/serve_vllm.py $(ARGS)
 
-synth sft rl view tables data: ## Later issues (synthesis, training, viewer, tables, data)
+synth: $(STAMP) ## Build replay-verified synthetic tasks (configs/synth.yaml; quick run: ARGS=synth=debug)
+	$(PY) -m synthesis.pipeline $(ARGS)
+
+sft rl view tables data: ## Later issues (training, viewer, tables, data)
 	@echo "make $@: not implemented yet — see the open issues"; exit 2
 
 clean: ## Remove the venv and run outputs

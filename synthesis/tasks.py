@@ -19,7 +19,7 @@ Layout:
     <out>/<task_id>/agent/questions.json       turn_id, context, question
     <out>/<task_id>/hidden/task.json           LongDS turns with code and answers
     <out>/<task_id>/hidden/graph.json          stages, SQL, deps, relations
-    <out>/<task_id>/hidden/fingerprints.json   placeholder
+    <out>/<task_id>/hidden/fingerprints.json   {turn_id: {stage: sha256, "answer": sha256}} (synthesis.replay)
     <out>/<task_id>/manifest.json              SHA-256 of every agent-visible file
 """
 
@@ -42,6 +42,7 @@ import duckdb
 from stateguard.state import RelationType
 from stateguard.task import Task, prelude
 from synthesis.relations import derive_relations, invalidate, stage_state_ids
+from synthesis.replay import write_fingerprints
 from synthesis.sources.tabular import get_info, load_into_duckdb
 from synthesis.sql_deps import Stage, stage_dependencies
 from synthesis.threads import StageSpec, Thread, generate_threads
@@ -367,9 +368,7 @@ def build_task(out_dir: str | Path, *, dataset: str = "penguins", seed: int = 0,
         ],
     }  # fmt: skip
     (root / "hidden" / "graph.json").write_text(_dump(graph), encoding="utf-8")
-    (root / "hidden" / "fingerprints.json").write_text(
-        _dump({"status": "placeholder", "states": {}}), encoding="utf-8"
-    )
+    write_fingerprints(root)  # a fresh replay: {turn_id: {stage: sha256, "answer": sha256}}
     agent = root / "agent"
     files = {p.relative_to(agent).as_posix(): _sha256(p) for p in sorted(agent.rglob("*")) if p.is_file()}
     (root / "manifest.json").write_text(_dump({"task_id": task_id, "agent_dir": "agent", "sha256": files}),

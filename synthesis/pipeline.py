@@ -1,0 +1,204 @@
+"""`make synth`: build many long-horizon tasks, verify each by replay, and summarize.
+
+    python -m synthesis.pipeline                       # configs/synth.yaml
+    python -m synthesis.pipeline synth=debug           # two small tasks, well under a minute
+    python -m synthesis.pipeline tasks_per_dataset=50 workers=2 out_dir=runs/synth-big
+
+For each dataset and index i < tasks_per_dataset, the task's seed and turn count are derived
+from (master seed, dataset, i) by SHA-256, so one master seed always yields the same task list
+and, since `build_task` is deterministic, the same bytes. Each task is built
+(`synthesis.tasks.build_task`, which also writes its stage fingerprints) and, with
+verify_replay, replayed from scratch (`synthesis.replay.verify_replay`); a task that fails to
+build or to replay is removed and listed under `dropped` with its reason. A passing replay
+leaves `hidden/replay.json`; on a rerun, a task folder with a complete manifest, fingerprints
+and a valid marker is skipped. `<out_dir>/synth_summary.json` holds the counts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import shutil
+import time
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+from typing import Literal
+
+import hydra
+from omegaconf import DictConfig
+from pydantic import BaseModel, Field
+from tqdm import tqdm
+
+from synthesis.replay import has_valid_marker, verify_replay, write_marker
+from synthesis.sources.tabular import get_info
+from synthesis.tasks import build_task
+
+__all__ = ["DroppedTask", "SynthResult", "TaskOutcome", "TaskSpec", "main", "plan_specs", "run", "synth_one"]
+
+log = logging.getLogger(__name__)
+SUMMARY = "synth_summary.json"
+
+
+class TaskSpec(BaseModel):
+    dataset: str
+    index: int
+    seed: int
+    turns: int
+    task_id: str
+
+
+class TaskOutcome(BaseModel):
+    task_id: str
+    dataset: str
+    status: Literal["built", "skipped", "dropped"]
+    reason: str | None = None
+    relation_counts: dict[str, int] = Field(default_factory=dict)
+
+
+class DroppedTask(BaseModel):
+    task_id: str
+    dataset: str
+    reason: str
+
+
+class SynthResult(BaseModel):
+    out_dir: str
+    seed: int
+    requested: int
+    built: int
+    skipped: int
+    by_dataset: dict[str, int] = Field(description="verified tasks present per dataset (built + skipped)")
+    relation_counts: dict[str, int] = Field(description="relation types summed over the verified tasks")
+    tasks: list[str]
+    dropped: list[DroppedTask]
+    elapsed_s: float
+
+
+def _derive(seed: int, dataset: str, index: int) -> int:
+    digest = hashlib.sha256(f"synth:{seed}:{dataset}:{index}".encode()).hexdigest()
+    return int(digest[:16], 16)
+
+
+def plan_specs(
+    datasets: list[str], tasks_per_dataset: int, turns: tuple[int, int], seed: int
+) -> list[TaskSpec]:
+    """The task list for a master seed; duplicates (same dataset, seed and turns) are kept once."""
+    lo, hi = turns
+    if lo > hi:
+        raise ValueError(f"turns.min={lo} is larger than turns.max={hi}")
+    specs: list[TaskSpec] = []
+    seen: set[str] = set()
+    for dataset in datasets:
+        name = get_info(dataset).name
+        for i in range(tasks_per_dataset):
+            h = _derive(seed, name, i)
+            task_seed, n_turns = h % 1_000_000, lo + (h >> 32) % (hi - lo + 1)
+            task_id = f"{name}_s{task_seed}_t{n_turns}"  # what build_task names the folder
+            if task_id not in seen:
+                seen.add(task_id)
+                specs.append(TaskSpec(dataset=name, index=i, seed=task_seed, turns=n_turns, task_id=task_id))
+    return specs
+
+
+def _relation_counts(root: Path) -> dict[str, int]:
+    graph = json.loads((root / "hidden" / "graph.json").read_text(encoding="utf-8"))
+    return dict(Counter(rel["type"] for stage in graph["stages"] for rel in stage["relations"]))
+
+
+def is_complete(root: Path) -> bool:
+    """A finished task: manifest, per-turn fingerprints and a replay marker that still matches."""
+    return (root / "manifest.json").is_file() and (root / "hidden" / "fingerprints.json").is_file() \
+        and has_valid_marker(root)  # fmt: skip
+
+
+def synth_one(spec: TaskSpec, out_dir: str, verify: bool = True) -> TaskOutcome:
+    """Build (or skip) one task and verify it; never raises for a bad task -- it is dropped."""
+    root = Path(out_dir) / spec.task_id
+    if is_complete(root):
+        return TaskOutcome(task_id=spec.task_id, dataset=spec.dataset, status="skipped",
+                           relation_counts=_relation_counts(root))  # fmt: skip
+
+    def drop(reason: str) -> TaskOutcome:
+        shutil.rmtree(root, ignore_errors=True)
+        return TaskOutcome(task_id=spec.task_id, dataset=spec.dataset, status="dropped", reason=reason)
+
+    try:
+        built = build_task(out_dir, dataset=spec.dataset, seed=spec.seed, turns=spec.turns)
+    except Exception as exc:  # noqa: BLE001 - any build failure drops the task, with its reason
+        return drop(f"build failed: {type(exc).__name__}: {exc}")
+    if built != root:
+        return drop(f"build_task wrote {built.name}, expected {spec.task_id}")
+    if verify:
+        report = verify_replay(root)
+        if not report.ok:
+            return drop(f"replay failed: {report.summary()}")
+        write_marker(root, report)
+    return TaskOutcome(task_id=spec.task_id, dataset=spec.dataset, status="built",
+                       relation_counts=_relation_counts(root))  # fmt: skip
+
+
+def run(cfg: DictConfig) -> SynthResult:
+    start = time.perf_counter()
+    out_dir = Path(cfg.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    specs = plan_specs(list(cfg.datasets), int(cfg.tasks_per_dataset), (int(cfg.turns.min), int(cfg.turns.max)),
+                       int(cfg.seed))  # fmt: skip
+    verify = bool(cfg.verify_replay)
+    workers = int(cfg.workers)
+    outcomes: list[TaskOutcome] = []
+    with tqdm(total=len(specs), desc="synth", unit="task", disable=not cfg.get("progress", True)) as bar:
+        if workers > 1 and len(specs) > 1:
+            with ProcessPoolExecutor(max_workers=workers) as pool:
+                futures = [pool.submit(synth_one, s, str(out_dir), verify) for s in specs]
+                for fut in as_completed(futures):
+                    outcomes.append(fut.result())
+                    bar.update()
+        else:
+            for s in specs:
+                outcomes.append(synth_one(s, str(out_dir), verify))
+                bar.update()
+    outcomes.sort(key=lambda o: o.task_id)
+    kept = [o for o in outcomes if o.status != "dropped"]
+    dropped = [DroppedTask(task_id=o.task_id, dataset=o.dataset, reason=o.reason or "") for o in outcomes
+               if o.status == "dropped"]  # fmt: skip
+    for d in dropped:
+        log.warning("dropped %s: %s", d.task_id, d.reason)
+    relations: Counter[str] = Counter()
+    for o in kept:
+        relations.update(o.relation_counts)
+    result = SynthResult(
+        out_dir=str(out_dir),
+        seed=int(cfg.seed),
+        requested=len(specs),
+        built=sum(o.status == "built" for o in outcomes),
+        skipped=sum(o.status == "skipped" for o in outcomes),
+        by_dataset=dict(sorted(Counter(o.dataset for o in kept).items())),
+        relation_counts=dict(sorted(relations.items())),
+        tasks=[o.task_id for o in kept],
+        dropped=dropped,
+        elapsed_s=round(time.perf_counter() - start, 3),
+    )
+    (out_dir / SUMMARY).write_text(result.model_dump_json(indent=1) + "\n", encoding="utf-8")
+    return result
+
+
+def render(result: SynthResult) -> str:
+    lines = [
+        f"synth: {len(result.tasks)}/{result.requested} tasks verified in {result.out_dir} "
+        f"(built {result.built}, skipped {result.skipped}, dropped {len(result.dropped)}) in {result.elapsed_s:.1f}s",
+        f"by dataset: {json.dumps(result.by_dataset)}",
+        f"relations: {json.dumps(result.relation_counts)}",
+    ]
+    lines += [f"dropped {d.task_id}: {d.reason}" for d in result.dropped]
+    return "\n".join(lines)
+
+
+@hydra.main(version_base=None, config_path="../configs", config_name="synth")
+def main(cfg: DictConfig) -> None:
+    print(render(run(cfg)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,324 @@
+"""Stage fingerprints of a built task, and a from-scratch replay that must reproduce them.
+
+    write_fingerprints(task_dir)   -> {turn_id: {stage: sha256, "answer": sha256}}  (hidden/fingerprints.json)
+    verify_replay(task_dir)        -> ReplayReport(ok, mismatches)
+
+A replay runs every turn's reference code (`hidden/task.json`) in one fresh namespace started
+by `stateguard.task.prelude`, with BASE_PATH pointing at the task's own `agent/` folder (the only
+thing that is relocated). After each turn the stage the turn materializes -- the DataFrame named
+after the turn's stage in `hidden/graph.json`, a copy of the DuckDB table of the same name -- is
+fingerprinted with `synthesis.fingerprint.fingerprint`, and the last printed line is parsed as the
+turn's answer, hashed as canonical JSON (sorted keys, no whitespace).
+
+`verify_replay` passes only when the agent files still match `manifest.json`, every turn runs,
+every answer equals the one in `task.json`, and every stored fingerprint (stage and answer) is
+reproduced exactly. A passing verification may be recorded in `hidden/replay.json`; the marker
+holds hashes of the files it vouches for, so editing any of them invalidates it
+(`has_valid_marker`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from contextlib import redirect_stdout
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from stateguard.task import Task, load_task, prelude
+from synthesis.fingerprint import fingerprint
+
+__all__ = [
+    "MARKER",
+    "Mismatch",
+    "ReplayReport",
+    "TurnReplay",
+    "answer_digest",
+    "canonical_json",
+    "has_valid_marker",
+    "replay_turns",
+    "verify_replay",
+    "write_fingerprints",
+    "write_marker",
+]
+
+FINGERPRINTS = "hidden/fingerprints.json"
+MARKER = "hidden/replay.json"
+ANSWER_KEY = "answer"
+
+
+class Mismatch(BaseModel):
+    """One reason a replay failed. `turn_id` is None for task-level problems (files, manifest)."""
+
+    turn_id: int | None = None
+    stage: str | None = None
+    file: str | None = None
+    kind: str = Field(description="agent_file | missing_file | execution | answer | stage_fingerprint | "
+                      "answer_fingerprint | fingerprints_file")  # fmt: skip
+    reason: str
+
+
+class ReplayReport(BaseModel):
+    task_id: str
+    ok: bool
+    turns: int = 0
+    mismatches: list[Mismatch] = Field(default_factory=list)
+
+    def summary(self) -> str:
+        """One line: 'ok' or the first few reasons."""
+        if self.ok:
+            return "ok"
+        head = "; ".join(m.reason for m in self.mismatches[:3])
+        more = len(self.mismatches) - 3
+        return head + (f"; (+{more} more)" if more > 0 else "")
+
+
+class TurnReplay(BaseModel):
+    """What one turn produced in a replay."""
+
+    turn_id: int
+    stage: str | None = None
+    stage_fingerprint: str | None = None
+    answer: Any = None
+    answer_fingerprint: str | None = None
+    error: str | None = None
+
+
+def canonical_json(obj: Any) -> str:
+    """The answer's canonical JSON text: sorted keys, compact separators, UTF-8 kept as is."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def answer_digest(answer: Any) -> str:
+    return hashlib.sha256(canonical_json(answer).encode("utf-8")).hexdigest()
+
+
+def _file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _stage_names(task_dir: Path) -> dict[int, str]:
+    graph = json.loads((task_dir / "hidden" / "graph.json").read_text(encoding="utf-8"))
+    return {int(s["turn_id"]): str(s["name"]) for s in graph.get("stages", [])}
+
+
+def _load(task_dir: Path) -> Task:
+    return load_task(
+        task_dir / "hidden", task_id=task_dir.name, base_path=str((task_dir / "agent").resolve())
+    )
+
+
+def replay_turns(task_dir: str | Path) -> list[TurnReplay]:
+    """Run every turn's reference code from scratch; stops after the first turn that raises
+    (later turns read its namespace)."""
+    task_dir = Path(task_dir)
+    task = _load(task_dir)
+    stages = _stage_names(task_dir)
+    namespace: dict[str, Any] = {}
+    exec(prelude(task), namespace)
+    results: list[TurnReplay] = []
+    try:
+        for turn in task.turns:
+            rec = TurnReplay(turn_id=turn.turn_id, stage=stages.get(turn.turn_id))
+            results.append(rec)
+            out = io.StringIO()
+            try:
+                with redirect_stdout(out):
+                    exec(compile(turn.code, f"<{task.task_id} turn {turn.turn_id}>", "exec"), namespace)
+            except Exception as exc:  # noqa: BLE001 - any failure of reference code is a replay failure
+                rec.error = f"{type(exc).__name__}: {exc}"
+                break
+            printed = [line for line in out.getvalue().splitlines() if line.strip()]
+            if not printed:
+                rec.error = "printed nothing (expected the answer as JSON on the last line)"
+                break
+            try:
+                rec.answer = json.loads(printed[-1])
+            except json.JSONDecodeError as exc:
+                rec.error = f"last printed line is not JSON ({exc.msg})"
+                break
+            rec.answer_fingerprint = answer_digest(rec.answer)
+            if rec.stage is not None:
+                value = namespace.get(rec.stage)
+                if value is None:
+                    rec.error = f"stage {rec.stage!r} was not materialized in the namespace"
+                    break
+                rec.stage_fingerprint = fingerprint(value)
+    finally:
+        con = namespace.get("con")
+        if con is not None and hasattr(con, "close"):
+            con.close()
+    return results
+
+
+def _as_table(results: list[TurnReplay]) -> dict[str, dict[str, str]]:
+    table: dict[str, dict[str, str]] = {}
+    for r in results:
+        entry: dict[str, str] = {}
+        if r.stage is not None and r.stage_fingerprint is not None:
+            entry[r.stage] = r.stage_fingerprint
+        if r.answer_fingerprint is not None:
+            entry[ANSWER_KEY] = r.answer_fingerprint
+        table[str(r.turn_id)] = entry
+    return table
+
+
+def write_fingerprints(task_dir: str | Path) -> dict[str, dict[str, str]]:
+    """Replay the task, check each answer against `task.json`, and write `hidden/fingerprints.json`.
+    Raises RuntimeError when a turn fails or its answer differs (the task is not reproducible)."""
+    task_dir = Path(task_dir)
+    expected = {t.turn_id: t.answer for t in _load(task_dir).turns}
+    results = replay_turns(task_dir)
+    for r in results:
+        if r.error is not None:
+            raise RuntimeError(f"{task_dir.name}: turn {r.turn_id} failed: {r.error}")
+        if r.answer != expected[r.turn_id]:
+            raise RuntimeError(f"{task_dir.name}: turn {r.turn_id} answer differs from task.json")
+    table = _as_table(results)
+    (task_dir / FINGERPRINTS).write_text(json.dumps(table, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return table
+
+
+def _check_manifest(task_dir: Path) -> list[Mismatch]:
+    path = task_dir / "manifest.json"
+    if not path.is_file():
+        return [Mismatch(kind="missing_file", file="manifest.json", reason="manifest.json is missing")]
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    agent = task_dir / manifest.get("agent_dir", "agent")
+    listed: dict[str, str] = manifest.get("sha256", {})
+    out: list[Mismatch] = []
+    for rel, digest in sorted(listed.items()):
+        f = agent / rel
+        if not f.is_file():
+            out.append(Mismatch(kind="agent_file", file=rel, reason=f"agent file {rel} is missing"))
+        elif _file_sha256(f) != digest:
+            out.append(
+                Mismatch(kind="agent_file", file=rel, reason=f"agent file {rel} differs from manifest.json")
+            )
+    present = (
+        {p.relative_to(agent).as_posix() for p in agent.rglob("*") if p.is_file()}
+        if agent.is_dir()
+        else set()
+    )
+    for rel in sorted(present - set(listed)):
+        out.append(Mismatch(kind="agent_file", file=rel, reason=f"agent file {rel} is not in manifest.json"))
+    return out
+
+
+def _load_saved(task_dir: Path) -> tuple[dict[str, dict[str, str]] | None, list[Mismatch]]:
+    path = task_dir / FINGERPRINTS
+    if not path.is_file():
+        return None, [Mismatch(kind="missing_file", file=FINGERPRINTS, reason=f"{FINGERPRINTS} is missing")]
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        return None, [Mismatch(kind="fingerprints_file", file=FINGERPRINTS,
+                               reason=f"{FINGERPRINTS} is not valid JSON ({exc.msg})")]  # fmt: skip
+    if (
+        not isinstance(saved, dict)
+        or "status" in saved
+        or not all(isinstance(v, dict) for v in saved.values())
+    ):
+        return None, [Mismatch(kind="fingerprints_file", file=FINGERPRINTS,
+                               reason=f"{FINGERPRINTS} holds no per-turn fingerprints (placeholder?)")]  # fmt: skip
+    return saved, []
+
+
+def verify_replay(task_dir: str | Path) -> ReplayReport:
+    """Re-run the task from scratch; ok only if the agent files, the answers and every saved
+    fingerprint reproduce exactly. Each mismatch names its turn, stage or file."""
+    task_dir = Path(task_dir)
+    mismatches = _check_manifest(task_dir)
+    saved, problems = _load_saved(task_dir)
+    mismatches += problems
+    try:
+        task = _load(task_dir)
+    except (FileNotFoundError, ValueError) as exc:
+        mismatches.append(Mismatch(kind="missing_file", file="hidden/task.json", reason=str(exc)))
+        return ReplayReport(task_id=task_dir.name, ok=False, mismatches=mismatches)
+    expected = {t.turn_id: t.answer for t in task.turns}
+    results = replay_turns(task_dir)
+    for r in results:
+        t = r.turn_id
+        if r.error is not None:
+            mismatches.append(Mismatch(turn_id=t, stage=r.stage, kind="execution",
+                                       reason=f"turn {t}: reference code failed: {r.error}"))  # fmt: skip
+            continue
+        if r.answer != expected[t]:
+            mismatches.append(Mismatch(turn_id=t, kind="answer",
+                                       reason=f"turn {t}: answer {canonical_json(r.answer)} differs from "
+                                       f"task.json {canonical_json(expected[t])}"))  # fmt: skip
+        if saved is None:
+            continue
+        entry = saved.get(str(t))
+        if entry is None:
+            mismatches.append(Mismatch(turn_id=t, kind="fingerprints_file",
+                                       reason=f"turn {t}: no saved fingerprints"))  # fmt: skip
+            continue
+        if entry.get(ANSWER_KEY) != r.answer_fingerprint:
+            mismatches.append(Mismatch(turn_id=t, kind="answer_fingerprint",
+                                       reason=f"turn {t}: answer fingerprint does not reproduce"))  # fmt: skip
+        if r.stage is not None and entry.get(r.stage) != r.stage_fingerprint:
+            mismatches.append(Mismatch(turn_id=t, stage=r.stage, kind="stage_fingerprint",
+                                       reason=f"turn {t}: stage {r.stage} fingerprint does not reproduce"))  # fmt: skip
+        stray = sorted(set(entry) - {ANSWER_KEY, *([r.stage] if r.stage else [])})
+        if stray:
+            mismatches.append(Mismatch(turn_id=t, kind="fingerprints_file",
+                                       reason=f"turn {t}: saved fingerprints for unknown stage(s) {stray}"))  # fmt: skip
+    ran = {r.turn_id for r in results}
+    for t in sorted(set(expected) - ran):
+        mismatches.append(Mismatch(turn_id=t, kind="execution", reason=f"turn {t}: not reached"))
+    if saved is not None:
+        for key in sorted(set(saved) - {str(t) for t in expected}, key=str):
+            mismatches.append(Mismatch(kind="fingerprints_file", file=FINGERPRINTS,
+                                       reason=f"saved fingerprints for turn {key}, which the task lacks"))  # fmt: skip
+    return ReplayReport(task_id=task_dir.name, ok=not mismatches, turns=len(results), mismatches=mismatches)
+
+
+# --- marker ---------------------------------------------------------------------------------
+
+_VOUCHED = ("manifest.json", "hidden/task.json", "hidden/graph.json", FINGERPRINTS)
+
+
+def _vouched_hashes(task_dir: Path) -> dict[str, str] | None:
+    hashes = {}
+    for rel in _VOUCHED:
+        path = task_dir / rel
+        if not path.is_file():
+            return None
+        hashes[rel] = _file_sha256(path)
+    return hashes
+
+
+def write_marker(task_dir: str | Path, report: ReplayReport) -> Path:
+    """Record a passing replay; the content is deterministic (hashes only, no times)."""
+    task_dir = Path(task_dir)
+    if not report.ok:
+        raise ValueError(f"{task_dir.name}: refusing to mark a failed replay ({report.summary()})")
+    hashes = _vouched_hashes(task_dir)
+    if hashes is None:
+        raise FileNotFoundError(f"{task_dir}: incomplete task folder")
+    path = task_dir / MARKER
+    body = {"ok": True, "task_id": report.task_id, "turns": report.turns, "sha256": hashes}
+    path.write_text(json.dumps(body, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
+def has_valid_marker(task_dir: str | Path) -> bool:
+    """True when the folder holds a passing replay marker whose hashes match the current manifest,
+    task, graph and fingerprints, and the agent files still match the manifest."""
+    task_dir = Path(task_dir)
+    path = task_dir / MARKER
+    if not path.is_file():
+        return False
+    try:
+        marker = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError:
+        return False
+    hashes = _vouched_hashes(task_dir)
+    if not marker.get("ok") or hashes is None or marker.get("sha256") != hashes:
+        return False
+    return not _check_manifest(task_dir)

