@@ -28,9 +28,9 @@ setup: $(STAMP) ## Create/refresh .venv (runtime + EXTRAS, default dev,train)
 test: $(STAMP) ## Run the test suite (CPU only)
 	$(PY) -m pytest -q
 
-check: $(STAMP) ## Lint (ruff) and type-check (mypy) the runtime library
+check: $(STAMP) ## Lint (ruff) all packages; type-check (mypy) stateguard and synthesis
 	$(VENV)/bin/ruff check stateguard synthesis training eval scripts tests
-	$(VENV)/bin/mypy stateguard
+	$(VENV)/bin/mypy stateguard synthesis
 
 eval: $(STAMP) ## Main job. For now: built-in offline demo, six-turn task, baseline vs StateGuard
 	$(PY) -m eval.demo $(if $(RUN),run_dir=$(RUN)) $(ARGS)

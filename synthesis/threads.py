@@ -96,8 +96,10 @@ def _sql_text(value: str) -> str:
 
 
 def _quantile(con: duckdb.DuckDBPyConnection, sql: str, q: float, step: float) -> float:
-    (value,) = con.execute(sql.format(q=q)).fetchone()
-    return round(float(value) / step) * step
+    row = con.execute(sql.format(q=q)).fetchone()
+    if row is None:
+        raise ValueError(f"quantile query returned no row: {sql}")
+    return round(float(row[0]) / step) * step
 
 
 def _num(value: float) -> str:
@@ -243,7 +245,7 @@ def _penguin_flippers(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thr
              "leader": f"{sex}_flipper_leader"}  # fmt: skip
 
     def render(p: Mapping[str, object], n: Mapping[str, str]) -> list[StageSpec]:
-        k = int(p["min_n"])  # type: ignore[arg-type]
+        k = int(str(p["min_n"]))
         tid = "penguin_flippers"
         return [
             StageSpec(
@@ -473,8 +475,8 @@ def _gap_popshare(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
     return Thread(
         thread_id="gap_popshare", family="gap_popshare", params={"min_lifeexp": low}, keys=list(names),
         render=render, default_names=names, tunable="pop", tunable_param="min_lifeexp", alternative=alt,
-        describe_change=lambda v: f"only countries with a life expectancy of at least {_num(float(v))} years "
-        "count",  # type: ignore[arg-type]
+        describe_change=lambda v: f"only countries with a life expectancy of at least {_num(float(str(v)))} years "
+        "count",
         base_tables=("gapminder",),
     )  # fmt: skip
 
