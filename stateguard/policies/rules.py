@@ -228,6 +228,7 @@ class RulesManager:
         """Numeric workspace values by name: scalar variables, plus the numeric fields of small
         dict/list variables (a `result` dict holds the unrounded values a report is printed from)."""
         out: dict[str, float] = {}
+        ambiguous: set[str] = set()  # a field name with different values in different places
         if ctx.workspace is None:
             return out
         for summary in ctx.workspace.list_variables():
@@ -241,10 +242,13 @@ class RulesManager:
                 leaves = list(numbers(value))
                 if len(leaves) <= 200:
                     for path, number in leaves:
-                        out.setdefault(field_name(path), number)
+                        name = field_name(path)
+                        if name in out and out[name] != number:
+                            ambiguous.add(name)
+                        out.setdefault(name, number)
             elif isinstance(value, int | float) and not isinstance(value, bool):
                 out[summary.name] = float(value)
-        return out
+        return {k: v for k, v in out.items() if k not in ambiguous}
 
     def _answer(self, steps: list[WorkerStep]) -> Any:
         for step in reversed(steps):

@@ -138,3 +138,16 @@ def test_run_dir_with_a_finished_run_is_refused(task: Task, tmp_path: Path) -> N
     run(task, tmp_path, "baseline", [])
     with pytest.raises(FileExistsError, match="already holds a run"):
         run(task, tmp_path, "baseline", [])
+
+
+def test_nested_answers_with_repeated_field_names_are_not_false_alarms(tmp_path: Path) -> None:
+    # Each group's dict repeats the field names; a clean turn must commit without a repair.
+    code = ('groups = {"a": {"n": 3, "mean": 1.25}, "b": {"n": 5, "mean": 2.5}}\n\n'
+            'result = {"answer_type": "map", "per_group": groups}\nprint(json_dumps_rounded(result, 2))')  # fmt: skip
+    from stateguard.task import Turn
+
+    task = Task(task_id="nested", turns=[Turn(turn_id=1, question="Per group counts and means, 2 decimals?", code=code,
+                                              answer={"per_group": {"a": {"n": 3, "mean": 1.25}, "b": {"n": 5, "mean": 2.5}}})],
+                base_path=str(tmp_path))  # fmt: skip
+    result = rollout(task, ScriptedWorker(), DictWorkspace(), flow=LONGDS, manager=RulesManager(), run_dir=tmp_path / "r")
+    assert result.repairs == 0 and result.committed_states == ["S1"]
