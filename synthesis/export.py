@@ -1,0 +1,218 @@
+"""SFT corpus and RL prompts from kept manager trajectories (paper B.3).
+
+    python -m synthesis.export TASKS_DIR OUT_DIR --seed 0
+
+For every built task under TASKS_DIR, `synthesis.trajectories.generate` runs the clean and repair
+rollouts; the kept ones become
+* SFT samples (`OUT_DIR/sft`, a Hugging Face `datasets` dataset saved with `save_to_disk`, plus a
+  README.md card): one ATOMIC sample per manager activation -- system prompt, the task so far and
+  that activation's observation, the accepted tool calls with their results, and exactly one
+  control action last -- and one FULL sample per trajectory concatenating all activations;
+* RL prompts (`OUT_DIR/rl/prompts.parquet`, verl's layout) for every verification decision point,
+  labelled with the expected control action and, for a repair, the affected variables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from stateguard.actions import tool_schemas
+from stateguard.lifecycle import Regime
+from stateguard.policies.prompts import system_prompt, task_block
+from stateguard.task import Task
+from synthesis.trajectories import (
+    ActivationLog,
+    TrajectoryRecord,
+    generate,
+    load_built_task,
+    rejection_counts,
+)
+
+__all__ = ["activation_messages", "build_samples", "export", "main", "rl_prompts", "write_rl", "write_sft"]
+
+ABILITY = "state_management"
+DATA_SOURCE = "stateguard_synth"
+
+
+def _observation(act: ActivationLog) -> str:
+    return "OBSERVATION\n" + json.dumps(act.observation, default=str)
+
+
+def activation_messages(act: ActivationLog, prefix: str) -> list[dict[str, Any]]:
+    """user (prefix + observation), then assistant tool-call batches with tool results, ending in
+    one assistant message holding exactly one control action. Rejected proposals are left out."""
+    msgs: list[dict[str, Any]] = [{"role": "user", "content": f"{prefix}{_observation(act)}"}]
+    pending: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] = []
+
+    def flush() -> None:
+        if pending:
+            msgs.append({"role": "assistant", "content": "", "tool_calls": list(pending)})
+            msgs.extend(results)
+            pending.clear()
+            results.clear()
+
+    for k, action in enumerate(a for a in act.actions if a.accepted):
+        call = {"id": f"call_{act.index}_{k}", "type": "function",
+                "function": {"name": action.name, "arguments": json.dumps(action.arguments, sort_keys=True)}}  # fmt: skip
+        if action.control:
+            flush()
+            msgs.append({"role": "assistant", "content": "", "tool_calls": [call]})
+            break
+        pending.append(call)
+        results.append({"role": "tool", "tool_call_id": call["id"], "name": action.name,
+                        "content": json.dumps(action.tool_result, default=str, sort_keys=True)})  # fmt: skip
+    return msgs
+
+
+def _labels(rec: TrajectoryRecord) -> dict[str, Any]:
+    iv = rec.intervention
+    return {"intervention_kind": iv.kind.value if iv else "none", "intervention_op": iv.operation if iv else "none",
+            "t_star": rec.t_star if rec.t_star is not None else -1}  # fmt: skip
+
+
+def _relations(graph: dict[int, list[str]], turns: list[int]) -> str:
+    return json.dumps(sorted({r for t in turns for r in graph.get(t, [])}))
+
+
+def build_samples(rec: TrajectoryRecord, task: Task, relations: dict[int, list[str]]) -> list[dict[str, Any]]:
+    system = {"role": "system", "content": system_prompt(Regime.TURN_ALIGNED)}
+    tools = json.dumps(tool_schemas())
+    base = {"variant": rec.variant, "task_id": rec.task_id, "trajectory_id": rec.trajectory_id, "tools": tools,
+            **_labels(rec)}  # fmt: skip
+    samples = []
+    full: list[dict[str, Any]] = [system]
+    seen_turn: int | None = None
+    for act in rec.activations:
+        turn = act.turn
+        atomic = [system, *activation_messages(act, task_block(task, turn) + "\n\n")]
+        samples.append({**base, "kind": "atomic", "activation": act.index, "turn": turn or 0,
+                        "relations": _relations(relations, [turn] if turn else []),
+                        "messages": json.dumps(atomic)})  # fmt: skip
+        if seen_turn is None:
+            prefix = task_block(task, turn) + "\n\n"
+        elif turn != seen_turn and turn is not None:
+            prefix = f"Turn {turn}: {task.turn(turn).prompt()}\n\n"
+        else:
+            prefix = ""
+        seen_turn = turn
+        full.extend(activation_messages(act, prefix))
+    samples.append({**base, "kind": "full", "activation": -1, "turn": 0,
+                    "relations": _relations(relations, list(relations)), "messages": json.dumps(full)})  # fmt: skip
+    return samples
+
+
+def rl_prompts(rec: TrajectoryRecord, task: Task) -> list[dict[str, Any]]:
+    """One verl row per verification decision point (activations at stage 'updated')."""
+    rows = []
+    system = {"role": "system", "content": system_prompt(Regime.TURN_ALIGNED)}
+    last_step = -1
+    for act in rec.activations:
+        last_step = act.observation.get("pending_end_step") or last_step
+        if act.observation.get("stage") != "updated" or act.turn is None:
+            continue
+        control = next((a for a in act.actions if a.accepted and a.control), None)
+        if control is None:
+            continue
+        truth: dict[str, Any] = {"action": control.name}
+        if control.name == "REPAIR":
+            truth["affected_variables"] = list(control.arguments["error_hint"]["error_variables"])
+            truth["intervention_kind"] = rec.intervention.kind.value if rec.intervention else None
+        user = {"role": "user", "content": task_block(task, act.turn) + "\n\n" + _observation(act)}
+        rows.append({
+            "data_source": DATA_SOURCE,
+            "prompt": [system, user],
+            "ability": ABILITY,
+            "reward_model": {"style": "rule", "ground_truth": json.dumps(truth, sort_keys=True)},
+            "extra_info": {
+                "task_id": rec.task_id, "turn": act.turn, "decision_point": act.index, "variant": rec.variant,
+                "worker_prefix": json.dumps({"trajectory_id": rec.trajectory_id, "fault_turn": rec.t_star,
+                                             "faulty_code": rec.faulty_code, "worker_step_upto": last_step}),
+            },
+        })  # fmt: skip
+    return rows
+
+
+def _relation_map(task_dir: Path) -> dict[int, list[str]]:
+    graph = json.loads((task_dir / "hidden" / "graph.json").read_text(encoding="utf-8"))
+    return {int(s["turn_id"]): sorted({r["type"] for r in s["relations"]}) for s in graph["stages"]}
+
+
+def write_sft(samples: list[dict[str, Any]], out: Path, rejections: dict[str, int]) -> None:
+    from datasets import Dataset  # heavy import, only when exporting
+
+    out.mkdir(parents=True, exist_ok=True)
+    Dataset.from_list(samples).save_to_disk(str(out))
+    by = Counter((s["variant"], s["kind"]) for s in samples)
+    kinds = Counter(s["intervention_kind"] for s in samples if s["kind"] == "full")
+    lines = [
+        "# StateGuard manager SFT corpus (synthesized)", "",
+        "Manager demonstrations from real rollouts of synthesized tasks: the scripted worker with an optional "
+        "counterfactual intervention, the rules manager plus the known intervention as teacher, kept by Keep(τ). "
+        "Columns: messages (JSON chat), tools (JSON tool schemas), variant, kind, task_id, trajectory_id, turn, "
+        "activation, relations, intervention_kind, intervention_op, t_star.", "",
+        f"Samples: {len(samples)}", "", "| variant | kind | count |", "|---|---|---|",
+        *[f"| {v} | {k} | {n} |" for (v, k), n in sorted(by.items())], "",
+        "Trajectories by intervention kind:", "",
+        *[f"- {k}: {n}" for k, n in sorted(kinds.items())], "",
+        f"Rejected trajectories by reason: {json.dumps(rejections)}", "",
+    ]  # fmt: skip
+    (out / "README.md").write_text("\n".join(lines), encoding="utf-8")
+
+
+def write_rl(rows: list[dict[str, Any]], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows), path)
+
+
+def export(tasks_dir: str | Path, out_dir: str | Path, *, seed: int = 0, repairs: int = 2) -> dict[str, Any]:
+    start = time.perf_counter()
+    out = Path(out_dir)
+    roots = sorted(p.parent.parent for p in Path(tasks_dir).glob("*/hidden/task.json"))
+    records: list[TrajectoryRecord] = []
+    samples: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
+    for root in roots:
+        task = load_built_task(root)
+        relations = _relation_map(root)
+        recs = generate(root, out, seed=seed, repairs=repairs)
+        records += recs
+        for rec in recs:
+            if rec.keep:
+                samples += build_samples(rec, task, relations)
+                rows += rl_prompts(rec, task)
+    rejections = rejection_counts(records)
+    write_sft(samples, out / "sft", rejections)
+    write_rl(rows, out / "rl" / "prompts.parquet")
+    summary = {
+        "tasks": len(roots), "trajectories": len(records), "kept": sum(r.keep for r in records),
+        "kept_by_variant": dict(Counter(r.variant for r in records if r.keep)), "rejections": rejections,
+        "sft_samples": dict(Counter(s["kind"] for s in samples)), "rl_prompts": len(rows),
+        "rl_by_action": dict(Counter(json.loads(r["reward_model"]["ground_truth"])["action"] for r in rows)),
+        "elapsed_s": round(time.perf_counter() - start, 2),
+    }  # fmt: skip
+    (out / "export_summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m synthesis.export", description=__doc__.splitlines()[0])
+    parser.add_argument("tasks_dir", help="folder of built tasks (<task_id>/agent, hidden)")
+    parser.add_argument("out_dir", help="receives sft/ (datasets), rl/prompts.parquet, runs/ and export_summary.json")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repairs", type=int, default=2, help="repair trajectories kept per task (at most)")
+    args = parser.parse_args(argv)
+    print(json.dumps(export(args.tasks_dir, args.out_dir, seed=args.seed, repairs=args.repairs), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

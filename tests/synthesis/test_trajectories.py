@@ -1,0 +1,99 @@
+"""Manager trajectories (B.3): real rollouts, Keep(τ), SFT dataset and verl RL prompts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from stateguard.actions import validate_action
+from stateguard.lifecycle import ControlAction
+from synthesis.export import export
+from synthesis.tasks import build_task
+from synthesis.trajectories import TrajectoryRecord, generate, keep
+
+
+@pytest.fixture(scope="module")
+def task_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_task(tmp_path_factory.mktemp("tasks"), dataset="penguins", seed=224049, turns=12)
+
+
+@pytest.fixture(scope="module")
+def records(task_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> list[TrajectoryRecord]:
+    return generate(task_dir, tmp_path_factory.mktemp("traj"), seed=0, repairs=2)
+
+
+def _split(records: list[TrajectoryRecord]) -> tuple[TrajectoryRecord, TrajectoryRecord]:
+    clean = next(r for r in records if r.variant == "clean")
+    repair = next(r for r in records if r.variant == "repair" and r.keep)
+    return clean, repair
+
+
+def test_clean_and_repair_are_kept(records: list[TrajectoryRecord]) -> None:
+    clean, repair = _split(records)
+    assert clean.keep and clean.rejections == []
+    assert keep(repair, clean).keep
+    assert repair.t_star is not None and repair.intervention is not None
+    assert repair.answers[repair.t_star] == clean.answers[repair.t_star]
+    repairs = [a for a in repair.action_events if a["name"] == "REPAIR" and a["accepted"]]
+    assert len(repairs) == 1
+    assert any(s["purpose"] == "faulty" for s in repair.worker_steps)
+
+
+def test_keep_rejects_dropped_retry(records: list[TrajectoryRecord]) -> None:
+    clean, repair = _split(records)
+    tampered = repair.model_copy(update={"worker_steps": [s for s in repair.worker_steps if s["purpose"] != "recompute"]})
+    verdict = keep(tampered, clean)
+    assert not verdict.keep and "demonstration_consumed" in verdict.failed
+
+
+def test_keep_rejects_changed_prefix(records: list[TrajectoryRecord]) -> None:
+    clean = next(r for r in records if r.variant == "clean")
+    repair = next(r for r in records if r.keep and r.t_star is not None and r.t_star > 1)
+    steps = [dict(s) for s in repair.worker_steps]
+    steps[0]["action"] += "\n# edited before t*"
+    verdict = keep(repair.model_copy(update={"worker_steps": steps}), clean)
+    assert not verdict.keep and verdict.failed == ["replay_fidelity"]
+
+
+def test_keep_rejects_second_repair(records: list[TrajectoryRecord]) -> None:
+    clean, repair = _split(records)
+    events = repair.action_events + [{"seq": 10**6, "name": "REPAIR", "accepted": True}]
+    verdict = keep(repair.model_copy(update={"action_events": events}), clean)
+    assert "demonstration_consumed" in verdict.failed
+
+
+def test_export_dataset_and_rl(task_dir: Path, tmp_path: Path) -> None:
+    from datasets import load_from_disk
+
+    summary = export(task_dir.parent, tmp_path / "out", seed=0, repairs=1)
+    assert summary["kept_by_variant"] == {"clean": 1, "repair": 1}
+    ds = load_from_disk(str(tmp_path / "out" / "sft"))
+    for col in ("messages", "tools", "variant", "kind", "task_id", "relations", "intervention_kind"):
+        assert col in ds.column_names
+    kinds = [k for k in ds["kind"]]
+    assert kinds.count("full") == 2 and kinds.count("atomic") == summary["sft_samples"]["atomic"] > 0
+    assert (tmp_path / "out" / "sft" / "README.md").read_text().count("| repair | atomic |") == 1
+    controls = {c.value for c in ControlAction}
+    for row in ds:
+        if row["kind"] != "atomic":
+            continue
+        messages = json.loads(row["messages"])
+        assert [m["role"] for m in messages[:2]] == ["system", "user"]
+        assistants = [m for m in messages if m["role"] == "assistant"]
+        calls = [c for m in assistants for c in m["tool_calls"]]
+        for call in calls:
+            validate_action(call["function"]["name"], json.loads(call["function"]["arguments"]))
+        assert messages[-1]["role"] == "assistant" and len(messages[-1]["tool_calls"]) == 1
+        assert [c["function"]["name"] in controls for c in calls].count(True) == 1
+        assert calls[-1]["function"]["name"] in controls
+
+    table = pq.read_table(tmp_path / "out" / "rl" / "prompts.parquet")
+    assert set(table.column_names) >= {"data_source", "prompt", "ability", "reward_model", "extra_info"}
+    rows = table.to_pylist()
+    truths = [json.loads(r["reward_model"]["ground_truth"]) for r in rows]
+    repairs = [t for t in truths if t["action"] == "REPAIR"]
+    assert len(repairs) == 1 and repairs[0]["affected_variables"]
+    assert all(r["ability"] == "state_management" and r["prompt"][0]["role"] == "system" for r in rows)
