@@ -24,7 +24,7 @@ import time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import hydra
 from omegaconf import DictConfig
@@ -74,6 +74,7 @@ class SynthResult(BaseModel):
     tasks: list[str]
     dropped: list[DroppedTask]
     elapsed_s: float
+    export: dict[str, Any] | None = Field(default=None, description="summary of the SFT/RL export, when enabled")
 
 
 def _derive(seed: int, dataset: str, index: int) -> int:
@@ -180,6 +181,12 @@ def run(cfg: DictConfig) -> SynthResult:
         dropped=dropped,
         elapsed_s=round(time.perf_counter() - start, 3),
     )
+    export_cfg = cfg.get("export")
+    if export_cfg is not None and export_cfg.get("enabled") and result.tasks:
+        from synthesis.export import export  # needs the `train` extra (datasets); imported only when used
+
+        summary = export(out_dir, Path(export_cfg.out_dir), seed=int(cfg.seed), repairs=int(export_cfg.repairs))
+        result.export = {**summary, "out_dir": str(export_cfg.out_dir)}
     (out_dir / SUMMARY).write_text(result.model_dump_json(indent=1) + "\n", encoding="utf-8")
     return result
 
@@ -192,6 +199,10 @@ def render(result: SynthResult) -> str:
         f"relations: {json.dumps(result.relation_counts)}",
     ]
     lines += [f"dropped {d.task_id}: {d.reason}" for d in result.dropped]
+    if result.export is not None:
+        e = result.export
+        lines.append(f"export: {e.get('kept')}/{e.get('trajectories')} trajectories kept; SFT samples "
+                     f"{json.dumps(e.get('sft_samples'))}; RL prompts {e.get('rl_prompts')} -> {e.get('out_dir', '')}")  # fmt: skip
     return "\n".join(lines)
 
 

@@ -20,9 +20,11 @@ pytestmark = pytest.mark.skipif(
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
 
-def _debug_cfg(out_dir: Path) -> DictConfig:
+def _debug_cfg(out_dir: Path, *, export: bool = False) -> DictConfig:
+    """The debug preset; the SFT/RL export is off unless a test is about it (it is covered in test_trajectories)."""
     with initialize_config_dir(config_dir=str(CONFIGS), version_base=None):
-        return compose("synth", overrides=["synth=debug", f"out_dir={out_dir}", "progress=false"])
+        overrides = ["synth=debug", f"out_dir={out_dir}", "progress=false", f"export.enabled={str(export).lower()}"]
+        return compose("synth", overrides=overrides)
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -134,3 +136,19 @@ def test_parallel_workers_match_serial(debug_run: tuple[Path, dict], tmp_path: P
     assert other.tasks == result["tasks"] and other.built == 2
     for task_id in result["tasks"]:
         assert _files(tmp_path / task_id) == _files(out / task_id), task_id
+
+
+def test_make_synth_also_exports_the_corpus_and_rl_prompts(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+    from datasets import load_from_disk
+
+    result = run(_debug_cfg(tmp_path, export=True))
+    assert result.export is not None and result.export["kept"] == result.export["trajectories"] > 0
+    corpus = tmp_path / "corpus"
+    sft = load_from_disk(str(corpus / "sft"))
+    assert len(sft) == sum(result.export["sft_samples"].values())
+    table = pq.read_table(corpus / "rl" / "prompts.parquet")
+    assert table.num_rows == result.export["rl_prompts"]
+    assert {"data_source", "prompt", "ability", "reward_model", "extra_info"} <= set(table.column_names)
+    summary = json.loads((tmp_path / "synth_summary.json").read_text())
+    assert summary["export"]["rl_prompts"] == table.num_rows
