@@ -16,18 +16,16 @@ import argparse
 import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from stateguard.llm.local_model import DEFAULT_MODEL, REGISTRY, LocalModelError, assemble, get_model
-from stateguard.llm.serving import free_port, log_tail, port_in_use, stop, wait_until
+from stateguard.llm.serving import free_port, log_tail, port_in_use, start_logged, stop, wait_until
 
 HOST = "127.0.0.1"
 REPO = Path(__file__).resolve().parent.parent
@@ -131,15 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     ]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
 
-    def on_term(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, on_term)
     t_start = time.monotonic()
-    with log.open("wb") as log_f:
-        proc = subprocess.Popen(
-            cmd, stdout=log_f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
-        )
+    proc = start_logged(cmd, env, log)
     try:
         wait_ready(proc, base_url, args.startup_timeout, log)
         print(

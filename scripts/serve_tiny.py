@@ -18,15 +18,12 @@ import argparse
 import contextlib
 import json
 import os
-import signal
-import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
-from types import FrameType
 
-from stateguard.llm.serving import free_port, stop, wait_until
+from stateguard.llm.serving import free_port, start_logged, stop, wait_until
 from training.tiny_model import DEFAULT_RESPONSE, build_tiny_model, is_built
 
 HOST = "127.0.0.1"
@@ -125,15 +122,8 @@ def main(argv: list[str] | None = None) -> int:
         "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
     }
 
-    def on_term(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, on_term)
     t_start = time.monotonic()
-    with log.open("wb") as log_f:
-        proc = subprocess.Popen(
-            cmd, stdout=log_f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
-        )
+    proc = start_logged(cmd, env, log)
     try:
         wait_until(proc, lambda: healthy(root), args.startup_timeout, "transformers serve", log)
         print(f"transformers serve ready in {time.monotonic() - t_start:.1f}s; log {log}")

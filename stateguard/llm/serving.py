@@ -5,11 +5,13 @@
 
 from __future__ import annotations
 
+import signal
 import socket
 import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 
 HOST = "127.0.0.1"
 
@@ -54,3 +56,15 @@ def stop(proc: subprocess.Popen[bytes], grace_s: float = 15) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def start_logged(cmd: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    """Start a server with stdout+stderr in `log`; SIGTERM to the launcher becomes KeyboardInterrupt so its
+    `finally: stop(proc)` runs and no server is left behind."""
+
+    def on_term(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_term)
+    with log.open("wb") as log_f:
+        return subprocess.Popen(cmd, stdout=log_f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
