@@ -31,6 +31,7 @@ from omegaconf import DictConfig
 from pydantic import BaseModel, Field
 from tqdm import tqdm
 
+from synthesis.freeze import FreezeError, bench_manifest, check_frozen, write_frozen
 from synthesis.replay import has_valid_marker, verify_replay, write_marker
 from synthesis.sources.tabular import get_info
 from synthesis.tasks import build_task
@@ -75,6 +76,7 @@ class SynthResult(BaseModel):
     dropped: list[DroppedTask]
     elapsed_s: float
     export: dict[str, Any] | None = Field(default=None, description="summary of the SFT/RL export, when enabled")
+    bench_sha256: str | None = Field(default=None, description="SHA-256 of the benchmark manifest (freeze != off)")
 
 
 def _derive(seed: int, dataset: str, index: int) -> int:
@@ -181,6 +183,11 @@ def run(cfg: DictConfig) -> SynthResult:
         dropped=dropped,
         elapsed_s=round(time.perf_counter() - start, 3),
     )
+    freeze = str(cfg.get("freeze", "off"))
+    if freeze not in ("off", "check", "update"):
+        raise ValueError(f"freeze={freeze!r}: use off, check or update")
+    if freeze != "off":
+        result.bench_sha256 = _freeze(cfg, out_dir, result, freeze)
     export_cfg = cfg.get("export")
     if export_cfg is not None and export_cfg.get("enabled") and result.tasks:
         from synthesis.export import export  # needs the `train` extra (datasets); imported only when used
@@ -191,6 +198,21 @@ def run(cfg: DictConfig) -> SynthResult:
     return result
 
 
+def _freeze(cfg: DictConfig, out_dir: Path, result: SynthResult, mode: str) -> str:
+    """Check (or, deliberately, rewrite) the frozen record of this benchmark; see synthesis.freeze."""
+    if result.dropped:
+        raise FreezeError(f"{len(result.dropped)} task(s) dropped ({result.dropped[0].task_id}: "
+                          f"{result.dropped[0].reason}); a frozen benchmark must build every task")  # fmt: skip
+    manifest = bench_manifest(out_dir, result.tasks)
+    (out_dir / "bench_manifest.json").write_bytes(json.dumps(manifest, indent=1, sort_keys=True).encode() + b"\n")
+    if mode == "update":
+        digest = write_frozen(manifest, cfg.frozen_manifest)
+        log.warning("frozen benchmark record rewritten: %s (sha256 %s); put this hash in frozen_sha256",
+                    cfg.frozen_manifest, digest)  # fmt: skip
+        return digest
+    return check_frozen(manifest, cfg.frozen_manifest, cfg.get("frozen_sha256"))
+
+
 def render(result: SynthResult) -> str:
     lines = [
         f"synth: {len(result.tasks)}/{result.requested} tasks verified in {result.out_dir} "
@@ -199,6 +221,8 @@ def render(result: SynthResult) -> str:
         f"relations: {json.dumps(result.relation_counts)}",
     ]
     lines += [f"dropped {d.task_id}: {d.reason}" for d in result.dropped]
+    if result.bench_sha256 is not None:
+        lines.append(f"benchmark manifest sha256: {result.bench_sha256}")
     if result.export is not None:
         e = result.export
         lines.append(f"export: {e.get('kept')}/{e.get('trajectories')} trajectories kept; SFT samples "

@@ -51,6 +51,7 @@ __all__ = ["MIN_TURNS", "PlannedStage", "build_task", "main", "plan_task", "rend
 
 MIN_TURNS = 8
 EXTRA_STAGES = 4  # combine, update, update child, rollback
+MAX_COPIES = 4  # instances of each thread family a long task may draw
 
 
 @dataclass
@@ -78,7 +79,7 @@ def _combine_spec(a: StageSpec, b: StageSpec) -> StageSpec:
     va, vb = a.join_value, b.join_value
     if va == vb:
         va, vb = f"{va}_1", f"{vb}_2"
-    name = f"{a.name}_vs_{b.thread.split('_')[-1]}"
+    name = f"{a.name}_vs_{b.thread.split('_', 1)[-1]}"
     sql = (
         f"CREATE OR REPLACE TABLE {name} AS\nSELECT l.{key}, l.{a.join_value} AS {va}, r.{b.join_value} AS {vb}\n"
         f"FROM {a.name} AS l\nJOIN {b.name} AS r USING ({key})"
@@ -179,7 +180,8 @@ def _loader(dataset: str, tables: list[str]) -> list[str]:
     lines = [
         "import duckdb",
         "",
-        "con = duckdb.connect()  # in-memory: base tables and every stage table live here",
+        "# in-memory: base tables and every stage table live here; one thread, so sums add in a fixed order",
+        'con = duckdb.connect(config={"threads": 1})',
     ]
     for name in tables:
         spec = info.table(name)
@@ -306,6 +308,11 @@ def build_task(out_dir: str | Path, *, dataset: str = "penguins", seed: int = 0,
     try:
         load_into_duckdb(prof, info.name)
         threads = generate_threads(prof, info.name, rng)
+        copies = 1
+        while sum(len(t.keys) for t in threads) + EXTRA_STAGES < turns and copies < MAX_COPIES:
+            copies += 1  # long task: more instances of each family, from a stream of their own
+            threads = generate_threads(prof, info.name, random.Random(f"{info.name}:{seed}:{turns}:{copies}"),
+                                       copies=copies)  # fmt: skip
         for _attempt in range(50):
             planned = plan_task(threads, rng, turns)
             stages = [Stage(name=p.spec.name, sql=p.spec.sql) for p in planned]

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import duckdb
@@ -201,7 +201,8 @@ def _penguin_bills(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread
                 name=n["ratio"], thread=tid, note=f"mean bill length/depth ratio per species on {island}",
                 sql=f"CREATE OR REPLACE TABLE {n['ratio']} AS\nSELECT species, COUNT(*) AS n_birds, "
                 f"AVG(bill_length_mm / bill_depth_mm) AS mean_bill_ratio\nFROM {n['birds']}\nGROUP BY species",
-                question="For each species in that subset, compute the mean ratio of bill length to bill "
+                question=f"For each species among the kept {island} penguins (bill length at least {t} mm), compute "
+                "the mean ratio of bill length to bill "
                 "depth (unitless). Report `bill_ratio`: species -> mean ratio rounded to 2 decimal places.",
                 answer_sql=f"SELECT species, {rounded('mean_bill_ratio')} FROM {n['ratio']} ORDER BY species",
                 answer_kind="map", fields=("bill_ratio",), join_key="species", join_value="mean_bill_ratio",
@@ -210,7 +211,7 @@ def _penguin_bills(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread
                 name=n["rank"], thread=tid, note="species ranked by bill ratio",
                 sql=f"CREATE OR REPLACE TABLE {n['rank']} AS\nSELECT species, mean_bill_ratio, "
                 f"RANK() OVER (ORDER BY mean_bill_ratio DESC) AS ratio_rank\nFROM {n['ratio']}",
-                question="Rank those species by mean bill ratio, highest first. Report `top_species` and "
+                question=f"Rank the species on {island} by that mean bill ratio, highest first. Report `top_species` and "
                 "`top_ratio` (rounded to 2 decimal places).",
                 answer_sql=f"SELECT species, {rounded('mean_bill_ratio')} FROM {n['rank']} "
                 "ORDER BY ratio_rank, species LIMIT 1",
@@ -265,7 +266,7 @@ def _penguin_flippers(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thr
                 f"  MAX(CASE WHEN year = {y1} THEN mean_flipper_mm END) - "
                 f"MAX(CASE WHEN year = {y0} THEN mean_flipper_mm END) AS change_mm\n"
                 f"FROM {n['by_year']}\nGROUP BY species\nHAVING change_mm IS NOT NULL",
-                question=f"Per species, how much did that mean flipper length change from {y0} to {y1}? "
+                question=f"Per species, how much did the mean flipper length of {sex} penguins change from {y0} to {y1}? "
                 "Report `change_mm`: species -> change in mm, rounded to 2 decimal places.",
                 answer_sql=f"SELECT species, {rounded('change_mm')} FROM {n['growth']} ORDER BY species",
                 answer_kind="map", fields=("change_mm",), join_key="species", join_value="change_mm",
@@ -274,7 +275,7 @@ def _penguin_flippers(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thr
                 name=n["leader"], thread=tid, note="species with the largest flipper change",
                 sql=f"CREATE OR REPLACE TABLE {n['leader']} AS\nSELECT species, change_mm FROM {n['growth']}\n"
                 "ORDER BY change_mm DESC, species\nLIMIT 1",
-                question="Which species had the largest increase? Report `species` and `change_mm` "
+                question=f"Which species had the largest increase in mean {sex} flipper length? Report `species` and `change_mm` "
                 "(rounded to 2 decimal places).",
                 answer_sql=f"SELECT species, {rounded('change_mm')} FROM {n['leader']}",
                 answer_kind="row", fields=("species", "change_mm"),
@@ -335,7 +336,7 @@ def _gap_growth(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
                 f"  100 * (MAX(CASE WHEN year = {y1} THEN gdpPercap END) / "
                 f"MAX(CASE WHEN year = {y0} THEN gdpPercap END) - 1) AS growth_pct\n"
                 f"FROM {n['rows']}\nGROUP BY country",
-                question=f"For each of those countries, compute the growth of GDP per capita from {y0} to "
+                question=f"For each {continent} country kept for {y0} and {y1}, compute the growth of GDP per capita from {y0} to "
                 f"{y1} in percent. Report `n_countries`, `median_growth_pct` and `max_growth_pct` (percent, "
                 "rounded to 2 decimal places).",
                 answer_sql=f"SELECT COUNT(*), {rounded('MEDIAN(growth_pct)')}, {rounded('MAX(growth_pct)')} "
@@ -346,7 +347,8 @@ def _gap_growth(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
                 name=n["fast"], thread=tid, note=f"fast growers (>= {t}%)",
                 sql=f"CREATE OR REPLACE TABLE {n['fast']} AS\nSELECT * FROM {n['growth']}\n"
                 f"WHERE growth_pct >= {t}",
-                question=f"Call a country a fast grower when that growth is at least {t}%. Report "
+                question=f"Call a {continent} country a fast grower when its GDP-per-capita growth from {y0} to {y1} is "
+                f"at least {t}%. Report "
                 "`n_fast` (count) and `mean_growth_pct` (their mean growth in percent, rounded to 2 "
                 "decimal places).",
                 answer_sql=f"SELECT COUNT(*), {rounded('AVG(growth_pct)')} FROM {n['fast']}",
@@ -356,7 +358,7 @@ def _gap_growth(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
                 name=n["top"], thread=tid, note="top-3 fast growers",
                 sql=f"CREATE OR REPLACE TABLE {n['top']} AS\nSELECT country, growth_pct FROM {n['fast']}\n"
                 "ORDER BY growth_pct DESC, country\nLIMIT 3",
-                question="List the (at most) three fastest growers. Report `top_growers`: country -> "
+                question=f"List the (at most) three fastest-growing {continent} countries ({y0} to {y1}). Report `top_growers`: country -> "
                 "growth in percent, rounded to 2 decimal places.",
                 answer_sql=f"SELECT country, {rounded('growth_pct')} FROM {n['top']} ORDER BY growth_pct DESC, country",
                 answer_kind="map", fields=("top_growers",),
@@ -403,7 +405,7 @@ def _gap_lifeexp(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
                 name=n["by_cont"], thread=tid, note=f"mean life expectancy per continent in {year}",
                 sql=f"CREATE OR REPLACE TABLE {n['by_cont']} AS\nSELECT continent, COUNT(*) AS n_countries, "
                 f"AVG(lifeExp) AS mean_lifeexp\nFROM {n['rows']}\nGROUP BY continent",
-                question="Compute the mean life expectancy per continent over those countries. Report "
+                question=f"Compute the mean life expectancy per continent over the countries kept for {year}. Report "
                 "`lifeexp_by_continent`: continent -> years, rounded to 2 decimal places.",
                 answer_sql=f"SELECT continent, {rounded('mean_lifeexp')} FROM {n['by_cont']} ORDER BY continent",
                 answer_kind="map", fields=("lifeexp_by_continent",), join_key="continent",
@@ -414,7 +416,7 @@ def _gap_lifeexp(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
                 sql=f"CREATE OR REPLACE TABLE {n['gap']} AS\nSELECT arg_max(continent, mean_lifeexp) AS best, "
                 "arg_min(continent, mean_lifeexp) AS worst,\n  MAX(mean_lifeexp) - MIN(mean_lifeexp) AS gap_years\n"
                 f"FROM {n['by_cont']}",
-                question="Which continents have the highest and lowest mean, and how large is the gap? "
+                question=f"Which continents have the highest and lowest mean life expectancy in {year}, and how large is the gap? "
                 "Report `best`, `worst` and `gap_years` (rounded to 2 decimal places).",
                 answer_sql=f"SELECT best, worst, {rounded('gap_years')} FROM {n['gap']}",
                 answer_kind="row", fields=("best", "worst", "gap_years"),
@@ -456,7 +458,8 @@ def _gap_popshare(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
                 name=n["share"], thread=tid, note=f"population share per continent in {year}",
                 sql=f"CREATE OR REPLACE TABLE {n['share']} AS\nSELECT continent, "
                 f"100 * total_pop / SUM(total_pop) OVER () AS share_pct\nFROM {n['pop']}",
-                question="What share of that population lives on each continent? Report `share_pct`: "
+                question=f"What share of that {year} population (countries with a life expectancy of at least {t} years) "
+                "lives on each continent? Report `share_pct`: "
                 "continent -> percent, rounded to 2 decimal places.",
                 answer_sql=f"SELECT continent, {rounded('share_pct')} FROM {n['share']} ORDER BY continent",
                 answer_kind="map", fields=("share_pct",), join_key="continent", join_value="share_pct",
@@ -465,7 +468,7 @@ def _gap_popshare(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
                 name=n["top"], thread=tid, note="continent with the largest share",
                 sql=f"CREATE OR REPLACE TABLE {n['top']} AS\nSELECT continent, share_pct FROM {n['share']}\n"
                 "ORDER BY share_pct DESC, continent\nLIMIT 1",
-                question="Which continent holds the largest share? Report `continent` and `share_pct` "
+                question=f"Which continent holds the largest share of that {year} population? Report `continent` and `share_pct` "
                 "(rounded to 2 decimal places).",
                 answer_sql=f"SELECT continent, {rounded('share_pct')} FROM {n['top']}",
                 answer_kind="row", fields=("continent", "share_pct"),
@@ -509,7 +512,7 @@ def _nyc_delays(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
                 name=n["by_cm"], thread=tid, note="delayed flights per carrier and month",
                 sql=f"CREATE OR REPLACE TABLE {n['by_cm']} AS\nSELECT carrier, month, COUNT(*) AS n_delayed\n"
                 f"FROM {n['delayed']}\nGROUP BY carrier, month",
-                question="Count delayed flights per carrier and month. Report `n_cells` (carrier-month "
+                question=f"Count the flights delayed by at least {t} minutes per carrier and month. Report `n_cells` (carrier-month "
                 "pairs) and `max_cell` (the largest count).",
                 answer_sql=f"SELECT COUNT(*), MAX(n_delayed) FROM {n['by_cm']}",
                 answer_kind="row", fields=("n_cells", "max_cell"),
@@ -519,7 +522,7 @@ def _nyc_delays(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
                 sql=f"CREATE OR REPLACE TABLE {n['share']} AS\nSELECT carrier, SUM(n_delayed) AS n_delayed, "
                 f"100 * SUM(n_delayed) / SUM(SUM(n_delayed)) OVER () AS share_pct\nFROM {n['by_cm']}\n"
                 "GROUP BY carrier",
-                question="What share of all delayed flights does each carrier have? Report `share_pct`: "
+                question=f"What share of all flights delayed by at least {t} minutes does each carrier have? Report `share_pct`: "
                 "carrier -> percent, rounded to 2 decimal places.",
                 answer_sql=f"SELECT carrier, {rounded('share_pct')} FROM {n['share']} ORDER BY carrier",
                 answer_kind="map", fields=("share_pct",), join_key="carrier", join_value="share_pct",
@@ -528,7 +531,7 @@ def _nyc_delays(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
                 name=n["top"], thread=tid, note=f"top-{k} carriers by delay share",
                 sql=f"CREATE OR REPLACE TABLE {n['top']} AS\nSELECT carrier, share_pct FROM {n['share']}\n"
                 f"ORDER BY share_pct DESC, carrier\nLIMIT {k}",
-                question=f"Which {k} carriers have the largest shares? Report `top_carriers`: carrier -> "
+                question=f"Which {k} carriers have the largest shares of those delays (at least {t} minutes)? Report `top_carriers`: carrier -> "
                 "percent, rounded to 2 decimal places.",
                 answer_sql=f"SELECT carrier, {rounded('share_pct')} FROM {n['top']} ORDER BY share_pct DESC, carrier",
                 answer_kind="map", fields=("top_carriers",),
@@ -574,7 +577,7 @@ def _nyc_weather(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
                 name=n["flights"], thread=tid, note="flights scheduled in windy hours",
                 sql=f"CREATE OR REPLACE TABLE {n['flights']} AS\nSELECT f.*\nFROM flights AS f\n"
                 f"JOIN {n['windy']} AS w USING (origin, year, month, day, hour)\nWHERE f.dep_delay IS NOT NULL",
-                question="Match the flights scheduled to depart in those windy hours. Report `n_flights` and "
+                question=f"Match the flights scheduled to depart from {origin} in those windy hours. Report `n_flights` and "
                 "`mean_dep_delay_min` (rounded to 2 decimal places).",
                 answer_sql=f"SELECT COUNT(*), {rounded('AVG(dep_delay)')} FROM {n['flights']}",
                 answer_kind="row", fields=("n_flights", "mean_dep_delay_min"),
@@ -623,7 +626,7 @@ def _nyc_routes(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
                 name=n["by_dest"], thread=tid, note="mean arrival delay per destination",
                 sql=f"CREATE OR REPLACE TABLE {n['by_dest']} AS\nSELECT dest, COUNT(*) AS n_flights, "
                 f"AVG(arr_delay) AS mean_arr_delay\nFROM {n['long']}\nGROUP BY dest",
-                question="Which destination has the largest mean arrival delay? Report `dest` and "
+                question=f"Among flights of at least {t} miles, which destination has the largest mean arrival delay? Report `dest` and "
                 "`mean_arr_delay_min` (rounded to 2 decimal places).",
                 answer_sql=f"SELECT dest, {rounded('mean_arr_delay')} FROM {n['by_dest']} "
                 "ORDER BY mean_arr_delay DESC, dest LIMIT 1",
@@ -633,7 +636,8 @@ def _nyc_routes(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
                 name=n["by_carrier"], thread=tid, note="long-flight counts per carrier",
                 sql=f"CREATE OR REPLACE TABLE {n['by_carrier']} AS\nSELECT carrier, COUNT(*) AS n_long, "
                 f"AVG(arr_delay) AS mean_arr_delay\nFROM {n['long']}\nGROUP BY carrier",
-                question="How many such flights does each carrier operate? Report `n_long`: carrier -> count.",
+                question=f"How many flights of at least {t} miles (with an arrival delay) does each carrier operate? Report `n_long`: "
+                "carrier -> count.",
                 answer_sql=f"SELECT carrier, n_long FROM {n['by_carrier']} ORDER BY carrier",
                 answer_kind="map", fields=("n_long",), join_key="carrier", join_value="n_long",
             ),
@@ -654,8 +658,45 @@ FAMILIES: dict[str, list[Callable[[duckdb.DuckDBPyConnection, random.Random], Th
 }
 
 
-def generate_threads(con: duckdb.DuckDBPyConnection, dataset: str, rng: random.Random) -> list[Thread]:
-    """One thread per family of `dataset` (loaded in `con` with `load_into_duckdb`), in family order."""
+def generate_threads(
+    con: duckdb.DuckDBPyConnection, dataset: str, rng: random.Random, *, copies: int = 1
+) -> list[Thread]:
+    """Threads of `dataset` (loaded in `con` with `load_into_duckdb`): `copies` rounds over its families.
+
+    Round 1 is one thread per family, in family order. Later rounds (for long tasks) draw fresh
+    instances of each family (another species, continent, airport, ...) whose table names differ
+    from every earlier thread's. A family whose tables do not depend on a categorical draw gets an
+    instance with other parameters (thresholds) and names suffixed `_<round>`; a family that
+    yields neither in six draws sits that round out. Copies get the thread id `<family>_<round>`.
+    """
     if dataset not in FAMILIES:
         raise ValueError(f"no thread families for dataset {dataset!r}; known: {sorted(FAMILIES)}")
-    return [family(con, rng) for family in FAMILIES[dataset]]
+    if copies < 1:
+        raise ValueError(f"copies must be >= 1, got {copies}")
+    threads = [family(con, rng) for family in FAMILIES[dataset]]
+    used = {name for t in threads for name in t.default_names.values()}
+    for round_ in range(2, copies + 1):
+        for family in FAMILIES[dataset]:
+            draws = [family(con, rng) for _draw in range(6)]
+            fresh = [t for t in draws if not used & set(t.default_names.values())]
+            if fresh:
+                t = fresh[0]
+            else:  # same tables (a family without a categorical draw): other parameters, suffixed names
+                seen = [x.params for x in threads if x.family == draws[0].family]
+                other = [t for t in draws if t.params not in seen]
+                if not other:
+                    continue
+                t = replace(other[0], default_names={k: f"{v}_{round_}" for k, v in other[0].default_names.items()})
+            threads.append(_renamed(t, f"{t.family}_{round_}"))
+            used |= set(t.default_names.values())
+    return threads
+
+
+def _renamed(thread: Thread, thread_id: str) -> Thread:
+    """The same thread under another id (its stages carry the new id too)."""
+    inner = thread.render
+
+    def render(p: Mapping[str, object], n: Mapping[str, str]) -> list[StageSpec]:
+        return [replace(spec, thread=thread_id) for spec in inner(p, n)]
+
+    return replace(thread, thread_id=thread_id, render=render)

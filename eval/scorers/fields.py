@@ -1,9 +1,16 @@
 """Deterministic field judge: is a reported answer dict correct on the requested fields?
 
-Offline counterpart of LongDS's LLM judge criteria: only the fields present in the expected
-answer are judged (`answer_type` is a label and ignored); numbers must match exactly up to
-trailing zeros; strings match ignoring case and surrounding spaces; lists are compared in
-order; nested dicts recursively. A missing field is wrong.
+Offline counterpart of LongDS's LLM judge criteria (paper C.3):
+* only the fields present in the expected answer are judged; `answer_type` is a label and ignored,
+  and a field name matches regardless of case, spaces, `-` and `_` when there is no exact match;
+* numbers must match exactly up to trailing zeros, unless the expected dict states a tolerance
+  (`tolerance` or `abs_tol`: absolute, `rel_tol`: relative; it applies to every number inside
+  that dict); a number written as text ("1,234.50", "$75.8533", "75.85330") counts as that
+  number, and a trailing "%" is dropped without rescaling ("12.5%" is 12.5, not 0.125);
+* strings match ignoring case and runs of white space;
+* lists are compared in order, except that adjacent records tied on their ranking value may
+  come in any order (the ranking value is the field named by a sibling `primary_metric`, else
+  all numeric fields of the record); nested dicts recursively. A missing field is wrong.
 
     judge_fields({"revenue": 720.0}, {"revenue": 720, "note": "x"}) -> True
 """
@@ -11,22 +18,130 @@ order; nested dicts recursively. A missing field is wrong.
 from __future__ import annotations
 
 import math
+import re
+from dataclasses import dataclass
 from typing import Any
 
 IGNORED = frozenset({"answer_type"})
+TOLERANCE_KEYS = frozenset({"tolerance", "abs_tol", "rel_tol"})
+EXACT = 1e-9  # "exact": only float noise is forgiven
+
+_NUMBER_TEXT = re.compile(r"^[-+]?\$?[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?%?$")
 
 
-def _equal(expected: Any, got: Any) -> bool:
+@dataclass(frozen=True)
+class _Tolerance:
+    absolute: float = EXACT
+    relative: float = 0.0
+
+
+EXACT_TOLERANCE = _Tolerance()
+
+
+def _number(value: Any) -> float | None:
+    """A real number, or text that is wholly one number in common notation; else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        text = value.strip().replace(" ", "")
+        if not text or not _NUMBER_TEXT.match(text) or not any(c.isdigit() for c in text):
+            return None
+        try:
+            return float(text.replace("$", "").replace(",", "").rstrip("%"))
+        except ValueError:
+            return None
+    return None
+
+
+def _key(name: Any) -> str:
+    return re.sub(r"[\s_\-]+", "", str(name)).casefold()
+
+
+def _lookup(got: dict[Any, Any], key: Any) -> tuple[bool, Any]:
+    if key in got:
+        return True, got[key]
+    matches = [v for k, v in got.items() if _key(k) == _key(key)]
+    return (True, matches[0]) if len(matches) == 1 else (False, None)
+
+
+def _tolerance(expected: dict[Any, Any], outer: _Tolerance) -> _Tolerance:
+    absolute = _number(expected.get("tolerance", expected.get("abs_tol")))
+    relative = _number(expected.get("rel_tol"))
+    if absolute is None and relative is None:
+        return outer
+    return _Tolerance(absolute=abs(absolute) if absolute is not None else outer.absolute,
+                      relative=abs(relative) if relative is not None else outer.relative)  # fmt: skip
+
+
+def _rank_value(record: Any, metric: Any) -> tuple[float, ...] | None:
+    """What a ranked record is ordered by; None when it has no numeric value to tie on."""
+    if not isinstance(record, dict):
+        return None
+    if isinstance(metric, str) and metric in record and _number(record[metric]) is not None:
+        return (_number(record[metric]) or 0.0,)
+    values = tuple(n for k, v in sorted(record.items(), key=lambda kv: str(kv[0]))
+                   if k not in IGNORED and (n := _number(v)) is not None and not isinstance(v, str))  # fmt: skip
+    return values or None
+
+
+def _tied_blocks(expected: list[Any], metric: Any) -> list[list[Any]]:
+    blocks: list[list[Any]] = []
+    previous: tuple[float, ...] | None = None
+    for item in expected:
+        value = _rank_value(item, metric)
+        if blocks and value is not None and value == previous:
+            blocks[-1].append(item)
+        else:
+            blocks.append([item])
+        previous = value
+    return blocks
+
+
+def _same_multiset(expected: list[Any], got: list[Any], tol: _Tolerance) -> bool:
+    remaining = list(got)
+    for item in expected:
+        for i, candidate in enumerate(remaining):
+            if _equal(item, candidate, tol):
+                del remaining[i]
+                break
+        else:
+            return False
+    return True
+
+
+def _equal_lists(expected: list[Any], got: list[Any], tol: _Tolerance, metric: Any) -> bool:
+    if len(expected) != len(got):
+        return False
+    start = 0
+    for block in _tied_blocks(expected, metric):
+        part = got[start : start + len(block)]
+        if not (_equal(block[0], part[0], tol) if len(block) == 1 else _same_multiset(block, part, tol)):
+            return False
+        start += len(block)
+    return True
+
+
+def _equal(expected: Any, got: Any, tol: _Tolerance = EXACT_TOLERANCE, metric: Any = None) -> bool:
     if isinstance(expected, bool) or isinstance(got, bool):
         return isinstance(got, bool) and isinstance(expected, bool) and expected == got
-    if isinstance(expected, int | float) and isinstance(got, int | float):
-        return math.isclose(float(expected), float(got), rel_tol=0.0, abs_tol=1e-9)
+    want, have = _number(expected), _number(got)
+    if want is not None and have is not None:
+        return math.isclose(want, have, rel_tol=tol.relative, abs_tol=tol.absolute)
     if isinstance(expected, str) and isinstance(got, str):
-        return expected.strip().lower() == got.strip().lower()
+        return " ".join(expected.split()).casefold() == " ".join(got.split()).casefold()
     if isinstance(expected, dict) and isinstance(got, dict):
-        return all(k in got and _equal(v, got[k]) for k, v in expected.items() if k not in IGNORED)
+        inner = _tolerance(expected, tol)
+        for key, value in expected.items():
+            if key in IGNORED or key in TOLERANCE_KEYS:
+                continue
+            found, other = _lookup(got, key)
+            if not found or not _equal(value, other, inner, expected.get("primary_metric")):
+                return False
+        return True
     if isinstance(expected, list) and isinstance(got, list):
-        return len(expected) == len(got) and all(_equal(a, b) for a, b in zip(expected, got, strict=True))
+        return _equal_lists(expected, got, tol, metric)
     return bool(expected == got)
 
 

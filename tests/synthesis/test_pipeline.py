@@ -121,10 +121,10 @@ def test_same_seed_same_bytes(debug_run: tuple[Path, dict], tmp_path: Path) -> N
 
 def test_unbuildable_tasks_are_dropped_with_reason(tmp_path: Path) -> None:
     cfg = _debug_cfg(tmp_path)
-    cfg.turns.min = cfg.turns.max = 30  # more turns than the threads provide
+    cfg.turns.min = cfg.turns.max = 60  # more turns than even four rounds of threads provide
     result = run(cfg)
     assert result.tasks == [] and len(result.dropped) == 2
-    assert all("build failed" in d.reason and "30 turns" in d.reason for d in result.dropped)
+    assert all("build failed" in d.reason and "60 turns" in d.reason for d in result.dropped)
     assert sorted(p.name for p in tmp_path.iterdir()) == [SUMMARY]  # no half-built folders left
 
 

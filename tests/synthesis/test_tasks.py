@@ -116,3 +116,37 @@ def test_cli_gapminder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert "9 turns" in capsys.readouterr().out
     graph = _graph(tmp_path / "gapminder_s3_t9")
     assert {r["type"] for s in graph["stages"] for r in s["relations"]} >= {"combine", "invalidate", "init"}
+
+
+@pytest.mark.parametrize("dataset", ["penguins", "gapminder"])
+def test_copies_are_distinct_instances_with_their_own_ids(dataset: str) -> None:
+    import random
+
+    import duckdb
+
+    from synthesis.sources.tabular import load_into_duckdb
+    from synthesis.threads import FAMILIES, generate_threads
+
+    con = duckdb.connect()
+    load_into_duckdb(con, dataset)
+    one = generate_threads(con, dataset, random.Random(3))
+    three = generate_threads(con, dataset, random.Random(3), copies=3)
+    assert [t.thread_id for t in three[: len(FAMILIES[dataset])]] == [t.thread_id for t in one]
+    assert len(three) > len(one)
+    ids = [t.thread_id for t in three]
+    assert len(ids) == len(set(ids)) and all(i.rsplit("_", 1)[-1] in "23" for i in ids[len(one):])
+    tables = [n for t in three for n in t.default_names.values()]
+    assert len(tables) == len(set(tables)), "two instances would write the same table"
+    for t in three:
+        assert {s.thread for s in t.stages()} == {t.thread_id}
+    questions = [s.question for t in three for s in t.stages()]
+    assert len(questions) == len(set(questions)), "an instance repeats another's question word for word"
+
+
+def test_long_task_has_the_requested_turns_and_unique_stage_names(tmp_path: Path) -> None:
+    root = build_task(tmp_path, dataset="gapminder", seed=5, turns=30)
+    graph = _graph(root)
+    names = [s["name"] for s in graph["stages"]]
+    assert len(names) == 30 == len(set(names))
+    assert len({t["thread_id"] for t in graph["threads"]}) > 3  # more than one round of families
+    assert {"update", "update_child", "rollback", "combine"} <= {s["role"] for s in graph["stages"]}

@@ -1,0 +1,1 @@
+"""Benchmarks, one folder each (loader, scorer, README with the paper's numbers and a version)."""

@@ -1,0 +1,111 @@
+"""Reading DABstep task files and checking the context folder; errors name the file and the fix."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from eval.benchmarks.dabstep import CONTEXT_FILES, DabstepDataMissing, check_context, load_split, load_tasks
+from eval.benchmarks.dabstep import loader as dabstep_loader
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "dabstep"
+SHARED = Path(__file__).resolve().parents[4] / "shared" / "benchmarks" / "dabstep"
+ROW = {"task_id": "5", "question": "Which issuing country?", "level": "easy", "answer": "NL", "guidelines": "code"}
+
+
+def write_lines(path: Path, *lines: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_dev_fixture_fields_and_levels() -> None:
+    tasks = load_split(FIXTURES, "dev")
+    assert len(tasks) == 10
+    assert [t.level for t in tasks].count("easy") == 3
+    first = tasks[0]
+    assert (first.task_id, first.level, first.answer) == ("5", "easy", "NL")
+    assert first.question == "Which issuing country has the highest number of transactions?"
+    assert first.guidelines.startswith("Answer must be just the country code.")
+    assert all(t.has_answer for t in tasks)
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("{not json", r"bad\.jsonl:2: not valid JSON"),
+        ("[1, 2]", r"bad\.jsonl:2: expected a JSON object, got list"),
+        (json.dumps({**ROW, "task_id": "6", "level": "medium"}), r"bad\.jsonl:2: field 'level'"),
+        (json.dumps({k: v for k, v in ROW.items() if k != "question"} | {"task_id": "7"}), "field 'question'"),
+        (json.dumps({**ROW, "extra": 1, "task_id": "8"}), "field 'extra'"),
+        (json.dumps(ROW), r"bad\.jsonl:2: task_id 5 already on line 1"),
+    ],
+)
+def test_bad_lines_are_named(tmp_path: Path, line: str, message: str) -> None:
+    path = write_lines(tmp_path / "bad.jsonl", json.dumps(ROW), line)
+    with pytest.raises(ValueError, match=message):
+        load_tasks(path)
+
+
+def test_integer_task_ids_and_blank_lines_are_accepted(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "tasks" / "all.jsonl", json.dumps({**ROW, "task_id": 5, "answer": ""}), "")
+    (task,) = load_split(tmp_path, "all")
+    assert task.task_id == "5" and not task.has_answer
+
+
+def test_missing_split_names_both_file_names_and_the_fetch_command(tmp_path: Path) -> None:
+    with pytest.raises(DabstepDataMissing, match=r"no dev\.jsonl or dev\.dsgym_snapshot\.jsonl.*make data BENCH=dabstep"):
+        load_split(tmp_path, "dev")
+    with pytest.raises(ValueError, match="unknown DABstep split 'test'"):
+        load_split(tmp_path, "test")  # type: ignore[arg-type]
+
+
+def make_context(folder: Path, skip: str | None = None) -> Path:
+    folder.mkdir(parents=True)
+    for name in CONTEXT_FILES:
+        if name != skip:
+            (folder / name).write_text("x\n")
+    return folder
+
+
+def test_complete_context_lists_every_file(tmp_path: Path) -> None:
+    context = check_context(make_context(tmp_path / "context"))
+    assert sorted(context.files) == sorted(CONTEXT_FILES)
+    assert context.files["fees.json"] == tmp_path / "context" / "fees.json"
+
+
+@pytest.mark.parametrize("missing", ["payments.csv", "manual.md"])
+def test_missing_context_file_is_named_with_the_fix(tmp_path: Path, missing: str) -> None:
+    folder = make_context(tmp_path / "context", skip=missing)
+    with pytest.raises(DabstepDataMissing, match=f"missing DABstep context file '{missing}'.*make data BENCH=dabstep"):
+        check_context(folder)
+
+
+def test_missing_context_folder(tmp_path: Path) -> None:
+    with pytest.raises(DabstepDataMissing, match="no DABstep context folder.*make data BENCH=dabstep"):
+        check_context(tmp_path / "nowhere")
+
+
+def test_verify_rejects_a_payments_table_that_is_not_the_published_one(tmp_path: Path, monkeypatch) -> None:
+    folder = make_context(tmp_path / "context")
+    with pytest.raises(ValueError, match="not the published payments table"):
+        check_context(folder, verify=True)
+    payload = (folder / "payments.csv").read_bytes()
+    monkeypatch.setattr(dabstep_loader, "PAYMENTS_BYTES", len(payload))
+    monkeypatch.setattr(dabstep_loader, "PAYMENTS_SHA256", hashlib.sha256(payload).hexdigest())
+    assert check_context(folder, verify=True).files["payments.csv"].name == "payments.csv"
+
+
+def test_staged_copy_has_450_tasks_and_lacks_payments() -> None:
+    if not (SHARED / "tasks").is_dir():
+        pytest.skip(f"staged DABstep data not present at {SHARED} (fixture tests above cover the loader)")
+    tasks = load_split(SHARED, "all")
+    assert len(tasks) == 450
+    assert (sum(t.level == "easy" for t in tasks), sum(t.level == "hard" for t in tasks)) == (72, 378)
+    assert not any(t.has_answer for t in tasks)
+    if not (SHARED / "context" / "payments.csv").exists():
+        with pytest.raises(DabstepDataMissing, match="payments.csv"):
+            check_context(SHARED / "context")
