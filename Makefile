@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 # The stamp is keyed on the content of the dependency files: edit them and the venv refreshes.
 DEPS_HASH := $(shell cat pyproject.toml | sha256sum | cut -c1-16)
 STAMP := $(VENV)/.stamp-$(DEPS_HASH)
-EXTRAS ?= dev,train
+EXTRAS ?= dev,train,rl
 export OMP_NUM_THREADS ?= 1
 RUN ?=
 

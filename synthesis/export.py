@@ -2,14 +2,16 @@
 
     python -m synthesis.export TASKS_DIR OUT_DIR --seed 0
 
-For every built task under TASKS_DIR, `synthesis.trajectories.generate` runs the clean and repair
-rollouts; the kept ones become
+For every built task under TASKS_DIR, `synthesis.trajectories.generate` runs the clean, repair and
+auto rollouts (cached per task under OUT_DIR/records, so a rerun resumes; parallel over processes
+or, with `--backend ray`, over a Ray cluster); the kept ones become
 * SFT samples (`OUT_DIR/sft`, a Hugging Face `datasets` dataset saved with `save_to_disk`, plus a
   README.md card): one ATOMIC sample per manager activation -- system prompt, the task so far and
   that activation's observation, the accepted tool calls with their results, and exactly one
   control action last -- and one FULL sample per trajectory concatenating all activations;
 * RL prompts (`OUT_DIR/rl/prompts.parquet`, verl's layout) for every verification decision point,
-  labelled with the expected control action and, for a repair, the affected variables.
+  labelled with the expected control action and, for a repair, the affected variables; `extra_info`
+  carries the decision point, the worker-prefix reference and the inconsistency labels (g_i).
 """
 
 from __future__ import annotations
@@ -18,11 +20,14 @@ import argparse
 import json
 import time
 from collections import Counter
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pydantic import BaseModel, Field
+from tqdm import tqdm
 
 from stateguard.actions import tool_schemas
 from stateguard.lifecycle import Regime
@@ -36,7 +41,7 @@ from synthesis.trajectories import (
     rejection_counts,
 )
 
-__all__ = ["activation_messages", "build_samples", "export", "main", "rl_prompts", "write_rl", "write_sft"]
+__all__ = ["ExportOptions", "activation_messages", "build_samples", "export", "main", "rl_prompts", "write_rl", "write_sft"]
 
 ABILITY = "state_management"
 DATA_SOURCE = "stateguard_synth"
@@ -126,6 +131,13 @@ def rl_prompts(rec: TrajectoryRecord, task: Task) -> list[dict[str, Any]]:
         if control.name == "REPAIR":
             truth["affected_variables"] = list(control.arguments["error_hint"]["error_variables"])
             truth["intervention_kind"] = rec.intervention.kind.value if rec.intervention else None
+        # g_i (Eq. 30): an inconsistency is present at this decision point exactly when it is the
+        # intervention turn's first verification (the counterfactual result, before any retry).
+        inconsistent = act.turn == rec.t_star and control.name == "REPAIR" and rec.variant in ("repair", "auto") \
+            and not any(a.turn == rec.t_star and a.index < act.index for a in rec.activations
+                        if any(c.accepted and c.name == "REPAIR" for c in a.actions))  # fmt: skip
+        labels = {"g": int(inconsistent), "affected_variables": truth.get("affected_variables", []),
+                  "intervention_kind": truth.get("intervention_kind"), "benign": False}  # fmt: skip
         user = {"role": "user", "content": task_block(task, act.turn) + "\n\n" + _observation(act)}
         rows.append({
             "data_source": DATA_SOURCE,
@@ -136,6 +148,7 @@ def rl_prompts(rec: TrajectoryRecord, task: Task) -> list[dict[str, Any]]:
                 "task_id": rec.task_id, "turn": act.turn, "decision_point": act.index, "variant": rec.variant,
                 "worker_prefix": json.dumps({"trajectory_id": rec.trajectory_id, "fault_turn": rec.t_star,
                                              "faulty_code": rec.faulty_code, "worker_step_upto": last_step}),
+                "labels": json.dumps(labels, sort_keys=True),
             },
         })  # fmt: skip
     return rows
@@ -173,30 +186,101 @@ def write_rl(rows: list[dict[str, Any]], path: Path) -> None:
     pq.write_table(pa.Table.from_pylist(rows), path)
 
 
-def export(tasks_dir: str | Path, out_dir: str | Path, *, seed: int = 0, repairs: int = 2) -> dict[str, Any]:
+class ExportOptions(BaseModel):
+    seed: int = 0
+    repairs: int = Field(2, ge=0, description="repair trajectories kept per task (at most)")
+    autos: int = Field(1, ge=0, description="auto trajectories kept per task (at most)")
+    max_trajectories: int | None = Field(None, ge=1, description="stop adding tasks once this many are kept")
+    workers: int = Field(1, ge=1, description="processes (backend=process) or Ray tasks in flight (backend=ray)")
+    backend: str = Field("process", description="process | ray")
+    progress: bool = True
+
+
+def _task_records(root: Path, out: Path, opts: ExportOptions) -> list[TrajectoryRecord]:
+    """The trajectories of one task, cached in `out/records/<task_id>.jsonl` (a rerun resumes)."""
+    key = {"seed": opts.seed, "repairs": opts.repairs, "autos": opts.autos}
+    cache = out / "records" / f"{root.name}.jsonl"
+    if cache.is_file():
+        lines = cache.read_text(encoding="utf-8").splitlines()
+        if lines and json.loads(lines[0]) == key:
+            return [TrajectoryRecord.model_validate_json(x) for x in lines[1:]]
+    recs = generate(root, out, seed=opts.seed, repairs=opts.repairs, autos=opts.autos)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cache.with_suffix(".tmp")
+    tmp.write_text("\n".join([json.dumps(key), *(r.model_dump_json() for r in recs)]) + "\n", encoding="utf-8")
+    tmp.replace(cache)  # atomic: a killed export never leaves a half-written cache
+    return recs
+
+
+def _records_by_task(roots: list[Path], out: Path, opts: ExportOptions) -> dict[Path, list[TrajectoryRecord]]:
+    done: dict[Path, list[TrajectoryRecord]] = {}
+    kept = 0
+    with tqdm(total=len(roots), desc="trajectories", unit="task", disable=not opts.progress) as bar:
+        if opts.backend == "ray":
+            from synthesis.ray_backend import map_tasks  # needs the `rl` extra (ray)
+
+            for root, recs in map_tasks(_task_records, roots, out, opts, in_flight=opts.workers):
+                done[root] = recs
+                bar.update()
+        elif opts.workers > 1 and len(roots) > 1:
+            with ProcessPoolExecutor(max_workers=opts.workers) as pool:
+                futures = {pool.submit(_task_records, r, out, opts): r for r in roots}
+                for fut in as_completed(futures):
+                    done[futures[fut]] = fut.result()
+                    bar.update()
+        else:
+            for root in roots:
+                if opts.max_trajectories is not None and kept >= opts.max_trajectories:
+                    break
+                done[root] = _task_records(root, out, opts)
+                kept += sum(r.keep for r in done[root])
+                bar.update()
+    return done
+
+
+def export(tasks_dir: str | Path, out_dir: str | Path, *, seed: int = 0, repairs: int = 2, autos: int = 1,
+           max_trajectories: int | None = None, workers: int = 1, backend: str = "process",
+           progress: bool = False) -> dict[str, Any]:  # fmt: skip
+    """Trajectories for every built task under `tasks_dir` -> SFT dataset + RL parquet under `out_dir`.
+
+    Deterministic for a seed whatever the parallelism: tasks are processed in name order and
+    their records cached per task, so an interrupted export resumes where it stopped.
+    """
+    opts = ExportOptions(seed=seed, repairs=repairs, autos=autos, max_trajectories=max_trajectories,
+                         workers=workers, backend=backend, progress=progress)  # fmt: skip
+    if opts.backend not in ("process", "ray"):
+        raise ValueError(f"export backend={opts.backend!r}: use process or ray")
     start = time.perf_counter()
     out = Path(out_dir)
     roots = sorted(p.parent.parent for p in Path(tasks_dir).glob("*/hidden/task.json"))
+    by_task = _records_by_task(roots, out, opts)
     records: list[TrajectoryRecord] = []
     samples: list[dict[str, Any]] = []
     rows: list[dict[str, Any]] = []
-    for root in roots:
+    n_kept = 0
+    for root in sorted(by_task):
+        if opts.max_trajectories is not None and n_kept >= opts.max_trajectories:
+            break
         task = load_built_task(root)
         relations = _relation_map(root)
-        recs = generate(root, out, seed=seed, repairs=repairs)
+        recs = by_task[root]
         records += recs
         for rec in recs:
-            if rec.keep:
+            if rec.keep and (opts.max_trajectories is None or n_kept < opts.max_trajectories):
+                n_kept += 1
                 samples += build_samples(rec, task, relations)
                 rows += rl_prompts(rec, task)
     rejections = rejection_counts(records)
     write_sft(samples, out / "sft", rejections)
     write_rl(rows, out / "rl" / "prompts.parquet")
     summary = {
-        "tasks": len(roots), "trajectories": len(records), "kept": sum(r.keep for r in records),
-        "kept_by_variant": dict(Counter(r.variant for r in records if r.keep)), "rejections": rejections,
+        "tasks": len(by_task), "trajectories": len(records), "kept": n_kept,
+        "kept_by_variant": dict(sorted(Counter(r.variant for r in records if r.keep).items())),
+        "attempted_by_variant": dict(sorted(Counter(r.variant for r in records).items())),
+        "rejections": rejections,
         "sft_samples": dict(Counter(s["kind"] for s in samples)), "rl_prompts": len(rows),
         "rl_by_action": dict(Counter(json.loads(r["reward_model"]["ground_truth"])["action"] for r in rows)),
+        "rl_inconsistent": sum(json.loads(r["extra_info"]["labels"])["g"] for r in rows),
         "elapsed_s": round(time.perf_counter() - start, 2),
     }  # fmt: skip
     (out / "export_summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
@@ -209,8 +293,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out_dir", help="receives sft/ (datasets), rl/prompts.parquet, runs/ and export_summary.json")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repairs", type=int, default=2, help="repair trajectories kept per task (at most)")
+    parser.add_argument("--autos", type=int, default=1, help="auto trajectories kept per task (at most)")
+    parser.add_argument("--max-trajectories", type=int, default=None, help="cap on kept trajectories")
+    parser.add_argument("--workers", type=int, default=1, help="parallel processes (or Ray tasks in flight)")
+    parser.add_argument("--backend", choices=["process", "ray"], default="process")
     args = parser.parse_args(argv)
-    print(json.dumps(export(args.tasks_dir, args.out_dir, seed=args.seed, repairs=args.repairs), indent=1))
+    summary = export(args.tasks_dir, args.out_dir, seed=args.seed, repairs=args.repairs, autos=args.autos,
+                     max_trajectories=args.max_trajectories, workers=args.workers, backend=args.backend,
+                     progress=True)  # fmt: skip
+    print(json.dumps(summary, indent=1))
     return 0
 
 

@@ -151,8 +151,17 @@ def run(cfg: DictConfig) -> SynthResult:
     verify = bool(cfg.verify_replay)
     workers = int(cfg.workers)
     outcomes: list[TaskOutcome] = []
+    backend = str(cfg.get("backend", "process"))
+    if backend not in ("process", "ray"):
+        raise ValueError(f"backend={backend!r}: use process or ray")
     with tqdm(total=len(specs), desc="synth", unit="task", disable=not cfg.get("progress", True)) as bar:
-        if workers > 1 and len(specs) > 1:
+        if backend == "ray":
+            from synthesis.ray_backend import map_tasks  # needs the `rl` extra (ray)
+
+            for _spec, outcome in map_tasks(synth_one, specs, str(out_dir), verify, in_flight=workers):
+                outcomes.append(outcome)
+                bar.update()
+        elif workers > 1 and len(specs) > 1:
             with ProcessPoolExecutor(max_workers=workers) as pool:
                 futures = [pool.submit(synth_one, s, str(out_dir), verify) for s in specs]
                 for fut in as_completed(futures):
@@ -192,7 +201,10 @@ def run(cfg: DictConfig) -> SynthResult:
     if export_cfg is not None and export_cfg.get("enabled") and result.tasks:
         from synthesis.export import export  # needs the `train` extra (datasets); imported only when used
 
-        summary = export(out_dir, Path(export_cfg.out_dir), seed=int(cfg.seed), repairs=int(export_cfg.repairs))
+        cap = export_cfg.get("max_trajectories")
+        summary = export(out_dir, Path(export_cfg.out_dir), seed=int(cfg.seed), repairs=int(export_cfg.repairs),
+                         autos=int(export_cfg.get("autos", 1)), max_trajectories=None if cap is None else int(cap),
+                         workers=workers, backend=backend, progress=bool(cfg.get("progress", True)))  # fmt: skip
         result.export = {**summary, "out_dir": str(export_cfg.out_dir)}
     (out_dir / SUMMARY).write_text(result.model_dump_json(indent=1) + "\n", encoding="utf-8")
     return result

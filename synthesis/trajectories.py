@@ -6,6 +6,9 @@ Per task two kinds of trajectory are produced with the actual harness (`stategua
 `DictWorkspace`, the scripted worker and the `rules` manager as teacher):
 
 * clean  -- no fault: the worker replays the reference code, the teacher only bookkeeps;
+* auto   -- the same counterfactual at t*, but from t* on the rules manager decides on its own
+  (it must detect the inconsistency from evidence, e.g. a stated threshold the code does not
+  use); kept only when it does, repairs, and the retry restores every answer;
 * repair -- at an intervention point t* the turn's stage SQL is replaced by a counterfactual θ'
   (`synthesis.interventions.candidate_interventions`); the worker runs θ' there. The teacher is
   the rules manager plus the known intervention: at t*'s verification it REPAIRs, naming the
@@ -54,7 +57,7 @@ __all__ = [
     "rejection_counts",
 ]
 
-Variant = Literal["clean", "repair"]
+Variant = Literal["clean", "auto", "repair"]
 
 # Worded reasons per intervention kind: they explain what is wrong without code or values.
 _REASONS: dict[InterventionKind, str] = {
@@ -121,10 +124,12 @@ class KeepVerdict(BaseModel):
 class _Teacher:
     """Rules manager (optionally with a known intervention) that logs every activation."""
 
-    def __init__(self, *, t_star: int | None = None, variable: str | None = None, reason: str | None = None):
+    def __init__(self, *, t_star: int | None = None, variable: str | None = None, reason: str | None = None,
+                 live_from: int | None = None):  # fmt: skip
         self.inner = RulesManager()
         self.name = "rules" if t_star is None else "rules+intervention"
         self.t_star, self.variable, self.reason = t_star, variable, reason
+        self.live_from = live_from  # auto: from this turn on the rules manager decides alone
         self.repaired = False
         self.log: list[ActivationLog] = []
 
@@ -139,6 +144,8 @@ class _Teacher:
         elif at_target:
             entry.forced = True
             inner = self._forced_finalize(obs, ctx)
+        elif self.live_from is not None and (entry.turn or 0) >= self.live_from:
+            inner = self.inner.activate(obs, ctx)  # autonomous: no knowledge of the intervention
         elif Stage(obs.stage) is Stage.UPDATED:
             # Every other turn is known to be faithful: the rules checks' findings there are false
             # alarms (counted, not demonstrated), so the teacher finalizes.
@@ -208,10 +215,10 @@ def _stages(task_dir: Path) -> list[dict[str, Any]]:
     return list(graph["stages"])
 
 
-def generate(task_dir: str | Path, out_dir: str | Path, *, seed: int, repairs: int = 2,
+def generate(task_dir: str | Path, out_dir: str | Path, *, seed: int, repairs: int = 2, autos: int = 1,
              max_attempts: int = 8) -> list[TrajectoryRecord]:  # fmt: skip
-    """One clean trajectory and up to `repairs` repair trajectories for a built task; every
-    record carries its Keep verdict (rejected ones included, for counting)."""
+    """One clean trajectory, up to `repairs` repair and up to `autos` auto trajectories for a
+    built task; every record carries its Keep verdict (rejected ones included, for counting)."""
     root = Path(task_dir)
     task = load_built_task(root)
     runs = Path(out_dir) / "runs" / task.task_id
@@ -244,6 +251,35 @@ def generate(task_dir: str | Path, out_dir: str | Path, *, seed: int, repairs: i
             trajectory_id=f"{task.task_id}/repair-{attempts}", task_id=task.task_id, variant="repair", seed=seed,
             t_star=t_star, stage=stage["name"], intervention=record, faulty_code=faulty, reference_answers=reference,
             **_run(task, teacher, [fault], runs / f"repair-{attempts}"),
+        )  # fmt: skip
+        rec = _judge(rec, clean)
+        out.append(rec)
+        if rec.keep:
+            kept += 1
+            used_turns.add(t_star)
+    out += _autos(task, runs, options, clean, seed=seed, wanted=autos, max_attempts=max_attempts)
+    return out
+
+
+def _autos(task: Task, runs: Path, options: list[tuple[dict[str, Any], str, InterventionRecord]],
+           clean: TrajectoryRecord, *, seed: int, wanted: int, max_attempts: int) -> list[TrajectoryRecord]:  # fmt: skip
+    """Counterfactual branches where the manager is live from t* on (no forced sequence)."""
+    out: list[TrajectoryRecord] = []
+    kept = attempts = 0
+    used_turns: set[int] = set()
+    for stage, faulty, record in options:
+        if kept >= wanted or attempts >= max_attempts:
+            break
+        t_star = int(stage["turn_id"])
+        if t_star in used_turns:
+            continue
+        attempts += 1
+        rec = TrajectoryRecord(
+            trajectory_id=f"{task.task_id}/auto-{attempts}", task_id=task.task_id, variant="auto", seed=seed,
+            t_star=t_star, stage=stage["name"], intervention=record, faulty_code=faulty,
+            reference_answers=clean.reference_answers,
+            **_run(task, _Teacher(live_from=t_star), [Fault(kind="counterfactual", turn=t_star, code=faulty)],
+                   runs / f"auto-{attempts}"),
         )  # fmt: skip
         rec = _judge(rec, clean)
         out.append(rec)
@@ -290,16 +326,32 @@ def _intervention_activated(tau: TrajectoryRecord, clean: TrajectoryRecord) -> b
     return ran and _faulty_answer(tau) != clean.answers.get(tau.t_star or -1)
 
 
-def _demonstration_consumed(tau: TrajectoryRecord, clean: TrajectoryRecord) -> bool:
-    repairs = [a for a in tau.action_events if a.get("name") == "REPAIR" and a.get("accepted")]
-    if tau.variant == "clean":
-        return not repairs
-    if len(repairs) != 1:  # exactly the forced one: none before, none after the retry
-        return False
+def _retried_after_fault(tau: TrajectoryRecord) -> bool:
     after = [s for s in tau.worker_steps if s.get("turn") == tau.t_star and s.get("purpose") == "recompute"]
     first_retry = min((s["index"] for s in after), default=None)
     faulty_end = max((s["index"] for s in tau.worker_steps if s.get("purpose") == "faulty"), default=None)
     return first_retry is not None and faulty_end is not None and first_retry > faulty_end
+
+
+def _demonstration_consumed(tau: TrajectoryRecord, clean: TrajectoryRecord) -> bool:
+    repairs = [a for a in tau.action_events if a.get("name") == "REPAIR" and a.get("accepted")]
+    if tau.variant == "clean":
+        return not repairs
+    if tau.variant == "auto":  # nothing prescribed; no repair may precede the intervention
+        return not any(c.name == "REPAIR" and c.accepted for a in tau.activations
+                       if (a.turn or 0) < (tau.t_star or 0) for c in a.actions)  # fmt: skip
+    if len(repairs) != 1:  # exactly the forced one: none before, none after the retry
+        return False
+    return _retried_after_fault(tau)
+
+
+def _autonomous_detection(tau: TrajectoryRecord, clean: TrajectoryRecord) -> bool:
+    """auto only: the live manager repaired at t* on its own and the worker actually retried."""
+    if tau.variant != "auto":
+        return True
+    repaired = any(c.name == "REPAIR" and c.accepted for a in tau.activations if a.turn == tau.t_star
+                   for c in a.actions)  # fmt: skip
+    return repaired and _retried_after_fault(tau)
 
 
 def _lifecycle_valid(tau: TrajectoryRecord, clean: TrajectoryRecord) -> bool:
@@ -325,7 +377,7 @@ def _task_completed(tau: TrajectoryRecord, clean: TrajectoryRecord) -> bool:
     turns = set(tau.reference_answers)
     if not turns or set(tau.answers) != turns or any(tau.answers[t] is None for t in turns):
         return False
-    if tau.variant == "clean":
+    if tau.variant in ("clean", "auto"):  # auto: the repair must restore every answer
         return all(tau.answers[t] == tau.reference_answers[t] for t in turns)
     assert tau.t_star is not None
     return tau.answers[tau.t_star] == clean.answers.get(tau.t_star)
@@ -335,6 +387,7 @@ KEEP_CHECKS = {
     "replay_fidelity": _replay_fidelity,
     "intervention_activated": _intervention_activated,
     "demonstration_consumed": _demonstration_consumed,
+    "autonomous_detection": _autonomous_detection,
     "lifecycle_valid": _lifecycle_valid,
     "task_completed": _task_completed,
 }

@@ -11,11 +11,15 @@ and the detailed evidence for the trace. An empty list means the check found no 
     precision     reported numbers not rounded as the task requires
     grounding     a reported field disagrees with the workspace variable of the same name
     related       a reused committed value no longer matches the workspace
+    parameters    a threshold the question states ("at least 4000 g") appears nowhere in the code
+                  the worker ran for it, nor in any workspace scalar
 """
 
 from __future__ import annotations
 
+import ast
 import math
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -173,6 +177,71 @@ def related(reads: Mapping[str, str], store: StateStore, scalars: Mapping[str, f
                         evidence=f"{name}@{version} was {value!r}; workspace now holds {scalars[name]!r}")  # fmt: skip
             )
     return findings
+
+
+# A threshold stated in words: "at least 4,000", "more than 2.5", "below 30%", ">= 12".
+_STATED = re.compile(
+    r"(?:at least|at most|more than|less than|fewer than|greater than|above|below|over|under|>=|<=|>|<)"
+    r"\s+(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?P<pct>\s*%)?",
+    re.IGNORECASE,
+)
+_CODE_NUMBER = re.compile(r"(?<![\w.])\d+(?:_\d+)*(?:\.\d+)?(?:[eE][+-]?\d+)?")
+
+
+def stated_thresholds(question: str) -> list[float]:
+    """Numbers the question states as a cut-off, in order of appearance (duplicates kept once)."""
+    out: list[float] = []
+    for m in _STATED.finditer(question):
+        value = float(m.group("num").replace(",", ""))
+        if value not in out:
+            out.append(value)
+    return out
+
+
+def _code_numbers(code: str) -> set[float]:
+    """Numeric literals of a cell, including those inside string constants (SQL text)."""
+    found: set[float] = set()
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        texts = [code]
+    else:
+        texts = []
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(node.value, bool):
+                found.add(float(node.value))
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                texts.append(node.value)
+    for text in texts:
+        for tok in _CODE_NUMBER.findall(text):
+            try:
+                found.add(float(tok.replace("_", "")))
+            except ValueError:
+                continue
+    return found
+
+
+def parameters(question: str, steps: list[WorkerStep], scalars: Mapping[str, float]) -> list[Finding]:
+    """Stated thresholds that no successful cell of the turn uses (as x, or x/100 for a percentage),
+    and that no workspace scalar holds; the finding localizes what those cells wrote."""
+    wanted = stated_thresholds(question)
+    ran = [s for s in steps if s.success and s.error is None]
+    if not wanted or not ran:
+        return []
+    have = set().union(*(_code_numbers(s.action) for s in ran)) | {float(v) for v in scalars.values()}
+    missing = [x for x in wanted if not any(math.isclose(x, h, rel_tol=1e-9) or math.isclose(x / 100, h, rel_tol=1e-9)
+                                            for h in have)]  # fmt: skip
+    if not missing:
+        return []
+    writes = sorted(set().union(*(set(s.meta.get("writes", [])) or set(cell_dataflow(s.action).writes) for s in ran)))
+    return [
+        Finding(
+            check="parameters",
+            variables=[w for w in writes if not w.startswith("_")] or ["result"],
+            reason="a cut-off the question states is not the one this turn's computation uses",
+            evidence=f"stated thresholds {missing} appear in none of steps {[s.index for s in ran]}",
+        )
+    ]
 
 
 def _rounds_to(raw: float, places: int, value: float) -> bool:

@@ -103,6 +103,7 @@ class RulesManager:
             + checks.precision(answer, required_decimals(text), scalars)
             + checks.grounding(answer, scalars)
             + checks.related(consumed, ctx.store, scalars)
+            + checks.parameters(turn.question if turn else "", retry, scalars)
         )
 
     def mark_repair(self, obs: ManagerObservation) -> None:

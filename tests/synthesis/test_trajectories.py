@@ -68,7 +68,7 @@ def test_keep_rejects_second_repair(records: list[TrajectoryRecord]) -> None:
 def test_export_dataset_and_rl(task_dir: Path, tmp_path: Path) -> None:
     from datasets import load_from_disk
 
-    summary = export(task_dir.parent, tmp_path / "out", seed=0, repairs=1)
+    summary = export(task_dir.parent, tmp_path / "out", seed=0, repairs=1, autos=0)
     assert summary["kept_by_variant"] == {"clean": 1, "repair": 1}
     ds = load_from_disk(str(tmp_path / "out" / "sft"))
     for col in ("messages", "tools", "variant", "kind", "task_id", "relations", "intervention_kind"):
@@ -97,3 +97,41 @@ def test_export_dataset_and_rl(task_dir: Path, tmp_path: Path) -> None:
     repairs = [t for t in truths if t["action"] == "REPAIR"]
     assert len(repairs) == 1 and repairs[0]["affected_variables"]
     assert all(r["ability"] == "state_management" and r["prompt"][0]["role"] == "system" for r in rows)
+
+    labels = [json.loads(r["extra_info"]["labels"]) for r in rows]
+    assert [lab["g"] for lab in labels].count(1) == 1  # the one counterfactual decision point
+    flagged = next(r for r, lab in zip(rows, labels, strict=True) if lab["g"] == 1)
+    assert json.loads(flagged["reward_model"]["ground_truth"])["action"] == "REPAIR"
+    assert json.loads(flagged["extra_info"]["worker_prefix"])["fault_turn"] == flagged["extra_info"]["turn"]
+
+
+def test_auto_variant_detects_on_its_own(records: list[TrajectoryRecord]) -> None:
+    clean = next(r for r in records if r.variant == "clean")
+    autos = [r for r in records if r.variant == "auto"]
+    kept = [r for r in autos if r.keep]
+    assert kept, [r.rejections for r in autos]
+    auto = kept[0]
+    assert not any(a.forced for a in auto.activations)  # nothing prescribed
+    repair = next(c for a in auto.activations if a.turn == auto.t_star for c in a.actions if c.name == "REPAIR")
+    assert repair.accepted and repair.arguments["analytical_evidence"].startswith("[parameters]")
+    assert auto.answers == clean.answers == auto.reference_answers
+    # Without the repair the branch teaches nothing: Keep names the missing detection.
+    blind = [a.model_copy(update={"actions": [c for c in a.actions if c.name != "REPAIR"]}) for a in auto.activations]
+    verdict = keep(auto.model_copy(update={"activations": blind}), clean)
+    assert "autonomous_detection" in verdict.failed
+    for rejected in (r for r in autos if not r.keep):
+        assert rejected.rejections  # every rejection is counted with its reason
+
+
+def test_export_resumes_from_cached_records(task_dir: Path, tmp_path: Path) -> None:
+    first = export(task_dir.parent, tmp_path / "out", seed=0, repairs=1, autos=1)
+    cache = tmp_path / "out" / "records" / f"{task_dir.name}.jsonl"
+    assert cache.is_file()
+    stamp = cache.stat().st_mtime_ns
+    rl = (tmp_path / "out" / "rl" / "prompts.parquet").read_bytes()
+    second = export(task_dir.parent, tmp_path / "out", seed=0, repairs=1, autos=1)
+    assert cache.stat().st_mtime_ns == stamp  # nothing regenerated
+    assert {k: v for k, v in second.items() if k != "elapsed_s"} == {k: v for k, v in first.items() if k != "elapsed_s"}
+    assert (tmp_path / "out" / "rl" / "prompts.parquet").read_bytes() == rl
+    capped = export(task_dir.parent, tmp_path / "capped", seed=0, repairs=1, autos=1, max_trajectories=1)
+    assert capped["kept"] == 1
