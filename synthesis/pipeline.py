@@ -35,6 +35,7 @@ from synthesis.freeze import FreezeError, bench_manifest, check_frozen, write_fr
 from synthesis.replay import has_valid_marker, verify_replay, write_marker
 from synthesis.sources.tabular import get_info
 from synthesis.tasks import build_task
+from synthesis.worker_faults import FAULTS_FILE
 
 __all__ = ["DroppedTask", "SynthResult", "TaskOutcome", "TaskSpec", "main", "plan_specs", "run", "synth_one"]
 
@@ -116,10 +117,10 @@ def is_complete(root: Path) -> bool:
         and has_valid_marker(root)  # fmt: skip
 
 
-def synth_one(spec: TaskSpec, out_dir: str, verify: bool = True) -> TaskOutcome:
+def synth_one(spec: TaskSpec, out_dir: str, verify: bool = True, worker_faults: int = 0) -> TaskOutcome:
     """Build (or skip) one task and verify it; never raises for a bad task -- it is dropped."""
     root = Path(out_dir) / spec.task_id
-    if is_complete(root):
+    if is_complete(root) and (not worker_faults or (root / FAULTS_FILE).is_file()):
         return TaskOutcome(task_id=spec.task_id, dataset=spec.dataset, status="skipped",
                            relation_counts=_relation_counts(root))  # fmt: skip
 
@@ -128,7 +129,8 @@ def synth_one(spec: TaskSpec, out_dir: str, verify: bool = True) -> TaskOutcome:
         return TaskOutcome(task_id=spec.task_id, dataset=spec.dataset, status="dropped", reason=reason)
 
     try:
-        built = build_task(out_dir, dataset=spec.dataset, seed=spec.seed, turns=spec.turns)
+        built = build_task(out_dir, dataset=spec.dataset, seed=spec.seed, turns=spec.turns,
+                           worker_faults=worker_faults)  # fmt: skip
     except Exception as exc:  # noqa: BLE001 - any build failure drops the task, with its reason
         return drop(f"build failed: {type(exc).__name__}: {exc}")
     if built != root:
@@ -149,6 +151,7 @@ def run(cfg: DictConfig) -> SynthResult:
     specs = plan_specs(list(cfg.datasets), int(cfg.tasks_per_dataset), (int(cfg.turns.min), int(cfg.turns.max)),
                        int(cfg.seed))  # fmt: skip
     verify = bool(cfg.verify_replay)
+    faults = int(cfg.get("worker_faults", 0))
     workers = int(cfg.workers)
     outcomes: list[TaskOutcome] = []
     backend = str(cfg.get("backend", "process"))
@@ -158,18 +161,18 @@ def run(cfg: DictConfig) -> SynthResult:
         if backend == "ray":
             from synthesis.ray_backend import map_tasks  # needs the `rl` extra (ray)
 
-            for _spec, outcome in map_tasks(synth_one, specs, str(out_dir), verify, in_flight=workers):
+            for _spec, outcome in map_tasks(synth_one, specs, str(out_dir), verify, faults, in_flight=workers):
                 outcomes.append(outcome)
                 bar.update()
         elif workers > 1 and len(specs) > 1:
             with ProcessPoolExecutor(max_workers=workers) as pool:
-                futures = [pool.submit(synth_one, s, str(out_dir), verify) for s in specs]
+                futures = [pool.submit(synth_one, s, str(out_dir), verify, faults) for s in specs]
                 for fut in as_completed(futures):
                     outcomes.append(fut.result())
                     bar.update()
         else:
             for s in specs:
-                outcomes.append(synth_one(s, str(out_dir), verify))
+                outcomes.append(synth_one(s, str(out_dir), verify, faults))
                 bar.update()
     outcomes.sort(key=lambda o: o.task_id)
     kept = [o for o in outcomes if o.status != "dropped"]

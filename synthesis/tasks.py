@@ -20,6 +20,8 @@ Layout:
     <out>/<task_id>/hidden/task.json           LongDS turns with code and answers
     <out>/<task_id>/hidden/graph.json          stages, SQL, deps, relations
     <out>/<task_id>/hidden/fingerprints.json   {turn_id: {stage: sha256, "answer": sha256}} (synthesis.replay)
+    <out>/<task_id>/hidden/faults.json         with worker_faults > 0: the scripted worker's mistakes
+                                               (synthesis.worker_faults), for the offline benchmark
     <out>/<task_id>/manifest.json              SHA-256 of every agent-visible file
 """
 
@@ -46,8 +48,9 @@ from synthesis.replay import write_fingerprints
 from synthesis.sources.tabular import get_info, load_into_duckdb
 from synthesis.sql_deps import Stage, stage_dependencies
 from synthesis.threads import StageSpec, Thread, generate_threads
+from synthesis.worker_faults import plan_worker_faults
 
-__all__ = ["MIN_TURNS", "PlannedStage", "build_task", "main", "plan_task", "render_code"]
+__all__ = ["MIN_TURNS", "PlannedStage", "build_task", "main", "plan_task", "render_code", "run_turns"]
 
 MIN_TURNS = 8
 EXTRA_STAGES = 4  # combine, update, update child, rollback
@@ -282,7 +285,8 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _run_turns(codes: list[str], base_path: Path) -> list[Any]:
+def run_turns(codes: list[str], base_path: Path) -> list[Any]:
+    """Run a task's turn programs in one fresh namespace; the JSON answer each turn printed last."""
     namespace: dict[str, Any] = {}
     exec(prelude(Task(task_id="build", turns=[], base_path=str(base_path))), namespace)
     answers = []
@@ -300,7 +304,8 @@ def _run_turns(codes: list[str], base_path: Path) -> list[Any]:
     return answers
 
 
-def build_task(out_dir: str | Path, *, dataset: str = "penguins", seed: int = 0, turns: int = 12) -> Path:
+def build_task(out_dir: str | Path, *, dataset: str = "penguins", seed: int = 0, turns: int = 12,
+               worker_faults: int = 0) -> Path:  # fmt: skip
     """Generate, run and write one task; returns `<out_dir>/<task_id>`. Same arguments -> same bytes."""
     info = get_info(dataset)
     rng = random.Random(f"{info.name}:{seed}:{turns}")
@@ -346,7 +351,7 @@ def build_task(out_dir: str | Path, *, dataset: str = "penguins", seed: int = 0,
         dep_list = [(turn_of[d], d) for d in deps[p.spec.name]]
         loader = _loader(info.name, base_tables) if i == 1 else None
         codes.append(render_code(p, i, dep_list, turn_of, rng, loader))
-    answers = _run_turns(codes, root / "agent")
+    answers = run_turns(codes, root / "agent")
 
     intro = (
         f"Dataset: {info.description} The base tables are CSV files under data/ "
@@ -376,6 +381,8 @@ def build_task(out_dir: str | Path, *, dataset: str = "penguins", seed: int = 0,
     }  # fmt: skip
     (root / "hidden" / "graph.json").write_text(_dump(graph), encoding="utf-8")
     write_fingerprints(root)  # a fresh replay: {turn_id: {stage: sha256, "answer": sha256}}
+    if worker_faults:  # benchmark tasks: the scripted worker's contaminating mistakes (hidden)
+        plan_worker_faults(root, seed=seed, n=worker_faults)
     agent = root / "agent"
     files = {p.relative_to(agent).as_posix(): _sha256(p) for p in sorted(agent.rglob("*")) if p.is_file()}
     (root / "manifest.json").write_text(_dump({"task_id": task_id, "agent_dir": "agent", "sha256": files}),
