@@ -12,7 +12,9 @@ export OMP_NUM_THREADS ?= 1
 RUN ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help setup test check eval demo bench synth sft rl serve view tables data clean
+.PHONY: help setup test check eval demo bench synth synth-bench sft rl serve view tables data clean
+BENCH ?=
+CONFIG ?=
 
 help: ## List targets with one line each
 	@grep -hE '^[a-z -]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -20,10 +22,10 @@ help: ## List targets with one line each
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[$(EXTRAS)]"
+	DS_BUILD_OPS=0 $(PY) -m pip install -q -e ".[$(EXTRAS)]"
 	@rm -f $(VENV)/.stamp-*; touch $(STAMP)
 
-setup: $(STAMP) ## Create/refresh .venv (runtime + EXTRAS, default dev,train)
+setup: $(STAMP) ## Create/refresh .venv (runtime + EXTRAS, default dev,train,rl)
 
 test: $(STAMP) ## Run the test suite (CPU only)
 	$(PY) -m pytest -q
@@ -32,8 +34,20 @@ check: $(STAMP) ## Lint (ruff) all packages; type-check (mypy) stateguard and sy
 	$(VENV)/bin/ruff check stateguard synthesis training eval scripts tests
 	$(VENV)/bin/mypy stateguard synthesis
 
-eval: $(STAMP) ## Main job. For now: built-in offline demo, six-turn task, baseline vs StateGuard
-	$(PY) -m eval.demo $(if $(RUN),run_dir=$(RUN)) $(ARGS)
+eval: $(STAMP) ## Main job: a benchmark, baseline vs +StateGuard (default offline synth; BENCH=longds; ARGS='limit=2')
+	@if [ -z "$(BENCH)" ] || [ "$(BENCH)" = synth ]; then $(MAKE) --no-print-directory synth-bench; fi
+	$(PY) -m eval.runner $(if $(BENCH),bench=$(BENCH)) $(if $(RUN),run_dir=$(RUN)) $(ARGS)
+
+demo: $(STAMP) ## The six-turn offline demo (one task, per-turn side by side)
+	$(PY) -m eval.demo $(ARGS)
+
+tables: $(STAMP) ## Paper tables (Markdown + CSV) and plots from a saved run: make tables RUN=runs/eval/<run>
+	@test -n "$(RUN)" || { echo "usage: make tables RUN=<run folder of make eval>"; exit 2; }
+	$(PY) -m eval.tables $(RUN) $(ARGS)
+
+data: $(STAMP) ## Fetch a benchmark's data from the Hugging Face Hub into data/<BENCH>/ (BENCH=longds|dabstep|dacomp_de)
+	@test -n "$(BENCH)" || { echo "usage: make data BENCH=longds|dabstep|dacomp_de [ARGS=--verify-only]"; exit 2; }
+	$(PY) -m eval.data --bench $(BENCH) --out data/ $(ARGS)
 
 bench: $(STAMP) ## Runtime and sandbox micro-benchmarks, printed as tables
 	$(PY) -m eval.bench.runtime
@@ -42,10 +56,21 @@ bench: $(STAMP) ## Runtime and sandbox micro-benchmarks, printed as tables
 serve: $(STAMP) ## Serve a trained manager with vLLM (GPU only; on CPU it says to use serve-local)
 	$(PY) scripts/serve_vllm.py $(ARGS)
 
-synth: $(STAMP) ## Build replay-verified synthetic tasks (configs/synth.yaml; quick run: ARGS=synth=debug)
+synth: $(STAMP) ## Tasks + manager corpus (configs/synth.yaml; ARGS=synth=debug | synth=bench | synth=corpus)
 	$(PY) -m synthesis.pipeline $(ARGS)
 
-sft rl view tables data: ## Later issues (training, viewer, tables, data)
+synth-bench: $(STAMP) ## Build (or re-check) the frozen offline benchmark data/synth-bench, byte for byte
+	$(PY) -m synthesis.pipeline synth=bench progress=false
+
+sft: $(STAMP) ## Manager SFT with TRL (configs/sft.yaml: Qwen3-8B on GPUs); CPU quick run: CONFIG=debug
+	@if [ "$(CONFIG)" = "debug" ]; then $(PY) -m synthesis.pipeline synth=debug progress=false; fi
+	$(PY) -m training.sft $(if $(CONFIG),sft=$(CONFIG)) $(ARGS)
+
+rl: $(STAMP) ## Manager RL: verl DAPO on a GPU node / Ray cluster (configs/rl.yaml); CPU dry run: CONFIG=debug
+	@if [ "$(CONFIG)" = "debug" ]; then $(PY) -m synthesis.pipeline synth=debug progress=false; fi
+	$(PY) -m training.rl $(if $(CONFIG),rl=$(CONFIG)) $(ARGS)
+
+view: ## Later issue (the run viewer)
 	@echo "make $@: not implemented yet — see the open issues"; exit 2
 
 clean: ## Remove the venv and run outputs

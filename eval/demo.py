@@ -1,11 +1,11 @@
-"""Built-in offline demo — what `make eval` runs until the evaluation issue lands.
+"""The six-turn offline demo (`make demo`): one hand-written task, per-turn side by side.
 
 The six-turn task of `eval/benchmarks/demo/six_turn` (turn 4 revises how revenue is defined;
 turn 5 needs the margin under the new definition) runs in both arms with the same scripted
 worker and fault model: Baseline = Worker + Harness, StateGuard = Worker + Harness + the
 deterministic `rules` manager. It prints per-turn correctness side by side.
 
-    python -m eval.demo                               # or: make eval
+    python -m eval.demo                               # or: make demo
     python -m eval.demo flow=segment workspace=dict 'faults=[{kind: exec_error, turn: 3}]'
     STATEGUARD_MANAGER_BASE_URL=http://127.0.0.1:8765/v1 STATEGUARD_MANAGER_MODEL=local \
         python -m eval.demo manager=hierarchical        # rules first, the model where rules cannot decide
@@ -20,21 +20,15 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 from pydantic import BaseModel
 
+from eval.components import make_manager, make_worker, make_workspace
 from eval.scorers.fields import per_turn_correct
 from stateguard.flows import LONGDS, FlowConfig
-from stateguard.llm import EndpointConfig, LLMClient
 from stateguard.policies.base import ManagerPolicy
-from stateguard.policies.hierarchical import HierarchicalManager
-from stateguard.policies.llm_manager import LLMManager
-from stateguard.policies.observer import ObserverManager
-from stateguard.policies.rules import RulesManager
 from stateguard.rollout import RolloutResult, rollout
 from stateguard.task import Task, load_task
 from stateguard.trace import Trace
 from stateguard.worker import WorkerAdapter
-from stateguard.workers import FaultModel, ScriptedWorker
-from stateguard.workers.llm_worker import LLMWorker
-from stateguard.workspace import DictWorkspace, LiveWorkspace
+from stateguard.workspace import LiveWorkspace
 
 
 class DemoResult(BaseModel):
@@ -60,37 +54,16 @@ def _flow(cfg: DictConfig) -> FlowConfig:
 
 
 def _workspace(cfg: DictConfig, task_dir: Path, arm_dir: Path) -> LiveWorkspace:
-    if cfg.workspace == "dict":
-        return DictWorkspace()
-    if cfg.workspace == "sandbox":
-        from stateguard.sandbox import SandboxWorkspace  # the separate-process kernel
-
-        return SandboxWorkspace(task_data_dir=task_dir / "data", scratch_dir=arm_dir / "scratch",
-                                checkpoint_dir=arm_dir / "checkpoints")  # fmt: skip
-    raise ValueError(f"workspace={cfg.workspace!r}: use 'sandbox' or 'dict'")
+    return make_workspace(str(cfg.workspace), task_dir / "data", arm_dir)
 
 
 def _manager(cfg: DictConfig, trace: Trace) -> ManagerPolicy:
-    """The manager policy; the LLM-backed ones use the endpoint from STATEGUARD_MANAGER_* variables."""
-    if cfg.manager == "rules":
-        return RulesManager()
-    if cfg.manager not in ("llm", "hierarchical", "observer", "freeform"):
-        raise ValueError(f"manager={cfg.manager!r}: use rules, llm, hierarchical, observer or freeform")
-    client = LLMClient(EndpointConfig.from_env("manager"), trace=trace)
-    if cfg.manager == "observer":
-        return ObserverManager(client)
-    llm = LLMManager(client, variant="freeform" if cfg.manager == "freeform" else "stateguard",
-                     context_budget_tokens=cfg.harness.context_budget_tokens)  # fmt: skip
-    return HierarchicalManager(RulesManager(), llm) if cfg.manager == "hierarchical" else llm
+    return make_manager(str(cfg.manager), trace=trace, context_budget_tokens=cfg.harness.context_budget_tokens)
 
 
 def _worker(cfg: DictConfig, trace: Trace) -> WorkerAdapter:
-    if cfg.worker == "scripted":
-        faults: Any = OmegaConf.to_container(cfg.faults, resolve=True)
-        return ScriptedWorker(FaultModel(seed=cfg.seed, faults=faults))
-    if cfg.worker == "llm":
-        return LLMWorker(LLMClient(EndpointConfig.from_env("worker"), trace=trace))
-    raise ValueError(f"worker={cfg.worker!r}: use 'scripted' or 'llm'")
+    faults: Any = OmegaConf.to_container(cfg.faults, resolve=True)
+    return make_worker(str(cfg.worker), trace=trace, faults=faults, seed=cfg.seed)
 
 
 def _arm(cfg: DictConfig, task: Task, task_dir: Path, arm: str) -> RolloutResult:
@@ -129,8 +102,8 @@ def run(cfg: DictConfig) -> DemoResult:
 def render(result: DemoResult) -> str:
     mark = {True: "ok", False: "WRONG"}
     lines = [
-        f"StateGuard offline demo (built-in: {result.worker} worker + {result.manager} manager; "
-        "benchmark evaluation comes with the eval issue)",
+        f"StateGuard six-turn demo ({result.worker} worker + {result.manager} manager; the benchmark run is "
+        "`make eval`)",
         "",
         f"{'turn':<5}{'baseline':<10}{'+StateGuard':<13}question",
     ]

@@ -130,12 +130,15 @@ class DictWorkspace:
         self._checkpoints: dict[str, dict[str, Any]] = {}
         self.dataflow = DataflowGraph()
         self._cells = 0
+        self._listing: list[VariableSummary] | None = None  # cached until the namespace may change
 
     def run(self, code: str) -> None:
         """Run code without recording a cell (setup, tests)."""
+        self._listing = None
         exec(compile(code, "<cell>", "exec"), self.namespace)
 
     def run_cell(self, code: str) -> CellResult:
+        self._listing = None
         self._cells += 1
         cell_id = self._cells
         flow = cell_dataflow(code)
@@ -170,9 +173,13 @@ class DictWorkspace:
         self._checkpoints.clear()
 
     def list_variables(self) -> list[VariableSummary]:
-        return [summarize(k, v) for k, v in self.namespace.items() if not k.startswith("__")]
+        # Summaries hash and print every value; a manager asks many times between two cells.
+        if self._listing is None:
+            self._listing = [summarize(k, v) for k, v in self.namespace.items() if not k.startswith("__")]
+        return list(self._listing)
 
     def delete_variables(self, names: list[str]) -> list[str]:
+        self._listing = None
         removed = [n for n in dict.fromkeys(names) if n in self.namespace]
         for name in removed:
             del self.namespace[name]
@@ -186,6 +193,7 @@ class DictWorkspace:
     def restore(self, checkpoint_id: str) -> None:
         if checkpoint_id not in self._checkpoints:
             raise KeyError(f"no workspace checkpoint {checkpoint_id!r}")
+        self._listing = None
         self.namespace = _copy_namespace(self._checkpoints[checkpoint_id])
 
     def drop_checkpoint(self, checkpoint_id: str) -> None:

@@ -193,18 +193,19 @@ class ExportOptions(BaseModel):
     max_trajectories: int | None = Field(None, ge=1, description="stop adding tasks once this many are kept")
     workers: int = Field(1, ge=1, description="processes (backend=process) or Ray tasks in flight (backend=ray)")
     backend: str = Field("process", description="process | ray")
+    teacher: str = Field("rules", description="rules | llm (auto branches decided by an OpenAI-compatible model)")
     progress: bool = True
 
 
 def _task_records(root: Path, out: Path, opts: ExportOptions) -> list[TrajectoryRecord]:
     """The trajectories of one task, cached in `out/records/<task_id>.jsonl` (a rerun resumes)."""
-    key = {"seed": opts.seed, "repairs": opts.repairs, "autos": opts.autos}
+    key = {"seed": opts.seed, "repairs": opts.repairs, "autos": opts.autos, "teacher": opts.teacher}
     cache = out / "records" / f"{root.name}.jsonl"
     if cache.is_file():
         lines = cache.read_text(encoding="utf-8").splitlines()
         if lines and json.loads(lines[0]) == key:
             return [TrajectoryRecord.model_validate_json(x) for x in lines[1:]]
-    recs = generate(root, out, seed=opts.seed, repairs=opts.repairs, autos=opts.autos)
+    recs = generate(root, out, seed=opts.seed, repairs=opts.repairs, autos=opts.autos, teacher=opts.teacher)
     cache.parent.mkdir(parents=True, exist_ok=True)
     tmp = cache.with_suffix(".tmp")
     tmp.write_text("\n".join([json.dumps(key), *(r.model_dump_json() for r in recs)]) + "\n", encoding="utf-8")
@@ -217,7 +218,7 @@ def _records_by_task(roots: list[Path], out: Path, opts: ExportOptions) -> dict[
     kept = 0
     with tqdm(total=len(roots), desc="trajectories", unit="task", disable=not opts.progress) as bar:
         if opts.backend == "ray":
-            from synthesis.ray_backend import map_tasks  # needs the `rl` extra (ray)
+            from stateguard.parallel import map_tasks  # needs the `rl` extra (ray)
 
             for root, recs in map_tasks(_task_records, roots, out, opts, in_flight=opts.workers):
                 done[root] = recs
@@ -240,14 +241,14 @@ def _records_by_task(roots: list[Path], out: Path, opts: ExportOptions) -> dict[
 
 def export(tasks_dir: str | Path, out_dir: str | Path, *, seed: int = 0, repairs: int = 2, autos: int = 1,
            max_trajectories: int | None = None, workers: int = 1, backend: str = "process",
-           progress: bool = False) -> dict[str, Any]:  # fmt: skip
+           progress: bool = False, teacher: str = "rules") -> dict[str, Any]:  # fmt: skip
     """Trajectories for every built task under `tasks_dir` -> SFT dataset + RL parquet under `out_dir`.
 
     Deterministic for a seed whatever the parallelism: tasks are processed in name order and
     their records cached per task, so an interrupted export resumes where it stopped.
     """
     opts = ExportOptions(seed=seed, repairs=repairs, autos=autos, max_trajectories=max_trajectories,
-                         workers=workers, backend=backend, progress=progress)  # fmt: skip
+                         workers=workers, backend=backend, progress=progress, teacher=teacher)  # fmt: skip
     if opts.backend not in ("process", "ray"):
         raise ValueError(f"export backend={opts.backend!r}: use process or ray")
     start = time.perf_counter()
@@ -297,10 +298,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-trajectories", type=int, default=None, help="cap on kept trajectories")
     parser.add_argument("--workers", type=int, default=1, help="parallel processes (or Ray tasks in flight)")
     parser.add_argument("--backend", choices=["process", "ray"], default="process")
+    parser.add_argument("--teacher", choices=["rules", "llm"], default="rules",
+                        help="llm: auto branches decided by the STATEGUARD_MANAGER_* endpoint (rules checks first)")
     args = parser.parse_args(argv)
     summary = export(args.tasks_dir, args.out_dir, seed=args.seed, repairs=args.repairs, autos=args.autos,
                      max_trajectories=args.max_trajectories, workers=args.workers, backend=args.backend,
-                     progress=True)  # fmt: skip
+                     progress=True, teacher=args.teacher)  # fmt: skip
     print(json.dumps(summary, indent=1))
     return 0
 

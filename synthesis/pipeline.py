@@ -159,7 +159,7 @@ def run(cfg: DictConfig) -> SynthResult:
         raise ValueError(f"backend={backend!r}: use process or ray")
     with tqdm(total=len(specs), desc="synth", unit="task", disable=not cfg.get("progress", True)) as bar:
         if backend == "ray":
-            from synthesis.ray_backend import map_tasks  # needs the `rl` extra (ray)
+            from stateguard.parallel import map_tasks  # needs the `rl` extra (ray)
 
             for _spec, outcome in map_tasks(synth_one, specs, str(out_dir), verify, faults, in_flight=workers):
                 outcomes.append(outcome)
@@ -207,7 +207,8 @@ def run(cfg: DictConfig) -> SynthResult:
         cap = export_cfg.get("max_trajectories")
         summary = export(out_dir, Path(export_cfg.out_dir), seed=int(cfg.seed), repairs=int(export_cfg.repairs),
                          autos=int(export_cfg.get("autos", 1)), max_trajectories=None if cap is None else int(cap),
-                         workers=workers, backend=backend, progress=bool(cfg.get("progress", True)))  # fmt: skip
+                         workers=workers, backend=backend, progress=bool(cfg.get("progress", True)),
+                         teacher=str(export_cfg.get("teacher", "rules")))  # fmt: skip
         result.export = {**summary, "out_dir": str(export_cfg.out_dir)}
     (out_dir / SUMMARY).write_text(result.model_dump_json(indent=1) + "\n", encoding="utf-8")
     return result

@@ -33,6 +33,7 @@ import hashlib
 import io
 import json
 import random
+import re
 import shutil
 from contextlib import redirect_stdout
 from dataclasses import dataclass, field
@@ -157,7 +158,13 @@ def plan_task(threads: list[Thread], rng: random.Random, turns: int) -> list[Pla
         upd.describe_change(upd.alternative),
     )
     names = [p.spec.name for p in planned]
-    pos = rng.randint(names.index(orig_c) + 1, len(planned))
+    # The update goes after every kept stage that builds on the original definition: a later
+    # question would otherwise be answered (by the reference code) under the superseded one.
+    tainted = {orig_t}
+    for p in planned:
+        if any(re.search(rf"\b{re.escape(t)}\b", p.spec.sql) for t in tainted):
+            tainted.add(p.spec.name)
+    pos = rng.randint(max(names.index(t) for t in tainted if t in names) + 1, len(planned))
     planned.insert(pos, PlannedStage(
         spec=new[ti], role="update", invalidates=[orig_t], refers_to={"original": orig_t},
         context=f"Update: from this turn on, {new_def} (until now, {old_def}). Later questions use this new "

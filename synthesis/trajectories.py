@@ -34,10 +34,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from stateguard.actions import ActionError
 from stateguard.flows import LONGDS
 from stateguard.lifecycle import Stage
 from stateguard.observation import ManagerObservation
-from stateguard.policies.base import Activation, ManagerContext
+from stateguard.parser import parse_response
+from stateguard.policies.base import Activation, ManagerContext, ManagerPolicy, ModelResponse
 from stateguard.policies.rules import RulesManager
 from stateguard.rollout import rollout
 from stateguard.task import Task, load_task
@@ -125,11 +127,12 @@ class _Teacher:
     """Rules manager (optionally with a known intervention) that logs every activation."""
 
     def __init__(self, *, t_star: int | None = None, variable: str | None = None, reason: str | None = None,
-                 live_from: int | None = None):  # fmt: skip
+                 live_from: int | None = None, live: ManagerPolicy | None = None):  # fmt: skip
         self.inner = RulesManager()
         self.name = "rules" if t_star is None else "rules+intervention"
         self.t_star, self.variable, self.reason = t_star, variable, reason
-        self.live_from = live_from  # auto: from this turn on the rules manager decides alone
+        self.live_from = live_from  # auto: from this turn on the live policy decides alone
+        self.live: ManagerPolicy = live or self.inner  # the rules manager, or an LLM teacher
         self.repaired = False
         self.log: list[ActivationLog] = []
 
@@ -145,7 +148,7 @@ class _Teacher:
             entry.forced = True
             inner = self._forced_finalize(obs, ctx)
         elif self.live_from is not None and (entry.turn or 0) >= self.live_from:
-            inner = self.inner.activate(obs, ctx)  # autonomous: no knowledge of the intervention
+            inner = self.live.activate(obs, ctx)  # autonomous: no knowledge of the intervention
         elif Stage(obs.stage) is Stage.UPDATED:
             # Every other turn is known to be faithful: the rules checks' findings there are false
             # alarms (counted, not demonstrated), so the teacher finalizes.
@@ -177,16 +180,36 @@ class _Teacher:
             while True:
                 reply = yield proposal
                 if isinstance(proposal, tuple):
-                    name, args = proposal
-                    tool = getattr(reply, "tool_result", None)
-                    entry.actions.append(ActionLog(
-                        name=name, arguments=dict(args), accepted=bool(reply.accepted), feedback=reply.feedback,
-                        tool_result=None if tool is None else tool.model_dump(mode="json"),
-                        control=name.isupper(),
-                    ))  # fmt: skip
+                    _log(entry, proposal[0], dict(proposal[1]), reply)
+                elif isinstance(proposal, ModelResponse):  # an LLM teacher: log what the harness parsed
+                    try:
+                        parsed = [(a.name.value, a.args.model_dump(mode="json", exclude_none=True))
+                                  for a in parse_response(proposal.message).actions]  # fmt: skip
+                    except ActionError:
+                        parsed = []
+                    for (name, args), result in zip(parsed, reply, strict=False):
+                        _log(entry, name, args, result)
                 proposal = inner.send(reply)
         except StopIteration:
             return
+
+
+def _log(entry: ActivationLog, name: str, args: dict[str, Any], reply: Any) -> None:
+    tool = getattr(reply, "tool_result", None)
+    entry.actions.append(ActionLog(
+        name=name, arguments=args, accepted=bool(reply.accepted), feedback=reply.feedback,
+        tool_result=None if tool is None else tool.model_dump(mode="json"), control=name.isupper(),
+    ))  # fmt: skip
+
+
+def llm_teacher() -> ManagerPolicy:
+    """The LLM teacher for auto branches: the rules checks first, the model (STATEGUARD_MANAGER_*
+    endpoint, any OpenAI-compatible server) wherever the rules cannot decide."""
+    from stateguard.llm import EndpointConfig, LLMClient
+    from stateguard.policies.hierarchical import HierarchicalManager
+    from stateguard.policies.llm_manager import LLMManager
+
+    return HierarchicalManager(RulesManager(), LLMManager(LLMClient(EndpointConfig.from_env("manager"))))
 
 
 # ---------------------------------------------------------------------------------- running
@@ -216,9 +239,12 @@ def _stages(task_dir: Path) -> list[dict[str, Any]]:
 
 
 def generate(task_dir: str | Path, out_dir: str | Path, *, seed: int, repairs: int = 2, autos: int = 1,
-             max_attempts: int = 8) -> list[TrajectoryRecord]:  # fmt: skip
+             max_attempts: int = 8, teacher: str = "rules") -> list[TrajectoryRecord]:  # fmt: skip
     """One clean trajectory, up to `repairs` repair and up to `autos` auto trajectories for a
-    built task; every record carries its Keep verdict (rejected ones included, for counting)."""
+    built task; every record carries its Keep verdict (rejected ones included, for counting).
+    `teacher="llm"` lets `llm_teacher()` decide in the auto branches."""
+    if teacher not in ("rules", "llm"):
+        raise ValueError(f"teacher={teacher!r}: use rules or llm (the LLM reads STATEGUARD_MANAGER_*)")
     root = Path(task_dir)
     task = load_built_task(root)
     runs = Path(out_dir) / "runs" / task.task_id
@@ -245,24 +271,26 @@ def generate(task_dir: str | Path, out_dir: str | Path, *, seed: int, repairs: i
             continue
         attempts += 1
         t_star = int(stage["turn_id"])
-        teacher = _Teacher(t_star=t_star, variable=stage["name"], reason=_REASONS.get(record.kind, _GENERIC_REASON))
+        forced = _Teacher(t_star=t_star, variable=stage["name"], reason=_REASONS.get(record.kind, _GENERIC_REASON))
         fault = Fault(kind="counterfactual", turn=t_star, code=faulty)
         rec = TrajectoryRecord(
             trajectory_id=f"{task.task_id}/repair-{attempts}", task_id=task.task_id, variant="repair", seed=seed,
             t_star=t_star, stage=stage["name"], intervention=record, faulty_code=faulty, reference_answers=reference,
-            **_run(task, teacher, [fault], runs / f"repair-{attempts}"),
+            **_run(task, forced, [fault], runs / f"repair-{attempts}"),
         )  # fmt: skip
         rec = _judge(rec, clean)
         out.append(rec)
         if rec.keep:
             kept += 1
             used_turns.add(t_star)
-    out += _autos(task, runs, options, clean, seed=seed, wanted=autos, max_attempts=max_attempts)
+    out += _autos(task, runs, options, clean, seed=seed, wanted=autos, max_attempts=max_attempts,
+                  teacher=teacher)  # fmt: skip
     return out
 
 
 def _autos(task: Task, runs: Path, options: list[tuple[dict[str, Any], str, InterventionRecord]],
-           clean: TrajectoryRecord, *, seed: int, wanted: int, max_attempts: int) -> list[TrajectoryRecord]:  # fmt: skip
+           clean: TrajectoryRecord, *, seed: int, wanted: int, max_attempts: int,
+           teacher: str = "rules") -> list[TrajectoryRecord]:  # fmt: skip
     """Counterfactual branches where the manager is live from t* on (no forced sequence)."""
     out: list[TrajectoryRecord] = []
     kept = attempts = 0
@@ -278,7 +306,8 @@ def _autos(task: Task, runs: Path, options: list[tuple[dict[str, Any], str, Inte
             trajectory_id=f"{task.task_id}/auto-{attempts}", task_id=task.task_id, variant="auto", seed=seed,
             t_star=t_star, stage=stage["name"], intervention=record, faulty_code=faulty,
             reference_answers=clean.reference_answers,
-            **_run(task, _Teacher(live_from=t_star), [Fault(kind="counterfactual", turn=t_star, code=faulty)],
+            **_run(task, _Teacher(live_from=t_star, live=llm_teacher() if teacher == "llm" else None),
+                   [Fault(kind="counterfactual", turn=t_star, code=faulty)],
                    runs / f"auto-{attempts}"),
         )  # fmt: skip
         rec = _judge(rec, clean)

@@ -1,8 +1,9 @@
 """Deterministic field judge: is a reported answer dict correct on the requested fields?
 
 Offline counterpart of LongDS's LLM judge criteria (paper C.3):
-* only the fields present in the expected answer are judged; `answer_type` is a label and ignored,
-  and a field name matches regardless of case, spaces, `-` and `_` when there is no exact match;
+* only the fields present in the expected answer are judged; `answer_type` and `primary_metric`
+  are labels and ignored; a field name with no exact match matches regardless of case, spaces,
+  `-` and `_` (when that is unambiguous);
 * numbers must match exactly up to trailing zeros, unless the expected dict states a tolerance
   (`tolerance` or `abs_tol`: absolute, `rel_tol`: relative; it applies to every number inside
   that dict); a number written as text ("1,234.50", "$75.8533", "75.85330") counts as that
@@ -22,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-IGNORED = frozenset({"answer_type"})
+IGNORED = frozenset({"answer_type", "primary_metric"})  # labels describing the answer, not values
 TOLERANCE_KEYS = frozenset({"tolerance", "abs_tol", "rel_tol"})
 EXACT = 1e-9  # "exact": only float noise is forgiven
 
@@ -43,7 +44,10 @@ def _number(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an int beyond float range: compared with ==, not as a number
+            return None
     if isinstance(value, str):
         text = value.strip().replace(" ", "")
         if not text or not _NUMBER_TEXT.match(text) or not any(c.isdigit() for c in text):

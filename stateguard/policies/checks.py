@@ -188,13 +188,13 @@ _STATED = re.compile(
 _CODE_NUMBER = re.compile(r"(?<![\w.])\d+(?:_\d+)*(?:\.\d+)?(?:[eE][+-]?\d+)?")
 
 
-def stated_thresholds(question: str) -> list[float]:
-    """Numbers the question states as a cut-off, in order of appearance (duplicates kept once)."""
-    out: list[float] = []
+def stated_thresholds(question: str) -> list[tuple[float, bool]]:
+    """(number, is a percentage) for each cut-off the question states, in order, once each."""
+    out: list[tuple[float, bool]] = []
     for m in _STATED.finditer(question):
-        value = float(m.group("num").replace(",", ""))
-        if value not in out:
-            out.append(value)
+        item = (float(m.group("num").replace(",", "")), bool(m.group("pct")))
+        if item not in out:
+            out.append(item)
     return out
 
 
@@ -221,25 +221,37 @@ def _code_numbers(code: str) -> set[float]:
     return found
 
 
-def parameters(question: str, steps: list[WorkerStep], scalars: Mapping[str, float]) -> list[Finding]:
-    """Stated thresholds that no successful cell of the turn uses (as x, or x/100 for a percentage),
-    and that no workspace scalar holds; the finding localizes what those cells wrote."""
+def parameters(
+    question: str, steps: list[WorkerStep], scalars: Mapping[str, float], history: Iterable[WorkerStep] = ()
+) -> list[Finding]:
+    """Stated thresholds that no successful cell uses (as x, or x/100 for a percentage) -- neither
+    the turn's own cells nor earlier ones in `history` (a question may restate an upstream cut-off
+    that an earlier cell applied) -- and that no workspace scalar holds; the finding localizes
+    what the turn's cells wrote."""
     wanted = stated_thresholds(question)
     ran = [s for s in steps if s.success and s.error is None]
     if not wanted or not ran:
         return []
-    have = set().union(*(_code_numbers(s.action) for s in ran)) | {float(v) for v in scalars.values()}
-    missing = [x for x in wanted if not any(math.isclose(x, h, rel_tol=1e-9) or math.isclose(x / 100, h, rel_tol=1e-9)
-                                            for h in have)]  # fmt: skip
+    earlier = [s for s in history if s.success and s.error is None]
+    have = set().union(*(_code_numbers(s.action) for s in [*ran, *earlier])) | {float(v) for v in scalars.values()}
+    missing = [x for x, pct in wanted if not any(math.isclose(x, h, rel_tol=1e-9) or (pct and math.isclose(x / 100, h, rel_tol=1e-9))
+                                                 for h in have)]  # fmt: skip
     if not missing:
         return []
-    writes = sorted(set().union(*(set(s.meta.get("writes", [])) or set(cell_dataflow(s.action).writes) for s in ran)))
+
+    def writes(cells: Iterable[WorkerStep]) -> set[str]:
+        return set().union(*(set(s.meta.get("writes", [])) or set(cell_dataflow(s.action).writes) for s in cells))
+
+    mine = {w for w in writes(ran) if not w.startswith("_")}
+    # Localize to what this turn produced first; names every turn rewrites (`result`) say nothing.
+    own = sorted(mine - writes(earlier)) or sorted(mine) or ["result"]
     return [
         Finding(
             check="parameters",
-            variables=[w for w in writes if not w.startswith("_")] or ["result"],
+            variables=own,
             reason="a cut-off the question states is not the one this turn's computation uses",
-            evidence=f"stated thresholds {missing} appear in none of steps {[s.index for s in ran]}",
+            evidence=f"stated thresholds {missing} appear in no cell run so far (this turn: steps "
+            f"{[s.index for s in ran]})",
         )
     ]
 

@@ -103,7 +103,8 @@ class RulesManager:
             + checks.precision(answer, required_decimals(text), scalars)
             + checks.grounding(answer, scalars)
             + checks.related(consumed, ctx.store, scalars)
-            + checks.parameters(turn.question if turn else "", retry, scalars)
+            + checks.parameters(turn.question if turn else "", retry, scalars,
+                                [s for i, s in sorted(ctx.steps.items()) if not steps or i < steps[0].index])
         )
 
     def mark_repair(self, obs: ManagerObservation) -> None:

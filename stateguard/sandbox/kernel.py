@@ -53,6 +53,7 @@ class Kernel:
     def __init__(self, config: dict[str, Any], reader: FrameReader, reply_fd: int):
         self.reader = reader
         self.reply_fd = reply_fd
+        self._listing: list[dict[str, Any]] | None = None
         limits = config["limits"]
         self.max_output = int(limits["max_output_chars"])
         self.grace = float(limits["grace_seconds"])
@@ -99,6 +100,7 @@ class Kernel:
 
     # --- cells ------------------------------------------------------------------------------
     def run(self, request: dict[str, Any]) -> dict[str, Any]:
+        self._listing = None  # the cell may change any value
         code = str(request["code"])
         hashed = [n for n in request.get("hash", []) if n in self.namespace]
         before = {n: content_hash(self.namespace[n]) for n in hashed}
@@ -136,9 +138,14 @@ class Kernel:
         return {"ok": True, "value": to_json_value(self.namespace[name])}
 
     def list_variables(self, request: dict[str, Any]) -> dict[str, Any]:
-        return {"ok": True, "variables": [describe(k, self.namespace[k]) for k in self._names()]}
+        # Cached between changes: describing hashes and prints every value.
+        listing = self._listing
+        if listing is None:
+            listing = self._listing = [describe(k, self.namespace[k]) for k in self._names()]
+        return {"ok": True, "variables": listing}
 
     def delete(self, request: dict[str, Any]) -> dict[str, Any]:
+        self._listing = None
         removed = [n for n in request["names"] if isinstance(n, str) and n in self.namespace]
         for name in removed:
             del self.namespace[name]
@@ -152,8 +159,9 @@ class Kernel:
         return None  # the reply has been sent
 
     def restore(self, request: dict[str, Any]) -> dict[str, Any]:
+        self._listing = None
         payload = self.reader.read_blob()  # always consume the blob, even if loading fails
-        self.namespace, failed = load_namespace(payload)
+        self.namespace, failed = load_namespace(payload, self.namespace)
         return {"ok": True, "names": self._names(), "failed": failed}
 
     # --- probes -----------------------------------------------------------------------------

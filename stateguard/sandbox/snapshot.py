@@ -7,9 +7,11 @@ What a checkpoint keeps:
   included); after a restore their globals ARE the restored namespace, as before;
 - modules, by name; they are re-imported on restore (`import numpy as np` -> "numpy").
 
-What it cannot keep, reported per name in `skipped` (the variable is absent after a restore):
-open files, generators, sockets, locks, threads, database connections, and any object whose
-pickling raises. State outside the namespace (files in scratch, module-level settings such as
+What it cannot keep, reported per name in `skipped`: open files, generators, sockets, locks,
+threads, database connections, and any object whose pickling raises. Such a *live resource*
+is carried over from the current namespace on restore when it still exists there under the
+same name (a DuckDB connection keeps working after a rollback; its contents are not rolled
+back), and is absent otherwise. State outside the namespace (files in scratch, module-level settings such as
 `pd.options`, random generator state of the numpy module) is not part of a checkpoint either.
 
 The bytes produced here are only ever unpickled in a kernel process, never in the parent.
@@ -33,12 +35,14 @@ def _user_items(namespace: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in namespace.items() if not k.startswith("__")}
 
 
-def _dump(values: dict[str, Any], modules: dict[str, str], namespace: dict[str, Any]) -> memoryview:
+def _dump(values: dict[str, Any], modules: dict[str, str], namespace: dict[str, Any],
+          skipped: list[str] | None = None) -> memoryview:  # fmt: skip
     # A function whose globals are the namespace: after unpickling, cloudpickle gives all the
     # cell-defined functions one shared globals dict, and this anchor lets us find it.
     anchor = types.FunctionType(compile("None", "<anchor>", "eval"), namespace)
     buffer = io.BytesIO()
-    cloudpickle.Pickler(buffer, protocol=5).dump({"values": values, "modules": modules, "anchor": anchor})
+    body = {"values": values, "modules": modules, "anchor": anchor, "skipped": sorted(skipped or [])}
+    cloudpickle.Pickler(buffer, protocol=5).dump(body)
     return buffer.getbuffer()  # no copy: a checkpoint of a large namespace must not be held twice
 
 
@@ -64,17 +68,25 @@ def dump_namespace(namespace: dict[str, Any]) -> tuple[memoryview, list[str], di
                     :300
                 ]
                 del values[name]
-        payload = _dump(values, modules, namespace)
+        payload = _dump(values, modules, namespace, list(skipped))
     return payload, sorted([*values, *modules]), skipped
 
 
-def load_namespace(payload: bytes | bytearray) -> tuple[dict[str, Any], dict[str, str]]:
-    """(new namespace, module name -> reason for modules that could not be re-imported)."""
+def load_namespace(
+    payload: bytes | bytearray, current: dict[str, Any] | None = None
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """(new namespace, module name -> reason for modules that could not be re-imported).
+
+    Names the checkpoint had to skip are taken from `current` (the live namespace) when there.
+    """
     data = pickle.loads(payload)
     namespace: dict[str, Any] = data["anchor"].__globals__
     # cloudpickle may have copied helper entries (e.g. __name__) into the shared globals; keep
     # those, drop nothing else, and lay the saved values over it.
     namespace.update(data["values"])
+    for name in data.get("skipped", []):
+        if current is not None and name in current:
+            namespace[name] = current[name]
     namespace["__builtins__"] = builtins
     namespace.setdefault("__name__", "__main__")
     failed: dict[str, str] = {}

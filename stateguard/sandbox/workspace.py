@@ -175,7 +175,8 @@ class SandboxWorkspace:
         info = self.checkpoints.info(checkpoint_id)
         if info is not None and info.skipped:
             notes.append(
-                f"not in checkpoint {checkpoint_id!r} (could not be pickled): {', '.join(sorted(info.skipped))}"
+                f"not in checkpoint {checkpoint_id!r} (could not be pickled; kept live where they still exist, "
+                f"not rolled back): {', '.join(sorted(info.skipped))}"
             )
         return notes
 

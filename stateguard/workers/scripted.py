@@ -8,7 +8,8 @@ blank-line-separated block per step, under a seeded fault model:
   precision      report the result rounded to the wrong number of decimals;
   exec_error     a typo makes the turn's last block raise, and the worker does not fix it.
 A repair hint that names a variable or answer field the faulty turn touched makes it recompute
-that turn (and every later turn it has already run) with the reference code; a hint that names
+that turn (and every later turn it has already run) with the reference code -- an earlier turn's
+submitted answer stays as it was, only the workspace is fixed; a hint that names
 nothing relevant changes nothing. Same seed, same faults, same trajectory.
 
     worker = ScriptedWorker(FaultModel(faults=[Fault(kind="stale", turn=5)]))
@@ -115,6 +116,7 @@ class ScriptedWorker:
         self._queue: list[_Cell] = []
         self._run_turns: list[int] = []
         self._turn_json: dict[int, Any] = {}
+        self._latest_run = 0  # the latest turn whose own cells have run; earlier answers are submitted
 
     # -- contract
     def start(self, task: Task, workspace: LiveWorkspace) -> None:
@@ -137,7 +139,11 @@ class ScriptedWorker:
         parsed = last_json(result.stdout)
         if parsed is not None:
             self._turn_json[cell.turn] = parsed
-        if cell.last:
+        if cell.purpose != "recompute":
+            self._latest_run = max(self._latest_run, cell.turn)
+        if cell.last and (cell.turn >= self._latest_run or cell.turn not in self.answers):
+            # A turn's answer is final once a later turn's own work has started: recomputing it
+            # after that fixes the workspace, not the answer already submitted.
             self.answers[cell.turn] = self._turn_json.get(cell.turn)
         return WorkerStep(
             index=index,

@@ -49,7 +49,12 @@ def test_baseline_propagates_the_stale_margin_and_stateguard_repairs_it(task: Ta
     base, base_ok = run(task, tmp_path, "baseline", STALE, flow)
     guard, guard_ok = run(task, tmp_path, "stateguard", STALE, flow)
     assert base_ok == {1: True, 2: True, 3: True, 4: True, 5: False, 6: False}
-    assert guard_ok == {t: True for t in range(1, 7)}
+    if flow is SEGMENT:
+        # The review after turn 5's answer was submitted repairs the workspace: turn 5's answer stays
+        # as submitted, but turn 6 no longer inherits the stale margin (contamination stopped).
+        assert guard_ok == {1: True, 2: True, 3: True, 4: True, 5: False, 6: True}
+    else:
+        assert guard_ok == {t: True for t in range(1, 7)}
     assert base.committed_states == [] and base.manager_activations == 0
     assert guard.repairs == 1
 

@@ -8,6 +8,7 @@ to /v1/chat/completions consumes the next behaviour of the script, in arrival or
     Status(code, body, headers)            an error answer, body wrapped as {"error": {...}}
     Delay(seconds, then=...)               wait (to trip client timeouts), then behave as `then`
     Die()                                  stop listening and drop this request unanswered
+    Respond(fn)                            a completion computed from the request: fn(request) -> Reply | str
 
 Once the script is spent, requests get HTTP 410 naming the count, so a runaway retry loop
 shows up as a clear, non-retried failure. GET /v1/models lists the one model. Every response
@@ -73,13 +74,20 @@ class Die:
     """Close the listening socket and drop the current request without an answer."""
 
 
-Behaviour = Reply | Echo | Status | Delay | Die | str
+@dataclass(frozen=True)
+class Respond:
+    """Answer with `fn(request body)`, a Reply or a string (a scripted model that reads its prompt)."""
+
+    fn: Any
+
+
+Behaviour = Reply | Echo | Status | Delay | Die | Respond | str
 
 
 def _normalize(item: Any) -> Behaviour:
     if isinstance(item, type) and item in (Echo, Die):
         return item()
-    if isinstance(item, Reply | Echo | Status | Delay | Die | str):
+    if isinstance(item, Reply | Echo | Status | Delay | Die | Respond | str):
         return item
     raise TypeError(f"not a scripted behaviour: {item!r}")
 
@@ -258,6 +266,8 @@ class ScriptedServer:
 
     def _completion(self, request: Mapping[str, Any], behaviour: Behaviour) -> dict[str, Any]:
         messages = request.get("messages") or []
+        if isinstance(behaviour, Respond):
+            behaviour = behaviour.fn(request)
         if isinstance(behaviour, Echo):
             users = [m for m in messages if m.get("role") == "user"]
             reply = Reply(content=str(users[-1].get("content") or "") if users else "")

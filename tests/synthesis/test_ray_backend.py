@@ -16,7 +16,7 @@ def _files(root: Path) -> dict[str, bytes]:
 
 
 def test_ray_tasks_build_the_same_task(tmp_path: Path) -> None:
-    from synthesis.ray_backend import map_tasks
+    from stateguard.parallel import map_tasks
 
     spec = TaskSpec(dataset="penguins", index=0, seed=7, turns=10, task_id="penguins_s7_t10")
     local = synth_one(spec, str(tmp_path / "local"))

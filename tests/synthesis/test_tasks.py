@@ -150,3 +150,22 @@ def test_long_task_has_the_requested_turns_and_unique_stage_names(tmp_path: Path
     assert len(names) == 30 == len(set(names))
     assert len({t["thread_id"] for t in graph["threads"]}) > 3  # more than one round of families
     assert {"update", "update_child", "rollback", "combine"} <= {s["role"] for s in graph["stages"]}
+
+
+@pytest.mark.parametrize(("dataset", "seed", "turns"), [("penguins", 3, 20), ("gapminder", 5, 26), ("penguins", 0, 12)])
+def test_no_question_after_an_update_is_answered_under_the_superseded_definition(
+    tmp_path: Path, dataset: str, seed: int, turns: int
+) -> None:
+    import re
+
+    stages = _graph(build_task(tmp_path, dataset=dataset, seed=seed, turns=turns))["stages"]
+    u = next(i for i, s in enumerate(stages) if s["role"] == "update")
+    original = next(r["related_state_id"] for r in stages[u]["relations"] if r["type"] == "invalidate")
+    name_of = {s["state_id"]: s["name"] for s in stages}
+    tainted = {name_of.get(original, original)}
+    for s in stages[:u]:
+        if any(re.search(rf"\b{t}\b", s["sql"]) for t in tainted):
+            tainted.add(s["name"])
+    for s in stages[u + 1 :]:
+        if s["role"] in ("thread", "combine"):
+            assert not any(re.search(rf"\b{t}\b", s["sql"]) for t in tainted), (s["name"], tainted)

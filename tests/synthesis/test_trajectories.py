@@ -135,3 +135,28 @@ def test_export_resumes_from_cached_records(task_dir: Path, tmp_path: Path) -> N
     assert (tmp_path / "out" / "rl" / "prompts.parquet").read_bytes() == rl
     capped = export(task_dir.parent, tmp_path / "capped", seed=0, repairs=1, autos=1, max_trajectories=1)
     assert capped["kept"] == 1
+
+
+def test_llm_teacher_decides_auto_branches_through_a_real_endpoint(
+    task_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.support.scripted_server import Reply, Respond, ScriptedServer
+
+    finalize = Reply(content="", tool_calls=[{"name": "FINALIZE_RELATIONS", "arguments": {"mode": "confirm"}}])
+    with ScriptedServer([Respond(lambda request: finalize)] * 400) as server:
+        monkeypatch.setenv("STATEGUARD_MANAGER_BASE_URL", server.base_url)
+        monkeypatch.setenv("STATEGUARD_MANAGER_MODEL", "scripted-teacher")
+        records = generate(task_dir, tmp_path, seed=0, repairs=0, autos=2, teacher="llm")
+        calls = len(server.requests)
+    autos = [r for r in records if r.variant == "auto"]
+    assert autos and calls > 0
+    # the model's decisions are in the demonstrations, with the harness verdicts
+    logged = [c for r in autos for a in r.activations for c in a.actions if c.name == "FINALIZE_RELATIONS"]
+    assert len(logged) >= calls and all(c.accepted for c in logged)
+    for r in autos:  # a teacher that never repairs keeps only what the rules tier caught on its own
+        repaired = any(c.name == "REPAIR" and c.accepted for a in r.activations if a.turn == r.t_star for c in a.actions)
+        assert r.keep == repaired, r.rejections
+        if not r.keep:
+            assert "autonomous_detection" in r.rejections
+    with pytest.raises(ValueError, match="teacher"):
+        generate(task_dir, tmp_path / "bad", seed=0, teacher="oracle")

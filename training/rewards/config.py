@@ -1,6 +1,6 @@
 """Knobs of the validity reward (paper Eq. 26 and Eq. 30), with the paper's values as defaults.
 
-    cfg = RewardConfig()                                   # 0.15 / 0.20 / 0.30 / 0.35, beta_fp 1.0, beta_fn 0.3
+    cfg = RewardConfig()                         # 0.15 / 0.20 / 0.30 / 0.35, beta_fp 1.0, beta_fn 0.3
     cfg = RewardConfig(judge=EndpointConfig(role="judge", base_url=..., model="openai/gpt-oss-120b"))
     cfg = RewardConfig.model_validate(OmegaConf.to_container(hydra_cfg.reward, resolve=True))
 
@@ -27,37 +27,53 @@ class RewardConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     # -- Eq. 26: term weights (they must sum to 1)
-    w_action: float = Field(default=0.15, ge=0, description="Weight of R_action, tool-call execution success (Eq. 27).")
-    w_lifecycle: float = Field(default=0.20, ge=0, description="Weight of R_lifecycle, legal control actions (Eq. 28).")
-    w_support: float = Field(default=0.30, ge=0, description="Weight of R_support, grounded state contents (Eq. 29).")
+    w_action: float = Field(
+        default=0.15, ge=0, description="Weight of R_action, tool-call execution success (Eq. 27)."
+    )
+    w_lifecycle: float = Field(
+        default=0.20, ge=0, description="Weight of R_lifecycle, legal control actions (Eq. 28)."
+    )
+    w_support: float = Field(
+        default=0.30, ge=0, description="Weight of R_support, grounded state contents (Eq. 29)."
+    )
     w_intervention: float = Field(
-        default=0.35, ge=0, description="Weight of R_intervention, repair decisions against labels (Eq. 8, 30)."
+        default=0.35,
+        ge=0,
+        description="Weight of R_intervention, repair decisions against labels (Eq. 8, 30).",
     )
 
     # -- Eq. 30: repair quality q_i and the two penalties
     q_correct: float = Field(default=1.0, description="q_i for a correct repair of a genuine inconsistency.")
-    q_partial: float = Field(default=0.2, description="q_i for an appropriate but only partially effective repair.")
+    q_partial: float = Field(
+        default=0.2, description="q_i for an appropriate but only partially effective repair."
+    )
     q_misleading: float = Field(default=-0.5, description="q_i for a misleading or wrongly localized repair.")
-    beta_fp: float = Field(default=1.0, ge=0, description="Penalty for a repair where no inconsistency exists.")
-    beta_fn: float = Field(default=0.3, ge=0, description="Penalty for a missed repair of a genuine inconsistency.")
+    beta_fp: float = Field(
+        default=1.0, ge=0, description="Penalty for a repair where no inconsistency exists."
+    )
+    beta_fn: float = Field(
+        default=0.3, ge=0, description="Penalty for a missed repair of a genuine inconsistency."
+    )
 
     # -- choices the paper leaves open
     pass_actions: tuple[ControlAction, ...] = Field(
         default=(ControlAction.RESUME_WORKER, ControlAction.ABSTAIN, ControlAction.FINALIZE_RELATIONS),
-        description="Decisions that leave a consistent state alone (the R+ term for g_i = 0). The paper names "
-        "Resume and Abstain; in the turn-aligned table neither is legal at the verification stage, where a "
-        "consistent state is finalized, so FINALIZE_RELATIONS is included. Use [RESUME_WORKER, ABSTAIN] for "
-        "the literal reading.",
+        description="Decisions that leave a consistent state alone (the R+ term for g_i = 0). The paper "
+        "names Resume and Abstain; in the turn-aligned table neither is legal at the verification stage, "
+        "where a consistent state is finalized, so FINALIZE_RELATIONS is included. Use "
+        "[RESUME_WORKER, ABSTAIN] for the literal reading.",
     )
     inapplicable: Literal["renormalize", "zero"] = Field(
         default="renormalize",
-        description="A term with nothing to score (no tool call, no control action, no committed state, no "
-        "decision point) is 0/0. renormalize: drop it and rescale the other weights to sum to 1; zero: score it 0.",
+        description="A term with nothing to score (no tool call, no control action, no committed state, "
+        "no decision point) is 0/0. renormalize: drop it and rescale the other weights to sum to 1; "
+        "zero: score it 0.",
     )
     refused_control_is_invalid: bool = Field(
         default=True,
-        description="A control action legal in the table but refused by the harness (bad arguments, a failed "
-        "constraint, a hint that leaks code) counts as invalid in R_lifecycle. False: the table alone decides.",
+        description="A control action legal in the table but refused by the harness (bad arguments, a "
+        "failed constraint, a hint that leaks code) counts as invalid in R_lifecycle. False: the table "
+        "alone decides.",
     )
     undecided_quality: float = Field(
         default=0.2,
@@ -73,9 +89,12 @@ class RewardConfig(BaseModel):
 
     # -- the judge for cases evidence cannot settle (the paper used GPT-OSS-120B)
     judge: EndpointConfig | None = Field(
-        default=None, description="OpenAI-compatible judge endpoint; None decides undecidable cases conservatively."
+        default=None,
+        description="OpenAI-compatible judge endpoint; None decides undecidable cases conservatively.",
     )
-    judge_evidence_chars: int = Field(default=6000, ge=200, description="Most evidence characters sent per judge case.")
+    judge_evidence_chars: int = Field(
+        default=6000, ge=200, description="Most evidence characters sent per judge case."
+    )
 
     @model_validator(mode="after")
     def _check(self) -> RewardConfig:
@@ -91,7 +110,9 @@ class RewardConfig(BaseModel):
                 f"{self.q_misleading} / {self.q_partial} / {self.q_correct}"
             )
         if ControlAction.REPAIR in self.pass_actions:
-            raise ValueError("pass_actions must not contain REPAIR: a repair is the intervention being scored")
+            raise ValueError(
+                "pass_actions must not contain REPAIR: a repair is the intervention being scored"
+            )
         return self
 
     def weights(self) -> dict[str, float]:

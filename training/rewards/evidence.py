@@ -6,7 +6,9 @@
 Evidence for state S_k is what the runtime recorded, never what the manager wrote:
 * the worker steps of its source interval: their printed output and error, and the names each
   successful step wrote (the step's recorded dataflow, or the code's when none was recorded);
-* the tool results the manager obtained while S_k was a draft (opened, not yet committed);
+* the results of check_execution, load_state and run_probe calls made while S_k was a draft, with
+  a probe's own literals taken out (`print(999.0)` proves nothing); compile_python and
+  inspect_python describe the manager's code, so they ground nothing;
 * the executable constraint checks the harness ran for S_k, with the code of those that passed.
 
 Numbers match at the coarser of the two precisions (66.428571 matches a printed 66.43, 1060.0
@@ -16,6 +18,7 @@ matches 1060); JSON objects in outputs and tool results also give keyed values, 
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 import re
@@ -29,6 +32,9 @@ from stateguard.answers import last_json
 from stateguard.dataflow import cell_dataflow
 from training.rewards.timeline import Rollout
 
+# Tools whose results report runtime values; compile_python and inspect_python describe the
+# manager's own code (inspect_python even lists its literals), so they ground nothing.
+VALUE_TOOLS = frozenset({"check_execution", "load_state", "run_probe"})
 _NUMBER = re.compile(r"(?<![\w.@])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w@])")
 _GROUPED = re.compile(r"(?<![\w.@])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w@])")
 
@@ -63,7 +69,9 @@ def number_of(value: float) -> Number:
     """A recorded value with the precision it carries (trailing zeros dropped: 1060.0 -> 0 places)."""
     if not math.isfinite(value):
         return Number(value=value, decimals=0)
-    return Number(value=float(value), decimals=_places(Decimal(repr(float(value))).normalize().as_tuple().exponent))
+    return Number(
+        value=float(value), decimals=_places(Decimal(repr(float(value))).normalize().as_tuple().exponent)
+    )
 
 
 def same_number(a: Number, b: Number) -> bool:
@@ -104,9 +112,13 @@ class Evidence(BaseModel):
 
     texts: list[str] = Field(default_factory=list, description="Outputs, errors and tool results, as text.")
     numbers: list[Number] = Field(default_factory=list)
-    keyed: dict[str, list[Any]] = Field(default_factory=dict, description="Field name -> values seen in JSON.")
+    keyed: dict[str, list[Any]] = Field(
+        default_factory=dict, description="Field name -> values seen in JSON."
+    )
     written: set[str] = Field(default_factory=set, description="Names successful source steps wrote.")
-    passed_checks: list[str] = Field(default_factory=list, description="Code of executable constraints that passed.")
+    passed_checks: list[str] = Field(
+        default_factory=list, description="Code of executable constraints that passed."
+    )
 
     def add_text(self, text: str) -> None:
         if not text:
@@ -146,6 +158,51 @@ class Evidence(BaseModel):
         return self.texts[:limit] + [f"passed executable check: {code}" for code in self.passed_checks]
 
 
+def _literals(code: str) -> tuple[list[Number], set[str]]:
+    """Numbers and strings written literally in a probe's code."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return numbers_in(code), set()
+    nums, strings = [], set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value:
+            strings.add(node.value)
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, int | float)
+            and not isinstance(node.value, bool)
+        ):
+            nums.append(number_of(float(node.value)))
+    return nums, strings
+
+
+def add_tool_result(ev: Evidence, tool: dict[str, Any]) -> None:
+    """Add one tool event's result. A probe's own literals are taken out first: `print(999.0)`
+    shows what the manager wrote, not what the data holds."""
+    result = tool.get("result") or {}
+    data = result.get("data")
+    planted_numbers: list[Number] = []
+    planted_strings: set[str] = set()
+    if tool.get("name") == "run_probe":
+        planted_numbers, planted_strings = _literals(str((tool.get("arguments") or {}).get("code") or ""))
+    text = json.dumps(data, default=str, sort_keys=True)
+    for literal in sorted(planted_strings, key=len, reverse=True):
+        text = text.replace(literal, " ")
+    ev.texts.append(text)
+    ev.numbers.extend(n for n in numbers_in(text) if not any(same_number(n, p) for p in planted_numbers))
+    for key, leaf in leaves(data):
+        planted = (isinstance(leaf, str) and leaf in planted_strings) or (
+            isinstance(leaf, int | float)
+            and not isinstance(leaf, bool)
+            and any(same_number(number_of(float(leaf)), p) for p in planted_numbers)
+        )
+        if not planted:
+            ev.add_json({key: leaf})
+    if result.get("error"):
+        ev.texts.append(str(result["error"]))
+
+
 def written_names(step: dict[str, Any]) -> list[str]:
     """Names a worker step (its trace record) wrote: its recorded dataflow, else its code's."""
     meta = step.get("meta") or {}
@@ -169,17 +226,17 @@ def state_evidence(rollout: Rollout, state: dict[str, Any]) -> Evidence:
         if event.data.get("success", True) and not event.data.get("error"):
             ev.written.update(written_names(event.data))
     opened = [e.seq for e in rollout.of_kind("state_opened") if e.data.get("state_id") == sid]
-    closed = [e.seq for e in rollout.of_kind("state_committed") if (e.data.get("state") or {}).get("id") == sid]
+    closed = [
+        e.seq for e in rollout.of_kind("state_committed") if (e.data.get("state") or {}).get("id") == sid
+    ]
     lo, hi = (min(opened) if opened else -1), (min(closed) if closed else math.inf)
     for event in rollout.of_kind("tool"):
-        if lo <= event.seq <= hi:
-            result = event.data.get("result") or {}
-            ev.texts.append(json.dumps(result.get("data"), default=str, sort_keys=True))
-            ev.numbers.extend(numbers_in(ev.texts[-1]))
-            ev.add_json(result.get("data"))
-            ev.add_text(str(result.get("error") or ""))
+        if lo <= event.seq <= hi and event.data.get("name") in VALUE_TOOLS:
+            add_tool_result(ev, event.data)
     codes = {c.get("text"): c.get("code") for c in state.get("constraints") or []}
-    checks = [e for e in rollout.of_kind("constraint_checks") if e.data.get("state_id") == sid and e.seq <= hi]
+    checks = [
+        e for e in rollout.of_kind("constraint_checks") if e.data.get("state_id") == sid and e.seq <= hi
+    ]
     for result in (checks[-1].data.get("results") or []) if checks else []:
         code = codes.get(result.get("text"))
         if result.get("passed") is True and code:

@@ -104,7 +104,9 @@ def decision_points(rollout: Rollout) -> list[DecisionPoint]:
     return points
 
 
-def decision_reward(inconsistent: bool, decision: str | None, quality: float | None, config: RewardConfig) -> float:
+def decision_reward(
+    inconsistent: bool, decision: str | None, quality: float | None, config: RewardConfig
+) -> float:
     """R_i^+ − R_i^- of Eq. 8 for one decision point."""
     repair = decision == REPAIR
     passed = decision in {a.value for a in config.pass_actions}
@@ -141,7 +143,9 @@ def effectiveness(rollout: Rollout, point: DecisionPoint, targets: Sequence[str]
         if end is not None:
             break
     retry = [e.data for e in after if e.kind == "worker_step" and (end is None or e.seq < end)]
-    rewrote = any(set(targets) & set(written_names(s)) for s in retry if s.get("success", True) and not s.get("error"))
+    rewrote = any(
+        set(targets) & set(written_names(s)) for s in retry if s.get("success", True) and not s.get("error")
+    )
     if end_kind == "committed" and rewrote:
         return "effective", "the retry recomputed an affected variable and the state was committed"
     if end_kind is not None:
@@ -152,10 +156,12 @@ def effectiveness(rollout: Rollout, point: DecisionPoint, targets: Sequence[str]
 
 def _quality_case(rollout: Rollout, point: DecisionPoint, label: DecisionLabel) -> JudgeCase:
     hint = point.arguments.get("error_hint") or {}
+    affected = label.affected_variables or "unknown variables"
     subject = (
-        f"Known inconsistency in state {point.state_id}: affects {label.affected_variables or 'unknown variables'} "
-        f"(kind: {label.intervention_kind or 'unknown'}). The manager's REPAIR named {hint.get('error_variables')} "
-        f"with the reason: {hint.get('faulty_reasoning')!r} and the evidence: {point.arguments.get('analytical_evidence')!r}."
+        f"Known inconsistency in state {point.state_id}: affects {affected} "
+        f"(kind: {label.intervention_kind or 'unknown'}). The manager's REPAIR named "
+        f"{hint.get('error_variables')} with the reason {hint.get('faulty_reasoning')!r} "
+        f"and the evidence {point.arguments.get('analytical_evidence')!r}."
     )
     after = [e for e in rollout.events if point.decision_seq is not None and e.seq > point.decision_seq]
     evidence = [f"worker step {e.data.get('index')}: {e.data.get('action')}\noutput: {e.data.get('output')}"
@@ -184,10 +190,15 @@ def repair_quality(rollout: Rollout, point: DecisionPoint, label: DecisionLabel,
 
 
 def _inconsistency_case(rollout: Rollout, point: DecisionPoint) -> JudgeCase:
-    drafts = [e.data.get("draft") or {} for e in rollout.events
-              if e.kind == "state_updated" and e.seq <= (point.decision_seq or point.seq) and e.data.get("state_id") == point.state_id]  # fmt: skip
+    upto = point.decision_seq or point.seq
+    updates = [e for e in rollout.of_kind("state_updated") if e.seq <= upto]
+    drafts = [e.data.get("draft") or {} for e in updates if e.data.get("state_id") == point.state_id]
     draft = drafts[-1] if drafts else {"id": point.state_id}
-    return JudgeCase(kind="inconsistency", subject=f"Draft state: {draft}", evidence=state_evidence(rollout, draft).digest())
+    return JudgeCase(
+        kind="inconsistency",
+        subject=f"Draft state: {draft}",
+        evidence=state_evidence(rollout, draft).digest(),
+    )
 
 
 def score_decisions(rollout: Rollout, points: Sequence[DecisionPoint], labels: RewardLabels,
@@ -198,7 +209,7 @@ def score_decisions(rollout: Rollout, points: Sequence[DecisionPoint], labels: R
         point = points[i] if i < len(points) else None
         label = labels.decision_points[i] if i < len(labels.decision_points) else None
         decision = point.decision if point else None
-        base = {"index": i, "seq": point.seq if point else None, "state_id": point.state_id if point else None,
+        base = {"index": i, "seq": point and point.seq, "state_id": point and point.state_id,
                 "decision": decision, "label": label}  # fmt: skip
         if label is not None:
             g: bool | None = label.inconsistent
@@ -209,14 +220,17 @@ def score_decisions(rollout: Rollout, points: Sequence[DecisionPoint], labels: R
             g = None if verdict is None else verdict == "inconsistent"
             g_by = "judge" if how == "judge" else "conservative"
         if g is None:
-            outcomes.append(DecisionOutcome(**base, inconsistent=None, inconsistent_by=g_by, reward=None,
-                                            reason="unlabelled and no judge verdict: left out of M"))  # fmt: skip
+            why = "unlabelled and no judge verdict: left out of M"
+            outcomes.append(
+                DecisionOutcome(**base, inconsistent=None, inconsistent_by=g_by, reward=None, reason=why)
+            )
             continue
         quality, quality_by, why = None, None, "no repair"
-        if g and decision == REPAIR and point is not None and label is not None:
-            quality, quality_by, why = repair_quality(rollout, point, label, config, ledger)
-        elif g and decision == REPAIR and point is not None:  # judged inconsistent, nothing known about it
-            quality, quality_by, why = config.undecided_quality, "conservative", "unlabelled repair"
+        if (
+            g and decision == REPAIR and point is not None
+        ):  # a judged point: nothing known about what is wrong
+            known = label or DecisionLabel(inconsistent=True)
+            quality, quality_by, why = repair_quality(rollout, point, known, config, ledger)
         reached = "" if point else "never reached; "
         outcomes.append(DecisionOutcome(
             **base, inconsistent=g, inconsistent_by=g_by, quality=quality, quality_by=quality_by,

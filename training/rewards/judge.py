@@ -39,8 +39,8 @@ _QUESTIONS: dict[CaseKind, str] = {
     "support": "Is the assertion below backed by the evidence: does some execution output, tool result or "
     "passed executable check show this value or fact? Reasoning or plans that nothing executed count as "
     "ungrounded, even when they sound right.",
-    "repair_quality": "A known inconsistency existed and the manager asked the worker to repair it. Judge the "
-    "repair: correct if it points at the real problem and the worker's retry fixes it; partial if it is "
+    "repair_quality": "A known inconsistency existed and the manager asked the worker to repair it. Judge "
+    "the repair: correct if it points at the real problem and the worker's retry fixes it; partial if it is "
     "appropriate but only partly effective or only partly localized; misleading if it points at the wrong "
     "variables or reasoning.",
     "inconsistency": "Does the draft state below contain an analytical inconsistency (a stale input, a wrong "

@@ -8,11 +8,12 @@ decision point the RL prompt stops at).
     labels = RewardLabels(decision_points=[DecisionLabel(inconsistent=True, affected_variables=["margin"])])
     labels = RewardLabels.from_verl_row(ground_truth, extra_info)     # a row of rl/prompts.parquet
 
-`from_verl_row` reads the layout `synthesis.export.rl_prompts` writes today: `ground_truth` is a JSON
-string `{"action": <teacher's control action>, "affected_variables": [...], "intervention_kind": ...}`
-and `extra_info` holds task_id, turn, decision_point and variant. The teacher REPAIRs (or abandons)
-exactly where an inconsistency exists, so g = 1 for those actions and 0 for any other. An explicit
-`"inconsistent": true/false` in the ground truth, or a whole `labels` record in extra_info, wins.
+`from_verl_row` reads the rows `synthesis.export.rl_prompts` writes: `extra_info["labels"]` is the
+JSON object `{"g": 0|1, "affected_variables": [...], "intervention_kind": ..., "benign": ...}` for
+the row's decision point, and `ground_truth` the JSON `{"action": <teacher's control action>, ...}`.
+A `labels` value with `decision_points` is read as a whole RewardLabels record (several points).
+Rows without labels fall back to the ground truth: an explicit `"inconsistent"`, else g = 1 exactly
+when the teacher intervened there (REPAIR or ABANDON_STATE).
 """
 
 from __future__ import annotations
@@ -37,8 +38,13 @@ class DecisionLabel(BaseModel):
     affected_variables: list[str] = Field(
         default_factory=list, description="Names (no @version) the inconsistency lives in; empty if unknown."
     )
-    intervention_kind: str | None = Field(default=None, description="Counterfactual kind, e.g. filter_condition.")
-    expected_action: str | None = Field(default=None, description="The teacher's control action, for reports.")
+    intervention_kind: str | None = Field(
+        default=None, description="Counterfactual kind, e.g. filter_condition."
+    )
+    benign: bool = Field(default=False, description="An intervention that changed nothing (a hard negative).")
+    expected_action: str | None = Field(
+        default=None, description="The teacher's control action, for reports."
+    )
 
     @field_validator("affected_variables")
     @classmethod
@@ -52,27 +58,46 @@ class RewardLabels(Record):
     decision_points: list[DecisionLabel] = Field(default_factory=list)
     task_id: str | None = None
     turn: int | None = None
-    variant: str | None = Field(default=None, description="clean or repair (the trajectory the prompt came from).")
+    variant: str | None = Field(
+        default=None, description="clean, repair or auto: the trajectory the prompt came from."
+    )
 
     @classmethod
     def from_verl_row(cls, ground_truth: Any, extra_info: Mapping[str, Any] | None) -> RewardLabels:
         """Labels from a verl row (`reward_model.ground_truth` and `extra_info`); errors name the field."""
         extra = dict(extra_info or {})
-        if extra.get("labels") is not None:
-            raw = extra["labels"]
-            try:
-                return cls.model_validate(json.loads(raw) if isinstance(raw, str) else raw)
-            except (ValidationError, json.JSONDecodeError) as exc:
-                raise ValueError(f"extra_info['labels'] is not a RewardLabels record: {exc}") from None
         truth = _truth(ground_truth)
+        turn = extra.get("turn")
+        meta = {"task_id": extra.get("task_id"), "turn": int(turn) if turn is not None else None,
+                "variant": extra.get("variant")}  # fmt: skip
+        raw = extra.get("labels")
+        if raw is not None:
+            try:
+                given = json.loads(raw) if isinstance(raw, str) else dict(raw)
+                if "decision_points" in given:  # a whole record; the row fills what it leaves out
+                    return cls.model_validate({**{k: v for k, v in meta.items() if v is not None}, **given})
+                label = DecisionLabel(
+                    inconsistent=bool(given["g"]),
+                    affected_variables=list(given.get("affected_variables") or []),
+                    intervention_kind=given.get("intervention_kind"),
+                    benign=bool(given.get("benign", False)),
+                    expected_action=truth.get("action"),
+                )
+            except (ValidationError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+                raise ValueError(
+                    f"extra_info['labels'] is neither the export's {{'g': 0|1, ...}} object nor a RewardLabels "
+                    f"record ({type(exc).__name__}: {exc})"
+                ) from None
+            return cls(decision_points=[label], **meta)
         if "inconsistent" in truth:
             inconsistent = bool(truth["inconsistent"])
         elif isinstance(truth.get("action"), str):
             inconsistent = truth["action"] in INTERVENING_ACTIONS
         else:
             raise ValueError(
-                "ground_truth has neither 'inconsistent' (g_i) nor 'action' (the teacher's decision); "
-                "re-export the RL prompts with synthesis.export or put a RewardLabels record in extra_info['labels']"
+                "the row has no labels: extra_info['labels'] is missing and ground_truth has neither "
+                "'inconsistent' (g_i) nor 'action' (the teacher's decision); re-export the RL prompts with "
+                "synthesis.export"
             )
         label = DecisionLabel(
             inconsistent=inconsistent,
@@ -80,13 +105,7 @@ class RewardLabels(Record):
             intervention_kind=truth.get("intervention_kind"),
             expected_action=truth.get("action"),
         )
-        turn = extra.get("turn")
-        return cls(
-            decision_points=[label],
-            task_id=extra.get("task_id"),
-            turn=int(turn) if turn is not None else None,
-            variant=extra.get("variant"),
-        )
+        return cls(decision_points=[label], **meta)
 
 
 def _truth(ground_truth: Any) -> dict[str, Any]:

@@ -61,13 +61,23 @@ def tool_items(rollout: Rollout) -> list[ToolItem]:
     items = []
     for act in rollout.window_actions():
         if act.kind == "unparsed":
-            items.append(ToolItem(seq=act.seq, name=None, success=False, reason="response could not be parsed"))
+            items.append(
+                ToolItem(seq=act.seq, name=None, success=False, reason="response could not be parsed")
+            )
         elif act.kind == "tool" and not act.accepted:
             why = "malformed call" if act.malformed else "refused by the harness"
-            items.append(ToolItem(seq=act.seq, name=act.name, success=False, reason=f"{why}: {act.feedback[:200]}"))
+            items.append(
+                ToolItem(seq=act.seq, name=act.name, success=False, reason=f"{why}: {act.feedback[:200]}")
+            )
         elif act.kind == "tool":
-            ok = bool(act.tool_ok) or (act.name == ToolAction.RUN_PROBE.value and _probe_verdict(act.tool_error))
-            reason = "executed" if act.tool_ok else ("probe ran; its check failed" if ok else f"failed: {act.tool_error}")
+            ok = bool(act.tool_ok) or (
+                act.name == ToolAction.RUN_PROBE.value and _probe_verdict(act.tool_error)
+            )
+            reason = (
+                "executed"
+                if act.tool_ok
+                else ("probe ran; its check failed" if ok else f"failed: {act.tool_error}")
+            )
             items.append(ToolItem(seq=act.seq, name=act.name, success=ok, reason=reason))
     return items
 

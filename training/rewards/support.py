@@ -32,7 +32,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from stateguard.dataflow import cell_dataflow
-from training.rewards.evidence import Evidence, leaves, number_of, numbers_in, same_number, same_value, state_evidence
+from training.rewards.evidence import (
+    Evidence,
+    leaves,
+    number_of,
+    numbers_in,
+    same_number,
+    same_value,
+    state_evidence,
+)
 from training.rewards.judge import Adjudicator, How, JudgeCase
 from training.rewards.timeline import Rollout
 
@@ -57,7 +65,11 @@ def _small_count(value: float) -> bool:
 
 
 def _is_summary(value: Any) -> bool:
-    return value is None or value in ({}, []) or (isinstance(value, dict) and ("hash" in value or "shape" in value))
+    return (
+        value is None
+        or value in ({}, [])
+        or (isinstance(value, dict) and ("hash" in value or "shape" in value))
+    )
 
 
 def _leaf_found(field: str, leaf: Any, ev: Evidence) -> bool:
@@ -68,8 +80,8 @@ def _leaf_found(field: str, leaf: Any, ev: Evidence) -> bool:
         return any(v is leaf for v in keyed)
     if isinstance(leaf, int | float):
         target = number_of(float(leaf))
-        if any(isinstance(v, int | float) and not isinstance(v, bool) and same_number(target, number_of(float(v)))
-               for v in keyed):  # fmt: skip
+        numeric = [v for v in keyed if isinstance(v, int | float) and not isinstance(v, bool)]
+        if any(same_number(target, number_of(float(v))) for v in numeric):
             return True
         return not _small_count(leaf) and ev.has_number(float(leaf))
     return isinstance(leaf, str) and (leaf in keyed or ev.has_text(leaf))
@@ -96,14 +108,23 @@ def _checked(name: str, value: Any, ev: Evidence) -> bool:
     return False
 
 
-def ground_variable(var: dict[str, Any], state: dict[str, Any], ev: Evidence, committed: dict[str, dict[str, Any]]) -> Verdict:
+def ground_variable(
+    var: dict[str, Any], state: dict[str, Any], ev: Evidence, committed: dict[str, dict[str, Any]]
+) -> Verdict:
     """Grounded(u, E_k) for one used variable; None when evidence cannot decide."""
     name, version, value = var.get("name", ""), var.get("version"), var.get("value")
     if version != state.get("id"):
         source = committed.get(str(version))
         if source is None:
             return True, f"inherits {name}@{version}; the harness checked that version was committed"
-        match = next((v for v in source.get("used_variables") or [] if v.get("name") == name and v.get("version") == version), None)
+        match = next(
+            (
+                v
+                for v in source.get("used_variables") or []
+                if v.get("name") == name and v.get("version") == version
+            ),
+            None,
+        )
         if match is None:
             return False, f"{version} records no {name}@{version}"
         if value is None or match.get("value") is None or same_value(value, match.get("value")):
@@ -136,7 +157,9 @@ def ground_conclusion(
     pool = [number_of(float(leaf)) for v in values for _, leaf in leaves(v)
             if isinstance(leaf, int | float) and not isinstance(leaf, bool)]  # fmt: skip
     if stated:
-        missing = [n for n in stated if not ev.has_number(n.value) and not any(same_number(n, p) for p in pool)]
+        missing = [
+            n for n in stated if not ev.has_number(n.value) and not any(same_number(n, p) for p in pool)
+        ]
         if not missing:
             return True, "every number it states is in the evidence"
         return None, f"states {missing[0].value:g}, which no output shows"
@@ -163,7 +186,10 @@ def _settle(verdict: Verdict, case: JudgeCase, ledger: Adjudicator) -> tuple[boo
 
 def support_items(rollout: Rollout, ledger: Adjudicator) -> list[SupportItem]:
     """Every variable and conclusion of every state the continuation committed, with its verdict."""
-    committed = {str((e.data.get("state") or {}).get("id")): dict(e.data["state"]) for e in rollout.of_kind("state_committed")}
+    committed = {
+        str((e.data.get("state") or {}).get("id")): dict(e.data["state"])
+        for e in rollout.of_kind("state_committed")
+    }
     items: list[SupportItem] = []
     for state in scored_states(rollout):
         sid = str(state.get("id"))
@@ -173,17 +199,31 @@ def support_items(rollout: Rollout, ledger: Adjudicator) -> list[SupportItem]:
         grounded_values = []
         for var in state.get("used_variables") or []:
             key = f"{var.get('name')}@{var.get('version')}"
-            case = JudgeCase(kind="support", subject=f"{head} records variable {key} = {var.get('value')!r}", evidence=ev.digest())
+            case = JudgeCase(
+                kind="support",
+                subject=f"{head} records variable {key} = {var.get('value')!r}",
+                evidence=ev.digest(),
+            )
             ok, how, reason = _settle(ground_variable(var, state, ev, committed), case, ledger)
             verdicts[key] = ok
             if ok:
                 grounded_values.append(var.get("value"))
-            items.append(SupportItem(state_id=sid, kind="variable", key=key, grounded=ok, decided_by=how, reason=reason))
+            items.append(
+                SupportItem(
+                    state_id=sid, kind="variable", key=key, grounded=ok, decided_by=how, reason=reason
+                )
+            )
         for conclusion in state.get("conclusions") or []:
             text = str(conclusion.get("text") or "")
             case = JudgeCase(kind="support", subject=f"{head} concludes: {text}", evidence=ev.digest())
-            ok, how, reason = _settle(ground_conclusion(conclusion, grounded_values, ev, verdicts), case, ledger)
-            items.append(SupportItem(state_id=sid, kind="conclusion", key=text, grounded=ok, decided_by=how, reason=reason))
+            ok, how, reason = _settle(
+                ground_conclusion(conclusion, grounded_values, ev, verdicts), case, ledger
+            )
+            items.append(
+                SupportItem(
+                    state_id=sid, kind="conclusion", key=text, grounded=ok, decided_by=how, reason=reason
+                )
+            )
     return items
 
 

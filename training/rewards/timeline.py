@@ -35,8 +35,12 @@ class TraceSource(BaseModel):
 
     path: str | None = Field(default=None, description="A trace.jsonl written by stateguard.trace.")
     events: list[TraceEvent] | None = Field(default=None, description="The events inline, instead of path.")
-    start_seq: int = Field(default=0, ge=0, description="First event of the continuation; earlier ones are context.")
-    regime: Regime | None = Field(default=None, description="Needed only when the trace has no run_start event.")
+    start_seq: int = Field(
+        default=0, ge=0, description="First event of the continuation; earlier ones are context."
+    )
+    regime: Regime | None = Field(
+        default=None, description="Needed only when the trace has no run_start event."
+    )
     start_stage: Stage | None = Field(
         default=None, description="Lifecycle stage at start_seq, needed only when the trace lacks the prefix."
     )
@@ -44,7 +48,9 @@ class TraceSource(BaseModel):
     @model_validator(mode="after")
     def _one_source(self) -> TraceSource:
         if (self.path is None) == (self.events is None):
-            raise ValueError("a trace source needs exactly one of 'path' (a trace.jsonl) or 'events' (inline list)")
+            raise ValueError(
+                "a trace source needs exactly one of 'path' (a trace.jsonl) or 'events' (inline list)"
+            )
         return self
 
     def load(self) -> list[TraceEvent]:
@@ -52,7 +58,9 @@ class TraceSource(BaseModel):
             return list(self.events)
         assert self.path is not None
         if not Path(self.path).is_file():
-            raise FileNotFoundError(f"trace path {self.path!r} does not exist; the rollout must write its trace first")
+            raise FileNotFoundError(
+                f"trace path {self.path!r} does not exist; the rollout must write its trace first"
+            )
         return read_trace(self.path)
 
 
@@ -65,7 +73,9 @@ class ActionRecord(BaseModel):
     kind: Literal["control", "tool", "unparsed"]
     name: str | None = Field(description="Action name as proposed (None when the response did not parse).")
     accepted: bool = Field(description="The harness applied it (a tool: it ran).")
-    malformed: bool = Field(default=False, description="Refused before validation: unknown name or bad arguments.")
+    malformed: bool = Field(
+        default=False, description="Refused before validation: unknown name or bad arguments."
+    )
     stage_before: Stage
     stage_after: Stage
     arguments: dict[str, Any] = Field(default_factory=dict)
@@ -111,7 +121,9 @@ def detect_regime(events: Iterable[TraceEvent], override: Regime | None = None) 
             break
     if override is not None:
         if recorded is not None and Regime(recorded) is not Regime(override):
-            raise ValueError(f"regime {override!r} conflicts with the trace's run_start flow.regime {recorded!r}")
+            raise ValueError(
+                f"regime {override!r} conflicts with the trace's run_start flow.regime {recorded!r}"
+            )
         return Regime(override)
     if recorded is None:
         raise ValueError(
@@ -171,8 +183,8 @@ def build_rollout(
             result = event.data.get("result") or {}
             records.append(ActionRecord(
                 seq=event.seq, kind="tool", name=event.data.get("name"), accepted=True, stage_before=stage,
-                stage_after=stage, arguments=event.data.get("arguments") or {}, tool_ok=bool(result.get("ok")),
-                tool_error=result.get("error"),
+                stage_after=stage, arguments=event.data.get("arguments") or {},
+                tool_ok=bool(result.get("ok")), tool_error=result.get("error"),
             ))  # fmt: skip
         elif event.kind == "action":
             kind, name, malformed = _classify(event)
@@ -181,15 +193,20 @@ def build_rollout(
             after = before
             if accepted and kind == "control" and name is not None:
                 action = ControlAction(name)
-                tracked = next_stage(resolved, before, action) if is_legal(resolved, before, action) else before
+                tracked = (
+                    next_stage(resolved, before, action) if is_legal(resolved, before, action) else before
+                )
                 after = _stage(event.data.get("stage"), tracked)
             arguments = event.data.get("arguments")
+            arguments = arguments if isinstance(arguments, dict) else {}
             records.append(ActionRecord(
-                seq=event.seq, kind=kind, name=name, accepted=accepted, malformed=malformed, stage_before=before,
-                stage_after=after, arguments=arguments if isinstance(arguments, dict) else {},
+                seq=event.seq, kind=kind, name=name, accepted=accepted, malformed=malformed,
+                stage_before=before, stage_after=after, arguments=arguments,
                 feedback=str(event.data.get("feedback") or ""),
             ))  # fmt: skip
             stage = after
     if at_start is None:  # nothing at or after start_seq: the continuation is empty
         at_start = stage if start_stage is None else start_stage
-    return Rollout(events=ordered, start_seq=start_seq, regime=resolved, start_stage=at_start, actions=records)
+    return Rollout(
+        events=ordered, start_seq=start_seq, regime=resolved, start_stage=at_start, actions=records
+    )

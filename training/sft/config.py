@@ -29,11 +29,18 @@ class _Strict(BaseModel):
 
 class ModelConfig(_Strict):
     kind: Literal["hf", "tiny"] = Field(
-        "hf", description="hf: load name_or_path (Hub id or local checkpoint); tiny: build the offline tiny Qwen3"
+        "hf",
+        description="hf: load name_or_path (Hub id or local checkpoint); tiny: build the offline tiny Qwen3",
     )
-    name_or_path: str = Field("Qwen/Qwen3-8B", description="Hub id or local folder of the base model (kind=hf)")
-    dtype: str = Field("bfloat16", description="dtype the weights are loaded in: bfloat16 | float16 | float32 | auto")
-    attn_implementation: str | None = Field(None, description="sdpa | flash_attention_2 | eager; null = default")
+    name_or_path: str = Field(
+        "Qwen/Qwen3-8B", description="Hub id or local folder of the base model (kind=hf)"
+    )
+    dtype: str = Field(
+        "bfloat16", description="dtype the weights are loaded in: bfloat16 | float16 | float32 | auto"
+    )
+    attn_implementation: str | None = Field(
+        None, description="sdpa | flash_attention_2 | eager; null = default"
+    )
     tiny_seed: int = Field(0, description="seed of the tiny model's random init (kind=tiny)")
 
 
@@ -43,8 +50,9 @@ class DataConfig(_Strict):
         None,
         ge=0.0,
         le=1.0,
-        description="share of full-trajectory samples in the mix; atomic samples are all kept and the full ones "
-        "are subsampled or repeated to reach it; null = the corpus as exported; 0 = atomic only; 1 = full only",
+        description="share of full-trajectory samples in the mix; atomic samples are all kept and the full "
+        "ones are subsampled or repeated to reach it; null = the corpus as exported; 0 = atomic only; "
+        "1 = full only",
     )
     max_samples: int | None = Field(None, gt=0, description="cap on mixed samples (debug runs); null = all")
     sequences: Literal["conversation", "per_call"] = Field(
@@ -65,7 +73,9 @@ class TemplateConfig(_Strict):
     chat_template_path: str | None = Field(
         None, description="a .jinja file that replaces the base model's template (trained and saved with it)"
     )
-    end_of_turn: str | None = Field(None, description="token closing an assistant turn; null = tokenizer.eos_token")
+    end_of_turn: str | None = Field(
+        None, description="token closing an assistant turn; null = tokenizer.eos_token"
+    )
 
 
 class LoraSettings(_Strict):
@@ -75,7 +85,8 @@ class LoraSettings(_Strict):
     dropout: float = Field(0.05, ge=0.0, lt=1.0, description="dropout on the adapter input")
     target_modules: str | list[str] = Field("all-linear", description="modules that get adapters")
     merge_on_save: bool = Field(
-        True, description="write merged full weights to checkpoint-final (what vLLM / transformers serve load)"
+        True,
+        description="write merged full weights to checkpoint-final (what vLLM / transformers serve load)",
     )
 
 
@@ -108,13 +119,14 @@ class SFTRunConfig(_Strict):
             raise SFTConfigError(f"configs/sft.yaml (after overrides) is invalid:\n{exc}") from exc
 
     def accumulation_steps(self, world_size: int) -> int:
-        """Gradient accumulation that makes per-device batch x processes x accumulation == global_batch_size."""
+        """Gradient accumulation so that per-device batch x processes x accumulation == global_batch_size."""
         per_device = int(self.train.get("per_device_train_batch_size", 8))
         step = per_device * world_size
         if self.global_batch_size % step:
             raise SFTConfigError(
-                f"global_batch_size={self.global_batch_size} is not a multiple of per_device_train_batch_size "
-                f"({per_device}) x processes ({world_size}) = {step}; change one of them"
+                f"global_batch_size={self.global_batch_size} is not a multiple of "
+                f"per_device_train_batch_size ({per_device}) x processes ({world_size}) = {step}; "
+                "change one of them"
             )
         return self.global_batch_size // step
 

@@ -40,7 +40,9 @@ class CorpusStats(BaseModel):
     sequences: int = Field(description="training sequences (more than samples with sequences=per_call)")
     tokens: int
     trained_tokens: int = Field(description="tokens with a label: the manager's own output")
-    over_max_length: int = Field(description="sequences longer than max_length (truncated by TRL, keep_start)")
+    over_max_length: int = Field(
+        description="sequences longer than max_length (TRL truncates them, train.truncation_mode)"
+    )
     prompt_token_mismatch: int = Field(
         description="samples whose last serving prompt tokenizes differently as one string than per segment"
     )
@@ -54,12 +56,15 @@ def load_corpus(path: str | Path) -> Any:
     if not (root / "dataset_info.json").is_file():
         raise CorpusError(
             f"no SFT corpus at {root} (no dataset_info.json). The corpus is written by `make synth` "
-            "(synthesis/export.py) to <out_dir>/corpus/sft: run `make synth` for runs/synth/corpus/sft, or "
-            "`make synth ARGS=synth=debug` for runs/synth-debug/corpus/sft, or point data.corpus=<path> at one."
+            "(synthesis/export.py) to <out_dir>/corpus/sft: run `make synth` for runs/synth/corpus/sft, "
+            "or `make synth ARGS=synth=debug` for runs/synth-debug/corpus/sft, or point "
+            "data.corpus=<path> at one."
         )
     ds = load_from_disk(str(root))
     if not isinstance(ds, Dataset):
-        raise CorpusError(f"{root} holds a {type(ds).__name__}; expected one Dataset as synthesis/export.py writes")
+        raise CorpusError(
+            f"{root} holds a {type(ds).__name__}; expected one Dataset as synthesis/export.py writes"
+        )
     missing = [c for c in REQUIRED if c not in ds.column_names]
     if missing:
         raise CorpusError(
@@ -88,26 +93,38 @@ def mix(ds: Any, cfg: DataConfig) -> Any:
             full = (order * math.ceil(want / len(order)))[:want]
     chosen = atomic + full
     if not chosen:
-        raise CorpusError(f"the mix is empty (atomic {len(atomic)}, full {len(full)}); check data.full_fraction")
+        raise CorpusError(
+            f"the mix is empty (atomic {len(atomic)}, full {len(full)}); check data.full_fraction"
+        )
     rng.shuffle(chosen)
     if cfg.max_samples is not None:
         chosen = chosen[: cfg.max_samples]
     return ds.select(chosen)
 
 
-def _tokenize_batch(batch: dict[str, list[Any]], tokenizer: Any, data: DataConfig, tpl: TemplateConfig) -> dict[str, Any]:
+def _tokenize_batch(
+    batch: dict[str, list[Any]], tokenizer: Any, data: DataConfig, tpl: TemplateConfig
+) -> dict[str, Any]:
     out: dict[str, list[Any]] = {"input_ids": [], "labels": [], "kind": [], "mismatch": []}
     for raw_messages, raw_tools, kind in zip(batch["messages"], batch["tools"], batch["kind"], strict=True):
         messages, tools = json.loads(raw_messages), json.loads(raw_tools)
         try:
-            seqs = segments(tokenizer, messages, tools, mode=data.sequences, template_kwargs=tpl.chat_template_kwargs,
-                            end_of_turn=tpl.end_of_turn)  # fmt: skip
+            seqs = segments(
+                tokenizer,
+                messages,
+                tools,
+                mode=data.sequences,
+                template_kwargs=tpl.chat_template_kwargs,
+                end_of_turn=tpl.end_of_turn,
+            )
         except RenderError as exc:
             raise RenderError(f"{kind} sample: {exc}") from exc
         for parts in seqs:
             ids, labels = encode(tokenizer, parts)
             # the last call's serving prompt as the server tokenizes it: one string, not per segment
-            whole = list(tokenizer("".join(p.text for p in parts[:-1]), add_special_tokens=False)["input_ids"])
+            whole = list(
+                tokenizer("".join(p.text for p in parts[:-1]), add_special_tokens=False)["input_ids"]
+            )
             target = len(tokenizer(parts[-1].text, add_special_tokens=False)["input_ids"])
             out["input_ids"].append(ids)
             out["labels"].append(labels)
@@ -119,7 +136,7 @@ def _tokenize_batch(batch: dict[str, list[Any]], tokenizer: Any, data: DataConfi
 def tokenize_corpus(
     ds: Any, tokenizer: Any, data: DataConfig, tpl: TemplateConfig, max_length: int | None
 ) -> tuple[Any, CorpusStats]:
-    """(dataset of input_ids / labels / kind, stats). Kept in memory: the corpus folder is never written to."""
+    """(dataset of input_ids / labels / kind, stats), kept in memory: the corpus folder is never written."""
     out = ds.map(
         _tokenize_batch,
         batched=True,
@@ -141,10 +158,15 @@ def tokenize_corpus(
         prompt_token_mismatch=sum(out["mismatch"]),
     )
     if stats.over_max_length:
-        log.warning("%d of %d sequences exceed max_length=%s and are truncated at the end (keep_start)",
-                    stats.over_max_length, stats.sequences, max_length)  # fmt: skip
+        log.warning(
+            "%d of %d sequences exceed max_length=%s; TRL truncates them (train.truncation_mode)",
+            stats.over_max_length,
+            stats.sequences,
+            max_length,
+        )
     if stats.prompt_token_mismatch:
-        log.warning("%d sequences: a serving prompt tokenizes differently as one string than per segment",
-                    stats.prompt_token_mismatch)  # fmt: skip
+        log.warning(
+            "%d sequences: a serving prompt tokenizes differently as one string than per segment",
+            stats.prompt_token_mismatch,
+        )
     return out.remove_columns(["mismatch"]), stats
-

@@ -16,23 +16,26 @@ A training sequence here is therefore built only out of those two kinds of text:
                tokens are always -100).
 Nothing is rendered by any other template: there is no separate "training template".
 
-The `<think>` decision (Qwen3). The stock Qwen3 template, which the checkpoint keeps and the server
-applies, writes an empty `<think>\\n\\n</think>\\n\\n` only into the newest assistant turn of a
-conversation that *ends* with an assistant message, and drops it when the same turn is re-rendered
-as history. TRL's Qwen3 training template (trl/chat_templates/qwen3_training.jinja, which
-`SFTTrainer(assistant_only_loss=True)` swaps in) writes the empty block into *every* assistant turn
-instead, so a model trained with it sees history that the stock template never shows it at serving
-time. We use neither rewrite. Our manager demonstrations have no reasoning, and the manager is
-trained to answer in the form the serving template gives its history: with the default
+The `<think>` decision (Qwen3). The stock Qwen3 template -- kept in the tokenizer, saved with
+the checkpoint and applied by the server -- writes an empty `<think>\\n\\n</think>\\n\\n` only
+into the newest assistant turn of a conversation that *ends* with an assistant message, and leaves
+it out when the same turn is later re-rendered as history; a server never renders a conversation
+that ends with an assistant turn. TRL's Qwen3 training template (trl/chat_templates/
+qwen3_training.jinja, swapped in by `SFTTrainer(assistant_only_loss=True)` for tokenization only)
+writes the empty block into *every* assistant turn instead, so a model trained with it would see a
+history the stock template never shows it at serving time. We use neither form. The manager's
+demonstrations carry no reasoning, and the LLM manager never replays reasoning into the history,
+so the manager is trained to answer in the form its turns take as history: with the default
 `enable_thinking` the prompt ends in `<|im_start|>assistant\\n` and the target is the tool call
-itself (`<tool_call>...</tool_call><|im_end|>`, no think block). Then each served prompt is a
-prefix of the next one and a whole activation -- or a whole trajectory -- is one sequence
-(`sequences: conversation`). The check below proves that prefix property for every sample and
-raises when it fails, e.g. with `enable_thinking: false` (its pre-filled empty think block is
-missing from the re-rendered history); `sequences: per_call` then trains one sequence per call,
+itself (`<tool_call>...</tool_call><|im_end|>`, no think block; vLLM's qwen3 reasoning parser
+passes an answer without `</think>` through as content, and our parser accepts both). Every
+served prompt is then a prefix of the next, so a whole activation -- or a whole trajectory -- is
+one sequence (`sequences: conversation`). `segments` checks that prefix property for every sample
+and raises when it fails, e.g. with `enable_thinking: false`, whose pre-filled empty think block
+is missing from the re-rendered history. `sequences: per_call` then trains one sequence per call,
 each with its exact serving prompt and the template's own form of the newest turn (for stock
-Qwen3 in thinking mode that target begins with an empty think block), at quadratic cost.
-The same chat_template_kwargs must be sent by the serving endpoint (extra_body.chat_template_kwargs).
+Qwen3 in thinking mode that target starts with an empty think block), at quadratic cost. The
+serving endpoint must send the same template.chat_template_kwargs (extra_body.chat_template_kwargs).
 """
 
 from __future__ import annotations
@@ -61,10 +64,12 @@ class Segment:
 def as_served(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The messages as an OpenAI-compatible server hands them to the chat template.
 
-    Mirrors what vLLM and `transformers serve` do to a chat-completions request: role and text
-    content are kept (content parts joined into one string; an assistant turn that carries
-    tool calls keeps no content), tool-call arguments given as JSON strings become mappings, a
-    tool message keeps its `tool_call_id`; any other key (e.g. `name` on a tool message) is dropped.
+    Mirrors what `transformers serve` does to a chat-completions request (vLLM does the same for
+    our messages): role and text content are kept (content parts joined into one string; an
+    assistant turn that carries tool calls keeps no content -- vLLM would keep it, but corpus turns
+    never have text next to a tool call), tool-call arguments given as JSON
+    strings become mappings, a tool message keeps its `tool_call_id`; any other key (e.g. `name`
+    on a tool message) is dropped.
     """
     out: list[dict[str, Any]] = []
     for m in messages:
@@ -83,20 +88,22 @@ def as_served(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _served_call(call: Mapping[str, Any]) -> dict[str, Any]:
-    call = json.loads(json.dumps(call))  # deep copy, plain types
-    fn = call.get("function") or call
+    copy: dict[str, Any] = json.loads(json.dumps(call))  # deep copy, plain types
+    fn: dict[str, Any] = copy.get("function") or copy
     if isinstance(fn.get("arguments"), str):
         try:
             fn["arguments"] = json.loads(fn["arguments"])
         except json.JSONDecodeError as exc:
             raise RenderError(
-                f"tool call {fn.get('name')!r} has arguments that are not JSON ({exc}); a server would reject "
-                "this history, so the sample cannot be rendered as served. Fix the corpus export."
+                f"tool call {fn.get('name')!r} has arguments that are not JSON ({exc}); a server would "
+                "reject this history, so the sample cannot be rendered as served. Fix the corpus export."
             ) from exc
-    return dict(call)
+    return copy
 
 
-def _render(tokenizer: Any, messages: list[dict[str, Any]], tools: Any, generation: bool, kw: Mapping[str, Any]) -> str:
+def _render(
+    tokenizer: Any, messages: list[dict[str, Any]], tools: Any, generation: bool, kw: Mapping[str, Any]
+) -> str:
     text = tokenizer.apply_chat_template(
         messages, tools=tools, tokenize=False, add_generation_prompt=generation, **dict(kw)
     )
@@ -104,7 +111,10 @@ def _render(tokenizer: Any, messages: list[dict[str, Any]], tools: Any, generati
 
 
 def serving_prompt(
-    tokenizer: Any, messages: Sequence[Mapping[str, Any]], tools: Any, template_kwargs: Mapping[str, Any] | None = None
+    tokenizer: Any,
+    messages: Sequence[Mapping[str, Any]],
+    tools: Any,
+    template_kwargs: Mapping[str, Any] | None = None,
 ) -> str:
     """The prompt text a server builds for this request (history ending before the manager's turn)."""
     return _render(tokenizer, as_served(messages), tools, True, template_kwargs or {})
@@ -148,11 +158,12 @@ def segments(
             written = _render(tokenizer, served[: i + 1], tools, False, kw)
             if not written.startswith(prompt):
                 raise RenderError(
-                    f"message {i}: the template renders the assistant turn without the serving prompt in front of "
-                    "it (the generation prompt is not a prefix of the rendered turn); this template cannot be "
-                    "trained to match serving"
+                    f"message {i}: the template renders the assistant turn without the serving prompt in "
+                    "front of it (the generation prompt is not a prefix of the rendered turn); this template "
+                    "cannot be trained to match serving"
                 )
-            out.append([Segment(prompt, False), Segment(written[len(prompt) : _turn_end(written, len(prompt), eos)], True)])
+            end = _turn_end(written, len(prompt), eos)
+            out.append([Segment(prompt, False), Segment(written[len(prompt) : end], True)])
         return out
     if mode != "conversation":
         raise RenderError(f"unknown sequence mode {mode!r}: use 'conversation' or 'per_call'")
@@ -162,10 +173,10 @@ def segments(
     for i, prompt in zip(calls, prompts, strict=True):
         if not full.startswith(prompt) or len(prompt) < pos:
             raise RenderError(
-                f"message {i}: the serving prompt for this manager call is not a continuation of the earlier calls "
-                "as the template re-renders them (the chat template is not prefix-preserving for this conversation, "
-                "e.g. Qwen3 with enable_thinking=false drops the pre-filled think block from history). "
-                "Set data.sequences=per_call to train each call on its own exact prompt, or change "
+                f"message {i}: the serving prompt for this manager call is not a continuation of the earlier "
+                "calls as the template re-renders them (the chat template is not prefix-preserving for this "
+                "conversation, e.g. Qwen3 with enable_thinking=false drops the pre-filled think block from "
+                "history). Set data.sequences=per_call to train each call on its own exact prompt, or change "
                 "template.chat_template_kwargs to match a prefix-preserving serving setup."
             )
         if len(prompt) > pos:

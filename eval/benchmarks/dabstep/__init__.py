@@ -15,6 +15,7 @@ from eval.benchmarks.dabstep.loader import (
     check_context,
     load_split,
     load_tasks,
+    resolve_root,
 )
 from eval.benchmarks.dabstep.scorer import (
     SCORING_VERSION,
@@ -37,6 +38,7 @@ __all__ = [
     "check_context",
     "load_split",
     "load_tasks",
+    "resolve_root",
     "question_matches",
     "score_predictions",
 ]

@@ -1,6 +1,6 @@
 """Read DABstep in its published layout: task JSON-lines plus the shared context folder.
 
-The Hugging Face dataset `adyen/DABstep` (CC-BY-4.0) ships
+The Hugging Face dataset `adyen/DABstep` (CC-BY-4.0) ships, under its `data/` folder,
 
     <root>/tasks/all.jsonl     450 tasks (72 easy, 378 hard); answers withheld (empty strings)
     <root>/tasks/dev.jsonl     10 dev tasks with their answers
@@ -9,11 +9,12 @@ The Hugging Face dataset `adyen/DABstep` (CC-BY-4.0) ships
 
 Each task line holds `task_id`, `question`, `level` (easy|hard), `answer` and `guidelines` (the
 required answer format). Every task reads the same context files; an agent sees them all.
-`make data BENCH=dabstep` fetches the full data. The staged copies under
+`make data BENCH=dabstep` fetches the full data into `data/dabstep/` (the root is then
+`data/dabstep/data`; `resolve_root` accepts either folder). The staged copies under
 `../shared/benchmarks/dabstep` use other file names for the splits, which `split_file` accepts too.
 
-    tasks = load_split(root, "dev")
-    context = check_context(root / "context")      # raises, naming the missing file and the fix
+    tasks = load_split("data/dabstep", "dev")
+    context = check_context(resolve_root("data/dabstep") / "context")
 """
 
 from __future__ import annotations
@@ -115,11 +116,19 @@ def load_tasks(path: str | Path) -> list[DabstepTask]:
     return tasks
 
 
+def resolve_root(path: str | Path) -> Path:
+    """The folder holding tasks/ and context/: `path` itself, or its `data/` (the Hub layout)."""
+    path = Path(path)
+    if not ((path / "tasks").is_dir() or (path / "context").is_dir()) and (path / "data" / "tasks").is_dir():
+        return path / "data"
+    return path
+
+
 def split_file(root: str | Path, split: Split) -> Path:
     """The task file of `split` under `<root>/tasks/` (published or staged name)."""
     if split not in SPLIT_FILES:
         raise ValueError(f"unknown DABstep split {split!r}; use one of {sorted(SPLIT_FILES)}")
-    folder = Path(root) / "tasks"
+    folder = resolve_root(root) / "tasks"
     for name in SPLIT_FILES[split]:
         if (folder / name).is_file():
             return folder / name

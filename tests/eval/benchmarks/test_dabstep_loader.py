@@ -8,7 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from eval.benchmarks.dabstep import CONTEXT_FILES, DabstepDataMissing, check_context, load_split, load_tasks
+from eval.benchmarks.dabstep import (
+    CONTEXT_FILES,
+    DabstepDataMissing,
+    check_context,
+    load_split,
+    load_tasks,
+    resolve_root,
+)
 from eval.benchmarks.dabstep import loader as dabstep_loader
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "dabstep"
@@ -51,9 +58,16 @@ def test_bad_lines_are_named(tmp_path: Path, line: str, message: str) -> None:
 
 
 def test_integer_task_ids_and_blank_lines_are_accepted(tmp_path: Path) -> None:
-    path = write_lines(tmp_path / "tasks" / "all.jsonl", json.dumps({**ROW, "task_id": 5, "answer": ""}), "")
+    write_lines(tmp_path / "tasks" / "all.jsonl", json.dumps({**ROW, "task_id": 5, "answer": ""}), "")
     (task,) = load_split(tmp_path, "all")
     assert task.task_id == "5" and not task.has_answer
+
+
+def test_hub_layout_with_an_inner_data_folder(tmp_path: Path) -> None:
+    write_lines(tmp_path / "dabstep" / "data" / "tasks" / "dev.jsonl", json.dumps(ROW))
+    assert resolve_root(tmp_path / "dabstep") == tmp_path / "dabstep" / "data"
+    assert [t.task_id for t in load_split(tmp_path / "dabstep", "dev")] == ["5"]
+    assert resolve_root(FIXTURES) == FIXTURES
 
 
 def test_missing_split_names_both_file_names_and_the_fetch_command(tmp_path: Path) -> None:
@@ -89,7 +103,9 @@ def test_missing_context_folder(tmp_path: Path) -> None:
         check_context(tmp_path / "nowhere")
 
 
-def test_verify_rejects_a_payments_table_that_is_not_the_published_one(tmp_path: Path, monkeypatch) -> None:
+def test_verify_rejects_a_payments_table_that_is_not_the_published_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     folder = make_context(tmp_path / "context")
     with pytest.raises(ValueError, match="not the published payments table"):
         check_context(folder, verify=True)

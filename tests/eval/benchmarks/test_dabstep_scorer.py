@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from eval.benchmarks.dabstep import SCORING_VERSION, DabstepTask, load_split, question_matches, score_predictions
+from eval.benchmarks.dabstep import (
+    SCORING_VERSION,
+    DabstepTask,
+    load_split,
+    question_matches,
+    score_predictions,
+)
 from eval.benchmarks.dabstep.scorer import first_number, numbers_match
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "dabstep"
@@ -138,7 +144,7 @@ def test_list_answers_match_in_any_order() -> None:
 def test_accuracy_per_level() -> None:
     tasks = dev_tasks()
     wrong = {"49": "A. NL", "1305": "0.2", "1464": "1, 2"}
-    predictions = {t.task_id: wrong.get(t.task_id, t.answer) for t in tasks}
+    predictions: dict[str, str | None] = {t.task_id: wrong.get(t.task_id, t.answer) for t in tasks}
     predictions["2697"] = None  # no answer given: wrong
     result = score_predictions((t, predictions[t.task_id]) for t in tasks)
     assert result.scoring_version == SCORING_VERSION

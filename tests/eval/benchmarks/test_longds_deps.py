@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -68,7 +69,7 @@ def test_label_of_the_current_turn_is_removed_before_parsing() -> None:
 
 
 def test_parse_dependencies_maps_every_turn() -> None:
-    turns = [
+    turns: list[dict[str, Any]] = [
         {"turn_id": 1, "code": "x = 1"},
         {"turn_id": 2, "code": "# Depends on Task 1"},
         {"turn_id": 3},
@@ -86,7 +87,7 @@ def test_parse_dependencies_maps_every_turn() -> None:
         ([{"turn_id": 1, "code": 5}], "turn 1: 'code' must be a string"),
     ],
 )
-def test_bad_turns_are_named(turns: list[dict], message: str) -> None:
+def test_bad_turns_are_named(turns: list[dict[str, Any]], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         parse_dependencies(turns)
 

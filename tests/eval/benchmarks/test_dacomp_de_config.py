@@ -1,5 +1,6 @@
 """DAComp-DE: the evaluation-config loader, the task-folder reader and the flow settings."""
 
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -11,8 +12,8 @@ from eval.benchmarks.dacomp_de.config import ConfigError, load_eval_config, pars
 from eval.benchmarks.dacomp_de.task import TaskFolderError, find_tasks, gold_db_path, load_task
 from stateguard.lifecycle import Regime
 
-FIXTURE = Path(__file__).parent / "fixtures" / "dacomp_de" / "evaluation_config_small.yaml"
-OFFICIAL = Path(__file__).resolve().parents[3] / "shared/benchmarks/dacomp_de/evaluation_suite/evaluation_config_compare.yaml"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "dacomp_de" / "evaluation_config_small.yaml"
+OFFICIAL = Path(__file__).resolve().parents[4] / "shared/benchmarks/dacomp_de/evaluation_suite/evaluation_config_compare.yaml"
 
 
 def test_flow_matches_table_3() -> None:
@@ -53,7 +54,7 @@ def _base() -> dict:
          .update(colour="red"), "colour"),
     ],
 )
-def test_bad_config_names_file_and_field(mutate, message: str) -> None:
+def test_bad_config_names_file_and_field(mutate: Callable[[dict], object], message: str) -> None:
     data = _base()
     mutate(data)
     with pytest.raises(ConfigError, match="fixture.yaml") as err:

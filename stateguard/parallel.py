@@ -1,6 +1,7 @@
-"""Ray backend for the synthesis fan-out (`backend=ray`): the same per-task function, on a cluster.
+"""Ray fan-out (`backend=ray` of `make synth` and `make eval`): the same per-task function, on a cluster.
 
-    python -m synthesis.pipeline backend=ray workers=64      # ray.init(address="auto") if a cluster is up
+    python -m synthesis.pipeline backend=ray workers=64      # joins RAY_ADDRESS's cluster if set
+    python -m eval.runner backend=ray workers=32
 
 `map_tasks(fn, items, *args, in_flight=k)` runs `fn(item, *args)` as Ray tasks, at most `k` in
 flight, and yields `(item, result)` as they finish. It joins a running cluster when

@@ -1,0 +1,47 @@
+"""What the runner needs from a benchmark: its tasks as `EvalTask`s, its flow, and a scorer.
+
+    bench = get_benchmark("synth")                 # eval.benchmarks.registry
+    tasks = bench.load(cfg.bench)                  # list[EvalTask], sorted by task_id
+    per_turn = bench.score(tasks[0], answers)      # {turn_id: True | False | None (excluded)}
+
+An `EvalTask` carries everything one rollout of one arm needs and nothing hidden reaches the
+worker through it: the `Task` (questions, and the reference code the scripted worker replays),
+the agent-visible data folder the sandbox mounts, the parent sets Pa(t) used by DCR, and the
+scripted worker's mistakes when the benchmark ships them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from stateguard.flows import FlowConfig
+from stateguard.task import Task
+from stateguard.workers.scripted import Fault
+
+__all__ = ["Benchmark", "EvalTask"]
+
+
+class EvalTask(BaseModel):
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    task_id: str
+    task: Task
+    data_dir: Path = Field(description="Agent-visible folder mounted read-only in the sandbox.")
+    domain: str = "all"
+    level: str = "all"
+    parents: dict[int, list[int]] = Field(default_factory=dict, description="Pa(t) for DCR (C.4).")
+    faults: list[Fault] = Field(default_factory=list, description="The scripted worker's mistakes, if shipped.")
+
+
+class Benchmark(Protocol):
+    name: str
+    flow: FlowConfig
+    scoring_version: str
+
+    def load(self, cfg: Mapping[str, Any]) -> list[EvalTask]: ...
+
+    def score(self, task: EvalTask, answers: Mapping[int, Any]) -> dict[int, bool | None]: ...

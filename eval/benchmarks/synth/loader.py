@@ -1,0 +1,97 @@
+"""Load the frozen synthesized benchmark (`data/synth-bench`) and check it byte for byte.
+
+    tasks = load_synth_tasks("data/synth-bench")       # list[EvalTask], verified against the record
+
+The folder is what `make synth ARGS=synth=bench` writes: one `<task_id>/` per task with
+`agent/` (questions + data, what the worker may see), `hidden/` (LongDS task.json with reference
+code and answers, graph.json with the stage dependencies, faults.json with the scripted worker's
+mistakes) and manifest.json. Every file must match `frozen_manifest.json` next to this module
+(the same record `configs/synth/bench.yaml` pins by hash), so a score always refers to the same
+benchmark. Parents Pa(t) come from graph.json's SQL-derived dependencies (stage -> turn).
+Scoring: the deterministic field judge (`eval.scorers.fields`), one verdict per turn.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from eval.benchmarks.base import EvalTask
+from eval.scorers.fields import per_turn_correct
+from stateguard.flows import LONGDS
+from stateguard.task import load_task
+from stateguard.workers.scripted import Fault
+
+__all__ = ["FROZEN", "SynthBench", "load_synth_tasks", "verify_frozen"]
+
+FROZEN = Path(__file__).with_name("frozen_manifest.json")
+BUILD_HINT = "build it with `make synth ARGS=synth=bench` (about 1-2 minutes; `make eval` does this itself)"
+
+
+class SynthBenchError(RuntimeError):
+    """The benchmark folder is missing or differs from the frozen record."""
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def verify_frozen(root: Path, frozen: Path = FROZEN) -> list[str]:
+    """Task ids of the frozen record, after checking every file's SHA-256 under `root`."""
+    if not root.is_dir():
+        raise SynthBenchError(f"{root}: no synthesized benchmark here; {BUILD_HINT}")
+    record = json.loads(frozen.read_text(encoding="utf-8"))
+    bad: list[str] = []
+    for task_id, files in sorted(record["tasks"].items()):
+        for rel, digest in sorted(files.items()):
+            path = root / task_id / rel
+            if not path.is_file():
+                bad.append(f"{task_id}/{rel} missing")
+            elif _sha256(path) != digest:
+                bad.append(f"{task_id}/{rel} differs")
+    if bad:
+        raise SynthBenchError(f"{root} is not the frozen benchmark ({len(bad)} file(s): {'; '.join(bad[:5])}); "
+                              f"delete the folder and {BUILD_HINT}")  # fmt: skip
+    return sorted(record["tasks"])
+
+
+def _parents(graph: Mapping[str, Any]) -> dict[int, list[int]]:
+    turn_of = {s["name"]: int(s["turn_id"]) for s in graph["stages"]}
+    return {int(s["turn_id"]): sorted({turn_of[d] for d in s["deps"] if d in turn_of}) for s in graph["stages"]}
+
+
+def load_synth_tasks(root: str | Path, *, verify: bool = True) -> list[EvalTask]:
+    root = Path(root)
+    ids = verify_frozen(root) if verify else sorted(p.parent.parent.name for p in root.glob("*/hidden/task.json"))
+    if not ids:
+        raise SynthBenchError(f"{root}: no tasks; {BUILD_HINT}")
+    out = []
+    for task_id in ids:
+        folder = root / task_id
+        graph = json.loads((folder / "hidden" / "graph.json").read_text(encoding="utf-8"))
+        faults_file = folder / "hidden" / "faults.json"
+        faults = json.loads(faults_file.read_text(encoding="utf-8")) if faults_file.is_file() else []
+        task = load_task(folder / "hidden", task_id=task_id, base_path=str((folder / "agent").resolve()))
+        n = len(task.turns)
+        out.append(EvalTask(
+            task_id=task_id, task=task, data_dir=folder / "agent" / "data", domain=str(graph["dataset"]),
+            level="15-20 turns" if n <= 20 else "21-35 turns", parents=_parents(graph),
+            faults=[Fault(kind="counterfactual", turn=int(f["turn"]), code=str(f["code"])) for f in faults],
+        ))  # fmt: skip
+    return out
+
+
+class SynthBench:
+    name = "synth"
+    flow = LONGDS
+    scoring_version = "synth-fields/1"
+
+    def load(self, cfg: Mapping[str, Any]) -> list[EvalTask]:
+        return load_synth_tasks(cfg.get("data_dir", "data/synth-bench"), verify=bool(cfg.get("verify", True)))
+
+    def score(self, task: EvalTask, answers: Mapping[int, Any]) -> dict[int, bool | None]:
+        expected = {t.turn_id: t.answer for t in task.task.turns}
+        return dict(per_turn_correct(expected, dict(answers)))

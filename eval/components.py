@@ -1,0 +1,69 @@
+"""The parts an evaluation arm is built from: worker, manager, workspace, flow (shared by the
+runner and the demo).
+
+    worker = make_worker("scripted", faults=[...], seed=0, trace=calls)
+    manager = make_manager("rules", trace=calls)            # None for the baseline arm
+    ws = make_workspace("sandbox", data_dir, arm_dir)
+
+LLM-backed parts read their endpoint from the environment (`STATEGUARD_WORKER_*`,
+`STATEGUARD_MANAGER_*`; see `stateguard.llm.endpoints`), so a missing endpoint fails with the
+variable to set before any task starts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from stateguard.llm import EndpointConfig, LLMClient
+from stateguard.policies.base import ManagerPolicy
+from stateguard.policies.hierarchical import HierarchicalManager
+from stateguard.policies.llm_manager import LLMManager
+from stateguard.policies.observer import ObserverManager
+from stateguard.policies.rules import RulesManager
+from stateguard.trace import Trace
+from stateguard.worker import WorkerAdapter
+from stateguard.workers import FaultModel, ScriptedWorker
+from stateguard.workers.llm_worker import LLMWorker
+from stateguard.workspace import DictWorkspace, LiveWorkspace
+
+__all__ = ["MANAGERS", "WORKERS", "WORKSPACES", "make_manager", "make_worker", "make_workspace"]
+
+MANAGERS = ("rules", "llm", "hierarchical", "observer", "freeform")
+WORKERS = ("scripted", "llm")
+WORKSPACES = ("sandbox", "dict")
+
+
+def make_workspace(kind: str, data_dir: Path, arm_dir: Path) -> LiveWorkspace:
+    """`sandbox`: a separate limited kernel process that sees only `data_dir`; `dict`: in-process."""
+    if kind == "dict":
+        return DictWorkspace()
+    if kind == "sandbox":
+        from stateguard.sandbox import SandboxWorkspace  # the separate-process kernel
+
+        return SandboxWorkspace(task_data_dir=data_dir, scratch_dir=arm_dir / "scratch",
+                                checkpoint_dir=arm_dir / "checkpoints")  # fmt: skip
+    raise ValueError(f"workspace={kind!r}: use one of {', '.join(WORKSPACES)}")
+
+
+def make_manager(kind: str, *, trace: Trace, context_budget_tokens: int = 40960) -> ManagerPolicy:
+    """The manager policy; the LLM-backed ones use the endpoint from STATEGUARD_MANAGER_* variables."""
+    if kind == "rules":
+        return RulesManager()
+    if kind not in MANAGERS:
+        raise ValueError(f"manager={kind!r}: use one of {', '.join(MANAGERS)}")
+    client = LLMClient(EndpointConfig.from_env("manager"), trace=trace)
+    if kind == "observer":
+        return ObserverManager(client)
+    llm = LLMManager(client, variant="freeform" if kind == "freeform" else "stateguard",
+                     context_budget_tokens=context_budget_tokens)  # fmt: skip
+    return HierarchicalManager(RulesManager(), llm) if kind == "hierarchical" else llm
+
+
+def make_worker(kind: str, *, trace: Trace, faults: list[Any] | None = None, seed: int = 0) -> WorkerAdapter:
+    """`scripted`: replays reference code under the given faults; `llm`: STATEGUARD_WORKER_* endpoint."""
+    if kind == "scripted":
+        return ScriptedWorker(FaultModel(seed=seed, faults=list(faults or [])))
+    if kind == "llm":
+        return LLMWorker(LLMClient(EndpointConfig.from_env("worker"), trace=trace))
+    raise ValueError(f"worker={kind!r}: use one of {', '.join(WORKERS)}")

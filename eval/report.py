@@ -1,0 +1,104 @@
+"""Summaries and tables of an evaluation run (the printed table of `make eval`; `make tables`).
+
+    summary = summarize(read_results(run_dir))       # per-arm accuracy, DCR, repairs, calls, time
+    print(render_summary(summary))
+
+Accuracy is micro over scored turns (excluded turns are neither right nor wrong, C.3); DCR and
+its risk ratio pool the contaminated/clean counts over all tasks of the benchmark (C.4) and are
+"—" when undefined; the gain of `stateguard` over `baseline` comes with the paired cluster
+bootstrap over tasks (10,000 resamples by default, 95% CI, share of non-positive gains).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from pydantic import BaseModel, Field
+
+from eval.metrics import accuracy, accuracy_by, dcr, pooled_dcr, unit_outcomes
+from eval.metrics.bootstrap import BootstrapResult, accuracy_stats, paired_cluster_bootstrap
+from eval.results import ArmResult
+
+__all__ = ["ArmSummary", "RunSummary", "fmt", "render_summary", "summarize"]
+
+
+class ArmSummary(BaseModel):
+    arm: str
+    tasks: int
+    turns_scored: int
+    turns_excluded: int
+    accuracy: float | None
+    accuracy_by_domain: dict[str, float | None] = Field(default_factory=dict)
+    accuracy_by_level: dict[str, float | None] = Field(default_factory=dict)
+    dcr: float | None
+    risk_ratio: float | None
+    contaminated: str = Field(description="wrong/contaminated and wrong/clean unit counts behind DCR")
+    repairs: int
+    manager_calls: int
+    wall_s: float
+    failed_tasks: int
+
+
+class RunSummary(BaseModel):
+    bench: str
+    arms: list[ArmSummary]
+    gain: BootstrapResult | None = Field(default=None, description="stateguard - baseline accuracy, bootstrap")
+    wall_s: float = 0.0
+
+
+def _arm(arm: str, results: list[ArmResult]) -> ArmSummary:
+    units = [u for r in results for u in unit_outcomes(r.task_id, r.correct, domain=r.domain, level=r.level)]
+    acc = accuracy(units)
+    pooled = pooled_dcr([dcr(r.correct, r.parents) for r in results])
+    return ArmSummary(
+        arm=arm, tasks=len(results), turns_scored=acc.scored, turns_excluded=acc.excluded, accuracy=acc.value,
+        accuracy_by_domain={k: v.value for k, v in accuracy_by(units, "domain").items()},
+        accuracy_by_level={k: v.value for k, v in accuracy_by(units, "level").items()},
+        dcr=pooled.dcr, risk_ratio=pooled.risk_ratio,
+        contaminated=f"{pooled.contaminated_bad}/{pooled.contaminated_n} vs {pooled.clean_bad}/{pooled.clean_n}",
+        repairs=sum(r.repairs for r in results), manager_calls=sum(r.manager_calls for r in results),
+        wall_s=round(sum(r.wall_s for r in results), 2), failed_tasks=sum(r.error is not None for r in results),
+    )  # fmt: skip
+
+
+def summarize(results: list[ArmResult], *, seed: int = 0, resamples: int = 10_000) -> RunSummary:
+    if not results:
+        raise ValueError("no results to summarize")
+    by_arm: dict[str, list[ArmResult]] = defaultdict(list)
+    for r in results:
+        by_arm[r.arm].append(r)
+    order = sorted(by_arm, key=lambda a: (a != "baseline", a != "stateguard", a))
+    summary = RunSummary(bench=results[0].bench, arms=[_arm(a, by_arm[a]) for a in order])
+    if "baseline" in by_arm and "stateguard" in by_arm:
+        shared = {r.task_id for r in by_arm["baseline"]} & {r.task_id for r in by_arm["stateguard"]}
+        if shared:
+            stats = {a: accuracy_stats(u for r in sorted(by_arm[a], key=lambda r: r.task_id) if r.task_id in shared
+                                       for u in unit_outcomes(r.task_id, r.correct)) for a in ("baseline", "stateguard")}  # fmt: skip
+            summary.gain = paired_cluster_bootstrap(stats["baseline"], stats["stateguard"], n_resamples=resamples,
+                                                    seed=seed)  # fmt: skip
+    return summary
+
+
+def fmt(value: float | None, percent: bool = True) -> str:
+    if value is None:
+        return "—"
+    return f"{100 * value:.1f}" if percent else f"{value:.2f}"
+
+
+def render_summary(summary: RunSummary) -> str:
+    head = f"{'arm':<12}{'tasks':>6}{'turns':>7}{'acc %':>8}{'DCR %':>8}{'RR':>7}{'repairs':>9}{'mgr calls':>11}{'time s':>9}"
+    lines = [f"benchmark: {summary.bench}", "", head, "-" * len(head)]
+    for a in summary.arms:
+        lines.append(f"{a.arm:<12}{a.tasks:>6}{a.turns_scored:>7}{fmt(a.accuracy):>8}{fmt(a.dcr):>8}"
+                     f"{fmt(a.risk_ratio, False):>7}{a.repairs:>9}{a.manager_calls:>11}{a.wall_s:>9.1f}")  # fmt: skip
+    g = summary.gain
+    if g is not None and g.observed_gain is not None:
+        lines += ["", f"accuracy gain (stateguard - baseline): {100 * g.observed_gain:+.1f} points, "
+                      f"95% CI [{fmt(g.ci_low)}, {fmt(g.ci_high)}], share of resamples <= 0: "
+                      f"{fmt(g.share_nonpositive)}% ({g.n_resamples} resamples over {g.n_tasks} tasks)"]  # fmt: skip
+    failed = sum(a.failed_tasks for a in summary.arms)
+    if failed:
+        lines.append(f"WARNING: {failed} rollout(s) failed; see the `error` field of their result files")
+    lines.append("DCR: error rate of turns with a wrong parent minus that of turns whose parents are all right "
+                 "(pooled over tasks; — = undefined)")
+    return "\n".join(lines)

@@ -1,0 +1,214 @@
+"""`make tables RUN=<run folder>`: the paper's tables and plots from a saved evaluation run.
+
+    python -m eval.tables runs/eval/synth-20261130-091500            # -> <run>/tables/
+    python -m eval.tables RUN_A RUN_B --out reports/main             # several benchmarks in one Table 1
+
+Reads only `<run>/results/*.json` and the traces/stores they point to; writes, as Markdown and
+CSV each:
+* table1     one row per agent and one per +StateGuard: accuracy per domain, average, DCR
+             (Table 1's layout; "—" where undefined);
+* ablation   every arm of the run with accuracy, DCR and the gain over the baseline (Fig. 3 left);
+* runtime    reviews per task, manager calls per task, time per call, T_M (Eq. 32) and wall
+             time per task (Table 5);
+* states     D.2 state statistics of the StateGuard arm;
+and two PNG plots: accuracy vs analytical-state coverage (one point per task), and verification
+engagement (share of turns with an evidence tool call) by stage difficulty (the share of arms
+that answered the turn wrong), as in Fig. 3 right.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+from collections import defaultdict
+from pathlib import Path
+
+from eval.metrics.overhead import decompose, manager_call_stats, step_intervals
+from eval.metrics.states import run_state_stats
+from eval.metrics.states import summarize as summarize_states
+from eval.report import fmt, summarize
+from eval.results import ArmResult, read_results
+from stateguard.store import StateStore
+from stateguard.trace import read_trace
+
+__all__ = ["main", "render_tables"]
+
+Table = tuple[list[str], list[list[str]]]
+
+
+def _md(table: Table) -> str:
+    head, rows = table
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows]) + "\n"
+
+
+def _csv(table: Table) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(table[0])
+    writer.writerows(table[1])
+    return buf.getvalue()
+
+
+def _label(arm: str, worker: str) -> str:
+    return worker if arm == "baseline" else f"+StateGuard ({arm})" if arm != "stateguard" else "+StateGuard"
+
+
+def table1(results: list[ArmResult], worker: str) -> Table:
+    by_bench: dict[str, list[ArmResult]] = defaultdict(list)
+    for r in results:
+        by_bench[r.bench].append(r)
+    head = ["agent"]
+    columns: list[tuple[str, list[str]]] = []
+    for bench, rs in sorted(by_bench.items()):
+        domains = sorted({r.domain for r in rs})
+        columns.append((bench, domains))
+        head += [f"{bench} {d}" for d in domains] + [f"{bench} avg", f"{bench} DCR"]
+    rows = []
+    for arm in ("baseline", "stateguard"):
+        row = [_label(arm, worker)]
+        for bench, domains in columns:
+            rs = [r for r in by_bench[bench] if r.arm == arm]
+            if not rs:
+                row += ["—"] * (len(domains) + 2)
+                continue
+            s = summarize(rs, resamples=1).arms[0]
+            row += [fmt(s.accuracy_by_domain.get(d)) for d in domains] + [fmt(s.accuracy), fmt(s.dcr)]
+        rows.append(row)
+    return head, rows
+
+
+def ablation(results: list[ArmResult]) -> Table:
+    summary = summarize(results, resamples=1)
+    base = next((a.accuracy for a in summary.arms if a.arm == "baseline"), None)
+    rows = [[a.arm, fmt(a.accuracy), fmt(a.dcr),
+             "—" if a.accuracy is None or base is None else f"{100 * (a.accuracy - base):+.1f}"] for a in summary.arms]  # fmt: skip
+    return ["arm", "accuracy %", "DCR %", "gain vs baseline (points)"], rows
+
+
+def runtime(results: list[ArmResult]) -> Table:
+    by_arm: dict[str, list[ArmResult]] = defaultdict(list)
+    for r in results:
+        by_arm[r.arm].append(r)
+    baseline = [step_intervals(read_trace(Path(r.run_dir) / "trace.jsonl")) for r in by_arm.get("baseline", [])]
+    rows = []
+    for arm, rs in sorted(by_arm.items(), key=lambda kv: (kv[0] != "baseline", kv[0])):
+        traces = [read_trace(Path(r.run_dir) / "trace.jsonl") for r in rs]
+        calls = manager_call_stats([read_trace(p) if (p := Path(r.run_dir) / "llm_calls.jsonl").is_file() else []
+                                    for r in rs])  # fmt: skip
+        if arm == "baseline":
+            reviews, t_m = "0", "—"
+        else:
+            d = decompose([step_intervals(t) for t in traces], baseline or None)
+            reviews, t_m = f"{d.reviews_per_task:.1f}", "—" if d.t_manager_s is None else f"{d.t_manager_s:.3f}"
+        rows.append([arm, reviews, f"{calls.calls_per_task:.1f}", fmt(calls.mean_latency_s, False), t_m,
+                     f"{sum(r.wall_s for r in rs) / len(rs):.2f}"])  # fmt: skip
+    return ["arm", "reviews/task", "manager calls/task", "s per call", "T_M s (Eq. 32)", "wall s/task"], rows
+
+
+def _state_runs(results: list[ArmResult]) -> list[tuple[ArmResult, object]]:
+    out: list[tuple[ArmResult, object]] = []
+    for r in results:
+        store = StateStore(Path(r.run_dir) / "states.sqlite")
+        try:
+            out.append((r, run_state_stats(read_trace(Path(r.run_dir) / "trace.jsonl"), store)))
+        finally:
+            store.close()
+    return out
+
+
+def states(runs: list[tuple[ArmResult, object]]) -> Table:
+    s = summarize_states([x for _, x in runs])  # type: ignore[misc]
+    data = s.model_dump()
+    return ["statistic", "value"], [[k, f"{v:.3g}" if isinstance(v, float) else str(v)]
+                                    for k, v in data.items() if not isinstance(v, dict | list)]  # fmt: skip
+
+
+def plots(results: list[ArmResult], runs: list[tuple[ArmResult, object]], out: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    xs = [getattr(st, "coverage", None) for _, st in runs]
+    ys = [sum(bool(v) for v in r.correct.values()) / max(1, len(r.correct)) for r, _ in runs]
+    fig, ax = plt.subplots(figsize=(4.5, 3.2))
+    ax.scatter([x or 0.0 for x in xs], ys, s=18)
+    ax.set(xlabel="analytical-state coverage (share of turns)", ylabel="task accuracy", title="Accuracy vs coverage")
+    fig.tight_layout()
+    fig.savefig(out / "accuracy_vs_coverage.png", dpi=120)
+    plt.close(fig)
+    written.append(out / "accuracy_vs_coverage.png")
+    # Difficulty of a turn: share of arms that got it wrong. Engagement: a tool call during that turn.
+    wrong: dict[tuple[str, int], list[bool]] = defaultdict(list)
+    for r in results:
+        for t, v in r.correct.items():
+            wrong[(r.task_id, t)].append(v is False)
+    buckets: dict[str, list[int]] = {"easy (<30%)": [], "medium (30-70%)": [], "hard (>=70%)": []}
+    for r, _ in runs:
+        turn, tooled = None, set()
+        for e in read_trace(Path(r.run_dir) / "trace.jsonl"):
+            turn = e.data.get("turn_id", turn) if e.kind == "turn_start" else turn
+            if e.kind == "tool" and turn is not None:
+                tooled.add(turn)
+        for t in r.correct:
+            share = sum(wrong[(r.task_id, t)]) / len(wrong[(r.task_id, t)])
+            key = "easy (<30%)" if share < 0.3 else "medium (30-70%)" if share < 0.7 else "hard (>=70%)"
+            buckets[key].append(int(t in tooled))
+    fig, ax = plt.subplots(figsize=(4.5, 3.2))
+    ax.bar(list(buckets), [sum(v) / len(v) if v else 0.0 for v in buckets.values()])
+    ax.set(ylabel="turns with a verification tool call", title="Verification engagement by difficulty")
+    fig.tight_layout()
+    fig.savefig(out / "engagement_by_difficulty.png", dpi=120)
+    plt.close(fig)
+    written.append(out / "engagement_by_difficulty.png")
+    return written
+
+
+def render_tables(run_dirs: list[Path], out: Path, worker: str | None = None) -> list[Path]:
+    results = [r for d in run_dirs for r in read_results(d)]
+    if not results:
+        raise FileNotFoundError(f"no results under {[str(d) for d in run_dirs]}; run `make eval` first")
+    worker = worker or "worker"
+    out.mkdir(parents=True, exist_ok=True)
+    sg = [r for r in results if r.arm == "stateguard" and r.error is None]
+    runs = _state_runs(sg)
+    tables = {"table1": table1(results, worker), "ablation": ablation(results), "runtime": runtime(results)}
+    if runs:
+        tables["states"] = states(runs)
+    written = []
+    for name, table in tables.items():
+        for ext, text in (("md", _md(table)), ("csv", _csv(table))):
+            (out / f"{name}.{ext}").write_text(text, encoding="utf-8")
+            written.append(out / f"{name}.{ext}")
+    if runs:
+        written += plots(results, runs, out)
+    return written
+
+
+def _worker_name(run_dir: Path) -> str | None:
+    cfg = run_dir / "config.yaml"
+    if not cfg.is_file():
+        return None
+    from omegaconf import DictConfig, OmegaConf
+
+    loaded = OmegaConf.load(cfg)
+    return str(loaded.get("worker")) if isinstance(loaded, DictConfig) and "worker" in loaded else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m eval.tables", description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+", type=Path, help="run folders of `make eval`")
+    parser.add_argument("--out", type=Path, default=None, help="output folder (default: <first run>/tables)")
+    args = parser.parse_args(argv)
+    out = args.out or args.runs[0] / "tables"
+    written = render_tables(list(args.runs), out, _worker_name(args.runs[0]))
+    print((out / "table1.md").read_text(encoding="utf-8"))
+    print(f"wrote {len(written)} files to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

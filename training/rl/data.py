@@ -1,0 +1,209 @@
+"""RL data preparation: the synthesized RL prompts as verl train/val parquet for the agent loop.
+
+    python -m training.rl.data runs/synth/corpus/rl/prompts.parquet runs/rl/data [--val-fraction 0.05]
+
+Input: the parquet of synthesis/export.py rl_prompts() (`make synth`), one row per verification
+decision point: data_source, prompt (system + user messages), ability, reward_model.ground_truth,
+extra_info (task_id, turn, decision_point, variant, worker_prefix JSON, labels JSON).
+
+What this adds for verl and for training/rl/agent_loop.py:
+* `agent_name`: the registered agent loop that runs the row (verl's AgentLoopWorker reads it);
+* `extra_info.index`: a unique row number (verl groups a prompt's rollouts by it in traces);
+* `extra_info.prefix_repair`: for rows of a `repair` trajectory after its fault turn, the variables
+  the synthesis teacher's repair named there (JSON {"turn", "variables"}, else "null"), which the
+  prefix replay needs (training/rl/prefix.py);
+* duplicates dropped: rows before the fault turn of different variants are the same prompt;
+* a split by whole tasks (`val_fraction` of the task ids, seeded), so no task is in both files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import random
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pydantic import BaseModel
+
+__all__ = ["PrepStats", "load_prompts", "main", "prepare", "prepare_rows", "split_by_task"]
+
+log = logging.getLogger(__name__)
+REQUIRED = ("data_source", "prompt", "ability", "reward_model", "extra_info")
+EXTRA_REQUIRED = ("task_id", "turn", "decision_point", "variant", "worker_prefix", "labels")
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+
+
+class PrepStats(BaseModel):
+    rows_in: int
+    duplicates: int
+    train_rows: int
+    val_rows: int
+    train_tasks: list[str]
+    val_tasks: list[str]
+    inconsistent_points: int  # rows with g=1 (an inconsistency to repair)
+    train_path: str
+    val_path: str
+
+
+def load_prompts(path: str | Path) -> list[dict[str, Any]]:
+    """Read the synthesized RL parquet and check its columns; errors say what to re-run."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path} does not exist: run `make synth` "
+            "(or `python -m synthesis.pipeline synth=debug out_dir=...`) "
+            "first; it writes <out_dir>/corpus/rl/prompts.parquet"
+        )
+    table = pq.read_table(path)
+    missing = [c for c in REQUIRED if c not in table.column_names]
+    if missing:
+        raise ValueError(
+            f"{path}: columns {missing} are missing; expected {list(REQUIRED)} (synthesis/export.py)"
+        )
+    rows = table.to_pylist()
+    for i, row in enumerate(rows):
+        extra = row.get("extra_info") or {}
+        lacking = [k for k in EXTRA_REQUIRED if k not in extra]
+        if lacking:
+            raise ValueError(
+                f"{path}: row {i} extra_info lacks {lacking}; re-run `make synth` with this code"
+            )
+        if "ground_truth" not in (row.get("reward_model") or {}):
+            raise ValueError(f"{path}: row {i} has no reward_model.ground_truth")
+        roles = [m.get("role") for m in row["prompt"]]
+        if roles[:1] != ["system"] or "user" not in roles:
+            raise ValueError(
+                f"{path}: row {i} prompt roles are {roles}; expected a system then a user message"
+            )
+    return rows
+
+
+def _prefix_repairs(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """trajectory_id -> the teacher's repair at its fault turn (turn, named variables)."""
+    out: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        extra = row["extra_info"]
+        truth = json.loads(row["reward_model"]["ground_truth"])
+        labels = json.loads(extra["labels"])
+        prefix = json.loads(extra["worker_prefix"])
+        if extra["variant"] == "repair" and truth.get("action") == "REPAIR" and labels.get("g") == 1:
+            out.setdefault(
+                prefix["trajectory_id"], {"turn": extra["turn"], "variables": truth["affected_variables"]}
+            )
+    return out
+
+
+def _key(row: dict[str, Any]) -> str:
+    """Two rows are the same prompt when task, decision point, prompt text and labels agree."""
+    extra = row["extra_info"]
+    text = _ADDRESS.sub("0x", json.dumps(list(row["prompt"]), sort_keys=True, default=str))
+    return json.dumps(
+        [
+            extra["task_id"],
+            extra["turn"],
+            extra["decision_point"],
+            text,
+            row["reward_model"]["ground_truth"],
+            extra["labels"],
+        ]
+    )
+
+
+def prepare_rows(rows: list[dict[str, Any]], agent_name: str) -> tuple[list[dict[str, Any]], int]:
+    """Rows with agent_name, extra_info.index and extra_info.prefix_repair; duplicates dropped."""
+    repairs = _prefix_repairs(rows)
+    seen: set[str] = set()
+    out: list[dict[str, Any]] = []
+    for row in rows:
+        key = _key(row)
+        if key in seen:
+            continue
+        seen.add(key)
+        extra = dict(row["extra_info"])
+        prefix = json.loads(extra["worker_prefix"])
+        repair = repairs.get(prefix["trajectory_id"]) if extra["variant"] == "repair" else None
+        if repair is not None:  # the teacher's repair is in this row's prefix when its decision comes later
+            turn, t_star = int(extra["turn"]), int(repair["turn"])
+            own = (
+                turn == t_star and json.loads(extra["labels"]).get("g") == 1
+            )  # this row is the repair itself
+            repair = repair if turn >= t_star and not own else None
+        extra["prefix_repair"] = json.dumps(repair, sort_keys=True)
+        extra["index"] = len(out)
+        out.append({**row, "extra_info": extra, "agent_name": agent_name})
+    return out, len(rows) - len(out)
+
+
+def split_by_task(rows: list[dict[str, Any]], val_fraction: float, seed: int) -> tuple[list[str], list[str]]:
+    """(train task ids, val task ids): whole tasks, seeded; one task only -> it is both."""
+    tasks = sorted({r["extra_info"]["task_id"] for r in rows})
+    if len(tasks) < 2 or val_fraction <= 0:
+        return tasks, tasks
+    n_val = min(len(tasks) - 1, max(1, math.ceil(val_fraction * len(tasks))))
+    val = sorted(random.Random(f"rl-split:{seed}").sample(tasks, n_val))
+    return [t for t in tasks if t not in val], val
+
+
+def _write(rows: list[dict[str, Any]], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows), path)
+
+
+def prepare(
+    prompts: str | Path,
+    out_dir: str | Path,
+    *,
+    val_fraction: float = 0.05,
+    seed: int = 0,
+    agent_name: str = "stateguard_manager",
+) -> PrepStats:
+    """Read, validate, augment and split the RL prompts; writes <out_dir>/{train,val}.parquet."""
+    rows, duplicates = prepare_rows(load_prompts(prompts), agent_name)
+    train_tasks, val_tasks = split_by_task(rows, val_fraction, seed)
+    train = [r for r in rows if r["extra_info"]["task_id"] in train_tasks]
+    val = [r for r in rows if r["extra_info"]["task_id"] in val_tasks]
+    if train_tasks == val_tasks:
+        log.warning("only %d task(s): validation reuses the training rows", len(train_tasks))
+    out = Path(out_dir)
+    _write(train, out / "train.parquet")
+    _write(val, out / "val.parquet")
+    g = Counter(json.loads(r["extra_info"]["labels"]).get("g", 0) for r in rows)
+    return PrepStats(
+        rows_in=len(rows) + duplicates,
+        duplicates=duplicates,
+        train_rows=len(train),
+        val_rows=len(val),
+        train_tasks=train_tasks,
+        val_tasks=val_tasks,
+        inconsistent_points=g.get(1, 0),
+        train_path=str(out / "train.parquet"),
+        val_path=str(out / "val.parquet"),
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="Prepare verl train/val parquet from the synthesized RL prompts."
+    )
+    parser.add_argument("prompts", help="<synth out_dir>/corpus/rl/prompts.parquet")
+    parser.add_argument("out_dir", help="folder for train.parquet and val.parquet")
+    parser.add_argument("--val-fraction", type=float, default=0.05)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--agent-name", default="stateguard_manager")
+    args = parser.parse_args(argv)
+    stats = prepare(
+        args.prompts, args.out_dir, val_fraction=args.val_fraction, seed=args.seed, agent_name=args.agent_name
+    )
+    print(stats.model_dump_json(indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,208 @@
+"""The fixed worker prefix of an RL prompt: which task, which faults, and the manager that built it.
+
+    spec = PrefixSpec.from_extra_info(row["extra_info"])
+    task = load_row_task(tasks_dir, spec.task_id)
+    policy = PrefixPolicy(spec)          # drives every activation before spec.decision_point
+
+An RL row (synthesis/export.py rl_prompts()) is one verification decision point of a synthesized
+manager trajectory. Its prompt is the manager's view at that point; to let the sampled manager act
+there with real tools, the runtime behind the prompt is rebuilt by running the same task with the
+same scripted worker and faults, and replaying the decisions the synthesis teacher took before it:
+
+* every turn is opened and updated by the deterministic rules manager;
+* a turn known to be faithful is finalized at its verification (rules findings there are false alarms);
+* `repair` trajectories: at the fault turn's first verification the teacher repaired, naming the
+  affected variables (training.rl.data attaches them to every later row of the trajectory as
+  extra_info.prefix_repair); after the worker's retry it finalized;
+* `auto` trajectories: from the fault turn on, the rules manager decided on its own.
+
+The rebuilt runtime is deterministic; `signature()` reduces an observation to what must match the
+row (stage, steps and their code, the draft's variables, the committed index), so
+`check_prefix()` proves each rollout of a group starts from the prefix its prompt shows. Values are
+left out: object reprs, and the sandbox's richer value summaries, differ from run to run.
+
+Task location: a row names its task by extra_info.task_id; the task folder is
+<stateguard.tasks_dir>/<task_id>/ with hidden/task.json (turns, reference code) and agent/ (the
+data the worker reads), as `make synth` writes it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from stateguard.lifecycle import Stage
+from stateguard.observation import ManagerObservation
+from stateguard.policies.base import Activation, ManagerContext
+from stateguard.policies.rules import RulesManager
+from stateguard.task import Task, load_task
+from stateguard.workers.scripted import Fault, FaultModel
+
+__all__ = ["PrefixMismatch", "PrefixPolicy", "PrefixSpec", "check_prefix", "load_row_task", "signature"]
+
+# A worded reason for the replayed repair. The synthesis teacher words it per intervention kind; the
+# wording reaches neither the worker's behaviour nor a later observation, only the trace.
+PREFIX_REPAIR_REASON = "this result does not follow what the question asks for, so its rows or values are off"
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+
+
+class PrefixMismatch(RuntimeError):
+    """The rebuilt runtime does not show the prefix the row's prompt shows."""
+
+
+class PrefixSpec(BaseModel):
+    """What a row says about its prefix (extra_info of synthesis/export.py, plus training.rl.data)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    task_id: str
+    turn: int
+    decision_point: int = Field(ge=0, description="Index of the manager activation the rollout samples.")
+    variant: Literal["clean", "repair", "auto"]
+    fault_turn: int | None = None
+    faulty_code: str | None = None
+    repair_variables: list[str] = Field(
+        default_factory=list, description="What the teacher's repair at fault_turn named (repair variant)."
+    )
+
+    @classmethod
+    def from_extra_info(cls, extra_info: Mapping[str, Any]) -> PrefixSpec:
+        missing = [
+            k
+            for k in ("task_id", "turn", "decision_point", "variant", "worker_prefix")
+            if k not in extra_info
+        ]
+        if missing:
+            raise KeyError(
+                f"extra_info lacks {missing}: the row is not an RL prompt of "
+                "synthesis/export.py rl_prompts(); "
+                "prepare the parquet with `python -m training.rl.data`"
+            )
+        prefix = _json(extra_info["worker_prefix"], "worker_prefix")
+        repair = _json(extra_info.get("prefix_repair") or "null", "prefix_repair") or {}
+        return cls(
+            task_id=str(extra_info["task_id"]),
+            turn=int(extra_info["turn"]),
+            decision_point=int(extra_info["decision_point"]),
+            variant=extra_info["variant"],
+            fault_turn=prefix.get("fault_turn"),
+            faulty_code=prefix.get("faulty_code"),
+            repair_variables=list(repair.get("variables") or []),
+        )
+
+    def faults(self) -> FaultModel:
+        if self.fault_turn is None or not self.faulty_code:
+            return FaultModel()
+        return FaultModel(faults=[Fault(kind="counterfactual", turn=self.fault_turn, code=self.faulty_code)])
+
+
+def _json(raw: Any, key: str) -> Any:
+    if not isinstance(raw, str):
+        return raw
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"extra_info.{key} is not valid JSON ({exc.msg}); re-run `make synth`") from None
+
+
+def load_row_task(tasks_dir: str | Path, task_id: str) -> Task:
+    """The built task <tasks_dir>/<task_id>/ as the worker sees it (data under agent/)."""
+    root = Path(tasks_dir) / task_id
+    if not (root / "hidden" / "task.json").is_file():
+        raise FileNotFoundError(
+            f"task {task_id!r} not found: {root}/hidden/task.json does not exist. Set "
+            "stateguard.tasks_dir to the `make synth` output folder that holds the task folders "
+            "(the RL parquet names them by task_id)"
+        )
+    return load_task(root / "hidden", task_id=task_id, base_path=str((root / "agent").resolve()))
+
+
+class PrefixPolicy:
+    """Replays the synthesis teacher's decisions for the activations before the decision point."""
+
+    name = "prefix"
+
+    def __init__(self, spec: PrefixSpec):
+        self.spec = spec
+        self.rules = RulesManager()
+        self.repaired = False
+
+    def activate(self, obs: ManagerObservation, ctx: ManagerContext) -> Activation:
+        spec = self.spec
+        turn = ctx.turn.turn_id if ctx.turn is not None else None
+        verifying = Stage(obs.stage) is Stage.UPDATED
+        if verifying and turn == spec.fault_turn and spec.variant == "repair" and not self.repaired:
+            if not spec.repair_variables:
+                raise PrefixMismatch(
+                    f"{spec.task_id} turn {turn}: the prefix holds the teacher's repair but the row has no "
+                    "extra_info.prefix_repair; prepare the parquet with `python -m training.rl.data`"
+                )
+            self.rules.mark_repair(obs)
+            hint = {"error_variables": list(spec.repair_variables), "faulty_reasoning": PREFIX_REPAIR_REASON}
+            result = yield (
+                "REPAIR",
+                {"analytical_evidence": f"[intervention] {PREFIX_REPAIR_REASON}", "error_hint": hint},
+            )
+            self.repaired = bool(result.accepted)
+            return
+        if (
+            spec.variant == "auto"
+            and spec.fault_turn is not None
+            and turn is not None
+            and turn >= spec.fault_turn
+        ):
+            yield from self.rules.activate(obs, ctx)  # the auto teacher decided on its own from t*
+            return
+        if verifying:
+            yield self.rules.finalize(obs, ctx)
+            return
+        yield from self.rules.activate(obs, ctx)
+
+
+def signature(observation: Mapping[str, Any]) -> dict[str, Any]:
+    """The parts of an observation that identify the prefix (no values, no outputs)."""
+    draft = observation.get("current_draft") or {}
+    index = observation.get("committed_state_index") or []
+    return {
+        "event_type": observation.get("event_type"),
+        "stage": observation.get("stage"),
+        "available_state_id": observation.get("available_state_id"),
+        "legal_control_actions": observation.get("legal_control_actions"),
+        "pending": [observation.get("pending_start_step"), observation.get("pending_end_step")],
+        "steps": [
+            (s.get("index"), _ADDRESS.sub("0x", str(s.get("action"))))
+            for s in observation.get("untraced_steps") or []
+        ],
+        "draft": draft.get("id"),
+        "variables": [(v.get("name"), v.get("version")) for v in draft.get("used_variables") or []],
+        "committed": [s.get("id") if isinstance(s, Mapping) else s for s in index],
+    }
+
+
+def prompt_observation(prompt: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The observation JSON inside a row's prompt (the user message after 'OBSERVATION')."""
+    for message in reversed(prompt):
+        content = str(message.get("content") or "")
+        if message.get("role") == "user" and "OBSERVATION\n" in content:
+            return json.loads(content.split("OBSERVATION\n", 1)[1])
+    raise ValueError("the row's prompt has no user message with an OBSERVATION block; re-run `make synth`")
+
+
+def check_prefix(live: ManagerObservation, prompt: Sequence[Mapping[str, Any]], where: str) -> None:
+    """Raise PrefixMismatch (naming the first differing field) unless the rebuilt view matches the row."""
+    got = signature(live.model_dump(mode="json", exclude={"schema_version"}))
+    want = signature(prompt_observation(prompt))
+    diff = [k for k in want if got.get(k) != want[k]]
+    if diff:
+        key = diff[0]
+        raise PrefixMismatch(
+            f"{where}: the rebuilt runtime differs from the row's prompt in {diff} "
+            f"(rebuilt {key}={got.get(key)!r}, row {key}={want[key]!r}). "
+            "The task folder under stateguard.tasks_dir "
+            "must be the one `make synth` built this parquet from; set stateguard.prefix_check=false to skip"
+        )
