@@ -30,9 +30,9 @@ setup: $(STAMP) ## Create/refresh .venv (runtime + EXTRAS, default dev,train,rl)
 test: $(STAMP) ## Run the test suite (CPU only)
 	$(PY) -m pytest -q
 
-check: $(STAMP) ## Lint (ruff) all packages; type-check (mypy) stateguard and synthesis
+check: $(STAMP) ## Lint (ruff) and type-check (mypy) all packages
 	$(VENV)/bin/ruff check stateguard synthesis training eval scripts tests
-	$(VENV)/bin/mypy stateguard synthesis
+	$(VENV)/bin/mypy stateguard synthesis training eval
 
 eval: $(STAMP) ## Main job: a benchmark, baseline vs +StateGuard (default offline synth; BENCH=longds; ARGS='limit=2')
 	@if [ -z "$(BENCH)" ] || [ "$(BENCH)" = synth ]; then $(MAKE) --no-print-directory synth-bench; fi

@@ -39,6 +39,7 @@ from eval.components import make_manager, make_worker, make_workspace
 from eval.report import RunSummary, render_summary, summarize
 from eval.results import ArmResult, read_results, result_path, write_result
 from stateguard.flows import FlowConfig
+from stateguard.lifecycle import Regime
 from stateguard.rollout import rollout
 from stateguard.trace import Trace
 
@@ -117,9 +118,24 @@ def _jobs_out(jobs: list[tuple[EvalTask, str]], cfg: DictConfig, flow: FlowConfi
             yield task, arm, run_job(task, arm, flow, plain, dirs[(task.task_id, arm)])
 
 
+def _flow(cfg: DictConfig, default: FlowConfig) -> FlowConfig:
+    """The benchmark's flow (Table 3) unless `flow=turn_aligned|segment` overrides the regime."""
+    kind = cfg.get("flow")
+    if kind in (None, "", "default"):
+        return default
+    if kind == "turn_aligned":
+        return default.model_copy(update={"name": f"{default.name}-turn", "regime": Regime.TURN_ALIGNED})
+    if kind == "segment":
+        return FlowConfig(name=f"{default.name}-segment{cfg.review_every}", regime=Regime.SEGMENT_INDUCED,
+                          review_every=int(cfg.review_every), budget_unit="task",
+                          baseline_budget=10_000, stateguard_budget=10_000)  # fmt: skip
+    raise ValueError(f"flow={kind!r}: use default, turn_aligned or segment")
+
+
 def run(cfg: DictConfig) -> RunSummary:
     run_dir = Path(cfg.run_dir)
     bench = get_benchmark(str(cfg.bench.name))
+    flow = _flow(cfg, bench.flow)
     arms = [str(a) for a in cfg.arms]
     for arm in arms:
         _manager_kind(arm, {"manager": cfg.manager})
@@ -134,7 +150,7 @@ def run(cfg: DictConfig) -> RunSummary:
     start = time.perf_counter()
     with tqdm(total=len(tasks) * len(arms), initial=done, desc=f"eval {bench.name}", unit="run",
               disable=not cfg.progress) as bar:  # fmt: skip
-        for task, arm, outcome in _jobs_out(jobs, cfg, bench.flow, run_dir):
+        for task, arm, outcome in _jobs_out(jobs, cfg, flow, run_dir):
             correct = bench.score(task, outcome["answers"]) if outcome["error"] is None else \
                 {t.turn_id: False for t in task.task.turns}  # fmt: skip
             write_result(run_dir, ArmResult(
