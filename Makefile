@@ -12,7 +12,7 @@ export OMP_NUM_THREADS ?= 1
 RUN ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help setup test check eval demo bench synth synth-bench sft rl serve view tables data clean
+.PHONY: help setup setup-system test check eval demo bench synth synth-bench sft rl serve view tables data clean
 BENCH ?=
 CONFIG ?=
 
@@ -26,6 +26,10 @@ $(STAMP): pyproject.toml
 	@rm -f $(VENV)/.stamp-*; touch $(STAMP)
 
 setup: $(STAMP) ## Create/refresh .venv (runtime + EXTRAS, default dev,train,rl)
+
+setup-system: ## Debian packages for the viewer (Graphviz) and its browser tests (Chromium + driver); needs root
+	apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+		graphviz chromium chromium-driver
 
 test: $(STAMP) ## Run the test suite (CPU only)
 	$(PY) -m pytest -q
@@ -70,8 +74,9 @@ rl: $(STAMP) ## Manager RL: verl DAPO on a GPU node / Ray cluster (configs/rl.ya
 	@if [ "$(CONFIG)" = "debug" ]; then $(PY) -m synthesis.pipeline synth=debug progress=false; fi
 	$(PY) -m training.rl $(if $(CONFIG),rl=$(CONFIG)) $(ARGS)
 
-view: ## Later issue (the run viewer)
-	@echo "make $@: not implemented yet — see the open issues"; exit 2
+view: $(STAMP) ## Static HTML viewer of a run: make view RUN=<eval run | synthesis out_dir | demo run> [ARGS='--out DIR']
+	@test -n "$(RUN)" || { echo "usage: make view RUN=<eval run, synthesis out_dir or demo run folder> [ARGS='--out DIR']"; exit 2; }
+	$(PY) -m eval.viewer $(RUN) $(ARGS)
 
 clean: ## Remove the venv and run outputs
 	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache

@@ -73,11 +73,16 @@ def run_job(task: EvalTask, arm: str, flow: FlowConfig, cfg: dict[str, Any], arm
                              harness_config=dict(cfg["harness"]))  # fmt: skip
         finally:
             workspace.close()
+        answers = result.answers
+        name = (cfg.get("bench") or {}).get("name")
+        collect = getattr(get_benchmark(str(name)), "collect", None) if name else None
+        if collect is not None:  # e.g. DAComp-DE: the SQL files the agent wrote in its scratch folder
+            answers = collect(task, out, answers)
     except Exception as exc:  # noqa: BLE001 - a failing task is recorded, the run goes on
         return {"answers": {}, "error": f"{type(exc).__name__}: {exc}", "wall_s": time.perf_counter() - start}
     finally:
         calls.close()
-    return {"answers": result.answers, "repairs": result.repairs, "manager_calls": result.manager_llm_calls,
+    return {"answers": answers, "repairs": result.repairs, "manager_calls": result.manager_llm_calls,
             "committed_states": len(result.committed_states), "stale_states": len(result.stale_states),
             "degraded": result.degraded, "wall_s": time.perf_counter() - start, "error": None}  # fmt: skip
 
@@ -151,8 +156,11 @@ def run(cfg: DictConfig) -> RunSummary:
     with tqdm(total=len(tasks) * len(arms), initial=done, desc=f"eval {bench.name}", unit="run",
               disable=not cfg.progress) as bar:  # fmt: skip
         for task, arm, outcome in _jobs_out(jobs, cfg, flow, run_dir):
-            correct = bench.score(task, outcome["answers"]) if outcome["error"] is None else \
-                {t.turn_id: False for t in task.task.turns}  # fmt: skip
+            if outcome["error"] is None:
+                correct = bench.score(task, outcome["answers"])
+            else:  # a failed rollout: every unit of the task is wrong
+                units = getattr(bench, "units", None)
+                correct = dict.fromkeys(units(task) if units else [t.turn_id for t in task.task.turns], False)
             write_result(run_dir, ArmResult(
                 bench=bench.name, task_id=task.task_id, arm=arm, domain=task.domain, level=task.level,
                 correct=correct, parents=task.parents, answers=outcome["answers"],
@@ -172,6 +180,9 @@ def run(cfg: DictConfig) -> RunSummary:
     summary = summarize(results, seed=int(cfg.seed), resamples=int(cfg.bootstrap_resamples))
     summary.wall_s = round(time.perf_counter() - start, 2)
     (run_dir / "summary.json").write_text(summary.model_dump_json(indent=1) + "\n", encoding="utf-8")
+    after_run = getattr(bench, "after_run", None)
+    if after_run is not None:  # DABstep: leaderboard JSONL per arm; DAComp-DE: dacomp_de_summary.json
+        after_run(run_dir)
     return summary
 
 

@@ -1,9 +1,13 @@
 """Per-cell dataflow: which names a cell reads and writes, and which variables are now stale.
 
 `cell_dataflow(code)` is the static half (AST): names loaded, names stored, and in-place writes
-(`df.drop(..., inplace=True)`, `lst.append(x)`, `df[col] = ...`, `obj.attr = ...`). The runtime
-half (a content hash of each read variable before and after the cell) is added by the
-workspace, which passes any changed name as `mutated`.
+(`df.drop(..., inplace=True)`, `lst.append(x)`, `df[col] = ...`, `obj.attr = ...`). SQL run
+through a connection counts too: the tables a `con.execute("...")` / `.sql` / `.query` string
+reads (FROM/JOIN, CTEs excluded; `stateguard.sql`) are reads, the tables it creates or inserts
+into are writes, and `con.table("t")` reads `t`; a table and a Python variable of the same name
+are one artifact. A connection used only to run SQL is plumbing, not data: it is not a read.
+The runtime half (a content hash of each read variable before and after the cell) is added by
+the workspace, which passes any changed name as `mutated`.
 
 `DataflowGraph` versions every variable by the cell that last wrote it and remembers which
 input versions each write consumed. When an input is redefined, everything derived from the
@@ -22,6 +26,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict
+from sqlglot import exp
+
+from stateguard.sql import ordered_references, parse_statements
 
 MUTATING_METHODS = frozenset(
     {"append", "extend", "insert", "pop", "remove", "clear", "update", "sort", "reverse",
@@ -29,6 +36,10 @@ MUTATING_METHODS = frozenset(
      "set_index", "sort_values", "replace", "dropna", "drop_duplicates", "astype", "__setitem__"}
 )  # fmt: skip
 _BUILTINS = frozenset(dir(builtins))
+SQL_METHODS = frozenset({"execute", "executemany", "sql", "query"})
+_FIELD = "__fstring_field__"  # stands for an f-string placeholder; never reported as a table
+TABLE_METHODS = frozenset({"table", "view"})  # con.table("t") reads t
+PLUMBING_METHODS = SQL_METHODS | TABLE_METHODS | {"close", "commit", "fetchone", "fetchall", "df", "register"}
 
 
 class CellFlow(BaseModel):
@@ -114,7 +125,82 @@ def cell_dataflow(code: str) -> CellFlow:
     reads -= _BUILTINS - top_level
     reads -= local_defs - top_level
     writes = rebound | inplace
+    sql_reads, sql_writes, plumbing = _sql_flow(tree)
+    reads = (reads - plumbing) | sql_reads  # `t = con.table("t").df()` reads the table t, writes the variable
+    writes |= sql_writes
     return CellFlow(valid=True, reads=sorted(reads), writes=sorted(writes), inplace=sorted(inplace - rebound))
+
+
+def _string_values(tree: ast.Module) -> dict[str, str]:
+    """Top-level `name = "literal"` assignments of the cell (a SQL text kept in a variable)."""
+    out: dict[str, str] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
+            for target in stmt.targets:
+                if isinstance(target, ast.Name):
+                    out[target.id] = stmt.value.value
+    return out
+
+
+def _text(node: ast.AST | None, strings: dict[str, str]) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.Name):
+        return strings.get(node.id)
+    if isinstance(node, ast.JoinedStr):  # f-string: placeholders become a neutral identifier
+        return "".join(str(v.value) if isinstance(v, ast.Constant) else _FIELD for v in node.values)
+    return None
+
+
+def _sql_tables(sql: str) -> tuple[set[str], set[str]]:
+    try:
+        statements = parse_statements(sql)
+    except Exception:  # not SQL after all (SQLParseError, or another sqlglot error)
+        return set(), set()
+    writes: set[str] = set()
+    for statement in statements:
+        target = statement.this if isinstance(statement, exp.Create | exp.Insert | exp.Update | exp.Delete) else None
+        if isinstance(target, exp.Schema):
+            target = target.this
+        if isinstance(target, exp.Table) and target.name:
+            writes.add(target.name.lower())
+    reads = {name.split(".")[-1] for name in ordered_references(statements)} - writes - {_FIELD}
+    return reads, writes
+
+
+def _sql_flow(tree: ast.Module) -> tuple[set[str], set[str], set[str]]:
+    """(tables read, tables written, receivers used only as plumbing) of SQL run in the cell."""
+    strings = _string_values(tree)
+    reads: set[str] = set()
+    writes: set[str] = set()
+    receivers: set[str] = set()
+    other_uses: set[str] = set()
+    plumbing_nodes: set[int] = set()
+    calls = [n for stmt in tree.body for n in ast.walk(stmt)]  # statement order: a table made, then read
+    for node in calls:
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        receiver = node.func.value
+        method = node.func.attr
+        if method in PLUMBING_METHODS and isinstance(receiver, ast.Name):
+            receivers.add(receiver.id)
+            plumbing_nodes.add(id(receiver))
+        if method in SQL_METHODS or method in TABLE_METHODS:
+            text = _text(node.args[0] if node.args else None, strings)
+            if text is None:
+                continue
+            if method in TABLE_METHODS:
+                name = text.split(".")[-1].lower()
+                if name not in writes:
+                    reads.add(name)
+            else:
+                r, w = _sql_tables(text)
+                reads |= r - writes
+                writes |= w
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in receivers and id(node) not in plumbing_nodes:
+            other_uses.add(node.id)
+    return reads, writes, receivers - other_uses
 
 
 def _top_level_bindings(tree: ast.Module) -> set[str]:

@@ -4,7 +4,7 @@ An analysis thread is an ordered list of stages; each stage materializes one nam
 table. A SQL stage's upstream stages are the tables its SQL reads, found with sqlglot — never
 hand labels. A pandas stage has no SQL, so it declares its `inputs` explicitly.
 
-What counts as "read":
+What counts as "read" (implemented in `stateguard.sql`, shared with the runtime):
 * every table in FROM / JOIN / subqueries / set operations (UNION, ...), at any depth;
 * minus names that resolve to a CTE in scope (DuckDB scoping: a non-recursive CTE sees only the
   CTEs defined before it, so `WITH t AS (SELECT * FROM t)` reads the real table `t`);
@@ -20,10 +20,15 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Literal
 
-import sqlglot
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from sqlglot import exp
-from sqlglot.errors import SqlglotError
+
+from stateguard.sql import (
+    SQLParseError,
+    created_tables,
+    ordered_references,
+    parse_statements,
+    referenced_tables,
+)
 
 __all__ = [
     "SQLDependencyError",
@@ -39,113 +44,9 @@ __all__ = [
 DEFAULT_SCHEMA = "main"
 
 
-class SQLDependencyError(ValueError):
-    """SQL that cannot be parsed, or a stage list whose dependencies are not well formed."""
-
-
-def parse_statements(sql: str, dialect: str = "duckdb") -> list[exp.Expr]:
-    """Parse a (possibly multi-statement) SQL string; empty statements are dropped."""
-    try:
-        parsed = sqlglot.parse(sql, dialect=dialect)
-    except SqlglotError as err:
-        raise SQLDependencyError(f"cannot parse SQL as {dialect}: {err}") from err
-    statements = [s for s in parsed if s is not None]
-    if not statements:
-        raise SQLDependencyError("SQL contains no statement")
-    return statements
-
-
-def _table_name(table: exp.Table) -> str | None:
-    """Dotted, lower-cased name of a real table; None for table functions and the like."""
-    if not isinstance(table.this, exp.Identifier):
-        return None
-    return ".".join(part.name.lower() for part in table.parts)
-
-
-def _write_target(statement: exp.Expr) -> exp.Table | None:
-    """The table a CREATE statement defines (through a column list `t(a INT)` if present)."""
-    if not isinstance(statement, exp.Create):
-        return None
-    target = statement.this
-    if isinstance(target, exp.Schema):
-        target = target.this
-    return target if isinstance(target, exp.Table) else None
-
-
-def _cte_names(with_: exp.With) -> list[str]:
-    return [cte.alias_or_name.lower() for cte in with_.expressions if isinstance(cte, exp.CTE)]
-
-
-def _is_cte_reference(table: exp.Table) -> bool:
-    """Whether an unqualified table name resolves to a CTE visible at its position."""
-    if table.args.get("db") or table.args.get("catalog"):
-        return False  # `main.t` always names a catalog table, never a CTE
-    name = table.name.lower()
-    child: exp.Expr = table
-    parent = table.parent
-    while parent is not None:
-        if isinstance(parent, exp.With):
-            # Inside the body of CTE number k: only CTEs 0..k-1 are visible (plus itself if
-            # RECURSIVE).
-            names = _cte_names(parent)
-            k = child.index if child.index is not None else len(names)
-            visible = names[: k + 1] if parent.args.get("recursive") else names[:k]
-            if name in visible:
-                return True
-        else:
-            with_ = parent.args.get("with_")
-            # `child is not with_`: coming up through a CTE body is handled by the branch above.
-            if isinstance(with_, exp.With) and child is not with_ and name in _cte_names(with_):
-                return True
-        child, parent = parent, parent.parent
-    return False
-
-
-def _statement_reads(statement: exp.Expr) -> list[str]:
-    """Names read by one statement, in order of first appearance."""
-    if isinstance(statement, exp.Drop):
-        return []
-    target = _write_target(statement)
-    names: list[str] = []
-    for table in statement.find_all(exp.Table):
-        if table is target or _is_cte_reference(table):
-            continue
-        name = _table_name(table)
-        if name is not None and name not in names:
-            names.append(name)
-    return names
-
-
-def _ordered_references(statements: Sequence[exp.Expr]) -> list[str]:
-    made: set[str] = set()
-    names: list[str] = []
-    for statement in statements:
-        for name in _statement_reads(statement):
-            if name not in made and name not in names:
-                names.append(name)
-        target = _write_target(statement)
-        if target is not None and (created := _table_name(target)) is not None:
-            made.add(created)
-    return names
-
-
-def referenced_tables(sql: str, dialect: str = "duckdb") -> set[str]:
-    """Tables the SQL reads (lower-cased; schema-qualified ones as `schema.table`).
-
-    CTE names defined in the statement and the statement's own CREATE target are excluded.
-    Raises SQLDependencyError when sqlglot cannot parse the SQL.
-    """
-    return set(_ordered_references(parse_statements(sql, dialect)))
-
-
-def created_tables(sql: str, dialect: str = "duckdb") -> list[str]:
-    """Names the SQL creates with CREATE TABLE/VIEW, in order."""
-    names: list[str] = []
-    for statement in parse_statements(sql, dialect):
-        target = _write_target(statement)
-        if target is not None and (name := _table_name(target)) is not None:
-            names.append(name)
-    return names
+# SQL that cannot be parsed, or a stage list whose dependencies are not well formed (one class
+# with the runtime's parse error, so either name catches both).
+SQLDependencyError = SQLParseError
 
 
 def _strip_default_schema(name: str) -> str:
@@ -237,7 +138,7 @@ class Stage(BaseModel):
         if self.kind == "pandas":
             return list(self.inputs or [])
         assert self.sql is not None
-        return _ordered_references(parse_statements(self.sql, dialect))
+        return ordered_references(parse_statements(self.sql, dialect))
 
 
 def stage_dependencies(

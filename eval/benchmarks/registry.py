@@ -18,10 +18,12 @@ def get_benchmark(name: str) -> Benchmark:
         from eval.benchmarks.longds.bench import LongDSBench
 
         return LongDSBench()
-    if name in ("dabstep", "dacomp_de"):
-        raise NotImplementedError(
-            f"bench={name}: its loader and scorer exist (eval/benchmarks/{name}/), but the runner adapter that "
-            "drives an LLM worker through its tasks is not built yet; score saved predictions with "
-            f"eval.benchmarks.{name}.scorer instead"
-        )
+    if name == "dabstep":
+        from eval.benchmarks.dabstep.bench import DabstepBench
+
+        return DabstepBench()
+    if name == "dacomp_de":
+        from eval.benchmarks.dacomp_de.bench import DACompDEBench
+
+        return DACompDEBench()
     raise ValueError(f"bench={name!r}: use one of {', '.join(BENCHMARKS)}")

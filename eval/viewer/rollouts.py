@@ -1,0 +1,166 @@
+"""Runs made of rollout folders: synthesis exports, and plain folders such as `python -m eval.demo`'s.
+
+    run = load_synthesis(Path("/tmp/synth-view"), Path("/tmp/synth-view/corpus"))
+    run = load_rollouts(Path("runs/demo/20250101-120000"))         # <run>/{baseline,stateguard}/trace.jsonl
+
+A rollout folder holds trace.jsonl, states.sqlite and result.json (`stateguard.rollout`). In a
+synthesis export they sit at `corpus/runs/<task_id>/<variant>/`, and `corpus/records/<task_id>.jsonl`
+(a key line, then one TrajectoryRecord per variant) gives each variant's answers, the reference
+answers (judged with the benchmark field judge into per-turn verdicts), its intervention and whether
+the corpus kept it; Pa(t) comes from `<out>/<task_id>/hidden/graph.json` when it is there. Plain
+rollout folders carry no verdicts: their pages show states and timelines only.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from eval.metrics.dcr import parents_from_graph
+from eval.results import ArmResult
+from eval.scorers.fields import per_turn_correct
+from eval.viewer.config import ViewerError
+from eval.viewer.sources import ArmSource, RunSource, TaskSource
+
+__all__ = ["load_rollouts", "load_synthesis", "rollout_arm"]
+
+VARIANTS = ("clean", "repair", "counterfactual", "auto")
+
+
+def _records(path: Path) -> dict[str, dict[str, Any]]:
+    """variant name -> TrajectoryRecord (as JSON); the first line of the file is a key line."""
+    out: dict[str, dict[str, Any]] = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines()[1:], 2):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            raise ViewerError(
+                f"{path}:{number}: not a JSON trajectory record; re-export the corpus"
+            ) from None
+        out[str(record.get("trajectory_id", "")).rsplit("/", 1)[-1]] = record
+    return out
+
+
+def _turn_keyed(mapping: Any) -> dict[int, Any]:
+    return {int(k): v for k, v in mapping.items()} if isinstance(mapping, dict) else {}
+
+
+def _wall_s(trace: Path) -> float:
+    """Seconds between the first and the last event of a trace (0 when it has no timestamps)."""
+    lines = [ln for ln in trace.read_text(encoding="utf-8").splitlines() if ln.strip()]
+    try:
+        first, last = json.loads(lines[0]).get("ts"), json.loads(lines[-1]).get("ts")
+    except (IndexError, json.JSONDecodeError):
+        return 0.0
+    if isinstance(first, float) and isinstance(last, float):
+        return round(last - first, 2)
+    return 0.0
+
+
+def _record_facts(record: dict[str, Any]) -> dict[str, str]:
+    facts = {"kept": "yes" if record.get("keep") else "no: " + ", ".join(record.get("rejections") or ["?"])}
+    intervention = record.get("intervention") or {}
+    if intervention:
+        facts["intervention"] = (
+            f"{intervention.get('kind')} at turn {record.get('t_star')} "
+            f"({record.get('stage')}): {intervention.get('description', '')}"
+        )
+    return facts
+
+
+def rollout_arm(
+    folder: Path,
+    *,
+    task_id: str,
+    name: str,
+    group: str,
+    bench: str,
+    correct: dict[int, bool | None] | None = None,
+    parents: dict[int, list[int]] | None = None,
+    facts: dict[str, str] | None = None,
+) -> ArmSource:
+    """One rollout folder as an arm; its counters come from result.json (RolloutResult)."""
+    file = folder / "result.json"
+    result = json.loads(file.read_text(encoding="utf-8")) if file.is_file() else {}
+    trace = folder / "trace.jsonl"
+    arm = ArmResult(
+        bench=bench,
+        task_id=task_id,
+        arm=name,
+        correct=correct or {},
+        parents=parents or {},
+        answers=_turn_keyed(result.get("answers")),
+        repairs=int(result.get("repairs", 0)),
+        manager_calls=int(result.get("manager_llm_calls", 0)),
+        committed_states=len(result.get("committed_states", [])),
+        stale_states=len(result.get("stale_states", [])),
+        degraded=bool(result.get("degraded", False)),
+        wall_s=_wall_s(trace) if trace.is_file() else 0.0,
+        run_dir=str(folder),
+    )
+    return ArmSource(name, group, folder if trace.is_file() else None, arm, facts or {})
+
+
+def _variant_order(name: str) -> tuple[int, str]:
+    kind, _, num = name.partition("-")
+    return (VARIANTS.index(kind) if kind in VARIANTS else len(VARIANTS), f"{num:>6}")
+
+
+def load_synthesis(root: Path, corpus: Path) -> RunSource:
+    tasks = []
+    for task_dir in sorted(p for p in (corpus / "runs").iterdir() if p.is_dir()):
+        records_file = corpus / "records" / f"{task_dir.name}.jsonl"
+        records = _records(records_file) if records_file.is_file() else {}
+        graph = corpus.parent / task_dir.name / "hidden" / "graph.json"
+        parents = parents_from_graph(json.loads(graph.read_text(encoding="utf-8"))) if graph.is_file() else {}
+        arms = []
+        for folder in sorted(
+            (p for p in task_dir.iterdir() if p.is_dir()), key=lambda p: _variant_order(p.name)
+        ):
+            record = records.get(folder.name)
+            correct: dict[int, bool | None] = {}
+            if record is not None:
+                expected, answers = (
+                    _turn_keyed(record.get("reference_answers")),
+                    _turn_keyed(record.get("answers")),
+                )
+                correct = dict(per_turn_correct(expected, answers))
+            group = str(record.get("variant")) if record else folder.name.split("-")[0]
+            facts = _record_facts(record) if record else {"kept": "no record in corpus/records"}
+            arm = rollout_arm(folder, task_id=task_dir.name, name=folder.name, group=group, bench="synthesis",
+                              correct=correct, parents=parents, facts=facts)  # fmt: skip
+            arms.append(arm)
+        if arms:
+            tasks.append(TaskSource(task_dir.name, "synthesis", arms))
+    if not tasks:
+        raise ViewerError(
+            f"{corpus}/runs holds no trajectory folders; was the export run with trajectories on?"
+        )
+    summary_file = corpus / "export_summary.json"
+    text = summary_file.read_text(encoding="utf-8") if summary_file.is_file() else ""
+    return RunSource("synthesis", root, "clean", tasks, None, text)
+
+
+def load_rollouts(root: Path) -> RunSource:
+    """`root` itself, or each subfolder of it, holding trace.jsonl: one arm each, grouped by task id."""
+    folders = (
+        [root] if (root / "trace.jsonl").is_file() else sorted(p.parent for p in root.glob("*/trace.jsonl"))
+    )
+    by_task: dict[str, list[ArmSource]] = {}
+    for folder in folders:
+        file = folder / "result.json"
+        result = json.loads(file.read_text(encoding="utf-8")) if file.is_file() else {}
+        task_id = str(result.get("task_id") or root.name)
+        name = folder.name if folder != root else str(result.get("arm") or folder.name)
+        arm = rollout_arm(folder, task_id=task_id, name=name, group=name, bench=root.name)
+        by_task.setdefault(task_id, []).append(arm)
+    order = ("baseline", "stateguard")
+    tasks = [
+        TaskSource(task_id, root.name, sorted(arms, key=lambda a: (a.name not in order, a.name)))
+        for task_id, arms in sorted(by_task.items())
+    ]
+    note = "rollout folders without a scorer's verdicts; `python -m eval.runner` records them in results/"
+    return RunSource("rollouts", root, "baseline", tasks, None, note)

@@ -1,0 +1,135 @@
+"""Find what a run folder holds and read it into one shape: tasks, each with its arms or variants.
+
+    run = load_run("runs/eval/synth-20250101-120000")    # an evaluation run (results/ + tasks/)
+    run = load_run("/tmp/synth-view")                   # a synthesis export (corpus/runs + records)
+    run = load_run("runs/demo/20250101-120000")         # rollout folders ({baseline,stateguard}/)
+
+An evaluation run gives one `ArmSource` per (task, arm) from its `results/` files. A synthesis
+export gives one per trajectory variant (`clean`, `repair-1`, `auto-1`, ...) of each parent task,
+and plain rollout folders one per folder (both read in `eval/viewer/rollouts.py`). Every arm
+carries an `ArmResult`, so the overview uses the same summary code as `make eval`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from eval.report import RunSummary
+from eval.results import ArmResult, read_results
+from eval.viewer.config import ViewerError
+
+__all__ = ["ArmSource", "RunSource", "TaskSource", "load_run"]
+
+
+@dataclass(frozen=True)
+class ArmSource:
+    name: str  # eval arm (baseline, stateguard, ...) or synthesis variant (clean, repair-1, ...)
+    group: str  # the column it is summarized under: the arm, or the variant kind (clean/repair/auto)
+    folder: Path | None  # trace.jsonl + states.sqlite, None when the folder is gone
+    result: ArmResult
+    facts: dict[str, str] = field(default_factory=dict)  # shown under the arm: intervention, kept, ...
+
+
+@dataclass(frozen=True)
+class TaskSource:
+    task_id: str
+    bench: str
+    arms: list[ArmSource]
+
+    @property
+    def turns(self) -> list[int]:
+        return sorted({t for a in self.arms for t in a.result.correct})
+
+
+@dataclass(frozen=True)
+class RunSource:
+    kind: Literal["eval", "synthesis", "rollouts"]
+    root: Path
+    reference: str  # the arm the others are compared with, turn by turn
+    tasks: list[TaskSource]
+    summary: RunSummary | None = None  # as the run printed it (summary.json), when present
+    config_text: str = ""
+
+    @property
+    def results(self) -> list[ArmResult]:
+        """One result per arm, with `arm` set to its group (what the overview table sums)."""
+        return [a.result.model_copy(update={"arm": a.group}) for t in self.tasks for a in t.arms]
+
+
+def load_run(root: str | Path) -> RunSource:
+    path = Path(root)
+    if not path.is_dir():
+        raise ViewerError(
+            f"{path}: no such folder; pass an evaluation run folder (with results/) or a synthesis "
+            "out_dir (with corpus/runs/)"
+        )
+    if (path / "results").is_dir():
+        return _load_eval(path)
+    from eval.viewer.rollouts import load_rollouts, load_synthesis  # they build on this module's records
+
+    for corpus in (path / "corpus", path):
+        if (corpus / "runs").is_dir() and (corpus / "records").is_dir():
+            return load_synthesis(path, corpus)
+    if (path / "trace.jsonl").is_file() or any(path.glob("*/trace.jsonl")):
+        return load_rollouts(path)
+    raise ViewerError(
+        f"{path}: neither an evaluation run (no results/ folder; make one with `python -m eval.runner "
+        "run_dir=...`), a synthesis export (no corpus/runs/ and corpus/records/; make one with "
+        "`python -m synthesis.pipeline out_dir=...`) nor rollout folders (no trace.jsonl in it or its "
+        "subfolders)"
+    )
+
+
+# ---------------------------------------------------------------------------------- evaluation runs
+def _arm_folder(root: Path, result: ArmResult) -> Path | None:
+    """The arm's folder inside the run (the run may have moved since), else the recorded path."""
+    for candidate in (root / "tasks" / result.task_id / result.arm, Path(result.run_dir)):
+        if (candidate / "trace.jsonl").is_file():
+            return candidate
+    return None
+
+
+def _load_eval(root: Path) -> RunSource:
+    try:
+        results = read_results(root)
+    except ValueError as exc:
+        raise ViewerError(
+            f"{root}/results: a result file does not parse ({exc}); rerun the task or delete it"
+        ) from exc
+    if not results:
+        raise ViewerError(f"{root}/results is empty: the run has not finished any task yet")
+    by_task: dict[tuple[str, str], list[ArmSource]] = {}
+    for r in results:
+        facts = {"error": r.error} if r.error else {}
+        by_task.setdefault((r.bench, r.task_id), []).append(
+            ArmSource(r.arm, r.arm, _arm_folder(root, r), r, facts)
+        )
+    order = ("baseline", "stateguard")
+    tasks = [
+        TaskSource(
+            task_id,
+            bench,
+            sorted(
+                arms,
+                key=lambda a: (a.name not in order, order.index(a.name) if a.name in order else 0, a.name),
+            ),
+        )
+        for (bench, task_id), arms in sorted(by_task.items())
+    ]
+    summary = None
+    if (root / "summary.json").is_file():
+        try:
+            summary = RunSummary.model_validate_json((root / "summary.json").read_text(encoding="utf-8"))
+        except ValueError:
+            summary = None  # an older or torn summary: the overview recomputes it from results/
+    config = root / "config.yaml"
+    return RunSource(
+        "eval",
+        root,
+        "baseline",
+        tasks,
+        summary,
+        config.read_text(encoding="utf-8") if config.is_file() else "",
+    )

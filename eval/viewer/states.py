@@ -1,0 +1,288 @@
+"""The state graph of one arm: committed states from the store, abandoned drafts from the trace.
+
+    graph = state_graph(events, store_path)      # StateGraph: nodes with statuses, typed edges, lineage
+
+Statuses, each drawn differently: `committed`; `invalidated` (the store marks it stale:
+`is_invalid`, with `why_invalid` naming the invalidating state); `repaired` (a REPAIR was
+applied to it before it committed); `abandoned` (ABANDON_STATE, a discarded draft at the end of
+the run, or a degraded manager dropping it); `rolled-back` (abandoned after the repair budget,
+with the workspace restored to the last valid checkpoint). The store is opened read-only and
+queried through StateStore's public methods.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from eval.viewer.config import ViewerError
+from stateguard.records import SCHEMA_VERSION
+from stateguard.store import StateStore
+from stateguard.trace import TraceEvent
+
+__all__ = ["STATUSES", "Edge", "LineageRow", "ReadOnlyStore", "StateGraph", "StateNode", "state_graph"]
+
+STATUSES = ("committed", "repaired", "invalidated", "abandoned", "rolled-back")
+
+
+class ReadOnlyStore(StateStore):
+    """A StateStore over an existing file, opened read-only (StateStore() would create tables and
+    switch the journal mode). A cleanly closed store is opened immutable, so nothing is written
+    next to it; one with a live WAL file is opened in read-only mode to see its last commits."""
+
+    def __init__(self, path: str | Path):  # noqa: D107 - no super().__init__: it writes
+        file = Path(path).resolve()
+        if not file.is_file():
+            raise ViewerError(
+                f"{file}: no state store; an arm folder holds states.sqlite next to trace.jsonl"
+            )
+        wal = file.with_name(file.name + "-wal")
+        mode = "mode=ro" if wal.is_file() and wal.stat().st_size else "immutable=1"
+        self.path = str(file)
+        self._db = sqlite3.connect(f"file:{quote(str(file))}?{mode}", uri=True, isolation_level=None)
+        try:
+            found = self._meta("schema_version")
+        except sqlite3.DatabaseError as exc:
+            raise ViewerError(f"{file}: not a StateGuard state store ({exc})") from None
+        if found != SCHEMA_VERSION:
+            raise ViewerError(f"{file}: store schema_version {found!r}, this viewer reads {SCHEMA_VERSION!r}")
+
+
+@dataclass
+class ConstraintView:
+    text: str
+    code: str | None
+    passed: bool | None = None  # None: no executable check, or it was not evaluated
+    error: str | None = None
+
+
+@dataclass
+class VariableView:
+    name: str
+    version: str
+    value: Any
+    defined: bool  # produced by this state (version == its id), else read from an earlier one
+    invalid: bool = False
+
+
+@dataclass
+class RepairView:
+    seq: int
+    attempt: int
+    mode: str
+    evidence: str
+    removed: list[str]
+    error_variables: list[str] = field(default_factory=list)
+    reasoning: str = ""
+
+
+@dataclass
+class StateNode:
+    id: str
+    issue: str = ""
+    turn: int | None = None
+    committed: bool = False
+    statuses: list[str] = field(default_factory=list)
+    constraints: list[ConstraintView] = field(default_factory=list)
+    variables: list[VariableView] = field(default_factory=list)
+    conclusions: list[str] = field(default_factory=list)
+    relations: list[tuple[str, str | None]] = field(default_factory=list)  # (type, upstream id)
+    source: tuple[int | None, int | None] = (None, None)
+    checkpoint: str | None = None
+    invalid_because: list[tuple[str, str]] = field(default_factory=list)  # (invalidating state, root)
+    invalidates: list[str] = field(default_factory=list)
+    repairs: list[RepairView] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    opened_seq: int | None = None
+    closed_seq: int | None = None
+
+    @property
+    def primary(self) -> str:
+        """The status that picks the node's fill: the most consequential one."""
+        for status in ("rolled-back", "abandoned", "invalidated", "repaired"):
+            if status in self.statuses:
+                return status
+        return "committed"
+
+
+@dataclass(frozen=True)
+class Edge:
+    up: str | None  # None: an Init relation (drawn from the graph's start point)
+    down: str
+    type: str
+    provisional: bool = False  # an abandoned draft's proposed relation, not a committed one
+
+
+@dataclass(frozen=True)
+class LineageRow:
+    version: str
+    value: Any
+    read_by: list[str]
+    invalid: bool
+
+
+@dataclass
+class StateGraph:
+    nodes: list[StateNode]
+    edges: list[Edge]
+    lineage: dict[str, list[LineageRow]]
+
+    def node(self, sid: str) -> StateNode | None:
+        return next((n for n in self.nodes if n.id == sid), None)
+
+
+def _fill_from_draft(node: StateNode, draft: dict[str, Any]) -> None:
+    node.issue = str(draft.get("issue") or node.issue)
+    node.constraints = [
+        ConstraintView(c.get("text", ""), c.get("code")) for c in draft.get("constraints") or []
+    ]
+    node.variables = [
+        VariableView(
+            v["name"],
+            str(v.get("version") or node.id),
+            v.get("value"),
+            (v.get("version") or node.id) == node.id,
+        )
+        for v in draft.get("used_variables") or []
+    ]
+    node.conclusions = [
+        c.get("text", "") if isinstance(c, dict) else str(c) for c in draft.get("conclusions") or []
+    ]
+    rels = draft.get("relations") or draft.get("provisional_relations") or []
+    node.relations = [(str(r.get("type")), r.get("related_state_id")) for r in rels]
+    node.source = (draft.get("source_step_start"), draft.get("source_step_end"))
+
+
+def _walk_trace(events: list[TraceEvent]) -> tuple[dict[str, StateNode], dict[str, list[dict[str, Any]]]]:
+    """Per state id: what the trace says about it (opened, repaired, abandoned, rolled back)."""
+    nodes: dict[str, StateNode] = {}
+    checks: dict[str, list[dict[str, Any]]] = {}
+    turn: int | None = None
+    pending_hint: dict[str, RepairView] = {}
+    for e in events:
+        d = e.data
+        sid = d.get("state_id")
+        if e.kind == "turn_start":
+            turn = d.get("turn_id")
+        elif e.kind == "state_opened" and sid:
+            node = nodes.setdefault(sid, StateNode(sid, turn=turn, opened_seq=e.seq))
+            _fill_from_draft(node, d.get("draft") or {})
+        elif e.kind == "state_updated" and sid in nodes:
+            _fill_from_draft(nodes[sid], d.get("draft") or {})
+        elif e.kind == "constraint_checks" and sid:
+            checks[sid] = list(d.get("results") or [])
+        elif e.kind == "repair" and sid in nodes:
+            view = RepairView(
+                e.seq,
+                int(d.get("attempt", 0)),
+                str(d.get("mode")),
+                str(d.get("evidence") or ""),
+                list(d.get("removed") or []),
+            )
+            nodes[sid].repairs.append(view)
+            pending_hint[sid] = view
+        elif e.kind == "action" and d.get("name") == "REPAIR" and d.get("accepted"):
+            hint = (d.get("arguments") or {}).get("error_hint") or {}
+            for view in pending_hint.values():
+                view.error_variables = list(hint.get("error_variables") or [])
+                view.reasoning = str(hint.get("faulty_reasoning") or "")
+            pending_hint.clear()
+        elif e.kind == "rollback" and sid in nodes:
+            nodes[sid].statuses.append("rolled-back")
+            nodes[sid].notes.append(f"workspace rolled back to checkpoint {d.get('checkpoint')}")
+        elif e.kind == "state_abandoned" and sid in nodes:
+            nodes[sid].statuses.append("abandoned")
+            nodes[sid].notes.append(f"abandoned after {d.get('repair_attempts', 0)} repair attempt(s)")
+            nodes[sid].closed_seq = e.seq
+        elif e.kind in ("degraded", "run_end"):
+            dropped = d.get("draft") if e.kind == "degraded" else d.get("discarded_draft")
+            if dropped in nodes and "abandoned" not in nodes[dropped].statuses:
+                nodes[dropped].statuses.append("abandoned")
+                nodes[dropped].notes.append(
+                    "dropped: the manager degraded"
+                    if e.kind == "degraded"
+                    else "discarded: still a draft when the run ended"
+                )
+                nodes[dropped].closed_seq = e.seq
+        elif e.kind == "state_committed":
+            state = d.get("state") or {}
+            if state.get("id") in nodes:
+                nodes[state["id"]].closed_seq = e.seq
+    return nodes, checks
+
+
+def _apply_checks(node: StateNode, results: list[dict[str, Any]]) -> None:
+    by_text = {str(r.get("text")): r for r in results}
+    for c in node.constraints:
+        if c.text in by_text:
+            c.passed, c.error = by_text[c.text].get("passed"), by_text[c.text].get("error")
+
+
+def state_graph(events: list[TraceEvent], store_path: Path | None) -> StateGraph:
+    """Nodes in id order (committed and abandoned), committed relations, and variable lineages."""
+    traced, checks = _walk_trace(events)
+    nodes: dict[str, StateNode] = dict(traced)
+    edges: list[Edge] = []
+    lineage: dict[str, list[LineageRow]] = {}
+    if store_path is not None and store_path.is_file():
+        store = ReadOnlyStore(store_path)
+        try:
+            names: dict[str, None] = {}
+            for sid in store.ids():
+                state = store.load(sid)
+                node = nodes.setdefault(sid, StateNode(sid))
+                node.committed = True
+                node.statuses = ["committed", *(s for s in node.statuses if s != "committed")]
+                node.issue = state.issue
+                node.constraints = [ConstraintView(c.text, c.code) for c in state.constraints]
+                node.variables = [
+                    VariableView(v.name, v.version, v.value, v.version == sid, store.is_invalid(v.key))
+                    for v in state.used_variables
+                ]
+                node.conclusions = [c.text for c in state.conclusions]
+                node.relations = [(r.type.value, r.related_state_id) for r in state.relations]
+                node.source = (state.source_step_start, state.source_step_end)
+                node.checkpoint = state.checkpoint_id
+                if node.repairs:
+                    node.statuses.append("repaired")
+                if store.is_invalid(sid):
+                    node.statuses.append("invalidated")
+                    node.invalid_because = store.why_invalid(sid)
+                node.invalidates = store.invalidated_by(sid).states
+                edges += [Edge(r.related_state_id, sid, r.type.value) for r in state.relations]
+                names.update(dict.fromkeys(v.name for v in state.used_variables))
+            for name in names:
+                lineage[name] = [
+                    LineageRow(v.version, v.value, list(v.read_by), v.invalid)
+                    for v in store.lineage(name).versions
+                ]
+        finally:
+            store.close()
+    for sid, results in checks.items():
+        if sid in nodes:
+            _apply_checks(nodes[sid], results)
+    for node in nodes.values():
+        if not node.committed:
+            edges += [
+                Edge(up, node.id, kind, provisional=True)
+                for kind, up in node.relations
+                if up is None or up in nodes
+            ]
+    ordered = sorted(nodes.values(), key=lambda n: int(n.id[1:]) if n.id[1:].isdigit() else 0)
+    return StateGraph(ordered, edges, lineage)
+
+
+def value_text(value: Any, limit: int) -> str:
+    """A variable value as short text: DataFrame summaries by their type, shape and head."""
+    if isinstance(value, dict) and {"type", "head"} <= set(value):
+        shape = value.get("shape")
+        text = f"{value['type']}{' ' + 'x'.join(map(str, shape)) if shape else ''}\n{value['head']}"
+    elif isinstance(value, str):
+        text = value
+    else:
+        text = json.dumps(value, default=str, sort_keys=True)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

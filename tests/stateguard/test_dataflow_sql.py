@@ -1,0 +1,45 @@
+"""SQL run through a connection is dataflow: tables read and created, the connection as plumbing."""
+
+from __future__ import annotations
+
+import pytest
+
+from stateguard.dataflow import DataflowGraph, cell_dataflow
+
+CASES = [
+    # (cell, reads, writes)
+    ('con.execute("CREATE OR REPLACE TABLE heavy AS SELECT * FROM birds WHERE mass >= 4000")',
+     [], ["heavy"]),  # birds is read ... see below
+    ('heavy = con.table("heavy").df()', ["heavy"], ["heavy"]),
+    ('q = """\nWITH t AS (SELECT * FROM a)\nSELECT * FROM t JOIN b USING (k)\n"""\nrows = con.execute(q).fetchall()',
+     ["a", "b"], ["q", "rows"]),
+    ('con.sql("INSERT INTO log SELECT * FROM staging")', ["staging"], ["log"]),
+    ('con.execute(f"SELECT * FROM {name} JOIN dims USING (id)")', ["dims", "name"], []),
+    ('con.execute("not sql at all")', [], []),
+    ('x = con\ncon.execute("SELECT 1 FROM t")', ["con", "t"], ["x"]),  # used as data too: still a read
+]
+
+
+@pytest.mark.parametrize(("code", "reads", "writes"), CASES[1:])
+def test_sql_reads_and_writes(code: str, reads: list[str], writes: list[str]) -> None:
+    flow = cell_dataflow(code)
+    assert flow.valid
+    assert flow.reads == sorted(reads) and flow.writes == sorted(writes)
+
+
+def test_create_reads_its_sources_and_the_connection_is_plumbing() -> None:
+    flow = cell_dataflow(CASES[0][0])
+    assert flow.reads == ["birds"] and flow.writes == ["heavy"]
+
+
+def test_a_redefined_table_makes_its_sql_children_stale() -> None:
+    g = DataflowGraph()
+    cells = [
+        'con.execute("CREATE TABLE revenue AS SELECT SUM(p) AS r FROM orders")',
+        'con.execute("CREATE TABLE margin AS SELECT r - 10 AS m FROM revenue")',
+        'con.execute("CREATE OR REPLACE TABLE revenue AS SELECT SUM(p * q) AS r FROM orders")',
+    ]
+    for i, code in enumerate(cells, start=1):
+        flow = cell_dataflow(code)
+        g.record(i, reads=flow.reads, writes=flow.writes)
+    assert g.stale() == {"margin": ["revenue"]}
