@@ -90,7 +90,11 @@ class RulesManager:
         steps = self._span(obs, ctx)
         retry = [s for s in steps if self._retry_from is not None and s.index >= self._retry_from] or steps
         _, consumed = self._variables(retry, ctx)
-        scalars = self._scalars(ctx)
+        # The workspace may have moved past the span under review (a segment reviewed after later
+        # steps ran): values rewritten since then say nothing about this span's answer.
+        end = max((s.index for s in steps), default=-1)
+        later = {w for i, s in ctx.steps.items() if i > end for w in s.meta.get("writes", [])}
+        scalars = self._scalars(ctx, skip=later)
         answer = self._answer(retry)
         turn_id = retry[-1].turn if retry else None
         turn = ctx.task.turn(turn_id) if turn_id is not None else ctx.turn
@@ -226,15 +230,16 @@ class RulesManager:
             summary = next((v for v in ctx.workspace.list_variables() if v.name == name), None)
         return None if summary is None else {"type": summary.type, "shape": summary.shape, "hash": summary.content_hash}
 
-    def _scalars(self, ctx: ManagerContext) -> dict[str, float]:
+    def _scalars(self, ctx: ManagerContext, skip: set[str] | frozenset[str] = frozenset()) -> dict[str, float]:
         """Numeric workspace values by name: scalar variables, plus the numeric fields of small
-        dict/list variables (a `result` dict holds the unrounded values a report is printed from)."""
+        dict/list variables (a `result` dict holds the unrounded values a report is printed from);
+        variables named in `skip` are left out."""
         out: dict[str, float] = {}
         ambiguous: set[str] = set()  # a field name with different values in different places
         if ctx.workspace is None:
             return out
         for summary in ctx.workspace.list_variables():
-            if summary.type not in ("int", "float", "float64", "int64", "float32", "dict", "list"):
+            if summary.name in skip or summary.type not in ("int", "float", "float64", "int64", "float32", "dict", "list"):
                 continue
             try:
                 value = ctx.workspace.get_value(summary.name)

@@ -59,6 +59,8 @@ def test_both_arms_scored_per_turn_and_summarized(bench_dir: Path, tmp_path: Pat
     arms = {a.arm: a for a in summary.arms}
     assert arms["stateguard"].accuracy > arms["baseline"].accuracy and arms["stateguard"].repairs > 0
     assert arms["baseline"].dcr is not None and arms["baseline"].dcr > 0
+    # post hoc review (the synth flow) stops contamination below a wrong, already answered turn
+    assert arms["stateguard"].dcr is not None and arms["stateguard"].dcr < arms["baseline"].dcr
     n = sum(len(r.correct) for r in results if r.arm == "baseline")
     assert arms["baseline"].turns_scored == n == 28
     assert json.loads((tmp_path / "a" / "summary.json").read_text())["bench"] == "synth"

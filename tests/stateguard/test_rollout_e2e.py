@@ -156,3 +156,22 @@ def test_nested_answers_with_repeated_field_names_are_not_false_alarms(tmp_path:
                 base_path=str(tmp_path))  # fmt: skip
     result = rollout(task, ScriptedWorker(), DictWorkspace(), flow=LONGDS, manager=RulesManager(), run_dir=tmp_path / "r")
     assert result.repairs == 0 and result.committed_states == ["S1"]
+
+
+def test_segment_review_does_not_compare_a_span_with_values_rewritten_after_it(tmp_path: Path) -> None:
+    """A segment is often reviewed after later steps ran; their rewritten `result` is no evidence
+    against the span's answer (this once produced a false REPAIR per turn)."""
+    import json
+
+    from stateguard.task import Turn
+
+    turns = []
+    for t, n in enumerate([151, 123, 167, 98], start=1):
+        code = f"x{t} = {n}\n\nresult = {{'n_birds': x{t}}}\nprint(json.dumps(result))"
+        turns.append(Turn(turn_id=t, question=f"How many birds in group {t}? Report `n_birds`.", code=code,
+                          answer={"n_birds": n}))  # fmt: skip
+    task = Task(task_id="groups", turns=turns, base_path=str(tmp_path))
+    ws = DictWorkspace({"json": json})
+    result = rollout(task, ScriptedWorker(), ws, flow=SEGMENT, manager=RulesManager(), run_dir=tmp_path / "run")
+    assert result.repairs == 0
+    assert per_turn_correct({t.turn_id: t.answer for t in turns}, result.answers) == {1: True, 2: True, 3: True, 4: True}

@@ -21,11 +21,12 @@ from typing import Any
 
 from eval.benchmarks.base import EvalTask
 from eval.scorers.fields import per_turn_correct
-from stateguard.flows import LONGDS
+from stateguard.flows import FlowConfig
+from stateguard.lifecycle import Regime
 from stateguard.task import load_task
 from stateguard.workers.scripted import Fault
 
-__all__ = ["FROZEN", "SynthBench", "load_synth_tasks", "verify_frozen"]
+__all__ = ["FROZEN", "SYNTH_FLOW", "SynthBench", "load_synth_tasks", "verify_frozen"]
 
 FROZEN = Path(__file__).with_name("frozen_manifest.json")
 BUILD_HINT = "build it with `make synth ARGS=synth=bench` (about 1-2 minutes; `make eval` does this itself)"
@@ -84,9 +85,17 @@ def load_synth_tasks(root: str | Path, *, verify: bool = True) -> list[EvalTask]
     return out
 
 
+# Post hoc review every 3 worker steps (A.2's segment-induced regime), 40 steps per turn: the
+# manager often sees a turn's work after its answer was submitted, the case in which stopping
+# contamination downstream (not only fixing the turn) decides the outcome. `flow=turn_aligned`
+# reviews at every turn boundary instead, as LongDS does (Table 3).
+SYNTH_FLOW = FlowConfig(name="synth", regime=Regime.SEGMENT_INDUCED, review_every=3, budget_unit="turn",
+                        baseline_budget=40, stateguard_budget=40)  # fmt: skip
+
+
 class SynthBench:
     name = "synth"
-    flow = LONGDS
+    flow = SYNTH_FLOW
     scoring_version = "synth-fields/1"
 
     def load(self, cfg: Mapping[str, Any]) -> list[EvalTask]:
