@@ -10,6 +10,7 @@ SIGTERM. `--check` instead sends one chat completion with our tools and prints t
     pip install -e '.[dev,train]'
     python scripts/serve_tiny.py --port 8766          # prints STATEGUARD_MANAGER_BASE_URL=... and _MODEL=...
     python scripts/serve_tiny.py --port 0 --check     # one request through LLMClient, then exit
+    python scripts/serve_tiny.py --checkpoint runs/sft-debug/checkpoint-final --check   # a trained manager
 """
 
 from __future__ import annotations
@@ -40,6 +41,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         type=Path,
         default=REPO / ".venv" / "models" / "tiny-qwen3",
         help="where the model is built and kept",
+    )
+    p.add_argument(
+        "--checkpoint", type=Path, default=None,
+        help="serve this Hugging Face checkpoint as it is (e.g. `make sft` output) instead of the tiny build",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the model build (default %(default)s)")
     p.add_argument("--no-overfit", action="store_true", help="serve the untrained random model instead")
@@ -95,9 +100,14 @@ def check(base_url: str, model: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    model_dir = args.model_dir.resolve()
+    model_dir = (args.checkpoint or args.model_dir).resolve()
     response = None if args.no_overfit else DEFAULT_RESPONSE
-    if args.rebuild or not is_built(model_dir, overfit_response=response, seed=args.seed):
+    if args.checkpoint is not None:
+        if not (model_dir / "config.json").is_file():
+            print(f"error: {model_dir} is not a Hugging Face checkpoint (no config.json); `make sft` writes "
+                  "runs/sft/checkpoint-final", file=sys.stderr)  # fmt: skip
+            return 2
+    elif args.rebuild or not is_built(model_dir, overfit_response=response, seed=args.seed):
         t0 = time.monotonic()
         print(f"building the tiny model into {model_dir} ...", flush=True)
         build_tiny_model(model_dir, overfit_response=response, seed=args.seed)
