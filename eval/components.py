@@ -24,7 +24,7 @@ from stateguard.policies.rules import RulesManager
 from stateguard.trace import Trace
 from stateguard.worker import WorkerAdapter
 from stateguard.workers import FaultModel, ScriptedWorker
-from stateguard.workers.llm_worker import LLMWorker
+from stateguard.workers.llm_worker import LLMWorker, WorkerProtocol
 from stateguard.workspace import DictWorkspace, LiveWorkspace
 
 __all__ = ["MANAGERS", "WORKERS", "WORKSPACES", "make_manager", "make_worker", "make_workspace"]
@@ -60,10 +60,12 @@ def make_manager(kind: str, *, trace: Trace, context_budget_tokens: int = 40960)
     return HierarchicalManager(RulesManager(), llm) if kind == "hierarchical" else llm
 
 
-def make_worker(kind: str, *, trace: Trace, faults: list[Any] | None = None, seed: int = 0) -> WorkerAdapter:
-    """`scripted`: replays reference code under the given faults; `llm`: STATEGUARD_WORKER_* endpoint."""
+def make_worker(kind: str, *, trace: Trace, faults: list[Any] | None = None, seed: int = 0,
+                protocol: WorkerProtocol | None = None) -> WorkerAdapter:  # fmt: skip
+    """`scripted`: replays reference code under the given faults; `llm`: STATEGUARD_WORKER_* endpoint,
+    speaking the benchmark's `protocol` (its native prompt and reply format) when it has one."""
     if kind == "scripted":
         return ScriptedWorker(FaultModel(seed=seed, faults=list(faults or [])))
     if kind == "llm":
-        return LLMWorker(LLMClient(EndpointConfig.from_env("worker"), trace=trace))
+        return LLMWorker(LLMClient(EndpointConfig.from_env("worker"), trace=trace), protocol=protocol)
     raise ValueError(f"worker={kind!r}: use one of {', '.join(WORKERS)}")

@@ -63,10 +63,14 @@ def run_job(task: EvalTask, arm: str, flow: FlowConfig, cfg: dict[str, Any], arm
     start = time.perf_counter()
     calls = Trace(out / "llm_calls.jsonl")
     kind = _manager_kind(arm, cfg)
+    name = (cfg.get("bench") or {}).get("name")
+    bench = get_benchmark(str(name)) if name else None  # its optional hooks: worker_protocol, collect
     try:
         workspace = make_workspace(str(cfg["workspace"]), task.data_dir, out)
         try:
-            worker = make_worker(str(cfg["worker"]), trace=calls, faults=task.faults, seed=int(cfg["seed"]))
+            native = getattr(bench, "worker_protocol", None)
+            worker = make_worker(str(cfg["worker"]), trace=calls, faults=task.faults, seed=int(cfg["seed"]),
+                                 protocol=native(task) if native else None)  # fmt: skip
             manager = None if kind is None else make_manager(kind, trace=calls, context_budget_tokens=int(
                 cfg["harness"]["context_budget_tokens"]))
             result = rollout(task.task, worker, workspace, flow=flow, manager=manager, run_dir=out,
@@ -74,8 +78,7 @@ def run_job(task: EvalTask, arm: str, flow: FlowConfig, cfg: dict[str, Any], arm
         finally:
             workspace.close()
         answers = result.answers
-        name = (cfg.get("bench") or {}).get("name")
-        collect = getattr(get_benchmark(str(name)), "collect", None) if name else None
+        collect = getattr(bench, "collect", None)
         if collect is not None:  # e.g. DAComp-DE: the SQL files the agent wrote in its scratch folder
             answers = collect(task, out, answers)
     except Exception as exc:  # noqa: BLE001 - a failing task is recorded, the run goes on

@@ -9,7 +9,8 @@ worker through it: the `Task` (questions, and the reference code the scripted wo
 the agent-visible data folder the sandbox mounts, the parent sets Pa(t) used by DCR, and the
 scripted worker's mistakes when the benchmark ships them.
 
-Optional methods the runner uses when a benchmark has them: `units(task)` (the scored units when a
+Optional methods the runner uses when a benchmark has them: `worker_protocol(task)` (the LLM
+worker's native prompt and reply format, e.g. LongDS's DSGym-style tags), `units(task)` (the scored units when a
 rollout failed, e.g. DAComp-DE's tables), `collect(task, arm_dir, answers)` (gather what the agent
 produced, e.g. SQL files in its scratch folder) and `after_run(run_dir)` (benchmark-specific
 outputs, e.g. DABstep's leaderboard files).

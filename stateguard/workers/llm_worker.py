@@ -4,19 +4,23 @@ Each `step` is one model call: the model thinks, then either writes one ```pytho
 the persistent workspace; the output comes back as the next user message) or gives the turn's
 final answer as JSON inside <answer>...</answer>. User turns and the manager's hints arrive through
 `inject` as user messages (hints in the fixed reference-only wording of `stateguard.hints`).
-Benchmark adapters may pass their native system prompt; the default below is ours.
+Benchmark adapters may pass their native protocol (`WorkerProtocol`: system prompt, how a turn
+is worded, how code and answers are tagged, how output is handed back); the default is ours.
 
     worker = LLMWorker(LLMClient(EndpointConfig.from_env("worker")))
+    worker = LLMWorker(client, protocol=longds_protocol(data_dir))   # eval.benchmarks.longds.prompts
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from stateguard.answers import last_json
 from stateguard.observation import WorkerStep
-from stateguard.task import Task
+from stateguard.task import Task, Turn
 from stateguard.worker import WorkerMessage
 from stateguard.workspace import LiveWorkspace
 
@@ -30,13 +34,34 @@ _CODE = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.S)
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S)
 
 
+def _default_parse(text: str) -> tuple[str | None, str | None]:
+    answer = _ANSWER.search(text)
+    code = _CODE.search(text)
+    return (None if answer or not code else code.group(1)), (answer.group(1) if answer else None)
+
+
+@dataclass(frozen=True)
+class WorkerProtocol:
+    """How the worker talks: its system prompt, a turn's wording, reply parsing, output feedback.
+
+    `parse(text) -> (code or None, answer text or None)`; a reply with neither ends the turn
+    with whatever JSON (or text) it holds.
+    """
+
+    system_prompt: str = DEFAULT_SYSTEM
+    turn_text: Callable[[Turn], str] = Turn.prompt
+    parse: Callable[[str], tuple[str | None, str | None]] = _default_parse
+    feedback: Callable[[str], str] = lambda output: f"Output:\n{output or '(no output)'}"
+
+
 class LLMWorker:
     """Implements `WorkerAdapter` with an OpenAI-compatible chat model."""
 
-    def __init__(self, client: Any, *, system_prompt: str = DEFAULT_SYSTEM, max_output_chars: int = 4000,
-                 max_failures: int = 3):  # fmt: skip
+    def __init__(self, client: Any, *, system_prompt: str | None = None, protocol: WorkerProtocol | None = None,
+                 max_output_chars: int = 4000, max_failures: int = 3):  # fmt: skip
         self.client = client
-        self.system_prompt = system_prompt
+        self.protocol = protocol or WorkerProtocol()
+        self.system_prompt = system_prompt or self.protocol.system_prompt
         self.max_output_chars = max_output_chars
         self.max_failures = max_failures
         self.messages: list[dict[str, Any]] = []
@@ -55,7 +80,8 @@ class LLMWorker:
             self._done = False
         elif message.kind == "repair_hint":
             self._done = False  # a repair hint reopens the work on the current analysis
-        self.messages.append({"role": "user", "content": message.text})
+        text = self.protocol.turn_text(message.turn) if message.kind == "turn" and message.turn else message.text
+        self.messages.append({"role": "user", "content": text})
 
     def done(self) -> bool:
         return self._done
@@ -86,21 +112,23 @@ class LLMWorker:
         text = reply.message.get("content") or ""
         thought = text.split("```")[0].strip()[:2000]
         self.messages.append({"role": "assistant", "content": text})
-        answer = _ANSWER.search(text)
-        code = _CODE.search(text)
+        code, answer = self.protocol.parse(text)
         if answer is not None or code is None:
-            parsed = last_json(answer.group(1) if answer else text)
+            body = answer if answer is not None else text
+            parsed = last_json(body)
+            if parsed is None and answer is not None and answer.strip():
+                parsed = answer.strip()  # a free-text answer (the judge reads text)
             if self.turn is not None:
                 self.answers[self.turn] = parsed
             self._done = True
             return WorkerStep(index=index, turn=self.turn, thought=thought, action="", output=text[-2000:],
                               meta={"turn_end": True, "final": True, "reads": [], "writes": []})  # fmt: skip
-        result = self.ws.run_cell(code.group(1))
+        result = self.ws.run_cell(code)
         output = "\n".join(x for x in (result.stdout, result.value or "", result.error or "") if x)
         output = output[-self.max_output_chars :]
-        self.messages.append({"role": "user", "content": f"Output:\n{output or '(no output)'}"})
+        self.messages.append({"role": "user", "content": self.protocol.feedback(output)})
         return WorkerStep(
-            index=index, turn=self.turn, thought=thought, action=code.group(1), output=result.stdout + (result.value or ""),
+            index=index, turn=self.turn, thought=thought, action=code, output=result.stdout + (result.value or ""),
             error=result.error, success=result.ok,
             meta={"cell_id": result.cell_id, "reads": result.reads, "writes": result.writes,
                   "stale_reads": result.stale_reads, "turn_end": False, "wall_s": result.wall_s},

@@ -56,3 +56,33 @@ def test_missing_data_or_endpoint_fails_before_any_task(tmp_path: Path, monkeypa
     with pytest.raises(EndpointConfigError, match="STATEGUARD_JUDGE"):
         run(_cfg(_layout(tmp_path / "ok"), tmp_path / "r2", "bench.judge=llm"))
     assert not (tmp_path / "r1").exists() and not (tmp_path / "r2").exists()
+
+
+def test_the_llm_worker_speaks_the_dsgym_dialect(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.support.scripted_server import Reply, Respond, ScriptedServer
+
+    data = _layout(tmp_path / "ds")
+    turns = json.loads((data / "task" / "longds" / "demo" / "sales" / "task1" / "task.json").read_text())
+    by_question = {t["question"]: t["answer"] for t in turns}
+
+    def model(request: dict) -> Reply:
+        messages = request["messages"]
+        last = messages[-1]["content"]
+        if "<information>" in last:  # the code ran: answer the open question
+            question = next(m["content"] for m in reversed(messages) if m["role"] == "user" and "Question: " in m["content"])
+            truth = by_question[question.split("Question: ", 1)[1]]
+            return Reply(content=f"<reasoning>done</reasoning>\n<answer>{json.dumps(truth)}</answer>")
+        return Reply(content="<reasoning>look at the data</reasoning>\n<python>\nprint(len(pd.read_csv(f'{BASE_PATH}/data/sales.csv')))\n</python>")
+
+    with ScriptedServer([Respond(model)] * 40) as server:
+        monkeypatch.setenv("STATEGUARD_WORKER_BASE_URL", server.base_url)
+        monkeypatch.setenv("STATEGUARD_WORKER_MODEL", "scripted-analyst")
+        run(_cfg(data, tmp_path / "run", "bench.judge=fields", "worker=llm", "workspace=sandbox", "arms=[baseline]"))
+        requests = list(server.requests)
+    first = requests[0]["messages"]
+    assert first[0]["role"] == "system" and str(data / "data" / "longds" / "demo" / "sales" / "task1") in first[0]["content"]
+    assert sum(m["role"] == "system" for m in requests[-1]["messages"]) == 1  # the system prompt opens the task once
+    assert first[1]["content"].endswith("Question: " + turns[0]["question"])
+    assert any("<information>10\n</information>" in m["content"] for m in requests[1]["messages"])
+    result = read_results(tmp_path / "run")[0]
+    assert result.correct == {t["turn_id"]: True for t in turns}

@@ -19,8 +19,10 @@ from eval.benchmarks.base import EvalTask
 from eval.benchmarks.longds.deps import parse_dependencies
 from eval.benchmarks.longds.judge import FieldJudge, LLMJudge, TurnJudge, judge_turns
 from eval.benchmarks.longds.loader import LongDSDataMissing, discover_tasks, load_longds_task, require_data
+from eval.benchmarks.longds.prompts import longds_protocol
 from stateguard.flows import LONGDS
 from stateguard.llm import EndpointConfig, LLMClient
+from stateguard.workers.llm_worker import WorkerProtocol
 
 __all__ = ["LongDSBench"]
 
@@ -55,6 +57,10 @@ class LongDSBench:
             out.append(EvalTask(task_id=ref.task_id.replace("/", "__"), task=task, data_dir=require_data(ref),
                                 domain=ref.domain, level=ref.dataset, parents=parse_dependencies(turns)))  # fmt: skip
         return out
+
+    def worker_protocol(self, task: EvalTask) -> WorkerProtocol:
+        """DSGym-style dialogue for the LLM worker (system prompt once, `Question:` turns, tags)."""
+        return longds_protocol(str(task.data_dir))
 
     def _get_judge(self) -> TurnJudge:
         if self._judge is None:

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from stateguard.flows import LONGDS
 from stateguard.task import Task, Turn
+from stateguard.workers.llm_worker import WorkerProtocol
 
 STEPS_PER_TURN = LONGDS.baseline_budget
 
@@ -113,3 +114,14 @@ def parse_reply(text: str) -> WorkerReply:
         answer=answer.group(1).strip() if answer else None,
         code=None if answer or not code else code.group(1).strip("\n"),
     )
+
+
+def longds_protocol(data_dir: str, max_steps: int = STEPS_PER_TURN) -> WorkerProtocol:
+    """The LLM worker speaking this dialect: our system prompt, `Question:` turns, tagged replies."""
+
+    def parse(text: str) -> tuple[str | None, str | None]:
+        reply = parse_reply(text)
+        return reply.code, reply.answer
+
+    return WorkerProtocol(system_prompt=system_prompt(data_dir, max_steps), turn_text=turn_message, parse=parse,
+                          feedback=information_message)  # fmt: skip
