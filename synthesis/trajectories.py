@@ -28,7 +28,7 @@ import random
 import re
 import shutil
 from collections import Counter
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -262,36 +262,25 @@ def generate(task_dir: str | Path, out_dir: str | Path, *, seed: int, repairs: i
         for new_sql, record in candidate_interventions(stage["sql"], rng, stage=stage["name"]):
             options.append((stage, code.replace(stage["sql"], new_sql), record))
     rng.shuffle(options)
-    kept = attempts = 0
-    used_turns: set[int] = set()
-    for stage, faulty, record in options:
-        if kept >= repairs or attempts >= max_attempts:
-            break
-        if stage["turn_id"] in used_turns:
-            continue
-        attempts += 1
-        t_star = int(stage["turn_id"])
-        forced = _Teacher(t_star=t_star, variable=stage["name"], reason=_REASONS.get(record.kind, _GENERIC_REASON))
-        fault = Fault(kind="counterfactual", turn=t_star, code=faulty)
-        rec = TrajectoryRecord(
-            trajectory_id=f"{task.task_id}/repair-{attempts}", task_id=task.task_id, variant="repair", seed=seed,
-            t_star=t_star, stage=stage["name"], intervention=record, faulty_code=faulty, reference_answers=reference,
-            **_run(task, forced, [fault], runs / f"repair-{attempts}"),
-        )  # fmt: skip
-        rec = _judge(rec, clean)
-        out.append(rec)
-        if rec.keep:
-            kept += 1
-            used_turns.add(t_star)
-    out += _autos(task, runs, options, clean, seed=seed, wanted=autos, max_attempts=max_attempts,
-                  teacher=teacher)  # fmt: skip
+
+    def forced(stage: dict[str, Any], record: InterventionRecord) -> _Teacher:
+        return _Teacher(t_star=int(stage["turn_id"]), variable=stage["name"],
+                        reason=_REASONS.get(record.kind, _GENERIC_REASON))  # fmt: skip
+
+    def live(stage: dict[str, Any], record: InterventionRecord) -> _Teacher:
+        return _Teacher(live_from=int(stage["turn_id"]), live=llm_teacher() if teacher == "llm" else None)
+
+    out += _branches(task, runs, options, clean, "repair", forced, seed=seed, wanted=repairs, max_attempts=max_attempts)
+    out += _branches(task, runs, options, clean, "auto", live, seed=seed, wanted=autos, max_attempts=max_attempts)
     return out
 
 
-def _autos(task: Task, runs: Path, options: list[tuple[dict[str, Any], str, InterventionRecord]],
-           clean: TrajectoryRecord, *, seed: int, wanted: int, max_attempts: int,
-           teacher: str = "rules") -> list[TrajectoryRecord]:  # fmt: skip
-    """Counterfactual branches where the manager is live from t* on (no forced sequence)."""
+def _branches(task: Task, runs: Path, options: list[tuple[dict[str, Any], str, InterventionRecord]],
+              clean: TrajectoryRecord, variant: Variant,
+              make_teacher: Callable[[dict[str, Any], InterventionRecord], _Teacher], *, seed: int, wanted: int,
+              max_attempts: int) -> list[TrajectoryRecord]:  # fmt: skip
+    """Counterfactual branches of one variant: θ' at t*, the teacher `make_teacher` gives (forced
+    for repair, live for auto); at most `wanted` kept, one per intervention turn."""
     out: list[TrajectoryRecord] = []
     kept = attempts = 0
     used_turns: set[int] = set()
@@ -303,12 +292,11 @@ def _autos(task: Task, runs: Path, options: list[tuple[dict[str, Any], str, Inte
             continue
         attempts += 1
         rec = TrajectoryRecord(
-            trajectory_id=f"{task.task_id}/auto-{attempts}", task_id=task.task_id, variant="auto", seed=seed,
+            trajectory_id=f"{task.task_id}/{variant}-{attempts}", task_id=task.task_id, variant=variant, seed=seed,
             t_star=t_star, stage=stage["name"], intervention=record, faulty_code=faulty,
             reference_answers=clean.reference_answers,
-            **_run(task, _Teacher(live_from=t_star, live=llm_teacher() if teacher == "llm" else None),
-                   [Fault(kind="counterfactual", turn=t_star, code=faulty)],
-                   runs / f"auto-{attempts}"),
+            **_run(task, make_teacher(stage, record), [Fault(kind="counterfactual", turn=t_star, code=faulty)],
+                   runs / f"{variant}-{attempts}"),
         )  # fmt: skip
         rec = _judge(rec, clean)
         out.append(rec)
