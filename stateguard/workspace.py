@@ -17,6 +17,7 @@ import copy
 import hashlib
 import io
 import pickle
+import re
 import time
 import traceback
 import types
@@ -88,8 +89,13 @@ class LiveWorkspace(Workspace, Protocol):
     def close(self) -> None: ...
 
 
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")
+
+
 def _value_repr(value: Any, limit: int = 2000) -> str:
-    text = repr(value)
+    """The shown value of a cell; default object reprs lose their memory address (`<X object at
+    0x…>`), which says nothing to an analyst and would make identical runs differ."""
+    text = _ADDRESS.sub(" at 0x…>", repr(value))
     return text if len(text) <= limit else text[: limit - 20] + f"... [{len(text)} chars]"
 
 
