@@ -110,7 +110,7 @@ def runtime(results: list[ArmResult]) -> Table:
 def _state_runs(results: list[ArmResult]) -> list[tuple[ArmResult, object]]:
     out: list[tuple[ArmResult, object]] = []
     for r in results:
-        store = StateStore(Path(r.run_dir) / "states.sqlite")
+        store = StateStore.open_read_only(Path(r.run_dir) / "states.sqlite")
         try:
             out.append((r, run_state_stats(read_trace(Path(r.run_dir) / "trace.jsonl"), store)))
         finally:

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
+from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict
 
@@ -126,6 +127,29 @@ class StateStore:
                 f"{self.path}: store schema_version is {found!r}, this code reads {SCHEMA_VERSION!r}; "
                 "use a new run directory or the StateGuard version that wrote it"
             )
+
+    @classmethod
+    def open_read_only(cls, path: str | Path) -> StateStore:
+        """An existing store opened for reading only (viewers, reports): nothing is created or
+        switched. A cleanly closed store is opened immutable, so nothing is written next to it;
+        one with a live WAL file is opened in read-only mode, so its last commits are seen."""
+        file = Path(path).resolve()
+        if not file.is_file():
+            raise StoreError(f"{file}: no state store here (a run's arm folder holds states.sqlite next to trace.jsonl)")
+        wal = file.with_name(file.name + "-wal")
+        mode = "mode=ro" if wal.is_file() and wal.stat().st_size else "immutable=1"
+        store = cls.__new__(cls)
+        store.path = str(file)
+        store._db = sqlite3.connect(f"file:{quote(str(file))}?{mode}", uri=True, isolation_level=None)
+        try:
+            found = store._meta("schema_version")
+        except sqlite3.DatabaseError as exc:
+            store.close()
+            raise StoreError(f"{file}: not a StateGuard state store ({exc})") from None
+        if found != SCHEMA_VERSION:
+            store.close()
+            raise StoreError(f"{file}: store schema_version {found!r}, this code reads {SCHEMA_VERSION!r}")
+        return store
 
     # ------------------------------------------------------------------ plumbing
     def close(self) -> None:

@@ -13,15 +13,12 @@ queried through StateStore's public methods.
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from eval.viewer.config import ViewerError
-from stateguard.records import SCHEMA_VERSION
-from stateguard.store import StateStore
+from stateguard.store import StateStore, StoreError
 from stateguard.trace import TraceEvent
 
 __all__ = ["STATUSES", "Edge", "LineageRow", "ReadOnlyStore", "StateGraph", "StateNode", "state_graph"]
@@ -29,27 +26,12 @@ __all__ = ["STATUSES", "Edge", "LineageRow", "ReadOnlyStore", "StateGraph", "Sta
 STATUSES = ("committed", "repaired", "invalidated", "abandoned", "rolled-back")
 
 
-class ReadOnlyStore(StateStore):
-    """A StateStore over an existing file, opened read-only (StateStore() would create tables and
-    switch the journal mode). A cleanly closed store is opened immutable, so nothing is written
-    next to it; one with a live WAL file is opened in read-only mode to see its last commits."""
-
-    def __init__(self, path: str | Path):  # noqa: D107 - no super().__init__: it writes
-        file = Path(path).resolve()
-        if not file.is_file():
-            raise ViewerError(
-                f"{file}: no state store; an arm folder holds states.sqlite next to trace.jsonl"
-            )
-        wal = file.with_name(file.name + "-wal")
-        mode = "mode=ro" if wal.is_file() and wal.stat().st_size else "immutable=1"
-        self.path = str(file)
-        self._db = sqlite3.connect(f"file:{quote(str(file))}?{mode}", uri=True, isolation_level=None)
-        try:
-            found = self._meta("schema_version")
-        except sqlite3.DatabaseError as exc:
-            raise ViewerError(f"{file}: not a StateGuard state store ({exc})") from None
-        if found != SCHEMA_VERSION:
-            raise ViewerError(f"{file}: store schema_version {found!r}, this viewer reads {SCHEMA_VERSION!r}")
+def ReadOnlyStore(path: str | Path) -> StateStore:  # noqa: N802 - kept as the viewer's name for it
+    """`StateStore.open_read_only`, with its errors as ViewerError."""
+    try:
+        return StateStore.open_read_only(path)
+    except StoreError as exc:
+        raise ViewerError(str(exc)) from None
 
 
 @dataclass

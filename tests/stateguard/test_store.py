@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from stateguard.state import AnalyticalState, Conclusion, Relation, RelationType, VariableRef
@@ -153,3 +155,23 @@ def test_foreign_schema_version_is_refused(tmp_path) -> None:
     store.close()
     with pytest.raises(StoreError, match="schema_version"):
         StateStore(tmp_path / "s.sqlite")
+
+
+def test_open_read_only_reads_without_writing(tmp_path: Path) -> None:
+    import os
+
+    from stateguard.store import StoreError
+
+    path = tmp_path / "states.sqlite"
+    writer = StateStore(path)
+    writer.close()
+    before = sorted(os.listdir(tmp_path)), path.stat().st_mtime_ns
+    reader = StateStore.open_read_only(path)
+    assert reader.ids() == []
+    reader.close()
+    assert (sorted(os.listdir(tmp_path)), path.stat().st_mtime_ns) == before  # nothing created or touched
+    with pytest.raises(StoreError, match="no state store here"):
+        StateStore.open_read_only(tmp_path / "missing.sqlite")
+    (tmp_path / "junk.sqlite").write_text("not a database")
+    with pytest.raises(StoreError, match="not a StateGuard state store"):
+        StateStore.open_read_only(tmp_path / "junk.sqlite")
