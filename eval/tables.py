@@ -22,6 +22,7 @@ import argparse
 import csv
 import io
 from collections import defaultdict
+from functools import cache
 from pathlib import Path
 
 from eval.metrics.overhead import decompose, manager_call_stats, step_intervals
@@ -30,11 +31,22 @@ from eval.metrics.states import summarize as summarize_states
 from eval.report import fmt, summarize
 from eval.results import ArmResult, read_results
 from stateguard.store import StateStore
-from stateguard.trace import read_trace
+from stateguard.trace import TraceEvent, read_trace
 
 __all__ = ["main", "render_tables"]
 
 Table = tuple[list[str], list[list[str]]]
+
+
+@cache
+def _events(path: Path) -> tuple[TraceEvent, ...]:
+    """A trace read once per report (the runtime table, the state statistics and the plots all
+    read the same files); a missing file is an empty trace."""
+    return tuple(read_trace(path)) if path.is_file() else ()
+
+
+def _trace(r: ArmResult, name: str = "trace.jsonl") -> tuple[TraceEvent, ...]:
+    return _events(Path(r.run_dir) / name)
 
 
 def _md(table: Table) -> str:
@@ -91,12 +103,11 @@ def runtime(results: list[ArmResult]) -> Table:
     by_arm: dict[str, list[ArmResult]] = defaultdict(list)
     for r in results:
         by_arm[r.arm].append(r)
-    baseline = [step_intervals(read_trace(Path(r.run_dir) / "trace.jsonl")) for r in by_arm.get("baseline", [])]
+    baseline = [step_intervals(_trace(r)) for r in by_arm.get("baseline", [])]
     rows = []
     for arm, rs in sorted(by_arm.items(), key=lambda kv: (kv[0] != "baseline", kv[0])):
-        traces = [read_trace(Path(r.run_dir) / "trace.jsonl") for r in rs]
-        calls = manager_call_stats([read_trace(p) if (p := Path(r.run_dir) / "llm_calls.jsonl").is_file() else []
-                                    for r in rs])  # fmt: skip
+        traces = [_trace(r) for r in rs]
+        calls = manager_call_stats([_trace(r, "llm_calls.jsonl") for r in rs])
         if arm == "baseline":
             reviews, t_m = "0", "—"
         else:
@@ -112,7 +123,7 @@ def _state_runs(results: list[ArmResult]) -> list[tuple[ArmResult, object]]:
     for r in results:
         store = StateStore.open_read_only(Path(r.run_dir) / "states.sqlite")
         try:
-            out.append((r, run_state_stats(read_trace(Path(r.run_dir) / "trace.jsonl"), store)))
+            out.append((r, run_state_stats(_trace(r), store)))
         finally:
             store.close()
     return out
@@ -149,7 +160,7 @@ def plots(results: list[ArmResult], runs: list[tuple[ArmResult, object]], out: P
     buckets: dict[str, list[int]] = {"easy (<30%)": [], "medium (30-70%)": [], "hard (>=70%)": []}
     for r, _ in runs:
         turn, tooled = None, set()
-        for e in read_trace(Path(r.run_dir) / "trace.jsonl"):
+        for e in _trace(r):
             turn = e.data.get("turn_id", turn) if e.kind == "turn_start" else turn
             if e.kind == "tool" and turn is not None:
                 tooled.add(turn)
@@ -168,6 +179,7 @@ def plots(results: list[ArmResult], runs: list[tuple[ArmResult, object]], out: P
 
 
 def render_tables(run_dirs: list[Path], out: Path, worker: str | None = None) -> list[Path]:
+    _events.cache_clear()  # traces are cached for one report only: a rerun may have changed them
     results = [r for d in run_dirs for r in read_results(d)]
     if not results:
         raise FileNotFoundError(f"no results under {[str(d) for d in run_dirs]}; run `make eval` first")
