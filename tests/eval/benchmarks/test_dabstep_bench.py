@@ -25,7 +25,7 @@ PAYMENTS = "psp_reference,merchant,issuing_country,eur_amount\n" + "".join(
     for i, (country, amount) in enumerate([("NL", 10.5), ("BE", 3.0), ("NL", 7.25), ("FR", 1.0), ("NL", 2.0)])
 )
 TASKS = [
-    {"task_id": "5", "question": "Which issuing country has the highest number of transactions?",
+    {"task_id": "5", "question": "Which issuing country appears on the most payments in the table?",
      "guidelines": "Answer with the country code only.", "level": "easy", "answer": "NL"},
     {"task_id": "1273", "question": "What is the average eur_amount of the transactions issued in NL?",
      "guidelines": "Answer with a number rounded to 6 decimals.", "level": "hard", "answer": "6.583333"},
