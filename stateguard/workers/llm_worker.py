@@ -90,12 +90,14 @@ class LLMWorker:
         return dict(self.answers)
 
     def snapshot(self) -> Any:
-        return {"messages": [dict(m) for m in self.messages], "answers": dict(self.answers), "done": self._done}
+        return {"messages": [dict(m) for m in self.messages], "turn": self.turn, "done": self._done}
 
     def restore(self, token: Any) -> None:
+        """The conversation as it was at the checkpoint; submitted answers are kept (see the contract)."""
         self.messages = [dict(m) for m in token["messages"]]
-        self.answers = dict(token["answers"])
+        self.turn = token["turn"]
         self._done = token["done"]
+        self._failures = 0
 
     def step(self, index: int) -> WorkerStep | None:
         if self._done:

@@ -167,11 +167,18 @@ class ScriptedWorker:
         return dict(self.answers)
 
     def snapshot(self) -> Any:
-        return {"queue": [c.model_copy() for c in self._queue], "answers": dict(self.answers)}
+        return {"queue": [c.model_copy() for c in self._queue], "faulted": dict(self.faulted),
+                "run_turns": list(self._run_turns), "turn_json": dict(self._turn_json),
+                "latest_run": self._latest_run}  # fmt: skip
 
     def restore(self, token: Any) -> None:
-        self._queue = list(token["queue"])
-        self.answers = dict(token["answers"])
+        """Back to the checkpoint: pending cells, open faults and the turns run so far. Submitted
+        answers stay (see the contract), and so do the logs `applied` and `ignored_hints`."""
+        self._queue = [c.model_copy() for c in token["queue"]]
+        self.faulted = dict(token["faulted"])
+        self._run_turns = list(token["run_turns"])
+        self._turn_json = dict(token["turn_json"])
+        self._latest_run = token["latest_run"]
 
     # -- behaviour
     def _cells(self, turn: Turn, code: str, purpose: Literal["reference", "faulty", "recompute"]) -> list[_Cell]:
