@@ -155,10 +155,11 @@ class Harness:
         return self.observation()
 
     def advise(self, error_variables: list[str], faulty_reasoning: str) -> HarnessResult:
-        """A stateless repair-style hint (the `observer` ablation): same guard, no state, no budget."""
+        """A stateless repair-style hint (the `observer` ablation): same guard, no state, no budget.
+        The observer's remark is free text, so `error_variables` may be empty."""
         try:
-            if not error_variables or not faulty_reasoning.strip():
-                raise ActionError("advice needs error_variables and faulty_reasoning")
+            if not faulty_reasoning.strip():
+                raise ActionError("advice needs a remark (faulty_reasoning)")
             check_repair_hint(faulty_reasoning, error_variables, allowed_text=self.config.task_text)
         except (ActionError, HintRejected) as exc:
             return self._reject(None, {"advice": error_variables, "reason": faulty_reasoning}, str(exc))

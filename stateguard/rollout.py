@@ -90,7 +90,8 @@ class _Run:
         self.since_review = 0
         obs = self.harness.begin_review(event, terminal=terminal)
         ctx = ManagerContext(task=self.task, turn=self.turn, regime=self.flow.regime, store=self.store,
-                             workspace=self.ws, steps=self.harness.steps, budget=self.harness.config.repair_budget)  # fmt: skip
+                             workspace=self.ws, steps=self.harness.steps, budget=self.harness.config.repair_budget,
+                             worker_budget_left=max(0, self.budget - self.used))  # fmt: skip
         result: HarnessResult | None = None
         for _ in range(MAX_ACTIVATIONS_PER_REVIEW):
             self.activations += 1
