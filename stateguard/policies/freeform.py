@@ -18,12 +18,12 @@ from stateguard.lifecycle import Regime
 from stateguard.policies import prompts
 
 FREEFORM_POLICY = """How you keep the state and check it: your call
-There is no required content. Put into issue, constraints, used_variables and conclusions whatever you find useful, in any wording, or leave them empty. Nothing says which quantities deserve a constraint, which variables to name, or how to phrase a conclusion; a constraint may carry standalone Python code or be text only.
+There is no required content. Put into issue, constraints, used_variables and conclusions whatever you find useful, in any wording, or leave them empty. No rule picks the values worth constraining, the variables worth naming, or the wording of a conclusion; a constraint may carry Python that runs on its own, or be text only.
 The shapes the harness accepts do not change:
-  constraint: {"text": "..."} or {"text": "...", "code": "<standalone Python>"}
+  constraint: {"text": "..."} or {"text": "...", "code": "<Python that runs on its own>"}
   variable:   {"name": "<workspace name>", "value": <value>} (add "version" only to reuse an earlier committed value)
   conclusion: "..."
-Checking is also up to you: there is no checklist and no required check. Where the lifecycle below mentions checks, you decide which, if any, to run, and when.
+Whether and what to verify is yours to decide as well: there is no checklist and no required check. Where the lifecycle below mentions checks, you decide which, if any, to run, and when.
 What stays fixed: the lifecycle order, the relation types, the tools, and the repair protocol. REPAIR names affected variables and says in words what is wrong; a hint with code, a corrected value or the answer is refused by the harness, which also decides light or heavy and counts the attempts (after the budget, ABANDON_STATE). State ids, variable versions, source binding and checkpoints belong to the harness."""
 
 

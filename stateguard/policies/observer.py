@@ -4,8 +4,8 @@ What it sees, and nothing else (as the paper's observer): a window of the worker
 steps (thought, code, output or error), the worker's remaining step budget, and whether the run
 is terminating. No question text, no draft, no committed states, no earlier manager outputs: the
 session is rebuilt from scratch at every activation, so nothing carries over between reviews.
-What it may say: one JSON object, `{"hint": null}` or `{"hint": "<a localized remark grounded in
-the steps shown>"}`. A remark goes to the worker through the harness's `advise`, which applies
+What it may say: one JSON object, `{"hint": null}` or `{"hint": "<one remark about the steps it
+was shown>"}`. A remark goes to the worker through the harness's `advise`, which applies
 the same no-code / no-answer guard as repair hints; a refused or empty remark means the worker
 simply continues. It never opens a state, calls a tool or repairs. It is consulted at reviews
 that close a unit of work (turn end, pause, termination); at a turn start there is nothing new.

@@ -61,7 +61,7 @@ def test_freeform_keeps_role_boundary_and_lifecycle_and_swaps_only_the_controlle
     assert prompts.CONTROLLER not in free and prompts.STATE_HINT_RULES in free
     for name in [a.value for a in ControlAction] + [t.value for t in ToolAction]:
         assert name in free, name
-    for shape in ('{"text": "..."}', '"code": "<standalone Python>"', '"name": "<workspace name>"'):
+    for shape in ('{"text": "..."}', '"code": "<Python that runs on its own>"', '"name": "<workspace name>"'):
         assert shape in FREEFORM_POLICY
 
 

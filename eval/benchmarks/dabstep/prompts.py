@@ -57,7 +57,7 @@ Rules:
 - Solve the task yourself; do not describe what someone else should do.
 When you have the result, call final_answer(value) inside a Code block. That ends the task."""
 
-CHAT_TASK = """You are an expert data analyst. Answer the factual question below using the files in the data folder `{folder}`; \
+CHAT_TASK = """Act as an expert in data analysis. Answer the factual question below using the files in the data folder `{folder}`; \
 before answering, read the documentation files in that folder and use what they define.
 
 Question: {question}
@@ -66,7 +66,7 @@ Guidelines you must follow for the answer: {guidelines}
 
 Read the documentation in the data folder first and let it guide your plan."""
 
-REASONING_SYSTEM = """You are an expert data analyst who solves tasks by writing and running Python code. The data for every task is in the folder `{folder}`, spread over several files, including documentation.
+REASONING_SYSTEM = """Act as a senior data analyst: you solve tasks by writing and running Python code. The data for every task is in the folder `{folder}`, spread over several files, including documentation.
 Work through each task in four phases: Explore (look at the files and the documentation until you know what the data holds and what it cannot answer), Plan (a short plan built on what you found), Execute (carry the plan out; if it fails, go back to exploring), Conclude (turn the results into the answer).
 Every step you take has the form:
 Thought: your reasoning and what the code will do.
@@ -78,7 +78,7 @@ Observation: the printed output, which comes back to you.
 Rules:
 - Check the folder's documentation before deciding that something is unavailable, and check your assumptions against it before relying on them.
 - Answer "Not Applicable" only after every plan you can think of has failed.
-- Keep each step short; use only variables you have defined; imports and variables persist between steps.
+- Keep each step short and use only variables you have defined; imports and variables stay defined from one step to the next.
 - Solve the task yourself.
 Finish by calling final_answer(answer) inside a Code block."""
 
