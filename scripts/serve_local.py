@@ -37,6 +37,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--model", default=DEFAULT_MODEL, choices=sorted(REGISTRY), help="registry key (default %(default)s)"
     )
     p.add_argument(
+        "--gguf", type=Path, default=None,
+        help="serve this GGUF file instead (e.g. the manager.gguf of `make sft CONFIG=local`)",
+    )
+    p.add_argument(
         "--port", type=int, default=8765, help="port on 127.0.0.1; 0 picks a free one (default %(default)s)"
     )
     p.add_argument(
@@ -94,13 +98,16 @@ def check(base_url: str, model: str, prompt: str, max_tokens: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     spec = get_model(args.model)
+    name = spec.name
     try:
         t0 = time.monotonic()
-        path = assemble(spec, args.cache_dir)
-        print(
-            f"model {spec.key}: {path} (sha256 verified, {time.monotonic() - t0:.1f}s) - {spec.license}",
-            flush=True,
-        )
+        if args.gguf is not None:  # a file we wrote ourselves (training/sft/gguf.py), served as given
+            if not args.gguf.is_file():
+                raise LocalModelError(f"{args.gguf} does not exist; `make sft CONFIG=local` writes runs/sft-local/manager.gguf")
+            path, name = args.gguf, args.gguf.stem
+        else:
+            path = assemble(spec, args.cache_dir)
+        print(f"model {name}: {path} ({time.monotonic() - t0:.1f}s) - {spec.license}", flush=True)
     except LocalModelError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -118,11 +125,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 1
     base_url = f"http://{HOST}:{port}/v1"
-    log = args.log or args.cache_dir / f"{spec.name}.server.log"
+    log = args.log or args.cache_dir / f"{name}.server.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     cmd = [
         sys.executable, "-m", "llama_cpp.server",
-        "--model", str(path), "--model_alias", spec.name,
+        "--model", str(path), "--model_alias", name,
         "--host", HOST, "--port", str(port),
         "--n_threads", str(args.threads), "--n_threads_batch", str(args.threads),
         "--n_ctx", str(args.ctx),
@@ -137,9 +144,9 @@ def main(argv: list[str] | None = None) -> int:
             f"server ready in {time.monotonic() - t_start:.1f}s (threads={args.threads}, ctx={args.ctx}); log {log}"
         )
         print(f"STATEGUARD_LOCAL_BASE_URL={base_url}")
-        print(f"STATEGUARD_LOCAL_MODEL={spec.name}", flush=True)
+        print(f"STATEGUARD_LOCAL_MODEL={name}", flush=True)
         if args.check:
-            check(base_url, spec.name, args.prompt, args.max_tokens)
+            check(base_url, name, args.prompt, args.max_tokens)
             return 0
         print("serving; Ctrl-C to stop", flush=True)
         return proc.wait()

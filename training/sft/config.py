@@ -28,12 +28,21 @@ class _Strict(BaseModel):
 
 
 class ModelConfig(_Strict):
-    kind: Literal["hf", "tiny"] = Field(
+    kind: Literal["hf", "tiny", "gguf"] = Field(
         "hf",
-        description="hf: load name_or_path (Hub id or local checkpoint); tiny: build the offline tiny Qwen3",
+        description="hf: load name_or_path (Hub id or local checkpoint); tiny: build the offline tiny Qwen3; "
+        "gguf: a GGUF file loaded through transformers (dequantized), see training/sft/gguf.py",
     )
     name_or_path: str = Field(
-        "Qwen/Qwen3-8B", description="Hub id or local folder of the base model (kind=hf)"
+        "Qwen/Qwen3-8B",
+        description="Hub id or local folder of the base model (kind=hf); for kind=gguf a local model key of "
+        "stateguard.llm.local_model (0.5b, smollm2, ...) or a path to a .gguf file",
+    )
+    models_dir: str = Field(
+        ".venv/models", description="where `make setup-local` joins the local models' GGUF files (kind=gguf)"
+    )
+    export_gguf: bool = Field(
+        True, description="kind=gguf: also write <output_dir>/manager.gguf (base + LoRA delta) for llama.cpp"
     )
     dtype: str = Field(
         "bfloat16", description="dtype the weights are loaded in: bfloat16 | float16 | float32 | auto"
@@ -61,6 +70,11 @@ class DataConfig(_Strict):
         "per_call: one sequence per manager call with its exact serving prompt",
     )
     num_proc: int | None = Field(None, gt=0, description="processes for tokenizing the corpus; null = one")
+    over_length: Literal["truncate", "drop"] = Field(
+        "truncate",
+        description="sequences longer than train.max_length: truncate (TRL cuts them, train.truncation_mode) "
+        "or drop (an atomic sample cut at its end loses the very decision it teaches; short-context runs)",
+    )
     seed: int = Field(0, description="seed of the mix (subsampling / repetition / max_samples)")
 
 
@@ -84,6 +98,11 @@ class LoraSettings(_Strict):
     alpha: int = Field(128, gt=0, description="scaling numerator (lora_alpha)")
     dropout: float = Field(0.05, ge=0.0, lt=1.0, description="dropout on the adapter input")
     target_modules: str | list[str] = Field("all-linear", description="modules that get adapters")
+    top_layers: int | None = Field(
+        None, gt=0,
+        description="adapt only the last N decoder layers (peft layers_to_transform): backward then stops "
+        "there, which is what makes CPU runs affordable; null = every layer",
+    )
     merge_on_save: bool = Field(
         True,
         description="write merged full weights to checkpoint-final (what vLLM / transformers serve load)",
@@ -94,6 +113,16 @@ class SFTRunConfig(_Strict):
     output_dir: str = Field(description="checkpoints (checkpoint-N), checkpoint-final and sft_result.json")
     resume: bool = Field(True, description="continue from the newest checkpoint-N in output_dir, if any")
     global_batch_size: int = Field(32, gt=0, description="sequences per optimizer step over all processes")
+    labelled_logits: bool = Field(
+        False,
+        description="compute the LM head and the loss only at labelled positions (the manager's own tokens): "
+        "the same loss without the [sequence x vocabulary] logits; for long prompts with short targets on CPU. "
+        "false = TRL's own loss (with its token-accuracy metrics)",
+    )
+    time_budget_min: float | None = Field(
+        None, gt=0, description="stop (with a checkpoint) after this many minutes of training in one invocation; "
+        "run again to resume; null = no limit (train.max_steps / epochs decide)",
+    )
     model: ModelConfig = Field(default_factory=ModelConfig)
     data: DataConfig
     template: TemplateConfig = Field(default_factory=TemplateConfig)

@@ -41,8 +41,9 @@ class CorpusStats(BaseModel):
     tokens: int
     trained_tokens: int = Field(description="tokens with a label: the manager's own output")
     over_max_length: int = Field(
-        description="sequences longer than max_length (TRL truncates them, train.truncation_mode)"
+        description="sequences longer than max_length (truncated by TRL, or dropped: data.over_length)"
     )
+    dropped: int = Field(0, description="sequences left out for being longer than max_length (over_length=drop)")
     prompt_token_mismatch: int = Field(
         description="samples whose last serving prompt tokenizes differently as one string than per segment"
     )
@@ -148,7 +149,8 @@ def tokenize_corpus(
         desc="render + tokenize (serving template)",
     )
     lengths = [len(x) for x in out["input_ids"]]
-    trained = sum(sum(1 for t in labels if t != -100) for labels in out["labels"])
+    trained_per = [sum(1 for t in labels if t != -100) for labels in out["labels"]]
+    trained = sum(trained_per)
     stats = CorpusStats(
         samples=dict(Counter(ds["kind"])),
         sequences=len(out),
@@ -157,7 +159,20 @@ def tokenize_corpus(
         over_max_length=sum(n > max_length for n in lengths) if max_length else 0,
         prompt_token_mismatch=sum(out["mismatch"]),
     )
-    if stats.over_max_length:
+    if stats.over_max_length and data.over_length == "drop" and max_length:
+        keep = [i for i, n in enumerate(lengths) if n <= max_length]
+        if not keep:
+            raise CorpusError(
+                f"every sequence is longer than train.max_length={max_length} (shortest {min(lengths)} tokens); "
+                "raise max_length or set data.over_length=truncate"
+            )
+        out = out.select(keep)
+        stats.dropped = stats.sequences - len(keep)
+        stats.tokens = sum(lengths[i] for i in keep)
+        stats.trained_tokens = sum(trained_per[i] for i in keep)
+        stats.sequences = len(keep)
+        log.warning("dropped %d sequences longer than max_length=%s (data.over_length=drop)", stats.dropped, max_length)
+    elif stats.over_max_length:
         log.warning(
             "%d of %d sequences exceed max_length=%s; TRL truncates them (train.truncation_mode)",
             stats.over_max_length,

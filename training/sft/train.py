@@ -32,11 +32,15 @@ log = logging.getLogger(__name__)
 FINAL = "checkpoint-final"
 RESULT = "sft_result.json"
 TINY_BASE = "base-tiny"
+GGUF_BASE = "base-gguf"
+GGUF_OUT = "manager.gguf"
+GGUF_BASE_OUT = "base.gguf"  # the base, served through the same template: the "before" of a comparison
 
 
 class SFTResult(BaseModel):
     output_dir: str
     checkpoint: str = Field(description="the servable checkpoint (model + tokenizer + chat template)")
+    gguf: str | None = Field(None, description="the manager as a GGUF for llama.cpp (model.kind=gguf)")
     base_model: str
     resumed_from: str | None
     global_step: int
@@ -46,12 +50,29 @@ class SFTResult(BaseModel):
     world_size: int
     data: CorpusStats
     elapsed_s: float
+    train_runtime_s: float = Field(0.0, description="seconds inside trainer.train() in this invocation")
+    tokens_seen: int = Field(0, description="input tokens through the model in this invocation (padding included)")
+    tokens_per_s: float = Field(0.0, description="tokens_seen / train_runtime_s (forward + backward)")
+    peak_rss_gib: float = Field(0.0, description="peak resident memory of this process")
+    stopped_by_budget: bool = Field(False, description="time_budget_min ended this invocation early")
 
 
 def base_model_path(conf: SFTRunConfig) -> str:
-    """The base model to start from; the tiny Qwen3 is built once into <output_dir>/base-tiny."""
+    """The base model to start from; the tiny Qwen3 is built once into <output_dir>/base-tiny, a GGUF
+    file is converted once into <output_dir>/base-gguf."""
     if conf.model.kind == "hf":
         return conf.model.name_or_path
+    if conf.model.kind == "gguf":
+        from training.sft.gguf import convert_base, resolve_gguf
+
+        if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+            raise SFTConfigError(
+                "model.kind=gguf converts the base inside the run, which several processes would race on; "
+                "run once on one process (it writes <output_dir>/base-gguf), then pass model.kind=hf "
+                "model.name_or_path=<output_dir>/base-gguf"
+            )
+        gguf = resolve_gguf(conf.model.name_or_path, conf.model.models_dir)
+        return str(convert_base(gguf, Path(conf.output_dir) / GGUF_BASE, conf.model.dtype))
     from training.tiny_model import build_tiny_model, is_built
 
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:
@@ -94,6 +115,7 @@ def sft_args(conf: SFTRunConfig, world_size: int) -> Any:
         **conf.train,
         "output_dir": conf.output_dir,
         "gradient_accumulation_steps": conf.accumulation_steps(world_size),
+        "include_num_input_tokens_seen": conf.train.get("include_num_input_tokens_seen", True),
         "assistant_only_loss": False,  # our labels already mask everything but the manager's turns
         "completion_only_loss": False,
     }
@@ -114,19 +136,94 @@ def sft_args(conf: SFTRunConfig, world_size: int) -> Any:
         raise
 
 
-def lora_config(conf: SFTRunConfig) -> Any:
+def lora_config(conf: SFTRunConfig, base: str) -> Any:
     if not conf.lora.enabled:
         return None
     from peft import LoraConfig
 
     lo = conf.lora
+    targets: Any = lo.target_modules
+    layers = None
+    if lo.top_layers is not None:
+        from transformers import AutoConfig
+
+        total = int(AutoConfig.from_pretrained(base).num_hidden_layers)
+        layers = list(range(max(0, total - lo.top_layers), total))
+        if isinstance(targets, str):
+            # peft takes layers_to_transform only with a list of names; "all-linear" of the top layers is
+            # then the attention and MLP projections of those layers (Qwen / Llama module names)
+            targets = rf".*\.layers\.({'|'.join(map(str, layers))})\.(self_attn|mlp)\.\w+_proj"
+            layers = None
     return LoraConfig(
         r=lo.r,
         lora_alpha=lo.alpha,
         lora_dropout=lo.dropout,
-        target_modules=lo.target_modules,
+        target_modules=targets,
+        layers_to_transform=layers,
         task_type="CAUSAL_LM",
     )
+
+
+def labelled_loss(model: Any, inputs: dict[str, Any], num_items_in_batch: Any = None) -> Any:
+    """Next-token cross entropy over the labelled positions only, the LM head applied to those alone.
+
+    Equal to the causal-LM loss on the same labels (summed, divided by the labelled tokens of the
+    whole accumulated batch, as the Trainer counts them), without materializing the logits of
+    every prompt position: on CPU those dominate memory and a quarter of the work.
+    """
+    import torch.nn.functional as F
+
+    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+    hidden = inner.get_decoder()(
+        input_ids=inputs["input_ids"], attention_mask=inputs.get("attention_mask"), use_cache=False
+    ).last_hidden_state
+    target = inputs["labels"][:, 1:]
+    keep = target != -100
+    logits = inner.get_output_embeddings()(hidden[:, :-1][keep]).float()
+    total = F.cross_entropy(logits, target[keep], reduction="sum")
+    count = num_items_in_batch if num_items_in_batch is not None else keep.sum()
+    return total / count
+
+
+def trainer_class(conf: SFTRunConfig) -> Any:
+    from trl import SFTTrainer
+
+    if not conf.labelled_logits:
+        return SFTTrainer
+
+    class LabelledLogitsTrainer(SFTTrainer):
+        def compute_loss(
+            self, model: Any, inputs: Any, return_outputs: bool = False, num_items_in_batch: Any = None
+        ) -> Any:
+            loss = labelled_loss(model, inputs, num_items_in_batch)
+            return (loss, None) if return_outputs else loss
+
+    return LabelledLogitsTrainer
+
+
+def budget_callback(minutes: float) -> Any:
+    """Stops training, with a checkpoint, once `minutes` of this invocation have passed."""
+    from transformers import TrainerCallback
+
+    class TimeBudget(TrainerCallback):
+        started = time.monotonic()
+        hit = False
+
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> Any:
+            self.started = time.monotonic()
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> Any:
+            if time.monotonic() - self.started > minutes * 60:
+                self.hit = control.should_save = control.should_training_stop = True
+            return control
+
+    return TimeBudget()
+
+
+def peak_rss_gib() -> float:
+    import resource
+
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2)  # KiB on Linux
 
 
 def last_checkpoint(output_dir: str) -> str | None:
@@ -135,13 +232,42 @@ def last_checkpoint(output_dir: str) -> str | None:
     return get_last_checkpoint(output_dir) if Path(output_dir).is_dir() else None
 
 
-def save_final(trainer: Any, conf: SFTRunConfig, base: str, tokenizer: Any) -> Path:
-    """<output_dir>/checkpoint-final, loadable by from_pretrained / vLLM / transformers serve."""
+def _lora_deltas(peft_model: Any) -> dict[str, Any]:
+    """Parameter name of each LoRA-wrapped weight -> its float32 delta (B @ A x scale) as numpy."""
+    from peft.tuners.lora import LoraLayer
+
+    out = {}
+    for name, module in peft_model.named_modules():
+        if isinstance(module, LoraLayer):
+            plain = name.removeprefix("base_model.model.")
+            layer: Any = module  # get_delta_weight lives on the concrete layer classes
+            delta = layer.get_delta_weight("default")
+            out[f"{plain}.weight"] = delta.float().detach().numpy()
+    return out
+
+
+def _export_gguf(conf: SFTRunConfig, deltas: dict[str, Any], merged: Any, template: str) -> str:
+    """manager.gguf (base + LoRA) and base.gguf (no delta), both with the template training used."""
+    from training.sft.gguf import export_gguf, gguf_to_hf_names, resolve_gguf
+
+    source = resolve_gguf(conf.model.name_or_path, conf.model.models_dir)
+    names = gguf_to_hf_names(merged)
+    out = Path(conf.output_dir)
+    res = export_gguf(source, deltas, merged.config, names, out / GGUF_OUT, chat_template=template)
+    export_gguf(source, {}, merged.config, names, out / GGUF_BASE_OUT, chat_template=template)
+    log.info("GGUF for llama.cpp: %s (and %s)", res.model_dump_json(), out / GGUF_BASE_OUT)
+    return res.path
+
+
+def save_final(trainer: Any, conf: SFTRunConfig, base: str, tokenizer: Any) -> tuple[Path, str | None]:
+    """<output_dir>/checkpoint-final, loadable by from_pretrained / vLLM / transformers serve, and for a
+    GGUF base also <output_dir>/manager.gguf (llama.cpp, `make serve-local CKPT=...gguf`)."""
     final = Path(conf.output_dir) / FINAL
+    gguf: str | None = None
     trainer.model.config.use_cache = True  # gradient checkpointing turns it off; serving wants it on
     if not (conf.lora.enabled and conf.lora.merge_on_save):
         trainer.save_model(str(final))  # weights (or the adapter) + tokenizer with its chat template
-        return final
+        return final, None
     adapter = Path(conf.output_dir) / "adapter-final"
     trainer.save_model(str(adapter))
     trainer.accelerator.wait_for_everyone()
@@ -153,12 +279,17 @@ def save_final(trainer: Any, conf: SFTRunConfig, base: str, tokenizer: Any) -> P
 
         dtype = getattr(torch, conf.model.dtype) if conf.model.dtype != "auto" else "auto"
         model = AutoModelForCausalLM.from_pretrained(base, dtype=dtype)
-        merged = PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
+        peft_model = PeftModel.from_pretrained(model, str(adapter))
+        want_gguf = conf.model.kind == "gguf" and conf.model.export_gguf
+        deltas = _lora_deltas(peft_model) if want_gguf else {}  # before the merge folds them in
+        merged = peft_model.merge_and_unload()
         merged.config.use_cache = True
         merged.save_pretrained(str(final))
         tokenizer.save_pretrained(str(final))
+        if want_gguf:
+            gguf = _export_gguf(conf, deltas, merged, str(tokenizer.chat_template))
     trainer.accelerator.wait_for_everyone()
-    return final
+    return final, gguf
 
 
 def run(cfg: DictConfig | dict[str, Any]) -> SFTResult:
@@ -174,25 +305,29 @@ def run(cfg: DictConfig | dict[str, Any]) -> SFTResult:
     )
     log.info("SFT data: %s", stats.model_dump_json())
 
-    from trl import SFTTrainer
-
-    trainer = SFTTrainer(
+    budget = budget_callback(conf.time_budget_min) if conf.time_budget_min else None
+    trainer = trainer_class(conf)(
         model=base,
         args=args,
         train_dataset=dataset,
         processing_class=tokenizer,
-        peft_config=lora_config(conf),
+        peft_config=lora_config(conf, base),
+        callbacks=[budget] if budget else None,
     )
     model: Any = trainer.model
     trainable = sum(int(p.numel()) for p in model.parameters() if p.requires_grad)
     resume = last_checkpoint(conf.output_dir) if conf.resume else None
     if resume:
         log.info("resuming from %s", resume)
-    trainer.train(resume_from_checkpoint=resume)
-    final = save_final(trainer, conf, base, tokenizer)
+    tokens_before = trainer.state.num_input_tokens_seen or 0
+    out = trainer.train(resume_from_checkpoint=resume)
+    runtime = float(out.metrics.get("train_runtime", 0.0))
+    seen = int(trainer.state.num_input_tokens_seen or 0) - (tokens_before if not resume else 0)
+    final, gguf = save_final(trainer, conf, base, tokenizer)
     result = SFTResult(
         output_dir=conf.output_dir,
         checkpoint=str(final),
+        gguf=gguf,
         base_model=base,
         resumed_from=resume,
         global_step=trainer.state.global_step,
@@ -202,6 +337,11 @@ def run(cfg: DictConfig | dict[str, Any]) -> SFTResult:
         world_size=world_size,
         data=stats,
         elapsed_s=round(time.perf_counter() - start, 2),
+        train_runtime_s=round(runtime, 1),
+        tokens_seen=seen,
+        tokens_per_s=round(seen / runtime, 1) if runtime else 0.0,
+        peak_rss_gib=peak_rss_gib(),
+        stopped_by_budget=bool(budget and budget.hit),
     )
     if trainer.is_world_process_zero():
         Path(conf.output_dir, RESULT).write_text(
