@@ -3,7 +3,8 @@ runner and the demo).
 
     worker = make_worker("scripted", faults=[...], seed=0, trace=calls)
     manager = make_manager("rules", trace=calls)            # None for the baseline arm
-    ws = make_workspace("sandbox", data_dir, arm_dir)
+    ws = make_workspace("sandbox", data_dir, arm_dir, sandbox={"isolation": "bwrap"})
+    check_workspace("sandbox", {"isolation": "process"})   # at start-up: refuses what cannot run here
 
 LLM-backed parts read their endpoint from the environment (`STATEGUARD_WORKER_*`,
 `STATEGUARD_MANAGER_*`; see `stateguard.llm.endpoints`), so a missing endpoint fails with the
@@ -12,8 +13,11 @@ variable to set before any task starts.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from pydantic import ValidationError
 
 from stateguard.llm import EndpointConfig, LLMClient
 from stateguard.policies.base import ManagerPolicy
@@ -27,22 +31,45 @@ from stateguard.workers import FaultModel, ScriptedWorker
 from stateguard.workers.llm_worker import LLMWorker, WorkerProtocol
 from stateguard.workspace import DictWorkspace, LiveWorkspace
 
-__all__ = ["MANAGERS", "WORKERS", "WORKSPACES", "make_manager", "make_worker", "make_workspace"]
+__all__ = ["MANAGERS", "WORKERS", "WORKSPACES", "check_workspace", "make_manager", "make_worker", "make_workspace"]
 
 MANAGERS = ("rules", "llm", "hierarchical", "observer", "freeform")
 WORKERS = ("scripted", "llm")
 WORKSPACES = ("sandbox", "dict")
 
 
-def make_workspace(kind: str, data_dir: Path, arm_dir: Path) -> LiveWorkspace:
-    """`sandbox`: a separate limited kernel process that sees only `data_dir`; `dict`: in-process."""
+def _limits(sandbox: Mapping[str, Any] | None) -> Any:
+    from stateguard.sandbox import SandboxLimits
+
+    try:
+        return SandboxLimits(**dict(sandbox or {}))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"])
+        raise ValueError(f"sandbox.{field}: {first['msg']} (the fields are those of stateguard.sandbox.SandboxLimits)") from None
+
+
+def check_workspace(kind: str, sandbox: Mapping[str, Any] | None = None) -> None:
+    """Start-up check: an unknown workspace, bad `sandbox.*` settings, or `sandbox.isolation=bwrap`
+    where bubblewrap does not work are errors before any task runs (the last names its two fixes)."""
+    if kind not in WORKSPACES:
+        raise ValueError(f"workspace={kind!r}: use one of {', '.join(WORKSPACES)}")
+    if kind == "sandbox":
+        from stateguard.sandbox import check_isolation
+
+        check_isolation(_limits(sandbox).isolation)
+
+
+def make_workspace(kind: str, data_dir: Path, arm_dir: Path, sandbox: Mapping[str, Any] | None = None) -> LiveWorkspace:
+    """`sandbox`: a separate kernel process in a bubblewrap sandbox that sees only `data_dir` (settings:
+    `sandbox`, the fields of `SandboxLimits`); `dict`: in-process, no isolation."""
     if kind == "dict":
         return DictWorkspace()
     if kind == "sandbox":
         from stateguard.sandbox import SandboxWorkspace  # the separate-process kernel
 
         return SandboxWorkspace(task_data_dir=data_dir, scratch_dir=arm_dir / "scratch",
-                                checkpoint_dir=arm_dir / "checkpoints")  # fmt: skip
+                                checkpoint_dir=arm_dir / "checkpoints", limits=_limits(sandbox))  # fmt: skip
     raise ValueError(f"workspace={kind!r}: use one of {', '.join(WORKSPACES)}")
 
 

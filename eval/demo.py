@@ -54,7 +54,8 @@ def _flow(cfg: DictConfig) -> FlowConfig:
 
 
 def _workspace(cfg: DictConfig, task_dir: Path, arm_dir: Path) -> LiveWorkspace:
-    return make_workspace(str(cfg.workspace), task_dir / "data", arm_dir)
+    sandbox: Any = OmegaConf.to_container(cfg.get("sandbox") or {}, resolve=True)
+    return make_workspace(str(cfg.workspace), task_dir / "data", arm_dir, sandbox)
 
 
 def _manager(cfg: DictConfig, trace: Trace) -> ManagerPolicy:

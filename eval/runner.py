@@ -35,7 +35,7 @@ from tqdm import tqdm
 
 from eval.benchmarks.base import EvalTask
 from eval.benchmarks.registry import get_benchmark
-from eval.components import make_manager, make_worker, make_workspace
+from eval.components import check_workspace, make_manager, make_worker, make_workspace
 from eval.report import RunSummary, render_summary, summarize
 from eval.results import ArmResult, read_results, result_path, write_result
 from stateguard.flows import FlowConfig
@@ -66,7 +66,7 @@ def run_job(task: EvalTask, arm: str, flow: FlowConfig, cfg: dict[str, Any], arm
     name = (cfg.get("bench") or {}).get("name")
     bench = get_benchmark(str(name)) if name else None  # its optional hooks: worker_protocol, collect
     try:
-        workspace = make_workspace(str(cfg["workspace"]), task.data_dir, out)
+        workspace = make_workspace(str(cfg["workspace"]), task.data_dir, out, cfg.get("sandbox"))
         try:
             native = getattr(bench, "worker_protocol", None)
             worker = make_worker(str(cfg["worker"]), trace=calls, faults=task.faults, seed=int(cfg["seed"]),
@@ -147,6 +147,7 @@ def run(cfg: DictConfig) -> RunSummary:
     arms = [str(a) for a in cfg.arms]
     for arm in arms:
         _manager_kind(arm, {"manager": cfg.manager})
+    check_workspace(str(cfg.workspace), OmegaConf.to_container(cfg.get("sandbox") or {}, resolve=True))  # type: ignore[arg-type]
     tasks = _select(bench.load(cfg.bench), cfg)
     if not cfg.resume and (run_dir / "results").is_dir() and any((run_dir / "results").iterdir()):
         raise FileExistsError(f"{run_dir} already holds results; pass resume=true to continue it, or another run_dir")

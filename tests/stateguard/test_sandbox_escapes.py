@@ -323,6 +323,6 @@ def test_scratch_is_mirrored_and_links_are_not(ws: SandboxWorkspace, layout: Lay
 
 
 def test_threads_are_used_by_libraries_without_noise(ws: SandboxWorkspace) -> None:
-    r = ws.run_cell("import duckdb\ncon = duckdb.connect()\ncon.sql('select sum(i) from range(100000) t(i)').fetchall()")
+    r = ws.run_cell("import duckdb\ncon = duckdb.connect()\ncon.execute('select sum(i) from range(100000) t(i)').fetchall()")
     assert r.ok and r.notes == [], r
     threading.enumerate()  # (native DuckDB threads are not Python threads: nothing to sweep)
