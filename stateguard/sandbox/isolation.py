@@ -47,9 +47,9 @@ _ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone", "s
         "pki", "nsswitch.conf", "host.conf", "hosts", "mime.types", "os-release")  # fmt: skip
 _USR_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 FIX = (
-    "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; `make test` and `make eval` do it when "
-    "run as root), or accept the weaker process isolation explicitly: sandbox.isolation=process on the "
-    "command line of make eval / make demo, or SandboxLimits(isolation='process')"
+    "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap), or accept the weaker process isolation "
+    "explicitly: sandbox.isolation=process on the command line of make eval / make demo, or "
+    "SandboxLimits(isolation='process')"
 )
 
 
