@@ -67,6 +67,7 @@ class Kernel:
         self.sock = sock
         self.reader = reader
         self.reply_fd = -1  # the current request's reply pipe
+        self.nonce: Any = None  # the current request's nonce, echoed in its reply
         self._listing: list[dict[str, Any]] | None = None
         limits = config["limits"]
         self.max_output = int(limits["max_output_chars"])
@@ -100,6 +101,7 @@ class Kernel:
                 request = self.reader.read_message()
             except ChannelClosed:
                 return  # the parent closed the workspace (or died)
+            self.nonce = request.get("nonce")
             handler = handlers.get(str(request.get("op")))
             try:
                 try:
@@ -111,7 +113,7 @@ class Kernel:
                 except Exception as exc:  # a kernel-side failure (e.g. MemoryError while pickling) is a reply
                     reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}", "kernel_error": True}
                 if reply is not None:
-                    send_message(self.reply_fd, reply)
+                    send_message(self.reply_fd, {**reply, "nonce": self.nonce})
             finally:
                 # End of reply: the parent now expects end-of-file. (If the cell closed the fd itself,
                 # the parent has seen a short or missing reply.)
@@ -179,7 +181,8 @@ class Kernel:
     # --- checkpoints ------------------------------------------------------------------------
     def snapshot(self, request: dict[str, Any]) -> None:
         payload, saved, skipped = dump_namespace(self.namespace)
-        send_message(self.reply_fd, {"ok": True, "saved": saved, "skipped": skipped, "size": payload.nbytes})
+        send_message(self.reply_fd, {"ok": True, "saved": saved, "skipped": skipped, "size": payload.nbytes,
+                                     "nonce": self.nonce})  # fmt: skip
         send_blob(self.reply_fd, payload)
         return None  # the reply has been sent
 
@@ -267,7 +270,8 @@ def main(argv: list[str]) -> None:
     reply_fd = receive_reply_channel(sock)
     config = reader.read_message()
     kernel = Kernel(config, sock, reader)
-    send_message(reply_fd, {"ok": True, "ready": True, "pid": os.getpid(), "notes": kernel.notes})
+    send_message(reply_fd, {"ok": True, "ready": True, "pid": os.getpid(), "notes": kernel.notes,
+                            "nonce": config.get("nonce")})  # fmt: skip
     os.close(reply_fd)
     kernel.serve()
 

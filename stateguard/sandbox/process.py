@@ -23,6 +23,7 @@ import contextlib
 import functools
 import json
 import os
+import secrets
 import select
 import shutil
 import signal
@@ -41,8 +42,7 @@ from stateguard.sandbox.protocol import (
     FrameReader,
     ProtocolError,
     send_blob_file,
-    send_message,
-    send_reply_channel,
+    send_request,
 )
 from stateguard.sandbox.seccomp import build_filter
 
@@ -158,6 +158,7 @@ class KernelProcess:
         self._closed = False
         self._exit_note: str | None = None
         self._pending: FrameReader | None = None  # the reply pipe of a request whose blob is still to come
+        self._previous: FrameReader | None = None  # the last reply's pipe, until it is seen to end
         self._cmd, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         argv = [isolation.interpreter(), "-m", "stateguard.sandbox.kernel", str(child.fileno())]
         keep = [child.fileno()]
@@ -253,40 +254,51 @@ class KernelProcess:
         deadline = time.monotonic() + timeout
         read_fd, write_fd = os.pipe()
         reader = FrameReader(read_fd)
-        keep_open = False
+        nonce = secrets.token_hex(8)
         try:
+            self._end_previous()
             try:
-                send_reply_channel(self._cmd, write_fd)
+                send_request(self._cmd, write_fd, {**message, "nonce": nonce})
             finally:
                 os.close(write_fd)
-            send_message(self._cmd.fileno(), message)
             if blob is not None:
                 send_blob_file(self._cmd.fileno(), blob)
             reply = reader.read_message(deadline)
+            if reply.get("nonce") != nonce:
+                raise ProtocolError("a reply without this request's nonce (a frame forged inside the kernel)")
             if blob_follows and reply.get("ok"):
-                self._pending, keep_open = reader, True
+                self._pending = reader
             else:
-                reader.expect_end(min(deadline, time.monotonic() + END_GRACE_S))
+                self._previous = reader
+            reader = None  # type: ignore[assignment]  # kept open: ended by _end_previous / read_blob_into
             return reply
         except Exception as exc:
             raise self._failure(exc, timeout) from exc
         finally:
-            if not keep_open:
+            if reader is not None:
                 os.close(read_fd)
+
+    def _end_previous(self) -> None:
+        """The last reply's pipe must have ended right after the reply (checked here, not while the
+        caller waits: the kernel closes it a moment after writing)."""
+        reader, self._previous = self._previous, None
+        if reader is not None:
+            try:
+                reader.expect_end(time.monotonic() + END_GRACE_S)
+            finally:
+                os.close(reader.fd)
 
     def read_blob_into(self, out: BinaryIO, timeout: float) -> int:
         reader, self._pending = self._pending, None
         if reader is None:
             raise KernelDied("no blob was announced by the last reply")
-        deadline = time.monotonic() + timeout
         try:
-            size = reader.read_blob_into(out, deadline)
-            reader.expect_end(min(deadline, time.monotonic() + END_GRACE_S))
-            return size
+            size = reader.read_blob_into(out, time.monotonic() + timeout)
         except Exception as exc:
-            raise self._failure(exc, timeout) from exc
-        finally:
             os.close(reader.fd)
+            raise self._failure(exc, timeout) from exc
+        self._previous = reader
+        return size
 
     def _failure(self, exc: Exception, timeout: float) -> KernelDied:
         if isinstance(exc, DeadlineExceeded):
@@ -344,10 +356,11 @@ class KernelProcess:
         if self._closed:
             return
         self._closed = True
-        if self._pending is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._pending.fd)
-            self._pending = None
+        for reader in (self._pending, self._previous):
+            if reader is not None:
+                with contextlib.suppress(OSError):
+                    os.close(reader.fd)
+        self._pending = self._previous = None
         self._cmd.close()
         self._wait(2.0)
         self.log.wait(2.0)

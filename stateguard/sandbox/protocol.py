@@ -5,13 +5,16 @@ Kind `J` carries one JSON object (a request or a reply); kind `B` carries raw by
 
 Requests go over a Unix socket (the kernel shuts down its sending side at start, so nothing in
 the kernel can talk back on it). Each request brings its OWN reply pipe: the parent sends the
-write end along with the request (SCM_RIGHTS, `send_reply_channel`), the kernel writes the
-reply frames to it and closes it, and the parent reads exactly the expected frames and then
-insists on end-of-file (`FrameReader.expect_end`). A cell runs in the kernel process and can
-write to whatever fds that process holds, so it can forge the reply of the request it runs in
-(as it could by patching the kernel's code); it cannot reach any later reply, because later
-replies travel on pipes that do not exist yet. Extra bytes, a second frame, or a reply end held
-open past the reply are protocol violations: the parent kills the kernel and recovers.
+write end in the same message as the request (SCM_RIGHTS, `send_request`), the kernel writes
+the reply frames to it and closes it. Each request also carries a fresh random nonce that the
+reply must echo. The parent reads exactly the expected frames, checks the nonce, and, before
+the next request, insists that the pipe ended right there (`FrameReader.expect_end`). A cell
+runs in the kernel process and can write to whatever fds that process holds: a frame it writes
+lacks the nonce and is refused at once; one it writes after the reply is found before the next
+request. A cell that reads the nonce from the kernel's memory and replaces its own reply pipe
+can forge the reply of the request it runs in (as it could by patching the kernel's code); it
+cannot reach any later reply, because later replies travel on pipes that do not exist yet. Every
+violation makes the parent kill the kernel and recover.
 
 JSON is the only structured format the parent decodes. Blobs are opaque to the parent: it copies
 them between the pipe and a checkpoint file and never unpickles them (the child runs untrusted
@@ -86,9 +89,14 @@ def send_blob_file(fd: int, path: Path) -> None:
 _CHANNEL_MARK = b"R"
 
 
-def send_reply_channel(sock: socket.socket, write_fd: int) -> None:
-    """Parent: hand the kernel the write end of this request's reply pipe."""
-    socket.send_fds(sock, [_CHANNEL_MARK], [write_fd])
+def send_request(sock: socket.socket, write_fd: int, message: dict[str, Any]) -> None:
+    """Parent: one request frame, with the write end of its reply pipe, in one send (one wake-up)."""
+    payload = json.dumps(message, allow_nan=True).encode()
+    data = memoryview(_CHANNEL_MARK + HEADER.pack(len(payload), JSON_KIND) + payload)
+    fds = array.array("i", [write_fd])
+    sent = sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
+    if sent < len(data):
+        sock.sendall(data[sent:])
 
 
 def receive_reply_channel(sock: socket.socket) -> int:
