@@ -44,6 +44,7 @@ from stateguard.sandbox.protocol import (
     send_blob_file,
     send_request,
 )
+from stateguard.sandbox.scratch import open_scratch
 from stateguard.sandbox.seccomp import build_filter
 
 STARTUP_TIMEOUT_S = 60.0
@@ -159,6 +160,7 @@ class KernelProcess:
         self._exit_note: str | None = None
         self._pending: FrameReader | None = None  # the reply pipe of a request whose blob is still to come
         self._previous: FrameReader | None = None  # the last reply's pipe, until it is seen to end
+        self._scratch_fd: int | None = None
         self._cmd, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         argv = [isolation.interpreter(), "-m", "stateguard.sandbox.kernel", str(child.fileno())]
         keep = [child.fileno()]
@@ -238,10 +240,13 @@ class KernelProcess:
             return int(children[0])
         return self.proc.pid
 
-    @property
-    def proc_root(self) -> str | None:
-        """The sandbox's filesystem as the parent can read it (bwrap), else None."""
-        return None if self.sandbox_pid is None else f"/proc/{self.sandbox_pid}/root"
+    def scratch_fd(self) -> int | None:
+        """bwrap: an fd on the sandbox's scratch tmpfs (opened once, through /proc/<pid>/root); else None."""
+        if self.sandbox_pid is None:
+            return None
+        if self._scratch_fd is None:
+            self._scratch_fd = open_scratch(f"/proc/{self.sandbox_pid}/root", self.scratch_dir)
+        return self._scratch_fd
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -361,6 +366,9 @@ class KernelProcess:
                 with contextlib.suppress(OSError):
                     os.close(reader.fd)
         self._pending = self._previous = None
+        if self._scratch_fd is not None:
+            os.close(self._scratch_fd)  # the tmpfs is freed with the last reference to it
+            self._scratch_fd = None
         self._cmd.close()
         self._wait(2.0)
         self.log.wait(2.0)

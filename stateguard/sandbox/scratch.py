@@ -73,29 +73,23 @@ class Mirror:
         self._seen: dict[str, tuple[int, int]] = {}  # relative path -> (size, mtime_ns) last copied
         self.skipped: list[str] = []
 
-    def sync(self, proc_root: str, scratch: Path) -> list[str]:
-        """Copy changes from `<proc_root><scratch>` to the host dir; returns notes (what was skipped)."""
+    def sync(self, scratch_fd: int) -> list[str]:
+        """Copy changes from the sandbox's scratch dir (an fd from `open_scratch`) to the host dir;
+        returns notes (what was skipped)."""
         self.skipped = []
-        root = os.open(proc_root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            top = open_inside(root, scratch)
-        finally:
-            os.close(root)
         present: dict[str, tuple[int, int]] = {}
-        try:
-            self._walk(top, Path(), present, 0)
-        finally:
-            os.close(top)
+        self._walk(scratch_fd, Path(), present, 0)
         self._remove_missing(present)
         self._seen = present
         return self.skipped
+
 
     def _walk(self, dir_fd: int, rel: Path, present: dict[str, tuple[int, int]], depth: int) -> None:
         target = self.host / rel
         if target.is_symlink() or (target.exists() and not target.is_dir()):
             target.unlink()  # a file the sandbox has since replaced by a directory
         target.mkdir(parents=True, exist_ok=True)
-        with os.scandir(dir_fd) as entries:
+        with os.scandir(os.dup(dir_fd)) as entries:  # scandir closes the fd it is given
             for entry in entries:
                 if len(present) >= MAX_ENTRIES:
                     self.skipped.append(f"more than {MAX_ENTRIES} entries: the rest is not mirrored")
@@ -151,3 +145,12 @@ class Mirror:
                     shutil.rmtree(path, ignore_errors=True)
             elif f"{key}/" not in present:
                 path.unlink(missing_ok=True)
+
+
+def open_scratch(proc_root: str, scratch: Path) -> int:
+    """An fd on the sandbox's scratch tmpfs, reached through `/proc/<pid>/root` without following links."""
+    root = os.open(proc_root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        return open_inside(root, scratch)
+    finally:
+        os.close(root)

@@ -124,11 +124,12 @@ class SandboxWorkspace:
     def _sync_scratch(self) -> list[str]:
         """Bubblewrap: mirror the sandbox's scratch tmpfs to the host scratch dir."""
         kernel = self._holder[0]
-        if self.mirror is None or kernel.proc_root is None or not kernel.alive():
-            return []
+        if self.mirror is None or not kernel.alive():
+            return []  # after a death: what the dying cell wrote is not copied out
         try:
-            skipped = self.mirror.sync(kernel.proc_root, self.scratch_dir)
-        except OSError as exc:  # the sandbox went away during the walk
+            fd = kernel.scratch_fd()
+            skipped = self.mirror.sync(fd) if fd is not None else []
+        except OSError as exc:  # the sandbox went away before we got in
             return [f"the scratch dir could not be copied out of the sandbox ({exc.strerror or exc})"]
         return [f"scratch: {s}" for s in skipped[:5]]
 
