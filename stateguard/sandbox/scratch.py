@@ -78,23 +78,24 @@ class Mirror:
         returns notes (what was skipped)."""
         self.skipped = []
         present: dict[str, tuple[int, int]] = {}
-        self._walk(scratch_fd, Path(), present, 0)
+        self._walk(scratch_fd, "", present, 0)
         self._remove_missing(present)
         self._seen = present
         return self.skipped
 
-
-    def _walk(self, dir_fd: int, rel: Path, present: dict[str, tuple[int, int]], depth: int) -> None:
-        target = self.host / rel
-        if target.is_symlink() or (target.exists() and not target.is_dir()):
-            target.unlink()  # a file the sandbox has since replaced by a directory
-        target.mkdir(parents=True, exist_ok=True)
+    def _walk(self, dir_fd: int, rel: str, present: dict[str, tuple[int, int]], depth: int) -> None:
+        # Runs after every cell: plain strings, and the host is touched only for what changed.
+        if rel and self._seen.get(rel + "/") is None:
+            target = self.host / rel
+            if target.is_symlink() or (target.exists() and not target.is_dir()):
+                target.unlink()  # a file the sandbox has since replaced by a directory
+            target.mkdir(parents=True, exist_ok=True)
         with os.scandir(os.dup(dir_fd)) as entries:  # scandir closes the fd it is given
             for entry in entries:
                 if len(present) >= MAX_ENTRIES:
                     self.skipped.append(f"more than {MAX_ENTRIES} entries: the rest is not mirrored")
                     return
-                child = rel / entry.name
+                child = f"{rel}/{entry.name}" if rel else entry.name
                 info = entry.stat(follow_symlinks=False)
                 if stat.S_ISDIR(info.st_mode):
                     if depth >= MAX_DEPTH:
@@ -104,16 +105,16 @@ class Mirror:
                         sub = os.open(entry.name, _DIR_FLAGS, dir_fd=dir_fd)
                     except OSError:
                         continue  # replaced while we looked
-                    present[str(child) + "/"] = (0, 0)
                     try:
                         self._walk(sub, child, present, depth + 1)
                     finally:
                         os.close(sub)
+                    present[child + "/"] = (0, 0)
                 elif stat.S_ISREG(info.st_mode):
                     key = (info.st_size, info.st_mtime_ns)
-                    present[str(child)] = key
-                    if self._seen.get(str(child)) != key or not (self.host / child).is_file():
-                        self._copy(dir_fd, entry.name, child)
+                    present[child] = key
+                    if self._seen.get(child) != key:
+                        self._copy(dir_fd, entry.name, Path(child))
                 else:
                     self.skipped.append(f"{child}: not a regular file or directory (not mirrored)")
 
@@ -128,6 +129,7 @@ class Mirror:
                 return
             if target.is_dir() and not target.is_symlink():
                 shutil.rmtree(target)  # a directory the sandbox has since replaced by a file
+            target.parent.mkdir(parents=True, exist_ok=True)
             partial = target.with_name(target.name + ".mirror-partial")
             with open(partial, "wb") as out:
                 while chunk := os.read(src, CHUNK):
