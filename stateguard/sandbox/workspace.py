@@ -168,8 +168,6 @@ class SandboxWorkspace:
         notes = [f"{cause}; a fresh sandbox process was started"]
         rebuilt, how = self._replay()
         if rebuilt:
-            listing = self.kernel.request({"op": "delete", "names": []}, self._admin_timeout())
-            self._names = [str(n) for n in listing.get("names", [])]
             self._sync_scratch()
             return notes + [f"the workspace was {how}"]
         notes.append(how)
@@ -193,6 +191,8 @@ class SandboxWorkspace:
                 private_dir=self._private / "replay", cell_timeout=self._cell_timeout(),
                 admin_timeout=self._admin_timeout(), budget_s=self.limits.replay_seconds,
             )  # fmt: skip
+            listing = self.kernel.request({"op": "delete", "names": []}, self._admin_timeout())
+            self._names = [str(n) for n in listing.get("names", [])]
         except (ReplayFailed, KernelDied, OSError) as exc:
             if self.mirror is None:
                 shutil.rmtree(self.scratch_dir, ignore_errors=True)
