@@ -11,6 +11,8 @@ CSV each:
 * runtime    reviews per task, manager calls per task, time per call, T_M (Eq. 32) and wall
              time per task (Table 5);
 * states     D.2 state statistics of the StateGuard arm;
+* detection  per manager arm, split and fault kind: recall, lucky fixes, accuracy vs baseline,
+             clean-run harm (false repairs per 100 clean turns, destructive actions);
 and two PNG plots: accuracy vs analytical-state coverage (one point per task), and verification
 engagement (share of turns with an evidence tool call) by stage difficulty (the share of arms
 that answered the turn wrong), as in Fig. 3 right.
@@ -25,6 +27,7 @@ from collections import defaultdict
 from functools import cache
 from pathlib import Path
 
+from eval.metrics.detection import detection_report, detection_table
 from eval.metrics.overhead import decompose, manager_call_stats, step_intervals
 from eval.metrics.states import run_state_stats
 from eval.metrics.states import summarize as summarize_states
@@ -92,7 +95,7 @@ def table1(results: list[ArmResult], worker: str) -> Table:
 
 
 def ablation(results: list[ArmResult]) -> Table:
-    summary = summarize(results, resamples=1)
+    summary = summarize(results, resamples=1, detection=False)
     base = next((a.accuracy for a in summary.arms if a.arm == "baseline"), None)
     rows = [[a.arm, fmt(a.accuracy), fmt(a.dcr),
              "—" if a.accuracy is None or base is None else f"{100 * (a.accuracy - base):+.1f}"] for a in summary.arms]  # fmt: skip
@@ -190,6 +193,9 @@ def render_tables(run_dirs: list[Path], out: Path, worker: str | None = None) ->
     tables = {"table1": table1(results, worker), "ablation": ablation(results), "runtime": runtime(results)}
     if runs:
         tables["states"] = states(runs)
+    report = detection_report(results)
+    if report is not None:  # recall per fault kind, false repairs, harm (eval/metrics/detection.py)
+        tables["detection"] = detection_table(report)
     written = []
     for name, table in tables.items():
         for ext, text in (("md", _md(table)), ("csv", _csv(table))):
