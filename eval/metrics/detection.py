@@ -7,7 +7,8 @@ Per manager arm (vs `baseline`) and per split (`dev` / `heldout` are shown apart
 * **recall per fault kind**: a fault is detected when an accepted REPAIR at or after its turn
   names one of its variables (what the faulty turn wrote, what a stale fault left unrecomputed,
   the fields it reported) and the clean variant of the same task did not issue that same repair
-  (same turn, variables and check). Faults that could not take effect are listed, not counted.
+  (same turn, variables and check); after the faulty turn, `result` and `_scratch` names (rebound
+  by every turn) do not count. Faults that could not take effect are listed, not counted.
 * **lucky fixes**: the worker recomputed the faulty turn after a repair that is not a detection
   (a false alarm that happened to touch the turn); counted apart, never as recall.
 * **false repairs per 100 clean turns**: accepted REPAIRs in the clean variants.
@@ -26,6 +27,7 @@ from pydantic import BaseModel, Field
 
 from eval.metrics.detection_facts import ArmFacts, arm_facts
 from eval.results import ArmResult
+from stateguard.workers.faults import scratch_name
 
 __all__ = ["DetectionReport", "KindRow", "SplitDetection", "detection_report", "detection_table",
            "render_detection", "scored_results"]  # fmt: skip
@@ -122,8 +124,10 @@ def _section(arm: str, split: str, results: list[ArmResult], facts: dict[tuple[s
         for fault in f.faults:
             row = kinds.setdefault(fault.label, KindRow(kind=fault.label))
             row.faults += 1
-            found = any(x.turn is not None and x.turn >= fault.turn and set(x.variables) & set(fault.variables)
-                        for x in fresh)  # fmt: skip
+            # At the faulty turn any of its variables counts; later, `result` (rebound every turn) does not.
+            mine = {v for v in fault.variables if not scratch_name(v)}
+            found = any(x.turn is not None and (set(x.variables) & (set(fault.variables) if x.turn == fault.turn else mine))
+                        and x.turn >= fault.turn for x in fresh)  # fmt: skip
             row.detected += found
             row.lucky += fault.recomputed and not found
         group = kinds.setdefault(_group(r), KindRow(kind=_group(r)))

@@ -2,7 +2,8 @@
 
 Four kinds (paper 3.3's failure classes, mechanized so that a benchmark can declare them):
   stale          after a revision, the turn skips the statements that would recompute a variable
-                 the revision made stale, so it silently reuses the pre-revision value;
+                 the revision made stale (scratch names such as `result` and `_rows` excepted), so
+                 it silently reuses the pre-revision value;
   counterfactual the turn runs θ' instead of its reference program θ: `code` (the whole faulty
                  program) or `replace` (edits of θ, each `old` text occurring exactly once);
                  `semantic` says what θ' changes (a flipped comparison, an aggregation swap, ...);
@@ -29,7 +30,7 @@ from stateguard.dataflow import DataflowGraph, cell_dataflow
 from stateguard.task import Task
 
 __all__ = ["SEMANTIC_KINDS", "Fault", "FaultError", "FaultKind", "SemanticKind", "check_fault", "check_faults",
-           "counterfactual_code", "split_blocks", "static_stale"]  # fmt: skip
+           "counterfactual_code", "scratch_name", "split_blocks", "static_stale"]  # fmt: skip
 
 FaultKind = Literal["stale", "counterfactual", "precision", "exec_error"]
 SemanticKind = Literal["flipped_comparison", "aggregation_swap", "grouping_key", "join", "dropped_filter",
@@ -70,6 +71,12 @@ class Fault(BaseModel):
 
     def describe(self) -> str:
         return f"{self.label} at turn {self.turn}"
+
+
+def scratch_name(name: str) -> bool:
+    """Names a turn rebinds as scratch space (`_rows`, `_answer_sql`, the reported `result`): a
+    stale fault does not "skip recomputing" them, and they identify no turn's mistake."""
+    return name.startswith("_") or name == "result"
 
 
 def split_blocks(code: str) -> list[str]:
@@ -145,7 +152,7 @@ def check_fault(task: Task, fault: Fault) -> str | None:
             return f"{fault.describe()}: the turn's code assigns no `result` to report rounded"
         return None
     if fault.kind == "stale":
-        stale = set(static_stale(task, fault.turn))
+        stale = {n for n in static_stale(task, fault.turn) if not scratch_name(n)}
         rewritten = {w for b in blocks for w in cell_dataflow(b).writes}
         if not stale & rewritten:
             return (f"{fault.describe()}: nothing this turn recomputes is stale when it starts (stale: "

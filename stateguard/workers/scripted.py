@@ -36,7 +36,7 @@ from stateguard.dataflow import cell_dataflow
 from stateguard.observation import WorkerStep
 from stateguard.task import Task, Turn
 from stateguard.worker import WorkerMessage
-from stateguard.workers.faults import Fault, FaultKind, counterfactual_code, split_blocks
+from stateguard.workers.faults import Fault, FaultKind, counterfactual_code, scratch_name, split_blocks
 from stateguard.workers.response import ResponseModel
 from stateguard.workspace import LiveWorkspace
 
@@ -222,7 +222,7 @@ class ScriptedWorker:
         if fault.kind == "counterfactual":
             return counterfactual_code(turn.code, fault)
         if fault.kind == "stale":
-            stale = set(self.ws.dataflow.stale())
+            stale = {n for n in self.ws.dataflow.stale() if not scratch_name(n)}
             blocks = split_blocks(turn.code)
             changed = [_drop_writes(b, stale) for b in blocks]
             if changed == blocks:
