@@ -138,10 +138,10 @@ def _build_one(source: DevTaskSource, out: Path, package: Path) -> dict[str, Any
     return {"turns": len(task.turns), "variants": [CLEAN, *source.faults], "split": source.split}
 
 
-def build(out: str | Path, folder: Path = SOURCES) -> dict[str, Any]:
-    """Build every task into `out` (replacing what is there); returns the manifest."""
+def build(out: str | Path, folder: Path = SOURCES, only: set[str] | None = None) -> dict[str, Any]:
+    """Build every task (or the ids in `only`) into `out`, replacing what is there; returns the manifest."""
     out = Path(out)
-    sources = load_sources(folder)
+    sources = [s for s in load_sources(folder) if only is None or s.id in only]
     package = _package_data()
     for sub in ("task", "data"):
         shutil.rmtree(out / sub, ignore_errors=True)
