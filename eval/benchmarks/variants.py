@@ -12,8 +12,10 @@ mistakes (`stateguard.workers.faults.Fault`; docs/faults.md has the format):
 
 The synthesized benchmark's list form (records with `turn`, `code`, `kind`) is read as one
 variant, `shipped`. Every task also has the `clean` variant (no mistake). A variant runs as its
-own `EvalTask` with id `<task>~<variant>` (`<task>` alone for clean), so the runner, results and
-resume treat it like any task, and the detection report pairs it with its clean run.
+own `EvalTask` with id `<task>~<variant>` (`<task>` alone for clean; for the synthesized
+benchmark, whose tasks were frozen with their mistakes, `<task>` alone is `shipped` and the
+clean run is `<task>~clean`), so the runner, results and resume treat it like any task, and the
+detection report pairs it with its clean run.
 
 Selection (`bench.variants`): `all` (default), or a list of variant names and fault labels
 (`clean`, `stale-t9`, `stale`, `counterfactual`, `counterfactual:join`). `bench.faults`, a list of
@@ -51,8 +53,9 @@ class FaultsFile(BaseModel):
     notes: str = ""
 
 
-def variant_id(task_id: str, variant: str) -> str:
-    return task_id if variant == CLEAN else f"{task_id}{SEP}{variant}"
+def variant_id(task_id: str, variant: str, bare: str = CLEAN) -> str:
+    """`<task>~<variant>`; the `bare` variant (clean, or synth's `shipped`) keeps the task's own id."""
+    return task_id if variant == bare else f"{task_id}{SEP}{variant}"
 
 
 def read_faults_file(path: Path) -> FaultsFile:
@@ -103,12 +106,13 @@ def select_variants(declared: Mapping[str, list[Fault]], cfg: Mapping[str, Any])
     return out
 
 
-def expand_variants(task: EvalTask, variants: Mapping[str, list[Fault]], *, split: str = "all") -> list[EvalTask]:
+def expand_variants(task: EvalTask, variants: Mapping[str, list[Fault]], *, split: str = "all", bare: str = CLEAN,
+                    ) -> list[EvalTask]:  # fmt: skip
     """One EvalTask per variant; every fault is checked against the task first."""
     out = []
     for name, faults in variants.items():
         check_faults(task.task, list(faults), where=f"task {task.task_id}, variant {name!r}")
-        out.append(task.model_copy(update={"task_id": variant_id(task.task_id, name), "faults": list(faults),
+        out.append(task.model_copy(update={"task_id": variant_id(task.task_id, name, bare), "faults": list(faults),
                                            "variant": name, "base_task": task.task_id, "split": split}))  # fmt: skip
     return out
 

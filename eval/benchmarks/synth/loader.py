@@ -87,7 +87,7 @@ def load_synth_tasks(root: str | Path, *, verify: bool = True, variants: Mapping
         n = len(task.turns)
         base = EvalTask(task_id=task_id, task=task, data_dir=folder / "agent" / "data", domain=str(graph["dataset"]),
                         level="15-20 turns" if n <= 20 else "21-35 turns", parents=_parents(graph))  # fmt: skip
-        out += expand_variants(base, select_variants({**declared, **single_faults(task)}, selection))
+        out += expand_variants(base, select_variants({**declared, **single_faults(task)}, selection), bare="shipped")
     return out
 
 
