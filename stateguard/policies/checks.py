@@ -142,10 +142,13 @@ def precision(answer: Any, required: int | None, printed: tuple[str, Any] | None
         places = decimals_of(value)
         if places > required:
             too_many.append(path)
-        elif 0 < places < required and printed is not None:
+        elif places < required and printed is not None:
             raw = _at(printed[1], path)
-            if isinstance(raw, int | float) and not isinstance(raw, bool) and _rounds_to(raw, places, value) \
-                    and not _rounds_to(raw, required, value):  # fmt: skip
+            # A whole number is a count (an int in the report), unless it is a float printed from a
+            # value with a fraction (6.27 reported as 6.0).
+            whole_cut = isinstance(_at(answer, path), float) and isinstance(raw, float) and math.isfinite(raw) and raw != int(raw)
+            if isinstance(raw, int | float) and not isinstance(raw, bool) and (places > 0 or whole_cut) \
+                    and _rounds_to(raw, places, value) and not _rounds_to(raw, required, value):  # fmt: skip
                 too_few.append(path)
     # Name the variable the report was printed from (what the worker can act on), never answer keys.
     target = [printed[0]] if printed is not None else ["result"]
@@ -295,7 +298,8 @@ def parameters(
     if not used:
         return []  # the turn compares against no literal: nothing shows it applies a wrong cut-off
     earlier = [s for s in history if s.success and s.error is None]
-    have = set().union(*(_code_numbers(s.action) for s in [*ran, *earlier])) | {float(v) for v in scalars.values()}
+    have = set().union(*(_code_numbers(s.action) | compared_literals(s.action) for s in [*ran, *earlier]))
+    have |= {float(v) for v in scalars.values()}
     missing = [x for x, pct in wanted if not any(math.isclose(x, h, rel_tol=1e-9) or (pct and math.isclose(x / 100, h, rel_tol=1e-9))
                                                  for h in have)]  # fmt: skip
     if not missing:

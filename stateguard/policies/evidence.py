@@ -58,9 +58,11 @@ def intended_turns(question: str) -> tuple[set[int], bool]:
 
 
 def producing_statements(steps: Mapping[int, WorkerStep], name: str, before: int) -> tuple[int, list[str]] | None:
-    """(step index, top-level statements writing `name`) of the latest successful step before
-    `before` that wrote it; None when no recorded step did."""
-    for index in sorted((i for i in steps if i < before), reverse=True):
+    """(step index of the last rebinding, the statements that made `name` what it is): the latest
+    statement before step `before` that bound it from scratch, and every later statement that
+    changed it in place (`df["c"] = ...`); None when no recorded step bound it."""
+    found: list[tuple[int, str]] = []
+    for index in sorted(i for i in steps if i < before):
         step = steps[index]
         if not (step.success and step.error is None) or name not in (step.meta.get("writes") or []):
             continue
@@ -68,14 +70,17 @@ def producing_statements(steps: Mapping[int, WorkerStep], name: str, before: int
             tree = ast.parse(step.action)
         except SyntaxError:
             return None
-        out = []
         for stmt in tree.body:
             text = ast.get_source_segment(step.action, stmt) or ast.unparse(stmt)
             flow = cell_dataflow(text)
-            if name in flow.writes:
-                out.append(text)
-        return (index, out) if out else None
-    return None
+            if name not in flow.writes:
+                continue
+            if name not in flow.inplace and name not in flow.reads:
+                found = []  # bound from scratch: what came before no longer matters
+            found.append((index, text))
+    if not found:
+        return None
+    return found[0][0], [text for _, text in found]
 
 
 _COMPARE_CODE = '''

@@ -42,6 +42,8 @@ def test_answer_helpers() -> None:
         ({"pct": 0.5}, {"other": 0.47}, False),  # no value at the same field: no evidence of a cut
         ({"by": {"Adelie": 3.5}}, {"by": {"Adelie": 3.46}}, True),  # nested fields compare by path
         ({"xs": [1.5, 2.25]}, {"xs": [1.5, 2.25]}, False),
+        ({"ratio": 6.0}, {"ratio": 6.27}, True),  # rounded to a whole number although the value has a fraction
+        ({"n": 6.0}, {"n": 6}, False),
     ],
 )
 def test_precision(answer, printed, fired: bool) -> None:
@@ -80,6 +82,8 @@ def test_staleness_reports_only_confirmed_reads_once_each() -> None:
         ("Mean yield pooled over 2000-2014, for stations above 10 to 20 m.", "x = df[df.y > 3]", False),
         ("Months that fell by more than 500 thousand jobs.", "con.execute('SELECT * FROM t WHERE c < -400')", True),
         ("Share below 30%.", "x = df[df.share < 0.3]", False),
+        ("Airports with a longitude below -100 degrees.", "x = df[df.lon < -100]", False),
+        ("Airports with a longitude below -100 degrees.", "x = df[df.lon < -110]", True),
     ],
 )
 def test_parameters_needs_a_different_literal_in_the_code(question: str, code: str, fired: bool) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from stateguard.observation import WorkerStep
-from stateguard.policies.evidence import intended_turns, replay_differs
+from stateguard.policies.evidence import intended_turns, producing_statements, replay_differs
 from stateguard.workspace import DictWorkspace
 
 
@@ -32,6 +32,15 @@ def test_replay_tells_a_changed_input_from_one_rebound_to_the_same_content() -> 
     assert replay_differs(ws, steps, "total", before=5) is True
     assert ws.get_value("total") == 6  # the probe changed nothing
     assert replay_differs(ws, steps, "never_written", before=5) is None
+
+
+def test_replay_rebuilds_a_frame_changed_in_place_after_it_was_made() -> None:
+    ws = DictWorkspace()
+    ws.run("import pandas as pd")
+    steps = _run(ws, ["scope = pd.DataFrame({'s': [1, 2, 3]})", "part = scope.copy()", "part['w'] = part['s'] > 1",
+                      "n = int(part['s'].sum())", "scope = pd.DataFrame({'s': [1]})"])  # fmt: skip
+    assert producing_statements(steps, "part", before=5) == (1, ["part = scope.copy()", "part['w'] = part['s'] > 1"])
+    assert replay_differs(ws, steps, "n", before=5, stale_inputs={"part": ["scope"]}) is True
 
 
 def test_replay_follows_stale_intermediates() -> None:
