@@ -186,26 +186,36 @@ class RulesManager:
 
     def _printed(self, steps: list[WorkerStep], ctx: ManagerContext, skip: set[str]) -> tuple[str, Any] | None:
         """(name, value) of the workspace variable the reported answer was printed from (`result`
-        in `print(json_dumps_rounded(result, 2))`), when it is a small JSON-like value."""
-        for step in reversed(steps):
-            if not (step.success and step.output and last_json(step.output) is not None):
-                continue
-            try:
-                tree = ast.parse(step.action)
-            except SyntaxError:
-                return None
-            for node in reversed([n for n in ast.walk(tree) if isinstance(n, ast.Call)]):
-                func = node.func.id if isinstance(node.func, ast.Name) else None
-                if func not in ("print", "print_result"):
-                    continue
-                names = [n.id for arg in node.args for n in ast.walk(arg) if isinstance(n, ast.Name)
-                         and n.id not in ("json_dumps_rounded", "json", "print_result") and n.id not in skip]  # fmt: skip
-                for name in names:
-                    value = self._value(ctx, name)
-                    if isinstance(value, dict | list) and not (isinstance(value, dict) and "hash" in value):
-                        return name, value
+        in `print(json_dumps_rounded(result, 2))`), when it is a small JSON-like value. When that
+        variable was rewritten since (a segment reviewed after later turns ran), an earlier JSON
+        the same steps printed stands in for it: the values as the turn had them before reporting."""
+        answering = next((s for s in reversed(steps) if s.success and s.output and last_json(s.output) is not None), None)
+        if answering is None:
             return None
-        return None
+        names = self._print_args(answering.action)
+        for name in names:
+            if name in skip:
+                continue
+            value = self._value(ctx, name)
+            if isinstance(value, dict | list) and not (isinstance(value, dict) and "hash" in value):
+                return name, value
+        earlier = [last_json(s.output) for s in steps if s.index < answering.index and s.success and s.output]
+        earlier = [e for e in earlier if isinstance(e, dict)]
+        return (names[0] if names else "result", earlier[-1]) if earlier else None
+
+    @staticmethod
+    def _print_args(code: str) -> list[str]:
+        """Names inside the arguments of the last print / print_result call of a cell."""
+        try:
+            tree = ast.parse(code)
+        except SyntaxError:
+            return []
+        for node in reversed([n for n in ast.walk(tree) if isinstance(n, ast.Call)]):
+            func = node.func.id if isinstance(node.func, ast.Name) else None
+            if func in ("print", "print_result"):
+                return [n.id for arg in node.args for n in ast.walk(arg) if isinstance(n, ast.Name)
+                        and n.id not in ("json_dumps_rounded", "json", "print_result")]  # fmt: skip
+        return []
 
     def _stale_reads(self, steps: list[WorkerStep], ctx: ManagerContext, turn: Any, skip: set[str]) -> list[tuple[int, str, list[str]]]:
         """Stale reads with concrete evidence: an input that matters was redefined (not a scratch

@@ -18,6 +18,7 @@ from eval.benchmarks.variants import read_faults_file, select_variants
 from eval.report import render_summary
 from eval.results import read_results
 from eval.runner import run
+from eval.tables import render_tables
 from stateguard.workers import Fault, FaultError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,6 +68,10 @@ def test_declared_faults_run_as_variants_and_the_report_counts_detection_and_har
     assert "detection: stateguard vs baseline" in text and "0 false repairs in 6 turns" in text
     saved = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert saved["detection"]["sections"][0]["false_repairs"] == 0
+    written = render_tables([tmp_path / "run"], tmp_path / "tables", "scripted")
+    assert tmp_path / "tables" / "detection.csv" in written
+    rows = (tmp_path / "tables" / "detection.csv").read_text().splitlines()
+    assert "stateguard,all,stale,1,1,100.0,0,1," in "\n".join(rows)
 
 
 def test_a_fault_that_cannot_apply_stops_the_run_naming_it(tmp_path: Path) -> None:
