@@ -324,6 +324,8 @@ def parameters(
 
 def _rounds_to(raw: float, places: int, value: float) -> bool:
     try:
+        if not (math.isfinite(float(raw)) and math.isfinite(float(value))):  # NaN reported as NaN is faithful
+            return math.isnan(float(raw)) and math.isnan(float(value)) or float(raw) == float(value)
         return math.isclose(round(float(raw), places), value, rel_tol=1e-12, abs_tol=1e-12)
     except (OverflowError, ValueError, TypeError):
         return False

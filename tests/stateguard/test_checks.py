@@ -57,6 +57,7 @@ def test_precision(answer, printed, fired: bool) -> None:
 def test_grounding_and_execution() -> None:
     assert checks.grounding({"revenue": 720.0}, ("result", {"revenue": 720.0})) == []
     assert checks.grounding({"revenue": 720.0}, None) == []
+    assert checks.grounding({"x": float("nan")}, ("result", {"x": float("nan")})) == []  # NaN reported faithfully
     bad = checks.grounding({"revenue": 1060.0}, ("result", {"revenue": 720.0}))
     assert bad[0].variables == ["result"] and bad[0].check == "grounding"
     failed = WorkerStep(index=3, action="total = revnue * 2", error="NameError: name 'revnue'", success=False)
