@@ -28,6 +28,7 @@ from stateguard.trace import TraceEvent, read_trace
 __all__ = ["ArmFacts", "FaultFacts", "RepairFact", "arm_facts", "facts_from_events"]
 
 _CHECK = re.compile(r"^\s*\[(?P<check>[\w-]+)\]")
+_STEP = re.compile(r"\bstep (\d+)\b")
 
 
 class RepairFact(BaseModel):
@@ -114,6 +115,9 @@ def facts_from_events(events: list[TraceEvent], answers: Mapping[Any, Any] | Non
             state = repair_state  # the harness emits its `repair` event just before the accepted action
             end = span_end.get(state or "")
             turn = turn_of_step.get(end, current_turn) if end is not None else current_turn
+            cited = _STEP.search(str(args.get("analytical_evidence") or ""))
+            if cited and int(cited.group(1)) in turn_of_step:  # the evidence names the step it is about
+                turn = turn_of_step[int(cited.group(1))]
             facts.repairs.append(RepairFact(turn=turn, state_id=state, variables=[str(v) for v in hint.get("error_variables") or []],
                                             check=check.group("check") if check else "", reason=str(hint.get("faulty_reasoning") or "")))  # fmt: skip
         elif event.kind == "repair":

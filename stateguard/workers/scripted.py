@@ -71,12 +71,13 @@ def _drop_writes(block: str, names: set[str]) -> str:
 
 
 def _typo(block: str) -> str:
-    """Misspell the first variable the block reads, so it raises NameError."""
-    reads = cell_dataflow(block).reads
-    if not reads:
-        return block + "\nundefined_name_in_turn"
-    target = reads[0]
+    """Misspell the first Python name the block reads (in order of the sorted upward-exposed reads
+    that appear as names in the code, not tables named inside SQL text), so it raises NameError."""
     tree = ast.parse(block)
+    loads = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    target = next((r for r in cell_dataflow(block).reads if r in loads), None)
+    if target is None:
+        return block + "\nundefined_name_in_turn"
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and node.id == target and isinstance(node.ctx, ast.Load):
             node.id = target + "_"
