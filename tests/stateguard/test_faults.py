@@ -124,3 +124,15 @@ def test_a_fault_that_cannot_take_effect_at_run_time_is_reported_not_dropped(tas
     result = rollout(task, worker, DictWorkspace(), flow=LONGDS)
     assert [f.turn for f in worker.skipped] == [3] and worker.applied == []
     assert result.answers[3] is not None
+
+
+def test_the_exec_error_typo_hits_a_python_name_not_a_table_inside_sql() -> None:
+    from stateguard.workers.scripted import _typo
+
+    block = "_sql = 'SELECT COUNT(*) FROM flights'\n_row = con.execute(_sql).fetchone()\nprint(json_dumps_rounded(_row, 2))"
+    broken = _typo(block)
+    assert "json_dumps_rounded_(" in broken and "FROM flights" in broken
+    ws = DictWorkspace()
+    ws.run("import duckdb, json\ncon = duckdb.connect()\ncon.execute('CREATE TABLE flights AS SELECT 1 AS x')\n"
+           "json_dumps_rounded = lambda o, n: json.dumps(o)")  # fmt: skip
+    assert ws.run_cell(block).ok and not ws.run_cell(broken).ok
