@@ -10,6 +10,8 @@ blank-line-separated block per step, under a seeded fault model (`stateguard.wor
 A fault that cannot take effect when its turn starts (nothing is stale any more) is not applied,
 and the turn's first step says so (`meta.fault_skipped`); benchmarks check declared faults
 statically before any run (`faults.check_faults`).
+A hint with no affected variables (the observer ablation's free-text remark) is read for
+the names it mentions instead.
 
 Repair hints go through a response model (`stateguard.workers.response`): a hint that
 identifies a mistake (by default: one of the faulty turn's variables AND the kind of problem)
@@ -27,6 +29,7 @@ from __future__ import annotations
 import ast
 import json
 import random
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -186,11 +189,18 @@ class ScriptedWorker:
         return dict(self.answers)
 
     def snapshot(self) -> Any:
-        return {"queue": [c.model_copy() for c in self._queue], "answers": dict(self.answers)}
+        return {"queue": [c.model_copy() for c in self._queue], "faulted": dict(self.faulted),
+                "run_turns": list(self._run_turns), "turn_json": dict(self._turn_json),
+                "latest_run": self._latest_run}  # fmt: skip
 
     def restore(self, token: Any) -> None:
-        self._queue = list(token["queue"])
-        self.answers = dict(token["answers"])
+        """Back to the checkpoint: pending cells, open faults and the turns run so far. Submitted
+        answers stay (see the contract), and so do the logs `applied` and `ignored_hints`."""
+        self._queue = [c.model_copy() for c in token["queue"]]
+        self.faulted = dict(token["faulted"])
+        self._run_turns = list(token["run_turns"])
+        self._turn_json = dict(token["turn_json"])
+        self._latest_run = token["latest_run"]
 
     # -- behaviour
     def _cells(self, turn: Turn, code: str, purpose: Purpose, meta: dict[str, Any] | None = None) -> list[_Cell]:
@@ -251,7 +261,8 @@ class ScriptedWorker:
 
     def _on_repair(self, names: list[str], reason: str) -> None:
         self._hints += 1
-        wanted = {n.split("@")[0] for n in names}
+        # An observer remark names no variables: the identifiers its text mentions stand in for them.
+        wanted = {n.split("@")[0] for n in names} or set(re.findall(r"[A-Za-z_]\w*", reason))
         for turn_id in sorted(self.faulted, reverse=True):
             fault = self.faulted[turn_id]
             if self.response.fixes(fault, wanted, reason, self.footprint(turn_id)):
