@@ -34,7 +34,7 @@ from pathlib import Path
 
 from eval.metrics.accuracy import unit_outcomes
 from eval.metrics.bootstrap import accuracy_stats, paired_cluster_bootstrap
-from eval.metrics.detection import detection_report, detection_table
+from eval.metrics.detection import detection_report, detection_table, scored_results
 from eval.metrics.overhead import decompose, manager_call_stats, step_intervals
 from eval.metrics.paired import attribute, paired_flips, regressed_units
 from eval.metrics.states import RunStateStats, run_state_stats
@@ -298,7 +298,9 @@ def render_tables(run_dirs: list[Path], out: Path, worker: str | None = None, re
 
 def fidelity_tables(results: list[ArmResult], runs: list[tuple[ArmResult, object]], resamples: int) -> dict[str, Table]:
     """C.3's task-macro gain, D.2's relation / hint / tool mix, D.3's paired flips."""
-    tables = {"gains": gains(results, resamples), "paired": paired(results)}
+    # The gains cover the runs the summary's gain covers (the fault variants when there are clean ones);
+    # the paired flips cover every run (a right -> wrong flip on a clean run is harm).
+    tables = {"gains": gains(scored_results(results), resamples), "paired": paired(results)}
     if runs:
         tables["states_mix"] = states_mix(runs)
     return tables
