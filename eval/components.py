@@ -27,7 +27,7 @@ from stateguard.policies.observer import ObserverManager
 from stateguard.policies.rules import RulesManager
 from stateguard.trace import Trace
 from stateguard.worker import WorkerAdapter
-from stateguard.workers import FaultModel, ScriptedWorker
+from stateguard.workers import FaultModel, ResponseModel, ScriptedWorker
 from stateguard.workers.llm_worker import LLMWorker, WorkerProtocol
 from stateguard.workspace import DictWorkspace, LiveWorkspace
 
@@ -88,11 +88,13 @@ def make_manager(kind: str, *, trace: Trace, context_budget_tokens: int = 40960)
 
 
 def make_worker(kind: str, *, trace: Trace, faults: list[Any] | None = None, seed: int = 0,
-                protocol: WorkerProtocol | None = None) -> WorkerAdapter:  # fmt: skip
-    """`scripted`: replays reference code under the given faults; `llm`: STATEGUARD_WORKER_* endpoint,
-    speaking the benchmark's `protocol` (its native prompt and reply format) when it has one."""
+                protocol: WorkerProtocol | None = None, response: Mapping[str, Any] | None = None) -> WorkerAdapter:  # fmt: skip
+    """`scripted`: replays reference code under the given faults and answers repair hints by the
+    `response` model (`stateguard.workers.response`: identify, p_flip); `llm`: STATEGUARD_WORKER_*
+    endpoint, speaking the benchmark's `protocol` (its native prompt and reply format) when it has one."""
     if kind == "scripted":
-        return ScriptedWorker(FaultModel(seed=seed, faults=list(faults or [])))
+        model = ResponseModel(**{"seed": seed, **dict(response or {})})
+        return ScriptedWorker(FaultModel(seed=seed, faults=list(faults or [])), model)
     if kind == "llm":
         return LLMWorker(LLMClient(EndpointConfig.from_env("worker"), trace=trace), protocol=protocol)
     raise ValueError(f"worker={kind!r}: use one of {', '.join(WORKERS)}")

@@ -35,6 +35,7 @@ from tqdm import tqdm
 
 from eval.benchmarks.base import EvalTask
 from eval.benchmarks.registry import get_benchmark
+from eval.benchmarks.variants import variant_fields
 from eval.components import check_workspace, make_manager, make_worker, make_workspace
 from eval.report import RunSummary, render_summary, summarize
 from eval.results import ArmResult, read_results, result_path, write_result
@@ -70,7 +71,7 @@ def run_job(task: EvalTask, arm: str, flow: FlowConfig, cfg: dict[str, Any], arm
         try:
             native = getattr(bench, "worker_protocol", None)
             worker = make_worker(str(cfg["worker"]), trace=calls, faults=task.faults, seed=int(cfg["seed"]),
-                                 protocol=native(task) if native else None)  # fmt: skip
+                                 protocol=native(task) if native else None, response=cfg.get("response"))  # fmt: skip
             manager = None if kind is None else make_manager(kind, trace=calls, context_budget_tokens=int(
                 cfg["harness"]["context_budget_tokens"]))
             result = rollout(task.task, worker, workspace, flow=flow, manager=manager, run_dir=out,
@@ -93,11 +94,11 @@ def run_job(task: EvalTask, arm: str, flow: FlowConfig, cfg: dict[str, Any], arm
 def _select(tasks: list[EvalTask], cfg: DictConfig) -> list[EvalTask]:
     wanted = [str(t) for t in cfg.get("task_ids") or []]
     if wanted:
-        known = {t.task_id for t in tasks}
+        known = {t.task_id for t in tasks} | {t.base_task for t in tasks}  # a task id selects all its variants
         missing = [t for t in wanted if t not in known]
         if missing:
             raise ValueError(f"task_ids {missing} are not in bench={cfg.bench.name} (it has {len(known)} tasks)")
-        tasks = [t for t in tasks if t.task_id in wanted]
+        tasks = [t for t in tasks if t.task_id in wanted or t.base_task in wanted]
     limit = cfg.get("limit")
     return tasks[: int(limit)] if limit else tasks
 
@@ -168,7 +169,7 @@ def run(cfg: DictConfig) -> RunSummary:
             write_result(run_dir, ArmResult(
                 bench=bench.name, task_id=task.task_id, arm=arm, domain=task.domain, level=task.level,
                 correct=correct, parents=task.parents, answers=outcome["answers"],
-                run_dir=str(run_dir / "tasks" / task.task_id / arm),
+                run_dir=str(run_dir / "tasks" / task.task_id / arm), **variant_fields(task),
                 **{k: outcome[k] for k in ("repairs", "manager_calls", "committed_states", "stale_states",
                                            "degraded", "wall_s", "error") if k in outcome},
             ))  # fmt: skip

@@ -134,6 +134,10 @@ def summarize(name: str, value: Any) -> VariableSummary:
 class DictWorkspace:
     """In-process namespace with deep-copy checkpoints (for tests and the demo; no isolation)."""
 
+    # A probe runs on a deep copy of the namespace, but objects that cannot be copied (a database
+    # connection) are shared: a probe that writes through one changes the live workspace.
+    probes_share_resources = True
+
     def __init__(self, namespace: dict[str, Any] | None = None):
         self.namespace: dict[str, Any] = dict(namespace or {})
         self._checkpoints: dict[str, dict[str, Any]] = {}
