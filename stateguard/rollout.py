@@ -43,6 +43,8 @@ class RolloutResult(Record):
     manager_llm_calls: int = 0
     repairs: int = 0
     degraded: bool = False
+    degraded_reasons: list[str] = Field(default_factory=list, description="Why the run was impaired; "
+                                        "non-empty exactly when `degraded` is true.")  # fmt: skip
     run_dir: str | None = None
 
 
@@ -60,6 +62,7 @@ class _Run:
         self.activations = 0
         self.repairs = 0
         self.degraded = False
+        self.degraded_reasons: list[str] = []
         self.turn: Turn | None = None
         self.since_review = 0  # worker steps since the last review (segment flow)
 
@@ -103,6 +106,7 @@ class _Run:
             result = self.harness.degrade("manager kept the activation going past the per-review limit")
         if result.outcome is Outcome.RUN_TO_COMPLETION:
             self.degraded = True
+            self.degraded_reasons.append(f"manager degraded: {result.feedback}")
         self.deliver(self.harness.take_hints())
         return result
 
@@ -242,7 +246,8 @@ def rollout(
         manager_activations=run.activations,
         manager_llm_calls=llm_calls,
         repairs=run.repairs,
-        degraded=run.degraded,
+        degraded=run.degraded or bool(run.degraded_reasons),
+        degraded_reasons=run.degraded_reasons,
         run_dir=None if path is None else str(path),
     )
     if path is not None:

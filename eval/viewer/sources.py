@@ -103,6 +103,8 @@ def _load_eval(root: Path) -> RunSource:
     by_task: dict[tuple[str, str], list[ArmSource]] = {}
     for r in results:
         facts = {"error": r.error} if r.error else {}
+        if r.status == "degraded":
+            facts["degraded"] = "; ".join(r.degraded_reasons) or "(no reason recorded)"
         by_task.setdefault((r.bench, r.task_id), []).append(
             ArmSource(r.arm, r.arm, _arm_folder(root, r), r, facts)
         )
