@@ -93,6 +93,11 @@ class _Pool:
         return fut
 
     def death_note(self) -> str:
+        # The executor's management thread reaps the workers of a broken pool; read the exit codes
+        # after it is done (a concurrent waitpid would see none).
+        manager = getattr(self.executor, "_executor_manager_thread", None)
+        if manager is not None:
+            manager.join(TERM_GRACE_S)
         codes = [(pid, p.exitcode) for pid, p in self.processes.items() if p.exitcode not in (None, 0)]
         killed = [f"pid {pid} {_how(code)}" for pid, code in codes if code != -signal.SIGTERM]
         return "; ".join(killed or [f"pid {pid} {_how(code)}" for pid, code in codes]) or "a worker process died"
