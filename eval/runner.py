@@ -331,7 +331,6 @@ def run(cfg: DictConfig) -> RunSummary:
 def run_cli(cfg: DictConfig) -> int:
     """What `python -m eval.runner` does: 2 on a start-up problem (one message, no traceback), 1 when
     a rollout crashed, else 0."""
-    exit_on_signals()
     try:
         prepared = prepare(cfg)
     except (ValueError, FileNotFoundError, FileExistsError, RuntimeError, OSError) as exc:
@@ -349,6 +348,7 @@ def run_cli(cfg: DictConfig) -> int:
 
 @hydra.main(version_base=None, config_path="../configs", config_name="eval")
 def main(cfg: DictConfig) -> None:
+    exit_on_signals()
     sys.exit(run_cli(cfg))
 
 

@@ -117,7 +117,8 @@ def problems(results: list[ArmResult], unreadable: list[tuple[ArmResult, str]]) 
 def runtime(results: list[ArmResult]) -> Table:
     by_arm: dict[str, list[ArmResult]] = defaultdict(list)
     for r in results:
-        by_arm[r.arm].append(r)
+        if r.status != "crashed":  # a crashed rollout has no whole trace to time
+            by_arm[r.arm].append(r)
     baseline = [step_intervals(_trace(r)) for r in by_arm.get("baseline", [])]
     rows = []
     for arm, rs in sorted(by_arm.items(), key=lambda kv: (kv[0] != "baseline", kv[0])):
