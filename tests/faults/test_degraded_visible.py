@@ -89,7 +89,7 @@ def test_degraded_and_crashed_rollouts_show_everywhere(tmp_path: Path, monkeypat
     base = results[(a, "baseline")]
     assert arms["baseline"]["accuracy"] == pytest.approx(sum(base.correct.values()) / len(base.correct))
     for text in (printed.out, render_summary(runner.summarize(list(results.values()), resamples=10))):
-        assert f"CRASHED baseline: 1 task(s) not scored" in text and f"  {b}: RuntimeError: scripted" in text
+        assert "CRASHED baseline: 1 task(s) not scored" in text and f"  {b}: RuntimeError: scripted" in text
         assert "DEGRADED stateguard: 2 task(s) ran impaired" in text and "manager degraded: scripted" in text
         head = text.splitlines()[2]
         assert "degraded" in head and "crashed" in head

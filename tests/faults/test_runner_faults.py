@@ -126,7 +126,7 @@ def test_a_job_that_keeps_killing_its_worker_is_crashed_not_the_run(killer_bench
     for arm in summary["arms"]:
         assert arm["crashed_tasks"] == 1 and list(arm["crashed"]) == [KILLER]
         assert arm["tasks"] == 2 and arm["turns_scored"] == 12  # the crashed task is not scored as wrong
-    assert f"CRASHED baseline: 1 task(s) not scored" in done.stdout and f"  {KILLER}: " in done.stdout
+    assert "CRASHED baseline: 1 task(s) not scored" in done.stdout and f"  {KILLER}: " in done.stdout
 
 
 @pytest.mark.parametrize("sig", ["KILL", "TERM"])

@@ -12,6 +12,7 @@ prints one JSON line {"rc", "tree_before", "survivors", "seconds"} (each process
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import glob
 import json
@@ -102,10 +103,8 @@ def main() -> int:
         left = descendants(os.getpid())
     seconds = round(time.monotonic() - start, 2)
     for line in left:  # clean up whatever survived, so the test run leaves nothing behind
-        try:
+        with contextlib.suppress(OSError):
             os.kill(int(line.split()[0]), signal.SIGKILL)
-        except OSError:
-            pass
     time.sleep(0.2)
     _reap()
     print(json.dumps({"rc": rc, "tree_before": before, "survivors": left, "seconds": seconds}))
