@@ -201,9 +201,16 @@ def plots(results: list[ArmResult], runs: list[tuple[ArmResult, object]], out: P
     return written
 
 
+def _located(r: ArmResult, run_dir: Path) -> ArmResult:
+    """The arm's folder inside the run folder (the run may have been moved or copied since the
+    result recorded its path), else the recorded one."""
+    inside = Path(run_dir) / "tasks" / r.task_id / r.arm
+    return r.model_copy(update={"run_dir": str(inside)}) if inside.is_dir() else r
+
+
 def render_tables(run_dirs: list[Path], out: Path, worker: str | None = None) -> list[Path]:
     _events.cache_clear()  # traces are cached for one report only: a rerun may have changed them
-    results = [r for d in run_dirs for r in read_results(d)]
+    results = [_located(r, d) for d in run_dirs for r in read_results(d)]
     if not results:
         raise FileNotFoundError(f"no results under {[str(d) for d in run_dirs]}; run `make eval` first")
     worker = worker or "worker"
@@ -250,6 +257,8 @@ def main(argv: list[str] | None = None) -> int:
     if rows:
         print(f"{len(rows)} rollout(s) crashed, degraded or unreadable (crashed ones are not in the tables):")
         print("\n".join(f"  {arm} {task}: {status}: {reason[:160]}" for _, arm, task, status, reason in rows))
+    else:
+        print("no rollout crashed or degraded, and every state store read back intact")
     print(f"wrote {len(written)} files to {out}")
     return 0
 

@@ -94,10 +94,8 @@ def _arm_folder(root: Path, result: ArmResult) -> Path | None:
 def _load_eval(root: Path) -> RunSource:
     try:
         results = read_results(root)
-    except ValueError as exc:
-        raise ViewerError(
-            f"{root}/results: a result file does not parse ({exc}); rerun the task or delete it"
-        ) from exc
+    except ValueError as exc:  # ResultFileError names the file and the fix (a resume moves it aside, reruns it)
+        raise ViewerError(str(exc)) from exc
     if not results:
         raise ViewerError(f"{root}/results is empty: the run has not finished any task yet")
     by_task: dict[tuple[str, str], list[ArmSource]] = {}

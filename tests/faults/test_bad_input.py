@@ -4,6 +4,7 @@ message naming the file or key and the fix (never an arm at 0%, a traceback, or 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -120,3 +121,13 @@ def test_the_command_line_exits_2_naming_the_key(tmp_path: Path) -> None:
                           cwd=ROOT, capture_output=True, text=True, timeout=300)  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert "workers='abc': Input should be a valid integer" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_missing_endpoint_variables_stop_the_run(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    for name in [n for n in os.environ if n.startswith("STATEGUARD_")]:
+        monkeypatch.delenv(name)
+    _longds(tmp_path / "ds", [TURN])
+    _fails(capsys, _runner(tmp_path, manager="llm"), "STATEGUARD_MANAGER_BASE_URL")
+    _fails(capsys, _runner(tmp_path, worker="llm", arms="[baseline]"), "STATEGUARD_WORKER_BASE_URL")
+    assert not (tmp_path / "run").exists()
