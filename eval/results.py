@@ -61,10 +61,13 @@ class ArmResult(Record):
     @model_validator(mode="before")
     @classmethod
     def _derive_status(cls, data: Any) -> Any:
-        """Files from before `status` existed: a failed rollout was one with an `error`."""
+        """Files from before `status` existed: a failed rollout was one with an `error` (its turns
+        were marked wrong then; they are read as not scored now)."""
         if isinstance(data, dict) and "status" not in data:
             data = {**data, "status": "crashed" if data.get("error") else
                     "degraded" if data.get("degraded") or data.get("degraded_reasons") else "ok"}  # fmt: skip
+            if data["status"] == "crashed":
+                data["correct"] = {}
         return data
 
     @model_validator(mode="after")

@@ -107,3 +107,16 @@ def test_degraded_and_crashed_rollouts_show_everywhere(tmp_path: Path, monkeypat
     assert f"degraded: {a} / stateguard: " in index and 'data-status="crashed"' in index
     page = next((tmp_path / "view" / "tasks").glob(f"{a}*.html")).read_text()
     assert "DEGRADED" in page and "the model endpoint kept failing" in page
+
+
+def test_result_status_is_consistent_and_old_files_read_as_crashed() -> None:
+    from eval.results import ArmResult
+
+    base = {"bench": "synth", "task_id": "t", "arm": "baseline", "run_dir": "x"}
+    old = ArmResult.model_validate({**base, "correct": {1: False, 2: False}, "error": "boom"})  # before `status`
+    assert old.status == "crashed" and old.correct == {}  # not scored, rather than 2 wrong turns
+    assert ArmResult.model_validate({**base, "correct": {1: True}, "degraded": True}).status == "degraded"
+    with pytest.raises(ValueError, match="a crashed result, and only it, carries an error"):
+        ArmResult.model_validate({**base, "status": "ok", "correct": {}, "error": "boom"})
+    with pytest.raises(ValueError, match="a crashed result has no verdicts"):
+        ArmResult.model_validate({**base, "status": "crashed", "correct": {1: False}, "error": "boom"})
