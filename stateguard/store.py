@@ -261,18 +261,21 @@ class StateStore:
     def _row_columns(self) -> dict[str, list[bytes]]:
         """Per state, the bytes `commit` hashed: its row, then its relation and variable rows in order."""
         out: dict[str, list[bytes]] = {}
-        for sid, *cols in self._db.execute(
+        for row in self._db.execute(
             "SELECT id, CAST(id AS BLOB), CAST(issue AS BLOB), CAST(conclusions AS BLOB), CAST(record AS BLOB) "
             "FROM states ORDER BY seq"
         ):
-            out[str(sid)] = [bytes(c) for c in cols]
+            out[row[0]] = list(row[1:])
         for query in (
             "SELECT state_id, CAST(COALESCE(upstream_id, '') AS BLOB), CAST(type AS BLOB) FROM relations ORDER BY rowid",
             "SELECT state_id, CAST(name AS BLOB), CAST(version AS BLOB), CAST(version_num AS BLOB), "
             "CAST(defined AS BLOB), CAST(value AS BLOB) FROM variables ORDER BY rowid",
         ):
-            for sid, *cols in self._db.execute(query):
-                out.setdefault(str(sid), []).extend(bytes(c) for c in cols)
+            for row in self._db.execute(query):
+                cols = out.get(row[0])
+                if cols is None:
+                    cols = out[str(row[0])] = []
+                cols.extend(row[1:])
         return out
 
     def _check_new_state(self, db: sqlite3.Connection, state: AnalyticalState) -> None:
