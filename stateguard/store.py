@@ -32,7 +32,8 @@ from stateguard.store_check import (
     check_file,
     check_pages,
     check_rows,
-    row_digest,
+    commit_digest,
+    row_columns,
 )
 
 __all__ = ["IndexEntry", "Invalidation", "Lineage", "StateStore", "StoreCorrupt", "StoreError", "VersionInfo"]
@@ -160,7 +161,7 @@ class StateStore:
         states = len(self) if "states" in tables else 0
         self._counter.check(states, self.path, wal_copy=wal_copy)
         if "digests" in tables:
-            check_rows(self._row_columns(), self._db.execute("SELECT id, sha256 FROM digests"), self.path)
+            check_rows(row_columns(self._db), self._db.execute("SELECT id, sha256 FROM digests"), self.path)
         if "meta" not in tables:
             raise StoreError(f"{self.path}: a SQLite file but not a StateGuard state store (no meta table); "
                              "point at a run's states.sqlite, or use a new path")  # fmt: skip
@@ -251,32 +252,10 @@ class StateStore:
             db.executemany("INSERT INTO relations(state_id, upstream_id, type) VALUES(?, ?, ?)", relations)
             db.executemany("INSERT INTO variables(state_id, name, version, version_num, defined, value) "
                            "VALUES(?, ?, ?, ?, ?, ?)", variables)  # fmt: skip
-            columns = [row[0], row[2], row[3], row[4]]
-            columns += [str(c) for r in relations for c in (r[1] or "", r[2])]
-            columns += [str(c) for v in variables for c in v[1:]]
-            db.execute("INSERT INTO digests(id, sha256) VALUES(?, ?)", (state.id, row_digest(*columns)))
+            digest = commit_digest(row, relations, variables)
+            db.execute("INSERT INTO digests(id, sha256) VALUES(?, ?)", (state.id, digest))
             self._propagate_invalidity(db, state)
         self._counter.write(committed)
-
-    def _row_columns(self) -> dict[str, list[bytes]]:
-        """Per state, the bytes `commit` hashed: its row, then its relation and variable rows in order."""
-        out: dict[str, list[bytes]] = {}
-        for row in self._db.execute(
-            "SELECT id, CAST(id AS BLOB), CAST(issue AS BLOB), CAST(conclusions AS BLOB), CAST(record AS BLOB) "
-            "FROM states ORDER BY seq"
-        ):
-            out[row[0]] = list(row[1:])
-        for query in (
-            "SELECT state_id, CAST(COALESCE(upstream_id, '') AS BLOB), CAST(type AS BLOB) FROM relations ORDER BY rowid",
-            "SELECT state_id, CAST(name AS BLOB), CAST(version AS BLOB), CAST(version_num AS BLOB), "
-            "CAST(defined AS BLOB), CAST(value AS BLOB) FROM variables ORDER BY rowid",
-        ):
-            for row in self._db.execute(query):
-                cols = out.get(row[0])
-                if cols is None:
-                    cols = out[str(row[0])] = []
-                cols.extend(row[1:])
-        return out
 
     def _check_new_state(self, db: sqlite3.Connection, state: AnalyticalState) -> None:
         number = state_number(state.id)

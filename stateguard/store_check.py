@@ -23,11 +23,11 @@ import os
 import re
 import shutil
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 __all__ = ["COUNTER_SUFFIX", "CommitCounter", "StoreCorrupt", "StoreError", "check_file", "check_pages", "check_rows",
-           "damage_fix", "row_digest"]
+           "commit_digest", "damage_fix", "row_columns", "row_digest"]
 
 COUNTER_SUFFIX = "-commits"
 _LINE = "stateguard-commits {:012d}\n"
@@ -85,6 +85,36 @@ def row_digest(*columns: str | bytes) -> str:
     UTF-8, so the digest of the strings at commit equals that of the stored bytes)."""
     parts = [c.encode("utf-8") if isinstance(c, str) else bytes(c) for c in columns]
     return hashlib.sha256(b"\x00".join(parts)).hexdigest()
+
+
+def commit_digest(row: Sequence[object], relations: Sequence[Sequence[object]],
+                  variables: Sequence[Sequence[object]]) -> str:  # fmt: skip
+    """The digest `commit` stores for a state: over the states row (id, issue, conclusions, record;
+    `row` as inserted, with its number second) and its relation and variable rows (as inserted,
+    without the leading state id), in order."""
+    columns = [str(row[0]), str(row[2]), str(row[3]), str(row[4])]
+    columns += [str(c) for r in relations for c in (r[1] or "", r[2])]
+    columns += [str(c) for v in variables for c in v[1:]]
+    return row_digest(*columns)
+
+
+def row_columns(db: sqlite3.Connection) -> dict[str, list[bytes]]:
+    """Per state, the bytes `commit_digest` hashed, read back from the database."""
+    out: dict[str, list[bytes]] = {}
+    for row in db.execute("SELECT id, CAST(id AS BLOB), CAST(issue AS BLOB), CAST(conclusions AS BLOB), "
+                          "CAST(record AS BLOB) FROM states ORDER BY seq"):  # fmt: skip
+        out[row[0]] = list(row[1:])
+    for query in (
+        "SELECT state_id, CAST(COALESCE(upstream_id, '') AS BLOB), CAST(type AS BLOB) FROM relations ORDER BY rowid",
+        "SELECT state_id, CAST(name AS BLOB), CAST(version AS BLOB), CAST(version_num AS BLOB), "
+        "CAST(defined AS BLOB), CAST(value AS BLOB) FROM variables ORDER BY rowid",
+    ):
+        for row in db.execute(query):
+            cols = out.get(row[0])
+            if cols is None:
+                cols = out[str(row[0])] = []
+            cols.extend(row[1:])
+    return out
 
 
 def check_rows(columns: dict[str, list[bytes]], digests: Iterable[tuple[str, str]], path: str) -> None:
