@@ -70,9 +70,10 @@ synth: $(STAMP) ## Tasks + manager corpus (configs/synth.yaml; ARGS=synth=debug 
 synth-bench: $(STAMP) ## Build (or re-check) the frozen offline benchmark data/synth-bench, byte for byte
 	$(PY) -m synthesis.pipeline synth=bench progress=false
 
-sft: $(STAMP) ## Manager SFT with TRL (configs/sft.yaml: Qwen3-8B on GPUs); CPU: CONFIG=debug (tiny) | local (0.5B GGUF, LoRA)
-	@if [ "$(CONFIG)" = "debug" ] || [ "$(CONFIG)" = "local" ]; then $(PY) -m synthesis.pipeline synth=debug progress=false; fi
+sft: $(STAMP) ## Manager SFT with TRL (configs/sft.yaml: Qwen3-8B on GPUs); CPU: CONFIG=debug (tiny) | smol (SmolLM2-135M GGUF, LoRA, 8 min) | local (0.5B GGUF, LoRA)
+	@if [ "$(CONFIG)" = "debug" ] || [ "$(CONFIG)" = "local" ] || [ "$(CONFIG)" = "smol" ]; then $(PY) -m synthesis.pipeline synth=debug progress=false; fi
 	@if [ "$(CONFIG)" = "local" ]; then $(MAKE) --no-print-directory setup-models MODEL=0.5b; fi
+	@if [ "$(CONFIG)" = "smol" ]; then $(MAKE) --no-print-directory setup-models MODEL=smollm2; fi
 	$(PY) -m training.sft $(if $(CONFIG),sft=$(CONFIG)) $(ARGS)
 
 rl: $(STAMP) ## Manager RL: verl DAPO on a GPU node / Ray cluster (configs/rl.yaml); CPU dry run: CONFIG=debug

@@ -104,10 +104,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.gguf is not None:  # a file we wrote ourselves (training/sft/gguf.py), served as given
             if not args.gguf.is_file():
                 raise LocalModelError(f"{args.gguf} does not exist; `make sft CONFIG=local` writes runs/sft-local/manager.gguf")
-            path, name = args.gguf, args.gguf.stem
+            path, name, licence = args.gguf, args.gguf.stem, "a file you wrote; its base model's license applies"
         else:
-            path = assemble(spec, args.cache_dir)
-        print(f"model {name}: {path} ({time.monotonic() - t0:.1f}s) - {spec.license}", flush=True)
+            path, licence = assemble(spec, args.cache_dir), spec.license
+        print(f"model {name}: {path} ({time.monotonic() - t0:.1f}s) - {licence}", flush=True)
     except LocalModelError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

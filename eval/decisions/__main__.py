@@ -15,9 +15,9 @@ fine-tuned on: decisions from any task in it are refused, so the numbers stay he
 from __future__ import annotations
 
 import argparse
+import logging
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from stateguard.llm.client import LLMClient, LLMError
 from stateguard.llm.endpoints import EndpointConfig
 
 SCORES = "scores.jsonl"
+log = logging.getLogger(__name__)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -60,15 +61,17 @@ def held_out(items: list[DecisionItem], train_corpus: str | None) -> list[Decisi
     return items
 
 
-def ask(client: LLMClient, item: DecisionItem) -> DecisionScore:
-    t0 = time.monotonic()
+def ask(client: LLMClient, item: DecisionItem) -> DecisionScore | None:
+    """The scored reply, or None when the endpoint gave none (a timeout or a server error).
+
+    An endpoint failure says nothing about the model, so it is not scored as an unparsed reply: the
+    decision stays unanswered, is counted apart, and a rerun asks it again.
+    """
     try:
         result = client.chat(item.messages, tools=item.tools)
-    except LLMError as exc:  # counted as an unparsed reply; the run goes on
-        score = score_reply(item, {"content": ""})
-        score.error = f"endpoint: {exc}"[:300]
-        score.latency_s = round(time.monotonic() - t0, 2)
-        return score
+    except LLMError as exc:
+        log.warning("%s: no answer from the endpoint (%s); a rerun asks it again", item.id, exc)
+        return None
     score = score_reply(item, result.message, truncated=result.finish_reason == "length")
     score.latency_s = round(result.latency_s, 2)
     score.completion_tokens = result.usage.completion_tokens
@@ -84,6 +87,9 @@ def report(summary: Summary, title: str) -> str:
              f"REPAIR, {rep['right_variable_named']} naming a right variable ({rep['same_variables']} the same set); "
              f"{rep['false_repairs']} REPAIRs where the teacher did not repair. "
              f"Truncated replies: {summary.overall.truncated}; mean latency {summary.mean_latency_s} s."]  # fmt: skip
+    if summary.unanswered:
+        rows.append(f"{summary.unanswered} decision(s) got no answer from the endpoint and are not in the rates; "
+                    "run the same command again to ask them.")  # fmt: skip
     return "\n".join(rows)
 
 
@@ -106,13 +112,18 @@ def run(args: argparse.Namespace) -> Summary:
                             temperature=0.0, max_tokens=args.max_tokens, timeout_s=args.timeout, max_retries=1,
                             concurrency=1)  # fmt: skip
     todo = [it for it in chosen if it.id not in done]
+    unanswered: list[str] = []
     with LLMClient(config) as client, path.open("a", encoding="utf-8") as out:
         for item in tqdm(todo, desc="decisions", unit="decision", initial=len(chosen) - len(todo), total=len(chosen)):
             score = ask(client, item)
+            if score is None:
+                unanswered.append(item.id)
+                continue
             done[item.id] = score
             out.write(score.model_dump_json() + "\n")
             out.flush()
-    summary = summarize([done[it.id] for it in chosen])
+    summary = summarize([done[it.id] for it in chosen if it.id in done])
+    summary.unanswered = len(unanswered)
     (args.out / "summary.json").write_text(summary.model_dump_json(indent=1) + "\n", encoding="utf-8")
     text = report(summary, f"decisions of {args.corpus} asked of {args.model} at {args.base_url}")
     (args.out / "summary.md").write_text(text + "\n", encoding="utf-8")

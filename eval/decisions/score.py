@@ -99,6 +99,7 @@ class Summary(BaseModel):
     repair: dict[str, Any] = Field(description="teacher REPAIRs: how many, answered REPAIR, right variables named")
     mean_latency_s: float
     completion_tokens: int
+    unanswered: int = Field(0, description="decisions the endpoint gave no answer to (not in the rates; a rerun asks them)")
 
 
 def _rates(scores: list[DecisionScore]) -> Rates:

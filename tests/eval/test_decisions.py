@@ -172,3 +172,23 @@ def test_training_tasks_are_refused(corpus: Path, tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="in the training corpus"):
         run(parse_args(["--base-url", "http://127.0.0.1:9/v1", "--corpus", str(corpus), "--train-corpus", str(train),
                         "--out", str(tmp_path / "o")]))  # fmt: skip
+
+
+def test_an_endpoint_failure_is_not_scored_and_a_rerun_asks_again(corpus: Path, tmp_path: Path) -> None:
+    """A server error says nothing about the model: the decision is left out of the rates, counted as
+    unanswered, and the next run asks it (and only it) again."""
+    from tests.support.scripted_server import Status
+
+    out = tmp_path / "run"
+    ok = Reply(tool_calls=[{"name": "OPEN_STATE", "arguments": {"issue": "rows"}}])
+    script = [Status(400, {"error": {"message": "bad request"}}), *[ok] * 4]
+    with ScriptedServer(script) as server:
+        first = run(parse_args(["--base-url", server.base_url, "--corpus", str(corpus), "--out", str(out),
+                                "--per-class", "0"]))  # fmt: skip
+    assert first.unanswered == 1 and first.overall.n == 4
+    assert len((out / "scores.jsonl").read_text().splitlines()) == 4
+    with ScriptedServer([ok]) as server:
+        second = run(parse_args(["--base-url", server.base_url, "--corpus", str(corpus), "--out", str(out),
+                                 "--per-class", "0"]))  # fmt: skip
+        assert len(server.requests) == 1
+    assert second.unanswered == 0 and second.overall.n == 5

@@ -136,16 +136,21 @@ def test_export_changes_only_adapted_tensors_and_reads_back(gguf_run: tuple[Any,
     assert "<tool_call>" in template and "is string" in template  # the trained template, string-safe
 
 
-def test_local_config_is_the_8b_recipe_with_other_values() -> None:
+@pytest.mark.parametrize("preset", ["local", "smol"])
+def test_cpu_presets_are_the_8b_recipe_with_other_values(preset: str) -> None:
     from training.sft.config import SFTRunConfig
 
     base = SFTRunConfig.from_hydra(compose_sft())
-    local = SFTRunConfig.from_hydra(compose_sft("sft=local"))
+    local = SFTRunConfig.from_hydra(compose_sft(f"sft={preset}"))
     assert local.model.kind == "gguf" and local.lora.enabled and local.time_budget_min
     assert local.data.full_fraction == 0.0 and local.data.over_length == "drop"
-    assert local.template.end_of_turn == "<|im_end|>"
+    assert local.data.corpus == base.data.corpus.replace("runs/synth/", "runs/synth-debug/")
+    assert local.template.end_of_turn == "<|im_end|>" and local.output_dir != base.output_dir
     # same keys, same code: only values differ
     assert local.model_dump().keys() == base.model_dump().keys()
+    if preset == "smol":  # SmolLM2's own template ignores tools: the run trains (and exports) one that lists them
+        assert local.model.name_or_path == "smollm2"
+        assert local.template.chat_template_path and Path(REPO, local.template.chat_template_path).is_file()
 
 
 def test_labelled_loss_equals_the_causal_lm_loss(tiny_base: Path) -> None:
