@@ -15,8 +15,8 @@ fine-tuned on: decisions from any task in it are refused, so the numbers stay he
 from __future__ import annotations
 
 import argparse
-import logging
 import json
+import logging
 import sys
 from pathlib import Path
 from typing import Any
