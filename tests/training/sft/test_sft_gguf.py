@@ -90,18 +90,19 @@ def test_budget_stops_and_the_rerun_resumes(gguf_run: tuple[Any, Any, Path]) -> 
 
 
 def test_base_weights_are_the_dequantized_file(gguf_run: tuple[Any, Any, Path]) -> None:
-    import numpy as np
+    import torch
     from gguf import GGUFReader
     from gguf.quants import dequantize
-    from safetensors.numpy import load_file
+    from safetensors.torch import load_file  # numpy has no bfloat16 (sft=local converts to it)
 
     base = gguf_run[2] / "base-gguf"
     assert (base / "gguf_source.json").is_file() and (base / "tokenizer.json").is_file()
     weights = load_file(str(base / "model.safetensors"))
     tensors = {t.name: t for t in GGUFReader(str(_smol())).tensors}
     down = tensors["blk.0.ffn_down.weight"]
-    hf = weights["model.layers.0.mlp.down_proj.weight"].astype(np.float32)
-    assert np.array_equal(hf, dequantize(down.data, down.tensor_type).astype(hf.dtype))
+    hf = weights["model.layers.0.mlp.down_proj.weight"]
+    want = torch.from_numpy(dequantize(down.data, down.tensor_type).copy()).to(hf.dtype)
+    assert hf.shape == want.shape and torch.equal(hf, want)
 
 
 def test_export_changes_only_adapted_tensors_and_reads_back(gguf_run: tuple[Any, Any, Path]) -> None:
