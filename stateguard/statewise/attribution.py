@@ -1,7 +1,8 @@
 """Attribution: which retrieved records the proposed action actually depends on.
 
-Counterfactual replanning, one record at a time: re-plan with the record removed, and again with
-its value replaced by a different value of the same type, holding every other input fixed. A
+Counterfactual replanning, one linked record at a time (`linked`: a key the operation's typed
+slots read, or a value the proposal carries): re-plan with the record removed, and again with its
+value replaced by a different value of the same type, holding every other input fixed. A
 record is decision-critical when either probe changes the proposed action (operation or any slot
 value). Retrieval relevance is not enough, and a critical record may still be valid.
 
@@ -67,13 +68,23 @@ def _strongly_linked(spec: InterfaceSpec, task: TaskSpec, record: OpRecord, prop
     return record.key in declared or any(v == record.value for v in proposal.slots.values())
 
 
+def linked(spec: InterfaceSpec, task: TaskSpec, records: list[OpRecord], proposal: Action) -> list[OpRecord]:
+    """The retrieved records linked to the proposal: of a key the operation's typed slots are declared to
+    read, or carrying a value the proposed slots hold verbatim. Only these are probed (one planner call
+    per probe), so records of unrelated keys cost nothing; they cannot reach the action through a slot."""
+    op = spec.operations.get(task.operation)
+    declared = set(op.bound_keys(task.params).values()) if op is not None else set()
+    values = [] if proposal.is_stop else list(proposal.slots.values())
+    return [r for r in records if r.key in declared or any(v == r.value for v in values)]
+
+
 def attribute(planner: Planner, spec: InterfaceSpec, task: TaskSpec, records: list[OpRecord],
               proposal: Action) -> Attribution:  # fmt: skip
     base = proposal.signature()
     critical: list[str] = []
     inconclusive: list[str] = []
     probes: list[Probe] = []
-    for rec in records:
+    for rec in linked(spec, task, records, proposal):
         outcomes: list[bool | None] = []
         variants = {
             "removed": [r for r in records if r.id != rec.id],

@@ -22,7 +22,7 @@ from stateguard.statewise.attribution import Attribution, attribute
 from stateguard.statewise.check import CheckResult, check_action
 from stateguard.statewise.clarify import Developer
 from stateguard.statewise.interface import Action, Environment, ExecOutcome, Interface, TaskSpec
-from stateguard.statewise.planner import Planner
+from stateguard.statewise.planner import Planner, PlannerError
 from stateguard.statewise.repair import apply_repairs
 from stateguard.statewise.resolution import Resolution, ResolutionPolicy, resolve
 from stateguard.statewise.store import RecordStore
@@ -60,6 +60,14 @@ def _stop(reason: str, used: dict[str, str] | None = None) -> Action:
     return Action(operation="stop", reason=reason, used=used or {})
 
 
+def _propose(planner: Planner, task: TaskSpec, records: list[Any]) -> Action:
+    """A planner that gives no usable action (an unparseable model reply) leaves nothing to execute."""
+    try:
+        return planner.propose(task, records)
+    except PlannerError as exc:
+        return _stop(f"the planner gave no usable action: {exc}")
+
+
 def run_task(task: TaskSpec, store: RecordStore, env: Environment, interface: Interface, planner: Planner, *,
              developer: Developer | None = None, recovery: RecoveryConfig | None = None,
              trace: Trace | None = None, execute: bool = True) -> TaskOutcome:  # fmt: skip
@@ -69,7 +77,7 @@ def run_task(task: TaskSpec, store: RecordStore, env: Environment, interface: In
     emit = trace.emit if trace is not None else (lambda *a, **k: None)
     records = store.retrieve(task.scope, task_id=task.task_id)
     emit("sw_retrieved", task_id=task.task_id, records=[r.model_dump(mode="json") for r in records])
-    proposal = planner.propose(task, records)
+    proposal = _propose(planner, task, records)
     emit("sw_proposed", task_id=task.task_id, action=proposal.model_dump(mode="json"))
     state: dict[str, Any] = {"attribution": None, "resolutions": [], "corrections": [], "check": None}
     final = proposal
@@ -132,7 +140,7 @@ def _resolve_repair_check(task: TaskSpec, working: RecordStore, env: Environment
     action = proposal
     if corrections:
         emit("sw_repaired", task_id=task.task_id, corrections=corrections)
-        action = planner.propose(task, working.retrieve(task.scope))
+        action = _propose(planner, task, working.retrieve(task.scope))
         emit("sw_replanned", task_id=task.task_id, action=action.model_dump(mode="json"))
     if cfg.state_action_check and not action.is_stop:
         check = check_action(action, task, interface, env, working)

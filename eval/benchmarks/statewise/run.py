@@ -70,7 +70,7 @@ def _planner_factory(kind: str) -> Any:
     from stateguard.llm import EndpointConfig, LLMClient
     from stateguard.statewise.llm_planner import LLMPlanner
 
-    client = LLMClient(EndpointConfig.from_env("worker", temperature=0.0))
+    client = LLMClient(EndpointConfig.from_env("worker", temperature=0.0, max_tokens=400, timeout_s=900.0))
     return lambda interface: LLMPlanner(client, interface.spec)
 
 

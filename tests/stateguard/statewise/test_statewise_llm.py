@@ -31,9 +31,9 @@ def test_llm_planner_drives_attribution_repair_and_replanning_over_http() -> Non
         out = run_task(task(), store, env, INTERFACE, planner, recovery=RecoveryConfig())
         prompts = [r["messages"][-1]["content"] for r in server.requests]
     assert env.files["out/r.txt"] == "new" and len(out.corrections) == 1
-    assert len(prompts) == out.planner_calls == 1 + 2 * 3 + 1
+    assert len(prompts) == out.planner_calls == 1 + 2 * 2 + 1  # note.colour is not linked to the action
     original = set(prompts[0].splitlines())
-    for probe in prompts[1:7]:  # each counterfactual prompt differs from the original in one record line
+    for probe in prompts[1:5]:  # each counterfactual prompt differs from the original in one record line
         assert len(set(probe.splitlines()) ^ original) in (1, 2)
     assert '"value": "in/b.txt"' in prompts[-1] and '"value": "in/a.txt"' not in prompts[-1]
     current = {r.key: r.id for r in store.retrieve("p/a")}
