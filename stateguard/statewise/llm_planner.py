@@ -72,6 +72,9 @@ def parse_plan(text: str, spec: InterfaceSpec, task: TaskSpec, records: list[OpR
     if not isinstance(raw, dict):
         raise PlannerError("the planner's reply has no 'slots' object")
     op = spec.operations[operation]
+    # Parameters are given verbatim by the task: one the model left out is taken from it (a value it
+    # wrote differently is kept, and the state-action check refuses it).
+    raw = {**{s.name: task.params[s.name] for s in op.slots if s.role == "param" and s.name in task.params}, **raw}
     missing = [s.name for s in op.slots if s.name not in raw]
     if missing:
         raise PlannerError(f"the planner left slots {missing} empty")

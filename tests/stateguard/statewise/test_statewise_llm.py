@@ -61,6 +61,9 @@ def test_parse_plan_rejects_what_it_cannot_trust() -> None:
         parse_plan('{"operation": "delete_dir", "slots": {}}', SPEC, t, recs)
     with pytest.raises(PlannerError, match="left slots"):
         parse_plan('{"operation": "copy_file", "slots": {"src": "in/b.txt"}}', SPEC, t, recs)
+    filled = parse_plan('{"operation": "copy_file", "slots": {"src": "in/b.txt", "mode": "copy", "dest": "out"}}',
+                        SPEC, t, recs)  # fmt: skip
+    assert filled.slots["name"] == "r.txt"  # a task parameter the model left out comes from the task
     stop = parse_plan('{"operation": "stop", "reason": "frozen"}', SPEC, t, recs)
     assert stop.is_stop and stop.reason == "frozen"
     held = parse_plan(json.dumps({"operation": "copy_file", "slots": {"src": "in/b.txt", "mode": "hold", "dest": "out",
