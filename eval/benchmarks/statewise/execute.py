@@ -1,8 +1,9 @@
 """Run one case under one condition, or one four-task sequence, in a real sandbox, and score it.
 
 A `Runtime` belongs to one worker process: a scratch project folder with one sandboxed kernel for
-the data interface (kept across cases; the folder is rewritten per run and the namespace is
-never shared between runs: each action is a fresh function), and a scratch repository for the
+the data interface (kept across cases, with process isolation because the harness rewrites the
+folder on the host per run; the namespace is never shared between runs: each action is a fresh
+function), and a scratch repository for the
 coding interface (bubblewrap per command). For every case the reference outcome is computed
 first, by executing the reference action on a fresh copy of the world.
 
@@ -91,12 +92,17 @@ class Runtime:
             from stateguard.statewise.interfaces.coding import CodingEnvironment
 
             return CodingEnvironment(self.root("coding"))
-        from stateguard.sandbox import SandboxWorkspace
+        from stateguard.sandbox import SandboxLimits, SandboxWorkspace
         from stateguard.statewise.interfaces.data import DataEnvironment
 
         if self._ws is None:
             self.root("data").mkdir(parents=True, exist_ok=True)
-            self._ws = SandboxWorkspace(None, self.work / "data", self.work / "data_checkpoints", runtime_hashing=False)
+            # Process isolation: the harness rewrites the project on the host before every run, and
+            # a bubblewrap kernel works on its own tmpfs copy seeded once at start (it would not see
+            # the new world, and its mirror would copy the old one back). The actions are the
+            # interface's fixed templates with literal slot values, never model-written code.
+            self._ws = SandboxWorkspace(None, self.work / "data", self.work / "data_checkpoints",
+                                        SandboxLimits(isolation="process"), runtime_hashing=False)  # fmt: skip
         return DataEnvironment(self._ws, self.root("data"))
 
     def reference_outcome(self, case: Case, task: TaskSpec, action: Action) -> dict[str, str]:

@@ -9,7 +9,9 @@ publish folders (a `.frozen` marker freezes one) and dated extracts. Scopes are
 Operations run as one cell in `stateguard.sandbox.SandboxWorkspace` (its own limited process;
 writes only under its scratch folder, where the project lives); verifiers observe read-only
 through `run_probe` (a forked copy whose writes are refused). The verifiers read the catalog,
-the schemas, the headers and the markers, never the store.
+the schemas, the headers and the markers, never the store. A bubblewrap workspace sees the project
+as it was when the workspace started (its scratch is a tmpfs copy): open a new workspace per task
+when something outside changes the project between tasks, or choose `isolation="process"`.
 
     env = DataEnvironment(workspace, project_root)
     interface = DATA_INTERFACE                 # spec + verifier adapters + renderer

@@ -13,7 +13,7 @@ import pytest
 from stateguard.flows import LONGDS
 from stateguard.policies.rules import RulesManager
 from stateguard.rollout import rollout
-from stateguard.sandbox import SandboxWorkspace
+from stateguard.sandbox import SandboxLimits, SandboxWorkspace
 from stateguard.statewise import RecordStore, RecoveryConfig, ScriptedPlanner, TaskSpec, run_task
 from stateguard.statewise.interfaces import get_interface
 from stateguard.statewise.interfaces.data import DataEnvironment
@@ -74,7 +74,9 @@ def test_a_new_task_starts_from_promoted_records_and_repairs_a_moved_table(promo
     store = RecordStore(tmp_path / "records.sqlite")
     interface = get_interface("data")
     expected = round(info["answers"][4]["revenue"], 2)
-    with SandboxWorkspace(None, project, tmp_path / "ckpt") as ws:
+    # The test changes the project on the host while the workspace is open (the table moves), which a
+    # bubblewrap kernel, working on its own copy of the scratch dir, would not see: process isolation.
+    with SandboxWorkspace(None, project, tmp_path / "ckpt", SandboxLimits(isolation="process")) as ws:
         env = DataEnvironment(ws, project)
         # 1. Same data: the promoted premises hold; StateWise verifies the location and acts.
         first = run_task(_metric_task("t1", 1), store, env, interface, ScriptedPlanner(interface.spec),
