@@ -7,7 +7,8 @@
 `run_task(..., recovery=None)` is the plain agent (retrieve, propose, execute): the baseline
 conditions of the benchmark. `RecoveryConfig` switches the components off for the ablations:
 attribution (nothing is found critical, so nothing is verified), verification (metadata only),
-persistence (repairs go to a throw-away copy of the store), the state–action check.
+persistence (repairs go to a throw-away copy of the store), replanning (repaired values are patched
+into the original proposal), the state–action check.
 
     outcome = run_task(task, store, env, interface, planner, developer=dev, recovery=RecoveryConfig())
 """
@@ -34,6 +35,8 @@ class RecoveryConfig(BaseModel):
     attribution: bool = Field(default=True, description="Counterfactual replanning finds the critical records.")
     verify_all: bool = Field(default=False, description="Without attribution: verify every retrieved record.")
     persistence: bool = Field(default=True, description="Corrections are written to the persistent store.")
+    replan: bool = Field(default=True, description="After a repair the planner plans again from the repaired store; "
+                         "False: the repaired values are patched into the proposal's slots instead.")
     state_action_check: bool = True
     resolution: ResolutionPolicy = Field(default_factory=ResolutionPolicy)
 
@@ -140,7 +143,10 @@ def _resolve_repair_check(task: TaskSpec, working: RecordStore, env: Environment
     action = proposal
     if corrections:
         emit("sw_repaired", task_id=task.task_id, corrections=corrections)
-        action = _propose(planner, task, working.retrieve(task.scope))
+        if cfg.replan:
+            action = _propose(planner, task, working.retrieve(task.scope))
+        else:
+            action = _patch(proposal, task, interface, working.retrieve(task.scope))
         emit("sw_replanned", task_id=task.task_id, action=action.model_dump(mode="json"))
     if cfg.state_action_check and not action.is_stop:
         check = check_action(action, task, interface, env, working)
@@ -149,3 +155,21 @@ def _resolve_repair_check(task: TaskSpec, working: RecordStore, env: Environment
         if not check.passed:
             return _stop("state-action check failed: " + "; ".join(check.failures), action.used)
     return action
+
+
+def _patch(proposal: Action, task: TaskSpec, interface: Interface, records: list[Any]) -> Action:
+    """The no-replanning ablation: each slot the proposal filled from a record that a repair superseded
+    takes the repaired value; nothing else changes, and a stopped proposal stays stopped (only a new
+    plan could turn it into an action)."""
+    if proposal.is_stop:
+        return proposal
+    by_key = {r.key: r for r in records}
+    slots, used = dict(proposal.slots), dict(proposal.used)
+    for slot, key in interface.spec.operations[task.operation].bound_keys(task.params).items():
+        rec = by_key.get(key)
+        if rec is not None and slot in used and used[slot] != rec.id:
+            slots[slot], used[slot] = rec.value, rec.id
+    blocked = [n for n, v in slots.items() if isinstance(v, str) and v in interface.spec.stop_values]
+    if blocked:
+        return _stop(f"a repaired value is a stop value in {blocked}", used)
+    return proposal.model_copy(update={"slots": slots, "used": used})

@@ -44,6 +44,7 @@ CONDITIONS: dict[str, tuple[Condition, RecoveryConfig | None]] = {
     "no_verification": ("corrupted", RecoveryConfig(resolution=ResolutionPolicy(verify=False))),
     "no_persistence": ("corrupted", RecoveryConfig(persistence=False)),
     "no_check": ("corrupted", RecoveryConfig(state_action_check=False)),
+    "no_replan": ("corrupted", RecoveryConfig(replan=False)),
     "clarify_doubt_only": ("corrupted", RecoveryConfig(resolution=ResolutionPolicy(clarify="doubt"))),
 }
 

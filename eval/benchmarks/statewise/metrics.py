@@ -23,8 +23,10 @@ from eval.benchmarks.statewise.execute import RunResult
 PAPER: dict[str, tuple[float | None, float | None, float | None]] = {
     "clean": (80.7, 76.8, None), "corrupted": (38.7, 27.2, None), "removed": (45.3, 35.2, 9.3),
     "statewise": (93.3, 92.8, 0.0), "no_attribution": (40.0, None, None), "no_check": (90.6, None, None),
+    "no_replan": (90.6, None, None),
 }  # fmt: skip
-PAPER_ABLATION_NAMES = {"no_attribution": "−Attribution (−53.3)", "no_check": "−Residual gate (−2.7)"}
+PAPER_ABLATION_NAMES = {"no_attribution": "−Attribution (−53.3)", "no_check": "−Residual gate (−2.7)",
+                        "no_replan": "−Replanning (−2.7)"}
 PAPER_SEQUENCE = {"statewise": "92.7 correct & safe, retrieval 97.9", "clean": "91.7 (correct-memory reference)",
                   "corrupted": "1.0-6.2 (tested baselines)", "no_persistence_then_plain": "1.0-6.2 (tested baselines)"}
 

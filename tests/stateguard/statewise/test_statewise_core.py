@@ -201,3 +201,21 @@ def test_developer_answer_undecided_is_persisted_as_a_stop() -> None:
 def test_unknown_operation_is_an_error_not_a_guess() -> None:
     with pytest.raises(PlannerError, match="no operation 'fly'"):
         ScriptedPlanner(SPEC).propose(task().model_copy(update={"operation": "fly"}), [])
+
+
+def test_without_replanning_repaired_values_are_patched_and_a_stopped_proposal_stays_stopped() -> None:
+    # a stale machine fact: patching the repaired source into the proposal gives the replanned action
+    env = ToyEnv(FILES)
+    out = run_task(task(), store_with(record("src.path", "in/a.txt"), record("dest.dir", "out")), env, INTERFACE,
+                   ScriptedPlanner(SPEC), recovery=RecoveryConfig(replan=False))  # fmt: skip
+    assert out.final.slots["src"] == "in/b.txt" and env.files["out/r.txt"] == "new" and len(out.corrections) == 1
+    assert out.planner_calls == 1 + 4  # no replan call
+    # an expired 'hold' the developer lifts: only a new plan turns the stop into the copy
+    for replan, copied in [(True, "new"), (False, None)]:
+        env = ToyEnv(FILES)
+        store = store_with(record("src.path", "in/b.txt"), record("copy.mode", "hold", age=70))
+        dev = CallbackDeveloper(lambda q: "no: copy")
+        out = run_task(task(), store, env, INTERFACE, ScriptedPlanner(SPEC), developer=dev,
+                       recovery=RecoveryConfig(replan=replan))  # fmt: skip
+        assert out.proposed.is_stop and len(out.corrections) == 1 and store.retrieve("p/a", keys=["copy.mode"])[0].value == "copy"
+        assert env.files.get("out/r.txt") == copied and out.stopped is (not replan)
