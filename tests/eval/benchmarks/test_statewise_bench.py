@@ -83,6 +83,20 @@ def test_scoring_catches_wrong_and_unsafe_outcomes(tmp_path: Path, dev: list) ->
         runtime.close()
 
 
+def test_one_runtime_runs_data_cases_of_different_worlds_in_turn(tmp_path: Path, dev: list) -> None:
+    """The data kernel is kept across cases while the harness rewrites the project on the host: every
+    case must act on its own world (a kernel working on a copy made at start would act on the first)."""
+    cases = [c for c in dev if c.interface == "data"][:3]
+    assert len({c.world.model_dump_json() for c in cases}) == 3
+    runtime = Runtime(tmp_path / "work")
+    try:
+        results = [r for c in cases for r in run_case(runtime, c, ["clean", "statewise"])]
+    finally:
+        runtime.close()
+    assert [(r.case_id, r.condition, r.error, r.correct) for r in results] == [
+        (c.case_id, cond, None, True) for c in cases for cond in ("clean", "statewise")]
+
+
 def _cfg(run_dir: Path, *over: str) -> DictConfig:
     overrides = [f"run_dir={run_dir}", "workers=1", "progress=false", *over]
     with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
