@@ -61,6 +61,7 @@ class ManagerContext(BaseModel):
     workspace: LiveWorkspace | None
     steps: dict[int, WorkerStep]
     budget: int = 3  # repair budget per state
+    trace: Any = None  # the run's Trace, for a policy's own events (e.g. `manager_fallback`); None offline
 
 
 class ManagerPolicy(Protocol):

@@ -7,6 +7,12 @@ P_ctrl is the shared controller (the five checks, evidence-gated repair, never p
 fix); P_life is the flow-specific lifecycle; P_act lists the control actions legal right now
 (from the harness's table, via the observation); T is the agent-visible task.
 The `freeform` ablation keeps the machinery but drops the prescriptive state/check policy.
+
+Small served models have small windows, so the full manager also has a short form of the same
+structure (`system_prompt(..., short=True)`, about a quarter of the tokens) that the prompt
+planner picks when the full one would not leave room for the observation, and a reply format
+for constrained decoding (`reply_format`): the offered actions listed compactly, one JSON object
+per reply.
 """
 
 from __future__ import annotations
@@ -83,18 +89,47 @@ Call functions to act; a response either calls tools or exactly one control acti
 STATE_HINT_RULES = "Observation fields: event_type, stage, legal_control_actions, untraced_steps (index, action, output, error), current_draft, repair_attempts/repair_budget, last_action_result, committed_state_index."
 
 
-def system_prompt(regime: Regime, variant: Literal["stateguard", "freeform"] = "stateguard") -> str:
-    """P_sys ⊕ P_ctrl[P_life] for a flow (the freeform ablation drops the prescriptive policy)."""
+SHORT_SYSTEM = """You are the state manager of a data-analysis worker. You never analyse the data or solve the task, and you have no ground truth.
+You keep one record per analytical state: its issue, constraints, the variables it used, its conclusions and its relations to earlier states.
+At each activation take only the next lifecycle step, with one of the offered actions. Tools gather evidence and do not end your turn; one control action ends it.
+Check the current state: the steps it relies on ran without error; the code does what the question asks (filters, scope, units, rounding); values taken from an earlier state whose definition a later turn revised are stale.
+REPAIR only with concrete evidence: name the affected variables and say in words what is wrong and why. Never write code, a corrected value or the answer in a repair. Without a clear error, FINALIZE_RELATIONS with mode "confirm"."""
+
+SHORT_TURN_LIFECYCLE = """LIFECYCLE (turn-aligned, one state per user turn): turn_start -> OPEN_STATE with the question's issue and constraints (relation type "invalidate" for a state this turn revises); turn_end or repair_return -> UPDATE_STATE from the turn's steps, then REPAIR or FINALIZE_RELATIONS, then COMMIT_STATE."""
+
+SHORT_SEGMENT_LIFECYCLE = """LIFECYCLE (segment-induced): at a pause, RESUME_WORKER until the pending steps settle a quantity, finish a sub-task or change aspect; then OPEN_STATE, UPDATE_STATE with source_interval [first_step, last_step], REPAIR or FINALIZE_RELATIONS, COMMIT_STATE."""
+
+
+def system_prompt(regime: Regime, variant: Literal["stateguard", "freeform"] = "stateguard", *, short: bool = False) -> str:
+    """P_sys ⊕ P_ctrl[P_life] for a flow (the freeform ablation drops the prescriptive policy);
+    `short` is the condensed form of the full manager's prompt for small context windows."""
     if variant == "freeform":
         return f"{FREEFORM}\n\n{STATE_HINT_RULES}"
+    if short:
+        life = SHORT_TURN_LIFECYCLE if regime is Regime.TURN_ALIGNED else SHORT_SEGMENT_LIFECYCLE
+        return f"{SHORT_SYSTEM}\n\n{life}"
     life = TURN_LIFECYCLE if regime is Regime.TURN_ALIGNED else SEGMENT_LIFECYCLE
     return f"{SYSTEM}\n\n{CONTROLLER}\n\n{life}\n\n{STATE_HINT_RULES}"
 
 
-def task_block(task: Task, upto_turn: int | None) -> str:
-    """T: the agent-visible task so far (context and questions; never reference code or answers)."""
+def reply_format(listing: str) -> str:
+    """The instruction that ends the user message when replies are decoded against a schema."""
+    return ("ACTIONS OFFERED NOW (arguments after the name; ? = optional)\n" f"{listing}\n"
+            'Reply with exactly one JSON object: {"name": "<action>", "arguments": {...}}.')  # fmt: skip
+
+
+def task_block(task: Task, upto_turn: int | None, *, earlier_chars: int | None = None) -> str:
+    """T: the agent-visible task so far (context and questions; never reference code or answers).
+
+    `earlier_chars` clips every turn before the last one to that many characters (the planner
+    uses it when a long task would not fit a small window); the current turn stays whole."""
     turns = [t for t in task.turns if upto_turn is None or t.turn_id <= upto_turn]
-    parts = [f"Turn {t.turn_id}: {t.prompt()}" for t in turns]
+    parts = []
+    for i, t in enumerate(turns):
+        text = t.prompt()
+        if earlier_chars is not None and i < len(turns) - 1 and len(text) > earlier_chars:
+            text = text[: max(earlier_chars - 6, 0)].rstrip() + " [...]"
+        parts.append(f"Turn {t.turn_id}: {text}")
     return "TASK\n" + "\n\n".join(parts)
 
 

@@ -89,7 +89,7 @@ def test_observer_hints_without_states(task: Task, tmp_path: Path) -> None:
 def test_freeform_variant_runs_through_the_same_loop(task: Task, tmp_path: Path) -> None:
     one = Task(task_id="one", turns=task.turns[:1], base_path=task.base_path)
     script = [call("OPEN_STATE", issue="notes"), call("UPDATE_STATE", used_variables=[{"name": "revenue", "value": 1060.0}]),
-              call("FINALIZE_RELATIONS", mode="confirm"), call("COMMIT_STATE")]  # fmt: skip
+              call("FINALIZE_RELATIONS", mode="confirm")]  # fmt: skip
     with ScriptedServer(script) as server:
         manager = LLMManager(client(server), variant="freeform")
         result = rollout(one, ScriptedWorker(), DictWorkspace(), flow=LONGDS, manager=manager, run_dir=tmp_path)
