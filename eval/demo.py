@@ -13,12 +13,13 @@ deterministic `rules` manager. It prints per-turn correctness side by side.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from eval.components import make_manager, make_worker, make_workspace
 from eval.scorers.fields import per_turn_correct
@@ -42,6 +43,9 @@ class DemoResult(BaseModel):
     workspace: str
     worker: str = "scripted"
     manager: str = "rules"
+    manager_calls: int = 0
+    manager_fallbacks: int = 0
+    manager_usage: dict[str, int | float] = Field(default_factory=dict)
 
 
 def _flow(cfg: DictConfig) -> FlowConfig:
@@ -58,7 +62,8 @@ def _workspace(cfg: DictConfig, task_dir: Path, arm_dir: Path) -> LiveWorkspace:
 
 
 def _manager(cfg: DictConfig, trace: Trace) -> ManagerPolicy:
-    return make_manager(str(cfg.manager), trace=trace, context_budget_tokens=cfg.harness.context_budget_tokens)
+    llm: Any = OmegaConf.to_container(cfg.llm, resolve=True) if cfg.get("llm") else None
+    return make_manager(str(cfg.manager), trace=trace, context_budget_tokens=cfg.harness.context_budget_tokens, llm=llm)
 
 
 def _worker(cfg: DictConfig, trace: Trace) -> WorkerAdapter:
@@ -96,6 +101,9 @@ def run(cfg: DictConfig) -> DemoResult:
         workspace=str(cfg.workspace),
         worker=str(cfg.worker),
         manager=str(cfg.manager),
+        manager_calls=guard.manager_llm_calls,
+        manager_fallbacks=guard.manager_fallbacks,
+        manager_usage=guard.manager_usage,
     )
 
 
@@ -117,11 +125,25 @@ def render(result: DemoResult) -> str:
         f"committed states: {len(result.committed_states)}; stale after revisions: {', '.join(result.stale_states) or 'none'}",
         f"workspace: {result.workspace}; traces, stores and results: {result.run_dir}/{{baseline,stateguard}}/",
     ]
+    usage = result.manager_usage
+    if usage:
+        lines.append(
+            f"model: {result.manager_calls} real completions ({usage.get('constrained_completions', 0)} constrained), "
+            f"{usage.get('rejected_for_size', 0) + usage.get('rejected_requests', 0)} refused and "
+            f"{usage.get('failed_requests', 0)} failed requests; {usage.get('valid_actions', 0)} answers parsed into "
+            f"an offered action, {usage.get('parse_failures', 0) + usage.get('illegal_actions', 0)} did not; "
+            f"{usage.get('forced_actions', 0)} forced COMMIT_STATE"
+        )
+    if result.manager_fallbacks:
+        lines.append(f"WARNING: {result.manager_fallbacks} of {usage.get('activations', 0) or 'the'} model activations "
+                     "ended in a fallback, not a decision of the manager; see `manager_fallback` in "
+                     f"{result.run_dir}/stateguard/trace.jsonl")  # fmt: skip
     return "\n".join(lines)
 
 
 @hydra.main(version_base=None, config_path="../configs", config_name="demo")
 def main(cfg: DictConfig) -> None:
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per HTTP request drowns the output
     print(render(run(cfg)))
 
 

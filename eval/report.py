@@ -19,7 +19,7 @@ from eval.metrics import accuracy, accuracy_by, dcr, pooled_dcr, unit_outcomes
 from eval.metrics.bootstrap import BootstrapResult, accuracy_stats, paired_cluster_bootstrap
 from eval.results import ArmResult
 
-__all__ = ["ArmSummary", "RunSummary", "fmt", "render_summary", "summarize"]
+__all__ = ["ArmSummary", "RunSummary", "fallback_warnings", "fmt", "render_summary", "summarize"]
 
 
 class ArmSummary(BaseModel):
@@ -34,7 +34,12 @@ class ArmSummary(BaseModel):
     risk_ratio: float | None
     contaminated: str = Field(description="wrong/contaminated and wrong/clean unit counts behind DCR")
     repairs: int
-    manager_calls: int
+    manager_calls: int = Field(description="Model calls that got a real answer.")
+    refused_calls: int = Field(default=0, description="Model requests the server refused (for size or otherwise).")
+    failed_calls: int = Field(default=0, description="Model calls that failed (transport, 5xx, malformed, deadline).")
+    unusable_outputs: int = Field(default=0, description="Answers with no parseable action or an action not offered.")
+    llm_activations: int = Field(default=0, description="Activations in which the model was consulted.")
+    fallbacks: int = Field(default=0, description="Activations that ended without the manager's own decision.")
     wall_s: float
     failed_tasks: int
 
@@ -57,8 +62,15 @@ def _arm(arm: str, results: list[ArmResult]) -> ArmSummary:
         dcr=pooled.dcr, risk_ratio=pooled.risk_ratio,
         contaminated=f"{pooled.contaminated_bad}/{pooled.contaminated_n} vs {pooled.clean_bad}/{pooled.clean_n}",
         repairs=sum(r.repairs for r in results), manager_calls=sum(r.manager_calls for r in results),
+        refused_calls=_usage(results, "rejected_for_size", "rejected_requests"),
+        failed_calls=_usage(results, "failed_requests"), unusable_outputs=_usage(results, "parse_failures", "illegal_actions"),
+        llm_activations=_usage(results, "activations"), fallbacks=sum(r.manager_fallbacks for r in results),
         wall_s=round(sum(r.wall_s for r in results), 2), failed_tasks=sum(r.error is not None for r in results),
     )  # fmt: skip
+
+
+def _usage(results: list[ArmResult], *keys: str) -> int:
+    return int(sum(r.manager_usage.get(k, 0) for r in results for k in keys))
 
 
 def summarize(results: list[ArmResult], *, seed: int = 0, resamples: int = 10_000) -> RunSummary:
@@ -86,11 +98,13 @@ def fmt(value: float | None, percent: bool = True) -> str:
 
 
 def render_summary(summary: RunSummary) -> str:
-    head = f"{'arm':<12}{'tasks':>6}{'turns':>7}{'acc %':>8}{'DCR %':>8}{'RR':>7}{'repairs':>9}{'mgr calls':>11}{'time s':>9}"
+    head = (f"{'arm':<12}{'tasks':>6}{'turns':>7}{'acc %':>8}{'DCR %':>8}{'RR':>7}{'repairs':>9}{'mgr calls':>11}"
+            f"{'refused':>9}{'failed':>8}{'unusable':>10}{'fallbacks':>11}{'time s':>9}")  # fmt: skip
     lines = [f"benchmark: {summary.bench}", "", head, "-" * len(head)]
     for a in summary.arms:
         lines.append(f"{a.arm:<12}{a.tasks:>6}{a.turns_scored:>7}{fmt(a.accuracy):>8}{fmt(a.dcr):>8}"
-                     f"{fmt(a.risk_ratio, False):>7}{a.repairs:>9}{a.manager_calls:>11}{a.wall_s:>9.1f}")  # fmt: skip
+                     f"{fmt(a.risk_ratio, False):>7}{a.repairs:>9}{a.manager_calls:>11}{a.refused_calls:>9}"
+                     f"{a.failed_calls:>8}{a.unusable_outputs:>10}{a.fallbacks:>11}{a.wall_s:>9.1f}")  # fmt: skip
     g = summary.gain
     if g is not None and g.observed_gain is not None:
         lines += ["", f"accuracy gain (stateguard - baseline): {100 * g.observed_gain:+.1f} points, "
@@ -99,6 +113,18 @@ def render_summary(summary: RunSummary) -> str:
     failed = sum(a.failed_tasks for a in summary.arms)
     if failed:
         lines.append(f"WARNING: {failed} rollout(s) failed; see the `error` field of their result files")
+    lines += fallback_warnings(summary)
     lines.append("DCR: error rate of turns with a wrong parent minus that of turns whose parents are all right "
                  "(pooled over tasks; — = undefined)")
+    if any(a.refused_calls or a.failed_calls or a.llm_activations for a in summary.arms):
+        lines.append("mgr calls: real model answers only; refused / failed: requests without one; unusable: answers "
+                     "with no parseable, offered action; fallbacks: activations ended without the manager's decision")
     return "\n".join(lines)
+
+
+def fallback_warnings(summary: RunSummary) -> list[str]:
+    """One WARNING line per arm in which any manager activation ended in a fallback."""
+    return [f"WARNING: {a.arm}: {a.fallbacks} manager activation(s) ended in a fallback, not a decision of the "
+            f"manager ({a.refused_calls} refused and {a.failed_calls} failed model requests, {a.unusable_outputs} "
+            "unusable answers); see the `manager_fallback` events in tasks/<task>/<arm>/trace.jsonl"
+            for a in summary.arms if a.fallbacks]  # fmt: skip

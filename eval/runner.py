@@ -35,7 +35,7 @@ from tqdm import tqdm
 
 from eval.benchmarks.base import EvalTask
 from eval.benchmarks.registry import get_benchmark
-from eval.components import make_manager, make_worker, make_workspace
+from eval.components import llm_settings, make_manager, make_worker, make_workspace
 from eval.report import RunSummary, render_summary, summarize
 from eval.results import ArmResult, read_results, result_path, write_result
 from stateguard.flows import FlowConfig
@@ -72,7 +72,7 @@ def run_job(task: EvalTask, arm: str, flow: FlowConfig, cfg: dict[str, Any], arm
             worker = make_worker(str(cfg["worker"]), trace=calls, faults=task.faults, seed=int(cfg["seed"]),
                                  protocol=native(task) if native else None)  # fmt: skip
             manager = None if kind is None else make_manager(kind, trace=calls, context_budget_tokens=int(
-                cfg["harness"]["context_budget_tokens"]))
+                cfg["harness"]["context_budget_tokens"]), llm=cfg.get("llm"))
             result = rollout(task.task, worker, workspace, flow=flow, manager=manager, run_dir=out,
                              harness_config=dict(cfg["harness"]))  # fmt: skip
         finally:
@@ -86,6 +86,7 @@ def run_job(task: EvalTask, arm: str, flow: FlowConfig, cfg: dict[str, Any], arm
     finally:
         calls.close()
     return {"answers": answers, "repairs": result.repairs, "manager_calls": result.manager_llm_calls,
+            "manager_fallbacks": result.manager_fallbacks, "manager_usage": result.manager_usage,
             "committed_states": len(result.committed_states), "stale_states": len(result.stale_states),
             "degraded": result.degraded, "wall_s": time.perf_counter() - start, "error": None}  # fmt: skip
 
@@ -147,6 +148,7 @@ def run(cfg: DictConfig) -> RunSummary:
     arms = [str(a) for a in cfg.arms]
     for arm in arms:
         _manager_kind(arm, {"manager": cfg.manager})
+    llm_settings(OmegaConf.to_container(cfg.llm, resolve=True) if cfg.get("llm") else None)  # type: ignore[arg-type]
     tasks = _select(bench.load(cfg.bench), cfg)
     if not cfg.resume and (run_dir / "results").is_dir() and any((run_dir / "results").iterdir()):
         raise FileExistsError(f"{run_dir} already holds results; pass resume=true to continue it, or another run_dir")
@@ -168,8 +170,9 @@ def run(cfg: DictConfig) -> RunSummary:
                 bench=bench.name, task_id=task.task_id, arm=arm, domain=task.domain, level=task.level,
                 correct=correct, parents=task.parents, answers=outcome["answers"],
                 run_dir=str(run_dir / "tasks" / task.task_id / arm),
-                **{k: outcome[k] for k in ("repairs", "manager_calls", "committed_states", "stale_states",
-                                           "degraded", "wall_s", "error") if k in outcome},
+                **{k: outcome[k] for k in ("repairs", "manager_calls", "manager_fallbacks", "manager_usage",
+                                           "committed_states", "stale_states", "degraded", "wall_s", "error")
+                   if k in outcome},
             ))  # fmt: skip
             if outcome["error"]:
                 log.warning("%s/%s failed: %s", task.task_id, arm, outcome["error"])
@@ -191,6 +194,7 @@ def run(cfg: DictConfig) -> RunSummary:
 
 @hydra.main(version_base=None, config_path="../configs", config_name="eval")
 def main(cfg: DictConfig) -> None:
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per HTTP request drowns the output
     summary = run(cfg)
     print(render_summary(summary))
     print(f"\nrun folder: {cfg.run_dir} (results/, tasks/<task>/<arm>/trace.jsonl; `make tables RUN={cfg.run_dir}`)")

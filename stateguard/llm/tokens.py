@@ -6,7 +6,8 @@ conservative character estimate (3 characters per token: JSON and code tokenize 
 the server has none or the route fails. `messages` adds what a chat template wraps around each
 message and around tool definitions; `observe` then learns from the server's own `usage`
 (prompt_tokens of a real answer) how far our count is from the real one, and scales later counts
-by that ratio, so the template's overhead is measured rather than guessed.
+by that ratio (the largest seen: up for a template's overhead, and below 1 when every answer
+showed the character estimate running high), so the overhead is measured rather than guessed.
 
     counter = TokenCounter(endpoint, info)
     needed = counter.messages(messages, tools)      # before sending
@@ -38,7 +39,7 @@ class TokenCounter:
     def __init__(self, endpoint: EndpointConfig, info: ServerInfo, *, timeout_s: float = 10.0):
         self.endpoint = endpoint
         self.info = info
-        self.ratio = 1.0  # largest observed real/counted prompt size
+        self._ratio: float | None = None  # largest real/counted prompt size seen; None before the first answer
         self.server_counts = 0
         self.fallbacks = 0  # texts estimated because the tokenize route failed
         self._cache: dict[str, int] = {}
@@ -83,11 +84,21 @@ class TokenCounter:
         """A raw count scaled by what the server's usage showed, plus the margin."""
         return math.ceil(counted * self.ratio * MARGIN) + 16
 
+    @property
+    def ratio(self) -> float:
+        """Real / counted prompt tokens: the largest seen (never lowered again), 1.0 before the first."""
+        return 1.0 if self._ratio is None else self._ratio
+
     def observe(self, counted: int, reported: int | None) -> None:
         """Learn from a real answer: the server said the prompt had `reported` tokens."""
-        if reported is None or counted <= 0:
+        if reported is None or counted <= 0 or reported <= 0:
             return
-        self.ratio = max(self.ratio, reported / counted)
+        sample = reported / counted
+        self._ratio = sample if self._ratio is None else max(self._ratio, sample)
+
+    def inflate(self, factor: float, at_least: float = 0.0) -> None:
+        """Count more conservatively from now on (a request we sized was refused anyway)."""
+        self._ratio = max(self.ratio * factor, at_least)
 
     # ------------------------------------------------------------------ server routes
 

@@ -5,8 +5,10 @@ compact listing for the prompt.
 source of truth) and, in the default `protocol` mode, keeps only the moves the flow's lifecycle
 makes at this event and the do-no-harm rule allows: ABANDON_STATE only once the repair budget is
 spent (destroying work needs more than a doubt), REPAIR only while budget remains, OPEN_STATE at a
-turn start in the turn-aligned flow (one state per turn), and no re-UPDATE of an updated draft.
-`offer="legal"` keeps the whole table. Either way the result is a subset of LEGAL.
+turn start in the turn-aligned flow (one state per turn), and no re-UPDATE of an updated draft;
+`offered_tools` offers the evidence tools only while a state is under verification (UPDATED).
+`offer="legal"` keeps the whole table and the tools everywhere. Either way the result is a
+subset of LEGAL.
 
 `action_schema` turns the offered names into one JSON schema, `{"name": <one of them>,
 "arguments": {...}}`, with each action's argument schema from its pydantic model (the validator
@@ -62,9 +64,12 @@ def offered_controls(regime: Regime, obs: ManagerObservation, *, offer: Offer = 
     return names
 
 
-def offered_tools(obs: ManagerObservation, tools: Sequence[str]) -> list[str]:
-    """Tool actions that can do something now (check_execution needs a pending step, load_state a
-    committed state)."""
+def offered_tools(obs: ManagerObservation, tools: Sequence[str], *, offer: Offer = "protocol") -> list[str]:
+    """Tool actions that can do something now: in the `protocol` mode only while a state is under
+    verification (stage UPDATED: evidence is for the verdict, and a tool call elsewhere only costs
+    a model call); check_execution needs a pending step, load_state a committed state."""
+    if offer == "protocol" and Stage(obs.stage) is not Stage.UPDATED:
+        return []
     out = []
     for name in tools:
         if name == ToolAction.CHECK_EXECUTION.value and not obs.untraced_steps:

@@ -48,8 +48,8 @@ from stateguard.policies.action_schema import (
     offered_tools,
 )
 from stateguard.policies.base import Activation, Degrade, ManagerContext, ModelResponse
-from stateguard.policies.prompt_fit import PromptChoice, PromptPlan, compact_schema, plan_prompt
-from stateguard.policies.prompts import observation_message, reply_format, task_block
+from stateguard.policies.prompt_fit import PromptChoice, PromptPlan, compact_schema, plan_candidates, tools_for
+from stateguard.policies.prompts import REPAIR_AFTER_EVIDENCE, observation_message, reply_format, task_block
 from stateguard.policies.usage import ManagerUsage
 
 __all__ = ["LLMManager", "LLMManagerConfig", "compact_schema"]
@@ -81,8 +81,11 @@ class LLMManagerConfig(BaseModel):
     offer: Offer = Field(default="protocol", description="protocol: the lifecycle's moves at this stage; legal: all of LEGAL.")
     tools: list[str] = Field(default_factory=lambda: list(ALL_TOOLS), description="Tool actions the model may use.")
     max_actions: int = Field(default=8, ge=1, description="Actions per activation (tools + the control action).")
-    max_tool_calls: int = Field(default=3, ge=0, description="Tool calls per activation; then only controls are offered.")
+    max_tool_calls: int = Field(default=2, ge=0, description="Tool calls per activation; then only controls are offered.")
     max_invalid: int = Field(default=2, ge=0, description="Rejected outputs retried per activation.")
+    repair_needs_evidence: bool = Field(
+        default=True, description="protocol offer: REPAIR is offered only after a tool call produced evidence."
+    )
     max_failures: int = Field(default=2, ge=1, description="Failed activations in a row before the task degrades.")
     reply_tokens: int = Field(
         default=512, ge=16, description="Room kept for the reply; sent as max_tokens when the endpoint sets none."
@@ -199,15 +202,23 @@ class LLMManager:
         """The model conversation; returns None once an offered control action was accepted,
         else why the activation ended without a decision ("endpoint: ..." for endpoint failures)."""
         counter = self._setup()
-        conv = _Conversation(self, obs, ctx, offered, counter)
         used = invalid = tool_calls = refits = 0
+        tools = self.cfg.tools if self.corpus else offered_tools(obs, self.cfg.tools, offer=self.cfg.offer)
+        gated = self.cfg.offer == "protocol" and self.cfg.repair_needs_evidence and not self.corpus
+
+        def controls_now() -> list[str]:
+            # Do no harm: a REPAIR needs evidence, so it is offered once a tool has produced some.
+            return [n for n in offered if n != ControlAction.REPAIR.value or not gated or tool_calls > 0]
+
+        def names_now(plan: PromptPlan) -> list[str]:
+            tools_ok = tool_calls < self.cfg.max_tool_calls and used < self.cfg.max_actions - 1 and plan.tool_actions
+            return controls_now() + (tools if tools_ok else [])
+
+        conv = _Conversation(self, obs, ctx, controls_now(), tools, counter)
         last_rejected: str | None = None
         shrunk_from: int | None = None  # raw prompt tokens of the last request refused for size
+        names = names_now(conv.plan)
         while used < self.cfg.max_actions:
-            tools_ok = (tool_calls < self.cfg.max_tool_calls and used < self.cfg.max_actions - 1
-                        and conv.plan.tool_actions)  # fmt: skip
-            tools = self.cfg.tools if self.corpus else offered_tools(obs, self.cfg.tools)
-            names = offered + (tools if tools_ok else [])
             request = conv.request(names)
             if request is None:
                 self.usage.not_sent += 1
@@ -218,7 +229,7 @@ class LLMManager:
                 return f"the prompt cannot be made smaller than the {shrunk_from} tokens the server refused"
             started = time.monotonic()
             try:
-                reply = self.client.chat(conv.messages, tools=conv.plan.tools, **request)
+                reply = self.client.chat(conv.messages, tools=request.pop("tools"), **request)
             except ContextOverflow as exc:
                 self.usage.rejected_for_size += 1
                 refits += 1
@@ -226,7 +237,8 @@ class LLMManager:
                 self._learn_overflow(exc, counter, counted)
                 if refits > MAX_REFITS:
                     return f"endpoint: prompt still too large after {refits} refits ({exc})"
-                conv = _Conversation(self, obs, ctx, offered, counter)  # replanned with the smaller window
+                conv = _Conversation(self, obs, ctx, controls_now(), tools, counter)  # replanned, smaller
+                names = names_now(conv.plan)
                 continue
             except LLMError as exc:
                 if exc.rejected and conv.constrained:
@@ -234,14 +246,15 @@ class LLMManager:
                     self.structured = "off"  # the server does not take this schema: free text from now on
                     if ctx.trace is not None:
                         ctx.trace.emit("manager_note", policy=self.name, note=f"constrained decoding turned off: {exc}"[:800])
-                    conv = _Conversation(self, obs, ctx, offered, counter)
+                    conv = _Conversation(self, obs, ctx, controls_now(), tools, counter)
+                    names = names_now(conv.plan)
                     continue
                 if exc.rejected:
                     self.usage.rejected_requests += 1
                 else:
                     self.usage.failed_requests += 1
                     self.usage.malformed_replies += isinstance(exc, MalformedReplyError)
-                return f"endpoint: {exc}"
+                return f"endpoint: {type(exc).__name__}: {exc}"
             finally:
                 self.usage.model_time_s += time.monotonic() - started
             shrunk_from = None
@@ -254,8 +267,14 @@ class LLMManager:
             conv.messages.append(message)
             if verdict == "not_offered":
                 self.usage.illegal_actions += 1
+                used += 1
                 results: list[Any] = []
                 feedback = f"That action is not offered now. Choose one of: {', '.join(names)}."
+                if gated and ControlAction.REPAIR.value in offered and ControlAction.REPAIR.value not in names:
+                    feedback += " REPAIR is offered once a tool call has produced evidence."
+                if ctx.trace is not None:  # the harness never sees it, so record it here
+                    ctx.trace.emit("manager_output_refused", policy=self.name, stage=obs.stage, offered=names,
+                                   output=json.dumps(message, default=str)[:2000])  # fmt: skip
                 conv.messages.extend(_local_feedback(message, feedback))
             else:
                 if verdict == "valid":
@@ -268,8 +287,9 @@ class LLMManager:
                 if any(r.accepted and r.action in ControlAction.__members__ for r in results):
                     return None  # the control action ended the activation
                 tool_calls += sum(1 for r in results if r.accepted)
+                used += max(len(results), 1)
+                names = names_now(conv.plan)
                 conv.messages.extend(conv.feedback(message, results, names))
-            used += max(len(results), 1)
             if not results or any(not r.accepted for r in results):
                 invalid += 1
                 signature = json.dumps(message, sort_keys=True)
@@ -288,7 +308,7 @@ class LLMManager:
             counter.observe(counted, exc.prompt_tokens)  # the server said what it counted
         elif self.window is not None and counter.calibrated(counted) < self.window:
             # Refused although we counted less than the window: our counts run low here.
-            counter.ratio = max(counter.ratio * 1.25, (self.window - self.cfg.reply_tokens) / max(counted, 1))
+            counter.inflate(1.25, at_least=(self.window - self.cfg.reply_tokens) / max(counted, 1))
         elif self.window is None:
             self.window = int(counter.calibrated(counted) * 0.75) + self.cfg.reply_tokens
 
@@ -310,47 +330,59 @@ class _Conversation:
     """The messages of one activation and the plan they were built with."""
 
     def __init__(self, manager: LLMManager, obs: ManagerObservation, ctx: ManagerContext, offered: list[str],
-                 counter: TokenCounter):  # fmt: skip
+                 tools: list[str], counter: TokenCounter):  # fmt: skip
         self.m, self.obs, self.ctx, self.counter = manager, obs, ctx, counter
         self.constrained = manager.structured != "off"
         cfg = manager.cfg
-        tools = offered_tools(obs, cfg.tools)
+        gated = Stage(obs.stage) is Stage.UPDATED and ControlAction.REPAIR.value not in offered
+        self.note = REPAIR_AFTER_EVIDENCE if gated and tools and obs.repair_attempts < obs.repair_budget else ""
         self.listings = {flag: action_listing(offered + (tools if flag else []), obs, ctx.regime)
                          if self.constrained else "" for flag in (True, False)}  # fmt: skip
         upto = ctx.turn.turn_id if ctx.turn is not None else None
         self.task = lambda clip: task_block(ctx.task, upto, earlier_chars=clip)
-        self.plan: PromptPlan = plan_prompt(
+        plans = plan_candidates(
             counter, window=manager.window, reply_tokens=cfg.reply_tokens, regime=ctx.regime, variant=cfg.variant,
             choice=cfg.prompt, constrained=self.constrained, context_budget=cfg.context_budget_tokens,
             tool_names=None if manager.corpus else offered + tools, control_names=None if manager.corpus else offered,
             user_fixed=lambda clip, flag: self._user(self.task(clip), "OBSERVATION\n", flag),
         )  # fmt: skip
-        self.listing = self.listings[self.plan.tool_actions]
-        self.budget = self.plan.observation_budget
+        # The richest form whose whole first request (the observation compressed to its budget) fits.
+        for plan in [p for p in plans if p.fits] or plans[-1:]:
+            self._use(plan)
+            if plan.prompt_limit is None or counter.calibrated(counter.messages(self.messages, plan.tools)) <= plan.prompt_limit:
+                break
+
+    def _use(self, plan: PromptPlan) -> None:
+        self.plan = plan
+        self.listing = self.listings[plan.tool_actions]
+        self.budget = plan.observation_budget
         self.messages = self._build(self.budget)
 
     def _user(self, task: str, observation: str, tool_actions: bool | None = None) -> str:
         listing = self.listing if tool_actions is None else self.listings[tool_actions]
-        tail = f"\n\n{reply_format(listing)}" if self.constrained else ""
+        tail = f"\n\n{reply_format(listing, self.note)}" if self.constrained else ""
         return f"{task}\n\n{observation}{tail}"
 
     def _build(self, budget: int) -> list[dict[str, Any]]:
         view = compress(self.obs, max(budget, 1), self.counter.text)
-        user = self._user(self.task(self.plan.task_clip), observation_message(view))
+        user = self._user(self.task(self.plan.task_clip), observation_message(view, stable_first=not self.m.corpus))
         return [{"role": "system", "content": self.plan.system}, {"role": "user", "content": user}]
 
     def request(self, names: list[str]) -> dict[str, Any] | None:
         """Keyword arguments for the next chat call, after fitting the messages; None: cannot fit."""
-        counted = self.counter.messages(self.messages, self.plan.tools)
+        tools = self.plan.tools
+        if tools is not None and not self.m.corpus:  # free text: the schemas of exactly the actions offered now
+            tools = tools_for(self.plan.mode, names)
+        counted = self.counter.messages(self.messages, tools)
         limit = self.plan.prompt_limit
         for _ in range(4):
             if limit is None or self.counter.calibrated(counted) <= limit:
                 break
             self._shrink(self.counter.calibrated(counted) - limit)
-            counted = self.counter.messages(self.messages, self.plan.tools)
+            counted = self.counter.messages(self.messages, tools)
         else:
             return None
-        kw: dict[str, Any] = {}
+        kw: dict[str, Any] = {"tools": tools}
         schema_mode = self.m.structured
         if self.constrained:
             kw["response_format"] = response_format(schema_mode, action_schema(names, self.obs, self.ctx.regime))
@@ -380,7 +412,8 @@ class _Conversation:
         """What goes back to the model after the harness applied (or rejected) its output."""
         if self.constrained or not message.get("tool_calls"):
             body = "\n".join(f"<tool_response>\n{_result_text(r)}\n</tool_response>" for r in results)
-            ask = (reply_format(action_listing(names, self.obs, self.ctx.regime)) if self.constrained
+            note = self.note if ControlAction.REPAIR.value not in names else ""
+            ask = (reply_format(action_listing(names, self.obs, self.ctx.regime), note) if self.constrained
                    else f"Continue: call tools or one control action ({', '.join(n for n in names if n in ControlAction.__members__)}).")  # fmt: skip
             return [{"role": "user", "content": f"{body}\n{ask}"}]
         calls = message["tool_calls"]

@@ -75,7 +75,13 @@ def tools_for(mode: PromptMode, names: list[str] | None = None) -> list[dict[str
     return schemas if mode == "full" else [compact_schema(s) for s in schemas]
 
 
-def plan_prompt(
+def plan_prompt(counter: TokenCounter, **kw: Any) -> PromptPlan:
+    """The richest prompt form that leaves the observation room (see `plan_candidates`)."""
+    candidates = plan_candidates(counter, **kw)
+    return next((p for p in candidates if p.fits), min(candidates, key=lambda p: p.fixed_tokens))
+
+
+def plan_candidates(
     counter: TokenCounter,
     *,
     window: int | None,
@@ -88,8 +94,9 @@ def plan_prompt(
     context_budget: int,
     tool_names: list[str] | None = None,
     control_names: list[str] | None = None,
-) -> PromptPlan:
-    """The richest prompt form that leaves the observation room (see the module docstring).
+) -> list[PromptPlan]:
+    """Every prompt form to try, richest first (see the module docstring); `fits` says whether
+    its fixed part leaves the observation a useful share of the window.
 
     `user_fixed(task_clip, tool_actions)` is the user message without the observation (task text,
     and the action listing when decoding is constrained); `tool_names` are the actions whose
@@ -99,10 +106,10 @@ def plan_prompt(
     if variant == "freeform":
         modes = tuple(m for m in modes if m != "short") or ("compact",)  # the ablation has one prompt
     limit = None if window is None else window - reply_tokens - SAFETY_TOKENS
-    best: PromptPlan | None = None
+    plans: list[PromptPlan] = []
     # Richest first: each prompt form with the whole task, then the smallest form with ever
     # shorter earlier turns (the task text is worth more than the prompt's prose).
-    candidates = [(m, None, True) for m in modes]
+    candidates: list[tuple[PromptMode, int | None, bool]] = [(m, None, True) for m in modes]
     if limit is not None:
         candidates += [(modes[-1], c, True) for c in TASK_CLIPS[1:]]
         if control_names is not None:
@@ -113,15 +120,11 @@ def plan_prompt(
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user_fixed(clip, with_tools)}]
         fixed = counter.calibrated(counter.messages(messages, tools))
         if limit is None:
-            return PromptPlan(mode=mode, system=system, tools=tools, task_clip=clip, window=None, prompt_limit=None,
-                              fixed_tokens=fixed, observation_budget=context_budget, fits=True)  # fmt: skip
+            return [PromptPlan(mode=mode, system=system, tools=tools, task_clip=clip, window=None, prompt_limit=None,
+                               fixed_tokens=fixed, observation_budget=context_budget, fits=True)]  # fmt: skip
         room = math.floor((limit - fixed) / (counter.ratio * MARGIN))
         plan = PromptPlan(mode=mode, system=system, tools=tools, task_clip=clip, window=window, prompt_limit=limit,
                           fixed_tokens=fixed, observation_budget=max(0, min(room, context_budget)),
                           fits=room >= min(MIN_OBSERVATION, limit // 4), tool_actions=with_tools)  # fmt: skip
-        if plan.fits:
-            return plan
-        if best is None or plan.observation_budget > best.observation_budget:
-            best = plan
-    assert best is not None
-    return best
+        plans.append(plan)
+    return plans

@@ -112,10 +112,13 @@ def system_prompt(regime: Regime, variant: Literal["stateguard", "freeform"] = "
     return f"{SYSTEM}\n\n{CONTROLLER}\n\n{life}\n\n{STATE_HINT_RULES}"
 
 
-def reply_format(listing: str) -> str:
+def reply_format(listing: str, note: str = "") -> str:
     """The instruction that ends the user message when replies are decoded against a schema."""
-    return ("ACTIONS OFFERED NOW (arguments after the name; ? = optional)\n" f"{listing}\n"
+    return ("ACTIONS OFFERED NOW (arguments after the name; ? = optional)\n" f"{listing}\n{note}"
             'Reply with exactly one JSON object: {"name": "<action>", "arguments": {...}}.')  # fmt: skip
+
+
+REPAIR_AFTER_EVIDENCE = "REPAIR is offered once a tool call has produced evidence.\n"
 
 
 def task_block(task: Task, upto_turn: int | None, *, earlier_chars: int | None = None) -> str:
@@ -133,6 +136,19 @@ def task_block(task: Task, upto_turn: int | None, *, earlier_chars: int | None =
     return "TASK\n" + "\n\n".join(parts)
 
 
-def observation_message(obs: ManagerObservation) -> str:
-    """P_act and the runtime view: the observation as compact JSON."""
-    return "OBSERVATION\n" + json.dumps(obs.model_dump(mode="json", exclude={"schema_version"}), default=str)
+# Fields that change least within a turn first: a server's prompt cache (llama.cpp reuses the
+# longest common prefix) then re-reads only the small, changing tail (stage, draft, last result)
+# on the next activation, instead of the whole observation.
+STABLE_FIRST = ("untraced_steps", "pending_start_step", "pending_end_step", "elided_steps", "committed_state_index",
+                "elided_index_entries", "compression_level", "event_type", "terminal_pending_review",
+                "available_state_id", "repair_attempts", "repair_budget", "current_draft", "last_action_result",
+                "stage", "legal_control_actions")  # fmt: skip
+
+
+def observation_message(obs: ManagerObservation, *, stable_first: bool = False) -> str:
+    """P_act and the runtime view: the observation as compact JSON (in the field order of the
+    SFT corpus, or with `stable_first` the cache-friendly order above)."""
+    data = obs.model_dump(mode="json", exclude={"schema_version"})
+    if stable_first:
+        data = {k: data[k] for k in STABLE_FIRST if k in data} | {k: v for k, v in data.items() if k not in STABLE_FIRST}
+    return "OBSERVATION\n" + json.dumps(data, default=str)

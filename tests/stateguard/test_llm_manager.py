@@ -62,7 +62,7 @@ def correct(task: Task, result: RolloutResult) -> dict[int, bool]:
 
 def test_clean_turn_with_a_tool_call(one_turn: Task, tmp_path: Path) -> None:
     check = call("check_execution", step_id=1)
-    result, server, events = run(one_turn, tmp_path, [OPEN, check, UPDATE, FINALIZE])
+    result, server, events = run(one_turn, tmp_path, [OPEN, UPDATE, check, FINALIZE])
     assert correct(one_turn, result) == {1: True}
     store = StateStore(tmp_path / "run" / "states.sqlite")
     state = store.load("S1")
@@ -70,28 +70,35 @@ def test_clean_turn_with_a_tool_call(one_turn: Task, tmp_path: Path) -> None:
     tool = next(e for e in events if e.kind == "tool")
     assert tool.data["name"] == "check_execution" and tool.data["result"]["data"]["success"] is True
     # The tool result went back to the model as a tool message with the matching call id.
-    follow_up = server.requests[2]["messages"]
+    follow_up = server.requests[3]["messages"]
     assert follow_up[-1]["role"] == "tool" and follow_up[-1]["tool_call_id"] == "call_0"
     assert '"success": true' in follow_up[-1]["content"]
     # COMMIT_STATE, the only action after FINALIZE_RELATIONS, is applied without a model call.
     assert len(server.requests) == 4 and result.manager_usage["forced_actions"] == 1
-    # Only the actions offered at the stage are sent as tools: at a turn start, OPEN_STATE and the tools.
-    offered = {t["function"]["name"] for t in server.requests[0]["tools"]}
-    assert "OPEN_STATE" in offered and "run_probe" in offered and "REPAIR" not in offered and "ABANDON_STATE" not in offered
-    assert {t["function"]["name"] for t in server.requests[3]["tools"]} >= {"REPAIR", "FINALIZE_RELATIONS"}
+    # Only the actions offered at the stage are sent as tools: OPEN_STATE alone at a turn start; the
+    # verdicts and the evidence tools while the state is verified.
+    assert [t["function"]["name"] for t in server.requests[0]["tools"]] == ["OPEN_STATE"]
+    offered = {t["function"]["name"] for t in server.requests[2]["tools"]}
+    assert offered >= {"FINALIZE_RELATIONS", "check_execution", "run_probe"} and not offered & {"ABANDON_STATE", "REPAIR"}
+    assert "REPAIR" in {t["function"]["name"] for t in server.requests[3]["tools"]}  # evidence was gathered
     assert result.manager_activations == 4 and not result.degraded and result.manager_llm_calls == 4
 
 
 def test_correct_repair_is_applied_and_the_worker_recomputes(one_turn: Task, tmp_path: Path) -> None:
     repair = call("REPAIR", analytical_evidence="check_execution: the last block raised NameError",
                   error_hint={"error_variables": ["result"], "faulty_reasoning": "the final block raised an error and was never re-run"})  # fmt: skip
-    script = [OPEN, UPDATE, repair, UPDATE, FINALIZE]
+    check = call("check_execution", step_id=1)  # evidence first: a REPAIR is offered only after it
+    script = [OPEN, UPDATE, repair, check, repair, UPDATE, FINALIZE]
     result, server, events = run(one_turn, tmp_path, script, faults=[Fault(kind="exec_error", turn=1)])
     assert correct(one_turn, result) == {1: True} and result.repairs == 1
     hint = next(e for e in events if e.kind == "hint_delivered" and e.data["hint"]["kind"] == "repair")
     assert "never re-run" in hint.data["text"]
     assert any(e.kind == "worker_step" and e.data["meta"]["purpose"] == "recompute" for e in events)
     assert server.remaining == 0
+    # The first REPAIR came before any evidence: refused before the harness, with the reason.
+    assert "REPAIR is offered once a tool call has produced evidence" in json.dumps(server.requests[3]["messages"][-1])
+    assert [e.data["output"] for e in events if e.kind == "manager_output_refused"][0].count("REPAIR") == 1
+    assert result.manager_usage["illegal_actions"] == 1
 
 
 def test_malformed_unknown_and_mixed_responses_get_feedback_then_a_safe_exit(one_turn: Task, tmp_path: Path) -> None:

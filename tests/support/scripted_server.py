@@ -8,7 +8,7 @@ to /v1/chat/completions consumes the next behaviour of the script, in arrival or
     Status(code, body, headers)            an error answer, body wrapped as {"error": {...}}
     Delay(seconds, then=...)               wait (to trip client timeouts), then behave as `then`
     Die()                                  stop listening and drop this request unanswered
-    Respond(fn)                            a completion computed from the request: fn(request) -> Reply | str
+    Respond(fn)                            computed from the request: fn(request) -> Reply | str | Status | ...
 
     Raw(body, status=200, content_type=...) any bytes as the answer (HTML, non-UTF-8, odd JSON)
 
@@ -86,7 +86,8 @@ class Die:
 
 @dataclass(frozen=True)
 class Respond:
-    """Answer with `fn(request body)`, a Reply or a string (a scripted model that reads its prompt)."""
+    """Answer with `fn(request body)`: a Reply or a string (a scripted model that reads its prompt),
+    or any other behaviour (Status, Raw, Delay) to script a server that reacts to the request."""
 
     fn: Any
 
@@ -205,7 +206,10 @@ class _Handler(BaseHTTPRequestHandler):
         behaviour = owner._admit(body, dict(self.headers.items()))
         counted = True
         try:
-            while isinstance(behaviour, Delay):
+            while isinstance(behaviour, Delay | Respond):
+                if isinstance(behaviour, Respond):  # a scripted model may also answer with an error or raw bytes
+                    behaviour = _normalize(behaviour.fn(body))
+                    continue
                 owner._stopping.wait(behaviour.seconds)
                 behaviour = _normalize(behaviour.then)
             if behaviour is None:
