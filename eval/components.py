@@ -32,7 +32,8 @@ from stateguard.workers import FaultModel, ScriptedWorker
 from stateguard.workers.llm_worker import LLMWorker, WorkerProtocol
 from stateguard.workspace import DictWorkspace, LiveWorkspace
 
-__all__ = ["MANAGERS", "WORKERS", "WORKSPACES", "llm_settings", "make_manager", "make_worker", "make_workspace"]
+__all__ = ["MANAGERS", "WORKERS", "WORKSPACES", "endpoint_settings", "llm_settings", "make_manager", "make_worker",
+           "make_workspace"]
 
 MANAGERS = ("rules", "llm", "hierarchical", "observer", "freeform")
 WORKERS = ("scripted", "llm")
@@ -57,18 +58,33 @@ ENDPOINT_KEYS = ("timeout_s", "max_retries", "call_deadline_s", "context_window"
                  "max_tokens")  # fmt: skip
 
 
+def _invalid(block: str, exc: ValidationError) -> ValueError:
+    problems = "; ".join(f"{block}.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+    return ValueError(f"the config's {block}: block is invalid ({problems}); see configs/eval.yaml for the keys")
+
+
+def endpoint_settings(block: Mapping[str, Any] | None, name: str = "worker_llm") -> dict[str, Any]:
+    """Check a config block of endpoint call-policy overrides (timeout_s, max_retries, ...)."""
+    values = dict(block or {})
+    unknown = sorted(set(values) - set(ENDPOINT_KEYS))
+    if unknown:
+        raise ValueError(f"the config's {name}: block has unknown keys {unknown}; use {', '.join(ENDPOINT_KEYS)}")
+    try:
+        EndpointConfig(role="worker", base_url="http://check", model="check", **{k: v for k, v in values.items() if v is not None})
+    except ValidationError as exc:
+        raise _invalid(name, exc) from None
+    return values
+
+
 def llm_settings(llm: Mapping[str, Any] | None, **fixed: Any) -> tuple[LLMManagerConfig, dict[str, Any]]:
     """Split and check the config's `llm:` block: (manager knobs, endpoint call-policy overrides).
     A wrong key or value is a ValueError naming it, raised before any task starts."""
     settings = {k: v for k, v in dict(llm or {}).items()}
-    endpoint = {k: settings.pop(k) for k in ENDPOINT_KEYS if k in settings}
+    endpoint = endpoint_settings({k: settings.pop(k) for k in ENDPOINT_KEYS if k in settings}, "llm")
     try:
         config = LLMManagerConfig(**{**settings, **fixed})
-        probe = {"role": "manager", "base_url": "http://check", "model": "check"}
-        EndpointConfig(**probe, **{k: v for k, v in endpoint.items() if v is not None})
     except ValidationError as exc:
-        problems = "; ".join(f"llm.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
-        raise ValueError(f"the config's llm: block is invalid ({problems}); see configs/eval.yaml for the keys") from None
+        raise _invalid("llm", exc) from None
     return config, endpoint
 
 
@@ -90,11 +106,13 @@ def make_manager(kind: str, *, trace: Trace, context_budget_tokens: int = 40960,
 
 
 def make_worker(kind: str, *, trace: Trace, faults: list[Any] | None = None, seed: int = 0,
-                protocol: WorkerProtocol | None = None) -> WorkerAdapter:  # fmt: skip
-    """`scripted`: replays reference code under the given faults; `llm`: STATEGUARD_WORKER_* endpoint,
-    speaking the benchmark's `protocol` (its native prompt and reply format) when it has one."""
+                protocol: WorkerProtocol | None = None, endpoint: Mapping[str, Any] | None = None) -> WorkerAdapter:  # fmt: skip
+    """`scripted`: replays reference code under the given faults; `llm`: STATEGUARD_WORKER_* endpoint
+    (call policy from the config's `worker_llm:` block, `endpoint`), speaking the benchmark's
+    `protocol` (its native prompt and reply format) when it has one."""
     if kind == "scripted":
         return ScriptedWorker(FaultModel(seed=seed, faults=list(faults or [])))
     if kind == "llm":
-        return LLMWorker(LLMClient(EndpointConfig.from_env("worker"), trace=trace), protocol=protocol)
+        overrides = endpoint_settings(endpoint)
+        return LLMWorker(LLMClient(EndpointConfig.from_env("worker", **overrides), trace=trace), protocol=protocol)
     raise ValueError(f"worker={kind!r}: use one of {', '.join(WORKERS)}")

@@ -21,7 +21,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 from pydantic import BaseModel, Field
 
-from eval.components import make_manager, make_worker, make_workspace
+from eval.components import endpoint_settings, llm_settings, make_manager, make_worker, make_workspace
 from eval.scorers.fields import per_turn_correct
 from stateguard.flows import LONGDS, FlowConfig
 from stateguard.policies.base import ManagerPolicy
@@ -68,7 +68,8 @@ def _manager(cfg: DictConfig, trace: Trace) -> ManagerPolicy:
 
 def _worker(cfg: DictConfig, trace: Trace) -> WorkerAdapter:
     faults: Any = OmegaConf.to_container(cfg.faults, resolve=True)
-    return make_worker(str(cfg.worker), trace=trace, faults=faults, seed=cfg.seed)
+    endpoint: Any = OmegaConf.to_container(cfg.worker_llm, resolve=True) if cfg.get("worker_llm") else None
+    return make_worker(str(cfg.worker), trace=trace, faults=faults, seed=cfg.seed, endpoint=endpoint)
 
 
 def _arm(cfg: DictConfig, task: Task, task_dir: Path, arm: str) -> RolloutResult:
@@ -85,6 +86,8 @@ def _arm(cfg: DictConfig, task: Task, task_dir: Path, arm: str) -> RolloutResult
 
 
 def run(cfg: DictConfig) -> DemoResult:
+    llm_settings(OmegaConf.to_container(cfg.llm, resolve=True) if cfg.get("llm") else None)  # type: ignore[arg-type]
+    endpoint_settings(OmegaConf.to_container(cfg.worker_llm, resolve=True) if cfg.get("worker_llm") else None)  # type: ignore[arg-type]
     task_dir = Path(cfg.task_dir).resolve()
     task = load_task(task_dir)
     expected = {t.turn_id: t.answer for t in task.turns}

@@ -35,7 +35,7 @@ from tqdm import tqdm
 
 from eval.benchmarks.base import EvalTask
 from eval.benchmarks.registry import get_benchmark
-from eval.components import llm_settings, make_manager, make_worker, make_workspace
+from eval.components import endpoint_settings, llm_settings, make_manager, make_worker, make_workspace
 from eval.report import RunSummary, render_summary, summarize
 from eval.results import ArmResult, read_results, result_path, write_result
 from stateguard.flows import FlowConfig
@@ -70,6 +70,7 @@ def run_job(task: EvalTask, arm: str, flow: FlowConfig, cfg: dict[str, Any], arm
         try:
             native = getattr(bench, "worker_protocol", None)
             worker = make_worker(str(cfg["worker"]), trace=calls, faults=task.faults, seed=int(cfg["seed"]),
+                                 endpoint=cfg.get("worker_llm"),
                                  protocol=native(task) if native else None)  # fmt: skip
             manager = None if kind is None else make_manager(kind, trace=calls, context_budget_tokens=int(
                 cfg["harness"]["context_budget_tokens"]), llm=cfg.get("llm"))
@@ -149,6 +150,7 @@ def run(cfg: DictConfig) -> RunSummary:
     for arm in arms:
         _manager_kind(arm, {"manager": cfg.manager})
     llm_settings(OmegaConf.to_container(cfg.llm, resolve=True) if cfg.get("llm") else None)  # type: ignore[arg-type]
+    endpoint_settings(OmegaConf.to_container(cfg.worker_llm, resolve=True) if cfg.get("worker_llm") else None)  # type: ignore[arg-type]
     tasks = _select(bench.load(cfg.bench), cfg)
     if not cfg.resume and (run_dir / "results").is_dir() and any((run_dir / "results").iterdir()):
         raise FileExistsError(f"{run_dir} already holds results; pass resume=true to continue it, or another run_dir")

@@ -34,7 +34,7 @@ A = ControlAction
 Offer = Literal["protocol", "legal"]
 # Bounds that keep a constrained reply short on a CPU (lists only; strings stay unbounded because
 # nested-optional repetition rules make long maxLength grammars slow in llama.cpp).
-MAX_ITEMS = {"constraints": 4, "relations": 4, "used_variables": 8, "conclusions": 4, "error_variables": 6, "variables": 6}
+MAX_ITEMS = {"constraints": 3, "relations": 3, "used_variables": 5, "conclusions": 3, "error_variables": 4, "variables": 4}
 _SCALAR = {"type": ["string", "number", "boolean", "null"]}
 
 
@@ -128,8 +128,10 @@ def _tie(name: str, params: dict[str, Any], obs: ManagerObservation, regime: Reg
 
     tied = walk(params)
     props = tied.get("properties", {})
-    if name == A.UPDATE_STATE.value and regime is Regime.TURN_ALIGNED:
-        props.pop("source_interval", None)  # the harness binds the whole turn
+    if name == A.UPDATE_STATE.value:
+        props.pop("issue", None)  # set at OPEN_STATE; restating it costs tokens and changes nothing
+        if regime is Regime.TURN_ALIGNED:
+            props.pop("source_interval", None)  # the harness binds the whole turn
     if name in (A.OPEN_STATE.value, A.FINALIZE_RELATIONS.value) and not states:
         props.pop("relations", None)  # nothing to relate to yet
     return tied

@@ -48,7 +48,13 @@ from stateguard.policies.action_schema import (
     offered_tools,
 )
 from stateguard.policies.base import Activation, Degrade, ManagerContext, ModelResponse
-from stateguard.policies.prompt_fit import PromptChoice, PromptPlan, compact_schema, plan_candidates, tools_for
+from stateguard.policies.prompt_fit import (
+    PromptChoice,
+    PromptPlan,
+    compact_schema,
+    plan_candidates,
+    tools_for,
+)
 from stateguard.policies.prompts import REPAIR_AFTER_EVIDENCE, observation_message, reply_format, task_block
 from stateguard.policies.usage import ManagerUsage
 
@@ -190,7 +196,9 @@ class LLMManager:
             self.failures = 0
             return
         self.last_failure = why
-        if why.startswith("endpoint:"):
+        if not why.startswith("endpoint:"):
+            self.failures = 0  # the endpoint answered; the model just gave nothing usable
+        else:
             self.failures += 1
             if self.failures >= self.cfg.max_failures:
                 yield Degrade(reason=f"manager endpoint kept failing ({why}); worker-only completion")
