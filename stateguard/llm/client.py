@@ -346,7 +346,7 @@ class LLMClient:
                 body = raw.http_response.content
                 content_type = raw.http_response.headers.get("content-type")
         except openai.OpenAIError as exc:
-            raise self._translate(exc) from exc
+            raise self._translate(exc, timeout) from exc
         try:
             return read_completion(body, content_type)
         except MalformedReply as exc:
@@ -395,10 +395,12 @@ class LLMClient:
     def _error(self, message: str, **kw: Any) -> LLMError:
         return LLMError(f"{self._who()}: {message}", role=self.config.role, model=self.config.model, **kw)
 
-    def _translate(self, exc: openai.OpenAIError) -> LLMError | _Retryable:
+    def _translate(self, exc: openai.OpenAIError, timeout: float | None = None) -> LLMError | _Retryable:
         """Map an openai exception to a final LLMError / ContextOverflow, or to a _Retryable."""
         if isinstance(exc, openai.APITimeoutError):
-            return _Retryable(self._error(f"no answer within {self.config.timeout_s:g} s (timeout)"))
+            waited = self.config.timeout_s if timeout is None else timeout
+            cut = "" if waited >= self.config.timeout_s else f", cut from {self.config.timeout_s:g} s by the call's time bound"
+            return _Retryable(self._error(f"no answer within {waited:.3g} s (timeout{cut})"))
         if isinstance(exc, openai.APIConnectionError):
             cause = exc.__cause__ or exc.__context__
             detail = f"{type(cause).__name__}: {cause}" if cause else str(exc)

@@ -36,6 +36,8 @@ Offer = Literal["protocol", "legal"]
 # nested-optional repetition rules make long maxLength grammars slow in llama.cpp).
 MAX_ITEMS = {"constraints": 3, "relations": 3, "used_variables": 5, "conclusions": 3, "error_variables": 4, "variables": 4}
 _SCALAR = {"type": ["string", "number", "boolean", "null"]}
+PROSE = "^[^0-9=()\\[\\]{}`;\\n]+$"  # words without digits or code punctuation (the hint guard's rule, tightened)
+NAME = "^[A-Za-z_][A-Za-z0-9_.]*$"
 
 
 def offered_controls(regime: Regime, obs: ManagerObservation, *, offer: Offer = "protocol",
@@ -128,12 +130,35 @@ def _tie(name: str, params: dict[str, Any], obs: ManagerObservation, regime: Reg
 
     tied = walk(params)
     props = tied.get("properties", {})
+    # Where the harness checks more than types, the schema says it too, so that a decoded reply
+    # is also an accepted one (a grammar cannot express "each name once"; the harness still can).
     if name == A.UPDATE_STATE.value:
         props.pop("issue", None)  # set at OPEN_STATE; restating it costs tokens and changes nothing
         if regime is Regime.TURN_ALIGNED:
             props.pop("source_interval", None)  # the harness binds the whole turn
-    if name in (A.OPEN_STATE.value, A.FINALIZE_RELATIONS.value) and not states:
-        props.pop("relations", None)  # nothing to relate to yet
+        if "used_variables" in props:  # versions are the harness's bookkeeping; a claimed one must exist
+            props["used_variables"]["items"]["properties"].pop("version", None)
+        if "conclusions" in props:  # citations must name listed variables: plain sentences instead
+            props["conclusions"] = {"type": "array", "items": {"type": "string", "minLength": 1},
+                                    "maxItems": MAX_ITEMS["conclusions"]}  # fmt: skip
+    if name == A.OPEN_STATE.value:
+        if not states:
+            props.pop("relations", None)  # nothing to relate to yet
+        if "constraints" in props:  # a check that fails blocks FINALIZE: only stated requirements here
+            props["constraints"]["items"]["properties"].pop("code", None)
+    if name == A.FINALIZE_RELATIONS.value:  # confirm takes no relations; reselect needs the conflict
+        confirm = {"type": "object", "properties": {"mode": {"const": "confirm"}}, "required": ["mode"],
+                   "additionalProperties": False}  # fmt: skip
+        if not states:
+            return confirm
+        reselect = {"type": "object", "properties": {"mode": {"const": "reselect"}, "relations": props["relations"],
+                    "conflict_evidence": {"type": "string", "minLength": 1}},
+                    "required": ["mode", "relations", "conflict_evidence"], "additionalProperties": False}  # fmt: skip
+        return {"anyOf": [confirm, reselect]}
+    if name == A.REPAIR.value:  # the hint guard refuses code and values: words only, names only
+        hint = props["error_hint"]["properties"]
+        hint["faulty_reasoning"] = {"type": "string", "pattern": PROSE}
+        hint["error_variables"]["items"] = {"type": "string", "pattern": NAME}
     return tied
 
 
@@ -163,6 +188,8 @@ def action_schema(names: Sequence[str], obs: ManagerObservation, regime: Regime)
 
 
 def _signature(schema: dict[str, Any]) -> str:
+    if "anyOf" in schema:
+        return " | ".join(_signature(s) for s in schema["anyOf"])
     props = schema.get("properties") or {}
     required = set(schema.get("required") or [])
     parts = []
@@ -172,6 +199,8 @@ def _signature(schema: dict[str, Any]) -> str:
 
 
 def _type(node: dict[str, Any]) -> str:
+    if "const" in node:
+        return json.dumps(node["const"])
     if "enum" in node:
         return "|".join(json.dumps(v) for v in node["enum"])
     if "anyOf" in node:

@@ -220,11 +220,25 @@ class LLMManager:
 
         def names_now(plan: PromptPlan) -> list[str]:
             tools_ok = tool_calls < self.cfg.max_tool_calls and used < self.cfg.max_actions - 1 and plan.tool_actions
-            return controls_now() + (tools if tools_ok else [])
+            left = offered_tools(conv_obs(), tools, offer=self.cfg.offer) if not self.corpus else tools
+            return controls_now() + (left if tools_ok else [])
+
+        checked: set[int] = set()  # steps whose execution was already checked in this activation
+        loaded: set[str] = set()
+
+        def conv_obs() -> ManagerObservation:
+            """The observation as the schema sees it: a step or state already inspected is not offered again."""
+            if not checked and not loaded:
+                return obs
+            return obs.model_copy(update={
+                "untraced_steps": [s for s in obs.untraced_steps if s.index not in checked],
+                "committed_state_index": [e for e in obs.committed_state_index if e.id not in loaded],
+            })  # fmt: skip
 
         conv = _Conversation(self, obs, ctx, controls_now(), tools, counter)
         last_rejected: str | None = None
         shrunk_from: int | None = None  # raw prompt tokens of the last request refused for size
+        conv.schema_obs = conv_obs()
         names = names_now(conv.plan)
         while used < self.cfg.max_actions:
             request = conv.request(names)
@@ -246,6 +260,7 @@ class LLMManager:
                 if refits > MAX_REFITS:
                     return f"endpoint: prompt still too large after {refits} refits ({exc})"
                 conv = _Conversation(self, obs, ctx, controls_now(), tools, counter)  # replanned, smaller
+                conv.schema_obs = conv_obs()
                 names = names_now(conv.plan)
                 continue
             except LLMError as exc:
@@ -255,6 +270,7 @@ class LLMManager:
                     if ctx.trace is not None:
                         ctx.trace.emit("manager_note", policy=self.name, note=f"constrained decoding turned off: {exc}"[:800])
                     conv = _Conversation(self, obs, ctx, controls_now(), tools, counter)
+                    conv.schema_obs = conv_obs()
                     names = names_now(conv.plan)
                     continue
                 if exc.rejected:
@@ -268,8 +284,9 @@ class LLMManager:
             shrunk_from = None
             self.usage.completions += 1
             self.usage.constrained_completions += conv.constrained
-            if not reply.usage.estimated:
-                counter.observe(request["meta"]["counted_prompt_tokens"], reply.usage.prompt_tokens)
+            usage = getattr(reply, "usage", None)  # a ChatClient need not report usage (the RL bridge does not)
+            if usage is not None and not usage.estimated:
+                counter.observe(request["meta"]["counted_prompt_tokens"], usage.prompt_tokens)
             message = _assistant(reply.message)
             verdict = _classify(message, names, ctx, obs)
             conv.messages.append(message)
@@ -296,6 +313,12 @@ class LLMManager:
                     return None  # the control action ended the activation
                 tool_calls += sum(1 for r in results if r.accepted)
                 used += max(len(results), 1)
+                for action in _parsed(message):
+                    if action.name is ToolAction.CHECK_EXECUTION:
+                        checked.add(int(getattr(action.args, "step_id", -1)))
+                    elif action.name is ToolAction.LOAD_STATE:
+                        loaded.add(str(getattr(action.args, "state_id", "")))
+                conv.schema_obs = conv_obs()
                 names = names_now(conv.plan)
                 conv.messages.extend(conv.feedback(message, results, names))
             if not results or any(not r.accepted for r in results):
@@ -340,6 +363,7 @@ class _Conversation:
     def __init__(self, manager: LLMManager, obs: ManagerObservation, ctx: ManagerContext, offered: list[str],
                  tools: list[str], counter: TokenCounter):  # fmt: skip
         self.m, self.obs, self.ctx, self.counter = manager, obs, ctx, counter
+        self.schema_obs = obs  # what the schema and listings are tied to (the manager narrows it)
         self.constrained = manager.structured != "off"
         cfg = manager.cfg
         gated = Stage(obs.stage) is Stage.UPDATED and ControlAction.REPAIR.value not in offered
@@ -393,7 +417,7 @@ class _Conversation:
         kw: dict[str, Any] = {"tools": tools}
         schema_mode = self.m.structured
         if self.constrained:
-            kw["response_format"] = response_format(schema_mode, action_schema(names, self.obs, self.ctx.regime))
+            kw["response_format"] = response_format(schema_mode, action_schema(names, self.schema_obs, self.ctx.regime))
         endpoint = self.m._endpoint()
         if endpoint is None or endpoint.max_tokens is None:
             kw["max_tokens"] = self.m.cfg.reply_tokens
@@ -421,7 +445,7 @@ class _Conversation:
         if self.constrained or not message.get("tool_calls"):
             body = "\n".join(f"<tool_response>\n{_result_text(r)}\n</tool_response>" for r in results)
             note = self.note if ControlAction.REPAIR.value not in names else ""
-            ask = (reply_format(action_listing(names, self.obs, self.ctx.regime), note) if self.constrained
+            ask = (reply_format(action_listing(names, self.schema_obs, self.ctx.regime), note) if self.constrained
                    else f"Continue: call tools or one control action ({', '.join(n for n in names if n in ControlAction.__members__)}).")  # fmt: skip
             return [{"role": "user", "content": f"{body}\n{ask}"}]
         calls = message["tool_calls"]
@@ -430,6 +454,13 @@ class _Conversation:
             texts = [texts[0] if texts else "REJECTED"] * len(calls)
         return [{"role": "tool", "tool_call_id": c.get("id") or f"call_{i}", "content": t}
                 for i, (c, t) in enumerate(zip(calls, texts, strict=True))]  # fmt: skip
+
+
+def _parsed(message: dict[str, Any]) -> list[Any]:
+    try:
+        return list(parse_response(message).actions)
+    except ActionError:
+        return []
 
 
 def _classify(message: dict[str, Any], names: list[str], ctx: ManagerContext, obs: ManagerObservation) -> str:
