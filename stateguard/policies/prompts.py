@@ -6,7 +6,7 @@ P_sys fixes the role (supervise, never solve) and the information boundary (no g
 P_ctrl is the shared controller (the five checks, evidence-gated repair, never prescribing a
 fix); P_life is the flow-specific lifecycle; P_act lists the control actions legal right now
 (from the harness's table, via the observation); T is the agent-visible task.
-The `freeform` ablation keeps the machinery but drops the prescriptive state/check policy.
+The `freeform` ablation keeps P_sys and P_life and swaps P_ctrl (`stateguard.policies.freeform`).
 
 Small served models have small windows, so the full manager also has a short form of the same
 structure (`system_prompt(..., short=True)`, about a quarter of the tokens) that the prompt
@@ -83,9 +83,6 @@ If a state has formed:
 5. REPAIR on clear evidence, otherwise FINALIZE_RELATIONS.
 6. COMMIT_STATE."""
 
-FREEFORM = """You keep notes about the worker's progress using the available functions and may point out problems.
-Call functions to act; a response either calls tools or exactly one control action."""
-
 STATE_HINT_RULES = "Observation fields: event_type, stage, legal_control_actions, untraced_steps (index, action, output, error), current_draft, repair_attempts/repair_budget, last_action_result, committed_state_index."
 
 
@@ -101,10 +98,12 @@ SHORT_SEGMENT_LIFECYCLE = """LIFECYCLE (segment-induced): at a pause, RESUME_WOR
 
 
 def system_prompt(regime: Regime, variant: Literal["stateguard", "freeform"] = "stateguard", *, short: bool = False) -> str:
-    """P_sys ⊕ P_ctrl[P_life] for a flow (the freeform ablation drops the prescriptive policy);
+    """P_sys ⊕ P_ctrl[P_life] for a flow (the freeform ablation swaps P_ctrl for its own block);
     `short` is the condensed form of the full manager's prompt for small context windows."""
     if variant == "freeform":
-        return f"{FREEFORM}\n\n{STATE_HINT_RULES}"
+        from stateguard.policies.freeform import freeform_system_prompt  # it builds on this module
+
+        return freeform_system_prompt(regime)
     if short:
         life = SHORT_TURN_LIFECYCLE if regime is Regime.TURN_ALIGNED else SHORT_SEGMENT_LIFECYCLE
         return f"{SHORT_SYSTEM}\n\n{life}"
