@@ -93,7 +93,7 @@ class LLMManagerConfig(BaseModel):
     )
     context_budget_tokens: int = Field(default=40_960, ge=256, description="Cap on the observation's tokens.")
     task_time_cap_s: float | None = Field(
-        default=1800.0, gt=0, description="Model time per task; once spent the manager stops calling (None: no cap)."
+        default=3600.0, gt=0, description="Model time per task; once spent the manager stops calling (None: no cap)."
     )
     probe_timeout_s: float = Field(default=5.0, gt=0, description="Timeout of the one-off server capability probe.")
     corpus_prompt: bool | None = Field(
