@@ -111,3 +111,40 @@ def test_summary_and_runtime_table_keep_the_counters_apart(tmp_path: Path) -> No
     row = dict(zip(head, next(r for r in rows if r[0] == "llm"), strict=True))
     assert row["manager calls/task (real completions)"] == "6.0" and row["refused requests/task"] == "3.0"
     assert row["failed requests/task"] == "3.0" and row["unusable answers/task"] == "3.0" and row["fallbacks/task"] == "4.0"
+
+
+def _eval_cfg(tmp: Path, **overrides: object) -> Any:
+    values = {"run_dir": str(tmp / "run"), "workspace": "dict", "progress": "false", **overrides}
+    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
+        return compose("eval", overrides=[f"{k}={v}" for k, v in values.items()])
+
+
+def test_the_runner_refuses_a_bad_llm_block_as_a_config_error(tmp_path: Path) -> None:
+    from eval.config import ConfigError
+    from eval.runner import prepare
+
+    with pytest.raises(ConfigError, match=r"llm\.prompt"):
+        prepare(_eval_cfg(tmp_path, **{"llm.prompt": "tiny"}))
+    with pytest.raises(ConfigError, match=r"worker_llm: block has unknown keys \['retries'\]"):
+        prepare(_eval_cfg(tmp_path, **{"+worker_llm.retries": 3}))
+    assert not (tmp_path / "run").exists()  # refused before the run folder was made
+
+
+def test_call_policy_keys_may_change_on_resume_but_manager_knobs_may_not() -> None:
+    from eval.config import changed_keys
+
+    saved = {"llm": {"timeout_s": 300, "max_retries": 1, "call_deadline_s": 330, "prompt": "auto"},
+             "worker_llm": {"timeout_s": 300}}  # fmt: skip
+    slower = {"llm": {"timeout_s": 900, "max_retries": 3, "call_deadline_s": 1000, "prompt": "auto"},
+              "worker_llm": {"timeout_s": 900}}  # fmt: skip
+    assert changed_keys(saved, slower) == []
+    shorter = {**slower, "llm": {**slower["llm"], "prompt": "short"}}
+    assert changed_keys(saved, shorter) == ["llm.prompt: 'auto' -> 'short'"]
+
+
+def test_a_run_without_a_model_manager_has_no_model_columns(tmp_path: Path) -> None:
+    results = [_result(tmp_path, "baseline", "t1"), _result(tmp_path, "stateguard", "t1", repairs=1)]
+    text = render_summary(summarize(results, resamples=10))
+    head = text.splitlines()[2]
+    assert "mgr calls" in head and "degraded" in head and "crashed" in head
+    assert "refused" not in head and "fallbacks" not in head and "WARNING" not in text
