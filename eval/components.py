@@ -8,7 +8,9 @@ runner and the demo).
 
 LLM-backed parts read their endpoint from the environment (`STATEGUARD_WORKER_*`,
 `STATEGUARD_MANAGER_*`; see `stateguard.llm.endpoints`), so a missing endpoint fails with the
-variable to set before any task starts.
+variable to set before any task starts. The manager's call policy (timeout, retries, whole-call
+deadline, context window) and its knobs (prompt form, constrained decoding, per-task time cap)
+come from the `llm:` block of configs/eval.yaml and configs/demo.yaml.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pydantic import ValidationError
 from stateguard.llm import EndpointConfig, LLMClient
 from stateguard.policies.base import ManagerPolicy
 from stateguard.policies.hierarchical import HierarchicalManager
-from stateguard.policies.llm_manager import LLMManager
+from stateguard.policies.llm_manager import LLMManager, LLMManagerConfig
 from stateguard.policies.observer import ObserverManager
 from stateguard.policies.rules import RulesManager
 from stateguard.trace import Trace
@@ -31,7 +33,8 @@ from stateguard.workers import FaultModel, ResponseModel, ScriptedWorker
 from stateguard.workers.llm_worker import LLMWorker, WorkerProtocol
 from stateguard.workspace import DictWorkspace, LiveWorkspace
 
-__all__ = ["MANAGERS", "WORKERS", "WORKSPACES", "check_workspace", "make_manager", "make_worker", "make_workspace"]
+__all__ = ["MANAGERS", "WORKERS", "WORKSPACES", "check_workspace", "endpoint_settings", "llm_settings", "make_manager",
+           "make_worker", "make_workspace"]
 
 MANAGERS = ("rules", "llm", "hierarchical", "observer", "freeform")
 WORKERS = ("scripted", "llm")
@@ -73,28 +76,70 @@ def make_workspace(kind: str, data_dir: Path, arm_dir: Path, sandbox: Mapping[st
     raise ValueError(f"workspace={kind!r}: use one of {', '.join(WORKSPACES)}")
 
 
-def make_manager(kind: str, *, trace: Trace, context_budget_tokens: int = 40960) -> ManagerPolicy:
-    """The manager policy; the LLM-backed ones use the endpoint from STATEGUARD_MANAGER_* variables."""
+# Keys of the `llm:` config block that set the manager's endpoint call policy; the rest are
+# LLMManagerConfig fields.
+ENDPOINT_KEYS = ("timeout_s", "max_retries", "call_deadline_s", "context_window", "structured_output", "temperature",
+                 "max_tokens")  # fmt: skip
+
+
+def _invalid(block: str, exc: ValidationError) -> ValueError:
+    problems = "; ".join(f"{block}.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+    return ValueError(f"the config's {block}: block is invalid ({problems}); see configs/eval.yaml for the keys")
+
+
+def endpoint_settings(block: Mapping[str, Any] | None, name: str = "worker_llm") -> dict[str, Any]:
+    """Check a config block of endpoint call-policy overrides (timeout_s, max_retries, ...)."""
+    values = dict(block or {})
+    unknown = sorted(set(values) - set(ENDPOINT_KEYS))
+    if unknown:
+        raise ValueError(f"the config's {name}: block has unknown keys {unknown}; use {', '.join(ENDPOINT_KEYS)}")
+    try:
+        EndpointConfig(role="worker", base_url="http://check", model="check", **{k: v for k, v in values.items() if v is not None})
+    except ValidationError as exc:
+        raise _invalid(name, exc) from None
+    return values
+
+
+def llm_settings(llm: Mapping[str, Any] | None, **fixed: Any) -> tuple[LLMManagerConfig, dict[str, Any]]:
+    """Split and check the config's `llm:` block: (manager knobs, endpoint call-policy overrides).
+    A wrong key or value is a ValueError naming it, raised before any task starts."""
+    settings = {k: v for k, v in dict(llm or {}).items()}
+    endpoint = endpoint_settings({k: settings.pop(k) for k in ENDPOINT_KEYS if k in settings}, "llm")
+    try:
+        config = LLMManagerConfig(**{**settings, **fixed})
+    except ValidationError as exc:
+        raise _invalid("llm", exc) from None
+    return config, endpoint
+
+
+def make_manager(kind: str, *, trace: Trace, context_budget_tokens: int = 40960,
+                 llm: Mapping[str, Any] | None = None) -> ManagerPolicy:  # fmt: skip
+    """The manager policy; the LLM-backed ones use the endpoint from STATEGUARD_MANAGER_* variables,
+    with the call policy and manager knobs of the config's `llm:` block (`LLMManagerConfig`)."""
     if kind == "rules":
         return RulesManager()
     if kind not in MANAGERS:
         raise ValueError(f"manager={kind!r}: use one of {', '.join(MANAGERS)}")
-    client = LLMClient(EndpointConfig.from_env("manager"), trace=trace)
+    config, endpoint = llm_settings(llm, context_budget_tokens=context_budget_tokens,
+                                    variant="freeform" if kind == "freeform" else "stateguard")  # fmt: skip
+    client = LLMClient(EndpointConfig.from_env("manager", **endpoint), trace=trace)
     if kind == "observer":
         return ObserverManager(client)
-    llm = LLMManager(client, variant="freeform" if kind == "freeform" else "stateguard",
-                     context_budget_tokens=context_budget_tokens)  # fmt: skip
-    return HierarchicalManager(RulesManager(), llm) if kind == "hierarchical" else llm
+    manager = LLMManager(client, config)
+    return HierarchicalManager(RulesManager(), manager) if kind == "hierarchical" else manager
 
 
 def make_worker(kind: str, *, trace: Trace, faults: list[Any] | None = None, seed: int = 0,
-                protocol: WorkerProtocol | None = None, response: Mapping[str, Any] | None = None) -> WorkerAdapter:  # fmt: skip
+                protocol: WorkerProtocol | None = None, response: Mapping[str, Any] | None = None,
+                endpoint: Mapping[str, Any] | None = None) -> WorkerAdapter:  # fmt: skip
     """`scripted`: replays reference code under the given faults and answers repair hints by the
     `response` model (`stateguard.workers.response`: identify, p_flip); `llm`: STATEGUARD_WORKER_*
-    endpoint, speaking the benchmark's `protocol` (its native prompt and reply format) when it has one."""
+    endpoint (call policy from the config's `worker_llm:` block, `endpoint`), speaking the benchmark's
+    `protocol` (its native prompt and reply format) when it has one."""
     if kind == "scripted":
         model = ResponseModel(**{"seed": seed, **dict(response or {})})
         return ScriptedWorker(FaultModel(seed=seed, faults=list(faults or [])), model)
     if kind == "llm":
-        return LLMWorker(LLMClient(EndpointConfig.from_env("worker"), trace=trace), protocol=protocol)
+        overrides = endpoint_settings(endpoint)
+        return LLMWorker(LLMClient(EndpointConfig.from_env("worker", **overrides), trace=trace), protocol=protocol)
     raise ValueError(f"worker={kind!r}: use one of {', '.join(WORKERS)}")

@@ -25,6 +25,9 @@ ARMS: tuple[str, ...] = Arm.__args__  # type: ignore[attr-defined]
 OPERATIONAL_KEYS = frozenset({
     "run_dir", "resume", "resume_with_changed_config", "progress", "workers", "backend", "limit", "task_ids",
     "bootstrap_resamples", "job_retries", "bench.run_dir", "keep_checkpoints",
+    # how long to wait for a model and how often to retry it: the call policy, not the manager's decisions
+    "llm.timeout_s", "llm.max_retries", "llm.call_deadline_s",
+    "worker_llm.timeout_s", "worker_llm.max_retries", "worker_llm.call_deadline_s",
 })  # fmt: skip
 
 

@@ -13,15 +13,25 @@ deterministic `rules` manager. It prints per-turn correctness side by side.
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 from typing import Any
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
-from eval.components import MANAGERS, WORKERS, WORKSPACES, make_manager, make_worker, make_workspace
+from eval.components import (
+    MANAGERS,
+    WORKERS,
+    WORKSPACES,
+    endpoint_settings,
+    llm_settings,
+    make_manager,
+    make_worker,
+    make_workspace,
+)
 from eval.scorers.fields import per_turn_correct
 from stateguard.flows import LONGDS, FlowConfig
 from stateguard.policies.base import ManagerPolicy
@@ -43,6 +53,9 @@ class DemoResult(BaseModel):
     workspace: str
     worker: str = "scripted"
     manager: str = "rules"
+    manager_calls: int = 0
+    manager_fallbacks: int = 0
+    manager_usage: dict[str, int | float] = Field(default_factory=dict)
 
 
 def _flow(cfg: DictConfig) -> FlowConfig:
@@ -60,13 +73,16 @@ def _workspace(cfg: DictConfig, task_dir: Path, arm_dir: Path) -> LiveWorkspace:
 
 
 def _manager(cfg: DictConfig, trace: Trace) -> ManagerPolicy:
-    return make_manager(str(cfg.manager), trace=trace, context_budget_tokens=cfg.harness.context_budget_tokens)
+    llm: Any = OmegaConf.to_container(cfg.llm, resolve=True) if cfg.get("llm") else None
+    return make_manager(str(cfg.manager), trace=trace, context_budget_tokens=cfg.harness.context_budget_tokens, llm=llm)
 
 
 def _worker(cfg: DictConfig, trace: Trace) -> WorkerAdapter:
     faults: Any = OmegaConf.to_container(cfg.faults, resolve=True)
+    endpoint: Any = OmegaConf.to_container(cfg.worker_llm, resolve=True) if cfg.get("worker_llm") else None
     response: Any = OmegaConf.to_container(cfg.response, resolve=True) if "response" in cfg else None
-    return make_worker(str(cfg.worker), trace=trace, faults=faults, seed=cfg.seed, response=response)
+    return make_worker(str(cfg.worker), trace=trace, faults=faults, seed=cfg.seed, response=response,
+                       endpoint=endpoint)  # fmt: skip
 
 
 def _arm(cfg: DictConfig, task: Task, task_dir: Path, arm: str) -> RolloutResult:
@@ -83,14 +99,16 @@ def _arm(cfg: DictConfig, task: Task, task_dir: Path, arm: str) -> RolloutResult
 
 
 def _check(cfg: DictConfig) -> Path:
-    """Start-up checks: option values, the task folder and its data folder (the sandbox mounts it;
-    a missing one would make every turn fail and the demo report 0%)."""
+    """Start-up checks: option values, the `llm:` / `worker_llm:` blocks, the task folder and its
+    data folder (the sandbox mounts it; a missing one would make every turn fail and the demo report 0%)."""
     for key, allowed in (("workspace", WORKSPACES), ("worker", WORKERS), ("manager", MANAGERS),
                          ("flow", ("turn_aligned", "segment"))):  # fmt: skip
         if str(cfg[key]) not in allowed:
             raise ValueError(f"{key}={cfg[key]!r}: use one of {', '.join(allowed)}")
     if not isinstance(cfg.review_every, int) or cfg.review_every < 1:
         raise ValueError(f"review_every={cfg.review_every!r}: use a whole number of worker steps >= 1")
+    llm_settings(OmegaConf.to_container(cfg.llm, resolve=True) if cfg.get("llm") else None)  # type: ignore[arg-type]
+    endpoint_settings(OmegaConf.to_container(cfg.worker_llm, resolve=True) if cfg.get("worker_llm") else None)  # type: ignore[arg-type]
     task_dir = Path(cfg.task_dir).resolve()
     data = task_dir / "data"
     if not data.is_dir() or not any(data.iterdir()):
@@ -117,6 +135,9 @@ def run(cfg: DictConfig) -> DemoResult:
         workspace=str(cfg.workspace),
         worker=str(cfg.worker),
         manager=str(cfg.manager),
+        manager_calls=guard.manager_llm_calls,
+        manager_fallbacks=guard.manager_fallbacks,
+        manager_usage=guard.manager_usage,
     )
 
 
@@ -138,6 +159,19 @@ def render(result: DemoResult) -> str:
         f"committed states: {len(result.committed_states)}; stale after revisions: {', '.join(result.stale_states) or 'none'}",
         f"workspace: {result.workspace}; traces, stores and results: {result.run_dir}/{{baseline,stateguard}}/",
     ]
+    usage = result.manager_usage
+    if usage:
+        lines.append(
+            f"model: {result.manager_calls} real completions ({usage.get('constrained_completions', 0)} constrained), "
+            f"{usage.get('rejected_for_size', 0) + usage.get('rejected_requests', 0)} refused and "
+            f"{usage.get('failed_requests', 0)} failed requests; {usage.get('valid_actions', 0)} answers parsed into "
+            f"an offered action, {usage.get('parse_failures', 0) + usage.get('illegal_actions', 0)} did not; "
+            f"{usage.get('forced_actions', 0)} forced COMMIT_STATE"
+        )
+    if result.manager_fallbacks:
+        lines.append(f"WARNING: {result.manager_fallbacks} of {usage.get('activations', 0) or 'the'} model activations "
+                     "ended in a fallback, not a decision of the manager; see `manager_fallback` in "
+                     f"{result.run_dir}/stateguard/trace.jsonl")  # fmt: skip
     return "\n".join(lines)
 
 
@@ -154,6 +188,7 @@ def run_cli(cfg: DictConfig) -> int:
 
 @hydra.main(version_base=None, config_path="../configs", config_name="demo")
 def main(cfg: DictConfig) -> None:
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per HTTP request drowns the output
     sys.exit(run_cli(cfg))
 
 

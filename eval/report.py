@@ -33,7 +33,8 @@ from eval.metrics.bootstrap import (
 from eval.metrics.detection import DetectionReport, detection_report, render_detection, scored_results
 from eval.results import ArmResult
 
-__all__ = ["ArmSummary", "RunSummary", "fmt", "macro_gain", "render_gain", "render_summary", "summarize"]
+__all__ = ["ArmSummary", "RunSummary", "fallback_warnings", "fmt", "macro_gain", "render_gain", "render_summary",
+           "summarize"]
 
 
 class ArmSummary(BaseModel):
@@ -48,7 +49,12 @@ class ArmSummary(BaseModel):
     risk_ratio: float | None
     contaminated: str = Field(description="wrong/contaminated and wrong/clean unit counts behind DCR")
     repairs: int
-    manager_calls: int
+    manager_calls: int = Field(description="Model calls that got a real answer.")
+    refused_calls: int = Field(default=0, description="Model requests the server refused (for size or otherwise).")
+    failed_calls: int = Field(default=0, description="Model calls that failed (transport, 5xx, malformed, deadline).")
+    unusable_outputs: int = Field(default=0, description="Answers with no parseable action or an action not offered.")
+    llm_activations: int = Field(default=0, description="Activations in which the model was consulted.")
+    fallbacks: int = Field(default=0, description="Activations that ended without the manager's own decision.")
     wall_s: float
     crashed_tasks: int = Field(default=0, description="rollouts that crashed: not scored, not in accuracy")
     crashed: dict[str, str] = Field(default_factory=dict, description="task id -> error of each crashed rollout")
@@ -82,12 +88,19 @@ def _arm(arm: str, everything: list[ArmResult]) -> ArmSummary:
         dcr=pooled.dcr, risk_ratio=pooled.risk_ratio,
         contaminated=f"{pooled.contaminated_bad}/{pooled.contaminated_n} vs {pooled.clean_bad}/{pooled.clean_n}",
         repairs=sum(r.repairs for r in results), manager_calls=sum(r.manager_calls for r in results),
+        refused_calls=_usage(results, "rejected_for_size", "rejected_requests"),
+        failed_calls=_usage(results, "failed_requests"), unusable_outputs=_usage(results, "parse_failures", "illegal_actions"),
+        llm_activations=_usage(results, "activations"), fallbacks=sum(r.manager_fallbacks for r in results),
         wall_s=round(sum(r.wall_s for r in everything), 2),
         crashed_tasks=len(everything) - len(results),
         crashed={r.task_id: str(r.error) for r in everything if r.status == "crashed"},
         degraded_tasks=sum(r.status == "degraded" for r in results),
         degraded={r.task_id: r.degraded_reasons or ["(no reason recorded)"] for r in results if r.status == "degraded"},
     )  # fmt: skip
+
+
+def _usage(results: list[ArmResult], *keys: str) -> int:
+    return int(sum(r.manager_usage.get(k, 0) for r in results for k in keys))
 
 
 def summarize(results: list[ArmResult], *, seed: int = 0, resamples: int = 10_000, detection: bool = True,
@@ -148,11 +161,16 @@ def _clip(text: str, n: int = 110) -> str:
 def render_summary(summary: RunSummary) -> str:
     head = (f"{'arm':<12}{'tasks':>6}{'turns':>7}{'acc %':>8}{'DCR %':>8}{'RR':>7}{'repairs':>9}{'mgr calls':>11}"
             f"{'degraded':>10}{'crashed':>9}{'time s':>9}")  # fmt: skip
+    model = any(a.refused_calls or a.failed_calls or a.llm_activations for a in summary.arms)
+    if model:  # the model-call columns, only where a model manager ran
+        head = head.replace(f"{'degraded':>10}", f"{'refused':>9}{'failed':>8}{'unusable':>10}{'fallbacks':>11}"
+                                                 f"{'degraded':>10}")  # fmt: skip
     scope = "" if summary.scope == "all runs" else f" (accuracy and DCR over the {summary.scope}; clean runs below)"
     lines = [f"benchmark: {summary.bench}{scope}", "", head, "-" * len(head)]
     for a in summary.arms:
+        calls = (f"{a.refused_calls:>9}{a.failed_calls:>8}{a.unusable_outputs:>10}{a.fallbacks:>11}" if model else "")
         lines.append(f"{a.arm:<12}{a.tasks:>6}{a.turns_scored:>7}{fmt(a.accuracy):>8}{fmt(a.dcr):>8}"
-                     f"{fmt(a.risk_ratio, False):>7}{a.repairs:>9}{a.manager_calls:>11}{a.degraded_tasks:>10}"
+                     f"{fmt(a.risk_ratio, False):>7}{a.repairs:>9}{a.manager_calls:>11}{calls}{a.degraded_tasks:>10}"
                      f"{a.crashed_tasks:>9}{a.wall_s:>9.1f}")  # fmt: skip
     g = summary.gain
     if g is not None and g.observed_gain is not None:
@@ -168,10 +186,22 @@ def render_summary(summary: RunSummary) -> str:
         if a.degraded_tasks:
             notes.append(f"DEGRADED {a.arm}: {a.degraded_tasks} task(s) ran impaired (scored as they ended):")
             notes += [f"  {task}: {_clip('; '.join(why))}" for task, why in sorted(a.degraded.items())]
+    notes += fallback_warnings(summary)
     notes += [f"NOTE: {n}" for n in summary.notes]
     if notes:
         lines += ["", *notes]
     lines.append("DCR: error rate of turns with a wrong parent minus that of turns whose parents are all right "
                  "(pooled over tasks; — = undefined)")
+    if model:
+        lines.append("mgr calls: real model answers only; refused / failed: requests without one; unusable: answers "
+                     "with no parseable, offered action; fallbacks: activations ended without the manager's decision")
     detection = render_detection(summary.detection)
     return "\n".join(lines) + (f"\n{detection}" if detection else "")
+
+
+def fallback_warnings(summary: RunSummary) -> list[str]:
+    """One WARNING line per arm in which any manager activation ended in a fallback."""
+    return [f"WARNING: {a.arm}: {a.fallbacks} manager activation(s) ended in a fallback, not a decision of the "
+            f"manager ({a.refused_calls} refused and {a.failed_calls} failed model requests, {a.unusable_outputs} "
+            "unusable answers); see the `manager_fallback` events in tasks/<task>/<arm>/trace.jsonl"
+            for a in summary.arms if a.fallbacks]  # fmt: skip

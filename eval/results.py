@@ -48,7 +48,11 @@ class ArmResult(Record):
     parents: dict[int, list[int]] = Field(default_factory=dict, description="Pa(t), shared by every arm.")
     answers: dict[int, object] = Field(default_factory=dict)
     repairs: int = 0
-    manager_calls: int = 0
+    manager_calls: int = Field(default=0, description="Model calls that got a real answer (completions only).")
+    manager_fallbacks: int = Field(default=0, description="Manager activations that ended without the policy's decision.")
+    manager_usage: dict[str, int | float] = Field(
+        default_factory=dict, description="A model-backed manager's counters (stateguard.policies.usage.ManagerUsage)."
+    )
     committed_states: int = 0
     stale_states: int = 0
     degraded: bool = False

@@ -47,7 +47,14 @@ from tqdm import tqdm
 from eval.benchmarks.base import Benchmark, EvalTask
 from eval.benchmarks.registry import get_benchmark
 from eval.benchmarks.variants import variant_fields
-from eval.components import check_workspace, make_manager, make_worker, make_workspace
+from eval.components import (
+    check_workspace,
+    endpoint_settings,
+    llm_settings,
+    make_manager,
+    make_worker,
+    make_workspace,
+)
 from eval.config import ARMS, ConfigError, EvalConfig, changed_keys, validate_config
 from eval.jobs import crash_outcome, exit_on_signals, run_in_pool
 from eval.report import RunSummary, render_summary, summarize
@@ -107,9 +114,10 @@ def run_job(task: EvalTask, arm: str, flow: FlowConfig, cfg: dict[str, Any], arm
         try:
             native = getattr(bench, "worker_protocol", None)
             worker = make_worker(str(cfg["worker"]), trace=calls, faults=task.faults, seed=int(cfg["seed"]),
-                                 protocol=native(task) if native else None, response=cfg.get("response"))  # fmt: skip
+                                 protocol=native(task) if native else None, response=cfg.get("response"),
+                                 endpoint=cfg.get("worker_llm"))  # fmt: skip
             manager = None if kind is None else make_manager(kind, trace=calls, context_budget_tokens=int(
-                cfg["harness"]["context_budget_tokens"]))
+                cfg["harness"]["context_budget_tokens"]), llm=cfg.get("llm"))
             result = rollout(task.task, worker, workspace, flow=flow, manager=manager, run_dir=out,
                              harness_config=dict(cfg["harness"]))  # fmt: skip
         finally:
@@ -127,6 +135,7 @@ def run_job(task: EvalTask, arm: str, flow: FlowConfig, cfg: dict[str, Any], arm
             calls.close()
     reasons = list(getattr(result, "degraded_reasons", []) or [])
     return {"answers": answers, "repairs": result.repairs, "manager_calls": result.manager_llm_calls,
+            "manager_fallbacks": result.manager_fallbacks, "manager_usage": result.manager_usage,
             "committed_states": len(result.committed_states), "stale_states": len(result.stale_states),
             "degraded": bool(result.degraded or reasons), "degraded_reasons": reasons,
             "wall_s": time.perf_counter() - start, "error": None}  # fmt: skip
@@ -235,6 +244,11 @@ def prepare(raw: DictConfig) -> Prepared:
     bench = get_benchmark(cfg.bench.name)
     flow = _flow(cfg, bench.flow)
     check_workspace(cfg.workspace, plain.get("sandbox") or {})
+    try:  # the LLM call policy and manager knobs, before any task starts
+        llm_settings(plain.get("llm"))
+        endpoint_settings(plain.get("worker_llm"))
+    except ValueError as exc:
+        raise ConfigError(f"{exc} (configs/eval.yaml or a command-line override)") from None
     tasks = _select(bench.load(raw.bench), cfg)
     if not tasks:
         raise ValueError(f"bench={cfg.bench.name} has no tasks to run")
@@ -297,8 +311,8 @@ def _record(p: Prepared, task: EvalTask, arm: str, outcome: dict[str, Any]) -> A
         bench=p.bench.name, task_id=task.task_id, arm=arm, domain=task.domain, level=task.level, status=status,
         correct=correct, parents=task.parents, answers=outcome["answers"], error=error,
         run_dir=str(p.run_dir / "tasks" / task.task_id / arm), **variant_fields(task),
-        **{k: outcome[k] for k in ("repairs", "manager_calls", "committed_states", "stale_states", "degraded",
-                                   "degraded_reasons", "attempts", "wall_s") if k in outcome},
+        **{k: outcome[k] for k in ("repairs", "manager_calls", "manager_fallbacks", "manager_usage", "committed_states",
+                                   "stale_states", "degraded", "degraded_reasons", "attempts", "wall_s") if k in outcome},
     )  # fmt: skip
     write_result(p.run_dir, result)
     if error is not None:
@@ -359,6 +373,7 @@ def run_cli(cfg: DictConfig) -> int:
 
 @hydra.main(version_base=None, config_path="../configs", config_name="eval")
 def main(cfg: DictConfig) -> None:
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per HTTP request drowns the output
     exit_on_signals()
     sys.exit(run_cli(cfg))
 

@@ -8,8 +8,9 @@ CSV each:
 * table1     one row per agent and one per +StateGuard: accuracy per domain, average, DCR
              (Table 1's layout; "—" where undefined);
 * ablation   every arm of the run with accuracy, DCR and the gain over the baseline (Fig. 3 left);
-* runtime    reviews per task, manager calls per task, time per call, T_M (Eq. 32) and wall
-             time per task (Table 5);
+* runtime    reviews per task, manager calls per task (real completions only; refused and
+             failed requests, unusable answers and fallbacks in their own columns), time per
+             call, T_M (Eq. 32) and wall time per task (Table 5);
 * states     D.2 state statistics of the StateGuard arm;
 * gains      C.3: micro and task-macro accuracy gain of each arm over the baseline, each with its
              paired cluster bootstrap CI (`--resamples`, default 10,000);
@@ -140,9 +141,19 @@ def runtime(results: list[ArmResult]) -> Table:
         else:
             d = decompose([step_intervals(t) for t in traces], baseline or None)
             reviews, t_m = f"{d.reviews_per_task:.1f}", "—" if d.t_manager_s is None else f"{d.t_manager_s:.3f}"
-        rows.append([arm, reviews, f"{calls.calls_per_task:.1f}", fmt(calls.mean_latency_s, False), t_m,
-                     f"{sum(r.wall_s for r in rs) / len(rs):.2f}"])  # fmt: skip
-    return ["arm", "reviews/task", "manager calls/task", "s per call", "T_M s (Eq. 32)", "wall s/task"], rows
+        n = len(rs)
+
+        def per_task(*keys: str, rs: list[ArmResult] = rs, n: int = n) -> str:
+            return f"{sum(r.manager_usage.get(k, 0) for r in rs for k in keys) / n:.1f}"
+
+        rows.append([arm, reviews, f"{sum(r.manager_calls for r in rs) / n:.1f}",
+                     per_task("rejected_for_size", "rejected_requests"), per_task("failed_requests"),
+                     per_task("parse_failures", "illegal_actions"), f"{sum(r.manager_fallbacks for r in rs) / n:.1f}",
+                     fmt(calls.mean_latency_s, False), t_m, f"{sum(r.wall_s for r in rs) / n:.2f}"])  # fmt: skip
+    head = ["arm", "reviews/task", "manager calls/task (real completions)", "refused requests/task",
+            "failed requests/task", "unusable answers/task", "fallbacks/task", "s per call", "T_M s (Eq. 32)",
+            "wall s/task"]  # fmt: skip
+    return head, rows
 
 
 def _state_runs(results: list[ArmResult]) -> tuple[list[tuple[ArmResult, object]], list[tuple[ArmResult, str]]]:

@@ -2,8 +2,9 @@
 """Serve a real small chat model on 127.0.0.1 with llama-cpp-python's OpenAI-compatible server.
 
 Thin launcher (the logic is in stateguard.llm.local_model): assemble and sha256-verify the GGUF
-from its installed packages, start `python -m llama_cpp.server` as a child process, wait until
-GET /v1/models answers, print the base URL, then serve until Ctrl-C. `--check` instead sends one
+from its installed packages, start llama-cpp-python's server as a child process (through
+`stateguard.llm.llama_cpp_server`, which adds llama.cpp's GET /props so clients can read the
+context window), wait until GET /v1/models answers, print the base URL, then serve until Ctrl-C. `--check` instead sends one
 chat completion, prints tokens/s and exits.
 
     make setup-local && make serve-local            # or: python scripts/serve_local.py --model 0.5b
@@ -128,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     log = args.log or args.cache_dir / f"{name}.server.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     cmd = [
-        sys.executable, "-m", "llama_cpp.server",
+        sys.executable, "-m", "stateguard.llm.llama_cpp_server",
         "--model", str(path), "--model_alias", name,
         "--host", HOST, "--port", str(port),
         "--n_threads", str(args.threads), "--n_threads_batch", str(args.threads),

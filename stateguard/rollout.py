@@ -41,7 +41,11 @@ class RolloutResult(Record):
     stale_states: list[str] = Field(default_factory=list)
     worker_steps: int = 0
     manager_activations: int = 0
-    manager_llm_calls: int = 0
+    manager_llm_calls: int = Field(default=0, description="Model calls that got a real answer (completions only).")
+    manager_fallbacks: int = Field(default=0, description="Activations that ended without a decision of the policy.")
+    manager_usage: dict[str, int | float] = Field(
+        default_factory=dict, description="A model-backed manager's counters (stateguard.policies.usage.ManagerUsage)."
+    )
     repairs: int = 0
     degraded: bool = False
     degraded_reasons: list[str] = Field(
@@ -67,6 +71,7 @@ class _Run:
         self.step_index = 0
         self.used = 0  # worker steps in the current budget unit
         self.activations = 0
+        self.fallbacks = 0  # activations the loop had to end itself (the policy decided nothing)
         self.repairs = 0
         self.degraded = False
         self.degraded_reasons: list[str] = []
@@ -100,7 +105,7 @@ class _Run:
         obs = self.harness.begin_review(event, terminal=terminal)
         ctx = ManagerContext(task=self.task, turn=self.turn, regime=self.flow.regime, store=self.store,
                              workspace=self.ws, steps=self.harness.steps, budget=self.harness.config.repair_budget,
-                             worker_budget_left=max(0, self.budget - self.used))  # fmt: skip
+                             worker_budget_left=max(0, self.budget - self.used), trace=self.trace)  # fmt: skip
         result: HarnessResult | None = None
         for _ in range(MAX_ACTIVATIONS_PER_REVIEW):
             self.activations += 1
@@ -146,10 +151,14 @@ class _Run:
         return self._fallback()
 
     def _fallback(self) -> HarnessResult:
-        """The policy ended without an accepted control action: the least intrusive legal exit."""
+        """The policy ended without an accepted control action: the least intrusive legal exit,
+        marked as a fallback (trace event `manager_fallback`, counted in the result)."""
         regime, stage = self.flow.regime, self.harness.stage
         for action in (ControlAction.ABSTAIN, ControlAction.RESUME_WORKER, ControlAction.ABANDON_STATE):
             if is_legal(regime, stage, action):
+                self.trace.emit("manager_fallback", policy=getattr(self.manager, "name", None), stage=stage.value,
+                                exit=action.value, reason="the policy ended the activation without a decision")  # fmt: skip
+                self.fallbacks += 1
                 result = self.harness.apply((action.value, {}))
                 if result.accepted:
                     return result
@@ -248,7 +257,11 @@ def rollout(
         run.run_segment()
     run.harness.finish()
     llm_calls = int(getattr(manager, "calls", 0) or 0)
-    run.trace.emit("manager_summary", activations=run.activations, llm_calls=llm_calls, repairs=run.repairs)
+    usage_record = getattr(manager, "usage", None)
+    usage: dict[str, int | float] = usage_record.model_dump() if usage_record is not None else {}
+    fallbacks = run.fallbacks + int(usage.get("fallbacks", 0))
+    run.trace.emit("manager_summary", activations=run.activations, llm_calls=llm_calls, repairs=run.repairs,
+                   fallbacks=fallbacks, usage=usage)  # fmt: skip
     answers = worker.final_answer()
     run.trace.emit("answers", answers={str(k): v for k, v in answers.items()})
     reasons = run.degraded_reasons + [str(r) for r in getattr(workspace, "degraded_reasons", [])]
@@ -263,6 +276,8 @@ def rollout(
         worker_steps=run.step_index,
         manager_activations=run.activations,
         manager_llm_calls=llm_calls,
+        manager_fallbacks=fallbacks,
+        manager_usage=usage,
         repairs=run.repairs,
         degraded=run.degraded or bool(reasons),
         degraded_reasons=reasons,

@@ -7,11 +7,20 @@ reads). The openai client is built with max_retries=0; this module owns the poli
 * bounded retries with capped, jittered exponential backoff on transport errors (connection
   refused or reset, timeouts) and on HTTP 408, 429 and 5xx, honouring Retry-After up to the cap;
 * no retry on any other 4xx: `LLMError` carries the status and an excerpt of the body, and a
-  400 about the context length is the subclass `ContextOverflow` so callers can compress and retry;
+  400 about the context length is the subclass `ContextOverflow` (with the limit the server
+  stated, when it did) so callers can refit the request instead of resending it;
+* the body of every 2xx answer is read and checked field by field (`stateguard.llm.reply`): HTML,
+  non-UTF-8 bytes, `{"choices": "nope"}` or `"content": 7` are a retryable `MalformedReply`, never
+  an exception from deep inside the caller;
+* a bound on the whole call: each attempt's timeout is cut to what is left of the call deadline
+  (`call_deadline_s`, and the caller's own `deadline`), and no attempt starts after it;
 * at most `concurrency` requests in flight per client (a semaphore held per attempt, not during
   backoff sleeps), shared by every thread using the client;
-* one `llm_call` trace event per call, success or final failure, with tokens, latency and attempts.
-  When the server omits `usage`, token counts are estimated from text length and flagged.
+* one `llm_call` trace event per call, success or final failure, with tokens, latency, attempts
+  and its outcome: `completion` (a real answer), `rejected` (the server refused it with a 4xx;
+  `rejected_for_size` when the prompt did not fit) or `failed` (transport, 5xx, malformed reply
+  or deadline, after retries). When the server omits `usage`, token counts are estimated from
+  text length and flagged.
 
     client = LLMClient(EndpointConfig.from_env("manager"), trace=trace)
     result = client.chat([{"role": "user", "content": "hi"}], tools=TOOLS)
@@ -34,17 +43,34 @@ import openai
 from pydantic import BaseModel, ConfigDict, Field
 
 from stateguard.llm.endpoints import EndpointConfig
+from stateguard.llm.reply import MalformedReply, read_completion
 from stateguard.trace import Trace
 
 CHARS_PER_TOKEN = 4  # rough ratio for English and code, used only when the server reports no usage
 BODY_EXCERPT_CHARS = 500
 RETRYABLE_STATUS = frozenset({408, 429})  # plus every 5xx
+MIN_ATTEMPT_S = 0.05  # an attempt with less time than this left is not started
 
 # Wordings servers use when a prompt does not fit: vLLM ("maximum context length"), OpenAI
-# ("context_length_exceeded"), llama.cpp ("exceeds the available context size").
+# ("context_length_exceeded"), llama.cpp ("exceeds the available context size"),
+# llama-cpp-python ("exceed context window").
 _CONTEXT_RE = re.compile(
     r"context[ _-]?length|context[ _-]size|context[ _-]window|maximum context|prompt is too long",
     re.I,
+)
+# The limit a server states in such a message: "maximum context length is 4096 tokens",
+# "context window of 4096", "available context size (4096 tokens)", "n_ctx: 4096".
+_LIMIT_RE = re.compile(
+    r"(?:context length is|context window of|context size \(|context size of|n_ctx\W+|max_model_len\W+)\s*(\d+)",
+    re.I,
+)
+
+# The prompt size a server reports with such a message: "(4500 in the messages, ...)" (vLLM,
+# llama-cpp-python), "request (5000 tokens) exceeds" (llama.cpp), "requested 5000 tokens".
+_PROMPT_RES = (
+    re.compile(r"(\d+) in the messages", re.I),
+    re.compile(r"request \((\d+) tokens\)", re.I),
+    re.compile(r"(?:you requested|request has|requested tokens \()\s*(\d+)", re.I),
 )
 
 # Serializes trace writes from clients used by several threads (Trace itself is not locked).
@@ -71,9 +97,39 @@ class LLMError(RuntimeError):
         self.role = role
         self.model = model
 
+    @property
+    def rejected(self) -> bool:
+        """The server refused the request itself (a 4xx other than 408/429): resending it unchanged is pointless."""
+        return self.status is not None and 400 <= self.status < 500 and self.status not in RETRYABLE_STATUS
+
 
 class ContextOverflow(LLMError):
-    """The server refused the request (HTTP 400) because the prompt exceeds the model's context."""
+    """The server refused the request (HTTP 400) because the prompt exceeds the model's context.
+
+    `limit` is the context window the server named in its message, `prompt_tokens` the size it
+    counted, when it said."""
+
+    @property
+    def limit(self) -> int | None:
+        found = _LIMIT_RE.search(self.body or "")
+        return int(found.group(1)) if found else None
+
+    @property
+    def prompt_tokens(self) -> int | None:
+        """The prompt size the server counted, when its message says (a measurement of our count)."""
+        for pattern in _PROMPT_RES:
+            found = pattern.search(self.body or "")
+            if found:
+                return int(found.group(1))
+        return None
+
+
+class MalformedReplyError(LLMError):
+    """HTTP 2xx whose body is not a usable chat completion (HTML, not UTF-8, wrong field types)."""
+
+
+class DeadlineExceeded(LLMError):
+    """The call's time bound (call_deadline_s or the caller's deadline) ran out before an answer."""
 
 
 class Usage(BaseModel):
@@ -98,9 +154,9 @@ class ChatResult(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     message: dict[str, Any] = Field(
-        description="Assistant message as a plain dict: role, content, and when present tool_calls "
-        "(OpenAI-style dicts with id, type, function.name, function.arguments as a JSON string) "
-        "and reasoning_content."
+        description="Assistant message as a plain dict: role, content (a string or None), and when "
+        "present tool_calls (OpenAI-style dicts with id, type, function.name, function.arguments as "
+        "a JSON string) and reasoning_content."
     )
     finish_reason: str | None = Field(description="stop, length, tool_calls, ... as the server said.")
     usage: Usage
@@ -128,6 +184,17 @@ class _Retryable(Exception):
         self.retry_after = retry_after
 
 
+def outcome_of(failure: BaseException | None) -> str:
+    """The `outcome` of an `llm_call` event: completion, rejected_for_size, rejected or failed."""
+    if failure is None:
+        return "completion"
+    if isinstance(failure, ContextOverflow):
+        return "rejected_for_size"
+    if isinstance(failure, LLMError) and failure.rejected:
+        return "rejected"
+    return "failed"
+
+
 class LLMClient:
     """Chat client for one endpoint; thread-safe, so one instance can serve many rollouts."""
 
@@ -151,6 +218,7 @@ class LLMClient:
             max_retries=0,
         )
         self._create = self._openai.chat.completions.create
+        self._create_raw = self._openai.chat.completions.with_raw_response.create
         self._create_params = frozenset(inspect.signature(self._create).parameters)
 
     def close(self) -> None:
@@ -169,31 +237,53 @@ class LLMClient:
         messages: Sequence[Mapping[str, Any]],
         tools: Sequence[Mapping[str, Any]] | None = None,
         tool_choice: str | Mapping[str, Any] | None = None,
+        *,
+        deadline: float | None = None,
+        meta: Mapping[str, Any] | None = None,
         **kw: Any,
     ) -> ChatResult:
         """One chat completion, retried per the endpoint policy.
 
-        `kw` overrides the configured temperature / max_tokens and adds request fields: names the
-        openai SDK knows (stop, seed, response_format, ...) go as such, any other name (top_k,
-        min_p, ...) goes into the JSON body, and `extra_body` is merged over the configured one.
-        Raises ContextOverflow, or LLMError once retries are spent or on a non-retryable status.
+        `deadline` (a `time.monotonic()` instant) bounds the whole call together with the
+        endpoint's `call_deadline_s`; `meta` is copied into the call's `llm_call` trace event
+        (e.g. whether decoding was constrained). `kw` overrides the configured temperature /
+        max_tokens and adds request fields: names the openai SDK knows (stop, seed,
+        response_format, ...) go as such, any other name (top_k, min_p, ...) goes into the JSON
+        body, and `extra_body` is merged over the configured one.
+        Raises ContextOverflow, or LLMError once retries are spent, the deadline passed, or on a
+        non-retryable status.
         """
         request = self._request(messages, tools, tool_choice, kw)
         started = time.monotonic()
+        if self.config.call_deadline_s is not None:
+            own = started + self.config.call_deadline_s
+            deadline = own if deadline is None else min(deadline, own)
         attempts = 0
         result: ChatResult | None = None
         failure: BaseException | None = None
         try:
             while True:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left < MIN_ATTEMPT_S:
+                    raise DeadlineExceeded(
+                        f"{self._who()}: no answer within the call's time bound "
+                        f"({time.monotonic() - started:.1f} s, {attempts} attempt(s))",
+                        role=self.config.role, model=self.config.model,
+                    )  # fmt: skip
                 attempts += 1
                 try:
-                    completion = self._attempt(request)
+                    completion = self._attempt(request, left)
                 except _Retryable as retry:
                     if attempts > self.config.max_retries:
                         error = retry.error
                         error.args = (f"{error} (gave up after {attempts} attempts)",)
                         raise error from retry.__cause__
-                    self._sleep(self._delay(attempts - 1, retry.retry_after))
+                    pause = self._delay(attempts - 1, retry.retry_after)
+                    if deadline is not None and time.monotonic() + pause >= deadline:
+                        error = retry.error
+                        error.args = (f"{error} (no time left for a retry after {attempts} attempts)",)
+                        raise error from retry.__cause__
+                    self._sleep(pause)
                     continue
                 result = self._result(completion, messages, tools, started, attempts)
                 return result
@@ -205,7 +295,7 @@ class LLMClient:
             failure = exc
             raise
         finally:
-            self._emit(result, failure, started, attempts)
+            self._emit(result, failure, started, attempts, meta)
 
     def list_models(self) -> list[str]:
         """Model ids the server serves (GET /models): a one-shot readiness check, never retried."""
@@ -236,7 +326,7 @@ class LLMClient:
             request["max_tokens"] = cfg.max_tokens
         extra = _merge(cfg.extra_body, kw.pop("extra_body", None) or {})
         for key, value in kw.items():
-            if key in self._create_params:
+            if key in self._create_params and key != "timeout":
                 request[key] = value
             else:
                 extra[key] = value
@@ -244,13 +334,25 @@ class LLMClient:
             request["extra_body"] = extra
         return request
 
-    def _attempt(self, request: dict[str, Any]) -> Any:
-        """Send one request while holding a concurrency slot; openai errors come out translated."""
+    def _attempt(self, request: dict[str, Any], left: float | None) -> Any:
+        """Send one request while holding a concurrency slot; read and check the raw body.
+
+        openai errors come out translated; a 2xx body that is not a chat completion is a
+        retryable MalformedReplyError."""
+        timeout = self.config.timeout_s if left is None else max(MIN_ATTEMPT_S, min(self.config.timeout_s, left))
         try:
             with self._slots:
-                return self._create(**request)
+                raw = self._create_raw(**request, timeout=timeout)
+                body = raw.http_response.content
+                content_type = raw.http_response.headers.get("content-type")
         except openai.OpenAIError as exc:
-            raise self._translate(exc) from exc
+            raise self._translate(exc, timeout) from exc
+        try:
+            return read_completion(body, content_type)
+        except MalformedReply as exc:
+            error = MalformedReplyError(f"{self._who()}: malformed reply: {exc}", role=self.config.role,
+                                        model=self.config.model, body=_excerpt(body[:2000].decode("utf-8", "replace")))  # fmt: skip
+            raise _Retryable(error) from exc
 
     def _delay(self, retry: int, retry_after: float | None) -> float:
         if retry_after is not None and math.isfinite(retry_after) and retry_after >= 0:
@@ -267,19 +369,9 @@ class LLMClient:
         started: float,
         attempts: int,
     ) -> ChatResult:
-        choices = getattr(completion, "choices", None)
-        if not choices:
-            raise LLMError(
-                f"{self._who()}: the server answered without choices",
-                body=_excerpt(completion),
-                role=self.config.role,
-                model=self.config.model,
-            )
-        choice = choices[0]
-        message = _message_dict(choice.message)
-        usage = getattr(completion, "usage", None)
-        if usage is not None and usage.prompt_tokens is not None and usage.completion_tokens is not None:
-            counted = Usage(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens)
+        message = completion.message
+        if completion.prompt_tokens is not None and completion.completion_tokens is not None:
+            counted = Usage(prompt_tokens=completion.prompt_tokens, completion_tokens=completion.completion_tokens)
         else:
             counted = Usage(
                 prompt_tokens=estimate_tokens(json.dumps([messages, tools or []], default=str)),
@@ -288,11 +380,11 @@ class LLMClient:
             )
         return ChatResult(
             message=message,
-            finish_reason=choice.finish_reason,
+            finish_reason=completion.finish_reason,
             usage=counted,
             latency_s=time.monotonic() - started,
             attempts=attempts,
-            model=getattr(completion, "model", None) or self.config.model,
+            model=completion.model or self.config.model,
         )
 
     # ------------------------------------------------------------------ errors
@@ -303,10 +395,12 @@ class LLMClient:
     def _error(self, message: str, **kw: Any) -> LLMError:
         return LLMError(f"{self._who()}: {message}", role=self.config.role, model=self.config.model, **kw)
 
-    def _translate(self, exc: openai.OpenAIError) -> LLMError | _Retryable:
+    def _translate(self, exc: openai.OpenAIError, timeout: float | None = None) -> LLMError | _Retryable:
         """Map an openai exception to a final LLMError / ContextOverflow, or to a _Retryable."""
         if isinstance(exc, openai.APITimeoutError):
-            return _Retryable(self._error(f"no answer within {self.config.timeout_s:g} s (timeout)"))
+            waited = self.config.timeout_s if timeout is None else timeout
+            cut = "" if waited >= self.config.timeout_s else f", cut from {self.config.timeout_s:g} s by the call's time bound"
+            return _Retryable(self._error(f"no answer within {waited:.3g} s (timeout{cut})"))
         if isinstance(exc, openai.APIConnectionError):
             cause = exc.__cause__ or exc.__context__
             detail = f"{type(cause).__name__}: {cause}" if cause else str(exc)
@@ -314,9 +408,9 @@ class LLMClient:
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
             body = _excerpt(_body_text(exc))
-            if status == 400 and _CONTEXT_RE.search(body):
+            if status in (400, 413) and _CONTEXT_RE.search(body):
                 return ContextOverflow(
-                    f"{self._who()}: prompt exceeds the model's context (HTTP 400): {body}",
+                    f"{self._who()}: prompt exceeds the model's context (HTTP {status}): {body}",
                     status=status,
                     body=body,
                     role=self.config.role,
@@ -329,14 +423,16 @@ class LLMClient:
         return self._error(f"{type(exc).__name__}: {exc}")
 
     def _emit(
-        self, result: ChatResult | None, failure: BaseException | None, started: float, attempts: int
-    ) -> None:
+        self, result: ChatResult | None, failure: BaseException | None, started: float, attempts: int,
+        meta: Mapping[str, Any] | None = None,
+    ) -> None:  # fmt: skip
         if self.trace is None:
             return
         usage = result.usage if result is not None else None
         data: dict[str, Any] = {
             "role": self.config.role,
             "model": self.config.model,
+            "outcome": outcome_of(failure),
             "prompt_tokens": usage.prompt_tokens if usage else None,
             "completion_tokens": usage.completion_tokens if usage else None,
             "usage_estimated": usage.estimated if usage else None,
@@ -345,6 +441,7 @@ class LLMClient:
             "attempts": attempts,
             "status": getattr(failure, "status", None),
             "error": None if failure is None else f"{type(failure).__name__}: {failure}",
+            **dict(meta or {}),
         }
         with _TRACE_LOCK:
             self.trace.emit("llm_call", **data)
@@ -367,31 +464,6 @@ def _merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
         else:
             merged[key] = value
     return merged
-
-
-def _message_dict(message: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"role": "assistant", "content": getattr(message, "content", None)}
-    calls = []
-    for call in getattr(message, "tool_calls", None) or []:
-        fn = getattr(call, "function", None)
-        calls.append(
-            {
-                "id": getattr(call, "id", None),
-                "type": getattr(call, "type", None) or "function",
-                "function": {
-                    "name": getattr(fn, "name", None),
-                    "arguments": getattr(fn, "arguments", None) or "",
-                },
-            }
-        )
-    if calls:
-        out["tool_calls"] = calls
-    extra = getattr(message, "model_extra", None) or {}
-    # vLLM and llama.cpp send `reasoning_content`; newer vLLM versions call it `reasoning`.
-    reasoning = extra.get("reasoning_content") or extra.get("reasoning")
-    if isinstance(reasoning, str) and reasoning:
-        out["reasoning_content"] = reasoning
-    return out
 
 
 def _generated_text(message: Mapping[str, Any]) -> str:

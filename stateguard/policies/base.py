@@ -63,6 +63,7 @@ class ManagerContext(BaseModel):
     steps: dict[int, WorkerStep]
     budget: int = 3  # repair budget per state
     worker_budget_left: int | None = None  # worker steps left in the current budget unit (Table 3)
+    trace: Any = None  # the run's Trace, for a policy's own events (e.g. `manager_fallback`); None offline
 
 
 class ManagerPolicy(Protocol):

@@ -75,8 +75,8 @@ class ObserverManager:
             yield ("ABSTAIN", {"reason": "observer: nothing new to look at"})
             return
         try:
-            self.calls += 1
             reply = self.client.chat(self.messages(obs, ctx))
+            self.calls += 1  # real answers only; a refused or failed call is in llm_calls.jsonl
             hint = parse_hint(reply.message.get("content") or "")
         except LLMError:
             hint = None

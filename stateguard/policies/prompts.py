@@ -7,6 +7,12 @@ P_ctrl is the shared controller (the five checks, evidence-gated repair, never p
 fix); P_life is the flow-specific lifecycle; P_act lists the control actions legal right now
 (from the harness's table, via the observation); T is the agent-visible task.
 The `freeform` ablation keeps P_sys and P_life and swaps P_ctrl (`stateguard.policies.freeform`).
+
+Small served models have small windows, so the full manager also has a short form of the same
+structure (`system_prompt(..., short=True)`, about a quarter of the tokens) that the prompt
+planner picks when the full one would not leave room for the observation, and a reply format
+for constrained decoding (`reply_format`): the offered actions listed compactly, one JSON object
+per reply.
 """
 
 from __future__ import annotations
@@ -80,23 +86,68 @@ If a state has formed:
 STATE_HINT_RULES = "Observation fields: event_type, stage, legal_control_actions, untraced_steps (index, action, output, error), current_draft, repair_attempts/repair_budget, last_action_result, committed_state_index."
 
 
-def system_prompt(regime: Regime, variant: Literal["stateguard", "freeform"] = "stateguard") -> str:
-    """P_sys ⊕ P_ctrl[P_life] for a flow (the freeform ablation swaps P_ctrl for its own block)."""
+SHORT_SYSTEM = """You are the state manager of a data-analysis worker. You never analyse the data or solve the task, and you have no ground truth.
+You keep one record per analytical state: its issue, constraints, the variables it used, its conclusions and its relations to earlier states.
+At each activation take only the next lifecycle step, with one of the offered actions. Tools gather evidence and do not end your turn; one control action ends it.
+Check the current state: the steps it relies on ran without error; the code does what the question asks (filters, scope, units, rounding); values taken from an earlier state whose definition a later turn revised are stale.
+REPAIR only with concrete evidence: name the affected variables and say in words what is wrong and why. Never write code, a corrected value or the answer in a repair. Without a clear error, FINALIZE_RELATIONS with mode "confirm"."""
+
+SHORT_TURN_LIFECYCLE = """LIFECYCLE (turn-aligned, one state per user turn): turn_start -> OPEN_STATE with the question's issue and constraints (relation type "invalidate" for a state this turn revises); turn_end or repair_return -> UPDATE_STATE from the turn's steps, then REPAIR or FINALIZE_RELATIONS, then COMMIT_STATE."""
+
+SHORT_SEGMENT_LIFECYCLE = """LIFECYCLE (segment-induced): at a pause, RESUME_WORKER until the pending steps settle a quantity, finish a sub-task or change aspect; then OPEN_STATE, UPDATE_STATE with source_interval [first_step, last_step], REPAIR or FINALIZE_RELATIONS, COMMIT_STATE."""
+
+
+def system_prompt(regime: Regime, variant: Literal["stateguard", "freeform"] = "stateguard", *, short: bool = False) -> str:
+    """P_sys ⊕ P_ctrl[P_life] for a flow (the freeform ablation swaps P_ctrl for its own block);
+    `short` is the condensed form of the full manager's prompt for small context windows."""
     if variant == "freeform":
         from stateguard.policies.freeform import freeform_system_prompt  # it builds on this module
 
         return freeform_system_prompt(regime)
+    if short:
+        life = SHORT_TURN_LIFECYCLE if regime is Regime.TURN_ALIGNED else SHORT_SEGMENT_LIFECYCLE
+        return f"{SHORT_SYSTEM}\n\n{life}"
     life = TURN_LIFECYCLE if regime is Regime.TURN_ALIGNED else SEGMENT_LIFECYCLE
     return f"{SYSTEM}\n\n{CONTROLLER}\n\n{life}\n\n{STATE_HINT_RULES}"
 
 
-def task_block(task: Task, upto_turn: int | None) -> str:
-    """T: the agent-visible task so far (context and questions; never reference code or answers)."""
+def reply_format(listing: str, note: str = "") -> str:
+    """The instruction that ends the user message when replies are decoded against a schema."""
+    return ("ACTIONS OFFERED NOW (arguments after the name; ? = optional)\n" f"{listing}\n{note}"
+            'Reply with exactly one JSON object: {"name": "<action>", "arguments": {...}}.')  # fmt: skip
+
+
+REPAIR_AFTER_EVIDENCE = "REPAIR is offered once a tool call has produced evidence.\n"
+
+
+def task_block(task: Task, upto_turn: int | None, *, earlier_chars: int | None = None) -> str:
+    """T: the agent-visible task so far (context and questions; never reference code or answers).
+
+    `earlier_chars` clips every turn before the last one to that many characters (the planner
+    uses it when a long task would not fit a small window); the current turn stays whole."""
     turns = [t for t in task.turns if upto_turn is None or t.turn_id <= upto_turn]
-    parts = [f"Turn {t.turn_id}: {t.prompt()}" for t in turns]
+    parts = []
+    for i, t in enumerate(turns):
+        text = t.prompt()
+        if earlier_chars is not None and i < len(turns) - 1 and len(text) > earlier_chars:
+            text = text[: max(earlier_chars - 6, 0)].rstrip() + " [...]"
+        parts.append(f"Turn {t.turn_id}: {text}")
     return "TASK\n" + "\n\n".join(parts)
 
 
-def observation_message(obs: ManagerObservation) -> str:
-    """P_act and the runtime view: the observation as compact JSON."""
-    return "OBSERVATION\n" + json.dumps(obs.model_dump(mode="json", exclude={"schema_version"}), default=str)
+# Fields that change least within a turn first: a server's prompt cache (llama.cpp reuses the
+# longest common prefix) then re-reads only the small, changing tail (stage, draft, last result)
+# on the next activation, instead of the whole observation.
+STABLE_FIRST = ("untraced_steps", "pending_start_step", "pending_end_step", "elided_steps", "committed_state_index",
+                "elided_index_entries", "compression_level", "event_type", "terminal_pending_review",
+                "available_state_id", "repair_attempts", "repair_budget", "current_draft", "last_action_result",
+                "stage", "legal_control_actions")  # fmt: skip
+
+
+def observation_message(obs: ManagerObservation, *, stable_first: bool = False) -> str:
+    """P_act and the runtime view: the observation as compact JSON (in the field order of the
+    SFT corpus, or with `stable_first` the cache-friendly order above)."""
+    data = obs.model_dump(mode="json", exclude={"schema_version"})
+    if stable_first:
+        data = {k: data[k] for k in STABLE_FIRST if k in data} | {k: v for k, v in data.items() if k not in STABLE_FIRST}
+    return "OBSERVATION\n" + json.dumps(data, default=str)

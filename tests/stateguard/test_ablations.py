@@ -73,9 +73,13 @@ def test_freeform_manager_sends_that_prompt_and_the_same_tools(task: Task, tmp_p
         manager = LLMManager(client(server), variant="freeform")
         result = rollout(one, ScriptedWorker(), DictWorkspace(), flow=LONGDS, manager=manager, run_dir=tmp_path)
         first = server.requests[0]
+    with ScriptedServer(script) as server:  # the full manager on the same script, for comparison
+        rollout(one, ScriptedWorker(), DictWorkspace(), flow=LONGDS, manager=LLMManager(client(server)),
+                run_dir=tmp_path / "full")  # fmt: skip
+        full = server.requests
     assert result.committed_states == ["S1"] and manager.name == "freeform"
     assert first["messages"][0]["content"] == freeform_system_prompt(Regime.TURN_ALIGNED)
-    assert first["tools"] == LLMManager(client(server)).tools  # the harness schema is unchanged
+    assert first["tools"] == full[0]["tools"]  # the harness schema is unchanged (the actions offered at the stage)
     assert first["messages"][1]["content"].startswith("TASK\nTurn 1: ")  # same task block and observation
 
 

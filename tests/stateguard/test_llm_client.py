@@ -112,6 +112,7 @@ def test_completion_returns_plain_message_and_records_usage_in_trace() -> None:
         {
             "role": "manager",
             "model": "scripted-model",
+            "outcome": "completion",
             "prompt_tokens": 17,
             "completion_tokens": 5,
             "usage_estimated": False,

@@ -62,7 +62,7 @@ def correct(task: Task, result: RolloutResult) -> dict[int, bool]:
 
 def test_clean_turn_with_a_tool_call(one_turn: Task, tmp_path: Path) -> None:
     check = call("check_execution", step_id=1)
-    result, server, events = run(one_turn, tmp_path, [OPEN, check, UPDATE, FINALIZE, COMMIT])
+    result, server, events = run(one_turn, tmp_path, [OPEN, UPDATE, check, FINALIZE])
     assert correct(one_turn, result) == {1: True}
     store = StateStore(tmp_path / "run" / "states.sqlite")
     state = store.load("S1")
@@ -70,23 +70,35 @@ def test_clean_turn_with_a_tool_call(one_turn: Task, tmp_path: Path) -> None:
     tool = next(e for e in events if e.kind == "tool")
     assert tool.data["name"] == "check_execution" and tool.data["result"]["data"]["success"] is True
     # The tool result went back to the model as a tool message with the matching call id.
-    follow_up = server.requests[2]["messages"]
+    follow_up = server.requests[3]["messages"]
     assert follow_up[-1]["role"] == "tool" and follow_up[-1]["tool_call_id"] == "call_0"
     assert '"success": true' in follow_up[-1]["content"]
-    assert len(server.requests) == 5 and {t["function"]["name"] for t in server.requests[0]["tools"]} >= {"REPAIR", "run_probe"}
-    assert result.manager_activations == 4 and not result.degraded
+    # COMMIT_STATE, the only action after FINALIZE_RELATIONS, is applied without a model call.
+    assert len(server.requests) == 4 and result.manager_usage["forced_actions"] == 1
+    # Only the actions offered at the stage are sent as tools: OPEN_STATE alone at a turn start; the
+    # verdicts and the evidence tools while the state is verified.
+    assert [t["function"]["name"] for t in server.requests[0]["tools"]] == ["OPEN_STATE"]
+    offered = {t["function"]["name"] for t in server.requests[2]["tools"]}
+    assert offered >= {"FINALIZE_RELATIONS", "check_execution", "run_probe"} and not offered & {"ABANDON_STATE", "REPAIR"}
+    assert "REPAIR" in {t["function"]["name"] for t in server.requests[3]["tools"]}  # evidence was gathered
+    assert result.manager_activations == 4 and not result.degraded and result.manager_llm_calls == 4
 
 
 def test_correct_repair_is_applied_and_the_worker_recomputes(one_turn: Task, tmp_path: Path) -> None:
     repair = call("REPAIR", analytical_evidence="check_execution: the last block raised NameError",
                   error_hint={"error_variables": ["result"], "faulty_reasoning": "the final block raised an error and was never re-run"})  # fmt: skip
-    script = [OPEN, UPDATE, repair, UPDATE, FINALIZE, COMMIT]
+    check = call("check_execution", step_id=1)  # evidence first: a REPAIR is offered only after it
+    script = [OPEN, UPDATE, repair, check, repair, UPDATE, FINALIZE]
     result, server, events = run(one_turn, tmp_path, script, faults=[Fault(kind="exec_error", turn=1)])
     assert correct(one_turn, result) == {1: True} and result.repairs == 1
     hint = next(e for e in events if e.kind == "hint_delivered" and e.data["hint"]["kind"] == "repair")
     assert "never re-run" in hint.data["text"]
     assert any(e.kind == "worker_step" and e.data["meta"]["purpose"] == "recompute" for e in events)
     assert server.remaining == 0
+    # The first REPAIR came before any evidence: refused before the harness, with the reason.
+    assert "REPAIR is offered once a tool call has produced evidence" in json.dumps(server.requests[3]["messages"][-1])
+    assert [e.data["output"] for e in events if e.kind == "manager_output_refused"][0].count("REPAIR") == 1
+    assert result.manager_usage["illegal_actions"] == 1
 
 
 def test_malformed_unknown_and_mixed_responses_get_feedback_then_a_safe_exit(one_turn: Task, tmp_path: Path) -> None:
@@ -107,16 +119,24 @@ def test_malformed_unknown_and_mixed_responses_get_feedback_then_a_safe_exit(one
     assert result.committed_states == [] and correct(one_turn, result) == {1: True}
 
 
-def test_context_overflow_compresses_and_retries(one_turn: Task, tmp_path: Path) -> None:
-    overflow = Status(400, "This model's maximum context length is 4096 tokens, your request has 9000 tokens")
-    result, server, events = run(one_turn, tmp_path, [overflow, OPEN, UPDATE, FINALIZE, COMMIT])
-    assert result.committed_states == ["S1"] and len(server.requests) == 5
+def test_a_request_refused_for_size_is_refitted_never_resent_unchanged(one_turn: Task, tmp_path: Path) -> None:
+    # A server we could not ask (plain) refuses the first request and names its window.
+    overflow = Status(400, "This model's maximum context length is 4096 tokens. However, you requested "
+                           "4800 tokens (4300 in the messages, 500 in the completion).")  # fmt: skip
+    result, server, events = run(one_turn, tmp_path, [overflow, OPEN, UPDATE, FINALIZE])
+    assert result.committed_states == ["S1"] and len(server.requests) == 4
     calls = read_trace(tmp_path / "llm_calls.jsonl")
-    assert calls[0].data["error"] and "context" in calls[0].data["error"].lower() and calls[1].data["error"] is None
+    assert [c.data["outcome"] for c in calls] == ["rejected_for_size", "completion", "completion", "completion"]
+    assert calls[0].data["window"] is None and all(c.data["window"] == 4096 for c in calls[1:])
+    # The retry is a different, smaller request: a shorter prompt form, within the named window.
+    first, second = (json.dumps(server.requests[i]) for i in (0, 1))
+    assert len(second) < 0.8 * len(first) and calls[1].data["prompt_mode"] != "full"
+    assert all(c.data["planned_prompt_tokens"] <= 4096 - 512 for c in calls[1:])
+    assert result.manager_usage["rejected_for_size"] == 1 and result.manager_llm_calls == 3
 
 
 def test_timeouts_and_500s_are_retried(one_turn: Task, tmp_path: Path) -> None:
-    script = [Status(500, "boom"), OPEN, Delay(2.0, then=UPDATE), UPDATE, FINALIZE, COMMIT]
+    script = [Status(500, "boom"), OPEN, Delay(2.0, then=UPDATE), UPDATE, FINALIZE]
     result, _, _ = run(one_turn, tmp_path, script)
     assert result.committed_states == ["S1"]
     attempts = [e.data["attempts"] for e in read_trace(tmp_path / "llm_calls.jsonl")]
@@ -125,7 +145,7 @@ def test_timeouts_and_500s_are_retried(one_turn: Task, tmp_path: Path) -> None:
 
 def test_a_server_that_dies_degrades_to_worker_only_completion(tmp_path: Path) -> None:
     task = load_task(ROOT / "eval" / "benchmarks" / "demo" / "six_turn")
-    result, _, events = run(task, tmp_path, [OPEN, UPDATE, FINALIZE, COMMIT, Die()], max_failures=2)
+    result, _, events = run(task, tmp_path, [OPEN, UPDATE, FINALIZE, Die()], max_failures=2)
     assert result.committed_states == ["S1"] and result.degraded
     assert all(correct(task, result).values())  # the worker finished every turn on its own
     degraded = [e for e in events if e.kind == "degraded"]

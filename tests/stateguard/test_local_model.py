@@ -1,18 +1,11 @@
-"""Local model assembly (fake chunk packages, no network) and one slow real-server round trip."""
+"""Local model assembly (fake chunk packages, no network). The slow real-server tests are in
+test_local_model_run.py, which starts the server once."""
 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
-import json
-import os
-import queue
-import signal
 import subprocess
 import sys
-import threading
-import time
-import urllib.request
 import uuid
 from dataclasses import replace
 from pathlib import Path
@@ -150,57 +143,3 @@ def test_launcher_help() -> None:
     ).stdout
     for flag in ("--model", "--port", "--threads", "--ctx", "--check"):
         assert flag in out
-
-
-@pytest.mark.slow
-def test_real_server_answers_a_chat_completion(tmp_path: Path) -> None:
-    if importlib.util.find_spec("llama_cpp") is None:
-        pytest.skip("llama_cpp is not importable: install the llm-local extra with `make setup-local`")
-    proc = subprocess.Popen(
-        [sys.executable, str(REPO / "scripts" / "serve_local.py"), "--model", "0.5b", "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,  # its own process group: the server child is cleaned up with it
-    )
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout or []], daemon=True).start()
-    seen: list[str] = []
-    try:
-        base_url = model = None
-        deadline = time.monotonic() + 600
-        while (base_url is None or model is None) and time.monotonic() < deadline:
-            try:
-                line = lines.get(timeout=1.0).strip()
-            except queue.Empty:
-                assert proc.poll() is None, "launcher exited early:\n" + "\n".join(seen)
-                continue
-            seen.append(line)
-            if line.startswith("STATEGUARD_LOCAL_BASE_URL="):
-                base_url = line.split("=", 1)[1]
-            elif line.startswith("STATEGUARD_LOCAL_MODEL="):
-                model = line.split("=", 1)[1]
-        assert base_url and base_url.startswith("http://127.0.0.1:") and base_url.endswith("/v1"), seen
-        body = {
-            "model": model,
-            "messages": [{"role": "user", "content": "Say hello in one short sentence."}],
-            "max_tokens": 24,
-            "temperature": 0.0,
-        }
-        req = urllib.request.Request(
-            f"{base_url}/chat/completions",
-            data=json.dumps(body).encode(),
-            headers={"Content-Type": "application/json"},
-        )
-        with urllib.request.urlopen(req, timeout=300) as resp:
-            out = json.loads(resp.read())
-        assert out["choices"][0]["message"]["content"].strip()
-        assert out["usage"]["completion_tokens"] > 0
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()

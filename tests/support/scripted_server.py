@@ -8,10 +8,19 @@ to /v1/chat/completions consumes the next behaviour of the script, in arrival or
     Status(code, body, headers)            an error answer, body wrapped as {"error": {...}}
     Delay(seconds, then=...)               wait (to trip client timeouts), then behave as `then`
     Die()                                  stop listening and drop this request unanswered
-    Respond(fn)                            a completion computed from the request: fn(request) -> Reply | str
+    Respond(fn)                            computed from the request: fn(request) -> Reply | str | Status | ...
+
+    Raw(body, status=200, content_type=...) any bytes as the answer (HTML, non-UTF-8, odd JSON)
 
 Once the script is spent, requests get HTTP 410 naming the count, so a runaway retry loop
-shows up as a clear, non-retried failure. GET /v1/models lists the one model. Every response
+shows up as a clear, non-retried failure. GET /v1/models lists the one model.
+
+`flavor` makes it answer like a real serving stack, with a scripted word-piece tokenizer
+(`count_tokens`) and a chat template that adds a few tokens per message and around tools:
+"llama.cpp" (GET /props with n_ctx, POST /tokenize), "llama-cpp-python" (our launcher's GET
+/props, POST /extras/tokenize/count), "vllm" (max_model_len in /v1/models, POST /tokenize).
+With `context_window`, a request whose prompt does not fit is refused with that stack's HTTP 400
+wording (`rejected_for_size` counts them) without consuming the script. Every response
 closes its connection, so after Die() each new request is refused by the OS. The server
 records every request body (`requests`), its headers, and the most requests it was handling
 at once (`max_in_flight`).
@@ -23,6 +32,7 @@ at once (`max_in_flight`).
 from __future__ import annotations
 
 import json
+import re
 import sys
 import threading
 from collections.abc import Mapping, Sequence
@@ -76,18 +86,47 @@ class Die:
 
 @dataclass(frozen=True)
 class Respond:
-    """Answer with `fn(request body)`, a Reply or a string (a scripted model that reads its prompt)."""
+    """Answer with `fn(request body)`: a Reply or a string (a scripted model that reads its prompt),
+    or any other behaviour (Status, Raw, Delay) to script a server that reacts to the request."""
 
     fn: Any
 
 
-Behaviour = Reply | Echo | Status | Delay | Die | Respond | str
+@dataclass(frozen=True)
+class Raw:
+    """Answer with these exact bytes (a str is UTF-8 encoded) and this status and content type."""
+
+    body: bytes | str
+    status: int = 200
+    content_type: str = "application/json"
+
+
+Behaviour = Reply | Echo | Status | Delay | Die | Respond | Raw | str
+_WORD = re.compile(r"\w+|[^\w\s]")
+PER_MESSAGE, TOOLS_PREAMBLE = 5, 40  # what the scripted chat template adds
+
+
+def count_tokens(text: str) -> int:
+    """The scripted tokenizer: one token per word or punctuation mark."""
+    return len(_WORD.findall(text))
+
+
+def prompt_tokens(request: Mapping[str, Any]) -> int:
+    """Prompt tokens of a chat request under the scripted chat template."""
+    total = 0
+    for message in request.get("messages") or []:
+        total += PER_MESSAGE + count_tokens(str(message.get("content") or ""))
+        if message.get("tool_calls"):
+            total += count_tokens(json.dumps(message["tool_calls"]))
+    if request.get("tools"):
+        total += TOOLS_PREAMBLE + count_tokens(json.dumps(request["tools"]))
+    return total
 
 
 def _normalize(item: Any) -> Behaviour:
     if isinstance(item, type) and item in (Echo, Die):
         return item()
-    if isinstance(item, Reply | Echo | Status | Delay | Die | Respond | str):
+    if isinstance(item, Reply | Echo | Status | Delay | Die | Respond | Raw | str):
         return item
     raise TypeError(f"not a scripted behaviour: {item!r}")
 
@@ -126,11 +165,20 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         owner = self.server.owner
-        if self.path.rstrip("/").endswith("/models"):
-            self._send(
-                200,
-                {"object": "list", "data": [{"id": owner.model, "object": "model", "owned_by": "scripted"}]},
-            )
+        path = self.path.rstrip("/")
+        flavor, window = owner.flavor, owner.context_window
+        if path.endswith("/models"):
+            entry: dict[str, Any] = {"id": owner.model, "object": "model", "owned_by": "scripted"}
+            if flavor == "vllm":
+                entry.update(owned_by="vllm", max_model_len=window or 4096)
+            elif flavor == "llama-cpp-python":
+                entry.update(owned_by="me", permissions=[])
+            self._send(200, {"object": "list", "data": [entry]})
+        elif path == "/props" and flavor == "llama.cpp":
+            self._send(200, {"default_generation_settings": {"n_ctx": window or 4096}, "total_slots": 1})
+        elif path == "/props" and flavor == "llama-cpp-python":
+            self._send(200, {"n_ctx": window or 4096, "default_generation_settings": {"n_ctx": window or 4096},
+                             "server": "llama-cpp-python"})  # fmt: skip
         else:
             self._send(404, {"error": {"message": f"no route GET {self.path}", "type": "not_found"}})
 
@@ -138,14 +186,30 @@ class _Handler(BaseHTTPRequestHandler):
         owner = self.server.owner
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
-        if not self.path.rstrip("/").endswith("/chat/completions"):
+        path = self.path.rstrip("/")
+        tokenize = {"llama.cpp": "/tokenize", "vllm": "/tokenize", "llama-cpp-python": "/extras/tokenize/count"}
+        if owner.flavor in tokenize and path == tokenize[owner.flavor]:
+            request = json.loads(raw or b"{}")
+            text = str(request.get("content") or request.get("prompt") or request.get("input") or "")
+            owner.tokenize_calls += 1
+            n = count_tokens(text)
+            self._send(200, {"tokens": list(range(n))} if owner.flavor == "llama.cpp" else {"count": n})
+            return
+        if not path.endswith("/chat/completions"):
             self._send(404, {"error": {"message": f"no route POST {self.path}", "type": "not_found"}})
             return
         body = json.loads(raw or b"{}")
+        refusal = owner._too_long(body)
+        if refusal is not None:
+            self._send(400, {"error": {"message": refusal, "type": "invalid_request_error", "code": 400}})
+            return
         behaviour = owner._admit(body, dict(self.headers.items()))
         counted = True
         try:
-            while isinstance(behaviour, Delay):
+            while isinstance(behaviour, Delay | Respond):
+                if isinstance(behaviour, Respond):  # a scripted model may also answer with an error or raw bytes
+                    behaviour = _normalize(behaviour.fn(body))
+                    continue
                 owner._stopping.wait(behaviour.seconds)
                 behaviour = _normalize(behaviour.then)
             if behaviour is None:
@@ -154,6 +218,11 @@ class _Handler(BaseHTTPRequestHandler):
                 owner._die()
                 self.close_connection = True
                 return  # no answer at all: the client sees the connection drop
+            elif isinstance(behaviour, Raw):
+                owner._leave()
+                counted = False
+                self._send_raw(behaviour)
+                return
             elif isinstance(behaviour, Status):
                 status, payload, headers = owner._status(behaviour)
             else:
@@ -164,6 +233,18 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             if counted:
                 owner._leave()
+
+    def _send_raw(self, raw: Raw) -> None:
+        data = raw.body.encode() if isinstance(raw.body, str) else raw.body
+        try:
+            self.send_response(raw.status)
+            self.send_header("Content-Type", raw.content_type)
+            self.send_header("Content-Length", str(len(data)))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
 
     def _send(self, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> None:
         data = json.dumps(payload).encode()
@@ -183,8 +264,15 @@ class _Handler(BaseHTTPRequestHandler):
 class ScriptedServer:
     """OpenAI-compatible server answering from `script`; use as a context manager."""
 
-    def __init__(self, script: Sequence[Any] = (), *, model: str = "scripted-model"):
+    def __init__(self, script: Sequence[Any] = (), *, model: str = "scripted-model", flavor: str = "plain",
+                 context_window: int | None = None):  # fmt: skip
+        if flavor not in ("plain", "llama.cpp", "llama-cpp-python", "vllm"):
+            raise ValueError(f"unknown flavor {flavor!r}")
         self.model = model
+        self.flavor = flavor
+        self.context_window = context_window
+        self.rejected_for_size = 0
+        self.tokenize_calls = 0
         self._script = [_normalize(item) for item in script]
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -253,6 +341,28 @@ class ScriptedServer:
         self._httpd.shutdown()  # runs in a handler thread, so waiting for the serve loop is safe
         self._httpd.socket.close()
 
+    def _too_long(self, request: Mapping[str, Any]) -> str | None:
+        """The stack's refusal when the prompt does not fit the window (None when it fits)."""
+        if self.context_window is None:
+            return None
+        prompt = prompt_tokens(request)
+        reply = int(request.get("max_tokens") or 0)
+        window = self.context_window
+        if self.flavor == "vllm" and prompt + reply > window:
+            text = (f"This model's maximum context length is {window} tokens. However, you requested "
+                    f"{prompt + reply} tokens ({prompt} in the messages, {reply} in the completion).")  # fmt: skip
+        elif self.flavor == "llama.cpp" and prompt >= window:
+            text = f"the request ({prompt} tokens) exceeds the available context size ({window} tokens)"
+        elif prompt >= window:  # llama-cpp-python and plain: the prompt alone is checked
+            text = (f"This model's maximum context length is {window} tokens. However, you requested "
+                    f"{prompt + reply} tokens ({prompt} in the messages, {reply} in the completion).")  # fmt: skip
+        else:
+            return None
+        with self._lock:
+            self.rejected_for_size += 1
+            self.requests.append(dict(request))
+        return text
+
     def _exhausted(self) -> tuple[int, Any, dict[str, str]]:
         message = f"scripted server: script exhausted after {len(self.requests) - 1} requests"
         return 410, {"error": {"message": message, "type": "script_exhausted"}}, {}
@@ -292,7 +402,12 @@ class ScriptedServer:
             "model": request.get("model") or self.model,
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         }
-        if reply.usage is True:
+        if reply.usage is True and self.flavor != "plain":
+            prompt = prompt_tokens(request)
+            generated = count_tokens(reply.content or "") + sum(count_tokens(c["function"]["arguments"]) for c in calls)
+            completion["usage"] = {"prompt_tokens": prompt, "completion_tokens": generated,
+                                   "total_tokens": prompt + generated}  # fmt: skip
+        elif reply.usage is True:
             prompt = sum(_words(m.get("content")) for m in messages)
             generated = _words(reply.content) + sum(_words(c["function"]["arguments"]) for c in calls)
             completion["usage"] = {
