@@ -61,7 +61,7 @@ def test_overview_table_equals_the_run_results(driver: Any, eval_run: Path, eval
         assert cells["accuracy"].text == fmt(arm.accuracy)
         assert cells["dcr"].text == fmt(arm.dcr)
         assert float(cells["accuracy"].get_attribute("data-value")) == pytest.approx(arm.accuracy)
-        for field in ("tasks", "turns_scored", "repairs", "manager_calls", "failed_tasks"):
+        for field in ("tasks", "turns_scored", "repairs", "manager_calls", "degraded_tasks", "crashed_tasks"):
             assert int(cells[field].text) == getattr(arm, field), field
         assert float(cells["wall_s"].get_attribute("data-value")) == pytest.approx(arm.wall_s)
     for r in results:  # one row per (task, arm), with that result's counts and a link to the task page
@@ -180,8 +180,7 @@ def test_rejected_and_rolled_back_are_shown(
 
 
 def test_screenshot_of_a_task_page(driver: Any, eval_view: BuildReport, tmp_path: Path) -> None:
-    seconds = open_page(driver, eval_view.out / "tasks" / f"{TASK}.html", "a1-S5")
-    assert seconds < 2.0
+    open_page(driver, eval_view.out / "tasks" / f"{TASK}.html", "a1-S5")  # load time: eval/viewer/bench.py
     png = tmp_path / "task_page.png"
     assert driver.save_screenshot(str(png))
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
