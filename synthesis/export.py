@@ -10,7 +10,8 @@ cluster); the kept ones become
   README.md card): one ATOMIC sample per manager activation -- the system prompt of the task's
   lifecycle regime (turn-aligned or segment-induced), the task so far and that activation's
   observation, the accepted tool calls with their results, and exactly one control action last --
-  and one FULL sample per trajectory concatenating all activations. Columns also say the regime,
+  and one FULL sample per trajectory concatenating all activations (atomic samples identical to an
+  earlier one -- a variant's replay of the clean prefix -- are written once). Columns also say the regime,
   the flow, the teacher that produced the row and whether it is a benign hard negative;
 * RL prompts (`OUT_DIR/rl/prompts.parquet`, verl's layout) for every verification decision point,
   labelled with the expected control action and, for a repair, the affected variables; `extra_info`
@@ -23,6 +24,7 @@ cluster); the kept ones become
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import time
 from collections import Counter
@@ -43,7 +45,7 @@ from stateguard.teacher import TEACHER_VERSION, ActivationLog, flow_named
 from synthesis.stats import corpus_stats
 from synthesis.trajectories import TrajectoryRecord, generate, load_built_task, rejection_counts
 
-__all__ = ["ExportOptions", "activation_messages", "build_samples", "export", "main", "rl_prompts", "write_rl", "write_sft"]
+__all__ = ["ExportOptions", "activation_messages", "build_samples", "dedup_atomic", "export", "main", "rl_prompts", "write_rl", "write_sft"]
 
 ABILITY = "state_management"
 DATA_SOURCE = "stateguard_synth"
@@ -121,6 +123,22 @@ def build_samples(rec: TrajectoryRecord, task: Task, relations: dict[int, list[s
     samples.append({**base, "kind": "full", "activation": -1, "turn": 0,
                     "relations": _relations(relations, list(relations)), "messages": json.dumps(full)})  # fmt: skip
     return samples
+
+
+def dedup_atomic(samples: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """Atomic samples with the same messages once (the first: the clean run's, then the variants in
+    order). Every variant of a task replays the clean run up to its intervention, so without this
+    the decisions before t* would be weighted by the number of variants; full samples all differ."""
+    seen: set[str] = set()
+    out = []
+    for sample in samples:
+        if sample["kind"] == "atomic":
+            digest = hashlib.sha256(sample["messages"].encode("utf-8")).hexdigest()
+            if digest in seen:
+                continue
+            seen.add(digest)
+        out.append(sample)
+    return out, len(samples) - len(out)
 
 
 def _faulty_now(rec: TrajectoryRecord, act: ActivationLog) -> bool:
@@ -309,6 +327,7 @@ def export(tasks_dir: str | Path, out_dir: str | Path, *, seed: int = 0, repairs
                 kept.append(rec)
                 samples += build_samples(rec, task, relations)
                 rows += rl_prompts(rec, task)
+    samples, duplicates = dedup_atomic(samples)
     rejections = rejection_counts(records)
     write_sft(samples, out / "sft", rejections)
     write_rl(rows, out / "rl" / "prompts.parquet")
@@ -317,7 +336,8 @@ def export(tasks_dir: str | Path, out_dir: str | Path, *, seed: int = 0, repairs
         "kept_by_variant": dict(sorted(Counter(r.variant for r in records if r.keep).items())),
         "attempted_by_variant": dict(sorted(Counter(r.variant for r in records).items())),
         "rejections": rejections,
-        "sft_samples": dict(Counter(s["kind"] for s in samples)), "rl_prompts": len(rows),
+        "sft_samples": dict(Counter(s["kind"] for s in samples)), "sft_duplicates_dropped": duplicates,
+        "rl_prompts": len(rows),
         "rl_by_action": dict(Counter(json.loads(r["reward_model"]["ground_truth"])["action"] for r in rows)),
         "rl_inconsistent": sum(json.loads(r["extra_info"]["labels"])["g"] for r in rows),
         "elapsed_s": round(time.perf_counter() - start, 2),

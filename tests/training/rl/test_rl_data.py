@@ -47,8 +47,10 @@ def test_rows_carry_the_teachers_plan(prepared: Any) -> None:
 
 def test_duplicate_prompts_are_dropped(rl_synth: Path) -> None:
     rows = load_prompts(rl_synth / "corpus" / "rl" / "prompts.parquet")
+    base, within = prepare_rows(rows, "stateguard_manager")  # variants replay the clean prefix: same prompts
+    assert len(base) == len(rows) - within
     out, dropped = prepare_rows(rows + rows[:3], "stateguard_manager")
-    assert dropped == 3 and len(out) == len(rows)
+    assert dropped == within + 3 and len(out) == len(base)
 
 
 def test_split_keeps_whole_tasks_apart() -> None:
