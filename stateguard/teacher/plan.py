@@ -24,7 +24,7 @@ from stateguard.flows import DABSTEP, DACOMP_DE, LONGDS, FlowConfig
 
 __all__ = ["FLOWS", "TEACHER_VERSION", "Segment", "StageCheck", "TeacherPlan", "Variant", "flow_named"]
 
-TEACHER_VERSION = "teacher/3"  # 3: constraints from the question text (requirements.py)
+TEACHER_VERSION = "teacher/4"  # 3: constraints from the question text (requirements.py); 4: auto goes live after the fault turn opens
 
 # clean    no intervention; the teacher verifies and commits every state
 # repair   genuine θ' at t*; verification shows it, REPAIR; the worker's retry passes, COMMIT

@@ -68,14 +68,19 @@ class TeacherPolicy:
         entry = ActivationLog(index=len(self.log), turn=turn, segment=self.key,
                               observation=obs.model_dump(mode="json", exclude={"schema_version"}))  # fmt: skip
         self.log.append(entry)
-        if self._is_live(turn) and self.live is not None:
+        if self._is_live(turn, obs) and self.live is not None:
             entry.live = True
             return relay(self.live.activate(obs, ctx), entry)
         return relay(self._decide(obs, ctx, entry), entry)
 
-    def _is_live(self, turn: int | None) -> bool:
+    def _is_live(self, turn: int | None, obs: ManagerObservation) -> bool:
+        """auto: live from the fault turn's first activation after its OPEN_STATE. Opening the turn
+        comes before any of its steps (θ' included) and is replayed as in the clean run, so the
+        prefix up to the intervention is identical (Keep's replay_fidelity)."""
         p = self.plan
-        return p.variant == "auto" and p.fault_turn is not None and turn is not None and turn >= p.fault_turn
+        if p.variant != "auto" or p.fault_turn is None or turn is None or turn < p.fault_turn:
+            return False
+        return turn > p.fault_turn or Stage(obs.stage) is not Stage.IDLE
 
     def _decide(self, obs: ManagerObservation, ctx: ManagerContext, entry: ActivationLog) -> Activation:
         stage = Stage(obs.stage)
