@@ -2,6 +2,7 @@
 
     python -m eval.tables runs/eval/synth-20261130-091500            # -> <run>/tables/
     python -m eval.tables RUN_A RUN_B --out reports/main             # several benchmarks in one Table 1
+    python -m eval.tables runs/synth-debug                          # a `make synth` out_dir: corpus statistics
 
 Reads only `<run>/results/*.json` and the traces/stores they point to; writes, as Markdown and
 CSV each:
@@ -37,6 +38,7 @@ from collections import defaultdict
 from functools import cache
 from pathlib import Path
 
+from eval.corpus_table import find_corpus_stats, write_corpus_table
 from eval.metrics.accuracy import unit_outcomes
 from eval.metrics.bootstrap import accuracy_stats, paired_cluster_bootstrap
 from eval.metrics.detection import detection_report, detection_table, scored_results
@@ -360,11 +362,23 @@ def _worker_name(run_dir: Path) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m eval.tables", description=__doc__.splitlines()[0])
-    parser.add_argument("runs", nargs="+", type=Path, help="run folders of `make eval`")
+    parser.add_argument("runs", nargs="+", type=Path, help="run folders of `make eval` (or `make synth` out_dirs)")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: <first run>/tables)")
     parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples for the gains table")
     args = parser.parse_args(argv)
     out = args.out or args.runs[0] / "tables"
+    corpus = {d: find_corpus_stats(d) for d in args.runs if not (d / "results").is_dir()}
+    if corpus and all(corpus.values()):  # synthesis out_dirs: the corpus statistics (make synth)
+        try:
+            for d, stats in corpus.items():
+                assert stats is not None
+                path = write_corpus_table(stats, args.out or d / "tables")
+                print(f"Corpus statistics of {d} (next to the paper's D.2)\n{path.read_text(encoding='utf-8')}")
+                print(f"wrote {path}")
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        return 0
     try:
         written = render_tables(list(args.runs), out, _worker_name(args.runs[0]), args.resamples)
     except (FileNotFoundError, ValueError) as exc:  # a missing run folder or a bad results file, named

@@ -1,22 +1,30 @@
-"""SFT corpus and RL prompts from kept manager trajectories (paper B.3).
+"""SFT corpus and RL prompts from kept manager trajectories (paper B.3, B.4), with corpus statistics.
 
     python -m synthesis.export TASKS_DIR OUT_DIR --seed 0
 
-For every built task under TASKS_DIR, `synthesis.trajectories.generate` runs the clean, repair and
-auto rollouts (cached per task under OUT_DIR/records, so a rerun resumes; parallel over processes
-or, with `--backend ray`, over a Ray cluster); the kept ones become
+For every built task under TASKS_DIR, `synthesis.trajectories.generate` runs the clean and the
+counterfactual rollouts (repair, heavy, abandon, benign, auto; cached per task under
+OUT_DIR/records, so a rerun resumes; parallel over processes or, with `--backend ray`, over a Ray
+cluster); the kept ones become
 * SFT samples (`OUT_DIR/sft`, a Hugging Face `datasets` dataset saved with `save_to_disk`, plus a
-  README.md card): one ATOMIC sample per manager activation -- system prompt, the task so far and
-  that activation's observation, the accepted tool calls with their results, and exactly one
-  control action last -- and one FULL sample per trajectory concatenating all activations;
+  README.md card): one ATOMIC sample per manager activation -- the system prompt of the task's
+  lifecycle regime (turn-aligned or segment-induced), the task so far and that activation's
+  observation, the accepted tool calls with their results, and exactly one control action last --
+  and one FULL sample per trajectory concatenating all activations (atomic samples identical to an
+  earlier one -- a variant's replay of the clean prefix -- are written once). Columns also say the regime,
+  the flow, the teacher that produced the row and whether it is a benign hard negative;
 * RL prompts (`OUT_DIR/rl/prompts.parquet`, verl's layout) for every verification decision point,
   labelled with the expected control action and, for a repair, the affected variables; `extra_info`
-  carries the decision point, the worker-prefix reference and the inconsistency labels (g_i).
+  carries the decision point, the flow, the worker prefix with the teacher's plan (which
+  `training.rl.prefix` replays) and the labels (g_i, benign);
+* `OUT_DIR/corpus_stats.json` (`stateguard.corpus_stats.CorpusStats`): actions, tools, constraints
+  per state, relations, repairs by kind, interventions by kind, regimes.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import time
 from collections import Counter
@@ -30,18 +38,14 @@ from pydantic import BaseModel, Field
 from tqdm import tqdm
 
 from stateguard.actions import tool_schemas
-from stateguard.lifecycle import Regime
+from stateguard.corpus_stats import render_markdown
 from stateguard.policies.prompts import system_prompt, task_block
 from stateguard.task import Task
-from synthesis.trajectories import (
-    ActivationLog,
-    TrajectoryRecord,
-    generate,
-    load_built_task,
-    rejection_counts,
-)
+from stateguard.teacher import TEACHER_VERSION, ActivationLog, flow_named
+from synthesis.stats import corpus_stats
+from synthesis.trajectories import TrajectoryRecord, generate, load_built_task, rejection_counts
 
-__all__ = ["ExportOptions", "activation_messages", "build_samples", "export", "main", "rl_prompts", "write_rl", "write_sft"]
+__all__ = ["ExportOptions", "activation_messages", "build_samples", "dedup_atomic", "export", "main", "rl_prompts", "write_rl", "write_sft"]
 
 ABILITY = "state_management"
 DATA_SOURCE = "stateguard_synth"
@@ -80,8 +84,14 @@ def activation_messages(act: ActivationLog, prefix: str) -> list[dict[str, Any]]
 
 def _labels(rec: TrajectoryRecord) -> dict[str, Any]:
     iv = rec.intervention
+    flow = flow_named(rec.flow)
     return {"intervention_kind": iv.kind.value if iv else "none", "intervention_op": iv.operation if iv else "none",
-            "t_star": rec.t_star if rec.t_star is not None else -1}  # fmt: skip
+            "t_star": rec.t_star if rec.t_star is not None else -1, "benign": rec.benign, "flow": rec.flow,
+            "regime": flow.regime.value, "teacher": rec.teacher}  # fmt: skip
+
+
+def _system(rec: TrajectoryRecord) -> dict[str, Any]:
+    return {"role": "system", "content": system_prompt(flow_named(rec.flow).regime)}
 
 
 def _relations(graph: dict[int, list[str]], turns: list[int]) -> str:
@@ -89,7 +99,7 @@ def _relations(graph: dict[int, list[str]], turns: list[int]) -> str:
 
 
 def build_samples(rec: TrajectoryRecord, task: Task, relations: dict[int, list[str]]) -> list[dict[str, Any]]:
-    system = {"role": "system", "content": system_prompt(Regime.TURN_ALIGNED)}
+    system = _system(rec)
     tools = json.dumps(tool_schemas())
     base = {"variant": rec.variant, "task_id": rec.task_id, "trajectory_id": rec.trajectory_id, "tools": tools,
             **_labels(rec)}  # fmt: skip
@@ -115,11 +125,43 @@ def build_samples(rec: TrajectoryRecord, task: Task, relations: dict[int, list[s
     return samples
 
 
+def dedup_atomic(samples: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """Atomic samples with the same messages once (the first: the clean run's, then the variants in
+    order). Every variant of a task replays the clean run up to its intervention, so without this
+    the decisions before t* would be weighted by the number of variants; full samples all differ."""
+    seen: set[str] = set()
+    out = []
+    for sample in samples:
+        if sample["kind"] == "atomic":
+            digest = hashlib.sha256(sample["messages"].encode("utf-8")).hexdigest()
+            if digest in seen:
+                continue
+            seen.add(digest)
+        out.append(sample)
+    return out, len(samples) - len(out)
+
+
+def _faulty_now(rec: TrajectoryRecord, act: ActivationLog) -> bool:
+    """At this decision point, is the state under review the one θ' changed, still computed by θ'?
+    (The latest run of the fault turn up to the observed steps is a faulty one: before any retry, or
+    after a retry that repeated the mistake.)"""
+    if rec.t_star is None or rec.variant == "clean":
+        return False
+    segmented = rec.plan is not None and bool(rec.plan.segments)
+    if (act.segment != rec.stage) if segmented else (act.turn != rec.t_star):
+        return False
+    end = act.observation.get("pending_end_step")
+    runs = [s for s in rec.worker_steps if s.get("turn") == rec.t_star and s.get("purpose") in ("faulty", "recompute")
+            and end is not None and s["index"] <= end]  # fmt: skip
+    return bool(runs) and runs[-1].get("purpose") == "faulty"
+
+
 def rl_prompts(rec: TrajectoryRecord, task: Task) -> list[dict[str, Any]]:
     """One verl row per verification decision point (activations at stage 'updated')."""
     rows = []
-    system = {"role": "system", "content": system_prompt(Regime.TURN_ALIGNED)}
+    system = _system(rec)
     last_step = -1
+    plan = rec.plan.model_dump_json() if rec.plan is not None else "null"
     for act in rec.activations:
         last_step = act.observation.get("pending_end_step") or last_step
         if act.observation.get("stage") != "updated" or act.turn is None:
@@ -131,13 +173,14 @@ def rl_prompts(rec: TrajectoryRecord, task: Task) -> list[dict[str, Any]]:
         if control.name == "REPAIR":
             truth["affected_variables"] = list(control.arguments["error_hint"]["error_variables"])
             truth["intervention_kind"] = rec.intervention.kind.value if rec.intervention else None
-        # g_i (Eq. 30): an inconsistency is present at this decision point exactly when it is the
-        # intervention turn's first verification (the counterfactual result, before any retry).
-        inconsistent = act.turn == rec.t_star and control.name == "REPAIR" and rec.variant in ("repair", "auto") \
-            and not any(a.turn == rec.t_star and a.index < act.index for a in rec.activations
-                        if any(c.accepted and c.name == "REPAIR" for c in a.actions))  # fmt: skip
-        labels = {"g": int(inconsistent), "affected_variables": truth.get("affected_variables", []),
-                  "intervention_kind": truth.get("intervention_kind"), "benign": False}  # fmt: skip
+        # g_i (Eq. 30): an inconsistency is present exactly when the state under review is the one
+        # θ' changed and θ' is still what computed it; a benign θ' is never an inconsistency.
+        faulty = _faulty_now(rec, act)
+        inconsistent = faulty and not rec.benign
+        iv = rec.intervention
+        labels = {"g": int(inconsistent), "benign": bool(faulty and rec.benign),
+                  "affected_variables": truth.get("affected_variables") or ([rec.stage] if inconsistent else []),
+                  "intervention_kind": truth.get("intervention_kind") or (iv.kind.value if faulty and iv else None)}  # fmt: skip
         user = {"role": "user", "content": task_block(task, act.turn) + "\n\n" + _observation(act)}
         rows.append({
             "data_source": DATA_SOURCE,
@@ -146,8 +189,10 @@ def rl_prompts(rec: TrajectoryRecord, task: Task) -> list[dict[str, Any]]:
             "reward_model": {"style": "rule", "ground_truth": json.dumps(truth, sort_keys=True)},
             "extra_info": {
                 "task_id": rec.task_id, "turn": act.turn, "decision_point": act.index, "variant": rec.variant,
+                "flow": rec.flow, "teacher": rec.teacher,
                 "worker_prefix": json.dumps({"trajectory_id": rec.trajectory_id, "fault_turn": rec.t_star,
-                                             "faulty_code": rec.faulty_code, "worker_step_upto": last_step}),
+                                             "faulty_code": rec.faulty_code, "worker_step_upto": last_step,
+                                             "plan": json.loads(plan)}),
                 "labels": json.dumps(labels, sort_keys=True),
             },
         })  # fmt: skip
@@ -169,9 +214,11 @@ def write_sft(samples: list[dict[str, Any]], out: Path, rejections: dict[str, in
     lines = [
         "# StateGuard manager SFT corpus (synthesized)", "",
         "Manager demonstrations from real rollouts of synthesized tasks: the scripted worker with an optional "
-        "counterfactual intervention, the rules manager plus the known intervention as teacher, kept by Keep(τ). "
-        "Columns: messages (JSON chat), tools (JSON tool schemas), variant, kind, task_id, trajectory_id, turn, "
-        "activation, relations, intervention_kind, intervention_op, t_star.", "",
+        "counterfactual intervention, the shared teacher (stateguard.teacher) demonstrating verification, kept by "
+        "Keep(τ). Columns: messages (JSON chat), tools (JSON tool schemas), variant (clean, repair, heavy, abandon, "
+        "benign, auto), kind (atomic, full), task_id, trajectory_id, turn, activation, relations, intervention_kind, "
+        "intervention_op, t_star, benign (a hard negative: the intervention changed nothing), flow (longds, dabstep, "
+        "dacomp_de), regime (turn_aligned, segment_induced: which system prompt), teacher.", "",
         f"Samples: {len(samples)}", "", "| variant | kind | count |", "|---|---|---|",
         *[f"| {v} | {k} | {n} |" for (v, k), n in sorted(by.items())], "",
         "Trajectories by intervention kind:", "",
@@ -189,7 +236,10 @@ def write_rl(rows: list[dict[str, Any]], path: Path) -> None:
 class ExportOptions(BaseModel):
     seed: int = 0
     repairs: int = Field(2, ge=0, description="repair trajectories kept per task (at most)")
-    autos: int = Field(1, ge=0, description="auto trajectories kept per task (at most)")
+    autos: int = Field(1, ge=0, description="auto trajectories kept per task (at most; turn-aligned tasks)")
+    benign: int = Field(1, ge=0, description="benign hard negatives kept per task (at most)")
+    heavy: int = Field(1, ge=0, description="light-then-heavy repair trajectories kept per task (at most)")
+    abandon: int = Field(1, ge=0, description="exhausted-budget trajectories kept per task (at most; turn-aligned)")
     max_trajectories: int | None = Field(None, ge=1, description="stop adding tasks once this many are kept")
     workers: int = Field(1, ge=1, description="processes (backend=process) or Ray tasks in flight (backend=ray)")
     backend: str = Field("process", description="process | ray")
@@ -199,13 +249,15 @@ class ExportOptions(BaseModel):
 
 def _task_records(root: Path, out: Path, opts: ExportOptions) -> list[TrajectoryRecord]:
     """The trajectories of one task, cached in `out/records/<task_id>.jsonl` (a rerun resumes)."""
-    key = {"seed": opts.seed, "repairs": opts.repairs, "autos": opts.autos, "teacher": opts.teacher}
+    key = {"seed": opts.seed, "repairs": opts.repairs, "autos": opts.autos, "benign": opts.benign,
+           "heavy": opts.heavy, "abandon": opts.abandon, "teacher": opts.teacher, "version": TEACHER_VERSION}
     cache = out / "records" / f"{root.name}.jsonl"
     if cache.is_file():
         lines = cache.read_text(encoding="utf-8").splitlines()
         if lines and json.loads(lines[0]) == key:
             return [TrajectoryRecord.model_validate_json(x) for x in lines[1:]]
-    recs = generate(root, out, seed=opts.seed, repairs=opts.repairs, autos=opts.autos, teacher=opts.teacher)
+    recs = generate(root, out, seed=opts.seed, repairs=opts.repairs, autos=opts.autos, benign=opts.benign,
+                    heavy=opts.heavy, abandon=opts.abandon, teacher=opts.teacher)
     cache.parent.mkdir(parents=True, exist_ok=True)
     tmp = cache.with_suffix(".tmp")
     tmp.write_text("\n".join([json.dumps(key), *(r.model_dump_json() for r in recs)]) + "\n", encoding="utf-8")
@@ -240,15 +292,17 @@ def _records_by_task(roots: list[Path], out: Path, opts: ExportOptions) -> dict[
 
 
 def export(tasks_dir: str | Path, out_dir: str | Path, *, seed: int = 0, repairs: int = 2, autos: int = 1,
-           max_trajectories: int | None = None, workers: int = 1, backend: str = "process",
-           progress: bool = False, teacher: str = "rules") -> dict[str, Any]:  # fmt: skip
+           benign: int = 1, heavy: int = 1, abandon: int = 1, max_trajectories: int | None = None,
+           workers: int = 1, backend: str = "process", progress: bool = False, teacher: str = "rules",
+           started: float | None = None) -> dict[str, Any]:  # fmt: skip
     """Trajectories for every built task under `tasks_dir` -> SFT dataset + RL parquet under `out_dir`.
 
     Deterministic for a seed whatever the parallelism: tasks are processed in name order and
     their records cached per task, so an interrupted export resumes where it stopped.
     """
-    opts = ExportOptions(seed=seed, repairs=repairs, autos=autos, max_trajectories=max_trajectories,
-                         workers=workers, backend=backend, progress=progress, teacher=teacher)  # fmt: skip
+    opts = ExportOptions(seed=seed, repairs=repairs, autos=autos, benign=benign, heavy=heavy, abandon=abandon,
+                         max_trajectories=max_trajectories, workers=workers, backend=backend, progress=progress,
+                         teacher=teacher)  # fmt: skip
     if opts.backend not in ("process", "ray"):
         raise ValueError(f"export backend={opts.backend!r}: use process or ray")
     start = time.perf_counter()
@@ -256,6 +310,7 @@ def export(tasks_dir: str | Path, out_dir: str | Path, *, seed: int = 0, repairs
     roots = sorted(p.parent.parent for p in Path(tasks_dir).glob("*/hidden/task.json"))
     by_task = _records_by_task(roots, out, opts)
     records: list[TrajectoryRecord] = []
+    kept: list[TrajectoryRecord] = []
     samples: list[dict[str, Any]] = []
     rows: list[dict[str, Any]] = []
     n_kept = 0
@@ -269,8 +324,10 @@ def export(tasks_dir: str | Path, out_dir: str | Path, *, seed: int = 0, repairs
         for rec in recs:
             if rec.keep and (opts.max_trajectories is None or n_kept < opts.max_trajectories):
                 n_kept += 1
+                kept.append(rec)
                 samples += build_samples(rec, task, relations)
                 rows += rl_prompts(rec, task)
+    samples, duplicates = dedup_atomic(samples)
     rejections = rejection_counts(records)
     write_sft(samples, out / "sft", rejections)
     write_rl(rows, out / "rl" / "prompts.parquet")
@@ -279,11 +336,17 @@ def export(tasks_dir: str | Path, out_dir: str | Path, *, seed: int = 0, repairs
         "kept_by_variant": dict(sorted(Counter(r.variant for r in records if r.keep).items())),
         "attempted_by_variant": dict(sorted(Counter(r.variant for r in records).items())),
         "rejections": rejections,
-        "sft_samples": dict(Counter(s["kind"] for s in samples)), "rl_prompts": len(rows),
+        "sft_samples": dict(Counter(s["kind"] for s in samples)), "sft_duplicates_dropped": duplicates,
+        "rl_prompts": len(rows),
         "rl_by_action": dict(Counter(json.loads(r["reward_model"]["ground_truth"])["action"] for r in rows)),
         "rl_inconsistent": sum(json.loads(r["extra_info"]["labels"])["g"] for r in rows),
         "elapsed_s": round(time.perf_counter() - start, 2),
     }  # fmt: skip
+    stats = corpus_stats(kept, records, samples, rows, tasks=len(by_task),
+                         elapsed_s=time.perf_counter() - (started if started is not None else start))  # fmt: skip
+    (out / "corpus_stats.json").write_text(stats.model_dump_json(indent=1) + "\n", encoding="utf-8")
+    (out / "corpus_stats.md").write_text(render_markdown(stats), encoding="utf-8")
+    summary["benign_share"] = round(stats.benign_share, 4)
     (out / "export_summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     return summary
 
@@ -295,6 +358,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repairs", type=int, default=2, help="repair trajectories kept per task (at most)")
     parser.add_argument("--autos", type=int, default=1, help="auto trajectories kept per task (at most)")
+    parser.add_argument("--benign", type=int, default=1, help="benign hard negatives kept per task (at most)")
+    parser.add_argument("--heavy", type=int, default=1, help="light-then-heavy repair trajectories per task (at most)")
+    parser.add_argument("--abandon", type=int, default=1, help="exhausted-budget trajectories per task (at most)")
     parser.add_argument("--max-trajectories", type=int, default=None, help="cap on kept trajectories")
     parser.add_argument("--workers", type=int, default=1, help="parallel processes (or Ray tasks in flight)")
     parser.add_argument("--backend", choices=["process", "ray"], default="process")
@@ -302,9 +368,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="llm: auto branches decided by the STATEGUARD_MANAGER_* endpoint (rules checks first)")
     args = parser.parse_args(argv)
     summary = export(args.tasks_dir, args.out_dir, seed=args.seed, repairs=args.repairs, autos=args.autos,
+                     benign=args.benign, heavy=args.heavy, abandon=args.abandon,
                      max_trajectories=args.max_trajectories, workers=args.workers, backend=args.backend,
                      progress=True, teacher=args.teacher)  # fmt: skip
     print(json.dumps(summary, indent=1))
+    print((Path(args.out_dir) / "corpus_stats.md").read_text(encoding="utf-8"))
     return 0
 
 

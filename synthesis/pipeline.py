@@ -33,6 +33,7 @@ from tqdm import tqdm
 
 from synthesis.freeze import FreezeError, bench_manifest, check_frozen, write_frozen
 from synthesis.replay import has_valid_marker, verify_replay, write_marker
+from synthesis.shapes import SHAPES, build_shaped_task, shaped_task_id
 from synthesis.sources.tabular import get_info
 from synthesis.tasks import build_task
 from synthesis.worker_faults import FAULTS_FILE
@@ -49,6 +50,7 @@ class TaskSpec(BaseModel):
     seed: int
     turns: int
     task_id: str
+    shape: str = "longds"  # longds (turn-aligned) | dabstep | dacomp_de (segment-induced, synthesis.shapes)
 
 
 class TaskOutcome(BaseModel):
@@ -86,9 +88,11 @@ def _derive(seed: int, dataset: str, index: int) -> int:
 
 
 def plan_specs(
-    datasets: list[str], tasks_per_dataset: int, turns: tuple[int, int], seed: int
+    datasets: list[str], tasks_per_dataset: int, turns: tuple[int, int], seed: int,
+    shapes: dict[str, int] | None = None,
 ) -> list[TaskSpec]:
-    """The task list for a master seed; duplicates (same dataset, seed and turns) are kept once."""
+    """The task list for a master seed; duplicates (same dataset, seed and turns) are kept once.
+    `shapes` adds, per dataset, that many segment-shaped tasks of each shape (synthesis.shapes)."""
     lo, hi = turns
     if lo > hi:
         raise ValueError(f"turns.min={lo} is larger than turns.max={hi}")
@@ -103,6 +107,15 @@ def plan_specs(
             if task_id not in seen:
                 seen.add(task_id)
                 specs.append(TaskSpec(dataset=name, index=i, seed=task_seed, turns=n_turns, task_id=task_id))
+        for shape, count in sorted((shapes or {}).items()):
+            if shape not in SHAPES:
+                raise ValueError(f"shapes.{shape}: unknown task shape; known: {sorted(SHAPES)}")
+            for i in range(int(count)):
+                task_seed = _derive(seed, f"{name}:{shape}", i) % 1_000_000
+                task_id = shaped_task_id(name, shape, task_seed)
+                if task_id not in seen:
+                    seen.add(task_id)
+                    specs.append(TaskSpec(dataset=name, index=i, seed=task_seed, turns=0, task_id=task_id, shape=shape))
     return specs
 
 
@@ -129,8 +142,12 @@ def synth_one(spec: TaskSpec, out_dir: str, verify: bool = True, worker_faults: 
         return TaskOutcome(task_id=spec.task_id, dataset=spec.dataset, status="dropped", reason=reason)
 
     try:
-        built = build_task(out_dir, dataset=spec.dataset, seed=spec.seed, turns=spec.turns,
-                           worker_faults=worker_faults)  # fmt: skip
+        if spec.shape == "longds":
+            built = build_task(out_dir, dataset=spec.dataset, seed=spec.seed, turns=spec.turns,
+                               worker_faults=worker_faults)  # fmt: skip
+        else:
+            built = build_shaped_task(out_dir, shape=spec.shape, dataset=spec.dataset, seed=spec.seed,  # type: ignore[arg-type]
+                                      worker_faults=worker_faults)  # fmt: skip
     except Exception as exc:  # noqa: BLE001 - any build failure drops the task, with its reason
         return drop(f"build failed: {type(exc).__name__}: {exc}")
     if built != root:
@@ -148,8 +165,9 @@ def run(cfg: DictConfig) -> SynthResult:
     start = time.perf_counter()
     out_dir = Path(cfg.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    shapes = {str(k): int(v) for k, v in (cfg.get("shapes") or {}).items()}
     specs = plan_specs(list(cfg.datasets), int(cfg.tasks_per_dataset), (int(cfg.turns.min), int(cfg.turns.max)),
-                       int(cfg.seed))  # fmt: skip
+                       int(cfg.seed), shapes)  # fmt: skip
     verify = bool(cfg.verify_replay)
     faults = int(cfg.get("worker_faults", 0))
     workers = int(cfg.workers)
@@ -206,9 +224,11 @@ def run(cfg: DictConfig) -> SynthResult:
 
         cap = export_cfg.get("max_trajectories")
         summary = export(out_dir, Path(export_cfg.out_dir), seed=int(cfg.seed), repairs=int(export_cfg.repairs),
-                         autos=int(export_cfg.get("autos", 1)), max_trajectories=None if cap is None else int(cap),
+                         autos=int(export_cfg.get("autos", 1)), benign=int(export_cfg.get("benign", 1)),
+                         heavy=int(export_cfg.get("heavy", 1)), abandon=int(export_cfg.get("abandon", 1)),
+                         max_trajectories=None if cap is None else int(cap),
                          workers=workers, backend=backend, progress=bool(cfg.get("progress", True)),
-                         teacher=str(export_cfg.get("teacher", "rules")))  # fmt: skip
+                         teacher=str(export_cfg.get("teacher", "rules")), started=start)  # fmt: skip
         result.export = {**summary, "out_dir": str(export_cfg.out_dir)}
     (out_dir / SUMMARY).write_text(result.model_dump_json(indent=1) + "\n", encoding="utf-8")
     return result
@@ -243,6 +263,9 @@ def render(result: SynthResult) -> str:
         e = result.export
         lines.append(f"export: {e.get('kept')}/{e.get('trajectories')} trajectories kept; SFT samples "
                      f"{json.dumps(e.get('sft_samples'))}; RL prompts {e.get('rl_prompts')} -> {e.get('out_dir', '')}")  # fmt: skip
+        stats = Path(str(e.get("out_dir", ""))) / "corpus_stats.md"
+        if stats.is_file():
+            lines += ["", "corpus statistics (next to the paper's D.2):", stats.read_text(encoding="utf-8")]
     return "\n".join(lines)
 
 

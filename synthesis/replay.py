@@ -5,9 +5,9 @@
 
 A replay runs every turn's reference code (`hidden/task.json`) in one fresh namespace started
 by `stateguard.task.prelude`, with BASE_PATH pointing at the task's own `agent/` folder (the only
-thing that is relocated). After each turn the stage the turn materializes -- the DataFrame named
-after the turn's stage in `hidden/graph.json`, a copy of the DuckDB table of the same name -- is
-fingerprinted with `synthesis.fingerprint.fingerprint`, and the last printed line is parsed as the
+thing that is relocated). After each turn the stages the turn materializes (one per turn in a
+turn-aligned task, several in a segment-shaped one) -- the DataFrames named after them in
+`hidden/graph.json`, copies of the DuckDB tables of the same names -- are fingerprinted with `synthesis.fingerprint.fingerprint`, and the last printed line is parsed as the
 turn's answer, hashed as canonical JSON (sorted keys, no whitespace).
 
 `verify_replay` passes only when the agent files still match `manifest.json`, every turn runs,
@@ -80,8 +80,9 @@ class TurnReplay(BaseModel):
     """What one turn produced in a replay."""
 
     turn_id: int
-    stage: str | None = None
+    stage: str | None = None  # the turn's last stage (the only one in a turn-aligned task)
     stage_fingerprint: str | None = None
+    stages: dict[str, str] = Field(default_factory=dict, description="every stage the turn builds -> fingerprint")
     answer: Any = None
     answer_fingerprint: str | None = None
     error: str | None = None
@@ -100,9 +101,13 @@ def _file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _stage_names(task_dir: Path) -> dict[int, str]:
+def _stage_names(task_dir: Path) -> dict[int, list[str]]:
+    """turn -> the stages it materializes, in order (one per turn, several in a segment-shaped task)."""
     graph = json.loads((task_dir / "hidden" / "graph.json").read_text(encoding="utf-8"))
-    return {int(s["turn_id"]): str(s["name"]) for s in graph.get("stages", [])}
+    out: dict[int, list[str]] = {}
+    for s in graph.get("stages", []):
+        out.setdefault(int(s["turn_id"]), []).append(str(s["name"]))
+    return out
 
 
 def _load(task_dir: Path) -> Task:
@@ -122,7 +127,8 @@ def replay_turns(task_dir: str | Path) -> list[TurnReplay]:
     results: list[TurnReplay] = []
     try:
         for turn in task.turns:
-            rec = TurnReplay(turn_id=turn.turn_id, stage=stages.get(turn.turn_id))
+            names = stages.get(turn.turn_id, [])
+            rec = TurnReplay(turn_id=turn.turn_id, stage=names[-1] if names else None)
             results.append(rec)
             out = io.StringIO()
             try:
@@ -141,12 +147,13 @@ def replay_turns(task_dir: str | Path) -> list[TurnReplay]:
                 rec.error = f"last printed line is not JSON ({exc.msg})"
                 break
             rec.answer_fingerprint = answer_digest(rec.answer)
+            missing = [n for n in names if namespace.get(n) is None]
+            if missing:
+                rec.error = f"stage {missing[0]!r} was not materialized in the namespace"
+                break
+            rec.stages = {n: fingerprint(namespace[n]) for n in names}
             if rec.stage is not None:
-                value = namespace.get(rec.stage)
-                if value is None:
-                    rec.error = f"stage {rec.stage!r} was not materialized in the namespace"
-                    break
-                rec.stage_fingerprint = fingerprint(value)
+                rec.stage_fingerprint = rec.stages[rec.stage]
     finally:
         con = namespace.get("con")
         if con is not None and hasattr(con, "close"):
@@ -157,9 +164,7 @@ def replay_turns(task_dir: str | Path) -> list[TurnReplay]:
 def _as_table(results: list[TurnReplay]) -> dict[str, dict[str, str]]:
     table: dict[str, dict[str, str]] = {}
     for r in results:
-        entry: dict[str, str] = {}
-        if r.stage is not None and r.stage_fingerprint is not None:
-            entry[r.stage] = r.stage_fingerprint
+        entry: dict[str, str] = dict(r.stages)
         if r.answer_fingerprint is not None:
             entry[ANSWER_KEY] = r.answer_fingerprint
         table[str(r.turn_id)] = entry
@@ -261,10 +266,11 @@ def verify_replay(task_dir: str | Path) -> ReplayReport:
         if entry.get(ANSWER_KEY) != r.answer_fingerprint:
             mismatches.append(Mismatch(turn_id=t, kind="answer_fingerprint",
                                        reason=f"turn {t}: answer fingerprint does not reproduce"))  # fmt: skip
-        if r.stage is not None and entry.get(r.stage) != r.stage_fingerprint:
-            mismatches.append(Mismatch(turn_id=t, stage=r.stage, kind="stage_fingerprint",
-                                       reason=f"turn {t}: stage {r.stage} fingerprint does not reproduce"))  # fmt: skip
-        stray = sorted(set(entry) - {ANSWER_KEY, *([r.stage] if r.stage else [])})
+        for name, value in r.stages.items():
+            if entry.get(name) != value:
+                mismatches.append(Mismatch(turn_id=t, stage=name, kind="stage_fingerprint",
+                                           reason=f"turn {t}: stage {name} fingerprint does not reproduce"))  # fmt: skip
+        stray = sorted(set(entry) - {ANSWER_KEY, *r.stages})
         if stray:
             mismatches.append(Mismatch(turn_id=t, kind="fingerprints_file",
                                        reason=f"turn {t}: saved fingerprints for unknown stage(s) {stray}"))  # fmt: skip

@@ -1,24 +1,24 @@
-"""Manager demonstrations from real rollouts of synthesized tasks (paper B.3, Eq. 24).
+"""Manager demonstrations from real rollouts of synthesized tasks (paper 3.4, B.3, Eq. 24).
 
     records = generate("runs/synth-debug/penguins_s1_t12", "runs/traj", seed=0)
 
-Per task two kinds of trajectory are produced with the actual harness (`stateguard.rollout`, a
-`DictWorkspace`, the scripted worker and the `rules` manager as teacher):
+Per task the shared teacher (`stateguard.teacher`) runs through the actual harness
+(`stateguard.rollout`, a `DictWorkspace`, the scripted worker) under the task's flow (turn-aligned
+LongDS-style, or segment-induced DABstep-/DAComp-DE-style), one rollout per variant:
 
-* clean  -- no fault: the worker replays the reference code, the teacher only bookkeeps;
-* auto   -- the same counterfactual at t*, but from t* on the rules manager decides on its own
-  (it must detect the inconsistency from evidence, e.g. a stated threshold the code does not
-  use); kept only when it does, repairs, and the retry restores every answer;
-* repair -- at an intervention point t* the turn's stage SQL is replaced by a counterfactual θ'
-  (`synthesis.interventions.candidate_interventions`); the worker runs θ' there. The teacher is
-  the rules manager plus the known intervention: at t*'s verification it REPAIRs, naming the
-  stage's result variable with a worded reason (no code, no values); after the worker's retry it
-  may not repair again and must finalize and commit.
+* clean   -- no fault: the teacher verifies every state (inspect, load related states, the stage
+             recomputed as stated) and commits it;
+* repair  -- a genuine, stated counterfactual θ' at t* (`synthesis.screen`): verification shows the
+             mismatch, REPAIR; the worker's retry passes verification, COMMIT;
+* heavy   -- as repair, but the worker repeats θ' after the light hint, so the second REPAIR is heavy;
+* abandon -- the worker repeats θ' after every hint: the budget runs out, ABANDON_STATE (rollback);
+* benign  -- θ' changes nothing the data shows: verification finds equal results, FINALIZE (a hard
+             negative, exported with `benign: true`);
+* auto    -- a genuine θ' at t*, and from t* on the rules manager (or an LLM, teacher="llm") decides
+             alone; kept only when it detects, repairs and every answer is restored.
 
-Every trajectory is judged by `keep` (Eq. 24), a pure function of the record and its clean twin
-with named checks; rejected trajectories are returned with their reasons so they can be counted.
-The teacher records the observation it saw and every proposal with the harness verdict at each
-activation, which is what `synthesis.export` turns into SFT samples and RL prompts.
+Every trajectory is judged by `keep` (Eq. 24), a pure function of the record and its clean twin with
+named checks; rejected trajectories are returned with their reasons so they can be counted.
 """
 
 from __future__ import annotations
@@ -28,39 +28,34 @@ import random
 import re
 import shutil
 from collections import Counter
-from collections.abc import Callable, Generator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field
 
-from stateguard.actions import ActionError
-from stateguard.flows import LONGDS
-from stateguard.lifecycle import Stage
-from stateguard.observation import ManagerObservation
-from stateguard.parser import parse_response
-from stateguard.policies.base import Activation, ManagerContext, ManagerPolicy, ModelResponse
+from stateguard.policies.base import ManagerPolicy
 from stateguard.policies.rules import RulesManager
 from stateguard.rollout import rollout
 from stateguard.task import Task, load_task
+from stateguard.teacher import (
+    ActivationLog,
+    Segment,
+    StageCheck,
+    TeacherPlan,
+    TeacherPolicy,
+    flow_named,
+    teacher_worker,
+)
+from stateguard.teacher.plan import Variant
+from stateguard.teacher.probe import read_probe
 from stateguard.trace import read_trace
-from stateguard.workers.response import ResponseModel
-from stateguard.workers.scripted import Fault, FaultModel, ScriptedWorker
+from stateguard.workers.faults import Fault
 from stateguard.workspace import DictWorkspace
-from synthesis.interventions import InterventionKind, InterventionRecord, candidate_interventions
+from synthesis.interventions import InterventionKind, InterventionRecord
+from synthesis.screen import Candidate, screen, stated_select
 
-__all__ = [
-    "KEEP_CHECKS",
-    "ActivationLog",
-    "KeepVerdict",
-    "TrajectoryRecord",
-    "generate",
-    "keep",
-    "load_built_task",
-    "rejection_counts",
-]
-
-Variant = Literal["clean", "auto", "repair"]
+__all__ = ["KEEP_CHECKS", "KeepVerdict", "TrajectoryRecord", "base_plan", "generate", "keep", "load_built_task",
+           "rejection_counts"]  # fmt: skip
 
 # Worded reasons per intervention kind: they explain what is wrong without code or values.
 _REASONS: dict[InterventionKind, str] = {
@@ -75,26 +70,7 @@ _REASONS: dict[InterventionKind, str] = {
     InterventionKind.FILTER_CONDITION: "a filter condition of this result differs from the conditions the question "
     "states",
 }
-_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")  # object reprs in cell output differ run to run
-_GENERIC_REASON = "this result was computed under an assumption that the question does not make"
-
-
-class ActionLog(BaseModel):
-    name: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
-    accepted: bool
-    feedback: str = ""
-    tool_result: dict[str, Any] | None = None
-    control: bool = False
-
-
-class ActivationLog(BaseModel):
-    index: int
-    turn: int | None
-    observation: dict[str, Any]
-    actions: list[ActionLog] = Field(default_factory=list)
-    forced: bool = False  # the teacher's known-intervention override acted here
-    suppressed: list[str] = Field(default_factory=list, description="rules findings overridden on a known-clean turn")
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 
 
 class TrajectoryRecord(BaseModel):
@@ -102,15 +78,23 @@ class TrajectoryRecord(BaseModel):
     task_id: str
     variant: Variant
     seed: int
+    flow: str = "longds"
+    teacher: str = ""
+    plan: TeacherPlan | None = None
     t_star: int | None = None
     stage: str | None = None
     intervention: InterventionRecord | None = None
     faulty_code: str | None = None
+    benign: bool = False
     worker_steps: list[dict[str, Any]] = Field(default_factory=list)
     action_events: list[dict[str, Any]] = Field(default_factory=list)
     activations: list[ActivationLog] = Field(default_factory=list)
     answers: dict[int, Any] = Field(default_factory=dict)
     reference_answers: dict[int, Any] = Field(default_factory=dict)
+    repair_modes: list[str] = Field(default_factory=list)
+    rollbacks: int = 0
+    states: list[dict[str, Any]] = Field(default_factory=list, description="per committed state: sizes, relation types")
+    hints: dict[str, int] = Field(default_factory=dict, description="hints delivered by kind")
     degraded: bool = False
     trace_kinds: list[str] = Field(default_factory=list)
     run_dir: str | None = None
@@ -123,86 +107,6 @@ class KeepVerdict(BaseModel):
     failed: list[str]
 
 
-# ---------------------------------------------------------------------------------- teacher
-class _Teacher:
-    """Rules manager (optionally with a known intervention) that logs every activation."""
-
-    def __init__(self, *, t_star: int | None = None, variable: str | None = None, reason: str | None = None,
-                 live_from: int | None = None, live: ManagerPolicy | None = None):  # fmt: skip
-        self.inner = RulesManager()
-        self.name = "rules" if t_star is None else "rules+intervention"
-        self.t_star, self.variable, self.reason = t_star, variable, reason
-        self.live_from = live_from  # auto: from this turn on the live policy decides alone
-        self.live: ManagerPolicy = live or self.inner  # the rules manager, or an LLM teacher
-        self.repaired = False
-        self.log: list[ActivationLog] = []
-
-    def activate(self, obs: ManagerObservation, ctx: ManagerContext) -> Activation:
-        entry = ActivationLog(index=len(self.log), turn=ctx.turn.turn_id if ctx.turn else None,
-                              observation=obs.model_dump(mode="json", exclude={"schema_version"}))  # fmt: skip
-        self.log.append(entry)
-        at_target = self.t_star is not None and entry.turn == self.t_star and Stage(obs.stage) is Stage.UPDATED
-        if at_target and not self.repaired:
-            entry.forced = True
-            inner = self._forced_repair(obs)
-        elif at_target:
-            entry.forced = True
-            inner = self._forced_finalize(obs, ctx)
-        elif self.live_from is not None and (entry.turn or 0) >= self.live_from:
-            inner = self.live.activate(obs, ctx)  # autonomous: no knowledge of the intervention
-        elif Stage(obs.stage) is Stage.UPDATED:
-            # Every other turn is known to be faithful: the rules checks' findings there are false
-            # alarms (counted, not demonstrated), so the teacher finalizes.
-            entry.suppressed = [f.check for f in self.inner.findings(obs, ctx)]
-            inner = self._forced_finalize(obs, ctx)
-        else:
-            inner = self.inner.activate(obs, ctx)
-        return self._relay(inner, entry)
-
-    def _forced_repair(self, obs: ManagerObservation) -> Activation:
-        assert self.variable is not None
-        self.inner.mark_repair(obs)
-        args = {"analytical_evidence": f"[intervention] {self.reason}",
-                "error_hint": {"error_variables": [self.variable], "faulty_reasoning": self.reason}}  # fmt: skip
-        result = yield ("REPAIR", args)
-        if not result.accepted:
-            args = {"analytical_evidence": f"[intervention] {_GENERIC_REASON}",
-                    "error_hint": {"error_variables": [self.variable], "faulty_reasoning": _GENERIC_REASON}}  # fmt: skip
-            result = yield ("REPAIR", args)
-        self.repaired = bool(result.accepted)
-
-    def _forced_finalize(self, obs: ManagerObservation, ctx: ManagerContext) -> Activation:
-        yield self.inner.finalize(obs, ctx)  # no second repair after the retry
-
-    @staticmethod
-    def _relay(inner: Activation, entry: ActivationLog) -> Generator[Any, Any, None]:
-        try:
-            proposal = next(inner)
-            while True:
-                reply = yield proposal
-                if isinstance(proposal, tuple):
-                    _log(entry, proposal[0], dict(proposal[1]), reply)
-                elif isinstance(proposal, ModelResponse):  # an LLM teacher: log what the harness parsed
-                    try:
-                        parsed = [(a.name.value, a.args.model_dump(mode="json", exclude_none=True))
-                                  for a in parse_response(proposal.message).actions]  # fmt: skip
-                    except ActionError:
-                        parsed = []
-                    for (name, args), result in zip(parsed, reply, strict=False):
-                        _log(entry, name, args, result)
-                proposal = inner.send(reply)
-        except StopIteration:
-            return
-
-
-def _log(entry: ActivationLog, name: str, args: dict[str, Any], reply: Any) -> None:
-    tool = getattr(reply, "tool_result", None)
-    entry.actions.append(ActionLog(
-        name=name, arguments=args, accepted=bool(reply.accepted), feedback=reply.feedback,
-        tool_result=None if tool is None else tool.model_dump(mode="json"), control=name.isupper(),
-    ))  # fmt: skip
-
-
 def llm_teacher() -> ManagerPolicy:
     """The LLM teacher for auto branches: the rules checks first, the model (STATEGUARD_MANAGER_*
     endpoint, any OpenAI-compatible server) wherever the rules cannot decide."""
@@ -213,19 +117,44 @@ def llm_teacher() -> ManagerPolicy:
     return HierarchicalManager(RulesManager(), LLMManager(LLMClient(EndpointConfig.from_env("manager"))))
 
 
-# ---------------------------------------------------------------------------------- running
+# ---------------------------------------------------------------------------------- plans
 def load_built_task(task_dir: str | Path) -> Task:
     root = Path(task_dir)
     return load_task(root / "hidden", task_id=root.name, base_path=str((root / "agent").resolve()))
 
 
-def _run(task: Task, teacher: _Teacher, faults: list[Fault], run_dir: Path) -> dict[str, Any]:
+def _graph(task_dir: Path) -> dict[str, Any]:
+    return dict(json.loads((task_dir / "hidden" / "graph.json").read_text(encoding="utf-8")))
+
+
+def base_plan(task_dir: str | Path) -> TeacherPlan:
+    """The clean plan of a built task: its flow, each stage's as-stated query, the definition
+    updates of the hidden graph and, in segment flows, where each stage ends."""
+    root = Path(task_dir)
+    graph = _graph(root)
+    codes = {t.turn_id: t.code for t in load_built_task(root).turns}
+    stages = graph["stages"]
+    by_id = {s["state_id"]: s["name"] for s in stages}
+    checks = {s["name"]: StageCheck(table=s["name"], stated_sql=stated_select(s["sql"]))
+              for s in stages if codes.get(int(s["turn_id"]), "").count(s["sql"]) == 1}  # fmt: skip
+    invalidates = {s["name"]: [by_id[r["related_state_id"]] for r in s["relations"]
+                               if r["type"] == "invalidate" and r.get("related_state_id") in by_id]
+                   for s in stages}  # fmt: skip
+    return TeacherPlan(
+        flow=graph.get("flow", "longds"), checks=checks,
+        stage_of_turn={} if graph.get("segments") else {int(s["turn_id"]): s["name"] for s in stages},
+        invalidates={k: v for k, v in invalidates.items() if v},
+        segments=[Segment.model_validate(s) for s in graph.get("segments", [])],
+    )  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------- running
+def _run(task: Task, plan: TeacherPlan, faults: list[Fault], run_dir: Path, live: ManagerPolicy | None) -> dict[str, Any]:
     if run_dir.exists():
         shutil.rmtree(run_dir)
-    # The teacher's repair names the known intervention, so the permissive response model applies
-    # (any touched variable suffices) and no false alarm is simulated: demonstrations stay as before.
-    worker = ScriptedWorker(FaultModel(faults=faults), ResponseModel(identify="variable", p_flip=0.0))
-    result = rollout(task, worker, DictWorkspace(), flow=LONGDS, manager=teacher, run_dir=run_dir)
+    teacher = TeacherPolicy(plan, live=live)
+    worker = teacher_worker(faults, plan.resist)
+    result = rollout(task, worker, DictWorkspace(), flow=flow_named(plan.flow), manager=teacher, run_dir=run_dir)
     events = read_trace(run_dir / "trace.jsonl")
     steps = [{k: e.data.get(k) for k in ("index", "turn", "action", "output", "success")}
              | {"purpose": e.data.get("meta", {}).get("purpose"), "turn_end": bool(e.data.get("meta", {}).get("turn_end"))}
@@ -233,79 +162,96 @@ def _run(task: Task, teacher: _Teacher, faults: list[Fault], run_dir: Path) -> d
     actions = [{"seq": e.seq, **{k: e.data.get(k) for k in ("name", "accepted", "stage", "activation")}}
                for e in events if e.kind == "action"]  # fmt: skip
     return {"worker_steps": steps, "action_events": actions, "answers": result.answers, "degraded": result.degraded,
-            "trace_kinds": sorted({e.kind for e in events}), "activations": teacher.log, "run_dir": str(run_dir)}  # fmt: skip
+            "trace_kinds": sorted({e.kind for e in events}), "activations": teacher.log, "run_dir": str(run_dir),
+            "teacher": teacher.name, "repair_modes": [str(e.data.get("mode")) for e in events if e.kind == "repair"],
+            "rollbacks": sum(e.kind == "rollback" for e in events),
+            "states": [_state_stats(e.data.get("state") or {}, plan) for e in events if e.kind == "state_committed"],
+            "hints": dict(Counter(str((e.data.get("hint") or {}).get("kind")) for e in events
+                                  if e.kind == "hint_delivered"))}  # fmt: skip
 
 
-def _stages(task_dir: Path) -> list[dict[str, Any]]:
-    graph = json.loads((task_dir / "hidden" / "graph.json").read_text(encoding="utf-8"))
-    return list(graph["stages"])
+def _state_stats(state: dict[str, Any], plan: TeacherPlan) -> dict[str, Any]:
+    """What a committed state holds (for the corpus statistics)."""
+    constraints = state.get("constraints") or []
+    return {"id": state.get("id"), "constraints": len(constraints),
+            "executable": sum(1 for c in constraints if c.get("code")),
+            "variables": len(state.get("used_variables") or []), "conclusions": len(state.get("conclusions") or []),
+            "relations": [str(r.get("type")) for r in state.get("relations") or []]}  # fmt: skip
 
 
 def generate(task_dir: str | Path, out_dir: str | Path, *, seed: int, repairs: int = 2, autos: int = 1,
-             max_attempts: int = 8, teacher: str = "rules") -> list[TrajectoryRecord]:  # fmt: skip
-    """One clean trajectory, up to `repairs` repair and up to `autos` auto trajectories for a
-    built task; every record carries its Keep verdict (rejected ones included, for counting).
+             benign: int = 1, heavy: int = 1, abandon: int = 1, max_attempts: int = 4,
+             teacher: str = "rules") -> list[TrajectoryRecord]:  # fmt: skip
+    """One clean trajectory and up to the given number of each counterfactual variant for a built
+    task; every record carries its Keep verdict (rejected ones included, for counting).
     `teacher="llm"` lets `llm_teacher()` decide in the auto branches."""
     if teacher not in ("rules", "llm"):
         raise ValueError(f"teacher={teacher!r}: use rules or llm (the LLM reads STATEGUARD_MANAGER_*)")
     root = Path(task_dir)
     task = load_built_task(root)
     runs = Path(out_dir) / "runs" / task.task_id
+    plan = base_plan(root)
     reference = {t.turn_id: t.answer for t in task.turns}
-    clean = TrajectoryRecord(trajectory_id=f"{task.task_id}/clean", task_id=task.task_id, variant="clean",
-                             seed=seed, reference_answers=reference,
-                             **_run(task, _Teacher(), [], runs / "clean"))  # fmt: skip
+    clean_plan = plan.model_copy(update={"variant": "clean"})
+    clean = TrajectoryRecord(trajectory_id=f"{task.task_id}/clean", task_id=task.task_id, variant="clean", seed=seed,
+                             flow=plan.flow, plan=clean_plan, reference_answers=reference,
+                             **_run(task, clean_plan, [], runs / "clean", None))  # fmt: skip
     out = [_judge(clean, clean)]
     rng = random.Random(f"traj:{task.task_id}:{seed}")
-    options: list[tuple[dict[str, Any], str, InterventionRecord]] = []
-    for stage in _stages(root):
-        code = task.turn(stage["turn_id"]).code
-        if code.count(stage["sql"]) != 1:
-            continue
-        for new_sql, record in candidate_interventions(stage["sql"], rng, stage=stage["name"]):
-            options.append((stage, code.replace(stage["sql"], new_sql), record))
-    rng.shuffle(options)
-
-    def forced(stage: dict[str, Any], record: InterventionRecord) -> _Teacher:
-        return _Teacher(t_star=int(stage["turn_id"]), variable=stage["name"],
-                        reason=_REASONS.get(record.kind, _GENERIC_REASON))  # fmt: skip
-
-    def live(stage: dict[str, Any], record: InterventionRecord) -> _Teacher:
-        return _Teacher(live_from=int(stage["turn_id"]), live=llm_teacher() if teacher == "llm" else None)
-
-    out += _branches(task, runs, options, clean, "repair", forced, seed=seed, wanted=repairs, max_attempts=max_attempts)
-    out += _branches(task, runs, options, clean, "auto", live, seed=seed, wanted=autos, max_attempts=max_attempts)
+    candidates = screen(root, rng)
+    rng.shuffle(candidates)
+    segment = bool(plan.segments)
+    wanted: list[tuple[Variant, int, list[Candidate]]] = [
+        ("repair", repairs, [c for c in candidates if c.effect == "genuine" and c.stated]),
+        ("heavy", heavy, [c for c in candidates if c.effect == "genuine" and c.stated]),
+        # abandoning rolls back to the previous state's checkpoint: the first turn has none to go back to
+        ("abandon", 0 if segment else abandon,
+         [c for c in candidates if c.effect == "genuine" and c.stated and c.turn > 1]),
+        ("benign", benign, [c for c in candidates if c.effect == "benign" and c.stated]),
+        ("auto", 0 if segment else autos, [c for c in candidates if c.effect == "genuine"]),
+    ]
+    used: Counter[tuple[int, str]] = Counter()
+    for variant, count, pool in wanted:
+        pool = sorted(pool, key=lambda c: used[(c.turn, c.stage)])  # stable: fresh sites first, then the shuffle
+        live = llm_teacher() if variant == "auto" and teacher == "llm" else None
+        got = _branches(task, runs, plan, pool, clean, variant, seed=seed, wanted=count, max_attempts=max_attempts,
+                        live=live, teacher=teacher)  # fmt: skip
+        for rec in got:
+            if rec.keep and rec.t_star is not None and rec.stage is not None:
+                used[(rec.t_star, rec.stage)] += 1
+        out += got
     return out
 
 
-def _branches(task: Task, runs: Path, options: list[tuple[dict[str, Any], str, InterventionRecord]],
-              clean: TrajectoryRecord, variant: Variant,
-              make_teacher: Callable[[dict[str, Any], InterventionRecord], _Teacher], *, seed: int, wanted: int,
-              max_attempts: int) -> list[TrajectoryRecord]:  # fmt: skip
-    """Counterfactual branches of one variant: θ' at t*, the teacher `make_teacher` gives (forced
-    for repair, live for auto); at most `wanted` kept, one per intervention turn."""
+def _branches(task: Task, runs: Path, plan: TeacherPlan, pool: list[Candidate], clean: TrajectoryRecord,
+              variant: Variant, *, seed: int, wanted: int, max_attempts: int, live: ManagerPolicy | None,
+              teacher: str) -> list[TrajectoryRecord]:  # fmt: skip
+    """Counterfactual branches of one variant: θ' at t*; at most `wanted` kept, one per stage."""
     out: list[TrajectoryRecord] = []
     kept = attempts = 0
-    used_turns: set[int] = set()
-    for stage, faulty, record in options:
+    done: set[str] = set()
+    for cand in pool:
         if kept >= wanted or attempts >= max_attempts:
             break
-        t_star = int(stage["turn_id"])
-        if t_star in used_turns:
+        if cand.stage in done:
             continue
         attempts += 1
+        branch = plan.model_copy(update={
+            "variant": variant, "fault_turn": cand.turn, "target": cand.stage, "kind": cand.record.kind.value,
+            "reason": _REASONS.get(cand.record.kind), "live": teacher if variant == "auto" else "rules",
+        })  # fmt: skip
         rec = TrajectoryRecord(
             trajectory_id=f"{task.task_id}/{variant}-{attempts}", task_id=task.task_id, variant=variant, seed=seed,
-            t_star=t_star, stage=stage["name"], intervention=record, faulty_code=faulty,
-            reference_answers=clean.reference_answers,
-            **_run(task, make_teacher(stage, record), [Fault(kind="counterfactual", turn=t_star, code=faulty)],
-                   runs / f"{variant}-{attempts}"),
+            flow=plan.flow, plan=branch, t_star=cand.turn, stage=cand.stage, intervention=cand.record,
+            faulty_code=cand.faulty_code, benign=variant == "benign", reference_answers=clean.reference_answers,
+            **_run(task, branch, [Fault(kind="counterfactual", turn=cand.turn, code=cand.faulty_code)],
+                   runs / f"{variant}-{attempts}", live),
         )  # fmt: skip
         rec = _judge(rec, clean)
         out.append(rec)
         if rec.keep:
             kept += 1
-            used_turns.add(t_star)
+            done.add(cand.stage)
     return out
 
 
@@ -315,15 +261,38 @@ def _judge(record: TrajectoryRecord, clean: TrajectoryRecord) -> TrajectoryRecor
 
 
 # ---------------------------------------------------------------------------------- Keep(τ)
+def _step_view(s: dict[str, Any]) -> tuple[Any, ...]:
+    return (s.get("turn"), s.get("action"), _ADDRESS.sub("0x?", s.get("output") or ""))
+
+
+def _divergence(tau: TrajectoryRecord, clean: TrajectoryRecord) -> int | None:
+    """Position of the first worker step that differs from the clean run (None: none differs)."""
+    for i, (a, b) in enumerate(zip(tau.worker_steps, clean.worker_steps, strict=False)):
+        if _step_view(a) != _step_view(b):
+            return i
+    return None if len(tau.worker_steps) == len(clean.worker_steps) else min(len(tau.worker_steps), len(clean.worker_steps))
+
+
+def _manager_prefix(rec: TrajectoryRecord, cut: int) -> list[tuple[Any, ...]]:
+    """The manager's actions in activations that saw only steps before position `cut`."""
+    out = []
+    for act in rec.activations:
+        end = act.observation.get("pending_end_step")
+        if end is not None and end >= cut:
+            break
+        out += [(a.name, a.accepted, _ADDRESS.sub("0x?", json.dumps(a.arguments, sort_keys=True, default=str)))
+                for a in act.actions]  # fmt: skip
+    return out
+
+
 def _replay_fidelity(tau: TrajectoryRecord, clean: TrajectoryRecord) -> bool:
-    cut = tau.t_star if tau.t_star is not None else 10**9
-    def view(s: dict[str, Any]) -> tuple[Any, ...]:
-        return (s.get("turn"), s.get("action"), _ADDRESS.sub("0x?", s.get("output") or ""), s.get("purpose"))
-
-    def before(r: TrajectoryRecord) -> list[tuple[Any, ...]]:
-        return [view(s) for s in r.worker_steps if (s.get("turn") or 0) < cut]
-
-    return before(tau) == before(clean)
+    """Every worker and manager call before the intervention reproduces the parent run exactly."""
+    if tau.variant == "clean":
+        return True
+    cut = _divergence(tau, clean)
+    if cut is None or cut >= len(tau.worker_steps) or tau.worker_steps[cut].get("turn") != tau.t_star:
+        return False
+    return _manager_prefix(tau, cut) == _manager_prefix(clean, cut)
 
 
 def _faulty_answer(tau: TrajectoryRecord) -> Any:
@@ -342,8 +311,12 @@ def _intervention_activated(tau: TrajectoryRecord, clean: TrajectoryRecord) -> b
         return not any(s.get("purpose") != "reference" for s in tau.worker_steps)
     ran = any(s.get("turn") == tau.t_star and s.get("purpose") == "faulty" and s.get("success")
               for s in tau.worker_steps)  # fmt: skip
-    # An intervention that leaves the turn's answer unchanged teaches nothing (benign): reject it.
-    return ran and _faulty_answer(tau) != clean.answers.get(tau.t_star or -1)
+    changed = _faulty_answer(tau) != clean.answers.get(tau.t_star or -1)
+    return ran and (not changed if tau.variant == "benign" else changed)
+
+
+def _accepted(tau: TrajectoryRecord, name: str) -> int:
+    return sum(1 for a in tau.action_events if a.get("name") == name and a.get("accepted"))
 
 
 def _retried_after_fault(tau: TrajectoryRecord) -> bool:
@@ -354,15 +327,18 @@ def _retried_after_fault(tau: TrajectoryRecord) -> bool:
 
 
 def _demonstration_consumed(tau: TrajectoryRecord, clean: TrajectoryRecord) -> bool:
-    repairs = [a for a in tau.action_events if a.get("name") == "REPAIR" and a.get("accepted")]
-    if tau.variant == "clean":
-        return not repairs
+    repairs = _accepted(tau, "REPAIR")
+    if tau.variant in ("clean", "benign"):
+        return repairs == 0
     if tau.variant == "auto":  # nothing prescribed; no repair may precede the intervention
         return not any(c.name == "REPAIR" and c.accepted for a in tau.activations
                        if (a.turn or 0) < (tau.t_star or 0) for c in a.actions)  # fmt: skip
-    if len(repairs) != 1:  # exactly the forced one: none before, none after the retry
-        return False
-    return _retried_after_fault(tau)
+    if tau.variant == "repair":
+        return repairs == 1 and tau.repair_modes == ["light"] and _retried_after_fault(tau)
+    if tau.variant == "heavy":
+        return repairs == 2 and tau.repair_modes == ["light", "heavy"] and _retried_after_fault(tau)
+    budget = int(tau.activations[0].observation.get("repair_budget", 3)) if tau.activations else 3
+    return repairs == budget and _accepted(tau, "ABANDON_STATE") == 1 and tau.rollbacks == 1  # abandon
 
 
 def _autonomous_detection(tau: TrajectoryRecord, clean: TrajectoryRecord) -> bool:
@@ -382,14 +358,31 @@ def _lifecycle_valid(tau: TrajectoryRecord, clean: TrajectoryRecord) -> bool:
         controls = [a for a in accepted if a.control]
         if len(controls) != 1 or not accepted[-1].control:
             return False
-    if tau.variant == "repair":
-        forced = [a for a in tau.activations if a.forced]
-        finals = [c.name for a in forced for c in a.actions if c.accepted and c.control]
-        if not finals or finals[0] != "REPAIR" or "REPAIR" in finals[1:] or "FINALIZE_RELATIONS" not in finals[1:]:
+    if tau.variant in ("repair", "heavy", "abandon"):
+        at_target = [c.name for a in tau.activations if a.forced for c in a.actions if c.accepted and c.control]
+        if not at_target or at_target[0] != "REPAIR":
             return False
-        commits = [c.name for a in tau.activations if a.turn == tau.t_star for c in a.actions
-                   if c.accepted and c.name == "COMMIT_STATE"]  # fmt: skip
-        return len(commits) == 1
+        want_end = "ABANDON_STATE" if tau.variant == "abandon" else "FINALIZE_RELATIONS"
+        return at_target[-1] == want_end and at_target.count(want_end) == 1
+    return True
+
+
+def _decisions_grounded(tau: TrajectoryRecord, clean: TrajectoryRecord) -> bool:
+    """Each teacher decision follows from its activation's evidence: REPAIR / ABANDON only after a
+    probe showed a mismatch, FINALIZE never after one; where θ' sits, a probe ran."""
+    for act in tau.activations:
+        if act.live:
+            continue
+        verdicts = [read_probe(str((a.tool_result or {}).get("data", {}).get("stdout", "")))
+                    for a in act.actions if a.name == "run_probe" and a.accepted]  # fmt: skip
+        mismatch = any(v is not None and not v.same_rows for v in verdicts)
+        for a in act.actions:
+            if not (a.accepted and a.control):
+                continue
+            if a.name in ("REPAIR", "ABANDON_STATE") and not mismatch:
+                return False
+            if a.name == "FINALIZE_RELATIONS" and (mismatch or (act.forced and not verdicts)):
+                return False
     return True
 
 
@@ -397,9 +390,16 @@ def _task_completed(tau: TrajectoryRecord, clean: TrajectoryRecord) -> bool:
     turns = set(tau.reference_answers)
     if not turns or set(tau.answers) != turns or any(tau.answers[t] is None for t in turns):
         return False
-    if tau.variant in ("clean", "auto"):  # auto: the repair must restore every answer
+    if tau.variant in ("clean", "auto", "benign"):  # auto: the repair must restore every answer
         return all(tau.answers[t] == tau.reference_answers[t] for t in turns)
     assert tau.t_star is not None
+    if tau.plan is not None and tau.plan.segments:
+        # segment flows: a repair may come after the worker moved to a later turn (the reviews trail
+        # the work), when the earlier answers are already submitted; the build's final result counts
+        last = max(turns)
+        return tau.answers[last] == clean.answers.get(last)
+    if tau.variant == "abandon":  # the state is given up: the turns before it stand as they were
+        return all(tau.answers[t] == clean.answers.get(t) for t in turns if t < tau.t_star)
     return tau.answers[tau.t_star] == clean.answers.get(tau.t_star)
 
 
@@ -409,6 +409,7 @@ KEEP_CHECKS = {
     "demonstration_consumed": _demonstration_consumed,
     "autonomous_detection": _autonomous_detection,
     "lifecycle_valid": _lifecycle_valid,
+    "decisions_grounded": _decisions_grounded,
     "task_completed": _task_completed,
 }
 
@@ -421,3 +422,4 @@ def keep(tau: TrajectoryRecord, clean: TrajectoryRecord) -> KeepVerdict:
 
 def rejection_counts(records: list[TrajectoryRecord]) -> dict[str, int]:
     return dict(sorted(Counter(r for rec in records for r in rec.rejections).items()))
+

@@ -9,7 +9,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
-from synthesis.pipeline import SUMMARY, run
+from synthesis.pipeline import SUMMARY, SynthResult, run
 from synthesis.replay import FINGERPRINTS, MARKER, has_valid_marker, verify_replay
 from synthesis.sources.tabular import is_installed
 
@@ -45,8 +45,11 @@ def test_debug_config_composes() -> None:
 
 def test_debug_run_produces_verified_tasks(debug_run: tuple[Path, dict]) -> None:
     out, result = debug_run
-    assert result["built"] == 2 and result["skipped"] == 0 and result["dropped"] == []
-    assert result["by_dataset"] == {"gapminder": 1, "penguins": 1}
+    # per dataset: one turn-aligned task, one DABstep-shaped and one DAComp-DE-shaped (synthesis.shapes)
+    assert result["built"] == 6 and result["skipped"] == 0 and result["dropped"] == []
+    assert result["by_dataset"] == {"gapminder": 3, "penguins": 3}
+    shapes = sorted(t.split("_")[1] if t.split("_")[1] in ("dab", "dac") else "turns" for t in result["tasks"])
+    assert shapes == ["dab", "dab", "dac", "dac", "turns", "turns"]
     assert {"init", "progress", "branch", "combine", "invalidate"} <= set(result["relation_counts"])
     assert json.loads((out / SUMMARY).read_text()) == result
     for task_id in result["tasks"]:
@@ -55,8 +58,8 @@ def test_debug_run_produces_verified_tasks(debug_run: tuple[Path, dict]) -> None
         saved = json.loads((root / FINGERPRINTS).read_text())
         graph = json.loads((root / "hidden" / "graph.json").read_text())
         assert set(saved) == {str(s["turn_id"]) for s in graph["stages"]}
-        for stage in graph["stages"]:
-            assert set(saved[str(stage["turn_id"])]) == {stage["name"], "answer"}
+        for turn, names in saved.items():  # every stage the turn builds (several in a shaped task), and the answer
+            assert set(names) == {s["name"] for s in graph["stages"] if str(s["turn_id"]) == turn} | {"answer"}
         assert verify_replay(root).ok
 
 
@@ -64,7 +67,7 @@ def test_rerun_skips_finished_tasks(debug_run: tuple[Path, dict]) -> None:
     out, first = debug_run
     before = {p: p.stat().st_mtime_ns for t in first["tasks"] for p in (out / t).rglob("*") if p.is_file()}
     again = run(_debug_cfg(out))
-    assert again.built == 0 and again.skipped == 2 and again.tasks == first["tasks"]
+    assert again.built == 0 and again.skipped == 6 and again.tasks == first["tasks"]
     assert again.relation_counts == first["relation_counts"]
     assert {p: p.stat().st_mtime_ns for p in before} == before
 
@@ -78,7 +81,8 @@ def _copy(src: Path, dst: Path) -> Path:
 
 def test_tampered_fingerprint_fails_naming_the_turn(debug_run: tuple[Path, dict], tmp_path: Path) -> None:
     out, result = debug_run
-    root = _copy(out / result["tasks"][0], tmp_path / result["tasks"][0])
+    task_id = next(t for t in result["tasks"] if t.startswith("penguins_s"))  # a turn-aligned task
+    root = _copy(out / task_id, tmp_path / task_id)
     path = root / FINGERPRINTS
     saved = json.loads(path.read_text())
     stage = next(k for k in saved["3"] if k != "answer")
@@ -93,7 +97,7 @@ def test_tampered_fingerprint_fails_naming_the_turn(debug_run: tuple[Path, dict]
 
 def test_changed_agent_file_fails_naming_the_file(debug_run: tuple[Path, dict], tmp_path: Path) -> None:
     out, result = debug_run
-    task_id = next(t for t in result["tasks"] if t.startswith("penguins"))
+    task_id = next(t for t in result["tasks"] if t.startswith("penguins_s"))
     root = _copy(out / task_id, tmp_path / task_id)
     data = root / "agent" / "data" / "penguins.csv"
     lines = data.read_text().splitlines(keepends=True)
@@ -119,6 +123,7 @@ def test_same_seed_same_bytes(debug_run: tuple[Path, dict], tmp_path: Path) -> N
 def test_unbuildable_tasks_are_dropped_with_reason(tmp_path: Path) -> None:
     cfg = _debug_cfg(tmp_path)
     cfg.turns.min = cfg.turns.max = 60  # more turns than even four rounds of threads provide
+    cfg.shapes.dabstep = cfg.shapes.dacomp_de = 0  # shaped tasks have no turn count
     result = run(cfg)
     assert result.tasks == [] and len(result.dropped) == 2
     assert all("build failed" in d.reason and "60 turns" in d.reason for d in result.dropped)
@@ -130,19 +135,25 @@ def test_parallel_workers_match_serial(debug_run: tuple[Path, dict], tmp_path: P
     cfg = _debug_cfg(tmp_path)
     cfg.workers = 2
     other = run(cfg)
-    assert other.tasks == result["tasks"] and other.built == 2
+    assert other.tasks == result["tasks"] and other.built == 6
     for task_id in result["tasks"]:
         assert _files(tmp_path / task_id) == _files(out / task_id), task_id
 
 
-def test_make_synth_also_exports_the_corpus_and_rl_prompts(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def debug_export(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, SynthResult]:
+    out = tmp_path_factory.mktemp("synth_export")
+    return out, run(_debug_cfg(out, export=True))
+
+
+def test_make_synth_also_exports_the_corpus_and_rl_prompts(debug_export: tuple[Path, SynthResult]) -> None:
     import pyarrow.parquet as pq
     from datasets import load_from_disk
 
-    result = run(_debug_cfg(tmp_path, export=True))
+    tmp_path, result = debug_export
     assert result.export is not None and 0 < result.export["kept"] <= result.export["trajectories"]
     e = result.export
-    assert e["kept_by_variant"]["clean"] == 2 and e["kept_by_variant"]["repair"] >= 2 and "auto" in e["attempted_by_variant"]
+    assert e["kept_by_variant"]["clean"] == 6 and e["kept_by_variant"]["repair"] >= 2 and "auto" in e["attempted_by_variant"]
     # every attempted-but-dropped trajectory is counted under at least one named reason
     assert e["trajectories"] - e["kept"] <= sum(e["rejections"].values())
     corpus = tmp_path / "corpus"
@@ -153,3 +164,25 @@ def test_make_synth_also_exports_the_corpus_and_rl_prompts(tmp_path: Path) -> No
     assert {"data_source", "prompt", "ability", "reward_model", "extra_info"} <= set(table.column_names)
     summary = json.loads((tmp_path / "synth_summary.json").read_text())
     assert summary["export"]["rl_prompts"] == table.num_rows
+
+
+def test_debug_corpus_teaches_the_whole_manager(debug_export: tuple[Path, SynthResult]) -> None:
+    """Issue 16's bar on the debug corpus: every control action and tool, both regimes, benign hard
+    negatives, several constraints per state where the question states requirements."""
+    from stateguard.actions import tool_schemas
+    from stateguard.corpus_stats import CorpusStats
+    from stateguard.lifecycle import ControlAction
+
+    tmp_path, _ = debug_export
+    stats = CorpusStats.model_validate_json((tmp_path / "corpus" / "corpus_stats.json").read_text())
+    controls = {c.value for c in ControlAction}
+    assert set(stats.actions) == controls
+    assert set(stats.tools) == {t["function"]["name"] for t in tool_schemas()} - controls
+    assert set(stats.by_regime) == {"turn_aligned", "segment_induced"}
+    assert min(stats.samples_by_regime.values()) > 0
+    assert {"light", "heavy", "abandon"} <= set(stats.repairs) and stats.rollbacks >= 1
+    assert stats.by_variant.get("benign", 0) >= 2 and stats.benign_share >= 0.15
+    assert stats.constraints_per_state_stated >= 3.0 and stats.executable_constraints_per_state > 0
+    assert stats.relations.get("invalidate", 0) > 0
+    assert stats.rl_labels.get("benign", 0) > 0 and stats.rl_labels.get("g=1", 0) > 0
+    assert (tmp_path / "corpus" / "corpus_stats.md").read_text().count("|") > 40

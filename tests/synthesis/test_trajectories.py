@@ -68,7 +68,7 @@ def test_keep_rejects_second_repair(records: list[TrajectoryRecord]) -> None:
 def test_export_dataset_and_rl(task_dir: Path, tmp_path: Path) -> None:
     from datasets import load_from_disk
 
-    summary = export(task_dir.parent, tmp_path / "out", seed=0, repairs=1, autos=0)
+    summary = export(task_dir.parent, tmp_path / "out", seed=0, repairs=1, autos=0, benign=0, heavy=0, abandon=0)
     assert summary["kept_by_variant"] == {"clean": 1, "repair": 1}
     ds = load_from_disk(str(tmp_path / "out" / "sft"))
     for col in ("messages", "tools", "variant", "kind", "task_id", "relations", "intervention_kind"):

@@ -8,8 +8,8 @@ KL, clip 0.2/0.28, token-mean loss, dynamic sampling on R(tau), an overlong buff
 prompt, lr 5e-7, 64 prompts per step, 40,960 tokens of prompt + response). Modules, one concept each:
 
     config          the `stateguard:` section, typed; verl's validation plus the recipe's invariants
-    data            synthesized RL prompts -> train/val parquet (agent_name, index, prefix_repair)
-    prefix          a row's task, faults and the teacher that rebuilds its worker prefix; prefix check
+    data            synthesized RL prompts -> train/val parquet (agent_name, index)
+    prefix          a row's task, faults and the shared teacher (stateguard.teacher) replaying its prefix; check
     continuation    one rollout through stateguard.rollout: prefix, then the sampled manager's window
     bridge          the LLM manager's chat client over verl's token-level server (the token ledger)
     agent_loop      verl agent loop `stateguard_manager` (registered by agent_loops.yaml)

@@ -9,10 +9,11 @@ manager policy, `WindowManager`, that switches hands:
 * at the decision point the rebuilt observation is checked against the row's prompt, the trace
   position is noted (`start_seq`: the reward scores the events from there on), and the sampled
   policy takes over;
-* the window stays open for the decision turn: the verdict, a repair, the worker's retry and the
+* the window stays open for the decision's state: the verdict, a repair, the worker's retry and the
   later activations until the state is committed or abandoned, at most `max_activations`;
-* when the window closes (next turn, activation limit, or the chat client's token/call budget) the
-  trace position is noted again (`end_seq`), the worker is told to stop and the manager degrades,
+* when the window closes (the state done, the next turn, the activation limit, or the chat client's
+  token/call budget) the trace position is noted again (`end_seq`), the worker is told to stop and the
+  manager degrades,
   so the run ends at once with no event the sampled policy did not cause inside the window.
 
 Workspaces: `sandbox` (one limited kernel process per rollout; what RL needs, since the sampled
@@ -31,15 +32,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from stateguard.flows import LONGDS
 from stateguard.observation import ManagerObservation
 from stateguard.policies.base import Activation, Degrade, ManagerContext, ManagerPolicy
 from stateguard.rollout import rollout
 from stateguard.task import Task
 from stateguard.trace import read_trace
 from stateguard.worker import WorkerAdapter, WorkerMessage
-from stateguard.workers.response import ResponseModel
-from stateguard.workers.scripted import ScriptedWorker
 from stateguard.workspace import DictWorkspace, LiveWorkspace
 from training.rl.prefix import PrefixMismatch, PrefixPolicy, PrefixSpec, check_prefix
 
@@ -135,6 +133,8 @@ class WindowManager:
             self.start_seq, self.prefix_s = self._seq(), time.perf_counter() - self._t0
         elif self.closed_by is None and turn != self.spec.turn:
             self.close("turn_done")
+        elif self.closed_by is None and obs.stage == "idle":
+            self.close("state_done")  # the decision's state was committed or abandoned (segment flows: same turn)
         elif self.closed_by is None and self.window_activations >= self.max_activations:
             self.close("max_activations")
         if self.closed_by is not None:
@@ -148,7 +148,7 @@ class ContinuationResult(BaseModel):
     run_dir: str
     start_seq: int
     end_seq: int | None = Field(description="first event after the window; None if the run ended inside it")
-    closed_by: Literal["turn_done", "max_activations", "budget", "run_end"]
+    closed_by: Literal["turn_done", "state_done", "max_activations", "budget", "run_end"]
     window_activations: int
     actions: list[dict[str, Any]] = Field(
         description="the window's manager proposals with the harness verdicts"
@@ -194,8 +194,8 @@ def run_continuation(
     when its budget is spent).
     """
     start = time.perf_counter()
-    # The same response model as the synthesis that recorded the prefix (synthesis.trajectories).
-    worker = StoppableWorker(ScriptedWorker(spec.faults(), ResponseModel(identify="variable", p_flip=0.0)))
+    # The worker the synthesis ran (stateguard.teacher.teacher_worker): same faults, response model, resistance.
+    worker = StoppableWorker(spec.worker())
     trace_path = run_dir / "trace.jsonl"
     manager = WindowManager(
         spec, prompt, sampled, worker, trace_path, max_activations=max_activations, prefix_check=prefix_check
@@ -207,8 +207,8 @@ def run_continuation(
     try:
         with lock:
             rollout(
-                task, worker, live, flow=LONGDS, manager=manager, run_dir=run_dir
-            )  # LONGDS: rl_prompts' flow
+                task, worker, live, flow=spec.flow, manager=manager, run_dir=run_dir
+            )  # the flow the trajectory was synthesized under (its plan)
     finally:
         live.close()
     if manager.start_seq is None:

@@ -9,9 +9,6 @@ extra_info (task_id, turn, decision_point, variant, worker_prefix JSON, labels J
 What this adds for verl and for training/rl/agent_loop.py:
 * `agent_name`: the registered agent loop that runs the row (verl's AgentLoopWorker reads it);
 * `extra_info.index`: a unique row number (verl groups a prompt's rollouts by it in traces);
-* `extra_info.prefix_repair`: for rows of a `repair` trajectory after its fault turn, the variables
-  the synthesis teacher's repair named there (JSON {"turn", "variables"}, else "null"), which the
-  prefix replay needs (training/rl/prefix.py);
 * duplicates dropped: rows before the fault turn of different variants are the same prompt;
 * a split by whole tasks (`val_fraction` of the task ids, seeded), so no task is in both files.
 """
@@ -85,21 +82,6 @@ def load_prompts(path: str | Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _prefix_repairs(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """trajectory_id -> the teacher's repair at its fault turn (turn, named variables)."""
-    out: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        extra = row["extra_info"]
-        truth = json.loads(row["reward_model"]["ground_truth"])
-        labels = json.loads(extra["labels"])
-        prefix = json.loads(extra["worker_prefix"])
-        if extra["variant"] == "repair" and truth.get("action") == "REPAIR" and labels.get("g") == 1:
-            out.setdefault(
-                prefix["trajectory_id"], {"turn": extra["turn"], "variables": truth["affected_variables"]}
-            )
-    return out
-
-
 def _key(row: dict[str, Any]) -> str:
     """Two rows are the same prompt when task, decision point, prompt text and labels agree."""
     extra = row["extra_info"]
@@ -117,8 +99,8 @@ def _key(row: dict[str, Any]) -> str:
 
 
 def prepare_rows(rows: list[dict[str, Any]], agent_name: str) -> tuple[list[dict[str, Any]], int]:
-    """Rows with agent_name, extra_info.index and extra_info.prefix_repair; duplicates dropped."""
-    repairs = _prefix_repairs(rows)
+    """Rows with agent_name and extra_info.index; duplicates dropped. The prefix replay needs nothing
+    else: each row carries the synthesis teacher's plan (extra_info.worker_prefix)."""
     seen: set[str] = set()
     out: list[dict[str, Any]] = []
     for row in rows:
@@ -127,15 +109,6 @@ def prepare_rows(rows: list[dict[str, Any]], agent_name: str) -> tuple[list[dict
             continue
         seen.add(key)
         extra = dict(row["extra_info"])
-        prefix = json.loads(extra["worker_prefix"])
-        repair = repairs.get(prefix["trajectory_id"]) if extra["variant"] == "repair" else None
-        if repair is not None:  # the teacher's repair is in this row's prefix when its decision comes later
-            turn, t_star = int(extra["turn"]), int(repair["turn"])
-            own = (
-                turn == t_star and json.loads(extra["labels"]).get("g") == 1
-            )  # this row is the repair itself
-            repair = repair if turn >= t_star and not own else None
-        extra["prefix_repair"] = json.dumps(repair, sort_keys=True)
         extra["index"] = len(out)
         out.append({**row, "extra_info": extra, "agent_name": agent_name})
     return out, len(rows) - len(out)

@@ -1,4 +1,4 @@
-"""The fixed worker prefix of an RL prompt: which task, which faults, and the manager that built it.
+"""The fixed worker prefix of an RL prompt: which task, which faults, and the teacher that built it.
 
     spec = PrefixSpec.from_extra_info(row["extra_info"])
     task = load_row_task(tasks_dir, spec.task_id)
@@ -6,15 +6,13 @@
 
 An RL row (synthesis/export.py rl_prompts()) is one verification decision point of a synthesized
 manager trajectory. Its prompt is the manager's view at that point; to let the sampled manager act
-there with real tools, the runtime behind the prompt is rebuilt by running the same task with the
-same scripted worker and faults, and replaying the decisions the synthesis teacher took before it:
-
-* every turn is opened and updated by the deterministic rules manager;
-* a turn known to be faithful is finalized at its verification (rules findings there are false alarms);
-* `repair` trajectories: at the fault turn's first verification the teacher repaired, naming the
-  affected variables (training.rl.data attaches them to every later row of the trajectory as
-  extra_info.prefix_repair); after the worker's retry it finalized;
-* `auto` trajectories: from the fault turn on, the rules manager decided on its own.
+there with real tools, the runtime behind the prompt is rebuilt by running the same task under the
+same flow with the same scripted worker and faults, and replaying the synthesis teacher itself:
+the row carries the teacher's plan (extra_info.worker_prefix.plan, a
+`stateguard.teacher.TeacherPlan`), and `PrefixPolicy` is `stateguard.teacher.TeacherPolicy` on that
+plan -- one policy for synthesis and replay, so the two cannot drift apart. An `auto` trajectory
+decided by the rules manager from its fault turn on replays exactly; one decided by an LLM teacher
+cannot be replayed past its fault turn, and such a row is refused with that reason.
 
 The rebuilt runtime is deterministic; `signature()` reduces an observation to what must match the
 row (stage, steps and their code, the draft's variables, the committed index), so
@@ -32,22 +30,22 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from stateguard.lifecycle import Stage
+from stateguard.flows import FlowConfig
 from stateguard.observation import ManagerObservation
 from stateguard.policies.base import Activation, ManagerContext
-from stateguard.policies.rules import RulesManager
 from stateguard.task import Task, load_task
-from stateguard.workers.scripted import Fault, FaultModel
+from stateguard.teacher import TeacherPlan, TeacherPolicy, flow_named, teacher_worker
+from stateguard.teacher.plan import Variant
+from stateguard.teacher.worker import ResistingWorker
+from stateguard.workers.faults import Fault
+from stateguard.workers.scripted import ScriptedWorker
 
 __all__ = ["PrefixMismatch", "PrefixPolicy", "PrefixSpec", "check_prefix", "load_row_task", "signature"]
 
-# A worded reason for the replayed repair. The synthesis teacher words it per intervention kind; the
-# wording reaches neither the worker's behaviour nor a later observation, only the trace.
-PREFIX_REPAIR_REASON = "this result does not follow what the question asks for, so its rows or values are off"
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 
 
@@ -56,19 +54,17 @@ class PrefixMismatch(RuntimeError):
 
 
 class PrefixSpec(BaseModel):
-    """What a row says about its prefix (extra_info of synthesis/export.py, plus training.rl.data)."""
+    """What a row says about its prefix (extra_info of synthesis/export.py)."""
 
     model_config = ConfigDict(frozen=True)
 
     task_id: str
     turn: int
     decision_point: int = Field(ge=0, description="Index of the manager activation the rollout samples.")
-    variant: Literal["clean", "repair", "auto"]
+    variant: Variant
     fault_turn: int | None = None
     faulty_code: str | None = None
-    repair_variables: list[str] = Field(
-        default_factory=list, description="What the teacher's repair at fault_turn named (repair variant)."
-    )
+    plan: TeacherPlan = Field(description="The synthesis teacher's plan for the whole trajectory.")
 
     @classmethod
     def from_extra_info(cls, extra_info: Mapping[str, Any]) -> PrefixSpec:
@@ -84,7 +80,11 @@ class PrefixSpec(BaseModel):
                 "prepare the parquet with `python -m training.rl.data`"
             )
         prefix = _json(extra_info["worker_prefix"], "worker_prefix")
-        repair = _json(extra_info.get("prefix_repair") or "null", "prefix_repair") or {}
+        if not isinstance(prefix.get("plan"), Mapping):
+            raise ValueError(
+                "extra_info.worker_prefix has no teacher plan: the parquet was written before the shared "
+                "teacher (stateguard.teacher); re-run `make synth` and `python -m training.rl.data`"
+            )
         return cls(
             task_id=str(extra_info["task_id"]),
             turn=int(extra_info["turn"]),
@@ -92,13 +92,21 @@ class PrefixSpec(BaseModel):
             variant=extra_info["variant"],
             fault_turn=prefix.get("fault_turn"),
             faulty_code=prefix.get("faulty_code"),
-            repair_variables=list(repair.get("variables") or []),
+            plan=TeacherPlan.model_validate(prefix["plan"]),
         )
 
-    def faults(self) -> FaultModel:
+    @property
+    def flow(self) -> FlowConfig:
+        return flow_named(self.plan.flow)
+
+    def faults(self) -> list[Fault]:
         if self.fault_turn is None or not self.faulty_code:
-            return FaultModel()
-        return FaultModel(faults=[Fault(kind="counterfactual", turn=self.fault_turn, code=self.faulty_code)])
+            return []
+        return [Fault(kind="counterfactual", turn=self.fault_turn, code=self.faulty_code)]
+
+    def worker(self) -> ScriptedWorker | ResistingWorker:
+        """The worker the synthesis ran: same faults, same response model, same resistance."""
+        return teacher_worker(self.faults(), self.plan.resist)
 
 
 def _json(raw: Any, key: str) -> Any:
@@ -123,45 +131,24 @@ def load_row_task(tasks_dir: str | Path, task_id: str) -> Task:
 
 
 class PrefixPolicy:
-    """Replays the synthesis teacher's decisions for the activations before the decision point."""
+    """The synthesis teacher on the row's plan, for the activations before the decision point."""
 
     name = "prefix"
 
     def __init__(self, spec: PrefixSpec):
         self.spec = spec
-        self.rules = RulesManager()
-        self.repaired = False
+        self.teacher = TeacherPolicy(spec.plan)
 
     def activate(self, obs: ManagerObservation, ctx: ManagerContext) -> Activation:
-        spec = self.spec
         turn = ctx.turn.turn_id if ctx.turn is not None else None
-        verifying = Stage(obs.stage) is Stage.UPDATED
-        if verifying and turn == spec.fault_turn and spec.variant == "repair" and not self.repaired:
-            if not spec.repair_variables:
-                raise PrefixMismatch(
-                    f"{spec.task_id} turn {turn}: the prefix holds the teacher's repair but the row has no "
-                    "extra_info.prefix_repair; prepare the parquet with `python -m training.rl.data`"
-                )
-            self.rules.mark_repair(obs)
-            hint = {"error_variables": list(spec.repair_variables), "faulty_reasoning": PREFIX_REPAIR_REASON}
-            result = yield (
-                "REPAIR",
-                {"analytical_evidence": f"[intervention] {PREFIX_REPAIR_REASON}", "error_hint": hint},
+        plan = self.spec.plan
+        if plan.variant == "auto" and plan.live != "rules" and plan.fault_turn is not None and (turn or 0) >= plan.fault_turn:
+            raise PrefixMismatch(
+                f"{self.spec.task_id} turn {turn}: this auto trajectory was decided by the {plan.live} teacher from "
+                f"turn {plan.fault_turn} on, which cannot be replayed; train on rows before that turn or on "
+                "rules-teacher rows"
             )
-            self.repaired = bool(result.accepted)
-            return
-        if (
-            spec.variant == "auto"
-            and spec.fault_turn is not None
-            and turn is not None
-            and turn >= spec.fault_turn
-        ):
-            yield from self.rules.activate(obs, ctx)  # the auto teacher decided on its own from t*
-            return
-        if verifying:
-            yield self.rules.finalize(obs, ctx)
-            return
-        yield from self.rules.activate(obs, ctx)
+        yield from self.teacher.activate(obs, ctx)
 
 
 def signature(observation: Mapping[str, Any]) -> dict[str, Any]:

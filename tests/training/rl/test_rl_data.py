@@ -27,31 +27,30 @@ def test_prepared_rows_carry_what_verl_and_the_loop_need(prepared: Any) -> None:
         assert {"data_source", "prompt", "ability", "reward_model", "extra_info"} <= set(row)
 
 
-def test_prefix_repair_marks_rows_after_the_teachers_repair(prepared: Any) -> None:
+def test_rows_carry_the_teachers_plan(prepared: Any) -> None:
+    """Every row holds the shared teacher's plan of its trajectory, which the prefix replay runs."""
+    from stateguard.teacher import TeacherPlan
+
     rows = _rows(prepared.train_path)
-    repair_rows = [r for r in rows if r["extra_info"]["variant"] == "repair"]
-    fault = next(r for r in repair_rows if json.loads(r["extra_info"]["labels"])["g"] == 1)
-    t_star = fault["extra_info"]["turn"]
-    assert json.loads(fault["extra_info"]["prefix_repair"]) is None  # its own decision is the repair
-    later = [
-        r for r in repair_rows if r["extra_info"]["decision_point"] > fault["extra_info"]["decision_point"]
-    ]
-    assert later
-    for row in later:
-        repair = json.loads(row["extra_info"]["prefix_repair"])
-        assert repair["turn"] == t_star
-        assert repair["variables"] == json.loads(fault["reward_model"]["ground_truth"])["affected_variables"]
-    assert all(
-        json.loads(r["extra_info"]["prefix_repair"]) is None
-        for r in rows
-        if r["extra_info"]["variant"] == "clean"
-    )
+    variants = set()
+    for row in rows:
+        extra = row["extra_info"]
+        plan = TeacherPlan.model_validate(json.loads(extra["worker_prefix"])["plan"])
+        assert plan.variant == extra["variant"] and plan.flow == extra["flow"] == "longds"
+        assert extra["teacher"].startswith(f"{plan.version}:{plan.variant}")
+        assert (plan.fault_turn is None) == (plan.variant == "clean")
+        variants.add(plan.variant)
+    assert {"clean", "repair"} <= variants
+    fault = next(r for r in rows if r["extra_info"]["variant"] == "repair" and json.loads(r["extra_info"]["labels"])["g"])
+    assert json.loads(fault["reward_model"]["ground_truth"])["action"] == "REPAIR"
 
 
 def test_duplicate_prompts_are_dropped(rl_synth: Path) -> None:
     rows = load_prompts(rl_synth / "corpus" / "rl" / "prompts.parquet")
+    base, within = prepare_rows(rows, "stateguard_manager")  # variants replay the clean prefix: same prompts
+    assert len(base) == len(rows) - within
     out, dropped = prepare_rows(rows + rows[:3], "stateguard_manager")
-    assert dropped == 3 and len(out) == len(rows)
+    assert dropped == within + 3 and len(out) == len(base)
 
 
 def test_split_keeps_whole_tasks_apart() -> None:

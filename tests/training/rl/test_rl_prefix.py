@@ -33,7 +33,7 @@ def test_every_row_rebuilds_its_prefix(prepared: Any, rl_synth: Path, tmp_path: 
     for k, row in enumerate(_train(prepared)):
         result = _continue(row, rl_synth / "tasks", tmp_path / f"r{k}")
         assert result.start_seq > 0 and result.window_activations >= 1
-        assert result.closed_by in ("turn_done", "run_end")
+        assert result.closed_by in ("turn_done", "state_done", "run_end")
         events = result.trace_source["events"]
         assert result.start_seq < len(events) and (result.end_seq is None or result.end_seq == len(events))
         assert result.decision in (
@@ -70,12 +70,13 @@ def test_a_changed_prompt_is_a_mismatch(prepared: Any, rl_synth: Path, tmp_path:
         _continue(row, rl_synth / "tasks", tmp_path / "run")
 
 
-def test_a_post_repair_row_needs_the_prepared_repair(prepared: Any, rl_synth: Path, tmp_path: Path) -> None:
-    row = next(r for r in _train(prepared) if json.loads(r["extra_info"]["prefix_repair"]) is not None)
-    row = copy.deepcopy(row)
-    row["extra_info"]["prefix_repair"] = "null"
-    with pytest.raises(PrefixMismatch, match="training.rl.data"):
-        _continue(row, rl_synth / "tasks", tmp_path / "run")
+def test_a_row_without_the_teachers_plan_says_what_to_rerun(prepared: Any) -> None:
+    row = copy.deepcopy(_train(prepared)[0])
+    prefix = json.loads(row["extra_info"]["worker_prefix"])
+    del prefix["plan"]
+    row["extra_info"]["worker_prefix"] = json.dumps(prefix)
+    with pytest.raises(ValueError, match="make synth"):
+        PrefixSpec.from_extra_info(row["extra_info"])
 
 
 def test_task_location_errors_name_the_setting(tmp_path: Path) -> None:

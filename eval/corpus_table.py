@@ -1,0 +1,46 @@
+"""The synthesized corpus's statistics for `make tables RUN=<synthesis out_dir>`.
+
+    python -m eval.tables runs/synth-debug            # -> runs/synth-debug/tables/corpus_stats.md
+
+`make synth` exports the manager corpus and writes `corpus_stats.json`
+(`stateguard.corpus_stats.CorpusStats`) into the export folder. This finds that record for a run
+folder -- the folder itself, its `corpus/`, or the export folder its `synth_summary.json` names --
+and renders it as one Markdown table next to the paper's D.2 figures.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from stateguard.corpus_stats import CorpusStats, render_markdown
+
+__all__ = ["STATS_FILE", "find_corpus_stats", "write_corpus_table"]
+
+STATS_FILE = "corpus_stats.json"
+
+
+def find_corpus_stats(run_dir: Path) -> Path | None:
+    """The corpus statistics record of a synthesis run folder, or None when it has none."""
+    candidates = [run_dir / STATS_FILE, run_dir / "corpus" / STATS_FILE]
+    summary = run_dir / "synth_summary.json"
+    if summary.is_file():
+        try:
+            export = json.loads(summary.read_text(encoding="utf-8")).get("export") or {}
+        except json.JSONDecodeError:
+            export = {}
+        if export.get("out_dir"):
+            candidates.insert(0, Path(str(export["out_dir"])) / STATS_FILE)
+    return next((p for p in candidates if p.is_file()), None)
+
+
+def write_corpus_table(stats_path: Path, out: Path) -> Path:
+    """Render the record as `out/corpus_stats.md`; a damaged record is an error naming the file."""
+    try:
+        stats = CorpusStats.model_validate_json(stats_path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise ValueError(f"{stats_path}: not a corpus statistics record ({exc}); rerun `make synth`") from exc
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "corpus_stats.md"
+    path.write_text(render_markdown(stats), encoding="utf-8")
+    return path

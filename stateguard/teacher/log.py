@@ -1,0 +1,68 @@
+"""The teacher's record of each activation: what it saw and every proposal with the harness verdict.
+
+`synthesis.export` turns these logs into SFT samples (one per activation, plus the whole
+trajectory) and RL prompts; `relay` wraps any policy's activation so an LLM's parsed actions are
+logged the same way as the deterministic teacher's (name, arguments) pairs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from stateguard.actions import ActionError
+from stateguard.parser import parse_response
+from stateguard.policies.base import Activation, ModelResponse
+
+__all__ = ["ActionLog", "ActivationLog", "log_action", "relay"]
+
+
+class ActionLog(BaseModel):
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    accepted: bool
+    feedback: str = ""
+    tool_result: dict[str, Any] | None = None
+    control: bool = False
+
+
+class ActivationLog(BaseModel):
+    index: int
+    turn: int | None
+    observation: dict[str, Any]
+    actions: list[ActionLog] = Field(default_factory=list)
+    forced: bool = False  # the plan decided here (the state θ' changed); False for live and bookkeeping
+    live: bool = False  # a live policy without the plan decided (auto from t*)
+    segment: str | None = None  # segment flows: the stage this activation's state covers
+    suppressed: list[str] = Field(default_factory=list, description="rules findings overridden on a known-clean state")
+
+
+def log_action(entry: ActivationLog, name: str, args: dict[str, Any], reply: Any) -> None:
+    tool = getattr(reply, "tool_result", None)
+    entry.actions.append(ActionLog(
+        name=name, arguments=args, accepted=bool(reply.accepted), feedback=reply.feedback,
+        tool_result=None if tool is None else tool.model_dump(mode="json"), control=name.isupper(),
+    ))  # fmt: skip
+
+
+def relay(inner: Activation, entry: ActivationLog) -> Generator[Any, Any, None]:
+    """Pass the policy's proposals through, logging each with the harness's reply."""
+    try:
+        proposal = next(inner)
+        while True:
+            reply = yield proposal
+            if isinstance(proposal, tuple):
+                log_action(entry, proposal[0], dict(proposal[1]), reply)
+            elif isinstance(proposal, ModelResponse):  # an LLM teacher: log what the harness parsed
+                try:
+                    parsed = [(a.name.value, a.args.model_dump(mode="json", exclude_none=True))
+                              for a in parse_response(proposal.message).actions]  # fmt: skip
+                except ActionError:
+                    parsed = []
+                for (name, args), result in zip(parsed, reply, strict=False):
+                    log_action(entry, name, args, result)
+            proposal = inner.send(reply)
+    except StopIteration:
+        return
