@@ -1,0 +1,200 @@
+"""Run a cell with dataflow recording, where the cell runs (the sandbox kernel or a DictWorkspace).
+
+    recorder = CellRecorder()
+    prepared = recorder.start(code, namespace)   # analyze + instrument; raises SyntaxError
+    try:
+        exec(prepared.body, namespace)
+        value = eval(prepared.last, namespace) if prepared.last else None
+    finally:
+        facts = recorder.finish(failed=...)       # CellFacts, statement by statement
+
+The instrumented cell calls the hook (`namespace["__sgflow__"]`, see `units.py`) as it runs: which
+statement units started and finished, which blocks of cell-defined functions ran during each
+(at call time, whichever cell defined them), the objects those functions changed, and the keys
+of subscripts known only at run time. A loop body is recorded for its first `LOOP_CAP`
+iterations; later iterations still count their function blocks and keys towards the last
+recorded one. `finish` turns that into `CellFacts` (`facts.py`) with `resolve.py`, adding what
+only values can tell: aliases (two names, one object), changes made by opaque calls (a
+fingerprint of every variable handed to a call, before and after), and which written variables
+ended up content-equal to what they held before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import CodeType, FunctionType, ModuleType
+from typing import Any
+
+from stateguard.dataflow import paths
+from stateguard.dataflow.change import fingerprint
+from stateguard.dataflow.facts import CellFacts
+from stateguard.dataflow.resolve import Resolver
+from stateguard.dataflow.units import CellPlan, Registry, analyze_cell
+from stateguard.dataflow.walker import HOOK
+
+LOOP_CAP = 2  # iterations of a loop body recorded statement by statement
+MAX_KEYS = 32  # distinct run-time keys kept per subscript, per statement run
+MAX_OBJECTS = 8
+
+
+@dataclass(eq=False)
+class Occurrence:
+    """One run of a statement unit."""
+
+    uid: int
+    blocks: set[int] = field(default_factory=set)
+    captures: dict[int, list[Any]] = field(default_factory=dict)  # strong refs: ids stay valid
+    keys: dict[int, list[Any] | None] = field(default_factory=dict)  # None: too many or not plain
+    done: bool = False
+
+
+class _CellRun:
+    def __init__(self, plan: CellPlan, namespace: dict[str, Any], in_try: set[int]):
+        self.plan = plan
+        self.namespace = namespace
+        self.in_try = in_try
+        self.trace: list[Occurrence] = []
+        self.counts: dict[int, int] = {}
+        self.last_of: dict[int, Occurrence] = {}
+        self.cur: Occurrence | None = None
+        self.fresh = False  # whether `cur` is the statement running right now (not a capped repeat)
+
+
+class Hook:
+    """The object the instrumented code calls. Inert when no cell is being recorded (probes, setup code)."""
+
+    __slots__ = ("run",)
+
+    def __init__(self) -> None:
+        self.run: _CellRun | None = None
+
+    def u(self, uid: int) -> None:
+        run = self.run
+        if run is None:
+            return
+        count = run.counts.get(uid, 0) + 1
+        run.counts[uid] = count
+        if count <= LOOP_CAP:
+            occ = Occurrence(uid)
+            run.trace.append(occ)
+            run.last_of[uid] = occ
+            run.cur, run.fresh = occ, True
+        else:
+            run.cur, run.fresh = run.last_of[uid], False
+
+    def d(self, uid: int) -> None:
+        run = self.run
+        if run is not None and run.cur is not None and run.cur.uid == uid and run.fresh:
+            run.cur.done = True
+
+    def f(self, block: int) -> None:
+        run = self.run
+        if run is not None and run.cur is not None:
+            run.cur.blocks.add(block)
+
+    def o(self, capture: int, obj: Any) -> None:
+        run = self.run
+        if run is not None and run.cur is not None:
+            seen = run.cur.captures.setdefault(capture, [])
+            if len(seen) < MAX_OBJECTS and not any(s is obj for s in seen):
+                seen.append(obj)
+
+    def t(self, capture: int, obj: Any) -> Any:
+        self.o(capture, obj)
+        return obj
+
+    def k(self, slot: int, key: Any) -> Any:
+        run = self.run
+        if run is not None and run.cur is not None:
+            keys = run.cur.keys
+            known = keys.get(slot, [])
+            if known is not None:
+                items = key if isinstance(key, list) and len(key) <= MAX_KEYS else [key]
+                for item in items:
+                    component = paths.key(item)
+                    if component is None or len(known) >= MAX_KEYS:
+                        known = None
+                        break
+                    if component not in known:
+                        known.append(component)
+                keys[slot] = known
+        return key
+
+    # The hook travels with cell-defined functions (cloudpickle keeps the globals they use) and with
+    # deep copies of the namespace; it must never carry a cell's state along.
+    def __reduce__(self) -> tuple[Any, tuple[()]]:
+        return (_inert_hook, ())
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Hook:
+        return self
+
+    def __copy__(self) -> Hook:
+        return self
+
+
+def _inert_hook() -> Hook:
+    return Hook()
+
+
+@dataclass
+class PreparedCell:
+    body: CodeType
+    last: CodeType | None
+
+
+class CellRecorder:
+    """Dataflow recording for one namespace (one per workspace)."""
+
+    def __init__(self) -> None:
+        self.registry = Registry()
+        self.hook = Hook()
+        self.code_digests: dict[Any, str] = {}
+        self._run: _CellRun | None = None
+        self._before: dict[str, Any] = {}
+        self._prints: dict[str, tuple[str, bool]] = {}
+
+    def attach(self, namespace: dict[str, Any]) -> None:
+        """Put the hook into a (new or restored) namespace; cell-defined functions call it."""
+        namespace[HOOK] = self.hook
+
+    def start(self, code: str, namespace: dict[str, Any]) -> PreparedCell:
+        self.hook.run = None
+        plan = analyze_cell(code, namespace, self.registry)
+        body = compile(plan.body, "<cell>", "exec")
+        last = compile(plan.last, "<cell>", "eval") if plan.last is not None else None
+        self.attach(namespace)
+        self._before = dict(namespace)
+        self._prints = {}
+        for name in _watched(plan):
+            value = namespace.get(name)
+            if name in namespace and not isinstance(value, ModuleType | type | FunctionType):
+                self._prints[name] = fingerprint(value)
+        self._run = _CellRun(plan, namespace, plan.in_try)
+        self.hook.run = self._run
+        return PreparedCell(body, last)
+
+    def finish(self, failed: bool) -> CellFacts:
+        """The facts of the cell started last; call it whether the cell raised or not."""
+        self.hook.run = None  # from here on, code we trigger (pickling, __eq__) is not the cell's
+        run, self._run = self._run, None
+        if run is None:
+            return CellFacts(traced=False)
+        for occ in run.trace:
+            occ.done = occ.done or (occ.uid not in run.in_try)
+        if failed and run.cur is not None and run.fresh and run.cur.uid not in run.in_try:
+            run.cur.done = False
+        resolver = Resolver(run.plan, run.namespace, self.registry, self._before, self._prints, self.code_digests)
+        facts = resolver.facts(run.trace)
+        self._before, self._prints = {}, {}
+        return facts
+
+
+def _watched(plan: CellPlan) -> set[str]:
+    """Variables to fingerprint before the cell: handed to calls, or changed in place by it."""
+    names: set[str] = set()
+    for unit in plan.units:
+        names |= unit.candidates
+        for w in unit.writes:
+            if w.target is not None and w.target[0] == "g" and (len(w.target[1]) > 1 or w.kind != "bind" or w.alias_check):
+                names.add(w.target[1][0])
+    return names
