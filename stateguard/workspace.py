@@ -141,7 +141,6 @@ class DictWorkspace:
         self._checkpoints: dict[str, dict[str, Any]] = {}
         self.dataflow = DataflowGraph()
         self.recorder = CellRecorder()  # statement-level dataflow with run-time facts, like the sandbox kernel
-        self.recorder.attach(self.namespace)
         self._cells = 0
         self._listing: list[VariableSummary] | None = None  # cached until the namespace may change
 
@@ -208,7 +207,6 @@ class DictWorkspace:
             raise KeyError(f"no workspace checkpoint {checkpoint_id!r}")
         self._listing = None
         self.namespace = _copy_namespace(self._checkpoints[checkpoint_id])
-        self.recorder.attach(self.namespace)
 
     def drop_checkpoint(self, checkpoint_id: str) -> None:
         self._checkpoints.pop(checkpoint_id, None)

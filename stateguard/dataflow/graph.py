@@ -56,6 +56,8 @@ class DataflowGraph:
         unchanged = set(facts.unchanged)
         for unit in facts.units:
             for ref in unit.reads:
+                if self._bound_in(ref.path, cell_id):
+                    continue  # computed earlier in this cell: a stale input it used was reported there
                 reasons = self.reasons(ref.path, ref.deep)
                 if reasons:
                     stale.setdefault(ref.path[0], set()).update(reasons)
@@ -95,6 +97,14 @@ class DataflowGraph:
         for ref in unit.reads:
             if ref.path in self._syms and written:
                 self._refresh(ref.path, lambda p: any(under(p, w) or under(w, p) for w in written), cell, deep=False)
+
+    def _bound_in(self, path: PathT, cell: int) -> bool:
+        """Whether the value a read of `path` sees was bound by this cell (not changed in place)."""
+        for p in [path, *reversed(ancestors(path))]:
+            sym = self._syms.get(p)
+            if sym is not None:
+                return sym.own[1] == cell
+        return False
 
     def _write(self, w: Write, now: Version, deps: dict[DepKey, tuple[Version, int]], keep_version: bool) -> None:
         path, old = w.path, self._syms.get(w.path)

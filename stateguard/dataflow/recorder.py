@@ -21,6 +21,7 @@ ended up content-equal to what they held before.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from types import CodeType, FunctionType, ModuleType
 from typing import Any
@@ -30,7 +31,7 @@ from stateguard.dataflow.change import fingerprint
 from stateguard.dataflow.facts import CellFacts
 from stateguard.dataflow.resolve import Resolver
 from stateguard.dataflow.units import CellPlan, Registry, analyze_cell
-from stateguard.dataflow.walker import HOOK
+from stateguard.dataflow.walker import COVERAGE, HOOK
 
 LOOP_CAP = 2  # iterations of a loop body recorded statement by statement
 MAX_KEYS = 32  # distinct run-time keys kept per subscript, per statement run
@@ -53,6 +54,8 @@ class _CellRun:
         self.plan = plan
         self.namespace = namespace
         self.in_try = in_try
+        self.loop_counts: dict[int, int] = {}
+        self.plain_seen: set[int] = set()  # untraced loop-body blocks that ran
         self.trace: list[Occurrence] = []
         self.counts: dict[int, int] = {}
         self.last_of: dict[int, Occurrence] = {}
@@ -61,17 +64,37 @@ class _CellRun:
 
 
 class Hook:
-    """The object the instrumented code calls. Inert when no cell is being recorded (probes, setup code)."""
+    """The object the instrumented code calls. Inert when no cell is being recorded (probes, setup code).
 
-    __slots__ = ("run",)
+    `cov` is the `__sgcov__` bytearray: cell-defined functions store 1 at each block they enter (a
+    byte store costs a tenth of a call), harvested into the running statement at the next marker;
+    a cell-level loop's flag is 2 once its traced iterations are done.
+    """
+
+    __slots__ = ("run", "cov")
 
     def __init__(self) -> None:
         self.run: _CellRun | None = None
+        self.cov = bytearray(1024)
+
+    def harvest(self) -> None:
+        run, cov = self.run, self.cov
+        if run is None or cov.find(1) < 0:
+            return
+        plain = run.plan.plain_blocks
+        for found in re.finditer(b"\x01", cov):
+            block = found.start()
+            cov[block] = 0
+            if block in plain:
+                run.plain_seen.add(block)
+            elif run.cur is not None:
+                run.cur.blocks.add(block)
 
     def u(self, uid: int) -> None:
         run = self.run
         if run is None:
             return
+        self.harvest()
         count = run.counts.get(uid, 0) + 1
         run.counts[uid] = count
         if count <= LOOP_CAP:
@@ -88,9 +111,15 @@ class Hook:
             run.cur.done = True
 
     def f(self, block: int) -> None:
+        self.cov[block] = 1
+
+    def l(self, loop: int) -> None:  # noqa: E743 - the marker names are short on purpose
         run = self.run
-        if run is not None and run.cur is not None:
-            run.cur.blocks.add(block)
+        if run is not None:
+            count = run.loop_counts.get(loop, 0) + 1
+            run.loop_counts[loop] = count
+            if count >= LOOP_CAP:
+                self.cov[loop] = 2  # the next iterations take the untraced copy
 
     def o(self, capture: int, obj: Any) -> None:
         run = self.run
@@ -149,6 +178,7 @@ class CellRecorder:
         self.registry = Registry()
         self.hook = Hook()
         self.code_digests: dict[Any, str] = {}
+        self.check_values = True  # False: no fingerprints or content equality (benchmarks)
         self._run: _CellRun | None = None
         self._before: dict[str, Any] = {}
         self._prints: dict[str, tuple[str, bool]] = {}
@@ -156,16 +186,19 @@ class CellRecorder:
     def attach(self, namespace: dict[str, Any]) -> None:
         """Put the hook into a (new or restored) namespace; cell-defined functions call it."""
         namespace[HOOK] = self.hook
+        namespace[COVERAGE] = self.hook.cov
 
     def start(self, code: str, namespace: dict[str, Any]) -> PreparedCell:
         self.hook.run = None
         plan = analyze_cell(code, namespace, self.registry)
         body = compile(plan.body, "<cell>", "exec")
         last = compile(plan.last, "<cell>", "eval") if plan.last is not None else None
+        cov = self.hook.cov
+        cov[:] = bytes(max(len(cov), self.registry.size + 1024))  # ids of this cell's blocks and loops fit
         self.attach(namespace)
         self._before = dict(namespace)
         self._prints = {}
-        for name in _watched(plan):
+        for name in _watched(plan) if self.check_values else ():
             value = namespace.get(name)
             if name in namespace and not isinstance(value, ModuleType | type | FunctionType):
                 self._prints[name] = fingerprint(value)
@@ -175,18 +208,31 @@ class CellRecorder:
 
     def finish(self, failed: bool) -> CellFacts:
         """The facts of the cell started last; call it whether the cell raised or not."""
+        self.hook.harvest()
         self.hook.run = None  # from here on, code we trigger (pickling, __eq__) is not the cell's
         run, self._run = self._run, None
         if run is None:
             return CellFacts(traced=False)
+        _add_untraced(run)
         for occ in run.trace:
             occ.done = occ.done or (occ.uid not in run.in_try)
         if failed and run.cur is not None and run.fresh and run.cur.uid not in run.in_try:
             run.cur.done = False
-        resolver = Resolver(run.plan, run.namespace, self.registry, self._before, self._prints, self.code_digests)
+        resolver = Resolver(run.plan, run.namespace, self.registry, self._before, self._prints, self.code_digests,
+                            check_values=self.check_values)  # fmt: skip
         facts = resolver.facts(run.trace)
         self._before, self._prints = {}, {}
         return facts
+
+
+def _add_untraced(run: _CellRun) -> None:
+    """Statements that ran only in untraced loop iterations (a branch taken late) are recorded too,
+    once, after the traced ones."""
+    for block in sorted(run.plain_seen):
+        for uid in run.plan.plain_blocks.get(block, []):
+            if uid not in run.counts:
+                run.counts[uid] = 1
+                run.trace.append(Occurrence(uid, done=True))
 
 
 def _watched(plan: CellPlan) -> set[str]:

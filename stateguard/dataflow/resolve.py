@@ -37,8 +37,9 @@ MAX_PATHS = 32
 
 class Resolver:
     def __init__(self, plan: CellPlan, namespace: dict[str, Any], registry: Registry, before: dict[str, Any],
-                 prints: dict[str, tuple[str, bool]], code_digests: dict[Any, str]):  # fmt: skip
+                 prints: dict[str, tuple[str, bool]], code_digests: dict[Any, str], check_values: bool = True):  # fmt: skip
         self.plan, self.ns, self.registry = plan, namespace, registry
+        self.check_values = check_values
         self.before, self.prints, self.code_digests = before, prints, code_digests
         self._by_id: dict[int, list[str]] | None = None
         self._classes: dict[int, str] | None = None
@@ -253,6 +254,8 @@ class Resolver:
                 return not changed_in_place
             if immutable(new):
                 return True
+            if not self.check_values:
+                return False
             saved = self.prints.get(root)
             return saved is not None and saved[1] and saved[0] != "" and fingerprint(new) == saved
-        return equal_content(old, new, self.code_digests)
+        return self.check_values and equal_content(old, new, self.code_digests)

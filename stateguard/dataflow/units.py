@@ -21,6 +21,7 @@ Line numbers are kept, so tracebacks and `linecache` show the user's own lines.
 from __future__ import annotations
 
 import ast
+import copy
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,14 +29,15 @@ from types import ModuleType
 from typing import Any
 
 from stateguard.dataflow import paths
-from stateguard.dataflow.cellflow import sql_flow, string_values
+from stateguard.dataflow.cellflow import PLUMBING_METHODS, sql_flow, string_values
 from stateguard.dataflow.reader import BUILTIN_NAMES, Atom, Chain, Effects, Reader, Scope, literal_key
 from stateguard.dataflow.scopes import Scope as FnScope
 from stateguard.dataflow.scopes import scope_tree
-from stateguard.dataflow.walker import Rhs, SWrite, Unit, Walker, hook_call, hook_stmt
+from stateguard.dataflow.walker import COVERAGE, HOOK, Rhs, SWrite, Unit, Walker, cover_stmt, hook_call, hook_stmt, located
 
 _NO_UNIT = (ast.Pass, ast.Break, ast.Continue, ast.Global, ast.Nonlocal)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.TryStar, ast.With, ast.AsyncWith, ast.Match)
 
 
 @dataclass
@@ -57,6 +59,10 @@ class Registry:
         self._next += 1
         return self._next
 
+    @property
+    def size(self) -> int:
+        return self._next
+
 
 @dataclass
 class CellContext:
@@ -65,6 +71,7 @@ class CellContext:
     plumbing: set[str]
     is_module: Callable[[str], bool]
     known: Callable[[str], bool]
+    lambdas: bool = True  # whether the cell's text has any
 
 
 @dataclass
@@ -73,10 +80,57 @@ class CellPlan:
     body: ast.Module
     last: ast.Expression | None
     in_try: set[int] = field(default_factory=set)  # units whose completion is marked (`d`)
+    plain_blocks: dict[int, list[int]] = field(default_factory=dict)  # untraced loop-body block -> its units
+    loops: set[int] = field(default_factory=set)
 
 
 def _digest(node: ast.AST) -> str:
     return hashlib.blake2b(ast.dump(node, include_attributes=False).encode(), digest_size=8).hexdigest()
+
+
+_EXITS = (ast.Continue, ast.Break, ast.Raise, ast.Try, ast.TryStar, ast.Return)
+
+
+def _walk_local(node: ast.AST) -> list[ast.AST]:
+    """`node` and what is under it, outside nested functions and classes."""
+    out: list[ast.AST] = []
+    stack = [node]
+    while stack:
+        part = stack.pop()
+        out.append(part)
+        stack.extend(c for c in ast.iter_child_nodes(part) if not isinstance(c, _SCOPES))
+    return out
+
+
+def _marker(st: ast.stmt) -> tuple[str, int] | None:
+    """('u', 3) for `__sgflow__.u(3)`, and so on; None for any other statement."""
+    if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
+        func = st.value.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == HOOK:
+            arg = st.value.args[0] if st.value.args else None
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, int):
+                return func.attr, arg.value
+    return None
+
+
+def _marker_test(test: ast.expr) -> bool:
+    return isinstance(test, ast.Subscript) and isinstance(test.value, ast.Name) and test.value.id == COVERAGE
+
+
+class _Unwrap(ast.NodeTransformer):
+    """Drops `__sgflow__.k(s, key)` / `.t(c, obj)` wrappers (outside nested functions)."""
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        func = node.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == HOOK \
+                and func.attr in ("k", "t") and len(node.args) == 2:  # fmt: skip
+            return self.visit(node.args[1])
+        return self.generic_visit(node)
+
+    def _scope(self, node: ast.AST) -> ast.AST:
+        return node
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_Lambda = visit_ClassDef = _scope
 
 
 def _lambdas(node: ast.AST) -> list[ast.Lambda]:
@@ -93,7 +147,7 @@ def _lambdas(node: ast.AST) -> list[ast.Lambda]:
 
 
 def _wrap(node: ast.expr, method: str, ident: int) -> ast.Call:
-    return ast.copy_location(hook_call(method, ident, node), node)
+    return located(hook_call(method, ident, node), node)  # type: ignore[return-value]
 
 
 class TopWalker(Walker):
@@ -103,6 +157,8 @@ class TopWalker(Walker):
         self.ctx = ctx
         self.units: list[Unit] = []
         self.in_try: set[int] = set()
+        self.plain_blocks: dict[int, list[int]] = {}
+        self.loops: set[int] = set()
         self.reader = Reader(Scope(ctx.is_module, ctx.known), Effects(), strings=ctx.strings,
                              plumbing=ctx.plumbing, new_slot=self.new_slot_for)  # fmt: skip
 
@@ -176,6 +232,10 @@ class TopWalker(Walker):
         return [marker, st]
 
     def nested_bodies(self, st: ast.stmt, in_try: bool) -> None:
+        if isinstance(st, ast.For | ast.AsyncFor | ast.While):
+            st.body = self.loop_body(st.body, in_try)
+            st.orelse = self.body(st.orelse, in_try)
+            return
         if isinstance(st, ast.Try | ast.TryStar):
             st.body = self.body(st.body, True)
             for handler in st.handlers:
@@ -188,6 +248,50 @@ class TopWalker(Walker):
         for name in ("orelse", "finalbody"):
             if getattr(st, name, None):
                 setattr(st, name, self.body(getattr(st, name), in_try))
+
+    def loop_body(self, stmts: list[ast.stmt], in_try: bool) -> list[ast.stmt]:
+        """`if __sgcov__[L]: <plain copy> else: <traced copy>`: the first LOOP_CAP iterations run the
+        traced copy (`__sgflow__.l(L)` counts them, then sets the flag); later ones run a copy with
+        byte stores for coverage only, so a long loop costs one check and a store per block."""
+        loop = self.ctx.registry.new_id()
+        self.loops.add(loop)
+        traced = [hook_stmt("l", loop, at=stmts[0]), *self.body(stmts, in_try)]
+        # The first iteration is always traced; without an early exit in the body, every statement
+        # of its top block was traced then, and the untraced copy needs no coverage store there.
+        early = any(isinstance(n, _EXITS) for st in stmts for n in _walk_local(st))
+        plain = self.plain(copy.deepcopy(traced), cover=early)
+        flag = ast.Subscript(value=ast.Name(id=COVERAGE, ctx=ast.Load()), slice=ast.Constant(loop), ctx=ast.Load())
+        return [located(ast.If(test=flag, body=plain, orelse=traced), stmts[0])]  # type: ignore[list-item]
+
+    def plain(self, stmts: list[ast.stmt], cover: bool = True) -> list[ast.stmt]:
+        """A traced block without its statement markers and key wrappers, with a coverage store."""
+        block = self.ctx.registry.new_id()
+        units: list[int] = []
+        out: list[ast.stmt] = []
+        for st in stmts:
+            marker = _marker(st)
+            if marker is not None:
+                if marker[0] == "u":
+                    units.append(marker[1])
+                continue
+            if isinstance(st, ast.If) and _marker_test(st.test):  # a nested loop's own switch: keep its plain copy
+                out += st.body
+                continue
+            if isinstance(st, _SCOPES):
+                out.append(st)
+                continue
+            _Unwrap().visit(st)
+            for name in ("body", "orelse", "finalbody"):
+                part = getattr(st, name, None)
+                if isinstance(part, list) and part:
+                    setattr(st, name, self.plain(part))
+            for handler in getattr(st, "handlers", []):
+                handler.body = self.plain(handler.body)
+            for case in getattr(st, "cases", []):
+                case.body = self.plain(case.body)
+            out.append(st)
+        self.plain_blocks[block] = units
+        return [cover_stmt(block, at=stmts[0]), *out] if stmts and cover else out
 
     def class_body(self, node: ast.ClassDef, scope: FnScope, enclosing: list[tuple[str, FnScope]], qual: str) -> list[Atom]:
         """What a class statement reads when it runs (bases, decorators, its body's free names), with
@@ -214,6 +318,8 @@ class TopWalker(Walker):
         return atoms
 
     def register_lambdas(self, st: ast.stmt, headers_only: bool = False) -> None:
+        if not self.ctx.lambdas:
+            return
         parts: list[Any] = [st]
         if headers_only:
             parts = [getattr(st, n) for n in ("test", "iter", "target", "subject") if getattr(st, n, None) is not None]
@@ -282,9 +388,8 @@ class FuncWalker(Walker):
             self.info.stmts.append(unit)
             self.nested_lambdas(self.node.body)
             marked = ast.Tuple(elts=[hook_call("f", block), self.node.body], ctx=ast.Load())
-            self.node.body = ast.copy_location(
-                ast.Subscript(value=marked, slice=ast.Constant(1), ctx=ast.Load()), self.node.body
-            )
+            value = ast.Subscript(value=marked, slice=ast.Constant(1), ctx=ast.Load())
+            self.node.body = located(value, self.node.body)  # type: ignore[assignment]
         else:
             self.node.body = self.block(self.node.body, docstring=True)
         return self.info
@@ -302,7 +407,13 @@ class FuncWalker(Walker):
                 and isinstance(rest[0].value.value, str):  # fmt: skip
             head = [rest.pop(0)]
         at = rest[0] if rest else stmts[0]
-        return [*head, hook_stmt("f", block, at=at), *(out for st in rest for out in self.stmt(st, block))]
+        out = [*head, cover_stmt(block, at=at)]
+        for i, st in enumerate(rest):
+            if i and isinstance(rest[i - 1], _COMPOUND):  # code after an `if` may not run (`return` inside)
+                block = self.new_block()
+                out.append(cover_stmt(block, at=st))
+            out += self.stmt(st, block)
+        return out
 
     def stmt(self, st: ast.stmt, block: int) -> list[ast.stmt]:
         if isinstance(st, _NO_UNIT):
@@ -346,7 +457,7 @@ class FuncWalker(Walker):
         return [st, *self.after]
 
     def nested_lambdas(self, node: ast.AST) -> None:
-        for lam in _lambdas(node):
+        for lam in _lambdas(node) if self.ctx.lambdas else ():
             scope = self.kids.get(id(lam)) or scope_tree(lam)
             FuncWalker(self.ctx, lam, scope, [*self.enclosing, (self.key, self.scope)],
                        f"{self.key}.<locals>.<lambda>").run()  # fmt: skip
@@ -377,26 +488,38 @@ class FuncWalker(Walker):
         self.after.append(hook_stmt("o", capture, ast.Name(id=chain.root, ctx=ast.Load()), at=self.current))
 
 
-def _bound_anywhere(tree: ast.Module) -> set[str]:
-    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
-    names |= {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
+def _names(tree: ast.Module) -> tuple[set[str], set[str], bool]:
+    """(names bound anywhere in the cell, names bound by `import`, whether it calls a SQL method)."""
+    bound: set[str] = set()
+    imported: set[str] = set()
+    sql = False
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
-    return names
+        if isinstance(node, ast.Name):
+            if not isinstance(node.ctx, ast.Load):
+                bound.add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names = {(a.asname or a.name).split(".")[0] for a in node.names}
+            bound |= names
+            if isinstance(node, ast.Import):
+                imported |= names
+        elif isinstance(node, ast.Attribute) and node.attr in PLUMBING_METHODS:
+            sql = True
+    return bound, imported, sql
 
 
 def analyze_cell(code: str, namespace: dict[str, Any], registry: Registry) -> CellPlan:
     """Units, function statements (into `registry`) and the instrumented AST of one cell."""
     tree = ast.parse(code, "<cell>")
-    bound = _bound_anywhere(tree)
-    imported = {(a.asname or a.name).split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    bound, imported, sql = _names(tree)
 
     def is_module(name: str) -> bool:
         return name in imported or isinstance(namespace.get(name), ModuleType)
 
-    ctx = CellContext(registry, string_values(tree), sql_flow(tree)[2], is_module,
-                      lambda name: name in namespace or name in bound)  # fmt: skip
+    strings, plumbing = (string_values(tree), sql_flow(tree)[2]) if sql else ({}, set())
+    ctx = CellContext(registry, strings, plumbing, is_module, lambda name: name in namespace or name in bound,
+                      "lambda" in code)  # fmt: skip
     walker = TopWalker(ctx)
     last_stmt = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
     body = ast.Module(body=walker.body(tree.body, in_try=False), type_ignores=[])
@@ -406,7 +529,5 @@ def analyze_cell(code: str, namespace: dict[str, Any], registry: Registry) -> Ce
         assert isinstance(marker, ast.Expr) and isinstance(expr_stmt, ast.Expr)
         pair = ast.Tuple(elts=[marker.value, expr_stmt.value], ctx=ast.Load())
         value = ast.Subscript(value=pair, slice=ast.Constant(1), ctx=ast.Load())
-        last = ast.Expression(body=ast.copy_location(value, last_stmt.value))
-        ast.fix_missing_locations(last)
-    ast.fix_missing_locations(body)
-    return CellPlan(walker.units, body, last, walker.in_try)
+        last = ast.Expression(body=located(value, last_stmt.value))  # type: ignore[arg-type]
+    return CellPlan(walker.units, body, last, walker.in_try, walker.plain_blocks, walker.loops)

@@ -285,11 +285,11 @@ DATAFLOW = [
     ("lst.append(total)", ["lst", "total"], ["lst"]),
     ("df['c'] = df['a'] * 2", ["df"], ["df"]),
     ("arr = np.arange(50)", ["np"], ["arr"]),
-    ("np.random.seed(0)\nnp.random.shuffle(arr)", ["arr", "np"], ["arr"]),  # only the runtime hash sees it
+    ("np.random.seed(0)\nnp.random.shuffle(arr)", ["arr", "np"], ["arr", "np"]),  # seeding changes np.random
     ("import random", [], ["random"]),
-    ("def scramble(items):\n    random.Random(1).shuffle(items)", ["random"], ["scramble"]),
+    ("def scramble(items):\n    random.Random(1).shuffle(items)", [], ["scramble"]),  # globals are read at call time
     ("lst.extend(range(20))", ["lst"], ["lst"]),
-    ("scramble(lst)", ["lst", "scramble"], ["lst"]),  # mutation through a helper: runtime hash only
+    ("scramble(lst)", ["lst", "random", "scramble"], ["lst"]),  # a change through a helper: its fingerprint
     ("n_rows = len(df)", ["df"], ["n_rows"]),  # a pure read is not a write
     ("base = 10", [], ["base"]),
     ("derived = base * 2", ["base"], ["derived"]),
@@ -307,26 +307,27 @@ def test_dataflow_table_matches_dict_workspace(ws: SandboxWorkspace) -> None:
         assert (got.reads, got.writes) == (reads, writes), code
         assert (got.reads, got.writes, got.stale_reads) == (ref.reads, ref.writes, ref.stale_reads), code
     assert got.stale_reads == {"derived": ["base"]}
-    # total and lst were computed from df before its in-place changes: stale too.
-    expected = {"derived": ["base"], "out": ["base"], "total": ["df"], "lst": ["df"]}
+    # total and lst were computed from column a of df before df changed in place: stale too.
+    expected = {"derived": ["base"], "out": ["base"], "total": ["df['a']"], "lst": ["df['a']"]}
     assert ws.dataflow.stale() == reference.dataflow.stale() == expected
     assert ws.dataflow.history() == reference.dataflow.history()
 
 
-def test_failing_cells_match_dict_workspace_and_are_not_recorded(ws: SandboxWorkspace) -> None:
+def test_failing_cells_match_dict_workspace_and_record_what_completed(ws: SandboxWorkspace) -> None:
     reference = DictWorkspace()
     for code in ("x = (", "y = undefined_name + 1", "z = 1\nraise ValueError('bad')"):
         got, ref = ws.run_cell(code), reference.run_cell(code)
         assert (got.ok, got.error, got.reads, got.writes) == (ref.ok, ref.error, ref.reads, ref.writes), code
-    assert not got.ok and got.error == "ValueError: bad"
-    assert ws.dataflow.history() == reference.dataflow.history() == []
+    assert not got.ok and got.error == "ValueError: bad" and got.writes == ["z"]
+    # Nothing of the first two cells ran to completion; the third bound z before it raised.
+    assert ws.dataflow.history() == reference.dataflow.history() == [(2, ["undefined_name"], []), (3, [], ["z"])]
 
 
 def test_without_runtime_hashing_only_static_writes(dirs: Dirs) -> None:
     ws = dirs.workspace(runtime_hashing=False)
     try:
-        ws.run_cell("import numpy as np\narr = np.arange(50)")
-        assert ws.run_cell("np.random.shuffle(arr)").writes == []
+        ws.run_cell("import random\nlst = list(range(50))\ndef scramble(items):\n    random.Random(1).shuffle(items)")
+        assert ws.run_cell("scramble(lst)").writes == []  # only a fingerprint would see this change
     finally:
         ws.close()
 
