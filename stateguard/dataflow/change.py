@@ -32,7 +32,7 @@ EXACT_CELLS = 20_000  # frames up to this many cells are hashed in full
 FULL_HASH_CELLS = 1_000_000  # content_hash: above this, a strided sample of rows
 PICKLE_CAP = 256 << 10  # a fingerprint pickles at most this many bytes
 EQUALS_BYTES = 256 << 20  # equal_content compares arrays up to this size
-EQUALS_CELLS = 20_000_000  # ... and frames up to this many cells
+EQUALS_CELLS = 5_000_000  # ... and frames up to this many cells (a few ms)
 SAMPLE = 64
 _IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), range, frozenset)
 
@@ -134,11 +134,12 @@ def fingerprint(value: Any) -> tuple[str, bool]:
             return _frame_digest(value)
         ndarray = _ndarray()
         if ndarray is not None and isinstance(value, ndarray):
-            if value.nbytes <= EXACT_BYTES or value.dtype.hasobject:
-                return content_hash(value), value.nbytes <= EXACT_BYTES
-            flat = value.reshape(-1)
+            arr: Any = value
+            if arr.nbytes <= EXACT_BYTES or arr.dtype.hasobject:
+                return content_hash(arr), arr.nbytes <= EXACT_BYTES
+            flat = arr.reshape(-1)
             sample = flat[:: max(1, flat.size // SAMPLE)]
-            meta = repr((value.dtype.str, value.shape, value.strides, value.__array_interface__["data"][0]))
+            meta = repr((arr.dtype.str, arr.shape, arr.strides, arr.__array_interface__["data"][0]))
             return _digest(meta.encode(), sample.tobytes()), False
     except Exception:  # an exotic object whose attributes raise: fall through to pickling
         pass
@@ -154,6 +155,8 @@ def immutable(value: Any) -> bool:
 
 def equal_content(old: Any, new: Any, code_digest: dict[Any, str] | None = None) -> bool:
     """Whether `new` (a fresh object) holds the same content as `old`."""
+    a: Any = old
+    b: Any = new
     if old is new:
         return True
     if type(old) is not type(new):
@@ -170,17 +173,17 @@ def equal_content(old: Any, new: Any, code_digest: dict[Any, str] | None = None)
             return False
         frames = _pandas_types()
         if frames and isinstance(old, frames):
-            if old.shape != new.shape or old.size > EQUALS_CELLS:
+            if a.shape != b.shape or a.size > EQUALS_CELLS:
                 return False
-            if hasattr(old, "columns") and not old.columns.equals(new.columns):
+            if hasattr(a, "columns") and not a.columns.equals(b.columns):
                 return False
-            return bool(old.equals(new))  # also compares dtypes and the index
+            return bool(a.equals(b))  # also compares dtypes and the index
         ndarray = _ndarray()
         if ndarray is not None and isinstance(old, ndarray):
             np = sys.modules["numpy"]
-            if old.shape != new.shape or old.dtype != new.dtype or old.nbytes > EQUALS_BYTES:
+            if a.shape != b.shape or a.dtype != b.dtype or a.nbytes > EQUALS_BYTES:
                 return False
-            return bool(np.array_equal(old, new, equal_nan=old.dtype.kind in "fc"))
+            return bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
     except Exception:  # comparison itself failed: treat as changed
         return False
     before, exact_before = fingerprint(old)

@@ -24,7 +24,13 @@ from typing import Any
 
 from stateguard.dataflow import paths
 from stateguard.dataflow.cellflow import (
-    MUTATING_METHODS, PANDAS_INPLACE_METHODS, PLUMBING_METHODS, SQL_METHODS, TABLE_METHODS, sql_tables, sql_text,
+    MUTATING_METHODS,
+    PANDAS_INPLACE_METHODS,
+    PLUMBING_METHODS,
+    SQL_METHODS,
+    TABLE_METHODS,
+    sql_tables,
+    sql_text,
 )  # fmt: skip
 
 Atom = tuple[Any, ...]

@@ -21,18 +21,22 @@ ended up content-equal to what they held before.
 
 from __future__ import annotations
 
+import ast
+import logging
 import re
 from dataclasses import dataclass, field
 from types import CodeType, FunctionType, ModuleType
 from typing import Any
 
 from stateguard.dataflow import paths
+from stateguard.dataflow.cellflow import cell_dataflow
 from stateguard.dataflow.change import fingerprint
-from stateguard.dataflow.facts import CellFacts
+from stateguard.dataflow.facts import CellFacts, Ref, UnitFacts, Write
 from stateguard.dataflow.resolve import Resolver
 from stateguard.dataflow.units import CellPlan, Registry, analyze_cell
 from stateguard.dataflow.walker import COVERAGE, HOOK
 
+logger = logging.getLogger(__name__)
 LOOP_CAP = 2  # iterations of a loop body recorded statement by statement
 MAX_KEYS = 32  # distinct run-time keys kept per subscript, per statement run
 MAX_OBJECTS = 8
@@ -180,6 +184,7 @@ class CellRecorder:
         self.code_digests: dict[Any, str] = {}
         self.check_values = True  # False: no fingerprints or content equality (benchmarks)
         self._run: _CellRun | None = None
+        self._code = ""
         self._before: dict[str, Any] = {}
         self._prints: dict[str, tuple[str, bool]] = {}
 
@@ -189,10 +194,20 @@ class CellRecorder:
         namespace[COVERAGE] = self.hook.cov
 
     def start(self, code: str, namespace: dict[str, Any]) -> PreparedCell:
+        """Analyze and instrument `code`; a SyntaxError is the cell's own and propagates."""
         self.hook.run = None
-        plan = analyze_cell(code, namespace, self.registry)
-        body = compile(plan.body, "<cell>", "exec")
-        last = compile(plan.last, "<cell>", "eval") if plan.last is not None else None
+        self._run, self._code = None, code
+        ast.parse(code, "<cell>")  # the user's syntax errors, as plain Python reports them
+        try:
+            plan = analyze_cell(code, namespace, self.registry)
+            body = compile(plan.body, "<cell>", "exec")
+            last = compile(plan.last, "<cell>", "eval") if plan.last is not None else None
+        except Exception:  # a gap in our analysis must not cost the user the cell: run it untraced
+            logger.exception("dataflow: cell analysis failed; running the cell untraced")
+            tree = ast.parse(code, "<cell>")
+            tail = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+            last = None if tail is None else compile(ast.Expression(body=tail.value), "<cell>", "eval")  # type: ignore[attr-defined]
+            return PreparedCell(compile(tree, "<cell>", "exec"), last)
         cov = self.hook.cov
         cov[:] = bytes(max(len(cov), self.registry.size + 1024))  # ids of this cell's blocks and loops fit
         self.attach(namespace)
@@ -212,7 +227,7 @@ class CellRecorder:
         self.hook.run = None  # from here on, code we trigger (pickling, __eq__) is not the cell's
         run, self._run = self._run, None
         if run is None:
-            return CellFacts(traced=False)
+            return whole_cell_facts(self._code, complete=not failed) if self._code else CellFacts(traced=False)
         _add_untraced(run)
         for occ in run.trace:
             occ.done = occ.done or (occ.uid not in run.in_try)
@@ -220,9 +235,25 @@ class CellRecorder:
             run.cur.done = False
         resolver = Resolver(run.plan, run.namespace, self.registry, self._before, self._prints, self.code_digests,
                             check_values=self.check_values)  # fmt: skip
-        facts = resolver.facts(run.trace)
+        try:
+            facts = resolver.facts(run.trace)
+        except Exception:  # never fail the cell over its dataflow: fall back to the whole-cell view
+            logger.exception("dataflow: resolving the cell's run failed; recording it as one statement")
+            facts = whole_cell_facts(self._code, complete=not failed)
         self._before, self._prints = {}, {}
         return facts
+
+
+def whole_cell_facts(code: str, complete: bool = True) -> CellFacts:
+    """The cell as one statement from its text alone (every write depends on every read): the view
+    used when the statement-level analysis could not be made."""
+    flow = cell_dataflow(code)
+    if not flow.valid:
+        return CellFacts(traced=False)
+    reads = tuple(Ref(path=(r,)) for r in flow.reads)
+    writes = tuple(Write(path=(w,), deps=tuple(r for r in reads if r.path != (w,)), keep=w in flow.reads)
+                   for w in flow.writes)  # fmt: skip
+    return CellFacts(units=(UnitFacts(unit=0, reads=reads, writes=writes, complete=complete),), traced=False)
 
 
 def _add_untraced(run: _CellRun) -> None:

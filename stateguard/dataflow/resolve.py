@@ -118,19 +118,19 @@ class Resolver:
                     path = self.canon((name, *w.tail))
                     others = tuple(n for n in names if n != name)
                     mine = tuple(d for d in deps if d.path[0] != name)
-                    out.append(Write(path=path, kind=w.kind, deps=mine, keep=w.keep, aliases=others))  # type: ignore[arg-type]
+                    out.append(Write(path=path, kind=w.kind, deps=mine, keep=w.keep, aliases=others))
             return out
         if w.target[0] == "c":
-            return [Write(path=(w.target[1],), kind=w.kind, deps=deps, keep=w.keep)]  # type: ignore[arg-type]
+            return [Write(path=(w.target[1],), kind=w.kind, deps=deps, keep=w.keep)]
         out = []
         for path, cut in self.paths_of(w.target[1], occ):
             kind = "mutate" if cut and w.kind == "bind" else w.kind
             in_place = len(path) > 1 or kind != "bind" or w.alias_check
             aliases = self._aliases(path[0], w.alias_check) if in_place else []
-            out.append(Write(path=path, kind=kind, deps=deps, keep=w.keep or cut, aliases=tuple(aliases)))  # type: ignore[arg-type]
+            out.append(Write(path=path, kind=kind, deps=deps, keep=w.keep or cut, aliases=tuple(aliases)))
             for alias in aliases:  # the same object under another name changed the same way
                 rest = tuple(a for a in aliases if a != alias) + (path[0],)
-                out.append(Write(path=(alias, *path[1:]), kind=kind, deps=deps, keep=True, aliases=rest))  # type: ignore[arg-type]
+                out.append(Write(path=(alias, *path[1:]), kind=kind, deps=deps, keep=True, aliases=rest))
         return out
 
     def _aliases(self, root: str, rebinding_possible: bool) -> list[str]:

@@ -26,14 +26,25 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 from stateguard.dataflow import paths
 from stateguard.dataflow.cellflow import PLUMBING_METHODS, sql_flow, string_values
 from stateguard.dataflow.reader import BUILTIN_NAMES, Atom, Chain, Effects, Reader, Scope, literal_key
 from stateguard.dataflow.scopes import Scope as FnScope
 from stateguard.dataflow.scopes import scope_tree
-from stateguard.dataflow.walker import COVERAGE, HOOK, Rhs, SWrite, Unit, Walker, cover_stmt, hook_call, hook_stmt, located
+from stateguard.dataflow.walker import (
+    COVERAGE,
+    HOOK,
+    Rhs,
+    SWrite,
+    Unit,
+    Walker,
+    cover_stmt,
+    hook_call,
+    hook_stmt,
+    located,
+)
 
 _NO_UNIT = (ast.Pass, ast.Break, ast.Continue, ast.Global, ast.Nonlocal)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -184,7 +195,7 @@ class TopWalker(Walker):
         capture = self.ctx.registry.new_id()
         unit.reads += self.reader.expr(target.value)
         target.value = _wrap(target.value, "t", capture)
-        kind, tail = "mutate", ()
+        kind, tail = "mutate", cast(tuple[str, ...], ())
         if isinstance(target, ast.Attribute):
             kind, tail = "bind", (paths.attr(target.attr),)
         else:
@@ -244,7 +255,7 @@ class TopWalker(Walker):
             for case in st.cases:
                 case.body = self.body(case.body, in_try)
         elif hasattr(st, "body"):
-            st.body = self.body(st.body, in_try)  # type: ignore[attr-defined]
+            st.body = self.body(st.body, in_try)
         for name in ("orelse", "finalbody"):
             if getattr(st, name, None):
                 setattr(st, name, self.body(getattr(st, name), in_try))
@@ -529,5 +540,6 @@ def analyze_cell(code: str, namespace: dict[str, Any], registry: Registry) -> Ce
         assert isinstance(marker, ast.Expr) and isinstance(expr_stmt, ast.Expr)
         pair = ast.Tuple(elts=[marker.value, expr_stmt.value], ctx=ast.Load())
         value = ast.Subscript(value=pair, slice=ast.Constant(1), ctx=ast.Load())
-        last = ast.Expression(body=located(value, last_stmt.value))  # type: ignore[arg-type]
+        located(value, expr_stmt.value)
+        last = ast.Expression(body=value)
     return CellPlan(walker.units, body, last, walker.in_try, walker.plain_blocks, walker.loops)

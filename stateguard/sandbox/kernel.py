@@ -25,11 +25,11 @@ from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
+from stateguard.dataflow import CellRecorder
 from stateguard.sandbox import policy
 from stateguard.sandbox.guards import BoundedText, CellTimers, apply_process_limits
 from stateguard.sandbox.protocol import ChannelClosed, FrameReader, send_blob, send_message, write_all
 from stateguard.sandbox.snapshot import dump_namespace, load_namespace
-from stateguard.dataflow import CellRecorder
 from stateguard.sandbox.values import describe, to_json_value
 from stateguard.workspace import _value_repr
 
