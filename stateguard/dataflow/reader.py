@@ -95,6 +95,17 @@ class Scope:
         return None
 
 
+def _string_list(node: ast.AST, single: bool = True) -> list[str] | None:
+    """['a'] for 'a', ['a', 'b'] for ['a', 'b'] (short lists of string constants), else None."""
+    if single and isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, ast.List) and 0 < len(node.elts) <= 16 and all(
+        isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts
+    ):
+        return [e.value for e in node.elts]  # type: ignore[attr-defined]
+    return None
+
+
 def literal_key(node: ast.AST) -> str | None:
     """The path component of a constant subscript (`'a'`, `0`, `-1`, `('x', 1)`), else None."""
     try:
@@ -204,7 +215,40 @@ class Reader:
         return self._chain_read(node)
 
     def _Subscript(self, node: ast.Subscript) -> list[Atom]:
-        return self._chain_read(node)
+        columns = self._column_select(node)
+        return columns if columns is not None else self._chain_read(node)
+
+    def _column_select(self, node: ast.Subscript) -> list[Atom] | None:
+        """pandas column selections that read named columns only: `df[['a', 'b']]` reads `df['a']`
+        and `df['b']`; `df.groupby('k')['v']` (or `groupby(['k1', 'k2'])[['v', 'w']]`) reads the key
+        and value columns, so a new column `df['x'] = ...` does not stale them."""
+        names = _string_list(node.slice)
+        if names is None:
+            return None
+        call = node.value
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "groupby" \
+                and len(call.args) == 1:  # fmt: skip
+            keys = _string_list(call.args[0], single=True)
+            base = self._plain_chain(call.func.value)
+            if keys is None or base is None:
+                return None
+            self.fx.calls = True
+            return [("g", (*base.path, paths.key(c) or ""), True) for c in keys + names] + \
+                self.exprs([k.value for k in call.keywords])  # fmt: skip
+        if isinstance(node.slice, ast.List):
+            base = self._plain_chain(node.value)
+            if base is not None:
+                return [("g", (*base.path, paths.key(c) or ""), True) for c in names]
+        return None
+
+    def _plain_chain(self, node: ast.AST) -> Chain | None:
+        """A global name/attribute path without keys known only at run time, or None."""
+        if not isinstance(node, ast.Name | ast.Attribute) or not all(
+            isinstance(n, ast.Name | ast.Attribute) for n in ast.walk(node) if isinstance(n, ast.expr)
+        ):
+            return None
+        found = self.chain(node)
+        return found if found is not None and found.is_global and not found.cut else None
 
     def _chain_read(self, node: ast.Attribute | ast.Subscript) -> list[Atom]:
         found = self.chain(node)
