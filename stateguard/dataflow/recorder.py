@@ -32,9 +32,9 @@ from stateguard.dataflow import paths
 from stateguard.dataflow.cellflow import cell_dataflow
 from stateguard.dataflow.change import fingerprint
 from stateguard.dataflow.facts import CellFacts, Ref, UnitFacts, Write
+from stateguard.dataflow.markers import COVERAGE, HOOK
 from stateguard.dataflow.resolve import Resolver
 from stateguard.dataflow.units import CellPlan, Registry, analyze_cell
-from stateguard.dataflow.walker import COVERAGE, HOOK
 
 logger = logging.getLogger(__name__)
 LOOP_CAP = 2  # iterations of a loop body recorded statement by statement

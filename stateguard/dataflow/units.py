@@ -23,66 +23,34 @@ from __future__ import annotations
 import ast
 import copy
 import hashlib
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, cast
 
 from stateguard.dataflow import paths
 from stateguard.dataflow.cellflow import PLUMBING_METHODS, sql_flow, string_values
-from stateguard.dataflow.reader import BUILTIN_NAMES, Atom, Chain, Effects, Reader, Scope, literal_key
+from stateguard.dataflow.functions import CellContext, FuncInfo, FuncWalker, Registry
+from stateguard.dataflow.markers import (
+    COVERAGE,
+    EXITS,
+    NO_UNIT,
+    SCOPES,
+    Unwrap,
+    cover_stmt,
+    hook_stmt,
+    is_loop_switch,
+    lambdas,
+    located,
+    marker_of,
+    walk_local,
+    wrap,
+)  # fmt: skip
+from stateguard.dataflow.reader import Atom, Effects, Reader, Scope, literal_key
 from stateguard.dataflow.scopes import Scope as FnScope
 from stateguard.dataflow.scopes import scope_tree
-from stateguard.dataflow.walker import (
-    COVERAGE,
-    HOOK,
-    Rhs,
-    SWrite,
-    Unit,
-    Walker,
-    cover_stmt,
-    hook_call,
-    hook_stmt,
-    located,
-)
+from stateguard.dataflow.walker import Rhs, SWrite, Unit, Walker
 
-_NO_UNIT = (ast.Pass, ast.Break, ast.Continue, ast.Global, ast.Nonlocal)
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
-_COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.TryStar, ast.With, ast.AsyncWith, ast.Match)
-
-
-@dataclass
-class FuncInfo:
-    key: str  # qualified name: f, Foo.__init__, f.<locals>.g
-    params: list[str]
-    cell_params: list[str]  # parameters nested functions read through a closure
-    stmts: list[Unit] = field(default_factory=list)
-
-
-class Registry:
-    """Numbers (blocks, slots, captures) unique over a workspace's life, and every function's statements."""
-
-    def __init__(self) -> None:
-        self.blocks: dict[int, FuncInfo] = {}
-        self._next = 0
-
-    def new_id(self) -> int:
-        self._next += 1
-        return self._next
-
-    @property
-    def size(self) -> int:
-        return self._next
-
-
-@dataclass
-class CellContext:
-    registry: Registry
-    strings: dict[str, str]
-    plumbing: set[str]
-    is_module: Callable[[str], bool]
-    known: Callable[[str], bool]
-    lambdas: bool = True  # whether the cell's text has any
+__all__ = ["CellContext", "CellPlan", "FuncInfo", "Registry", "TopWalker", "analyze_cell"]
 
 
 @dataclass
@@ -99,68 +67,6 @@ def _digest(node: ast.AST) -> str:
     return hashlib.blake2b(ast.dump(node, include_attributes=False).encode(), digest_size=8).hexdigest()
 
 
-_EXITS = (ast.Continue, ast.Break, ast.Raise, ast.Try, ast.TryStar, ast.Return)
-
-
-def _walk_local(node: ast.AST) -> list[ast.AST]:
-    """`node` and what is under it, outside nested functions and classes."""
-    out: list[ast.AST] = []
-    stack = [node]
-    while stack:
-        part = stack.pop()
-        out.append(part)
-        stack.extend(c for c in ast.iter_child_nodes(part) if not isinstance(c, _SCOPES))
-    return out
-
-
-def _marker(st: ast.stmt) -> tuple[str, int] | None:
-    """('u', 3) for `__sgflow__.u(3)`, and so on; None for any other statement."""
-    if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
-        func = st.value.func
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == HOOK:
-            arg = st.value.args[0] if st.value.args else None
-            if isinstance(arg, ast.Constant) and isinstance(arg.value, int):
-                return func.attr, arg.value
-    return None
-
-
-def _marker_test(test: ast.expr) -> bool:
-    return isinstance(test, ast.Subscript) and isinstance(test.value, ast.Name) and test.value.id == COVERAGE
-
-
-class _Unwrap(ast.NodeTransformer):
-    """Drops `__sgflow__.k(s, key)` / `.t(c, obj)` wrappers (outside nested functions)."""
-
-    def visit_Call(self, node: ast.Call) -> ast.AST:
-        func = node.func
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == HOOK \
-                and func.attr in ("k", "t") and len(node.args) == 2:  # fmt: skip
-            return self.visit(node.args[1])
-        return self.generic_visit(node)
-
-    def _scope(self, node: ast.AST) -> ast.AST:
-        return node
-
-    visit_FunctionDef = visit_AsyncFunctionDef = visit_Lambda = visit_ClassDef = _scope
-
-
-def _lambdas(node: ast.AST) -> list[ast.Lambda]:
-    """Lambdas in `node` outside nested scopes (those register their own)."""
-    out: list[ast.Lambda] = []
-    stack = list(ast.iter_child_nodes(node))
-    while stack:
-        child = stack.pop()
-        if isinstance(child, ast.Lambda):
-            out.append(child)
-        elif not isinstance(child, _SCOPES):
-            stack.extend(ast.iter_child_nodes(child))
-    return out
-
-
-def _wrap(node: ast.expr, method: str, ident: int) -> ast.Call:
-    return located(hook_call(method, ident, node), node)  # type: ignore[return-value]
-
-
 class TopWalker(Walker):
     """The cell's own statements: every name is a global of the workspace."""
 
@@ -175,12 +81,12 @@ class TopWalker(Walker):
 
     def new_slot_for(self, node: ast.Subscript) -> int:
         slot = self.ctx.registry.new_id()
-        node.slice = _wrap(node.slice, "k", slot)
+        node.slice = wrap(node.slice, "k", slot)
         return slot
 
     def dict_key_slot(self, node: ast.Dict, index: int) -> int | None:
         slot = self.ctx.registry.new_id()
-        node.keys[index] = _wrap(node.keys[index], "k", slot)  # type: ignore[arg-type]
+        node.keys[index] = wrap(node.keys[index], "k", slot)  # type: ignore[arg-type]
         return slot
 
     def write_name(self, unit: Unit, name: str, rhs: Rhs, keep: bool) -> None:
@@ -194,7 +100,7 @@ class TopWalker(Walker):
     def write_captured(self, unit: Unit, target: ast.Attribute | ast.Subscript, rhs: Rhs) -> None:
         capture = self.ctx.registry.new_id()
         unit.reads += self.reader.expr(target.value)
-        target.value = _wrap(target.value, "t", capture)
+        target.value = wrap(target.value, "t", capture)
         kind, tail = "mutate", cast(tuple[str, ...], ())
         if isinstance(target, ast.Attribute):
             kind, tail = "bind", (paths.attr(target.attr),)
@@ -210,7 +116,7 @@ class TopWalker(Walker):
         return [out for st in stmts for out in self.stmt(st, in_try)]
 
     def stmt(self, st: ast.stmt, in_try: bool) -> list[ast.stmt]:
-        if isinstance(st, _NO_UNIT) or (isinstance(st, ast.ImportFrom) and st.module == "__future__"):
+        if isinstance(st, NO_UNIT) or (isinstance(st, ast.ImportFrom) and st.module == "__future__"):
             return [st]
         uid = len(self.units)
         unit = Unit(line=st.lineno)
@@ -219,7 +125,7 @@ class TopWalker(Walker):
         marker = hook_stmt("u", uid, at=st)
         if self.simple(st, unit):
             self.finish(unit, fx)
-            self.register_lambdas(st)
+            self.registerlambdas(st)
             if in_try:
                 self.in_try.add(uid)
                 return [marker, st, hook_stmt("d", uid, at=st)]
@@ -237,7 +143,7 @@ class TopWalker(Walker):
             self.write_name(unit, st.name, Rhs(atoms), False)
         else:
             self.header(st, unit)
-            self.register_lambdas(st, headers_only=True)
+            self.registerlambdas(st, headers_only=True)
             self.nested_bodies(st, in_try)
         self.finish(unit, fx)
         return [marker, st]
@@ -269,7 +175,7 @@ class TopWalker(Walker):
         traced = [hook_stmt("l", loop, at=stmts[0]), *self.body(stmts, in_try)]
         # The first iteration is always traced; without an early exit in the body, every statement
         # of its top block was traced then, and the untraced copy needs no coverage store there.
-        early = any(isinstance(n, _EXITS) for st in stmts for n in _walk_local(st))
+        early = any(isinstance(n, EXITS) for st in stmts for n in walk_local(st))
         plain = self.plain(copy.deepcopy(traced), cover=early)
         flag = ast.Subscript(value=ast.Name(id=COVERAGE, ctx=ast.Load()), slice=ast.Constant(loop), ctx=ast.Load())
         return [located(ast.If(test=flag, body=plain, orelse=traced), stmts[0])]  # type: ignore[list-item]
@@ -280,18 +186,18 @@ class TopWalker(Walker):
         units: list[int] = []
         out: list[ast.stmt] = []
         for st in stmts:
-            marker = _marker(st)
+            marker = marker_of(st)
             if marker is not None:
                 if marker[0] == "u":
                     units.append(marker[1])
                 continue
-            if isinstance(st, ast.If) and _marker_test(st.test):  # a nested loop's own switch: keep its plain copy
+            if isinstance(st, ast.If) and is_loop_switch(st.test):  # a nested loop's own switch: keep its plain copy
                 out += st.body
                 continue
-            if isinstance(st, _SCOPES):
+            if isinstance(st, SCOPES):
                 out.append(st)
                 continue
-            _Unwrap().visit(st)
+            Unwrap().visit(st)
             for name in ("body", "orelse", "finalbody"):
                 part = getattr(st, name, None)
                 if isinstance(part, list) and part:
@@ -321,14 +227,14 @@ class TopWalker(Walker):
                     atoms += self.class_body(st, kids[id(st)], enclosing, f"{qual}.{st.name}")
                 else:
                     atoms += [a for child in ast.iter_child_nodes(st) for a in self.reader.expr(child)]
-                    for lam in _lambdas(st):
+                    for lam in lambdas(st):
                         FuncWalker(self.ctx, lam, kids.get(id(lam)) or scope_tree(lam), enclosing,
                                    f"{qual}.<lambda>").run()  # fmt: skip
         finally:
             self.reader.hidden.pop()
         return atoms
 
-    def register_lambdas(self, st: ast.stmt, headers_only: bool = False) -> None:
+    def registerlambdas(self, st: ast.stmt, headers_only: bool = False) -> None:
         if not self.ctx.lambdas:
             return
         parts: list[Any] = [st]
@@ -336,167 +242,9 @@ class TopWalker(Walker):
             parts = [getattr(st, n) for n in ("test", "iter", "target", "subject") if getattr(st, n, None) is not None]
             parts += [i.context_expr for i in getattr(st, "items", [])]
         for part in parts:
-            nodes = [part] if isinstance(part, ast.Lambda) else _lambdas(part)
+            nodes = [part] if isinstance(part, ast.Lambda) else lambdas(part)
             for lam in nodes:
                 FuncWalker(self.ctx, lam, scope_tree(lam), [], "<lambda>").run()
-
-
-class _FuncScope(Scope):
-    def __init__(self, walker: FuncWalker):
-        super().__init__(walker.ctx.is_module, walker.ctx.known)
-        self.w = walker
-
-    def kind(self, name: str) -> Atom | None:
-        scope = self.w.scope
-        if name in scope.globals:
-            return super().kind(name)
-        if name in scope.cellvars:  # shared with nested functions, which may change it later
-            return ("c", f"{self.w.key}.<locals>.{name}")
-        if name in scope.locals:
-            return ("l", name)
-        for key, outer in reversed(self.w.enclosing):
-            if name in outer.locals:
-                return ("c", f"{key}.<locals>.{name}")
-        if name in BUILTIN_NAMES and not self.known(name):
-            return None
-        return ("g", (name,), True)
-
-    def class_attribute(self, local: str, attr: str) -> str | None:
-        owner = self.w.owner
-        if owner is None or local != self.w.self_name:
-            return None
-        return owner[0] if attr in owner[1] else None
-
-
-class FuncWalker(Walker):
-    """A function (or lambda) body: statements grouped by block, locals resolved per call."""
-
-    def __init__(self, ctx: CellContext, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
-                 scope: FnScope, enclosing: list[tuple[str, FnScope]], key: str,
-                 owner: tuple[str, set[str]] | None = None):  # fmt: skip
-        self.ctx, self.node, self.scope, self.enclosing, self.key = ctx, node, scope, enclosing, key
-        self.owner = owner  # (global class name, its class-level names) for a method of a cell's class
-        self.self_name = scope.params[0] if scope.params and not isinstance(node, ast.Lambda) else None
-        self.info = FuncInfo(key, list(scope.params), [p for p in scope.params if p in scope.cellvars])
-        self.reader = Reader(_FuncScope(self), Effects(), strings={}, plumbing=ctx.plumbing, new_slot=self.new_slot_for)
-        self.kids = {id(c.node): c for c in scope.children}
-        self.after: list[ast.stmt] = []
-        self.current: ast.AST = node
-
-    def new_slot_for(self, node: ast.Subscript) -> int:
-        slot = self.ctx.registry.new_id()
-        node.slice = _wrap(node.slice, "k", slot)
-        return slot
-
-    def run(self) -> FuncInfo:
-        if isinstance(self.node, ast.Lambda):
-            block = self.new_block()
-            unit = Unit(line=self.node.lineno, block=block)
-            self.reader.fx = fx = Effects()
-            unit.reads = self.reader.expr(self.node.body)
-            unit.returns = list(unit.reads)
-            self.finish(unit, fx)
-            self.info.stmts.append(unit)
-            self.nested_lambdas(self.node.body)
-            marked = ast.Tuple(elts=[hook_call("f", block), self.node.body], ctx=ast.Load())
-            value = ast.Subscript(value=marked, slice=ast.Constant(1), ctx=ast.Load())
-            self.node.body = located(value, self.node.body)  # type: ignore[assignment]
-        else:
-            self.node.body = self.block(self.node.body, docstring=True)
-        return self.info
-
-    def new_block(self) -> int:
-        block = self.ctx.registry.new_id()
-        self.ctx.registry.blocks[block] = self.info
-        return block
-
-    def block(self, stmts: list[ast.stmt], docstring: bool = False) -> list[ast.stmt]:
-        block = self.new_block()
-        head: list[ast.stmt] = []
-        rest = list(stmts)
-        if docstring and rest and isinstance(rest[0], ast.Expr) and isinstance(rest[0].value, ast.Constant) \
-                and isinstance(rest[0].value.value, str):  # fmt: skip
-            head = [rest.pop(0)]
-        at = rest[0] if rest else stmts[0]
-        out = [*head, cover_stmt(block, at=at)]
-        for i, st in enumerate(rest):
-            if i and isinstance(rest[i - 1], _COMPOUND):  # code after an `if` may not run (`return` inside)
-                block = self.new_block()
-                out.append(cover_stmt(block, at=st))
-            out += self.stmt(st, block)
-        return out
-
-    def stmt(self, st: ast.stmt, block: int) -> list[ast.stmt]:
-        if isinstance(st, _NO_UNIT):
-            return [st]
-        unit = Unit(line=st.lineno, block=block)
-        self.info.stmts.append(unit)
-        self.after, self.current = [], st
-        self.reader.fx = fx = Effects()
-        if self.simple(st, unit):
-            self.finish(unit, fx)
-            self.nested_lambdas(st)
-            return [st, *self.after]
-        if isinstance(st, ast.FunctionDef | ast.AsyncFunctionDef):
-            atoms = self.reader.exprs([*st.decorator_list, *st.args.defaults])
-            unit.reads += atoms
-            self.write_name(unit, st.name, Rhs(atoms), False)
-            FuncWalker(self.ctx, st, self.kids[id(st)], [*self.enclosing, (self.key, self.scope)],
-                       f"{self.key}.<locals>.{st.name}").run()  # fmt: skip
-        elif isinstance(st, ast.ClassDef):
-            atoms = self.reader.exprs([*st.bases, *st.decorator_list])
-            unit.reads += atoms
-            self.write_name(unit, st.name, Rhs(atoms), False)
-            cls = self.kids[id(st)]
-            methods = {id(c.node): c for c in cls.children}
-            for item in st.body:
-                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
-                    FuncWalker(self.ctx, item, methods[id(item)], [*self.enclosing, (self.key, self.scope)],
-                               f"{self.key}.<locals>.{st.name}.{item.name}").run()  # fmt: skip
-        else:
-            self.header(st, unit)
-            self.finish(unit, fx)
-            for name in ("body", "orelse", "finalbody"):
-                if getattr(st, name, None):
-                    setattr(st, name, self.block(getattr(st, name)))
-            for handler in getattr(st, "handlers", []):
-                handler.body = self.block(handler.body)
-            for case in getattr(st, "cases", []):
-                case.body = self.block(case.body)
-            return [st]
-        self.finish(unit, fx)
-        return [st, *self.after]
-
-    def nested_lambdas(self, node: ast.AST) -> None:
-        for lam in _lambdas(node) if self.ctx.lambdas else ():
-            scope = self.kids.get(id(lam)) or scope_tree(lam)
-            FuncWalker(self.ctx, lam, scope, [*self.enclosing, (self.key, self.scope)],
-                       f"{self.key}.<locals>.<lambda>").run()  # fmt: skip
-
-    # --- targets in a function's scope ------------------------------------------------------------
-    def write_name(self, unit: Unit, name: str, rhs: Rhs, keep: bool) -> None:
-        atoms = list(rhs.atoms)
-        if name in self.scope.globals:
-            own = keep or any(a[0] == "g" and paths.under(a[1], (name,)) for a in atoms)
-            unit.writes.append(SWrite(("g", (name,), True), "bind", atoms, keep=own))
-            return
-        if name in self.scope.nonlocals:
-            for key, outer in reversed(self.enclosing):
-                if name in outer.locals:
-                    unit.writes.append(SWrite(("c", f"{key}.<locals>.{name}"), "bind", atoms, keep=keep))
-                    return
-        unit.locals.append((name, atoms))
-        if name in self.scope.cellvars:
-            unit.writes.append(SWrite(("c", f"{self.key}.<locals>.{name}"), "bind", atoms, keep=keep))
-
-    def write_object(self, unit: Unit, chain: Chain, kind: str, deps: list[Atom], keep: bool) -> None:
-        if chain.kind == "c":
-            unit.writes.append(SWrite(("c", chain.root), "mutate", deps, keep=True))
-            return
-        capture = self.ctx.registry.new_id()
-        tail = tuple(c for c in chain.comps if paths.slot_index(c) is None)
-        unit.writes.append(SWrite(None, kind, deps, keep=keep or kind != "bind", capture=capture, tail=tail))
-        self.after.append(hook_stmt("o", capture, ast.Name(id=chain.root, ctx=ast.Load()), at=self.current))
 
 
 def _names(tree: ast.Module) -> tuple[set[str], set[str], bool]:

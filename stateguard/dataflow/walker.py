@@ -23,8 +23,6 @@ from stateguard.dataflow.reader import Atom, Chain, Effects, Reader, literal_key
 
 MAX_ITEMS = 64  # longer displays are one value, not one symbol per item
 MAX_DEPTH = 3
-HOOK = "__sgflow__"  # the recorder's name in the namespace (see recorder.py)
-COVERAGE = "__sgcov__"  # a bytearray in the namespace: blocks that ran, loops past their traced iterations
 
 
 @dataclass
@@ -88,33 +86,6 @@ def _rooted(node: ast.expr) -> bool:
     while isinstance(node, ast.Attribute | ast.Subscript):
         node = node.value
     return isinstance(node, ast.Name)
-
-
-def located(node: ast.AST, at: ast.AST) -> ast.AST:
-    """Give `node` and the nodes under it that have no position the position of `at`."""
-    where = {k: getattr(at, k, None) for k in ("lineno", "col_offset", "end_lineno", "end_col_offset")}
-    for part in ast.walk(node):
-        if "lineno" in part._attributes and not hasattr(part, "lineno"):
-            for k, v in where.items():
-                setattr(part, k, v)
-    return node
-
-
-def hook_call(method: str, *args: ast.expr | int) -> ast.Call:
-    parts = [a if isinstance(a, ast.expr) else ast.Constant(a) for a in args]
-    func = ast.Attribute(value=ast.Name(id=HOOK, ctx=ast.Load()), attr=method, ctx=ast.Load())
-    return ast.Call(func=func, args=parts, keywords=[])
-
-
-def cover_stmt(block: int, at: ast.AST) -> ast.stmt:
-    """`__sgcov__[block] = 1`: a byte store, cheap enough for hot loops and functions called often."""
-    target = ast.Subscript(value=ast.Name(id=COVERAGE, ctx=ast.Load()), slice=ast.Constant(block), ctx=ast.Store())
-    return located(ast.Assign(targets=[target], value=ast.Constant(1)), at)  # type: ignore[return-value]
-
-
-def hook_stmt(method: str, *args: ast.expr | int, at: ast.AST) -> ast.stmt:
-    stmt = ast.Expr(value=hook_call(method, *args))
-    return located(stmt, at)  # type: ignore[return-value]
 
 
 class Walker:
