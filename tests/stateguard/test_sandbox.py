@@ -313,6 +313,21 @@ def test_dataflow_table_matches_dict_workspace(ws: SandboxWorkspace) -> None:
     assert ws.dataflow.history() == reference.dataflow.history()
 
 
+def test_statement_level_dataflow_matches_dict_workspace(ws: SandboxWorkspace) -> None:
+    """The statement-level cases, one after another in one namespace: same verdicts, same reasons."""
+    from tests.stateguard.test_dataflow_statements import CASES
+
+    reference = DictWorkspace()
+    for _, cells, _ in CASES:
+        for code in cells:
+            got, ref = ws.run_cell(code), reference.run_cell(code)
+            assert (got.ok, got.error, got.stale_reads, got.reads, got.writes) == (
+                ref.ok, ref.error, ref.stale_reads, ref.reads, ref.writes
+            ), code  # fmt: skip
+    assert ws.dataflow.stale() == reference.dataflow.stale()
+    assert ws.dataflow.history() == reference.dataflow.history()
+
+
 def test_failing_cells_match_dict_workspace_and_record_what_completed(ws: SandboxWorkspace) -> None:
     reference = DictWorkspace()
     for code in ("x = (", "y = undefined_name + 1", "z = 1\nraise ValueError('bad')"):
