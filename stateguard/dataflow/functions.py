@@ -121,7 +121,7 @@ class FuncWalker(Walker):
             unit.returns = list(unit.reads)
             self.finish(unit, fx)
             self.info.stmts.append(unit)
-            self.nestedlambdas(self.node.body)
+            self.nested_lambdas(self.node.body)
             marked = ast.Tuple(elts=[hook_call("f", block), self.node.body], ctx=ast.Load())
             value = ast.Subscript(value=marked, slice=ast.Constant(1), ctx=ast.Load())
             self.node.body = located(value, self.node.body)  # type: ignore[assignment]
@@ -159,7 +159,7 @@ class FuncWalker(Walker):
         self.reader.fx = fx = Effects()
         if self.simple(st, unit):
             self.finish(unit, fx)
-            self.nestedlambdas(st)
+            self.nested_lambdas(st)
             return [st, *self.after]
         if isinstance(st, ast.FunctionDef | ast.AsyncFunctionDef):
             atoms = self.reader.exprs([*st.decorator_list, *st.args.defaults])
@@ -191,7 +191,7 @@ class FuncWalker(Walker):
         self.finish(unit, fx)
         return [st, *self.after]
 
-    def nestedlambdas(self, node: ast.AST) -> None:
+    def nested_lambdas(self, node: ast.AST) -> None:
         for lam in lambdas(node) if self.ctx.lambdas else ():
             scope = self.kids.get(id(lam)) or scope_tree(lam)
             FuncWalker(self.ctx, lam, scope, [*self.enclosing, (self.key, self.scope)],

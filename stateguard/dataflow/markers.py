@@ -1,7 +1,7 @@
 """The markers the instrumentation inserts into a cell's AST, and how to recognize them again.
 
-`__sgflow__` is the recorder's hook object and `__sgcov__` its coverage bytearray, both put into
-the namespace by `CellRecorder.attach` (see `recorder.py` for what each marker records and
+`__sgflow__` is the recorder's hook object, `__sgcov__` its coverage dict and `__sgloops__` the
+flags of a cell's loops, all put into the namespace by `CellRecorder.attach` (see `recorder.py` for what each marker records and
 `units.py` for where they go). Inserted nodes take the position of the code they stand for, so
 tracebacks and line numbers stay the user's.
 """
@@ -11,7 +11,8 @@ from __future__ import annotations
 import ast
 
 HOOK = "__sgflow__"  # the recorder's name in the namespace (see recorder.py)
-COVERAGE = "__sgcov__"  # a bytearray in the namespace: blocks that ran, loops past their traced iterations
+COVERAGE = "__sgcov__"  # a dict in the namespace: function blocks (and untraced loop blocks) that ran
+LOOPS = "__sgloops__"  # a dict in the namespace: 1 for a cell-level loop past its traced iterations
 NO_UNIT = (ast.Pass, ast.Break, ast.Continue, ast.Global, ast.Nonlocal)
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.TryStar, ast.With, ast.AsyncWith, ast.Match)
@@ -35,7 +36,7 @@ def hook_call(method: str, *args: ast.expr | int) -> ast.Call:
 
 
 def cover_stmt(block: int, at: ast.AST) -> ast.stmt:
-    """`__sgcov__[block] = 1`: a byte store, cheap enough for hot loops and functions called often."""
+    """`__sgcov__[block] = 1`: a dict store, cheap enough for hot loops and functions called often."""
     target = ast.Subscript(value=ast.Name(id=COVERAGE, ctx=ast.Load()), slice=ast.Constant(block), ctx=ast.Store())
     return located(ast.Assign(targets=[target], value=ast.Constant(1)), at)  # type: ignore[return-value]
 
@@ -72,7 +73,7 @@ def marker_of(st: ast.stmt) -> tuple[str, int] | None:
 
 
 def is_loop_switch(test: ast.expr) -> bool:
-    return isinstance(test, ast.Subscript) and isinstance(test.value, ast.Name) and test.value.id == COVERAGE
+    return isinstance(test, ast.Subscript) and isinstance(test.value, ast.Name) and test.value.id == LOOPS
 
 
 class Unwrap(ast.NodeTransformer):

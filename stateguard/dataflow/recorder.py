@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import ast
 import logging
-import re
 from dataclasses import dataclass, field
 from types import CodeType, FunctionType, ModuleType
 from typing import Any
@@ -32,7 +31,7 @@ from stateguard.dataflow import paths
 from stateguard.dataflow.cellflow import cell_dataflow
 from stateguard.dataflow.change import fingerprint
 from stateguard.dataflow.facts import CellFacts, Ref, UnitFacts, Write
-from stateguard.dataflow.markers import COVERAGE, HOOK
+from stateguard.dataflow.markers import COVERAGE, HOOK, LOOPS
 from stateguard.dataflow.resolve import Resolver
 from stateguard.dataflow.units import CellPlan, Registry, analyze_cell
 
@@ -70,25 +69,30 @@ class _CellRun:
 class Hook:
     """The object the instrumented code calls. Inert when no cell is being recorded (probes, setup code).
 
-    `cov` is the `__sgcov__` bytearray: cell-defined functions store 1 at each block they enter (a
-    byte store costs a tenth of a call), harvested into the running statement at the next marker;
-    a cell-level loop's flag is 2 once its traced iterations are done.
+    `cov` is the `__sgcov__` dict: cell-defined functions store 1 under each block they enter (a
+    dict store costs a fraction of a call, and a block id from an older process, restored with its
+    function from a checkpoint, is just one more key), harvested into the running statement at the
+    next marker. `loops` is `__sgloops__`: a cell-level loop's flag, 1 once its traced iterations
+    are done.
     """
 
-    __slots__ = ("run", "cov")
+    __slots__ = ("run", "cov", "loops")
 
     def __init__(self) -> None:
         self.run: _CellRun | None = None
-        self.cov = bytearray(1024)
+        self.cov: dict[int, int] = {}
+        self.loops: dict[int, int] = {}
 
     def harvest(self) -> None:
         run, cov = self.run, self.cov
-        if run is None or cov.find(1) < 0:
+        if not cov:
+            return
+        blocks = list(cov)
+        cov.clear()
+        if run is None:
             return
         plain = run.plan.plain_blocks
-        for found in re.finditer(b"\x01", cov):
-            block = found.start()
-            cov[block] = 0
+        for block in blocks:
             if block in plain:
                 run.plain_seen.add(block)
             elif run.cur is not None:
@@ -115,7 +119,7 @@ class Hook:
             run.cur.done = True
 
     def f(self, block: int) -> None:
-        self.cov[block] = 1
+        self.cov[block] = 1  # a lambda's marker (an expression cannot hold the store)
 
     def l(self, loop: int) -> None:  # noqa: E743 - the marker names are short on purpose
         run = self.run
@@ -123,7 +127,7 @@ class Hook:
             count = run.loop_counts.get(loop, 0) + 1
             run.loop_counts[loop] = count
             if count >= LOOP_CAP:
-                self.cov[loop] = 2  # the next iterations take the untraced copy
+                self.loops[loop] = 1  # the next iterations take the untraced copy
 
     def o(self, capture: int, obj: Any) -> None:
         run = self.run
@@ -192,6 +196,7 @@ class CellRecorder:
         """Put the hook into a (new or restored) namespace; cell-defined functions call it."""
         namespace[HOOK] = self.hook
         namespace[COVERAGE] = self.hook.cov
+        namespace[LOOPS] = self.hook.loops
 
     def start(self, code: str, namespace: dict[str, Any]) -> PreparedCell:
         """Analyze and instrument `code`; a SyntaxError is the cell's own and propagates."""
@@ -208,8 +213,9 @@ class CellRecorder:
             tail = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
             last = None if tail is None else compile(ast.Expression(body=tail.value), "<cell>", "eval")  # type: ignore[attr-defined]
             return PreparedCell(compile(tree, "<cell>", "exec"), last)
-        cov = self.hook.cov
-        cov[:] = bytes(max(len(cov), self.registry.size + 1024))  # ids of this cell's blocks and loops fit
+        self.hook.cov.clear()
+        self.hook.loops.clear()
+        self.hook.loops.update(dict.fromkeys(plan.loops, 0))
         self.attach(namespace)
         self._before = dict(namespace)
         self._prints = {}

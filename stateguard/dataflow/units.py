@@ -7,13 +7,15 @@ AST with markers inserted, ready to compile:
 
 - `__sgflow__.u(i)` before unit i, and `__sgflow__.d(i)` after it inside a `try` body (a
   statement that raised and was caught wrote nothing);
-- `__sgflow__.f(b)` at the start of block b of a function body (which branches of a function
-  ran, at call time, whichever cell calls it);
+- `__sgcov__[b] = 1` at the start of block b of a function body (which branches of a function
+  ran, at call time, whichever cell calls it; `functions.py`);
 - `__sgflow__.o(k, obj)` after a function statement that changes an attribute or item of a local
   object (`self.x = v`, `frame['c'] = v`, `items.append(v)`): the object's identity tells which
   variable was changed;
 - `__sgflow__.k(s, key)` around a subscript key known only at run time (`lst[i]`, `df[col]`,
-  `{name: v}`), and `__sgflow__.t(k, obj)` around the object of `f().attr = v`.
+  `{name: v}`), and `__sgflow__.t(k, obj)` around the object of `f().attr = v`;
+- a cell-level loop body becomes `if __sgloops__[L]: <untraced copy> else: <traced copy>`, the
+  traced copy starting with `__sgflow__.l(L)`, which sets the flag after two iterations.
 
 Line numbers are kept, so tracebacks and `linecache` show the user's own lines.
 """
@@ -31,8 +33,8 @@ from stateguard.dataflow import paths
 from stateguard.dataflow.cellflow import PLUMBING_METHODS, sql_flow, string_values
 from stateguard.dataflow.functions import CellContext, FuncInfo, FuncWalker, Registry
 from stateguard.dataflow.markers import (
-    COVERAGE,
     EXITS,
+    LOOPS,
     NO_UNIT,
     SCOPES,
     Unwrap,
@@ -125,7 +127,7 @@ class TopWalker(Walker):
         marker = hook_stmt("u", uid, at=st)
         if self.simple(st, unit):
             self.finish(unit, fx)
-            self.registerlambdas(st)
+            self.register_lambdas(st)
             if in_try:
                 self.in_try.add(uid)
                 return [marker, st, hook_stmt("d", uid, at=st)]
@@ -143,7 +145,7 @@ class TopWalker(Walker):
             self.write_name(unit, st.name, Rhs(atoms), False)
         else:
             self.header(st, unit)
-            self.registerlambdas(st, headers_only=True)
+            self.register_lambdas(st, headers_only=True)
             self.nested_bodies(st, in_try)
         self.finish(unit, fx)
         return [marker, st]
@@ -167,9 +169,9 @@ class TopWalker(Walker):
                 setattr(st, name, self.body(getattr(st, name), in_try))
 
     def loop_body(self, stmts: list[ast.stmt], in_try: bool) -> list[ast.stmt]:
-        """`if __sgcov__[L]: <plain copy> else: <traced copy>`: the first LOOP_CAP iterations run the
+        """`if __sgloops__[L]: <plain copy> else: <traced copy>`: the first LOOP_CAP iterations run the
         traced copy (`__sgflow__.l(L)` counts them, then sets the flag); later ones run a copy with
-        byte stores for coverage only, so a long loop costs one check and a store per block."""
+        coverage stores only, so a long loop costs one check and a store per block."""
         loop = self.ctx.registry.new_id()
         self.loops.add(loop)
         traced = [hook_stmt("l", loop, at=stmts[0]), *self.body(stmts, in_try)]
@@ -177,7 +179,7 @@ class TopWalker(Walker):
         # of its top block was traced then, and the untraced copy needs no coverage store there.
         early = any(isinstance(n, EXITS) for st in stmts for n in walk_local(st))
         plain = self.plain(copy.deepcopy(traced), cover=early)
-        flag = ast.Subscript(value=ast.Name(id=COVERAGE, ctx=ast.Load()), slice=ast.Constant(loop), ctx=ast.Load())
+        flag = ast.Subscript(value=ast.Name(id=LOOPS, ctx=ast.Load()), slice=ast.Constant(loop), ctx=ast.Load())
         return [located(ast.If(test=flag, body=plain, orelse=traced), stmts[0])]  # type: ignore[list-item]
 
     def plain(self, stmts: list[ast.stmt], cover: bool = True) -> list[ast.stmt]:
@@ -234,7 +236,7 @@ class TopWalker(Walker):
             self.reader.hidden.pop()
         return atoms
 
-    def registerlambdas(self, st: ast.stmt, headers_only: bool = False) -> None:
+    def register_lambdas(self, st: ast.stmt, headers_only: bool = False) -> None:
         if not self.ctx.lambdas:
             return
         parts: list[Any] = [st]

@@ -391,6 +391,18 @@ def test_probe_respects_limits(ws: SandboxWorkspace) -> None:
 
 
 # --- death and recovery -------------------------------------------------------------------------
+def test_cell_functions_restored_into_a_fresh_kernel_still_run(ws: SandboxWorkspace) -> None:
+    """Their coverage stores name blocks the new process never issued; they run (untraced) anyway."""
+    ws.run_cell("T = 3\ndef f(v):\n    if v:\n        return T\n    return 0\nfor i in range(5):\n    f(i)")
+    ws.snapshot("c1")
+    assert not ws.run_cell("import os\nos._exit(1)").ok
+    r = ws.run_cell("r = f(1) + f(0)\nr")
+    assert r.ok and r.value == "3", r.error
+    assert ws.run_cell("def g():\n    return T\nq = g()").ok  # a function defined after the restart is traced
+    ws.run_cell("T = 4")
+    assert ws.run_cell("q").stale_reads == {"q": ["T"]}
+
+
 def test_os_exit_is_recovered_from_the_last_checkpoint(ws: SandboxWorkspace) -> None:
     _setup(ws)
     ws.run_cell("x = 1")
