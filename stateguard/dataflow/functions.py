@@ -213,11 +213,13 @@ class FuncWalker(Walker):
         if name in self.scope.cellvars:
             unit.writes.append(SWrite(("c", f"{self.key}.<locals>.{name}"), "bind", atoms, keep=keep))
 
-    def write_object(self, unit: Unit, chain: Chain, kind: str, deps: list[Atom], keep: bool) -> None:
+    def write_object(self, unit: Unit, chain: Chain, kind: str, deps: list[Atom], keep: bool,
+                     method: str | None = None) -> None:  # fmt: skip
         if chain.kind == "c":
             unit.writes.append(SWrite(("c", chain.root), "mutate", deps, keep=True))
             return
         capture = self.ctx.registry.new_id()
         tail = tuple(c for c in chain.comps if paths.slot_index(c) is None)
-        unit.writes.append(SWrite(None, kind, deps, keep=keep or kind != "bind", capture=capture, tail=tail))
+        unit.writes.append(SWrite(None, kind, deps, keep=keep or kind != "bind", capture=capture, tail=tail,
+                                  method=method))  # fmt: skip
         self.after.append(hook_stmt("o", capture, ast.Name(id=chain.root, ctx=ast.Load()), at=self.current))

@@ -35,7 +35,8 @@ from stateguard.dataflow.cellflow import (
 
 Atom = tuple[Any, ...]
 BUILTIN_NAMES = frozenset(dir(builtins))
-GROW_METHODS = frozenset({"append", "extend", "add", "appendleft", "extendleft"})
+GROW_METHODS = frozenset({"append", "extend", "appendleft", "extendleft"})
+PANDAS_MUTATORS = frozenset({"update", "pop", "insert", "__setitem__"})  # the in-place ones without `inplace=`
 SEED_METHODS = frozenset({"seed", "manual_seed", "set_state"})  # on a module: changes the module's state
 SHUFFLE_METHODS = frozenset({"shuffle"})  # on a module: changes its first argument in place
 INDEXERS = frozenset({"loc", "iloc", "at", "iat"})  # df.loc[rows, "col"] is column "col" of df
@@ -70,7 +71,9 @@ class Chain:
 @dataclass
 class Effects:
     binds: list[tuple[str, list[Atom]]] = field(default_factory=list)  # walrus: name <- atoms
-    mutations: list[tuple[Chain, str, list[Atom]]] = field(default_factory=list)  # (target, kind, deps)
+    # (target, kind, deps); kind "mutate:<method>" when only the receiver's type can tell (`df.add(1)`
+    # returns a new frame, `lst.sort()` sorts in place)
+    mutations: list[tuple[Chain, str, list[Atom]]] = field(default_factory=list)
     tables_read: list[str] = field(default_factory=list)
     tables_written: list[tuple[str, list[str]]] = field(default_factory=list)  # (table, tables it reads)
     returns: list[Atom] = field(default_factory=list)  # yield values
@@ -122,8 +125,8 @@ def mutation_kind(call: ast.Call, method: str) -> str | None:
             k.arg == "inplace" and isinstance(k.value, ast.Constant) and k.value.value is True for k in call.keywords
         )
         return "mutate" if inplace else None
-    if method in GROW_METHODS:
-        return "grow"
+    if method in GROW_METHODS or method == "add":
+        return "grow" if method != "add" else "mutate"
     return "mutate" if method in MUTATING_METHODS else None
 
 
@@ -331,7 +334,8 @@ class Reader:
             return [("g", (*recv.path, paths.attr(method)), False), *recv.extra]
         kind = mutation_kind(node, method)
         if kind is not None:
-            self.fx.mutations.append((recv, kind, args))
+            inplace = method in PANDAS_INPLACE_METHODS
+            self.fx.mutations.append((recv, kind if inplace or kind == "grow" else f"mutate:{method}", args))
         if recv.is_global:
             self.fx.candidates.add(recv.root)
         return [recv.atom(), *recv.extra]

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from stateguard.dataflow import paths
 from stateguard.dataflow.change import equal_content, fingerprint, immutable
 from stateguard.dataflow.facts import CellFacts, Ref, UnitFacts, Write
-from stateguard.dataflow.reader import Atom
+from stateguard.dataflow.reader import PANDAS_MUTATORS, Atom
 from stateguard.dataflow.units import CellPlan, FuncInfo, Registry
 from stateguard.dataflow.walker import SWrite
 
@@ -33,6 +33,14 @@ if TYPE_CHECKING:
     from stateguard.dataflow.recorder import Occurrence
 
 MAX_PATHS = 32
+
+
+def _mutates(receiver: Any, method: str) -> bool:
+    """Whether `receiver.method(...)` changes the receiver: pandas objects change only through a few
+    methods (`df.add(1)` returns a new frame); anything else is assumed to, by the method's name."""
+    if type(receiver).__module__.startswith("pandas"):
+        return method in PANDAS_MUTATORS
+    return True
 
 
 class Resolver:
@@ -113,6 +121,8 @@ class Resolver:
         if w.target is None:  # an object known by identity only
             out: list[Write] = []
             for obj in occ.captures.get(w.capture or -1, []):
+                if w.method is not None and not _mutates(obj, w.method):
+                    continue
                 names = self.names_of(obj)
                 for name in names:
                     path = self.canon((name, *w.tail))
@@ -122,6 +132,8 @@ class Resolver:
             return out
         if w.target[0] == "c":
             return [Write(path=(w.target[1],), kind=w.kind, deps=deps, keep=w.keep)]
+        if w.method is not None and not _mutates(self.ns.get(w.target[1][0]), w.method):
+            return []
         out = []
         for path, cut in self.paths_of(w.target[1], occ):
             kind = "mutate" if cut and w.kind == "bind" else w.kind

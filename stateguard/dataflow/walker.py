@@ -38,6 +38,7 @@ class SWrite:
     tail: tuple[str, ...] = ()
     alias_check: bool = False
     ret_index: int | None = None  # receives item i of a call's result (`a, b = f()`, `t = f()[1]`)
+    method: str | None = None  # a change made by this method call, if the receiver's type agrees
 
 
 @dataclass
@@ -101,7 +102,8 @@ class Walker:
     def write_name(self, unit: Unit, name: str, rhs: Rhs, keep: bool) -> None:
         raise NotImplementedError
 
-    def write_object(self, unit: Unit, chain: Chain, kind: str, deps: list[Atom], keep: bool) -> None:
+    def write_object(self, unit: Unit, chain: Chain, kind: str, deps: list[Atom], keep: bool,
+                     method: str | None = None) -> None:  # fmt: skip
         """A write into an attribute/item of a local or closure object (function bodies only)."""
 
     def write_captured(self, unit: Unit, target: ast.Attribute | ast.Subscript, rhs: Rhs) -> None:
@@ -178,10 +180,12 @@ class Walker:
         first, unit.writes = unit.writes[before:], unit.writes[:before]
         unit.writes[:0] = first
         for chain, kind, deps in fx.mutations:
+            kind, _, method = kind.partition(":")
             if chain.is_global:
-                unit.writes.append(SWrite(("g", chain.path, True), kind, deps, keep=True, alias_check=True))
+                unit.writes.append(SWrite(("g", chain.path, True), kind, deps, keep=True, alias_check=True,
+                                          method=method or None))  # fmt: skip
             else:
-                self.write_object(unit, chain, kind, deps, keep=True)
+                self.write_object(unit, chain, kind, deps, keep=True, method=method or None)
         unit.reads += [("g", (t,), True) for t in fx.tables_read]
         for table, sources in fx.tables_written:
             unit.writes.append(SWrite(("g", (table,), True), "bind", [("g", (s,), True) for s in sources]))

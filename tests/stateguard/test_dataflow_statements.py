@@ -36,6 +36,8 @@ CASES = [
     ("a groupby value column that changed",
      ["import pandas as pd\ndf = pd.DataFrame({'k': [1, 1, 2], 'v': [1.0, 2.0, 3.0]})",
       "m = df.groupby('k')['v'].mean()", "df['v'] = 0.0", "m"], {"m": ["df['v']"]}),
+    ("a pandas method that returns a new frame changes nothing",
+     ["import pandas as pd\ndf = pd.DataFrame({'a': [1, 2]})", "x = df['a'].sum()", "y = df.add(1)", "x"], {}),
     ("a column read as an attribute is the column",
      ["import pandas as pd\ndf = pd.DataFrame({'a': [1.0, 2.0]})", "s = df.a.sum()", "df['a'] = 0.0", "s"],
      {"s": ["df['a']"]}),
