@@ -50,7 +50,7 @@ from stateguard.dataflow.markers import (
 from stateguard.dataflow.reader import Atom, Effects, Reader, Scope, literal_key
 from stateguard.dataflow.scopes import Scope as FnScope
 from stateguard.dataflow.scopes import scope_tree
-from stateguard.dataflow.walker import Rhs, SWrite, Unit, Walker
+from stateguard.dataflow.walker import MAX_WRITES, Rhs, SWrite, Unit, Walker
 
 __all__ = ["CellContext", "CellPlan", "FuncInfo", "Registry", "TopWalker", "analyze_cell"]
 
@@ -94,10 +94,11 @@ class TopWalker(Walker):
     def write_name(self, unit: Unit, name: str, rhs: Rhs, keep: bool) -> None:
         path = (name,)
         keep = keep or any(a[0] == "g" and paths.under(a[1], path) for a in rhs.atoms)
-        shaped = rhs.items is not None or rhs.entries is not None
+        shaped = (rhs.items is not None or rhs.entries is not None) and rhs.size() <= MAX_WRITES
         unit.writes.append(SWrite(("g", path, True), "bind", list(rhs.own if shaped else rhs.atoms), keep=keep,
                                   ret_index=rhs.ret_index))  # fmt: skip
-        self.children(unit, path, rhs)
+        if shaped:  # a big nested literal stays one value
+            self.children(unit, path, rhs)
 
     def write_captured(self, unit: Unit, target: ast.Attribute | ast.Subscript, rhs: Rhs) -> None:
         capture = self.ctx.registry.new_id()

@@ -23,6 +23,7 @@ from stateguard.dataflow.reader import Atom, Chain, Effects, Reader, literal_key
 
 MAX_ITEMS = 64  # longer displays are one value, not one symbol per item
 MAX_DEPTH = 3
+MAX_WRITES = 256  # symbols one statement may create for the items of a literal
 
 
 @dataclass
@@ -70,6 +71,11 @@ class Rhs:
     path: paths.PathT | None = None
     call: bool = False  # the value is what a call returned
     ret_index: int | None = None
+
+    def size(self) -> int:
+        """How many item symbols binding this value to a name writes (`Walker.children`)."""
+        parts = self.items if self.items is not None else [p for _, p in self.entries or []]
+        return sum(1 + p.size() for p in parts)
 
     def element(self, index: int) -> Rhs:
         if self.path is not None:
