@@ -10,8 +10,7 @@ the agent-visible data folder the sandbox mounts, the parent sets Pa(t) used by 
 scripted worker's mistakes when the benchmark ships them.
 
 Optional methods the runner uses when a benchmark has them: `worker_protocol(task)` (the LLM
-worker's native prompt and reply format, e.g. LongDS's DSGym-style tags), `units(task)` (the scored units when a
-rollout failed, e.g. DAComp-DE's tables), `collect(task, arm_dir, answers)` (gather what the agent
+worker's native prompt and reply format, e.g. LongDS's DSGym-style tags), `collect(task, arm_dir, answers)` (gather what the agent
 produced, e.g. SQL files in its scratch folder) and `after_run(run_dir)` (benchmark-specific
 outputs, e.g. DABstep's leaderboard files).
 """
@@ -26,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from stateguard.flows import FlowConfig
 from stateguard.task import Task
-from stateguard.workers.scripted import Fault
+from stateguard.workers.faults import Fault
 
 __all__ = ["Benchmark", "EvalTask"]
 
@@ -41,6 +40,9 @@ class EvalTask(BaseModel):
     level: str = "all"
     parents: dict[int, list[int]] = Field(default_factory=dict, description="Pa(t) for DCR (C.4).")
     faults: list[Fault] = Field(default_factory=list, description="The scripted worker's mistakes, if shipped.")
+    variant: str = Field(default="clean", description="Fault variant (eval.benchmarks.variants); clean = none.")
+    base_task: str = Field(default="", description="Task id shared by all variants of one task ('' = task_id).")
+    split: str = Field(default="all", description="Benchmark split, e.g. dev / heldout (reported apart).")
 
 
 class Benchmark(Protocol):
