@@ -193,7 +193,9 @@ def sql_flow(tree: ast.Module) -> tuple[set[str], set[str], set[str]]:
                 reads |= r - writes
                 writes |= w
     for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.id in receivers and id(node) not in plumbing_nodes:
+        # Binding the connection (`con = duckdb.connect()`) in the same cell is not a use of it as data.
+        if isinstance(node, ast.Name) and node.id in receivers and id(node) not in plumbing_nodes \
+                and not isinstance(node.ctx, ast.Store):  # fmt: skip
             other_uses.add(node.id)
     return reads, writes, receivers - other_uses
 

@@ -192,7 +192,12 @@ class Walker:
                                           method=method or None))  # fmt: skip
             else:
                 self.write_object(unit, chain, kind, deps, keep=True, method=method or None)
-        unit.reads += [("g", (t,), True) for t in fx.tables_read]
+        tables = [("g", (t,), True) for t in fx.tables_read]
+        unit.reads += tables
+        for w in unit.writes if tables else ():  # `x = con.table("x").df()`: x is the table x's content
+            if w.target is not None and w.kind == "bind":
+                w.deps = [*w.deps, *tables]
+                w.keep = w.keep or any(t[1] == w.target[1] for t in tables)
         for table, sources in fx.tables_written:
             unit.writes.append(SWrite(("g", (table,), True), "bind", [("g", (s,), True) for s in sources]))
         walrus = {("g", (name,), True) for name, _ in fx.binds}
