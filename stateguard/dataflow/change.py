@@ -3,11 +3,12 @@
 - `fingerprint(value)` -> `(digest, exact)`. Exact for small values (plain data, arrays up to
   `EXACT_BYTES`, frames up to `EXACT_CELLS` cells, any object whose pickle stays under
   `PICKLE_CAP` bytes; objects of classes defined in cells go through cloudpickle). For a large
-  array or frame it is structural: shape, labels, dtypes, and the identity and address of the
-  memory blocks holding the data, plus a strided sample of the numeric ones. That sees columns
-  added, dropped, replaced or reordered and any block rewritten, for tens of microseconds
-  instead of the ~6 ms a full hash of 100k rows costs; a change confined to unsampled cells of
-  an existing block is missed (`exact` False says so, and such a value is never called unchanged).
+  array it is structural: shape, dtype, strides, the buffer's address and a strided sample; for a
+  large frame: shape, column labels, dtypes and a strided sample of rows, column by column (never
+  the block layout, which pandas consolidates in place without changing a value). That sees
+  columns added, dropped, retyped or reordered and changes to sampled rows, for far less than the
+  ~6 ms a full hash of 100k rows costs; a change confined to unsampled rows is missed (`exact`
+  False says so, and such a value is never called unchanged).
 - `equal_content(old, new)`: whether a rebinding produced the same content (`y = 7` again,
   `df = pd.read_csv(same file)`): `==` for scalars, `DataFrame.equals` / `array_equal` for data of
   the same shape, fingerprints for the rest, the definition's source for functions.
@@ -94,31 +95,29 @@ def _ndarray() -> type | None:
 
 
 def _frame_digest(obj: Any) -> tuple[str, bool]:
-    """A pandas object's digest from its labels and its memory blocks: whole blocks when the object
-    has at most EXACT_CELLS cells (exact), else block identity, address and a strided sample."""
+    """A pandas object's digest from its labels, dtypes and values column by column: all of them when
+    the object has at most EXACT_CELLS cells (exact), else a strided sample of rows. Never from the
+    memory-block layout: pandas consolidates blocks in place (a boolean selection can do it), which
+    changes no value and must not count as a change."""
     np = sys.modules["numpy"]
     exact = obj.size <= EXACT_CELLS
     h = hashlib.blake2b(digest_size=8)
     h.update(repr((type(obj).__name__, obj.shape)).encode())
     labels = [obj.index] + ([obj.columns] if hasattr(obj, "columns") else [])
     for label in labels:
-        h.update(pickle.dumps(label, protocol=5) if exact or label is not obj.index else repr(id(label)).encode())
-    blocks = obj._mgr.blocks  # private pandas API: the memory blocks holding the data
-    for block in blocks:
-        values = block.values
-        dtype = values.dtype.str if isinstance(values, np.ndarray) else str(values.dtype)
-        h.update(repr((dtype, tuple(block.mgr_locs.as_array[:64]))).encode())
+        h.update(pickle.dumps(label, protocol=5) if exact or label is not obj.index else repr(len(label)).encode())
+    dtypes = [str(t) for t in obj.dtypes] if hasattr(obj, "columns") else [str(obj.dtype)]
+    h.update(repr(dtypes).encode())
+    part = obj if exact else obj.iloc[:: max(1, len(obj) // SAMPLE)]
+    columns = part._mgr.column_arrays if hasattr(part, "columns") else [part._values]  # private pandas API
+    for values in columns:
         if isinstance(values, np.ndarray) and not values.dtype.hasobject:
-            if exact:
-                h.update(np.ascontiguousarray(values).data)
-            else:
-                flat = values.reshape(-1)
-                h.update(repr((id(values), values.__array_interface__["data"][0])).encode())
-                h.update(np.ascontiguousarray(flat[:: max(1, flat.size // SAMPLE)]).data)
-        elif exact:
+            h.update(values.tobytes())  # (datetime columns offer no buffer: `.data` would raise)
+            continue
+        try:  # by value: the pickle of an Arrow-backed column changes when pandas rechunks it
+            h.update(sys.modules["pandas"].util.hash_array(np.asarray(values, dtype=object)).data)
+        except Exception:  # unhashable cells (lists, dicts)
             h.update(pickle.dumps(values, protocol=5))
-        else:  # an extension or object block of a large frame: its identity only
-            h.update(repr(id(values)).encode())
     return h.hexdigest(), exact
 
 

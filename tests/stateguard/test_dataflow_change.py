@@ -49,3 +49,21 @@ def test_content_equality_on_rebinding() -> None:
     assert equal_content(frame, frame.copy()) and not equal_content(frame, frame.assign(a=0.0))
     assert equal_content(np.arange(5), np.arange(5)) and not equal_content(np.arange(5), np.arange(1, 6))
     assert not equal_content(pd.DataFrame({"a": [1]}), pd.DataFrame({"b": [1]}))
+
+
+def test_frame_fingerprints_ignore_pandas_internal_rearrangements() -> None:
+    """Reading a frame can consolidate its memory blocks or rechunk an Arrow-backed string column;
+    no value changes, so the fingerprint must not either (else every reader turns stale). Dates
+    included: a datetime column offers no buffer to hash directly."""
+    for rows in (50, 50_000):  # exact, then structural
+        frame = pd.DataFrame({"s": pd.Series(["AAPL", "GOOG"] * (rows // 2), dtype="str"),
+                              "d": pd.date_range("2000-01-01", periods=rows, freq="h"), "p": np.arange(rows) * 1.0})  # fmt: skip
+        frame["r"] = frame["p"] * 2  # a second float block
+        before = fingerprint(frame)
+        assert before[0] and before[1] == (rows * 4 <= EXACT_CELLS)
+        recent = frame[frame["d"] >= "2000-01-02"]
+        sorted(frame["s"].unique())
+        frame._consolidate_inplace()
+        assert len(recent) and fingerprint(frame) == before
+        frame.loc[0, "p"] = -1.0
+        assert fingerprint(frame) != before  # row 0 is in the sample too
