@@ -115,7 +115,7 @@ def _frame_digest(obj: Any) -> tuple[str, bool]:
             h.update(values.tobytes())  # (datetime columns offer no buffer: `.data` would raise)
             continue
         try:  # by value: the pickle of an Arrow-backed column changes when pandas rechunks it
-            h.update(sys.modules["pandas"].util.hash_array(np.asarray(values, dtype=object)).data)
+            h.update(sys.modules["pandas"].util.hash_array(np.asarray(values, dtype=object), categorize=False).data)
         except Exception:  # unhashable cells (lists, dicts)
             h.update(pickle.dumps(values, protocol=5))
     return h.hexdigest(), exact
