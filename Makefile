@@ -63,6 +63,7 @@ data: $(STAMP) ## Fetch a benchmark's data from the Hugging Face Hub into data/<
 
 bench: $(STAMP) ## Runtime and sandbox micro-benchmarks, printed as tables
 	$(PY) -m eval.bench.runtime
+	$(PY) -m eval.bench.dataflow
 	$(PY) -m eval.bench.sandbox
 
 serve: $(STAMP) ## Serve a trained manager with vLLM (GPU only; on CPU it says to use serve-local)

@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import ast
 import copy
-import hashlib
 import io
-import pickle
 import re
 import time
 import traceback
@@ -26,7 +24,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from stateguard.dataflow import DataflowGraph, cell_dataflow
+from stateguard.dataflow import CellFacts, CellRecorder, DataflowGraph, cell_dataflow
+from stateguard.dataflow.change import content_hash
 
 
 class VariableSummary(BaseModel):
@@ -115,12 +114,18 @@ def split_last_expression(code: str) -> tuple[str, str | None]:
     return ast.unparse(tree), expression
 
 
+def cell_names(code: str, facts: CellFacts) -> tuple[list[str], list[str]]:
+    """(variables read, variables written) for a `CellResult`: what the cell's statements that ran
+    read and wrote, or the names in its text when it did not compile."""
+    if not facts.traced:
+        flow = cell_dataflow(code)
+        return flow.reads, flow.writes
+    return ([n for n in facts.roots_read() if n.isidentifier()], [n for n in facts.roots_written() if n.isidentifier()])
+
+
 def summarize(name: str, value: Any) -> VariableSummary:
     shape = getattr(value, "shape", None)
-    try:
-        digest = hashlib.sha256(pickle.dumps(value)).hexdigest()[:16]
-    except Exception:  # unpicklable objects still get a summary
-        digest = ""
+    digest = content_hash(value)  # the sandbox's hash: cloudpickle covers classes defined in cells
     return VariableSummary(
         name=name,
         type=type(value).__name__,
@@ -142,6 +147,7 @@ class DictWorkspace:
         self.namespace: dict[str, Any] = dict(namespace or {})
         self._checkpoints: dict[str, dict[str, Any]] = {}
         self.dataflow = DataflowGraph()
+        self.recorder = CellRecorder()  # statement-level dataflow with run-time facts, like the sandbox kernel
         self.degraded_reasons: list[str] = []  # nothing in-process can be lost behind its back
         self._cells = 0
         self._listing: list[VariableSummary] | None = None  # cached until the namespace may change
@@ -155,29 +161,29 @@ class DictWorkspace:
         self._listing = None
         self._cells += 1
         cell_id = self._cells
-        flow = cell_dataflow(code)
-        stale = {r: self.dataflow.stale_reasons(r) for r in flow.reads if self.dataflow.is_stale(r)}
-        before = {r: summarize(r, self.namespace[r]).content_hash for r in flow.reads if r in self.namespace}
         out, err = io.StringIO(), io.StringIO()
         start = time.perf_counter()
         value = error = tb = None
+        facts = CellFacts(traced=False)
+        failed = True
         try:
-            body, last = split_last_expression(code)
+            prepared = self.recorder.start(code, self.namespace)  # a SyntaxError is the cell's error
             with redirect_stdout(out), redirect_stderr(err):
-                exec(compile(body, "<cell>", "exec"), self.namespace)
-                if last is not None:
-                    result = eval(compile(last, "<cell>", "eval"), self.namespace)
+                exec(prepared.body, self.namespace)
+                if prepared.last is not None:
+                    result = eval(prepared.last, self.namespace)
                     value = None if result is None else _value_repr(result)
+            failed = False
         except Exception as exc:
             error, tb = f"{type(exc).__name__}: {exc}", traceback.format_exc(limit=5)
+        finally:
+            facts = self.recorder.finish(failed=failed)
         wall = time.perf_counter() - start
-        mutated = {r for r, h in before.items() if r in self.namespace and summarize(r, self.namespace[r]).content_hash != h}
-        writes = set(flow.writes) | mutated
-        if error is None:
-            self.dataflow.record(cell_id, reads=flow.reads, writes=writes)
+        stale = self.dataflow.apply(cell_id, facts)
+        reads, writes = cell_names(code, facts)
         return CellResult(
             cell_id=cell_id, ok=error is None, stdout=out.getvalue(), stderr=err.getvalue(), value=value,
-            error=error, traceback=tb, wall_s=wall, reads=flow.reads, writes=sorted(writes), stale_reads=stale,
+            error=error, traceback=tb, wall_s=wall, reads=reads, writes=writes, stale_reads=stale,
         )  # fmt: skip
 
     def get_value(self, name: str) -> Any:

@@ -8,5 +8,6 @@ import pytest
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "published_data: reads published benchmark samples from ../shared/benchmarks (tests/support/published.py)",
+        "published_data: reads published material staged in ../shared: benchmark samples "
+        "(tests/support/published.py), the ipyflow conformance suite (tests/stateguard/test_ipyflow_conformance.py)",
     )

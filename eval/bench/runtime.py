@@ -22,7 +22,6 @@ from omegaconf import DictConfig
 from pydantic import BaseModel
 
 from stateguard import Harness, HarnessConfig, StateStore, WorkerStep
-from stateguard.dataflow import DataflowGraph, cell_dataflow
 from stateguard.hints import state_hint
 from stateguard.state import AnalyticalState, Conclusion, Relation, RelationType, VariableRef
 
@@ -139,24 +138,6 @@ def bench_size(n: int, cfg: DictConfig) -> list[Row]:
     return rows
 
 
-_CELL = (
-    "kept_cost = float(kept['cost'].sum())\nmargin = revenue - kept_cost\nmargin_per_order = margin / len(kept)\n"
-    "result = {'answer_type': 'scalar', 'margin_per_order': round(margin_per_order, 2)}\nprint(result)"
-)
-
-
-def bench_dataflow(samples: int) -> Row:
-    """Static dataflow recording (AST analysis + graph update) for one typical 5-line cell."""
-    graph = DataflowGraph()
-
-    def record(i: int) -> None:
-        flow = cell_dataflow(_CELL)
-        graph.record(i, reads=flow.reads, writes=flow.writes)
-
-    med, p99 = _measure(record, samples)
-    return Row(operation="static dataflow recording per cell (size = cells)", size=samples, median_ms=med, p99_ms=p99)
-
-
 def run(cfg: DictConfig) -> list[Row]:
     Path(cfg.work_dir).mkdir(parents=True, exist_ok=True)
     rows: list[Row] = []
@@ -179,8 +160,6 @@ def render(rows: list[Row]) -> str:
 @hydra.main(version_base=None, config_path="../../configs", config_name="bench")
 def main(cfg: DictConfig) -> None:
     print(render(run(cfg)))
-    print()
-    print(render([bench_dataflow(int(cfg.samples) * 10)]))
 
 
 if __name__ == "__main__":

@@ -9,9 +9,10 @@
 - `run_probe` forks the live kernel (copy-on-write), so a verification program over a loaded
   100k-row DataFrame should cost milliseconds; the alternative without a live kernel is a fresh
   interpreter that imports pandas and loads the same CSV (`fresh python`).
-- Every cell hashes the variables it reads before and after it runs (the runtime half of the
-  dataflow). The overhead row compares the same ~10 ms cell with and without that hashing
-  (`SandboxWorkspace(..., runtime_hashing=False)`).
+- Every cell records its dataflow in the kernel; its value checks (fingerprints of variables
+  handed to calls, content equality of rewritten ones) can be turned off with
+  `SandboxWorkspace(..., runtime_hashing=False)`. The overhead row compares the same ~10 ms cell
+  with and without them (`python -m eval.bench.dataflow` measures the whole recording).
 - Kernel start, snapshot and restore of the same frame, for scale.
 
     python -m eval.bench.sandbox                  # or: make bench
@@ -161,10 +162,10 @@ def run(
             with_hash = _timed(lambda: walls.append(hashed.run_cell(CELL).wall_s * 1000), cells)
             without = _timed(lambda: plain.run_cell(CELL).wall_s, cells)
             out.append(_row("cell body alone (wall_s inside the kernel)", walls))
-            out.append(_row("cell round trip, static dataflow only", without))
-            out.append(_row("cell round trip, static + runtime hashing of reads", with_hash))
+            out.append(_row("cell round trip, dataflow without value checks", without))
+            out.append(_row("cell round trip, dataflow with value checks", with_hash))
             overhead = [w - o for w, o in zip(sorted(with_hash), sorted(without), strict=True)]
-            out.append(_row("runtime hashing overhead per cell (quantile difference)", overhead))
+            out.append(_row("value checks' cost per cell (quantile difference)", overhead))
             out.append(_row(f"snapshot ({rows:,}-row frame)", _timed(lambda: hashed.snapshot("bench"), 5)))
             out.append(_row(f"restore ({rows:,}-row frame)", _timed(lambda: hashed.restore("bench"), 5)))
         finally:

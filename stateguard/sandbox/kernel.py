@@ -30,6 +30,7 @@ from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
+from stateguard.dataflow import CellRecorder
 from stateguard.sandbox import policy
 from stateguard.sandbox.guards import BoundedText, CellTimers, ThreadSweep, apply_process_limits
 from stateguard.sandbox.protocol import (
@@ -43,7 +44,7 @@ from stateguard.sandbox.protocol import (
 from stateguard.sandbox.scratch import seed
 from stateguard.sandbox.snapshot import differing_names, dump_namespace, load_namespace
 from stateguard.sandbox.values import content_hash, describe, to_json_value
-from stateguard.workspace import _value_repr, split_last_expression
+from stateguard.workspace import _value_repr
 
 _THIS_FILE = __file__
 
@@ -74,6 +75,8 @@ class Kernel:
         self.grace = float(limits["grace_seconds"])
         self.memory_mb = int(limits["memory_mb"])
         self.namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
+        self.flow = CellRecorder()  # statement-level dataflow, the same code as DictWorkspace's
+        self.flow.attach(self.namespace)
         isolated = config.get("isolation") == "bwrap"
         self.notes = seed(Path(config["seed_dir"]), Path(config["scratch_dir"])) if config.get("seed_dir") else []
         os.chdir(config["scratch_dir"])
@@ -127,20 +130,21 @@ class Kernel:
     def run(self, request: dict[str, Any]) -> dict[str, Any]:
         self._listing = None  # the cell may change any value
         code = str(request["code"])
-        hashed = [n for n in request.get("hash", []) if n in self.namespace]
-        before = {n: content_hash(self.namespace[n]) for n in hashed}
+        self.flow.check_values = bool(request.get("check_values", True))
         out, err = BoundedText(self.max_output), BoundedText(self.max_output)
         value = error = tb = None
         # Tracebacks show the cell's lines: linecache serves "<cell>" from here.
         linecache.cache["<cell>"] = (len(code), None, code.splitlines(keepends=True), "<cell>")
         start = time.perf_counter()
+        failed = True
         try:
             with redirect_stdout(out), redirect_stderr(err), self.timers.armed("cell"):
-                body, last = split_last_expression(code)
-                exec(compile(body, "<cell>", "exec"), self.namespace)
-                if last is not None:
-                    result = eval(compile(last, "<cell>", "eval"), self.namespace)
+                prepared = self.flow.start(code, self.namespace)
+                exec(prepared.body, self.namespace)
+                if prepared.last is not None:
+                    result = eval(prepared.last, self.namespace)
                     value = None if result is None else _value_repr(result, min(2000, self.max_output))
+            failed = False
         except BaseException as exc:  # SystemExit/KeyboardInterrupt end the cell, not the kernel
             error, tb = f"{type(exc).__name__}: {exc}", _user_traceback(exc)
             if isinstance(exc, MemoryError):
@@ -148,14 +152,12 @@ class Kernel:
                     f" (sandbox: the process is capped at memory_mb={self.memory_mb} MiB of address space)"
                 )
         wall = time.perf_counter() - start
-        threads = self.threads.sweep()  # before the hashes: a stopped thread changes nothing after them
-        mutated = [
-            n for n, h in before.items() if n in self.namespace and content_hash(self.namespace[n]) != h
-        ]
+        threads = self.threads.sweep()  # before the dataflow's fingerprints: a stopped thread changes nothing after them
+        facts = self.flow.finish(failed=failed)
         return {
             "ok": error is None, "stdout": out.getvalue(), "stderr": err.getvalue(), "value": value,
-            "error": error, "traceback": tb, "wall_s": wall, "mutated": mutated, "names": self._names(),
-            "threads": threads,
+            "error": error, "traceback": tb, "wall_s": wall, "flow": facts.model_dump(mode="json"),
+            "names": self._names(), "threads": threads,
         }  # fmt: skip
 
     def get(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -190,6 +192,7 @@ class Kernel:
         self._listing = None
         payload = self.reader.read_blob()  # always consume the blob, even if loading fails
         self.namespace, failed = load_namespace(payload, self.namespace)
+        self.flow.attach(self.namespace)
         return {"ok": True, "names": self._names(), "failed": failed}
 
     def verify(self, request: dict[str, Any]) -> dict[str, Any]:

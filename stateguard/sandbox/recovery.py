@@ -122,7 +122,7 @@ def replay(
                 raise ReplayFailed(f"it took longer than replay_seconds={budget_s:g} (stopped at step {i + 1})")
             if op.kind == "cell":
                 cell_no += 1
-                reply = kernel.request({"op": "run", "code": op.code, "hash": []}, cell_timeout)
+                reply = kernel.request({"op": "run", "code": op.code}, cell_timeout)
                 if outcome_digest(reply) != op.digest:
                     got = "ok" if reply.get("ok") else reply.get("error")
                     raise ReplayFailed(f"cell {cell_no} ended differently on replay ({got}; different output or error)")

@@ -29,14 +29,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from stateguard.dataflow import DataflowGraph, cell_dataflow
+from stateguard.dataflow import CellFacts, DataflowGraph, cell_dataflow
 from stateguard.sandbox.checkpoints import CheckpointFiles, CheckpointInfo, SnapshotReply
 from stateguard.sandbox.isolation import check_isolation, sandbox_uid
 from stateguard.sandbox.limits import SandboxLimits
 from stateguard.sandbox.process import KernelDied, KernelProcess
 from stateguard.sandbox.recovery import History, Op, ReplayFailed, replay
 from stateguard.sandbox.scratch import Mirror
-from stateguard.workspace import CellResult, ProbeResult, VariableSummary
+from stateguard.workspace import CellResult, ProbeResult, VariableSummary, cell_names
 
 _DEFAULT_LIMITS = SandboxLimits()
 ADMIN_TIMEOUT_S = 60.0  # snapshot/restore/list may take longer than a cell limit on large data
@@ -50,7 +50,7 @@ class _RunReply(BaseModel):
     error: str | None = None
     traceback: str | None = None
     wall_s: float = 0.0
-    mutated: list[str] = []
+    flow: CellFacts = CellFacts(traced=False)
     names: list[str] = []
     threads: dict[str, list[str]] = {}
 
@@ -62,7 +62,8 @@ def _close_kernel(holder: list[KernelProcess]) -> None:
 
 
 class SandboxWorkspace:
-    """See the module docstring; `runtime_hashing=False` keeps only the static dataflow (benchmarks)."""
+    """See the module docstring; `runtime_hashing=False` skips the dataflow's value checks (fingerprints
+    of variables handed to calls, content equality of rewritten ones; for benchmarks)."""
 
     def __init__(
         self,
@@ -284,19 +285,18 @@ class SandboxWorkspace:
         with self._lock:
             self._cells += 1
             cell_id = self._cells
-            flow = cell_dataflow(code)
-            stale = {r: self.dataflow.stale_reasons(r) for r in flow.reads if self.dataflow.is_stale(r)}
             notes, self._pending_notes = self._pending_notes, []
-            base = {"cell_id": cell_id, "reads": flow.reads, "stale_reads": stale}
+            # Should the kernel die, the cell's text is all there is: its names, checked before it ran.
+            static = cell_dataflow(code)
+            stale = {r: self.dataflow.stale_reasons(r) for r in static.reads if self.dataflow.is_stale(r)}
+            base = {"cell_id": cell_id, "reads": static.reads, "stale_reads": stale}
             if not self.kernel.alive():  # died between calls: run on rebuilt state only, else report
                 cause = self.kernel.describe_exit()
                 degraded = len(self.degraded_reasons)
                 notes += self._recover(cause, lost_upto=cell_id - 1)
                 if len(self.degraded_reasons) > degraded:
                     return CellResult(**base, ok=False, error=f"SandboxDied: {cause}", notes=notes)
-            # Names the static analysis already counts as writes need no hashing.
-            hashed = [r for r in flow.reads if r not in flow.writes] if self.runtime_hashing else []
-            request = {"op": "run", "code": code, "hash": hashed}
+            request = {"op": "run", "code": code, "check_values": self.runtime_hashing}
             try:
                 raw = self.kernel.request(request, self._cell_timeout())
                 reply = _RunReply.model_validate(raw)
@@ -311,14 +311,13 @@ class SandboxWorkspace:
             self._names = reply.names
             self.history.cell(code, raw)
             notes += self._sync_scratch() + _thread_notes(reply.threads)
-            mutated = set(reply.mutated) & set(hashed)  # only names we asked the kernel to hash
-            writes = set(flow.writes) | mutated
-            if reply.ok:
-                self.dataflow.record(cell_id, reads=flow.reads, writes=writes)
+            stale = self.dataflow.apply(cell_id, reply.flow)
+            reads, writes = cell_names(code, reply.flow)
             cap = self.limits.max_output_chars + 200
             return CellResult(
-                **base, ok=reply.ok, stdout=reply.stdout[:cap], stderr=reply.stderr[:cap], value=reply.value,
-                error=reply.error, traceback=reply.traceback, wall_s=reply.wall_s, writes=sorted(writes), notes=notes,
+                cell_id=cell_id, ok=reply.ok, stdout=reply.stdout[:cap], stderr=reply.stderr[:cap], value=reply.value,
+                error=reply.error, traceback=reply.traceback, wall_s=reply.wall_s, reads=reads, writes=writes,
+                stale_reads=stale, notes=notes,
             )  # fmt: skip
 
     def get_value(self, name: str) -> Any:

@@ -43,3 +43,22 @@ def test_a_redefined_table_makes_its_sql_children_stale() -> None:
         flow = cell_dataflow(code)
         g.record(i, reads=flow.reads, writes=flow.writes)
     assert g.stale() == {"margin": ["revenue"]}
+
+
+def test_statement_level_sql_in_a_workspace() -> None:
+    """Turn-by-turn SQL as the dev set's tasks write it: the connection is made in the cell that
+    creates the first tables, and a frame is read back from the table of the same name."""
+    from stateguard.workspace import DictWorkspace
+
+    ws = DictWorkspace()
+    first = ws.run_cell(
+        'import duckdb\ncon = duckdb.connect()\ncon.execute("CREATE TABLE base AS SELECT * FROM range(10) t(x)")\n'
+        'con.execute("CREATE OR REPLACE TABLE trials AS SELECT * FROM base")'
+    )
+    assert first.ok and {"base", "trials"} <= set(first.writes), first
+    made = ws.run_cell('con.execute("""\nCREATE OR REPLACE TABLE rank AS\nSELECT AVG(x) AS m FROM trials\n""")\n'
+                       'rank = con.table("rank").df()')  # fmt: skip
+    assert made.ok and made.stale_reads == {}
+    assert ws.run_cell('con.execute("CREATE OR REPLACE TABLE trials AS SELECT * FROM base WHERE x <> 3")').ok
+    assert ws.run_cell("rank").stale_reads == {"rank": ["trials"]}
+    assert ws.dataflow.stale() == {"rank": ["trials"]}

@@ -323,11 +323,11 @@ DATAFLOW = [
     ("lst.append(total)", ["lst", "total"], ["lst"]),
     ("df['c'] = df['a'] * 2", ["df"], ["df"]),
     ("arr = np.arange(50)", ["np"], ["arr"]),
-    ("np.random.seed(0)\nnp.random.shuffle(arr)", ["arr", "np"], ["arr"]),  # only the runtime hash sees it
+    ("np.random.seed(0)\nnp.random.shuffle(arr)", ["arr", "np"], ["arr", "np"]),  # seeding changes np.random
     ("import random", [], ["random"]),
-    ("def scramble(items):\n    random.Random(1).shuffle(items)", ["random"], ["scramble"]),
+    ("def scramble(items):\n    random.Random(1).shuffle(items)", [], ["scramble"]),  # globals are read at call time
     ("lst.extend(range(20))", ["lst"], ["lst"]),
-    ("scramble(lst)", ["lst", "scramble"], ["lst"]),  # mutation through a helper: runtime hash only
+    ("scramble(lst)", ["lst", "random", "scramble"], ["lst"]),  # a change through a helper: its fingerprint
     ("n_rows = len(df)", ["df"], ["n_rows"]),  # a pure read is not a write
     ("base = 10", [], ["base"]),
     ("derived = base * 2", ["base"], ["derived"]),
@@ -345,26 +345,42 @@ def test_dataflow_table_matches_dict_workspace(ws: SandboxWorkspace) -> None:
         assert (got.reads, got.writes) == (reads, writes), code
         assert (got.reads, got.writes, got.stale_reads) == (ref.reads, ref.writes, ref.stale_reads), code
     assert got.stale_reads == {"derived": ["base"]}
-    # total and lst were computed from df before its in-place changes: stale too.
-    expected = {"derived": ["base"], "out": ["base"], "total": ["df"], "lst": ["df"]}
+    # total and lst were computed from column a of df before df changed in place: stale too.
+    expected = {"derived": ["base"], "out": ["base"], "total": ["df['a']"], "lst": ["df['a']"]}
     assert ws.dataflow.stale() == reference.dataflow.stale() == expected
     assert ws.dataflow.history() == reference.dataflow.history()
 
 
-def test_failing_cells_match_dict_workspace_and_are_not_recorded(ws: SandboxWorkspace) -> None:
+def test_statement_level_dataflow_matches_dict_workspace(ws: SandboxWorkspace) -> None:
+    """The statement-level cases, one after another in one namespace: same verdicts, same reasons."""
+    from tests.stateguard.test_dataflow_statements import CASES
+
+    reference = DictWorkspace()
+    for _, cells, _ in CASES:
+        for code in cells:
+            got, ref = ws.run_cell(code), reference.run_cell(code)
+            assert (got.ok, got.error, got.stale_reads, got.reads, got.writes) == (
+                ref.ok, ref.error, ref.stale_reads, ref.reads, ref.writes
+            ), code  # fmt: skip
+    assert ws.dataflow.stale() == reference.dataflow.stale()
+    assert ws.dataflow.history() == reference.dataflow.history()
+
+
+def test_failing_cells_match_dict_workspace_and_record_what_completed(ws: SandboxWorkspace) -> None:
     reference = DictWorkspace()
     for code in ("x = (", "y = undefined_name + 1", "z = 1\nraise ValueError('bad')"):
         got, ref = ws.run_cell(code), reference.run_cell(code)
         assert (got.ok, got.error, got.reads, got.writes) == (ref.ok, ref.error, ref.reads, ref.writes), code
-    assert not got.ok and got.error == "ValueError: bad"
-    assert ws.dataflow.history() == reference.dataflow.history() == []
+    assert not got.ok and got.error == "ValueError: bad" and got.writes == ["z"]
+    # Nothing of the first two cells ran to completion; the third bound z before it raised.
+    assert ws.dataflow.history() == reference.dataflow.history() == [(2, ["undefined_name"], []), (3, [], ["z"])]
 
 
 def test_without_runtime_hashing_only_static_writes(dirs: Dirs) -> None:
     ws = dirs.workspace(runtime_hashing=False)
     try:
-        ws.run_cell("import numpy as np\narr = np.arange(50)")
-        assert ws.run_cell("np.random.shuffle(arr)").writes == []
+        ws.run_cell("import random\nlst = list(range(50))\ndef scramble(items):\n    random.Random(1).shuffle(items)")
+        assert ws.run_cell("scramble(lst)").writes == []  # only a fingerprint would see this change
     finally:
         ws.close()
 
@@ -409,6 +425,21 @@ def test_probe_respects_limits(ws: SandboxWorkspace) -> None:
 
 
 # --- death and recovery -------------------------------------------------------------------------
+def test_cell_functions_restored_into_a_fresh_kernel_still_run(dirs: Dirs) -> None:
+    """Their coverage stores name blocks the new process never issued; they run (untraced) anyway.
+    Replay is off, so the functions come back from the checkpoint rather than being defined again."""
+    ws = dirs.workspace(NO_REPLAY)
+    ws.run_cell("T = 3\ndef f(v):\n    if v:\n        return T\n    return 0\nfor i in range(5):\n    f(i)")
+    ws.snapshot("c1")
+    assert not ws.run_cell("import os\nos._exit(1)").ok
+    r = ws.run_cell("r = f(1) + f(0)\nr")
+    assert r.ok and r.value == "3", r.error
+    assert ws.run_cell("def g():\n    return T\nq = g()").ok  # a function defined after the restart is traced
+    ws.run_cell("T = 4")
+    assert ws.run_cell("q").stale_reads == {"q": ["T"]}
+    ws.close()
+
+
 def test_os_exit_is_recovered_from_the_last_checkpoint(dirs: Dirs) -> None:
     ws = dirs.workspace(NO_REPLAY)
     _setup(ws)

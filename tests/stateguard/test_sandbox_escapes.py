@@ -324,6 +324,16 @@ def test_scratch_is_mirrored_and_links_are_not(ws: SandboxWorkspace, layout: Lay
     assert not (layout.scratch / "out" / "result.csv").exists()
 
 
+def test_mirroring_keeps_no_descriptor_open(ws: SandboxWorkspace) -> None:
+    """The parent mirrors the scratch dir after every cell: a descriptor kept per walk would exhaust the
+    parent's fds (select() fails past 1024) after a few hundred cells."""
+    assert ws.run_cell("import os\nos.makedirs('a/b', exist_ok=True)").ok
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(5):
+        assert ws.run_cell("x = 1").ok
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
 def test_threads_are_used_by_libraries_without_noise(ws: SandboxWorkspace) -> None:
     r = ws.run_cell("import duckdb\ncon = duckdb.connect()\ncon.execute('select sum(i) from range(100000) t(i)').fetchall()")
     assert r.ok and r.notes == [], r

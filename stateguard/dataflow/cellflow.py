@@ -1,29 +1,21 @@
-"""Per-cell dataflow: which names a cell reads and writes, and which variables are now stale.
+"""Which top-level names a cell reads and writes, read off its text alone (no run).
 
-`cell_dataflow(code)` is the static half (AST): names loaded, names stored, and in-place writes
+`cell_dataflow(code)` is what the policies, tools and trajectories use to describe a step: names
+loaded, names stored, and in-place writes
 (`df.drop(..., inplace=True)`, `lst.append(x)`, `df[col] = ...`, `obj.attr = ...`). SQL run
 through a connection counts too: the tables a `con.execute("...")` / `.sql` / `.query` string
 reads (FROM/JOIN, CTEs excluded; `stateguard.sql`) are reads, the tables it creates or inserts
 into are writes, and `con.table("t")` reads `t`; a table and a Python variable of the same name
 are one artifact. A connection used only to run SQL is plumbing, not data: it is not a read.
-The runtime half (a content hash of each read variable before and after the cell) is added by
-the workspace, which passes any changed name as `mutated`.
-
-`DataflowGraph` versions every variable by the cell that last wrote it and remembers which
-input versions each write consumed. When an input is redefined, everything derived from the
-old version becomes traceably stale, transitively (the idea behind ipyflow's staleness).
-
-    g = DataflowGraph(); g.record(1, reads={"orders"}, writes={"revenue"})
-    g.record(2, reads={"revenue"}, writes={"margin"}); g.record(3, reads=set(), writes={"revenue"})
-    g.stale() == {"margin": ["revenue"]}
+Staleness does not use it: the workspaces record statement-level dataflow with run-time facts
+(`stateguard.dataflow.recorder`, `stateguard.dataflow.graph`). This module also holds the SQL
+helpers both share.
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
-from collections.abc import Iterable
-from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict
 from sqlglot import exp
@@ -40,6 +32,10 @@ SQL_METHODS = frozenset({"execute", "executemany", "sql", "query"})
 _FIELD = "__fstring_field__"  # stands for an f-string placeholder; never reported as a table
 TABLE_METHODS = frozenset({"table", "view"})  # con.table("t") reads t
 PLUMBING_METHODS = SQL_METHODS | TABLE_METHODS | {"close", "commit", "fetchone", "fetchall", "df", "register"}
+PANDAS_INPLACE_METHODS = frozenset(
+    {"fillna", "drop", "rename", "reset_index", "set_index", "sort_values", "replace", "dropna", "drop_duplicates",
+     "astype"}
+)  # these return a copy unless inplace=True  # fmt: skip
 
 
 class CellFlow(BaseModel):
@@ -67,8 +63,7 @@ def _is_inplace_call(node: ast.Call) -> str | None:
         k.arg == "inplace" and isinstance(k.value, ast.Constant) and k.value.value is True for k in node.keywords
     )
     # `df.fillna(0)` returns a copy unless inplace=True; list/dict/set methods always mutate.
-    pandas_style = func.attr in {"fillna", "drop", "rename", "reset_index", "set_index", "sort_values",
-                                 "replace", "dropna", "drop_duplicates", "astype"}  # fmt: skip
+    pandas_style = func.attr in PANDAS_INPLACE_METHODS
     if (pandas_style and inplace_kw) or (not pandas_style and func.attr in MUTATING_METHODS):
         return _base_name(func.value)
     return None
@@ -125,13 +120,13 @@ def cell_dataflow(code: str) -> CellFlow:
     reads -= _BUILTINS - top_level
     reads -= local_defs - top_level
     writes = rebound | inplace
-    sql_reads, sql_writes, plumbing = _sql_flow(tree)
+    sql_reads, sql_writes, plumbing = sql_flow(tree)
     reads = (reads - plumbing) | sql_reads  # `t = con.table("t").df()` reads the table t, writes the variable
     writes |= sql_writes
     return CellFlow(valid=True, reads=sorted(reads), writes=sorted(writes), inplace=sorted(inplace - rebound))
 
 
-def _string_values(tree: ast.Module) -> dict[str, str]:
+def string_values(tree: ast.Module) -> dict[str, str]:
     """Top-level `name = "literal"` assignments of the cell (a SQL text kept in a variable)."""
     out: dict[str, str] = {}
     for stmt in tree.body:
@@ -142,7 +137,7 @@ def _string_values(tree: ast.Module) -> dict[str, str]:
     return out
 
 
-def _text(node: ast.AST | None, strings: dict[str, str]) -> str | None:
+def sql_text(node: ast.AST | None, strings: dict[str, str]) -> str | None:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     if isinstance(node, ast.Name):
@@ -152,7 +147,7 @@ def _text(node: ast.AST | None, strings: dict[str, str]) -> str | None:
     return None
 
 
-def _sql_tables(sql: str) -> tuple[set[str], set[str]]:
+def sql_tables(sql: str) -> tuple[set[str], set[str]]:
     try:
         statements = parse_statements(sql)
     except Exception:  # not SQL after all (SQLParseError, or another sqlglot error)
@@ -168,9 +163,9 @@ def _sql_tables(sql: str) -> tuple[set[str], set[str]]:
     return reads, writes
 
 
-def _sql_flow(tree: ast.Module) -> tuple[set[str], set[str], set[str]]:
+def sql_flow(tree: ast.Module) -> tuple[set[str], set[str], set[str]]:
     """(tables read, tables written, receivers used only as plumbing) of SQL run in the cell."""
-    strings = _string_values(tree)
+    strings = string_values(tree)
     reads: set[str] = set()
     writes: set[str] = set()
     receivers: set[str] = set()
@@ -186,7 +181,7 @@ def _sql_flow(tree: ast.Module) -> tuple[set[str], set[str], set[str]]:
             receivers.add(receiver.id)
             plumbing_nodes.add(id(receiver))
         if method in SQL_METHODS or method in TABLE_METHODS:
-            text = _text(node.args[0] if node.args else None, strings)
+            text = sql_text(node.args[0] if node.args else None, strings)
             if text is None:
                 continue
             if method in TABLE_METHODS:
@@ -194,11 +189,13 @@ def _sql_flow(tree: ast.Module) -> tuple[set[str], set[str], set[str]]:
                 if name not in writes:
                     reads.add(name)
             else:
-                r, w = _sql_tables(text)
+                r, w = sql_tables(text)
                 reads |= r - writes
                 writes |= w
     for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.id in receivers and id(node) not in plumbing_nodes:
+        # Binding the connection (`con = duckdb.connect()`) in the same cell is not a use of it as data.
+        if isinstance(node, ast.Name) and node.id in receivers and id(node) not in plumbing_nodes \
+                and not isinstance(node.ctx, ast.Store):  # fmt: skip
             other_uses.add(node.id)
     return reads, writes, receivers - other_uses
 
@@ -223,88 +220,3 @@ def _top_level_bindings(tree: ast.Module) -> set[str]:
 
     visit(tree)
     return names
-
-
-@dataclass
-class _Var:
-    version: int  # id of the cell that last wrote it
-    inputs: dict[str, int] = field(default_factory=dict)  # input name -> input version consumed
-
-
-class DataflowGraph:
-    """Variable versions by writing cell, with the input versions each write consumed."""
-
-    def __init__(self) -> None:
-        self._vars: dict[str, _Var] = {}
-        self._history: list[tuple[int, list[str], list[str]]] = []
-
-    def record(self, cell_id: int, *, reads: Iterable[str], writes: Iterable[str]) -> None:
-        """A cell ran: each written name gets version `cell_id` and depends on the versions read.
-
-        A name both read and written (e.g. `df = df.dropna()`, `lst.append(x)`) keeps its own
-        earlier inputs, so it stays stale if it was stale.
-        """
-        reads, writes = set(reads), set(writes)
-        consumed = {r: self._vars[r].version for r in reads if r in self._vars}
-        for name in writes:
-            inputs = {k: v for k, v in consumed.items() if k != name}
-            if name in reads and name in self._vars:
-                inputs = {**self._vars[name].inputs, **inputs}
-            self._vars[name] = _Var(version=cell_id, inputs=inputs)
-        self._history.append((cell_id, sorted(reads), sorted(writes)))
-
-    def forget(self, names: Iterable[str]) -> None:
-        """Variables deleted from the workspace (heavy repair) leave the graph."""
-        for name in names:
-            self._vars.pop(name, None)
-
-    def version(self, name: str) -> int | None:
-        var = self._vars.get(name)
-        return None if var is None else var.version
-
-    def inputs(self, name: str) -> dict[str, int]:
-        var = self._vars.get(name)
-        return {} if var is None else dict(var.inputs)
-
-    def stale_reasons(self, name: str) -> list[str]:
-        """Inputs of `name` (direct or transitive) that were redefined after `name` consumed them."""
-        reasons: list[str] = []
-        seen: set[str] = set()
-        stack = [name]
-        while stack:
-            current = stack.pop()
-            if current in seen or current not in self._vars:
-                continue
-            seen.add(current)
-            for dep, used in self._vars[current].inputs.items():
-                now = self._vars.get(dep)
-                if now is not None and now.version != used:
-                    reasons.append(dep)
-                else:
-                    stack.append(dep)
-        return sorted(set(reasons))
-
-    def is_stale(self, name: str) -> bool:
-        return bool(self.stale_reasons(name))
-
-    def stale(self) -> dict[str, list[str]]:
-        """Every stale variable with the redefined inputs that make it stale."""
-        out = {}
-        for name in self._vars:
-            reasons = self.stale_reasons(name)
-            if reasons:
-                out[name] = reasons
-        return out
-
-    def derived_from(self, name: str) -> list[str]:
-        """Variables whose recorded inputs include `name`, transitively."""
-        out: set[str] = set()
-        frontier = {name}
-        while frontier:
-            nxt = {v for v, var in self._vars.items() if frontier & var.inputs.keys() and v not in out}
-            out |= nxt
-            frontier = nxt
-        return sorted(out - {name})
-
-    def history(self) -> list[tuple[int, list[str], list[str]]]:
-        return list(self._history)

@@ -1,0 +1,105 @@
+"""The markers the instrumentation inserts into a cell's AST, and how to recognize them again.
+
+`__sgflow__` is the recorder's hook object, `__sgcov__` its coverage dict and `__sgloops__` the
+flags of a cell's loops, all put into the namespace by `CellRecorder.attach` (see `recorder.py` for what each marker records and
+`units.py` for where they go). Inserted nodes take the position of the code they stand for, so
+tracebacks and line numbers stay the user's.
+"""
+
+from __future__ import annotations
+
+import ast
+
+HOOK = "__sgflow__"  # the recorder's name in the namespace (see recorder.py)
+COVERAGE = "__sgcov__"  # a dict in the namespace: function blocks (and untraced loop blocks) that ran
+LOOPS = "__sgloops__"  # a dict in the namespace: 1 for a cell-level loop past its traced iterations
+NO_UNIT = (ast.Pass, ast.Break, ast.Continue, ast.Global, ast.Nonlocal)
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.TryStar, ast.With, ast.AsyncWith, ast.Match)
+EXITS = (ast.Continue, ast.Break, ast.Raise, ast.Try, ast.TryStar, ast.Return)
+
+
+def located(node: ast.AST, at: ast.AST) -> ast.AST:
+    """Give `node` and the nodes under it that have no position the position of `at`."""
+    where = {k: getattr(at, k, None) for k in ("lineno", "col_offset", "end_lineno", "end_col_offset")}
+    for part in ast.walk(node):
+        if "lineno" in part._attributes and not hasattr(part, "lineno"):
+            for k, v in where.items():
+                setattr(part, k, v)
+    return node
+
+
+def hook_call(method: str, *args: ast.expr | int) -> ast.Call:
+    parts = [a if isinstance(a, ast.expr) else ast.Constant(a) for a in args]
+    func = ast.Attribute(value=ast.Name(id=HOOK, ctx=ast.Load()), attr=method, ctx=ast.Load())
+    return ast.Call(func=func, args=parts, keywords=[])
+
+
+def cover_stmt(block: int, at: ast.AST) -> ast.stmt:
+    """`__sgcov__[block] = 1`: a dict store, cheap enough for hot loops and functions called often."""
+    target = ast.Subscript(value=ast.Name(id=COVERAGE, ctx=ast.Load()), slice=ast.Constant(block), ctx=ast.Store())
+    return located(ast.Assign(targets=[target], value=ast.Constant(1)), at)  # type: ignore[return-value]
+
+
+def hook_stmt(method: str, *args: ast.expr | int, at: ast.AST) -> ast.stmt:
+    stmt = ast.Expr(value=hook_call(method, *args))
+    return located(stmt, at)  # type: ignore[return-value]
+
+
+def wrap(node: ast.expr, method: str, ident: int) -> ast.Call:
+    return located(hook_call(method, ident, node), node)  # type: ignore[return-value]
+
+
+def walk_local(node: ast.AST) -> list[ast.AST]:
+    """`node` and what is under it, outside nested functions and classes."""
+    out: list[ast.AST] = []
+    stack = [node]
+    while stack:
+        part = stack.pop()
+        out.append(part)
+        stack.extend(c for c in ast.iter_child_nodes(part) if not isinstance(c, SCOPES))
+    return out
+
+
+def marker_of(st: ast.stmt) -> tuple[str, int] | None:
+    """('u', 3) for `__sgflow__.u(3)`, and so on; None for any other statement."""
+    if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
+        func = st.value.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == HOOK:
+            arg = st.value.args[0] if st.value.args else None
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, int):
+                return func.attr, arg.value
+    return None
+
+
+def is_loop_switch(test: ast.expr) -> bool:
+    return isinstance(test, ast.Subscript) and isinstance(test.value, ast.Name) and test.value.id == LOOPS
+
+
+class Unwrap(ast.NodeTransformer):
+    """Drops `__sgflow__.k(s, key)` / `.t(c, obj)` wrappers (outside nested functions)."""
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        func = node.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == HOOK \
+                and func.attr in ("k", "t") and len(node.args) == 2:  # fmt: skip
+            return self.visit(node.args[1])
+        return self.generic_visit(node)
+
+    def _scope(self, node: ast.AST) -> ast.AST:
+        return node
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_Lambda = visit_ClassDef = _scope
+
+
+def lambdas(node: ast.AST) -> list[ast.Lambda]:
+    """Lambdas in `node` outside nested scopes (those register their own)."""
+    out: list[ast.Lambda] = []
+    stack = list(ast.iter_child_nodes(node))
+    while stack:
+        child = stack.pop()
+        if isinstance(child, ast.Lambda):
+            out.append(child)
+        elif not isinstance(child, SCOPES):
+            stack.extend(ast.iter_child_nodes(child))
+    return out

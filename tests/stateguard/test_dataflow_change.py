@@ -1,0 +1,69 @@
+"""Change detection for the dataflow: fingerprints (exact or structural) and content equality."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from stateguard.dataflow.change import EXACT_CELLS, equal_content, fingerprint
+
+
+def test_small_values_have_exact_fingerprints_that_see_any_change() -> None:
+    frame = pd.DataFrame({"a": [1, 2, 3], "s": ["x", "y", "z"]})
+    before = fingerprint(frame)
+    assert before[1] and before[0]
+    frame.loc[1, "s"] = "w"
+    assert fingerprint(frame) != before
+    items = [1, {"k": 2}]
+    before = fingerprint(items)
+    items[1]["k"] = 3  # type: ignore[index]
+    assert before[1] and fingerprint(items) != before
+
+
+def test_large_frames_get_a_structural_fingerprint() -> None:
+    rows = EXACT_CELLS
+    frame = pd.DataFrame({"a": np.arange(rows), "b": np.zeros(rows)})
+    digest, exact = fingerprint(frame)
+    assert not exact and digest == fingerprint(frame)[0]
+    frame["c"] = 1  # a new column: a new block
+    assert fingerprint(frame)[0] != digest
+    again = fingerprint(frame)[0]
+    del frame["c"]
+    assert fingerprint(frame)[0] != again
+
+
+def test_cell_defined_classes_are_fingerprinted_through_cloudpickle() -> None:
+    namespace: dict[str, object] = {}
+    exec("class Box:\n    def __init__(self):\n        self.v = 1\nb = Box()", namespace)
+    box = namespace["b"]
+    before = fingerprint(box)
+    box.v = 2  # type: ignore[attr-defined]
+    assert before[0] and before[1] and fingerprint(box) != before
+
+
+def test_content_equality_on_rebinding() -> None:
+    assert equal_content(7, 7) and equal_content("a" * 3, "aaa") and not equal_content(7, 7.0)
+    assert equal_content(float("nan"), float("nan"))
+    assert equal_content([1, [2]], [1, [2]]) and not equal_content([1], [2])
+    frame = pd.DataFrame({"a": [1.0, None], "b": ["x", "y"]})
+    assert equal_content(frame, frame.copy()) and not equal_content(frame, frame.assign(a=0.0))
+    assert equal_content(np.arange(5), np.arange(5)) and not equal_content(np.arange(5), np.arange(1, 6))
+    assert not equal_content(pd.DataFrame({"a": [1]}), pd.DataFrame({"b": [1]}))
+
+
+def test_frame_fingerprints_ignore_pandas_internal_rearrangements() -> None:
+    """Reading a frame can consolidate its memory blocks or rechunk an Arrow-backed string column;
+    no value changes, so the fingerprint must not either (else every reader turns stale). Dates
+    included: a datetime column offers no buffer to hash directly."""
+    for rows in (50, 50_000):  # exact, then structural
+        frame = pd.DataFrame({"s": pd.Series(["AAPL", "GOOG"] * (rows // 2), dtype="str"),
+                              "d": pd.date_range("2000-01-01", periods=rows, freq="h"), "p": np.arange(rows) * 1.0})  # fmt: skip
+        frame["r"] = frame["p"] * 2  # a second float block
+        before = fingerprint(frame)
+        assert before[0] and before[1] == (rows * 4 <= EXACT_CELLS)
+        recent = frame[frame["d"] >= "2000-01-02"]
+        sorted(frame["s"].unique())
+        frame._consolidate_inplace()
+        assert len(recent) and fingerprint(frame) == before
+        frame.loc[0, "p"] = -1.0
+        assert fingerprint(frame) != before  # row 0 is in the sample too
