@@ -12,6 +12,7 @@ variable to set before any task starts.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,8 @@ from stateguard.policies.llm_manager import LLMManager
 from stateguard.policies.observer import ObserverManager
 from stateguard.policies.rules import RulesManager
 from stateguard.trace import Trace
+from stateguard.verification.llm_extract import LLMExtractor
+from stateguard.verification.verifier import SemanticConfig, SemanticVerifier
 from stateguard.worker import WorkerAdapter
 from stateguard.workers import FaultModel, ScriptedWorker
 from stateguard.workers.llm_worker import LLMWorker, WorkerProtocol
@@ -46,10 +49,16 @@ def make_workspace(kind: str, data_dir: Path, arm_dir: Path) -> LiveWorkspace:
     raise ValueError(f"workspace={kind!r}: use one of {', '.join(WORKSPACES)}")
 
 
-def make_manager(kind: str, *, trace: Trace, context_budget_tokens: int = 40960) -> ManagerPolicy:
-    """The manager policy; the LLM-backed ones use the endpoint from STATEGUARD_MANAGER_* variables."""
+def make_manager(kind: str, *, trace: Trace, context_budget_tokens: int = 40960,
+                 semantic: Mapping[str, Any] | None = None) -> ManagerPolicy:  # fmt: skip
+    """The manager policy; the LLM-backed ones use the endpoint from STATEGUARD_MANAGER_* variables.
+    `semantic` configures the rules tier's semantic verification (`SemanticConfig`; enabled: false
+    switches it off)."""
+    config = SemanticConfig.model_validate(dict(semantic or {}))
+    extractor = LLMExtractor(LLMClient(EndpointConfig.from_env("manager"), trace=trace)) if config.extractor == "llm" else None
+    verifier = SemanticVerifier(config, extractor=extractor) if config.enabled else None
     if kind == "rules":
-        return RulesManager()
+        return RulesManager(semantic=verifier)
     if kind not in MANAGERS:
         raise ValueError(f"manager={kind!r}: use one of {', '.join(MANAGERS)}")
     client = LLMClient(EndpointConfig.from_env("manager"), trace=trace)
@@ -57,7 +66,7 @@ def make_manager(kind: str, *, trace: Trace, context_budget_tokens: int = 40960)
         return ObserverManager(client)
     llm = LLMManager(client, variant="freeform" if kind == "freeform" else "stateguard",
                      context_budget_tokens=context_budget_tokens)  # fmt: skip
-    return HierarchicalManager(RulesManager(), llm) if kind == "hierarchical" else llm
+    return HierarchicalManager(RulesManager(semantic=verifier), llm) if kind == "hierarchical" else llm
 
 
 def make_worker(kind: str, *, trace: Trace, faults: list[Any] | None = None, seed: int = 0,

@@ -58,7 +58,9 @@ def _workspace(cfg: DictConfig, task_dir: Path, arm_dir: Path) -> LiveWorkspace:
 
 
 def _manager(cfg: DictConfig, trace: Trace) -> ManagerPolicy:
-    return make_manager(str(cfg.manager), trace=trace, context_budget_tokens=cfg.harness.context_budget_tokens)
+    semantic: Any = OmegaConf.to_container(cfg.semantic, resolve=True) if cfg.get("semantic") is not None else None
+    return make_manager(str(cfg.manager), trace=trace, context_budget_tokens=cfg.harness.context_budget_tokens,
+                        semantic=semantic)
 
 
 def _worker(cfg: DictConfig, trace: Trace) -> WorkerAdapter:

@@ -72,7 +72,7 @@ def run_job(task: EvalTask, arm: str, flow: FlowConfig, cfg: dict[str, Any], arm
             worker = make_worker(str(cfg["worker"]), trace=calls, faults=task.faults, seed=int(cfg["seed"]),
                                  protocol=native(task) if native else None)  # fmt: skip
             manager = None if kind is None else make_manager(kind, trace=calls, context_budget_tokens=int(
-                cfg["harness"]["context_budget_tokens"]))
+                cfg["harness"]["context_budget_tokens"]), semantic=cfg.get("semantic"))
             result = rollout(task.task, worker, workspace, flow=flow, manager=manager, run_dir=out,
                              harness_config=dict(cfg["harness"]))  # fmt: skip
         finally:

@@ -9,8 +9,11 @@ versions the turn consumed are upstream; a turn that rebinds a variable another 
 (without reading it) invalidates that state. It never supplies code or answers, and it records
 which check fired in the REPAIR evidence.
 
-What it cannot see: semantic errors no executable evidence exposes (a counterfactual filter that
-still runs cleanly) — that is the LLM manager's job in the hierarchical policy.
+With a `SemanticVerifier` (`stateguard.verification`, on by default) it also checks what the
+question asks against what the code did: requirements read from the task text become the state's
+executable constraints and probes, and the evidence is gathered with inspect_python, run_probe and
+load_state tool calls. What it still cannot see (a requirement it could not tie to code or data)
+is the LLM manager's job in the hierarchical policy.
 """
 
 from __future__ import annotations
@@ -25,13 +28,15 @@ from stateguard.observation import EventType, ManagerObservation, WorkerStep
 from stateguard.policies import checks
 from stateguard.policies.base import Activation, ManagerContext
 from stateguard.state import ConstraintResult
+from stateguard.verification.verifier import SemanticVerifier
 
 
 class RulesManager:
     name = "rules"
 
-    def __init__(self) -> None:
+    def __init__(self, semantic: SemanticVerifier | None = None) -> None:
         self._retry_from: int | None = None  # first step of the worker's retry after our last REPAIR
+        self.semantic = semantic
 
     # ------------------------------------------------------------------ activation
     def activate(self, obs: ManagerObservation, ctx: ManagerContext) -> Activation:
@@ -50,9 +55,12 @@ class RulesManager:
         if ctx.regime is Regime.TURN_ALIGNED:
             if obs.event_type is EventType.TURN_START and ctx.turn is not None:
                 latest = ctx.store.latest_id()
+                constraints = self._constraints(ctx)
+                if self.semantic is not None:  # the code is not known yet: requirements in words
+                    constraints += yield from self.semantic.open_constraints(ctx, ctx.turn, [])
                 yield ("OPEN_STATE", {
                     "issue": ctx.turn.question.strip()[:300],
-                    "constraints": self._constraints(ctx),
+                    "constraints": constraints,
                     "relations": [{"related_state_id": latest}] if latest else [],
                 })  # fmt: skip
             else:
@@ -64,8 +72,13 @@ class RulesManager:
             return
         turn_id = ctx.steps[end].turn
         turn = ctx.task.turn(turn_id) if turn_id is not None else ctx.turn
+        constraints = self._constraints(ctx, turn)
+        if self.semantic is not None:  # the state's work has run: requirements become executable checks
+            start = obs.pending_start_step or 0
+            formed = [ctx.steps[i] for i in range(start, end + 1) if i in ctx.steps and ctx.steps[i].turn == turn_id]
+            constraints += yield from self.semantic.open_constraints(ctx, turn, formed)
         yield ("OPEN_STATE", {"issue": (turn.question if turn else "analysis segment").strip()[:300],
-                              "constraints": self._constraints(ctx, turn)})  # fmt: skip
+                              "constraints": constraints})  # fmt: skip
 
     def _update(self, obs: ManagerObservation, ctx: ManagerContext, stage: Stage) -> Activation:
         steps = self._span(obs, ctx)
@@ -85,6 +98,13 @@ class RulesManager:
             args["source_interval"] = [steps[0].index, steps[-1].index] if steps else None
         yield ("UPDATE_STATE", args)
 
+    def _under_review(self, obs: ManagerObservation, ctx: ManagerContext) -> tuple[list[WorkerStep], Any]:
+        """The steps under verification (the retry, after a repair) and their turn."""
+        steps = self._span(obs, ctx)
+        retry = [s for s in steps if self._retry_from is not None and s.index >= self._retry_from] or steps
+        turn_id = retry[-1].turn if retry else None
+        return retry, ctx.task.turn(turn_id) if turn_id is not None else ctx.turn
+
     def findings(self, obs: ManagerObservation, ctx: ManagerContext) -> list[checks.Finding]:
         """Run every deterministic check on the state under verification (the retry, after a repair)."""
         steps = self._span(obs, ctx)
@@ -103,7 +123,8 @@ class RulesManager:
         return (
             checks.execution(retry)
             + checks.staleness(retry, consumed, ctx.store)
-            + checks.constraints(ConstraintResult.model_validate(r) for r in draft.get("constraint_results", []))
+            + checks.constraints(ConstraintResult.model_validate(r) for r in draft.get("constraint_results", [])
+                                 if not (self.semantic and self.semantic.owns(r.get("text", ""))))  # its own, below
             + checks.precision(answer, required_decimals(text), scalars)
             + checks.grounding(answer, scalars)
             + checks.related(consumed, ctx.store, scalars)
@@ -117,6 +138,11 @@ class RulesManager:
 
     def _verify(self, obs: ManagerObservation, ctx: ManagerContext) -> Activation:
         findings = self.findings(obs, ctx)
+        if self.semantic is not None:
+            retry, turn = self._under_review(obs, ctx)
+            findings += yield from self.semantic.verify(obs, ctx, turn, retry)
+            if not findings:
+                self.semantic.remember(turn, obs.available_state_id)
         if findings and obs.repair_attempts < obs.repair_budget:
             first = findings[0]
             names = sorted({n for f in findings if f.check == first.check for n in f.variables})

@@ -1,0 +1,151 @@
+"""Binding for the requirements on a result's shape: grouping keys, joins, ranking and top-k.
+
+Called from `bind.Binder`. Each function finds the code's counterpart of one requirement (GROUP
+BY / groupby keys, JOIN / merge, ORDER BY + LIMIT / sort + head / nlargest) and, when the code
+does something else, builds the probe that shows whether it matters on the live data:
+
+    grouping  result rows vs. distinct combinations of the stated keys among the kept rows
+    join      row count with the code's join vs. with the stated one (matched only / keep unmatched)
+    order     the query re-run with the stated direction and row count (SQL), or the result's
+              own order and length (pandas)
+
+Matching code is noted and left alone; a requirement with no counterpart goes to `unverified`.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from typing import TYPE_CHECKING
+
+from stateguard.verification import probes, sql_edit
+from stateguard.verification.code_model import Selection
+from stateguard.verification.requirements import Requirement
+
+if TYPE_CHECKING:
+    from stateguard.verification.bind import Binder, Plan
+
+
+def _name(expr: str) -> str:
+    """`f.carrier` -> carrier; `'region'` -> region; `df["k"]` -> k."""
+    expr = expr.strip().strip("'\"")
+    m = re.search(r"\[['\"]([^'\"]+)['\"]\]$", expr)
+    return (m.group(1) if m else expr.split(".")[-1]).strip('"').lower()
+
+
+def _frame_of(receiver: str) -> str | None:
+    """`big.groupby(['a'])['x']` -> big (a plain name only)."""
+    m = re.match(r"^\s*([A-Za-z_]\w*)\.groupby\(", receiver)
+    return m.group(1) if m else None
+
+
+def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
+    pool = b.vocab.columns({s.lower() for sel in b.sem.selections for s in [*sel.sources, sel.frame] if s})
+    keys = [c for k in req.keys for c in _resolve_key(k, pool)]
+    if not keys:
+        plan.unverified.append(req)
+        return
+    req = req.model_copy(update={"columns": keys})
+    grouped = [s for s in b.sem.selections if s.group_keys]
+    if not grouped:
+        plan.unverified.append(req)
+        return
+    if any({k.lower() for k in keys} <= {_name(g) for g in sel.group_keys} for sel in grouped):
+        plan.notes.append(f"{req.describe()}: the code groups by it")
+        return
+    sel = grouped[-1]
+    plan.notes.append(f"{req.describe()}: the code groups by {', '.join(sel.group_keys)}")
+    site = None
+    if sel.language == "sql" and b.con and sel.sql:
+        distinct = sql_edit.distinct_keys_sql(sel.sql, keys)
+        if distinct:
+            site = textwrap.dedent(f"""\
+                _n = {b.con}.execute({f"SELECT COUNT(*) FROM ({sel.sql})"!r}).fetchone()[0]
+                _k = {b.con}.execute({distinct!r}).fetchone()[0]
+                _v = _n != _k
+                _o = {{'result_rows': int(_n), 'stated_key_combinations': int(_k)}}""")
+    else:
+        frame = next((_frame_of(a.receiver) for a in sel.aggregates if _frame_of(a.receiver)), None)
+        if frame and sel.target and sel.target.isidentifier():
+            site = textwrap.dedent(f"""\
+                _n = len({sel.target})
+                _k = len({frame}[{keys!r}].drop_duplicates())
+                _v = _n != _k
+                _o = {{'result_rows': int(_n), 'stated_key_combinations': int(_k)}}""")
+    if site:
+        plan.items.append(b.item(req, "group_keys", site, b.variables(sel), "grouping"))
+    else:
+        plan.unverified.append(req)
+
+
+def _resolve_key(word: str, pool: list[str]) -> list[str]:
+    low = word.lower().rstrip("s") if len(word) > 3 else word.lower()
+    exact = [c for c in pool if c.lower() in (word.lower(), low)]
+    return exact[:1]
+
+
+def join(b: Binder, req: Requirement, plan: Plan) -> None:
+    joined = [(s, j) for s in b.sem.selections for j in s.joins]
+    if not joined or req.how is None:
+        plan.unverified.append(req)
+        return
+    wanted = {"inner": ("inner",), "left": ("left", "outer", "right"), "outer": ("outer",)}[req.how]
+    if any(j.how in wanted for _, j in joined):
+        plan.notes.append(f"{req.describe()}: the code joins that way")
+        return
+    sel, j = joined[-1]
+    plan.notes.append(f"{req.describe()}: the code's join is {j.how} ({j.text[:80]})")
+    site = None
+    if sel.language == "sql" and b.con and sel.sql:
+        fixed = sql_edit.set_join(sel.sql, req.how)
+        site = probes.rerun_probe(b.con, sel.sql, fixed) if fixed else None
+    elif j.left.isidentifier() and j.right.isidentifier():
+        on = f", on={j.keys!r}" if j.keys else ""
+        site = textwrap.dedent(f"""\
+            import pandas as _pd
+            _a = len(_pd.merge({j.left}, {j.right}, how={j.how!r}{on}))
+            _b = len(_pd.merge({j.left}, {j.right}, how={req.how!r}{on}))
+            _v = _a != _b
+            _o = {{'rows_as_written': _a, 'rows_as_stated': _b}}""")
+    if site:
+        plan.items.append(b.item(req, "join_rows", site, b.variables(sel), "join"))
+    else:
+        plan.unverified.append(req)
+
+
+def order(b: Binder, req: Requirement, plan: Plan) -> None:
+    ranked = [s for s in b.sem.selections if s.order or s.limit]
+    if not ranked or req.descending is None:
+        plan.unverified.append(req)
+        return
+    for sel in ranked:
+        direction_ok = not sel.order or sel.order[0][1] == req.descending
+        count_ok = req.k is None or sel.limit in (None, req.k) or (req.k == 1 and sel.limit is not None)
+        if direction_ok and count_ok:
+            plan.notes.append(f"{req.describe()}: the code ranks that way")
+            return
+    sel = ranked[-1]
+    plan.notes.append(f"{req.describe()}: the code orders by {sel.order} with limit {sel.limit}")
+    site = None
+    if sel.language == "sql" and b.con and sel.sql:
+        fixed = sql_edit.set_order(sel.sql, descending=req.descending if sel.order else None,
+                                   limit=req.k if sel.limit is not None and req.k and req.k > 1 else None)  # fmt: skip
+        site = probes.rerun_probe(b.con, sel.sql, fixed) if fixed and fixed != sel.sql else None
+    elif sel.target and sel.target.isidentifier():
+        site = _pandas_order_site(sel, req)
+    if site:
+        plan.items.append(b.item(req, "ranking", site, b.variables(sel), "order"))
+    else:
+        plan.unverified.append(req)
+
+
+def _pandas_order_site(sel: Selection, req: Requirement) -> str:
+    """The ranked result itself: its values must run in the stated direction (and number k)."""
+    return textwrap.dedent(f"""\
+        import pandas as _pd
+        _t = {sel.target}
+        _s = _t.iloc[:, -1] if isinstance(_t, _pd.DataFrame) else _pd.Series(_t)
+        _s = _pd.to_numeric(_s, errors='coerce').dropna()
+        _mono = _s.is_monotonic_decreasing if {bool(req.descending)!r} else _s.is_monotonic_increasing
+        _v = len(_s) > 1 and not _mono
+        _o = {{'rows': int(len(_s)), 'in_stated_order': bool(_mono)}}""")
