@@ -12,7 +12,9 @@ import pytest
 from eval.scorers.fields import per_turn_correct
 from stateguard.flows import LONGDS, FlowConfig
 from stateguard.policies.rules import RulesManager
+from eval.metrics.states import run_state_stats
 from stateguard.rollout import RolloutResult, rollout
+from stateguard.store import StateStore
 from stateguard.task import Task, load_task
 from stateguard.trace import read_trace
 from stateguard.verification.verifier import SemanticVerifier
@@ -70,3 +72,9 @@ def test_segment_flow_states_carry_executable_requirements(task: Task, tmp_path:
     assert len(coded) >= len(committed)  # at least the reported fields' check per state
     checks = [r for e in events if e.kind == "constraint_checks" for r in e.data["results"]]
     assert checks and all(r["passed"] for r in checks)
+    store = StateStore.open_read_only(tmp_path / "states.sqlite")
+    try:
+        stats = run_state_stats(events, store)
+    finally:
+        store.close()
+    assert stats.executable_constraints == len(coded) and stats.tools["inspect_python"] >= len(committed)
