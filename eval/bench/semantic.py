@@ -81,6 +81,7 @@ def read_trace(path: str) -> dict[str, Any]:
     state_turn: dict[str, int] = {}
     repairs: list[dict[str, Any]] = []
     destructive = 0
+    states = coded = 0
     tools: dict[str, int] = defaultdict(int)
     last_repair: dict[str, Any] | None = None  # the harness's `repair` event precedes the accepted action's
     for line in Path(path).read_text(encoding="utf-8").splitlines():
@@ -108,7 +109,10 @@ def read_trace(path: str) -> dict[str, Any]:
             last_repair = None
         elif kind in ("state_abandoned", "rollback"):
             destructive += 1
-    return {"repairs": repairs, "destructive": destructive, "tools": dict(tools)}
+        elif kind == "state_committed":
+            states += 1
+            coded += sum(1 for c in data["state"].get("constraints", []) if c.get("code"))
+    return {"repairs": repairs, "destructive": destructive, "tools": dict(tools), "states": states, "coded": coded}
 
 
 def _footprint(task: EvalTask, turn: int, faults: list[Any]) -> set[str]:
@@ -194,6 +198,7 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
             "recall_semantic_kinds": _pooled(kinds, exclude=("numeric_parameter",)),
             "recall_all": _pooled(kinds),
             "tool_calls": dict(tools),
+            "executable_constraints_per_state": round(sum(r.get("coded", 0) for r in clean) / max(sum(r.get("states", 0) for r in clean), 1), 2),
             "false_repair_checks": sorted({c for r in clean for rep in r["repairs"] for c in rep["checks"]}),
         }
     return report
@@ -214,7 +219,8 @@ def render(report: dict[str, Any]) -> str:
                      f"destructive on clean {s['clean_destructive']}, accuracy on mistake variants {s['fault_accuracy']:.1f}%")  # fmt: skip
         lines.append(f"  recall: semantic kinds {s['recall_semantic_kinds']}, all {s['recall_all']}; per kind: "
                      + ", ".join(f"{k} {v}" for k, v in s["recall"].items()))  # fmt: skip
-        lines.append(f"  tool calls: {s['tool_calls']}")
+        lines.append(f"  tool calls: {s['tool_calls']}; executable constraints per state (clean runs): "
+                     f"{s['executable_constraints_per_state']:.2f}")
     lines.append(f"\nwall time {report.get('wall_s', 0):.0f} s")
     return "\n".join(lines)
 

@@ -60,8 +60,11 @@ def _same_side(req: Requirement, cond: Condition) -> bool:
 
 
 class Binder:
-    def __init__(self, sem: CodeSemantics, vocab: Vocabulary):
+    def __init__(self, sem: CodeSemantics, vocab: Vocabulary, rewritten: frozenset[str] = frozenset()):
         self.sem, self.vocab = sem, vocab
+        # Names the workspace rebound after the span (a segment reviewed late): their current
+        # content is not this span's artifact, so checks fall back to the span's own code.
+        self.rewritten = {n.lower() for n in rewritten}
         self.con = sem.connection
         self.table_frames = {t: v for v, t in sem.frames.items()}
 
@@ -71,10 +74,13 @@ class Binder:
         return self.vocab.columns(n.lower() for n in names if n)
 
     def variables(self, sel: Selection) -> list[str]:
+        """The workspace variable a finding on this selection localizes to (never a `_scratch` name)."""
         if sel.language == "sql":
             target = (sel.target or "").lower()
-            return [v for v in [self.table_frames.get(target), sel.target] if v][:1] or []
-        return [sel.target] if sel.target and sel.target.isidentifier() else []
+            names = [v for v in [self.table_frames.get(target), sel.target] if v][:1]
+        else:
+            names = [sel.target] if sel.target and sel.target.isidentifier() else []
+        return [n for n in names if not n.startswith("_")]
 
     def _kind(self, column: str, tables: list[str]) -> str | None:
         for t in tables:
@@ -85,7 +91,7 @@ class Binder:
 
     def artifact(self, sel: Selection) -> tuple[str, str] | None:
         """What the selection leaves in the workspace: ("table", name) or ("frame", variable)."""
-        if not sel.target:
+        if not sel.target or sel.target.lower() in self.rewritten:
             return None
         name = sel.target
         if sel.language == "sql" and name.lower() in self.sem.tables() and name.lower() in self.vocab.tables:
@@ -164,8 +170,7 @@ class Binder:
                 fixed = sql_edit.replace_condition(sel.sql, having.text, probes.sql_predicate(req, having.lhs)) if having else None
                 if having and fixed:
                     plan.notes.append(f"{req.describe()}: the code's group-size cut-off is `{having.text}`")
-                    plan.items.append(self.item(req, "rerun", probes.rerun_probe(self.con, sel.sql, fixed),
-                                                self.variables(sel), "threshold", constraint=False))
+                    self.add_rerun(req, sel, fixed, "threshold", plan)
                     return
         if not columns:
             plan.unverified.append(req)
@@ -179,8 +184,7 @@ class Binder:
                     fixed = sql_edit.replace_condition(sel.sql, threshold.text, probes.sql_predicate(req, threshold.lhs))
                     if fixed:
                         plan.notes.append(f"{req.describe()}: the code's cut-off on {column} is `{threshold.text}`")
-                        plan.items.append(self.item(req, "rerun", probes.rerun_probe(self.con, sel.sql, fixed),
-                                                    self.variables(sel), "threshold", constraint=False))
+                        self.add_rerun(req, sel, fixed, "threshold", plan)
                         return
                 if req.kind is Kind.COMPARISON and threshold is not None and sel.frame and threshold.text in sel.mask:
                     stated = sel.mask.replace(threshold.text, probes.pandas_predicate(req, threshold.lhs))
@@ -240,8 +244,13 @@ class Binder:
         if not found:
             plan.unverified.append(req)
             return
-        if any(agg.function == req.function for _, agg in found):
-            plan.notes.append(f"{req.describe()}: the code computes it ({found[0][1].text})")
+        right = [(s, a) for s, a in found if a.function == req.function]
+        if right:
+            sel, agg = right[0]
+            plan.notes.append(f"{req.describe()}: the code computes it ({agg.text})")
+            if self.stored(sel) and sel.sql:  # the stored table is the statistic as stated
+                plan.items.append(self.item(req, "table_query", probes.table_matches_probe(self.con or "", sel.target or "", sel.sql),
+                                            self.variables(sel), "agrees", constraint=True))  # fmt: skip
             return
         wrong = [(s, a) for s, a in found if a.standalone and a.function in _SWAPPABLE and req.function in _SWAPPABLE]
         if not wrong:
@@ -251,11 +260,29 @@ class Binder:
         plan.notes.append(f"{req.describe()}: the code computes {agg.function} ({agg.text})")
         if sel.language == "sql" and self.con and sel.sql:
             fixed = sql_edit.swap_aggregate(sel.sql, agg.text, req.function)
-            site = probes.rerun_probe(self.con, sel.sql, fixed) if fixed else None
-        else:
-            site = probes.compare_probe(f"({agg.receiver}).{agg.function}()", f"({agg.receiver}).{req.function}()") if agg.receiver else None
+            self.add_rerun(req, sel, fixed, "aggregation", plan)
+            return
+        site = probes.compare_probe(f"({agg.receiver}).{agg.function}()", f"({agg.receiver}).{req.function}()") if agg.receiver else None
         if site:
             plan.items.append(self.item(req, "rerun", site, self.variables(sel), "aggregation", constraint=False))
+
+    def stored(self, sel: Selection) -> bool:
+        """The selection created a SQL table that is still this span's (not rebuilt later)."""
+        art = self.artifact(sel)
+        return bool(self.con) and art is not None and art[0] == "table"
+
+    def add_rerun(self, req: Requirement, sel: Selection, fixed: str | None, status: str, plan: Plan) -> None:
+        """Evidence that the query as the task states it gives other rows: against the stored table
+        when there is one (an executable constraint that still holds after a correct retry), else
+        by running both versions of the query."""
+        if not fixed or not self.con:
+            plan.unverified.append(req)
+            return
+        if self.stored(sel):
+            code, artifact = probes.table_matches_probe(self.con, sel.target or "", fixed), True
+        else:
+            code, artifact = probes.rerun_probe(self.con, sel.sql, fixed), False
+        plan.items.append(self.item(req, "rerun", code, self.variables(sel), status, constraint=artifact))
 
     def share(self, req: Requirement, plan: Plan) -> None:
         for sel in reversed(self.sem.selections):
@@ -269,7 +296,7 @@ class Binder:
 
     def output(self, req: Requirement, plan: Plan) -> None:
         for name, keys in self.sem.reports.items():
-            if set(req.fields) <= set(keys):
+            if set(req.fields) <= set(keys) and name.lower() not in self.rewritten:
                 plan.items.append(self.item(req, "null_output", probes.null_output_probe(name, req.fields), [name], "output",
                                             constraint=True))  # fmt: skip
                 return
@@ -322,9 +349,10 @@ def reason(req: Requirement, status: str) -> str:
     return f"the result does not follow the question's {req.kind.value} requirement ({said})"
 
 
-def bind(requirements: list[Requirement], sem: CodeSemantics, vocab: Vocabulary) -> Plan:
+def bind(requirements: list[Requirement], sem: CodeSemantics, vocab: Vocabulary,
+         rewritten: frozenset[str] = frozenset()) -> Plan:  # fmt: skip
     plan = Plan(requirements=requirements)
-    binder = Binder(sem, vocab)
+    binder = Binder(sem, vocab, rewritten)
     for req in requirements:
         if req.kind in (Kind.SCOPE, Kind.COMPARISON, Kind.NOT_NULL):
             binder.rows(req, plan)

@@ -50,8 +50,14 @@ def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
     if not grouped:
         plan.unverified.append(req)
         return
-    if any({k.lower() for k in keys} <= {_name(g) for g in sel.group_keys} for sel in grouped):
+    agreeing = [sel for sel in grouped if {k.lower() for k in keys} <= {_name(g) for g in sel.group_keys}]
+    if agreeing:
+        sel = agreeing[0]
         plan.notes.append(f"{req.describe()}: the code groups by it")
+        table = sel.target or ""
+        if b.stored(sel) and all(k in b.vocab.tables.get(table.lower(), {}) for k in keys):
+            plan.items.append(b.item(req, "unique_keys", _unique_keys(b.con or "", table, keys), b.variables(sel),
+                                     "agrees", constraint=True))  # fmt: skip
         return
     sel = grouped[-1]
     plan.notes.append(f"{req.describe()}: the code groups by {', '.join(sel.group_keys)}")
@@ -78,6 +84,14 @@ def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
         plan.unverified.append(req)
 
 
+def _unique_keys(con: str, table: str, keys: list[str]) -> str:
+    """The stored result has one row per combination of the stated keys."""
+    cols = ", ".join(keys)
+    query = f"SELECT COUNT(*), COUNT(*) - (SELECT COUNT(*) FROM (SELECT DISTINCT {cols} FROM {table})) FROM {table}"
+    return (f"_n, _dup = {con}.execute({query!r}).fetchone()\n"
+            f"_v = bool(_dup)\n_o = {{'rows': int(_n), 'repeated_key_rows': int(_dup)}}")  # fmt: skip
+
+
 def _resolve_key(word: str, pool: list[str]) -> list[str]:
     low = word.lower().rstrip("s") if len(word) > 3 else word.lower()
     exact = [c for c in pool if c.lower() in (word.lower(), low)]
@@ -90,15 +104,20 @@ def join(b: Binder, req: Requirement, plan: Plan) -> None:
         plan.unverified.append(req)
         return
     wanted = {"inner": ("inner",), "left": ("left", "outer", "right"), "outer": ("outer",)}[req.how]
-    if any(j.how in wanted for _, j in joined):
+    agreeing = [(s, j) for s, j in joined if j.how in wanted]
+    if agreeing:
+        sel = agreeing[0][0]
         plan.notes.append(f"{req.describe()}: the code joins that way")
+        if b.stored(sel) and sel.sql:
+            plan.items.append(b.item(req, "table_query", probes.table_matches_probe(b.con or "", sel.target or "", sel.sql),
+                                     b.variables(sel), "agrees", constraint=True))  # fmt: skip
         return
     sel, j = joined[-1]
     plan.notes.append(f"{req.describe()}: the code's join is {j.how} ({j.text[:80]})")
     site = None
     if sel.language == "sql" and b.con and sel.sql:
-        fixed = sql_edit.set_join(sel.sql, req.how)
-        site = probes.rerun_probe(b.con, sel.sql, fixed) if fixed else None
+        b.add_rerun(req, sel, sql_edit.set_join(sel.sql, req.how), "join", plan)
+        return
     elif j.left.isidentifier() and j.right.isidentifier():
         on = f", on={j.keys!r}" if j.keys else ""
         site = textwrap.dedent(f"""\

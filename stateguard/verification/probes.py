@@ -149,6 +149,17 @@ def count_probe(frame: str, mask: str, stated_mask: str) -> str:
             f"_v = _a != _b\n_o = {{'rows_as_written': _a, 'rows_as_stated': _b}}")  # fmt: skip
 
 
+def table_matches_probe(con: str, table: str, query: str) -> str:
+    """A stored table holds the same rows as the query as the task states it (order aside)."""
+    return textwrap.dedent(f"""\
+        def _canon(_rows):
+            return sorted((tuple(round(float(_x), 6) if isinstance(_x, float) else _x for _x in _r) for _r in _rows), key=repr)
+        _a = _canon({con}.execute({f"SELECT * FROM {table}"!r}).fetchall())
+        _b = _canon({con}.execute({query!r}).fetchall())
+        _v = _a != _b
+        _o = {{'stored_rows': len(_a), 'rows_as_stated': len(_b), 'differ': _v}}""")
+
+
 def compare_probe(actual: str, expected: str) -> str:
     """Two pandas expressions (as computed, as stated) give different values."""
     return textwrap.dedent(f"""\

@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from stateguard.answers import last_json
 from stateguard.observation import ManagerObservation, WorkerStep
 from stateguard.policies.checks import Finding
 from stateguard.verification import probes
@@ -132,6 +133,8 @@ class SemanticVerifier:
                 outcomes.update(probes.parse_batch(str(tool.data.get("stdout", ""))))
         findings = [self._finding(item, outcomes[item.id]) for item in plan.items
                     if item.id in outcomes and outcomes[item.id].violated]  # fmt: skip
+        if not any(f.evidence.startswith("output") for f in findings):
+            findings += _empty_report(plan.requirements, steps)
         self.last = Verification(requirements=plan.requirements, notes=plan.notes, unverified=plan.unverified,
                                  outcomes={k: v.model_dump(exclude_none=True) for k, v in outcomes.items()},
                                  findings=findings)  # fmt: skip
@@ -173,7 +176,9 @@ class SemanticVerifier:
                 reqs.append(Requirement(kind=Kind.OUTPUT, text="the reported answer", fields=fields))
         if self.config.definitions and turn is not None:
             reqs = yield from self.definitions.apply(turn, reqs, ctx, self.config.load_states)
-        return bind(reqs, sem, self.vocab) if ran else Plan(requirements=reqs, unverified=list(reqs))
+        end = max((s.index for s in steps), default=-1)
+        later = frozenset(w for i, s in ctx.steps.items() if i > end for w in s.meta.get("writes", []))
+        return bind(reqs, sem, self.vocab, later) if ran else Plan(requirements=reqs, unverified=list(reqs))
 
     def remember(self, turn: Any, state_id: str | None, requirements: list[Requirement] | None = None) -> None:
         """Record the definitions a committed turn stated (called once its state is known)."""
@@ -190,6 +195,31 @@ class SemanticVerifier:
             evidence=f"{req.kind.value} requirement '{req.describe()}'{where}: code {item.status}; "
             f"{item.check} probe observed {outcome.observed}",
         )
+
+
+def _empty_report(requirements: list[Requirement], steps: list[WorkerStep]) -> list[Finding]:
+    """Requested fields the span printed without a value (the printed answer is final even when
+    the workspace has moved on): a filter or condition left nothing to compute them from."""
+    wanted = [f for r in requirements if r.kind is Kind.OUTPUT for f in r.fields]
+    for step in reversed(steps):
+        answer = last_json(step.output) if step.success and step.output else None
+        if isinstance(answer, dict):
+            empty = [f for f in wanted if f in answer and _is_empty(answer[f])]
+            if not empty:
+                return []
+            made = [w for s in steps for w in s.meta.get("writes", []) if not w.startswith("_") and w not in ("result", "con")]
+            return [Finding(check="semantic", variables=list(dict.fromkeys(made + empty)),
+                            reason="the reported values are empty: a filter or condition kept no usable rows for them",
+                            evidence=f"output requirement: step {step.index} printed {empty} without a value")]  # fmt: skip
+    return []
+
+
+def _is_empty(value: Any) -> bool:
+    if value is None or (isinstance(value, float) and value != value):
+        return True
+    if isinstance(value, dict):
+        return bool(value) and all(_is_empty(v) for v in value.values())
+    return False
 
 
 def _names(sem: CodeSemantics) -> list[str]:

@@ -50,7 +50,7 @@ class Session:
         step = WorkerStep(index=self.index, turn=self.turn_id, action=code, meta={"writes": cell_dataflow(code).writes})
         self.index += 1
         ctx: Any = SimpleNamespace(task=SimpleNamespace(turns=[SimpleNamespace(context=context)]), workspace=self.ws,
-                                   store=self.store)  # fmt: skip
+                                   store=self.store, steps={step.index: step})  # fmt: skip
         turn = SimpleNamespace(question=question, turn_id=self.turn_id)
         obs: Any = SimpleNamespace(current_draft=None)
         findings = run_fragment(self.verifier.verify(obs, ctx, turn, [step]), store=self.store,
