@@ -12,6 +12,7 @@ verification off and on. Printed per manager setting (and written to `<out>/sema
 
     python -m eval.bench.semantic                                   # synth, all tasks (~15 min, 2 workers)
     python -m eval.bench.semantic 'task_ids=[nyc_s773945_t25]' settings=[semantic]
+    python -m eval.bench.semantic out=runs/bench/semantic-x    # again: finished rollouts are reused
 """
 
 from __future__ import annotations
@@ -60,6 +61,9 @@ def _fault_meta(task: EvalTask) -> list[dict[str, Any]]:
 
 def run_one(task: EvalTask, variant: str, faults: list[Any], setting: str, flow: Any, out: str) -> dict[str, Any]:
     folder = Path(out)
+    done = folder / "outcome.json"
+    if done.is_file():  # finished in an earlier, interrupted run of the same folder
+        return dict(json.loads(done.read_text(encoding="utf-8")))
     shutil.rmtree(folder, ignore_errors=True)
     calls = Trace(folder / "llm_calls.jsonl")
     start = time.perf_counter()
@@ -72,7 +76,9 @@ def run_one(task: EvalTask, variant: str, faults: list[Any], setting: str, flow:
     finally:
         workspace.close()
         calls.close()
-    return {"answers": result.answers, "wall_s": time.perf_counter() - start, "trace": str(folder / "trace.jsonl")}
+    outcome = {"answers": result.answers, "wall_s": time.perf_counter() - start, "trace": str(folder / "trace.jsonl")}
+    done.write_text(json.dumps(outcome, default=str), encoding="utf-8")
+    return outcome
 
 
 def read_trace(path: str) -> dict[str, Any]:
@@ -148,7 +154,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                                      str(out_dir / job[0].task_id / job[1] / job[4]))) for job in jobs]  # fmt: skip
         for (task, variant, faults, meta, setting), fut in futures:
             outcome = fut.result()
-            correct = bench.score(task, outcome["answers"])
+            correct = bench.score(task, {int(k): v for k, v in outcome["answers"].items()})
             info = read_trace(outcome["trace"])
             results.append({"task": task.task_id, "variant": variant, "setting": setting, "meta": meta,
                             "correct": {str(k): v for k, v in correct.items()}, "turns": len(task.task.turns),

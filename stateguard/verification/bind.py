@@ -199,9 +199,11 @@ class Binder:
             plan.unverified.append(req)
             return
         plan.notes.append(f"{req.describe()}: no condition on {', '.join(columns)} in the code")
+        stored = [(sel, site) for sel, site in sites if site[1]]
+        sites = stored or sites  # what the turn stored is enough evidence, and survives a retry
         names = [v for sel, _ in sites for v in self.variables(sel)]
         plan.items.append(self.item(req, "kept_rows", probes.all_sites([s for _, (s, _) in sites]), list(dict.fromkeys(names)),
-                                    "missing", constraint=all(a for _, (_, a) in sites)))  # fmt: skip
+                                    "missing", constraint=bool(stored)))  # fmt: skip
 
     def agrees(self, req: Requirement, cond: Condition) -> bool:
         if req.kind is Kind.COMPARISON:
@@ -251,6 +253,14 @@ class Binder:
             if self.stored(sel) and sel.sql:  # the stored table is the statistic as stated
                 plan.items.append(self.item(req, "table_query", probes.table_matches_probe(self.con or "", sel.target or "", sel.sql),
                                             self.variables(sel), "agrees", constraint=True))  # fmt: skip
+            elif agg.column and self.con and agg.function != "count":
+                # An answer query over a table the span stored: that table must hold values to aggregate.
+                source = next((t for t in sel.sources if t in self.sem.tables() and t not in self.rewritten
+                               and agg.column in self.vocab.tables.get(t, {})), None)  # fmt: skip
+                if source:
+                    plan.items.append(self.item(req, "defined", probes.defined_probe(self.con, source, agg.column),
+                                                [v for v in [self.table_frames.get(source), source] if v][:1],
+                                                "empty", constraint=True))  # fmt: skip
             return
         wrong = [(s, a) for s, a in found if a.standalone and a.function in _SWAPPABLE and req.function in _SWAPPABLE]
         if not wrong:
@@ -344,7 +354,7 @@ def reason(req: Requirement, status: str) -> str:
         return f"the join keeps a different set of rows than the question asks ({kept}; {said})"
     if req.kind is Kind.ORDER:
         return f"the ranking order or the number of rows kept differs from the question ({said})"
-    if req.kind is Kind.OUTPUT:
+    if req.kind is Kind.OUTPUT or status == "empty":
         return "the reported values are empty: a filter or condition kept no usable rows for them"
     return f"the result does not follow the question's {req.kind.value} requirement ({said})"
 

@@ -42,8 +42,8 @@ def _frame_of(receiver: str) -> str | None:
 def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
     pool = b.vocab.columns({s.lower() for sel in b.sem.selections for s in [*sel.sources, sel.frame] if s})
     keys = [c for k in req.keys for c in _resolve_key(k, pool)]
-    if not keys:
-        plan.unverified.append(req)
+    if not keys:  # "per capita", "per kept order": words, not columns of the data; nothing to check
+        plan.notes.append(f"{req.describe()}: no column of the data is named")
         return
     req = req.model_copy(update={"columns": keys})
     grouped = [s for s in b.sem.selections if s.group_keys]

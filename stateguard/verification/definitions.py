@@ -63,6 +63,10 @@ class Definitions:
               ) -> Generator[tuple[str, dict[str, Any]], Any, list[Requirement]]:  # fmt: skip
         if definition_term(turn.question) is not None or max_loads <= 0:
             return reqs
+        earlier = [str(getattr(t, "question", "")).strip() for t in getattr(ctx.task, "turns", [])
+                   if getattr(t, "turn_id", turn.turn_id) < turn.turn_id]  # fmt: skip
+        if turn.question.strip() in earlier:
+            return reqs  # the same words asked again after an update: which version they mean is open
         out = list(reqs)
         picked = [e for e in self.entries.values() if e.turn_id < turn.turn_id and self.uses(turn.question, e)]
         for entry in picked[:max_loads]:

@@ -211,7 +211,7 @@ def extract(question: str, *, context: str = "", vocab: Vocabulary | None = None
         if vocab is not None:
             out += scopes(clause, vocab, tables)
         out += aggregations(clause, [])
-        share = _SHARE.search(clause)
+        share = _SHARE.search(re.sub(r"\([^()]*\)", "", clause))
         if share and not _RANK.search(clause):
             share_fields = [f for f in fields if re.search(r"share|pct|percent|frac|prop", f)]
             out.append(Requirement(kind=Kind.SHARE, text=share.group(0), fields=share_fields[:1],

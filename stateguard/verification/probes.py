@@ -149,6 +149,13 @@ def count_probe(frame: str, mask: str, stated_mask: str) -> str:
             f"_v = _a != _b\n_o = {{'rows_as_written': _a, 'rows_as_stated': _b}}")  # fmt: skip
 
 
+def defined_probe(con: str, table: str, column: str) -> str:
+    """A stored table the answer aggregates holds values of that column (the statistic is defined)."""
+    query = f"SELECT COUNT(*), COUNT({column}) FROM {table}"
+    return (f"_n, _k = {con}.execute({query!r}).fetchone()\n"
+            f"_v = int(_k or 0) == 0\n_o = {{'rows': int(_n or 0), 'rows_with_value': int(_k or 0)}}")  # fmt: skip
+
+
 def table_matches_probe(con: str, table: str, query: str) -> str:
     """A stored table holds the same rows as the query as the task states it (order aside)."""
     return textwrap.dedent(f"""\
