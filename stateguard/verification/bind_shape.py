@@ -142,6 +142,7 @@ def order(b: Binder, req: Requirement, plan: Plan) -> None:
         count_ok = req.k is None or sel.limit in (None, req.k) or (req.k == 1 and sel.limit is not None)
         if direction_ok and count_ok:
             plan.notes.append(f"{req.describe()}: the code ranks that way")
+            _ranked_constraint(b, req, sel, plan)
             return
     sel = ranked[-1]
     plan.notes.append(f"{req.describe()}: the code orders by {sel.order} with limit {sel.limit}")
@@ -156,6 +157,23 @@ def order(b: Binder, req: Requirement, plan: Plan) -> None:
         plan.items.append(b.item(req, "ranking", site, b.variables(sel), "order"))
     else:
         plan.unverified.append(req)
+
+
+def _ranked_constraint(b: Binder, req: Requirement, sel: Selection, plan: Plan) -> None:
+    """A ranking that matches the question: a stored ranking must equal its query as stated; a
+    ranking query over a table the span stored needs values of the ranking column there."""
+    if sel.language != "sql" or not b.con or not sel.sql:
+        return
+    if b.stored(sel):
+        plan.items.append(b.item(req, "table_query", probes.table_matches_probe(b.con, sel.target or "", sel.sql),
+                                 b.variables(sel), "agrees", constraint=True))  # fmt: skip
+        return
+    column = _name(sel.order[0][0]) if sel.order else ""
+    source = next((t for t in sel.sources if t in b.sem.tables() and t not in b.rewritten
+                   and column in b.vocab.tables.get(t, {})), None)  # fmt: skip
+    if source:
+        plan.items.append(b.item(req, "defined", probes.defined_probe(b.con, source, column),
+                                 [v for v in [b.table_frames.get(source), source] if v][:1], "empty", constraint=True))  # fmt: skip
 
 
 def _pandas_order_site(sel: Selection, req: Requirement) -> str:

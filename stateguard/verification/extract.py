@@ -64,6 +64,7 @@ _TOPK = re.compile(
     re.IGNORECASE,
 )
 _ARGMAX = re.compile(r"\bwhich\s+\w+\s+(?:has|have|holds|had)\s+the\s+(?P<dir>largest|highest|most|biggest|greatest|smallest|lowest|fewest|least)\b", re.IGNORECASE)
+_FIRST = re.compile(r"\b(?P<dir>highest|largest|biggest|lowest|smallest)\s+first\b|\bin\s+(?P<dir2>descending|ascending)\s+order\b", re.IGNORECASE)
 _DESC = {"largest", "highest", "most", "biggest", "greatest", "fastest", "top"}
 _DEFINITION = re.compile(
     r"^(?:an?|the)\s+(?P<noun>[a-z][\w\s-]*?)\s+(?:at\s+\w+\s+)?(?:is|counts as|is considered)\s+(?P<term>[a-z][\w-]*(?:\s+[a-z][\w-]*)?)\s+(?:when|if)\b"
@@ -252,6 +253,10 @@ def rankings(clause: str) -> list[Requirement]:
     m = _ARGMAX.search(clause)
     if m:
         return [Requirement(kind=Kind.ORDER, text=m.group(0), k=1, descending=m.group("dir").lower() in _DESC)]
+    m = _FIRST.search(clause)
+    if m:
+        word = (m.group("dir") or m.group("dir2")).lower()
+        return [Requirement(kind=Kind.ORDER, text=m.group(0), descending=word in _DESC or word == "descending")]
     return []
 
 
