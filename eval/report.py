@@ -6,7 +6,9 @@
 Accuracy is micro over scored turns (excluded turns are neither right nor wrong, C.3); DCR and
 its risk ratio pool the contaminated/clean counts over all tasks of the benchmark (C.4) and are
 "—" when undefined; the gain of `stateguard` over `baseline` comes with the paired cluster
-bootstrap over tasks (10,000 resamples by default, 95% CI, share of non-positive gains).
+bootstrap over tasks (10,000 resamples by default, 95% CI, share of non-positive gains), for
+micro accuracy and, next to it, for task-macro accuracy (each task weighs the same; C.3 reports
+both to show a gain is not carried by a few long tasks).
 """
 
 from __future__ import annotations
@@ -16,10 +18,16 @@ from collections import defaultdict
 from pydantic import BaseModel, Field
 
 from eval.metrics import accuracy, accuracy_by, dcr, pooled_dcr, unit_outcomes
-from eval.metrics.bootstrap import BootstrapResult, accuracy_stats, paired_cluster_bootstrap
+from eval.metrics.bootstrap import (
+    BootstrapResult,
+    accuracy_stats,
+    macro_accuracy_stats,
+    paired_cluster_bootstrap,
+    task_macro_accuracy,
+)
 from eval.results import ArmResult
 
-__all__ = ["ArmSummary", "RunSummary", "fmt", "render_summary", "summarize"]
+__all__ = ["ArmSummary", "RunSummary", "fmt", "macro_gain", "render_gain", "render_summary", "summarize"]
 
 
 class ArmSummary(BaseModel):
@@ -43,6 +51,9 @@ class RunSummary(BaseModel):
     bench: str
     arms: list[ArmSummary]
     gain: BootstrapResult | None = Field(default=None, description="stateguard - baseline accuracy, bootstrap")
+    macro_gain: BootstrapResult | None = Field(
+        default=None, description="stateguard - baseline task-macro accuracy (C.3), same bootstrap"
+    )
     wall_s: float = 0.0
 
 
@@ -76,7 +87,27 @@ def summarize(results: list[ArmResult], *, seed: int = 0, resamples: int = 10_00
                                        for u in unit_outcomes(r.task_id, r.correct)) for a in ("baseline", "stateguard")}  # fmt: skip
             summary.gain = paired_cluster_bootstrap(stats["baseline"], stats["stateguard"], n_resamples=resamples,
                                                     seed=seed)  # fmt: skip
+            summary.macro_gain = macro_gain(by_arm["baseline"], by_arm["stateguard"], seed=seed, resamples=resamples)
     return summary
+
+
+def macro_gain(baseline: list[ArmResult], treatment: list[ArmResult], *, seed: int = 0,
+               resamples: int = 10_000) -> BootstrapResult | None:  # fmt: skip
+    """C.3's task-macro gain: mean per-task accuracy, treatment minus baseline, over the tasks both
+    arms ran, with the same paired cluster bootstrap as the micro gain."""
+    shared = {r.task_id for r in baseline} & {r.task_id for r in treatment}
+    if not shared:
+        return None
+    stats = [macro_accuracy_stats(u for r in sorted(arm, key=lambda r: r.task_id) if r.task_id in shared
+                                  for u in unit_outcomes(r.task_id, r.correct)) for arm in (baseline, treatment)]  # fmt: skip
+    return paired_cluster_bootstrap(stats[0], stats[1], task_macro_accuracy, n_resamples=resamples, seed=seed)
+
+
+def render_gain(name: str, g: BootstrapResult) -> str:
+    """One line: the observed gain in points, its 95% CI and the share of non-positive resamples."""
+    return (f"{name}: {100 * g.observed_gain:+.1f} points, 95% CI [{fmt(g.ci_low)}, {fmt(g.ci_high)}], "
+            f"share of resamples <= 0: {fmt(g.share_nonpositive)}% ({g.n_resamples} resamples over {g.n_tasks} tasks)"
+            if g.observed_gain is not None else f"{name}: —")  # fmt: skip
 
 
 def fmt(value: float | None, percent: bool = True) -> str:
@@ -93,9 +124,9 @@ def render_summary(summary: RunSummary) -> str:
                      f"{fmt(a.risk_ratio, False):>7}{a.repairs:>9}{a.manager_calls:>11}{a.wall_s:>9.1f}")  # fmt: skip
     g = summary.gain
     if g is not None and g.observed_gain is not None:
-        lines += ["", f"accuracy gain (stateguard - baseline): {100 * g.observed_gain:+.1f} points, "
-                      f"95% CI [{fmt(g.ci_low)}, {fmt(g.ci_high)}], share of resamples <= 0: "
-                      f"{fmt(g.share_nonpositive)}% ({g.n_resamples} resamples over {g.n_tasks} tasks)"]  # fmt: skip
+        lines += ["", render_gain("accuracy gain (stateguard - baseline)", g)]
+        if summary.macro_gain is not None:
+            lines.append(render_gain("task-macro gain (stateguard - baseline)", summary.macro_gain))
     failed = sum(a.failed_tasks for a in summary.arms)
     if failed:
         lines.append(f"WARNING: {failed} rollout(s) failed; see the `error` field of their result files")

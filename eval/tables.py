@@ -11,6 +11,11 @@ CSV each:
 * runtime    reviews per task, manager calls per task, time per call, T_M (Eq. 32) and wall
              time per task (Table 5);
 * states     D.2 state statistics of the StateGuard arm;
+* gains      C.3: micro and task-macro accuracy gain of each arm over the baseline, each with its
+             paired cluster bootstrap CI (`--resamples`, default 10,000);
+* states_mix D.2's relation mix, hints by kind, and tool usage (calls, share of tasks using each);
+* paired     D.3: unit flips baseline -> StateGuard in both directions, task-level changes, and the
+             manager-attributable regressions (broad and strict criteria, `eval/metrics/paired.py`);
 and two PNG plots: accuracy vs analytical-state coverage (one point per task), and verification
 engagement (share of turns with an evidence tool call) by stage difficulty (the share of arms
 that answered the turn wrong), as in Fig. 3 right.
@@ -25,10 +30,13 @@ from collections import defaultdict
 from functools import cache
 from pathlib import Path
 
+from eval.metrics.accuracy import unit_outcomes
+from eval.metrics.bootstrap import accuracy_stats, paired_cluster_bootstrap
 from eval.metrics.overhead import decompose, manager_call_stats, step_intervals
-from eval.metrics.states import run_state_stats
+from eval.metrics.paired import attribute, paired_flips, regressed_units
+from eval.metrics.states import RunStateStats, run_state_stats
 from eval.metrics.states import summarize as summarize_states
-from eval.report import fmt, summarize
+from eval.report import fmt, macro_gain, summarize
 from eval.results import ArmResult, read_results
 from stateguard.store import StateStore
 from stateguard.trace import TraceEvent, read_trace
@@ -138,6 +146,87 @@ def states(runs: list[tuple[ArmResult, object]]) -> Table:
     return ["statistic", "value"], rows
 
 
+def _points(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:+.2f}"
+
+
+def gains(results: list[ArmResult], resamples: int = 10_000) -> Table:
+    """C.3: per benchmark and arm, micro and task-macro gain over the baseline on the shared tasks."""
+    rows = []
+    for bench in sorted({r.bench for r in results}):
+        rs = [r for r in results if r.bench == bench and r.error is None]
+        base = {r.task_id: r for r in rs if r.arm == "baseline"}
+        for arm in sorted({r.arm for r in rs} - {"baseline"}):
+            treat = {r.task_id: r for r in rs if r.arm == arm and r.task_id in base}
+            if not treat:
+                continue
+            b, t = [base[k] for k in sorted(treat)], [treat[k] for k in sorted(treat)]
+            base_stats, treat_stats = (accuracy_stats(u for r in arm_rs for u in unit_outcomes(r.task_id, r.correct))
+                                       for arm_rs in (b, t))  # fmt: skip
+            micro = paired_cluster_bootstrap(base_stats, treat_stats, n_resamples=resamples)
+            macro = macro_gain(b, t, resamples=resamples)
+            rows.append([bench, arm, str(len(t)), _points(micro.observed_gain),
+                         f"[{fmt(micro.ci_low)}, {fmt(micro.ci_high)}]", fmt(micro.share_nonpositive),
+                         _points(macro.observed_gain if macro else None),
+                         f"[{fmt(macro.ci_low)}, {fmt(macro.ci_high)}]" if macro else "—"])  # fmt: skip
+    head = ["bench", "arm", "tasks", "micro gain (points)", "micro 95% CI", "micro resamples <= 0 %",
+            "task-macro gain (points)", "task-macro 95% CI"]  # fmt: skip
+    return head, rows
+
+
+def states_mix(runs: list[tuple[ArmResult, object]]) -> Table:
+    """D.2: relation mix (share of committed relations), hints by kind (per task), tool usage
+    (calls, and the share of tasks that used each tool) of the StateGuard arm."""
+    stats = [x for _, x in runs if isinstance(x, RunStateStats)]
+    s = summarize_states(stats)
+    n = len(stats)
+    rows = [["relation", k, str(v), f"{100 * s.relation_shares[k]:.1f}% of relations"] for k, v in s.relations.items()]
+    rows.append(["relation", "states with 2+ upstream states", str(s.multi_upstream_states), ""])
+    rows.append(["relation", "reselections at finalization", str(s.reselections), ""])
+    rows += [["hint", k, str(v), f"{s.hints_per_task[k]:.2f} per task"] for k, v in s.hints.items()]
+    rows += [["tool", k, str(v), f"{100 * sum(bool(x.tools.get(k)) for x in stats) / n:.0f}% of tasks"]
+             for k, v in s.tools.items()]  # fmt: skip
+    rows.append(["tool", "any evidence tool", str(sum(s.tools.values())), f"{100 * s.tool_task_coverage:.0f}% of tasks"])
+    return ["D.2", "kind", "count", "share"], rows
+
+
+def _share(count: int, of: int) -> str:
+    return f"{count} ({100 * count / of:.2f}%)" if of else str(count)
+
+
+def _units_are_turns(r: ArmResult) -> bool:
+    turns = {int(e.data["turn_id"]) for e in _trace(r) if e.kind == "turn_start"}
+    return bool(turns) and set(r.correct) <= turns
+
+
+def paired(results: list[ArmResult]) -> Table:
+    """D.3 per benchmark: flips baseline -> stateguard in both directions, task-level changes, and
+    the regressions the manager is attributable for (on turn-level units; "—" otherwise)."""
+    rows = []
+    for bench in sorted({r.bench for r in results}):
+        base = {r.task_id: r for r in results if r.bench == bench and r.arm == "baseline" and r.error is None}
+        guard = {r.task_id: r for r in results if r.bench == bench and r.arm == "stateguard" and r.error is None}
+        if not base or not guard:
+            continue
+        flips = paired_flips({k: r.correct for k, r in base.items()}, {k: r.correct for k, r in guard.items()})
+        broad = strict = 0
+        turn_level = all(_units_are_turns(r) for k, r in guard.items() if k in base)
+        if turn_level:
+            for k in sorted(set(base) & set(guard)):
+                lost = regressed_units(base[k].correct, guard[k].correct)
+                if lost:
+                    b, st = attribute(_trace(guard[k]), lost, guard[k].correct)
+                    broad, strict = broad + len(b), strict + len(st)
+        rows.append([bench, str(flips.units), str(flips.improved), str(flips.regressed), f"{flips.net:+d}",
+                     str(flips.stayed_right), str(flips.stayed_wrong), str(flips.excluded),
+                     f"{flips.tasks_improved}/{flips.tasks_decreased}/{flips.tasks_unchanged}",
+                     _share(broad, flips.units) if turn_level else "—",
+                     _share(strict, flips.units) if turn_level else "—"])  # fmt: skip
+    head = ["bench", "paired units", "wrong->right", "right->wrong", "net", "stayed right", "stayed wrong",
+            "excluded", "tasks up/down/same", "manager-attributable (broad)", "manager-attributable (strict)"]  # fmt: skip
+    return head, rows
+
+
 def plots(results: list[ArmResult], runs: list[tuple[ArmResult, object]], out: Path) -> list[Path]:
     import matplotlib
 
@@ -180,7 +269,7 @@ def plots(results: list[ArmResult], runs: list[tuple[ArmResult, object]], out: P
     return written
 
 
-def render_tables(run_dirs: list[Path], out: Path, worker: str | None = None) -> list[Path]:
+def render_tables(run_dirs: list[Path], out: Path, worker: str | None = None, resamples: int = 10_000) -> list[Path]:
     _events.cache_clear()  # traces are cached for one report only: a rerun may have changed them
     results = [r for d in run_dirs for r in read_results(d)]
     if not results:
@@ -190,6 +279,7 @@ def render_tables(run_dirs: list[Path], out: Path, worker: str | None = None) ->
     sg = [r for r in results if r.arm == "stateguard" and r.error is None]
     runs = _state_runs(sg)
     tables = {"table1": table1(results, worker), "ablation": ablation(results), "runtime": runtime(results)}
+    tables |= fidelity_tables(results, runs, resamples)
     if runs:
         tables["states"] = states(runs)
     written = []
@@ -200,6 +290,14 @@ def render_tables(run_dirs: list[Path], out: Path, worker: str | None = None) ->
     if runs:
         written += plots(results, runs, out)
     return written
+
+
+def fidelity_tables(results: list[ArmResult], runs: list[tuple[ArmResult, object]], resamples: int) -> dict[str, Table]:
+    """C.3's task-macro gain, D.2's relation / hint / tool mix, D.3's paired flips."""
+    tables = {"gains": gains(results, resamples), "paired": paired(results)}
+    if runs:
+        tables["states_mix"] = states_mix(runs)
+    return tables
 
 
 def _worker_name(run_dir: Path) -> str | None:
@@ -216,10 +314,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m eval.tables", description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+", type=Path, help="run folders of `make eval`")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: <first run>/tables)")
+    parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples for the gains table")
     args = parser.parse_args(argv)
     out = args.out or args.runs[0] / "tables"
-    written = render_tables(list(args.runs), out, _worker_name(args.runs[0]))
+    written = render_tables(list(args.runs), out, _worker_name(args.runs[0]), args.resamples)
     print((out / "table1.md").read_text(encoding="utf-8"))
+    for name, title in (("gains", "Accuracy gain, micro and task-macro (C.3)"),
+                        ("states_mix", "Relations, hints and tools (D.2)"), ("paired", "Paired flips (D.3)")):  # fmt: skip
+        if (out / f"{name}.md").is_file():
+            print(f"{title}\n{(out / f'{name}.md').read_text(encoding='utf-8')}")
     print(f"wrote {len(written)} files to {out}")
     return 0
 

@@ -9,7 +9,9 @@ The harness — never the manager — owns state ids, variable versions, relatio
 (Eq. 13), source binding, checkpoints and the repair schedule (attempt 1 light = hint;
 later attempts heavy = hint + delete the localized variables from the workspace; at most
 `repair_budget` attempts; then ABANDON_STATE rolls the workspace back to the last valid
-checkpoint).
+checkpoint, and the worker too: a commit keeps the bound worker's `snapshot()` under the same
+checkpoint id, and a rollback `restore`s it, so the worker's context no longer holds the
+abandoned work). `stateguard.preflight.bind_run` checks those bindings before a task starts.
 
     h = Harness(StateStore(path), HarnessConfig(regime="turn_aligned"), trace=Trace(path))
     h.begin_review(EventType.TURN_START); h.propose(model_message) -> [HarnessResult, ...]
@@ -53,7 +55,12 @@ from stateguard.state import Constraint, ConstraintResult, Draft, Relation
 from stateguard.store import StateStore, StoreError
 from stateguard.tools import ToolResult, run_tool
 from stateguard.trace import Trace
+from stateguard.worker import WorkerAdapter
 from stateguard.workspace import Workspace
+
+
+class BindingError(RuntimeError):
+    """Checkpoints, executor, workspace or worker are not bound consistently (A.6); the run stops."""
 
 
 class Outcome(StrEnum):
@@ -102,11 +109,15 @@ class Harness:
         *,
         trace: Trace | None = None,
         workspace: Workspace | None = None,
+        worker: WorkerAdapter | None = None,
     ):
         self.store = store
         self.config = config
         self.trace = trace or Trace()
         self.workspace = workspace
+        self.worker = worker
+        # checkpoint id -> the worker's snapshot() taken with it (commit, or the start checkpoint)
+        self.worker_checkpoints: dict[str, Any] = {}
         self.stage = Stage.IDLE
         self.draft: Draft | None = None
         self.repair_attempts = 0
@@ -144,10 +155,11 @@ class Harness:
         return self.observation()
 
     def advise(self, error_variables: list[str], faulty_reasoning: str) -> HarnessResult:
-        """A stateless repair-style hint (the `observer` ablation): same guard, no state, no budget."""
+        """A stateless repair-style hint (the `observer` ablation): same guard, no state, no budget.
+        The observer's remark is free text, so `error_variables` may be empty."""
         try:
-            if not error_variables or not faulty_reasoning.strip():
-                raise ActionError("advice needs error_variables and faulty_reasoning")
+            if not faulty_reasoning.strip():
+                raise ActionError("advice needs a remark (faulty_reasoning)")
             check_repair_hint(faulty_reasoning, error_variables, allowed_text=self.config.task_text)
         except (ActionError, HintRejected) as exc:
             return self._reject(None, {"advice": error_variables, "reason": faulty_reasoning}, str(exc))
@@ -478,6 +490,8 @@ class Harness:
         if state.source_step_end is not None:
             self.traced_upto = max(self.traced_upto, state.source_step_end + 1)
         self.last_valid_checkpoint = checkpoint or self.last_valid_checkpoint
+        if checkpoint is not None and self.worker is not None:
+            self.worker_checkpoints[checkpoint] = self.worker.snapshot()
         self.draft, self.repair_attempts = None, 0
         self.trace.emit("state_committed", state=state.model_dump(mode="json"))
         hints: list[Hint] = []
@@ -525,19 +539,37 @@ class Harness:
     def _abandon(self) -> list[str]:
         draft = self.draft
         assert draft is not None
-        notes = []
+        notes: list[str] = []
         exhausted = self.repair_attempts >= self.config.repair_budget
         if exhausted and self.config.on_budget_exhausted == "rollback":
             ckpt = self.last_valid_checkpoint
-            if self.workspace is not None and ckpt is not None and self.workspace.has_checkpoint(ckpt):
-                self.workspace.restore(ckpt)
-                notes.append(f"workspace rolled back to {ckpt}")
-                self.trace.emit("rollback", state_id=draft.id, checkpoint=ckpt)
-            else:
+            if self.workspace is not None and ckpt is not None:
+                self._rollback(draft.id, ckpt, notes)
+            else:  # only outside `rollout`, which binds a start checkpoint before the task begins
                 notes.append("no valid checkpoint to roll back to; draft abandoned")
         self.trace.emit("state_abandoned", state_id=draft.id, repair_attempts=self.repair_attempts)
         self.draft, self.repair_attempts = None, 0
         return notes
+
+
+    def _rollback(self, state_id: str, ckpt: str, notes: list[str]) -> None:
+        """Rewind the workspace and the bound worker to checkpoint `ckpt`, or refuse to run on.
+
+        A checkpoint that went missing after the pre-run check is a broken binding, not a reason
+        to abandon quietly: it raises BindingError, which ends the run with that message.
+        """
+        assert self.workspace is not None
+        if not self.workspace.has_checkpoint(ckpt):
+            raise BindingError(f"rollback of {state_id}: the workspace no longer holds checkpoint {ckpt}")
+        token = self.worker_checkpoints.get(ckpt)
+        if self.worker is not None and token is None:
+            raise BindingError(f"rollback of {state_id}: no worker snapshot was taken with checkpoint {ckpt}")
+        self.workspace.restore(ckpt)
+        notes.append(f"workspace rolled back to {ckpt}")
+        if self.worker is not None:
+            self.worker.restore(token)
+            notes.append(f"worker context rewound to {ckpt}")
+        self.trace.emit("rollback", state_id=state_id, checkpoint=ckpt, worker=self.worker is not None)
 
 
 def saved_id(saved: dict[str, Any]) -> str | None:

@@ -25,6 +25,10 @@ REPAIR_HINT_PREAMBLE = (
     "Read the reason, re-examine those items and redo whatever depends on them if needed. "
     "This note points at the problem; it does not contain the fix."
 )
+REMARK_PREAMBLE = (
+    "A reviewer who saw only your latest steps left the remark below. Check that part of your work "
+    "and redo it if the remark holds. This is a pointer, not the fix."
+)
 
 
 class PackedState(BaseModel):
@@ -65,12 +69,11 @@ class Hint(Record):
         if self.kind == "state":
             body = json.dumps([s.model_dump() for s in self.states], indent=1, default=str)
             return f"<state_hint>\n{STATE_HINT_PREAMBLE}\n{body}\n</state_hint>"
-        lines = [
-            "<repair_hint>",
-            REPAIR_HINT_PREAMBLE,
-            "affected: " + ", ".join(self.error_variables),
-            "reason: " + self.faulty_reasoning,
-        ]
+        if self.error_variables:
+            lines = ["<repair_hint>", REPAIR_HINT_PREAMBLE, "affected: " + ", ".join(self.error_variables)]
+        else:  # the observer ablation's remark names no variables
+            lines = ["<repair_hint>", REMARK_PREAMBLE]
+        lines.append("reason: " + self.faulty_reasoning)
         if self.removed_variables:
             lines.append(
                 "removed from your workspace (recompute before use): " + ", ".join(self.removed_variables)

@@ -22,6 +22,7 @@ from stateguard.harness import Harness, HarnessConfig, HarnessResult, Outcome
 from stateguard.lifecycle import Actor, ControlAction, Regime, Stage, is_legal
 from stateguard.observation import EventType
 from stateguard.policies.base import Advice, Degrade, ManagerContext, ManagerPolicy, ModelResponse
+from stateguard.preflight import BindingError, bind_run
 from stateguard.records import Record
 from stateguard.store import StateStore
 from stateguard.task import Task, Turn, prelude
@@ -53,7 +54,7 @@ class _Run:
         self.store = StateStore(run_dir / "states.sqlite" if run_dir else ":memory:")
         self.trace = Trace(run_dir / "trace.jsonl" if run_dir else None)
         config = HarnessConfig(regime=flow.regime, task_text=task.query_text, **harness_config)
-        self.harness = Harness(self.store, config, trace=self.trace, workspace=workspace)
+        self.harness = Harness(self.store, config, trace=self.trace, workspace=workspace, worker=worker)
         self.budget = flow.budget(manager is not None)
         self.step_index = 0
         self.used = 0  # worker steps in the current budget unit
@@ -89,7 +90,8 @@ class _Run:
         self.since_review = 0
         obs = self.harness.begin_review(event, terminal=terminal)
         ctx = ManagerContext(task=self.task, turn=self.turn, regime=self.flow.regime, store=self.store,
-                             workspace=self.ws, steps=self.harness.steps, budget=self.harness.config.repair_budget)  # fmt: skip
+                             workspace=self.ws, steps=self.harness.steps, budget=self.harness.config.repair_budget,
+                             worker_budget_left=max(0, self.budget - self.used))  # fmt: skip
         result: HarnessResult | None = None
         for _ in range(MAX_ACTIVATIONS_PER_REVIEW):
             self.activations += 1
@@ -223,6 +225,13 @@ def rollout(
     if not setup.ok:
         raise RuntimeError(f"task prelude failed in the workspace: {setup.error}")
     worker.start(task, workspace)
+    try:  # A.6: checkpoints, executor, workspace and worker consistently bound, before any step
+        bind_run(run.harness, worker, workspace, manager=manager is not None)
+    except BindingError as exc:
+        run.trace.emit("binding_failed", error=str(exc))
+        run.trace.close()
+        run.store.close()
+        raise
     if flow.regime is Regime.TURN_ALIGNED:
         run.run_turn_aligned()
     else:

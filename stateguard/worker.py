@@ -46,9 +46,13 @@ class WorkerAdapter(Protocol):
         """Receive a user turn or a manager hint (append-only context)."""
 
     def snapshot(self) -> Any:
-        """Opaque copy of the worker's own context (not the workspace)."""
+        """Opaque copy of the worker's own context (not the workspace). The harness takes one with
+        every workspace checkpoint (each commit, and the run's start checkpoint)."""
 
-    def restore(self, token: Any) -> None: ...
+    def restore(self, token: Any) -> None:
+        """Rewind the context to `token` (a rollback to the checkpoint taken with it), so the
+        abandoned work is gone from what the worker sees next. Answers already submitted stay:
+        a rollback rewinds the analysis, it cannot take back an answer the benchmark recorded."""
 
     def done(self) -> bool:
         """The current turn's work is finished (the worker has answered)."""

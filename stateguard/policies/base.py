@@ -32,9 +32,10 @@ class ModelResponse(BaseModel):
 
 
 class Advice(BaseModel):
-    """A stateless hint to the worker (observer ablation); sent back one HarnessResult."""
+    """A stateless hint to the worker (observer ablation); sent back one HarnessResult. The
+    observer names no variables (its remark is free text), so `error_variables` may be empty."""
 
-    error_variables: list[str]
+    error_variables: list[str] = []
     faulty_reasoning: str
 
 
@@ -61,6 +62,7 @@ class ManagerContext(BaseModel):
     workspace: LiveWorkspace | None
     steps: dict[int, WorkerStep]
     budget: int = 3  # repair budget per state
+    worker_budget_left: int | None = None  # worker steps left in the current budget unit (Table 3)
 
 
 class ManagerPolicy(Protocol):

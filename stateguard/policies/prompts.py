@@ -6,7 +6,7 @@ P_sys fixes the role (supervise, never solve) and the information boundary (no g
 P_ctrl is the shared controller (the five checks, evidence-gated repair, never prescribing a
 fix); P_life is the flow-specific lifecycle; P_act lists the control actions legal right now
 (from the harness's table, via the observation); T is the agent-visible task.
-The `freeform` ablation keeps the machinery but drops the prescriptive state/check policy.
+The `freeform` ablation keeps P_sys and P_life and swaps P_ctrl (`stateguard.policies.freeform`).
 """
 
 from __future__ import annotations
@@ -77,16 +77,15 @@ If a state has formed:
 5. REPAIR on clear evidence, otherwise FINALIZE_RELATIONS.
 6. COMMIT_STATE."""
 
-FREEFORM = """You keep notes about the worker's progress using the available functions and may point out problems.
-Call functions to act; a response either calls tools or exactly one control action."""
-
 STATE_HINT_RULES = "Observation fields: event_type, stage, legal_control_actions, untraced_steps (index, action, output, error), current_draft, repair_attempts/repair_budget, last_action_result, committed_state_index."
 
 
 def system_prompt(regime: Regime, variant: Literal["stateguard", "freeform"] = "stateguard") -> str:
-    """P_sys ⊕ P_ctrl[P_life] for a flow (the freeform ablation drops the prescriptive policy)."""
+    """P_sys ⊕ P_ctrl[P_life] for a flow (the freeform ablation swaps P_ctrl for its own block)."""
     if variant == "freeform":
-        return f"{FREEFORM}\n\n{STATE_HINT_RULES}"
+        from stateguard.policies.freeform import freeform_system_prompt  # it builds on this module
+
+        return freeform_system_prompt(regime)
     life = TURN_LIFECYCLE if regime is Regime.TURN_ALIGNED else SEGMENT_LIFECYCLE
     return f"{SYSTEM}\n\n{CONTROLLER}\n\n{life}\n\n{STATE_HINT_RULES}"
 

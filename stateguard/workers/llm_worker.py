@@ -4,8 +4,12 @@ Each `step` is one model call: the model thinks, then either writes one ```pytho
 the persistent workspace; the output comes back as the next user message) or gives the turn's
 final answer as JSON inside <answer>...</answer>. User turns and the manager's hints arrive through
 `inject` as user messages (hints in the fixed reference-only wording of `stateguard.hints`).
-Benchmark adapters may pass their native protocol (`WorkerProtocol`: system prompt, how a turn
-is worded, how code and answers are tagged, how output is handed back); the default is ours.
+Benchmark adapters pass their native protocol (`WorkerProtocol`: system prompt, how a turn is
+worded, how code and answers are tagged, how output is handed back, the runner's own helpers and
+request settings, how reasoning text is kept out of the history); the default is ours:
+  LongDS     eval.benchmarks.longds.prompts.longds_protocol      (DSGym's tagged multi-turn shape)
+  DABstep    eval.benchmarks.dabstep.prompts.dabstep_protocol    (the official runner's code agent)
+  DAComp-DE  eval.benchmarks.dacomp_de.prompts.dacomp_protocol   (a CodeAct loop, track-specific)
 
     worker = LLMWorker(LLMClient(EndpointConfig.from_env("worker")))
     worker = LLMWorker(client, protocol=longds_protocol(data_dir))   # eval.benchmarks.longds.prompts
@@ -14,8 +18,8 @@ is worded, how code and answers are tagged, how output is handed back); the defa
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from stateguard.answers import last_json
@@ -32,6 +36,7 @@ Variables persist between steps and between questions. Follow the precision and 
 
 _CODE = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.S)
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S)
+_OPENING_TAG = re.compile(r"<[a-z_]+>\s*$")  # a code tag such as <execute_ipython> right before the code
 
 
 def _default_parse(text: str) -> tuple[str | None, str | None]:
@@ -44,14 +49,24 @@ def _default_parse(text: str) -> tuple[str | None, str | None]:
 class WorkerProtocol:
     """How the worker talks: its system prompt, a turn's wording, reply parsing, output feedback.
 
-    `parse(text) -> (code or None, answer text or None)`; a reply with neither ends the turn
-    with whatever JSON (or text) it holds.
+    `parse(text) -> (code or None, answer text or None)`. A reply with neither ends the turn
+    with whatever JSON (or text) it holds, unless `no_action` turns it into feedback (the worker
+    then keeps going). `setup` runs once in the workspace at `start`, before any step (a runner's
+    own helpers, e.g. DABstep's `final_answer`); `answer_in_output(output)` reads a final answer
+    that the code itself reported. `clean(text)` is applied to every reply before it is parsed
+    and kept in the history (e.g. dropping a reasoning model's think block). `chat_kwargs` go
+    with every request (e.g. a completion-token cap).
     """
 
     system_prompt: str = DEFAULT_SYSTEM
     turn_text: Callable[[Turn], str] = Turn.prompt
     parse: Callable[[str], tuple[str | None, str | None]] = _default_parse
     feedback: Callable[[str], str] = lambda output: f"Output:\n{output or '(no output)'}"
+    setup: str = ""
+    answer_in_output: Callable[[str], str | None] | None = None
+    no_action: Callable[[str], str] | None = None
+    clean: Callable[[str], str] = lambda text: text
+    chat_kwargs: Mapping[str, Any] = field(default_factory=dict)
 
 
 class LLMWorker:
@@ -73,6 +88,10 @@ class LLMWorker:
     def start(self, task: Task, workspace: LiveWorkspace) -> None:
         self.task, self.ws = task, workspace
         self.messages = [{"role": "system", "content": self.system_prompt}]
+        if self.protocol.setup:
+            result = workspace.run_cell(self.protocol.setup)
+            if not result.ok:
+                raise RuntimeError(f"the worker protocol's setup code failed in the workspace: {result.error}")
 
     def inject(self, message: WorkerMessage) -> None:
         if message.kind == "turn" and message.turn is not None:
@@ -90,18 +109,20 @@ class LLMWorker:
         return dict(self.answers)
 
     def snapshot(self) -> Any:
-        return {"messages": [dict(m) for m in self.messages], "answers": dict(self.answers), "done": self._done}
+        return {"messages": [dict(m) for m in self.messages], "turn": self.turn, "done": self._done}
 
     def restore(self, token: Any) -> None:
+        """The conversation as it was at the checkpoint; submitted answers are kept (see the contract)."""
         self.messages = [dict(m) for m in token["messages"]]
-        self.answers = dict(token["answers"])
+        self.turn = token["turn"]
         self._done = token["done"]
+        self._failures = 0
 
     def step(self, index: int) -> WorkerStep | None:
         if self._done:
             return None
         try:
-            reply = self.client.chat(self.messages)
+            reply = self.client.chat(self.messages, **self.protocol.chat_kwargs)
         except Exception as exc:  # the endpoint failed after its own retries
             self._failures += 1
             if self._failures >= self.max_failures:
@@ -109,10 +130,17 @@ class LLMWorker:
             return WorkerStep(index=index, turn=self.turn, action="", error=f"model call failed: {exc}",
                               success=False, meta={"turn_end": self._done, "reads": [], "writes": []})  # fmt: skip
         self._failures = 0
-        text = reply.message.get("content") or ""
-        thought = text.split("```")[0].strip()[:2000]
+        text = self.protocol.clean(reply.message.get("content") or "")
         self.messages.append({"role": "assistant", "content": text})
         code, answer = self.protocol.parse(text)
+        # the thought is what the reply says before its code (whatever the protocol's code tags are)
+        head = text.split(code, 1)[0] if code and code in text else text
+        thought = _OPENING_TAG.sub("", head.split("```")[0]).strip()[:2000]
+        if answer is None and code is None and self.protocol.no_action is not None:
+            self.messages.append({"role": "user", "content": self.protocol.no_action(text)})
+            return WorkerStep(index=index, turn=self.turn, thought=thought, action="", output=text[-2000:],
+                              error="reply held no action", success=False,
+                              meta={"turn_end": False, "reads": [], "writes": []})  # fmt: skip
         if answer is not None or code is None:
             body = answer if answer is not None else text
             parsed = last_json(body)
@@ -127,9 +155,14 @@ class LLMWorker:
         output = "\n".join(x for x in (result.stdout, result.value or "", result.error or "") if x)
         output = output[-self.max_output_chars :]
         self.messages.append({"role": "user", "content": self.protocol.feedback(output)})
+        reported = self.protocol.answer_in_output(result.stdout) if self.protocol.answer_in_output else None
+        if reported is not None and self.turn is not None:
+            self.answers[self.turn] = reported  # the code called the runner's final-answer helper
+            self._done = True
         return WorkerStep(
             index=index, turn=self.turn, thought=thought, action=code, output=result.stdout + (result.value or ""),
             error=result.error, success=result.ok,
             meta={"cell_id": result.cell_id, "reads": result.reads, "writes": result.writes,
-                  "stale_reads": result.stale_reads, "turn_end": False, "wall_s": result.wall_s},
+                  "stale_reads": result.stale_reads, "turn_end": reported is not None, "wall_s": result.wall_s,
+                  **({"final": True} if reported is not None else {})},
         )  # fmt: skip

@@ -10,7 +10,9 @@ blank-line-separated block per step, under a seeded fault model:
 A repair hint that names a variable or answer field the faulty turn touched makes it recompute
 that turn (and every later turn it has already run) with the reference code -- an earlier turn's
 submitted answer stays as it was, only the workspace is fixed; a hint that names
-nothing relevant changes nothing. Same seed, same faults, same trajectory.
+nothing relevant changes nothing. A hint with no affected variables (the observer ablation's
+free-text remark) is read for the names it mentions instead. Same seed, same faults, same
+trajectory.
 
     worker = ScriptedWorker(FaultModel(faults=[Fault(kind="stale", turn=5)]))
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import random
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -167,11 +170,18 @@ class ScriptedWorker:
         return dict(self.answers)
 
     def snapshot(self) -> Any:
-        return {"queue": [c.model_copy() for c in self._queue], "answers": dict(self.answers)}
+        return {"queue": [c.model_copy() for c in self._queue], "faulted": dict(self.faulted),
+                "run_turns": list(self._run_turns), "turn_json": dict(self._turn_json),
+                "latest_run": self._latest_run}  # fmt: skip
 
     def restore(self, token: Any) -> None:
-        self._queue = list(token["queue"])
-        self.answers = dict(token["answers"])
+        """Back to the checkpoint: pending cells, open faults and the turns run so far. Submitted
+        answers stay (see the contract), and so do the logs `applied` and `ignored_hints`."""
+        self._queue = [c.model_copy() for c in token["queue"]]
+        self.faulted = dict(token["faulted"])
+        self._run_turns = list(token["run_turns"])
+        self._turn_json = dict(token["turn_json"])
+        self._latest_run = token["latest_run"]
 
     # -- behaviour
     def _cells(self, turn: Turn, code: str, purpose: Literal["reference", "faulty", "recompute"]) -> list[_Cell]:
@@ -216,7 +226,8 @@ class ScriptedWorker:
         return set(flow.reads) | set(flow.writes) | fields
 
     def _on_repair(self, names: list[str], reason: str) -> None:
-        wanted = {n.split("@")[0] for n in names}
+        # An observer remark names no variables: the identifiers its text mentions stand in for them.
+        wanted = {n.split("@")[0] for n in names} or set(re.findall(r"[A-Za-z_]\w*", reason))
         for turn_id in sorted(self.faulted, reverse=True):
             if wanted & self._footprint(turn_id):
                 del self.faulted[turn_id]

@@ -14,7 +14,7 @@ PROTECTED = [12.3456, 0.457, 1234567, "north: 88.25", {"nested": [41.9]}]
 @pytest.mark.parametrize(
     "hint",
     [
-        "The reported ratios use one decimal place although the task requires three-decimal precision.",
+        "The shares are shown with one decimal while the question asks for three-decimal rounding.",
         "The margin was computed from revenue@S1, which S4 replaced.",
         "The filter keeps rows from 2020 although the task asks for 2021 only.",
         "Only the top 5 regions were requested but the list has more.",

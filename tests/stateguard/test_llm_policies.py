@@ -1,5 +1,5 @@
-"""Hierarchical manager, the observer and freeform ablations, and the LLM worker, each through the
-real rollout loop with a scripted model on a real 127.0.0.1 socket."""
+"""Hierarchical manager and the LLM worker, each through the real rollout loop with a scripted model
+on a real 127.0.0.1 socket. The observer and freeform ablations: test_ablations.py."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from stateguard.llm.client import LLMClient
 from stateguard.llm.endpoints import EndpointConfig
 from stateguard.policies.hierarchical import HierarchicalManager
 from stateguard.policies.llm_manager import LLMManager
-from stateguard.policies.observer import ObserverManager
 from stateguard.policies.rules import RulesManager
 from stateguard.rollout import rollout
 from stateguard.task import Task, load_task
@@ -68,34 +67,6 @@ def test_hierarchical_calls_the_model_only_where_rules_cannot_decide(task: Task,
     assert all("Turn 3: " in q and "Turn 4: " not in q for q in asked_about)  # the model saw the task only up to turn 3
     committed = {e.data["state"]["id"]: e.data["state"] for e in read_trace(tmp_path / "trace.jsonl") if e.kind == "state_committed"}
     assert {"type": "invalidate", "related_state_id": "S1"} in committed["S4"]["relations"]  # relations stay the rules tier's
-
-
-def test_observer_hints_without_states(task: Task, tmp_path: Path) -> None:
-    quiet = Reply(content='{"issue": false}')
-    alarm = Reply(content='{"issue": true, "variables": ["margin"], "reason": "margin was computed before revenue was redefined"}')
-    with ScriptedServer([quiet, quiet, quiet, quiet, alarm, quiet]) as server:
-        observer = ObserverManager(client(server))
-        result = rollout(task, ScriptedWorker(FaultModel(faults=[Fault(kind="stale", turn=5)])), DictWorkspace(),
-                         flow=LONGDS, manager=observer, run_dir=tmp_path)  # fmt: skip
-        assert len(server.requests) == 6  # one stateless call per turn end, none at turn starts
-        assert "OBSERVATION" not in json.dumps(server.requests[0]) and "committed" not in json.dumps(server.requests[0])
-    assert result.committed_states == []
-    events = read_trace(tmp_path / "trace.jsonl")
-    advice = [e for e in events if e.kind == "advice"]
-    assert len(advice) == 1 and advice[0].data["hint"]["error_variables"] == ["margin"]
-    assert correct(task, result.answers)[5]  # the worker recomputed turn 5 after the hint
-
-
-def test_freeform_variant_runs_through_the_same_loop(task: Task, tmp_path: Path) -> None:
-    one = Task(task_id="one", turns=task.turns[:1], base_path=task.base_path)
-    script = [call("OPEN_STATE", issue="notes"), call("UPDATE_STATE", used_variables=[{"name": "revenue", "value": 1060.0}]),
-              call("FINALIZE_RELATIONS", mode="confirm"), call("COMMIT_STATE")]  # fmt: skip
-    with ScriptedServer(script) as server:
-        manager = LLMManager(client(server), variant="freeform")
-        result = rollout(one, ScriptedWorker(), DictWorkspace(), flow=LONGDS, manager=manager, run_dir=tmp_path)
-        system = server.requests[0]["messages"][0]["content"]
-    assert result.committed_states == ["S1"] and manager.name == "freeform"
-    assert "Repair policy" not in system and "LIFECYCLE" not in system
 
 
 def test_llm_worker_writes_code_reads_output_and_answers(task: Task, tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 """synthesis.sources: offline tabular datasets in DuckDB, and readers for DSBench, BIRD-INTERACT, IDA-Bench.
 
 Reader tests run on small invented fixtures in the published layouts (tests/synthesis/fixtures);
-the DSBench index staged in ../shared/benchmarks is read too, skipped only when that folder is absent.
+the published DSBench index is read in place from ../shared/benchmarks (tests/support/published.py).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from synthesis.sources import tabular
 from synthesis.sources.bird_interact import read_bird_interact, read_column_meanings, read_knowledge_base
 from synthesis.sources.dsbench import parse_size, read_dsbench, read_dsbench_analysis, read_dsbench_modeling
 from synthesis.sources.ida_bench import NumericBaseline, read_ida_bench, split_instructions
-from synthesis.sources.records import RawTask, SourceFormatError, shared_benchmarks_dir
+from synthesis.sources.records import RawTask, SourceFormatError
 from synthesis.sources.tabular import (
     DatasetNotInstalledError,
     UnknownDatasetError,
@@ -26,9 +26,9 @@ from synthesis.sources.tabular import (
     get_info,
     load_into_duckdb,
 )
+from tests.support.published import published
 
 FIXTURES = Path(__file__).parent / "fixtures"
-SHARED_DSBENCH = shared_benchmarks_dir() / "dsbench"
 
 NYC_ROWS = {"flights": 336_776, "airlines": 16, "airports": 1_458, "planes": 3_322, "weather": 26_115}
 
@@ -249,11 +249,9 @@ def test_parse_size() -> None:
     assert parse_size("big") is None
 
 
-@pytest.mark.skipif(
-    not SHARED_DSBENCH.is_dir(), reason=f"staged DSBench sample not present at {SHARED_DSBENCH}"
-)
-def test_dsbench_staged_sample() -> None:
-    tasks = read_dsbench(SHARED_DSBENCH)
+@pytest.mark.published_data
+def test_dsbench_published_sample() -> None:
+    tasks = read_dsbench(published("dsbench"))
     analysis = [t for t in tasks if t.source == "dsbench_analysis"]
     modeling = [t for t in tasks if t.source == "dsbench_modeling"]
     assert len(analysis) == 38 and sum(len(t.questions) for t in analysis) == 466

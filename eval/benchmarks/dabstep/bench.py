@@ -5,10 +5,13 @@
     python -m eval.benchmarks.dabstep.bench runs/eval/dabstep-<time>  # leaderboard JSONL per arm
 
 Each question becomes a one-turn `Task`: the turn shows where the context files are, the
-question and its answer guidelines, and asks for `<answer>{"answer": "..."}</answer>` (the LLM
-worker keeps the JSON object inside the tags). There is no reference code, so only `worker=llm`
-can run it; `load` refuses `worker=scripted`, a missing worker endpoint and a missing context
-file before any rollout. The sandbox mounts the context folder read-only and `BASE_PATH` names it.
+question and its answer guidelines (the manager's view of the task), and keeps the raw question
+and guidelines for the worker protocol. The LLM worker speaks the official runner's shape
+(`worker_protocol` -> `prompts.dabstep_protocol`: chat or reasoning-model prompts chosen from
+`STATEGUARD_WORKER_MODEL`, Thought/Code/Observation steps, `final_answer(value)`). There is no
+reference code, so only `worker=llm` can run it; `load` refuses `worker=scripted`, a missing
+worker endpoint and a missing context file before any rollout. The sandbox mounts the context
+folder read-only and `BASE_PATH` names it.
 
 Scoring: `question_matches(prediction, truth)` when the split publishes the answer (dev);
 None (excluded from accuracy) when the answer is withheld (the 450-task split), whose
@@ -30,12 +33,14 @@ from typing import Any
 
 from eval.benchmarks.base import EvalTask
 from eval.benchmarks.dabstep.loader import CONTEXT_FILES, DabstepTask, check_context, load_split, resolve_root
+from eval.benchmarks.dabstep.prompts import dabstep_protocol
 from eval.benchmarks.dabstep.scorer import SCORING_VERSION, question_matches
 from eval.results import ArmResult, read_results
 from stateguard.flows import DABSTEP
 from stateguard.llm import EndpointConfig
 from stateguard.task import Task, Turn
 from stateguard.trace import read_trace
+from stateguard.workers.llm_worker import WorkerProtocol
 
 __all__ = ["DabstepBench", "prediction_text", "write_submission", "write_submissions"]
 
@@ -43,14 +48,11 @@ UNIT = 1  # the single turn (and scored unit) of every DABstep task
 
 CONTEXT_TEXT = """This is one DABstep question about a payment processor's data. The data files are in the \
 read-only folder BASE_PATH ({folder}): {files}. manual.md defines the business terms and the fee rules, \
-payments-readme.md describes the columns of payments.csv; read them before you compute anything."""
+payments-readme.md describes the columns of payments.csv."""
 
 QUESTION_TEXT = """Question: {question}
 
-Answer guidelines: {guidelines}
-
-When you have the answer, reply with <answer>{{"answer": "..."}}</answer>, the value written exactly as the \
-guidelines ask."""
+Answer guidelines: {guidelines}"""
 
 
 def require_llm_worker(cfg: Mapping[str, Any], bench: str) -> None:
@@ -75,6 +77,7 @@ def make_task(item: DabstepTask, context_dir: Path) -> EvalTask:
         context=CONTEXT_TEXT.format(folder=folder, files=", ".join(CONTEXT_FILES)),
         question=question,
         answer=item.answer if item.has_answer else None,  # hidden from the agent; read only by `score`
+        dabstep={"question": item.question.strip(), "guidelines": guidelines},  # for the worker protocol
     )
     task = Task(task_id=item.task_id, turns=[turn], base_path=str(folder))
     return EvalTask(task_id=item.task_id, task=task, data_dir=folder, domain="dabstep", level=item.level)
@@ -119,6 +122,10 @@ class DabstepBench:
         context = check_context(root / "context", verify=bool(cfg.get("verify", False)))
         items = sorted(load_split(root, "dev" if split == "dev" else "all"), key=lambda t: _order(t.task_id))
         return [make_task(item, context.folder) for item in items]
+
+    def worker_protocol(self, task: EvalTask) -> WorkerProtocol:
+        """The official runner's worker shape for the configured worker model (`prompts.py`)."""
+        return dabstep_protocol(str(task.data_dir), model=EndpointConfig.from_env("worker").model)
 
     def score(self, task: EvalTask, answers: Mapping[int, Any]) -> dict[int, bool | None]:
         truth = task.task.turn(UNIT).answer

@@ -5,12 +5,14 @@
     python -m eval.benchmarks.dacomp_de.bench runs/eval/dacomp_de-<time>   # Impl CFS/CS, Evol CFS per arm
 
 Each task folder (task.py) becomes a one-turn `Task`: the turn carries the change request
-(question.md, evolution) or the contract (docs/data_contract.yaml, implementation), the rules
-for the SQL files and the answer format. The sandbox mounts the task folder read-only
-(`BASE_PATH`); the agent works in its current directory, the sandbox's writable scratch folder
-(`<run_dir>/tasks/<task>/<arm>/scratch`), writing `sql/<layer>/<table>.sql`, one SELECT per
-file. It ends with `<answer>{"sql_dir": "<absolute path of that sql folder>"}</answer>`; a folder
-outside `<run_dir>/tasks/<task>/` (such as the task folder's own sql/) is not used.
+(question.md, evolution) or the contract (docs/data_contract.yaml, implementation), the track's
+own instructions (`prompts.TRACK_INSTRUCTIONS`), the rules for the SQL files and the answer
+format. The LLM worker runs a CodeAct loop (`worker_protocol` -> `prompts.dacomp_protocol`:
+`<execute_ipython>` actions, `OBSERVATION:` replies, `<finish>`). The sandbox mounts the task
+folder read-only (`BASE_PATH`); the agent works in its current directory, the sandbox's writable
+scratch folder (`<run_dir>/tasks/<task>/<arm>/scratch`), writing `sql/<layer>/<table>.sql`, one
+SELECT per file. It ends with `<finish>{"sql_dir": "<absolute path of that sql folder>"}</finish>`;
+a folder outside `<run_dir>/tasks/<task>/` (such as the task folder's own sql/) is not used.
 
 Scoring (`score`) rebuilds the submission: the task folder's `sql/` with the agent's files laid
 over it (a file the agent did not write stays as shipped, as in the benchmark's working copy),
@@ -53,6 +55,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from eval.benchmarks.base import EvalTask
 from eval.benchmarks.dacomp_de.config import ExampleSpec, load_eval_config
 from eval.benchmarks.dacomp_de.deps import table_dependencies
+from eval.benchmarks.dacomp_de.prompts import TRACK_INSTRUCTIONS, dacomp_protocol
 from eval.benchmarks.dacomp_de.scorer import SCORING_VERSION, ExampleScore, evaluate_submission
 from eval.benchmarks.dacomp_de.task import (
     DACompTask,
@@ -66,6 +69,7 @@ from eval.results import ArmResult, read_results
 from stateguard.flows import DACOMP_DE
 from stateguard.llm import EndpointConfig
 from stateguard.task import Task, Turn
+from stateguard.workers.llm_worker import WorkerProtocol
 
 __all__ = ["DACompDEBench", "DACompRunScore", "merged_sources", "table_units", "task_scores", "unit_parents"]
 
@@ -84,7 +88,7 @@ trailing semicolon, no dbt ref(); read upstream tables as <layer>.<table> and ra
 table whose file you do not write keeps the task folder's SQL. To test, copy {start_db} into your working \
 directory and build your tables in that copy with duckdb; open the original only with read_only=True.
 When the pipeline is complete, print os.path.abspath('sql') and reply with \
-<answer>{{"sql_dir": "<that absolute path>"}}</answer>."""
+<finish>{{"sql_dir": "<that absolute path>"}}</finish>."""
 
 
 def _require(cfg: Mapping[str, Any]) -> None:
@@ -199,6 +203,7 @@ def _turn(task: DACompTask, max_spec_chars: int) -> Turn:
         question = f"Change the existing pipeline as {rel} requests:\n\n{spec.strip()}"
     else:
         question = f"Implement the pipeline that {rel} specifies:\n\n{spec.strip()}"
+    question = f"{question}\n\n{TRACK_INSTRUCTIONS[task.kind]}"
     kind = "evolution: change an existing pipeline" if task.kind == "evol" else "implementation: build it"
     context = CONTEXT_TEXT.format(kind=kind, root=root, spec=rel, start_db=task.start_db.name)
     return Turn(turn_id=TURN, context=context, question=question, answer=None)
@@ -258,6 +263,10 @@ class DACompDEBench:
         if not out:
             raise TaskFolderError(f"{tasks_dir}: no task of kinds {kinds}; check bench.kinds")
         return out
+
+    def worker_protocol(self, task: EvalTask) -> WorkerProtocol:
+        """The CodeAct loop of the benchmark's agents (`prompts.py`); the track rides in the turn."""
+        return dacomp_protocol()
 
     def _entry(self, task: EvalTask) -> _Entry:
         if task.task_id not in self._entries:

@@ -1,4 +1,8 @@
-"""Reading DABstep task files and checking the context folder; errors name the file and the fix."""
+"""Reading DABstep task files and checking the context folder; errors name the file and the fix.
+
+Format tests write invented rows in the published layout into a temporary folder. The published
+dev and full task files are read in place from ../shared/benchmarks (tests/support/published.py).
+"""
 
 from __future__ import annotations
 
@@ -17,10 +21,13 @@ from eval.benchmarks.dabstep import (
     resolve_root,
 )
 from eval.benchmarks.dabstep import loader as dabstep_loader
+from tests.support.published import digest, published
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "dabstep"
-SHARED = Path(__file__).resolve().parents[4] / "shared" / "benchmarks" / "dabstep"
-ROW = {"task_id": "5", "question": "Which issuing country?", "level": "easy", "answer": "NL", "guidelines": "code"}
+ROW = {"task_id": "5", "question": "Which card scheme is used most?", "level": "easy", "answer": "SchemeA",
+       "guidelines": "Give the scheme name only."}  # fmt: skip
+# The first published dev task's question and guidelines, pinned by digest (not copied).
+DEV_FIRST_QUESTION = "d6a47c3b7f73d312ab4c3067f5cae95f18d62d9aa264e678be9a806edbf400f5"
+DEV_FIRST_GUIDELINES = "803387a38360265c9340b79b2a093baaf9a57ce2c7219d6debcd80507e83955a"
 
 
 def write_lines(path: Path, *lines: str) -> Path:
@@ -29,15 +36,25 @@ def write_lines(path: Path, *lines: str) -> Path:
     return path
 
 
-def test_dev_fixture_fields_and_levels() -> None:
-    tasks = load_split(FIXTURES, "dev")
+@pytest.mark.published_data
+def test_published_dev_fields_and_levels() -> None:
+    tasks = load_split(published("dabstep"), "dev")
     assert len(tasks) == 10
     assert [t.level for t in tasks].count("easy") == 3
     first = tasks[0]
     assert (first.task_id, first.level, first.answer) == ("5", "easy", "NL")
-    assert first.question == "Which issuing country has the highest number of transactions?"
-    assert first.guidelines.startswith("Answer must be just the country code.")
+    assert digest(first.question) == DEV_FIRST_QUESTION
+    assert digest(first.guidelines) == DEV_FIRST_GUIDELINES
     assert all(t.has_answer for t in tasks)
+
+
+def test_invented_rows_in_the_published_layout(tmp_path: Path) -> None:
+    second = {**ROW, "task_id": "17", "level": "hard", "answer": "0.25", "guidelines": ""}
+    write_lines(tmp_path / "tasks" / "dev.jsonl", json.dumps(ROW), json.dumps(second))
+    tasks = load_split(tmp_path, "dev")
+    assert [(t.task_id, t.level, t.answer, t.has_answer) for t in tasks] == [
+        ("5", "easy", "SchemeA", True), ("17", "hard", "0.25", True)]  # fmt: skip
+    assert tasks[0].question == ROW["question"] and tasks[0].guidelines == ROW["guidelines"]
 
 
 @pytest.mark.parametrize(
@@ -67,7 +84,9 @@ def test_hub_layout_with_an_inner_data_folder(tmp_path: Path) -> None:
     write_lines(tmp_path / "dabstep" / "data" / "tasks" / "dev.jsonl", json.dumps(ROW))
     assert resolve_root(tmp_path / "dabstep") == tmp_path / "dabstep" / "data"
     assert [t.task_id for t in load_split(tmp_path / "dabstep", "dev")] == ["5"]
-    assert resolve_root(FIXTURES) == FIXTURES
+    flat = tmp_path / "flat"
+    write_lines(flat / "tasks" / "dev.jsonl", json.dumps(ROW))
+    assert resolve_root(flat) == flat  # the flat layout (tasks/ at the root) is used as given
 
 
 def test_missing_split_names_both_file_names_and_the_fetch_command(tmp_path: Path) -> None:
@@ -115,13 +134,13 @@ def test_verify_rejects_a_payments_table_that_is_not_the_published_one(
     assert check_context(folder, verify=True).files["payments.csv"].name == "payments.csv"
 
 
-def test_staged_copy_has_450_tasks_and_lacks_payments() -> None:
-    if not (SHARED / "tasks").is_dir():
-        pytest.skip(f"staged DABstep data not present at {SHARED} (fixture tests above cover the loader)")
-    tasks = load_split(SHARED, "all")
+@pytest.mark.published_data
+def test_published_copy_has_450_tasks_and_lacks_payments() -> None:
+    shared = published("dabstep")
+    tasks = load_split(shared, "all")
     assert len(tasks) == 450
     assert (sum(t.level == "easy" for t in tasks), sum(t.level == "hard" for t in tasks)) == (72, 378)
     assert not any(t.has_answer for t in tasks)
-    if not (SHARED / "context" / "payments.csv").exists():
+    if not (shared / "context" / "payments.csv").exists():
         with pytest.raises(DabstepDataMissing, match="payments.csv"):
-            check_context(SHARED / "context")
+            check_context(shared / "context")

@@ -1,12 +1,10 @@
 """DABstep's answer matcher, branch by branch, and accuracy per level on the official dev answers.
 
-The dev rows are committed under tests/eval/fixtures/dabstep (CC-BY-4.0, see the README there);
-the staged copy in ../shared/benchmarks is compared with them when that folder exists.
+The branch table is ours. The ten official dev rows (CC-BY-4.0) are read in place from
+../shared/benchmarks/dabstep (tests/support/published.py), never copied into the repository.
 """
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 
@@ -18,9 +16,7 @@ from eval.benchmarks.dabstep import (
     score_predictions,
 )
 from eval.benchmarks.dabstep.scorer import first_number, numbers_match
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "dabstep"
-SHARED = Path(__file__).resolve().parents[4] / "shared" / "benchmarks" / "dabstep"
+from tests.support.published import published
 
 # (prediction, truth, expected): each row names the branch of the algorithm it exercises.
 CASES = [
@@ -115,9 +111,10 @@ def test_numbers_match(a: float, b: float, expected: bool) -> None:
 
 
 def dev_tasks() -> list[DabstepTask]:
-    return load_split(FIXTURES, "dev")
+    return load_split(published("dabstep"), "dev")
 
 
+@pytest.mark.published_data
 def test_every_dev_answer_matches_itself() -> None:
     tasks = dev_tasks()
     assert [t.task_id for t in tasks] == ["5", "49", "70", "1273", "1305", "1464", "1681", "1753", "1871", "2697"]
@@ -126,6 +123,7 @@ def test_every_dev_answer_matches_itself() -> None:
         assert question_matches(f"  {task.answer.upper()} ", task.answer), task.task_id
 
 
+@pytest.mark.published_data
 def test_the_two_published_answers_of_task_1871_do_not_match() -> None:
     (task,) = [t for t in dev_tasks() if t.task_id == "1871"]
     later_copy = "-0.94810300000017"
@@ -134,6 +132,7 @@ def test_the_two_published_answers_of_task_1871_do_not_match() -> None:
     assert not question_matches(task.answer, later_copy)
 
 
+@pytest.mark.published_data
 def test_list_answers_match_in_any_order() -> None:
     (task,) = [t for t in dev_tasks() if t.task_id == "1681"]
     shuffled = ", ".join(reversed(task.answer.split(", ")))
@@ -141,6 +140,7 @@ def test_list_answers_match_in_any_order() -> None:
     assert not question_matches(", ".join(task.answer.split(", ")[:-1]), task.answer)
 
 
+@pytest.mark.published_data
 def test_accuracy_per_level() -> None:
     tasks = dev_tasks()
     wrong = {"49": "A. NL", "1305": "0.2", "1464": "1, 2"}
@@ -156,6 +156,7 @@ def test_accuracy_per_level() -> None:
     assert {s.task_id for s in result.tasks if not s.correct} == {"49", "1305", "1464", "2697"}
 
 
+@pytest.mark.published_data
 def test_empty_group_has_no_accuracy() -> None:
     easy_only = [t for t in dev_tasks() if t.level == "easy"]
     result = score_predictions((t, t.answer) for t in easy_only)
@@ -163,6 +164,7 @@ def test_empty_group_has_no_accuracy() -> None:
     assert result.easy.accuracy == 1.0
 
 
+@pytest.mark.published_data
 def test_withheld_or_repeated_tasks_are_refused() -> None:
     blank = DabstepTask(task_id="1712", question="q", level="hard", answer="")
     with pytest.raises(ValueError, match="1712: its answer is withheld"):
@@ -170,9 +172,3 @@ def test_withheld_or_repeated_tasks_are_refused() -> None:
     task = dev_tasks()[0]
     with pytest.raises(ValueError, match="listed twice"):
         score_predictions([(task, "NL"), (task, "NL")])
-
-
-def test_staged_dev_copy_equals_the_committed_fixture() -> None:
-    if not (SHARED / "tasks").is_dir():
-        pytest.skip(f"staged DABstep data not present at {SHARED} (the committed fixture is tested above)")
-    assert load_split(SHARED, "dev") == dev_tasks()

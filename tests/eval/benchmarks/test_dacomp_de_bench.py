@@ -25,6 +25,7 @@ from eval.benchmarks.dacomp_de.bench import (
     unit_parents,
 )
 from eval.benchmarks.dacomp_de.config import load_eval_config
+from eval.benchmarks.dacomp_de.prompts import SYSTEM, TRACK_INSTRUCTIONS, parse_action
 from eval.results import read_results
 from eval.runner import run
 from tests.eval.benchmarks.test_dacomp_de_scorer import ORDERS, REFERENCE, _build_dbs
@@ -73,14 +74,17 @@ print(os.path.abspath('sql'))"""
 
 
 def scripted_engineer(request: dict[str, Any]) -> Reply:
-    """Step 1: write the SQL files into the working directory; then answer with the folder it printed."""
+    """CodeAct shape. Step 1 tries a shell action (refused), step 2 writes the SQL files from Python,
+    then it finishes with the folder the code printed."""
     said = [m["content"] for m in request["messages"] if m["role"] == "user"]
-    outputs = [text for text in said if text.startswith("Output:")]
+    outputs = [text for text in said if text.startswith("OBSERVATION:")]
     if not outputs:
+        return Reply(content="Let me look around first.\n<execute_bash>\nls -R\n</execute_bash>")
+    if len(outputs) == 1:
         code = WRITE.format(agent=json.dumps(AGENT))
-        return Reply(content=f"I will write the pipeline files.\n```python\n{code}\n```")
-    folder = outputs[0].split()[-1]
-    return Reply(content=f'The pipeline is written.\n<answer>{{"sql_dir": {json.dumps(folder)}}}</answer>')
+        return Reply(content=f"I will write the pipeline files.\n<execute_ipython>\n{code}\n</execute_ipython>")
+    folder = outputs[-1].split()[-1]
+    return Reply(content=f'The pipeline is written.\n<finish>{{"sql_dir": {json.dumps(folder)}}}</finish>')
 
 
 def _cfg(run_dir: Path, data: Path, **over: object) -> DictConfig:
@@ -125,8 +129,41 @@ def test_runner_scores_tables_under_cfs_and_keeps_cs(tmp_path: Path, model: Scri
     (path,) = DACompDEBench().after_run(run_dir)
     saved = json.loads(path.read_text())
     assert saved["arms"]["stateguard"]["impl_cs"] == 92.5 and len(saved["tasks"]) == 2
-    prompt = model.requests[0]["messages"][1]["content"]
+    system, prompt = (m["content"] for m in model.requests[0]["messages"])
+    assert system == SYSTEM  # the CodeAct loop's system prompt
     assert "one row per order" in prompt and "sql/<layer>/<table>.sql" in prompt and "sql_dir" in prompt
+    assert TRACK_INSTRUCTIONS["impl"] in prompt and TRACK_INSTRUCTIONS["evol"] not in prompt
+    refused = model.requests[1]["messages"][-1]["content"]
+    assert refused.startswith("OBSERVATION:\nThis sandbox has no shell")  # the bash action was not run
+
+
+@pytest.mark.parametrize(
+    ("text", "action"),
+    [("run it\n<execute_ipython>\nx = 1\n</execute_ipython>", ("x = 1", None)),
+     ('<finish>{"sql_dir": "/a/sql"}</finish>', (None, '{"sql_dir": "/a/sql"}')),
+     ("<execute_ipython>a()</execute_ipython> then <finish>x</finish>", ("a()", None)),  # the first action counts
+     ("<finish>done</finish><execute_ipython>a()</execute_ipython>", (None, "done")),
+     ("<execute_bash>ls</execute_bash>", (None, None)), ("just text", (None, None))],
+)  # fmt: skip
+def test_codeact_actions(text: str, action: tuple[str | None, str | None]) -> None:
+    assert parse_action(text) == action
+
+
+def test_each_track_gets_its_instructions(tmp_path: Path) -> None:
+    data = make_data(tmp_path)
+    evol = data / "tasks" / "dacomp-de-evol-901"
+    shutil.copytree(data / "tasks" / EXAMPLE, evol)
+    (evol / "docs" / "data_contract.yaml").unlink()
+    (evol / "question.md").write_text("Drop cancelled orders from the top-customer totals.\n")
+    (data / "gold" / "dacomp-de-evol-901").mkdir(parents=True)
+    shutil.copyfile(data / "gold" / EXAMPLE / "shop.duckdb", data / "gold" / "dacomp-de-evol-901" / "shop.duckdb")
+    bench = DACompDEBench()
+    tasks = {t.level: t for t in bench.load({"data_dir": str(data), "eval_config": str(CONFIG)})}
+    for kind, other in (("impl", "evol"), ("evol", "impl")):
+        text = bench.worker_protocol(tasks[kind]).turn_text(tasks[kind].task.turns[0])
+        assert TRACK_INSTRUCTIONS[kind] in text and TRACK_INSTRUCTIONS[other] not in text
+        assert bench.worker_protocol(tasks[kind]).system_prompt == SYSTEM
+    assert "Drop cancelled orders" in tasks["evol"].task.turns[0].prompt()
 
 
 def test_unwritten_tables_keep_the_task_sql_and_a_bad_folder_is_ignored(tmp_path: Path) -> None:

@@ -11,9 +11,10 @@ from eval.benchmarks.dacomp_de import FLOW
 from eval.benchmarks.dacomp_de.config import ConfigError, load_eval_config, parse_eval_config
 from eval.benchmarks.dacomp_de.task import TaskFolderError, find_tasks, gold_db_path, load_task
 from stateguard.lifecycle import Regime
+from tests.support.published import published
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "dacomp_de" / "evaluation_config_small.yaml"
-OFFICIAL = Path(__file__).resolve().parents[4] / "shared/benchmarks/dacomp_de/evaluation_suite/evaluation_config_compare.yaml"
+OFFICIAL = "dacomp_de/evaluation_suite/evaluation_config_compare.yaml"  # read in place (tests/support/published.py)
 
 
 def test_flow_matches_table_3() -> None:
@@ -72,9 +73,9 @@ def test_bare_table_weight_and_errors() -> None:
         parse_eval_config(data).example("dacomp-de-impl-999")
 
 
-@pytest.mark.skipif(not OFFICIAL.is_file(), reason="official config is staged only in ../shared")
-def test_official_config_when_present() -> None:
-    cfg = load_eval_config(OFFICIAL)
+@pytest.mark.published_data
+def test_official_config() -> None:
+    cfg = load_eval_config(published(OFFICIAL))
     kinds = [ex.kind for ex in cfg.examples.values()]
     assert (kinds.count("impl"), kinds.count("evol")) == (30, 50)
     impl = cfg.example("dacomp-de-impl-001")

@@ -15,9 +15,9 @@ from tests.support.scripted_server import ScriptedServer, Status
 
 TURN = Turn(
     turn_id=3,
-    context="Impute the Python scores.",
-    question="Report the mean used for imputation and the number of rows imputed.",
-    answer={"answer_type": "imputation_report", "mean_used_for_imputation": 75.8533, "rows_imputed": 2},
+    context="Fill the missing exam scores.",
+    question="Report the value used to fill the gaps and how many rows were filled.",
+    answer={"answer_type": "fill_report", "mean_fill_value": 41.2706, "rows_filled": 3},
 )
 
 
@@ -47,30 +47,30 @@ def test_parse_score(text: str, score: int | None) -> None:
                                                 ("The mean differs.\n<score>0</score>", False)])  # fmt: skip
 def test_llm_judge_reads_the_verdict(reply: str, correct: bool) -> None:
     with ScriptedServer([reply]) as server:
-        verdict = LLMJudge(client(server)).judge(TURN, "Mean 75.8533, 2 rows imputed.")
+        verdict = LLMJudge(client(server)).judge(TURN, "Fill value 41.2706, 3 rows filled.")
         request = server.requests[0]
     assert (verdict.correct, verdict.attempts, verdict.judge) == (correct, 1, "llm")
     assert verdict.reasoning == reply.split("\n")[0]
     system, user = request["messages"]
     assert system == {"role": "system", "content": JUDGE_SYSTEM}
-    assert "Impute the Python scores.\nQuestion: Report the mean" in user["content"]
-    assert '"mean_used_for_imputation": 75.8533' in user["content"]
-    assert user["content"].endswith("Agent's answer:\nMean 75.8533, 2 rows imputed.")
+    assert "Fill the missing exam scores.\nQuestion: Report the value" in user["content"]
+    assert '"mean_fill_value": 41.2706' in user["content"]
+    assert user["content"].endswith("Agent's answer:\nFill value 41.2706, 3 rows filled.")
     assert request["model"] == "judge-model" and request["temperature"] == 0.0
 
 
 def test_unreadable_verdicts_are_retried_then_succeed() -> None:
     with ScriptedServer(["I am not sure.", "Score: 1", "<score>1</score>"]) as server:
-        verdict = LLMJudge(client(server)).judge(TURN, {"mean_used_for_imputation": 75.8533, "rows_imputed": 2})
+        verdict = LLMJudge(client(server)).judge(TURN, {"mean_fill_value": 41.2706, "rows_filled": 3})
         assert len(server.requests) == 3 and server.remaining == 0
-        assert '"rows_imputed": 2}' in server.requests[0]["messages"][1]["content"]  # dict answers sent as JSON
+        assert '"rows_filled": 3}' in server.requests[0]["messages"][1]["content"]  # dict answers sent as JSON
     assert (verdict.correct, verdict.attempts) == (True, 3)
 
 
 def test_unreadable_verdicts_three_retries_then_the_turn_is_excluded() -> None:
     script = ["maybe", "<score>yes</score>", "<score>1</score><score>0</score>", "no idea", "<score>1</score>"]
     with ScriptedServer(script) as server:
-        verdict = LLMJudge(client(server)).judge(TURN, "75.8533 and 2")
+        verdict = LLMJudge(client(server)).judge(TURN, "41.2706 and 3")
         assert len(server.requests) == 4 and server.remaining == 1  # 1 call + 3 retries, then stop
     assert verdict.correct is None and verdict.excluded
     assert verdict.attempts == 4
@@ -79,7 +79,7 @@ def test_unreadable_verdicts_three_retries_then_the_turn_is_excluded() -> None:
 
 def test_endpoint_failure_excludes_without_counting_wrong() -> None:
     with ScriptedServer([Status(401, "bad key")]) as server:
-        verdict = LLMJudge(client(server)).judge(TURN, "75.8533")
+        verdict = LLMJudge(client(server)).judge(TURN, "41.2706")
     assert verdict.correct is None and verdict.attempts == 1
     assert "judge endpoint failed" in (verdict.error or "") and "401" in (verdict.error or "")
 
@@ -112,10 +112,10 @@ def test_task_judgement_skips_excluded_turns() -> None:
 @pytest.mark.parametrize(
     ("prediction", "correct", "reasoning"),
     [
-        ({"mean_used_for_imputation": 75.85330, "rows_imputed": 2}, True, "fields match"),
-        ('Result:\n{"Mean Used For Imputation": "75.8533", "rows_imputed": "2"}', True, "fields match"),
-        ({"mean_used_for_imputation": 75.853, "rows_imputed": 2}, False, "a field differs"),
-        ("The mean is 75.8533 and 2 rows were imputed.", False, "no JSON answer found"),
+        ({"mean_fill_value": 41.27060, "rows_filled": 3}, True, "fields match"),
+        ('Result:\n{"Mean Fill Value": "41.2706", "rows_filled": "3"}', True, "fields match"),
+        ({"mean_fill_value": 41.271, "rows_filled": 3}, False, "a field differs"),
+        ("The fill value is 41.2706 and 3 rows were filled.", False, "no JSON answer found"),
         (None, False, "no JSON answer found"),
     ],
 )

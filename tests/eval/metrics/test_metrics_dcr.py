@@ -83,24 +83,17 @@ def test_pooling_sums_counts_across_tasks() -> None:
     assert dumped["p_contaminated"] == 1.0 and dumped["p_clean"] == 0.5
 
 
-def _paper_loop(scores: dict[int, int], dependency_map: dict[int, list[int]]) -> tuple[int, int, int, int]:
-    """The C.4 listing, transcribed directly, as an independent reference."""
-    cn = cb = kn = kb = 0
-    for turn, declared in dependency_map.items():
-        if turn not in scores:
-            continue
-        observed = [d for d in declared if d in scores]
-        if not observed:
-            continue
-        wrong = 1 - scores[turn]
-        if all(scores[d] == 1 for d in observed):
-            kn, kb = kn + 1, kb + wrong
-        else:
-            cn, cb = cn + 1, cb + wrong
-    return cn, cb, kn, kb
+def _reference_counts(scores: dict[int, int], parents: dict[int, list[int]]) -> tuple[int, int, int, int]:
+    """An independent reference for C.4's definition, written as set comprehensions: a unit with a
+    score and at least one scored parent is contaminated when any scored parent is wrong."""
+    units = {u: [scores[p] for p in ps if p in scores] for u, ps in parents.items() if u in scores}
+    units = {u: seen for u, seen in units.items() if seen}
+    dirty = {u for u, seen in units.items() if 0 in seen}
+    clean = set(units) - dirty
+    return len(dirty), sum(1 - scores[u] for u in dirty), len(clean), sum(1 - scores[u] for u in clean)
 
 
-def test_matches_the_papers_listing_on_random_tasks() -> None:
+def test_matches_an_independent_reference_on_random_tasks() -> None:
     rng = random.Random(7)
     for _ in range(300):
         n = rng.randint(1, 12)
@@ -108,7 +101,7 @@ def test_matches_the_papers_listing_on_random_tasks() -> None:
         parents = {t: sorted(rng.sample(range(1, t), rng.randint(0, t - 1))) for t in range(1, n + 1)}
         scores = {t: int(v) for t, v in correct.items() if v is not None}
         got = dcr(correct, parents)
-        assert (got.contaminated_n, got.contaminated_bad, got.clean_n, got.clean_bad) == _paper_loop(scores, parents)
+        assert (got.contaminated_n, got.contaminated_bad, got.clean_n, got.clean_bad) == _reference_counts(scores, parents)
 
 
 def test_errors_name_the_field_and_the_fix() -> None:

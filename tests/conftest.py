@@ -1,0 +1,12 @@
+"""Suite-wide pytest setup: the `published_data` marker (see tests/support/published.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "published_data: reads published benchmark samples from ../shared/benchmarks (tests/support/published.py)",
+    )
