@@ -54,7 +54,8 @@ def _flow(cfg: DictConfig) -> FlowConfig:
 
 
 def _workspace(cfg: DictConfig, task_dir: Path, arm_dir: Path) -> LiveWorkspace:
-    return make_workspace(str(cfg.workspace), task_dir / "data", arm_dir)
+    sandbox: Any = OmegaConf.to_container(cfg.get("sandbox") or {}, resolve=True)
+    return make_workspace(str(cfg.workspace), task_dir / "data", arm_dir, sandbox)
 
 
 def _manager(cfg: DictConfig, trace: Trace) -> ManagerPolicy:
@@ -65,7 +66,8 @@ def _manager(cfg: DictConfig, trace: Trace) -> ManagerPolicy:
 
 def _worker(cfg: DictConfig, trace: Trace) -> WorkerAdapter:
     faults: Any = OmegaConf.to_container(cfg.faults, resolve=True)
-    return make_worker(str(cfg.worker), trace=trace, faults=faults, seed=cfg.seed)
+    response: Any = OmegaConf.to_container(cfg.response, resolve=True) if "response" in cfg else None
+    return make_worker(str(cfg.worker), trace=trace, faults=faults, seed=cfg.seed, response=response)
 
 
 def _arm(cfg: DictConfig, task: Task, task_dir: Path, arm: str) -> RolloutResult:

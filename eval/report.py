@@ -25,6 +25,7 @@ from eval.metrics.bootstrap import (
     paired_cluster_bootstrap,
     task_macro_accuracy,
 )
+from eval.metrics.detection import DetectionReport, detection_report, render_detection, scored_results
 from eval.results import ArmResult
 
 __all__ = ["ArmSummary", "RunSummary", "fmt", "macro_gain", "render_gain", "render_summary", "summarize"]
@@ -55,6 +56,8 @@ class RunSummary(BaseModel):
         default=None, description="stateguard - baseline task-macro accuracy (C.3), same bootstrap"
     )
     wall_s: float = 0.0
+    scope: str = Field(default="all runs", description="Which runs the arm table covers (fault variants / all).")
+    detection: DetectionReport | None = Field(default=None, description="Recall, false repairs, harm (detection.py).")
 
 
 def _arm(arm: str, results: list[ArmResult]) -> ArmSummary:
@@ -72,14 +75,18 @@ def _arm(arm: str, results: list[ArmResult]) -> ArmSummary:
     )  # fmt: skip
 
 
-def summarize(results: list[ArmResult], *, seed: int = 0, resamples: int = 10_000) -> RunSummary:
+def summarize(results: list[ArmResult], *, seed: int = 0, resamples: int = 10_000, detection: bool = True,
+              ) -> RunSummary:  # fmt: skip
     if not results:
         raise ValueError("no results to summarize")
+    report = detection_report(results) if detection else None
+    everything, results = results, scored_results(results)  # clean variants go to the detection report
     by_arm: dict[str, list[ArmResult]] = defaultdict(list)
     for r in results:
         by_arm[r.arm].append(r)
     order = sorted(by_arm, key=lambda a: (a != "baseline", a != "stateguard", a))
-    summary = RunSummary(bench=results[0].bench, arms=[_arm(a, by_arm[a]) for a in order])
+    summary = RunSummary(bench=results[0].bench, arms=[_arm(a, by_arm[a]) for a in order], detection=report,
+                         scope="all runs" if len(results) == len(everything) else "fault variants")  # fmt: skip
     if "baseline" in by_arm and "stateguard" in by_arm:
         shared = {r.task_id for r in by_arm["baseline"]} & {r.task_id for r in by_arm["stateguard"]}
         if shared:
@@ -118,7 +125,8 @@ def fmt(value: float | None, percent: bool = True) -> str:
 
 def render_summary(summary: RunSummary) -> str:
     head = f"{'arm':<12}{'tasks':>6}{'turns':>7}{'acc %':>8}{'DCR %':>8}{'RR':>7}{'repairs':>9}{'mgr calls':>11}{'time s':>9}"
-    lines = [f"benchmark: {summary.bench}", "", head, "-" * len(head)]
+    scope = "" if summary.scope == "all runs" else f" (accuracy and DCR over the {summary.scope}; clean runs below)"
+    lines = [f"benchmark: {summary.bench}{scope}", "", head, "-" * len(head)]
     for a in summary.arms:
         lines.append(f"{a.arm:<12}{a.tasks:>6}{a.turns_scored:>7}{fmt(a.accuracy):>8}{fmt(a.dcr):>8}"
                      f"{fmt(a.risk_ratio, False):>7}{a.repairs:>9}{a.manager_calls:>11}{a.wall_s:>9.1f}")  # fmt: skip
@@ -132,4 +140,5 @@ def render_summary(summary: RunSummary) -> str:
         lines.append(f"WARNING: {failed} rollout(s) failed; see the `error` field of their result files")
     lines.append("DCR: error rate of turns with a wrong parent minus that of turns whose parents are all right "
                  "(pooled over tasks; — = undefined)")
-    return "\n".join(lines)
+    detection = render_detection(summary.detection)
+    return "\n".join(lines) + (f"\n{detection}" if detection else "")

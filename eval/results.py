@@ -37,6 +37,10 @@ class ArmResult(Record):
     wall_s: float = 0.0
     run_dir: str = Field(description="Folder with this arm's trace.jsonl, states.sqlite and result.json.")
     error: str | None = Field(default=None, description="Why the rollout failed (its turns count as wrong).")
+    variant: str = Field(default="clean", description="Fault variant of the task (clean = no mistake injected).")
+    base_task: str = Field(default="", description="Task id shared by the variants of one task ('' = task_id).")
+    split: str = Field(default="all", description="Benchmark split (dev / heldout), reported apart.")
+    faults: list[dict[str, object]] = Field(default_factory=list, description="The scripted worker's declared mistakes.")
 
 
 def result_path(run_dir: str | Path, task_id: str, arm: str) -> Path:

@@ -35,7 +35,8 @@ from tqdm import tqdm
 
 from eval.benchmarks.base import EvalTask
 from eval.benchmarks.registry import get_benchmark
-from eval.components import make_manager, make_worker, make_workspace
+from eval.benchmarks.variants import variant_fields
+from eval.components import check_workspace, make_manager, make_worker, make_workspace
 from eval.report import RunSummary, render_summary, summarize
 from eval.results import ArmResult, read_results, result_path, write_result
 from stateguard.flows import FlowConfig
@@ -66,11 +67,11 @@ def run_job(task: EvalTask, arm: str, flow: FlowConfig, cfg: dict[str, Any], arm
     name = (cfg.get("bench") or {}).get("name")
     bench = get_benchmark(str(name)) if name else None  # its optional hooks: worker_protocol, collect
     try:
-        workspace = make_workspace(str(cfg["workspace"]), task.data_dir, out)
+        workspace = make_workspace(str(cfg["workspace"]), task.data_dir, out, cfg.get("sandbox"))
         try:
             native = getattr(bench, "worker_protocol", None)
             worker = make_worker(str(cfg["worker"]), trace=calls, faults=task.faults, seed=int(cfg["seed"]),
-                                 protocol=native(task) if native else None)  # fmt: skip
+                                 protocol=native(task) if native else None, response=cfg.get("response"))  # fmt: skip
             manager = None if kind is None else make_manager(kind, trace=calls, context_budget_tokens=int(
                 cfg["harness"]["context_budget_tokens"]), semantic=cfg.get("semantic"))
             result = rollout(task.task, worker, workspace, flow=flow, manager=manager, run_dir=out,
@@ -93,11 +94,11 @@ def run_job(task: EvalTask, arm: str, flow: FlowConfig, cfg: dict[str, Any], arm
 def _select(tasks: list[EvalTask], cfg: DictConfig) -> list[EvalTask]:
     wanted = [str(t) for t in cfg.get("task_ids") or []]
     if wanted:
-        known = {t.task_id for t in tasks}
+        known = {t.task_id for t in tasks} | {t.base_task for t in tasks}  # a task id selects all its variants
         missing = [t for t in wanted if t not in known]
         if missing:
             raise ValueError(f"task_ids {missing} are not in bench={cfg.bench.name} (it has {len(known)} tasks)")
-        tasks = [t for t in tasks if t.task_id in wanted]
+        tasks = [t for t in tasks if t.task_id in wanted or t.base_task in wanted]
     limit = cfg.get("limit")
     return tasks[: int(limit)] if limit else tasks
 
@@ -147,6 +148,7 @@ def run(cfg: DictConfig) -> RunSummary:
     arms = [str(a) for a in cfg.arms]
     for arm in arms:
         _manager_kind(arm, {"manager": cfg.manager})
+    check_workspace(str(cfg.workspace), OmegaConf.to_container(cfg.get("sandbox") or {}, resolve=True))  # type: ignore[arg-type]
     tasks = _select(bench.load(cfg.bench), cfg)
     if not cfg.resume and (run_dir / "results").is_dir() and any((run_dir / "results").iterdir()):
         raise FileExistsError(f"{run_dir} already holds results; pass resume=true to continue it, or another run_dir")
@@ -167,7 +169,7 @@ def run(cfg: DictConfig) -> RunSummary:
             write_result(run_dir, ArmResult(
                 bench=bench.name, task_id=task.task_id, arm=arm, domain=task.domain, level=task.level,
                 correct=correct, parents=task.parents, answers=outcome["answers"],
-                run_dir=str(run_dir / "tasks" / task.task_id / arm),
+                run_dir=str(run_dir / "tasks" / task.task_id / arm), **variant_fields(task),
                 **{k: outcome[k] for k in ("repairs", "manager_calls", "committed_states", "stale_states",
                                            "degraded", "wall_s", "error") if k in outcome},
             ))  # fmt: skip

@@ -16,6 +16,8 @@ CSV each:
 * states_mix D.2's relation mix, hints by kind, and tool usage (calls, share of tasks using each);
 * paired     D.3: unit flips baseline -> StateGuard in both directions, task-level changes, and the
              manager-attributable regressions (broad and strict criteria, `eval/metrics/paired.py`);
+* detection  per manager arm, split and fault kind: recall, lucky fixes, accuracy vs baseline,
+             clean-run harm (false repairs per 100 clean turns, destructive actions);
 and two PNG plots: accuracy vs analytical-state coverage (one point per task), and verification
 engagement (share of turns with an evidence tool call) by stage difficulty (the share of arms
 that answered the turn wrong), as in Fig. 3 right.
@@ -32,6 +34,7 @@ from pathlib import Path
 
 from eval.metrics.accuracy import unit_outcomes
 from eval.metrics.bootstrap import accuracy_stats, paired_cluster_bootstrap
+from eval.metrics.detection import detection_report, detection_table, scored_results
 from eval.metrics.overhead import decompose, manager_call_stats, step_intervals
 from eval.metrics.paired import attribute, paired_flips, regressed_units
 from eval.metrics.states import RunStateStats, run_state_stats
@@ -100,7 +103,7 @@ def table1(results: list[ArmResult], worker: str) -> Table:
 
 
 def ablation(results: list[ArmResult]) -> Table:
-    summary = summarize(results, resamples=1)
+    summary = summarize(results, resamples=1, detection=False)
     base = next((a.accuracy for a in summary.arms if a.arm == "baseline"), None)
     rows = [[a.arm, fmt(a.accuracy), fmt(a.dcr),
              "—" if a.accuracy is None or base is None else f"{100 * (a.accuracy - base):+.1f}"] for a in summary.arms]  # fmt: skip
@@ -282,6 +285,9 @@ def render_tables(run_dirs: list[Path], out: Path, worker: str | None = None, re
     tables |= fidelity_tables(results, runs, resamples)
     if runs:
         tables["states"] = states(runs)
+    report = detection_report(results)
+    if report is not None:  # recall per fault kind, false repairs, harm (eval/metrics/detection.py)
+        tables["detection"] = detection_table(report)
     written = []
     for name, table in tables.items():
         for ext, text in (("md", _md(table)), ("csv", _csv(table))):
@@ -294,7 +300,9 @@ def render_tables(run_dirs: list[Path], out: Path, worker: str | None = None, re
 
 def fidelity_tables(results: list[ArmResult], runs: list[tuple[ArmResult, object]], resamples: int) -> dict[str, Table]:
     """C.3's task-macro gain, D.2's relation / hint / tool mix, D.3's paired flips."""
-    tables = {"gains": gains(results, resamples), "paired": paired(results)}
+    # The gains cover the runs the summary's gain covers (the fault variants when there are clean ones);
+    # the paired flips cover every run (a right -> wrong flip on a clean run is harm).
+    tables = {"gains": gains(scored_results(results), resamples), "paired": paired(results)}
     if runs:
         tables["states_mix"] = states_mix(runs)
     return tables

@@ -44,6 +44,14 @@ class RolloutResult(Record):
     manager_llm_calls: int = 0
     repairs: int = 0
     degraded: bool = False
+    degraded_reasons: list[str] = Field(
+        default_factory=list,
+        description="Why the result may be compromised: the manager's own degradation and the workspace's "
+        "(e.g. a kernel restart that lost live objects). Non-empty exactly when `degraded` is true.",
+    )
+    workspace_isolation: str | None = Field(
+        default=None, description="How the workspace was isolated: bwrap | process | none (in-process)."
+    )
     run_dir: str | None = None
 
 
@@ -61,6 +69,7 @@ class _Run:
         self.activations = 0
         self.repairs = 0
         self.degraded = False
+        self.degraded_reasons: list[str] = []
         self.turn: Turn | None = None
         self.since_review = 0  # worker steps since the last review (segment flow)
 
@@ -105,6 +114,7 @@ class _Run:
             result = self.harness.degrade("manager kept the activation going past the per-review limit")
         if result.outcome is Outcome.RUN_TO_COMPLETION:
             self.degraded = True
+            self.degraded_reasons.append(f"manager: {result.feedback}")
         self.deliver(self.harness.take_hints())
         return result
 
@@ -241,6 +251,9 @@ def rollout(
     run.trace.emit("manager_summary", activations=run.activations, llm_calls=llm_calls, repairs=run.repairs)
     answers = worker.final_answer()
     run.trace.emit("answers", answers={str(k): v for k, v in answers.items()})
+    reasons = run.degraded_reasons + [str(r) for r in getattr(workspace, "degraded_reasons", [])]
+    if len(reasons) > len(run.degraded_reasons):
+        run.trace.emit("workspace_degraded", reasons=reasons[len(run.degraded_reasons):])
     result = RolloutResult(
         task_id=task.task_id,
         arm="stateguard" if manager else "baseline",
@@ -251,7 +264,9 @@ def rollout(
         manager_activations=run.activations,
         manager_llm_calls=llm_calls,
         repairs=run.repairs,
-        degraded=run.degraded,
+        degraded=run.degraded or bool(reasons),
+        degraded_reasons=reasons,
+        workspace_isolation=getattr(workspace, "isolation", "none"),
         run_dir=None if path is None else str(path),
     )
     if path is not None:

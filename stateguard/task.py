@@ -2,8 +2,8 @@
 
 `task.json` is a list of turns `{turn_id, context, question, code, answer}`; `code` is the
 reference program (hidden from agents) written notebook-style against a persistent namespace
-that starts with `pd`, `np`, `re`, `json`, `BASE_PATH` and `json_dumps_rounded` (the prelude
-below provides the same names). `answer` is the dict of requested fields.
+that starts with `pd`, `np`, `re`, `json`, `math`, `BASE_PATH`, `json_dumps_rounded` and LongDS's
+`print_result` (the prelude below provides the same names; docs/faults.md lists the conventions). `answer` is the dict of requested fields.
 
     task = load_task("path/to/taskN")        # folder holding task.json (data under BASE_PATH)
     task.turns[0].prompt()                   # what a worker is shown for turn 1
@@ -68,6 +68,9 @@ def _round_floats(obj, ndigits=4):
 
 def json_dumps_rounded(obj, ndigits=4, **kwargs):
     return json.dumps(_round_floats(obj, ndigits), default=str, **kwargs)
+
+def print_result(obj, ndigits=4):
+    print(json_dumps_rounded(obj, ndigits, ensure_ascii=False, indent=2))
 '''
 
 

@@ -83,6 +83,9 @@ class Workspace(Protocol):
 @runtime_checkable
 class LiveWorkspace(Workspace, Protocol):
     dataflow: DataflowGraph
+    # Why values may no longer be what the cells made them (e.g. a kernel restart that could not
+    # rebuild a live object); empty while the workspace is healthy. The rollout reports them.
+    degraded_reasons: list[str]
 
     def run_cell(self, code: str) -> CellResult: ...
     def get_value(self, name: str) -> Any: ...
@@ -131,10 +134,15 @@ def summarize(name: str, value: Any) -> VariableSummary:
 class DictWorkspace:
     """In-process namespace with deep-copy checkpoints (for tests and the demo; no isolation)."""
 
+    # A probe runs on a deep copy of the namespace, but objects that cannot be copied (a database
+    # connection) are shared: a probe that writes through one changes the live workspace.
+    probes_share_resources = True
+
     def __init__(self, namespace: dict[str, Any] | None = None):
         self.namespace: dict[str, Any] = dict(namespace or {})
         self._checkpoints: dict[str, dict[str, Any]] = {}
         self.dataflow = DataflowGraph()
+        self.degraded_reasons: list[str] = []  # nothing in-process can be lost behind its back
         self._cells = 0
         self._listing: list[VariableSummary] | None = None  # cached until the namespace may change
 

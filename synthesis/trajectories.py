@@ -44,6 +44,7 @@ from stateguard.policies.rules import RulesManager
 from stateguard.rollout import rollout
 from stateguard.task import Task, load_task
 from stateguard.trace import read_trace
+from stateguard.workers.response import ResponseModel
 from stateguard.workers.scripted import Fault, FaultModel, ScriptedWorker
 from stateguard.workspace import DictWorkspace
 from synthesis.interventions import InterventionKind, InterventionRecord, candidate_interventions
@@ -221,7 +222,9 @@ def load_built_task(task_dir: str | Path) -> Task:
 def _run(task: Task, teacher: _Teacher, faults: list[Fault], run_dir: Path) -> dict[str, Any]:
     if run_dir.exists():
         shutil.rmtree(run_dir)
-    worker = ScriptedWorker(FaultModel(faults=faults))
+    # The teacher's repair names the known intervention, so the permissive response model applies
+    # (any touched variable suffices) and no false alarm is simulated: demonstrations stay as before.
+    worker = ScriptedWorker(FaultModel(faults=faults), ResponseModel(identify="variable", p_flip=0.0))
     result = rollout(task, worker, DictWorkspace(), flow=LONGDS, manager=teacher, run_dir=run_dir)
     events = read_trace(run_dir / "trace.jsonl")
     steps = [{k: e.data.get(k) for k in ("index", "turn", "action", "output", "success")}

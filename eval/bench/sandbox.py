@@ -1,4 +1,10 @@
-"""Sandbox micro-benchmarks: probe latency vs. a fresh interpreter, and dataflow-recording cost.
+"""Sandbox micro-benchmarks: isolation cost, probe latency vs. a fresh interpreter, dataflow cost.
+
+- Kernel start and the round trip of a trivial cell (`x = 1`) under each isolation mode:
+  `bwrap` (the bubblewrap sandbox, the default) and `process` (the weaker opt-in mode, a plain
+  child process as before bubblewrap). The round trip includes the per-request reply pipe, the
+  background-thread sweep and, under bwrap, mirroring the scratch tmpfs to the host (also timed
+  with 200 files in scratch).
 
 - `run_probe` forks the live kernel (copy-on-write), so a verification program over a loaded
   100k-row DataFrame should cost milliseconds; the alternative without a live kernel is a fresh
@@ -9,7 +15,7 @@
 - Kernel start, snapshot and restore of the same frame, for scale.
 
     python -m eval.bench.sandbox                  # or: make bench
-    python -m eval.bench.sandbox --rows 20000 --probes 20
+    python -m eval.bench.sandbox --rows 20000 --probes 20 --starts 3
 """
 
 from __future__ import annotations
@@ -71,6 +77,39 @@ def _write_data(task: Path, rows: int) -> Path:
     return path
 
 
+def _isolation_rows(root: Path, starts: int, cells: int) -> list[Row]:
+    """Kernel start and trivial-cell round trip per isolation mode, interleaved so load hits both alike."""
+    start_ms: dict[str, list[float]] = {"bwrap": [], "process": []}
+    for i in range(starts):
+        for mode in start_ms:
+            t = time.perf_counter()
+            limits = SandboxLimits.model_validate({"isolation": mode})
+            SandboxWorkspace(None, root / f"start-{mode}{i}" / "s", root / f"start-{mode}{i}" / "c", limits).close()
+            start_ms[mode].append((time.perf_counter() - t) * 1000)
+    spaces = {mode: SandboxWorkspace(None, root / f"rt-{mode}" / "s", root / f"rt-{mode}" / "c",
+                                     SandboxLimits.model_validate({"isolation": mode})) for mode in start_ms}  # fmt: skip
+    trip: dict[str, list[float]] = {mode: [] for mode in spaces}
+    try:
+        for ws in spaces.values():
+            ws.run_cell("x = 1")
+        for _ in range(cells):
+            for mode, ws in spaces.items():
+                trip[mode] += _timed(lambda ws=ws: ws.run_cell("x = 1"), 1)  # type: ignore[misc]
+        many = spaces["bwrap"]
+        many.run_cell("import os\nos.makedirs('files', exist_ok=True)\nfor i in range(200):\n    open(f'files/{i}.txt', 'w').write(str(i))")
+        with_files = _timed(lambda: many.run_cell("x = 1"), cells)
+    finally:
+        for ws in spaces.values():
+            ws.close()
+    return [
+        _row("kernel start, isolation=bwrap (python + pandas + audit hook)", start_ms["bwrap"]),
+        _row("kernel start, isolation=process", start_ms["process"]),
+        _row("cell round trip `x = 1`, isolation=bwrap", trip["bwrap"]),
+        _row("cell round trip `x = 1`, isolation=process", trip["process"]),
+        _row("cell round trip `x = 1`, bwrap, 200 files in scratch (mirror walk)", with_files),
+    ]
+
+
 def _workspace(root: Path, name: str, hashing: bool) -> SandboxWorkspace:
     ws = SandboxWorkspace(
         root / "task",
@@ -86,19 +125,14 @@ def _workspace(root: Path, name: str, hashing: bool) -> SandboxWorkspace:
 
 
 def run(
-    rows: int = 100_000, probes: int = 50, cells: int = 30, fresh: int = 5, work_dir: Path | None = None
-) -> list[Row]:
+    rows: int = 100_000, probes: int = 50, cells: int = 30, fresh: int = 5, work_dir: Path | None = None,
+    starts: int = 5,
+) -> list[Row]:  # fmt: skip
     root = Path(tempfile.mkdtemp(prefix="sandbox-bench-", dir=work_dir))
     try:
         (root / "task").mkdir()
         data = _write_data(root / "task", rows)
-        out: list[Row] = []
-        starts: list[float] = []
-        for i in range(3):
-            start = time.perf_counter()
-            SandboxWorkspace(None, root / f"start{i}" / "s", root / f"start{i}" / "c").close()
-            starts.append((time.perf_counter() - start) * 1000)
-        out.append(_row("kernel start (python + pandas + audit hook)", starts))
+        out: list[Row] = _isolation_rows(root, starts, cells)
 
         hashed, plain = _workspace(root, "hashed", True), _workspace(root, "plain", False)
         try:
@@ -155,11 +189,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--probes", type=int, default=50, help="timed run_probe calls")
     parser.add_argument("--cells", type=int, default=30, help="timed cells per dataflow variant")
     parser.add_argument("--fresh", type=int, default=5, help="timed fresh-interpreter runs")
+    parser.add_argument("--starts", type=int, default=5, help="timed kernel starts per isolation mode")
     parser.add_argument(
         "--work-dir", type=Path, default=None, help="where the temporary task/scratch dirs go"
     )
     args = parser.parse_args(argv)
-    print(render(run(args.rows, args.probes, args.cells, args.fresh, args.work_dir)))
+    print(render(run(args.rows, args.probes, args.cells, args.fresh, args.work_dir, args.starts)))
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ from eval.benchmarks.base import Benchmark
 
 __all__ = ["BENCHMARKS", "get_benchmark"]
 
-BENCHMARKS = ("synth", "longds", "dabstep", "dacomp_de")
+BENCHMARKS = ("synth", "dev", "longds", "dabstep", "dacomp_de")
 
 
 def get_benchmark(name: str) -> Benchmark:
@@ -14,6 +14,10 @@ def get_benchmark(name: str) -> Benchmark:
         from eval.benchmarks.synth import SynthBench
 
         return SynthBench()
+    if name == "dev":
+        from eval.benchmarks.dev.bench import DevBench
+
+        return DevBench()
     if name == "longds":
         from eval.benchmarks.longds.bench import LongDSBench
 

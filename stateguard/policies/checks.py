@@ -1,18 +1,25 @@
 """Deterministic validity checks used by the `rules` manager (paper A.7's five checks, mechanized).
 
 Each check is a pure function over evidence and returns `Finding`s: which check fired, the
-variables or answer fields it localizes, a worker-safe reason (words only: no code, no values),
-and the detailed evidence for the trace. An empty list means the check found no violation.
+workspace variables it localizes (what the worker can act on), a worker-safe reason (the
+requirement in words: no code, no values), and the detailed evidence for the trace. An empty
+list means the check found no violation. Do no harm: a finding needs concrete evidence that a
+value is wrong *now*, never a pattern alone.
 
     execution     a block raised and was never re-run successfully
-    staleness     a value computed from an input that was later redefined (workspace dataflow),
-                  or a committed version that an Invalidate made stale (state store)
+    staleness     a value read after an input it was computed from was redefined, AND recomputing
+                  it from the current inputs gives a different value (a replay probe, see
+                  `policies.evidence`), AND the question does not ask for the earlier version
     constraints   an executable constraint of the state failed (evaluated by the harness)
-    precision     reported numbers not rounded as the task requires
-    grounding     a reported field disagrees with the workspace variable of the same name
+    precision     reported numbers not rounded as the turn requires (its own instruction first,
+                  then the task-wide one), compared field by field with the printed variable
+    grounding     a reported number disagrees with the same field of the variable it was printed from
     related       a reused committed value no longer matches the workspace
-    parameters    a threshold the question states ("at least 4000 g") appears nowhere in the code
-                  the worker ran for it, nor in any workspace scalar
+    parameters    the turn's code compares against a literal cut-off while the cut-off the question
+                  states ("at least 4000 g") appears in no cell and no workspace scalar
+
+`CONFIRMED` lists the checks whose findings are facts, not judgements (an error that was raised,
+a value that recomputes differently): only they may justify destroying work after a retry.
 """
 
 from __future__ import annotations
@@ -25,11 +32,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from stateguard.answers import decimals_of, field_name, numbers
+from stateguard.answers import decimals_of, numbers
 from stateguard.dataflow import cell_dataflow
 from stateguard.observation import WorkerStep
 from stateguard.state import ConstraintResult
 from stateguard.store import StateStore
+
+CONFIRMED = frozenset({"execution", "staleness", "constraints"})
 
 
 class Finding(BaseModel):
@@ -64,37 +73,25 @@ def execution(steps: list[WorkerStep]) -> list[Finding]:
     return findings
 
 
-def staleness(steps: list[WorkerStep], reads: Mapping[str, str], store: StateStore) -> list[Finding]:
-    """Reads of stale values: dataflow-stale workspace variables, and invalidated committed versions."""
+def staleness(stale: list[tuple[int, str, list[str]]]) -> list[Finding]:
+    """Confirmed stale reads: (step index, variable, the redefined inputs) whose replay on the
+    current inputs gave a different value (the caller confirms; see `policies.evidence`)."""
     findings = []
     seen: set[str] = set()
-    for step in steps:
-        for name, inputs in sorted((step.meta.get("stale_reads") or {}).items()):
-            if name in seen:
-                continue
-            seen.add(name)
-            findings.append(
-                Finding(
-                    check="staleness",
-                    variables=[name],
-                    reason=f"{name} was computed from an earlier definition of {', '.join(inputs)}, which has "
-                    "since been redefined; it is reused here without being recomputed",
-                    evidence=f"step {step.index} read {name}; its inputs {inputs} changed after it was computed",
-                )
+    for index, name, inputs in stale:
+        if name in seen:
+            continue
+        seen.add(name)
+        findings.append(
+            Finding(
+                check="staleness",
+                variables=[name],
+                reason=f"{name} is stale: it was computed from an earlier definition of {', '.join(inputs)}, which "
+                "has since been redefined, and it is reused here without being recomputed",
+                evidence=f"step {index} read {name}; its inputs {inputs} changed after it was computed, and "
+                "recomputing it from the current inputs gives a different value",
             )
-    for name, version in sorted(reads.items()):
-        key = f"{name}@{version}"
-        if name not in seen and store.is_invalid(key):
-            by = ", ".join(sorted({b for b, _ in store.why_invalid(key)}))
-            seen.add(name)
-            findings.append(
-                Finding(
-                    check="staleness",
-                    variables=[name],
-                    reason=f"{name} comes from an analysis that a later revision invalidated",
-                    evidence=f"{key} is invalid (invalidated by {by})",
-                )
-            )
+        )
     return findings
 
 
@@ -111,8 +108,33 @@ def constraints(results: Iterable[ConstraintResult]) -> list[Finding]:
     ]
 
 
-def precision(answer: Any, required: int | None, scalars: Mapping[str, float]) -> list[Finding]:
-    """Numbers with more decimals than required, or fewer where the unrounded value shows a cut."""
+def _at(value: Any, path: str) -> Any:
+    """The element of a JSON-like value at a field path of `numbers` ('a.b[2]'); None if absent."""
+    for key, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", path):
+        if index:
+            if not isinstance(value, list) or int(index) >= len(value):
+                return None
+            value = value[int(index)]
+        elif isinstance(value, dict):
+            value = value.get(key, value.get(_int_key(key)))
+        else:
+            return None
+    return value
+
+
+def _int_key(key: str) -> Any:
+    return int(key) if key.lstrip("-").isdigit() else key
+
+
+def _fields(paths: list[str]) -> str:
+    names = list(dict.fromkeys(p.split(".")[0].split("[")[0] for p in paths))
+    words = [n for n in names if not n.replace(".", "").lstrip("-").isdigit()][:4]
+    return ", ".join(words) if words else "the reported values"
+
+
+def precision(answer: Any, required: int | None, printed: tuple[str, Any] | None) -> list[Finding]:
+    """Reported numbers with more decimals than the turn asks for, or fewer where the value they
+    were printed from shows the cut (`printed` = (variable name, its unrounded value))."""
     if required is None or answer is None:
         return []
     too_many, too_few = [], []
@@ -120,43 +142,52 @@ def precision(answer: Any, required: int | None, scalars: Mapping[str, float]) -
         places = decimals_of(value)
         if places > required:
             too_many.append(path)
-        elif 0 < places < required:
-            # Compare with the same-named workspace scalar when there is one, else with any scalar.
-            name = field_name(path)
-            candidates = [scalars[name]] if name in scalars else list(scalars.values())
-            if any(_rounds_to(raw, places, value) and not _rounds_to(raw, required, value) for raw in candidates):
+        elif places < required and printed is not None:
+            raw = _at(printed[1], path)
+            # A whole number is a count (an int in the report), unless it is a float printed from a
+            # value with a fraction (6.27 reported as 6.0).
+            whole_cut = isinstance(_at(answer, path), float) and isinstance(raw, float) and math.isfinite(raw) and raw != int(raw)
+            if isinstance(raw, int | float) and not isinstance(raw, bool) and (places > 0 or whole_cut) \
+                    and _rounds_to(raw, places, value) and not _rounds_to(raw, required, value):  # fmt: skip
                 too_few.append(path)
+    # Name the variable the report was printed from (what the worker can act on), never answer keys.
+    target = [printed[0]] if printed is not None else ["result"]
     findings = []
     if too_many:
         findings.append(
-            Finding(check="precision", variables=sorted({field_name(p) for p in too_many}),
-                    reason=f"reported values are not rounded to the {required} decimal places the task asks for",
+            Finding(check="precision", variables=target,
+                    reason=f"the reported {_fields(too_many)} carry more decimal places than the {required} the "
+                    "task asks for; round them when reporting",
                     evidence=f"fields with too many decimals: {too_many[:5]}")  # fmt: skip
         )
     if too_few:
         findings.append(
-            Finding(check="precision", variables=sorted({field_name(p) for p in too_few}),
-                    reason=f"reported values are rounded more coarsely than the {required} decimal places the task asks for",
-                    evidence=f"fields rounded too coarsely against workspace values: {too_few[:5]}")  # fmt: skip
+            Finding(check="precision", variables=target,
+                    reason=f"the reported {_fields(too_few)} are rounded more coarsely than the {required} decimal "
+                    "places the task asks for",
+                    evidence=f"fields rounded too coarsely against {target[0]}: {too_few[:5]}")  # fmt: skip
         )
     return findings
 
 
-def grounding(answer: Any, scalars: Mapping[str, float]) -> list[Finding]:
-    """A reported field named like a workspace scalar must equal it at the reported precision."""
+def grounding(answer: Any, printed: tuple[str, Any] | None) -> list[Finding]:
+    """A reported number must equal the same field of the variable it was printed from, at the
+    reported precision (a report edited by hand, or printed from a different variable)."""
+    if printed is None or answer is None:
+        return []
     bad = []
     for path, value in numbers(answer):
-        name = field_name(path)
-        if name in scalars and not _rounds_to(scalars[name], decimals_of(value), value):
-            bad.append((name, path))
+        raw = _at(printed[1], path)
+        if isinstance(raw, int | float) and not isinstance(raw, bool) and not _rounds_to(raw, decimals_of(value), value):
+            bad.append(path)
     if not bad:
         return []
     return [
         Finding(
             check="grounding",
-            variables=sorted({n for n, _ in bad}),
-            reason="reported values do not match the variables of the same name in the workspace",
-            evidence=f"mismatching fields: {[p for _, p in bad][:5]}",
+            variables=[printed[0]],
+            reason=f"the reported {_fields(bad)} do not match the values held in {printed[0]}",
+            evidence=f"mismatching fields: {bad[:5]}",
         )
     ]
 
@@ -179,12 +210,15 @@ def related(reads: Mapping[str, str], store: StateStore, scalars: Mapping[str, f
     return findings
 
 
-# A threshold stated in words: "at least 4,000", "more than 2.5", "below 30%", ">= 12".
+# A threshold stated in words: "at least 4,000", "more than 2.5", "below 30%", ">= 12". Not "over"
+# or "under" ("pooled over 2000-2014", "over 12 months" are spans, not cut-offs), and not a number
+# that opens a range ("above 10 to 20").
 _STATED = re.compile(
-    r"(?:at least|at most|more than|less than|fewer than|greater than|above|below|over|under|>=|<=|>|<)"
-    r"\s+(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?P<pct>\s*%)?",
+    r"(?:at least|at most|more than|less than|fewer than|greater than|above|below|>=|<=|>|<)"
+    r"\s+(?P<num>-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?)(?![\d.,]\d|\d)(?P<pct>\s*%)?(?!\s*(?:-|–|—|to\b|and\b)\s*\d)",
     re.IGNORECASE,
 )
+_SQL_COMPARE = re.compile(r"(?:<=|>=|<>|!=|<|>)\s*(-?\d+(?:\.\d+)?)")
 _CODE_NUMBER = re.compile(r"(?<![\w.])\d+(?:_\d+)*(?:\.\d+)?(?:[eE][+-]?\d+)?")
 
 
@@ -221,19 +255,51 @@ def _code_numbers(code: str) -> set[float]:
     return found
 
 
+def compared_literals(code: str) -> set[float]:
+    """Numbers a cell compares against: `x >= 25`, `-100 > lon`, and `> 40` inside SQL text."""
+    found: set[float] = set()
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return found
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and any(isinstance(op, ast.Lt | ast.LtE | ast.Gt | ast.GtE) for op in node.ops):
+            for side in [node.left, *node.comparators]:
+                number = _literal(side)
+                if number is not None:
+                    found.add(number)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found |= {float(m) for m in _SQL_COMPARE.findall(node.value)}
+    return found
+
+
+def _literal(node: ast.AST) -> float | None:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _literal(node.operand)
+        return None if inner is None else -inner
+    if isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(node.value, bool):
+        return float(node.value)
+    return None
+
+
 def parameters(
     question: str, steps: list[WorkerStep], scalars: Mapping[str, float], history: Iterable[WorkerStep] = ()
 ) -> list[Finding]:
     """Stated thresholds that no successful cell uses (as x, or x/100 for a percentage) -- neither
     the turn's own cells nor earlier ones in `history` (a question may restate an upstream cut-off
-    that an earlier cell applied) -- and that no workspace scalar holds; the finding localizes
-    what the turn's cells wrote."""
+    that an earlier cell applied) -- and that no workspace scalar holds, while the turn's own cells
+    do compare against some other literal (the concrete evidence: the code applies a different
+    cut-off); the finding localizes what the turn's cells wrote."""
     wanted = stated_thresholds(question)
     ran = [s for s in steps if s.success and s.error is None]
     if not wanted or not ran:
         return []
+    used = set().union(*(compared_literals(s.action) for s in ran))
+    if not used:
+        return []  # the turn compares against no literal: nothing shows it applies a wrong cut-off
     earlier = [s for s in history if s.success and s.error is None]
-    have = set().union(*(_code_numbers(s.action) for s in [*ran, *earlier])) | {float(v) for v in scalars.values()}
+    have = set().union(*(_code_numbers(s.action) | compared_literals(s.action) for s in [*ran, *earlier]))
+    have |= {float(v) for v in scalars.values()}
     missing = [x for x, pct in wanted if not any(math.isclose(x, h, rel_tol=1e-9) or (pct and math.isclose(x / 100, h, rel_tol=1e-9))
                                                  for h in have)]  # fmt: skip
     if not missing:
@@ -250,14 +316,16 @@ def parameters(
             check="parameters",
             variables=own,
             reason="a cut-off the question states is not the one this turn's computation uses",
-            evidence=f"stated thresholds {missing} appear in no cell run so far (this turn: steps "
-            f"{[s.index for s in ran]})",
+            evidence=f"stated thresholds {missing} appear in no cell run so far, while this turn's cells "
+            f"(steps {[s.index for s in ran]}) compare against {sorted(used)[:5]}",
         )
     ]
 
 
 def _rounds_to(raw: float, places: int, value: float) -> bool:
     try:
+        if not (math.isfinite(float(raw)) and math.isfinite(float(value))):  # NaN reported as NaN is faithful
+            return math.isnan(float(raw)) and math.isnan(float(value)) or float(raw) == float(value)
         return math.isclose(round(float(raw), places), value, rel_tol=1e-12, abs_tol=1e-12)
     except (OverflowError, ValueError, TypeError):
         return False

@@ -18,6 +18,7 @@ is the LLM manager's job in the hierarchical policy.
 
 from __future__ import annotations
 
+import ast
 import json
 from typing import Any
 
@@ -27,6 +28,7 @@ from stateguard.lifecycle import Regime, Stage
 from stateguard.observation import EventType, ManagerObservation, WorkerStep
 from stateguard.policies import checks
 from stateguard.policies.base import Activation, ManagerContext
+from stateguard.policies.evidence import intended_turns, replay_differs, scratch_name
 from stateguard.state import ConstraintResult
 from stateguard.verification.verifier import SemanticVerifier
 
@@ -36,6 +38,8 @@ class RulesManager:
 
     def __init__(self, semantic: SemanticVerifier | None = None) -> None:
         self._retry_from: int | None = None  # first step of the worker's retry after our last REPAIR
+        self._named: dict[str, str] = {}  # content hashes of the variables our last REPAIR named
+        self._accepted: dict[str, tuple[Any, dict[str, Any]]] = {}  # built from earlier versions on purpose
         self.semantic = semantic
 
     # ------------------------------------------------------------------ activation
@@ -118,51 +122,165 @@ class RulesManager:
         answer = self._answer(retry)
         turn_id = retry[-1].turn if retry else None
         turn = ctx.task.turn(turn_id) if turn_id is not None else ctx.turn
-        text = f"{ctx.task.turns[0].context if ctx.task.turns else ''}\n{turn.prompt() if turn else ''}"
+        printed = self._printed(retry, ctx, skip=later)
         draft = obs.current_draft or {}
         return (
             checks.execution(retry)
-            + checks.staleness(retry, consumed, ctx.store)
+            + checks.staleness(self._stale_reads(retry, ctx, turn, skip=later))
             + checks.constraints(ConstraintResult.model_validate(r) for r in draft.get("constraint_results", [])
-                                 if not (self.semantic and self.semantic.owns(r.get("text", ""))))  # its own, below
-            + checks.precision(answer, required_decimals(text), scalars)
-            + checks.grounding(answer, scalars)
+                                 if not (self.semantic and self.semantic.owns(r.get("text", ""))))  # its own: _verify
+            + checks.precision(answer, self._required(ctx, turn), printed)
+            + checks.grounding(answer, printed)
             + checks.related(consumed, ctx.store, scalars)
             + checks.parameters(turn.question if turn else "", retry, scalars,
                                 [s for i, s in sorted(ctx.steps.items()) if not steps or i < steps[0].index])
         )
 
-    def mark_repair(self, obs: ManagerObservation) -> None:
-        """Remember where the worker's retry starts (checks then look at the retry only)."""
+    def mark_repair(self, obs: ManagerObservation, ctx: ManagerContext | None = None, names: list[str] | None = None) -> None:
+        """Remember where the worker's retry starts (checks then look at the retry only), and the
+        content of the variables the repair names (a retry that changes none of them is no evidence)."""
         self._retry_from = (obs.pending_end_step or 0) + 1
+        self._named = self._fingerprint(ctx, names or []) if ctx is not None else {}
 
     def _verify(self, obs: ManagerObservation, ctx: ManagerContext) -> Activation:
         findings = self.findings(obs, ctx)
-        if self.semantic is not None:
+        if self.semantic is not None:  # requirements of the task text, checked with tool evidence
             retry, turn = self._under_review(obs, ctx)
             findings += yield from self.semantic.verify(obs, ctx, turn, retry)
             if not findings:
                 self.semantic.remember(turn, obs.available_state_id)
-        if findings and obs.repair_attempts < obs.repair_budget:
-            first = findings[0]
-            names = sorted({n for f in findings if f.check == first.check for n in f.variables})
-            self.mark_repair(obs)
-            result = yield ("REPAIR", {
-                "analytical_evidence": "; ".join(f"[{f.check}] {f.evidence}" for f in findings),
-                "error_hint": {"error_variables": names, "faulty_reasoning": first.reason},
-            })  # fmt: skip
-            if result.accepted:
-                return
-            # The hint guard refused our wording (e.g. a value slipped in): fall back to a generic reason.
-            yield ("REPAIR", {
-                "analytical_evidence": f"[{first.check}] {first.evidence}",
-                "error_hint": {"error_variables": names, "faulty_reasoning": f"the {first.check} check failed for these values"},
-            })  # fmt: skip
+        if findings and obs.repair_attempts == 0:
+            yield from self._repair(obs, ctx, findings)
             return
-        if findings:
-            yield ("ABANDON_STATE", {"reason": "repair budget exhausted: " + findings[0].check})
+        if findings and self._escalate(obs, ctx, findings):
+            if obs.repair_attempts < obs.repair_budget:
+                yield from self._repair(obs, ctx, findings)  # the harness makes it heavy: it deletes the named variables
+            else:
+                yield ("ABANDON_STATE", {"reason": "repair budget exhausted with confirmed evidence: " + findings[0].check})
             return
+        # No finding, or one the worker's retry left as it was: no ground to destroy work; commit.
         yield self.finalize(obs, ctx)
+
+    def _repair(self, obs: ManagerObservation, ctx: ManagerContext, findings: list[checks.Finding]) -> Activation:
+        first = findings[0]
+        names = sorted({n for f in findings if f.check == first.check for n in f.variables})
+        self.mark_repair(obs, ctx, names)
+        result = yield ("REPAIR", {
+            "analytical_evidence": "; ".join(f"[{f.check}] {f.evidence}" for f in findings),
+            "error_hint": {"error_variables": names, "faulty_reasoning": first.reason},
+        })  # fmt: skip
+        if result.accepted:
+            return
+        # The hint guard refused our wording (e.g. a value slipped in): fall back to a generic reason.
+        result = yield ("REPAIR", {
+            "analytical_evidence": f"[{first.check}] {first.evidence}",
+            "error_hint": {"error_variables": names, "faulty_reasoning": f"the {first.check} check failed for these values"},
+        })  # fmt: skip
+        if not result.accepted:  # nothing the worker could act on: leave the work as it is
+            yield self.finalize(obs, ctx)
+
+    def _escalate(self, obs: ManagerObservation, ctx: ManagerContext, findings: list[checks.Finding]) -> bool:
+        """A second repair is heavy (it deletes variables) and an exhausted budget rolls back, so
+        both need confirmed evidence: a finding of a CONFIRMED check that persists on fresh evidence
+        -- the worker did retry (it ran steps) and changed what the repair named, and the check
+        still fires. A retry that left the named values identical, or a judgement-only finding
+        (precision, grounding, related, parameters), is not grounds to destroy work. A semantic
+        finding is a probe result (rows that break a stated condition), so it counts as confirmed."""
+        if not all(f.check in checks.CONFIRMED | {"semantic"} for f in findings):
+            return False
+        retried = any(i >= (self._retry_from or 0) for i in ctx.steps)
+        if not retried:
+            return False
+        names = sorted(self._named)
+        return bool(names) and self._fingerprint(ctx, names) != self._named
+
+    def _fingerprint(self, ctx: ManagerContext | None, names: list[str]) -> dict[str, str]:
+        if ctx is None or ctx.workspace is None:
+            return {}
+        hashes = {v.name: v.content_hash for v in ctx.workspace.list_variables()}
+        return {n: hashes.get(n, "<absent>") for n in names}
+
+    def _required(self, ctx: ManagerContext, turn: Any) -> int | None:
+        """Decimal places the turn asks for: its own question, then its own context, then the
+        task-wide context of the first turn (a turn's "3 decimal places" beats the task's "4")."""
+        if turn is None:
+            return required_decimals(ctx.task.turns[0].context) if ctx.task.turns else None
+        for text in (turn.question, turn.context):
+            places = required_decimals(text or "")
+            if places is not None:
+                return places
+        return required_decimals(ctx.task.turns[0].context) if ctx.task.turns else None
+
+    def _printed(self, steps: list[WorkerStep], ctx: ManagerContext, skip: set[str]) -> tuple[str, Any] | None:
+        """(name, value) of the workspace variable the reported answer was printed from (`result`
+        in `print(json_dumps_rounded(result, 2))`), when it is a small JSON-like value. When that
+        variable was rewritten since (a segment reviewed after later turns ran), an earlier JSON
+        the same steps printed stands in for it: the values as the turn had them before reporting."""
+        answering = next((s for s in reversed(steps) if s.success and s.output and last_json(s.output) is not None), None)
+        if answering is None:
+            return None
+        names = self._print_args(answering.action)
+        for name in names:
+            if name in skip:
+                continue
+            value = self._value(ctx, name)
+            if isinstance(value, dict | list) and not (isinstance(value, dict) and "hash" in value):
+                return name, value
+        earlier = [last_json(s.output) for s in steps if s.index < answering.index and s.success and s.output]
+        earlier = [e for e in earlier if isinstance(e, dict)]
+        return (names[0] if names else "result", earlier[-1]) if earlier else None
+
+    @staticmethod
+    def _print_args(code: str) -> list[str]:
+        """Names inside the arguments of the last print / print_result call of a cell."""
+        try:
+            tree = ast.parse(code)
+        except SyntaxError:
+            return []
+        for node in reversed([n for n in ast.walk(tree) if isinstance(n, ast.Call)]):
+            func = node.func.id if isinstance(node.func, ast.Name) else None
+            if func in ("print", "print_result"):
+                return [n.id for arg in node.args for n in ast.walk(arg) if isinstance(n, ast.Name)
+                        and n.id not in ("json_dumps_rounded", "json", "print_result")]  # fmt: skip
+        return []
+
+    def _stale_reads(self, steps: list[WorkerStep], ctx: ManagerContext, turn: Any, skip: set[str]) -> list[tuple[int, str, list[str]]]:
+        """Stale reads with concrete evidence: an input that matters was redefined (not a scratch
+        name), the value comes from an earlier turn, the question does not ask for the earlier
+        version, and recomputing the value from the current inputs gives a different one
+        (`evidence.replay_differs`). What a turn builds from an earlier version on purpose is
+        accepted as it is (recorded with the versions of the inputs it was stale against)."""
+        wanted, earlier = intended_turns(turn.question if turn is not None else "")
+        span = {s.index for s in steps}
+        flow = getattr(ctx.workspace, "dataflow", None)
+        out, intended = [], False
+        for step in steps:
+            for name, inputs in sorted((step.meta.get("stale_reads") or {}).items()):
+                if name in skip or all(scratch_name(i) for i in inputs) or self._accepted_now(flow, name):
+                    continue
+                writer = next(((i, s.turn) for i, s in sorted(ctx.steps.items(), reverse=True)
+                               if i < step.index and name in (s.meta.get("writes") or [])), None)  # fmt: skip
+                if writer is not None and writer[0] in span:
+                    continue  # derived in this same turn: judged where the turn read the earlier value
+                if earlier or (writer is not None and writer[1] in wanted):
+                    intended = True  # the question asks for this earlier value on purpose
+                    continue
+                chain = _stale_chain(ctx.workspace, name)
+                if replay_differs(ctx.workspace, ctx.steps, name, step.index, chain) is True:
+                    out.append((step.index, name, list(inputs)))
+        if intended and flow is not None:
+            for name in {w for s in steps for w in (s.meta.get("writes") or [])} | {
+                    n for s in steps for n in (s.meta.get("stale_reads") or {})}:  # fmt: skip
+                reasons = flow.stale_reasons(name)
+                self._accepted[name] = (flow.version(name), {r: flow.version(r) for r in reasons})
+        return out
+
+    def _accepted_now(self, flow: Any, name: str) -> bool:
+        """Was `name` built from earlier versions on purpose, and is it stale only against those?"""
+        record = self._accepted.get(name)
+        if record is None or flow is None or flow.version(name) != record[0]:
+            return False
+        return all(record[1].get(r, -1) == flow.version(r) for r in flow.stale_reasons(name))
 
     def finalize(self, obs: ManagerObservation, ctx: ManagerContext) -> tuple[str, dict[str, Any]]:
         """FINALIZE_RELATIONS with the relations the dataflow shows (confirm when they match)."""
@@ -207,9 +325,7 @@ class RulesManager:
     def _constraints(self, ctx: ManagerContext, turn: Any = None) -> list[dict[str, Any]]:
         """Requirements stated in the task text. Precision is checked on the printed answer by the
         precision check (reference code often rounds only when printing), so it carries no code."""
-        turn = turn or ctx.turn
-        text = f"{ctx.task.turns[0].context if ctx.task.turns else ''}\n{turn.prompt() if turn else ''}"
-        places = required_decimals(text)
+        places = self._required(ctx, turn or ctx.turn)
         return [] if places is None else [{"text": f"decimal results are reported rounded to {places} decimal places"}]
 
     def _variables(self, steps: list[WorkerStep], ctx: ManagerContext) -> tuple[list[dict[str, Any]], dict[str, str]]:
@@ -318,3 +434,25 @@ class RulesManager:
         return [{"related_state_id": s} for s in inherited] + [
             {"related_state_id": s, "type": "invalidate"} for s in invalidated
         ]
+
+
+def _stale_chain(workspace: Any, name: str) -> dict[str, list[str]]:
+    """Stale intermediates `name` was derived from (their own inputs were redefined), so a replay
+    recomputes them too, oldest first; empty when the workspace keeps no dataflow."""
+    flow = getattr(workspace, "dataflow", None)
+    if flow is None:
+        return {}
+    out: dict[str, list[str]] = {}
+    stack, seen = [name], {name}
+    while stack:
+        current = stack.pop()
+        consumed = flow.inputs(current)
+        for dep, version in consumed.items():
+            if dep in seen:
+                continue
+            seen.add(dep)
+            reasons = flow.stale_reasons(dep)
+            if reasons and flow.version(dep) == version:
+                out[dep] = reasons
+                stack.append(dep)
+    return out

@@ -1,4 +1,5 @@
-"""Kernel-side guards for one cell or probe: CPU and wall timers, bounded output, process rlimits.
+"""Kernel-side guards for one cell or probe: CPU and wall timers, bounded output, process rlimits,
+and the sweep of background threads a cell leaves behind.
 
 The timers raise `TimeoutError("sandbox: ...")` inside the running cell and keep re-raising
 every `REPEAT_S` seconds until the cell returns, so a cell that swallows the first one with a
@@ -6,19 +7,31 @@ bare `except:` still gets interrupted. A signal is only handled between bytecode
 call (a huge sort, a blocking read) is not interrupted, and code that swallows every
 TimeoutError or resets the timers is not either. Both cases are what the parent's hard deadline
 (wall + grace, then SIGKILL and a restart) is for.
+
+Background threads: a Python thread a cell starts could keep running between cells and change
+workspace values outside any cell. After every cell `ThreadSweep` asks each such thread to stop
+(an asynchronous SystemExit), waits `STOP_WAIT_S`, and withdraws the request from threads still
+running (blocked in native code: a late SystemExit could kill, say, an idle executor worker the
+moment it picks up work). The cell's reply names the threads stopped and those still running;
+the parent reports the latter. Native threads of libraries (DuckDB, Arrow) are not Python
+threads and are not touched.
 """
 
 from __future__ import annotations
 
+import ctypes
 import io
 import resource
 import signal
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
 REPEAT_S = 0.25
 MIB = 1024 * 1024
+STOP_WAIT_S = 0.1
 
 
 class BoundedText(io.TextIOBase):
@@ -89,11 +102,46 @@ class CellTimers:
             signal.setitimer(signal.ITIMER_REAL, 0)
 
 
-def apply_process_limits(memory_mb: int) -> None:
-    """No core dumps (a crashing cell must not write a multi-GB file), and the address-space cap."""
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    cap = memory_mb * MIB
-    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+def _lower(kind: int, cap: int) -> None:
+    _, hard = resource.getrlimit(kind)
     if hard != resource.RLIM_INFINITY:
         cap = min(cap, hard)
-    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    resource.setrlimit(kind, (cap, cap))  # soft and hard: code in a cell cannot raise them again
+
+
+def apply_process_limits(memory_mb: int, max_processes: int | None = None) -> None:
+    """No core dumps (a crashing cell must not write a multi-GB file), the address-space cap, and
+    (in the sandbox, where the uid is the kernel's own) the process cap."""
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    _lower(resource.RLIMIT_AS, memory_mb * MIB)
+    if max_processes is not None:
+        _lower(resource.RLIMIT_NPROC, max_processes)
+
+
+def _async_raise(ident: int, exc: type[BaseException] | None) -> None:
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), ctypes.py_object(exc) if exc else None)
+
+
+class ThreadSweep:
+    """Stops the Python threads cells leave running (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._main = threading.main_thread()
+
+    def sweep(self) -> dict[str, list[str]]:
+        alive = [
+            t for t in threading.enumerate()
+            if t is not self._main and t.is_alive() and t.ident is not None
+            and not isinstance(t, threading._DummyThread)
+        ]  # fmt: skip
+        if not alive:
+            return {}
+        for thread in alive:
+            _async_raise(thread.ident or 0, SystemExit)
+        deadline = time.monotonic() + STOP_WAIT_S
+        for thread in alive:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        running = [t for t in alive if t.is_alive()]
+        for thread in running:
+            _async_raise(thread.ident or 0, None)  # withdraw: see the module docstring
+        return {"stopped": [t.name for t in alive if t not in running], "running": [t.name for t in running]}

@@ -1,23 +1,28 @@
 """The sandbox kernel: one persistent child process that holds a workspace namespace.
 
-Started by `SandboxWorkspace` as `python -m stateguard.sandbox.kernel CMD_FD REPLY_FD`, with cwd
-= scratch dir, a minimal environment and (when available) its own empty network namespace.
-Like a notebook kernel it answers requests one at a time: run a cell, read/list/delete
-variables, dump or load a checkpoint, run a probe in a fork. Requests and replies use the
-framing in `protocol.py` on two inherited pipe fds, so a cell's prints cannot corrupt them.
+Started by `SandboxWorkspace` as `python -m stateguard.sandbox.kernel CMD_FD` (inside the
+bubblewrap sandbox of `isolation.py`, or as a plain child with isolation="process"), with
+cwd = scratch dir and a minimal environment. Like a notebook kernel it answers requests one at
+a time: run a cell, read/list/delete variables, dump or load a checkpoint, run a probe in a
+fork. Requests arrive on a socket, each with its own reply pipe (`protocol.py`), so a cell's
+prints cannot corrupt them and a cell's writes cannot reach a later reply.
 
 Start-up order matters: pandas/numpy/cloudpickle are imported (by the modules below) BEFORE the
-memory cap and the audit hook, so that their import-time file and ctypes use is not refused.
+memory cap and the audit hook, so that their import-time file use is not refused. Every fd the
+kernel did not ask for is closed first, and the kernel shuts down its sending side of the
+request socket, so nothing in it can talk to the parent except through a reply pipe.
 """
 
 from __future__ import annotations
 
 import builtins
+import contextlib
 import json
 import linecache
 import os
 import select
 import signal
+import socket
 import sys
 import time
 import traceback
@@ -26,9 +31,17 @@ from pathlib import Path
 from typing import Any
 
 from stateguard.sandbox import policy
-from stateguard.sandbox.guards import BoundedText, CellTimers, apply_process_limits
-from stateguard.sandbox.protocol import ChannelClosed, FrameReader, send_blob, send_message, write_all
-from stateguard.sandbox.snapshot import dump_namespace, load_namespace
+from stateguard.sandbox.guards import BoundedText, CellTimers, ThreadSweep, apply_process_limits
+from stateguard.sandbox.protocol import (
+    ChannelClosed,
+    FrameReader,
+    receive_reply_channel,
+    send_blob,
+    send_message,
+    write_all,
+)
+from stateguard.sandbox.scratch import seed
+from stateguard.sandbox.snapshot import differing_names, dump_namespace, load_namespace
 from stateguard.sandbox.values import content_hash, describe, to_json_value
 from stateguard.workspace import _value_repr, split_last_expression
 
@@ -50,50 +63,62 @@ def _describe_exit(status: int) -> str:
 
 
 class Kernel:
-    def __init__(self, config: dict[str, Any], reader: FrameReader, reply_fd: int):
+    def __init__(self, config: dict[str, Any], sock: socket.socket, reader: FrameReader):
+        self.sock = sock
         self.reader = reader
-        self.reply_fd = reply_fd
+        self.reply_fd = -1  # the current request's reply pipe
+        self.nonce: Any = None  # the current request's nonce, echoed in its reply
         self._listing: list[dict[str, Any]] | None = None
         limits = config["limits"]
         self.max_output = int(limits["max_output_chars"])
         self.grace = float(limits["grace_seconds"])
         self.memory_mb = int(limits["memory_mb"])
         self.namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
+        isolated = config.get("isolation") == "bwrap"
+        self.notes = seed(Path(config["seed_dir"]), Path(config["scratch_dir"])) if config.get("seed_dir") else []
         os.chdir(config["scratch_dir"])
-        apply_process_limits(int(limits["memory_mb"]))
+        apply_process_limits(int(limits["memory_mb"]), int(limits["max_processes"]) if isolated else None)
         self.timers = CellTimers(
             float(limits["cpu_seconds_per_cell"]), float(limits["wall_seconds_per_cell"])
         )
+        self.threads = ThreadSweep()
         task = config.get("task_data_dir")
         rules = policy.build_policy(
-            Path(config["scratch_dir"]), Path(task) if task else None, bool(limits["network"])
+            Path(config["scratch_dir"]), Path(task) if task else None, bool(limits["network"]), isolated=isolated
         )
         trusted = [Kernel._fork_probe.__code__, Kernel._kill_probe.__code__]
         self._enter_probe_mode = policy.install(rules, trusted)
 
     # --- loop -------------------------------------------------------------------------------
     def serve(self) -> None:
-        send_message(self.reply_fd, {"ok": True, "ready": True, "pid": os.getpid()})
         handlers = {
             "run": self.run, "get": self.get, "list": self.list_variables, "delete": self.delete,
-            "snapshot": self.snapshot, "restore": self.restore, "probe": self.probe,
+            "snapshot": self.snapshot, "restore": self.restore, "probe": self.probe, "verify": self.verify,
         }  # fmt: skip
         while True:
             try:
+                self.reply_fd = receive_reply_channel(self.sock)
                 request = self.reader.read_message()
             except ChannelClosed:
                 return  # the parent closed the workspace (or died)
+            self.nonce = request.get("nonce")
             handler = handlers.get(str(request.get("op")))
             try:
-                reply = (
-                    handler(request)
-                    if handler
-                    else {"ok": False, "error": f"unknown op {request.get('op')!r}"}
-                )
-            except Exception as exc:  # a kernel-side failure (e.g. MemoryError while pickling) is a reply
-                reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}", "kernel_error": True}
-            if reply is not None:
-                send_message(self.reply_fd, reply)
+                try:
+                    reply = (
+                        handler(request)
+                        if handler
+                        else {"ok": False, "error": f"unknown op {request.get('op')!r}"}
+                    )
+                except Exception as exc:  # a kernel-side failure (e.g. MemoryError while pickling) is a reply
+                    reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}", "kernel_error": True}
+                if reply is not None:
+                    send_message(self.reply_fd, {**reply, "nonce": self.nonce})
+            finally:
+                # End of reply: the parent now expects end-of-file. (If the cell closed the fd itself,
+                # the parent has seen a short or missing reply.)
+                with contextlib.suppress(OSError):
+                    os.close(self.reply_fd)
 
     def _names(self) -> list[str]:
         return sorted(k for k in self.namespace if not k.startswith("__"))
@@ -123,12 +148,14 @@ class Kernel:
                     f" (sandbox: the process is capped at memory_mb={self.memory_mb} MiB of address space)"
                 )
         wall = time.perf_counter() - start
+        threads = self.threads.sweep()  # before the hashes: a stopped thread changes nothing after them
         mutated = [
             n for n, h in before.items() if n in self.namespace and content_hash(self.namespace[n]) != h
         ]
         return {
             "ok": error is None, "stdout": out.getvalue(), "stderr": err.getvalue(), "value": value,
             "error": error, "traceback": tb, "wall_s": wall, "mutated": mutated, "names": self._names(),
+            "threads": threads,
         }  # fmt: skip
 
     def get(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -154,7 +181,8 @@ class Kernel:
     # --- checkpoints ------------------------------------------------------------------------
     def snapshot(self, request: dict[str, Any]) -> None:
         payload, saved, skipped = dump_namespace(self.namespace)
-        send_message(self.reply_fd, {"ok": True, "saved": saved, "skipped": skipped, "size": payload.nbytes})
+        send_message(self.reply_fd, {"ok": True, "saved": saved, "skipped": skipped, "size": payload.nbytes,
+                                     "nonce": self.nonce})  # fmt: skip
         send_blob(self.reply_fd, payload)
         return None  # the reply has been sent
 
@@ -164,6 +192,11 @@ class Kernel:
         self.namespace, failed = load_namespace(payload, self.namespace)
         return {"ok": True, "names": self._names(), "failed": failed}
 
+    def verify(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Which values differ from a checkpoint's (the parent checks a replay with this)."""
+        payload = self.reader.read_blob()
+        return {"ok": True, "differ": differing_names(payload, self.namespace, content_hash)}
+
     # --- probes -----------------------------------------------------------------------------
     def _fork_probe(self) -> int:
         return os.fork()  # allowed by the audit hook only from this code object
@@ -172,6 +205,9 @@ class Kernel:
         os.kill(pid, signal.SIGKILL)
 
     def _probe_child(self, code: str, write_fd: int) -> None:
+        # The probe must not hold the kernel's channels: the request socket, this request's reply pipe.
+        self.sock.close()
+        os.close(self.reply_fd)
         self._enter_probe_mode()
         out, err = BoundedText(self.max_output), BoundedText(self.max_output)
         try:
@@ -224,10 +260,20 @@ class Kernel:
 
 
 def main(argv: list[str]) -> None:
-    cmd_fd, reply_fd = int(argv[1]), int(argv[2])
+    cmd_fd = int(argv[1])
+    # Nothing inherited by accident (bwrap's info and seccomp fds, a parent's stray fds) stays open.
+    os.closerange(3, cmd_fd)
+    os.closerange(cmd_fd + 1, 1 << 16)
+    sock = socket.socket(fileno=cmd_fd)
+    sock.shutdown(socket.SHUT_WR)  # requests only: nothing here can write to the parent on this socket
     reader = FrameReader(cmd_fd)
+    reply_fd = receive_reply_channel(sock)
     config = reader.read_message()
-    Kernel(config, reader, reply_fd).serve()
+    kernel = Kernel(config, sock, reader)
+    send_message(reply_fd, {"ok": True, "ready": True, "pid": os.getpid(), "notes": kernel.notes,
+                            "nonce": config.get("nonce")})  # fmt: skip
+    os.close(reply_fd)
+    kernel.serve()
 
 
 if __name__ == "__main__":

@@ -1,11 +1,14 @@
-"""Per-workspace resource limits of the sandboxed kernel.
+"""Per-workspace settings of the sandboxed kernel: isolation mode and resource limits.
 
 The limits travel to the kernel in its first message; the parent enforces the one limit a
 runaway child could otherwise escape (the wall deadline plus `grace_seconds`, after which the
-process is killed and restarted from the last checkpoint).
+process is killed and the workspace recovered). `isolation`, `scratch_mb` and `max_processes`
+shape the bubblewrap sandbox the kernel starts in (`isolation.py`).
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -34,8 +37,46 @@ class SandboxLimits(BaseModel):
     )
     network: bool = Field(
         default=False,
-        description="Allow network access. When False the kernel runs in an empty network namespace "
-        "(`unshare -n`) where available, and socket creation is refused in any case.",
+        description="Allow network access. When False the kernel has its own network namespace with only a "
+        "loopback device, and the audit hook refuses sockets as well. When True (process isolation only) it "
+        "shares the host's network.",
+    )
+    isolation: Literal["bwrap", "process"] = Field(
+        default="bwrap",
+        description="`bwrap`: the kernel runs in a bubblewrap sandbox (own mount, pid, network, ipc and uts "
+        "namespaces, an unprivileged uid without capabilities, seccomp, only the interpreter, the task data "
+        "and its scratch visible); the workspace refuses to start where bubblewrap does not work. `process`: "
+        "the weaker mode without bubblewrap (a separate process, the audit hook, `unshare -n`), only when "
+        "chosen explicitly.",
+    )
+    scratch_mb: int = Field(
+        default=1024,
+        ge=16,
+        description="Size cap of the scratch dir in MiB (bwrap: a tmpfs of this size, mirrored to the host "
+        "scratch dir after every cell). Writes past it fail with 'No space left on device'.",
+    )
+    tmp_mb: int = Field(
+        default=64,
+        ge=1,
+        description="Size cap in MiB of each of the sandbox's private /tmp and /dev/shm (bwrap only; TMPDIR "
+        "points at the scratch dir).",
+    )
+    max_processes: int = Field(
+        default=64,
+        ge=4,
+        description="Process and thread cap of the sandbox uid (RLIMIT_NPROC; bwrap only). Forks past it "
+        "fail with 'Resource temporarily unavailable'.",
+    )
+    replay: bool = Field(
+        default=True,
+        description="After the kernel dies, rebuild the workspace by re-running its history (cells, deletes, "
+        "restores) in a fresh kernel, checked against the recorded outcomes and the last checkpoint; "
+        "when that is impossible or diverges, restore the last checkpoint and mark the workspace degraded.",
+    )
+    replay_seconds: float = Field(
+        default=600,
+        gt=0,
+        description="Wall-clock budget for one replay; past it the replay is abandoned (degraded).",
     )
     max_output_chars: int = Field(
         default=20000,

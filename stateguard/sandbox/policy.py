@@ -1,30 +1,35 @@
-"""The kernel's audit hook: which files, processes and sockets code in a cell may touch.
+"""The kernel's audit hook: defence in depth inside the sandbox, and the barrier of last resort
+without it.
+
+Under bubblewrap (isolation="bwrap") the operating system is the boundary: only the
+interpreter, the task data and the scratch dir exist, the uid is unprivileged, and no Python
+code can change that. The hook then only turns ordinary mistakes into clear errors. With
+isolation="process" (no bubblewrap) it is the main file and process barrier, which audit hooks
+cannot be (PEP 578): C code that calls libc directly (ctypes, cffi, DuckDB, Arrow, SQLite) is
+never seen by it.
 
 Installed once in the kernel process (`install`), after pandas/numpy are imported so their
-import-time file and ctypes use is not refused. From then on every refused operation raises
+import-time file use is not refused. From then on every refused operation raises
 `PermissionError("sandbox: ...")` in the cell, naming the rule:
 
 - writes (open for writing, create, remove, rename, link, chmod/chown, truncate, utime, mkdir,
   xattrs) only under the scratch dir; task data is read-only;
-- reads (open, listdir/scandir, chdir) only under an allow-list: the Python installation
-  (prefixes and site-packages), the stateguard package, task data, scratch, /dev/null,
-  /dev/urandom, /proc/self, CPU topology, time zones and TLS certificates. Paths are resolved
-  with `realpath`, so a symlink planted in scratch cannot reach /etc/shadow. `os.open` with a
-  relative path is refused outright: it may be relative to a dir_fd the event does not carry;
+- reads (open, listdir/scandir, chdir), with isolation="process" only: an allow-list of the
+  Python installation, the stateguard package, task data, scratch, /dev/null, /dev/urandom,
+  /proc/self, CPU topology, time zones and TLS certificates, checked on `realpath` so a symlink
+  planted in scratch cannot reach /etc/shadow (`os.open` with a relative path is refused: it may
+  be relative to a dir_fd the event does not carry). Under bwrap whatever exists may be read;
 - no processes: os.system, subprocess, exec*, spawn*, posix_spawn, fork, forkpty, kill, killpg,
   pthread_kill; the kernel's own fork (probes) and kill (of its own child) are allowed by checking
   the calling frame's code object against the kernel's trusted functions. The two process calls
   CPython does not audit (`_posixsubprocess.fork_exec`, `signal.pidfd_send_signal`) are deleted
   and their modules cannot be re-imported;
 - no sockets or name lookups when the network is off;
-- no changing resource limits, no ctypes loading/calling, no gc object-graph walks (they are the
-  easy ways around the rules above).
+- no changing resource limits, no gc object-graph walks.
 
-Limits of this layer: audit hooks are not a security boundary (PEP 578). C extensions that call
-libc directly, and deliberately adversarial Python that tampers with interpreter internals, can
-get around it. It stops the ordinary and accidental cases an analysis agent produces; the
-process boundary, rlimits, the network namespace and the parent never unpickling child data are
-the parts that do not depend on the child's cooperation.
+ctypes is allowed: scikit-learn (threadpoolctl) and other libraries need it, and refusing it
+never made the hook a boundary. The hook binds its rules when it is installed, so replacing
+names in this module later (`policy._under = ...`) changes nothing.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from __future__ import annotations
 import os
 import site
 import sys
+import types
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,10 +78,6 @@ _NO_REIMPORT = frozenset({"_posixsubprocess", "_signal"})
 _FIXED_EVENTS = {
     "resource.setrlimit": "sandbox: resource limits cannot be changed",
     "resource.prlimit": "sandbox: resource limits cannot be changed",
-    "ctypes.dlopen": "sandbox: loading or calling native code through ctypes is not allowed",
-    "ctypes.dlsym": "sandbox: loading or calling native code through ctypes is not allowed",
-    "ctypes.dlsym/handle": "sandbox: loading or calling native code through ctypes is not allowed",
-    "ctypes.call_function": "sandbox: loading or calling native code through ctypes is not allowed",
     "gc.get_referrers": "sandbox: walking the object graph (gc.get_referrers/get_objects) is not allowed",
     "gc.get_objects": "sandbox: walking the object graph (gc.get_referrers/get_objects) is not allowed",
 }
@@ -85,7 +87,7 @@ _FIXED_EVENTS = {
 class Policy:
     scratch: str
     task_data: str | None
-    read_roots: tuple[str, ...]
+    read_roots: tuple[str, ...]  # empty: reads are not checked (the mount namespace decides)
     network: bool
 
 
@@ -93,9 +95,13 @@ def _real(path: str | os.PathLike[str]) -> str:
     return os.path.realpath(os.fspath(path))
 
 
-def build_policy(scratch: Path, task_data: Path | None, network: bool) -> Policy:
-    """Resolve every root once; the hook then compares resolved prefixes."""
+def build_policy(scratch: Path, task_data: Path | None, network: bool, *, isolated: bool = False) -> Policy:
+    """Resolve every root once; the hook then compares resolved prefixes. `isolated`: under bwrap."""
     import stateguard
+
+    if isolated:
+        return Policy(scratch=_real(scratch), task_data=None if task_data is None else _real(task_data),
+                      read_roots=(), network=network)  # fmt: skip
 
     roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *site.getsitepackages()}
     prefixes = tuple(_real(p) for p in roots)
@@ -165,22 +171,33 @@ def install(policy: Policy, trusted_code: Iterable[CodeType]) -> Callable[[], No
     trusted = frozenset(trusted_code)
     probe_mode = [False]  # a closure cell, not a module global, so cells do not find it by import
     scratch, task = policy.scratch, policy.task_data
+    # Bound now: later changes to this module's names must not reach the hook.
+    frozen = dict(globals())  # the helpers below see this copy of the module's names, not the module
+    under, resolve, is_child = (
+        types.FunctionType(f.__code__, frozen, f.__name__, f.__defaults__) for f in (_under, _resolve, _is_child)
+    )
+    real_pid, network = os.getpid, policy.network
+    write_events = {k: tuple(v) for k, v in _WRITE_EVENTS.items()}
+    read_events, process_events = dict(_READ_EVENTS), frozenset(_PROCESS_EVENTS)
+    trusted_events, network_events = frozenset(_TRUSTED_PROCESS_EVENTS), frozenset(_NETWORK_EVENTS)
+    no_reimport, fixed = frozenset(_NO_REIMPORT), dict(_FIXED_EVENTS)
+    write_flags, read_roots, isabs, getframe = _WRITE_FLAGS, policy.read_roots, os.path.isabs, sys._getframe
 
     def check_write(op: str, path: str | None) -> None:
         if path is None:
             return
         if probe_mode[0]:
             raise PermissionError(f"sandbox: probes are read-only (refused {op} {path})")
-        if task is not None and _under(path, task) and not _under(path, scratch):
+        if task is not None and under(path, task) and not under(path, scratch):
             raise PermissionError(f"sandbox: task data under {task} is read-only (refused {op} {path})")
-        if not _under(path, scratch):
+        if not under(path, scratch):
             raise PermissionError(f"sandbox: writes are allowed only under {scratch} (refused {op} {path})")
 
     def check_read(op: str, path: str | None) -> None:
-        if path is None:
+        if path is None or not read_roots:
             return
         # /proc/self resolves to /proc/<pid>, and a forked probe has a different pid.
-        if any(_under(path, root) for root in policy.read_roots) or _under(path, f"/proc/{os.getpid()}"):
+        if any(under(path, root) for root in read_roots) or under(path, f"/proc/{real_pid()}"):
             return
         raise PermissionError(
             f"sandbox: reading {path} is not allowed ({op}); readable are the task data ({task}), "
@@ -192,38 +209,38 @@ def install(policy: Policy, trusted_code: Iterable[CodeType]) -> Callable[[], No
             path, mode, flags = args
             # os.open (mode None) may be relative to a dir_fd the event does not carry: only
             # absolute paths can be checked. (shutil.rmtree is switched to path-based calls.)
-            if mode is None and isinstance(path, str | bytes) and not os.path.isabs(os.fsdecode(path)):
+            if mode is None and isinstance(path, str | bytes) and not isabs(os.fsdecode(path)):
                 raise PermissionError(
                     f"sandbox: os.open needs an absolute path (refused {os.fsdecode(path)!r})"
                 )
-            resolved = _resolve(path, None)
+            resolved = resolve(path, None)
             writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or bool(
-                isinstance(flags, int) and flags & _WRITE_FLAGS
+                isinstance(flags, int) and flags & write_flags
             )
             if writing:
                 check_write("open", resolved)
             else:
                 check_read("open", resolved)
-        elif event in _WRITE_EVENTS:
-            for path_at, fd_at, follow in _WRITE_EVENTS[event]:
+        elif event in write_events:
+            for path_at, fd_at, follow in write_events[event]:
                 dir_fd = args[fd_at] if fd_at is not None and fd_at < len(args) else None
-                check_write(event, _resolve(args[path_at], dir_fd, follow))
-        elif event in _READ_EVENTS:
-            check_read(event, _resolve(args[_READ_EVENTS[event]] if args else ".", None))
-        elif event in _PROCESS_EVENTS:
+                check_write(event, resolve(args[path_at], dir_fd, follow))
+        elif event in read_events:
+            check_read(event, resolve(args[read_events[event]] if args else ".", None))
+        elif event in process_events:
             # The kernel forks probes and kills them; even its own code may signal only its children.
-            trusted_caller = event in _TRUSTED_PROCESS_EVENTS and sys._getframe(1).f_code in trusted
-            if trusted_caller and (event == "os.fork" or _is_child(args[0])):
+            trusted_caller = event in trusted_events and getframe(1).f_code in trusted
+            if trusted_caller and (event == "os.fork" or is_child(args[0])):
                 return
             raise PermissionError(f"sandbox: starting or signalling processes is not allowed ({event})")
-        elif event in _NETWORK_EVENTS and not policy.network:
+        elif event in network_events and not network:
             raise PermissionError(f"sandbox: network access is disabled ({event})")
-        elif event == "import" and args and args[0] in _NO_REIMPORT:
+        elif event == "import" and args and args[0] in no_reimport:
             raise PermissionError(
                 f"sandbox: re-importing {args[0]} is not allowed (it has unaudited process calls)"
             )
-        elif event in _FIXED_EVENTS:
-            raise PermissionError(_FIXED_EVENTS[event])
+        elif event in fixed:
+            raise PermissionError(fixed[event])
 
     def enter_probe_mode() -> None:
         probe_mode[0] = True

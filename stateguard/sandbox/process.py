@@ -1,30 +1,40 @@
 """Parent-side handle on one kernel process: start it, ask it things against deadlines, kill it.
 
 The kernel gets a minimal environment (no API keys or tokens of the parent leak into it),
-cwd = scratch dir, stdout discarded, stderr to a log file next to the checkpoints (start-up
-failures and faulthandler dumps land there), single-threaded BLAS, and, when the network is
-off and `unshare -n` works on this host (probed once per process), an empty network namespace.
-Without `unshare` the audit hook's socket refusal is the only network barrier: weaker, since a
-C extension opening sockets itself would not be stopped.
+cwd = scratch dir, stdout discarded, stderr to a pipe that `StderrLog` drains (bounded: it keeps
+the first and last few KiB in memory and at most `LOG_FILE_BYTES` in `kernel.stderr.log`, so a
+cell that writes a GiB to fd 2 costs the parent no memory), single-threaded BLAS, and:
 
-Any failure to get a well-formed answer in time (EOF, broken pipe, deadline, malformed frame)
-becomes `KernelDied` with a description of how the process ended; the workspace then restarts.
+- `isolation="bwrap"`: the bubblewrap sandbox of `isolation.py` with the seccomp filter of
+  `seccomp.py`; bwrap reports the sandbox's pid 1 on `--info-fd`, through which the parent
+  mirrors the scratch tmpfs (`scratch.Mirror`) and kills the whole sandbox;
+- `isolation="process"`: the weaker mode, a plain child process; with the network off and
+  `unshare -n` working here, in an empty network namespace.
+
+Requests use the channels of `protocol.py` (a socket for requests, a fresh pipe per reply).
+Any failure to get a well-formed answer in time (EOF, broken pipe, deadline, malformed or
+extra frames) becomes `KernelDied` with a description of how the process ended; the workspace
+then recovers.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import os
+import secrets
+import select
 import shutil
 import signal
+import socket
 import subprocess
-import sys
+import threading
 import time
 from pathlib import Path
 from typing import IO, Any, BinaryIO
 
-import stateguard
+from stateguard.sandbox import isolation
 from stateguard.sandbox.limits import SandboxLimits
 from stateguard.sandbox.protocol import (
     ChannelClosed,
@@ -32,11 +42,16 @@ from stateguard.sandbox.protocol import (
     FrameReader,
     ProtocolError,
     send_blob_file,
-    send_message,
+    send_request,
 )
+from stateguard.sandbox.scratch import open_scratch
+from stateguard.sandbox.seccomp import build_filter
 
 STARTUP_TIMEOUT_S = 60.0
-_PACKAGE_ROOT = str(Path(stateguard.__file__).resolve().parent.parent)
+END_GRACE_S = 2.0  # how long the reply pipe may stay open after the reply before it counts as held open
+LOG_FILE_BYTES = 1 << 20
+LOG_KEEP_BYTES = 8192
+_PACKAGE_ROOT = str(Path(isolation.__file__).resolve().parent.parent.parent)
 
 
 class KernelDied(RuntimeError):
@@ -45,7 +60,7 @@ class KernelDied(RuntimeError):
 
 @functools.cache
 def network_namespace_available() -> bool:
-    """Whether `unshare -n` can start a process in a fresh network namespace here."""
+    """Whether `unshare -n` can start a process in a fresh network namespace here (process isolation)."""
     exe = shutil.which("unshare")
     if exe is None:
         return False
@@ -59,7 +74,7 @@ def child_environment(scratch_dir: Path) -> dict[str, str]:
     scratch = str(scratch_dir)
     return {
         "PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": scratch, "TMPDIR": scratch, "MPLCONFIGDIR": scratch,
-        "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONPATH": _PACKAGE_ROOT,
+        "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONPATH": _PACKAGE_ROOT, "USER": "sandbox",
         "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1", "PYTHONFAULTHANDLER": "1",
         # One thread per kernel: predictable CPU accounting, and fork-safe probes.
         "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "NUMEXPR_NUM_THREADS": "1",
@@ -68,40 +83,148 @@ def child_environment(scratch_dir: Path) -> dict[str, str]:
     }  # fmt: skip
 
 
+class StderrLog:
+    """Drains the kernel's stderr pipe on a daemon thread, keeping bounded head and tail."""
+
+    def __init__(self, read_fd: int, path: Path):
+        self.path = path
+        self._fd = read_fd
+        self._head = bytearray()
+        self._tail = bytearray()
+        self.total = 0
+        self._file: IO[bytes] = path.open("wb")
+        self._thread = threading.Thread(target=self._drain, name="sandbox-stderr", daemon=True)
+        self._thread.start()
+
+    def _drain(self) -> None:
+        try:
+            while chunk := os.read(self._fd, 1 << 16):
+                room = LOG_FILE_BYTES - self.total
+                if room > 0:
+                    self._file.write(chunk[:room])
+                    if len(chunk) >= room:
+                        self._file.write(b"\n[stateguard: the rest of the kernel's stderr is not kept]\n")
+                    self._file.flush()
+                self.total += len(chunk)
+                if len(self._head) < LOG_KEEP_BYTES:
+                    self._head += chunk[: LOG_KEEP_BYTES - len(self._head)]
+                self._tail = (self._tail + chunk)[-LOG_KEEP_BYTES:]
+        except (OSError, ValueError):
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._file.close()
+
+    def wait(self, timeout: float) -> None:
+        self._thread.join(timeout)
+
+    def tail(self, chars: int = 600) -> str:
+        text = bytes(self._tail if self.total > LOG_KEEP_BYTES else self._head).decode(errors="replace").strip()
+        if text.startswith("Fatal Python error"):  # faulthandler dumps are long; the first line names the fault
+            return text.splitlines()[0]
+        return text[-chars:]
+
+
+def _read_info(fd: int, deadline: float) -> dict[str, Any]:
+    """bwrap's --info-fd JSON (it names the sandbox's pid 1); {} if bwrap ended before writing it."""
+    data = b""
+    try:
+        while time.monotonic() < deadline:
+            if not select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
+                break
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                break
+            data += chunk
+            with contextlib.suppress(ValueError):
+                return dict(json.loads(data))
+    finally:
+        os.close(fd)
+    return {}
+
+
 class KernelProcess:
     def __init__(
-        self, *, scratch_dir: Path, task_data_dir: Path | None, limits: SandboxLimits, log_path: Path
-    ):
+        self, *, scratch_dir: Path, task_data_dir: Path | None, limits: SandboxLimits, log_path: Path,
+        private_dir: Path, seed_dir: Path | None, uid: int | None = None,
+    ):  # fmt: skip
         self.limits = limits
-        self.network_namespace = not limits.network and network_namespace_available()
-        argv = [sys.executable, "-m", "stateguard.sandbox.kernel"]
-        cmd_read, self._cmd_fd = os.pipe()
-        reply_read, reply_write = os.pipe()
-        argv += [str(cmd_read), str(reply_write)]
-        if self.network_namespace:
+        self.isolation = limits.isolation
+        self.scratch_dir = scratch_dir
+        self.network_namespace = not limits.network and (
+            self.isolation == "bwrap" or network_namespace_available()
+        )
+        self.sandbox_pid: int | None = None  # bwrap: host pid of the sandbox's pid 1
+        self._closed = False
+        self._exit_note: str | None = None
+        self._pending: FrameReader | None = None  # the reply pipe of a request whose blob is still to come
+        self._previous: FrameReader | None = None  # the last reply's pipe, until it is seen to end
+        self._scratch_fd: int | None = None
+        self._cmd, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        argv = [isolation.interpreter(), "-m", "stateguard.sandbox.kernel", str(child.fileno())]
+        keep = [child.fileno()]
+        closing: list[int] = []
+        info_read = None
+        if self.isolation == "bwrap":
+            isolation.check_isolation("bwrap")
+            uid = isolation.sandbox_uid() if uid is None else uid
+            etc = isolation.write_etc(private_dir / "sandbox-etc", uid)
+            seccomp_fd = None
+            program = build_filter()
+            if program is not None:
+                seccomp_fd = os.memfd_create("stateguard-seccomp")
+                os.write(seccomp_fd, program)
+                os.lseek(seccomp_fd, 0, os.SEEK_SET)
+                keep.append(seccomp_fd)
+                closing.append(seccomp_fd)
+            info_read, info_write = os.pipe()
+            keep.append(info_write)
+            closing.append(info_write)
+            argv = isolation.bwrap_command(
+                argv, scratch=scratch_dir, seed=seed_dir, task_data=task_data_dir, etc_files=etc, uid=uid,
+                scratch_mb=limits.scratch_mb, tmp_mb=limits.tmp_mb, network=limits.network,
+                seccomp_fd=seccomp_fd, info_fd=info_write,
+            )  # fmt: skip
+        elif self.network_namespace:
             argv = [shutil.which("unshare") or "unshare", "-n", *argv]
-        self._log: IO[bytes] = log_path.open("wb")
+        err_read, err_write = os.pipe()
+        closing.append(err_write)
         try:
             self.proc = subprocess.Popen(
-                argv, pass_fds=(cmd_read, reply_write), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=self._log, cwd=scratch_dir, env=child_environment(scratch_dir), start_new_session=True,
+                argv, pass_fds=keep, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err_write,
+                cwd=scratch_dir, env=child_environment(scratch_dir), start_new_session=True,
             )  # fmt: skip
+        except BaseException:
+            os.close(err_read)
+            if info_read is not None:
+                os.close(info_read)
+            raise
         finally:
-            os.close(cmd_read)
-            os.close(reply_write)
+            child.close()
+            for fd in closing:
+                os.close(fd)
+        self.log = StderrLog(err_read, log_path)
         self.log_path = log_path
-        self.reader = FrameReader(reply_read)
-        self._exit_note: str | None = None
-        self._closed = False
         config = {
             "scratch_dir": str(scratch_dir),
             "task_data_dir": None if task_data_dir is None else str(task_data_dir),
+            "seed_dir": isolation.SEED_DIR if self.isolation == "bwrap" and seed_dir is not None else None,
+            "isolation": self.isolation,
             "limits": limits.model_dump(),
         }
         try:
+            if info_read is not None:
+                info = _read_info(info_read, time.monotonic() + STARTUP_TIMEOUT_S)
+                if "child-pid" not in info:
+                    self._wait(5.0)
+                    self.log.wait(1.0)
+                    raise KernelDied(f"bubblewrap could not start the sandbox: {self.log.tail() or 'no message'}")
+                self.sandbox_pid = int(info["child-pid"])
             ready = self.request(config, STARTUP_TIMEOUT_S)
             if not ready.get("ready"):
                 raise KernelDied(f"the sandbox kernel did not start: {ready}")
+            self.start_notes = [str(n) for n in ready.get("notes", [])]
         except KernelDied:
             self.kill()
             self.close()
@@ -109,33 +232,84 @@ class KernelProcess:
 
     @property
     def pid(self) -> int:
+        """The host pid of the Python kernel itself (under bwrap: the child of the sandbox's pid 1)."""
+        if self.sandbox_pid is None:
+            return self.proc.pid
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            children = Path(f"/proc/{self.sandbox_pid}/task/{self.sandbox_pid}/children").read_text().split()
+            return int(children[0])
         return self.proc.pid
+
+    def scratch_fd(self) -> int | None:
+        """bwrap: an fd on the sandbox's scratch tmpfs (opened once, through /proc/<pid>/root); else None."""
+        if self.sandbox_pid is None:
+            return None
+        if self._scratch_fd is None:
+            self._scratch_fd = open_scratch(f"/proc/{self.sandbox_pid}/root", self.scratch_dir)
+        return self._scratch_fd
 
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def request(self, message: dict[str, Any], timeout: float, *, blob: Path | None = None) -> dict[str, Any]:
-        """Send one request (plus an optional blob file) and return the JSON reply."""
+    def request(
+        self, message: dict[str, Any], timeout: float, *, blob: Path | None = None, blob_follows: bool = False
+    ) -> dict[str, Any]:
+        """Send one request (plus an optional blob file) and return the JSON reply. With
+        `blob_follows`, an ok reply leaves its pipe open for `read_blob_into`."""
         deadline = time.monotonic() + timeout
+        read_fd, write_fd = os.pipe()
+        reader = FrameReader(read_fd)
+        nonce = secrets.token_hex(8)
         try:
-            send_message(self._cmd_fd, message)
+            self._end_previous()
+            try:
+                send_request(self._cmd, write_fd, {**message, "nonce": nonce})
+            finally:
+                os.close(write_fd)
             if blob is not None:
-                send_blob_file(self._cmd_fd, blob)
-            return self.reader.read_message(deadline)
+                send_blob_file(self._cmd.fileno(), blob)
+            reply = reader.read_message(deadline)
+            if reply.get("nonce") != nonce:
+                raise ProtocolError("a reply without this request's nonce (a frame forged inside the kernel)")
+            if blob_follows and reply.get("ok"):
+                self._pending = reader
+            else:
+                self._previous = reader
+            reader = None  # type: ignore[assignment]  # kept open: ended by _end_previous / read_blob_into
+            return reply
         except Exception as exc:
             raise self._failure(exc, timeout) from exc
+        finally:
+            if reader is not None:
+                os.close(read_fd)
+
+    def _end_previous(self) -> None:
+        """The last reply's pipe must have ended right after the reply (checked here, not while the
+        caller waits: the kernel closes it a moment after writing)."""
+        reader, self._previous = self._previous, None
+        if reader is not None:
+            try:
+                reader.expect_end(time.monotonic() + END_GRACE_S)
+            finally:
+                os.close(reader.fd)
 
     def read_blob_into(self, out: BinaryIO, timeout: float) -> int:
+        reader, self._pending = self._pending, None
+        if reader is None:
+            raise KernelDied("no blob was announced by the last reply")
         try:
-            return self.reader.read_blob_into(out, time.monotonic() + timeout)
+            size = reader.read_blob_into(out, time.monotonic() + timeout)
         except Exception as exc:
+            os.close(reader.fd)
             raise self._failure(exc, timeout) from exc
+        self._previous = reader
+        return size
 
     def _failure(self, exc: Exception, timeout: float) -> KernelDied:
         if isinstance(exc, DeadlineExceeded):
             self.kill()
             self._exit_note = f"it did not answer within {timeout:g} s, so it was killed (SIGKILL)"
-        elif isinstance(exc, ChannelClosed | BrokenPipeError):
+        elif isinstance(exc, ChannelClosed | BrokenPipeError | ConnectionResetError):
             self._wait(2.0)
         elif isinstance(exc, ProtocolError):
             self.kill()
@@ -161,33 +335,40 @@ class KernelProcess:
             how = "it is still running but stopped answering"
         elif code < 0:
             how = f"it was killed by signal {signal.Signals(-code).name}"
+        elif self.sandbox_pid is not None and code > 128 and code - 128 in signal.valid_signals():
+            how = f"it was killed by signal {signal.Signals(code - 128).name}"  # bwrap reports 128 + signal
         else:
             how = f"it exited with status {code}"
-        tail = self.log_tail()
+        self.log.wait(0.5)  # a dying kernel's last words (faulthandler) are still in the pipe
+        tail = self.log.tail()
         return f"the sandbox process (pid {self.pid}) died: {how}" + (
             f"; its stderr ends with: {tail}" if tail else ""
         )
 
     def log_tail(self, chars: int = 600) -> str:
-        try:
-            text = self.log_path.read_bytes()[-chars:].decode(errors="replace").strip()
-        except OSError:
-            return ""
-        # faulthandler dumps are long; the first line names the fault.
-        return text.splitlines()[0] if text.startswith("Fatal Python error") else text
+        return self.log.tail(chars)
 
     def kill(self) -> None:
+        if self.sandbox_pid is not None and self.proc.poll() is None:
+            with contextlib.suppress(OSError):
+                os.kill(self.sandbox_pid, signal.SIGKILL)  # pid 1 of the sandbox: the namespace goes with it
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)
         self.proc.wait()
 
     def close(self) -> None:
-        """Closing the request pipe ends the kernel's loop; kill it if it does not leave quickly."""
+        """Closing the request socket ends the kernel's loop; kill it if it does not leave quickly."""
         if self._closed:
-            return  # the fd numbers may already belong to someone else
+            return
         self._closed = True
-        for fd in (self._cmd_fd, self.reader.fd):
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        for reader in (self._pending, self._previous):
+            if reader is not None:
+                with contextlib.suppress(OSError):
+                    os.close(reader.fd)
+        self._pending = self._previous = None
+        if self._scratch_fd is not None:
+            os.close(self._scratch_fd)  # the tmpfs is freed with the last reference to it
+            self._scratch_fd = None
+        self._cmd.close()
         self._wait(2.0)
-        self._log.close()
+        self.log.wait(2.0)

@@ -1,8 +1,20 @@
-"""Framing for the two pipes between a `SandboxWorkspace` and its kernel process.
+"""Framing and channels between a `SandboxWorkspace` and its kernel process.
 
 A frame is a 9-byte header (8-byte big-endian payload length, 1-byte kind) and the payload.
 Kind `J` carries one JSON object (a request or a reply); kind `B` carries raw bytes (a snapshot).
-The pipes are extra file descriptors, not stdin/stdout, so nothing a cell prints can reach them.
+
+Requests go over a Unix socket (the kernel shuts down its sending side at start, so nothing in
+the kernel can talk back on it). Each request brings its OWN reply pipe: the parent sends the
+write end in the same message as the request (SCM_RIGHTS, `send_request`), the kernel writes
+the reply frames to it and closes it. Each request also carries a fresh random nonce that the
+reply must echo. The parent reads exactly the expected frames, checks the nonce, and, before
+the next request, insists that the pipe ended right there (`FrameReader.expect_end`). A cell
+runs in the kernel process and can write to whatever fds that process holds: a frame it writes
+lacks the nonce and is refused at once; one it writes after the reply is found before the next
+request. A cell that reads the nonce from the kernel's memory and replaces its own reply pipe
+can forge the reply of the request it runs in (as it could by patching the kernel's code); it
+cannot reach any later reply, because later replies travel on pipes that do not exist yet. Every
+violation makes the parent kill the kernel and recover.
 
 JSON is the only structured format the parent decodes. Blobs are opaque to the parent: it copies
 them between the pipe and a checkpoint file and never unpickles them (the child runs untrusted
@@ -14,9 +26,11 @@ a hung or dead child cannot block it, the child blocks.
 
 from __future__ import annotations
 
+import array
 import json
 import os
 import select
+import socket
 import struct
 import time
 from pathlib import Path
@@ -70,6 +84,35 @@ def send_blob_file(fd: int, path: Path) -> None:
                 raise ProtocolError(f"{path} shrank while it was being sent")
             write_all(fd, chunk)
             remaining -= len(chunk)
+
+
+_CHANNEL_MARK = b"R"
+
+
+def send_request(sock: socket.socket, write_fd: int, message: dict[str, Any]) -> None:
+    """Parent: one request frame, with the write end of its reply pipe, in one send (one wake-up)."""
+    payload = json.dumps(message, allow_nan=True).encode()
+    data = memoryview(_CHANNEL_MARK + HEADER.pack(len(payload), JSON_KIND) + payload)
+    fds = array.array("i", [write_fd])
+    sent = sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
+    if sent < len(data):
+        sock.sendall(data[sent:])
+
+
+def receive_reply_channel(sock: socket.socket) -> int:
+    """Kernel: the reply fd that comes with the next request (close-on-exec)."""
+    fds = array.array("i")
+    data, ancillary, _, _ = sock.recvmsg(1, socket.CMSG_LEN(fds.itemsize), socket.MSG_CMSG_CLOEXEC)
+    if not data:
+        raise ChannelClosed("the request socket was closed")
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+    if data != _CHANNEL_MARK or len(fds) != 1:
+        for fd in fds:
+            os.close(fd)
+        raise ProtocolError("a request must start with its reply channel")
+    return fds[0]
 
 
 class FrameReader:
@@ -127,6 +170,15 @@ class FrameReader:
         if not isinstance(message, dict):
             raise ProtocolError("message is not a JSON object")
         return message
+
+    def expect_end(self, deadline: float | None = None) -> None:
+        """The reply is complete: the other end must now be closed, with nothing more written."""
+        self._wait(deadline)
+        extra = os.read(self.fd, 64)
+        if extra:
+            raise ProtocolError(
+                f"extra data after the reply ({len(extra)}+ bytes): something in the kernel wrote to its reply channel"
+            )
 
     def read_blob(self, deadline: float | None = None) -> bytearray:
         return self._read_exact(self._header(BLOB_KIND, deadline), deadline)

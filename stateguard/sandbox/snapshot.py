@@ -96,3 +96,23 @@ def load_namespace(
         except Exception as exc:  # a module that was importable then may be refused now
             failed[name] = f"module {module_name} could not be re-imported ({type(exc).__name__}: {exc})"
     return namespace, failed
+
+
+def differing_names(payload: bytes | bytearray, namespace: dict[str, Any], hash_of: Any) -> list[str]:
+    """Names whose value in the checkpoint differs from the namespace's (used to check a replay).
+
+    Data only: functions, classes and modules are skipped (their pickled bytes are not stable
+    across processes), and so is any value whose hash cannot be computed on either side.
+    """
+    saved, _ = load_namespace(payload, None)
+    out = []
+    for name, value in _user_items(saved).items():
+        if isinstance(value, types.ModuleType | type) or callable(value):
+            continue
+        if name not in namespace:
+            out.append(name)
+            continue
+        want, got = hash_of(value), hash_of(namespace[name])
+        if want and got and want != got:
+            out.append(name)
+    return sorted(out)

@@ -1,31 +1,41 @@
-"""`SandboxWorkspace`: a `LiveWorkspace` whose namespace lives in a separate, limited process.
+"""`SandboxWorkspace`: a `LiveWorkspace` whose namespace lives in a separate, isolated process.
 
-The parent (this object) keeps the dataflow graph, the checkpoint files and the bookkeeping for
-recovery; the kernel process (`kernel.py`) holds the values and runs cells and probes. Values
-reach the parent only as JSON (see `values.to_json_value`); checkpoint bytes are copied to
-`checkpoint_dir/<id>.pkl` and only ever unpickled by a kernel.
+The parent (this object) keeps the dataflow graph, the checkpoint files, the history of what
+changed the namespace and the bookkeeping for recovery; the kernel process (`kernel.py`, inside
+the bubblewrap sandbox of `isolation.py` unless `isolation="process"` was chosen) holds the
+values and runs cells and probes. Values reach the parent only as JSON (see
+`values.to_json_value`); checkpoint bytes are copied to `checkpoint_dir/<id>.pkl` and only ever
+unpickled by a kernel. Under bubblewrap the scratch dir is a size-capped tmpfs that is mirrored
+to the host scratch dir after every cell (`scratch.Mirror`).
 
-If the kernel dies (segfault, OOM kill, `os._exit`, an outside SIGKILL, or a kill by the parent
-because a cell ignored its wall limit), the next or ongoing call starts a fresh kernel, restores
-the most recent checkpoint, and reports what was lost: `run_cell` returns ok=False with the
-cause and notes; other calls record the notes for the next `run_cell` (and in `restarts`).
+If the kernel dies (segfault, OOM kill, `os._exit`, SIGKILL from inside or outside, a kill by
+the parent because a cell ignored its wall limit or broke the protocol), the next or ongoing
+call starts a fresh kernel and rebuilds the workspace (`recovery.py`): by replaying the history,
+checked cell by cell, or, when that is not possible, by restoring the most recent checkpoint and
+adding what was lost to `degraded_reasons`. `run_cell` of the cell that was running returns
+ok=False with the cause and notes; other calls record the notes for the next `run_cell` (and in
+`restarts`).
 
 Not thread-safe by design of the protocol (one request at a time); a lock serializes callers.
 """
 
 from __future__ import annotations
 
+import shutil
 import threading
 import weakref
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
 from stateguard.dataflow import DataflowGraph, cell_dataflow
 from stateguard.sandbox.checkpoints import CheckpointFiles, CheckpointInfo, SnapshotReply
+from stateguard.sandbox.isolation import check_isolation, sandbox_uid
 from stateguard.sandbox.limits import SandboxLimits
 from stateguard.sandbox.process import KernelDied, KernelProcess
+from stateguard.sandbox.recovery import History, Op, ReplayFailed, replay
+from stateguard.sandbox.scratch import Mirror
 from stateguard.workspace import CellResult, ProbeResult, VariableSummary
 
 _DEFAULT_LIMITS = SandboxLimits()
@@ -42,6 +52,7 @@ class _RunReply(BaseModel):
     wall_s: float = 0.0
     mutated: list[str] = []
     names: list[str] = []
+    threads: dict[str, list[str]] = {}
 
 
 def _close_kernel(holder: list[KernelProcess]) -> None:
@@ -62,6 +73,7 @@ class SandboxWorkspace:
         *,
         runtime_hashing: bool = True,
     ):
+        check_isolation(limits.isolation)  # refuse before creating anything
         self.task_data_dir = None if task_data_dir is None else Path(task_data_dir).resolve()
         self.scratch_dir = Path(scratch_dir).resolve()
         self.checkpoint_dir = Path(checkpoint_dir).resolve()
@@ -71,21 +83,55 @@ class SandboxWorkspace:
         self.runtime_hashing = runtime_hashing
         self.dataflow = DataflowGraph()
         self.restarts: list[str] = []  # one description per kernel death
+        self.degraded_reasons: list[str] = []  # what a recovery could not rebuild (empty: healthy)
         self._cells = 0
         self._names: list[str] = []  # user variables after the last call, for loss reports
         self.checkpoints = CheckpointFiles(self.checkpoint_dir)
+        self._private = self.checkpoint_dir / ".sandbox"  # not a valid checkpoint id: no clash
+        self.history = History()
+        self._base_scratch = self._save_base_scratch()
+        self.mirror = Mirror(self.scratch_dir) if limits.isolation == "bwrap" else None
+        self._uid = sandbox_uid()  # one per workspace: a replayed cell sees the same uid
         self._pending_notes: list[str] = []
         self._lock = threading.RLock()
         self._closed = False
         self._holder: list[KernelProcess] = [self._start()]
         self._finalizer = weakref.finalize(self, _close_kernel, self._holder)
+        self._pending_notes += self.kernel.start_notes
+
+    @property
+    def isolation(self) -> Literal["bwrap", "process"]:
+        return self.limits.isolation
 
     # --- process ----------------------------------------------------------------------------
-    def _start(self) -> KernelProcess:
+    def _start(self, *, seed: Path | None | Literal["host"] = "host") -> KernelProcess:
+        """A new kernel; its scratch starts as the host scratch dir (`"host"`), a copy, or empty (None)."""
         return KernelProcess(
             scratch_dir=self.scratch_dir, task_data_dir=self.task_data_dir, limits=self.limits,
-            log_path=self.checkpoint_dir / "kernel.stderr.log",
+            log_path=self.checkpoint_dir / "kernel.stderr.log", private_dir=self._private,
+            seed_dir=self.scratch_dir if seed == "host" else seed, uid=self._uid,
         )  # fmt: skip
+
+    def _save_base_scratch(self) -> Path | None:
+        """A copy of the scratch dir as it is now, where a replay starts from (None: it is empty)."""
+        base = self._private / "base-scratch"
+        shutil.rmtree(base, ignore_errors=True)
+        if not any(self.scratch_dir.iterdir()):
+            return None
+        shutil.copytree(self.scratch_dir, base, symlinks=True)
+        return base
+
+    def _sync_scratch(self) -> list[str]:
+        """Bubblewrap: mirror the sandbox's scratch tmpfs to the host scratch dir."""
+        kernel = self._holder[0]
+        if self.mirror is None or not kernel.alive():
+            return []  # after a death: what the dying cell wrote is not copied out
+        try:
+            fd = kernel.scratch_fd()
+            skipped = self.mirror.sync(fd) if fd is not None else []
+        except OSError as exc:  # the sandbox went away before we got in
+            return [f"the scratch dir could not be copied out of the sandbox ({exc.strerror or exc})"]
+        return [f"scratch: {s}" for s in skipped[:5]]
 
     @property
     def kernel(self) -> KernelProcess:
@@ -103,28 +149,71 @@ class SandboxWorkspace:
     def _admin_timeout(self) -> float:
         return max(ADMIN_TIMEOUT_S, self._cell_timeout())
 
-    def _call(self, message: dict[str, Any], timeout: float, *, blob: Path | None = None) -> dict[str, Any]:
+    def _call(
+        self, message: dict[str, Any], timeout: float, *, blob: Path | None = None, blob_follows: bool = False
+    ) -> dict[str, Any]:
         """One request; a dead kernel is replaced first, and a death during the call is recovered."""
         if not self.kernel.alive():
             self._pending_notes += self._recover(self.kernel.describe_exit(), lost_upto=self._cells)
         try:
-            return self.kernel.request(message, timeout, blob=blob)
+            return self.kernel.request(message, timeout, blob=blob, blob_follows=blob_follows)
         except KernelDied as exc:
             self._pending_notes += self._recover(str(exc), lost_upto=self._cells)
             raise
 
     # --- recovery ---------------------------------------------------------------------------
     def _recover(self, cause: str, *, lost_upto: int) -> list[str]:
-        """Replace the dead kernel, restore the most recent checkpoint, and say what was lost."""
-        before = set(self._names)
+        """Replace the dead kernel and rebuild the workspace: replay, else the last checkpoint."""
         self.restarts.append(cause)
-        self._replace_kernel()
         notes = [f"{cause}; a fresh sandbox process was started"]
+        rebuilt, how = self._replay()
+        if rebuilt:
+            self._sync_scratch()
+            return notes + [f"the workspace was {how}"]
+        notes.append(how)
+        return notes + self._restore_last_checkpoint(cause, lost_upto=lost_upto, why=how)
+
+    def _replay(self) -> tuple[bool, str]:
+        """Rebuild by replaying the history in a kernel started from the base scratch: (True, summary),
+        or (False, why not) with a fresh kernel on the host scratch in place."""
+        if not self.limits.replay:
+            self._replace_kernel()
+            return False, "replay not possible: it is switched off (SandboxLimits.replay=False)"
+        aside = self.scratch_dir.with_name(self.scratch_dir.name + ".before-replay")
+        if self.mirror is None:  # process isolation: the kernel writes the host dir itself
+            shutil.rmtree(aside, ignore_errors=True)
+            self.scratch_dir.rename(aside)
+            _copy_or_make(self._base_scratch, self.scratch_dir)
+        try:
+            self._replace_kernel(seed=self._base_scratch)
+            summary = replay(
+                self.kernel, self.history, checkpoint_path=self.checkpoints.path, exists=self.checkpoints.exists,
+                private_dir=self._private / "replay", cell_timeout=self._cell_timeout(),
+                admin_timeout=self._admin_timeout(), budget_s=self.limits.replay_seconds,
+            )  # fmt: skip
+            listing = self.kernel.request({"op": "delete", "names": []}, self._admin_timeout())
+            self._names = [str(n) for n in listing.get("names", [])]
+        except (ReplayFailed, KernelDied, OSError) as exc:
+            if self.mirror is None:
+                shutil.rmtree(self.scratch_dir, ignore_errors=True)
+                aside.rename(self.scratch_dir)
+            self._replace_kernel()
+            return False, f"replay not possible: {exc}"
+        if self.mirror is None:
+            shutil.rmtree(aside, ignore_errors=True)
+        return True, summary
+
+    def _restore_last_checkpoint(self, cause: str, *, lost_upto: int, why: str) -> list[str]:
+        """The fallback: the most recent checkpoint, and an exact account of what that loses."""
+        before = set(self._names)
+        notes: list[str] = []
+        lost_effects = ""
         checkpoint = self.checkpoints.for_recovery()
         self._names = []
         load_notes: list[str] = []
         if checkpoint is None:
             notes.append("no checkpoint to restore: the workspace is empty and every earlier cell is lost")
+            lost_effects = f"cells 1..{lost_upto}" if lost_upto else ""
         else:
             try:
                 load_notes = self._load(checkpoint)
@@ -133,6 +222,7 @@ class SandboxWorkspace:
                 if not self.kernel.alive():
                     self._replace_kernel()
                 notes.append(f"restoring checkpoint {checkpoint!r} failed ({exc}); the workspace is empty")
+                lost_effects = f"cells 1..{lost_upto}" if lost_upto else ""
                 checkpoint = None
         if checkpoint is not None:
             info = self.checkpoints.info(checkpoint)
@@ -142,6 +232,7 @@ class SandboxWorkspace:
                     {w for cell, _, writes in self.dataflow.history() if cell > since for w in writes}
                     & set(self._names)
                 )
+                lost_effects = f"cells {since + 1}..{lost_upto}"
                 notes.append(
                     f"restored checkpoint {checkpoint!r}; the effects of cells {since + 1}..{lost_upto} (everything "
                     "since that checkpoint) are lost"
@@ -154,13 +245,21 @@ class SandboxWorkspace:
         if lost:
             notes.append(f"lost (not in the checkpoint): {', '.join(lost)}")
             self.dataflow.forget(lost)
+        if lost or lost_effects:
+            what = "; ".join(x for x in (f"lost variables: {', '.join(lost)}" if lost else "",
+                                         f"lost effects of {lost_effects}" if lost_effects else "") if x)  # fmt: skip
+            self.degraded_reasons.append(f"workspace: {cause}; {why}; {what}")
+        # From here the state is "that checkpoint restored into an empty kernel": replay from there.
+        self.history = History([Op(kind="restore", checkpoint=checkpoint)] if checkpoint else [])
+        self._base_scratch = self._save_base_scratch()
         return notes
 
-    def _replace_kernel(self) -> None:
+    def _replace_kernel(self, *, seed: Path | None | Literal["host"] = "host") -> None:
         old = self._holder[0]
         old.kill()
         old.close()
-        self._holder[0] = self._start()
+        self._holder[0] = self._start(seed=seed)
+        self._pending_notes += self._holder[0].start_notes
 
     def _load(self, checkpoint_id: str) -> list[str]:
         path = self.checkpoints.path(checkpoint_id)
@@ -189,10 +288,12 @@ class SandboxWorkspace:
             stale = {r: self.dataflow.stale_reasons(r) for r in flow.reads if self.dataflow.is_stale(r)}
             notes, self._pending_notes = self._pending_notes, []
             base = {"cell_id": cell_id, "reads": flow.reads, "stale_reads": stale}
-            if not self.kernel.alive():  # died between calls: report it instead of running on lost state
+            if not self.kernel.alive():  # died between calls: run on rebuilt state only, else report
                 cause = self.kernel.describe_exit()
+                degraded = len(self.degraded_reasons)
                 notes += self._recover(cause, lost_upto=cell_id - 1)
-                return CellResult(**base, ok=False, error=f"SandboxDied: {cause}", notes=notes)
+                if len(self.degraded_reasons) > degraded:
+                    return CellResult(**base, ok=False, error=f"SandboxDied: {cause}", notes=notes)
             # Names the static analysis already counts as writes need no hashing.
             hashed = [r for r in flow.reads if r not in flow.writes] if self.runtime_hashing else []
             request = {"op": "run", "code": code, "hash": hashed}
@@ -208,6 +309,8 @@ class SandboxWorkspace:
                 notes += self._recover(cause, lost_upto=cell_id)
                 return CellResult(**base, ok=False, error=f"SandboxDied: {cause}", notes=notes)
             self._names = reply.names
+            self.history.cell(code, raw)
+            notes += self._sync_scratch() + _thread_notes(reply.threads)
             mutated = set(reply.mutated) & set(hashed)  # only names we asked the kernel to hash
             writes = set(flow.writes) | mutated
             if reply.ok:
@@ -236,6 +339,7 @@ class SandboxWorkspace:
             reply = self._call({"op": "delete", "names": list(names)}, self._admin_timeout())
             removed = [str(n) for n in reply.get("removed", []) if n in names]
             self._names = [str(n) for n in reply.get("names", [])]
+            self.history.delete(list(names))
             self.dataflow.forget(removed)
             return removed
 
@@ -257,7 +361,8 @@ class SandboxWorkspace:
         """Write the namespace to checkpoint_dir/<id>.pkl; unpicklable names are listed in `checkpoint_info`."""
         with self._lock:
             self.checkpoints.path(checkpoint_id)  # validate the id before asking the kernel
-            reply = SnapshotReply.model_validate(self._call({"op": "snapshot"}, self._admin_timeout()))
+            raw = self._call({"op": "snapshot"}, self._admin_timeout(), blob_follows=True)
+            reply = SnapshotReply.model_validate(raw)
             if not reply.ok:
                 raise RuntimeError(f"snapshot {checkpoint_id!r} failed in the sandbox: {reply.error}")
             try:
@@ -273,6 +378,7 @@ class SandboxWorkspace:
                     after_cell=self._cells,
                 )
             )  # fmt: skip
+            self.history.snapshot(checkpoint_id)
             if reply.skipped:
                 self._pending_notes.append(
                     f"checkpoint {checkpoint_id!r} cannot keep (not restorable): "
@@ -290,6 +396,7 @@ class SandboxWorkspace:
                 self._pending_notes += self._recover(self.kernel.describe_exit(), lost_upto=self._cells)
             try:
                 self._pending_notes += self._load(checkpoint_id)
+                self.history.restore(checkpoint_id)
             except KernelDied as exc:
                 self._pending_notes += self._recover(str(exc), lost_upto=self._cells)
                 raise
@@ -306,6 +413,7 @@ class SandboxWorkspace:
         """End the kernel process. Checkpoint files stay in checkpoint_dir (a later workspace can restore them)."""
         with self._lock:
             if not self._closed:
+                self._sync_scratch()  # what the last cells wrote, before the tmpfs goes
                 self._finalizer()
                 self._closed = True
 
@@ -314,3 +422,22 @@ class SandboxWorkspace:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _thread_notes(threads: dict[str, list[str]]) -> list[str]:
+    notes = []
+    if threads.get("stopped"):
+        notes.append(f"sandbox: stopped background thread(s) still running when the cell ended: {', '.join(threads['stopped'])}")
+    if threads.get("running"):
+        notes.append(
+            f"sandbox: background thread(s) could not be stopped and keep running between cells (they may change "
+            f"values outside any cell; the kernel tries again after every cell): {', '.join(threads['running'])}"
+        )
+    return notes
+
+
+def _copy_or_make(source: Path | None, target: Path) -> None:
+    if source is None:
+        target.mkdir(parents=True)
+    else:
+        shutil.copytree(source, target, symlinks=True)

@@ -142,12 +142,12 @@ def order(b: Binder, req: Requirement, plan: Plan) -> None:
         plan.unverified.append(req)
         return
     windows = [bool(m.group(2)) for s in b.sem.selections for m in _WINDOW_ORDER.finditer(s.sql)]
-    if windows or any(s.order and _POSITION.search(s.order[0][0]) for s in ranked):
-        # A rank computed in a window (RANK() OVER (ORDER BY x DESC)) then read in ascending rank
-        # order is "highest first": the direction lives in the window, not in the final ORDER BY.
-        if req.descending in windows or not windows:
-            plan.notes.append(f"{req.describe()}: the code ranks through a rank column")
-            return
+    positional = any(s.order and _POSITION.search(s.order[0][0]) for s in ranked)
+    # A rank computed in a window (RANK() OVER (ORDER BY x DESC)) then read in ascending rank order
+    # is "highest first": the direction lives in the window, not in the final ORDER BY.
+    if (windows and req.descending in windows) or (positional and not windows):
+        plan.notes.append(f"{req.describe()}: the code ranks through a rank column")
+        return
     for sel in ranked:
         direction_ok = not sel.order or sel.order[0][1] == req.descending
         count_ok = req.k is None or sel.limit in (None, req.k) or (req.k == 1 and sel.limit is not None)

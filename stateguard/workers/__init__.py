@@ -1,5 +1,7 @@
 """Worker adapters (paper A.6). `ScriptedWorker` is the offline stand-in for an LLM agent."""
 
-from stateguard.workers.scripted import Fault, FaultModel, ScriptedWorker
+from stateguard.workers.faults import Fault, FaultError, check_fault, check_faults
+from stateguard.workers.response import ResponseModel
+from stateguard.workers.scripted import FaultModel, ScriptedWorker
 
-__all__ = ["Fault", "FaultModel", "ScriptedWorker"]
+__all__ = ["Fault", "FaultError", "FaultModel", "ResponseModel", "ScriptedWorker", "check_fault", "check_faults"]

@@ -1,25 +1,33 @@
 """Scripted worker: the offline stand-in for an LLM data agent, and the RL prefix generator.
 
 It solves a LongDS-format task by running each turn's reference code in the workspace, one
-blank-line-separated block per step, under a seeded fault model:
+blank-line-separated block per step, under a seeded fault model (`stateguard.workers.faults`):
   stale          after a revision, skip the statements that would recompute a now-stale variable,
                  so the turn silently inherits the pre-revision value (the paper's headline failure);
-  counterfactual run a given alternative program θ' instead of the reference θ;
+  counterfactual run an alternative program θ' instead of the reference θ;
   precision      report the result rounded to the wrong number of decimals;
   exec_error     a typo makes the turn's last block raise, and the worker does not fix it.
-A repair hint that names a variable or answer field the faulty turn touched makes it recompute
-that turn (and every later turn it has already run) with the reference code -- an earlier turn's
-submitted answer stays as it was, only the workspace is fixed; a hint that names
-nothing relevant changes nothing. A hint with no affected variables (the observer ablation's
-free-text remark) is read for the names it mentions instead. Same seed, same faults, same
-trajectory.
+A fault that cannot take effect when its turn starts (nothing is stale any more) is not applied,
+and the turn's first step says so (`meta.fault_skipped`); benchmarks check declared faults
+statically before any run (`faults.check_faults`).
+A hint with no affected variables (the observer ablation's free-text remark) is read for
+the names it mentions instead.
 
-    worker = ScriptedWorker(FaultModel(faults=[Fault(kind="stale", turn=5)]))
+Repair hints go through a response model (`stateguard.workers.response`): a hint that
+identifies a mistake (by default: one of the faulty turn's variables AND the kind of problem)
+makes the worker recompute that turn, and every later turn it has already run, with the
+reference code -- an earlier turn's submitted answer stays as it was, only the workspace is
+fixed. A hint that identifies nothing and lands on a correctly answered turn makes the worker
+change that answer with probability `p_flip` (a false alarm costs what it costs an agent).
+Same seed, same faults, same trajectory.
+
+    worker = ScriptedWorker(FaultModel(faults=[Fault(kind="stale", turn=5)]), ResponseModel(p_flip=0.0))
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import random
 import re
 from typing import Any, Literal
@@ -31,17 +39,13 @@ from stateguard.dataflow import cell_dataflow
 from stateguard.observation import WorkerStep
 from stateguard.task import Task, Turn
 from stateguard.worker import WorkerMessage
+from stateguard.workers.faults import Fault, FaultKind, counterfactual_code, scratch_name, split_blocks
+from stateguard.workers.response import ResponseModel
 from stateguard.workspace import LiveWorkspace
 
-FaultKind = Literal["stale", "counterfactual", "precision", "exec_error"]
+__all__ = ["Fault", "FaultKind", "FaultModel", "ScriptedWorker", "split_blocks"]
 
-
-class Fault(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    kind: FaultKind
-    turn: int = Field(ge=1)
-    code: str | None = Field(default=None, description="θ' for a counterfactual fault.")
-    decimals: int = Field(default=1, ge=0, description="Digits a precision fault rounds to.")
+Purpose = Literal["reference", "faulty", "recompute", "revise"]
 
 
 class FaultModel(BaseModel):
@@ -62,23 +66,6 @@ class FaultModel(BaseModel):
         return plan
 
 
-def split_blocks(code: str) -> list[str]:
-    """Blank-line-separated blocks that each parse on their own (merged with the next when not)."""
-    blocks, current = [], ""
-    for chunk in code.strip().split("\n\n"):
-        current = f"{current}\n\n{chunk}" if current else chunk
-        try:
-            ast.parse(current)
-        except SyntaxError:
-            continue
-        if current.strip():
-            blocks.append(current.strip())
-        current = ""
-    if current.strip():
-        blocks.append(current.strip())
-    return blocks
-
-
 def _drop_writes(block: str, names: set[str]) -> str:
     """The block without top-level statements that rebind any of `names`."""
     tree = ast.parse(block)
@@ -87,12 +74,13 @@ def _drop_writes(block: str, names: set[str]) -> str:
 
 
 def _typo(block: str) -> str:
-    """Misspell the first variable the block reads, so it raises NameError."""
-    reads = cell_dataflow(block).reads
-    if not reads:
-        return block + "\nundefined_name_in_turn"
-    target = reads[0]
+    """Misspell the first Python name the block reads (in order of the sorted upward-exposed reads
+    that appear as names in the code, not tables named inside SQL text), so it raises NameError."""
     tree = ast.parse(block)
+    loads = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    target = next((r for r in cell_dataflow(block).reads if r in loads), None)
+    if target is None:
+        return block + "\nundefined_name_in_turn"
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and node.id == target and isinstance(node.ctx, ast.Load):
             node.id = target + "_"
@@ -100,25 +88,56 @@ def _typo(block: str) -> str:
     return ast.unparse(tree)
 
 
+def _changed_answer(answer: Any) -> Any:
+    """A plausible but different answer: the first number moved by about 10%, else the first text
+    changed; what an agent that 'corrects' a right value reports."""
+    if isinstance(answer, bool) or answer is None:
+        return "revised" if answer is None else (not answer)
+    if isinstance(answer, int):
+        return answer + max(1, abs(answer) // 10)
+    if isinstance(answer, float):
+        places = max(0, len(repr(answer).split(".")[1].rstrip("0"))) if "." in repr(answer) else 0
+        moved = round(answer * 1.1 + (10 ** -places if answer == 0 else 0), places)
+        return moved if moved != answer else answer + 1
+    if isinstance(answer, str):
+        return answer + " (revised)"
+    if isinstance(answer, list) and answer:
+        return [_changed_answer(answer[0]), *answer[1:]]
+    if isinstance(answer, dict):
+        keys = [k for k in answer if k != "answer_type"]
+        numeric = [k for k in keys if isinstance(answer[k], int | float | dict | list) and not isinstance(answer[k], bool)]
+        key = (numeric or keys or [None])[0]
+        if key is not None:
+            return {**answer, key: _changed_answer(answer[key])}
+    return "revised"
+
+
 class _Cell(BaseModel):
     turn: int
     code: str
-    purpose: Literal["reference", "faulty", "recompute"]
+    purpose: Purpose
     last: bool = False
+    meta: dict[str, Any] = Field(default_factory=dict)
 
 
 class ScriptedWorker:
     """Implements `WorkerAdapter` over reference code with injected faults."""
 
-    def __init__(self, faults: FaultModel | None = None):
+    def __init__(self, faults: FaultModel | None = None, response: ResponseModel | None = None):
         self.faults = faults or FaultModel()
+        self.response = response or ResponseModel()
         self.answers: dict[int, Any] = {}
         self.faulted: dict[int, Fault] = {}  # turns run with an active fault and not yet repaired
         self.applied: list[Fault] = []
+        self.skipped: list[Fault] = []  # faults that could not take effect when their turn started
+        self.fixed: list[Fault] = []  # faults a hint identified (the turn was recomputed)
+        self.flipped: list[int] = []  # correct turns whose answer a false alarm made the worker change
         self.ignored_hints: list[str] = []
         self._queue: list[_Cell] = []
         self._run_turns: list[int] = []
         self._turn_json: dict[int, Any] = {}
+        self._dropped: dict[int, list[str]] = {}  # stale fault: the variables its turn did not recompute
+        self._hints = 0
         self._latest_run = 0  # the latest turn whose own cells have run; earlier answers are submitted
 
     # -- contract
@@ -142,7 +161,7 @@ class ScriptedWorker:
         parsed = last_json(result.stdout)
         if parsed is not None:
             self._turn_json[cell.turn] = parsed
-        if cell.purpose != "recompute":
+        if cell.purpose in ("reference", "faulty"):
             self._latest_run = max(self._latest_run, cell.turn)
         if cell.last and (cell.turn >= self._latest_run or cell.turn not in self.answers):
             # A turn's answer is final once a later turn's own work has started: recomputing it
@@ -159,7 +178,7 @@ class ScriptedWorker:
             meta={
                 "cell_id": result.cell_id, "reads": result.reads, "writes": result.writes,
                 "stale_reads": result.stale_reads, "turn_end": cell.last, "purpose": cell.purpose,
-                "wall_s": result.wall_s, "notes": result.notes,
+                "wall_s": result.wall_s, "notes": result.notes, **cell.meta,
             },
         )  # fmt: skip
 
@@ -184,11 +203,12 @@ class ScriptedWorker:
         self._latest_run = token["latest_run"]
 
     # -- behaviour
-    def _cells(self, turn: Turn, code: str, purpose: Literal["reference", "faulty", "recompute"]) -> list[_Cell]:
+    def _cells(self, turn: Turn, code: str, purpose: Purpose, meta: dict[str, Any] | None = None) -> list[_Cell]:
         blocks = [b for b in split_blocks(code) if b.strip()]
         cells = [_Cell(turn=turn.turn_id, code=b, purpose=purpose) for b in blocks]
         if cells:
             cells[-1].last = True
+            cells[0].meta = dict(meta or {})
         return cells
 
     def _begin_turn(self, turn: Turn) -> None:
@@ -199,19 +219,27 @@ class ScriptedWorker:
         if fault is not None and code is not None:
             self.faulted[turn.turn_id] = fault
             self.applied.append(fault)
-            self._queue.extend(self._cells(turn, code, "faulty"))
+            meta = {"fault": fault.label, "fault_dropped": self._dropped.get(turn.turn_id, [])}
+            self._queue.extend(self._cells(turn, code, "faulty", meta))
         else:
-            self._queue.extend(self._cells(turn, turn.code, "reference"))
+            meta = {}
+            if fault is not None:
+                self.skipped.append(fault)
+                meta = {"fault_skipped": fault.label}
+            self._queue.extend(self._cells(turn, turn.code, "reference", meta))
 
     def _faulty_code(self, turn: Turn, fault: Fault) -> str | None:
         """θ' for this turn, or None when the fault cannot take effect here."""
         if fault.kind == "counterfactual":
-            return fault.code
+            return counterfactual_code(turn.code, fault)
         if fault.kind == "stale":
-            stale = set(self.ws.dataflow.stale())
+            stale = {n for n in self.ws.dataflow.stale() if not scratch_name(n)}
             blocks = split_blocks(turn.code)
             changed = [_drop_writes(b, stale) for b in blocks]
-            return None if changed == blocks else "\n\n".join(b for b in changed if b.strip())
+            if changed == blocks:
+                return None
+            self._dropped[turn.turn_id] = sorted({w for b in blocks for w in cell_dataflow(b).writes} & stale)
+            return "\n\n".join(b for b in changed if b.strip())
         if fault.kind == "precision":
             if "result" not in cell_dataflow(turn.code).writes:
                 return None
@@ -219,22 +247,41 @@ class ScriptedWorker:
         blocks = split_blocks(turn.code)
         return "\n\n".join(blocks[:-1] + [_typo(blocks[-1])]) if blocks else None
 
-    def _footprint(self, turn_id: int) -> set[str]:
+    def footprint(self, turn_id: int) -> set[str]:
+        """What a hint must name to point at a mistake of this turn: the variables the turn
+        writes (reference or faulty program), those a stale fault left unrecomputed, and its
+        reported fields. Names it only reads (the loaded table) do not single it out."""
         turn = self.task.turn(turn_id)
-        flow = cell_dataflow(turn.code)
-        fields = set(turn.answer) if isinstance(turn.answer, dict) else set()
-        return set(flow.reads) | set(flow.writes) | fields
+        names = set(cell_dataflow(turn.code).writes) | set(self._dropped.get(turn_id, []))
+        fault = self.faulted.get(turn_id)
+        if fault is not None and fault.kind == "counterfactual":
+            names |= set(cell_dataflow(counterfactual_code(turn.code, fault)).writes)
+        answer = turn.answer if isinstance(turn.answer, dict) else {}
+        return names | {k for k in answer if k != "answer_type"}
 
     def _on_repair(self, names: list[str], reason: str) -> None:
+        self._hints += 1
         # An observer remark names no variables: the identifiers its text mentions stand in for them.
         wanted = {n.split("@")[0] for n in names} or set(re.findall(r"[A-Za-z_]\w*", reason))
         for turn_id in sorted(self.faulted, reverse=True):
-            if wanted & self._footprint(turn_id):
+            fault = self.faulted[turn_id]
+            if self.response.fixes(fault, wanted, reason, self.footprint(turn_id)):
                 del self.faulted[turn_id]
+                self.fixed.append(fault)
                 later = [t for t in self._run_turns if t >= turn_id]
                 self._queue = [c for c in self._queue if c.turn not in later]
                 for t in dict.fromkeys(later):
                     self._turn_json.pop(t, None)
                     self._queue.extend(self._cells(self.task.turn(t), self.task.turn(t).code, "recompute"))
                 return
+        turn = self._latest_run
+        answered = turn in self.answers and not any(c.turn == turn for c in self._queue)
+        if (turn and answered and turn not in self.faulted and turn not in self.flipped
+                and self.response.flips(self.task.task_id, turn, self._hints)):  # fmt: skip
+            # A false alarm on a correct turn: the worker "corrects" its answer into a wrong one.
+            self.flipped.append(turn)
+            changed = _changed_answer(self.answers[turn])
+            code = f"result = json.loads({json.dumps(changed)!r})\nprint(json.dumps(result))"
+            self._queue.append(_Cell(turn=turn, code=code, purpose="revise", last=True, meta={"flip": True}))
+            return
         self.ignored_hints.append(f"{', '.join(names)}: {reason}")

@@ -35,7 +35,7 @@ def bench_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _cfg(bench_dir: Path, run_dir: Path, **over: object) -> DictConfig:
     overrides = [f"run_dir={run_dir}", f"bench.data_dir={bench_dir}", "bench.verify=false", "workspace=dict",
-                 "workers=1", "progress=false", "bootstrap_resamples=200"] + [f"{k}={v}" for k, v in over.items()]
+                 "workers=1", "progress=false", "bootstrap_resamples=200", "bench.variants=[shipped]"] + [f"{k}={v}" for k, v in over.items()]
     with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
         return compose("eval", overrides=overrides)
 
@@ -79,7 +79,7 @@ def test_same_seed_same_results(bench_dir: Path, tmp_path: Path) -> None:
 def test_resume_after_sigkill_counts_every_pair_once(bench_dir: Path, tmp_path: Path) -> None:
     run_dir = tmp_path / "killed"
     args = [sys.executable, "-m", "eval.runner", f"run_dir={run_dir}", f"bench.data_dir={bench_dir}",
-            "bench.verify=false", "workspace=dict", "workers=1", "progress=false", "bootstrap_resamples=50"]
+            "bench.verify=false", "bench.variants=[shipped]", "workspace=dict", "workers=1", "progress=false", "bootstrap_resamples=50"]
     proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env={**os.environ, "OMP_NUM_THREADS": "1"})  # fmt: skip
     deadline = time.time() + 120

@@ -33,47 +33,63 @@ def test_answer_helpers() -> None:
 
 
 @pytest.mark.parametrize(
-    ("answer", "scalars", "fired"),
+    ("answer", "printed", "fired"),
     [
         ({"pct": 43.87}, {"pct": 43.8679}, False),
         ({"pct": 43.9}, {"pct": 43.8679}, True),  # rounded more coarsely than required
-        ({"pct": 43.8679}, {}, True),  # more decimals than required
-        ({"n": 5}, {"x": 4.6}, False),  # integers are counts, never "too coarse"
-        ({"pct": 0.5}, {"other": 0.47}, True),  # no same-named scalar: any scalar may show the cut
+        ({"pct": 43.8679}, {"pct": 43.8679}, True),  # more decimals than required
+        ({"n": 5}, {"n": 4.6}, False),  # integers are counts, never "too coarse"
+        ({"pct": 0.5}, {"other": 0.47}, False),  # no value at the same field: no evidence of a cut
+        ({"by": {"Adelie": 3.5}}, {"by": {"Adelie": 3.46}}, True),  # nested fields compare by path
+        ({"xs": [1.5, 2.25]}, {"xs": [1.5, 2.25]}, False),
+        ({"ratio": 6.0}, {"ratio": 6.27}, True),  # rounded to a whole number although the value has a fraction
+        ({"n": 6.0}, {"n": 6}, False),
     ],
 )
-def test_precision(answer, scalars, fired: bool) -> None:
-    findings = checks.precision(answer, 2, scalars)
+def test_precision(answer, printed, fired: bool) -> None:
+    findings = checks.precision(answer, 2, ("result", printed))
     assert bool(findings) is fired
-    for f in findings:  # the worker-facing reason must pass the hint guard
-        check_repair_hint(f.reason, f.variables, protected_values=list(answer.values()) + list(scalars.values()))
+    for f in findings:  # the hint names the printed variable (not answer keys) and passes the guard
+        assert f.variables == ["result"]
+        check_repair_hint(f.reason, f.variables, protected_values=list(answer.values()) + list(printed.values()))
 
 
 def test_grounding_and_execution() -> None:
-    assert checks.grounding({"revenue": 720.0}, {"revenue": 720.0}) == []
-    bad = checks.grounding({"revenue": 1060.0}, {"revenue": 720.0})
-    assert bad[0].variables == ["revenue"] and bad[0].check == "grounding"
+    assert checks.grounding({"revenue": 720.0}, ("result", {"revenue": 720.0})) == []
+    assert checks.grounding({"revenue": 720.0}, None) == []
+    assert checks.grounding({"x": float("nan")}, ("result", {"x": float("nan")})) == []  # NaN reported faithfully
+    bad = checks.grounding({"revenue": 1060.0}, ("result", {"revenue": 720.0}))
+    assert bad[0].variables == ["result"] and bad[0].check == "grounding"
     failed = WorkerStep(index=3, action="total = revnue * 2", error="NameError: name 'revnue'", success=False)
     assert checks.execution([failed])[0].variables == ["total"]
     rerun = WorkerStep(index=4, action="total = revenue * 2", meta={"writes": ["total"]})
     assert checks.execution([failed, rerun]) == []
 
 
-def test_staleness_from_dataflow_and_from_the_store(tmp_path) -> None:
-    step = WorkerStep(index=1, action="m = margin / 2", meta={"stale_reads": {"margin": ["revenue"]}})
-    store = StateStore(tmp_path / "s.sqlite")
-    store.commit(AnalyticalState(id="S1", issue="a", used_variables=[VariableRef(name="rev", version="S1", value=1)],
-                                 relations=[Relation(type="init")]))  # fmt: skip
-    store.commit(AnalyticalState(id="S2", issue="b", used_variables=[VariableRef(name="rev", version="S1", value=1)],
-                                 relations=[Relation(type="progress", related_state_id="S1")]))  # fmt: skip
-    store.commit(AnalyticalState(id="S3", issue="c", used_variables=[VariableRef(name="rev", version="S3", value=2)],
-                                 relations=[Relation(type="invalidate", related_state_id="S1")]))  # fmt: skip
-    found = checks.staleness([step], {"rev": "S1"}, store)
-    assert [(f.variables, f.check) for f in found] == [(["margin"], "staleness"), (["rev"], "staleness")]
-    assert "invalidated by S3" in found[1].evidence
-    assert checks.staleness([], {"rev": "S3"}, store) == []
+def test_staleness_reports_only_confirmed_reads_once_each() -> None:
+    found = checks.staleness([(1, "margin", ["revenue"]), (2, "margin", ["revenue"]), (3, "share", ["wet"])])
+    assert [(f.variables, f.check) for f in found] == [(["margin"], "staleness"), (["share"], "staleness")]
     for f in found:
+        assert "stale" in f.reason
         check_repair_hint(f.reason, f.variables)
+
+
+@pytest.mark.parametrize(
+    ("question", "code", "fired"),
+    [
+        ("Keep the cars with at least 25 mpg.", "x = cars[cars.mpg >= 30]", True),
+        ("Keep the cars with at least 25 mpg.", "x = cars[cars.mpg >= 25]", False),
+        ("Keep the cars with at least 25 mpg.", "x = cars.query_efficient()", False),  # no literal cut-off: no evidence
+        ("Mean yield pooled over 2000-2014, for stations above 10 to 20 m.", "x = df[df.y > 3]", False),
+        ("Months that fell by more than 500 thousand jobs.", "con.execute('SELECT * FROM t WHERE c < -400')", True),
+        ("Share below 30%.", "x = df[df.share < 0.3]", False),
+        ("Airports with a longitude below -100 degrees.", "x = df[df.lon < -100]", False),
+        ("Airports with a longitude below -100 degrees.", "x = df[df.lon < -110]", True),
+    ],
+)
+def test_parameters_needs_a_different_literal_in_the_code(question: str, code: str, fired: bool) -> None:
+    step = WorkerStep(index=0, action=code, meta={"writes": ["x"]})
+    assert bool(checks.parameters(question, [step], {})) is fired
 
 
 def test_constraints_and_related(tmp_path) -> None:

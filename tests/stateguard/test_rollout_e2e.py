@@ -175,3 +175,12 @@ def test_segment_review_does_not_compare_a_span_with_values_rewritten_after_it(t
     result = rollout(task, ScriptedWorker(), ws, flow=SEGMENT, manager=RulesManager(), run_dir=tmp_path / "run")
     assert result.repairs == 0
     assert per_turn_correct({t.turn_id: t.answer for t in turns}, result.answers) == {1: True, 2: True, 3: True, 4: True}
+
+
+@pytest.mark.parametrize("flow", [LONGDS, SEGMENT], ids=["turn_aligned", "segment_every_3"])
+def test_precision_is_caught_in_both_flows_even_after_result_was_rewritten(task: Task, tmp_path: Path, flow) -> None:
+    guard, _ = run(task, tmp_path, "stateguard", [Fault(kind="precision", turn=2)], flow)
+    repairs = [e.data for e in read_trace(tmp_path / "stateguard" / "trace.jsonl")
+               if e.kind == "action" and e.data.get("name") == "REPAIR" and e.data.get("accepted")]  # fmt: skip
+    assert repairs and repairs[0]["arguments"]["analytical_evidence"].startswith("[precision]")
+    assert repairs[0]["arguments"]["error_hint"]["error_variables"] == ["result"]

@@ -1,11 +1,16 @@
-"""The sandboxed workspace: containment, checkpoints, dataflow parity with DictWorkspace, probes, recovery."""
+"""The sandboxed workspace: containment, checkpoints, dataflow parity with DictWorkspace, probes, recovery.
+
+Containment cases run under both isolation modes: `bwrap` (the default; the OS hides what a
+cell must not read) and `process` (the opt-in weaker mode, where the audit hook refuses it).
+The adversarial escape suite is `test_sandbox_escapes.py`; replay after a kernel death is
+`test_sandbox_recovery.py`.
+"""
 
 from __future__ import annotations
 
 import os
 import pickle
 import signal
-import statistics
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,10 +18,11 @@ from pathlib import Path
 import cloudpickle
 import pytest
 
-from stateguard.sandbox import SandboxLimits, SandboxWorkspace, network_namespace_available
+from stateguard.sandbox import SandboxLimits, SandboxWorkspace
 from stateguard.workspace import DictWorkspace, LiveWorkspace
 
 FAST = SandboxLimits(cpu_seconds_per_cell=1, wall_seconds_per_cell=2, memory_mb=1024, grace_seconds=2)
+NO_REPLAY = FAST.model_copy(update={"replay": False})  # recovery from the last checkpoint only
 
 
 class Dirs:
@@ -63,41 +69,53 @@ def test_is_a_live_workspace(ws: SandboxWorkspace) -> None:
     assert (r.ok, r.stdout, r.stderr, r.value) == (True, "hi\n", "warn\n", "42")
 
 
+# case -> (code, error under bwrap, error under process isolation); None: the same as under bwrap.
 CONTAINED = {
-    "socket": ("import socket\ns = socket.socket()\ns.connect(('127.0.0.1', 9))", "PermissionError: sandbox: network access is disabled"),
-    "connect": ("import socket\nsocket.create_connection(('127.0.0.1', 9), timeout=1)", "PermissionError: sandbox: network access is disabled"),
-    "shadow": ("open('/etc/shadow').read()", "PermissionError: sandbox: reading /etc/shadow is not allowed"),
-    "hidden": ("open('../hidden_answers.json').read()", "PermissionError: sandbox: reading {hidden} is not allowed"),
-    "symlink": ("import os\nos.symlink('/etc/shadow', 'shadow')\nopen('shadow').read()", "PermissionError: sandbox: reading /etc/shadow"),
-    "list_etc": ("import os\nos.listdir('/etc')", "PermissionError: sandbox: reading /etc is not allowed"),
-    "write_task": ("sales.to_csv('../task/sales.csv')", "PermissionError: sandbox: task data under {task} is read-only"),
-    "append_task": ("open('../task/sales.csv', 'a').write('x')", "PermissionError: sandbox: task data under {task} is read-only"),
-    "write_via_symlink": ("import os\nos.symlink('../task/sales.csv', 'link')\nopen('link', 'w')", "PermissionError: sandbox: task data under {task} is read-only"),
-    "write_via_dir_fd": ("import os\nd = os.open('../task', os.O_RDONLY)\nos.open('sales.csv', os.O_WRONLY, dir_fd=d)", "PermissionError: sandbox: os.open needs an absolute path"),
-    "write_outside": ("open('/tmp/escaped.txt', 'w')", "PermissionError: sandbox: writes are allowed only under {scratch}"),
-    "fork": ("import os\nos.fork()", "PermissionError: sandbox: starting or signalling processes is not allowed (os.fork)"),
-    "fork_bomb": ("import os\nwhile True:\n    os.fork()", "PermissionError: sandbox: starting or signalling processes is not allowed (os.fork)"),
-    "pool": ("import multiprocessing\nmultiprocessing.Pool(4)", "PermissionError: sandbox: starting or signalling processes"),
-    "subprocess": ("import subprocess\nsubprocess.run(['cat', '/etc/shadow'])", "PermissionError: sandbox: starting or signalling processes is not allowed (subprocess.Popen)"),
-    "system": ("import os\nos.system('true')", "PermissionError: sandbox: starting or signalling processes is not allowed (os.system)"),
-    "fork_exec": ("import _posixsubprocess\n_posixsubprocess.fork_exec", "AttributeError: module '_posixsubprocess' has no attribute 'fork_exec'"),
-    "reimport": ("import sys\ndel sys.modules['_posixsubprocess']\nimport _posixsubprocess", "PermissionError: sandbox: re-importing _posixsubprocess"),
-    "kill_parent": ("import __main__, os\n__main__.Kernel._kill_probe(None, os.getppid())", "PermissionError: sandbox: starting or signalling processes is not allowed (os.kill)"),
-    "kill_self": ("import os\nos.kill(os.getpid(), 9)", "PermissionError: sandbox: starting or signalling processes is not allowed (os.kill)"),
-    "ctypes": ("import ctypes\nctypes.CDLL(None).system(b'true')", "PermissionError: sandbox: loading or calling native code through ctypes"),
-    "rlimit": ("import resource\nresource.setrlimit(resource.RLIMIT_AS, (-1, -1))", "PermissionError: sandbox: resource limits cannot be changed"),
-    "cpu_loop": ("while True:\n    pass", "TimeoutError: sandbox: the cell"),  # CPU or wall limit
-    "sleep": ("import time\ntime.sleep(30)", "TimeoutError: sandbox: the cell ran longer than 2 s"),
-    "memory": ("blob = bytearray(2 * 1024**3)", "MemoryError"),
-    "numpy_memory": ("import numpy as np\nbig = np.ones((20000, 20000))", "MemoryError: Unable to allocate"),
-    "sys_exit": ("import sys\nsys.exit(3)", "SystemExit: 3"),
+    "socket": ("import socket\ns = socket.socket()\ns.connect(('127.0.0.1', 9))", "PermissionError: sandbox: network access is disabled", None),
+    "connect": ("import socket\nsocket.create_connection(('127.0.0.1', 9), timeout=1)", "PermissionError: sandbox: network access is disabled", None),
+    "shadow": ("open('/etc/shadow').read()", "FileNotFoundError", "PermissionError: sandbox: reading /etc/shadow is not allowed"),
+    "hidden": ("open('../hidden_answers.json').read()", "FileNotFoundError", "PermissionError: sandbox: reading {hidden} is not allowed"),
+    "symlink": ("import os\nos.symlink('/etc/shadow', 'shadow')\nopen('shadow').read()", "FileNotFoundError", "PermissionError: sandbox: reading /etc/shadow"),
+    "list_etc": ("import os\n'shadow' in os.listdir('/etc') or 1 / 0", "ZeroDivisionError", "PermissionError: sandbox: reading /etc is not allowed"),
+    "write_task": ("sales.to_csv('../task/sales.csv')", "PermissionError: sandbox: task data under {task} is read-only", None),
+    "append_task": ("open('../task/sales.csv', 'a').write('x')", "PermissionError: sandbox: task data under {task} is read-only", None),
+    "write_via_symlink": ("import os\nos.symlink('../task/sales.csv', 'link')\nopen('link', 'w')", "PermissionError: sandbox: task data under {task} is read-only", None),
+    "write_via_dir_fd": ("import os\nd = os.open('../task', os.O_RDONLY)\nos.open('sales.csv', os.O_WRONLY, dir_fd=d)", "PermissionError: sandbox: os.open needs an absolute path", None),
+    "write_outside": ("open('/tmp/escaped.txt', 'w')", "PermissionError: sandbox: writes are allowed only under {scratch}", None),
+    "fork": ("import os\nos.fork()", "PermissionError: sandbox: starting or signalling processes is not allowed (os.fork)", None),
+    "fork_bomb": ("import os\nwhile True:\n    os.fork()", "PermissionError: sandbox: starting or signalling processes is not allowed (os.fork)", None),
+    "pool": ("import multiprocessing\nmultiprocessing.Pool(4)", "PermissionError: sandbox: starting or signalling processes", None),
+    "subprocess": ("import subprocess\nsubprocess.run(['cat', '/etc/shadow'])", "PermissionError: sandbox: starting or signalling processes is not allowed (subprocess.Popen)", None),
+    "system": ("import os\nos.system('true')", "PermissionError: sandbox: starting or signalling processes is not allowed (os.system)", None),
+    "fork_exec": ("import _posixsubprocess\n_posixsubprocess.fork_exec", "AttributeError: module '_posixsubprocess' has no attribute 'fork_exec'", None),
+    "reimport": ("import sys\ndel sys.modules['_posixsubprocess']\nimport _posixsubprocess", "PermissionError: sandbox: re-importing _posixsubprocess", None),
+    "kill_parent": ("import __main__, os\n__main__.Kernel._kill_probe(None, os.getppid())", "PermissionError: sandbox: starting or signalling processes is not allowed (os.kill)", None),
+    "kill_self": ("import os\nos.kill(os.getpid(), 9)", "PermissionError: sandbox: starting or signalling processes is not allowed (os.kill)", None),
+    "rlimit": ("import resource\nresource.setrlimit(resource.RLIMIT_AS, (-1, -1))", "PermissionError: sandbox: resource limits cannot be changed", None),
+    "cpu_loop": ("while True:\n    pass", "TimeoutError: sandbox: the cell", None),  # CPU or wall limit
+    "sleep": ("import time\ntime.sleep(30)", "TimeoutError: sandbox: the cell ran longer than 2 s", None),
+    "memory": ("blob = bytearray(2 * 1024**3)", "MemoryError", None),
+    "numpy_memory": ("import numpy as np\nbig = np.ones((20000, 20000))", "MemoryError: Unable to allocate", None),
+    "sys_exit": ("import sys\nsys.exit(3)", "SystemExit: 3", None),
 }  # fmt: skip
+MODES = ("bwrap", "process")
+
+
+@pytest.fixture(scope="module", params=MODES)
+def shared(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Dirs, SandboxWorkspace]]:
+    """One workspace per isolation mode for every containment case (each case must leave it working)."""
+    dirs = Dirs(tmp_path_factory.mktemp(f"contained-{request.param}"))
+    workspace = dirs.workspace(FAST.model_copy(update={"isolation": request.param}))
+    _setup(workspace)
+    yield dirs, workspace
+    workspace.close()
 
 
 @pytest.mark.parametrize("case", sorted(CONTAINED))
-def test_contained_and_workspace_keeps_working(ws: SandboxWorkspace, dirs: Dirs, case: str) -> None:
-    code, expected = CONTAINED[case]
-    _setup(ws)
+def test_contained_and_workspace_keeps_working(shared: tuple[Dirs, SandboxWorkspace], case: str) -> None:
+    dirs, ws = shared
+    code, under_bwrap, under_process = CONTAINED[case]
+    expected = under_bwrap if ws.isolation == "bwrap" or under_process is None else under_process
     start = time.monotonic()
     r = ws.run_cell(code)
     assert not r.ok
@@ -106,11 +124,32 @@ def test_contained_and_workspace_keeps_working(ws: SandboxWorkspace, dirs: Dirs,
             hidden=dirs.hidden.resolve(), task=dirs.task.resolve(), scratch=dirs.scratch.resolve()
         )
     ), r.error
-    assert r.notes == []  # contained in the cell: no restart
+    assert not any("died" in n for n in r.notes), r.notes  # contained in the cell: no restart
     assert time.monotonic() - start < FAST.wall_seconds_per_cell + 1
+    ws.run_cell("import os\nfor name in ('shadow', 'link'):\n    if os.path.lexists(name):\n        os.remove(name)")
     _still_works(ws)
     assert dirs.task.joinpath("sales.csv").read_text().startswith("region,amount\nnorth,10")
     assert not Path("/tmp/escaped.txt").exists()
+
+
+def test_ctypes_works_and_stays_inside(ws: SandboxWorkspace) -> None:
+    """ctypes is no longer refused (scikit-learn needs it); under bwrap what it reaches is the sandbox."""
+    r = ws.run_cell("import ctypes\nlibc = ctypes.CDLL(None)\nlibc.getpid() > 0, libc.access(b'/etc/shadow', 0)")
+    assert (r.ok, r.value) == (True, "(True, -1)"), r
+
+
+def test_weak_isolation_is_refused_unless_chosen(dirs: Dirs, monkeypatch: pytest.MonkeyPatch) -> None:
+    from stateguard.sandbox import IsolationUnavailable, isolation
+
+    monkeypatch.setattr(isolation, "bwrap_problem", lambda: "bubblewrap (bwrap) is not installed")
+    with pytest.raises(IsolationUnavailable, match="isolation=process"):
+        dirs.workspace()
+    assert not dirs.scratch.exists()  # refused before anything was created
+    ws = dirs.workspace(FAST.model_copy(update={"isolation": "process"}))
+    try:
+        assert ws.isolation == "process" and ws.run_cell("1 + 1").value == "2"
+    finally:
+        ws.close()
 
 
 def test_cpu_limit_is_separate_from_the_wall_limit(dirs: Dirs) -> None:
@@ -137,7 +176,6 @@ def test_scratch_is_writable_and_task_data_readable(ws: SandboxWorkspace, dirs: 
     assert (dirs.scratch / "by_region.csv").read_text().startswith("region,amount")
 
 
-@pytest.mark.skipif(not network_namespace_available(), reason="unshare -n is not available here")
 def test_kernel_runs_in_an_empty_network_namespace(ws: SandboxWorkspace) -> None:
     assert ws.kernel.network_namespace
     r = ws.run_cell(
@@ -347,12 +385,8 @@ def test_probe_reads_but_cannot_change(ws: SandboxWorkspace) -> None:
         and p.error.startswith("PermissionError: sandbox: probes are read-only")
     )
     assert ws.run_probe("result = 1 / 0").error == "ZeroDivisionError: division by zero"
-    latencies = []
-    for _ in range(20):
-        start = time.perf_counter()
+    for _ in range(5):  # each probe is a fresh fork (latency: `make bench`)
         assert ws.run_probe("result = float(df['a'].mean())").value == 49999.5
-        latencies.append(time.perf_counter() - start)
-    assert statistics.median(latencies) < 0.050
 
 
 def test_probe_respects_limits(ws: SandboxWorkspace) -> None:
@@ -368,14 +402,15 @@ def test_probe_respects_limits(ws: SandboxWorkspace) -> None:
     p = ws.run_probe("blob = bytearray(2 * 1024**3)")
     assert not p.ok and p.error is not None and p.error.startswith("MemoryError")
     p = ws.run_probe("open('/etc/shadow')")
-    assert not p.ok and p.error is not None and "sandbox: reading /etc/shadow" in p.error
+    assert not p.ok and p.error is not None and p.error.startswith("FileNotFoundError")
     p = ws.run_probe("import os\nos._exit(3)")
     assert not p.ok and p.error is not None and "exited with status 3" in p.error
     _still_works(ws)
 
 
 # --- death and recovery -------------------------------------------------------------------------
-def test_os_exit_is_recovered_from_the_last_checkpoint(ws: SandboxWorkspace) -> None:
+def test_os_exit_is_recovered_from_the_last_checkpoint(dirs: Dirs) -> None:
+    ws = dirs.workspace(NO_REPLAY)
     _setup(ws)
     ws.run_cell("x = 1")
     ws.snapshot("c1")
@@ -393,10 +428,13 @@ def test_os_exit_is_recovered_from_the_last_checkpoint(ws: SandboxWorkspace) -> 
     assert "back at their checkpoint values: x" in joined
     assert ws.get_value("x") == 1
     assert ws.dataflow.version("y") is None
+    assert ws.degraded_reasons and "lost variables: y" in ws.degraded_reasons[0]
     _still_works(ws)
+    ws.close()
 
 
-def test_outside_sigkill_and_segfault_are_recovered(ws: SandboxWorkspace) -> None:
+def test_outside_sigkill_and_segfault_are_recovered(dirs: Dirs) -> None:
+    ws = dirs.workspace(NO_REPLAY)
     _setup(ws)
     ws.snapshot("c1")
     ws.run_cell("z = 3")
@@ -410,15 +448,19 @@ def test_outside_sigkill_and_segfault_are_recovered(ws: SandboxWorkspace) -> Non
     assert not r.ok and r.error is not None and "SIGSEGV" in r.error
     _still_works(ws)
     assert len(ws.restarts) == 2
+    ws.close()
 
 
-def test_death_without_checkpoint_empties_the_workspace(ws: SandboxWorkspace) -> None:
+def test_death_without_checkpoint_empties_the_workspace(dirs: Dirs) -> None:
+    ws = dirs.workspace(NO_REPLAY)
     ws.run_cell("a = 1")
     r = ws.run_cell("import os\nos._exit(0)")
     assert not r.ok and any("no checkpoint to restore" in n for n in r.notes)
     with pytest.raises(KeyError):
         ws.get_value("a")
     assert ws.dataflow.version("a") is None
+    assert ws.degraded_reasons and "lost variables: a" in ws.degraded_reasons[0]
+    ws.close()
 
 
 def test_parent_deadline_kills_a_cell_that_swallows_timeouts(dirs: Dirs) -> None:
@@ -431,7 +473,7 @@ def test_parent_deadline_kills_a_cell_that_swallows_timeouts(dirs: Dirs) -> None
         r = ws.run_cell(
             "while True:\n    try:\n        while True:\n            pass\n    except BaseException:\n        pass"
         )
-        assert time.monotonic() - start < 5
+        assert time.monotonic() - start < 20  # the 2 s deadline plus a restart and replay, not the 30 s loop
         assert (
             not r.ok
             and r.error is not None

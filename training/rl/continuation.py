@@ -38,6 +38,7 @@ from stateguard.rollout import rollout
 from stateguard.task import Task
 from stateguard.trace import read_trace
 from stateguard.worker import WorkerAdapter, WorkerMessage
+from stateguard.workers.response import ResponseModel
 from stateguard.workers.scripted import ScriptedWorker
 from stateguard.workspace import DictWorkspace, LiveWorkspace
 from training.rl.prefix import PrefixMismatch, PrefixPolicy, PrefixSpec, check_prefix
@@ -193,7 +194,8 @@ def run_continuation(
     when its budget is spent).
     """
     start = time.perf_counter()
-    worker = StoppableWorker(ScriptedWorker(spec.faults()))
+    # The same response model as the synthesis that recorded the prefix (synthesis.trajectories).
+    worker = StoppableWorker(ScriptedWorker(spec.faults(), ResponseModel(identify="variable", p_flip=0.0)))
     trace_path = run_dir / "trace.jsonl"
     manager = WindowManager(
         spec, prompt, sampled, worker, trace_path, max_activations=max_activations, prefix_check=prefix_check

@@ -5,7 +5,9 @@
 The folder is what `make synth ARGS=synth=bench` writes: one `<task_id>/` per task with
 `agent/` (questions + data, what the worker may see), `hidden/` (LongDS task.json with reference
 code and answers, graph.json with the stage dependencies, faults.json with the scripted worker's
-mistakes) and manifest.json. Every file must match `frozen_manifest.json` next to this module
+mistakes) and manifest.json. Each task runs as variants (eval.benchmarks.variants): `clean`, the
+`shipped` counterfactuals, and with `bench.variants=all` one derived single mistake of each
+mechanically checkable kind (`single_faults`). Every file must match `frozen_manifest.json` next to this module
 (the same record `configs/synth/bench.yaml` pins by hash), so a score always refers to the same
 benchmark. Parents Pa(t) come from graph.json's SQL-derived dependencies (stage -> turn).
 Scoring: the deterministic field judge (`eval.scorers.fields`), one verdict per turn.
@@ -20,11 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from eval.benchmarks.base import EvalTask
+from eval.benchmarks.variants import expand_variants, read_faults_file, select_variants
 from eval.scorers.fields import per_turn_correct
+from stateguard.answers import decimals_of, numbers
 from stateguard.flows import FlowConfig
 from stateguard.lifecycle import Regime
-from stateguard.task import load_task
-from stateguard.workers.scripted import Fault
+from stateguard.task import Task, load_task
+from stateguard.workers.faults import Fault, check_fault
 
 __all__ = ["FROZEN", "SYNTH_FLOW", "SynthBench", "load_synth_tasks", "verify_frozen"]
 
@@ -64,8 +68,13 @@ def _parents(graph: Mapping[str, Any]) -> dict[int, list[int]]:
     return {int(s["turn_id"]): sorted({turn_of[d] for d in s["deps"] if d in turn_of}) for s in graph["stages"]}
 
 
-def load_synth_tasks(root: str | Path, *, verify: bool = True) -> list[EvalTask]:
+def load_synth_tasks(root: str | Path, *, verify: bool = True, variants: Mapping[str, Any] | None = None,
+                     ) -> list[EvalTask]:  # fmt: skip
+    """The benchmark's tasks, one EvalTask per selected variant (default: `shipped`, the two
+    counterfactuals each task ships, as the frozen record was measured; `variants` is the bench
+    config's `variants`/`faults` selection, see eval.benchmarks.variants)."""
     root = Path(root)
+    selection = variants if variants is not None else {"variants": ["shipped"]}
     ids = verify_frozen(root) if verify else sorted(p.parent.parent.name for p in root.glob("*/hidden/task.json"))
     if not ids:
         raise SynthBenchError(f"{root}: no tasks; {BUILD_HINT}")
@@ -73,16 +82,37 @@ def load_synth_tasks(root: str | Path, *, verify: bool = True) -> list[EvalTask]
     for task_id in ids:
         folder = root / task_id
         graph = json.loads((folder / "hidden" / "graph.json").read_text(encoding="utf-8"))
-        faults_file = folder / "hidden" / "faults.json"
-        faults = json.loads(faults_file.read_text(encoding="utf-8")) if faults_file.is_file() else []
+        declared = read_faults_file(folder / "hidden" / "faults.json").variants
         task = load_task(folder / "hidden", task_id=task_id, base_path=str((folder / "agent").resolve()))
         n = len(task.turns)
-        out.append(EvalTask(
-            task_id=task_id, task=task, data_dir=folder / "agent" / "data", domain=str(graph["dataset"]),
-            level="15-20 turns" if n <= 20 else "21-35 turns", parents=_parents(graph),
-            faults=[Fault(kind="counterfactual", turn=int(f["turn"]), code=str(f["code"])) for f in faults],
-        ))  # fmt: skip
+        base = EvalTask(task_id=task_id, task=task, data_dir=folder / "agent" / "data", domain=str(graph["dataset"]),
+                        level="15-20 turns" if n <= 20 else "21-35 turns", parents=_parents(graph))  # fmt: skip
+        out += expand_variants(base, select_variants({**declared, **single_faults(task)}, selection), bare="shipped")
     return out
+
+
+def single_faults(task: Task) -> dict[str, list[Fault]]:
+    """One mechanically checkable mistake per variant, placed deterministically where it can take
+    effect: a stale reuse at the first turn that recomputes a stale variable, a precision slip at
+    the first turn (from a third of the task on) that reports a number with 2+ decimals, an
+    execution error at the middle turn. The frozen files stay as they are: these are derived."""
+    out: dict[str, list[Fault]] = {}
+    turns = [t.turn_id for t in task.turns]
+    stale = next((t for t in turns[1:] if check_fault(task, Fault(kind="stale", turn=t)) is None), None)
+    if stale is not None:
+        out[f"stale-t{stale}"] = [Fault(kind="stale", turn=stale)]
+    start = max(2, len(turns) // 3)
+    precise = next((t.turn_id for t in task.turns if t.turn_id >= start and _has_decimals(t.answer, 2)
+                    and check_fault(task, Fault(kind="precision", turn=t.turn_id)) is None), None)  # fmt: skip
+    if precise is not None:
+        out[f"precision-t{precise}"] = [Fault(kind="precision", turn=precise, decimals=1)]
+    middle = turns[len(turns) // 2]
+    out[f"exec_error-t{middle}"] = [Fault(kind="exec_error", turn=middle)]
+    return out
+
+
+def _has_decimals(answer: Any, places: int) -> bool:
+    return any(decimals_of(v) >= places for _, v in numbers(answer))
 
 
 # Post hoc review every 3 worker steps (A.2's segment-induced regime), 40 steps per turn: the
@@ -99,7 +129,9 @@ class SynthBench:
     scoring_version = "synth-fields/1"
 
     def load(self, cfg: Mapping[str, Any]) -> list[EvalTask]:
-        return load_synth_tasks(cfg.get("data_dir", "data/synth-bench"), verify=bool(cfg.get("verify", True)))
+        return load_synth_tasks(cfg.get("data_dir", "data/synth-bench"), verify=bool(cfg.get("verify", True)),
+                                variants={"variants": cfg.get("variants", ["clean", "shipped"]),
+                                          "faults": cfg.get("faults") or []})  # fmt: skip
 
     def score(self, task: EvalTask, answers: Mapping[int, Any]) -> dict[int, bool | None]:
         expected = {t.turn_id: t.answer for t in task.task.turns}

@@ -1,0 +1,1 @@
+"""`dev`: the hand-written development set (LongDS layout, fault variants, a held-out split)."""

@@ -1,0 +1,60 @@
+"""`dev`: the hand-written development set, run as a LongDS-layout benchmark with fault variants.
+
+    make eval BENCH=dev                                 # build data/dev once, then every task x variant x arm
+    make eval BENCH=dev ARGS='bench.split=heldout'      # the held-out split only (look at it when reporting)
+    make eval BENCH=dev ARGS="bench.variants=[clean,stale]"
+
+The tasks are `tasks/*.yaml` (written by hand, not generated); `build.py` turns them into a
+LongDS-layout folder (`bench.data_dir`, default `data/dev`) with answers computed by running the
+reference code and every fault variant checked to take effect. The folder is rebuilt whenever the
+sources change (`dev_manifest.json` keeps their hash). Scoring is the deterministic field judge;
+the flow is LongDS's (turn-aligned, 40 steps per turn). Each task declares its split: `dev` (what
+the manager's checks were calibrated on) or `heldout` (never used while tuning); the detection
+report shows them apart.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from eval.benchmarks.base import EvalTask
+from eval.benchmarks.dev.build import MANIFEST, build, sources_digest
+from eval.benchmarks.longds.bench import LongDSBench
+
+__all__ = ["DevBench", "ensure_built"]
+
+SPLITS = ("dev", "heldout", "all")
+
+
+def ensure_built(root: Path) -> dict[str, Any]:
+    """The manifest of the dev set under `root`, building it first when absent or out of date."""
+    manifest_path = root / MANIFEST
+    if manifest_path.is_file():
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        if manifest.get("sources_sha256") == sources_digest():
+            return manifest
+    return build(root)
+
+
+class DevBench(LongDSBench):
+    name = "dev"
+    scoring_version = "dev-fields/1"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._splits: dict[str, str] = {}
+
+    def load(self, cfg: Mapping[str, Any]) -> list[EvalTask]:
+        root = Path(str(cfg.get("data_dir") or "data/dev"))
+        split = str(cfg.get("split", "all"))
+        if split not in SPLITS:
+            raise ValueError(f"bench.split={split!r}: use one of {', '.join(SPLITS)}")
+        self._splits = ensure_built(root)["splits"]
+        tasks = super().load({**cfg, "data_dir": str(root), "judge": "fields"})
+        return [t for t in tasks if split == "all" or t.split == split]
+
+    def split_of(self, task_id: str) -> str:
+        return self._splits.get(task_id.replace("/", "__"), "dev")

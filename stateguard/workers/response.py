@@ -1,0 +1,82 @@
+"""How the scripted worker answers a repair hint: the response model that gives false alarms a cost.
+
+An LLM agent told "this value is wrong" does two things the old scripted worker did not: it
+fixes a real mistake only when the hint says enough to find it, and it sometimes "fixes" a
+correct answer into a wrong one. `ResponseModel` makes both explicit and configurable:
+
+* `identify`: what a hint must carry to fix a mistake.
+  - `variable_and_kind` (default): an error variable the faulty turn wrote or reported, AND a
+    reason whose words name the kind of problem (table `KIND_WORDS`: a stale fault needs words
+    like "stale", "redefined", "recomputed"; a precision fault "decimal", "rounded"; ...).
+  - `variable`: any error variable the faulty turn touched (the permissive model the synthesis
+    teacher uses, where the forced repair is known to be right).
+* `p_flip`: when a hint does not fix a mistake and the turn it reviews was answered correctly,
+  the worker changes that answer with this probability (a seeded draw per hint).
+
+Default `p_flip = 0.17`. This is an assumption, taken from one measurement: Laban et al.,
+"Are You Sure? Challenging LLMs Leads to Performance Drops in The FlipFlop Experiment"
+(arXiv:2311.08596, 2023), report that challenging a model's answer ("are you sure?") lowers
+its accuracy by 17% on average over the models and classification tasks they test. A repair
+hint that calls a correct value wrong is such a challenge; a code-running agent that re-checks
+may flip less often, so the detection report is given at p_flip = 0 and at the default.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from stateguard.workers.faults import Fault
+
+__all__ = ["DEFAULT_P_FLIP", "KIND_WORDS", "ResponseModel", "names_kind"]
+
+DEFAULT_P_FLIP = 0.17
+
+# Words that name a kind of problem in a hint's reason (lower case; matched as word prefixes).
+KIND_WORDS: dict[str, tuple[str, ...]] = {
+    "stale": ("stale", "redefin", "earlier definition", "outdated", "invalidat", "recomput", "superseded",
+              "no longer current", "before the update", "previous definition"),
+    "precision": ("decimal", "rounded", "rounding", "precision"),
+    "exec_error": ("error", "raised", "exception", "failed", "did not run", "never re-run"),
+    "counterfactual:flipped_comparison": ("comparison", "direction", "inequality", "reversed", "flipped"),
+    "counterfactual:aggregation_swap": ("aggregat", "mean", "median", "average", "sum", "total", "count"),
+    "counterfactual:grouping_key": ("group", "grouping", "per "),
+    "counterfactual:join": ("join", "merge", "key", "matched rows", "unmatched"),
+    "counterfactual:dropped_filter": ("filter", "subset", "condition", "exclud", "restrict", "rows kept"),
+    "counterfactual:pre_update_definition": ("definition", "updated", "revised", "redefin", "stale",
+                                             "earlier version", "before the update"),
+    "counterfactual:changed_threshold": ("threshold", "cut-off", "cutoff", "cut off", "stated value", "limit"),
+    "counterfactual:other": ("requirement", "question asks", "does not answer"),
+}
+
+
+def names_kind(reason: str, label: str) -> bool:
+    """Whether a hint's reason names the kind of problem `label` (a Fault.label)."""
+    text = reason.lower()
+    return any(re.search(r"\b" + re.escape(word), text) for word in KIND_WORDS.get(label, ()))
+
+
+class ResponseModel(BaseModel):
+    """The scripted worker's answer to a repair hint (see the module docstring)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    identify: Literal["variable_and_kind", "variable"] = Field(
+        default="variable_and_kind", description="What a hint must carry to fix a mistake.")
+    p_flip: float = Field(default=DEFAULT_P_FLIP, ge=0.0, le=1.0,
+                          description="Chance that a hint on a correctly answered turn makes the worker change it.")  # fmt: skip
+    seed: int = Field(default=0, description="Seed of the flip draws (with the task id and turn).")
+
+    def fixes(self, fault: Fault, names: set[str], reason: str, footprint: set[str]) -> bool:
+        """Does a hint naming `names` for `reason` identify `fault` (whose variables are `footprint`)?"""
+        if not names & footprint:
+            return False
+        return self.identify == "variable" or names_kind(reason, fault.label)
+
+    def flips(self, task_id: str, turn: int, hint_index: int) -> bool:
+        """A seeded draw: does this hint make the worker change the correct answer of `turn`?"""
+        if self.p_flip <= 0:
+            return False
+        return random.Random(f"{self.seed}:{task_id}:{turn}:{hint_index}").random() < self.p_flip
