@@ -1,5 +1,7 @@
 # StateGuard — the front door. `make help` lists every target.
-# `make eval` and `make test` set up the virtual environment themselves (no prior `make setup`).
+# `make eval` and `make test` set up everything themselves (no prior `make setup`): the virtual
+# environment (a stamp keyed on pyproject.toml) and the system packages they need
+# (scripts/system_deps.sh: a PATH check each time; as root it installs what is missing with apt).
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -10,6 +12,7 @@ STAMP := $(VENV)/.stamp-$(DEPS_HASH)
 EXTRAS ?= dev,train,rl
 export OMP_NUM_THREADS ?= 1
 RUN ?=
+SYSTEM_DEPS := bash scripts/system_deps.sh
 
 .DEFAULT_GOAL := help
 .PHONY: help setup setup-system test check eval demo bench synth synth-bench sft rl serve view tables data clean
@@ -27,11 +30,11 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP) ## Create/refresh .venv (runtime + EXTRAS, default dev,train,rl)
 
-setup-system: ## Debian packages for the viewer (Graphviz) and its browser tests (Chromium + driver); needs root
-	apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-		graphviz chromium chromium-driver
+setup-system: ## Debian packages (bubblewrap, Graphviz, Chromium + driver) if missing; make test/eval do this themselves
+	@$(SYSTEM_DEPS) all
 
-test: $(STAMP) ## Run the test suite (CPU only)
+test: $(STAMP) ## Run the test suite (CPU only; installs missing system packages as root)
+	@$(SYSTEM_DEPS) test
 	$(PY) -m pytest -q
 
 check: $(STAMP) ## Lint (ruff) and type-check (mypy) all packages
@@ -39,6 +42,7 @@ check: $(STAMP) ## Lint (ruff) and type-check (mypy) all packages
 	$(VENV)/bin/mypy stateguard synthesis training eval
 
 eval: $(STAMP) ## Main job: a benchmark, baseline vs +StateGuard (default offline synth; BENCH=longds; ARGS='limit=2')
+	@$(SYSTEM_DEPS) eval
 	@if [ -z "$(BENCH)" ] || [ "$(BENCH)" = synth ]; then $(MAKE) --no-print-directory synth-bench; fi
 	$(PY) -m eval.runner $(if $(BENCH),bench=$(BENCH)) $(if $(RUN),run_dir=$(RUN)) $(ARGS)
 
@@ -76,6 +80,7 @@ rl: $(STAMP) ## Manager RL: verl DAPO on a GPU node / Ray cluster (configs/rl.ya
 
 view: $(STAMP) ## Static HTML viewer of a run: make view RUN=<eval run | synthesis out_dir | demo run> [ARGS='--out DIR']
 	@test -n "$(RUN)" || { echo "usage: make view RUN=<eval run, synthesis out_dir or demo run folder> [ARGS='--out DIR']"; exit 2; }
+	@$(SYSTEM_DEPS) view
 	$(PY) -m eval.viewer $(RUN) $(ARGS)
 
 clean: ## Remove the venv and run outputs

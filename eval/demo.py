@@ -13,6 +13,7 @@ deterministic `rules` manager. It prints per-turn correctness side by side.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 from pydantic import BaseModel
 
-from eval.components import make_manager, make_worker, make_workspace
+from eval.components import MANAGERS, WORKERS, WORKSPACES, make_manager, make_worker, make_workspace
 from eval.scorers.fields import per_turn_correct
 from stateguard.flows import LONGDS, FlowConfig
 from stateguard.policies.base import ManagerPolicy
@@ -83,8 +84,26 @@ def _arm(cfg: DictConfig, task: Task, task_dir: Path, arm: str) -> RolloutResult
         calls.close()
 
 
-def run(cfg: DictConfig) -> DemoResult:
+def _check(cfg: DictConfig) -> Path:
+    """Start-up checks: option values, the task folder and its data folder (the sandbox mounts it;
+    a missing one would make every turn fail and the demo report 0%)."""
+    for key, allowed in (("workspace", WORKSPACES), ("worker", WORKERS), ("manager", MANAGERS),
+                         ("flow", ("turn_aligned", "segment"))):  # fmt: skip
+        if str(cfg[key]) not in allowed:
+            raise ValueError(f"{key}={cfg[key]!r}: use one of {', '.join(allowed)}")
+    if not isinstance(cfg.review_every, int) or cfg.review_every < 1:
+        raise ValueError(f"review_every={cfg.review_every!r}: use a whole number of worker steps >= 1")
     task_dir = Path(cfg.task_dir).resolve()
+    data = task_dir / "data"
+    if not data.is_dir() or not any(data.iterdir()):
+        raise FileNotFoundError(f"{data}: the task's data folder is {'empty' if data.is_dir() else 'missing'}; "
+                                f"task_dir={cfg.task_dir} must hold task.json and data/ (the shipped one is "
+                                "eval/benchmarks/demo/six_turn)")  # fmt: skip
+    return task_dir
+
+
+def run(cfg: DictConfig) -> DemoResult:
+    task_dir = _check(cfg)
     task = load_task(task_dir)
     expected = {t.turn_id: t.answer for t in task.turns}
     base = _arm(cfg, task, task_dir, "baseline")
@@ -124,9 +143,20 @@ def render(result: DemoResult) -> str:
     return "\n".join(lines)
 
 
+def run_cli(cfg: DictConfig) -> int:
+    """`python -m eval.demo`: the table, or one error line and exit status 2 for bad input."""
+    try:
+        load_task(_check(cfg))  # the input checks only: an error inside the run keeps its traceback
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(render(run(cfg)))
+    return 0
+
+
 @hydra.main(version_base=None, config_path="../configs", config_name="demo")
 def main(cfg: DictConfig) -> None:
-    print(render(run(cfg)))
+    sys.exit(run_cli(cfg))
 
 
 if __name__ == "__main__":

@@ -9,6 +9,11 @@ its risk ratio pool the contaminated/clean counts over all tasks of the benchmar
 bootstrap over tasks (10,000 resamples by default, 95% CI, share of non-positive gains), for
 micro accuracy and, next to it, for task-macro accuracy (each task weighs the same; C.3 reports
 both to show a gain is not carried by a few long tasks).
+
+Crashed rollouts (status `crashed`) are not scored: they are left out of accuracy, DCR and both
+paired gains (a task crashed in either arm leaves the pair), and counted per arm with their
+errors. Degraded rollouts are scored and counted per arm with their reasons. Neither is silent:
+the printed table has a column for each and a line per arm naming the tasks.
 """
 
 from __future__ import annotations
@@ -45,7 +50,10 @@ class ArmSummary(BaseModel):
     repairs: int
     manager_calls: int
     wall_s: float
-    failed_tasks: int
+    crashed_tasks: int = Field(default=0, description="rollouts that crashed: not scored, not in accuracy")
+    crashed: dict[str, str] = Field(default_factory=dict, description="task id -> error of each crashed rollout")
+    degraded_tasks: int = Field(default=0, description="rollouts that ran impaired (scored)")
+    degraded: dict[str, list[str]] = Field(default_factory=dict, description="task id -> why it was degraded")
 
 
 class RunSummary(BaseModel):
@@ -58,20 +66,27 @@ class RunSummary(BaseModel):
     wall_s: float = 0.0
     scope: str = Field(default="all runs", description="Which runs the arm table covers (fault variants / all).")
     detection: DetectionReport | None = Field(default=None, description="Recall, false repairs, harm (detection.py).")
+    notes: list[str] = Field(default_factory=list, description="what a resume found and did (invalid results "
+                                                               "files moved aside and rerun, a changed config)")  # fmt: skip
 
 
-def _arm(arm: str, results: list[ArmResult]) -> ArmSummary:
+def _arm(arm: str, everything: list[ArmResult]) -> ArmSummary:
+    results = [r for r in everything if r.status != "crashed"]
     units = [u for r in results for u in unit_outcomes(r.task_id, r.correct, domain=r.domain, level=r.level)]
     acc = accuracy(units)
     pooled = pooled_dcr([dcr(r.correct, r.parents) for r in results])
     return ArmSummary(
-        arm=arm, tasks=len(results), turns_scored=acc.scored, turns_excluded=acc.excluded, accuracy=acc.value,
+        arm=arm, tasks=len(everything), turns_scored=acc.scored, turns_excluded=acc.excluded, accuracy=acc.value,
         accuracy_by_domain={k: v.value for k, v in accuracy_by(units, "domain").items()},
         accuracy_by_level={k: v.value for k, v in accuracy_by(units, "level").items()},
         dcr=pooled.dcr, risk_ratio=pooled.risk_ratio,
         contaminated=f"{pooled.contaminated_bad}/{pooled.contaminated_n} vs {pooled.clean_bad}/{pooled.clean_n}",
         repairs=sum(r.repairs for r in results), manager_calls=sum(r.manager_calls for r in results),
-        wall_s=round(sum(r.wall_s for r in results), 2), failed_tasks=sum(r.error is not None for r in results),
+        wall_s=round(sum(r.wall_s for r in everything), 2),
+        crashed_tasks=len(everything) - len(results),
+        crashed={r.task_id: str(r.error) for r in everything if r.status == "crashed"},
+        degraded_tasks=sum(r.status == "degraded" for r in results),
+        degraded={r.task_id: r.degraded_reasons or ["(no reason recorded)"] for r in results if r.status == "degraded"},
     )  # fmt: skip
 
 
@@ -88,7 +103,8 @@ def summarize(results: list[ArmResult], *, seed: int = 0, resamples: int = 10_00
     summary = RunSummary(bench=results[0].bench, arms=[_arm(a, by_arm[a]) for a in order], detection=report,
                          scope="all runs" if len(results) == len(everything) else "fault variants")  # fmt: skip
     if "baseline" in by_arm and "stateguard" in by_arm:
-        shared = {r.task_id for r in by_arm["baseline"]} & {r.task_id for r in by_arm["stateguard"]}
+        scored = {a: {r.task_id for r in by_arm[a] if r.status != "crashed"} for a in ("baseline", "stateguard")}
+        shared = scored["baseline"] & scored["stateguard"]
         if shared:
             stats = {a: accuracy_stats(u for r in sorted(by_arm[a], key=lambda r: r.task_id) if r.task_id in shared
                                        for u in unit_outcomes(r.task_id, r.correct)) for a in ("baseline", "stateguard")}  # fmt: skip
@@ -101,8 +117,9 @@ def summarize(results: list[ArmResult], *, seed: int = 0, resamples: int = 10_00
 def macro_gain(baseline: list[ArmResult], treatment: list[ArmResult], *, seed: int = 0,
                resamples: int = 10_000) -> BootstrapResult | None:  # fmt: skip
     """C.3's task-macro gain: mean per-task accuracy, treatment minus baseline, over the tasks both
-    arms ran, with the same paired cluster bootstrap as the micro gain."""
-    shared = {r.task_id for r in baseline} & {r.task_id for r in treatment}
+    arms ran and neither crashed, with the same paired cluster bootstrap as the micro gain."""
+    shared = ({r.task_id for r in baseline if r.status != "crashed"}
+              & {r.task_id for r in treatment if r.status != "crashed"})  # fmt: skip
     if not shared:
         return None
     stats = [macro_accuracy_stats(u for r in sorted(arm, key=lambda r: r.task_id) if r.task_id in shared
@@ -123,21 +140,37 @@ def fmt(value: float | None, percent: bool = True) -> str:
     return f"{100 * value:.1f}" if percent else f"{value:.2f}"
 
 
+def _clip(text: str, n: int = 110) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
 def render_summary(summary: RunSummary) -> str:
-    head = f"{'arm':<12}{'tasks':>6}{'turns':>7}{'acc %':>8}{'DCR %':>8}{'RR':>7}{'repairs':>9}{'mgr calls':>11}{'time s':>9}"
+    head = (f"{'arm':<12}{'tasks':>6}{'turns':>7}{'acc %':>8}{'DCR %':>8}{'RR':>7}{'repairs':>9}{'mgr calls':>11}"
+            f"{'degraded':>10}{'crashed':>9}{'time s':>9}")  # fmt: skip
     scope = "" if summary.scope == "all runs" else f" (accuracy and DCR over the {summary.scope}; clean runs below)"
     lines = [f"benchmark: {summary.bench}{scope}", "", head, "-" * len(head)]
     for a in summary.arms:
         lines.append(f"{a.arm:<12}{a.tasks:>6}{a.turns_scored:>7}{fmt(a.accuracy):>8}{fmt(a.dcr):>8}"
-                     f"{fmt(a.risk_ratio, False):>7}{a.repairs:>9}{a.manager_calls:>11}{a.wall_s:>9.1f}")  # fmt: skip
+                     f"{fmt(a.risk_ratio, False):>7}{a.repairs:>9}{a.manager_calls:>11}{a.degraded_tasks:>10}"
+                     f"{a.crashed_tasks:>9}{a.wall_s:>9.1f}")  # fmt: skip
     g = summary.gain
     if g is not None and g.observed_gain is not None:
         lines += ["", render_gain("accuracy gain (stateguard - baseline)", g)]
         if summary.macro_gain is not None:
             lines.append(render_gain("task-macro gain (stateguard - baseline)", summary.macro_gain))
-    failed = sum(a.failed_tasks for a in summary.arms)
-    if failed:
-        lines.append(f"WARNING: {failed} rollout(s) failed; see the `error` field of their result files")
+    notes = []
+    for a in summary.arms:
+        if a.crashed_tasks:
+            notes.append(f"CRASHED {a.arm}: {a.crashed_tasks} task(s) not scored (left out of accuracy and DCR; "
+                         "`resume=true` reruns them):")  # fmt: skip
+            notes += [f"  {task}: {_clip(error)}" for task, error in sorted(a.crashed.items())]
+        if a.degraded_tasks:
+            notes.append(f"DEGRADED {a.arm}: {a.degraded_tasks} task(s) ran impaired (scored as they ended):")
+            notes += [f"  {task}: {_clip('; '.join(why))}" for task, why in sorted(a.degraded.items())]
+    notes += [f"NOTE: {n}" for n in summary.notes]
+    if notes:
+        lines += ["", *notes]
     lines.append("DCR: error rate of turns with a wrong parent minus that of turns whose parents are all right "
                  "(pooled over tasks; — = undefined)")
     detection = render_detection(summary.detection)

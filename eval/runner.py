@@ -8,11 +8,21 @@
 Every (task, arm) pair is one job: a rollout (`stateguard.rollout`) with the benchmark's flow,
 in its own folder `<run_dir>/tasks/<task_id>/<arm>/` (trace.jsonl, states.sqlite, result.json),
 then scored by the benchmark's scorer and written atomically to `<run_dir>/results/`. Jobs run
-in a process pool (`workers`) or on Ray (`backend=ray`); the parent scores and writes, so each
-result is written once. With `resume=true` finished pairs are skipped and half-done folders are
-cleared and rerun, so a killed run loses at most the jobs in flight and counts nothing twice.
-The resolved config is saved as `<run_dir>/config.yaml`; the summary table (accuracy, DCR,
-repairs, manager calls, wall time per arm) is printed and saved as `<run_dir>/summary.json`.
+in worker processes (`workers`; `eval.jobs`: a worker that dies has its job retried, and no
+worker outlives the runner) or on Ray (`backend=ray`); `workers=1` runs them in the runner's own
+process. The parent scores and writes, so each result is written once.
+
+Start-up checks everything it can before the first task (`prepare`): the typed config
+(`eval.config`), the benchmark's files, each task's data folder, the reference code the scripted
+worker replays, the LLM endpoints the arms need, and on resume the saved config and every results
+file. Any problem stops the run with exit status 2 and a message naming the file or key and the
+fix. With `resume=true` finished pairs are skipped; crashed pairs, half-done folders and results
+files that do not parse (moved to `results/invalid/`, and named) are rerun; a config that differs
+from the saved `config.yaml` in anything that changes results is refused unless
+`resume_with_changed_config=true` (the new one is then saved beside it, never over it).
+The summary table (accuracy, DCR, repairs, manager calls, degraded and crashed rollouts, wall
+time per arm) is printed and saved as `<run_dir>/summary.json`; the exit status is 1 when a
+rollout crashed.
 
 Arms: `baseline` (worker + harness), `stateguard` (+ the `manager` policy), and the ablations
 `observer` (a model without state), `freeform` (free-form memory), `llm`, `hierarchical`.
@@ -22,32 +32,36 @@ from __future__ import annotations
 
 import logging
 import shutil
+import sys
 import time
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from multiprocessing import get_context
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import hydra
+import yaml
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
-from eval.benchmarks.base import EvalTask
+from eval.benchmarks.base import Benchmark, EvalTask
 from eval.benchmarks.registry import get_benchmark
 from eval.benchmarks.variants import variant_fields
 from eval.components import check_workspace, make_manager, make_worker, make_workspace
+from eval.config import ARMS, ConfigError, EvalConfig, changed_keys, validate_config
+from eval.jobs import crash_outcome, exit_on_signals, run_in_pool
 from eval.report import RunSummary, render_summary, summarize
-from eval.results import ArmResult, read_results, result_path, write_result
+from eval.results import ArmResult, read_results, scan_results, write_result
 from stateguard.flows import FlowConfig
 from stateguard.lifecycle import Regime
+from stateguard.llm import EndpointConfig
 from stateguard.rollout import rollout
 from stateguard.trace import Trace
 
-__all__ = ["ARMS", "run", "run_job"]
+__all__ = ["ARMS", "Prepared", "execute", "prepare", "run", "run_cli", "run_job"]
 
 log = logging.getLogger(__name__)
-ARMS = ("baseline", "stateguard", "observer", "freeform", "llm", "hierarchical")
+LLM_MANAGERS = ("llm", "hierarchical", "observer", "freeform")
 
 
 def _manager_kind(arm: str, cfg: dict[str, Any]) -> str | None:
@@ -56,17 +70,32 @@ def _manager_kind(arm: str, cfg: dict[str, Any]) -> str | None:
     return None if arm == "baseline" else str(cfg["manager"]) if arm == "stateguard" else arm
 
 
+def _clear(folder: Path) -> None:
+    """Remove a half-done arm folder; a kernel of a dead worker may still be leaving it, so retry."""
+    for attempt in range(5):
+        try:
+            shutil.rmtree(folder)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            if attempt == 4:
+                raise
+            time.sleep(0.2 * (attempt + 1))
+
+
 def run_job(task: EvalTask, arm: str, flow: FlowConfig, cfg: dict[str, Any], arm_dir: str) -> dict[str, Any]:
-    """One rollout; returns the raw outcome (the parent scores it). Never raises for a task."""
+    """One rollout; returns the raw outcome (the parent scores it). Never raises for a task: a
+    rollout that raises is returned as crashed, with the error."""
     out = Path(arm_dir)
-    if out.exists():
-        shutil.rmtree(out)  # a half-done folder from a killed run
     start = time.perf_counter()
-    calls = Trace(out / "llm_calls.jsonl")
-    kind = _manager_kind(arm, cfg)
-    name = (cfg.get("bench") or {}).get("name")
-    bench = get_benchmark(str(name)) if name else None  # its optional hooks: worker_protocol, collect
+    calls: Trace | None = None
     try:
+        _clear(out)  # a half-done folder from a killed run
+        calls = Trace(out / "llm_calls.jsonl")
+        kind = _manager_kind(arm, cfg)
+        name = (cfg.get("bench") or {}).get("name")
+        bench = get_benchmark(str(name)) if name else None  # its optional hooks: worker_protocol, collect
         workspace = make_workspace(str(cfg["workspace"]), task.data_dir, out, cfg.get("sandbox"))
         try:
             native = getattr(bench, "worker_protocol", None)
@@ -82,120 +111,247 @@ def run_job(task: EvalTask, arm: str, flow: FlowConfig, cfg: dict[str, Any], arm
         collect = getattr(bench, "collect", None)
         if collect is not None:  # e.g. DAComp-DE: the SQL files the agent wrote in its scratch folder
             answers = collect(task, out, answers)
-    except Exception as exc:  # noqa: BLE001 - a failing task is recorded, the run goes on
-        return {"answers": {}, "error": f"{type(exc).__name__}: {exc}", "wall_s": time.perf_counter() - start}
+    except Exception as exc:  # noqa: BLE001 - a crashed task is recorded, the run goes on
+        return {**crash_outcome(f"{type(exc).__name__}: {exc}", 1), "wall_s": time.perf_counter() - start}
     finally:
-        calls.close()
+        if calls is not None:
+            calls.close()
+    reasons = list(getattr(result, "degraded_reasons", []) or [])
     return {"answers": answers, "repairs": result.repairs, "manager_calls": result.manager_llm_calls,
             "committed_states": len(result.committed_states), "stale_states": len(result.stale_states),
-            "degraded": result.degraded, "wall_s": time.perf_counter() - start, "error": None}  # fmt: skip
+            "degraded": bool(result.degraded or reasons), "degraded_reasons": reasons,
+            "wall_s": time.perf_counter() - start, "error": None}  # fmt: skip
 
 
-def _select(tasks: list[EvalTask], cfg: DictConfig) -> list[EvalTask]:
-    wanted = [str(t) for t in cfg.get("task_ids") or []]
+def _select(tasks: list[EvalTask], cfg: EvalConfig) -> list[EvalTask]:
+    wanted = list(cfg.task_ids)
     if wanted:
         known = {t.task_id for t in tasks} | {t.base_task for t in tasks}  # a task id selects all its variants
         missing = [t for t in wanted if t not in known]
         if missing:
-            raise ValueError(f"task_ids {missing} are not in bench={cfg.bench.name} (it has {len(known)} tasks)")
+            raise ConfigError(f"task_ids {missing} are not in bench={cfg.bench.name} (it has {len(known)} tasks, "
+                              f"e.g. {sorted(known)[:3]})")  # fmt: skip
         tasks = [t for t in tasks if t.task_id in wanted or t.base_task in wanted]
-    limit = cfg.get("limit")
-    return tasks[: int(limit)] if limit else tasks
+    return tasks[: cfg.limit] if cfg.limit else tasks
 
 
-def _jobs_out(jobs: list[tuple[EvalTask, str]], cfg: DictConfig, flow: FlowConfig, run_dir: Path,
-              ) -> Iterator[tuple[EvalTask, str, dict[str, Any]]]:  # fmt: skip
-    plain: dict[str, Any] = OmegaConf.to_container(cfg, resolve=True)  # type: ignore[assignment]
-    dirs = {(t.task_id, a): str(run_dir / "tasks" / t.task_id / a) for t, a in jobs}
-    workers = int(cfg.workers)
-    if cfg.backend == "ray":
+def _flow(cfg: EvalConfig, default: FlowConfig) -> FlowConfig:
+    """The benchmark's flow (Table 3) unless `flow=turn_aligned|segment` overrides the regime."""
+    if cfg.flow == "default":
+        return default
+    if cfg.flow == "turn_aligned":
+        return default.model_copy(update={"name": f"{default.name}-turn", "regime": Regime.TURN_ALIGNED})
+    return FlowConfig(name=f"{default.name}-segment{cfg.review_every}", regime=Regime.SEGMENT_INDUCED,
+                      review_every=cfg.review_every, budget_unit="task",
+                      baseline_budget=10_000, stateguard_budget=10_000)  # fmt: skip
+
+
+def _check_tasks(tasks: list[EvalTask], cfg: EvalConfig) -> None:
+    """What a rollout would otherwise find out one task at a time, scoring it 0."""
+    for t in tasks:
+        if not Path(t.data_dir).is_dir():
+            raise FileNotFoundError(f"task {t.task_id}: its data folder {t.data_dir} is missing; fetch or rebuild the "
+                                    f"benchmark's data (bench.data_dir={cfg.bench.model_dump().get('data_dir')})")  # fmt: skip
+        if cfg.worker == "scripted":
+            empty = [turn.turn_id for turn in t.task.turns if not turn.code.strip()]
+            if empty:
+                raise ValueError(f"task {t.task_id}: turn(s) {empty[:5]} have no reference `code`, which the scripted "
+                                 "worker replays; fill it in the task's task.json, or run worker=llm")  # fmt: skip
+
+
+def _check_endpoints(cfg: EvalConfig) -> None:
+    """The environment variables of every model the arms call, before the first task."""
+    kinds = {_manager_kind(a, {"manager": cfg.manager}) for a in cfg.arms}
+    if kinds & set(LLM_MANAGERS):
+        EndpointConfig.from_env("manager")
+    if cfg.worker == "llm":
+        EndpointConfig.from_env("worker")
+
+
+def _move_aside(path: Path) -> Path:
+    folder = path.parent / "invalid"
+    folder.mkdir(exist_ok=True)
+    n = 1
+    while (folder / f"{path.name}.{n}").exists():
+        n += 1
+    dest = folder / f"{path.name}.{n}"
+    path.replace(dest)
+    return dest
+
+
+def _resume(run_dir: Path, cfg: EvalConfig, plain: dict[str, Any], notes: list[str]) -> None:
+    """Check a resumed run folder: saved config, results files. Fills `notes` with what it did."""
+    saved_file = run_dir / "config.yaml"
+    if saved_file.is_file():
+        try:
+            saved = yaml.safe_load(saved_file.read_text(encoding="utf-8")) or {}
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{saved_file}: unreadable ({exc}); restore it, or start a new run_dir") from None
+        changed = changed_keys(saved, plain)
+        if changed and not cfg.resume_with_changed_config:
+            raise ConfigError(f"{run_dir}: resuming with a config that differs from the saved {saved_file.name} "
+                              "would mix results of two setups:\n  " + "\n  ".join(changed) +
+                              "\nresume with the saved values (drop those overrides), use a new run_dir, or pass "
+                              "resume_with_changed_config=true to continue anyway")  # fmt: skip
+        if changed:
+            stamp = time.strftime("%Y%m%d-%H%M%S")
+            (run_dir / f"config.resume-{stamp}.yaml").write_text(yaml.safe_dump(plain, sort_keys=False), "utf-8")
+            notes.append(f"resumed with a changed config ({'; '.join(changed)}); config.yaml keeps the original, the "
+                         f"new one is config.resume-{stamp}.yaml")  # fmt: skip
+    for leftover in (run_dir / "results").glob("*.tmp*"):
+        leftover.unlink()  # a write cut short before its rename: never a result
+    _, bad = scan_results(run_dir)
+    for path, why in bad:
+        dest = _move_aside(path)
+        notes.append(f"invalid result file, moved to {dest.relative_to(run_dir)} and rerun: {why}")
+
+
+@dataclass
+class Prepared:
+    cfg: EvalConfig
+    plain: dict[str, Any]
+    run_dir: Path
+    bench: Benchmark
+    flow: FlowConfig
+    tasks: list[EvalTask]
+    jobs: list[tuple[EvalTask, str]]
+    notes: list[str] = field(default_factory=list)
+
+
+def prepare(raw: DictConfig) -> Prepared:
+    """Every start-up check; raises (ConfigError, ValueError, FileNotFoundError, ...) naming the fix."""
+    cfg = validate_config(raw)
+    plain: dict[str, Any] = OmegaConf.to_container(raw, resolve=True)  # type: ignore[assignment]
+    run_dir = Path(cfg.run_dir)
+    bench = get_benchmark(cfg.bench.name)
+    flow = _flow(cfg, bench.flow)
+    check_workspace(cfg.workspace, plain.get("sandbox") or {})
+    tasks = _select(bench.load(raw.bench), cfg)
+    if not tasks:
+        raise ValueError(f"bench={cfg.bench.name} has no tasks to run")
+    _check_tasks(tasks, cfg)
+    _check_endpoints(cfg)
+    has_results = (run_dir / "results").is_dir() and any((run_dir / "results").glob("*.json"))
+    if not cfg.resume and has_results:
+        raise FileExistsError(f"{run_dir} already holds results; pass resume=true to continue it, or another run_dir")
+    notes: list[str] = []
+    if cfg.resume:
+        _resume(run_dir, cfg, plain, notes)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if not (run_dir / "config.yaml").is_file() or not has_results:
+        (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(raw, resolve=True), encoding="utf-8")
+    good, _ = scan_results(run_dir)
+    finished = {(r.task_id, r.arm) for r in good if r.status != "crashed"}
+    crashed = sorted(f"{r.task_id}/{r.arm}" for r in good if r.status == "crashed")
+    if crashed and cfg.resume:
+        notes.append(f"rerunning {len(crashed)} crashed rollout(s): {', '.join(crashed[:5])}")
+    jobs: list[tuple[EvalTask, str]] = [(t, str(a)) for t in tasks for a in cfg.arms if (t.task_id, a) not in finished]
+    return Prepared(cfg, plain, run_dir, bench, flow, tasks, jobs, notes)
+
+
+def _one(job: tuple[EvalTask, str], flow: FlowConfig, plain: dict[str, Any], run_dir: str) -> dict[str, Any]:
+    task, arm = job
+    return run_job(task, arm, flow, plain, str(Path(run_dir) / "tasks" / task.task_id / arm))
+
+
+def _jobs_out(p: Prepared) -> Iterator[tuple[EvalTask, str, dict[str, Any]]]:
+    workers, args = p.cfg.workers, (p.flow, p.plain, str(p.run_dir))
+    if p.cfg.backend == "ray":
         from stateguard.parallel import map_tasks
 
         def one(job: tuple[EvalTask, str]) -> dict[str, Any]:
-            return run_job(job[0], job[1], flow, plain, dirs[(job[0].task_id, job[1])])
+            return _one(job, *args)
 
-        for (task, arm), outcome in map_tasks(one, jobs, in_flight=workers):
+        def lost(_job: tuple[EvalTask, str], exc: BaseException) -> dict[str, Any]:
+            return crash_outcome(f"the Ray task failed: {type(exc).__name__}: {exc}", 1)
+
+        for (task, arm), outcome in map_tasks(one, p.jobs, in_flight=workers, on_error=lost):
             yield task, arm, outcome
-    elif workers > 1 and len(jobs) > 1:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
-            futures = {pool.submit(run_job, t, a, flow, plain, dirs[(t.task_id, a)]): (t, a) for t, a in jobs}
-            for fut in as_completed(futures):
-                task, arm = futures[fut]
-                yield task, arm, fut.result()
+    elif workers > 1:
+        for (task, arm), outcome in run_in_pool(_one, p.jobs, *args, workers=workers, retries=p.cfg.job_retries):
+            yield task, arm, outcome
     else:
-        for task, arm in jobs:
-            yield task, arm, run_job(task, arm, flow, plain, dirs[(task.task_id, arm)])
+        for task, arm in p.jobs:
+            yield task, arm, _one((task, arm), *args)
 
 
-def _flow(cfg: DictConfig, default: FlowConfig) -> FlowConfig:
-    """The benchmark's flow (Table 3) unless `flow=turn_aligned|segment` overrides the regime."""
-    kind = cfg.get("flow")
-    if kind in (None, "", "default"):
-        return default
-    if kind == "turn_aligned":
-        return default.model_copy(update={"name": f"{default.name}-turn", "regime": Regime.TURN_ALIGNED})
-    if kind == "segment":
-        return FlowConfig(name=f"{default.name}-segment{cfg.review_every}", regime=Regime.SEGMENT_INDUCED,
-                          review_every=int(cfg.review_every), budget_unit="task",
-                          baseline_budget=10_000, stateguard_budget=10_000)  # fmt: skip
-    raise ValueError(f"flow={kind!r}: use default, turn_aligned or segment")
+def _record(p: Prepared, task: EvalTask, arm: str, outcome: dict[str, Any]) -> ArmResult:
+    error = outcome.get("error")
+    correct: dict[int, bool | None] = {}
+    if error is None:
+        try:
+            correct = p.bench.score(task, outcome["answers"])
+        except Exception as exc:  # noqa: BLE001 - a judge that fails leaves the pair unscored, to rerun
+            error = f"scoring failed: {type(exc).__name__}: {exc}"
+    status = "crashed" if error is not None else "degraded" if outcome.get("degraded") else "ok"
+    result = ArmResult(
+        bench=p.bench.name, task_id=task.task_id, arm=arm, domain=task.domain, level=task.level, status=status,
+        correct=correct, parents=task.parents, answers=outcome["answers"], error=error,
+        run_dir=str(p.run_dir / "tasks" / task.task_id / arm), **variant_fields(task),
+        **{k: outcome[k] for k in ("repairs", "manager_calls", "committed_states", "stale_states", "degraded",
+                                   "degraded_reasons", "attempts", "wall_s") if k in outcome},
+    )  # fmt: skip
+    write_result(p.run_dir, result)
+    if error is not None:
+        log.warning("%s/%s crashed (not scored): %s", task.task_id, arm, error)
+    elif status == "degraded":
+        log.warning("%s/%s degraded: %s", task.task_id, arm, "; ".join(result.degraded_reasons))
+    return result
 
 
-def run(cfg: DictConfig) -> RunSummary:
-    run_dir = Path(cfg.run_dir)
-    bench = get_benchmark(str(cfg.bench.name))
-    flow = _flow(cfg, bench.flow)
-    arms = [str(a) for a in cfg.arms]
-    for arm in arms:
-        _manager_kind(arm, {"manager": cfg.manager})
-    check_workspace(str(cfg.workspace), OmegaConf.to_container(cfg.get("sandbox") or {}, resolve=True))  # type: ignore[arg-type]
-    tasks = _select(bench.load(cfg.bench), cfg)
-    if not cfg.resume and (run_dir / "results").is_dir() and any((run_dir / "results").iterdir()):
-        raise FileExistsError(f"{run_dir} already holds results; pass resume=true to continue it, or another run_dir")
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True), encoding="utf-8")
-    jobs = [(t, a) for t in tasks for a in arms if not result_path(run_dir, t.task_id, a).is_file()]
-    done = len(tasks) * len(arms) - len(jobs)
-    running: dict[str, list[int]] = {a: [0, 0] for a in arms}
+def execute(p: Prepared) -> RunSummary:
+    for note in p.notes:
+        log.warning(note)
+    total = len(p.tasks) * len(p.cfg.arms)
+    running: dict[str, list[int]] = {a: [0, 0] for a in p.cfg.arms}
     start = time.perf_counter()
-    with tqdm(total=len(tasks) * len(arms), initial=done, desc=f"eval {bench.name}", unit="run",
-              disable=not cfg.progress) as bar:  # fmt: skip
-        for task, arm, outcome in _jobs_out(jobs, cfg, flow, run_dir):
-            if outcome["error"] is None:
-                correct = bench.score(task, outcome["answers"])
-            else:  # a failed rollout: every unit of the task is wrong
-                units = getattr(bench, "units", None)
-                correct = dict.fromkeys(units(task) if units else [t.turn_id for t in task.task.turns], False)
-            write_result(run_dir, ArmResult(
-                bench=bench.name, task_id=task.task_id, arm=arm, domain=task.domain, level=task.level,
-                correct=correct, parents=task.parents, answers=outcome["answers"],
-                run_dir=str(run_dir / "tasks" / task.task_id / arm), **variant_fields(task),
-                **{k: outcome[k] for k in ("repairs", "manager_calls", "committed_states", "stale_states",
-                                           "degraded", "wall_s", "error") if k in outcome},
-            ))  # fmt: skip
-            if outcome["error"]:
-                log.warning("%s/%s failed: %s", task.task_id, arm, outcome["error"])
-            scored = [v for v in correct.values() if v is not None]
+    with tqdm(total=total, initial=total - len(p.jobs), desc=f"eval {p.bench.name}", unit="run",
+              disable=not p.cfg.progress) as bar:  # fmt: skip
+        for task, arm, outcome in _jobs_out(p):
+            result = _record(p, task, arm, outcome)
+            scored = [v for v in result.correct.values() if v is not None]
             running[arm][0] += sum(scored)
             running[arm][1] += len(scored)
             bar.set_postfix({a: f"{c / n:.0%}" for a, (c, n) in running.items() if n})
             bar.update()
-    wanted = {t.task_id for t in tasks}
-    results = [r for r in read_results(run_dir) if r.task_id in wanted and r.arm in arms]
-    summary = summarize(results, seed=int(cfg.seed), resamples=int(cfg.bootstrap_resamples))
+    wanted = {t.task_id for t in p.tasks}
+    results = [r for r in read_results(p.run_dir) if r.task_id in wanted and r.arm in p.cfg.arms]
+    summary = summarize(results, seed=p.cfg.seed, resamples=p.cfg.bootstrap_resamples)
     summary.wall_s = round(time.perf_counter() - start, 2)
-    (run_dir / "summary.json").write_text(summary.model_dump_json(indent=1) + "\n", encoding="utf-8")
-    after_run = getattr(bench, "after_run", None)
+    summary.notes = list(p.notes)
+    (p.run_dir / "summary.json").write_text(summary.model_dump_json(indent=1) + "\n", encoding="utf-8")
+    after_run = getattr(p.bench, "after_run", None)
     if after_run is not None:  # DABstep: leaderboard JSONL per arm; DAComp-DE: dacomp_de_summary.json
-        after_run(run_dir)
+        after_run(p.run_dir)
     return summary
+
+
+def run(cfg: DictConfig) -> RunSummary:
+    return execute(prepare(cfg))
+
+
+def run_cli(cfg: DictConfig) -> int:
+    """What `python -m eval.runner` does: 2 on a start-up problem (one message, no traceback), 1 when
+    a rollout crashed, else 0."""
+    try:
+        prepared = prepare(cfg)
+    except (ValueError, FileNotFoundError, FileExistsError, RuntimeError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    summary = execute(prepared)
+    print(render_summary(summary))
+    print(f"\nrun folder: {cfg.run_dir} (results/, tasks/<task>/<arm>/trace.jsonl; `make tables RUN={cfg.run_dir}`)")
+    crashed = sum(a.crashed_tasks for a in summary.arms)
+    if crashed:
+        print(f"error: {crashed} rollout(s) crashed and were not scored; `make eval ARGS='resume=true "
+              f"run_dir={cfg.run_dir}'` (with the same options) reruns them", file=sys.stderr)  # fmt: skip
+    return 1 if crashed else 0
 
 
 @hydra.main(version_base=None, config_path="../configs", config_name="eval")
 def main(cfg: DictConfig) -> None:
-    summary = run(cfg)
-    print(render_summary(summary))
-    print(f"\nrun folder: {cfg.run_dir} (results/, tasks/<task>/<arm>/trace.jsonl; `make tables RUN={cfg.run_dir}`)")
+    exit_on_signals()
+    sys.exit(run_cli(cfg))
 
 
 if __name__ == "__main__":

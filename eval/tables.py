@@ -18,6 +18,9 @@ CSV each:
              manager-attributable regressions (broad and strict criteria, `eval/metrics/paired.py`);
 * detection  per manager arm, split and fault kind: recall, lucky fixes, accuracy vs baseline,
              clean-run harm (false repairs per 100 clean turns, destructive actions);
+* problems   every crashed rollout (not scored, left out of the tables' accuracy and DCR), every
+             degraded one (scored) and every state store that could not be read, with the reason
+             (printed as well, so nothing is left out silently);
 and two PNG plots: accuracy vs analytical-state coverage (one point per task), and verification
 engagement (share of turns with an evidence tool call) by stage difficulty (the share of arms
 that answered the turn wrong), as in Fig. 3 right.
@@ -28,6 +31,7 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import sys
 from collections import defaultdict
 from functools import cache
 from pathlib import Path
@@ -41,7 +45,7 @@ from eval.metrics.states import RunStateStats, run_state_stats
 from eval.metrics.states import summarize as summarize_states
 from eval.report import fmt, macro_gain, summarize
 from eval.results import ArmResult, read_results
-from stateguard.store import StateStore
+from stateguard.store import StateStore, StoreError
 from stateguard.trace import TraceEvent, read_trace
 
 __all__ = ["main", "render_tables"]
@@ -106,14 +110,26 @@ def ablation(results: list[ArmResult]) -> Table:
     summary = summarize(results, resamples=1, detection=False)
     base = next((a.accuracy for a in summary.arms if a.arm == "baseline"), None)
     rows = [[a.arm, fmt(a.accuracy), fmt(a.dcr),
-             "—" if a.accuracy is None or base is None else f"{100 * (a.accuracy - base):+.1f}"] for a in summary.arms]  # fmt: skip
-    return ["arm", "accuracy %", "DCR %", "gain vs baseline (points)"], rows
+             "—" if a.accuracy is None or base is None else f"{100 * (a.accuracy - base):+.1f}",
+             str(a.degraded_tasks), str(a.crashed_tasks)] for a in summary.arms]  # fmt: skip
+    return ["arm", "accuracy %", "DCR %", "gain vs baseline (points)", "degraded tasks", "crashed tasks (not scored)"], rows
+
+
+def problems(results: list[ArmResult], unreadable: list[tuple[ArmResult, str]]) -> Table:
+    """Crashed and degraded rollouts and unreadable stores, one row each (empty when none)."""
+    rows = [[r.bench, r.arm, r.task_id, r.status, str(r.error) if r.status == "crashed" else
+             "; ".join(r.degraded_reasons) or "(no reason recorded)"]
+            for r in results if r.status != "ok"]  # fmt: skip
+    rows += [[r.bench, r.arm, r.task_id, "store unreadable (left out of the state statistics)", why]
+             for r, why in unreadable]  # fmt: skip
+    return ["benchmark", "arm", "task", "status", "reason"], rows
 
 
 def runtime(results: list[ArmResult]) -> Table:
     by_arm: dict[str, list[ArmResult]] = defaultdict(list)
     for r in results:
-        by_arm[r.arm].append(r)
+        if r.status != "crashed":  # a crashed rollout has no whole trace to time
+            by_arm[r.arm].append(r)
     baseline = [step_intervals(_trace(r)) for r in by_arm.get("baseline", [])]
     rows = []
     for arm, rs in sorted(by_arm.items(), key=lambda kv: (kv[0] != "baseline", kv[0])):
@@ -129,15 +145,22 @@ def runtime(results: list[ArmResult]) -> Table:
     return ["arm", "reviews/task", "manager calls/task", "s per call", "T_M s (Eq. 32)", "wall s/task"], rows
 
 
-def _state_runs(results: list[ArmResult]) -> list[tuple[ArmResult, object]]:
+def _state_runs(results: list[ArmResult]) -> tuple[list[tuple[ArmResult, object]], list[tuple[ArmResult, str]]]:
+    """State statistics per rollout, and the rollouts whose store is damaged or missing (named in
+    the problems table rather than stopping the report or being counted as empty)."""
     out: list[tuple[ArmResult, object]] = []
+    unreadable: list[tuple[ArmResult, str]] = []
     for r in results:
-        store = StateStore.open_read_only(Path(r.run_dir) / "states.sqlite")
+        try:
+            store = StateStore.open_read_only(Path(r.run_dir) / "states.sqlite")
+        except StoreError as exc:
+            unreadable.append((r, str(exc)))
+            continue
         try:
             out.append((r, run_state_stats(_trace(r), store)))
         finally:
             store.close()
-    return out
+    return out, unreadable
 
 
 def states(runs: list[tuple[ArmResult, object]]) -> Table:
@@ -272,16 +295,24 @@ def plots(results: list[ArmResult], runs: list[tuple[ArmResult, object]], out: P
     return written
 
 
+def _located(r: ArmResult, run_dir: Path) -> ArmResult:
+    """The arm's folder inside the run folder (the run may have been moved or copied since the
+    result recorded its path), else the recorded one."""
+    inside = Path(run_dir) / "tasks" / r.task_id / r.arm
+    return r.model_copy(update={"run_dir": str(inside)}) if inside.is_dir() else r
+
+
 def render_tables(run_dirs: list[Path], out: Path, worker: str | None = None, resamples: int = 10_000) -> list[Path]:
     _events.cache_clear()  # traces are cached for one report only: a rerun may have changed them
-    results = [r for d in run_dirs for r in read_results(d)]
+    results = [_located(r, d) for d in run_dirs for r in read_results(d)]
     if not results:
         raise FileNotFoundError(f"no results under {[str(d) for d in run_dirs]}; run `make eval` first")
     worker = worker or "worker"
     out.mkdir(parents=True, exist_ok=True)
-    sg = [r for r in results if r.arm == "stateguard" and r.error is None]
-    runs = _state_runs(sg)
-    tables = {"table1": table1(results, worker), "ablation": ablation(results), "runtime": runtime(results)}
+    sg = [r for r in results if r.arm == "stateguard" and r.status != "crashed"]
+    runs, unreadable = _state_runs(sg)
+    tables = {"table1": table1(results, worker), "ablation": ablation(results), "runtime": runtime(results),
+              "problems": problems(results, unreadable)}  # fmt: skip
     tables |= fidelity_tables(results, runs, resamples)
     if runs:
         tables["states"] = states(runs)
@@ -325,12 +356,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples for the gains table")
     args = parser.parse_args(argv)
     out = args.out or args.runs[0] / "tables"
-    written = render_tables(list(args.runs), out, _worker_name(args.runs[0]), args.resamples)
+    try:
+        written = render_tables(list(args.runs), out, _worker_name(args.runs[0]), args.resamples)
+    except (FileNotFoundError, ValueError) as exc:  # a missing run folder or a bad results file, named
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     print((out / "table1.md").read_text(encoding="utf-8"))
     for name, title in (("gains", "Accuracy gain, micro and task-macro (C.3)"),
                         ("states_mix", "Relations, hints and tools (D.2)"), ("paired", "Paired flips (D.3)")):  # fmt: skip
         if (out / f"{name}.md").is_file():
             print(f"{title}\n{(out / f'{name}.md').read_text(encoding='utf-8')}")
+    rows = list(csv.reader(io.StringIO((out / "problems.csv").read_text(encoding="utf-8"))))[1:]
+    if rows:
+        print(f"{len(rows)} rollout(s) crashed, degraded or unreadable (crashed ones are not in the tables):")
+        print("\n".join(f"  {arm} {task}: {status}: {reason[:160]}" for _, arm, task, status, reason in rows))
+    else:
+        print("no rollout crashed or degraded, and every state store read back intact")
     print(f"wrote {len(written)} files to {out}")
     return 0
 

@@ -34,8 +34,11 @@ def _ray() -> Any:
     return ray
 
 
-def map_tasks(fn: Callable[..., Any], items: Iterable[T], *args: Any, in_flight: int = 1) -> Iterator[tuple[T, Any]]:
-    """Yield (item, fn(item, *args)) for every item, computed as Ray tasks, in completion order."""
+def map_tasks(fn: Callable[..., Any], items: Iterable[T], *args: Any, in_flight: int = 1,
+              on_error: Callable[[T, BaseException], Any] | None = None) -> Iterator[tuple[T, Any]]:  # fmt: skip
+    """Yield (item, fn(item, *args)) for every item, computed as Ray tasks, in completion order.
+    A task that fails after Ray's own retries (its worker died, or `fn` raised) ends the iteration
+    with that error, unless `on_error(item, error)` gives the value to yield for it instead."""
     ray = _ray()
     remote = ray.remote(fn)
     shared = [ray.put(a) for a in args]
@@ -47,4 +50,11 @@ def map_tasks(fn: Callable[..., Any], items: Iterable[T], *args: Any, in_flight:
             pending[remote.remote(item, *shared)] = item
         ready, _ = ray.wait(list(pending), num_returns=1)
         ref = ready[0]
-        yield pending.pop(ref), ray.get(ref)
+        item = pending.pop(ref)
+        try:
+            value = ray.get(ref)
+        except Exception as exc:
+            if on_error is None:
+                raise
+            value = on_error(item, exc)
+        yield item, value

@@ -25,6 +25,18 @@ from pydantic import BaseModel, ConfigDict
 
 from stateguard.records import SCHEMA_VERSION
 from stateguard.state import AnalyticalState, RelationType, state_id, state_number
+from stateguard.store_check import (
+    CommitCounter,
+    StoreCorrupt,
+    StoreError,
+    check_file,
+    check_pages,
+    check_rows,
+    commit_digest,
+    row_columns,
+)
+
+__all__ = ["IndexEntry", "Invalidation", "Lineage", "StateStore", "StoreCorrupt", "StoreError", "VersionInfo"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -62,11 +74,8 @@ CREATE TABLE IF NOT EXISTS invalid(
     PRIMARY KEY(kind, key, invalidated_by)
 );
 CREATE INDEX IF NOT EXISTS invalid_by ON invalid(invalidated_by);
+CREATE TABLE IF NOT EXISTS digests(id TEXT PRIMARY KEY, sha256 TEXT NOT NULL);
 """
-
-
-class StoreError(ValueError):
-    """A commit or query that would break a store invariant; the message says how to fix it."""
 
 
 class IndexEntry(BaseModel):
@@ -111,49 +120,84 @@ class StateStore:
     """SQLite-backed committed-state store. One writer per file; safe to reopen after a crash."""
 
     def __init__(self, path: str | Path = ":memory:", *, synchronous: Literal["NORMAL", "FULL"] = "NORMAL"):
+        """Open the store at `path`, creating it when the file does not exist. An existing file must
+        be an intact StateGuard store: a 0-byte file, damaged pages (`PRAGMA quick_check`), a
+        write-ahead log that lost commits, or a foreign SQLite file raise StoreCorrupt/StoreError
+        naming the path and the fix, before anything is written."""
         self.path = str(path)
-        if self.path != ":memory:":
+        memory = self.path == ":memory:"
+        existing = not memory and Path(self.path).exists()
+        if not memory:
+            check_file(Path(self.path), creating=True)
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._counter = CommitCounter(self.path, writable=not memory)
         self._db = sqlite3.connect(self.path, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        # NORMAL survives a killed process (the WAL is intact); FULL also survives power loss.
-        self._db.execute(f"PRAGMA synchronous={synchronous}")
-        self._db.executescript(_SCHEMA)
-        found = self._meta("schema_version")
-        if found is None:
-            self._set_meta("schema_version", SCHEMA_VERSION)
-        elif found != SCHEMA_VERSION:
-            raise StoreError(
-                f"{self.path}: store schema_version is {found!r}, this code reads {SCHEMA_VERSION!r}; "
-                "use a new run directory or the StateGuard version that wrote it"
-            )
+        try:
+            if existing:
+                self._verify(wal_copy=True)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            # NORMAL survives a killed process (the WAL is intact); FULL also survives power loss.
+            self._db.execute(f"PRAGMA synchronous={synchronous}")
+            self._db.executescript(_SCHEMA)
+            found = self._meta("schema_version")
+            if found is None:
+                self._set_meta("schema_version", SCHEMA_VERSION)
+            elif found != SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.path}: store schema_version is {found!r}, this code reads {SCHEMA_VERSION!r}; "
+                    "use a new run directory or the StateGuard version that wrote it"
+                )
+            if not memory and self._counter.read() is None:
+                self._counter.write(len(self))  # a store from before the counter: start counting now
+        except BaseException:
+            self.close()
+            raise
+
+    def _verify(self, *, wal_copy: bool) -> None:
+        """Integrity of an existing file: pages, lost commits, each state row against the digest
+        taken at its commit, then that it is a StateGuard store."""
+        check_pages(self._db, self.path)
+        tables = {str(r[0]) for r in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        states = len(self) if "states" in tables else 0
+        self._counter.check(states, self.path, wal_copy=wal_copy)
+        if "digests" in tables:
+            check_rows(row_columns(self._db), self._db.execute("SELECT id, sha256 FROM digests"), self.path)
+        if "meta" not in tables:
+            raise StoreError(f"{self.path}: a SQLite file but not a StateGuard state store (no meta table); "
+                             "point at a run's states.sqlite, or use a new path")  # fmt: skip
 
     @classmethod
     def open_read_only(cls, path: str | Path) -> StateStore:
         """An existing store opened for reading only (viewers, reports): nothing is created or
         switched. A cleanly closed store is opened immutable, so nothing is written next to it;
-        one with a live WAL file is opened in read-only mode, so its last commits are seen."""
+        one with a live WAL file is opened in read-only mode, so its last commits are seen. The
+        same integrity checks as a writable open run first (0-byte file, quick_check, lost
+        commits), so a damaged store is refused rather than shown partly."""
         file = Path(path).resolve()
-        if not file.is_file():
-            raise StoreError(f"{file}: no state store here (a run's arm folder holds states.sqlite next to trace.jsonl)")
+        check_file(file, creating=False)
         wal = file.with_name(file.name + "-wal")
         mode = "mode=ro" if wal.is_file() and wal.stat().st_size else "immutable=1"
         store = cls.__new__(cls)
         store.path = str(file)
+        store._counter = CommitCounter(str(file), writable=False)
         store._db = sqlite3.connect(f"file:{quote(str(file))}?{mode}", uri=True, isolation_level=None)
         try:
-            found = store._meta("schema_version")
-        except sqlite3.DatabaseError as exc:
+            try:
+                store._verify(wal_copy=False)
+                found = store._meta("schema_version")
+            except sqlite3.DatabaseError as exc:
+                raise StoreError(f"{file}: not a StateGuard state store ({exc})") from None
+            if found != SCHEMA_VERSION:
+                raise StoreError(f"{file}: store schema_version {found!r}, this code reads {SCHEMA_VERSION!r}")
+        except BaseException:
             store.close()
-            raise StoreError(f"{file}: not a StateGuard state store ({exc})") from None
-        if found != SCHEMA_VERSION:
-            store.close()
-            raise StoreError(f"{file}: store schema_version {found!r}, this code reads {SCHEMA_VERSION!r}")
+            raise
         return store
 
     # ------------------------------------------------------------------ plumbing
     def close(self) -> None:
         self._db.close()
+        self._counter.close()
 
     def _meta(self, key: str) -> str | None:
         row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
@@ -191,41 +235,27 @@ class StateStore:
 
         Raises StoreError (and writes nothing) when the id is not newer than every committed
         state, a relation points at itself or at a state that is not committed, or a variable
-        claims a version that no committed state defined.
+        claims a version that no committed state defined. The digest of every row written is
+        kept, so damage on disk is found when the store is next opened.
         """
+        row = (state.id, state_number(state.id), state.issue, json.dumps([c.text for c in state.conclusions]),
+               state.canonical_json())  # fmt: skip
+        relations = [(state.id, r.related_state_id, r.type.value) for r in state.relations]
+        variables = [(state.id, v.name, v.version, state_number(v.version), int(v.version == state.id),
+                      json.dumps(v.value, sort_keys=True, default=str)) for v in state.used_variables]  # fmt: skip
         with self._transaction() as db:
             self._check_new_state(db, state)
-            seq = db.execute(
-                "INSERT INTO states(id, num, issue, conclusions, record) VALUES(?, ?, ?, ?, ?)",
-                (
-                    state.id,
-                    state_number(state.id),
-                    state.issue,
-                    json.dumps([c.text for c in state.conclusions]),
-                    state.canonical_json(),
-                ),
-            ).lastrowid
+            seq = db.execute("INSERT INTO states(id, num, issue, conclusions, record) VALUES(?, ?, ?, ?, ?)",
+                             row).lastrowid  # fmt: skip
             assert seq is not None
-            db.executemany(
-                "INSERT INTO relations(state_id, upstream_id, type) VALUES(?, ?, ?)",
-                [(state.id, r.related_state_id, r.type.value) for r in state.relations],
-            )
-            db.executemany(
-                "INSERT INTO variables(state_id, name, version, version_num, defined, value) "
-                "VALUES(?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        state.id,
-                        v.name,
-                        v.version,
-                        state_number(v.version),
-                        int(v.version == state.id),
-                        json.dumps(v.value, sort_keys=True, default=str),
-                    )
-                    for v in state.used_variables
-                ],
-            )
+            committed = int(seq)  # seq is the rowid and states are never deleted: it counts the commits
+            db.executemany("INSERT INTO relations(state_id, upstream_id, type) VALUES(?, ?, ?)", relations)
+            db.executemany("INSERT INTO variables(state_id, name, version, version_num, defined, value) "
+                           "VALUES(?, ?, ?, ?, ?, ?)", variables)  # fmt: skip
+            digest = commit_digest(row, relations, variables)
+            db.execute("INSERT INTO digests(id, sha256) VALUES(?, ?)", (state.id, digest))
             self._propagate_invalidity(db, state)
+        self._counter.write(committed)
 
     def _check_new_state(self, db: sqlite3.Connection, state: AnalyticalState) -> None:
         number = state_number(state.id)

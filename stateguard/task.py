@@ -79,26 +79,67 @@ def prelude(task: Task) -> str:
     return PRELUDE.format(base_path=task.base_path)
 
 
-def load_task(folder: str | Path, *, task_id: str | None = None, base_path: str | None = None) -> Task:
-    """Read `<folder>/task.json`; errors name the file, the turn and the field."""
+MAX_TURN_CHARS = 1_000_000  # question, context, code and answer of one turn together
+MAX_TASK_BYTES = 64 * 1024 * 1024
+
+
+def _reference_problem(turn: Turn, raw: dict[str, Any]) -> tuple[str, str] | None:
+    """(field, what is wrong) when a turn lacks the reference a benchmark run needs."""
+    if not isinstance(raw.get("code"), str):
+        return "code", "missing or not a string: every turn needs its reference program (Python source)"
+    if "answer" not in raw:
+        return "answer", "missing: every turn needs the expected answer, a JSON object of the requested fields"
+    if not isinstance(turn.answer, dict) or not turn.answer:
+        return "answer", (f"is {type(turn.answer).__name__} {str(turn.answer)[:40]!r}, expected a non-empty JSON "
+                          'object of the requested fields, e.g. {"revenue": 720.5}')  # fmt: skip
+    return None
+
+
+def load_task(folder: str | Path, *, task_id: str | None = None, base_path: str | None = None,
+              reference: bool = True) -> Task:  # fmt: skip
+    """Read `<folder>/task.json`; errors name the file, the turn and the field, and say the fix.
+
+    With `reference` (benchmark and synthesis files), every turn must carry its reference `code`
+    (a string; replaying it needs it non-empty, which the eval runner checks for the scripted
+    worker) and an `answer` object: a turn without them would be scored wrong rather than refused. A
+    turn over MAX_TURN_CHARS is refused too (it would be fed whole to parsers and models)."""
     folder = Path(folder)
     path = folder / "task.json"
     try:
-        raw = json.loads(path.read_text())
+        size = path.stat().st_size
+        if size > MAX_TASK_BYTES:
+            raise ValueError(f"{path}: {size:,} bytes; a task.json is at most {MAX_TASK_BYTES:,} bytes (turn text "
+                             "only: put data in files under the task's data folder)")  # fmt: skip
+        raw = json.loads(path.read_bytes().decode("utf-8"))
     except FileNotFoundError:
         raise FileNotFoundError(f"{path}: no task.json here; pass the task folder (…/taskN)") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start}); "
+                         "save the file as UTF-8") from None  # fmt: skip
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
     if not isinstance(raw, list):
         raise ValueError(f"{path}: expected a list of turns, got {type(raw).__name__}")
+    if not raw:
+        raise ValueError(f"{path}: the list of turns is empty; a task needs at least one turn")
     turns = []
     for i, item in enumerate(raw):
+        where = f"{path}: turn #{i + 1}" + (f" (turn_id {item.get('turn_id')})" if isinstance(item, dict) else "")
         try:
-            turns.append(Turn.model_validate(item))
+            turn = Turn.model_validate(item)
         except ValidationError as exc:
             first = exc.errors()[0]
             field = ".".join(str(p) for p in first["loc"])
-            raise ValueError(f"{path}: turn #{i + 1}, field '{field}': {first['msg']}") from None
+            raise ValueError(f"{where}, field '{field}': {first['msg']}") from None
+        chars = len(json.dumps(item, ensure_ascii=False))
+        if chars > MAX_TURN_CHARS:
+            raise ValueError(f"{where}: {chars:,} characters; a turn is at most {MAX_TURN_CHARS:,} (question, "
+                             "context, code and answer together); put large data in files under the task's data "
+                             "folder")  # fmt: skip
+        problem = _reference_problem(turn, item) if reference else None
+        if problem is not None:
+            raise ValueError(f"{where}, field '{problem[0]}': {problem[1]}")
+        turns.append(turn)
     ids = [t.turn_id for t in turns]
     if ids != sorted(set(ids)):
         raise ValueError(f"{path}: turn_id values must be unique and increasing, got {ids}")

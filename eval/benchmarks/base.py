@@ -10,8 +10,7 @@ the agent-visible data folder the sandbox mounts, the parent sets Pa(t) used by 
 scripted worker's mistakes when the benchmark ships them.
 
 Optional methods the runner uses when a benchmark has them: `worker_protocol(task)` (the LLM
-worker's native prompt and reply format, e.g. LongDS's DSGym-style tags), `units(task)` (the scored units when a
-rollout failed, e.g. DAComp-DE's tables), `collect(task, arm_dir, answers)` (gather what the agent
+worker's native prompt and reply format, e.g. LongDS's DSGym-style tags), `collect(task, arm_dir, answers)` (gather what the agent
 produced, e.g. SQL files in its scratch folder) and `after_run(run_dir)` (benchmark-specific
 outputs, e.g. DABstep's leaderboard files).
 """

@@ -92,7 +92,8 @@ def _bench_table(summaries: list[RunSummary]) -> Markup:
         "repairs",
         "manager calls",
         "wall time s",
-        "failed",
+        "degraded",
+        "crashed",
     ]
     rows = []
     for s in summaries:
@@ -111,7 +112,8 @@ def _bench_table(summaries: list[RunSummary]) -> Markup:
                     _num("repairs", a.repairs, str(a.repairs)),
                     _num("manager_calls", a.manager_calls, str(a.manager_calls)),
                     _num("wall_s", a.wall_s, f"{a.wall_s:.1f}"),
-                    _num("failed_tasks", a.failed_tasks, str(a.failed_tasks)),
+                    _num("degraded_tasks", a.degraded_tasks, str(a.degraded_tasks)),
+                    _num("crashed_tasks", a.crashed_tasks, str(a.crashed_tasks)),
                 )
             )
     gains = []
@@ -135,13 +137,33 @@ def _bench_table(summaries: list[RunSummary]) -> Markup:
             el("tbody", None, rows),
         ),
         gains,
+        _problems(summaries),
     )
 
 
+def _problems(summaries: list[RunSummary]) -> Markup:
+    """Crashed and degraded rollouts, named with their reasons: never only a count."""
+    items = []
+    for s in summaries:
+        for a in s.arms:
+            for task, error in sorted(a.crashed.items()):
+                items.append(el("li", {"class": "crashed", "data-arm": a.arm, "data-task": task},
+                                el("strong", None, f"crashed, not scored: {task} / {a.arm}: "), error))  # fmt: skip
+            for task, why in sorted(a.degraded.items()):
+                items.append(el("li", {"class": "degraded", "data-arm": a.arm, "data-task": task},
+                                el("strong", None, f"degraded: {task} / {a.arm}: "), "; ".join(why)))  # fmt: skip
+    if not items:
+        return join()
+    return el("ul", {"class": "problems", "id": "problems"}, items)
+
+
 def _note(facts: dict[str, str]) -> str:
-    """The short remark of an arm's row: its error, or a synthesis variant's kept verdict and intervention."""
+    """The short remark of an arm's row: its crash or degradation, or a synthesis variant's kept
+    verdict and intervention."""
     if "error" in facts:
-        return f"failed: {facts['error']}"
+        return f"crashed, not scored: {facts['error']}"
+    if "degraded" in facts:
+        return f"degraded: {facts['degraded']}"
     parts = [f"kept: {facts['kept']}"] if "kept" in facts else []
     if "intervention" in facts:
         parts.append(facts["intervention"].split(":", 1)[0])
@@ -169,10 +191,13 @@ def _task_rows(run: RunSource, pages: dict[str, str]) -> Markup:
                 if i == 0
                 else None
             )
+            status = "first" if i == 0 else ""
+            status += f" {r.status}" if r.status != "ok" else ""
             rows.append(
                 el(
                     "tr",
-                    {"data-task": task.task_id, "data-arm": arm.name, "class": "first" if i == 0 else None},
+                    {"data-task": task.task_id, "data-arm": arm.name, "data-status": r.status,
+                     "class": status.strip() or None},  # fmt: skip
                     first,
                     el("td", {"class": "arm"}, arm.name),
                     _num("correct", sum(scored), f"{sum(scored)}/{len(scored)}"),

@@ -98,6 +98,7 @@ def rollout_arm(
         committed_states=len(result.get("committed_states", [])),
         stale_states=len(result.get("stale_states", [])),
         degraded=bool(result.get("degraded", False)),
+        degraded_reasons=[str(x) for x in result.get("degraded_reasons") or []],
         wall_s=_wall_s(trace) if trace.is_file() else 0.0,
         run_dir=str(folder),
     )

@@ -94,15 +94,15 @@ def _arm_folder(root: Path, result: ArmResult) -> Path | None:
 def _load_eval(root: Path) -> RunSource:
     try:
         results = read_results(root)
-    except ValueError as exc:
-        raise ViewerError(
-            f"{root}/results: a result file does not parse ({exc}); rerun the task or delete it"
-        ) from exc
+    except ValueError as exc:  # ResultFileError names the file and the fix (a resume moves it aside, reruns it)
+        raise ViewerError(str(exc)) from exc
     if not results:
         raise ViewerError(f"{root}/results is empty: the run has not finished any task yet")
     by_task: dict[tuple[str, str], list[ArmSource]] = {}
     for r in results:
         facts = {"error": r.error} if r.error else {}
+        if r.status == "degraded":
+            facts["degraded"] = "; ".join(r.degraded_reasons) or "(no reason recorded)"
         by_task.setdefault((r.bench, r.task_id), []).append(
             ArmSource(r.arm, r.arm, _arm_folder(root, r), r, facts)
         )

@@ -173,8 +173,11 @@ def _arm_section(i: int, view: ArmView, value_chars: int) -> Markup:
         f"{len(view.graph.nodes)} states ({r.stale_states} stale)",
         f"{r.wall_s:.1f} s",
     ]
-    if r.degraded:
-        facts.append("manager degraded")
+    if r.status == "crashed":
+        facts.append("CRASHED: not scored")
+    elif r.degraded:  # the reasons are in arm.facts (eval runs) or here (plain rollout folders)
+        why = "; ".join(r.degraded_reasons) or "manager degraded"
+        facts.append("DEGRADED" if "degraded" in arm.facts else f"DEGRADED: {why}")
     extra = [el("p", {"class": "fact"}, el("strong", None, f"{k}: "), v) for k, v in arm.facts.items()]
     step_seq = {e.step: e.seq for e in view.entries if e.step is not None}
     if view.svg is None:

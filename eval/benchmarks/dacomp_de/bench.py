@@ -29,8 +29,7 @@ The example's CFS and CS scores are saved per (task, answer) under
 domain = the project (e.g. lever).
 
 Hooks for a runner that knows the arm folder: `collect(task, arm_dir, answers)` points an answer
-without a usable `sql_dir` at `<arm_dir>/scratch/sql`; `units(task)` lists every table unit (to
-mark them all wrong when a rollout fails).
+without a usable `sql_dir` at `<arm_dir>/scratch/sql`; `units(task)` lists every table unit.
 
 Only `worker=llm` and `workspace=sandbox` can run it (no reference code to replay; the dict
 workspace would write into the runner's own directory, shared by the arms); `load` refuses the
@@ -175,15 +174,15 @@ class DACompRunScore(BaseModel):
     units: dict[str, int] = Field(default_factory=dict, description="Table -> unit id in ArmResult.correct.")
     cfs: ExampleScore | None = None
     cs: ExampleScore | None = None
-    error: str | None = Field(default=None, description="The rollout failed: the example scores 0.")
+    error: str | None = Field(default=None, description="The rollout crashed: the example is not scored.")
 
     @property
     def cfs_score(self) -> float | None:
-        return 0.0 if self.error else None if self.cfs is None else self.cfs.score
+        return None if self.error or self.cfs is None else self.cfs.score
 
     @property
     def cs_score(self) -> float | None:
-        return 0.0 if self.error else None if self.cs is None else self.cs.score
+        return None if self.error or self.cs is None else self.cs.score
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -345,8 +344,9 @@ class DACompDEBench:
 def task_scores(run_dir: str | Path, results: Iterable[ArmResult] | None = None) -> list[DACompRunScore]:
     """CFS and CS per (task, arm) of a DAComp-DE run, from the scores `score` saved.
 
-    A failed rollout scores 0 (its `error` is kept); a result whose saved score is missing gets
-    cfs = cs = None and a note, so it is left out of the means rather than counted as 0.
+    A crashed rollout is not scored (cfs = cs = None, its `error` kept), as in the run's summary; a
+    result whose saved score is missing gets cfs = cs = None and a note. Both are left out of the
+    means rather than counted as 0.
     """
     folder = Path(run_dir) / SCORES_DIR
     out = []

@@ -61,7 +61,7 @@ def test_overview_table_equals_the_run_results(driver: Any, eval_run: Path, eval
         assert cells["accuracy"].text == fmt(arm.accuracy)
         assert cells["dcr"].text == fmt(arm.dcr)
         assert float(cells["accuracy"].get_attribute("data-value")) == pytest.approx(arm.accuracy)
-        for field in ("tasks", "turns_scored", "repairs", "manager_calls", "failed_tasks"):
+        for field in ("tasks", "turns_scored", "repairs", "manager_calls", "degraded_tasks", "crashed_tasks"):
             assert int(cells[field].text) == getattr(arm, field), field
         assert float(cells["wall_s"].get_attribute("data-value")) == pytest.approx(arm.wall_s)
     for r in results:  # one row per (task, arm), with that result's counts and a link to the task page
