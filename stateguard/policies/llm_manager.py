@@ -23,7 +23,7 @@ from stateguard.lifecycle import ControlAction
 from stateguard.llm.client import ContextOverflow, LLMError
 from stateguard.observation import ManagerObservation, compress
 from stateguard.policies.base import Activation, Degrade, ManagerContext, ModelResponse
-from stateguard.policies.prompts import observation_message, system_prompt, task_block
+from stateguard.policies.prompts import evidence_message, observation_message, system_prompt, task_block
 
 
 class ChatClient(Protocol):
@@ -55,15 +55,20 @@ class LLMManager:
         # Small local models: tool schemas without descriptions shrink the prompt by ~40%.
         self.tools = [_compact(t) for t in tool_schemas()] if compact_tools else tool_schemas()
 
-    def _messages(self, obs: ManagerObservation, ctx: ManagerContext) -> list[dict[str, Any]]:
+    def _messages(self, obs: ManagerObservation, ctx: ManagerContext, evidence: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         upto = ctx.turn.turn_id if ctx.turn is not None else None
+        user = f"{task_block(ctx.task, upto)}\n\n{observation_message(obs)}"
+        if evidence:
+            user += "\n\n" + evidence_message(evidence)
         return [
             {"role": "system", "content": system_prompt(ctx.regime, self.variant)},
-            {"role": "user", "content": f"{task_block(ctx.task, upto)}\n\n{observation_message(obs)}"},
+            {"role": "user", "content": user},
         ]
 
-    def activate(self, obs: ManagerObservation, ctx: ManagerContext) -> Activation:
-        messages = self._messages(obs, ctx)
+    def activate(self, obs: ManagerObservation, ctx: ManagerContext, evidence: dict[str, Any] | None = None) -> Activation:
+        """`evidence`: what a deterministic tier already established (the hierarchical manager's
+        extracted requirements, code structure and probe results), shown after the observation."""
+        messages = self._messages(obs, ctx, evidence)
         tools = self.tools
         budget = self.context_budget
         used = invalid = 0
@@ -77,7 +82,7 @@ class LLMManager:
                 if budget < 512:
                     return
                 smaller = compress(obs, budget)
-                messages = self._messages(smaller, ctx) + messages[2:]
+                messages = self._messages(smaller, ctx, evidence) + messages[2:]
                 continue
             except LLMError as exc:
                 self.failures += 1

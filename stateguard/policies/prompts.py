@@ -12,7 +12,7 @@ The `freeform` ablation keeps P_sys and P_life and swaps P_ctrl (`stateguard.pol
 from __future__ import annotations
 
 import json
-from typing import Literal
+from typing import Any, Literal
 
 from stateguard.lifecycle import Regime
 from stateguard.observation import ManagerObservation
@@ -100,3 +100,11 @@ def task_block(task: Task, upto_turn: int | None) -> str:
 def observation_message(obs: ManagerObservation) -> str:
     """P_act and the runtime view: the observation as compact JSON."""
     return "OBSERVATION\n" + json.dumps(obs.model_dump(mode="json", exclude={"schema_version"}), default=str)
+
+
+def evidence_message(evidence: dict[str, Any]) -> str:
+    """The deterministic tier's verification of this state, for the model it delegates to."""
+    return ("DETERMINISTIC VERIFICATION (the requirements read from the question, what the code does, "
+            "the probe results; nothing it could check failed. The requirements under 'unverified' could "
+            "not be tied to the code or data: check those, with tools if needed, then REPAIR or "
+            "FINALIZE_RELATIONS)\n" + json.dumps(evidence, default=str))

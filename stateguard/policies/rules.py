@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import json
+from collections.abc import Generator
 from typing import Any
 
 from stateguard.answers import field_name, last_json, numbers, required_decimals
@@ -27,7 +28,7 @@ from stateguard.dataflow import cell_dataflow
 from stateguard.lifecycle import Regime, Stage
 from stateguard.observation import EventType, ManagerObservation, WorkerStep
 from stateguard.policies import checks
-from stateguard.policies.base import Activation, ManagerContext
+from stateguard.policies.base import Activation, ManagerContext, Proposal
 from stateguard.policies.evidence import intended_turns, replay_differs, scratch_name
 from stateguard.state import ConstraintResult
 from stateguard.verification.verifier import SemanticVerifier
@@ -143,12 +144,27 @@ class RulesManager:
         self._named = self._fingerprint(ctx, names or []) if ctx is not None else {}
 
     def _verify(self, obs: ManagerObservation, ctx: ManagerContext) -> Activation:
+        findings = yield from self.gather(obs, ctx)
+        yield from self.decide(obs, ctx, findings)
+
+    def gather(self, obs: ManagerObservation, ctx: ManagerContext) -> Generator[Proposal, Any, list[checks.Finding]]:
+        """Every finding on the state under verification: the deterministic checks, then the
+        semantic requirements checked with tool evidence (inspect_python, run_probe, load_state)."""
         findings = self.findings(obs, ctx)
-        if self.semantic is not None:  # requirements of the task text, checked with tool evidence
+        if self.semantic is not None:
             retry, turn = self._under_review(obs, ctx)
             findings += yield from self.semantic.verify(obs, ctx, turn, retry)
-            if not findings:
-                self.semantic.remember(turn, obs.available_state_id)
+        return findings
+
+    def remember(self, obs: ManagerObservation, ctx: ManagerContext) -> None:
+        """The state will be committed as it is: its turn's definitions become the current ones."""
+        if self.semantic is not None:
+            self.semantic.remember(self._under_review(obs, ctx)[1], obs.available_state_id)
+
+    def decide(self, obs: ManagerObservation, ctx: ManagerContext, findings: list[checks.Finding]) -> Activation:
+        """REPAIR on findings (heavy or ABANDON only with confirmed evidence), else commit."""
+        if not findings:
+            self.remember(obs, ctx)
         if findings and obs.repair_attempts == 0:
             yield from self._repair(obs, ctx, findings)
             return
