@@ -90,7 +90,7 @@ class Mirror:
             if target.is_symlink() or (target.exists() and not target.is_dir()):
                 target.unlink()  # a file the sandbox has since replaced by a directory
             target.mkdir(parents=True, exist_ok=True)
-        with os.scandir(os.dup(dir_fd)) as entries:  # scandir closes the fd it is given
+        with os.scandir(dir_fd) as entries:  # scandir works on its own dup of the fd (and rewinds it): ours stays ours
             for entry in entries:
                 if len(present) >= MAX_ENTRIES:
                     self.skipped.append(f"more than {MAX_ENTRIES} entries: the rest is not mirrored")
