@@ -195,7 +195,9 @@ class Binder:
                 site = self.row_site(sel, req, column)
                 if site:
                     sites.append((sel, site))
-        if not sites:
+        if not sites or req.term:
+            # A defined term the code does not restate is usually read through a flag column an
+            # earlier turn built, or both of its sides are compared (wet vs dry): no evidence.
             plan.unverified.append(req)
             return
         plan.notes.append(f"{req.describe()}: no condition on {', '.join(columns)} in the code")

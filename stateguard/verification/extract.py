@@ -49,6 +49,8 @@ _AGG = re.compile(
     r"(?=\s*(?:\(|,|\.|;|\?|$|\s(?:per|for|of|over|in|across|by|among|within|from|on|at|is|was|and|rounded)\b))",
     re.IGNORECASE,
 )
+_REMOVED_AFTER = re.compile(r"\s+(?:was|were|has been|had been|have been)\s+(?:left out|removed|dropped|excluded|taken out)\b", re.IGNORECASE)
+_REFERENCE_BEFORE = re.compile(r"\b(?:than|above|below|over|under|exceeds?|exceeding)\s+(?:the|their|its|his|her)?\s*(?:[a-z-]+\s+)?$", re.IGNORECASE)
 _FIELD_AGG = re.compile(r"^(?P<fn>mean|avg|average|median|total|sum)_(?P<rest>.+)$")
 _FUNCS = {"mean": "mean", "average": "mean", "avg": "mean", "median": "median", "total": "sum", "sum of": "sum", "sum": "sum"}
 _SHARE = re.compile(r"^(?:what|compute|find|give)\s+(?:the\s+)?(?:share|proportion|percentage|fraction)\b[^()]*\b(?:each|per|every)\b", re.IGNORECASE)
@@ -173,6 +175,8 @@ def scopes(clause: str, vocab: Vocabulary, tables: list[str] | None, source: str
             before = clause[max(0, m.start() - 40) : m.start()]
             if re.search(r"\b(?:are|is|being|as|than|vs\.?|versus|compare\w*|between)\s+(?:the\s+)?$", before, re.IGNORECASE):
                 continue
+            if _REMOVED_AFTER.match(clause[m.end() : m.end() + 40]):
+                continue  # "before Grand Rapids was left out": history of the data, not this turn's scope
             exclude = bool(re.search(r"(?:\b(?:exclud\w*|except|other than|not|without|besides|apart from)\s+(?:the\s+|any\s+)?|\bnon-)$", before, re.IGNORECASE))
             col = cols[0]
             vals, excl, text = found.get(col, ([], exclude, ""))
@@ -193,6 +197,8 @@ def aggregations(clause: str, fields: list[str], source: str = "question") -> li
         subj = [w for w in m.group("subj").split() if w.lower() not in ("the", "of")]
         if subj and subj[0].lower() in ("of", "growth") and fn == "sum":
             continue
+        if not subj or subj[0].lower() in ("and", "or") or _REFERENCE_BEFORE.search(clause[: m.start()]):
+            continue  # "heavier than their cohort mean and efficient": a reference value, not the statistic asked
         out.append(Requirement(kind=Kind.AGGREGATION, text=m.group(0), source=source, function=fn, subject=subj))
     for field in fields:
         fm = _FIELD_AGG.match(field)

@@ -99,3 +99,23 @@ def test_schema_refuses_incomplete_requirements() -> None:
         Requirement(kind=Kind.COMPARISON, text="above")
     with pytest.raises(ValueError, match="value <= upper"):
         Requirement(kind=Kind.COMPARISON, text="between", op=">=", value=5, upper=1)
+
+
+def test_a_value_the_data_lost_earlier_is_history_not_scope() -> None:
+    q = "Compare with the island table of turn 2 (built before Dream was left out): what is the difference?"
+    assert of(Kind.SCOPE, extract(q, vocab=VOCAB)) == []
+    assert [r.values for r in of(Kind.SCOPE, extract("Among the Dream penguins, what is the mean bill length?", vocab=VOCAB))] == [["Dream"]]
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["How many penguins are both heavier than their species mean and male?",
+     "How many penguins are above the mean body mass?"],
+)
+def test_a_mean_used_as_a_reference_is_not_the_statistic_asked(question: str) -> None:
+    assert of(Kind.AGGREGATION, extract(question)) == []
+
+
+def test_the_statistic_asked_is_still_read_next_to_a_reference() -> None:
+    found = of(Kind.AGGREGATION, extract("How many penguins are above the mean body mass, and what is the mean bill length of those?"))
+    assert [(r.function, r.subject) for r in found] == [("mean", ["bill", "length"])]

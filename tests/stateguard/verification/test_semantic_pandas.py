@@ -88,3 +88,15 @@ def test_pointing_back_at_a_definition_is_not_a_requirement(session: Session) ->
                  "large = orders[orders.price >= 150]\nresult = {'n_large': len(large)}")
     old = "lr = orders[orders.price >= 100]\nn_old = len(lr)\nresult = {'n_old': n_old}"
     assert session.turn("Under the original definition of large, how many orders are there? Report `n_old`.", old) == []
+
+
+def test_a_definition_read_through_a_flag_is_not_a_finding(session: Session) -> None:
+    """A turn that compares both sides of a defined term through the flag an earlier turn built
+    restates no condition: that is no evidence of a mistake (the requirement stays unverified)."""
+    assert session.turn("An order is large when its price is at least 100. Report `n_large`.",
+                        "orders['large'] = orders.price >= 100\nresult = {'n_large': int(orders.large.sum())}") == []
+    question = "Are large orders rated higher? Report the mean rating of large orders, of the others, and the gap."
+    code = ("big = orders[orders.large]\nsmall = orders[~orders.large]\n"
+            "result = {'large': big.rating.mean(), 'others': small.rating.mean(), 'gap': big.rating.mean() - small.rating.mean()}")
+    assert session.turn(question, code) == []
+    assert any(r.term == "large" for r in session.verifier.last.unverified)
