@@ -24,7 +24,7 @@ ARMS: tuple[str, ...] = Arm.__args__  # type: ignore[attr-defined]
 # Keys that say how a run is executed, not what it computes: they may change on resume.
 OPERATIONAL_KEYS = frozenset({
     "run_dir", "resume", "resume_with_changed_config", "progress", "workers", "backend", "limit", "task_ids",
-    "bootstrap_resamples", "job_retries", "bench.run_dir",
+    "bootstrap_resamples", "job_retries", "bench.run_dir", "keep_checkpoints",
 })  # fmt: skip
 
 
@@ -64,6 +64,7 @@ class EvalConfig(_Open):
     seed: int = 0
     bootstrap_resamples: int = Field(default=10_000, ge=1)
     progress: bool = True
+    keep_checkpoints: bool = False
     harness: HarnessSettings
 
     @field_validator("arms")

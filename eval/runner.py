@@ -84,6 +84,13 @@ def _clear(folder: Path) -> None:
             time.sleep(0.2 * (attempt + 1))
 
 
+def _drop_checkpoints(folder: Path) -> None:
+    """A finished rollout's workspace checkpoints are only needed inside it; a synth run leaves
+    gigabytes of them (every checkpoint copies the frames), so they go unless `keep_checkpoints`."""
+    for pkl in folder.glob("*.pkl"):
+        pkl.unlink(missing_ok=True)
+
+
 def run_job(task: EvalTask, arm: str, flow: FlowConfig, cfg: dict[str, Any], arm_dir: str) -> dict[str, Any]:
     """One rollout; returns the raw outcome (the parent scores it). Never raises for a task: a
     rollout that raises is returned as crashed, with the error."""
@@ -107,6 +114,8 @@ def run_job(task: EvalTask, arm: str, flow: FlowConfig, cfg: dict[str, Any], arm
                              harness_config=dict(cfg["harness"]))  # fmt: skip
         finally:
             workspace.close()
+            if not cfg.get("keep_checkpoints"):
+                _drop_checkpoints(out / "checkpoints")
         answers = result.answers
         collect = getattr(bench, "collect", None)
         if collect is not None:  # e.g. DAComp-DE: the SQL files the agent wrote in its scratch folder

@@ -114,7 +114,7 @@ class _Run:
             result = self.harness.degrade("manager kept the activation going past the per-review limit")
         if result.outcome is Outcome.RUN_TO_COMPLETION:
             self.degraded = True
-            self.degraded_reasons.append(f"manager: {result.feedback}")
+            self.degraded_reasons.append(f"manager degraded: {result.feedback}")
         self.deliver(self.harness.take_hints())
         return result
 

@@ -110,3 +110,15 @@ def test_tables_render_from_a_saved_run(bench_dir: Path, tmp_path: Path) -> None
     assert rows[1].split(",")[-2] == f"{100 * arms['baseline'].accuracy:.1f}"
     assert rows[2].split(",")[-2] == f"{100 * arms['stateguard'].accuracy:.1f}"
     assert (tmp_path / "t" / "tables" / "accuracy_vs_coverage.png").stat().st_size > 1000
+
+
+def test_checkpoints_are_dropped_after_a_rollout_unless_kept(bench_dir: Path, tmp_path: Path) -> None:
+    over = {"workspace": "sandbox", "limit": 1, "arms": "[stateguard]"}
+    run(_cfg(bench_dir, tmp_path / "drop", **over))
+    run(_cfg(bench_dir, tmp_path / "keep", keep_checkpoints="true", **over))
+    dropped = list((tmp_path / "drop").rglob("checkpoints/*.pkl"))
+    kept = list((tmp_path / "keep").rglob("checkpoints/*.pkl"))
+    assert dropped == [] and len(kept) >= 2  # the start checkpoint and at least one per committed state
+    # what a reader of the run needs stays: results and the kernel's log
+    assert [r.status for r in read_results(tmp_path / "drop")] == [r.status for r in read_results(tmp_path / "keep")]
+    assert list((tmp_path / "drop").rglob("checkpoints/kernel.stderr.log"))

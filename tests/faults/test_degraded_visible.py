@@ -58,17 +58,18 @@ def test_degraded_and_crashed_rollouts_show_everywhere(tmp_path: Path, monkeypat
     b = build_task(bench, dataset="penguins", seed=11, turns=12, worker_faults=1).name
     real_workspace = runner.make_workspace
 
-    def workspace(kind: str, data_dir: Path, arm_dir: Path) -> Any:
-        if b in str(arm_dir) and arm_dir.name == "baseline":
+    def workspace(kind: str, data_dir: Path, arm_dir: Path, *rest: Any) -> Any:
+        if arm_dir.parent.name == b and arm_dir.name == "baseline":
             raise RuntimeError("scripted: the workspace could not start")
-        return real_workspace(kind, data_dir, arm_dir)
+        return real_workspace(kind, data_dir, arm_dir, *rest)
 
     monkeypatch.setattr(runner, "make_workspace", workspace)
     monkeypatch.setattr(runner, "make_manager", lambda kind, **_: ScriptedDegradingManager())
     run_dir = tmp_path / "run"
     with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
         cfg = compose("eval", overrides=[f"run_dir={run_dir}", f"bench.data_dir={bench}", "bench.verify=false",
-                                         "workspace=dict", "workers=1", "progress=false", "bootstrap_resamples=100"])  # fmt: skip
+                                         "workspace=dict", "workers=1", "progress=false", "bootstrap_resamples=100",
+                                             "bench.variants=[shipped]"])  # fmt: skip
     assert runner.run_cli(cfg) == 1  # a crashed rollout: exit status 1
     printed = capsys.readouterr()
     assert "1 rollout(s) crashed and were not scored" in printed.err

@@ -54,7 +54,7 @@ def killer_bench(bench_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> P
 
 def _args(bench: Path, run_dir: Path, **over: object) -> list[str]:
     base = {"run_dir": run_dir, "bench.data_dir": bench, "bench.verify": "false", "workspace": "dict",
-            "workers": 1, "progress": "false", "bootstrap_resamples": 200}  # fmt: skip
+            "workers": 1, "progress": "false", "bootstrap_resamples": 200, "bench.variants": "[shipped]"}  # fmt: skip
     return [f"{k}={v}" for k, v in {**base, **over}.items()]
 
 

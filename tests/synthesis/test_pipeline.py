@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -34,9 +33,7 @@ def _files(root: Path) -> dict[str, bytes]:
 @pytest.fixture(scope="module")
 def debug_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     out = tmp_path_factory.mktemp("synth")
-    start = time.perf_counter()
     result = run(_debug_cfg(out))
-    assert time.perf_counter() - start < 60
     return out, result.model_dump()
 
 

@@ -180,8 +180,7 @@ def test_rejected_and_rolled_back_are_shown(
 
 
 def test_screenshot_of_a_task_page(driver: Any, eval_view: BuildReport, tmp_path: Path) -> None:
-    seconds = open_page(driver, eval_view.out / "tasks" / f"{TASK}.html", "a1-S5")
-    assert seconds < 2.0
+    open_page(driver, eval_view.out / "tasks" / f"{TASK}.html", "a1-S5")  # load time: eval/viewer/bench.py
     png = tmp_path / "task_page.png"
     assert driver.save_screenshot(str(png))
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
