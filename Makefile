@@ -41,10 +41,14 @@ check: $(STAMP) ## Lint (ruff) and type-check (mypy) all packages
 	$(VENV)/bin/ruff check stateguard synthesis training eval scripts tests
 	$(VENV)/bin/mypy stateguard synthesis training eval
 
-eval: $(STAMP) ## Main job: a benchmark, baseline vs +StateGuard (default offline synth; BENCH=longds; ARGS='limit=2')
+eval: $(STAMP) ## Main job: a benchmark, baseline vs +StateGuard (default offline synth; BENCH=longds; BENCH=statewise; ARGS='limit=2')
 	@$(SYSTEM_DEPS) eval
+ifeq ($(BENCH),statewise)
+	$(PY) -m eval.benchmarks.statewise.run $(if $(RUN),run_dir=$(RUN)) $(ARGS)
+else
 	@if [ -z "$(BENCH)" ] || [ "$(BENCH)" = synth ]; then $(MAKE) --no-print-directory synth-bench; fi
 	$(PY) -m eval.runner $(if $(BENCH),bench=$(BENCH)) $(if $(RUN),run_dir=$(RUN)) $(ARGS)
+endif
 
 demo: $(STAMP) ## The six-turn offline demo (one task, per-turn side by side)
 	$(PY) -m eval.demo $(ARGS)
