@@ -28,6 +28,8 @@ from stateguard.policies.llm_manager import LLMManager, LLMManagerConfig
 from stateguard.policies.observer import ObserverManager
 from stateguard.policies.rules import RulesManager
 from stateguard.trace import Trace
+from stateguard.verification.llm_extract import LLMExtractor
+from stateguard.verification.verifier import SemanticConfig, SemanticVerifier
 from stateguard.worker import WorkerAdapter
 from stateguard.workers import FaultModel, ResponseModel, ScriptedWorker
 from stateguard.workers.llm_worker import LLMWorker, WorkerProtocol
@@ -113,11 +115,15 @@ def llm_settings(llm: Mapping[str, Any] | None, **fixed: Any) -> tuple[LLMManage
 
 
 def make_manager(kind: str, *, trace: Trace, context_budget_tokens: int = 40960,
-                 llm: Mapping[str, Any] | None = None) -> ManagerPolicy:  # fmt: skip
+                 llm: Mapping[str, Any] | None = None, semantic: Mapping[str, Any] | None = None) -> ManagerPolicy:  # fmt: skip
     """The manager policy; the LLM-backed ones use the endpoint from STATEGUARD_MANAGER_* variables,
-    with the call policy and manager knobs of the config's `llm:` block (`LLMManagerConfig`)."""
+    with the call policy and manager knobs of the config's `llm:` block (`LLMManagerConfig`).
+    `semantic` configures the rules tier's semantic verification (`SemanticConfig`; off by default)."""
+    sem = SemanticConfig.model_validate(dict(semantic or {}))
+    extractor = LLMExtractor(LLMClient(EndpointConfig.from_env("manager"), trace=trace)) if sem.extractor == "llm" else None
+    verifier = SemanticVerifier(sem, extractor=extractor) if sem.enabled else None
     if kind == "rules":
-        return RulesManager()
+        return RulesManager(semantic=verifier)
     if kind not in MANAGERS:
         raise ValueError(f"manager={kind!r}: use one of {', '.join(MANAGERS)}")
     config, endpoint = llm_settings(llm, context_budget_tokens=context_budget_tokens,
@@ -126,7 +132,7 @@ def make_manager(kind: str, *, trace: Trace, context_budget_tokens: int = 40960,
     if kind == "observer":
         return ObserverManager(client)
     manager = LLMManager(client, config)
-    return HierarchicalManager(RulesManager(), manager) if kind == "hierarchical" else manager
+    return HierarchicalManager(RulesManager(semantic=verifier), manager) if kind == "hierarchical" else manager
 
 
 def make_worker(kind: str, *, trace: Trace, faults: list[Any] | None = None, seed: int = 0,

@@ -74,7 +74,9 @@ def _workspace(cfg: DictConfig, task_dir: Path, arm_dir: Path) -> LiveWorkspace:
 
 def _manager(cfg: DictConfig, trace: Trace) -> ManagerPolicy:
     llm: Any = OmegaConf.to_container(cfg.llm, resolve=True) if cfg.get("llm") else None
-    return make_manager(str(cfg.manager), trace=trace, context_budget_tokens=cfg.harness.context_budget_tokens, llm=llm)
+    semantic: Any = OmegaConf.to_container(cfg.semantic, resolve=True) if cfg.get("semantic") is not None else None
+    return make_manager(str(cfg.manager), trace=trace, context_budget_tokens=cfg.harness.context_budget_tokens, llm=llm,
+                        semantic=semantic)
 
 
 def _worker(cfg: DictConfig, trace: Trace) -> WorkerAdapter:

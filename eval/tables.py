@@ -179,8 +179,10 @@ def _state_runs(results: list[ArmResult]) -> tuple[list[tuple[ArmResult, object]
 def states(runs: list[tuple[ArmResult, object]]) -> Table:
     s = summarize_states([x for _, x in runs])  # type: ignore[misc]
     data = s.model_dump()
-    return ["statistic", "value"], [[k, f"{v:.3g}" if isinstance(v, float) else str(v)]
-                                    for k, v in data.items() if not isinstance(v, dict | list)]  # fmt: skip
+    rows = [[k, f"{v:.3g}" if isinstance(v, float) else str(v)] for k, v in data.items() if not isinstance(v, dict | list)]
+    # Evidence-tool calls by tool (D.2, Figure 4b): total and per task.
+    rows += [[f"tool calls: {name}", f"{count} ({count / s.tasks:.1f}/task)"] for name, count in s.tools.items()]
+    return ["statistic", "value"], rows
 
 
 def _points(value: float | None) -> str:

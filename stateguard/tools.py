@@ -23,6 +23,7 @@ from stateguard.dataflow import cell_dataflow
 from stateguard.lifecycle import ToolAction
 from stateguard.observation import WorkerStep
 from stateguard.store import StateStore
+from stateguard.verification.inspect import inspect_code
 from stateguard.workspace import Workspace
 
 
@@ -45,7 +46,9 @@ def compile_python(code: str) -> dict[str, Any]:
 
 
 def inspect_python(code: str) -> dict[str, Any]:
-    """Names read and written (incl. in-place mutation), calls, literals, imports."""
+    """Names read and written (incl. in-place mutation), calls, literals, imports, and the
+    semantic structure (row conditions, aggregates, group keys, joins, ordering) of the pandas
+    statements and the SQL the code runs (`stateguard.verification.inspect`)."""
     flow = cell_dataflow(code)
     if not flow.valid:
         return {"valid": False, "message": flow.error}
@@ -70,6 +73,7 @@ def inspect_python(code: str) -> dict[str, Any]:
         "calls": calls,
         "literals": literals[:50],
         "imports": imports,
+        "semantics": inspect_code(code).model_dump(mode="json", exclude_defaults=True),
     }
 
 

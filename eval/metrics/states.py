@@ -47,6 +47,7 @@ class RunStateStats(BaseModel):
     turns: int = Field(ge=0, description="Turns started (turn_start events).")
     turns_covered: int = Field(ge=0)
     constraints: int = Field(ge=0, description="Constraints over all committed states.")
+    executable_constraints: int = Field(default=0, ge=0, description="Constraints that carry a check (code).")
     variables: int = Field(ge=0, description="Recorded variables over all committed states.")
     variables_with_value: int = Field(ge=0, description="Recorded variables that carry a concrete value.")
     conclusions: int = Field(ge=0)
@@ -78,6 +79,7 @@ class StateStatsSummary(BaseModel):
     turn_coverage: float | None = Field(description="Covered turns / turns, pooled.")
     task_coverage: float = Field(description="Share of tasks with at least one committed state.")
     constraints_per_state: float | None
+    executable_constraints_per_state: float | None = Field(default=None, description="Constraints with code, per state.")
     variables_per_state: float | None
     conclusions_per_state: float | None
     value_share: float | None = Field(description="Share of recorded variables that carry a value.")
@@ -137,6 +139,7 @@ def run_state_stats(events: Iterable[TraceEvent], store: StateStore) -> RunState
         turns=len(turns),
         turns_covered=len(covered & set(turns)),
         constraints=sum(len(s.constraints) for s in states),
+        executable_constraints=sum(c.code is not None for s in states for c in s.constraints),
         variables=sum(len(s.used_variables) for s in states),
         variables_with_value=sum(v.value is not None for s in states for v in s.used_variables),
         conclusions=sum(len(s.conclusions) for s in states),
@@ -182,6 +185,7 @@ def summarize(runs: Sequence[RunStateStats]) -> StateStatsSummary:
         turn_coverage=_ratio(sum(r.turns_covered for r in runs), sum(r.turns for r in runs)),
         task_coverage=sum(r.states > 0 for r in runs) / n,
         constraints_per_state=_ratio(sum(r.constraints for r in runs), states),
+        executable_constraints_per_state=_ratio(sum(r.executable_constraints for r in runs), states),
         variables_per_state=_ratio(variables, states),
         conclusions_per_state=_ratio(sum(r.conclusions for r in runs), states),
         value_share=_ratio(sum(r.variables_with_value for r in runs), variables),

@@ -23,7 +23,13 @@ from stateguard.observation import ManagerObservation, compress
 from stateguard.policies.action_schema import action_listing, action_schema
 from stateguard.policies.base import ManagerContext
 from stateguard.policies.prompt_fit import PromptPlan, plan_candidates, tools_for
-from stateguard.policies.prompts import REPAIR_AFTER_EVIDENCE, observation_message, reply_format, task_block
+from stateguard.policies.prompts import (
+    REPAIR_AFTER_EVIDENCE,
+    evidence_message,
+    observation_message,
+    reply_format,
+    task_block,
+)
 
 TOOL_RESULT_CHARS = 6000
 
@@ -32,8 +38,9 @@ class Conversation:
     """The messages of one activation and the plan they were built with."""
 
     def __init__(self, manager: Any, obs: ManagerObservation, ctx: ManagerContext, offered: list[str],
-                 tools: list[str], counter: TokenCounter):  # fmt: skip
+                 tools: list[str], counter: TokenCounter, evidence: dict[str, Any] | None = None):  # fmt: skip
         self.m, self.obs, self.ctx, self.counter = manager, obs, ctx, counter
+        self.evidence = f"\n\n{evidence_message(evidence)}" if evidence else ""
         self.schema_obs = obs  # what the schema and listings are tied to (the manager narrows it)
         self.constrained = manager.structured != "off"
         cfg = manager.cfg
@@ -64,7 +71,7 @@ class Conversation:
     def _user(self, task: str, observation: str, tool_actions: bool | None = None) -> str:
         listing = self.listing if tool_actions is None else self.listings[tool_actions]
         tail = f"\n\n{reply_format(listing, self.note)}" if self.constrained else ""
-        return f"{task}\n\n{observation}{tail}"
+        return f"{task}\n\n{observation}{self.evidence}{tail}"
 
     def _build(self, budget: int) -> list[dict[str, Any]]:
         view = compress(self.obs, max(budget, 1), self.counter.text)

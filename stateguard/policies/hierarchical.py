@@ -1,14 +1,20 @@
 """Hierarchical manager: deterministic checks first, the LLM manager only where they cannot decide.
 
 The `rules` manager runs the whole lifecycle. At verification (stage UPDATED) its checks run
-first: concrete findings go straight to a rules REPAIR, no model call. When the checks find
-nothing but a configured trigger says the state holds something they cannot judge — a
-semantic requirement in the question (filters, exclusions, rankings, ...), no executable
-constraint, or an inconclusive check (no structured answer to check) — the verification
-decision is delegated to the LLM manager, which may gather evidence with tools and ends with
-REPAIR or FINALIZE_RELATIONS (the only actions it is offered; REPAIR only while repair budget
-remains). Every model call is an `llm_call` event (`<arm>/llm_calls.jsonl`), so calls per task can
-be counted against the paper's 134.5 per LongDS task (Table 5).
+first, semantic verification included (requirements from the task text, checked with
+inspect_python / run_probe / load_state calls): concrete findings go straight to a rules REPAIR,
+no model call. When they find nothing, the decision is delegated to the LLM manager only where a
+configured trigger says the deterministic tier could not decide:
+  * `unverified_requirement` (the default with semantic verification): a requirement the
+    verifier extracted could not be tied to the code or data, so nothing checked it. The model
+    receives the extracted requirements, what the code does and the probe results in its
+    observation, and is asked about the unverified ones;
+  * `semantic_requirement`: a keyword in the question (the default without semantic
+    verification, and the older trigger: kept for comparison);
+  * `no_executable_constraint`, `inconclusive` (no structured answer to check), `always`.
+The model may gather more evidence with tools and ends with REPAIR or FINALIZE_RELATIONS. Every
+model call is an `llm_call` event in the trace, so calls per task can be counted against the
+paper's 134.5 per LongDS task (Table 5).
 
 A failed delegation — the endpoint refused or failed, the reply was unusable, the activation ran
 out of actions, the per-task time cap is spent — never ends in ABANDON/ABSTAIN: the rules tier's
@@ -34,7 +40,7 @@ from stateguard.policies.llm_manager import LLMManager
 from stateguard.policies.rules import RulesManager
 from stateguard.policies.usage import ManagerUsage
 
-Trigger = Literal["semantic_requirement", "no_executable_constraint", "inconclusive", "always"]
+Trigger = Literal["unverified_requirement", "semantic_requirement", "no_executable_constraint", "inconclusive", "always"]
 SEMANTIC = re.compile(
     r"\b(only|exclud\w*|except|without|at least|at most|more than|less than|top|bottom|highest|lowest|"
     r"between|unless|filter\w*|among|within|whose|where|per|rank\w*|instead|revis\w*|update|most|least)\b",
@@ -45,11 +51,15 @@ SEMANTIC = re.compile(
 class HierarchicalManager:
     name = "hierarchical"
 
-    def __init__(self, rules: RulesManager, llm: LLMManager, triggers: Iterable[Trigger] = ("semantic_requirement",),
+    def __init__(self, rules: RulesManager, llm: LLMManager, triggers: Iterable[Trigger] | None = None,
                  semantic_pattern: str | None = None):  # fmt: skip
         self.rules = rules
         self.llm = llm
-        self.triggers = set(triggers)
+        default: tuple[Trigger, ...] = ("unverified_requirement",) if rules.semantic is not None else ("semantic_requirement",)
+        self.triggers = set(triggers if triggers is not None else default)
+        if "unverified_requirement" in self.triggers and rules.semantic is None:
+            raise ValueError("trigger 'unverified_requirement' needs a rules tier with semantic verification "
+                             "(RulesManager(semantic=SemanticVerifier()))")
         self.semantic = re.compile(semantic_pattern, re.IGNORECASE) if semantic_pattern else SEMANTIC
         self.delegations = 0
         self.llm_off: str | None = None  # why the model tier stopped for the current task
@@ -68,6 +78,8 @@ class HierarchicalManager:
     def needs_llm(self, obs: ManagerObservation, ctx: ManagerContext) -> bool:
         if "always" in self.triggers:
             return True
+        if "unverified_requirement" in self.triggers and self.rules.semantic is not None and self.rules.semantic.last.unverified:
+            return True
         question = ctx.turn.prompt() if ctx.turn is not None else ""
         draft = obs.current_draft or {}
         if "semantic_requirement" in self.triggers and self.semantic.search(question):
@@ -82,13 +94,17 @@ class HierarchicalManager:
     def activate(self, obs: ManagerObservation, ctx: ManagerContext) -> Activation:
         if ctx.task.task_id != self._task_id:
             self._task_id, self.llm_off = ctx.task.task_id, None
-        if (Stage(obs.stage) is not Stage.UPDATED or self.llm_off is not None or self.rules.findings(obs, ctx)
-                or not self.needs_llm(obs, ctx)):  # fmt: skip
+        if Stage(obs.stage) is not Stage.UPDATED:
             yield from self.rules.activate(obs, ctx)
+            return
+        findings = yield from self.rules.gather(obs, ctx)  # the deterministic tier's evidence, as tool calls
+        if findings or self.llm_off is not None or not self.needs_llm(obs, ctx):
+            yield from self.rules.decide(obs, ctx, findings)
             return
         self.delegations += 1
         verdicts = ["FINALIZE_RELATIONS"] + (["REPAIR"] if obs.repair_attempts < obs.repair_budget else [])
-        gen = self.llm.activate(obs, ctx, allowed=verdicts, fallback=False)
+        evidence = self.rules.semantic.last.summary() if self.rules.semantic is not None else None
+        gen = self.llm.activate(obs, ctx, allowed=verdicts, fallback=False, evidence=evidence)
         why: str | None = None
         try:
             proposal = next(gen)
@@ -101,6 +117,7 @@ class HierarchicalManager:
                     # The model judged the state consistent; the rules tier owns the relations
                     # (read off the dataflow), so its FINALIZE is the one applied.
                     gen.close()
+                    self.rules.remember(obs, ctx)
                     yield self.rules.finalize(obs, ctx)
                     return
                 reply = yield proposal
@@ -116,7 +133,7 @@ class HierarchicalManager:
         if ctx.trace is not None:
             ctx.trace.emit("manager_fallback", policy=self.name, reason=why, stage=obs.stage, exit="rules tier decision")
         self.llm.usage.fallbacks += 1
-        yield from self.rules.activate(obs, ctx)
+        yield from self.rules.decide(obs, ctx, [])  # the deterministic tier found nothing: its own verdict
 
 
 def _decided(reply: Any) -> bool:

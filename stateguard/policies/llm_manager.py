@@ -169,10 +169,12 @@ class LLMManager:
     # ------------------------------------------------------------------ activation
 
     def activate(self, obs: ManagerObservation, ctx: ManagerContext, *, allowed: list[str] | None = None,
-                 fallback: bool = True) -> Activation:  # fmt: skip
+                 fallback: bool = True, evidence: dict[str, Any] | None = None) -> Activation:  # fmt: skip
         """One activation. `allowed` narrows the offered control actions (the hierarchical
         manager delegates only a verdict); with `fallback=False` a failure just ends the
-        activation without a decision, for the caller to decide."""
+        activation without a decision, for the caller to decide. `evidence`: what a deterministic
+        tier already established (the hierarchical manager's extracted requirements, code
+        structure and probe results), shown after the observation."""
         self._begin_task(ctx)
         offered = offered_controls(ctx.regime, obs, offer=self.cfg.offer, allowed=allowed)
         if not self.corpus and Stage(obs.stage) is Stage.FINALIZED and offered == [ControlAction.COMMIT_STATE.value]:
@@ -186,7 +188,7 @@ class LLMManager:
                                  "worker-only completion")  # fmt: skip
             return
         self.usage.activations += 1
-        why = yield from self._converse(obs, ctx, offered)
+        why = yield from self._converse(obs, ctx, offered, evidence)
         if why is None:
             self.failures = 0
             return
@@ -201,7 +203,8 @@ class LLMManager:
         if fallback:
             yield from self._exit(obs, ctx, why)
 
-    def _converse(self, obs: ManagerObservation, ctx: ManagerContext, offered: list[str]) -> Any:
+    def _converse(self, obs: ManagerObservation, ctx: ManagerContext, offered: list[str],
+                  evidence: dict[str, Any] | None = None) -> Any:
         """The model conversation; returns None once an offered control action was accepted,
         else why the activation ended without a decision ("endpoint: ..." for endpoint failures)."""
         counter = self._setup()
@@ -230,7 +233,7 @@ class LLMManager:
                 "committed_state_index": [e for e in obs.committed_state_index if e.id not in loaded],
             })  # fmt: skip
 
-        conv = Conversation(self, obs, ctx, controls_now(), tools, counter)
+        conv = Conversation(self, obs, ctx, controls_now(), tools, counter, evidence)
         last_rejected: str | None = None
         shrunk_from: int | None = None  # raw prompt tokens of the last request refused for size
         conv.schema_obs = conv_obs()
@@ -254,7 +257,7 @@ class LLMManager:
                 self._learn_overflow(exc, counter, counted)
                 if refits > MAX_REFITS:
                     return f"endpoint: prompt still too large after {refits} refits ({exc})"
-                conv = Conversation(self, obs, ctx, controls_now(), tools, counter)  # replanned, smaller
+                conv = Conversation(self, obs, ctx, controls_now(), tools, counter, evidence)  # replanned, smaller
                 conv.schema_obs = conv_obs()
                 names = names_now(conv.plan)
                 continue
@@ -264,7 +267,7 @@ class LLMManager:
                     self.structured = "off"  # the server does not take this schema: free text from now on
                     if ctx.trace is not None:
                         ctx.trace.emit("manager_note", policy=self.name, note=f"constrained decoding turned off: {exc}"[:800])
-                    conv = Conversation(self, obs, ctx, controls_now(), tools, counter)
+                    conv = Conversation(self, obs, ctx, controls_now(), tools, counter, evidence)
                     conv.schema_obs = conv_obs()
                     names = names_now(conv.plan)
                     continue

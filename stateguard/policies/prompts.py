@@ -18,7 +18,7 @@ per reply.
 from __future__ import annotations
 
 import json
-from typing import Literal
+from typing import Any, Literal
 
 from stateguard.lifecycle import Regime
 from stateguard.observation import ManagerObservation
@@ -151,3 +151,11 @@ def observation_message(obs: ManagerObservation, *, stable_first: bool = False) 
     if stable_first:
         data = {k: data[k] for k in STABLE_FIRST if k in data} | {k: v for k, v in data.items() if k not in STABLE_FIRST}
     return "OBSERVATION\n" + json.dumps(data, default=str)
+
+
+def evidence_message(evidence: dict[str, Any]) -> str:
+    """The deterministic tier's verification of this state, for the model it delegates to."""
+    return ("DETERMINISTIC VERIFICATION (the requirements read from the question, what the code does, "
+            "the probe results; nothing it could check failed. The requirements under 'unverified' could "
+            "not be tied to the code or data: check those, with tools if needed, then REPAIR or "
+            "FINALIZE_RELATIONS)\n" + json.dumps(evidence, default=str))

@@ -9,14 +9,18 @@ versions the turn consumed are upstream; a turn that rebinds a variable another 
 (without reading it) invalidates that state. It never supplies code or answers, and it records
 which check fired in the REPAIR evidence.
 
-What it cannot see: semantic errors no executable evidence exposes (a counterfactual filter that
-still runs cleanly) — that is the LLM manager's job in the hierarchical policy.
+With a `SemanticVerifier` (`stateguard.verification`, on by default) it also checks what the
+question asks against what the code did: requirements read from the task text become the state's
+executable constraints and probes, and the evidence is gathered with inspect_python, run_probe and
+load_state tool calls. What it still cannot see (a requirement it could not tie to code or data)
+is the LLM manager's job in the hierarchical policy.
 """
 
 from __future__ import annotations
 
 import ast
 import json
+from collections.abc import Generator
 from typing import Any
 
 from stateguard.answers import field_name, last_json, numbers, required_decimals
@@ -24,18 +28,20 @@ from stateguard.dataflow import cell_dataflow
 from stateguard.lifecycle import Regime, Stage
 from stateguard.observation import EventType, ManagerObservation, WorkerStep
 from stateguard.policies import checks
-from stateguard.policies.base import Activation, ManagerContext
+from stateguard.policies.base import Activation, ManagerContext, Proposal
 from stateguard.policies.evidence import intended_turns, replay_differs, scratch_name
 from stateguard.state import ConstraintResult
+from stateguard.verification.verifier import SemanticVerifier
 
 
 class RulesManager:
     name = "rules"
 
-    def __init__(self) -> None:
+    def __init__(self, semantic: SemanticVerifier | None = None) -> None:
         self._retry_from: int | None = None  # first step of the worker's retry after our last REPAIR
         self._named: dict[str, str] = {}  # content hashes of the variables our last REPAIR named
         self._accepted: dict[str, tuple[Any, dict[str, Any]]] = {}  # built from earlier versions on purpose
+        self.semantic = semantic
 
     # ------------------------------------------------------------------ activation
     def activate(self, obs: ManagerObservation, ctx: ManagerContext) -> Activation:
@@ -54,9 +60,12 @@ class RulesManager:
         if ctx.regime is Regime.TURN_ALIGNED:
             if obs.event_type is EventType.TURN_START and ctx.turn is not None:
                 latest = ctx.store.latest_id()
+                constraints = self._constraints(ctx)
+                if self.semantic is not None:  # the code is not known yet: requirements in words
+                    constraints += yield from self.semantic.open_constraints(ctx, ctx.turn, [])
                 yield ("OPEN_STATE", {
                     "issue": ctx.turn.question.strip()[:300],
-                    "constraints": self._constraints(ctx),
+                    "constraints": constraints,
                     "relations": [{"related_state_id": latest}] if latest else [],
                 })  # fmt: skip
             else:
@@ -68,8 +77,13 @@ class RulesManager:
             return
         turn_id = ctx.steps[end].turn
         turn = ctx.task.turn(turn_id) if turn_id is not None else ctx.turn
+        constraints = self._constraints(ctx, turn)
+        if self.semantic is not None:  # the state's work has run: requirements become executable checks
+            start = obs.pending_start_step or 0
+            formed = [ctx.steps[i] for i in range(start, end + 1) if i in ctx.steps and ctx.steps[i].turn == turn_id]
+            constraints += yield from self.semantic.open_constraints(ctx, turn, formed)
         yield ("OPEN_STATE", {"issue": (turn.question if turn else "analysis segment").strip()[:300],
-                              "constraints": self._constraints(ctx, turn)})  # fmt: skip
+                              "constraints": constraints})  # fmt: skip
 
     def _update(self, obs: ManagerObservation, ctx: ManagerContext, stage: Stage) -> Activation:
         steps = self._span(obs, ctx)
@@ -89,6 +103,13 @@ class RulesManager:
             args["source_interval"] = [steps[0].index, steps[-1].index] if steps else None
         yield ("UPDATE_STATE", args)
 
+    def _under_review(self, obs: ManagerObservation, ctx: ManagerContext) -> tuple[list[WorkerStep], Any]:
+        """The steps under verification (the retry, after a repair) and their turn."""
+        steps = self._span(obs, ctx)
+        retry = [s for s in steps if self._retry_from is not None and s.index >= self._retry_from] or steps
+        turn_id = retry[-1].turn if retry else None
+        return retry, ctx.task.turn(turn_id) if turn_id is not None else ctx.turn
+
     def findings(self, obs: ManagerObservation, ctx: ManagerContext) -> list[checks.Finding]:
         """Run every deterministic check on the state under verification (the retry, after a repair)."""
         steps = self._span(obs, ctx)
@@ -107,7 +128,8 @@ class RulesManager:
         return (
             checks.execution(retry)
             + checks.staleness(self._stale_reads(retry, ctx, turn, skip=later))
-            + checks.constraints(ConstraintResult.model_validate(r) for r in draft.get("constraint_results", []))
+            + checks.constraints(ConstraintResult.model_validate(r) for r in draft.get("constraint_results", [])
+                                 if not (self.semantic and self.semantic.owns(r.get("text", ""))))  # its own: _verify
             + checks.precision(answer, self._required(ctx, turn), printed)
             + checks.grounding(answer, printed)
             + checks.related(consumed, ctx.store, scalars)
@@ -122,7 +144,27 @@ class RulesManager:
         self._named = self._fingerprint(ctx, names or []) if ctx is not None else {}
 
     def _verify(self, obs: ManagerObservation, ctx: ManagerContext) -> Activation:
+        findings = yield from self.gather(obs, ctx)
+        yield from self.decide(obs, ctx, findings)
+
+    def gather(self, obs: ManagerObservation, ctx: ManagerContext) -> Generator[Proposal, Any, list[checks.Finding]]:
+        """Every finding on the state under verification: the deterministic checks, then the
+        semantic requirements checked with tool evidence (inspect_python, run_probe, load_state)."""
         findings = self.findings(obs, ctx)
+        if self.semantic is not None:
+            retry, turn = self._under_review(obs, ctx)
+            findings += yield from self.semantic.verify(obs, ctx, turn, retry)
+        return findings
+
+    def remember(self, obs: ManagerObservation, ctx: ManagerContext) -> None:
+        """The state will be committed as it is: its turn's definitions become the current ones."""
+        if self.semantic is not None:
+            self.semantic.remember(self._under_review(obs, ctx)[1], obs.available_state_id)
+
+    def decide(self, obs: ManagerObservation, ctx: ManagerContext, findings: list[checks.Finding]) -> Activation:
+        """REPAIR on findings (heavy or ABANDON only with confirmed evidence), else commit."""
+        if not findings:
+            self.remember(obs, ctx)
         if findings and obs.repair_attempts == 0:
             yield from self._repair(obs, ctx, findings)
             return
@@ -158,8 +200,9 @@ class RulesManager:
         both need confirmed evidence: a finding of a CONFIRMED check that persists on fresh evidence
         -- the worker did retry (it ran steps) and changed what the repair named, and the check
         still fires. A retry that left the named values identical, or a judgement-only finding
-        (precision, grounding, related, parameters), is not grounds to destroy work."""
-        if not all(f.check in checks.CONFIRMED for f in findings):
+        (precision, grounding, related, parameters), is not grounds to destroy work. A semantic
+        finding is a probe result (rows that break a stated condition), so it counts as confirmed."""
+        if not all(f.check in checks.CONFIRMED | {"semantic"} for f in findings):
             return False
         retried = any(i >= (self._retry_from or 0) for i in ctx.steps)
         if not retried:

@@ -19,6 +19,7 @@ from stateguard.policies.rules import RulesManager
 from stateguard.rollout import rollout
 from stateguard.task import Task, load_task
 from stateguard.trace import read_trace
+from stateguard.verification.verifier import SemanticVerifier
 from stateguard.workers import Fault, FaultModel, ScriptedWorker
 from stateguard.workers.llm_worker import LLMWorker
 from stateguard.workspace import DictWorkspace
@@ -68,6 +69,37 @@ def test_hierarchical_calls_the_model_only_where_rules_cannot_decide(task: Task,
     assert all("Turn 3: " in q and "Turn 4: " not in q for q in asked_about)  # the model saw the task only up to turn 3
     committed = {e.data["state"]["id"]: e.data["state"] for e in read_trace(tmp_path / "trace.jsonl") if e.kind == "state_committed"}
     assert {"type": "invalidate", "related_state_id": "S1"} in committed["S4"]["relations"]  # relations stay the rules tier's
+
+
+def _delegated(task: Task, tmp: Path, triggers: Any) -> tuple[HierarchicalManager, list[str]]:
+    """A clean run of the hierarchical manager with semantic verification; the model always confirms."""
+    finalize = call("FINALIZE_RELATIONS", mode="confirm")
+    with ScriptedServer([finalize] * 30) as server:
+        manager = HierarchicalManager(RulesManager(semantic=SemanticVerifier()), LLMManager(client(server)), triggers=triggers)
+        result = rollout(task, ScriptedWorker(FaultModel(faults=[])), DictWorkspace(), flow=LONGDS, manager=manager, run_dir=tmp)
+        asked = [r["messages"][1]["content"] for r in server.requests]
+    assert result.repairs == 0 and all(correct(task, result.answers).values())
+    assert result.manager_llm_calls == manager.delegations == len(asked)
+    return manager, asked
+
+
+def test_hierarchical_delegates_on_unverified_requirements_with_the_evidence(task: Task, tmp_path: Path) -> None:
+    # With semantic verification the default trigger is evidence: the model is asked only about
+    # states where an extracted requirement could not be tied to the code or data, and it sees
+    # the requirements, the code notes and the probe results. The keyword trigger asks more often.
+    manager, asked = _delegated(task, tmp_path / "evidence", None)
+    assert manager.triggers == {"unverified_requirement"}
+    assert manager.delegations > 0
+    for message in asked:
+        evidence = json.loads(message.split("DETERMINISTIC VERIFICATION", 1)[1].split("\n", 1)[1])
+        assert evidence["unverified"] and evidence["requirements"] and "probe_results" in evidence
+    keyword, _ = _delegated(task, tmp_path / "keyword", ("semantic_requirement",))
+    assert manager.delegations < keyword.delegations
+
+
+def test_unverified_trigger_needs_semantic_verification(task: Task) -> None:
+    with ScriptedServer() as server, pytest.raises(ValueError, match="semantic verification"):
+        HierarchicalManager(RulesManager(), LLMManager(client(server)), triggers=("unverified_requirement",))
 
 
 def test_llm_worker_writes_code_reads_output_and_answers(task: Task, tmp_path: Path) -> None:

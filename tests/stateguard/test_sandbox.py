@@ -176,6 +176,24 @@ def test_scratch_is_writable_and_task_data_readable(ws: SandboxWorkspace, dirs: 
     assert (dirs.scratch / "by_region.csv").read_text().startswith("region,amount")
 
 
+def test_mirroring_the_scratch_dir_leaks_no_file_descriptors(dirs: Dirs) -> None:
+    # The scratch mirror walks the tmpfs after every cell; an fd lost per walk ran a long eval
+    # worker past select()'s 1024-fd limit ("filedescriptor out of range in select()").
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    workspace = dirs.workspace()
+    try:
+        assert workspace.run_cell("import os\nos.makedirs('a/b', exist_ok=True)\nopen('a/b/f.txt', 'w').write('x')").ok
+        before = open_fds()
+        for i in range(20):
+            assert workspace.run_cell(f"open('a/n{i}.txt', 'w').write('y')").ok
+        assert open_fds() == before
+    finally:
+        workspace.close()
+    assert (dirs.scratch / "a" / "b" / "f.txt").read_text() == "x" and (dirs.scratch / "a" / "n19.txt").is_file()
+
+
 def test_kernel_runs_in_an_empty_network_namespace(ws: SandboxWorkspace) -> None:
     assert ws.kernel.network_namespace
     r = ws.run_cell(

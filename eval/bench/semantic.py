@@ -1,0 +1,241 @@
+"""Semantic verification, measured: recall per mistake kind, false repairs on clean runs, accuracy.
+
+Every task of the benchmark runs as a clean variant (no mistake) and as one variant per shipped
+mistake (exactly that one), with the baseline and with the `rules` manager with semantic
+verification off and on. Printed per manager setting (and written to `<out>/semantic.json`):
+
+  * clean runs: accuracy (next to the baseline's), accepted REPAIRs per 100 turns (false repairs:
+    nothing is wrong), destructive actions (variables deleted, states abandoned, rollbacks);
+  * per mistake kind: recall = variants with an accepted REPAIR at or after the faulty turn that
+    names a variable or answer field of that turn (and that the clean variant did not issue at the
+    same turn), plus accuracy with and without StateGuard on those variants.
+
+    python -m eval.bench.semantic                                   # synth, all tasks (~15 min, 2 workers)
+    python -m eval.bench.semantic 'task_ids=[nyc_s773945_t25]' settings=[semantic]
+    python -m eval.bench.semantic out=runs/bench/semantic-x    # again: finished rollouts are reused
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections import defaultdict
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+from eval.benchmarks.base import EvalTask
+from eval.benchmarks.registry import get_benchmark
+from eval.components import make_manager, make_workspace
+from stateguard.dataflow import cell_dataflow
+from stateguard.rollout import rollout
+from stateguard.trace import Trace
+from stateguard.workers import FaultModel, ScriptedWorker
+
+SETTINGS: dict[str, dict[str, Any] | None] = {
+    "baseline": None,
+    "rules": {"enabled": False},
+    "semantic": {"enabled": True},
+}
+
+
+def _variants(task: EvalTask, kinds: list[dict[str, Any]]) -> list[tuple[str, list[Any], dict[str, Any] | None]]:
+    out: list[tuple[str, list[Any], dict[str, Any] | None]] = [("clean", [], None)]
+    for i, (fault, meta) in enumerate(zip(task.faults, kinds, strict=False)):
+        out.append((f"fault{i}", [fault], meta))
+    return out
+
+
+def _fault_meta(task: EvalTask) -> list[dict[str, Any]]:
+    """Kind and turn of each shipped mistake (synth: hidden/faults.json next to the data)."""
+    path = task.data_dir.parent.parent / "hidden" / "faults.json"
+    if path.is_file():
+        return [{"kind": f["kind"], "operation": f.get("operation", ""), "turn": int(f["turn"])} for f in json.loads(path.read_text())]
+    return [{"kind": getattr(f, "kind", "fault"), "operation": "", "turn": int(f.turn)} for f in task.faults]
+
+
+def run_one(task: EvalTask, variant: str, faults: list[Any], setting: str, flow: Any, out: str) -> dict[str, Any]:
+    folder = Path(out)
+    done = folder / "outcome.json"
+    if done.is_file():  # finished in an earlier, interrupted run of the same folder
+        return dict(json.loads(done.read_text(encoding="utf-8")))
+    shutil.rmtree(folder, ignore_errors=True)
+    calls = Trace(folder / "llm_calls.jsonl")
+    start = time.perf_counter()
+    workspace = make_workspace("sandbox", task.data_dir, folder)
+    try:
+        worker = ScriptedWorker(FaultModel(faults=faults))
+        semantic = SETTINGS[setting]
+        manager = None if semantic is None else make_manager("rules", trace=calls, semantic=semantic)
+        result = rollout(task.task, worker, workspace, flow=flow, manager=manager, run_dir=folder)
+    finally:
+        workspace.close()
+        calls.close()
+    outcome = {"answers": result.answers, "wall_s": time.perf_counter() - start, "trace": str(folder / "trace.jsonl")}
+    done.write_text(json.dumps(outcome, default=str), encoding="utf-8")
+    return outcome
+
+
+def read_trace(path: str) -> dict[str, Any]:
+    """Accepted REPAIRs (with the turn of the state they target), destructive actions, tool counts."""
+    step_turn: dict[int, int] = {}
+    state_turn: dict[str, int] = {}
+    repairs: list[dict[str, Any]] = []
+    destructive = 0
+    states = coded = 0
+    tools: dict[str, int] = defaultdict(int)
+    last_repair: dict[str, Any] | None = None  # the harness's `repair` event precedes the accepted action's
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        event = json.loads(line)
+        kind, data = event["kind"], event["data"]
+        if kind == "worker_step" and data.get("turn") is not None:
+            step_turn[int(data["index"])] = int(data["turn"])
+        elif kind == "state_updated":
+            d = data["draft"]
+            lo, hi = d.get("source_step_start"), d.get("source_step_end")
+            turns = [step_turn[i] for i in range(lo, hi + 1) if i in step_turn] if lo is not None and hi is not None else []
+            if turns:
+                state_turn[data["state_id"]] = max(turns)
+        elif kind == "tool":
+            tools[data["name"]] += 1
+        elif kind == "repair":
+            last_repair = data
+            destructive += int(bool(data.get("removed")))
+        elif kind == "action" and data.get("accepted") and data.get("name") == "REPAIR" and last_repair is not None:
+            args = data["arguments"]
+            evidence = str(args.get("analytical_evidence", ""))
+            repairs.append({"turn": state_turn.get(last_repair["state_id"]), "variables": args["error_hint"]["error_variables"],
+                            "checks": sorted({c for c in ("semantic", "parameters", "staleness", "constraints", "precision",
+                                                          "grounding", "related", "execution") if f"[{c}]" in evidence})})  # fmt: skip
+            last_repair = None
+        elif kind in ("state_abandoned", "rollback"):
+            destructive += 1
+        elif kind == "state_committed":
+            states += 1
+            coded += sum(1 for c in data["state"].get("constraints", []) if c.get("code"))
+    return {"repairs": repairs, "destructive": destructive, "tools": dict(tools), "states": states, "coded": coded}
+
+
+def _footprint(task: EvalTask, turn: int, faults: list[Any]) -> set[str]:
+    ref = task.task.turn(turn)
+    names = set(cell_dataflow(ref.code).writes) | set(cell_dataflow(ref.code).reads)
+    for fault in faults:
+        if fault.turn == turn and fault.code:
+            names |= set(cell_dataflow(fault.code).writes)
+    if isinstance(ref.answer, dict):
+        names |= set(ref.answer)
+    return names
+
+
+def run(cfg: DictConfig) -> dict[str, Any]:
+    bench = get_benchmark(str(cfg.bench))
+    tasks = bench.load({"data_dir": cfg.data_dir} if cfg.get("data_dir") else {})
+    if cfg.task_ids:
+        tasks = [t for t in tasks if t.task_id in set(cfg.task_ids)]
+    flow = bench.flow
+    if cfg.get("flow") == "turn_aligned":
+        flow = flow.model_copy(update={"name": f"{flow.name}-turn", "regime": "turn_aligned"})
+    settings = ["baseline", *[str(s) for s in cfg.settings]]
+    jobs = []
+    for task in tasks:
+        for variant, faults, meta in _variants(task, _fault_meta(task)):
+            for setting in settings:
+                jobs.append((task, variant, faults, meta, setting))
+    out_dir = Path(cfg.out)
+    results: list[dict[str, Any]] = []
+    start = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=int(cfg.workers), mp_context=get_context("spawn")) as pool:
+        futures = [(job, pool.submit(run_one, job[0], job[1], job[2], job[4], flow,
+                                     str(out_dir / job[0].task_id / job[1] / job[4]))) for job in jobs]  # fmt: skip
+        for (task, variant, faults, meta, setting), fut in futures:
+            outcome = fut.result()
+            correct = bench.score(task, {int(k): v for k, v in outcome["answers"].items()})
+            info = read_trace(outcome["trace"])
+            results.append({"task": task.task_id, "variant": variant, "setting": setting, "meta": meta,
+                            "correct": {str(k): v for k, v in correct.items()}, "turns": len(task.task.turns),
+                            "footprint": sorted(_footprint(task, meta["turn"], faults)) if meta else [],
+                            **info, "wall_s": outcome["wall_s"]})  # fmt: skip
+    report = summarize(results)
+    report["wall_s"] = round(time.perf_counter() - start, 1)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "semantic.json").write_text(json.dumps({"report": report, "runs": results}, indent=1, default=str))
+    return report
+
+
+def _accuracy(rows: list[dict[str, Any]]) -> float:
+    verdicts = [v for r in rows for v in r["correct"].values() if v is not None]
+    return 100.0 * sum(verdicts) / max(len(verdicts), 1)
+
+
+def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
+    by = defaultdict(list)
+    for r in results:
+        by[(r["setting"], r["variant"] == "clean")].append(r)
+    clean_repairs = {(r["task"], r["setting"]): {rep["turn"] for rep in r["repairs"]} for r in results if r["variant"] == "clean"}
+    report: dict[str, Any] = {"baseline_clean_accuracy": round(_accuracy(by[("baseline", True)]), 2),
+                              "baseline_fault_accuracy": round(_accuracy(by[("baseline", False)]), 2), "settings": {}}  # fmt: skip
+    for setting in sorted({r["setting"] for r in results} - {"baseline"}):
+        clean = by[(setting, True)]
+        turns = sum(r["turns"] for r in clean)
+        faulty = by[(setting, False)]
+        kinds: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        for r in faulty:
+            meta, fp = r["meta"], set(r["footprint"])
+            already = clean_repairs.get((r["task"], setting), set())
+            hit = any(rep["turn"] is not None and rep["turn"] >= meta["turn"] and set(rep["variables"]) & fp
+                      and not (rep["turn"] == meta["turn"] and meta["turn"] in already) for rep in r["repairs"])  # fmt: skip
+            kinds[meta["kind"]][0] += int(hit)
+            kinds[meta["kind"]][1] += 1
+        tools: dict[str, int] = defaultdict(int)
+        for r in clean + faulty:
+            for k, v in r["tools"].items():
+                tools[k] += v
+        report["settings"][setting] = {
+            "clean_accuracy": round(_accuracy(clean), 2),
+            "false_repairs_per_100_turns": round(100.0 * sum(len(r["repairs"]) for r in clean) / max(turns, 1), 2),
+            "clean_destructive": sum(r["destructive"] for r in clean),
+            "fault_accuracy": round(_accuracy(faulty), 2),
+            "recall": {k: f"{h}/{n}" for k, (h, n) in sorted(kinds.items())},
+            "recall_semantic_kinds": _pooled(kinds, exclude=("numeric_parameter",)),
+            "recall_all": _pooled(kinds),
+            "tool_calls": dict(tools),
+            "executable_constraints_per_state": round(sum(r.get("coded", 0) for r in clean) / max(sum(r.get("states", 0) for r in clean), 1), 2),
+            "false_repair_checks": sorted({c for r in clean for rep in r["repairs"] for c in rep["checks"]}),
+        }
+    return report
+
+
+def _pooled(kinds: dict[str, list[int]], exclude: tuple[str, ...] = ()) -> str:
+    hit = sum(h for k, (h, _) in kinds.items() if k not in exclude)
+    total = sum(n for k, (_, n) in kinds.items() if k not in exclude)
+    return f"{hit}/{total} ({100.0 * hit / max(total, 1):.0f}%)"
+
+
+def render(report: dict[str, Any]) -> str:
+    lines = [f"baseline: clean accuracy {report['baseline_clean_accuracy']:.1f}%, "
+             f"accuracy on single-mistake variants {report['baseline_fault_accuracy']:.1f}%"]  # fmt: skip
+    for setting, s in report["settings"].items():
+        lines.append(f"\n[{setting}] clean accuracy {s['clean_accuracy']:.1f}%, false repairs "
+                     f"{s['false_repairs_per_100_turns']:.2f}/100 clean turns ({', '.join(s['false_repair_checks']) or 'none'}), "
+                     f"destructive on clean {s['clean_destructive']}, accuracy on mistake variants {s['fault_accuracy']:.1f}%")  # fmt: skip
+        lines.append(f"  recall: semantic kinds {s['recall_semantic_kinds']}, all {s['recall_all']}; per kind: "
+                     + ", ".join(f"{k} {v}" for k, v in s["recall"].items()))  # fmt: skip
+        lines.append(f"  tool calls: {s['tool_calls']}; executable constraints per state (clean runs): "
+                     f"{s['executable_constraints_per_state']:.2f}")
+    lines.append(f"\nwall time {report.get('wall_s', 0):.0f} s")
+    return "\n".join(lines)
+
+
+@hydra.main(version_base=None, config_path="../../configs", config_name="semantic_bench")
+def main(cfg: DictConfig) -> None:
+    print(OmegaConf.to_yaml(cfg, resolve=True) if cfg.get("verbose") else "", end="")
+    print(render(run(cfg)))
+
+
+if __name__ == "__main__":
+    main()

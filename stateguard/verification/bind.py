@@ -1,0 +1,384 @@
+"""Map each requirement to the code that should realize it, and build the probe that tests it.
+
+    plan = bind(requirements, semantics, vocab)
+    plan.items        # one ProbeItem per requirement the code and data let us test
+    plan.notes        # per requirement, what the code does (evidence for the trace and the LLM tier)
+    plan.unverified   # requirements nothing could be tied to (the LLM tier's share)
+
+Row requirements (scope, comparison, not_null) are tested on the rows the code keeps: the SQL
+query's FROM/JOIN/WHERE, or the pandas frame and mask. When the code keeps the right side of a
+stated condition the item still exists (it becomes a passing constraint); when the code keeps
+the other side, or never applies the condition, the item shows how many kept rows break it.
+Statistic, grouping, join and ranking requirements are tested by re-running the query with that
+one part as the task states it (SQL), or recomputing it (pandas): a different result is the
+evidence. The exact `_v` semantics live in `probes.py`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from pydantic import BaseModel, Field
+
+from stateguard.verification import bind_shape, probes, sql_edit
+from stateguard.verification.code_model import CodeSemantics, Condition, Selection
+from stateguard.verification.requirements import Kind, Requirement
+from stateguard.verification.vocabulary import Vocabulary, resolve_column
+
+_SWAPPABLE = {"mean", "median", "sum"}
+
+
+class Plan(BaseModel):
+    requirements: list[Requirement] = Field(default_factory=list)
+    items: list[probes.ProbeItem] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    unverified: list[Requirement] = Field(default_factory=list)
+
+
+def _close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def _scale(req: Requirement, cond: Condition) -> float | None:
+    """The factor between the stated bound and the code's literal (1, or 1/100 for a percentage)."""
+    if not isinstance(cond.value, float) or req.value is None:
+        return None
+    for scale in (1.0, 0.01) if req.percent else (1.0,):
+        if _close(cond.value, req.value * scale) or (req.upper is not None and _close(cond.value, req.upper * scale)):
+            return scale
+    return None
+
+
+def _same_side(req: Requirement, cond: Condition) -> bool:
+    if req.upper is not None and isinstance(cond.value, float) and req.value is not None:
+        lower_bound = _close(cond.value, req.value) or _close(cond.value, req.value / 100)
+        return cond.op in ((">=", ">") if lower_bound else ("<=", "<"))
+    if req.op == "==":
+        return cond.op in ("==", "in")
+    return cond.op == req.op
+
+
+class Binder:
+    def __init__(self, sem: CodeSemantics, vocab: Vocabulary, rewritten: frozenset[str] = frozenset()):
+        self.sem, self.vocab = sem, vocab
+        # Names the workspace rebound after the span (a segment reviewed late): their current
+        # content is not this span's artifact, so checks fall back to the span's own code.
+        self.rewritten = {n.lower() for n in rewritten}
+        self.con = sem.connection
+        self.table_frames = {t: v for v, t in sem.frames.items()}
+
+    # -- sites -------------------------------------------------------------------------
+    def columns_of(self, sel: Selection) -> list[str]:
+        names = sel.sources if sel.language == "sql" else [sel.frame, *(sel.sources)]
+        return self.vocab.columns(n.lower() for n in names if n)
+
+    def variables(self, sel: Selection) -> list[str]:
+        """The workspace variable a finding on this selection localizes to (never a `_scratch` name)."""
+        if sel.language == "sql":
+            target = (sel.target or "").lower()
+            names = [v for v in [self.table_frames.get(target), sel.target] if v][:1]
+        else:
+            names = [sel.target] if sel.target and sel.target.isidentifier() else []
+        return [n for n in names if not n.startswith("_")]
+
+    def _kind(self, column: str, tables: list[str]) -> str | None:
+        for t in tables:
+            info = self.vocab.tables.get(t.lower(), {}).get(column)
+            if info is not None:
+                return info.kind
+        return None
+
+    def artifact(self, sel: Selection) -> tuple[str, str] | None:
+        """What the selection leaves in the workspace: ("table", name) or ("frame", variable)."""
+        if not sel.target or sel.target.lower() in self.rewritten:
+            return None
+        name = sel.target
+        if sel.language == "sql" and name.lower() in self.sem.tables() and name.lower() in self.vocab.tables:
+            return ("table", name)
+        if name.isidentifier() and name.lower() in self.vocab.tables:
+            return ("frame", name)
+        return None
+
+    def row_site(self, sel: Selection, req: Requirement, column: str, lhs: str = "", scale: float = 1.0,
+                 ) -> tuple[str, bool] | None:  # fmt: skip
+        """Snippet: rows that break the stated condition on `column`, and whether it checks an
+        artifact (the table or frame the selection left, which stays valid after a retry) rather
+        than re-running the selection's own code."""
+        art = self.artifact(sel)
+        if art is not None and column in self.vocab.tables[art[1].lower()]:
+            kind = self.vocab.tables[art[1].lower()][column].kind
+            if art[0] == "table" and self.con:
+                pred = probes.sql_predicate(req, _ident(column), numeric=kind == "num", scale=scale)
+                return probes.table_rows_probe(self.con, art[1], pred), True
+            if art[0] == "frame":
+                return probes.frame_rows_probe(art[1], probes.pandas_predicate(req, f"_f[{column!r}]", scale=scale)), True
+        if sel.language == "sql":
+            if not (self.con and sel.sql):
+                return None
+            pred = probes.sql_predicate(req, lhs or column, numeric=self._kind(column, sel.sources) in (None, "num"), scale=scale)
+            code = probes.kept_rows_probe(self.con, sel.sql, pred)
+            return (code, False) if code else None
+        if sel.frame and sel.mask:
+            frame = f"({sel.frame})[({sel.mask})]"
+            return probes.frame_rows_probe(frame, probes.pandas_predicate(req, f"_f[{column!r}]", scale=scale)), False
+        return None
+
+    # -- requirements --------------------------------------------------------------------
+    def rows(self, req: Requirement, plan: Plan) -> None:
+        """scope / comparison / not_null."""
+        matched: list[tuple[Selection, Condition, float]] = []
+        if req.kind is Kind.COMPARISON:
+            for sel in self.sem.selections:
+                for cond in sel.conditions:
+                    if req.op == "==" and cond.op in ("in", "not_in") and req.value is not None and any(
+                        isinstance(v, float) and _close(v, req.value) for v in cond.values):
+                        matched.append((sel, cond, 1.0))
+                    elif (scale := _scale(req, cond)) is not None:
+                        matched.append((sel, cond, scale))
+        columns = self.resolve(req)
+        if req.kind is not Kind.COMPARISON:
+            for sel in self.sem.selections:
+                for cond in sel.conditions:
+                    if cond.column and cond.column.lower() in (c.lower() for c in columns):
+                        matched.append((sel, cond, 1.0))
+        consistent = [(s, c, k) for s, c, k in matched if self.agrees(req, c)]
+        if consistent:
+            sel, cond, scale = consistent[0]
+            column = cond.column or ""
+            site: tuple[str, bool] | None = self.row_site(sel, req, column, cond.lhs, scale) if column else None
+            plan.notes.append(f"{req.describe()}: the code applies `{cond.text}`")
+            if site:
+                plan.items.append(self.item(req, "kept_rows", site[0], self.variables(sel), "agrees", constraint=site[1]))
+            return
+        if matched:
+            sel, cond, scale = matched[0]
+            plan.notes.append(f"{req.describe()}: the code keeps `{cond.text}` instead ({cond.op})")
+            site = None
+            if cond.column:
+                site = self.row_site(sel, req, cond.column, cond.lhs, scale)
+            elif self.con and sel.sql and req.kind is Kind.COMPARISON:
+                fixed = sql_edit.replace_condition(sel.sql, cond.text, probes.sql_predicate(req, cond.lhs, scale=scale))
+                site = (probes.rerun_probe(self.con, sel.sql, fixed), False) if fixed else None
+            if site:
+                plan.items.append(self.item(req, "kept_rows" if cond.column else "rerun", site[0], self.variables(sel),
+                                            "differs", constraint=site[1]))  # fmt: skip
+            return
+        if req.kind is Kind.COMPARISON and req.function == "count" and self.con:
+            for sel in self.sem.selections:
+                having = next((c for c in sel.conditions if c.clause == "having" and c.lhs.upper().startswith("COUNT")), None)
+                fixed = sql_edit.replace_condition(sel.sql, having.text, probes.sql_predicate(req, having.lhs)) if having else None
+                if having and fixed:
+                    plan.notes.append(f"{req.describe()}: the code's group-size cut-off is `{having.text}`")
+                    self.add_rerun(req, sel, fixed, "threshold", plan)
+                    return
+        if not columns:
+            plan.unverified.append(req)
+            return
+        sites: list[tuple[Selection, tuple[str, bool]]] = []
+        for sel in self.sem.selections:
+            have = [c for c in columns if c in self.columns_of(sel)]
+            for column in have:
+                threshold = next((c for c in sel.conditions if c.column == column and isinstance(c.value, float)), None)
+                if req.kind is Kind.COMPARISON and threshold is not None and self.con and sel.sql:
+                    fixed = sql_edit.replace_condition(sel.sql, threshold.text, probes.sql_predicate(req, threshold.lhs))
+                    if fixed:
+                        plan.notes.append(f"{req.describe()}: the code's cut-off on {column} is `{threshold.text}`")
+                        self.add_rerun(req, sel, fixed, "threshold", plan)
+                        return
+                if req.kind is Kind.COMPARISON and threshold is not None and sel.frame and threshold.text in sel.mask:
+                    stated = sel.mask.replace(threshold.text, probes.pandas_predicate(req, threshold.lhs))
+                    plan.notes.append(f"{req.describe()}: the code's cut-off on {column} is `{threshold.text}`")
+                    site_code = probes.count_probe(sel.frame, sel.mask, stated)
+                    plan.items.append(self.item(req, "rerun", site_code, self.variables(sel), "threshold"))
+                    return
+                site = self.row_site(sel, req, column)
+                if site:
+                    sites.append((sel, site))
+        if not sites or req.term:
+            # A defined term the code does not restate is usually read through a flag column an
+            # earlier turn built, or both of its sides are compared (wet vs dry): no evidence.
+            plan.unverified.append(req)
+            return
+        plan.notes.append(f"{req.describe()}: no condition on {', '.join(columns)} in the code")
+        stored = [(sel, site) for sel, site in sites if site[1]]
+        sites = stored or sites  # what the turn stored is enough evidence, and survives a retry
+        names = [v for sel, _ in sites for v in self.variables(sel)]
+        plan.items.append(self.item(req, "kept_rows", probes.all_sites([s for _, (s, _) in sites]), list(dict.fromkeys(names)),
+                                    "missing", constraint=bool(stored)))  # fmt: skip
+
+    def agrees(self, req: Requirement, cond: Condition) -> bool:
+        if req.kind is Kind.COMPARISON:
+            return _same_side(req, cond)
+        if req.kind is Kind.NOT_NULL:
+            return cond.op == "notnull"
+        if req.kind is Kind.SCOPE:
+            named = {str(v).lower() for v in req.values}
+            if cond.op in ("in", "not_in"):
+                have = {str(int(v)) if isinstance(v, float) and v.is_integer() else str(v) for v in cond.values}
+                return {h.lower() for h in have} >= named and (cond.op == "not_in") == req.exclude
+            if cond.op in ("==", "!="):
+                v = cond.value
+                text = str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
+                return text.lower() in named and (cond.op == "!=") == req.exclude
+        return False
+
+    def resolve(self, req: Requirement) -> list[str]:
+        if req.columns:
+            return req.columns
+        pool = self.vocab.columns({s.lower() for sel in self.sem.selections for s in [*sel.sources, sel.frame] if s})
+        subject = [w for w in req.subject if w != "*"]
+        if "*" in req.subject:
+            return [c for c in pool if any(t == subject[0].lower() for t in re.split(r"_|(?<=[a-z])(?=[A-Z])", c.lower()))]
+        if req.kind is Kind.COMPARISON:  # a bound is about a number: only numeric columns qualify
+            kinds = {c: i.kind for t in self.vocab.tables.values() for c, i in t.items()}
+            pool = [c for c in pool if kinds.get(c) == "num"]
+        return resolve_column(subject, pool, partial=req.kind is Kind.NOT_NULL)
+
+    def aggregation(self, req: Requirement, plan: Plan) -> None:
+        assert req.function is not None
+        found = []
+        for sel in self.sem.selections:
+            for agg in sel.aggregates:
+                by_field = bool(req.fields) and (agg.alias in req.fields or any(
+                    _feeds(self.sem.fields.get(f, ""), sel.target, agg.position) for f in req.fields))
+                by_column = not req.fields and agg.column and agg.column in self.resolve(req)
+                if by_field or by_column:
+                    found.append((sel, agg))
+        if not found:
+            plan.unverified.append(req)
+            return
+        right = [(s, a) for s, a in found if a.function == req.function]
+        if right:
+            sel, agg = right[0]
+            plan.notes.append(f"{req.describe()}: the code computes it ({agg.text})")
+            if self.stored(sel) and sel.sql:  # the stored table is the statistic as stated
+                plan.items.append(self.item(req, "table_query", probes.table_matches_probe(self.con or "", sel.target or "", sel.sql),
+                                            self.variables(sel), "agrees", constraint=True))  # fmt: skip
+            elif agg.column and self.con and agg.function != "count":
+                # An answer query over a table the span stored: that table must hold values to aggregate.
+                source = next((t for t in sel.sources if t in self.sem.tables() and t not in self.rewritten
+                               and agg.column in self.vocab.tables.get(t, {})), None)  # fmt: skip
+                if source:
+                    plan.items.append(self.item(req, "defined", probes.defined_probe(self.con, source, agg.column),
+                                                [v for v in [self.table_frames.get(source), source] if v][:1],
+                                                "empty", constraint=True))  # fmt: skip
+            return
+        wrong = [(s, a) for s, a in found if a.standalone and a.function in _SWAPPABLE and req.function in _SWAPPABLE]
+        if not wrong:
+            plan.unverified.append(req)
+            return
+        sel, agg = wrong[0]
+        plan.notes.append(f"{req.describe()}: the code computes {agg.function} ({agg.text})")
+        if sel.language == "sql" and self.con and sel.sql:
+            fixed = sql_edit.swap_aggregate(sel.sql, agg.text, req.function)
+            self.add_rerun(req, sel, fixed, "aggregation", plan)
+            return
+        site = probes.compare_probe(f"({agg.receiver}).{agg.function}()", f"({agg.receiver}).{req.function}()") if agg.receiver else None
+        if site:
+            plan.items.append(self.item(req, "rerun", site, self.variables(sel), "aggregation", constraint=False))
+
+    def stored(self, sel: Selection) -> bool:
+        """The selection created a SQL table that is still this span's (not rebuilt later)."""
+        art = self.artifact(sel)
+        return bool(self.con) and art is not None and art[0] == "table"
+
+    def add_rerun(self, req: Requirement, sel: Selection, fixed: str | None, status: str, plan: Plan) -> None:
+        """Evidence that the query as the task states it gives other rows: against the stored table
+        when there is one (an executable constraint that still holds after a correct retry), else
+        by running both versions of the query."""
+        if not fixed or not self.con:
+            plan.unverified.append(req)
+            return
+        if self.stored(sel):
+            code, artifact = probes.table_matches_probe(self.con, sel.target or "", fixed), True
+        else:
+            code, artifact = probes.rerun_probe(self.con, sel.sql, fixed), False
+        plan.items.append(self.item(req, "rerun", code, self.variables(sel), status, constraint=artifact))
+
+    def share(self, req: Requirement, plan: Plan) -> None:
+        for sel in reversed(self.sem.selections):
+            col = next((o for o in sel.outputs if o in req.fields or (not req.fields and "share" in o.lower())), None)
+            if col and sel.language == "sql" and sel.target and self.con and not sel.limit:
+                total = f"{self.con}.execute('SELECT SUM({col}) FROM {sel.target}').fetchone()[0]"
+                plan.items.append(self.item(req, "share_sum", probes.share_probe(total, req.percent), self.variables(sel),
+                                            "share", constraint=True))  # fmt: skip
+                return
+        plan.unverified.append(req)
+
+    def output(self, req: Requirement, plan: Plan) -> None:
+        for name, keys in self.sem.reports.items():
+            if set(req.fields) <= set(keys) and name.lower() not in self.rewritten:
+                plan.items.append(self.item(req, "null_output", probes.null_output_probe(name, req.fields), [name], "output",
+                                            constraint=True))  # fmt: skip
+                return
+
+    def item(self, req: Requirement, check: str, code: str, variables: list[str], status: str,
+             constraint: bool = False) -> probes.ProbeItem:  # fmt: skip
+        return probes.ProbeItem(id="R", requirement=req, check=check, code=code, variables=variables,
+                                reason=reason(req, status), status=status, constraint=constraint)  # fmt: skip
+
+
+def _ident(column: str) -> str:
+    return column if re.fullmatch(r"[a-z_][a-z0-9_]*", column) else '"' + column.replace('"', '""') + '"'
+
+
+def _feeds(value_text: str, target: str | None, position: int | None) -> bool:
+    """An answer field's value is `row[position]` of the query bound to `target`."""
+    return bool(target) and position is not None and re.fullmatch(rf"\s*{re.escape(str(target))}\[{position}\]\s*", value_text) is not None
+
+
+def reason(req: Requirement, status: str) -> str:
+    """Worker-facing words naming the kind of problem (the hint guard allows task-text numbers; no
+    code, no computed values)."""
+    what = " and ".join(req.columns) if req.columns else " ".join(req.subject) or "the kept rows"
+    said = f"the question asks for: {req.text}"
+    if req.term:
+        said = f"the current definition of '{req.term}' applies, {said}"
+    if status == "threshold":
+        return f"the cut-off (threshold) applied to {what} is not the one the question states ({said})"
+    if req.kind is Kind.COMPARISON:
+        if status == "differs":
+            return f"the comparison on {what} keeps the wrong side of the stated bound: its direction is reversed ({said})"
+        return f"the filter condition on {what} stated in the question is not applied to the kept rows ({said})"
+    if req.kind is Kind.SCOPE:
+        return f"rows outside the requested scope remain: the filter on {what} does not match the question ({said})"
+    if req.kind is Kind.NOT_NULL:
+        return f"the filter for recorded values is missing: rows with a missing {what} remain ({said})"
+    if req.kind is Kind.AGGREGATION:
+        return f"the aggregation computes a different statistic than the {req.function} the question asks for ({said})"
+    if req.kind is Kind.SHARE:
+        return "the aggregation behind the shares is wrong: they do not add up to the total although the question asks for each part's share"
+    if req.kind is Kind.GROUPING:
+        return f"the result is grouped by other keys than the question asks (grouping per {what}; {said})"
+    if req.kind is Kind.JOIN:
+        kept = "only matched rows" if req.how == "inner" else "unmatched rows as well"
+        return f"the join keeps a different set of rows than the question asks ({kept}; {said})"
+    if req.kind is Kind.ORDER:
+        return f"the ranking order or the number of rows kept differs from the question ({said})"
+    if req.kind is Kind.OUTPUT or status == "empty":
+        return "the reported values are empty: a filter or condition kept no usable rows for them"
+    return f"the result does not follow the question's {req.kind.value} requirement ({said})"
+
+
+def bind(requirements: list[Requirement], sem: CodeSemantics, vocab: Vocabulary,
+         rewritten: frozenset[str] = frozenset()) -> Plan:  # fmt: skip
+    plan = Plan(requirements=requirements)
+    binder = Binder(sem, vocab, rewritten)
+    for req in requirements:
+        if req.kind in (Kind.SCOPE, Kind.COMPARISON, Kind.NOT_NULL):
+            binder.rows(req, plan)
+        elif req.kind is Kind.AGGREGATION:
+            binder.aggregation(req, plan)
+        elif req.kind is Kind.SHARE:
+            binder.share(req, plan)
+        elif req.kind is Kind.OUTPUT:
+            binder.output(req, plan)
+        elif req.kind is Kind.GROUPING:
+            bind_shape.grouping(binder, req, plan)
+        elif req.kind is Kind.JOIN:
+            bind_shape.join(binder, req, plan)
+        elif req.kind is Kind.ORDER:
+            bind_shape.order(binder, req, plan)
+    plan.items = [item.model_copy(update={"id": f"R{i + 1}"}) for i, item in enumerate(plan.items)]
+    return plan

@@ -1,0 +1,199 @@
+"""Binding for the requirements on a result's shape: grouping keys, joins, ranking and top-k.
+
+Called from `bind.Binder`. Each function finds the code's counterpart of one requirement (GROUP
+BY / groupby keys, JOIN / merge, ORDER BY + LIMIT / sort + head / nlargest) and, when the code
+does something else, builds the probe that shows whether it matters on the live data:
+
+    grouping  result rows vs. distinct combinations of the stated keys among the kept rows
+    join      row count with the code's join vs. with the stated one (matched only / keep unmatched)
+    order     the query re-run with the stated direction and row count (SQL), or the result's
+              own order and length (pandas)
+
+Matching code is noted and left alone; a requirement with no counterpart goes to `unverified`.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from typing import TYPE_CHECKING
+
+from stateguard.verification import probes, sql_edit
+from stateguard.verification.code_model import Selection
+from stateguard.verification.requirements import Requirement
+
+if TYPE_CHECKING:
+    from stateguard.verification.bind import Binder, Plan
+
+
+def _name(expr: str) -> str:
+    """`f.carrier` -> carrier; `'region'` -> region; `df["k"]` -> k."""
+    expr = expr.strip().strip("'\"")
+    m = re.search(r"\[['\"]([^'\"]+)['\"]\]$", expr)
+    return (m.group(1) if m else expr.split(".")[-1]).strip('"').lower()
+
+
+def _frame_of(receiver: str) -> str | None:
+    """`big.groupby(['a'])['x']` -> big (a plain name only)."""
+    m = re.match(r"^\s*([A-Za-z_]\w*)\.groupby\(", receiver)
+    return m.group(1) if m else None
+
+
+def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
+    pool = b.vocab.columns({s.lower() for sel in b.sem.selections for s in [*sel.sources, sel.frame] if s})
+    keys = [c for k in req.keys for c in _resolve_key(k, pool)]
+    if not keys:  # "per capita", "per kept order": words, not columns of the data; nothing to check
+        plan.notes.append(f"{req.describe()}: no column of the data is named")
+        return
+    req = req.model_copy(update={"columns": keys})
+    grouped = [s for s in b.sem.selections if s.group_keys]
+    if not grouped:
+        plan.unverified.append(req)
+        return
+    agreeing = [sel for sel in grouped if {k.lower() for k in keys} <= {_name(g) for g in sel.group_keys}]
+    if agreeing:
+        sel = agreeing[0]
+        plan.notes.append(f"{req.describe()}: the code groups by it")
+        table = sel.target or ""
+        if b.stored(sel) and all(k in b.vocab.tables.get(table.lower(), {}) for k in keys):
+            plan.items.append(b.item(req, "unique_keys", _unique_keys(b.con or "", table, keys), b.variables(sel),
+                                     "agrees", constraint=True))  # fmt: skip
+        return
+    sel = grouped[-1]
+    plan.notes.append(f"{req.describe()}: the code groups by {', '.join(sel.group_keys)}")
+    site = None
+    if sel.language == "sql" and b.con and sel.sql:
+        distinct = sql_edit.distinct_keys_sql(sel.sql, keys)
+        if distinct:
+            site = textwrap.dedent(f"""\
+                _n = {b.con}.execute({f"SELECT COUNT(*) FROM ({sel.sql})"!r}).fetchone()[0]
+                _k = {b.con}.execute({distinct!r}).fetchone()[0]
+                _v = _n != _k
+                _o = {{'result_rows': int(_n), 'stated_key_combinations': int(_k)}}""")
+    else:
+        frame = next((_frame_of(a.receiver) for a in sel.aggregates if _frame_of(a.receiver)), None)
+        if frame and sel.target and sel.target.isidentifier():
+            site = textwrap.dedent(f"""\
+                _n = len({sel.target})
+                _k = len({frame}[{keys!r}].drop_duplicates())
+                _v = _n != _k
+                _o = {{'result_rows': int(_n), 'stated_key_combinations': int(_k)}}""")
+    if site:
+        plan.items.append(b.item(req, "group_keys", site, b.variables(sel), "grouping"))
+    else:
+        plan.unverified.append(req)
+
+
+def _unique_keys(con: str, table: str, keys: list[str]) -> str:
+    """The stored result has one row per combination of the stated keys."""
+    cols = ", ".join(keys)
+    query = f"SELECT COUNT(*), COUNT(*) - (SELECT COUNT(*) FROM (SELECT DISTINCT {cols} FROM {table})) FROM {table}"
+    return (f"_n, _dup = {con}.execute({query!r}).fetchone()\n"
+            f"_v = bool(_dup)\n_o = {{'rows': int(_n), 'repeated_key_rows': int(_dup)}}")  # fmt: skip
+
+
+def _resolve_key(word: str, pool: list[str]) -> list[str]:
+    low = word.lower().rstrip("s") if len(word) > 3 else word.lower()
+    exact = [c for c in pool if c.lower() in (word.lower(), low)]
+    return exact[:1]
+
+
+def join(b: Binder, req: Requirement, plan: Plan) -> None:
+    joined = [(s, j) for s in b.sem.selections for j in s.joins]
+    if not joined or req.how is None:
+        plan.unverified.append(req)
+        return
+    wanted = {"inner": ("inner",), "left": ("left", "outer", "right"), "outer": ("outer",)}[req.how]
+    agreeing = [(s, j) for s, j in joined if j.how in wanted]
+    if agreeing:
+        sel = agreeing[0][0]
+        plan.notes.append(f"{req.describe()}: the code joins that way")
+        if b.stored(sel) and sel.sql:
+            plan.items.append(b.item(req, "table_query", probes.table_matches_probe(b.con or "", sel.target or "", sel.sql),
+                                     b.variables(sel), "agrees", constraint=True))  # fmt: skip
+        return
+    sel, j = joined[-1]
+    plan.notes.append(f"{req.describe()}: the code's join is {j.how} ({j.text[:80]})")
+    site = None
+    if sel.language == "sql" and b.con and sel.sql:
+        b.add_rerun(req, sel, sql_edit.set_join(sel.sql, req.how), "join", plan)
+        return
+    elif j.left.isidentifier() and j.right.isidentifier():
+        on = f", on={j.keys!r}" if j.keys else ""
+        site = textwrap.dedent(f"""\
+            import pandas as _pd
+            _a = len(_pd.merge({j.left}, {j.right}, how={j.how!r}{on}))
+            _b = len(_pd.merge({j.left}, {j.right}, how={req.how!r}{on}))
+            _v = _a != _b
+            _o = {{'rows_as_written': _a, 'rows_as_stated': _b}}""")
+    if site:
+        plan.items.append(b.item(req, "join_rows", site, b.variables(sel), "join"))
+    else:
+        plan.unverified.append(req)
+
+
+_WINDOW_ORDER = re.compile(r"OVER\s*\((?:PARTITION BY [^)]*?)?ORDER BY\s+([^),]+?)(\s+DESC)?\s*(?:NULLS \w+\s*)?\)", re.IGNORECASE)
+_POSITION = re.compile(r"rank|position|row_?num|ordinal|\bpos\b|^\d+$", re.IGNORECASE)
+
+
+def order(b: Binder, req: Requirement, plan: Plan) -> None:
+    ranked = [s for s in b.sem.selections if s.order or s.limit]
+    if not ranked or req.descending is None:
+        plan.unverified.append(req)
+        return
+    windows = [bool(m.group(2)) for s in b.sem.selections for m in _WINDOW_ORDER.finditer(s.sql)]
+    positional = any(s.order and _POSITION.search(s.order[0][0]) for s in ranked)
+    # A rank computed in a window (RANK() OVER (ORDER BY x DESC)) then read in ascending rank order
+    # is "highest first": the direction lives in the window, not in the final ORDER BY.
+    if (windows and req.descending in windows) or (positional and not windows):
+        plan.notes.append(f"{req.describe()}: the code ranks through a rank column")
+        return
+    for sel in ranked:
+        direction_ok = not sel.order or sel.order[0][1] == req.descending
+        count_ok = req.k is None or sel.limit in (None, req.k) or (req.k == 1 and sel.limit is not None)
+        if direction_ok and count_ok:
+            plan.notes.append(f"{req.describe()}: the code ranks that way")
+            _ranked_constraint(b, req, sel, plan)
+            return
+    sel = ranked[-1]
+    plan.notes.append(f"{req.describe()}: the code orders by {sel.order} with limit {sel.limit}")
+    site = None
+    if sel.language == "sql" and b.con and sel.sql:
+        fixed = sql_edit.set_order(sel.sql, descending=req.descending if sel.order else None,
+                                   limit=req.k if sel.limit is not None and req.k and req.k > 1 else None)  # fmt: skip
+        site = probes.rerun_probe(b.con, sel.sql, fixed) if fixed and fixed != sel.sql else None
+    elif sel.target and sel.target.isidentifier():
+        site = _pandas_order_site(sel, req)
+    if site:
+        plan.items.append(b.item(req, "ranking", site, b.variables(sel), "order"))
+    else:
+        plan.unverified.append(req)
+
+
+def _ranked_constraint(b: Binder, req: Requirement, sel: Selection, plan: Plan) -> None:
+    """A ranking that matches the question: a stored ranking must equal its query as stated; a
+    ranking query over a table the span stored needs values of the ranking column there."""
+    if sel.language != "sql" or not b.con or not sel.sql:
+        return
+    if b.stored(sel):
+        plan.items.append(b.item(req, "table_query", probes.table_matches_probe(b.con, sel.target or "", sel.sql),
+                                 b.variables(sel), "agrees", constraint=True))  # fmt: skip
+        return
+    column = _name(sel.order[0][0]) if sel.order else ""
+    source = next((t for t in sel.sources if t in b.sem.tables() and t not in b.rewritten
+                   and column in b.vocab.tables.get(t, {})), None)  # fmt: skip
+    if source:
+        plan.items.append(b.item(req, "defined", probes.defined_probe(b.con, source, column),
+                                 [v for v in [b.table_frames.get(source), source] if v][:1], "empty", constraint=True))  # fmt: skip
+
+
+def _pandas_order_site(sel: Selection, req: Requirement) -> str:
+    """The ranked result itself: its values must run in the stated direction (and number k)."""
+    return textwrap.dedent(f"""\
+        import pandas as _pd
+        _t = {sel.target}
+        _s = _t.iloc[:, -1] if isinstance(_t, _pd.DataFrame) else _pd.Series(_t)
+        _s = _pd.to_numeric(_s, errors='coerce').dropna()
+        _mono = _s.is_monotonic_decreasing if {bool(req.descending)!r} else _s.is_monotonic_increasing
+        _v = len(_s) > 1 and not _mono
+        _o = {{'rows': int(len(_s)), 'in_stated_order': bool(_mono)}}""")

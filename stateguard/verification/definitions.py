@@ -1,0 +1,84 @@
+"""Terms the task defines ("an hour at LGA is windy when ...") and which definition is current.
+
+    defs.record(turn, "S11", requirements)          # a committed turn that defined 'windy' at LGA
+    reqs = yield from defs.apply(turn, reqs, ctx)   # a later turn that uses 'windy' at LGA
+
+A definition is keyed by its term and the category values its sentence names (windy at LGA is
+not windy at EWR); a later definition with the same key replaces it (an update). A turn that
+uses the term without restating its condition inherits the current definition's requirements,
+after a `load_state` of the defining state confirms it is committed and not invalidated. A turn
+that points back ("those windy hours", "the original definition") is left alone: which version
+it means is not decidable from the words, so it is not a requirement.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Generator
+from typing import Any
+
+from pydantic import BaseModel
+
+from stateguard.verification.extract import definition_term
+from stateguard.verification.requirements import Kind, Requirement
+
+_BACK = re.compile(r"\b(?:those|these|that|the same|original|previous|earlier|old|initial|first|prior|before)\W+(?:\w+\W+){0,2}$",
+                   re.IGNORECASE)  # fmt: skip
+_ROWS = (Kind.COMPARISON, Kind.SCOPE, Kind.NOT_NULL)
+
+
+class Definition(BaseModel):
+    term: str
+    scope: list[str]
+    requirements: list[Requirement]
+    turn_id: int
+    state_id: str
+
+
+class Definitions:
+    def __init__(self) -> None:
+        self.entries: dict[tuple[str, tuple[str, ...]], Definition] = {}
+
+    def record(self, turn: Any, state_id: str, requirements: list[Requirement]) -> None:
+        term = definition_term(turn.question)
+        if term is None:
+            return
+        rows = [r for r in requirements if r.kind in _ROWS and r.source == "question"]
+        if not any(r.kind is Kind.COMPARISON for r in rows):
+            return
+        scope = sorted(v for r in rows if r.kind is Kind.SCOPE for v in r.values)
+        defined = [r.model_copy(update={"source": "definition", "term": term}) for r in rows]
+        self.entries[(term, tuple(scope))] = Definition(term=term, scope=scope, requirements=defined,
+                                                       turn_id=turn.turn_id, state_id=state_id)  # fmt: skip
+
+    def uses(self, question: str, entry: Definition) -> bool:
+        """The question uses the term (not pointing back at an earlier version) within its scope."""
+        low = question.lower()
+        found = [m for m in re.finditer(rf"\b{re.escape(entry.term)}\b", low)]
+        if not found or any(_BACK.search(low[: m.start()]) for m in found):
+            return False
+        return all(re.search(rf"(?<!\w){re.escape(v.lower())}(?!\w)", low) for v in entry.scope)
+
+    def apply(self, turn: Any, reqs: list[Requirement], ctx: Any, max_loads: int = 2,
+              ) -> Generator[tuple[str, dict[str, Any]], Any, list[Requirement]]:  # fmt: skip
+        if definition_term(turn.question) is not None or max_loads <= 0:
+            return reqs
+        earlier = [str(getattr(t, "question", "")).strip() for t in getattr(ctx.task, "turns", [])
+                   if getattr(t, "turn_id", turn.turn_id) < turn.turn_id]  # fmt: skip
+        if turn.question.strip() in earlier:
+            return reqs  # the same words asked again after an update: which version they mean is open
+        out = list(reqs)
+        picked = [e for e in self.entries.values() if e.turn_id < turn.turn_id and self.uses(turn.question, e)]
+        for entry in picked[:max_loads]:
+            result = yield ("load_state", {"state_id": entry.state_id})
+            tool = getattr(result, "tool_result", None)
+            if tool is None or not tool.ok or ctx.store.is_invalid(entry.state_id):
+                continue
+            committed = {c.get("text", "") for c in tool.data.get("constraints", [])}
+            for req in entry.requirements:
+                if req.kind is Kind.COMPARISON and any(r.kind is Kind.COMPARISON for r in reqs):
+                    continue  # the turn states its own bound
+                if not any(req.describe() in text for text in committed):
+                    continue  # not what the defining state recorded
+                out.append(req)
+        return out

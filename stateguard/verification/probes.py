@@ -1,0 +1,242 @@
+"""Probe programs: small read-only checks of a requirement against live workspace values.
+
+Each check is a `ProbeItem` whose `code` is a snippet that sets `_v` (True = the requirement is
+violated) and `_o` (a dict of what it observed). The same snippet serves twice:
+
+    batch(items)            one program for the `run_probe` tool; prints one JSON line
+                            {item id: {"v": bool, "o": {...}} or {"error": "..."}}
+    constraint_code(item)   the executable form of a state constraint: raises AssertionError
+                            with the observation when violated, passes otherwise (also when the
+                            check cannot run: an unverifiable requirement is not a violation)
+
+Builders here make the snippets: rows kept by a SQL query or a pandas mask that break a stated
+condition, a SQL query re-run with one part changed, a statistic recomputed another way, shares
+that must add up to the whole, reported fields without a value.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+from typing import Any
+
+import sqlglot
+from pydantic import BaseModel, ConfigDict, Field
+from sqlglot import exp
+
+from stateguard.verification.requirements import Kind, Requirement
+
+_SQL_OPS = {"==": "=", "!=": "<>"}
+
+
+class ProbeItem(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    id: str
+    requirement: Requirement
+    check: str = Field(description="What is compared, e.g. 'kept_rows', 'rerun', 'share_sum'.")
+    code: str
+    variables: list[str] = Field(default_factory=list, description="Workspace variables a violation localizes to.")
+    reason: str = Field(description="Worker-safe words: what is wrong, no code and no computed values.")
+    status: str = Field(default="", description="What inspection saw: agrees, differs, missing, threshold, aggregation, ...")
+    constraint: bool = Field(default=False, description="It checks an artifact the turn left (a table, frame or "
+                             "report), so it can be the state's executable constraint and stays valid after a retry.")
+
+
+class ProbeOutcome(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    violated: bool | None = Field(description="None when the probe could not decide.")
+    observed: dict[str, Any] = Field(default_factory=dict)
+    error: str | None = None
+
+
+def _quote(value: Any) -> str:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return repr(int(value)) if float(value).is_integer() else repr(float(value))
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def sql_predicate(req: Requirement, column: str, numeric: bool = True, scale: float = 1.0) -> str:
+    """The stated condition on `column` as SQL."""
+    if req.kind is Kind.NOT_NULL:
+        return f"{column} IS NOT NULL"
+    if req.kind is Kind.SCOPE:
+        items = ", ".join(_quote(float(v)) if numeric and re.fullmatch(r"-?\d+(\.\d+)?", v) else _quote(v) for v in req.values)
+        return f"{column} {'NOT IN' if req.exclude else 'IN'} ({items})"
+    assert req.value is not None and req.op is not None
+    if req.upper is not None:
+        return f"{column} BETWEEN {_quote(req.value * scale)} AND {_quote(req.upper * scale)}"
+    return f"{column} {_SQL_OPS.get(req.op, req.op)} {_quote(req.value * scale)}"
+
+
+def pandas_predicate(req: Requirement, series: str, scale: float = 1.0) -> str:
+    """The stated condition on a pandas Series expression."""
+    if req.kind is Kind.NOT_NULL:
+        return f"({series}).notna()"
+    if req.kind is Kind.SCOPE:
+        vals = [str(v) for v in req.values]
+        test = f"({series}).astype(str).isin({vals!r})"
+        return f"~{test}" if req.exclude else test
+    assert req.value is not None and req.op is not None
+    if req.upper is not None:
+        return f"({series}).between({req.value * scale!r}, {req.upper * scale!r})"
+    return f"(({series}) {req.op} {req.value * scale!r})"
+
+
+def _strip_to_rows(select_sql: str) -> exp.Select | None:
+    try:
+        select = sqlglot.parse_one(select_sql, dialect="duckdb")
+    except Exception:  # noqa: BLE001 - sqlglot raises several error types
+        return None
+    if not isinstance(select, exp.Select):
+        return None
+    for key in ("group", "having", "order", "limit", "offset", "qualify", "distinct"):
+        select.set(key, None)
+    return select
+
+
+def kept_rows_sql(select_sql: str, predicate: str) -> str | None:
+    """Count the rows the query keeps (before grouping) and those that break `predicate`."""
+    select = _strip_to_rows(select_sql)
+    if select is None:
+        return None
+    try:
+        select.set("expressions", [sqlglot.parse_one("COUNT(*) AS n"),
+                                   sqlglot.parse_one(f"COUNT(*) FILTER (WHERE NOT ({predicate})) AS bad", dialect="duckdb")])  # fmt: skip
+    except Exception:  # noqa: BLE001
+        return None
+    return select.sql(dialect="duckdb")
+
+
+def kept_rows_probe(con: str, select_sql: str, predicate: str) -> str | None:
+    query = kept_rows_sql(select_sql, predicate)
+    if query is None:
+        return None
+    return (f"_n, _bad = {con}.execute({query!r}).fetchone()\n"
+            f"_v = bool(_bad)\n_o = {{'kept_rows': int(_n or 0), 'rows_breaking_requirement': int(_bad or 0)}}")  # fmt: skip
+
+
+def table_rows_probe(con: str, table: str, predicate: str) -> str:
+    """Rows of a SQL table (an artifact the turn created) that break `predicate`."""
+    query = f"SELECT COUNT(*), COUNT(*) FILTER (WHERE NOT ({predicate})) FROM {table}"
+    return (f"_n, _bad = {con}.execute({query!r}).fetchone()\n"
+            f"_v = bool(_bad)\n_o = {{'rows': int(_n or 0), 'rows_breaking_requirement': int(_bad or 0)}}")  # fmt: skip
+
+
+def frame_rows_probe(frame: str, predicate: str) -> str:
+    """Rows of a DataFrame expression that break a pandas predicate (written over `_f`)."""
+    return (f"_f = {frame}\n_ok = {predicate}\n_bad = int((~_ok.astype(bool)).sum()) if len(_f) else 0\n"
+            f"_v = _bad > 0\n_o = {{'rows': int(len(_f)), 'rows_breaking_requirement': _bad}}")  # fmt: skip
+
+
+def rerun_probe(con: str, original: str, changed: str) -> str:
+    """The query as written and as the requirement states it give different rows."""
+    return textwrap.dedent(f"""\
+        def _canon(_rows):
+            _out = []
+            for _r in _rows:
+                _out.append(tuple(round(float(_x), 6) if isinstance(_x, float) else _x for _x in _r))
+            return sorted(_out, key=repr)
+        _a = _canon({con}.execute({original!r}).fetchall())
+        _b = _canon({con}.execute({changed!r}).fetchall())
+        _v = _a != _b
+        _o = {{'rows_as_written': len(_a), 'rows_as_stated': len(_b), 'differ': _v}}""")
+
+
+def count_probe(frame: str, mask: str, stated_mask: str) -> str:
+    """Rows a pandas mask keeps as written and as the task states it."""
+    return (f"_f = {frame}\n_a = int(len(_f[({mask})]))\n_b = int(len(_f[({stated_mask})]))\n"
+            f"_v = _a != _b\n_o = {{'rows_as_written': _a, 'rows_as_stated': _b}}")  # fmt: skip
+
+
+def defined_probe(con: str, table: str, column: str) -> str:
+    """A stored table the answer aggregates holds values of that column (the statistic is defined)."""
+    query = f"SELECT COUNT(*), COUNT({column}) FROM {table}"
+    return (f"_n, _k = {con}.execute({query!r}).fetchone()\n"
+            f"_v = int(_k or 0) == 0\n_o = {{'rows': int(_n or 0), 'rows_with_value': int(_k or 0)}}")  # fmt: skip
+
+
+def table_matches_probe(con: str, table: str, query: str) -> str:
+    """A stored table holds the same rows as the query as the task states it (order aside)."""
+    return textwrap.dedent(f"""\
+        def _canon(_rows):
+            return sorted((tuple(round(float(_x), 6) if isinstance(_x, float) else _x for _x in _r) for _r in _rows), key=repr)
+        _a = _canon({con}.execute({f"SELECT * FROM {table}"!r}).fetchall())
+        _b = _canon({con}.execute({query!r}).fetchall())
+        _v = _a != _b
+        _o = {{'stored_rows': len(_a), 'rows_as_stated': len(_b), 'differ': _v}}""")
+
+
+def compare_probe(actual: str, expected: str) -> str:
+    """Two pandas expressions (as computed, as stated) give different values."""
+    return textwrap.dedent(f"""\
+        import numpy as _np
+        _a, _b = {actual}, {expected}
+        try:
+            _v = not bool(_np.allclose(_np.asarray(_a, dtype=float), _np.asarray(_b, dtype=float), equal_nan=True))
+        except (TypeError, ValueError):
+            _v = not bool((_a == _b).all()) if hasattr(_a, 'all') else _a != _b
+        _o = {{'differ': bool(_v)}}""")
+
+
+def share_probe(total_expr: str, percent: bool) -> str:
+    whole = 100.0 if percent else 1.0
+    return (f"_s = float({total_expr})\n_v = abs(_s - {whole}) > {0.02 * whole}\n"
+            f"_o = {{'sum_of_shares': round(_s, 4), 'whole': {whole}}}")  # fmt: skip
+
+
+def null_output_probe(report: str, fields: list[str]) -> str:
+    return textwrap.dedent(f"""\
+        import math as _m
+        def _empty(_x):
+            if _x is None or (isinstance(_x, float) and _m.isnan(_x)):
+                return True
+            if isinstance(_x, dict):
+                return any(_empty(_y) for _y in _x.values())
+            if isinstance(_x, (list, tuple)):
+                return any(_empty(_y) for _y in _x)
+            return False
+        _r = {report}
+        _missing = [_k for _k in {fields!r} if _k in _r and _empty(_r[_k])]
+        _v = bool(_missing)
+        _o = {{'fields_without_value': _missing}}""")
+
+
+def batch(items: list[ProbeItem]) -> str:
+    """One probe program running every item in isolation; prints one JSON line of outcomes."""
+    parts = ["import json as _json\n_results = {}"]
+    for item in items:  # each snippet compiled on its own: one that does not even parse spoils nothing else
+        parts.append(f"try:\n    exec(compile({item.code!r}, {item.id!r}, 'exec'), globals())\n"
+                     f"    _results[{item.id!r}] = {{'v': bool(_v), 'o': _o}}\n"
+                     f"except Exception as _e:\n    _results[{item.id!r}] = {{'error': type(_e).__name__ + ': ' + str(_e)[:200]}}")  # fmt: skip
+    parts.append("print('SEMANTIC_PROBE ' + _json.dumps(_results, default=str))")
+    return "\n".join(parts)
+
+
+def parse_batch(stdout: str) -> dict[str, ProbeOutcome]:
+    for line in reversed(stdout.splitlines()):
+        if line.startswith("SEMANTIC_PROBE "):
+            try:
+                raw = json.loads(line[len("SEMANTIC_PROBE ") :])
+            except json.JSONDecodeError:
+                return {}
+            return {k: ProbeOutcome(violated=v.get("v"), observed=v.get("o") or {}, error=v.get("error")) for k, v in raw.items()}
+    return {}
+
+
+def all_sites(snippets: list[str]) -> str:
+    """Several candidate sites of one requirement: violated only when every site that could be
+    checked breaks it (one site that meets it is enough, e.g. the filtered frame of two)."""
+    parts = ["_decided, _broken, _obs = 0, 0, []"]
+    for snippet in snippets:
+        parts.append(f"try:\n    exec(compile({snippet!r}, 'site', 'exec'), globals())\n    _decided += 1\n    _broken += int(bool(_v))\n    _obs.append(_o)\n"
+                     "except Exception as _e:\n    _obs.append({'error': type(_e).__name__})")
+    parts.append("_v = _decided > 0 and _broken == _decided\n_o = {'sites': _obs}")
+    return "\n".join(parts)
+
+
+def constraint_code(item: ProbeItem) -> str:
+    """The item as an executable constraint: fails (AssertionError) only on a decided violation."""
+    return (f"try:\n    exec(compile({item.code!r}, 'constraint', 'exec'), globals())\n"
+            f"except Exception:\n    _v, _o = False, {{}}\n"
+            f"assert not _v, 'requirement not met: ' + repr(_o)")  # fmt: skip

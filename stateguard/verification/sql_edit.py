@@ -1,0 +1,121 @@
+"""Counterfactual edits of one SELECT, for probes that re-run a query the way the task states it.
+
+    replace_condition(sql, "wind_speed <= 13", "wind_speed >= 13")   # one WHERE/HAVING conjunct
+    add_condition(sql, "arr_delay IS NOT NULL")                      # a missing conjunct
+    swap_aggregate(sql, "MEDIAN(lifeExp)", "mean")                   # the statistic asked for
+    set_join(sql, "inner")                                           # matched rows only
+    set_order(sql, descending=True, limit=5)                         # the ranking asked for
+
+Each returns the edited SQL, or None when the site is not there (then no probe is built). The
+query as written is never changed; both versions run side by side in a forked probe.
+"""
+
+from __future__ import annotations
+
+import sqlglot
+from sqlglot import exp
+
+_FUNCS = {"mean": exp.Avg, "median": exp.Median, "sum": exp.Sum, "min": exp.Min, "max": exp.Max}
+
+
+def _parse(sql: str) -> exp.Select | None:
+    try:
+        tree = sqlglot.parse_one(sql, dialect="duckdb")
+    except Exception:  # noqa: BLE001 - sqlglot raises several error types
+        return None
+    return tree if isinstance(tree, exp.Select) else None
+
+
+def _bare(node: exp.Expr) -> exp.Expr:
+    while isinstance(node, exp.Paren | exp.Not):
+        node = node.this
+    return node
+
+
+def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
+    if isinstance(node, exp.And):
+        return _conjuncts(node.this) + _conjuncts(node.expression)
+    return [node]
+
+
+def replace_condition(sql: str, condition_text: str, predicate: str) -> str | None:
+    """Replace the WHERE/HAVING conjunct whose text (NOT and parentheses aside) is `condition_text`."""
+    select = _parse(sql)
+    if select is None:
+        return None
+    try:
+        new = sqlglot.parse_one(predicate, dialect="duckdb")
+    except Exception:  # noqa: BLE001
+        return None
+    for clause in ("where", "having"):
+        node = select.args.get(clause)
+        if not isinstance(node, exp.Where | exp.Having):
+            continue
+        for conjunct in _conjuncts(node.this):
+            if _bare(conjunct).sql(dialect="duckdb") == condition_text or conjunct.sql(dialect="duckdb") == condition_text:
+                if conjunct is node.this:
+                    node.set("this", new)
+                else:
+                    conjunct.replace(new)
+                return select.sql(dialect="duckdb")
+    return None
+
+
+def add_condition(sql: str, predicate: str) -> str | None:
+    select = _parse(sql)
+    if select is None:
+        return None
+    try:
+        return select.where(predicate, dialect="duckdb", copy=True).sql(dialect="duckdb")
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def swap_aggregate(sql: str, aggregate_text: str, function: str) -> str | None:
+    select = _parse(sql)
+    target = _FUNCS.get(function)
+    if select is None or target is None:
+        return None
+    for node in select.find_all(exp.AggFunc):
+        if node.sql(dialect="duckdb") == aggregate_text:
+            node.replace(target(this=node.this.copy()))
+            return select.sql(dialect="duckdb")
+    return None
+
+
+def set_join(sql: str, how: str) -> str | None:
+    select = _parse(sql)
+    if select is None or not select.args.get("joins"):
+        return None
+    for join in select.args["joins"]:
+        join.set("side", {"inner": None, "left": "LEFT", "outer": "FULL"}.get(how))
+        join.set("kind", None)
+    return select.sql(dialect="duckdb")
+
+
+def set_order(sql: str, *, descending: bool | None = None, limit: int | None = None) -> str | None:
+    select = _parse(sql)
+    if select is None:
+        return None
+    order = select.args.get("order")
+    if descending is not None:
+        if not isinstance(order, exp.Order) or not order.expressions:
+            return None
+        order.expressions[0].set("desc", descending)
+    if limit is not None:
+        select = select.limit(limit, copy=False)
+    return select.sql(dialect="duckdb")
+
+
+def distinct_keys_sql(sql: str, keys: list[str]) -> str | None:
+    """How many distinct key combinations the query's kept rows have."""
+    select = _parse(sql)
+    if select is None:
+        return None
+    for key in ("group", "having", "order", "limit", "offset", "qualify", "distinct"):
+        select.set(key, None)
+    try:
+        select.set("expressions", [sqlglot.parse_one(k, dialect="duckdb") for k in keys])
+    except Exception:  # noqa: BLE001
+        return None
+    return f"SELECT COUNT(*) FROM (SELECT DISTINCT * FROM ({select.sql(dialect='duckdb')}))"

@@ -1,0 +1,257 @@
+"""Semantic verification as a sequence of real tool calls, for the deterministic manager tier.
+
+    verifier = SemanticVerifier()
+    constraints = yield from verifier.open_constraints(ctx, turn, steps)   # before OPEN_STATE
+    findings = yield from verifier.verify(obs, ctx, turn, steps)           # at verification
+
+Both are generator fragments a policy runs with `yield from`: every piece of evidence is a tool
+action applied by the harness and recorded in the trace —
+  inspect_python  the span's code -> its row conditions, aggregates, keys, joins (`inspect.py`);
+  run_probe       the data's vocabulary (columns, category values) of the tables the code reads
+                  and writes, then one batch of requirement probes (`probes.py`);
+  load_state      the committed state whose definition of a term the turn relies on.
+Requirements come from the turn's question (and the task's standing instructions, and the
+current definitions of terms an earlier turn defined). Checks on artifacts the turn leaves (a
+table, a frame, the reported dict) become the state's executable constraints when the code is
+known at OPEN (segment flow); the harness evaluates them at UPDATE. Everything else is probed at
+verification. A requirement violated by a concrete probe result is a finding; one that could not
+be tied to code or data is listed as unverified (for the LLM tier), never a finding.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Generator
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from stateguard.answers import last_json
+from stateguard.observation import ManagerObservation, WorkerStep
+from stateguard.policies.checks import Finding
+from stateguard.verification import probes
+from stateguard.verification.bind import Plan, bind
+from stateguard.verification.code_model import CodeSemantics
+from stateguard.verification.definitions import Definitions
+from stateguard.verification.extract import extract
+from stateguard.verification.requirements import Kind, Requirement
+from stateguard.verification.vocabulary import Vocabulary, vocabulary_probe
+
+Fragment = Generator[tuple[str, dict[str, Any]], Any, Any]
+Extractor = Callable[..., list[Requirement]]
+_TAG = "requirement: "
+
+
+class SemanticConfig(BaseModel):
+    """`stateguard.verification` switches (Hydra: `semantic.*` in configs/eval.yaml)."""
+
+    model_config = ConfigDict(extra="forbid")
+    enabled: bool = Field(default=False, description="Off by default: not yet measured clean on the held-out hand-written tasks (README).")
+    constraints: bool = Field(default=True, description="Attach artifact checks as executable constraints at OPEN.")
+    probes: bool = Field(default=True, description="Probe code-bound checks at verification.")
+    definitions: bool = Field(default=True, description="Apply the current definition of terms earlier turns defined.")
+    load_states: int = Field(default=2, ge=0, description="Defining states read with load_state per verification.")
+    extractor: Literal["rules", "llm"] = Field(
+        default="rules", description="rules: deterministic extraction (offline); llm: a model on the manager endpoint "
+        "(STATEGUARD_MANAGER_*), validated against the requirement schema and merged with the rules' extraction.")
+
+
+class Verification(BaseModel):
+    """What the deterministic tier established for one state (kept for the trace and the LLM tier)."""
+
+    requirements: list[Requirement] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    outcomes: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    unverified: list[Requirement] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "requirements": [r.describe() for r in self.requirements],
+            "code": self.notes,
+            "probe_results": self.outcomes,
+            "unverified": [r.describe() for r in self.unverified],
+        }
+
+
+def constraint_text(req: Requirement) -> str:
+    return f"{_TAG}{req.describe()} (task: {req.text})"[:300]
+
+
+class SemanticVerifier:
+    def __init__(self, config: SemanticConfig | None = None, extractor: Extractor | None = None):
+        self.config = config or SemanticConfig()
+        self.extractor = extractor or extract
+        self.vocab = Vocabulary()
+        self.definitions = Definitions()
+        self.owned: dict[str, probes.ProbeItem] = {}
+        self.last = Verification()
+        self._cached: tuple[tuple[Any, ...], Plan] | None = None  # the plan made at OPEN for the same steps
+
+    def owns(self, text: str) -> bool:
+        return text.startswith(_TAG)
+
+    # -- fragments ----------------------------------------------------------------------
+    def open_constraints(self, ctx: Any, turn: Any, steps: list[WorkerStep]) -> Fragment:
+        """Constraints for OPEN_STATE: executable artifact checks when the code is known, the
+        requirements in words otherwise."""
+        self.owned = {}
+        plan = yield from self._plan(ctx, turn, steps)
+        out: list[dict[str, Any]] = []
+        coded = set()
+        for item in plan.items:
+            if self.config.constraints and item.constraint:
+                text = constraint_text(item.requirement)
+                if text not in self.owned:
+                    self.owned[text] = item
+                    out.append({"text": text, "code": probes.constraint_code(item)})
+                    coded.add(id(item.requirement))
+        for req in plan.requirements:
+            if id(req) not in coded and req.kind is not Kind.ROUNDING:
+                text = constraint_text(req)
+                if all(c["text"] != text for c in out):
+                    out.append({"text": text})
+        return out
+
+    def verify(self, obs: ManagerObservation, ctx: Any, turn: Any, steps: list[WorkerStep]) -> Fragment:
+        """Findings for the state under verification (every piece of evidence a tool call)."""
+        plan = yield from self._plan(ctx, turn, steps)
+        results = {r.get("text"): r for r in (obs.current_draft or {}).get("constraint_results", [])}
+        outcomes: dict[str, probes.ProbeOutcome] = {}
+        rest = []
+        for item in plan.items:
+            text = constraint_text(item.requirement)
+            done = results.get(text)
+            if item.constraint and text in self.owned and done is not None and done.get("passed") is not None:
+                outcomes[item.id] = probes.ProbeOutcome(violated=not done["passed"], observed={"constraint": done.get("error")})
+            else:
+                rest.append(item)
+        if rest and self.config.probes:
+            result = yield ("run_probe", {"code": probes.batch(rest)})
+            tool = getattr(result, "tool_result", None)
+            if tool is not None:
+                outcomes.update(probes.parse_batch(str(tool.data.get("stdout", ""))))
+        findings = [self._finding(item, outcomes[item.id]) for item in plan.items
+                    if item.id in outcomes and outcomes[item.id].violated]  # fmt: skip
+        if not any(f.evidence.startswith("output") for f in findings):
+            findings += _empty_report(plan.requirements, steps)
+        self.last = Verification(requirements=plan.requirements, notes=plan.notes, unverified=plan.unverified,
+                                 outcomes={k: v.model_dump(exclude_none=True) for k, v in outcomes.items()},
+                                 findings=findings)  # fmt: skip
+        return findings
+
+    # -- internals ----------------------------------------------------------------------
+    def _plan(self, ctx: Any, turn: Any, steps: list[WorkerStep]) -> Fragment:
+        key = (getattr(turn, "turn_id", None), tuple(s.index for s in steps))
+        if steps and self._cached is not None and self._cached[0] == key:
+            return self._cached[1]  # verification right after OPEN: the evidence is already in the trace
+        plan = yield from self._fresh_plan(ctx, turn, steps)
+        self._cached = (key, plan) if steps else None
+        return plan
+
+    def _fresh_plan(self, ctx: Any, turn: Any, steps: list[WorkerStep]) -> Fragment:
+        question = turn.question if turn is not None else ""
+        context = ctx.task.turns[0].context if ctx.task.turns else ""
+        ran = [s for s in steps if s.success and s.error is None and s.action.strip()]
+        sem = CodeSemantics()
+        if ran:
+            result = yield ("inspect_python", {"code": "\n\n".join(s.action for s in ran)})
+            tool = getattr(result, "tool_result", None)
+            if tool is not None and tool.ok and tool.data.get("valid"):
+                sem = CodeSemantics.model_validate(tool.data.get("semantics") or {})
+        written = {w.lower() for s in ran for w in s.meta.get("writes", [])}
+        names = _names(sem)
+        need = [n for n in names if n.lower() not in self.vocab.tables or n.lower() in written]
+        if need and ctx.workspace is not None:
+            result = yield ("run_probe", {"code": vocabulary_probe(need, sem.connection)})
+            tool = getattr(result, "tool_result", None)
+            if tool is not None:
+                self.vocab = self.vocab.merged(Vocabulary.from_probe(str(tool.data.get("stdout", ""))))
+        tables = [n.lower() for n in names]
+        reqs = self.extractor(question, context=context, vocab=self.vocab if ran else None, tables=tables)
+        if ran and sem.reports and not any(r.kind is Kind.OUTPUT for r in reqs):
+            # The question names no fields: what the turn reports must still have defined values.
+            fields = [k for k in list(sem.reports.values())[-1] if k != "answer_type"]
+            if fields:
+                reqs.append(Requirement(kind=Kind.OUTPUT, text="the reported answer", fields=fields))
+        if self.config.definitions and turn is not None:
+            reqs = yield from self.definitions.apply(turn, reqs, ctx, self.config.load_states)
+        end = max((s.index for s in steps), default=-1)
+        later = frozenset(w for i, s in ctx.steps.items() if i > end for w in s.meta.get("writes", []))
+        return bind(reqs, sem, self.vocab, later) if ran else Plan(requirements=reqs, unverified=list(reqs))
+
+    def remember(self, turn: Any, state_id: str | None, requirements: list[Requirement] | None = None) -> None:
+        """Record the definitions a committed turn stated (called once its state is known)."""
+        if turn is not None and state_id:
+            self.definitions.record(turn, state_id, requirements if requirements is not None else self.last.requirements)
+
+    def _finding(self, item: probes.ProbeItem, outcome: probes.ProbeOutcome) -> Finding:
+        req = item.requirement
+        where = f" (definition of '{req.term}')" if req.term else ""
+        return Finding(
+            check="semantic",
+            variables=item.variables or ["result"],
+            reason=item.reason,
+            evidence=f"{req.kind.value} requirement '{req.describe()}'{where}: code {item.status}; "
+            f"{item.check} probe observed {outcome.observed}",
+        )
+
+
+def _empty_report(requirements: list[Requirement], steps: list[WorkerStep]) -> list[Finding]:
+    """Requested fields the span printed without a value (the printed answer is final even when
+    the workspace has moved on): a filter or condition left nothing to compute them from."""
+    wanted = [f for r in requirements if r.kind is Kind.OUTPUT for f in r.fields]
+    for step in reversed(steps):
+        answer = last_json(step.output) if step.success and step.output else None
+        if isinstance(answer, dict):
+            empty = [f for f in wanted if f in answer and _is_empty(answer[f])]
+            if not empty:
+                return []
+            made = [w for s in steps for w in s.meta.get("writes", []) if not w.startswith("_") and w not in ("result", "con")]
+            return [Finding(check="semantic", variables=list(dict.fromkeys(made + empty)),
+                            reason="the reported values are empty: a filter or condition kept no usable rows for them",
+                            evidence=f"output requirement: step {step.index} printed {empty} without a value")]  # fmt: skip
+    return []
+
+
+def _is_empty(value: Any) -> bool:
+    if value is None or (isinstance(value, float) and value != value):
+        return True
+    if isinstance(value, dict):
+        return bool(value) and all(_is_empty(v) for v in value.values())
+    return False
+
+
+def _names(sem: CodeSemantics) -> list[str]:
+    """Tables and frames the code reads or leaves (the vocabulary probe's subjects)."""
+    out: list[str] = []
+    for sel in sem.selections:
+        for name in [*sel.sources, sel.target or "", sel.frame]:
+            if name and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) and name not in out:
+                out.append(name)
+    for var, table in sem.frames.items():
+        for name in (var, table):
+            if name not in out:
+                out.append(name)
+    return out
+
+
+class _Reply(BaseModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    accepted: bool = True
+    tool_result: Any = None
+
+
+def run_fragment(fragment: Fragment, *, store: Any, steps: dict[int, WorkerStep], workspace: Any) -> Any:
+    """Drive a verifier fragment without a harness: each tool action runs directly (scripts, tests)."""
+    from stateguard.actions import validate_action  # the harness's own validation and dispatch
+    from stateguard.tools import run_tool
+
+    try:
+        proposal = next(fragment)
+        while True:
+            name, arguments = proposal
+            result = run_tool(validate_action(name, arguments), store=store, steps=steps, workspace=workspace)
+            proposal = fragment.send(_Reply(tool_result=result))
+    except StopIteration as stop:
+        return stop.value

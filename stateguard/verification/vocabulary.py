@@ -1,0 +1,171 @@
+"""The data's vocabulary (tables, columns, category values) and matching task words to columns.
+
+    probe = vocabulary_probe(["penguins", "df"], connection="con")   # run with the run_probe tool
+    vocab = Vocabulary.from_probe(stdout)                             # columns, kinds, small value sets
+    resolve_column(["bill", "length"], vocab.columns())               # ['bill_length_mm']
+
+Category values let the extractor see that "the Gentoo penguins" names a value of `species`;
+column matching lets "departure delay" find `dep_delay` and "life expectancy" find `lifeExp`
+(each column word must prefix a task word, units like `mm` or `pct` may stay unmatched).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MAX_VALUES = 60
+UNITS = {"mm", "cm", "m", "km", "g", "kg", "lb", "min", "mins", "s", "sec", "h", "hr", "pct", "usd", "mph", "n", "num"}
+STOP = {"the", "a", "an", "of", "and", "or", "with", "for", "in", "on", "at", "to", "by", "per", "each", "its", "their",
+        "is", "are", "be", "that", "which", "those", "these", "this", "recorded", "both", "measurement", "measurements",
+        "value", "values", "known", "non", "missing", "have", "has", "whose", "all", "rows", "records"}  # fmt: skip
+
+
+class ColumnInfo(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    kind: str = Field(description="num, text, or other")
+    values: list[str] = Field(default_factory=list, description=f"Distinct text values (only when at most {MAX_VALUES}).")
+    low: float | None = None
+    high: float | None = None
+
+
+class Vocabulary(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    tables: dict[str, dict[str, ColumnInfo]] = Field(default_factory=dict)
+
+    @classmethod
+    def from_probe(cls, stdout: str) -> Vocabulary:
+        for line in reversed(stdout.strip().splitlines()):
+            if line.startswith("{"):
+                try:
+                    return cls.model_validate({"tables": json.loads(line)})
+                except ValueError:
+                    break
+        return cls()
+
+    def merged(self, other: Vocabulary) -> Vocabulary:
+        return Vocabulary(tables={**self.tables, **other.tables})
+
+    def columns(self, tables: Iterable[str] | None = None) -> list[str]:
+        names = self.tables if tables is None else [t for t in tables if t in self.tables]
+        return list(dict.fromkeys(c for t in names for c in self.tables[t]))
+
+    def value_columns(self, value: str, tables: Iterable[str] | None = None) -> list[str]:
+        """Text columns holding `value` (case-insensitive), in the given tables."""
+        low = value.lower()
+        names = self.tables if tables is None else [t for t in tables if t in self.tables]
+        return list(dict.fromkeys(c for t in names for c, info in self.tables[t].items()
+                                  if any(v.lower() == low for v in info.values)))  # fmt: skip
+
+    def all_values(self, tables: Iterable[str] | None = None) -> dict[str, list[str]]:
+        """value (as written in the data) -> columns holding it."""
+        out: dict[str, list[str]] = {}
+        names = self.tables if tables is None else [t for t in tables if t in self.tables]
+        for t in names:
+            for col, info in self.tables[t].items():
+                for v in info.values:
+                    if col not in out.setdefault(v, []):
+                        out[v].append(col)
+        return out
+
+
+def column_tokens(name: str) -> list[str]:
+    """`lifeExp` -> [life, exp]; `flipper_length_mm` -> [flipper, length, mm]."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " ").replace("-", " ")
+    return [t.lower() for t in spaced.split() if t]
+
+
+def words(text: str) -> list[str]:
+    out = []
+    for w in re.findall(r"[A-Za-z][A-Za-z-]*", text.lower()):
+        for part in w.split("-"):
+            if part and part not in STOP:
+                out.append(part[:-1] if len(part) > 3 and part.endswith("s") and not part.endswith("ss") else part)
+    return out
+
+
+def _matches(token: str, phrase: list[str], raw: list[str] | None = None) -> bool:
+    raw = raw or phrase  # "GDP per capita" -> "percapita" also counts for `gdpPercap`
+    joined = ["".join(raw[i : i + 2]) for i in range(len(raw) - 1)]
+    for w in phrase + joined:
+        if w == token or (len(token) >= 3 and w.startswith(token)) or (len(w) >= 4 and token.startswith(w)):
+            return True
+    return False
+
+
+def resolve_column(subject: Iterable[str], columns: Iterable[str], partial: bool = False) -> list[str]:
+    """Columns every non-unit word of which appears (as a prefix) among the subject words; the
+    best-covered ones when several qualify. With `partial`, a single column sharing a word of at
+    least four letters with the subject also counts ("recorded mass" -> body_mass_g). Empty when
+    nothing matches."""
+    phrase = words(" ".join(subject))
+    raw = re.findall(r"[a-z]+", " ".join(subject).lower())
+    if not phrase:
+        return []
+    full: list[tuple[int, str]] = []
+    some: list[str] = []
+    for col in columns:
+        tokens = [t for t in column_tokens(col) if t not in UNITS and not t.isdigit()]
+        if not tokens:
+            continue
+        hit = [t for t in tokens if _matches(t, phrase, raw)]
+        if len(hit) == len(tokens):
+            full.append((len(hit), col))
+        elif any(len(t) >= 4 for t in hit):
+            some.append(col)
+    if full:
+        best = max(s for s, _ in full)
+        return [c for s, c in full if s == best]
+    return some if partial and len(some) == 1 else []
+
+
+def vocabulary_probe(names: list[str], connection: str | None) -> str:
+    """A probe program printing one JSON line: {table: {column: {kind, values, low, high}}} for the
+    named DataFrames in the workspace and, through `connection`, the named SQL tables."""
+    return f'''import json as _j
+_out = {{}}
+_names = {names!r}
+def _desc(_df):
+    _cols = {{}}
+    for _c in _df.columns[:80]:
+        _s = _df[_c]
+        _info = {{"kind": "other"}}
+        try:
+            if _s.dtype.kind in "iuf":
+                _info = {{"kind": "num", "low": float(_s.min()) if _s.notna().any() else None,
+                          "high": float(_s.max()) if _s.notna().any() else None}}
+            elif _s.dtype.kind in "OSUb" or str(_s.dtype) in ("category", "string"):
+                _u = _s.dropna().astype(str).unique()
+                _info = {{"kind": "text", "values": sorted(_u.tolist())[:{MAX_VALUES}] if len(_u) <= {MAX_VALUES} else []}}
+        except Exception:
+            pass
+        _cols[str(_c)] = _info
+    return _cols
+for _n in _names:
+    _v = globals().get(_n)
+    try:
+        if hasattr(_v, "columns") and hasattr(_v, "dtypes"):
+            _out[_n.lower()] = _desc(_v)
+        elif {connection!r} and {connection!r} in globals():
+            _con = globals()[{connection!r}]
+            _kinds = _con.execute("SELECT column_name, data_type FROM information_schema.columns WHERE lower(table_name) = ?", [_n.lower()]).fetchall()
+            _cols = {{}}
+            for _c, _t in _kinds:
+                _q = '"' + _c.replace('"', '""') + '"'
+                if any(_k in _t.upper() for _k in ("INT", "DOUBLE", "FLOAT", "DECIMAL", "REAL", "NUMERIC")):
+                    _lo, _hi = _con.execute(f"SELECT MIN({{_q}}), MAX({{_q}}) FROM {{_n}}").fetchone()
+                    _cols[_c] = {{"kind": "num", "low": None if _lo is None else float(_lo), "high": None if _hi is None else float(_hi)}}
+                elif "CHAR" in _t.upper() or _t.upper() in ("TEXT", "STRING"):
+                    _vals = [r[0] for r in _con.execute(f"SELECT DISTINCT {{_q}} FROM {{_n}} WHERE {{_q}} IS NOT NULL LIMIT {MAX_VALUES + 1}").fetchall()]
+                    _cols[_c] = {{"kind": "text", "values": sorted(map(str, _vals)) if len(_vals) <= {MAX_VALUES} else []}}
+                else:
+                    _cols[_c] = {{"kind": "other"}}
+            if _cols:
+                _out[_n.lower()] = _cols
+    except Exception:
+        pass
+print(_j.dumps(_out))
+'''

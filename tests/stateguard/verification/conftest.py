@@ -1,0 +1,68 @@
+"""A small pandas analysis (orders and customers) run in a DictWorkspace, and a helper that runs
+the semantic verifier's fragments on one turn with the real tools (no harness)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from stateguard.dataflow import cell_dataflow
+from stateguard.observation import WorkerStep
+from stateguard.policies.checks import Finding
+from stateguard.state import AnalyticalState, Constraint
+from stateguard.store import StateStore
+from stateguard.verification.verifier import SemanticVerifier, constraint_text, run_fragment
+from stateguard.workspace import DictWorkspace
+
+SETUP = """
+import pandas as pd, numpy as np
+rng = np.random.default_rng(0)
+n = 400
+orders = pd.DataFrame({
+    "order_id": np.arange(n),
+    "region": rng.choice(["North", "South", "East", "West"], n),
+    "category": rng.choice(["toys", "books", "garden"], n),
+    "price": np.where(rng.random(n) < 0.1, np.nan, rng.uniform(5, 300, n).round(2)),
+    "rating": rng.uniform(1, 5, n).round(1),
+    "customer_id": rng.integers(0, 60, n),
+})
+customers = pd.DataFrame({"customer_id": np.arange(0, 50), "segment": rng.choice(["retail", "business"], 50)})
+"""
+
+
+class Session:
+    """One workspace; each `turn` runs code and returns the verifier's findings for it."""
+
+    def __init__(self) -> None:
+        self.ws = DictWorkspace()
+        assert self.ws.run_cell(SETUP).ok
+        self.store = StateStore(":memory:")
+        self.verifier = SemanticVerifier()
+        self.index = 0
+        self.turn_id = 0
+
+    def turn(self, question: str, code: str, context: str = "") -> list[Finding]:
+        result = self.ws.run_cell(code)
+        assert result.ok, result.error
+        self.turn_id += 1
+        step = WorkerStep(index=self.index, turn=self.turn_id, action=code, meta={"writes": cell_dataflow(code).writes})
+        self.index += 1
+        ctx: Any = SimpleNamespace(task=SimpleNamespace(turns=[SimpleNamespace(context=context)]), workspace=self.ws,
+                                   store=self.store, steps={step.index: step})  # fmt: skip
+        turn = SimpleNamespace(question=question, turn_id=self.turn_id)
+        obs: Any = SimpleNamespace(current_draft=None)
+        findings = run_fragment(self.verifier.verify(obs, ctx, turn, [step]), store=self.store,
+                                steps={step.index: step}, workspace=self.ws)  # fmt: skip
+        if not findings:  # commit the state with its requirements, as the rules manager would
+            state_id = self.store.reserve_id()
+            texts = dict.fromkeys(constraint_text(r) for r in self.verifier.last.requirements)
+            self.store.commit(AnalyticalState(id=state_id, issue=question, constraints=[Constraint(text=t) for t in texts]))
+            self.verifier.remember(turn, state_id)
+        return list(findings)
+
+
+@pytest.fixture
+def session() -> Session:
+    return Session()

@@ -1,0 +1,121 @@
+"""Deterministic requirement extraction: what each phrase becomes, and what it must not become."""
+
+from __future__ import annotations
+
+import pytest
+
+from stateguard.verification.extract import definition_term, extract
+from stateguard.verification.requirements import Kind, Requirement
+from stateguard.verification.vocabulary import ColumnInfo, Vocabulary, resolve_column
+
+VOCAB = Vocabulary(tables={"penguins": {
+    "species": ColumnInfo(kind="text", values=["Adelie", "Chinstrap", "Gentoo"]),
+    "island": ColumnInfo(kind="text", values=["Biscoe", "Dream", "Torgersen"]),
+    "sex": ColumnInfo(kind="text", values=["female", "male"]),
+    "bill_length_mm": ColumnInfo(kind="num"), "body_mass_g": ColumnInfo(kind="num"), "year": ColumnInfo(kind="num"),
+}})  # fmt: skip
+
+
+def of(kind: Kind, reqs: list[Requirement]) -> list[Requirement]:
+    return [r for r in reqs if r.kind is kind]
+
+
+@pytest.mark.parametrize(
+    ("question", "op", "value", "subject"),
+    [
+        ("An hour is windy when the wind speed is at least 13 mph.", ">=", 13.0, ["wind", "speed"]),
+        ("Keep countries with a population of at least 1,200,000 people.", ">=", 1_200_000.0, ["population"]),
+        ("How many orders are rated above 4.0?", ">", 4.0, ["rated"]),
+        ("How many orders under 20 are there?", "<", 20.0, []),
+        ("Keep orders with a price under 20.", "<", 20.0, ["price"]),
+        ("Count products excluding those with a rating below 3.", ">=", 3.0, ["rating"]),
+        ("Keep flights of at least 1600 miles.", ">=", 1600.0, []),  # "flights" are the rows, not an attribute
+        ("Keep the stations with 5 or more readings.", ">=", 5.0, []),
+    ],
+)
+def test_comparisons(question: str, op: str, value: float, subject: list[str]) -> None:
+    found = of(Kind.COMPARISON, extract(question))
+    assert [(r.op, r.value, r.subject) for r in found] == [(op, value, subject)]
+
+
+def test_range_year_and_percent() -> None:
+    reqs = of(Kind.COMPARISON, extract("In 1972, keep growth between 10% and 25%."))
+    assert {(r.op, r.value, r.upper, r.percent) for r in reqs} == {(">=", 10.0, 25.0, True), ("==", 1972.0, None, False)}
+    assert of(Kind.COMPARISON, extract("Report it rounded to 2 decimal places.")) == []
+
+
+def test_group_size_bound_is_a_count() -> None:
+    (req,) = of(Kind.COMPARISON, extract("Keep only species-year groups with at least 9 birds."))
+    assert req.function == "count" and req.subject == []
+
+
+def test_scope_needs_the_data_vocabulary_and_reads_exclusions() -> None:
+    question = "Keep the Gentoo penguins on Dream island, excluding male birds."
+    assert of(Kind.SCOPE, extract(question)) == []
+    scopes = {r.columns[0]: (r.values, r.exclude) for r in of(Kind.SCOPE, extract(question, vocab=VOCAB))}
+    assert scopes == {"species": (["Gentoo"], False), "island": (["Dream"], False), "sex": (["male"], True)}
+
+
+def test_compared_alternatives_are_not_a_scope() -> None:
+    assert of(Kind.SCOPE, extract("Which is heavier on average, Adelie or Gentoo?", vocab=VOCAB)) == []
+
+
+def test_not_null_aggregation_share_grouping_join_order() -> None:
+    reqs = extract("For male penguins with a recorded body mass, compute the median flipper length per species "
+                   "and year. Report `mean_mass_g` and `n_groups`.", vocab=VOCAB)  # fmt: skip
+    assert [r.subject for r in of(Kind.NOT_NULL, reqs)] == [["body", "mass"]]
+    assert {(r.function, tuple(r.subject)) for r in of(Kind.AGGREGATION, reqs)} == {
+        ("median", ("flipper", "length")), ("mean", ("mass", "g"))}
+    assert [r.keys for r in of(Kind.GROUPING, reqs)] == [["species", "year"]]
+    assert of(Kind.OUTPUT, reqs)[0].fields == ["mean_mass_g", "n_groups"]
+    share = of(Kind.SHARE, extract("What share of all delayed flights does each carrier have? Report `share_pct`."))
+    assert share and share[0].fields == ["share_pct"] and share[0].percent
+    assert of(Kind.SHARE, extract("Which 5 carriers have the largest shares of delays? Report `top`.")) == []
+    join = of(Kind.JOIN, extract("Join the orders with customers on customer_id, keeping orders without a customer."))
+    assert [(r.how, r.keys) for r in join] == [("left", ["customer_id"])]
+    (order,) = of(Kind.ORDER, extract("Which 3 carriers have the largest shares of those delays?"))
+    assert (order.k, order.descending) == (3, True)
+
+
+def test_per_capita_is_not_grouping_and_rounding_prefers_the_question() -> None:
+    reqs = extract("Compute GDP per capita growth, rounded to 3 decimal places.", context="Round to 2 decimal places.")
+    assert of(Kind.GROUPING, reqs) == []
+    assert [r.decimals for r in of(Kind.ROUNDING, reqs)] == [3]
+
+
+def test_definitions_and_column_resolution() -> None:
+    assert definition_term("An hour at LGA is windy when the wind speed is at least 18 mph.") == "windy"
+    assert definition_term("Call a Gentoo penguin heavy when its body mass is at least 5000 g.") == "heavy"
+    assert definition_term("Keep flights of at least 1600 miles.") is None
+    columns = ["dep_delay", "arr_delay", "lifeExp", "gdpPercap", "flipper_length_mm", "body_mass_g", "flight"]
+    assert resolve_column(["departure", "delay"], columns) == ["dep_delay"]
+    assert resolve_column(["life", "expectancy"], columns) == ["lifeExp"]
+    assert resolve_column(["GDP", "per", "capita"], columns) == ["gdpPercap"]
+    assert resolve_column(["mass"], columns) == [] and resolve_column(["mass"], columns, partial=True) == ["body_mass_g"]
+
+
+def test_schema_refuses_incomplete_requirements() -> None:
+    with pytest.raises(ValueError, match="comparison requirement needs op, value"):
+        Requirement(kind=Kind.COMPARISON, text="above")
+    with pytest.raises(ValueError, match="value <= upper"):
+        Requirement(kind=Kind.COMPARISON, text="between", op=">=", value=5, upper=1)
+
+
+def test_a_value_the_data_lost_earlier_is_history_not_scope() -> None:
+    q = "Compare with the island table of turn 2 (built before Dream was left out): what is the difference?"
+    assert of(Kind.SCOPE, extract(q, vocab=VOCAB)) == []
+    assert [r.values for r in of(Kind.SCOPE, extract("Among the Dream penguins, what is the mean bill length?", vocab=VOCAB))] == [["Dream"]]
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["How many penguins are both heavier than their species mean and male?",
+     "How many penguins are above the mean body mass?"],
+)
+def test_a_mean_used_as_a_reference_is_not_the_statistic_asked(question: str) -> None:
+    assert of(Kind.AGGREGATION, extract(question)) == []
+
+
+def test_the_statistic_asked_is_still_read_next_to_a_reference() -> None:
+    found = of(Kind.AGGREGATION, extract("How many penguins are above the mean body mass, and what is the mean bill length of those?"))
+    assert [(r.function, r.subject) for r in found] == [("mean", ["bill", "length"])]
