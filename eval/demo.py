@@ -94,7 +94,7 @@ def _arm(cfg: DictConfig, task: Task, task_dir: Path, arm: str) -> RolloutResult
     try:
         return rollout(task, _worker(cfg, calls), workspace, flow=_flow(cfg),
                        manager=_manager(cfg, calls) if arm == "stateguard" else None,
-                       run_dir=arm_dir, harness_config=dict(cfg.harness))  # fmt: skip
+                       run_dir=arm_dir, harness_config=dict(cfg.harness), arm=arm)  # fmt: skip
     finally:
         workspace.close()
         calls.close()

@@ -119,7 +119,7 @@ def run_job(task: EvalTask, arm: str, flow: FlowConfig, cfg: dict[str, Any], arm
             manager = None if kind is None else make_manager(kind, trace=calls, context_budget_tokens=int(
                 cfg["harness"]["context_budget_tokens"]), llm=cfg.get("llm"), semantic=cfg.get("semantic"))
             result = rollout(task.task, worker, workspace, flow=flow, manager=manager, run_dir=out,
-                             harness_config=dict(cfg["harness"]))  # fmt: skip
+                             harness_config=dict(cfg["harness"]), arm=arm)  # fmt: skip
         finally:
             workspace.close()
             if not cfg.get("keep_checkpoints"):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field
 
@@ -35,7 +35,11 @@ MAX_ACTIVATIONS_PER_REVIEW = 12
 
 class RolloutResult(Record):
     task_id: str
-    arm: Literal["baseline", "stateguard"]
+    arm: str = Field(
+        min_length=1,
+        description="The arm that ran, as the caller named it (baseline, stateguard, observer, llm, ...); "
+        "files written before this was recorded say only baseline or stateguard.",
+    )
     answers: dict[int, Any]
     committed_states: list[str] = Field(default_factory=list)
     stale_states: list[str] = Field(default_factory=list)
@@ -232,13 +236,21 @@ def rollout(
     manager: ManagerPolicy | None = None,
     run_dir: str | Path | None = None,
     harness_config: dict[str, Any] | None = None,
+    arm: str | None = None,
 ) -> RolloutResult:
-    """Run one task in one arm and return the per-turn answers and the committed states."""
+    """Run one task in one arm and return the per-turn answers and the committed states.
+
+    `arm` is the name recorded in the trace and in result.json; without it, "stateguard" when a
+    manager runs and "baseline" when none does (callers with several manager arms pass theirs)."""
+    arm_name = arm or ("stateguard" if manager else "baseline")
+    if (arm_name == "baseline") != (manager is None):
+        raise ValueError(f"arm {arm_name!r} with manager {getattr(manager, 'name', None)!r}: the baseline arm runs "
+                         "without a manager and every other arm with one")  # fmt: skip
     path = None if run_dir is None else Path(run_dir)
     if path is not None and any((path / name).exists() for name in ("states.sqlite", "trace.jsonl", "result.json")):
         raise FileExistsError(f"{path} already holds a run (states.sqlite / trace.jsonl); use a new run_dir or delete it")
     run = _Run(task, worker, workspace, flow, manager, path, harness_config or {})
-    run.trace.emit("run_start", task_id=task.task_id, arm="stateguard" if manager else "baseline",
+    run.trace.emit("run_start", task_id=task.task_id, arm=arm_name,
                    flow=flow.model_dump(mode="json"), manager=getattr(manager, "name", None))  # fmt: skip
     setup = workspace.run_cell(prelude(task))
     if not setup.ok:
@@ -269,7 +281,7 @@ def rollout(
         run.trace.emit("workspace_degraded", reasons=reasons[len(run.degraded_reasons):])
     result = RolloutResult(
         task_id=task.task_id,
-        arm="stateguard" if manager else "baseline",
+        arm=arm_name,
         answers=answers,
         committed_states=run.store.ids(),
         stale_states=run.store.invalid_states(),

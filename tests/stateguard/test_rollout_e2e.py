@@ -184,3 +184,28 @@ def test_precision_is_caught_in_both_flows_even_after_result_was_rewritten(task:
                if e.kind == "action" and e.data.get("name") == "REPAIR" and e.data.get("accepted")]  # fmt: skip
     assert repairs and repairs[0]["arguments"]["analytical_evidence"].startswith("[precision]")
     assert repairs[0]["arguments"]["error_hint"]["error_variables"] == ["result"]
+
+
+def test_the_recorded_arm_is_the_arm_that_ran(task: Task, tmp_path: Path) -> None:
+    # an eval arm other than "stateguard" (here a rules manager standing in for e.g. "observer")
+    result = rollout(task, ScriptedWorker(FaultModel(faults=[])), DictWorkspace(), flow=LONGDS,
+                     manager=RulesManager(), run_dir=tmp_path / "observer", arm="observer")  # fmt: skip
+    saved = RolloutResult.model_validate_json((tmp_path / "observer" / "result.json").read_text())
+    start = next(e for e in read_trace(tmp_path / "observer" / "trace.jsonl") if e.kind == "run_start")
+    assert (result.arm, saved.arm, start.data["arm"]) == ("observer", "observer", "observer")
+    # without a name, the arm follows the manager, as before
+    plain = rollout(task, ScriptedWorker(FaultModel(faults=[])), DictWorkspace(), flow=LONGDS, run_dir=tmp_path / "b")
+    assert plain.arm == "baseline"
+
+
+def test_an_arm_that_contradicts_the_manager_is_refused(task: Task) -> None:
+    with pytest.raises(ValueError, match="baseline arm runs without a manager"):
+        rollout(task, ScriptedWorker(FaultModel(faults=[])), DictWorkspace(), flow=LONGDS, arm="observer")
+    with pytest.raises(ValueError, match="baseline arm runs without a manager"):
+        rollout(task, ScriptedWorker(FaultModel(faults=[])), DictWorkspace(), flow=LONGDS, manager=RulesManager(),
+                arm="baseline")
+
+
+def test_result_files_written_before_the_arm_was_recorded_still_load() -> None:
+    old = '{"schema_version": "stateguard/1", "task_id": "t", "arm": "stateguard", "answers": {"1": 3}}'
+    assert RolloutResult.model_validate_json(old).arm == "stateguard"
