@@ -109,12 +109,11 @@ def run_job(task: EvalTask, arm: str, flow: FlowConfig, cfg: dict[str, Any], arm
         calls = Trace(out / "llm_calls.jsonl")
         kind = _manager_kind(arm, cfg)
         name = (cfg.get("bench") or {}).get("name")
-        bench = get_benchmark(str(name)) if name else None  # its optional hooks: worker_protocol, collect
+        bench = get_benchmark(str(name)) if name else None
         workspace = make_workspace(str(cfg["workspace"]), task.data_dir, out, cfg.get("sandbox"))
         try:
-            native = getattr(bench, "worker_protocol", None)
             worker = make_worker(str(cfg["worker"]), trace=calls, faults=task.faults, seed=int(cfg["seed"]),
-                                 protocol=native(task) if native else None, response=cfg.get("response"),
+                                 protocol=bench.worker_protocol(task) if bench else None, response=cfg.get("response"),
                                  endpoint=cfg.get("worker_llm"))  # fmt: skip
             manager = None if kind is None else make_manager(kind, trace=calls, context_budget_tokens=int(
                 cfg["harness"]["context_budget_tokens"]), llm=cfg.get("llm"), semantic=cfg.get("semantic"))
@@ -124,10 +123,8 @@ def run_job(task: EvalTask, arm: str, flow: FlowConfig, cfg: dict[str, Any], arm
             workspace.close()
             if not cfg.get("keep_checkpoints"):
                 _drop_checkpoints(out / "checkpoints")
-        answers = result.answers
-        collect = getattr(bench, "collect", None)
-        if collect is not None:  # e.g. DAComp-DE: the SQL files the agent wrote in its scratch folder
-            answers = collect(task, out, answers)
+        # e.g. DAComp-DE: the SQL files the agent wrote in its scratch folder
+        answers = bench.collect(task, out, result.answers) if bench else result.answers
     except Exception as exc:  # noqa: BLE001 - a crashed task is recorded, the run goes on
         return {**crash_outcome(f"{type(exc).__name__}: {exc}", 1), "wall_s": time.perf_counter() - start}
     finally:
@@ -343,9 +340,7 @@ def execute(p: Prepared) -> RunSummary:
     summary.wall_s = round(time.perf_counter() - start, 2)
     summary.notes = list(p.notes)
     (p.run_dir / "summary.json").write_text(summary.model_dump_json(indent=1) + "\n", encoding="utf-8")
-    after_run = getattr(p.bench, "after_run", None)
-    if after_run is not None:  # DABstep: leaderboard JSONL per arm; DAComp-DE: dacomp_de_summary.json
-        after_run(p.run_dir)
+    p.bench.after_run(p.run_dir)  # DABstep: leaderboard JSONL per arm; DAComp-DE: dacomp_de_summary.json
     return summary
 
 

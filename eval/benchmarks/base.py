@@ -9,10 +9,11 @@ worker through it: the `Task` (questions, and the reference code the scripted wo
 the agent-visible data folder the sandbox mounts, the parent sets Pa(t) used by DCR, and the
 scripted worker's mistakes when the benchmark ships them.
 
-Optional methods the runner uses when a benchmark has them: `worker_protocol(task)` (the LLM
-worker's native prompt and reply format, e.g. LongDS's DSGym-style tags), `collect(task, arm_dir, answers)` (gather what the agent
-produced, e.g. SQL files in its scratch folder) and `after_run(run_dir)` (benchmark-specific
-outputs, e.g. DABstep's leaderboard files).
+Optional hooks, declared here with do-nothing defaults that a benchmark inherits by subclassing
+`Benchmark` and overrides when it needs them: `worker_protocol(task)` (the LLM worker's native
+prompt and reply format, e.g. LongDS's DSGym-style tags; None = the generic one),
+`collect(task, arm_dir, answers)` (gather what the agent produced, e.g. SQL files in its scratch
+folder) and `after_run(run_dir)` (benchmark-specific outputs, e.g. DABstep's leaderboard files).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from stateguard.flows import FlowConfig
 from stateguard.task import Task
 from stateguard.workers.faults import Fault
+from stateguard.workers.llm_worker import WorkerProtocol
 
 __all__ = ["Benchmark", "EvalTask"]
 
@@ -53,3 +55,15 @@ class Benchmark(Protocol):
     def load(self, cfg: Mapping[str, Any]) -> list[EvalTask]: ...
 
     def score(self, task: EvalTask, answers: Mapping[int, Any]) -> dict[int, bool | None]: ...
+
+    def worker_protocol(self, task: EvalTask) -> WorkerProtocol | None:
+        """The LLM worker's prompt and reply format for this benchmark; None = the generic one."""
+        return None
+
+    def collect(self, task: EvalTask, arm_dir: str | Path, answers: Mapping[int, Any]) -> dict[int, Any]:
+        """The answers to score, given the arm folder the rollout wrote; by default the worker's own."""
+        return dict(answers)
+
+    def after_run(self, run_dir: str | Path) -> list[Path]:
+        """Benchmark-specific files written once a run ends; returns their paths (none by default)."""
+        return []

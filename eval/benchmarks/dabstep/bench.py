@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from eval.benchmarks.base import EvalTask
+from eval.benchmarks.base import Benchmark, EvalTask
 from eval.benchmarks.dabstep.loader import CONTEXT_FILES, DabstepTask, check_context, load_split, resolve_root
 from eval.benchmarks.dabstep.prompts import dabstep_protocol
 from eval.benchmarks.dabstep.scorer import SCORING_VERSION, question_matches
@@ -107,7 +107,7 @@ def prediction_text(answer: Any) -> str | None:
     return str(answer)
 
 
-class DabstepBench:
+class DabstepBench(Benchmark):
     name = "dabstep"
     flow = DABSTEP
     scoring_version = SCORING_VERSION

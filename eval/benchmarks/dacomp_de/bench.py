@@ -51,7 +51,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from eval.benchmarks.base import EvalTask
+from eval.benchmarks.base import Benchmark, EvalTask
 from eval.benchmarks.dacomp_de.config import ExampleSpec, load_eval_config
 from eval.benchmarks.dacomp_de.deps import table_dependencies
 from eval.benchmarks.dacomp_de.prompts import TRACK_INSTRUCTIONS, dacomp_protocol
@@ -208,7 +208,7 @@ def _turn(task: DACompTask, max_spec_chars: int) -> Turn:
     return Turn(turn_id=TURN, context=context, question=question, answer=None)
 
 
-class DACompDEBench:
+class DACompDEBench(Benchmark):
     name = "dacomp_de"
     flow = DACOMP_DE
     scoring_version = SCORING_VERSION

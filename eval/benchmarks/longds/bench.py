@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from eval.benchmarks.base import EvalTask
+from eval.benchmarks.base import Benchmark, EvalTask
 from eval.benchmarks.longds.deps import parse_dependencies
 from eval.benchmarks.longds.judge import FieldJudge, LLMJudge, TurnJudge, judge_turns
 from eval.benchmarks.longds.loader import LongDSDataMissing, discover_tasks, load_longds_task, require_data
@@ -36,7 +36,7 @@ __all__ = ["FAULTS_FILE", "LongDSBench"]
 FAULTS_FILE = "faults.json"  # next to task.json (hidden side): the scripted worker's declared mistakes
 
 
-class LongDSBench:
+class LongDSBench(Benchmark):
     name = "longds"
     flow = LONGDS
     scoring_version = "longds-judge/1"

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from eval.benchmarks.base import EvalTask
+from eval.benchmarks.base import Benchmark, EvalTask
 from eval.benchmarks.variants import expand_variants, read_faults_file, select_variants
 from eval.scorers.fields import per_turn_correct
 from stateguard.answers import decimals_of, numbers
@@ -123,7 +123,7 @@ SYNTH_FLOW = FlowConfig(name="synth", regime=Regime.SEGMENT_INDUCED, review_ever
                         baseline_budget=40, stateguard_budget=40)  # fmt: skip
 
 
-class SynthBench:
+class SynthBench(Benchmark):
     name = "synth"
     flow = SYNTH_FLOW
     scoring_version = "synth-fields/1"
