@@ -2,6 +2,7 @@
 
     write_fingerprints(task_dir)   -> {turn_id: {stage: sha256, "answer": sha256}}  (hidden/fingerprints.json)
     verify_replay(task_dir)        -> ReplayReport(ok, mismatches)
+    run_turns(codes, agent_dir)    -> [answer per turn]  (the builder's and the fault planner's runner)
 
 A replay runs every turn's reference code (`hidden/task.json`) in one fresh namespace started
 by `stateguard.task.prelude`, with BASE_PATH pointing at the task's own `agent/` folder (the only
@@ -40,6 +41,7 @@ __all__ = [
     "canonical_json",
     "has_valid_marker",
     "replay_turns",
+    "run_turns",
     "verify_replay",
     "write_fingerprints",
     "write_marker",
@@ -48,6 +50,25 @@ __all__ = [
 FINGERPRINTS = "hidden/fingerprints.json"
 MARKER = "hidden/replay.json"
 ANSWER_KEY = "answer"
+
+
+def run_turns(codes: list[str], base_path: Path) -> list[Any]:
+    """Run a task's turn programs in one fresh namespace; the JSON answer each turn printed last."""
+    namespace: dict[str, Any] = {}
+    exec(prelude(Task(task_id="build", turns=[], base_path=str(base_path))), namespace)
+    answers = []
+    try:
+        for i, code in enumerate(codes, start=1):
+            out = io.StringIO()
+            with redirect_stdout(out):
+                exec(compile(code, f"<turn {i}>", "exec"), namespace)
+            printed = [line for line in out.getvalue().splitlines() if line.strip()]
+            answers.append(json.loads(printed[-1]))
+    finally:
+        con = namespace.get("con")
+        if con is not None:
+            con.close()
+    return answers
 
 
 class Mismatch(BaseModel):

@@ -33,10 +33,10 @@ import duckdb
 
 from stateguard.state import RelationType
 from synthesis.relations import derive_relations, invalidate, stage_state_ids
-from synthesis.replay import write_fingerprints
+from synthesis.replay import run_turns, write_fingerprints
 from synthesis.sources.tabular import get_info, load_into_duckdb
 from synthesis.sql_deps import Stage, stage_dependencies
-from synthesis.tasks import _answer_lines, _combine_spec, _dump, _loader, _sha256, _write_csv, run_turns
+from synthesis.tasks import _answer_lines, _combine_spec, _dump, _loader, _sha256, _write_csv
 from synthesis.threads import StageSpec, Thread, generate_threads
 from synthesis.worker_faults import plan_worker_faults
 

@@ -35,7 +35,6 @@ import json
 import random
 import re
 import shutil
-from contextlib import redirect_stdout
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,15 +42,14 @@ from typing import Any
 import duckdb
 
 from stateguard.state import RelationType
-from stateguard.task import Task, prelude
 from synthesis.relations import derive_relations, invalidate, stage_state_ids
-from synthesis.replay import write_fingerprints
+from synthesis.replay import run_turns, write_fingerprints
 from synthesis.sources.tabular import get_info, load_into_duckdb
 from synthesis.sql_deps import Stage, stage_dependencies
 from synthesis.threads import StageSpec, Thread, generate_threads
 from synthesis.worker_faults import plan_worker_faults
 
-__all__ = ["MIN_TURNS", "PlannedStage", "build_task", "main", "plan_task", "render_code", "run_turns"]
+__all__ = ["MIN_TURNS", "PlannedStage", "build_task", "main", "plan_task", "render_code"]
 
 MIN_TURNS = 8
 EXTRA_STAGES = 4  # combine, update, update child, rollback
@@ -290,25 +288,6 @@ def _dump(obj: Any) -> str:
 
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def run_turns(codes: list[str], base_path: Path) -> list[Any]:
-    """Run a task's turn programs in one fresh namespace; the JSON answer each turn printed last."""
-    namespace: dict[str, Any] = {}
-    exec(prelude(Task(task_id="build", turns=[], base_path=str(base_path))), namespace)
-    answers = []
-    try:
-        for i, code in enumerate(codes, start=1):
-            out = io.StringIO()
-            with redirect_stdout(out):
-                exec(compile(code, f"<turn {i}>", "exec"), namespace)
-            printed = [line for line in out.getvalue().splitlines() if line.strip()]
-            answers.append(json.loads(printed[-1]))
-    finally:
-        con = namespace.get("con")
-        if con is not None:
-            con.close()
-    return answers
 
 
 def build_task(out_dir: str | Path, *, dataset: str = "penguins", seed: int = 0, turns: int = 12,

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from synthesis.interventions import InterventionKind, candidate_interventions
+from synthesis.replay import run_turns
 
 __all__ = ["FAULTS_FILE", "plan_worker_faults"]
 
@@ -32,8 +33,6 @@ FAULTS_FILE = "hidden/faults.json"
 
 def plan_worker_faults(task_root: str | Path, *, seed: int, n: int = 2, tries: int = 8) -> list[dict[str, Any]]:
     """Choose up to `n` contaminating worker faults for a built task and write hidden/faults.json."""
-    from synthesis.tasks import run_turns  # the task runner (imported late: tasks imports this module)
-
     root = Path(task_root)
     turns = json.loads((root / "hidden" / "task.json").read_text(encoding="utf-8"))
     graph = json.loads((root / "hidden" / "graph.json").read_text(encoding="utf-8"))

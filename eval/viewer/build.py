@@ -24,8 +24,9 @@ from pathlib import Path
 
 from eval.viewer.config import ViewerConfig, ViewerError
 from eval.viewer.graph import find_dot, render_svgs, to_dot
+from eval.viewer.model import RunSource, TaskSource
 from eval.viewer.overview import overview_page
-from eval.viewer.sources import RunSource, TaskSource, load_run
+from eval.viewer.sources import load_run
 from eval.viewer.states import StateGraph, state_graph
 from eval.viewer.task_page import ArmView, task_page
 from eval.viewer.timeline import Entry, timeline

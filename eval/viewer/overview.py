@@ -16,7 +16,7 @@ from collections import defaultdict
 from eval.report import RunSummary, fmt, summarize
 from eval.results import ArmResult
 from eval.viewer.html import Markup, el, join, page
-from eval.viewer.sources import RunSource, TaskSource
+from eval.viewer.model import RunSource, TaskSource
 
 __all__ = ["diverging_turns", "overview_page", "turn_cells", "verdict_class"]
 

@@ -21,7 +21,7 @@ from eval.metrics.dcr import parents_from_graph
 from eval.results import ArmResult
 from eval.scorers.fields import per_turn_correct
 from eval.viewer.config import ViewerError
-from eval.viewer.sources import ArmSource, RunSource, TaskSource
+from eval.viewer.model import ArmSource, RunSource, TaskSource
 
 __all__ = ["load_rollouts", "load_synthesis", "rollout_arm"]
 

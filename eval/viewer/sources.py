@@ -7,55 +7,21 @@
 An evaluation run gives one `ArmSource` per (task, arm) from its `results/` files. A synthesis
 export gives one per trajectory variant (`clean`, `repair-1`, `auto-1`, ...) of each parent task,
 and plain rollout folders one per folder (both read in `eval/viewer/rollouts.py`). Every arm
-carries an `ArmResult`, so the overview uses the same summary code as `make eval`.
+carries an `ArmResult`, so the overview uses the same summary code as `make eval`. The shapes
+themselves (`ArmSource`, `TaskSource`, `RunSource`) live in `eval/viewer/model.py`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
 from eval.report import RunSummary
 from eval.results import ArmResult, read_results
 from eval.viewer.config import ViewerError
+from eval.viewer.model import ArmSource, RunSource, TaskSource
+from eval.viewer.rollouts import load_rollouts, load_synthesis
 
-__all__ = ["ArmSource", "RunSource", "TaskSource", "load_run"]
-
-
-@dataclass(frozen=True)
-class ArmSource:
-    name: str  # eval arm (baseline, stateguard, ...) or synthesis variant (clean, repair-1, ...)
-    group: str  # the column it is summarized under: the arm, or the variant kind (clean/repair/auto)
-    folder: Path | None  # trace.jsonl + states.sqlite, None when the folder is gone
-    result: ArmResult
-    facts: dict[str, str] = field(default_factory=dict)  # shown under the arm: intervention, kept, ...
-
-
-@dataclass(frozen=True)
-class TaskSource:
-    task_id: str
-    bench: str
-    arms: list[ArmSource]
-
-    @property
-    def turns(self) -> list[int]:
-        return sorted({t for a in self.arms for t in a.result.correct})
-
-
-@dataclass(frozen=True)
-class RunSource:
-    kind: Literal["eval", "synthesis", "rollouts"]
-    root: Path
-    reference: str  # the arm the others are compared with, turn by turn
-    tasks: list[TaskSource]
-    summary: RunSummary | None = None  # as the run printed it (summary.json), when present
-    config_text: str = ""
-
-    @property
-    def results(self) -> list[ArmResult]:
-        """One result per arm, with `arm` set to its group (what the overview table sums)."""
-        return [a.result.model_copy(update={"arm": a.group}) for t in self.tasks for a in t.arms]
+__all__ = ["load_run"]
 
 
 def load_run(root: str | Path) -> RunSource:
@@ -67,8 +33,6 @@ def load_run(root: str | Path) -> RunSource:
         )
     if (path / "results").is_dir():
         return _load_eval(path)
-    from eval.viewer.rollouts import load_rollouts, load_synthesis  # they build on this module's records
-
     for corpus in (path / "corpus", path):
         if (corpus / "runs").is_dir() and (corpus / "records").is_dir():
             return load_synthesis(path, corpus)

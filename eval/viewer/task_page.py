@@ -18,8 +18,8 @@ from html import escape
 
 from eval.viewer.graph import EDGE_STYLE, NODE_STYLE
 from eval.viewer.html import Markup, el, join, page
+from eval.viewer.model import ArmSource, RunSource, TaskSource
 from eval.viewer.overview import diverging_turns, verdict_class
-from eval.viewer.sources import ArmSource, RunSource, TaskSource
 from eval.viewer.state_panel import lineage_table, state_detail
 from eval.viewer.states import StateGraph
 from eval.viewer.timeline import Entry

@@ -9,13 +9,13 @@ five checks, when a violation requires REPAIR, and what a state should record). 
 fill the state fields in any form or leave them empty, attach constraint code or not, and check
 anything, at any point, or nothing. `docs/ablations.md` lists each ablation's exact difference.
 
-    system = freeform_system_prompt(Regime.TURN_ALIGNED)     # what LLMManager(variant="freeform") sends
+    system = prompts.system_prompt(Regime.TURN_ALIGNED, "freeform")   # what LLMManager(variant="freeform") sends
+
+This module holds the policy text only; `stateguard.policies.prompts` composes it with the parts
+kept from the full manager (`freeform_system_prompt`), so the two modules do not import each other.
 """
 
 from __future__ import annotations
-
-from stateguard.lifecycle import Regime
-from stateguard.policies import prompts
 
 FREEFORM_POLICY = """How you keep the state and check it: your call
 There is no required content. Put into issue, constraints, used_variables and conclusions whatever you find useful, in any wording, or leave them empty. No rule picks the values worth constraining, the variables worth naming, or the wording of a conclusion; a constraint may carry Python that runs on its own, or be text only.
@@ -26,8 +26,3 @@ The shapes the harness accepts do not change:
 Whether and what to verify is yours to decide as well: there is no checklist and no required check. Where the lifecycle below mentions checks, you decide which, if any, to run, and when.
 What stays fixed: the lifecycle order, the relation types, the tools, and the repair protocol. REPAIR names affected variables and says in words what is wrong; a hint with code, a corrected value or the answer is refused by the harness, which also decides light or heavy and counts the attempts (after the budget, ABANDON_STATE). State ids, variable versions, source binding and checkpoints belong to the harness."""
 
-
-def freeform_system_prompt(regime: Regime) -> str:
-    """P_sys ⊕ FREEFORM_POLICY (instead of P_ctrl) ⊕ P_life of the flow ⊕ the observation fields."""
-    life = prompts.TURN_LIFECYCLE if regime is Regime.TURN_ALIGNED else prompts.SEGMENT_LIFECYCLE
-    return f"{prompts.SYSTEM}\n\n{FREEFORM_POLICY}\n\n{life}\n\n{prompts.STATE_HINT_RULES}"

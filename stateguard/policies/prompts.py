@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from stateguard.lifecycle import Regime
 from stateguard.observation import ManagerObservation
+from stateguard.policies.freeform import FREEFORM_POLICY
 from stateguard.task import Task
 
 SYSTEM = """You are the state manager of a data-analysis worker agent. You do not analyse the data yourself.
@@ -101,14 +102,18 @@ def system_prompt(regime: Regime, variant: Literal["stateguard", "freeform"] = "
     """P_sys ⊕ P_ctrl[P_life] for a flow (the freeform ablation swaps P_ctrl for its own block);
     `short` is the condensed form of the full manager's prompt for small context windows."""
     if variant == "freeform":
-        from stateguard.policies.freeform import freeform_system_prompt  # it builds on this module
-
         return freeform_system_prompt(regime)
     if short:
         life = SHORT_TURN_LIFECYCLE if regime is Regime.TURN_ALIGNED else SHORT_SEGMENT_LIFECYCLE
         return f"{SHORT_SYSTEM}\n\n{life}"
     life = TURN_LIFECYCLE if regime is Regime.TURN_ALIGNED else SEGMENT_LIFECYCLE
     return f"{SYSTEM}\n\n{CONTROLLER}\n\n{life}\n\n{STATE_HINT_RULES}"
+
+
+def freeform_system_prompt(regime: Regime) -> str:
+    """The freeform ablation: P_sys ⊕ FREEFORM_POLICY (instead of P_ctrl) ⊕ P_life ⊕ the observation fields."""
+    life = TURN_LIFECYCLE if regime is Regime.TURN_ALIGNED else SEGMENT_LIFECYCLE
+    return f"{SYSTEM}\n\n{FREEFORM_POLICY}\n\n{life}\n\n{STATE_HINT_RULES}"
 
 
 def reply_format(listing: str, note: str = "") -> str:

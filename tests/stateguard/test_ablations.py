@@ -19,9 +19,10 @@ from stateguard.lifecycle import ControlAction, Regime, ToolAction
 from stateguard.llm.client import LLMClient
 from stateguard.llm.endpoints import EndpointConfig
 from stateguard.policies import prompts
-from stateguard.policies.freeform import FREEFORM_POLICY, freeform_system_prompt
+from stateguard.policies.freeform import FREEFORM_POLICY
 from stateguard.policies.llm_manager import LLMManager
 from stateguard.policies.observer import OBSERVER_SYSTEM, ObserverManager, parse_hint
+from stateguard.policies.prompts import freeform_system_prompt
 from stateguard.rollout import rollout
 from stateguard.task import Task, load_task
 from stateguard.trace import read_trace

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from synthesis.replay import run_turns
 from synthesis.sources.tabular import is_installed
-from synthesis.tasks import build_task, run_turns
+from synthesis.tasks import build_task
 from synthesis.worker_faults import FAULTS_FILE
 
 pytestmark = pytest.mark.skipif(not is_installed("penguins"), reason="palmerpenguins not installed")
