@@ -42,7 +42,8 @@ def main(cfg: DictConfig) -> None:
     if shutil.which("nvidia-smi") is None or subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode != 0:
         _fail("no CUDA GPU on this machine; vLLM cannot serve here. Use `make serve-local` for a CPU model.")
     if shutil.which("vllm") is None:
-        _fail("vllm is not installed; run `make setup EXTRAS=serve` on the GPU machine.")
+        _fail("vllm is not installed; on the GPU machine, install the vLLM release built for this venv's torch "
+              "(`.venv/bin/python -m pip install vllm==<version>`); the project pins none.")
     if not Path(str(cfg.model)).exists():
         _fail(f"checkpoint {cfg.model} not found; train one with `make sft` or set model=<path>.")
     proc = subprocess.Popen(_command(cfg))
