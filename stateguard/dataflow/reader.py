@@ -39,6 +39,19 @@ GROW_METHODS = frozenset({"append", "extend", "appendleft", "extendleft"})
 PANDAS_MUTATORS = frozenset({"update", "pop", "insert", "__setitem__"})  # the in-place ones without `inplace=`
 SEED_METHODS = frozenset({"seed", "manual_seed", "set_state"})  # on a module: changes the module's state
 SHUFFLE_METHODS = frozenset({"shuffle"})  # on a module: changes its first argument in place
+# pandas methods that never change their receiver and return a new object (never a view a later
+# in-place call could write through, with or without copy-on-write), unless given `inplace=`: a frame
+# that a cell only calls these on need not be fingerprinted (see `recorder._watched`). Methods that
+# hand the receiver or its parts to a callback (apply, pipe, agg, transform, map) are not here.
+PANDAS_READERS = frozenset(
+    {"sort_values", "sort_index", "groupby", "describe", "sum", "mean", "median", "min", "max", "std", "var",
+     "sem", "prod", "count", "nunique", "unique", "value_counts", "quantile", "corr", "cov", "isna", "isnull",
+     "notna", "notnull", "duplicated", "drop_duplicates", "dropna", "fillna", "merge", "join", "pivot_table",
+     "melt", "round", "abs", "cumsum", "cumprod", "cummax", "cummin", "shift", "diff", "pct_change", "rank",
+     "nlargest", "nsmallest", "idxmax", "idxmin", "any", "all", "isin", "between", "equals", "to_dict",
+     "tolist", "to_list", "to_string", "info", "memory_usage", "sample", "copy", "query", "eq", "ne", "lt",
+     "gt", "le", "ge", "skew", "kurt", "mode", "explode", "stack", "unstack", "pivot", "crosstab"}
+)  # fmt: skip
 INDEXERS = frozenset({"loc", "iloc", "at", "iat"})  # df.loc[rows, "col"] is column "col" of df
 
 
@@ -78,6 +91,7 @@ class Effects:
     tables_written: list[tuple[str, list[str]]] = field(default_factory=list)  # (table, tables it reads)
     returns: list[Atom] = field(default_factory=list)  # yield values
     candidates: set[str] = field(default_factory=set)  # globals handed to calls: may change opaquely
+    readers: set[str] = field(default_factory=set)  # globals only called PANDAS_READERS methods on here
     calls: bool = False
 
 
@@ -337,7 +351,8 @@ class Reader:
             inplace = method in PANDAS_INPLACE_METHODS
             self.fx.mutations.append((recv, kind if inplace or kind == "grow" else f"mutate:{method}", args))
         if recv.is_global:
-            self.fx.candidates.add(recv.root)
+            plain = kind is None and method in PANDAS_READERS and not any(k.arg in (None, "inplace") for k in node.keywords)
+            (self.fx.readers if plain else self.fx.candidates).add(recv.root)
         return [recv.atom(), *recv.extra]
 
     def _sql(self, node: ast.Call, method: str) -> None:
