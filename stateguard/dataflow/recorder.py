@@ -203,9 +203,9 @@ class CellRecorder:
         """Analyze and instrument `code`; a SyntaxError is the cell's own and propagates."""
         self.hook.run = None
         self._run, self._code = None, code
-        ast.parse(code, "<cell>")  # the user's syntax errors, as plain Python reports them
+        tree = ast.parse(code, "<cell>")  # the user's syntax errors, as plain Python reports them
         try:
-            plan = analyze_cell(code, namespace, self.registry)
+            plan = analyze_cell(code, namespace, self.registry, tree)
             body = compile(plan.body, "<cell>", "exec")
             last = compile(plan.last, "<cell>", "eval") if plan.last is not None else None
         except Exception:  # a gap in our analysis must not cost the user the cell: run it untraced
