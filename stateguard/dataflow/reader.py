@@ -52,6 +52,12 @@ PANDAS_READERS = frozenset(
      "tolist", "to_list", "to_string", "info", "memory_usage", "sample", "copy", "query", "eq", "ne", "lt",
      "gt", "le", "ge", "skew", "kurt", "mode", "explode", "stack", "unstack", "pivot", "crosstab"}
 )  # fmt: skip
+# builtins that only read their arguments (through `__len__`, `__repr__`, iteration, ...), which for
+# a pandas object changes nothing: a frame handed to them is treated like a PANDAS_READERS receiver
+READ_BUILTINS = frozenset(
+    {"len", "print", "repr", "str", "isinstance", "type", "id", "sorted", "list", "tuple", "round", "abs", "min",
+     "max", "sum", "float", "int"}
+)  # fmt: skip
 INDEXERS = frozenset({"loc", "iloc", "at", "iat"})  # df.loc[rows, "col"] is column "col" of df
 
 
@@ -91,7 +97,7 @@ class Effects:
     tables_written: list[tuple[str, list[str]]] = field(default_factory=list)  # (table, tables it reads)
     returns: list[Atom] = field(default_factory=list)  # yield values
     candidates: set[str] = field(default_factory=set)  # globals handed to calls: may change opaquely
-    readers: set[str] = field(default_factory=set)  # globals only called PANDAS_READERS methods on here
+    readers: set[str] = field(default_factory=set)  # globals only read here by PANDAS_READERS / READ_BUILTINS
     calls: bool = False
 
 
@@ -318,11 +324,15 @@ class Reader:
         self.fx.calls = True
         args: list[Atom] = []
         first: Atom | None = None
+        func = node.func
+        reads_only = (isinstance(func, ast.Name) and func.id in READ_BUILTINS and self.scope.kind(func.id) is None
+                      and not any(func.id in h for h in self.hidden))  # the builtin itself, not a variable  # fmt: skip
         for i, arg in enumerate([*node.args, *(k.value for k in node.keywords)]):
             atoms = self.expr(arg)
             inner = arg.value if isinstance(arg, ast.Starred) else arg
             if isinstance(inner, ast.Name | ast.Attribute | ast.Subscript) and atoms and atoms[0][0] == "g":
-                self.fx.candidates.add(atoms[0][1][0])  # handed to a call: may be changed in place
+                # handed to a call: may be changed in place (unless a pandas object goes to a READ_BUILTINS one)
+                (self.fx.readers if reads_only else self.fx.candidates).add(atoms[0][1][0])
                 if i == 0 and node.args:
                     first = atoms[0]
             args += atoms

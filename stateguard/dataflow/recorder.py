@@ -277,9 +277,10 @@ def _watched(plan: CellPlan, namespace: dict[str, Any]) -> set[str]:
     """Variables to fingerprint before the cell: handed to calls, or changed in place by it.
 
     A pandas DataFrame or Series (the exact classes: a subclass may redefine a method) that the cell
-    only calls `PANDAS_READERS` methods on, without `inplace=`, and never assigns to, cannot change
-    by those calls: it is not fingerprinted (for a 100k-row frame that is most of the recording's
-    cost). Any other object called such a method (a user class with its own `sort_values`) is."""
+    only calls `PANDAS_READERS` methods on (without `inplace=` or `**kwargs`) or hands to
+    `READ_BUILTINS` (`len`, `print`, ...), and never assigns to, cannot change by those calls: it is
+    not fingerprinted (for a 100k-row frame that was most of the recording's cost). Any other object
+    used the same way (a user class with its own `sort_values` or `__len__`) is."""
     names: set[str] = set()
     readers: set[str] = set()
     bound: set[str] = set()

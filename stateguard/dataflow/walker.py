@@ -54,7 +54,7 @@ class Unit:
     return_items: list[list[Atom]] | None = None  # `return a, b`: what each item is computed from
     calls: bool = False
     candidates: set[str] = field(default_factory=set)
-    readers: set[str] = field(default_factory=set)  # receivers of PANDAS_READERS methods only (if pandas objects)
+    readers: set[str] = field(default_factory=set)  # only read here by pandas-safe calls (reader.py)
     block: int = -1
     digest: str | None = None  # a `def` statement: the definition's source digest
 

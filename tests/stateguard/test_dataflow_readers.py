@@ -39,7 +39,8 @@ def _namespace() -> dict[str, Any]:
 @pytest.mark.parametrize(
     "code",
     ["top = df.sort_values('a').groupby('k')['a'].agg(['mean', 'count'])", "x = df['a'].sum()",
-     "d = df.describe()\nm = df.merge(pd.DataFrame({'k': [1]}), on='k')", "v = s.value_counts()", "y = df.dropna()"],
+     "d = df.describe()\nm = df.merge(pd.DataFrame({'k': [1]}), on='k')", "v = s.value_counts()", "y = df.dropna()",
+     "n = len(df)\nprint(df.shape, repr(s))"],
 )  # fmt: skip
 def test_a_frame_only_read_by_pandas_methods_is_not_fingerprinted(code: str) -> None:
     watched = _watched_names(code, _namespace())
@@ -56,7 +57,9 @@ def test_a_frame_only_read_by_pandas_methods_is_not_fingerprinted(code: str) -> 
      ("x = df.sum()\ndf = df", "df"),  # rebound: its content equality is checked
      ("ledger.sort_values()", "ledger"),  # the method name alone proves nothing
      ("x = sub.sort_values('a')", "sub"),  # a subclass of DataFrame
-     ("x = s.sum()\nsetattr(s, 'name', 'b')", "s")],
+     ("x = s.sum()\nsetattr(s, 'name', 'b')", "s"),
+     ("print(ledger)", "ledger"),  # only pandas objects are known not to change when printed
+     ("len = f\nn = len(df)", "df")],  # not the builtin
 )  # fmt: skip
 def test_frames_that_may_change_are_still_fingerprinted(code: str, name: str) -> None:
     assert name in _watched_names(code, _namespace())
