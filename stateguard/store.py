@@ -16,7 +16,7 @@ import json
 import sqlite3
 from collections import deque
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Literal
 from urllib.parse import quote
@@ -36,7 +36,7 @@ from stateguard.store_check import (
     row_columns,
 )
 
-__all__ = ["IndexEntry", "Invalidation", "Lineage", "StateStore", "StoreCorrupt", "StoreError", "VersionInfo"]
+__all__ = ["immediate_transaction", "IndexEntry", "Invalidation", "Lineage", "StateStore", "StoreCorrupt", "StoreError", "VersionInfo"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -77,6 +77,19 @@ CREATE INDEX IF NOT EXISTS invalid_by ON invalid(invalidated_by);
 CREATE TABLE IF NOT EXISTS digests(id TEXT PRIMARY KEY, sha256 TEXT NOT NULL);
 """
 
+
+
+@contextmanager
+def immediate_transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One write transaction that takes the write lock at once (no upgrade deadlock between
+    readers), rolled back on any exception. Shared by the state store and StateWise's record store."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield db
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
 
 class IndexEntry(BaseModel):
     """One row of the compact committed-state index (paper Eq. 16)."""
@@ -206,15 +219,8 @@ class StateStore:
     def _set_meta(self, key: str, value: str) -> None:
         self._db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", (key, value))
 
-    @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield self._db
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+    def _transaction(self) -> AbstractContextManager[sqlite3.Connection]:
+        return immediate_transaction(self._db)
 
     # ------------------------------------------------------------------ ids
     def peek_next_id(self) -> str:

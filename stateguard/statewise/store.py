@@ -20,8 +20,7 @@ linking the old version, the evidence, the scope and the time. At most one versi
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -37,6 +36,7 @@ from stateguard.statewise.records import (
     depth,
     overlaps,
 )
+from stateguard.store import immediate_transaction
 
 STORE_SCHEMA = "statewise/1"
 
@@ -121,15 +121,8 @@ class RecordStore:
         row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return None if row is None else str(row[0])
 
-    @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield self._db
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+    def _transaction(self) -> AbstractContextManager[sqlite3.Connection]:
+        return immediate_transaction(self._db)
 
     @staticmethod
     def _next_id(db: sqlite3.Connection, table: str, prefix: str) -> str:
