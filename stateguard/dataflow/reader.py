@@ -39,6 +39,25 @@ GROW_METHODS = frozenset({"append", "extend", "appendleft", "extendleft"})
 PANDAS_MUTATORS = frozenset({"update", "pop", "insert", "__setitem__"})  # the in-place ones without `inplace=`
 SEED_METHODS = frozenset({"seed", "manual_seed", "set_state"})  # on a module: changes the module's state
 SHUFFLE_METHODS = frozenset({"shuffle"})  # on a module: changes its first argument in place
+# pandas methods that never change their receiver and return a new object (never a view a later
+# in-place call could write through, with or without copy-on-write), unless given `inplace=`: a frame
+# that a cell only calls these on need not be fingerprinted (see `recorder._watched`). Methods that
+# hand the receiver or its parts to a callback (apply, pipe, agg, transform, map) are not here.
+PANDAS_READERS = frozenset(
+    {"sort_values", "sort_index", "groupby", "describe", "sum", "mean", "median", "min", "max", "std", "var",
+     "sem", "prod", "count", "nunique", "unique", "value_counts", "quantile", "corr", "cov", "isna", "isnull",
+     "notna", "notnull", "duplicated", "drop_duplicates", "dropna", "fillna", "merge", "join", "pivot_table",
+     "melt", "round", "abs", "cumsum", "cumprod", "cummax", "cummin", "shift", "diff", "pct_change", "rank",
+     "nlargest", "nsmallest", "idxmax", "idxmin", "any", "all", "isin", "between", "equals", "to_dict",
+     "tolist", "to_list", "to_string", "info", "memory_usage", "sample", "copy", "query", "eq", "ne", "lt",
+     "gt", "le", "ge", "skew", "kurt", "mode", "explode", "stack", "unstack", "pivot", "crosstab"}
+)  # fmt: skip
+# builtins that only read their arguments (through `__len__`, `__repr__`, iteration, ...), which for
+# a pandas object changes nothing: a frame handed to them is treated like a PANDAS_READERS receiver
+READ_BUILTINS = frozenset(
+    {"len", "print", "repr", "str", "isinstance", "type", "id", "sorted", "list", "tuple", "round", "abs", "min",
+     "max", "sum", "float", "int"}
+)  # fmt: skip
 INDEXERS = frozenset({"loc", "iloc", "at", "iat"})  # df.loc[rows, "col"] is column "col" of df
 
 
@@ -78,6 +97,7 @@ class Effects:
     tables_written: list[tuple[str, list[str]]] = field(default_factory=list)  # (table, tables it reads)
     returns: list[Atom] = field(default_factory=list)  # yield values
     candidates: set[str] = field(default_factory=set)  # globals handed to calls: may change opaquely
+    readers: set[str] = field(default_factory=set)  # globals only read here by PANDAS_READERS / READ_BUILTINS
     calls: bool = False
 
 
@@ -304,11 +324,15 @@ class Reader:
         self.fx.calls = True
         args: list[Atom] = []
         first: Atom | None = None
+        func = node.func
+        reads_only = (isinstance(func, ast.Name) and func.id in READ_BUILTINS and self.scope.kind(func.id) is None
+                      and not any(func.id in h for h in self.hidden))  # the builtin itself, not a variable  # fmt: skip
         for i, arg in enumerate([*node.args, *(k.value for k in node.keywords)]):
             atoms = self.expr(arg)
             inner = arg.value if isinstance(arg, ast.Starred) else arg
             if isinstance(inner, ast.Name | ast.Attribute | ast.Subscript) and atoms and atoms[0][0] == "g":
-                self.fx.candidates.add(atoms[0][1][0])  # handed to a call: may be changed in place
+                # handed to a call: may be changed in place (unless a pandas object goes to a READ_BUILTINS one)
+                (self.fx.readers if reads_only else self.fx.candidates).add(atoms[0][1][0])
                 if i == 0 and node.args:
                     first = atoms[0]
             args += atoms
@@ -337,7 +361,8 @@ class Reader:
             inplace = method in PANDAS_INPLACE_METHODS
             self.fx.mutations.append((recv, kind if inplace or kind == "grow" else f"mutate:{method}", args))
         if recv.is_global:
-            self.fx.candidates.add(recv.root)
+            plain = kind is None and method in PANDAS_READERS and not any(k.arg in (None, "inplace") for k in node.keywords)
+            (self.fx.readers if plain else self.fx.candidates).add(recv.root)
         return [recv.atom(), *recv.extra]
 
     def _sql(self, node: ast.Call, method: str) -> None:

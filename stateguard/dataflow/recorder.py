@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import logging
+import sys
 from dataclasses import dataclass, field
 from types import CodeType, FunctionType, ModuleType
 from typing import Any
@@ -202,9 +203,9 @@ class CellRecorder:
         """Analyze and instrument `code`; a SyntaxError is the cell's own and propagates."""
         self.hook.run = None
         self._run, self._code = None, code
-        ast.parse(code, "<cell>")  # the user's syntax errors, as plain Python reports them
+        tree = ast.parse(code, "<cell>")  # the user's syntax errors, as plain Python reports them
         try:
-            plan = analyze_cell(code, namespace, self.registry)
+            plan = analyze_cell(code, namespace, self.registry, tree)
             body = compile(plan.body, "<cell>", "exec")
             last = compile(plan.last, "<cell>", "eval") if plan.last is not None else None
         except Exception:  # a gap in our analysis must not cost the user the cell: run it untraced
@@ -219,7 +220,7 @@ class CellRecorder:
         self.attach(namespace)
         self._before = dict(namespace)
         self._prints = {}
-        for name in _watched(plan) if self.check_values else ():
+        for name in _watched(plan, namespace) if self.check_values else ():
             value = namespace.get(name)
             if name in namespace and not isinstance(value, ModuleType | type | FunctionType):
                 self._prints[name] = fingerprint(value)
@@ -272,12 +273,28 @@ def _add_untraced(run: _CellRun) -> None:
                 run.trace.append(Occurrence(uid, done=True))
 
 
-def _watched(plan: CellPlan) -> set[str]:
-    """Variables to fingerprint before the cell: handed to calls, or changed in place by it."""
+def _watched(plan: CellPlan, namespace: dict[str, Any]) -> set[str]:
+    """Variables to fingerprint before the cell: handed to calls, or changed in place by it.
+
+    A pandas DataFrame or Series (the exact classes: a subclass may redefine a method) that the cell
+    only calls `PANDAS_READERS` methods on (without `inplace=` or `**kwargs`) or hands to
+    `READ_BUILTINS` (`len`, `print`, ...), and never assigns to, cannot change by those calls: it is
+    not fingerprinted (for a 100k-row frame that was most of the recording's cost). Any other object
+    used the same way (a user class with its own `sort_values` or `__len__`) is."""
     names: set[str] = set()
+    readers: set[str] = set()
+    bound: set[str] = set()
     for unit in plan.units:
         names |= unit.candidates
+        readers |= unit.readers
         for w in unit.writes:
-            if w.target is not None and w.target[0] == "g" and (len(w.target[1]) > 1 or w.kind != "bind" or w.alias_check):
-                names.add(w.target[1][0])
+            if w.target is not None and w.target[0] == "g":
+                bound.add(w.target[1][0])
+                if len(w.target[1]) > 1 or w.kind != "bind" or w.alias_check:
+                    names.add(w.target[1][0])
+    pandas = sys.modules.get("pandas")
+    plain = (pandas.DataFrame, pandas.Series) if pandas is not None else ()
+    for name in readers - names:
+        if name in bound or type(namespace.get(name)) not in plain:
+            names.add(name)
     return names

@@ -249,7 +249,8 @@ class Resolver:
             if fingerprint(self.ns[name])[0] == before:
                 continue
             for occ, u in zip(reversed(trace), reversed(units), strict=True):
-                if u["complete"] and name in self.plan.units[occ.uid].candidates:
+                unit = self.plan.units[occ.uid]
+                if u["complete"] and (name in unit.candidates or name in unit.readers):
                     deps = tuple(r for r in u["reads"] if r.path[0] != name)
                     aliases = tuple(self._aliases(name, False))
                     u["writes"].append(Write(path=(name,), kind="mutate", deps=deps, keep=True, aliases=aliases))

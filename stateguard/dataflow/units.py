@@ -271,9 +271,10 @@ def _names(tree: ast.Module) -> tuple[set[str], set[str], bool]:
     return bound, imported, sql
 
 
-def analyze_cell(code: str, namespace: dict[str, Any], registry: Registry) -> CellPlan:
-    """Units, function statements (into `registry`) and the instrumented AST of one cell."""
-    tree = ast.parse(code, "<cell>")
+def analyze_cell(code: str, namespace: dict[str, Any], registry: Registry, tree: ast.Module | None = None) -> CellPlan:
+    """Units, function statements (into `registry`) and the instrumented AST of one cell; `tree`, when
+    given, is `code` freshly parsed (it is instrumented in place)."""
+    tree = ast.parse(code, "<cell>") if tree is None else tree
     bound, imported, sql = _names(tree)
 
     def is_module(name: str) -> bool:

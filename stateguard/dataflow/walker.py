@@ -54,6 +54,7 @@ class Unit:
     return_items: list[list[Atom]] | None = None  # `return a, b`: what each item is computed from
     calls: bool = False
     candidates: set[str] = field(default_factory=set)
+    readers: set[str] = field(default_factory=set)  # only read here by pandas-safe calls (reader.py)
     block: int = -1
     digest: str | None = None  # a `def` statement: the definition's source digest
 
@@ -203,6 +204,7 @@ class Walker:
         walrus = {("g", (name,), True) for name, _ in fx.binds}
         unit.reads = [a for a in unit.reads if a not in walrus]
         unit.candidates |= fx.candidates
+        unit.readers |= fx.readers
         unit.calls = unit.calls or fx.calls
         unit.returns += fx.returns
 
