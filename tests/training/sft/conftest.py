@@ -2,7 +2,7 @@
 
 The corpus comes from the real pipeline (one 11-turn penguins task, a clean and a repair trajectory,
 exported by synthesis/export.py: about 90 atomic samples and 2 full ones, ~5 s). The tiny base
-model is built once; the trained run is the debug config shortened to 12 steps (~15 s on 2 cores).
+model is built once; the trained run is the debug config shortened to 24 steps (~30 s on 2 cores).
 """
 
 from __future__ import annotations

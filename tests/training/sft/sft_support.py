@@ -8,7 +8,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
 CONFIGS = Path(__file__).resolve().parents[3] / "configs"
-TRAIN_STEPS = 12
+TRAIN_STEPS = 24
 
 
 def compose_sft(*overrides: str) -> DictConfig:

@@ -72,7 +72,8 @@ def test_checkpoint_reloads_with_its_template_and_generates(trained: Any, sft_co
         )
     new = out[0, len(prompt) :].tolist()
     assert 0 < len(new) <= 8
-    # every target starts with it, and 12 steps are enough to learn that much
+    # every target starts with it, and 24 steps are enough to learn that much (12 were enough on the
+    # corpus before the shared teacher; on its corpus they are not)
     assert tokenizer.convert_ids_to_tokens(new[0]) == "<tool_call>"
 
 
