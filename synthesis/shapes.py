@@ -33,12 +33,11 @@ import duckdb
 
 from stateguard.state import RelationType
 from synthesis.relations import derive_relations, invalidate, stage_state_ids
-from synthesis.replay import run_turns, write_fingerprints
+from synthesis.replay import run_turns
 from synthesis.sources.tabular import get_info, load_into_duckdb
 from synthesis.sql_deps import Stage, stage_dependencies
-from synthesis.tasks import _answer_lines, _combine_spec, _dump, _loader, _sha256, _write_csv
+from synthesis.tasks import _answer_lines, _combine_spec, _dump, _loader, _write_csv, finish_task
 from synthesis.threads import StageSpec, Thread, generate_threads
-from synthesis.worker_faults import plan_worker_faults
 
 __all__ = ["SHAPES", "Shape", "build_shaped_task", "shaped_task_id"]
 
@@ -159,14 +158,7 @@ def build_shaped_task(out_dir: str | Path, *, shape: Shape, dataset: str = "peng
         raise RuntimeError(f"{task_id}: no Init stage in the plan")
     (root / "hidden" / "graph.json").write_text(_dump(graph), encoding="utf-8")
     (root / "hidden" / "task.json").write_text(_dump(turns_out), encoding="utf-8")
-    write_fingerprints(root)
-    if worker_faults:
-        plan_worker_faults(root, seed=seed, n=worker_faults)
-    agent = root / "agent"
-    files = {p.relative_to(agent).as_posix(): _sha256(p) for p in sorted(agent.rglob("*")) if p.is_file()}
-    (root / "manifest.json").write_text(_dump({"task_id": task_id, "agent_dir": "agent", "sha256": files}),
-                                        encoding="utf-8")  # fmt: skip
-    return root
+    return finish_task(root, task_id, seed=seed, worker_faults=worker_faults)
 
 
 def main(argv: list[str] | None = None) -> int:

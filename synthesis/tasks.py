@@ -366,6 +366,12 @@ def build_task(out_dir: str | Path, *, dataset: str = "penguins", seed: int = 0,
         ],
     }  # fmt: skip
     (root / "hidden" / "graph.json").write_text(_dump(graph), encoding="utf-8")
+    return finish_task(root, task_id, seed=seed, worker_faults=worker_faults)
+
+
+def finish_task(root: Path, task_id: str, *, seed: int, worker_faults: int) -> Path:
+    """The last steps of every task builder, once hidden/task.json and graph.json are written: the
+    replay fingerprints, the worker's shipped mistakes (benchmark tasks), and the agent manifest."""
     write_fingerprints(root)  # a fresh replay: {turn_id: {stage: sha256, "answer": sha256}}
     if worker_faults:  # benchmark tasks: the scripted worker's contaminating mistakes (hidden)
         plan_worker_faults(root, seed=seed, n=worker_faults)
