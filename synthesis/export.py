@@ -29,6 +29,7 @@ import json
 import time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
@@ -276,7 +277,7 @@ def _records_by_task(roots: list[Path], out: Path, opts: ExportOptions) -> dict[
                 done[root] = recs
                 bar.update()
         elif opts.workers > 1 and len(roots) > 1:
-            with ProcessPoolExecutor(max_workers=opts.workers) as pool:
+            with ProcessPoolExecutor(max_workers=opts.workers, mp_context=get_context("spawn")) as pool:  # fork: see pipeline.py
                 futures = {pool.submit(_task_records, r, out, opts): r for r in roots}
                 for fut in as_completed(futures):
                     done[futures[fut]] = fut.result()

@@ -23,6 +23,7 @@ import shutil
 import time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, Literal
 
@@ -183,7 +184,9 @@ def run(cfg: DictConfig) -> SynthResult:
                 outcomes.append(outcome)
                 bar.update()
         elif workers > 1 and len(specs) > 1:
-            with ProcessPoolExecutor(max_workers=workers) as pool:
+            # spawn, not fork: a forked child of a multithreaded parent (pytest, Ray, torch) can crash
+            # in its first garbage collection (seen as a segfault inside sqlglot's deepcopy).
+            with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
                 futures = [pool.submit(synth_one, s, str(out_dir), verify, faults) for s in specs]
                 for fut in as_completed(futures):
                     outcomes.append(fut.result())
