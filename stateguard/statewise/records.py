@@ -49,7 +49,21 @@ class Provenance(Record):
     detail: str = Field(default="", description="Free text: the step, the file, the question.")
 
 
-class OpRecord(Record):
+class _Observed(Record):
+    """What records and evidence share: a scope in canonical form and a timezone-aware time."""
+
+    @field_validator("scope", check_fields=False)
+    @classmethod
+    def _scope_form(cls, scope: str) -> str:
+        return check_scope(scope)
+
+    @field_validator("observed_at", check_fields=False)
+    @classmethod
+    def _aware(cls, when: datetime) -> datetime:
+        return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+class OpRecord(_Observed):
     """One version of a persistent operational record (ids and versions are assigned by the store)."""
 
     id: str = Field(default="", description="Store-assigned id, e.g. 'r12'; empty before it is stored.")
@@ -65,16 +79,6 @@ class OpRecord(Record):
     version: int = Field(default=1, ge=1)
     supersedes: str | None = Field(default=None, description="Record id of the version this one replaced.")
 
-    @field_validator("scope")
-    @classmethod
-    def _scope_form(cls, scope: str) -> str:
-        return check_scope(scope)
-
-    @field_validator("observed_at")
-    @classmethod
-    def _aware(cls, when: datetime) -> datetime:
-        return when if when.tzinfo else when.replace(tzinfo=UTC)
-
     def age_days(self, now: datetime) -> float:
         return (now - self.observed_at) / timedelta(days=1)
 
@@ -87,7 +91,7 @@ class OpRecord(Record):
                 "observed_at": self.observed_at.date().isoformat(), "authority": self.authority.value}  # fmt: skip
 
 
-class Evidence(Record):
+class Evidence(_Observed):
     """An observation of a key's value in a scope; never a record by itself."""
 
     id: str = Field(default="", description="Store-assigned id, e.g. 'e3'.")
@@ -98,16 +102,6 @@ class Evidence(Record):
     detail: str = Field(default="", description="The probe and its output, or the question and the answer.")
     observed_at: datetime
     authority: Authority
-
-    @field_validator("scope")
-    @classmethod
-    def _scope_form(cls, scope: str) -> str:
-        return check_scope(scope)
-
-    @field_validator("observed_at")
-    @classmethod
-    def _aware(cls, when: datetime) -> datetime:
-        return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 class Correction(Record):
