@@ -1,7 +1,7 @@
 """The parts an evaluation arm is built from: worker, manager, workspace, flow (shared by the
 runner and the demo).
 
-    worker = make_worker("scripted", faults=[...], seed=0, trace=calls)
+    worker = make_worker("scripted", faults=[...], seed=0, trace=calls, reference=task)  # task: stateguard.task.Task
     manager = make_manager("rules", trace=calls)            # None for the baseline arm
     ws = make_workspace("sandbox", data_dir, arm_dir, sandbox={"isolation": "bwrap"})
     check_workspace("sandbox", {"isolation": "process"})   # at start-up: refuses what cannot run here
@@ -27,6 +27,7 @@ from stateguard.policies.hierarchical import HierarchicalManager
 from stateguard.policies.llm_manager import LLMManager, LLMManagerConfig
 from stateguard.policies.observer import ObserverManager
 from stateguard.policies.rules import RulesManager
+from stateguard.task import Task
 from stateguard.trace import Trace
 from stateguard.verification.llm_extract import LLMExtractor
 from stateguard.verification.verifier import SemanticConfig, SemanticVerifier
@@ -137,14 +138,15 @@ def make_manager(kind: str, *, trace: Trace, context_budget_tokens: int = 40960,
 
 def make_worker(kind: str, *, trace: Trace, faults: list[Any] | None = None, seed: int = 0,
                 protocol: WorkerProtocol | None = None, response: Mapping[str, Any] | None = None,
-                endpoint: Mapping[str, Any] | None = None) -> WorkerAdapter:  # fmt: skip
+                endpoint: Mapping[str, Any] | None = None, reference: Task | None = None) -> WorkerAdapter:  # fmt: skip
     """`scripted`: replays reference code under the given faults and answers repair hints by the
     `response` model (`stateguard.workers.response`: identify, p_flip); `llm`: STATEGUARD_WORKER_*
     endpoint (call policy from the config's `worker_llm:` block, `endpoint`), speaking the benchmark's
-    `protocol` (its native prompt and reply format) when it has one."""
+    `protocol` (its native prompt and reply format) when it has one. `reference` (the privileged
+    task, code and answers) goes to the scripted worker only; the LLM worker never gets it."""
     if kind == "scripted":
         model = ResponseModel(**{"seed": seed, **dict(response or {})})
-        return ScriptedWorker(FaultModel(seed=seed, faults=list(faults or [])), model)
+        return ScriptedWorker(FaultModel(seed=seed, faults=list(faults or [])), model, reference=reference)
     if kind == "llm":
         overrides = endpoint_settings(endpoint)
         return LLMWorker(LLMClient(EndpointConfig.from_env("worker", **overrides), trace=trace), protocol=protocol)

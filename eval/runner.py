@@ -112,12 +112,12 @@ def run_job(task: EvalTask, arm: str, flow: FlowConfig, cfg: dict[str, Any], arm
         bench = get_benchmark(str(name)) if name else None
         workspace = make_workspace(str(cfg["workspace"]), task.data_dir, out, cfg.get("sandbox"))
         try:
-            worker = make_worker(str(cfg["worker"]), trace=calls, faults=task.faults, seed=int(cfg["seed"]),
+            worker = make_worker(str(cfg["worker"]), trace=calls, faults=task.faults, seed=int(cfg["seed"]), reference=task.task,
                                  protocol=bench.worker_protocol(task) if bench else None, response=cfg.get("response"),
                                  endpoint=cfg.get("worker_llm"))  # fmt: skip
             manager = None if kind is None else make_manager(kind, trace=calls, context_budget_tokens=int(
                 cfg["harness"]["context_budget_tokens"]), llm=cfg.get("llm"), semantic=cfg.get("semantic"))
-            result = rollout(task.task, worker, workspace, flow=flow, manager=manager, run_dir=out,
+            result = rollout(task.task.agent_view(), worker, workspace, flow=flow, manager=manager, run_dir=out,
                              harness_config=dict(cfg["harness"]), arm=arm)  # fmt: skip
         finally:
             workspace.close()

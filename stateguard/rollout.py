@@ -5,8 +5,8 @@ Manager. Everything else — task, worker, workspace, budgets — is identical, 
 differ only by the manager. Manager actions never consume worker steps. Every run writes its
 trace (and, with a manager, its state store) under `run_dir`.
 
-    result = rollout(task, ScriptedWorker(...), DictWorkspace(), flow=LONGDS, manager=RulesManager(),
-                     run_dir="runs/x/stateguard")
+    result = rollout(task.agent_view(), ScriptedWorker(..., reference=task), DictWorkspace(), flow=LONGDS,
+                     manager=RulesManager(), run_dir="runs/x/stateguard")
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from stateguard.policies.base import Advice, Degrade, ManagerContext, ManagerPol
 from stateguard.preflight import BindingError, bind_run
 from stateguard.records import Record
 from stateguard.store import StateStore
-from stateguard.task import Task, Turn, prelude
+from stateguard.task import AgentTask, AgentTurn, agent_view, prelude
 from stateguard.trace import Trace
 from stateguard.worker import WorkerAdapter, WorkerMessage
 from stateguard.workspace import LiveWorkspace
@@ -64,7 +64,7 @@ class RolloutResult(Record):
 
 
 class _Run:
-    def __init__(self, task: Task, worker: WorkerAdapter, workspace: LiveWorkspace, flow: FlowConfig,
+    def __init__(self, task: AgentTask, worker: WorkerAdapter, workspace: LiveWorkspace, flow: FlowConfig,
                  manager: ManagerPolicy | None, run_dir: Path | None, harness_config: dict[str, Any]):  # fmt: skip
         self.task, self.worker, self.ws, self.flow, self.manager = task, worker, workspace, flow, manager
         self.store = StateStore(run_dir / "states.sqlite" if run_dir else ":memory:")
@@ -79,7 +79,7 @@ class _Run:
         self.repairs = 0
         self.degraded = False
         self.degraded_reasons: list[str] = []
-        self.turn: Turn | None = None
+        self.turn: AgentTurn | None = None
         self.since_review = 0  # worker steps since the last review (segment flow)
 
     # -- worker side
@@ -228,7 +228,7 @@ def _finish(gen: Any, reply: Any, result: HarnessResult) -> HarnessResult:
 
 
 def rollout(
-    task: Task,
+    task: AgentTask,
     worker: WorkerAdapter,
     workspace: LiveWorkspace,
     *,
@@ -241,7 +241,11 @@ def rollout(
     """Run one task in one arm and return the per-turn answers and the committed states.
 
     `arm` is the name recorded in the trace and in result.json; without it, "stateguard" when a
-    manager runs and "baseline" when none does (callers with several manager arms pass theirs)."""
+    manager runs and "baseline" when none does (callers with several manager arms pass theirs).
+    `task` is the agent view (`Task.agent_view()`); a privileged `Task` passed by an untyped caller
+    is stripped here, so neither the worker nor the manager can reach reference code or answers
+    (the scripted worker takes the reference by name: `ScriptedWorker(..., reference=task)`)."""
+    task = agent_view(task)
     arm_name = arm or ("stateguard" if manager else "baseline")
     if (arm_name == "baseline") != (manager is None):
         raise ValueError(f"arm {arm_name!r} with manager {getattr(manager, 'name', None)!r}: the baseline arm runs "

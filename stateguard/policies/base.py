@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from stateguard.lifecycle import Regime
 from stateguard.observation import ManagerObservation, WorkerStep
 from stateguard.store import StateStore
-from stateguard.task import Task, Turn
+from stateguard.task import AgentTask, AgentTurn
 from stateguard.workspace import LiveWorkspace
 
 
@@ -55,8 +55,8 @@ class ManagerContext(BaseModel):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    task: Task
-    turn: Turn | None
+    task: AgentTask  # the agent view: managers never see reference code or answers
+    turn: AgentTurn | None
     regime: Regime
     store: StateStore
     workspace: LiveWorkspace | None

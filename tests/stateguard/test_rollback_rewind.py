@@ -70,7 +70,7 @@ def _events(run_dir: Path, kind: str) -> list[dict[str, Any]]:
 
 
 def test_scripted_worker_is_rewound_to_the_last_commit(tmp_path: Path) -> None:
-    ws, worker = DictWorkspace(), ScriptedWorker()
+    ws, worker = DictWorkspace(), ScriptedWorker(reference=TASK)
     result = rollout(TASK, worker, ws, flow=LONGDS, manager=ExhaustRepairs(2, "margin"), run_dir=tmp_path)
     (rollback,) = _events(tmp_path, "rollback")
     assert rollback == {"state_id": "S2", "checkpoint": "ckpt-S1", "worker": True}
@@ -83,7 +83,7 @@ def test_scripted_worker_is_rewound_to_the_last_commit(tmp_path: Path) -> None:
 
 
 def test_rollback_before_any_commit_goes_to_the_start_checkpoint(tmp_path: Path) -> None:
-    ws, worker = DictWorkspace(), ScriptedWorker()
+    ws, worker = DictWorkspace(), ScriptedWorker(reference=TASK)
     rollout(TASK, worker, ws, flow=LONGDS, manager=ExhaustRepairs(1, "revenue"), run_dir=tmp_path)
     (rollback,) = _events(tmp_path, "rollback")
     assert rollback["checkpoint"] == START_CHECKPOINT
