@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import Field
 
+from stateguard.actions import Action, RawAction
 from stateguard.flows import FlowConfig
 from stateguard.harness import Harness, HarnessConfig, HarnessResult, Outcome
 from stateguard.lifecycle import Actor, ControlAction, Regime, Stage, is_legal
@@ -146,6 +147,11 @@ class _Run:
                         return _finish(gen, results, done)
                     proposal = gen.send(results)
                     continue
+                if not isinstance(proposal, Action | RawAction):
+                    gen.close()
+                    raise TypeError(f"manager {getattr(self.manager, 'name', None)!r} yielded {type(proposal).__name__} "
+                                    f"{str(proposal)[:80]!r}; yield an Action (Action.of(RepairArgs(...))), a RawAction, "
+                                    "a ModelResponse, Advice or Degrade")  # fmt: skip
                 result = self.harness.apply(proposal)
                 if result.accepted and result.action in ControlAction.__members__:
                     return _finish(gen, result, result)
@@ -163,7 +169,7 @@ class _Run:
                 self.trace.emit("manager_fallback", policy=getattr(self.manager, "name", None), stage=stage.value,
                                 exit=action.value, reason="the policy ended the activation without a decision")  # fmt: skip
                 self.fallbacks += 1
-                result = self.harness.apply((action.value, {}))
+                result = self.harness.apply(Action.bare(action))
                 if result.accepted:
                     return result
         return self.harness.degrade(f"no legal exit from stage '{stage.value}'")

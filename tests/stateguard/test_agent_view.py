@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from stateguard.actions import AbstainArgs, Action
 from stateguard.flows import LONGDS
 from stateguard.observation import ManagerObservation, WorkerStep
 from stateguard.policies.base import Activation, ManagerContext
@@ -113,7 +114,7 @@ class SpyManager:
 
     def activate(self, obs: ManagerObservation, ctx: ManagerContext) -> Activation:
         self.seen += [ctx.task, ctx.turn, *ctx.task.turns]
-        yield ("ABSTAIN", {})
+        yield Action.of(AbstainArgs())
 
 
 def _reaches_hidden(obj: Any) -> bool:
