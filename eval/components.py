@@ -5,6 +5,7 @@ runner and the demo).
     manager = make_manager("rules", trace=calls)            # None for the baseline arm
     ws = make_workspace("sandbox", data_dir, arm_dir, sandbox={"isolation": "bwrap"})
     check_workspace("sandbox", {"isolation": "process"})   # at start-up: refuses what cannot run here
+    check_components(response={"p_flip": 0.1}, semantic={"enabled": True})  # at start-up too
 
 LLM-backed parts read their endpoint from the environment (`STATEGUARD_WORKER_*`,
 `STATEGUARD_MANAGER_*`; see `stateguard.llm.endpoints`), so a missing endpoint fails with the
@@ -36,7 +37,7 @@ from stateguard.workers import FaultModel, ResponseModel, ScriptedWorker
 from stateguard.workers.llm_worker import LLMWorker, WorkerProtocol
 from stateguard.workspace import DictWorkspace, LiveWorkspace
 
-__all__ = ["MANAGERS", "WORKERS", "WORKSPACES", "check_workspace", "endpoint_settings", "llm_settings", "make_manager",
+__all__ = ["MANAGERS", "WORKERS", "WORKSPACES", "check_components", "check_workspace", "endpoint_settings", "llm_settings", "make_manager",
            "make_worker", "make_workspace"]
 
 MANAGERS = ("rules", "llm", "hierarchical", "observer", "freeform")
@@ -77,6 +78,16 @@ def make_workspace(kind: str, data_dir: Path, arm_dir: Path, sandbox: Mapping[st
         return SandboxWorkspace(task_data_dir=data_dir, scratch_dir=arm_dir / "scratch",
                                 checkpoint_dir=arm_dir / "checkpoints", limits=_limits(sandbox))  # fmt: skip
     raise ValueError(f"workspace={kind!r}: use one of {', '.join(WORKSPACES)}")
+
+
+def check_components(*, response: Mapping[str, Any] | None = None, semantic: Mapping[str, Any] | None = None) -> None:
+    """Start-up check of the `response:` (scripted worker) and `semantic:` (rules tier) blocks, which
+    the jobs otherwise validate first inside a worker process; a ValueError names the key."""
+    for block, model, values in (("response", ResponseModel, response), ("semantic", SemanticConfig, semantic)):
+        try:
+            model.model_validate(dict(values or {}))
+        except ValidationError as exc:
+            raise _invalid(block, exc) from None
 
 
 # Keys of the `llm:` config block that set the manager's endpoint call policy; the rest are

@@ -17,6 +17,7 @@ from typing import Any
 
 from eval.benchmarks.base import EvalTask
 from eval.benchmarks.longds.deps import parse_dependencies
+from eval.config import HarnessSettings, JobSettings
 from eval.report import summarize
 from eval.results import ArmResult, read_results, write_result
 from eval.runner import run_job
@@ -30,13 +31,8 @@ from stateguard.workers.scripted import Fault
 from stateguard.workspace import DictWorkspace
 
 SIX_TURN = Path(__file__).resolve().parents[3] / "eval" / "benchmarks" / "demo" / "six_turn"
-CFG: dict[str, Any] = {
-    "workspace": "dict",
-    "worker": "scripted",
-    "manager": "rules",
-    "seed": 0,
-    "harness": {"repair_budget": 3, "context_budget_tokens": 40960},
-}
+CFG = JobSettings(workspace="dict", worker="scripted", manager="rules", seed=0,
+                  harness=HarnessSettings(repair_budget=3, context_budget_tokens=40960))
 # task id -> the scripted worker's mistakes: a stale margin after the revenue revision (caught by a
 # repair), and a precision slip (also caught); each makes the arms diverge on some turns.
 TASKS = {
@@ -69,7 +65,7 @@ def make_eval_run(root: Path) -> Path:
         for arm in ("baseline", "stateguard"):
             arm_dir = root / "tasks" / task_id / arm
             outcome = run_job(task, arm, LONGDS, CFG, str(arm_dir))
-            assert outcome["error"] is None, outcome["error"]
+            assert outcome.error is None, outcome.error
             write_result(
                 root,
                 ArmResult(
@@ -78,12 +74,12 @@ def make_eval_run(root: Path) -> Path:
                     arm=arm,
                     domain=task.domain,
                     level=task.level,
-                    correct=dict(per_turn_correct(expected, outcome["answers"])),
+                    correct=dict(per_turn_correct(expected, outcome.answers)),
                     parents=task.parents,
-                    answers=outcome["answers"],
+                    answers=outcome.answers,
                     run_dir=str(arm_dir),
                     **{
-                        k: outcome[k]
+                        k: getattr(outcome, k)
                         for k in (
                             "repairs",
                             "manager_calls",
