@@ -206,6 +206,9 @@ class Harness:
     def apply(self, action: Action | RawAction) -> HarnessResult:
         """Apply one action: a typed `Action`, or a `RawAction` validated here (a bad one is rejected
         with feedback naming the argument and the fix)."""
+        if not isinstance(action, Action | RawAction):
+            raise TypeError(f"Harness.apply takes an Action (Action.of(OpenStateArgs(...))) or a RawAction(name=..., "
+                            f"arguments=...), not {type(action).__name__} {str(action)[:60]!r}")  # fmt: skip
         if isinstance(action, RawAction):
             name, arguments = action.name, action.arguments
             try:

@@ -126,9 +126,9 @@ def make_handmade_arm(folder: Path) -> dict[str, str]:
             h.begin_review(EventType.REPAIR_RETURN)
             assert h.apply(RawAction(name="UPDATE_STATE", arguments={"used_variables": [{"name": "margin", "value": 400}]})).accepted
         result = h.apply(
-            (
-                "REPAIR",
-                {
+            RawAction(
+                name="REPAIR",
+                arguments={
                     "analytical_evidence": f"[handmade] check {attempt + 1} disagrees",
                     "error_hint": {
                         "error_variables": ["margin"],
