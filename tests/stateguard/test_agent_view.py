@@ -1,7 +1,7 @@
 """The information boundary: workers and managers get the agent view, never reference code or answers.
 
 Two checks. Statically, no agent-side module (worker adapters other than the scripted one,
-manager policies, the harness, the rollout loop) imports the privileged `Task`/`Turn`, so mypy
+manager policies and their verification, the harness, the rollout loop) imports the privileged `Task`/`Turn`, so mypy
 refuses any `.code`/`.answer` they might reach for. At run time, a rollout hands a spy worker
 and a spy manager objects without those fields, even when an untyped caller passes the
 privileged task. Run: `python -m pytest -q tests/stateguard/test_agent_view.py`.
@@ -41,6 +41,8 @@ def agent_side() -> Iterator[Path]:
     yield ROOT / "stateguard" / "rollout.py"
     yield from sorted((ROOT / "stateguard" / "workers").glob("*.py"))
     yield from sorted((ROOT / "stateguard" / "policies").glob("*.py"))
+    yield from sorted((ROOT / "stateguard" / "verification").glob("*.py"))  # the rules tier's semantic checks
+    yield ROOT / "stateguard" / "teacher" / "policy.py"  # the synthesis manager
 
 
 def privileged_imports(path: Path) -> set[str]:
