@@ -1,16 +1,20 @@
 """README example: three states, a revision that invalidates a variable, and the stale states."""
 from stateguard import EventType, Harness, HarnessConfig, StateStore, WorkerStep
+from stateguard.actions import RawAction
 
 h = Harness(StateStore(":memory:"), HarnessConfig(regime="turn_aligned"))
 
+def act(name, **args):
+    return h.apply(RawAction(name=name, arguments=args))             # validated by the harness
+
 def turn(step, issue, code, variables, relations=()):
     h.begin_review(EventType.TURN_START)
-    h.apply(("OPEN_STATE", {"issue": issue, "relations": list(relations)}))
+    act("OPEN_STATE", issue=issue, relations=list(relations))
     h.record_step(WorkerStep(index=step, action=code, output="ok"))   # the worker's turn
     h.begin_review(EventType.TURN_END)
-    h.apply(("UPDATE_STATE", {"used_variables": variables}))
-    h.apply(("FINALIZE_RELATIONS", {"mode": "confirm"}))
-    return h.apply(("COMMIT_STATE", {})).state_id
+    act("UPDATE_STATE", used_variables=variables)
+    act("FINALIZE_RELATIONS", mode="confirm")
+    return act("COMMIT_STATE").state_id
 
 turn(0, "revenue", "revenue = sales.amount.sum()", [{"name": "revenue", "value": 1000}])
 turn(1, "margin", "margin = revenue - cogs", [{"name": "revenue", "version": "S1"}, {"name": "margin", "value": 400}],

@@ -1,10 +1,11 @@
 """The parts an evaluation arm is built from: worker, manager, workspace, flow (shared by the
 runner and the demo).
 
-    worker = make_worker("scripted", faults=[...], seed=0, trace=calls)
+    worker = make_worker("scripted", faults=[...], seed=0, trace=calls, reference=task)  # task: stateguard.task.Task
     manager = make_manager("rules", trace=calls)            # None for the baseline arm
     ws = make_workspace("sandbox", data_dir, arm_dir, sandbox={"isolation": "bwrap"})
     check_workspace("sandbox", {"isolation": "process"})   # at start-up: refuses what cannot run here
+    check_components(response={"p_flip": 0.1}, semantic={"enabled": True})  # at start-up too
 
 LLM-backed parts read their endpoint from the environment (`STATEGUARD_WORKER_*`,
 `STATEGUARD_MANAGER_*`; see `stateguard.llm.endpoints`), so a missing endpoint fails with the
@@ -27,6 +28,7 @@ from stateguard.policies.hierarchical import HierarchicalManager
 from stateguard.policies.llm_manager import LLMManager, LLMManagerConfig
 from stateguard.policies.observer import ObserverManager
 from stateguard.policies.rules import RulesManager
+from stateguard.task import Task
 from stateguard.trace import Trace
 from stateguard.verification.llm_extract import LLMExtractor
 from stateguard.verification.verifier import SemanticConfig, SemanticVerifier
@@ -35,7 +37,7 @@ from stateguard.workers import FaultModel, ResponseModel, ScriptedWorker
 from stateguard.workers.llm_worker import LLMWorker, WorkerProtocol
 from stateguard.workspace import DictWorkspace, LiveWorkspace
 
-__all__ = ["MANAGERS", "WORKERS", "WORKSPACES", "check_workspace", "endpoint_settings", "llm_settings", "make_manager",
+__all__ = ["MANAGERS", "WORKERS", "WORKSPACES", "check_components", "check_workspace", "endpoint_settings", "llm_settings", "make_manager",
            "make_worker", "make_workspace"]
 
 MANAGERS = ("rules", "llm", "hierarchical", "observer", "freeform")
@@ -76,6 +78,16 @@ def make_workspace(kind: str, data_dir: Path, arm_dir: Path, sandbox: Mapping[st
         return SandboxWorkspace(task_data_dir=data_dir, scratch_dir=arm_dir / "scratch",
                                 checkpoint_dir=arm_dir / "checkpoints", limits=_limits(sandbox))  # fmt: skip
     raise ValueError(f"workspace={kind!r}: use one of {', '.join(WORKSPACES)}")
+
+
+def check_components(*, response: Mapping[str, Any] | None = None, semantic: Mapping[str, Any] | None = None) -> None:
+    """Start-up check of the `response:` (scripted worker) and `semantic:` (rules tier) blocks, which
+    the jobs otherwise validate first inside a worker process; a ValueError names the key."""
+    for block, model, values in (("response", ResponseModel, response), ("semantic", SemanticConfig, semantic)):
+        try:
+            model.model_validate(dict(values or {}))
+        except ValidationError as exc:
+            raise _invalid(block, exc) from None
 
 
 # Keys of the `llm:` config block that set the manager's endpoint call policy; the rest are
@@ -137,14 +149,15 @@ def make_manager(kind: str, *, trace: Trace, context_budget_tokens: int = 40960,
 
 def make_worker(kind: str, *, trace: Trace, faults: list[Any] | None = None, seed: int = 0,
                 protocol: WorkerProtocol | None = None, response: Mapping[str, Any] | None = None,
-                endpoint: Mapping[str, Any] | None = None) -> WorkerAdapter:  # fmt: skip
+                endpoint: Mapping[str, Any] | None = None, reference: Task | None = None) -> WorkerAdapter:  # fmt: skip
     """`scripted`: replays reference code under the given faults and answers repair hints by the
     `response` model (`stateguard.workers.response`: identify, p_flip); `llm`: STATEGUARD_WORKER_*
     endpoint (call policy from the config's `worker_llm:` block, `endpoint`), speaking the benchmark's
-    `protocol` (its native prompt and reply format) when it has one."""
+    `protocol` (its native prompt and reply format) when it has one. `reference` (the privileged
+    task, code and answers) goes to the scripted worker only; the LLM worker never gets it."""
     if kind == "scripted":
         model = ResponseModel(**{"seed": seed, **dict(response or {})})
-        return ScriptedWorker(FaultModel(seed=seed, faults=list(faults or [])), model)
+        return ScriptedWorker(FaultModel(seed=seed, faults=list(faults or [])), model, reference=reference)
     if kind == "llm":
         overrides = endpoint_settings(endpoint)
         return LLMWorker(LLMClient(EndpointConfig.from_env("worker", **overrides), trace=trace), protocol=protocol)

@@ -1,12 +1,16 @@
 """The eval config (`configs/eval.yaml` + command-line overrides), typed and checked once at start-up.
 
     cfg = validate_config(hydra_cfg)          # EvalConfig, or ConfigError naming every bad key
+    job = JobSettings.from_config(cfg)        # what each (task, arm) job gets, typed, in any process
     changed = changed_keys(saved, current)    # what a resume would change (results-relevant keys)
 
 Hydra composes the config and already refuses keys it does not know; this model refuses values
 that cannot work (`manager=nope`, `limit=-1`, `workers=abc`, an unknown arm) before any task
-starts, instead of a run that ends with an arm at 0%. Keys other parts of the project add
-(endpoint or sandbox options) pass through untyped until they are given a field here.
+starts, instead of a run that ends with an arm at 0%. The `harness:` block is checked against
+`stateguard.harness.HarnessConfig` here (not first inside a worker process), and the blocks that
+configure components (`sandbox`, `response`, `semantic`, `llm`, `worker_llm`) are checked by the
+runner's start-up (`eval.runner.prepare`) before `JobSettings` carries them to the jobs. Keys other
+parts of the project add pass through untyped until they are given a field here.
 """
 
 from __future__ import annotations
@@ -14,12 +18,17 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from omegaconf import DictConfig, OmegaConf
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-__all__ = ["ARMS", "OPERATIONAL_KEYS", "ConfigError", "EvalConfig", "changed_keys", "validate_config"]
+from stateguard.harness import HarnessConfig
+from stateguard.lifecycle import Regime
+
+__all__ = ["ARMS", "OPERATIONAL_KEYS", "ConfigError", "EvalConfig", "HarnessSettings", "JobSettings", "changed_keys",
+           "validate_config"]  # fmt: skip
 
 Arm = Literal["baseline", "stateguard", "observer", "freeform", "llm", "hierarchical"]
 ARMS: tuple[str, ...] = Arm.__args__  # type: ignore[attr-defined]
+Manager = Literal["rules", "llm", "hierarchical", "observer", "freeform"]
 
 # Keys that say how a run is executed, not what it computes: they may change on resume.
 OPERATIONAL_KEYS = frozenset({
@@ -44,8 +53,23 @@ class BenchSettings(_Open):
 
 
 class HarnessSettings(_Open):
-    repair_budget: int = Field(ge=0)
-    context_budget_tokens: int = Field(ge=1)
+    """The harness knobs (`stateguard.harness.HarnessConfig` less what the flow and task set)."""
+
+    repair_budget: int = Field(ge=1)
+    context_budget_tokens: int = Field(ge=256)
+
+    @model_validator(mode="after")
+    def _as_harness(self) -> HarnessSettings:
+        knobs = self.model_dump()
+        owned = sorted(set(knobs) & {"regime", "task_text"})
+        if owned:
+            raise ValueError(f"{', '.join(owned)} are set by the flow and the task, not in the harness block")
+        try:
+            HarnessConfig(regime=Regime.TURN_ALIGNED, **knobs)
+        except ValidationError as exc:
+            raise ValueError("; ".join(f"{'.'.join(str(p) for p in e['loc'])}={e.get('input')!r}: {e['msg']}"
+                                       for e in exc.errors())) from None  # fmt: skip
+        return self
 
 
 class EvalConfig(_Open):
@@ -53,7 +77,7 @@ class EvalConfig(_Open):
     bench: BenchSettings
     arms: list[Arm] = Field(min_length=1)
     worker: Literal["scripted", "llm"]
-    manager: Literal["rules", "llm", "hierarchical", "observer", "freeform"]
+    manager: Manager
     flow: Literal["default", "turn_aligned", "segment"]
     review_every: int = Field(ge=1)
     workspace: Literal["sandbox", "dict"]
@@ -76,6 +100,34 @@ class EvalConfig(_Open):
         if len(set(arms)) != len(arms):
             raise ValueError(f"an arm is listed twice in {arms}")
         return arms
+
+
+class JobSettings(BaseModel):
+    """What one (task, arm) job reads of the config: built once from the checked `EvalConfig` and
+    handed to every job (pickled to worker processes), so no job reads a config dict by key."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    bench: str | None = Field(default=None, description="Benchmark name (its worker protocol and collect hook).")
+    workspace: Literal["sandbox", "dict"]
+    worker: Literal["scripted", "llm"]
+    manager: Manager
+    seed: int = 0
+    harness: HarnessSettings
+    keep_checkpoints: bool = False
+    # Component blocks, checked at start-up by the functions that build the components.
+    sandbox: dict[str, Any] | None = None
+    response: dict[str, Any] | None = None
+    semantic: dict[str, Any] | None = None
+    llm: dict[str, Any] | None = None
+    worker_llm: dict[str, Any] | None = None
+
+    @classmethod
+    def from_config(cls, cfg: EvalConfig) -> JobSettings:
+        extra = cfg.model_extra or {}
+        return cls(bench=cfg.bench.name, workspace=cfg.workspace, worker=cfg.worker, manager=cfg.manager,
+                   seed=cfg.seed, harness=cfg.harness, keep_checkpoints=cfg.keep_checkpoints,
+                   **{k: extra.get(k) for k in ("sandbox", "response", "semantic", "llm", "worker_llm")})  # fmt: skip
 
 
 def _where(loc: tuple[int | str, ...]) -> str:

@@ -79,12 +79,12 @@ def _manager(cfg: DictConfig, trace: Trace) -> ManagerPolicy:
                         semantic=semantic)
 
 
-def _worker(cfg: DictConfig, trace: Trace) -> WorkerAdapter:
+def _worker(cfg: DictConfig, trace: Trace, task: Task) -> WorkerAdapter:
     faults: Any = OmegaConf.to_container(cfg.faults, resolve=True)
     endpoint: Any = OmegaConf.to_container(cfg.worker_llm, resolve=True) if cfg.get("worker_llm") else None
     response: Any = OmegaConf.to_container(cfg.response, resolve=True) if "response" in cfg else None
     return make_worker(str(cfg.worker), trace=trace, faults=faults, seed=cfg.seed, response=response,
-                       endpoint=endpoint)  # fmt: skip
+                       endpoint=endpoint, reference=task)  # fmt: skip
 
 
 def _arm(cfg: DictConfig, task: Task, task_dir: Path, arm: str) -> RolloutResult:
@@ -92,7 +92,7 @@ def _arm(cfg: DictConfig, task: Task, task_dir: Path, arm: str) -> RolloutResult
     calls = Trace(arm_dir / "llm_calls.jsonl")  # model calls of both roles, with token counts
     workspace = _workspace(cfg, task_dir, arm_dir)
     try:
-        return rollout(task, _worker(cfg, calls), workspace, flow=_flow(cfg),
+        return rollout(task.agent_view(), _worker(cfg, calls, task), workspace, flow=_flow(cfg),
                        manager=_manager(cfg, calls) if arm == "stateguard" else None,
                        run_dir=arm_dir, harness_config=dict(cfg.harness), arm=arm)  # fmt: skip
     finally:

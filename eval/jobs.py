@@ -1,7 +1,7 @@
 """Run the runner's jobs in worker processes so that no job is lost and no process outlives the run.
 
     for job, outcome in run_in_pool(run_job, jobs, workers=2, retries=2):
-        ...   # outcome: what run_job returned, or a crash outcome {"crashed": True, "error": ...}
+        ...   # outcome: the JobOutcome run_job returned, or JobOutcome.crash(...) for a worker that died
 
 `concurrent.futures.ProcessPoolExecutor` (spawn) does the work. What it does not do, this adds:
 * A worker process that dies (SIGKILL, OOM kill, a segfault in a C extension) breaks the whole
@@ -32,6 +32,8 @@ from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
 from types import FrameType
 from typing import Any, TypeVar
+
+from eval.results import JobOutcome
 
 __all__ = ["crash_outcome", "die_with_parent", "exit_on_signals", "run_in_pool"]
 
@@ -73,8 +75,8 @@ def exit_on_signals() -> None:
         signal.signal(sig, _raise_exit)
 
 
-def crash_outcome(error: str, attempts: int) -> dict[str, Any]:
-    return {"answers": {}, "crashed": True, "error": error, "attempts": attempts, "wall_s": 0.0}
+def crash_outcome(error: str, attempts: int) -> JobOutcome:
+    return JobOutcome.crash(error, attempts)
 
 
 class _Pool:
@@ -129,8 +131,8 @@ def _how(code: int | None) -> str:
     return f"exited with status {code}"
 
 
-def run_in_pool(fn: Callable[..., dict[str, Any]], jobs: list[J], *args: Any, workers: int, retries: int,
-                ) -> Iterator[tuple[J, dict[str, Any]]]:  # fmt: skip
+def run_in_pool(fn: Callable[..., JobOutcome], jobs: list[J], *args: Any, workers: int, retries: int,
+                ) -> Iterator[tuple[J, JobOutcome]]:  # fmt: skip
     """Yield (job, fn(job, *args)) in completion order; a job whose worker died `retries + 1` times
     yields a crash outcome instead. Jobs run `workers` at a time; a retry runs alone."""
     fresh: deque[J] = deque(jobs)
@@ -156,11 +158,11 @@ def run_in_pool(fn: Callable[..., dict[str, Any]], jobs: list[J], *args: Any, wo
                     broken.append((job, attempt))
                     continue
                 except Exception as exc:  # noqa: BLE001 - fn raised outside its own guard: a crash, retried
-                    given_up: list[tuple[J, dict[str, Any]]] = []
+                    given_up: list[tuple[J, JobOutcome]] = []
                     _requeue(retry, [(job, attempt)], retries, f"{type(exc).__name__}: {exc}", given_up)
                     yield from given_up
                     continue
-                yield job, {**outcome, "attempts": attempt}
+                yield job, outcome.model_copy(update={"attempts": attempt})
             if broken:
                 # Every job still in flight fails with BrokenProcessPool too: collect them all.
                 if inflight:
@@ -170,7 +172,7 @@ def run_in_pool(fn: Callable[..., dict[str, Any]], jobs: list[J], *args: Any, wo
                 note = f"its worker process died ({pool.death_note()})"
                 pool.close(terminate=True)
                 pool = _Pool(workers)
-                crashed: list[tuple[J, dict[str, Any]]] = []
+                crashed: list[tuple[J, JobOutcome]] = []
                 _requeue(retry, broken, retries, note, crashed)
                 yield from crashed
         finished = True
@@ -179,7 +181,7 @@ def run_in_pool(fn: Callable[..., dict[str, Any]], jobs: list[J], *args: Any, wo
 
 
 def _requeue(retry: deque[tuple[J, int]], jobs: list[tuple[J, int]], retries: int, note: str,
-             crashed: list[tuple[J, dict[str, Any]]]) -> None:  # fmt: skip
+             crashed: list[tuple[J, JobOutcome]]) -> None:  # fmt: skip
     for job, attempt in jobs:
         if attempt > retries:
             crashed.append((job, crash_outcome(f"{note}; gave up after {attempt} attempt(s)", attempt)))

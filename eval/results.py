@@ -2,6 +2,7 @@
 
     write_result(run_dir, result)          # <run_dir>/results/<task_id>__<arm>.json (tmp + rename)
     results = read_results(run_dir)        # every finished (task, arm), sorted; a bad file is named
+    outcome = run_job(...)                 # JobOutcome: one rollout's raw outcome, before scoring
     good, bad = scan_results(run_dir)      # resume: valid results, and the files that are not
 
 A killed run leaves only whole result files, so `resume=true` skips exactly the finished pairs and
@@ -22,7 +23,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from stateguard.records import Record
 
@@ -33,6 +34,34 @@ Status = Literal["ok", "degraded", "crashed"]
 
 class ResultFileError(ValueError):
     """A results file is not a valid result; the message names it and the fix."""
+
+
+class JobOutcome(BaseModel):
+    """What one (task, arm) job hands the parent process (`eval.runner.run_job`, or the pool's crash
+    record for a job whose worker died): the raw answers and counters, scored into an ArmResult there."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    answers: dict[int, Any] = Field(default_factory=dict)
+    repairs: int = 0
+    manager_calls: int = 0
+    manager_fallbacks: int = 0
+    manager_usage: dict[str, int | float] = Field(default_factory=dict)
+    committed_states: int = 0
+    stale_states: int = 0
+    degraded: bool = False
+    degraded_reasons: list[str] = Field(default_factory=list)
+    attempts: int = Field(default=1, ge=1)
+    wall_s: float = 0.0
+    error: str | None = Field(default=None, description="Why the rollout crashed; None when it ran.")
+
+    @classmethod
+    def crash(cls, error: str, attempts: int = 1, wall_s: float = 0.0) -> JobOutcome:
+        return cls(error=error, attempts=attempts, wall_s=wall_s)
+
+    def counters(self) -> dict[str, Any]:
+        """The ArmResult fields this outcome fills (answers and error are placed by the scorer)."""
+        return self.model_dump(exclude={"answers", "error"})
 
 
 class ArmResult(Record):

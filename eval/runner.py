@@ -48,6 +48,7 @@ from eval.benchmarks.base import Benchmark, EvalTask
 from eval.benchmarks.registry import get_benchmark
 from eval.benchmarks.variants import variant_fields
 from eval.components import (
+    check_components,
     check_workspace,
     endpoint_settings,
     llm_settings,
@@ -55,10 +56,10 @@ from eval.components import (
     make_worker,
     make_workspace,
 )
-from eval.config import ARMS, ConfigError, EvalConfig, changed_keys, validate_config
-from eval.jobs import crash_outcome, exit_on_signals, run_in_pool
+from eval.config import ARMS, ConfigError, EvalConfig, JobSettings, changed_keys, validate_config
+from eval.jobs import exit_on_signals, run_in_pool
 from eval.report import RunSummary, render_summary, summarize
-from eval.results import ArmResult, read_results, scan_results, write_result
+from eval.results import ArmResult, JobOutcome, read_results, scan_results, write_result
 from stateguard.flows import FlowConfig
 from stateguard.lifecycle import Regime
 from stateguard.llm import EndpointConfig
@@ -71,10 +72,11 @@ log = logging.getLogger(__name__)
 LLM_MANAGERS = ("llm", "hierarchical", "observer", "freeform")
 
 
-def _manager_kind(arm: str, cfg: dict[str, Any]) -> str | None:
+def _manager_kind(arm: str, manager: str) -> str | None:
+    """The manager policy an arm runs (`manager` is the config's choice for the stateguard arm)."""
     if arm not in ARMS:
         raise ValueError(f"arm {arm!r}: use one of {', '.join(ARMS)}")
-    return None if arm == "baseline" else str(cfg["manager"]) if arm == "stateguard" else arm
+    return None if arm == "baseline" else manager if arm == "stateguard" else arm
 
 
 def _clear(folder: Path) -> None:
@@ -98,44 +100,43 @@ def _drop_checkpoints(folder: Path) -> None:
         pkl.unlink(missing_ok=True)
 
 
-def run_job(task: EvalTask, arm: str, flow: FlowConfig, cfg: dict[str, Any], arm_dir: str) -> dict[str, Any]:
+def run_job(task: EvalTask, arm: str, flow: FlowConfig, job: JobSettings, arm_dir: str) -> JobOutcome:
     """One rollout; returns the raw outcome (the parent scores it). Never raises for a task: a
-    rollout that raises is returned as crashed, with the error."""
+    rollout that raises is returned as crashed, with the error. `job` was checked at start-up."""
     out = Path(arm_dir)
     start = time.perf_counter()
     calls: Trace | None = None
     try:
         _clear(out)  # a half-done folder from a killed run
         calls = Trace(out / "llm_calls.jsonl")
-        kind = _manager_kind(arm, cfg)
-        name = (cfg.get("bench") or {}).get("name")
-        bench = get_benchmark(str(name)) if name else None
-        workspace = make_workspace(str(cfg["workspace"]), task.data_dir, out, cfg.get("sandbox"))
+        kind = _manager_kind(arm, job.manager)
+        bench = get_benchmark(job.bench) if job.bench else None
+        workspace = make_workspace(job.workspace, task.data_dir, out, job.sandbox)
         try:
-            worker = make_worker(str(cfg["worker"]), trace=calls, faults=task.faults, seed=int(cfg["seed"]),
-                                 protocol=bench.worker_protocol(task) if bench else None, response=cfg.get("response"),
-                                 endpoint=cfg.get("worker_llm"))  # fmt: skip
-            manager = None if kind is None else make_manager(kind, trace=calls, context_budget_tokens=int(
-                cfg["harness"]["context_budget_tokens"]), llm=cfg.get("llm"), semantic=cfg.get("semantic"))
-            result = rollout(task.task, worker, workspace, flow=flow, manager=manager, run_dir=out,
-                             harness_config=dict(cfg["harness"]), arm=arm)  # fmt: skip
+            worker = make_worker(job.worker, trace=calls, faults=task.faults, seed=job.seed, reference=task.task,
+                                 protocol=bench.worker_protocol(task) if bench else None, response=job.response,
+                                 endpoint=job.worker_llm)  # fmt: skip
+            manager = None if kind is None else make_manager(kind, trace=calls, context_budget_tokens=(
+                job.harness.context_budget_tokens), llm=job.llm, semantic=job.semantic)  # fmt: skip
+            result = rollout(task.task.agent_view(), worker, workspace, flow=flow, manager=manager, run_dir=out,
+                             harness_config=job.harness.model_dump(), arm=arm)  # fmt: skip
         finally:
             workspace.close()
-            if not cfg.get("keep_checkpoints"):
+            if not job.keep_checkpoints:
                 _drop_checkpoints(out / "checkpoints")
         # e.g. DAComp-DE: the SQL files the agent wrote in its scratch folder
         answers = bench.collect(task, out, result.answers) if bench else result.answers
     except Exception as exc:  # noqa: BLE001 - a crashed task is recorded, the run goes on
-        return {**crash_outcome(f"{type(exc).__name__}: {exc}", 1), "wall_s": time.perf_counter() - start}
+        return JobOutcome.crash(f"{type(exc).__name__}: {exc}", 1, time.perf_counter() - start)
     finally:
         if calls is not None:
             calls.close()
     reasons = list(getattr(result, "degraded_reasons", []) or [])
-    return {"answers": answers, "repairs": result.repairs, "manager_calls": result.manager_llm_calls,
-            "manager_fallbacks": result.manager_fallbacks, "manager_usage": result.manager_usage,
-            "committed_states": len(result.committed_states), "stale_states": len(result.stale_states),
-            "degraded": bool(result.degraded or reasons), "degraded_reasons": reasons,
-            "wall_s": time.perf_counter() - start, "error": None}  # fmt: skip
+    return JobOutcome(answers=answers, repairs=result.repairs, manager_calls=result.manager_llm_calls,
+                      manager_fallbacks=result.manager_fallbacks, manager_usage=result.manager_usage,
+                      committed_states=len(result.committed_states), stale_states=len(result.stale_states),
+                      degraded=bool(result.degraded or reasons), degraded_reasons=reasons,
+                      wall_s=time.perf_counter() - start)  # fmt: skip
 
 
 def _select(tasks: list[EvalTask], cfg: EvalConfig) -> list[EvalTask]:
@@ -176,7 +177,7 @@ def _check_tasks(tasks: list[EvalTask], cfg: EvalConfig) -> None:
 
 def _check_endpoints(cfg: EvalConfig) -> None:
     """The environment variables of every model the arms call, before the first task."""
-    kinds = {_manager_kind(a, {"manager": cfg.manager}) for a in cfg.arms}
+    kinds = {_manager_kind(a, cfg.manager) for a in cfg.arms}
     if kinds & set(LLM_MANAGERS):
         EndpointConfig.from_env("manager")
     if cfg.worker == "llm":
@@ -224,6 +225,7 @@ def _resume(run_dir: Path, cfg: EvalConfig, plain: dict[str, Any], notes: list[s
 @dataclass
 class Prepared:
     cfg: EvalConfig
+    job: JobSettings
     plain: dict[str, Any]
     run_dir: Path
     bench: Benchmark
@@ -240,10 +242,12 @@ def prepare(raw: DictConfig) -> Prepared:
     run_dir = Path(cfg.run_dir)
     bench = get_benchmark(cfg.bench.name)
     flow = _flow(cfg, bench.flow)
-    check_workspace(cfg.workspace, plain.get("sandbox") or {})
-    try:  # the LLM call policy and manager knobs, before any task starts
-        llm_settings(plain.get("llm"))
-        endpoint_settings(plain.get("worker_llm"))
+    job = JobSettings.from_config(cfg)
+    check_workspace(cfg.workspace, job.sandbox or {})
+    try:  # the LLM call policy, manager knobs and component blocks, before any task starts
+        llm_settings(job.llm)
+        endpoint_settings(job.worker_llm)
+        check_components(response=job.response, semantic=job.semantic)
     except ValueError as exc:
         raise ConfigError(f"{exc} (configs/eval.yaml or a command-line override)") from None
     tasks = _select(bench.load(raw.bench), cfg)
@@ -266,24 +270,24 @@ def prepare(raw: DictConfig) -> Prepared:
     if crashed and cfg.resume:
         notes.append(f"rerunning {len(crashed)} crashed rollout(s): {', '.join(crashed[:5])}")
     jobs: list[tuple[EvalTask, str]] = [(t, str(a)) for t in tasks for a in cfg.arms if (t.task_id, a) not in finished]
-    return Prepared(cfg, plain, run_dir, bench, flow, tasks, jobs, notes)
+    return Prepared(cfg, job, plain, run_dir, bench, flow, tasks, jobs, notes)
 
 
-def _one(job: tuple[EvalTask, str], flow: FlowConfig, plain: dict[str, Any], run_dir: str) -> dict[str, Any]:
-    task, arm = job
-    return run_job(task, arm, flow, plain, str(Path(run_dir) / "tasks" / task.task_id / arm))
+def _one(pair: tuple[EvalTask, str], flow: FlowConfig, job: JobSettings, run_dir: str) -> JobOutcome:
+    task, arm = pair
+    return run_job(task, arm, flow, job, str(Path(run_dir) / "tasks" / task.task_id / arm))
 
 
-def _jobs_out(p: Prepared) -> Iterator[tuple[EvalTask, str, dict[str, Any]]]:
-    workers, args = p.cfg.workers, (p.flow, p.plain, str(p.run_dir))
+def _jobs_out(p: Prepared) -> Iterator[tuple[EvalTask, str, JobOutcome]]:
+    workers, args = p.cfg.workers, (p.flow, p.job, str(p.run_dir))
     if p.cfg.backend == "ray":
         from stateguard.parallel import map_tasks
 
-        def one(job: tuple[EvalTask, str]) -> dict[str, Any]:
+        def one(job: tuple[EvalTask, str]) -> JobOutcome:
             return _one(job, *args)
 
-        def lost(_job: tuple[EvalTask, str], exc: BaseException) -> dict[str, Any]:
-            return crash_outcome(f"the Ray task failed: {type(exc).__name__}: {exc}", 1)
+        def lost(_job: tuple[EvalTask, str], exc: BaseException) -> JobOutcome:
+            return JobOutcome.crash(f"the Ray task failed: {type(exc).__name__}: {exc}", 1)
 
         for (task, arm), outcome in map_tasks(one, p.jobs, in_flight=workers, on_error=lost):
             yield task, arm, outcome
@@ -295,21 +299,19 @@ def _jobs_out(p: Prepared) -> Iterator[tuple[EvalTask, str, dict[str, Any]]]:
             yield task, arm, _one((task, arm), *args)
 
 
-def _record(p: Prepared, task: EvalTask, arm: str, outcome: dict[str, Any]) -> ArmResult:
-    error = outcome.get("error")
+def _record(p: Prepared, task: EvalTask, arm: str, outcome: JobOutcome) -> ArmResult:
+    error = outcome.error
     correct: dict[int, bool | None] = {}
     if error is None:
         try:
-            correct = p.bench.score(task, outcome["answers"])
+            correct = p.bench.score(task, outcome.answers)
         except Exception as exc:  # noqa: BLE001 - a judge that fails leaves the pair unscored, to rerun
             error = f"scoring failed: {type(exc).__name__}: {exc}"
-    status = "crashed" if error is not None else "degraded" if outcome.get("degraded") else "ok"
+    status = "crashed" if error is not None else "degraded" if outcome.degraded else "ok"
     result = ArmResult(
         bench=p.bench.name, task_id=task.task_id, arm=arm, domain=task.domain, level=task.level, status=status,
-        correct=correct, parents=task.parents, answers=outcome["answers"], error=error,
-        run_dir=str(p.run_dir / "tasks" / task.task_id / arm), **variant_fields(task),
-        **{k: outcome[k] for k in ("repairs", "manager_calls", "manager_fallbacks", "manager_usage", "committed_states",
-                                   "stale_states", "degraded", "degraded_reasons", "attempts", "wall_s") if k in outcome},
+        correct=correct, parents=task.parents, answers=outcome.answers, error=error,
+        run_dir=str(p.run_dir / "tasks" / task.task_id / arm), **variant_fields(task), **outcome.counters(),
     )  # fmt: skip
     write_result(p.run_dir, result)
     if error is not None:

@@ -4,6 +4,13 @@ Each action's arguments are a pydantic model; the same model validates what a mo
 and generates the OpenAI function-tool JSON schema that the manager is prompted with, so the
 schema and the validator cannot drift apart. `validate_action(name, arguments)` returns a typed
 `Action` or raises `ActionError` whose message names the action, the argument and the fix.
+
+Policies hand the harness typed actions: `Action.of(RepairArgs(...))` (each argument model belongs
+to one action, so the name follows from it and mypy checks the fields), or, for what a model or an
+untyped fragment proposed, a `RawAction` the harness validates and answers with feedback.
+
+    yield Action.of(CommitStateArgs())
+    yield Action.of(CheckExecutionArgs(step_id=3))
 """
 
 from __future__ import annotations
@@ -223,6 +230,32 @@ class Action(BaseModel):
     @property
     def is_control(self) -> bool:
         return isinstance(self.name, ControlAction)
+
+    @classmethod
+    def of(cls, args: _Args, *, call_id: str | None = None) -> Action:
+        """The action these arguments belong to (`Action.of(AbstainArgs(reason=...))`)."""
+        return cls(name=ACTION_OF_ARGS[type(args)], args=args, call_id=call_id)
+
+    @classmethod
+    def bare(cls, name: ControlAction | ToolAction) -> Action:
+        """`name` with its default arguments (only for actions whose arguments are all optional)."""
+        model = CONTROL_ARGS[name] if isinstance(name, ControlAction) else TOOL_ARGS[name]
+        return cls(name=name, args=model())
+
+
+ACTION_OF_ARGS: dict[type[_Args], ControlAction | ToolAction] = {
+    **{model: name for name, model in CONTROL_ARGS.items()}, **{model: name for name, model in TOOL_ARGS.items()}
+}
+
+
+class RawAction(BaseModel):
+    """A proposed action not validated yet (a model's tool call, a verification fragment's request):
+    the harness validates it and answers a bad one with corrective feedback instead of raising."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    arguments: Any = None
 
 
 def _describe(value: Any) -> str:

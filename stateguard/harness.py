@@ -29,6 +29,7 @@ from stateguard.actions import (
     ActionError,
     FinalizeRelationsArgs,
     OpenStateArgs,
+    RawAction,
     RelationArg,
     RepairArgs,
     UpdateStateArgs,
@@ -202,10 +203,14 @@ class Harness:
             return [self._reject(None, {"raw": _raw_text(message)}, str(exc))]
         return [self.apply(action) for action in parsed.actions]
 
-    def apply(self, action: Action | tuple[str, dict[str, Any]]) -> HarnessResult:
-        """Apply one action (validated `Action` or a raw (name, arguments) pair)."""
-        if isinstance(action, tuple):
-            name, arguments = action
+    def apply(self, action: Action | RawAction) -> HarnessResult:
+        """Apply one action: a typed `Action`, or a `RawAction` validated here (a bad one is rejected
+        with feedback naming the argument and the fix)."""
+        if not isinstance(action, Action | RawAction):
+            raise TypeError(f"Harness.apply takes an Action (Action.of(OpenStateArgs(...))) or a RawAction(name=..., "
+                            f"arguments=...), not {type(action).__name__} {str(action)[:60]!r}")  # fmt: skip
+        if isinstance(action, RawAction):
+            name, arguments = action.name, action.arguments
             try:
                 action = validate_action(name, arguments)
             except ActionError as exc:

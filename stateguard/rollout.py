@@ -5,8 +5,8 @@ Manager. Everything else — task, worker, workspace, budgets — is identical, 
 differ only by the manager. Manager actions never consume worker steps. Every run writes its
 trace (and, with a manager, its state store) under `run_dir`.
 
-    result = rollout(task, ScriptedWorker(...), DictWorkspace(), flow=LONGDS, manager=RulesManager(),
-                     run_dir="runs/x/stateguard")
+    result = rollout(task.agent_view(), ScriptedWorker(..., reference=task), DictWorkspace(), flow=LONGDS,
+                     manager=RulesManager(), run_dir="runs/x/stateguard")
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import Field
 
+from stateguard.actions import Action, RawAction
 from stateguard.flows import FlowConfig
 from stateguard.harness import Harness, HarnessConfig, HarnessResult, Outcome
 from stateguard.lifecycle import Actor, ControlAction, Regime, Stage, is_legal
@@ -25,7 +26,7 @@ from stateguard.policies.base import Advice, Degrade, ManagerContext, ManagerPol
 from stateguard.preflight import BindingError, bind_run
 from stateguard.records import Record
 from stateguard.store import StateStore
-from stateguard.task import Task, Turn, prelude
+from stateguard.task import AgentTask, AgentTurn, agent_view, prelude
 from stateguard.trace import Trace
 from stateguard.worker import WorkerAdapter, WorkerMessage
 from stateguard.workspace import LiveWorkspace
@@ -64,7 +65,7 @@ class RolloutResult(Record):
 
 
 class _Run:
-    def __init__(self, task: Task, worker: WorkerAdapter, workspace: LiveWorkspace, flow: FlowConfig,
+    def __init__(self, task: AgentTask, worker: WorkerAdapter, workspace: LiveWorkspace, flow: FlowConfig,
                  manager: ManagerPolicy | None, run_dir: Path | None, harness_config: dict[str, Any]):  # fmt: skip
         self.task, self.worker, self.ws, self.flow, self.manager = task, worker, workspace, flow, manager
         self.store = StateStore(run_dir / "states.sqlite" if run_dir else ":memory:")
@@ -79,7 +80,7 @@ class _Run:
         self.repairs = 0
         self.degraded = False
         self.degraded_reasons: list[str] = []
-        self.turn: Turn | None = None
+        self.turn: AgentTurn | None = None
         self.since_review = 0  # worker steps since the last review (segment flow)
 
     # -- worker side
@@ -146,6 +147,11 @@ class _Run:
                         return _finish(gen, results, done)
                     proposal = gen.send(results)
                     continue
+                if not isinstance(proposal, Action | RawAction):
+                    gen.close()
+                    raise TypeError(f"manager {getattr(self.manager, 'name', None)!r} yielded {type(proposal).__name__} "
+                                    f"{str(proposal)[:80]!r}; yield an Action (Action.of(RepairArgs(...))), a RawAction, "
+                                    "a ModelResponse, Advice or Degrade")  # fmt: skip
                 result = self.harness.apply(proposal)
                 if result.accepted and result.action in ControlAction.__members__:
                     return _finish(gen, result, result)
@@ -163,7 +169,7 @@ class _Run:
                 self.trace.emit("manager_fallback", policy=getattr(self.manager, "name", None), stage=stage.value,
                                 exit=action.value, reason="the policy ended the activation without a decision")  # fmt: skip
                 self.fallbacks += 1
-                result = self.harness.apply((action.value, {}))
+                result = self.harness.apply(Action.bare(action))
                 if result.accepted:
                     return result
         return self.harness.degrade(f"no legal exit from stage '{stage.value}'")
@@ -228,7 +234,7 @@ def _finish(gen: Any, reply: Any, result: HarnessResult) -> HarnessResult:
 
 
 def rollout(
-    task: Task,
+    task: AgentTask,
     worker: WorkerAdapter,
     workspace: LiveWorkspace,
     *,
@@ -241,7 +247,11 @@ def rollout(
     """Run one task in one arm and return the per-turn answers and the committed states.
 
     `arm` is the name recorded in the trace and in result.json; without it, "stateguard" when a
-    manager runs and "baseline" when none does (callers with several manager arms pass theirs)."""
+    manager runs and "baseline" when none does (callers with several manager arms pass theirs).
+    `task` is the agent view (`Task.agent_view()`); a privileged `Task` passed by an untyped caller
+    is stripped here, so neither the worker nor the manager can reach reference code or answers
+    (the scripted worker takes the reference by name: `ScriptedWorker(..., reference=task)`)."""
+    task = agent_view(task)
     arm_name = arm or ("stateguard" if manager else "baseline")
     if (arm_name == "baseline") != (manager is None):
         raise ValueError(f"arm {arm_name!r} with manager {getattr(manager, 'name', None)!r}: the baseline arm runs "

@@ -5,8 +5,16 @@ reference program (hidden from agents) written notebook-style against a persiste
 that starts with `pd`, `np`, `re`, `json`, `math`, `BASE_PATH`, `json_dumps_rounded` and LongDS's
 `print_result` (the prelude below provides the same names; docs/faults.md lists the conventions). `answer` is the dict of requested fields.
 
+Two types, so that the information boundary is checked by mypy rather than held by convention:
+`Task`/`Turn` are the privileged reference (code and answers), read only by the scripted worker,
+fault checks and scorers, which name them; `AgentTask`/`AgentTurn` are what every worker adapter,
+manager policy, the harness and the rollout loop are typed against, and they have no `code` or
+`answer` field to reach (`Task.agent_view()` makes one; tests/stateguard/test_agent_view.py holds
+the line).
+
     task = load_task("path/to/taskN")        # folder holding task.json (data under BASE_PATH)
-    task.turns[0].prompt()                   # what a worker is shown for turn 1
+    view = task.agent_view()                 # what workers and managers get
+    view.turns[0].prompt()                   # what a worker is shown for turn 1
 """
 
 from __future__ import annotations
@@ -18,7 +26,46 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 
+class AgentTurn(BaseModel):
+    """One turn as an agent sees it: no reference code, no answer."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    turn_id: int = Field(ge=1)
+    context: str = ""
+    question: str
+    visible: dict[str, Any] = Field(default_factory=dict, description="Benchmark fields the worker protocol may "
+                                    "show (e.g. DABstep's raw question and guidelines).")
+
+    def prompt(self) -> str:
+        """Agent-visible text of the turn: context, then question."""
+        return f"{self.context.strip()}\n\n{self.question.strip()}".strip()
+
+
+class AgentTask(BaseModel):
+    """The agent-facing task: the turns' text and where the data is, nothing hidden."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    task_id: str
+    turns: list[AgentTurn]
+    base_path: str = Field(default=".", description="Value of BASE_PATH in the workspace.")
+
+    def turn(self, turn_id: int) -> AgentTurn:
+        for turn in self.turns:
+            if turn.turn_id == turn_id:
+                return turn
+        raise KeyError(f"task {self.task_id} has no turn {turn_id}")
+
+    @property
+    def query_text(self) -> str:
+        """All agent-visible text (numbers in it may appear in repair hints)."""
+        return "\n".join(t.prompt() for t in self.turns)
+
+
 class Turn(BaseModel):
+    """Privileged: a turn with its hidden reference program and expected answer."""
+
     model_config = ConfigDict(extra="allow", frozen=True)
 
     turn_id: int = Field(ge=1)
@@ -26,13 +73,19 @@ class Turn(BaseModel):
     question: str
     code: str = Field(default="", description="Reference program (hidden from agents).")
     answer: Any = Field(default=None, description="Expected answer fields (hidden from agents).")
+    visible: dict[str, Any] = Field(default_factory=dict, description="Copied to the agent view (AgentTurn.visible).")
 
     def prompt(self) -> str:
         """Agent-visible text of the turn: context, then question."""
-        return f"{self.context.strip()}\n\n{self.question.strip()}".strip()
+        return self.agent_view().prompt()
+
+    def agent_view(self) -> AgentTurn:
+        return AgentTurn(turn_id=self.turn_id, context=self.context, question=self.question, visible=self.visible)
 
 
 class Task(BaseModel):
+    """Privileged: the task with reference code and answers (scripted worker, faults, scorers)."""
+
     model_config = ConfigDict(frozen=True)
 
     task_id: str
@@ -48,7 +101,16 @@ class Task(BaseModel):
     @property
     def query_text(self) -> str:
         """All agent-visible text (numbers in it may appear in repair hints)."""
-        return "\n".join(t.prompt() for t in self.turns)
+        return self.agent_view().query_text
+
+    def agent_view(self) -> AgentTask:
+        """The task without its reference code and answers: what workers and managers receive."""
+        return AgentTask(task_id=self.task_id, turns=[t.agent_view() for t in self.turns], base_path=self.base_path)
+
+
+def agent_view(task: AgentTask | Task) -> AgentTask:
+    """`task` as agents may see it (a privileged Task is stripped; an AgentTask is returned as is)."""
+    return task.agent_view() if isinstance(task, Task) else task
 
 
 PRELUDE = '''
@@ -74,7 +136,7 @@ def print_result(obj, ndigits=4):
 '''
 
 
-def prelude(task: Task) -> str:
+def prelude(task: AgentTask | Task) -> str:
     """Setup code run once in a fresh workspace before the first turn."""
     return PRELUDE.format(base_path=task.base_path)
 

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict
 
 from stateguard.hints import Hint
 from stateguard.observation import WorkerStep
-from stateguard.task import Task, Turn
+from stateguard.task import AgentTask, AgentTurn
 from stateguard.workspace import LiveWorkspace
 
 
@@ -22,7 +22,7 @@ class WorkerMessage(BaseModel):
 
     kind: Literal["turn", "state_hint", "repair_hint"]
     text: str
-    turn: Turn | None = None
+    turn: AgentTurn | None = None
     hint: Hint | None = None
 
     @classmethod
@@ -30,14 +30,16 @@ class WorkerMessage(BaseModel):
         return cls(kind="state_hint" if hint.kind == "state" else "repair_hint", text=hint.render(), hint=hint)
 
     @classmethod
-    def user_turn(cls, turn: Turn) -> WorkerMessage:
+    def user_turn(cls, turn: AgentTurn) -> WorkerMessage:
         return cls(kind="turn", text=turn.prompt(), turn=turn)
 
 
 @runtime_checkable
 class WorkerAdapter(Protocol):
-    def start(self, task: Task, workspace: LiveWorkspace) -> None:
-        """Bind to a task and its workspace (the prelude has already run)."""
+    def start(self, task: AgentTask, workspace: LiveWorkspace) -> None:
+        """Bind to a task and its workspace (the prelude has already run). The task is the agent view:
+        no reference code, no answers (a worker that replays the reference takes it by name when
+        it is built, as `ScriptedWorker(..., reference=task)` does)."""
 
     def step(self, index: int) -> WorkerStep | None:
         """Take one action and return it (with its executor result); None if there is nothing to do."""

@@ -16,6 +16,7 @@ import ast
 import copy
 import io
 import re
+import sys
 import time
 import traceback
 import types
@@ -123,16 +124,36 @@ def cell_names(code: str, facts: CellFacts) -> tuple[list[str], list[str]]:
     return ([n for n in facts.roots_read() if n.isidentifier()], [n for n in facts.roots_written() if n.isidentifier()])
 
 
-def summarize(name: str, value: Any) -> VariableSummary:
+def shape_of(value: Any) -> list[int] | None:
     shape = getattr(value, "shape", None)
-    digest = content_hash(value)  # the sandbox's hash: cloudpickle covers classes defined in cells
+    return [int(n) for n in shape] if isinstance(shape, tuple) else None
+
+
+def head_of(value: Any, limit: int) -> str:
+    """A bounded repr: a pandas object's first rows, and never an exception (a broken __repr__
+    must not break a listing)."""
+    pd = sys.modules.get("pandas")  # without pandas loaded nothing here is a pandas object
+    try:
+        if pd is not None and isinstance(value, pd.DataFrame | pd.Series):
+            text = repr(value.head())
+        else:
+            text = repr(value)
+    except Exception as exc:
+        text = f"<repr failed: {type(exc).__name__}>"
+    return text if len(text) <= limit else text[: limit - 20] + f"... [{len(text)} chars]"
+
+
+def summarize(name: str, value: Any) -> VariableSummary:
+    """The one value summary of a workspace listing: `DictWorkspace` calls it here and the sandbox
+    kernel in its process (`stateguard.sandbox.kernel`), so both workspaces describe a value alike."""
+    dtype = getattr(value, "dtype", None)
     return VariableSummary(
         name=name,
         type=type(value).__name__,
-        shape=list(shape) if isinstance(shape, tuple) else None,
-        dtype=str(getattr(value, "dtype", "")) or None,
-        head=repr(value)[:200],
-        content_hash=digest,
+        shape=shape_of(value),
+        dtype=None if dtype is None or isinstance(value, types.ModuleType) else str(dtype),
+        head=head_of(value, 200),
+        content_hash=content_hash(value),  # cloudpickle covers classes defined in cells
     )
 
 

@@ -109,12 +109,12 @@ def build_samples(rec: TrajectoryRecord, task: Task, relations: dict[int, list[s
     seen_turn: int | None = None
     for act in rec.activations:
         turn = act.turn
-        atomic = [system, *activation_messages(act, task_block(task, turn) + "\n\n")]
+        atomic = [system, *activation_messages(act, task_block(task.agent_view(), turn) + "\n\n")]
         samples.append({**base, "kind": "atomic", "activation": act.index, "turn": turn or 0,
                         "relations": _relations(relations, [turn] if turn else []),
                         "messages": json.dumps(atomic)})  # fmt: skip
         if seen_turn is None:
-            prefix = task_block(task, turn) + "\n\n"
+            prefix = task_block(task.agent_view(), turn) + "\n\n"
         elif turn != seen_turn and turn is not None:
             prefix = f"Turn {turn}: {task.turn(turn).prompt()}\n\n"
         else:
@@ -182,7 +182,7 @@ def rl_prompts(rec: TrajectoryRecord, task: Task) -> list[dict[str, Any]]:
         labels = {"g": int(inconsistent), "benign": bool(faulty and rec.benign),
                   "affected_variables": truth.get("affected_variables") or ([rec.stage] if inconsistent else []),
                   "intervention_kind": truth.get("intervention_kind") or (iv.kind.value if faulty and iv else None)}  # fmt: skip
-        user = {"role": "user", "content": task_block(task, act.turn) + "\n\n" + _observation(act)}
+        user = {"role": "user", "content": task_block(task.agent_view(), act.turn) + "\n\n" + _observation(act)}
         rows.append({
             "data_source": DATA_SOURCE,
             "prompt": [system, user],

@@ -10,6 +10,10 @@ specific to the dataset.
     threads = generate_threads(con, "penguins", random.Random(0))
     threads[0].stages()                      # list[StageSpec] with the default table names
 
+The stage texts (SQL, questions, answer queries) are data, in `synthesis/thread_families.yaml`;
+each family here draws its parameters from the data and names its tables, and `family_renderer`
+fills the family's templates with them.
+
 Stage SQL reads base tables unqualified (`penguins`, `flights`); a task loads them into the
 `main` schema of its own connection. Each family also names one *tunable* stage (a numeric
 definition such as a threshold) and offers an alternative value, so a task can re-create that
@@ -21,13 +25,16 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
 
 import duckdb
+import yaml
 
 from synthesis.sources.tabular import describe
 
-__all__ = ["FAMILIES", "StageSpec", "Thread", "generate_threads", "rounded"]
+__all__ = ["FAMILIES", "FAMILY_FILE", "StageSpec", "Thread", "family_renderer", "generate_threads", "rounded"]
 
 AnswerKind = Literal["row", "map"]
 
@@ -106,6 +113,43 @@ def _num(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
+FAMILY_FILE = Path(__file__).with_name("thread_families.yaml")
+Renderer = Callable[[Mapping[str, object], Mapping[str, str]], list[StageSpec]]
+
+
+class _Rounded:
+    """`{r[expr]}` in a template: `rounded(expr)`."""
+
+    def __getitem__(self, expr: str) -> str:
+        return rounded(expr)
+
+
+@cache
+def _families() -> dict[str, Any]:
+    return dict(yaml.safe_load(FAMILY_FILE.read_text(encoding="utf-8")))
+
+
+def family_renderer(family: str, draws: Mapping[str, object],
+                    values: Callable[[Mapping[str, object]], Mapping[str, object]]) -> Renderer:  # fmt: skip
+    """The `Thread.render` of `family`: its stage templates (FAMILY_FILE) filled with the family's
+    draws, the values of its parameters (`values(params)`) and the stage names."""
+    stages = _families()[family]["stages"]
+
+    def render(p: Mapping[str, object], n: Mapping[str, str]) -> list[StageSpec]:
+        fill = {**draws, **values(p), "n": n, "r": _Rounded()}
+        return [
+            StageSpec(
+                name=n[st["key"]], thread=family, note=st["note"].format_map(fill), sql=st["sql"].format_map(fill),
+                question=st["question"].format_map(fill), answer_sql=st["answer_sql"].format_map(fill),
+                answer_kind=st["answer_kind"], fields=tuple(st["fields"]), join_key=st.get("join_key"),
+                join_value=st.get("join_value"),
+            )
+            for st in stages
+        ]  # fmt: skip
+
+    return render
+
+
 # --- penguins --------------------------------------------------------------------------------
 
 
@@ -121,48 +165,8 @@ def _penguin_mass(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
     names = {"birds": f"{s}_birds", "heavy": f"{s}_heavy", "by_island": f"{s}_heavy_by_island",
              "top": f"{s}_heavy_top_island"}  # fmt: skip
 
-    def render(p: Mapping[str, object], n: Mapping[str, str]) -> list[StageSpec]:
-        t = _num(float(p["threshold"]))  # type: ignore[arg-type]
-        tid = "penguin_mass"
-        return [
-            StageSpec(
-                name=n["birds"], thread=tid, note=f"{species} penguins with a body mass",
-                sql=f"CREATE OR REPLACE TABLE {n['birds']} AS\nSELECT * FROM penguins\nWHERE {where}",
-                question=f"Keep the {species} penguins that have a recorded body mass. Report `n_birds` "
-                "(count) and `mean_mass_g` (mean body mass in grams, rounded to 2 decimal places).",
-                answer_sql=f"SELECT COUNT(*), {rounded('AVG(body_mass_g)')} FROM {n['birds']}",
-                answer_kind="row", fields=("n_birds", "mean_mass_g"),
-            ),
-            StageSpec(
-                name=n["heavy"], thread=tid, note=f"heavy {species} penguins (>= {t} g)",
-                sql=f"CREATE OR REPLACE TABLE {n['heavy']} AS\nSELECT * FROM {n['birds']}\nWHERE body_mass_g >= {t}",
-                question=f"Call a {species} penguin heavy when its body mass is at least {t} g. Among "
-                f"the {species} penguins with a recorded mass, report `n_heavy` (count of heavy birds) "
-                "and `mean_flipper_mm` (their mean flipper length in mm, rounded to 2 decimal places).",
-                answer_sql=f"SELECT COUNT(*), {rounded('AVG(flipper_length_mm)')} FROM {n['heavy']}",
-                answer_kind="row", fields=("n_heavy", "mean_flipper_mm"),
-            ),
-            StageSpec(
-                name=n["by_island"], thread=tid, note=f"heavy {species} penguins per island",
-                sql=f"CREATE OR REPLACE TABLE {n['by_island']} AS\nSELECT island, COUNT(*) AS n_heavy, "
-                f"AVG(body_mass_g) AS mean_mass_g\nFROM {n['heavy']}\nGROUP BY island",
-                question=f"For each island, count the heavy {species} penguins and their mean body mass. "
-                "Report `per_island`: island -> {`n_heavy`, `mean_mass_g` (grams, rounded to 2 decimal "
-                "places)}.",
-                answer_sql=f"SELECT island, n_heavy, {rounded('mean_mass_g')} FROM {n['by_island']} ORDER BY island",
-                answer_kind="map", fields=("per_island", "n_heavy", "mean_mass_g"),
-                join_key="island", join_value="n_heavy",
-            ),
-            StageSpec(
-                name=n["top"], thread=tid, note=f"island with the most heavy {species} penguins",
-                sql=f"CREATE OR REPLACE TABLE {n['top']} AS\nSELECT island, n_heavy FROM {n['by_island']}\n"
-                "ORDER BY n_heavy DESC, island\nLIMIT 1",
-                question=f"Which island has the most heavy {species} penguins (ties broken alphabetically)? "
-                "Report `island` and `n_heavy`.",
-                answer_sql=f"SELECT island, n_heavy FROM {n['top']}",
-                answer_kind="row", fields=("island", "n_heavy"),
-            ),
-        ]  # fmt: skip
+    render = family_renderer("penguin_mass", {"species": species, "where": where},
+                             lambda p: {"t": _num(float(p["threshold"]))})  # type: ignore[arg-type]
 
     return Thread(
         thread_id="penguin_mass", family="penguin_mass", params={"threshold": low}, keys=list(names),
@@ -184,40 +188,8 @@ def _penguin_bills(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread
     s = _slug(island)
     names = {"birds": f"{s}_measured", "ratio": f"{s}_bill_ratio", "rank": f"{s}_bill_ratio_rank"}
 
-    def render(p: Mapping[str, object], n: Mapping[str, str]) -> list[StageSpec]:
-        t = _num(float(p["min_bill"]))  # type: ignore[arg-type]
-        tid = "penguin_bills"
-        return [
-            StageSpec(
-                name=n["birds"], thread=tid, note=f"measured penguins on {island} (bill >= {t} mm)",
-                sql=f"CREATE OR REPLACE TABLE {n['birds']} AS\nSELECT * FROM penguins\nWHERE {where} "
-                f"AND bill_length_mm >= {t}",
-                question=f"Keep the penguins on {island} island with both bill measurements and a bill "
-                f"length of at least {t} mm. Report `n_birds` (count) and `n_species` (number of species).",
-                answer_sql=f"SELECT COUNT(*), COUNT(DISTINCT species) FROM {n['birds']}",
-                answer_kind="row", fields=("n_birds", "n_species"),
-            ),
-            StageSpec(
-                name=n["ratio"], thread=tid, note=f"mean bill length/depth ratio per species on {island}",
-                sql=f"CREATE OR REPLACE TABLE {n['ratio']} AS\nSELECT species, COUNT(*) AS n_birds, "
-                f"AVG(bill_length_mm / bill_depth_mm) AS mean_bill_ratio\nFROM {n['birds']}\nGROUP BY species",
-                question=f"For each species among the kept {island} penguins (bill length at least {t} mm), compute "
-                "the mean ratio of bill length to bill "
-                "depth (unitless). Report `bill_ratio`: species -> mean ratio rounded to 2 decimal places.",
-                answer_sql=f"SELECT species, {rounded('mean_bill_ratio')} FROM {n['ratio']} ORDER BY species",
-                answer_kind="map", fields=("bill_ratio",), join_key="species", join_value="mean_bill_ratio",
-            ),
-            StageSpec(
-                name=n["rank"], thread=tid, note="species ranked by bill ratio",
-                sql=f"CREATE OR REPLACE TABLE {n['rank']} AS\nSELECT species, mean_bill_ratio, "
-                f"RANK() OVER (ORDER BY mean_bill_ratio DESC) AS ratio_rank\nFROM {n['ratio']}",
-                question=f"Rank the species on {island} by that mean bill ratio, highest first. Report `top_species` and "
-                "`top_ratio` (rounded to 2 decimal places).",
-                answer_sql=f"SELECT species, {rounded('mean_bill_ratio')} FROM {n['rank']} "
-                "ORDER BY ratio_rank, species LIMIT 1",
-                answer_kind="row", fields=("top_species", "top_ratio"),
-            ),
-        ]  # fmt: skip
+    render = family_renderer("penguin_bills", {"island": island, "where": where},
+                             lambda p: {"t": _num(float(p["min_bill"]))})  # type: ignore[arg-type]
 
     return Thread(
         thread_id="penguin_bills", family="penguin_bills", params={"min_bill": low}, keys=list(names),
@@ -245,42 +217,8 @@ def _penguin_flippers(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thr
     names = {"by_year": f"{sex}_flipper_by_year", "growth": f"{sex}_flipper_change",
              "leader": f"{sex}_flipper_leader"}  # fmt: skip
 
-    def render(p: Mapping[str, object], n: Mapping[str, str]) -> list[StageSpec]:
-        k = int(str(p["min_n"]))
-        tid = "penguin_flippers"
-        return [
-            StageSpec(
-                name=n["by_year"], thread=tid, note=f"mean flipper length of {sex} penguins per species and year",
-                sql=f"CREATE OR REPLACE TABLE {n['by_year']} AS\nSELECT species, year, COUNT(*) AS n_birds, "
-                f"AVG(flipper_length_mm) AS mean_flipper_mm\nFROM penguins\nWHERE sex = {_sql_text(sex)} "
-                f"AND flipper_length_mm IS NOT NULL\nGROUP BY species, year\nHAVING COUNT(*) >= {k}",
-                question=f"For {sex} penguins with a flipper measurement, compute the mean flipper length "
-                f"(mm) per species and year, keeping only species-year groups with at least {k} birds. "
-                "Report `n_groups` and `overall_max_mm` (largest group mean, rounded to 2 decimal places).",
-                answer_sql=f"SELECT COUNT(*), {rounded('MAX(mean_flipper_mm)')} FROM {n['by_year']}",
-                answer_kind="row", fields=("n_groups", "overall_max_mm"),
-            ),
-            StageSpec(
-                name=n["growth"], thread=tid, note=f"flipper change {y0}->{y1} per species",
-                sql=f"CREATE OR REPLACE TABLE {n['growth']} AS\nSELECT species,\n"
-                f"  MAX(CASE WHEN year = {y1} THEN mean_flipper_mm END) - "
-                f"MAX(CASE WHEN year = {y0} THEN mean_flipper_mm END) AS change_mm\n"
-                f"FROM {n['by_year']}\nGROUP BY species\nHAVING change_mm IS NOT NULL",
-                question=f"Per species, how much did the mean flipper length of {sex} penguins change from {y0} to {y1}? "
-                "Report `change_mm`: species -> change in mm, rounded to 2 decimal places.",
-                answer_sql=f"SELECT species, {rounded('change_mm')} FROM {n['growth']} ORDER BY species",
-                answer_kind="map", fields=("change_mm",), join_key="species", join_value="change_mm",
-            ),
-            StageSpec(
-                name=n["leader"], thread=tid, note="species with the largest flipper change",
-                sql=f"CREATE OR REPLACE TABLE {n['leader']} AS\nSELECT species, change_mm FROM {n['growth']}\n"
-                "ORDER BY change_mm DESC, species\nLIMIT 1",
-                question=f"Which species had the largest increase in mean {sex} flipper length? Report `species` and `change_mm` "
-                "(rounded to 2 decimal places).",
-                answer_sql=f"SELECT species, {rounded('change_mm')} FROM {n['leader']}",
-                answer_kind="row", fields=("species", "change_mm"),
-            ),
-        ]  # fmt: skip
+    render = family_renderer("penguin_flippers", {"sex": sex, "sex_sql": _sql_text(sex), "y0": y0, "y1": y1},
+                             lambda p: {"k": int(str(p["min_n"]))})
 
     return Thread(
         thread_id="penguin_flippers", family="penguin_flippers", params={"min_n": min_n}, keys=list(names),
@@ -317,53 +255,8 @@ def _gap_growth(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
     names = {"rows": f"{s}_{y0}_{y1}", "growth": f"{s}_gdp_growth", "fast": f"{s}_fast_growers",
              "top": f"{s}_top_growers"}  # fmt: skip
 
-    def render(p: Mapping[str, object], n: Mapping[str, str]) -> list[StageSpec]:
-        t = _num(float(p["threshold"]))  # type: ignore[arg-type]
-        tid = "gap_growth"
-        return [
-            StageSpec(
-                name=n["rows"], thread=tid, note=f"{continent} rows for {y0} and {y1}",
-                sql=f"CREATE OR REPLACE TABLE {n['rows']} AS\nSELECT * FROM gapminder\n"
-                f"WHERE continent = {_sql_text(continent)} AND year IN ({y0}, {y1})",
-                question=f"Keep the {continent} rows for the years {y0} and {y1}. Report `n_rows` and "
-                f"`n_countries`.",
-                answer_sql=f"SELECT COUNT(*), COUNT(DISTINCT country) FROM {n['rows']}",
-                answer_kind="row", fields=("n_rows", "n_countries"),
-            ),
-            StageSpec(
-                name=n["growth"], thread=tid, note=f"GDP per capita growth {y0}->{y1} per country",
-                sql=f"CREATE OR REPLACE TABLE {n['growth']} AS\nSELECT country,\n"
-                f"  100 * (MAX(CASE WHEN year = {y1} THEN gdpPercap END) / "
-                f"MAX(CASE WHEN year = {y0} THEN gdpPercap END) - 1) AS growth_pct\n"
-                f"FROM {n['rows']}\nGROUP BY country",
-                question=f"For each {continent} country kept for {y0} and {y1}, compute the growth of GDP per capita from {y0} to "
-                f"{y1} in percent. Report `n_countries`, `median_growth_pct` and `max_growth_pct` (percent, "
-                "rounded to 2 decimal places).",
-                answer_sql=f"SELECT COUNT(*), {rounded('MEDIAN(growth_pct)')}, {rounded('MAX(growth_pct)')} "
-                f"FROM {n['growth']}",
-                answer_kind="row", fields=("n_countries", "median_growth_pct", "max_growth_pct"),
-            ),
-            StageSpec(
-                name=n["fast"], thread=tid, note=f"fast growers (>= {t}%)",
-                sql=f"CREATE OR REPLACE TABLE {n['fast']} AS\nSELECT * FROM {n['growth']}\n"
-                f"WHERE growth_pct >= {t}",
-                question=f"Call a {continent} country a fast grower when its GDP-per-capita growth from {y0} to {y1} is "
-                f"at least {t}%. Report "
-                "`n_fast` (count) and `mean_growth_pct` (their mean growth in percent, rounded to 2 "
-                "decimal places).",
-                answer_sql=f"SELECT COUNT(*), {rounded('AVG(growth_pct)')} FROM {n['fast']}",
-                answer_kind="row", fields=("n_fast", "mean_growth_pct"),
-            ),
-            StageSpec(
-                name=n["top"], thread=tid, note="top-3 fast growers",
-                sql=f"CREATE OR REPLACE TABLE {n['top']} AS\nSELECT country, growth_pct FROM {n['fast']}\n"
-                "ORDER BY growth_pct DESC, country\nLIMIT 3",
-                question=f"List the (at most) three fastest-growing {continent} countries ({y0} to {y1}). Report `top_growers`: country -> "
-                "growth in percent, rounded to 2 decimal places.",
-                answer_sql=f"SELECT country, {rounded('growth_pct')} FROM {n['top']} ORDER BY growth_pct DESC, country",
-                answer_kind="map", fields=("top_growers",),
-            ),
-        ]  # fmt: skip
+    render = family_renderer("gap_growth", {"continent": continent, "continent_sql": _sql_text(continent), "y0": y0, "y1": y1},
+                             lambda p: {"t": _num(float(p["threshold"]))})  # type: ignore[arg-type]
 
     return Thread(
         thread_id="gap_growth", family="gap_growth", params={"threshold": low}, keys=list(names), render=render,
@@ -388,40 +281,8 @@ def _gap_lifeexp(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
         "gap": f"lifeexp_{year}_gap",
     }
 
-    def render(p: Mapping[str, object], n: Mapping[str, str]) -> list[StageSpec]:
-        t = int(float(p["min_pop"]))  # type: ignore[arg-type]
-        tid = "gap_lifeexp"
-        return [
-            StageSpec(
-                name=n["rows"], thread=tid, note=f"countries in {year} with population >= {t}",
-                sql=f"CREATE OR REPLACE TABLE {n['rows']} AS\nSELECT * FROM gapminder\n"
-                f"WHERE year = {year} AND pop >= {t}",
-                question=f"Keep the countries in {year} with a population of at least {t:,} people. Report "
-                "`n_countries` and `mean_lifeexp` (years, rounded to 2 decimal places).",
-                answer_sql=f"SELECT COUNT(*), {rounded('AVG(lifeExp)')} FROM {n['rows']}",
-                answer_kind="row", fields=("n_countries", "mean_lifeexp"),
-            ),
-            StageSpec(
-                name=n["by_cont"], thread=tid, note=f"mean life expectancy per continent in {year}",
-                sql=f"CREATE OR REPLACE TABLE {n['by_cont']} AS\nSELECT continent, COUNT(*) AS n_countries, "
-                f"AVG(lifeExp) AS mean_lifeexp\nFROM {n['rows']}\nGROUP BY continent",
-                question=f"Compute the mean life expectancy per continent over the countries kept for {year}. Report "
-                "`lifeexp_by_continent`: continent -> years, rounded to 2 decimal places.",
-                answer_sql=f"SELECT continent, {rounded('mean_lifeexp')} FROM {n['by_cont']} ORDER BY continent",
-                answer_kind="map", fields=("lifeexp_by_continent",), join_key="continent",
-                join_value="mean_lifeexp",
-            ),
-            StageSpec(
-                name=n["gap"], thread=tid, note="gap between the best and worst continent",
-                sql=f"CREATE OR REPLACE TABLE {n['gap']} AS\nSELECT arg_max(continent, mean_lifeexp) AS best, "
-                "arg_min(continent, mean_lifeexp) AS worst,\n  MAX(mean_lifeexp) - MIN(mean_lifeexp) AS gap_years\n"
-                f"FROM {n['by_cont']}",
-                question=f"Which continents have the highest and lowest mean life expectancy in {year}, and how large is the gap? "
-                "Report `best`, `worst` and `gap_years` (rounded to 2 decimal places).",
-                answer_sql=f"SELECT best, worst, {rounded('gap_years')} FROM {n['gap']}",
-                answer_kind="row", fields=("best", "worst", "gap_years"),
-            ),
-        ]  # fmt: skip
+    render = family_renderer("gap_lifeexp", {"year": year},
+                             lambda p: {"t": int(float(p["min_pop"]))})  # type: ignore[arg-type]
 
     return Thread(
         thread_id="gap_lifeexp", family="gap_lifeexp", params={"min_pop": low}, keys=list(names), render=render,
@@ -440,40 +301,8 @@ def _gap_popshare(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
         alt = low + 5
     names = {"pop": f"pop_{year}_by_continent", "share": f"pop_share_{year}", "top": f"pop_share_{year}_top"}
 
-    def render(p: Mapping[str, object], n: Mapping[str, str]) -> list[StageSpec]:
-        t = _num(float(p["min_lifeexp"]))  # type: ignore[arg-type]
-        tid = "gap_popshare"
-        return [
-            StageSpec(
-                name=n["pop"], thread=tid, note=f"population in {year} per continent (lifeExp >= {t})",
-                sql=f"CREATE OR REPLACE TABLE {n['pop']} AS\nSELECT continent, SUM(pop) AS total_pop, "
-                f"COUNT(*) AS n_countries\nFROM gapminder\nWHERE year = {year} AND lifeExp >= {t}\n"
-                "GROUP BY continent",
-                question=f"In {year}, over countries with a life expectancy of at least {t} years, total the "
-                "population per continent. Report `total_pop`: continent -> people (integer).",
-                answer_sql=f"SELECT continent, CAST(total_pop AS BIGINT) FROM {n['pop']} ORDER BY continent",
-                answer_kind="map", fields=("total_pop",),
-            ),
-            StageSpec(
-                name=n["share"], thread=tid, note=f"population share per continent in {year}",
-                sql=f"CREATE OR REPLACE TABLE {n['share']} AS\nSELECT continent, "
-                f"100 * total_pop / SUM(total_pop) OVER () AS share_pct\nFROM {n['pop']}",
-                question=f"What share of that {year} population (countries with a life expectancy of at least {t} years) "
-                "lives on each continent? Report `share_pct`: "
-                "continent -> percent, rounded to 2 decimal places.",
-                answer_sql=f"SELECT continent, {rounded('share_pct')} FROM {n['share']} ORDER BY continent",
-                answer_kind="map", fields=("share_pct",), join_key="continent", join_value="share_pct",
-            ),
-            StageSpec(
-                name=n["top"], thread=tid, note="continent with the largest share",
-                sql=f"CREATE OR REPLACE TABLE {n['top']} AS\nSELECT continent, share_pct FROM {n['share']}\n"
-                "ORDER BY share_pct DESC, continent\nLIMIT 1",
-                question=f"Which continent holds the largest share of that {year} population? Report `continent` and `share_pct` "
-                "(rounded to 2 decimal places).",
-                answer_sql=f"SELECT continent, {rounded('share_pct')} FROM {n['top']}",
-                answer_kind="row", fields=("continent", "share_pct"),
-            ),
-        ]  # fmt: skip
+    render = family_renderer("gap_popshare", {"year": year},
+                             lambda p: {"t": _num(float(p["min_lifeexp"]))})  # type: ignore[arg-type]
 
     return Thread(
         thread_id="gap_popshare", family="gap_popshare", params={"min_lifeexp": low}, keys=list(names),
@@ -496,47 +325,8 @@ def _nyc_delays(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
     names = {"delayed": "delayed_flights", "by_cm": "delayed_by_carrier_month", "share": "carrier_delay_share",
              "top": "top_delay_carriers"}  # fmt: skip
 
-    def render(p: Mapping[str, object], n: Mapping[str, str]) -> list[StageSpec]:
-        t = _num(float(p["threshold"]))  # type: ignore[arg-type]
-        tid = "nyc_delays"
-        return [
-            StageSpec(
-                name=n["delayed"], thread=tid, note=f"flights delayed >= {t} min",
-                sql=f"CREATE OR REPLACE TABLE {n['delayed']} AS\nSELECT * FROM flights\nWHERE dep_delay >= {t}",
-                question=f"A flight is delayed when its departure delay is at least {t} minutes. Report "
-                "`n_delayed` and `mean_delay_min` (minutes, rounded to 2 decimal places).",
-                answer_sql=f"SELECT COUNT(*), {rounded('AVG(dep_delay)')} FROM {n['delayed']}",
-                answer_kind="row", fields=("n_delayed", "mean_delay_min"),
-            ),
-            StageSpec(
-                name=n["by_cm"], thread=tid, note="delayed flights per carrier and month",
-                sql=f"CREATE OR REPLACE TABLE {n['by_cm']} AS\nSELECT carrier, month, COUNT(*) AS n_delayed\n"
-                f"FROM {n['delayed']}\nGROUP BY carrier, month",
-                question=f"Count the flights delayed by at least {t} minutes per carrier and month. Report `n_cells` (carrier-month "
-                "pairs) and `max_cell` (the largest count).",
-                answer_sql=f"SELECT COUNT(*), MAX(n_delayed) FROM {n['by_cm']}",
-                answer_kind="row", fields=("n_cells", "max_cell"),
-            ),
-            StageSpec(
-                name=n["share"], thread=tid, note="share of delayed flights per carrier",
-                sql=f"CREATE OR REPLACE TABLE {n['share']} AS\nSELECT carrier, SUM(n_delayed) AS n_delayed, "
-                f"100 * SUM(n_delayed) / SUM(SUM(n_delayed)) OVER () AS share_pct\nFROM {n['by_cm']}\n"
-                "GROUP BY carrier",
-                question=f"What share of all flights delayed by at least {t} minutes does each carrier have? Report `share_pct`: "
-                "carrier -> percent, rounded to 2 decimal places.",
-                answer_sql=f"SELECT carrier, {rounded('share_pct')} FROM {n['share']} ORDER BY carrier",
-                answer_kind="map", fields=("share_pct",), join_key="carrier", join_value="share_pct",
-            ),
-            StageSpec(
-                name=n["top"], thread=tid, note=f"top-{k} carriers by delay share",
-                sql=f"CREATE OR REPLACE TABLE {n['top']} AS\nSELECT carrier, share_pct FROM {n['share']}\n"
-                f"ORDER BY share_pct DESC, carrier\nLIMIT {k}",
-                question=f"Which {k} carriers have the largest shares of those delays (at least {t} minutes)? Report `top_carriers`: carrier -> "
-                "percent, rounded to 2 decimal places.",
-                answer_sql=f"SELECT carrier, {rounded('share_pct')} FROM {n['top']} ORDER BY share_pct DESC, carrier",
-                answer_kind="map", fields=("top_carriers",),
-            ),
-        ]  # fmt: skip
+    render = family_renderer("nyc_delays", {"k": k},
+                             lambda p: {"t": _num(float(p["threshold"]))})  # type: ignore[arg-type]
 
     return Thread(
         thread_id="nyc_delays", family="nyc_delays", params={"threshold": low}, keys=list(names), render=render,
@@ -560,38 +350,8 @@ def _nyc_weather(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
         "by_carrier": f"{s}_windy_delay_by_carrier",
     }
 
-    def render(p: Mapping[str, object], n: Mapping[str, str]) -> list[StageSpec]:
-        t = _num(float(p["wind"]))  # type: ignore[arg-type]
-        tid = "nyc_weather"
-        return [
-            StageSpec(
-                name=n["windy"], thread=tid, note=f"windy hours at {origin} (>= {t} mph)",
-                sql=f"CREATE OR REPLACE TABLE {n['windy']} AS\nSELECT origin, year, month, day, hour, wind_speed\n"
-                f"FROM weather\nWHERE origin = {_sql_text(origin)} AND wind_speed >= {t}",
-                question=f"An hour at {origin} is windy when the wind speed is at least {t} mph. Report "
-                "`n_hours` and `mean_wind_mph` (rounded to 2 decimal places).",
-                answer_sql=f"SELECT COUNT(*), {rounded('AVG(wind_speed)')} FROM {n['windy']}",
-                answer_kind="row", fields=("n_hours", "mean_wind_mph"),
-            ),
-            StageSpec(
-                name=n["flights"], thread=tid, note="flights scheduled in windy hours",
-                sql=f"CREATE OR REPLACE TABLE {n['flights']} AS\nSELECT f.*\nFROM flights AS f\n"
-                f"JOIN {n['windy']} AS w USING (origin, year, month, day, hour)\nWHERE f.dep_delay IS NOT NULL",
-                question=f"Match the flights scheduled to depart from {origin} in those windy hours. Report `n_flights` and "
-                "`mean_dep_delay_min` (rounded to 2 decimal places).",
-                answer_sql=f"SELECT COUNT(*), {rounded('AVG(dep_delay)')} FROM {n['flights']}",
-                answer_kind="row", fields=("n_flights", "mean_dep_delay_min"),
-            ),
-            StageSpec(
-                name=n["by_carrier"], thread=tid, note="mean windy-hour delay per carrier",
-                sql=f"CREATE OR REPLACE TABLE {n['by_carrier']} AS\nSELECT carrier, COUNT(*) AS n_flights, "
-                f"AVG(dep_delay) AS mean_delay_min\nFROM {n['flights']}\nGROUP BY carrier\nHAVING COUNT(*) >= 20",
-                question="Per carrier with at least 20 such flights, what is the mean departure delay? Report "
-                "`delay_by_carrier`: carrier -> minutes, rounded to 2 decimal places.",
-                answer_sql=f"SELECT carrier, {rounded('mean_delay_min')} FROM {n['by_carrier']} ORDER BY carrier",
-                answer_kind="map", fields=("delay_by_carrier",), join_key="carrier", join_value="mean_delay_min",
-            ),
-        ]  # fmt: skip
+    render = family_renderer("nyc_weather", {"origin": origin, "origin_sql": _sql_text(origin)},
+                             lambda p: {"t": _num(float(p["wind"]))})  # type: ignore[arg-type]
 
     return Thread(
         thread_id="nyc_weather", family="nyc_weather", params={"wind": low}, keys=list(names), render=render,
@@ -609,39 +369,8 @@ def _nyc_routes(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
         alt = low + 300
     names = {"long": "long_flights", "by_dest": "long_by_dest", "by_carrier": "long_by_carrier"}
 
-    def render(p: Mapping[str, object], n: Mapping[str, str]) -> list[StageSpec]:
-        t = _num(float(p["distance"]))  # type: ignore[arg-type]
-        tid = "nyc_routes"
-        return [
-            StageSpec(
-                name=n["long"], thread=tid, note=f"flights of at least {t} miles",
-                sql=f"CREATE OR REPLACE TABLE {n['long']} AS\nSELECT * FROM flights\n"
-                f"WHERE distance >= {t} AND arr_delay IS NOT NULL",
-                question=f"Keep flights of at least {t} miles with a recorded arrival delay. Report "
-                "`n_flights` and `n_destinations`.",
-                answer_sql=f"SELECT COUNT(*), COUNT(DISTINCT dest) FROM {n['long']}",
-                answer_kind="row", fields=("n_flights", "n_destinations"),
-            ),
-            StageSpec(
-                name=n["by_dest"], thread=tid, note="mean arrival delay per destination",
-                sql=f"CREATE OR REPLACE TABLE {n['by_dest']} AS\nSELECT dest, COUNT(*) AS n_flights, "
-                f"AVG(arr_delay) AS mean_arr_delay\nFROM {n['long']}\nGROUP BY dest",
-                question=f"Among flights of at least {t} miles, which destination has the largest mean arrival delay? Report `dest` and "
-                "`mean_arr_delay_min` (rounded to 2 decimal places).",
-                answer_sql=f"SELECT dest, {rounded('mean_arr_delay')} FROM {n['by_dest']} "
-                "ORDER BY mean_arr_delay DESC, dest LIMIT 1",
-                answer_kind="row", fields=("dest", "mean_arr_delay_min"),
-            ),
-            StageSpec(
-                name=n["by_carrier"], thread=tid, note="long-flight counts per carrier",
-                sql=f"CREATE OR REPLACE TABLE {n['by_carrier']} AS\nSELECT carrier, COUNT(*) AS n_long, "
-                f"AVG(arr_delay) AS mean_arr_delay\nFROM {n['long']}\nGROUP BY carrier",
-                question=f"How many flights of at least {t} miles (with an arrival delay) does each carrier operate? Report `n_long`: "
-                "carrier -> count.",
-                answer_sql=f"SELECT carrier, n_long FROM {n['by_carrier']} ORDER BY carrier",
-                answer_kind="map", fields=("n_long",), join_key="carrier", join_value="n_long",
-            ),
-        ]  # fmt: skip
+    render = family_renderer("nyc_routes", {},
+                             lambda p: {"t": _num(float(p["distance"]))})  # type: ignore[arg-type]
 
     return Thread(
         thread_id="nyc_routes", family="nyc_routes", params={"distance": low}, keys=list(names), render=render,

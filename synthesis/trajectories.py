@@ -153,8 +153,8 @@ def _run(task: Task, plan: TeacherPlan, faults: list[Fault], run_dir: Path, live
     if run_dir.exists():
         shutil.rmtree(run_dir)
     teacher = TeacherPolicy(plan, live=live)
-    worker = teacher_worker(faults, plan.resist)
-    result = rollout(task, worker, DictWorkspace(), flow=flow_named(plan.flow), manager=teacher, run_dir=run_dir)
+    worker = teacher_worker(faults, plan.resist, reference=task)
+    result = rollout(task.agent_view(), worker, DictWorkspace(), flow=flow_named(plan.flow), manager=teacher, run_dir=run_dir)
     events = read_trace(run_dir / "trace.jsonl")
     steps = [{k: e.data.get(k) for k in ("index", "turn", "action", "output", "success")}
              | {"purpose": e.data.get("meta", {}).get("purpose"), "turn_end": bool(e.data.get("meta", {}).get("turn_end"))}

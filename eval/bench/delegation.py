@@ -71,7 +71,7 @@ def run_one(task: Any, trigger: str, flow: Any, out: Path) -> Row:
     manager = HierarchicalManager(RulesManager(semantic=SemanticVerifier()), LLMManager(model), triggers=TRIGGERS[trigger])
     start = time.perf_counter()
     try:
-        result = rollout(task.task, ScriptedWorker(FaultModel(faults=[])), workspace, flow=flow, manager=manager, run_dir=out)
+        result = rollout(task.task.agent_view(), ScriptedWorker(FaultModel(faults=[]), reference=task.task), workspace, flow=flow, manager=manager, run_dir=out)
     finally:
         workspace.close()
     return Row(task=task.task_id, trigger=trigger, turns=len(task.task.turns), activations=result.manager_activations,

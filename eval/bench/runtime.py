@@ -22,6 +22,7 @@ from omegaconf import DictConfig
 from pydantic import BaseModel
 
 from stateguard import Harness, HarnessConfig, StateStore, WorkerStep
+from stateguard.actions import RawAction
 from stateguard.hints import state_hint
 from stateguard.state import AnalyticalState, Conclusion, Relation, RelationType, VariableRef
 
@@ -92,16 +93,16 @@ def bench_size(n: int, cfg: DictConfig) -> list[Row]:
     def cycle(i: int) -> None:
         up = store.latest_id()
         harness.turn_start = step[0]  # what begin_review(TURN_START) sets; the observation is not timed here
-        assert harness.apply(("OPEN_STATE", {"issue": f"bench {i}", "relations": [{"related_state_id": up}]})).accepted
+        assert harness.apply(RawAction(name="OPEN_STATE", arguments={"issue": f"bench {i}", "relations": [{"related_state_id": up}]})).accepted
         harness.record_step(WorkerStep(index=step[0], action="x = 1", output="1"))
         step[0] += 1
         var = store.load(up).used_variables[-1] if up else None
         used = [{"name": "bench_x", "value": i}]
         if var is not None:
             used.append({"name": var.name, "version": var.version, "value": var.value})
-        assert harness.apply(("UPDATE_STATE", {"used_variables": used, "conclusions": ["bench"]})).accepted
-        assert harness.apply(("FINALIZE_RELATIONS", {"mode": "confirm"})).accepted
-        assert harness.apply(("COMMIT_STATE", {})).accepted
+        assert harness.apply(RawAction(name="UPDATE_STATE", arguments={"used_variables": used, "conclusions": ["bench"]})).accepted
+        assert harness.apply(RawAction(name="FINALIZE_RELATIONS", arguments={"mode": "confirm"})).accepted
+        assert harness.apply(RawAction(name="COMMIT_STATE", arguments={})).accepted
         harness.pending_hints.clear()  # the worker adapter would take them; delivery is not timed
 
     med, p99 = _measure(cycle, cfg.samples)

@@ -69,10 +69,10 @@ def run_one(task: EvalTask, variant: str, faults: list[Any], setting: str, flow:
     start = time.perf_counter()
     workspace = make_workspace("sandbox", task.data_dir, folder)
     try:
-        worker = ScriptedWorker(FaultModel(faults=faults))
+        worker = ScriptedWorker(FaultModel(faults=faults), reference=task.task)
         semantic = SETTINGS[setting]
         manager = None if semantic is None else make_manager("rules", trace=calls, semantic=semantic)
-        result = rollout(task.task, worker, workspace, flow=flow, manager=manager, run_dir=folder)
+        result = rollout(task.task.agent_view(), worker, workspace, flow=flow, manager=manager, run_dir=folder)
     finally:
         workspace.close()
         calls.close()

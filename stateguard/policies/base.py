@@ -1,7 +1,8 @@
 """What a manager policy is: a generator that proposes actions and reads the harness's verdicts.
 
 One activation = one call to `activate`. The policy yields actions (tool actions first, then
-one control action) — as (name, arguments) pairs or as a raw model response — and the rollout
+one control action) — typed `Action`s (`Action.of(RepairArgs(...))`), `RawAction`s the harness
+validates, or a raw model response — and the rollout
 loop applies each through the harness and sends the result(s) back, so a tool's evidence or a
 rejection's feedback is visible to the policy before its next move. The activation ends at the
 first accepted control action: the policy is sent that result once (to observe it) and then
@@ -12,14 +13,15 @@ harness.
 from __future__ import annotations
 
 from collections.abc import Generator
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
+from stateguard.actions import Action, RawAction
 from stateguard.lifecycle import Regime
 from stateguard.observation import ManagerObservation, WorkerStep
 from stateguard.store import StateStore
-from stateguard.task import Task, Turn
+from stateguard.task import AgentTask, AgentTurn
 from stateguard.workspace import LiveWorkspace
 
 
@@ -45,9 +47,22 @@ class Degrade(BaseModel):
     reason: str
 
 
-# A (name, arguments) pair is sent back one HarnessResult; a ModelResponse a list of them.
-Proposal = tuple[str, dict[str, Any]] | ModelResponse | Advice | Degrade
+# An Action or RawAction is sent back one HarnessResult; a ModelResponse a list of them.
+Proposal = Action | RawAction | ModelResponse | Advice | Degrade
 Activation = Generator[Proposal, Any, None]
+R = TypeVar("R")
+
+
+def raw_actions(fragment: Generator[tuple[str, dict[str, Any]], Any, R]) -> Generator[RawAction, Any, R]:
+    """Proposals of a fragment that still speaks (name, arguments) pairs (stateguard.verification),
+    as RawActions for the harness to validate; results are passed back, its return value kept."""
+    try:
+        pair = next(fragment)
+        while True:
+            reply = yield RawAction(name=pair[0], arguments=pair[1])
+            pair = fragment.send(reply)
+    except StopIteration as stop:
+        return stop.value
 
 
 class ManagerContext(BaseModel):
@@ -55,8 +70,8 @@ class ManagerContext(BaseModel):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    task: Task
-    turn: Turn | None
+    task: AgentTask  # the agent view: managers never see reference code or answers
+    turn: AgentTurn | None
     regime: Regime
     store: StateStore
     workspace: LiveWorkspace | None

@@ -32,7 +32,14 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from stateguard.actions import ActionError
+from stateguard.actions import (
+    AbandonStateArgs,
+    AbstainArgs,
+    Action,
+    ActionError,
+    CommitStateArgs,
+    ResumeWorkerArgs,
+)
 from stateguard.lifecycle import ControlAction, Stage, ToolAction, is_legal
 from stateguard.llm.client import ContextOverflow, LLMError, MalformedReplyError
 from stateguard.llm.endpoints import EndpointConfig
@@ -179,7 +186,7 @@ class LLMManager:
         offered = offered_controls(ctx.regime, obs, offer=self.cfg.offer, allowed=allowed)
         if not self.corpus and Stage(obs.stage) is Stage.FINALIZED and offered == [ControlAction.COMMIT_STATE.value]:
             self.usage.forced_actions += 1
-            yield (ControlAction.COMMIT_STATE.value, {})
+            yield Action.of(CommitStateArgs())
             return
         left = self._left_s()
         if left is not None and left <= 0:
@@ -348,8 +355,10 @@ class LLMManager:
             if is_legal(ctx.regime, stage, action):
                 if ctx.trace is not None:
                     ctx.trace.emit("manager_fallback", policy=self.name, reason=why, stage=stage.value, exit=action.value)
-                args = {} if action is ControlAction.RESUME_WORKER else {"reason": f"fallback: {why}"[:500]}
-                result = yield (action.value, args)
+                reason = f"fallback: {why}"[:500]
+                result = yield Action.of(ResumeWorkerArgs() if action is ControlAction.RESUME_WORKER else
+                                         AbstainArgs(reason=reason) if action is ControlAction.ABSTAIN else
+                                         AbandonStateArgs(reason=reason))  # fmt: skip
                 if getattr(result, "accepted", False):
                     self.usage.fallbacks += 1
                 return

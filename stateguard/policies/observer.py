@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from stateguard.actions import AbstainArgs, Action
 from stateguard.answers import last_json
 from stateguard.llm.client import LLMError
 from stateguard.observation import EventType, ManagerObservation, WorkerStep
@@ -72,7 +73,7 @@ class ObserverManager:
 
     def activate(self, obs: ManagerObservation, ctx: ManagerContext) -> Activation:
         if obs.event_type in (EventType.TURN_START, EventType.TASK_START):
-            yield ("ABSTAIN", {"reason": "observer: nothing new to look at"})
+            yield Action.of(AbstainArgs(reason="observer: nothing new to look at"))
             return
         try:
             reply = self.client.chat(self.messages(obs, ctx))
@@ -82,4 +83,4 @@ class ObserverManager:
             hint = None
         if hint is not None:
             yield Advice(error_variables=[], faulty_reasoning=hint)
-        yield ("ABSTAIN", {"reason": "observer"})
+        yield Action.of(AbstainArgs(reason="observer"))

@@ -23,7 +23,7 @@ from typing import Any, Literal
 from stateguard.lifecycle import Regime
 from stateguard.observation import ManagerObservation
 from stateguard.policies.freeform import FREEFORM_POLICY
-from stateguard.task import Task
+from stateguard.task import AgentTask
 
 SYSTEM = """You are the state manager of a data-analysis worker agent. You do not analyse the data yourself.
 
@@ -125,7 +125,7 @@ def reply_format(listing: str, note: str = "") -> str:
 REPAIR_AFTER_EVIDENCE = "REPAIR is offered once a tool call has produced evidence.\n"
 
 
-def task_block(task: Task, upto_turn: int | None, *, earlier_chars: int | None = None) -> str:
+def task_block(task: AgentTask, upto_turn: int | None, *, earlier_chars: int | None = None) -> str:
     """T: the agent-visible task so far (context and questions; never reference code or answers).
 
     `earlier_chars` clips every turn before the last one to that many characters (the planner

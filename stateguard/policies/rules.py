@@ -23,12 +23,25 @@ import json
 from collections.abc import Generator
 from typing import Any
 
+from stateguard.actions import (
+    AbandonStateArgs,
+    AbstainArgs,
+    Action,
+    CheckExecutionArgs,
+    CommitStateArgs,
+    ErrorHintArg,
+    FinalizeRelationsArgs,
+    OpenStateArgs,
+    RepairArgs,
+    ResumeWorkerArgs,
+    UpdateStateArgs,
+)
 from stateguard.answers import field_name, last_json, numbers, required_decimals
 from stateguard.dataflow import cell_dataflow
 from stateguard.lifecycle import Regime, Stage
 from stateguard.observation import EventType, ManagerObservation, WorkerStep
 from stateguard.policies import checks
-from stateguard.policies.base import Activation, ManagerContext, Proposal
+from stateguard.policies.base import Activation, ManagerContext, Proposal, raw_actions
 from stateguard.policies.evidence import intended_turns, replay_differs, scratch_name
 from stateguard.state import ConstraintResult
 from stateguard.verification.verifier import SemanticVerifier
@@ -53,7 +66,7 @@ class RulesManager:
         elif stage is Stage.UPDATED:
             yield from self._verify(obs, ctx)
         else:
-            yield ("COMMIT_STATE", {})
+            yield Action.of(CommitStateArgs())
 
     def _idle(self, obs: ManagerObservation, ctx: ManagerContext) -> Activation:
         self._retry_from = None
@@ -62,18 +75,18 @@ class RulesManager:
                 latest = ctx.store.latest_id()
                 constraints = self._constraints(ctx)
                 if self.semantic is not None:  # the code is not known yet: requirements in words
-                    constraints += yield from self.semantic.open_constraints(ctx, ctx.turn, [])
-                yield ("OPEN_STATE", {
+                    constraints += yield from raw_actions(self.semantic.open_constraints(ctx, ctx.turn, []))
+                yield Action.of(OpenStateArgs.model_validate({
                     "issue": ctx.turn.question.strip()[:300],
                     "constraints": constraints,
                     "relations": [{"related_state_id": latest}] if latest else [],
-                })  # fmt: skip
+                }))  # fmt: skip
             else:
-                yield ("ABSTAIN", {"reason": "no state is open for this turn"})
+                yield Action.of(AbstainArgs(reason="no state is open for this turn"))
             return
         end = self._formed_end(obs, ctx)
         if end is None:
-            yield ("ABSTAIN" if obs.terminal_pending_review else "RESUME_WORKER", {})
+            yield Action.of(AbstainArgs() if obs.terminal_pending_review else ResumeWorkerArgs())
             return
         turn_id = ctx.steps[end].turn
         turn = ctx.task.turn(turn_id) if turn_id is not None else ctx.turn
@@ -81,19 +94,19 @@ class RulesManager:
         if self.semantic is not None:  # the state's work has run: requirements become executable checks
             start = obs.pending_start_step or 0
             formed = [ctx.steps[i] for i in range(start, end + 1) if i in ctx.steps and ctx.steps[i].turn == turn_id]
-            constraints += yield from self.semantic.open_constraints(ctx, turn, formed)
-        yield ("OPEN_STATE", {"issue": (turn.question if turn else "analysis segment").strip()[:300],
-                              "constraints": constraints})  # fmt: skip
+            constraints += yield from raw_actions(self.semantic.open_constraints(ctx, turn, formed))
+        yield Action.of(OpenStateArgs.model_validate({"issue": (turn.question if turn else "analysis segment").strip()[:300],
+                                                      "constraints": constraints}))  # fmt: skip
 
     def _update(self, obs: ManagerObservation, ctx: ManagerContext, stage: Stage) -> Activation:
         steps = self._span(obs, ctx)
         retried = any(s.meta.get("turn_end") for s in steps if self._retry_from is not None and s.index >= self._retry_from)
         if (stage is Stage.REPAIRING and ctx.regime is Regime.SEGMENT_INDUCED and not retried
                 and obs.event_type is EventType.PAUSE):  # fmt: skip
-            yield ("RESUME_WORKER", {})  # segment flow: the retry has not finished yet
+            yield Action.of(ResumeWorkerArgs())  # segment flow: the retry has not finished yet
             return
         for step in steps:
-            yield ("check_execution", {"step_id": step.index})
+            yield Action.of(CheckExecutionArgs(step_id=step.index))
         written, consumed = self._variables(steps, ctx)
         args: dict[str, Any] = {
             "used_variables": written + [{"name": n, "version": v, "value": self._value(ctx, n)} for n, v in consumed.items()],
@@ -101,7 +114,7 @@ class RulesManager:
         }
         if ctx.regime is Regime.SEGMENT_INDUCED:
             args["source_interval"] = [steps[0].index, steps[-1].index] if steps else None
-        yield ("UPDATE_STATE", args)
+        yield Action.of(UpdateStateArgs.model_validate(args))
 
     def _under_review(self, obs: ManagerObservation, ctx: ManagerContext) -> tuple[list[WorkerStep], Any]:
         """The steps under verification (the retry, after a repair) and their turn."""
@@ -153,7 +166,7 @@ class RulesManager:
         findings = self.findings(obs, ctx)
         if self.semantic is not None:
             retry, turn = self._under_review(obs, ctx)
-            findings += yield from self.semantic.verify(obs, ctx, turn, retry)
+            findings += yield from raw_actions(self.semantic.verify(obs, ctx, turn, retry))
         return findings
 
     def remember(self, obs: ManagerObservation, ctx: ManagerContext) -> None:
@@ -172,7 +185,7 @@ class RulesManager:
             if obs.repair_attempts < obs.repair_budget:
                 yield from self._repair(obs, ctx, findings)  # the harness makes it heavy: it deletes the named variables
             else:
-                yield ("ABANDON_STATE", {"reason": "repair budget exhausted with confirmed evidence: " + findings[0].check})
+                yield Action.of(AbandonStateArgs(reason="repair budget exhausted with confirmed evidence: " + findings[0].check))
             return
         # No finding, or one the worker's retry left as it was: no ground to destroy work; commit.
         yield self.finalize(obs, ctx)
@@ -181,17 +194,17 @@ class RulesManager:
         first = findings[0]
         names = sorted({n for f in findings if f.check == first.check for n in f.variables})
         self.mark_repair(obs, ctx, names)
-        result = yield ("REPAIR", {
-            "analytical_evidence": "; ".join(f"[{f.check}] {f.evidence}" for f in findings),
-            "error_hint": {"error_variables": names, "faulty_reasoning": first.reason},
-        })  # fmt: skip
+        result = yield Action.of(RepairArgs(
+            analytical_evidence="; ".join(f"[{f.check}] {f.evidence}" for f in findings),
+            error_hint=ErrorHintArg(error_variables=names, faulty_reasoning=first.reason),
+        ))  # fmt: skip
         if result.accepted:
             return
         # The hint guard refused our wording (e.g. a value slipped in): fall back to a generic reason.
-        result = yield ("REPAIR", {
-            "analytical_evidence": f"[{first.check}] {first.evidence}",
-            "error_hint": {"error_variables": names, "faulty_reasoning": f"the {first.check} check failed for these values"},
-        })  # fmt: skip
+        result = yield Action.of(RepairArgs(
+            analytical_evidence=f"[{first.check}] {first.evidence}",
+            error_hint=ErrorHintArg(error_variables=names, faulty_reasoning=f"the {first.check} check failed for these values"),
+        ))  # fmt: skip
         if not result.accepted:  # nothing the worker could act on: leave the work as it is
             yield self.finalize(obs, ctx)
 
@@ -298,7 +311,7 @@ class RulesManager:
             return False
         return all(record[1].get(r, -1) == flow.version(r) for r in flow.stale_reasons(name))
 
-    def finalize(self, obs: ManagerObservation, ctx: ManagerContext) -> tuple[str, dict[str, Any]]:
+    def finalize(self, obs: ManagerObservation, ctx: ManagerContext) -> Action:
         """FINALIZE_RELATIONS with the relations the dataflow shows (confirm when they match)."""
         steps = self._span(obs, ctx)
         _, consumed = self._variables(steps, ctx)
@@ -307,12 +320,12 @@ class RulesManager:
         provisional = sorted(r.get("related_state_id") or "" for r in draft.get("provisional_relations", []))
         inherited = sorted(r["related_state_id"] for r in relations if r.get("type") != "invalidate")
         if inherited == [p for p in provisional if p] and not any(r.get("type") == "invalidate" for r in relations):
-            return ("FINALIZE_RELATIONS", {"mode": "confirm"})
+            return Action.of(FinalizeRelationsArgs(mode="confirm"))
         evidence = ", ".join(f"{r.get('type') or 'uses'} {r['related_state_id']}" for r in relations)
-        return ("FINALIZE_RELATIONS", {
+        return Action.of(FinalizeRelationsArgs.model_validate({
             "mode": "reselect", "relations": relations,
             "conflict_evidence": f"dataflow of the state's steps: {evidence or 'no upstream reads'}",
-        })  # fmt: skip
+        }))  # fmt: skip
 
     # ------------------------------------------------------------------ evidence helpers
     def _span(self, obs: ManagerObservation, ctx: ManagerContext) -> list[WorkerStep]:

@@ -43,8 +43,8 @@ from stateguard.sandbox.protocol import (
 )
 from stateguard.sandbox.scratch import seed
 from stateguard.sandbox.snapshot import differing_names, dump_namespace, load_namespace
-from stateguard.sandbox.values import content_hash, describe, to_json_value
-from stateguard.workspace import _value_repr
+from stateguard.sandbox.values import content_hash, to_json_value
+from stateguard.workspace import _value_repr, summarize
 
 _THIS_FILE = __file__
 
@@ -170,7 +170,7 @@ class Kernel:
         # Cached between changes: describing hashes and prints every value.
         listing = self._listing
         if listing is None:
-            listing = self._listing = [describe(k, self.namespace[k]) for k in self._names()]
+            listing = self._listing = [summarize(k, self.namespace[k]).model_dump() for k in self._names()]
         return {"ok": True, "variables": listing}
 
     def delete(self, request: dict[str, Any]) -> dict[str, Any]:

@@ -9,21 +9,21 @@ detects changes with its own cheaper fingerprints (`stateguard.dataflow.change`)
 `to_json_value` is what `get_value` and a probe's `result` return to the parent: JSON values
 as they are (tuples become lists, dict keys become strings), numpy scalars as Python numbers,
 and everything else (DataFrames, arrays, other objects) as a summary dict
-`{"type", "shape", "head", "hash"}`. The parent never receives a pickled object.
+`{"type", "shape", "head", "hash"}`. The parent never receives a pickled object. A variable
+listing's entries are `stateguard.workspace.summarize` (shared with `DictWorkspace`).
 """
 
 from __future__ import annotations
 
 import json
-from types import ModuleType
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from stateguard.dataflow.change import FULL_HASH_CELLS, content_hash
+from stateguard.workspace import head_of, shape_of
 
-__all__ = ["FULL_HASH_CELLS", "content_hash", "describe", "summary", "to_json_value"]
+__all__ = ["FULL_HASH_CELLS", "content_hash", "summary", "to_json_value"]
 MAX_JSON_CHARS = 4_000_000  # larger values come back as a summary
 HEAD_CHARS = 1000
 _ABSENT = object()
@@ -52,24 +52,11 @@ def _plain(value: Any, depth: int = 0) -> Any:
     return _ABSENT
 
 
-def shape_of(value: Any) -> list[int] | None:
-    shape = getattr(value, "shape", None)
-    return [int(n) for n in shape] if isinstance(shape, tuple) else None
-
-
-def head_of(value: Any, limit: int = HEAD_CHARS) -> str:
-    try:
-        text = repr(value.head()) if isinstance(value, pd.DataFrame | pd.Series) else repr(value)
-    except Exception as exc:  # a broken __repr__ must not break a listing
-        text = f"<repr failed: {type(exc).__name__}>"
-    return text if len(text) <= limit else text[: limit - 20] + f"... [{len(text)} chars]"
-
-
 def summary(value: Any) -> dict[str, Any]:
     return {
         "type": type(value).__name__,
         "shape": shape_of(value),
-        "head": head_of(value),
+        "head": head_of(value, HEAD_CHARS),
         "hash": content_hash(value),
     }
 
@@ -83,16 +70,3 @@ def to_json_value(value: Any) -> Any:
         except ValueError:  # circular structure
             pass
     return summary(value)
-
-
-def describe(name: str, value: Any) -> dict[str, Any]:
-    """Fields of `stateguard.workspace.VariableSummary`, computed in the kernel."""
-    dtype = getattr(value, "dtype", None)
-    return {
-        "name": name,
-        "type": type(value).__name__,
-        "shape": shape_of(value),
-        "dtype": None if dtype is None or isinstance(value, ModuleType) else str(dtype),
-        "head": head_of(value, 200),
-        "content_hash": content_hash(value),
-    }

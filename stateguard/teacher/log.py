@@ -2,7 +2,7 @@
 
 `synthesis.export` turns these logs into SFT samples (one per activation, plus the whole
 trajectory) and RL prompts; `relay` wraps any policy's activation so an LLM's parsed actions are
-logged the same way as the deterministic teacher's (name, arguments) pairs.
+logged the same way as the deterministic teacher's typed actions.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from stateguard.actions import ActionError
+from stateguard.actions import Action, ActionError, RawAction
 from stateguard.parser import parse_response
 from stateguard.policies.base import Activation, ModelResponse
 
@@ -53,8 +53,11 @@ def relay(inner: Activation, entry: ActivationLog) -> Generator[Any, Any, None]:
         proposal = next(inner)
         while True:
             reply = yield proposal
-            if isinstance(proposal, tuple):
-                log_action(entry, proposal[0], dict(proposal[1]), reply)
+            if isinstance(proposal, Action):  # the arguments as the policy set them (defaults left out)
+                log_action(entry, proposal.name.value, proposal.args.model_dump(exclude_unset=True), reply)
+            elif isinstance(proposal, RawAction):
+                args = proposal.arguments
+                log_action(entry, proposal.name, dict(args) if isinstance(args, dict) else {}, reply)
             elif isinstance(proposal, ModelResponse):  # an LLM teacher: log what the harness parsed
                 try:
                     parsed = [(a.name.value, a.args.model_dump(mode="json", exclude_none=True))

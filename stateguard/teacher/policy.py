@@ -29,6 +29,23 @@ from __future__ import annotations
 
 from typing import Any
 
+from stateguard.actions import (
+    AbandonStateArgs,
+    AbstainArgs,
+    Action,
+    CheckExecutionArgs,
+    CommitStateArgs,
+    CompilePythonArgs,
+    ErrorHintArg,
+    FinalizeRelationsArgs,
+    InspectPythonArgs,
+    LoadStateArgs,
+    OpenStateArgs,
+    RepairArgs,
+    ResumeWorkerArgs,
+    RunProbeArgs,
+    UpdateStateArgs,
+)
 from stateguard.lifecycle import Regime, Stage
 from stateguard.observation import EventType, ManagerObservation, WorkerStep
 from stateguard.policies.base import Activation, ManagerContext, ManagerPolicy
@@ -94,7 +111,7 @@ class TeacherPolicy:
             entry.forced = self.plan.knows_fault and self.key == self.plan.target
             yield from self._verify(obs, ctx)
         else:
-            result = yield ("COMMIT_STATE", {})
+            result = yield Action.of(CommitStateArgs())
             if result.accepted and self.key is not None and obs.available_state_id:
                 self.states[self.key] = obs.available_state_id
                 self.key = None
@@ -106,32 +123,32 @@ class TeacherPolicy:
 
     def _open_turn(self, obs: ManagerObservation, ctx: ManagerContext) -> Activation:
         if obs.event_type is not EventType.TURN_START or ctx.turn is None:
-            yield ("ABSTAIN", {"reason": "no state is open for this turn"})
+            yield Action.of(AbstainArgs(reason="no state is open for this turn"))
             return
         self.key = self.plan.stage_of_turn.get(ctx.turn.turn_id, f"turn{ctx.turn.turn_id}")
         self.retry_from = None
         replaced = self._replaced(self.key)
         for sid in replaced:  # the turn's update text names a definition an earlier state holds
-            yield ("load_state", {"state_id": sid})
+            yield Action.of(LoadStateArgs(state_id=sid))
         latest = ctx.store.latest_id()
         relations: list[dict[str, Any]] = [{"related_state_id": latest}] if latest and latest not in replaced else []
         relations += [{"related_state_id": sid, "type": "invalidate"} for sid in replaced]
-        yield ("OPEN_STATE", {"issue": ctx.turn.question.strip()[:300],
-                              "constraints": self._constraints(ctx, ctx.turn, ctx.turn.question),
-                              "relations": relations})  # fmt: skip
+        yield Action.of(OpenStateArgs.model_validate({"issue": ctx.turn.question.strip()[:300],
+                                                      "constraints": self._constraints(ctx, ctx.turn, ctx.turn.question),
+                                                      "relations": relations}))  # fmt: skip
 
     def _open_segment(self, obs: ManagerObservation, ctx: ManagerContext) -> Activation:
         formed = self._formed(obs, ctx)
         if formed is None:
-            yield ("ABSTAIN" if obs.terminal_pending_review else "RESUME_WORKER", {})
+            yield Action.of(AbstainArgs() if obs.terminal_pending_review else ResumeWorkerArgs())
             return
         segment, end = formed
         assert obs.pending_start_step is not None
         self.key, self.span, self.retry_from = segment.key, (obs.pending_start_step, end), None
         turn = ctx.task.turn(segment.turn)
         # the frame is named by the steps already run (segment-induced: the state forms after them)
-        yield ("OPEN_STATE", {"issue": segment.issue[:300],
-                              "constraints": self._constraints(ctx, turn, segment.issue, frame=segment.key)})
+        yield Action.of(OpenStateArgs.model_validate({
+            "issue": segment.issue[:300], "constraints": self._constraints(ctx, turn, segment.issue, frame=segment.key)}))
 
     def _formed(self, obs: ManagerObservation, ctx: ManagerContext, after: int | None = None) -> tuple[Segment, int] | None:
         """The next stage not yet committed whose last block is among the pending steps."""
@@ -157,23 +174,23 @@ class TeacherPolicy:
         if stage is Stage.REPAIRING:
             retry = self._formed_retry(obs, ctx)
             if retry is None:  # the worker's retry of this stage has not finished yet
-                yield ("ABSTAIN" if obs.terminal_pending_review else "RESUME_WORKER", {})
+                yield Action.of(AbstainArgs() if obs.terminal_pending_review else ResumeWorkerArgs())
                 return
             self.span = retry
         assert self.span is not None
         steps = [ctx.steps[i] for i in range(self.span[0], self.span[1] + 1) if i in ctx.steps]
         for step in steps:
-            yield ("check_execution", {"step_id": step.index})
+            yield Action.of(CheckExecutionArgs(step_id=step.index))
         written, consumed = self.rules._variables(steps, ctx)
         later = {w for i, s in ctx.steps.items() if i > self.span[1] for w in s.meta.get("writes", [])}
         for var in written:  # rebound after this span: its live value is not this state's
             if var["name"] in later:
                 var["value"] = None
-        yield ("UPDATE_STATE", {
+        yield Action.of(UpdateStateArgs.model_validate({
             "used_variables": written + [{"name": n, "version": v, "value": self.rules._value(ctx, n)}
                                          for n, v in consumed.items()],
             "conclusions": self.rules._conclusions(steps), "source_interval": list(self.span),
-        })  # fmt: skip
+        }))  # fmt: skip
 
     def _formed_retry(self, obs: ManagerObservation, ctx: ManagerContext) -> tuple[int, int] | None:
         if self.retry_from is None or self.key is None:
@@ -196,15 +213,15 @@ class TeacherPolicy:
         steps = self._under_review(obs, ctx)
         code = "\n\n".join(s.action for s in steps if s.success and s.error is None and s.action.strip())
         if code:
-            yield ("inspect_python", {"code": code})
+            yield Action.of(InspectPythonArgs(code=code))
         _, consumed = self.rules._variables(steps, ctx)
         loaded = set() if ctx.regime is Regime.TURN_ALIGNED else set(self._replaced(self.key))
         for sid in sorted(loaded) + [s for s in sorted(set(consumed.values())) if s not in loaded][:2]:
-            yield ("load_state", {"state_id": sid})
+            yield Action.of(LoadStateArgs(state_id=sid))
         violated, evidence = yield from self._probe(ctx)
         if violated:
             if obs.repair_attempts >= obs.repair_budget:
-                yield ("ABANDON_STATE", {"reason": f"repair budget exhausted; the evidence still holds: {evidence}"})
+                yield Action.of(AbandonStateArgs(reason=f"repair budget exhausted; the evidence still holds: {evidence}"))
                 return
             yield from self._repair(obs, evidence)
             return
@@ -218,8 +235,8 @@ class TeacherPolicy:
         code = stated_probe(check.table, check.stated_sql)
         if check.table not in self.probed:
             self.probed.add(check.table)
-            yield ("compile_python", {"code": code})
-        result = yield ("run_probe", {"code": code})
+            yield Action.of(CompilePythonArgs(code=code))
+        result = yield Action.of(RunProbeArgs(code=code))
         tool = getattr(result, "tool_result", None)
         verdict = read_probe(str((tool.data if tool is not None else {}).get("stdout", "")))
         if verdict is None or verdict.same_rows:
@@ -231,33 +248,34 @@ class TeacherPolicy:
         check = self.plan.checks[self.key or ""]
         reason = self.plan.reason if self.key == self.plan.target and self.plan.reason else GENERIC_REASON
         self.retry_from = (obs.pending_end_step or 0) + 1
-        hint = {"error_variables": [check.table], "faulty_reasoning": reason}
-        result = yield ("REPAIR", {"analytical_evidence": evidence, "error_hint": hint})
+        hint = ErrorHintArg(error_variables=[check.table], faulty_reasoning=reason)
+        result = yield Action.of(RepairArgs(analytical_evidence=evidence, error_hint=hint))
         if not result.accepted and reason != GENERIC_REASON:  # the hint guard refused the wording
-            yield ("REPAIR", {"analytical_evidence": evidence,
-                              "error_hint": {**hint, "faulty_reasoning": GENERIC_REASON}})  # fmt: skip
+            yield Action.of(RepairArgs(analytical_evidence=evidence,
+                                       error_hint=ErrorHintArg(error_variables=[check.table], faulty_reasoning=GENERIC_REASON)))  # fmt: skip
 
-    def _finalize(self, obs: ManagerObservation, ctx: ManagerContext) -> tuple[str, dict[str, Any]]:
+    def _finalize(self, obs: ManagerObservation, ctx: ManagerContext) -> Action:
         """FINALIZE_RELATIONS: the dataflow's upstream states plus `invalidate` for replaced ones."""
         if ctx.regime is Regime.SEGMENT_INDUCED:
             self.rules._retry_from = None  # the rules' span is the draft's bound interval
-        _, args = self.rules.finalize(obs, ctx)
+        args = self.rules.finalize(obs, ctx).args
+        assert isinstance(args, FinalizeRelationsArgs)
         draft = obs.current_draft or {}
         provisional = [r for r in draft.get("provisional_relations", []) if r.get("related_state_id")]
-        if args.get("mode") == "confirm":
+        if args.mode == "confirm":
             relations = [{"related_state_id": r["related_state_id"]} for r in provisional if r.get("type") != "invalidate"]
         else:
-            relations = [r for r in args.get("relations", []) if r.get("type") != "invalidate"]
+            relations = [r.model_dump(exclude_unset=True) for r in args.relations if r.type != "invalidate"]
         replaced = self._replaced(self.key)
         relations = [r for r in relations if r["related_state_id"] not in replaced]
         relations += [{"related_state_id": s, "type": "invalidate"} for s in replaced]
         want = sorted((r["related_state_id"], r.get("type") == "invalidate") for r in relations)
         have = sorted((r["related_state_id"], r.get("type") == "invalidate") for r in provisional)
         if want == have:
-            return ("FINALIZE_RELATIONS", {"mode": "confirm"})
+            return Action.of(FinalizeRelationsArgs(mode="confirm"))
         parts = [f"{'invalidates' if r.get('type') == 'invalidate' else 'uses'} {r['related_state_id']}" for r in relations]
         why = "the task's update replaces the definition this state loaded; " if replaced else ""
-        return ("FINALIZE_RELATIONS", {
+        return Action.of(FinalizeRelationsArgs.model_validate({
             "mode": "reselect", "relations": relations,
             "conflict_evidence": f"{why}dataflow of the state's steps: {', '.join(parts) or 'no upstream reads'}",
-        })  # fmt: skip
+        }))  # fmt: skip

@@ -1,6 +1,6 @@
 """A worker that repeats its mistake after a repair hint: what the heavy and abandon scenarios need.
 
-    worker = teacher_worker(task_faults, resist="light")    # repeats θ' after a light hint
+    worker = teacher_worker(task_faults, resist="light", reference=task)  # repeats θ' after a light hint
 
 An agent told that a value is wrong does not always fix it: it may re-run the same analysis and
 report the same result. `ResistingWorker` wraps the scripted worker and, for a hint whose mode
@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from stateguard.observation import WorkerStep
-from stateguard.task import Task
+from stateguard.task import AgentTask, Task
 from stateguard.worker import WorkerMessage
 from stateguard.workers.faults import Fault, counterfactual_code
 from stateguard.workers.response import ResponseModel
@@ -37,7 +37,7 @@ class ResistingWorker:
         self.resist = resist
         self.resisted: list[str] = []  # modes of the hints answered by repeating the mistake
 
-    def start(self, task: Task, workspace: LiveWorkspace) -> None:
+    def start(self, task: AgentTask, workspace: LiveWorkspace) -> None:
         self.inner.start(task, workspace)
 
     def inject(self, message: WorkerMessage) -> None:
@@ -81,8 +81,8 @@ class ResistingWorker:
         self.inner.restore(token["inner"])
 
 
-def teacher_worker(faults: list[Fault], resist: Resist = "none") -> ScriptedWorker | ResistingWorker:
+def teacher_worker(faults: list[Fault], resist: Resist = "none", *, reference: Task) -> ScriptedWorker | ResistingWorker:
     """The scripted worker synthesis runs (and RL replays): the teacher's repair names the known
     intervention, so the permissive response model applies, and no false alarm is simulated."""
-    inner = ScriptedWorker(FaultModel(faults=faults), ResponseModel(identify="variable", p_flip=0.0))
+    inner = ScriptedWorker(FaultModel(faults=faults), ResponseModel(identify="variable", p_flip=0.0), reference=reference)
     return inner if resist == "none" else ResistingWorker(inner, resist)

@@ -24,7 +24,7 @@ from typing import Any
 
 from stateguard.answers import last_json
 from stateguard.observation import WorkerStep
-from stateguard.task import Task, Turn
+from stateguard.task import AgentTask, AgentTurn
 from stateguard.worker import WorkerMessage
 from stateguard.workspace import LiveWorkspace
 
@@ -59,7 +59,7 @@ class WorkerProtocol:
     """
 
     system_prompt: str = DEFAULT_SYSTEM
-    turn_text: Callable[[Turn], str] = Turn.prompt
+    turn_text: Callable[[AgentTurn], str] = AgentTurn.prompt
     parse: Callable[[str], tuple[str | None, str | None]] = _default_parse
     feedback: Callable[[str], str] = lambda output: f"Output:\n{output or '(no output)'}"
     setup: str = ""
@@ -85,7 +85,7 @@ class LLMWorker:
         self._done = True
         self._failures = 0
 
-    def start(self, task: Task, workspace: LiveWorkspace) -> None:
+    def start(self, task: AgentTask, workspace: LiveWorkspace) -> None:
         self.task, self.ws = task, workspace
         self.messages = [{"role": "system", "content": self.system_prompt}]
         if self.protocol.setup:

@@ -21,7 +21,11 @@ fixed. A hint that identifies nothing and lands on a correctly answered turn mak
 change that answer with probability `p_flip` (a false alarm costs what it costs an agent).
 Same seed, same faults, same trajectory.
 
-    worker = ScriptedWorker(FaultModel(faults=[Fault(kind="stale", turn=5)]), ResponseModel(p_flip=0.0))
+    worker = ScriptedWorker(FaultModel(faults=[Fault(kind="stale", turn=5)]), ResponseModel(p_flip=0.0), reference=task)
+
+The scripted worker is one of the few readers of the privileged `Task` (reference code and
+answers): it is handed the reference by name when built, while `start` gets the agent view
+like every other worker.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from stateguard.answers import last_json
 from stateguard.dataflow import cell_dataflow
 from stateguard.observation import WorkerStep
-from stateguard.task import Task, Turn
+from stateguard.task import AgentTask, Task, Turn
 from stateguard.worker import WorkerMessage
 from stateguard.workers.faults import Fault, FaultKind, counterfactual_code, scratch_name, split_blocks
 from stateguard.workers.response import ResponseModel
@@ -123,7 +127,9 @@ class _Cell(BaseModel):
 class ScriptedWorker:
     """Implements `WorkerAdapter` over reference code with injected faults."""
 
-    def __init__(self, faults: FaultModel | None = None, response: ResponseModel | None = None):
+    def __init__(self, faults: FaultModel | None = None, response: ResponseModel | None = None, *,
+                 reference: Task | None = None):  # fmt: skip
+        self.reference = reference
         self.faults = faults or FaultModel()
         self.response = response or ResponseModel()
         self.answers: dict[int, Any] = {}
@@ -141,13 +147,21 @@ class ScriptedWorker:
         self._latest_run = 0  # the latest turn whose own cells have run; earlier answers are submitted
 
     # -- contract
-    def start(self, task: Task, workspace: LiveWorkspace) -> None:
-        self.task, self.ws = task, workspace
-        self._plan = self.faults.plan(task)
+    def start(self, task: AgentTask, workspace: LiveWorkspace) -> None:
+        reference = self.reference
+        if reference is None:
+            raise ValueError("the scripted worker replays the reference code: build it with "
+                             "ScriptedWorker(..., reference=task), task being the privileged stateguard.task.Task")
+        ids = [t.turn_id for t in reference.turns]
+        if reference.task_id != task.task_id or ids != [t.turn_id for t in task.turns]:
+            raise ValueError(f"the scripted worker's reference is task {reference.task_id!r} (turns {ids}), but it "
+                             f"was started on task {task.task_id!r}: build one worker per task")
+        self.task, self.ws = reference, workspace
+        self._plan = self.faults.plan(reference)
 
     def inject(self, message: WorkerMessage) -> None:
         if message.kind == "turn" and message.turn is not None:
-            self._begin_turn(message.turn)
+            self._begin_turn(self.task.turn(message.turn.turn_id))
         elif message.kind == "repair_hint" and message.hint is not None:
             self._on_repair(message.hint.error_variables, message.hint.faulty_reasoning)
         # State hints carry nothing the scripted worker needs: it already knows the reference code.

@@ -43,7 +43,7 @@ class ScriptedDegradingManager:
 
 def test_rollout_records_why_it_degraded(tmp_path: Path) -> None:
     task = load_task(ROOT / "eval/benchmarks/demo/six_turn")
-    result = rollout(task, ScriptedWorker(FaultModel(seed=0)), DictWorkspace(), flow=LONGDS,
+    result = rollout(task, ScriptedWorker(FaultModel(seed=0), reference=task), DictWorkspace(), flow=LONGDS,
                      manager=ScriptedDegradingManager(), run_dir=tmp_path / "sg")  # fmt: skip
     assert result.degraded and result.degraded_reasons == ["manager degraded: scripted: the model endpoint kept failing"]
     saved = json.loads((tmp_path / "sg" / "result.json").read_text())

@@ -72,10 +72,10 @@ def test_freeform_manager_sends_that_prompt_and_the_same_tools(task: Task, tmp_p
               call("FINALIZE_RELATIONS", mode="confirm"), call("COMMIT_STATE")]  # fmt: skip
     with ScriptedServer(script) as server:
         manager = LLMManager(client(server), variant="freeform")
-        result = rollout(one, ScriptedWorker(), DictWorkspace(), flow=LONGDS, manager=manager, run_dir=tmp_path)
+        result = rollout(one, ScriptedWorker(reference=one), DictWorkspace(), flow=LONGDS, manager=manager, run_dir=tmp_path)
         first = server.requests[0]
     with ScriptedServer(script) as server:  # the full manager on the same script, for comparison
-        rollout(one, ScriptedWorker(), DictWorkspace(), flow=LONGDS, manager=LLMManager(client(server)),
+        rollout(one, ScriptedWorker(reference=one), DictWorkspace(), flow=LONGDS, manager=LLMManager(client(server)),
                 run_dir=tmp_path / "full")  # fmt: skip
         full = server.requests
     assert result.committed_states == ["S1"] and manager.name == "freeform"
@@ -98,7 +98,7 @@ def test_observer_sees_only_the_window_the_budget_and_termination(task: Task, tm
     script = [QUIET, QUIET, QUIET, QUIET, Reply(content=json.dumps({"hint": REMARK})), QUIET]
     with ScriptedServer(script) as server:
         observer = ObserverManager(client(server), window=3)
-        worker = ScriptedWorker(FaultModel(faults=[Fault(kind="stale", turn=5)]))
+        worker = ScriptedWorker(FaultModel(faults=[Fault(kind="stale", turn=5)]), reference=task)
         result = rollout(task, worker, DictWorkspace(), flow=LONGDS, manager=observer, run_dir=tmp_path)
         requests = [r["messages"] for r in server.requests]
     assert len(requests) == 6  # one fresh call per turn end, none at turn starts
@@ -134,7 +134,7 @@ def test_observer_hint_with_code_or_a_value_is_refused(task: Task, tmp_path: Pat
     one = Task(task_id="one", turns=task.turns[:1], base_path=task.base_path)
     leak = Reply(content=json.dumps({"hint": "fix it with `revenue = sales['amount'].sum()`"}))
     with ScriptedServer([leak]) as server:
-        rollout(one, ScriptedWorker(), DictWorkspace(), flow=LONGDS, manager=ObserverManager(client(server)),
+        rollout(one, ScriptedWorker(reference=one), DictWorkspace(), flow=LONGDS, manager=ObserverManager(client(server)),
                 run_dir=tmp_path)  # fmt: skip
     events = read_trace(tmp_path / "trace.jsonl")
     assert not any(e.kind in ("advice", "hint_delivered") for e in events)

@@ -5,17 +5,17 @@ from __future__ import annotations
 import pytest
 
 from stateguard import EventType, Harness, HarnessConfig, StateStore, WorkerStep
-from stateguard.actions import ActionError
+from stateguard.actions import ActionError, RawAction
 from stateguard.binding import bind_source
 from stateguard.lifecycle import Regime
 
 
 def commit(h: Harness, step: int) -> None:
-    h.apply(("OPEN_STATE", {"issue": f"turn {step}"}))
+    h.apply(RawAction(name="OPEN_STATE", arguments={"issue": f"turn {step}"}))
     h.record_step(WorkerStep(index=step, action=f"x{step} = {step}"))
     h.begin_review(EventType.TURN_END)
     for name, args in [("UPDATE_STATE", {}), ("FINALIZE_RELATIONS", {}), ("COMMIT_STATE", {})]:
-        assert h.apply((name, args)).accepted
+        assert h.apply(RawAction(name=name, arguments=args)).accepted
 
 
 def test_turn_binding_never_reaches_into_an_earlier_state() -> None:
@@ -36,6 +36,6 @@ def test_a_huge_interval_is_refused_without_enumerating_it() -> None:
 def test_variable_names_with_versions_or_spaces_are_argument_errors() -> None:
     h = Harness(StateStore(":memory:"), HarnessConfig(regime="turn_aligned"))
     h.begin_review(EventType.TURN_START)
-    h.apply(("OPEN_STATE", {"issue": "x"}))
-    result = h.apply(("UPDATE_STATE", {"used_variables": [{"name": "x@S1"}]}))
+    h.apply(RawAction(name="OPEN_STATE", arguments={"issue": "x"}))
+    result = h.apply(RawAction(name="UPDATE_STATE", arguments={"used_variables": [{"name": "x@S1"}]}))
     assert not result.accepted and "give the version separately" in result.feedback

@@ -79,12 +79,12 @@ def test_a_hint_names_a_kind_only_with_its_words(reason: str, label: str, named:
 
 def _answers(task: Task, faults: list[Fault], hints: dict[int, tuple[list[str], str]], response: ResponseModel) -> dict[int, bool]:
     """Run the worker alone; after turn t's work, deliver the repair hint hints[t] and let it respond."""
-    worker = ScriptedWorker(FaultModel(faults=faults), response)
+    worker = ScriptedWorker(FaultModel(faults=faults), response, reference=task)
     ws = DictWorkspace()
     ws.run(prelude(task))
-    worker.start(task, ws)
+    worker.start(task.agent_view(), ws)
     step = 0
-    for turn in task.turns:
+    for turn in task.agent_view().turns:
         worker.inject(WorkerMessage.user_turn(turn))
         while not worker.done():
             worker.step(step)
@@ -120,7 +120,7 @@ def test_a_false_alarm_on_a_correct_turn_changes_it_with_probability_p_flip(task
 
 
 def test_a_fault_that_cannot_take_effect_at_run_time_is_reported_not_dropped(task: Task) -> None:
-    worker = ScriptedWorker(FaultModel(faults=[Fault(kind="stale", turn=3)]), ResponseModel(p_flip=0.0))
+    worker = ScriptedWorker(FaultModel(faults=[Fault(kind="stale", turn=3)]), ResponseModel(p_flip=0.0), reference=task)
     result = rollout(task, worker, DictWorkspace(), flow=LONGDS)
     assert [f.turn for f in worker.skipped] == [3] and worker.applied == []
     assert result.answers[3] is not None

@@ -62,7 +62,7 @@ def task() -> Task:
 
 
 def _run(task: Task, flow: FlowConfig, manager: Any, run_dir: Path) -> tuple[RolloutResult, int]:
-    result = rollout(task, ScriptedWorker(FaultModel(faults=FAULTS)), DictWorkspace(), flow=flow, manager=manager,
+    result = rollout(task, ScriptedWorker(FaultModel(faults=FAULTS), reference=task), DictWorkspace(), flow=flow, manager=manager,
                      run_dir=run_dir)  # fmt: skip
     right = sum(per_turn_correct({t.turn_id: t.answer for t in task.turns}, result.answers).values())
     return result, right

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from stateguard import DictWorkspace, EventType, Harness, HarnessConfig, StateStore, WorkerStep
+from stateguard.actions import RawAction
 from stateguard.harness import HarnessResult, Outcome
 from stateguard.lifecycle import LEGAL, NEXT_ACTOR, Actor, Regime
 from stateguard.lifecycle import ControlAction as A
@@ -64,7 +65,7 @@ def args_for(h: Harness, action: A) -> dict[str, Any]:
 
 
 def apply(h: Harness, action: A, args: dict[str, Any] | None = None) -> HarnessResult:
-    return h.apply((action.value, args_for(h, action) if args is None else args))
+    return h.apply(RawAction(name=action.value, arguments=args_for(h, action) if args is None else args))
 
 
 def ok(h: Harness, action: A, args: dict[str, Any] | None = None) -> HarnessResult:

@@ -89,7 +89,7 @@ def run(task: Task, tmp: Path, server: ScriptedServer, **manager_kw: Any) -> tup
     client = LLMClient(EndpointConfig(role="manager", base_url=server.base_url, model="m", timeout_s=5, max_retries=0,
                                       **endpoint), trace=trace)  # fmt: skip
     manager = LLMManager(client, **manager_kw)
-    result = rollout(task, ScriptedWorker(FaultModel()), DictWorkspace(), flow=LONGDS, manager=manager, run_dir=tmp / "run")
+    result = rollout(task, ScriptedWorker(FaultModel(), reference=task), DictWorkspace(), flow=LONGDS, manager=manager, run_dir=tmp / "run")
     trace.close()
     return result, manager, [e.data for e in read_trace(tmp / "llm_calls.jsonl")]
 

@@ -51,7 +51,7 @@ def run(task: Task, tmp: Path, script: list[Any], faults: list[Fault] | None = N
         config = EndpointConfig(role="manager", base_url=server.base_url, model="scripted-model",
                                 timeout_s=0.5, max_retries=1, backoff_s=0.01, backoff_max_s=0.02)  # fmt: skip
         client = LLMClient(config, trace=Trace(trace_path))
-        result = rollout(task, ScriptedWorker(FaultModel(faults=faults or [])), DictWorkspace(), flow=LONGDS,
+        result = rollout(task, ScriptedWorker(FaultModel(faults=faults or []), reference=task), DictWorkspace(), flow=LONGDS,
                          manager=LLMManager(client, **manager_kw), run_dir=tmp / "run")  # fmt: skip
         return result, server, read_trace(tmp / "run" / "trace.jsonl")
 

@@ -60,7 +60,7 @@ def test_hierarchical_calls_the_model_only_where_rules_cannot_decide(task: Task,
     with ScriptedServer(script) as server:
         manager = HierarchicalManager(RulesManager(), LLMManager(client(server)), semantic_pattern=r"\bwhich region\b")
         faults = FaultModel(faults=[Fault(kind="counterfactual", turn=3, code=COUNTERFACTUAL), Fault(kind="stale", turn=5)])
-        result = rollout(task, ScriptedWorker(faults), DictWorkspace(), flow=LONGDS, manager=manager, run_dir=tmp_path)
+        result = rollout(task, ScriptedWorker(faults, reference=task), DictWorkspace(), flow=LONGDS, manager=manager, run_dir=tmp_path)
         assert server.remaining == 0
         asked_about = [json.dumps(r["messages"][1]["content"]) for r in server.requests]
     assert all(correct(task, result.answers).values())
@@ -76,7 +76,7 @@ def _delegated(task: Task, tmp: Path, triggers: Any) -> tuple[HierarchicalManage
     finalize = call("FINALIZE_RELATIONS", mode="confirm")
     with ScriptedServer([finalize] * 30) as server:
         manager = HierarchicalManager(RulesManager(semantic=SemanticVerifier()), LLMManager(client(server)), triggers=triggers)
-        result = rollout(task, ScriptedWorker(FaultModel(faults=[])), DictWorkspace(), flow=LONGDS, manager=manager, run_dir=tmp)
+        result = rollout(task, ScriptedWorker(FaultModel(faults=[]), reference=task), DictWorkspace(), flow=LONGDS, manager=manager, run_dir=tmp)
         asked = [r["messages"][1]["content"] for r in server.requests]
     assert result.repairs == 0 and all(correct(task, result.answers).values())
     assert result.manager_llm_calls == manager.delegations == len(asked)

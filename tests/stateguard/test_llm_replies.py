@@ -130,7 +130,7 @@ def _rollout(script: list[Any], manager_of: Any, tmp: Path, faults: list[Fault] 
         trace = Trace(tmp / "llm_calls.jsonl")
         manager = manager_of(client(server, trace, **fields))
         start = time.monotonic()
-        result = rollout(task, ScriptedWorker(FaultModel(faults=faults or [])), DictWorkspace(), flow=LONGDS,
+        result = rollout(task, ScriptedWorker(FaultModel(faults=faults or []), reference=task), DictWorkspace(), flow=LONGDS,
                          manager=manager, run_dir=tmp / "run")  # fmt: skip
         took = time.monotonic() - start
         trace.close()

@@ -108,7 +108,7 @@ def test_local_model_as_the_manager_fits_the_window_and_decodes_only_offered_act
                               temperature=0.0)  # fmt: skip
     manager = LLMManager(LLMClient(endpoint, trace=calls), task_time_cap_s=3600)
     start = time.monotonic()
-    result = rollout(task, ScriptedWorker(FaultModel()), DictWorkspace(), flow=LONGDS, manager=manager,
+    result = rollout(task, ScriptedWorker(FaultModel(), reference=task), DictWorkspace(), flow=LONGDS, manager=manager,
                      run_dir=tmp_path / "run")  # fmt: skip
     calls.close()
     assert manager.info is not None

@@ -45,7 +45,7 @@ def kinds(run_dir: Path) -> list[str]:
 
 
 def test_a_workspace_that_cannot_hold_checkpoints_fails_up_front(tmp_path: Path) -> None:
-    worker = ScriptedWorker()
+    worker = ScriptedWorker(reference=TASK)
     with pytest.raises(BindingError, match=f"took checkpoint {START_CHECKPOINT} but does not report holding it"):
         rollout(TASK, worker, ForgetfulWorkspace(), flow=LONGDS, manager=ExhaustRepairs(2, "margin"), run_dir=tmp_path)
     seen = kinds(tmp_path)
@@ -54,7 +54,7 @@ def test_a_workspace_that_cannot_hold_checkpoints_fails_up_front(tmp_path: Path)
 
 
 def test_the_baseline_arm_needs_no_checkpoint(tmp_path: Path) -> None:
-    result = rollout(TASK, ScriptedWorker(), ForgetfulWorkspace(), flow=LONGDS, run_dir=tmp_path)
+    result = rollout(TASK, ScriptedWorker(reference=TASK), ForgetfulWorkspace(), flow=LONGDS, run_dir=tmp_path)
     assert sorted(result.answers) == [1, 2, 3]
     (bound,) = [e.data for e in read_trace(tmp_path / "trace.jsonl") if e.kind == "binding_checked"]
     assert bound["start_checkpoint"] is None and bound["checks"][0].startswith("executor: the worker runs code")
@@ -64,9 +64,9 @@ def test_a_committed_state_whose_checkpoint_is_gone_fails_up_front() -> None:
     store = StateStore(":memory:")
     store.reserve_id()
     store.commit(AnalyticalState(id="S1", issue="earlier work", checkpoint_id="ckpt-S1"))
-    ws, worker = DictWorkspace(), ScriptedWorker()
+    ws, worker = DictWorkspace(), ScriptedWorker(reference=TASK)
     harness = Harness(store, HarnessConfig(regime="turn_aligned"), workspace=ws, worker=worker)
-    worker.start(TASK, ws)
+    worker.start(TASK.agent_view(), ws)
     with pytest.raises(BindingError, match="committed state S1 names checkpoint ckpt-S1, which the workspace does not hold"):
         bind_run(harness, worker, ws, manager=True)
     ws.snapshot("ckpt-S1")
@@ -75,12 +75,12 @@ def test_a_committed_state_whose_checkpoint_is_gone_fails_up_front() -> None:
 
 
 def test_executor_and_harness_must_share_the_run_workspace_and_worker() -> None:
-    ws, other, worker = DictWorkspace(), DictWorkspace(), ScriptedWorker()
-    worker.start(TASK, other)  # the worker runs its code somewhere else
+    ws, other, worker = DictWorkspace(), DictWorkspace(), ScriptedWorker(reference=TASK)
+    worker.start(TASK.agent_view(), other)  # the worker runs its code somewhere else
     harness = Harness(StateStore(":memory:"), HarnessConfig(regime="turn_aligned"), workspace=ws, worker=worker)
     with pytest.raises(BindingError, match="the worker executes in DictWorkspace .* not in the run's workspace"):
         bind_run(harness, worker, ws, manager=False)
-    worker.start(TASK, ws)
+    worker.start(TASK.agent_view(), ws)
     loose = Harness(StateStore(":memory:"), HarnessConfig(regime="turn_aligned"), workspace=ws)
     with pytest.raises(BindingError, match="bound to another worker"):
         bind_run(loose, worker, ws, manager=False)
@@ -91,5 +91,5 @@ def test_executor_and_harness_must_share_the_run_workspace_and_worker() -> None:
 def test_a_checkpoint_lost_mid_run_stops_the_rollback_instead_of_abandoning_quietly(tmp_path: Path) -> None:
     ws = LosesOneCheckpoint("ckpt-S1")
     with pytest.raises(BindingError, match="rollback of S2: the workspace no longer holds checkpoint ckpt-S1"):
-        rollout(TASK, ScriptedWorker(), ws, flow=LONGDS, manager=ExhaustRepairs(2, "margin"), run_dir=tmp_path)
+        rollout(TASK, ScriptedWorker(reference=TASK), ws, flow=LONGDS, manager=ExhaustRepairs(2, "margin"), run_dir=tmp_path)
     assert "rollback" not in kinds(tmp_path)

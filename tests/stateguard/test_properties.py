@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, Phase, note, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
+from stateguard.actions import RawAction
 from stateguard.harness import Harness, HarnessConfig
 from stateguard.lifecycle import LEGAL, Actor, ControlAction, Regime, Stage, ToolAction
 from stateguard.observation import EventType, WorkerStep
@@ -237,7 +238,7 @@ class HarnessMachine(RuleBasedStateMachine):
         before, lines = self._snapshot(), h.trace.lines()
         draft_id = h.draft.id if h.draft else ""
         try:
-            result = h.apply((name, copy.deepcopy(args)))
+            result = h.apply(RawAction(name=name, arguments=copy.deepcopy(args)))
         except Exception as exc:  # garbage must be rejected with feedback, never crash the harness
             raise AssertionError(f"apply({name!r}, {args!r}) raised {type(exc).__name__}: {exc}") from exc
         verdict = "accepted" if result.accepted else "rejected"

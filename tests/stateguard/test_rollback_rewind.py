@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from stateguard.actions import RawAction
 from stateguard.flows import LONGDS
 from stateguard.observation import EventType, ManagerObservation
 from stateguard.policies.base import Activation, ManagerContext
@@ -47,22 +48,22 @@ class ExhaustRepairs:
         turn = ctx.turn.turn_id if ctx.turn is not None else None
         if obs.stage == "idle":
             if obs.event_type is EventType.TURN_START:
-                yield ("OPEN_STATE", {"issue": f"turn {turn}"})
+                yield RawAction(name="OPEN_STATE", arguments={"issue": f"turn {turn}"})
             else:
-                yield ("ABSTAIN", {})
+                yield RawAction(name="ABSTAIN", arguments={})
         elif obs.stage in ("open", "repairing"):
             names = [{"name": self.variable}] if turn == self.target else []
-            yield ("UPDATE_STATE", {"used_variables": names, "conclusions": [f"turn {turn} done"]})
+            yield RawAction(name="UPDATE_STATE", arguments={"used_variables": names, "conclusions": [f"turn {turn} done"]})
         elif obs.stage == "updated" and turn == self.target:
             if obs.repair_attempts < obs.repair_budget:
                 hint = {**HINT, "error_variables": [self.variable]}
-                yield ("REPAIR", {"analytical_evidence": "scripted test evidence", "error_hint": hint})
+                yield RawAction(name="REPAIR", arguments={"analytical_evidence": "scripted test evidence", "error_hint": hint})
             else:
-                yield ("ABANDON_STATE", {})
+                yield RawAction(name="ABANDON_STATE", arguments={})
         elif obs.stage == "updated":
-            yield ("FINALIZE_RELATIONS", {"mode": "confirm"})
+            yield RawAction(name="FINALIZE_RELATIONS", arguments={"mode": "confirm"})
         else:
-            yield ("COMMIT_STATE", {})
+            yield RawAction(name="COMMIT_STATE", arguments={})
 
 
 def _events(run_dir: Path, kind: str) -> list[dict[str, Any]]:
@@ -70,7 +71,7 @@ def _events(run_dir: Path, kind: str) -> list[dict[str, Any]]:
 
 
 def test_scripted_worker_is_rewound_to_the_last_commit(tmp_path: Path) -> None:
-    ws, worker = DictWorkspace(), ScriptedWorker()
+    ws, worker = DictWorkspace(), ScriptedWorker(reference=TASK)
     result = rollout(TASK, worker, ws, flow=LONGDS, manager=ExhaustRepairs(2, "margin"), run_dir=tmp_path)
     (rollback,) = _events(tmp_path, "rollback")
     assert rollback == {"state_id": "S2", "checkpoint": "ckpt-S1", "worker": True}
@@ -83,7 +84,7 @@ def test_scripted_worker_is_rewound_to_the_last_commit(tmp_path: Path) -> None:
 
 
 def test_rollback_before_any_commit_goes_to_the_start_checkpoint(tmp_path: Path) -> None:
-    ws, worker = DictWorkspace(), ScriptedWorker()
+    ws, worker = DictWorkspace(), ScriptedWorker(reference=TASK)
     rollout(TASK, worker, ws, flow=LONGDS, manager=ExhaustRepairs(1, "revenue"), run_dir=tmp_path)
     (rollback,) = _events(tmp_path, "rollback")
     assert rollback["checkpoint"] == START_CHECKPOINT

@@ -35,7 +35,7 @@ def task() -> Task:
 
 def run(task: Task, tmp: Path, arm: str, faults: list[Fault], flow: FlowConfig = LONGDS) -> tuple[RolloutResult, dict[int, bool]]:
     manager = RulesManager() if arm == "stateguard" else None
-    result = rollout(task, ScriptedWorker(FaultModel(faults=faults)), DictWorkspace(), flow=flow, manager=manager,
+    result = rollout(task, ScriptedWorker(FaultModel(faults=faults), reference=task), DictWorkspace(), flow=flow, manager=manager,
                      run_dir=tmp / arm)  # fmt: skip
     expected = {t.turn_id: t.answer for t in task.turns}
     return result, per_turn_correct(expected, result.answers)
@@ -113,19 +113,19 @@ def test_same_seed_same_trajectory(task: Task, tmp_path: Path) -> None:
     assert model.plan(task) == FaultModel(seed=3, rates=model.rates).plan(task)
     actions = []
     for i in range(2):
-        rollout(task, ScriptedWorker(model), DictWorkspace(), flow=LONGDS, manager=RulesManager(), run_dir=tmp_path / str(i))
+        rollout(task, ScriptedWorker(model, reference=task), DictWorkspace(), flow=LONGDS, manager=RulesManager(), run_dir=tmp_path / str(i))
         actions.append([e.data["action"] for e in read_trace(tmp_path / str(i) / "trace.jsonl") if e.kind == "worker_step"])
     assert actions[0] == actions[1] and len(actions[0]) > 6
 
 
 def test_a_hint_naming_nothing_relevant_changes_nothing(task: Task) -> None:
     ws = DictWorkspace()
-    worker = ScriptedWorker(FaultModel(faults=[Fault(kind="exec_error", turn=1)]))
+    worker = ScriptedWorker(FaultModel(faults=[Fault(kind="exec_error", turn=1)]), reference=task)
     from stateguard.task import prelude
 
     ws.run_cell(prelude(task))
-    worker.start(task, ws)
-    worker.inject(WorkerMessage.user_turn(task.turns[0]))
+    worker.start(task.agent_view(), ws)
+    worker.inject(WorkerMessage.user_turn(task.agent_view().turns[0]))
     while not worker.done():
         worker.step(0)
     irrelevant = Hint(kind="repair", error_variables=["unrelated_thing"], faulty_reasoning="not about this turn")
@@ -154,7 +154,7 @@ def test_nested_answers_with_repeated_field_names_are_not_false_alarms(tmp_path:
     task = Task(task_id="nested", turns=[Turn(turn_id=1, question="Per group counts and means, 2 decimals?", code=code,
                                               answer={"per_group": {"a": {"n": 3, "mean": 1.25}, "b": {"n": 5, "mean": 2.5}}})],
                 base_path=str(tmp_path))  # fmt: skip
-    result = rollout(task, ScriptedWorker(), DictWorkspace(), flow=LONGDS, manager=RulesManager(), run_dir=tmp_path / "r")
+    result = rollout(task, ScriptedWorker(reference=task), DictWorkspace(), flow=LONGDS, manager=RulesManager(), run_dir=tmp_path / "r")
     assert result.repairs == 0 and result.committed_states == ["S1"]
 
 
@@ -172,7 +172,7 @@ def test_segment_review_does_not_compare_a_span_with_values_rewritten_after_it(t
                           answer={"n_birds": n}))  # fmt: skip
     task = Task(task_id="groups", turns=turns, base_path=str(tmp_path))
     ws = DictWorkspace({"json": json})
-    result = rollout(task, ScriptedWorker(), ws, flow=SEGMENT, manager=RulesManager(), run_dir=tmp_path / "run")
+    result = rollout(task, ScriptedWorker(reference=task), ws, flow=SEGMENT, manager=RulesManager(), run_dir=tmp_path / "run")
     assert result.repairs == 0
     assert per_turn_correct({t.turn_id: t.answer for t in turns}, result.answers) == {1: True, 2: True, 3: True, 4: True}
 
@@ -188,21 +188,21 @@ def test_precision_is_caught_in_both_flows_even_after_result_was_rewritten(task:
 
 def test_the_recorded_arm_is_the_arm_that_ran(task: Task, tmp_path: Path) -> None:
     # an eval arm other than "stateguard" (here a rules manager standing in for e.g. "observer")
-    result = rollout(task, ScriptedWorker(FaultModel(faults=[])), DictWorkspace(), flow=LONGDS,
+    result = rollout(task, ScriptedWorker(FaultModel(faults=[]), reference=task), DictWorkspace(), flow=LONGDS,
                      manager=RulesManager(), run_dir=tmp_path / "observer", arm="observer")  # fmt: skip
     saved = RolloutResult.model_validate_json((tmp_path / "observer" / "result.json").read_text())
     start = next(e for e in read_trace(tmp_path / "observer" / "trace.jsonl") if e.kind == "run_start")
     assert (result.arm, saved.arm, start.data["arm"]) == ("observer", "observer", "observer")
     # without a name, the arm follows the manager, as before
-    plain = rollout(task, ScriptedWorker(FaultModel(faults=[])), DictWorkspace(), flow=LONGDS, run_dir=tmp_path / "b")
+    plain = rollout(task, ScriptedWorker(FaultModel(faults=[]), reference=task), DictWorkspace(), flow=LONGDS, run_dir=tmp_path / "b")
     assert plain.arm == "baseline"
 
 
 def test_an_arm_that_contradicts_the_manager_is_refused(task: Task) -> None:
     with pytest.raises(ValueError, match="baseline arm runs without a manager"):
-        rollout(task, ScriptedWorker(FaultModel(faults=[])), DictWorkspace(), flow=LONGDS, arm="observer")
+        rollout(task, ScriptedWorker(FaultModel(faults=[]), reference=task), DictWorkspace(), flow=LONGDS, arm="observer")
     with pytest.raises(ValueError, match="baseline arm runs without a manager"):
-        rollout(task, ScriptedWorker(FaultModel(faults=[])), DictWorkspace(), flow=LONGDS, manager=RulesManager(),
+        rollout(task, ScriptedWorker(FaultModel(faults=[]), reference=task), DictWorkspace(), flow=LONGDS, manager=RulesManager(),
                 arm="baseline")
 
 

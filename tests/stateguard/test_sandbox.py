@@ -330,6 +330,26 @@ def test_values_come_back_as_json(ws: SandboxWorkspace) -> None:
     assert ws.dataflow.version("df") is None
 
 
+def test_both_workspaces_list_a_value_with_the_same_summary(dirs: Dirs) -> None:
+    """One value summary (stateguard.workspace.summarize) for the in-process and the sandbox listing."""
+    ws = dirs.workspace(SandboxLimits(wall_seconds_per_cell=60, cpu_seconds_per_cell=30, memory_mb=1024))  # not timed
+    cell = ("import numpy as np, pandas as pd\ndf = pd.DataFrame({'a': range(500)})\nlong = 'x' * 900\n"
+            "class Odd:\n    def __repr__(self):\n        raise RuntimeError('no repr')\nodd = Odd()\nn = np.int32(4)")  # fmt: skip
+    local = DictWorkspace()
+    local.run_cell(cell)
+    assert ws.run_cell(cell).ok
+    mine = {v.name: v for v in local.list_variables() if v.name in ("df", "long", "odd", "n", "np")}
+    theirs = {v.name: v for v in ws.list_variables() if v.name in mine}
+    assert len(mine) == len(theirs) == 5
+    assert all(mine[n] == theirs[n] for n in ("df", "long", "n"))  # content hashes too
+    # a cell-defined class pickles per process, and numpy's path differs inside the sandbox
+    assert mine["odd"].model_dump(exclude={"content_hash"}) == theirs["odd"].model_dump(exclude={"content_hash"})
+    assert mine["np"].model_dump(exclude={"content_hash", "head"}) == theirs["np"].model_dump(exclude={"content_hash", "head"})
+    assert mine["df"].head.splitlines()[-1].startswith("4") and mine["df"].shape == [500, 1]  # the first rows only
+    assert mine["long"].head == repr("x" * 900)[:180] + "... [902 chars]"
+    assert mine["odd"].head == "<repr failed: RuntimeError>" and mine["np"].dtype is None and mine["n"].dtype == "int32"
+    ws.close()
+
 # --- dataflow -----------------------------------------------------------------------------------
 DATAFLOW = [
     # (cell, reads, writes)

@@ -177,7 +177,7 @@ def duck(tmp_path_factory: pytest.TempPathFactory) -> tuple[Task, Path]:
     task = _duckdb_task(root / "task")
     ws = SandboxWorkspace(root / "task" / "data", root / "clean" / "scratch", root / "clean" / "checkpoints", LIMITS)
     try:
-        clean = rollout(task, ScriptedWorker(FaultModel()), ws, flow=LONGDS, manager=RulesManager(), run_dir=root / "clean" / "run")
+        clean = rollout(task, ScriptedWorker(FaultModel(), reference=task), ws, flow=LONGDS, manager=RulesManager(), run_dir=root / "clean" / "run")
     finally:
         ws.close()
     assert clean.answers == {t.turn_id: t.answer for t in task.turns} and not clean.degraded

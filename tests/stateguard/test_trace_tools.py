@@ -17,7 +17,7 @@ from stateguard import (
     WorkerStep,
     read_trace,
 )
-from stateguard.actions import validate_action
+from stateguard.actions import RawAction, validate_action
 from stateguard.tools import check_execution, compile_python, inspect_python, run_tool
 
 
@@ -26,7 +26,7 @@ def test_rejected_action_appends_only_its_verdict(tmp_path: Path) -> None:
     h = Harness(StateStore(tmp_path / "s.sqlite"), HarnessConfig(regime="turn_aligned"), trace=trace)
     h.begin_review(EventType.TURN_START)
     before = (tmp_path / "t.jsonl").read_bytes()
-    result = h.apply(("COMMIT_STATE", {}))
+    result = h.apply(RawAction(name="COMMIT_STATE", arguments={}))
     assert not result.accepted
     after = (tmp_path / "t.jsonl").read_bytes()
     assert after.startswith(before)

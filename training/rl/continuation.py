@@ -35,7 +35,7 @@ from pydantic import BaseModel, Field
 from stateguard.observation import ManagerObservation
 from stateguard.policies.base import Activation, Degrade, ManagerContext, ManagerPolicy
 from stateguard.rollout import rollout
-from stateguard.task import Task
+from stateguard.task import AgentTask, Task
 from stateguard.trace import read_trace
 from stateguard.worker import WorkerAdapter, WorkerMessage
 from stateguard.workspace import DictWorkspace, LiveWorkspace
@@ -56,7 +56,7 @@ class StoppableWorker:
     def stop(self) -> None:
         self.stopped = True
 
-    def start(self, task: Task, workspace: LiveWorkspace) -> None:
+    def start(self, task: AgentTask, workspace: LiveWorkspace) -> None:
         self.inner.start(task, workspace)
 
     def step(self, index: int) -> Any:
@@ -195,7 +195,7 @@ def run_continuation(
     """
     start = time.perf_counter()
     # The worker the synthesis ran (stateguard.teacher.teacher_worker): same faults, response model, resistance.
-    worker = StoppableWorker(spec.worker())
+    worker = StoppableWorker(spec.worker(task))
     trace_path = run_dir / "trace.jsonl"
     manager = WindowManager(
         spec, prompt, sampled, worker, trace_path, max_activations=max_activations, prefix_check=prefix_check
@@ -207,7 +207,7 @@ def run_continuation(
     try:
         with lock:
             rollout(
-                task, worker, live, flow=spec.flow, manager=manager, run_dir=run_dir
+                task.agent_view(), worker, live, flow=spec.flow, manager=manager, run_dir=run_dir
             )  # the flow the trajectory was synthesized under (its plan)
     finally:
         live.close()

@@ -104,9 +104,9 @@ class PrefixSpec(BaseModel):
             return []
         return [Fault(kind="counterfactual", turn=self.fault_turn, code=self.faulty_code)]
 
-    def worker(self) -> ScriptedWorker | ResistingWorker:
-        """The worker the synthesis ran: same faults, same response model, same resistance."""
-        return teacher_worker(self.faults(), self.plan.resist)
+    def worker(self, task: Task) -> ScriptedWorker | ResistingWorker:
+        """The worker the synthesis ran on `task` (its reference): same faults, response model, resistance."""
+        return teacher_worker(self.faults(), self.plan.resist, reference=task)
 
 
 def _json(raw: Any, key: str) -> Any:

@@ -77,7 +77,7 @@ def make_task(item: DabstepTask, context_dir: Path) -> EvalTask:
         context=CONTEXT_TEXT.format(folder=folder, files=", ".join(CONTEXT_FILES)),
         question=question,
         answer=item.answer if item.has_answer else None,  # hidden from the agent; read only by `score`
-        dabstep={"question": item.question.strip(), "guidelines": guidelines},  # for the worker protocol
+        visible={"dabstep": {"question": item.question.strip(), "guidelines": guidelines}},  # for the worker protocol
     )
     task = Task(task_id=item.task_id, turns=[turn], base_path=str(folder))
     return EvalTask(task_id=item.task_id, task=task, data_dir=folder, domain="dabstep", level=item.level)

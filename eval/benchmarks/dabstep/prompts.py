@@ -31,7 +31,7 @@ import re
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from stateguard.task import Turn
+from stateguard.task import AgentTurn
 from stateguard.workers.llm_worker import WorkerProtocol
 
 __all__ = ["REASONING_ENV", "Mode", "dabstep_protocol", "is_reasoning_model", "worker_mode"]
@@ -118,10 +118,9 @@ def worker_mode(model: str, setting: str | None = None) -> Mode:
     return "reasoning" if is_reasoning_model(model) else "chat"
 
 
-def _parts(turn: Turn) -> tuple[str, str]:
+def _parts(turn: AgentTurn) -> tuple[str, str]:
     """The raw question and guidelines `make_task` keeps on the turn (see bench.py)."""
-    extra: dict[str, Any] = dict(turn.model_extra or {})
-    raw = extra.get("dabstep") or {}
+    raw = turn.visible.get("dabstep") or {}
     return str(raw.get("question") or turn.question), str(raw.get("guidelines") or "none")
 
 
@@ -142,7 +141,7 @@ def dabstep_protocol(folder: str, *, model: str = "", mode: Mode | None = None) 
     if mode == "reasoning":
         system = REASONING_SYSTEM.format(folder=folder)
 
-        def task(turn: Turn) -> str:
+        def task(turn: AgentTurn) -> str:
             question, guidelines = _parts(turn)
             return REASONING_TASK.format(question=question, guidelines=guidelines)
 
@@ -150,7 +149,7 @@ def dabstep_protocol(folder: str, *, model: str = "", mode: Mode | None = None) 
     else:
         system = CHAT_SYSTEM
 
-        def task(turn: Turn) -> str:
+        def task(turn: AgentTurn) -> str:
             question, guidelines = _parts(turn)
             return CHAT_TASK.format(folder=folder, question=question, guidelines=guidelines)
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-from stateguard.task import Turn
+from stateguard.task import AgentTurn
 from stateguard.workers.llm_worker import WorkerProtocol
 
 __all__ = ["SYSTEM", "TRACK_INSTRUCTIONS", "dacomp_protocol", "parse_action"]
@@ -75,7 +75,7 @@ def dacomp_protocol() -> WorkerProtocol:
     """The CodeAct loop for both tracks (the track's instructions travel in the turn, see bench.py)."""
     return WorkerProtocol(
         system_prompt=SYSTEM,
-        turn_text=Turn.prompt,
+        turn_text=AgentTurn.prompt,
         parse=parse_action,
         feedback=lambda output: f"OBSERVATION:\n{output or '(no output)'}",
         no_action=_no_action,

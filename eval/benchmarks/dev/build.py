@@ -96,9 +96,9 @@ def sources_digest(folder: Path = SOURCES) -> str:
 
 
 def _answers(task: Task, faults: list[Fault]) -> tuple[dict[int, Any], ScriptedWorker]:
-    worker = ScriptedWorker(FaultModel(faults=faults), ResponseModel(p_flip=0.0))
+    worker = ScriptedWorker(FaultModel(faults=faults), ResponseModel(p_flip=0.0), reference=task)
     ws = DictWorkspace()
-    result = rollout(task, worker, ws, flow=LONGDS)
+    result = rollout(task.agent_view(), worker, ws, flow=LONGDS)
     ws.close()
     return result.answers, worker
 

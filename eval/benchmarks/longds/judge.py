@@ -91,7 +91,7 @@ def judge_messages(turn: Turn, prediction: Any) -> list[dict[str, str]]:
     """System criteria plus one user message holding question, ground truth and the agent's answer."""
     truth = json.dumps(turn.answer, ensure_ascii=False, indent=1, default=str)
     user = (
-        f"Question (with its context):\n{turn_message(turn).strip()}\n\n"
+        f"Question (with its context):\n{turn_message(turn.agent_view()).strip()}\n\n"
         f"Ground truth (JSON):\n{truth}\n\n"
         f"Agent's answer:\n{_as_text(prediction)}"
     )

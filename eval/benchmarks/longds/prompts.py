@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from stateguard.flows import LONGDS
-from stateguard.task import Task, Turn
+from stateguard.task import AgentTask, AgentTurn
 from stateguard.workers.llm_worker import WorkerProtocol
 
 STEPS_PER_TURN = LONGDS.baseline_budget
@@ -82,12 +82,12 @@ def system_prompt(data_dir: str, max_steps: int = STEPS_PER_TURN) -> str:
     return SYSTEM_TEMPLATE.format(data_dir=data_dir, max_steps=max_steps)
 
 
-def turn_message(turn: Turn) -> str:
+def turn_message(turn: AgentTurn) -> str:
     """The user message that opens a turn: context, newline, 'Question: ...'."""
     return f"{turn.context}\nQuestion: {turn.question}"
 
 
-def build_turn_prompts(task: Task, *, data_dir: str, max_steps: int = STEPS_PER_TURN) -> list[TurnPrompt]:
+def build_turn_prompts(task: AgentTask, *, data_dir: str, max_steps: int = STEPS_PER_TURN) -> list[TurnPrompt]:
     """One TurnPrompt per turn, in order; only the first carries the system message."""
     prompts: list[TurnPrompt] = []
     for position, turn in enumerate(task.turns):

@@ -27,7 +27,7 @@ SEGMENT = FlowConfig(name="demo-segment", regime="segment_induced", review_every
 def _run(task: Task, flow: FlowConfig, with_manager: bool, run_dir: Path) -> Path:
     workspace = DictWorkspace()
     try:
-        rollout(task, ScriptedWorker(FaultModel(seed=0, faults=[{"kind": "stale", "turn": 5}])), workspace,
+        rollout(task, ScriptedWorker(FaultModel(seed=0, faults=[{"kind": "stale", "turn": 5}]), reference=task), workspace,
                 flow=flow, manager=RulesManager() if with_manager else None, run_dir=run_dir)  # fmt: skip
     finally:
         workspace.close()

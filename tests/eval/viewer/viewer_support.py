@@ -17,11 +17,13 @@ from typing import Any
 
 from eval.benchmarks.base import EvalTask
 from eval.benchmarks.longds.deps import parse_dependencies
+from eval.config import HarnessSettings, JobSettings
 from eval.report import summarize
 from eval.results import ArmResult, read_results, write_result
 from eval.runner import run_job
 from eval.scorers.fields import per_turn_correct
 from stateguard import EventType, Harness, HarnessConfig, StateStore, WorkerStep
+from stateguard.actions import RawAction
 from stateguard.flows import LONGDS
 from stateguard.task import load_task
 from stateguard.trace import Trace
@@ -29,13 +31,8 @@ from stateguard.workers.scripted import Fault
 from stateguard.workspace import DictWorkspace
 
 SIX_TURN = Path(__file__).resolve().parents[3] / "eval" / "benchmarks" / "demo" / "six_turn"
-CFG: dict[str, Any] = {
-    "workspace": "dict",
-    "worker": "scripted",
-    "manager": "rules",
-    "seed": 0,
-    "harness": {"repair_budget": 3, "context_budget_tokens": 40960},
-}
+CFG = JobSettings(workspace="dict", worker="scripted", manager="rules", seed=0,
+                  harness=HarnessSettings(repair_budget=3, context_budget_tokens=40960))
 # task id -> the scripted worker's mistakes: a stale margin after the revenue revision (caught by a
 # repair), and a precision slip (also caught); each makes the arms diverge on some turns.
 TASKS = {
@@ -68,7 +65,7 @@ def make_eval_run(root: Path) -> Path:
         for arm in ("baseline", "stateguard"):
             arm_dir = root / "tasks" / task_id / arm
             outcome = run_job(task, arm, LONGDS, CFG, str(arm_dir))
-            assert outcome["error"] is None, outcome["error"]
+            assert outcome.error is None, outcome.error
             write_result(
                 root,
                 ArmResult(
@@ -77,12 +74,12 @@ def make_eval_run(root: Path) -> Path:
                     arm=arm,
                     domain=task.domain,
                     level=task.level,
-                    correct=dict(per_turn_correct(expected, outcome["answers"])),
+                    correct=dict(per_turn_correct(expected, outcome.answers)),
                     parents=task.parents,
-                    answers=outcome["answers"],
+                    answers=outcome.answers,
                     run_dir=str(arm_dir),
                     **{
-                        k: outcome[k]
+                        k: getattr(outcome, k)
                         for k in (
                             "repairs",
                             "manager_calls",
@@ -101,10 +98,10 @@ def make_eval_run(root: Path) -> Path:
 
 def _turn(h: Harness, step: int, issue: str, code: str, variables: list[dict[str, Any]]) -> None:
     h.begin_review(EventType.TURN_START)
-    h.apply(("OPEN_STATE", {"issue": issue}))
+    h.apply(RawAction(name="OPEN_STATE", arguments={"issue": issue}))
     h.record_step(WorkerStep(index=step, action=code, output="ok"))
     h.begin_review(EventType.TURN_END)
-    h.apply(("UPDATE_STATE", {"used_variables": variables}))
+    h.apply(RawAction(name="UPDATE_STATE", arguments={"used_variables": variables}))
 
 
 def make_handmade_arm(folder: Path) -> dict[str, str]:
@@ -116,9 +113,9 @@ def make_handmade_arm(folder: Path) -> dict[str, str]:
     trace.emit("turn_start", turn_id=1)
     ws.run_cell("revenue = 1000")
     _turn(h, 0, "total revenue", "revenue = 1000", [{"name": "revenue", "value": 1000}])
-    h.apply(("FINALIZE_RELATIONS", {"mode": "confirm"}))
-    h.apply(("COMMIT_STATE", {}))
-    rejected = h.apply(("COMMIT_STATE", {}))  # nothing to commit in stage idle: refused with feedback
+    h.apply(RawAction(name="FINALIZE_RELATIONS", arguments={"mode": "confirm"}))
+    h.apply(RawAction(name="COMMIT_STATE", arguments={}))
+    rejected = h.apply(RawAction(name="COMMIT_STATE", arguments={}))  # nothing to commit in stage idle: refused with feedback
     assert not rejected.accepted
     trace.emit("turn_start", turn_id=2)
     ws.run_cell("margin = revenue - 600")
@@ -127,11 +124,11 @@ def make_handmade_arm(folder: Path) -> dict[str, str]:
         if attempt:  # the worker answers the hint with another cell; the manager reviews it again
             h.record_step(WorkerStep(index=1 + attempt, action="margin = revenue - 600", output="ok"))
             h.begin_review(EventType.REPAIR_RETURN)
-            assert h.apply(("UPDATE_STATE", {"used_variables": [{"name": "margin", "value": 400}]})).accepted
+            assert h.apply(RawAction(name="UPDATE_STATE", arguments={"used_variables": [{"name": "margin", "value": 400}]})).accepted
         result = h.apply(
-            (
-                "REPAIR",
-                {
+            RawAction(
+                name="REPAIR",
+                arguments={
                     "analytical_evidence": f"[handmade] check {attempt + 1} disagrees",
                     "error_hint": {
                         "error_variables": ["margin"],
@@ -141,7 +138,7 @@ def make_handmade_arm(folder: Path) -> dict[str, str]:
             )
         )
         assert result.accepted, result.feedback
-    assert h.apply(("ABANDON_STATE", {})).accepted
+    assert h.apply(RawAction(name="ABANDON_STATE", arguments={})).accepted
     h.finish()
     trace.close()
     store.close()

@@ -33,7 +33,7 @@ def promoted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict
     shutil.copytree(DEMO, project)
     task = load_task(project)
     with SandboxWorkspace(project / "data", base / "run" / "scratch", base / "run" / "ckpt") as ws:
-        result = rollout(task, ScriptedWorker(FaultModel()), ws, flow=LONGDS, manager=RulesManager(), run_dir=base / "run")
+        result = rollout(task, ScriptedWorker(FaultModel(), reference=task), ws, flow=LONGDS, manager=RulesManager(), run_dir=base / "run")
     assert result.stale_states, "turn 4's new revenue definition must invalidate turn 1's state"
     store = RecordStore(base / "records.sqlite")
     promotion = promote_run(base / "run", store, project="shop", base_path=task.base_path, now=NOW)
@@ -119,7 +119,7 @@ def test_a_cleaned_table_location_is_promoted(tmp_path: Path) -> None:
                                                      "answer": {"rows": 2}}]))  # fmt: skip
     task = load_task(project)
     with SandboxWorkspace(project / "data", project / "warehouse", tmp_path / "ckpt") as ws:
-        rollout(task, ScriptedWorker(FaultModel()), ws, flow=LONGDS, manager=RulesManager(), run_dir=tmp_path / "run")
+        rollout(task, ScriptedWorker(FaultModel(), reference=task), ws, flow=LONGDS, manager=RulesManager(), run_dir=tmp_path / "run")
     assert (project / "warehouse" / "orders_clean.csv").is_file()
     store = RecordStore(":memory:")
     promote_run(tmp_path / "run", store, project="shop", base_path=task.base_path, now=NOW)

@@ -33,7 +33,7 @@ def task() -> Task:
 
 def run(task: Task, tmp: Path, faults: list[Fault], flow: FlowConfig, semantic: bool = True) -> tuple[RolloutResult, dict[int, bool]]:
     manager = RulesManager(semantic=SemanticVerifier() if semantic else None)
-    result = rollout(task, ScriptedWorker(FaultModel(faults=faults)), DictWorkspace(), flow=flow, manager=manager,
+    result = rollout(task, ScriptedWorker(FaultModel(faults=faults), reference=task), DictWorkspace(), flow=flow, manager=manager,
                      run_dir=tmp)  # fmt: skip
     return result, per_turn_correct({t.turn_id: t.answer for t in task.turns}, result.answers)
 

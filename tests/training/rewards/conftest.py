@@ -40,6 +40,6 @@ def six_turn_trace(tmp_path_factory: pytest.TempPathFactory) -> list[TraceEvent]
     """The demo task run end to end: scripted worker with the stale fault at turn 5, rules manager."""
     task = load_task(ROOT / "eval" / "benchmarks" / "demo" / "six_turn")
     run_dir = tmp_path_factory.mktemp("six_turn") / "stateguard"
-    worker = ScriptedWorker(FaultModel(faults=[Fault(kind="stale", turn=5)]))
+    worker = ScriptedWorker(FaultModel(faults=[Fault(kind="stale", turn=5)]), reference=task)
     rollout(task, worker, DictWorkspace(), flow=LONGDS, manager=RulesManager(), run_dir=run_dir)
     return read_trace(run_dir / "trace.jsonl")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from stateguard import DictWorkspace, EventType, Harness, HarnessConfig, StateStore, WorkerStep
+from stateguard.actions import RawAction
 from stateguard.harness import HarnessResult
 from stateguard.lifecycle import Regime
 from stateguard.trace import Trace, TraceEvent
@@ -74,7 +75,7 @@ class Sales:
         return step
 
     def act(self, name: str, **arguments: Any) -> HarnessResult:
-        return self.h.apply((name, arguments))
+        return self.h.apply(RawAction(name=name, arguments=arguments))
 
     def review(self, event: EventType) -> None:
         self.h.begin_review(event)

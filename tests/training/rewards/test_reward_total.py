@@ -169,7 +169,7 @@ def test_a_segment_induced_run(tmp_path: Path) -> None:
     flow = FlowConfig(name="segment-3", regime="segment_induced", review_every=3, budget_unit="task",
                       baseline_budget=100, stateguard_budget=100)  # fmt: skip
     task = load_task(CONFIG_DIR.parent / "eval" / "benchmarks" / "demo" / "six_turn")
-    worker = ScriptedWorker(FaultModel(faults=[Fault(kind="stale", turn=5)]))
+    worker = ScriptedWorker(FaultModel(faults=[Fault(kind="stale", turn=5)]), reference=task)
     rollout(task, worker, DictWorkspace(), flow=flow, manager=RulesManager(), run_dir=tmp_path / "run")
     result = score_trace(read_trace(tmp_path / "run" / "trace.jsonl"), RewardLabels())
     names = {c.name for c in result.controls}
