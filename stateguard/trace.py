@@ -37,7 +37,8 @@ def _event(raw: dict[str, Any], where: str) -> TraceEvent:
     try:
         return EVENTS.validate_python(raw)
     except ValidationError as exc:
-        raise ValueError(f"{where}: not a valid {raw.get('kind')!r} trace event: {describe_errors(exc)}") from None
+        kind = raw.get("kind")
+        raise ValueError(f"{where}: not a valid {kind!r} trace event: {describe_errors(exc, drop=str(kind))}") from None
 
 
 class Trace:
@@ -70,7 +71,7 @@ class Trace:
         # The line is the emitted payload as given (no defaults added); validating it first makes
         # a field that its kind's model does not declare, or a missing one, fail here.
         line = json.dumps(raw, sort_keys=True, default=str)
-        event = _event(json.loads(line), f"trace event {kind!r}")
+        event = _event(json.loads(line), "Trace.emit")
         if self._buffer is not None:
             self._buffer.append(line)
         else:

@@ -8,7 +8,14 @@ missing or renamed fails with the file and the field named (`files.ArtifactError
 """
 
 from stateguard.artifacts.files import ArtifactError, dump_json, load_model, read_json, write_json
-from stateguard.artifacts.graph import GraphSegment, GraphStage, GraphThread, RelationGraph, load_graph, save_graph
+from stateguard.artifacts.graph import (
+    GraphSegment,
+    GraphStage,
+    GraphThread,
+    RelationGraph,
+    load_graph,
+    save_graph,
+)
 from stateguard.artifacts.manifest import TaskManifest, load_manifest, save_manifest
 from stateguard.artifacts.run_folder import CorpusFolder, RolloutFolder, RunFolder
 from stateguard.artifacts.task_folder import TaskFolder

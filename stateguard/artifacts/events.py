@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from stateguard.hints import Hint
 from stateguard.records import Record
 from stateguard.state import AnalyticalState, ConstraintResult, Relation
 
@@ -26,8 +27,8 @@ __all__ = [
     "ManagerNoteEvent", "ManagerOutputRefusedEvent", "ManagerSummaryEvent", "RelationsFinalizedEvent",
     "RepairEvent", "ReviewEvent", "RollbackEvent", "RunEndEvent", "RunStartEvent", "StateAbandonedEvent",
     "StateCommittedEvent", "StateOpenedEvent", "StateUpdatedEvent", "StepMeta", "SwEvent", "ToolEvent",
-    "TraceEvent", "TurnStartEvent", "WorkerStepData", "WorkerStepEvent", "WorkspaceDegradedEvent",
-    "parse_event",
+    "ToolResultData", "TraceEvent", "TurnStartEvent", "WorkerStepData", "WorkerStepEvent", "WorkspaceDegradedEvent",
+    "parse_event", "state_id_of",
 ]  # fmt: skip
 
 
@@ -184,7 +185,7 @@ class ActionData(_Data):
     name: str | None = Field(description="None when the proposal did not parse as an action.")
     arguments: Any = Field(description="The action's arguments (or the raw proposal when it did not parse).")
     accepted: bool
-    stage: str
+    stage: str | None = Field(default=None, description="Stage after the action (a hand-built trace may omit it).")
     feedback: str | None = Field(default=None, description="Rejected actions: why.")
     notes: list[str] | None = Field(default=None, description="Accepted actions: what the harness did.")
     stage_before: str | None = None
@@ -195,11 +196,20 @@ class ActionEvent(_Event):
     data: ActionData
 
 
+class ToolResultData(_Data):
+    """stateguard.tools.ToolResult as the trace records it."""
+
+    tool: str
+    ok: bool
+    data: dict[str, Any] = Field(default_factory=dict)
+    error: str | None = None
+
+
 class ToolData(_Data):
     activation: int
     name: str
     arguments: dict[str, Any]
-    result: dict[str, Any] = Field(description="stateguard.tools.ToolResult as JSON (ok, error, data).")
+    result: ToolResultData
 
 
 class ToolEvent(_Event):
@@ -208,7 +218,7 @@ class ToolEvent(_Event):
 
 
 class AdviceData(_Data):
-    hint: dict[str, Any]
+    hint: Hint
 
 
 class AdviceEvent(_Event):
@@ -217,7 +227,7 @@ class AdviceEvent(_Event):
 
 
 class HintDeliveredData(_Data):
-    hint: dict[str, Any] = Field(description="stateguard.hints.Hint as JSON.")
+    hint: Hint
     text: str
 
 
@@ -411,6 +421,16 @@ TraceEvent = Annotated[
     Field(discriminator="kind"),
 ]
 EVENTS: TypeAdapter[TraceEvent] = TypeAdapter(TraceEvent)
+
+
+def state_id_of(event: TraceEvent) -> str | None:
+    """The state an event is about (its `state_id`, or the committed state's id), if any."""
+    if isinstance(event, StateCommittedEvent):
+        return event.data.state.id
+    if isinstance(event, StateOpenedEvent | StateUpdatedEvent | ConstraintChecksEvent | RelationsFinalizedEvent
+                  | RepairEvent | StateAbandonedEvent | RollbackEvent):  # fmt: skip
+        return event.data.state_id
+    return None
 
 
 def parse_event(raw: dict[str, Any]) -> TraceEvent:

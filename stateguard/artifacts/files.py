@@ -25,11 +25,15 @@ class ArtifactError(ValueError):
     """An artifact file is missing, not JSON, or does not match its model."""
 
 
-def describe_errors(exc: ValidationError, limit: int = 5) -> str:
-    """`field.path: message` for the first `limit` problems of a validation error."""
+def describe_errors(exc: ValidationError, limit: int = 5, drop: str | None = None) -> str:
+    """`field.path: message` for the first `limit` problems of a validation error (`drop`: a
+    leading location element to leave out, such as the tag of a discriminated union)."""
     parts = []
     for err in exc.errors()[:limit]:
-        where = ".".join(str(x) for x in err["loc"]) or "<top>"
+        loc = list(err["loc"])
+        if drop is not None and loc and loc[0] == drop:
+            loc = loc[1:]
+        where = ".".join(str(x) for x in loc) or "<top>"
         parts.append(f"{where}: {err['msg']}")
     more = len(exc.errors()) - limit
     return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")

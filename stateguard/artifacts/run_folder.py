@@ -26,13 +26,14 @@ from pathlib import Path
 
 __all__ = [
     "CHECKPOINTS_DIR", "CONFIG_FILE", "LLM_CALLS_FILE", "RECORDS_DIR", "RESULTS_DIR", "RESULT_FILE", "RUNS_DIR",
-    "STORE_FILE", "SUMMARY_FILE", "TASKS_DIR", "TRACE_FILE", "CorpusFolder", "RolloutFolder", "RunFolder",
+    "STORE_FILE", "SUMMARY_FILE", "TASKS_DIR", "TRACE_FILE", "WINDOW_TRACE_FILE", "CorpusFolder", "RolloutFolder", "RunFolder",
 ]  # fmt: skip
 
 TRACE_FILE = "trace.jsonl"
 STORE_FILE = "states.sqlite"
 RESULT_FILE = "result.json"
 LLM_CALLS_FILE = "llm_calls.jsonl"
+WINDOW_TRACE_FILE = "window_trace.jsonl"  # training.rl.continuation: the events an RL reward scores
 CHECKPOINTS_DIR = "checkpoints"
 CONFIG_FILE = "config.yaml"
 TASKS_DIR = "tasks"
@@ -67,6 +68,10 @@ class RolloutFolder:
     @property
     def checkpoints(self) -> Path:
         return self.root / CHECKPOINTS_DIR
+
+    @property
+    def window_trace(self) -> Path:
+        return self.root / WINDOW_TRACE_FILE
 
     def holds_run(self) -> bool:
         """A rollout already wrote here (any of its files exists)."""
