@@ -40,7 +40,9 @@ from stateguard.artifacts.events import (
     StateCommittedEvent,
     WorkerStepEvent,
 )  # fmt: skip
-from stateguard.artifacts.run_folder import RolloutFolder
+from stateguard.artifacts.graph import load_graph
+from stateguard.artifacts.run_folder import CorpusFolder, RolloutFolder
+from stateguard.artifacts.task_folder import TaskFolder
 from stateguard.policies.base import ManagerPolicy
 from stateguard.policies.rules import RulesManager
 from stateguard.rollout import rollout
@@ -129,31 +131,28 @@ def llm_teacher() -> ManagerPolicy:
 # ---------------------------------------------------------------------------------- plans
 def load_built_task(task_dir: str | Path) -> Task:
     root = Path(task_dir)
-    return load_task(root / "hidden", task_id=root.name, base_path=str((root / "agent").resolve()))
-
-
-def _graph(task_dir: Path) -> dict[str, Any]:
-    return dict(json.loads((task_dir / "hidden" / "graph.json").read_text(encoding="utf-8")))
+    folder = TaskFolder(root)
+    return load_task(folder.hidden, task_id=root.name, base_path=str(folder.agent.resolve()))
 
 
 def base_plan(task_dir: str | Path) -> TeacherPlan:
     """The clean plan of a built task: its flow, each stage's as-stated query, the definition
     updates of the hidden graph and, in segment flows, where each stage ends."""
     root = Path(task_dir)
-    graph = _graph(root)
+    graph = load_graph(TaskFolder(root))
     codes = {t.turn_id: t.code for t in load_built_task(root).turns}
-    stages = graph["stages"]
-    by_id = {s["state_id"]: s["name"] for s in stages}
-    checks = {s["name"]: StageCheck(table=s["name"], stated_sql=stated_select(s["sql"]))
-              for s in stages if codes.get(int(s["turn_id"]), "").count(s["sql"]) == 1}  # fmt: skip
-    invalidates = {s["name"]: [by_id[r["related_state_id"]] for r in s["relations"]
-                               if r["type"] == "invalidate" and r.get("related_state_id") in by_id]
+    stages = graph.stages
+    by_id = {s.state_id: s.name for s in stages}
+    checks = {s.name: StageCheck(table=s.name, stated_sql=stated_select(s.sql))
+              for s in stages if codes.get(s.turn_id, "").count(s.sql) == 1}  # fmt: skip
+    invalidates = {s.name: [by_id[r.related_state_id] for r in s.relations
+                            if r.type.value == "invalidate" and r.related_state_id in by_id]
                    for s in stages}  # fmt: skip
     return TeacherPlan(
-        flow=graph.get("flow", "longds"), checks=checks,
-        stage_of_turn={} if graph.get("segments") else {int(s["turn_id"]): s["name"] for s in stages},
+        flow=graph.flow_name, checks=checks,
+        stage_of_turn={} if graph.segments else {s.turn_id: s.name for s in stages},
         invalidates={k: v for k, v in invalidates.items() if v},
-        segments=[Segment.model_validate(s) for s in graph.get("segments", [])],
+        segments=[Segment.model_validate(s.model_dump()) for s in graph.segments or []],
     )  # fmt: skip
 
 
@@ -197,7 +196,7 @@ def generate(task_dir: str | Path, out_dir: str | Path, *, seed: int, repairs: i
         raise ValueError(f"teacher={teacher!r}: use rules or llm (the LLM reads STATEGUARD_MANAGER_*)")
     root = Path(task_dir)
     task = load_built_task(root)
-    runs = Path(out_dir) / "runs" / task.task_id
+    runs = CorpusFolder(Path(out_dir)).runs / task.task_id
     plan = base_plan(root)
     reference = {t.turn_id: t.answer for t in task.turns}
     clean_plan = plan.model_copy(update={"variant": "clean"})
