@@ -59,6 +59,7 @@ from eval.config import ARMS, ConfigError, EvalConfig, changed_keys, validate_co
 from eval.jobs import crash_outcome, exit_on_signals, run_in_pool
 from eval.report import RunSummary, render_summary, summarize
 from eval.results import ArmResult, read_results, scan_results, write_result
+from stateguard.artifacts.run_folder import RolloutFolder, RunFolder
 from stateguard.flows import FlowConfig
 from stateguard.lifecycle import Regime
 from stateguard.llm import EndpointConfig
@@ -106,7 +107,7 @@ def run_job(task: EvalTask, arm: str, flow: FlowConfig, cfg: dict[str, Any], arm
     calls: Trace | None = None
     try:
         _clear(out)  # a half-done folder from a killed run
-        calls = Trace(out / "llm_calls.jsonl")
+        calls = Trace(RolloutFolder(out).llm_calls)
         kind = _manager_kind(arm, cfg)
         name = (cfg.get("bench") or {}).get("name")
         bench = get_benchmark(str(name)) if name else None
@@ -122,7 +123,7 @@ def run_job(task: EvalTask, arm: str, flow: FlowConfig, cfg: dict[str, Any], arm
         finally:
             workspace.close()
             if not cfg.get("keep_checkpoints"):
-                _drop_checkpoints(out / "checkpoints")
+                _drop_checkpoints(RolloutFolder(out).checkpoints)
         # e.g. DAComp-DE: the SQL files the agent wrote in its scratch folder
         answers = bench.collect(task, out, result.answers) if bench else result.answers
     except Exception as exc:  # noqa: BLE001 - a crashed task is recorded, the run goes on
@@ -196,7 +197,7 @@ def _move_aside(path: Path) -> Path:
 
 def _resume(run_dir: Path, cfg: EvalConfig, plain: dict[str, Any], notes: list[str]) -> None:
     """Check a resumed run folder: saved config, results files. Fills `notes` with what it did."""
-    saved_file = run_dir / "config.yaml"
+    saved_file = RunFolder(run_dir).config
     if saved_file.is_file():
         try:
             saved = yaml.safe_load(saved_file.read_text(encoding="utf-8")) or {}
@@ -210,10 +211,11 @@ def _resume(run_dir: Path, cfg: EvalConfig, plain: dict[str, Any], notes: list[s
                               "resume_with_changed_config=true to continue anyway")  # fmt: skip
         if changed:
             stamp = time.strftime("%Y%m%d-%H%M%S")
-            (run_dir / f"config.resume-{stamp}.yaml").write_text(yaml.safe_dump(plain, sort_keys=False), "utf-8")
-            notes.append(f"resumed with a changed config ({'; '.join(changed)}); config.yaml keeps the original, the "
-                         f"new one is config.resume-{stamp}.yaml")  # fmt: skip
-    for leftover in (run_dir / "results").glob("*.tmp*"):
+            resumed = RunFolder(run_dir).resume_config(stamp)
+            resumed.write_text(yaml.safe_dump(plain, sort_keys=False), "utf-8")
+            notes.append(f"resumed with a changed config ({'; '.join(changed)}); {saved_file.name} keeps the original, "
+                         f"the new one is {resumed.name}")  # fmt: skip
+    for leftover in RunFolder(run_dir).results.glob("*.tmp*"):
         leftover.unlink()  # a write cut short before its rename: never a result
     _, bad = scan_results(run_dir)
     for path, why in bad:
@@ -251,15 +253,16 @@ def prepare(raw: DictConfig) -> Prepared:
         raise ValueError(f"bench={cfg.bench.name} has no tasks to run")
     _check_tasks(tasks, cfg)
     _check_endpoints(cfg)
-    has_results = (run_dir / "results").is_dir() and any((run_dir / "results").glob("*.json"))
+    folder = RunFolder(run_dir)
+    has_results = folder.results.is_dir() and any(folder.results.glob("*.json"))
     if not cfg.resume and has_results:
         raise FileExistsError(f"{run_dir} already holds results; pass resume=true to continue it, or another run_dir")
     notes: list[str] = []
     if cfg.resume:
         _resume(run_dir, cfg, plain, notes)
     run_dir.mkdir(parents=True, exist_ok=True)
-    if not (run_dir / "config.yaml").is_file() or not has_results:
-        (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(raw, resolve=True), encoding="utf-8")
+    if not folder.config.is_file() or not has_results:
+        folder.config.write_text(OmegaConf.to_yaml(raw, resolve=True), encoding="utf-8")
     good, _ = scan_results(run_dir)
     finished = {(r.task_id, r.arm) for r in good if r.status != "crashed"}
     crashed = sorted(f"{r.task_id}/{r.arm}" for r in good if r.status == "crashed")
@@ -271,7 +274,7 @@ def prepare(raw: DictConfig) -> Prepared:
 
 def _one(job: tuple[EvalTask, str], flow: FlowConfig, plain: dict[str, Any], run_dir: str) -> dict[str, Any]:
     task, arm = job
-    return run_job(task, arm, flow, plain, str(Path(run_dir) / "tasks" / task.task_id / arm))
+    return run_job(task, arm, flow, plain, str(RunFolder(Path(run_dir)).rollout(task.task_id, arm).root))
 
 
 def _jobs_out(p: Prepared) -> Iterator[tuple[EvalTask, str, dict[str, Any]]]:
@@ -307,7 +310,7 @@ def _record(p: Prepared, task: EvalTask, arm: str, outcome: dict[str, Any]) -> A
     result = ArmResult(
         bench=p.bench.name, task_id=task.task_id, arm=arm, domain=task.domain, level=task.level, status=status,
         correct=correct, parents=task.parents, answers=outcome["answers"], error=error,
-        run_dir=str(p.run_dir / "tasks" / task.task_id / arm), **variant_fields(task),
+        run_dir=str(RunFolder(p.run_dir).rollout(task.task_id, arm).root), **variant_fields(task),
         **{k: outcome[k] for k in ("repairs", "manager_calls", "manager_fallbacks", "manager_usage", "committed_states",
                                    "stale_states", "degraded", "degraded_reasons", "attempts", "wall_s") if k in outcome},
     )  # fmt: skip
@@ -339,7 +342,7 @@ def execute(p: Prepared) -> RunSummary:
     summary = summarize(results, seed=p.cfg.seed, resamples=p.cfg.bootstrap_resamples)
     summary.wall_s = round(time.perf_counter() - start, 2)
     summary.notes = list(p.notes)
-    (p.run_dir / "summary.json").write_text(summary.model_dump_json(indent=1) + "\n", encoding="utf-8")
+    RunFolder(p.run_dir).summary.write_text(summary.model_dump_json(indent=1) + "\n", encoding="utf-8")
     p.bench.after_run(p.run_dir)  # DABstep: leaderboard JSONL per arm; DAComp-DE: dacomp_de_summary.json
     return summary
 

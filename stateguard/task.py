@@ -17,6 +17,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from stateguard.artifacts.task_folder import TASK_FILE
+
 
 class Turn(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
@@ -104,7 +106,7 @@ def load_task(folder: str | Path, *, task_id: str | None = None, base_path: str 
     worker) and an `answer` object: a turn without them would be scored wrong rather than refused. A
     turn over MAX_TURN_CHARS is refused too (it would be fed whole to parsers and models)."""
     folder = Path(folder)
-    path = folder / "task.json"
+    path = folder / TASK_FILE
     try:
         size = path.stat().st_size
         if size > MAX_TASK_BYTES:

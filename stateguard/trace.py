@@ -62,6 +62,10 @@ class Trace:
             os.close(self._fd)
             self._fd = None
 
+    def now(self) -> float | None:
+        """The trace's clock (None with a deterministic clock): for times recorded inside events."""
+        return self._clock()
+
     @property
     def next_seq(self) -> int:
         return self._seq + (len(self._buffer) if self._buffer is not None else 0)
