@@ -92,7 +92,7 @@ def raw_reads(path: Path) -> list[str]:
             target, key = node.func.value, node.args[0]
         if target is None or key is None or not _string_key(key):
             continue
-        payload = traced and isinstance(target, ast.Attribute) and target.attr == "data"
+        payload = traced and isinstance(target, ast.Attribute) and target.attr in ("data", "payload")
         holder = isinstance(target, ast.Name) and target.id in RAW_HOLDERS
         if payload or holder:
             out.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")

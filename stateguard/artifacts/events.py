@@ -42,6 +42,13 @@ class _Event(Record):
     seq: int = Field(ge=0, description="Position in the log, from 0.")
     ts: float | None = Field(default=None, description="Wall-clock seconds; None with a deterministic clock.")
 
+    @property
+    def payload(self) -> dict[str, Any]:
+        """The payload as plain JSON, for tests and display. Library code reads the typed
+        `data` (tests/test_artifact_names.py refuses `.payload[...]` there)."""
+        data: BaseModel = getattr(self, "data")  # noqa: B009 - every concrete event declares `data`
+        return data.model_dump(mode="json")
+
 
 # ---------------------------------------------------------------- run and turn
 
