@@ -44,10 +44,11 @@ class _Event(Record):
 
     @property
     def payload(self) -> dict[str, Any]:
-        """The payload as plain JSON, for tests and display. Library code reads the typed
-        `data` (tests/test_artifact_names.py refuses `.payload[...]` there)."""
+        """The payload as written (plain JSON, only the fields the writer set), for tests and
+        display. Library code reads the typed `data` (tests/test_artifact_names.py refuses
+        `.payload[...]` there)."""
         data: BaseModel = getattr(self, "data")  # noqa: B009 - every concrete event declares `data`
-        return data.model_dump(mode="json")
+        return data.model_dump(mode="json", exclude_unset=True)
 
 
 # ---------------------------------------------------------------- run and turn
