@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from stateguard.artifacts.task_folder import TASK_FILE
+
 DEFAULT_ENDPOINT = "https://huggingface.co"
 
 
@@ -54,7 +56,7 @@ BENCHES: dict[str, BenchData] = {
     "longds": BenchData(
         name="longds",
         sources=(HubSource("zjunlp/LongDS"),),
-        expected=(Expected("task/longds/task_list.json"), Expected("task.json", min_count=68)),
+        expected=(Expected("task/longds/task_list.json"), Expected(TASK_FILE, min_count=68)),
         layout="task/longds/<domain>/<dataset>/task<N>/task.json (68 tasks) and "
         "data/longds/<domain>/<dataset>/task<N>/data/*",
     ),

@@ -33,6 +33,7 @@ from eval.components import (
     make_workspace,
 )
 from eval.scorers.fields import per_turn_correct
+from stateguard.artifacts.run_folder import RolloutFolder
 from stateguard.flows import LONGDS, FlowConfig
 from stateguard.policies.base import ManagerPolicy
 from stateguard.rollout import RolloutResult, rollout
@@ -89,7 +90,7 @@ def _worker(cfg: DictConfig, trace: Trace, task: Task) -> WorkerAdapter:
 
 def _arm(cfg: DictConfig, task: Task, task_dir: Path, arm: str) -> RolloutResult:
     arm_dir = Path(cfg.run_dir) / arm
-    calls = Trace(arm_dir / "llm_calls.jsonl")  # model calls of both roles, with token counts
+    calls = Trace(RolloutFolder(arm_dir).llm_calls)  # model calls of both roles, with token counts
     workspace = _workspace(cfg, task_dir, arm_dir)
     try:
         return rollout(task.agent_view(), _worker(cfg, calls, task), workspace, flow=_flow(cfg),
@@ -173,7 +174,7 @@ def render(result: DemoResult) -> str:
     if result.manager_fallbacks:
         lines.append(f"WARNING: {result.manager_fallbacks} of {usage.get('activations', 0) or 'the'} model activations "
                      "ended in a fallback, not a decision of the manager; see `manager_fallback` in "
-                     f"{result.run_dir}/stateguard/trace.jsonl")  # fmt: skip
+                     f"{RolloutFolder(Path(result.run_dir) / 'stateguard').trace}")  # fmt: skip
     return "\n".join(lines)
 
 

@@ -32,6 +32,7 @@ from eval.metrics.bootstrap import (
 )
 from eval.metrics.detection import DetectionReport, detection_report, render_detection, scored_results
 from eval.results import ArmResult
+from stateguard.artifacts.run_folder import TRACE_FILE
 
 __all__ = ["ArmSummary", "RunSummary", "fallback_warnings", "fmt", "macro_gain", "render_gain", "render_summary",
            "summarize"]
@@ -203,5 +204,5 @@ def fallback_warnings(summary: RunSummary) -> list[str]:
     """One WARNING line per arm in which any manager activation ended in a fallback."""
     return [f"WARNING: {a.arm}: {a.fallbacks} manager activation(s) ended in a fallback, not a decision of the "
             f"manager ({a.refused_calls} refused and {a.failed_calls} failed model requests, {a.unusable_outputs} "
-            "unusable answers); see the `manager_fallback` events in tasks/<task>/<arm>/trace.jsonl"
+            f"unusable answers); see the `manager_fallback` events in tasks/<task>/<arm>/{TRACE_FILE}"
             for a in summary.arms if a.fallbacks]  # fmt: skip

@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from stateguard.artifacts.run_folder import RunFolder
 from stateguard.records import Record
 
 __all__ = ["ArmResult", "ResultFileError", "read_results", "result_path", "scan_results", "write_result"]
@@ -118,7 +119,7 @@ class ArmResult(Record):
 
 
 def result_path(run_dir: str | Path, task_id: str, arm: str) -> Path:
-    return Path(run_dir) / "results" / f"{task_id}__{arm}.json"
+    return RunFolder(Path(run_dir)).result(task_id, arm)
 
 
 def write_result(run_dir: str | Path, result: ArmResult) -> Path:
@@ -146,7 +147,7 @@ def _load(path: Path) -> ArmResult:
 
 def scan_results(run_dir: str | Path) -> tuple[list[ArmResult], list[tuple[Path, str]]]:
     """Valid results, and (file, what is wrong) for each results file that is not one."""
-    folder = Path(run_dir) / "results"
+    folder = RunFolder(Path(run_dir)).results
     good: list[ArmResult] = []
     bad: list[tuple[Path, str]] = []
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
@@ -158,7 +159,7 @@ def scan_results(run_dir: str | Path) -> tuple[list[ArmResult], list[tuple[Path,
 
 
 def read_results(run_dir: str | Path) -> list[ArmResult]:
-    folder = Path(run_dir) / "results"
+    folder = RunFolder(Path(run_dir)).results
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder}: no results; is {run_dir} a run folder of `make eval`?")
     good, bad = scan_results(run_dir)

@@ -60,6 +60,7 @@ from eval.config import ARMS, ConfigError, EvalConfig, JobSettings, changed_keys
 from eval.jobs import exit_on_signals, run_in_pool
 from eval.report import RunSummary, render_summary, summarize
 from eval.results import ArmResult, JobOutcome, read_results, scan_results, write_result
+from stateguard.artifacts.run_folder import RolloutFolder, RunFolder
 from stateguard.flows import FlowConfig
 from stateguard.lifecycle import Regime
 from stateguard.llm import EndpointConfig
@@ -108,7 +109,7 @@ def run_job(task: EvalTask, arm: str, flow: FlowConfig, job: JobSettings, arm_di
     calls: Trace | None = None
     try:
         _clear(out)  # a half-done folder from a killed run
-        calls = Trace(out / "llm_calls.jsonl")
+        calls = Trace(RolloutFolder(out).llm_calls)
         kind = _manager_kind(arm, job.manager)
         bench = get_benchmark(job.bench) if job.bench else None
         workspace = make_workspace(job.workspace, task.data_dir, out, job.sandbox)
@@ -123,7 +124,7 @@ def run_job(task: EvalTask, arm: str, flow: FlowConfig, job: JobSettings, arm_di
         finally:
             workspace.close()
             if not job.keep_checkpoints:
-                _drop_checkpoints(out / "checkpoints")
+                _drop_checkpoints(RolloutFolder(out).checkpoints)
         # e.g. DAComp-DE: the SQL files the agent wrote in its scratch folder
         answers = bench.collect(task, out, result.answers) if bench else result.answers
     except Exception as exc:  # noqa: BLE001 - a crashed task is recorded, the run goes on
@@ -197,7 +198,7 @@ def _move_aside(path: Path) -> Path:
 
 def _resume(run_dir: Path, cfg: EvalConfig, plain: dict[str, Any], notes: list[str]) -> None:
     """Check a resumed run folder: saved config, results files. Fills `notes` with what it did."""
-    saved_file = run_dir / "config.yaml"
+    saved_file = RunFolder(run_dir).config
     if saved_file.is_file():
         try:
             saved = yaml.safe_load(saved_file.read_text(encoding="utf-8")) or {}
@@ -211,10 +212,11 @@ def _resume(run_dir: Path, cfg: EvalConfig, plain: dict[str, Any], notes: list[s
                               "resume_with_changed_config=true to continue anyway")  # fmt: skip
         if changed:
             stamp = time.strftime("%Y%m%d-%H%M%S")
-            (run_dir / f"config.resume-{stamp}.yaml").write_text(yaml.safe_dump(plain, sort_keys=False), "utf-8")
-            notes.append(f"resumed with a changed config ({'; '.join(changed)}); config.yaml keeps the original, the "
-                         f"new one is config.resume-{stamp}.yaml")  # fmt: skip
-    for leftover in (run_dir / "results").glob("*.tmp*"):
+            resumed = RunFolder(run_dir).resume_config(stamp)
+            resumed.write_text(yaml.safe_dump(plain, sort_keys=False), "utf-8")
+            notes.append(f"resumed with a changed config ({'; '.join(changed)}); {saved_file.name} keeps the original, "
+                         f"the new one is {resumed.name}")  # fmt: skip
+    for leftover in RunFolder(run_dir).results.glob("*.tmp*"):
         leftover.unlink()  # a write cut short before its rename: never a result
     _, bad = scan_results(run_dir)
     for path, why in bad:
@@ -255,15 +257,16 @@ def prepare(raw: DictConfig) -> Prepared:
         raise ValueError(f"bench={cfg.bench.name} has no tasks to run")
     _check_tasks(tasks, cfg)
     _check_endpoints(cfg)
-    has_results = (run_dir / "results").is_dir() and any((run_dir / "results").glob("*.json"))
+    folder = RunFolder(run_dir)
+    has_results = folder.results.is_dir() and any(folder.results.glob("*.json"))
     if not cfg.resume and has_results:
         raise FileExistsError(f"{run_dir} already holds results; pass resume=true to continue it, or another run_dir")
     notes: list[str] = []
     if cfg.resume:
         _resume(run_dir, cfg, plain, notes)
     run_dir.mkdir(parents=True, exist_ok=True)
-    if not (run_dir / "config.yaml").is_file() or not has_results:
-        (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(raw, resolve=True), encoding="utf-8")
+    if not folder.config.is_file() or not has_results:
+        folder.config.write_text(OmegaConf.to_yaml(raw, resolve=True), encoding="utf-8")
     good, _ = scan_results(run_dir)
     finished = {(r.task_id, r.arm) for r in good if r.status != "crashed"}
     crashed = sorted(f"{r.task_id}/{r.arm}" for r in good if r.status == "crashed")
@@ -275,7 +278,7 @@ def prepare(raw: DictConfig) -> Prepared:
 
 def _one(pair: tuple[EvalTask, str], flow: FlowConfig, job: JobSettings, run_dir: str) -> JobOutcome:
     task, arm = pair
-    return run_job(task, arm, flow, job, str(Path(run_dir) / "tasks" / task.task_id / arm))
+    return run_job(task, arm, flow, job, str(RunFolder(Path(run_dir)).rollout(task.task_id, arm).root))
 
 
 def _jobs_out(p: Prepared) -> Iterator[tuple[EvalTask, str, JobOutcome]]:
@@ -311,7 +314,7 @@ def _record(p: Prepared, task: EvalTask, arm: str, outcome: JobOutcome) -> ArmRe
     result = ArmResult(
         bench=p.bench.name, task_id=task.task_id, arm=arm, domain=task.domain, level=task.level, status=status,
         correct=correct, parents=task.parents, answers=outcome.answers, error=error,
-        run_dir=str(p.run_dir / "tasks" / task.task_id / arm), **variant_fields(task), **outcome.counters(),
+        run_dir=str(RunFolder(p.run_dir).rollout(task.task_id, arm).root), **variant_fields(task), **outcome.counters(),
     )  # fmt: skip
     write_result(p.run_dir, result)
     if error is not None:
@@ -341,7 +344,7 @@ def execute(p: Prepared) -> RunSummary:
     summary = summarize(results, seed=p.cfg.seed, resamples=p.cfg.bootstrap_resamples)
     summary.wall_s = round(time.perf_counter() - start, 2)
     summary.notes = list(p.notes)
-    (p.run_dir / "summary.json").write_text(summary.model_dump_json(indent=1) + "\n", encoding="utf-8")
+    RunFolder(p.run_dir).summary.write_text(summary.model_dump_json(indent=1) + "\n", encoding="utf-8")
     p.bench.after_run(p.run_dir)  # DABstep: leaderboard JSONL per arm; DAComp-DE: dacomp_de_summary.json
     return summary
 

@@ -48,6 +48,8 @@ from eval.metrics.states import RunStateStats, run_state_stats
 from eval.metrics.states import summarize as summarize_states
 from eval.report import fmt, macro_gain, summarize
 from eval.results import ArmResult, read_results
+from stateguard.artifacts.events import TurnStartEvent
+from stateguard.artifacts.run_folder import RolloutFolder, RunFolder
 from stateguard.store import StateStore, StoreError
 from stateguard.trace import TraceEvent, read_trace
 
@@ -63,8 +65,10 @@ def _events(path: Path) -> tuple[TraceEvent, ...]:
     return tuple(read_trace(path)) if path.is_file() else ()
 
 
-def _trace(r: ArmResult, name: str = "trace.jsonl") -> tuple[TraceEvent, ...]:
-    return _events(Path(r.run_dir) / name)
+def _trace(r: ArmResult, calls: bool = False) -> tuple[TraceEvent, ...]:
+    """The arm's trace (or, with `calls`, its llm_calls log)."""
+    folder = RolloutFolder(Path(r.run_dir))
+    return _events(folder.llm_calls if calls else folder.trace)
 
 
 def _md(table: Table) -> str:
@@ -137,7 +141,7 @@ def runtime(results: list[ArmResult]) -> Table:
     rows = []
     for arm, rs in sorted(by_arm.items(), key=lambda kv: (kv[0] != "baseline", kv[0])):
         traces = [_trace(r) for r in rs]
-        calls = manager_call_stats([_trace(r, "llm_calls.jsonl") for r in rs])
+        calls = manager_call_stats([_trace(r, calls=True) for r in rs])
         if arm == "baseline":
             reviews, t_m = "0", "—"
         else:
@@ -165,7 +169,7 @@ def _state_runs(results: list[ArmResult]) -> tuple[list[tuple[ArmResult, object]
     unreadable: list[tuple[ArmResult, str]] = []
     for r in results:
         try:
-            store = StateStore.open_read_only(Path(r.run_dir) / "states.sqlite")
+            store = StateStore.open_read_only(RolloutFolder(Path(r.run_dir)).store)
         except StoreError as exc:
             unreadable.append((r, str(exc)))
             continue
@@ -234,7 +238,7 @@ def _share(count: int, of: int) -> str:
 
 
 def _units_are_turns(r: ArmResult) -> bool:
-    turns = {int(e.data["turn_id"]) for e in _trace(r) if e.kind == "turn_start"}
+    turns = {e.data.turn_id for e in _trace(r) if isinstance(e, TurnStartEvent)}
     return bool(turns) and set(r.correct) <= turns
 
 
@@ -291,7 +295,7 @@ def plots(results: list[ArmResult], runs: list[tuple[ArmResult, object]], out: P
     for r, _ in runs:
         turn, tooled = None, set()
         for e in _trace(r):
-            turn = e.data.get("turn_id", turn) if e.kind == "turn_start" else turn
+            turn = e.data.turn_id if isinstance(e, TurnStartEvent) else turn
             if e.kind == "tool" and turn is not None:
                 tooled.add(turn)
         for t in r.correct:
@@ -311,7 +315,7 @@ def plots(results: list[ArmResult], runs: list[tuple[ArmResult, object]], out: P
 def _located(r: ArmResult, run_dir: Path) -> ArmResult:
     """The arm's folder inside the run folder (the run may have been moved or copied since the
     result recorded its path), else the recorded one."""
-    inside = Path(run_dir) / "tasks" / r.task_id / r.arm
+    inside = RunFolder(Path(run_dir)).rollout(r.task_id, r.arm).root
     return r.model_copy(update={"run_dir": str(inside)}) if inside.is_dir() else r
 
 
@@ -353,7 +357,7 @@ def fidelity_tables(results: list[ArmResult], runs: list[tuple[ArmResult, object
 
 
 def _worker_name(run_dir: Path) -> str | None:
-    cfg = run_dir / "config.yaml"
+    cfg = RunFolder(run_dir).config
     if not cfg.is_file():
         return None
     from omegaconf import DictConfig, OmegaConf
@@ -369,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples for the gains table")
     args = parser.parse_args(argv)
     out = args.out or args.runs[0] / "tables"
-    corpus = {d: find_corpus_stats(d) for d in args.runs if not (d / "results").is_dir()}
+    corpus = {d: find_corpus_stats(d) for d in args.runs if not RunFolder(d).results.is_dir()}
     if corpus and all(corpus.values()):  # synthesis out_dirs: the corpus statistics (make synth)
         try:
             for d, stats in corpus.items():

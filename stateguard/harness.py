@@ -138,12 +138,14 @@ class Harness:
             self.last_valid_checkpoint = store.load(latest).checkpoint_id
 
     # ------------------------------------------------------------------ flow-facing API
-    def record_step(self, step: WorkerStep) -> None:
-        """Append one worker step to the trajectory (called by the rollout loop)."""
+    def record_step(self, step: WorkerStep, *, started: float | None = None) -> None:
+        """Append one worker step to the trajectory (called by the rollout loop; `started` is the
+        trace clock when the step began, so readers get its duration, not only its end)."""
         if step.index in self.steps:
             raise ValueError(f"worker step {step.index} was already recorded; step indices are unique per task")
         self.steps[step.index] = step
-        self.trace.emit("worker_step", **step.model_dump(mode="json", exclude={"schema_version"}))
+        timing = {} if started is None else {"started": started}
+        self.trace.emit("worker_step", **step.model_dump(mode="json", exclude={"schema_version"}), **timing)
 
     def begin_review(self, event: EventType, *, terminal: bool = False) -> ManagerObservation:
         """Start a manager activation at a review point and return the observation."""

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import Field
 
 from stateguard.actions import Action, RawAction
+from stateguard.artifacts.run_folder import STORE_FILE, TRACE_FILE, RolloutFolder
 from stateguard.flows import FlowConfig
 from stateguard.harness import Harness, HarnessConfig, HarnessResult, Outcome
 from stateguard.lifecycle import Actor, ControlAction, Regime, Stage, is_legal
@@ -68,8 +69,9 @@ class _Run:
     def __init__(self, task: AgentTask, worker: WorkerAdapter, workspace: LiveWorkspace, flow: FlowConfig,
                  manager: ManagerPolicy | None, run_dir: Path | None, harness_config: dict[str, Any]):  # fmt: skip
         self.task, self.worker, self.ws, self.flow, self.manager = task, worker, workspace, flow, manager
-        self.store = StateStore(run_dir / "states.sqlite" if run_dir else ":memory:")
-        self.trace = Trace(run_dir / "trace.jsonl" if run_dir else None)
+        folder = None if run_dir is None else RolloutFolder(run_dir)
+        self.store = StateStore(folder.store if folder else ":memory:")
+        self.trace = Trace(folder.trace if folder else None)
         config = HarnessConfig(regime=flow.regime, task_text=task.query_text, **harness_config)
         self.harness = Harness(self.store, config, trace=self.trace, workspace=workspace, worker=worker)
         self.budget = flow.budget(manager is not None)
@@ -87,10 +89,11 @@ class _Run:
     def work(self, *, pause_every: int | None = None) -> bool:
         """Run the worker until it is done, the budget is spent, or a pause is due; True if paused."""
         while not self.worker.done() and self.used < self.budget:
+            started = self.trace.now()
             step = self.worker.step(self.step_index)
             if step is None:
                 break
-            self.harness.record_step(step)
+            self.harness.record_step(step, started=started)
             self.step_index += 1
             self.used += 1
             self.since_review += 1
@@ -189,7 +192,7 @@ class _Run:
     def run_turn_aligned(self) -> None:
         for i, turn in enumerate(self.task.turns):
             self.turn = turn
-            self.trace.emit("turn_start", turn_id=turn.turn_id)
+            self.trace.emit("turn_start", turn_id=turn.turn_id, question=turn.question)
             self.used = 0
             self.review(EventType.TURN_START)
             self.worker.inject(WorkerMessage.user_turn(turn))
@@ -204,7 +207,7 @@ class _Run:
                 if not turns:
                     break
                 self.turn = turns.pop(0)
-                self.trace.emit("turn_start", turn_id=self.turn.turn_id)
+                self.trace.emit("turn_start", turn_id=self.turn.turn_id, question=self.turn.question)
                 if per_turn:
                     self.used = 0
                 self.worker.inject(WorkerMessage.user_turn(self.turn))
@@ -257,8 +260,8 @@ def rollout(
         raise ValueError(f"arm {arm_name!r} with manager {getattr(manager, 'name', None)!r}: the baseline arm runs "
                          "without a manager and every other arm with one")  # fmt: skip
     path = None if run_dir is None else Path(run_dir)
-    if path is not None and any((path / name).exists() for name in ("states.sqlite", "trace.jsonl", "result.json")):
-        raise FileExistsError(f"{path} already holds a run (states.sqlite / trace.jsonl); use a new run_dir or delete it")
+    if path is not None and RolloutFolder(path).holds_run():
+        raise FileExistsError(f"{path} already holds a run ({STORE_FILE} / {TRACE_FILE}); use a new run_dir or delete it")
     run = _Run(task, worker, workspace, flow, manager, path, harness_config or {})
     run.trace.emit("run_start", task_id=task.task_id, arm=arm_name,
                    flow=flow.model_dump(mode="json"), manager=getattr(manager, "name", None))  # fmt: skip
@@ -307,7 +310,7 @@ def rollout(
         run_dir=None if path is None else str(path),
     )
     if path is not None:
-        (path / "result.json").write_text(result.model_dump_json(indent=1))
+        RolloutFolder(path).result.write_text(result.model_dump_json(indent=1))
     run.trace.close()
     run.store.close()
     return result

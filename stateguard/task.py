@@ -25,6 +25,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from stateguard.artifacts.task_folder import TASK_FILE
+
 
 class AgentTurn(BaseModel):
     """One turn as an agent sees it: no reference code, no answer."""
@@ -166,7 +168,7 @@ def load_task(folder: str | Path, *, task_id: str | None = None, base_path: str 
     worker) and an `answer` object: a turn without them would be scored wrong rather than refused. A
     turn over MAX_TURN_CHARS is refused too (it would be fed whole to parsers and models)."""
     folder = Path(folder)
-    path = folder / "task.json"
+    path = folder / TASK_FILE
     try:
         size = path.stat().st_size
         if size > MAX_TASK_BYTES:

@@ -6,8 +6,12 @@ and the viewer read this file. Events emitted inside a harness transaction are b
 written only if the transaction commits, so a rejected action adds exactly one `action` event
 (its verdict) and nothing else.
 
-    trace = Trace("runs/demo/trace.jsonl"); trace.emit("worker_step", index=3, ...)
-    events = read_trace("runs/demo/trace.jsonl")
+Each line is one `stateguard.artifacts.events.TraceEvent` (a union keyed on `kind`): `emit`
+validates the payload against its kind's model, so a renamed or unknown field fails where it is
+written, and `read_trace` returns typed events.
+
+    trace = Trace(RolloutFolder(run).trace); trace.emit("turn_start", turn_id=3, question="...")
+    events = read_trace(RolloutFolder(run).trace)
 """
 
 from __future__ import annotations
@@ -20,16 +24,21 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import ValidationError
 
-from stateguard.records import SCHEMA_VERSION, Record
+from stateguard.artifacts.events import EVENTS, TraceEvent
+from stateguard.artifacts.files import describe_errors
+from stateguard.records import SCHEMA_VERSION
+
+__all__ = ["Trace", "TraceEvent", "read_trace"]
 
 
-class TraceEvent(Record):
-    seq: int = Field(ge=0, description="Position in the log, from 0.")
-    kind: str
-    ts: float | None = Field(default=None, description="Wall-clock seconds; None with a deterministic clock.")
-    data: dict[str, Any] = Field(default_factory=dict)
+def _event(raw: dict[str, Any], where: str) -> TraceEvent:
+    try:
+        return EVENTS.validate_python(raw)
+    except ValidationError as exc:
+        kind = raw.get("kind")
+        raise ValueError(f"{where}: not a valid {kind!r} trace event: {describe_errors(exc, drop=str(kind))}") from None
 
 
 class Trace:
@@ -38,7 +47,7 @@ class Trace:
     def __init__(self, path: str | Path | None = None, *, clock: Callable[[], float | None] = time.time):
         self.path = None if path is None else Path(path)
         self._clock = clock
-        self._buffer: list[TraceEvent] | None = None
+        self._buffer: list[str] | None = None
         self._memory: list[str] = []
         self._fd: int | None = None
         self._seq = 0
@@ -53,23 +62,30 @@ class Trace:
             os.close(self._fd)
             self._fd = None
 
+    def now(self) -> float | None:
+        """The trace's clock (None with a deterministic clock): for times recorded inside events."""
+        return self._clock()
+
     @property
     def next_seq(self) -> int:
         return self._seq + (len(self._buffer) if self._buffer is not None else 0)
 
     def emit(self, kind: str, **data: Any) -> TraceEvent:
-        event = TraceEvent(seq=self.next_seq, kind=kind, ts=self._clock(), data=data)
+        raw = {"schema_version": SCHEMA_VERSION, "seq": self.next_seq, "kind": kind, "ts": self._clock(), "data": data}
+        # The line is the emitted payload as given (no defaults added); validating it first makes
+        # a field that its kind's model does not declare, or a missing one, fail here.
+        line = json.dumps(raw, sort_keys=True, default=str)
+        event = _event(json.loads(line), "Trace.emit")
         if self._buffer is not None:
-            self._buffer.append(event)
+            self._buffer.append(line)
         else:
-            self._write([event])
+            self._write([line])
         return event
 
-    def _write(self, events: list[TraceEvent]) -> None:
-        if not events:
+    def _write(self, lines: list[str]) -> None:
+        if not lines:
             return
-        lines = [json.dumps(e.model_dump(mode="json"), sort_keys=True, default=str) for e in events]
-        self._seq += len(events)
+        self._seq += len(lines)
         if self._fd is None:
             self._memory.extend(lines)
             return
@@ -98,7 +114,7 @@ class Trace:
         return self.path.read_text().splitlines()
 
     def events(self) -> list[TraceEvent]:
-        return [TraceEvent.model_validate_json(line) for line in self.lines()]
+        return [_event(json.loads(line), f"{self.path or 'trace'}:{n}") for n, line in enumerate(self.lines(), 1)]
 
 
 def read_trace(path: str | Path) -> list[TraceEvent]:
@@ -118,5 +134,5 @@ def read_trace(path: str | Path) -> list[TraceEvent]:
             raise ValueError(
                 f"{path}:{number}: schema_version {data.get('schema_version')!r}, expected {SCHEMA_VERSION!r}"
             )
-        events.append(TraceEvent.model_validate(data))
+        events.append(_event(data, f"{path}:{number}"))
     return events

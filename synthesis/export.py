@@ -39,6 +39,9 @@ from pydantic import BaseModel, Field
 from tqdm import tqdm
 
 from stateguard.actions import tool_schemas
+from stateguard.artifacts.graph import load_graph
+from stateguard.artifacts.run_folder import CorpusFolder
+from stateguard.artifacts.task_folder import TaskFolder
 from stateguard.corpus_stats import render_markdown
 from stateguard.policies.prompts import system_prompt, task_block
 from stateguard.task import Task
@@ -201,8 +204,8 @@ def rl_prompts(rec: TrajectoryRecord, task: Task) -> list[dict[str, Any]]:
 
 
 def _relation_map(task_dir: Path) -> dict[int, list[str]]:
-    graph = json.loads((task_dir / "hidden" / "graph.json").read_text(encoding="utf-8"))
-    return {int(s["turn_id"]): sorted({r["type"] for r in s["relations"]}) for s in graph["stages"]}
+    graph = load_graph(TaskFolder(task_dir))
+    return {s.turn_id: sorted({r.type.value for r in s.relations}) for s in graph.stages}
 
 
 def write_sft(samples: list[dict[str, Any]], out: Path, rejections: dict[str, int]) -> None:
@@ -252,7 +255,7 @@ def _task_records(root: Path, out: Path, opts: ExportOptions) -> list[Trajectory
     """The trajectories of one task, cached in `out/records/<task_id>.jsonl` (a rerun resumes)."""
     key = {"seed": opts.seed, "repairs": opts.repairs, "autos": opts.autos, "benign": opts.benign,
            "heavy": opts.heavy, "abandon": opts.abandon, "teacher": opts.teacher, "version": TEACHER_VERSION}
-    cache = out / "records" / f"{root.name}.jsonl"
+    cache = CorpusFolder(out).record_file(root.name)
     if cache.is_file():
         lines = cache.read_text(encoding="utf-8").splitlines()
         if lines and json.loads(lines[0]) == key:
@@ -308,7 +311,7 @@ def export(tasks_dir: str | Path, out_dir: str | Path, *, seed: int = 0, repairs
         raise ValueError(f"export backend={opts.backend!r}: use process or ray")
     start = time.perf_counter()
     out = Path(out_dir)
-    roots = sorted(p.parent.parent for p in Path(tasks_dir).glob("*/hidden/task.json"))
+    roots = sorted(p for p in Path(tasks_dir).glob("*") if TaskFolder(p).task.is_file())
     by_task = _records_by_task(roots, out, opts)
     records: list[TrajectoryRecord] = []
     kept: list[TrajectoryRecord] = []

@@ -32,12 +32,13 @@ from omegaconf import DictConfig
 from pydantic import BaseModel, Field
 from tqdm import tqdm
 
+from stateguard.artifacts.graph import load_graph
+from stateguard.artifacts.task_folder import TaskFolder
 from synthesis.freeze import FreezeError, bench_manifest, check_frozen, write_frozen
 from synthesis.replay import has_valid_marker, verify_replay, write_marker
 from synthesis.shapes import SHAPES, build_shaped_task, shaped_task_id
 from synthesis.sources.tabular import get_info
 from synthesis.tasks import build_task
-from synthesis.worker_faults import FAULTS_FILE
 
 __all__ = ["DroppedTask", "SynthResult", "TaskOutcome", "TaskSpec", "main", "plan_specs", "run", "synth_one"]
 
@@ -121,20 +122,20 @@ def plan_specs(
 
 
 def _relation_counts(root: Path) -> dict[str, int]:
-    graph = json.loads((root / "hidden" / "graph.json").read_text(encoding="utf-8"))
-    return dict(Counter(rel["type"] for stage in graph["stages"] for rel in stage["relations"]))
+    graph = load_graph(TaskFolder(root))
+    return dict(Counter(rel.type.value for stage in graph.stages for rel in stage.relations))
 
 
 def is_complete(root: Path) -> bool:
     """A finished task: manifest, per-turn fingerprints and a replay marker that still matches."""
-    return (root / "manifest.json").is_file() and (root / "hidden" / "fingerprints.json").is_file() \
-        and has_valid_marker(root)  # fmt: skip
+    folder = TaskFolder(root)
+    return folder.manifest.is_file() and folder.fingerprints.is_file() and has_valid_marker(root)
 
 
 def synth_one(spec: TaskSpec, out_dir: str, verify: bool = True, worker_faults: int = 0) -> TaskOutcome:
     """Build (or skip) one task and verify it; never raises for a bad task -- it is dropped."""
     root = Path(out_dir) / spec.task_id
-    if is_complete(root) and (not worker_faults or (root / FAULTS_FILE).is_file()):
+    if is_complete(root) and (not worker_faults or TaskFolder(root).faults.is_file()):
         return TaskOutcome(task_id=spec.task_id, dataset=spec.dataset, status="skipped",
                            relation_counts=_relation_counts(root))  # fmt: skip
 

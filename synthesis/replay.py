@@ -29,6 +29,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from stateguard.artifacts.graph import load_graph
+from stateguard.artifacts.manifest import load_manifest
+from stateguard.artifacts.task_folder import TaskFolder
 from stateguard.task import Task, load_task, prelude
 from synthesis.fingerprint import fingerprint
 
@@ -47,8 +50,9 @@ __all__ = [
     "write_marker",
 ]
 
-FINGERPRINTS = "hidden/fingerprints.json"
-MARKER = "hidden/replay.json"
+_HIDDEN = TaskFolder(Path("."))  # relative names inside a task folder, as the manifest and marker record them
+FINGERPRINTS = _HIDDEN.rel(_HIDDEN.fingerprints)
+MARKER = _HIDDEN.rel(_HIDDEN.replay)
 ANSWER_KEY = "answer"
 
 
@@ -124,17 +128,12 @@ def _file_sha256(path: Path) -> str:
 
 def _stage_names(task_dir: Path) -> dict[int, list[str]]:
     """turn -> the stages it materializes, in order (one per turn, several in a segment-shaped task)."""
-    graph = json.loads((task_dir / "hidden" / "graph.json").read_text(encoding="utf-8"))
-    out: dict[int, list[str]] = {}
-    for s in graph.get("stages", []):
-        out.setdefault(int(s["turn_id"]), []).append(str(s["name"]))
-    return out
+    return load_graph(TaskFolder(task_dir)).stages_by_turn()
 
 
 def _load(task_dir: Path) -> Task:
-    return load_task(
-        task_dir / "hidden", task_id=task_dir.name, base_path=str((task_dir / "agent").resolve())
-    )
+    folder = TaskFolder(task_dir)
+    return load_task(folder.hidden, task_id=task_dir.name, base_path=str(folder.agent.resolve()))
 
 
 def replay_turns(task_dir: str | Path) -> list[TurnReplay]:
@@ -209,12 +208,13 @@ def write_fingerprints(task_dir: str | Path) -> dict[str, dict[str, str]]:
 
 
 def _check_manifest(task_dir: Path) -> list[Mismatch]:
-    path = task_dir / "manifest.json"
-    if not path.is_file():
-        return [Mismatch(kind="missing_file", file="manifest.json", reason="manifest.json is missing")]
-    manifest = json.loads(path.read_text(encoding="utf-8"))
-    agent = task_dir / manifest.get("agent_dir", "agent")
-    listed: dict[str, str] = manifest.get("sha256", {})
+    folder = TaskFolder(task_dir)
+    name = folder.rel(folder.manifest)
+    if not folder.manifest.is_file():
+        return [Mismatch(kind="missing_file", file=name, reason=f"{name} is missing")]
+    manifest = load_manifest(folder)
+    agent = task_dir / manifest.agent_dir
+    listed = manifest.sha256
     out: list[Mismatch] = []
     for rel, digest in sorted(listed.items()):
         f = agent / rel
@@ -222,7 +222,7 @@ def _check_manifest(task_dir: Path) -> list[Mismatch]:
             out.append(Mismatch(kind="agent_file", file=rel, reason=f"agent file {rel} is missing"))
         elif _file_sha256(f) != digest:
             out.append(
-                Mismatch(kind="agent_file", file=rel, reason=f"agent file {rel} differs from manifest.json")
+                Mismatch(kind="agent_file", file=rel, reason=f"agent file {rel} differs from {name}")
             )
     present = (
         {p.relative_to(agent).as_posix() for p in agent.rglob("*") if p.is_file()}
@@ -230,7 +230,7 @@ def _check_manifest(task_dir: Path) -> list[Mismatch]:
         else set()
     )
     for rel in sorted(present - set(listed)):
-        out.append(Mismatch(kind="agent_file", file=rel, reason=f"agent file {rel} is not in manifest.json"))
+        out.append(Mismatch(kind="agent_file", file=rel, reason=f"agent file {rel} is not in {name}"))
     return out
 
 
@@ -263,7 +263,7 @@ def verify_replay(task_dir: str | Path) -> ReplayReport:
     try:
         task = _load(task_dir)
     except (FileNotFoundError, ValueError) as exc:
-        mismatches.append(Mismatch(kind="missing_file", file="hidden/task.json", reason=str(exc)))
+        mismatches.append(Mismatch(kind="missing_file", file=_HIDDEN.rel(_HIDDEN.task), reason=str(exc)))
         return ReplayReport(task_id=task_dir.name, ok=False, mismatches=mismatches)
     expected = {t.turn_id: t.answer for t in task.turns}
     results = replay_turns(task_dir)
@@ -307,7 +307,7 @@ def verify_replay(task_dir: str | Path) -> ReplayReport:
 
 # --- marker ---------------------------------------------------------------------------------
 
-_VOUCHED = ("manifest.json", "hidden/task.json", "hidden/graph.json", FINGERPRINTS)
+_VOUCHED = (_HIDDEN.rel(_HIDDEN.manifest), _HIDDEN.rel(_HIDDEN.task), _HIDDEN.rel(_HIDDEN.graph), FINGERPRINTS)
 
 
 def _vouched_hashes(task_dir: Path) -> dict[str, str] | None:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import random
 import re
 from decimal import Decimal
@@ -32,6 +31,8 @@ import sqlglot
 from pydantic import BaseModel
 from sqlglot import exp
 
+from stateguard.artifacts.graph import load_graph
+from stateguard.artifacts.task_folder import TaskFolder
 from stateguard.task import load_task, prelude
 from synthesis.fingerprint import fingerprint
 from synthesis.interventions import (
@@ -195,7 +196,8 @@ def benign_moves(sql: str, con: Any, stage: str) -> list[tuple[str, Intervention
 # ------------------------------------------------------------------------------- screening
 def _materialize(task_dir: Path) -> dict[str, Any]:
     """Run every turn's reference program in one fresh namespace (all stage tables exist after)."""
-    task = load_task(task_dir / "hidden", task_id=task_dir.name, base_path=str((task_dir / "agent").resolve()))
+    folder = TaskFolder(task_dir)
+    task = load_task(folder.hidden, task_id=task_dir.name, base_path=str(folder.agent.resolve()))
     namespace: dict[str, Any] = {}
     exec(prelude(task), namespace)
     with contextlib.redirect_stdout(io.StringIO()):
@@ -214,22 +216,23 @@ def _fingerprint(con: Any, sql: str) -> str | None:
 def screen(task_dir: str | Path, rng: random.Random) -> list[Candidate]:
     """Every applicable single-site counterfactual of every stage, with its effect and whether it is stated."""
     root = Path(task_dir)
-    turns = json.loads((root / "hidden" / "task.json").read_text(encoding="utf-8"))
-    graph = json.loads((root / "hidden" / "graph.json").read_text(encoding="utf-8"))
-    codes = {int(t["turn_id"]): t["code"] for t in turns}
-    intro = turns[0].get("context", "") if turns else ""
-    texts = {int(t["turn_id"]): f"{intro}\n{t.get('context', '')}\n{t['question']}" for t in turns}
+    folder = TaskFolder(root)
+    turns = load_task(folder.hidden, task_id=root.name).turns
+    graph = load_graph(folder)
+    codes = {t.turn_id: t.code for t in turns}
+    intro = turns[0].context if turns else ""
+    texts = {t.turn_id: f"{intro}\n{t.context}\n{t.question}" for t in turns}
     namespace = _materialize(root)
     con = namespace["con"]
     out: list[Candidate] = []
     try:
-        for stage in graph["stages"]:
-            turn, name, sql = int(stage["turn_id"]), stage["name"], stage["sql"]
+        for stage in graph.stages:
+            turn, name, sql = stage.turn_id, stage.name, stage.sql
             if codes[turn].count(sql) != 1:
                 continue
             reference = _fingerprint(con, f"SELECT * FROM {name}")
             options = candidate_interventions(sql, rng, stage=name) + benign_moves(sql, con, name)
-            text = stage.get("question") or texts[turn]
+            text = stage.question or texts[turn]
             seen: set[str] = set()
             for new_sql, record in options:
                 if new_sql in seen:

@@ -23,7 +23,6 @@ replay check and the manifest are those of `synthesis.tasks`.
 
 from __future__ import annotations
 
-import json
 import random
 import shutil
 from pathlib import Path
@@ -31,6 +30,8 @@ from typing import Literal
 
 import duckdb
 
+from stateguard.artifacts.graph import RelationGraph, load_graph, save_graph
+from stateguard.artifacts.task_folder import TaskFolder
 from stateguard.state import RelationType
 from synthesis.relations import derive_relations, invalidate, stage_state_ids
 from synthesis.replay import run_turns
@@ -112,13 +113,14 @@ def build_shaped_task(out_dir: str | Path, *, shape: Shape, dataset: str = "peng
         root = Path(out_dir) / task_id
         if root.exists():
             shutil.rmtree(root)
-        (root / "agent" / "data").mkdir(parents=True)
-        (root / "hidden").mkdir()
+        folder = TaskFolder(root)
+        folder.data.mkdir(parents=True)
+        folder.hidden.mkdir()
         used = {s.name for specs in turn_stages for s in specs}
         base_tables = sorted({b for t in threads for b in t.base_tables if any(n in used for n in t.default_names.values())}
                              or {b for t in threads for b in t.base_tables}, key=info.table_names.index)  # fmt: skip
         for table in base_tables:
-            _write_csv(prof, info.name, table, root / "agent" / "data" / f"{table}.csv")
+            _write_csv(prof, info.name, table, folder.data / f"{table}.csv")
     finally:
         prof.close()
 
@@ -133,13 +135,13 @@ def build_shaped_task(out_dir: str | Path, *, shape: Shape, dataset: str = "peng
     for i, group in enumerate(turn_stages, start=1):
         head = "\n".join(_loader(info.name, base_tables)) + "\n" if i == 1 else ""
         codes.append(head + "\n\n".join(_stage_blocks(s) for s in group) + "\n")
-    answers = run_turns(codes, root / "agent")
+    answers = run_turns(codes, folder.agent)
     intro = (f"Dataset: {info.description} The base tables are CSV files under data/ "
              f"({', '.join(f'{t}.csv' for t in base_tables)}). Report every decimal-valued result rounded to 2 "
              "decimal places; compute with unrounded intermediate values.")  # fmt: skip
     turns_out = [{"turn_id": i, "context": intro if i == 1 else "", "question": q, "code": c, "answer": a}
                  for i, (q, c, a) in enumerate(zip(questions, codes, answers, strict=True), start=1)]  # fmt: skip
-    (root / "agent" / "questions.json").write_text(
+    folder.questions.write_text(
         _dump([{k: t[k] for k in ("turn_id", "context", "question")} for t in turns_out]), encoding="utf-8")
     turn_of = {s.name: i for i, group in enumerate(turn_stages, start=1) for s in group}
     ids = stage_state_ids(stages)
@@ -156,8 +158,8 @@ def build_shaped_task(out_dir: str | Path, *, shape: Shape, dataset: str = "peng
     kinds = {r.type for rels in relations.values() for r in rels}
     if RelationType.INIT not in kinds:
         raise RuntimeError(f"{task_id}: no Init stage in the plan")
-    (root / "hidden" / "graph.json").write_text(_dump(graph), encoding="utf-8")
-    (root / "hidden" / "task.json").write_text(_dump(turns_out), encoding="utf-8")
+    save_graph(folder, RelationGraph.model_validate(graph))  # only the keys given are written (frozen bytes)
+    folder.task.write_text(_dump(turns_out), encoding="utf-8")
     return finish_task(root, task_id, seed=seed, worker_faults=worker_faults)
 
 
@@ -171,8 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     root = build_shaped_task(args.out_dir, shape=args.shape, dataset=args.dataset, seed=args.seed)
-    graph = json.loads((root / "hidden" / "graph.json").read_text())
-    print(f"{root}: {len(graph['stages'])} stages in {len(graph['segments'])} segments")
+    graph = load_graph(TaskFolder(root))
+    print(f"{root}: {len(graph.stages)} stages in {len(graph.segments or [])} segments")
     return 0
 
 

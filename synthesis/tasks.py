@@ -41,6 +41,9 @@ from typing import Any
 
 import duckdb
 
+from stateguard.artifacts.graph import RelationGraph, load_graph, save_graph
+from stateguard.artifacts.manifest import TaskManifest, save_manifest
+from stateguard.artifacts.task_folder import TaskFolder
 from stateguard.state import RelationType
 from synthesis.relations import derive_relations, invalidate, stage_state_ids
 from synthesis.replay import run_turns, write_fingerprints
@@ -322,9 +325,10 @@ def build_task(out_dir: str | Path, *, dataset: str = "penguins", seed: int = 0,
         root = Path(out_dir) / task_id
         if root.exists():
             shutil.rmtree(root)
-        data = root / "agent" / "data"
+        folder = TaskFolder(root)
+        data = folder.data
         data.mkdir(parents=True)
-        (root / "hidden").mkdir()
+        folder.hidden.mkdir()
         base_tables = sorted({b for t in threads for b in t.base_tables}, key=info.table_names.index)
         for table in base_tables:
             _write_csv(prof, info.name, table, data / f"{table}.csv")
@@ -337,7 +341,7 @@ def build_task(out_dir: str | Path, *, dataset: str = "penguins", seed: int = 0,
         dep_list = [(turn_of[d], d) for d in deps[p.spec.name]]
         loader = _loader(info.name, base_tables) if i == 1 else None
         codes.append(render_code(p, i, dep_list, turn_of, rng, loader))
-    answers = run_turns(codes, root / "agent")
+    answers = run_turns(codes, folder.agent)
 
     intro = (
         f"Dataset: {info.description} The base tables are CSV files under data/ "
@@ -349,10 +353,10 @@ def build_task(out_dir: str | Path, *, dataset: str = "penguins", seed: int = 0,
         context = "\n".join(x for x in (intro if i == 1 else "", p.context) if x)
         turns_out.append({"turn_id": i, "context": context, "question": p.spec.question, "code": code,
                           "answer": answer})  # fmt: skip
-    (root / "agent" / "questions.json").write_text(
+    folder.questions.write_text(
         _dump([{k: t[k] for k in ("turn_id", "context", "question")} for t in turns_out]), encoding="utf-8"
     )
-    (root / "hidden" / "task.json").write_text(_dump(turns_out), encoding="utf-8")
+    folder.task.write_text(_dump(turns_out), encoding="utf-8")
     ids = stage_state_ids(stages)
     graph = {
         "task_id": task_id, "dataset": info.name, "seed": seed, "turns": turns,
@@ -365,7 +369,7 @@ def build_task(out_dir: str | Path, *, dataset: str = "penguins", seed: int = 0,
             for p in planned
         ],
     }  # fmt: skip
-    (root / "hidden" / "graph.json").write_text(_dump(graph), encoding="utf-8")
+    save_graph(folder, RelationGraph.model_validate(graph))  # only the keys given are written (frozen bytes)
     return finish_task(root, task_id, seed=seed, worker_faults=worker_faults)
 
 
@@ -375,10 +379,8 @@ def finish_task(root: Path, task_id: str, *, seed: int, worker_faults: int) -> P
     write_fingerprints(root)  # a fresh replay: {turn_id: {stage: sha256, "answer": sha256}}
     if worker_faults:  # benchmark tasks: the scripted worker's contaminating mistakes (hidden)
         plan_worker_faults(root, seed=seed, n=worker_faults)
-    agent = root / "agent"
-    files = {p.relative_to(agent).as_posix(): _sha256(p) for p in sorted(agent.rglob("*")) if p.is_file()}
-    (root / "manifest.json").write_text(_dump({"task_id": task_id, "agent_dir": "agent", "sha256": files}),
-                                        encoding="utf-8")  # fmt: skip
+    folder = TaskFolder(root)
+    save_manifest(folder, TaskManifest.of(folder, task_id))
     return root
 
 
@@ -393,12 +395,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=12, help=f"number of turns (at least {MIN_TURNS})")
     args = parser.parse_args(argv)
     root = build_task(args.out_dir, dataset=args.dataset, seed=args.seed, turns=args.turns)
-    graph = json.loads((root / "hidden" / "graph.json").read_text())
+    graph = load_graph(TaskFolder(root))
     counts: dict[str, int] = {}
-    for stage in graph["stages"]:
-        for rel in stage["relations"]:
-            counts[rel["type"]] = counts.get(rel["type"], 0) + 1
-    print(f"{root}: {len(graph['stages'])} turns; relations {json.dumps(counts, sort_keys=True)}")
+    for stage in graph.stages:
+        for rel in stage.relations:
+            counts[rel.type.value] = counts.get(rel.type.value, 0) + 1
+    print(f"{root}: {len(graph.stages)} turns; relations {json.dumps(counts, sort_keys=True)}")
     return 0
 
 

@@ -33,9 +33,20 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from stateguard.artifacts.events import (
+    ActionEvent,
+    HintDeliveredEvent,
+    RepairEvent,
+    StateCommittedEvent,
+    WorkerStepEvent,
+)  # fmt: skip
+from stateguard.artifacts.graph import load_graph
+from stateguard.artifacts.run_folder import CorpusFolder, RolloutFolder
+from stateguard.artifacts.task_folder import TaskFolder
 from stateguard.policies.base import ManagerPolicy
 from stateguard.policies.rules import RulesManager
 from stateguard.rollout import rollout
+from stateguard.state import AnalyticalState
 from stateguard.task import Task, load_task
 from stateguard.teacher import (
     ActivationLog,
@@ -120,31 +131,28 @@ def llm_teacher() -> ManagerPolicy:
 # ---------------------------------------------------------------------------------- plans
 def load_built_task(task_dir: str | Path) -> Task:
     root = Path(task_dir)
-    return load_task(root / "hidden", task_id=root.name, base_path=str((root / "agent").resolve()))
-
-
-def _graph(task_dir: Path) -> dict[str, Any]:
-    return dict(json.loads((task_dir / "hidden" / "graph.json").read_text(encoding="utf-8")))
+    folder = TaskFolder(root)
+    return load_task(folder.hidden, task_id=root.name, base_path=str(folder.agent.resolve()))
 
 
 def base_plan(task_dir: str | Path) -> TeacherPlan:
     """The clean plan of a built task: its flow, each stage's as-stated query, the definition
     updates of the hidden graph and, in segment flows, where each stage ends."""
     root = Path(task_dir)
-    graph = _graph(root)
+    graph = load_graph(TaskFolder(root))
     codes = {t.turn_id: t.code for t in load_built_task(root).turns}
-    stages = graph["stages"]
-    by_id = {s["state_id"]: s["name"] for s in stages}
-    checks = {s["name"]: StageCheck(table=s["name"], stated_sql=stated_select(s["sql"]))
-              for s in stages if codes.get(int(s["turn_id"]), "").count(s["sql"]) == 1}  # fmt: skip
-    invalidates = {s["name"]: [by_id[r["related_state_id"]] for r in s["relations"]
-                               if r["type"] == "invalidate" and r.get("related_state_id") in by_id]
+    stages = graph.stages
+    by_id = {s.state_id: s.name for s in stages}
+    checks = {s.name: StageCheck(table=s.name, stated_sql=stated_select(s.sql))
+              for s in stages if codes.get(s.turn_id, "").count(s.sql) == 1}  # fmt: skip
+    invalidates = {s.name: [by_id[r.related_state_id] for r in s.relations
+                            if r.type.value == "invalidate" and r.related_state_id in by_id]
                    for s in stages}  # fmt: skip
     return TeacherPlan(
-        flow=graph.get("flow", "longds"), checks=checks,
-        stage_of_turn={} if graph.get("segments") else {int(s["turn_id"]): s["name"] for s in stages},
+        flow=graph.flow_name, checks=checks,
+        stage_of_turn={} if graph.segments else {s.turn_id: s.name for s in stages},
         invalidates={k: v for k, v in invalidates.items() if v},
-        segments=[Segment.model_validate(s) for s in graph.get("segments", [])],
+        segments=[Segment.model_validate(s.model_dump()) for s in graph.segments or []],
     )  # fmt: skip
 
 
@@ -155,28 +163,27 @@ def _run(task: Task, plan: TeacherPlan, faults: list[Fault], run_dir: Path, live
     teacher = TeacherPolicy(plan, live=live)
     worker = teacher_worker(faults, plan.resist, reference=task)
     result = rollout(task.agent_view(), worker, DictWorkspace(), flow=flow_named(plan.flow), manager=teacher, run_dir=run_dir)
-    events = read_trace(run_dir / "trace.jsonl")
-    steps = [{k: e.data.get(k) for k in ("index", "turn", "action", "output", "success")}
-             | {"purpose": e.data.get("meta", {}).get("purpose"), "turn_end": bool(e.data.get("meta", {}).get("turn_end"))}
-             for e in events if e.kind == "worker_step"]  # fmt: skip
-    actions = [{"seq": e.seq, **{k: e.data.get(k) for k in ("name", "accepted", "stage", "activation")}}
-               for e in events if e.kind == "action"]  # fmt: skip
+    events = read_trace(RolloutFolder(run_dir).trace)
+    steps = [{"index": s.index, "turn": s.turn, "action": s.action, "output": s.output, "success": s.success,
+              "purpose": s.meta.purpose, "turn_end": s.meta.turn_end}
+             for s in (e.data for e in events if isinstance(e, WorkerStepEvent))]  # fmt: skip
+    actions = [{"seq": e.seq, "name": e.data.name, "accepted": e.data.accepted, "stage": e.data.stage,
+                "activation": e.data.activation} for e in events if isinstance(e, ActionEvent)]  # fmt: skip
     return {"worker_steps": steps, "action_events": actions, "answers": result.answers, "degraded": result.degraded,
             "trace_kinds": sorted({e.kind for e in events}), "activations": teacher.log, "run_dir": str(run_dir),
-            "teacher": teacher.name, "repair_modes": [str(e.data.get("mode")) for e in events if e.kind == "repair"],
+            "teacher": teacher.name, "repair_modes": [e.data.mode for e in events if isinstance(e, RepairEvent)],
             "rollbacks": sum(e.kind == "rollback" for e in events),
-            "states": [_state_stats(e.data.get("state") or {}, plan) for e in events if e.kind == "state_committed"],
-            "hints": dict(Counter(str((e.data.get("hint") or {}).get("kind")) for e in events
-                                  if e.kind == "hint_delivered"))}  # fmt: skip
+            "states": [_state_stats(e.data.state, plan) for e in events if isinstance(e, StateCommittedEvent)],
+            "hints": dict(Counter(e.data.hint.kind for e in events
+                                  if isinstance(e, HintDeliveredEvent)))}  # fmt: skip
 
 
-def _state_stats(state: dict[str, Any], plan: TeacherPlan) -> dict[str, Any]:
+def _state_stats(state: AnalyticalState, plan: TeacherPlan) -> dict[str, Any]:
     """What a committed state holds (for the corpus statistics)."""
-    constraints = state.get("constraints") or []
-    return {"id": state.get("id"), "constraints": len(constraints),
-            "executable": sum(1 for c in constraints if c.get("code")),
-            "variables": len(state.get("used_variables") or []), "conclusions": len(state.get("conclusions") or []),
-            "relations": [str(r.get("type")) for r in state.get("relations") or []]}  # fmt: skip
+    return {"id": state.id, "constraints": len(state.constraints),
+            "executable": sum(1 for c in state.constraints if c.code),
+            "variables": len(state.used_variables), "conclusions": len(state.conclusions),
+            "relations": [r.type.value for r in state.relations]}  # fmt: skip
 
 
 def generate(task_dir: str | Path, out_dir: str | Path, *, seed: int, repairs: int = 2, autos: int = 1,
@@ -189,7 +196,7 @@ def generate(task_dir: str | Path, out_dir: str | Path, *, seed: int, repairs: i
         raise ValueError(f"teacher={teacher!r}: use rules or llm (the LLM reads STATEGUARD_MANAGER_*)")
     root = Path(task_dir)
     task = load_built_task(root)
-    runs = Path(out_dir) / "runs" / task.task_id
+    runs = CorpusFolder(Path(out_dir)).runs / task.task_id
     plan = base_plan(root)
     reference = {t.turn_id: t.answer for t in task.turns}
     clean_plan = plan.model_copy(update={"variant": "clean"})

@@ -18,63 +18,63 @@ takes). Hidden: the agent never sees it.
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
-from typing import Any
 
+from stateguard.artifacts.faults import ShippedFault, save_shipped_faults
+from stateguard.artifacts.graph import load_graph
+from stateguard.artifacts.task_folder import TaskFolder
+from stateguard.task import load_task
 from synthesis.interventions import InterventionKind, candidate_interventions
 from synthesis.replay import run_turns
 
-__all__ = ["FAULTS_FILE", "plan_worker_faults"]
-
-FAULTS_FILE = "hidden/faults.json"
+__all__ = ["plan_worker_faults"]
 
 
-def plan_worker_faults(task_root: str | Path, *, seed: int, n: int = 2, tries: int = 8) -> list[dict[str, Any]]:
+def plan_worker_faults(task_root: str | Path, *, seed: int, n: int = 2, tries: int = 8) -> list[ShippedFault]:
     """Choose up to `n` contaminating worker faults for a built task and write hidden/faults.json."""
     root = Path(task_root)
-    turns = json.loads((root / "hidden" / "task.json").read_text(encoding="utf-8"))
-    graph = json.loads((root / "hidden" / "graph.json").read_text(encoding="utf-8"))
-    codes = [t["code"] for t in turns]
-    reference = [t["answer"] for t in turns]
+    folder = TaskFolder(root)
+    turns = load_task(folder.hidden, task_id=root.name).turns
+    graph = load_graph(folder)
+    codes = [t.code for t in turns]
+    reference = [t.answer for t in turns]
     children: dict[str, list[int]] = {}
-    for stage in graph["stages"]:
-        for dep in stage["deps"]:
-            children.setdefault(dep, []).append(int(stage["turn_id"]))
+    for stage in graph.stages:
+        for dep in stage.deps:
+            children.setdefault(dep, []).append(stage.turn_id)
     rng = random.Random(f"faults:{root.name}:{seed}")
     candidates = []
-    for stage in graph["stages"]:
-        turn = int(stage["turn_id"])
-        if not children.get(stage["name"]) or codes[turn - 1].count(stage["sql"]) != 1 or stage["role"] != "thread":
+    for stage in graph.stages:
+        turn = stage.turn_id
+        if not children.get(stage.name) or codes[turn - 1].count(stage.sql) != 1 or stage.role != "thread":
             continue
-        for new_sql, record in candidate_interventions(stage["sql"], rng, stage=stage["name"]):
+        for new_sql, record in candidate_interventions(stage.sql, rng, stage=stage.name):
             candidates.append((turn, stage, new_sql, record))
     rng.shuffle(candidates)
     # A numeric parameter first (a cut-off the question states), then other kinds.
     candidates.sort(key=lambda c: c[3].kind is not InterventionKind.NUMERIC_PARAMETER)
-    chosen: list[dict[str, Any]] = []
+    chosen: list[ShippedFault] = []
     used_turns: set[int] = set()
     attempts = 0
     for turn, stage, new_sql, record in candidates:
         if len(chosen) >= n or attempts >= tries:
             break
-        kinds = {c["kind"] for c in chosen}
+        kinds = {c.kind for c in chosen}
         if turn in used_turns or record.kind.value in kinds:
             continue
         attempts += 1
-        faulty = codes[turn - 1].replace(stage["sql"], new_sql)
+        faulty = codes[turn - 1].replace(stage.sql, new_sql)
         try:
-            answers = run_turns([*codes[: turn - 1], faulty, *codes[turn:]], root / "agent")
+            answers = run_turns([*codes[: turn - 1], faulty, *codes[turn:]], folder.agent)
         except Exception:  # noqa: BLE001 - a θ' that breaks the program is not a quiet contamination
             continue
         contaminated = [i + 1 for i in range(turn, len(codes)) if answers[i] != reference[i]]
         if answers[turn - 1] == reference[turn - 1] or not contaminated:
             continue
-        chosen.append({"turn": turn, "stage": stage["name"], "kind": record.kind.value,
-                       "operation": record.operation, "description": record.description, "code": faulty,
-                       "contaminates": contaminated})  # fmt: skip
+        chosen.append(ShippedFault(turn=turn, stage=stage.name, kind=record.kind.value, operation=record.operation,
+                                   description=record.description, code=faulty, contaminates=contaminated))  # fmt: skip
         used_turns.add(turn)
-    chosen.sort(key=lambda c: c["turn"])
-    (root / FAULTS_FILE).write_text(json.dumps(chosen, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    chosen.sort(key=lambda c: c.turn)
+    save_shipped_faults(folder.faults, chosen)
     return chosen

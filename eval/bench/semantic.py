@@ -32,6 +32,9 @@ from omegaconf import DictConfig, OmegaConf
 from eval.benchmarks.base import EvalTask
 from eval.benchmarks.registry import get_benchmark
 from eval.components import make_manager, make_workspace
+from stateguard.artifacts.faults import load_faults
+from stateguard.artifacts.run_folder import RolloutFolder
+from stateguard.artifacts.task_folder import TaskFolder
 from stateguard.dataflow import cell_dataflow
 from stateguard.rollout import rollout
 from stateguard.trace import Trace
@@ -53,9 +56,9 @@ def _variants(task: EvalTask, kinds: list[dict[str, Any]]) -> list[tuple[str, li
 
 def _fault_meta(task: EvalTask) -> list[dict[str, Any]]:
     """Kind and turn of each shipped mistake (synth: hidden/faults.json next to the data)."""
-    path = task.data_dir.parent.parent / "hidden" / "faults.json"
-    if path.is_file():
-        return [{"kind": f["kind"], "operation": f.get("operation", ""), "turn": int(f["turn"])} for f in json.loads(path.read_text())]
+    shipped = load_faults(TaskFolder(task.data_dir.parent.parent).faults)
+    if isinstance(shipped, list):
+        return [{"kind": f.kind, "operation": f.operation or "", "turn": f.turn} for f in shipped]
     return [{"kind": getattr(f, "kind", "fault"), "operation": "", "turn": int(f.turn)} for f in task.faults]
 
 
@@ -65,7 +68,7 @@ def run_one(task: EvalTask, variant: str, faults: list[Any], setting: str, flow:
     if done.is_file():  # finished in an earlier, interrupted run of the same folder
         return dict(json.loads(done.read_text(encoding="utf-8")))
     shutil.rmtree(folder, ignore_errors=True)
-    calls = Trace(folder / "llm_calls.jsonl")
+    calls = Trace(RolloutFolder(folder).llm_calls)
     start = time.perf_counter()
     workspace = make_workspace("sandbox", task.data_dir, folder)
     try:
@@ -76,7 +79,7 @@ def run_one(task: EvalTask, variant: str, faults: list[Any], setting: str, flow:
     finally:
         workspace.close()
         calls.close()
-    outcome = {"answers": result.answers, "wall_s": time.perf_counter() - start, "trace": str(folder / "trace.jsonl")}
+    outcome = {"answers": result.answers, "wall_s": time.perf_counter() - start, "trace": str(RolloutFolder(folder).trace)}
     done.write_text(json.dumps(outcome, default=str), encoding="utf-8")
     return outcome
 

@@ -25,14 +25,15 @@ checked before any run; one that cannot apply is an error naming the task, varia
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from eval.benchmarks.base import EvalTask
+from stateguard.artifacts.faults import FaultsFile, load_faults
+from stateguard.artifacts.files import ArtifactError
 from stateguard.workers.faults import Fault, FaultError, check_faults
 
 __all__ = ["CLEAN", "FaultsFile", "expand_variants", "read_faults_file", "select_variants", "variant_fields",
@@ -46,13 +47,6 @@ _SYNTH_SEMANTIC = {"numeric_parameter": "changed_threshold", "formula_semantics"
                    "filter_condition": "dropped_filter"}  # fmt: skip
 
 
-class FaultsFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    schema_version: int = 1
-    variants: dict[str, list[Fault]] = Field(default_factory=dict)
-    notes: str = ""
-
-
 def variant_id(task_id: str, variant: str, bare: str = CLEAN) -> str:
     """`<task>~<variant>`; the `bare` variant (clean, or synth's `shipped`) keeps the task's own id."""
     return task_id if variant == bare else f"{task_id}{SEP}{variant}"
@@ -60,21 +54,16 @@ def variant_id(task_id: str, variant: str, bare: str = CLEAN) -> str:
 
 def read_faults_file(path: Path) -> FaultsFile:
     """The variants declared in `path` (empty when the file is absent); errors name the file."""
-    if not path.is_file():
-        return FaultsFile()
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise FaultError(f"{path}: not valid JSON ({exc})") from None
-    try:
-        if isinstance(raw, list):  # the synthesized benchmark's shipped counterfactuals
-            faults = [Fault(kind="counterfactual", turn=int(r["turn"]), code=str(r["code"]),
-                            semantic=_SYNTH_SEMANTIC.get(str(r.get("kind")), "other"),
-                            description=str(r.get("description", ""))) for r in raw]  # fmt: skip
+        loaded = load_faults(path)
+        if isinstance(loaded, list):  # the synthesized benchmark's shipped counterfactuals
+            faults = [Fault(kind="counterfactual", turn=r.turn, code=r.code,
+                            semantic=_SYNTH_SEMANTIC.get(str(r.kind), "other"),
+                            description=r.description) for r in loaded]  # fmt: skip
             return FaultsFile(variants={"shipped": faults} if faults else {})
-        parsed = FaultsFile.model_validate(raw)
-    except (ValidationError, KeyError, TypeError, ValueError) as exc:
-        raise FaultError(f"{path}: not a faults file ({exc}); see docs/faults.md for the format") from None
+    except (ArtifactError, ValidationError) as exc:
+        raise FaultError(str(exc).splitlines()[0]) from None
+    parsed = loaded if loaded is not None else FaultsFile()
     if CLEAN in parsed.variants or any(SEP in n for n in parsed.variants):
         raise FaultError(f"{path}: variant names may not be '{CLEAN}' or contain '{SEP}'")
     return parsed

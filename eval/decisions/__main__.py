@@ -25,6 +25,7 @@ from tqdm import tqdm
 
 from eval.decisions.items import DecisionItem, load_items, read_rows, select
 from eval.decisions.score import DecisionScore, Summary, score_reply, summarize
+from stateguard.artifacts.run_folder import RunFolder
 from stateguard.llm.client import LLMClient, LLMError
 from stateguard.llm.endpoints import EndpointConfig
 
@@ -138,7 +139,7 @@ def run(args: argparse.Namespace) -> Summary:
             out.flush()
     summary = summarize([done[it.id] for it in chosen if it.id in done])
     summary.unanswered = len(unanswered)
-    (args.out / "summary.json").write_text(summary.model_dump_json(indent=1) + "\n", encoding="utf-8")
+    RunFolder(args.out).summary.write_text(summary.model_dump_json(indent=1) + "\n", encoding="utf-8")
     text = report(summary, f"decisions of {args.corpus} asked of {args.model} at {args.base_url}")
     (args.out / "summary.md").write_text(text + "\n", encoding="utf-8")
     return summary

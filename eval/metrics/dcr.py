@@ -30,6 +30,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
+from stateguard.artifacts.graph import RelationGraph
+
 Unit = TypeVar("Unit", bound=Hashable)  # turn ids (int) or table names (str), one kind per call
 
 
@@ -163,25 +165,17 @@ def int_keyed(mapping: Mapping[Any, Iterable[Any]]) -> dict[int, list[int]]:
     return out
 
 
-def parents_from_graph(graph: Mapping[str, Any]) -> dict[int, list[int]]:
-    """Pa(t) of a synthesized task from its hidden `graph.json`: each stage's `deps` (stage names)
+def parents_from_graph(graph: RelationGraph) -> dict[int, list[int]]:
+    """Pa(t) of a synthesized task from its hidden relation graph: each stage's `deps` (stage names)
     mapped to the turns that compute them. Only earlier turns are kept (C.4: Pa(t) within 1..t-1)."""
-    stages = graph.get("stages")
-    if not isinstance(stages, list):
-        raise ValueError("graph.json: 'stages' must be a list of {turn_id, name, deps}; is this a synthesized task?")
-    turn_of: dict[str, int] = {}
-    for i, stage in enumerate(stages):
-        try:
-            turn_of[str(stage["name"])] = int(stage["turn_id"])
-        except (KeyError, TypeError, ValueError):
-            raise ValueError(f"graph.json: stages[{i}] needs a 'name' and an integer 'turn_id'") from None
+    turn_of = graph.stage_turns()
     parents: dict[int, set[int]] = {}
-    for stage in stages:
-        turn = int(stage["turn_id"])
+    for stage in graph.stages:
+        turn = stage.turn_id
         found = parents.setdefault(turn, set())
-        for dep in stage.get("deps") or []:
+        for dep in stage.deps:
             if dep not in turn_of:
-                raise ValueError(f"graph.json: stage {stage['name']!r} depends on unknown stage {dep!r}")
+                raise ValueError(f"graph.json of {graph.task_id}: stage {stage.name!r} depends on unknown stage {dep!r}")
             if turn_of[dep] < turn:
                 found.add(turn_of[dep])
     return {turn: sorted(found) for turn, found in sorted(parents.items())}

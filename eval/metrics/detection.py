@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field
 
 from eval.metrics.detection_facts import ArmFacts, arm_facts
 from eval.results import ArmResult
+from stateguard.artifacts.run_folder import RolloutFolder
 from stateguard.workers.faults import scratch_name
 
 __all__ = ["DetectionReport", "KindRow", "SplitDetection", "detection_report", "detection_table",
@@ -151,7 +152,7 @@ def detection_report(results: list[ArmResult]) -> DetectionReport | None:
     arms = sorted({r.arm for r in results} - {"baseline"})
     if not arms or not any(r.arm == "baseline" for r in results):
         return None
-    facts = {(r.base_task or r.task_id, r.variant, r.arm): arm_facts(Path(r.run_dir) / "trace.jsonl", r.answers)
+    facts = {(r.base_task or r.task_id, r.variant, r.arm): arm_facts(RolloutFolder(Path(r.run_dir)).trace, r.answers)
              for r in results if r.arm != "baseline"}  # fmt: skip
     splits = sorted({r.split for r in results}, key=lambda s: (s == "heldout", s))
     report = DetectionReport()

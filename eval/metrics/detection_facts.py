@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from stateguard.artifacts.events import StateOpenedEvent, StateUpdatedEvent
 from stateguard.trace import TraceEvent, read_trace
 
 __all__ = ["ArmFacts", "FaultFacts", "RepairFact", "arm_facts", "facts_from_events"]
@@ -81,35 +82,33 @@ def facts_from_events(events: list[TraceEvent], answers: Mapping[Any, Any] | Non
     turns: set[int] = set()
     repair_state: str | None = None
     for event in events:
-        data = event.data
         if event.kind == "turn_start":
-            current_turn = int(data["turn_id"])
+            current_turn = event.data.turn_id
             turns.add(current_turn)
         elif event.kind == "worker_step":
-            meta = data.get("meta") or {}
-            turn = data.get("turn")
+            meta = event.data.meta
+            turn = event.data.turn
             if turn is None:
                 continue
-            turn = int(turn)
-            turn_of_step[int(data["index"])] = turn
-            purpose = meta.get("purpose")
-            if meta.get("fault") and turn not in faults:
-                faults[turn] = FaultFacts(label=str(meta["fault"]), turn=turn)
+            turn_of_step[event.data.index] = turn
+            purpose = meta.purpose
+            if meta.fault and turn not in faults:
+                faults[turn] = FaultFacts(label=meta.fault, turn=turn)
             if purpose == "faulty" and turn in faults:
-                names = set(meta.get("writes") or []) | set(meta.get("fault_dropped") or [])
+                names = set(meta.writes) | set(meta.fault_dropped)
                 faults[turn].variables = sorted(set(faults[turn].variables) | names)
-            if meta.get("fault_skipped"):
-                facts.skipped.append(f"{meta['fault_skipped']} at turn {turn}")
+            if meta.fault_skipped:
+                facts.skipped.append(f"{meta.fault_skipped} at turn {turn}")
             if purpose == "recompute":
                 recomputed.add(turn)
-            if meta.get("flip"):
+            if meta.flip:
                 facts.flipped_turns.append(turn)
-        elif event.kind in ("state_updated", "state_opened"):
-            draft = data.get("draft") or {}
-            if draft.get("source_step_end") is not None and data.get("state_id"):
-                span_end[str(data["state_id"])] = int(draft["source_step_end"])
-        elif event.kind == "action" and data.get("name") == "REPAIR" and data.get("accepted"):
-            args = data.get("arguments") or {}
+        elif isinstance(event, StateUpdatedEvent | StateOpenedEvent):
+            draft = event.data.draft  # the draft as the harness holds it (stateguard.harness.Draft as JSON)
+            if draft.get("source_step_end") is not None and event.data.state_id:
+                span_end[event.data.state_id] = int(draft["source_step_end"])
+        elif event.kind == "action" and event.data.name == "REPAIR" and event.data.accepted:
+            args = event.data.arguments or {}
             hint = args.get("error_hint") or {}
             check = _CHECK.match(str(args.get("analytical_evidence") or ""))
             state = repair_state  # the harness emits its `repair` event just before the accepted action
@@ -121,10 +120,10 @@ def facts_from_events(events: list[TraceEvent], answers: Mapping[Any, Any] | Non
             facts.repairs.append(RepairFact(turn=turn, state_id=state, variables=[str(v) for v in hint.get("error_variables") or []],
                                             check=check.group("check") if check else "", reason=str(hint.get("faulty_reasoning") or "")))  # fmt: skip
         elif event.kind == "repair":
-            repair_state = str(data.get("state_id")) if data.get("state_id") else None
-            if data.get("removed"):
+            repair_state = event.data.state_id or None
+            if event.data.removed:
                 facts.deletions += 1
-                facts.deleted_variables += [str(v) for v in data["removed"]]
+                facts.deleted_variables += [str(v) for v in event.data.removed]
         elif event.kind == "rollback":
             facts.rollbacks += 1
         elif event.kind == "state_abandoned":

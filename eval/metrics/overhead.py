@@ -38,6 +38,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from stateguard.artifacts.events import LlmCallEvent, RunStartEvent
 from stateguard.trace import TraceEvent
 
 INTERRUPTED_S = 900.0  # D.1: longer intervals are interrupted sessions
@@ -94,8 +95,8 @@ def _mean(values: Sequence[float]) -> float | None:
 
 
 def _rule(events: Sequence[TraceEvent], rule: Rule) -> tuple[Literal["review", "turn", "every"], int]:
-    start = next((e for e in events if e.kind == "run_start"), None)
-    flow = (start.data.get("flow") if start else None) or {}
+    start = next((e for e in events if isinstance(e, RunStartEvent)), None)
+    flow = start.data.flow if start else {}
     every = int(flow.get("review_every") or 0)
     if rule != "auto":
         if rule == "every" and every < 1:
@@ -118,7 +119,7 @@ def step_intervals(events: Iterable[TraceEvent], *, rule: Rule = "auto", max_int
     ordered = sorted(events, key=lambda e: e.seq)
     kind, every = _rule(ordered, rule)
     marker = "review" if kind == "review" else "turn_start"
-    start = next((e for e in ordered if e.kind == "run_start"), None)
+    start = next((e for e in ordered if isinstance(e, RunStartEvent)), None)
     boundary: list[float] = []
     local: list[float] = []
     cycles = dropped = steps = 0
@@ -149,8 +150,8 @@ def step_intervals(events: Iterable[TraceEvent], *, rule: Rule = "auto", max_int
             cycles += 1
             pending = True
     return StepIntervals(
-        task_id=start.data.get("task_id") if start else None,
-        arm=start.data.get("arm") if start else None,
+        task_id=start.data.task_id if start else None,
+        arm=start.data.arm if start else None,
         rule=kind,
         boundary_s=boundary,
         local_s=local,
@@ -199,12 +200,12 @@ def manager_call_stats(runs: Sequence[Iterable[TraceEvent]], *, role: str = "man
     latencies: list[float] = []
     for events in runs:
         for event in events:
-            if event.kind != "llm_call" or event.data.get("role") != role:
+            if not isinstance(event, LlmCallEvent) or event.data.role != role:
                 continue
             calls += 1
-            if event.data.get("error"):
+            if event.data.error:
                 failed += 1
-            elif event.data.get("latency_s") is not None:
-                latencies.append(float(event.data["latency_s"]))
+            else:
+                latencies.append(event.data.latency_s)
     return ManagerCallStats(tasks=len(runs), calls=calls, failed_calls=failed,
                             calls_per_task=calls / len(runs), mean_latency_s=_mean(latencies))  # fmt: skip

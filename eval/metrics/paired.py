@@ -23,7 +23,6 @@ units that are turns; `attribute` is given the StateGuard arm's trace.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -94,17 +93,17 @@ def _state_turns(events: Iterable[TraceEvent]) -> tuple[dict[str, int], dict[str
     names: dict[str, set[str]] = {}
     for e in events:
         if e.kind == "turn_start":
-            turn = int(e.data["turn_id"])
+            turn = e.data.turn_id
         elif e.kind == "worker_step":
-            own = e.data.get("turn")
-            if own is not None or turn is not None:
-                step_turn[int(e.data["index"])] = int(own if own is not None else turn)  # type: ignore[arg-type]
+            own = e.data.turn if e.data.turn is not None else turn
+            if own is not None:
+                step_turn[e.data.index] = own
         elif e.kind == "state_committed":
-            state: dict[str, Any] = e.data["state"]
-            end = state.get("source_step_end")
-            if end is not None and int(end) in step_turn:
-                owner[state["id"]] = step_turn[int(end)]
-            names[state["id"]] = {str(v.get("name")) for v in state.get("used_variables") or []}
+            state = e.data.state
+            end = state.source_step_end
+            if end is not None and end in step_turn:
+                owner[state.id] = step_turn[end]
+            names[state.id] = {v.name for v in state.used_variables}
     return owner, names
 
 
@@ -120,16 +119,17 @@ def attribute(events: Iterable[TraceEvent], regressed: Iterable[int],
     turn: int | None = None
     for e in ordered:
         if e.kind == "turn_start":
-            turn = int(e.data["turn_id"])
+            turn = e.data.turn_id
         elif turn is None:
             continue
-        elif e.kind in ("hint_delivered", "rollback"):
+        elif e.kind == "rollback":
             touched.add(turn)
-            hint = e.data.get("hint") or {}
-            if hint.get("kind") == "state":
-                packed.setdefault(turn, set()).update(str(s["id"]) for s in hint.get("states") or [])
+        elif e.kind == "hint_delivered":
+            touched.add(turn)
+            if e.data.hint.kind == "state":
+                packed.setdefault(turn, set()).update(s.id for s in e.data.hint.states)
         elif e.kind == "worker_step":
-            reads.setdefault(turn, set()).update(str(r) for r in (e.data.get("meta") or {}).get("reads") or [])
+            reads.setdefault(turn, set()).update(e.data.meta.reads)
     broad = {t for t in regressed if t in touched}
     strict = set()
     for t in broad:

@@ -6,7 +6,7 @@ per state. The relation mix. Reselections at finalization. Hints by kind: the pa
 "error hints" are our `repair` hints. Repairs per task, with the attempt number and the mode.
 Tool usage.
 
-    stats = run_state_stats(read_trace(run / "trace.jsonl"), StateStore(run / "states.sqlite"))
+    stats = run_state_stats(read_trace(RolloutFolder(run).trace), StateStore(RolloutFolder(run).store))
     summary = summarize([stats, ...])          # pooled over tasks, as D.2 reports them
 
 Sources. Committed states come from the state store, which is authoritative and survives a
@@ -33,6 +33,13 @@ from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
+from stateguard.artifacts.events import (
+    HintDeliveredEvent,
+    RelationsFinalizedEvent,
+    RepairEvent,
+    RunStartEvent,
+    ToolEvent,
+)  # fmt: skip
 from stateguard.store import StateStore
 from stateguard.trace import TraceEvent
 
@@ -104,14 +111,13 @@ def _turn_of_steps(events: Sequence[TraceEvent]) -> tuple[dict[int, int], list[i
     current: int | None = None
     for event in events:
         if event.kind == "turn_start":
-            current = int(event.data["turn_id"])
+            current = event.data.turn_id
             if current not in turns:
                 turns.append(current)
         elif event.kind == "worker_step":
-            turn = event.data.get("turn")
-            turn = current if turn is None else int(turn)
+            turn = current if event.data.turn is None else event.data.turn
             if turn is not None:
-                step_turn[int(event.data["index"])] = turn
+                step_turn[event.data.index] = turn
     return step_turn, turns
 
 
@@ -131,10 +137,10 @@ def run_state_stats(events: Iterable[TraceEvent], store: StateStore) -> RunState
         relations.update(r.type.value for r in state.relations)
         multi += len({r.related_state_id for r in state.relations if r.related_state_id}) >= 2
     kinds = Counter(e.kind for e in ordered)
-    repairs = [e for e in ordered if e.kind == "repair"]
-    start = next((e for e in ordered if e.kind == "run_start"), None)
+    repairs = [e.data for e in ordered if isinstance(e, RepairEvent)]
+    start = next((e for e in ordered if isinstance(e, RunStartEvent)), None)
     return RunStateStats(
-        task_id=start.data.get("task_id") if start else None,
+        task_id=start.data.task_id if start else None,
         states=len(states),
         turns=len(turns),
         turns_covered=len(covered & set(turns)),
@@ -145,12 +151,12 @@ def run_state_stats(events: Iterable[TraceEvent], store: StateStore) -> RunState
         conclusions=sum(len(s.conclusions) for s in states),
         relations=dict(sorted(relations.items())),
         multi_upstream_states=multi,
-        reselections=sum(e.kind == "relations_finalized" and e.data.get("mode") == "reselect" for e in ordered),
-        hints=dict(sorted(Counter(e.data["hint"]["kind"] for e in ordered if e.kind == "hint_delivered").items())),
+        reselections=sum(isinstance(e, RelationsFinalizedEvent) and e.data.mode == "reselect" for e in ordered),
+        hints=dict(sorted(Counter(e.data.hint.kind for e in ordered if isinstance(e, HintDeliveredEvent)).items())),
         repairs=len(repairs),
-        repair_attempts=dict(sorted(Counter(int(e.data["attempt"]) for e in repairs).items())),
-        repair_modes=dict(sorted(Counter(str(e.data["mode"]) for e in repairs).items())),
-        tools=dict(sorted(Counter(str(e.data["name"]) for e in ordered if e.kind == "tool").items())),
+        repair_attempts=dict(sorted(Counter(r.attempt for r in repairs).items())),
+        repair_modes=dict(sorted(Counter(r.mode for r in repairs).items())),
+        tools=dict(sorted(Counter(e.data.name for e in ordered if isinstance(e, ToolEvent)).items())),
         abandoned=kinds["state_abandoned"],
         rollbacks=kinds["rollback"],
         reviews=kinds["review"],

@@ -27,7 +27,15 @@ from eval.report import summarize
 from eval.results import read_results, write_result
 from eval.viewer.build import build_view
 from eval.viewer.config import load_config
-from stateguard.state import AnalyticalState
+from stateguard.artifacts.events import (
+    AnswersEvent,
+    RepairEvent,
+    StateCommittedEvent,
+    WorkerStepEvent,
+    parse_event,
+    state_id_of,
+)
+from stateguard.artifacts.run_folder import RolloutFolder, RunFolder
 from stateguard.store import StateStore
 from stateguard.trace import TraceEvent, read_trace
 
@@ -65,8 +73,8 @@ def stretch(events: list[TraceEvent], turns: int) -> list[dict[str, Any]]:
         raise ValueError("the source trace has no turn_start events; pick a turn-aligned run")
     blocks = [events[a:b] for a, b in zip(starts, [*starts[1:], end], strict=True)]
     n = len(blocks)
-    n_steps = 1 + max((int(e.data["index"]) for e in events if e.kind == "worker_step"), default=-1)
-    ids = [str(e.data.get("state_id") or (e.data.get("state") or {}).get("id") or "") for e in events]
+    n_steps = 1 + max((e.data.index for e in events if isinstance(e, WorkerStepEvent)), default=-1)
+    ids = [state_id_of(e) or "" for e in events]
     n_states = max((int(m.group(1)) for m in map(_STATE.fullmatch, ids) if m), default=0)
     span = (events[-1].ts or 0.0) - (events[0].ts or 0.0)
     out: list[dict[str, Any]] = [e.model_dump(mode="json") for e in events[: starts[0]]]
@@ -79,8 +87,8 @@ def stretch(events: list[TraceEvent], turns: int) -> list[dict[str, Any]]:
             out.append(row)
     for e in events[end:]:
         row = e.model_dump(mode="json")
-        if e.kind == "answers":
-            given = e.data.get("answers", {})
+        if isinstance(e, AnswersEvent):
+            given = e.data.answers
             row["data"] = {"answers": {str(t): given.get(str((t - 1) % n + 1)) for t in range(1, turns + 1)}}
         row["ts"] = None if e.ts is None else e.ts + (turns // n) * span
         out.append(row)
@@ -93,13 +101,15 @@ def _write_arm(rows: list[dict[str, Any]], folder: Path) -> tuple[int, int, int]
     """Write trace.jsonl and a store with the replayed commits; returns (committed, stale, repairs)."""
     folder.mkdir(parents=True, exist_ok=True)
     text = "\n".join(json.dumps(r, sort_keys=True, default=str) for r in rows) + "\n"
-    (folder / "trace.jsonl").write_text(text, encoding="utf-8")
-    store = StateStore(folder / "states.sqlite")
+    rollout = RolloutFolder(folder)
+    rollout.trace.write_text(text, encoding="utf-8")
+    events = [parse_event(r) for r in rows]
+    store = StateStore(rollout.store)
     try:
-        for row in rows:
-            if row["kind"] == "state_committed":
-                store.commit(AnalyticalState.model_validate(row["data"]["state"]))
-        return len(store), len(store.invalid_states()), sum(r["kind"] == "repair" for r in rows)
+        for e in events:
+            if isinstance(e, StateCommittedEvent):
+                store.commit(e.data.state)
+        return len(store), len(store.invalid_states()), sum(isinstance(e, RepairEvent) for e in events)
     finally:
         store.close()
 
@@ -117,11 +127,10 @@ def fabricate(source: Path, dest: Path, *, tasks: int, turns: int) -> Path:
     arms = [r for r in results if r.task_id == longest]
     n = len(arms[0].correct)
     for r in arms:
-        folder = source / "tasks" / longest / r.arm
-        rows = stretch(read_trace(folder / "trace.jsonl"), turns)
+        rows = stretch(read_trace(RunFolder(source).rollout(longest, r.arm).trace), turns)
         for i in range(tasks):
             task_id = f"{longest}_x{i:02d}"
-            arm_dir = dest / "tasks" / task_id / r.arm
+            arm_dir = RunFolder(dest).rollout(task_id, r.arm).root
             committed, stale, repairs = _write_arm(rows, arm_dir)
             correct = {t: r.correct.get((t - 1) % n + 1) for t in range(1, turns + 1)}
             parents = {
@@ -145,8 +154,9 @@ def fabricate(source: Path, dest: Path, *, tasks: int, turns: int) -> Path:
                 ),
             )
     summary = summarize(read_results(dest), resamples=10_000)
-    (dest / "summary.json").write_text(summary.model_dump_json(indent=1) + "\n", encoding="utf-8")
-    shutil.copy(source / "config.yaml", dest / "config.yaml") if (source / "config.yaml").is_file() else None
+    RunFolder(dest).summary.write_text(summary.model_dump_json(indent=1) + "\n", encoding="utf-8")
+    if RunFolder(source).config.is_file():
+        shutil.copy(RunFolder(source).config, RunFolder(dest).config)
     return dest
 
 
@@ -161,7 +171,7 @@ def _make_source(folder: Path) -> Path:
 def _open_times(out: Path) -> tuple[str, float, float]:
     from eval.viewer.browser import headless_chromium, open_page
 
-    largest = max((out / "tasks").glob("*.html"), key=lambda p: p.stat().st_size)
+    largest = max((out / "tasks").glob("*.html"), key=lambda p: p.stat().st_size)  # the viewer's pages
     with headless_chromium() as driver:
         open_page(driver, out / "index.html")  # warm the browser once
         task_s = max(open_page(driver, largest) for _ in range(3))

@@ -30,6 +30,7 @@ from eval.viewer.sources import load_run
 from eval.viewer.states import StateGraph, state_graph
 from eval.viewer.task_page import ArmView, task_page
 from eval.viewer.timeline import Entry, timeline
+from stateguard.artifacts.run_folder import TRACE_FILE, RolloutFolder
 from stateguard.trace import read_trace
 
 __all__ = ["MARKER", "BuildReport", "build_view"]
@@ -60,11 +61,11 @@ class BuildReport:
 def _arm_view(task: TaskSource, index: int, cfg: ViewerConfig) -> tuple[ArmView, str | None]:
     source = task.arms[index]
     if source.folder is None:
-        note = f"{task.task_id}/{source.name}: no trace.jsonl (recorded folder {source.result.run_dir})"
+        note = f"{task.task_id}/{source.name}: no {TRACE_FILE} (recorded folder {source.result.run_dir})"
         return ArmView(source, StateGraph([], [], {}), [Entry(0, None, "note", note, "error")], None), note
     try:
-        events = read_trace(source.folder / "trace.jsonl")
-        graph = state_graph(events, source.folder / "states.sqlite")
+        events = read_trace(RolloutFolder(source.folder).trace)
+        graph = state_graph(events, RolloutFolder(source.folder).store)
         return ArmView(source, graph, timeline(events, text_chars=cfg.text_chars), None), None
     except (OSError, ValueError, sqlite3.Error, ViewerError) as exc:
         note = f"{source.folder}: {exc}"

@@ -17,11 +17,17 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from eval.metrics.dcr import parents_from_graph
 from eval.results import ArmResult
 from eval.scorers.fields import per_turn_correct
 from eval.viewer.config import ViewerError
 from eval.viewer.model import ArmSource, RunSource, TaskSource
+from stateguard.artifacts.graph import load_graph
+from stateguard.artifacts.run_folder import TRACE_FILE, CorpusFolder, RolloutFolder
+from stateguard.artifacts.task_folder import TaskFolder
+from stateguard.rollout import RolloutResult
 
 __all__ = ["load_rollouts", "load_synthesis", "rollout_arm"]
 
@@ -83,26 +89,36 @@ def rollout_arm(
     facts: dict[str, str] | None = None,
 ) -> ArmSource:
     """One rollout folder as an arm; its counters come from result.json (RolloutResult)."""
-    file = folder / "result.json"
-    result = json.loads(file.read_text(encoding="utf-8")) if file.is_file() else {}
-    trace = folder / "trace.jsonl"
+    rollout = RolloutFolder(folder)
+    result = _rollout_result(rollout)
+    trace = rollout.trace
     arm = ArmResult(
         bench=bench,
         task_id=task_id,
         arm=name,
         correct=correct or {},
         parents=parents or {},
-        answers=_turn_keyed(result.get("answers")),
-        repairs=int(result.get("repairs", 0)),
-        manager_calls=int(result.get("manager_llm_calls", 0)),
-        committed_states=len(result.get("committed_states", [])),
-        stale_states=len(result.get("stale_states", [])),
-        degraded=bool(result.get("degraded", False)),
-        degraded_reasons=[str(x) for x in result.get("degraded_reasons") or []],
+        answers=dict(result.answers) if result else {},
+        repairs=result.repairs if result else 0,
+        manager_calls=result.manager_llm_calls if result else 0,
+        committed_states=len(result.committed_states) if result else 0,
+        stale_states=len(result.stale_states) if result else 0,
+        degraded=result.degraded if result else False,
+        degraded_reasons=list(result.degraded_reasons) if result else [],
         wall_s=_wall_s(trace) if trace.is_file() else 0.0,
         run_dir=str(folder),
     )
     return ArmSource(name, group, folder if trace.is_file() else None, arm, facts or {})
+
+
+def _rollout_result(folder: RolloutFolder) -> RolloutResult | None:
+    """The folder's result.json (None while the rollout has not finished); a bad file is an error."""
+    if not folder.result.is_file():
+        return None
+    try:
+        return RolloutResult.from_json(folder.result.read_bytes(), source=str(folder.result))
+    except (ValidationError, ValueError) as exc:
+        raise ViewerError(f"{folder.result}: not a rollout result ({str(exc).splitlines()[0]})") from None
 
 
 def _variant_order(name: str) -> tuple[int, str]:
@@ -112,11 +128,12 @@ def _variant_order(name: str) -> tuple[int, str]:
 
 def load_synthesis(root: Path, corpus: Path) -> RunSource:
     tasks = []
-    for task_dir in sorted(p for p in (corpus / "runs").iterdir() if p.is_dir()):
-        records_file = corpus / "records" / f"{task_dir.name}.jsonl"
+    folder_of = CorpusFolder(corpus)
+    for task_dir in sorted(p for p in folder_of.runs.iterdir() if p.is_dir()):
+        records_file = folder_of.record_file(task_dir.name)
         records = _records(records_file) if records_file.is_file() else {}
-        graph = corpus.parent / task_dir.name / "hidden" / "graph.json"
-        parents = parents_from_graph(json.loads(graph.read_text(encoding="utf-8"))) if graph.is_file() else {}
+        graph = TaskFolder(corpus.parent / task_dir.name).graph
+        parents = parents_from_graph(load_graph(graph)) if graph.is_file() else {}
         arms = []
         for folder in sorted(
             (p for p in task_dir.iterdir() if p.is_dir()), key=lambda p: _variant_order(p.name)
@@ -148,14 +165,13 @@ def load_synthesis(root: Path, corpus: Path) -> RunSource:
 def load_rollouts(root: Path) -> RunSource:
     """`root` itself, or each subfolder of it, holding trace.jsonl: one arm each, grouped by task id."""
     folders = (
-        [root] if (root / "trace.jsonl").is_file() else sorted(p.parent for p in root.glob("*/trace.jsonl"))
+        [root] if RolloutFolder(root).trace.is_file() else sorted(p.parent for p in root.glob(f"*/{TRACE_FILE}"))
     )
     by_task: dict[str, list[ArmSource]] = {}
     for folder in folders:
-        file = folder / "result.json"
-        result = json.loads(file.read_text(encoding="utf-8")) if file.is_file() else {}
-        task_id = str(result.get("task_id") or root.name)
-        name = folder.name if folder != root else str(result.get("arm") or folder.name)
+        result = _rollout_result(RolloutFolder(folder))
+        task_id = result.task_id if result else root.name
+        name = folder.name if folder != root else (result.arm if result else folder.name)
         arm = rollout_arm(folder, task_id=task_id, name=name, group=name, bench=root.name)
         by_task.setdefault(task_id, []).append(arm)
     order = ("baseline", "stateguard")

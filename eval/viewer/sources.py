@@ -20,6 +20,7 @@ from eval.results import ArmResult, read_results
 from eval.viewer.config import ViewerError
 from eval.viewer.model import ArmSource, RunSource, TaskSource
 from eval.viewer.rollouts import load_rollouts, load_synthesis
+from stateguard.artifacts.run_folder import TRACE_FILE, CorpusFolder, RolloutFolder, RunFolder
 
 __all__ = ["load_run"]
 
@@ -31,12 +32,12 @@ def load_run(root: str | Path) -> RunSource:
             f"{path}: no such folder; pass an evaluation run folder (with results/) or a synthesis "
             "out_dir (with corpus/runs/)"
         )
-    if (path / "results").is_dir():
+    if RunFolder(path).results.is_dir():
         return _load_eval(path)
     for corpus in (path / "corpus", path):
-        if (corpus / "runs").is_dir() and (corpus / "records").is_dir():
+        if CorpusFolder(corpus).runs.is_dir() and CorpusFolder(corpus).records.is_dir():
             return load_synthesis(path, corpus)
-    if (path / "trace.jsonl").is_file() or any(path.glob("*/trace.jsonl")):
+    if RolloutFolder(path).trace.is_file() or any(path.glob(f"*/{TRACE_FILE}")):
         return load_rollouts(path)
     raise ViewerError(
         f"{path}: neither an evaluation run (no results/ folder; make one with `python -m eval.runner "
@@ -49,8 +50,8 @@ def load_run(root: str | Path) -> RunSource:
 # ---------------------------------------------------------------------------------- evaluation runs
 def _arm_folder(root: Path, result: ArmResult) -> Path | None:
     """The arm's folder inside the run (the run may have moved since), else the recorded path."""
-    for candidate in (root / "tasks" / result.task_id / result.arm, Path(result.run_dir)):
-        if (candidate / "trace.jsonl").is_file():
+    for candidate in (RunFolder(root).rollout(result.task_id, result.arm).root, Path(result.run_dir)):
+        if RolloutFolder(candidate).trace.is_file():
             return candidate
     return None
 
@@ -83,12 +84,12 @@ def _load_eval(root: Path) -> RunSource:
         for (bench, task_id), arms in sorted(by_task.items())
     ]
     summary = None
-    if (root / "summary.json").is_file():
+    if RunFolder(root).summary.is_file():
         try:
-            summary = RunSummary.model_validate_json((root / "summary.json").read_text(encoding="utf-8"))
+            summary = RunSummary.model_validate_json(RunFolder(root).summary.read_text(encoding="utf-8"))
         except ValueError:
             summary = None  # an older or torn summary: the overview recomputes it from results/
-    config = root / "config.yaml"
+    config = RunFolder(root).config
     return RunSource(
         "eval",
         root,

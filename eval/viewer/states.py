@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from eval.viewer.config import ViewerError
+from stateguard.artifacts.events import DegradedEvent
+from stateguard.state import ConstraintResult
 from stateguard.store import StateStore, StoreError
 from stateguard.trace import TraceEvent
 
@@ -139,49 +141,44 @@ def _fill_from_draft(node: StateNode, draft: dict[str, Any]) -> None:
     node.source = (draft.get("source_step_start"), draft.get("source_step_end"))
 
 
-def _walk_trace(events: list[TraceEvent]) -> tuple[dict[str, StateNode], dict[str, list[dict[str, Any]]]]:
+def _walk_trace(events: list[TraceEvent]) -> tuple[dict[str, StateNode], dict[str, list[ConstraintResult]]]:
     """Per state id: what the trace says about it (opened, repaired, abandoned, rolled back)."""
     nodes: dict[str, StateNode] = {}
-    checks: dict[str, list[dict[str, Any]]] = {}
+    checks: dict[str, list[ConstraintResult]] = {}
     turn: int | None = None
     pending_hint: dict[str, RepairView] = {}
     for e in events:
-        d = e.data
-        sid = d.get("state_id")
         if e.kind == "turn_start":
-            turn = d.get("turn_id")
-        elif e.kind == "state_opened" and sid:
-            node = nodes.setdefault(sid, StateNode(sid, turn=turn, opened_seq=e.seq))
-            _fill_from_draft(node, d.get("draft") or {})
-        elif e.kind == "state_updated" and sid in nodes:
-            _fill_from_draft(nodes[sid], d.get("draft") or {})
-        elif e.kind == "constraint_checks" and sid:
-            checks[sid] = list(d.get("results") or [])
-        elif e.kind == "repair" and sid in nodes:
-            view = RepairView(
-                e.seq,
-                int(d.get("attempt", 0)),
-                str(d.get("mode")),
-                str(d.get("evidence") or ""),
-                list(d.get("removed") or []),
-            )
-            nodes[sid].repairs.append(view)
-            pending_hint[sid] = view
-        elif e.kind == "action" and d.get("name") == "REPAIR" and d.get("accepted"):
-            hint = (d.get("arguments") or {}).get("error_hint") or {}
+            turn = e.data.turn_id
+        elif e.kind == "state_opened" and e.data.state_id:
+            node = nodes.setdefault(e.data.state_id, StateNode(e.data.state_id, turn=turn, opened_seq=e.seq))
+            _fill_from_draft(node, e.data.draft)
+        elif e.kind == "state_updated" and e.data.state_id in nodes:
+            _fill_from_draft(nodes[e.data.state_id], e.data.draft)
+        elif e.kind == "constraint_checks" and e.data.state_id:
+            checks[e.data.state_id] = list(e.data.results)
+        elif e.kind == "repair" and e.data.state_id in nodes:
+            view = RepairView(e.seq, e.data.attempt, e.data.mode, str(e.data.evidence or ""), list(e.data.removed))
+            nodes[e.data.state_id].repairs.append(view)
+            pending_hint[e.data.state_id] = view
+        elif e.kind == "action" and e.data.name == "REPAIR" and e.data.accepted:
+            # the REPAIR action's own arguments (stateguard.actions), as the harness validated them
+            args = e.data.arguments if isinstance(e.data.arguments, dict) else {}
+            hint = args.get("error_hint") or {}
             for view in pending_hint.values():
                 view.error_variables = list(hint.get("error_variables") or [])
                 view.reasoning = str(hint.get("faulty_reasoning") or "")
             pending_hint.clear()
-        elif e.kind == "rollback" and sid in nodes:
-            nodes[sid].statuses.append("rolled-back")
-            nodes[sid].notes.append(f"workspace rolled back to checkpoint {d.get('checkpoint')}")
-        elif e.kind == "state_abandoned" and sid in nodes:
-            nodes[sid].statuses.append("abandoned")
-            nodes[sid].notes.append(f"abandoned after {d.get('repair_attempts', 0)} repair attempt(s)")
-            nodes[sid].closed_seq = e.seq
+        elif e.kind == "rollback" and e.data.state_id in nodes:
+            nodes[e.data.state_id].statuses.append("rolled-back")
+            nodes[e.data.state_id].notes.append(f"workspace rolled back to checkpoint {e.data.checkpoint}")
+        elif e.kind == "state_abandoned" and e.data.state_id in nodes:
+            node = nodes[e.data.state_id]
+            node.statuses.append("abandoned")
+            node.notes.append(f"abandoned after {e.data.repair_attempts} repair attempt(s)")
+            node.closed_seq = e.seq
         elif e.kind in ("degraded", "run_end"):
-            dropped = d.get("draft") if e.kind == "degraded" else d.get("discarded_draft")
+            dropped = e.data.draft if isinstance(e, DegradedEvent) else e.data.discarded_draft
             if dropped in nodes and "abandoned" not in nodes[dropped].statuses:
                 nodes[dropped].statuses.append("abandoned")
                 nodes[dropped].notes.append(
@@ -190,18 +187,16 @@ def _walk_trace(events: list[TraceEvent]) -> tuple[dict[str, StateNode], dict[st
                     else "discarded: still a draft when the run ended"
                 )
                 nodes[dropped].closed_seq = e.seq
-        elif e.kind == "state_committed":
-            state = d.get("state") or {}
-            if state.get("id") in nodes:
-                nodes[state["id"]].closed_seq = e.seq
+        elif e.kind == "state_committed" and e.data.state.id in nodes:
+            nodes[e.data.state.id].closed_seq = e.seq
     return nodes, checks
 
 
-def _apply_checks(node: StateNode, results: list[dict[str, Any]]) -> None:
-    by_text = {str(r.get("text")): r for r in results}
+def _apply_checks(node: StateNode, results: list[ConstraintResult]) -> None:
+    by_text = {r.text: r for r in results}
     for c in node.constraints:
         if c.text in by_text:
-            c.passed, c.error = by_text[c.text].get("passed"), by_text[c.text].get("error")
+            c.passed, c.error = by_text[c.text].passed, by_text[c.text].error
 
 
 def state_graph(events: list[TraceEvent], store_path: Path | None) -> StateGraph:

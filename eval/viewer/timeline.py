@@ -14,7 +14,25 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel
+
+from stateguard.artifacts.events import (
+    ActionEvent,
+    ConstraintChecksEvent,
+    HintDeliveredEvent,
+    RelationsFinalizedEvent,
+    RepairEvent,
+    RollbackEvent,
+    StateAbandonedEvent,
+    StateCommittedEvent,
+    StateOpenedEvent,
+    StateUpdatedEvent,
+    WorkerStepEvent,
+)  # fmt: skip
+from stateguard.state import Relation
 from stateguard.trace import TraceEvent
+
+StateEvent = StateOpenedEvent | StateUpdatedEvent | StateCommittedEvent | RelationsFinalizedEvent | ConstraintChecksEvent
 
 __all__ = ["Entry", "timeline"]
 
@@ -54,35 +72,42 @@ def _names(items: Any) -> set[str]:
     return out
 
 
-def _step(e: TraceEvent, turn: int | None, limit: int) -> Entry:
-    d, meta = e.data, e.data.get("meta") or {}
-    ok = bool(d.get("success", True)) and not d.get("error")
+def _payload(data: BaseModel) -> dict[str, Any]:
+    """An event payload as it was written (fields the writer set), for the raw-data panels."""
+    return data.model_dump(mode="json", exclude_unset=True)
+
+
+def _step(e: WorkerStepEvent, turn: int | None, limit: int) -> Entry:
+    d, meta = e.data, e.data.meta
+    ok = d.success and not d.error
     entry = Entry(
         e.seq,
-        d.get("turn", turn),
+        d.turn if d.turn is not None else turn,
         "step",
-        f"worker step {d.get('index')}: {_short(d.get('thought') or '', 70)}",
+        f"worker step {d.index}: {_short(d.thought, 70)}",
         "ok" if ok else "error",
     )
-    entry.step = d.get("index")
-    entry.body = [("code", _clip(d.get("action") or "", limit))]
-    if d.get("output"):
-        entry.body.append(("output", _clip(d["output"], limit)))
-    if d.get("error"):
-        entry.body.append(("error", _clip(d["error"], limit)))
-    if meta.get("stale_reads"):
-        entry.body.append(("stale reads", _clip(meta["stale_reads"], limit)))
-    entry.variables = _names(meta.get("reads")) | _names(meta.get("writes"))
-    if meta.get("purpose") == "recompute":
+    entry.step = d.index
+    entry.body = [("code", _clip(d.action, limit))]
+    if d.output:
+        entry.body.append(("output", _clip(d.output, limit)))
+    if d.error:
+        entry.body.append(("error", _clip(d.error, limit)))
+    if meta.value is not None:
+        entry.body.append(("value", _clip(meta.value, limit)))
+    if meta.stale_reads:
+        entry.body.append(("stale reads", _clip(meta.stale_reads, limit)))
+    entry.variables = _names(meta.reads) | _names(meta.writes)
+    if meta.purpose == "recompute":
         entry.tags.add("repair")
     return entry
 
 
-def _action(e: TraceEvent, turn: int | None, limit: int) -> Entry:
+def _action(e: ActionEvent, turn: int | None, limit: int) -> Entry:
     d = e.data
-    args = d.get("arguments") or {}
-    name = d.get("name") or "unparsed action"
-    accepted = bool(d.get("accepted"))
+    args = d.arguments if isinstance(d.arguments, dict) else {}
+    name = d.name or "unparsed action"
+    accepted = d.accepted
     entry = Entry(
         e.seq,
         turn,
@@ -90,17 +115,18 @@ def _action(e: TraceEvent, turn: int | None, limit: int) -> Entry:
         f"{name}: {'applied' if accepted else 'rejected'}",
         "applied" if accepted else "rejected",
     )
-    if d.get("feedback"):
-        entry.body.append(("harness feedback", _clip(d["feedback"], limit)))
-    if d.get("notes"):
-        entry.body.append(("notes", _clip("\n".join(map(str, d["notes"])), limit)))
-    if "stage_before" in d:
-        entry.body.append(("stage", f"{d['stage_before']} -> {d.get('stage')}"))
-    elif d.get("stage"):
-        entry.body.append(("stage", str(d["stage"])))
-    entry.body.append(("arguments", _clip(args, limit)))
+    if d.feedback:
+        entry.body.append(("harness feedback", _clip(d.feedback, limit)))
+    if d.notes:
+        entry.body.append(("notes", _clip("\n".join(map(str, d.notes)), limit)))
+    if d.stage_before is not None:
+        entry.body.append(("stage", f"{d.stage_before} -> {d.stage}"))
+    elif d.stage:
+        entry.body.append(("stage", d.stage))
+    entry.body.append(("arguments", _clip(d.arguments or {}, limit)))
     if not accepted:
         entry.tags.add("rejected")
+    # the arguments are the action's own (stateguard.actions), as the harness validated them
     if name == "REPAIR":
         entry.tags.add("repair")
         entry.variables = _names((args.get("error_hint") or {}).get("error_variables"))
@@ -109,41 +135,38 @@ def _action(e: TraceEvent, turn: int | None, limit: int) -> Entry:
     return entry
 
 
-def _hint(e: TraceEvent, turn: int | None, limit: int) -> Entry:
-    hint = e.data.get("hint") or {}
-    kind = hint.get("kind", "?")
-    about = (
-        ", ".join(s.get("id", "?") for s in hint.get("states") or [])
-        if kind == "state"
-        else ", ".join(hint.get("error_variables") or [])
-    )
+def _hint(e: HintDeliveredEvent, turn: int | None, limit: int) -> Entry:
+    hint = e.data.hint
+    kind = hint.kind
+    about = ", ".join(s.id for s in hint.states) if kind == "state" else ", ".join(hint.error_variables)
     entry = Entry(
         e.seq,
         turn,
         "hint",
         f"{kind} hint delivered to the worker ({about or 'nothing'})",
-        state=hint.get("for_state"),
+        state=hint.for_state,
     )
-    entry.body = [("as the worker received it", _clip(e.data.get("text", ""), limit))]
+    entry.body = [("as the worker received it", _clip(e.data.text, limit))]
     if kind == "repair":
         entry.tags.add("repair")
-        entry.variables = _names(hint.get("error_variables")) | _names(hint.get("removed_variables"))
+        entry.variables = _names(hint.error_variables) | _names(hint.removed_variables)
     return entry
 
 
-def _state_event(e: TraceEvent, turn: int | None, limit: int) -> Entry:
-    d = e.data
-    sid = d.get("state_id") or (d.get("state") or {}).get("id")
-    if e.kind == "state_committed":
-        state = d.get("state") or {}
-        rels = ", ".join(
-            f"{r['type']}<-{r.get('related_state_id') or 'start'}" for r in state.get("relations", [])
-        )
-        entry = Entry(e.seq, turn, "state", f"{sid} committed ({rels})", "ok", state=sid)
-        entry.variables = _names(state.get("used_variables"))
+def _relations(relations: list[Relation]) -> str:
+    return ", ".join(f"{r.type.value}<-{r.related_state_id or 'start'}" for r in relations)
+
+
+def _state_event(e: StateEvent, turn: int | None, limit: int) -> Entry:
+    if isinstance(e, StateCommittedEvent):
+        state = e.data.state
+        entry = Entry(e.seq, turn, "state", f"{state.id} committed ({_relations(state.relations)})", "ok",
+                      state=state.id)  # fmt: skip
+        entry.variables = _names([v.name for v in state.used_variables])
         return entry
-    if e.kind in ("state_opened", "state_updated"):
-        draft = d.get("draft") or {}
+    sid = e.data.state_id
+    if isinstance(e, StateOpenedEvent | StateUpdatedEvent):
+        draft = e.data.draft  # stateguard.harness.Draft as JSON
         keys = [f"{v['name']}@{v.get('version') or sid}" for v in draft.get("used_variables") or []]
         verb = "opened" if e.kind == "state_opened" else "updated"
         entry = Entry(
@@ -151,17 +174,15 @@ def _state_event(e: TraceEvent, turn: int | None, limit: int) -> Entry:
         )
         if keys:
             entry.body.append(("variables", ", ".join(keys)))
-        if d.get("notes"):
-            entry.body.append(("notes", _clip("\n".join(map(str, d["notes"])), limit)))
+        if isinstance(e, StateUpdatedEvent) and e.data.notes:
+            entry.body.append(("notes", _clip("\n".join(map(str, e.data.notes)), limit)))
         entry.variables = _names(draft.get("used_variables"))
         return entry
-    if e.kind == "relations_finalized":
-        rels = ", ".join(
-            f"{r['type']}<-{r.get('related_state_id') or 'start'}" for r in d.get("relations", [])
-        )
-        return Entry(e.seq, turn, "state", f"{sid} relations ({d.get('mode')}): {rels}", state=sid)
-    results = d.get("results") or []
-    failed = [r for r in results if r.get("passed") is False]
+    if isinstance(e, RelationsFinalizedEvent):
+        return Entry(e.seq, turn, "state", f"{sid} relations ({e.data.mode}): {_relations(e.data.relations)}",
+                     state=sid)  # fmt: skip
+    results = [r.model_dump(mode="json") for r in e.data.results]
+    failed = [r for r in e.data.results if r.passed is False]
     return Entry(
         e.seq,
         turn,
@@ -173,34 +194,34 @@ def _state_event(e: TraceEvent, turn: int | None, limit: int) -> Entry:
     )
 
 
-def _repair_event(e: TraceEvent, turn: int | None, limit: int) -> Entry:
-    d = e.data
-    sid = d.get("state_id")
-    if e.kind == "repair":
+def _repair_event(e: RepairEvent | RollbackEvent | StateAbandonedEvent, turn: int | None, limit: int) -> Entry:
+    sid = e.data.state_id
+    if isinstance(e, RepairEvent):
+        d = e.data
         entry = Entry(
             e.seq,
             turn,
             "repair",
-            f"repair attempt {d.get('attempt')} ({d.get('mode')}) on {sid}",
+            f"repair attempt {d.attempt} ({d.mode}) on {sid}",
             state=sid,
             tags={"repair"},
-            body=[("evidence", _clip(d.get("evidence") or "", limit))],
+            body=[("evidence", _clip(d.evidence or "", limit))],
         )
-        if d.get("removed"):
-            entry.body.append(("deleted from the workspace", ", ".join(d["removed"])))
-            entry.variables = _names(d["removed"])
+        if d.removed:
+            entry.body.append(("deleted from the workspace", ", ".join(map(str, d.removed))))
+            entry.variables = _names(d.removed)
         return entry
-    if e.kind == "rollback":
+    if isinstance(e, RollbackEvent):
         return Entry(
             e.seq,
             turn,
             "repair",
-            f"{sid} rolled back to checkpoint {d.get('checkpoint')}",
+            f"{sid} rolled back to checkpoint {e.data.checkpoint}",
             "error",
             state=sid,
             tags={"repair"},
         )
-    attempts = int(d.get("repair_attempts") or 0)
+    attempts = e.data.repair_attempts
     return Entry(
         e.seq,
         turn,
@@ -216,10 +237,12 @@ def timeline(events: list[TraceEvent], *, text_chars: int = 4000) -> list[Entry]
     out: list[Entry] = []
     turn: int | None = None
     for e in events:
-        d = e.data
         if e.kind == "turn_start":
-            turn = d.get("turn_id")
-            out.append(Entry(e.seq, turn, "turn", f"turn {turn}"))
+            turn = e.data.turn_id
+            entry = Entry(e.seq, turn, "turn", f"turn {turn}")
+            if e.data.question:
+                entry.body.append(("question", _clip(e.data.question, text_chars)))
+            out.append(entry)
         elif e.kind == "worker_step":
             out.append(_step(e, turn, text_chars))
         elif e.kind == "review":
@@ -228,48 +251,42 @@ def timeline(events: list[TraceEvent], *, text_chars: int = 4000) -> list[Entry]
                     e.seq,
                     turn,
                     "review",
-                    f"manager activation: {d.get('event')} (stage {d.get('stage')})"
-                    + (", terminal" if d.get("terminal") else ""),
+                    f"manager activation: {e.data.event} (stage {e.data.stage})"
+                    + (", terminal" if e.data.terminal else ""),
                 )
             )
         elif e.kind == "tool":
-            result = d.get("result") or {}
-            ok = bool(result.get("ok"))
+            result = e.data.result
+            ok = result.ok
             out.append(
                 Entry(
                     e.seq,
                     turn,
                     "tool",
-                    f"tool {d.get('name')}({_short(d.get('arguments') or {}, 60)})",
+                    f"tool {e.data.name}({_short(e.data.arguments, 60)})",
                     "ok" if ok else "error",
-                    [("evidence", _clip(result.get("data") if ok else result.get("error"), text_chars))],
+                    [("evidence", _clip(result.data if ok else result.error, text_chars))],
                 )
             )
         elif e.kind == "action":
             out.append(_action(e, turn, text_chars))
         elif e.kind == "hint_delivered":
             out.append(_hint(e, turn, text_chars))
-        elif e.kind in (
-            "state_opened",
-            "state_updated",
-            "state_committed",
-            "relations_finalized",
-            "constraint_checks",
-        ):
+        elif isinstance(e, StateEvent):
             out.append(_state_event(e, turn, text_chars))
-        elif e.kind in ("repair", "rollback", "state_abandoned"):
+        elif isinstance(e, RepairEvent | RollbackEvent | StateAbandonedEvent):
             out.append(_repair_event(e, turn, text_chars))
         elif e.kind == "advice":
-            hint = d.get("hint") or {}
+            hint = e.data.hint
             out.append(
                 Entry(
                     e.seq,
                     turn,
                     "hint",
-                    f"advice queued ({', '.join(hint.get('error_variables') or [])})",
-                    body=[("reason", _clip(hint.get("faulty_reasoning", ""), text_chars))],
+                    f"advice queued ({', '.join(hint.error_variables)})",
+                    body=[("reason", _clip(hint.faulty_reasoning, text_chars))],
                     tags={"repair"},
-                    variables=_names(hint.get("error_variables")),
+                    variables=_names(hint.error_variables),
                 )
             )
         elif e.kind == "run_start":
@@ -278,11 +295,12 @@ def timeline(events: list[TraceEvent], *, text_chars: int = 4000) -> list[Entry]
                     e.seq,
                     turn,
                     "note",
-                    f"run start: {d.get('arm')} arm, manager {d.get('manager') or 'none'}",
-                    body=[("flow", _clip(d.get("flow") or {}, text_chars))],
+                    f"run start: {e.data.arm} arm, manager {e.data.manager or 'none'}",
+                    body=[("flow", _clip(e.data.flow, text_chars))],
                 )
             )
         else:  # degraded, run_end, manager_summary, answers, and kinds added later
+            d = _payload(e.data)
             out.append(
                 Entry(
                     e.seq,

@@ -28,6 +28,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from stateguard.artifacts.events import WorkerStepData, WorkerStepEvent
+from stateguard.artifacts.run_folder import RolloutFolder
 from stateguard.dataflow import cell_dataflow
 from stateguard.statewise.records import Authority, Evidence, OpRecord, Provenance
 from stateguard.statewise.store import RecordStore
@@ -113,8 +115,9 @@ def _statements(code: str) -> list[str]:
 def promote_run(run_dir: str | Path, records: RecordStore, *, project: str, base_path: str, now: datetime,
                 run_name: str | None = None) -> Promotion:  # fmt: skip
     run = Path(run_dir)
-    states = StateStore.open_read_only(run / "states.sqlite")
-    steps = {int(e.data["index"]): e.data for e in read_trace(run / "trace.jsonl") if e.kind == "worker_step"}
+    folder = RolloutFolder(run)
+    states = StateStore.open_read_only(folder.store)
+    steps = {e.data.index: e.data for e in read_trace(folder.trace) if isinstance(e, WorkerStepEvent)}
     name = run_name or run.name
     out = Promotion()
     names = {"BASE_PATH": base_path}
@@ -172,11 +175,11 @@ def promote_run(run_dir: str | Path, records: RecordStore, *, project: str, base
     return out
 
 
-def _state_code(lo: int | None, hi: int | None, steps: dict[int, dict[str, Any]]) -> list[str]:
+def _state_code(lo: int | None, hi: int | None, steps: dict[int, WorkerStepData]) -> list[str]:
     """The code of the successful worker steps a state was formed from."""
     if lo is None or hi is None:
         return []
-    return [str(steps[i].get("action", "")) for i in sorted(steps) if lo <= i <= hi and steps[i].get("success", True)]
+    return [steps[i].action for i in sorted(steps) if lo <= i <= hi and steps[i].success]
 
 
 def _put(records: RecordStore, out: Promotion, key: str, rtype: str, value: Any, scope: str, sid: str,

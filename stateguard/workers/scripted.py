@@ -192,7 +192,8 @@ class ScriptedWorker:
             meta={
                 "cell_id": result.cell_id, "reads": result.reads, "writes": result.writes,
                 "stale_reads": result.stale_reads, "turn_end": cell.last, "purpose": cell.purpose,
-                "wall_s": result.wall_s, "notes": result.notes, **cell.meta,
+                "wall_s": result.wall_s, "notes": result.notes,
+                **({"value": result.value} if result.value is not None else {}), **cell.meta,
             },
         )  # fmt: skip
 

@@ -66,10 +66,12 @@ def test_manager_attribution_broad_and_strict() -> None:
 
     trace.emit("turn_start", turn_id=1)
     step(0, 1, [])
-    trace.emit("state_committed", state={"id": "S1", "source_step_start": 0, "source_step_end": 0,
-                                         "used_variables": [{"name": "revenue"}]})  # fmt: skip
-    for turn, reads, hint in ((2, ["cost"], {"kind": "repair"}), (3, ["revenue"], {"kind": "state", "states": [{"id": "S1"}]}),
-                              (4, ["cost"], {"kind": "state", "states": [{"id": "S1"}]}), (5, ["revenue"], None)):  # fmt: skip
+    trace.emit("state_committed", state={"id": "S1", "issue": "revenue", "source_step_start": 0, "source_step_end": 0,
+                                         "used_variables": [{"name": "revenue", "version": "S1"}]})  # fmt: skip
+    packed = {"kind": "state", "states": [{"id": "S1", "issue": "revenue", "variables": [], "conclusions": [],
+                                           "relations": []}]}  # fmt: skip
+    for turn, reads, hint in ((2, ["cost"], {"kind": "repair"}), (3, ["revenue"], packed), (4, ["cost"], packed),
+                              (5, ["revenue"], None)):  # fmt: skip
         trace.emit("turn_start", turn_id=turn)
         if hint:
             trace.emit("hint_delivered", hint=hint, text="...")

@@ -90,7 +90,8 @@ def test_a_bad_llm_block_is_refused_before_anything_runs(tmp_path: Path, endpoin
 def _result(tmp: Path, arm: str, task: str, **fields: Any) -> ArmResult:
     run_dir = tmp / task / arm
     trace = Trace(run_dir / "trace.jsonl")  # a minimal trace: the runtime table reads the review cadence
-    trace.emit("run_start", task_id=task, flow={"regime": "turn_aligned", "review_every": 3})
+    trace.emit("run_start", task_id=task, arm=arm, flow={"regime": "turn_aligned", "review_every": 3},
+               manager=None if arm == "baseline" else "llm")  # fmt: skip
     trace.close()
     return ArmResult(bench="b", task_id=task, arm=arm, correct={1: True, 2: False}, run_dir=str(run_dir), **fields)
 

@@ -107,7 +107,7 @@ def test_observer_sees_only_the_window_the_budget_and_termination(task: Task, tm
     current = 0
     for e in events:
         if e.kind == "turn_start":
-            current = e.data["turn_id"]
+            current = e.payload["turn_id"]
         elif e.kind == "worker_step":
             used[current] = used.get(current, 0) + 1
     steps_per_turn = [used[t] for t in range(1, 7)]
@@ -122,9 +122,9 @@ def test_observer_sees_only_the_window_the_budget_and_termination(task: Task, tm
         for hidden in ("OBSERVATION", "committed", "S1", "draft", REMARK):
             assert hidden not in user, hidden  # no state, no earlier manager output
     assert result.committed_states == [] and result.repairs == 0
-    (advice,) = [e.data for e in events if e.kind == "advice"]
+    (advice,) = [e.payload for e in events if e.kind == "advice"]
     assert advice["hint"]["error_variables"] == [] and advice["hint"]["faulty_reasoning"] == REMARK
-    (delivered,) = [e.data["text"] for e in events if e.kind == "hint_delivered"]
+    (delivered,) = [e.payload["text"] for e in events if e.kind == "hint_delivered"]
     assert REMARK_PREAMBLE in delivered and "affected:" not in delivered
     assert not any(e.kind in ("tool", "state_opened") for e in events)
     assert result.answers[5] == task.turn(5).answer  # the scripted worker recomputed turn 5 after the remark
@@ -138,5 +138,5 @@ def test_observer_hint_with_code_or_a_value_is_refused(task: Task, tmp_path: Pat
                 run_dir=tmp_path)  # fmt: skip
     events = read_trace(tmp_path / "trace.jsonl")
     assert not any(e.kind in ("advice", "hint_delivered") for e in events)
-    rejected = [e.data for e in events if e.kind == "action" and e.data.get("accepted") is False]
+    rejected = [e.payload for e in events if e.kind == "action" and e.payload.get("accepted") is False]
     assert rejected and "contains code" in rejected[0]["feedback"]

@@ -93,7 +93,7 @@ def test_hierarchical_is_never_worse_than_rules(task: Task, tmp_path: Path, rule
     assert len(result.committed_states) >= len(rules.committed_states)
     assert result.repairs >= rules.repairs and right >= rules_right
     events = read_trace(tmp_path / "run" / "trace.jsonl")
-    fallbacks = [e.data for e in events if e.kind == "manager_fallback"]
+    fallbacks = [e.payload for e in events if e.kind == "manager_fallback"]
     assert all(f["exit"] == "rules tier decision" for f in fallbacks)
     assert result.manager_usage["fallbacks"] == len(fallbacks) == result.manager_fallbacks
     abandoned = [e for e in events if e.kind == "state_abandoned"]

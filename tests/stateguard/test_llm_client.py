@@ -68,7 +68,7 @@ def make_client(
 
 
 def llm_events(trace: Trace) -> list[dict[str, Any]]:
-    return [e.data for e in trace.events() if e.kind == "llm_call"]
+    return [e.payload for e in trace.events() if e.kind == "llm_call"]
 
 
 # ----------------------------------------------------------------------------- success path

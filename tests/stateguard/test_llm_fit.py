@@ -91,7 +91,7 @@ def run(task: Task, tmp: Path, server: ScriptedServer, **manager_kw: Any) -> tup
     manager = LLMManager(client, **manager_kw)
     result = rollout(task, ScriptedWorker(FaultModel(), reference=task), DictWorkspace(), flow=LONGDS, manager=manager, run_dir=tmp / "run")
     trace.close()
-    return result, manager, [e.data for e in read_trace(tmp / "llm_calls.jsonl")]
+    return result, manager, [e.payload for e in read_trace(tmp / "llm_calls.jsonl")]
 
 
 @pytest.mark.parametrize(("flavor", "dialect"), [("llama.cpp", "json_schema"), ("llama-cpp-python", "json_object"),
@@ -178,7 +178,7 @@ def test_a_server_that_refuses_the_schema_falls_back_to_free_text(task: Task, tm
     assert [c["outcome"] for c in calls] == ["rejected", "completion", "completion", "completion"]
     assert [c["constrained"] for c in calls] == [True, False, False, False] and manager.structured == "off"
     assert result.committed_states == ["S1"] and result.manager_usage["rejected_requests"] == 1
-    notes = [e.data for e in read_trace(tmp_path / "run" / "trace.jsonl") if e.kind == "manager_note"]
+    notes = [e.payload for e in read_trace(tmp_path / "run" / "trace.jsonl") if e.kind == "manager_note"]
     assert len(notes) == 1 and "constrained decoding turned off" in notes[0]["note"]
 
 

@@ -68,7 +68,7 @@ def test_clean_turn_with_a_tool_call(one_turn: Task, tmp_path: Path) -> None:
     state = store.load("S1")
     assert [v.key for v in state.used_variables] == ["revenue@S1"] and state.relations[0].type.value == "init"
     tool = next(e for e in events if e.kind == "tool")
-    assert tool.data["name"] == "check_execution" and tool.data["result"]["data"]["success"] is True
+    assert tool.payload["name"] == "check_execution" and tool.payload["result"]["data"]["success"] is True
     # The tool result went back to the model as a tool message with the matching call id.
     follow_up = server.requests[3]["messages"]
     assert follow_up[-1]["role"] == "tool" and follow_up[-1]["tool_call_id"] == "call_0"
@@ -91,13 +91,13 @@ def test_correct_repair_is_applied_and_the_worker_recomputes(one_turn: Task, tmp
     script = [OPEN, UPDATE, repair, check, repair, UPDATE, FINALIZE]
     result, server, events = run(one_turn, tmp_path, script, faults=[Fault(kind="exec_error", turn=1)])
     assert correct(one_turn, result) == {1: True} and result.repairs == 1
-    hint = next(e for e in events if e.kind == "hint_delivered" and e.data["hint"]["kind"] == "repair")
-    assert "never re-run" in hint.data["text"]
-    assert any(e.kind == "worker_step" and e.data["meta"]["purpose"] == "recompute" for e in events)
+    hint = next(e for e in events if e.kind == "hint_delivered" and e.payload["hint"]["kind"] == "repair")
+    assert "never re-run" in hint.payload["text"]
+    assert any(e.kind == "worker_step" and e.payload["meta"]["purpose"] == "recompute" for e in events)
     assert server.remaining == 0
     # The first REPAIR came before any evidence: refused before the harness, with the reason.
     assert "REPAIR is offered once a tool call has produced evidence" in json.dumps(server.requests[3]["messages"][-1])
-    assert [e.data["output"] for e in events if e.kind == "manager_output_refused"][0].count("REPAIR") == 1
+    assert [e.payload["output"] for e in events if e.kind == "manager_output_refused"][0].count("REPAIR") == 1
     assert result.manager_usage["illegal_actions"] == 1
 
 
@@ -107,7 +107,7 @@ def test_malformed_unknown_and_mixed_responses_get_feedback_then_a_safe_exit(one
     mixed = Reply(tool_calls=[{"name": "check_execution", "arguments": {"step_id": 0}},
                               {"name": "COMMIT_STATE", "arguments": {}}])  # fmt: skip
     result, server, events = run(one_turn, tmp_path, [OPEN, malformed, unknown, mixed])
-    rejected = [e.data["feedback"] for e in events if e.kind == "action" and not e.data["accepted"]]
+    rejected = [e.payload["feedback"] for e in events if e.kind == "action" and not e.payload["accepted"]]
     assert len(rejected) == 3
     assert "not valid JSON" in rejected[0] and "unknown action 'UPDATE_STAT'" in rejected[1]
     assert "mixes tool actions (check_execution) with a control action (COMMIT_STATE)" in rejected[2]
@@ -126,12 +126,12 @@ def test_a_request_refused_for_size_is_refitted_never_resent_unchanged(one_turn:
     result, server, events = run(one_turn, tmp_path, [overflow, OPEN, UPDATE, FINALIZE])
     assert result.committed_states == ["S1"] and len(server.requests) == 4
     calls = read_trace(tmp_path / "llm_calls.jsonl")
-    assert [c.data["outcome"] for c in calls] == ["rejected_for_size", "completion", "completion", "completion"]
-    assert calls[0].data["window"] is None and all(c.data["window"] == 4096 for c in calls[1:])
+    assert [c.payload["outcome"] for c in calls] == ["rejected_for_size", "completion", "completion", "completion"]
+    assert calls[0].payload["window"] is None and all(c.payload["window"] == 4096 for c in calls[1:])
     # The retry is a different, smaller request: a shorter prompt form, within the named window.
     first, second = (json.dumps(server.requests[i]) for i in (0, 1))
-    assert len(second) < 0.8 * len(first) and calls[1].data["prompt_mode"] != "full"
-    assert all(c.data["planned_prompt_tokens"] <= 4096 - 512 for c in calls[1:])
+    assert len(second) < 0.8 * len(first) and calls[1].payload["prompt_mode"] != "full"
+    assert all(c.payload["planned_prompt_tokens"] <= 4096 - 512 for c in calls[1:])
     assert result.manager_usage["rejected_for_size"] == 1 and result.manager_llm_calls == 3
 
 
@@ -139,7 +139,7 @@ def test_timeouts_and_500s_are_retried(one_turn: Task, tmp_path: Path) -> None:
     script = [Status(500, "boom"), OPEN, Delay(2.0, then=UPDATE), UPDATE, FINALIZE]
     result, _, _ = run(one_turn, tmp_path, script)
     assert result.committed_states == ["S1"]
-    attempts = [e.data["attempts"] for e in read_trace(tmp_path / "llm_calls.jsonl")]
+    attempts = [e.payload["attempts"] for e in read_trace(tmp_path / "llm_calls.jsonl")]
     assert attempts[:2] == [2, 2]
 
 
@@ -149,7 +149,7 @@ def test_a_server_that_dies_degrades_to_worker_only_completion(tmp_path: Path) -
     assert result.committed_states == ["S1"] and result.degraded
     assert all(correct(task, result).values())  # the worker finished every turn on its own
     degraded = [e for e in events if e.kind == "degraded"]
-    assert len(degraded) == 1 and "kept failing" in degraded[0].data["reason"]
+    assert len(degraded) == 1 and "kept failing" in degraded[0].payload["reason"]
     reviews_after = [e for e in events if e.kind == "review" and e.seq > degraded[0].seq]
     assert reviews_after == []  # no manager activation after degradation
 

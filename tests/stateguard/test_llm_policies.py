@@ -67,7 +67,7 @@ def test_hierarchical_calls_the_model_only_where_rules_cannot_decide(task: Task,
     assert manager.delegations == 2 and result.repairs == 2  # one LLM repair (turn 3), one rules repair (turn 5)
     assert result.manager_llm_calls == 3 and result.manager_activations > 20  # most activations cost no model call
     assert all("Turn 3: " in q and "Turn 4: " not in q for q in asked_about)  # the model saw the task only up to turn 3
-    committed = {e.data["state"]["id"]: e.data["state"] for e in read_trace(tmp_path / "trace.jsonl") if e.kind == "state_committed"}
+    committed = {e.payload["state"]["id"]: e.payload["state"] for e in read_trace(tmp_path / "trace.jsonl") if e.kind == "state_committed"}
     assert {"type": "invalidate", "related_state_id": "S1"} in committed["S4"]["relations"]  # relations stay the rules tier's
 
 

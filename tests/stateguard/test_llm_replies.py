@@ -76,7 +76,7 @@ def test_every_malformed_shape_is_a_retried_malformed_reply_error(case: str) -> 
             client(server, trace).chat(USER)
         assert len(server.requests) == 2  # the retry budget (max_retries=1) was used, nothing more
     assert info.value.attempts == 2 and "malformed reply" in str(info.value)
-    event = next(e.data for e in trace.events() if e.kind == "llm_call")
+    event = next(e.payload for e in trace.events() if e.kind == "llm_call")
     assert event["outcome"] == "failed" and event["error"].startswith("MalformedReplyError")
 
 
@@ -145,10 +145,10 @@ def test_the_llm_manager_degrades_on_malformed_replies_and_never_crashes(case: s
     usage = result.manager_usage
     assert usage["completions"] == 0 and result.manager_llm_calls == 0  # no failed call counts as a model call
     assert usage["failed_requests"] == 2 and usage["malformed_replies"] == 2
-    assert result.manager_fallbacks == 1 and [e.data["exit"] for e in events if e.kind == "manager_fallback"] == ["ABSTAIN"]
+    assert result.manager_fallbacks == 1 and [e.payload["exit"] for e in events if e.kind == "manager_fallback"] == ["ABSTAIN"]
     degraded = [e for e in events if e.kind == "degraded"]
-    assert len(degraded) == 1 and "MalformedReplyError" in degraded[0].data["reason"]
-    outcomes = [e.data["outcome"] for e in read_trace(tmp_path / "llm_calls.jsonl")]
+    assert len(degraded) == 1 and "MalformedReplyError" in degraded[0].payload["reason"]
+    outcomes = [e.payload["outcome"] for e in read_trace(tmp_path / "llm_calls.jsonl")]
     assert outcomes == ["failed", "failed"]
 
 
@@ -168,7 +168,7 @@ def test_the_per_task_time_cap_stops_model_calls(tmp_path: Path) -> None:
     usage = result.manager_usage
     assert usage["time_capped"] == 1 and result.degraded and all(correct.values())
     assert usage["model_time_s"] <= 1.0 + 0.5  # at most one call runs past the cap, cut by its deadline
-    assert "time cap" in next(e.data["reason"] for e in events if e.kind == "degraded")
+    assert "time cap" in next(e.payload["reason"] for e in events if e.kind == "degraded")
 
 
 def test_hierarchical_keeps_every_rules_decision_when_the_endpoint_is_malformed(tmp_path: Path) -> None:
@@ -179,7 +179,7 @@ def test_hierarchical_keeps_every_rules_decision_when_the_endpoint_is_malformed(
                                           tmp_path / "h", faults)  # fmt: skip
     assert not result.degraded and correct == rules_correct and all(correct.values())
     assert result.committed_states == rules.committed_states and result.repairs == rules.repairs == 1
-    fallbacks = [e.data for e in events if e.kind == "manager_fallback"]
+    fallbacks = [e.payload for e in events if e.kind == "manager_fallback"]
     assert fallbacks and all(f["exit"] == "rules tier decision" for f in fallbacks)
     assert result.manager_usage["failed_requests"] == 2  # then the model tier stopped for the task
     assert any("model tier stops" in f["reason"] for f in fallbacks)

@@ -115,7 +115,7 @@ def test_local_model_as_the_manager_fits_the_window_and_decodes_only_offered_act
     assert (manager.info.kind, manager.info.context_window, manager.info.tokenizer) == (
         "llama-cpp-python", 4096, "llama-cpp-python")
     usage = result.manager_usage
-    events = [e.data for e in read_trace(tmp_path / "llm_calls.jsonl")]
+    events = [e.payload for e in read_trace(tmp_path / "llm_calls.jsonl")]
     report = {"wall_s": round(time.monotonic() - start, 1), "usage": usage, "committed": result.committed_states,
               "calls": [{k: e.get(k) for k in ("outcome", "prompt_mode", "prompt_tokens", "completion_tokens",
                                                  "latency_s", "offered")} for e in events]}  # fmt: skip

@@ -56,7 +56,7 @@ def test_a_workspace_that_cannot_hold_checkpoints_fails_up_front(tmp_path: Path)
 def test_the_baseline_arm_needs_no_checkpoint(tmp_path: Path) -> None:
     result = rollout(TASK, ScriptedWorker(reference=TASK), ForgetfulWorkspace(), flow=LONGDS, run_dir=tmp_path)
     assert sorted(result.answers) == [1, 2, 3]
-    (bound,) = [e.data for e in read_trace(tmp_path / "trace.jsonl") if e.kind == "binding_checked"]
+    (bound,) = [e.payload for e in read_trace(tmp_path / "trace.jsonl") if e.kind == "binding_checked"]
     assert bound["start_checkpoint"] is None and bound["checks"][0].startswith("executor: the worker runs code")
 
 

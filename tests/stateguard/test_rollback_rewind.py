@@ -67,7 +67,7 @@ class ExhaustRepairs:
 
 
 def _events(run_dir: Path, kind: str) -> list[dict[str, Any]]:
-    return [e.data for e in read_trace(run_dir / "trace.jsonl") if e.kind == kind]
+    return [e.payload for e in read_trace(run_dir / "trace.jsonl") if e.kind == kind]
 
 
 def test_scripted_worker_is_rewound_to_the_last_commit(tmp_path: Path) -> None:

@@ -59,16 +59,16 @@ def test_baseline_propagates_the_stale_margin_and_stateguard_repairs_it(task: Ta
     assert guard.repairs == 1
 
     events = read_trace(tmp_path / "stateguard" / "trace.jsonl")
-    committed = {e.data["state"]["id"]: e.data["state"] for e in events if e.kind == "state_committed"}
+    committed = {e.payload["state"]["id"]: e.payload["state"] for e in events if e.kind == "state_committed"}
     revision = next(s for s in committed.values() if s["issue"].startswith("Recompute revenue"))
     assert {"type": "invalidate", "related_state_id": "S1"} in revision["relations"]
     repair = next(e for e in events if e.kind == "repair")
-    assert "[staleness]" in repair.data["evidence"] and "margin" in repair.data["evidence"]
-    delivered = [e for e in events if e.kind == "hint_delivered" and e.data["hint"]["kind"] == "repair"]
-    assert delivered and delivered[0].data["hint"]["error_variables"] == ["margin"]
-    assert "<repair_hint>" in delivered[0].data["text"]
+    assert "[staleness]" in repair.payload["evidence"] and "margin" in repair.payload["evidence"]
+    delivered = [e for e in events if e.kind == "hint_delivered" and e.payload["hint"]["kind"] == "repair"]
+    assert delivered and delivered[0].payload["hint"]["error_variables"] == ["margin"]
+    assert "<repair_hint>" in delivered[0].payload["text"]
     after = [e for e in events if e.kind == "worker_step" and e.seq > delivered[0].seq]
-    assert after and after[0].data["meta"]["purpose"] == "recompute" and after[0].data["turn"] == 5
+    assert after and after[0].payload["meta"]["purpose"] == "recompute" and after[0].payload["turn"] == 5
     final = next(s for s in committed.values() if s["issue"].startswith("Under the current revenue"))
     versions = {v["name"]: v["version"] for v in final["used_variables"]}
     assert versions["margin"] == final["id"]  # recomputed in the repaired state, not inherited from S2
@@ -88,7 +88,7 @@ def test_rules_catch_precision_and_unfixed_errors(task: Task, tmp_path: Path, fa
     assert [t for t, ok in base_ok.items() if not ok] == [wrong_turn]
     assert all(guard_ok.values())
     repair = next(e for e in read_trace(tmp_path / "stateguard" / "trace.jsonl") if e.kind == "repair")
-    assert repair.data["evidence"].startswith(check)
+    assert repair.payload["evidence"].startswith(check)
 
 
 def test_counterfactual_code_that_runs_cleanly_is_not_caught_by_rules(task: Task, tmp_path: Path) -> None:
@@ -114,7 +114,7 @@ def test_same_seed_same_trajectory(task: Task, tmp_path: Path) -> None:
     actions = []
     for i in range(2):
         rollout(task, ScriptedWorker(model, reference=task), DictWorkspace(), flow=LONGDS, manager=RulesManager(), run_dir=tmp_path / str(i))
-        actions.append([e.data["action"] for e in read_trace(tmp_path / str(i) / "trace.jsonl") if e.kind == "worker_step"])
+        actions.append([e.payload["action"] for e in read_trace(tmp_path / str(i) / "trace.jsonl") if e.kind == "worker_step"])
     assert actions[0] == actions[1] and len(actions[0]) > 6
 
 
@@ -180,8 +180,8 @@ def test_segment_review_does_not_compare_a_span_with_values_rewritten_after_it(t
 @pytest.mark.parametrize("flow", [LONGDS, SEGMENT], ids=["turn_aligned", "segment_every_3"])
 def test_precision_is_caught_in_both_flows_even_after_result_was_rewritten(task: Task, tmp_path: Path, flow) -> None:
     guard, _ = run(task, tmp_path, "stateguard", [Fault(kind="precision", turn=2)], flow)
-    repairs = [e.data for e in read_trace(tmp_path / "stateguard" / "trace.jsonl")
-               if e.kind == "action" and e.data.get("name") == "REPAIR" and e.data.get("accepted")]  # fmt: skip
+    repairs = [e.payload for e in read_trace(tmp_path / "stateguard" / "trace.jsonl")
+               if e.kind == "action" and e.payload.get("name") == "REPAIR" and e.payload.get("accepted")]  # fmt: skip
     assert repairs and repairs[0]["arguments"]["analytical_evidence"].startswith("[precision]")
     assert repairs[0]["arguments"]["error_hint"]["error_variables"] == ["result"]
 
@@ -192,7 +192,7 @@ def test_the_recorded_arm_is_the_arm_that_ran(task: Task, tmp_path: Path) -> Non
                      manager=RulesManager(), run_dir=tmp_path / "observer", arm="observer")  # fmt: skip
     saved = RolloutResult.model_validate_json((tmp_path / "observer" / "result.json").read_text())
     start = next(e for e in read_trace(tmp_path / "observer" / "trace.jsonl") if e.kind == "run_start")
-    assert (result.arm, saved.arm, start.data["arm"]) == ("observer", "observer", "observer")
+    assert (result.arm, saved.arm, start.payload["arm"]) == ("observer", "observer", "observer")
     # without a name, the arm follows the manager, as before
     plain = rollout(task, ScriptedWorker(FaultModel(faults=[]), reference=task), DictWorkspace(), flow=LONGDS, run_dir=tmp_path / "b")
     assert plain.arm == "baseline"

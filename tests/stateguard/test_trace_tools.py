@@ -18,6 +18,7 @@ from stateguard import (
     read_trace,
 )
 from stateguard.actions import RawAction, validate_action
+from stateguard.artifacts.events import TurnStartEvent
 from stateguard.tools import check_execution, compile_python, inspect_python, run_tool
 
 
@@ -38,30 +39,50 @@ def test_rejected_action_appends_only_its_verdict(tmp_path: Path) -> None:
 def test_trace_events_are_numbered_and_survive_reopen(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     trace = Trace(path)
-    trace.emit("a", x=1)
+    trace.emit("turn_start", turn_id=1)
     with trace.transaction():
-        trace.emit("b")
-        trace.emit("c")
+        trace.emit("turn_start", turn_id=2)
+        trace.emit("turn_start", turn_id=3)
     with pytest.raises(RuntimeError), trace.transaction():
-        trace.emit("dropped")
+        trace.emit("turn_start", turn_id=99)
         raise RuntimeError("boom")
     trace.close()
     again = Trace(path)
-    again.emit("d")
+    again.emit("turn_start", turn_id=4, question="how many rows?")
     events = read_trace(path)
-    assert [(e.seq, e.kind) for e in events] == [(0, "a"), (1, "b"), (2, "c"), (3, "d")]
-    assert events[0].data == {"x": 1} and events[0].schema_version == "stateguard/1"
+    assert [(e.seq, e.kind) for e in events] == [(0, "turn_start"), (1, "turn_start"), (2, "turn_start"), (3, "turn_start")]
+    first, last = events[0], events[-1]
+    assert isinstance(first, TurnStartEvent) and isinstance(last, TurnStartEvent)
+    assert (first.data.turn_id, first.data.question, last.data.question) == (1, None, "how many rows?")
+    assert first.schema_version == "stateguard/1"
+    assert json.loads(path.read_text().splitlines()[0])["data"] == {"turn_id": 1}  # written as emitted
+
+
+def test_a_renamed_or_unknown_event_field_fails_where_it_is_written_and_read(tmp_path: Path) -> None:
+    trace = Trace(tmp_path / "t.jsonl")
+    with pytest.raises(ValueError, match=r"'turn_start' trace event: data.turn_id: Field required; data.turn: Extra inputs are not permitted"):
+        trace.emit("turn_start", turn=1)  # the field is turn_id
+    with pytest.raises(ValueError, match=r"'turn_start' trace event: data.turn_id: Field required"):
+        trace.emit("turn_start", question="q")
+    with pytest.raises(ValueError, match=r"not a valid 'no_such_kind' trace event"):
+        trace.emit("no_such_kind")
+    trace.emit("turn_start", turn_id=1)
+    trace.close()
+    path = tmp_path / "t.jsonl"
+    path.write_text(path.read_text().replace('"turn_id"', '"turn_no"'))
+    with pytest.raises(ValueError, match=r"t.jsonl:1: not a valid 'turn_start' trace event: data.turn_id: Field required"):
+        read_trace(path)
 
 
 def test_torn_last_line_is_dropped_but_corruption_elsewhere_is_an_error(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     trace = Trace(path)
-    trace.emit("a")
-    trace.emit("b")
+    trace.emit("turn_start", turn_id=1)
+    trace.emit("turn_start", turn_id=2)
     trace.close()
     with path.open("a") as fh:
         fh.write('{"kind": "half')
-    assert [e.kind for e in read_trace(path)] == ["a", "b"]
+    assert [e.kind for e in read_trace(path)] == ["turn_start", "turn_start"]
     lines = path.read_text().splitlines()
     path.write_text("\n".join([lines[0], "garbage", lines[1]]) + "\n")
     with pytest.raises(ValueError, match=r"t.jsonl:2: not a JSON trace event"):

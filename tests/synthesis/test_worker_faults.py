@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from stateguard.artifacts.task_folder import FAULTS_FILE, HIDDEN_DIR
 from synthesis.replay import run_turns
 from synthesis.sources.tabular import is_installed
 from synthesis.tasks import build_task
-from synthesis.worker_faults import FAULTS_FILE
 
 pytestmark = pytest.mark.skipif(not is_installed("penguins"), reason="palmerpenguins not installed")
 
@@ -22,7 +22,7 @@ def task(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_faults_change_their_turn_and_contaminate_exactly_the_listed_turns(task: Path) -> None:
     turns = json.loads((task / "hidden" / "task.json").read_text())
-    faults = json.loads((task / FAULTS_FILE).read_text())
+    faults = json.loads((task / HIDDEN_DIR / FAULTS_FILE).read_text())
     assert len(faults) == 2 and faults[0]["turn"] < faults[1]["turn"]
     assert len({f["kind"] for f in faults}) == 2 and "numeric_parameter" in {f["kind"] for f in faults}
     codes = [t["code"] for t in turns]
@@ -39,5 +39,5 @@ def test_faults_are_hidden_and_deterministic(task: Path, tmp_path: Path) -> None
     manifest = json.loads((task / "manifest.json").read_text())
     assert not any("fault" in name for name in manifest["sha256"])  # nothing agent-visible
     again = build_task(tmp_path, dataset="penguins", seed=11, turns=16, worker_faults=2)
-    assert (again / FAULTS_FILE).read_bytes() == (task / FAULTS_FILE).read_bytes()
-    assert not (build_task(tmp_path / "plain", dataset="penguins", seed=11, turns=16) / FAULTS_FILE).exists()
+    assert (again / HIDDEN_DIR / FAULTS_FILE).read_bytes() == (task / HIDDEN_DIR / FAULTS_FILE).read_bytes()
+    assert not (build_task(tmp_path / "plain", dataset="penguins", seed=11, turns=16) / HIDDEN_DIR / FAULTS_FILE).exists()

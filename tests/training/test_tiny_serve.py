@@ -172,10 +172,10 @@ def test_manager_prompt_gets_the_overfit_tool_call(served: Served, tokenizer: An
     assert result.attempts == 1 and result.latency_s > 0
     assert result.model.startswith(served.model)  # the server answers with "<model dir>@main"
     (event,) = read_trace(tmp_path / "trace.jsonl")
-    assert event.kind == "llm_call" and event.data["error"] is None
-    assert event.data["prompt_tokens"] == result.usage.prompt_tokens
-    assert event.data["completion_tokens"] == result.usage.completion_tokens
-    assert event.data["usage_estimated"] is False and event.data["finish_reason"] == "tool_calls"
+    assert event.kind == "llm_call" and event.payload["error"] is None
+    assert event.payload["prompt_tokens"] == result.usage.prompt_tokens
+    assert event.payload["completion_tokens"] == result.usage.completion_tokens
+    assert event.payload["usage_estimated"] is False and event.payload["finish_reason"] == "tool_calls"
 
 
 def test_history_with_tool_call_and_tool_response_round_trips(served: Served, tokenizer: Any) -> None:

@@ -29,6 +29,15 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from stateguard.answers import last_json
+from stateguard.artifacts.events import (
+    ConstraintChecksEvent,
+    StateCommittedEvent,
+    StateOpenedEvent,
+    ToolData,
+    ToolEvent,
+    WorkerStepData,
+    WorkerStepEvent,
+)  # fmt: skip
 from stateguard.dataflow import cell_dataflow
 from training.rewards.timeline import Rollout
 
@@ -177,15 +186,14 @@ def _literals(code: str) -> tuple[list[Number], set[str]]:
     return nums, strings
 
 
-def add_tool_result(ev: Evidence, tool: dict[str, Any]) -> None:
+def add_tool_result(ev: Evidence, tool: ToolData) -> None:
     """Add one tool event's result. A probe's own literals are taken out first: `print(999.0)`
     shows what the manager wrote, not what the data holds."""
-    result = tool.get("result") or {}
-    data = result.get("data")
+    data = tool.result.data
     planted_numbers: list[Number] = []
     planted_strings: set[str] = set()
-    if tool.get("name") == "run_probe":
-        planted_numbers, planted_strings = _literals(str((tool.get("arguments") or {}).get("code") or ""))
+    if tool.name == "run_probe":
+        planted_numbers, planted_strings = _literals(str(tool.arguments.get("code") or ""))
     text = json.dumps(data, default=str, sort_keys=True)
     for literal in sorted(planted_strings, key=len, reverse=True):
         text = text.replace(literal, " ")
@@ -199,16 +207,15 @@ def add_tool_result(ev: Evidence, tool: dict[str, Any]) -> None:
         )
         if not planted:
             ev.add_json({key: leaf})
-    if result.get("error"):
-        ev.texts.append(str(result["error"]))
+    if tool.result.error:
+        ev.texts.append(tool.result.error)
 
 
-def written_names(step: dict[str, Any]) -> list[str]:
+def written_names(step: WorkerStepData) -> list[str]:
     """Names a worker step (its trace record) wrote: its recorded dataflow, else its code's."""
-    meta = step.get("meta") or {}
-    if "writes" in meta:
-        return list(meta.get("writes") or [])
-    flow = cell_dataflow(str(step.get("action") or ""))
+    if "writes" in step.meta.model_fields_set:
+        return list(step.meta.writes)
+    flow = cell_dataflow(step.action)
     return list(flow.writes) if flow.valid else []
 
 
@@ -217,28 +224,24 @@ def state_evidence(rollout: Rollout, state: dict[str, Any]) -> Evidence:
     ev = Evidence()
     sid = state.get("id")
     start, end = state.get("source_step_start"), state.get("source_step_end")
-    for event in rollout.of_kind("worker_step"):
-        index = event.data.get("index")
-        if start is None or end is None or index is None or not start <= index <= end:
+    for event in rollout.of_kind(WorkerStepEvent):
+        index = event.data.index
+        if start is None or end is None or not start <= index <= end:
             continue
-        ev.add_text(str(event.data.get("output") or ""))
-        ev.add_text(str(event.data.get("error") or ""))
-        if event.data.get("success", True) and not event.data.get("error"):
+        ev.add_text(event.data.output)
+        ev.add_text(event.data.error or "")
+        if event.data.success and not event.data.error:
             ev.written.update(written_names(event.data))
-    opened = [e.seq for e in rollout.of_kind("state_opened") if e.data.get("state_id") == sid]
-    closed = [
-        e.seq for e in rollout.of_kind("state_committed") if (e.data.get("state") or {}).get("id") == sid
-    ]
+    opened = [e.seq for e in rollout.of_kind(StateOpenedEvent) if e.data.state_id == sid]
+    closed = [e.seq for e in rollout.of_kind(StateCommittedEvent) if e.data.state.id == sid]
     lo, hi = (min(opened) if opened else -1), (min(closed) if closed else math.inf)
-    for event in rollout.of_kind("tool"):
-        if lo <= event.seq <= hi and event.data.get("name") in VALUE_TOOLS:
-            add_tool_result(ev, event.data)
+    for tool in rollout.of_kind(ToolEvent):
+        if lo <= tool.seq <= hi and tool.data.name in VALUE_TOOLS:
+            add_tool_result(ev, tool.data)
     codes = {c.get("text"): c.get("code") for c in state.get("constraints") or []}
-    checks = [
-        e for e in rollout.of_kind("constraint_checks") if e.data.get("state_id") == sid and e.seq <= hi
-    ]
-    for result in (checks[-1].data.get("results") or []) if checks else []:
-        code = codes.get(result.get("text"))
-        if result.get("passed") is True and code:
+    checks = [e for e in rollout.of_kind(ConstraintChecksEvent) if e.data.state_id == sid and e.seq <= hi]
+    for result in checks[-1].data.results if checks else []:
+        code = codes.get(result.text)
+        if result.passed is True and code:
             ev.passed_checks.append(str(code))
     return ev

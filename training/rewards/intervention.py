@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from stateguard.artifacts.events import StateCommittedEvent, StateUpdatedEvent, WorkerStepEvent
 from stateguard.lifecycle import ControlAction, Stage
 from training.rewards.config import RewardConfig
 from training.rewards.evidence import state_evidence, written_names
@@ -83,10 +84,10 @@ def decision_points(rollout: Rollout) -> list[DecisionPoint]:
     open_at: int | None = rollout.start_seq if rollout.start_stage is Stage.UPDATED else None
     for event in rollout.events:
         if event.kind == "state_opened":
-            draft = event.data.get("state_id")
+            draft = event.data.state_id
         if not rollout.in_window(event.seq):
             continue
-        if event.kind == "review" and event.data.get("stage") == Stage.UPDATED.value and open_at is None:
+        if event.kind == "review" and event.data.stage == Stage.UPDATED.value and open_at is None:
             open_at = event.seq
         act = actions.get(event.seq) if event.kind == "action" else None
         if act is None or not act.accepted or act.control is None:
@@ -133,19 +134,16 @@ def effectiveness(rollout: Rollout, point: DecisionPoint, targets: Sequence[str]
     after = [e for e in rollout.events if e.seq > point.decision_seq]
     end, end_kind = None, None
     for event in after:
-        state = event.data.get("state") or {}
-        if event.kind == "state_committed" and state.get("id") == point.state_id:
+        if event.kind == "state_committed" and event.data.state.id == point.state_id:
             end, end_kind = event.seq, "committed"
-        elif event.kind == "state_abandoned" and event.data.get("state_id") == point.state_id:
+        elif event.kind == "state_abandoned" and event.data.state_id == point.state_id:
             end, end_kind = event.seq, "abandoned"
-        elif event.kind == "repair" and event.data.get("state_id") == point.state_id:
+        elif event.kind == "repair" and event.data.state_id == point.state_id:
             end, end_kind = event.seq, "repaired again"
         if end is not None:
             break
-    retry = [e.data for e in after if e.kind == "worker_step" and (end is None or e.seq < end)]
-    rewrote = any(
-        set(targets) & set(written_names(s)) for s in retry if s.get("success", True) and not s.get("error")
-    )
+    retry = [e.data for e in after if isinstance(e, WorkerStepEvent) and (end is None or e.seq < end)]
+    rewrote = any(set(targets) & set(written_names(s)) for s in retry if s.success and not s.error)
     if end_kind == "committed" and rewrote:
         return "effective", "the retry recomputed an affected variable and the state was committed"
     if end_kind is not None:
@@ -164,9 +162,10 @@ def _quality_case(rollout: Rollout, point: DecisionPoint, label: DecisionLabel) 
         f"and the evidence {point.arguments.get('analytical_evidence')!r}."
     )
     after = [e for e in rollout.events if point.decision_seq is not None and e.seq > point.decision_seq]
-    evidence = [f"worker step {e.data.get('index')}: {e.data.get('action')}\noutput: {e.data.get('output')}"
-                for e in after if e.kind == "worker_step"][:20]  # fmt: skip
-    evidence += [f"committed state: {e.data.get('state')}" for e in after if e.kind == "state_committed"][:2]
+    evidence = [f"worker step {e.data.index}: {e.data.action}\noutput: {e.data.output}"
+                for e in after if isinstance(e, WorkerStepEvent)][:20]  # fmt: skip
+    evidence += [f"committed state: {e.data.state.model_dump(mode='json')}"
+                 for e in after if isinstance(e, StateCommittedEvent)][:2]  # fmt: skip
     return JudgeCase(kind="repair_quality", subject=subject, evidence=evidence)
 
 
@@ -191,8 +190,8 @@ def repair_quality(rollout: Rollout, point: DecisionPoint, label: DecisionLabel,
 
 def _inconsistency_case(rollout: Rollout, point: DecisionPoint) -> JudgeCase:
     upto = point.decision_seq or point.seq
-    updates = [e for e in rollout.of_kind("state_updated") if e.seq <= upto]
-    drafts = [e.data.get("draft") or {} for e in updates if e.data.get("state_id") == point.state_id]
+    updates = [e for e in rollout.of_kind(StateUpdatedEvent) if e.seq <= upto]
+    drafts = [e.data.draft for e in updates if e.data.state_id == point.state_id]
     draft = drafts[-1] if drafts else {"id": point.state_id}
     return JudgeCase(
         kind="inconsistency",

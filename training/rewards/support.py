@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from stateguard.artifacts.events import StateCommittedEvent
 from stateguard.dataflow import cell_dataflow
 from training.rewards.evidence import (
     Evidence,
@@ -173,7 +174,7 @@ def ground_conclusion(
 
 def scored_states(rollout: Rollout) -> list[dict[str, Any]]:
     """S_τ: the states committed inside the continuation, as committed."""
-    return [dict(e.data.get("state") or {}) for e in rollout.window_events("state_committed")]
+    return [e.data.state.model_dump(mode="json") for e in rollout.window_events(StateCommittedEvent)]
 
 
 def _settle(verdict: Verdict, case: JudgeCase, ledger: Adjudicator) -> tuple[bool, How, str]:
@@ -186,10 +187,7 @@ def _settle(verdict: Verdict, case: JudgeCase, ledger: Adjudicator) -> tuple[boo
 
 def support_items(rollout: Rollout, ledger: Adjudicator) -> list[SupportItem]:
     """Every variable and conclusion of every state the continuation committed, with its verdict."""
-    committed = {
-        str((e.data.get("state") or {}).get("id")): dict(e.data["state"])
-        for e in rollout.of_kind("state_committed")
-    }
+    committed = {e.data.state.id: e.data.state.model_dump(mode="json") for e in rollout.of_kind(StateCommittedEvent)}
     items: list[SupportItem] = []
     for state in scored_states(rollout):
         sid = str(state.get("id"))

@@ -17,13 +17,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from stateguard.artifacts.events import ActionEvent
 from stateguard.lifecycle import ControlAction, Regime, Stage, ToolAction, is_legal, next_stage
 from stateguard.trace import TraceEvent, read_trace
 
+E = TypeVar("E", bound=BaseModel)
 _CONTROL = {a.value for a in ControlAction}
 _TOOL = {a.value for a in ToolAction}
 
@@ -105,11 +107,13 @@ class Rollout(BaseModel):
     def window_actions(self) -> list[ActionRecord]:
         return [a for a in self.actions if self.in_window(a.seq)]
 
-    def window_events(self, kind: str | None = None) -> list[TraceEvent]:
-        return [e for e in self.events if self.in_window(e.seq) and (kind is None or e.kind == kind)]
+    def window_events(self, kind: type[E]) -> list[E]:
+        """The continuation's events of one type (e.g. StateCommittedEvent)."""
+        return [e for e in self.events if self.in_window(e.seq) and isinstance(e, kind)]
 
-    def of_kind(self, kind: str) -> list[TraceEvent]:
-        return [e for e in self.events if e.kind == kind]
+    def of_kind(self, kind: type[E]) -> list[E]:
+        """All events of one type (e.g. WorkerStepEvent), context included."""
+        return [e for e in self.events if isinstance(e, kind)]
 
 
 def detect_regime(events: Iterable[TraceEvent], override: Regime | None = None) -> Regime:
@@ -117,7 +121,7 @@ def detect_regime(events: Iterable[TraceEvent], override: Regime | None = None) 
     recorded = None
     for event in events:
         if event.kind == "run_start":
-            recorded = (event.data.get("flow") or {}).get("regime")
+            recorded = event.data.flow.get("regime")
             break
     if override is not None:
         if recorded is not None and Regime(recorded) is not Regime(override):
@@ -133,14 +137,14 @@ def detect_regime(events: Iterable[TraceEvent], override: Regime | None = None) 
     return Regime(recorded)
 
 
-def _classify(event: TraceEvent) -> tuple[Literal["control", "tool", "unparsed"], str | None, bool]:
+def _classify(event: ActionEvent) -> tuple[Literal["control", "tool", "unparsed"], str | None, bool]:
     """(kind, name, malformed) of an `action` event."""
-    name = event.data.get("name")
+    name = event.data.name
     if name in _CONTROL:
         return "control", name, False
     if name in _TOOL:
         return "tool", name, False
-    raw = event.data.get("arguments") or {}
+    raw = event.data.arguments or {}
     raw_name = raw.get("name") if isinstance(raw, dict) else None
     if isinstance(raw_name, str) and raw_name in _CONTROL:
         return "control", raw_name, True
@@ -180,29 +184,29 @@ def build_rollout(
         if event.kind in ("degraded", "run_end"):
             stage = Stage.IDLE
         elif event.kind == "tool":
-            result = event.data.get("result") or {}
+            result = event.data.result
             records.append(ActionRecord(
-                seq=event.seq, kind="tool", name=event.data.get("name"), accepted=True, stage_before=stage,
-                stage_after=stage, arguments=event.data.get("arguments") or {},
-                tool_ok=bool(result.get("ok")), tool_error=result.get("error"),
+                seq=event.seq, kind="tool", name=event.data.name, accepted=True, stage_before=stage,
+                stage_after=stage, arguments=event.data.arguments,
+                tool_ok=result.ok, tool_error=result.error,
             ))  # fmt: skip
         elif event.kind == "action":
             kind, name, malformed = _classify(event)
-            accepted = bool(event.data.get("accepted")) and not malformed
-            before = _stage(event.data.get("stage_before") if accepted else event.data.get("stage"), stage)
+            accepted = event.data.accepted and not malformed
+            before = _stage(event.data.stage_before if accepted else event.data.stage, stage)
             after = before
             if accepted and kind == "control" and name is not None:
                 action = ControlAction(name)
                 tracked = (
                     next_stage(resolved, before, action) if is_legal(resolved, before, action) else before
                 )
-                after = _stage(event.data.get("stage"), tracked)
-            arguments = event.data.get("arguments")
+                after = _stage(event.data.stage, tracked)
+            arguments = event.data.arguments
             arguments = arguments if isinstance(arguments, dict) else {}
             records.append(ActionRecord(
                 seq=event.seq, kind=kind, name=name, accepted=accepted, malformed=malformed,
                 stage_before=before, stage_after=after, arguments=arguments,
-                feedback=str(event.data.get("feedback") or ""),
+                feedback=event.data.feedback or "",
             ))  # fmt: skip
             stage = after
     if at_start is None:  # nothing at or after start_seq: the continuation is empty

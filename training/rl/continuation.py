@@ -32,6 +32,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from stateguard.artifacts.events import ActionEvent, ToolEvent
+from stateguard.artifacts.run_folder import RolloutFolder
 from stateguard.observation import ManagerObservation
 from stateguard.policies.base import Activation, Degrade, ManagerContext, ManagerPolicy
 from stateguard.rollout import rollout
@@ -196,7 +198,7 @@ def run_continuation(
     start = time.perf_counter()
     # The worker the synthesis ran (stateguard.teacher.teacher_worker): same faults, response model, resistance.
     worker = StoppableWorker(spec.worker(task))
-    trace_path = run_dir / "trace.jsonl"
+    trace_path = RolloutFolder(run_dir).trace
     manager = WindowManager(
         spec, prompt, sampled, worker, trace_path, max_activations=max_activations, prefix_check=prefix_check
     )
@@ -218,23 +220,20 @@ def run_continuation(
     events = read_trace(trace_path)
     kept = events[: manager.end_seq] if manager.end_seq is not None else events
     actions = [
-        {
-            "kind": e.kind,
-            "name": e.data.get("name"),
-            "accepted": bool(e.data.get("accepted", e.kind == "tool")),
-            "stage": e.data.get("stage"),
-            "feedback": e.data.get("feedback"),
-        }
+        {"kind": e.kind, "name": e.data.name, "accepted": e.data.accepted, "stage": e.data.stage,
+         "feedback": e.data.feedback}
+        if isinstance(e, ActionEvent)
+        else {"kind": e.kind, "name": e.data.name, "accepted": True, "stage": None, "feedback": None}
         for e in kept[manager.start_seq :]
-        if e.kind in ("action", "tool")
-    ]
+        if isinstance(e, ActionEvent | ToolEvent)
+    ]  # fmt: skip
     if transport == "inline":
         source: dict[str, Any] = {
             "events": [e.model_dump(mode="json") for e in kept],
             "start_seq": manager.start_seq,
         }
     else:
-        window_path = run_dir / "window_trace.jsonl"
+        window_path = RolloutFolder(run_dir).window_trace
         window_path.write_text("".join(e.model_dump_json() + "\n" for e in kept), encoding="utf-8")
         source = {"path": str(window_path.resolve()), "start_seq": manager.start_seq}
     if not keep_run and transport == "inline":

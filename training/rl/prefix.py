@@ -34,6 +34,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from stateguard.artifacts.task_folder import TaskFolder
 from stateguard.flows import FlowConfig
 from stateguard.observation import ManagerObservation
 from stateguard.policies.base import Activation, ManagerContext
@@ -120,14 +121,14 @@ def _json(raw: Any, key: str) -> Any:
 
 def load_row_task(tasks_dir: str | Path, task_id: str) -> Task:
     """The built task <tasks_dir>/<task_id>/ as the worker sees it (data under agent/)."""
-    root = Path(tasks_dir) / task_id
-    if not (root / "hidden" / "task.json").is_file():
+    folder = TaskFolder(Path(tasks_dir) / task_id)
+    if not folder.task.is_file():
         raise FileNotFoundError(
-            f"task {task_id!r} not found: {root}/hidden/task.json does not exist. Set "
+            f"task {task_id!r} not found: {folder.task} does not exist. Set "
             "stateguard.tasks_dir to the `make synth` output folder that holds the task folders "
             "(the RL parquet names them by task_id)"
         )
-    return load_task(root / "hidden", task_id=task_id, base_path=str((root / "agent").resolve()))
+    return load_task(folder.hidden, task_id=task_id, base_path=str(folder.agent.resolve()))
 
 
 class PrefixPolicy:

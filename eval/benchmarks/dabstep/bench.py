@@ -36,6 +36,8 @@ from eval.benchmarks.dabstep.loader import CONTEXT_FILES, DabstepTask, check_con
 from eval.benchmarks.dabstep.prompts import dabstep_protocol
 from eval.benchmarks.dabstep.scorer import SCORING_VERSION, question_matches
 from eval.results import ArmResult, read_results
+from stateguard.artifacts.events import WorkerStepEvent
+from stateguard.artifacts.run_folder import RolloutFolder
 from stateguard.flows import DABSTEP
 from stateguard.llm import EndpointConfig
 from stateguard.task import Task, Turn
@@ -141,20 +143,20 @@ class DabstepBench(Benchmark):
 
 def _reasoning(run_dir: str) -> str:
     """The worker's steps (thought, code, output head) from the arm's trace, for the submission."""
-    path = Path(run_dir) / "trace.jsonl"
+    path = RolloutFolder(Path(run_dir)).trace
     if not path.is_file():
         return ""
     parts = []
     for event in read_trace(path):
-        if event.kind != "worker_step":
+        if not isinstance(event, WorkerStepEvent):
             continue
         data = event.data
-        if data.get("thought"):
-            parts.append(str(data["thought"]))
-        if data.get("action"):
-            parts.append(f"```python\n{data['action']}\n```")
-        if data.get("output") or data.get("error"):
-            parts.append(f"output: {str(data.get('output') or '')[:500]}{data.get('error') or ''}")
+        if data.thought:
+            parts.append(data.thought)
+        if data.action:
+            parts.append(f"```python\n{data.action}\n```")
+        if data.output or data.error:
+            parts.append(f"output: {data.output[:500]}{data.error or ''}")
     return "\n\n".join(parts)
 
 

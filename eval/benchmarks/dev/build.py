@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from eval.benchmarks.variants import CLEAN, FaultsFile
 from eval.scorers.fields import per_turn_correct
+from stateguard.artifacts.task_folder import FAULTS_FILE, TASK_FILE
 from stateguard.flows import LONGDS
 from stateguard.rollout import rollout
 from stateguard.task import Task, Turn
@@ -131,9 +132,9 @@ def _build_one(source: DevTaskSource, out: Path, package: Path) -> dict[str, Any
     task_dir.mkdir(parents=True, exist_ok=True)
     turns = [{"turn_id": t.turn_id, "context": t.context, "question": t.question, "code": t.code,
               "answer": answers[t.turn_id]} for t in task.turns]  # fmt: skip
-    (task_dir / "task.json").write_text(json.dumps(turns, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    (task_dir / TASK_FILE).write_text(json.dumps(turns, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     faults_file = FaultsFile(variants=source.faults, notes=f"hand-written faults of the dev task {source.id}")
-    (task_dir / "faults.json").write_text(faults_file.model_dump_json(indent=1, exclude_defaults=True) + "\n",
+    (task_dir / FAULTS_FILE).write_text(faults_file.model_dump_json(indent=1, exclude_defaults=True) + "\n",
                                           encoding="utf-8")  # fmt: skip
     return {"turns": len(task.turns), "variants": [CLEAN, *source.faults], "split": source.split}
 

@@ -27,13 +27,12 @@ from eval.benchmarks.longds.judge import FieldJudge, LLMJudge, TurnJudge, judge_
 from eval.benchmarks.longds.loader import LongDSDataMissing, discover_tasks, load_longds_task, require_data
 from eval.benchmarks.longds.prompts import longds_protocol
 from eval.benchmarks.variants import expand_variants, read_faults_file, select_variants
+from stateguard.artifacts.task_folder import FAULTS_FILE
 from stateguard.flows import LONGDS
 from stateguard.llm import EndpointConfig, LLMClient
 from stateguard.workers.llm_worker import WorkerProtocol
 
-__all__ = ["FAULTS_FILE", "LongDSBench"]
-
-FAULTS_FILE = "faults.json"  # next to task.json (hidden side): the scripted worker's declared mistakes
+__all__ = ["LongDSBench"]
 
 
 class LongDSBench(Benchmark):

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from stateguard.artifacts.task_folder import TASK_FILE
 from stateguard.task import Task, load_task
 
 DOMAINS: tuple[str, ...] = ("education", "commerce", "society", "business", "geoscience", "sports")
@@ -78,7 +79,7 @@ def discover_tasks(root: str | Path, *, domains: tuple[str, ...] | None = None) 
     if not base.is_dir():
         raise LongDSDataMissing(f"{base}: no LongDS task folder here; {FETCH_HINT}")
     refs: list[LongDSTaskRef] = []
-    for path in base.glob("*/*/task*/task.json"):
+    for path in base.glob(f"*/*/task*/{TASK_FILE}"):
         task_dir = path.parent
         if _task_number(task_dir.name) < 0:
             continue
@@ -115,8 +116,8 @@ def load_longds_task(ref: LongDSTaskRef, *, need_data: bool = False) -> Task:
     With `need_data`, the data folder must exist (running the task needs it; parsing, scoring
     and dependency extraction do not).
     """
-    if not (ref.task_dir / "task.json").is_file():
-        raise LongDSDataMissing(f"{ref.task_dir / 'task.json'}: LongDS task {ref.task_id} not found; {FETCH_HINT}")
+    if not (ref.task_dir / TASK_FILE).is_file():
+        raise LongDSDataMissing(f"{ref.task_dir / TASK_FILE}: LongDS task {ref.task_id} not found; {FETCH_HINT}")
     if need_data:
         require_data(ref)
     return load_task(ref.task_dir, task_id=ref.task_id, base_path=str(ref.base_path))

@@ -45,6 +45,7 @@ from eval.benchmarks.statewise.metrics import (
     render_tables,
     sequence_rows,
 )
+from stateguard.artifacts.run_folder import RunFolder
 
 log = logging.getLogger(__name__)
 _RUNTIME: Runtime | None = None  # a pool worker's runtime, for the (work dir, planner) in _RUNTIME_KEY
@@ -126,11 +127,11 @@ def run(cfg: DictConfig) -> StatewiseSummary:
         sequence_condition(name)  # names both parts or fails naming the bad one
     _planner_factory(str(cfg.planner))  # a missing endpoint fails here, before any job
     run_dir = Path(cfg.run_dir)
-    results_dir = run_dir / "results"
+    results_dir = RunFolder(run_dir).results
     if not cfg.resume and results_dir.is_dir() and any(results_dir.iterdir()):
         raise FileExistsError(f"{run_dir} already holds results; pass resume=true to continue it, or another run_dir")
     results_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True), encoding="utf-8")
+    RunFolder(run_dir).config.write_text(OmegaConf.to_yaml(cfg, resolve=True), encoding="utf-8")
     cases = _select(cfg)
     jobs = [("case", c, conditions) for c in cases] + [("seq", c, seq_conditions) for c in cases if c.later and seq_conditions]
     todo = [j for j in jobs if not (results_dir / f"{j[1].case_id}.{j[0]}.jsonl").is_file()]
@@ -167,7 +168,7 @@ def run(cfg: DictConfig) -> StatewiseSummary:
     out = StatewiseSummary(split=str(cfg.split), planner=str(cfg.planner), cases=summary(cases), conditions=rows,
                            sequences=seq_rows, held_out=cfg.split != "dev", wall_s=round(time.perf_counter() - start, 1),
                            tables=tables)  # fmt: skip
-    (run_dir / "summary.json").write_text(out.model_dump_json(indent=1) + "\n", encoding="utf-8")
+    RunFolder(run_dir).summary.write_text(out.model_dump_json(indent=1) + "\n", encoding="utf-8")
     (run_dir / "tables.md").write_text(tables, encoding="utf-8")
     return out
 

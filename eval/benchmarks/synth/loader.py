@@ -25,6 +25,8 @@ from eval.benchmarks.base import Benchmark, EvalTask
 from eval.benchmarks.variants import expand_variants, read_faults_file, select_variants
 from eval.scorers.fields import per_turn_correct
 from stateguard.answers import decimals_of, numbers
+from stateguard.artifacts.graph import RelationGraph, load_graph
+from stateguard.artifacts.task_folder import TaskFolder
 from stateguard.flows import FlowConfig
 from stateguard.lifecycle import Regime
 from stateguard.task import Task, load_task
@@ -63,9 +65,9 @@ def verify_frozen(root: Path, frozen: Path = FROZEN) -> list[str]:
     return sorted(record["tasks"])
 
 
-def _parents(graph: Mapping[str, Any]) -> dict[int, list[int]]:
-    turn_of = {s["name"]: int(s["turn_id"]) for s in graph["stages"]}
-    return {int(s["turn_id"]): sorted({turn_of[d] for d in s["deps"] if d in turn_of}) for s in graph["stages"]}
+def _parents(graph: RelationGraph) -> dict[int, list[int]]:
+    turn_of = graph.stage_turns()
+    return {s.turn_id: sorted({turn_of[d] for d in s.deps if d in turn_of}) for s in graph.stages}
 
 
 def load_synth_tasks(root: str | Path, *, verify: bool = True, variants: Mapping[str, Any] | None = None,
@@ -75,17 +77,17 @@ def load_synth_tasks(root: str | Path, *, verify: bool = True, variants: Mapping
     config's `variants`/`faults` selection, see eval.benchmarks.variants)."""
     root = Path(root)
     selection = variants if variants is not None else {"variants": ["shipped"]}
-    ids = verify_frozen(root) if verify else sorted(p.parent.parent.name for p in root.glob("*/hidden/task.json"))
+    ids = verify_frozen(root) if verify else sorted(p.name for p in root.glob("*") if TaskFolder(p).task.is_file())
     if not ids:
         raise SynthBenchError(f"{root}: no tasks; {BUILD_HINT}")
     out = []
     for task_id in ids:
-        folder = root / task_id
-        graph = json.loads((folder / "hidden" / "graph.json").read_text(encoding="utf-8"))
-        declared = read_faults_file(folder / "hidden" / "faults.json").variants
-        task = load_task(folder / "hidden", task_id=task_id, base_path=str((folder / "agent").resolve()))
+        folder = TaskFolder(root / task_id)
+        graph = load_graph(folder)
+        declared = read_faults_file(folder.faults).variants
+        task = load_task(folder.hidden, task_id=task_id, base_path=str(folder.agent.resolve()))
         n = len(task.turns)
-        base = EvalTask(task_id=task_id, task=task, data_dir=folder / "agent" / "data", domain=str(graph["dataset"]),
+        base = EvalTask(task_id=task_id, task=task, data_dir=folder.data, domain=graph.dataset,
                         level="15-20 turns" if n <= 20 else "21-35 turns", parents=_parents(graph))  # fmt: skip
         out += expand_variants(base, select_variants({**declared, **single_faults(task)}, selection), bare="shipped")
     return out

@@ -16,6 +16,7 @@ import pytest
 from eval.benchmarks.longds import parse_dependencies
 from eval.metrics.dcr import DCRResult, dcr, int_keyed, parents_from_graph, pooled_dcr
 from eval.scorers.fields import per_turn_correct
+from stateguard.artifacts import ArtifactError, RelationGraph, load_graph
 from stateguard.rollout import RolloutResult
 from stateguard.task import Task
 
@@ -118,20 +119,23 @@ def test_errors_name_the_field_and_the_fix() -> None:
         int_keyed({"x": ["1"]})
 
 
-def test_parents_from_a_synthesized_graph() -> None:
-    graph = {
-        "stages": [
-            {"turn_id": 1, "name": "a", "deps": []},
-            {"turn_id": 2, "name": "b", "deps": []},
-            {"turn_id": 3, "name": "c", "deps": ["a"]},
-            {"turn_id": 4, "name": "d", "deps": ["c", "b", "a"]},
-        ]
-    }
+def _graph(*stages: tuple[int, str, list[str]]) -> RelationGraph:
+    return RelationGraph.model_validate({
+        "task_id": "t", "dataset": "penguins", "seed": 0, "threads": [],
+        "stages": [{"turn_id": t, "state_id": f"S{i}", "name": n, "role": "thread", "thread": "x", "sql": "",
+                    "deps": d, "relations": []} for i, (t, n, d) in enumerate(stages, 1)],
+    })  # fmt: skip
+
+
+def test_parents_from_a_synthesized_graph(tmp_path: Path) -> None:
+    graph = _graph((1, "a", []), (2, "b", []), (3, "c", ["a"]), (4, "d", ["c", "b", "a"]))
     assert parents_from_graph(graph) == {1: [], 2: [], 3: [1], 4: [1, 2, 3]}
     with pytest.raises(ValueError, match="unknown stage 'zz'"):
-        parents_from_graph({"stages": [{"turn_id": 1, "name": "a", "deps": ["zz"]}]})
-    with pytest.raises(ValueError, match="'stages' must be a list"):
-        parents_from_graph({})
+        parents_from_graph(_graph((1, "a", ["zz"])))
+    broken = tmp_path / "graph.json"  # a renamed field fails when the file is read, naming file and field
+    broken.write_text(graph.model_dump_json(exclude_unset=True).replace('"deps"', '"depends"'))
+    with pytest.raises(ArtifactError, match=r"graph.json: not a valid RelationGraph: stages.0.deps: Field required"):
+        load_graph(broken)
 
 
 def test_real_demo_rollouts(demo_runs: dict[str, Path], demo_task: Task) -> None:

@@ -51,10 +51,10 @@ def test_ranking_mistake_is_repaired_on_probe_evidence(task: Task, tmp_path: Pat
     assert guard_ok[3] is True and guard.repairs == 1
     events = read_trace(tmp_path / "on" / "trace.jsonl")
     repair = next(e for e in events if e.kind == "repair")
-    assert "[semantic] order requirement" in repair.data["evidence"]
-    hint = next(e for e in events if e.kind == "hint_delivered" and e.data["hint"]["kind"] == "repair")
-    assert hint.data["hint"]["error_variables"] == ["region_counts"]
-    tools = {e.data["name"] for e in events if e.kind == "tool"}
+    assert "[semantic] order requirement" in repair.payload["evidence"]
+    hint = next(e for e in events if e.kind == "hint_delivered" and e.payload["hint"]["kind"] == "repair")
+    assert hint.payload["hint"]["error_variables"] == ["region_counts"]
+    tools = {e.payload["name"] for e in events if e.kind == "tool"}
     assert {"inspect_python", "run_probe", "check_execution"} <= tools
 
 
@@ -67,10 +67,10 @@ def test_clean_run_gets_no_repair(task: Task, tmp_path: Path, flow: FlowConfig) 
 def test_segment_flow_states_carry_executable_requirements(task: Task, tmp_path: Path) -> None:
     run(task, tmp_path, [], SEGMENT)
     events = read_trace(tmp_path / "trace.jsonl")
-    committed = [e.data["state"] for e in events if e.kind == "state_committed"]
+    committed = [e.payload["state"] for e in events if e.kind == "state_committed"]
     coded = [c for s in committed for c in s["constraints"] if c.get("code") and c["text"].startswith("requirement:")]
     assert coded  # e.g. the reported fields' check, where the review came before the next turn rebound `result`
-    checks = [r for e in events if e.kind == "constraint_checks" for r in e.data["results"]]
+    checks = [r for e in events if e.kind == "constraint_checks" for r in e.payload["results"]]
     assert checks and all(r["passed"] for r in checks)
     store = StateStore.open_read_only(tmp_path / "states.sqlite")
     try:

@@ -128,7 +128,7 @@ def test_no_actions_means_the_terms_do_not_apply(sales: Any) -> None:
 
 
 def test_a_hand_built_trace_without_stage_fields_is_tracked_with_the_table() -> None:
-    from stateguard.trace import TraceEvent
+    from stateguard.artifacts.events import parse_event
 
     names = [
         "OPEN_STATE",
@@ -139,7 +139,8 @@ def test_a_hand_built_trace_without_stage_fields_is_tracked_with_the_table() -> 
         "RESUME_WORKER",
     ]
     events = [
-        TraceEvent(seq=i, kind="action", data={"name": n, "accepted": True}) for i, n in enumerate(names)
+        parse_event({"seq": i, "kind": "action", "data": {"activation": 1, "name": n, "arguments": {}, "accepted": True}})
+        for i, n in enumerate(names)
     ]
     rollout = build_rollout(events, regime=Regime.SEGMENT_INDUCED)
     items = control_items(rollout, RewardConfig())
