@@ -93,6 +93,8 @@ def _cfg(out_dir: Path, fixtures: dict[str, Path]) -> DictConfig:
     with initialize_config_dir(config_dir=str(CONFIGS), version_base=None):
         return compose("synth", overrides=[
             "synth=debug", f"out_dir={out_dir}", "progress=false", "datasets=[]",
+            # one repair and one benign variant per task: enough to see the teacher work on these tables
+            "export.repairs=1", "export.benign=1", "export.heavy=0", "export.abandon=0", "export.autos=0",
             *(f"sources.{k}={v}" for k, v in fixtures.items()),
         ])  # fmt: skip
 
