@@ -71,7 +71,7 @@ def register(sd: SourceDataset) -> None:
     from synthesis.threads import FAMILIES
 
     register_dataset(sd.info)
-    FAMILIES[sd.info.name] = source_families(sd)  # type: ignore[assignment]
+    FAMILIES[sd.info.name] = source_families(sd)
 
 
 def _slug(text: str, limit: int = 40) -> str:
@@ -163,7 +163,7 @@ def _prepare(kind: str, raw: RawTask, path: Path, cache: Path, max_rows: int, ta
         local_dir=str(folder.resolve()),
     )  # fmt: skip
     rel = path.relative_to(raw.root).as_posix() if path.is_relative_to(raw.root) else path.name
-    return SourceDataset(source=kind, raw_task_id=raw.task_id, file=rel, info=info, table=table,  # type: ignore[arg-type]
+    return SourceDataset(source=kind, raw_task_id=raw.task_id, file=rel, info=info, table=table,
                          category=roles[0], measures=roles[1])  # fmt: skip
 
 

@@ -325,9 +325,8 @@ def register_dataset(info: DatasetInfo) -> None:
 
     Registering the same record again is a no-op; another record under a packaged name is refused."""
     known = DATASETS.get(info.name)
-    if known is not None and known != info:
-        if known.local_dir is None:
-            raise ValueError(f"dataset name {info.name!r} is taken by the packaged dataset {known.distribution}")
+    if known is not None and known != info and known.local_dir is None:
+        raise ValueError(f"dataset name {info.name!r} is taken by the packaged dataset {known.distribution}")
     DATASETS[info.name] = info
 
 
