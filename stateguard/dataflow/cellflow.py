@@ -72,6 +72,12 @@ def _is_inplace_call(node: ast.Call) -> str | None:
 
 def cell_dataflow(code: str) -> CellFlow:
     """Names read (free loads, builtins excluded), rebound, and mutated in place by a cell."""
+    return _cell_dataflow(code).model_copy(deep=True)  # a copy: callers own their lists
+
+
+@lru_cache(maxsize=4096)
+def _cell_dataflow(code: str) -> CellFlow:
+    # Memoized like _sql_tables: the same cell text is analysed at every activation that reviews it.
     try:
         tree = ast.parse(code)
     except SyntaxError as exc:

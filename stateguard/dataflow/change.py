@@ -25,6 +25,7 @@ import io
 import math
 import pickle
 import sys
+import weakref
 from types import FunctionType, ModuleType
 from typing import Any
 
@@ -65,7 +66,19 @@ class _Capped(io.RawIOBase):
 def _in_a_module(func: FunctionType) -> bool:
     """Whether some loaded module holds `func` under its qualified name (what pickle's and cloudpickle's
     `whichmodule` look for when `__module__` is None), by plain dict lookups: their scan formats an
-    error message per module and dominated the cost of listing a cell namespace's functions."""
+    error message per module and dominated the cost of listing a cell namespace's functions. The
+    answer is remembered per function while no module is added (a workspace lists its functions
+    after every cell)."""
+    key = len(sys.modules)
+    known = _IN_A_MODULE.get(func)
+    if known is not None and known[0] == key:
+        return known[1]
+    found = _scan_modules(func)
+    _IN_A_MODULE[func] = (key, found)
+    return found
+
+
+def _scan_modules(func: FunctionType) -> bool:
     parts = func.__qualname__.split(".")
     for module in list(sys.modules.values()):
         if not isinstance(module, ModuleType):
@@ -81,6 +94,7 @@ def _in_a_module(func: FunctionType) -> bool:
 
 
 _MISSING = object()
+_IN_A_MODULE: weakref.WeakKeyDictionary[FunctionType, tuple[int, bool]] = weakref.WeakKeyDictionary()
 _CellPickler: Any = None
 
 
