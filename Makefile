@@ -75,7 +75,7 @@ synth: $(STAMP) ## Tasks + manager corpus (configs/synth.yaml; ARGS=synth=debug 
 synth-bench: $(STAMP) ## Build (or re-check) the frozen offline benchmark data/synth-bench, byte for byte
 	$(PY) -m synthesis.pipeline synth=bench progress=false
 
-sft: $(STAMP) ## Manager SFT with TRL (configs/sft.yaml: Qwen3-8B on GPUs); CPU: CONFIG=debug (tiny) | smol (SmolLM2-135M GGUF, LoRA, 8 min) | local (0.5B GGUF, LoRA)
+sft: $(STAMP) ## Manager SFT with TRL (configs/sft.yaml: Qwen3-8B on GPUs); CPU: CONFIG=debug (tiny) | smol (SmolLM2-135M GGUF, LoRA, 40 min) | local (0.5B GGUF, LoRA)
 	@if [ "$(CONFIG)" = "debug" ] || [ "$(CONFIG)" = "local" ] || [ "$(CONFIG)" = "smol" ]; then $(PY) -m synthesis.pipeline synth=debug progress=false; fi
 	@if [ "$(CONFIG)" = "local" ]; then $(MAKE) --no-print-directory setup-models MODEL=0.5b; fi
 	@if [ "$(CONFIG)" = "smol" ]; then $(MAKE) --no-print-directory setup-models MODEL=smollm2; fi
