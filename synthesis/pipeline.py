@@ -37,6 +37,7 @@ from stateguard.artifacts.task_folder import TaskFolder
 from synthesis.freeze import FreezeError, bench_manifest, check_frozen, write_frozen
 from synthesis.replay import has_valid_marker, verify_replay, write_marker
 from synthesis.shapes import SHAPES, build_shaped_task, shaped_task_id
+from synthesis.sources.external import SourceDataset, prepare_sources, register
 from synthesis.sources.tabular import get_info
 from synthesis.tasks import build_task
 
@@ -53,6 +54,7 @@ class TaskSpec(BaseModel):
     turns: int
     task_id: str
     shape: str = "longds"  # longds (turn-aligned) | dabstep | dacomp_de (segment-induced, synthesis.shapes)
+    source: SourceDataset | None = None  # a raw-task source table (B.1), registered in the worker before building
 
 
 class TaskOutcome(BaseModel):
@@ -76,6 +78,8 @@ class SynthResult(BaseModel):
     built: int
     skipped: int
     by_dataset: dict[str, int] = Field(description="verified tasks present per dataset (built + skipped)")
+    by_source: dict[str, int] = Field(default_factory=dict,
+                                      description="verified tasks per raw-task source (dsbench, bird_interact, ida_bench)")
     relation_counts: dict[str, int] = Field(description="relation types summed over the verified tasks")
     tasks: list[str]
     dropped: list[DroppedTask]
@@ -121,6 +125,22 @@ def plan_specs(
     return specs
 
 
+def plan_source_specs(sources: list[SourceDataset], tasks_per_table: int, turns: tuple[int, int],
+                      seed: int) -> list[TaskSpec]:  # fmt: skip
+    """Turn-aligned tasks over the raw-task source tables (synthesis.sources.external), seeded like
+    `plan_specs`: `tasks_per_table` per table."""
+    lo, hi = turns
+    specs: list[TaskSpec] = []
+    for sd in sources:
+        name = sd.info.name
+        for i in range(tasks_per_table):
+            h = _derive(seed, name, i)
+            task_seed, n_turns = h % 1_000_000, lo + (h >> 32) % (hi - lo + 1)
+            specs.append(TaskSpec(dataset=name, index=i, seed=task_seed, turns=n_turns,
+                                  task_id=f"{name}_s{task_seed}_t{n_turns}", source=sd))  # fmt: skip
+    return specs
+
+
 def _relation_counts(root: Path) -> dict[str, int]:
     graph = load_graph(TaskFolder(root))
     return dict(Counter(rel.type.value for stage in graph.stages for rel in stage.relations))
@@ -134,6 +154,8 @@ def is_complete(root: Path) -> bool:
 
 def synth_one(spec: TaskSpec, out_dir: str, verify: bool = True, worker_faults: int = 0) -> TaskOutcome:
     """Build (or skip) one task and verify it; never raises for a bad task -- it is dropped."""
+    if spec.source is not None:
+        register(spec.source)
     root = Path(out_dir) / spec.task_id
     if is_complete(root) and (not worker_faults or TaskFolder(root).faults.is_file()):
         return TaskOutcome(task_id=spec.task_id, dataset=spec.dataset, status="skipped",
@@ -170,6 +192,13 @@ def run(cfg: DictConfig) -> SynthResult:
     shapes = {str(k): int(v) for k, v in (cfg.get("shapes") or {}).items()}
     specs = plan_specs(list(cfg.datasets), int(cfg.tasks_per_dataset), (int(cfg.turns.min), int(cfg.turns.max)),
                        int(cfg.seed), shapes)  # fmt: skip
+    src_cfg = cfg.get("sources") or {}
+    folders = {k: src_cfg.get(k) for k in ("dsbench", "bird_interact", "ida_bench")}
+    if any(folders.values()):
+        tables = prepare_sources(folders, out_dir / "_sources", max_tables=int(src_cfg.get("max_tables", 20)),
+                                 max_rows=int(src_cfg.get("max_rows", 20_000)))  # fmt: skip
+        specs += plan_source_specs(tables, int(src_cfg.get("tasks_per_table", 1)),
+                                   (int(cfg.turns.min), int(cfg.turns.max)), int(cfg.seed))  # fmt: skip
     verify = bool(cfg.verify_replay)
     faults = int(cfg.get("worker_faults", 0))
     workers = int(cfg.workers)
@@ -200,6 +229,7 @@ def run(cfg: DictConfig) -> SynthResult:
     kept = [o for o in outcomes if o.status != "dropped"]
     dropped = [DroppedTask(task_id=o.task_id, dataset=o.dataset, reason=o.reason or "") for o in outcomes
                if o.status == "dropped"]  # fmt: skip
+    by_source = {s.task_id: s.source.source for s in specs if s.source is not None}
     for d in dropped:
         log.warning("dropped %s: %s", d.task_id, d.reason)
     relations: Counter[str] = Counter()
@@ -212,6 +242,7 @@ def run(cfg: DictConfig) -> SynthResult:
         built=sum(o.status == "built" for o in outcomes),
         skipped=sum(o.status == "skipped" for o in outcomes),
         by_dataset=dict(sorted(Counter(o.dataset for o in kept).items())),
+        by_source=dict(sorted(Counter(by_source[o.task_id] for o in kept if o.task_id in by_source).items())),
         relation_counts=dict(sorted(relations.items())),
         tasks=[o.task_id for o in kept],
         dropped=dropped,
@@ -258,6 +289,7 @@ def render(result: SynthResult) -> str:
         f"synth: {len(result.tasks)}/{result.requested} tasks verified in {result.out_dir} "
         f"(built {result.built}, skipped {result.skipped}, dropped {len(result.dropped)}) in {result.elapsed_s:.1f}s",
         f"by dataset: {json.dumps(result.by_dataset)}",
+        *([f"by raw-task source: {json.dumps(result.by_source)}"] if result.by_source else []),
         f"relations: {json.dumps(result.relation_counts)}",
     ]
     lines += [f"dropped {d.task_id}: {d.reason}" for d in result.dropped]

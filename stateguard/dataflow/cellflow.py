@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict
 from sqlglot import exp
@@ -71,6 +72,12 @@ def _is_inplace_call(node: ast.Call) -> str | None:
 
 def cell_dataflow(code: str) -> CellFlow:
     """Names read (free loads, builtins excluded), rebound, and mutated in place by a cell."""
+    return _cell_dataflow(code).model_copy(deep=True)  # a copy: callers own their lists
+
+
+@lru_cache(maxsize=4096)
+def _cell_dataflow(code: str) -> CellFlow:
+    # Memoized like _sql_tables: the same cell text is analysed at every activation that reviews it.
     try:
         tree = ast.parse(code)
     except SyntaxError as exc:
@@ -148,10 +155,19 @@ def sql_text(node: ast.AST | None, strings: dict[str, str]) -> str | None:
 
 
 def sql_tables(sql: str) -> tuple[set[str], set[str]]:
+    """(tables read, tables written) by a SQL text; fresh sets each call."""
+    reads, writes = _sql_tables(sql)
+    return set(reads), set(writes)
+
+
+@lru_cache(maxsize=4096)
+def _sql_tables(sql: str) -> tuple[frozenset[str], frozenset[str]]:
+    # Memoized: every cell of a task is re-analysed at each checkpoint, replay and probe, and
+    # parsing the same SQL text with sqlglot again was a tenth of a corpus build's CPU.
     try:
         statements = parse_statements(sql)
     except Exception:  # not SQL after all (SQLParseError, or another sqlglot error)
-        return set(), set()
+        return frozenset(), frozenset()
     writes: set[str] = set()
     for statement in statements:
         target = statement.this if isinstance(statement, exp.Create | exp.Insert | exp.Update | exp.Delete) else None
@@ -160,7 +176,7 @@ def sql_tables(sql: str) -> tuple[set[str], set[str]]:
         if isinstance(target, exp.Table) and target.name:
             writes.add(target.name.lower())
     reads = {name.split(".")[-1] for name in ordered_references(statements)} - writes - {_FIELD}
-    return reads, writes
+    return frozenset(reads), frozenset(writes)
 
 
 def sql_flow(tree: ast.Module) -> tuple[set[str], set[str], set[str]]:

