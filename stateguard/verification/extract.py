@@ -107,6 +107,14 @@ def _subject_before(clause: str, start: int) -> list[str]:
     return out
 
 
+_TEMPORAL = re.compile(r"before|after|earlier than|later than|over|across|during|throughout", re.IGNORECASE)
+
+
+def _is_year(m: re.Match[str]) -> bool:
+    """The bound is a calendar year (a plain 4-digit number from 1800 to 2100, no unit or percent)."""
+    return not m.group("pct") and re.fullmatch(r"1[89]\d\d|20\d\d|2100", m.group("num")) is not None
+
+
 def _counts_rows(clause: str, start: int, end: int) -> bool:
     """"groups with at least 9 birds", "carriers with at least 20 such flights": a bound on a count."""
     before = re.findall(r"[A-Za-z]+", clause[:start])
@@ -135,9 +143,17 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
             after = clause[m.end() : m.end() + 30]
             if re.match(r"\s*(?:decimal|d\.p\.|digits)", after, re.IGNORECASE):
                 continue
+            subject = _subject_before(clause, m.start())
+            if is_prefix and _is_year(m) and _TEMPORAL.fullmatch(m.group("phrase")):
+                # "before 2010", "summed over 2015": a bound on time, whatever noun precedes it;
+                # "over/across/during 2015" is that year, and "over 2000-2014" a span (no bound).
+                if re.match(r"\s*(?:to|-|–|and)\s*\d", after):
+                    continue
+                subject = ["year"]
+                if m.group("phrase").lower() in ("over", "across", "during", "throughout"):
+                    op = "=="
             if _NEGATING.search(clause[: m.start()]):
                 op = COMPLEMENT[op]
-            subject = _subject_before(clause, m.start())
             count = "count" if _counts_rows(clause, m.start(), m.end()) else None
             out.append(Requirement(kind=Kind.COMPARISON, text=m.group(0), source=source, op=op,
                                    value=_number(m.group("num")), percent=bool(m.group("pct")), subject=subject,
@@ -170,7 +186,9 @@ def scopes(clause: str, vocab: Vocabulary, tables: list[str] | None, source: str
     for value, cols in values.items():
         if len(value) < 2 or value.isdigit() or len(cols) != 1:
             continue
-        flags = 0 if value.islower() else re.IGNORECASE
+        # A code in capitals ("IN", "OR", "USA") is that code only where written in capitals: the
+        # word "in" is not Indiana. Mixed-case names ("Gentoo") match in any case.
+        flags = 0 if value.islower() or value.isupper() else re.IGNORECASE
         for m in re.finditer(rf"(?<![\w-]){re.escape(value)}(?![\w-])", clause, flags):
             before = clause[max(0, m.start() - 40) : m.start()]
             if re.search(r"\b(?:are|is|being|as|than|vs\.?|versus|compare\w*|between)\s+(?:the\s+)?$", before, re.IGNORECASE):

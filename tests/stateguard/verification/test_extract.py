@@ -119,3 +119,25 @@ def test_a_mean_used_as_a_reference_is_not_the_statistic_asked(question: str) ->
 def test_the_statistic_asked_is_still_read_next_to_a_reference() -> None:
     found = of(Kind.AGGREGATION, extract("How many penguins are above the mean body mass, and what is the mean bill length of those?"))
     assert [(r.function, r.subject) for r in found] == [("mean", ["bill", "length"])]
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("What was the highest nonfarm level before 2010?", [("<", 2010.0, ["year"])]),
+        ("What is the total nonfarm change summed over 2015?", [("==", 2015.0, ["year"])]),
+        ("Average the rainfall over 2000-2014.", []),  # a span, not a bound
+        ("Keep the sites with an elevation above 2000.", [(">", 2000.0, ["elevation"])]),  # not a time word
+    ],
+)
+def test_a_year_after_a_time_word_bounds_time(question: str, expected: list[tuple[str, float, list[str]]]) -> None:
+    assert [(r.op, r.value, r.subject) for r in of(Kind.COMPARISON, extract(question))] == expected
+
+
+def test_a_code_in_capitals_is_not_an_english_word() -> None:
+    vocab = Vocabulary(tables={"airports": {"state": ColumnInfo(kind="text", values=["IN", "OR", "TX"]),
+                                            "country": ColumnInfo(kind="text", values=["USA"])}})  # fmt: skip
+    assert of(Kind.SCOPE, extract("How many airports are in scope, in the USA?", vocab=vocab)) == [
+        Requirement(kind=Kind.SCOPE, text="USA", values=["USA"], columns=["country"])]
+    found = of(Kind.SCOPE, extract("Keep the airports in IN.", vocab=vocab))
+    assert [(r.values, r.columns) for r in found] == [(["IN"], ["state"])]
