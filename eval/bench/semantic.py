@@ -6,9 +6,10 @@ verification off and on. Printed per manager setting (and written to `<out>/sema
 
   * clean runs: accuracy (next to the baseline's), accepted REPAIRs per 100 turns (false repairs:
     nothing is wrong), destructive actions (variables deleted, states abandoned, rollbacks);
-  * per mistake kind: recall = variants with an accepted REPAIR at or after the faulty turn that
-    names a variable or answer field of that turn (and that the clean variant did not issue at the
-    same turn), plus accuracy with and without StateGuard on those variants.
+  * per mistake kind: recall = variants with an accepted REPAIR at the faulty turn naming a variable
+    or answer field of that turn, or at a later turn naming one of them other than the scratch
+    `result`; a repair at a turn where the clean run also repaired does not count (it is the same
+    false alarm). Plus accuracy with and without StateGuard on those variants.
 
     python -m eval.bench.semantic                                   # synth, all tasks (~15 min, 2 workers)
     python -m eval.bench.semantic 'task_ids=[nyc_s773945_t25]' settings=[semantic]
@@ -206,8 +207,7 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
         for r in faulty:
             meta, fp = r["meta"], set(r["footprint"])
             already = clean_repairs.get((r["task"], setting), set())
-            hit = any(rep["turn"] is not None and rep["turn"] >= meta["turn"] and set(rep["variables"]) & fp
-                      and not (rep["turn"] == meta["turn"] and meta["turn"] in already) for rep in r["repairs"])  # fmt: skip
+            hit = any(_names_fault(rep, meta["turn"], fp) and rep["turn"] not in already for rep in r["repairs"])
             kinds[meta["kind"]][0] += int(hit)
             kinds[meta["kind"]][1] += 1
         tools: dict[str, int] = defaultdict(int)
@@ -227,6 +227,16 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
             "false_repair_checks": sorted({c for r in clean for rep in r["repairs"] for c in rep["checks"]}),
         }
     return report
+
+
+def _names_fault(rep: dict[str, Any], turn: int, footprint: set[str]) -> bool:
+    """A repair at the faulty turn naming one of its variables, or at a later turn naming one of
+    them other than the scratch `result` every turn rebinds (a later turn's own `result` is not
+    evidence about the faulty turn)."""
+    if rep["turn"] is None or rep["turn"] < turn:
+        return False
+    names = set(rep["variables"]) & footprint
+    return bool(names if rep["turn"] == turn else names - {"result"})
 
 
 def _pooled(kinds: dict[str, list[int]], exclude: tuple[str, ...] = ()) -> str:

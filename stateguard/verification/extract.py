@@ -69,7 +69,7 @@ _ARGMAX = re.compile(r"\bwhich\s+\w+\s+(?:has|have|holds|had)\s+the\s+(?P<dir>la
 _FIRST = re.compile(r"\b(?P<dir>highest|largest|biggest|lowest|smallest)\s+first\b|\bin\s+(?P<dir2>descending|ascending)\s+order\b", re.IGNORECASE)
 _DESC = {"largest", "highest", "most", "biggest", "greatest", "fastest", "top"}
 _DEFINITION = re.compile(
-    r"^(?:an?|the)\s+(?P<noun>[a-z][\w\s-]*?)\s+(?:at\s+\w+\s+)?(?:is|counts as|is considered)\s+(?P<term>[a-z][\w-]*(?:\s+[a-z][\w-]*)?)\s+(?:when|if)\b"
+    r"^(?:from now on,?\s+|henceforth,?\s+)?(?:an?|the)\s+(?P<noun>[a-z][\w\s-]*?)\s+(?:at\s+\w+\s+)?(?:is|counts as|is considered)\s+(?P<term>[a-z][\w-]*(?:\s+(?!only\b)[a-z][\w-]*)?)\s+(?:only\s+)?(?:when|if)\b"
     r"|^call\s+(?:an?\s+)?(?P<noun2>[\w\s-]+?)\s+(?:an?\s+(?P<term2>[a-z][\w-]*(?:\s+[a-z][\w-]*)?)|(?P<term3>[a-z][\w-]*))\s+(?:when|if)\b",
     re.IGNORECASE,
 )
@@ -144,6 +144,9 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
             if re.match(r"\s*(?:decimal|d\.p\.|digits)", after, re.IGNORECASE):
                 continue
             subject = _subject_before(clause, m.start())
+            named_after = re.match(r"\s*(?:[a-z%°]+\s+)?of\s+(?P<what>[a-z][a-z-]*(?:\s+[a-z][a-z-]*)?)", after, re.IGNORECASE)
+            if not subject and named_after and not _counts_rows(clause, m.start(), m.end()):
+                subject = [w for w in named_after.group("what").split() if w.lower() not in _STOPS]  # "1.0 mm of precipitation"
             if is_prefix and _is_year(m) and _TEMPORAL.fullmatch(m.group("phrase")):
                 # "before 2010", "summed over 2015": a bound on time, whatever noun precedes it;
                 # "over/across/during 2015" is that year, and "over 2000-2014" a span (no bound).
@@ -159,7 +162,11 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
                                    value=_number(m.group("num")), percent=bool(m.group("pct")), subject=subject,
                                    function=count))  # fmt: skip
             taken.append(m.span())
-    for m in _YEAR_IN.finditer(clause):
+    years_in = list(_YEAR_IN.finditer(clause))
+    if len(years_in) > 1:  # "in 1931 and in 1932": the years compared, each row in one of them
+        out.append(Requirement(kind=Kind.SCOPE, text=" ".join(m.group(0) for m in years_in), source=source,
+                               values=[m.group("year") for m in years_in], subject=["year"]))  # fmt: skip
+    for m in years_in if len(years_in) == 1 else []:
         out.append(Requirement(kind=Kind.COMPARISON, text=m.group(0), source=source, op="==",
                                value=float(m.group("year")), subject=["year"]))  # fmt: skip
     for m in _YEARS.finditer(clause):
@@ -201,9 +208,15 @@ def scopes(clause: str, vocab: Vocabulary, tables: list[str] | None, source: str
             if value not in vals:
                 found[col] = ([*vals, value], excl or exclude, (text + " " + m.group(0)).strip())
     out = []
+    held: dict[str, set[str]] = {}
+    for value, cols in values.items():
+        for col in cols:
+            held.setdefault(col, set()).add(value)
     for col, (vals, excl, text) in found.items():
         if len(vals) > 1 and re.search(r"\b(?:or|vs\.?|versus|compare\w*)\b", clause, re.IGNORECASE):
             continue  # alternatives being compared, not a scope
+        if not excl and len(vals) > 1 and set(vals) >= held.get(col, set()):
+            continue  # every value the column holds ("winter = ..., spring = ..."): a grouping, no restriction
         out.append(Requirement(kind=Kind.SCOPE, text=text, source=source, values=vals, exclude=excl, columns=[col]))
     return out
 
@@ -256,6 +269,24 @@ def extract(question: str, *, context: str = "", vocab: Vocabulary | None = None
     return dedupe(out)
 
 
+def context_requirements(context: str) -> list[Requirement]:
+    """Row conditions a turn's own context states as the rule from now on ("from now on a day counts
+    as wet only when it had at least 1.0 mm of precipitation", "leave ... out of the scope", "go back
+    to the original definition: ..."): bounds, recorded values, and exclusions of named values. A
+    context clause that only describes the data states no requirement."""
+    out: list[Requirement] = []
+    for clause in clauses(context):
+        if not re.search(r"\bfrom now on\b|\bhenceforth\b|\bdefinition\b|\bmeans\b|\bcounts? as\b", clause, re.IGNORECASE):
+            continue
+        out += [r.model_copy(update={"source": "context"}) for r in comparisons(clause) + not_null(clause)
+                if not _is_year_bound(r)]  # fmt: skip
+    return out
+
+
+def _is_year_bound(req: Requirement) -> bool:
+    return req.subject == ["year"]
+
+
 def groupings(clause: str) -> list[Requirement]:
     out = []
     for m in _GROUP.finditer(clause):
@@ -300,7 +331,7 @@ def joins(clause: str) -> list[Requirement]:
 def definition_term(question: str) -> str | None:
     """The word a definition sentence defines ('windy', 'fast grower'), or None."""
     for clause in clauses(question):
-        m = _DEFINITION.search(clause.strip())
+        m = _DEFINITION.search(re.sub(r"^.*?:\s*", "", clause.strip()) if ":" in clause else clause.strip())
         if m:
             return (m.group("term") or m.group("term2") or m.group("term3") or "").lower() or None
     return None
