@@ -71,7 +71,8 @@ def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
                 _v = _n != _k
                 _o = {{'result_rows': int(_n), 'stated_key_combinations': int(_k)}}""")
     else:
-        frame = next((_frame_of(a.receiver) for a in sel.aggregates if _frame_of(a.receiver)), None)
+        frame = next((_frame_of(a.receiver) for a in sel.aggregates if _frame_of(a.receiver)), None) or next(
+            (src for src in sel.sources if all(k in b.vocab.tables.get(src.lower(), {}) for k in keys)), None)
         if frame and sel.target and sel.target.isidentifier():
             site = textwrap.dedent(f"""\
                 _n = len({sel.target})
@@ -93,9 +94,15 @@ def _unique_keys(con: str, table: str, keys: list[str]) -> str:
 
 
 def _resolve_key(word: str, pool: list[str]) -> list[str]:
-    low = word.lower().rstrip("s") if len(word) > 3 else word.lower()
-    exact = [c for c in pool if c.lower() in (word.lower(), low)]
-    return exact[:1]
+    """A key phrase's column: the phrase itself ("model year" -> model_year), else one of its words
+    ("weather label" -> weather, "calendar month" -> month)."""
+    joined = "_".join(word.lower().split())
+    for cand in [joined, *word.lower().split()[::-1]]:
+        low = cand.rstrip("s") if len(cand) > 3 else cand
+        exact = [c for c in pool if c.lower() in (cand, low)]
+        if exact:
+            return exact[:1]
+    return []
 
 
 def join(b: Binder, req: Requirement, plan: Plan) -> None:

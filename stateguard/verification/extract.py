@@ -55,10 +55,11 @@ _FIELD_AGG = re.compile(r"^(?P<fn>mean|avg|average|median|total|sum)_(?P<rest>.+
 _FUNCS = {"mean": "mean", "average": "mean", "avg": "mean", "median": "median", "total": "sum", "sum of": "sum", "sum": "sum"}
 _SHARE = re.compile(r"^(?:what|compute|find|give)\s+(?:the\s+)?(?:share|proportion|percentage|fraction)\b[^()]*\b(?:each|per|every)\b", re.IGNORECASE)
 _RANK = re.compile(r"\b(?:largest|highest|top|most|smallest|lowest|fewest|least|biggest|join\w*|side by side)\b(?<!at most)(?<!at least)", re.IGNORECASE)
-_GROUP = re.compile(r"\b(?:per|for each|for every|each|by)\s+(?P<keys>[a-z][a-z-]*(?:\s*(?:,|and)\s*[a-z][a-z-]*){0,2})", re.IGNORECASE)
+_GROUP = re.compile(r"\b(?:per|for each|for every|each|by)\s+(?P<keys>[a-z][a-z-]*(?:\s+(?!and\b|or\b)[a-z][a-z-]*)?(?:\s*(?:,|and)\s*[a-z][a-z-]*){0,2})", re.IGNORECASE)
 _GROUP_HYPHEN = re.compile(r"\b(?P<a>[a-z]+)-(?P<b>[a-z]+)\s+(?:groups|pairs|cells|combinations)\b", re.IGNORECASE)
 _NOT_KEYS = {"capita", "cent", "at", "least", "most", "more", "less", "mile", "the",
-             "a", "an", "which", "such", "that", "those", "this", "turn", "definition", "step"}  # fmt: skip
+             "a", "an", "which", "such", "that", "those", "this", "turn", "definition", "step",
+             "how", "what", "where", "when", "who", "is", "was", "are", "were", "in", "of", "over", "on"}  # fmt: skip
 _WORDNUM = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
 _TOPK = re.compile(
     r"\b(?:top|the|which|(?:at most)\)?)\s+\(?(?:at most\)?\s+)?(?P<k>\d+|one|two|three|four|five|six|seven|eight|nine|ten)\s+"
@@ -290,9 +291,16 @@ def _is_year_bound(req: Requirement) -> bool:
 def groupings(clause: str) -> list[Requirement]:
     out = []
     for m in _GROUP.finditer(clause):
-        keys = [k.strip().lower() for k in re.split(r"\s*(?:,|\band\b)\s*", m.group("keys")) if k.strip()]
-        keys = [k for k in keys if k not in _NOT_KEYS and not k.isdigit()]
-        if keys and not re.match(r"\s*(?:at|more|less|over|under|\d)", clause[m.end() :]):
+        keys = []
+        for part in re.split(r"\s*(?:,|\band\b)\s*", m.group("keys")):
+            words = [w for w in part.lower().split() if w]
+            while words and words[-1] in _NOT_KEYS:  # "each source over the period": source
+                words.pop()
+            if words and words[0] not in _NOT_KEYS and not words[0].isdigit():
+                keys.append(" ".join(words))
+            elif not words or words[0] in _NOT_KEYS:
+                break  # "for each year, how many ...": the question goes on
+        if keys and not re.match(r"\s*(?:(?:at|more|less|over|under)\s+\d|\d)", clause[m.end() :]):
             out.append(Requirement(kind=Kind.GROUPING, text=m.group(0), keys=keys))
     for m in _GROUP_HYPHEN.finditer(clause):
         out.append(Requirement(kind=Kind.GROUPING, text=m.group(0), keys=[m.group("a").lower(), m.group("b").lower()]))
