@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from stateguard.verification import probes, sql_edit
 from stateguard.verification.code_model import Selection
-from stateguard.verification.requirements import Requirement
+from stateguard.verification.requirements import Kind, Requirement
 
 if TYPE_CHECKING:
     from stateguard.verification.bind import Binder, Plan
@@ -54,6 +54,7 @@ def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
     if agreeing:
         sel = agreeing[0]
         plan.notes.append(f"{req.describe()}: the code groups by it")
+        _join_on_fewer_keys(b, req, keys, plan)
         table = sel.target or ""
         if b.stored(sel) and all(k in b.vocab.tables.get(table.lower(), {}) for k in keys):
             plan.items.append(b.item(req, "unique_keys", _unique_keys(b.con or "", table, keys), b.variables(sel),
@@ -204,3 +205,26 @@ def _pandas_order_site(sel: Selection, req: Requirement) -> str:
         _mono = _s.is_monotonic_decreasing if {bool(req.descending)!r} else _s.is_monotonic_increasing
         _v = len(_s) > 1 and not _mono
         _o = {{'rows': int(len(_s)), 'in_stated_order': bool(_mono)}}""")
+
+
+def _join_on_fewer_keys(b: Binder, req: Requirement, keys: list[str], plan: Plan) -> None:
+    """A table built per stated keys (year and month) joined to another on only some of them
+    (month): the probe compares the join's rows on the code's keys with those on the stated ones."""
+    low = {k.lower() for k in keys}
+    for sel in b.sem.selections:
+        for j in sel.joins:
+            code_keys = {k.lower() for k in j.keys}
+            if not (code_keys and code_keys < low and j.left.isidentifier() and j.right.isidentifier()):
+                continue
+            if not all(k in b.vocab.tables.get(t.lower(), {}) for t in (j.left, j.right) for k in keys):
+                continue
+            plan.notes.append(f"{req.describe()}: the code joins {j.left} and {j.right} on {', '.join(j.keys)} only")
+            site = textwrap.dedent(f"""\
+                import pandas as _pd
+                _a = len(_pd.merge({j.left}, {j.right}, how={j.how!r}, on={j.keys!r}))
+                _b = len(_pd.merge({j.left}, {j.right}, how={j.how!r}, on={keys!r}))
+                _v = _a != _b
+                _o = {{'rows_on_code_keys': _a, 'rows_on_stated_keys': _b}}""")
+            join_req = Requirement(kind=Kind.JOIN, text=req.text, how="left" if j.how == "left" else "inner", keys=keys)
+            plan.items.append(b.item(join_req, "join_rows", site, b.variables(sel), "join"))
+            return

@@ -326,13 +326,15 @@ def rankings(clause: str) -> list[Requirement]:
 def joins(clause: str) -> list[Requirement]:
     low = clause.lower()
     how = None
-    if re.search(r"present in both|in both\b|only (?:the )?match\w*|matched rows only|\bdrop\w*\b[^;]*\bwithout (?:a )?match", low):
-        how = "inner"
-    elif re.search(r"unmatched|\b(?:keep\w*|includ\w*|retain\w*|even)\b[^;]*\b(?:without|with no|lacking)\b|keep(?:ing)? all", low):
+    if re.search(r"unmatched|\b(?:keep\w*|includ\w*|retain\w*|even)\b[^;]*\b(?:without|with no|lacking)\b|keep(?:ing)? all"
+                 r"|\bso that every \w+ is labell?ed|\bevery \w+ (?:stays|remains|is kept)", low):
         how = "left"
+    elif re.search(r"present in both|in both\b|only (?:the )?match\w*|matched rows only|\bdrop\w*\b[^;]*\bwithout (?:a )?match"
+                   r"|\bkeep(?:ing|s)? only\b|\bwhere both\b", low):
+        how = "inner"
     if how is None or not re.search(r"\bjoin\w*|\bmatch\w*|\bcombin\w*", low):
         return []
-    keys = re.findall(r"\bon\s+([a-z_][\w]*)", low)
+    keys = re.findall(r"\bon\s+(?:the\s+)?([a-z_][\w]*)", low)
     return [Requirement(kind=Kind.JOIN, text=clause[:120], how=how, keys=keys[:2])]
 
 
