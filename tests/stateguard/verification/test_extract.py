@@ -141,3 +141,35 @@ def test_a_code_in_capitals_is_not_an_english_word() -> None:
         Requirement(kind=Kind.SCOPE, text="USA", values=["USA"], columns=["country"])]
     found = of(Kind.SCOPE, extract("Keep the airports in IN.", vocab=vocab))
     assert [(r.values, r.columns) for r in found] == [(["IN"], ["state"])]
+
+
+@pytest.mark.parametrize(
+    ("question", "keys"),
+    [
+        ("For each model year, what percentage of cars are efficient?", [["model year"]]),
+        ("For each year, how many jobs were there?", [["year"]]),
+        ("What is the mean generation of each source over the whole period?", [["source"]]),
+        ("Compute the mean rating per carrier and month.", [["carrier", "month"]]),
+    ],
+)
+def test_grouping_keys_in_words(question: str, keys: list[list[str]]) -> None:
+    assert [r.keys for r in of(Kind.GROUPING, extract(question))] == keys
+
+
+@pytest.mark.parametrize(
+    ("question", "how"),
+    [
+        ("Join it to the airports in scope, keeping only airports whose state has a region.", "inner"),
+        ("Join it to `annual` so that every year is labelled (recession or not).", "left"),
+        ("Put the two series side by side, matching months on the date (keep only months where both have a price).", "inner"),
+    ],
+)
+def test_join_phrasing(question: str, how: str) -> None:
+    assert [r.how for r in of(Kind.JOIN, extract(question))] == [how]
+
+
+def test_years_compared_are_a_scope_and_every_value_is_no_scope() -> None:
+    assert [(r.kind, r.values) for r in extract("What is the mean yield in 1931 and in 1932?") if r.kind in (Kind.SCOPE, Kind.COMPARISON)] == [
+        (Kind.SCOPE, ["1931", "1932"])]
+    question = "What share of the birds of each species (Adelie, Chinstrap, Gentoo) is female?"
+    assert [r for r in of(Kind.SCOPE, extract(question, vocab=VOCAB)) if r.columns == ["species"]] == []
