@@ -44,6 +44,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-tokens", type=int, default=384, help="completion budget per decision")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds of socket inactivity per request")
+    p.add_argument(
+        "--max-prompt-chars",
+        type=int,
+        default=None,
+        help="leave out decisions whose chat + tool schemas (as JSON) are longer, so each fits the served "
+        "window (about 3.3 characters per token: 25000 fits an 8,192-token window with the reply budget)",
+    )
     return p.parse_args(argv)
 
 
@@ -59,6 +66,11 @@ def held_out(items: list[DecisionItem], train_corpus: str | None) -> list[Decisi
             "(python -m synthesis.pipeline synth=heldout)"
         )
     return items
+
+
+def prompt_chars(item: DecisionItem) -> int:
+    """The size of what a decision sends: its chat and tool schemas as JSON, in characters."""
+    return len(json.dumps(item.messages)) + len(json.dumps(item.tools))
 
 
 def ask(client: LLMClient, item: DecisionItem) -> DecisionScore | None:
@@ -95,7 +107,8 @@ def report(summary: Summary, title: str) -> str:
 
 def run(args: argparse.Namespace) -> Summary:
     items = held_out(load_items(args.corpus), args.train_corpus)
-    chosen = select(items, args.per_class or None, args.seed)
+    fitting = [it for it in items if args.max_prompt_chars is None or prompt_chars(it) <= args.max_prompt_chars]
+    chosen = select(fitting, args.per_class or None, args.seed)
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / SCORES
     done: dict[str, DecisionScore] = {}
@@ -106,7 +119,8 @@ def run(args: argparse.Namespace) -> Summary:
                 done[s.id] = s
     meta: dict[str, Any] = {"base_url": args.base_url, "model": args.model, "corpus": args.corpus,
                             "train_corpus": args.train_corpus, "per_class": args.per_class, "seed": args.seed,
-                            "max_tokens": args.max_tokens, "decisions": len(chosen), "available": len(items)}  # fmt: skip
+                            "max_tokens": args.max_tokens, "decisions": len(chosen), "available": len(items),
+                            "max_prompt_chars": args.max_prompt_chars, "fitting": len(fitting)}  # fmt: skip
     (args.out / "config.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
     config = EndpointConfig(role="manager", base_url=args.base_url, model=args.model, api_key=args.api_key,
                             temperature=0.0, max_tokens=args.max_tokens, timeout_s=args.timeout, max_retries=1,

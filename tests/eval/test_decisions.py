@@ -192,3 +192,22 @@ def test_an_endpoint_failure_is_not_scored_and_a_rerun_asks_again(corpus: Path, 
                                  "--per-class", "0"]))  # fmt: skip
         assert len(server.requests) == 1
     assert second.unanswered == 0 and second.overall.n == 5
+
+
+def test_decisions_too_long_for_the_window_are_left_out_before_sampling(corpus: Path, tmp_path: Path) -> None:
+    """--max-prompt-chars keeps only decisions whose chat + schemas fit; config.json says how many fit."""
+    from eval.decisions.__main__ import prompt_chars
+
+    items = load_items(corpus)
+    sizes = sorted(prompt_chars(it) for it in items)
+    limit = sizes[1]  # the two shortest decisions fit, the others do not
+    out = tmp_path / "run"
+    ok = Reply(tool_calls=[{"name": "OPEN_STATE", "arguments": {"issue": "rows"}}])
+    with ScriptedServer([ok] * 5) as server:
+        summary = run(parse_args(["--base-url", server.base_url, "--corpus", str(corpus), "--out", str(out),
+                                  "--per-class", "0", "--max-prompt-chars", str(limit)]))  # fmt: skip
+        asked = [len(json.dumps(r["messages"])) + len(json.dumps(r["tools"])) for r in server.requests]
+    assert summary.overall.n == sum(s <= limit for s in sizes) == len(asked)
+    assert max(asked) <= limit
+    config = json.loads((out / "config.json").read_text())
+    assert config["fitting"] == len(asked) and config["available"] == len(items)
