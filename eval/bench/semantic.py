@@ -6,13 +6,15 @@ verification off and on. Printed per manager setting (and written to `<out>/sema
 
   * clean runs: accuracy (next to the baseline's), accepted REPAIRs per 100 turns (false repairs:
     nothing is wrong), destructive actions (variables deleted, states abandoned, rollbacks);
-  * per mistake kind: recall = variants with an accepted REPAIR at or after the faulty turn that
-    names a variable or answer field of that turn (and that the clean variant did not issue at the
-    same turn), plus accuracy with and without StateGuard on those variants.
+  * per mistake kind: recall = variants with an accepted REPAIR at the faulty turn naming a variable
+    or answer field of that turn, or at a later turn naming one of them other than the scratch
+    `result`; a repair at a turn where the clean run also repaired does not count (it is the same
+    false alarm). Plus accuracy with and without StateGuard on those variants.
 
     python -m eval.bench.semantic                                   # synth, all tasks (~15 min, 2 workers)
     python -m eval.bench.semantic 'task_ids=[nyc_s773945_t25]' settings=[semantic]
     python -m eval.bench.semantic out=runs/bench/semantic-x    # again: finished rollouts are reused
+    python -m eval.bench.semantic bench=dev bench.split=heldout   # hand-written tasks: clean + each counterfactual variant
 """
 
 from __future__ import annotations
@@ -59,7 +61,20 @@ def _fault_meta(task: EvalTask) -> list[dict[str, Any]]:
     shipped = load_faults(TaskFolder(task.data_dir.parent.parent).faults)
     if isinstance(shipped, list):
         return [{"kind": f.kind, "operation": f.operation or "", "turn": f.turn} for f in shipped]
-    return [{"kind": getattr(f, "kind", "fault"), "operation": "", "turn": int(f.turn)} for f in task.faults]
+    return [{"kind": f.semantic or f.kind, "operation": "", "turn": int(f.turn)} for f in task.faults]
+
+
+def _jobs_of_variants(tasks: list[EvalTask]) -> list[tuple[EvalTask, str, list[Any], dict[str, Any] | None]]:
+    """A benchmark that expands declared variants itself (`dev`): each counterfactual variant with one
+    mistake is a faulty run of its base task, the `clean` variant is the clean run."""
+    out: list[tuple[EvalTask, str, list[Any], dict[str, Any] | None]] = []
+    for task in tasks:
+        base = task.model_copy(update={"task_id": task.base_task or task.task_id})
+        if task.variant == "clean":
+            out.append((base, "clean", [], None))
+        elif len(task.faults) == 1 and task.faults[0].kind == "counterfactual":
+            out.append((base, task.variant, list(task.faults), _fault_meta(task)[0]))
+    return out
 
 
 def run_one(task: EvalTask, variant: str, faults: list[Any], setting: str, flow: Any, out: str) -> dict[str, Any]:
@@ -136,19 +151,24 @@ def _footprint(task: EvalTask, turn: int, faults: list[Any]) -> set[str]:
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:
-    bench = get_benchmark(str(cfg.bench))
-    tasks = bench.load({"data_dir": cfg.data_dir} if cfg.get("data_dir") else {})
+    load_cfg: dict[str, Any] = dict(OmegaConf.to_container(cfg.bench, resolve=True))  # type: ignore[arg-type]
+    bench = get_benchmark(str(load_cfg.pop("name")))
+    if cfg.get("data_dir"):
+        load_cfg["data_dir"] = cfg.data_dir
+    if bench.name == "synth":  # each task with its shipped mistakes; clean and single-mistake runs are made here
+        load_cfg["variants"] = ["shipped"]
+    tasks = bench.load(load_cfg)
     if cfg.task_ids:
-        tasks = [t for t in tasks if t.task_id in set(cfg.task_ids)]
+        tasks = [t for t in tasks if (t.base_task or t.task_id) in set(cfg.task_ids) or t.task_id in set(cfg.task_ids)]
     flow = bench.flow
     if cfg.get("flow") == "turn_aligned":
         flow = flow.model_copy(update={"name": f"{flow.name}-turn", "regime": "turn_aligned"})
     settings = ["baseline", *[str(s) for s in cfg.settings]]
-    jobs = []
-    for task in tasks:
-        for variant, faults, meta in _variants(task, _fault_meta(task)):
-            for setting in settings:
-                jobs.append((task, variant, faults, meta, setting))
+    if bench.name != "synth":  # the benchmark expanded its declared variants itself (dev)
+        variants = _jobs_of_variants(tasks)
+    else:
+        variants = [(task, *v) for task in tasks for v in _variants(task, _fault_meta(task))]
+    jobs = [(task, variant, faults, meta, setting) for task, variant, faults, meta in variants for setting in settings]
     out_dir = Path(cfg.out)
     results: list[dict[str, Any]] = []
     start = time.perf_counter()
@@ -190,8 +210,7 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
         for r in faulty:
             meta, fp = r["meta"], set(r["footprint"])
             already = clean_repairs.get((r["task"], setting), set())
-            hit = any(rep["turn"] is not None and rep["turn"] >= meta["turn"] and set(rep["variables"]) & fp
-                      and not (rep["turn"] == meta["turn"] and meta["turn"] in already) for rep in r["repairs"])  # fmt: skip
+            hit = any(_names_fault(rep, meta["turn"], fp) and rep["turn"] not in already for rep in r["repairs"])
             kinds[meta["kind"]][0] += int(hit)
             kinds[meta["kind"]][1] += 1
         tools: dict[str, int] = defaultdict(int)
@@ -211,6 +230,16 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
             "false_repair_checks": sorted({c for r in clean for rep in r["repairs"] for c in rep["checks"]}),
         }
     return report
+
+
+def _names_fault(rep: dict[str, Any], turn: int, footprint: set[str]) -> bool:
+    """A repair at the faulty turn naming one of its variables, or at a later turn naming one of
+    them other than the scratch `result` every turn rebinds (a later turn's own `result` is not
+    evidence about the faulty turn)."""
+    if rep["turn"] is None or rep["turn"] < turn:
+        return False
+    names = set(rep["variables"]) & footprint
+    return bool(names if rep["turn"] == turn else names - {"result"})
 
 
 def _pooled(kinds: dict[str, list[int]], exclude: tuple[str, ...] = ()) -> str:

@@ -78,6 +78,8 @@ class Binder:
         if sel.language == "sql":
             target = (sel.target or "").lower()
             names = [v for v in [self.table_frames.get(target), sel.target] if v][:1]
+        elif sel.flag:
+            names = [sel.flag[0]]
         else:
             names = [sel.target] if sel.target and sel.target.isidentifier() else []
         return [n for n in names if not n.startswith("_")]
@@ -119,6 +121,9 @@ class Binder:
             pred = probes.sql_predicate(req, lhs or column, numeric=self._kind(column, sel.sources) in (None, "num"), scale=scale)
             code = probes.kept_rows_probe(self.con, sel.sql, pred)
             return (code, False) if code else None
+        if sel.flag and sel.mentions(column) and sel.flag[0].lower() not in self.rewritten and column in self.vocab.tables.get(sel.flag[0].lower(), {}):
+            pred = probes.pandas_predicate(req, f"_f[{column!r}]", scale=scale)
+            return probes.flag_probe(sel.flag[0], sel.flag[1], pred, sel.flag[2]), True
         if sel.frame and sel.mask:
             frame = f"({sel.frame})[({sel.mask})]"
             return probes.frame_rows_probe(frame, probes.pandas_predicate(req, f"_f[{column!r}]", scale=scale)), False
@@ -186,6 +191,13 @@ class Binder:
                         plan.notes.append(f"{req.describe()}: the code's cut-off on {column} is `{threshold.text}`")
                         self.add_rerun(req, sel, fixed, "threshold", plan)
                         return
+                if req.kind is Kind.COMPARISON and threshold is not None and sel.flag:
+                    flag_site = self.row_site(sel, req, column)
+                    if flag_site:
+                        plan.notes.append(f"{req.describe()}: the flag {sel.flag[1]} uses the cut-off `{threshold.text}`")
+                        plan.items.append(self.item(req, "kept_rows", flag_site[0], self.variables(sel), "threshold",
+                                                    constraint=flag_site[1]))  # fmt: skip
+                        return
                 if req.kind is Kind.COMPARISON and threshold is not None and sel.frame and threshold.text in sel.mask:
                     stated = sel.mask.replace(threshold.text, probes.pandas_predicate(req, threshold.lhs))
                     plan.notes.append(f"{req.describe()}: the code's cut-off on {column} is `{threshold.text}`")
@@ -242,7 +254,8 @@ class Binder:
             for agg in sel.aggregates:
                 by_field = bool(req.fields) and (agg.alias in req.fields or any(
                     _feeds(self.sem.fields.get(f, ""), sel.target, agg.position) for f in req.fields))
-                by_column = not req.fields and agg.column and agg.column in self.resolve(req)
+                by_column = not req.fields and agg.column and (agg.column in self.resolve(req) or (
+                    bool(agg.column) and resolve_column(req.subject, [agg.column or ""], partial=True) == [agg.column]))
                 if by_field or by_column:
                     found.append((sel, agg))
         if not found:

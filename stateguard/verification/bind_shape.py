@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from stateguard.verification import probes, sql_edit
 from stateguard.verification.code_model import Selection
-from stateguard.verification.requirements import Requirement
+from stateguard.verification.requirements import Kind, Requirement
 
 if TYPE_CHECKING:
     from stateguard.verification.bind import Binder, Plan
@@ -54,6 +54,7 @@ def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
     if agreeing:
         sel = agreeing[0]
         plan.notes.append(f"{req.describe()}: the code groups by it")
+        _join_on_fewer_keys(b, req, keys, plan)
         table = sel.target or ""
         if b.stored(sel) and all(k in b.vocab.tables.get(table.lower(), {}) for k in keys):
             plan.items.append(b.item(req, "unique_keys", _unique_keys(b.con or "", table, keys), b.variables(sel),
@@ -71,7 +72,8 @@ def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
                 _v = _n != _k
                 _o = {{'result_rows': int(_n), 'stated_key_combinations': int(_k)}}""")
     else:
-        frame = next((_frame_of(a.receiver) for a in sel.aggregates if _frame_of(a.receiver)), None)
+        frame = next((_frame_of(a.receiver) for a in sel.aggregates if _frame_of(a.receiver)), None) or next(
+            (src for src in sel.sources if all(k in b.vocab.tables.get(src.lower(), {}) for k in keys)), None)
         if frame and sel.target and sel.target.isidentifier():
             site = textwrap.dedent(f"""\
                 _n = len({sel.target})
@@ -93,9 +95,15 @@ def _unique_keys(con: str, table: str, keys: list[str]) -> str:
 
 
 def _resolve_key(word: str, pool: list[str]) -> list[str]:
-    low = word.lower().rstrip("s") if len(word) > 3 else word.lower()
-    exact = [c for c in pool if c.lower() in (word.lower(), low)]
-    return exact[:1]
+    """A key phrase's column: the phrase itself ("model year" -> model_year), else one of its words
+    ("weather label" -> weather, "calendar month" -> month)."""
+    joined = "_".join(word.lower().split())
+    for cand in [joined, *word.lower().split()[::-1]]:
+        low = cand.rstrip("s") if len(cand) > 3 else cand
+        exact = [c for c in pool if c.lower() in (cand, low)]
+        if exact:
+            return exact[:1]
+    return []
 
 
 def join(b: Binder, req: Requirement, plan: Plan) -> None:
@@ -197,3 +205,26 @@ def _pandas_order_site(sel: Selection, req: Requirement) -> str:
         _mono = _s.is_monotonic_decreasing if {bool(req.descending)!r} else _s.is_monotonic_increasing
         _v = len(_s) > 1 and not _mono
         _o = {{'rows': int(len(_s)), 'in_stated_order': bool(_mono)}}""")
+
+
+def _join_on_fewer_keys(b: Binder, req: Requirement, keys: list[str], plan: Plan) -> None:
+    """A table built per stated keys (year and month) joined to another on only some of them
+    (month): the probe compares the join's rows on the code's keys with those on the stated ones."""
+    low = {k.lower() for k in keys}
+    for sel in b.sem.selections:
+        for j in sel.joins:
+            code_keys = {k.lower() for k in j.keys}
+            if not (code_keys and code_keys < low and j.left.isidentifier() and j.right.isidentifier()):
+                continue
+            if not all(k in b.vocab.tables.get(t.lower(), {}) for t in (j.left, j.right) for k in keys):
+                continue
+            plan.notes.append(f"{req.describe()}: the code joins {j.left} and {j.right} on {', '.join(j.keys)} only")
+            site = textwrap.dedent(f"""\
+                import pandas as _pd
+                _a = len(_pd.merge({j.left}, {j.right}, how={j.how!r}, on={j.keys!r}))
+                _b = len(_pd.merge({j.left}, {j.right}, how={j.how!r}, on={keys!r}))
+                _v = _a != _b
+                _o = {{'rows_on_code_keys': _a, 'rows_on_stated_keys': _b}}""")
+            join_req = Requirement(kind=Kind.JOIN, text=req.text, how="left" if j.how == "left" else "inner", keys=keys)
+            plan.items.append(b.item(join_req, "join_rows", site, b.variables(sel), "join"))
+            return

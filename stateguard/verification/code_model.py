@@ -72,6 +72,10 @@ class Selection(BaseModel):
     order: list[tuple[str, bool]] = Field(default_factory=list, description="(expression, descending).")
     limit: int | None = None
     outputs: list[str] = Field(default_factory=list, description="Output column names, in order.")
+    flag: tuple[str, str, bool] | None = Field(
+        default=None, description="pandas: `frame['col'] = <mask>` stores a flag column: (frame, column, exact). "
+        "exact: the mask is one comparison, so the flag must equal it; else an `&` of parts, so a "
+        "flagged row must meet each part.")
 
     def mentions(self, column: str) -> bool:
         low = column.lower()

@@ -225,7 +225,7 @@ def pandas_selection(stmt: ast.stmt, step: int | None = None) -> Selection | Non
             conditions += found
     if not (conditions or aggregates or keys or joins or order or limit):
         return None
-    return Selection(language="pandas", step=step, target=target, frame=frame, mask=mask,
+    return Selection(language="pandas", step=step, target=target, frame=frame, mask=mask, flag=_flag(stmt),
                      sources=sorted({n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}),
                      conditions=conditions, aggregates=aggregates, group_keys=keys, joins=joins, order=order,
                      limit=limit)  # fmt: skip
@@ -239,3 +239,18 @@ def _inside_drop(node: ast.AST, parents: dict[int, ast.AST]) -> bool:
             return True
         cur = parents.get(id(cur))
     return False
+
+
+def _flag(stmt: ast.stmt) -> tuple[str, str, bool] | None:
+    """`wx["warm"] = wx["temp_max"] >= 25` (or an `&` of such parts): the frame and flag column."""
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Subscript)):
+        return None
+    t, value = stmt.targets[0], stmt.value
+    if not (isinstance(t.value, ast.Name) and isinstance(t.slice, ast.Constant) and isinstance(t.slice.value, str)):
+        return None
+    if isinstance(value, ast.Compare) and len(value.ops) == 1:
+        return (t.value.id, t.slice.value, True)
+    parts = mask_conditions(value) if isinstance(value, ast.BinOp) and isinstance(value.op, ast.BitAnd) else []
+    if parts and all(c.op != "other" for c in parts):
+        return (t.value.id, t.slice.value, False)
+    return None

@@ -40,10 +40,10 @@ class Definitions:
         self.entries: dict[tuple[str, tuple[str, ...]], Definition] = {}
 
     def record(self, turn: Any, state_id: str, requirements: list[Requirement]) -> None:
-        term = definition_term(turn.question)
+        term = definition_term(turn.question) or definition_term(_context(turn))
         if term is None:
             return
-        rows = [r for r in requirements if r.kind in _ROWS and r.source == "question"]
+        rows = [r for r in requirements if r.kind in _ROWS and r.source in ("question", "context")]
         if not any(r.kind is Kind.COMPARISON for r in rows):
             return
         scope = sorted(v for r in rows if r.kind is Kind.SCOPE for v in r.values)
@@ -61,7 +61,7 @@ class Definitions:
 
     def apply(self, turn: Any, reqs: list[Requirement], ctx: Any, max_loads: int = 2,
               ) -> Generator[tuple[str, dict[str, Any]], Any, list[Requirement]]:  # fmt: skip
-        if definition_term(turn.question) is not None or max_loads <= 0:
+        if definition_term(turn.question) is not None or definition_term(_context(turn)) is not None or max_loads <= 0:
             return reqs
         earlier = [str(getattr(t, "question", "")).strip() for t in getattr(ctx.task, "turns", [])
                    if getattr(t, "turn_id", turn.turn_id) < turn.turn_id]  # fmt: skip
@@ -82,3 +82,8 @@ class Definitions:
                     continue  # not what the defining state recorded
                 out.append(req)
         return out
+
+
+def _context(turn: Any) -> str:
+    """A turn's own context (not turn 1's task-wide description): where an update states its rule."""
+    return str(getattr(turn, "context", "") or "") if getattr(turn, "turn_id", 1) > 1 else ""

@@ -55,10 +55,11 @@ _FIELD_AGG = re.compile(r"^(?P<fn>mean|avg|average|median|total|sum)_(?P<rest>.+
 _FUNCS = {"mean": "mean", "average": "mean", "avg": "mean", "median": "median", "total": "sum", "sum of": "sum", "sum": "sum"}
 _SHARE = re.compile(r"^(?:what|compute|find|give)\s+(?:the\s+)?(?:share|proportion|percentage|fraction)\b[^()]*\b(?:each|per|every)\b", re.IGNORECASE)
 _RANK = re.compile(r"\b(?:largest|highest|top|most|smallest|lowest|fewest|least|biggest|join\w*|side by side)\b(?<!at most)(?<!at least)", re.IGNORECASE)
-_GROUP = re.compile(r"\b(?:per|for each|for every|each|by)\s+(?P<keys>[a-z][a-z-]*(?:\s*(?:,|and)\s*[a-z][a-z-]*){0,2})", re.IGNORECASE)
+_GROUP = re.compile(r"\b(?:per|for each|for every|each|by)\s+(?P<keys>[a-z][a-z-]*(?:\s+(?!and\b|or\b)[a-z][a-z-]*)?(?:\s*(?:,|and)\s*[a-z][a-z-]*){0,2})", re.IGNORECASE)
 _GROUP_HYPHEN = re.compile(r"\b(?P<a>[a-z]+)-(?P<b>[a-z]+)\s+(?:groups|pairs|cells|combinations)\b", re.IGNORECASE)
 _NOT_KEYS = {"capita", "cent", "at", "least", "most", "more", "less", "mile", "the",
-             "a", "an", "which", "such", "that", "those", "this", "turn", "definition", "step"}  # fmt: skip
+             "a", "an", "which", "such", "that", "those", "this", "turn", "definition", "step",
+             "how", "what", "where", "when", "who", "is", "was", "are", "were", "in", "of", "over", "on"}  # fmt: skip
 _WORDNUM = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
 _TOPK = re.compile(
     r"\b(?:top|the|which|(?:at most)\)?)\s+\(?(?:at most\)?\s+)?(?P<k>\d+|one|two|three|four|five|six|seven|eight|nine|ten)\s+"
@@ -69,7 +70,7 @@ _ARGMAX = re.compile(r"\bwhich\s+\w+\s+(?:has|have|holds|had)\s+the\s+(?P<dir>la
 _FIRST = re.compile(r"\b(?P<dir>highest|largest|biggest|lowest|smallest)\s+first\b|\bin\s+(?P<dir2>descending|ascending)\s+order\b", re.IGNORECASE)
 _DESC = {"largest", "highest", "most", "biggest", "greatest", "fastest", "top"}
 _DEFINITION = re.compile(
-    r"^(?:an?|the)\s+(?P<noun>[a-z][\w\s-]*?)\s+(?:at\s+\w+\s+)?(?:is|counts as|is considered)\s+(?P<term>[a-z][\w-]*(?:\s+[a-z][\w-]*)?)\s+(?:when|if)\b"
+    r"^(?:from now on,?\s+|henceforth,?\s+)?(?:an?|the)\s+(?P<noun>[a-z][\w\s-]*?)\s+(?:at\s+\w+\s+)?(?:is|counts as|is considered)\s+(?P<term>[a-z][\w-]*(?:\s+(?!only\b)[a-z][\w-]*)?)\s+(?:only\s+)?(?:when|if)\b"
     r"|^call\s+(?:an?\s+)?(?P<noun2>[\w\s-]+?)\s+(?:an?\s+(?P<term2>[a-z][\w-]*(?:\s+[a-z][\w-]*)?)|(?P<term3>[a-z][\w-]*))\s+(?:when|if)\b",
     re.IGNORECASE,
 )
@@ -107,6 +108,14 @@ def _subject_before(clause: str, start: int) -> list[str]:
     return out
 
 
+_TEMPORAL = re.compile(r"before|after|earlier than|later than|over|across|during|throughout", re.IGNORECASE)
+
+
+def _is_year(m: re.Match[str]) -> bool:
+    """The bound is a calendar year (a plain 4-digit number from 1800 to 2100, no unit or percent)."""
+    return not m.group("pct") and re.fullmatch(r"1[89]\d\d|20\d\d|2100", m.group("num")) is not None
+
+
 def _counts_rows(clause: str, start: int, end: int) -> bool:
     """"groups with at least 9 birds", "carriers with at least 20 such flights": a bound on a count."""
     before = re.findall(r"[A-Za-z]+", clause[:start])
@@ -135,15 +144,30 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
             after = clause[m.end() : m.end() + 30]
             if re.match(r"\s*(?:decimal|d\.p\.|digits)", after, re.IGNORECASE):
                 continue
+            subject = _subject_before(clause, m.start())
+            named_after = re.match(r"\s*(?:[a-z%°]+\s+)?of\s+(?P<what>[a-z][a-z-]*(?:\s+[a-z][a-z-]*)?)", after, re.IGNORECASE)
+            if not subject and named_after and not _counts_rows(clause, m.start(), m.end()):
+                subject = [w for w in named_after.group("what").split() if w.lower() not in _STOPS]  # "1.0 mm of precipitation"
+            if is_prefix and _is_year(m) and _TEMPORAL.fullmatch(m.group("phrase")):
+                # "before 2010", "summed over 2015": a bound on time, whatever noun precedes it;
+                # "over/across/during 2015" is that year, and "over 2000-2014" a span (no bound).
+                if re.match(r"\s*(?:to|-|–|and)\s*\d", after):
+                    continue
+                subject = ["year"]
+                if m.group("phrase").lower() in ("over", "across", "during", "throughout"):
+                    op = "=="
             if _NEGATING.search(clause[: m.start()]):
                 op = COMPLEMENT[op]
-            subject = _subject_before(clause, m.start())
             count = "count" if _counts_rows(clause, m.start(), m.end()) else None
             out.append(Requirement(kind=Kind.COMPARISON, text=m.group(0), source=source, op=op,
                                    value=_number(m.group("num")), percent=bool(m.group("pct")), subject=subject,
                                    function=count))  # fmt: skip
             taken.append(m.span())
-    for m in _YEAR_IN.finditer(clause):
+    years_in = list(_YEAR_IN.finditer(clause))
+    if len(years_in) > 1:  # "in 1931 and in 1932": the years compared, each row in one of them
+        out.append(Requirement(kind=Kind.SCOPE, text=" ".join(m.group(0) for m in years_in), source=source,
+                               values=[m.group("year") for m in years_in], subject=["year"]))  # fmt: skip
+    for m in years_in if len(years_in) == 1 else []:
         out.append(Requirement(kind=Kind.COMPARISON, text=m.group(0), source=source, op="==",
                                value=float(m.group("year")), subject=["year"]))  # fmt: skip
     for m in _YEARS.finditer(clause):
@@ -170,7 +194,9 @@ def scopes(clause: str, vocab: Vocabulary, tables: list[str] | None, source: str
     for value, cols in values.items():
         if len(value) < 2 or value.isdigit() or len(cols) != 1:
             continue
-        flags = 0 if value.islower() else re.IGNORECASE
+        # A code in capitals ("IN", "OR", "USA") is that code only where written in capitals: the
+        # word "in" is not Indiana. Mixed-case names ("Gentoo") match in any case.
+        flags = 0 if value.islower() or value.isupper() else re.IGNORECASE
         for m in re.finditer(rf"(?<![\w-]){re.escape(value)}(?![\w-])", clause, flags):
             before = clause[max(0, m.start() - 40) : m.start()]
             if re.search(r"\b(?:are|is|being|as|than|vs\.?|versus|compare\w*|between)\s+(?:the\s+)?$", before, re.IGNORECASE):
@@ -183,9 +209,15 @@ def scopes(clause: str, vocab: Vocabulary, tables: list[str] | None, source: str
             if value not in vals:
                 found[col] = ([*vals, value], excl or exclude, (text + " " + m.group(0)).strip())
     out = []
+    held: dict[str, set[str]] = {}
+    for value, cols in values.items():
+        for col in cols:
+            held.setdefault(col, set()).add(value)
     for col, (vals, excl, text) in found.items():
         if len(vals) > 1 and re.search(r"\b(?:or|vs\.?|versus|compare\w*)\b", clause, re.IGNORECASE):
             continue  # alternatives being compared, not a scope
+        if not excl and len(vals) > 1 and set(vals) >= held.get(col, set()):
+            continue  # every value the column holds ("winter = ..., spring = ..."): a grouping, no restriction
         out.append(Requirement(kind=Kind.SCOPE, text=text, source=source, values=vals, exclude=excl, columns=[col]))
     return out
 
@@ -238,12 +270,37 @@ def extract(question: str, *, context: str = "", vocab: Vocabulary | None = None
     return dedupe(out)
 
 
+def context_requirements(context: str) -> list[Requirement]:
+    """Row conditions a turn's own context states as the rule from now on ("from now on a day counts
+    as wet only when it had at least 1.0 mm of precipitation", "leave ... out of the scope", "go back
+    to the original definition: ..."): bounds, recorded values, and exclusions of named values. A
+    context clause that only describes the data states no requirement."""
+    out: list[Requirement] = []
+    for clause in clauses(context):
+        if not re.search(r"\bfrom now on\b|\bhenceforth\b|\bdefinition\b|\bmeans\b|\bcounts? as\b", clause, re.IGNORECASE):
+            continue
+        out += [r.model_copy(update={"source": "context"}) for r in comparisons(clause) + not_null(clause)
+                if not _is_year_bound(r)]  # fmt: skip
+    return out
+
+
+def _is_year_bound(req: Requirement) -> bool:
+    return req.subject == ["year"]
+
+
 def groupings(clause: str) -> list[Requirement]:
     out = []
     for m in _GROUP.finditer(clause):
-        keys = [k.strip().lower() for k in re.split(r"\s*(?:,|\band\b)\s*", m.group("keys")) if k.strip()]
-        keys = [k for k in keys if k not in _NOT_KEYS and not k.isdigit()]
-        if keys and not re.match(r"\s*(?:at|more|less|over|under|\d)", clause[m.end() :]):
+        keys = []
+        for part in re.split(r"\s*(?:,|\band\b)\s*", m.group("keys")):
+            words = [w for w in part.lower().split() if w]
+            while words and words[-1] in _NOT_KEYS:  # "each source over the period": source
+                words.pop()
+            if words and words[0] not in _NOT_KEYS and not words[0].isdigit():
+                keys.append(" ".join(words))
+            elif not words or words[0] in _NOT_KEYS:
+                break  # "for each year, how many ...": the question goes on
+        if keys and not re.match(r"\s*(?:(?:at|more|less|over|under)\s+\d|\d)", clause[m.end() :]):
             out.append(Requirement(kind=Kind.GROUPING, text=m.group(0), keys=keys))
     for m in _GROUP_HYPHEN.finditer(clause):
         out.append(Requirement(kind=Kind.GROUPING, text=m.group(0), keys=[m.group("a").lower(), m.group("b").lower()]))
@@ -269,20 +326,22 @@ def rankings(clause: str) -> list[Requirement]:
 def joins(clause: str) -> list[Requirement]:
     low = clause.lower()
     how = None
-    if re.search(r"present in both|in both\b|only (?:the )?match\w*|matched rows only|\bdrop\w*\b[^;]*\bwithout (?:a )?match", low):
-        how = "inner"
-    elif re.search(r"unmatched|\b(?:keep\w*|includ\w*|retain\w*|even)\b[^;]*\b(?:without|with no|lacking)\b|keep(?:ing)? all", low):
+    if re.search(r"unmatched|\b(?:keep\w*|includ\w*|retain\w*|even)\b[^;]*\b(?:without|with no|lacking)\b|keep(?:ing)? all"
+                 r"|\bso that every \w+ is labell?ed|\bevery \w+ (?:stays|remains|is kept)", low):
         how = "left"
+    elif re.search(r"present in both|in both\b|only (?:the )?match\w*|matched rows only|\bdrop\w*\b[^;]*\bwithout (?:a )?match"
+                   r"|\bkeep(?:ing|s)? only\b|\bwhere both\b", low):
+        how = "inner"
     if how is None or not re.search(r"\bjoin\w*|\bmatch\w*|\bcombin\w*", low):
         return []
-    keys = re.findall(r"\bon\s+([a-z_][\w]*)", low)
+    keys = re.findall(r"\bon\s+(?:the\s+)?([a-z_][\w]*)", low)
     return [Requirement(kind=Kind.JOIN, text=clause[:120], how=how, keys=keys[:2])]
 
 
 def definition_term(question: str) -> str | None:
     """The word a definition sentence defines ('windy', 'fast grower'), or None."""
     for clause in clauses(question):
-        m = _DEFINITION.search(clause.strip())
+        m = _DEFINITION.search(re.sub(r"^.*?:\s*", "", clause.strip()) if ":" in clause else clause.strip())
         if m:
             return (m.group("term") or m.group("term2") or m.group("term3") or "").lower() or None
     return None

@@ -129,6 +129,15 @@ def frame_rows_probe(frame: str, predicate: str) -> str:
             f"_v = _bad > 0\n_o = {{'rows': int(len(_f)), 'rows_breaking_requirement': _bad}}")  # fmt: skip
 
 
+def flag_probe(frame: str, column: str, predicate: str, exact: bool) -> str:
+    """A stored flag column against the stated condition (a pandas predicate over `_f`): an exact
+    flag must equal it row by row; a flag built from several `&` parts must imply it."""
+    test = "(_flag != _ok)" if exact else "(_flag & ~_ok)"
+    return (f"_f = {frame}\n_ok = ({predicate}).fillna(False).astype(bool)\n"
+            f"_flag = _f[{column!r}].fillna(False).astype(bool)\n_bad = int({test}.sum())\n"
+            f"_v = _bad > 0\n_o = {{'rows': int(len(_f)), 'flagged': int(_flag.sum()), 'rows_breaking_requirement': _bad}}")  # fmt: skip
+
+
 def rerun_probe(con: str, original: str, changed: str) -> str:
     """The query as written and as the requirement states it give different rows."""
     return textwrap.dedent(f"""\

@@ -33,7 +33,7 @@ from stateguard.verification import probes
 from stateguard.verification.bind import Plan, bind
 from stateguard.verification.code_model import CodeSemantics
 from stateguard.verification.definitions import Definitions
-from stateguard.verification.extract import extract
+from stateguard.verification.extract import context_requirements, dedupe, extract
 from stateguard.verification.requirements import Kind, Requirement
 from stateguard.verification.vocabulary import Vocabulary, vocabulary_probe
 
@@ -169,6 +169,7 @@ class SemanticVerifier:
                 self.vocab = self.vocab.merged(Vocabulary.from_probe(str(tool.data.get("stdout", ""))))
         tables = [n.lower() for n in names]
         reqs = self.extractor(question, context=context, vocab=self.vocab if ran else None, tables=tables)
+        reqs = dedupe(reqs + context_requirements(_own_context(turn)))
         if ran and sem.reports and not any(r.kind is Kind.OUTPUT for r in reqs):
             # The question names no fields: what the turn reports must still have defined values.
             fields = [k for k in list(sem.reports.values())[-1] if k != "answer_type"]
@@ -220,6 +221,11 @@ def _is_empty(value: Any) -> bool:
     if isinstance(value, dict):
         return bool(value) and all(_is_empty(v) for v in value.values())
     return False
+
+
+def _own_context(turn: Any) -> str:
+    """The turn's own context (turn 1's holds the task-wide description, which states no rule)."""
+    return str(getattr(turn, "context", "") or "") if getattr(turn, "turn_id", 1) > 1 else ""
 
 
 def _names(sem: CodeSemantics) -> list[str]:

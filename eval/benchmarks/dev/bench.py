@@ -26,7 +26,7 @@ from eval.benchmarks.longds.bench import LongDSBench
 
 __all__ = ["DevBench", "ensure_built"]
 
-SPLITS = ("dev", "heldout", "all")
+SPLITS = ("dev", "heldout", "fresh", "all")
 
 
 def ensure_built(root: Path) -> dict[str, Any]:

@@ -12,14 +12,18 @@ KINDS = {"stale", "precision", "exec_error"} | {f"counterfactual:{k}" for k in S
 
 
 def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
-    sources = load_sources()
+    everything = load_sources()
+    sources = [s for s in everything if s.split != "fresh"]
     assert len(sources) >= 6 and all(len(s.turns) >= 12 for s in sources)
     assert len({f for s in sources for f in s.data.values()}) >= 3
     assert any("duckdb" in t.code for s in sources for t in s.turns)  # at least one task in SQL
-    assert {s.split for s in sources} == {"dev", "heldout"}
-    for source in sources:
+    assert {s.split for s in everything} == {"dev", "heldout", "fresh"}
+    for source in everything:
         labels = {f.label for faults in source.faults.values() for f in faults}
-        assert labels == KINDS, f"{source.id}: missing kinds {sorted(KINDS - labels)}"
+        if source.split == "fresh":  # the semantic held-out split: shorter, counterfactuals only
+            assert len(source.turns) >= 5 and len(labels) >= 6 and all(lab.startswith("counterfactual:") for lab in labels)
+        else:
+            assert labels == KINDS, f"{source.id}: missing kinds {sorted(KINDS - labels)}"
         assert all(len(faults) == 1 for faults in source.faults.values())  # single-fault variants
         for name, faults in source.faults.items():
             check_faults(source.task(), faults, where=f"{source.id}, variant {name!r}")

@@ -43,7 +43,7 @@ class Session:
         self.index = 0
         self.turn_id = 0
 
-    def turn(self, question: str, code: str, context: str = "") -> list[Finding]:
+    def turn(self, question: str, code: str, context: str = "", own_context: str = "") -> list[Finding]:
         result = self.ws.run_cell(code)
         assert result.ok, result.error
         self.turn_id += 1
@@ -51,7 +51,7 @@ class Session:
         self.index += 1
         ctx: Any = SimpleNamespace(task=SimpleNamespace(turns=[SimpleNamespace(context=context)]), workspace=self.ws,
                                    store=self.store, steps={step.index: step})  # fmt: skip
-        turn = SimpleNamespace(question=question, turn_id=self.turn_id)
+        turn = SimpleNamespace(question=question, turn_id=self.turn_id, context=own_context)
         obs: Any = SimpleNamespace(current_draft=None)
         findings = run_fragment(self.verifier.verify(obs, ctx, turn, [step]), store=self.store,
                                 steps={step.index: step}, workspace=self.ws)  # fmt: skip

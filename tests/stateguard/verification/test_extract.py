@@ -119,3 +119,57 @@ def test_a_mean_used_as_a_reference_is_not_the_statistic_asked(question: str) ->
 def test_the_statistic_asked_is_still_read_next_to_a_reference() -> None:
     found = of(Kind.AGGREGATION, extract("How many penguins are above the mean body mass, and what is the mean bill length of those?"))
     assert [(r.function, r.subject) for r in found] == [("mean", ["bill", "length"])]
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("What was the highest nonfarm level before 2010?", [("<", 2010.0, ["year"])]),
+        ("What is the total nonfarm change summed over 2015?", [("==", 2015.0, ["year"])]),
+        ("Average the rainfall over 2000-2014.", []),  # a span, not a bound
+        ("Keep the sites with an elevation above 2000.", [(">", 2000.0, ["elevation"])]),  # not a time word
+    ],
+)
+def test_a_year_after_a_time_word_bounds_time(question: str, expected: list[tuple[str, float, list[str]]]) -> None:
+    assert [(r.op, r.value, r.subject) for r in of(Kind.COMPARISON, extract(question))] == expected
+
+
+def test_a_code_in_capitals_is_not_an_english_word() -> None:
+    vocab = Vocabulary(tables={"airports": {"state": ColumnInfo(kind="text", values=["IN", "OR", "TX"]),
+                                            "country": ColumnInfo(kind="text", values=["USA"])}})  # fmt: skip
+    assert of(Kind.SCOPE, extract("How many airports are in scope, in the USA?", vocab=vocab)) == [
+        Requirement(kind=Kind.SCOPE, text="USA", values=["USA"], columns=["country"])]
+    found = of(Kind.SCOPE, extract("Keep the airports in IN.", vocab=vocab))
+    assert [(r.values, r.columns) for r in found] == [(["IN"], ["state"])]
+
+
+@pytest.mark.parametrize(
+    ("question", "keys"),
+    [
+        ("For each model year, what percentage of cars are efficient?", [["model year"]]),
+        ("For each year, how many jobs were there?", [["year"]]),
+        ("What is the mean generation of each source over the whole period?", [["source"]]),
+        ("Compute the mean rating per carrier and month.", [["carrier", "month"]]),
+    ],
+)
+def test_grouping_keys_in_words(question: str, keys: list[list[str]]) -> None:
+    assert [r.keys for r in of(Kind.GROUPING, extract(question))] == keys
+
+
+@pytest.mark.parametrize(
+    ("question", "how"),
+    [
+        ("Join it to the airports in scope, keeping only airports whose state has a region.", "inner"),
+        ("Join it to `annual` so that every year is labelled (recession or not).", "left"),
+        ("Put the two series side by side, matching months on the date (keep only months where both have a price).", "inner"),
+    ],
+)
+def test_join_phrasing(question: str, how: str) -> None:
+    assert [r.how for r in of(Kind.JOIN, extract(question))] == [how]
+
+
+def test_years_compared_are_a_scope_and_every_value_is_no_scope() -> None:
+    assert [(r.kind, r.values) for r in extract("What is the mean yield in 1931 and in 1932?") if r.kind in (Kind.SCOPE, Kind.COMPARISON)] == [
+        (Kind.SCOPE, ["1931", "1932"])]
+    question = "What share of the birds of each species (Adelie, Chinstrap, Gentoo) is female?"
+    assert [r for r in of(Kind.SCOPE, extract(question, vocab=VOCAB)) if r.columns == ["species"]] == []

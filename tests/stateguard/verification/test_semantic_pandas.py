@@ -100,3 +100,49 @@ def test_a_definition_read_through_a_flag_is_not_a_finding(session: Session) -> 
             "result = {'large': big.rating.mean(), 'others': small.rating.mean(), 'gap': big.rating.mean() - small.rating.mean()}")
     assert session.turn(question, code) == []
     assert any(r.term == "large" for r in session.verifier.last.unverified)
+
+
+@pytest.mark.parametrize(("flag", "found"), [(">= 100", False), ("<= 100", True), (">= 150", True)])
+def test_a_flag_column_is_probed_against_the_stated_condition(flag: str, found: bool) -> None:
+    """`frame['flag'] = <comparison>`: the stored flag must equal the stated condition row by row;
+    a reversed or moved bound is a finding naming the frame."""
+    code = f"orders['large'] = orders.price {flag}\nresult = {{'n_large': int(orders.large.sum())}}"
+    findings = Session().turn("Call an order large when its price is at least 100. Report `n_large`.", code)
+    assert bool(findings) is found
+    if found:
+        assert findings[0].variables == ["orders"] and "'flagged'" in findings[0].evidence
+
+
+def test_a_flag_of_several_parts_only_has_to_imply_the_condition() -> None:
+    code = "orders['big_north'] = (orders.price >= 100) & (orders.region == 'North')\nresult = {'n': int(orders.big_north.sum())}"
+    assert Session().turn("Flag the North orders with a price of at least 100. Report `n`.", code) == []
+
+
+def test_a_rule_stated_in_the_turn_context_replaces_the_definition(session: Session) -> None:
+    """The update's new bound comes in the turn's context; a later turn 'under the current
+    definition' that reuses the old bound is a finding, read from the updating state."""
+    session.turn("Call an order large when its price is at least 100. Report `n_large`.",
+                 "orders['large'] = orders.price >= 100\nresult = {'n_large': int(orders.large.sum())}")
+    assert session.turn("Update the large flag to the new definition. Report `n_large`.",
+                        "orders['large'] = orders.price >= 150\nresult = {'n_large': int(orders.large.sum())}",
+                        own_context="From now on an order is large only when its price is at least 150.") == []
+    question = "Under the current definition, what is the mean rating of large orders? Report `mean_rating`."
+    findings = session.turn(question, "lr = orders[orders.price >= 100]\nresult = {'mean_rating': lr.rating.mean()}")
+    assert findings and "definition of 'large'" in findings[0].evidence and findings[0].variables == ["lr"]
+
+
+def test_grouping_keys_stated_in_words() -> None:
+    question = "What is the mean rating for each customer segment? Report `rating_by_segment`."
+    setup = "seg = orders.merge(customers, on='customer_id', how='inner')\n"
+    good = setup + "rating_by_segment = seg.groupby('segment')['rating'].mean()\nresult = {'rating_by_segment': rating_by_segment.to_dict()}"
+    bad = setup + "rating_by_segment = seg.groupby('region')['rating'].mean()\nresult = {'rating_by_segment': rating_by_segment.to_dict()}"
+    assert Session().turn(question, good) == []
+    findings = Session().turn(question, bad)
+    assert findings and "group_keys probe" in findings[0].evidence
+
+
+@pytest.mark.parametrize(("how", "found"), [("inner", False), ("left", True)])
+def test_keeping_only_matched_rows_in_words(how: str, found: bool) -> None:
+    question = "Join the customers to the orders, keeping only orders whose customer is known. Report `n_rows`."
+    code = f"matched = orders.merge(customers, on='customer_id', how='{how}')\nresult = {{'n_rows': len(matched)}}"
+    assert bool(Session().turn(question, code)) is found
