@@ -62,9 +62,9 @@ data: $(STAMP) ## Fetch a benchmark's data from the Hugging Face Hub into data/<
 	$(PY) -m eval.data --bench $(BENCH) --out data/ $(ARGS)
 
 bench: $(STAMP) ## Runtime and sandbox micro-benchmarks, printed as tables
-	$(PY) -m eval.bench.runtime
-	$(PY) -m eval.bench.dataflow
-	$(PY) -m eval.bench.sandbox
+	$(PY) -m eval.perf.runtime
+	$(PY) -m eval.perf.dataflow
+	$(PY) -m eval.perf.sandbox
 
 serve: $(STAMP) ## Serve a trained manager with vLLM (GPU only; on CPU it says to use serve-local)
 	$(PY) scripts/serve_vllm.py $(ARGS)

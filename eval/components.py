@@ -32,10 +32,10 @@ from stateguard.task import Task
 from stateguard.trace import Trace
 from stateguard.verification.llm_extract import LLMExtractor
 from stateguard.verification.verifier import SemanticConfig, SemanticVerifier
-from stateguard.worker import WorkerAdapter
+from stateguard.worker_contract import WorkerAdapter
 from stateguard.workers import FaultModel, ResponseModel, ScriptedWorker
 from stateguard.workers.llm_worker import LLMWorker, WorkerProtocol
-from stateguard.workspace import DictWorkspace, LiveWorkspace
+from stateguard.workspace_api import DictWorkspace, LiveWorkspace
 
 __all__ = ["MANAGERS", "WORKERS", "WORKSPACES", "check_components", "check_workspace", "endpoint_settings", "llm_settings", "make_manager",
            "make_worker", "make_workspace"]

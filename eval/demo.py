@@ -39,8 +39,8 @@ from stateguard.policies.base import ManagerPolicy
 from stateguard.rollout import RolloutResult, rollout
 from stateguard.task import Task, load_task
 from stateguard.trace import Trace
-from stateguard.worker import WorkerAdapter
-from stateguard.workspace import LiveWorkspace
+from stateguard.worker_contract import WorkerAdapter
+from stateguard.workspace_api import LiveWorkspace
 
 
 class DemoResult(BaseModel):

@@ -50,14 +50,14 @@ from stateguard.lifecycle import (
 )
 from stateguard.observation import EventType, ManagerObservation, WorkerStep, compress, project_steps
 from stateguard.parser import parse_response
-from stateguard.relations import normalize_relations
+from stateguard.relation_rules import normalize_relations
 from stateguard.repair import plan_repair, repair_mode
 from stateguard.state import Constraint, ConstraintResult, Draft, Relation
 from stateguard.store import StateStore, StoreError
 from stateguard.tools import ToolResult, run_tool
 from stateguard.trace import Trace
-from stateguard.worker import WorkerAdapter
-from stateguard.workspace import Workspace
+from stateguard.worker_contract import WorkerAdapter
+from stateguard.workspace_api import Workspace
 
 
 class BindingError(RuntimeError):

@@ -23,8 +23,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from stateguard.harness import BindingError, Harness
-from stateguard.worker import WorkerAdapter
-from stateguard.workspace import Workspace
+from stateguard.worker_contract import WorkerAdapter
+from stateguard.workspace_api import Workspace
 
 __all__ = ["START_CHECKPOINT", "BindingError", "BindingReport", "bind_run"]
 

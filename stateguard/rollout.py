@@ -29,8 +29,8 @@ from stateguard.records import Record
 from stateguard.store import StateStore
 from stateguard.task import AgentTask, AgentTurn, agent_view, prelude
 from stateguard.trace import Trace
-from stateguard.worker import WorkerAdapter, WorkerMessage
-from stateguard.workspace import LiveWorkspace
+from stateguard.worker_contract import WorkerAdapter, WorkerMessage
+from stateguard.workspace_api import LiveWorkspace
 
 MAX_ACTIVATIONS_PER_REVIEW = 12
 

@@ -33,10 +33,10 @@ import duckdb
 from stateguard.artifacts.graph import RelationGraph, load_graph, save_graph
 from stateguard.artifacts.task_folder import TaskFolder
 from stateguard.state import RelationType
-from synthesis.relations import derive_relations, invalidate, stage_state_ids
 from synthesis.replay import run_turns
 from synthesis.sources.tabular import get_info, load_into_duckdb
 from synthesis.sql_deps import Stage, stage_dependencies
+from synthesis.stage_relations import derive_relations, invalidate, stage_state_ids
 from synthesis.tasks import _answer_lines, _combine_spec, _dump, _loader, _write_csv, finish_task
 from synthesis.threads import StageSpec, Thread, generate_threads
 

@@ -45,10 +45,10 @@ from stateguard.artifacts.graph import RelationGraph, load_graph, save_graph
 from stateguard.artifacts.manifest import TaskManifest, save_manifest
 from stateguard.artifacts.task_folder import TaskFolder
 from stateguard.state import RelationType
-from synthesis.relations import derive_relations, invalidate, stage_state_ids
 from synthesis.replay import run_turns, write_fingerprints
 from synthesis.sources.tabular import get_info, load_into_duckdb
 from synthesis.sql_deps import Stage, stage_dependencies
+from synthesis.stage_relations import derive_relations, invalidate, stage_state_ids
 from synthesis.threads import StageSpec, Thread, generate_threads
 from synthesis.worker_faults import plan_worker_faults
 

@@ -18,11 +18,11 @@ from typing import Any, Literal
 
 from stateguard.observation import WorkerStep
 from stateguard.task import AgentTask, Task
-from stateguard.worker import WorkerMessage
+from stateguard.worker_contract import WorkerMessage
 from stateguard.workers.faults import Fault, counterfactual_code
 from stateguard.workers.response import ResponseModel
 from stateguard.workers.scripted import FaultModel, ScriptedWorker
-from stateguard.workspace import LiveWorkspace
+from stateguard.workspace_api import LiveWorkspace
 
 __all__ = ["ResistingWorker", "Resist", "teacher_worker"]
 

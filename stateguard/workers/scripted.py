@@ -42,10 +42,10 @@ from stateguard.answers import last_json
 from stateguard.dataflow import cell_dataflow
 from stateguard.observation import WorkerStep
 from stateguard.task import AgentTask, Task, Turn
-from stateguard.worker import WorkerMessage
+from stateguard.worker_contract import WorkerMessage
 from stateguard.workers.faults import Fault, FaultKind, counterfactual_code, scratch_name, split_blocks
 from stateguard.workers.response import ResponseModel
-from stateguard.workspace import LiveWorkspace
+from stateguard.workspace_api import LiveWorkspace
 
 __all__ = ["Fault", "FaultKind", "FaultModel", "ScriptedWorker", "split_blocks"]
 

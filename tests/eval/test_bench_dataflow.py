@@ -1,8 +1,8 @@
-"""The dataflow benchmark (`python -m eval.bench.dataflow`) runs on a small frame and prints its table."""
+"""The dataflow benchmark (`python -m eval.perf.dataflow`) runs on a small frame and prints its table."""
 
 from __future__ import annotations
 
-from eval.bench import dataflow
+from eval.perf import dataflow
 
 
 def test_bench_rows_and_table() -> None:

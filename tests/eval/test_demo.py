@@ -58,8 +58,8 @@ def test_readme_example_prints_the_stale_states(capsys) -> None:
 
 
 def test_bench_runs_tiny(tmp_path: Path) -> None:
-    from eval.bench.runtime import render as render_bench
-    from eval.bench.runtime import run as run_bench
+    from eval.perf.runtime import render as render_bench
+    from eval.perf.runtime import run as run_bench
 
     with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
         cfg = compose("bench", overrides=["sizes=[30,60]", "samples=5", f"work_dir={tmp_path}"])

@@ -23,9 +23,9 @@ from stateguard.observation import ManagerObservation, WorkerStep
 from stateguard.policies.base import Activation, ManagerContext
 from stateguard.rollout import rollout
 from stateguard.task import AgentTask, AgentTurn, Task, Turn, load_task
-from stateguard.worker import WorkerMessage
+from stateguard.worker_contract import WorkerMessage
 from stateguard.workers import ScriptedWorker
-from stateguard.workspace import DictWorkspace, LiveWorkspace
+from stateguard.workspace_api import DictWorkspace, LiveWorkspace
 
 ROOT = Path(__file__).resolve().parents[2]
 HIDDEN = ("code", "answer")

@@ -12,7 +12,7 @@ from stateguard.flows import LONGDS
 from stateguard.hints import Hint
 from stateguard.rollout import rollout
 from stateguard.task import Task, load_task, prelude
-from stateguard.worker import WorkerMessage
+from stateguard.worker_contract import WorkerMessage
 from stateguard.workers import (
     Fault,
     FaultError,
@@ -23,7 +23,7 @@ from stateguard.workers import (
     check_faults,
 )
 from stateguard.workers.response import names_kind
-from stateguard.workspace import DictWorkspace
+from stateguard.workspace_api import DictWorkspace
 
 TASK_DIR = Path(__file__).resolve().parents[2] / "eval" / "benchmarks" / "demo" / "six_turn"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from stateguard.actions import ActionError, RelationArg
-from stateguard.relations import normalize_relations
+from stateguard.relation_rules import normalize_relations
 from stateguard.state import Relation, RelationType
 
 COMMITTED = {"S1", "S2", "S3", "S5"}  # S4 was abandoned: ids are burnt, S5 is the latest commit

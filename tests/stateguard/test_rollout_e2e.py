@@ -18,9 +18,9 @@ from stateguard.policies.rules import RulesManager
 from stateguard.rollout import RolloutResult, rollout
 from stateguard.task import Task, load_task
 from stateguard.trace import read_trace
-from stateguard.worker import WorkerMessage
+from stateguard.worker_contract import WorkerMessage
 from stateguard.workers import Fault, FaultModel, ScriptedWorker
-from stateguard.workspace import DictWorkspace
+from stateguard.workspace_api import DictWorkspace
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK_DIR = ROOT / "eval" / "benchmarks" / "demo" / "six_turn"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from stateguard.workspace import DictWorkspace
+from stateguard.workspace_api import DictWorkspace
 
 
 class Thing:

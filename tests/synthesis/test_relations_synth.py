@@ -7,10 +7,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stateguard.actions import RelationArg
-from stateguard.relations import normalize_relations
+from stateguard.relation_rules import normalize_relations
 from stateguard.state import Relation, RelationType
-from synthesis.relations import derive_relations, invalidate, stage_state_ids
 from synthesis.sql_deps import Stage, stage_dependencies
+from synthesis.stage_relations import derive_relations, invalidate, stage_state_ids
 
 INIT = RelationType.INIT
 PROGRESS = RelationType.PROGRESS

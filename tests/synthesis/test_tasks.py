@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from stateguard.task import Task, load_task, prelude
-from synthesis.relations import derive_relations
 from synthesis.sources.tabular import is_installed
 from synthesis.sql_deps import Stage, stage_dependencies
+from synthesis.stage_relations import derive_relations
 from synthesis.tasks import build_task, main
 
 pytestmark = pytest.mark.skipif(not is_installed("penguins"), reason="palmerpenguins not installed")

@@ -6,8 +6,8 @@ ones), passes them through JSON as the sandbox does, and applies them to the gra
 it parses, compiles and runs the cell. Both run here on one namespace, alternating sample by
 sample so that machine noise hits both alike; the table gives medians and the added cost.
 
-    python -m eval.bench.dataflow                 # or: make bench
-    python -m eval.bench.dataflow --rows 100000 --samples 40
+    python -m eval.perf.dataflow                 # or: make bench
+    python -m eval.perf.dataflow --rows 100000 --samples 40
 
 Targets (issue 13): at most +10% on a ~10 ms cell that reads a 100k-row frame, at most +1 ms on
 a trivial cell.
@@ -25,7 +25,7 @@ import pandas as pd
 from pydantic import BaseModel
 
 from stateguard.dataflow import CellFacts, CellRecorder, DataflowGraph
-from stateguard.workspace import split_last_expression
+from stateguard.workspace_api import split_last_expression
 
 CELLS = {
     "~10 ms cell reading a 100k-row frame": "top = df.sort_values('b').groupby('k')['b'].agg(['mean', 'std', 'count'])",

@@ -11,10 +11,10 @@ verification off and on. Printed per manager setting (and written to `<out>/sema
     `result`; a repair at a turn where the clean run also repaired does not count (it is the same
     false alarm). Plus accuracy with and without StateGuard on those variants.
 
-    python -m eval.bench.semantic                                   # synth, all tasks (~15 min, 2 workers)
-    python -m eval.bench.semantic 'task_ids=[nyc_s773945_t25]' settings=[semantic]
-    python -m eval.bench.semantic out=runs/bench/semantic-x    # again: finished rollouts are reused
-    python -m eval.bench.semantic bench=dev bench.split=heldout   # hand-written tasks: clean + each counterfactual variant
+    python -m eval.perf.semantic                                   # synth, all tasks (~15 min, 2 workers)
+    python -m eval.perf.semantic 'task_ids=[nyc_s773945_t25]' settings=[semantic]
+    python -m eval.perf.semantic out=runs/bench/semantic-x    # again: finished rollouts are reused
+    python -m eval.perf.semantic bench=dev bench.split=heldout   # hand-written tasks: clean + each counterfactual variant
 """
 
 from __future__ import annotations
@@ -263,7 +263,7 @@ def render(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-@hydra.main(version_base=None, config_path="../../configs", config_name="semantic_bench")
+@hydra.main(version_base=None, config_path="../../configs", config_name="perf_semantic")
 def main(cfg: DictConfig) -> None:
     print(OmegaConf.to_yaml(cfg, resolve=True) if cfg.get("verbose") else "", end="")
     print(render(run(cfg)))

@@ -10,8 +10,8 @@ so activations per task is a lower bound on its calls. This is a count, not a qu
 measurement: what a real model would say (and how many calls it would spend per delegation) needs
 an endpoint.
 
-    python -m eval.bench.delegation                                   # synth, every task (clean runs)
-    python -m eval.bench.delegation bench=dev 'task_ids=[agriculture/barley/task1]'
+    python -m eval.perf.delegation                                   # synth, every task (clean runs)
+    python -m eval.perf.delegation bench=dev 'task_ids=[agriculture/barley/task1]'
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def render(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-@hydra.main(version_base=None, config_path="../../configs", config_name="delegation_bench")
+@hydra.main(version_base=None, config_path="../../configs", config_name="perf_delegation")
 def main(cfg: DictConfig) -> None:
     print(render(run(cfg)))
 

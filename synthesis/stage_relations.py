@@ -10,7 +10,7 @@ set of earlier stages that stage i reads:
     Combine   |Dep| >= 2  (one Combine edge per upstream, in stage order)
 
 Invalidate is never inferred from structure: a definition update attaches it explicitly with
-`invalidate`, exactly as `stateguard.relations.normalize_relations` keeps it as proposed.
+`invalidate`, exactly as `stateguard.relation_rules.normalize_relations` keeps it as proposed.
 """
 
 from __future__ import annotations

@@ -12,11 +12,11 @@
 - Every cell records its dataflow in the kernel; its value checks (fingerprints of variables
   handed to calls, content equality of rewritten ones) can be turned off with
   `SandboxWorkspace(..., runtime_hashing=False)`. The overhead row compares the same ~10 ms cell
-  with and without them (`python -m eval.bench.dataflow` measures the whole recording).
+  with and without them (`python -m eval.perf.dataflow` measures the whole recording).
 - Kernel start, snapshot and restore of the same frame, for scale.
 
-    python -m eval.bench.sandbox                  # or: make bench
-    python -m eval.bench.sandbox --rows 20000 --probes 20 --starts 3
+    python -m eval.perf.sandbox                  # or: make bench
+    python -m eval.perf.sandbox --rows 20000 --probes 20 --starts 3
 """
 
 from __future__ import annotations

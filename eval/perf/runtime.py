@@ -5,8 +5,8 @@ Branch inside a thread, variables versioned per thread), so every state has a bo
 set while the store grows. Each row is then measured `samples` times at each size; a flat row
 across sizes means the cost follows the related states, not the store.
 
-    python -m eval.bench.runtime                 # or: make bench
-    python -m eval.bench.runtime sizes=[100,1000] samples=50
+    python -m eval.perf.runtime                 # or: make bench
+    python -m eval.perf.runtime sizes=[100,1000] samples=50
 """
 
 from __future__ import annotations
@@ -158,7 +158,7 @@ def render(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-@hydra.main(version_base=None, config_path="../../configs", config_name="bench")
+@hydra.main(version_base=None, config_path="../../configs", config_name="perf")
 def main(cfg: DictConfig) -> None:
     print(render(run(cfg)))
 
