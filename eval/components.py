@@ -37,8 +37,18 @@ from stateguard.workers import FaultModel, ResponseModel, ScriptedWorker
 from stateguard.workers.llm_worker import LLMWorker, WorkerProtocol
 from stateguard.workspace_api import DictWorkspace, LiveWorkspace
 
-__all__ = ["MANAGERS", "WORKERS", "WORKSPACES", "check_components", "check_workspace", "endpoint_settings", "llm_settings", "make_manager",
-           "make_worker", "make_workspace"]
+__all__ = [
+    "MANAGERS",
+    "WORKERS",
+    "WORKSPACES",
+    "check_components",
+    "check_workspace",
+    "endpoint_settings",
+    "llm_settings",
+    "make_manager",
+    "make_worker",
+    "make_workspace",
+]
 
 MANAGERS = ("rules", "llm", "hierarchical", "observer", "freeform")
 WORKERS = ("scripted", "llm")
@@ -53,7 +63,9 @@ def _limits(sandbox: Mapping[str, Any] | None) -> Any:
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"])
-        raise ValueError(f"sandbox.{field}: {first['msg']} (the fields are those of stateguard.sandbox.SandboxLimits)") from None
+        raise ValueError(
+            f"sandbox.{field}: {first['msg']} (the fields are those of stateguard.sandbox.SandboxLimits)"
+        ) from None
 
 
 def check_workspace(kind: str, sandbox: Mapping[str, Any] | None = None) -> None:
@@ -67,7 +79,9 @@ def check_workspace(kind: str, sandbox: Mapping[str, Any] | None = None) -> None
         check_isolation(_limits(sandbox).isolation)
 
 
-def make_workspace(kind: str, data_dir: Path, arm_dir: Path, sandbox: Mapping[str, Any] | None = None) -> LiveWorkspace:
+def make_workspace(
+    kind: str, data_dir: Path, arm_dir: Path, sandbox: Mapping[str, Any] | None = None
+) -> LiveWorkspace:
     """`sandbox`: a separate kernel process in a bubblewrap sandbox that sees only `data_dir` (settings:
     `sandbox`, the fields of `SandboxLimits`); `dict`: in-process, no isolation."""
     if kind == "dict":
@@ -75,15 +89,24 @@ def make_workspace(kind: str, data_dir: Path, arm_dir: Path, sandbox: Mapping[st
     if kind == "sandbox":
         from stateguard.sandbox import SandboxWorkspace  # the separate-process kernel
 
-        return SandboxWorkspace(task_data_dir=data_dir, scratch_dir=arm_dir / "scratch",
-                                checkpoint_dir=arm_dir / "checkpoints", limits=_limits(sandbox))  # fmt: skip
+        return SandboxWorkspace(
+            task_data_dir=data_dir,
+            scratch_dir=arm_dir / "scratch",
+            checkpoint_dir=arm_dir / "checkpoints",
+            limits=_limits(sandbox),
+        )
     raise ValueError(f"workspace={kind!r}: use one of {', '.join(WORKSPACES)}")
 
 
-def check_components(*, response: Mapping[str, Any] | None = None, semantic: Mapping[str, Any] | None = None) -> None:
+def check_components(
+    *, response: Mapping[str, Any] | None = None, semantic: Mapping[str, Any] | None = None
+) -> None:
     """Start-up check of the `response:` (scripted worker) and `semantic:` (rules tier) blocks, which
     the jobs otherwise validate first inside a worker process; a ValueError names the key."""
-    for block, model, values in (("response", ResponseModel, response), ("semantic", SemanticConfig, semantic)):
+    for block, model, values in (
+        ("response", ResponseModel, response),
+        ("semantic", SemanticConfig, semantic),
+    ):
         try:
             model.model_validate(dict(values or {}))
         except ValidationError as exc:
@@ -92,13 +115,22 @@ def check_components(*, response: Mapping[str, Any] | None = None, semantic: Map
 
 # Keys of the `llm:` config block that set the manager's endpoint call policy; the rest are
 # LLMManagerConfig fields.
-ENDPOINT_KEYS = ("timeout_s", "max_retries", "call_deadline_s", "context_window", "structured_output", "temperature",
-                 "max_tokens")  # fmt: skip
+ENDPOINT_KEYS = (
+    "timeout_s",
+    "max_retries",
+    "call_deadline_s",
+    "context_window",
+    "structured_output",
+    "temperature",
+    "max_tokens",
+)
 
 
 def _invalid(block: str, exc: ValidationError) -> ValueError:
     problems = "; ".join(f"{block}.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
-    return ValueError(f"the config's {block}: block is invalid ({problems}); see configs/eval.yaml for the keys")
+    return ValueError(
+        f"the config's {block}: block is invalid ({problems}); see configs/eval.yaml for the keys"
+    )
 
 
 def endpoint_settings(block: Mapping[str, Any] | None, name: str = "worker_llm") -> dict[str, Any]:
@@ -106,9 +138,16 @@ def endpoint_settings(block: Mapping[str, Any] | None, name: str = "worker_llm")
     values = dict(block or {})
     unknown = sorted(set(values) - set(ENDPOINT_KEYS))
     if unknown:
-        raise ValueError(f"the config's {name}: block has unknown keys {unknown}; use {', '.join(ENDPOINT_KEYS)}")
+        raise ValueError(
+            f"the config's {name}: block has unknown keys {unknown}; use {', '.join(ENDPOINT_KEYS)}"
+        )
     try:
-        EndpointConfig(role="worker", base_url="http://check", model="check", **{k: v for k, v in values.items() if v is not None})
+        EndpointConfig(
+            role="worker",
+            base_url="http://check",
+            model="check",
+            **{k: v for k, v in values.items() if v is not None},
+        )
     except ValidationError as exc:
         raise _invalid(name, exc) from None
     return values
@@ -126,30 +165,53 @@ def llm_settings(llm: Mapping[str, Any] | None, **fixed: Any) -> tuple[LLMManage
     return config, endpoint
 
 
-def make_manager(kind: str, *, trace: Trace, context_budget_tokens: int = 40960,
-                 llm: Mapping[str, Any] | None = None, semantic: Mapping[str, Any] | None = None) -> ManagerPolicy:  # fmt: skip
+def make_manager(
+    kind: str,
+    *,
+    trace: Trace,
+    context_budget_tokens: int = 40960,
+    llm: Mapping[str, Any] | None = None,
+    semantic: Mapping[str, Any] | None = None,
+) -> ManagerPolicy:
     """The manager policy; the LLM-backed ones use the endpoint from STATEGUARD_MANAGER_* variables,
     with the call policy and manager knobs of the config's `llm:` block (`LLMManagerConfig`).
     `semantic` configures the rules tier's semantic verification (`SemanticConfig`; off by default)."""
     sem = SemanticConfig.model_validate(dict(semantic or {}))
-    extractor = LLMExtractor(LLMClient(EndpointConfig.from_env("manager"), trace=trace)) if sem.extractor == "llm" else None
+    extractor = (
+        LLMExtractor(LLMClient(EndpointConfig.from_env("manager"), trace=trace))
+        if sem.extractor == "llm"
+        else None
+    )
     verifier = SemanticVerifier(sem, extractor=extractor) if sem.enabled else None
     if kind == "rules":
         return RulesManager(semantic=verifier)
     if kind not in MANAGERS:
         raise ValueError(f"manager={kind!r}: use one of {', '.join(MANAGERS)}")
-    config, endpoint = llm_settings(llm, context_budget_tokens=context_budget_tokens,
-                                    variant="freeform" if kind == "freeform" else "stateguard")  # fmt: skip
+    config, endpoint = llm_settings(
+        llm,
+        context_budget_tokens=context_budget_tokens,
+        variant="freeform" if kind == "freeform" else "stateguard",
+    )
     client = LLMClient(EndpointConfig.from_env("manager", **endpoint), trace=trace)
     if kind == "observer":
         return ObserverManager(client)
     manager = LLMManager(client, config)
-    return HierarchicalManager(RulesManager(semantic=verifier), manager) if kind == "hierarchical" else manager
+    return (
+        HierarchicalManager(RulesManager(semantic=verifier), manager) if kind == "hierarchical" else manager
+    )
 
 
-def make_worker(kind: str, *, trace: Trace, faults: list[Any] | None = None, seed: int = 0,
-                protocol: WorkerProtocol | None = None, response: Mapping[str, Any] | None = None,
-                endpoint: Mapping[str, Any] | None = None, reference: Task | None = None) -> WorkerAdapter:  # fmt: skip
+def make_worker(
+    kind: str,
+    *,
+    trace: Trace,
+    faults: list[Any] | None = None,
+    seed: int = 0,
+    protocol: WorkerProtocol | None = None,
+    response: Mapping[str, Any] | None = None,
+    endpoint: Mapping[str, Any] | None = None,
+    reference: Task | None = None,
+) -> WorkerAdapter:
     """`scripted`: replays reference code under the given faults and answers repair hints by the
     `response` model (`stateguard.workers.response`: identify, p_flip); `llm`: STATEGUARD_WORKER_*
     endpoint (call policy from the config's `worker_llm:` block, `endpoint`), speaking the benchmark's
@@ -160,5 +222,7 @@ def make_worker(kind: str, *, trace: Trace, faults: list[Any] | None = None, see
         return ScriptedWorker(FaultModel(seed=seed, faults=list(faults or [])), model, reference=reference)
     if kind == "llm":
         overrides = endpoint_settings(endpoint)
-        return LLMWorker(LLMClient(EndpointConfig.from_env("worker", **overrides), trace=trace), protocol=protocol)
+        return LLMWorker(
+            LLMClient(EndpointConfig.from_env("worker", **overrides), trace=trace), protocol=protocol
+        )
     raise ValueError(f"worker={kind!r}: use one of {', '.join(WORKERS)}")

@@ -23,21 +23,45 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from stateguard.harness import HarnessConfig
 from stateguard.lifecycle import Regime
 
-__all__ = ["ARMS", "OPERATIONAL_KEYS", "ConfigError", "EvalConfig", "HarnessSettings", "JobSettings", "changed_keys",
-           "validate_config"]  # fmt: skip
+__all__ = [
+    "ARMS",
+    "OPERATIONAL_KEYS",
+    "ConfigError",
+    "EvalConfig",
+    "HarnessSettings",
+    "JobSettings",
+    "changed_keys",
+    "validate_config",
+]
 
 Arm = Literal["baseline", "stateguard", "observer", "freeform", "llm", "hierarchical"]
 ARMS: tuple[str, ...] = Arm.__args__  # type: ignore[attr-defined]
 Manager = Literal["rules", "llm", "hierarchical", "observer", "freeform"]
 
 # Keys that say how a run is executed, not what it computes: they may change on resume.
-OPERATIONAL_KEYS = frozenset({
-    "run_dir", "resume", "resume_with_changed_config", "progress", "workers", "backend", "limit", "task_ids",
-    "bootstrap_resamples", "job_retries", "bench.run_dir", "keep_checkpoints",
-    # how long to wait for a model and how often to retry it: the call policy, not the manager's decisions
-    "llm.timeout_s", "llm.max_retries", "llm.call_deadline_s",
-    "worker_llm.timeout_s", "worker_llm.max_retries", "worker_llm.call_deadline_s",
-})  # fmt: skip
+OPERATIONAL_KEYS = frozenset(
+    {
+        "run_dir",
+        "resume",
+        "resume_with_changed_config",
+        "progress",
+        "workers",
+        "backend",
+        "limit",
+        "task_ids",
+        "bootstrap_resamples",
+        "job_retries",
+        "bench.run_dir",
+        "keep_checkpoints",
+        # how long to wait for a model and how often to retry it: the call policy, not the manager's decisions
+        "llm.timeout_s",
+        "llm.max_retries",
+        "llm.call_deadline_s",
+        "worker_llm.timeout_s",
+        "worker_llm.max_retries",
+        "worker_llm.call_deadline_s",
+    }
+)
 
 
 class ConfigError(ValueError):
@@ -67,8 +91,12 @@ class HarnessSettings(_Open):
         try:
             HarnessConfig(regime=Regime.TURN_ALIGNED, **knobs)
         except ValidationError as exc:
-            raise ValueError("; ".join(f"{'.'.join(str(p) for p in e['loc'])}={e.get('input')!r}: {e['msg']}"
-                                       for e in exc.errors())) from None  # fmt: skip
+            raise ValueError(
+                "; ".join(
+                    f"{'.'.join(str(p) for p in e['loc'])}={e.get('input')!r}: {e['msg']}"
+                    for e in exc.errors()
+                )
+            ) from None
         return self
 
 
@@ -108,7 +136,9 @@ class JobSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    bench: str | None = Field(default=None, description="Benchmark name (its worker protocol and collect hook).")
+    bench: str | None = Field(
+        default=None, description="Benchmark name (its worker protocol and collect hook)."
+    )
     workspace: Literal["sandbox", "dict"]
     worker: Literal["scripted", "llm"]
     manager: Manager
@@ -125,9 +155,16 @@ class JobSettings(BaseModel):
     @classmethod
     def from_config(cls, cfg: EvalConfig) -> JobSettings:
         extra = cfg.model_extra or {}
-        return cls(bench=cfg.bench.name, workspace=cfg.workspace, worker=cfg.worker, manager=cfg.manager,
-                   seed=cfg.seed, harness=cfg.harness, keep_checkpoints=cfg.keep_checkpoints,
-                   **{k: extra.get(k) for k in ("sandbox", "response", "semantic", "llm", "worker_llm")})  # fmt: skip
+        return cls(
+            bench=cfg.bench.name,
+            workspace=cfg.workspace,
+            worker=cfg.worker,
+            manager=cfg.manager,
+            seed=cfg.seed,
+            harness=cfg.harness,
+            keep_checkpoints=cfg.keep_checkpoints,
+            **{k: extra.get(k) for k in ("sandbox", "response", "semantic", "llm", "worker_llm")},
+        )
 
 
 def _where(loc: tuple[int | str, ...]) -> str:
@@ -148,9 +185,12 @@ def validate_config(cfg: DictConfig | dict[str, Any]) -> EvalConfig:
             key = _where(tuple(p for p in err["loc"] if not str(p).startswith("literal[")))
             value = "" if err["type"] == "missing" else f"={err.get('input')!r}"
             lines.append(f"  {key}{value}: {err['msg']}")
-        raise ConfigError("the eval config has values that cannot work (configs/eval.yaml and the command-line "
-                          "overrides):\n" + "\n".join(lines) +
-                          "\nset them on the command line, e.g. `make eval ARGS='workers=2 limit=3'`") from None  # fmt: skip
+        raise ConfigError(
+            "the eval config has values that cannot work (configs/eval.yaml and the command-line "
+            "overrides):\n"
+            + "\n".join(lines)
+            + "\nset them on the command line, e.g. `make eval ARGS='workers=2 limit=3'`"
+        ) from None
 
 
 def _flat(data: Any, prefix: str = "") -> dict[str, Any]:
@@ -165,5 +205,8 @@ def _flat(data: Any, prefix: str = "") -> dict[str, Any]:
 def changed_keys(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
     """`key: old -> new` for every results-relevant key that differs (OPERATIONAL_KEYS may change)."""
     old, new = _flat(saved), _flat(current)
-    return [f"{k}: {old.get(k, '<unset>')!r} -> {new.get(k, '<unset>')!r}" for k in sorted(old.keys() | new.keys())
-            if k not in OPERATIONAL_KEYS and old.get(k) != new.get(k)]  # fmt: skip
+    return [
+        f"{k}: {old.get(k, '<unset>')!r} -> {new.get(k, '<unset>')!r}"
+        for k in sorted(old.keys() | new.keys())
+        if k not in OPERATIONAL_KEYS and old.get(k) != new.get(k)
+    ]

@@ -64,8 +64,10 @@ BENCHES: dict[str, BenchData] = {
         name="dabstep",
         sources=(HubSource("adyen/DABstep", allow_patterns=("data/context/*", "data/tasks/*")),),
         expected=(
-            Expected("context/payments.csv",
-                     sha256="5fbb26210a45427d7a6560cfab3a362a08e4067f27cd03695f211a51c47ffc25"),
+            Expected(
+                "context/payments.csv",
+                sha256="5fbb26210a45427d7a6560cfab3a362a08e4067f27cd03695f211a51c47ffc25",
+            ),
             Expected("context/fees.json"),
             Expected("context/manual.md"),
             Expected("context/merchant_data.json"),
@@ -79,7 +81,10 @@ BENCHES: dict[str, BenchData] = {
     ),
     "dacomp_de": BenchData(
         name="dacomp_de",
-        sources=(HubSource("DAComp/dacomp-de", subdir="tasks"), HubSource("DAComp/dacomp-de-gold", subdir="gold")),
+        sources=(
+            HubSource("DAComp/dacomp-de", subdir="tasks"),
+            HubSource("DAComp/dacomp-de-gold", subdir="gold"),
+        ),
         expected=(
             Expected("tasks/**/run.py", min_count=80),
             Expected("tasks/**/*_start.duckdb"),
@@ -127,10 +132,13 @@ def verify(bench: BenchData, root: Path) -> dict[str, list[Path]]:
             for path in matches:
                 got = sha256_file(path)
                 if got != want.sha256:
-                    problems.append(f"{path}: sha256 {got} != expected {want.sha256} (truncated or wrong file)")
+                    problems.append(
+                        f"{path}: sha256 {got} != expected {want.sha256} (truncated or wrong file)"
+                    )
     if problems:
         raise VerificationError(
-            f"{bench.name} data in {root} is incomplete:\n  " + "\n  ".join(problems)
+            f"{bench.name} data in {root} is incomplete:\n  "
+            + "\n  ".join(problems)
             + f"\nExpected layout under {root}/: {bench.layout}"
         )
     return found
@@ -147,7 +155,9 @@ def extract_archives(folder: Path) -> list[Path]:
         with zipfile.ZipFile(archive) as zf:
             for member in zf.namelist():
                 if not (dest / member).resolve().is_relative_to(dest):
-                    raise DataError(f"{archive}: member {member!r} would land outside {dest}; refusing to extract")
+                    raise DataError(
+                        f"{archive}: member {member!r} would land outside {dest}; refusing to extract"
+                    )
             zf.extractall(dest)
         marker.touch()
         done.append(archive)
@@ -175,25 +185,44 @@ def _is_network_error(err: BaseException) -> bool:
         status = err.response.status_code if err.response is not None else None
         return status is None or status >= 500 or status in (407, 408, 429)
     # LocalEntryNotFoundError: snapshot_download could not reach the Hub and has no local copy.
-    network = (httpx.TransportError, LocalEntryNotFoundError, OfflineModeIsEnabled, ConnectionError,
-               TimeoutError, socket.gaierror)
+    network = (
+        httpx.TransportError,
+        LocalEntryNotFoundError,
+        OfflineModeIsEnabled,
+        ConnectionError,
+        TimeoutError,
+        socket.gaierror,
+    )
     return isinstance(err, network)
 
 
-def download(bench: BenchData, out: Path, *, timeout_s: float = 10.0, endpoint: str | None = None,
-             token: str | None = None) -> dict[str, list[Path]]:
+def download(
+    bench: BenchData,
+    out: Path,
+    *,
+    timeout_s: float = 10.0,
+    endpoint: str | None = None,
+    token: str | None = None,
+) -> dict[str, list[Path]]:
     """Snapshot every source repo into `out/<bench>/`, extract archives, then verify."""
     try:
         from huggingface_hub import HfApi, snapshot_download
         from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
     except ImportError as err:
-        raise DataError("huggingface_hub is not installed; run `pip install huggingface_hub` (or make setup)") from err
+        raise DataError(
+            "huggingface_hub is not installed; run `pip install huggingface_hub` (or make setup)"
+        ) from err
     root = out / bench.name
     endpoint = endpoint or os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT
     api = HfApi(endpoint=endpoint, token=token)
     for source in bench.sources:
-        kwargs: dict[str, Any] = {"repo_type": "dataset", "endpoint": endpoint, "token": token,
-                                  "local_dir": root / source.subdir, "etag_timeout": timeout_s}
+        kwargs: dict[str, Any] = {
+            "repo_type": "dataset",
+            "endpoint": endpoint,
+            "token": token,
+            "local_dir": root / source.subdir,
+            "etag_timeout": timeout_s,
+        }
         if source.allow_patterns is not None:
             kwargs["allow_patterns"] = list(source.allow_patterns)
         try:
@@ -214,11 +243,19 @@ def download(bench: BenchData, out: Path, *, timeout_s: float = 10.0, endpoint: 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m eval.data", description=__doc__.splitlines()[0] if __doc__ else "")
+    parser = argparse.ArgumentParser(
+        prog="python -m eval.data", description=__doc__.splitlines()[0] if __doc__ else ""
+    )
     parser.add_argument("--bench", required=True, choices=sorted(BENCHES), help="benchmark to fetch")
-    parser.add_argument("--out", type=Path, default=Path("data"), help="parent folder; files go to <out>/<bench>/")
-    parser.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the Hub before giving up")
-    parser.add_argument("--verify-only", action="store_true", help="only check files already in <out>/<bench>/")
+    parser.add_argument(
+        "--out", type=Path, default=Path("data"), help="parent folder; files go to <out>/<bench>/"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=10.0, help="seconds to wait for the Hub before giving up"
+    )
+    parser.add_argument(
+        "--verify-only", action="store_true", help="only check files already in <out>/<bench>/"
+    )
     args = parser.parse_args(argv)
     bench = BENCHES[args.bench]
     root = args.out / bench.name

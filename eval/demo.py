@@ -63,8 +63,14 @@ def _flow(cfg: DictConfig) -> FlowConfig:
     if cfg.flow == "turn_aligned":
         return LONGDS
     if cfg.flow == "segment":
-        return FlowConfig(name="demo-segment", regime="segment_induced", review_every=cfg.review_every,
-                          budget_unit="task", baseline_budget=200, stateguard_budget=200)  # fmt: skip
+        return FlowConfig(
+            name="demo-segment",
+            regime="segment_induced",
+            review_every=cfg.review_every,
+            budget_unit="task",
+            baseline_budget=200,
+            stateguard_budget=200,
+        )
     raise ValueError(f"flow={cfg.flow!r}: use 'turn_aligned' or 'segment'")
 
 
@@ -75,17 +81,31 @@ def _workspace(cfg: DictConfig, task_dir: Path, arm_dir: Path) -> LiveWorkspace:
 
 def _manager(cfg: DictConfig, trace: Trace) -> ManagerPolicy:
     llm: Any = OmegaConf.to_container(cfg.llm, resolve=True) if cfg.get("llm") else None
-    semantic: Any = OmegaConf.to_container(cfg.semantic, resolve=True) if cfg.get("semantic") is not None else None
-    return make_manager(str(cfg.manager), trace=trace, context_budget_tokens=cfg.harness.context_budget_tokens, llm=llm,
-                        semantic=semantic)
+    semantic: Any = (
+        OmegaConf.to_container(cfg.semantic, resolve=True) if cfg.get("semantic") is not None else None
+    )
+    return make_manager(
+        str(cfg.manager),
+        trace=trace,
+        context_budget_tokens=cfg.harness.context_budget_tokens,
+        llm=llm,
+        semantic=semantic,
+    )
 
 
 def _worker(cfg: DictConfig, trace: Trace, task: Task) -> WorkerAdapter:
     faults: Any = OmegaConf.to_container(cfg.faults, resolve=True)
     endpoint: Any = OmegaConf.to_container(cfg.worker_llm, resolve=True) if cfg.get("worker_llm") else None
     response: Any = OmegaConf.to_container(cfg.response, resolve=True) if "response" in cfg else None
-    return make_worker(str(cfg.worker), trace=trace, faults=faults, seed=cfg.seed, response=response,
-                       endpoint=endpoint, reference=task)  # fmt: skip
+    return make_worker(
+        str(cfg.worker),
+        trace=trace,
+        faults=faults,
+        seed=cfg.seed,
+        response=response,
+        endpoint=endpoint,
+        reference=task,
+    )
 
 
 def _arm(cfg: DictConfig, task: Task, task_dir: Path, arm: str) -> RolloutResult:
@@ -93,9 +113,16 @@ def _arm(cfg: DictConfig, task: Task, task_dir: Path, arm: str) -> RolloutResult
     calls = Trace(RolloutFolder(arm_dir).llm_calls)  # model calls of both roles, with token counts
     workspace = _workspace(cfg, task_dir, arm_dir)
     try:
-        return rollout(task.agent_view(), _worker(cfg, calls, task), workspace, flow=_flow(cfg),
-                       manager=_manager(cfg, calls) if arm == "stateguard" else None,
-                       run_dir=arm_dir, harness_config=dict(cfg.harness), arm=arm)  # fmt: skip
+        return rollout(
+            task.agent_view(),
+            _worker(cfg, calls, task),
+            workspace,
+            flow=_flow(cfg),
+            manager=_manager(cfg, calls) if arm == "stateguard" else None,
+            run_dir=arm_dir,
+            harness_config=dict(cfg.harness),
+            arm=arm,
+        )
     finally:
         workspace.close()
         calls.close()
@@ -104,8 +131,12 @@ def _arm(cfg: DictConfig, task: Task, task_dir: Path, arm: str) -> RolloutResult
 def _check(cfg: DictConfig) -> Path:
     """Start-up checks: option values, the `llm:` / `worker_llm:` blocks, the task folder and its
     data folder (the sandbox mounts it; a missing one would make every turn fail and the demo report 0%)."""
-    for key, allowed in (("workspace", WORKSPACES), ("worker", WORKERS), ("manager", MANAGERS),
-                         ("flow", ("turn_aligned", "segment"))):  # fmt: skip
+    for key, allowed in (
+        ("workspace", WORKSPACES),
+        ("worker", WORKERS),
+        ("manager", MANAGERS),
+        ("flow", ("turn_aligned", "segment")),
+    ):
         if str(cfg[key]) not in allowed:
             raise ValueError(f"{key}={cfg[key]!r}: use one of {', '.join(allowed)}")
     if not isinstance(cfg.review_every, int) or cfg.review_every < 1:
@@ -115,9 +146,11 @@ def _check(cfg: DictConfig) -> Path:
     task_dir = Path(cfg.task_dir).resolve()
     data = task_dir / "data"
     if not data.is_dir() or not any(data.iterdir()):
-        raise FileNotFoundError(f"{data}: the task's data folder is {'empty' if data.is_dir() else 'missing'}; "
-                                f"task_dir={cfg.task_dir} must hold task.json and data/ (the shipped one is "
-                                "eval/benchmarks/demo/six_turn)")  # fmt: skip
+        raise FileNotFoundError(
+            f"{data}: the task's data folder is {'empty' if data.is_dir() else 'missing'}; "
+            f"task_dir={cfg.task_dir} must hold task.json and data/ (the shipped one is "
+            "eval/benchmarks/demo/six_turn)"
+        )
     return task_dir
 
 
@@ -155,7 +188,10 @@ def render(result: DemoResult) -> str:
     for turn, question in result.questions.items():
         short = question if len(question) <= 70 else question[:67] + "..."
         lines.append(f"{turn:<5}{mark[result.baseline[turn]]:<10}{mark[result.stateguard[turn]]:<13}{short}")
-    acc = {arm: sum(v.values()) / len(v) for arm, v in (("baseline", result.baseline), ("stateguard", result.stateguard))}
+    acc = {
+        arm: sum(v.values()) / len(v)
+        for arm, v in (("baseline", result.baseline), ("stateguard", result.stateguard))
+    }
     lines += [
         "",
         f"accuracy: baseline {acc['baseline']:.0%}, +StateGuard {acc['stateguard']:.0%}; repairs issued: {result.repairs}",
@@ -172,9 +208,11 @@ def render(result: DemoResult) -> str:
             f"{usage.get('forced_actions', 0)} forced COMMIT_STATE"
         )
     if result.manager_fallbacks:
-        lines.append(f"WARNING: {result.manager_fallbacks} of {usage.get('activations', 0) or 'the'} model activations "
-                     "ended in a fallback, not a decision of the manager; see `manager_fallback` in "
-                     f"{RolloutFolder(Path(result.run_dir) / 'stateguard').trace}")  # fmt: skip
+        lines.append(
+            f"WARNING: {result.manager_fallbacks} of {usage.get('activations', 0) or 'the'} model activations "
+            "ended in a fallback, not a decision of the manager; see `manager_fallback` in "
+            f"{RolloutFolder(Path(result.run_dir) / 'stateguard').trace}"
+        )
     return "\n".join(lines)
 
 

@@ -83,8 +83,12 @@ class _Pool:
     """One ProcessPoolExecutor and the worker processes it started (to end them ourselves)."""
 
     def __init__(self, workers: int):
-        self.executor = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"),
-                                            initializer=_worker_init, initargs=(os.getpid(),))  # fmt: skip
+        self.executor = ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=get_context("spawn"),
+            initializer=_worker_init,
+            initargs=(os.getpid(),),
+        )
         self.processes: dict[int, Any] = {}
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
@@ -102,7 +106,9 @@ class _Pool:
             manager.join(TERM_GRACE_S)
         codes = [(pid, p.exitcode) for pid, p in self.processes.items() if p.exitcode not in (None, 0)]
         killed = [f"pid {pid} {_how(code)}" for pid, code in codes if code != -signal.SIGTERM]
-        return "; ".join(killed or [f"pid {pid} {_how(code)}" for pid, code in codes]) or "a worker process died"
+        return (
+            "; ".join(killed or [f"pid {pid} {_how(code)}" for pid, code in codes]) or "a worker process died"
+        )
 
     def close(self, *, terminate: bool) -> None:
         procs = list(self.processes.values())
@@ -131,8 +137,13 @@ def _how(code: int | None) -> str:
     return f"exited with status {code}"
 
 
-def run_in_pool(fn: Callable[..., JobOutcome], jobs: list[J], *args: Any, workers: int, retries: int,
-                ) -> Iterator[tuple[J, JobOutcome]]:  # fmt: skip
+def run_in_pool(
+    fn: Callable[..., JobOutcome],
+    jobs: list[J],
+    *args: Any,
+    workers: int,
+    retries: int,
+) -> Iterator[tuple[J, JobOutcome]]:
     """Yield (job, fn(job, *args)) in completion order; a job whose worker died `retries + 1` times
     yields a crash outcome instead. Jobs run `workers` at a time; a retry runs alone."""
     fresh: deque[J] = deque(jobs)
@@ -145,7 +156,12 @@ def run_in_pool(fn: Callable[..., JobOutcome], jobs: list[J], *args: Any, worker
             if retry and not inflight:
                 job, attempt = retry.popleft()
                 inflight[pool.submit(fn, job, *args)] = (job, attempt)
-            while not retry and fresh and len(inflight) < workers and not any(a > 1 for _, a in inflight.values()):
+            while (
+                not retry
+                and fresh
+                and len(inflight) < workers
+                and not any(a > 1 for _, a in inflight.values())
+            ):
                 job = fresh.popleft()
                 inflight[pool.submit(fn, job, *args)] = (job, 1)
             done, _ = wait(list(inflight), return_when=FIRST_COMPLETED)
@@ -180,8 +196,13 @@ def run_in_pool(fn: Callable[..., JobOutcome], jobs: list[J], *args: Any, worker
         pool.close(terminate=not finished)
 
 
-def _requeue(retry: deque[tuple[J, int]], jobs: list[tuple[J, int]], retries: int, note: str,
-             crashed: list[tuple[J, JobOutcome]]) -> None:  # fmt: skip
+def _requeue(
+    retry: deque[tuple[J, int]],
+    jobs: list[tuple[J, int]],
+    retries: int,
+    note: str,
+    crashed: list[tuple[J, JobOutcome]],
+) -> None:
     for job, attempt in jobs:
         if attempt > retries:
             crashed.append((job, crash_outcome(f"{note}; gave up after {attempt} attempt(s)", attempt)))

@@ -71,30 +71,46 @@ class ArmResult(Record):
     arm: str
     domain: str = "all"
     level: str = "all"
-    status: Status = Field(default="ok", description="ok | degraded (scored, see degraded_reasons) | crashed "
-                                                     "(not scored, see error)")  # fmt: skip
-    correct: dict[int, bool | None] = Field(description="Per turn: True/False, None = excluded (judge failed); "
-                                                        "empty when the rollout crashed.")  # fmt: skip
+    status: Status = Field(
+        default="ok",
+        description="ok | degraded (scored, see degraded_reasons) | crashed (not scored, see error)",
+    )
+    correct: dict[int, bool | None] = Field(
+        description="Per turn: True/False, None = excluded (judge failed); empty when the rollout crashed."
+    )
     parents: dict[int, list[int]] = Field(default_factory=dict, description="Pa(t), shared by every arm.")
     answers: dict[int, object] = Field(default_factory=dict)
     repairs: int = 0
-    manager_calls: int = Field(default=0, description="Model calls that got a real answer (completions only).")
-    manager_fallbacks: int = Field(default=0, description="Manager activations that ended without the policy's decision.")
+    manager_calls: int = Field(
+        default=0, description="Model calls that got a real answer (completions only)."
+    )
+    manager_fallbacks: int = Field(
+        default=0, description="Manager activations that ended without the policy's decision."
+    )
     manager_usage: dict[str, int | float] = Field(
-        default_factory=dict, description="A model-backed manager's counters (stateguard.policies.usage.ManagerUsage)."
+        default_factory=dict,
+        description="A model-backed manager's counters (stateguard.policies.usage.ManagerUsage).",
     )
     committed_states: int = 0
     stale_states: int = 0
     degraded: bool = False
     degraded_reasons: list[str] = Field(default_factory=list, description="Why the rollout ran impaired.")
-    attempts: int = Field(default=1, description="Rollouts run for this result (> 1: its worker process died).")
+    attempts: int = Field(
+        default=1, description="Rollouts run for this result (> 1: its worker process died)."
+    )
     wall_s: float = 0.0
     run_dir: str = Field(description="Folder with this arm's trace.jsonl, states.sqlite and result.json.")
     error: str | None = Field(default=None, description="Why the rollout crashed (its turns are not scored).")
-    variant: str = Field(default="clean", description="Fault variant of the task (clean = no mistake injected).")
-    base_task: str = Field(default="", description="Task id shared by the variants of one task ('' = task_id).")
+    variant: str = Field(
+        default="clean", description="Fault variant of the task (clean = no mistake injected)."
+    )
+    base_task: str = Field(
+        default="", description="Task id shared by the variants of one task ('' = task_id)."
+    )
     split: str = Field(default="all", description="Benchmark split (dev / heldout), reported apart.")
-    faults: list[dict[str, object]] = Field(default_factory=list, description="The scripted worker's declared mistakes.")
+    faults: list[dict[str, object]] = Field(
+        default_factory=list, description="The scripted worker's declared mistakes."
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -102,8 +118,14 @@ class ArmResult(Record):
         """Files from before `status` existed: a failed rollout was one with an `error` (its turns
         were marked wrong then; they are read as not scored now)."""
         if isinstance(data, dict) and "status" not in data:
-            data = {**data, "status": "crashed" if data.get("error") else
-                    "degraded" if data.get("degraded") or data.get("degraded_reasons") else "ok"}  # fmt: skip
+            data = {
+                **data,
+                "status": "crashed"
+                if data.get("error")
+                else "degraded"
+                if data.get("degraded") or data.get("degraded_reasons")
+                else "ok",
+            }
             if data["status"] == "crashed":
                 data["correct"] = {}
         return data
@@ -111,8 +133,10 @@ class ArmResult(Record):
     @model_validator(mode="after")
     def _consistent(self) -> ArmResult:
         if (self.status == "crashed") != (self.error is not None):
-            raise ValueError(f"status {self.status!r} with error {self.error!r}: a crashed result, and only it, "
-                             "carries an error")  # fmt: skip
+            raise ValueError(
+                f"status {self.status!r} with error {self.error!r}: a crashed result, and only it, "
+                "carries an error"
+            )
         if self.status == "crashed" and any(v is not None for v in self.correct.values()):
             raise ValueError("a crashed result has no verdicts")
         return self
@@ -136,12 +160,19 @@ def _load(path: Path) -> ArmResult:
     try:
         result = ArmResult.from_json(path.read_bytes(), source=str(path))
     except (ValidationError, ValueError, UnicodeDecodeError) as exc:
-        what = str(exc).splitlines()[0] if not isinstance(exc, ValidationError) else (
-            f"{exc.error_count()} invalid field(s), first "
-            f"'{'.'.join(str(p) for p in exc.errors()[0]['loc'])}': {exc.errors()[0]['msg']}")
+        what = (
+            str(exc).splitlines()[0]
+            if not isinstance(exc, ValidationError)
+            else (
+                f"{exc.error_count()} invalid field(s), first "
+                f"'{'.'.join(str(p) for p in exc.errors()[0]['loc'])}': {exc.errors()[0]['msg']}"
+            )
+        )
         raise ResultFileError(what if what.startswith(str(path)) else f"{path}: {what}") from None
     if path.name != f"{result.task_id}__{result.arm}.json":
-        raise ResultFileError(f"{path}: holds the result of {result.task_id}/{result.arm}, not of its file name")
+        raise ResultFileError(
+            f"{path}: holds the result of {result.task_id}/{result.arm}, not of its file name"
+        )
     return result
 
 
@@ -165,6 +196,8 @@ def read_results(run_dir: str | Path) -> list[ArmResult]:
     good, bad = scan_results(run_dir)
     if bad:
         more = f" ({len(bad)} bad files)" if len(bad) > 1 else ""
-        raise ResultFileError(f"{bad[0][1]}{more}; `make eval ARGS='resume=true run_dir={run_dir}'` (with the run's "
-                              f"options) moves invalid results to {folder}/invalid/ and reruns them")  # fmt: skip
+        raise ResultFileError(
+            f"{bad[0][1]}{more}; `make eval ARGS='resume=true run_dir={run_dir}'` (with the run's "
+            f"options) moves invalid results to {folder}/invalid/ and reruns them"
+        )
     return good

@@ -114,13 +114,37 @@ def run_job(task: EvalTask, arm: str, flow: FlowConfig, job: JobSettings, arm_di
         bench = get_benchmark(job.bench) if job.bench else None
         workspace = make_workspace(job.workspace, task.data_dir, out, job.sandbox)
         try:
-            worker = make_worker(job.worker, trace=calls, faults=task.faults, seed=job.seed, reference=task.task,
-                                 protocol=bench.worker_protocol(task) if bench else None, response=job.response,
-                                 endpoint=job.worker_llm)  # fmt: skip
-            manager = None if kind is None else make_manager(kind, trace=calls, context_budget_tokens=(
-                job.harness.context_budget_tokens), llm=job.llm, semantic=job.semantic)  # fmt: skip
-            result = rollout(task.task.agent_view(), worker, workspace, flow=flow, manager=manager, run_dir=out,
-                             harness_config=job.harness.model_dump(), arm=arm)  # fmt: skip
+            worker = make_worker(
+                job.worker,
+                trace=calls,
+                faults=task.faults,
+                seed=job.seed,
+                reference=task.task,
+                protocol=bench.worker_protocol(task) if bench else None,
+                response=job.response,
+                endpoint=job.worker_llm,
+            )
+            manager = (
+                None
+                if kind is None
+                else make_manager(
+                    kind,
+                    trace=calls,
+                    context_budget_tokens=(job.harness.context_budget_tokens),
+                    llm=job.llm,
+                    semantic=job.semantic,
+                )
+            )
+            result = rollout(
+                task.task.agent_view(),
+                worker,
+                workspace,
+                flow=flow,
+                manager=manager,
+                run_dir=out,
+                harness_config=job.harness.model_dump(),
+                arm=arm,
+            )
         finally:
             workspace.close()
             if not job.keep_checkpoints:
@@ -133,21 +157,32 @@ def run_job(task: EvalTask, arm: str, flow: FlowConfig, job: JobSettings, arm_di
         if calls is not None:
             calls.close()
     reasons = list(getattr(result, "degraded_reasons", []) or [])
-    return JobOutcome(answers=answers, repairs=result.repairs, manager_calls=result.manager_llm_calls,
-                      manager_fallbacks=result.manager_fallbacks, manager_usage=result.manager_usage,
-                      committed_states=len(result.committed_states), stale_states=len(result.stale_states),
-                      degraded=bool(result.degraded or reasons), degraded_reasons=reasons,
-                      wall_s=time.perf_counter() - start)  # fmt: skip
+    return JobOutcome(
+        answers=answers,
+        repairs=result.repairs,
+        manager_calls=result.manager_llm_calls,
+        manager_fallbacks=result.manager_fallbacks,
+        manager_usage=result.manager_usage,
+        committed_states=len(result.committed_states),
+        stale_states=len(result.stale_states),
+        degraded=bool(result.degraded or reasons),
+        degraded_reasons=reasons,
+        wall_s=time.perf_counter() - start,
+    )
 
 
 def _select(tasks: list[EvalTask], cfg: EvalConfig) -> list[EvalTask]:
     wanted = list(cfg.task_ids)
     if wanted:
-        known = {t.task_id for t in tasks} | {t.base_task for t in tasks}  # a task id selects all its variants
+        known = {t.task_id for t in tasks} | {
+            t.base_task for t in tasks
+        }  # a task id selects all its variants
         missing = [t for t in wanted if t not in known]
         if missing:
-            raise ConfigError(f"task_ids {missing} are not in bench={cfg.bench.name} (it has {len(known)} tasks, "
-                              f"e.g. {sorted(known)[:3]})")  # fmt: skip
+            raise ConfigError(
+                f"task_ids {missing} are not in bench={cfg.bench.name} (it has {len(known)} tasks, "
+                f"e.g. {sorted(known)[:3]})"
+            )
         tasks = [t for t in tasks if t.task_id in wanted or t.base_task in wanted]
     return tasks[: cfg.limit] if cfg.limit else tasks
 
@@ -158,22 +193,31 @@ def _flow(cfg: EvalConfig, default: FlowConfig) -> FlowConfig:
         return default
     if cfg.flow == "turn_aligned":
         return default.model_copy(update={"name": f"{default.name}-turn", "regime": Regime.TURN_ALIGNED})
-    return FlowConfig(name=f"{default.name}-segment{cfg.review_every}", regime=Regime.SEGMENT_INDUCED,
-                      review_every=cfg.review_every, budget_unit="task",
-                      baseline_budget=10_000, stateguard_budget=10_000)  # fmt: skip
+    return FlowConfig(
+        name=f"{default.name}-segment{cfg.review_every}",
+        regime=Regime.SEGMENT_INDUCED,
+        review_every=cfg.review_every,
+        budget_unit="task",
+        baseline_budget=10_000,
+        stateguard_budget=10_000,
+    )
 
 
 def _check_tasks(tasks: list[EvalTask], cfg: EvalConfig) -> None:
     """What a rollout would otherwise find out one task at a time, scoring it 0."""
     for t in tasks:
         if not Path(t.data_dir).is_dir():
-            raise FileNotFoundError(f"task {t.task_id}: its data folder {t.data_dir} is missing; fetch or rebuild the "
-                                    f"benchmark's data (bench.data_dir={cfg.bench.model_dump().get('data_dir')})")  # fmt: skip
+            raise FileNotFoundError(
+                f"task {t.task_id}: its data folder {t.data_dir} is missing; fetch or rebuild the "
+                f"benchmark's data (bench.data_dir={cfg.bench.model_dump().get('data_dir')})"
+            )
         if cfg.worker == "scripted":
             empty = [turn.turn_id for turn in t.task.turns if not turn.code.strip()]
             if empty:
-                raise ValueError(f"task {t.task_id}: turn(s) {empty[:5]} have no reference `code`, which the scripted "
-                                 "worker replays; fill it in the task's task.json, or run worker=llm")  # fmt: skip
+                raise ValueError(
+                    f"task {t.task_id}: turn(s) {empty[:5]} have no reference `code`, which the scripted "
+                    "worker replays; fill it in the task's task.json, or run worker=llm"
+                )
 
 
 def _check_endpoints(cfg: EvalConfig) -> None:
@@ -203,19 +247,26 @@ def _resume(run_dir: Path, cfg: EvalConfig, plain: dict[str, Any], notes: list[s
         try:
             saved = yaml.safe_load(saved_file.read_text(encoding="utf-8")) or {}
         except (yaml.YAMLError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{saved_file}: unreadable ({exc}); restore it, or start a new run_dir") from None
+            raise ConfigError(
+                f"{saved_file}: unreadable ({exc}); restore it, or start a new run_dir"
+            ) from None
         changed = changed_keys(saved, plain)
         if changed and not cfg.resume_with_changed_config:
-            raise ConfigError(f"{run_dir}: resuming with a config that differs from the saved {saved_file.name} "
-                              "would mix results of two setups:\n  " + "\n  ".join(changed) +
-                              "\nresume with the saved values (drop those overrides), use a new run_dir, or pass "
-                              "resume_with_changed_config=true to continue anyway")  # fmt: skip
+            raise ConfigError(
+                f"{run_dir}: resuming with a config that differs from the saved {saved_file.name} "
+                "would mix results of two setups:\n  "
+                + "\n  ".join(changed)
+                + "\nresume with the saved values (drop those overrides), use a new run_dir, or pass "
+                "resume_with_changed_config=true to continue anyway"
+            )
         if changed:
             stamp = time.strftime("%Y%m%d-%H%M%S")
             resumed = RunFolder(run_dir).resume_config(stamp)
             resumed.write_text(yaml.safe_dump(plain, sort_keys=False), "utf-8")
-            notes.append(f"resumed with a changed config ({'; '.join(changed)}); {saved_file.name} keeps the original, "
-                         f"the new one is {resumed.name}")  # fmt: skip
+            notes.append(
+                f"resumed with a changed config ({'; '.join(changed)}); {saved_file.name} keeps the original, "
+                f"the new one is {resumed.name}"
+            )
     for leftover in RunFolder(run_dir).results.glob("*.tmp*"):
         leftover.unlink()  # a write cut short before its rename: never a result
     _, bad = scan_results(run_dir)
@@ -260,7 +311,9 @@ def prepare(raw: DictConfig) -> Prepared:
     folder = RunFolder(run_dir)
     has_results = folder.results.is_dir() and any(folder.results.glob("*.json"))
     if not cfg.resume and has_results:
-        raise FileExistsError(f"{run_dir} already holds results; pass resume=true to continue it, or another run_dir")
+        raise FileExistsError(
+            f"{run_dir} already holds results; pass resume=true to continue it, or another run_dir"
+        )
     notes: list[str] = []
     if cfg.resume:
         _resume(run_dir, cfg, plain, notes)
@@ -272,7 +325,9 @@ def prepare(raw: DictConfig) -> Prepared:
     crashed = sorted(f"{r.task_id}/{r.arm}" for r in good if r.status == "crashed")
     if crashed and cfg.resume:
         notes.append(f"rerunning {len(crashed)} crashed rollout(s): {', '.join(crashed[:5])}")
-    jobs: list[tuple[EvalTask, str]] = [(t, str(a)) for t in tasks for a in cfg.arms if (t.task_id, a) not in finished]
+    jobs: list[tuple[EvalTask, str]] = [
+        (t, str(a)) for t in tasks for a in cfg.arms if (t.task_id, a) not in finished
+    ]
     return Prepared(cfg, job, plain, run_dir, bench, flow, tasks, jobs, notes)
 
 
@@ -295,7 +350,9 @@ def _jobs_out(p: Prepared) -> Iterator[tuple[EvalTask, str, JobOutcome]]:
         for (task, arm), outcome in map_tasks(one, p.jobs, in_flight=workers, on_error=lost):
             yield task, arm, outcome
     elif workers > 1:
-        for (task, arm), outcome in run_in_pool(_one, p.jobs, *args, workers=workers, retries=p.cfg.job_retries):
+        for (task, arm), outcome in run_in_pool(
+            _one, p.jobs, *args, workers=workers, retries=p.cfg.job_retries
+        ):
             yield task, arm, outcome
     else:
         for task, arm in p.jobs:
@@ -312,10 +369,20 @@ def _record(p: Prepared, task: EvalTask, arm: str, outcome: JobOutcome) -> ArmRe
             error = f"scoring failed: {type(exc).__name__}: {exc}"
     status = "crashed" if error is not None else "degraded" if outcome.degraded else "ok"
     result = ArmResult(
-        bench=p.bench.name, task_id=task.task_id, arm=arm, domain=task.domain, level=task.level, status=status,
-        correct=correct, parents=task.parents, answers=outcome.answers, error=error,
-        run_dir=str(RunFolder(p.run_dir).rollout(task.task_id, arm).root), **variant_fields(task), **outcome.counters(),
-    )  # fmt: skip
+        bench=p.bench.name,
+        task_id=task.task_id,
+        arm=arm,
+        domain=task.domain,
+        level=task.level,
+        status=status,
+        correct=correct,
+        parents=task.parents,
+        answers=outcome.answers,
+        error=error,
+        run_dir=str(RunFolder(p.run_dir).rollout(task.task_id, arm).root),
+        **variant_fields(task),
+        **outcome.counters(),
+    )
     write_result(p.run_dir, result)
     if error is not None:
         log.warning("%s/%s crashed (not scored): %s", task.task_id, arm, error)
@@ -330,8 +397,13 @@ def execute(p: Prepared) -> RunSummary:
     total = len(p.tasks) * len(p.cfg.arms)
     running: dict[str, list[int]] = {a: [0, 0] for a in p.cfg.arms}
     start = time.perf_counter()
-    with tqdm(total=total, initial=total - len(p.jobs), desc=f"eval {p.bench.name}", unit="run",
-              disable=not p.cfg.progress) as bar:  # fmt: skip
+    with tqdm(
+        total=total,
+        initial=total - len(p.jobs),
+        desc=f"eval {p.bench.name}",
+        unit="run",
+        disable=not p.cfg.progress,
+    ) as bar:
         for task, arm, outcome in _jobs_out(p):
             result = _record(p, task, arm, outcome)
             scored = [v for v in result.correct.values() if v is not None]
@@ -363,11 +435,16 @@ def run_cli(cfg: DictConfig) -> int:
         return 2
     summary = execute(prepared)
     print(render_summary(summary))
-    print(f"\nrun folder: {cfg.run_dir} (results/, tasks/<task>/<arm>/trace.jsonl; `make tables RUN={cfg.run_dir}`)")
+    print(
+        f"\nrun folder: {cfg.run_dir} (results/, tasks/<task>/<arm>/trace.jsonl; `make tables RUN={cfg.run_dir}`)"
+    )
     crashed = sum(a.crashed_tasks for a in summary.arms)
     if crashed:
-        print(f"error: {crashed} rollout(s) crashed and were not scored; `make eval ARGS='resume=true "
-              f"run_dir={cfg.run_dir}'` (with the same options) reruns them", file=sys.stderr)  # fmt: skip
+        print(
+            f"error: {crashed} rollout(s) crashed and were not scored; `make eval ARGS='resume=true "
+            f"run_dir={cfg.run_dir}'` (with the same options) reruns them",
+            file=sys.stderr,
+        )
     return 1 if crashed else 0
 
 

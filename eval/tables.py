@@ -116,19 +116,46 @@ def table1(results: list[ArmResult], worker: str) -> Table:
 def ablation(results: list[ArmResult]) -> Table:
     summary = summarize(results, resamples=1, detection=False)
     base = next((a.accuracy for a in summary.arms if a.arm == "baseline"), None)
-    rows = [[a.arm, fmt(a.accuracy), fmt(a.dcr),
-             "—" if a.accuracy is None or base is None else f"{100 * (a.accuracy - base):+.1f}",
-             str(a.degraded_tasks), str(a.crashed_tasks)] for a in summary.arms]  # fmt: skip
-    return ["arm", "accuracy %", "DCR %", "gain vs baseline (points)", "degraded tasks", "crashed tasks (not scored)"], rows
+    rows = [
+        [
+            a.arm,
+            fmt(a.accuracy),
+            fmt(a.dcr),
+            "—" if a.accuracy is None or base is None else f"{100 * (a.accuracy - base):+.1f}",
+            str(a.degraded_tasks),
+            str(a.crashed_tasks),
+        ]
+        for a in summary.arms
+    ]
+    return [
+        "arm",
+        "accuracy %",
+        "DCR %",
+        "gain vs baseline (points)",
+        "degraded tasks",
+        "crashed tasks (not scored)",
+    ], rows
 
 
 def problems(results: list[ArmResult], unreadable: list[tuple[ArmResult, str]]) -> Table:
     """Crashed and degraded rollouts and unreadable stores, one row each (empty when none)."""
-    rows = [[r.bench, r.arm, r.task_id, r.status, str(r.error) if r.status == "crashed" else
-             "; ".join(r.degraded_reasons) or "(no reason recorded)"]
-            for r in results if r.status != "ok"]  # fmt: skip
-    rows += [[r.bench, r.arm, r.task_id, "store unreadable (left out of the state statistics)", why]
-             for r, why in unreadable]  # fmt: skip
+    rows = [
+        [
+            r.bench,
+            r.arm,
+            r.task_id,
+            r.status,
+            str(r.error)
+            if r.status == "crashed"
+            else "; ".join(r.degraded_reasons) or "(no reason recorded)",
+        ]
+        for r in results
+        if r.status != "ok"
+    ]
+    rows += [
+        [r.bench, r.arm, r.task_id, "store unreadable (left out of the state statistics)", why]
+        for r, why in unreadable
+    ]
     return ["benchmark", "arm", "task", "status", "reason"], rows
 
 
@@ -146,23 +173,47 @@ def runtime(results: list[ArmResult]) -> Table:
             reviews, t_m = "0", "—"
         else:
             d = decompose([step_intervals(t) for t in traces], baseline or None)
-            reviews, t_m = f"{d.reviews_per_task:.1f}", "—" if d.t_manager_s is None else f"{d.t_manager_s:.3f}"
+            reviews, t_m = (
+                f"{d.reviews_per_task:.1f}",
+                "—" if d.t_manager_s is None else f"{d.t_manager_s:.3f}",
+            )
         n = len(rs)
 
         def per_task(*keys: str, rs: list[ArmResult] = rs, n: int = n) -> str:
             return f"{sum(r.manager_usage.get(k, 0) for r in rs for k in keys) / n:.1f}"
 
-        rows.append([arm, reviews, f"{sum(r.manager_calls for r in rs) / n:.1f}",
-                     per_task("rejected_for_size", "rejected_requests"), per_task("failed_requests"),
-                     per_task("parse_failures", "illegal_actions"), f"{sum(r.manager_fallbacks for r in rs) / n:.1f}",
-                     fmt(calls.mean_latency_s, False), t_m, f"{sum(r.wall_s for r in rs) / n:.2f}"])  # fmt: skip
-    head = ["arm", "reviews/task", "manager calls/task (real completions)", "refused requests/task",
-            "failed requests/task", "unusable answers/task", "fallbacks/task", "s per call", "T_M s (Eq. 32)",
-            "wall s/task"]  # fmt: skip
+        rows.append(
+            [
+                arm,
+                reviews,
+                f"{sum(r.manager_calls for r in rs) / n:.1f}",
+                per_task("rejected_for_size", "rejected_requests"),
+                per_task("failed_requests"),
+                per_task("parse_failures", "illegal_actions"),
+                f"{sum(r.manager_fallbacks for r in rs) / n:.1f}",
+                fmt(calls.mean_latency_s, False),
+                t_m,
+                f"{sum(r.wall_s for r in rs) / n:.2f}",
+            ]
+        )
+    head = [
+        "arm",
+        "reviews/task",
+        "manager calls/task (real completions)",
+        "refused requests/task",
+        "failed requests/task",
+        "unusable answers/task",
+        "fallbacks/task",
+        "s per call",
+        "T_M s (Eq. 32)",
+        "wall s/task",
+    ]
     return head, rows
 
 
-def _state_runs(results: list[ArmResult]) -> tuple[list[tuple[ArmResult, object]], list[tuple[ArmResult, str]]]:
+def _state_runs(
+    results: list[ArmResult],
+) -> tuple[list[tuple[ArmResult, object]], list[tuple[ArmResult, str]]]:
     """State statistics per rollout, and the rollouts whose store is damaged or missing (named in
     the problems table rather than stopping the report or being counted as empty)."""
     out: list[tuple[ArmResult, object]] = []
@@ -183,9 +234,15 @@ def _state_runs(results: list[ArmResult]) -> tuple[list[tuple[ArmResult, object]
 def states(runs: list[tuple[ArmResult, object]]) -> Table:
     s = summarize_states([x for _, x in runs])  # type: ignore[misc]
     data = s.model_dump()
-    rows = [[k, f"{v:.3g}" if isinstance(v, float) else str(v)] for k, v in data.items() if not isinstance(v, dict | list)]
+    rows = [
+        [k, f"{v:.3g}" if isinstance(v, float) else str(v)]
+        for k, v in data.items()
+        if not isinstance(v, dict | list)
+    ]
     # Evidence-tool calls by tool (D.2, Figure 4b): total and per task.
-    rows += [[f"tool calls: {name}", f"{count} ({count / s.tasks:.1f}/task)"] for name, count in s.tools.items()]
+    rows += [
+        [f"tool calls: {name}", f"{count} ({count / s.tasks:.1f}/task)"] for name, count in s.tools.items()
+    ]
     return ["statistic", "value"], rows
 
 
@@ -204,16 +261,34 @@ def gains(results: list[ArmResult], resamples: int = 10_000) -> Table:
             if not treat:
                 continue
             b, t = [base[k] for k in sorted(treat)], [treat[k] for k in sorted(treat)]
-            base_stats, treat_stats = (accuracy_stats(u for r in arm_rs for u in unit_outcomes(r.task_id, r.correct))
-                                       for arm_rs in (b, t))  # fmt: skip
+            base_stats, treat_stats = (
+                accuracy_stats(u for r in arm_rs for u in unit_outcomes(r.task_id, r.correct))
+                for arm_rs in (b, t)
+            )
             micro = paired_cluster_bootstrap(base_stats, treat_stats, n_resamples=resamples)
             macro = macro_gain(b, t, resamples=resamples)
-            rows.append([bench, arm, str(len(t)), _points(micro.observed_gain),
-                         f"[{fmt(micro.ci_low)}, {fmt(micro.ci_high)}]", fmt(micro.share_nonpositive),
-                         _points(macro.observed_gain if macro else None),
-                         f"[{fmt(macro.ci_low)}, {fmt(macro.ci_high)}]" if macro else "—"])  # fmt: skip
-    head = ["bench", "arm", "tasks", "micro gain (points)", "micro 95% CI", "micro resamples <= 0 %",
-            "task-macro gain (points)", "task-macro 95% CI"]  # fmt: skip
+            rows.append(
+                [
+                    bench,
+                    arm,
+                    str(len(t)),
+                    _points(micro.observed_gain),
+                    f"[{fmt(micro.ci_low)}, {fmt(micro.ci_high)}]",
+                    fmt(micro.share_nonpositive),
+                    _points(macro.observed_gain if macro else None),
+                    f"[{fmt(macro.ci_low)}, {fmt(macro.ci_high)}]" if macro else "—",
+                ]
+            )
+    head = [
+        "bench",
+        "arm",
+        "tasks",
+        "micro gain (points)",
+        "micro 95% CI",
+        "micro resamples <= 0 %",
+        "task-macro gain (points)",
+        "task-macro 95% CI",
+    ]
     return head, rows
 
 
@@ -223,13 +298,25 @@ def states_mix(runs: list[tuple[ArmResult, object]]) -> Table:
     stats = [x for _, x in runs if isinstance(x, RunStateStats)]
     s = summarize_states(stats)
     n = len(stats)
-    rows = [["relation", k, str(v), f"{100 * s.relation_shares[k]:.1f}% of relations"] for k, v in s.relations.items()]
+    rows = [
+        ["relation", k, str(v), f"{100 * s.relation_shares[k]:.1f}% of relations"]
+        for k, v in s.relations.items()
+    ]
     rows.append(["relation", "states with 2+ upstream states", str(s.multi_upstream_states), ""])
     rows.append(["relation", "reselections at finalization", str(s.reselections), ""])
     rows += [["hint", k, str(v), f"{s.hints_per_task[k]:.2f} per task"] for k, v in s.hints.items()]
-    rows += [["tool", k, str(v), f"{100 * sum(bool(x.tools.get(k)) for x in stats) / n:.0f}% of tasks"]
-             for k, v in s.tools.items()]  # fmt: skip
-    rows.append(["tool", "any evidence tool", str(sum(s.tools.values())), f"{100 * s.tool_task_coverage:.0f}% of tasks"])
+    rows += [
+        ["tool", k, str(v), f"{100 * sum(bool(x.tools.get(k)) for x in stats) / n:.0f}% of tasks"]
+        for k, v in s.tools.items()
+    ]
+    rows.append(
+        [
+            "tool",
+            "any evidence tool",
+            str(sum(s.tools.values())),
+            f"{100 * s.tool_task_coverage:.0f}% of tasks",
+        ]
+    )
     return ["D.2", "kind", "count", "share"], rows
 
 
@@ -248,10 +335,14 @@ def paired(results: list[ArmResult]) -> Table:
     rows = []
     for bench in sorted({r.bench for r in results}):
         base = {r.task_id: r for r in results if r.bench == bench and r.arm == "baseline" and r.error is None}
-        guard = {r.task_id: r for r in results if r.bench == bench and r.arm == "stateguard" and r.error is None}
+        guard = {
+            r.task_id: r for r in results if r.bench == bench and r.arm == "stateguard" and r.error is None
+        }
         if not base or not guard:
             continue
-        flips = paired_flips({k: r.correct for k, r in base.items()}, {k: r.correct for k, r in guard.items()})
+        flips = paired_flips(
+            {k: r.correct for k, r in base.items()}, {k: r.correct for k, r in guard.items()}
+        )
         broad = strict = 0
         turn_level = all(_units_are_turns(r) for k, r in guard.items() if k in base)
         if turn_level:
@@ -260,13 +351,34 @@ def paired(results: list[ArmResult]) -> Table:
                 if lost:
                     b, st = attribute(_trace(guard[k]), lost, guard[k].correct)
                     broad, strict = broad + len(b), strict + len(st)
-        rows.append([bench, str(flips.units), str(flips.improved), str(flips.regressed), f"{flips.net:+d}",
-                     str(flips.stayed_right), str(flips.stayed_wrong), str(flips.excluded),
-                     f"{flips.tasks_improved}/{flips.tasks_decreased}/{flips.tasks_unchanged}",
-                     _share(broad, flips.units) if turn_level else "—",
-                     _share(strict, flips.units) if turn_level else "—"])  # fmt: skip
-    head = ["bench", "paired units", "wrong->right", "right->wrong", "net", "stayed right", "stayed wrong",
-            "excluded", "tasks up/down/same", "manager-attributable (broad)", "manager-attributable (strict)"]  # fmt: skip
+        rows.append(
+            [
+                bench,
+                str(flips.units),
+                str(flips.improved),
+                str(flips.regressed),
+                f"{flips.net:+d}",
+                str(flips.stayed_right),
+                str(flips.stayed_wrong),
+                str(flips.excluded),
+                f"{flips.tasks_improved}/{flips.tasks_decreased}/{flips.tasks_unchanged}",
+                _share(broad, flips.units) if turn_level else "—",
+                _share(strict, flips.units) if turn_level else "—",
+            ]
+        )
+    head = [
+        "bench",
+        "paired units",
+        "wrong->right",
+        "right->wrong",
+        "net",
+        "stayed right",
+        "stayed wrong",
+        "excluded",
+        "tasks up/down/same",
+        "manager-attributable (broad)",
+        "manager-attributable (strict)",
+    ]
     return head, rows
 
 
@@ -281,7 +393,11 @@ def plots(results: list[ArmResult], runs: list[tuple[ArmResult, object]], out: P
     ys = [sum(bool(v) for v in r.correct.values()) / max(1, len(r.correct)) for r, _ in runs]
     fig, ax = plt.subplots(figsize=(4.5, 3.2))
     ax.scatter([x or 0.0 for x in xs], ys, s=18)
-    ax.set(xlabel="analytical-state coverage (share of turns)", ylabel="task accuracy", title="Accuracy vs coverage")
+    ax.set(
+        xlabel="analytical-state coverage (share of turns)",
+        ylabel="task accuracy",
+        title="Accuracy vs coverage",
+    )
     fig.tight_layout()
     fig.savefig(out / "accuracy_vs_coverage.png", dpi=120)
     plt.close(fig)
@@ -319,7 +435,9 @@ def _located(r: ArmResult, run_dir: Path) -> ArmResult:
     return r.model_copy(update={"run_dir": str(inside)}) if inside.is_dir() else r
 
 
-def render_tables(run_dirs: list[Path], out: Path, worker: str | None = None, resamples: int = 10_000) -> list[Path]:
+def render_tables(
+    run_dirs: list[Path], out: Path, worker: str | None = None, resamples: int = 10_000
+) -> list[Path]:
     _events.cache_clear()  # traces are cached for one report only: a rerun may have changed them
     results = [_located(r, d) for d in run_dirs for r in read_results(d)]
     if not results:
@@ -328,8 +446,12 @@ def render_tables(run_dirs: list[Path], out: Path, worker: str | None = None, re
     out.mkdir(parents=True, exist_ok=True)
     sg = [r for r in results if r.arm == "stateguard" and r.status != "crashed"]
     runs, unreadable = _state_runs(sg)
-    tables = {"table1": table1(results, worker), "ablation": ablation(results), "runtime": runtime(results),
-              "problems": problems(results, unreadable)}  # fmt: skip
+    tables = {
+        "table1": table1(results, worker),
+        "ablation": ablation(results),
+        "runtime": runtime(results),
+        "problems": problems(results, unreadable),
+    }
     tables |= fidelity_tables(results, runs, resamples)
     if runs:
         tables["states"] = states(runs)
@@ -346,7 +468,9 @@ def render_tables(run_dirs: list[Path], out: Path, worker: str | None = None, re
     return written
 
 
-def fidelity_tables(results: list[ArmResult], runs: list[tuple[ArmResult, object]], resamples: int) -> dict[str, Table]:
+def fidelity_tables(
+    results: list[ArmResult], runs: list[tuple[ArmResult, object]], resamples: int
+) -> dict[str, Table]:
     """C.3's task-macro gain, D.2's relation / hint / tool mix, D.3's paired flips."""
     # The gains cover the runs the summary's gain covers (the fault variants when there are clean ones);
     # the paired flips cover every run (a right -> wrong flip on a clean run is harm).
@@ -368,9 +492,13 @@ def _worker_name(run_dir: Path) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m eval.tables", description=__doc__.splitlines()[0])
-    parser.add_argument("runs", nargs="+", type=Path, help="run folders of `make eval` (or `make synth` out_dirs)")
+    parser.add_argument(
+        "runs", nargs="+", type=Path, help="run folders of `make eval` (or `make synth` out_dirs)"
+    )
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: <first run>/tables)")
-    parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples for the gains table")
+    parser.add_argument(
+        "--resamples", type=int, default=10_000, help="bootstrap resamples for the gains table"
+    )
     args = parser.parse_args(argv)
     out = args.out or args.runs[0] / "tables"
     corpus = {d: find_corpus_stats(d) for d in args.runs if not RunFolder(d).results.is_dir()}
@@ -379,7 +507,9 @@ def main(argv: list[str] | None = None) -> int:
             for d, stats in corpus.items():
                 assert stats is not None
                 path = write_corpus_table(stats, args.out or d / "tables")
-                print(f"Corpus statistics of {d} (next to the paper's D.2)\n{path.read_text(encoding='utf-8')}")
+                print(
+                    f"Corpus statistics of {d} (next to the paper's D.2)\n{path.read_text(encoding='utf-8')}"
+                )
                 print(f"wrote {path}")
         except ValueError as exc:
             print(f"error: {exc}", file=sys.stderr)
@@ -391,8 +521,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print((out / "table1.md").read_text(encoding="utf-8"))
-    for name, title in (("gains", "Accuracy gain, micro and task-macro (C.3)"),
-                        ("states_mix", "Relations, hints and tools (D.2)"), ("paired", "Paired flips (D.3)")):  # fmt: skip
+    for name, title in (
+        ("gains", "Accuracy gain, micro and task-macro (C.3)"),
+        ("states_mix", "Relations, hints and tools (D.2)"),
+        ("paired", "Paired flips (D.3)"),
+    ):
         if (out / f"{name}.md").is_file():
             print(f"{title}\n{(out / f'{name}.md').read_text(encoding='utf-8')}")
     rows = list(csv.reader(io.StringIO((out / "problems.csv").read_text(encoding="utf-8"))))[1:]

@@ -38,7 +38,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--model", default=DEFAULT_MODEL, choices=sorted(REGISTRY), help="registry key (default %(default)s)"
     )
     p.add_argument(
-        "--gguf", type=Path, default=None,
+        "--gguf",
+        type=Path,
+        default=None,
         help="serve this GGUF file instead (e.g. the manager.gguf of `make sft CONFIG=local`)",
     )
     p.add_argument(
@@ -104,8 +106,14 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.monotonic()
         if args.gguf is not None:  # a file we wrote ourselves (training/sft/gguf.py), served as given
             if not args.gguf.is_file():
-                raise LocalModelError(f"{args.gguf} does not exist; `make sft CONFIG=local` writes runs/sft-local/manager.gguf")
-            path, name, licence = args.gguf, args.gguf.stem, "a file you wrote; its base model's license applies"
+                raise LocalModelError(
+                    f"{args.gguf} does not exist; `make sft CONFIG=local` writes runs/sft-local/manager.gguf"
+                )
+            path, name, licence = (
+                args.gguf,
+                args.gguf.stem,
+                "a file you wrote; its base model's license applies",
+            )
         else:
             path, licence = assemble(spec, args.cache_dir), spec.license
         print(f"model {name}: {path} ({time.monotonic() - t0:.1f}s) - {licence}", flush=True)
@@ -129,12 +137,24 @@ def main(argv: list[str] | None = None) -> int:
     log = args.log or args.cache_dir / f"{name}.server.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     cmd = [
-        sys.executable, "-m", "stateguard.llm.llama_cpp_server",
-        "--model", str(path), "--model_alias", name,
-        "--host", HOST, "--port", str(port),
-        "--n_threads", str(args.threads), "--n_threads_batch", str(args.threads),
-        "--n_ctx", str(args.ctx),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "stateguard.llm.llama_cpp_server",
+        "--model",
+        str(path),
+        "--model_alias",
+        name,
+        "--host",
+        HOST,
+        "--port",
+        str(port),
+        "--n_threads",
+        str(args.threads),
+        "--n_threads_batch",
+        str(args.threads),
+        "--n_ctx",
+        str(args.ctx),
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
 
     t_start = time.monotonic()

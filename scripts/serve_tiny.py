@@ -43,7 +43,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="where the model is built and kept",
     )
     p.add_argument(
-        "--checkpoint", type=Path, default=None,
+        "--checkpoint",
+        type=Path,
+        default=None,
         help="serve this Hugging Face checkpoint as it is (e.g. `make sft` output) instead of the tiny build",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the model build (default %(default)s)")
@@ -104,8 +106,11 @@ def main(argv: list[str] | None = None) -> int:
     response = None if args.no_overfit else DEFAULT_RESPONSE
     if args.checkpoint is not None:
         if not (model_dir / "config.json").is_file():
-            print(f"error: {model_dir} is not a Hugging Face checkpoint (no config.json); `make sft` writes "
-                  "runs/sft/checkpoint-final", file=sys.stderr)  # fmt: skip
+            print(
+                f"error: {model_dir} is not a Hugging Face checkpoint (no config.json); `make sft` writes "
+                "runs/sft/checkpoint-final",
+                file=sys.stderr,
+            )
             return 2
     elif args.rebuild or not is_built(model_dir, overfit_response=response, seed=args.seed):
         t0 = time.monotonic()
@@ -122,9 +127,20 @@ def main(argv: list[str] | None = None) -> int:
     log = args.log or model_dir.with_name(model_dir.name + ".server.log")
     log.parent.mkdir(parents=True, exist_ok=True)
     cmd = [
-        sys.executable, "-m", "transformers.cli.transformers", "serve", model,
-        "--host", HOST, "--port", str(port), "--device", "cpu", "--dtype", "float32",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "transformers.cli.transformers",
+        "serve",
+        model,
+        "--host",
+        HOST,
+        "--port",
+        str(port),
+        "--device",
+        "cpu",
+        "--dtype",
+        "float32",
+    ]
     env = {
         **os.environ,
         "HF_HUB_OFFLINE": "1",  # the model is a local directory; never reach the Hub

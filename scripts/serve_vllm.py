@@ -28,22 +28,42 @@ def _fail(message: str) -> None:
 
 def _command(cfg: DictConfig) -> list[str]:
     return [
-        "vllm", "serve", str(cfg.model), "--served-model-name", str(cfg.served_model_name),
-        "--host", str(cfg.host), "--port", str(cfg.port),
-        "--tensor-parallel-size", str(cfg.tensor_parallel_size), "--max-model-len", str(cfg.max_model_len),
-        "--gpu-memory-utilization", str(cfg.gpu_memory_utilization),
-        "--enable-auto-tool-choice", "--tool-call-parser", str(cfg.tool_call_parser),
-        "--reasoning-parser", str(cfg.reasoning_parser), *map(str, cfg.extra_args),
-    ]  # fmt: skip
+        "vllm",
+        "serve",
+        str(cfg.model),
+        "--served-model-name",
+        str(cfg.served_model_name),
+        "--host",
+        str(cfg.host),
+        "--port",
+        str(cfg.port),
+        "--tensor-parallel-size",
+        str(cfg.tensor_parallel_size),
+        "--max-model-len",
+        str(cfg.max_model_len),
+        "--gpu-memory-utilization",
+        str(cfg.gpu_memory_utilization),
+        "--enable-auto-tool-choice",
+        "--tool-call-parser",
+        str(cfg.tool_call_parser),
+        "--reasoning-parser",
+        str(cfg.reasoning_parser),
+        *map(str, cfg.extra_args),
+    ]
 
 
 @hydra.main(version_base=None, config_path=str(ROOT / "configs" / "serve"), config_name="vllm")
 def main(cfg: DictConfig) -> None:
-    if shutil.which("nvidia-smi") is None or subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode != 0:
+    if (
+        shutil.which("nvidia-smi") is None
+        or subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode != 0
+    ):
         _fail("no CUDA GPU on this machine; vLLM cannot serve here. Use `make serve-local` for a CPU model.")
     if shutil.which("vllm") is None:
-        _fail("vllm is not installed; on the GPU machine, install the vLLM release built for this venv's torch "
-              "(`.venv/bin/python -m pip install vllm==<version>`); the project pins none.")
+        _fail(
+            "vllm is not installed; on the GPU machine, install the vLLM release built for this venv's torch "
+            "(`.venv/bin/python -m pip install vllm==<version>`); the project pins none."
+        )
     if not Path(str(cfg.model)).exists():
         _fail(f"checkpoint {cfg.model} not found; train one with `make sft` or set model=<path>.")
     proc = subprocess.Popen(_command(cfg))

@@ -36,7 +36,8 @@ class _Args(BaseModel):
 class ConstraintArg(_Args):
     text: str = Field(min_length=1, description="The requirement in words, e.g. 'round to 2 decimals'.")
     code: str | None = Field(
-        default=None, description="Optional Python check over task data; it passes when it runs without error."
+        default=None,
+        description="Optional Python check over task data; it passes when it runs without error.",
     )
 
 
@@ -65,8 +66,11 @@ class VariableArg(_Args):
     @classmethod
     def _plain(cls, name: str) -> str:
         if "@" in name or any(ch.isspace() for ch in name):
-            raise ValueError(f"variable name {name!r} must not contain '@' or whitespace; give the version separately")
+            raise ValueError(
+                f"variable name {name!r} must not contain '@' or whitespace; give the version separately"
+            )
         return name
+
     value: Any = Field(default=None, description="Its value or a compact summary.")
     version: str | None = Field(
         default=None,
@@ -123,7 +127,9 @@ class UpdateStateArgs(_Args):
         "the harness binds the whole turn in the turn-aligned flow).",
     )
     used_variables: list[VariableArg] = Field(default_factory=list)
-    conclusions: list[ConclusionArg | Annotated[str, StringConstraints(min_length=1)]] = Field(default_factory=list)
+    conclusions: list[ConclusionArg | Annotated[str, StringConstraints(min_length=1)]] = Field(
+        default_factory=list
+    )
 
 
 class FinalizeRelationsArgs(_Args):
@@ -134,7 +140,8 @@ class FinalizeRelationsArgs(_Args):
     )
     relations: list[RelationArg] = Field(default_factory=list, description="New relations for 'reselect'.")
     conflict_evidence: str | None = Field(
-        default=None, description="Required for 'reselect': the concrete conflict with the provisional relations."
+        default=None,
+        description="Required for 'reselect': the concrete conflict with the provisional relations.",
     )
 
 
@@ -244,7 +251,8 @@ class Action(BaseModel):
 
 
 ACTION_OF_ARGS: dict[type[_Args], ControlAction | ToolAction] = {
-    **{model: name for name, model in CONTROL_ARGS.items()}, **{model: name for name, model in TOOL_ARGS.items()}
+    **{model: name for name, model in CONTROL_ARGS.items()},
+    **{model: name for name, model in TOOL_ARGS.items()},
 }
 
 
@@ -325,7 +333,11 @@ def tool_schema(name: ControlAction | ToolAction) -> dict[str, Any]:
     params = _inline(raw, raw.get("$defs", {}))
     params.pop("description", None)
     params.setdefault("properties", {})
-    kind = "Control action (ends the activation)" if isinstance(name, ControlAction) else "Tool action (read-only)"
+    kind = (
+        "Control action (ends the activation)"
+        if isinstance(name, ControlAction)
+        else "Tool action (read-only)"
+    )
     return {
         "type": "function",
         "function": {

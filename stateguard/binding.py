@@ -41,7 +41,9 @@ def bind_source(
         indices = [i for i in steps if i >= first]
         bound: Interval = (min(indices), max(indices)) if indices else (None, None)
         if interval is not None and tuple(interval) != bound:
-            notes.append(f"source_interval {list(interval)} ignored: the harness binds the whole turn {list(bound)}")
+            notes.append(
+                f"source_interval {list(interval)} ignored: the harness binds the whole turn {list(bound)}"
+            )
         return bound
     if interval is None:
         if previous[0] is not None:
@@ -72,7 +74,9 @@ def bind_source(
     return start, end
 
 
-def version_variables(variables: Sequence[VariableArg], *, draft_id: str, store: StateStore) -> list[VariableRef]:
+def version_variables(
+    variables: Sequence[VariableArg], *, draft_id: str, store: StateStore
+) -> list[VariableRef]:
     """Assign versions: new values get the draft's id; a reused version must be committed and earlier."""
     seen: set[str] = set()
     out = []
@@ -97,7 +101,9 @@ def version_variables(variables: Sequence[VariableArg], *, draft_id: str, store:
     return out
 
 
-def cite_conclusions(conclusions: Sequence[ConclusionArg | str], variables: Sequence[VariableRef]) -> list[Conclusion]:
+def cite_conclusions(
+    conclusions: Sequence[ConclusionArg | str], variables: Sequence[VariableRef]
+) -> list[Conclusion]:
     """Resolve each conclusion's cited names to the versioned keys of the state's variables."""
     by_name = {v.name: v for v in variables}
     out = []

@@ -39,8 +39,12 @@ class CorpusStats(Record):
     trajectories: int = Field(default=0, description="kept trajectories")
     attempted: int = 0
     by_variant: dict[str, int] = Field(default_factory=dict)
-    by_flow: dict[str, int] = Field(default_factory=dict, description="kept trajectories per task shape / flow")
-    by_regime: dict[str, int] = Field(default_factory=dict, description="kept trajectories per lifecycle regime")
+    by_flow: dict[str, int] = Field(
+        default_factory=dict, description="kept trajectories per task shape / flow"
+    )
+    by_regime: dict[str, int] = Field(
+        default_factory=dict, description="kept trajectories per lifecycle regime"
+    )
     samples_by_regime: dict[str, int] = Field(default_factory=dict)
     actions: dict[str, int] = Field(default_factory=dict, description="accepted control actions")
     tools: dict[str, int] = Field(default_factory=dict, description="accepted tool calls by tool")
@@ -48,17 +52,24 @@ class CorpusStats(Record):
     constraints_per_state: float = 0.0
     executable_constraints_per_state: float = 0.0
     constraints_per_state_stated: float = Field(
-        default=0.0, description="over states whose question states a checkable requirement")
+        default=0.0, description="over states whose question states a checkable requirement"
+    )
     variables_per_state: float = 0.0
     conclusions_per_state: float = 0.0
     relations: dict[str, int] = Field(default_factory=dict, description="committed relations by type")
-    repairs: dict[str, int] = Field(default_factory=dict, description="light / heavy repairs, abandoned states")
+    repairs: dict[str, int] = Field(
+        default_factory=dict, description="light / heavy repairs, abandoned states"
+    )
     rollbacks: int = 0
     interventions: dict[str, dict[str, int]] = Field(
-        default_factory=dict, description="intervention kind -> variant -> kept trajectories")
+        default_factory=dict, description="intervention kind -> variant -> kept trajectories"
+    )
     intervention_samples: dict[str, int] = Field(
-        default_factory=dict, description="SFT samples of intervention trajectories: genuine / benign")
-    detected: dict[str, int] = Field(default_factory=dict, description="genuine interventions repaired / missed")
+        default_factory=dict, description="SFT samples of intervention trajectories: genuine / benign"
+    )
+    detected: dict[str, int] = Field(
+        default_factory=dict, description="genuine interventions repaired / missed"
+    )
     hints: dict[str, int] = Field(default_factory=dict, description="hints delivered by kind")
     rl_rows: int = 0
     rl_by_action: dict[str, int] = Field(default_factory=dict)
@@ -76,7 +87,9 @@ def _mix(counts: dict[str, int]) -> str:
     total = sum(counts.values())
     if not total:
         return "none"
-    return ", ".join(f"{k} {v} ({100 * v / total:.1f}%)" for k, v in sorted(counts.items(), key=lambda kv: -kv[1]))
+    return ", ".join(
+        f"{k} {v} ({100 * v / total:.1f}%)" for k, v in sorted(counts.items(), key=lambda kv: -kv[1])
+    )
 
 
 def render_markdown(stats: CorpusStats) -> str:
@@ -91,23 +104,41 @@ def render_markdown(stats: CorpusStats) -> str:
         ("control actions", _mix(s.actions), ""),
         ("tool calls", _mix(s.tools), PAPER_D2["tool_use"]),
         ("committed states", str(s.states), ""),
-        ("constraints / state (all; where the question states requirements)",
-         f"{s.constraints_per_state:.2f}; {s.constraints_per_state_stated:.2f}", PAPER_D2["constraints_per_state"]),
+        (
+            "constraints / state (all; where the question states requirements)",
+            f"{s.constraints_per_state:.2f}; {s.constraints_per_state_stated:.2f}",
+            PAPER_D2["constraints_per_state"],
+        ),
         ("executable constraints / state", f"{s.executable_constraints_per_state:.2f}", ""),
         ("variables / state", f"{s.variables_per_state:.2f}", PAPER_D2["variables_per_state"]),
         ("conclusions / state", f"{s.conclusions_per_state:.2f}", PAPER_D2["conclusions_per_state"]),
         ("relations", _mix(s.relations), PAPER_D2["relations"]),
-        ("repairs (light / heavy / abandoned), rollbacks",
-         f"{s.repairs.get('light', 0)} / {s.repairs.get('heavy', 0)} / {s.repairs.get('abandon', 0)}, {s.rollbacks}",
-         ""),
+        (
+            "repairs (light / heavy / abandoned), rollbacks",
+            f"{s.repairs.get('light', 0)} / {s.repairs.get('heavy', 0)} / {s.repairs.get('abandon', 0)}, {s.rollbacks}",
+            "",
+        ),
         ("repairs per task", f"{per_task:.2f}", PAPER_D2["repairs_per_task"]),
-        ("interventions (kind: variants)",
-         "; ".join(f"{k}: {', '.join(f'{v} {n}' for v, n in sorted(d.items()))}" for k, d in sorted(s.interventions.items()))
-         or "none", ""),
-        ("intervention SFT samples (genuine / benign)",
-         f"{s.intervention_samples.get('genuine', 0)} / {s.intervention_samples.get('benign', 0)} "
-         f"(benign {100 * s.benign_share:.1f}%)", "benign interventions serve as hard negatives (3.4)"),
-        ("genuine interventions detected / missed", f"{s.detected.get('detected', 0)} / {s.detected.get('missed', 0)}", ""),
+        (
+            "interventions (kind: variants)",
+            "; ".join(
+                f"{k}: {', '.join(f'{v} {n}' for v, n in sorted(d.items()))}"
+                for k, d in sorted(s.interventions.items())
+            )
+            or "none",
+            "",
+        ),
+        (
+            "intervention SFT samples (genuine / benign)",
+            f"{s.intervention_samples.get('genuine', 0)} / {s.intervention_samples.get('benign', 0)} "
+            f"(benign {100 * s.benign_share:.1f}%)",
+            "benign interventions serve as hard negatives (3.4)",
+        ),
+        (
+            "genuine interventions detected / missed",
+            f"{s.detected.get('detected', 0)} / {s.detected.get('missed', 0)}",
+            "",
+        ),
         ("hints", _mix(s.hints), PAPER_D2["hints"]),
         ("RL decision points", f"{s.rl_rows} ({_mix(s.rl_by_action)}); labels {_mix(s.rl_labels)}", ""),
         ("build", f"{s.elapsed_s:.0f} s, {s.kept_per_minute:.1f} kept trajectories / min", ""),

@@ -19,7 +19,9 @@ class FlowConfig(BaseModel):
 
     name: str = Field(default="custom", description="Benchmark the flow belongs to.")
     regime: Regime
-    review_every: int = Field(default=3, ge=1, description="Segment flow: review after this many worker steps.")
+    review_every: int = Field(
+        default=3, ge=1, description="Segment flow: review after this many worker steps."
+    )
     budget_unit: Literal["turn", "task"] = Field(default="turn", description="What the worker budget counts.")
     baseline_budget: int = Field(default=40, ge=1, description="Worker steps per unit without the manager.")
     stateguard_budget: int = Field(default=40, ge=1, description="Worker steps per unit with the manager.")
@@ -29,10 +31,22 @@ class FlowConfig(BaseModel):
 
 
 # Table 3 of the paper.
-LONGDS = FlowConfig(name="longds", regime=Regime.TURN_ALIGNED, budget_unit="turn", baseline_budget=40, stateguard_budget=40)
+LONGDS = FlowConfig(
+    name="longds", regime=Regime.TURN_ALIGNED, budget_unit="turn", baseline_budget=40, stateguard_budget=40
+)
 DABSTEP = FlowConfig(
-    name="dabstep", regime=Regime.SEGMENT_INDUCED, review_every=3, budget_unit="task", baseline_budget=10, stateguard_budget=15
+    name="dabstep",
+    regime=Regime.SEGMENT_INDUCED,
+    review_every=3,
+    budget_unit="task",
+    baseline_budget=10,
+    stateguard_budget=15,
 )
 DACOMP_DE = FlowConfig(
-    name="dacomp_de", regime=Regime.SEGMENT_INDUCED, review_every=5, budget_unit="task", baseline_budget=50, stateguard_budget=60
+    name="dacomp_de",
+    regime=Regime.SEGMENT_INDUCED,
+    review_every=5,
+    budget_unit="task",
+    baseline_budget=50,
+    stateguard_budget=60,
 )

@@ -83,8 +83,12 @@ class HarnessConfig(BaseModel):
     )
     max_actions_per_activation: int = Field(default=8, ge=1)
     context_budget_tokens: int = Field(default=40_960, ge=256)
-    recent_states_in_hint: int = Field(default=3, ge=0, description="Segment flow: states in the refresh hint.")
-    task_text: str = Field(default="", description="The task query; numbers in it may appear in repair hints.")
+    recent_states_in_hint: int = Field(
+        default=3, ge=0, description="Segment flow: states in the refresh hint."
+    )
+    task_text: str = Field(
+        default="", description="The task query; numbers in it may appear in repair hints."
+    )
 
 
 class HarnessResult(BaseModel):
@@ -142,7 +146,9 @@ class Harness:
         """Append one worker step to the trajectory (called by the rollout loop; `started` is the
         trace clock when the step began, so readers get its duration, not only its end)."""
         if step.index in self.steps:
-            raise ValueError(f"worker step {step.index} was already recorded; step indices are unique per task")
+            raise ValueError(
+                f"worker step {step.index} was already recorded; step indices are unique per task"
+            )
         self.steps[step.index] = step
         timing = {} if started is None else {"started": started}
         self.trace.emit("worker_step", **step.model_dump(mode="json", exclude={"schema_version"}), **timing)
@@ -166,10 +172,17 @@ class Harness:
             check_repair_hint(faulty_reasoning, error_variables, allowed_text=self.config.task_text)
         except (ActionError, HintRejected) as exc:
             return self._reject(None, {"advice": error_variables, "reason": faulty_reasoning}, str(exc))
-        hint = Hint(kind="repair", error_variables=list(error_variables), faulty_reasoning=faulty_reasoning, mode="light")
+        hint = Hint(
+            kind="repair",
+            error_variables=list(error_variables),
+            faulty_reasoning=faulty_reasoning,
+            mode="light",
+        )
         self.pending_hints.append(hint)
         self.trace.emit("advice", hint=hint.model_dump(mode="json"))
-        return HarnessResult(accepted=True, action="ADVICE", feedback="hint queued", stage=self.stage, hints=[hint])
+        return HarnessResult(
+            accepted=True, action="ADVICE", feedback="hint queued", stage=self.stage, hints=[hint]
+        )
 
     def take_hints(self) -> list[Hint]:
         """Hints for the worker, in delivery order; the worker adapter injects them."""
@@ -209,8 +222,10 @@ class Harness:
         """Apply one action: a typed `Action`, or a `RawAction` validated here (a bad one is rejected
         with feedback naming the argument and the fix)."""
         if not isinstance(action, Action | RawAction):
-            raise TypeError(f"Harness.apply takes an Action (Action.of(OpenStateArgs(...))) or a RawAction(name=..., "
-                            f"arguments=...), not {type(action).__name__} {str(action)[:60]!r}")  # fmt: skip
+            raise TypeError(
+                f"Harness.apply takes an Action (Action.of(OpenStateArgs(...))) or a RawAction(name=..., "
+                f"arguments=...), not {type(action).__name__} {str(action)[:60]!r}"
+            )
         if isinstance(action, RawAction):
             name, arguments = action.name, action.arguments
             try:
@@ -234,13 +249,19 @@ class Harness:
         self.trace.emit("degraded", reason=reason, draft=self.draft.id if self.draft else None)
         self.draft, self.stage, self.repair_attempts = None, Stage.IDLE, 0
         return HarnessResult(
-            accepted=True, action=None, feedback=reason, outcome=Outcome.RUN_TO_COMPLETION,
-            next_actor=Actor.WORKER, stage=self.stage,
-        )  # fmt: skip
+            accepted=True,
+            action=None,
+            feedback=reason,
+            outcome=Outcome.RUN_TO_COMPLETION,
+            next_actor=Actor.WORKER,
+            stage=self.stage,
+        )
 
     def finish(self) -> None:
         """End of run: any uncommitted draft is discarded (Algorithm 1, line 28)."""
-        self.trace.emit("run_end", discarded_draft=self.draft.id if self.draft else None, committed=len(self.store))
+        self.trace.emit(
+            "run_end", discarded_draft=self.draft.id if self.draft else None, committed=len(self.store)
+        )
         self.draft, self.stage = None, Stage.IDLE
 
     # ------------------------------------------------------------------ internals
@@ -285,9 +306,14 @@ class Harness:
         )
         self.last_result = f"{action.name.value}: {'ok' if result.ok else result.error}"
         return HarnessResult(
-            accepted=True, action=action.name.value, feedback=self.last_result, stage=self.stage,
-            state_id=self.draft.id if self.draft else None, tool_result=result, next_actor=Actor.MANAGER,
-        )  # fmt: skip
+            accepted=True,
+            action=action.name.value,
+            feedback=self.last_result,
+            stage=self.stage,
+            state_id=self.draft.id if self.draft else None,
+            tool_result=result,
+            next_actor=Actor.MANAGER,
+        )
 
     _MUTABLE = ("stage", "draft", "repair_attempts", "pending_hints", "traced_upto", "last_valid_checkpoint")
 
@@ -344,16 +370,24 @@ class Harness:
             self._new_activation()
         self.last_result = f"{name.value} applied" + (": " + "; ".join(notes) if notes else "")
         return HarnessResult(
-            accepted=True, action=name.value, feedback=self.last_result, notes=notes, outcome=outcome,
-            next_actor=actor, stage=self.stage, state_id=self.draft.id if self.draft else saved_id(saved),
+            accepted=True,
+            action=name.value,
+            feedback=self.last_result,
+            notes=notes,
+            outcome=outcome,
+            next_actor=actor,
+            stage=self.stage,
+            state_id=self.draft.id if self.draft else saved_id(saved),
             hints=hints,
-        )  # fmt: skip
+        )
 
     def _touches_workspace(self, name: ControlAction) -> bool:
         """Only heavy repair and a rollback change the workspace; only they pay for a snapshot."""
         exhausted = self.repair_attempts >= self.config.repair_budget
         if name is ControlAction.REPAIR:
-            return not exhausted and repair_mode(self.repair_attempts + 1, self.config.light_attempts) == "heavy"
+            return (
+                not exhausted and repair_mode(self.repair_attempts + 1, self.config.light_attempts) == "heavy"
+            )
         if name is ControlAction.ABANDON_STATE:
             return exhausted and self.config.on_budget_exhausted == "rollback"
         return False
@@ -382,7 +416,10 @@ class Harness:
     def _open(self, args: OpenStateArgs) -> tuple[list[str], list[Hint]]:
         draft_id = self.store.peek_next_id()
         relations, notes = normalize_relations(
-            args.relations, draft_id=draft_id, latest_committed=self.store.latest_id(), is_committed=self.store.__contains__
+            args.relations,
+            draft_id=draft_id,
+            latest_committed=self.store.latest_id(),
+            is_committed=self.store.__contains__,
         )
         self.draft = Draft(
             id=draft_id,
@@ -424,7 +461,9 @@ class Harness:
         draft.constraint_results = self._evaluate_constraints(draft)
         failed = draft.failed_constraints()
         if failed:
-            notes.append("executable constraint failed: " + "; ".join(f"{r.text} ({r.error})" for r in failed))
+            notes.append(
+                "executable constraint failed: " + "; ".join(f"{r.text} ({r.error})" for r in failed)
+            )
         self.trace.emit("state_updated", state_id=draft.id, draft=draft.model_dump(mode="json"), notes=notes)
         return notes
 
@@ -462,17 +501,29 @@ class Harness:
             proposed: list[RelationArg | Relation] = list(draft.provisional_relations)
         else:
             if not (args.conflict_evidence or "").strip():
-                raise ActionError("mode 'reselect' needs conflict_evidence: the concrete conflict with the provisional relations")
+                raise ActionError(
+                    "mode 'reselect' needs conflict_evidence: the concrete conflict with the provisional relations"
+                )
             proposed = list(args.relations)
         relations, notes = normalize_relations(
-            proposed, draft_id=draft.id, latest_committed=self.store.latest_id(), is_committed=self.store.__contains__
+            proposed,
+            draft_id=draft.id,
+            latest_committed=self.store.latest_id(),
+            is_committed=self.store.__contains__,
         )
         for rel in relations:
-            if rel.related_state_id and rel.type.value != "invalidate" and self.store.is_invalid(rel.related_state_id):
+            if (
+                rel.related_state_id
+                and rel.type.value != "invalidate"
+                and self.store.is_invalid(rel.related_state_id)
+            ):
                 notes.append(f"warning: {rel.related_state_id} is stale (invalidated by a later state)")
         draft.relations = relations
         self.trace.emit(
-            "relations_finalized", state_id=draft.id, mode=args.mode, relations=[r.model_dump(mode="json") for r in relations]
+            "relations_finalized",
+            state_id=draft.id,
+            mode=args.mode,
+            relations=[r.model_dump(mode="json") for r in relations],
         )
         return notes
 
@@ -537,9 +588,13 @@ class Harness:
             removed_variables=removed,
         )
         self.trace.emit(
-            "repair", state_id=draft.id, attempt=plan.attempt, mode=plan.mode,
-            evidence=args.analytical_evidence, removed=removed,
-        )  # fmt: skip
+            "repair",
+            state_id=draft.id,
+            attempt=plan.attempt,
+            mode=plan.mode,
+            evidence=args.analytical_evidence,
+            removed=removed,
+        )
         return [f"repair attempt {plan.attempt}/{self.config.repair_budget} ({plan.mode})"], [hint]
 
     # -- ABANDON_STATE
@@ -557,7 +612,6 @@ class Harness:
         self.trace.emit("state_abandoned", state_id=draft.id, repair_attempts=self.repair_attempts)
         self.draft, self.repair_attempts = None, 0
         return notes
-
 
     def _rollback(self, state_id: str, ckpt: str, notes: list[str]) -> None:
         """Rewind the workspace and the bound worker to checkpoint `ckpt`, or refuse to run on.

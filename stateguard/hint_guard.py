@@ -21,20 +21,49 @@ from typing import Any
 
 _FENCE = re.compile(r"(```|~~~)")
 _BACKTICK = re.compile(r"`([^`\n]+)`")
-_CALLISH = re.compile(r"(?<![\w.])[A-Za-z_][\w.]*[(\[]")  # no space before '(': "cents (not dollars)" is prose
+_CALLISH = re.compile(
+    r"(?<![\w.])[A-Za-z_][\w.]*[(\[]"
+)  # no space before '(': "cents (not dollars)" is prose
 _ASSIGNISH = re.compile(r"(?<![\w.])[A-Za-z_][\w.\[\]'\"]*\s*(?:[-+*/%]|//|\*\*)?=(?!=)")
-_KEYWORD_START = re.compile(r"(?<!\w)(import\s+\w|from\s+[\w.]+\s+import\s|def\s+\w+\s*\(|lambda\b[^:\n]*:|class\s+\w+)")
+_KEYWORD_START = re.compile(
+    r"(?<!\w)(import\s+\w|from\s+[\w.]+\s+import\s|def\s+\w+\s*\(|lambda\b[^:\n]*:|class\s+\w+)"
+)
 _NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?%?")
 
 _STATEMENTS = (
-    ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Import, ast.ImportFrom, ast.FunctionDef,
-    ast.AsyncFunctionDef, ast.ClassDef, ast.For, ast.While, ast.With, ast.If, ast.Try,
-    ast.Return, ast.Delete, ast.Raise, ast.Assert, ast.Global, ast.Nonlocal,
-)  # fmt: skip
+    ast.Assign,
+    ast.AugAssign,
+    ast.AnnAssign,
+    ast.Import,
+    ast.ImportFrom,
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.For,
+    ast.While,
+    ast.With,
+    ast.If,
+    ast.Try,
+    ast.Return,
+    ast.Delete,
+    ast.Raise,
+    ast.Assert,
+    ast.Global,
+    ast.Nonlocal,
+)
 _CODE_EXPRESSIONS = (
-    ast.Call, ast.Subscript, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
-    ast.GeneratorExp, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom,
-)  # fmt: skip
+    ast.Call,
+    ast.Subscript,
+    ast.Lambda,
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+    ast.GeneratorExp,
+    ast.NamedExpr,
+    ast.Await,
+    ast.Yield,
+    ast.YieldFrom,
+)
 
 
 class HintRejected(ValueError):
@@ -158,7 +187,9 @@ def find_leaked_value(text: str, protected: Iterable[Any], allowed_text: str = "
         places = _decimals(literal)
         for value in values:
             scaled = value * 100 if literal.endswith("%") and abs(value) <= 1 else value
-            if any(math.isclose(round(v, places), number, rel_tol=1e-12, abs_tol=1e-12) for v in (value, scaled)):
+            if any(
+                math.isclose(round(v, places), number, rel_tol=1e-12, abs_tol=1e-12) for v in (value, scaled)
+            ):
                 return literal
     return None
 

@@ -39,7 +39,9 @@ class WorkerStep(Record):
     output: str = ""
     error: str | None = None
     success: bool = True
-    meta: dict[str, Any] = Field(default_factory=dict, description="Runtime metadata; never shown to the manager.")
+    meta: dict[str, Any] = Field(
+        default_factory=dict, description="Runtime metadata; never shown to the manager."
+    )
 
 
 class ProjectedStep(BaseModel):
@@ -116,7 +118,8 @@ def _clip_draft(draft: dict[str, Any] | None, limit: int) -> dict[str, Any] | No
         return None
     out = dict(draft)
     out["used_variables"] = [
-        {**v, "value": _clip(json.dumps(v.get("value"), default=str), limit)} for v in draft.get("used_variables", [])
+        {**v, "value": _clip(json.dumps(v.get("value"), default=str), limit)}
+        for v in draft.get("used_variables", [])
     ]
     return out
 
@@ -155,7 +158,11 @@ def compress(
             index = index[-keep_index:]
         if per_entry is not None:
             index = [
-                IndexEntry(id=e.id, issue=_clip(e.issue, 160), conclusions=[_clip(c, 160) for c in e.conclusions[:per_entry]])
+                IndexEntry(
+                    id=e.id,
+                    issue=_clip(e.issue, 160),
+                    conclusions=[_clip(c, 160) for c in e.conclusions[:per_entry]],
+                )
                 for e in index
             ]
         candidate = obs.model_copy(
@@ -164,7 +171,9 @@ def compress(
                 "elided_steps": elided,
                 "committed_state_index": index,
                 "elided_index_entries": dropped,
-                "current_draft": obs.current_draft if value_limit is None else _clip_draft(obs.current_draft, value_limit),
+                "current_draft": obs.current_draft
+                if value_limit is None
+                else _clip_draft(obs.current_draft, value_limit),
                 "compression_level": level,
             }
         )

@@ -25,17 +25,28 @@ def _ray() -> Any:
     try:
         import ray
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise RuntimeError("backend=ray needs Ray: `pip install -e .[rl]` (or `pip install ray`), "
-                           "or use backend=process") from exc  # fmt: skip
+        raise RuntimeError(
+            "backend=ray needs Ray: `pip install -e .[rl]` (or `pip install ray`), or use backend=process"
+        ) from exc
     if not ray.is_initialized():
         address = os.environ.get("RAY_ADDRESS")
-        ray.init(address=address, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True,
-                 num_cpus=None if address else max(1, (os.cpu_count() or 1)))  # fmt: skip
+        ray.init(
+            address=address,
+            include_dashboard=False,
+            log_to_driver=False,
+            ignore_reinit_error=True,
+            num_cpus=None if address else max(1, (os.cpu_count() or 1)),
+        )
     return ray
 
 
-def map_tasks(fn: Callable[..., Any], items: Iterable[T], *args: Any, in_flight: int = 1,
-              on_error: Callable[[T, BaseException], Any] | None = None) -> Iterator[tuple[T, Any]]:  # fmt: skip
+def map_tasks(
+    fn: Callable[..., Any],
+    items: Iterable[T],
+    *args: Any,
+    in_flight: int = 1,
+    on_error: Callable[[T, BaseException], Any] | None = None,
+) -> Iterator[tuple[T, Any]]:
     """Yield (item, fn(item, *args)) for every item, computed as Ray tasks, in completion order.
     A task that fails after Ray's own retries (its worker died, or `fn` raised) ends the iteration
     with that error, unless `on_error(item, error)` gives the value to yield for it instead."""

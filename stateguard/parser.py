@@ -65,7 +65,9 @@ def _load_arguments(raw: Any, where: str) -> Any:
         try:
             return json.loads(raw)
         except json.JSONDecodeError as exc:
-            raise ActionError(f"{where}: arguments are not valid JSON ({exc.msg} at char {exc.pos})") from None
+            raise ActionError(
+                f"{where}: arguments are not valid JSON ({exc.msg} at char {exc.pos})"
+            ) from None
     return raw
 
 
@@ -80,7 +82,11 @@ def _embedded_calls(text: str) -> list[str]:
         except json.JSONDecodeError:
             i = text.find("{", i + 1)
             continue
-        if isinstance(obj, dict) and isinstance(obj.get("name"), str) and ("arguments" in obj or "parameters" in obj):
+        if (
+            isinstance(obj, dict)
+            and isinstance(obj.get("name"), str)
+            and ("arguments" in obj or "parameters" in obj)
+        ):
             found.append(text[i:end])
         i = text.find("{", end)
     return found
@@ -110,7 +116,9 @@ def _text_calls(text: str) -> list[tuple[str, Any, str]]:
         items = obj if isinstance(obj, list) else [obj]
         for item in items:
             if not isinstance(item, dict) or "name" not in item:
-                raise ActionError(f'{where} has no "name"; write {{"name": "<ACTION>", "arguments": {{...}}}}')
+                raise ActionError(
+                    f'{where} has no "name"; write {{"name": "<ACTION>", "arguments": {{...}}}}'
+                )
             args = item.get("arguments", item.get("parameters", {}))
             calls.append((str(item["name"]), _load_arguments(args, where), where))
     return calls
@@ -130,7 +138,9 @@ def parse_response(message: Any) -> ParsedResponse:
         where = f"tool call #{i}"
         if "name" not in fn:
             raise ActionError(f"{where} has no function name")
-        raw_calls.append((str(fn["name"]), _load_arguments(fn.get("arguments"), where), where, call.get("id")))
+        raw_calls.append(
+            (str(fn["name"]), _load_arguments(fn.get("arguments"), where), where, call.get("id"))
+        )
     if not raw_calls:
         raw_calls = [(n, a, w, None) for n, a, w in _text_calls(text)]
     if not raw_calls:

@@ -50,12 +50,16 @@ def _executor(worker: Any) -> Any:
     return None
 
 
-def bind_run(harness: Harness, worker: WorkerAdapter, workspace: Workspace, *, manager: bool) -> BindingReport:
+def bind_run(
+    harness: Harness, worker: WorkerAdapter, workspace: Workspace, *, manager: bool
+) -> BindingReport:
     """Verify the bindings of one run (see the module docstring); raise BindingError on the first
     broken one. With a manager and rollback configured, binds the start checkpoint."""
     checks: list[str] = []
     if harness.workspace is not workspace:
-        raise BindingError("the harness is bound to another workspace than the run's; build both from one object")
+        raise BindingError(
+            "the harness is bound to another workspace than the run's; build both from one object"
+        )
     if harness.worker is not worker:
         raise BindingError("the harness is bound to another worker than the run's (pass worker= to Harness)")
     executor = _executor(worker)
@@ -64,10 +68,16 @@ def bind_run(harness: Harness, worker: WorkerAdapter, workspace: Workspace, *, m
             f"the worker executes in {type(executor).__name__} object {id(executor):#x}, not in the run's workspace "
             f"{id(workspace):#x}: the manager would check and roll back a namespace the worker does not use"
         )
-    checks.append("executor: the worker runs code in the run's workspace" if executor is not None
-                  else "executor: the worker does not expose its executor (not checked)")  # fmt: skip
-    missing = [(s.id, s.checkpoint_id) for s in (harness.store.load(i) for i in harness.store.ids())
-               if s.checkpoint_id and not workspace.has_checkpoint(s.checkpoint_id)]  # fmt: skip
+    checks.append(
+        "executor: the worker runs code in the run's workspace"
+        if executor is not None
+        else "executor: the worker does not expose its executor (not checked)"
+    )
+    missing = [
+        (s.id, s.checkpoint_id)
+        for s in (harness.store.load(i) for i in harness.store.ids())
+        if s.checkpoint_id and not workspace.has_checkpoint(s.checkpoint_id)
+    ]
     if missing:
         state, ckpt = missing[0]
         raise BindingError(
@@ -79,7 +89,9 @@ def bind_run(harness: Harness, worker: WorkerAdapter, workspace: Workspace, *, m
     start: str | None = None
     if manager and harness.config.on_budget_exhausted == "rollback":
         if not isinstance(workspace, Workspace):
-            raise BindingError(f"{type(workspace).__name__} cannot take checkpoints; rollback needs a Workspace")
+            raise BindingError(
+                f"{type(workspace).__name__} cannot take checkpoints; rollback needs a Workspace"
+            )
         try:
             workspace.snapshot(START_CHECKPOINT)
         except Exception as exc:  # the workspace says why

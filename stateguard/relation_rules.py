@@ -37,7 +37,9 @@ def normalize_relations(
                 raise ActionError(f"a '{rel.type}' relation needs related_state_id, e.g. 'S2'")
             continue
         if sid == draft_id:
-            raise ActionError(f"relation to {sid} is a self-reference; relate the draft to earlier committed states")
+            raise ActionError(
+                f"relation to {sid} is a self-reference; relate the draft to earlier committed states"
+            )
         if not is_committed(sid):
             raise ActionError(
                 f"relation to {sid}: no committed state has that id; use an id from the committed-state index"

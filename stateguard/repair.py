@@ -55,7 +55,9 @@ def plan_repair(
             + (" (the harness rolls back to the last valid checkpoint)" if rollback else "")
         )
     hint = args.error_hint
-    known = {v.name for v in draft.used_variables} | {v.key for v in draft.used_variables} | set(workspace_names)
+    known = (
+        {v.name for v in draft.used_variables} | {v.key for v in draft.used_variables} | set(workspace_names)
+    )
     known |= _field_names(v.value for v in draft.used_variables)  # e.g. a field of a reported result dict
     known |= {w for c in draft.conclusions for w in re.findall(r"[A-Za-z_][\w.]*", c.text)}
     localized = [v for v in dict.fromkeys(hint.error_variables) if v in known or is_committed_name(v)]

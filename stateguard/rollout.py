@@ -47,10 +47,15 @@ class RolloutResult(Record):
     stale_states: list[str] = Field(default_factory=list)
     worker_steps: int = 0
     manager_activations: int = 0
-    manager_llm_calls: int = Field(default=0, description="Model calls that got a real answer (completions only).")
-    manager_fallbacks: int = Field(default=0, description="Activations that ended without a decision of the policy.")
+    manager_llm_calls: int = Field(
+        default=0, description="Model calls that got a real answer (completions only)."
+    )
+    manager_fallbacks: int = Field(
+        default=0, description="Activations that ended without a decision of the policy."
+    )
     manager_usage: dict[str, int | float] = Field(
-        default_factory=dict, description="A model-backed manager's counters (stateguard.policies.usage.ManagerUsage)."
+        default_factory=dict,
+        description="A model-backed manager's counters (stateguard.policies.usage.ManagerUsage).",
     )
     repairs: int = 0
     degraded: bool = False
@@ -66,8 +71,16 @@ class RolloutResult(Record):
 
 
 class _Run:
-    def __init__(self, task: AgentTask, worker: WorkerAdapter, workspace: LiveWorkspace, flow: FlowConfig,
-                 manager: ManagerPolicy | None, run_dir: Path | None, harness_config: dict[str, Any]):  # fmt: skip
+    def __init__(
+        self,
+        task: AgentTask,
+        worker: WorkerAdapter,
+        workspace: LiveWorkspace,
+        flow: FlowConfig,
+        manager: ManagerPolicy | None,
+        run_dir: Path | None,
+        harness_config: dict[str, Any],
+    ):
         self.task, self.worker, self.ws, self.flow, self.manager = task, worker, workspace, flow, manager
         folder = None if run_dir is None else RolloutFolder(run_dir)
         self.store = StateStore(folder.store if folder else ":memory:")
@@ -111,9 +124,17 @@ class _Run:
             return None
         self.since_review = 0
         obs = self.harness.begin_review(event, terminal=terminal)
-        ctx = ManagerContext(task=self.task, turn=self.turn, regime=self.flow.regime, store=self.store,
-                             workspace=self.ws, steps=self.harness.steps, budget=self.harness.config.repair_budget,
-                             worker_budget_left=max(0, self.budget - self.used), trace=self.trace)  # fmt: skip
+        ctx = ManagerContext(
+            task=self.task,
+            turn=self.turn,
+            regime=self.flow.regime,
+            store=self.store,
+            workspace=self.ws,
+            steps=self.harness.steps,
+            budget=self.harness.config.repair_budget,
+            worker_budget_left=max(0, self.budget - self.used),
+            trace=self.trace,
+        )
         result: HarnessResult | None = None
         for _ in range(MAX_ACTIVATIONS_PER_REVIEW):
             self.activations += 1
@@ -141,20 +162,26 @@ class _Run:
                     gen.close()
                     return self.harness.degrade(proposal.reason)
                 if isinstance(proposal, Advice):
-                    proposal = gen.send(self.harness.advise(proposal.error_variables, proposal.faulty_reasoning))
+                    proposal = gen.send(
+                        self.harness.advise(proposal.error_variables, proposal.faulty_reasoning)
+                    )
                     continue
                 if isinstance(proposal, ModelResponse):
                     results = self.harness.propose(proposal.message)
-                    done = next((r for r in results if r.accepted and r.action in ControlAction.__members__), None)
+                    done = next(
+                        (r for r in results if r.accepted and r.action in ControlAction.__members__), None
+                    )
                     if done is not None:
                         return _finish(gen, results, done)
                     proposal = gen.send(results)
                     continue
                 if not isinstance(proposal, Action | RawAction):
                     gen.close()
-                    raise TypeError(f"manager {getattr(self.manager, 'name', None)!r} yielded {type(proposal).__name__} "
-                                    f"{str(proposal)[:80]!r}; yield an Action (Action.of(RepairArgs(...))), a RawAction, "
-                                    "a ModelResponse, Advice or Degrade")  # fmt: skip
+                    raise TypeError(
+                        f"manager {getattr(self.manager, 'name', None)!r} yielded {type(proposal).__name__} "
+                        f"{str(proposal)[:80]!r}; yield an Action (Action.of(RepairArgs(...))), a RawAction, "
+                        "a ModelResponse, Advice or Degrade"
+                    )
                 result = self.harness.apply(proposal)
                 if result.accepted and result.action in ControlAction.__members__:
                     return _finish(gen, result, result)
@@ -169,8 +196,13 @@ class _Run:
         regime, stage = self.flow.regime, self.harness.stage
         for action in (ControlAction.ABSTAIN, ControlAction.RESUME_WORKER, ControlAction.ABANDON_STATE):
             if is_legal(regime, stage, action):
-                self.trace.emit("manager_fallback", policy=getattr(self.manager, "name", None), stage=stage.value,
-                                exit=action.value, reason="the policy ended the activation without a decision")  # fmt: skip
+                self.trace.emit(
+                    "manager_fallback",
+                    policy=getattr(self.manager, "name", None),
+                    stage=stage.value,
+                    exit=action.value,
+                    reason="the policy ended the activation without a decision",
+                )
                 self.fallbacks += 1
                 result = self.harness.apply(Action.bare(action))
                 if result.accepted:
@@ -257,14 +289,23 @@ def rollout(
     task = agent_view(task)
     arm_name = arm or ("stateguard" if manager else "baseline")
     if (arm_name == "baseline") != (manager is None):
-        raise ValueError(f"arm {arm_name!r} with manager {getattr(manager, 'name', None)!r}: the baseline arm runs "
-                         "without a manager and every other arm with one")  # fmt: skip
+        raise ValueError(
+            f"arm {arm_name!r} with manager {getattr(manager, 'name', None)!r}: the baseline arm runs "
+            "without a manager and every other arm with one"
+        )
     path = None if run_dir is None else Path(run_dir)
     if path is not None and RolloutFolder(path).holds_run():
-        raise FileExistsError(f"{path} already holds a run ({STORE_FILE} / {TRACE_FILE}); use a new run_dir or delete it")
+        raise FileExistsError(
+            f"{path} already holds a run ({STORE_FILE} / {TRACE_FILE}); use a new run_dir or delete it"
+        )
     run = _Run(task, worker, workspace, flow, manager, path, harness_config or {})
-    run.trace.emit("run_start", task_id=task.task_id, arm=arm_name,
-                   flow=flow.model_dump(mode="json"), manager=getattr(manager, "name", None))  # fmt: skip
+    run.trace.emit(
+        "run_start",
+        task_id=task.task_id,
+        arm=arm_name,
+        flow=flow.model_dump(mode="json"),
+        manager=getattr(manager, "name", None),
+    )
     setup = workspace.run_cell(prelude(task))
     if not setup.ok:
         raise RuntimeError(f"task prelude failed in the workspace: {setup.error}")
@@ -285,13 +326,19 @@ def rollout(
     usage_record = getattr(manager, "usage", None)
     usage: dict[str, int | float] = usage_record.model_dump() if usage_record is not None else {}
     fallbacks = run.fallbacks + int(usage.get("fallbacks", 0))
-    run.trace.emit("manager_summary", activations=run.activations, llm_calls=llm_calls, repairs=run.repairs,
-                   fallbacks=fallbacks, usage=usage)  # fmt: skip
+    run.trace.emit(
+        "manager_summary",
+        activations=run.activations,
+        llm_calls=llm_calls,
+        repairs=run.repairs,
+        fallbacks=fallbacks,
+        usage=usage,
+    )
     answers = worker.final_answer()
     run.trace.emit("answers", answers={str(k): v for k, v in answers.items()})
     reasons = run.degraded_reasons + [str(r) for r in getattr(workspace, "degraded_reasons", [])]
     if len(reasons) > len(run.degraded_reasons):
-        run.trace.emit("workspace_degraded", reasons=reasons[len(run.degraded_reasons):])
+        run.trace.emit("workspace_degraded", reasons=reasons[len(run.degraded_reasons) :])
     result = RolloutResult(
         task_id=task.task_id,
         arm=arm_name,

@@ -36,7 +36,16 @@ from stateguard.store_check import (
     row_columns,
 )
 
-__all__ = ["immediate_transaction", "IndexEntry", "Invalidation", "Lineage", "StateStore", "StoreCorrupt", "StoreError", "VersionInfo"]
+__all__ = [
+    "immediate_transaction",
+    "IndexEntry",
+    "Invalidation",
+    "Lineage",
+    "StateStore",
+    "StoreCorrupt",
+    "StoreError",
+    "VersionInfo",
+]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -78,7 +87,6 @@ CREATE TABLE IF NOT EXISTS digests(id TEXT PRIMARY KEY, sha256 TEXT NOT NULL);
 """
 
 
-
 @contextmanager
 def immediate_transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """One write transaction that takes the write lock at once (no upgrade deadlock between
@@ -90,6 +98,7 @@ def immediate_transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection
         db.execute("ROLLBACK")
         raise
     db.execute("COMMIT")
+
 
 class IndexEntry(BaseModel):
     """One row of the compact committed-state index (paper Eq. 16)."""
@@ -176,8 +185,10 @@ class StateStore:
         if "digests" in tables:
             check_rows(row_columns(self._db), self._db.execute("SELECT id, sha256 FROM digests"), self.path)
         if "meta" not in tables:
-            raise StoreError(f"{self.path}: a SQLite file but not a StateGuard state store (no meta table); "
-                             "point at a run's states.sqlite, or use a new path")  # fmt: skip
+            raise StoreError(
+                f"{self.path}: a SQLite file but not a StateGuard state store (no meta table); "
+                "point at a run's states.sqlite, or use a new path"
+            )
 
     @classmethod
     def open_read_only(cls, path: str | Path) -> StateStore:
@@ -201,7 +212,9 @@ class StateStore:
             except sqlite3.DatabaseError as exc:
                 raise StoreError(f"{file}: not a StateGuard state store ({exc})") from None
             if found != SCHEMA_VERSION:
-                raise StoreError(f"{file}: store schema_version {found!r}, this code reads {SCHEMA_VERSION!r}")
+                raise StoreError(
+                    f"{file}: store schema_version {found!r}, this code reads {SCHEMA_VERSION!r}"
+                )
         except BaseException:
             store.close()
             raise
@@ -244,20 +257,38 @@ class StateStore:
         claims a version that no committed state defined. The digest of every row written is
         kept, so damage on disk is found when the store is next opened.
         """
-        row = (state.id, state_number(state.id), state.issue, json.dumps([c.text for c in state.conclusions]),
-               state.canonical_json())  # fmt: skip
+        row = (
+            state.id,
+            state_number(state.id),
+            state.issue,
+            json.dumps([c.text for c in state.conclusions]),
+            state.canonical_json(),
+        )
         relations = [(state.id, r.related_state_id, r.type.value) for r in state.relations]
-        variables = [(state.id, v.name, v.version, state_number(v.version), int(v.version == state.id),
-                      json.dumps(v.value, sort_keys=True, default=str)) for v in state.used_variables]  # fmt: skip
+        variables = [
+            (
+                state.id,
+                v.name,
+                v.version,
+                state_number(v.version),
+                int(v.version == state.id),
+                json.dumps(v.value, sort_keys=True, default=str),
+            )
+            for v in state.used_variables
+        ]
         with self._transaction() as db:
             self._check_new_state(db, state)
-            seq = db.execute("INSERT INTO states(id, num, issue, conclusions, record) VALUES(?, ?, ?, ?, ?)",
-                             row).lastrowid  # fmt: skip
+            seq = db.execute(
+                "INSERT INTO states(id, num, issue, conclusions, record) VALUES(?, ?, ?, ?, ?)", row
+            ).lastrowid
             assert seq is not None
             committed = int(seq)  # seq is the rowid and states are never deleted: it counts the commits
             db.executemany("INSERT INTO relations(state_id, upstream_id, type) VALUES(?, ?, ?)", relations)
-            db.executemany("INSERT INTO variables(state_id, name, version, version_num, defined, value) "
-                           "VALUES(?, ?, ?, ?, ?, ?)", variables)  # fmt: skip
+            db.executemany(
+                "INSERT INTO variables(state_id, name, version, version_num, defined, value) "
+                "VALUES(?, ?, ?, ?, ?, ?)",
+                variables,
+            )
             digest = commit_digest(row, relations, variables)
             db.execute("INSERT INTO digests(id, sha256) VALUES(?, ?)", (state.id, digest))
             self._propagate_invalidity(db, state)
@@ -319,13 +350,20 @@ class StateStore:
         for rel in state.relations:
             if rel.type is RelationType.INVALIDATE and rel.related_state_id is not None:
                 target = rel.related_state_id
-                theirs = {r[0] for r in db.execute("SELECT name FROM variables WHERE state_id=? AND defined=1", (target,))}
+                theirs = {
+                    r[0]
+                    for r in db.execute(
+                        "SELECT name FROM variables WHERE state_id=? AND defined=1", (target,)
+                    )
+                }
                 self._close_over(db, target, by=state.id, superseded=(defined & theirs) or None)
 
     def _causes(self, db: sqlite3.Connection, kind: str, key: str) -> list[tuple[str, str]]:
         return [
             (str(a), str(b))
-            for a, b in db.execute("SELECT invalidated_by, root FROM invalid WHERE kind=? AND key=?", (kind, key))
+            for a, b in db.execute(
+                "SELECT invalidated_by, root FROM invalid WHERE kind=? AND key=?", (kind, key)
+            )
         ]
 
     def _mark(self, db: sqlite3.Connection, sid: str, by: str, root: str, *, names: set[str] | None) -> bool:
@@ -336,7 +374,9 @@ class StateStore:
         )
         if cur.rowcount == 0:
             return False
-        for (name,) in db.execute("SELECT name FROM variables WHERE state_id=? AND defined=1", (sid,)).fetchall():
+        for (name,) in db.execute(
+            "SELECT name FROM variables WHERE state_id=? AND defined=1", (sid,)
+        ).fetchall():
             if names is None or name in names:
                 db.execute(
                     "INSERT OR IGNORE INTO invalid(kind, key, invalidated_by, root) VALUES('variable', ?, ?, ?)",
@@ -353,21 +393,28 @@ class StateStore:
             sid = queue.popleft()
             stale_names = [
                 str(name)
-                for (name,) in db.execute("SELECT name FROM variables WHERE state_id=? AND defined=1", (sid,)).fetchall()
+                for (name,) in db.execute(
+                    "SELECT name FROM variables WHERE state_id=? AND defined=1", (sid,)
+                ).fetchall()
                 if db.execute(
-                    "SELECT 1 FROM invalid WHERE kind='variable' AND key=? AND invalidated_by=?", (f"{name}@{sid}", by)
+                    "SELECT 1 FROM invalid WHERE kind='variable' AND key=? AND invalidated_by=?",
+                    (f"{name}@{sid}", by),
                 ).fetchone()
             ]
             nxt: list[str] = []
             for name in stale_names:
-                nxt += [str(r[0]) for r in db.execute(
-                    "SELECT state_id FROM variables WHERE name=? AND version=? AND defined=0", (name, sid)
-                )]  # fmt: skip
+                nxt += [
+                    str(r[0])
+                    for r in db.execute(
+                        "SELECT state_id FROM variables WHERE name=? AND version=? AND defined=0", (name, sid)
+                    )
+                ]
             for (down,) in db.execute(
                 "SELECT state_id FROM relations WHERE upstream_id=? AND type!='invalidate'", (sid,)
             ).fetchall():
                 used = db.execute(
-                    "SELECT 1 FROM variables WHERE state_id=? AND version=? AND defined=0 LIMIT 1", (down, sid)
+                    "SELECT 1 FROM variables WHERE state_id=? AND version=? AND defined=0 LIMIT 1",
+                    (down, sid),
                 ).fetchone()
                 if used is None:
                     nxt.append(str(down))

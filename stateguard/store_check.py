@@ -26,8 +26,19 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-__all__ = ["COUNTER_SUFFIX", "CommitCounter", "StoreCorrupt", "StoreError", "check_file", "check_pages", "check_rows",
-           "commit_digest", "damage_fix", "row_columns", "row_digest"]
+__all__ = [
+    "COUNTER_SUFFIX",
+    "CommitCounter",
+    "StoreCorrupt",
+    "StoreError",
+    "check_file",
+    "check_pages",
+    "check_rows",
+    "commit_digest",
+    "damage_fix",
+    "row_columns",
+    "row_digest",
+]
 
 COUNTER_SUFFIX = "-commits"
 _LINE = "stateguard-commits {:012d}\n"
@@ -46,9 +57,11 @@ class StoreCorrupt(StoreError):
 
 def damage_fix(path: str) -> str:
     folder = Path(path).parent
-    return (f"its states cannot be trusted. Rerun the rollout that wrote it (delete {folder} first; "
-            "`make eval ... resume=true` reruns an eval task whose folder is gone), or restore the file "
-            "from a copy")  # fmt: skip
+    return (
+        f"its states cannot be trusted. Rerun the rollout that wrote it (delete {folder} first; "
+        "`make eval ... resume=true` reruns an eval task whose folder is gone), or restore the file "
+        "from a copy"
+    )
 
 
 def check_file(path: Path, *, creating: bool) -> None:
@@ -57,8 +70,9 @@ def check_file(path: Path, *, creating: bool) -> None:
     empty one. `creating=False` also requires the file to exist."""
     if not path.exists():
         if not creating:
-            raise StoreCorrupt(f"{path}: no state store here (a run's arm folder holds states.sqlite next to "
-                               "trace.jsonl)")  # fmt: skip
+            raise StoreCorrupt(
+                f"{path}: no state store here (a run's arm folder holds states.sqlite next to trace.jsonl)"
+            )
         return
     if not path.is_file():
         raise StoreCorrupt(f"{path}: not a file; point at the states.sqlite of a run")
@@ -74,10 +88,13 @@ def check_pages(db: sqlite3.Connection, path: str) -> None:
     try:
         rows = [str(r[0]) for r in db.execute("PRAGMA quick_check(5)").fetchall()]
     except sqlite3.DatabaseError as exc:
-        raise StoreCorrupt(f"{path}: not a StateGuard state store, or a damaged one ({exc}); "
-                           f"{damage_fix(path)}") from None
+        raise StoreCorrupt(
+            f"{path}: not a StateGuard state store, or a damaged one ({exc}); {damage_fix(path)}"
+        ) from None
     if rows != ["ok"]:
-        raise StoreCorrupt(f"{path}: the store is damaged (quick_check: {'; '.join(rows)}); {damage_fix(path)}")
+        raise StoreCorrupt(
+            f"{path}: the store is damaged (quick_check: {'; '.join(rows)}); {damage_fix(path)}"
+        )
 
 
 def row_digest(*columns: str | bytes) -> str:
@@ -87,8 +104,9 @@ def row_digest(*columns: str | bytes) -> str:
     return hashlib.sha256(b"\x00".join(parts)).hexdigest()
 
 
-def commit_digest(row: Sequence[object], relations: Sequence[Sequence[object]],
-                  variables: Sequence[Sequence[object]]) -> str:  # fmt: skip
+def commit_digest(
+    row: Sequence[object], relations: Sequence[Sequence[object]], variables: Sequence[Sequence[object]]
+) -> str:
     """The digest `commit` stores for a state: over the states row (id, issue, conclusions, record;
     `row` as inserted, with its number second) and its relation and variable rows (as inserted,
     without the leading state id), in order."""
@@ -101,8 +119,10 @@ def commit_digest(row: Sequence[object], relations: Sequence[Sequence[object]],
 def row_columns(db: sqlite3.Connection) -> dict[str, list[bytes]]:
     """Per state, the bytes `commit_digest` hashed, read back from the database."""
     out: dict[str, list[bytes]] = {}
-    for row in db.execute("SELECT id, CAST(id AS BLOB), CAST(issue AS BLOB), CAST(conclusions AS BLOB), "
-                          "CAST(record AS BLOB) FROM states ORDER BY seq"):  # fmt: skip
+    for row in db.execute(
+        "SELECT id, CAST(id AS BLOB), CAST(issue AS BLOB), CAST(conclusions AS BLOB), "
+        "CAST(record AS BLOB) FROM states ORDER BY seq"
+    ):
         out[row[0]] = list(row[1:])
     for query in (
         "SELECT state_id, CAST(COALESCE(upstream_id, '') AS BLOB), CAST(type AS BLOB) FROM relations ORDER BY rowid",
@@ -125,8 +145,10 @@ def check_rows(columns: dict[str, list[bytes]], digests: Iterable[tuple[str, str
     bad = [str(sid) for sid, digest in digests if row_digest(*columns.get(str(sid), [])) != digest]
     if bad:
         shown = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
-        raise StoreCorrupt(f"{path}: committed state(s) {shown} changed on disk after their commit (their "
-                           f"digests no longer match); {damage_fix(path)}")  # fmt: skip
+        raise StoreCorrupt(
+            f"{path}: committed state(s) {shown} changed on disk after their commit (their "
+            f"digests no longer match); {damage_fix(path)}"
+        )
 
 
 class CommitCounter:

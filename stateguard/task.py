@@ -36,8 +36,11 @@ class AgentTurn(BaseModel):
     turn_id: int = Field(ge=1)
     context: str = ""
     question: str
-    visible: dict[str, Any] = Field(default_factory=dict, description="Benchmark fields the worker protocol may "
-                                    "show (e.g. DABstep's raw question and guidelines).")
+    visible: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Benchmark fields the worker protocol may "
+        "show (e.g. DABstep's raw question and guidelines).",
+    )
 
     def prompt(self) -> str:
         """Agent-visible text of the turn: context, then question."""
@@ -75,14 +78,18 @@ class Turn(BaseModel):
     question: str
     code: str = Field(default="", description="Reference program (hidden from agents).")
     answer: Any = Field(default=None, description="Expected answer fields (hidden from agents).")
-    visible: dict[str, Any] = Field(default_factory=dict, description="Copied to the agent view (AgentTurn.visible).")
+    visible: dict[str, Any] = Field(
+        default_factory=dict, description="Copied to the agent view (AgentTurn.visible)."
+    )
 
     def prompt(self) -> str:
         """Agent-visible text of the turn: context, then question."""
         return self.agent_view().prompt()
 
     def agent_view(self) -> AgentTurn:
-        return AgentTurn(turn_id=self.turn_id, context=self.context, question=self.question, visible=self.visible)
+        return AgentTurn(
+            turn_id=self.turn_id, context=self.context, question=self.question, visible=self.visible
+        )
 
 
 class Task(BaseModel):
@@ -107,7 +114,9 @@ class Task(BaseModel):
 
     def agent_view(self) -> AgentTask:
         """The task without its reference code and answers: what workers and managers receive."""
-        return AgentTask(task_id=self.task_id, turns=[t.agent_view() for t in self.turns], base_path=self.base_path)
+        return AgentTask(
+            task_id=self.task_id, turns=[t.agent_view() for t in self.turns], base_path=self.base_path
+        )
 
 
 def agent_view(task: AgentTask | Task) -> AgentTask:
@@ -115,7 +124,7 @@ def agent_view(task: AgentTask | Task) -> AgentTask:
     return task.agent_view() if isinstance(task, Task) else task
 
 
-PRELUDE = '''
+PRELUDE = """
 import json, math, re
 import numpy as np
 import pandas as pd
@@ -135,7 +144,7 @@ def json_dumps_rounded(obj, ndigits=4, **kwargs):
 
 def print_result(obj, ndigits=4):
     print(json_dumps_rounded(obj, ndigits, ensure_ascii=False, indent=2))
-'''
+"""
 
 
 def prelude(task: AgentTask | Task) -> str:
@@ -152,15 +161,21 @@ def _reference_problem(turn: Turn, raw: dict[str, Any]) -> tuple[str, str] | Non
     if not isinstance(raw.get("code"), str):
         return "code", "missing or not a string: every turn needs its reference program (Python source)"
     if "answer" not in raw:
-        return "answer", "missing: every turn needs the expected answer, a JSON object of the requested fields"
+        return (
+            "answer",
+            "missing: every turn needs the expected answer, a JSON object of the requested fields",
+        )
     if not isinstance(turn.answer, dict) or not turn.answer:
-        return "answer", (f"is {type(turn.answer).__name__} {str(turn.answer)[:40]!r}, expected a non-empty JSON "
-                          'object of the requested fields, e.g. {"revenue": 720.5}')  # fmt: skip
+        return "answer", (
+            f"is {type(turn.answer).__name__} {str(turn.answer)[:40]!r}, expected a non-empty JSON "
+            'object of the requested fields, e.g. {"revenue": 720.5}'
+        )
     return None
 
 
-def load_task(folder: str | Path, *, task_id: str | None = None, base_path: str | None = None,
-              reference: bool = True) -> Task:  # fmt: skip
+def load_task(
+    folder: str | Path, *, task_id: str | None = None, base_path: str | None = None, reference: bool = True
+) -> Task:
     """Read `<folder>/task.json`; errors name the file, the turn and the field, and say the fix.
 
     With `reference` (benchmark and synthesis files), every turn must carry its reference `code`
@@ -172,14 +187,18 @@ def load_task(folder: str | Path, *, task_id: str | None = None, base_path: str 
     try:
         size = path.stat().st_size
         if size > MAX_TASK_BYTES:
-            raise ValueError(f"{path}: {size:,} bytes; a task.json is at most {MAX_TASK_BYTES:,} bytes (turn text "
-                             "only: put data in files under the task's data folder)")  # fmt: skip
+            raise ValueError(
+                f"{path}: {size:,} bytes; a task.json is at most {MAX_TASK_BYTES:,} bytes (turn text "
+                "only: put data in files under the task's data folder)"
+            )
         raw = json.loads(path.read_bytes().decode("utf-8"))
     except FileNotFoundError:
         raise FileNotFoundError(f"{path}: no task.json here; pass the task folder (…/taskN)") from None
     except UnicodeDecodeError as exc:
-        raise ValueError(f"{path}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start}); "
-                         "save the file as UTF-8") from None  # fmt: skip
+        raise ValueError(
+            f"{path}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start}); "
+            "save the file as UTF-8"
+        ) from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
     if not isinstance(raw, list):
@@ -188,7 +207,9 @@ def load_task(folder: str | Path, *, task_id: str | None = None, base_path: str 
         raise ValueError(f"{path}: the list of turns is empty; a task needs at least one turn")
     turns = []
     for i, item in enumerate(raw):
-        where = f"{path}: turn #{i + 1}" + (f" (turn_id {item.get('turn_id')})" if isinstance(item, dict) else "")
+        where = f"{path}: turn #{i + 1}" + (
+            f" (turn_id {item.get('turn_id')})" if isinstance(item, dict) else ""
+        )
         try:
             turn = Turn.model_validate(item)
         except ValidationError as exc:
@@ -197,9 +218,11 @@ def load_task(folder: str | Path, *, task_id: str | None = None, base_path: str 
             raise ValueError(f"{where}, field '{field}': {first['msg']}") from None
         chars = len(json.dumps(item, ensure_ascii=False))
         if chars > MAX_TURN_CHARS:
-            raise ValueError(f"{where}: {chars:,} characters; a turn is at most {MAX_TURN_CHARS:,} (question, "
-                             "context, code and answer together); put large data in files under the task's data "
-                             "folder")  # fmt: skip
+            raise ValueError(
+                f"{where}: {chars:,} characters; a turn is at most {MAX_TURN_CHARS:,} (question, "
+                "context, code and answer together); put large data in files under the task's data "
+                "folder"
+            )
         problem = _reference_problem(turn, item) if reference else None
         if problem is not None:
             raise ValueError(f"{where}, field '{problem[0]}': {problem[1]}")

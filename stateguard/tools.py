@@ -110,7 +110,9 @@ def run_tool(
         return ToolResult(tool=name, ok=True, data=store.load(args.state_id).model_dump(mode="json"))
     if isinstance(args, RunProbeArgs):
         if workspace is None:
-            return ToolResult(tool=name, ok=False, error="run_probe needs a workspace; none is attached to this run")
+            return ToolResult(
+                tool=name, ok=False, error="run_probe needs a workspace; none is attached to this run"
+            )
         probe = workspace.run_probe(args.code)
         return ToolResult(tool=name, ok=probe.ok, data=probe.model_dump(mode="json"), error=probe.error)
     raise AssertionError(f"unhandled tool {name}")

@@ -38,7 +38,9 @@ def _event(raw: dict[str, Any], where: str) -> TraceEvent:
         return EVENTS.validate_python(raw)
     except ValidationError as exc:
         kind = raw.get("kind")
-        raise ValueError(f"{where}: not a valid {kind!r} trace event: {describe_errors(exc, drop=str(kind))}") from None
+        raise ValueError(
+            f"{where}: not a valid {kind!r} trace event: {describe_errors(exc, drop=str(kind))}"
+        ) from None
 
 
 class Trace:
@@ -71,7 +73,13 @@ class Trace:
         return self._seq + (len(self._buffer) if self._buffer is not None else 0)
 
     def emit(self, kind: str, **data: Any) -> TraceEvent:
-        raw = {"schema_version": SCHEMA_VERSION, "seq": self.next_seq, "kind": kind, "ts": self._clock(), "data": data}
+        raw = {
+            "schema_version": SCHEMA_VERSION,
+            "seq": self.next_seq,
+            "kind": kind,
+            "ts": self._clock(),
+            "data": data,
+        }
         # The line is the emitted payload as given (no defaults added); validating it first makes
         # a field that its kind's model does not declare, or a missing one, fail here.
         line = json.dumps(raw, sort_keys=True, default=str)
@@ -114,7 +122,9 @@ class Trace:
         return self.path.read_text().splitlines()
 
     def events(self) -> list[TraceEvent]:
-        return [_event(json.loads(line), f"{self.path or 'trace'}:{n}") for n, line in enumerate(self.lines(), 1)]
+        return [
+            _event(json.loads(line), f"{self.path or 'trace'}:{n}") for n, line in enumerate(self.lines(), 1)
+        ]
 
 
 def read_trace(path: str | Path) -> list[TraceEvent]:

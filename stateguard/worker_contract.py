@@ -27,7 +27,9 @@ class WorkerMessage(BaseModel):
 
     @classmethod
     def from_hint(cls, hint: Hint) -> WorkerMessage:
-        return cls(kind="state_hint" if hint.kind == "state" else "repair_hint", text=hint.render(), hint=hint)
+        return cls(
+            kind="state_hint" if hint.kind == "state" else "repair_hint", text=hint.render(), hint=hint
+        )
 
     @classmethod
     def user_turn(cls, turn: AgentTurn) -> WorkerMessage:

@@ -121,7 +121,10 @@ def cell_names(code: str, facts: CellFacts) -> tuple[list[str], list[str]]:
     if not facts.traced:
         flow = cell_dataflow(code)
         return flow.reads, flow.writes
-    return ([n for n in facts.roots_read() if n.isidentifier()], [n for n in facts.roots_written() if n.isidentifier()])
+    return (
+        [n for n in facts.roots_read() if n.isidentifier()],
+        [n for n in facts.roots_written() if n.isidentifier()],
+    )
 
 
 def shape_of(value: Any) -> list[int] | None:
@@ -168,7 +171,9 @@ class DictWorkspace:
         self.namespace: dict[str, Any] = dict(namespace or {})
         self._checkpoints: dict[str, dict[str, Any]] = {}
         self.dataflow = DataflowGraph()
-        self.recorder = CellRecorder()  # statement-level dataflow with run-time facts, like the sandbox kernel
+        self.recorder = (
+            CellRecorder()
+        )  # statement-level dataflow with run-time facts, like the sandbox kernel
         self.degraded_reasons: list[str] = []  # nothing in-process can be lost behind its back
         self._cells = 0
         self._listing: list[VariableSummary] | None = None  # cached until the namespace may change
@@ -203,9 +208,18 @@ class DictWorkspace:
         stale = self.dataflow.apply(cell_id, facts)
         reads, writes = cell_names(code, facts)
         return CellResult(
-            cell_id=cell_id, ok=error is None, stdout=out.getvalue(), stderr=err.getvalue(), value=value,
-            error=error, traceback=tb, wall_s=wall, reads=reads, writes=writes, stale_reads=stale,
-        )  # fmt: skip
+            cell_id=cell_id,
+            ok=error is None,
+            stdout=out.getvalue(),
+            stderr=err.getvalue(),
+            value=value,
+            error=error,
+            traceback=tb,
+            wall_s=wall,
+            reads=reads,
+            writes=writes,
+            stale_reads=stale,
+        )
 
     def get_value(self, name: str) -> Any:
         return self.namespace[name]

@@ -34,9 +34,19 @@ def _cpu_s() -> float:
 
 def measure(datasets: list[str], tasks: int, out: Path, profile: Path | None = None) -> dict[str, float]:
     with initialize_config_dir(config_dir=str(CONFIGS), version_base=None):
-        cfg = compose("synth", overrides=["synth=debug", f"out_dir={out}", "progress=false", "workers=1",
-                                          f"datasets=[{','.join(datasets)}]", f"tasks_per_dataset={tasks}",
-                                          f"shapes.dabstep={tasks}", f"shapes.dacomp_de={tasks}"])  # fmt: skip
+        cfg = compose(
+            "synth",
+            overrides=[
+                "synth=debug",
+                f"out_dir={out}",
+                "progress=false",
+                "workers=1",
+                f"datasets=[{','.join(datasets)}]",
+                f"tasks_per_dataset={tasks}",
+                f"shapes.dabstep={tasks}",
+                f"shapes.dacomp_de={tasks}",
+            ],
+        )
     cpu0, wall0 = _cpu_s(), time.perf_counter()
     prof = cProfile.Profile() if profile is not None else None
     if prof is not None:
@@ -48,19 +58,34 @@ def measure(datasets: list[str], tasks: int, out: Path, profile: Path | None = N
     cpu, wall = _cpu_s() - cpu0, time.perf_counter() - wall0
     export = result.export or {}
     kept = float(export.get("kept", 0))
-    return {"tasks": float(len(result.tasks)), "attempted": float(export.get("trajectories", 0)), "kept": kept,
-            "cpu_s": cpu, "wall_s": wall, "export_s": float(export.get("elapsed_s", 0.0)),
-            "per_cpu_min": 60 * kept / cpu if cpu else 0.0}  # fmt: skip
+    return {
+        "tasks": float(len(result.tasks)),
+        "attempted": float(export.get("trajectories", 0)),
+        "kept": kept,
+        "cpu_s": cpu,
+        "wall_s": wall,
+        "export_s": float(export.get("elapsed_s", 0.0)),
+        "per_cpu_min": 60 * kept / cpu if cpu else 0.0,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m synthesis.corpus_bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--datasets", default="penguins,gapminder;nyc",
-                        help="';'-separated rows, each a ','-separated dataset list")  # fmt: skip
+    parser = argparse.ArgumentParser(
+        prog="python -m synthesis.corpus_bench", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument(
+        "--datasets",
+        default="penguins,gapminder;nyc",
+        help="';'-separated rows, each a ','-separated dataset list",
+    )
     parser.add_argument("--tasks", type=int, default=1, help="per dataset: tasks of each shape")
     parser.add_argument("--profile", type=Path, default=None, help="cProfile output of the first row")
-    parser.add_argument("--keep", type=Path, default=None,
-                        help="build in KEEP/<row> and keep it (to compare outputs byte for byte across code changes)")
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        default=None,
+        help="build in KEEP/<row> and keep it (to compare outputs byte for byte across code changes)",
+    )
     args = parser.parse_args(argv)
     print("| datasets | tasks | attempted | kept | CPU s | wall s | kept / CPU-min | implied 2 cores / min |")
     print("|---|---|---|---|---|---|---|---|")
@@ -68,8 +93,11 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="sg-corpus-bench-") as tmp:
             out = Path(tmp) if args.keep is None else args.keep / row.replace(",", "+")
             m = measure(row.split(","), args.tasks, out, args.profile if i == 0 else None)
-        print(f"| {row} | {m['tasks']:.0f} | {m['attempted']:.0f} | {m['kept']:.0f} | {m['cpu_s']:.1f} | "
-              f"{m['wall_s']:.1f} | {m['per_cpu_min']:.1f} | {2 * m['per_cpu_min']:.0f} |", flush=True)  # fmt: skip
+        print(
+            f"| {row} | {m['tasks']:.0f} | {m['attempted']:.0f} | {m['kept']:.0f} | {m['cpu_s']:.1f} | "
+            f"{m['wall_s']:.1f} | {m['per_cpu_min']:.1f} | {2 * m['per_cpu_min']:.0f} |",
+            flush=True,
+        )
     return 0
 
 

@@ -49,7 +49,17 @@ from stateguard.teacher import TEACHER_VERSION, ActivationLog, flow_named
 from synthesis.stats import corpus_stats
 from synthesis.trajectories import TrajectoryRecord, generate, load_built_task, rejection_counts
 
-__all__ = ["ExportOptions", "activation_messages", "build_samples", "dedup_atomic", "export", "main", "rl_prompts", "write_rl", "write_sft"]
+__all__ = [
+    "ExportOptions",
+    "activation_messages",
+    "build_samples",
+    "dedup_atomic",
+    "export",
+    "main",
+    "rl_prompts",
+    "write_rl",
+    "write_sft",
+]
 
 ABILITY = "state_management"
 DATA_SOURCE = "stateguard_synth"
@@ -74,24 +84,39 @@ def activation_messages(act: ActivationLog, prefix: str) -> list[dict[str, Any]]
             results.clear()
 
     for k, action in enumerate(a for a in act.actions if a.accepted):
-        call = {"id": f"call_{act.index}_{k}", "type": "function",
-                "function": {"name": action.name, "arguments": json.dumps(action.arguments, sort_keys=True)}}  # fmt: skip
+        call = {
+            "id": f"call_{act.index}_{k}",
+            "type": "function",
+            "function": {"name": action.name, "arguments": json.dumps(action.arguments, sort_keys=True)},
+        }
         if action.control:
             flush()
             msgs.append({"role": "assistant", "content": "", "tool_calls": [call]})
             break
         pending.append(call)
-        results.append({"role": "tool", "tool_call_id": call["id"], "name": action.name,
-                        "content": json.dumps(action.tool_result, default=str, sort_keys=True)})  # fmt: skip
+        results.append(
+            {
+                "role": "tool",
+                "tool_call_id": call["id"],
+                "name": action.name,
+                "content": json.dumps(action.tool_result, default=str, sort_keys=True),
+            }
+        )
     return msgs
 
 
 def _labels(rec: TrajectoryRecord) -> dict[str, Any]:
     iv = rec.intervention
     flow = flow_named(rec.flow)
-    return {"intervention_kind": iv.kind.value if iv else "none", "intervention_op": iv.operation if iv else "none",
-            "t_star": rec.t_star if rec.t_star is not None else -1, "benign": rec.benign, "flow": rec.flow,
-            "regime": flow.regime.value, "teacher": rec.teacher}  # fmt: skip
+    return {
+        "intervention_kind": iv.kind.value if iv else "none",
+        "intervention_op": iv.operation if iv else "none",
+        "t_star": rec.t_star if rec.t_star is not None else -1,
+        "benign": rec.benign,
+        "flow": rec.flow,
+        "regime": flow.regime.value,
+        "teacher": rec.teacher,
+    }
 
 
 def _system(rec: TrajectoryRecord) -> dict[str, Any]:
@@ -105,17 +130,29 @@ def _relations(graph: dict[int, list[str]], turns: list[int]) -> str:
 def build_samples(rec: TrajectoryRecord, task: Task, relations: dict[int, list[str]]) -> list[dict[str, Any]]:
     system = _system(rec)
     tools = json.dumps(tool_schemas())
-    base = {"variant": rec.variant, "task_id": rec.task_id, "trajectory_id": rec.trajectory_id, "tools": tools,
-            **_labels(rec)}  # fmt: skip
+    base = {
+        "variant": rec.variant,
+        "task_id": rec.task_id,
+        "trajectory_id": rec.trajectory_id,
+        "tools": tools,
+        **_labels(rec),
+    }
     samples = []
     full: list[dict[str, Any]] = [system]
     seen_turn: int | None = None
     for act in rec.activations:
         turn = act.turn
         atomic = [system, *activation_messages(act, task_block(task.agent_view(), turn) + "\n\n")]
-        samples.append({**base, "kind": "atomic", "activation": act.index, "turn": turn or 0,
-                        "relations": _relations(relations, [turn] if turn else []),
-                        "messages": json.dumps(atomic)})  # fmt: skip
+        samples.append(
+            {
+                **base,
+                "kind": "atomic",
+                "activation": act.index,
+                "turn": turn or 0,
+                "relations": _relations(relations, [turn] if turn else []),
+                "messages": json.dumps(atomic),
+            }
+        )
         if seen_turn is None:
             prefix = task_block(task.agent_view(), turn) + "\n\n"
         elif turn != seen_turn and turn is not None:
@@ -124,8 +161,16 @@ def build_samples(rec: TrajectoryRecord, task: Task, relations: dict[int, list[s
             prefix = ""
         seen_turn = turn
         full.extend(activation_messages(act, prefix))
-    samples.append({**base, "kind": "full", "activation": -1, "turn": 0,
-                    "relations": _relations(relations, list(relations)), "messages": json.dumps(full)})  # fmt: skip
+    samples.append(
+        {
+            **base,
+            "kind": "full",
+            "activation": -1,
+            "turn": 0,
+            "relations": _relations(relations, list(relations)),
+            "messages": json.dumps(full),
+        }
+    )
     return samples
 
 
@@ -155,8 +200,14 @@ def _faulty_now(rec: TrajectoryRecord, act: ActivationLog) -> bool:
     if (act.segment != rec.stage) if segmented else (act.turn != rec.t_star):
         return False
     end = act.observation.get("pending_end_step")
-    runs = [s for s in rec.worker_steps if s.get("turn") == rec.t_star and s.get("purpose") in ("faulty", "recompute")
-            and end is not None and s["index"] <= end]  # fmt: skip
+    runs = [
+        s
+        for s in rec.worker_steps
+        if s.get("turn") == rec.t_star
+        and s.get("purpose") in ("faulty", "recompute")
+        and end is not None
+        and s["index"] <= end
+    ]
     return bool(runs) and runs[-1].get("purpose") == "faulty"
 
 
@@ -182,24 +233,42 @@ def rl_prompts(rec: TrajectoryRecord, task: Task) -> list[dict[str, Any]]:
         faulty = _faulty_now(rec, act)
         inconsistent = faulty and not rec.benign
         iv = rec.intervention
-        labels = {"g": int(inconsistent), "benign": bool(faulty and rec.benign),
-                  "affected_variables": truth.get("affected_variables") or ([rec.stage] if inconsistent else []),
-                  "intervention_kind": truth.get("intervention_kind") or (iv.kind.value if faulty and iv else None)}  # fmt: skip
-        user = {"role": "user", "content": task_block(task.agent_view(), act.turn) + "\n\n" + _observation(act)}
-        rows.append({
-            "data_source": DATA_SOURCE,
-            "prompt": [system, user],
-            "ability": ABILITY,
-            "reward_model": {"style": "rule", "ground_truth": json.dumps(truth, sort_keys=True)},
-            "extra_info": {
-                "task_id": rec.task_id, "turn": act.turn, "decision_point": act.index, "variant": rec.variant,
-                "flow": rec.flow, "teacher": rec.teacher,
-                "worker_prefix": json.dumps({"trajectory_id": rec.trajectory_id, "fault_turn": rec.t_star,
-                                             "faulty_code": rec.faulty_code, "worker_step_upto": last_step,
-                                             "plan": json.loads(plan)}),
-                "labels": json.dumps(labels, sort_keys=True),
-            },
-        })  # fmt: skip
+        labels = {
+            "g": int(inconsistent),
+            "benign": bool(faulty and rec.benign),
+            "affected_variables": truth.get("affected_variables") or ([rec.stage] if inconsistent else []),
+            "intervention_kind": truth.get("intervention_kind") or (iv.kind.value if faulty and iv else None),
+        }
+        user = {
+            "role": "user",
+            "content": task_block(task.agent_view(), act.turn) + "\n\n" + _observation(act),
+        }
+        rows.append(
+            {
+                "data_source": DATA_SOURCE,
+                "prompt": [system, user],
+                "ability": ABILITY,
+                "reward_model": {"style": "rule", "ground_truth": json.dumps(truth, sort_keys=True)},
+                "extra_info": {
+                    "task_id": rec.task_id,
+                    "turn": act.turn,
+                    "decision_point": act.index,
+                    "variant": rec.variant,
+                    "flow": rec.flow,
+                    "teacher": rec.teacher,
+                    "worker_prefix": json.dumps(
+                        {
+                            "trajectory_id": rec.trajectory_id,
+                            "fault_turn": rec.t_star,
+                            "faulty_code": rec.faulty_code,
+                            "worker_step_upto": last_step,
+                            "plan": json.loads(plan),
+                        }
+                    ),
+                    "labels": json.dumps(labels, sort_keys=True),
+                },
+            }
+        )
     return rows
 
 
@@ -216,19 +285,28 @@ def write_sft(samples: list[dict[str, Any]], out: Path, rejections: dict[str, in
     by = Counter((s["variant"], s["kind"]) for s in samples)
     kinds = Counter(s["intervention_kind"] for s in samples if s["kind"] == "full")
     lines = [
-        "# StateGuard manager SFT corpus (synthesized)", "",
+        "# StateGuard manager SFT corpus (synthesized)",
+        "",
         "Manager demonstrations from real rollouts of synthesized tasks: the scripted worker with an optional "
         "counterfactual intervention, the shared teacher (stateguard.teacher) demonstrating verification, kept by "
         "Keep(τ). Columns: messages (JSON chat), tools (JSON tool schemas), variant (clean, repair, heavy, abandon, "
         "benign, auto), kind (atomic, full), task_id, trajectory_id, turn, activation, relations, intervention_kind, "
         "intervention_op, t_star, benign (a hard negative: the intervention changed nothing), flow (longds, dabstep, "
-        "dacomp_de), regime (turn_aligned, segment_induced: which system prompt), teacher.", "",
-        f"Samples: {len(samples)}", "", "| variant | kind | count |", "|---|---|---|",
-        *[f"| {v} | {k} | {n} |" for (v, k), n in sorted(by.items())], "",
-        "Trajectories by intervention kind:", "",
-        *[f"- {k}: {n}" for k, n in sorted(kinds.items())], "",
-        f"Rejected trajectories by reason: {json.dumps(rejections)}", "",
-    ]  # fmt: skip
+        "dacomp_de), regime (turn_aligned, segment_induced: which system prompt), teacher.",
+        "",
+        f"Samples: {len(samples)}",
+        "",
+        "| variant | kind | count |",
+        "|---|---|---|",
+        *[f"| {v} | {k} | {n} |" for (v, k), n in sorted(by.items())],
+        "",
+        "Trajectories by intervention kind:",
+        "",
+        *[f"- {k}: {n}" for k, n in sorted(kinds.items())],
+        "",
+        f"Rejected trajectories by reason: {json.dumps(rejections)}",
+        "",
+    ]
     (out / "README.md").write_text("\n".join(lines), encoding="utf-8")
 
 
@@ -243,28 +321,53 @@ class ExportOptions(BaseModel):
     autos: int = Field(1, ge=0, description="auto trajectories kept per task (at most; turn-aligned tasks)")
     benign: int = Field(1, ge=0, description="benign hard negatives kept per task (at most)")
     heavy: int = Field(1, ge=0, description="light-then-heavy repair trajectories kept per task (at most)")
-    abandon: int = Field(1, ge=0, description="exhausted-budget trajectories kept per task (at most; turn-aligned)")
+    abandon: int = Field(
+        1, ge=0, description="exhausted-budget trajectories kept per task (at most; turn-aligned)"
+    )
     max_trajectories: int | None = Field(None, ge=1, description="stop adding tasks once this many are kept")
-    workers: int = Field(1, ge=1, description="processes (backend=process) or Ray tasks in flight (backend=ray)")
+    workers: int = Field(
+        1, ge=1, description="processes (backend=process) or Ray tasks in flight (backend=ray)"
+    )
     backend: str = Field("process", description="process | ray")
-    teacher: str = Field("rules", description="rules | llm (auto branches decided by an OpenAI-compatible model)")
+    teacher: str = Field(
+        "rules", description="rules | llm (auto branches decided by an OpenAI-compatible model)"
+    )
     progress: bool = True
 
 
 def _task_records(root: Path, out: Path, opts: ExportOptions) -> list[TrajectoryRecord]:
     """The trajectories of one task, cached in `out/records/<task_id>.jsonl` (a rerun resumes)."""
-    key = {"seed": opts.seed, "repairs": opts.repairs, "autos": opts.autos, "benign": opts.benign,
-           "heavy": opts.heavy, "abandon": opts.abandon, "teacher": opts.teacher, "version": TEACHER_VERSION}
+    key = {
+        "seed": opts.seed,
+        "repairs": opts.repairs,
+        "autos": opts.autos,
+        "benign": opts.benign,
+        "heavy": opts.heavy,
+        "abandon": opts.abandon,
+        "teacher": opts.teacher,
+        "version": TEACHER_VERSION,
+    }
     cache = CorpusFolder(out).record_file(root.name)
     if cache.is_file():
         lines = cache.read_text(encoding="utf-8").splitlines()
         if lines and json.loads(lines[0]) == key:
             return [TrajectoryRecord.model_validate_json(x) for x in lines[1:]]
-    recs = generate(root, out, seed=opts.seed, repairs=opts.repairs, autos=opts.autos, benign=opts.benign,
-                    heavy=opts.heavy, abandon=opts.abandon, teacher=opts.teacher)
+    recs = generate(
+        root,
+        out,
+        seed=opts.seed,
+        repairs=opts.repairs,
+        autos=opts.autos,
+        benign=opts.benign,
+        heavy=opts.heavy,
+        abandon=opts.abandon,
+        teacher=opts.teacher,
+    )
     cache.parent.mkdir(parents=True, exist_ok=True)
     tmp = cache.with_suffix(".tmp")
-    tmp.write_text("\n".join([json.dumps(key), *(r.model_dump_json() for r in recs)]) + "\n", encoding="utf-8")
+    tmp.write_text(
+        "\n".join([json.dumps(key), *(r.model_dump_json() for r in recs)]) + "\n", encoding="utf-8"
+    )
     tmp.replace(cache)  # atomic: a killed export never leaves a half-written cache
     return recs
 
@@ -280,7 +383,9 @@ def _records_by_task(roots: list[Path], out: Path, opts: ExportOptions) -> dict[
                 done[root] = recs
                 bar.update()
         elif opts.workers > 1 and len(roots) > 1:
-            with ProcessPoolExecutor(max_workers=opts.workers, mp_context=get_context("spawn")) as pool:  # fork: see pipeline.py
+            with ProcessPoolExecutor(
+                max_workers=opts.workers, mp_context=get_context("spawn")
+            ) as pool:  # fork: see pipeline.py
                 futures = {pool.submit(_task_records, r, out, opts): r for r in roots}
                 for fut in as_completed(futures):
                     done[futures[fut]] = fut.result()
@@ -295,18 +400,41 @@ def _records_by_task(roots: list[Path], out: Path, opts: ExportOptions) -> dict[
     return done
 
 
-def export(tasks_dir: str | Path, out_dir: str | Path, *, seed: int = 0, repairs: int = 2, autos: int = 1,
-           benign: int = 1, heavy: int = 1, abandon: int = 1, max_trajectories: int | None = None,
-           workers: int = 1, backend: str = "process", progress: bool = False, teacher: str = "rules",
-           started: float | None = None) -> dict[str, Any]:  # fmt: skip
+def export(
+    tasks_dir: str | Path,
+    out_dir: str | Path,
+    *,
+    seed: int = 0,
+    repairs: int = 2,
+    autos: int = 1,
+    benign: int = 1,
+    heavy: int = 1,
+    abandon: int = 1,
+    max_trajectories: int | None = None,
+    workers: int = 1,
+    backend: str = "process",
+    progress: bool = False,
+    teacher: str = "rules",
+    started: float | None = None,
+) -> dict[str, Any]:
     """Trajectories for every built task under `tasks_dir` -> SFT dataset + RL parquet under `out_dir`.
 
     Deterministic for a seed whatever the parallelism: tasks are processed in name order and
     their records cached per task, so an interrupted export resumes where it stopped.
     """
-    opts = ExportOptions(seed=seed, repairs=repairs, autos=autos, benign=benign, heavy=heavy, abandon=abandon,
-                         max_trajectories=max_trajectories, workers=workers, backend=backend, progress=progress,
-                         teacher=teacher)  # fmt: skip
+    opts = ExportOptions(
+        seed=seed,
+        repairs=repairs,
+        autos=autos,
+        benign=benign,
+        heavy=heavy,
+        abandon=abandon,
+        max_trajectories=max_trajectories,
+        workers=workers,
+        backend=backend,
+        progress=progress,
+        teacher=teacher,
+    )
     if opts.backend not in ("process", "ray"):
         raise ValueError(f"export backend={opts.backend!r}: use process or ray")
     start = time.perf_counter()
@@ -336,18 +464,27 @@ def export(tasks_dir: str | Path, out_dir: str | Path, *, seed: int = 0, repairs
     write_sft(samples, out / "sft", rejections)
     write_rl(rows, out / "rl" / "prompts.parquet")
     summary = {
-        "tasks": len(by_task), "trajectories": len(records), "kept": n_kept,
+        "tasks": len(by_task),
+        "trajectories": len(records),
+        "kept": n_kept,
         "kept_by_variant": dict(sorted(Counter(r.variant for r in records if r.keep).items())),
         "attempted_by_variant": dict(sorted(Counter(r.variant for r in records).items())),
         "rejections": rejections,
-        "sft_samples": dict(Counter(s["kind"] for s in samples)), "sft_duplicates_dropped": duplicates,
+        "sft_samples": dict(Counter(s["kind"] for s in samples)),
+        "sft_duplicates_dropped": duplicates,
         "rl_prompts": len(rows),
         "rl_by_action": dict(Counter(json.loads(r["reward_model"]["ground_truth"])["action"] for r in rows)),
         "rl_inconsistent": sum(json.loads(r["extra_info"]["labels"])["g"] for r in rows),
         "elapsed_s": round(time.perf_counter() - start, 2),
-    }  # fmt: skip
-    stats = corpus_stats(kept, records, samples, rows, tasks=len(by_task),
-                         elapsed_s=time.perf_counter() - (started if started is not None else start))  # fmt: skip
+    }
+    stats = corpus_stats(
+        kept,
+        records,
+        samples,
+        rows,
+        tasks=len(by_task),
+        elapsed_s=time.perf_counter() - (started if started is not None else start),
+    )
     (out / "corpus_stats.json").write_text(stats.model_dump_json(indent=1) + "\n", encoding="utf-8")
     (out / "corpus_stats.md").write_text(render_markdown(stats), encoding="utf-8")
     summary["benign_share"] = round(stats.benign_share, 4)
@@ -358,23 +495,44 @@ def export(tasks_dir: str | Path, out_dir: str | Path, *, seed: int = 0, repairs
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m synthesis.export", description=__doc__.splitlines()[0])
     parser.add_argument("tasks_dir", help="folder of built tasks (<task_id>/agent, hidden)")
-    parser.add_argument("out_dir", help="receives sft/ (datasets), rl/prompts.parquet, runs/ and export_summary.json")
+    parser.add_argument(
+        "out_dir", help="receives sft/ (datasets), rl/prompts.parquet, runs/ and export_summary.json"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repairs", type=int, default=2, help="repair trajectories kept per task (at most)")
     parser.add_argument("--autos", type=int, default=1, help="auto trajectories kept per task (at most)")
     parser.add_argument("--benign", type=int, default=1, help="benign hard negatives kept per task (at most)")
-    parser.add_argument("--heavy", type=int, default=1, help="light-then-heavy repair trajectories per task (at most)")
-    parser.add_argument("--abandon", type=int, default=1, help="exhausted-budget trajectories per task (at most)")
+    parser.add_argument(
+        "--heavy", type=int, default=1, help="light-then-heavy repair trajectories per task (at most)"
+    )
+    parser.add_argument(
+        "--abandon", type=int, default=1, help="exhausted-budget trajectories per task (at most)"
+    )
     parser.add_argument("--max-trajectories", type=int, default=None, help="cap on kept trajectories")
     parser.add_argument("--workers", type=int, default=1, help="parallel processes (or Ray tasks in flight)")
     parser.add_argument("--backend", choices=["process", "ray"], default="process")
-    parser.add_argument("--teacher", choices=["rules", "llm"], default="rules",
-                        help="llm: auto branches decided by the STATEGUARD_MANAGER_* endpoint (rules checks first)")
+    parser.add_argument(
+        "--teacher",
+        choices=["rules", "llm"],
+        default="rules",
+        help="llm: auto branches decided by the STATEGUARD_MANAGER_* endpoint (rules checks first)",
+    )
     args = parser.parse_args(argv)
-    summary = export(args.tasks_dir, args.out_dir, seed=args.seed, repairs=args.repairs, autos=args.autos,
-                     benign=args.benign, heavy=args.heavy, abandon=args.abandon,
-                     max_trajectories=args.max_trajectories, workers=args.workers, backend=args.backend,
-                     progress=True, teacher=args.teacher)  # fmt: skip
+    summary = export(
+        args.tasks_dir,
+        args.out_dir,
+        seed=args.seed,
+        repairs=args.repairs,
+        autos=args.autos,
+        benign=args.benign,
+        heavy=args.heavy,
+        abandon=args.abandon,
+        max_trajectories=args.max_trajectories,
+        workers=args.workers,
+        backend=args.backend,
+        progress=True,
+        teacher=args.teacher,
+    )
     print(json.dumps(summary, indent=1))
     print((Path(args.out_dir) / "corpus_stats.md").read_text(encoding="utf-8"))
     return 0

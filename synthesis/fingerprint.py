@@ -261,7 +261,9 @@ def _round_significant(f: np.ndarray, digits: int) -> np.ndarray:
     return v
 
 
-def _number_words(f: np.ndarray, digits: int, policy: CanonPolicy) -> tuple[list[np.ndarray], np.ndarray | None]:
+def _number_words(
+    f: np.ndarray, digits: int, policy: CanonPolicy
+) -> tuple[list[np.ndarray], np.ndarray | None]:
     """Lane words for float64 values, plus a mask of NaNs that the policy maps to NULL."""
     v = _round_significant(f, digits)
     with np.errstate(all="ignore"):
@@ -441,7 +443,12 @@ def _cell_words(arr: pa.Array, policy: CanonPolicy) -> tuple[list[np.ndarray], n
             null = nan_null if null is None else (null | nan_null)
     elif pa.types.is_decimal(t):
         words, null = _decimal_words(arr, policy, null)
-    elif pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
+    elif (
+        pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+    ):
         kind = BINARY if (pa.types.is_binary(t) or pa.types.is_large_binary(t)) else STRING
         bufs = arr.buffers()
         off_dtype = np.int64 if (pa.types.is_large_string(t) or pa.types.is_large_binary(t)) else np.int32
@@ -451,7 +458,9 @@ def _cell_words(arr: pa.Array, policy: CanonPolicy) -> tuple[list[np.ndarray], n
             offsets = np.frombuffer(
                 bufs[1], dtype=off_dtype, count=n + 1, offset=arr.offset * np.dtype(off_dtype).itemsize
             ).astype(np.int64)
-        data = np.frombuffer(bufs[2], dtype=np.uint8) if (n and bufs[2] is not None) else np.zeros(0, np.uint8)
+        data = (
+            np.frombuffer(bufs[2], dtype=np.uint8) if (n and bufs[2] is not None) else np.zeros(0, np.uint8)
+        )
         words = _string_words(offsets, data, kind)
     elif _is_view(t, "string"):
         return _cell_words(pc.cast(arr, pa.large_string()), policy)
@@ -628,7 +637,9 @@ def _concat(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
 # --------------------------------------------------------------------------------------------
 # Public API.
 # --------------------------------------------------------------------------------------------
-def _table_digests(table: pa.Table, policy: CanonPolicy, bits: int = 0) -> tuple[np.ndarray, np.ndarray | None]:
+def _table_digests(
+    table: pa.Table, policy: CanonPolicy, bits: int = 0
+) -> tuple[np.ndarray, np.ndarray | None]:
     """(n, 2) uint64 row digests, computed block by block. With `bits` > 0, also return each row's
     sort bucket: the top `bits` bits of lane 0, taken while the block is still in cache."""
     n = table.num_rows

@@ -100,7 +100,12 @@ def _py_column(col: pa.ChunkedArray) -> tuple[pa.DataType, list[Any]]:
         typ = col.type
     if pa.types.is_date32(typ):
         return typ, pc.cast(col, pa.int32()).to_pylist()
-    if pa.types.is_date64(typ) or pa.types.is_timestamp(typ) or pa.types.is_duration(typ) or pa.types.is_time(typ):
+    if (
+        pa.types.is_date64(typ)
+        or pa.types.is_timestamp(typ)
+        or pa.types.is_duration(typ)
+        or pa.types.is_time(typ)
+    ):
         return typ, pc.cast(col, pa.int64()).to_pylist()
     return typ, col.to_pylist()
 
@@ -227,14 +232,18 @@ def main(argv: list[str] | None = None) -> int:
         "one core, against a naive per-row Python version",
     )
     parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000], help="table sizes")
-    parser.add_argument("--naive-rows", type=int, default=200_000, help="rows for the naive version (0: skip)")
+    parser.add_argument(
+        "--naive-rows", type=int, default=200_000, help="rows for the naive version (0: skip)"
+    )
     parser.add_argument("--repeat", type=int, default=3, help="runs per size; the best one counts")
     args = parser.parse_args(argv)
 
     where = _pin_one_core()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"fingerprint benchmark: 6 columns (int64, float64, string, bool, date32, nullable int64), "
-          f"one core ({where}), load average {load:.1f}")
+    print(
+        f"fingerprint benchmark: 6 columns (int64, float64, string, bool, date32, nullable int64), "
+        f"one core ({where}), load average {load:.1f}"
+    )
     header = f"{'implementation':<14} {'rows':>11} {'wall s':>8} {'cpu s':>8} {'rows/s wall':>12} {'rows/s cpu':>12} {'peak MB':>8}"
     print(header)
     print("-" * len(header))
@@ -244,20 +253,26 @@ def main(argv: list[str] | None = None) -> int:
         wall, cpu, _ = _time(lambda table=table: fp.fingerprint(table), args.repeat)
         peak = _peak_numpy_mb(lambda table=table: fp.fingerprint(table))
         cpu_rate["fingerprint"] = n / cpu
-        print(f"{'fingerprint':<14} {n:>11,} {wall:>8.3f} {cpu:>8.3f} {n / wall:>12,.0f} {n / cpu:>12,.0f} {peak:>8.0f}")
+        print(
+            f"{'fingerprint':<14} {n:>11,} {wall:>8.3f} {cpu:>8.3f} {n / wall:>12,.0f} {n / cpu:>12,.0f} {peak:>8.0f}"
+        )
         del table
     if args.naive_rows:
         sample = make_table(args.naive_rows)
         wall, cpu, naive_hash = _time(lambda: naive_fingerprint(sample), 1)
         cpu_rate["naive"] = args.naive_rows / cpu
         n = args.naive_rows
-        print(f"{'naive per-row':<14} {n:>11,} {wall:>8.3f} {cpu:>8.3f} {n / wall:>12,.0f} {n / cpu:>12,.0f} {'':>8}")
+        print(
+            f"{'naive per-row':<14} {n:>11,} {wall:>8.3f} {cpu:>8.3f} {n / wall:>12,.0f} {n / cpu:>12,.0f} {'':>8}"
+        )
         same = naive_hash == fp.fingerprint(sample)
         print(f"naive hash == fingerprint hash on {n:,} rows: {same}")
         if not same:
             return 1
     if len(cpu_rate) == 2:
-        print(f"speedup (cpu rows/s, largest table vs naive): {cpu_rate['fingerprint'] / cpu_rate['naive']:,.0f}x")
+        print(
+            f"speedup (cpu rows/s, largest table vs naive): {cpu_rate['fingerprint'] / cpu_rate['naive']:,.0f}x"
+        )
     maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     print(f"process max RSS: {maxrss:,.0f} MB (includes the input tables)")
     return 0

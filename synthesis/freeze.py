@@ -43,7 +43,9 @@ def bench_manifest(out_dir: str | Path, task_ids: list[str]) -> dict[str, Any]:
     for task_id in sorted(task_ids):
         root = out / task_id
         if not root.is_dir():
-            raise FileNotFoundError(f"{root}: task folder missing; rebuild with `make synth ARGS=synth=bench`")
+            raise FileNotFoundError(
+                f"{root}: task folder missing; rebuild with `make synth ARGS=synth=bench`"
+            )
         files = sorted(p for p in root.rglob("*") if p.is_file())
         tasks[task_id] = {p.relative_to(root).as_posix(): _sha256_file(p) for p in files}
     return {"schema": SCHEMA, "tasks": tasks}
@@ -87,11 +89,15 @@ def check_frozen(manifest: dict[str, Any], frozen_path: str | Path, expected_sha
         raise FreezeError(f"{path}: no frozen benchmark manifest to compare with; {fix}")
     frozen = json.loads(path.read_text(encoding="utf-8"))
     if manifest_sha256(frozen) != (expected_sha256 or manifest_sha256(frozen)):
-        raise FreezeError(f"{path}: its hash {manifest_sha256(frozen)} is not the recorded {expected_sha256} "
-                          f"(configs/synth/bench.yaml frozen_sha256); {fix}")  # fmt: skip
+        raise FreezeError(
+            f"{path}: its hash {manifest_sha256(frozen)} is not the recorded {expected_sha256} "
+            f"(configs/synth/bench.yaml frozen_sha256); {fix}"
+        )
     diffs = _differences(manifest, frozen)
     if diffs or digest != manifest_sha256(frozen):
         shown = "; ".join(diffs[:10]) + (f"; ... {len(diffs) - 10} more" if len(diffs) > 10 else "")
-        raise FreezeError(f"the built benchmark (sha256 {digest}) differs from the frozen one "
-                          f"({manifest_sha256(frozen)}): {shown or 'manifest layout'}; {fix}")  # fmt: skip
+        raise FreezeError(
+            f"the built benchmark (sha256 {digest}) differs from the frozen one "
+            f"({manifest_sha256(frozen)}): {shown or 'manifest layout'}; {fix}"
+        )
     return digest

@@ -54,7 +54,9 @@ class TaskSpec(BaseModel):
     turns: int
     task_id: str
     shape: str = "longds"  # longds (turn-aligned) | dabstep | dacomp_de (segment-induced, synthesis.shapes)
-    source: SourceDataset | None = None  # a raw-task source table (B.1), registered in the worker before building
+    source: SourceDataset | None = (
+        None  # a raw-task source table (B.1), registered in the worker before building
+    )
 
 
 class TaskOutcome(BaseModel):
@@ -78,14 +80,20 @@ class SynthResult(BaseModel):
     built: int
     skipped: int
     by_dataset: dict[str, int] = Field(description="verified tasks present per dataset (built + skipped)")
-    by_source: dict[str, int] = Field(default_factory=dict,
-                                      description="verified tasks per raw-task source (dsbench, bird_interact, ida_bench)")
+    by_source: dict[str, int] = Field(
+        default_factory=dict,
+        description="verified tasks per raw-task source (dsbench, bird_interact, ida_bench)",
+    )
     relation_counts: dict[str, int] = Field(description="relation types summed over the verified tasks")
     tasks: list[str]
     dropped: list[DroppedTask]
     elapsed_s: float
-    export: dict[str, Any] | None = Field(default=None, description="summary of the SFT/RL export, when enabled")
-    bench_sha256: str | None = Field(default=None, description="SHA-256 of the benchmark manifest (freeze != off)")
+    export: dict[str, Any] | None = Field(
+        default=None, description="summary of the SFT/RL export, when enabled"
+    )
+    bench_sha256: str | None = Field(
+        default=None, description="SHA-256 of the benchmark manifest (freeze != off)"
+    )
 
 
 def _derive(seed: int, dataset: str, index: int) -> int:
@@ -94,7 +102,10 @@ def _derive(seed: int, dataset: str, index: int) -> int:
 
 
 def plan_specs(
-    datasets: list[str], tasks_per_dataset: int, turns: tuple[int, int], seed: int,
+    datasets: list[str],
+    tasks_per_dataset: int,
+    turns: tuple[int, int],
+    seed: int,
     shapes: dict[str, int] | None = None,
 ) -> list[TaskSpec]:
     """The task list for a master seed; duplicates (same dataset, seed and turns) are kept once.
@@ -121,12 +132,15 @@ def plan_specs(
                 task_id = shaped_task_id(name, shape, task_seed)
                 if task_id not in seen:
                     seen.add(task_id)
-                    specs.append(TaskSpec(dataset=name, index=i, seed=task_seed, turns=0, task_id=task_id, shape=shape))
+                    specs.append(
+                        TaskSpec(dataset=name, index=i, seed=task_seed, turns=0, task_id=task_id, shape=shape)
+                    )
     return specs
 
 
-def plan_source_specs(sources: list[SourceDataset], tasks_per_table: int, turns: tuple[int, int],
-                      seed: int) -> list[TaskSpec]:  # fmt: skip
+def plan_source_specs(
+    sources: list[SourceDataset], tasks_per_table: int, turns: tuple[int, int], seed: int
+) -> list[TaskSpec]:
     """Turn-aligned tasks over the raw-task source tables (synthesis.sources.external), seeded like
     `plan_specs`: `tasks_per_table` per table."""
     lo, hi = turns
@@ -136,8 +150,16 @@ def plan_source_specs(sources: list[SourceDataset], tasks_per_table: int, turns:
         for i in range(tasks_per_table):
             h = _derive(seed, name, i)
             task_seed, n_turns = h % 1_000_000, lo + (h >> 32) % (hi - lo + 1)
-            specs.append(TaskSpec(dataset=name, index=i, seed=task_seed, turns=n_turns,
-                                  task_id=f"{name}_s{task_seed}_t{n_turns}", source=sd))  # fmt: skip
+            specs.append(
+                TaskSpec(
+                    dataset=name,
+                    index=i,
+                    seed=task_seed,
+                    turns=n_turns,
+                    task_id=f"{name}_s{task_seed}_t{n_turns}",
+                    source=sd,
+                )
+            )
     return specs
 
 
@@ -158,8 +180,12 @@ def synth_one(spec: TaskSpec, out_dir: str, verify: bool = True, worker_faults: 
         register(spec.source)
     root = Path(out_dir) / spec.task_id
     if is_complete(root) and (not worker_faults or TaskFolder(root).faults.is_file()):
-        return TaskOutcome(task_id=spec.task_id, dataset=spec.dataset, status="skipped",
-                           relation_counts=_relation_counts(root))  # fmt: skip
+        return TaskOutcome(
+            task_id=spec.task_id,
+            dataset=spec.dataset,
+            status="skipped",
+            relation_counts=_relation_counts(root),
+        )
 
     def drop(reason: str) -> TaskOutcome:
         shutil.rmtree(root, ignore_errors=True)
@@ -167,11 +193,17 @@ def synth_one(spec: TaskSpec, out_dir: str, verify: bool = True, worker_faults: 
 
     try:
         if spec.shape == "longds":
-            built = build_task(out_dir, dataset=spec.dataset, seed=spec.seed, turns=spec.turns,
-                               worker_faults=worker_faults)  # fmt: skip
+            built = build_task(
+                out_dir, dataset=spec.dataset, seed=spec.seed, turns=spec.turns, worker_faults=worker_faults
+            )
         else:
-            built = build_shaped_task(out_dir, shape=spec.shape, dataset=spec.dataset, seed=spec.seed,  # type: ignore[arg-type]
-                                      worker_faults=worker_faults)  # fmt: skip
+            built = build_shaped_task(
+                out_dir,
+                shape=spec.shape,  # type: ignore[arg-type]
+                dataset=spec.dataset,
+                seed=spec.seed,
+                worker_faults=worker_faults,
+            )
     except Exception as exc:  # noqa: BLE001 - any build failure drops the task, with its reason
         return drop(f"build failed: {type(exc).__name__}: {exc}")
     if built != root:
@@ -181,8 +213,9 @@ def synth_one(spec: TaskSpec, out_dir: str, verify: bool = True, worker_faults: 
         if not report.ok:
             return drop(f"replay failed: {report.summary()}")
         write_marker(root, report)
-    return TaskOutcome(task_id=spec.task_id, dataset=spec.dataset, status="built",
-                       relation_counts=_relation_counts(root))  # fmt: skip
+    return TaskOutcome(
+        task_id=spec.task_id, dataset=spec.dataset, status="built", relation_counts=_relation_counts(root)
+    )
 
 
 def run(cfg: DictConfig) -> SynthResult:
@@ -190,15 +223,28 @@ def run(cfg: DictConfig) -> SynthResult:
     out_dir = Path(cfg.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     shapes = {str(k): int(v) for k, v in (cfg.get("shapes") or {}).items()}
-    specs = plan_specs(list(cfg.datasets), int(cfg.tasks_per_dataset), (int(cfg.turns.min), int(cfg.turns.max)),
-                       int(cfg.seed), shapes)  # fmt: skip
+    specs = plan_specs(
+        list(cfg.datasets),
+        int(cfg.tasks_per_dataset),
+        (int(cfg.turns.min), int(cfg.turns.max)),
+        int(cfg.seed),
+        shapes,
+    )
     src_cfg = cfg.get("sources") or {}
     folders = {k: src_cfg.get(k) for k in ("dsbench", "bird_interact", "ida_bench")}
     if any(folders.values()):
-        tables = prepare_sources(folders, out_dir / "_sources", max_tables=int(src_cfg.get("max_tables", 20)),
-                                 max_rows=int(src_cfg.get("max_rows", 20_000)))  # fmt: skip
-        specs += plan_source_specs(tables, int(src_cfg.get("tasks_per_table", 1)),
-                                   (int(cfg.turns.min), int(cfg.turns.max)), int(cfg.seed))  # fmt: skip
+        tables = prepare_sources(
+            folders,
+            out_dir / "_sources",
+            max_tables=int(src_cfg.get("max_tables", 20)),
+            max_rows=int(src_cfg.get("max_rows", 20_000)),
+        )
+        specs += plan_source_specs(
+            tables,
+            int(src_cfg.get("tasks_per_table", 1)),
+            (int(cfg.turns.min), int(cfg.turns.max)),
+            int(cfg.seed),
+        )
     verify = bool(cfg.verify_replay)
     faults = int(cfg.get("worker_faults", 0))
     workers = int(cfg.workers)
@@ -210,7 +256,9 @@ def run(cfg: DictConfig) -> SynthResult:
         if backend == "ray":
             from stateguard.parallel import map_tasks  # needs the `rl` extra (ray)
 
-            for _spec, outcome in map_tasks(synth_one, specs, str(out_dir), verify, faults, in_flight=workers):
+            for _spec, outcome in map_tasks(
+                synth_one, specs, str(out_dir), verify, faults, in_flight=workers
+            ):
                 outcomes.append(outcome)
                 bar.update()
         elif workers > 1 and len(specs) > 1:
@@ -227,8 +275,11 @@ def run(cfg: DictConfig) -> SynthResult:
                 bar.update()
     outcomes.sort(key=lambda o: o.task_id)
     kept = [o for o in outcomes if o.status != "dropped"]
-    dropped = [DroppedTask(task_id=o.task_id, dataset=o.dataset, reason=o.reason or "") for o in outcomes
-               if o.status == "dropped"]  # fmt: skip
+    dropped = [
+        DroppedTask(task_id=o.task_id, dataset=o.dataset, reason=o.reason or "")
+        for o in outcomes
+        if o.status == "dropped"
+    ]
     by_source = {s.task_id: s.source.source for s in specs if s.source is not None}
     for d in dropped:
         log.warning("dropped %s: %s", d.task_id, d.reason)
@@ -258,12 +309,22 @@ def run(cfg: DictConfig) -> SynthResult:
         from synthesis.export import export  # needs the `train` extra (datasets); imported only when used
 
         cap = export_cfg.get("max_trajectories")
-        summary = export(out_dir, Path(export_cfg.out_dir), seed=int(cfg.seed), repairs=int(export_cfg.repairs),
-                         autos=int(export_cfg.get("autos", 1)), benign=int(export_cfg.get("benign", 1)),
-                         heavy=int(export_cfg.get("heavy", 1)), abandon=int(export_cfg.get("abandon", 1)),
-                         max_trajectories=None if cap is None else int(cap),
-                         workers=workers, backend=backend, progress=bool(cfg.get("progress", True)),
-                         teacher=str(export_cfg.get("teacher", "rules")), started=start)  # fmt: skip
+        summary = export(
+            out_dir,
+            Path(export_cfg.out_dir),
+            seed=int(cfg.seed),
+            repairs=int(export_cfg.repairs),
+            autos=int(export_cfg.get("autos", 1)),
+            benign=int(export_cfg.get("benign", 1)),
+            heavy=int(export_cfg.get("heavy", 1)),
+            abandon=int(export_cfg.get("abandon", 1)),
+            max_trajectories=None if cap is None else int(cap),
+            workers=workers,
+            backend=backend,
+            progress=bool(cfg.get("progress", True)),
+            teacher=str(export_cfg.get("teacher", "rules")),
+            started=start,
+        )
         result.export = {**summary, "out_dir": str(export_cfg.out_dir)}
     (out_dir / SUMMARY).write_text(result.model_dump_json(indent=1) + "\n", encoding="utf-8")
     return result
@@ -272,14 +333,21 @@ def run(cfg: DictConfig) -> SynthResult:
 def _freeze(cfg: DictConfig, out_dir: Path, result: SynthResult, mode: str) -> str:
     """Check (or, deliberately, rewrite) the frozen record of this benchmark; see synthesis.freeze."""
     if result.dropped:
-        raise FreezeError(f"{len(result.dropped)} task(s) dropped ({result.dropped[0].task_id}: "
-                          f"{result.dropped[0].reason}); a frozen benchmark must build every task")  # fmt: skip
+        raise FreezeError(
+            f"{len(result.dropped)} task(s) dropped ({result.dropped[0].task_id}: "
+            f"{result.dropped[0].reason}); a frozen benchmark must build every task"
+        )
     manifest = bench_manifest(out_dir, result.tasks)
-    (out_dir / "bench_manifest.json").write_bytes(json.dumps(manifest, indent=1, sort_keys=True).encode() + b"\n")
+    (out_dir / "bench_manifest.json").write_bytes(
+        json.dumps(manifest, indent=1, sort_keys=True).encode() + b"\n"
+    )
     if mode == "update":
         digest = write_frozen(manifest, cfg.frozen_manifest)
-        log.warning("frozen benchmark record rewritten: %s (sha256 %s); put this hash in frozen_sha256",
-                    cfg.frozen_manifest, digest)  # fmt: skip
+        log.warning(
+            "frozen benchmark record rewritten: %s (sha256 %s); put this hash in frozen_sha256",
+            cfg.frozen_manifest,
+            digest,
+        )
         return digest
     return check_frozen(manifest, cfg.frozen_manifest, cfg.get("frozen_sha256"))
 
@@ -297,8 +365,10 @@ def render(result: SynthResult) -> str:
         lines.append(f"benchmark manifest sha256: {result.bench_sha256}")
     if result.export is not None:
         e = result.export
-        lines.append(f"export: {e.get('kept')}/{e.get('trajectories')} trajectories kept; SFT samples "
-                     f"{json.dumps(e.get('sft_samples'))}; RL prompts {e.get('rl_prompts')} -> {e.get('out_dir', '')}")  # fmt: skip
+        lines.append(
+            f"export: {e.get('kept')}/{e.get('trajectories')} trajectories kept; SFT samples "
+            f"{json.dumps(e.get('sft_samples'))}; RL prompts {e.get('rl_prompts')} -> {e.get('out_dir', '')}"
+        )
         stats = Path(str(e.get("out_dir", ""))) / "corpus_stats.md"
         if stats.is_file():
             lines += ["", "corpus statistics (next to the paper's D.2):", stats.read_text(encoding="utf-8")]

@@ -81,8 +81,10 @@ class Mismatch(BaseModel):
     turn_id: int | None = None
     stage: str | None = None
     file: str | None = None
-    kind: str = Field(description="agent_file | missing_file | execution | answer | stage_fingerprint | "
-                      "answer_fingerprint | fingerprints_file")  # fmt: skip
+    kind: str = Field(
+        description="agent_file | missing_file | execution | answer | stage_fingerprint | "
+        "answer_fingerprint | fingerprints_file"
+    )
     reason: str
 
 
@@ -107,7 +109,9 @@ class TurnReplay(BaseModel):
     turn_id: int
     stage: str | None = None  # the turn's last stage (the only one in a turn-aligned task)
     stage_fingerprint: str | None = None
-    stages: dict[str, str] = Field(default_factory=dict, description="every stage the turn builds -> fingerprint")
+    stages: dict[str, str] = Field(
+        default_factory=dict, description="every stage the turn builds -> fingerprint"
+    )
     answer: Any = None
     answer_fingerprint: str | None = None
     error: str | None = None
@@ -221,9 +225,7 @@ def _check_manifest(task_dir: Path) -> list[Mismatch]:
         if not f.is_file():
             out.append(Mismatch(kind="agent_file", file=rel, reason=f"agent file {rel} is missing"))
         elif _file_sha256(f) != digest:
-            out.append(
-                Mismatch(kind="agent_file", file=rel, reason=f"agent file {rel} differs from {name}")
-            )
+            out.append(Mismatch(kind="agent_file", file=rel, reason=f"agent file {rel} differs from {name}"))
     present = (
         {p.relative_to(agent).as_posix() for p in agent.rglob("*") if p.is_file()}
         if agent.is_dir()
@@ -241,15 +243,25 @@ def _load_saved(task_dir: Path) -> tuple[dict[str, dict[str, str]] | None, list[
     try:
         saved = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        return None, [Mismatch(kind="fingerprints_file", file=FINGERPRINTS,
-                               reason=f"{FINGERPRINTS} is not valid JSON ({exc.msg})")]  # fmt: skip
+        return None, [
+            Mismatch(
+                kind="fingerprints_file",
+                file=FINGERPRINTS,
+                reason=f"{FINGERPRINTS} is not valid JSON ({exc.msg})",
+            )
+        ]
     if (
         not isinstance(saved, dict)
         or "status" in saved
         or not all(isinstance(v, dict) for v in saved.values())
     ):
-        return None, [Mismatch(kind="fingerprints_file", file=FINGERPRINTS,
-                               reason=f"{FINGERPRINTS} holds no per-turn fingerprints (placeholder?)")]  # fmt: skip
+        return None, [
+            Mismatch(
+                kind="fingerprints_file",
+                file=FINGERPRINTS,
+                reason=f"{FINGERPRINTS} holds no per-turn fingerprints (placeholder?)",
+            )
+        ]
     return saved, []
 
 
@@ -270,44 +282,82 @@ def verify_replay(task_dir: str | Path) -> ReplayReport:
     for r in results:
         t = r.turn_id
         if r.error is not None:
-            mismatches.append(Mismatch(turn_id=t, stage=r.stage, kind="execution",
-                                       reason=f"turn {t}: reference code failed: {r.error}"))  # fmt: skip
+            mismatches.append(
+                Mismatch(
+                    turn_id=t,
+                    stage=r.stage,
+                    kind="execution",
+                    reason=f"turn {t}: reference code failed: {r.error}",
+                )
+            )
             continue
         if r.answer != expected[t]:
-            mismatches.append(Mismatch(turn_id=t, kind="answer",
-                                       reason=f"turn {t}: answer {canonical_json(r.answer)} differs from "
-                                       f"task.json {canonical_json(expected[t])}"))  # fmt: skip
+            mismatches.append(
+                Mismatch(
+                    turn_id=t,
+                    kind="answer",
+                    reason=f"turn {t}: answer {canonical_json(r.answer)} differs from "
+                    f"task.json {canonical_json(expected[t])}",
+                )
+            )
         if saved is None:
             continue
         entry = saved.get(str(t))
         if entry is None:
-            mismatches.append(Mismatch(turn_id=t, kind="fingerprints_file",
-                                       reason=f"turn {t}: no saved fingerprints"))  # fmt: skip
+            mismatches.append(
+                Mismatch(turn_id=t, kind="fingerprints_file", reason=f"turn {t}: no saved fingerprints")
+            )
             continue
         if entry.get(ANSWER_KEY) != r.answer_fingerprint:
-            mismatches.append(Mismatch(turn_id=t, kind="answer_fingerprint",
-                                       reason=f"turn {t}: answer fingerprint does not reproduce"))  # fmt: skip
+            mismatches.append(
+                Mismatch(
+                    turn_id=t,
+                    kind="answer_fingerprint",
+                    reason=f"turn {t}: answer fingerprint does not reproduce",
+                )
+            )
         for name, value in r.stages.items():
             if entry.get(name) != value:
-                mismatches.append(Mismatch(turn_id=t, stage=name, kind="stage_fingerprint",
-                                           reason=f"turn {t}: stage {name} fingerprint does not reproduce"))  # fmt: skip
+                mismatches.append(
+                    Mismatch(
+                        turn_id=t,
+                        stage=name,
+                        kind="stage_fingerprint",
+                        reason=f"turn {t}: stage {name} fingerprint does not reproduce",
+                    )
+                )
         stray = sorted(set(entry) - {ANSWER_KEY, *r.stages})
         if stray:
-            mismatches.append(Mismatch(turn_id=t, kind="fingerprints_file",
-                                       reason=f"turn {t}: saved fingerprints for unknown stage(s) {stray}"))  # fmt: skip
+            mismatches.append(
+                Mismatch(
+                    turn_id=t,
+                    kind="fingerprints_file",
+                    reason=f"turn {t}: saved fingerprints for unknown stage(s) {stray}",
+                )
+            )
     ran = {r.turn_id for r in results}
     for t in sorted(set(expected) - ran):
         mismatches.append(Mismatch(turn_id=t, kind="execution", reason=f"turn {t}: not reached"))
     if saved is not None:
         for key in sorted(set(saved) - {str(t) for t in expected}, key=str):
-            mismatches.append(Mismatch(kind="fingerprints_file", file=FINGERPRINTS,
-                                       reason=f"saved fingerprints for turn {key}, which the task lacks"))  # fmt: skip
+            mismatches.append(
+                Mismatch(
+                    kind="fingerprints_file",
+                    file=FINGERPRINTS,
+                    reason=f"saved fingerprints for turn {key}, which the task lacks",
+                )
+            )
     return ReplayReport(task_id=task_dir.name, ok=not mismatches, turns=len(results), mismatches=mismatches)
 
 
 # --- marker ---------------------------------------------------------------------------------
 
-_VOUCHED = (_HIDDEN.rel(_HIDDEN.manifest), _HIDDEN.rel(_HIDDEN.task), _HIDDEN.rel(_HIDDEN.graph), FINGERPRINTS)
+_VOUCHED = (
+    _HIDDEN.rel(_HIDDEN.manifest),
+    _HIDDEN.rel(_HIDDEN.task),
+    _HIDDEN.rel(_HIDDEN.graph),
+    FINGERPRINTS,
+)
 
 
 def _vouched_hashes(task_dir: Path) -> dict[str, str] | None:

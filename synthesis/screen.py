@@ -72,19 +72,41 @@ def stated_select(stage_sql: str) -> str:
 
 # ------------------------------------------------------------------------------- stated?
 _NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?")
-_DIRECTION = re.compile(r"\b(at least|at most|more than|less than|fewer than|above|below|under|over|exceed|"
-                        r"greater|smaller|higher|lower|or more|or less|up to)\b", re.IGNORECASE)  # fmt: skip
+_DIRECTION = re.compile(
+    r"\b(at least|at most|more than|less than|fewer than|above|below|under|over|exceed|"
+    r"greater|smaller|higher|lower|or more|or less|up to)\b",
+    re.IGNORECASE,
+)
 _FORMULA_WORDS = {
     "avg_to_median": ("mean", "average"),
     "sum_to_avg": ("total", "sum", "share", "percent"),
     "swap_ratio": ("ratio", "share", "percent", "growth", "per capita", "rate"),
 }
-_PRESENCE = re.compile(r"\b(record|recorded|with (a|an|both)|measure|measured|measurement|known|present)\b",
-                       re.IGNORECASE)  # fmt: skip
+_PRESENCE = re.compile(
+    r"\b(record|recorded|with (a|an|both)|measure|measured|measurement|known|present)\b", re.IGNORECASE
+)
 
 
-_WORDS = {w: Decimal(i) for i, w in enumerate(
-    ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"])}
+_WORDS = {
+    w: Decimal(i)
+    for i, w in enumerate(
+        [
+            "zero",
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+        ]
+    )
+}
 
 
 def _numbers(text: str) -> set[Decimal]:
@@ -112,7 +134,9 @@ def _literals(sql: str) -> tuple[set[Decimal], set[str], list[str]]:
 
 
 def _column_named(column: str, text: str) -> bool:
-    words = [w for w in column.lower().split("_") if len(w) >= 4 and w not in ("length", "depth", "count")] or [column]
+    words = [
+        w for w in column.lower().split("_") if len(w) >= 4 and w not in ("length", "depth", "count")
+    ] or [column]
     return any(w in text for w in words)
 
 
@@ -130,7 +154,9 @@ def is_stated(record: InterventionRecord, text: str) -> bool:
     if record.kind is InterventionKind.FORMULA_SEMANTICS:
         return any(w in low for w in _FORMULA_WORDS.get(record.operation, ()))
     if record.kind is InterventionKind.CATEGORY_SCOPE:
-        return all(s.lower() in low for s in strings) and numbers <= stated_numbers and bool(strings or numbers)
+        return (
+            all(s.lower() in low for s in strings) and numbers <= stated_numbers and bool(strings or numbers)
+        )
     # filter_condition: the dropped or negated conjunct's values, or the attribute it requires to be present
     if strings or numbers:
         return all(s.lower() in low for s in strings) and numbers <= stated_numbers
@@ -144,10 +170,16 @@ def _gap_value(values: list[float], old: Decimal, op: type[exp.Expr], integer: b
     """A different cut-off that keeps exactly the same values on this data, or None."""
     t = float(old)
     if op in (exp.GTE, exp.LT):  # kept: v >= t (or v < t): any t' in (max{v < t}, min{v >= t}]
-        lo, hi = max((v for v in values if v < t), default=None), min((v for v in values if v >= t), default=None)
+        lo, hi = (
+            max((v for v in values if v < t), default=None),
+            min((v for v in values if v >= t), default=None),
+        )
         inside = lambda x: (lo is None or x > lo) and (hi is None or x <= hi)  # noqa: E731
     elif op in (exp.GT, exp.LTE):  # kept: v > t (or v <= t): any t' in [max{v <= t}, min{v > t})
-        lo, hi = max((v for v in values if v <= t), default=None), min((v for v in values if v > t), default=None)
+        lo, hi = (
+            max((v for v in values if v <= t), default=None),
+            min((v for v in values if v > t), default=None),
+        )
         inside = lambda x: (lo is None or x >= lo) and (hi is None or x < hi)  # noqa: E731
     else:
         return None
@@ -179,13 +211,17 @@ def benign_moves(sql: str, con: Any, stage: str) -> list[tuple[str, Intervention
             continue
         column = cmp.this.sql(dialect="duckdb")
         try:
-            rows = con.execute(f"SELECT DISTINCT {column} FROM {source.this.sql(dialect='duckdb')} "
-                               f"WHERE {column} IS NOT NULL").fetchall()  # fmt: skip
+            rows = con.execute(
+                f"SELECT DISTINCT {column} FROM {source.this.sql(dialect='duckdb')} "
+                f"WHERE {column} IS NOT NULL"
+            ).fetchall()
         except Exception:  # noqa: BLE001 - a column we cannot read gives no move
             continue
         old = _numeric_value(node)
         assert old is not None
-        new = _gap_value(sorted(float(r[0]) for r in rows), old, type(cmp), re.fullmatch(r"-?\d+", str(old)) is not None)
+        new = _gap_value(
+            sorted(float(r[0]) for r in rows), old, type(cmp), re.fullmatch(r"-?\d+", str(old)) is not None
+        )
         if new is None:
             continue
         with contextlib.suppress(InterventionNotApplicable):
@@ -241,9 +277,16 @@ def screen(task_dir: str | Path, rng: random.Random) -> list[Candidate]:
                 got = _fingerprint(con, stated_select(new_sql))
                 if got is None or reference is None:
                     continue
-                out.append(Candidate(turn=turn, stage=name, faulty_code=codes[turn].replace(sql, new_sql),
-                                     record=record, effect="benign" if got == reference else "genuine",
-                                     stated=is_stated(record, text)))  # fmt: skip
+                out.append(
+                    Candidate(
+                        turn=turn,
+                        stage=name,
+                        faulty_code=codes[turn].replace(sql, new_sql),
+                        record=record,
+                        effect="benign" if got == reference else "genuine",
+                        stated=is_stated(record, text),
+                    )
+                )
     finally:
         con.close()
     return out

@@ -54,20 +54,33 @@ def shaped_task_id(dataset: str, shape: str, seed: int) -> str:
 
 def _stage_blocks(spec: StageSpec) -> str:
     answer = _answer_lines(spec)
-    return "\n".join([f'con.execute("""\n{spec.sql}\n""")', f'{spec.name} = con.table("{spec.name}").df()', "",
-                      f"# check: {spec.name}", *answer])  # fmt: skip
+    return "\n".join(
+        [
+            f'con.execute("""\n{spec.sql}\n""")',
+            f'{spec.name} = con.table("{spec.name}").df()',
+            "",
+            f"# check: {spec.name}",
+            *answer,
+        ]
+    )
 
 
-def _dabstep_plan(threads: list[Thread], rng: random.Random) -> tuple[list[list[StageSpec]], list[str], dict[str, list[str]]]:
+def _dabstep_plan(
+    threads: list[Thread], rng: random.Random
+) -> tuple[list[list[StageSpec]], list[str], dict[str, list[str]]]:
     thread = rng.choice([t for t in threads if len(t.keys) >= 3] or threads)
     stages = thread.stages()
     steps = "\n".join(f"{k}. {s.question}" for k, s in enumerate(stages, start=1))
-    question = ("Answer one question by working through these steps in order. After each step print a check "
-                f"with the fields it names; the answer is what the last step reports.\n{steps}")  # fmt: skip
+    question = (
+        "Answer one question by working through these steps in order. After each step print a check "
+        f"with the fields it names; the answer is what the last step reports.\n{steps}"
+    )
     return [stages], [question], {}
 
 
-def _dacomp_plan(threads: list[Thread], rng: random.Random) -> tuple[list[list[StageSpec]], list[str], dict[str, list[str]]]:
+def _dacomp_plan(
+    threads: list[Thread], rng: random.Random
+) -> tuple[list[list[StageSpec]], list[str], dict[str, list[str]]]:
     chosen = threads[:3]
     full = {t.thread_id: t.stages() for t in chosen}
     layers: dict[str, list[StageSpec]] = {"staging": [], "intermediate": [], "marts": []}
@@ -76,8 +89,14 @@ def _dacomp_plan(threads: list[Thread], rng: random.Random) -> tuple[list[list[S
         layers["staging"].append(specs[0])
         layers["intermediate"] += specs[1:-1]
         layers["marts"].append(specs[-1])
-    pairs = [(a, b) for x, ta in enumerate(chosen) for tb in chosen[x + 1:] for a in full[ta.thread_id]
-             for b in full[tb.thread_id] if a.join_key and a.join_key == b.join_key]  # fmt: skip
+    pairs = [
+        (a, b)
+        for x, ta in enumerate(chosen)
+        for tb in chosen[x + 1 :]
+        for a in full[ta.thread_id]
+        for b in full[tb.thread_id]
+        if a.join_key and a.join_key == b.join_key
+    ]
     if pairs:
         layers["marts"].append(_combine_spec(*rng.choice(pairs)))
     build = [s for layer in ("staging", "intermediate", "marts") for s in layers[layer]]
@@ -85,22 +104,32 @@ def _dacomp_plan(threads: list[Thread], rng: random.Random) -> tuple[list[list[S
     for layer in ("staging", "intermediate", "marts"):
         lines.append(f"{layer.capitalize()} layer:")
         lines += [f"- `{s.name}`: {s.question}" for s in layers[layer]]
-    impl = ("Implement this data pipeline in DuckDB, layer by layer: build each table below (kept as a frame of "
-            "the same name) and, after each, print a check with the fields it names.\n" + "\n".join(lines))
+    impl = (
+        "Implement this data pipeline in DuckDB, layer by layer: build each table below (kept as a frame of "
+        "the same name) and, after each, print a check with the fields it names.\n" + "\n".join(lines)
+    )
     upd = rng.choice([t for t in chosen if t.keys.index(t.tunable) + 1 < len(t.keys)])
     ti = upd.keys.index(upd.tunable)
     key_t, key_c = upd.tunable, upd.keys[ti + 1]
     orig_t, orig_c = upd.default_names[key_t], upd.default_names[key_c]
-    new = upd.stages(params={upd.tunable_param: upd.alternative}, names={key_t: f"{orig_t}_v2", key_c: f"{orig_c}_v2"})
-    old_def, new_def = upd.describe_change(upd.params[upd.tunable_param]), upd.describe_change(upd.alternative)
-    evol = (f"Change request: from now on, {new_def} (until now, {old_def}). Rebuild `{orig_t}` as `{orig_t}_v2` "
-            f"and `{orig_c}` as `{orig_c}_v2` under the new definition, keeping the original tables, and print a "
-            f"check after each.\n- `{orig_t}_v2`: {new[ti].question}\n- `{orig_c}_v2`: {new[ti + 1].question}")  # fmt: skip
+    new = upd.stages(
+        params={upd.tunable_param: upd.alternative}, names={key_t: f"{orig_t}_v2", key_c: f"{orig_c}_v2"}
+    )
+    old_def, new_def = (
+        upd.describe_change(upd.params[upd.tunable_param]),
+        upd.describe_change(upd.alternative),
+    )
+    evol = (
+        f"Change request: from now on, {new_def} (until now, {old_def}). Rebuild `{orig_t}` as `{orig_t}_v2` "
+        f"and `{orig_c}` as `{orig_c}_v2` under the new definition, keeping the original tables, and print a "
+        f"check after each.\n- `{orig_t}_v2`: {new[ti].question}\n- `{orig_c}_v2`: {new[ti + 1].question}"
+    )
     return [build, [new[ti], new[ti + 1]]], [impl, evol], {new[ti].name: [orig_t], new[ti + 1].name: [orig_c]}
 
 
-def build_shaped_task(out_dir: str | Path, *, shape: Shape, dataset: str = "penguins", seed: int = 0,
-                      worker_faults: int = 0) -> Path:  # fmt: skip
+def build_shaped_task(
+    out_dir: str | Path, *, shape: Shape, dataset: str = "penguins", seed: int = 0, worker_faults: int = 0
+) -> Path:
     """Generate, run and write one segment-shaped task; returns `<out_dir>/<task_id>`."""
     info = get_info(dataset)
     task_id = shaped_task_id(info.name, shape, seed)
@@ -109,7 +138,9 @@ def build_shaped_task(out_dir: str | Path, *, shape: Shape, dataset: str = "peng
     try:
         load_into_duckdb(prof, info.name)
         threads = generate_threads(prof, info.name, rng)
-        turn_stages, questions, replaces = (_dabstep_plan if shape == "dabstep" else _dacomp_plan)(threads, rng)
+        turn_stages, questions, replaces = (_dabstep_plan if shape == "dabstep" else _dacomp_plan)(
+            threads, rng
+        )
         root = Path(out_dir) / task_id
         if root.exists():
             shutil.rmtree(root)
@@ -117,8 +148,11 @@ def build_shaped_task(out_dir: str | Path, *, shape: Shape, dataset: str = "peng
         folder.data.mkdir(parents=True)
         folder.hidden.mkdir()
         used = {s.name for specs in turn_stages for s in specs}
-        base_tables = sorted({b for t in threads for b in t.base_tables if any(n in used for n in t.default_names.values())}
-                             or {b for t in threads for b in t.base_tables}, key=info.table_names.index)  # fmt: skip
+        base_tables = sorted(
+            {b for t in threads for b in t.base_tables if any(n in used for n in t.default_names.values())}
+            or {b for t in threads for b in t.base_tables},
+            key=info.table_names.index,
+        )
         for table in base_tables:
             _write_csv(prof, info.name, table, folder.data / f"{table}.csv")
     finally:
@@ -136,25 +170,46 @@ def build_shaped_task(out_dir: str | Path, *, shape: Shape, dataset: str = "peng
         head = "\n".join(_loader(info.name, base_tables)) + "\n" if i == 1 else ""
         codes.append(head + "\n\n".join(_stage_blocks(s) for s in group) + "\n")
     answers = run_turns(codes, folder.agent)
-    intro = (f"Dataset: {info.description} The base tables are CSV files under data/ "
-             f"({', '.join(f'{t}.csv' for t in base_tables)}). Report every decimal-valued result rounded to 2 "
-             "decimal places; compute with unrounded intermediate values.")  # fmt: skip
-    turns_out = [{"turn_id": i, "context": intro if i == 1 else "", "question": q, "code": c, "answer": a}
-                 for i, (q, c, a) in enumerate(zip(questions, codes, answers, strict=True), start=1)]  # fmt: skip
+    intro = (
+        f"Dataset: {info.description} The base tables are CSV files under data/ "
+        f"({', '.join(f'{t}.csv' for t in base_tables)}). Report every decimal-valued result rounded to 2 "
+        "decimal places; compute with unrounded intermediate values."
+    )
+    turns_out = [
+        {"turn_id": i, "context": intro if i == 1 else "", "question": q, "code": c, "answer": a}
+        for i, (q, c, a) in enumerate(zip(questions, codes, answers, strict=True), start=1)
+    ]
     folder.questions.write_text(
-        _dump([{k: t[k] for k in ("turn_id", "context", "question")} for t in turns_out]), encoding="utf-8")
+        _dump([{k: t[k] for k in ("turn_id", "context", "question")} for t in turns_out]), encoding="utf-8"
+    )
     turn_of = {s.name: i for i, group in enumerate(turn_stages, start=1) for s in group}
     ids = stage_state_ids(stages)
     graph = {
-        "task_id": task_id, "dataset": info.name, "seed": seed, "shape": shape, "flow": shape,
+        "task_id": task_id,
+        "dataset": info.name,
+        "seed": seed,
+        "shape": shape,
+        "flow": shape,
         "threads": [{"thread_id": t.thread_id, "family": t.family, "params": t.params} for t in threads],
-        "stages": [{"turn_id": turn_of[s.name], "state_id": ids[s.name], "name": s.name,
-                    "role": "update" if s.name in replaces else "thread", "thread": s.thread, "sql": s.sql,
-                    "question": s.question, "deps": deps[s.name],
-                    "relations": [r.model_dump(mode="json") for r in relations[s.name]]} for s in specs],
-        "segments": [{"key": s.name, "turn": turn_of[s.name], "marker": f"# check: {s.name}",
-                      "issue": s.question} for s in specs],
-    }  # fmt: skip
+        "stages": [
+            {
+                "turn_id": turn_of[s.name],
+                "state_id": ids[s.name],
+                "name": s.name,
+                "role": "update" if s.name in replaces else "thread",
+                "thread": s.thread,
+                "sql": s.sql,
+                "question": s.question,
+                "deps": deps[s.name],
+                "relations": [r.model_dump(mode="json") for r in relations[s.name]],
+            }
+            for s in specs
+        ],
+        "segments": [
+            {"key": s.name, "turn": turn_of[s.name], "marker": f"# check: {s.name}", "issue": s.question}
+            for s in specs
+        ],
+    }
     kinds = {r.type for rels in relations.values() for r in rels}
     if RelationType.INIT not in kinds:
         raise RuntimeError(f"{task_id}: no Init stage in the plan")

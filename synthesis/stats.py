@@ -27,9 +27,15 @@ def _mean(values: Sequence[float]) -> float:
     return round(sum(values) / len(values), 3) if values else 0.0
 
 
-def corpus_stats(kept: Sequence[TrajectoryRecord], attempted: Sequence[TrajectoryRecord],
-                 samples: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]], *, tasks: int,
-                 elapsed_s: float) -> CorpusStats:  # fmt: skip
+def corpus_stats(
+    kept: Sequence[TrajectoryRecord],
+    attempted: Sequence[TrajectoryRecord],
+    samples: Sequence[dict[str, Any]],
+    rows: Sequence[dict[str, Any]],
+    *,
+    tasks: int,
+    elapsed_s: float,
+) -> CorpusStats:
     actions: Counter[str] = Counter()
     tools: Counter[str] = Counter()
     for rec in kept:
@@ -63,22 +69,31 @@ def corpus_stats(kept: Sequence[TrajectoryRecord], attempted: Sequence[Trajector
         lab = json.loads(row["extra_info"]["labels"])
         labels["benign" if lab.get("benign") else ("g=1" if lab.get("g") else "g=0")] += 1
     return CorpusStats(
-        tasks=tasks, trajectories=len(kept), attempted=len(attempted),
-        by_variant=dict(Counter(r.variant for r in kept)), by_flow=dict(Counter(r.flow for r in kept)),
+        tasks=tasks,
+        trajectories=len(kept),
+        attempted=len(attempted),
+        by_variant=dict(Counter(r.variant for r in kept)),
+        by_flow=dict(Counter(r.flow for r in kept)),
         by_regime=dict(Counter(flow_named(r.flow).regime.value for r in kept)),
-        samples_by_regime=dict(samples_regime), actions=dict(actions), tools=dict(tools), states=len(states),
+        samples_by_regime=dict(samples_regime),
+        actions=dict(actions),
+        tools=dict(tools),
+        states=len(states),
         constraints_per_state=_mean([s["constraints"] for s in states]),
         executable_constraints_per_state=_mean([s["executable"] for s in states]),
         constraints_per_state_stated=_mean([s["constraints"] for s in stated]),
         variables_per_state=_mean([s["variables"] for s in states]),
         conclusions_per_state=_mean([s["conclusions"] for s in states]),
-        relations=dict(Counter(t for s in states for t in s["relations"])), repairs=dict(repairs),
+        relations=dict(Counter(t for s in states for t in s["relations"])),
+        repairs=dict(repairs),
         rollbacks=sum(r.rollbacks for r in kept),
         interventions={k: dict(v) for k, v in sorted(interventions.items())},
-        intervention_samples=dict(samples_kind), detected=dict(detected),
+        intervention_samples=dict(samples_kind),
+        detected=dict(detected),
         hints=dict(sum((Counter(r.hints) for r in kept), Counter())),
-        rl_rows=len(rows), rl_by_action=dict(Counter(json.loads(r["reward_model"]["ground_truth"])["action"]
-                                                     for r in rows)),
-        rl_labels=dict(labels), elapsed_s=round(elapsed_s, 1),
+        rl_rows=len(rows),
+        rl_by_action=dict(Counter(json.loads(r["reward_model"]["ground_truth"])["action"] for r in rows)),
+        rl_labels=dict(labels),
+        elapsed_s=round(elapsed_s, 1),
         kept_per_minute=round(len(kept) / (elapsed_s / 60), 1) if elapsed_s > 0 else 0.0,
-    )  # fmt: skip
+    )

@@ -90,14 +90,18 @@ def _combine_spec(a: StageSpec, b: StageSpec) -> StageSpec:
         f"FROM {a.name} AS l\nJOIN {b.name} AS r USING ({key})"
     )
     return StageSpec(
-        name=name, thread="combine", note=f"{a.note} joined with {b.note}", sql=sql,
+        name=name,
+        thread="combine",
+        note=f"{a.note} joined with {b.note}",
+        sql=sql,
         question=f"Put the two results side by side: join ({a.note}) with ({b.note}) on {key}, keeping the "
         f"{key} values present in both. Report `joined`: {key} -> {{`{va}`, `{vb}`}}, values rounded to 2 "
         "decimal places.",
         answer_sql=f"SELECT {key}, ROUND(CAST({va} AS DOUBLE), 2), ROUND(CAST({vb} AS DOUBLE), 2) FROM {name} "
         f"ORDER BY {key}",
-        answer_kind="map", fields=("joined", va, vb),
-    )  # fmt: skip
+        answer_kind="map",
+        fields=("joined", va, vb),
+    )
 
 
 def plan_task(threads: list[Thread], rng: random.Random, turns: int) -> list[PlannedStage]:
@@ -108,10 +112,13 @@ def plan_task(threads: list[Thread], rng: random.Random, turns: int) -> list[Pla
     # Combine: two stages of different threads with the same join key.
     pairs = [
         (ta, ia, tb, ib)
-        for x, ta in enumerate(threads) for y, tb in enumerate(threads) if x < y
-        for ia, sa in enumerate(full[ta.thread_id]) for ib, sb in enumerate(full[tb.thread_id])
+        for x, ta in enumerate(threads)
+        for y, tb in enumerate(threads)
+        if x < y
+        for ia, sa in enumerate(full[ta.thread_id])
+        for ib, sb in enumerate(full[tb.thread_id])
         if sa.join_key and sa.join_key == sb.join_key
-    ]  # fmt: skip
+    ]
     if not pairs:
         raise ValueError("no two threads share a join key; cannot build a Combine stage")
     ta, ia, tb, ib = rng.choice(pairs)
@@ -166,20 +173,36 @@ def plan_task(threads: list[Thread], rng: random.Random, turns: int) -> list[Pla
         if any(re.search(rf"\b{re.escape(t)}\b", p.spec.sql) for t in tainted):
             tainted.add(p.spec.name)
     pos = rng.randint(max(names.index(t) for t in tainted if t in names) + 1, len(planned))
-    planned.insert(pos, PlannedStage(
-        spec=new[ti], role="update", invalidates=[orig_t], refers_to={"original": orig_t},
-        context=f"Update: from this turn on, {new_def} (until now, {old_def}). Later questions use this new "
-        "definition unless they say otherwise.",
-    ))  # fmt: skip
+    planned.insert(
+        pos,
+        PlannedStage(
+            spec=new[ti],
+            role="update",
+            invalidates=[orig_t],
+            refers_to={"original": orig_t},
+            context=f"Update: from this turn on, {new_def} (until now, {old_def}). Later questions use this new "
+            "definition unless they say otherwise.",
+        ),
+    )
     pos = rng.randint(pos + 1, min(pos + 2, len(planned)))
-    planned.insert(pos, PlannedStage(spec=new[ti + 1], role="update_child", invalidates=[orig_c],
-                                     refers_to={"original": orig_c}))  # fmt: skip
+    planned.insert(
+        pos,
+        PlannedStage(
+            spec=new[ti + 1], role="update_child", invalidates=[orig_c], refers_to={"original": orig_c}
+        ),
+    )
     pos = rng.randint(pos + 1, len(planned))
-    planned.insert(pos, PlannedStage(
-        spec=rb, role="rollback", invalidates=[v2[key_t]], refers_to={"original": orig_t, "updated": v2[key_t]},
-        context=f"Explicit rollback for this turn: go back to the original definition ({old_def}), not the "
-        "updated one.",
-    ))  # fmt: skip
+    planned.insert(
+        pos,
+        PlannedStage(
+            spec=rb,
+            role="rollback",
+            invalidates=[v2[key_t]],
+            refers_to={"original": orig_t, "updated": v2[key_t]},
+            context=f"Explicit rollback for this turn: go back to the original definition ({old_def}), not the "
+            "updated one.",
+        ),
+    )
     return planned
 
 
@@ -248,15 +271,21 @@ def _answer_lines(spec: StageSpec) -> list[str]:
 
 
 def render_code(
-    planned: PlannedStage, turn: int, deps: list[tuple[int, str]], turn_of: dict[str, int],
-    rng: random.Random, loader: list[str] | None = None,
-) -> str:  # fmt: skip
+    planned: PlannedStage,
+    turn: int,
+    deps: list[tuple[int, str]],
+    turn_of: dict[str, int],
+    rng: random.Random,
+    loader: list[str] | None = None,
+) -> str:
     lines: list[str] = list(loader or [])
     lines += _dep_comment(turn, deps, rng)
     if planned.role == "update":
         t = turn_of[planned.invalidates[0]]
-        lines.append(f"# UPDATE: replaces the definition of Task {t} ({planned.invalidates[0]}); later turns use "
-                     f"{planned.spec.name}.")  # fmt: skip
+        lines.append(
+            f"# UPDATE: replaces the definition of Task {t} ({planned.invalidates[0]}); later turns use "
+            f"{planned.spec.name}."
+        )
     elif planned.role == "update_child":
         t = turn_of[planned.invalidates[0]]
         lines.append(f"# Recomputes Task {t} ({planned.invalidates[0]}) under the updated definition.")
@@ -293,8 +322,9 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def build_task(out_dir: str | Path, *, dataset: str = "penguins", seed: int = 0, turns: int = 12,
-               worker_faults: int = 0) -> Path:  # fmt: skip
+def build_task(
+    out_dir: str | Path, *, dataset: str = "penguins", seed: int = 0, turns: int = 12, worker_faults: int = 0
+) -> Path:
     """Generate, run and write one task; returns `<out_dir>/<task_id>`. Same arguments -> same bytes."""
     info = get_info(dataset)
     rng = random.Random(f"{info.name}:{seed}:{turns}")
@@ -305,8 +335,9 @@ def build_task(out_dir: str | Path, *, dataset: str = "penguins", seed: int = 0,
         copies = 1
         while sum(len(t.keys) for t in threads) + EXTRA_STAGES < turns and copies < MAX_COPIES:
             copies += 1  # long task: more instances of each family, from a stream of their own
-            threads = generate_threads(prof, info.name, random.Random(f"{info.name}:{seed}:{turns}:{copies}"),
-                                       copies=copies)  # fmt: skip
+            threads = generate_threads(
+                prof, info.name, random.Random(f"{info.name}:{seed}:{turns}:{copies}"), copies=copies
+            )
         for _attempt in range(50):
             planned = plan_task(threads, rng, turns)
             stages = [Stage(name=p.spec.name, sql=p.spec.sql) for p in planned]
@@ -351,24 +382,43 @@ def build_task(out_dir: str | Path, *, dataset: str = "penguins", seed: int = 0,
     turns_out = []
     for i, (p, code, answer) in enumerate(zip(planned, codes, answers, strict=True), start=1):
         context = "\n".join(x for x in (intro if i == 1 else "", p.context) if x)
-        turns_out.append({"turn_id": i, "context": context, "question": p.spec.question, "code": code,
-                          "answer": answer})  # fmt: skip
+        turns_out.append(
+            {"turn_id": i, "context": context, "question": p.spec.question, "code": code, "answer": answer}
+        )
     folder.questions.write_text(
         _dump([{k: t[k] for k in ("turn_id", "context", "question")} for t in turns_out]), encoding="utf-8"
     )
     folder.task.write_text(_dump(turns_out), encoding="utf-8")
     ids = stage_state_ids(stages)
     graph = {
-        "task_id": task_id, "dataset": info.name, "seed": seed, "turns": turns,
-        "threads": [{"thread_id": t.thread_id, "family": t.family, "params": t.params,
-                     "tunable": t.default_names[t.tunable], "alternative": t.alternative} for t in threads],
+        "task_id": task_id,
+        "dataset": info.name,
+        "seed": seed,
+        "turns": turns,
+        "threads": [
+            {
+                "thread_id": t.thread_id,
+                "family": t.family,
+                "params": t.params,
+                "tunable": t.default_names[t.tunable],
+                "alternative": t.alternative,
+            }
+            for t in threads
+        ],
         "stages": [
-            {"turn_id": turn_of[p.spec.name], "state_id": ids[p.spec.name], "name": p.spec.name, "role": p.role,
-             "thread": p.spec.thread, "sql": p.spec.sql, "deps": deps[p.spec.name],
-             "relations": [r.model_dump(mode="json") for r in relations[p.spec.name]]}
+            {
+                "turn_id": turn_of[p.spec.name],
+                "state_id": ids[p.spec.name],
+                "name": p.spec.name,
+                "role": p.role,
+                "thread": p.spec.thread,
+                "sql": p.spec.sql,
+                "deps": deps[p.spec.name],
+                "relations": [r.model_dump(mode="json") for r in relations[p.spec.name]],
+            }
             for p in planned
         ],
-    }  # fmt: skip
+    }
     save_graph(folder, RelationGraph.model_validate(graph))  # only the keys given are written (frozen bytes)
     return finish_task(root, task_id, seed=seed, worker_faults=worker_faults)
 

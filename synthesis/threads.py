@@ -129,8 +129,9 @@ def _families() -> dict[str, Any]:
     return dict(yaml.safe_load(FAMILY_FILE.read_text(encoding="utf-8")))
 
 
-def family_renderer(family: str, draws: Mapping[str, object],
-                    values: Callable[[Mapping[str, object]], Mapping[str, object]]) -> Renderer:  # fmt: skip
+def family_renderer(
+    family: str, draws: Mapping[str, object], values: Callable[[Mapping[str, object]], Mapping[str, object]]
+) -> Renderer:
     """The `Thread.render` of `family`: its stage templates (FAMILY_FILE) filled with the family's
     draws, the values of its parameters (`values(params)`) and the stage names."""
     stages = _families()[family]["stages"]
@@ -139,13 +140,19 @@ def family_renderer(family: str, draws: Mapping[str, object],
         fill = {**draws, **values(p), "n": n, "r": _Rounded()}
         return [
             StageSpec(
-                name=n[st["key"]], thread=family, note=st["note"].format_map(fill), sql=st["sql"].format_map(fill),
-                question=st["question"].format_map(fill), answer_sql=st["answer_sql"].format_map(fill),
-                answer_kind=st["answer_kind"], fields=tuple(st["fields"]), join_key=st.get("join_key"),
+                name=n[st["key"]],
+                thread=family,
+                note=st["note"].format_map(fill),
+                sql=st["sql"].format_map(fill),
+                question=st["question"].format_map(fill),
+                answer_sql=st["answer_sql"].format_map(fill),
+                answer_kind=st["answer_kind"],
+                fields=tuple(st["fields"]),
+                join_key=st.get("join_key"),
                 join_value=st.get("join_value"),
             )
             for st in stages
-        ]  # fmt: skip
+        ]
 
     return render
 
@@ -162,19 +169,34 @@ def _penguin_mass(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
     if alt == low:
         alt = low + 150
     s = _slug(species)
-    names = {"birds": f"{s}_birds", "heavy": f"{s}_heavy", "by_island": f"{s}_heavy_by_island",
-             "top": f"{s}_heavy_top_island"}  # fmt: skip
+    names = {
+        "birds": f"{s}_birds",
+        "heavy": f"{s}_heavy",
+        "by_island": f"{s}_heavy_by_island",
+        "top": f"{s}_heavy_top_island",
+    }
 
-    render = family_renderer("penguin_mass", {"species": species, "where": where},
-                             lambda p: {"t": _num(float(p["threshold"]))})  # type: ignore[arg-type]
+    render = family_renderer(
+        "penguin_mass",
+        {"species": species, "where": where},
+        lambda p: {"t": _num(float(p["threshold"]))},  # type: ignore[arg-type]
+    )
 
     return Thread(
-        thread_id="penguin_mass", family="penguin_mass", params={"threshold": low}, keys=list(names),
-        render=render, default_names=names, tunable="heavy", tunable_param="threshold", alternative=alt,
-        describe_change=lambda v: f"a {species} penguin counts as heavy when its body mass is at least "
-        f"{_num(float(v))} g",  # type: ignore[arg-type]
+        thread_id="penguin_mass",
+        family="penguin_mass",
+        params={"threshold": low},
+        keys=list(names),
+        render=render,
+        default_names=names,
+        tunable="heavy",
+        tunable_param="threshold",
+        alternative=alt,
+        describe_change=lambda v: (
+            f"a {species} penguin counts as heavy when its body mass is at least {_num(float(v))} g"  # type: ignore[arg-type]
+        ),
         base_tables=("penguins",),
-    )  # fmt: skip
+    )
 
 
 def _penguin_bills(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
@@ -188,16 +210,27 @@ def _penguin_bills(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread
     s = _slug(island)
     names = {"birds": f"{s}_measured", "ratio": f"{s}_bill_ratio", "rank": f"{s}_bill_ratio_rank"}
 
-    render = family_renderer("penguin_bills", {"island": island, "where": where},
-                             lambda p: {"t": _num(float(p["min_bill"]))})  # type: ignore[arg-type]
+    render = family_renderer(
+        "penguin_bills",
+        {"island": island, "where": where},
+        lambda p: {"t": _num(float(p["min_bill"]))},  # type: ignore[arg-type]
+    )
 
     return Thread(
-        thread_id="penguin_bills", family="penguin_bills", params={"min_bill": low}, keys=list(names),
-        render=render, default_names=names, tunable="birds", tunable_param="min_bill", alternative=alt,
-        describe_change=lambda v: f"only penguins on {island} with a bill length of at least "
-        f"{_num(float(v))} mm are kept",  # type: ignore[arg-type]
+        thread_id="penguin_bills",
+        family="penguin_bills",
+        params={"min_bill": low},
+        keys=list(names),
+        render=render,
+        default_names=names,
+        tunable="birds",
+        tunable_param="min_bill",
+        alternative=alt,
+        describe_change=lambda v: (
+            f"only penguins on {island} with a bill length of at least {_num(float(v))} mm are kept"  # type: ignore[arg-type]
+        ),
         base_tables=("penguins",),
-    )  # fmt: skip
+    )
 
 
 def _penguin_flippers(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
@@ -214,19 +247,31 @@ def _penguin_flippers(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thr
     )
     min_n = counts[0]  # keeps every group; the alternative drops the smallest ones
     alt_n = max(rng.choice(counts[1:4]), counts[0] + 1)
-    names = {"by_year": f"{sex}_flipper_by_year", "growth": f"{sex}_flipper_change",
-             "leader": f"{sex}_flipper_leader"}  # fmt: skip
+    names = {
+        "by_year": f"{sex}_flipper_by_year",
+        "growth": f"{sex}_flipper_change",
+        "leader": f"{sex}_flipper_leader",
+    }
 
-    render = family_renderer("penguin_flippers", {"sex": sex, "sex_sql": _sql_text(sex), "y0": y0, "y1": y1},
-                             lambda p: {"k": int(str(p["min_n"]))})
+    render = family_renderer(
+        "penguin_flippers",
+        {"sex": sex, "sex_sql": _sql_text(sex), "y0": y0, "y1": y1},
+        lambda p: {"k": int(str(p["min_n"]))},
+    )
 
     return Thread(
-        thread_id="penguin_flippers", family="penguin_flippers", params={"min_n": min_n}, keys=list(names),
-        render=render, default_names=names, tunable="by_year", tunable_param="min_n",
+        thread_id="penguin_flippers",
+        family="penguin_flippers",
+        params={"min_n": min_n},
+        keys=list(names),
+        render=render,
+        default_names=names,
+        tunable="by_year",
+        tunable_param="min_n",
         alternative=alt_n,
         describe_change=lambda v: f"a species-year group needs at least {v} {sex} birds to be kept",
         base_tables=("penguins",),
-    )  # fmt: skip
+    )
 
 
 # --- gapminder -------------------------------------------------------------------------------
@@ -252,19 +297,34 @@ def _gap_growth(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
     if alt == low:
         alt = low + 20
     s = _slug(continent)
-    names = {"rows": f"{s}_{y0}_{y1}", "growth": f"{s}_gdp_growth", "fast": f"{s}_fast_growers",
-             "top": f"{s}_top_growers"}  # fmt: skip
+    names = {
+        "rows": f"{s}_{y0}_{y1}",
+        "growth": f"{s}_gdp_growth",
+        "fast": f"{s}_fast_growers",
+        "top": f"{s}_top_growers",
+    }
 
-    render = family_renderer("gap_growth", {"continent": continent, "continent_sql": _sql_text(continent), "y0": y0, "y1": y1},
-                             lambda p: {"t": _num(float(p["threshold"]))})  # type: ignore[arg-type]
+    render = family_renderer(
+        "gap_growth",
+        {"continent": continent, "continent_sql": _sql_text(continent), "y0": y0, "y1": y1},
+        lambda p: {"t": _num(float(p["threshold"]))},  # type: ignore[arg-type]
+    )
 
     return Thread(
-        thread_id="gap_growth", family="gap_growth", params={"threshold": low}, keys=list(names), render=render,
-        default_names=names, tunable="fast", tunable_param="threshold", alternative=alt,
-        describe_change=lambda v: f"a fast grower is a country whose GDP per capita grew by at least "
-        f"{_num(float(v))}%",  # type: ignore[arg-type]
+        thread_id="gap_growth",
+        family="gap_growth",
+        params={"threshold": low},
+        keys=list(names),
+        render=render,
+        default_names=names,
+        tunable="fast",
+        tunable_param="threshold",
+        alternative=alt,
+        describe_change=lambda v: (
+            f"a fast grower is a country whose GDP per capita grew by at least {_num(float(v))}%"  # type: ignore[arg-type]
+        ),
         base_tables=("gapminder",),
-    )  # fmt: skip
+    )
 
 
 def _gap_lifeexp(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
@@ -281,15 +341,21 @@ def _gap_lifeexp(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
         "gap": f"lifeexp_{year}_gap",
     }
 
-    render = family_renderer("gap_lifeexp", {"year": year},
-                             lambda p: {"t": int(float(p["min_pop"]))})  # type: ignore[arg-type]
+    render = family_renderer("gap_lifeexp", {"year": year}, lambda p: {"t": int(float(p["min_pop"]))})  # type: ignore[arg-type]
 
     return Thread(
-        thread_id="gap_lifeexp", family="gap_lifeexp", params={"min_pop": low}, keys=list(names), render=render,
-        default_names=names, tunable="rows", tunable_param="min_pop", alternative=alt,
+        thread_id="gap_lifeexp",
+        family="gap_lifeexp",
+        params={"min_pop": low},
+        keys=list(names),
+        render=render,
+        default_names=names,
+        tunable="rows",
+        tunable_param="min_pop",
+        alternative=alt,
         describe_change=lambda v: f"only countries with a population of at least {int(float(v)):,} count",  # type: ignore[arg-type]
         base_tables=("gapminder",),
-    )  # fmt: skip
+    )
 
 
 def _gap_popshare(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
@@ -301,16 +367,23 @@ def _gap_popshare(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
         alt = low + 5
     names = {"pop": f"pop_{year}_by_continent", "share": f"pop_share_{year}", "top": f"pop_share_{year}_top"}
 
-    render = family_renderer("gap_popshare", {"year": year},
-                             lambda p: {"t": _num(float(p["min_lifeexp"]))})  # type: ignore[arg-type]
+    render = family_renderer("gap_popshare", {"year": year}, lambda p: {"t": _num(float(p["min_lifeexp"]))})  # type: ignore[arg-type]
 
     return Thread(
-        thread_id="gap_popshare", family="gap_popshare", params={"min_lifeexp": low}, keys=list(names),
-        render=render, default_names=names, tunable="pop", tunable_param="min_lifeexp", alternative=alt,
-        describe_change=lambda v: f"only countries with a life expectancy of at least {_num(float(str(v)))} years "
-        "count",
+        thread_id="gap_popshare",
+        family="gap_popshare",
+        params={"min_lifeexp": low},
+        keys=list(names),
+        render=render,
+        default_names=names,
+        tunable="pop",
+        tunable_param="min_lifeexp",
+        alternative=alt,
+        describe_change=lambda v: (
+            f"only countries with a life expectancy of at least {_num(float(str(v)))} years count"
+        ),
         base_tables=("gapminder",),
-    )  # fmt: skip
+    )
 
 
 # --- nyc flights -----------------------------------------------------------------------------
@@ -322,19 +395,30 @@ def _nyc_delays(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
     if alt == low:
         alt = low + 30
     k = rng.choice([3, 5])
-    names = {"delayed": "delayed_flights", "by_cm": "delayed_by_carrier_month", "share": "carrier_delay_share",
-             "top": "top_delay_carriers"}  # fmt: skip
+    names = {
+        "delayed": "delayed_flights",
+        "by_cm": "delayed_by_carrier_month",
+        "share": "carrier_delay_share",
+        "top": "top_delay_carriers",
+    }
 
-    render = family_renderer("nyc_delays", {"k": k},
-                             lambda p: {"t": _num(float(p["threshold"]))})  # type: ignore[arg-type]
+    render = family_renderer("nyc_delays", {"k": k}, lambda p: {"t": _num(float(p["threshold"]))})  # type: ignore[arg-type]
 
     return Thread(
-        thread_id="nyc_delays", family="nyc_delays", params={"threshold": low}, keys=list(names), render=render,
-        default_names=names, tunable="delayed", tunable_param="threshold", alternative=alt,
-        describe_change=lambda v: f"a flight counts as delayed when its departure delay is at least "
-        f"{_num(float(v))} minutes",  # type: ignore[arg-type]
+        thread_id="nyc_delays",
+        family="nyc_delays",
+        params={"threshold": low},
+        keys=list(names),
+        render=render,
+        default_names=names,
+        tunable="delayed",
+        tunable_param="threshold",
+        alternative=alt,
+        describe_change=lambda v: (
+            f"a flight counts as delayed when its departure delay is at least {_num(float(v))} minutes"  # type: ignore[arg-type]
+        ),
         base_tables=("flights",),
-    )  # fmt: skip
+    )
 
 
 def _nyc_weather(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
@@ -350,16 +434,27 @@ def _nyc_weather(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
         "by_carrier": f"{s}_windy_delay_by_carrier",
     }
 
-    render = family_renderer("nyc_weather", {"origin": origin, "origin_sql": _sql_text(origin)},
-                             lambda p: {"t": _num(float(p["wind"]))})  # type: ignore[arg-type]
+    render = family_renderer(
+        "nyc_weather",
+        {"origin": origin, "origin_sql": _sql_text(origin)},
+        lambda p: {"t": _num(float(p["wind"]))},  # type: ignore[arg-type]
+    )
 
     return Thread(
-        thread_id="nyc_weather", family="nyc_weather", params={"wind": low}, keys=list(names), render=render,
-        default_names=names, tunable="windy", tunable_param="wind", alternative=alt,
-        describe_change=lambda v: f"an hour at {origin} is windy when the wind speed is at least "
-        f"{_num(float(v))} mph",  # type: ignore[arg-type]
+        thread_id="nyc_weather",
+        family="nyc_weather",
+        params={"wind": low},
+        keys=list(names),
+        render=render,
+        default_names=names,
+        tunable="windy",
+        tunable_param="wind",
+        alternative=alt,
+        describe_change=lambda v: (
+            f"an hour at {origin} is windy when the wind speed is at least {_num(float(v))} mph"  # type: ignore[arg-type]
+        ),
         base_tables=("weather", "flights"),
-    )  # fmt: skip
+    )
 
 
 def _nyc_routes(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
@@ -369,15 +464,21 @@ def _nyc_routes(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
         alt = low + 300
     names = {"long": "long_flights", "by_dest": "long_by_dest", "by_carrier": "long_by_carrier"}
 
-    render = family_renderer("nyc_routes", {},
-                             lambda p: {"t": _num(float(p["distance"]))})  # type: ignore[arg-type]
+    render = family_renderer("nyc_routes", {}, lambda p: {"t": _num(float(p["distance"]))})  # type: ignore[arg-type]
 
     return Thread(
-        thread_id="nyc_routes", family="nyc_routes", params={"distance": low}, keys=list(names), render=render,
-        default_names=names, tunable="long", tunable_param="distance", alternative=alt,
+        thread_id="nyc_routes",
+        family="nyc_routes",
+        params={"distance": low},
+        keys=list(names),
+        render=render,
+        default_names=names,
+        tunable="long",
+        tunable_param="distance",
+        alternative=alt,
         describe_change=lambda v: f"a long flight covers at least {_num(float(v))} miles",  # type: ignore[arg-type]
         base_tables=("flights",),
-    )  # fmt: skip
+    )
 
 
 FAMILIES: dict[str, list[Callable[[duckdb.DuckDBPyConnection, random.Random], Thread]]] = {
@@ -415,7 +516,9 @@ def generate_threads(
                 other = [t for t in draws if t.params not in seen]
                 if not other:
                     continue
-                t = replace(other[0], default_names={k: f"{v}_{round_}" for k, v in other[0].default_names.items()})
+                t = replace(
+                    other[0], default_names={k: f"{v}_{round_}" for k, v in other[0].default_names.items()}
+                )
             threads.append(_renamed(t, f"{t.family}_{round_}"))
             used |= set(t.default_names.values())
     return threads

@@ -39,7 +39,7 @@ from stateguard.artifacts.events import (
     RepairEvent,
     StateCommittedEvent,
     WorkerStepEvent,
-)  # fmt: skip
+)
 from stateguard.artifacts.graph import load_graph
 from stateguard.artifacts.run_folder import CorpusFolder, RolloutFolder
 from stateguard.artifacts.task_folder import TaskFolder
@@ -65,8 +65,16 @@ from stateguard.workspace_api import DictWorkspace
 from synthesis.interventions import InterventionKind, InterventionRecord
 from synthesis.screen import Candidate, screen, stated_select
 
-__all__ = ["KEEP_CHECKS", "KeepVerdict", "TrajectoryRecord", "base_plan", "generate", "keep", "load_built_task",
-           "rejection_counts"]  # fmt: skip
+__all__ = [
+    "KEEP_CHECKS",
+    "KeepVerdict",
+    "TrajectoryRecord",
+    "base_plan",
+    "generate",
+    "keep",
+    "load_built_task",
+    "rejection_counts",
+]
 
 # Worded reasons per intervention kind: they explain what is wrong without code or values.
 _REASONS: dict[InterventionKind, str] = {
@@ -104,7 +112,9 @@ class TrajectoryRecord(BaseModel):
     reference_answers: dict[int, Any] = Field(default_factory=dict)
     repair_modes: list[str] = Field(default_factory=list)
     rollbacks: int = 0
-    states: list[dict[str, Any]] = Field(default_factory=list, description="per committed state: sizes, relation types")
+    states: list[dict[str, Any]] = Field(
+        default_factory=list, description="per committed state: sizes, relation types"
+    )
     hints: dict[str, int] = Field(default_factory=dict, description="hints delivered by kind")
     degraded: bool = False
     trace_kinds: list[str] = Field(default_factory=list)
@@ -143,52 +153,109 @@ def base_plan(task_dir: str | Path) -> TeacherPlan:
     codes = {t.turn_id: t.code for t in load_built_task(root).turns}
     stages = graph.stages
     by_id = {s.state_id: s.name for s in stages}
-    checks = {s.name: StageCheck(table=s.name, stated_sql=stated_select(s.sql))
-              for s in stages if codes.get(s.turn_id, "").count(s.sql) == 1}  # fmt: skip
-    invalidates = {s.name: [by_id[r.related_state_id] for r in s.relations
-                            if r.type.value == "invalidate" and r.related_state_id in by_id]
-                   for s in stages}  # fmt: skip
+    checks = {
+        s.name: StageCheck(table=s.name, stated_sql=stated_select(s.sql))
+        for s in stages
+        if codes.get(s.turn_id, "").count(s.sql) == 1
+    }
+    invalidates = {
+        s.name: [
+            by_id[r.related_state_id]
+            for r in s.relations
+            if r.type.value == "invalidate" and r.related_state_id in by_id
+        ]
+        for s in stages
+    }
     return TeacherPlan(
-        flow=graph.flow_name, checks=checks,
+        flow=graph.flow_name,
+        checks=checks,
         stage_of_turn={} if graph.segments else {s.turn_id: s.name for s in stages},
         invalidates={k: v for k, v in invalidates.items() if v},
         segments=[Segment.model_validate(s.model_dump()) for s in graph.segments or []],
-    )  # fmt: skip
+    )
 
 
 # ---------------------------------------------------------------------------------- running
-def _run(task: Task, plan: TeacherPlan, faults: list[Fault], run_dir: Path, live: ManagerPolicy | None) -> dict[str, Any]:
+def _run(
+    task: Task, plan: TeacherPlan, faults: list[Fault], run_dir: Path, live: ManagerPolicy | None
+) -> dict[str, Any]:
     if run_dir.exists():
         shutil.rmtree(run_dir)
     teacher = TeacherPolicy(plan, live=live)
     worker = teacher_worker(faults, plan.resist, reference=task)
-    result = rollout(task.agent_view(), worker, DictWorkspace(), flow=flow_named(plan.flow), manager=teacher, run_dir=run_dir)
+    result = rollout(
+        task.agent_view(),
+        worker,
+        DictWorkspace(),
+        flow=flow_named(plan.flow),
+        manager=teacher,
+        run_dir=run_dir,
+    )
     events = read_trace(RolloutFolder(run_dir).trace)
-    steps = [{"index": s.index, "turn": s.turn, "action": s.action, "output": s.output, "success": s.success,
-              "purpose": s.meta.purpose, "turn_end": s.meta.turn_end}
-             for s in (e.data for e in events if isinstance(e, WorkerStepEvent))]  # fmt: skip
-    actions = [{"seq": e.seq, "name": e.data.name, "accepted": e.data.accepted, "stage": e.data.stage,
-                "activation": e.data.activation} for e in events if isinstance(e, ActionEvent)]  # fmt: skip
-    return {"worker_steps": steps, "action_events": actions, "answers": result.answers, "degraded": result.degraded,
-            "trace_kinds": sorted({e.kind for e in events}), "activations": teacher.log, "run_dir": str(run_dir),
-            "teacher": teacher.name, "repair_modes": [e.data.mode for e in events if isinstance(e, RepairEvent)],
-            "rollbacks": sum(e.kind == "rollback" for e in events),
-            "states": [_state_stats(e.data.state, plan) for e in events if isinstance(e, StateCommittedEvent)],
-            "hints": dict(Counter(e.data.hint.kind for e in events
-                                  if isinstance(e, HintDeliveredEvent)))}  # fmt: skip
+    steps = [
+        {
+            "index": s.index,
+            "turn": s.turn,
+            "action": s.action,
+            "output": s.output,
+            "success": s.success,
+            "purpose": s.meta.purpose,
+            "turn_end": s.meta.turn_end,
+        }
+        for s in (e.data for e in events if isinstance(e, WorkerStepEvent))
+    ]
+    actions = [
+        {
+            "seq": e.seq,
+            "name": e.data.name,
+            "accepted": e.data.accepted,
+            "stage": e.data.stage,
+            "activation": e.data.activation,
+        }
+        for e in events
+        if isinstance(e, ActionEvent)
+    ]
+    return {
+        "worker_steps": steps,
+        "action_events": actions,
+        "answers": result.answers,
+        "degraded": result.degraded,
+        "trace_kinds": sorted({e.kind for e in events}),
+        "activations": teacher.log,
+        "run_dir": str(run_dir),
+        "teacher": teacher.name,
+        "repair_modes": [e.data.mode for e in events if isinstance(e, RepairEvent)],
+        "rollbacks": sum(e.kind == "rollback" for e in events),
+        "states": [_state_stats(e.data.state, plan) for e in events if isinstance(e, StateCommittedEvent)],
+        "hints": dict(Counter(e.data.hint.kind for e in events if isinstance(e, HintDeliveredEvent))),
+    }
 
 
 def _state_stats(state: AnalyticalState, plan: TeacherPlan) -> dict[str, Any]:
     """What a committed state holds (for the corpus statistics)."""
-    return {"id": state.id, "constraints": len(state.constraints),
-            "executable": sum(1 for c in state.constraints if c.code),
-            "variables": len(state.used_variables), "conclusions": len(state.conclusions),
-            "relations": [r.type.value for r in state.relations]}  # fmt: skip
+    return {
+        "id": state.id,
+        "constraints": len(state.constraints),
+        "executable": sum(1 for c in state.constraints if c.code),
+        "variables": len(state.used_variables),
+        "conclusions": len(state.conclusions),
+        "relations": [r.type.value for r in state.relations],
+    }
 
 
-def generate(task_dir: str | Path, out_dir: str | Path, *, seed: int, repairs: int = 2, autos: int = 1,
-             benign: int = 1, heavy: int = 1, abandon: int = 1, max_attempts: int = 4,
-             teacher: str = "rules") -> list[TrajectoryRecord]:  # fmt: skip
+def generate(
+    task_dir: str | Path,
+    out_dir: str | Path,
+    *,
+    seed: int,
+    repairs: int = 2,
+    autos: int = 1,
+    benign: int = 1,
+    heavy: int = 1,
+    abandon: int = 1,
+    max_attempts: int = 4,
+    teacher: str = "rules",
+) -> list[TrajectoryRecord]:
     """One clean trajectory and up to the given number of each counterfactual variant for a built
     task; every record carries its Keep verdict (rejected ones included, for counting).
     `teacher="llm"` lets `llm_teacher()` decide in the auto branches."""
@@ -200,9 +267,16 @@ def generate(task_dir: str | Path, out_dir: str | Path, *, seed: int, repairs: i
     plan = base_plan(root)
     reference = {t.turn_id: t.answer for t in task.turns}
     clean_plan = plan.model_copy(update={"variant": "clean"})
-    clean = TrajectoryRecord(trajectory_id=f"{task.task_id}/clean", task_id=task.task_id, variant="clean", seed=seed,
-                             flow=plan.flow, plan=clean_plan, reference_answers=reference,
-                             **_run(task, clean_plan, [], runs / "clean", None))  # fmt: skip
+    clean = TrajectoryRecord(
+        trajectory_id=f"{task.task_id}/clean",
+        task_id=task.task_id,
+        variant="clean",
+        seed=seed,
+        flow=plan.flow,
+        plan=clean_plan,
+        reference_answers=reference,
+        **_run(task, clean_plan, [], runs / "clean", None),
+    )
     out = [_judge(clean, clean)]
     rng = random.Random(f"traj:{task.task_id}:{seed}")
     candidates = screen(root, rng)
@@ -212,17 +286,33 @@ def generate(task_dir: str | Path, out_dir: str | Path, *, seed: int, repairs: i
         ("repair", repairs, [c for c in candidates if c.effect == "genuine" and c.stated]),
         ("heavy", heavy, [c for c in candidates if c.effect == "genuine" and c.stated]),
         # abandoning rolls back to the previous state's checkpoint: the first turn has none to go back to
-        ("abandon", 0 if segment else abandon,
-         [c for c in candidates if c.effect == "genuine" and c.stated and c.turn > 1]),
+        (
+            "abandon",
+            0 if segment else abandon,
+            [c for c in candidates if c.effect == "genuine" and c.stated and c.turn > 1],
+        ),
         ("benign", benign, [c for c in candidates if c.effect == "benign" and c.stated]),
         ("auto", 0 if segment else autos, [c for c in candidates if c.effect == "genuine"]),
     ]
     used: Counter[tuple[int, str]] = Counter()
     for variant, count, pool in wanted:
-        pool = sorted(pool, key=lambda c: used[(c.turn, c.stage)])  # stable: fresh sites first, then the shuffle
+        pool = sorted(
+            pool, key=lambda c: used[(c.turn, c.stage)]
+        )  # stable: fresh sites first, then the shuffle
         live = llm_teacher() if variant == "auto" and teacher == "llm" else None
-        got = _branches(task, runs, plan, pool, clean, variant, seed=seed, wanted=count, max_attempts=max_attempts,
-                        live=live, teacher=teacher)  # fmt: skip
+        got = _branches(
+            task,
+            runs,
+            plan,
+            pool,
+            clean,
+            variant,
+            seed=seed,
+            wanted=count,
+            max_attempts=max_attempts,
+            live=live,
+            teacher=teacher,
+        )
         for rec in got:
             if rec.keep and rec.t_star is not None and rec.stage is not None:
                 used[(rec.t_star, rec.stage)] += 1
@@ -230,9 +320,20 @@ def generate(task_dir: str | Path, out_dir: str | Path, *, seed: int, repairs: i
     return out
 
 
-def _branches(task: Task, runs: Path, plan: TeacherPlan, pool: list[Candidate], clean: TrajectoryRecord,
-              variant: Variant, *, seed: int, wanted: int, max_attempts: int, live: ManagerPolicy | None,
-              teacher: str) -> list[TrajectoryRecord]:  # fmt: skip
+def _branches(
+    task: Task,
+    runs: Path,
+    plan: TeacherPlan,
+    pool: list[Candidate],
+    clean: TrajectoryRecord,
+    variant: Variant,
+    *,
+    seed: int,
+    wanted: int,
+    max_attempts: int,
+    live: ManagerPolicy | None,
+    teacher: str,
+) -> list[TrajectoryRecord]:
     """Counterfactual branches of one variant: θ' at t*; at most `wanted` kept, one per stage."""
     out: list[TrajectoryRecord] = []
     kept = attempts = 0
@@ -243,17 +344,37 @@ def _branches(task: Task, runs: Path, plan: TeacherPlan, pool: list[Candidate], 
         if cand.stage in done:
             continue
         attempts += 1
-        branch = plan.model_copy(update={
-            "variant": variant, "fault_turn": cand.turn, "target": cand.stage, "kind": cand.record.kind.value,
-            "reason": _REASONS.get(cand.record.kind), "live": teacher if variant == "auto" else "rules",
-        })  # fmt: skip
+        branch = plan.model_copy(
+            update={
+                "variant": variant,
+                "fault_turn": cand.turn,
+                "target": cand.stage,
+                "kind": cand.record.kind.value,
+                "reason": _REASONS.get(cand.record.kind),
+                "live": teacher if variant == "auto" else "rules",
+            }
+        )
         rec = TrajectoryRecord(
-            trajectory_id=f"{task.task_id}/{variant}-{attempts}", task_id=task.task_id, variant=variant, seed=seed,
-            flow=plan.flow, plan=branch, t_star=cand.turn, stage=cand.stage, intervention=cand.record,
-            faulty_code=cand.faulty_code, benign=variant == "benign", reference_answers=clean.reference_answers,
-            **_run(task, branch, [Fault(kind="counterfactual", turn=cand.turn, code=cand.faulty_code)],
-                   runs / f"{variant}-{attempts}", live),
-        )  # fmt: skip
+            trajectory_id=f"{task.task_id}/{variant}-{attempts}",
+            task_id=task.task_id,
+            variant=variant,
+            seed=seed,
+            flow=plan.flow,
+            plan=branch,
+            t_star=cand.turn,
+            stage=cand.stage,
+            intervention=cand.record,
+            faulty_code=cand.faulty_code,
+            benign=variant == "benign",
+            reference_answers=clean.reference_answers,
+            **_run(
+                task,
+                branch,
+                [Fault(kind="counterfactual", turn=cand.turn, code=cand.faulty_code)],
+                runs / f"{variant}-{attempts}",
+                live,
+            ),
+        )
         rec = _judge(rec, clean)
         out.append(rec)
         if rec.keep:
@@ -277,7 +398,11 @@ def _divergence(tau: TrajectoryRecord, clean: TrajectoryRecord) -> int | None:
     for i, (a, b) in enumerate(zip(tau.worker_steps, clean.worker_steps, strict=False)):
         if _step_view(a) != _step_view(b):
             return i
-    return None if len(tau.worker_steps) == len(clean.worker_steps) else min(len(tau.worker_steps), len(clean.worker_steps))
+    return (
+        None
+        if len(tau.worker_steps) == len(clean.worker_steps)
+        else min(len(tau.worker_steps), len(clean.worker_steps))
+    )
 
 
 def _manager_prefix(rec: TrajectoryRecord, cut: int) -> list[tuple[Any, ...]]:
@@ -287,8 +412,10 @@ def _manager_prefix(rec: TrajectoryRecord, cut: int) -> list[tuple[Any, ...]]:
         end = act.observation.get("pending_end_step")
         if end is not None and end >= cut:
             break
-        out += [(a.name, a.accepted, _ADDRESS.sub("0x?", json.dumps(a.arguments, sort_keys=True, default=str)))
-                for a in act.actions]  # fmt: skip
+        out += [
+            (a.name, a.accepted, _ADDRESS.sub("0x?", json.dumps(a.arguments, sort_keys=True, default=str)))
+            for a in act.actions
+        ]
     return out
 
 
@@ -316,8 +443,10 @@ def _faulty_answer(tau: TrajectoryRecord) -> Any:
 def _intervention_activated(tau: TrajectoryRecord, clean: TrajectoryRecord) -> bool:
     if tau.variant == "clean":
         return not any(s.get("purpose") != "reference" for s in tau.worker_steps)
-    ran = any(s.get("turn") == tau.t_star and s.get("purpose") == "faulty" and s.get("success")
-              for s in tau.worker_steps)  # fmt: skip
+    ran = any(
+        s.get("turn") == tau.t_star and s.get("purpose") == "faulty" and s.get("success")
+        for s in tau.worker_steps
+    )
     changed = _faulty_answer(tau) != clean.answers.get(tau.t_star or -1)
     return ran and (not changed if tau.variant == "benign" else changed)
 
@@ -338,8 +467,12 @@ def _demonstration_consumed(tau: TrajectoryRecord, clean: TrajectoryRecord) -> b
     if tau.variant in ("clean", "benign"):
         return repairs == 0
     if tau.variant == "auto":  # nothing prescribed; no repair may precede the intervention
-        return not any(c.name == "REPAIR" and c.accepted for a in tau.activations
-                       if (a.turn or 0) < (tau.t_star or 0) for c in a.actions)  # fmt: skip
+        return not any(
+            c.name == "REPAIR" and c.accepted
+            for a in tau.activations
+            if (a.turn or 0) < (tau.t_star or 0)
+            for c in a.actions
+        )
     if tau.variant == "repair":
         return repairs == 1 and tau.repair_modes == ["light"] and _retried_after_fault(tau)
     if tau.variant == "heavy":
@@ -352,8 +485,9 @@ def _autonomous_detection(tau: TrajectoryRecord, clean: TrajectoryRecord) -> boo
     """auto only: the live manager repaired at t* on its own and the worker actually retried."""
     if tau.variant != "auto":
         return True
-    repaired = any(c.name == "REPAIR" and c.accepted for a in tau.activations if a.turn == tau.t_star
-                   for c in a.actions)  # fmt: skip
+    repaired = any(
+        c.name == "REPAIR" and c.accepted for a in tau.activations if a.turn == tau.t_star for c in a.actions
+    )
     return repaired and _retried_after_fault(tau)
 
 
@@ -366,7 +500,9 @@ def _lifecycle_valid(tau: TrajectoryRecord, clean: TrajectoryRecord) -> bool:
         if len(controls) != 1 or not accepted[-1].control:
             return False
     if tau.variant in ("repair", "heavy", "abandon"):
-        at_target = [c.name for a in tau.activations if a.forced for c in a.actions if c.accepted and c.control]
+        at_target = [
+            c.name for a in tau.activations if a.forced for c in a.actions if c.accepted and c.control
+        ]
         if not at_target or at_target[0] != "REPAIR":
             return False
         want_end = "ABANDON_STATE" if tau.variant == "abandon" else "FINALIZE_RELATIONS"
@@ -380,8 +516,11 @@ def _decisions_grounded(tau: TrajectoryRecord, clean: TrajectoryRecord) -> bool:
     for act in tau.activations:
         if act.live:
             continue
-        verdicts = [read_probe(str((a.tool_result or {}).get("data", {}).get("stdout", "")))
-                    for a in act.actions if a.name == "run_probe" and a.accepted]  # fmt: skip
+        verdicts = [
+            read_probe(str((a.tool_result or {}).get("data", {}).get("stdout", "")))
+            for a in act.actions
+            if a.name == "run_probe" and a.accepted
+        ]
         mismatch = any(v is not None and not v.same_rows for v in verdicts)
         for a in act.actions:
             if not (a.accepted and a.control):
@@ -429,4 +568,3 @@ def keep(tau: TrajectoryRecord, clean: TrajectoryRecord) -> KeepVerdict:
 
 def rejection_counts(records: list[TrajectoryRecord]) -> dict[str, int]:
     return dict(sorted(Counter(r for rec in records for r in rec.rejections).items()))
-

@@ -72,8 +72,17 @@ def plan_worker_faults(task_root: str | Path, *, seed: int, n: int = 2, tries: i
         contaminated = [i + 1 for i in range(turn, len(codes)) if answers[i] != reference[i]]
         if answers[turn - 1] == reference[turn - 1] or not contaminated:
             continue
-        chosen.append(ShippedFault(turn=turn, stage=stage.name, kind=record.kind.value, operation=record.operation,
-                                   description=record.description, code=faulty, contaminates=contaminated))  # fmt: skip
+        chosen.append(
+            ShippedFault(
+                turn=turn,
+                stage=stage.name,
+                kind=record.kind.value,
+                operation=record.operation,
+                description=record.description,
+                code=faulty,
+                contaminates=contaminated,
+            )
+        )
         used_turns.add(turn)
     chosen.sort(key=lambda c: c.turn)
     save_shipped_faults(folder.faults, chosen)

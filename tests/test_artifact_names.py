@@ -21,11 +21,25 @@ PACKAGES = ("stateguard", "synthesis", "training", "eval", "scripts")
 OWNER = ROOT / "stateguard" / "artifacts"
 
 # Every name stateguard.artifacts defines a constant for (task folder, rollout folder, run folder).
-NAMES = frozenset({
-    "hidden", "task.json", "graph.json", "faults.json", "fingerprints.json", "replay.json", "manifest.json",
-    "questions.json", "trace.jsonl", "llm_calls.jsonl", "window_trace.jsonl", "states.sqlite", "result.json",
-    "summary.json", "config.yaml",
-})  # fmt: skip
+NAMES = frozenset(
+    {
+        "hidden",
+        "task.json",
+        "graph.json",
+        "faults.json",
+        "fingerprints.json",
+        "replay.json",
+        "manifest.json",
+        "questions.json",
+        "trace.jsonl",
+        "llm_calls.jsonl",
+        "window_trace.jsonl",
+        "states.sqlite",
+        "result.json",
+        "summary.json",
+        "config.yaml",
+    }
+)
 TRACE_MODULES = ("stateguard.trace", "stateguard.artifacts")
 RAW_HOLDERS = frozenset({"graph", "stage"})
 
@@ -88,7 +102,12 @@ def raw_reads(path: Path) -> list[str]:
         target, key = None, None
         if isinstance(node, ast.Subscript):
             target, key = node.value, node.slice
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" and node.args:
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "get"
+            and node.args
+        ):
             target, key = node.func.value, node.args[0]
         if target is None or key is None or not _string_key(key):
             continue
@@ -112,8 +131,8 @@ def test_no_module_reads_an_artifact_dict_by_string_key() -> None:
 def test_the_checks_can_fail(tmp_path: Path) -> None:
     bad = ROOT / "stateguard" / "_artifact_names_probe.py"  # a module of the tree, removed below
     bad.write_text(
-        'from stateguard.trace import read_trace\n'
-        'def f(run, graph):\n'
+        "from stateguard.trace import read_trace\n"
+        "def f(run, graph):\n"
         '    e = read_trace(run / "trace.jsonl")[0]\n'
         '    return e.data["index"], graph["stages"], f"{run}/hidden/graph.json", {"hidden": True}\n',
         encoding="utf-8",

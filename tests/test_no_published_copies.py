@@ -40,7 +40,10 @@ def test_no_tracked_file_is_a_staged_benchmark_file() -> None:
     staged = {sha256(p): p for p in staged_files()}
     assert len(staged) >= 10  # the staged folder was found and read
     copies = [f"{f.relative_to(REPO)} == {staged[h]}" for f in tracked_files() if (h := sha256(f)) in staged]
-    assert not copies, "published benchmark files are tracked; delete them and read them from ../shared: " + "; ".join(copies)
+    assert not copies, (
+        "published benchmark files are tracked; delete them and read them from ../shared: "
+        + "; ".join(copies)
+    )
 
 
 def test_no_tracked_file_holds_a_long_line_of_staged_text() -> None:
@@ -57,8 +60,11 @@ def test_no_tracked_file_holds_a_long_line_of_staged_text() -> None:
             text = f.read_text(encoding="utf-8")
         except UnicodeDecodeError:
             continue
-        found += [f"{f.relative_to(REPO)}: {line[:50]!r}... (from {lines[line]})"
-                  for line in {x.strip() for x in text.splitlines()} if line in lines]  # fmt: skip
+        found += [
+            f"{f.relative_to(REPO)}: {line[:50]!r}... (from {lines[line]})"
+            for line in {x.strip() for x in text.splitlines()}
+            if line in lines
+        ]
     assert not found, "tracked files repeat published benchmark text: " + "; ".join(found[:10])
 
 

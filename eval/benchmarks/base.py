@@ -41,9 +41,15 @@ class EvalTask(BaseModel):
     domain: str = "all"
     level: str = "all"
     parents: dict[int, list[int]] = Field(default_factory=dict, description="Pa(t) for DCR (C.4).")
-    faults: list[Fault] = Field(default_factory=list, description="The scripted worker's mistakes, if shipped.")
-    variant: str = Field(default="clean", description="Fault variant (eval.benchmarks.variants); clean = none.")
-    base_task: str = Field(default="", description="Task id shared by all variants of one task ('' = task_id).")
+    faults: list[Fault] = Field(
+        default_factory=list, description="The scripted worker's mistakes, if shipped."
+    )
+    variant: str = Field(
+        default="clean", description="Fault variant (eval.benchmarks.variants); clean = none."
+    )
+    base_task: str = Field(
+        default="", description="Task id shared by all variants of one task ('' = task_id)."
+    )
     split: str = Field(default="all", description="Benchmark split, e.g. dev / heldout (reported apart).")
 
 

@@ -36,15 +36,26 @@ from stateguard.artifacts.faults import FaultsFile, load_faults
 from stateguard.artifacts.files import ArtifactError
 from stateguard.workers.faults import Fault, FaultError, check_faults
 
-__all__ = ["CLEAN", "FaultsFile", "expand_variants", "read_faults_file", "select_variants", "variant_fields",
-           "variant_id"]
+__all__ = [
+    "CLEAN",
+    "FaultsFile",
+    "expand_variants",
+    "read_faults_file",
+    "select_variants",
+    "variant_fields",
+    "variant_id",
+]
 
 CLEAN = "clean"
 SEP = "~"
 # Synthesized interventions (synthesis.interventions) by the semantic kind they produce.
-_SYNTH_SEMANTIC = {"numeric_parameter": "changed_threshold", "formula_semantics": "aggregation_swap",
-                   "comparison_direction": "flipped_comparison", "category_scope": "dropped_filter",
-                   "filter_condition": "dropped_filter"}  # fmt: skip
+_SYNTH_SEMANTIC = {
+    "numeric_parameter": "changed_threshold",
+    "formula_semantics": "aggregation_swap",
+    "comparison_direction": "flipped_comparison",
+    "category_scope": "dropped_filter",
+    "filter_condition": "dropped_filter",
+}
 
 
 def variant_id(task_id: str, variant: str, bare: str = CLEAN) -> str:
@@ -57,9 +68,16 @@ def read_faults_file(path: Path) -> FaultsFile:
     try:
         loaded = load_faults(path)
         if isinstance(loaded, list):  # the synthesized benchmark's shipped counterfactuals
-            faults = [Fault(kind="counterfactual", turn=r.turn, code=r.code,
-                            semantic=_SYNTH_SEMANTIC.get(str(r.kind), "other"),
-                            description=r.description) for r in loaded]  # fmt: skip
+            faults = [
+                Fault(
+                    kind="counterfactual",
+                    turn=r.turn,
+                    code=r.code,
+                    semantic=_SYNTH_SEMANTIC.get(str(r.kind), "other"),
+                    description=r.description,
+                )
+                for r in loaded
+            ]
             return FaultsFile(variants={"shipped": faults} if faults else {})
     except (ArtifactError, ValidationError) as exc:
         raise FaultError(str(exc).splitlines()[0]) from None
@@ -95,18 +113,36 @@ def select_variants(declared: Mapping[str, list[Fault]], cfg: Mapping[str, Any])
     return out
 
 
-def expand_variants(task: EvalTask, variants: Mapping[str, list[Fault]], *, split: str = "all", bare: str = CLEAN,
-                    ) -> list[EvalTask]:  # fmt: skip
+def expand_variants(
+    task: EvalTask,
+    variants: Mapping[str, list[Fault]],
+    *,
+    split: str = "all",
+    bare: str = CLEAN,
+) -> list[EvalTask]:
     """One EvalTask per variant; every fault is checked against the task first."""
     out = []
     for name, faults in variants.items():
         check_faults(task.task, list(faults), where=f"task {task.task_id}, variant {name!r}")
-        out.append(task.model_copy(update={"task_id": variant_id(task.task_id, name, bare), "faults": list(faults),
-                                           "variant": name, "base_task": task.task_id, "split": split}))  # fmt: skip
+        out.append(
+            task.model_copy(
+                update={
+                    "task_id": variant_id(task.task_id, name, bare),
+                    "faults": list(faults),
+                    "variant": name,
+                    "base_task": task.task_id,
+                    "split": split,
+                }
+            )
+        )
     return out
 
 
 def variant_fields(task: EvalTask) -> dict[str, Any]:
     """What a result records about the task's variant (ArmResult's variant, base_task, split, faults)."""
-    return {"variant": task.variant, "base_task": task.base_task or task.task_id, "split": task.split,
-            "faults": [f.model_dump(mode="json", exclude_defaults=True) for f in task.faults]}
+    return {
+        "variant": task.variant,
+        "base_task": task.base_task or task.task_id,
+        "split": task.split,
+        "faults": [f.model_dump(mode="json", exclude_defaults=True) for f in task.faults],
+    }

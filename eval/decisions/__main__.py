@@ -40,7 +40,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--api-key", default="EMPTY")
     p.add_argument("--corpus", default="runs/synth-heldout/corpus/sft", help="held-out SFT corpus folder")
     p.add_argument("--train-corpus", default=None, help="the fine-tuning corpus; its tasks are refused")
-    p.add_argument("--out", type=Path, default=Path("runs/decisions/eval"), help="scores.jsonl + summary.json")
+    p.add_argument(
+        "--out", type=Path, default=Path("runs/decisions/eval"), help="scores.jsonl + summary.json"
+    )
     p.add_argument("--per-class", type=int, default=10, help="decisions per teacher class; 0 = all")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-tokens", type=int, default=384, help="completion budget per decision")
@@ -92,23 +94,35 @@ def ask(client: LLMClient, item: DecisionItem) -> DecisionScore | None:
 
 
 def report(summary: Summary, title: str) -> str:
-    rows = [f"{title}", "", "| teacher decision | n | parse % | legal % | accuracy % |", "|---|---|---|---|---|"]
+    rows = [
+        f"{title}",
+        "",
+        "| teacher decision | n | parse % | legal % | accuracy % |",
+        "|---|---|---|---|---|",
+    ]
     for name, r in [*summary.by_teacher_class.items(), ("**all**", summary.overall)]:
         rows.append(f"| {name} | {r.n} | {r.parse} | {r.legal} | {r.accuracy} |")
     rep = summary.repair
-    rows += ["", f"REPAIR: {rep['answered_repair']} of {rep['teacher_repairs']} teacher repairs answered with "
-             f"REPAIR, {rep['right_variable_named']} naming a right variable ({rep['same_variables']} the same set); "
-             f"{rep['false_repairs']} REPAIRs where the teacher did not repair. "
-             f"Truncated replies: {summary.overall.truncated}; mean latency {summary.mean_latency_s} s."]  # fmt: skip
+    rows += [
+        "",
+        f"REPAIR: {rep['answered_repair']} of {rep['teacher_repairs']} teacher repairs answered with "
+        f"REPAIR, {rep['right_variable_named']} naming a right variable ({rep['same_variables']} the same set); "
+        f"{rep['false_repairs']} REPAIRs where the teacher did not repair. "
+        f"Truncated replies: {summary.overall.truncated}; mean latency {summary.mean_latency_s} s.",
+    ]
     if summary.unanswered:
-        rows.append(f"{summary.unanswered} decision(s) got no answer from the endpoint and are not in the rates; "
-                    "run the same command again to ask them.")  # fmt: skip
+        rows.append(
+            f"{summary.unanswered} decision(s) got no answer from the endpoint and are not in the rates; "
+            "run the same command again to ask them."
+        )
     return "\n".join(rows)
 
 
 def run(args: argparse.Namespace) -> Summary:
     items = held_out(load_items(args.corpus), args.train_corpus)
-    fitting = [it for it in items if args.max_prompt_chars is None or prompt_chars(it) <= args.max_prompt_chars]
+    fitting = [
+        it for it in items if args.max_prompt_chars is None or prompt_chars(it) <= args.max_prompt_chars
+    ]
     chosen = select(fitting, args.per_class or None, args.seed)
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / SCORES
@@ -118,18 +132,37 @@ def run(args: argparse.Namespace) -> Summary:
             if line.strip():
                 s = DecisionScore.model_validate_json(line)
                 done[s.id] = s
-    meta: dict[str, Any] = {"base_url": args.base_url, "model": args.model, "corpus": args.corpus,
-                            "train_corpus": args.train_corpus, "per_class": args.per_class, "seed": args.seed,
-                            "max_tokens": args.max_tokens, "decisions": len(chosen), "available": len(items),
-                            "max_prompt_chars": args.max_prompt_chars, "fitting": len(fitting)}  # fmt: skip
+    meta: dict[str, Any] = {
+        "base_url": args.base_url,
+        "model": args.model,
+        "corpus": args.corpus,
+        "train_corpus": args.train_corpus,
+        "per_class": args.per_class,
+        "seed": args.seed,
+        "max_tokens": args.max_tokens,
+        "decisions": len(chosen),
+        "available": len(items),
+        "max_prompt_chars": args.max_prompt_chars,
+        "fitting": len(fitting),
+    }
     (args.out / "config.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
-    config = EndpointConfig(role="manager", base_url=args.base_url, model=args.model, api_key=args.api_key,
-                            temperature=0.0, max_tokens=args.max_tokens, timeout_s=args.timeout, max_retries=1,
-                            concurrency=1)  # fmt: skip
+    config = EndpointConfig(
+        role="manager",
+        base_url=args.base_url,
+        model=args.model,
+        api_key=args.api_key,
+        temperature=0.0,
+        max_tokens=args.max_tokens,
+        timeout_s=args.timeout,
+        max_retries=1,
+        concurrency=1,
+    )
     todo = [it for it in chosen if it.id not in done]
     unanswered: list[str] = []
     with LLMClient(config) as client, path.open("a", encoding="utf-8") as out:
-        for item in tqdm(todo, desc="decisions", unit="decision", initial=len(chosen) - len(todo), total=len(chosen)):
+        for item in tqdm(
+            todo, desc="decisions", unit="decision", initial=len(chosen) - len(todo), total=len(chosen)
+        ):
             score = ask(client, item)
             if score is None:
                 unanswered.append(item.id)

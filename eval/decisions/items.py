@@ -107,12 +107,21 @@ def load_items(corpus: str | Path) -> list[DecisionItem]:
                 continue
             calls = [c["function"] for c in m.get("tool_calls") or []]
             teacher = [{"name": c["name"], "arguments": json.loads(c["arguments"])} for c in calls]
-            items.append(DecisionItem(
-                id=f"{row['trajectory_id']}/a{row['activation']}/m{i}", task_id=row["task_id"],
-                variant=row["variant"], intervention_kind=row.get("intervention_kind") or "none",
-                turn=int(row.get("turn") or 0), regime=regime, stage=stage, messages=messages[:i], tools=tools,
-                teacher=teacher, teacher_class=decision_class([c["name"] for c in teacher]),
-            ))  # fmt: skip
+            items.append(
+                DecisionItem(
+                    id=f"{row['trajectory_id']}/a{row['activation']}/m{i}",
+                    task_id=row["task_id"],
+                    variant=row["variant"],
+                    intervention_kind=row.get("intervention_kind") or "none",
+                    turn=int(row.get("turn") or 0),
+                    regime=regime,
+                    stage=stage,
+                    messages=messages[:i],
+                    tools=tools,
+                    teacher=teacher,
+                    teacher_class=decision_class([c["name"] for c in teacher]),
+                )
+            )
     return items
 
 

@@ -56,8 +56,14 @@ def _repair_vars(calls: list[dict[str, Any]]) -> set[str]:
 
 def score_reply(item: DecisionItem, message: dict[str, Any], *, truncated: bool = False) -> DecisionScore:
     """Score the assistant `message` (OpenAI shape: content and/or tool_calls) for `item`."""
-    base = {"id": item.id, "teacher_class": item.teacher_class, "variant": item.variant,
-            "stage": item.stage.value, "truncated": truncated, "reply": _reply_text(message)}  # fmt: skip
+    base = {
+        "id": item.id,
+        "teacher_class": item.teacher_class,
+        "variant": item.variant,
+        "stage": item.stage.value,
+        "truncated": truncated,
+        "reply": _reply_text(message),
+    }
     try:
         parsed = parse_response(message)
     except ActionError as exc:
@@ -66,8 +72,14 @@ def score_reply(item: DecisionItem, message: dict[str, Any], *, truncated: bool 
     cls = decision_class(names)
     control = parsed.control
     legal = control is None or is_legal(item.regime, item.stage, ControlAction(control.name.value))
-    score = DecisionScore(**base, parsed=True, actions=names, predicted_class=cls, legal=legal,
-                          correct=cls == item.teacher_class)  # fmt: skip
+    score = DecisionScore(
+        **base,
+        parsed=True,
+        actions=names,
+        predicted_class=cls,
+        legal=legal,
+        correct=cls == item.teacher_class,
+    )
     if item.teacher_class == ControlAction.REPAIR.value and cls == item.teacher_class and control is not None:
         got = {str(v) for v in control.args.model_dump()["error_hint"]["error_variables"]}
         want = _repair_vars(item.teacher)
@@ -77,8 +89,10 @@ def score_reply(item: DecisionItem, message: dict[str, Any], *, truncated: bool 
 
 
 def _reply_text(message: dict[str, Any]) -> str:
-    calls = [f"{(c.get('function') or {}).get('name')}({(c.get('function') or {}).get('arguments')})"
-             for c in message.get("tool_calls") or []]  # fmt: skip
+    calls = [
+        f"{(c.get('function') or {}).get('name')}({(c.get('function') or {}).get('arguments')})"
+        for c in message.get("tool_calls") or []
+    ]
     return ((message.get("content") or "") + (" | calls: " + "; ".join(calls) if calls else ""))[:2000]
 
 
@@ -95,11 +109,17 @@ class Summary(BaseModel):
     overall: Rates
     by_teacher_class: dict[str, Rates]
     by_variant: dict[str, Rates]
-    confusion: dict[str, dict[str, int]] = Field(description="teacher class -> predicted class (or `unparsed`) -> count")
-    repair: dict[str, Any] = Field(description="teacher REPAIRs: how many, answered REPAIR, right variables named")
+    confusion: dict[str, dict[str, int]] = Field(
+        description="teacher class -> predicted class (or `unparsed`) -> count"
+    )
+    repair: dict[str, Any] = Field(
+        description="teacher REPAIRs: how many, answered REPAIR, right variables named"
+    )
     mean_latency_s: float
     completion_tokens: int
-    unanswered: int = Field(0, description="decisions the endpoint gave no answer to (not in the rates; a rerun asks them)")
+    unanswered: int = Field(
+        0, description="decisions the endpoint gave no answer to (not in the rates; a rerun asks them)"
+    )
 
 
 def _rates(scores: list[DecisionScore]) -> Rates:
@@ -110,10 +130,13 @@ def _rates(scores: list[DecisionScore]) -> Rates:
         return round(100.0 * k / d, 1) if d else 0.0
 
     return Rates(
-        n=n, parse=pct(len(parsed), n), legal=pct(sum(s.legal for s in scores), n),
+        n=n,
+        parse=pct(len(parsed), n),
+        legal=pct(sum(s.legal for s in scores), n),
         legal_of_parsed=pct(sum(s.legal for s in parsed), len(parsed)) if parsed else None,
-        accuracy=pct(sum(s.correct for s in scores), n), truncated=sum(s.truncated for s in scores),
-    )  # fmt: skip
+        accuracy=pct(sum(s.correct for s in scores), n),
+        truncated=sum(s.truncated for s in scores),
+    )
 
 
 def summarize(scores: list[DecisionScore]) -> Summary:
@@ -130,12 +153,17 @@ def summarize(scores: list[DecisionScore]) -> Summary:
         by_teacher_class={k: _rates(v) for k, v in sorted(groups["cls"].items())},
         by_variant={k: _rates(v) for k, v in sorted(groups["var"].items())},
         confusion={k: dict(v) for k, v in sorted(confusion.items())},
-        repair={"teacher_repairs": len(repairs), "answered_repair": len(answered),
-                "right_variable_named": sum(bool(s.repair_overlap) for s in answered),
-                "same_variables": sum(bool(s.repair_exact) for s in answered),
-                "false_repairs": sum(s.predicted_class == ControlAction.REPAIR.value
-                                     for s in scores if s.teacher_class != ControlAction.REPAIR.value)},  # fmt: skip
+        repair={
+            "teacher_repairs": len(repairs),
+            "answered_repair": len(answered),
+            "right_variable_named": sum(bool(s.repair_overlap) for s in answered),
+            "same_variables": sum(bool(s.repair_exact) for s in answered),
+            "false_repairs": sum(
+                s.predicted_class == ControlAction.REPAIR.value
+                for s in scores
+                if s.teacher_class != ControlAction.REPAIR.value
+            ),
+        },
         mean_latency_s=round(sum(s.latency_s for s in scores) / len(scores), 2) if scores else 0.0,
         completion_tokens=sum(s.completion_tokens for s in scores),
     )
-

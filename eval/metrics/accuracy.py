@@ -31,7 +31,9 @@ class UnitOutcome(BaseModel):
     task_id: str = Field(min_length=1, description="The task (cluster) the unit belongs to.")
     unit_id: str = Field(description="Turn id or question id within the task, as text.")
     correct: bool | None
-    groups: dict[str, str] = Field(default_factory=dict, description="Labels such as domain, level, benchmark.")
+    groups: dict[str, str] = Field(
+        default_factory=dict, description="Labels such as domain, level, benchmark."
+    )
 
 
 class AccuracySummary(BaseModel):
@@ -60,7 +62,9 @@ def unit_outcomes(task_id: str, correct: Mapping[Any, bool | None], **groups: st
     out = []
     for unit, value in correct.items():
         if value is not None and not isinstance(value, bool):
-            raise ValueError(f"task {task_id!r} unit {unit!r}: correct = {value!r}; use True, False or None (excluded)")
+            raise ValueError(
+                f"task {task_id!r} unit {unit!r}: correct = {value!r}; use True, False or None (excluded)"
+            )
         out.append(UnitOutcome(task_id=task_id, unit_id=str(unit), correct=value, groups=dict(groups)))
     return out
 

@@ -91,8 +91,11 @@ def dcr_metric(totals: NDArray[np.float64]) -> NDArray[np.float64]:
 def accuracy_stats(units: Iterable[UnitOutcome]) -> TaskStats:
     """Per task [correct, scored] for `micro_accuracy`; task order is first-seen."""
     tasks = per_task(units)
-    return TaskStats(task_ids=list(tasks), columns=["correct", "scored"],
-                     values=[[s.correct, s.scored] for s in tasks.values()])  # fmt: skip
+    return TaskStats(
+        task_ids=list(tasks),
+        columns=["correct", "scored"],
+        values=[[s.correct, s.scored] for s in tasks.values()],
+    )
 
 
 def macro_accuracy_stats(units: Iterable[UnitOutcome]) -> TaskStats:
@@ -111,7 +114,9 @@ def dcr_stats(results: Sequence[tuple[str, DCRResult]]) -> TaskStats:
     )
 
 
-def _paired(baseline: TaskStats | ArrayLike, treatment: TaskStats | ArrayLike) -> tuple[NDArray[np.float64], ...]:
+def _paired(
+    baseline: TaskStats | ArrayLike, treatment: TaskStats | ArrayLike
+) -> tuple[NDArray[np.float64], ...]:
     if isinstance(baseline, TaskStats) and isinstance(treatment, TaskStats):
         for arm, stats in (("baseline", baseline), ("treatment", treatment)):
             if len(set(stats.task_ids)) != len(stats.task_ids):
@@ -173,9 +178,18 @@ def paired_cluster_bootstrap(
         gains[start : start + size] = metric(t[idx].sum(axis=1)) - metric(b[idx].sum(axis=1))
     defined = gains[np.isfinite(gains)]
     if defined.size == 0:
-        return BootstrapResult(n_tasks=n, n_resamples=n_resamples, n_defined=0, seed=seed, confidence=confidence,
-                               observed_gain=observed if np.isfinite(observed) else None, mean_gain=None,
-                               ci_low=None, ci_high=None, share_nonpositive=None)  # fmt: skip
+        return BootstrapResult(
+            n_tasks=n,
+            n_resamples=n_resamples,
+            n_defined=0,
+            seed=seed,
+            confidence=confidence,
+            observed_gain=observed if np.isfinite(observed) else None,
+            mean_gain=None,
+            ci_low=None,
+            ci_high=None,
+            share_nonpositive=None,
+        )
     tail = (1.0 - confidence) / 2.0 * 100.0
     low, high = np.percentile(defined, [tail, 100.0 - tail])
     return BootstrapResult(

@@ -44,7 +44,9 @@ class DCRResult(BaseModel):
     contaminated_bad: int = Field(ge=0, description="Wrong units in U_1.")
     clean_n: int = Field(ge=0, description="|U_0|: units whose observable parents are all correct.")
     clean_bad: int = Field(ge=0, description="Wrong units in U_0.")
-    skipped_unscored: int = Field(default=0, ge=0, description="Units with parents but no score of their own.")
+    skipped_unscored: int = Field(
+        default=0, ge=0, description="Units with parents but no score of their own."
+    )
     skipped_no_parents: int = Field(default=0, ge=0, description="Scored units with no observable parent.")
 
     @computed_field  # type: ignore[prop-decorator]
@@ -146,7 +148,15 @@ def dcr(correct: Mapping[Unit, Any], parents: Mapping[Unit, Collection[Unit]]) -
 def pooled_dcr(results: Iterable[DCRResult]) -> DCRResult:
     """Benchmark-level DCR (C.4): sum the counts over tasks, then take the rates once."""
     totals = dict.fromkeys(
-        ("contaminated_n", "contaminated_bad", "clean_n", "clean_bad", "skipped_unscored", "skipped_no_parents"), 0
+        (
+            "contaminated_n",
+            "contaminated_bad",
+            "clean_n",
+            "clean_bad",
+            "skipped_unscored",
+            "skipped_no_parents",
+        ),
+        0,
     )
     for result in results:
         for key in totals:
@@ -175,7 +185,9 @@ def parents_from_graph(graph: RelationGraph) -> dict[int, list[int]]:
         found = parents.setdefault(turn, set())
         for dep in stage.deps:
             if dep not in turn_of:
-                raise ValueError(f"graph.json of {graph.task_id}: stage {stage.name!r} depends on unknown stage {dep!r}")
+                raise ValueError(
+                    f"graph.json of {graph.task_id}: stage {stage.name!r} depends on unknown stage {dep!r}"
+                )
             if turn_of[dep] < turn:
                 found.add(turn_of[dep])
     return {turn: sorted(found) for turn, found in sorted(parents.items())}

@@ -30,8 +30,15 @@ from eval.results import ArmResult
 from stateguard.artifacts.run_folder import RolloutFolder
 from stateguard.workers.faults import scratch_name
 
-__all__ = ["DetectionReport", "KindRow", "SplitDetection", "detection_report", "detection_table",
-           "render_detection", "scored_results"]  # fmt: skip
+__all__ = [
+    "DetectionReport",
+    "KindRow",
+    "SplitDetection",
+    "detection_report",
+    "detection_table",
+    "render_detection",
+    "scored_results",
+]
 
 
 class KindRow(BaseModel):
@@ -97,7 +104,9 @@ def _label(fault: dict[str, object]) -> str:
     return f"counterfactual:{fault.get('semantic') or 'other'}" if kind == "counterfactual" else kind
 
 
-def _section(arm: str, split: str, results: list[ArmResult], facts: dict[tuple[str, str, str], ArmFacts]) -> SplitDetection:
+def _section(
+    arm: str, split: str, results: list[ArmResult], facts: dict[tuple[str, str, str], ArmFacts]
+) -> SplitDetection:
     runs = {(r.base_task or r.task_id, r.variant, r.arm): r for r in results}
     tasks = sorted({k[0] for k in runs})
     out = SplitDetection(arm=arm, split=split, tasks=len(tasks))
@@ -115,7 +124,11 @@ def _section(arm: str, split: str, results: list[ArmResult], facts: dict[tuple[s
             out.clean_runs += 1
             out.clean_turns += sum(v is not None for v in r.correct.values())
             out.false_repairs += len(f.repairs)
-            out.deletions, out.rollbacks, out.abandons = out.deletions + f.deletions, out.rollbacks + f.rollbacks, out.abandons + f.abandons
+            out.deletions, out.rollbacks, out.abandons = (
+                out.deletions + f.deletions,
+                out.rollbacks + f.rollbacks,
+                out.abandons + f.abandons,
+            )
             out.flipped += len(f.flipped_turns)
             continue
         clean = facts.get((task, "clean", arm))
@@ -127,8 +140,12 @@ def _section(arm: str, split: str, results: list[ArmResult], facts: dict[tuple[s
             row.faults += 1
             # At the faulty turn any of its variables counts; later, `result` (rebound every turn) does not.
             mine = {v for v in fault.variables if not scratch_name(v)}
-            found = any(x.turn is not None and (set(x.variables) & (set(fault.variables) if x.turn == fault.turn else mine))
-                        and x.turn >= fault.turn for x in fresh)  # fmt: skip
+            found = any(
+                x.turn is not None
+                and (set(x.variables) & (set(fault.variables) if x.turn == fault.turn else mine))
+                and x.turn >= fault.turn
+                for x in fresh
+            )
             row.detected += found
             row.lucky += fault.recomputed and not found
         group = kinds.setdefault(_group(r), KindRow(kind=_group(r)))
@@ -152,8 +169,13 @@ def detection_report(results: list[ArmResult]) -> DetectionReport | None:
     arms = sorted({r.arm for r in results} - {"baseline"})
     if not arms or not any(r.arm == "baseline" for r in results):
         return None
-    facts = {(r.base_task or r.task_id, r.variant, r.arm): arm_facts(RolloutFolder(Path(r.run_dir)).trace, r.answers)
-             for r in results if r.arm != "baseline"}  # fmt: skip
+    facts = {
+        (r.base_task or r.task_id, r.variant, r.arm): arm_facts(
+            RolloutFolder(Path(r.run_dir)).trace, r.answers
+        )
+        for r in results
+        if r.arm != "baseline"
+    }
     splits = sorted({r.split for r in results}, key=lambda s: (s == "heldout", s))
     report = DetectionReport()
     for arm in arms:
@@ -172,18 +194,69 @@ def _delta(a: float | None, b: float | None) -> str:
 
 def detection_table(report: DetectionReport) -> tuple[list[str], list[list[str]]]:
     """One row per (arm, split, fault kind), for `make tables` (detection.md / detection.csv)."""
-    head = ["arm", "split", "kind", "faults", "detected", "recall %", "lucky fixes", "runs", "acc baseline %",
-            "acc arm %", "delta"]  # fmt: skip
+    head = [
+        "arm",
+        "split",
+        "kind",
+        "faults",
+        "detected",
+        "recall %",
+        "lucky fixes",
+        "runs",
+        "acc baseline %",
+        "acc arm %",
+        "delta",
+    ]
     rows = []
     for s in report.sections:
         for k in s.kinds:
-            rows.append([s.arm, s.split, k.kind, str(k.faults), str(k.detected), _pct(k.recall), str(k.lucky),
-                         str(k.runs), _pct(k.acc_baseline), _pct(k.acc_arm), _delta(k.acc_baseline, k.acc_arm)])  # fmt: skip
-        rows.append([s.arm, s.split, "clean runs", "", "", "", "", str(s.clean_runs), _pct(s.clean_acc_baseline),
-                     _pct(s.clean_acc_arm), _delta(s.clean_acc_baseline, s.clean_acc_arm)])  # fmt: skip
+            rows.append(
+                [
+                    s.arm,
+                    s.split,
+                    k.kind,
+                    str(k.faults),
+                    str(k.detected),
+                    _pct(k.recall),
+                    str(k.lucky),
+                    str(k.runs),
+                    _pct(k.acc_baseline),
+                    _pct(k.acc_arm),
+                    _delta(k.acc_baseline, k.acc_arm),
+                ]
+            )
+        rows.append(
+            [
+                s.arm,
+                s.split,
+                "clean runs",
+                "",
+                "",
+                "",
+                "",
+                str(s.clean_runs),
+                _pct(s.clean_acc_baseline),
+                _pct(s.clean_acc_arm),
+                _delta(s.clean_acc_baseline, s.clean_acc_arm),
+            ]
+        )
         per100 = "—" if s.false_per_100 is None else f"{s.false_per_100:.1f}"
         rows.append([s.arm, s.split, "false repairs / 100 clean turns", per100, "", "", "", "", "", "", ""])
-        rows.append([s.arm, s.split, "destructive actions on clean runs", str(s.destructive), "", "", "", "", "", "", ""])
+        rows.append(
+            [
+                s.arm,
+                s.split,
+                "destructive actions on clean runs",
+                str(s.destructive),
+                "",
+                "",
+                "",
+                "",
+                "",
+                "",
+                "",
+            ]
+        )
     return head, rows
 
 
@@ -196,22 +269,32 @@ def render_detection(report: DetectionReport | None) -> str:
         head = f"{'fault kind':<36}{'faults':>7}{'found':>7}{'recall':>8}{'lucky':>7}{'runs':>6}{'acc base':>10}{'acc arm':>9}{'delta':>7}"
         lines += [head, "-" * len(head)]
         for k in s.kinds:
-            lines.append(f"{k.kind:<36}{k.faults or '':>7}{k.detected if k.faults else '':>7}{_pct(k.recall):>8}"
-                         f"{k.lucky if k.faults else '':>7}{k.runs or '':>6}{_pct(k.acc_baseline):>10}{_pct(k.acc_arm):>9}"
-                         f"{_delta(k.acc_baseline, k.acc_arm):>7}")  # fmt: skip
-        lines.append(f"{'clean runs':<36}{'':>7}{'':>7}{'':>8}{'':>7}{s.clean_runs or '':>6}{_pct(s.clean_acc_baseline):>10}"
-                     f"{_pct(s.clean_acc_arm):>9}{_delta(s.clean_acc_baseline, s.clean_acc_arm):>7}")  # fmt: skip
+            lines.append(
+                f"{k.kind:<36}{k.faults or '':>7}{k.detected if k.faults else '':>7}{_pct(k.recall):>8}"
+                f"{k.lucky if k.faults else '':>7}{k.runs or '':>6}{_pct(k.acc_baseline):>10}{_pct(k.acc_arm):>9}"
+                f"{_delta(k.acc_baseline, k.acc_arm):>7}"
+            )
+        lines.append(
+            f"{'clean runs':<36}{'':>7}{'':>7}{'':>8}{'':>7}{s.clean_runs or '':>6}{_pct(s.clean_acc_baseline):>10}"
+            f"{_pct(s.clean_acc_arm):>9}{_delta(s.clean_acc_baseline, s.clean_acc_arm):>7}"
+        )
         if s.clean_turns:
-            lines.append(f"clean runs: {s.false_repairs} false repairs in {s.clean_turns} turns "
-                         f"({s.false_per_100:.1f} per 100); destructive actions {s.destructive} (deletions "
-                         f"{s.deletions}, rollbacks {s.rollbacks}, abandons {s.abandons}); answers changed "
-                         f"after a false alarm {s.flipped}")  # fmt: skip
+            lines.append(
+                f"clean runs: {s.false_repairs} false repairs in {s.clean_turns} turns "
+                f"({s.false_per_100:.1f} per 100); destructive actions {s.destructive} (deletions "
+                f"{s.deletions}, rollbacks {s.rollbacks}, abandons {s.abandons}); answers changed "
+                f"after a false alarm {s.flipped}"
+            )
         else:
             lines.append("clean runs: none in this run (false repairs and harm need the `clean` variant)")
         if s.not_applied:
-            lines.append(f"faults that could not take effect ({len(s.not_applied)}): {'; '.join(s.not_applied[:4])}")
+            lines.append(
+                f"faults that could not take effect ({len(s.not_applied)}): {'; '.join(s.not_applied[:4])}"
+            )
         if s.failed_runs:
             lines.append(f"failed runs left out: {s.failed_runs}")
-    lines.append("found = a REPAIR at or after the faulty turn naming its variables that the clean run did not "
-                 "issue; lucky = the worker redid the turn after a repair that was not a detection")
+    lines.append(
+        "found = a REPAIR at or after the faulty turn naming its variables that the clean run did not "
+        "issue; lucky = the worker redid the turn after a repair that was not a detection"
+    )
     return "\n".join(lines)

@@ -117,8 +117,15 @@ def facts_from_events(events: list[TraceEvent], answers: Mapping[Any, Any] | Non
             cited = _STEP.search(str(args.get("analytical_evidence") or ""))
             if cited and int(cited.group(1)) in turn_of_step:  # the evidence names the step it is about
                 turn = turn_of_step[int(cited.group(1))]
-            facts.repairs.append(RepairFact(turn=turn, state_id=state, variables=[str(v) for v in hint.get("error_variables") or []],
-                                            check=check.group("check") if check else "", reason=str(hint.get("faulty_reasoning") or "")))  # fmt: skip
+            facts.repairs.append(
+                RepairFact(
+                    turn=turn,
+                    state_id=state,
+                    variables=[str(v) for v in hint.get("error_variables") or []],
+                    check=check.group("check") if check else "",
+                    reason=str(hint.get("faulty_reasoning") or ""),
+                )
+            )
         elif event.kind == "repair":
             repair_state = event.data.state_id or None
             if event.data.removed:

@@ -68,7 +68,9 @@ class OverheadDecomposition(BaseModel):
     tasks: int
     delta_bdry_s: float | None
     delta_local_s: float | None
-    delta_harness_s: float | None = Field(description="Baseline Delta_bdry - Delta_local; None without a baseline.")
+    delta_harness_s: float | None = Field(
+        description="Baseline Delta_bdry - Delta_local; None without a baseline."
+    )
     t_manager_s: float | None = Field(description="Eq. 32: cost of one manager cycle.")
     reviews_per_task: float = Field(description="N_review: mean manager cycles per task.")
     review_events_per_task: float
@@ -114,7 +116,9 @@ def _rule(events: Sequence[TraceEvent], rule: Rule) -> tuple[Literal["review", "
     )
 
 
-def step_intervals(events: Iterable[TraceEvent], *, rule: Rule = "auto", max_interval_s: float = INTERRUPTED_S) -> StepIntervals:
+def step_intervals(
+    events: Iterable[TraceEvent], *, rule: Rule = "auto", max_interval_s: float = INTERRUPTED_S
+) -> StepIntervals:
     """Split one run's worker-step intervals into boundary and local ones (D.1)."""
     ordered = sorted(events, key=lambda e: e.seq)
     kind, every = _rule(ordered, rule)
@@ -161,7 +165,9 @@ def step_intervals(events: Iterable[TraceEvent], *, rule: Rule = "auto", max_int
     )
 
 
-def decompose(stateguard: Sequence[StepIntervals], baseline: Sequence[StepIntervals] | None = None) -> OverheadDecomposition:
+def decompose(
+    stateguard: Sequence[StepIntervals], baseline: Sequence[StepIntervals] | None = None
+) -> OverheadDecomposition:
     """Eq. 32 pooled over tasks; without `baseline` runs, Delta_harness and T_M stay None."""
     if not stateguard:
         raise ValueError("no StateGuard runs given; pass one StepIntervals per task of the StateGuard arm")
@@ -207,5 +213,10 @@ def manager_call_stats(runs: Sequence[Iterable[TraceEvent]], *, role: str = "man
                 failed += 1
             else:
                 latencies.append(event.data.latency_s)
-    return ManagerCallStats(tasks=len(runs), calls=calls, failed_calls=failed,
-                            calls_per_task=calls / len(runs), mean_latency_s=_mean(latencies))  # fmt: skip
+    return ManagerCallStats(
+        tasks=len(runs),
+        calls=calls,
+        failed_calls=failed,
+        calls_per_task=calls / len(runs),
+        mean_latency_s=_mean(latencies),
+    )

@@ -54,10 +54,15 @@ class FlipSummary(BaseModel):
         return self.improved - self.regressed
 
 
-def _pairs(base: Mapping[int, bool | None], guard: Mapping[int, bool | None]) -> tuple[list[tuple[bool, bool]], int]:
+def _pairs(
+    base: Mapping[int, bool | None], guard: Mapping[int, bool | None]
+) -> tuple[list[tuple[bool, bool]], int]:
     units = set(base) | set(guard)
-    both = [(bool(base[u]), bool(guard[u])) for u in sorted(units)
-            if base.get(u) is not None and guard.get(u) is not None]  # fmt: skip
+    both = [
+        (bool(base[u]), bool(guard[u]))
+        for u in sorted(units)
+        if base.get(u) is not None and guard.get(u) is not None
+    ]
     return both, len(units) - len(both)
 
 
@@ -69,7 +74,15 @@ def paired_flips(baseline: Verdicts, stateguard: Verdicts) -> FlipSummary:
         both, excluded = _pairs(baseline[task], stateguard[task])
         counts["excluded"] += excluded
         for b, g in both:
-            key = "improved" if g and not b else "regressed" if b and not g else "stayed_right" if b else "stayed_wrong"
+            key = (
+                "improved"
+                if g and not b
+                else "regressed"
+                if b and not g
+                else "stayed_right"
+                if b
+                else "stayed_wrong"
+            )
             counts[key] += 1
         if both:
             tasks["tasks"] += 1
@@ -107,8 +120,9 @@ def _state_turns(events: Iterable[TraceEvent]) -> tuple[dict[str, int], dict[str
     return owner, names
 
 
-def attribute(events: Iterable[TraceEvent], regressed: Iterable[int],
-              correct: Mapping[int, bool | None]) -> tuple[set[int], set[int]]:  # fmt: skip
+def attribute(
+    events: Iterable[TraceEvent], regressed: Iterable[int], correct: Mapping[int, bool | None]
+) -> tuple[set[int], set[int]]:
     """(broad, strict) manager-attributable regressions among `regressed` turns, from the
     StateGuard arm's trace and its own verdicts `correct` (see the module docstring)."""
     ordered = sorted(events, key=lambda e: e.seq)

@@ -39,7 +39,7 @@ from stateguard.artifacts.events import (
     RepairEvent,
     RunStartEvent,
     ToolEvent,
-)  # fmt: skip
+)
 from stateguard.store import StateStore
 from stateguard.trace import TraceEvent
 
@@ -63,7 +63,9 @@ class RunStateStats(BaseModel):
     reselections: int = Field(ge=0, description="FINALIZE_RELATIONS in mode 'reselect'.")
     hints: dict[str, int] = Field(description="Delivered hints by kind (state / repair).")
     repairs: int = Field(ge=0)
-    repair_attempts: dict[int, int] = Field(description="Repairs by attempt number (1 = first repair of a state).")
+    repair_attempts: dict[int, int] = Field(
+        description="Repairs by attempt number (1 = first repair of a state)."
+    )
     repair_modes: dict[str, int] = Field(description="Repairs by mode (light / heavy).")
     tools: dict[str, int] = Field(description="Evidence-tool calls by tool name.")
     abandoned: int = Field(ge=0)
@@ -86,7 +88,9 @@ class StateStatsSummary(BaseModel):
     turn_coverage: float | None = Field(description="Covered turns / turns, pooled.")
     task_coverage: float = Field(description="Share of tasks with at least one committed state.")
     constraints_per_state: float | None
-    executable_constraints_per_state: float | None = Field(default=None, description="Constraints with code, per state.")
+    executable_constraints_per_state: float | None = Field(
+        default=None, description="Constraints with code, per state."
+    )
     variables_per_state: float | None
     conclusions_per_state: float | None
     value_share: float | None = Field(description="Share of recorded variables that carry a value.")
@@ -98,7 +102,9 @@ class StateStatsSummary(BaseModel):
     hints_per_task: dict[str, float]
     repairs: int
     repairs_per_task: float
-    first_attempt_share: float | None = Field(description="Share of repairs that were a state's first attempt.")
+    first_attempt_share: float | None = Field(
+        description="Share of repairs that were a state's first attempt."
+    )
     heavy_share: float | None
     tools: dict[str, int]
     tool_task_coverage: float = Field(description="Share of tasks with at least one evidence-tool call.")
@@ -151,8 +157,12 @@ def run_state_stats(events: Iterable[TraceEvent], store: StateStore) -> RunState
         conclusions=sum(len(s.conclusions) for s in states),
         relations=dict(sorted(relations.items())),
         multi_upstream_states=multi,
-        reselections=sum(isinstance(e, RelationsFinalizedEvent) and e.data.mode == "reselect" for e in ordered),
-        hints=dict(sorted(Counter(e.data.hint.kind for e in ordered if isinstance(e, HintDeliveredEvent)).items())),
+        reselections=sum(
+            isinstance(e, RelationsFinalizedEvent) and e.data.mode == "reselect" for e in ordered
+        ),
+        hints=dict(
+            sorted(Counter(e.data.hint.kind for e in ordered if isinstance(e, HintDeliveredEvent)).items())
+        ),
         repairs=len(repairs),
         repair_attempts=dict(sorted(Counter(r.attempt for r in repairs).items())),
         repair_modes=dict(sorted(Counter(r.mode for r in repairs).items())),

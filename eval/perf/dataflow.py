@@ -56,10 +56,14 @@ class Row(BaseModel):
 
 def _frame(rows: int) -> pd.DataFrame:
     rng = np.random.default_rng(0)
-    return pd.DataFrame({
-        "a": np.arange(rows), "b": rng.random(rows), "k": rng.integers(0, 50, rows),
-        "s": rng.choice(["north", "south", "east", "west"], rows),
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "a": np.arange(rows),
+            "b": rng.random(rows),
+            "k": rng.integers(0, 50, rows),
+            "s": rng.choice(["north", "south", "east", "west"], rows),
+        }
+    )
 
 
 def _plain(code: str, namespace: dict[str, Any]) -> None:
@@ -69,7 +73,9 @@ def _plain(code: str, namespace: dict[str, Any]) -> None:
         eval(compile(last, "<cell>", "eval"), namespace)
 
 
-def _recorded(code: str, namespace: dict[str, Any], recorder: CellRecorder, graph: DataflowGraph, cell: int) -> float:
+def _recorded(
+    code: str, namespace: dict[str, Any], recorder: CellRecorder, graph: DataflowGraph, cell: int
+) -> float:
     """Runs the cell with recording; returns the ms spent on recording alone (analysis and
     instrumentation, resolution, JSON, graph), i.e. everything but running the instrumented cell."""
     t0 = time.perf_counter()
@@ -114,9 +120,15 @@ def run(rows: int = 100_000, samples: int = 40) -> list[Row]:
     out = []
     for name, code in CELLS.items():
         plain, recorded, work = measure(code, frame, samples)
-        out.append(Row(cell=name, samples=samples, plain_ms=(statistics.median(plain), min(plain)),
-                       recorded_ms=(statistics.median(recorded), min(recorded)),
-                       work_ms=(statistics.median(work), min(work))))  # fmt: skip
+        out.append(
+            Row(
+                cell=name,
+                samples=samples,
+                plain_ms=(statistics.median(plain), min(plain)),
+                recorded_ms=(statistics.median(recorded), min(recorded)),
+                work_ms=(statistics.median(work), min(work)),
+            )
+        )
     return out
 
 
@@ -142,7 +154,9 @@ def render(rows: list[Row]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rows", type=int, default=100_000, help="rows of the benchmark DataFrame")
     parser.add_argument("--samples", type=int, default=40, help="timed runs per cell and variant")
     args = parser.parse_args(argv)

@@ -35,7 +35,10 @@ from stateguard.rollout import rollout
 from stateguard.verification.verifier import SemanticVerifier
 from stateguard.workers import FaultModel, ScriptedWorker
 
-TRIGGERS: dict[str, tuple[Trigger, ...]] = {"evidence": ("unverified_requirement",), "keyword": ("semantic_requirement",)}
+TRIGGERS: dict[str, tuple[Trigger, ...]] = {
+    "evidence": ("unverified_requirement",),
+    "keyword": ("semantic_requirement",),
+}
 
 
 class ConfirmingModel:
@@ -47,10 +50,15 @@ class ConfirmingModel:
     def __init__(self) -> None:
         self.asked: list[str] = []
 
-    def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, **kw: Any) -> Any:
+    def chat(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, **kw: Any
+    ) -> Any:
         self.asked.append(str(messages[-1].get("content", "")))
-        call = {"id": f"call_{len(self.asked)}", "type": "function",
-                "function": {"name": "FINALIZE_RELATIONS", "arguments": json.dumps({"mode": "confirm"})}}  # fmt: skip
+        call = {
+            "id": f"call_{len(self.asked)}",
+            "type": "function",
+            "function": {"name": "FINALIZE_RELATIONS", "arguments": json.dumps({"mode": "confirm"})},
+        }
         return self._Reply(message={"role": "assistant", "content": "", "tool_calls": [call]})
 
 
@@ -68,14 +76,30 @@ def run_one(task: Any, trigger: str, flow: Any, out: Path) -> Row:
     shutil.rmtree(out, ignore_errors=True)
     workspace = make_workspace("sandbox", task.data_dir, out)
     model = ConfirmingModel()
-    manager = HierarchicalManager(RulesManager(semantic=SemanticVerifier()), LLMManager(model), triggers=TRIGGERS[trigger])
+    manager = HierarchicalManager(
+        RulesManager(semantic=SemanticVerifier()), LLMManager(model), triggers=TRIGGERS[trigger]
+    )
     start = time.perf_counter()
     try:
-        result = rollout(task.task.agent_view(), ScriptedWorker(FaultModel(faults=[]), reference=task.task), workspace, flow=flow, manager=manager, run_dir=out)
+        result = rollout(
+            task.task.agent_view(),
+            ScriptedWorker(FaultModel(faults=[]), reference=task.task),
+            workspace,
+            flow=flow,
+            manager=manager,
+            run_dir=out,
+        )
     finally:
         workspace.close()
-    return Row(task=task.task_id, trigger=trigger, turns=len(task.task.turns), activations=result.manager_activations,
-               delegations=manager.delegations, model_calls=len(model.asked), wall_s=round(time.perf_counter() - start, 1))  # fmt: skip
+    return Row(
+        task=task.task_id,
+        trigger=trigger,
+        turns=len(task.task.turns),
+        activations=result.manager_activations,
+        delegations=manager.delegations,
+        model_calls=len(model.asked),
+        wall_s=round(time.perf_counter() - start, 1),
+    )
 
 
 def run(cfg: DictConfig) -> list[Row]:
@@ -84,7 +108,11 @@ def run(cfg: DictConfig) -> list[Row]:
     if cfg.task_ids:
         tasks = [t for t in tasks if t.task_id in set(cfg.task_ids)]
     out = Path(str(cfg.out))
-    rows = [run_one(t, trig, bench.flow, out / t.task_id.replace("/", "__") / trig) for t in tasks for trig in TRIGGERS]
+    rows = [
+        run_one(t, trig, bench.flow, out / t.task_id.replace("/", "__") / trig)
+        for t in tasks
+        for trig in TRIGGERS
+    ]
     out.mkdir(parents=True, exist_ok=True)
     (out / "delegation.json").write_text(json.dumps([r.model_dump() for r in rows], indent=1))
     if not cfg.keep_runs:  # the rollouts' checkpoints are large; the counts are in delegation.json
@@ -96,13 +124,17 @@ def run(cfg: DictConfig) -> list[Row]:
 def render(rows: list[Row]) -> str:
     lines = [f"{'task':<34}{'trigger':<10}{'turns':>6}{'activations':>13}{'delegations':>13}{'calls':>7}"]
     for r in rows:
-        lines.append(f"{r.task:<34}{r.trigger:<10}{r.turns:>6}{r.activations:>13}{r.delegations:>13}{r.model_calls:>7}")
+        lines.append(
+            f"{r.task:<34}{r.trigger:<10}{r.turns:>6}{r.activations:>13}{r.delegations:>13}{r.model_calls:>7}"
+        )
     tasks = max(len({r.task for r in rows}), 1)
     for trig in TRIGGERS:
         mine = [r for r in rows if r.trigger == trig]
         acts, dels = sum(r.activations for r in mine), sum(r.delegations for r in mine)
-        lines.append(f"{trig}: {dels / tasks:.1f} delegations/task; activations {acts / tasks:.1f}/task "
-                     f"(a lower bound on the llm manager's calls): {acts / max(dels, 1):.1f}x")  # fmt: skip
+        lines.append(
+            f"{trig}: {dels / tasks:.1f} delegations/task; activations {acts / tasks:.1f}/task "
+            f"(a lower bound on the llm manager's calls): {acts / max(dels, 1):.1f}x"
+        )
     return "\n".join(lines)
 
 

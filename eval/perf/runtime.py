@@ -48,7 +48,11 @@ def _prefill(store: StateStore, n: int, thread_length: int, rng: random.Random) 
         latest = store.latest_id()
         if members:
             up = members[-1]
-            rels = [Relation(type=RelationType.PROGRESS if up == latest else RelationType.BRANCH, related_state_id=up)]
+            rels = [
+                Relation(
+                    type=RelationType.PROGRESS if up == latest else RelationType.BRANCH, related_state_id=up
+                )
+            ]
             reads = [VariableRef(name=f"t{t}_v{(len(members) - 1) % 3}", version=up, value=len(members))]
         else:
             rels, reads = [Relation(type=RelationType.INIT)], []
@@ -93,14 +97,20 @@ def bench_size(n: int, cfg: DictConfig) -> list[Row]:
     def cycle(i: int) -> None:
         up = store.latest_id()
         harness.turn_start = step[0]  # what begin_review(TURN_START) sets; the observation is not timed here
-        assert harness.apply(RawAction(name="OPEN_STATE", arguments={"issue": f"bench {i}", "relations": [{"related_state_id": up}]})).accepted
+        assert harness.apply(
+            RawAction(
+                name="OPEN_STATE", arguments={"issue": f"bench {i}", "relations": [{"related_state_id": up}]}
+            )
+        ).accepted
         harness.record_step(WorkerStep(index=step[0], action="x = 1", output="1"))
         step[0] += 1
         var = store.load(up).used_variables[-1] if up else None
         used = [{"name": "bench_x", "value": i}]
         if var is not None:
             used.append({"name": var.name, "version": var.version, "value": var.value})
-        assert harness.apply(RawAction(name="UPDATE_STATE", arguments={"used_variables": used, "conclusions": ["bench"]})).accepted
+        assert harness.apply(
+            RawAction(name="UPDATE_STATE", arguments={"used_variables": used, "conclusions": ["bench"]})
+        ).accepted
         assert harness.apply(RawAction(name="FINALIZE_RELATIONS", arguments={"mode": "confirm"})).accepted
         assert harness.apply(RawAction(name="COMMIT_STATE", arguments={})).accepted
         harness.pending_hints.clear()  # the worker adapter would take them; delivery is not timed
@@ -121,7 +131,9 @@ def bench_size(n: int, cfg: DictConfig) -> list[Row]:
         target = full[i % len(full)][len(full[i % len(full)]) // 2]
         sid = store.reserve_id()
         store.commit(
-            AnalyticalState(id=sid, issue="revision", relations=[Relation(type="invalidate", related_state_id=target)])
+            AnalyticalState(
+                id=sid, issue="revision", relations=[Relation(type="invalidate", related_state_id=target)]
+            )
         )
         assert store.invalidated_by(sid).states[0] == target
 

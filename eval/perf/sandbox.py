@@ -85,10 +85,19 @@ def _isolation_rows(root: Path, starts: int, cells: int) -> list[Row]:
         for mode in start_ms:
             t = time.perf_counter()
             limits = SandboxLimits.model_validate({"isolation": mode})
-            SandboxWorkspace(None, root / f"start-{mode}{i}" / "s", root / f"start-{mode}{i}" / "c", limits).close()
+            SandboxWorkspace(
+                None, root / f"start-{mode}{i}" / "s", root / f"start-{mode}{i}" / "c", limits
+            ).close()
             start_ms[mode].append((time.perf_counter() - t) * 1000)
-    spaces = {mode: SandboxWorkspace(None, root / f"rt-{mode}" / "s", root / f"rt-{mode}" / "c",
-                                     SandboxLimits.model_validate({"isolation": mode})) for mode in start_ms}  # fmt: skip
+    spaces = {
+        mode: SandboxWorkspace(
+            None,
+            root / f"rt-{mode}" / "s",
+            root / f"rt-{mode}" / "c",
+            SandboxLimits.model_validate({"isolation": mode}),
+        )
+        for mode in start_ms
+    }
     trip: dict[str, list[float]] = {mode: [] for mode in spaces}
     try:
         for ws in spaces.values():
@@ -97,7 +106,9 @@ def _isolation_rows(root: Path, starts: int, cells: int) -> list[Row]:
             for mode, ws in spaces.items():
                 trip[mode] += _timed(lambda ws=ws: ws.run_cell("x = 1"), 1)  # type: ignore[misc]
         many = spaces["bwrap"]
-        many.run_cell("import os\nos.makedirs('files', exist_ok=True)\nfor i in range(200):\n    open(f'files/{i}.txt', 'w').write(str(i))")
+        many.run_cell(
+            "import os\nos.makedirs('files', exist_ok=True)\nfor i in range(200):\n    open(f'files/{i}.txt', 'w').write(str(i))"
+        )
         with_files = _timed(lambda: many.run_cell("x = 1"), cells)
     finally:
         for ws in spaces.values():
@@ -126,9 +137,13 @@ def _workspace(root: Path, name: str, hashing: bool) -> SandboxWorkspace:
 
 
 def run(
-    rows: int = 100_000, probes: int = 50, cells: int = 30, fresh: int = 5, work_dir: Path | None = None,
+    rows: int = 100_000,
+    probes: int = 50,
+    cells: int = 30,
+    fresh: int = 5,
+    work_dir: Path | None = None,
     starts: int = 5,
-) -> list[Row]:  # fmt: skip
+) -> list[Row]:
     root = Path(tempfile.mkdtemp(prefix="sandbox-bench-", dir=work_dir))
     try:
         (root / "task").mkdir()

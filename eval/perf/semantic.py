@@ -49,7 +49,9 @@ SETTINGS: dict[str, dict[str, Any] | None] = {
 }
 
 
-def _variants(task: EvalTask, kinds: list[dict[str, Any]]) -> list[tuple[str, list[Any], dict[str, Any] | None]]:
+def _variants(
+    task: EvalTask, kinds: list[dict[str, Any]]
+) -> list[tuple[str, list[Any], dict[str, Any] | None]]:
     out: list[tuple[str, list[Any], dict[str, Any] | None]] = [("clean", [], None)]
     for i, (fault, meta) in enumerate(zip(task.faults, kinds, strict=False)):
         out.append((f"fault{i}", [fault], meta))
@@ -77,7 +79,9 @@ def _jobs_of_variants(tasks: list[EvalTask]) -> list[tuple[EvalTask, str, list[A
     return out
 
 
-def run_one(task: EvalTask, variant: str, faults: list[Any], setting: str, flow: Any, out: str) -> dict[str, Any]:
+def run_one(
+    task: EvalTask, variant: str, faults: list[Any], setting: str, flow: Any, out: str
+) -> dict[str, Any]:
     folder = Path(out)
     done = folder / "outcome.json"
     if done.is_file():  # finished in an earlier, interrupted run of the same folder
@@ -90,11 +94,17 @@ def run_one(task: EvalTask, variant: str, faults: list[Any], setting: str, flow:
         worker = ScriptedWorker(FaultModel(faults=faults), reference=task.task)
         semantic = SETTINGS[setting]
         manager = None if semantic is None else make_manager("rules", trace=calls, semantic=semantic)
-        result = rollout(task.task.agent_view(), worker, workspace, flow=flow, manager=manager, run_dir=folder)
+        result = rollout(
+            task.task.agent_view(), worker, workspace, flow=flow, manager=manager, run_dir=folder
+        )
     finally:
         workspace.close()
         calls.close()
-    outcome = {"answers": result.answers, "wall_s": time.perf_counter() - start, "trace": str(RolloutFolder(folder).trace)}
+    outcome = {
+        "answers": result.answers,
+        "wall_s": time.perf_counter() - start,
+        "trace": str(RolloutFolder(folder).trace),
+    }
     done.write_text(json.dumps(outcome, default=str), encoding="utf-8")
     return outcome
 
@@ -116,7 +126,11 @@ def read_trace(path: str) -> dict[str, Any]:
         elif kind == "state_updated":
             d = data["draft"]
             lo, hi = d.get("source_step_start"), d.get("source_step_end")
-            turns = [step_turn[i] for i in range(lo, hi + 1) if i in step_turn] if lo is not None and hi is not None else []
+            turns = (
+                [step_turn[i] for i in range(lo, hi + 1) if i in step_turn]
+                if lo is not None and hi is not None
+                else []
+            )
             if turns:
                 state_turn[data["state_id"]] = max(turns)
         elif kind == "tool":
@@ -124,19 +138,49 @@ def read_trace(path: str) -> dict[str, Any]:
         elif kind == "repair":
             last_repair = data
             destructive += int(bool(data.get("removed")))
-        elif kind == "action" and data.get("accepted") and data.get("name") == "REPAIR" and last_repair is not None:
+        elif (
+            kind == "action"
+            and data.get("accepted")
+            and data.get("name") == "REPAIR"
+            and last_repair is not None
+        ):
             args = data["arguments"]
             evidence = str(args.get("analytical_evidence", ""))
-            repairs.append({"turn": state_turn.get(last_repair["state_id"]), "variables": args["error_hint"]["error_variables"],
-                            "checks": sorted({c for c in ("semantic", "parameters", "staleness", "constraints", "precision",
-                                                          "grounding", "related", "execution") if f"[{c}]" in evidence})})  # fmt: skip
+            repairs.append(
+                {
+                    "turn": state_turn.get(last_repair["state_id"]),
+                    "variables": args["error_hint"]["error_variables"],
+                    "checks": sorted(
+                        {
+                            c
+                            for c in (
+                                "semantic",
+                                "parameters",
+                                "staleness",
+                                "constraints",
+                                "precision",
+                                "grounding",
+                                "related",
+                                "execution",
+                            )
+                            if f"[{c}]" in evidence
+                        }
+                    ),
+                }
+            )
             last_repair = None
         elif kind in ("state_abandoned", "rollback"):
             destructive += 1
         elif kind == "state_committed":
             states += 1
             coded += sum(1 for c in data["state"].get("constraints", []) if c.get("code"))
-    return {"repairs": repairs, "destructive": destructive, "tools": dict(tools), "states": states, "coded": coded}
+    return {
+        "repairs": repairs,
+        "destructive": destructive,
+        "tools": dict(tools),
+        "states": states,
+        "coded": coded,
+    }
 
 
 def _footprint(task: EvalTask, turn: int, faults: list[Any]) -> set[str]:
@@ -155,11 +199,17 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     bench = get_benchmark(str(load_cfg.pop("name")))
     if cfg.get("data_dir"):
         load_cfg["data_dir"] = cfg.data_dir
-    if bench.name == "synth":  # each task with its shipped mistakes; clean and single-mistake runs are made here
+    if (
+        bench.name == "synth"
+    ):  # each task with its shipped mistakes; clean and single-mistake runs are made here
         load_cfg["variants"] = ["shipped"]
     tasks = bench.load(load_cfg)
     if cfg.task_ids:
-        tasks = [t for t in tasks if (t.base_task or t.task_id) in set(cfg.task_ids) or t.task_id in set(cfg.task_ids)]
+        tasks = [
+            t
+            for t in tasks
+            if (t.base_task or t.task_id) in set(cfg.task_ids) or t.task_id in set(cfg.task_ids)
+        ]
     flow = bench.flow
     if cfg.get("flow") == "turn_aligned":
         flow = flow.model_copy(update={"name": f"{flow.name}-turn", "regime": "turn_aligned"})
@@ -168,25 +218,53 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         variants = _jobs_of_variants(tasks)
     else:
         variants = [(task, *v) for task in tasks for v in _variants(task, _fault_meta(task))]
-    jobs = [(task, variant, faults, meta, setting) for task, variant, faults, meta in variants for setting in settings]
+    jobs = [
+        (task, variant, faults, meta, setting)
+        for task, variant, faults, meta in variants
+        for setting in settings
+    ]
     out_dir = Path(cfg.out)
     results: list[dict[str, Any]] = []
     start = time.perf_counter()
     with ProcessPoolExecutor(max_workers=int(cfg.workers), mp_context=get_context("spawn")) as pool:
-        futures = [(job, pool.submit(run_one, job[0], job[1], job[2], job[4], flow,
-                                     str(out_dir / job[0].task_id / job[1] / job[4]))) for job in jobs]  # fmt: skip
+        futures = [
+            (
+                job,
+                pool.submit(
+                    run_one,
+                    job[0],
+                    job[1],
+                    job[2],
+                    job[4],
+                    flow,
+                    str(out_dir / job[0].task_id / job[1] / job[4]),
+                ),
+            )
+            for job in jobs
+        ]
         for (task, variant, faults, meta, setting), fut in futures:
             outcome = fut.result()
             correct = bench.score(task, {int(k): v for k, v in outcome["answers"].items()})
             info = read_trace(outcome["trace"])
-            results.append({"task": task.task_id, "variant": variant, "setting": setting, "meta": meta,
-                            "correct": {str(k): v for k, v in correct.items()}, "turns": len(task.task.turns),
-                            "footprint": sorted(_footprint(task, meta["turn"], faults)) if meta else [],
-                            **info, "wall_s": outcome["wall_s"]})  # fmt: skip
+            results.append(
+                {
+                    "task": task.task_id,
+                    "variant": variant,
+                    "setting": setting,
+                    "meta": meta,
+                    "correct": {str(k): v for k, v in correct.items()},
+                    "turns": len(task.task.turns),
+                    "footprint": sorted(_footprint(task, meta["turn"], faults)) if meta else [],
+                    **info,
+                    "wall_s": outcome["wall_s"],
+                }
+            )
     report = summarize(results)
     report["wall_s"] = round(time.perf_counter() - start, 1)
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "semantic.json").write_text(json.dumps({"report": report, "runs": results}, indent=1, default=str))
+    (out_dir / "semantic.json").write_text(
+        json.dumps({"report": report, "runs": results}, indent=1, default=str)
+    )
     return report
 
 
@@ -199,9 +277,16 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     by = defaultdict(list)
     for r in results:
         by[(r["setting"], r["variant"] == "clean")].append(r)
-    clean_repairs = {(r["task"], r["setting"]): {rep["turn"] for rep in r["repairs"]} for r in results if r["variant"] == "clean"}
-    report: dict[str, Any] = {"baseline_clean_accuracy": round(_accuracy(by[("baseline", True)]), 2),
-                              "baseline_fault_accuracy": round(_accuracy(by[("baseline", False)]), 2), "settings": {}}  # fmt: skip
+    clean_repairs = {
+        (r["task"], r["setting"]): {rep["turn"] for rep in r["repairs"]}
+        for r in results
+        if r["variant"] == "clean"
+    }
+    report: dict[str, Any] = {
+        "baseline_clean_accuracy": round(_accuracy(by[("baseline", True)]), 2),
+        "baseline_fault_accuracy": round(_accuracy(by[("baseline", False)]), 2),
+        "settings": {},
+    }
     for setting in sorted({r["setting"] for r in results} - {"baseline"}):
         clean = by[(setting, True)]
         turns = sum(r["turns"] for r in clean)
@@ -210,7 +295,9 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
         for r in faulty:
             meta, fp = r["meta"], set(r["footprint"])
             already = clean_repairs.get((r["task"], setting), set())
-            hit = any(_names_fault(rep, meta["turn"], fp) and rep["turn"] not in already for rep in r["repairs"])
+            hit = any(
+                _names_fault(rep, meta["turn"], fp) and rep["turn"] not in already for rep in r["repairs"]
+            )
             kinds[meta["kind"]][0] += int(hit)
             kinds[meta["kind"]][1] += 1
         tools: dict[str, int] = defaultdict(int)
@@ -219,14 +306,18 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
                 tools[k] += v
         report["settings"][setting] = {
             "clean_accuracy": round(_accuracy(clean), 2),
-            "false_repairs_per_100_turns": round(100.0 * sum(len(r["repairs"]) for r in clean) / max(turns, 1), 2),
+            "false_repairs_per_100_turns": round(
+                100.0 * sum(len(r["repairs"]) for r in clean) / max(turns, 1), 2
+            ),
             "clean_destructive": sum(r["destructive"] for r in clean),
             "fault_accuracy": round(_accuracy(faulty), 2),
             "recall": {k: f"{h}/{n}" for k, (h, n) in sorted(kinds.items())},
             "recall_semantic_kinds": _pooled(kinds, exclude=("numeric_parameter",)),
             "recall_all": _pooled(kinds),
             "tool_calls": dict(tools),
-            "executable_constraints_per_state": round(sum(r.get("coded", 0) for r in clean) / max(sum(r.get("states", 0) for r in clean), 1), 2),
+            "executable_constraints_per_state": round(
+                sum(r.get("coded", 0) for r in clean) / max(sum(r.get("states", 0) for r in clean), 1), 2
+            ),
             "false_repair_checks": sorted({c for r in clean for rep in r["repairs"] for c in rep["checks"]}),
         }
     return report
@@ -249,16 +340,24 @@ def _pooled(kinds: dict[str, list[int]], exclude: tuple[str, ...] = ()) -> str:
 
 
 def render(report: dict[str, Any]) -> str:
-    lines = [f"baseline: clean accuracy {report['baseline_clean_accuracy']:.1f}%, "
-             f"accuracy on single-mistake variants {report['baseline_fault_accuracy']:.1f}%"]  # fmt: skip
+    lines = [
+        f"baseline: clean accuracy {report['baseline_clean_accuracy']:.1f}%, "
+        f"accuracy on single-mistake variants {report['baseline_fault_accuracy']:.1f}%"
+    ]
     for setting, s in report["settings"].items():
-        lines.append(f"\n[{setting}] clean accuracy {s['clean_accuracy']:.1f}%, false repairs "
-                     f"{s['false_repairs_per_100_turns']:.2f}/100 clean turns ({', '.join(s['false_repair_checks']) or 'none'}), "
-                     f"destructive on clean {s['clean_destructive']}, accuracy on mistake variants {s['fault_accuracy']:.1f}%")  # fmt: skip
-        lines.append(f"  recall: semantic kinds {s['recall_semantic_kinds']}, all {s['recall_all']}; per kind: "
-                     + ", ".join(f"{k} {v}" for k, v in s["recall"].items()))  # fmt: skip
-        lines.append(f"  tool calls: {s['tool_calls']}; executable constraints per state (clean runs): "
-                     f"{s['executable_constraints_per_state']:.2f}")
+        lines.append(
+            f"\n[{setting}] clean accuracy {s['clean_accuracy']:.1f}%, false repairs "
+            f"{s['false_repairs_per_100_turns']:.2f}/100 clean turns ({', '.join(s['false_repair_checks']) or 'none'}), "
+            f"destructive on clean {s['clean_destructive']}, accuracy on mistake variants {s['fault_accuracy']:.1f}%"
+        )
+        lines.append(
+            f"  recall: semantic kinds {s['recall_semantic_kinds']}, all {s['recall_all']}; per kind: "
+            + ", ".join(f"{k} {v}" for k, v in s["recall"].items())
+        )
+        lines.append(
+            f"  tool calls: {s['tool_calls']}; executable constraints per state (clean runs): "
+            f"{s['executable_constraints_per_state']:.2f}"
+        )
     lines.append(f"\nwall time {report.get('wall_s', 0):.0f} s")
     return "\n".join(lines)
 

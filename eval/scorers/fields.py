@@ -75,8 +75,10 @@ def _tolerance(expected: dict[Any, Any], outer: _Tolerance) -> _Tolerance:
     relative = _number(expected.get("rel_tol"))
     if absolute is None and relative is None:
         return outer
-    return _Tolerance(absolute=abs(absolute) if absolute is not None else outer.absolute,
-                      relative=abs(relative) if relative is not None else outer.relative)  # fmt: skip
+    return _Tolerance(
+        absolute=abs(absolute) if absolute is not None else outer.absolute,
+        relative=abs(relative) if relative is not None else outer.relative,
+    )
 
 
 def _rank_value(record: Any, metric: Any) -> tuple[float, ...] | None:
@@ -85,8 +87,11 @@ def _rank_value(record: Any, metric: Any) -> tuple[float, ...] | None:
         return None
     if isinstance(metric, str) and metric in record and _number(record[metric]) is not None:
         return (_number(record[metric]) or 0.0,)
-    values = tuple(n for k, v in sorted(record.items(), key=lambda kv: str(kv[0]))
-                   if k not in IGNORED and (n := _number(v)) is not None and not isinstance(v, str))  # fmt: skip
+    values = tuple(
+        n
+        for k, v in sorted(record.items(), key=lambda kv: str(kv[0]))
+        if k not in IGNORED and (n := _number(v)) is not None and not isinstance(v, str)
+    )
     return values or None
 
 

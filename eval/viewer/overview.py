@@ -147,11 +147,23 @@ def _problems(summaries: list[RunSummary]) -> Markup:
     for s in summaries:
         for a in s.arms:
             for task, error in sorted(a.crashed.items()):
-                items.append(el("li", {"class": "crashed", "data-arm": a.arm, "data-task": task},
-                                el("strong", None, f"crashed, not scored: {task} / {a.arm}: "), error))  # fmt: skip
+                items.append(
+                    el(
+                        "li",
+                        {"class": "crashed", "data-arm": a.arm, "data-task": task},
+                        el("strong", None, f"crashed, not scored: {task} / {a.arm}: "),
+                        error,
+                    )
+                )
             for task, why in sorted(a.degraded.items()):
-                items.append(el("li", {"class": "degraded", "data-arm": a.arm, "data-task": task},
-                                el("strong", None, f"degraded: {task} / {a.arm}: "), "; ".join(why)))  # fmt: skip
+                items.append(
+                    el(
+                        "li",
+                        {"class": "degraded", "data-arm": a.arm, "data-task": task},
+                        el("strong", None, f"degraded: {task} / {a.arm}: "),
+                        "; ".join(why),
+                    )
+                )
     if not items:
         return join()
     return el("ul", {"class": "problems", "id": "problems"}, items)
@@ -196,8 +208,12 @@ def _task_rows(run: RunSource, pages: dict[str, str]) -> Markup:
             rows.append(
                 el(
                     "tr",
-                    {"data-task": task.task_id, "data-arm": arm.name, "data-status": r.status,
-                     "class": status.strip() or None},  # fmt: skip
+                    {
+                        "data-task": task.task_id,
+                        "data-arm": arm.name,
+                        "data-status": r.status,
+                        "class": status.strip() or None,
+                    },
                     first,
                     el("td", {"class": "arm"}, arm.name),
                     _num("correct", sum(scored), f"{sum(scored)}/{len(scored)}"),

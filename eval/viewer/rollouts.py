@@ -148,8 +148,16 @@ def load_synthesis(root: Path, corpus: Path) -> RunSource:
                 correct = dict(per_turn_correct(expected, answers))
             group = str(record.get("variant")) if record else folder.name.split("-")[0]
             facts = _record_facts(record) if record else {"kept": "no record in corpus/records"}
-            arm = rollout_arm(folder, task_id=task_dir.name, name=folder.name, group=group, bench="synthesis",
-                              correct=correct, parents=parents, facts=facts)  # fmt: skip
+            arm = rollout_arm(
+                folder,
+                task_id=task_dir.name,
+                name=folder.name,
+                group=group,
+                bench="synthesis",
+                correct=correct,
+                parents=parents,
+                facts=facts,
+            )
             arms.append(arm)
         if arms:
             tasks.append(TaskSource(task_dir.name, "synthesis", arms))
@@ -165,7 +173,9 @@ def load_synthesis(root: Path, corpus: Path) -> RunSource:
 def load_rollouts(root: Path) -> RunSource:
     """`root` itself, or each subfolder of it, holding trace.jsonl: one arm each, grouped by task id."""
     folders = (
-        [root] if RolloutFolder(root).trace.is_file() else sorted(p.parent for p in root.glob(f"*/{TRACE_FILE}"))
+        [root]
+        if RolloutFolder(root).trace.is_file()
+        else sorted(p.parent for p in root.glob(f"*/{TRACE_FILE}"))
     )
     by_task: dict[str, list[ArmSource]] = {}
     for folder in folders:

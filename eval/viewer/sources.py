@@ -59,7 +59,9 @@ def _arm_folder(root: Path, result: ArmResult) -> Path | None:
 def _load_eval(root: Path) -> RunSource:
     try:
         results = read_results(root)
-    except ValueError as exc:  # ResultFileError names the file and the fix (a resume moves it aside, reruns it)
+    except (
+        ValueError
+    ) as exc:  # ResultFileError names the file and the fix (a resume moves it aside, reruns it)
         raise ViewerError(str(exc)) from exc
     if not results:
         raise ViewerError(f"{root}/results is empty: the run has not finished any task yet")

@@ -158,7 +158,9 @@ def _walk_trace(events: list[TraceEvent]) -> tuple[dict[str, StateNode], dict[st
         elif e.kind == "constraint_checks" and e.data.state_id:
             checks[e.data.state_id] = list(e.data.results)
         elif e.kind == "repair" and e.data.state_id in nodes:
-            view = RepairView(e.seq, e.data.attempt, e.data.mode, str(e.data.evidence or ""), list(e.data.removed))
+            view = RepairView(
+                e.seq, e.data.attempt, e.data.mode, str(e.data.evidence or ""), list(e.data.removed)
+            )
             nodes[e.data.state_id].repairs.append(view)
             pending_hint[e.data.state_id] = view
         elif e.kind == "action" and e.data.name == "REPAIR" and e.data.accepted:

@@ -28,11 +28,17 @@ from stateguard.artifacts.events import (
     StateOpenedEvent,
     StateUpdatedEvent,
     WorkerStepEvent,
-)  # fmt: skip
+)
 from stateguard.state import Relation
 from stateguard.trace import TraceEvent
 
-StateEvent = StateOpenedEvent | StateUpdatedEvent | StateCommittedEvent | RelationsFinalizedEvent | ConstraintChecksEvent
+StateEvent = (
+    StateOpenedEvent
+    | StateUpdatedEvent
+    | StateCommittedEvent
+    | RelationsFinalizedEvent
+    | ConstraintChecksEvent
+)
 
 __all__ = ["Entry", "timeline"]
 
@@ -160,8 +166,14 @@ def _relations(relations: list[Relation]) -> str:
 def _state_event(e: StateEvent, turn: int | None, limit: int) -> Entry:
     if isinstance(e, StateCommittedEvent):
         state = e.data.state
-        entry = Entry(e.seq, turn, "state", f"{state.id} committed ({_relations(state.relations)})", "ok",
-                      state=state.id)  # fmt: skip
+        entry = Entry(
+            e.seq,
+            turn,
+            "state",
+            f"{state.id} committed ({_relations(state.relations)})",
+            "ok",
+            state=state.id,
+        )
         entry.variables = _names([v.name for v in state.used_variables])
         return entry
     sid = e.data.state_id
@@ -179,8 +191,13 @@ def _state_event(e: StateEvent, turn: int | None, limit: int) -> Entry:
         entry.variables = _names(draft.get("used_variables"))
         return entry
     if isinstance(e, RelationsFinalizedEvent):
-        return Entry(e.seq, turn, "state", f"{sid} relations ({e.data.mode}): {_relations(e.data.relations)}",
-                     state=sid)  # fmt: skip
+        return Entry(
+            e.seq,
+            turn,
+            "state",
+            f"{sid} relations ({e.data.mode}): {_relations(e.data.relations)}",
+            state=sid,
+        )
     results = [r.model_dump(mode="json") for r in e.data.results]
     failed = [r for r in e.data.results if r.passed is False]
     return Entry(
@@ -194,7 +211,9 @@ def _state_event(e: StateEvent, turn: int | None, limit: int) -> Entry:
     )
 
 
-def _repair_event(e: RepairEvent | RollbackEvent | StateAbandonedEvent, turn: int | None, limit: int) -> Entry:
+def _repair_event(
+    e: RepairEvent | RollbackEvent | StateAbandonedEvent, turn: int | None, limit: int
+) -> Entry:
     sid = e.data.state_id
     if isinstance(e, RepairEvent):
         d = e.data

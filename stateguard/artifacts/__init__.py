@@ -21,7 +21,22 @@ from stateguard.artifacts.run_folder import CorpusFolder, RolloutFolder, RunFold
 from stateguard.artifacts.task_folder import TaskFolder
 
 __all__ = [
-    "ArtifactError", "CorpusFolder", "GraphSegment", "GraphStage", "GraphThread", "RelationGraph", "RolloutFolder",
-    "RunFolder", "TaskFolder", "TaskManifest", "dump_json", "load_graph", "load_manifest", "load_model",
-    "read_json", "save_graph", "save_manifest", "write_json",
-]  # fmt: skip
+    "ArtifactError",
+    "CorpusFolder",
+    "GraphSegment",
+    "GraphStage",
+    "GraphThread",
+    "RelationGraph",
+    "RolloutFolder",
+    "RunFolder",
+    "TaskFolder",
+    "TaskManifest",
+    "dump_json",
+    "load_graph",
+    "load_manifest",
+    "load_model",
+    "read_json",
+    "save_graph",
+    "save_manifest",
+    "write_json",
+]

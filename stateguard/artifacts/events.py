@@ -22,14 +22,42 @@ from stateguard.records import Record
 from stateguard.state import AnalyticalState, ConstraintResult, Relation
 
 __all__ = [
-    "EVENTS", "ActionEvent", "AdviceEvent", "AnswersEvent", "BindingCheckedEvent", "BindingFailedEvent",
-    "ConstraintChecksEvent", "DegradedEvent", "HintDeliveredEvent", "LlmCallEvent", "ManagerFallbackEvent",
-    "ManagerNoteEvent", "ManagerOutputRefusedEvent", "ManagerSummaryEvent", "RelationsFinalizedEvent",
-    "RepairEvent", "ReviewEvent", "RollbackEvent", "RunEndEvent", "RunStartEvent", "StateAbandonedEvent",
-    "StateCommittedEvent", "StateOpenedEvent", "StateUpdatedEvent", "StepMeta", "SwEvent", "ToolEvent",
-    "ToolResultData", "TraceEvent", "TurnStartEvent", "WorkerStepData", "WorkerStepEvent", "WorkspaceDegradedEvent",
-    "parse_event", "state_id_of",
-]  # fmt: skip
+    "EVENTS",
+    "ActionEvent",
+    "AdviceEvent",
+    "AnswersEvent",
+    "BindingCheckedEvent",
+    "BindingFailedEvent",
+    "ConstraintChecksEvent",
+    "DegradedEvent",
+    "HintDeliveredEvent",
+    "LlmCallEvent",
+    "ManagerFallbackEvent",
+    "ManagerNoteEvent",
+    "ManagerOutputRefusedEvent",
+    "ManagerSummaryEvent",
+    "RelationsFinalizedEvent",
+    "RepairEvent",
+    "ReviewEvent",
+    "RollbackEvent",
+    "RunEndEvent",
+    "RunStartEvent",
+    "StateAbandonedEvent",
+    "StateCommittedEvent",
+    "StateOpenedEvent",
+    "StateUpdatedEvent",
+    "StepMeta",
+    "SwEvent",
+    "ToolEvent",
+    "ToolResultData",
+    "TraceEvent",
+    "TurnStartEvent",
+    "WorkerStepData",
+    "WorkerStepEvent",
+    "WorkspaceDegradedEvent",
+    "parse_event",
+    "state_id_of",
+]
 
 
 class _Data(BaseModel):
@@ -68,7 +96,9 @@ class RunStartEvent(_Event):
 
 class TurnStartData(_Data):
     turn_id: int
-    question: str | None = Field(default=None, description="The turn's question text (traces since issue 18).")
+    question: str | None = Field(
+        default=None, description="The turn's question text (traces since issue 18)."
+    )
 
 
 class TurnStartEvent(_Event):
@@ -91,7 +121,9 @@ class StepMeta(BaseModel):
     wall_s: float | None = None
     notes: list[str] = Field(default_factory=list)
     value: str | None = Field(default=None, description="repr of the cell's last expression, truncated.")
-    fault: str | None = Field(default=None, description="Label of the fault the scripted worker applied here.")
+    fault: str | None = Field(
+        default=None, description="Label of the fault the scripted worker applied here."
+    )
     fault_dropped: list[str] = Field(default_factory=list)
     fault_skipped: str | None = None
     flip: bool = False
@@ -106,7 +138,9 @@ class WorkerStepData(_Data):
     error: str | None = None
     success: bool = True
     meta: StepMeta = Field(default_factory=StepMeta)
-    started: float | None = Field(default=None, description="Wall-clock start of the step (the event's ts is its end).")
+    started: float | None = Field(
+        default=None, description="Wall-clock start of the step (the event's ts is its end)."
+    )
 
 
 class WorkerStepEvent(_Event):
@@ -193,7 +227,9 @@ class ActionData(_Data):
     name: str | None = Field(description="None when the proposal did not parse as an action.")
     arguments: Any = Field(description="The action's arguments (or the raw proposal when it did not parse).")
     accepted: bool
-    stage: str | None = Field(default=None, description="Stage after the action (a hand-built trace may omit it).")
+    stage: str | None = Field(
+        default=None, description="Stage after the action (a hand-built trace may omit it)."
+    )
     feedback: str | None = Field(default=None, description="Rejected actions: why.")
     notes: list[str] | None = Field(default=None, description="Accepted actions: what the harness did.")
     stage_before: str | None = None
@@ -415,17 +451,49 @@ class SwData(BaseModel):
 
 
 class SwEvent(_Event):
-    kind: Literal["sw_retrieved", "sw_proposed", "sw_executed", "sw_stopped", "sw_attribution", "sw_resolution",
-                  "sw_repaired", "sw_replanned", "sw_check"]  # fmt: skip
+    kind: Literal[
+        "sw_retrieved",
+        "sw_proposed",
+        "sw_executed",
+        "sw_stopped",
+        "sw_attribution",
+        "sw_resolution",
+        "sw_repaired",
+        "sw_replanned",
+        "sw_check",
+    ]
     data: SwData
 
 
 TraceEvent = Annotated[
-    RunStartEvent | TurnStartEvent | WorkerStepEvent | AnswersEvent | RunEndEvent | ManagerSummaryEvent
-    | WorkspaceDegradedEvent | BindingCheckedEvent | BindingFailedEvent | ReviewEvent | ActionEvent | ToolEvent
-    | AdviceEvent | HintDeliveredEvent | DegradedEvent | StateOpenedEvent | StateUpdatedEvent
-    | ConstraintChecksEvent | RelationsFinalizedEvent | StateCommittedEvent | RepairEvent | StateAbandonedEvent
-    | RollbackEvent | ManagerFallbackEvent | ManagerNoteEvent | ManagerOutputRefusedEvent | LlmCallEvent | SwEvent,
+    RunStartEvent
+    | TurnStartEvent
+    | WorkerStepEvent
+    | AnswersEvent
+    | RunEndEvent
+    | ManagerSummaryEvent
+    | WorkspaceDegradedEvent
+    | BindingCheckedEvent
+    | BindingFailedEvent
+    | ReviewEvent
+    | ActionEvent
+    | ToolEvent
+    | AdviceEvent
+    | HintDeliveredEvent
+    | DegradedEvent
+    | StateOpenedEvent
+    | StateUpdatedEvent
+    | ConstraintChecksEvent
+    | RelationsFinalizedEvent
+    | StateCommittedEvent
+    | RepairEvent
+    | StateAbandonedEvent
+    | RollbackEvent
+    | ManagerFallbackEvent
+    | ManagerNoteEvent
+    | ManagerOutputRefusedEvent
+    | LlmCallEvent
+    | SwEvent,
     Field(discriminator="kind"),
 ]
 EVENTS: TypeAdapter[TraceEvent] = TypeAdapter(TraceEvent)
@@ -435,8 +503,16 @@ def state_id_of(event: TraceEvent) -> str | None:
     """The state an event is about (its `state_id`, or the committed state's id), if any."""
     if isinstance(event, StateCommittedEvent):
         return event.data.state.id
-    if isinstance(event, StateOpenedEvent | StateUpdatedEvent | ConstraintChecksEvent | RelationsFinalizedEvent
-                  | RepairEvent | StateAbandonedEvent | RollbackEvent):  # fmt: skip
+    if isinstance(
+        event,
+        StateOpenedEvent
+        | StateUpdatedEvent
+        | ConstraintChecksEvent
+        | RelationsFinalizedEvent
+        | RepairEvent
+        | StateAbandonedEvent
+        | RollbackEvent,
+    ):
         return event.data.state_id
     return None
 

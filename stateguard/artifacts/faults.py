@@ -38,7 +38,9 @@ class ShippedFault(BaseModel):
 
     turn: int = Field(ge=1)
     stage: str | None = Field(default=None, description="The stage whose SQL was changed.")
-    kind: str | None = Field(default=None, description="synthesis.interventions kind (numeric_parameter, ...).")
+    kind: str | None = Field(
+        default=None, description="synthesis.interventions kind (numeric_parameter, ...)."
+    )
     operation: str | None = None
     description: str = ""
     code: str = Field(description="The whole faulty turn code the worker runs instead of the reference.")
@@ -59,7 +61,9 @@ def load_faults(path: str | Path) -> FaultsFile | list[ShippedFault] | None:
             return _SHIPPED.validate_python(raw)
         return FaultsFile.model_validate(raw)
     except ValidationError as exc:
-        raise ArtifactError(f"{path}: not a faults file ({describe_errors(exc)}); see docs/faults.md") from None
+        raise ArtifactError(
+            f"{path}: not a faults file ({describe_errors(exc)}); see docs/faults.md"
+        ) from None
 
 
 def save_shipped_faults(path: str | Path, faults: list[ShippedFault]) -> None:

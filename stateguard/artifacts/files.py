@@ -16,7 +16,15 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-__all__ = ["ArtifactError", "describe_errors", "dump_json", "load_model", "load_model_list", "read_json", "write_json"]
+__all__ = [
+    "ArtifactError",
+    "describe_errors",
+    "dump_json",
+    "load_model",
+    "load_model_list",
+    "read_json",
+    "write_json",
+]
 
 M = TypeVar("M", bound=BaseModel)
 

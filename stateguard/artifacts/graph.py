@@ -33,7 +33,9 @@ class GraphThread(_Strict):
     family: str
     params: dict[str, Any] = Field(description="The SQL family's parameters as drawn.")
     tunable: str | None = Field(default=None, description="Turn-aligned tasks: the stage a variant re-tunes.")
-    alternative: Any = Field(default=None, description="Turn-aligned tasks: the tunable parameter's other value.")
+    alternative: Any = Field(
+        default=None, description="Turn-aligned tasks: the tunable parameter's other value."
+    )
 
 
 class GraphStage(_Strict):

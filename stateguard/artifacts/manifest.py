@@ -32,7 +32,9 @@ class TaskManifest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     task_id: str
-    agent_dir: str = Field(default=AGENT_DIR, description="Folder (relative to the task root) the hashes cover.")
+    agent_dir: str = Field(
+        default=AGENT_DIR, description="Folder (relative to the task root) the hashes cover."
+    )
     sha256: dict[str, str] = Field(description="agent-relative POSIX path -> SHA-256 of its bytes.")
 
     @classmethod

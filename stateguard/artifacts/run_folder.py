@@ -25,9 +25,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
-    "CHECKPOINTS_DIR", "CONFIG_FILE", "LLM_CALLS_FILE", "RECORDS_DIR", "RESULTS_DIR", "RESULT_FILE", "RUNS_DIR",
-    "STORE_FILE", "SUMMARY_FILE", "TASKS_DIR", "TRACE_FILE", "WINDOW_TRACE_FILE", "CorpusFolder", "RolloutFolder", "RunFolder",
-]  # fmt: skip
+    "CHECKPOINTS_DIR",
+    "CONFIG_FILE",
+    "LLM_CALLS_FILE",
+    "RECORDS_DIR",
+    "RESULTS_DIR",
+    "RESULT_FILE",
+    "RUNS_DIR",
+    "STORE_FILE",
+    "SUMMARY_FILE",
+    "TASKS_DIR",
+    "TRACE_FILE",
+    "WINDOW_TRACE_FILE",
+    "CorpusFolder",
+    "RolloutFolder",
+    "RunFolder",
+]
 
 TRACE_FILE = "trace.jsonl"
 STORE_FILE = "states.sqlite"

@@ -19,9 +19,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
-    "AGENT_DIR", "DATA_DIR", "FAULTS_FILE", "FINGERPRINTS_FILE", "GRAPH_FILE", "HIDDEN_DIR", "MANIFEST_FILE",
-    "QUESTIONS_FILE", "REPLAY_FILE", "TASK_FILE", "TaskFolder",
-]  # fmt: skip
+    "AGENT_DIR",
+    "DATA_DIR",
+    "FAULTS_FILE",
+    "FINGERPRINTS_FILE",
+    "GRAPH_FILE",
+    "HIDDEN_DIR",
+    "MANIFEST_FILE",
+    "QUESTIONS_FILE",
+    "REPLAY_FILE",
+    "TASK_FILE",
+    "TaskFolder",
+]
 
 AGENT_DIR = "agent"
 DATA_DIR = "data"

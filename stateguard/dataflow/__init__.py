@@ -17,6 +17,14 @@ from stateguard.dataflow.graph import DataflowGraph
 from stateguard.dataflow.recorder import CellRecorder, PreparedCell
 
 __all__ = [
-    "MUTATING_METHODS", "CellFacts", "CellFlow", "CellRecorder", "DataflowGraph", "PreparedCell", "Ref",
-    "UnitFacts", "Write", "cell_dataflow",
-]  # fmt: skip
+    "MUTATING_METHODS",
+    "CellFacts",
+    "CellFlow",
+    "CellRecorder",
+    "DataflowGraph",
+    "PreparedCell",
+    "Ref",
+    "UnitFacts",
+    "Write",
+    "cell_dataflow",
+]

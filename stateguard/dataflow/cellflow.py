@@ -24,19 +24,52 @@ from sqlglot import exp
 from stateguard.sql import ordered_references, parse_statements
 
 MUTATING_METHODS = frozenset(
-    {"append", "extend", "insert", "pop", "remove", "clear", "update", "sort", "reverse",
-     "setdefault", "popitem", "add", "discard", "fillna", "drop", "rename", "reset_index",
-     "set_index", "sort_values", "replace", "dropna", "drop_duplicates", "astype", "__setitem__"}
-)  # fmt: skip
+    {
+        "append",
+        "extend",
+        "insert",
+        "pop",
+        "remove",
+        "clear",
+        "update",
+        "sort",
+        "reverse",
+        "setdefault",
+        "popitem",
+        "add",
+        "discard",
+        "fillna",
+        "drop",
+        "rename",
+        "reset_index",
+        "set_index",
+        "sort_values",
+        "replace",
+        "dropna",
+        "drop_duplicates",
+        "astype",
+        "__setitem__",
+    }
+)
 _BUILTINS = frozenset(dir(builtins))
 SQL_METHODS = frozenset({"execute", "executemany", "sql", "query"})
 _FIELD = "__fstring_field__"  # stands for an f-string placeholder; never reported as a table
 TABLE_METHODS = frozenset({"table", "view"})  # con.table("t") reads t
 PLUMBING_METHODS = SQL_METHODS | TABLE_METHODS | {"close", "commit", "fetchone", "fetchall", "df", "register"}
 PANDAS_INPLACE_METHODS = frozenset(
-    {"fillna", "drop", "rename", "reset_index", "set_index", "sort_values", "replace", "dropna", "drop_duplicates",
-     "astype"}
-)  # these return a copy unless inplace=True  # fmt: skip
+    {
+        "fillna",
+        "drop",
+        "rename",
+        "reset_index",
+        "set_index",
+        "sort_values",
+        "replace",
+        "dropna",
+        "drop_duplicates",
+        "astype",
+    }
+)  # these return a copy unless inplace=True
 
 
 class CellFlow(BaseModel):
@@ -61,7 +94,8 @@ def _is_inplace_call(node: ast.Call) -> str | None:
     if not isinstance(func, ast.Attribute):
         return None
     inplace_kw = any(
-        k.arg == "inplace" and isinstance(k.value, ast.Constant) and k.value.value is True for k in node.keywords
+        k.arg == "inplace" and isinstance(k.value, ast.Constant) and k.value.value is True
+        for k in node.keywords
     )
     # `df.fillna(0)` returns a copy unless inplace=True; list/dict/set methods always mutate.
     pandas_style = func.attr in PANDAS_INPLACE_METHODS
@@ -112,7 +146,9 @@ def _cell_dataflow(code: str) -> CellFlow:
                 name = _is_inplace_call(node)
                 if name:
                     inplace.add(name)
-            elif isinstance(node, ast.Subscript | ast.Attribute) and isinstance(node.ctx, ast.Store | ast.Del):
+            elif isinstance(node, ast.Subscript | ast.Attribute) and isinstance(
+                node.ctx, ast.Store | ast.Del
+            ):
                 name = _base_name(node)
                 if name:
                     inplace.add(name)
@@ -137,7 +173,11 @@ def string_values(tree: ast.Module) -> dict[str, str]:
     """Top-level `name = "literal"` assignments of the cell (a SQL text kept in a variable)."""
     out: dict[str, str] = {}
     for stmt in tree.body:
-        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
+        if (
+            isinstance(stmt, ast.Assign)
+            and isinstance(stmt.value, ast.Constant)
+            and isinstance(stmt.value.value, str)
+        ):
             for target in stmt.targets:
                 if isinstance(target, ast.Name):
                     out[target.id] = stmt.value.value
@@ -170,7 +210,11 @@ def _sql_tables(sql: str) -> tuple[frozenset[str], frozenset[str]]:
         return frozenset(), frozenset()
     writes: set[str] = set()
     for statement in statements:
-        target = statement.this if isinstance(statement, exp.Create | exp.Insert | exp.Update | exp.Delete) else None
+        target = (
+            statement.this
+            if isinstance(statement, exp.Create | exp.Insert | exp.Update | exp.Delete)
+            else None
+        )
         if isinstance(target, exp.Schema):
             target = target.this
         if isinstance(target, exp.Table) and target.name:
@@ -210,16 +254,28 @@ def sql_flow(tree: ast.Module) -> tuple[set[str], set[str], set[str]]:
                 writes |= w
     for node in ast.walk(tree):
         # Binding the connection (`con = duckdb.connect()`) in the same cell is not a use of it as data.
-        if isinstance(node, ast.Name) and node.id in receivers and id(node) not in plumbing_nodes \
-                and not isinstance(node.ctx, ast.Store):  # fmt: skip
+        if (
+            isinstance(node, ast.Name)
+            and node.id in receivers
+            and id(node) not in plumbing_nodes
+            and not isinstance(node.ctx, ast.Store)
+        ):
             other_uses.add(node.id)
     return reads, writes, receivers - other_uses
 
 
 def _top_level_bindings(tree: ast.Module) -> set[str]:
     names: set[str] = set()
-    skip = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp, ast.SetComp,
-            ast.DictComp, ast.GeneratorExp)  # fmt: skip
+    skip = (
+        ast.FunctionDef,
+        ast.AsyncFunctionDef,
+        ast.Lambda,
+        ast.ClassDef,
+        ast.ListComp,
+        ast.SetComp,
+        ast.DictComp,
+        ast.GeneratorExp,
+    )
 
     def visit(node: ast.AST) -> None:
         for child in ast.iter_child_nodes(node):

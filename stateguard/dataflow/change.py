@@ -161,7 +161,9 @@ def _frame_digest(obj: Any) -> tuple[str, bool]:
     h.update(repr((type(obj).__name__, obj.shape)).encode())
     labels = [obj.index] + ([obj.columns] if hasattr(obj, "columns") else [])
     for label in labels:
-        h.update(pickle.dumps(label, protocol=5) if exact or label is not obj.index else repr(len(label)).encode())
+        h.update(
+            pickle.dumps(label, protocol=5) if exact or label is not obj.index else repr(len(label)).encode()
+        )
     dtypes = [str(t) for t in obj.dtypes] if hasattr(obj, "columns") else [str(obj.dtype)]
     h.update(repr(dtypes).encode())
     part = obj if exact else obj.iloc[:: max(1, len(obj) // SAMPLE)]
@@ -171,7 +173,9 @@ def _frame_digest(obj: Any) -> tuple[str, bool]:
             h.update(values.tobytes())  # (datetime columns offer no buffer: `.data` would raise)
             continue
         try:  # by value: the pickle of an Arrow-backed column changes when pandas rechunks it
-            h.update(sys.modules["pandas"].util.hash_array(np.asarray(values, dtype=object), categorize=False).data)
+            h.update(
+                sys.modules["pandas"].util.hash_array(np.asarray(values, dtype=object), categorize=False).data
+            )
         except Exception:  # unhashable cells (lists, dicts)
             h.update(pickle.dumps(values, protocol=5))
     return h.hexdigest(), exact
@@ -221,9 +225,16 @@ def equal_content(old: Any, new: Any, code_digest: dict[Any, str] | None = None)
             return bool(old == new) or (isinstance(old, float) and math.isnan(old) and math.isnan(new))
         if isinstance(old, FunctionType):
             digests = code_digest or {}
-            same_code = digests.get(old.__code__) is not None and digests.get(old.__code__) == digests.get(new.__code__)
-            return same_code and old.__closure__ is None and new.__closure__ is None and \
-                fingerprint((old.__defaults__, old.__kwdefaults__)) == fingerprint((new.__defaults__, new.__kwdefaults__))
+            same_code = digests.get(old.__code__) is not None and digests.get(old.__code__) == digests.get(
+                new.__code__
+            )
+            return (
+                same_code
+                and old.__closure__ is None
+                and new.__closure__ is None
+                and fingerprint((old.__defaults__, old.__kwdefaults__))
+                == fingerprint((new.__defaults__, new.__kwdefaults__))
+            )
         if isinstance(old, type | ModuleType):
             return False
         frames = _pandas_types()

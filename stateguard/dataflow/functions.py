@@ -95,14 +95,22 @@ class _FuncScope(Scope):
 class FuncWalker(Walker):
     """A function (or lambda) body: statements grouped by block, locals resolved per call."""
 
-    def __init__(self, ctx: CellContext, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
-                 scope: FnScope, enclosing: list[tuple[str, FnScope]], key: str,
-                 owner: tuple[str, set[str]] | None = None):  # fmt: skip
+    def __init__(
+        self,
+        ctx: CellContext,
+        node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
+        scope: FnScope,
+        enclosing: list[tuple[str, FnScope]],
+        key: str,
+        owner: tuple[str, set[str]] | None = None,
+    ):
         self.ctx, self.node, self.scope, self.enclosing, self.key = ctx, node, scope, enclosing, key
         self.owner = owner  # (global class name, its class-level names) for a method of a cell's class
         self.self_name = scope.params[0] if scope.params and not isinstance(node, ast.Lambda) else None
         self.info = FuncInfo(key, list(scope.params), [p for p in scope.params if p in scope.cellvars])
-        self.reader = Reader(_FuncScope(self), Effects(), strings={}, plumbing=ctx.plumbing, new_slot=self.new_slot_for)
+        self.reader = Reader(
+            _FuncScope(self), Effects(), strings={}, plumbing=ctx.plumbing, new_slot=self.new_slot_for
+        )
         self.kids = {id(c.node): c for c in scope.children}
         self.after: list[ast.stmt] = []
         self.current: ast.AST = node
@@ -138,8 +146,13 @@ class FuncWalker(Walker):
         block = self.new_block()
         head: list[ast.stmt] = []
         rest = list(stmts)
-        if docstring and rest and isinstance(rest[0], ast.Expr) and isinstance(rest[0].value, ast.Constant) \
-                and isinstance(rest[0].value.value, str):  # fmt: skip
+        if (
+            docstring
+            and rest
+            and isinstance(rest[0], ast.Expr)
+            and isinstance(rest[0].value, ast.Constant)
+            and isinstance(rest[0].value.value, str)
+        ):
             head = [rest.pop(0)]
         at = rest[0] if rest else stmts[0]
         out = [*head, cover_stmt(block, at=at)]
@@ -165,8 +178,13 @@ class FuncWalker(Walker):
             atoms = self.reader.exprs([*st.decorator_list, *st.args.defaults])
             unit.reads += atoms
             self.write_name(unit, st.name, Rhs(atoms), False)
-            FuncWalker(self.ctx, st, self.kids[id(st)], [*self.enclosing, (self.key, self.scope)],
-                       f"{self.key}.<locals>.{st.name}").run()  # fmt: skip
+            FuncWalker(
+                self.ctx,
+                st,
+                self.kids[id(st)],
+                [*self.enclosing, (self.key, self.scope)],
+                f"{self.key}.<locals>.{st.name}",
+            ).run()
         elif isinstance(st, ast.ClassDef):
             atoms = self.reader.exprs([*st.bases, *st.decorator_list])
             unit.reads += atoms
@@ -175,8 +193,13 @@ class FuncWalker(Walker):
             methods = {id(c.node): c for c in cls.children}
             for item in st.body:
                 if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
-                    FuncWalker(self.ctx, item, methods[id(item)], [*self.enclosing, (self.key, self.scope)],
-                               f"{self.key}.<locals>.{st.name}.{item.name}").run()  # fmt: skip
+                    FuncWalker(
+                        self.ctx,
+                        item,
+                        methods[id(item)],
+                        [*self.enclosing, (self.key, self.scope)],
+                        f"{self.key}.<locals>.{st.name}.{item.name}",
+                    ).run()
         else:
             self.header(st, unit)
             self.finish(unit, fx)
@@ -194,8 +217,13 @@ class FuncWalker(Walker):
     def nested_lambdas(self, node: ast.AST) -> None:
         for lam in lambdas(node) if self.ctx.lambdas else ():
             scope = self.kids.get(id(lam)) or scope_tree(lam)
-            FuncWalker(self.ctx, lam, scope, [*self.enclosing, (self.key, self.scope)],
-                       f"{self.key}.<locals>.<lambda>").run()  # fmt: skip
+            FuncWalker(
+                self.ctx,
+                lam,
+                scope,
+                [*self.enclosing, (self.key, self.scope)],
+                f"{self.key}.<locals>.<lambda>",
+            ).run()
 
     # --- targets in a function's scope ------------------------------------------------------------
     def write_name(self, unit: Unit, name: str, rhs: Rhs, keep: bool) -> None:
@@ -213,13 +241,15 @@ class FuncWalker(Walker):
         if name in self.scope.cellvars:
             unit.writes.append(SWrite(("c", f"{self.key}.<locals>.{name}"), "bind", atoms, keep=keep))
 
-    def write_object(self, unit: Unit, chain: Chain, kind: str, deps: list[Atom], keep: bool,
-                     method: str | None = None) -> None:  # fmt: skip
+    def write_object(
+        self, unit: Unit, chain: Chain, kind: str, deps: list[Atom], keep: bool, method: str | None = None
+    ) -> None:
         if chain.kind == "c":
             unit.writes.append(SWrite(("c", chain.root), "mutate", deps, keep=True))
             return
         capture = self.ctx.registry.new_id()
         tail = tuple(c for c in chain.comps if paths.slot_index(c) is None)
-        unit.writes.append(SWrite(None, kind, deps, keep=keep or kind != "bind", capture=capture, tail=tail,
-                                  method=method))  # fmt: skip
+        unit.writes.append(
+            SWrite(None, kind, deps, keep=keep or kind != "bind", capture=capture, tail=tail, method=method)
+        )
         self.after.append(hook_stmt("o", capture, ast.Name(id=chain.root, ctx=ast.Load()), at=self.current))

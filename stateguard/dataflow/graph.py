@@ -75,10 +75,13 @@ class DataflowGraph:
         read_set, write_set = set(reads), set(writes)
         refs = tuple(Ref(path=(r,)) for r in sorted(read_set))
         unit = UnitFacts(
-            unit=0, reads=refs,
-            writes=tuple(Write(path=(w,), deps=tuple(r for r in refs if r.path != (w,)), keep=w in read_set)
-                         for w in sorted(write_set)),
-        )  # fmt: skip
+            unit=0,
+            reads=refs,
+            writes=tuple(
+                Write(path=(w,), deps=tuple(r for r in refs if r.path != (w,)), keep=w in read_set)
+                for w in sorted(write_set)
+            ),
+        )
         self.apply(cell_id, CellFacts(units=(unit,)))
 
     def _apply_unit(self, cell: int, unit: UnitFacts, unchanged: set[str]) -> None:
@@ -96,7 +99,9 @@ class DataflowGraph:
         # `x = x[inds]` does not make `inds` stale (ipyflow's rule for right-hand sides).
         for ref in unit.reads:
             if ref.path in self._syms and written:
-                self._refresh(ref.path, lambda p: any(under(p, w) or under(w, p) for w in written), cell, deep=False)
+                self._refresh(
+                    ref.path, lambda p: any(under(p, w) or under(w, p) for w in written), cell, deep=False
+                )
 
     def _bound_in(self, path: PathT, cell: int) -> bool:
         """Whether the value a read of `path` sees was bound by this cell (not changed in place)."""
@@ -106,7 +111,9 @@ class DataflowGraph:
                 return sym.own[1] == cell
         return False
 
-    def _write(self, w: Write, now: Version, deps: dict[DepKey, tuple[Version, int]], keep_version: bool) -> None:
+    def _write(
+        self, w: Write, now: Version, deps: dict[DepKey, tuple[Version, int]], keep_version: bool
+    ) -> None:
         path, old = w.path, self._syms.get(w.path)
         if w.kind == "delete":
             if not keep_version:
@@ -250,9 +257,10 @@ class DataflowGraph:
         frontier = {name}
         while frontier:
             nxt = {
-                p[0] for p, s in self._syms.items()
+                p[0]
+                for p, s in self._syms.items()
                 if p[0] not in out and any(dep[0][0] in frontier for dep in s.deps)
-            }  # fmt: skip
+            }
             out |= nxt
             frontier = nxt
         return sorted(out - {name})

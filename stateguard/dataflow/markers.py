@@ -15,7 +15,17 @@ COVERAGE = "__sgcov__"  # a dict in the namespace: function blocks (and untraced
 LOOPS = "__sgloops__"  # a dict in the namespace: 1 for a cell-level loop past its traced iterations
 NO_UNIT = (ast.Pass, ast.Break, ast.Continue, ast.Global, ast.Nonlocal)
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
-COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.TryStar, ast.With, ast.AsyncWith, ast.Match)
+COMPOUND = (
+    ast.If,
+    ast.For,
+    ast.AsyncFor,
+    ast.While,
+    ast.Try,
+    ast.TryStar,
+    ast.With,
+    ast.AsyncWith,
+    ast.Match,
+)
 EXITS = (ast.Continue, ast.Break, ast.Raise, ast.Try, ast.TryStar, ast.Return)
 
 
@@ -37,7 +47,9 @@ def hook_call(method: str, *args: ast.expr | int) -> ast.Call:
 
 def cover_stmt(block: int, at: ast.AST) -> ast.stmt:
     """`__sgcov__[block] = 1`: a dict store, cheap enough for hot loops and functions called often."""
-    target = ast.Subscript(value=ast.Name(id=COVERAGE, ctx=ast.Load()), slice=ast.Constant(block), ctx=ast.Store())
+    target = ast.Subscript(
+        value=ast.Name(id=COVERAGE, ctx=ast.Load()), slice=ast.Constant(block), ctx=ast.Store()
+    )
     return located(ast.Assign(targets=[target], value=ast.Constant(1)), at)  # type: ignore[return-value]
 
 
@@ -81,8 +93,13 @@ class Unwrap(ast.NodeTransformer):
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
         func = node.func
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == HOOK \
-                and func.attr in ("k", "t") and len(node.args) == 2:  # fmt: skip
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == HOOK
+            and func.attr in ("k", "t")
+            and len(node.args) == 2
+        ):
             return self.visit(node.args[1])
         return self.generic_visit(node)
 

@@ -31,12 +31,14 @@ from stateguard.dataflow.cellflow import (
     TABLE_METHODS,
     sql_tables,
     sql_text,
-)  # fmt: skip
+)
 
 Atom = tuple[Any, ...]
 BUILTIN_NAMES = frozenset(dir(builtins))
 GROW_METHODS = frozenset({"append", "extend", "appendleft", "extendleft"})
-PANDAS_MUTATORS = frozenset({"update", "pop", "insert", "__setitem__"})  # the in-place ones without `inplace=`
+PANDAS_MUTATORS = frozenset(
+    {"update", "pop", "insert", "__setitem__"}
+)  # the in-place ones without `inplace=`
 SEED_METHODS = frozenset({"seed", "manual_seed", "set_state"})  # on a module: changes the module's state
 SHUFFLE_METHODS = frozenset({"shuffle"})  # on a module: changes its first argument in place
 # pandas methods that never change their receiver and return a new object (never a view a later
@@ -44,20 +46,106 @@ SHUFFLE_METHODS = frozenset({"shuffle"})  # on a module: changes its first argum
 # that a cell only calls these on need not be fingerprinted (see `recorder._watched`). Methods that
 # hand the receiver or its parts to a callback (apply, pipe, agg, transform, map) are not here.
 PANDAS_READERS = frozenset(
-    {"sort_values", "sort_index", "groupby", "describe", "sum", "mean", "median", "min", "max", "std", "var",
-     "sem", "prod", "count", "nunique", "unique", "value_counts", "quantile", "corr", "cov", "isna", "isnull",
-     "notna", "notnull", "duplicated", "drop_duplicates", "dropna", "fillna", "merge", "join", "pivot_table",
-     "melt", "round", "abs", "cumsum", "cumprod", "cummax", "cummin", "shift", "diff", "pct_change", "rank",
-     "nlargest", "nsmallest", "idxmax", "idxmin", "any", "all", "isin", "between", "equals", "to_dict",
-     "tolist", "to_list", "to_string", "info", "memory_usage", "sample", "copy", "query", "eq", "ne", "lt",
-     "gt", "le", "ge", "skew", "kurt", "mode", "explode", "stack", "unstack", "pivot", "crosstab"}
-)  # fmt: skip
+    {
+        "sort_values",
+        "sort_index",
+        "groupby",
+        "describe",
+        "sum",
+        "mean",
+        "median",
+        "min",
+        "max",
+        "std",
+        "var",
+        "sem",
+        "prod",
+        "count",
+        "nunique",
+        "unique",
+        "value_counts",
+        "quantile",
+        "corr",
+        "cov",
+        "isna",
+        "isnull",
+        "notna",
+        "notnull",
+        "duplicated",
+        "drop_duplicates",
+        "dropna",
+        "fillna",
+        "merge",
+        "join",
+        "pivot_table",
+        "melt",
+        "round",
+        "abs",
+        "cumsum",
+        "cumprod",
+        "cummax",
+        "cummin",
+        "shift",
+        "diff",
+        "pct_change",
+        "rank",
+        "nlargest",
+        "nsmallest",
+        "idxmax",
+        "idxmin",
+        "any",
+        "all",
+        "isin",
+        "between",
+        "equals",
+        "to_dict",
+        "tolist",
+        "to_list",
+        "to_string",
+        "info",
+        "memory_usage",
+        "sample",
+        "copy",
+        "query",
+        "eq",
+        "ne",
+        "lt",
+        "gt",
+        "le",
+        "ge",
+        "skew",
+        "kurt",
+        "mode",
+        "explode",
+        "stack",
+        "unstack",
+        "pivot",
+        "crosstab",
+    }
+)
 # builtins that only read their arguments (through `__len__`, `__repr__`, iteration, ...), which for
 # a pandas object changes nothing: a frame handed to them is treated like a PANDAS_READERS receiver
 READ_BUILTINS = frozenset(
-    {"len", "print", "repr", "str", "isinstance", "type", "id", "sorted", "list", "tuple", "round", "abs", "min",
-     "max", "sum", "float", "int"}
-)  # fmt: skip
+    {
+        "len",
+        "print",
+        "repr",
+        "str",
+        "isinstance",
+        "type",
+        "id",
+        "sorted",
+        "list",
+        "tuple",
+        "round",
+        "abs",
+        "min",
+        "max",
+        "sum",
+        "float",
+        "int",
+    }
+)
 INDEXERS = frozenset({"loc", "iloc", "at", "iat"})  # df.loc[rows, "col"] is column "col" of df
 
 
@@ -122,8 +210,10 @@ def _string_list(node: ast.AST, single: bool = True) -> list[str] | None:
     """['a'] for 'a', ['a', 'b'] for ['a', 'b'] (short lists of string constants), else None."""
     if single and isinstance(node, ast.Constant) and isinstance(node.value, str):
         return [node.value]
-    if isinstance(node, ast.List) and 0 < len(node.elts) <= 16 and all(
-        isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts
+    if (
+        isinstance(node, ast.List)
+        and 0 < len(node.elts) <= 16
+        and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts)
     ):
         return [e.value for e in node.elts]  # type: ignore[attr-defined]
     return None
@@ -142,7 +232,8 @@ def mutation_kind(call: ast.Call, method: str) -> str | None:
     """'grow', 'mutate' or None for `receiver.method(...)`; pandas methods mutate only with inplace=True."""
     if method in PANDAS_INPLACE_METHODS:
         inplace = any(
-            k.arg == "inplace" and isinstance(k.value, ast.Constant) and k.value.value is True for k in call.keywords
+            k.arg == "inplace" and isinstance(k.value, ast.Constant) and k.value.value is True
+            for k in call.keywords
         )
         return "mutate" if inplace else None
     if method in GROW_METHODS or method == "add":
@@ -153,8 +244,15 @@ def mutation_kind(call: ast.Call, method: str) -> str | None:
 class Reader:
     """Reads expressions in one scope; `slots` is called to number a run-time subscript key."""
 
-    def __init__(self, scope: Scope, effects: Effects, *, strings: dict[str, str], plumbing: set[str],
-                 new_slot: Callable[[ast.Subscript], int] | None = None):  # fmt: skip
+    def __init__(
+        self,
+        scope: Scope,
+        effects: Effects,
+        *,
+        strings: dict[str, str],
+        plumbing: set[str],
+        new_slot: Callable[[ast.Subscript], int] | None = None,
+    ):
         self.scope = scope
         self.fx = effects
         self.strings = strings
@@ -249,15 +347,20 @@ class Reader:
         if names is None:
             return None
         call = node.value
-        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "groupby" \
-                and len(call.args) == 1:  # fmt: skip
+        if (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr == "groupby"
+            and len(call.args) == 1
+        ):
             keys = _string_list(call.args[0], single=True)
             base = self._plain_chain(call.func.value)
             if keys is None or base is None:
                 return None
             self.fx.calls = True
-            return [("g", (*base.path, paths.key(c) or ""), True) for c in keys + names] + \
-                self.exprs([k.value for k in call.keywords])  # fmt: skip
+            return [("g", (*base.path, paths.key(c) or ""), True) for c in keys + names] + self.exprs(
+                [k.value for k in call.keywords]
+            )
         if isinstance(node.slice, ast.List):
             base = self._plain_chain(node.value)
             if base is not None:
@@ -290,7 +393,9 @@ class Reader:
         return atoms if target is None else [target]
 
     def _Lambda(self, node: ast.Lambda) -> list[Atom]:
-        return self.exprs(node.args.defaults) + self.exprs([d for d in node.args.kw_defaults if d is not None])
+        return self.exprs(node.args.defaults) + self.exprs(
+            [d for d in node.args.kw_defaults if d is not None]
+        )
 
     def _Yield(self, node: ast.Yield) -> list[Atom]:
         atoms = self.expr(node.value)
@@ -302,7 +407,9 @@ class Reader:
         self.fx.returns += atoms
         return atoms
 
-    def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp) -> list[Atom]:
+    def _comprehension(
+        self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp
+    ) -> list[Atom]:
         gens = node.generators
         atoms = self.expr(gens[0].iter)  # evaluated in the enclosing scope
         hidden = {n.id for g in gens for n in ast.walk(g.target) if isinstance(n, ast.Name)}
@@ -325,8 +432,12 @@ class Reader:
         args: list[Atom] = []
         first: Atom | None = None
         func = node.func
-        reads_only = (isinstance(func, ast.Name) and func.id in READ_BUILTINS and self.scope.kind(func.id) is None
-                      and not any(func.id in h for h in self.hidden))  # the builtin itself, not a variable  # fmt: skip
+        reads_only = (
+            isinstance(func, ast.Name)
+            and func.id in READ_BUILTINS
+            and self.scope.kind(func.id) is None
+            and not any(func.id in h for h in self.hidden)
+        )  # the builtin itself, not a variable
         for i, arg in enumerate([*node.args, *(k.value for k in node.keywords)]):
             atoms = self.expr(arg)
             inner = arg.value if isinstance(arg, ast.Starred) else arg
@@ -361,7 +472,11 @@ class Reader:
             inplace = method in PANDAS_INPLACE_METHODS
             self.fx.mutations.append((recv, kind if inplace or kind == "grow" else f"mutate:{method}", args))
         if recv.is_global:
-            plain = kind is None and method in PANDAS_READERS and not any(k.arg in (None, "inplace") for k in node.keywords)
+            plain = (
+                kind is None
+                and method in PANDAS_READERS
+                and not any(k.arg in (None, "inplace") for k in node.keywords)
+            )
             (self.fx.readers if plain else self.fx.candidates).add(recv.root)
         return [recv.atom(), *recv.extra]
 

@@ -234,14 +234,23 @@ class CellRecorder:
         self.hook.run = None  # from here on, code we trigger (pickling, __eq__) is not the cell's
         run, self._run = self._run, None
         if run is None:
-            return whole_cell_facts(self._code, complete=not failed) if self._code else CellFacts(traced=False)
+            return (
+                whole_cell_facts(self._code, complete=not failed) if self._code else CellFacts(traced=False)
+            )
         _add_untraced(run)
         for occ in run.trace:
             occ.done = occ.done or (occ.uid not in run.in_try)
         if failed and run.cur is not None and run.fresh and run.cur.uid not in run.in_try:
             run.cur.done = False
-        resolver = Resolver(run.plan, run.namespace, self.registry, self._before, self._prints, self.code_digests,
-                            check_values=self.check_values)  # fmt: skip
+        resolver = Resolver(
+            run.plan,
+            run.namespace,
+            self.registry,
+            self._before,
+            self._prints,
+            self.code_digests,
+            check_values=self.check_values,
+        )
         try:
             facts = resolver.facts(run.trace)
         except Exception:  # never fail the cell over its dataflow: fall back to the whole-cell view
@@ -258,8 +267,10 @@ def whole_cell_facts(code: str, complete: bool = True) -> CellFacts:
     if not flow.valid:
         return CellFacts(traced=False)
     reads = tuple(Ref(path=(r,)) for r in flow.reads)
-    writes = tuple(Write(path=(w,), deps=tuple(r for r in reads if r.path != (w,)), keep=w in flow.reads)
-                   for w in flow.writes)  # fmt: skip
+    writes = tuple(
+        Write(path=(w,), deps=tuple(r for r in reads if r.path != (w,)), keep=w in flow.reads)
+        for w in flow.writes
+    )
     return CellFacts(units=(UnitFacts(unit=0, reads=reads, writes=writes, complete=complete),), traced=False)
 
 

@@ -44,8 +44,16 @@ def _mutates(receiver: Any, method: str) -> bool:
 
 
 class Resolver:
-    def __init__(self, plan: CellPlan, namespace: dict[str, Any], registry: Registry, before: dict[str, Any],
-                 prints: dict[str, tuple[str, bool]], code_digests: dict[Any, str], check_values: bool = True):  # fmt: skip
+    def __init__(
+        self,
+        plan: CellPlan,
+        namespace: dict[str, Any],
+        registry: Registry,
+        before: dict[str, Any],
+        prints: dict[str, tuple[str, bool]],
+        code_digests: dict[Any, str],
+        check_values: bool = True,
+    ):
         self.plan, self.ns, self.registry = plan, namespace, registry
         self.check_values = check_values
         self.before, self.prints, self.code_digests = before, prints, code_digests
@@ -61,10 +69,18 @@ class Resolver:
         in_place = {w.path[0] for w in done if w.kind != "bind"}
         unchanged = sorted(r for r in {w.path[0] for w in done} if self._unchanged(r, r in in_place))
         return CellFacts(
-            units=tuple(UnitFacts(unit=u["unit"], line=u["line"], reads=tuple(u["reads"]), writes=tuple(u["writes"]),
-                                  complete=u["complete"]) for u in units),
+            units=tuple(
+                UnitFacts(
+                    unit=u["unit"],
+                    line=u["line"],
+                    reads=tuple(u["reads"]),
+                    writes=tuple(u["writes"]),
+                    complete=u["complete"],
+                )
+                for u in units
+            ),
             unchanged=tuple(unchanged),
-        )  # fmt: skip
+        )
 
     def unit(self, occ: Occurrence) -> dict[str, Any]:
         unit = self.plan.units[occ.uid]
@@ -74,12 +90,21 @@ class Resolver:
         for w in unit.writes:
             flows = returned
             if w.ret_index is not None:  # item i of a call's result: item i of what each function returned
-                flows = [r for whole, parts in items for r in (parts[w.ret_index] if parts and w.ret_index < len(parts) else whole)]
+                flows = [
+                    r
+                    for whole, parts in items
+                    for r in (parts[w.ret_index] if parts and w.ret_index < len(parts) else whole)
+                ]
             deps = self.refs(w.deps, occ) + flows
             writes += self.write(w, tuple(dict.fromkeys(deps)), occ)
         writes += fwrites
-        return {"unit": occ.uid, "line": unit.line, "reads": list(dict.fromkeys(reads + extra)), "writes": writes,
-                "complete": occ.done}  # fmt: skip
+        return {
+            "unit": occ.uid,
+            "line": unit.line,
+            "reads": list(dict.fromkeys(reads + extra)),
+            "writes": writes,
+            "complete": occ.done,
+        }
 
     # --- atoms to refs --------------------------------------------------------------------------
     def paths_of(self, path: paths.PathT, occ: Occurrence) -> list[tuple[paths.PathT, bool]]:
@@ -105,7 +130,9 @@ class Resolver:
                 out.append(Ref(path=(atom[1],)))
         return out
 
-    def expand(self, atoms: list[Atom], env: dict[str, list[Ref]], args: list[Ref], occ: Occurrence) -> list[Ref]:
+    def expand(
+        self, atoms: list[Atom], env: dict[str, list[Ref]], args: list[Ref], occ: Occurrence
+    ) -> list[Ref]:
         out: list[Ref] = []
         for atom in atoms:
             if atom[0] == "l":
@@ -156,7 +183,9 @@ class Resolver:
         return [n for n in self.names_of(obj) if n != root]
 
     # --- functions that ran during a statement ----------------------------------------------------
-    def functions(self, occ: Occurrence, args: list[Ref]) -> tuple[list[Ref], list[Ref], list[Any], list[Write]]:
+    def functions(
+        self, occ: Occurrence, args: list[Ref]
+    ) -> tuple[list[Ref], list[Ref], list[Any], list[Write]]:
         """(global reads, what the return values came from, the same per returned item, writes) of the
         functions that ran during one statement run."""
         groups: dict[int, tuple[FuncInfo, set[int]]] = {}
@@ -188,8 +217,15 @@ class Resolver:
                     shaped = False
                 elif st.return_items is not None:
                     now = [self.expand(item, env, args, occ) for item in st.return_items]
-                    parts = now if parts is None else ([a + b for a, b in zip(parts, now, strict=True)]
-                                                       if len(parts) == len(now) else None)  # fmt: skip
+                    parts = (
+                        now
+                        if parts is None
+                        else (
+                            [a + b for a, b in zip(parts, now, strict=True)]
+                            if len(parts) == len(now)
+                            else None
+                        )
+                    )
                     shaped = shaped and parts is not None
             returned += mine
             items.append((mine, parts if shaped else None))
@@ -237,7 +273,9 @@ class Resolver:
 
     def _class_name(self, cls: type) -> str | None:
         if self._classes is None:
-            self._classes = {id(v): k for k, v in self.ns.items() if isinstance(v, type) and not k.startswith("__")}
+            self._classes = {
+                id(v): k for k, v in self.ns.items() if isinstance(v, type) and not k.startswith("__")
+            }
         return self._classes.get(id(cls))
 
     def _opaque_changes(self, trace: list[Occurrence], units: list[dict[str, Any]]) -> None:
@@ -253,9 +291,13 @@ class Resolver:
                 if u["complete"] and (name in unit.candidates or name in unit.readers):
                     deps = tuple(r for r in u["reads"] if r.path[0] != name)
                     aliases = tuple(self._aliases(name, False))
-                    u["writes"].append(Write(path=(name,), kind="mutate", deps=deps, keep=True, aliases=aliases))
-                    u["writes"] += [Write(path=(a,), kind="mutate", deps=deps, keep=True,
-                                          aliases=(name,)) for a in aliases]  # fmt: skip
+                    u["writes"].append(
+                        Write(path=(name,), kind="mutate", deps=deps, keep=True, aliases=aliases)
+                    )
+                    u["writes"] += [
+                        Write(path=(a,), kind="mutate", deps=deps, keep=True, aliases=(name,))
+                        for a in aliases
+                    ]
                     break
 
     def _unchanged(self, root: str, changed_in_place: bool) -> bool:

@@ -46,7 +46,7 @@ from stateguard.dataflow.markers import (
     marker_of,
     walk_local,
     wrap,
-)  # fmt: skip
+)
 from stateguard.dataflow.reader import Atom, Effects, Reader, Scope, literal_key
 from stateguard.dataflow.scopes import Scope as FnScope
 from stateguard.dataflow.scopes import scope_tree
@@ -78,8 +78,13 @@ class TopWalker(Walker):
         self.in_try: set[int] = set()
         self.plain_blocks: dict[int, list[int]] = {}
         self.loops: set[int] = set()
-        self.reader = Reader(Scope(ctx.is_module, ctx.known), Effects(), strings=ctx.strings,
-                             plumbing=ctx.plumbing, new_slot=self.new_slot_for)  # fmt: skip
+        self.reader = Reader(
+            Scope(ctx.is_module, ctx.known),
+            Effects(),
+            strings=ctx.strings,
+            plumbing=ctx.plumbing,
+            new_slot=self.new_slot_for,
+        )
 
     def new_slot_for(self, node: ast.Subscript) -> int:
         slot = self.ctx.registry.new_id()
@@ -95,8 +100,15 @@ class TopWalker(Walker):
         path = (name,)
         keep = keep or any(a[0] == "g" and paths.under(a[1], path) for a in rhs.atoms)
         shaped = (rhs.items is not None or rhs.entries is not None) and rhs.size() <= MAX_WRITES
-        unit.writes.append(SWrite(("g", path, True), "bind", list(rhs.own if shaped else rhs.atoms), keep=keep,
-                                  ret_index=rhs.ret_index))  # fmt: skip
+        unit.writes.append(
+            SWrite(
+                ("g", path, True),
+                "bind",
+                list(rhs.own if shaped else rhs.atoms),
+                keep=keep,
+                ret_index=rhs.ret_index,
+            )
+        )
         if shaped:  # a big nested literal stays one value
             self.children(unit, path, rhs)
 
@@ -112,7 +124,9 @@ class TopWalker(Walker):
             unit.reads += self.reader.expr(target.slice)
             if component is not None:
                 kind, tail = "bind", (component,)
-        unit.writes.append(SWrite(None, kind, list(rhs.atoms), keep=kind == "mutate", capture=capture, tail=tail))
+        unit.writes.append(
+            SWrite(None, kind, list(rhs.atoms), keep=kind == "mutate", capture=capture, tail=tail)
+        )
 
     # --- statements -----------------------------------------------------------------------------
     def body(self, stmts: list[ast.stmt], in_try: bool) -> list[ast.stmt]:
@@ -180,7 +194,9 @@ class TopWalker(Walker):
         # of its top block was traced then, and the untraced copy needs no coverage store there.
         early = any(isinstance(n, EXITS) for st in stmts for n in walk_local(st))
         plain = self.plain(copy.deepcopy(traced), cover=early)
-        flag = ast.Subscript(value=ast.Name(id=LOOPS, ctx=ast.Load()), slice=ast.Constant(loop), ctx=ast.Load())
+        flag = ast.Subscript(
+            value=ast.Name(id=LOOPS, ctx=ast.Load()), slice=ast.Constant(loop), ctx=ast.Load()
+        )
         return [located(ast.If(test=flag, body=plain, orelse=traced), stmts[0])]  # type: ignore[list-item]
 
     def plain(self, stmts: list[ast.stmt], cover: bool = True) -> list[ast.stmt]:
@@ -194,7 +210,9 @@ class TopWalker(Walker):
                 if marker[0] == "u":
                     units.append(marker[1])
                 continue
-            if isinstance(st, ast.If) and is_loop_switch(st.test):  # a nested loop's own switch: keep its plain copy
+            if isinstance(st, ast.If) and is_loop_switch(
+                st.test
+            ):  # a nested loop's own switch: keep its plain copy
                 out += st.body
                 continue
             if isinstance(st, SCOPES):
@@ -213,7 +231,9 @@ class TopWalker(Walker):
         self.plain_blocks[block] = units
         return [cover_stmt(block, at=stmts[0]), *out] if stmts and cover else out
 
-    def class_body(self, node: ast.ClassDef, scope: FnScope, enclosing: list[tuple[str, FnScope]], qual: str) -> list[Atom]:
+    def class_body(
+        self, node: ast.ClassDef, scope: FnScope, enclosing: list[tuple[str, FnScope]], qual: str
+    ) -> list[Atom]:
         """What a class statement reads when it runs (bases, decorators, its body's free names), with
         its methods registered as functions."""
         atoms = self.reader.exprs([*node.bases, *(k.value for k in node.keywords), *node.decorator_list])
@@ -231,8 +251,9 @@ class TopWalker(Walker):
                 else:
                     atoms += [a for child in ast.iter_child_nodes(st) for a in self.reader.expr(child)]
                     for lam in lambdas(st):
-                        FuncWalker(self.ctx, lam, kids.get(id(lam)) or scope_tree(lam), enclosing,
-                                   f"{qual}.<lambda>").run()  # fmt: skip
+                        FuncWalker(
+                            self.ctx, lam, kids.get(id(lam)) or scope_tree(lam), enclosing, f"{qual}.<lambda>"
+                        ).run()
         finally:
             self.reader.hidden.pop()
         return atoms
@@ -242,7 +263,11 @@ class TopWalker(Walker):
             return
         parts: list[Any] = [st]
         if headers_only:
-            parts = [getattr(st, n) for n in ("test", "iter", "target", "subject") if getattr(st, n, None) is not None]
+            parts = [
+                getattr(st, n)
+                for n in ("test", "iter", "target", "subject")
+                if getattr(st, n, None) is not None
+            ]
             parts += [i.context_expr for i in getattr(st, "items", [])]
         for part in parts:
             nodes = [part] if isinstance(part, ast.Lambda) else lambdas(part)
@@ -271,7 +296,9 @@ def _names(tree: ast.Module) -> tuple[set[str], set[str], bool]:
     return bound, imported, sql
 
 
-def analyze_cell(code: str, namespace: dict[str, Any], registry: Registry, tree: ast.Module | None = None) -> CellPlan:
+def analyze_cell(
+    code: str, namespace: dict[str, Any], registry: Registry, tree: ast.Module | None = None
+) -> CellPlan:
     """Units, function statements (into `registry`) and the instrumented AST of one cell; `tree`, when
     given, is `code` freshly parsed (it is instrumented in place)."""
     tree = ast.parse(code, "<cell>") if tree is None else tree
@@ -281,8 +308,14 @@ def analyze_cell(code: str, namespace: dict[str, Any], registry: Registry, tree:
         return name in imported or isinstance(namespace.get(name), ModuleType)
 
     strings, plumbing = (string_values(tree), sql_flow(tree)[2]) if sql else ({}, set())
-    ctx = CellContext(registry, strings, plumbing, is_module, lambda name: name in namespace or name in bound,
-                      "lambda" in code)  # fmt: skip
+    ctx = CellContext(
+        registry,
+        strings,
+        plumbing,
+        is_module,
+        lambda name: name in namespace or name in bound,
+        "lambda" in code,
+    )
     walker = TopWalker(ctx)
     last_stmt = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
     body = ast.Module(body=walker.body(tree.body, in_try=False), type_ignores=[])

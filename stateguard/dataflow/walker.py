@@ -109,8 +109,9 @@ class Walker:
     def write_name(self, unit: Unit, name: str, rhs: Rhs, keep: bool) -> None:
         raise NotImplementedError
 
-    def write_object(self, unit: Unit, chain: Chain, kind: str, deps: list[Atom], keep: bool,
-                     method: str | None = None) -> None:  # fmt: skip
+    def write_object(
+        self, unit: Unit, chain: Chain, kind: str, deps: list[Atom], keep: bool, method: str | None = None
+    ) -> None:
         """A write into an attribute/item of a local or closure object (function bodies only)."""
 
     def write_captured(self, unit: Unit, target: ast.Attribute | ast.Subscript, rhs: Rhs) -> None:
@@ -133,8 +134,11 @@ class Walker:
             atoms = self.reader.expr(st.value)
             unit.reads += self.reader.expr(st.target) + atoms
             self.assign(unit, st.target, Rhs(atoms), keep=True, alias_check=True)
-        elif isinstance(st, ast.Return) and isinstance(st.value, ast.Tuple | ast.List) \
-                and not any(isinstance(e, ast.Starred) for e in st.value.elts):  # fmt: skip
+        elif (
+            isinstance(st, ast.Return)
+            and isinstance(st.value, ast.Tuple | ast.List)
+            and not any(isinstance(e, ast.Starred) for e in st.value.elts)
+        ):
             unit.return_items = [self.reader.expr(e) for e in st.value.elts]
             unit.reads += [a for item in unit.return_items for a in item]
             unit.returns += list(unit.reads)
@@ -189,8 +193,16 @@ class Walker:
         for chain, kind, deps in fx.mutations:
             kind, _, method = kind.partition(":")
             if chain.is_global:
-                unit.writes.append(SWrite(("g", chain.path, True), kind, deps, keep=True, alias_check=True,
-                                          method=method or None))  # fmt: skip
+                unit.writes.append(
+                    SWrite(
+                        ("g", chain.path, True),
+                        kind,
+                        deps,
+                        keep=True,
+                        alias_check=True,
+                        method=method or None,
+                    )
+                )
             else:
                 self.write_object(unit, chain, kind, deps, keep=True, method=method or None)
         tables = [("g", (t,), True) for t in fx.tables_read]
@@ -209,7 +221,9 @@ class Walker:
         unit.returns += fx.returns
 
     # --- targets --------------------------------------------------------------------------------
-    def assign(self, unit: Unit, target: ast.expr, rhs: Rhs, keep: bool = False, alias_check: bool = False) -> None:
+    def assign(
+        self, unit: Unit, target: ast.expr, rhs: Rhs, keep: bool = False, alias_check: bool = False
+    ) -> None:
         if isinstance(target, ast.Name):
             before = len(unit.writes)
             self.write_name(unit, target.id, rhs, keep)
@@ -228,7 +242,9 @@ class Walker:
                 path = chain.path
                 own = keep or chain.cut or any(a[0] == "g" and paths.under(a[1], path) for a in rhs.atoms)
                 kind = "mutate" if chain.cut else "bind"
-                unit.writes.append(SWrite(("g", path, True), kind, list(rhs.atoms), keep=own, ret_index=rhs.ret_index))
+                unit.writes.append(
+                    SWrite(("g", path, True), kind, list(rhs.atoms), keep=own, ret_index=rhs.ret_index)
+                )
             else:
                 self.write_object(unit, chain, "mutate" if chain.cut else "bind", list(rhs.atoms), keep)
         elif isinstance(target, ast.Tuple | ast.List):
@@ -249,7 +265,9 @@ class Walker:
         chain = self.reader.chain(target)
         if chain is not None and chain.is_global:
             unit.reads += chain.extra
-            unit.writes.append(SWrite(("g", chain.path, True), "mutate" if chain.cut else "delete", keep=True))
+            unit.writes.append(
+                SWrite(("g", chain.path, True), "mutate" if chain.cut else "delete", keep=True)
+            )
         elif chain is not None:
             self.write_object(unit, chain, "mutate", [], True)
 
@@ -275,7 +293,9 @@ class Walker:
             if rhs.star is not None and star == len(targets) - 1 and star <= n:
                 pairs = list(zip(targets[:star], items[:star], strict=True))
                 rest = items[star:]
-                tail = Rhs([a for m in rest for a in m.atoms] + rhs.star.atoms, items=list(rest), own=rhs.star.atoms)
+                tail = Rhs(
+                    [a for m in rest for a in m.atoms] + rhs.star.atoms, items=list(rest), own=rhs.star.atoms
+                )
                 return [*pairs, (targets[star], tail)]
         if rhs.path is not None and star is None:
             return [(t, rhs.element(i)) for i, t in enumerate(targets)]

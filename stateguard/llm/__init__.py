@@ -4,6 +4,12 @@ from stateguard.llm.client import ChatResult, ContextOverflow, LLMClient, LLMErr
 from stateguard.llm.endpoints import EndpointConfig, EndpointConfigError, Role
 
 __all__ = [
-    "ChatResult", "ContextOverflow", "EndpointConfig", "EndpointConfigError", "LLMClient", "LLMError",
-    "Role", "Usage",
-]  # fmt: skip
+    "ChatResult",
+    "ContextOverflow",
+    "EndpointConfig",
+    "EndpointConfigError",
+    "LLMClient",
+    "LLMError",
+    "Role",
+    "Usage",
+]

@@ -268,8 +268,9 @@ class LLMClient:
                     raise DeadlineExceeded(
                         f"{self._who()}: no answer within the call's time bound "
                         f"({time.monotonic() - started:.1f} s, {attempts} attempt(s))",
-                        role=self.config.role, model=self.config.model,
-                    )  # fmt: skip
+                        role=self.config.role,
+                        model=self.config.model,
+                    )
                 attempts += 1
                 try:
                     completion = self._attempt(request, left)
@@ -339,7 +340,9 @@ class LLMClient:
 
         openai errors come out translated; a 2xx body that is not a chat completion is a
         retryable MalformedReplyError."""
-        timeout = self.config.timeout_s if left is None else max(MIN_ATTEMPT_S, min(self.config.timeout_s, left))
+        timeout = (
+            self.config.timeout_s if left is None else max(MIN_ATTEMPT_S, min(self.config.timeout_s, left))
+        )
         try:
             with self._slots:
                 raw = self._create_raw(**request, timeout=timeout)
@@ -350,8 +353,12 @@ class LLMClient:
         try:
             return read_completion(body, content_type)
         except MalformedReply as exc:
-            error = MalformedReplyError(f"{self._who()}: malformed reply: {exc}", role=self.config.role,
-                                        model=self.config.model, body=_excerpt(body[:2000].decode("utf-8", "replace")))  # fmt: skip
+            error = MalformedReplyError(
+                f"{self._who()}: malformed reply: {exc}",
+                role=self.config.role,
+                model=self.config.model,
+                body=_excerpt(body[:2000].decode("utf-8", "replace")),
+            )
             raise _Retryable(error) from exc
 
     def _delay(self, retry: int, retry_after: float | None) -> float:
@@ -371,7 +378,9 @@ class LLMClient:
     ) -> ChatResult:
         message = completion.message
         if completion.prompt_tokens is not None and completion.completion_tokens is not None:
-            counted = Usage(prompt_tokens=completion.prompt_tokens, completion_tokens=completion.completion_tokens)
+            counted = Usage(
+                prompt_tokens=completion.prompt_tokens, completion_tokens=completion.completion_tokens
+            )
         else:
             counted = Usage(
                 prompt_tokens=estimate_tokens(json.dumps([messages, tools or []], default=str)),
@@ -399,7 +408,11 @@ class LLMClient:
         """Map an openai exception to a final LLMError / ContextOverflow, or to a _Retryable."""
         if isinstance(exc, openai.APITimeoutError):
             waited = self.config.timeout_s if timeout is None else timeout
-            cut = "" if waited >= self.config.timeout_s else f", cut from {self.config.timeout_s:g} s by the call's time bound"
+            cut = (
+                ""
+                if waited >= self.config.timeout_s
+                else f", cut from {self.config.timeout_s:g} s by the call's time bound"
+            )
             return _Retryable(self._error(f"no answer within {waited:.3g} s (timeout{cut})"))
         if isinstance(exc, openai.APIConnectionError):
             cause = exc.__cause__ or exc.__context__
@@ -423,9 +436,13 @@ class LLMClient:
         return self._error(f"{type(exc).__name__}: {exc}")
 
     def _emit(
-        self, result: ChatResult | None, failure: BaseException | None, started: float, attempts: int,
+        self,
+        result: ChatResult | None,
+        failure: BaseException | None,
+        started: float,
+        attempts: int,
         meta: Mapping[str, Any] | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         if self.trace is None:
             return
         usage = result.usage if result is not None else None

@@ -25,8 +25,11 @@ ROLES: tuple[str, ...] = get_args(Role)
 ENV_PREFIX = "STATEGUARD"
 # Config field -> suffix of the environment variable that supplies it in `from_env`.
 ENV_FIELDS: dict[str, str] = {
-    "base_url": "BASE_URL", "api_key": "API_KEY", "model": "MODEL", "context_window": "CONTEXT_WINDOW",
-}  # fmt: skip
+    "base_url": "BASE_URL",
+    "api_key": "API_KEY",
+    "model": "MODEL",
+    "context_window": "CONTEXT_WINDOW",
+}
 
 
 class EndpointConfigError(ValueError):
@@ -58,14 +61,16 @@ class EndpointConfig(BaseModel):
         "not a bound on the whole response).",
     )
     max_retries: int = Field(
-        default=3, ge=0,
+        default=3,
+        ge=0,
         description="Retries after the first attempt on transport errors, HTTP 408/429/5xx and malformed replies.",
     )
     call_deadline_s: float | None = Field(
-        default=None, gt=0,
+        default=None,
+        gt=0,
         description="Bound on one whole call, retries and backoff included (each attempt's timeout is cut "
         "to what is left); None: only timeout_s x attempts.",
-    )  # fmt: skip
+    )
     backoff_s: float = Field(
         default=1.0, ge=0, description="Delay before the first retry; doubles per retry."
     )
@@ -80,11 +85,12 @@ class EndpointConfig(BaseModel):
         default=None, ge=1, description="Completion token limit; None: server default."
     )
     context_window: int | None = Field(
-        default=None, ge=256,
+        default=None,
+        ge=256,
         description="Tokens the served model accepts (prompt + completion). None: ask the server "
         "(llama.cpp /props, vLLM /v1/models, llama-cpp-python /v1/models meta) and else learn it from "
         "the first context-length error.",
-    )  # fmt: skip
+    )
     structured_output: Literal["auto", "off", "json_schema", "json_object_schema"] = Field(
         default="auto",
         description="How to constrain a reply to a JSON schema: auto (by the server found: llama.cpp, "

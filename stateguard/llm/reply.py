@@ -80,11 +80,13 @@ def _tool_calls(value: Any) -> list[dict[str, Any]]:
         elif not isinstance(args, str):
             raise MalformedReply(f"{where}.function.arguments is {_kind(args)}; expected a JSON string")
         call_id = call.get("id")
-        calls.append({
-            "id": call_id if isinstance(call_id, str) else None,
-            "type": "function",
-            "function": {"name": name, "arguments": args},
-        })  # fmt: skip
+        calls.append(
+            {
+                "id": call_id if isinstance(call_id, str) else None,
+                "type": "function",
+                "function": {"name": name, "arguments": args},
+            }
+        )
     return calls
 
 

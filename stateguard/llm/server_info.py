@@ -33,10 +33,16 @@ ServerKind = Literal["llama.cpp", "llama-cpp-python", "vllm", "unknown"]
 Tokenizer = Literal["llama.cpp", "llama-cpp-python", "vllm", "estimate"]
 Structured = Literal["off", "json_schema", "json_object_schema"]
 
-_TOKENIZER: dict[str, Tokenizer] = {"llama.cpp": "llama.cpp", "llama-cpp-python": "llama-cpp-python", "vllm": "vllm"}
+_TOKENIZER: dict[str, Tokenizer] = {
+    "llama.cpp": "llama.cpp",
+    "llama-cpp-python": "llama-cpp-python",
+    "vllm": "vllm",
+}
 _STRUCTURED: dict[str, Structured] = {
-    "llama.cpp": "json_schema", "llama-cpp-python": "json_object_schema", "vllm": "json_schema",
-}  # fmt: skip
+    "llama.cpp": "json_schema",
+    "llama-cpp-python": "json_object_schema",
+    "vllm": "json_schema",
+}
 
 
 class ServerInfo(BaseModel):
@@ -88,7 +94,11 @@ def probe_server(config: EndpointConfig, *, timeout_s: float = 5.0) -> ServerInf
         props = _get_json(http, f"{root_url(config.base_url)}/props")
         if _props_window(props) is not None:
             window, source = _props_window(props), "GET /props"
-            kind = "llama-cpp-python" if isinstance(props, dict) and props.get("server") == "llama-cpp-python" else "llama.cpp"
+            kind = (
+                "llama-cpp-python"
+                if isinstance(props, dict) and props.get("server") == "llama-cpp-python"
+                else "llama.cpp"
+            )
         models = _get_json(http, f"{config.base_url.rstrip('/')}/models")
         entries = models.get("data") if isinstance(models, dict) else None
         for entry in entries if isinstance(entries, list) else []:
@@ -101,9 +111,16 @@ def probe_server(config: EndpointConfig, *, timeout_s: float = 5.0) -> ServerInf
                 kind = "llama-cpp-python"  # its own /v1/models shape; the window stays unknown
     if config.context_window is not None:
         window, source = config.context_window, "endpoint setting context_window"
-    structured = _STRUCTURED.get(kind, "off") if config.structured_output == "auto" else config.structured_output
-    return ServerInfo(kind=kind, context_window=window, context_source=source,
-                      tokenizer=_TOKENIZER.get(kind, "estimate"), structured_output=structured)  # fmt: skip
+    structured = (
+        _STRUCTURED.get(kind, "off") if config.structured_output == "auto" else config.structured_output
+    )
+    return ServerInfo(
+        kind=kind,
+        context_window=window,
+        context_source=source,
+        tokenizer=_TOKENIZER.get(kind, "estimate"),
+        structured_output=structured,
+    )
 
 
 def response_format(mode: Structured, schema: dict[str, Any]) -> dict[str, Any] | None:

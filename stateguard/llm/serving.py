@@ -1,6 +1,6 @@
 """Process helpers shared by the serving launchers (scripts/serve_*.py): ports, readiness, logs, stop.
 
-    port = free_port(); proc = subprocess.Popen([...]); wait_until(proc, lambda: ready(url), 120, "server", log)
+port = free_port(); proc = subprocess.Popen([...]); wait_until(proc, lambda: ready(url), 120, "server", log)
 """
 
 from __future__ import annotations
@@ -35,12 +35,16 @@ def log_tail(path: Path, n: int = 25) -> str:
         return "(no log)"
 
 
-def wait_until(proc: subprocess.Popen[bytes], ready: Callable[[], bool], timeout: float, name: str, log: Path) -> None:
+def wait_until(
+    proc: subprocess.Popen[bytes], ready: Callable[[], bool], timeout: float, name: str, log: Path
+) -> None:
     """Poll `ready()` until it is true; SystemExit with the log tail if the process dies or time runs out."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise SystemExit(f"{name} exited with code {proc.returncode} before it was ready; log {log}:\n{log_tail(log)}")
+            raise SystemExit(
+                f"{name} exited with code {proc.returncode} before it was ready; log {log}:\n{log_tail(log)}"
+            )
         if ready():
             return
         time.sleep(0.5)
@@ -67,4 +71,6 @@ def start_logged(cmd: list[str], env: dict[str, str], log: Path) -> subprocess.P
 
     signal.signal(signal.SIGTERM, on_term)
     with log.open("wb") as log_f:
-        return subprocess.Popen(cmd, stdout=log_f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+        return subprocess.Popen(
+            cmd, stdout=log_f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
+        )

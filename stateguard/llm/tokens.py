@@ -39,7 +39,9 @@ class TokenCounter:
     def __init__(self, endpoint: EndpointConfig, info: ServerInfo, *, timeout_s: float = 10.0):
         self.endpoint = endpoint
         self.info = info
-        self._ratio: float | None = None  # largest real/counted prompt size seen; None before the first answer
+        self._ratio: float | None = (
+            None  # largest real/counted prompt size seen; None before the first answer
+        )
         self.server_counts = 0
         self.fallbacks = 0  # texts estimated because the tokenize route failed
         self._cache: dict[str, int] = {}
@@ -69,7 +71,9 @@ class TokenCounter:
             self._cache[key] = counted
         return self._cache[key]
 
-    def messages(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None = None) -> int:
+    def messages(
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None = None
+    ) -> int:
         """Prompt tokens of a chat request (before calibration)."""
         total = 0
         for message in messages:
@@ -104,7 +108,9 @@ class TokenCounter:
 
     def _client(self) -> httpx.Client:
         if self._http is None:
-            self._http = httpx.Client(timeout=self._timeout, headers={"Authorization": f"Bearer {self.endpoint.api_key}"})
+            self._http = httpx.Client(
+                timeout=self._timeout, headers={"Authorization": f"Bearer {self.endpoint.api_key}"}
+            )
         return self._http
 
     def _server_count(self, text: str) -> int | None:
@@ -118,7 +124,11 @@ class TokenCounter:
                 data = self._client().post(f"{root}/extras/tokenize/count", json={"input": text}).json()
                 count = data.get("count")
             else:  # vllm
-                data = self._client().post(f"{root}/tokenize", json={"model": self.endpoint.model, "prompt": text}).json()
+                data = (
+                    self._client()
+                    .post(f"{root}/tokenize", json={"model": self.endpoint.model, "prompt": text})
+                    .json()
+                )
                 count = data.get("count")
         except (httpx.HTTPError, ValueError, AttributeError, TypeError):
             count = None

@@ -34,14 +34,28 @@ A = ControlAction
 Offer = Literal["protocol", "legal"]
 # Bounds that keep a constrained reply short on a CPU (lists only; strings stay unbounded because
 # nested-optional repetition rules make long maxLength grammars slow in llama.cpp).
-MAX_ITEMS = {"constraints": 3, "relations": 3, "used_variables": 5, "conclusions": 3, "error_variables": 4, "variables": 4}
+MAX_ITEMS = {
+    "constraints": 3,
+    "relations": 3,
+    "used_variables": 5,
+    "conclusions": 3,
+    "error_variables": 4,
+    "variables": 4,
+}
 _SCALAR = {"type": ["string", "number", "boolean", "null"]}
-PROSE = "^[^0-9=()\\[\\]{}`;\\n]+$"  # words without digits or code punctuation (the hint guard's rule, tightened)
+PROSE = (
+    "^[^0-9=()\\[\\]{}`;\\n]+$"  # words without digits or code punctuation (the hint guard's rule, tightened)
+)
 NAME = "^[A-Za-z_][A-Za-z0-9_.]*$"
 
 
-def offered_controls(regime: Regime, obs: ManagerObservation, *, offer: Offer = "protocol",
-                     allowed: Iterable[str] | None = None) -> list[str]:  # fmt: skip
+def offered_controls(
+    regime: Regime,
+    obs: ManagerObservation,
+    *,
+    offer: Offer = "protocol",
+    allowed: Iterable[str] | None = None,
+) -> list[str]:
     """Control actions offered at this activation (a subset of LEGAL[regime][stage], table order)."""
     stage = Stage(obs.stage)
     legal = [a.value for a in legal_actions(regime, stage)]
@@ -90,8 +104,11 @@ def _clean(node: Any, defs: dict[str, Any]) -> Any:
         return node
     if "$ref" in node:
         return _clean(defs[node["$ref"].split("/")[-1]], defs)
-    out = {k: _clean(v, defs) for k, v in node.items()
-           if k not in ("$defs", "title", "description", "default", "properties")}  # fmt: skip
+    out = {
+        k: _clean(v, defs)
+        for k, v in node.items()
+        if k not in ("$defs", "title", "description", "default", "properties")
+    }
     if isinstance(node.get("properties"), dict):
         out["properties"] = {k: _clean(v, defs) for k, v in node["properties"].items()}
     if not any(k in out for k in ("type", "anyOf", "oneOf", "enum", "const", "properties", "items")):
@@ -139,21 +156,35 @@ def _tie(name: str, params: dict[str, Any], obs: ManagerObservation, regime: Reg
         if "used_variables" in props:  # versions are the harness's bookkeeping; a claimed one must exist
             props["used_variables"]["items"]["properties"].pop("version", None)
         if "conclusions" in props:  # citations must name listed variables: plain sentences instead
-            props["conclusions"] = {"type": "array", "items": {"type": "string", "minLength": 1},
-                                    "maxItems": MAX_ITEMS["conclusions"]}  # fmt: skip
+            props["conclusions"] = {
+                "type": "array",
+                "items": {"type": "string", "minLength": 1},
+                "maxItems": MAX_ITEMS["conclusions"],
+            }
     if name == A.OPEN_STATE.value:
         if not states:
             props.pop("relations", None)  # nothing to relate to yet
         if "constraints" in props:  # a check that fails blocks FINALIZE: only stated requirements here
             props["constraints"]["items"]["properties"].pop("code", None)
     if name == A.FINALIZE_RELATIONS.value:  # confirm takes no relations; reselect needs the conflict
-        confirm = {"type": "object", "properties": {"mode": {"const": "confirm"}}, "required": ["mode"],
-                   "additionalProperties": False}  # fmt: skip
+        confirm = {
+            "type": "object",
+            "properties": {"mode": {"const": "confirm"}},
+            "required": ["mode"],
+            "additionalProperties": False,
+        }
         if not states:
             return confirm
-        reselect = {"type": "object", "properties": {"mode": {"const": "reselect"}, "relations": props["relations"],
-                    "conflict_evidence": {"type": "string", "minLength": 1}},
-                    "required": ["mode", "relations", "conflict_evidence"], "additionalProperties": False}  # fmt: skip
+        reselect = {
+            "type": "object",
+            "properties": {
+                "mode": {"const": "reselect"},
+                "relations": props["relations"],
+                "conflict_evidence": {"type": "string", "minLength": 1},
+            },
+            "required": ["mode", "relations", "conflict_evidence"],
+            "additionalProperties": False,
+        }
         return {"anyOf": [confirm, reselect]}
     if name == A.REPAIR.value:  # the hint guard refuses code and values: words only, names only
         hint = props["error_hint"]["properties"]

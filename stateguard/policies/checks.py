@@ -146,26 +146,42 @@ def precision(answer: Any, required: int | None, printed: tuple[str, Any] | None
             raw = _at(printed[1], path)
             # A whole number is a count (an int in the report), unless it is a float printed from a
             # value with a fraction (6.27 reported as 6.0).
-            whole_cut = isinstance(_at(answer, path), float) and isinstance(raw, float) and math.isfinite(raw) and raw != int(raw)
-            if isinstance(raw, int | float) and not isinstance(raw, bool) and (places > 0 or whole_cut) \
-                    and _rounds_to(raw, places, value) and not _rounds_to(raw, required, value):  # fmt: skip
+            whole_cut = (
+                isinstance(_at(answer, path), float)
+                and isinstance(raw, float)
+                and math.isfinite(raw)
+                and raw != int(raw)
+            )
+            if (
+                isinstance(raw, int | float)
+                and not isinstance(raw, bool)
+                and (places > 0 or whole_cut)
+                and _rounds_to(raw, places, value)
+                and not _rounds_to(raw, required, value)
+            ):
                 too_few.append(path)
     # Name the variable the report was printed from (what the worker can act on), never answer keys.
     target = [printed[0]] if printed is not None else ["result"]
     findings = []
     if too_many:
         findings.append(
-            Finding(check="precision", variables=target,
-                    reason=f"the reported {_fields(too_many)} carry more decimal places than the {required} the "
-                    "task asks for; round them when reporting",
-                    evidence=f"fields with too many decimals: {too_many[:5]}")  # fmt: skip
+            Finding(
+                check="precision",
+                variables=target,
+                reason=f"the reported {_fields(too_many)} carry more decimal places than the {required} the "
+                "task asks for; round them when reporting",
+                evidence=f"fields with too many decimals: {too_many[:5]}",
+            )
         )
     if too_few:
         findings.append(
-            Finding(check="precision", variables=target,
-                    reason=f"the reported {_fields(too_few)} are rounded more coarsely than the {required} decimal "
-                    "places the task asks for",
-                    evidence=f"fields rounded too coarsely against {target[0]}: {too_few[:5]}")  # fmt: skip
+            Finding(
+                check="precision",
+                variables=target,
+                reason=f"the reported {_fields(too_few)} are rounded more coarsely than the {required} decimal "
+                "places the task asks for",
+                evidence=f"fields rounded too coarsely against {target[0]}: {too_few[:5]}",
+            )
         )
     return findings
 
@@ -178,7 +194,11 @@ def grounding(answer: Any, printed: tuple[str, Any] | None) -> list[Finding]:
     bad = []
     for path, value in numbers(answer):
         raw = _at(printed[1], path)
-        if isinstance(raw, int | float) and not isinstance(raw, bool) and not _rounds_to(raw, decimals_of(value), value):
+        if (
+            isinstance(raw, int | float)
+            and not isinstance(raw, bool)
+            and not _rounds_to(raw, decimals_of(value), value)
+        ):
             bad.append(path)
     if not bad:
         return []
@@ -200,12 +220,19 @@ def related(reads: Mapping[str, str], store: StateStore, scalars: Mapping[str, f
             continue
         committed = {v.name: v.value for v in store.load(version).used_variables if v.version == version}
         value = committed.get(name)
-        if isinstance(value, int | float) and not isinstance(value, bool) and not math.isclose(value, scalars[name], rel_tol=1e-9, abs_tol=1e-12):
+        if (
+            isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and not math.isclose(value, scalars[name], rel_tol=1e-9, abs_tol=1e-12)
+        ):
             findings.append(
-                Finding(check="related", variables=[name],
-                        reason=f"{name} no longer holds the value recorded by the related earlier analysis, "
-                        "and the change was never recorded",
-                        evidence=f"{name}@{version} was {value!r}; workspace now holds {scalars[name]!r}")  # fmt: skip
+                Finding(
+                    check="related",
+                    variables=[name],
+                    reason=f"{name} no longer holds the value recorded by the related earlier analysis, "
+                    "and the change was never recorded",
+                    evidence=f"{name}@{version} was {value!r}; workspace now holds {scalars[name]!r}",
+                )
             )
     return findings
 
@@ -242,7 +269,11 @@ def _code_numbers(code: str) -> set[float]:
     else:
         texts = []
         for node in ast.walk(tree):
-            if isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(node.value, bool):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, int | float)
+                and not isinstance(node.value, bool)
+            ):
                 found.add(float(node.value))
             elif isinstance(node, ast.Constant) and isinstance(node.value, str):
                 texts.append(node.value)
@@ -263,7 +294,9 @@ def compared_literals(code: str) -> set[float]:
     except SyntaxError:
         return found
     for node in ast.walk(tree):
-        if isinstance(node, ast.Compare) and any(isinstance(op, ast.Lt | ast.LtE | ast.Gt | ast.GtE) for op in node.ops):
+        if isinstance(node, ast.Compare) and any(
+            isinstance(op, ast.Lt | ast.LtE | ast.Gt | ast.GtE) for op in node.ops
+        ):
             for side in [node.left, *node.comparators]:
                 number = _literal(side)
                 if number is not None:
@@ -277,7 +310,11 @@ def _literal(node: ast.AST) -> float | None:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         inner = _literal(node.operand)
         return None if inner is None else -inner
-    if isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(node.value, bool):
+    if (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, int | float)
+        and not isinstance(node.value, bool)
+    ):
         return float(node.value)
     return None
 
@@ -300,13 +337,20 @@ def parameters(
     earlier = [s for s in history if s.success and s.error is None]
     have = set().union(*(_code_numbers(s.action) | compared_literals(s.action) for s in [*ran, *earlier]))
     have |= {float(v) for v in scalars.values()}
-    missing = [x for x, pct in wanted if not any(math.isclose(x, h, rel_tol=1e-9) or (pct and math.isclose(x / 100, h, rel_tol=1e-9))
-                                                 for h in have)]  # fmt: skip
+    missing = [
+        x
+        for x, pct in wanted
+        if not any(
+            math.isclose(x, h, rel_tol=1e-9) or (pct and math.isclose(x / 100, h, rel_tol=1e-9)) for h in have
+        )
+    ]
     if not missing:
         return []
 
     def writes(cells: Iterable[WorkerStep]) -> set[str]:
-        return set().union(*(set(s.meta.get("writes", [])) or set(cell_dataflow(s.action).writes) for s in cells))
+        return set().union(
+            *(set(s.meta.get("writes", [])) or set(cell_dataflow(s.action).writes) for s in cells)
+        )
 
     mine = {w for w in writes(ran) if not w.startswith("_")}
     # Localize to what this turn produced first; names every turn rewrites (`result`) say nothing.

@@ -32,15 +32,19 @@ __all__ = ["intended_turns", "producing_statements", "replay_code", "replay_diff
 _MARK = "__sg_replay__"
 _SQL_CALL = re.compile(r"\.(execute|executemany|sql|query)\(")
 _TURN_REF = re.compile(r"\b(?:turn|task)\s+(\d+)\b", re.IGNORECASE)
-_REDO = re.compile(r"\b(current|currently|now|redo|recompute|recount|again|updated|new definition)\b",
-                   re.IGNORECASE)  # fmt: skip
+_REDO = re.compile(
+    r"\b(current|currently|now|redo|recompute|recount|again|updated|new definition)\b", re.IGNORECASE
+)
 _EARLIER = re.compile(
     r"\b(before the (update|change|revision|redefinition|exclusion)|(original|old|previous|earlier|first|initial|"
     r"pre-update) (definition|version|value|values|figures?|counts?|table|scope))\b",
     re.IGNORECASE,
 )
-_COMPARE = re.compile(r"\b(compare|compared|comparison|versus|vs|difference|differ|change[ds]?|removed?|fewer|"
-                      r"more than before|higher|lower)\b", re.IGNORECASE)  # fmt: skip
+_COMPARE = re.compile(
+    r"\b(compare|compared|comparison|versus|vs|difference|differ|change[ds]?|removed?|fewer|"
+    r"more than before|higher|lower)\b",
+    re.IGNORECASE,
+)
 _CLAUSE = re.compile(r"[.;:?!()]|,|\band\b", re.IGNORECASE)
 
 
@@ -57,7 +61,9 @@ def intended_turns(question: str) -> tuple[set[int], bool]:
     return turns, bool(_EARLIER.search(question) and _COMPARE.search(question))
 
 
-def producing_statements(steps: Mapping[int, WorkerStep], name: str, before: int) -> tuple[int, list[str]] | None:
+def producing_statements(
+    steps: Mapping[int, WorkerStep], name: str, before: int
+) -> tuple[int, list[str]] | None:
     """(step index of the last rebinding, the statements that made `name` what it is): the latest
     statement before step `before` that bound it from scratch, and every later statement that
     changed it in place (`df["c"] = ...`); None when no recorded step bound it."""
@@ -83,7 +89,7 @@ def producing_statements(steps: Mapping[int, WorkerStep], name: str, before: int
     return found[0][0], [text for _, text in found]
 
 
-_COMPARE_CODE = '''
+_COMPARE_CODE = """
 def _sg_value(name):
     if name in globals():
         return globals()[name]
@@ -113,19 +119,26 @@ def _sg_same(a, b):
     if isinstance(a, float) and isinstance(b, float) and a != a and b != b:
         return True
     return bool(a == b)
-'''
+"""
 
 
 def replay_code(target: str, statements: list[str]) -> str:
     """A probe program: keep the current value of `target`, re-run `statements`, print whether the
     value came out the same."""
     body = "\n".join(statements)
-    return (f"{_COMPARE_CODE}\nimport copy as _sg_copy\n_sg_before = _sg_copy.deepcopy(_sg_value({target!r}))\n"
-            f"{body}\nprint({_MARK!r}, _sg_same(_sg_before, _sg_value({target!r})))\n")  # fmt: skip
+    return (
+        f"{_COMPARE_CODE}\nimport copy as _sg_copy\n_sg_before = _sg_copy.deepcopy(_sg_value({target!r}))\n"
+        f"{body}\nprint({_MARK!r}, _sg_same(_sg_before, _sg_value({target!r})))\n"
+    )
 
 
-def replay_differs(workspace: object, steps: Mapping[int, WorkerStep], name: str, before: int,
-                   stale_inputs: Mapping[str, list[str]] | None = None) -> bool | None:  # fmt: skip
+def replay_differs(
+    workspace: object,
+    steps: Mapping[int, WorkerStep],
+    name: str,
+    before: int,
+    stale_inputs: Mapping[str, list[str]] | None = None,
+) -> bool | None:
     """Would `name` come out different if recomputed from today's inputs? True / False, or None when
     the replay cannot tell (no recorded producer, the probe failed or printed nothing)."""
     chain = [name] + [n for n in (stale_inputs or {}) if n != name]
@@ -152,6 +165,6 @@ def replay_differs(workspace: object, steps: Mapping[int, WorkerStep], name: str
         return None
     for line in reversed(probe.stdout.splitlines()):
         if line.startswith(_MARK):
-            verdict = line[len(_MARK):].strip()
+            verdict = line[len(_MARK) :].strip()
             return {"True": False, "False": True}.get(verdict)
     return None

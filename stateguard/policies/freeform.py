@@ -25,4 +25,3 @@ The shapes the harness accepts do not change:
   conclusion: "..."
 Whether and what to verify is yours to decide as well: there is no checklist and no required check. Where the lifecycle below mentions checks, you decide which, if any, to run, and when.
 What stays fixed: the lifecycle order, the relation types, the tools, and the repair protocol. REPAIR names affected variables and says in words what is wrong; a hint with code, a corrected value or the answer is refused by the harness, which also decides light or heavy and counts the attempts (after the budget, ABANDON_STATE). State ids, variable versions, source binding and checkpoints belong to the harness."""
-

@@ -40,7 +40,9 @@ from stateguard.policies.llm_manager import LLMManager
 from stateguard.policies.rules import RulesManager
 from stateguard.policies.usage import ManagerUsage
 
-Trigger = Literal["unverified_requirement", "semantic_requirement", "no_executable_constraint", "inconclusive", "always"]
+Trigger = Literal[
+    "unverified_requirement", "semantic_requirement", "no_executable_constraint", "inconclusive", "always"
+]
 SEMANTIC = re.compile(
     r"\b(only|exclud\w*|except|without|at least|at most|more than|less than|top|bottom|highest|lowest|"
     r"between|unless|filter\w*|among|within|whose|where|per|rank\w*|instead|revis\w*|update|most|least)\b",
@@ -51,15 +53,24 @@ SEMANTIC = re.compile(
 class HierarchicalManager:
     name = "hierarchical"
 
-    def __init__(self, rules: RulesManager, llm: LLMManager, triggers: Iterable[Trigger] | None = None,
-                 semantic_pattern: str | None = None):  # fmt: skip
+    def __init__(
+        self,
+        rules: RulesManager,
+        llm: LLMManager,
+        triggers: Iterable[Trigger] | None = None,
+        semantic_pattern: str | None = None,
+    ):
         self.rules = rules
         self.llm = llm
-        default: tuple[Trigger, ...] = ("unverified_requirement",) if rules.semantic is not None else ("semantic_requirement",)
+        default: tuple[Trigger, ...] = (
+            ("unverified_requirement",) if rules.semantic is not None else ("semantic_requirement",)
+        )
         self.triggers = set(triggers if triggers is not None else default)
         if "unverified_requirement" in self.triggers and rules.semantic is None:
-            raise ValueError("trigger 'unverified_requirement' needs a rules tier with semantic verification "
-                             "(RulesManager(semantic=SemanticVerifier()))")
+            raise ValueError(
+                "trigger 'unverified_requirement' needs a rules tier with semantic verification "
+                "(RulesManager(semantic=SemanticVerifier()))"
+            )
         self.semantic = re.compile(semantic_pattern, re.IGNORECASE) if semantic_pattern else SEMANTIC
         self.delegations = 0
         self.llm_off: str | None = None  # why the model tier stopped for the current task
@@ -78,13 +89,19 @@ class HierarchicalManager:
     def needs_llm(self, obs: ManagerObservation, ctx: ManagerContext) -> bool:
         if "always" in self.triggers:
             return True
-        if "unverified_requirement" in self.triggers and self.rules.semantic is not None and self.rules.semantic.last.unverified:
+        if (
+            "unverified_requirement" in self.triggers
+            and self.rules.semantic is not None
+            and self.rules.semantic.last.unverified
+        ):
             return True
         question = ctx.turn.prompt() if ctx.turn is not None else ""
         draft = obs.current_draft or {}
         if "semantic_requirement" in self.triggers and self.semantic.search(question):
             return True
-        if "no_executable_constraint" in self.triggers and not any(c.get("code") for c in draft.get("constraints", [])):
+        if "no_executable_constraint" in self.triggers and not any(
+            c.get("code") for c in draft.get("constraints", [])
+        ):
             return True
         if "inconclusive" in self.triggers:
             steps = self.rules._span(obs, ctx)
@@ -121,7 +138,9 @@ class HierarchicalManager:
                     yield self.rules.finalize(obs, ctx)
                     return
                 reply = yield proposal
-                if isinstance(proposal, ModelResponse) and any(r.accepted and r.action == "REPAIR" for r in reply):
+                if isinstance(proposal, ModelResponse) and any(
+                    r.accepted and r.action == "REPAIR" for r in reply
+                ):
                     self.rules.mark_repair(obs)  # the retry will be checked on its own by the rules tier
                 if _decided(reply):
                     return
@@ -131,7 +150,9 @@ class HierarchicalManager:
         gen.close()
         # A failed delegation: the rules tier's own decision (it found nothing, so it finalizes).
         if ctx.trace is not None:
-            ctx.trace.emit("manager_fallback", policy=self.name, reason=why, stage=obs.stage, exit="rules tier decision")
+            ctx.trace.emit(
+                "manager_fallback", policy=self.name, reason=why, stage=obs.stage, exit="rules tier decision"
+            )
         self.llm.usage.fallbacks += 1
         yield from self.rules.decide(obs, ctx, [])  # the deterministic tier found nothing: its own verdict
 
@@ -139,7 +160,10 @@ class HierarchicalManager:
 def _decided(reply: Any) -> bool:
     """Did the harness accept a control action (the activation is over)?"""
     results = reply if isinstance(reply, list) else [reply]
-    return any(getattr(r, "accepted", False) and getattr(r, "action", None) in ControlAction.__members__ for r in results)
+    return any(
+        getattr(r, "accepted", False) and getattr(r, "action", None) in ControlAction.__members__
+        for r in results
+    )
 
 
 def _is_finalize(proposal: ModelResponse) -> bool:

@@ -68,7 +68,9 @@ MAX_REFITS = 3
 
 
 class ChatClient(Protocol):
-    def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, **kw: Any) -> Any:
+    def chat(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, **kw: Any
+    ) -> Any:
         """Returns an object whose `.message` is the assistant message as a dict."""
 
 
@@ -77,7 +79,9 @@ class LLMManagerConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    variant: Literal["stateguard", "freeform"] = Field(default="stateguard", description="freeform: the C.5 ablation prompt.")
+    variant: Literal["stateguard", "freeform"] = Field(
+        default="stateguard", description="freeform: the C.5 ablation prompt."
+    )
     prompt: PromptChoice = Field(
         default="auto", description="auto: the richest of full / compact / short that fits the served window."
     )
@@ -86,23 +90,40 @@ class LLMManagerConfig(BaseModel):
         description="JSON-schema decoding of the offered actions: auto (where the server supports it), "
         "on (insist: the endpoint's structured_output names the dialect), off (free text + parser).",
     )
-    offer: Offer = Field(default="protocol", description="protocol: the lifecycle's moves at this stage; legal: all of LEGAL.")
-    tools: list[str] = Field(default_factory=lambda: list(ALL_TOOLS), description="Tool actions the model may use.")
-    max_actions: int = Field(default=8, ge=1, description="Actions per activation (tools + the control action).")
-    max_tool_calls: int = Field(default=2, ge=0, description="Tool calls per activation; then only controls are offered.")
+    offer: Offer = Field(
+        default="protocol", description="protocol: the lifecycle's moves at this stage; legal: all of LEGAL."
+    )
+    tools: list[str] = Field(
+        default_factory=lambda: list(ALL_TOOLS), description="Tool actions the model may use."
+    )
+    max_actions: int = Field(
+        default=8, ge=1, description="Actions per activation (tools + the control action)."
+    )
+    max_tool_calls: int = Field(
+        default=2, ge=0, description="Tool calls per activation; then only controls are offered."
+    )
     max_invalid: int = Field(default=2, ge=0, description="Rejected outputs retried per activation.")
     repair_needs_evidence: bool = Field(
-        default=True, description="protocol offer: REPAIR is offered only after a tool call produced evidence."
+        default=True,
+        description="protocol offer: REPAIR is offered only after a tool call produced evidence.",
     )
-    max_failures: int = Field(default=2, ge=1, description="Failed activations in a row before the task degrades.")
+    max_failures: int = Field(
+        default=2, ge=1, description="Failed activations in a row before the task degrades."
+    )
     reply_tokens: int = Field(
-        default=512, ge=16, description="Room kept for the reply; sent as max_tokens when the endpoint sets none."
+        default=512,
+        ge=16,
+        description="Room kept for the reply; sent as max_tokens when the endpoint sets none.",
     )
     context_budget_tokens: int = Field(default=40_960, ge=256, description="Cap on the observation's tokens.")
     task_time_cap_s: float | None = Field(
-        default=3600.0, gt=0, description="Model time per task; once spent the manager stops calling (None: no cap)."
+        default=3600.0,
+        gt=0,
+        description="Model time per task; once spent the manager stops calling (None: no cap).",
     )
-    probe_timeout_s: float = Field(default=5.0, gt=0, description="Timeout of the one-off server capability probe.")
+    probe_timeout_s: float = Field(
+        default=5.0, gt=0, description="Timeout of the one-off server capability probe."
+    )
     corpus_prompt: bool | None = Field(
         default=None,
         description="Send exactly what the SFT corpus renders (full system prompt, all 13 tool schemas, no "
@@ -112,8 +133,14 @@ class LLMManagerConfig(BaseModel):
 
 
 class LLMManager:
-    def __init__(self, client: ChatClient, config: LLMManagerConfig | None = None, *, compact_tools: bool = False,
-                 **overrides: Any):  # fmt: skip
+    def __init__(
+        self,
+        client: ChatClient,
+        config: LLMManagerConfig | None = None,
+        *,
+        compact_tools: bool = False,
+        **overrides: Any,
+    ):
         if compact_tools:
             overrides.setdefault("prompt", "compact")
         self.cfg = (config or LLMManagerConfig()).model_copy(update=overrides)
@@ -175,8 +202,15 @@ class LLMManager:
 
     # ------------------------------------------------------------------ activation
 
-    def activate(self, obs: ManagerObservation, ctx: ManagerContext, *, allowed: list[str] | None = None,
-                 fallback: bool = True, evidence: dict[str, Any] | None = None) -> Activation:  # fmt: skip
+    def activate(
+        self,
+        obs: ManagerObservation,
+        ctx: ManagerContext,
+        *,
+        allowed: list[str] | None = None,
+        fallback: bool = True,
+        evidence: dict[str, Any] | None = None,
+    ) -> Activation:
         """One activation. `allowed` narrows the offered control actions (the hierarchical
         manager delegates only a verdict); with `fallback=False` a failure just ends the
         activation without a decision, for the caller to decide. `evidence`: what a deterministic
@@ -184,15 +218,21 @@ class LLMManager:
         structure and probe results), shown after the observation."""
         self._begin_task(ctx)
         offered = offered_controls(ctx.regime, obs, offer=self.cfg.offer, allowed=allowed)
-        if not self.corpus and Stage(obs.stage) is Stage.FINALIZED and offered == [ControlAction.COMMIT_STATE.value]:
+        if (
+            not self.corpus
+            and Stage(obs.stage) is Stage.FINALIZED
+            and offered == [ControlAction.COMMIT_STATE.value]
+        ):
             self.usage.forced_actions += 1
             yield Action.of(CommitStateArgs())
             return
         left = self._left_s()
         if left is not None and left <= 0:
             self.usage.time_capped += 1
-            yield Degrade(reason=f"the manager's model time cap per task ({self.cfg.task_time_cap_s:g} s) is spent; "
-                                 "worker-only completion")  # fmt: skip
+            yield Degrade(
+                reason=f"the manager's model time cap per task ({self.cfg.task_time_cap_s:g} s) is spent; "
+                "worker-only completion"
+            )
             return
         self.usage.activations += 1
         why = yield from self._converse(obs, ctx, offered, evidence)
@@ -210,8 +250,13 @@ class LLMManager:
         if fallback:
             yield from self._exit(obs, ctx, why)
 
-    def _converse(self, obs: ManagerObservation, ctx: ManagerContext, offered: list[str],
-                  evidence: dict[str, Any] | None = None) -> Any:
+    def _converse(
+        self,
+        obs: ManagerObservation,
+        ctx: ManagerContext,
+        offered: list[str],
+        evidence: dict[str, Any] | None = None,
+    ) -> Any:
         """The model conversation; returns None once an offered control action was accepted,
         else why the activation ended without a decision ("endpoint: ..." for endpoint failures)."""
         counter = self._setup()
@@ -224,7 +269,9 @@ class LLMManager:
             return [n for n in offered if n != ControlAction.REPAIR.value or not gated or tool_calls > 0]
 
         def names_now(plan: PromptPlan) -> list[str]:
-            tools_ok = tool_calls < self.cfg.max_tool_calls and used < self.cfg.max_actions - 1 and plan.tool_actions
+            tools_ok = (
+                tool_calls < self.cfg.max_tool_calls and used < self.cfg.max_actions - 1 and plan.tool_actions
+            )
             left = offered_tools(conv_obs(), tools, offer=self.cfg.offer) if not self.corpus else tools
             return controls_now() + (left if tools_ok else [])
 
@@ -235,10 +282,12 @@ class LLMManager:
             """The observation as the schema sees it: a step or state already inspected is not offered again."""
             if not checked and not loaded:
                 return obs
-            return obs.model_copy(update={
-                "untraced_steps": [s for s in obs.untraced_steps if s.index not in checked],
-                "committed_state_index": [e for e in obs.committed_state_index if e.id not in loaded],
-            })  # fmt: skip
+            return obs.model_copy(
+                update={
+                    "untraced_steps": [s for s in obs.untraced_steps if s.index not in checked],
+                    "committed_state_index": [e for e in obs.committed_state_index if e.id not in loaded],
+                }
+            )
 
         conv = Conversation(self, obs, ctx, controls_now(), tools, counter, evidence)
         last_rejected: str | None = None
@@ -264,7 +313,9 @@ class LLMManager:
                 self._learn_overflow(exc, counter, counted)
                 if refits > MAX_REFITS:
                     return f"endpoint: prompt still too large after {refits} refits ({exc})"
-                conv = Conversation(self, obs, ctx, controls_now(), tools, counter, evidence)  # replanned, smaller
+                conv = Conversation(
+                    self, obs, ctx, controls_now(), tools, counter, evidence
+                )  # replanned, smaller
                 conv.schema_obs = conv_obs()
                 names = names_now(conv.plan)
                 continue
@@ -273,7 +324,11 @@ class LLMManager:
                     self.usage.rejected_requests += 1
                     self.structured = "off"  # the server does not take this schema: free text from now on
                     if ctx.trace is not None:
-                        ctx.trace.emit("manager_note", policy=self.name, note=f"constrained decoding turned off: {exc}"[:800])
+                        ctx.trace.emit(
+                            "manager_note",
+                            policy=self.name,
+                            note=f"constrained decoding turned off: {exc}"[:800],
+                        )
                     conv = Conversation(self, obs, ctx, controls_now(), tools, counter, evidence)
                     conv.schema_obs = conv_obs()
                     names = names_now(conv.plan)
@@ -289,7 +344,9 @@ class LLMManager:
             shrunk_from = None
             self.usage.completions += 1
             self.usage.constrained_completions += conv.constrained
-            usage = getattr(reply, "usage", None)  # a ChatClient need not report usage (the RL bridge does not)
+            usage = getattr(
+                reply, "usage", None
+            )  # a ChatClient need not report usage (the RL bridge does not)
             if usage is not None and not usage.estimated:
                 counter.observe(request["meta"]["counted_prompt_tokens"], usage.prompt_tokens)
             message = _assistant(reply.message)
@@ -300,11 +357,20 @@ class LLMManager:
                 used += 1
                 results: list[Any] = []
                 feedback = f"That action is not offered now. Choose one of: {', '.join(names)}."
-                if gated and ControlAction.REPAIR.value in offered and ControlAction.REPAIR.value not in names:
+                if (
+                    gated
+                    and ControlAction.REPAIR.value in offered
+                    and ControlAction.REPAIR.value not in names
+                ):
                     feedback += " REPAIR is offered once a tool call has produced evidence."
                 if ctx.trace is not None:  # the harness never sees it, so record it here
-                    ctx.trace.emit("manager_output_refused", policy=self.name, stage=obs.stage, offered=names,
-                                   output=json.dumps(message, default=str)[:2000])  # fmt: skip
+                    ctx.trace.emit(
+                        "manager_output_refused",
+                        policy=self.name,
+                        stage=obs.stage,
+                        offered=names,
+                        output=json.dumps(message, default=str)[:2000],
+                    )
                 conv.messages.extend(_local_feedback(message, feedback))
             else:
                 if verdict == "valid":
@@ -354,11 +420,17 @@ class LLMManager:
         for action in (ControlAction.ABSTAIN, ControlAction.RESUME_WORKER, ControlAction.ABANDON_STATE):
             if is_legal(ctx.regime, stage, action):
                 if ctx.trace is not None:
-                    ctx.trace.emit("manager_fallback", policy=self.name, reason=why, stage=stage.value, exit=action.value)
+                    ctx.trace.emit(
+                        "manager_fallback", policy=self.name, reason=why, stage=stage.value, exit=action.value
+                    )
                 reason = f"fallback: {why}"[:500]
-                result = yield Action.of(ResumeWorkerArgs() if action is ControlAction.RESUME_WORKER else
-                                         AbstainArgs(reason=reason) if action is ControlAction.ABSTAIN else
-                                         AbandonStateArgs(reason=reason))  # fmt: skip
+                result = yield Action.of(
+                    ResumeWorkerArgs()
+                    if action is ControlAction.RESUME_WORKER
+                    else AbstainArgs(reason=reason)
+                    if action is ControlAction.ABSTAIN
+                    else AbandonStateArgs(reason=reason)
+                )
                 if getattr(result, "accepted", False):
                     self.usage.fallbacks += 1
                 return
@@ -397,5 +469,8 @@ def _assistant(message: dict[str, Any]) -> dict[str, Any]:
 def _local_feedback(message: dict[str, Any], text: str) -> list[dict[str, Any]]:
     calls = message.get("tool_calls") or []
     if calls:
-        return [{"role": "tool", "tool_call_id": c.get("id") or f"call_{i}", "content": text} for i, c in enumerate(calls)]
+        return [
+            {"role": "tool", "tool_call_id": c.get("id") or f"call_{i}", "content": text}
+            for i, c in enumerate(calls)
+        ]
     return [{"role": "user", "content": text}]

@@ -44,8 +44,10 @@ def render_window(steps: list[WorkerStep], budget_left: int | None, terminating:
         for s in steps
     )
     budget = "unknown" if budget_left is None else f"{budget_left} step(s)"
-    return (f"RECENT WORKER STEPS (the last {len(steps)})\n{shown or '(none)'}\n\n"
-            f"REMAINING WORKER BUDGET: {budget}\nTERMINATING: {'yes' if terminating else 'no'}")  # fmt: skip
+    return (
+        f"RECENT WORKER STEPS (the last {len(steps)})\n{shown or '(none)'}\n\n"
+        f"REMAINING WORKER BUDGET: {budget}\nTERMINATING: {'yes' if terminating else 'no'}"
+    )
 
 
 def parse_hint(text: str) -> str | None:

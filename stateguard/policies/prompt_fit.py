@@ -117,14 +117,37 @@ def plan_candidates(
     for mode, clip, with_tools in candidates:
         system = system_prompt(regime, variant, short=mode == "short")
         tools = None if constrained else tools_for(mode, tool_names if with_tools else control_names)
-        messages = [{"role": "system", "content": system}, {"role": "user", "content": user_fixed(clip, with_tools)}]
+        messages = [
+            {"role": "system", "content": system},
+            {"role": "user", "content": user_fixed(clip, with_tools)},
+        ]
         fixed = counter.calibrated(counter.messages(messages, tools))
         if limit is None:
-            return [PromptPlan(mode=mode, system=system, tools=tools, task_clip=clip, window=None, prompt_limit=None,
-                               fixed_tokens=fixed, observation_budget=context_budget, fits=True)]  # fmt: skip
+            return [
+                PromptPlan(
+                    mode=mode,
+                    system=system,
+                    tools=tools,
+                    task_clip=clip,
+                    window=None,
+                    prompt_limit=None,
+                    fixed_tokens=fixed,
+                    observation_budget=context_budget,
+                    fits=True,
+                )
+            ]
         room = math.floor((limit - fixed) / (counter.ratio * MARGIN))
-        plan = PromptPlan(mode=mode, system=system, tools=tools, task_clip=clip, window=window, prompt_limit=limit,
-                          fixed_tokens=fixed, observation_budget=max(0, min(room, context_budget)),
-                          fits=room >= min(MIN_OBSERVATION, limit // 4), tool_actions=with_tools)  # fmt: skip
+        plan = PromptPlan(
+            mode=mode,
+            system=system,
+            tools=tools,
+            task_clip=clip,
+            window=window,
+            prompt_limit=limit,
+            fixed_tokens=fixed,
+            observation_budget=max(0, min(room, context_budget)),
+            fits=room >= min(MIN_OBSERVATION, limit // 4),
+            tool_actions=with_tools,
+        )
         plans.append(plan)
     return plans

@@ -98,7 +98,9 @@ SHORT_TURN_LIFECYCLE = """LIFECYCLE (turn-aligned, one state per user turn): tur
 SHORT_SEGMENT_LIFECYCLE = """LIFECYCLE (segment-induced): at a pause, RESUME_WORKER until the pending steps settle a quantity, finish a sub-task or change aspect; then OPEN_STATE, UPDATE_STATE with source_interval [first_step, last_step], REPAIR or FINALIZE_RELATIONS, COMMIT_STATE."""
 
 
-def system_prompt(regime: Regime, variant: Literal["stateguard", "freeform"] = "stateguard", *, short: bool = False) -> str:
+def system_prompt(
+    regime: Regime, variant: Literal["stateguard", "freeform"] = "stateguard", *, short: bool = False
+) -> str:
     """P_sys ⊕ P_ctrl[P_life] for a flow (the freeform ablation swaps P_ctrl for its own block);
     `short` is the condensed form of the full manager's prompt for small context windows."""
     if variant == "freeform":
@@ -118,8 +120,11 @@ def freeform_system_prompt(regime: Regime) -> str:
 
 def reply_format(listing: str, note: str = "") -> str:
     """The instruction that ends the user message when replies are decoded against a schema."""
-    return ("ACTIONS OFFERED NOW (arguments after the name; ? = optional)\n" f"{listing}\n{note}"
-            'Reply with exactly one JSON object: {"name": "<action>", "arguments": {...}}.')  # fmt: skip
+    return (
+        "ACTIONS OFFERED NOW (arguments after the name; ? = optional)\n"
+        f"{listing}\n{note}"
+        'Reply with exactly one JSON object: {"name": "<action>", "arguments": {...}}.'
+    )
 
 
 REPAIR_AFTER_EVIDENCE = "REPAIR is offered once a tool call has produced evidence.\n"
@@ -143,10 +148,24 @@ def task_block(task: AgentTask, upto_turn: int | None, *, earlier_chars: int | N
 # Fields that change least within a turn first: a server's prompt cache (llama.cpp reuses the
 # longest common prefix) then re-reads only the small, changing tail (stage, draft, last result)
 # on the next activation, instead of the whole observation.
-STABLE_FIRST = ("untraced_steps", "pending_start_step", "pending_end_step", "elided_steps", "committed_state_index",
-                "elided_index_entries", "compression_level", "event_type", "terminal_pending_review",
-                "available_state_id", "repair_attempts", "repair_budget", "current_draft", "last_action_result",
-                "stage", "legal_control_actions")  # fmt: skip
+STABLE_FIRST = (
+    "untraced_steps",
+    "pending_start_step",
+    "pending_end_step",
+    "elided_steps",
+    "committed_state_index",
+    "elided_index_entries",
+    "compression_level",
+    "event_type",
+    "terminal_pending_review",
+    "available_state_id",
+    "repair_attempts",
+    "repair_budget",
+    "current_draft",
+    "last_action_result",
+    "stage",
+    "legal_control_actions",
+)
 
 
 def observation_message(obs: ManagerObservation, *, stable_first: bool = False) -> str:
@@ -154,13 +173,17 @@ def observation_message(obs: ManagerObservation, *, stable_first: bool = False) 
     SFT corpus, or with `stable_first` the cache-friendly order above)."""
     data = obs.model_dump(mode="json", exclude={"schema_version"})
     if stable_first:
-        data = {k: data[k] for k in STABLE_FIRST if k in data} | {k: v for k, v in data.items() if k not in STABLE_FIRST}
+        data = {k: data[k] for k in STABLE_FIRST if k in data} | {
+            k: v for k, v in data.items() if k not in STABLE_FIRST
+        }
     return "OBSERVATION\n" + json.dumps(data, default=str)
 
 
 def evidence_message(evidence: dict[str, Any]) -> str:
     """The deterministic tier's verification of this state, for the model it delegates to."""
-    return ("DETERMINISTIC VERIFICATION (the requirements read from the question, what the code does, "
-            "the probe results; nothing it could check failed. The requirements under 'unverified' could "
-            "not be tied to the code or data: check those, with tools if needed, then REPAIR or "
-            "FINALIZE_RELATIONS)\n" + json.dumps(evidence, default=str))
+    return (
+        "DETERMINISTIC VERIFICATION (the requirements read from the question, what the code does, "
+        "the probe results; nothing it could check failed. The requirements under 'unverified' could "
+        "not be tied to the code or data: check those, with tools if needed, then REPAIR or "
+        "FINALIZE_RELATIONS)\n" + json.dumps(evidence, default=str)
+    )

@@ -76,11 +76,15 @@ class RulesManager:
                 constraints = self._constraints(ctx)
                 if self.semantic is not None:  # the code is not known yet: requirements in words
                     constraints += yield from raw_actions(self.semantic.open_constraints(ctx, ctx.turn, []))
-                yield Action.of(OpenStateArgs.model_validate({
-                    "issue": ctx.turn.question.strip()[:300],
-                    "constraints": constraints,
-                    "relations": [{"related_state_id": latest}] if latest else [],
-                }))  # fmt: skip
+                yield Action.of(
+                    OpenStateArgs.model_validate(
+                        {
+                            "issue": ctx.turn.question.strip()[:300],
+                            "constraints": constraints,
+                            "relations": [{"related_state_id": latest}] if latest else [],
+                        }
+                    )
+                )
             else:
                 yield Action.of(AbstainArgs(reason="no state is open for this turn"))
             return
@@ -93,23 +97,40 @@ class RulesManager:
         constraints = self._constraints(ctx, turn)
         if self.semantic is not None:  # the state's work has run: requirements become executable checks
             start = obs.pending_start_step or 0
-            formed = [ctx.steps[i] for i in range(start, end + 1) if i in ctx.steps and ctx.steps[i].turn == turn_id]
+            formed = [
+                ctx.steps[i] for i in range(start, end + 1) if i in ctx.steps and ctx.steps[i].turn == turn_id
+            ]
             constraints += yield from raw_actions(self.semantic.open_constraints(ctx, turn, formed))
-        yield Action.of(OpenStateArgs.model_validate({"issue": (turn.question if turn else "analysis segment").strip()[:300],
-                                                      "constraints": constraints}))  # fmt: skip
+        yield Action.of(
+            OpenStateArgs.model_validate(
+                {
+                    "issue": (turn.question if turn else "analysis segment").strip()[:300],
+                    "constraints": constraints,
+                }
+            )
+        )
 
     def _update(self, obs: ManagerObservation, ctx: ManagerContext, stage: Stage) -> Activation:
         steps = self._span(obs, ctx)
-        retried = any(s.meta.get("turn_end") for s in steps if self._retry_from is not None and s.index >= self._retry_from)
-        if (stage is Stage.REPAIRING and ctx.regime is Regime.SEGMENT_INDUCED and not retried
-                and obs.event_type is EventType.PAUSE):  # fmt: skip
+        retried = any(
+            s.meta.get("turn_end")
+            for s in steps
+            if self._retry_from is not None and s.index >= self._retry_from
+        )
+        if (
+            stage is Stage.REPAIRING
+            and ctx.regime is Regime.SEGMENT_INDUCED
+            and not retried
+            and obs.event_type is EventType.PAUSE
+        ):
             yield Action.of(ResumeWorkerArgs())  # segment flow: the retry has not finished yet
             return
         for step in steps:
             yield Action.of(CheckExecutionArgs(step_id=step.index))
         written, consumed = self._variables(steps, ctx)
         args: dict[str, Any] = {
-            "used_variables": written + [{"name": n, "version": v, "value": self._value(ctx, n)} for n, v in consumed.items()],
+            "used_variables": written
+            + [{"name": n, "version": v, "value": self._value(ctx, n)} for n, v in consumed.items()],
             "conclusions": self._conclusions(steps),
         }
         if ctx.regime is Regime.SEGMENT_INDUCED:
@@ -141,16 +162,25 @@ class RulesManager:
         return (
             checks.execution(retry)
             + checks.staleness(self._stale_reads(retry, ctx, turn, skip=later))
-            + checks.constraints(ConstraintResult.model_validate(r) for r in draft.get("constraint_results", [])
-                                 if not (self.semantic and self.semantic.owns(r.get("text", ""))))  # its own: _verify
+            + checks.constraints(
+                ConstraintResult.model_validate(r)
+                for r in draft.get("constraint_results", [])
+                if not (self.semantic and self.semantic.owns(r.get("text", "")))
+            )  # its own: _verify
             + checks.precision(answer, self._required(ctx, turn), printed)
             + checks.grounding(answer, printed)
             + checks.related(consumed, ctx.store, scalars)
-            + checks.parameters(turn.question if turn else "", retry, scalars,
-                                [s for i, s in sorted(ctx.steps.items()) if not steps or i < steps[0].index])
+            + checks.parameters(
+                turn.question if turn else "",
+                retry,
+                scalars,
+                [s for i, s in sorted(ctx.steps.items()) if not steps or i < steps[0].index],
+            )
         )
 
-    def mark_repair(self, obs: ManagerObservation, ctx: ManagerContext | None = None, names: list[str] | None = None) -> None:
+    def mark_repair(
+        self, obs: ManagerObservation, ctx: ManagerContext | None = None, names: list[str] | None = None
+    ) -> None:
         """Remember where the worker's retry starts (checks then look at the retry only), and the
         content of the variables the repair names (a retry that changes none of them is no evidence)."""
         self._retry_from = (obs.pending_end_step or 0) + 1
@@ -160,7 +190,9 @@ class RulesManager:
         findings = yield from self.gather(obs, ctx)
         yield from self.decide(obs, ctx, findings)
 
-    def gather(self, obs: ManagerObservation, ctx: ManagerContext) -> Generator[Proposal, Any, list[checks.Finding]]:
+    def gather(
+        self, obs: ManagerObservation, ctx: ManagerContext
+    ) -> Generator[Proposal, Any, list[checks.Finding]]:
         """Every finding on the state under verification: the deterministic checks, then the
         semantic requirements checked with tool evidence (inspect_python, run_probe, load_state)."""
         findings = self.findings(obs, ctx)
@@ -174,7 +206,9 @@ class RulesManager:
         if self.semantic is not None:
             self.semantic.remember(self._under_review(obs, ctx)[1], obs.available_state_id)
 
-    def decide(self, obs: ManagerObservation, ctx: ManagerContext, findings: list[checks.Finding]) -> Activation:
+    def decide(
+        self, obs: ManagerObservation, ctx: ManagerContext, findings: list[checks.Finding]
+    ) -> Activation:
         """REPAIR on findings (heavy or ABANDON only with confirmed evidence), else commit."""
         if not findings:
             self.remember(obs, ctx)
@@ -183,28 +217,42 @@ class RulesManager:
             return
         if findings and self._escalate(obs, ctx, findings):
             if obs.repair_attempts < obs.repair_budget:
-                yield from self._repair(obs, ctx, findings)  # the harness makes it heavy: it deletes the named variables
+                yield from self._repair(
+                    obs, ctx, findings
+                )  # the harness makes it heavy: it deletes the named variables
             else:
-                yield Action.of(AbandonStateArgs(reason="repair budget exhausted with confirmed evidence: " + findings[0].check))
+                yield Action.of(
+                    AbandonStateArgs(
+                        reason="repair budget exhausted with confirmed evidence: " + findings[0].check
+                    )
+                )
             return
         # No finding, or one the worker's retry left as it was: no ground to destroy work; commit.
         yield self.finalize(obs, ctx)
 
-    def _repair(self, obs: ManagerObservation, ctx: ManagerContext, findings: list[checks.Finding]) -> Activation:
+    def _repair(
+        self, obs: ManagerObservation, ctx: ManagerContext, findings: list[checks.Finding]
+    ) -> Activation:
         first = findings[0]
         names = sorted({n for f in findings if f.check == first.check for n in f.variables})
         self.mark_repair(obs, ctx, names)
-        result = yield Action.of(RepairArgs(
-            analytical_evidence="; ".join(f"[{f.check}] {f.evidence}" for f in findings),
-            error_hint=ErrorHintArg(error_variables=names, faulty_reasoning=first.reason),
-        ))  # fmt: skip
+        result = yield Action.of(
+            RepairArgs(
+                analytical_evidence="; ".join(f"[{f.check}] {f.evidence}" for f in findings),
+                error_hint=ErrorHintArg(error_variables=names, faulty_reasoning=first.reason),
+            )
+        )
         if result.accepted:
             return
         # The hint guard refused our wording (e.g. a value slipped in): fall back to a generic reason.
-        result = yield Action.of(RepairArgs(
-            analytical_evidence=f"[{first.check}] {first.evidence}",
-            error_hint=ErrorHintArg(error_variables=names, faulty_reasoning=f"the {first.check} check failed for these values"),
-        ))  # fmt: skip
+        result = yield Action.of(
+            RepairArgs(
+                analytical_evidence=f"[{first.check}] {first.evidence}",
+                error_hint=ErrorHintArg(
+                    error_variables=names, faulty_reasoning=f"the {first.check} check failed for these values"
+                ),
+            )
+        )
         if not result.accepted:  # nothing the worker could act on: leave the work as it is
             yield self.finalize(obs, ctx)
 
@@ -240,12 +288,16 @@ class RulesManager:
                 return places
         return required_decimals(ctx.task.turns[0].context) if ctx.task.turns else None
 
-    def _printed(self, steps: list[WorkerStep], ctx: ManagerContext, skip: set[str]) -> tuple[str, Any] | None:
+    def _printed(
+        self, steps: list[WorkerStep], ctx: ManagerContext, skip: set[str]
+    ) -> tuple[str, Any] | None:
         """(name, value) of the workspace variable the reported answer was printed from (`result`
         in `print(json_dumps_rounded(result, 2))`), when it is a small JSON-like value. When that
         variable was rewritten since (a segment reviewed after later turns ran), an earlier JSON
         the same steps printed stands in for it: the values as the turn had them before reporting."""
-        answering = next((s for s in reversed(steps) if s.success and s.output and last_json(s.output) is not None), None)
+        answering = next(
+            (s for s in reversed(steps) if s.success and s.output and last_json(s.output) is not None), None
+        )
         if answering is None:
             return None
         names = self._print_args(answering.action)
@@ -269,11 +321,17 @@ class RulesManager:
         for node in reversed([n for n in ast.walk(tree) if isinstance(n, ast.Call)]):
             func = node.func.id if isinstance(node.func, ast.Name) else None
             if func in ("print", "print_result"):
-                return [n.id for arg in node.args for n in ast.walk(arg) if isinstance(n, ast.Name)
-                        and n.id not in ("json_dumps_rounded", "json", "print_result")]  # fmt: skip
+                return [
+                    n.id
+                    for arg in node.args
+                    for n in ast.walk(arg)
+                    if isinstance(n, ast.Name) and n.id not in ("json_dumps_rounded", "json", "print_result")
+                ]
         return []
 
-    def _stale_reads(self, steps: list[WorkerStep], ctx: ManagerContext, turn: Any, skip: set[str]) -> list[tuple[int, str, list[str]]]:
+    def _stale_reads(
+        self, steps: list[WorkerStep], ctx: ManagerContext, turn: Any, skip: set[str]
+    ) -> list[tuple[int, str, list[str]]]:
         """Stale reads with concrete evidence: an input that matters was redefined (not a scratch
         name), the value comes from an earlier turn, the question does not ask for the earlier
         version, and recomputing the value from the current inputs gives a different one
@@ -287,8 +345,14 @@ class RulesManager:
             for name, inputs in sorted((step.meta.get("stale_reads") or {}).items()):
                 if name in skip or all(scratch_name(i) for i in inputs) or self._accepted_now(flow, name):
                     continue
-                writer = next(((i, s.turn) for i, s in sorted(ctx.steps.items(), reverse=True)
-                               if i < step.index and name in (s.meta.get("writes") or [])), None)  # fmt: skip
+                writer = next(
+                    (
+                        (i, s.turn)
+                        for i, s in sorted(ctx.steps.items(), reverse=True)
+                        if i < step.index and name in (s.meta.get("writes") or [])
+                    ),
+                    None,
+                )
                 if writer is not None and writer[0] in span:
                     continue  # derived in this same turn: judged where the turn read the earlier value
                 if earlier or (writer is not None and writer[1] in wanted):
@@ -299,7 +363,8 @@ class RulesManager:
                     out.append((step.index, name, list(inputs)))
         if intended and flow is not None:
             for name in {w for s in steps for w in (s.meta.get("writes") or [])} | {
-                    n for s in steps for n in (s.meta.get("stale_reads") or {})}:  # fmt: skip
+                n for s in steps for n in (s.meta.get("stale_reads") or {})
+            }:
                 reasons = flow.stale_reasons(name)
                 self._accepted[name] = (flow.version(name), {r: flow.version(r) for r in reasons})
         return out
@@ -319,20 +384,29 @@ class RulesManager:
         draft = obs.current_draft or {}
         provisional = sorted(r.get("related_state_id") or "" for r in draft.get("provisional_relations", []))
         inherited = sorted(r["related_state_id"] for r in relations if r.get("type") != "invalidate")
-        if inherited == [p for p in provisional if p] and not any(r.get("type") == "invalidate" for r in relations):
+        if inherited == [p for p in provisional if p] and not any(
+            r.get("type") == "invalidate" for r in relations
+        ):
             return Action.of(FinalizeRelationsArgs(mode="confirm"))
         evidence = ", ".join(f"{r.get('type') or 'uses'} {r['related_state_id']}" for r in relations)
-        return Action.of(FinalizeRelationsArgs.model_validate({
-            "mode": "reselect", "relations": relations,
-            "conflict_evidence": f"dataflow of the state's steps: {evidence or 'no upstream reads'}",
-        }))  # fmt: skip
+        return Action.of(
+            FinalizeRelationsArgs.model_validate(
+                {
+                    "mode": "reselect",
+                    "relations": relations,
+                    "conflict_evidence": f"dataflow of the state's steps: {evidence or 'no upstream reads'}",
+                }
+            )
+        )
 
     # ------------------------------------------------------------------ evidence helpers
     def _span(self, obs: ManagerObservation, ctx: ManagerContext) -> list[WorkerStep]:
         """Worker steps of the state being formed (the current turn, or the formed segment)."""
         if obs.pending_start_step is None or obs.pending_end_step is None:
             return []
-        pending = [ctx.steps[i] for i in sorted(ctx.steps) if obs.pending_start_step <= i <= obs.pending_end_step]
+        pending = [
+            ctx.steps[i] for i in sorted(ctx.steps) if obs.pending_start_step <= i <= obs.pending_end_step
+        ]
         if ctx.regime is Regime.TURN_ALIGNED and ctx.turn is not None:
             return [s for s in pending if s.turn == ctx.turn.turn_id]
         draft = obs.current_draft or {}
@@ -345,8 +419,11 @@ class RulesManager:
         """Segment flow: a state has formed once a turn's answering block is among the pending steps."""
         if obs.pending_start_step is None or obs.pending_end_step is None:
             return None
-        ends = [i for i in range(obs.pending_start_step, obs.pending_end_step + 1)
-                if i in ctx.steps and ctx.steps[i].meta.get("turn_end")]  # fmt: skip
+        ends = [
+            i
+            for i in range(obs.pending_start_step, obs.pending_end_step + 1)
+            if i in ctx.steps and ctx.steps[i].meta.get("turn_end")
+        ]
         if self._retry_from is not None:
             ends = [i for i in ends if i >= self._retry_from] or ends
         return ends[-1] if self._retry_from is not None and ends else (ends[0] if ends else None)
@@ -355,9 +432,15 @@ class RulesManager:
         """Requirements stated in the task text. Precision is checked on the printed answer by the
         precision check (reference code often rounds only when printing), so it carries no code."""
         places = self._required(ctx, turn or ctx.turn)
-        return [] if places is None else [{"text": f"decimal results are reported rounded to {places} decimal places"}]
+        return (
+            []
+            if places is None
+            else [{"text": f"decimal results are reported rounded to {places} decimal places"}]
+        )
 
-    def _variables(self, steps: list[WorkerStep], ctx: ManagerContext) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    def _variables(
+        self, steps: list[WorkerStep], ctx: ManagerContext
+    ) -> tuple[list[dict[str, Any]], dict[str, str]]:
         """(variables written in the span, {name: committed version} consumed before being written)."""
         written: dict[str, None] = {}
         consumed: dict[str, str] = {}
@@ -375,7 +458,12 @@ class RulesManager:
         out = []
         for name in written:
             summary = summaries.get(name)
-            if summary is None or summary.type in ("module", "function", "type", "builtin_function_or_method"):
+            if summary is None or summary.type in (
+                "module",
+                "function",
+                "type",
+                "builtin_function_or_method",
+            ):
                 continue
             out.append({"name": name, "value": self._value(ctx, name, summary)})
         return out, {n: v for n, v in consumed.items() if n not in written}
@@ -399,9 +487,15 @@ class RulesManager:
             return value  # the sandbox already returns a summary for non-JSON objects
         if summary is None:
             summary = next((v for v in ctx.workspace.list_variables() if v.name == name), None)
-        return None if summary is None else {"type": summary.type, "shape": summary.shape, "hash": summary.content_hash}
+        return (
+            None
+            if summary is None
+            else {"type": summary.type, "shape": summary.shape, "hash": summary.content_hash}
+        )
 
-    def _scalars(self, ctx: ManagerContext, skip: set[str] | frozenset[str] = frozenset()) -> dict[str, float]:
+    def _scalars(
+        self, ctx: ManagerContext, skip: set[str] | frozenset[str] = frozenset()
+    ) -> dict[str, float]:
         """Numeric workspace values by name: scalar variables, plus the numeric fields of small
         dict/list variables (a `result` dict holds the unrounded values a report is printed from);
         variables named in `skip` are left out."""
@@ -410,7 +504,15 @@ class RulesManager:
         if ctx.workspace is None:
             return out
         for summary in ctx.workspace.list_variables():
-            if summary.name in skip or summary.type not in ("int", "float", "float64", "int64", "float32", "dict", "list"):
+            if summary.name in skip or summary.type not in (
+                "int",
+                "float",
+                "float64",
+                "int64",
+                "float32",
+                "dict",
+                "list",
+            ):
                 continue
             try:
                 value = ctx.workspace.get_value(summary.name)
@@ -443,7 +545,9 @@ class RulesManager:
             return [f"reported {', '.join(keys)}"] if keys else []
         return ["no structured answer was reported"] if steps else []
 
-    def _relations(self, steps: list[WorkerStep], consumed: dict[str, str], ctx: ManagerContext) -> list[dict[str, Any]]:
+    def _relations(
+        self, steps: list[WorkerStep], consumed: dict[str, str], ctx: ManagerContext
+    ) -> list[dict[str, Any]]:
         """Upstream = states whose variable versions were consumed. Invalidate = states whose
         *definition* this span replaced: a variable rebound from scratch (not refined in place, not
         read by the rebinding) whose committed version other states had built on. Rebinding a

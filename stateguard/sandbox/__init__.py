@@ -20,6 +20,11 @@ from stateguard.sandbox.process import KernelDied, network_namespace_available
 from stateguard.sandbox.workspace import SandboxWorkspace
 
 __all__ = [
-    "CheckpointInfo", "IsolationUnavailable", "KernelDied", "SandboxLimits", "SandboxWorkspace", "check_isolation",
+    "CheckpointInfo",
+    "IsolationUnavailable",
+    "KernelDied",
+    "SandboxLimits",
+    "SandboxWorkspace",
+    "check_isolation",
     "network_namespace_available",
-]  # fmt: skip
+]

@@ -130,10 +130,13 @@ class ThreadSweep:
 
     def sweep(self) -> dict[str, list[str]]:
         alive = [
-            t for t in threading.enumerate()
-            if t is not self._main and t.is_alive() and t.ident is not None
+            t
+            for t in threading.enumerate()
+            if t is not self._main
+            and t.is_alive()
+            and t.ident is not None
             and not isinstance(t, threading._DummyThread)
-        ]  # fmt: skip
+        ]
         if not alive:
             return {}
         for thread in alive:

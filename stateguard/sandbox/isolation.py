@@ -43,8 +43,21 @@ SEED_DIR = "/run/stateguard-seed"  # read-only copy of the host scratch, copied 
 MIB = 1024 * 1024
 _PACKAGE_DIR = str(Path(stateguard.__file__).resolve().parent)
 # /etc entries a scientific Python stack reads; nothing with secrets (no shadow, no ssh, no passwd).
-_ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone", "ssl", "ca-certificates",
-        "pki", "nsswitch.conf", "host.conf", "hosts", "mime.types", "os-release")  # fmt: skip
+_ETC = (
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "localtime",
+    "timezone",
+    "ssl",
+    "ca-certificates",
+    "pki",
+    "nsswitch.conf",
+    "host.conf",
+    "hosts",
+    "mime.types",
+    "os-release",
+)
 _USR_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 FIX = (
     "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap), or accept the weaker process isolation "
@@ -109,10 +122,18 @@ def _user_switch(uid: int) -> list[str]:
         return []
     setpriv = _setpriv()
     if setpriv is None:
-        raise IsolationUnavailable(f"running as root, the sandbox needs `setpriv` (util-linux) to drop to an "
-                                   f"unprivileged uid; {FIX}")  # fmt: skip
-    return [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
-            "--bounding-set=-all", "--"]  # fmt: skip
+        raise IsolationUnavailable(
+            f"running as root, the sandbox needs `setpriv` (util-linux) to drop to an unprivileged uid; {FIX}"
+        )
+    return [
+        setpriv,
+        f"--reuid={uid}",
+        f"--regid={uid}",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--",
+    ]
 
 
 def sandbox_uid() -> int:
@@ -159,9 +180,19 @@ class _Mounts:
 
 
 def bwrap_command(
-    argv: list[str], *, scratch: Path, seed: Path | None, task_data: Path | None, etc_files: dict[str, Path], uid: int,
-    scratch_mb: int, tmp_mb: int, network: bool, seccomp_fd: int | None, info_fd: int,
-) -> list[str]:  # fmt: skip
+    argv: list[str],
+    *,
+    scratch: Path,
+    seed: Path | None,
+    task_data: Path | None,
+    etc_files: dict[str, Path],
+    uid: int,
+    scratch_mb: int,
+    tmp_mb: int,
+    network: bool,
+    seccomp_fd: int | None,
+    info_fd: int,
+) -> list[str]:
     """The full command line that starts `argv` (the kernel) inside the sandbox. `seed`: a host dir
     whose files the kernel copies into the fresh scratch tmpfs (normally the host scratch dir)."""
     bwrap = _bwrap()
@@ -194,8 +225,18 @@ def bwrap_command(
     if seed is not None:
         mounts.add(SEED_DIR, "--ro-bind", str(seed), SEED_DIR)
     extra = ["--seccomp", str(seccomp_fd)] if seccomp_fd is not None else []
-    return [bwrap, *_namespaces(network), *mounts.argv(), "--chdir", str(scratch), "--info-fd", str(info_fd),
-            *extra, *_user_switch(uid), *argv]  # fmt: skip
+    return [
+        bwrap,
+        *_namespaces(network),
+        *mounts.argv(),
+        "--chdir",
+        str(scratch),
+        "--info-fd",
+        str(info_fd),
+        *extra,
+        *_user_switch(uid),
+        *argv,
+    ]
 
 
 @functools.cache
@@ -208,7 +249,19 @@ def bwrap_problem() -> str | None:
         switch = _user_switch(SANDBOX_UID + 1 if root_mode() else SANDBOX_UID)
     except IsolationUnavailable as exc:
         return str(exc)
-    argv = [bwrap, "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", *_namespaces(False), *switch, "true"]
+    argv = [
+        bwrap,
+        "--ro-bind",
+        "/",
+        "/",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        *_namespaces(False),
+        *switch,
+        "true",
+    ]
     try:
         done = subprocess.run(argv, capture_output=True, timeout=30)
     except (OSError, subprocess.SubprocessError) as exc:

@@ -78,7 +78,9 @@ class Kernel:
         self.flow = CellRecorder()  # statement-level dataflow, the same code as DictWorkspace's
         self.flow.attach(self.namespace)
         isolated = config.get("isolation") == "bwrap"
-        self.notes = seed(Path(config["seed_dir"]), Path(config["scratch_dir"])) if config.get("seed_dir") else []
+        self.notes = (
+            seed(Path(config["seed_dir"]), Path(config["scratch_dir"])) if config.get("seed_dir") else []
+        )
         os.chdir(config["scratch_dir"])
         apply_process_limits(int(limits["memory_mb"]), int(limits["max_processes"]) if isolated else None)
         self.timers = CellTimers(
@@ -87,7 +89,10 @@ class Kernel:
         self.threads = ThreadSweep()
         task = config.get("task_data_dir")
         rules = policy.build_policy(
-            Path(config["scratch_dir"]), Path(task) if task else None, bool(limits["network"]), isolated=isolated
+            Path(config["scratch_dir"]),
+            Path(task) if task else None,
+            bool(limits["network"]),
+            isolated=isolated,
         )
         trusted = [Kernel._fork_probe.__code__, Kernel._kill_probe.__code__]
         self._enter_probe_mode = policy.install(rules, trusted)
@@ -95,9 +100,15 @@ class Kernel:
     # --- loop -------------------------------------------------------------------------------
     def serve(self) -> None:
         handlers = {
-            "run": self.run, "get": self.get, "list": self.list_variables, "delete": self.delete,
-            "snapshot": self.snapshot, "restore": self.restore, "probe": self.probe, "verify": self.verify,
-        }  # fmt: skip
+            "run": self.run,
+            "get": self.get,
+            "list": self.list_variables,
+            "delete": self.delete,
+            "snapshot": self.snapshot,
+            "restore": self.restore,
+            "probe": self.probe,
+            "verify": self.verify,
+        }
         while True:
             try:
                 self.reply_fd = receive_reply_channel(self.sock)
@@ -152,13 +163,22 @@ class Kernel:
                     f" (sandbox: the process is capped at memory_mb={self.memory_mb} MiB of address space)"
                 )
         wall = time.perf_counter() - start
-        threads = self.threads.sweep()  # before the dataflow's fingerprints: a stopped thread changes nothing after them
+        threads = (
+            self.threads.sweep()
+        )  # before the dataflow's fingerprints: a stopped thread changes nothing after them
         facts = self.flow.finish(failed=failed)
         return {
-            "ok": error is None, "stdout": out.getvalue(), "stderr": err.getvalue(), "value": value,
-            "error": error, "traceback": tb, "wall_s": wall, "flow": facts.model_dump(mode="json"),
-            "names": self._names(), "threads": threads,
-        }  # fmt: skip
+            "ok": error is None,
+            "stdout": out.getvalue(),
+            "stderr": err.getvalue(),
+            "value": value,
+            "error": error,
+            "traceback": tb,
+            "wall_s": wall,
+            "flow": facts.model_dump(mode="json"),
+            "names": self._names(),
+            "threads": threads,
+        }
 
     def get(self, request: dict[str, Any]) -> dict[str, Any]:
         name = str(request["name"])
@@ -183,8 +203,10 @@ class Kernel:
     # --- checkpoints ------------------------------------------------------------------------
     def snapshot(self, request: dict[str, Any]) -> None:
         payload, saved, skipped = dump_namespace(self.namespace)
-        send_message(self.reply_fd, {"ok": True, "saved": saved, "skipped": skipped, "size": payload.nbytes,
-                                     "nonce": self.nonce})  # fmt: skip
+        send_message(
+            self.reply_fd,
+            {"ok": True, "saved": saved, "skipped": skipped, "size": payload.nbytes, "nonce": self.nonce},
+        )
         send_blob(self.reply_fd, payload)
         return None  # the reply has been sent
 
@@ -251,8 +273,11 @@ class Kernel:
             os.close(read_fd)
         _, status = os.waitpid(pid, 0)
         if timed_out:
-            return {"ok": False, "error": f"TimeoutError: sandbox: the probe did not finish within "
-                    f"{self.timers.wall_seconds:g} s and was killed"}  # fmt: skip
+            return {
+                "ok": False,
+                "error": f"TimeoutError: sandbox: the probe did not finish within "
+                f"{self.timers.wall_seconds:g} s and was killed",
+            }
         try:
             return dict(json.loads(b"".join(chunks)))
         except ValueError:
@@ -273,8 +298,10 @@ def main(argv: list[str]) -> None:
     reply_fd = receive_reply_channel(sock)
     config = reader.read_message()
     kernel = Kernel(config, sock, reader)
-    send_message(reply_fd, {"ok": True, "ready": True, "pid": os.getpid(), "notes": kernel.notes,
-                            "nonce": config.get("nonce")})  # fmt: skip
+    send_message(
+        reply_fd,
+        {"ok": True, "ready": True, "pid": os.getpid(), "notes": kernel.notes, "nonce": config.get("nonce")},
+    )
     os.close(reply_fd)
     kernel.serve()
 

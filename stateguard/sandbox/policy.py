@@ -45,35 +45,77 @@ from types import CodeType
 from typing import Any
 
 EXTRA_READ_ROOTS = (
-    "/dev/null", "/dev/urandom", "/proc/self", "/sys/devices/system/cpu", "/usr/share/zoneinfo",
-    "/etc/localtime", "/etc/ssl", "/usr/share/ca-certificates", "/usr/lib/ssl",
-)  # fmt: skip
+    "/dev/null",
+    "/dev/urandom",
+    "/proc/self",
+    "/sys/devices/system/cpu",
+    "/usr/share/zoneinfo",
+    "/etc/localtime",
+    "/etc/ssl",
+    "/usr/share/ca-certificates",
+    "/usr/lib/ssl",
+)
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 # event -> (path index, dir_fd index, follows symlinks) for each path the event writes. Calls that
 # act on the directory entry itself (remove, rename, mkdir) are checked on the entry, so removing
 # a symlink that points outside scratch is allowed; calls that follow links are checked on the target.
 _WRITE_EVENTS: dict[str, tuple[tuple[int, int | None, bool], ...]] = {
-    "os.remove": ((0, 1, False),), "os.rmdir": ((0, 1, False),), "os.mkdir": ((0, 2, False),),
-    "os.rename": ((0, 2, False), (1, 3, False)), "os.link": ((0, 2, True), (1, 3, False)),
-    "os.symlink": ((1, 2, False),), "os.mkfifo": ((0, 2, False),), "os.mknod": ((0, 3, False),),
-    "os.chmod": ((0, 2, True),), "os.chown": ((0, 3, True),), "os.chflags": ((0, None, True),),
-    "os.lchflags": ((0, None, True),), "os.truncate": ((0, None, True),), "os.utime": ((0, 3, True),),
-    "os.setxattr": ((0, None, True),), "os.removexattr": ((0, None, True),),
-}  # fmt: skip
+    "os.remove": ((0, 1, False),),
+    "os.rmdir": ((0, 1, False),),
+    "os.mkdir": ((0, 2, False),),
+    "os.rename": ((0, 2, False), (1, 3, False)),
+    "os.link": ((0, 2, True), (1, 3, False)),
+    "os.symlink": ((1, 2, False),),
+    "os.mkfifo": ((0, 2, False),),
+    "os.mknod": ((0, 3, False),),
+    "os.chmod": ((0, 2, True),),
+    "os.chown": ((0, 3, True),),
+    "os.chflags": ((0, None, True),),
+    "os.lchflags": ((0, None, True),),
+    "os.truncate": ((0, None, True),),
+    "os.utime": ((0, 3, True),),
+    "os.setxattr": ((0, None, True),),
+    "os.removexattr": ((0, None, True),),
+}
 _READ_EVENTS = {"os.listdir": 0, "os.scandir": 0, "os.chdir": 0, "os.listxattr": 0, "os.getxattr": 0}
 _PROCESS_EVENTS = frozenset(
-    {"os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty", "os.kill", "os.killpg",
-     "subprocess.Popen", "os.startfile", "signal.pthread_kill"}
-)  # fmt: skip
+    {
+        "os.system",
+        "os.exec",
+        "os.posix_spawn",
+        "os.spawn",
+        "os.fork",
+        "os.forkpty",
+        "os.kill",
+        "os.killpg",
+        "subprocess.Popen",
+        "os.startfile",
+        "signal.pthread_kill",
+    }
+)
 _TRUSTED_PROCESS_EVENTS = frozenset({"os.fork", "os.kill"})
 _NETWORK_EVENTS = frozenset(
-    {"socket.__new__", "socket.connect", "socket.bind", "socket.getaddrinfo", "socket.gethostbyname",
-     "socket.gethostbyname_ex", "socket.gethostbyaddr", "socket.getnameinfo", "socket.sendto", "socket.sendmsg"}
-)  # fmt: skip
+    {
+        "socket.__new__",
+        "socket.connect",
+        "socket.bind",
+        "socket.getaddrinfo",
+        "socket.gethostbyname",
+        "socket.gethostbyname_ex",
+        "socket.gethostbyaddr",
+        "socket.getnameinfo",
+        "socket.sendto",
+        "socket.sendmsg",
+    }
+)
 # C functions that start or signal processes WITHOUT raising an audit event. `install` deletes
 # them, and refuses re-importing their modules (re-creating an extension module raises "import").
-_UNAUDITED = {"_posixsubprocess": ("fork_exec",), "subprocess": ("_fork_exec",),
-              "_signal": ("pidfd_send_signal",), "signal": ("pidfd_send_signal",)}  # fmt: skip
+_UNAUDITED = {
+    "_posixsubprocess": ("fork_exec",),
+    "subprocess": ("_fork_exec",),
+    "_signal": ("pidfd_send_signal",),
+    "signal": ("pidfd_send_signal",),
+}
 _NO_REIMPORT = frozenset({"_posixsubprocess", "_signal"})
 _FIXED_EVENTS = {
     "resource.setrlimit": "sandbox: resource limits cannot be changed",
@@ -100,8 +142,12 @@ def build_policy(scratch: Path, task_data: Path | None, network: bool, *, isolat
     import stateguard
 
     if isolated:
-        return Policy(scratch=_real(scratch), task_data=None if task_data is None else _real(task_data),
-                      read_roots=(), network=network)  # fmt: skip
+        return Policy(
+            scratch=_real(scratch),
+            task_data=None if task_data is None else _real(task_data),
+            read_roots=(),
+            network=network,
+        )
 
     roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *site.getsitepackages()}
     prefixes = tuple(_real(p) for p in roots)
@@ -174,7 +220,8 @@ def install(policy: Policy, trusted_code: Iterable[CodeType]) -> Callable[[], No
     # Bound now: later changes to this module's names must not reach the hook.
     frozen = dict(globals())  # the helpers below see this copy of the module's names, not the module
     under, resolve, is_child = (
-        types.FunctionType(f.__code__, frozen, f.__name__, f.__defaults__) for f in (_under, _resolve, _is_child)
+        types.FunctionType(f.__code__, frozen, f.__name__, f.__defaults__)
+        for f in (_under, _resolve, _is_child)
     )
     real_pid, network = os.getpid, policy.network
     write_events = {k: tuple(v) for k, v in _WRITE_EVENTS.items()}

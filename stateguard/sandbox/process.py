@@ -73,14 +73,25 @@ def network_namespace_available() -> bool:
 def child_environment(scratch_dir: Path) -> dict[str, str]:
     scratch = str(scratch_dir)
     return {
-        "PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": scratch, "TMPDIR": scratch, "MPLCONFIGDIR": scratch,
-        "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONPATH": _PACKAGE_ROOT, "USER": "sandbox",
-        "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1", "PYTHONFAULTHANDLER": "1",
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": scratch,
+        "TMPDIR": scratch,
+        "MPLCONFIGDIR": scratch,
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "PYTHONPATH": _PACKAGE_ROOT,
+        "USER": "sandbox",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONNOUSERSITE": "1",
+        "PYTHONFAULTHANDLER": "1",
         # One thread per kernel: predictable CPU accounting, and fork-safe probes.
-        "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "NUMEXPR_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "NUMEXPR_NUM_THREADS": "1",
         # Each malloc arena reserves address space that RLIMIT_AS counts.
         "MALLOC_ARENA_MAX": "2",
-    }  # fmt: skip
+    }
 
 
 class StderrLog:
@@ -120,8 +131,12 @@ class StderrLog:
         self._thread.join(timeout)
 
     def tail(self, chars: int = 600) -> str:
-        text = bytes(self._tail if self.total > LOG_KEEP_BYTES else self._head).decode(errors="replace").strip()
-        if text.startswith("Fatal Python error"):  # faulthandler dumps are long; the first line names the fault
+        text = (
+            bytes(self._tail if self.total > LOG_KEEP_BYTES else self._head).decode(errors="replace").strip()
+        )
+        if text.startswith(
+            "Fatal Python error"
+        ):  # faulthandler dumps are long; the first line names the fault
             return text.splitlines()[0]
         return text[-chars:]
 
@@ -146,9 +161,16 @@ def _read_info(fd: int, deadline: float) -> dict[str, Any]:
 
 class KernelProcess:
     def __init__(
-        self, *, scratch_dir: Path, task_data_dir: Path | None, limits: SandboxLimits, log_path: Path,
-        private_dir: Path, seed_dir: Path | None, uid: int | None = None,
-    ):  # fmt: skip
+        self,
+        *,
+        scratch_dir: Path,
+        task_data_dir: Path | None,
+        limits: SandboxLimits,
+        log_path: Path,
+        private_dir: Path,
+        seed_dir: Path | None,
+        uid: int | None = None,
+    ):
         self.limits = limits
         self.isolation = limits.isolation
         self.scratch_dir = scratch_dir
@@ -182,19 +204,33 @@ class KernelProcess:
             keep.append(info_write)
             closing.append(info_write)
             argv = isolation.bwrap_command(
-                argv, scratch=scratch_dir, seed=seed_dir, task_data=task_data_dir, etc_files=etc, uid=uid,
-                scratch_mb=limits.scratch_mb, tmp_mb=limits.tmp_mb, network=limits.network,
-                seccomp_fd=seccomp_fd, info_fd=info_write,
-            )  # fmt: skip
+                argv,
+                scratch=scratch_dir,
+                seed=seed_dir,
+                task_data=task_data_dir,
+                etc_files=etc,
+                uid=uid,
+                scratch_mb=limits.scratch_mb,
+                tmp_mb=limits.tmp_mb,
+                network=limits.network,
+                seccomp_fd=seccomp_fd,
+                info_fd=info_write,
+            )
         elif self.network_namespace:
             argv = [shutil.which("unshare") or "unshare", "-n", *argv]
         err_read, err_write = os.pipe()
         closing.append(err_write)
         try:
             self.proc = subprocess.Popen(
-                argv, pass_fds=keep, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err_write,
-                cwd=scratch_dir, env=child_environment(scratch_dir), start_new_session=True,
-            )  # fmt: skip
+                argv,
+                pass_fds=keep,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=err_write,
+                cwd=scratch_dir,
+                env=child_environment(scratch_dir),
+                start_new_session=True,
+            )
         except BaseException:
             os.close(err_read)
             if info_read is not None:
@@ -219,7 +255,9 @@ class KernelProcess:
                 if "child-pid" not in info:
                     self._wait(5.0)
                     self.log.wait(1.0)
-                    raise KernelDied(f"bubblewrap could not start the sandbox: {self.log.tail() or 'no message'}")
+                    raise KernelDied(
+                        f"bubblewrap could not start the sandbox: {self.log.tail() or 'no message'}"
+                    )
                 self.sandbox_pid = int(info["child-pid"])
             ready = self.request(config, STARTUP_TIMEOUT_S)
             if not ready.get("ready"):

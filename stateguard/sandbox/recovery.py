@@ -99,15 +99,24 @@ def plan(history: History, exists: Callable[[str], bool]) -> ReplayPlan:
             elif exists(op.checkpoint):
                 external.add(op.checkpoint)
             else:
-                raise ReplayFailed(f"checkpoint {op.checkpoint!r}, restored at step {i + 1}, no longer exists")
+                raise ReplayFailed(
+                    f"checkpoint {op.checkpoint!r}, restored at step {i + 1}, no longer exists"
+                )
     alive = [i for c, i in last_taken.items() if exists(c)]
     return ReplayPlan(retake=retake, verify_at=max(alive) if alive else None, external=external)
 
 
 def replay(
-    kernel: KernelProcess, history: History, *, checkpoint_path: Callable[[str], Path], exists: Callable[[str], bool],
-    private_dir: Path, cell_timeout: float, admin_timeout: float, budget_s: float,
-) -> str:  # fmt: skip
+    kernel: KernelProcess,
+    history: History,
+    *,
+    checkpoint_path: Callable[[str], Path],
+    exists: Callable[[str], bool],
+    private_dir: Path,
+    cell_timeout: float,
+    admin_timeout: float,
+    budget_s: float,
+) -> str:
     """Replay `history` into a fresh `kernel`; returns a one-line summary or raises `ReplayFailed`."""
     the_plan = plan(history, exists)
     deadline = time.monotonic() + budget_s
@@ -119,23 +128,31 @@ def replay(
     try:
         for i, op in enumerate(history.ops):
             if time.monotonic() > deadline:
-                raise ReplayFailed(f"it took longer than replay_seconds={budget_s:g} (stopped at step {i + 1})")
+                raise ReplayFailed(
+                    f"it took longer than replay_seconds={budget_s:g} (stopped at step {i + 1})"
+                )
             if op.kind == "cell":
                 cell_no += 1
                 reply = kernel.request({"op": "run", "code": op.code}, cell_timeout)
                 if outcome_digest(reply) != op.digest:
                     got = "ok" if reply.get("ok") else reply.get("error")
-                    raise ReplayFailed(f"cell {cell_no} ended differently on replay ({got}; different output or error)")
+                    raise ReplayFailed(
+                        f"cell {cell_no} ended differently on replay ({got}; different output or error)"
+                    )
             elif op.kind == "delete":
                 kernel.request({"op": "delete", "names": op.names}, admin_timeout)
             elif op.kind == "snapshot":
                 if i in the_plan.retake:
                     retaken[op.checkpoint] = _retake(kernel, private_dir, op.checkpoint, admin_timeout)
                 if i == the_plan.verify_at:
-                    reply = kernel.request({"op": "verify"}, admin_timeout, blob=checkpoint_path(op.checkpoint))
+                    reply = kernel.request(
+                        {"op": "verify"}, admin_timeout, blob=checkpoint_path(op.checkpoint)
+                    )
                     differ = [str(n) for n in reply.get("differ", [])]
                     if not reply.get("ok") or differ:
-                        raise ReplayFailed(f"values differ from checkpoint {op.checkpoint!r}: {', '.join(differ) or reply}")
+                        raise ReplayFailed(
+                            f"values differ from checkpoint {op.checkpoint!r}: {', '.join(differ) or reply}"
+                        )
                     verified = op.checkpoint
             else:
                 source = retaken.get(op.checkpoint) or checkpoint_path(op.checkpoint)

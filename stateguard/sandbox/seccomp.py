@@ -34,16 +34,52 @@ _ALLOW, _KILL_PROCESS, _ERRNO = 0x7FFF0000, 0x80000000, 0x00050000
 CLONE_NEW_FLAGS = 0x7E020080  # NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET | NEWTIME
 
 DENIED_X86_64 = {
-    "ptrace": 101, "syslog": 103, "adjtimex": 159, "chroot": 161, "acct": 163, "settimeofday": 164,
-    "mount": 165, "umount2": 166, "swapon": 167, "swapoff": 168, "reboot": 169, "sethostname": 170,
-    "setdomainname": 171, "init_module": 175, "delete_module": 176, "quotactl": 179, "pivot_root": 155,
-    "lookup_dcookie": 212, "clock_settime": 227, "kexec_load": 246, "add_key": 248, "request_key": 249,
-    "keyctl": 250, "unshare": 272, "perf_event_open": 298, "name_to_handle_at": 303,
-    "open_by_handle_at": 304, "clock_adjtime": 305, "setns": 308, "process_vm_readv": 310,
-    "process_vm_writev": 311, "finit_module": 313, "kexec_file_load": 320, "bpf": 321, "userfaultfd": 323,
-    "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "open_tree": 428,
-    "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "mount_setattr": 442,
-}  # fmt: skip
+    "ptrace": 101,
+    "syslog": 103,
+    "adjtimex": 159,
+    "chroot": 161,
+    "acct": 163,
+    "settimeofday": 164,
+    "mount": 165,
+    "umount2": 166,
+    "swapon": 167,
+    "swapoff": 168,
+    "reboot": 169,
+    "sethostname": 170,
+    "setdomainname": 171,
+    "init_module": 175,
+    "delete_module": 176,
+    "quotactl": 179,
+    "pivot_root": 155,
+    "lookup_dcookie": 212,
+    "clock_settime": 227,
+    "kexec_load": 246,
+    "add_key": 248,
+    "request_key": 249,
+    "keyctl": 250,
+    "unshare": 272,
+    "perf_event_open": 298,
+    "name_to_handle_at": 303,
+    "open_by_handle_at": 304,
+    "clock_adjtime": 305,
+    "setns": 308,
+    "process_vm_readv": 310,
+    "process_vm_writev": 311,
+    "finit_module": 313,
+    "kexec_file_load": 320,
+    "bpf": 321,
+    "userfaultfd": 323,
+    "io_uring_setup": 425,
+    "io_uring_enter": 426,
+    "io_uring_register": 427,
+    "open_tree": 428,
+    "move_mount": 429,
+    "fsopen": 430,
+    "fsconfig": 431,
+    "fsmount": 432,
+    "fspick": 433,
+    "mount_setattr": 442,
+}
 CLONE_X86_64, CLONE3_X86_64 = 56, 435
 
 
@@ -85,4 +121,8 @@ def build_filter() -> bytes | None:
 
 
 def describe() -> str:
-    return "seccomp deny-list" if platform.machine() == "x86_64" else f"no seccomp filter for {platform.machine()}"
+    return (
+        "seccomp deny-list"
+        if platform.machine() == "x86_64"
+        else f"no seccomp filter for {platform.machine()}"
+    )

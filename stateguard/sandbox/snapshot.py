@@ -35,8 +35,12 @@ def _user_items(namespace: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in namespace.items() if not k.startswith("__")}
 
 
-def _dump(values: dict[str, Any], modules: dict[str, str], namespace: dict[str, Any],
-          skipped: list[str] | None = None) -> memoryview:  # fmt: skip
+def _dump(
+    values: dict[str, Any],
+    modules: dict[str, str],
+    namespace: dict[str, Any],
+    skipped: list[str] | None = None,
+) -> memoryview:
     # A function whose globals are the namespace: after unpickling, cloudpickle gives all the
     # cell-defined functions one shared globals dict, and this anchor lets us find it.
     anchor = types.FunctionType(compile("None", "<anchor>", "eval"), namespace)

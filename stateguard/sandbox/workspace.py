@@ -108,10 +108,14 @@ class SandboxWorkspace:
     def _start(self, *, seed: Path | None | Literal["host"] = "host") -> KernelProcess:
         """A new kernel; its scratch starts as the host scratch dir (`"host"`), a copy, or empty (None)."""
         return KernelProcess(
-            scratch_dir=self.scratch_dir, task_data_dir=self.task_data_dir, limits=self.limits,
-            log_path=self.checkpoint_dir / "kernel.stderr.log", private_dir=self._private,
-            seed_dir=self.scratch_dir if seed == "host" else seed, uid=self._uid,
-        )  # fmt: skip
+            scratch_dir=self.scratch_dir,
+            task_data_dir=self.task_data_dir,
+            limits=self.limits,
+            log_path=self.checkpoint_dir / "kernel.stderr.log",
+            private_dir=self._private,
+            seed_dir=self.scratch_dir if seed == "host" else seed,
+            uid=self._uid,
+        )
 
     def _save_base_scratch(self) -> Path | None:
         """A copy of the scratch dir as it is now, where a replay starts from (None: it is empty)."""
@@ -188,10 +192,15 @@ class SandboxWorkspace:
         try:
             self._replace_kernel(seed=self._base_scratch)
             summary = replay(
-                self.kernel, self.history, checkpoint_path=self.checkpoints.path, exists=self.checkpoints.exists,
-                private_dir=self._private / "replay", cell_timeout=self._cell_timeout(),
-                admin_timeout=self._admin_timeout(), budget_s=self.limits.replay_seconds,
-            )  # fmt: skip
+                self.kernel,
+                self.history,
+                checkpoint_path=self.checkpoints.path,
+                exists=self.checkpoints.exists,
+                private_dir=self._private / "replay",
+                cell_timeout=self._cell_timeout(),
+                admin_timeout=self._admin_timeout(),
+                budget_s=self.limits.replay_seconds,
+            )
             listing = self.kernel.request({"op": "delete", "names": []}, self._admin_timeout())
             self._names = [str(n) for n in listing.get("names", [])]
         except (ReplayFailed, KernelDied, OSError) as exc:
@@ -247,8 +256,14 @@ class SandboxWorkspace:
             notes.append(f"lost (not in the checkpoint): {', '.join(lost)}")
             self.dataflow.forget(lost)
         if lost or lost_effects:
-            what = "; ".join(x for x in (f"lost variables: {', '.join(lost)}" if lost else "",
-                                         f"lost effects of {lost_effects}" if lost_effects else "") if x)  # fmt: skip
+            what = "; ".join(
+                x
+                for x in (
+                    f"lost variables: {', '.join(lost)}" if lost else "",
+                    f"lost effects of {lost_effects}" if lost_effects else "",
+                )
+                if x
+            )
             self.degraded_reasons.append(f"workspace: {cause}; {why}; {what}")
         # From here the state is "that checkpoint restored into an empty kernel": replay from there.
         self.history = History([Op(kind="restore", checkpoint=checkpoint)] if checkpoint else [])
@@ -315,10 +330,19 @@ class SandboxWorkspace:
             reads, writes = cell_names(code, reply.flow)
             cap = self.limits.max_output_chars + 200
             return CellResult(
-                cell_id=cell_id, ok=reply.ok, stdout=reply.stdout[:cap], stderr=reply.stderr[:cap], value=reply.value,
-                error=reply.error, traceback=reply.traceback, wall_s=reply.wall_s, reads=reads, writes=writes,
-                stale_reads=stale, notes=notes,
-            )  # fmt: skip
+                cell_id=cell_id,
+                ok=reply.ok,
+                stdout=reply.stdout[:cap],
+                stderr=reply.stderr[:cap],
+                value=reply.value,
+                error=reply.error,
+                traceback=reply.traceback,
+                wall_s=reply.wall_s,
+                reads=reads,
+                writes=writes,
+                stale_reads=stale,
+                notes=notes,
+            )
 
     def get_value(self, name: str) -> Any:
         """The value as JSON: plain data as-is, numpy scalars as numbers, anything else a summary dict."""
@@ -351,9 +375,11 @@ class SandboxWorkspace:
                 return ProbeResult(ok=False, error=f"SandboxDied: {exc}")
             cap = self.limits.max_output_chars + 200
             return ProbeResult(
-                ok=reply.get("ok") is True, stdout=str(reply.get("stdout", ""))[:cap], value=reply.get("value"),
+                ok=reply.get("ok") is True,
+                stdout=str(reply.get("stdout", ""))[:cap],
+                value=reply.get("value"),
                 error=None if reply.get("error") is None else str(reply["error"]),
-            )  # fmt: skip
+            )
 
     # --- checkpoints ------------------------------------------------------------------------
     def snapshot(self, checkpoint_id: str) -> None:
@@ -373,10 +399,13 @@ class SandboxWorkspace:
                 raise
             self.checkpoints.record(
                 CheckpointInfo(
-                    checkpoint_id=checkpoint_id, saved=reply.saved, skipped=reply.skipped, size_bytes=size,
+                    checkpoint_id=checkpoint_id,
+                    saved=reply.saved,
+                    skipped=reply.skipped,
+                    size_bytes=size,
                     after_cell=self._cells,
                 )
-            )  # fmt: skip
+            )
             self.history.snapshot(checkpoint_id)
             if reply.skipped:
                 self._pending_notes.append(
@@ -426,7 +455,9 @@ class SandboxWorkspace:
 def _thread_notes(threads: dict[str, list[str]]) -> list[str]:
     notes = []
     if threads.get("stopped"):
-        notes.append(f"sandbox: stopped background thread(s) still running when the cell ended: {', '.join(threads['stopped'])}")
+        notes.append(
+            f"sandbox: stopped background thread(s) still running when the cell ended: {', '.join(threads['stopped'])}"
+        )
     if threads.get("running"):
         notes.append(
             f"sandbox: background thread(s) could not be stopped and keep running between cells (they may change "

@@ -25,7 +25,27 @@ from stateguard.statewise.resolution import ResolutionPolicy
 from stateguard.statewise.store import RecordStore, RecordStoreError
 
 __all__ = [
-    "Action", "Answer", "Authority", "CallbackDeveloper", "Correction", "Developer", "EndpointDeveloper", "Evidence",
-    "Interface", "InterfaceSpec", "OpRecord", "Planner", "PlannerError", "Provenance", "Question", "RecordStore",
-    "RecordStoreError", "RecoveryConfig", "ResolutionPolicy", "ScriptedPlanner", "TaskOutcome", "TaskSpec", "run_task",
-]  # fmt: skip
+    "Action",
+    "Answer",
+    "Authority",
+    "CallbackDeveloper",
+    "Correction",
+    "Developer",
+    "EndpointDeveloper",
+    "Evidence",
+    "Interface",
+    "InterfaceSpec",
+    "OpRecord",
+    "Planner",
+    "PlannerError",
+    "Provenance",
+    "Question",
+    "RecordStore",
+    "RecordStoreError",
+    "RecoveryConfig",
+    "ResolutionPolicy",
+    "ScriptedPlanner",
+    "TaskOutcome",
+    "TaskSpec",
+    "run_task",
+]

@@ -40,7 +40,9 @@ class Probe(BaseModel):
 class Attribution(BaseModel):
     model_config = ConfigDict(frozen=True)
     critical: list[str] = Field(default_factory=list, description="Ids of decision-critical records.")
-    inconclusive: list[str] = Field(default_factory=list, description="Strongly linked, dependence not shown.")
+    inconclusive: list[str] = Field(
+        default_factory=list, description="Strongly linked, dependence not shown."
+    )
     probes: list[Probe] = Field(default_factory=list)
 
     @property
@@ -78,8 +80,9 @@ def linked(spec: InterfaceSpec, task: TaskSpec, records: list[OpRecord], proposa
     return [r for r in records if r.key in declared or any(v == r.value for v in values)]
 
 
-def attribute(planner: Planner, spec: InterfaceSpec, task: TaskSpec, records: list[OpRecord],
-              proposal: Action) -> Attribution:  # fmt: skip
+def attribute(
+    planner: Planner, spec: InterfaceSpec, task: TaskSpec, records: list[OpRecord], proposal: Action
+) -> Attribution:
     base = proposal.signature()
     critical: list[str] = []
     inconclusive: list[str] = []
@@ -88,7 +91,9 @@ def attribute(planner: Planner, spec: InterfaceSpec, task: TaskSpec, records: li
         outcomes: list[bool | None] = []
         variants = {
             "removed": [r for r in records if r.id != rec.id],
-            "altered": [r.model_copy(update={"value": alternative(spec, r)}) if r.id == rec.id else r for r in records],
+            "altered": [
+                r.model_copy(update={"value": alternative(spec, r)}) if r.id == rec.id else r for r in records
+            ],
         }
         for variant, context in variants.items():
             try:
@@ -99,12 +104,20 @@ def attribute(planner: Planner, spec: InterfaceSpec, task: TaskSpec, records: li
                 continue
             changed = action.signature() != base
             outcomes.append(changed)
-            probes.append(Probe(record_id=rec.id, key=rec.key, variant=variant, changed=changed,
-                                action=repr(action.signature())))  # fmt: skip
+            probes.append(
+                Probe(
+                    record_id=rec.id,
+                    key=rec.key,
+                    variant=variant,
+                    changed=changed,
+                    action=repr(action.signature()),
+                )
+            )
         if any(o is True for o in outcomes):
             critical.append(rec.id)
-        elif (any(o is None for o in outcomes) and _strongly_linked(spec, task, rec, proposal)) or (
-            not proposal.is_stop and any(v == rec.value for v in proposal.slots.values())
+        elif (
+            (any(o is None for o in outcomes) and _strongly_linked(spec, task, rec, proposal))
+            or (not proposal.is_stop and any(v == rec.value for v in proposal.slots.values()))
         ):  # the action carries this record's value although the probes did not move it: not shown independent
             inconclusive.append(rec.id)
     return Attribution(critical=critical, inconclusive=inconclusive, probes=probes)

@@ -74,14 +74,17 @@ def _invariant(env: Environment, inv: Invariant, value: object) -> str | None:
     return None
 
 
-def check_action(action: Action, task: TaskSpec, interface: Interface, env: Environment,
-                 store: RecordStore) -> CheckResult:  # fmt: skip
+def check_action(
+    action: Action, task: TaskSpec, interface: Interface, env: Environment, store: RecordStore
+) -> CheckResult:
     if action.is_stop:
         return CheckResult(passed=True)
     spec = interface.spec
     op = spec.operations.get(action.operation)
     if op is None or action.operation != task.operation:
-        return CheckResult(passed=False, failures=[f"operation {action.operation!r} is not the task's {task.operation!r}"])
+        return CheckResult(
+            passed=False, failures=[f"operation {action.operation!r} is not the task's {task.operation!r}"]
+        )
     failures: list[str] = []
     if op.effect not in task.permissions:
         failures.append(f"{op.effect} is not permitted for this task (granted: {task.permissions})")
@@ -95,13 +98,17 @@ def check_action(action: Action, task: TaskSpec, interface: Interface, env: Envi
             failures.append(f"{slot.name}={value!r} means do not act")
         if slot.role == "param":
             if value != task.params.get(slot.name):
-                failures.append(f"{slot.name}={value!r} differs from the task's {task.params.get(slot.name)!r}")
+                failures.append(
+                    f"{slot.name}={value!r} differs from the task's {task.params.get(slot.name)!r}"
+                )
             continue
         rec = current.get(slot.record_key(task.params))
         if rec is not None and rec.value != value:
             failures.append(f"{slot.name}={value!r} contradicts record {rec.key}={rec.value!r} ({rec.id})")
     for inv in op.invariants:
-        bound = inv.model_copy(update={"arg": [a.format(**task.params) for a in inv.arg]})  # roots may name params
+        bound = inv.model_copy(
+            update={"arg": [a.format(**task.params) for a in inv.arg]}
+        )  # roots may name params
         problem = _invariant(env, bound, action.slots.get(inv.slot))
         if problem:
             failures.append(f"invariant {inv.kind}: {problem}")

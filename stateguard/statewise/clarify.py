@@ -32,16 +32,20 @@ class Question(BaseModel):
     record_scope: str
     recorded_value: Any
     recorded_on: str = Field(description="ISO date the value was last established.")
-    signals: list[str] = Field(default_factory=list, description="Why it is in doubt (expired, conflict, scope...).")
+    signals: list[str] = Field(
+        default_factory=list, description="Why it is in doubt (expired, conflict, scope...)."
+    )
     conflicting: list[Any] = Field(default_factory=list, description="Newer values seen elsewhere.")
     task: str = Field(description="The task instruction the answer is needed for.")
 
     def text(self) -> str:
         doubt = f" It is in doubt: {', '.join(self.signals)}." if self.signals else ""
         seen = f" Newer notes mention {', '.join(map(repr, self.conflicting))}." if self.conflicting else ""
-        return (f"For the task \"{self.task}\" (scope {self.task_scope}) I rely on the stored record "
-                f"{self.key} = {self.recorded_value!r} (scope {self.record_scope}, set {self.recorded_on}).{doubt}{seen} "
-                f"Is that still right for {self.task_scope}? Reply yes, no: <correct value>, or undecided.")  # fmt: skip
+        return (
+            f'For the task "{self.task}" (scope {self.task_scope}) I rely on the stored record '
+            f"{self.key} = {self.recorded_value!r} (scope {self.record_scope}, set {self.recorded_on}).{doubt}{seen} "
+            f"Is that still right for {self.task_scope}? Reply yes, no: <correct value>, or undecided."
+        )
 
 
 class Answer(BaseModel):
@@ -107,12 +111,20 @@ class EndpointDeveloper:
 
     def ask(self, question: Question) -> Answer:
         self.questions += 1
-        result = self.client.chat([{"role": "system", "content": self.system_prompt},
-                                   {"role": "user", "content": question.text()}])  # fmt: skip
+        result = self.client.chat(
+            [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": question.text()}]
+        )
         data = last_json(result.content)
-        if not isinstance(data, dict) or data.get("answer") not in ("confirm", "correct", "undecided", "unknown"):
+        if not isinstance(data, dict) or data.get("answer") not in (
+            "confirm",
+            "correct",
+            "undecided",
+            "unknown",
+        ):
             return parse_reply(result.content)
         kind = data["answer"]
         if kind == "correct" and data.get("value") is None:
             return Answer(kind="unknown", text=result.content)
-        return Answer(kind=kind, value="undecided" if kind == "undecided" else data.get("value"), text=result.content)
+        return Answer(
+            kind=kind, value="undecided" if kind == "undecided" else data.get("value"), text=result.content
+        )

@@ -33,10 +33,18 @@ class StateType(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     name: str
-    owner: Owner = Field(description="machine: observable read-only; developer: intent only the developer can state.")
-    verifier: str | None = Field(default=None, description="Name of the verifier adapter (machine-owned types).")
-    ttl_days: float | None = Field(default=None, description="How long an observation of this type stays fresh.")
-    domain: list[Any] | None = Field(default=None, description="Allowed values, when the type is an enumeration.")
+    owner: Owner = Field(
+        description="machine: observable read-only; developer: intent only the developer can state."
+    )
+    verifier: str | None = Field(
+        default=None, description="Name of the verifier adapter (machine-owned types)."
+    )
+    ttl_days: float | None = Field(
+        default=None, description="How long an observation of this type stays fresh."
+    )
+    domain: list[Any] | None = Field(
+        default=None, description="Allowed values, when the type is an enumeration."
+    )
     description: str = ""
 
 
@@ -46,8 +54,12 @@ class ActionSlot(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     name: str
     role: SlotRole
-    key: str = Field(default="", description="Record key template, e.g. 'column.{measure}' ({param} from the task).")
-    default: Any = Field(default=None, description="What a planner assumes without a record; None: no default.")
+    key: str = Field(
+        default="", description="Record key template, e.g. 'column.{measure}' ({param} from the task)."
+    )
+    default: Any = Field(
+        default=None, description="What a planner assumes without a record; None: no default."
+    )
     description: str = ""
 
     def record_key(self, params: dict[str, Any]) -> str:
@@ -64,7 +76,9 @@ class Invariant(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     kind: InvariantKind
     slot: str = Field(description="The action slot (a path) it constrains.")
-    arg: list[str] = Field(default_factory=list, description="Roots for within_roots; marker names for markers.")
+    arg: list[str] = Field(
+        default_factory=list, description="Roots for within_roots; marker names for markers."
+    )
 
 
 class Operation(BaseModel):
@@ -75,7 +89,9 @@ class Operation(BaseModel):
     irreversible: bool = Field(description="Overwrites or deletes something that cannot be regenerated.")
     slots: list[ActionSlot]
     invariants: list[Invariant] = Field(default_factory=list)
-    template: str = Field(description="Program run by the environment; {slot} placeholders, values quoted by it.")
+    template: str = Field(
+        description="Program run by the environment; {slot} placeholders, values quoted by it."
+    )
 
     def slot(self, name: str) -> ActionSlot:
         for s in self.slots:
@@ -94,7 +110,9 @@ class InterfaceSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     name: str
     description: str
-    scope_levels: list[str] = Field(description="What each part of a scope path names, e.g. ['project', 'dataset'].")
+    scope_levels: list[str] = Field(
+        description="What each part of a scope path names, e.g. ['project', 'dataset']."
+    )
     state_types: dict[str, StateType]
     keys: dict[str, str] = Field(description="Record key (or key prefix ending in '.') -> state type name.")
     operations: dict[str, Operation]
@@ -104,7 +122,9 @@ class InterfaceSpec(BaseModel):
     @classmethod
     def _undecided_stops(cls, values: list[str]) -> list[str]:
         if "undecided" not in values:
-            raise ValueError("stop_values must include 'undecided': a developer may answer that a decision is open")
+            raise ValueError(
+                "stop_values must include 'undecided': a developer may answer that a decision is open"
+            )
         return values
 
     def type_of(self, key: str) -> StateType:
@@ -113,7 +133,9 @@ class InterfaceSpec(BaseModel):
         for prefix, tname in self.keys.items():
             if prefix.endswith(".") and key.startswith(prefix):
                 return self.state_types[tname]
-        raise KeyError(f"interface {self.name!r} declares no record key {key!r} (declared: {sorted(self.keys)})")
+        raise KeyError(
+            f"interface {self.name!r} declares no record key {key!r} (declared: {sorted(self.keys)})"
+        )
 
 
 class TaskSpec(BaseModel):
@@ -185,7 +207,9 @@ class Interface(BaseModel):
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
     spec: InterfaceSpec
     verifiers: dict[str, Verifier]
-    render: Callable[[Operation, dict[str, Any]], str] = Field(description="(operation, slot values) -> program.")
+    render: Callable[[Operation, dict[str, Any]], str] = Field(
+        description="(operation, slot values) -> program."
+    )
 
     def verify(self, env: Environment, key: str, task: TaskSpec) -> Verdict:
         stype = self.spec.type_of(key)

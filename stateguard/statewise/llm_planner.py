@@ -30,17 +30,26 @@ Reply with exactly one JSON object and nothing else: {"operation": "<operation n
 
 def render_prompt(spec: InterfaceSpec, task: TaskSpec, records: list[OpRecord]) -> str:
     op = spec.operations[task.operation]
-    slots = [{"name": s.name, "role": s.role, "description": s.description,
-              **({"default": s.default} if s.default is not None and s.role != "param" else {})} for s in op.slots]  # fmt: skip
-    return "\n".join([
-        f"Task: {task.instruction}",
-        f"Task scope: {task.scope}",
-        f"Task parameters: {json.dumps(task.params, sort_keys=True)}",
-        f"Operation: {op.name} - {op.description}",
-        f"Slots: {json.dumps(slots)}",
-        "Stored records:",
-        *[json.dumps(r.brief(), sort_keys=True) for r in records],
-    ])  # fmt: skip
+    slots = [
+        {
+            "name": s.name,
+            "role": s.role,
+            "description": s.description,
+            **({"default": s.default} if s.default is not None and s.role != "param" else {}),
+        }
+        for s in op.slots
+    ]
+    return "\n".join(
+        [
+            f"Task: {task.instruction}",
+            f"Task scope: {task.scope}",
+            f"Task parameters: {json.dumps(task.params, sort_keys=True)}",
+            f"Operation: {op.name} - {op.description}",
+            f"Slots: {json.dumps(slots)}",
+            "Stored records:",
+            *[json.dumps(r.brief(), sort_keys=True) for r in records],
+        ]
+    )
 
 
 class LLMPlanner:
@@ -54,8 +63,12 @@ class LLMPlanner:
 
     def propose(self, task: TaskSpec, records: list[OpRecord]) -> Action:
         self.calls += 1
-        result = self.client.chat([{"role": "system", "content": self.system},
-                                   {"role": "user", "content": render_prompt(self.spec, task, records)}])  # fmt: skip
+        result = self.client.chat(
+            [
+                {"role": "system", "content": self.system},
+                {"role": "user", "content": render_prompt(self.spec, task, records)},
+            ]
+        )
         return parse_plan(result.content, self.spec, task, records)
 
 
@@ -74,11 +87,17 @@ def parse_plan(text: str, spec: InterfaceSpec, task: TaskSpec, records: list[OpR
     op = spec.operations[operation]
     # Parameters are given verbatim by the task: one the model left out is taken from it (a value it
     # wrote differently is kept, and the state-action check refuses it).
-    raw = {**{s.name: task.params[s.name] for s in op.slots if s.role == "param" and s.name in task.params}, **raw}
+    raw = {
+        **{s.name: task.params[s.name] for s in op.slots if s.role == "param" and s.name in task.params},
+        **raw,
+    }
     missing = [s.name for s in op.slots if s.name not in raw]
     if missing:
         raise PlannerError(f"the planner left slots {missing} empty")
-    slots = {s.name: _coerce(raw[s.name], s.default, spec, s.record_key(task.params) if s.key else "") for s in op.slots}
+    slots = {
+        s.name: _coerce(raw[s.name], s.default, spec, s.record_key(task.params) if s.key else "")
+        for s in op.slots
+    }
     blocked = [n for n, v in slots.items() if isinstance(v, str) and v in spec.stop_values]
     if blocked:
         return Action(operation="stop", reason=f"plan carries a stop value in {blocked}")

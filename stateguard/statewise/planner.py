@@ -46,7 +46,9 @@ class ScriptedPlanner:
         self.calls += 1
         op = self.spec.operations.get(task.operation)
         if op is None:
-            raise PlannerError(f"task {task.task_id}: interface {self.spec.name!r} has no operation {task.operation!r}")
+            raise PlannerError(
+                f"task {task.task_id}: interface {self.spec.name!r} has no operation {task.operation!r}"
+            )
         by_key = {r.key: r for r in records}
         slots: dict[str, object] = {}
         used: dict[str, str] = {}
@@ -67,6 +69,9 @@ class ScriptedPlanner:
                 used[slot.name] = rec.id
         blocked = [n for n, v in slots.items() if isinstance(v, str) and v in self.spec.stop_values]
         if blocked:
-            return Action(operation="stop", used=used,
-                          reason=f"premise says do not act: {', '.join(f'{n}={slots[n]!r}' for n in blocked)}")  # fmt: skip
+            return Action(
+                operation="stop",
+                used=used,
+                reason=f"premise says do not act: {', '.join(f'{n}={slots[n]!r}' for n in blocked)}",
+            )
         return Action(operation=op.name, slots=slots, used=used)

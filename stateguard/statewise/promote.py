@@ -37,11 +37,21 @@ from stateguard.store import StateStore
 from stateguard.trace import read_trace
 
 SKIP_NAMES = {"result"}
-PRELUDE_NAMES = {"pd", "np", "json", "re", "math", "BASE_PATH", "json_dumps_rounded"}  # stateguard.task.PRELUDE
+PRELUDE_NAMES = {
+    "pd",
+    "np",
+    "json",
+    "re",
+    "math",
+    "BASE_PATH",
+    "json_dumps_rounded",
+}  # stateguard.task.PRELUDE
 
 
 class Promotion(BaseModel):
-    written: list[str] = Field(default_factory=list, description="Ids of records added or correcting versions.")
+    written: list[str] = Field(
+        default_factory=list, description="Ids of records added or correcting versions."
+    )
     unchanged: list[str] = Field(default_factory=list, description="Keys already stored with the same value.")
     skipped: list[str] = Field(default_factory=list, description="What could not be promoted, and why.")
 
@@ -54,7 +64,11 @@ def _static_path(node: ast.AST, names: dict[str, str]) -> str | None:
         for piece in node.values:
             if isinstance(piece, ast.Constant) and isinstance(piece.value, str):
                 parts.append(piece.value)
-            elif isinstance(piece, ast.FormattedValue) and isinstance(piece.value, ast.Name) and piece.value.id in names:
+            elif (
+                isinstance(piece, ast.FormattedValue)
+                and isinstance(piece.value, ast.Name)
+                and piece.value.id in names
+            ):
                 parts.append(names[piece.value.id])
             else:
                 return None
@@ -80,13 +94,23 @@ def _io_calls(code: str, names: dict[str, str]) -> list[tuple[str, str | None, s
         tree = ast.parse(code)
     except SyntaxError:
         return found
-    targets = {id(s.value): s.targets[0].id for s in ast.walk(tree)
-               if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)}  # fmt: skip
+    targets = {
+        id(s.value): s.targets[0].id
+        for s in ast.walk(tree)
+        if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)
+    }
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
             kind = {"read_csv": "read", "to_csv": "write"}.get(node.func.attr)
             if kind:
-                found.append((kind, _static_path(node.args[0], names), ast.unparse(node.args[0]), targets.get(id(node))))
+                found.append(
+                    (
+                        kind,
+                        _static_path(node.args[0], names),
+                        ast.unparse(node.args[0]),
+                        targets.get(id(node)),
+                    )
+                )
     return found
 
 
@@ -112,8 +136,15 @@ def _statements(code: str) -> list[str]:
     return [ast.get_source_segment(code, s) or ast.unparse(s) for s in tree.body]
 
 
-def promote_run(run_dir: str | Path, records: RecordStore, *, project: str, base_path: str, now: datetime,
-                run_name: str | None = None) -> Promotion:  # fmt: skip
+def promote_run(
+    run_dir: str | Path,
+    records: RecordStore,
+    *,
+    project: str,
+    base_path: str,
+    now: datetime,
+    run_name: str | None = None,
+) -> Promotion:
     run = Path(run_dir)
     folder = RolloutFolder(run)
     states = StateStore.open_read_only(folder.store)
@@ -129,18 +160,32 @@ def promote_run(run_dir: str | Path, records: RecordStore, *, project: str, base
         # Reading a file is an observation of where the table is, even in a state a later revision
         # invalidated; what a state computed or wrote is promoted only from valid states.
         for state in committed:
-            for kind, path, text, var_name in [c for code in code_of[state.id] for c in _io_calls(code, names)]:
+            for kind, path, text, var_name in [
+                c for code in code_of[state.id] for c in _io_calls(code, names)
+            ]:
                 rel = None if path is None else _relative(path, base_path)
                 if kind != "read":
                     continue
                 if rel is None:
-                    out.skipped.append(f"{state.id}: read path {text!r} is not a static path under the task folder")
+                    out.skipped.append(
+                        f"{state.id}: read path {text!r} is not a static path under the task folder"
+                    )
                     continue
                 dataset = posixpath.splitext(posixpath.basename(rel))[0]
                 reads.append((dataset, rel))
                 if var_name:
                     tables[var_name] = rel
-                _put(records, out, "table.location", "location", rel, f"{project}/{dataset}", state.id, name, now)
+                _put(
+                    records,
+                    out,
+                    "table.location",
+                    "location",
+                    rel,
+                    f"{project}/{dataset}",
+                    state.id,
+                    name,
+                    now,
+                )
         for state in committed:
             if states.is_invalid(state.id):
                 continue
@@ -150,26 +195,52 @@ def promote_run(run_dir: str | Path, records: RecordStore, *, project: str, base
                     continue
                 rel = None if path is None else _relative(path, base_path)
                 if rel is None:
-                    out.skipped.append(f"{state.id}: write path {text!r} is not a static path under the task folder")
+                    out.skipped.append(
+                        f"{state.id}: write path {text!r} is not a static path under the task folder"
+                    )
                     continue
                 sources = sorted({d for d, _ in reads})
                 owner = sources[0] if len(sources) == 1 else posixpath.splitext(posixpath.basename(rel))[0]
-                _put(records, out, "table.clean_path", "clean_target", rel, f"{project}/{owner}", state.id, name, now)
+                _put(
+                    records,
+                    out,
+                    "table.clean_path",
+                    "clean_target",
+                    rel,
+                    f"{project}/{owner}",
+                    state.id,
+                    name,
+                    now,
+                )
             statements = [s for code in codes for s in _statements(code)]
             for var in state.defined_variables():
-                if var.name in SKIP_NAMES or states.current_version(var.name) != var.key:  # a later version supersedes it
+                if (
+                    var.name in SKIP_NAMES or states.current_version(var.name) != var.key
+                ):  # a later version supersedes it
                     continue
-                if not (isinstance(var.value, int | float) and not isinstance(var.value, bool) and math.isfinite(var.value)):
+                if not (
+                    isinstance(var.value, int | float)
+                    and not isinstance(var.value, bool)
+                    and math.isfinite(var.value)
+                ):
                     continue
                 code, reads_ = _slice(statements, var.name)
                 inputs = [r for r in reads_ if r not in PRELUDE_NAMES]
                 if not code or not inputs or any(r not in tables for r in inputs):
-                    out.skipped.append(f"{state.id}: {var.name} is not computed from the task's tables alone "
-                                       f"within its state (inputs {inputs})")
+                    out.skipped.append(
+                        f"{state.id}: {var.name} is not computed from the task's tables alone "
+                        f"within its state (inputs {inputs})"
+                    )
                     continue
-                value = {"code": "\n".join(code), "inputs": inputs, "tables": {r: tables[r] for r in inputs},
-                         "value": var.value}
-                _put(records, out, f"definition.{var.name}", "definition", value, project, state.id, name, now)
+                value = {
+                    "code": "\n".join(code),
+                    "inputs": inputs,
+                    "tables": {r: tables[r] for r in inputs},
+                    "value": var.value,
+                }
+                _put(
+                    records, out, f"definition.{var.name}", "definition", value, project, state.id, name, now
+                )
     finally:
         states.close()
     return out
@@ -182,20 +253,47 @@ def _state_code(lo: int | None, hi: int | None, steps: dict[int, WorkerStepData]
     return [steps[i].action for i in sorted(steps) if lo <= i <= hi and steps[i].success]
 
 
-def _put(records: RecordStore, out: Promotion, key: str, rtype: str, value: Any, scope: str, sid: str,
-         run_name: str, now: datetime) -> None:  # fmt: skip
+def _put(
+    records: RecordStore,
+    out: Promotion,
+    key: str,
+    rtype: str,
+    value: Any,
+    scope: str,
+    sid: str,
+    run_name: str,
+    now: datetime,
+) -> None:
     source = f"stateguard:{run_name}:{sid}"
     current = [r for r in records.records(key=key) if r.scope == scope]
     if current and current[0].value == value:
         out.unchanged.append(key)
         return
     if current:
-        evidence = Evidence(key=key, scope=scope, value=value, source="promotion", detail=f"committed state {source}",
-                            observed_at=now, authority=Authority.PROMOTED)  # fmt: skip
-        corr = records.correct(current[0].id, value, evidence, reason=f"promoted from {source}", at=now, task_id=source)
+        evidence = Evidence(
+            key=key,
+            scope=scope,
+            value=value,
+            source="promotion",
+            detail=f"committed state {source}",
+            observed_at=now,
+            authority=Authority.PROMOTED,
+        )
+        corr = records.correct(
+            current[0].id, value, evidence, reason=f"promoted from {source}", at=now, task_id=source
+        )
         out.written += corr.new_records
         return
-    rec = records.add(OpRecord(key=key, value=value, type=rtype, scope=scope, observed_at=now, ttl_days=180,
-                               provenance=Provenance(source=source, scope=scope, detail="promoted from a committed state"),
-                               authority=Authority.PROMOTED))  # fmt: skip
+    rec = records.add(
+        OpRecord(
+            key=key,
+            value=value,
+            type=rtype,
+            scope=scope,
+            observed_at=now,
+            ttl_days=180,
+            provenance=Provenance(source=source, scope=scope, detail="promoted from a committed state"),
+            authority=Authority.PROMOTED,
+        )
+    )
     out.written.append(rec.id)

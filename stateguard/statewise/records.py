@@ -87,8 +87,14 @@ class OpRecord(_Observed):
 
     def brief(self) -> dict[str, Any]:
         """The planner's view: what it may reason about (no store bookkeeping)."""
-        return {"key": self.key, "value": self.value, "type": self.type, "scope": self.scope,
-                "observed_at": self.observed_at.date().isoformat(), "authority": self.authority.value}  # fmt: skip
+        return {
+            "key": self.key,
+            "value": self.value,
+            "type": self.type,
+            "scope": self.scope,
+            "observed_at": self.observed_at.date().isoformat(),
+            "authority": self.authority.value,
+        }
 
 
 class Evidence(_Observed):
@@ -97,7 +103,9 @@ class Evidence(_Observed):
     id: str = Field(default="", description="Store-assigned id, e.g. 'e3'.")
     key: str
     scope: str = GLOBAL_SCOPE
-    value: Any = Field(default=None, description="The value observed; None when the observation was inconclusive.")
+    value: Any = Field(
+        default=None, description="The value observed; None when the observation was inconclusive."
+    )
     source: str = Field(description="probe | developer | observation | note | promotion")
     detail: str = Field(default="", description="The probe and its output, or the question and the answer.")
     observed_at: datetime
@@ -123,7 +131,9 @@ def check_scope(scope: str) -> str:
         return scope
     parts = scope.split("/")
     if not scope or any(not p or p == GLOBAL_SCOPE or any(c.isspace() for c in p) for p in parts):
-        raise ValueError(f"scope {scope!r}: use '*' or parts like 'shop/orders_eu' (no empty parts or spaces)")
+        raise ValueError(
+            f"scope {scope!r}: use '*' or parts like 'shop/orders_eu' (no empty parts or spaces)"
+        )
     return scope
 
 

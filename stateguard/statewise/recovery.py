@@ -32,11 +32,16 @@ from stateguard.trace import Trace
 
 class RecoveryConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-    attribution: bool = Field(default=True, description="Counterfactual replanning finds the critical records.")
+    attribution: bool = Field(
+        default=True, description="Counterfactual replanning finds the critical records."
+    )
     verify_all: bool = Field(default=False, description="Without attribution: verify every retrieved record.")
     persistence: bool = Field(default=True, description="Corrections are written to the persistent store.")
-    replan: bool = Field(default=True, description="After a repair the planner plans again from the repaired store; "
-                         "False: the repaired values are patched into the proposal's slots instead.")
+    replan: bool = Field(
+        default=True,
+        description="After a repair the planner plans again from the repaired store; "
+        "False: the repaired values are patched into the proposal's slots instead.",
+    )
     state_action_check: bool = True
     resolution: ResolutionPolicy = Field(default_factory=ResolutionPolicy)
 
@@ -71,9 +76,18 @@ def _propose(planner: Planner, task: TaskSpec, records: list[Any]) -> Action:
         return _stop(f"the planner gave no usable action: {exc}")
 
 
-def run_task(task: TaskSpec, store: RecordStore, env: Environment, interface: Interface, planner: Planner, *,
-             developer: Developer | None = None, recovery: RecoveryConfig | None = None,
-             trace: Trace | None = None, execute: bool = True) -> TaskOutcome:  # fmt: skip
+def run_task(
+    task: TaskSpec,
+    store: RecordStore,
+    env: Environment,
+    interface: Interface,
+    planner: Planner,
+    *,
+    developer: Developer | None = None,
+    recovery: RecoveryConfig | None = None,
+    trace: Trace | None = None,
+    execute: bool = True,
+) -> TaskOutcome:
     """One task end to end; never raises for a task-level failure (it becomes a stop)."""
     calls0, probes0 = planner.calls, env.probes
     asked0 = developer.questions if developer is not None else 0
@@ -85,7 +99,9 @@ def run_task(task: TaskSpec, store: RecordStore, env: Environment, interface: In
     state: dict[str, Any] = {"attribution": None, "resolutions": [], "corrections": [], "check": None}
     final = proposal
     if recovery is not None:
-        final = _recover(task, store, env, interface, planner, developer, recovery, records, proposal, state, emit)
+        final = _recover(
+            task, store, env, interface, planner, developer, recovery, records, proposal, state, emit
+        )
     executed = None
     if not final.is_stop and execute:
         op = interface.spec.operations[final.operation]
@@ -99,46 +115,85 @@ def run_task(task: TaskSpec, store: RecordStore, env: Environment, interface: In
     if final.is_stop:
         emit("sw_stopped", task_id=task.task_id, reason=final.reason)
     return TaskOutcome(
-        task_id=task.task_id, retrieved=[r.id for r in records], proposed=proposal, final=final,
-        stopped=final.is_stop, stop_reason=final.reason if final.is_stop else "", executed=executed,
-        planner_calls=planner.calls - calls0, probes=env.probes - probes0,
-        questions=(developer.questions - asked0) if developer is not None else 0, **state,
-    )  # fmt: skip
+        task_id=task.task_id,
+        retrieved=[r.id for r in records],
+        proposed=proposal,
+        final=final,
+        stopped=final.is_stop,
+        stop_reason=final.reason if final.is_stop else "",
+        executed=executed,
+        planner_calls=planner.calls - calls0,
+        probes=env.probes - probes0,
+        questions=(developer.questions - asked0) if developer is not None else 0,
+        **state,
+    )
 
 
-def _recover(task: TaskSpec, store: RecordStore, env: Environment, interface: Interface, planner: Planner,
-             developer: Developer | None, cfg: RecoveryConfig, records: list[Any], proposal: Action,
-             state: dict[str, Any], emit: Any) -> Action:  # fmt: skip
+def _recover(
+    task: TaskSpec,
+    store: RecordStore,
+    env: Environment,
+    interface: Interface,
+    planner: Planner,
+    developer: Developer | None,
+    cfg: RecoveryConfig,
+    records: list[Any],
+    proposal: Action,
+    state: dict[str, Any],
+    emit: Any,
+) -> Action:
     by_id = {r.id: r for r in records}
     if cfg.attribution:
         attribution = attribute(planner, interface.spec, task, records, proposal)
         state["attribution"] = attribution
         targets = attribution.to_verify
-        emit("sw_attribution", task_id=task.task_id, critical=attribution.critical,
-             inconclusive=attribution.inconclusive)  # fmt: skip
+        emit(
+            "sw_attribution",
+            task_id=task.task_id,
+            critical=attribution.critical,
+            inconclusive=attribution.inconclusive,
+        )
     else:
         targets = [r.id for r in records] if cfg.verify_all else []
     working = store if cfg.persistence else store.copy()
     try:
-        return _resolve_repair_check(task, working, env, interface, planner, developer, cfg, by_id, targets,
-                                     proposal, state, emit)  # fmt: skip
+        return _resolve_repair_check(
+            task, working, env, interface, planner, developer, cfg, by_id, targets, proposal, state, emit
+        )
     finally:
         if working is not store:
             working.close()
 
 
-def _resolve_repair_check(task: TaskSpec, working: RecordStore, env: Environment, interface: Interface,
-                          planner: Planner, developer: Developer | None, cfg: RecoveryConfig, by_id: dict[str, Any],
-                          targets: list[str], proposal: Action, state: dict[str, Any], emit: Any) -> Action:  # fmt: skip
+def _resolve_repair_check(
+    task: TaskSpec,
+    working: RecordStore,
+    env: Environment,
+    interface: Interface,
+    planner: Planner,
+    developer: Developer | None,
+    cfg: RecoveryConfig,
+    by_id: dict[str, Any],
+    targets: list[str],
+    proposal: Action,
+    state: dict[str, Any],
+    emit: Any,
+) -> Action:
     op = interface.spec.operations[task.operation]
-    resolutions = [resolve(by_id[rid], task, op, interface, env, working, developer, cfg.resolution) for rid in targets]
+    resolutions = [
+        resolve(by_id[rid], task, op, interface, env, working, developer, cfg.resolution) for rid in targets
+    ]
     state["resolutions"] = resolutions
     for res in resolutions:
         emit("sw_resolution", task_id=task.task_id, **res.model_dump(mode="json", exclude={"evidence"}))
     unresolved = [r for r in resolutions if r.status == "unresolved"]
     if unresolved:
-        return _stop("unresolved premise: " + "; ".join(f"{r.key} ({r.detail})" for r in unresolved), proposal.used)
-    corrections = apply_repairs(working, {r.record_id: by_id[r.record_id] for r in resolutions}, resolutions, task)
+        return _stop(
+            "unresolved premise: " + "; ".join(f"{r.key} ({r.detail})" for r in unresolved), proposal.used
+        )
+    corrections = apply_repairs(
+        working, {r.record_id: by_id[r.record_id] for r in resolutions}, resolutions, task
+    )
     state["corrections"] = corrections
     action = proposal
     if corrections:

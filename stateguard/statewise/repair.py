@@ -19,16 +19,24 @@ from stateguard.statewise.resolution import Resolution
 from stateguard.statewise.store import RecordStore
 
 
-def apply_repairs(store: RecordStore, records: dict[str, OpRecord], resolutions: list[Resolution],
-                  task: TaskSpec) -> list[str]:  # fmt: skip
+def apply_repairs(
+    store: RecordStore, records: dict[str, OpRecord], resolutions: list[Resolution], task: TaskSpec
+) -> list[str]:
     corrections: list[str] = []
     for res in resolutions:
         record = records[res.record_id]
         if res.evidence is None:
             continue
         if res.status == "defective":
-            corr = store.correct(record.id, res.value, res.evidence, reason=f"{res.defect}: {res.detail}"[:500],
-                                 at=task.now, task_id=task.task_id, narrow_to=res.narrow_to)  # fmt: skip
+            corr = store.correct(
+                record.id,
+                res.value,
+                res.evidence,
+                reason=f"{res.defect}: {res.detail}"[:500],
+                at=task.now,
+                task_id=task.task_id,
+                narrow_to=res.narrow_to,
+            )
             corrections.append(corr.id)
         elif res.status == "valid" and res.method == "developer":
             store.confirm(record.id, res.evidence, at=task.now, task_id=task.task_id)

@@ -88,10 +88,14 @@ class RecordStore:
         self._db.executescript(_SCHEMA)
         found = self._meta("schema_version")
         if found is None:
-            self._db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)", (STORE_SCHEMA,))
+            self._db.execute(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)", (STORE_SCHEMA,)
+            )
         elif found != STORE_SCHEMA:
-            raise RecordStoreError(f"{self.path}: record store schema {found!r}, this code reads {STORE_SCHEMA!r}; "
-                                   "use a new store file or the version that wrote it")  # fmt: skip
+            raise RecordStoreError(
+                f"{self.path}: record store schema {found!r}, this code reads {STORE_SCHEMA!r}; "
+                "use a new store file or the version that wrote it"
+            )
 
     @classmethod
     def open_read_only(cls, path: str | Path) -> RecordStore:
@@ -132,8 +136,10 @@ class RecordStore:
     def _insert_record(self, db: sqlite3.Connection, record: OpRecord) -> OpRecord:
         stored = record.model_copy(update={"id": self._next_id(db, "records", "r")})
         try:
-            db.execute("INSERT INTO records(id, key, scope, status, record) VALUES(?, ?, ?, ?, ?)",
-                       (stored.id, stored.key, stored.scope, stored.status.value, stored.canonical_json()))  # fmt: skip
+            db.execute(
+                "INSERT INTO records(id, key, scope, status, record) VALUES(?, ?, ?, ?, ?)",
+                (stored.id, stored.key, stored.scope, stored.status.value, stored.canonical_json()),
+            )
         except sqlite3.IntegrityError:
             raise RecordStoreError(
                 f"an active record for key {record.key!r} in scope {record.scope!r} exists already; "
@@ -144,11 +150,15 @@ class RecordStore:
     def _insert_evidence(self, db: sqlite3.Connection, evidence: Evidence) -> Evidence:
         if evidence.id:
             if db.execute("SELECT 1 FROM evidence WHERE id=?", (evidence.id,)).fetchone() is None:
-                raise RecordStoreError(f"evidence {evidence.id!r} is not in this store; pass it without an id")
+                raise RecordStoreError(
+                    f"evidence {evidence.id!r} is not in this store; pass it without an id"
+                )
             return evidence
         stored = evidence.model_copy(update={"id": self._next_id(db, "evidence", "e")})
-        db.execute("INSERT INTO evidence(id, key, scope, record) VALUES(?, ?, ?, ?)",
-                   (stored.id, stored.key, stored.scope, stored.canonical_json()))  # fmt: skip
+        db.execute(
+            "INSERT INTO evidence(id, key, scope, record) VALUES(?, ?, ?, ?)",
+            (stored.id, stored.key, stored.scope, stored.canonical_json()),
+        )
         return stored
 
     # ------------------------------------------------------------------ writes
@@ -157,15 +167,27 @@ class RecordStore:
         if record.id:
             raise RecordStoreError(f"record {record.id!r} already has an id; add() takes new records only")
         with self._transaction() as db:
-            return self._insert_record(db, record.model_copy(update={"status": RecordStatus.ACTIVE, "version": 1,
-                                                                      "supersedes": None}))  # fmt: skip
+            return self._insert_record(
+                db,
+                record.model_copy(update={"status": RecordStatus.ACTIVE, "version": 1, "supersedes": None}),
+            )
 
     def add_evidence(self, evidence: Evidence) -> Evidence:
         with self._transaction() as db:
             return self._insert_evidence(db, evidence)
 
-    def correct(self, old_id: str, value: Any, evidence: Evidence, *, reason: str, at: datetime,
-                task_id: str = "", narrow_to: str | None = None, ttl_days: float | None = None) -> Correction:  # fmt: skip
+    def correct(
+        self,
+        old_id: str,
+        value: Any,
+        evidence: Evidence,
+        *,
+        reason: str,
+        at: datetime,
+        task_id: str = "",
+        narrow_to: str | None = None,
+        ttl_days: float | None = None,
+    ) -> Correction:
         """Repair one record from evidence, in one transaction, with lineage.
 
         The evidence's scope is where the correction holds. When it equals the record's scope the
@@ -177,35 +199,71 @@ class RecordStore:
         with self._transaction() as db:
             old = self._load(db, old_id)
             if old.status is not RecordStatus.ACTIVE:
-                raise RecordStoreError(f"record {old_id} is {old.status.value}; correct the active version of "
-                                       f"{old.key!r} instead ({self._active_id(db, old.key, old.scope)})")  # fmt: skip
+                raise RecordStoreError(
+                    f"record {old_id} is {old.status.value}; correct the active version of "
+                    f"{old.key!r} instead ({self._active_id(db, old.key, old.scope)})"
+                )
             ev = self._insert_evidence(db, evidence)
             if not covers(old.scope, ev.scope):
                 raise RecordStoreError(f"evidence scope {ev.scope!r} is outside record scope {old.scope!r}")
-            fresh = OpRecord(key=old.key, value=value, type=old.type, scope=ev.scope, observed_at=ev.observed_at,
-                             ttl_days=old.ttl_days if ttl_days is None else ttl_days, authority=ev.authority,
-                             provenance=Provenance(source=ev.source, scope=ev.scope, detail=f"evidence {ev.id}"))  # fmt: skip
+            fresh = OpRecord(
+                key=old.key,
+                value=value,
+                type=old.type,
+                scope=ev.scope,
+                observed_at=ev.observed_at,
+                ttl_days=old.ttl_days if ttl_days is None else ttl_days,
+                authority=ev.authority,
+                provenance=Provenance(source=ev.source, scope=ev.scope, detail=f"evidence {ev.id}"),
+            )
             written: list[OpRecord] = []
             if ev.scope == old.scope:
                 self._supersede(db, old.id)
-                written.append(self._insert_record(db, fresh.model_copy(update={"version": old.version + 1,
-                                                                                 "supersedes": old.id})))  # fmt: skip
+                written.append(
+                    self._insert_record(
+                        db, fresh.model_copy(update={"version": old.version + 1, "supersedes": old.id})
+                    )
+                )
             else:
                 if narrow_to is not None:
                     if not (covers(old.scope, narrow_to) and not overlaps(narrow_to, ev.scope)):
-                        raise RecordStoreError(f"narrow_to {narrow_to!r} must lie inside {old.scope!r} and apart "
-                                               f"from the evidence scope {ev.scope!r}")  # fmt: skip
+                        raise RecordStoreError(
+                            f"narrow_to {narrow_to!r} must lie inside {old.scope!r} and apart "
+                            f"from the evidence scope {ev.scope!r}"
+                        )
                     self._supersede(db, old.id)
-                    written.append(self._insert_record(db, old.model_copy(update={
-                        "id": "", "scope": narrow_to, "version": old.version + 1, "supersedes": old.id})))  # fmt: skip
+                    written.append(
+                        self._insert_record(
+                            db,
+                            old.model_copy(
+                                update={
+                                    "id": "",
+                                    "scope": narrow_to,
+                                    "version": old.version + 1,
+                                    "supersedes": old.id,
+                                }
+                            ),
+                        )
+                    )
                 written.append(self._insert_record(db, fresh.model_copy(update={"supersedes": old.id})))
-            corr = Correction(id=self._next_id(db, "corrections", "c"), old_record=old.id,
-                              new_records=[w.id for w in written], evidence_id=ev.id, scope=ev.scope,
-                              reason=reason, at=at, task_id=task_id)  # fmt: skip
-            db.execute("INSERT INTO corrections(id, old_record, record) VALUES(?, ?, ?)",
-                       (corr.id, corr.old_record, corr.canonical_json()))  # fmt: skip
-            db.executemany("INSERT INTO correction_outputs(correction_id, record_id) VALUES(?, ?)",
-                           [(corr.id, w.id) for w in written])  # fmt: skip
+            corr = Correction(
+                id=self._next_id(db, "corrections", "c"),
+                old_record=old.id,
+                new_records=[w.id for w in written],
+                evidence_id=ev.id,
+                scope=ev.scope,
+                reason=reason,
+                at=at,
+                task_id=task_id,
+            )
+            db.execute(
+                "INSERT INTO corrections(id, old_record, record) VALUES(?, ?, ?)",
+                (corr.id, corr.old_record, corr.canonical_json()),
+            )
+            db.executemany(
+                "INSERT INTO correction_outputs(correction_id, record_id) VALUES(?, ?)",
+                [(corr.id, w.id) for w in written],
+            )
             return corr
 
     def confirm(self, record_id: str, evidence: Evidence, *, at: datetime, task_id: str = "") -> Correction:
@@ -220,8 +278,10 @@ class RecordStore:
 
     def log_retrieval(self, task_id: str, records: list[OpRecord]) -> None:
         with self._transaction() as db:
-            db.executemany("INSERT INTO retrievals(task_id, record_id, key, scope) VALUES(?, ?, ?, ?)",
-                           [(task_id, r.id, r.key, r.scope) for r in records])  # fmt: skip
+            db.executemany(
+                "INSERT INTO retrievals(task_id, record_id, key, scope) VALUES(?, ?, ?, ?)",
+                [(task_id, r.id, r.key, r.scope) for r in records],
+            )
 
     # ------------------------------------------------------------------ reads
     def _load(self, db: sqlite3.Connection, record_id: str) -> OpRecord:
@@ -231,7 +291,9 @@ class RecordStore:
         return OpRecord.model_validate_json(row[0]).model_copy(update={"status": RecordStatus(row[1])})
 
     def _active_id(self, db: sqlite3.Connection, key: str, scope: str) -> str | None:
-        row = db.execute("SELECT id FROM records WHERE key=? AND scope=? AND status='active'", (key, scope)).fetchone()
+        row = db.execute(
+            "SELECT id FROM records WHERE key=? AND scope=? AND status='active'", (key, scope)
+        ).fetchone()
         return None if row is None else str(row[0])
 
     def get(self, record_id: str) -> OpRecord:
@@ -244,9 +306,13 @@ class RecordStore:
         if where:
             sql += " WHERE " + " AND ".join(where)
         rows = self._db.execute(sql + " ORDER BY seq", args).fetchall()
-        return [OpRecord.model_validate_json(r[0]).model_copy(update={"status": RecordStatus(r[1])}) for r in rows]
+        return [
+            OpRecord.model_validate_json(r[0]).model_copy(update={"status": RecordStatus(r[1])}) for r in rows
+        ]
 
-    def retrieve(self, scope: str, *, keys: list[str] | None = None, task_id: str | None = None) -> list[OpRecord]:
+    def retrieve(
+        self, scope: str, *, keys: list[str] | None = None, task_id: str | None = None
+    ) -> list[OpRecord]:
         """Per key, the active version that applies to `scope`: the most specific, then the newest.
         With `task_id` the retrieval is logged (later tasks' reuse of corrections is measured on it)."""
         best: dict[str, OpRecord] = {}
@@ -263,8 +329,10 @@ class RecordStore:
 
     def evidence(self, *, key: str | None = None, scope: str | None = None) -> list[Evidence]:
         """Evidence about `key` whose scope overlaps `scope` (all of it without filters), oldest first."""
-        rows = self._db.execute("SELECT record FROM evidence" + (" WHERE key=?" if key else "") + " ORDER BY seq",
-                                [key] if key else []).fetchall()  # fmt: skip
+        rows = self._db.execute(
+            "SELECT record FROM evidence" + (" WHERE key=?" if key else "") + " ORDER BY seq",
+            [key] if key else [],
+        ).fetchall()
         found = [Evidence.model_validate_json(r[0]) for r in rows]
         return [e for e in found if scope is None or overlaps(e.scope, scope)]
 
@@ -279,14 +347,18 @@ class RecordStore:
 
     def correction_of(self, record_id: str) -> Correction | None:
         """The correction that wrote `record_id`, if a repair produced it."""
-        row = self._db.execute("SELECT c.record FROM corrections c JOIN correction_outputs o ON o.correction_id = c.id "
-                               "WHERE o.record_id=?", (record_id,)).fetchone()  # fmt: skip
+        row = self._db.execute(
+            "SELECT c.record FROM corrections c JOIN correction_outputs o ON o.correction_id = c.id "
+            "WHERE o.record_id=?",
+            (record_id,),
+        ).fetchone()
         return None if row is None else Correction.model_validate_json(row[0])
 
     def retrievals(self, task_id: str) -> list[tuple[str, str, str]]:
         """(record id, key, scope) retrieved by a task, in order."""
-        rows = self._db.execute("SELECT record_id, key, scope FROM retrievals WHERE task_id=? ORDER BY seq",
-                                (task_id,)).fetchall()  # fmt: skip
+        rows = self._db.execute(
+            "SELECT record_id, key, scope FROM retrievals WHERE task_id=? ORDER BY seq", (task_id,)
+        ).fetchall()
         return [(str(a), str(b), str(c)) for a, b, c in rows]
 
     def active_snapshot(self) -> dict[tuple[str, str], str]:

@@ -36,15 +36,23 @@ class ActivationLog(BaseModel):
     forced: bool = False  # the plan decided here (the state θ' changed); False for live and bookkeeping
     live: bool = False  # a live policy without the plan decided (auto from t*)
     segment: str | None = None  # segment flows: the stage this activation's state covers
-    suppressed: list[str] = Field(default_factory=list, description="rules findings overridden on a known-clean state")
+    suppressed: list[str] = Field(
+        default_factory=list, description="rules findings overridden on a known-clean state"
+    )
 
 
 def log_action(entry: ActivationLog, name: str, args: dict[str, Any], reply: Any) -> None:
     tool = getattr(reply, "tool_result", None)
-    entry.actions.append(ActionLog(
-        name=name, arguments=args, accepted=bool(reply.accepted), feedback=reply.feedback,
-        tool_result=None if tool is None else tool.model_dump(mode="json"), control=name.isupper(),
-    ))  # fmt: skip
+    entry.actions.append(
+        ActionLog(
+            name=name,
+            arguments=args,
+            accepted=bool(reply.accepted),
+            feedback=reply.feedback,
+            tool_result=None if tool is None else tool.model_dump(mode="json"),
+            control=name.isupper(),
+        )
+    )
 
 
 def relay(inner: Activation, entry: ActivationLog) -> Generator[Any, Any, None]:
@@ -60,8 +68,10 @@ def relay(inner: Activation, entry: ActivationLog) -> Generator[Any, Any, None]:
                 log_action(entry, proposal.name, dict(args) if isinstance(args, dict) else {}, reply)
             elif isinstance(proposal, ModelResponse):  # an LLM teacher: log what the harness parsed
                 try:
-                    parsed = [(a.name.value, a.args.model_dump(mode="json", exclude_none=True))
-                              for a in parse_response(proposal.message).actions]  # fmt: skip
+                    parsed = [
+                        (a.name.value, a.args.model_dump(mode="json", exclude_none=True))
+                        for a in parse_response(proposal.message).actions
+                    ]
                 except ActionError:
                     parsed = []
                 for (name, args), result in zip(parsed, reply, strict=False):

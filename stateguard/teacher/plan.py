@@ -40,9 +40,12 @@ GENUINE: frozenset[str] = frozenset({"repair", "heavy", "abandon"})
 # whole task after a repair.
 FLOWS: dict[str, FlowConfig] = {
     "longds": LONGDS,
-    "dabstep": DABSTEP.model_copy(update={"name": "dabstep_synth", "baseline_budget": 80, "stateguard_budget": 80}),
-    "dacomp_de": DACOMP_DE.model_copy(update={"name": "dacomp_de_synth", "baseline_budget": 120,
-                                              "stateguard_budget": 120}),
+    "dabstep": DABSTEP.model_copy(
+        update={"name": "dabstep_synth", "baseline_budget": 80, "stateguard_budget": 80}
+    ),
+    "dacomp_de": DACOMP_DE.model_copy(
+        update={"name": "dacomp_de_synth", "baseline_budget": 120, "stateguard_budget": 120}
+    ),
 }
 
 
@@ -84,9 +87,12 @@ class TeacherPlan(BaseModel):
     reason: str | None = Field(default=None, description="Worded, worker-safe reason for the repair hint.")
     live: Literal["rules", "llm"] = Field(default="rules", description="auto: who decides from t* on.")
     checks: dict[str, StageCheck] = Field(default_factory=dict, description="stage -> its as-stated probe.")
-    stage_of_turn: dict[int, str] = Field(default_factory=dict, description="turn-aligned: the stage each turn builds.")
+    stage_of_turn: dict[int, str] = Field(
+        default_factory=dict, description="turn-aligned: the stage each turn builds."
+    )
     invalidates: dict[str, list[str]] = Field(
-        default_factory=dict, description="stage -> stages whose definition it replaces (hidden graph).")
+        default_factory=dict, description="stage -> stages whose definition it replaces (hidden graph)."
+    )
     segments: list[Segment] = Field(default_factory=list, description="Segment flows: stages in build order.")
 
     @property

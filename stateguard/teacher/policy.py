@@ -71,7 +71,9 @@ class TeacherPolicy:
         self.flow = flow_named(plan.flow)
         self.name = f"{plan.version}:{plan.variant}" + (f"+{plan.live}" if plan.variant == "auto" else "")
         self.rules = RulesManager()  # bookkeeping: variables, conclusions, constraints, dataflow relations
-        self.live: ManagerPolicy | None = live if live is not None else (RulesManager() if plan.variant == "auto" else None)
+        self.live: ManagerPolicy | None = (
+            live if live is not None else (RulesManager() if plan.variant == "auto" else None)
+        )
         self.log: list[ActivationLog] = []
         self.states: dict[str, str] = {}  # stage key -> id of the state that committed it
         self.key: str | None = None  # stage key of the open draft
@@ -82,8 +84,12 @@ class TeacherPolicy:
     # ------------------------------------------------------------------ activation
     def activate(self, obs: ManagerObservation, ctx: ManagerContext) -> Activation:
         turn = ctx.turn.turn_id if ctx.turn is not None else None
-        entry = ActivationLog(index=len(self.log), turn=turn, segment=self.key,
-                              observation=obs.model_dump(mode="json", exclude={"schema_version"}))  # fmt: skip
+        entry = ActivationLog(
+            index=len(self.log),
+            turn=turn,
+            segment=self.key,
+            observation=obs.model_dump(mode="json", exclude={"schema_version"}),
+        )
         self.log.append(entry)
         if self._is_live(turn, obs) and self.live is not None:
             entry.live = True
@@ -102,11 +108,18 @@ class TeacherPolicy:
     def _decide(self, obs: ManagerObservation, ctx: ManagerContext, entry: ActivationLog) -> Activation:
         stage = Stage(obs.stage)
         if stage is Stage.IDLE:
-            yield from (self._open_turn(obs, ctx) if ctx.regime is Regime.TURN_ALIGNED else self._open_segment(obs, ctx))
+            yield from (
+                self._open_turn(obs, ctx)
+                if ctx.regime is Regime.TURN_ALIGNED
+                else self._open_segment(obs, ctx)
+            )
             entry.segment = self.key
         elif stage in (Stage.OPEN, Stage.REPAIRING):
-            yield from (self.rules.activate(obs, ctx) if ctx.regime is Regime.TURN_ALIGNED
-                        else self._update_segment(obs, ctx, stage))  # fmt: skip
+            yield from (
+                self.rules.activate(obs, ctx)
+                if ctx.regime is Regime.TURN_ALIGNED
+                else self._update_segment(obs, ctx, stage)
+            )
         elif stage is Stage.UPDATED:
             entry.forced = self.plan.knows_fault and self.key == self.plan.target
             yield from self._verify(obs, ctx)
@@ -131,11 +144,19 @@ class TeacherPolicy:
         for sid in replaced:  # the turn's update text names a definition an earlier state holds
             yield Action.of(LoadStateArgs(state_id=sid))
         latest = ctx.store.latest_id()
-        relations: list[dict[str, Any]] = [{"related_state_id": latest}] if latest and latest not in replaced else []
+        relations: list[dict[str, Any]] = (
+            [{"related_state_id": latest}] if latest and latest not in replaced else []
+        )
         relations += [{"related_state_id": sid, "type": "invalidate"} for sid in replaced]
-        yield Action.of(OpenStateArgs.model_validate({"issue": ctx.turn.question.strip()[:300],
-                                                      "constraints": self._constraints(ctx, ctx.turn, ctx.turn.question),
-                                                      "relations": relations}))  # fmt: skip
+        yield Action.of(
+            OpenStateArgs.model_validate(
+                {
+                    "issue": ctx.turn.question.strip()[:300],
+                    "constraints": self._constraints(ctx, ctx.turn, ctx.turn.question),
+                    "relations": relations,
+                }
+            )
+        )
 
     def _open_segment(self, obs: ManagerObservation, ctx: ManagerContext) -> Activation:
         formed = self._formed(obs, ctx)
@@ -147,10 +168,18 @@ class TeacherPolicy:
         self.key, self.span, self.retry_from = segment.key, (obs.pending_start_step, end), None
         turn = ctx.task.turn(segment.turn)
         # the frame is named by the steps already run (segment-induced: the state forms after them)
-        yield Action.of(OpenStateArgs.model_validate({
-            "issue": segment.issue[:300], "constraints": self._constraints(ctx, turn, segment.issue, frame=segment.key)}))
+        yield Action.of(
+            OpenStateArgs.model_validate(
+                {
+                    "issue": segment.issue[:300],
+                    "constraints": self._constraints(ctx, turn, segment.issue, frame=segment.key),
+                }
+            )
+        )
 
-    def _formed(self, obs: ManagerObservation, ctx: ManagerContext, after: int | None = None) -> tuple[Segment, int] | None:
+    def _formed(
+        self, obs: ManagerObservation, ctx: ManagerContext, after: int | None = None
+    ) -> tuple[Segment, int] | None:
         """The next stage not yet committed whose last block is among the pending steps."""
         if obs.pending_start_step is None or obs.pending_end_step is None:
             return None
@@ -165,7 +194,9 @@ class TeacherPolicy:
                 return segment, i
         return None
 
-    def _constraints(self, ctx: ManagerContext, turn: Any, question: str, frame: str | None = None) -> list[dict[str, Any]]:
+    def _constraints(
+        self, ctx: ManagerContext, turn: Any, question: str, frame: str | None = None
+    ) -> list[dict[str, Any]]:
         """What the question states (stateguard.teacher.requirements), plus the frame check in segment flows."""
         return requirements(question, places=self.rules._required(ctx, turn), frame=frame)
 
@@ -186,11 +217,19 @@ class TeacherPolicy:
         for var in written:  # rebound after this span: its live value is not this state's
             if var["name"] in later:
                 var["value"] = None
-        yield Action.of(UpdateStateArgs.model_validate({
-            "used_variables": written + [{"name": n, "version": v, "value": self.rules._value(ctx, n)}
-                                         for n, v in consumed.items()],
-            "conclusions": self.rules._conclusions(steps), "source_interval": list(self.span),
-        }))  # fmt: skip
+        yield Action.of(
+            UpdateStateArgs.model_validate(
+                {
+                    "used_variables": written
+                    + [
+                        {"name": n, "version": v, "value": self.rules._value(ctx, n)}
+                        for n, v in consumed.items()
+                    ],
+                    "conclusions": self.rules._conclusions(steps),
+                    "source_interval": list(self.span),
+                }
+            )
+        )
 
     def _formed_retry(self, obs: ManagerObservation, ctx: ManagerContext) -> tuple[int, int] | None:
         if self.retry_from is None or self.key is None:
@@ -221,7 +260,9 @@ class TeacherPolicy:
         violated, evidence = yield from self._probe(ctx)
         if violated:
             if obs.repair_attempts >= obs.repair_budget:
-                yield Action.of(AbandonStateArgs(reason=f"repair budget exhausted; the evidence still holds: {evidence}"))
+                yield Action.of(
+                    AbandonStateArgs(reason=f"repair budget exhausted; the evidence still holds: {evidence}")
+                )
                 return
             yield from self._repair(obs, evidence)
             return
@@ -241,8 +282,10 @@ class TeacherPolicy:
         verdict = read_probe(str((tool.data if tool is not None else {}).get("stdout", "")))
         if verdict is None or verdict.same_rows:
             return False, ""
-        return True, (f"[stated_recompute] recomputing {check.table} as the task states it gives "
-                      f"{verdict.stated_rows} rows against {verdict.stored_rows} stored; the row sets differ")
+        return True, (
+            f"[stated_recompute] recomputing {check.table} as the task states it gives "
+            f"{verdict.stated_rows} rows against {verdict.stored_rows} stored; the row sets differ"
+        )
 
     def _repair(self, obs: ManagerObservation, evidence: str) -> Activation:
         check = self.plan.checks[self.key or ""]
@@ -251,8 +294,12 @@ class TeacherPolicy:
         hint = ErrorHintArg(error_variables=[check.table], faulty_reasoning=reason)
         result = yield Action.of(RepairArgs(analytical_evidence=evidence, error_hint=hint))
         if not result.accepted and reason != GENERIC_REASON:  # the hint guard refused the wording
-            yield Action.of(RepairArgs(analytical_evidence=evidence,
-                                       error_hint=ErrorHintArg(error_variables=[check.table], faulty_reasoning=GENERIC_REASON)))  # fmt: skip
+            yield Action.of(
+                RepairArgs(
+                    analytical_evidence=evidence,
+                    error_hint=ErrorHintArg(error_variables=[check.table], faulty_reasoning=GENERIC_REASON),
+                )
+            )
 
     def _finalize(self, obs: ManagerObservation, ctx: ManagerContext) -> Action:
         """FINALIZE_RELATIONS: the dataflow's upstream states plus `invalidate` for replaced ones."""
@@ -263,7 +310,11 @@ class TeacherPolicy:
         draft = obs.current_draft or {}
         provisional = [r for r in draft.get("provisional_relations", []) if r.get("related_state_id")]
         if args.mode == "confirm":
-            relations = [{"related_state_id": r["related_state_id"]} for r in provisional if r.get("type") != "invalidate"]
+            relations = [
+                {"related_state_id": r["related_state_id"]}
+                for r in provisional
+                if r.get("type") != "invalidate"
+            ]
         else:
             relations = [r.model_dump(exclude_unset=True) for r in args.relations if r.type != "invalidate"]
         replaced = self._replaced(self.key)
@@ -273,9 +324,17 @@ class TeacherPolicy:
         have = sorted((r["related_state_id"], r.get("type") == "invalidate") for r in provisional)
         if want == have:
             return Action.of(FinalizeRelationsArgs(mode="confirm"))
-        parts = [f"{'invalidates' if r.get('type') == 'invalidate' else 'uses'} {r['related_state_id']}" for r in relations]
+        parts = [
+            f"{'invalidates' if r.get('type') == 'invalidate' else 'uses'} {r['related_state_id']}"
+            for r in relations
+        ]
         why = "the task's update replaces the definition this state loaded; " if replaced else ""
-        return Action.of(FinalizeRelationsArgs.model_validate({
-            "mode": "reselect", "relations": relations,
-            "conflict_evidence": f"{why}dataflow of the state's steps: {', '.join(parts) or 'no upstream reads'}",
-        }))  # fmt: skip
+        return Action.of(
+            FinalizeRelationsArgs.model_validate(
+                {
+                    "mode": "reselect",
+                    "relations": relations,
+                    "conflict_evidence": f"{why}dataflow of the state's steps: {', '.join(parts) or 'no upstream reads'}",
+                }
+            )
+        )

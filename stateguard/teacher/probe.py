@@ -69,5 +69,7 @@ def read_probe(stdout: str) -> StatedVerdict | None:
             except json.JSONDecodeError:
                 continue
             if isinstance(data, dict) and data.get("check") == PROBE_TAG:
-                return StatedVerdict.model_validate({k: data[k] for k in StatedVerdict.model_fields if k in data})
+                return StatedVerdict.model_validate(
+                    {k: data[k] for k in StatedVerdict.model_fields if k in data}
+                )
     return None

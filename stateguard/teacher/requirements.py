@@ -30,8 +30,10 @@ _COMPARE = re.compile(
     r"exceeds?|exceeding|greater than|smaller than|up to)\s+-?\d[\d,]*(?:\.\d+)?(?:\s*(?:%|[A-Za-z]+))?)"
 )
 # A stated scope: "for female penguins", "on Dream island", "in the Americas"
-_SCOPE = re.compile(r"\b((?:on|in|for|among) (?:the )?[A-Z][A-Za-z]+(?: [A-Za-z]+)?)"
-                    r"|(?:^|\. )((?:For|Among) (?:the )?[a-z]+ [a-z]+)")
+_SCOPE = re.compile(
+    r"\b((?:on|in|for|among) (?:the )?[A-Z][A-Za-z]+(?: [A-Za-z]+)?)"
+    r"|(?:^|\. )((?:For|Among) (?:the )?[a-z]+ [a-z]+)"
+)
 _TRAILING = re.compile(r"\s+(?:by|with|and|that|of|to|in|on|for)$")
 _MAX_CONDITIONS = 3
 
@@ -64,6 +66,10 @@ def requirements(question: str, *, places: int | None, frame: str | None = None)
     if places is not None:
         out.append({"text": f"decimal results are reported rounded to {places} decimal places"})
     if frame is not None and frame.isidentifier():
-        out.append({"text": f"`{frame}` holds at least one row",
-                    "code": f"assert len({frame}) > 0, '{frame} is empty'"})  # fmt: skip
+        out.append(
+            {
+                "text": f"`{frame}` holds at least one row",
+                "code": f"assert len({frame}) > 0, '{frame} is empty'",
+            }
+        )
     return out

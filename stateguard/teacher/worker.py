@@ -62,7 +62,9 @@ class ResistingWorker:
         turn = inner.task.turn(turn_id)
         later = {t for t in inner._run_turns if t >= turn_id}
         inner._queue = [c for c in inner._queue if c.turn not in later]
-        inner._queue.extend(inner._cells(turn, counterfactual_code(turn.code, fault), "faulty", {"resisted": mode}))
+        inner._queue.extend(
+            inner._cells(turn, counterfactual_code(turn.code, fault), "faulty", {"resisted": mode})
+        )
         self.resisted.append(mode)
 
     def step(self, index: int) -> WorkerStep | None:
@@ -81,8 +83,12 @@ class ResistingWorker:
         self.inner.restore(token["inner"])
 
 
-def teacher_worker(faults: list[Fault], resist: Resist = "none", *, reference: Task) -> ScriptedWorker | ResistingWorker:
+def teacher_worker(
+    faults: list[Fault], resist: Resist = "none", *, reference: Task
+) -> ScriptedWorker | ResistingWorker:
     """The scripted worker synthesis runs (and RL replays): the teacher's repair names the known
     intervention, so the permissive response model applies, and no false alarm is simulated."""
-    inner = ScriptedWorker(FaultModel(faults=faults), ResponseModel(identify="variable", p_flip=0.0), reference=reference)
+    inner = ScriptedWorker(
+        FaultModel(faults=faults), ResponseModel(identify="variable", p_flip=0.0), reference=reference
+    )
     return inner if resist == "none" else ResistingWorker(inner, resist)

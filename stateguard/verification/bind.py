@@ -45,7 +45,9 @@ def _scale(req: Requirement, cond: Condition) -> float | None:
     if not isinstance(cond.value, float) or req.value is None:
         return None
     for scale in (1.0, 0.01) if req.percent else (1.0,):
-        if _close(cond.value, req.value * scale) or (req.upper is not None and _close(cond.value, req.upper * scale)):
+        if _close(cond.value, req.value * scale) or (
+            req.upper is not None and _close(cond.value, req.upper * scale)
+        ):
             return scale
     return None
 
@@ -102,8 +104,14 @@ class Binder:
             return ("frame", name)
         return None
 
-    def row_site(self, sel: Selection, req: Requirement, column: str, lhs: str = "", scale: float = 1.0,
-                 ) -> tuple[str, bool] | None:  # fmt: skip
+    def row_site(
+        self,
+        sel: Selection,
+        req: Requirement,
+        column: str,
+        lhs: str = "",
+        scale: float = 1.0,
+    ) -> tuple[str, bool] | None:
         """Snippet: rows that break the stated condition on `column`, and whether it checks an
         artifact (the table or frame the selection left, which stays valid after a retry) rather
         than re-running the selection's own code."""
@@ -114,19 +122,30 @@ class Binder:
                 pred = probes.sql_predicate(req, _ident(column), numeric=kind == "num", scale=scale)
                 return probes.table_rows_probe(self.con, art[1], pred), True
             if art[0] == "frame":
-                return probes.frame_rows_probe(art[1], probes.pandas_predicate(req, f"_f[{column!r}]", scale=scale)), True
+                return probes.frame_rows_probe(
+                    art[1], probes.pandas_predicate(req, f"_f[{column!r}]", scale=scale)
+                ), True
         if sel.language == "sql":
             if not (self.con and sel.sql):
                 return None
-            pred = probes.sql_predicate(req, lhs or column, numeric=self._kind(column, sel.sources) in (None, "num"), scale=scale)
+            pred = probes.sql_predicate(
+                req, lhs or column, numeric=self._kind(column, sel.sources) in (None, "num"), scale=scale
+            )
             code = probes.kept_rows_probe(self.con, sel.sql, pred)
             return (code, False) if code else None
-        if sel.flag and sel.mentions(column) and sel.flag[0].lower() not in self.rewritten and column in self.vocab.tables.get(sel.flag[0].lower(), {}):
+        if (
+            sel.flag
+            and sel.mentions(column)
+            and sel.flag[0].lower() not in self.rewritten
+            and column in self.vocab.tables.get(sel.flag[0].lower(), {})
+        ):
             pred = probes.pandas_predicate(req, f"_f[{column!r}]", scale=scale)
             return probes.flag_probe(sel.flag[0], sel.flag[1], pred, sel.flag[2]), True
         if sel.frame and sel.mask:
             frame = f"({sel.frame})[({sel.mask})]"
-            return probes.frame_rows_probe(frame, probes.pandas_predicate(req, f"_f[{column!r}]", scale=scale)), False
+            return probes.frame_rows_probe(
+                frame, probes.pandas_predicate(req, f"_f[{column!r}]", scale=scale)
+            ), False
         return None
 
     # -- requirements --------------------------------------------------------------------
@@ -136,8 +155,12 @@ class Binder:
         if req.kind is Kind.COMPARISON:
             for sel in self.sem.selections:
                 for cond in sel.conditions:
-                    if req.op == "==" and cond.op in ("in", "not_in") and req.value is not None and any(
-                        isinstance(v, float) and _close(v, req.value) for v in cond.values):
+                    if (
+                        req.op == "=="
+                        and cond.op in ("in", "not_in")
+                        and req.value is not None
+                        and any(isinstance(v, float) and _close(v, req.value) for v in cond.values)
+                    ):
                         matched.append((sel, cond, 1.0))
                     elif (scale := _scale(req, cond)) is not None:
                         matched.append((sel, cond, scale))
@@ -151,10 +174,14 @@ class Binder:
         if consistent:
             sel, cond, scale = consistent[0]
             column = cond.column or ""
-            site: tuple[str, bool] | None = self.row_site(sel, req, column, cond.lhs, scale) if column else None
+            site: tuple[str, bool] | None = (
+                self.row_site(sel, req, column, cond.lhs, scale) if column else None
+            )
             plan.notes.append(f"{req.describe()}: the code applies `{cond.text}`")
             if site:
-                plan.items.append(self.item(req, "kept_rows", site[0], self.variables(sel), "agrees", constraint=site[1]))
+                plan.items.append(
+                    self.item(req, "kept_rows", site[0], self.variables(sel), "agrees", constraint=site[1])
+                )
             return
         if matched:
             sel, cond, scale = matched[0]
@@ -163,16 +190,33 @@ class Binder:
             if cond.column:
                 site = self.row_site(sel, req, cond.column, cond.lhs, scale)
             elif self.con and sel.sql and req.kind is Kind.COMPARISON:
-                fixed = sql_edit.replace_condition(sel.sql, cond.text, probes.sql_predicate(req, cond.lhs, scale=scale))
+                fixed = sql_edit.replace_condition(
+                    sel.sql, cond.text, probes.sql_predicate(req, cond.lhs, scale=scale)
+                )
                 site = (probes.rerun_probe(self.con, sel.sql, fixed), False) if fixed else None
             if site:
-                plan.items.append(self.item(req, "kept_rows" if cond.column else "rerun", site[0], self.variables(sel),
-                                            "differs", constraint=site[1]))  # fmt: skip
+                plan.items.append(
+                    self.item(
+                        req,
+                        "kept_rows" if cond.column else "rerun",
+                        site[0],
+                        self.variables(sel),
+                        "differs",
+                        constraint=site[1],
+                    )
+                )
             return
         if req.kind is Kind.COMPARISON and req.function == "count" and self.con:
             for sel in self.sem.selections:
-                having = next((c for c in sel.conditions if c.clause == "having" and c.lhs.upper().startswith("COUNT")), None)
-                fixed = sql_edit.replace_condition(sel.sql, having.text, probes.sql_predicate(req, having.lhs)) if having else None
+                having = next(
+                    (c for c in sel.conditions if c.clause == "having" and c.lhs.upper().startswith("COUNT")),
+                    None,
+                )
+                fixed = (
+                    sql_edit.replace_condition(sel.sql, having.text, probes.sql_predicate(req, having.lhs))
+                    if having
+                    else None
+                )
                 if having and fixed:
                     plan.notes.append(f"{req.describe()}: the code's group-size cut-off is `{having.text}`")
                     self.add_rerun(req, sel, fixed, "threshold", plan)
@@ -184,23 +228,46 @@ class Binder:
         for sel in self.sem.selections:
             have = [c for c in columns if c in self.columns_of(sel)]
             for column in have:
-                threshold = next((c for c in sel.conditions if c.column == column and isinstance(c.value, float)), None)
+                threshold = next(
+                    (c for c in sel.conditions if c.column == column and isinstance(c.value, float)), None
+                )
                 if req.kind is Kind.COMPARISON and threshold is not None and self.con and sel.sql:
-                    fixed = sql_edit.replace_condition(sel.sql, threshold.text, probes.sql_predicate(req, threshold.lhs))
+                    fixed = sql_edit.replace_condition(
+                        sel.sql, threshold.text, probes.sql_predicate(req, threshold.lhs)
+                    )
                     if fixed:
-                        plan.notes.append(f"{req.describe()}: the code's cut-off on {column} is `{threshold.text}`")
+                        plan.notes.append(
+                            f"{req.describe()}: the code's cut-off on {column} is `{threshold.text}`"
+                        )
                         self.add_rerun(req, sel, fixed, "threshold", plan)
                         return
                 if req.kind is Kind.COMPARISON and threshold is not None and sel.flag:
                     flag_site = self.row_site(sel, req, column)
                     if flag_site:
-                        plan.notes.append(f"{req.describe()}: the flag {sel.flag[1]} uses the cut-off `{threshold.text}`")
-                        plan.items.append(self.item(req, "kept_rows", flag_site[0], self.variables(sel), "threshold",
-                                                    constraint=flag_site[1]))  # fmt: skip
+                        plan.notes.append(
+                            f"{req.describe()}: the flag {sel.flag[1]} uses the cut-off `{threshold.text}`"
+                        )
+                        plan.items.append(
+                            self.item(
+                                req,
+                                "kept_rows",
+                                flag_site[0],
+                                self.variables(sel),
+                                "threshold",
+                                constraint=flag_site[1],
+                            )
+                        )
                         return
-                if req.kind is Kind.COMPARISON and threshold is not None and sel.frame and threshold.text in sel.mask:
+                if (
+                    req.kind is Kind.COMPARISON
+                    and threshold is not None
+                    and sel.frame
+                    and threshold.text in sel.mask
+                ):
                     stated = sel.mask.replace(threshold.text, probes.pandas_predicate(req, threshold.lhs))
-                    plan.notes.append(f"{req.describe()}: the code's cut-off on {column} is `{threshold.text}`")
+                    plan.notes.append(
+                        f"{req.describe()}: the code's cut-off on {column} is `{threshold.text}`"
+                    )
                     site_code = probes.count_probe(sel.frame, sel.mask, stated)
                     plan.items.append(self.item(req, "rerun", site_code, self.variables(sel), "threshold"))
                     return
@@ -216,8 +283,16 @@ class Binder:
         stored = [(sel, site) for sel, site in sites if site[1]]
         sites = stored or sites  # what the turn stored is enough evidence, and survives a retry
         names = [v for sel, _ in sites for v in self.variables(sel)]
-        plan.items.append(self.item(req, "kept_rows", probes.all_sites([s for _, (s, _) in sites]), list(dict.fromkeys(names)),
-                                    "missing", constraint=bool(stored)))  # fmt: skip
+        plan.items.append(
+            self.item(
+                req,
+                "kept_rows",
+                probes.all_sites([s for _, (s, _) in sites]),
+                list(dict.fromkeys(names)),
+                "missing",
+                constraint=bool(stored),
+            )
+        )
 
     def agrees(self, req: Requirement, cond: Condition) -> bool:
         if req.kind is Kind.COMPARISON:
@@ -227,7 +302,9 @@ class Binder:
         if req.kind is Kind.SCOPE:
             named = {str(v).lower() for v in req.values}
             if cond.op in ("in", "not_in"):
-                have = {str(int(v)) if isinstance(v, float) and v.is_integer() else str(v) for v in cond.values}
+                have = {
+                    str(int(v)) if isinstance(v, float) and v.is_integer() else str(v) for v in cond.values
+                }
                 return {h.lower() for h in have} >= named and (cond.op == "not_in") == req.exclude
             if cond.op in ("==", "!="):
                 v = cond.value
@@ -238,10 +315,16 @@ class Binder:
     def resolve(self, req: Requirement) -> list[str]:
         if req.columns:
             return req.columns
-        pool = self.vocab.columns({s.lower() for sel in self.sem.selections for s in [*sel.sources, sel.frame] if s})
+        pool = self.vocab.columns(
+            {s.lower() for sel in self.sem.selections for s in [*sel.sources, sel.frame] if s}
+        )
         subject = [w for w in req.subject if w != "*"]
         if "*" in req.subject:
-            return [c for c in pool if any(t == subject[0].lower() for t in re.split(r"_|(?<=[a-z])(?=[A-Z])", c.lower()))]
+            return [
+                c
+                for c in pool
+                if any(t == subject[0].lower() for t in re.split(r"_|(?<=[a-z])(?=[A-Z])", c.lower()))
+            ]
         if req.kind is Kind.COMPARISON:  # a bound is about a number: only numeric columns qualify
             kinds = {c: i.kind for t in self.vocab.tables.values() for c, i in t.items()}
             pool = [c for c in pool if kinds.get(c) == "num"]
@@ -252,10 +335,21 @@ class Binder:
         found = []
         for sel in self.sem.selections:
             for agg in sel.aggregates:
-                by_field = bool(req.fields) and (agg.alias in req.fields or any(
-                    _feeds(self.sem.fields.get(f, ""), sel.target, agg.position) for f in req.fields))
-                by_column = not req.fields and agg.column and (agg.column in self.resolve(req) or (
-                    bool(agg.column) and resolve_column(req.subject, [agg.column or ""], partial=True) == [agg.column]))
+                by_field = bool(req.fields) and (
+                    agg.alias in req.fields
+                    or any(_feeds(self.sem.fields.get(f, ""), sel.target, agg.position) for f in req.fields)
+                )
+                by_column = (
+                    not req.fields
+                    and agg.column
+                    and (
+                        agg.column in self.resolve(req)
+                        or (
+                            bool(agg.column)
+                            and resolve_column(req.subject, [agg.column or ""], partial=True) == [agg.column]
+                        )
+                    )
+                )
                 if by_field or by_column:
                     found.append((sel, agg))
         if not found:
@@ -266,18 +360,45 @@ class Binder:
             sel, agg = right[0]
             plan.notes.append(f"{req.describe()}: the code computes it ({agg.text})")
             if self.stored(sel) and sel.sql:  # the stored table is the statistic as stated
-                plan.items.append(self.item(req, "table_query", probes.table_matches_probe(self.con or "", sel.target or "", sel.sql),
-                                            self.variables(sel), "agrees", constraint=True))  # fmt: skip
+                plan.items.append(
+                    self.item(
+                        req,
+                        "table_query",
+                        probes.table_matches_probe(self.con or "", sel.target or "", sel.sql),
+                        self.variables(sel),
+                        "agrees",
+                        constraint=True,
+                    )
+                )
             elif agg.column and self.con and agg.function != "count":
                 # An answer query over a table the span stored: that table must hold values to aggregate.
-                source = next((t for t in sel.sources if t in self.sem.tables() and t not in self.rewritten
-                               and agg.column in self.vocab.tables.get(t, {})), None)  # fmt: skip
+                source = next(
+                    (
+                        t
+                        for t in sel.sources
+                        if t in self.sem.tables()
+                        and t not in self.rewritten
+                        and agg.column in self.vocab.tables.get(t, {})
+                    ),
+                    None,
+                )
                 if source:
-                    plan.items.append(self.item(req, "defined", probes.defined_probe(self.con, source, agg.column),
-                                                [v for v in [self.table_frames.get(source), source] if v][:1],
-                                                "empty", constraint=True))  # fmt: skip
+                    plan.items.append(
+                        self.item(
+                            req,
+                            "defined",
+                            probes.defined_probe(self.con, source, agg.column),
+                            [v for v in [self.table_frames.get(source), source] if v][:1],
+                            "empty",
+                            constraint=True,
+                        )
+                    )
             return
-        wrong = [(s, a) for s, a in found if a.standalone and a.function in _SWAPPABLE and req.function in _SWAPPABLE]
+        wrong = [
+            (s, a)
+            for s, a in found
+            if a.standalone and a.function in _SWAPPABLE and req.function in _SWAPPABLE
+        ]
         if not wrong:
             plan.unverified.append(req)
             return
@@ -287,9 +408,15 @@ class Binder:
             fixed = sql_edit.swap_aggregate(sel.sql, agg.text, req.function)
             self.add_rerun(req, sel, fixed, "aggregation", plan)
             return
-        site = probes.compare_probe(f"({agg.receiver}).{agg.function}()", f"({agg.receiver}).{req.function}()") if agg.receiver else None
+        site = (
+            probes.compare_probe(f"({agg.receiver}).{agg.function}()", f"({agg.receiver}).{req.function}()")
+            if agg.receiver
+            else None
+        )
         if site:
-            plan.items.append(self.item(req, "rerun", site, self.variables(sel), "aggregation", constraint=False))
+            plan.items.append(
+                self.item(req, "rerun", site, self.variables(sel), "aggregation", constraint=False)
+            )
 
     def stored(self, sel: Selection) -> bool:
         """The selection created a SQL table that is still this span's (not rebuilt later)."""
@@ -311,25 +438,58 @@ class Binder:
 
     def share(self, req: Requirement, plan: Plan) -> None:
         for sel in reversed(self.sem.selections):
-            col = next((o for o in sel.outputs if o in req.fields or (not req.fields and "share" in o.lower())), None)
+            col = next(
+                (o for o in sel.outputs if o in req.fields or (not req.fields and "share" in o.lower())), None
+            )
             if col and sel.language == "sql" and sel.target and self.con and not sel.limit:
                 total = f"{self.con}.execute('SELECT SUM({col}) FROM {sel.target}').fetchone()[0]"
-                plan.items.append(self.item(req, "share_sum", probes.share_probe(total, req.percent), self.variables(sel),
-                                            "share", constraint=True))  # fmt: skip
+                plan.items.append(
+                    self.item(
+                        req,
+                        "share_sum",
+                        probes.share_probe(total, req.percent),
+                        self.variables(sel),
+                        "share",
+                        constraint=True,
+                    )
+                )
                 return
         plan.unverified.append(req)
 
     def output(self, req: Requirement, plan: Plan) -> None:
         for name, keys in self.sem.reports.items():
             if set(req.fields) <= set(keys) and name.lower() not in self.rewritten:
-                plan.items.append(self.item(req, "null_output", probes.null_output_probe(name, req.fields), [name], "output",
-                                            constraint=True))  # fmt: skip
+                plan.items.append(
+                    self.item(
+                        req,
+                        "null_output",
+                        probes.null_output_probe(name, req.fields),
+                        [name],
+                        "output",
+                        constraint=True,
+                    )
+                )
                 return
 
-    def item(self, req: Requirement, check: str, code: str, variables: list[str], status: str,
-             constraint: bool = False) -> probes.ProbeItem:  # fmt: skip
-        return probes.ProbeItem(id="R", requirement=req, check=check, code=code, variables=variables,
-                                reason=reason(req, status), status=status, constraint=constraint)  # fmt: skip
+    def item(
+        self,
+        req: Requirement,
+        check: str,
+        code: str,
+        variables: list[str],
+        status: str,
+        constraint: bool = False,
+    ) -> probes.ProbeItem:
+        return probes.ProbeItem(
+            id="R",
+            requirement=req,
+            check=check,
+            code=code,
+            variables=variables,
+            reason=reason(req, status),
+            status=status,
+            constraint=constraint,
+        )
 
 
 def _ident(column: str) -> str:
@@ -338,7 +498,11 @@ def _ident(column: str) -> str:
 
 def _feeds(value_text: str, target: str | None, position: int | None) -> bool:
     """An answer field's value is `row[position]` of the query bound to `target`."""
-    return bool(target) and position is not None and re.fullmatch(rf"\s*{re.escape(str(target))}\[{position}\]\s*", value_text) is not None
+    return (
+        bool(target)
+        and position is not None
+        and re.fullmatch(rf"\s*{re.escape(str(target))}\[{position}\]\s*", value_text) is not None
+    )
 
 
 def reason(req: Requirement, status: str) -> str:
@@ -353,7 +517,9 @@ def reason(req: Requirement, status: str) -> str:
     if req.kind is Kind.COMPARISON:
         if status == "differs":
             return f"the comparison on {what} keeps the wrong side of the stated bound: its direction is reversed ({said})"
-        return f"the filter condition on {what} stated in the question is not applied to the kept rows ({said})"
+        return (
+            f"the filter condition on {what} stated in the question is not applied to the kept rows ({said})"
+        )
     if req.kind is Kind.SCOPE:
         return f"rows outside the requested scope remain: the filter on {what} does not match the question ({said})"
     if req.kind is Kind.NOT_NULL:
@@ -374,8 +540,12 @@ def reason(req: Requirement, status: str) -> str:
     return f"the result does not follow the question's {req.kind.value} requirement ({said})"
 
 
-def bind(requirements: list[Requirement], sem: CodeSemantics, vocab: Vocabulary,
-         rewritten: frozenset[str] = frozenset()) -> Plan:  # fmt: skip
+def bind(
+    requirements: list[Requirement],
+    sem: CodeSemantics,
+    vocab: Vocabulary,
+    rewritten: frozenset[str] = frozenset(),
+) -> Plan:
     plan = Plan(requirements=requirements)
     binder = Binder(sem, vocab, rewritten)
     for req in requirements:

@@ -57,8 +57,16 @@ def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
         _join_on_fewer_keys(b, req, keys, plan)
         table = sel.target or ""
         if b.stored(sel) and all(k in b.vocab.tables.get(table.lower(), {}) for k in keys):
-            plan.items.append(b.item(req, "unique_keys", _unique_keys(b.con or "", table, keys), b.variables(sel),
-                                     "agrees", constraint=True))  # fmt: skip
+            plan.items.append(
+                b.item(
+                    req,
+                    "unique_keys",
+                    _unique_keys(b.con or "", table, keys),
+                    b.variables(sel),
+                    "agrees",
+                    constraint=True,
+                )
+            )
         return
     sel = grouped[-1]
     plan.notes.append(f"{req.describe()}: the code groups by {', '.join(sel.group_keys)}")
@@ -73,7 +81,8 @@ def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
                 _o = {{'result_rows': int(_n), 'stated_key_combinations': int(_k)}}""")
     else:
         frame = next((_frame_of(a.receiver) for a in sel.aggregates if _frame_of(a.receiver)), None) or next(
-            (src for src in sel.sources if all(k in b.vocab.tables.get(src.lower(), {}) for k in keys)), None)
+            (src for src in sel.sources if all(k in b.vocab.tables.get(src.lower(), {}) for k in keys)), None
+        )
         if frame and sel.target and sel.target.isidentifier():
             site = textwrap.dedent(f"""\
                 _n = len({sel.target})
@@ -90,8 +99,10 @@ def _unique_keys(con: str, table: str, keys: list[str]) -> str:
     """The stored result has one row per combination of the stated keys."""
     cols = ", ".join(keys)
     query = f"SELECT COUNT(*), COUNT(*) - (SELECT COUNT(*) FROM (SELECT DISTINCT {cols} FROM {table})) FROM {table}"
-    return (f"_n, _dup = {con}.execute({query!r}).fetchone()\n"
-            f"_v = bool(_dup)\n_o = {{'rows': int(_n), 'repeated_key_rows': int(_dup)}}")  # fmt: skip
+    return (
+        f"_n, _dup = {con}.execute({query!r}).fetchone()\n"
+        f"_v = bool(_dup)\n_o = {{'rows': int(_n), 'repeated_key_rows': int(_dup)}}"
+    )
 
 
 def _resolve_key(word: str, pool: list[str]) -> list[str]:
@@ -117,8 +128,16 @@ def join(b: Binder, req: Requirement, plan: Plan) -> None:
         sel = agreeing[0][0]
         plan.notes.append(f"{req.describe()}: the code joins that way")
         if b.stored(sel) and sel.sql:
-            plan.items.append(b.item(req, "table_query", probes.table_matches_probe(b.con or "", sel.target or "", sel.sql),
-                                     b.variables(sel), "agrees", constraint=True))  # fmt: skip
+            plan.items.append(
+                b.item(
+                    req,
+                    "table_query",
+                    probes.table_matches_probe(b.con or "", sel.target or "", sel.sql),
+                    b.variables(sel),
+                    "agrees",
+                    constraint=True,
+                )
+            )
         return
     sel, j = joined[-1]
     plan.notes.append(f"{req.describe()}: the code's join is {j.how} ({j.text[:80]})")
@@ -140,7 +159,9 @@ def join(b: Binder, req: Requirement, plan: Plan) -> None:
         plan.unverified.append(req)
 
 
-_WINDOW_ORDER = re.compile(r"OVER\s*\((?:PARTITION BY [^)]*?)?ORDER BY\s+([^),]+?)(\s+DESC)?\s*(?:NULLS \w+\s*)?\)", re.IGNORECASE)
+_WINDOW_ORDER = re.compile(
+    r"OVER\s*\((?:PARTITION BY [^)]*?)?ORDER BY\s+([^),]+?)(\s+DESC)?\s*(?:NULLS \w+\s*)?\)", re.IGNORECASE
+)
 _POSITION = re.compile(r"rank|position|row_?num|ordinal|\bpos\b|^\d+$", re.IGNORECASE)
 
 
@@ -167,8 +188,11 @@ def order(b: Binder, req: Requirement, plan: Plan) -> None:
     plan.notes.append(f"{req.describe()}: the code orders by {sel.order} with limit {sel.limit}")
     site = None
     if sel.language == "sql" and b.con and sel.sql:
-        fixed = sql_edit.set_order(sel.sql, descending=req.descending if sel.order else None,
-                                   limit=req.k if sel.limit is not None and req.k and req.k > 1 else None)  # fmt: skip
+        fixed = sql_edit.set_order(
+            sel.sql,
+            descending=req.descending if sel.order else None,
+            limit=req.k if sel.limit is not None and req.k and req.k > 1 else None,
+        )
         site = probes.rerun_probe(b.con, sel.sql, fixed) if fixed and fixed != sel.sql else None
     elif sel.target and sel.target.isidentifier():
         site = _pandas_order_site(sel, req)
@@ -184,15 +208,37 @@ def _ranked_constraint(b: Binder, req: Requirement, sel: Selection, plan: Plan) 
     if sel.language != "sql" or not b.con or not sel.sql:
         return
     if b.stored(sel):
-        plan.items.append(b.item(req, "table_query", probes.table_matches_probe(b.con, sel.target or "", sel.sql),
-                                 b.variables(sel), "agrees", constraint=True))  # fmt: skip
+        plan.items.append(
+            b.item(
+                req,
+                "table_query",
+                probes.table_matches_probe(b.con, sel.target or "", sel.sql),
+                b.variables(sel),
+                "agrees",
+                constraint=True,
+            )
+        )
         return
     column = _name(sel.order[0][0]) if sel.order else ""
-    source = next((t for t in sel.sources if t in b.sem.tables() and t not in b.rewritten
-                   and column in b.vocab.tables.get(t, {})), None)  # fmt: skip
+    source = next(
+        (
+            t
+            for t in sel.sources
+            if t in b.sem.tables() and t not in b.rewritten and column in b.vocab.tables.get(t, {})
+        ),
+        None,
+    )
     if source:
-        plan.items.append(b.item(req, "defined", probes.defined_probe(b.con, source, column),
-                                 [v for v in [b.table_frames.get(source), source] if v][:1], "empty", constraint=True))  # fmt: skip
+        plan.items.append(
+            b.item(
+                req,
+                "defined",
+                probes.defined_probe(b.con, source, column),
+                [v for v in [b.table_frames.get(source), source] if v][:1],
+                "empty",
+                constraint=True,
+            )
+        )
 
 
 def _pandas_order_site(sel: Selection, req: Requirement) -> str:
@@ -218,13 +264,17 @@ def _join_on_fewer_keys(b: Binder, req: Requirement, keys: list[str], plan: Plan
                 continue
             if not all(k in b.vocab.tables.get(t.lower(), {}) for t in (j.left, j.right) for k in keys):
                 continue
-            plan.notes.append(f"{req.describe()}: the code joins {j.left} and {j.right} on {', '.join(j.keys)} only")
+            plan.notes.append(
+                f"{req.describe()}: the code joins {j.left} and {j.right} on {', '.join(j.keys)} only"
+            )
             site = textwrap.dedent(f"""\
                 import pandas as _pd
                 _a = len(_pd.merge({j.left}, {j.right}, how={j.how!r}, on={j.keys!r}))
                 _b = len(_pd.merge({j.left}, {j.right}, how={j.how!r}, on={keys!r}))
                 _v = _a != _b
                 _o = {{'rows_on_code_keys': _a, 'rows_on_stated_keys': _b}}""")
-            join_req = Requirement(kind=Kind.JOIN, text=req.text, how="left" if j.how == "left" else "inner", keys=keys)
+            join_req = Requirement(
+                kind=Kind.JOIN, text=req.text, how="left" if j.how == "left" else "inner", keys=keys
+            )
             plan.items.append(b.item(join_req, "join_rows", site, b.variables(sel), "join"))
             return

@@ -38,7 +38,9 @@ class Aggregate(BaseModel):
     function: str = Field(description="mean, median, sum, count, nunique, min, max, std, or other.")
     column: str | None = None
     alias: str | None = Field(default=None, description="Output column / answer field it is bound to.")
-    standalone: bool = Field(default=True, description="It is the output itself, not an operand of arithmetic.")
+    standalone: bool = Field(
+        default=True, description="It is the output itself, not an operand of arithmetic."
+    )
     window: bool = False
     text: str = ""
     receiver: str = Field(default="", description="pandas: source text of the series it is taken over.")
@@ -73,25 +75,39 @@ class Selection(BaseModel):
     limit: int | None = None
     outputs: list[str] = Field(default_factory=list, description="Output column names, in order.")
     flag: tuple[str, str, bool] | None = Field(
-        default=None, description="pandas: `frame['col'] = <mask>` stores a flag column: (frame, column, exact). "
+        default=None,
+        description="pandas: `frame['col'] = <mask>` stores a flag column: (frame, column, exact). "
         "exact: the mask is one comparison, so the flag must equal it; else an `&` of parts, so a "
-        "flagged row must meet each part.")
+        "flagged row must meet each part.",
+    )
 
     def mentions(self, column: str) -> bool:
         low = column.lower()
-        return any(low in (c.lower() for c in cond.columns) or (cond.column or "").lower() == low
-                   for cond in self.conditions)  # fmt: skip
+        return any(
+            low in (c.lower() for c in cond.columns) or (cond.column or "").lower() == low
+            for cond in self.conditions
+        )
 
 
 class CodeSemantics(BaseModel):
     model_config = ConfigDict(frozen=True)
     selections: list[Selection] = Field(default_factory=list)
-    frames: dict[str, str] = Field(default_factory=dict, description="DataFrame variable -> SQL table it holds.")
+    frames: dict[str, str] = Field(
+        default_factory=dict, description="DataFrame variable -> SQL table it holds."
+    )
     connection: str | None = Field(default=None, description="Variable of the SQL connection.")
-    reports: dict[str, list[str]] = Field(default_factory=dict, description="dict variable -> reported fields.")
-    fields: dict[str, str] = Field(default_factory=dict, description="answer field -> source text of its value.")
-    literals: list[float] = Field(default_factory=list, description="Numeric literals of the code and its SQL.")
-    errors: list[str] = Field(default_factory=list, description="Code that could not be read (kept, not fatal).")
+    reports: dict[str, list[str]] = Field(
+        default_factory=dict, description="dict variable -> reported fields."
+    )
+    fields: dict[str, str] = Field(
+        default_factory=dict, description="answer field -> source text of its value."
+    )
+    literals: list[float] = Field(
+        default_factory=list, description="Numeric literals of the code and its SQL."
+    )
+    errors: list[str] = Field(
+        default_factory=list, description="Code that could not be read (kept, not fatal)."
+    )
 
     def tables(self) -> set[str]:
         return {s.target.lower() for s in self.selections if s.target and s.language == "sql"}

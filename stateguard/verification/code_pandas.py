@@ -15,12 +15,40 @@ import ast
 
 from stateguard.verification.code_model import Aggregate, Condition, Join, Selection
 
-_OPS: dict[type[ast.cmpop], str] = {ast.Gt: ">", ast.GtE: ">=", ast.Lt: "<", ast.LtE: "<=", ast.Eq: "==", ast.NotEq: "!="}
+_OPS: dict[type[ast.cmpop], str] = {
+    ast.Gt: ">",
+    ast.GtE: ">=",
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+}
 _MIRROR = {">": "<", "<": ">", ">=": "<=", "<=": ">=", "==": "==", "!=": "!="}
-_NEGATE = {">": "<=", "<=": ">", "<": ">=", ">=": "<", "==": "!=", "!=": "==", "in": "not_in", "not_in": "in",
-           "notnull": "isnull", "isnull": "notnull", "other": "other"}  # fmt: skip
-_AGG_METHODS = {"mean": "mean", "median": "median", "sum": "sum", "count": "count", "nunique": "nunique",
-                "min": "min", "max": "max", "std": "std", "size": "count", "average": "mean"}  # fmt: skip
+_NEGATE = {
+    ">": "<=",
+    "<=": ">",
+    "<": ">=",
+    ">=": "<",
+    "==": "!=",
+    "!=": "==",
+    "in": "not_in",
+    "not_in": "in",
+    "notnull": "isnull",
+    "isnull": "notnull",
+    "other": "other",
+}
+_AGG_METHODS = {
+    "mean": "mean",
+    "median": "median",
+    "sum": "sum",
+    "count": "count",
+    "nunique": "nunique",
+    "min": "min",
+    "max": "max",
+    "std": "std",
+    "size": "count",
+    "average": "mean",
+}
 _ARITH = (ast.BinOp, ast.UnaryOp)
 
 
@@ -28,7 +56,11 @@ def _const(node: ast.AST) -> float | str | None:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         inner = _const(node.operand)
         return -inner if isinstance(inner, float) else None
-    if isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(node.value, bool):
+    if (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, int | float)
+        and not isinstance(node.value, bool)
+    ):
         return float(node.value)
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
@@ -37,9 +69,15 @@ def _const(node: ast.AST) -> float | str | None:
 
 def column_of(node: ast.AST, bare: bool = False) -> str | None:
     """`df.col`, `df['col']`, `df.loc[:, 'col']` -> 'col' (a bare name only inside query strings)."""
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name | ast.Attribute | ast.Subscript | ast.Call):
+    if isinstance(node, ast.Attribute) and isinstance(
+        node.value, ast.Name | ast.Attribute | ast.Subscript | ast.Call
+    ):
         return node.attr if node.attr not in ("str", "dt", "values", "index") else column_of(node.value)
-    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+    if (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.slice, ast.Constant)
+        and isinstance(node.slice.value, str)
+    ):
         return node.slice.value
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         return column_of(node.func.value, bare)  # df.col.abs() > 3, df.col.str.len() > 2
@@ -49,15 +87,21 @@ def column_of(node: ast.AST, bare: bool = False) -> str | None:
 
 
 def _columns(node: ast.AST, bare: bool = False) -> list[str]:
-    found = {column_of(n, bare) for n in ast.walk(node) if isinstance(n, ast.Attribute | ast.Subscript | ast.Name)}
+    found = {
+        column_of(n, bare) for n in ast.walk(node) if isinstance(n, ast.Attribute | ast.Subscript | ast.Name)
+    }
     return sorted(c for c in found if c)
 
 
-def mask_conditions(node: ast.AST, clause: str = "mask", negated: bool = False, bare: bool = False) -> list[Condition]:
+def mask_conditions(
+    node: ast.AST, clause: str = "mask", negated: bool = False, bare: bool = False
+) -> list[Condition]:
     """Kept-side conditions of a boolean mask: `&`-joined parts, `~`, comparisons, isin, notna, between."""
     text = ast.unparse(node)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitAnd) and not negated:
-        return mask_conditions(node.left, clause, False, bare) + mask_conditions(node.right, clause, False, bare)
+        return mask_conditions(node.left, clause, False, bare) + mask_conditions(
+            node.right, clause, False, bare
+        )
     if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And) and not negated:
         return [c for v in node.values for c in mask_conditions(v, clause, False, bare)]
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert | ast.Not):
@@ -69,40 +113,100 @@ def mask_conditions(node: ast.AST, clause: str = "mask", negated: bool = False, 
         if value is None and _const(left) is not None:
             left, right, value, op = right, left, _const(left), _MIRROR[op]
         if value is not None:
-            out.append(Condition(column=column_of(left, bare), op=op, value=value, clause=clause,
-                                 lhs=ast.unparse(left), text=text, columns=_columns(node, bare)))  # fmt: skip
+            out.append(
+                Condition(
+                    column=column_of(left, bare),
+                    op=op,
+                    value=value,
+                    clause=clause,
+                    lhs=ast.unparse(left),
+                    text=text,
+                    columns=_columns(node, bare),
+                )
+            )
     elif isinstance(node, ast.Compare) and len(node.ops) == 2 and all(type(o) in _OPS for o in node.ops):
         low, col, high = node.left, node.comparators[0], node.comparators[1]  # 10 <= df.x <= 20
         for op_node, bound, flip in ((node.ops[0], low, True), (node.ops[1], high, False)):
             value, op = _const(bound), _OPS[type(op_node)]
             if value is not None:
-                out.append(Condition(column=column_of(col, bare), op=_MIRROR[op] if flip else op, value=value,
-                                     clause=clause, lhs=ast.unparse(col), text=text, columns=_columns(node, bare)))
+                out.append(
+                    Condition(
+                        column=column_of(col, bare),
+                        op=_MIRROR[op] if flip else op,
+                        value=value,
+                        clause=clause,
+                        lhs=ast.unparse(col),
+                        text=text,
+                        columns=_columns(node, bare),
+                    )
+                )
     elif isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.In | ast.NotIn):
         items = node.comparators[0]  # query strings: species in ['a', 'b']
         values = [v for v in (_const(e) for e in getattr(items, "elts", [])) if v is not None]
         op = "in" if isinstance(node.ops[0], ast.In) else "not_in"
-        out.append(Condition(column=column_of(node.left, bare), op=op, values=values, clause=clause,
-                             lhs=ast.unparse(node.left), text=text, columns=_columns(node, bare)))  # fmt: skip
+        out.append(
+            Condition(
+                column=column_of(node.left, bare),
+                op=op,
+                values=values,
+                clause=clause,
+                lhs=ast.unparse(node.left),
+                text=text,
+                columns=_columns(node, bare),
+            )
+        )
     elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         method, recv = node.func.attr, node.func.value
         if method == "isin" and node.args:
             values = [v for v in (_const(e) for e in getattr(node.args[0], "elts", [])) if v is not None]
-            out.append(Condition(column=column_of(recv, bare), op="in", values=values, clause=clause,
-                                 lhs=ast.unparse(recv), text=text, columns=_columns(node, bare)))  # fmt: skip
+            out.append(
+                Condition(
+                    column=column_of(recv, bare),
+                    op="in",
+                    values=values,
+                    clause=clause,
+                    lhs=ast.unparse(recv),
+                    text=text,
+                    columns=_columns(node, bare),
+                )
+            )
         elif method in ("notna", "notnull", "isna", "isnull"):
             op = "notnull" if method in ("notna", "notnull") else "isnull"
-            out.append(Condition(column=column_of(recv, bare), op=op, clause=clause,
-                                 lhs=ast.unparse(recv), text=text, columns=_columns(node, bare)))  # fmt: skip
+            out.append(
+                Condition(
+                    column=column_of(recv, bare),
+                    op=op,
+                    clause=clause,
+                    lhs=ast.unparse(recv),
+                    text=text,
+                    columns=_columns(node, bare),
+                )
+            )
         elif method == "between" and len(node.args) >= 2:
             for op, bound in ((">=", node.args[0]), ("<=", node.args[1])):
                 value = _const(bound)
                 if value is not None and not negated:
-                    out.append(Condition(column=column_of(recv, bare), op=op, value=value, clause=clause,
-                                         lhs=ast.unparse(recv), text=text, columns=_columns(node, bare)))  # fmt: skip
+                    out.append(
+                        Condition(
+                            column=column_of(recv, bare),
+                            op=op,
+                            value=value,
+                            clause=clause,
+                            lhs=ast.unparse(recv),
+                            text=text,
+                            columns=_columns(node, bare),
+                        )
+                    )
             if negated:
-                return [Condition(column=column_of(recv, bare), op="other", clause=clause, text=text,
-                                  columns=_columns(node, bare))]  # fmt: skip
+                return [
+                    Condition(
+                        column=column_of(recv, bare),
+                        op="other",
+                        clause=clause,
+                        text=text,
+                        columns=_columns(node, bare),
+                    )
+                ]
             return out
     if not out:
         return [Condition(column=None, op="other", clause=clause, text=text, columns=_columns(node, bare))]
@@ -116,8 +220,11 @@ def _is_mask(node: ast.AST) -> bool:
         return True
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
         return True
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
-        "isin", "notna", "notnull", "isna", "isnull", "between")  # fmt: skip
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("isin", "notna", "notnull", "isna", "isnull", "between")
+    )
 
 
 def _kwarg(call: ast.Call, name: str) -> ast.AST | None:
@@ -159,12 +266,20 @@ def pandas_selection(stmt: ast.stmt, step: int | None = None) -> Selection | Non
     seen_masks: set[int] = set()
     for node in ast.walk(stmt):
         if isinstance(node, ast.Subscript) and _is_mask(node.slice):
-            base = node.value.value if isinstance(node.value, ast.Attribute) and node.value.attr == "loc" else node.value
+            base = (
+                node.value.value
+                if isinstance(node.value, ast.Attribute) and node.value.attr == "loc"
+                else node.value
+            )
             frame, mask = frame or ast.unparse(base), mask or ast.unparse(node.slice)
             dropped = _inside_drop(node, parents)
             conditions += mask_conditions(node.slice, "mask", negated=dropped)
             seen_masks.update(id(n) for n in ast.walk(node.slice))
-        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "loc":
+        elif (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.value, ast.Attribute)
+            and node.value.attr == "loc"
+        ):
             sl = node.slice.elts[0] if isinstance(node.slice, ast.Tuple) and node.slice.elts else node.slice
             if _is_mask(sl):
                 frame, mask = frame or ast.unparse(node.value.value), mask or ast.unparse(sl)
@@ -175,7 +290,9 @@ def pandas_selection(stmt: ast.stmt, step: int | None = None) -> Selection | Non
         method, recv = node.func.attr, node.func.value
         if method == "query" and node.args and isinstance(_const(node.args[0]), str):
             try:
-                expr = ast.parse(str(_const(node.args[0])).replace("&", " and ").replace("|", " or "), mode="eval").body
+                expr = ast.parse(
+                    str(_const(node.args[0])).replace("&", " and ").replace("|", " or "), mode="eval"
+                ).body
             except SyntaxError:
                 continue
             frame = frame or ast.unparse(recv)
@@ -183,14 +300,32 @@ def pandas_selection(stmt: ast.stmt, step: int | None = None) -> Selection | Non
         elif method == "dropna":
             subset = _kwarg(node, "subset")
             for col in _names(subset):
-                conditions.append(Condition(column=col, op="notnull", clause="dropna", lhs=col, text=ast.unparse(node), columns=[col]))
+                conditions.append(
+                    Condition(
+                        column=col,
+                        op="notnull",
+                        clause="dropna",
+                        lhs=col,
+                        text=ast.unparse(node),
+                        columns=[col],
+                    )
+                )
         elif method in _AGG_METHODS or (method in ("agg", "aggregate", "transform") and node.args):
-            fn = _AGG_METHODS.get(method) or (str(_const(node.args[0])) if isinstance(_const(node.args[0]), str) else "other")
+            fn = _AGG_METHODS.get(method) or (
+                str(_const(node.args[0])) if isinstance(_const(node.args[0]), str) else "other"
+            )
             fn = {"avg": "mean", "average": "mean", "size": "count"}.get(fn, fn)
             parent = parents.get(id(node))
             standalone = not isinstance(parent, _ARITH) and not (isinstance(parent, ast.Compare))
-            aggregates.append(Aggregate(function=fn if fn in _AGG_METHODS.values() else "other", column=column_of(recv),
-                                        standalone=standalone, text=ast.unparse(node), receiver=ast.unparse(recv)))  # fmt: skip
+            aggregates.append(
+                Aggregate(
+                    function=fn if fn in _AGG_METHODS.values() else "other",
+                    column=column_of(recv),
+                    standalone=standalone,
+                    text=ast.unparse(node),
+                    receiver=ast.unparse(recv),
+                )
+            )
         elif method == "groupby":
             keys += _names(node.args[0] if node.args else _kwarg(node, "by"))
         elif method == "value_counts" and column_of(recv):
@@ -198,13 +333,32 @@ def pandas_selection(stmt: ast.stmt, step: int | None = None) -> Selection | Non
         elif method == "pivot_table":
             keys += _names(_kwarg(node, "index")) + _names(_kwarg(node, "columns"))
         elif method in ("merge", "join"):
-            left, right = (node.args[0], node.args[1]) if isinstance(recv, ast.Name) and recv.id == "pd" and len(node.args) >= 2 else (recv, node.args[0] if node.args else None)
+            left, right = (
+                (node.args[0], node.args[1])
+                if isinstance(recv, ast.Name) and recv.id == "pd" and len(node.args) >= 2
+                else (recv, node.args[0] if node.args else None)
+            )
             how_node = _kwarg(node, "how")
-            how = str(_const(how_node)) if how_node is not None and isinstance(_const(how_node), str) else ("inner" if method == "merge" else "left")
-            on = _names(_kwarg(node, "on")) + _names(_kwarg(node, "left_on")) + _names(_kwarg(node, "right_on"))
+            how = (
+                str(_const(how_node))
+                if how_node is not None and isinstance(_const(how_node), str)
+                else ("inner" if method == "merge" else "left")
+            )
+            on = (
+                _names(_kwarg(node, "on"))
+                + _names(_kwarg(node, "left_on"))
+                + _names(_kwarg(node, "right_on"))
+            )
             if how in ("inner", "left", "right", "outer", "cross"):
-                joins.append(Join(how=how, keys=list(dict.fromkeys(on)), left=ast.unparse(left),
-                                  right=ast.unparse(right) if right is not None else "", text=ast.unparse(node)))  # fmt: skip
+                joins.append(
+                    Join(
+                        how=how,
+                        keys=list(dict.fromkeys(on)),
+                        left=ast.unparse(left),
+                        right=ast.unparse(right) if right is not None else "",
+                        text=ast.unparse(node),
+                    )
+                )
         elif method == "sort_values":
             by = _names(node.args[0] if node.args else _kwarg(node, "by")) or [ast.unparse(recv)]
             asc = _kwarg(node, "ascending")
@@ -220,15 +374,33 @@ def pandas_selection(stmt: ast.stmt, step: int | None = None) -> Selection | Non
         elif method == "head" and node.args and isinstance(_const(node.args[0]), float):
             limit = int(_const(node.args[0]))  # type: ignore[arg-type]
     for node in ast.walk(stmt):  # comparisons used outside a selection: (df.x > 4).mean(), np.where(...)
-        if isinstance(node, ast.Compare) and id(node) not in seen_masks and len(node.ops) == 1 and type(node.ops[0]) in _OPS:
+        if (
+            isinstance(node, ast.Compare)
+            and id(node) not in seen_masks
+            and len(node.ops) == 1
+            and type(node.ops[0]) in _OPS
+        ):
             found = [c for c in mask_conditions(node, "mask") if c.op != "other" and c.column]
             conditions += found
     if not (conditions or aggregates or keys or joins or order or limit):
         return None
-    return Selection(language="pandas", step=step, target=target, frame=frame, mask=mask, flag=_flag(stmt),
-                     sources=sorted({n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}),
-                     conditions=conditions, aggregates=aggregates, group_keys=keys, joins=joins, order=order,
-                     limit=limit)  # fmt: skip
+    return Selection(
+        language="pandas",
+        step=step,
+        target=target,
+        frame=frame,
+        mask=mask,
+        flag=_flag(stmt),
+        sources=sorted(
+            {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        ),
+        conditions=conditions,
+        aggregates=aggregates,
+        group_keys=keys,
+        joins=joins,
+        order=order,
+        limit=limit,
+    )
 
 
 def _inside_drop(node: ast.AST, parents: dict[int, ast.AST]) -> bool:
@@ -243,14 +415,20 @@ def _inside_drop(node: ast.AST, parents: dict[int, ast.AST]) -> bool:
 
 def _flag(stmt: ast.stmt) -> tuple[str, str, bool] | None:
     """`wx["warm"] = wx["temp_max"] >= 25` (or an `&` of such parts): the frame and flag column."""
-    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Subscript)):
+    if not (
+        isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Subscript)
+    ):
         return None
     t, value = stmt.targets[0], stmt.value
-    if not (isinstance(t.value, ast.Name) and isinstance(t.slice, ast.Constant) and isinstance(t.slice.value, str)):
+    if not (
+        isinstance(t.value, ast.Name) and isinstance(t.slice, ast.Constant) and isinstance(t.slice.value, str)
+    ):
         return None
     if isinstance(value, ast.Compare) and len(value.ops) == 1:
         return (t.value.id, t.slice.value, True)
-    parts = mask_conditions(value) if isinstance(value, ast.BinOp) and isinstance(value.op, ast.BitAnd) else []
+    parts = (
+        mask_conditions(value) if isinstance(value, ast.BinOp) and isinstance(value.op, ast.BitAnd) else []
+    )
     if parts and all(c.op != "other" for c in parts):
         return (t.value.id, t.slice.value, False)
     return None

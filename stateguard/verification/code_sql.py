@@ -15,13 +15,38 @@ from sqlglot import exp
 from stateguard.sql import SQLParseError, parse_statements
 from stateguard.verification.code_model import Aggregate, Condition, Join, Selection
 
-_OPS: dict[type[exp.Expr], str] = {exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<=", exp.EQ: "==", exp.NEQ: "!="}
+_OPS: dict[type[exp.Expr], str] = {
+    exp.GT: ">",
+    exp.GTE: ">=",
+    exp.LT: "<",
+    exp.LTE: "<=",
+    exp.EQ: "==",
+    exp.NEQ: "!=",
+}
 _MIRROR = {">": "<", "<": ">", ">=": "<=", "<=": ">=", "==": "==", "!=": "!="}
-_NEGATE = {">": "<=", "<=": ">", "<": ">=", ">=": "<", "==": "!=", "!=": "==", "in": "not_in", "not_in": "in",
-           "notnull": "isnull", "isnull": "notnull", "other": "other"}  # fmt: skip
+_NEGATE = {
+    ">": "<=",
+    "<=": ">",
+    "<": ">=",
+    ">=": "<",
+    "==": "!=",
+    "!=": "==",
+    "in": "not_in",
+    "not_in": "in",
+    "notnull": "isnull",
+    "isnull": "notnull",
+    "other": "other",
+}
 _AGGS: dict[type[exp.Expr], str] = {
-    exp.Avg: "mean", exp.Median: "median", exp.Sum: "sum", exp.Count: "count", exp.Min: "min", exp.Max: "max",
-    exp.Stddev: "std", exp.StddevSamp: "std", exp.StddevPop: "std",
+    exp.Avg: "mean",
+    exp.Median: "median",
+    exp.Sum: "sum",
+    exp.Count: "count",
+    exp.Min: "min",
+    exp.Max: "max",
+    exp.Stddev: "std",
+    exp.StddevSamp: "std",
+    exp.StddevPop: "std",
 }
 
 
@@ -57,7 +82,9 @@ def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
     return [node]
 
 
-def condition(node: exp.Expr, clause: str = "where", negated: bool = False, text: str = "") -> list[Condition]:
+def condition(
+    node: exp.Expr, clause: str = "where", negated: bool = False, text: str = ""
+) -> list[Condition]:
     """The kept-side condition(s) of one conjunct."""
     text = text or node.sql(dialect="duckdb")
     while isinstance(node, exp.Paren):
@@ -73,23 +100,58 @@ def condition(node: exp.Expr, clause: str = "where", negated: bool = False, text
         if value is None and _literal(left) is not None:
             left, right, value, op = right, left, _literal(left), _MIRROR[op]
         if value is not None:
-            out.append(Condition(column=_column(left), op=op, value=value, clause=clause,
-                                 lhs=left.sql(dialect="duckdb"), text=text, columns=cols))  # fmt: skip
+            out.append(
+                Condition(
+                    column=_column(left),
+                    op=op,
+                    value=value,
+                    clause=clause,
+                    lhs=left.sql(dialect="duckdb"),
+                    text=text,
+                    columns=cols,
+                )
+            )
     elif isinstance(node, exp.In) and node.expressions:
         values = [v for v in (_literal(e) for e in node.expressions) if v is not None]
-        out.append(Condition(column=_column(node.this), op="in", values=values, clause=clause,
-                             lhs=node.this.sql(dialect="duckdb"), text=text, columns=cols))  # fmt: skip
+        out.append(
+            Condition(
+                column=_column(node.this),
+                op="in",
+                values=values,
+                clause=clause,
+                lhs=node.this.sql(dialect="duckdb"),
+                text=text,
+                columns=cols,
+            )
+        )
     elif isinstance(node, exp.Is) and isinstance(node.expression, exp.Null):
-        out.append(Condition(column=_column(node.this), op="isnull", clause=clause,
-                             lhs=node.this.sql(dialect="duckdb"), text=text, columns=cols))  # fmt: skip
+        out.append(
+            Condition(
+                column=_column(node.this),
+                op="isnull",
+                clause=clause,
+                lhs=node.this.sql(dialect="duckdb"),
+                text=text,
+                columns=cols,
+            )
+        )
     elif isinstance(node, exp.Between):
         low, high = _literal(node.args["low"]), _literal(node.args["high"])
         if negated:  # NOT BETWEEN keeps either tail: record it as opaque
             return [Condition(column=_column(node.this), op="other", clause=clause, text=text, columns=cols)]
         for op, bound in ((">=", low), ("<=", high)):
             if bound is not None:
-                out.append(Condition(column=_column(node.this), op=op, value=bound, clause=clause,
-                                     lhs=node.this.sql(dialect="duckdb"), text=text, columns=cols))  # fmt: skip
+                out.append(
+                    Condition(
+                        column=_column(node.this),
+                        op=op,
+                        value=bound,
+                        clause=clause,
+                        lhs=node.this.sql(dialect="duckdb"),
+                        text=text,
+                        columns=cols,
+                    )
+                )
         return out
     if not out:
         return [Condition(column=None, op="other", clause=clause, text=text, columns=cols)]
@@ -113,12 +175,22 @@ def _aggregates(select: exp.Select) -> list[Aggregate]:
             inner = node.this
             if isinstance(inner, exp.Distinct):
                 inner = inner.expressions[0] if inner.expressions else inner
-            function = "nunique" if isinstance(node, exp.Count) and isinstance(node.this, exp.Distinct) else _AGGS[type(node)]
-            out.append(Aggregate(
-                function=function, column=_column(inner) if isinstance(inner, exp.Expr) else None, alias=alias,
-                standalone=node is top or (window and node.parent is top), window=window,
-                text=node.sql(dialect="duckdb"), position=position,
-            ))  # fmt: skip
+            function = (
+                "nunique"
+                if isinstance(node, exp.Count) and isinstance(node.this, exp.Distinct)
+                else _AGGS[type(node)]
+            )
+            out.append(
+                Aggregate(
+                    function=function,
+                    column=_column(inner) if isinstance(inner, exp.Expr) else None,
+                    alias=alias,
+                    standalone=node is top or (window and node.parent is top),
+                    window=window,
+                    text=node.sql(dialect="duckdb"),
+                    position=position,
+                )
+            )
     return out
 
 
@@ -129,14 +201,23 @@ def _joins(select: exp.Select) -> list[Join]:
     for join in select.args.get("joins") or []:
         side = (join.side or "").lower()
         kind = (join.kind or "").lower()
-        how = {"left": "left", "right": "right", "full": "outer"}.get(side, "cross" if kind == "cross" else "inner")
+        how = {"left": "left", "right": "right", "full": "outer"}.get(
+            side, "cross" if kind == "cross" else "inner"
+        )
         keys = [i.name for i in join.args.get("using") or [] if isinstance(i, exp.Expr)]
         on = join.args.get("on")
         if isinstance(on, exp.Expr):
             for eq in on.find_all(exp.EQ):
                 keys.extend(c for c in (_column(eq.this), _column(eq.expression)) if c and c not in keys)
-        out.append(Join(how=how, keys=keys, left=left, right=join.this.sql(dialect="duckdb"),
-                        text=join.sql(dialect="duckdb")))  # fmt: skip
+        out.append(
+            Join(
+                how=how,
+                keys=keys,
+                left=left,
+                right=join.this.sql(dialect="duckdb"),
+                text=join.sql(dialect="duckdb"),
+            )
+        )
     return out
 
 
@@ -158,15 +239,29 @@ def _selection(select: exp.Select, target: str | None, step: int | None) -> Sele
     group = select.args.get("group")
     keys = [e.sql(dialect="duckdb") for e in group.expressions] if isinstance(group, exp.Group) else []
     order = select.args.get("order")
-    ordering = [(o.this.sql(dialect="duckdb"), bool(o.args.get("desc"))) for o in order.expressions] if isinstance(order, exp.Order) else []
+    ordering = (
+        [(o.this.sql(dialect="duckdb"), bool(o.args.get("desc"))) for o in order.expressions]
+        if isinstance(order, exp.Order)
+        else []
+    )
     limit = select.args.get("limit")
-    count = _literal(limit.expression) if isinstance(limit, exp.Limit) and limit.expression is not None else None
+    count = (
+        _literal(limit.expression) if isinstance(limit, exp.Limit) and limit.expression is not None else None
+    )
     return Selection(
-        language="sql", step=step, target=target, sources=_sources(select), sql=select.sql(dialect="duckdb"),
-        conditions=conditions, aggregates=_aggregates(select), group_keys=keys, joins=_joins(select),
-        order=ordering, limit=int(count) if isinstance(count, float) else None,
+        language="sql",
+        step=step,
+        target=target,
+        sources=_sources(select),
+        sql=select.sql(dialect="duckdb"),
+        conditions=conditions,
+        aggregates=_aggregates(select),
+        group_keys=keys,
+        joins=_joins(select),
+        order=ordering,
+        limit=int(count) if isinstance(count, float) else None,
         outputs=[p.alias_or_name for p in select.expressions],
-    )  # fmt: skip
+    )
 
 
 def sql_selections(sql: str, step: int | None = None) -> list[Selection]:

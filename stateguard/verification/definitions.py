@@ -22,8 +22,10 @@ from pydantic import BaseModel
 from stateguard.verification.extract import definition_term
 from stateguard.verification.requirements import Kind, Requirement
 
-_BACK = re.compile(r"\b(?:those|these|that|the same|original|previous|earlier|old|initial|first|prior|before)\W+(?:\w+\W+){0,2}$",
-                   re.IGNORECASE)  # fmt: skip
+_BACK = re.compile(
+    r"\b(?:those|these|that|the same|original|previous|earlier|old|initial|first|prior|before)\W+(?:\w+\W+){0,2}$",
+    re.IGNORECASE,
+)
 _ROWS = (Kind.COMPARISON, Kind.SCOPE, Kind.NOT_NULL)
 
 
@@ -48,8 +50,9 @@ class Definitions:
             return
         scope = sorted(v for r in rows if r.kind is Kind.SCOPE for v in r.values)
         defined = [r.model_copy(update={"source": "definition", "term": term}) for r in rows]
-        self.entries[(term, tuple(scope))] = Definition(term=term, scope=scope, requirements=defined,
-                                                       turn_id=turn.turn_id, state_id=state_id)  # fmt: skip
+        self.entries[(term, tuple(scope))] = Definition(
+            term=term, scope=scope, requirements=defined, turn_id=turn.turn_id, state_id=state_id
+        )
 
     def uses(self, question: str, entry: Definition) -> bool:
         """The question uses the term (not pointing back at an earlier version) within its scope."""
@@ -59,16 +62,30 @@ class Definitions:
             return False
         return all(re.search(rf"(?<!\w){re.escape(v.lower())}(?!\w)", low) for v in entry.scope)
 
-    def apply(self, turn: Any, reqs: list[Requirement], ctx: Any, max_loads: int = 2,
-              ) -> Generator[tuple[str, dict[str, Any]], Any, list[Requirement]]:  # fmt: skip
-        if definition_term(turn.question) is not None or definition_term(_context(turn)) is not None or max_loads <= 0:
+    def apply(
+        self,
+        turn: Any,
+        reqs: list[Requirement],
+        ctx: Any,
+        max_loads: int = 2,
+    ) -> Generator[tuple[str, dict[str, Any]], Any, list[Requirement]]:
+        if (
+            definition_term(turn.question) is not None
+            or definition_term(_context(turn)) is not None
+            or max_loads <= 0
+        ):
             return reqs
-        earlier = [str(getattr(t, "question", "")).strip() for t in getattr(ctx.task, "turns", [])
-                   if getattr(t, "turn_id", turn.turn_id) < turn.turn_id]  # fmt: skip
+        earlier = [
+            str(getattr(t, "question", "")).strip()
+            for t in getattr(ctx.task, "turns", [])
+            if getattr(t, "turn_id", turn.turn_id) < turn.turn_id
+        ]
         if turn.question.strip() in earlier:
             return reqs  # the same words asked again after an update: which version they mean is open
         out = list(reqs)
-        picked = [e for e in self.entries.values() if e.turn_id < turn.turn_id and self.uses(turn.question, e)]
+        picked = [
+            e for e in self.entries.values() if e.turn_id < turn.turn_id and self.uses(turn.question, e)
+        ]
         for entry in picked[:max_loads]:
             result = yield ("load_state", {"state_id": entry.state_id})
             tool = getattr(result, "tool_result", None)

@@ -26,17 +26,40 @@ _NUM = r"(?P<num>-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?)(?P<pct>\s*(?:%|
 _PREFIX_OPS = [
     (r"at least|no less than|not less than|no fewer than|a minimum of|minimum of|>=|≥", ">="),
     (r"at most|no more than|not more than|up to|a maximum of|maximum of|<=|≤", "<="),
-    (r"more than|greater than|higher than|larger than|longer than|heavier than|older than|later than|"
-     r"above|over|exceeding|exceeds|after|>", ">"),
-    (r"less than|fewer than|lower than|smaller than|shorter than|lighter than|younger than|earlier than|"
-     r"below|under|before|<", "<"),
-]  # fmt: skip
-_PREFIX = re.compile(r"\b(?P<phrase>" + "|".join(f"(?:{p})" for p, _ in _PREFIX_OPS) + r")\s+" + _NUM, re.IGNORECASE)
-_POSTFIX = re.compile(_NUM + r"\s+(?P<unit>[a-z]+\s+)?or\s+(?P<dir>more|higher|greater|above|over|less|fewer|lower|below|under)\b", re.IGNORECASE)
-_BETWEEN = re.compile(r"\bbetween\s+" + _NUM + r"\s+and\s+(?P<num2>-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?)", re.IGNORECASE)
-_YEAR_IN = re.compile(r"\b(?:in|during)\s+(?:the\s+year\s+)?(?P<year>1[89]\d\d|20\d\d)\b(?!\s*(?:to|-|–|and)\s*\d)", re.IGNORECASE)
-_YEARS = re.compile(r"\byears?\s+(?P<a>1[89]\d\d|20\d\d)(?P<rest>(?:\s*(?:,|and|or)\s*(?:1[89]\d\d|20\d\d))+)", re.IGNORECASE)
-_NEGATING = re.compile(r"\b(?:exclud\w*|except|other than|not|without|drop\w*|remov\w*|ignor\w*|leav\w* out|discard\w*)\b[^,;]*$", re.IGNORECASE)
+    (
+        r"more than|greater than|higher than|larger than|longer than|heavier than|older than|later than|"
+        r"above|over|exceeding|exceeds|after|>",
+        ">",
+    ),
+    (
+        r"less than|fewer than|lower than|smaller than|shorter than|lighter than|younger than|earlier than|"
+        r"below|under|before|<",
+        "<",
+    ),
+]
+_PREFIX = re.compile(
+    r"\b(?P<phrase>" + "|".join(f"(?:{p})" for p, _ in _PREFIX_OPS) + r")\s+" + _NUM, re.IGNORECASE
+)
+_POSTFIX = re.compile(
+    _NUM
+    + r"\s+(?P<unit>[a-z]+\s+)?or\s+(?P<dir>more|higher|greater|above|over|less|fewer|lower|below|under)\b",
+    re.IGNORECASE,
+)
+_BETWEEN = re.compile(
+    r"\bbetween\s+" + _NUM + r"\s+and\s+(?P<num2>-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?)",
+    re.IGNORECASE,
+)
+_YEAR_IN = re.compile(
+    r"\b(?:in|during)\s+(?:the\s+year\s+)?(?P<year>1[89]\d\d|20\d\d)\b(?!\s*(?:to|-|–|and)\s*\d)",
+    re.IGNORECASE,
+)
+_YEARS = re.compile(
+    r"\byears?\s+(?P<a>1[89]\d\d|20\d\d)(?P<rest>(?:\s*(?:,|and|or)\s*(?:1[89]\d\d|20\d\d))+)", re.IGNORECASE
+)
+_NEGATING = re.compile(
+    r"\b(?:exclud\w*|except|other than|not|without|drop\w*|remov\w*|ignor\w*|leav\w* out|discard\w*)\b[^,;]*$",
+    re.IGNORECASE,
+)
 _RECORDED = re.compile(
     r"\b(?:with|having|that have|that has)\s+(?:a|an)?\s*(?:recorded|known|non-missing)\s+(?P<subj>[a-z-]+(?:\s+[a-z-]+)?)"
     r"|\bwith\s+(?:a|an)\s+(?P<subj2>[a-z-]+(?:\s+[a-z-]+)?)\s+measurement\b"
@@ -49,25 +72,98 @@ _AGG = re.compile(
     r"(?=\s*(?:\(|,|\.|;|\?|$|\s(?:per|for|of|over|in|across|by|among|within|from|on|at|is|was|and|rounded)\b))",
     re.IGNORECASE,
 )
-_REMOVED_AFTER = re.compile(r"\s+(?:was|were|has been|had been|have been)\s+(?:left out|removed|dropped|excluded|taken out)\b", re.IGNORECASE)
-_REFERENCE_BEFORE = re.compile(r"\b(?:than|above|below|over|under|exceeds?|exceeding)\s+(?:the|their|its|his|her)?\s*(?:[a-z-]+\s+)?$", re.IGNORECASE)
+_REMOVED_AFTER = re.compile(
+    r"\s+(?:was|were|has been|had been|have been)\s+(?:left out|removed|dropped|excluded|taken out)\b",
+    re.IGNORECASE,
+)
+_REFERENCE_BEFORE = re.compile(
+    r"\b(?:than|above|below|over|under|exceeds?|exceeding)\s+(?:the|their|its|his|her)?\s*(?:[a-z-]+\s+)?$",
+    re.IGNORECASE,
+)
 _FIELD_AGG = re.compile(r"^(?P<fn>mean|avg|average|median|total|sum)_(?P<rest>.+)$")
-_FUNCS = {"mean": "mean", "average": "mean", "avg": "mean", "median": "median", "total": "sum", "sum of": "sum", "sum": "sum"}
-_SHARE = re.compile(r"^(?:what|compute|find|give)\s+(?:the\s+)?(?:share|proportion|percentage|fraction)\b[^()]*\b(?:each|per|every)\b", re.IGNORECASE)
-_RANK = re.compile(r"\b(?:largest|highest|top|most|smallest|lowest|fewest|least|biggest|join\w*|side by side)\b(?<!at most)(?<!at least)", re.IGNORECASE)
-_GROUP = re.compile(r"\b(?:per|for each|for every|each|by)\s+(?P<keys>[a-z][a-z-]*(?:\s+(?!and\b|or\b)[a-z][a-z-]*)?(?:\s*(?:,|and)\s*[a-z][a-z-]*){0,2})", re.IGNORECASE)
-_GROUP_HYPHEN = re.compile(r"\b(?P<a>[a-z]+)-(?P<b>[a-z]+)\s+(?:groups|pairs|cells|combinations)\b", re.IGNORECASE)
-_NOT_KEYS = {"capita", "cent", "at", "least", "most", "more", "less", "mile", "the",
-             "a", "an", "which", "such", "that", "those", "this", "turn", "definition", "step",
-             "how", "what", "where", "when", "who", "is", "was", "are", "were", "in", "of", "over", "on"}  # fmt: skip
-_WORDNUM = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
+_FUNCS = {
+    "mean": "mean",
+    "average": "mean",
+    "avg": "mean",
+    "median": "median",
+    "total": "sum",
+    "sum of": "sum",
+    "sum": "sum",
+}
+_SHARE = re.compile(
+    r"^(?:what|compute|find|give)\s+(?:the\s+)?(?:share|proportion|percentage|fraction)\b[^()]*\b(?:each|per|every)\b",
+    re.IGNORECASE,
+)
+_RANK = re.compile(
+    r"\b(?:largest|highest|top|most|smallest|lowest|fewest|least|biggest|join\w*|side by side)\b(?<!at most)(?<!at least)",
+    re.IGNORECASE,
+)
+_GROUP = re.compile(
+    r"\b(?:per|for each|for every|each|by)\s+(?P<keys>[a-z][a-z-]*(?:\s+(?!and\b|or\b)[a-z][a-z-]*)?(?:\s*(?:,|and)\s*[a-z][a-z-]*){0,2})",
+    re.IGNORECASE,
+)
+_GROUP_HYPHEN = re.compile(
+    r"\b(?P<a>[a-z]+)-(?P<b>[a-z]+)\s+(?:groups|pairs|cells|combinations)\b", re.IGNORECASE
+)
+_NOT_KEYS = {
+    "capita",
+    "cent",
+    "at",
+    "least",
+    "most",
+    "more",
+    "less",
+    "mile",
+    "the",
+    "a",
+    "an",
+    "which",
+    "such",
+    "that",
+    "those",
+    "this",
+    "turn",
+    "definition",
+    "step",
+    "how",
+    "what",
+    "where",
+    "when",
+    "who",
+    "is",
+    "was",
+    "are",
+    "were",
+    "in",
+    "of",
+    "over",
+    "on",
+}
+_WORDNUM = {
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+}
 _TOPK = re.compile(
     r"\b(?:top|the|which|(?:at most)\)?)\s+\(?(?:at most\)?\s+)?(?P<k>\d+|one|two|three|four|five|six|seven|eight|nine|ten)\s+"
     r"(?P<rest>[^.?;]{0,80}?)\b(?P<dir>largest|highest|most|biggest|greatest|fastest|smallest|lowest|fewest|least|slowest)\b",
     re.IGNORECASE,
 )
-_ARGMAX = re.compile(r"\bwhich\s+\w+\s+(?:has|have|holds|had)\s+the\s+(?P<dir>largest|highest|most|biggest|greatest|smallest|lowest|fewest|least)\b", re.IGNORECASE)
-_FIRST = re.compile(r"\b(?P<dir>highest|largest|biggest|lowest|smallest)\s+first\b|\bin\s+(?P<dir2>descending|ascending)\s+order\b", re.IGNORECASE)
+_ARGMAX = re.compile(
+    r"\bwhich\s+\w+\s+(?:has|have|holds|had)\s+the\s+(?P<dir>largest|highest|most|biggest|greatest|smallest|lowest|fewest|least)\b",
+    re.IGNORECASE,
+)
+_FIRST = re.compile(
+    r"\b(?P<dir>highest|largest|biggest|lowest|smallest)\s+first\b|\bin\s+(?P<dir2>descending|ascending)\s+order\b",
+    re.IGNORECASE,
+)
 _DESC = {"largest", "highest", "most", "biggest", "greatest", "fastest", "top"}
 _DEFINITION = re.compile(
     r"^(?:from now on,?\s+|henceforth,?\s+)?(?:an?|the)\s+(?P<noun>[a-z][\w\s-]*?)\s+(?:at\s+\w+\s+)?(?:is|counts as|is considered)\s+(?P<term>[a-z][\w-]*(?:\s+(?!only\b)[a-z][\w-]*)?)\s+(?:only\s+)?(?:when|if)\b"
@@ -86,8 +182,36 @@ def clauses(text: str) -> list[str]:
 
 
 _LINKERS = {"is", "are", "was", "were", "be", "of", "by", "at", "with", "has", "have", "had"}
-_STOPS = {"a", "an", "the", "its", "their", "his", "her", "when", "whose", "and", "that", "which", "with", "where",
-          "from", "to", "in", "on", "for", "per", "over", "than", "if", "among", "keep", "only", "all", "each"}  # fmt: skip
+_STOPS = {
+    "a",
+    "an",
+    "the",
+    "its",
+    "their",
+    "his",
+    "her",
+    "when",
+    "whose",
+    "and",
+    "that",
+    "which",
+    "with",
+    "where",
+    "from",
+    "to",
+    "in",
+    "on",
+    "for",
+    "per",
+    "over",
+    "than",
+    "if",
+    "among",
+    "keep",
+    "only",
+    "all",
+    "each",
+}
 
 
 def _subject_before(clause: str, start: int) -> list[str]:
@@ -100,10 +224,20 @@ def _subject_before(clause: str, start: int) -> list[str]:
     if linker in ("with", "by", "at", "has", "have", "had"):
         return []
     out: list[str] = []
-    while (tokens and tokens[-1].lower() not in _STOPS and tokens[-1].lower() not in _LINKERS
-           and not tokens[-1][0].isdigit() and len(out) < 3):  # fmt: skip
+    while (
+        tokens
+        and tokens[-1].lower() not in _STOPS
+        and tokens[-1].lower() not in _LINKERS
+        and not tokens[-1][0].isdigit()
+        and len(out) < 3
+    ):
         out.insert(0, tokens.pop())
-    if linker in ("of", "") and out and re.search(r"[^s]s$", out[-1]) and not out[-1].lower().endswith(("ss", "us", "is")):
+    if (
+        linker in ("of", "")
+        and out
+        and re.search(r"[^s]s$", out[-1])
+        and not out[-1].lower().endswith(("ss", "us", "is"))
+    ):
         return []  # "flights of at least ...", "orders under 20": the rows, not an attribute
     return out
 
@@ -117,11 +251,14 @@ def _is_year(m: re.Match[str]) -> bool:
 
 
 def _counts_rows(clause: str, start: int, end: int) -> bool:
-    """"groups with at least 9 birds", "carriers with at least 20 such flights": a bound on a count."""
+    """ "groups with at least 9 birds", "carriers with at least 20 such flights": a bound on a count."""
     before = re.findall(r"[A-Za-z]+", clause[:start])
     after = re.match(r"\s*(?:such\s+)?([A-Za-z]+)", clause[end:])
-    return bool(before) and before[-1].lower() in ("with", "having", "has", "have") and bool(
-        after and re.search(r"[^s]s$", after.group(1)))
+    return (
+        bool(before)
+        and before[-1].lower() in ("with", "having", "has", "have")
+        and bool(after and re.search(r"[^s]s$", after.group(1)))
+    )
 
 
 def comparisons(clause: str, source: str = "question") -> list[Requirement]:
@@ -129,8 +266,18 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
     taken: list[tuple[int, int]] = []
     for m in _BETWEEN.finditer(clause):
         low, high = sorted((_number(m.group("num")), _number(m.group("num2"))))
-        out.append(Requirement(kind=Kind.COMPARISON, text=m.group(0), source=source, op=">=", value=low, upper=high,
-                               percent=bool(m.group("pct")), subject=_subject_before(clause, m.start())))  # fmt: skip
+        out.append(
+            Requirement(
+                kind=Kind.COMPARISON,
+                text=m.group(0),
+                source=source,
+                op=">=",
+                value=low,
+                upper=high,
+                percent=bool(m.group("pct")),
+                subject=_subject_before(clause, m.start()),
+            )
+        )
         taken.append(m.span())
     for pattern, is_prefix in ((_PREFIX, True), (_POSTFIX, False)):
         for m in pattern.finditer(clause):
@@ -140,14 +287,20 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
                 phrase = m.group("phrase").lower()
                 op = next(o for p, o in _PREFIX_OPS if re.fullmatch(p, phrase, re.IGNORECASE))
             else:
-                op = ">=" if m.group("dir").lower() in ("more", "higher", "greater", "above", "over") else "<="
+                op = (
+                    ">=" if m.group("dir").lower() in ("more", "higher", "greater", "above", "over") else "<="
+                )
             after = clause[m.end() : m.end() + 30]
             if re.match(r"\s*(?:decimal|d\.p\.|digits)", after, re.IGNORECASE):
                 continue
             subject = _subject_before(clause, m.start())
-            named_after = re.match(r"\s*(?:[a-z%°]+\s+)?of\s+(?P<what>[a-z][a-z-]*(?:\s+[a-z][a-z-]*)?)", after, re.IGNORECASE)
+            named_after = re.match(
+                r"\s*(?:[a-z%°]+\s+)?of\s+(?P<what>[a-z][a-z-]*(?:\s+[a-z][a-z-]*)?)", after, re.IGNORECASE
+            )
             if not subject and named_after and not _counts_rows(clause, m.start(), m.end()):
-                subject = [w for w in named_after.group("what").split() if w.lower() not in _STOPS]  # "1.0 mm of precipitation"
+                subject = [
+                    w for w in named_after.group("what").split() if w.lower() not in _STOPS
+                ]  # "1.0 mm of precipitation"
             if is_prefix and _is_year(m) and _TEMPORAL.fullmatch(m.group("phrase")):
                 # "before 2010", "summed over 2015": a bound on time, whatever noun precedes it;
                 # "over/across/during 2015" is that year, and "over 2000-2014" a span (no bound).
@@ -159,20 +312,46 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
             if _NEGATING.search(clause[: m.start()]):
                 op = COMPLEMENT[op]
             count = "count" if _counts_rows(clause, m.start(), m.end()) else None
-            out.append(Requirement(kind=Kind.COMPARISON, text=m.group(0), source=source, op=op,
-                                   value=_number(m.group("num")), percent=bool(m.group("pct")), subject=subject,
-                                   function=count))  # fmt: skip
+            out.append(
+                Requirement(
+                    kind=Kind.COMPARISON,
+                    text=m.group(0),
+                    source=source,
+                    op=op,
+                    value=_number(m.group("num")),
+                    percent=bool(m.group("pct")),
+                    subject=subject,
+                    function=count,
+                )
+            )
             taken.append(m.span())
     years_in = list(_YEAR_IN.finditer(clause))
     if len(years_in) > 1:  # "in 1931 and in 1932": the years compared, each row in one of them
-        out.append(Requirement(kind=Kind.SCOPE, text=" ".join(m.group(0) for m in years_in), source=source,
-                               values=[m.group("year") for m in years_in], subject=["year"]))  # fmt: skip
+        out.append(
+            Requirement(
+                kind=Kind.SCOPE,
+                text=" ".join(m.group(0) for m in years_in),
+                source=source,
+                values=[m.group("year") for m in years_in],
+                subject=["year"],
+            )
+        )
     for m in years_in if len(years_in) == 1 else []:
-        out.append(Requirement(kind=Kind.COMPARISON, text=m.group(0), source=source, op="==",
-                               value=float(m.group("year")), subject=["year"]))  # fmt: skip
+        out.append(
+            Requirement(
+                kind=Kind.COMPARISON,
+                text=m.group(0),
+                source=source,
+                op="==",
+                value=float(m.group("year")),
+                subject=["year"],
+            )
+        )
     for m in _YEARS.finditer(clause):
         years = [m.group("a"), *re.findall(r"1[89]\d\d|20\d\d", m.group("rest"))]
-        out.append(Requirement(kind=Kind.SCOPE, text=m.group(0), source=source, values=years, subject=["year"]))
+        out.append(
+            Requirement(kind=Kind.SCOPE, text=m.group(0), source=source, values=years, subject=["year"])
+        )
     return out
 
 
@@ -181,13 +360,19 @@ def not_null(clause: str, source: str = "question") -> list[Requirement]:
     for m in _RECORDED.finditer(clause):
         subj = m.group("subj") or m.group("subj2") or m.group("subj3")
         if m.group("both"):
-            out.append(Requirement(kind=Kind.NOT_NULL, text=m.group(0), source=source, subject=[m.group("both"), "*"]))
+            out.append(
+                Requirement(
+                    kind=Kind.NOT_NULL, text=m.group(0), source=source, subject=[m.group("both"), "*"]
+                )
+            )
         elif subj:
             out.append(Requirement(kind=Kind.NOT_NULL, text=m.group(0), source=source, subject=subj.split()))
     return out
 
 
-def scopes(clause: str, vocab: Vocabulary, tables: list[str] | None, source: str = "question") -> list[Requirement]:
+def scopes(
+    clause: str, vocab: Vocabulary, tables: list[str] | None, source: str = "question"
+) -> list[Requirement]:
     """Category values of the data named in the clause, grouped by column."""
     found: dict[str, tuple[list[str], bool, str]] = {}
     values = vocab.all_values(tables)
@@ -199,11 +384,21 @@ def scopes(clause: str, vocab: Vocabulary, tables: list[str] | None, source: str
         flags = 0 if value.islower() or value.isupper() else re.IGNORECASE
         for m in re.finditer(rf"(?<![\w-]){re.escape(value)}(?![\w-])", clause, flags):
             before = clause[max(0, m.start() - 40) : m.start()]
-            if re.search(r"\b(?:are|is|being|as|than|vs\.?|versus|compare\w*|between)\s+(?:the\s+)?$", before, re.IGNORECASE):
+            if re.search(
+                r"\b(?:are|is|being|as|than|vs\.?|versus|compare\w*|between)\s+(?:the\s+)?$",
+                before,
+                re.IGNORECASE,
+            ):
                 continue
             if _REMOVED_AFTER.match(clause[m.end() : m.end() + 40]):
                 continue  # "before Grand Rapids was left out": history of the data, not this turn's scope
-            exclude = bool(re.search(r"(?:\b(?:exclud\w*|except|other than|not|without|besides|apart from)\s+(?:the\s+|any\s+)?|\bnon-)$", before, re.IGNORECASE))
+            exclude = bool(
+                re.search(
+                    r"(?:\b(?:exclud\w*|except|other than|not|without|besides|apart from)\s+(?:the\s+|any\s+)?|\bnon-)$",
+                    before,
+                    re.IGNORECASE,
+                )
+            )
             col = cols[0]
             vals, excl, text = found.get(col, ([], exclude, ""))
             if value not in vals:
@@ -218,7 +413,9 @@ def scopes(clause: str, vocab: Vocabulary, tables: list[str] | None, source: str
             continue  # alternatives being compared, not a scope
         if not excl and len(vals) > 1 and set(vals) >= held.get(col, set()):
             continue  # every value the column holds ("winter = ..., spring = ..."): a grouping, no restriction
-        out.append(Requirement(kind=Kind.SCOPE, text=text, source=source, values=vals, exclude=excl, columns=[col]))
+        out.append(
+            Requirement(kind=Kind.SCOPE, text=text, source=source, values=vals, exclude=excl, columns=[col])
+        )
     return out
 
 
@@ -231,17 +428,32 @@ def aggregations(clause: str, fields: list[str], source: str = "question") -> li
             continue
         if not subj or subj[0].lower() in ("and", "or") or _REFERENCE_BEFORE.search(clause[: m.start()]):
             continue  # "heavier than their cohort mean and efficient": a reference value, not the statistic asked
-        out.append(Requirement(kind=Kind.AGGREGATION, text=m.group(0), source=source, function=fn, subject=subj))
+        out.append(
+            Requirement(kind=Kind.AGGREGATION, text=m.group(0), source=source, function=fn, subject=subj)
+        )
     for field in fields:
         fm = _FIELD_AGG.match(field)
         if fm:
-            out.append(Requirement(kind=Kind.AGGREGATION, text=f"`{field}`", source=source,
-                                   function=_FUNCS[fm.group("fn")], subject=fm.group("rest").split("_"), fields=[field]))
+            out.append(
+                Requirement(
+                    kind=Kind.AGGREGATION,
+                    text=f"`{field}`",
+                    source=source,
+                    function=_FUNCS[fm.group("fn")],
+                    subject=fm.group("rest").split("_"),
+                    fields=[field],
+                )
+            )
     return out
 
 
-def extract(question: str, *, context: str = "", vocab: Vocabulary | None = None, tables: list[str] | None = None,
-            ) -> list[Requirement]:  # fmt: skip
+def extract(
+    question: str,
+    *,
+    context: str = "",
+    vocab: Vocabulary | None = None,
+    tables: list[str] | None = None,
+) -> list[Requirement]:
     """Requirements of one turn (question, plus the standing rounding instruction of the context)."""
     out: list[Requirement] = []
     fields = [f for f in _FIELDS.findall(re.sub(r"\{[^}]*\}", "", question))]
@@ -253,8 +465,14 @@ def extract(question: str, *, context: str = "", vocab: Vocabulary | None = None
         share = _SHARE.search(re.sub(r"\([^()]*\)", "", clause))
         if share and not _RANK.search(clause):
             share_fields = [f for f in fields if re.search(r"share|pct|percent|frac|prop", f)]
-            out.append(Requirement(kind=Kind.SHARE, text=share.group(0), fields=share_fields[:1],
-                                   percent=bool(re.search(r"percent|pct|%", clause + " ".join(share_fields)))))  # fmt: skip
+            out.append(
+                Requirement(
+                    kind=Kind.SHARE,
+                    text=share.group(0),
+                    fields=share_fields[:1],
+                    percent=bool(re.search(r"percent|pct|%", clause + " ".join(share_fields))),
+                )
+            )
         out += groupings(clause)
         out += rankings(clause)
         out += joins(clause)
@@ -263,8 +481,14 @@ def extract(question: str, *, context: str = "", vocab: Vocabulary | None = None
     if places is None:
         places = required_decimals(context)
     if places is not None:
-        out.append(Requirement(kind=Kind.ROUNDING, text=f"{places} decimal places", decimals=places,
-                               source="question" if required_decimals(question) is not None else "context"))  # fmt: skip
+        out.append(
+            Requirement(
+                kind=Kind.ROUNDING,
+                text=f"{places} decimal places",
+                decimals=places,
+                source="question" if required_decimals(question) is not None else "context",
+            )
+        )
     if fields:
         out.append(Requirement(kind=Kind.OUTPUT, text="Report " + ", ".join(fields), fields=fields))
     return dedupe(out)
@@ -277,10 +501,15 @@ def context_requirements(context: str) -> list[Requirement]:
     context clause that only describes the data states no requirement."""
     out: list[Requirement] = []
     for clause in clauses(context):
-        if not re.search(r"\bfrom now on\b|\bhenceforth\b|\bdefinition\b|\bmeans\b|\bcounts? as\b", clause, re.IGNORECASE):
+        if not re.search(
+            r"\bfrom now on\b|\bhenceforth\b|\bdefinition\b|\bmeans\b|\bcounts? as\b", clause, re.IGNORECASE
+        ):
             continue
-        out += [r.model_copy(update={"source": "context"}) for r in comparisons(clause) + not_null(clause)
-                if not _is_year_bound(r)]  # fmt: skip
+        out += [
+            r.model_copy(update={"source": "context"})
+            for r in comparisons(clause) + not_null(clause)
+            if not _is_year_bound(r)
+        ]
     return out
 
 
@@ -303,7 +532,11 @@ def groupings(clause: str) -> list[Requirement]:
         if keys and not re.match(r"\s*(?:(?:at|more|less|over|under)\s+\d|\d)", clause[m.end() :]):
             out.append(Requirement(kind=Kind.GROUPING, text=m.group(0), keys=keys))
     for m in _GROUP_HYPHEN.finditer(clause):
-        out.append(Requirement(kind=Kind.GROUPING, text=m.group(0), keys=[m.group("a").lower(), m.group("b").lower()]))
+        out.append(
+            Requirement(
+                kind=Kind.GROUPING, text=m.group(0), keys=[m.group("a").lower(), m.group("b").lower()]
+            )
+        )
     return out
 
 
@@ -311,26 +544,43 @@ def rankings(clause: str) -> list[Requirement]:
     m = _TOPK.search(clause)
     if m:
         k = m.group("k").lower()
-        return [Requirement(kind=Kind.ORDER, text=m.group(0), k=_WORDNUM.get(k) or int(k),
-                            descending=m.group("dir").lower() in _DESC, subject=m.group("rest").split()[-3:])]  # fmt: skip
+        return [
+            Requirement(
+                kind=Kind.ORDER,
+                text=m.group(0),
+                k=_WORDNUM.get(k) or int(k),
+                descending=m.group("dir").lower() in _DESC,
+                subject=m.group("rest").split()[-3:],
+            )
+        ]
     m = _ARGMAX.search(clause)
     if m:
-        return [Requirement(kind=Kind.ORDER, text=m.group(0), k=1, descending=m.group("dir").lower() in _DESC)]
+        return [
+            Requirement(kind=Kind.ORDER, text=m.group(0), k=1, descending=m.group("dir").lower() in _DESC)
+        ]
     m = _FIRST.search(clause)
     if m:
         word = (m.group("dir") or m.group("dir2")).lower()
-        return [Requirement(kind=Kind.ORDER, text=m.group(0), descending=word in _DESC or word == "descending")]
+        return [
+            Requirement(kind=Kind.ORDER, text=m.group(0), descending=word in _DESC or word == "descending")
+        ]
     return []
 
 
 def joins(clause: str) -> list[Requirement]:
     low = clause.lower()
     how = None
-    if re.search(r"unmatched|\b(?:keep\w*|includ\w*|retain\w*|even)\b[^;]*\b(?:without|with no|lacking)\b|keep(?:ing)? all"
-                 r"|\bso that every \w+ is labell?ed|\bevery \w+ (?:stays|remains|is kept)", low):
+    if re.search(
+        r"unmatched|\b(?:keep\w*|includ\w*|retain\w*|even)\b[^;]*\b(?:without|with no|lacking)\b|keep(?:ing)? all"
+        r"|\bso that every \w+ is labell?ed|\bevery \w+ (?:stays|remains|is kept)",
+        low,
+    ):
         how = "left"
-    elif re.search(r"present in both|in both\b|only (?:the )?match\w*|matched rows only|\bdrop\w*\b[^;]*\bwithout (?:a )?match"
-                   r"|\bkeep(?:ing|s)? only\b|\bwhere both\b", low):
+    elif re.search(
+        r"present in both|in both\b|only (?:the )?match\w*|matched rows only|\bdrop\w*\b[^;]*\bwithout (?:a )?match"
+        r"|\bkeep(?:ing|s)? only\b|\bwhere both\b",
+        low,
+    ):
         how = "inner"
     if how is None or not re.search(r"\bjoin\w*|\bmatch\w*|\bcombin\w*", low):
         return []

@@ -61,12 +61,25 @@ def inspect_code(code: str, step: int | None = None) -> CodeSemantics:
     literals: list[float] = []
     connection: str | None = None
     for stmt in tree.body:
-        target = stmt.targets[0].id if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) else None
-        if target and isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
+        target = (
+            stmt.targets[0].id
+            if isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            else None
+        )
+        if (
+            target
+            and isinstance(stmt, ast.Assign)
+            and isinstance(stmt.value, ast.Constant)
+            and isinstance(stmt.value.value, str)
+        ):
             strings[target] = stmt.value.value
             continue
         if target and isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Dict):
-            keys = [k.value for k in stmt.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+            keys = [
+                k.value for k in stmt.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)
+            ]
             if keys:
                 reports[target] = keys
                 for k, v in zip(stmt.value.keys, stmt.value.values, strict=True):
@@ -101,10 +114,20 @@ def inspect_code(code: str, step: int | None = None) -> CodeSemantics:
             if sel is not None:
                 selections.append(sel)
         for node in ast.walk(stmt):
-            if isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(node.value, bool):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, int | float)
+                and not isinstance(node.value, bool)
+            ):
                 literals.append(float(node.value))
-    return CodeSemantics(selections=selections, frames=frames, connection=connection, reports=reports,
-                         fields=fields, literals=literals)  # fmt: skip
+    return CodeSemantics(
+        selections=selections,
+        frames=frames,
+        connection=connection,
+        reports=reports,
+        fields=fields,
+        literals=literals,
+    )
 
 
 def merge(parts: list[CodeSemantics]) -> CodeSemantics:
@@ -112,11 +135,14 @@ def merge(parts: list[CodeSemantics]) -> CodeSemantics:
     out = CodeSemantics()
     for part in parts:
         out = CodeSemantics(
-            selections=out.selections + part.selections, frames={**out.frames, **part.frames},
-            connection=part.connection or out.connection, reports={**out.reports, **part.reports},
-            fields={**out.fields, **part.fields}, literals=out.literals + part.literals,
+            selections=out.selections + part.selections,
+            frames={**out.frames, **part.frames},
+            connection=part.connection or out.connection,
+            reports={**out.reports, **part.reports},
+            fields={**out.fields, **part.fields},
+            literals=out.literals + part.literals,
             errors=out.errors + part.errors,
-        )  # fmt: skip
+        )
     return out
 
 

@@ -53,12 +53,22 @@ class LLMExtractor:
         self.rejected: list[str] = []
         self.calls = 0
 
-    def __call__(self, question: str, *, context: str = "", vocab: Vocabulary | None = None,
-                 tables: list[str] | None = None) -> list[Requirement]:  # fmt: skip
+    def __call__(
+        self,
+        question: str,
+        *,
+        context: str = "",
+        vocab: Vocabulary | None = None,
+        tables: list[str] | None = None,
+    ) -> list[Requirement]:
         base = extract(question, context=context, vocab=vocab, tables=tables) if self.merge else []
         columns = _columns(vocab, tables)
-        prompt = PROMPT.format(kinds=", ".join(k.value for k in Kind), columns=columns or "(unknown)",
-                               context=context.strip() or "(none)", question=question.strip())  # fmt: skip
+        prompt = PROMPT.format(
+            kinds=", ".join(k.value for k in Kind),
+            columns=columns or "(unknown)",
+            context=context.strip() or "(none)",
+            question=question.strip(),
+        )
         self.calls += 1
         try:
             reply = self.client.chat([{"role": "user", "content": prompt}])
@@ -82,7 +92,11 @@ class LLMExtractor:
         out = []
         for item in raw:
             try:
-                out.append(Requirement.model_validate({**item, "source": "question"} if isinstance(item, dict) else item))
+                out.append(
+                    Requirement.model_validate(
+                        {**item, "source": "question"} if isinstance(item, dict) else item
+                    )
+                )
             except ValidationError as exc:
                 self.rejected.append(f"{json.dumps(item)[:200]}: {exc.errors()[0]['msg']}")
         return out

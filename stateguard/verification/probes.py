@@ -36,11 +36,18 @@ class ProbeItem(BaseModel):
     requirement: Requirement
     check: str = Field(description="What is compared, e.g. 'kept_rows', 'rerun', 'share_sum'.")
     code: str
-    variables: list[str] = Field(default_factory=list, description="Workspace variables a violation localizes to.")
+    variables: list[str] = Field(
+        default_factory=list, description="Workspace variables a violation localizes to."
+    )
     reason: str = Field(description="Worker-safe words: what is wrong, no code and no computed values.")
-    status: str = Field(default="", description="What inspection saw: agrees, differs, missing, threshold, aggregation, ...")
-    constraint: bool = Field(default=False, description="It checks an artifact the turn left (a table, frame or "
-                             "report), so it can be the state's executable constraint and stays valid after a retry.")
+    status: str = Field(
+        default="", description="What inspection saw: agrees, differs, missing, threshold, aggregation, ..."
+    )
+    constraint: bool = Field(
+        default=False,
+        description="It checks an artifact the turn left (a table, frame or "
+        "report), so it can be the state's executable constraint and stays valid after a retry.",
+    )
 
 
 class ProbeOutcome(BaseModel):
@@ -61,7 +68,10 @@ def sql_predicate(req: Requirement, column: str, numeric: bool = True, scale: fl
     if req.kind is Kind.NOT_NULL:
         return f"{column} IS NOT NULL"
     if req.kind is Kind.SCOPE:
-        items = ", ".join(_quote(float(v)) if numeric and re.fullmatch(r"-?\d+(\.\d+)?", v) else _quote(v) for v in req.values)
+        items = ", ".join(
+            _quote(float(v)) if numeric and re.fullmatch(r"-?\d+(\.\d+)?", v) else _quote(v)
+            for v in req.values
+        )
         return f"{column} {'NOT IN' if req.exclude else 'IN'} ({items})"
     assert req.value is not None and req.op is not None
     if req.upper is not None:
@@ -101,8 +111,13 @@ def kept_rows_sql(select_sql: str, predicate: str) -> str | None:
     if select is None:
         return None
     try:
-        select.set("expressions", [sqlglot.parse_one("COUNT(*) AS n"),
-                                   sqlglot.parse_one(f"COUNT(*) FILTER (WHERE NOT ({predicate})) AS bad", dialect="duckdb")])  # fmt: skip
+        select.set(
+            "expressions",
+            [
+                sqlglot.parse_one("COUNT(*) AS n"),
+                sqlglot.parse_one(f"COUNT(*) FILTER (WHERE NOT ({predicate})) AS bad", dialect="duckdb"),
+            ],
+        )
     except Exception:  # noqa: BLE001
         return None
     return select.sql(dialect="duckdb")
@@ -112,30 +127,38 @@ def kept_rows_probe(con: str, select_sql: str, predicate: str) -> str | None:
     query = kept_rows_sql(select_sql, predicate)
     if query is None:
         return None
-    return (f"_n, _bad = {con}.execute({query!r}).fetchone()\n"
-            f"_v = bool(_bad)\n_o = {{'kept_rows': int(_n or 0), 'rows_breaking_requirement': int(_bad or 0)}}")  # fmt: skip
+    return (
+        f"_n, _bad = {con}.execute({query!r}).fetchone()\n"
+        f"_v = bool(_bad)\n_o = {{'kept_rows': int(_n or 0), 'rows_breaking_requirement': int(_bad or 0)}}"
+    )
 
 
 def table_rows_probe(con: str, table: str, predicate: str) -> str:
     """Rows of a SQL table (an artifact the turn created) that break `predicate`."""
     query = f"SELECT COUNT(*), COUNT(*) FILTER (WHERE NOT ({predicate})) FROM {table}"
-    return (f"_n, _bad = {con}.execute({query!r}).fetchone()\n"
-            f"_v = bool(_bad)\n_o = {{'rows': int(_n or 0), 'rows_breaking_requirement': int(_bad or 0)}}")  # fmt: skip
+    return (
+        f"_n, _bad = {con}.execute({query!r}).fetchone()\n"
+        f"_v = bool(_bad)\n_o = {{'rows': int(_n or 0), 'rows_breaking_requirement': int(_bad or 0)}}"
+    )
 
 
 def frame_rows_probe(frame: str, predicate: str) -> str:
     """Rows of a DataFrame expression that break a pandas predicate (written over `_f`)."""
-    return (f"_f = {frame}\n_ok = {predicate}\n_bad = int((~_ok.astype(bool)).sum()) if len(_f) else 0\n"
-            f"_v = _bad > 0\n_o = {{'rows': int(len(_f)), 'rows_breaking_requirement': _bad}}")  # fmt: skip
+    return (
+        f"_f = {frame}\n_ok = {predicate}\n_bad = int((~_ok.astype(bool)).sum()) if len(_f) else 0\n"
+        f"_v = _bad > 0\n_o = {{'rows': int(len(_f)), 'rows_breaking_requirement': _bad}}"
+    )
 
 
 def flag_probe(frame: str, column: str, predicate: str, exact: bool) -> str:
     """A stored flag column against the stated condition (a pandas predicate over `_f`): an exact
     flag must equal it row by row; a flag built from several `&` parts must imply it."""
     test = "(_flag != _ok)" if exact else "(_flag & ~_ok)"
-    return (f"_f = {frame}\n_ok = ({predicate}).fillna(False).astype(bool)\n"
-            f"_flag = _f[{column!r}].fillna(False).astype(bool)\n_bad = int({test}.sum())\n"
-            f"_v = _bad > 0\n_o = {{'rows': int(len(_f)), 'flagged': int(_flag.sum()), 'rows_breaking_requirement': _bad}}")  # fmt: skip
+    return (
+        f"_f = {frame}\n_ok = ({predicate}).fillna(False).astype(bool)\n"
+        f"_flag = _f[{column!r}].fillna(False).astype(bool)\n_bad = int({test}.sum())\n"
+        f"_v = _bad > 0\n_o = {{'rows': int(len(_f)), 'flagged': int(_flag.sum()), 'rows_breaking_requirement': _bad}}"
+    )
 
 
 def rerun_probe(con: str, original: str, changed: str) -> str:
@@ -154,15 +177,19 @@ def rerun_probe(con: str, original: str, changed: str) -> str:
 
 def count_probe(frame: str, mask: str, stated_mask: str) -> str:
     """Rows a pandas mask keeps as written and as the task states it."""
-    return (f"_f = {frame}\n_a = int(len(_f[({mask})]))\n_b = int(len(_f[({stated_mask})]))\n"
-            f"_v = _a != _b\n_o = {{'rows_as_written': _a, 'rows_as_stated': _b}}")  # fmt: skip
+    return (
+        f"_f = {frame}\n_a = int(len(_f[({mask})]))\n_b = int(len(_f[({stated_mask})]))\n"
+        f"_v = _a != _b\n_o = {{'rows_as_written': _a, 'rows_as_stated': _b}}"
+    )
 
 
 def defined_probe(con: str, table: str, column: str) -> str:
     """A stored table the answer aggregates holds values of that column (the statistic is defined)."""
     query = f"SELECT COUNT(*), COUNT({column}) FROM {table}"
-    return (f"_n, _k = {con}.execute({query!r}).fetchone()\n"
-            f"_v = int(_k or 0) == 0\n_o = {{'rows': int(_n or 0), 'rows_with_value': int(_k or 0)}}")  # fmt: skip
+    return (
+        f"_n, _k = {con}.execute({query!r}).fetchone()\n"
+        f"_v = int(_k or 0) == 0\n_o = {{'rows': int(_n or 0), 'rows_with_value': int(_k or 0)}}"
+    )
 
 
 def table_matches_probe(con: str, table: str, query: str) -> str:
@@ -190,8 +217,10 @@ def compare_probe(actual: str, expected: str) -> str:
 
 def share_probe(total_expr: str, percent: bool) -> str:
     whole = 100.0 if percent else 1.0
-    return (f"_s = float({total_expr})\n_v = abs(_s - {whole}) > {0.02 * whole}\n"
-            f"_o = {{'sum_of_shares': round(_s, 4), 'whole': {whole}}}")  # fmt: skip
+    return (
+        f"_s = float({total_expr})\n_v = abs(_s - {whole}) > {0.02 * whole}\n"
+        f"_o = {{'sum_of_shares': round(_s, 4), 'whole': {whole}}}"
+    )
 
 
 def null_output_probe(report: str, fields: list[str]) -> str:
@@ -215,9 +244,11 @@ def batch(items: list[ProbeItem]) -> str:
     """One probe program running every item in isolation; prints one JSON line of outcomes."""
     parts = ["import json as _json\n_results = {}"]
     for item in items:  # each snippet compiled on its own: one that does not even parse spoils nothing else
-        parts.append(f"try:\n    exec(compile({item.code!r}, {item.id!r}, 'exec'), globals())\n"
-                     f"    _results[{item.id!r}] = {{'v': bool(_v), 'o': _o}}\n"
-                     f"except Exception as _e:\n    _results[{item.id!r}] = {{'error': type(_e).__name__ + ': ' + str(_e)[:200]}}")  # fmt: skip
+        parts.append(
+            f"try:\n    exec(compile({item.code!r}, {item.id!r}, 'exec'), globals())\n"
+            f"    _results[{item.id!r}] = {{'v': bool(_v), 'o': _o}}\n"
+            f"except Exception as _e:\n    _results[{item.id!r}] = {{'error': type(_e).__name__ + ': ' + str(_e)[:200]}}"
+        )
     parts.append("print('SEMANTIC_PROBE ' + _json.dumps(_results, default=str))")
     return "\n".join(parts)
 
@@ -229,7 +260,10 @@ def parse_batch(stdout: str) -> dict[str, ProbeOutcome]:
                 raw = json.loads(line[len("SEMANTIC_PROBE ") :])
             except json.JSONDecodeError:
                 return {}
-            return {k: ProbeOutcome(violated=v.get("v"), observed=v.get("o") or {}, error=v.get("error")) for k, v in raw.items()}
+            return {
+                k: ProbeOutcome(violated=v.get("v"), observed=v.get("o") or {}, error=v.get("error"))
+                for k, v in raw.items()
+            }
     return {}
 
 
@@ -238,14 +272,18 @@ def all_sites(snippets: list[str]) -> str:
     checked breaks it (one site that meets it is enough, e.g. the filtered frame of two)."""
     parts = ["_decided, _broken, _obs = 0, 0, []"]
     for snippet in snippets:
-        parts.append(f"try:\n    exec(compile({snippet!r}, 'site', 'exec'), globals())\n    _decided += 1\n    _broken += int(bool(_v))\n    _obs.append(_o)\n"
-                     "except Exception as _e:\n    _obs.append({'error': type(_e).__name__})")
+        parts.append(
+            f"try:\n    exec(compile({snippet!r}, 'site', 'exec'), globals())\n    _decided += 1\n    _broken += int(bool(_v))\n    _obs.append(_o)\n"
+            "except Exception as _e:\n    _obs.append({'error': type(_e).__name__})"
+        )
     parts.append("_v = _decided > 0 and _broken == _decided\n_o = {'sites': _obs}")
     return "\n".join(parts)
 
 
 def constraint_code(item: ProbeItem) -> str:
     """The item as an executable constraint: fails (AssertionError) only on a decided violation."""
-    return (f"try:\n    exec(compile({item.code!r}, 'constraint', 'exec'), globals())\n"
-            f"except Exception:\n    _v, _o = False, {{}}\n"
-            f"assert not _v, 'requirement not met: ' + repr(_o)")  # fmt: skip
+    return (
+        f"try:\n    exec(compile({item.code!r}, 'constraint', 'exec'), globals())\n"
+        f"except Exception:\n    _v, _o = False, {{}}\n"
+        f"assert not _v, 'requirement not met: ' + repr(_o)"
+    )

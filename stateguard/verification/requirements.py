@@ -64,7 +64,9 @@ class Requirement(BaseModel):
     exclude: bool = Field(default=False, description="scope: the named values are to be left out.")
     function: Function | None = Field(default=None, description="aggregation: the statistic asked for.")
     keys: list[str] = Field(default_factory=list, description="grouping / join: key words or columns.")
-    how: Literal["inner", "left", "outer"] | None = Field(default=None, description="join: unmatched rows kept?")
+    how: Literal["inner", "left", "outer"] | None = Field(
+        default=None, description="join: unmatched rows kept?"
+    )
     k: int | None = Field(default=None, ge=1, description="order: how many rows are asked for.")
     descending: bool | None = Field(default=None, description="order: largest first?")
     decimals: int | None = Field(default=None, ge=0, description="rounding: decimal places.")
@@ -85,7 +87,9 @@ class Requirement(BaseModel):
         }
         missing = [f for f in need.get(self.kind, ()) if getattr(self, f) in (None, [], "")]
         if missing:
-            raise ValueError(f"a {self.kind.value} requirement needs {', '.join(missing)} (text: {self.text!r})")
+            raise ValueError(
+                f"a {self.kind.value} requirement needs {', '.join(missing)} (text: {self.text!r})"
+            )
         if self.kind is Kind.NOT_NULL and not (self.subject or self.columns):
             raise ValueError(f"a not_null requirement needs subject words or columns (text: {self.text!r})")
         if self.upper is not None and (self.value is None or self.upper < self.value):
@@ -107,7 +111,11 @@ class Requirement(BaseModel):
         if self.kind is Kind.AGGREGATION:
             return f"the {self.function} of {what}"
         if self.kind is Kind.SHARE:
-            return f"the shares {'of ' + what if what != 'the kept rows' else ''} add up to the whole".replace("  ", " ")
+            return (
+                f"the shares {'of ' + what if what != 'the kept rows' else ''} add up to the whole".replace(
+                    "  ", " "
+                )
+            )
         if self.kind is Kind.GROUPING:
             return f"one result per {' and '.join(self.columns or self.keys)}"
         if self.kind is Kind.JOIN:
@@ -124,6 +132,10 @@ class Requirement(BaseModel):
 def holds(op: str, left: float, bound: float) -> bool:
     """Does `left op bound` hold (plain Python semantics)?"""
     return {
-        ">": left > bound, ">=": left >= bound, "<": left < bound, "<=": left <= bound,
-        "==": left == bound, "!=": left != bound,
-    }[op]  # fmt: skip
+        ">": left > bound,
+        ">=": left >= bound,
+        "<": left < bound,
+        "<=": left <= bound,
+        "==": left == bound,
+        "!=": left != bound,
+    }[op]

@@ -52,7 +52,10 @@ def replace_condition(sql: str, condition_text: str, predicate: str) -> str | No
         if not isinstance(node, exp.Where | exp.Having):
             continue
         for conjunct in _conjuncts(node.this):
-            if _bare(conjunct).sql(dialect="duckdb") == condition_text or conjunct.sql(dialect="duckdb") == condition_text:
+            if (
+                _bare(conjunct).sql(dialect="duckdb") == condition_text
+                or conjunct.sql(dialect="duckdb") == condition_text
+            ):
                 if conjunct is node.this:
                     node.set("this", new)
                 else:

@@ -46,14 +46,25 @@ class SemanticConfig(BaseModel):
     """`stateguard.verification` switches (Hydra: `semantic.*` in configs/eval.yaml)."""
 
     model_config = ConfigDict(extra="forbid")
-    enabled: bool = Field(default=False, description="Off by default: not yet measured clean on the held-out hand-written tasks (README).")
-    constraints: bool = Field(default=True, description="Attach artifact checks as executable constraints at OPEN.")
+    enabled: bool = Field(
+        default=False,
+        description="Off by default: not yet measured clean on the held-out hand-written tasks (README).",
+    )
+    constraints: bool = Field(
+        default=True, description="Attach artifact checks as executable constraints at OPEN."
+    )
     probes: bool = Field(default=True, description="Probe code-bound checks at verification.")
-    definitions: bool = Field(default=True, description="Apply the current definition of terms earlier turns defined.")
-    load_states: int = Field(default=2, ge=0, description="Defining states read with load_state per verification.")
+    definitions: bool = Field(
+        default=True, description="Apply the current definition of terms earlier turns defined."
+    )
+    load_states: int = Field(
+        default=2, ge=0, description="Defining states read with load_state per verification."
+    )
     extractor: Literal["rules", "llm"] = Field(
-        default="rules", description="rules: deterministic extraction (offline); llm: a model on the manager endpoint "
-        "(STATEGUARD_MANAGER_*), validated against the requirement schema and merged with the rules' extraction.")
+        default="rules",
+        description="rules: deterministic extraction (offline); llm: a model on the manager endpoint "
+        "(STATEGUARD_MANAGER_*), validated against the requirement schema and merged with the rules' extraction.",
+    )
 
 
 class Verification(BaseModel):
@@ -123,7 +134,9 @@ class SemanticVerifier:
             text = constraint_text(item.requirement)
             done = results.get(text)
             if item.constraint and text in self.owned and done is not None and done.get("passed") is not None:
-                outcomes[item.id] = probes.ProbeOutcome(violated=not done["passed"], observed={"constraint": done.get("error")})
+                outcomes[item.id] = probes.ProbeOutcome(
+                    violated=not done["passed"], observed={"constraint": done.get("error")}
+                )
             else:
                 rest.append(item)
         if rest and self.config.probes:
@@ -131,13 +144,20 @@ class SemanticVerifier:
             tool = getattr(result, "tool_result", None)
             if tool is not None:
                 outcomes.update(probes.parse_batch(str(tool.data.get("stdout", ""))))
-        findings = [self._finding(item, outcomes[item.id]) for item in plan.items
-                    if item.id in outcomes and outcomes[item.id].violated]  # fmt: skip
+        findings = [
+            self._finding(item, outcomes[item.id])
+            for item in plan.items
+            if item.id in outcomes and outcomes[item.id].violated
+        ]
         if not any(f.evidence.startswith("output") for f in findings):
             findings += _empty_report(plan.requirements, steps)
-        self.last = Verification(requirements=plan.requirements, notes=plan.notes, unverified=plan.unverified,
-                                 outcomes={k: v.model_dump(exclude_none=True) for k, v in outcomes.items()},
-                                 findings=findings)  # fmt: skip
+        self.last = Verification(
+            requirements=plan.requirements,
+            notes=plan.notes,
+            unverified=plan.unverified,
+            outcomes={k: v.model_dump(exclude_none=True) for k, v in outcomes.items()},
+            findings=findings,
+        )
         return findings
 
     # -- internals ----------------------------------------------------------------------
@@ -181,10 +201,14 @@ class SemanticVerifier:
         later = frozenset(w for i, s in ctx.steps.items() if i > end for w in s.meta.get("writes", []))
         return bind(reqs, sem, self.vocab, later) if ran else Plan(requirements=reqs, unverified=list(reqs))
 
-    def remember(self, turn: Any, state_id: str | None, requirements: list[Requirement] | None = None) -> None:
+    def remember(
+        self, turn: Any, state_id: str | None, requirements: list[Requirement] | None = None
+    ) -> None:
         """Record the definitions a committed turn stated (called once its state is known)."""
         if turn is not None and state_id:
-            self.definitions.record(turn, state_id, requirements if requirements is not None else self.last.requirements)
+            self.definitions.record(
+                turn, state_id, requirements if requirements is not None else self.last.requirements
+            )
 
     def _finding(self, item: probes.ProbeItem, outcome: probes.ProbeOutcome) -> Finding:
         req = item.requirement
@@ -208,10 +232,20 @@ def _empty_report(requirements: list[Requirement], steps: list[WorkerStep]) -> l
             empty = [f for f in wanted if f in answer and _is_empty(answer[f])]
             if not empty:
                 return []
-            made = [w for s in steps for w in s.meta.get("writes", []) if not w.startswith("_") and w not in ("result", "con")]
-            return [Finding(check="semantic", variables=list(dict.fromkeys(made + empty)),
-                            reason="the reported values are empty: a filter or condition kept no usable rows for them",
-                            evidence=f"output requirement: step {step.index} printed {empty} without a value")]  # fmt: skip
+            made = [
+                w
+                for s in steps
+                for w in s.meta.get("writes", [])
+                if not w.startswith("_") and w not in ("result", "con")
+            ]
+            return [
+                Finding(
+                    check="semantic",
+                    variables=list(dict.fromkeys(made + empty)),
+                    reason="the reported values are empty: a filter or condition kept no usable rows for them",
+                    evidence=f"output requirement: step {step.index} printed {empty} without a value",
+                )
+            ]
     return []
 
 

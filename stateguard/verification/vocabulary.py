@@ -18,16 +18,76 @@ from collections.abc import Iterable
 from pydantic import BaseModel, ConfigDict, Field
 
 MAX_VALUES = 60
-UNITS = {"mm", "cm", "m", "km", "g", "kg", "lb", "min", "mins", "s", "sec", "h", "hr", "pct", "usd", "mph", "n", "num"}
-STOP = {"the", "a", "an", "of", "and", "or", "with", "for", "in", "on", "at", "to", "by", "per", "each", "its", "their",
-        "is", "are", "be", "that", "which", "those", "these", "this", "recorded", "both", "measurement", "measurements",
-        "value", "values", "known", "non", "missing", "have", "has", "whose", "all", "rows", "records"}  # fmt: skip
+UNITS = {
+    "mm",
+    "cm",
+    "m",
+    "km",
+    "g",
+    "kg",
+    "lb",
+    "min",
+    "mins",
+    "s",
+    "sec",
+    "h",
+    "hr",
+    "pct",
+    "usd",
+    "mph",
+    "n",
+    "num",
+}
+STOP = {
+    "the",
+    "a",
+    "an",
+    "of",
+    "and",
+    "or",
+    "with",
+    "for",
+    "in",
+    "on",
+    "at",
+    "to",
+    "by",
+    "per",
+    "each",
+    "its",
+    "their",
+    "is",
+    "are",
+    "be",
+    "that",
+    "which",
+    "those",
+    "these",
+    "this",
+    "recorded",
+    "both",
+    "measurement",
+    "measurements",
+    "value",
+    "values",
+    "known",
+    "non",
+    "missing",
+    "have",
+    "has",
+    "whose",
+    "all",
+    "rows",
+    "records",
+}
 
 
 class ColumnInfo(BaseModel):
     model_config = ConfigDict(frozen=True)
     kind: str = Field(description="num, text, or other")
-    values: list[str] = Field(default_factory=list, description=f"Distinct text values (only when at most {MAX_VALUES}).")
+    values: list[str] = Field(
+        default_factory=list, description=f"Distinct text values (only when at most {MAX_VALUES})."
+    )
     low: float | None = None
     high: float | None = None
 
@@ -57,8 +117,14 @@ class Vocabulary(BaseModel):
         """Text columns holding `value` (case-insensitive), in the given tables."""
         low = value.lower()
         names = self.tables if tables is None else [t for t in tables if t in self.tables]
-        return list(dict.fromkeys(c for t in names for c, info in self.tables[t].items()
-                                  if any(v.lower() == low for v in info.values)))  # fmt: skip
+        return list(
+            dict.fromkeys(
+                c
+                for t in names
+                for c, info in self.tables[t].items()
+                if any(v.lower() == low for v in info.values)
+            )
+        )
 
     def all_values(self, tables: Iterable[str] | None = None) -> dict[str, list[str]]:
         """value (as written in the data) -> columns holding it."""
@@ -83,7 +149,9 @@ def words(text: str) -> list[str]:
     for w in re.findall(r"[A-Za-z][A-Za-z-]*", text.lower()):
         for part in w.split("-"):
             if part and part not in STOP:
-                out.append(part[:-1] if len(part) > 3 and part.endswith("s") and not part.endswith("ss") else part)
+                out.append(
+                    part[:-1] if len(part) > 3 and part.endswith("s") and not part.endswith("ss") else part
+                )
     return out
 
 
@@ -125,7 +193,7 @@ def resolve_column(subject: Iterable[str], columns: Iterable[str], partial: bool
 def vocabulary_probe(names: list[str], connection: str | None) -> str:
     """A probe program printing one JSON line: {table: {column: {kind, values, low, high}}} for the
     named DataFrames in the workspace and, through `connection`, the named SQL tables."""
-    return f'''import json as _j
+    return f"""import json as _j
 _out = {{}}
 _names = {names!r}
 def _desc(_df):
@@ -168,4 +236,4 @@ for _n in _names:
     except Exception:
         pass
 print(_j.dumps(_out))
-'''
+"""

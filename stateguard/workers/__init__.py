@@ -4,4 +4,12 @@ from stateguard.workers.faults import Fault, FaultError, check_fault, check_faul
 from stateguard.workers.response import ResponseModel
 from stateguard.workers.scripted import FaultModel, ScriptedWorker
 
-__all__ = ["Fault", "FaultError", "FaultModel", "ResponseModel", "ScriptedWorker", "check_fault", "check_faults"]
+__all__ = [
+    "Fault",
+    "FaultError",
+    "FaultModel",
+    "ResponseModel",
+    "ScriptedWorker",
+    "check_fault",
+    "check_faults",
+]

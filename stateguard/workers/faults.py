@@ -29,12 +29,31 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from stateguard.dataflow import DataflowGraph, cell_dataflow
 from stateguard.task import Task
 
-__all__ = ["SEMANTIC_KINDS", "Fault", "FaultError", "FaultKind", "SemanticKind", "check_fault", "check_faults",
-           "counterfactual_code", "scratch_name", "split_blocks", "static_stale"]  # fmt: skip
+__all__ = [
+    "SEMANTIC_KINDS",
+    "Fault",
+    "FaultError",
+    "FaultKind",
+    "SemanticKind",
+    "check_fault",
+    "check_faults",
+    "counterfactual_code",
+    "scratch_name",
+    "split_blocks",
+    "static_stale",
+]
 
 FaultKind = Literal["stale", "counterfactual", "precision", "exec_error"]
-SemanticKind = Literal["flipped_comparison", "aggregation_swap", "grouping_key", "join", "dropped_filter",
-                       "pre_update_definition", "changed_threshold", "other"]  # fmt: skip
+SemanticKind = Literal[
+    "flipped_comparison",
+    "aggregation_swap",
+    "grouping_key",
+    "join",
+    "dropped_filter",
+    "pre_update_definition",
+    "changed_threshold",
+    "other",
+]
 SEMANTIC_KINDS: tuple[str, ...] = SemanticKind.__args__  # type: ignore[attr-defined]
 
 
@@ -46,9 +65,13 @@ class Fault(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     kind: FaultKind
     turn: int = Field(ge=1)
-    code: str | None = Field(default=None, description="θ' for a counterfactual fault: the whole faulty program.")
+    code: str | None = Field(
+        default=None, description="θ' for a counterfactual fault: the whole faulty program."
+    )
     replace: list[tuple[str, str]] = Field(
-        default_factory=list, description="θ' as edits of the reference code: (old, new), each old occurring once.")
+        default_factory=list,
+        description="θ' as edits of the reference code: (old, new), each old occurring once.",
+    )
     semantic: SemanticKind | None = Field(default=None, description="Counterfactual only: what θ' changes.")
     decimals: int = Field(default=1, ge=0, description="Digits a precision fault rounds to.")
     description: str = Field(default="", description="What the mistake is, in words (reports only).")
@@ -56,10 +79,14 @@ class Fault(BaseModel):
     @model_validator(mode="after")
     def _consistent(self) -> Fault:
         if self.kind == "counterfactual" and (self.code is None) == (not self.replace):
-            raise ValueError(f"counterfactual fault at turn {self.turn}: give exactly one of `code` or `replace`")
+            raise ValueError(
+                f"counterfactual fault at turn {self.turn}: give exactly one of `code` or `replace`"
+            )
         if self.kind != "counterfactual" and (self.code is not None or self.replace or self.semantic):
-            raise ValueError(f"{self.kind} fault at turn {self.turn}: `code`, `replace` and `semantic` are for "
-                             "counterfactual faults only")  # fmt: skip
+            raise ValueError(
+                f"{self.kind} fault at turn {self.turn}: `code`, `replace` and `semantic` are for "
+                "counterfactual faults only"
+            )
         return self
 
     @property
@@ -104,8 +131,10 @@ def counterfactual_code(reference: str, fault: Fault) -> str:
     for old, new in fault.replace:
         count = code.count(old)
         if count != 1:
-            raise FaultError(f"{fault.describe()}: the text {old!r} occurs {count} times in the reference code "
-                             "(an edit must match exactly once)")  # fmt: skip
+            raise FaultError(
+                f"{fault.describe()}: the text {old!r} occurs {count} times in the reference code "
+                "(an edit must match exactly once)"
+            )
         code = code.replace(old, new)
     return code
 
@@ -155,8 +184,10 @@ def check_fault(task: Task, fault: Fault) -> str | None:
         stale = {n for n in static_stale(task, fault.turn) if not scratch_name(n)}
         rewritten = {w for b in blocks for w in cell_dataflow(b).writes}
         if not stale & rewritten:
-            return (f"{fault.describe()}: nothing this turn recomputes is stale when it starts (stale: "
-                    f"{sorted(stale) or 'none'}; the turn writes {sorted(rewritten)})")  # fmt: skip
+            return (
+                f"{fault.describe()}: nothing this turn recomputes is stale when it starts (stale: "
+                f"{sorted(stale) or 'none'}; the turn writes {sorted(rewritten)})"
+            )
         return None
     return None  # exec_error: any turn with code can raise
 
@@ -166,7 +197,9 @@ def check_faults(task: Task, faults: list[Fault], *, where: str = "") -> None:
     problems = [p for f in faults if (p := check_fault(task, f)) is not None]
     turns = [f.turn for f in faults]
     if len(set(turns)) != len(turns):
-        problems.append(f"two faults at the same turn ({sorted(t for t in turns if turns.count(t) > 1)}): "
-                        "one fault per turn")  # fmt: skip
+        problems.append(
+            f"two faults at the same turn ({sorted(t for t in turns if turns.count(t) > 1)}): "
+            "one fault per turn"
+        )
     if problems:
         raise FaultError(f"{where or task.task_id}: fault(s) that cannot apply: " + "; ".join(problems))

@@ -72,8 +72,15 @@ class WorkerProtocol:
 class LLMWorker:
     """Implements `WorkerAdapter` with an OpenAI-compatible chat model."""
 
-    def __init__(self, client: Any, *, system_prompt: str | None = None, protocol: WorkerProtocol | None = None,
-                 max_output_chars: int = 4000, max_failures: int = 3):  # fmt: skip
+    def __init__(
+        self,
+        client: Any,
+        *,
+        system_prompt: str | None = None,
+        protocol: WorkerProtocol | None = None,
+        max_output_chars: int = 4000,
+        max_failures: int = 3,
+    ):
         self.client = client
         self.protocol = protocol or WorkerProtocol()
         self.system_prompt = system_prompt or self.protocol.system_prompt
@@ -91,7 +98,9 @@ class LLMWorker:
         if self.protocol.setup:
             result = workspace.run_cell(self.protocol.setup)
             if not result.ok:
-                raise RuntimeError(f"the worker protocol's setup code failed in the workspace: {result.error}")
+                raise RuntimeError(
+                    f"the worker protocol's setup code failed in the workspace: {result.error}"
+                )
 
     def inject(self, message: WorkerMessage) -> None:
         if message.kind == "turn" and message.turn is not None:
@@ -99,7 +108,9 @@ class LLMWorker:
             self._done = False
         elif message.kind == "repair_hint":
             self._done = False  # a repair hint reopens the work on the current analysis
-        text = self.protocol.turn_text(message.turn) if message.kind == "turn" and message.turn else message.text
+        text = (
+            self.protocol.turn_text(message.turn) if message.kind == "turn" and message.turn else message.text
+        )
         self.messages.append({"role": "user", "content": text})
 
     def done(self) -> bool:
@@ -127,8 +138,14 @@ class LLMWorker:
             self._failures += 1
             if self._failures >= self.max_failures:
                 self._done = True  # give up on this turn without an answer
-            return WorkerStep(index=index, turn=self.turn, action="", error=f"model call failed: {exc}",
-                              success=False, meta={"turn_end": self._done, "reads": [], "writes": []})  # fmt: skip
+            return WorkerStep(
+                index=index,
+                turn=self.turn,
+                action="",
+                error=f"model call failed: {exc}",
+                success=False,
+                meta={"turn_end": self._done, "reads": [], "writes": []},
+            )
         self._failures = 0
         text = self.protocol.clean(reply.message.get("content") or "")
         self.messages.append({"role": "assistant", "content": text})
@@ -138,9 +155,16 @@ class LLMWorker:
         thought = _OPENING_TAG.sub("", head.split("```")[0]).strip()[:2000]
         if answer is None and code is None and self.protocol.no_action is not None:
             self.messages.append({"role": "user", "content": self.protocol.no_action(text)})
-            return WorkerStep(index=index, turn=self.turn, thought=thought, action="", output=text[-2000:],
-                              error="reply held no action", success=False,
-                              meta={"turn_end": False, "reads": [], "writes": []})  # fmt: skip
+            return WorkerStep(
+                index=index,
+                turn=self.turn,
+                thought=thought,
+                action="",
+                output=text[-2000:],
+                error="reply held no action",
+                success=False,
+                meta={"turn_end": False, "reads": [], "writes": []},
+            )
         if answer is not None or code is None:
             body = answer if answer is not None else text
             parsed = last_json(body)
@@ -149,8 +173,14 @@ class LLMWorker:
             if self.turn is not None:
                 self.answers[self.turn] = parsed
             self._done = True
-            return WorkerStep(index=index, turn=self.turn, thought=thought, action="", output=text[-2000:],
-                              meta={"turn_end": True, "final": True, "reads": [], "writes": []})  # fmt: skip
+            return WorkerStep(
+                index=index,
+                turn=self.turn,
+                thought=thought,
+                action="",
+                output=text[-2000:],
+                meta={"turn_end": True, "final": True, "reads": [], "writes": []},
+            )
         result = self.ws.run_cell(code)
         output = "\n".join(x for x in (result.stdout, result.value or "", result.error or "") if x)
         output = output[-self.max_output_chars :]
@@ -160,9 +190,20 @@ class LLMWorker:
             self.answers[self.turn] = reported  # the code called the runner's final-answer helper
             self._done = True
         return WorkerStep(
-            index=index, turn=self.turn, thought=thought, action=code, output=result.stdout + (result.value or ""),
-            error=result.error, success=result.ok,
-            meta={"cell_id": result.cell_id, "reads": result.reads, "writes": result.writes,
-                  "stale_reads": result.stale_reads, "turn_end": reported is not None, "wall_s": result.wall_s,
-                  **({"final": True} if reported is not None else {})},
-        )  # fmt: skip
+            index=index,
+            turn=self.turn,
+            thought=thought,
+            action=code,
+            output=result.stdout + (result.value or ""),
+            error=result.error,
+            success=result.ok,
+            meta={
+                "cell_id": result.cell_id,
+                "reads": result.reads,
+                "writes": result.writes,
+                "stale_reads": result.stale_reads,
+                "turn_end": reported is not None,
+                "wall_s": result.wall_s,
+                **({"final": True} if reported is not None else {}),
+            },
+        )

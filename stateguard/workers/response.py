@@ -37,8 +37,18 @@ DEFAULT_P_FLIP = 0.17
 
 # Words that name a kind of problem in a hint's reason (lower case; matched as word prefixes).
 KIND_WORDS: dict[str, tuple[str, ...]] = {
-    "stale": ("stale", "redefin", "earlier definition", "outdated", "invalidat", "recomput", "superseded",
-              "no longer current", "before the update", "previous definition"),
+    "stale": (
+        "stale",
+        "redefin",
+        "earlier definition",
+        "outdated",
+        "invalidat",
+        "recomput",
+        "superseded",
+        "no longer current",
+        "before the update",
+        "previous definition",
+    ),
     "precision": ("decimal", "rounded", "rounding", "precision"),
     "exec_error": ("error", "raised", "exception", "failed", "did not run", "never re-run"),
     "counterfactual:flipped_comparison": ("comparison", "direction", "inequality", "reversed", "flipped"),
@@ -46,9 +56,23 @@ KIND_WORDS: dict[str, tuple[str, ...]] = {
     "counterfactual:grouping_key": ("group", "grouping", "per "),
     "counterfactual:join": ("join", "merge", "key", "matched rows", "unmatched"),
     "counterfactual:dropped_filter": ("filter", "subset", "condition", "exclud", "restrict", "rows kept"),
-    "counterfactual:pre_update_definition": ("definition", "updated", "revised", "redefin", "stale",
-                                             "earlier version", "before the update"),
-    "counterfactual:changed_threshold": ("threshold", "cut-off", "cutoff", "cut off", "stated value", "limit"),
+    "counterfactual:pre_update_definition": (
+        "definition",
+        "updated",
+        "revised",
+        "redefin",
+        "stale",
+        "earlier version",
+        "before the update",
+    ),
+    "counterfactual:changed_threshold": (
+        "threshold",
+        "cut-off",
+        "cutoff",
+        "cut off",
+        "stated value",
+        "limit",
+    ),
     "counterfactual:other": ("requirement", "question asks", "does not answer"),
 }
 
@@ -64,9 +88,14 @@ class ResponseModel(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     identify: Literal["variable_and_kind", "variable"] = Field(
-        default="variable_and_kind", description="What a hint must carry to fix a mistake.")
-    p_flip: float = Field(default=DEFAULT_P_FLIP, ge=0.0, le=1.0,
-                          description="Chance that a hint on a correctly answered turn makes the worker change it.")  # fmt: skip
+        default="variable_and_kind", description="What a hint must carry to fix a mistake."
+    )
+    p_flip: float = Field(
+        default=DEFAULT_P_FLIP,
+        ge=0.0,
+        le=1.0,
+        description="Chance that a hint on a correctly answered turn makes the worker change it.",
+    )
     seed: int = Field(default=0, description="Seed of the flip draws (with the task id and turn).")
 
     def fixes(self, fault: Fault, names: set[str], reason: str, footprint: set[str]) -> bool:

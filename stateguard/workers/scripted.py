@@ -101,7 +101,7 @@ def _changed_answer(answer: Any) -> Any:
         return answer + max(1, abs(answer) // 10)
     if isinstance(answer, float):
         places = max(0, len(repr(answer).split(".")[1].rstrip("0"))) if "." in repr(answer) else 0
-        moved = round(answer * 1.1 + (10 ** -places if answer == 0 else 0), places)
+        moved = round(answer * 1.1 + (10**-places if answer == 0 else 0), places)
         return moved if moved != answer else answer + 1
     if isinstance(answer, str):
         return answer + " (revised)"
@@ -109,7 +109,11 @@ def _changed_answer(answer: Any) -> Any:
         return [_changed_answer(answer[0]), *answer[1:]]
     if isinstance(answer, dict):
         keys = [k for k in answer if k != "answer_type"]
-        numeric = [k for k in keys if isinstance(answer[k], int | float | dict | list) and not isinstance(answer[k], bool)]
+        numeric = [
+            k
+            for k in keys
+            if isinstance(answer[k], int | float | dict | list) and not isinstance(answer[k], bool)
+        ]
         key = (numeric or keys or [None])[0]
         if key is not None:
             return {**answer, key: _changed_answer(answer[key])}
@@ -127,8 +131,13 @@ class _Cell(BaseModel):
 class ScriptedWorker:
     """Implements `WorkerAdapter` over reference code with injected faults."""
 
-    def __init__(self, faults: FaultModel | None = None, response: ResponseModel | None = None, *,
-                 reference: Task | None = None):  # fmt: skip
+    def __init__(
+        self,
+        faults: FaultModel | None = None,
+        response: ResponseModel | None = None,
+        *,
+        reference: Task | None = None,
+    ):
         self.reference = reference
         self.faults = faults or FaultModel()
         self.response = response or ResponseModel()
@@ -150,12 +159,16 @@ class ScriptedWorker:
     def start(self, task: AgentTask, workspace: LiveWorkspace) -> None:
         reference = self.reference
         if reference is None:
-            raise ValueError("the scripted worker replays the reference code: build it with "
-                             "ScriptedWorker(..., reference=task), task being the privileged stateguard.task.Task")
+            raise ValueError(
+                "the scripted worker replays the reference code: build it with "
+                "ScriptedWorker(..., reference=task), task being the privileged stateguard.task.Task"
+            )
         ids = [t.turn_id for t in reference.turns]
         if reference.task_id != task.task_id or ids != [t.turn_id for t in task.turns]:
-            raise ValueError(f"the scripted worker's reference is task {reference.task_id!r} (turns {ids}), but it "
-                             f"was started on task {task.task_id!r}: build one worker per task")
+            raise ValueError(
+                f"the scripted worker's reference is task {reference.task_id!r} (turns {ids}), but it "
+                f"was started on task {task.task_id!r}: build one worker per task"
+            )
         self.task, self.ws = reference, workspace
         self._plan = self.faults.plan(reference)
 
@@ -190,12 +203,18 @@ class ScriptedWorker:
             error=result.error,
             success=result.ok,
             meta={
-                "cell_id": result.cell_id, "reads": result.reads, "writes": result.writes,
-                "stale_reads": result.stale_reads, "turn_end": cell.last, "purpose": cell.purpose,
-                "wall_s": result.wall_s, "notes": result.notes,
-                **({"value": result.value} if result.value is not None else {}), **cell.meta,
+                "cell_id": result.cell_id,
+                "reads": result.reads,
+                "writes": result.writes,
+                "stale_reads": result.stale_reads,
+                "turn_end": cell.last,
+                "purpose": cell.purpose,
+                "wall_s": result.wall_s,
+                "notes": result.notes,
+                **({"value": result.value} if result.value is not None else {}),
+                **cell.meta,
             },
-        )  # fmt: skip
+        )
 
     def done(self) -> bool:
         return not self._queue
@@ -204,9 +223,13 @@ class ScriptedWorker:
         return dict(self.answers)
 
     def snapshot(self) -> Any:
-        return {"queue": [c.model_copy() for c in self._queue], "faulted": dict(self.faulted),
-                "run_turns": list(self._run_turns), "turn_json": dict(self._turn_json),
-                "latest_run": self._latest_run}  # fmt: skip
+        return {
+            "queue": [c.model_copy() for c in self._queue],
+            "faulted": dict(self.faulted),
+            "run_turns": list(self._run_turns),
+            "turn_json": dict(self._turn_json),
+            "latest_run": self._latest_run,
+        }
 
     def restore(self, token: Any) -> None:
         """Back to the checkpoint: pending cells, open faults and the turns run so far. Submitted
@@ -218,7 +241,9 @@ class ScriptedWorker:
         self._latest_run = token["latest_run"]
 
     # -- behaviour
-    def _cells(self, turn: Turn, code: str, purpose: Purpose, meta: dict[str, Any] | None = None) -> list[_Cell]:
+    def _cells(
+        self, turn: Turn, code: str, purpose: Purpose, meta: dict[str, Any] | None = None
+    ) -> list[_Cell]:
         blocks = [b for b in split_blocks(code) if b.strip()]
         cells = [_Cell(turn=turn.turn_id, code=b, purpose=purpose) for b in blocks]
         if cells:
@@ -291,8 +316,13 @@ class ScriptedWorker:
                 return
         turn = self._latest_run
         answered = turn in self.answers and not any(c.turn == turn for c in self._queue)
-        if (turn and answered and turn not in self.faulted and turn not in self.flipped
-                and self.response.flips(self.task.task_id, turn, self._hints)):  # fmt: skip
+        if (
+            turn
+            and answered
+            and turn not in self.faulted
+            and turn not in self.flipped
+            and self.response.flips(self.task.task_id, turn, self._hints)
+        ):
             # A false alarm on a correct turn: the worker "corrects" its answer into a wrong one.
             self.flipped.append(turn)
             changed = _changed_answer(self.answers[turn])

@@ -41,11 +41,23 @@ log = logging.getLogger(__name__)
 SourceKind = Literal["dsbench", "bird_interact", "ida_bench"]
 SOURCE_KINDS: tuple[SourceKind, ...] = ("dsbench", "bird_interact", "ida_bench")
 _READERS: dict[str, Callable[[Path], list[RawTask]]] = {
-    "dsbench": read_dsbench, "bird_interact": read_bird_interact, "ida_bench": read_ida_bench,
-}  # fmt: skip
+    "dsbench": read_dsbench,
+    "bird_interact": read_bird_interact,
+    "ida_bench": read_ida_bench,
+}
 _PREFIX = {"dsbench": "ds", "bird_interact": "bird", "ida_bench": "ida"}
 _LABEL = {"dsbench": "DSBench", "bird_interact": "BIRD-INTERACT", "ida_bench": "IDA-Bench"}
-_INTEGER = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT")
+_INTEGER = (
+    "TINYINT",
+    "SMALLINT",
+    "INTEGER",
+    "BIGINT",
+    "HUGEINT",
+    "UTINYINT",
+    "USMALLINT",
+    "UINTEGER",
+    "UBIGINT",
+)
 _FLOAT = ("FLOAT", "DOUBLE", "REAL", "DECIMAL")
 MAX_CATEGORIES = 12
 MIN_NUMERIC_DISTINCT = 8
@@ -84,15 +96,25 @@ def _candidate_files(kind: str, raw: RawTask) -> list[Path]:
     if kind == "bird_interact":
         db_dir = Path(raw.root) / str(raw.metadata.get("database", ""))
         return sorted(db_dir.glob("*.csv")) if db_dir.is_dir() else []
-    return [raw.path_of(f) for f in raw.files("table", "train", present_only=True) if f.path.lower().endswith(".csv")]
+    return [
+        raw.path_of(f)
+        for f in raw.files("table", "train", present_only=True)
+        if f.path.lower().endswith(".csv")
+    ]
 
 
 def _columns(con: duckdb.DuckDBPyConnection, path: Path, max_rows: int) -> list[tuple[str, str, str]]:
     """(original name, clean identifier, type) per column; the table is loaded as `raw`."""
-    con.execute(f"CREATE OR REPLACE TABLE raw AS SELECT * FROM read_csv_auto('{path.as_posix()}', header = true) "
-                f"LIMIT {int(max_rows)}")  # fmt: skip
-    reserved = {k for (k,) in con.execute(
-        "SELECT keyword_name FROM duckdb_keywords() WHERE keyword_category <> 'unreserved'").fetchall()}  # fmt: skip
+    con.execute(
+        f"CREATE OR REPLACE TABLE raw AS SELECT * FROM read_csv_auto('{path.as_posix()}', header = true) "
+        f"LIMIT {int(max_rows)}"
+    )
+    reserved = {
+        k
+        for (k,) in con.execute(
+            "SELECT keyword_name FROM duckdb_keywords() WHERE keyword_category <> 'unreserved'"
+        ).fetchall()
+    }
     out, used = [], set()
     for name, sql_type in con.execute(
         "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'raw' ORDER BY ordinal_position"
@@ -109,16 +131,24 @@ def _columns(con: duckdb.DuckDBPyConnection, path: Path, max_rows: int) -> list[
     return out
 
 
-def _pick_roles(con: duckdb.DuckDBPyConnection, cols: list[tuple[str, str, str]]) -> tuple[str, tuple[str, str]] | str:
+def _pick_roles(
+    con: duckdb.DuckDBPyConnection, cols: list[tuple[str, str, str]]
+) -> tuple[str, tuple[str, str]] | str:
     """(category, (m1, m2)) read from `clean`, or the reason the table does not fit the families."""
     n_rows = con.execute("SELECT COUNT(*) FROM clean").fetchone()[0]  # type: ignore[index]
     cats, nums = [], []
     for _orig, name, typ in cols:
-        distinct, non_null = con.execute(f"SELECT COUNT(DISTINCT {name}), COUNT({name}) FROM clean").fetchone()  # type: ignore[misc]
+        distinct, non_null = con.execute(
+            f"SELECT COUNT(DISTINCT {name}), COUNT({name}) FROM clean"
+        ).fetchone()  # type: ignore[misc]
         if typ == "VARCHAR" and 2 <= distinct <= MAX_CATEGORIES:
             cats.append(name)
-        elif typ != "VARCHAR" and distinct >= MIN_NUMERIC_DISTINCT and non_null >= n_rows / 2 \
-                and not (typ == "BIGINT" and distinct == non_null):  # an integer that never repeats: an id
+        elif (
+            typ != "VARCHAR"
+            and distinct >= MIN_NUMERIC_DISTINCT
+            and non_null >= n_rows / 2
+            and not (typ == "BIGINT" and distinct == non_null)
+        ):  # an integer that never repeats: an id
             nums.append(name)
     if not cats:
         return f"no categorical column with 2-{MAX_CATEGORIES} values"
@@ -127,7 +157,9 @@ def _pick_roles(con: duckdb.DuckDBPyConnection, cols: list[tuple[str, str, str]]
     return cats[0], (nums[0], nums[1])
 
 
-def _prepare(kind: str, raw: RawTask, path: Path, cache: Path, max_rows: int, taken: set[str]) -> SourceDataset | str:
+def _prepare(
+    kind: str, raw: RawTask, path: Path, cache: Path, max_rows: int, taken: set[str]
+) -> SourceDataset | str:
     con = duckdb.connect(config={"threads": 1})
     try:
         try:
@@ -154,21 +186,40 @@ def _prepare(kind: str, raw: RawTask, path: Path, cache: Path, max_rows: int, ta
         con.close()
     title = str(raw.metadata.get("name") or raw.task_id)
     info = DatasetInfo(
-        name=name, package=name, distribution=f"{_LABEL[kind]} task {raw.task_id}", version="local",
-        license="as published by the source", license_source=f"{_LABEL[kind]} release", homepage="",
+        name=name,
+        package=name,
+        distribution=f"{_LABEL[kind]} task {raw.task_id}",
+        version="local",
+        license="as published by the source",
+        license_source=f"{_LABEL[kind]} release",
+        homepage="",
         description=f"A table of the {_LABEL[kind]} task {title!r} ({path.name}, {rows} rows; columns renamed "
         "to plain identifiers).",
-        tables=(TableSpec(name=table, file=f"{table}.csv", row_count=int(rows),
-                          columns=tuple(ColumnSpec(name=c, sql_type=t) for _o, c, t in cols)),),
+        tables=(
+            TableSpec(
+                name=table,
+                file=f"{table}.csv",
+                row_count=int(rows),
+                columns=tuple(ColumnSpec(name=c, sql_type=t) for _o, c, t in cols),
+            ),
+        ),
         local_dir=str(folder.resolve()),
-    )  # fmt: skip
+    )
     rel = path.relative_to(raw.root).as_posix() if path.is_relative_to(raw.root) else path.name
-    return SourceDataset(source=kind, raw_task_id=raw.task_id, file=rel, info=info, table=table,
-                         category=roles[0], measures=roles[1])  # fmt: skip
+    return SourceDataset(
+        source=kind,
+        raw_task_id=raw.task_id,
+        file=rel,
+        info=info,
+        table=table,
+        category=roles[0],
+        measures=roles[1],
+    )
 
 
-def prepare_sources(folders: Mapping[str, str | None], cache: Path, *, max_tables: int = 20,
-                    max_rows: int = 20_000) -> list[SourceDataset]:  # fmt: skip
+def prepare_sources(
+    folders: Mapping[str, str | None], cache: Path, *, max_tables: int = 20, max_rows: int = 20_000
+) -> list[SourceDataset]:
     """Usable tables of every configured source (at most `max_tables` per source), in reading order."""
     unknown = sorted(set(folders) - set(SOURCE_KINDS))
     if unknown:
@@ -180,8 +231,10 @@ def prepare_sources(folders: Mapping[str, str | None], cache: Path, *, max_table
         if not folder:
             continue
         if not Path(folder).exists():
-            raise FileNotFoundError(f"sources.{kind}={folder}: no such folder (set it to the {_LABEL[kind]} root, "
-                                    "or null to leave the source out)")  # fmt: skip
+            raise FileNotFoundError(
+                f"sources.{kind}={folder}: no such folder (set it to the {_LABEL[kind]} root, "
+                "or null to leave the source out)"
+            )
         found, seen_files = 0, set()
         for raw in _READERS[kind](Path(folder)):
             if found >= max_tables:
@@ -199,4 +252,3 @@ def prepare_sources(folders: Mapping[str, str | None], cache: Path, *, max_table
                 found += 1
                 break
     return out
-

@@ -353,7 +353,9 @@ def package_dir(info: DatasetInfo) -> Path:
     """Folder of the installed package, found without importing it (`local_dir` when set)."""
     if info.local_dir is not None:
         if not Path(info.local_dir).is_dir():
-            raise DatasetNotInstalledError(f"dataset {info.name!r}: its folder {info.local_dir} does not exist")
+            raise DatasetNotInstalledError(
+                f"dataset {info.name!r}: its folder {info.local_dir} does not exist"
+            )
         return Path(info.local_dir)
     try:
         spec = importlib.util.find_spec(info.package)

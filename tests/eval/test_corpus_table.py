@@ -15,9 +15,15 @@ from stateguard.corpus_stats import CorpusStats
 def _synth_run(root: Path) -> Path:
     corpus = root / "elsewhere" / "corpus"
     corpus.mkdir(parents=True)
-    stats = CorpusStats(tasks=2, trajectories=5, attempted=7, by_variant={"clean": 2, "repair": 2, "benign": 1},
-                        actions={"REPAIR": 2, "FINALIZE_RELATIONS": 8}, intervention_samples={"genuine": 30, "benign": 10},
-                        constraints_per_state=3.25)  # fmt: skip
+    stats = CorpusStats(
+        tasks=2,
+        trajectories=5,
+        attempted=7,
+        by_variant={"clean": 2, "repair": 2, "benign": 1},
+        actions={"REPAIR": 2, "FINALIZE_RELATIONS": 8},
+        intervention_samples={"genuine": 30, "benign": 10},
+        constraints_per_state=3.25,
+    )
     (corpus / "corpus_stats.json").write_text(stats.model_dump_json())
     run = root / "synth"
     run.mkdir()

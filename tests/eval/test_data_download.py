@@ -21,8 +21,14 @@ from eval.data import (
     VerificationError,
 )
 
-DABSTEP_FILES = ["fees.json", "manual.md", "merchant_data.json", "merchant_category_codes.csv",
-                 "acquirer_countries.csv", "payments-readme.md"]
+DABSTEP_FILES = [
+    "fees.json",
+    "manual.md",
+    "merchant_data.json",
+    "merchant_category_codes.csv",
+    "acquirer_countries.csv",
+    "payments-readme.md",
+]
 
 
 @pytest.fixture
@@ -49,7 +55,9 @@ def test_offline_fails_fast_with_instructions(tmp_path: Path, closed_endpoint: s
     assert not (tmp_path / bench).exists() or not any((tmp_path / bench).rglob("*.csv"))
 
 
-def test_cli_offline_exit_code(tmp_path: Path, closed_endpoint: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_offline_exit_code(
+    tmp_path: Path, closed_endpoint: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert data.main(["--bench", "dabstep", "--out", str(tmp_path), "--timeout", "2"]) == 2
     assert "cannot reach the Hugging Face Hub" in capsys.readouterr().err
 
@@ -73,8 +81,9 @@ def _dabstep_folder(root: Path, payments: bytes = b"psp_reference,amount\n1,2.5\
         ("", "0" * 64, "sha256"),  # the real published checksum never matches the fake file
     ],
 )
-def test_verify_reports_missing_and_bad_checksum(tmp_path: Path, skip: str, payments_sha: str | None,
-                                                 problem: str) -> None:
+def test_verify_reports_missing_and_bad_checksum(
+    tmp_path: Path, skip: str, payments_sha: str | None, problem: str
+) -> None:
     folder = _dabstep_folder(tmp_path, skip=skip)
     bench = BENCHES["dabstep"]
     with pytest.raises(VerificationError) as err:
@@ -89,15 +98,24 @@ def test_verify_passes_with_matching_checksum(tmp_path: Path) -> None:
     content = b"psp_reference,amount\n1,2.5\n"
     folder = _dabstep_folder(tmp_path, payments=content)
     real = BENCHES["dabstep"]
-    bench = BenchData(name="dabstep", sources=real.sources, layout=real.layout, expected=(
-        Expected("context/payments.csv", sha256=hashlib.sha256(content).hexdigest()), *real.expected[1:]))
+    bench = BenchData(
+        name="dabstep",
+        sources=real.sources,
+        layout=real.layout,
+        expected=(
+            Expected("context/payments.csv", sha256=hashlib.sha256(content).hexdigest()),
+            *real.expected[1:],
+        ),
+    )
     found = data.verify(bench, folder)
     assert found["context/payments.csv"] == [folder / "data" / "context" / "payments.csv"]
     assert len(found) == 8
 
 
 def test_verify_counts(tmp_path: Path) -> None:
-    bench = BenchData(name="toy", sources=(HubSource("o/r"),), layout="a/*.txt", expected=(Expected("a/*.txt", 2),))
+    bench = BenchData(
+        name="toy", sources=(HubSource("o/r"),), layout="a/*.txt", expected=(Expected("a/*.txt", 2),)
+    )
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "1.txt").write_text("1")
     with pytest.raises(VerificationError, match="only 1 of at least 2 found"):
@@ -138,7 +156,10 @@ def test_bench_registry() -> None:
         "dabstep": ["adyen/DABstep"],
         "dacomp_de": ["DAComp/dacomp-de", "DAComp/dacomp-de-gold"],
     }
-    assert BENCHES["dabstep"].expected[0].sha256 == "5fbb26210a45427d7a6560cfab3a362a08e4067f27cd03695f211a51c47ffc25"
+    assert (
+        BENCHES["dabstep"].expected[0].sha256
+        == "5fbb26210a45427d7a6560cfab3a362a08e4067f27cd03695f211a51c47ffc25"
+    )
 
 
 def test_help_lists_benches(capsys: pytest.CaptureFixture[str]) -> None:

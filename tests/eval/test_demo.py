@@ -20,7 +20,9 @@ def _cfg(**overrides: object):
         return compose("demo", overrides=[f"{k}={v}" for k, v in overrides.items()])
 
 
-@pytest.mark.parametrize(("flow", "workspace"), [("turn_aligned", "sandbox"), ("segment", "sandbox"), ("turn_aligned", "dict")])
+@pytest.mark.parametrize(
+    ("flow", "workspace"), [("turn_aligned", "sandbox"), ("segment", "sandbox"), ("turn_aligned", "dict")]
+)
 def test_demo_prints_per_turn_correctness_side_by_side(tmp_path: Path, flow: str, workspace: str) -> None:
     result = run(_cfg(run_dir=str(tmp_path), workspace=workspace, flow=flow))
     assert result.baseline == {1: True, 2: True, 3: True, 4: True, 5: False, 6: False}
@@ -28,7 +30,9 @@ def test_demo_prints_per_turn_correctness_side_by_side(tmp_path: Path, flow: str
     assert result.stateguard == {t: not (late and t == 5) for t in range(1, 7)}
     assert result.repairs == 1 and result.stale_states[:2] == ["S1", "S2"]
     text = render(result)
-    assert ("accuracy: baseline 67%, +StateGuard 83%" if late else "accuracy: baseline 67%, +StateGuard 100%") in text
+    assert (
+        "accuracy: baseline 67%, +StateGuard 83%" if late else "accuracy: baseline 67%, +StateGuard 100%"
+    ) in text
     assert "6    WRONG     ok" in text and ("5    WRONG     WRONG" if late else "5    WRONG     ok") in text
     events = read_trace(tmp_path / "stateguard" / "trace.jsonl")
     assert sum(e.kind == "repair" for e in events) == 1
@@ -64,7 +68,10 @@ def test_bench_runs_tiny(tmp_path: Path) -> None:
     with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
         cfg = compose("bench", overrides=["sizes=[30,60]", "samples=5", f"work_dir={tmp_path}"])
     rows = run_bench(cfg)
-    assert {(r.operation.split()[0], r.size) for r in rows} >= {("OPEN+UPDATE+COMMIT", 30), ("OPEN+UPDATE+COMMIT", 60)}
+    assert {(r.operation.split()[0], r.size) for r in rows} >= {
+        ("OPEN+UPDATE+COMMIT", 30),
+        ("OPEN+UPDATE+COMMIT", 60),
+    }
     assert all(r.median_ms <= r.p99_ms for r in rows)
     assert "| OPEN+UPDATE+COMMIT (harness) |" in render_bench(rows)
     json.dumps([r.model_dump() for r in rows])

@@ -32,8 +32,17 @@ def config(*overrides: str) -> DictConfig:
 def test_job_settings_come_from_the_checked_config_and_travel_to_worker_processes() -> None:
     cfg = validate_config(config("workspace=dict", "seed=7", "harness.repair_budget=2"))
     job = JobSettings.from_config(cfg)
-    assert (job.bench, job.workspace, job.worker, job.manager, job.seed) == ("synth", "dict", "scripted", "rules", 7)
-    assert job.harness.repair_budget == 2 and job.response == {"identify": "variable_and_kind", "p_flip": 0.17}
+    assert (job.bench, job.workspace, job.worker, job.manager, job.seed) == (
+        "synth",
+        "dict",
+        "scripted",
+        "rules",
+        7,
+    )
+    assert job.harness.repair_budget == 2 and job.response == {
+        "identify": "variable_and_kind",
+        "p_flip": 0.17,
+    }
     assert pickle.loads(pickle.dumps(job)) == job
 
 
@@ -65,8 +74,12 @@ def _task() -> EvalTask:
 
 
 def test_run_job_returns_a_typed_outcome(tmp_path: Path) -> None:
-    job = JobSettings(workspace="dict", worker="scripted", manager="rules",
-                      harness=HarnessSettings(repair_budget=3, context_budget_tokens=40960))  # fmt: skip
+    job = JobSettings(
+        workspace="dict",
+        worker="scripted",
+        manager="rules",
+        harness=HarnessSettings(repair_budget=3, context_budget_tokens=40960),
+    )
     task = _task()
     outcome = run_job(task, "stateguard", LONGDS, job, str(tmp_path / "stateguard"))
     assert isinstance(outcome, JobOutcome) and outcome.error is None
@@ -78,8 +91,12 @@ def test_run_job_returns_a_typed_outcome(tmp_path: Path) -> None:
 def test_a_job_that_raises_is_a_crash_outcome(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for var in ("STATEGUARD_MANAGER_BASE_URL", "STATEGUARD_MANAGER_MODEL"):
         monkeypatch.delenv(var, raising=False)
-    job = JobSettings(workspace="dict", worker="scripted", manager="llm",
-                      harness=HarnessSettings(repair_budget=3, context_budget_tokens=40960))  # fmt: skip
+    job = JobSettings(
+        workspace="dict",
+        worker="scripted",
+        manager="llm",
+        harness=HarnessSettings(repair_budget=3, context_budget_tokens=40960),
+    )
     outcome = run_job(_task(), "stateguard", LONGDS, job, str(tmp_path / "llm"))
     assert outcome.error is not None and "STATEGUARD_MANAGER" in outcome.error
     assert outcome.answers == {} and outcome.attempts == 1

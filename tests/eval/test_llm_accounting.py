@@ -28,8 +28,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _demo_cfg(tmp: Path, **overrides: object) -> Any:
-    values = {"run_dir": str(tmp), "workspace": "dict", "llm.timeout_s": 2, "llm.call_deadline_s": 3,
-              "llm.max_retries": 0, **overrides}  # fmt: skip
+    values = {
+        "run_dir": str(tmp),
+        "workspace": "dict",
+        "llm.timeout_s": 2,
+        "llm.call_deadline_s": 3,
+        "llm.max_retries": 0,
+        **overrides,
+    }
     with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
         return compose("demo", overrides=[f"{k}={v}" for k, v in values.items()])
 
@@ -48,7 +54,9 @@ def endpoint(monkeypatch: pytest.MonkeyPatch) -> Any:
 def test_the_demo_counts_each_outcome_apart_and_warns_of_fallbacks(tmp_path: Path, endpoint: Any) -> None:
     # A failed call, then an unusable answer and a malformed reply: two endpoint failures in a row
     # stop the model tier for the task (max_failures=2); the rules tier decides the rest.
-    server = endpoint([Status(503, "busy"), Reply(content="looks fine to me"), Raw('{"choices": "nope"}')] * 30)
+    server = endpoint(
+        [Status(503, "busy"), Reply(content="looks fine to me"), Raw('{"choices": "nope"}')] * 30
+    )
     try:
         result = run_demo(_demo_cfg(tmp_path, manager="hierarchical"))
     finally:
@@ -64,7 +72,10 @@ def test_the_demo_counts_each_outcome_apart_and_warns_of_fallbacks(tmp_path: Pat
     assert f"WARNING: {result.manager_fallbacks} of" in text and "ended in a fallback" in text
     saved = json.loads((tmp_path / "stateguard" / "result.json").read_text())
     assert saved["manager_llm_calls"] == 1 and saved["manager_usage"]["failed_requests"] == 2
-    calls = [json.loads(line)["data"] for line in (tmp_path / "stateguard" / "llm_calls.jsonl").read_text().splitlines()]
+    calls = [
+        json.loads(line)["data"]
+        for line in (tmp_path / "stateguard" / "llm_calls.jsonl").read_text().splitlines()
+    ]
     assert [c["outcome"] for c in calls] == ["failed", "completion", "failed"]
 
 
@@ -90,28 +101,56 @@ def test_a_bad_llm_block_is_refused_before_anything_runs(tmp_path: Path, endpoin
 def _result(tmp: Path, arm: str, task: str, **fields: Any) -> ArmResult:
     run_dir = tmp / task / arm
     trace = Trace(run_dir / "trace.jsonl")  # a minimal trace: the runtime table reads the review cadence
-    trace.emit("run_start", task_id=task, arm=arm, flow={"regime": "turn_aligned", "review_every": 3},
-               manager=None if arm == "baseline" else "llm")  # fmt: skip
+    trace.emit(
+        "run_start",
+        task_id=task,
+        arm=arm,
+        flow={"regime": "turn_aligned", "review_every": 3},
+        manager=None if arm == "baseline" else "llm",
+    )
     trace.close()
-    return ArmResult(bench="b", task_id=task, arm=arm, correct={1: True, 2: False}, run_dir=str(run_dir), **fields)
+    return ArmResult(
+        bench="b", task_id=task, arm=arm, correct={1: True, 2: False}, run_dir=str(run_dir), **fields
+    )
 
 
 def test_summary_and_runtime_table_keep_the_counters_apart(tmp_path: Path) -> None:
-    usage = {"activations": 10, "completions": 6, "rejected_for_size": 1, "rejected_requests": 2, "failed_requests": 3,
-             "parse_failures": 2, "illegal_actions": 1, "fallbacks": 4}  # fmt: skip
-    results = [_result(tmp_path, "baseline", "t1"), _result(tmp_path, "baseline", "t2"),
-               _result(tmp_path, "llm", "t1", manager_calls=6, manager_fallbacks=4, manager_usage=usage),
-               _result(tmp_path, "llm", "t2", manager_calls=6, manager_fallbacks=4, manager_usage=usage)]  # fmt: skip
+    usage = {
+        "activations": 10,
+        "completions": 6,
+        "rejected_for_size": 1,
+        "rejected_requests": 2,
+        "failed_requests": 3,
+        "parse_failures": 2,
+        "illegal_actions": 1,
+        "fallbacks": 4,
+    }
+    results = [
+        _result(tmp_path, "baseline", "t1"),
+        _result(tmp_path, "baseline", "t2"),
+        _result(tmp_path, "llm", "t1", manager_calls=6, manager_fallbacks=4, manager_usage=usage),
+        _result(tmp_path, "llm", "t2", manager_calls=6, manager_fallbacks=4, manager_usage=usage),
+    ]
     summary = summarize(results, resamples=10)
     llm = next(a for a in summary.arms if a.arm == "llm")
-    assert (llm.manager_calls, llm.refused_calls, llm.failed_calls, llm.unusable_outputs, llm.fallbacks) == (12, 6, 6, 6, 8)
+    assert (llm.manager_calls, llm.refused_calls, llm.failed_calls, llm.unusable_outputs, llm.fallbacks) == (
+        12,
+        6,
+        6,
+        6,
+        8,
+    )
     text = render_summary(summary)
     assert "refused" in text and "fallbacks" in text
     assert "WARNING: llm: 8 manager activation(s) ended in a fallback" in text
     head, rows = runtime(results)
     row = dict(zip(head, next(r for r in rows if r[0] == "llm"), strict=True))
     assert row["manager calls/task (real completions)"] == "6.0" and row["refused requests/task"] == "3.0"
-    assert row["failed requests/task"] == "3.0" and row["unusable answers/task"] == "3.0" and row["fallbacks/task"] == "4.0"
+    assert (
+        row["failed requests/task"] == "3.0"
+        and row["unusable answers/task"] == "3.0"
+        and row["fallbacks/task"] == "4.0"
+    )
 
 
 def _eval_cfg(tmp: Path, **overrides: object) -> Any:
@@ -134,10 +173,14 @@ def test_the_runner_refuses_a_bad_llm_block_as_a_config_error(tmp_path: Path) ->
 def test_call_policy_keys_may_change_on_resume_but_manager_knobs_may_not() -> None:
     from eval.config import changed_keys
 
-    saved = {"llm": {"timeout_s": 300, "max_retries": 1, "call_deadline_s": 330, "prompt": "auto"},
-             "worker_llm": {"timeout_s": 300}}  # fmt: skip
-    slower = {"llm": {"timeout_s": 900, "max_retries": 3, "call_deadline_s": 1000, "prompt": "auto"},
-              "worker_llm": {"timeout_s": 900}}  # fmt: skip
+    saved = {
+        "llm": {"timeout_s": 300, "max_retries": 1, "call_deadline_s": 330, "prompt": "auto"},
+        "worker_llm": {"timeout_s": 300},
+    }
+    slower = {
+        "llm": {"timeout_s": 900, "max_retries": 3, "call_deadline_s": 1000, "prompt": "auto"},
+        "worker_llm": {"timeout_s": 900},
+    }
     assert changed_keys(saved, slower) == []
     shorter = {**slower, "llm": {**slower["llm"], "prompt": "short"}}
     assert changed_keys(saved, shorter) == ["llm.prompt: 'auto' -> 'short'"]

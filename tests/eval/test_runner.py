@@ -34,27 +34,42 @@ def bench_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _cfg(bench_dir: Path, run_dir: Path, **over: object) -> DictConfig:
-    overrides = [f"run_dir={run_dir}", f"bench.data_dir={bench_dir}", "bench.verify=false", "workspace=dict",
-                 "workers=1", "progress=false", "bootstrap_resamples=200", "bench.variants=[shipped]"] + [f"{k}={v}" for k, v in over.items()]
+    overrides = [
+        f"run_dir={run_dir}",
+        f"bench.data_dir={bench_dir}",
+        "bench.verify=false",
+        "workspace=dict",
+        "workers=1",
+        "progress=false",
+        "bootstrap_resamples=200",
+        "bench.variants=[shipped]",
+    ] + [f"{k}={v}" for k, v in over.items()]
     with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
         return compose("eval", overrides=overrides)
 
 
 def _outcomes(run_dir: Path) -> dict[tuple[str, str], dict]:
-    return {(r.task_id, r.arm): {"correct": r.correct, "answers": r.answers, "repairs": r.repairs}
-            for r in read_results(run_dir)}
+    return {
+        (r.task_id, r.arm): {"correct": r.correct, "answers": r.answers, "repairs": r.repairs}
+        for r in read_results(run_dir)
+    }
 
 
 def test_both_arms_scored_per_turn_and_summarized(bench_dir: Path, tmp_path: Path) -> None:
     summary = run(_cfg(bench_dir, tmp_path / "a"))
     results = read_results(tmp_path / "a")
     assert sorted((r.task_id, r.arm) for r in results) == sorted(
-        (t, a) for t in ("penguins_s11_t16", "penguins_s4_t12") for a in ("baseline", "stateguard"))
-    faults = {t: json.loads((bench_dir / t / "hidden" / "faults.json").read_text()) for t in ("penguins_s11_t16",)}
+        (t, a) for t in ("penguins_s11_t16", "penguins_s4_t12") for a in ("baseline", "stateguard")
+    )
+    faults = {
+        t: json.loads((bench_dir / t / "hidden" / "faults.json").read_text()) for t in ("penguins_s11_t16",)
+    }
     base = next(r for r in results if r.task_id == "penguins_s11_t16" and r.arm == "baseline")
     wrong = sorted(t for t, ok in base.correct.items() if not ok)
-    planned = sorted({f["turn"] for f in faults["penguins_s11_t16"]} | {c for f in faults["penguins_s11_t16"]
-                                                                         for c in f["contaminates"]})  # fmt: skip
+    planned = sorted(
+        {f["turn"] for f in faults["penguins_s11_t16"]}
+        | {c for f in faults["penguins_s11_t16"] for c in f["contaminates"]}
+    )
     assert wrong == planned  # the baseline is wrong exactly where the shipped mistakes reach
     arms = {a.arm: a for a in summary.arms}
     assert arms["stateguard"].accuracy > arms["baseline"].accuracy and arms["stateguard"].repairs > 0
@@ -78,10 +93,26 @@ def test_same_seed_same_results(bench_dir: Path, tmp_path: Path) -> None:
 
 def test_resume_after_sigkill_counts_every_pair_once(bench_dir: Path, tmp_path: Path) -> None:
     run_dir = tmp_path / "killed"
-    args = [sys.executable, "-m", "eval.runner", f"run_dir={run_dir}", f"bench.data_dir={bench_dir}",
-            "bench.verify=false", "bench.variants=[shipped]", "workspace=dict", "workers=1", "progress=false", "bootstrap_resamples=50"]
-    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**os.environ, "OMP_NUM_THREADS": "1"})  # fmt: skip
+    args = [
+        sys.executable,
+        "-m",
+        "eval.runner",
+        f"run_dir={run_dir}",
+        f"bench.data_dir={bench_dir}",
+        "bench.verify=false",
+        "bench.variants=[shipped]",
+        "workspace=dict",
+        "workers=1",
+        "progress=false",
+        "bootstrap_resamples=50",
+    ]
+    proc = subprocess.Popen(
+        args,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
     deadline = time.time() + 120
     while time.time() < deadline and len(list((run_dir / "results").glob("*.json"))) < 1:
         time.sleep(0.05)
@@ -102,8 +133,15 @@ def test_tables_render_from_a_saved_run(bench_dir: Path, tmp_path: Path) -> None
     summary = run(_cfg(bench_dir, tmp_path / "t"))
     written = render_tables([tmp_path / "t"], tmp_path / "t" / "tables", "scripted")
     names = {p.name for p in written}
-    assert {"table1.md", "table1.csv", "ablation.md", "runtime.md", "states.md", "accuracy_vs_coverage.png",
-            "engagement_by_difficulty.png"} <= names
+    assert {
+        "table1.md",
+        "table1.csv",
+        "ablation.md",
+        "runtime.md",
+        "states.md",
+        "accuracy_vs_coverage.png",
+        "engagement_by_difficulty.png",
+    } <= names
     rows = (tmp_path / "t" / "tables" / "table1.csv").read_text().splitlines()
     arms = {a.arm: a for a in summary.arms}
     assert rows[1].split(",")[0] == "scripted" and rows[2].split(",")[0] == "+StateGuard"
@@ -120,5 +158,7 @@ def test_checkpoints_are_dropped_after_a_rollout_unless_kept(bench_dir: Path, tm
     kept = list((tmp_path / "keep").rglob("checkpoints/*.pkl"))
     assert dropped == [] and len(kept) >= 2  # the start checkpoint and at least one per committed state
     # what a reader of the run needs stays: results and the kernel's log
-    assert [r.status for r in read_results(tmp_path / "drop")] == [r.status for r in read_results(tmp_path / "keep")]
+    assert [r.status for r in read_results(tmp_path / "drop")] == [
+        r.status for r in read_results(tmp_path / "keep")
+    ]
     assert list((tmp_path / "drop").rglob("checkpoints/kernel.stderr.log"))

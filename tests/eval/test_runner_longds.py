@@ -29,16 +29,26 @@ def _layout(root: Path, with_data: bool = True) -> Path:
 
 
 def _cfg(data_dir: Path, run_dir: Path, *extra: str):  # type: ignore[no-untyped-def]
-    overrides = ["bench=longds", f"bench.data_dir={data_dir}", f"run_dir={run_dir}", "workers=1", "progress=false",
-                 "bootstrap_resamples=100", *extra]  # fmt: skip
+    overrides = [
+        "bench=longds",
+        f"bench.data_dir={data_dir}",
+        f"run_dir={run_dir}",
+        "workers=1",
+        "progress=false",
+        "bootstrap_resamples=100",
+        *extra,
+    ]
     with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
         return compose("eval", overrides=overrides)
 
 
 def test_a_longds_layout_folder_runs_offline_with_the_field_judge(tmp_path: Path) -> None:
     data = _layout(tmp_path / "ds")
-    summary = run(_cfg(data, tmp_path / "run", "bench.judge=fields", "worker=scripted", "manager=rules",
-                       "workspace=dict"))  # fmt: skip
+    summary = run(
+        _cfg(
+            data, tmp_path / "run", "bench.judge=fields", "worker=scripted", "manager=rules", "workspace=dict"
+        )
+    )
     results = {r.arm: r for r in read_results(tmp_path / "run")}
     assert set(results) == {"baseline", "stateguard"}
     task = json.loads((data / "task" / "longds" / "demo" / "sales" / "task1" / "task.json").read_text())
@@ -48,7 +58,9 @@ def test_a_longds_layout_folder_runs_offline_with_the_field_judge(tmp_path: Path
     assert {a.arm: a.accuracy for a in summary.arms} == {"baseline": 1.0, "stateguard": 1.0}
 
 
-def test_missing_data_or_endpoint_fails_before_any_task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_data_or_endpoint_fails_before_any_task(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with pytest.raises(LongDSDataMissing, match="make data BENCH=longds"):
         run(_cfg(_layout(tmp_path / "nodata", with_data=False), tmp_path / "r1", "bench.judge=fields"))
     for var in ("STATEGUARD_JUDGE_BASE_URL", "STATEGUARD_JUDGE_MODEL"):
@@ -69,19 +81,39 @@ def test_the_llm_worker_speaks_the_dsgym_dialect(tmp_path: Path, monkeypatch: py
         messages = request["messages"]
         last = messages[-1]["content"]
         if "<information>" in last:  # the code ran: answer the open question
-            question = next(m["content"] for m in reversed(messages) if m["role"] == "user" and "Question: " in m["content"])
+            question = next(
+                m["content"]
+                for m in reversed(messages)
+                if m["role"] == "user" and "Question: " in m["content"]
+            )
             truth = by_question[question.split("Question: ", 1)[1]]
             return Reply(content=f"<reasoning>done</reasoning>\n<answer>{json.dumps(truth)}</answer>")
-        return Reply(content="<reasoning>look at the data</reasoning>\n<python>\nprint(len(pd.read_csv(f'{BASE_PATH}/data/sales.csv')))\n</python>")
+        return Reply(
+            content="<reasoning>look at the data</reasoning>\n<python>\nprint(len(pd.read_csv(f'{BASE_PATH}/data/sales.csv')))\n</python>"
+        )
 
     with ScriptedServer([Respond(model)] * 40) as server:
         monkeypatch.setenv("STATEGUARD_WORKER_BASE_URL", server.base_url)
         monkeypatch.setenv("STATEGUARD_WORKER_MODEL", "scripted-analyst")
-        run(_cfg(data, tmp_path / "run", "bench.judge=fields", "worker=llm", "workspace=sandbox", "arms=[baseline]"))
+        run(
+            _cfg(
+                data,
+                tmp_path / "run",
+                "bench.judge=fields",
+                "worker=llm",
+                "workspace=sandbox",
+                "arms=[baseline]",
+            )
+        )
         requests = list(server.requests)
     first = requests[0]["messages"]
-    assert first[0]["role"] == "system" and str(data / "data" / "longds" / "demo" / "sales" / "task1") in first[0]["content"]
-    assert sum(m["role"] == "system" for m in requests[-1]["messages"]) == 1  # the system prompt opens the task once
+    assert (
+        first[0]["role"] == "system"
+        and str(data / "data" / "longds" / "demo" / "sales" / "task1") in first[0]["content"]
+    )
+    assert (
+        sum(m["role"] == "system" for m in requests[-1]["messages"]) == 1
+    )  # the system prompt opens the task once
     assert first[1]["content"].endswith("Question: " + turns[0]["question"])
     assert any("<information>10\n</information>" in m["content"] for m in requests[1]["messages"])
     result = read_results(tmp_path / "run")[0]

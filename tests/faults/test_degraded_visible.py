@@ -43,16 +43,25 @@ class ScriptedDegradingManager:
 
 def test_rollout_records_why_it_degraded(tmp_path: Path) -> None:
     task = load_task(ROOT / "eval/benchmarks/demo/six_turn")
-    result = rollout(task, ScriptedWorker(FaultModel(seed=0), reference=task), DictWorkspace(), flow=LONGDS,
-                     manager=ScriptedDegradingManager(), run_dir=tmp_path / "sg")  # fmt: skip
-    assert result.degraded and result.degraded_reasons == ["manager degraded: scripted: the model endpoint kept failing"]
+    result = rollout(
+        task,
+        ScriptedWorker(FaultModel(seed=0), reference=task),
+        DictWorkspace(),
+        flow=LONGDS,
+        manager=ScriptedDegradingManager(),
+        run_dir=tmp_path / "sg",
+    )
+    assert result.degraded and result.degraded_reasons == [
+        "manager degraded: scripted: the model endpoint kept failing"
+    ]
     saved = json.loads((tmp_path / "sg" / "result.json").read_text())
     assert saved["degraded"] is True and saved["degraded_reasons"] == result.degraded_reasons
 
 
 @pytest.mark.skipif(not is_installed("penguins"), reason="palmerpenguins not installed")
-def test_degraded_and_crashed_rollouts_show_everywhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                       capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_degraded_and_crashed_rollouts_show_everywhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     bench = tmp_path / "bench"
     a = build_task(bench, dataset="penguins", seed=4, turns=12, worker_faults=1).name
     b = build_task(bench, dataset="penguins", seed=11, turns=12, worker_faults=1).name
@@ -67,18 +76,33 @@ def test_degraded_and_crashed_rollouts_show_everywhere(tmp_path: Path, monkeypat
     monkeypatch.setattr(runner, "make_manager", lambda kind, **_: ScriptedDegradingManager())
     run_dir = tmp_path / "run"
     with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
-        cfg = compose("eval", overrides=[f"run_dir={run_dir}", f"bench.data_dir={bench}", "bench.verify=false",
-                                         "workspace=dict", "workers=1", "progress=false", "bootstrap_resamples=100",
-                                             "bench.variants=[shipped]"])  # fmt: skip
+        cfg = compose(
+            "eval",
+            overrides=[
+                f"run_dir={run_dir}",
+                f"bench.data_dir={bench}",
+                "bench.verify=false",
+                "workspace=dict",
+                "workers=1",
+                "progress=false",
+                "bootstrap_resamples=100",
+                "bench.variants=[shipped]",
+            ],
+        )
     assert runner.run_cli(cfg) == 1  # a crashed rollout: exit status 1
     printed = capsys.readouterr()
     assert "1 rollout(s) crashed and were not scored" in printed.err
 
     results = {(r.task_id, r.arm): r for r in read_results(run_dir)}
     crashed, degraded = results[(b, "baseline")], results[(a, "stateguard")]
-    assert crashed.status == "crashed" and crashed.correct == {} and "workspace could not start" in str(crashed.error)
+    assert (
+        crashed.status == "crashed"
+        and crashed.correct == {}
+        and "workspace could not start" in str(crashed.error)
+    )
     assert degraded.status == "degraded" and degraded.degraded_reasons == [
-        "manager degraded: scripted: the model endpoint kept failing"]
+        "manager degraded: scripted: the model endpoint kept failing"
+    ]
     assert results[(a, "baseline")].status == "ok"
 
     summary = json.loads((run_dir / "summary.json").read_text())
@@ -97,8 +121,9 @@ def test_degraded_and_crashed_rollouts_show_everywhere(tmp_path: Path, monkeypat
 
     render_tables([run_dir], run_dir / "tables", "scripted")
     rows = list(csv.reader((run_dir / "tables" / "problems.csv").open()))
-    assert sorted(r[1:4] for r in rows[1:]) == sorted([["baseline", b, "crashed"], ["stateguard", a, "degraded"],
-                                                        ["stateguard", b, "degraded"]])  # fmt: skip
+    assert sorted(r[1:4] for r in rows[1:]) == sorted(
+        [["baseline", b, "crashed"], ["stateguard", a, "degraded"], ["stateguard", b, "degraded"]]
+    )
     ablation = list(csv.reader((run_dir / "tables" / "ablation.csv").open()))
     assert ablation[1][-2:] == ["0", "1"] and ablation[2][-2:] == ["2", "0"]
 
@@ -114,7 +139,9 @@ def test_result_status_is_consistent_and_old_files_read_as_crashed() -> None:
     from eval.results import ArmResult
 
     base = {"bench": "synth", "task_id": "t", "arm": "baseline", "run_dir": "x"}
-    old = ArmResult.model_validate({**base, "correct": {1: False, 2: False}, "error": "boom"})  # before `status`
+    old = ArmResult.model_validate(
+        {**base, "correct": {1: False, 2: False}, "error": "boom"}
+    )  # before `status`
     assert old.status == "crashed" and old.correct == {}  # not scored, rather than 2 wrong turns
     assert ArmResult.model_validate({**base, "correct": {1: True}, "degraded": True}).status == "degraded"
     with pytest.raises(ValueError, match="a crashed result, and only it, carries an error"):

@@ -53,8 +53,16 @@ def killer_bench(bench_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> P
 
 
 def _args(bench: Path, run_dir: Path, **over: object) -> list[str]:
-    base = {"run_dir": run_dir, "bench.data_dir": bench, "bench.verify": "false", "workspace": "dict",
-            "workers": 1, "progress": "false", "bootstrap_resamples": 200, "bench.variants": "[shipped]"}  # fmt: skip
+    base = {
+        "run_dir": run_dir,
+        "bench.data_dir": bench,
+        "bench.verify": "false",
+        "workspace": "dict",
+        "workers": 1,
+        "progress": "false",
+        "bootstrap_resamples": 200,
+        "bench.variants": "[shipped]",
+    }
     return [f"{k}={v}" for k, v in {**base, **over}.items()]
 
 
@@ -93,10 +101,17 @@ def _pool_workers(runner: int) -> list[int]:
 
 def test_a_killed_pool_worker_has_its_job_retried(bench_dir: Path, tmp_path: Path, clean: dict) -> None:
     run_dir = tmp_path / "run"
-    proc = subprocess.Popen(_runner(bench_dir, run_dir, workers=2), cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        _runner(bench_dir, run_dir, workers=2),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     deadline = time.time() + 120
-    while time.time() < deadline and not (len(_pool_workers(proc.pid)) == 2 and list(run_dir.glob("tasks/*/*/trace.jsonl"))):
+    while time.time() < deadline and not (
+        len(_pool_workers(proc.pid)) == 2 and list(run_dir.glob("tasks/*/*/trace.jsonl"))
+    ):
         time.sleep(0.05)
     victim = _pool_workers(proc.pid)[0]
     os.kill(victim, signal.SIGKILL)
@@ -108,8 +123,9 @@ def test_a_killed_pool_worker_has_its_job_retried(bench_dir: Path, tmp_path: Pat
     assert _outcomes(run_dir) == clean  # and gave the same answers and verdicts as a clean run
 
 
-def test_a_job_that_keeps_killing_its_worker_is_crashed_not_the_run(killer_bench: Path, tmp_path: Path,
-                                                                   clean: dict) -> None:  # fmt: skip
+def test_a_job_that_keeps_killing_its_worker_is_crashed_not_the_run(
+    killer_bench: Path, tmp_path: Path, clean: dict
+) -> None:
     run_dir = tmp_path / "run"
     command = _runner(killer_bench, run_dir, workers=2, job_retries=1, task_ids=f"[{KILLER},penguins_s4_t12]")
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
@@ -121,7 +137,9 @@ def test_a_job_that_keeps_killing_its_worker_is_crashed_not_the_run(killer_bench
         assert crashed.status == "crashed" and crashed.correct == {} and crashed.attempts == 2
         assert "its worker process died" in str(crashed.error) and "SIGKILL" in str(crashed.error)
     others = {k: (r.status, r.correct, r.answers) for k, r in results.items() if k[0] != KILLER}
-    assert others == {k: v for k, v in clean.items() if k[0] == "penguins_s4_t12"}  # innocent jobs are unharmed
+    assert others == {
+        k: v for k, v in clean.items() if k[0] == "penguins_s4_t12"
+    }  # innocent jobs are unharmed
     summary = json.loads((run_dir / "summary.json").read_text())
     for arm in summary["arms"]:
         assert arm["crashed_tasks"] == 1 and list(arm["crashed"]) == [KILLER]
@@ -132,28 +150,44 @@ def test_a_job_that_keeps_killing_its_worker_is_crashed_not_the_run(killer_bench
 @pytest.mark.parametrize("sig", ["KILL", "TERM"])
 def test_killing_the_runner_leaves_no_process_behind(bench_dir: Path, tmp_path: Path, sig: str) -> None:
     run_dir = tmp_path / "run"
-    reaper = [sys.executable, str(REAPER), "--signal", sig, "--grace", "20",
-              "--wait-for", str(run_dir / "tasks" / "*" / "*" / "trace.jsonl"), "--",
-              *_runner(bench_dir, run_dir, workers=2, workspace="sandbox", limit=1)]  # fmt: skip
+    reaper = [
+        sys.executable,
+        str(REAPER),
+        "--signal",
+        sig,
+        "--grace",
+        "20",
+        "--wait-for",
+        str(run_dir / "tasks" / "*" / "*" / "trace.jsonl"),
+        "--",
+        *_runner(bench_dir, run_dir, workers=2, workspace="sandbox", limit=1),
+    ]
     done = subprocess.run(reaper, cwd=ROOT, capture_output=True, text=True, timeout=400)
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert "error" not in report, report
     tree = report["tree_before"]
-    assert sum("spawn_main" in p for p in tree) == 2 and any("stateguard.sandbox.kernel" in p for p in tree), tree
+    assert sum("spawn_main" in p for p in tree) == 2 and any(
+        "stateguard.sandbox.kernel" in p for p in tree
+    ), tree
     assert report["survivors"] == [], report
     if sig == "TERM":
         assert report["rc"] == 128 + signal.SIGTERM  # it shut down in order
-    run(_cfg(bench_dir, run_dir, resume="true", workers=2, workspace="sandbox", limit=1))  # and the run resumes
+    run(
+        _cfg(bench_dir, run_dir, resume="true", workers=2, workspace="sandbox", limit=1)
+    )  # and the run resumes
     assert len(read_results(run_dir)) == 2
 
 
-def test_a_truncated_results_file_is_named_moved_aside_and_rerun(bench_dir: Path, tmp_path: Path,
-                                                                 clean: dict) -> None:  # fmt: skip
+def test_a_truncated_results_file_is_named_moved_aside_and_rerun(
+    bench_dir: Path, tmp_path: Path, clean: dict
+) -> None:
     run_dir = tmp_path / "run"
     run(_cfg(bench_dir, run_dir))
     bad = run_dir / "results" / "penguins_s4_t12__stateguard.json"
     bad.write_bytes(bad.read_bytes()[:200])
-    with pytest.raises(ResultFileError, match=r"penguins_s4_t12__stateguard\.json: not valid JSON.*resume=true"):
+    with pytest.raises(
+        ResultFileError, match=r"penguins_s4_t12__stateguard\.json: not valid JSON.*resume=true"
+    ):
         read_results(run_dir)
     summary = run(_cfg(bench_dir, run_dir, resume="true"))
     assert (run_dir / "results" / "invalid" / "penguins_s4_t12__stateguard.json.1").stat().st_size == 200
@@ -165,8 +199,11 @@ def test_resume_refuses_a_changed_config_unless_told(bench_dir: Path, tmp_path: 
     run_dir = tmp_path / "run"
     run(_cfg(bench_dir, run_dir, limit=1))
     saved = (run_dir / "config.yaml").read_text()
-    with pytest.raises(ConfigError, match=r"(?s)differs from the saved config\.yaml.*seed: 0 -> 3.*"
-                                          r"resume_with_changed_config=true"):  # fmt: skip
+    with pytest.raises(
+        ConfigError,
+        match=r"(?s)differs from the saved config\.yaml.*seed: 0 -> 3.*"
+        r"resume_with_changed_config=true",
+    ):
         run(_cfg(bench_dir, run_dir, resume="true", seed=3))
     run(_cfg(bench_dir, run_dir, resume="true", limit=2, workers=2))  # what to run and how: allowed
     assert len(read_results(run_dir)) == 4

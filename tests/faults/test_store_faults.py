@@ -18,10 +18,20 @@ from stateguard.store import StateStore, StoreCorrupt, StoreError
 def _fill(store: StateStore, n: int) -> None:
     for k in range(1, n + 1):
         sid = store.reserve_id()
-        rels = [Relation(type="progress", related_state_id=store.latest_id())] if k > 1 else [Relation(type="init")]
-        store.commit(AnalyticalState(id=sid, issue=f"issue {k} " + "x" * 300, relations=rels,
-                                     used_variables=[VariableRef(name=f"v{k % 7}", version=sid, value=[k] * 20)],
-                                     conclusions=[Conclusion(text=f"c{k}")]))  # fmt: skip
+        rels = (
+            [Relation(type="progress", related_state_id=store.latest_id())]
+            if k > 1
+            else [Relation(type="init")]
+        )
+        store.commit(
+            AnalyticalState(
+                id=sid,
+                issue=f"issue {k} " + "x" * 300,
+                relations=rels,
+                used_variables=[VariableRef(name=f"v{k % 7}", version=sid, value=[k] * 20)],
+                conclusions=[Conclusion(text=f"c{k}")],
+            )
+        )
 
 
 def _live_copy(tmp_path: Path, n: int = 40) -> Path:
@@ -78,7 +88,9 @@ def test_wal_damage_is_refused_not_silently_dropped(tmp_path: Path, where: str) 
         with wal.open("r+b") as f:
             f.seek(0 if where == "header" else wal.stat().st_size // 2)
             f.write(os.urandom(256))
-    with pytest.raises(StoreCorrupt, match=r"40 states were committed to this store but only \d+ can be read") as exc:
+    with pytest.raises(
+        StoreCorrupt, match=r"40 states were committed to this store but only \d+ can be read"
+    ) as exc:
         StateStore.open_read_only(path)
     assert str(path) in str(exc.value)
     with pytest.raises(StoreCorrupt, match="write-ahead log"):
@@ -143,8 +155,10 @@ def test_random_garbage_in_the_file_is_refused_or_harmless(tmp_path: Path) -> No
     def tables() -> dict[str, list[tuple[object, ...]]]:
         db = sqlite3.connect(f"file:{path}?immutable=1", uri=True)
         try:
-            return {t: db.execute(f"SELECT * FROM {t} ORDER BY rowid").fetchall()  # noqa: S608 - fixed names
-                    for t in ("states", "relations", "variables", "invalid", "meta", "digests")}  # fmt: skip
+            return {
+                t: db.execute(f"SELECT * FROM {t} ORDER BY rowid").fetchall()  # noqa: S608 - fixed names
+                for t in ("states", "relations", "variables", "invalid", "meta", "digests")
+            }
         finally:
             db.close()
 

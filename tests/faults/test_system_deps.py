@@ -28,10 +28,17 @@ def _bare_path(tmp_path: Path, *extra: str) -> str:
     return str(folder)
 
 
-def _run(target: str, path: str, *args: str, prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+def _run(
+    target: str, path: str, *args: str, prefix: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
     env = {"PATH": path, "HOME": "/tmp"}
-    return subprocess.run([*prefix, shutil.which("bash") or "bash", str(SCRIPT), target, *args], env=env,
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    return subprocess.run(
+        [*prefix, shutil.which("bash") or "bash", str(SCRIPT), target, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_nothing_to_do_when_everything_is_installed() -> None:
@@ -41,11 +48,14 @@ def test_nothing_to_do_when_everything_is_installed() -> None:
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
 
 
-@pytest.mark.parametrize(("target", "packages"), [
-    ("eval", "bubblewrap"),
-    ("view", "graphviz"),
-    ("test", "bubblewrap graphviz chromium chromium-driver"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("target", "packages"),
+    [
+        ("eval", "bubblewrap"),
+        ("view", "graphviz"),
+        ("test", "bubblewrap graphviz chromium chromium-driver"),
+    ],
+)
 def test_missing_tools_map_to_their_debian_packages(tmp_path: Path, target: str, packages: str) -> None:
     done = _run(target, _bare_path(tmp_path), "--dry-run")
     assert done.returncode == 0, done.stderr
@@ -66,10 +76,15 @@ def test_without_root_it_says_exactly_what_to_install(tmp_path: Path) -> None:
     if os.getuid() != 0 or setpriv is None:
         pytest.skip("needs root and setpriv to run the script as another user")
     tmp_path.chmod(0o755)
-    done = _run("test", _bare_path(tmp_path), prefix=(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"))
+    done = _run(
+        "test", _bare_path(tmp_path), prefix=(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups")
+    )
     assert done.returncode == 1
     assert "make test needs bwrap dot chromium chromedriver, which are not installed" in done.stderr
-    assert "sudo apt-get update && sudo apt-get install -y bubblewrap graphviz chromium chromium-driver" in done.stderr
+    assert (
+        "sudo apt-get update && sudo apt-get install -y bubblewrap graphviz chromium chromium-driver"
+        in done.stderr
+    )
 
 
 def test_skip_switch_and_bad_target(tmp_path: Path) -> None:

@@ -32,8 +32,10 @@ from tests.support.scripted_server import Reply, ScriptedServer
 
 ROOT = Path(__file__).resolve().parents[2]
 QUIET = Reply(content='{"hint": null}')
-REMARK = ("margin_per_order is built from a margin whose revenue input was computed before "
-          "revenue was redefined in an earlier step")  # fmt: skip
+REMARK = (
+    "margin_per_order is built from a margin whose revenue input was computed before "
+    "revenue was redefined in an earlier step"
+)
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +44,9 @@ def task() -> Task:
 
 
 def client(server: ScriptedServer) -> LLMClient:
-    return LLMClient(EndpointConfig(role="manager", base_url=server.base_url, model="m", timeout_s=2, max_retries=0))
+    return LLMClient(
+        EndpointConfig(role="manager", base_url=server.base_url, model="m", timeout_s=2, max_retries=0)
+    )
 
 
 def call(name: str, **arguments: Any) -> Reply:
@@ -56,8 +60,11 @@ def test_freeform_keeps_role_boundary_and_lifecycle_and_swaps_only_the_controlle
     assert free == freeform_system_prompt(regime)
     assert full.replace(prompts.CONTROLLER, FREEFORM_POLICY) == free  # the one and only difference
     assert prompts.SYSTEM in free  # role (supervise, never solve) and information boundary (no ground truth)
-    life, other = ((prompts.TURN_LIFECYCLE, prompts.SEGMENT_LIFECYCLE) if regime is Regime.TURN_ALIGNED
-                   else (prompts.SEGMENT_LIFECYCLE, prompts.TURN_LIFECYCLE))  # fmt: skip
+    life, other = (
+        (prompts.TURN_LIFECYCLE, prompts.SEGMENT_LIFECYCLE)
+        if regime is Regime.TURN_ALIGNED
+        else (prompts.SEGMENT_LIFECYCLE, prompts.TURN_LIFECYCLE)
+    )
     assert life in free and other not in free
     assert prompts.CONTROLLER not in free and prompts.STATE_HINT_RULES in free
     for name in [a.value for a in ControlAction] + [t.value for t in ToolAction]:
@@ -68,28 +75,53 @@ def test_freeform_keeps_role_boundary_and_lifecycle_and_swaps_only_the_controlle
 
 def test_freeform_manager_sends_that_prompt_and_the_same_tools(task: Task, tmp_path: Path) -> None:
     one = Task(task_id="one", turns=task.turns[:1], base_path=task.base_path)
-    script = [call("OPEN_STATE", issue="notes"), call("UPDATE_STATE", used_variables=[{"name": "revenue", "value": 1060.0}]),
-              call("FINALIZE_RELATIONS", mode="confirm"), call("COMMIT_STATE")]  # fmt: skip
+    script = [
+        call("OPEN_STATE", issue="notes"),
+        call("UPDATE_STATE", used_variables=[{"name": "revenue", "value": 1060.0}]),
+        call("FINALIZE_RELATIONS", mode="confirm"),
+        call("COMMIT_STATE"),
+    ]
     with ScriptedServer(script) as server:
         manager = LLMManager(client(server), variant="freeform")
-        result = rollout(one, ScriptedWorker(reference=one), DictWorkspace(), flow=LONGDS, manager=manager, run_dir=tmp_path)
+        result = rollout(
+            one,
+            ScriptedWorker(reference=one),
+            DictWorkspace(),
+            flow=LONGDS,
+            manager=manager,
+            run_dir=tmp_path,
+        )
         first = server.requests[0]
     with ScriptedServer(script) as server:  # the full manager on the same script, for comparison
-        rollout(one, ScriptedWorker(reference=one), DictWorkspace(), flow=LONGDS, manager=LLMManager(client(server)),
-                run_dir=tmp_path / "full")  # fmt: skip
+        rollout(
+            one,
+            ScriptedWorker(reference=one),
+            DictWorkspace(),
+            flow=LONGDS,
+            manager=LLMManager(client(server)),
+            run_dir=tmp_path / "full",
+        )
         full = server.requests
     assert result.committed_states == ["S1"] and manager.name == "freeform"
     assert first["messages"][0]["content"] == freeform_system_prompt(Regime.TURN_ALIGNED)
-    assert first["tools"] == full[0]["tools"]  # the harness schema is unchanged (the actions offered at the stage)
+    assert (
+        first["tools"] == full[0]["tools"]
+    )  # the harness schema is unchanged (the actions offered at the stage)
     assert first["messages"][1]["content"].startswith("TASK\nTurn 1: ")  # same task block and observation
 
 
 # ----------------------------------------------------------------------------- observer
 @pytest.mark.parametrize(
     ("text", "hint"),
-    [('{"hint": null}', None), ('{"hint": "  "}', None), ('sure: {"hint": "step 3 ignores the filter"}', "step 3 ignores the filter"),
-     ('{"issue": true}', None), ("no json", None), ('{"hint": 3}', None)],
-)  # fmt: skip
+    [
+        ('{"hint": null}', None),
+        ('{"hint": "  "}', None),
+        ('sure: {"hint": "step 3 ignores the filter"}', "step 3 ignores the filter"),
+        ('{"issue": true}', None),
+        ("no json", None),
+        ('{"hint": 3}', None),
+    ],
+)
 def test_observer_output_schema(text: str, hint: str | None) -> None:
     assert parse_hint(text) == hint
 
@@ -134,8 +166,14 @@ def test_observer_hint_with_code_or_a_value_is_refused(task: Task, tmp_path: Pat
     one = Task(task_id="one", turns=task.turns[:1], base_path=task.base_path)
     leak = Reply(content=json.dumps({"hint": "fix it with `revenue = sales['amount'].sum()`"}))
     with ScriptedServer([leak]) as server:
-        rollout(one, ScriptedWorker(reference=one), DictWorkspace(), flow=LONGDS, manager=ObserverManager(client(server)),
-                run_dir=tmp_path)  # fmt: skip
+        rollout(
+            one,
+            ScriptedWorker(reference=one),
+            DictWorkspace(),
+            flow=LONGDS,
+            manager=ObserverManager(client(server)),
+            run_dir=tmp_path,
+        )
     events = read_trace(tmp_path / "trace.jsonl")
     assert not any(e.kind in ("advice", "hint_delivered") for e in events)
     rejected = [e.payload for e in events if e.kind == "action" and e.payload.get("accepted") is False]

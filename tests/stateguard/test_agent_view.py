@@ -61,8 +61,13 @@ def test_no_agent_side_module_names_the_privileged_task() -> None:
     assert len(modules) > 10  # the globs found the packages
     leaks = {str(p.relative_to(ROOT)): sorted(privileged_imports(p)) for p in modules}
     leaks = {k: v for k, v in leaks.items() if v and k not in ALLOWED}
-    assert leaks == {}, f"agent-side modules import the privileged task type: {leaks}; type them against AgentTask"
-    assert privileged_imports(ROOT / "stateguard" / "workers" / "scripted.py") == {"Task", "Turn"}  # the check sees imports
+    assert leaks == {}, (
+        f"agent-side modules import the privileged task type: {leaks}; type them against AgentTask"
+    )
+    assert privileged_imports(ROOT / "stateguard" / "workers" / "scripted.py") == {
+        "Task",
+        "Turn",
+    }  # the check sees imports
 
 
 def test_the_agent_types_have_no_hidden_fields() -> None:
@@ -70,8 +75,16 @@ def test_the_agent_types_have_no_hidden_fields() -> None:
         assert not set(model.model_fields) & set(HIDDEN)
     with pytest.raises(ValidationError):
         AgentTurn.model_validate({"turn_id": 1, "question": "q", "code": "x = 1", "answer": {"x": 1}})
-    turn = Turn.model_validate({"turn_id": 2, "context": "c", "question": "q", "code": "x = 1", "answer": {"x": 1},
-                                "note": "an extra field of task.json"})  # fmt: skip
+    turn = Turn.model_validate(
+        {
+            "turn_id": 2,
+            "context": "c",
+            "question": "q",
+            "code": "x = 1",
+            "answer": {"x": 1},
+            "note": "an extra field of task.json",
+        }
+    )
     view = turn.agent_view()
     assert view.model_dump() == {"turn_id": 2, "context": "c", "question": "q", "visible": {}}
     assert view.prompt() == turn.prompt() == "c\n\nq"

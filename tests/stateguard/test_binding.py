@@ -29,8 +29,15 @@ def test_turn_binding_never_reaches_into_an_earlier_state() -> None:
 
 def test_a_huge_interval_is_refused_without_enumerating_it() -> None:
     with pytest.raises(ActionError, match="ends after the last recorded step"):
-        bind_source(Regime.SEGMENT_INDUCED, [0, 10**12], steps={0, 1, 2}, traced_upto=0, turn_start=None,
-                    previous=(None, None), notes=[])  # fmt: skip
+        bind_source(
+            Regime.SEGMENT_INDUCED,
+            [0, 10**12],
+            steps={0, 1, 2},
+            traced_upto=0,
+            turn_start=None,
+            previous=(None, None),
+            notes=[],
+        )
 
 
 def test_variable_names_with_versions_or_spaces_are_argument_errors() -> None:

@@ -42,7 +42,11 @@ def test_answer_helpers() -> None:
         ({"pct": 0.5}, {"other": 0.47}, False),  # no value at the same field: no evidence of a cut
         ({"by": {"Adelie": 3.5}}, {"by": {"Adelie": 3.46}}, True),  # nested fields compare by path
         ({"xs": [1.5, 2.25]}, {"xs": [1.5, 2.25]}, False),
-        ({"ratio": 6.0}, {"ratio": 6.27}, True),  # rounded to a whole number although the value has a fraction
+        (
+            {"ratio": 6.0},
+            {"ratio": 6.27},
+            True,
+        ),  # rounded to a whole number although the value has a fraction
         ({"n": 6.0}, {"n": 6}, False),
     ],
 )
@@ -51,13 +55,17 @@ def test_precision(answer, printed, fired: bool) -> None:
     assert bool(findings) is fired
     for f in findings:  # the hint names the printed variable (not answer keys) and passes the guard
         assert f.variables == ["result"]
-        check_repair_hint(f.reason, f.variables, protected_values=list(answer.values()) + list(printed.values()))
+        check_repair_hint(
+            f.reason, f.variables, protected_values=list(answer.values()) + list(printed.values())
+        )
 
 
 def test_grounding_and_execution() -> None:
     assert checks.grounding({"revenue": 720.0}, ("result", {"revenue": 720.0})) == []
     assert checks.grounding({"revenue": 720.0}, None) == []
-    assert checks.grounding({"x": float("nan")}, ("result", {"x": float("nan")})) == []  # NaN reported faithfully
+    assert (
+        checks.grounding({"x": float("nan")}, ("result", {"x": float("nan")})) == []
+    )  # NaN reported faithfully
     bad = checks.grounding({"revenue": 1060.0}, ("result", {"revenue": 720.0}))
     assert bad[0].variables == ["result"] and bad[0].check == "grounding"
     failed = WorkerStep(index=3, action="total = revnue * 2", error="NameError: name 'revnue'", success=False)
@@ -79,9 +87,17 @@ def test_staleness_reports_only_confirmed_reads_once_each() -> None:
     [
         ("Keep the cars with at least 25 mpg.", "x = cars[cars.mpg >= 30]", True),
         ("Keep the cars with at least 25 mpg.", "x = cars[cars.mpg >= 25]", False),
-        ("Keep the cars with at least 25 mpg.", "x = cars.query_efficient()", False),  # no literal cut-off: no evidence
+        (
+            "Keep the cars with at least 25 mpg.",
+            "x = cars.query_efficient()",
+            False,
+        ),  # no literal cut-off: no evidence
         ("Mean yield pooled over 2000-2014, for stations above 10 to 20 m.", "x = df[df.y > 3]", False),
-        ("Months that fell by more than 500 thousand jobs.", "con.execute('SELECT * FROM t WHERE c < -400')", True),
+        (
+            "Months that fell by more than 500 thousand jobs.",
+            "con.execute('SELECT * FROM t WHERE c < -400')",
+            True,
+        ),
         ("Share below 30%.", "x = df[df.share < 0.3]", False),
         ("Airports with a longitude below -100 degrees.", "x = df[df.lon < -100]", False),
         ("Airports with a longitude below -100 degrees.", "x = df[df.lon < -110]", True),
@@ -93,11 +109,21 @@ def test_parameters_needs_a_different_literal_in_the_code(question: str, code: s
 
 
 def test_constraints_and_related(tmp_path) -> None:
-    results = [ConstraintResult(text="non-negative", passed=False, error="AssertionError"),
-               ConstraintResult(text="other", passed=True)]  # fmt: skip
-    assert [f.reason for f in checks.constraints(results)] == ["the result violates a stated requirement: non-negative"]
+    results = [
+        ConstraintResult(text="non-negative", passed=False, error="AssertionError"),
+        ConstraintResult(text="other", passed=True),
+    ]
+    assert [f.reason for f in checks.constraints(results)] == [
+        "the result violates a stated requirement: non-negative"
+    ]
     store = StateStore(tmp_path / "s.sqlite")
-    store.commit(AnalyticalState(id="S1", issue="a", used_variables=[VariableRef(name="k", version="S1", value=3.0)],
-                                 relations=[Relation(type="init")]))  # fmt: skip
+    store.commit(
+        AnalyticalState(
+            id="S1",
+            issue="a",
+            used_variables=[VariableRef(name="k", version="S1", value=3.0)],
+            relations=[Relation(type="init")],
+        )
+    )
     assert checks.related({"k": "S1"}, store, {"k": 3.0}) == []
     assert checks.related({"k": "S1"}, store, {"k": 4.0})[0].variables == ["k"]

@@ -56,8 +56,13 @@ def test_frame_fingerprints_ignore_pandas_internal_rearrangements() -> None:
     no value changes, so the fingerprint must not either (else every reader turns stale). Dates
     included: a datetime column offers no buffer to hash directly."""
     for rows in (50, 50_000):  # exact, then structural
-        frame = pd.DataFrame({"s": pd.Series(["AAPL", "GOOG"] * (rows // 2), dtype="str"),
-                              "d": pd.date_range("2000-01-01", periods=rows, freq="h"), "p": np.arange(rows) * 1.0})  # fmt: skip
+        frame = pd.DataFrame(
+            {
+                "s": pd.Series(["AAPL", "GOOG"] * (rows // 2), dtype="str"),
+                "d": pd.date_range("2000-01-01", periods=rows, freq="h"),
+                "p": np.arange(rows) * 1.0,
+            }
+        )
         frame["r"] = frame["p"] * 2  # a second float block
         before = fingerprint(frame)
         assert before[0] and before[1] == (rows * 4 <= EXACT_CELLS)

@@ -33,15 +33,28 @@ def _watched_names(code: str, namespace: dict[str, Any]) -> set[str]:
 
 def _namespace() -> dict[str, Any]:
     frame = pd.DataFrame({"a": [1.0, 2.0], "k": [1, 2]})
-    return {"pd": pd, "df": frame, "s": frame["a"], "ledger": Ledger(), "sub": MyFrame(frame), "f": print, "kw": {}}
+    return {
+        "pd": pd,
+        "df": frame,
+        "s": frame["a"],
+        "ledger": Ledger(),
+        "sub": MyFrame(frame),
+        "f": print,
+        "kw": {},
+    }
 
 
 @pytest.mark.parametrize(
     "code",
-    ["top = df.sort_values('a').groupby('k')['a'].agg(['mean', 'count'])", "x = df['a'].sum()",
-     "d = df.describe()\nm = df.merge(pd.DataFrame({'k': [1]}), on='k')", "v = s.value_counts()", "y = df.dropna()",
-     "n = len(df)\nprint(df.shape, repr(s))"],
-)  # fmt: skip
+    [
+        "top = df.sort_values('a').groupby('k')['a'].agg(['mean', 'count'])",
+        "x = df['a'].sum()",
+        "d = df.describe()\nm = df.merge(pd.DataFrame({'k': [1]}), on='k')",
+        "v = s.value_counts()",
+        "y = df.dropna()",
+        "n = len(df)\nprint(df.shape, repr(s))",
+    ],
+)
 def test_a_frame_only_read_by_pandas_methods_is_not_fingerprinted(code: str) -> None:
     watched = _watched_names(code, _namespace())
     assert "df" not in watched and "s" not in watched
@@ -49,35 +62,41 @@ def test_a_frame_only_read_by_pandas_methods_is_not_fingerprinted(code: str) -> 
 
 @pytest.mark.parametrize(
     ("code", "name"),
-    [("f(df)", "df"),  # handed to an unknown function
-     ("x = df.pipe(f)", "df"),  # a method that hands the frame to a callback
-     ("df.sort_values('a', inplace=True)", "df"),
-     ("df.sort_values('a', **kw)", "df"),  # the keywords could hold inplace=True
-     ("x = df.sum()\ndf['a'] = 0.0", "df"),  # changed in place by the cell
-     ("x = df.sum()\ndf = df", "df"),  # rebound: its content equality is checked
-     ("ledger.sort_values()", "ledger"),  # the method name alone proves nothing
-     ("x = sub.sort_values('a')", "sub"),  # a subclass of DataFrame
-     ("x = s.sum()\nsetattr(s, 'name', 'b')", "s"),
-     ("print(ledger)", "ledger"),  # only pandas objects are known not to change when printed
-     ("len = f\nn = len(df)", "df")],  # not the builtin
-)  # fmt: skip
+    [
+        ("f(df)", "df"),  # handed to an unknown function
+        ("x = df.pipe(f)", "df"),  # a method that hands the frame to a callback
+        ("df.sort_values('a', inplace=True)", "df"),
+        ("df.sort_values('a', **kw)", "df"),  # the keywords could hold inplace=True
+        ("x = df.sum()\ndf['a'] = 0.0", "df"),  # changed in place by the cell
+        ("x = df.sum()\ndf = df", "df"),  # rebound: its content equality is checked
+        ("ledger.sort_values()", "ledger"),  # the method name alone proves nothing
+        ("x = sub.sort_values('a')", "sub"),  # a subclass of DataFrame
+        ("x = s.sum()\nsetattr(s, 'name', 'b')", "s"),
+        ("print(ledger)", "ledger"),  # only pandas objects are known not to change when printed
+        ("len = f\nn = len(df)", "df"),
+    ],  # not the builtin
+)
 def test_frames_that_may_change_are_still_fingerprinted(code: str, name: str) -> None:
     assert name in _watched_names(code, _namespace())
 
 
-SETUP = "import pandas as pd\nimport operator\ndf = pd.DataFrame({'a': [1.0, 2.0, None], 'b': [3.0, 4.0, 5.0]})"
+SETUP = (
+    "import pandas as pd\nimport operator\ndf = pd.DataFrame({'a': [1.0, 2.0, None], 'b': [3.0, 4.0, 5.0]})"
+)
 
 
 @pytest.mark.parametrize(
     ("cell", "stale_m", "stale_n"),
-    [("df.loc[0, 'a'] = 9.0\ntop = df.sort_values('b').describe()", True, False),
-     ("df['a'] = 0.0\ntop = df.sort_values('b')", True, False),
-     ("df.drop(columns=['b'], inplace=True)\ntop = df.describe()", True, True),
-     ("df.fillna(0.0, inplace=True)\ntop = df.sum()", True, True),
-     ("setattr(df, 'a', df['a'] * 2)\ntop = df.sum()", True, True),
-     ("operator.setitem(df, 'a', 0.0)\ntop = df.sum()", True, True),  # a library function changes it
-     ("top = df.sort_values('b').describe()\nv = df['a'].value_counts()", False, False)],
-)  # fmt: skip
+    [
+        ("df.loc[0, 'a'] = 9.0\ntop = df.sort_values('b').describe()", True, False),
+        ("df['a'] = 0.0\ntop = df.sort_values('b')", True, False),
+        ("df.drop(columns=['b'], inplace=True)\ntop = df.describe()", True, True),
+        ("df.fillna(0.0, inplace=True)\ntop = df.sum()", True, True),
+        ("setattr(df, 'a', df['a'] * 2)\ntop = df.sum()", True, True),
+        ("operator.setitem(df, 'a', 0.0)\ntop = df.sum()", True, True),  # a library function changes it
+        ("top = df.sort_values('b').describe()\nv = df['a'].value_counts()", False, False),
+    ],
+)
 def test_in_place_changes_are_seen_next_to_pandas_reads(cell: str, stale_m: bool, stale_n: bool) -> None:
     ws = DictWorkspace()
     for code in (SETUP, "m = df['a'].mean()\nn = df['b'].max()", cell):

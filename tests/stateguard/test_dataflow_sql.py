@@ -8,11 +8,17 @@ from stateguard.dataflow import DataflowGraph, cell_dataflow
 
 CASES = [
     # (cell, reads, writes)
-    ('con.execute("CREATE OR REPLACE TABLE heavy AS SELECT * FROM birds WHERE mass >= 4000")',
-     [], ["heavy"]),  # birds is read ... see below
+    (
+        'con.execute("CREATE OR REPLACE TABLE heavy AS SELECT * FROM birds WHERE mass >= 4000")',
+        [],
+        ["heavy"],
+    ),  # birds is read ... see below
     ('heavy = con.table("heavy").df()', ["heavy"], ["heavy"]),
-    ('q = """\nWITH t AS (SELECT * FROM a)\nSELECT * FROM t JOIN b USING (k)\n"""\nrows = con.execute(q).fetchall()',
-     ["a", "b"], ["q", "rows"]),
+    (
+        'q = """\nWITH t AS (SELECT * FROM a)\nSELECT * FROM t JOIN b USING (k)\n"""\nrows = con.execute(q).fetchall()',
+        ["a", "b"],
+        ["q", "rows"],
+    ),
     ('con.sql("INSERT INTO log SELECT * FROM staging")', ["staging"], ["log"]),
     ('con.execute(f"SELECT * FROM {name} JOIN dims USING (id)")', ["dims", "name"], []),
     ('con.execute("not sql at all")', [], []),
@@ -56,8 +62,10 @@ def test_statement_level_sql_in_a_workspace() -> None:
         'con.execute("CREATE OR REPLACE TABLE trials AS SELECT * FROM base")'
     )
     assert first.ok and {"base", "trials"} <= set(first.writes), first
-    made = ws.run_cell('con.execute("""\nCREATE OR REPLACE TABLE rank AS\nSELECT AVG(x) AS m FROM trials\n""")\n'
-                       'rank = con.table("rank").df()')  # fmt: skip
+    made = ws.run_cell(
+        'con.execute("""\nCREATE OR REPLACE TABLE rank AS\nSELECT AVG(x) AS m FROM trials\n""")\n'
+        'rank = con.table("rank").df()'
+    )
     assert made.ok and made.stale_reads == {}
     assert ws.run_cell('con.execute("CREATE OR REPLACE TABLE trials AS SELECT * FROM base WHERE x <> 3")').ok
     assert ws.run_cell("rank").stale_reads == {"rank": ["trials"]}

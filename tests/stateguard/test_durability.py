@@ -49,7 +49,9 @@ def _check_whole(path: Path) -> int:
         assert rel_rows == len(state.relations), sid
         assert var_rows == len(state.used_variables), sid
         assert json.loads(store.raw_record(sid))["id"] == sid
-    orphans = db.execute("SELECT COUNT(*) FROM relations WHERE state_id NOT IN (SELECT id FROM states)").fetchone()[0]
+    orphans = db.execute(
+        "SELECT COUNT(*) FROM relations WHERE state_id NOT IN (SELECT id FROM states)"
+    ).fetchone()[0]
     assert orphans == 0
     numbers = [int(s[1:]) for s in ids]
     assert numbers == sorted(numbers) and len(set(numbers)) == len(numbers)

@@ -44,7 +44,12 @@ def task() -> Task:
         (Fault(kind="stale", turn=5), None),
         (Fault(kind="precision", turn=2), None),
         (Fault(kind="exec_error", turn=3), None),
-        (Fault(kind="counterfactual", turn=3, semantic="aggregation_swap", replace=[(".size()", ".count()")]), None),
+        (
+            Fault(
+                kind="counterfactual", turn=3, semantic="aggregation_swap", replace=[(".size()", ".count()")]
+            ),
+            None,
+        ),
     ],
 )
 def test_check_fault_names_why_a_fault_cannot_apply(task: Task, fault: Fault, problem: str | None) -> None:
@@ -77,7 +82,9 @@ def test_a_hint_names_a_kind_only_with_its_words(reason: str, label: str, named:
     assert names_kind(reason, label) is named
 
 
-def _answers(task: Task, faults: list[Fault], hints: dict[int, tuple[list[str], str]], response: ResponseModel) -> dict[int, bool]:
+def _answers(
+    task: Task, faults: list[Fault], hints: dict[int, tuple[list[str], str]], response: ResponseModel
+) -> dict[int, bool]:
     """Run the worker alone; after turn t's work, deliver the repair hint hints[t] and let it respond."""
     worker = ScriptedWorker(FaultModel(faults=faults), response, reference=task)
     ws = DictWorkspace()
@@ -91,14 +98,18 @@ def _answers(task: Task, faults: list[Fault], hints: dict[int, tuple[list[str], 
             step += 1
         if turn.turn_id in hints:
             names, reason = hints[turn.turn_id]
-            worker.inject(WorkerMessage.from_hint(Hint(kind="repair", error_variables=names, faulty_reasoning=reason)))
+            worker.inject(
+                WorkerMessage.from_hint(Hint(kind="repair", error_variables=names, faulty_reasoning=reason))
+            )
             while not worker.done():
                 worker.step(step)
                 step += 1
     return per_turn_correct({t.turn_id: t.answer for t in task.turns}, worker.final_answer())
 
 
-STALE_REASON = "margin is stale: it was computed from an earlier definition of revenue, which has since been redefined"
+STALE_REASON = (
+    "margin is stale: it was computed from an earlier definition of revenue, which has since been redefined"
+)
 
 
 def test_a_hint_fixes_a_mistake_only_when_it_names_the_variable_and_the_kind(task: Task) -> None:
@@ -107,20 +118,34 @@ def test_a_hint_fixes_a_mistake_only_when_it_names_the_variable_and_the_kind(tas
     assert _answers(task, stale, {}, honest)[5] is False
     assert _answers(task, stale, {5: (["margin"], STALE_REASON)}, honest)[5] is True
     # the right variable but the wrong kind of problem: the worker cannot find the mistake
-    assert _answers(task, stale, {5: (["margin"], "the reported values carry too many decimal places")}, honest)[5] is False
+    assert (
+        _answers(task, stale, {5: (["margin"], "the reported values carry too many decimal places")}, honest)[
+            5
+        ]
+        is False
+    )
     # the permissive model (the synthesis teacher's) recomputes on the variable alone
-    assert _answers(task, stale, {5: (["margin"], "check this")}, ResponseModel(identify="variable", p_flip=0.0))[5] is True
+    assert (
+        _answers(
+            task, stale, {5: (["margin"], "check this")}, ResponseModel(identify="variable", p_flip=0.0)
+        )[5]
+        is True
+    )
 
 
 def test_a_false_alarm_on_a_correct_turn_changes_it_with_probability_p_flip(task: Task) -> None:
-    false_alarm = {3: (["region_counts"], "region_counts is stale: it was computed from an earlier definition")}
+    false_alarm = {
+        3: (["region_counts"], "region_counts is stale: it was computed from an earlier definition")
+    }
     assert _answers(task, [], false_alarm, ResponseModel(p_flip=0.0)) == dict.fromkeys(range(1, 7), True)
     flipped = _answers(task, [], false_alarm, ResponseModel(p_flip=1.0))
     assert flipped[3] is False and all(flipped[t] for t in (1, 2, 4, 5, 6))
 
 
 def test_a_fault_that_cannot_take_effect_at_run_time_is_reported_not_dropped(task: Task) -> None:
-    worker = ScriptedWorker(FaultModel(faults=[Fault(kind="stale", turn=3)]), ResponseModel(p_flip=0.0), reference=task)
+    worker = ScriptedWorker(
+        FaultModel(faults=[Fault(kind="stale", turn=3)]), ResponseModel(p_flip=0.0), reference=task
+    )
     result = rollout(task, worker, DictWorkspace(), flow=LONGDS)
     assert [f.turn for f in worker.skipped] == [3] and worker.applied == []
     assert result.answers[3] is not None
@@ -133,6 +158,8 @@ def test_the_exec_error_typo_hits_a_python_name_not_a_table_inside_sql() -> None
     broken = _typo(block)
     assert "json_dumps_rounded_(" in broken and "FROM flights" in broken
     ws = DictWorkspace()
-    ws.run("import duckdb, json\ncon = duckdb.connect()\ncon.execute('CREATE TABLE flights AS SELECT 1 AS x')\n"
-           "json_dumps_rounded = lambda o, n: json.dumps(o)")  # fmt: skip
+    ws.run(
+        "import duckdb, json\ncon = duckdb.connect()\ncon.execute('CREATE TABLE flights AS SELECT 1 AS x')\n"
+        "json_dumps_rounded = lambda o, n: json.dumps(o)"
+    )
     assert ws.run_cell(block).ok and not ws.run_cell(broken).ok

@@ -44,8 +44,11 @@ def test_dict_workspace_agrees_with_ipyflow(tmp_path: Path) -> None:
     results = tmp_path / "results.jsonl"
     run = subprocess.run(
         [sys.executable, str(SUITE / "run.py"), str(ROOT), "-q", "--results", str(results)],
-        capture_output=True, text=True, timeout=900, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     found = SUMMARY.search(run.stdout)
     assert found is not None, f"no summary line in the runner's output:\n{run.stdout}\n{run.stderr}"
@@ -57,4 +60,6 @@ def test_dict_workspace_agrees_with_ipyflow(tmp_path: Path) -> None:
     disagreements = {r["id"] for r in rows if not r["agree"]}
     documented = _documented_differences()
     assert disagreements <= documented, f"undocumented disagreements: {sorted(disagreements - documented)}"
-    assert documented <= disagreements, f"documented as different but now agreeing: {sorted(documented - disagreements)}"
+    assert documented <= disagreements, (
+        f"documented as different but now agreeing: {sorted(documented - disagreements)}"
+    )

@@ -29,7 +29,14 @@ from stateguard.workspace_api import DictWorkspace
 from tests.support.scripted_server import Reply, Respond, ScriptedServer, Status, prompt_tokens
 
 ROOT = Path(__file__).resolve().parents[2]
-CONTROLS_FIRST = ["COMMIT_STATE", "FINALIZE_RELATIONS", "UPDATE_STATE", "OPEN_STATE", "ABSTAIN", "RESUME_WORKER"]
+CONTROLS_FIRST = [
+    "COMMIT_STATE",
+    "FINALIZE_RELATIONS",
+    "UPDATE_STATE",
+    "OPEN_STATE",
+    "ABSTAIN",
+    "RESUME_WORKER",
+]
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +55,9 @@ def instance(schema: dict[str, Any]) -> Any:
     kind = schema.get("type")
     kind = kind[0] if isinstance(kind, list) else kind
     if kind == "object":
-        return {k: instance(v) for k, v in schema.get("properties", {}).items() if k in schema.get("required", [])}
+        return {
+            k: instance(v) for k, v in schema.get("properties", {}).items() if k in schema.get("required", [])
+        }
     if kind == "array":
         return [instance(schema["items"]) for _ in range(schema.get("minItems", 0))]
     if kind == "string":
@@ -75,29 +84,49 @@ class SchemaModel:
         jsonschema.Draft202012Validator.check_schema(schema)
         options = schema.get("anyOf", [schema])
         names = [o["properties"]["name"]["const"] for o in options]
-        observation = json.loads(request["messages"][1]["content"].split("OBSERVATION\n", 1)[1].split("\n\nACTIONS", 1)[0])
+        observation = json.loads(
+            request["messages"][1]["content"].split("OBSERVATION\n", 1)[1].split("\n\nACTIONS", 1)[0]
+        )
         self.offered.append((observation["stage"], observation["legal_control_actions"], names))
-        choice = next(o for name in CONTROLS_FIRST for o in options if o["properties"]["name"]["const"] == name)
+        choice = next(
+            o for name in CONTROLS_FIRST for o in options if o["properties"]["name"]["const"] == name
+        )
         reply = instance(choice)
         jsonschema.validate(reply, schema)
         return Reply(content=json.dumps(reply))
 
 
-def run(task: Task, tmp: Path, server: ScriptedServer, **manager_kw: Any) -> tuple[Any, LLMManager, list[Any]]:
+def run(
+    task: Task, tmp: Path, server: ScriptedServer, **manager_kw: Any
+) -> tuple[Any, LLMManager, list[Any]]:
     trace = Trace(tmp / "llm_calls.jsonl")
     endpoint = {k: manager_kw.pop(k) for k in ("context_window", "max_tokens") if k in manager_kw}
-    client = LLMClient(EndpointConfig(role="manager", base_url=server.base_url, model="m", timeout_s=5, max_retries=0,
-                                      **endpoint), trace=trace)  # fmt: skip
+    client = LLMClient(
+        EndpointConfig(
+            role="manager", base_url=server.base_url, model="m", timeout_s=5, max_retries=0, **endpoint
+        ),
+        trace=trace,
+    )
     manager = LLMManager(client, **manager_kw)
-    result = rollout(task, ScriptedWorker(FaultModel(), reference=task), DictWorkspace(), flow=LONGDS, manager=manager, run_dir=tmp / "run")
+    result = rollout(
+        task,
+        ScriptedWorker(FaultModel(), reference=task),
+        DictWorkspace(),
+        flow=LONGDS,
+        manager=manager,
+        run_dir=tmp / "run",
+    )
     trace.close()
     return result, manager, [e.payload for e in read_trace(tmp / "llm_calls.jsonl")]
 
 
-@pytest.mark.parametrize(("flavor", "dialect"), [("llama.cpp", "json_schema"), ("llama-cpp-python", "json_object"),
-                                                 ("vllm", "json_schema")])  # fmt: skip
-def test_constrained_replies_fit_the_discovered_window_and_commit_every_turn(task: Task, tmp_path: Path, flavor: str,
-                                                                            dialect: str) -> None:  # fmt: skip
+@pytest.mark.parametrize(
+    ("flavor", "dialect"),
+    [("llama.cpp", "json_schema"), ("llama-cpp-python", "json_object"), ("vllm", "json_schema")],
+)
+def test_constrained_replies_fit_the_discovered_window_and_commit_every_turn(
+    task: Task, tmp_path: Path, flavor: str, dialect: str
+) -> None:
     model = SchemaModel()
     with ScriptedServer([Respond(model)] * 60, flavor=flavor, context_window=4096) as server:
         result, manager, calls = run(task, tmp_path, server)
@@ -184,9 +213,13 @@ def test_a_server_that_refuses_the_schema_falls_back_to_free_text(task: Task, tm
 
 def test_constrained_off_sends_tools_and_parses_text(task: Task, tmp_path: Path) -> None:
     one = Task(task_id="one", turns=task.turns[:1], base_path=task.base_path)
-    script = [Reply(content='```json\n{"name": "OPEN_STATE", "arguments": {"issue": "q"}}\n```'),
-              Reply(content='{"name": "UPDATE_STATE", "arguments": {}}'),
-              Reply(content='<tool_call>{"name": "FINALIZE_RELATIONS", "arguments": {"mode": "confirm"}}</tool_call>')]  # fmt: skip
+    script = [
+        Reply(content='```json\n{"name": "OPEN_STATE", "arguments": {"issue": "q"}}\n```'),
+        Reply(content='{"name": "UPDATE_STATE", "arguments": {}}'),
+        Reply(
+            content='<tool_call>{"name": "FINALIZE_RELATIONS", "arguments": {"mode": "confirm"}}</tool_call>'
+        ),
+    ]
     with ScriptedServer(script, flavor="llama.cpp", context_window=8192) as server:
         result, _, calls = run(one, tmp_path, server, constrained="off")
         assert all("tools" in r and "response_format" not in r for r in server.requests)
@@ -198,9 +231,12 @@ def test_an_output_the_stage_does_not_offer_is_refused_before_the_harness(task: 
     # ABANDON_STATE is legal at UPDATED, but destroying work needs the repair budget spent first.
     one = Task(task_id="one", turns=task.turns[:1], base_path=task.base_path)
     abandon = Reply(tool_calls=[{"name": "ABANDON_STATE", "arguments": {"reason": "unsure"}}])
-    script = [Reply(tool_calls=[{"name": "OPEN_STATE", "arguments": {"issue": "q"}}]),
-              Reply(tool_calls=[{"name": "UPDATE_STATE", "arguments": {}}]), abandon,
-              Reply(tool_calls=[{"name": "FINALIZE_RELATIONS", "arguments": {}}])]  # fmt: skip
+    script = [
+        Reply(tool_calls=[{"name": "OPEN_STATE", "arguments": {"issue": "q"}}]),
+        Reply(tool_calls=[{"name": "UPDATE_STATE", "arguments": {}}]),
+        abandon,
+        Reply(tool_calls=[{"name": "FINALIZE_RELATIONS", "arguments": {}}]),
+    ]
     with ScriptedServer(script, flavor="plain") as server:
         result, _, _ = run(one, tmp_path, server, constrained="off")
         retry = server.requests[3]["messages"][-1]["content"]
@@ -219,9 +255,18 @@ def test_plan_prompt_chooses_by_window() -> None:
     from stateguard.policies.prompts import task_block
 
     def plan(window: int | None, constrained: bool = False) -> Any:
-        return plan_prompt(counter, window=window, reply_tokens=512, regime=Regime.TURN_ALIGNED, variant="stateguard",
-                           choice="auto", constrained=constrained, context_budget=40_960,
-                           user_fixed=lambda clip, tools: task_block(task, 6, earlier_chars=clip), control_names=["OPEN_STATE"])  # fmt: skip
+        return plan_prompt(
+            counter,
+            window=window,
+            reply_tokens=512,
+            regime=Regime.TURN_ALIGNED,
+            variant="stateguard",
+            choice="auto",
+            constrained=constrained,
+            context_budget=40_960,
+            user_fixed=lambda clip, tools: task_block(task, 6, earlier_chars=clip),
+            control_names=["OPEN_STATE"],
+        )
 
     assert plan(None).mode == "full" and plan(None).observation_budget == 40_960
     assert plan(32_768).mode == "full" and plan(32_768).fits
@@ -233,5 +278,7 @@ def test_plan_prompt_chooses_by_window() -> None:
 
 
 def test_probe_of_an_unreachable_server_is_unknown_not_an_error() -> None:
-    info = probe_server(EndpointConfig(role="manager", base_url="http://127.0.0.1:9/v1", model="m"), timeout_s=0.5)
+    info = probe_server(
+        EndpointConfig(role="manager", base_url="http://127.0.0.1:9/v1", model="m"), timeout_s=0.5
+    )
     assert info.kind == "unknown" and info.context_window is None and info.structured_output == "off"

@@ -39,20 +39,36 @@ def call(name: str, **arguments: Any) -> Reply:
 
 
 OPEN = call("OPEN_STATE", issue="load the sales data and total the revenue")
-UPDATE = call("UPDATE_STATE", used_variables=[{"name": "revenue", "value": 1060.0}], conclusions=["revenue computed"])
+UPDATE = call(
+    "UPDATE_STATE", used_variables=[{"name": "revenue", "value": 1060.0}], conclusions=["revenue computed"]
+)
 FINALIZE = call("FINALIZE_RELATIONS", mode="confirm")
 COMMIT = call("COMMIT_STATE")
 
 
-def run(task: Task, tmp: Path, script: list[Any], faults: list[Fault] | None = None,
-        **manager_kw: Any) -> tuple[RolloutResult, ScriptedServer, list[Any]]:  # fmt: skip
+def run(
+    task: Task, tmp: Path, script: list[Any], faults: list[Fault] | None = None, **manager_kw: Any
+) -> tuple[RolloutResult, ScriptedServer, list[Any]]:
     with ScriptedServer(script) as server:
         trace_path = tmp / "llm_calls.jsonl"
-        config = EndpointConfig(role="manager", base_url=server.base_url, model="scripted-model",
-                                timeout_s=0.5, max_retries=1, backoff_s=0.01, backoff_max_s=0.02)  # fmt: skip
+        config = EndpointConfig(
+            role="manager",
+            base_url=server.base_url,
+            model="scripted-model",
+            timeout_s=0.5,
+            max_retries=1,
+            backoff_s=0.01,
+            backoff_max_s=0.02,
+        )
         client = LLMClient(config, trace=Trace(trace_path))
-        result = rollout(task, ScriptedWorker(FaultModel(faults=faults or []), reference=task), DictWorkspace(), flow=LONGDS,
-                         manager=LLMManager(client, **manager_kw), run_dir=tmp / "run")  # fmt: skip
+        result = rollout(
+            task,
+            ScriptedWorker(FaultModel(faults=faults or []), reference=task),
+            DictWorkspace(),
+            flow=LONGDS,
+            manager=LLMManager(client, **manager_kw),
+            run_dir=tmp / "run",
+        )
         return result, server, read_trace(tmp / "run" / "trace.jsonl")
 
 
@@ -79,14 +95,23 @@ def test_clean_turn_with_a_tool_call(one_turn: Task, tmp_path: Path) -> None:
     # verdicts and the evidence tools while the state is verified.
     assert [t["function"]["name"] for t in server.requests[0]["tools"]] == ["OPEN_STATE"]
     offered = {t["function"]["name"] for t in server.requests[2]["tools"]}
-    assert offered >= {"FINALIZE_RELATIONS", "check_execution", "run_probe"} and not offered & {"ABANDON_STATE", "REPAIR"}
+    assert offered >= {"FINALIZE_RELATIONS", "check_execution", "run_probe"} and not offered & {
+        "ABANDON_STATE",
+        "REPAIR",
+    }
     assert "REPAIR" in {t["function"]["name"] for t in server.requests[3]["tools"]}  # evidence was gathered
     assert result.manager_activations == 4 and not result.degraded and result.manager_llm_calls == 4
 
 
 def test_correct_repair_is_applied_and_the_worker_recomputes(one_turn: Task, tmp_path: Path) -> None:
-    repair = call("REPAIR", analytical_evidence="check_execution: the last block raised NameError",
-                  error_hint={"error_variables": ["result"], "faulty_reasoning": "the final block raised an error and was never re-run"})  # fmt: skip
+    repair = call(
+        "REPAIR",
+        analytical_evidence="check_execution: the last block raised NameError",
+        error_hint={
+            "error_variables": ["result"],
+            "faulty_reasoning": "the final block raised an error and was never re-run",
+        },
+    )
     check = call("check_execution", step_id=1)  # evidence first: a REPAIR is offered only after it
     script = [OPEN, UPDATE, repair, check, repair, UPDATE, FINALIZE]
     result, server, events = run(one_turn, tmp_path, script, faults=[Fault(kind="exec_error", turn=1)])
@@ -96,16 +121,24 @@ def test_correct_repair_is_applied_and_the_worker_recomputes(one_turn: Task, tmp
     assert any(e.kind == "worker_step" and e.payload["meta"]["purpose"] == "recompute" for e in events)
     assert server.remaining == 0
     # The first REPAIR came before any evidence: refused before the harness, with the reason.
-    assert "REPAIR is offered once a tool call has produced evidence" in json.dumps(server.requests[3]["messages"][-1])
+    assert "REPAIR is offered once a tool call has produced evidence" in json.dumps(
+        server.requests[3]["messages"][-1]
+    )
     assert [e.payload["output"] for e in events if e.kind == "manager_output_refused"][0].count("REPAIR") == 1
     assert result.manager_usage["illegal_actions"] == 1
 
 
-def test_malformed_unknown_and_mixed_responses_get_feedback_then_a_safe_exit(one_turn: Task, tmp_path: Path) -> None:
+def test_malformed_unknown_and_mixed_responses_get_feedback_then_a_safe_exit(
+    one_turn: Task, tmp_path: Path
+) -> None:
     malformed = Reply(content='<tool_call>{"name": "UPDATE_STATE", "arguments": {oops</tool_call>')
     unknown = call("UPDATE_STAT", used_variables=[])
-    mixed = Reply(tool_calls=[{"name": "check_execution", "arguments": {"step_id": 0}},
-                              {"name": "COMMIT_STATE", "arguments": {}}])  # fmt: skip
+    mixed = Reply(
+        tool_calls=[
+            {"name": "check_execution", "arguments": {"step_id": 0}},
+            {"name": "COMMIT_STATE", "arguments": {}},
+        ]
+    )
     result, server, events = run(one_turn, tmp_path, [OPEN, malformed, unknown, mixed])
     rejected = [e.payload["feedback"] for e in events if e.kind == "action" and not e.payload["accepted"]]
     assert len(rejected) == 3
@@ -119,14 +152,24 @@ def test_malformed_unknown_and_mixed_responses_get_feedback_then_a_safe_exit(one
     assert result.committed_states == [] and correct(one_turn, result) == {1: True}
 
 
-def test_a_request_refused_for_size_is_refitted_never_resent_unchanged(one_turn: Task, tmp_path: Path) -> None:
+def test_a_request_refused_for_size_is_refitted_never_resent_unchanged(
+    one_turn: Task, tmp_path: Path
+) -> None:
     # A server we could not ask (plain) refuses the first request and names its window.
-    overflow = Status(400, "This model's maximum context length is 4096 tokens. However, you requested "
-                           "4800 tokens (4300 in the messages, 500 in the completion).")  # fmt: skip
+    overflow = Status(
+        400,
+        "This model's maximum context length is 4096 tokens. However, you requested "
+        "4800 tokens (4300 in the messages, 500 in the completion).",
+    )
     result, server, events = run(one_turn, tmp_path, [overflow, OPEN, UPDATE, FINALIZE])
     assert result.committed_states == ["S1"] and len(server.requests) == 4
     calls = read_trace(tmp_path / "llm_calls.jsonl")
-    assert [c.payload["outcome"] for c in calls] == ["rejected_for_size", "completion", "completion", "completion"]
+    assert [c.payload["outcome"] for c in calls] == [
+        "rejected_for_size",
+        "completion",
+        "completion",
+        "completion",
+    ]
     assert calls[0].payload["window"] is None and all(c.payload["window"] == 4096 for c in calls[1:])
     # The retry is a different, smaller request: a shorter prompt form, within the named window.
     first, second = (json.dumps(server.requests[i]) for i in (0, 1))
@@ -156,7 +199,9 @@ def test_a_server_that_dies_degrades_to_worker_only_completion(tmp_path: Path) -
 
 def test_identical_rejected_output_is_not_retried_again(one_turn: Task, tmp_path: Path) -> None:
     malformed = Reply(content='<tool_call>{"name": "UPDATE_STATE", "arguments": {oops</tool_call>')
-    result, server, events = run(one_turn, tmp_path, [OPEN, malformed, malformed, malformed], compact_tools=True)
+    result, server, events = run(
+        one_turn, tmp_path, [OPEN, malformed, malformed, malformed], compact_tools=True
+    )
     assert len(server.requests) == 3  # OPEN, then the same bad output twice: no third try
     assert all("description" not in json.dumps(t) for t in server.requests[0]["tools"])
     assert result.committed_states == [] and any(e.kind == "state_abandoned" for e in events)

@@ -26,9 +26,11 @@ from stateguard.workspace_api import DictWorkspace
 from tests.support.scripted_server import Reply, ScriptedServer
 
 ROOT = Path(__file__).resolve().parents[2]
-COUNTERFACTUAL = ('region_counts = sales.groupby("region")["amount"].sum().sort_values(ascending=False)\n\n'
-                  'result = {"answer_type": "ranking", "top_region": str(region_counts.index[0]), '
-                  '"orders": int(region_counts.iloc[0])}\nprint(json_dumps_rounded(result, 2))')  # fmt: skip
+COUNTERFACTUAL = (
+    'region_counts = sales.groupby("region")["amount"].sum().sort_values(ascending=False)\n\n'
+    'result = {"answer_type": "ranking", "top_region": str(region_counts.index[0]), '
+    '"orders": int(region_counts.iloc[0])}\nprint(json_dumps_rounded(result, 2))'
+)
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +39,9 @@ def task() -> Task:
 
 
 def client(server: ScriptedServer, role: str = "manager") -> LLMClient:
-    return LLMClient(EndpointConfig(role=role, base_url=server.base_url, model="m", timeout_s=2, max_retries=0))
+    return LLMClient(
+        EndpointConfig(role=role, base_url=server.base_url, model="m", timeout_s=2, max_retries=0)
+    )
 
 
 def call(name: str, **arguments: Any) -> Reply:
@@ -51,39 +55,79 @@ def correct(task: Task, answers: dict[int, Any]) -> dict[int, bool]:
 def test_hierarchical_calls_the_model_only_where_rules_cannot_decide(task: Task, tmp_path: Path) -> None:
     # Turn 3 runs a plausible but wrong ranking (by amount): no rule fires, the question has a
     # semantic requirement ("most"), so the model is asked; it repairs, then approves the retry.
-    repair = call("REPAIR", analytical_evidence="inspect_python: the ranking sums amount instead of counting orders",
-                  error_hint={"error_variables": ["region_counts"], "faulty_reasoning": "the ranking uses order amounts, "
-                              "but the question asks which region has the most orders"})  # fmt: skip
+    repair = call(
+        "REPAIR",
+        analytical_evidence="inspect_python: the ranking sums amount instead of counting orders",
+        error_hint={
+            "error_variables": ["region_counts"],
+            "faulty_reasoning": "the ranking uses order amounts, "
+            "but the question asks which region has the most orders",
+        },
+    )
     finalize = call("FINALIZE_RELATIONS", mode="confirm")
     evidence = call("inspect_python", code="region_counts = sales.groupby('region')['amount'].sum()")
     script = [evidence, repair, finalize]  # turn 3 (evidence, then the repair), then turn 3's retry
     with ScriptedServer(script) as server:
-        manager = HierarchicalManager(RulesManager(), LLMManager(client(server)), semantic_pattern=r"\bwhich region\b")
-        faults = FaultModel(faults=[Fault(kind="counterfactual", turn=3, code=COUNTERFACTUAL), Fault(kind="stale", turn=5)])
-        result = rollout(task, ScriptedWorker(faults, reference=task), DictWorkspace(), flow=LONGDS, manager=manager, run_dir=tmp_path)
+        manager = HierarchicalManager(
+            RulesManager(), LLMManager(client(server)), semantic_pattern=r"\bwhich region\b"
+        )
+        faults = FaultModel(
+            faults=[Fault(kind="counterfactual", turn=3, code=COUNTERFACTUAL), Fault(kind="stale", turn=5)]
+        )
+        result = rollout(
+            task,
+            ScriptedWorker(faults, reference=task),
+            DictWorkspace(),
+            flow=LONGDS,
+            manager=manager,
+            run_dir=tmp_path,
+        )
         assert server.remaining == 0
         asked_about = [json.dumps(r["messages"][1]["content"]) for r in server.requests]
     assert all(correct(task, result.answers).values())
-    assert manager.delegations == 2 and result.repairs == 2  # one LLM repair (turn 3), one rules repair (turn 5)
-    assert result.manager_llm_calls == 3 and result.manager_activations > 20  # most activations cost no model call
-    assert all("Turn 3: " in q and "Turn 4: " not in q for q in asked_about)  # the model saw the task only up to turn 3
-    committed = {e.payload["state"]["id"]: e.payload["state"] for e in read_trace(tmp_path / "trace.jsonl") if e.kind == "state_committed"}
-    assert {"type": "invalidate", "related_state_id": "S1"} in committed["S4"]["relations"]  # relations stay the rules tier's
+    assert (
+        manager.delegations == 2 and result.repairs == 2
+    )  # one LLM repair (turn 3), one rules repair (turn 5)
+    assert (
+        result.manager_llm_calls == 3 and result.manager_activations > 20
+    )  # most activations cost no model call
+    assert all(
+        "Turn 3: " in q and "Turn 4: " not in q for q in asked_about
+    )  # the model saw the task only up to turn 3
+    committed = {
+        e.payload["state"]["id"]: e.payload["state"]
+        for e in read_trace(tmp_path / "trace.jsonl")
+        if e.kind == "state_committed"
+    }
+    assert {"type": "invalidate", "related_state_id": "S1"} in committed["S4"][
+        "relations"
+    ]  # relations stay the rules tier's
 
 
 def _delegated(task: Task, tmp: Path, triggers: Any) -> tuple[HierarchicalManager, list[str]]:
     """A clean run of the hierarchical manager with semantic verification; the model always confirms."""
     finalize = call("FINALIZE_RELATIONS", mode="confirm")
     with ScriptedServer([finalize] * 30) as server:
-        manager = HierarchicalManager(RulesManager(semantic=SemanticVerifier()), LLMManager(client(server)), triggers=triggers)
-        result = rollout(task, ScriptedWorker(FaultModel(faults=[]), reference=task), DictWorkspace(), flow=LONGDS, manager=manager, run_dir=tmp)
+        manager = HierarchicalManager(
+            RulesManager(semantic=SemanticVerifier()), LLMManager(client(server)), triggers=triggers
+        )
+        result = rollout(
+            task,
+            ScriptedWorker(FaultModel(faults=[]), reference=task),
+            DictWorkspace(),
+            flow=LONGDS,
+            manager=manager,
+            run_dir=tmp,
+        )
         asked = [r["messages"][1]["content"] for r in server.requests]
     assert result.repairs == 0 and all(correct(task, result.answers).values())
     assert result.manager_llm_calls == manager.delegations == len(asked)
     return manager, asked
 
 
-def test_hierarchical_delegates_on_unverified_requirements_with_the_evidence(task: Task, tmp_path: Path) -> None:
+def test_hierarchical_delegates_on_unverified_requirements_with_the_evidence(
+    task: Task, tmp_path: Path
+) -> None:
     # With semantic verification the default trigger is evidence: the model is asked only about
     # states where an extracted requirement could not be tied to the code or data, and it sees
     # the requirements, the code notes and the probe results. The keyword trigger asks more often.
@@ -105,7 +149,9 @@ def test_unverified_trigger_needs_semantic_verification(task: Task) -> None:
 def test_llm_worker_writes_code_reads_output_and_answers(task: Task, tmp_path: Path) -> None:
     one = Task(task_id="one", turns=task.turns[:1], base_path=task.base_path)
     script = [
-        Reply(content='Load it.\n```python\nsales = pd.read_csv(f"{BASE_PATH}/data/sales.csv")\nlen(sales), float(sales["amount"].sum())\n```'),
+        Reply(
+            content='Load it.\n```python\nsales = pd.read_csv(f"{BASE_PATH}/data/sales.csv")\nlen(sales), float(sales["amount"].sum())\n```'
+        ),
         Reply(content='Done.\n<answer>{"n_orders": 10, "revenue": 1060.0}</answer>'),
     ]
     with ScriptedServer(script) as server:
@@ -113,5 +159,7 @@ def test_llm_worker_writes_code_reads_output_and_answers(task: Task, tmp_path: P
         result = rollout(one, worker, DictWorkspace(), flow=LONGDS, run_dir=tmp_path)
         second = server.requests[1]["messages"]
     assert correct(one, result.answers) == {1: True} and result.worker_steps == 2
-    assert second[-1]["role"] == "user" and "(10, 1060.0)" in second[-1]["content"]  # the executor output came back
+    assert (
+        second[-1]["role"] == "user" and "(10, 1060.0)" in second[-1]["content"]
+    )  # the executor output came back
     assert "Load the sales data" in second[1]["content"]  # the user turn was injected

@@ -34,8 +34,14 @@ USER = [{"role": "user", "content": "how many rows"}]
 
 
 def _completion(message: Any) -> str:
-    return json.dumps({"id": "x", "object": "chat.completion", "model": "m",
-                       "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]})  # fmt: skip
+    return json.dumps(
+        {
+            "id": "x",
+            "object": "chat.completion",
+            "model": "m",
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        }
+    )
 
 
 MALFORMED: dict[str, Raw] = {
@@ -52,18 +58,30 @@ MALFORMED: dict[str, Raw] = {
     "message is a string": Raw('{"choices": [{"message": "hello"}]}'),
     "content is a number": Raw(_completion({"role": "assistant", "content": 7})),
     "content is an object": Raw(_completion({"role": "assistant", "content": {"text": "x"}})),
-    "tool_calls is a string": Raw(_completion({"role": "assistant", "content": None, "tool_calls": "COMMIT"})),
+    "tool_calls is a string": Raw(
+        _completion({"role": "assistant", "content": None, "tool_calls": "COMMIT"})
+    ),
     "tool call without function": Raw(_completion({"role": "assistant", "tool_calls": [{"id": "a"}]})),
-    "tool name is a number": Raw(_completion({"role": "assistant", "tool_calls": [{"function": {"name": 5}}]})),
-    "arguments is a number": Raw(_completion({"role": "assistant",
-                                              "tool_calls": [{"function": {"name": "f", "arguments": 5}}]})),
+    "tool name is a number": Raw(
+        _completion({"role": "assistant", "tool_calls": [{"function": {"name": 5}}]})
+    ),
+    "arguments is a number": Raw(
+        _completion({"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": 5}}]})
+    ),
     "error object with 200": Raw('{"error": {"message": "upstream overloaded"}}'),
-}  # fmt: skip
+}
 
 
 def client(server: ScriptedServer, trace: Trace | None = None, **fields: Any) -> LLMClient:
-    values: dict[str, Any] = {"role": "manager", "base_url": server.base_url, "model": "m", "timeout_s": 2.0,
-                              "max_retries": 1, "backoff_s": 0.01, "backoff_max_s": 0.02}  # fmt: skip
+    values: dict[str, Any] = {
+        "role": "manager",
+        "base_url": server.base_url,
+        "model": "m",
+        "timeout_s": 2.0,
+        "max_retries": 1,
+        "backoff_s": 0.01,
+        "backoff_max_s": 0.02,
+    }
     values.update(fields)
     return LLMClient(EndpointConfig(**values), trace=trace)
 
@@ -87,11 +105,28 @@ def test_a_malformed_reply_then_a_good_one_succeeds_on_the_retry() -> None:
 
 
 def test_tolerated_variants_are_normalized_not_rejected() -> None:
-    parts = Raw(_completion({"role": "assistant", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}))
-    object_args = Raw(_completion({"role": "assistant", "content": None,
-                                   "tool_calls": [{"id": "c", "function": {"name": "COMMIT_STATE", "arguments": {}}}]}))  # fmt: skip
-    odd_usage = Raw(json.dumps({"choices": [{"message": {"content": "x"}, "finish_reason": 3}],
-                                "usage": {"prompt_tokens": "many", "completion_tokens": -1}}))  # fmt: skip
+    parts = Raw(
+        _completion(
+            {"role": "assistant", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}
+        )
+    )
+    object_args = Raw(
+        _completion(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "c", "function": {"name": "COMMIT_STATE", "arguments": {}}}],
+            }
+        )
+    )
+    odd_usage = Raw(
+        json.dumps(
+            {
+                "choices": [{"message": {"content": "x"}, "finish_reason": 3}],
+                "usage": {"prompt_tokens": "many", "completion_tokens": -1},
+            }
+        )
+    )
     with ScriptedServer([parts, object_args, odd_usage]) as server:
         c = client(server)
         assert c.chat(USER).content == "ab"
@@ -110,7 +145,11 @@ def test_the_call_deadline_bounds_a_hung_endpoint() -> None:
             c.chat(USER)
         took = time.monotonic() - start
     assert took < 1.6 and info.value.attempts <= 3
-    assert isinstance(info.value, DeadlineExceeded) or "no time left" in str(info.value) or "timeout" in str(info.value)
+    assert (
+        isinstance(info.value, DeadlineExceeded)
+        or "no time left" in str(info.value)
+        or "timeout" in str(info.value)
+    )
 
 
 def test_the_callers_deadline_cuts_the_attempt_timeout() -> None:
@@ -124,28 +163,44 @@ def test_the_callers_deadline_cuts_the_attempt_timeout() -> None:
 # ----------------------------------------------------------------------------- through the rollout
 
 
-def _rollout(script: list[Any], manager_of: Any, tmp: Path, faults: list[Fault] | None = None, **fields: Any) -> Any:
+def _rollout(
+    script: list[Any], manager_of: Any, tmp: Path, faults: list[Fault] | None = None, **fields: Any
+) -> Any:
     task = load_task(ROOT / "eval" / "benchmarks" / "demo" / "six_turn")
     with ScriptedServer(script) as server:
         trace = Trace(tmp / "llm_calls.jsonl")
         manager = manager_of(client(server, trace, **fields))
         start = time.monotonic()
-        result = rollout(task, ScriptedWorker(FaultModel(faults=faults or []), reference=task), DictWorkspace(), flow=LONGDS,
-                         manager=manager, run_dir=tmp / "run")  # fmt: skip
+        result = rollout(
+            task,
+            ScriptedWorker(FaultModel(faults=faults or []), reference=task),
+            DictWorkspace(),
+            flow=LONGDS,
+            manager=manager,
+            run_dir=tmp / "run",
+        )
         took = time.monotonic() - start
         trace.close()
     correct = per_turn_correct({t.turn_id: t.answer for t in task.turns}, result.answers)
     return result, correct, took, read_trace(tmp / "run" / "trace.jsonl")
 
 
-@pytest.mark.parametrize("case", ["html page", "non-utf8 bytes", "choices is a string", "content is a number"])
+@pytest.mark.parametrize(
+    "case", ["html page", "non-utf8 bytes", "choices is a string", "content is a number"]
+)
 def test_the_llm_manager_degrades_on_malformed_replies_and_never_crashes(case: str, tmp_path: Path) -> None:
-    result, correct, _, events = _rollout([MALFORMED[case]] * 8, lambda c: LLMManager(c, max_failures=2), tmp_path)
+    result, correct, _, events = _rollout(
+        [MALFORMED[case]] * 8, lambda c: LLMManager(c, max_failures=2), tmp_path
+    )
     assert all(correct.values()) and result.degraded  # the worker finished alone, every turn right
     usage = result.manager_usage
-    assert usage["completions"] == 0 and result.manager_llm_calls == 0  # no failed call counts as a model call
+    assert (
+        usage["completions"] == 0 and result.manager_llm_calls == 0
+    )  # no failed call counts as a model call
     assert usage["failed_requests"] == 2 and usage["malformed_replies"] == 2
-    assert result.manager_fallbacks == 1 and [e.payload["exit"] for e in events if e.kind == "manager_fallback"] == ["ABSTAIN"]
+    assert result.manager_fallbacks == 1 and [
+        e.payload["exit"] for e in events if e.kind == "manager_fallback"
+    ] == ["ABSTAIN"]
     degraded = [e for e in events if e.kind == "degraded"]
     assert len(degraded) == 1 and "MalformedReplyError" in degraded[0].payload["reason"]
     outcomes = [e.payload["outcome"] for e in read_trace(tmp_path / "llm_calls.jsonl")]
@@ -154,8 +209,14 @@ def test_the_llm_manager_degrades_on_malformed_replies_and_never_crashes(case: s
 
 def test_a_hung_endpoint_degrades_within_the_configured_bound(tmp_path: Path) -> None:
     # Bound: max_failures x call_deadline_s (plus one probe of the server) = 2 x 0.8 s.
-    result, correct, took, events = _rollout([Delay(30.0)] * 10, lambda c: LLMManager(c, max_failures=2), tmp_path,
-                                             timeout_s=0.5, max_retries=3, call_deadline_s=0.8)  # fmt: skip
+    result, correct, took, events = _rollout(
+        [Delay(30.0)] * 10,
+        lambda c: LLMManager(c, max_failures=2),
+        tmp_path,
+        timeout_s=0.5,
+        max_retries=3,
+        call_deadline_s=0.8,
+    )
     assert result.degraded and all(correct.values())
     assert result.manager_usage["failed_requests"] == 2 and took < 2 * 0.8 + 8.0
     assert result.manager_usage["model_time_s"] <= 2 * 0.8 + 0.5
@@ -163,8 +224,9 @@ def test_a_hung_endpoint_degrades_within_the_configured_bound(tmp_path: Path) ->
 
 def test_the_per_task_time_cap_stops_model_calls(tmp_path: Path) -> None:
     slow = Delay(0.35, then=Reply(content="not an action"))
-    result, correct, _, events = _rollout([slow] * 40, lambda c: LLMManager(c, task_time_cap_s=1.0, max_failures=99),
-                                          tmp_path)  # fmt: skip
+    result, correct, _, events = _rollout(
+        [slow] * 40, lambda c: LLMManager(c, task_time_cap_s=1.0, max_failures=99), tmp_path
+    )
     usage = result.manager_usage
     assert usage["time_capped"] == 1 and result.degraded and all(correct.values())
     assert usage["model_time_s"] <= 1.0 + 0.5  # at most one call runs past the cap, cut by its deadline
@@ -174,9 +236,12 @@ def test_the_per_task_time_cap_stops_model_calls(tmp_path: Path) -> None:
 def test_hierarchical_keeps_every_rules_decision_when_the_endpoint_is_malformed(tmp_path: Path) -> None:
     faults = [Fault(kind="stale", turn=5)]
     rules, rules_correct, _, _ = _rollout([], lambda c: RulesManager(), tmp_path / "rules", faults)
-    result, correct, _, events = _rollout([MALFORMED["html page"]] * 20,
-                                          lambda c: HierarchicalManager(RulesManager(), LLMManager(c), triggers=["always"]),
-                                          tmp_path / "h", faults)  # fmt: skip
+    result, correct, _, events = _rollout(
+        [MALFORMED["html page"]] * 20,
+        lambda c: HierarchicalManager(RulesManager(), LLMManager(c), triggers=["always"]),
+        tmp_path / "h",
+        faults,
+    )
     assert not result.degraded and correct == rules_correct and all(correct.values())
     assert result.committed_states == rules.committed_states and result.repairs == rules.repairs == 1
     fallbacks = [e.payload for e in events if e.kind == "manager_fallback"]

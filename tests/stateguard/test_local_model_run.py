@@ -47,11 +47,25 @@ def local_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
     log = tmp_path_factory.mktemp("server") / "server.log"
     threads = os.environ.get("STATEGUARD_LOCAL_THREADS", "1")
     proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "scripts" / "serve_local.py"), "--model", "0.5b", "--port", "0",
-         "--threads", threads, "--log", str(log), "--cache-dir", str(ROOT / ".venv" / "models")],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "serve_local.py"),
+            "--model",
+            "0.5b",
+            "--port",
+            "0",
+            "--threads",
+            threads,
+            "--log",
+            str(log),
+            "--cache-dir",
+            str(ROOT / ".venv" / "models"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
         start_new_session=True,  # its own process group: the server child is cleaned up with it
-    )  # fmt: skip
+    )
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout or []], daemon=True).start()
     seen: list[str] = []
@@ -84,10 +98,17 @@ def local_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
 
 def test_real_server_answers_a_chat_completion_and_names_its_window(local_server: tuple[str, str]) -> None:
     base_url, model = local_server
-    body = {"model": model, "messages": [{"role": "user", "content": "Say hello in one short sentence."}],
-            "max_tokens": 24, "temperature": 0.0}  # fmt: skip
-    req = urllib.request.Request(f"{base_url}/chat/completions", data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})  # fmt: skip
+    body = {
+        "model": model,
+        "messages": [{"role": "user", "content": "Say hello in one short sentence."}],
+        "max_tokens": 24,
+        "temperature": 0.0,
+    }
+    req = urllib.request.Request(
+        f"{base_url}/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(req, timeout=600) as resp:
         out = json.loads(resp.read())
     assert out["choices"][0]["message"]["content"].strip() and out["usage"]["completion_tokens"] > 0
@@ -104,21 +125,47 @@ def test_local_model_as_the_manager_fits_the_window_and_decodes_only_offered_act
     task = Task(task_id="two_turn", turns=full.turns[:2], base_path=full.base_path)
     calls = Trace(tmp_path / "llm_calls.jsonl")
     # The manager's defaults; the timeouts are generous because this CPU may be shared.
-    endpoint = EndpointConfig(role="manager", base_url=base_url, model=model, timeout_s=900, max_retries=0,
-                              temperature=0.0)  # fmt: skip
+    endpoint = EndpointConfig(
+        role="manager", base_url=base_url, model=model, timeout_s=900, max_retries=0, temperature=0.0
+    )
     manager = LLMManager(LLMClient(endpoint, trace=calls), task_time_cap_s=3600)
     start = time.monotonic()
-    result = rollout(task, ScriptedWorker(FaultModel(), reference=task), DictWorkspace(), flow=LONGDS, manager=manager,
-                     run_dir=tmp_path / "run")  # fmt: skip
+    result = rollout(
+        task,
+        ScriptedWorker(FaultModel(), reference=task),
+        DictWorkspace(),
+        flow=LONGDS,
+        manager=manager,
+        run_dir=tmp_path / "run",
+    )
     calls.close()
     assert manager.info is not None
     assert (manager.info.kind, manager.info.context_window, manager.info.tokenizer) == (
-        "llama-cpp-python", 4096, "llama-cpp-python")
+        "llama-cpp-python",
+        4096,
+        "llama-cpp-python",
+    )
     usage = result.manager_usage
     events = [e.payload for e in read_trace(tmp_path / "llm_calls.jsonl")]
-    report = {"wall_s": round(time.monotonic() - start, 1), "usage": usage, "committed": result.committed_states,
-              "calls": [{k: e.get(k) for k in ("outcome", "prompt_mode", "prompt_tokens", "completion_tokens",
-                                                 "latency_s", "offered")} for e in events]}  # fmt: skip
+    report = {
+        "wall_s": round(time.monotonic() - start, 1),
+        "usage": usage,
+        "committed": result.committed_states,
+        "calls": [
+            {
+                k: e.get(k)
+                for k in (
+                    "outcome",
+                    "prompt_mode",
+                    "prompt_tokens",
+                    "completion_tokens",
+                    "latency_s",
+                    "offered",
+                )
+            }
+            for e in events
+        ],
+    }
     (ROOT / "runs").mkdir(exist_ok=True)
     (ROOT / "runs" / "local_model_report.json").write_text(json.dumps(report, indent=1, default=str))
     assert usage["rejected_for_size"] == 0 and usage["not_sent"] == 0 and usage["completions"] > 0

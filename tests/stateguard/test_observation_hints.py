@@ -203,8 +203,14 @@ def test_state_hint_render_hides_constraints_and_provenance():
     assert [p["id"] for p in payload] == ["S2", "S3"]
     for entry in payload:
         assert set(entry) == {"id", "issue", "variables", "conclusions", "relations"}
-    for secret in ("constraints", "checkpoint_id", "ckpt-secret-123", "source_step_start", "source_step_end",
-                   "round to 3 decimals"):  # fmt: skip
+    for secret in (
+        "constraints",
+        "checkpoint_id",
+        "ckpt-secret-123",
+        "source_step_start",
+        "source_step_end",
+        "round to 3 decimals",
+    ):
         assert secret not in rendered
 
 

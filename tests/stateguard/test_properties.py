@@ -37,13 +37,26 @@ BAD_NAMES = ["", "a b", "x@S1"]  # VariableArg accepts the last two; VariableRef
 VALUES = [0, 3, 2.5, 100.5, 1234.5678, "ok", [1, 2], {"k": 1}, None, 10**400]  # 10**400: valid JSON
 GARBAGE_NAMES = ["", "open_state", "OPEN", "DELETE_STATE", "run_python", "COMMIT_STATE "]
 GARBAGE_ARGS = [None, 3, "x", [1, 2], {"bogus": 1}]
-REASONS = ["the rate ignores refunds", "the value 1234.57 disagrees with the output", "it should be 100.5 instead",
-           "use `df.dropna()` before summing", "x = a + 1", ""]  # fmt: skip
+REASONS = [
+    "the rate ignores refunds",
+    "the value 1234.57 disagrees with the output",
+    "it should be 100.5 instead",
+    "use `df.dropna()` before summing",
+    "x = a + 1",
+    "",
+]
 CODES = ["x = a + 1", "def (", "result = a", "a = 5\nresult = a", "import os"]
 KINDS = [None, "invalidate", "progress", "branch", "combine", "init"]
 FORWARD = [  # preference order of legal actions: the first choice walks the happy path
-    "OPEN_STATE", "FINALIZE_RELATIONS", "COMMIT_STATE", "REPAIR", "UPDATE_STATE", "ABANDON_STATE", "RESUME_WORKER", "ABSTAIN",
-]  # fmt: skip
+    "OPEN_STATE",
+    "FINALIZE_RELATIONS",
+    "COMMIT_STATE",
+    "REPAIR",
+    "UPDATE_STATE",
+    "ABANDON_STATE",
+    "RESUME_WORKER",
+    "ABSTAIN",
+]
 STEP_KINDS = ["legal"] * 8 + ["worker", "worker", "review", "control", "tool", "garbage"]
 
 
@@ -72,9 +85,12 @@ class HarnessMachine(RuleBasedStateMachine):
     def setup(self, budget: int, light: int, rollback: bool, per_act: int) -> None:
         self.ws = DictWorkspace(copy.deepcopy(INITIAL_NS))
         self.config = HarnessConfig(
-            regime=self.REGIME, repair_budget=budget, light_attempts=light,
-            on_budget_exhausted="rollback" if rollback else "abandon", max_actions_per_activation=per_act,
-        )  # fmt: skip
+            regime=self.REGIME,
+            repair_budget=budget,
+            light_attempts=light,
+            on_budget_exhausted="rollback" if rollback else "abandon",
+            max_actions_per_activation=per_act,
+        )
         self.h = Harness(StateStore(":memory:"), self.config, trace=Trace(), workspace=self.ws)
         self.next_step = 0
         self.records: dict[str, str] = {}  # first-seen raw record of every committed state
@@ -179,8 +195,11 @@ class HarnessMachine(RuleBasedStateMachine):
         if name == "FINALIZE_RELATIONS":
             if not p.bad():
                 return {"mode": "confirm"}
-            return {"mode": p.pick(["reselect", "confirm", "bad"]), "relations": self._relations(p),
-                    "conflict_evidence": p.pick(["S2 contradicts S1", None, ""])}  # fmt: skip
+            return {
+                "mode": p.pick(["reselect", "confirm", "bad"]),
+                "relations": self._relations(p),
+                "conflict_evidence": p.pick(["S2 contradicts S1", None, ""]),
+            }
         if name == "REPAIR":
             draft_names = [v.name for v in self.h.draft.used_variables] if self.h.draft else []
             known = sorted(set(self.ws.namespace) | set(draft_names)) or NAMES
@@ -215,11 +234,16 @@ class HarnessMachine(RuleBasedStateMachine):
     def _snapshot(self) -> dict:
         """What a rejected action must leave unchanged (all but the trace)."""
         h = self.h
-        return {"records": {i: h.store.raw_record(i) for i in h.store.ids()}, "ids": h.store.ids(),
-                "draft": None if h.draft is None else h.draft.model_dump(mode="json"), "stage": h.stage,
-                "repair_attempts": h.repair_attempts, "traced_upto": h.traced_upto,
-                "pending_hints": [x.model_dump(mode="json") for x in h.pending_hints],
-                "workspace": copy.deepcopy(self.ws.namespace)}  # fmt: skip
+        return {
+            "records": {i: h.store.raw_record(i) for i in h.store.ids()},
+            "ids": h.store.ids(),
+            "draft": None if h.draft is None else h.draft.model_dump(mode="json"),
+            "stage": h.stage,
+            "repair_attempts": h.repair_attempts,
+            "traced_upto": h.traced_upto,
+            "pending_hints": [x.model_dump(mode="json") for x in h.pending_hints],
+            "workspace": copy.deepcopy(self.ws.namespace),
+        }
 
     def _act(self, p: Picker, kind: str) -> None:
         h = self.h
@@ -230,9 +254,12 @@ class HarnessMachine(RuleBasedStateMachine):
         if not [i for i in h.steps if i >= h.traced_upto]:  # nothing to form a segment from yet
             order.insert(0, order.pop(order.index("RESUME_WORKER")))
         legal = sorted((a.value for a in LEGAL[self.REGIME][h.stage]), key=order.index)
-        pools = {"legal": legal[:1] * len(legal) + legal,  # the preferred action half of the time
-                 "control": [a.value for a in ControlAction], "tool": [t.value for t in ToolAction],
-                 "garbage": GARBAGE_NAMES}  # fmt: skip
+        pools = {
+            "legal": legal[:1] * len(legal) + legal,  # the preferred action half of the time
+            "control": [a.value for a in ControlAction],
+            "tool": [t.value for t in ToolAction],
+            "garbage": GARBAGE_NAMES,
+        }
         name = p.pick(pools[kind])
         args = self._args(p, name)
         before, lines = self._snapshot(), h.trace.lines()
@@ -319,9 +346,14 @@ class SegmentMachine(HarnessMachine):
 
 
 SETTINGS = settings(
-    max_examples=150, stateful_step_count=40, deadline=None, derandomize=True, database=None,
-    report_multiple_bugs=False, phases=[Phase.explicit, Phase.generate, Phase.shrink],  # no slow 'explain'
+    max_examples=150,
+    stateful_step_count=40,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    report_multiple_bugs=False,
+    phases=[Phase.explicit, Phase.generate, Phase.shrink],  # no slow 'explain'
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.large_base_example, HealthCheck.data_too_large],
-)  # fmt: skip
+)
 TestTurnAligned, TestSegmentInduced = HarnessMachine.TestCase, SegmentMachine.TestCase
 TestTurnAligned.settings = TestSegmentInduced.settings = SETTINGS

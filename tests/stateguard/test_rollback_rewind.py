@@ -30,8 +30,11 @@ CODE = {
     2: "margin = revenue - 700\nprint(json.dumps({'margin': margin}))",
     3: "share = revenue / 12\nprint(json.dumps({'share': share}))",
 }
-QUESTIONS = {1: "What is the total revenue?", 2: "What is the margin after costs of 700?",
-             3: "What is one twelfth of the revenue?"}  # fmt: skip
+QUESTIONS = {
+    1: "What is the total revenue?",
+    2: "What is the margin after costs of 700?",
+    3: "What is one twelfth of the revenue?",
+}
 TASK = Task(task_id="rewind", turns=[Turn(turn_id=t, question=QUESTIONS[t], code=CODE[t]) for t in (1, 2, 3)])
 HINT = {"error_variables": [], "faulty_reasoning": "the costs used are not the ones the question names"}
 
@@ -53,11 +56,16 @@ class ExhaustRepairs:
                 yield RawAction(name="ABSTAIN", arguments={})
         elif obs.stage in ("open", "repairing"):
             names = [{"name": self.variable}] if turn == self.target else []
-            yield RawAction(name="UPDATE_STATE", arguments={"used_variables": names, "conclusions": [f"turn {turn} done"]})
+            yield RawAction(
+                name="UPDATE_STATE", arguments={"used_variables": names, "conclusions": [f"turn {turn} done"]}
+            )
         elif obs.stage == "updated" and turn == self.target:
             if obs.repair_attempts < obs.repair_budget:
                 hint = {**HINT, "error_variables": [self.variable]}
-                yield RawAction(name="REPAIR", arguments={"analytical_evidence": "scripted test evidence", "error_hint": hint})
+                yield RawAction(
+                    name="REPAIR",
+                    arguments={"analytical_evidence": "scripted test evidence", "error_hint": hint},
+                )
             else:
                 yield RawAction(name="ABANDON_STATE", arguments={})
         elif obs.stage == "updated":
@@ -78,7 +86,11 @@ def test_scripted_worker_is_rewound_to_the_last_commit(tmp_path: Path) -> None:
     abandon = next(a for a in _events(tmp_path, "action") if a["name"] == "ABANDON_STATE")
     assert "worker context rewound to ckpt-S1" in abandon["notes"]
     assert worker._run_turns == [1, 3]  # turn 2 left the worker's context with the rollback
-    assert worker.answers == {1: {"revenue": 1200}, 2: {"margin": 500}, 3: {"share": 100.0}}  # submitted stays
+    assert worker.answers == {
+        1: {"revenue": 1200},
+        2: {"margin": 500},
+        3: {"share": 100.0},
+    }  # submitted stays
     assert "margin" not in ws.namespace and ws.namespace["share"] == 100.0
     assert result.committed_states == ["S1", "S3"]
 
@@ -114,7 +126,9 @@ def test_llm_worker_context_is_rewound(tmp_path: Path) -> None:
     from stateguard.llm import EndpointConfig, LLMClient
 
     with ScriptedServer([Respond(scripted_model)] * 40) as server:
-        client = LLMClient(EndpointConfig(role="worker", base_url=server.base_url, model="scripted", max_retries=0))
+        client = LLMClient(
+            EndpointConfig(role="worker", base_url=server.base_url, model="scripted", max_retries=0)
+        )
         worker, ws = LLMWorker(client), DictWorkspace()
         rollout(TASK, worker, ws, flow=LONGDS, manager=ExhaustRepairs(2, "margin"), run_dir=tmp_path)
         requests = [r["messages"] for r in server.requests]

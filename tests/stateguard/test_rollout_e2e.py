@@ -24,8 +24,14 @@ from stateguard.workspace_api import DictWorkspace
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK_DIR = ROOT / "eval" / "benchmarks" / "demo" / "six_turn"
-SEGMENT = FlowConfig(name="segment-3", regime="segment_induced", review_every=3, budget_unit="task",
-                     baseline_budget=100, stateguard_budget=100)  # fmt: skip
+SEGMENT = FlowConfig(
+    name="segment-3",
+    regime="segment_induced",
+    review_every=3,
+    budget_unit="task",
+    baseline_budget=100,
+    stateguard_budget=100,
+)
 
 
 @pytest.fixture(scope="module")
@@ -33,10 +39,18 @@ def task() -> Task:
     return load_task(TASK_DIR)
 
 
-def run(task: Task, tmp: Path, arm: str, faults: list[Fault], flow: FlowConfig = LONGDS) -> tuple[RolloutResult, dict[int, bool]]:
+def run(
+    task: Task, tmp: Path, arm: str, faults: list[Fault], flow: FlowConfig = LONGDS
+) -> tuple[RolloutResult, dict[int, bool]]:
     manager = RulesManager() if arm == "stateguard" else None
-    result = rollout(task, ScriptedWorker(FaultModel(faults=faults), reference=task), DictWorkspace(), flow=flow, manager=manager,
-                     run_dir=tmp / arm)  # fmt: skip
+    result = rollout(
+        task,
+        ScriptedWorker(FaultModel(faults=faults), reference=task),
+        DictWorkspace(),
+        flow=flow,
+        manager=manager,
+        run_dir=tmp / arm,
+    )
     expected = {t.turn_id: t.answer for t in task.turns}
     return result, per_turn_correct(expected, result.answers)
 
@@ -45,7 +59,9 @@ STALE = [Fault(kind="stale", turn=5)]
 
 
 @pytest.mark.parametrize("flow", [LONGDS, SEGMENT], ids=["turn_aligned", "segment_every_3"])
-def test_baseline_propagates_the_stale_margin_and_stateguard_repairs_it(task: Task, tmp_path: Path, flow) -> None:
+def test_baseline_propagates_the_stale_margin_and_stateguard_repairs_it(
+    task: Task, tmp_path: Path, flow
+) -> None:
     base, base_ok = run(task, tmp_path, "baseline", STALE, flow)
     guard, guard_ok = run(task, tmp_path, "stateguard", STALE, flow)
     assert base_ok == {1: True, 2: True, 3: True, 4: True, 5: False, 6: False}
@@ -82,7 +98,9 @@ def test_baseline_propagates_the_stale_margin_and_stateguard_repairs_it(task: Ta
         (Fault(kind="exec_error", turn=3), 3, "[execution]"),
     ],
 )
-def test_rules_catch_precision_and_unfixed_errors(task: Task, tmp_path: Path, fault: Fault, wrong_turn: int, check: str) -> None:
+def test_rules_catch_precision_and_unfixed_errors(
+    task: Task, tmp_path: Path, fault: Fault, wrong_turn: int, check: str
+) -> None:
     _, base_ok = run(task, tmp_path, "baseline", [fault])
     _, guard_ok = run(task, tmp_path, "stateguard", [fault])
     assert [t for t, ok in base_ok.items() if not ok] == [wrong_turn]
@@ -93,13 +111,17 @@ def test_rules_catch_precision_and_unfixed_errors(task: Task, tmp_path: Path, fa
 
 def test_counterfactual_code_that_runs_cleanly_is_not_caught_by_rules(task: Task, tmp_path: Path) -> None:
     # Turn 3 ranks by total amount instead of order count: plausible, executes fine, wrong.
-    theta = ('region_counts = sales.groupby("region")["amount"].sum().sort_values(ascending=False)\n\n'
-             'result = {"answer_type": "ranking", "top_region": str(region_counts.index[0]), '
-             '"orders": int(region_counts.iloc[0])}\nprint(json_dumps_rounded(result, 2))')  # fmt: skip
+    theta = (
+        'region_counts = sales.groupby("region")["amount"].sum().sort_values(ascending=False)\n\n'
+        'result = {"answer_type": "ranking", "top_region": str(region_counts.index[0]), '
+        '"orders": int(region_counts.iloc[0])}\nprint(json_dumps_rounded(result, 2))'
+    )
     fault = Fault(kind="counterfactual", turn=3, code=theta)
     _, base_ok = run(task, tmp_path, "baseline", [fault])
     guard, guard_ok = run(task, tmp_path, "stateguard", [fault])
-    assert not base_ok[3] and not guard_ok[3] and guard.repairs == 0  # needs the LLM tier (hierarchical manager)
+    assert (
+        not base_ok[3] and not guard_ok[3] and guard.repairs == 0
+    )  # needs the LLM tier (hierarchical manager)
 
 
 def test_no_fault_no_repair_and_one_state_per_turn(task: Task, tmp_path: Path) -> None:
@@ -113,8 +135,21 @@ def test_same_seed_same_trajectory(task: Task, tmp_path: Path) -> None:
     assert model.plan(task) == FaultModel(seed=3, rates=model.rates).plan(task)
     actions = []
     for i in range(2):
-        rollout(task, ScriptedWorker(model, reference=task), DictWorkspace(), flow=LONGDS, manager=RulesManager(), run_dir=tmp_path / str(i))
-        actions.append([e.payload["action"] for e in read_trace(tmp_path / str(i) / "trace.jsonl") if e.kind == "worker_step"])
+        rollout(
+            task,
+            ScriptedWorker(model, reference=task),
+            DictWorkspace(),
+            flow=LONGDS,
+            manager=RulesManager(),
+            run_dir=tmp_path / str(i),
+        )
+        actions.append(
+            [
+                e.payload["action"]
+                for e in read_trace(tmp_path / str(i) / "trace.jsonl")
+                if e.kind == "worker_step"
+            ]
+        )
     assert actions[0] == actions[1] and len(actions[0]) > 6
 
 
@@ -128,7 +163,9 @@ def test_a_hint_naming_nothing_relevant_changes_nothing(task: Task) -> None:
     worker.inject(WorkerMessage.user_turn(task.agent_view().turns[0]))
     while not worker.done():
         worker.step(0)
-    irrelevant = Hint(kind="repair", error_variables=["unrelated_thing"], faulty_reasoning="not about this turn")
+    irrelevant = Hint(
+        kind="repair", error_variables=["unrelated_thing"], faulty_reasoning="not about this turn"
+    )
     worker.inject(WorkerMessage.from_hint(irrelevant))
     assert worker.done() and worker.ignored_hints
     relevant = Hint(kind="repair", error_variables=["revenue"], faulty_reasoning="the block raised")
@@ -147,14 +184,32 @@ def test_run_dir_with_a_finished_run_is_refused(task: Task, tmp_path: Path) -> N
 
 def test_nested_answers_with_repeated_field_names_are_not_false_alarms(tmp_path: Path) -> None:
     # Each group's dict repeats the field names; a clean turn must commit without a repair.
-    code = ('groups = {"a": {"n": 3, "mean": 1.25}, "b": {"n": 5, "mean": 2.5}}\n\n'
-            'result = {"answer_type": "map", "per_group": groups}\nprint(json_dumps_rounded(result, 2))')  # fmt: skip
+    code = (
+        'groups = {"a": {"n": 3, "mean": 1.25}, "b": {"n": 5, "mean": 2.5}}\n\n'
+        'result = {"answer_type": "map", "per_group": groups}\nprint(json_dumps_rounded(result, 2))'
+    )
     from stateguard.task import Turn
 
-    task = Task(task_id="nested", turns=[Turn(turn_id=1, question="Per group counts and means, 2 decimals?", code=code,
-                                              answer={"per_group": {"a": {"n": 3, "mean": 1.25}, "b": {"n": 5, "mean": 2.5}}})],
-                base_path=str(tmp_path))  # fmt: skip
-    result = rollout(task, ScriptedWorker(reference=task), DictWorkspace(), flow=LONGDS, manager=RulesManager(), run_dir=tmp_path / "r")
+    task = Task(
+        task_id="nested",
+        turns=[
+            Turn(
+                turn_id=1,
+                question="Per group counts and means, 2 decimals?",
+                code=code,
+                answer={"per_group": {"a": {"n": 3, "mean": 1.25}, "b": {"n": 5, "mean": 2.5}}},
+            )
+        ],
+        base_path=str(tmp_path),
+    )
+    result = rollout(
+        task,
+        ScriptedWorker(reference=task),
+        DictWorkspace(),
+        flow=LONGDS,
+        manager=RulesManager(),
+        run_dir=tmp_path / "r",
+    )
     assert result.repairs == 0 and result.committed_states == ["S1"]
 
 
@@ -168,42 +223,90 @@ def test_segment_review_does_not_compare_a_span_with_values_rewritten_after_it(t
     turns = []
     for t, n in enumerate([151, 123, 167, 98], start=1):
         code = f"x{t} = {n}\n\nresult = {{'n_birds': x{t}}}\nprint(json.dumps(result))"
-        turns.append(Turn(turn_id=t, question=f"How many birds in group {t}? Report `n_birds`.", code=code,
-                          answer={"n_birds": n}))  # fmt: skip
+        turns.append(
+            Turn(
+                turn_id=t,
+                question=f"How many birds in group {t}? Report `n_birds`.",
+                code=code,
+                answer={"n_birds": n},
+            )
+        )
     task = Task(task_id="groups", turns=turns, base_path=str(tmp_path))
     ws = DictWorkspace({"json": json})
-    result = rollout(task, ScriptedWorker(reference=task), ws, flow=SEGMENT, manager=RulesManager(), run_dir=tmp_path / "run")
+    result = rollout(
+        task,
+        ScriptedWorker(reference=task),
+        ws,
+        flow=SEGMENT,
+        manager=RulesManager(),
+        run_dir=tmp_path / "run",
+    )
     assert result.repairs == 0
-    assert per_turn_correct({t.turn_id: t.answer for t in turns}, result.answers) == {1: True, 2: True, 3: True, 4: True}
+    assert per_turn_correct({t.turn_id: t.answer for t in turns}, result.answers) == {
+        1: True,
+        2: True,
+        3: True,
+        4: True,
+    }
 
 
 @pytest.mark.parametrize("flow", [LONGDS, SEGMENT], ids=["turn_aligned", "segment_every_3"])
-def test_precision_is_caught_in_both_flows_even_after_result_was_rewritten(task: Task, tmp_path: Path, flow) -> None:
+def test_precision_is_caught_in_both_flows_even_after_result_was_rewritten(
+    task: Task, tmp_path: Path, flow
+) -> None:
     guard, _ = run(task, tmp_path, "stateguard", [Fault(kind="precision", turn=2)], flow)
-    repairs = [e.payload for e in read_trace(tmp_path / "stateguard" / "trace.jsonl")
-               if e.kind == "action" and e.payload.get("name") == "REPAIR" and e.payload.get("accepted")]  # fmt: skip
+    repairs = [
+        e.payload
+        for e in read_trace(tmp_path / "stateguard" / "trace.jsonl")
+        if e.kind == "action" and e.payload.get("name") == "REPAIR" and e.payload.get("accepted")
+    ]
     assert repairs and repairs[0]["arguments"]["analytical_evidence"].startswith("[precision]")
     assert repairs[0]["arguments"]["error_hint"]["error_variables"] == ["result"]
 
 
 def test_the_recorded_arm_is_the_arm_that_ran(task: Task, tmp_path: Path) -> None:
     # an eval arm other than "stateguard" (here a rules manager standing in for e.g. "observer")
-    result = rollout(task, ScriptedWorker(FaultModel(faults=[]), reference=task), DictWorkspace(), flow=LONGDS,
-                     manager=RulesManager(), run_dir=tmp_path / "observer", arm="observer")  # fmt: skip
+    result = rollout(
+        task,
+        ScriptedWorker(FaultModel(faults=[]), reference=task),
+        DictWorkspace(),
+        flow=LONGDS,
+        manager=RulesManager(),
+        run_dir=tmp_path / "observer",
+        arm="observer",
+    )
     saved = RolloutResult.model_validate_json((tmp_path / "observer" / "result.json").read_text())
     start = next(e for e in read_trace(tmp_path / "observer" / "trace.jsonl") if e.kind == "run_start")
     assert (result.arm, saved.arm, start.payload["arm"]) == ("observer", "observer", "observer")
     # without a name, the arm follows the manager, as before
-    plain = rollout(task, ScriptedWorker(FaultModel(faults=[]), reference=task), DictWorkspace(), flow=LONGDS, run_dir=tmp_path / "b")
+    plain = rollout(
+        task,
+        ScriptedWorker(FaultModel(faults=[]), reference=task),
+        DictWorkspace(),
+        flow=LONGDS,
+        run_dir=tmp_path / "b",
+    )
     assert plain.arm == "baseline"
 
 
 def test_an_arm_that_contradicts_the_manager_is_refused(task: Task) -> None:
     with pytest.raises(ValueError, match="baseline arm runs without a manager"):
-        rollout(task, ScriptedWorker(FaultModel(faults=[]), reference=task), DictWorkspace(), flow=LONGDS, arm="observer")
+        rollout(
+            task,
+            ScriptedWorker(FaultModel(faults=[]), reference=task),
+            DictWorkspace(),
+            flow=LONGDS,
+            arm="observer",
+        )
     with pytest.raises(ValueError, match="baseline arm runs without a manager"):
-        rollout(task, ScriptedWorker(FaultModel(faults=[]), reference=task), DictWorkspace(), flow=LONGDS, manager=RulesManager(),
-                arm="baseline")
+        rollout(
+            task,
+            ScriptedWorker(FaultModel(faults=[]), reference=task),
+            DictWorkspace(),
+            flow=LONGDS,
+            manager=RulesManager(),
+            arm="baseline",
+        )
 
 
 def test_result_files_written_before_the_arm_was_recorded_still_load() -> None:

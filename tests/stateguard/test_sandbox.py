@@ -71,38 +71,128 @@ def test_is_a_live_workspace(ws: SandboxWorkspace) -> None:
 
 # case -> (code, error under bwrap, error under process isolation); None: the same as under bwrap.
 CONTAINED = {
-    "socket": ("import socket\ns = socket.socket()\ns.connect(('127.0.0.1', 9))", "PermissionError: sandbox: network access is disabled", None),
-    "connect": ("import socket\nsocket.create_connection(('127.0.0.1', 9), timeout=1)", "PermissionError: sandbox: network access is disabled", None),
-    "shadow": ("open('/etc/shadow').read()", "FileNotFoundError", "PermissionError: sandbox: reading /etc/shadow is not allowed"),
-    "hidden": ("open('../hidden_answers.json').read()", "FileNotFoundError", "PermissionError: sandbox: reading {hidden} is not allowed"),
-    "symlink": ("import os\nos.symlink('/etc/shadow', 'shadow')\nopen('shadow').read()", "FileNotFoundError", "PermissionError: sandbox: reading /etc/shadow"),
-    "list_etc": ("import os\n'shadow' in os.listdir('/etc') or 1 / 0", "ZeroDivisionError", "PermissionError: sandbox: reading /etc is not allowed"),
-    "write_task": ("sales.to_csv('../task/sales.csv')", "PermissionError: sandbox: task data under {task} is read-only", None),
-    "append_task": ("open('../task/sales.csv', 'a').write('x')", "PermissionError: sandbox: task data under {task} is read-only", None),
-    "write_via_symlink": ("import os\nos.symlink('../task/sales.csv', 'link')\nopen('link', 'w')", "PermissionError: sandbox: task data under {task} is read-only", None),
-    "write_via_dir_fd": ("import os\nd = os.open('../task', os.O_RDONLY)\nos.open('sales.csv', os.O_WRONLY, dir_fd=d)", "PermissionError: sandbox: os.open needs an absolute path", None),
-    "write_outside": ("open('/tmp/escaped.txt', 'w')", "PermissionError: sandbox: writes are allowed only under {scratch}", None),
-    "fork": ("import os\nos.fork()", "PermissionError: sandbox: starting or signalling processes is not allowed (os.fork)", None),
-    "fork_bomb": ("import os\nwhile True:\n    os.fork()", "PermissionError: sandbox: starting or signalling processes is not allowed (os.fork)", None),
-    "pool": ("import multiprocessing\nmultiprocessing.Pool(4)", "PermissionError: sandbox: starting or signalling processes", None),
-    "subprocess": ("import subprocess\nsubprocess.run(['cat', '/etc/shadow'])", "PermissionError: sandbox: starting or signalling processes is not allowed (subprocess.Popen)", None),
-    "system": ("import os\nos.system('true')", "PermissionError: sandbox: starting or signalling processes is not allowed (os.system)", None),
-    "fork_exec": ("import _posixsubprocess\n_posixsubprocess.fork_exec", "AttributeError: module '_posixsubprocess' has no attribute 'fork_exec'", None),
-    "reimport": ("import sys\ndel sys.modules['_posixsubprocess']\nimport _posixsubprocess", "PermissionError: sandbox: re-importing _posixsubprocess", None),
-    "kill_parent": ("import __main__, os\n__main__.Kernel._kill_probe(None, os.getppid())", "PermissionError: sandbox: starting or signalling processes is not allowed (os.kill)", None),
-    "kill_self": ("import os\nos.kill(os.getpid(), 9)", "PermissionError: sandbox: starting or signalling processes is not allowed (os.kill)", None),
-    "rlimit": ("import resource\nresource.setrlimit(resource.RLIMIT_AS, (-1, -1))", "PermissionError: sandbox: resource limits cannot be changed", None),
+    "socket": (
+        "import socket\ns = socket.socket()\ns.connect(('127.0.0.1', 9))",
+        "PermissionError: sandbox: network access is disabled",
+        None,
+    ),
+    "connect": (
+        "import socket\nsocket.create_connection(('127.0.0.1', 9), timeout=1)",
+        "PermissionError: sandbox: network access is disabled",
+        None,
+    ),
+    "shadow": (
+        "open('/etc/shadow').read()",
+        "FileNotFoundError",
+        "PermissionError: sandbox: reading /etc/shadow is not allowed",
+    ),
+    "hidden": (
+        "open('../hidden_answers.json').read()",
+        "FileNotFoundError",
+        "PermissionError: sandbox: reading {hidden} is not allowed",
+    ),
+    "symlink": (
+        "import os\nos.symlink('/etc/shadow', 'shadow')\nopen('shadow').read()",
+        "FileNotFoundError",
+        "PermissionError: sandbox: reading /etc/shadow",
+    ),
+    "list_etc": (
+        "import os\n'shadow' in os.listdir('/etc') or 1 / 0",
+        "ZeroDivisionError",
+        "PermissionError: sandbox: reading /etc is not allowed",
+    ),
+    "write_task": (
+        "sales.to_csv('../task/sales.csv')",
+        "PermissionError: sandbox: task data under {task} is read-only",
+        None,
+    ),
+    "append_task": (
+        "open('../task/sales.csv', 'a').write('x')",
+        "PermissionError: sandbox: task data under {task} is read-only",
+        None,
+    ),
+    "write_via_symlink": (
+        "import os\nos.symlink('../task/sales.csv', 'link')\nopen('link', 'w')",
+        "PermissionError: sandbox: task data under {task} is read-only",
+        None,
+    ),
+    "write_via_dir_fd": (
+        "import os\nd = os.open('../task', os.O_RDONLY)\nos.open('sales.csv', os.O_WRONLY, dir_fd=d)",
+        "PermissionError: sandbox: os.open needs an absolute path",
+        None,
+    ),
+    "write_outside": (
+        "open('/tmp/escaped.txt', 'w')",
+        "PermissionError: sandbox: writes are allowed only under {scratch}",
+        None,
+    ),
+    "fork": (
+        "import os\nos.fork()",
+        "PermissionError: sandbox: starting or signalling processes is not allowed (os.fork)",
+        None,
+    ),
+    "fork_bomb": (
+        "import os\nwhile True:\n    os.fork()",
+        "PermissionError: sandbox: starting or signalling processes is not allowed (os.fork)",
+        None,
+    ),
+    "pool": (
+        "import multiprocessing\nmultiprocessing.Pool(4)",
+        "PermissionError: sandbox: starting or signalling processes",
+        None,
+    ),
+    "subprocess": (
+        "import subprocess\nsubprocess.run(['cat', '/etc/shadow'])",
+        "PermissionError: sandbox: starting or signalling processes is not allowed (subprocess.Popen)",
+        None,
+    ),
+    "system": (
+        "import os\nos.system('true')",
+        "PermissionError: sandbox: starting or signalling processes is not allowed (os.system)",
+        None,
+    ),
+    "fork_exec": (
+        "import _posixsubprocess\n_posixsubprocess.fork_exec",
+        "AttributeError: module '_posixsubprocess' has no attribute 'fork_exec'",
+        None,
+    ),
+    "reimport": (
+        "import sys\ndel sys.modules['_posixsubprocess']\nimport _posixsubprocess",
+        "PermissionError: sandbox: re-importing _posixsubprocess",
+        None,
+    ),
+    "kill_parent": (
+        "import __main__, os\n__main__.Kernel._kill_probe(None, os.getppid())",
+        "PermissionError: sandbox: starting or signalling processes is not allowed (os.kill)",
+        None,
+    ),
+    "kill_self": (
+        "import os\nos.kill(os.getpid(), 9)",
+        "PermissionError: sandbox: starting or signalling processes is not allowed (os.kill)",
+        None,
+    ),
+    "rlimit": (
+        "import resource\nresource.setrlimit(resource.RLIMIT_AS, (-1, -1))",
+        "PermissionError: sandbox: resource limits cannot be changed",
+        None,
+    ),
     "cpu_loop": ("while True:\n    pass", "TimeoutError: sandbox: the cell", None),  # CPU or wall limit
     "sleep": ("import time\ntime.sleep(30)", "TimeoutError: sandbox: the cell ran longer than 2 s", None),
     "memory": ("blob = bytearray(2 * 1024**3)", "MemoryError", None),
-    "numpy_memory": ("import numpy as np\nbig = np.ones((20000, 20000))", "MemoryError: Unable to allocate", None),
+    "numpy_memory": (
+        "import numpy as np\nbig = np.ones((20000, 20000))",
+        "MemoryError: Unable to allocate",
+        None,
+    ),
     "sys_exit": ("import sys\nsys.exit(3)", "SystemExit: 3", None),
-}  # fmt: skip
+}
 MODES = ("bwrap", "process")
 
 
 @pytest.fixture(scope="module", params=MODES)
-def shared(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Dirs, SandboxWorkspace]]:
+def shared(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Dirs, SandboxWorkspace]]:
     """One workspace per isolation mode for every containment case (each case must leave it working)."""
     dirs = Dirs(tmp_path_factory.mktemp(f"contained-{request.param}"))
     workspace = dirs.workspace(FAST.model_copy(update={"isolation": request.param}))
@@ -126,7 +216,9 @@ def test_contained_and_workspace_keeps_working(shared: tuple[Dirs, SandboxWorksp
     ), r.error
     assert not any("died" in n for n in r.notes), r.notes  # contained in the cell: no restart
     assert time.monotonic() - start < FAST.wall_seconds_per_cell + 1
-    ws.run_cell("import os\nfor name in ('shadow', 'link'):\n    if os.path.lexists(name):\n        os.remove(name)")
+    ws.run_cell(
+        "import os\nfor name in ('shadow', 'link'):\n    if os.path.lexists(name):\n        os.remove(name)"
+    )
     _still_works(ws)
     assert dirs.task.joinpath("sales.csv").read_text().startswith("region,amount\nnorth,10")
     assert not Path("/tmp/escaped.txt").exists()
@@ -134,7 +226,9 @@ def test_contained_and_workspace_keeps_working(shared: tuple[Dirs, SandboxWorksp
 
 def test_ctypes_works_and_stays_inside(ws: SandboxWorkspace) -> None:
     """ctypes is no longer refused (scikit-learn needs it); under bwrap what it reaches is the sandbox."""
-    r = ws.run_cell("import ctypes\nlibc = ctypes.CDLL(None)\nlibc.getpid() > 0, libc.access(b'/etc/shadow', 0)")
+    r = ws.run_cell(
+        "import ctypes\nlibc = ctypes.CDLL(None)\nlibc.getpid() > 0, libc.access(b'/etc/shadow', 0)"
+    )
     assert (r.ok, r.value) == (True, "(True, -1)"), r
 
 
@@ -184,14 +278,18 @@ def test_mirroring_the_scratch_dir_leaks_no_file_descriptors(dirs: Dirs) -> None
 
     workspace = dirs.workspace()
     try:
-        assert workspace.run_cell("import os\nos.makedirs('a/b', exist_ok=True)\nopen('a/b/f.txt', 'w').write('x')").ok
+        assert workspace.run_cell(
+            "import os\nos.makedirs('a/b', exist_ok=True)\nopen('a/b/f.txt', 'w').write('x')"
+        ).ok
         before = open_fds()
         for i in range(20):
             assert workspace.run_cell(f"open('a/n{i}.txt', 'w').write('y')").ok
         assert open_fds() == before
     finally:
         workspace.close()
-    assert (dirs.scratch / "a" / "b" / "f.txt").read_text() == "x" and (dirs.scratch / "a" / "n19.txt").is_file()
+    assert (dirs.scratch / "a" / "b" / "f.txt").read_text() == "x" and (
+        dirs.scratch / "a" / "n19.txt"
+    ).is_file()
 
 
 def test_kernel_runs_in_an_empty_network_namespace(ws: SandboxWorkspace) -> None:
@@ -332,9 +430,13 @@ def test_values_come_back_as_json(ws: SandboxWorkspace) -> None:
 
 def test_both_workspaces_list_a_value_with_the_same_summary(dirs: Dirs) -> None:
     """One value summary (stateguard.workspace_api.summarize) for the in-process and the sandbox listing."""
-    ws = dirs.workspace(SandboxLimits(wall_seconds_per_cell=60, cpu_seconds_per_cell=30, memory_mb=1024))  # not timed
-    cell = ("import numpy as np, pandas as pd\ndf = pd.DataFrame({'a': range(500)})\nlong = 'x' * 900\n"
-            "class Odd:\n    def __repr__(self):\n        raise RuntimeError('no repr')\nodd = Odd()\nn = np.int32(4)")  # fmt: skip
+    ws = dirs.workspace(
+        SandboxLimits(wall_seconds_per_cell=60, cpu_seconds_per_cell=30, memory_mb=1024)
+    )  # not timed
+    cell = (
+        "import numpy as np, pandas as pd\ndf = pd.DataFrame({'a': range(500)})\nlong = 'x' * 900\n"
+        "class Odd:\n    def __repr__(self):\n        raise RuntimeError('no repr')\nodd = Odd()\nn = np.int32(4)"
+    )
     local = DictWorkspace()
     local.run_cell(cell)
     assert ws.run_cell(cell).ok
@@ -343,12 +445,24 @@ def test_both_workspaces_list_a_value_with_the_same_summary(dirs: Dirs) -> None:
     assert len(mine) == len(theirs) == 5
     assert all(mine[n] == theirs[n] for n in ("df", "long", "n"))  # content hashes too
     # a cell-defined class pickles per process, and numpy's path differs inside the sandbox
-    assert mine["odd"].model_dump(exclude={"content_hash"}) == theirs["odd"].model_dump(exclude={"content_hash"})
-    assert mine["np"].model_dump(exclude={"content_hash", "head"}) == theirs["np"].model_dump(exclude={"content_hash", "head"})
-    assert mine["df"].head.splitlines()[-1].startswith("4") and mine["df"].shape == [500, 1]  # the first rows only
+    assert mine["odd"].model_dump(exclude={"content_hash"}) == theirs["odd"].model_dump(
+        exclude={"content_hash"}
+    )
+    assert mine["np"].model_dump(exclude={"content_hash", "head"}) == theirs["np"].model_dump(
+        exclude={"content_hash", "head"}
+    )
+    assert mine["df"].head.splitlines()[-1].startswith("4") and mine["df"].shape == [
+        500,
+        1,
+    ]  # the first rows only
     assert mine["long"].head == repr("x" * 900)[:180] + "... [902 chars]"
-    assert mine["odd"].head == "<repr failed: RuntimeError>" and mine["np"].dtype is None and mine["n"].dtype == "int32"
+    assert (
+        mine["odd"].head == "<repr failed: RuntimeError>"
+        and mine["np"].dtype is None
+        and mine["n"].dtype == "int32"
+    )
     ws.close()
+
 
 # --- dataflow -----------------------------------------------------------------------------------
 DATAFLOW = [
@@ -363,7 +477,11 @@ DATAFLOW = [
     ("arr = np.arange(50)", ["np"], ["arr"]),
     ("np.random.seed(0)\nnp.random.shuffle(arr)", ["arr", "np"], ["arr", "np"]),  # seeding changes np.random
     ("import random", [], ["random"]),
-    ("def scramble(items):\n    random.Random(1).shuffle(items)", [], ["scramble"]),  # globals are read at call time
+    (
+        "def scramble(items):\n    random.Random(1).shuffle(items)",
+        [],
+        ["scramble"],
+    ),  # globals are read at call time
     ("lst.extend(range(20))", ["lst"], ["lst"]),
     ("scramble(lst)", ["lst", "random", "scramble"], ["lst"]),  # a change through a helper: its fingerprint
     ("n_rows = len(df)", ["df"], ["n_rows"]),  # a pure read is not a write
@@ -371,7 +489,7 @@ DATAFLOW = [
     ("derived = base * 2", ["base"], ["derived"]),
     ("base = 20", [], ["base"]),
     ("out = derived + 1", ["derived"], ["out"]),
-]  # fmt: skip
+]
 
 
 @pytest.mark.filterwarnings("ignore:The inplace keyword")
@@ -398,8 +516,12 @@ def test_statement_level_dataflow_matches_dict_workspace(ws: SandboxWorkspace) -
         for code in cells:
             got, ref = ws.run_cell(code), reference.run_cell(code)
             assert (got.ok, got.error, got.stale_reads, got.reads, got.writes) == (
-                ref.ok, ref.error, ref.stale_reads, ref.reads, ref.writes
-            ), code  # fmt: skip
+                ref.ok,
+                ref.error,
+                ref.stale_reads,
+                ref.reads,
+                ref.writes,
+            ), code
     assert ws.dataflow.stale() == reference.dataflow.stale()
     assert ws.dataflow.history() == reference.dataflow.history()
 
@@ -411,13 +533,17 @@ def test_failing_cells_match_dict_workspace_and_record_what_completed(ws: Sandbo
         assert (got.ok, got.error, got.reads, got.writes) == (ref.ok, ref.error, ref.reads, ref.writes), code
     assert not got.ok and got.error == "ValueError: bad" and got.writes == ["z"]
     # Nothing of the first two cells ran to completion; the third bound z before it raised.
-    assert ws.dataflow.history() == reference.dataflow.history() == [(2, ["undefined_name"], []), (3, [], ["z"])]
+    assert (
+        ws.dataflow.history() == reference.dataflow.history() == [(2, ["undefined_name"], []), (3, [], ["z"])]
+    )
 
 
 def test_without_runtime_hashing_only_static_writes(dirs: Dirs) -> None:
     ws = dirs.workspace(runtime_hashing=False)
     try:
-        ws.run_cell("import random\nlst = list(range(50))\ndef scramble(items):\n    random.Random(1).shuffle(items)")
+        ws.run_cell(
+            "import random\nlst = list(range(50))\ndef scramble(items):\n    random.Random(1).shuffle(items)"
+        )
         assert ws.run_cell("scramble(lst)").writes == []  # only a fingerprint would see this change
     finally:
         ws.close()

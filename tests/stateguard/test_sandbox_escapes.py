@@ -32,8 +32,16 @@ SECRET_OTHER = "OTHER-TASK-9c42aa"
 SECRET_STATE = "STATE-VALUE-31f7"
 SECRET_TRACE = "TRACE-EVENT-8e05"
 SECRET_ENV = "ENV-TOKEN-d4c9"
-LIMITS = SandboxLimits(cpu_seconds_per_cell=30, wall_seconds_per_cell=45, memory_mb=2048, grace_seconds=5,
-                       scratch_mb=64, tmp_mb=16, max_processes=256, replay=False)  # fmt: skip
+LIMITS = SandboxLimits(
+    cpu_seconds_per_cell=30,
+    wall_seconds_per_cell=45,
+    memory_mb=2048,
+    grace_seconds=5,
+    scratch_mb=64,
+    tmp_mb=16,
+    max_processes=256,
+    replay=False,
+)
 
 
 class Layout:
@@ -56,9 +64,15 @@ class Layout:
         self.scratch, self.checkpoints = arm / "scratch", arm / "checkpoints"
         self.store_path = arm / "states.sqlite"
         store = StateStore(self.store_path)
-        store.commit(AnalyticalState(id="S1", issue="total", relations=[Relation(type="init")],
-                                     used_variables=[VariableRef(name="total", version="S1", value=SECRET_STATE)],
-                                     conclusions=[Conclusion(text="done")]))  # fmt: skip
+        store.commit(
+            AnalyticalState(
+                id="S1",
+                issue="total",
+                relations=[Relation(type="init")],
+                used_variables=[VariableRef(name="total", version="S1", value=SECRET_STATE)],
+                conclusions=[Conclusion(text="done")],
+            )
+        )
         store.close()
         (arm / "trace.jsonl").write_text(json.dumps({"event": SECRET_TRACE}) + "\n")
         (root / "runs" / "eval" / "r1" / "config.yaml").write_text("workspace: sandbox\n")
@@ -106,8 +120,15 @@ def ws(layout: Layout) -> Iterator[SandboxWorkspace]:
 
 def attempt(ws: SandboxWorkspace, layout: Layout, code: str) -> str:
     """Run one attempt and check the host; returns everything the cell could show (for extra checks)."""
-    r = ws.run_cell(code.format(hidden=layout.hidden, task=layout.task, store=layout.store_path,
-                                root=layout.root, port=layout.port))  # fmt: skip
+    r = ws.run_cell(
+        code.format(
+            hidden=layout.hidden,
+            task=layout.task,
+            store=layout.store_path,
+            root=layout.root,
+            port=layout.port,
+        )
+    )
     shown = "\n".join(str(x) for x in (r.stdout, r.stderr, r.value, r.error, r.traceback, r.notes))
     for path in layout.scratch.rglob("*"):
         if path.is_file() and path.stat().st_size < 1 << 20:
@@ -144,7 +165,7 @@ LIBRARY_ROUTES = {
     "read_parent_environ": "import os\n{{p: open(f'/proc/{{p}}/environ', 'rb').read() for p in os.listdir('/proc') if p.isdigit()}}",
     "other_task": "open('{root}/bench/taskB/hidden/task.json').read()",
     "trace": "open('../trace.jsonl').read()",
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("name", sorted(LIBRARY_ROUTES))
@@ -163,9 +184,13 @@ def test_the_state_store_is_not_even_visible(ws: SandboxWorkspace, layout: Layou
 
 
 def test_the_kernel_runs_unprivileged_and_alone(ws: SandboxWorkspace, layout: Layout) -> None:
-    shown = attempt(ws, layout, "import os\nstatus = open('/proc/self/status').read()\n"
-                    "[l for l in status.splitlines() if l.startswith(('Uid', 'CapEff', 'CapBnd', 'NoNewPrivs', 'Seccomp:'))],"
-                    " sorted(p for p in os.listdir('/proc') if p.isdigit())")  # fmt: skip
+    shown = attempt(
+        ws,
+        layout,
+        "import os\nstatus = open('/proc/self/status').read()\n"
+        "[l for l in status.splitlines() if l.startswith(('Uid', 'CapEff', 'CapBnd', 'NoNewPrivs', 'Seccomp:'))],"
+        " sorted(p for p in os.listdir('/proc') if p.isdigit())",
+    )
     assert "CapEff:\\t0000000000000000" in shown and "NoNewPrivs:\\t1" in shown and "Seccomp:\\t2" in shown
     assert "Uid:\\t0\\t" not in shown
     assert "['1', '2']" in shown  # bwrap's init and the kernel: no host process is visible
@@ -247,15 +272,21 @@ def test_scratch_is_capped(ws: SandboxWorkspace, layout: Layout) -> None:
 
 def test_a_gib_on_fd_2_costs_the_parent_nothing(ws: SandboxWorkspace, layout: Layout) -> None:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    shown = attempt(ws, layout, "import os\nblock = b'E' * (1 << 24)\nfor _ in range(64):\n    os.write(2, block)\n'flooded'")
+    shown = attempt(
+        ws,
+        layout,
+        "import os\nblock = b'E' * (1 << 24)\nfor _ in range(64):\n    os.write(2, block)\n'flooded'",
+    )
     assert "'flooded'" in shown
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak < 200 * 1024  # KiB: far below the 1 GiB
     assert (layout.checkpoints / "kernel.stderr.log").stat().st_size < 2 << 20
 
 
 def test_background_thread_is_stopped(ws: SandboxWorkspace, layout: Layout) -> None:
-    r = ws.run_cell("import threading, time\ncounter = [0]\ndef spin():\n    while True:\n"
-                    "        counter[0] += 1\n        time.sleep(0.001)\nthreading.Thread(target=spin, name='spinner').start()")  # fmt: skip
+    r = ws.run_cell(
+        "import threading, time\ncounter = [0]\ndef spin():\n    while True:\n"
+        "        counter[0] += 1\n        time.sleep(0.001)\nthreading.Thread(target=spin, name='spinner').start()"
+    )
     assert r.ok and any("stopped background thread" in n and "spinner" in n for n in r.notes), r.notes
     first = ws.get_value("counter")
     assert ws.get_value("counter") == first  # nothing changes it between cells
@@ -292,9 +323,17 @@ def test_patching_the_policy_changes_nothing(ws: SandboxWorkspace, layout: Layou
     )
     r = ws.run_cell(patch + "open('/tmp/hook-still-on.txt', 'w')")
     assert not r.ok and "writes are allowed only under" in (r.error or "")  # the hook bound its rules
-    for code in ("open('{hidden}').read()", "open('{task}/data/sales.csv', 'a').write('x')", "open('../states.sqlite', 'rb').read()"):
+    for code in (
+        "open('{hidden}').read()",
+        "open('{task}/data/sales.csv', 'a').write('x')",
+        "open('../states.sqlite', 'rb').read()",
+    ):
         shown = attempt(ws, layout, patch + code)
-        assert "No such file or directory" in shown or "Read-only file system" in shown or "PermissionError" in shown
+        assert (
+            "No such file or directory" in shown
+            or "Read-only file system" in shown
+            or "PermissionError" in shown
+        )
 
 
 def test_sigkill_from_inside_is_a_reported_death(ws: SandboxWorkspace, layout: Layout) -> None:
@@ -314,8 +353,10 @@ def test_scikit_learn_fits_inside(ws: SandboxWorkspace) -> None:
 
 
 def test_scratch_is_mirrored_and_links_are_not(ws: SandboxWorkspace, layout: Layout) -> None:
-    r = ws.run_cell("import os\nos.makedirs('out', exist_ok=True)\nopen('out/result.csv', 'w').write('a\\n1\\n')\n"
-                    "os.symlink('/etc/passwd', 'out/passwd-link')")  # fmt: skip
+    r = ws.run_cell(
+        "import os\nos.makedirs('out', exist_ok=True)\nopen('out/result.csv', 'w').write('a\\n1\\n')\n"
+        "os.symlink('/etc/passwd', 'out/passwd-link')"
+    )
     assert r.ok, r.error
     assert (layout.scratch / "out" / "result.csv").read_text() == "a\n1\n"
     assert not (layout.scratch / "out" / "passwd-link").exists()
@@ -335,6 +376,8 @@ def test_mirroring_keeps_no_descriptor_open(ws: SandboxWorkspace) -> None:
 
 
 def test_threads_are_used_by_libraries_without_noise(ws: SandboxWorkspace) -> None:
-    r = ws.run_cell("import duckdb\ncon = duckdb.connect()\ncon.execute('select sum(i) from range(100000) t(i)').fetchall()")
+    r = ws.run_cell(
+        "import duckdb\ncon = duckdb.connect()\ncon.execute('select sum(i) from range(100000) t(i)').fetchall()"
+    )
     assert r.ok and r.notes == [], r
     threading.enumerate()  # (native DuckDB threads are not Python threads: nothing to sweep)

@@ -58,11 +58,17 @@ def test_replay_rebuilds_a_live_connection_and_its_tables(data: Path, tmp_path: 
         assert ws.run_cell(CON.format(data=data / "sales.csv")).ok
         assert ws.run_cell("con.execute(\"insert into sales values ('east', 7)\")").ok
         ws.snapshot("c1")  # `con` cannot be pickled: this checkpoint alone would lose it
-        assert ws.run_cell("n = con.execute('select count(*) from sales').fetchone()[0]\nopen('log.txt', 'a').write('x')").ok
+        assert ws.run_cell(
+            "n = con.execute('select count(*) from sales').fetchone()[0]\nopen('log.txt', 'a').write('x')"
+        ).ok
         _kill(ws)
-        r = ws.run_cell("n, con.execute('select total from big order by region').fetchall(), open('log.txt').read()")
+        r = ws.run_cell(
+            "n, con.execute('select total from big order by region').fetchall(), open('log.txt').read()"
+        )
         assert r.ok and r.value == "(4, [(15,), (20,)], 'x')", r  # the append ran once, not twice
-        assert any("rebuilt by replaying 3 cell(s)" in n and "values match checkpoint 'c1'" in n for n in r.notes), r.notes
+        assert any(
+            "rebuilt by replaying 3 cell(s)" in n and "values match checkpoint 'c1'" in n for n in r.notes
+        ), r.notes
         assert ws.degraded_reasons == [] and len(ws.restarts) == 1
     finally:
         ws.close()
@@ -73,7 +79,11 @@ def test_death_during_a_cell_fails_that_cell_only(data: Path, tmp_path: Path) ->
     try:
         assert ws.run_cell(CON.format(data=data / "sales.csv")).ok
         r = ws.run_cell("con.execute('drop table sales')\nimport os\nos._exit(1)")
-        assert not r.ok and "SandboxDied" in (r.error or "") and any("rebuilt by replaying" in n for n in r.notes)
+        assert (
+            not r.ok
+            and "SandboxDied" in (r.error or "")
+            and any("rebuilt by replaying" in n for n in r.notes)
+        )
         # The dying cell's effects are gone with it: the table it dropped is back.
         assert ws.run_cell("con.execute('select count(*) from sales').fetchone()[0]").value == "3"
         assert ws.degraded_reasons == []
@@ -139,7 +149,7 @@ def _duckdb_task(folder: Path) -> Task:
     (folder / "data" / "sales.csv").write_text("region,amount\nnorth,10\nsouth,20\nnorth,5\neast,7\n")
     codes = [
         "import duckdb\ncon = duckdb.connect()\n"
-        "con.execute(\"create table sales as select * from read_csv('\" + BASE_PATH + \"/data/sales.csv')\")\n\n"
+        'con.execute("create table sales as select * from read_csv(\'" + BASE_PATH + "/data/sales.csv\')")\n\n'
         "n = con.execute('select count(*) from sales').fetchone()[0]\nresult = {'n_rows': int(n)}\nprint(json.dumps(result))",
         "con.execute('create table by_region as select region, sum(amount) as total from sales group by region')\n\n"
         "top = con.execute('select region from by_region order by total desc limit 1').fetchone()[0]\n"
@@ -149,7 +159,10 @@ def _duckdb_task(folder: Path) -> Task:
         "k = con.execute('select count(*) from by_region').fetchone()[0]\n\nresult = {'regions': int(k)}\nprint(json.dumps(result))",
     ]
     answers = [{"n_rows": 4}, {"top_region": "south"}, {"north_total": 15}, {"regions": 3}]
-    turns = [Turn(turn_id=i + 1, question=f"q{i + 1}", code=c, answer=a) for i, (c, a) in enumerate(zip(codes, answers, strict=True))]
+    turns = [
+        Turn(turn_id=i + 1, question=f"q{i + 1}", code=c, answer=a)
+        for i, (c, a) in enumerate(zip(codes, answers, strict=True))
+    ]
     (folder / "task.json").write_text(json.dumps([t.model_dump() for t in turns]))
     return Task(task_id="duck", turns=turns, base_path=str(folder))
 
@@ -175,9 +188,18 @@ def duck(tmp_path_factory: pytest.TempPathFactory) -> tuple[Task, Path]:
     """The task, checked once: without a kill both arms of the comparison would give these answers."""
     root = tmp_path_factory.mktemp("duck")
     task = _duckdb_task(root / "task")
-    ws = SandboxWorkspace(root / "task" / "data", root / "clean" / "scratch", root / "clean" / "checkpoints", LIMITS)
+    ws = SandboxWorkspace(
+        root / "task" / "data", root / "clean" / "scratch", root / "clean" / "checkpoints", LIMITS
+    )
     try:
-        clean = rollout(task, ScriptedWorker(FaultModel(), reference=task), ws, flow=LONGDS, manager=RulesManager(), run_dir=root / "clean" / "run")
+        clean = rollout(
+            task,
+            ScriptedWorker(FaultModel(), reference=task),
+            ws,
+            flow=LONGDS,
+            manager=RulesManager(),
+            run_dir=root / "clean" / "run",
+        )
     finally:
         ws.close()
     assert clean.answers == {t.turn_id: t.answer for t in task.turns} and not clean.degraded
@@ -192,7 +214,9 @@ def test_killed_kernel_mid_rollout_is_correct_or_degraded(duck: tuple[Task, Path
     arm = root / f"killed-replay-{replay}"
     ws = _workspace(root / "task" / "data", arm, replay=replay)
     try:
-        killed = rollout(task, KillingWorker(kill_after=4), ws, flow=LONGDS, manager=RulesManager(), run_dir=arm / "run")
+        killed = rollout(
+            task, KillingWorker(kill_after=4), ws, flow=LONGDS, manager=RulesManager(), run_dir=arm / "run"
+        )
     finally:
         ws.close()
     assert len(ws.restarts) == 1
@@ -201,5 +225,7 @@ def test_killed_kernel_mid_rollout_is_correct_or_degraded(duck: tuple[Task, Path
     if replay:  # rebuilt: the same answers as without the kill
         assert killed.answers == expected and not killed.degraded and killed.degraded_reasons == []
     else:  # the connection is lost: whatever the answers, the result says so
-        assert killed.degraded and any("killed by signal SIGKILL" in r and "con" in r for r in killed.degraded_reasons)
+        assert killed.degraded and any(
+            "killed by signal SIGKILL" in r and "con" in r for r in killed.degraded_reasons
+        )
         assert killed.answers != expected  # (and it did change them: this is what used to pass silently)

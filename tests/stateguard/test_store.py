@@ -11,7 +11,9 @@ from stateguard.store import StateStore, StoreError
 
 
 def st(sid: str, variables=(), relations=(), issue: str = "") -> AnalyticalState:
-    rels = [Relation(type=RelationType(t), related_state_id=u) for u, t in relations] or [Relation(type="init")]
+    rels = [Relation(type=RelationType(t), related_state_id=u) for u, t in relations] or [
+        Relation(type="init")
+    ]
     return AnalyticalState(
         id=sid,
         issue=issue or f"issue of {sid}",
@@ -59,9 +61,13 @@ def test_closure_follows_variable_reads_without_relations(tmp_path) -> None:
 def test_invalidation_is_precise_to_the_redefined_variables(tmp_path) -> None:
     store = StateStore(tmp_path / "s.sqlite")
     store.commit(st("S1", [("sales", "S1", "table"), ("revenue", "S1", 1000)]))
-    store.commit(st("S2", [("sales", "S1", "table"), ("n", "S2", 5)], [("S1", "progress")]))  # uses only sales
+    store.commit(
+        st("S2", [("sales", "S1", "table"), ("n", "S2", 5)], [("S1", "progress")])
+    )  # uses only sales
     store.commit(st("S3", [("revenue", "S1", 1000), ("margin", "S3", 400)], [("S1", "branch")]))
-    store.commit(st("S4", [("note", "S4", "x")], [("S1", "branch")]))  # relates to S1 but reads nothing from it
+    store.commit(
+        st("S4", [("note", "S4", "x")], [("S1", "branch")])
+    )  # relates to S1 but reads nothing from it
     store.commit(st("S5", [("sales", "S1", "table"), ("revenue", "S5", 950)], [("S1", "invalidate")]))
     inv = store.invalidated_by("S5")
     assert inv.states == ["S1", "S3", "S4"]

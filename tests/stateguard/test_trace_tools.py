@@ -50,7 +50,12 @@ def test_trace_events_are_numbered_and_survive_reopen(tmp_path: Path) -> None:
     again = Trace(path)
     again.emit("turn_start", turn_id=4, question="how many rows?")
     events = read_trace(path)
-    assert [(e.seq, e.kind) for e in events] == [(0, "turn_start"), (1, "turn_start"), (2, "turn_start"), (3, "turn_start")]
+    assert [(e.seq, e.kind) for e in events] == [
+        (0, "turn_start"),
+        (1, "turn_start"),
+        (2, "turn_start"),
+        (3, "turn_start"),
+    ]
     first, last = events[0], events[-1]
     assert isinstance(first, TurnStartEvent) and isinstance(last, TurnStartEvent)
     assert (first.data.turn_id, first.data.question, last.data.question) == (1, None, "how many rows?")
@@ -60,7 +65,10 @@ def test_trace_events_are_numbered_and_survive_reopen(tmp_path: Path) -> None:
 
 def test_a_renamed_or_unknown_event_field_fails_where_it_is_written_and_read(tmp_path: Path) -> None:
     trace = Trace(tmp_path / "t.jsonl")
-    with pytest.raises(ValueError, match=r"'turn_start' trace event: data.turn_id: Field required; data.turn: Extra inputs are not permitted"):
+    with pytest.raises(
+        ValueError,
+        match=r"'turn_start' trace event: data.turn_id: Field required; data.turn: Extra inputs are not permitted",
+    ):
         trace.emit("turn_start", turn=1)  # the field is turn_id
     with pytest.raises(ValueError, match=r"'turn_start' trace event: data.turn_id: Field required"):
         trace.emit("turn_start", question="q")
@@ -70,7 +78,9 @@ def test_a_renamed_or_unknown_event_field_fails_where_it_is_written_and_read(tmp
     trace.close()
     path = tmp_path / "t.jsonl"
     path.write_text(path.read_text().replace('"turn_id"', '"turn_no"'))
-    with pytest.raises(ValueError, match=r"t.jsonl:1: not a valid 'turn_start' trace event: data.turn_id: Field required"):
+    with pytest.raises(
+        ValueError, match=r"t.jsonl:1: not a valid 'turn_start' trace event: data.turn_id: Field required"
+    ):
         read_trace(path)
 
 
@@ -96,7 +106,11 @@ def test_torn_last_line_is_dropped_but_corruption_elsewhere_is_an_error(tmp_path
         ("df.drop(columns=['a'], inplace=True)", ["df"], ["df"]),
         ("lst.append(3)", ["lst"], ["lst"]),
         ("df['c'] = df['a'] * 2", ["df"], ["df"]),
-        ("total = sum(v for v in vals)", ["vals"], ["total"]),  # comprehension variables and builtins are not cell dataflow
+        (
+            "total = sum(v for v in vals)",
+            ["vals"],
+            ["total"],
+        ),  # comprehension variables and builtins are not cell dataflow
         ("obj.attr = 5", ["obj"], ["obj"]),
     ],
 )
@@ -113,16 +127,28 @@ def test_compile_python_reports_location() -> None:
 
 
 def test_check_execution_and_tools_through_dispatch(tmp_path: Path) -> None:
-    steps = {0: WorkerStep(index=0, action="x=1", output="1"), 1: WorkerStep(index=1, action="1/0", error="ZeroDivisionError", success=False)}
+    steps = {
+        0: WorkerStep(index=0, action="x=1", output="1"),
+        1: WorkerStep(index=1, action="1/0", error="ZeroDivisionError", success=False),
+    }
     assert check_execution(steps, 0)["success"] is True
     failed = check_execution(steps, 1)
     assert failed["success"] is False and failed["error"] == "ZeroDivisionError"
     assert check_execution(steps, 7)["found"] is False
     ws = DictWorkspace({"x": 41})
     store = StateStore(":memory:")
-    probe = run_tool(validate_action("run_probe", {"code": "result = x + 1\nx = 0"}), store=store, steps=steps, workspace=ws)
-    assert probe.ok and probe.data["value"] == 42 and ws.namespace["x"] == 41  # the probe cannot change the workspace
-    missing = run_tool(validate_action("load_state", {"state_id": "S3"}), store=store, steps=steps, workspace=ws)
+    probe = run_tool(
+        validate_action("run_probe", {"code": "result = x + 1\nx = 0"}),
+        store=store,
+        steps=steps,
+        workspace=ws,
+    )
+    assert (
+        probe.ok and probe.data["value"] == 42 and ws.namespace["x"] == 41
+    )  # the probe cannot change the workspace
+    missing = run_tool(
+        validate_action("load_state", {"state_id": "S3"}), store=store, steps=steps, workspace=ws
+    )
     assert not missing.ok and "not a committed state" in (missing.error or "")
     none = run_tool(validate_action("run_probe", {"code": "1"}), store=store, steps=steps, workspace=None)
     assert not none.ok and "needs a workspace" in (none.error or "")

@@ -36,7 +36,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_each_argument_model_names_its_action() -> None:
     assert len(ACTION_OF_ARGS) == len(CONTROL_ARGS) + len(TOOL_ARGS) == 13
-    repair = Action.of(RepairArgs(analytical_evidence="e", error_hint=ErrorHintArg(error_variables=["x"], faulty_reasoning="r")))
+    repair = Action.of(
+        RepairArgs(
+            analytical_evidence="e", error_hint=ErrorHintArg(error_variables=["x"], faulty_reasoning="r")
+        )
+    )
     assert repair.name is ControlAction.REPAIR and repair.is_control
     assert Action.of(CheckExecutionArgs(step_id=2)).name is ToolAction.CHECK_EXECUTION
     assert Action.bare(ControlAction.ABSTAIN) == Action.of(AbstainArgs())
@@ -66,11 +70,18 @@ def test_the_rules_manager_yields_typed_actions_end_to_end(tmp_path: Path) -> No
     task = load_task(ROOT / "eval" / "benchmarks" / "demo" / "six_turn")
     manager = Recording()
     worker = ScriptedWorker(FaultModel(faults=[Fault(kind="stale", turn=5)]), reference=task)
-    result = rollout(task.agent_view(), worker, DictWorkspace(), flow=LONGDS, manager=manager, run_dir=tmp_path)
+    result = rollout(
+        task.agent_view(), worker, DictWorkspace(), flow=LONGDS, manager=manager, run_dir=tmp_path
+    )
     assert result.repairs >= 1 and result.manager_fallbacks == 0
     assert manager.proposals and all(isinstance(p, Action) for p in manager.proposals)
     names = {p.name for p in manager.proposals}
-    assert {ControlAction.OPEN_STATE, ControlAction.REPAIR, ControlAction.COMMIT_STATE, ToolAction.CHECK_EXECUTION} <= names
+    assert {
+        ControlAction.OPEN_STATE,
+        ControlAction.REPAIR,
+        ControlAction.COMMIT_STATE,
+        ToolAction.CHECK_EXECUTION,
+    } <= names
 
 
 class Tuples:
@@ -83,8 +94,14 @@ class Tuples:
 def test_a_tuple_proposal_is_refused_with_the_typed_form_named(tmp_path: Path) -> None:
     task = load_task(ROOT / "eval" / "benchmarks" / "demo" / "six_turn")
     with pytest.raises(TypeError, match=r"yielded tuple .*Action\.of"):
-        rollout(task.agent_view(), ScriptedWorker(reference=task), DictWorkspace(), flow=LONGDS, manager=Tuples(),
-                run_dir=tmp_path)  # fmt: skip
+        rollout(
+            task.agent_view(),
+            ScriptedWorker(reference=task),
+            DictWorkspace(),
+            flow=LONGDS,
+            manager=Tuples(),
+            run_dir=tmp_path,
+        )
 
 
 def test_a_raw_action_is_validated_by_the_harness_with_feedback() -> None:

@@ -31,17 +31,13 @@ REPO = Path(__file__).resolve().parents[2]
 # relative path under the benchmarks folder -> SHA-256 of the staged file (see its SOURCE.md)
 PINNED: dict[str, str] = {
     "dabstep/tasks/dev.dsgym_snapshot.jsonl": "aa5566125718bc1e827c312e72e885bb8d0050a50c7b9aaf66c50a70e2e92a63",
-    "dabstep/tasks/all.official_blank_answers.jsonl":
-        "d776385abe09ff89ed3263bd47c90fa0f060680c0d2ef04a83485fa4b6f2512c",
-    "longds/samples/task/longds/education/bi/task1/task.json":
-        "8ef5cfaaaa25376e227aeaab7d1cfcff231e795eecea030339611d4145c9549c",
-    "longds/samples/task/longds/education/bi/task2/task.json":
-        "b37ec80e763aeadf10f88f37634f42695ebb3d2d5c5a55920cbecf80db29354f",
-    "dacomp_de/evaluation_suite/evaluation_config_compare.yaml":
-        "4d360a78d972dcec6020a935895d38fc04fa3b1181c8a432b5602eea4e7f8148",
+    "dabstep/tasks/all.official_blank_answers.jsonl": "d776385abe09ff89ed3263bd47c90fa0f060680c0d2ef04a83485fa4b6f2512c",
+    "longds/samples/task/longds/education/bi/task1/task.json": "8ef5cfaaaa25376e227aeaab7d1cfcff231e795eecea030339611d4145c9549c",
+    "longds/samples/task/longds/education/bi/task2/task.json": "b37ec80e763aeadf10f88f37634f42695ebb3d2d5c5a55920cbecf80db29354f",
+    "dacomp_de/evaluation_suite/evaluation_config_compare.yaml": "4d360a78d972dcec6020a935895d38fc04fa3b1181c8a432b5602eea4e7f8148",
     "dsbench/data_analysis/data.json": "ff822b69d46e08b384fa9b93ff39762c33b9887d315a5653bb536aeaba7572ea",
     "dsbench/data_modeling/data.json": "3b4e70456096d12472115f3d8faabef6b7f9c89c82d0a792a3ed7b8ba02d5596",
-}  # fmt: skip
+}
 
 
 def benchmarks_dir() -> Path:

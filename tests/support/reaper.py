@@ -87,7 +87,11 @@ def main() -> int:
     deadline = time.monotonic() + args.timeout
     while len(glob.glob(args.wait_for)) < args.count:
         if proc.poll() is not None or time.monotonic() > deadline:
-            print(json.dumps({"error": f"no {args.wait_for} before the command ended or timed out", "rc": proc.poll()}))
+            print(
+                json.dumps(
+                    {"error": f"no {args.wait_for} before the command ended or timed out", "rc": proc.poll()}
+                )
+            )
             proc.kill()
             return 2
         time.sleep(0.05)

@@ -177,8 +177,14 @@ class _Handler(BaseHTTPRequestHandler):
         elif path == "/props" and flavor == "llama.cpp":
             self._send(200, {"default_generation_settings": {"n_ctx": window or 4096}, "total_slots": 1})
         elif path == "/props" and flavor == "llama-cpp-python":
-            self._send(200, {"n_ctx": window or 4096, "default_generation_settings": {"n_ctx": window or 4096},
-                             "server": "llama-cpp-python"})  # fmt: skip
+            self._send(
+                200,
+                {
+                    "n_ctx": window or 4096,
+                    "default_generation_settings": {"n_ctx": window or 4096},
+                    "server": "llama-cpp-python",
+                },
+            )
         else:
             self._send(404, {"error": {"message": f"no route GET {self.path}", "type": "not_found"}})
 
@@ -187,7 +193,11 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
         path = self.path.rstrip("/")
-        tokenize = {"llama.cpp": "/tokenize", "vllm": "/tokenize", "llama-cpp-python": "/extras/tokenize/count"}
+        tokenize = {
+            "llama.cpp": "/tokenize",
+            "vllm": "/tokenize",
+            "llama-cpp-python": "/extras/tokenize/count",
+        }
         if owner.flavor in tokenize and path == tokenize[owner.flavor]:
             request = json.loads(raw or b"{}")
             text = str(request.get("content") or request.get("prompt") or request.get("input") or "")
@@ -207,7 +217,9 @@ class _Handler(BaseHTTPRequestHandler):
         counted = True
         try:
             while isinstance(behaviour, Delay | Respond):
-                if isinstance(behaviour, Respond):  # a scripted model may also answer with an error or raw bytes
+                if isinstance(
+                    behaviour, Respond
+                ):  # a scripted model may also answer with an error or raw bytes
                     behaviour = _normalize(behaviour.fn(body))
                     continue
                 owner._stopping.wait(behaviour.seconds)
@@ -264,8 +276,14 @@ class _Handler(BaseHTTPRequestHandler):
 class ScriptedServer:
     """OpenAI-compatible server answering from `script`; use as a context manager."""
 
-    def __init__(self, script: Sequence[Any] = (), *, model: str = "scripted-model", flavor: str = "plain",
-                 context_window: int | None = None):  # fmt: skip
+    def __init__(
+        self,
+        script: Sequence[Any] = (),
+        *,
+        model: str = "scripted-model",
+        flavor: str = "plain",
+        context_window: int | None = None,
+    ):
         if flavor not in ("plain", "llama.cpp", "llama-cpp-python", "vllm"):
             raise ValueError(f"unknown flavor {flavor!r}")
         self.model = model
@@ -349,13 +367,17 @@ class ScriptedServer:
         reply = int(request.get("max_tokens") or 0)
         window = self.context_window
         if self.flavor == "vllm" and prompt + reply > window:
-            text = (f"This model's maximum context length is {window} tokens. However, you requested "
-                    f"{prompt + reply} tokens ({prompt} in the messages, {reply} in the completion).")  # fmt: skip
+            text = (
+                f"This model's maximum context length is {window} tokens. However, you requested "
+                f"{prompt + reply} tokens ({prompt} in the messages, {reply} in the completion)."
+            )
         elif self.flavor == "llama.cpp" and prompt >= window:
             text = f"the request ({prompt} tokens) exceeds the available context size ({window} tokens)"
         elif prompt >= window:  # llama-cpp-python and plain: the prompt alone is checked
-            text = (f"This model's maximum context length is {window} tokens. However, you requested "
-                    f"{prompt + reply} tokens ({prompt} in the messages, {reply} in the completion).")  # fmt: skip
+            text = (
+                f"This model's maximum context length is {window} tokens. However, you requested "
+                f"{prompt + reply} tokens ({prompt} in the messages, {reply} in the completion)."
+            )
         else:
             return None
         with self._lock:
@@ -404,9 +426,14 @@ class ScriptedServer:
         }
         if reply.usage is True and self.flavor != "plain":
             prompt = prompt_tokens(request)
-            generated = count_tokens(reply.content or "") + sum(count_tokens(c["function"]["arguments"]) for c in calls)
-            completion["usage"] = {"prompt_tokens": prompt, "completion_tokens": generated,
-                                   "total_tokens": prompt + generated}  # fmt: skip
+            generated = count_tokens(reply.content or "") + sum(
+                count_tokens(c["function"]["arguments"]) for c in calls
+            )
+            completion["usage"] = {
+                "prompt_tokens": prompt,
+                "completion_tokens": generated,
+                "total_tokens": prompt + generated,
+            }
         elif reply.usage is True:
             prompt = sum(_words(m.get("content")) for m in messages)
             generated = _words(reply.content) + sum(_words(c["function"]["arguments"]) for c in calls)

@@ -20,11 +20,13 @@ from stateguard.statewise.records import Authority, OpRecord, Provenance
 def _line(prompt: str, prefix: str) -> str:
     for line in prompt.splitlines():
         if line.startswith(prefix):
-            return line[len(prefix):].strip()
+            return line[len(prefix) :].strip()
     raise ValueError(f"the planner prompt has no line starting with {prefix!r}")
 
 
-def planning_model(spec: InterfaceSpec, *, garble: Callable[[str], bool] | None = None) -> Callable[[dict[str, Any]], str]:
+def planning_model(
+    spec: InterfaceSpec, *, garble: Callable[[str], bool] | None = None
+) -> Callable[[dict[str, Any]], str]:
     """`garble(prompt) -> True` makes the model answer with prose instead of a plan (a failed call)."""
     planner = ScriptedPlanner(spec)
 
@@ -39,12 +41,30 @@ def planning_model(spec: InterfaceSpec, *, garble: Callable[[str], bool] | None 
         records = []
         for i, line in enumerate(lines):
             brief = json.loads(line)
-            records.append(OpRecord(id=f"p{i}", key=brief["key"], value=brief["value"], type=brief["type"],
-                                    scope=brief["scope"], observed_at=datetime.fromisoformat(brief["observed_at"]).replace(tzinfo=UTC),
-                                    provenance=Provenance(source="prompt"), authority=Authority(brief["authority"])))  # fmt: skip
-        task = TaskSpec(task_id="prompt", interface=spec.name, scope=scope, operation=operation, params=params,
-                        instruction="", now=datetime(2025, 1, 1, tzinfo=UTC))  # fmt: skip
+            records.append(
+                OpRecord(
+                    id=f"p{i}",
+                    key=brief["key"],
+                    value=brief["value"],
+                    type=brief["type"],
+                    scope=brief["scope"],
+                    observed_at=datetime.fromisoformat(brief["observed_at"]).replace(tzinfo=UTC),
+                    provenance=Provenance(source="prompt"),
+                    authority=Authority(brief["authority"]),
+                )
+            )
+        task = TaskSpec(
+            task_id="prompt",
+            interface=spec.name,
+            scope=scope,
+            operation=operation,
+            params=params,
+            instruction="",
+            now=datetime(2025, 1, 1, tzinfo=UTC),
+        )
         action = planner.propose(task, records)
-        return "Plan:\n" + json.dumps({"operation": action.operation, "slots": action.slots, "reason": action.reason})
+        return "Plan:\n" + json.dumps(
+            {"operation": action.operation, "slots": action.slots, "reason": action.reason}
+        )
 
     return answer

@@ -44,8 +44,16 @@ def fp1(values, typ=None, **kw):
 _I64 = st.integers(-(2**63), 2**63 - 1)
 KINDS = {
     "int": (pa.int64(), st.one_of(st.none(), _I64, st.integers(-3, 3))),
-    "float": (pa.float64(), st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([0.1, 0.3, -0.0, 5.0]))),
-    "str": (pa.string(), st.one_of(st.none(), st.text(max_size=20), st.sampled_from(["", "NULL", "a", "ab", "abcdefgh"]))),
+    "float": (
+        pa.float64(),
+        st.one_of(
+            st.none(), st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([0.1, 0.3, -0.0, 5.0])
+        ),
+    ),
+    "str": (
+        pa.string(),
+        st.one_of(st.none(), st.text(max_size=20), st.sampled_from(["", "NULL", "a", "ab", "abcdefgh"])),
+    ),
     "bool": (pa.bool_(), st.one_of(st.none(), st.booleans())),
     "date": (pa.date32(), st.one_of(st.none(), st.dates())),
     "ts": (pa.timestamp("us", tz="UTC"), st.one_of(st.none(), st.datetimes(timezones=st.just(UTC)))),
@@ -206,15 +214,19 @@ def test_tiny_and_huge_floats():
 def test_round_significant_is_decimal_rounding():
     rng = np.random.default_rng(5)
     f = np.concatenate(
-        [[0.1 + 0.2, 2.675, 123456.7890123456, -9.99999999999951, 1e-11, 9.99e33],
-         rng.choice([-1.0, 1.0], 2_000) * rng.uniform(1, 10, 2_000) * 10.0 ** rng.integers(-11, 34, 2_000)]
+        [
+            [0.1 + 0.2, 2.675, 123456.7890123456, -9.99999999999951, 1e-11, 9.99e33],
+            rng.choice([-1.0, 1.0], 2_000) * rng.uniform(1, 10, 2_000) * 10.0 ** rng.integers(-11, 34, 2_000),
+        ]
     )
     got = fpmod._round_significant(f, 12)
     want = np.array([float(f"{x:.11e}") for x in f])  # Python's correctly rounded formatting
     np.testing.assert_array_equal(got, want)
     # outside 1e-11..1e34 the result may be 1 ulp from the nearest double, but stays rounded
     extreme = np.array([1e-300, 5e-324, 1.7976931348623157e308, 3.3e-200, 7.7e200])
-    np.testing.assert_allclose(fpmod._round_significant(extreme, 12), [float(f"{x:.11e}") for x in extreme], rtol=3e-16)
+    np.testing.assert_allclose(
+        fpmod._round_significant(extreme, 12), [float(f"{x:.11e}") for x in extreme], rtol=3e-16
+    )
 
 
 def test_float32_compares_at_float32_precision():
@@ -375,7 +387,9 @@ def test_pandas_arrow_duckdb_agree():
             "s": ["x", None, ""],
             "b": pd.array([True, False, None], dtype="boolean"),
             "d": pd.to_datetime(["2020-01-01", "1969-07-20", None]),
-            "ts": pd.to_datetime(["2020-01-01 10:00:00", None, "1999-12-31 23:59:59.999999"], format="ISO8601"),
+            "ts": pd.to_datetime(
+                ["2020-01-01 10:00:00", None, "1999-12-31 23:59:59.999999"], format="ISO8601"
+            ),
             "q": pd.array([None, 7, 3], dtype="Int64"),
             "dec": [12.3, 0.1, np.nan],
         }
@@ -398,7 +412,9 @@ def test_empty_tables():
     empty = pa.table({"a": pa.array([], pa.int64()), "b": pa.array([], pa.string())})
     assert fingerprint(empty) == fingerprint(pd.DataFrame({"a": [], "b": []}))
     assert fingerprint(empty) != fingerprint(empty.rename_columns(["a", "c"]))
-    assert fingerprint(empty, include_names=False) == fingerprint(empty.rename_columns(["a", "c"]), include_names=False)
+    assert fingerprint(empty, include_names=False) == fingerprint(
+        empty.rename_columns(["a", "c"]), include_names=False
+    )
     assert fingerprint(empty) != fingerprint(pa.table({"a": [None], "b": [None]}))
     assert fingerprint(empty) != fingerprint(empty.select(["a"]))
     assert fingerprint(pa.table({})) == fingerprint(pd.DataFrame())
@@ -413,7 +429,9 @@ def test_chunking_slicing_and_blocks_do_not_matter(monkeypatch):
     h = fingerprint(table)
     chunked = pa.Table.from_batches(table.to_batches(max_chunksize=333))
     assert fingerprint(chunked) == h
-    offset = pa.concat_tables([make_table(10, seed=1), table]).combine_chunks().slice(10)  # arrays with offset 10
+    offset = (
+        pa.concat_tables([make_table(10, seed=1), table]).combine_chunks().slice(10)
+    )  # arrays with offset 10
     assert offset.column(2).chunk(0).offset == 10
     assert fingerprint(offset) == h
     # tiny blocks and sort buckets exercise the merge, slice and bucket paths on small data
@@ -433,10 +451,14 @@ def test_sort_is_lexicographic_on_both_lanes():
     d[40:50, 0] = (d[50:60, 0] & ~np.uint64(0xFFFF)) | np.uint64(3)  # equal in lane 0's top 48 bits
     want = d[np.lexsort((d[:, 1], d[:, 0]))]
     for sub in (d[:1_000], d[:65_536], d):  # packed-key path, its size limit, the argsort path
-        np.testing.assert_array_equal(fpmod._sort_bucket(sub[::-1].copy()), sub[np.lexsort((sub[:, 1], sub[:, 0]))])
+        np.testing.assert_array_equal(
+            fpmod._sort_bucket(sub[::-1].copy()), sub[np.lexsort((sub[:, 1], sub[:, 0]))]
+        )
     import hashlib
 
-    assert fpmod._sorted_digest_hash(b"h", d[::-1].copy()) == hashlib.sha256(b"h" + want.tobytes()).hexdigest()
+    assert (
+        fpmod._sorted_digest_hash(b"h", d[::-1].copy()) == hashlib.sha256(b"h" + want.tobytes()).hexdigest()
+    )
 
 
 def test_kind_tags_never_collide_in_both_lanes():
@@ -458,11 +480,21 @@ def test_fmix_vector_matches_scalar():
 
 def test_fingerprint_scalar():
     h = fingerprint_scalar(5)
-    assert fingerprint_scalar(5.0) == h == fingerprint_scalar(np.int64(5)) == fingerprint_scalar(decimal.Decimal("5.00"))
+    assert (
+        fingerprint_scalar(5.0)
+        == h
+        == fingerprint_scalar(np.int64(5))
+        == fingerprint_scalar(decimal.Decimal("5.00"))
+    )
     assert fingerprint_scalar(np.array(5)) == h
     assert fingerprint_scalar("5") != h
     assert fingerprint_scalar(True) != h
-    assert fingerprint_scalar(None) == fingerprint_scalar(np.nan) == fingerprint_scalar(pd.NA) == fingerprint_scalar(pd.NaT)
+    assert (
+        fingerprint_scalar(None)
+        == fingerprint_scalar(np.nan)
+        == fingerprint_scalar(pd.NA)
+        == fingerprint_scalar(pd.NaT)
+    )
     assert fingerprint_scalar(0.1 + 0.2) == fingerprint_scalar(0.3)
     assert fingerprint_scalar(2**70) == fingerprint_scalar(float(2**70))
     assert fingerprint_scalar(dt.date(2020, 1, 1)) == fingerprint_scalar(pd.Timestamp("2020-01-01"))

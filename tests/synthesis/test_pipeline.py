@@ -22,7 +22,12 @@ CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 def _debug_cfg(out_dir: Path, *, export: bool = False) -> DictConfig:
     """The debug preset; the SFT/RL export is off unless a test is about it (it is covered in test_trajectories)."""
     with initialize_config_dir(config_dir=str(CONFIGS), version_base=None):
-        overrides = ["synth=debug", f"out_dir={out_dir}", "progress=false", f"export.enabled={str(export).lower()}"]
+        overrides = [
+            "synth=debug",
+            f"out_dir={out_dir}",
+            "progress=false",
+            f"export.enabled={str(export).lower()}",
+        ]
         return compose("synth", overrides=overrides)
 
 
@@ -48,7 +53,9 @@ def test_debug_run_produces_verified_tasks(debug_run: tuple[Path, dict]) -> None
     # per dataset: one turn-aligned task, one DABstep-shaped and one DAComp-DE-shaped (synthesis.shapes)
     assert result["built"] == 6 and result["skipped"] == 0 and result["dropped"] == []
     assert result["by_dataset"] == {"gapminder": 3, "penguins": 3}
-    shapes = sorted(t.split("_")[1] if t.split("_")[1] in ("dab", "dac") else "turns" for t in result["tasks"])
+    shapes = sorted(
+        t.split("_")[1] if t.split("_")[1] in ("dab", "dac") else "turns" for t in result["tasks"]
+    )
     assert shapes == ["dab", "dab", "dac", "dac", "turns", "turns"]
     assert {"init", "progress", "branch", "combine", "invalidate"} <= set(result["relation_counts"])
     assert json.loads((out / SUMMARY).read_text()) == result
@@ -58,8 +65,13 @@ def test_debug_run_produces_verified_tasks(debug_run: tuple[Path, dict]) -> None
         saved = json.loads((root / FINGERPRINTS).read_text())
         graph = json.loads((root / "hidden" / "graph.json").read_text())
         assert set(saved) == {str(s["turn_id"]) for s in graph["stages"]}
-        for turn, names in saved.items():  # every stage the turn builds (several in a shaped task), and the answer
-            assert set(names) == {s["name"] for s in graph["stages"] if str(s["turn_id"]) == turn} | {"answer"}
+        for (
+            turn,
+            names,
+        ) in saved.items():  # every stage the turn builds (several in a shaped task), and the answer
+            assert set(names) == {s["name"] for s in graph["stages"] if str(s["turn_id"]) == turn} | {
+                "answer"
+            }
         assert verify_replay(root).ok
 
 
@@ -153,7 +165,11 @@ def test_make_synth_also_exports_the_corpus_and_rl_prompts(debug_export: tuple[P
     tmp_path, result = debug_export
     assert result.export is not None and 0 < result.export["kept"] <= result.export["trajectories"]
     e = result.export
-    assert e["kept_by_variant"]["clean"] == 6 and e["kept_by_variant"]["repair"] >= 2 and "auto" in e["attempted_by_variant"]
+    assert (
+        e["kept_by_variant"]["clean"] == 6
+        and e["kept_by_variant"]["repair"] >= 2
+        and "auto" in e["attempted_by_variant"]
+    )
     # every attempted-but-dropped trajectory is counted under at least one named reason
     assert e["trajectories"] - e["kept"] <= sum(e["rejections"].values())
     corpus = tmp_path / "corpus"

@@ -170,7 +170,9 @@ def test_file_that_does_not_match_the_registry_fails_loudly(monkeypatch: pytest.
     table = real.tables[0]
     renamed = table.model_copy(update={"columns": (table.columns[0].model_copy(update={"name": "nation"}),)})
     monkeypatch.setitem(tabular.DATASETS, "gapminder", real.model_copy(update={"tables": (renamed,)}))
-    with pytest.raises(DatasetNotInstalledError, match=r"gapminder\.csv does not match the registry's columns"):
+    with pytest.raises(
+        DatasetNotInstalledError, match=r"gapminder\.csv does not match the registry's columns"
+    ):
         load_into_duckdb(duckdb.connect(), "gapminder")
 
 

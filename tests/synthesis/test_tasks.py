@@ -134,7 +134,7 @@ def test_copies_are_distinct_instances_with_their_own_ids(dataset: str) -> None:
     assert [t.thread_id for t in three[: len(FAMILIES[dataset])]] == [t.thread_id for t in one]
     assert len(three) > len(one)
     ids = [t.thread_id for t in three]
-    assert len(ids) == len(set(ids)) and all(i.rsplit("_", 1)[-1] in "23" for i in ids[len(one):])
+    assert len(ids) == len(set(ids)) and all(i.rsplit("_", 1)[-1] in "23" for i in ids[len(one) :])
     tables = [n for t in three for n in t.default_names.values()]
     assert len(tables) == len(set(tables)), "two instances would write the same table"
     for t in three:
@@ -152,7 +152,9 @@ def test_long_task_has_the_requested_turns_and_unique_stage_names(tmp_path: Path
     assert {"update", "update_child", "rollback", "combine"} <= {s["role"] for s in graph["stages"]}
 
 
-@pytest.mark.parametrize(("dataset", "seed", "turns"), [("penguins", 3, 20), ("gapminder", 5, 26), ("penguins", 0, 12)])
+@pytest.mark.parametrize(
+    ("dataset", "seed", "turns"), [("penguins", 3, 20), ("gapminder", 5, 26), ("penguins", 0, 12)]
+)
 def test_no_question_after_an_update_is_answered_under_the_superseded_definition(
     tmp_path: Path, dataset: str, seed: int, turns: int
 ) -> None:

@@ -44,7 +44,9 @@ def test_clean_and_repair_are_kept(records: list[TrajectoryRecord]) -> None:
 
 def test_keep_rejects_dropped_retry(records: list[TrajectoryRecord]) -> None:
     clean, repair = _split(records)
-    tampered = repair.model_copy(update={"worker_steps": [s for s in repair.worker_steps if s["purpose"] != "recompute"]})
+    tampered = repair.model_copy(
+        update={"worker_steps": [s for s in repair.worker_steps if s["purpose"] != "recompute"]}
+    )
     verdict = keep(tampered, clean)
     assert not verdict.keep and "demonstration_consumed" in verdict.failed
 
@@ -68,7 +70,9 @@ def test_keep_rejects_second_repair(records: list[TrajectoryRecord]) -> None:
 def test_export_dataset_and_rl(task_dir: Path, tmp_path: Path) -> None:
     from datasets import load_from_disk
 
-    summary = export(task_dir.parent, tmp_path / "out", seed=0, repairs=1, autos=0, benign=0, heavy=0, abandon=0)
+    summary = export(
+        task_dir.parent, tmp_path / "out", seed=0, repairs=1, autos=0, benign=0, heavy=0, abandon=0
+    )
     assert summary["kept_by_variant"] == {"clean": 1, "repair": 1}
     ds = load_from_disk(str(tmp_path / "out" / "sft"))
     for col in ("messages", "tools", "variant", "kind", "task_id", "relations", "intervention_kind"):
@@ -112,11 +116,16 @@ def test_auto_variant_detects_on_its_own(records: list[TrajectoryRecord]) -> Non
     assert kept, [r.rejections for r in autos]
     auto = kept[0]
     assert not any(a.forced for a in auto.activations)  # nothing prescribed
-    repair = next(c for a in auto.activations if a.turn == auto.t_star for c in a.actions if c.name == "REPAIR")
+    repair = next(
+        c for a in auto.activations if a.turn == auto.t_star for c in a.actions if c.name == "REPAIR"
+    )
     assert repair.accepted and repair.arguments["analytical_evidence"].startswith("[parameters]")
     assert auto.answers == clean.answers == auto.reference_answers
     # Without the repair the branch teaches nothing: Keep names the missing detection.
-    blind = [a.model_copy(update={"actions": [c for c in a.actions if c.name != "REPAIR"]}) for a in auto.activations]
+    blind = [
+        a.model_copy(update={"actions": [c for c in a.actions if c.name != "REPAIR"]})
+        for a in auto.activations
+    ]
     verdict = keep(auto.model_copy(update={"activations": blind}), clean)
     assert "autonomous_detection" in verdict.failed
     for rejected in (r for r in autos if not r.keep):
@@ -131,7 +140,9 @@ def test_export_resumes_from_cached_records(task_dir: Path, tmp_path: Path) -> N
     rl = (tmp_path / "out" / "rl" / "prompts.parquet").read_bytes()
     second = export(task_dir.parent, tmp_path / "out", seed=0, repairs=1, autos=1)
     assert cache.stat().st_mtime_ns == stamp  # nothing regenerated
-    assert {k: v for k, v in second.items() if k != "elapsed_s"} == {k: v for k, v in first.items() if k != "elapsed_s"}
+    assert {k: v for k, v in second.items() if k != "elapsed_s"} == {
+        k: v for k, v in first.items() if k != "elapsed_s"
+    }
     assert (tmp_path / "out" / "rl" / "prompts.parquet").read_bytes() == rl
     capped = export(task_dir.parent, tmp_path / "capped", seed=0, repairs=1, autos=1, max_trajectories=1)
     assert capped["kept"] == 1
@@ -142,7 +153,9 @@ def test_llm_teacher_decides_auto_branches_through_a_real_endpoint(
 ) -> None:
     from tests.support.scripted_server import Reply, Respond, ScriptedServer
 
-    finalize = Reply(content="", tool_calls=[{"name": "FINALIZE_RELATIONS", "arguments": {"mode": "confirm"}}])
+    finalize = Reply(
+        content="", tool_calls=[{"name": "FINALIZE_RELATIONS", "arguments": {"mode": "confirm"}}]
+    )
     with ScriptedServer([Respond(lambda request: finalize)] * 400) as server:
         monkeypatch.setenv("STATEGUARD_MANAGER_BASE_URL", server.base_url)
         monkeypatch.setenv("STATEGUARD_MANAGER_MODEL", "scripted-teacher")
@@ -154,7 +167,9 @@ def test_llm_teacher_decides_auto_branches_through_a_real_endpoint(
     logged = [c for r in autos for a in r.activations for c in a.actions if c.name == "FINALIZE_RELATIONS"]
     assert len(logged) >= calls and all(c.accepted for c in logged)
     for r in autos:  # a teacher that never repairs keeps only what the rules tier caught on its own
-        repaired = any(c.name == "REPAIR" and c.accepted for a in r.activations if a.turn == r.t_star for c in a.actions)
+        repaired = any(
+            c.name == "REPAIR" and c.accepted for a in r.activations if a.turn == r.t_star for c in a.actions
+        )
         assert r.keep == repaired, r.rejections
         if not r.keep:
             assert "autonomous_detection" in r.rejections

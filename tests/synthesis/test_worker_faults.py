@@ -40,4 +40,6 @@ def test_faults_are_hidden_and_deterministic(task: Path, tmp_path: Path) -> None
     assert not any("fault" in name for name in manifest["sha256"])  # nothing agent-visible
     again = build_task(tmp_path, dataset="penguins", seed=11, turns=16, worker_faults=2)
     assert (again / HIDDEN_DIR / FAULTS_FILE).read_bytes() == (task / HIDDEN_DIR / FAULTS_FILE).read_bytes()
-    assert not (build_task(tmp_path / "plain", dataset="penguins", seed=11, turns=16) / HIDDEN_DIR / FAULTS_FILE).exists()
+    assert not (
+        build_task(tmp_path / "plain", dataset="penguins", seed=11, turns=16) / HIDDEN_DIR / FAULTS_FILE
+    ).exists()

@@ -37,7 +37,7 @@ from stateguard.artifacts.events import (
     ToolEvent,
     WorkerStepData,
     WorkerStepEvent,
-)  # fmt: skip
+)
 from stateguard.dataflow import cell_dataflow
 from training.rewards.timeline import Rollout
 

@@ -97,8 +97,15 @@ def decision_points(rollout: Rollout) -> list[DecisionPoint]:
                 open_at = event.seq
         elif act.stage_before is Stage.UPDATED:
             seq = event.seq if open_at is None else open_at
-            points.append(DecisionPoint(seq=seq, state_id=draft, decision=act.name, decision_seq=event.seq,
-                                        arguments=act.arguments))  # fmt: skip
+            points.append(
+                DecisionPoint(
+                    seq=seq,
+                    state_id=draft,
+                    decision=act.name,
+                    decision_seq=event.seq,
+                    arguments=act.arguments,
+                )
+            )
             open_at = None
     if open_at is not None:
         points.append(DecisionPoint(seq=open_at, state_id=draft))
@@ -162,15 +169,22 @@ def _quality_case(rollout: Rollout, point: DecisionPoint, label: DecisionLabel) 
         f"and the evidence {point.arguments.get('analytical_evidence')!r}."
     )
     after = [e for e in rollout.events if point.decision_seq is not None and e.seq > point.decision_seq]
-    evidence = [f"worker step {e.data.index}: {e.data.action}\noutput: {e.data.output}"
-                for e in after if isinstance(e, WorkerStepEvent)][:20]  # fmt: skip
-    evidence += [f"committed state: {e.data.state.model_dump(mode='json')}"
-                 for e in after if isinstance(e, StateCommittedEvent)][:2]  # fmt: skip
+    evidence = [
+        f"worker step {e.data.index}: {e.data.action}\noutput: {e.data.output}"
+        for e in after
+        if isinstance(e, WorkerStepEvent)
+    ][:20]
+    evidence += [
+        f"committed state: {e.data.state.model_dump(mode='json')}"
+        for e in after
+        if isinstance(e, StateCommittedEvent)
+    ][:2]
     return JudgeCase(kind="repair_quality", subject=subject, evidence=evidence)
 
 
-def repair_quality(rollout: Rollout, point: DecisionPoint, label: DecisionLabel, config: RewardConfig,
-                   ledger: Adjudicator) -> tuple[float, How, str]:  # fmt: skip
+def repair_quality(
+    rollout: Rollout, point: DecisionPoint, label: DecisionLabel, config: RewardConfig, ledger: Adjudicator
+) -> tuple[float, How, str]:
     """q_i of Eq. 30 for a repair at a labelled inconsistency."""
     scale = {"correct": config.q_correct, "partial": config.q_partial, "misleading": config.q_misleading}
     where = localization(point.named, label.affected_variables, config.localization_slack)
@@ -200,16 +214,26 @@ def _inconsistency_case(rollout: Rollout, point: DecisionPoint) -> JudgeCase:
     )
 
 
-def score_decisions(rollout: Rollout, points: Sequence[DecisionPoint], labels: RewardLabels,
-                    config: RewardConfig, ledger: Adjudicator) -> list[DecisionOutcome]:  # fmt: skip
+def score_decisions(
+    rollout: Rollout,
+    points: Sequence[DecisionPoint],
+    labels: RewardLabels,
+    config: RewardConfig,
+    ledger: Adjudicator,
+) -> list[DecisionOutcome]:
     """R_i for every labelled or judged decision point, in order."""
     outcomes = []
     for i in range(max(len(points), len(labels.decision_points))):
         point = points[i] if i < len(points) else None
         label = labels.decision_points[i] if i < len(labels.decision_points) else None
         decision = point.decision if point else None
-        base = {"index": i, "seq": point and point.seq, "state_id": point and point.state_id,
-                "decision": decision, "label": label}  # fmt: skip
+        base = {
+            "index": i,
+            "seq": point and point.seq,
+            "state_id": point and point.state_id,
+            "decision": decision,
+            "label": label,
+        }
         if label is not None:
             g: bool | None = label.inconsistent
             g_by: Literal["label", "judge", "conservative"] = "label"
@@ -231,10 +255,17 @@ def score_decisions(rollout: Rollout, points: Sequence[DecisionPoint], labels: R
             known = label or DecisionLabel(inconsistent=True)
             quality, quality_by, why = repair_quality(rollout, point, known, config, ledger)
         reached = "" if point else "never reached; "
-        outcomes.append(DecisionOutcome(
-            **base, inconsistent=g, inconsistent_by=g_by, quality=quality, quality_by=quality_by,
-            reward=decision_reward(g, decision, quality, config), reason=reached + why,
-        ))  # fmt: skip
+        outcomes.append(
+            DecisionOutcome(
+                **base,
+                inconsistent=g,
+                inconsistent_by=g_by,
+                quality=quality,
+                quality_by=quality_by,
+                reward=decision_reward(g, decision, quality, config),
+                reason=reached + why,
+            )
+        )
     return outcomes
 
 

@@ -68,8 +68,11 @@ class RewardLabels(Record):
         extra = dict(extra_info or {})
         truth = _truth(ground_truth)
         turn = extra.get("turn")
-        meta = {"task_id": extra.get("task_id"), "turn": int(turn) if turn is not None else None,
-                "variant": extra.get("variant")}  # fmt: skip
+        meta = {
+            "task_id": extra.get("task_id"),
+            "turn": int(turn) if turn is not None else None,
+            "variant": extra.get("variant"),
+        }
         raw = extra.get("labels")
         if raw is not None:
             try:

@@ -99,10 +99,17 @@ def control_items(rollout: Rollout, config: RewardConfig) -> list[ControlItem]:
             reason = f"legal but refused by the harness: {act.feedback[:200]}"
         else:
             valid, reason = True, "legal and applied"
-        items.append(ControlItem(
-            seq=act.seq, name=act.name, stage=act.stage_before, legal=legal and not act.malformed,
-            applied=act.accepted, valid=valid, reason=reason,
-        ))  # fmt: skip
+        items.append(
+            ControlItem(
+                seq=act.seq,
+                name=act.name,
+                stage=act.stage_before,
+                legal=legal and not act.malformed,
+                applied=act.accepted,
+                valid=valid,
+                reason=reason,
+            )
+        )
     return items
 
 

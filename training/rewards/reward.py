@@ -118,9 +118,16 @@ def score_rollout(
     score, applied = combine(values, config)
     terms = {t: TermScore(value=values[t], count=counts[t], weight=applied[t]) for t in TERMS}
     return RewardResult(
-        score=score, **terms, tools=tools, controls=controls, support_items=support, decisions=decisions,
-        judged=dict(ledger.judged), conservative=dict(ledger.conservative), judge_failures=ledger.failures,
-    )  # fmt: skip
+        score=score,
+        **terms,
+        tools=tools,
+        controls=controls,
+        support_items=support,
+        decisions=decisions,
+        judged=dict(ledger.judged),
+        conservative=dict(ledger.conservative),
+        judge_failures=ledger.failures,
+    )
 
 
 def score_trace(

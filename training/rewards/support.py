@@ -155,8 +155,12 @@ def ground_conclusion(
     if bad:
         return False, f"cites ungrounded {', '.join(bad)}"
     stated = [n for n in numbers_in(text, grouped=True) if not _small_count(n.value)]
-    pool = [number_of(float(leaf)) for v in values for _, leaf in leaves(v)
-            if isinstance(leaf, int | float) and not isinstance(leaf, bool)]  # fmt: skip
+    pool = [
+        number_of(float(leaf))
+        for v in values
+        for _, leaf in leaves(v)
+        if isinstance(leaf, int | float) and not isinstance(leaf, bool)
+    ]
     if stated:
         missing = [
             n for n in stated if not ev.has_number(n.value) and not any(same_number(n, p) for p in pool)
@@ -187,7 +191,9 @@ def _settle(verdict: Verdict, case: JudgeCase, ledger: Adjudicator) -> tuple[boo
 
 def support_items(rollout: Rollout, ledger: Adjudicator) -> list[SupportItem]:
     """Every variable and conclusion of every state the continuation committed, with its verdict."""
-    committed = {e.data.state.id: e.data.state.model_dump(mode="json") for e in rollout.of_kind(StateCommittedEvent)}
+    committed = {
+        e.data.state.id: e.data.state.model_dump(mode="json") for e in rollout.of_kind(StateCommittedEvent)
+    }
     items: list[SupportItem] = []
     for state in scored_states(rollout):
         sid = str(state.get("id"))

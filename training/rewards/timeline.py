@@ -185,11 +185,19 @@ def build_rollout(
             stage = Stage.IDLE
         elif event.kind == "tool":
             result = event.data.result
-            records.append(ActionRecord(
-                seq=event.seq, kind="tool", name=event.data.name, accepted=True, stage_before=stage,
-                stage_after=stage, arguments=event.data.arguments,
-                tool_ok=result.ok, tool_error=result.error,
-            ))  # fmt: skip
+            records.append(
+                ActionRecord(
+                    seq=event.seq,
+                    kind="tool",
+                    name=event.data.name,
+                    accepted=True,
+                    stage_before=stage,
+                    stage_after=stage,
+                    arguments=event.data.arguments,
+                    tool_ok=result.ok,
+                    tool_error=result.error,
+                )
+            )
         elif event.kind == "action":
             kind, name, malformed = _classify(event)
             accepted = event.data.accepted and not malformed
@@ -203,11 +211,19 @@ def build_rollout(
                 after = _stage(event.data.stage, tracked)
             arguments = event.data.arguments
             arguments = arguments if isinstance(arguments, dict) else {}
-            records.append(ActionRecord(
-                seq=event.seq, kind=kind, name=name, accepted=accepted, malformed=malformed,
-                stage_before=before, stage_after=after, arguments=arguments,
-                feedback=event.data.feedback or "",
-            ))  # fmt: skip
+            records.append(
+                ActionRecord(
+                    seq=event.seq,
+                    kind=kind,
+                    name=name,
+                    accepted=accepted,
+                    malformed=malformed,
+                    stage_before=before,
+                    stage_after=after,
+                    arguments=arguments,
+                    feedback=event.data.feedback or "",
+                )
+            )
             stage = after
     if at_start is None:  # nothing at or after start_seq: the continuation is empty
         at_start = stage if start_stage is None else start_stage

@@ -98,7 +98,12 @@ def compute_score(
     source = trace_source(extra_info)
     labels = RewardLabels.from_verl_row(ground_truth, extra_info)
     result = score_trace(
-        source.load(), labels, config=config, start_seq=source.start_seq, regime=source.regime,
-        start_stage=source.start_stage, judge=judge,
-    )  # fmt: skip
+        source.load(),
+        labels,
+        config=config,
+        start_seq=source.start_seq,
+        regime=source.regime,
+        start_stage=source.start_stage,
+        judge=judge,
+    )
     return result.metrics()

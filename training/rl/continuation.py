@@ -136,7 +136,9 @@ class WindowManager:
         elif self.closed_by is None and turn != self.spec.turn:
             self.close("turn_done")
         elif self.closed_by is None and obs.stage == "idle":
-            self.close("state_done")  # the decision's state was committed or abandoned (segment flows: same turn)
+            self.close(
+                "state_done"
+            )  # the decision's state was committed or abandoned (segment flows: same turn)
         elif self.closed_by is None and self.window_activations >= self.max_activations:
             self.close("max_activations")
         if self.closed_by is not None:
@@ -220,13 +222,18 @@ def run_continuation(
     events = read_trace(trace_path)
     kept = events[: manager.end_seq] if manager.end_seq is not None else events
     actions = [
-        {"kind": e.kind, "name": e.data.name, "accepted": e.data.accepted, "stage": e.data.stage,
-         "feedback": e.data.feedback}
+        {
+            "kind": e.kind,
+            "name": e.data.name,
+            "accepted": e.data.accepted,
+            "stage": e.data.stage,
+            "feedback": e.data.feedback,
+        }
         if isinstance(e, ActionEvent)
         else {"kind": e.kind, "name": e.data.name, "accepted": True, "stage": None, "feedback": None}
         for e in kept[manager.start_seq :]
         if isinstance(e, ActionEvent | ToolEvent)
-    ]  # fmt: skip
+    ]
     if transport == "inline":
         source: dict[str, Any] = {
             "events": [e.model_dump(mode="json") for e in kept],

@@ -143,7 +143,12 @@ class PrefixPolicy:
     def activate(self, obs: ManagerObservation, ctx: ManagerContext) -> Activation:
         turn = ctx.turn.turn_id if ctx.turn is not None else None
         plan = self.spec.plan
-        if plan.variant == "auto" and plan.live != "rules" and plan.fault_turn is not None and (turn or 0) >= plan.fault_turn:
+        if (
+            plan.variant == "auto"
+            and plan.live != "rules"
+            and plan.fault_turn is not None
+            and (turn or 0) >= plan.fault_turn
+        ):
             raise PrefixMismatch(
                 f"{self.spec.task_id} turn {turn}: this auto trajectory was decided by the {plan.live} teacher from "
                 f"turn {plan.fault_turn} on, which cannot be replayed; train on rows before that turn or on "

@@ -99,7 +99,8 @@ class LoraSettings(_Strict):
     dropout: float = Field(0.05, ge=0.0, lt=1.0, description="dropout on the adapter input")
     target_modules: str | list[str] = Field("all-linear", description="modules that get adapters")
     top_layers: int | None = Field(
-        None, gt=0,
+        None,
+        gt=0,
         description="adapt only the last N decoder layers (peft layers_to_transform): backward then stops "
         "there, which is what makes CPU runs affordable; null = every layer",
     )
@@ -120,7 +121,9 @@ class SFTRunConfig(_Strict):
         "false = TRL's own loss (with its token-accuracy metrics)",
     )
     time_budget_min: float | None = Field(
-        None, gt=0, description="stop (with a checkpoint) after this many minutes of training in one invocation; "
+        None,
+        gt=0,
+        description="stop (with a checkpoint) after this many minutes of training in one invocation; "
         "run again to resume; null = no limit (train.max_steps / epochs decide)",
     )
     model: ModelConfig = Field(default_factory=ModelConfig)

@@ -43,7 +43,9 @@ class CorpusStats(BaseModel):
     over_max_length: int = Field(
         description="sequences longer than max_length (truncated by TRL, or dropped: data.over_length)"
     )
-    dropped: int = Field(0, description="sequences left out for being longer than max_length (over_length=drop)")
+    dropped: int = Field(
+        0, description="sequences left out for being longer than max_length (over_length=drop)"
+    )
     prompt_token_mismatch: int = Field(
         description="samples whose last serving prompt tokenizes differently as one string than per segment"
     )
@@ -171,7 +173,11 @@ def tokenize_corpus(
         stats.tokens = sum(lengths[i] for i in keep)
         stats.trained_tokens = sum(trained_per[i] for i in keep)
         stats.sequences = len(keep)
-        log.warning("dropped %d sequences longer than max_length=%s (data.over_length=drop)", stats.dropped, max_length)
+        log.warning(
+            "dropped %d sequences longer than max_length=%s (data.over_length=drop)",
+            stats.dropped,
+            max_length,
+        )
     elif stats.over_max_length:
         log.warning(
             "%d of %d sequences exceed max_length=%s; TRL truncates them (train.truncation_mode)",

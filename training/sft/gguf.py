@@ -34,9 +34,14 @@ from pydantic import BaseModel
 from stateguard.llm.local_model import REGISTRY, assemble, file_sha256
 
 __all__ = [
-    "GGUFExport", "GGUFModelError", "convert_base", "export_gguf", "gguf_to_hf_names", "resolve_gguf",
+    "GGUFExport",
+    "GGUFModelError",
+    "convert_base",
+    "export_gguf",
+    "gguf_to_hf_names",
+    "resolve_gguf",
     "serving_template",
-]  # fmt: skip
+]
 
 log = logging.getLogger(__name__)
 MARKER = "gguf_source.json"
@@ -155,7 +160,9 @@ def export_gguf(
     tensor_names = {t.name for t in reader.tensors}
     missing += sorted(by_hf[n] for n in deltas if n in by_hf and by_hf[n] not in tensor_names)
     if missing:
-        raise GGUFModelError(f"{base}: no GGUF tensor for {missing[:5]} (architecture {arch}); nothing written")
+        raise GGUFModelError(
+            f"{base}: no GGUF tensor for {missing[:5]} (architecture {arch}); nothing written"
+        )
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + f".tmp-{os.getpid()}")
     writer = GGUFWriter(str(tmp), arch)
@@ -187,6 +194,9 @@ def export_gguf(
     writer.close()
     tmp.replace(out)
     return GGUFExport(
-        path=str(out), tensors=len(reader.tensors), rewritten=len(changed), rewritten_type=kinds,
+        path=str(out),
+        tensors=len(reader.tensors),
+        rewritten=len(changed),
+        rewritten_type=kinds,
         bytes=out.stat().st_size,
-    )  # fmt: skip
+    )

@@ -51,7 +51,9 @@ class SFTResult(BaseModel):
     data: CorpusStats
     elapsed_s: float
     train_runtime_s: float = Field(0.0, description="seconds inside trainer.train() in this invocation")
-    tokens_seen: int = Field(0, description="input tokens through the model in this invocation (padding included)")
+    tokens_seen: int = Field(
+        0, description="input tokens through the model in this invocation (padding included)"
+    )
     tokens_per_s: float = Field(0.0, description="tokens_seen / train_runtime_s (forward + backward)")
     peak_rss_gib: float = Field(0.0, description="peak resident memory of this process")
     stopped_by_budget: bool = Field(False, description="time_budget_min ended this invocation early")

@@ -79,7 +79,9 @@ def make_task(item: DabstepTask, context_dir: Path) -> EvalTask:
         context=CONTEXT_TEXT.format(folder=folder, files=", ".join(CONTEXT_FILES)),
         question=question,
         answer=item.answer if item.has_answer else None,  # hidden from the agent; read only by `score`
-        visible={"dabstep": {"question": item.question.strip(), "guidelines": guidelines}},  # for the worker protocol
+        visible={
+            "dabstep": {"question": item.question.strip(), "guidelines": guidelines}
+        },  # for the worker protocol
     )
     task = Task(task_id=item.task_id, turns=[turn], base_path=str(folder))
     return EvalTask(task_id=item.task_id, task=task, data_dir=folder, domain="dabstep", level=item.level)
@@ -168,14 +170,21 @@ def write_submission(results: Iterable[ArmResult], path: str | Path) -> Path:
     for result in results:
         arms.add(result.arm)
         answer = prediction_text(result.answers.get(UNIT))
-        rows.append({"task_id": result.task_id, "agent_answer": answer or "",
-                     "reasoning_trace": _reasoning(result.run_dir)})  # fmt: skip
+        rows.append(
+            {
+                "task_id": result.task_id,
+                "agent_answer": answer or "",
+                "reasoning_trace": _reasoning(result.run_dir),
+            }
+        )
     if len(arms) > 1:
         raise ValueError(f"results of several arms {sorted(arms)}: write one submission file per arm")
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(json.dumps(r) + "\n" for r in sorted(rows, key=lambda r: _order(r["task_id"]))),
-                   encoding="utf-8")  # fmt: skip
+    out.write_text(
+        "".join(json.dumps(r) + "\n" for r in sorted(rows, key=lambda r: _order(r["task_id"]))),
+        encoding="utf-8",
+    )
     return out
 
 
@@ -186,8 +195,10 @@ def write_submissions(run_dir: str | Path) -> list[Path]:
         raise FileNotFoundError(f"{run_dir}: no DABstep results; run `make eval BENCH=dabstep` first")
     arms = sorted({r.arm for r in results})
     out = Path(run_dir)
-    return [write_submission([r for r in results if r.arm == arm], out / f"dabstep_submission_{arm}.jsonl")
-            for arm in arms]  # fmt: skip
+    return [
+        write_submission([r for r in results if r.arm == arm], out / f"dabstep_submission_{arm}.jsonl")
+        for arm in arms
+    ]
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -39,7 +39,9 @@ __all__ = ["REASONING_ENV", "Mode", "dabstep_protocol", "is_reasoning_model", "w
 Mode = Literal["chat", "reasoning"]
 REASONING_ENV = "STATEGUARD_WORKER_REASONING"  # auto (default) | yes | no
 REASONING_FAMILIES: tuple[str, ...] = ("o1", "o3", "o4", "deepseek-reasoner", "deepseek-r1", "qwq")
-TOKEN_CAP = 3000  # the official runner's per-reply cap, as max_tokens (chat) or max_completion_tokens (reasoning)
+TOKEN_CAP = (
+    3000  # the official runner's per-reply cap, as max_tokens (chat) or max_completion_tokens (reasoning)
+)
 MARK = "<<dabstep-final-answer>>"
 
 CHAT_SYSTEM = """You are a capable analyst who solves tasks by writing and running Python code, one step at a time.
@@ -161,8 +163,10 @@ def dabstep_protocol(folder: str, *, model: str = "", mode: Mode | None = None) 
         feedback=lambda output: f"Observation:\n{output or '(no printed output)'}",
         setup=SETUP,
         answer_in_output=read_final_answer,
-        no_action=lambda _: "Observation: your reply had no Code block. Reply with Thought: and Code:, "
-        "and call final_answer(value) in the code when you have the answer.",
+        no_action=lambda _: (
+            "Observation: your reply had no Code block. Reply with Thought: and Code:, "
+            "and call final_answer(value) in the code when you have the answer."
+        ),
         clean=lambda text: _THINK.sub("", text) if mode == "reasoning" else text,
         chat_kwargs=kwargs,
     )

@@ -169,7 +169,9 @@ def score_predictions(pairs: Iterable[tuple[DabstepTask, str | None]]) -> Dabste
             raise ValueError(f"DABstep task {task.task_id} is listed twice; score each task once")
         seen.add(task.task_id)
         correct = prediction is not None and question_matches(prediction, task.answer)
-        scored.append(TaskScore(task_id=task.task_id, level=task.level, prediction=prediction, correct=correct))
+        scored.append(
+            TaskScore(task_id=task.task_id, level=task.level, prediction=prediction, correct=correct)
+        )
 
     def group(level: str | None) -> LevelScore:
         chosen = [s for s in scored if level is None or s.level == level]

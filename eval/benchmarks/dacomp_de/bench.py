@@ -257,8 +257,16 @@ class DACompDEBench(Benchmark):
             root = folder.resolve()
             turn = _turn(task, int(cfg.get("max_spec_chars") or 20000))
             agent_task = Task(task_id=task.example_id, turns=[turn], base_path=str(root))
-            out.append(EvalTask(task_id=task.example_id, task=agent_task, data_dir=root, domain=task.project,
-                                level=task.kind, parents=unit_parents(example, reference)))  # fmt: skip
+            out.append(
+                EvalTask(
+                    task_id=task.example_id,
+                    task=agent_task,
+                    data_dir=root,
+                    domain=task.project,
+                    level=task.kind,
+                    parents=unit_parents(example, reference),
+                )
+            )
         if not out:
             raise TaskFolderError(f"{tasks_dir}: no task of kinds {kinds}; check bench.kinds")
         return out
@@ -310,8 +318,18 @@ class DACompDEBench(Benchmark):
     def after_run(self, run_dir: str | Path) -> list[Path]:
         """Write `<run_dir>/dacomp_de_summary.json`: CFS/CS per (task, arm) and the per-arm means."""
         scores = task_scores(run_dir)
-        rows = [{"task_id": s.task_id, "arm": s.arm, "kind": s.kind, "cfs": s.cfs_score, "cs": s.cs_score,
-                 "note": s.note, "error": s.error} for s in scores]  # fmt: skip
+        rows = [
+            {
+                "task_id": s.task_id,
+                "arm": s.arm,
+                "kind": s.kind,
+                "cfs": s.cfs_score,
+                "cs": s.cs_score,
+                "note": s.note,
+                "error": s.error,
+            }
+            for s in scores
+        ]
         payload = {"scoring_version": SCORING_VERSION, "arms": summarize_scores(scores), "tasks": rows}
         path = Path(run_dir) / "dacomp_de_summary.json"
         _write_atomic(path, json.dumps(payload, indent=1) + "\n")
@@ -328,11 +346,24 @@ class DACompDEBench(Benchmark):
         saved = self._run_dir / SCORES_DIR / task.task_id / f"{digest}.json" if self._run_dir else None
         with tempfile.TemporaryDirectory(prefix="dacomp_de_") as tmp:
             work = saved.with_suffix("") if saved is not None and self._keep_builds else Path(tmp)
-            result = evaluate_submission(entry.example, sources, entry.task.start_db, entry.gold_db, work,
-                                         modes=self._modes, timeout_s=self._timeout_s)  # fmt: skip
+            result = evaluate_submission(
+                entry.example,
+                sources,
+                entry.task.start_db,
+                entry.gold_db,
+                work,
+                modes=self._modes,
+                timeout_s=self._timeout_s,
+            )
         record = DACompRunScore(
-            task_id=task.task_id, kind=entry.task.kind, digest=digest, note=note, units=entry.units,
-            sql_dir=None if sql_dir is None else str(sql_dir), cfs=result.cfs, cs=result.cs,
+            task_id=task.task_id,
+            kind=entry.task.kind,
+            digest=digest,
+            note=note,
+            units=entry.units,
+            sql_dir=None if sql_dir is None else str(sql_dir),
+            cfs=result.cfs,
+            cs=result.cs,
         )
         self.scores[(task.task_id, digest)] = record
         if saved is not None:
@@ -357,15 +388,21 @@ def task_scores(run_dir: str | Path, results: Iterable[ArmResult] | None = None)
         digest = answers_digest(r.answers)
         path = folder / r.task_id / f"{digest}.json"
         if r.error:
-            out.append(DACompRunScore(task_id=r.task_id, arm=r.arm, kind=kind, digest=digest, sql_dir=None,
-                                      error=r.error))  # fmt: skip
+            out.append(
+                DACompRunScore(
+                    task_id=r.task_id, arm=r.arm, kind=kind, digest=digest, sql_dir=None, error=r.error
+                )
+            )
         elif path.is_file():
             saved = DACompRunScore.model_validate_json(path.read_text(encoding="utf-8"))
             out.append(saved.model_copy(update={"arm": r.arm}))
         else:
             note = f"{path}: no saved score (the run was scored elsewhere, or the file was removed)"
-            out.append(DACompRunScore(task_id=r.task_id, arm=r.arm, kind=kind, digest=digest, sql_dir=None,
-                                      note=note))  # fmt: skip
+            out.append(
+                DACompRunScore(
+                    task_id=r.task_id, arm=r.arm, kind=kind, digest=digest, sql_dir=None, note=note
+                )
+            )
     return out
 
 
@@ -379,10 +416,14 @@ def summarize_scores(scores: Iterable[DACompRunScore]) -> dict[str, dict[str, fl
     by_arm: dict[str, list[DACompRunScore]] = {}
     for s in scores:
         by_arm.setdefault(s.arm, []).append(s)
-    return {arm: {"impl_cfs": _mean([s.cfs_score for s in rows if s.kind == "impl"]),
-                  "impl_cs": _mean([s.cs_score for s in rows if s.kind == "impl"]),
-                  "evol_cfs": _mean([s.cfs_score for s in rows if s.kind == "evol"])}
-            for arm, rows in sorted(by_arm.items())}  # fmt: skip
+    return {
+        arm: {
+            "impl_cfs": _mean([s.cfs_score for s in rows if s.kind == "impl"]),
+            "impl_cs": _mean([s.cs_score for s in rows if s.kind == "impl"]),
+            "evol_cfs": _mean([s.cfs_score for s in rows if s.kind == "evol"]),
+        }
+        for arm, rows in sorted(by_arm.items())
+    }
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -47,8 +47,9 @@ def quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def run_sql(conn: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None,
-            timeout_s: float | None = None) -> list[tuple[Any, ...]]:
+def run_sql(
+    conn: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None, timeout_s: float | None = None
+) -> list[tuple[Any, ...]]:
     """Execute and fetch all rows; past `timeout_s` the query is interrupted (InterruptException)."""
     timer = threading.Timer(timeout_s, conn.interrupt) if timeout_s else None
     if timer is not None:
@@ -80,8 +81,13 @@ def table_columns(conn: duckdb.DuckDBPyConnection, schema: str, table: str) -> l
     return [r[1] for r in rows] if rows else None
 
 
-def row_hash_counts(conn: duckdb.DuckDBPyConnection, schema: str, table: str, columns: list[str],
-                    timeout_s: float | None = None) -> Counter[str]:
+def row_hash_counts(
+    conn: duckdb.DuckDBPyConnection,
+    schema: str,
+    table: str,
+    columns: list[str],
+    timeout_s: float | None = None,
+) -> Counter[str]:
     """Multiset of normalized row hashes over `columns` (see module docstring)."""
     parts = [f"coalesce(lower(trim(CAST({quote(c)} AS VARCHAR))), {_NULL})" for c in columns]
     sql = (
@@ -98,9 +104,17 @@ def _shared_columns(gold_cols: list[str], pred_cols: list[str], compare_cols: li
     return [gold_by_key[k] for k in dict.fromkeys(wanted) if k in gold_by_key and k in pred_keys]
 
 
-def compare_table(pred: duckdb.DuckDBPyConnection, pred_schema: str, gold: duckdb.DuckDBPyConnection,
-                  gold_schema: str, table: str, compare_cols: list[str], *, layer: str = "",
-                  timeout_s: float | None = 300) -> TableVerdict:
+def compare_table(
+    pred: duckdb.DuckDBPyConnection,
+    pred_schema: str,
+    gold: duckdb.DuckDBPyConnection,
+    gold_schema: str,
+    table: str,
+    compare_cols: list[str],
+    *,
+    layer: str = "",
+    timeout_s: float | None = 300,
+) -> TableVerdict:
     """Compare `table` between a predicted and the gold database (schemas resolved for mart/marts)."""
     pred_schema, gold_schema = resolve_schema(pred, pred_schema), resolve_schema(gold, gold_schema)
     gold_cols = table_columns(gold, gold_schema, table)
@@ -108,7 +122,9 @@ def compare_table(pred: duckdb.DuckDBPyConnection, pred_schema: str, gold: duckd
     if gold_cols is None:
         return TableVerdict(table=table, layer=layer, match=False, reason=f"missing in gold ({gold_schema})")
     if pred_cols is None:
-        return TableVerdict(table=table, layer=layer, match=False, reason=f"missing in prediction ({pred_schema})")
+        return TableVerdict(
+            table=table, layer=layer, match=False, reason=f"missing in prediction ({pred_schema})"
+        )
     columns = _shared_columns(gold_cols, pred_cols, compare_cols)
     if not columns:
         return TableVerdict(table=table, layer=layer, match=False, reason="no compared column in both tables")
@@ -117,8 +133,9 @@ def compare_table(pred: duckdb.DuckDBPyConnection, pred_schema: str, gold: duckd
     n_gold = int(run_sql(gold, count_sql.format(quote(gold_schema), quote(table)))[0][0])
     sizes: dict[str, Any] = {"pred_rows": n_pred, "gold_rows": n_gold, "columns": columns}
     if n_pred != n_gold:
-        return TableVerdict(table=table, layer=layer, match=False, reason=f"row count {n_pred} != gold {n_gold}",
-                            **sizes)
+        return TableVerdict(
+            table=table, layer=layer, match=False, reason=f"row count {n_pred} != gold {n_gold}", **sizes
+        )
     try:
         got = row_hash_counts(pred, pred_schema, table, columns, timeout_s)
         want = row_hash_counts(gold, gold_schema, table, columns, timeout_s)
@@ -126,6 +143,11 @@ def compare_table(pred: duckdb.DuckDBPyConnection, pred_schema: str, gold: duckd
         return TableVerdict(table=table, layer=layer, match=False, reason=f"hashing failed: {err}", **sizes)
     if got != want:
         unmatched = sum((got - want).values())
-        return TableVerdict(table=table, layer=layer, match=False,
-                            reason=f"{unmatched} of {n_pred} rows have no equal gold row", **sizes)
+        return TableVerdict(
+            table=table,
+            layer=layer,
+            match=False,
+            reason=f"{unmatched} of {n_pred} rows have no equal gold row",
+            **sizes,
+        )
     return TableVerdict(table=table, layer=layer, match=True, reason="match", **sizes)

@@ -90,7 +90,9 @@ class ExampleSpec(BaseModel):
 
     def tables(self) -> dict[str, tuple[str, TableSpec]]:
         """Every configured table -> (layer, spec), in layer order."""
-        return {t: (layer, spec) for layer in self.layer_order() for t, spec in self.layers[layer].tables.items()}
+        return {
+            t: (layer, spec) for layer in self.layer_order() for t, spec in self.layers[layer].tables.items()
+        }
 
     def table_weight(self, table: str) -> float:
         entry = self.tables().get(table)
@@ -113,7 +115,11 @@ class EvalConfig(BaseModel):
         prefixed = [k for k in self.examples if example_id.startswith(k)]
         if len(prefixed) == 1:
             return self.examples[prefixed[0]]
-        hint = f"ids that prefix it: {prefixed}" if prefixed else f"known ids start with {sorted(self.examples)[:3]}"
+        hint = (
+            f"ids that prefix it: {prefixed}"
+            if prefixed
+            else f"known ids start with {sorted(self.examples)[:3]}"
+        )
         raise ConfigError(f"{self.source}: no unique example {example_id!r} in `examples` ({hint})")
 
 
@@ -156,7 +162,9 @@ def parse_eval_config(data: dict[str, Any], source: str = "<memory>") -> EvalCon
         try:
             examples[example_id] = ExampleSpec(example_id=example_id, **{**raw, "layers": filled})
         except ValidationError as err:
-            raise ConfigError(f"{source}: examples.{example_id} does not follow the config schema:\n{err}") from err
+            raise ConfigError(
+                f"{source}: examples.{example_id} does not follow the config schema:\n{err}"
+            ) from err
     return EvalConfig(source=source, examples=examples, default_layer_weights=defaults)
 
 

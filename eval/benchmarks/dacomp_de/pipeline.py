@@ -66,8 +66,13 @@ def _short(err: BaseException) -> str:
 
 
 def _schemas(conn: duckdb.DuckDBPyConnection) -> set[str]:
-    return {r[0] for r in run_sql(conn, "SELECT schema_name FROM information_schema.schemata "
-                                        "WHERE catalog_name = current_database()")}
+    return {
+        r[0]
+        for r in run_sql(
+            conn,
+            "SELECT schema_name FROM information_schema.schemata WHERE catalog_name = current_database()",
+        )
+    }
 
 
 def _set_search_path(conn: duckdb.DuckDBPyConnection, example: ExampleSpec) -> None:
@@ -84,11 +89,19 @@ def _mirror_marts(conn: duckdb.DuckDBPyConnection, schema: str, table: str) -> N
     for other in MART_ALIASES:
         if other != schema and table_columns(conn, other, table) is None:
             conn.execute(f"CREATE SCHEMA IF NOT EXISTS {quote(other)}")
-            conn.execute(f"CREATE VIEW {quote(other)}.{quote(table)} AS SELECT * FROM {quote(schema)}.{quote(table)}")
+            conn.execute(
+                f"CREATE VIEW {quote(other)}.{quote(table)} AS SELECT * FROM {quote(schema)}.{quote(table)}"
+            )
 
 
-def _run_table(conn: duckdb.DuckDBPyConnection, sql: str, schema: str, table: str, timeout_s: float,
-               allow_script: bool = True) -> str | None:
+def _run_table(
+    conn: duckdb.DuckDBPyConnection,
+    sql: str,
+    schema: str,
+    table: str,
+    timeout_s: float,
+    allow_script: bool = True,
+) -> str | None:
     """Materialize one table; returns an error text, or None on success."""
     try:
         conn.execute(f"CREATE SCHEMA IF NOT EXISTS {quote(schema)}")
@@ -116,8 +129,9 @@ def _fresh_copy(src: Path, dst: Path) -> None:
     shutil.copyfile(src, dst)
 
 
-def build_cfs(sources: Sources, start_db: Path, out_db: Path, example: ExampleSpec,
-              timeout_s: float = 300) -> BuildResult:
+def build_cfs(
+    sources: Sources, start_db: Path, out_db: Path, example: ExampleSpec, timeout_s: float = 300
+) -> BuildResult:
     """Rebuild the whole agent pipeline from a clean copy of the start database."""
     _fresh_copy(start_db, out_db)
     graph = table_dependencies(sources)
@@ -137,25 +151,38 @@ def build_cfs(sources: Sources, start_db: Path, out_db: Path, example: ExampleSp
             error = _run_table(conn, sources[layer][table], schema, table, timeout_s)
             if error is None:
                 _mirror_marts(conn, schema, table)
-            results[table] = TableBuild(table=table, layer=layer, schema_name=schema, ok=error is None, error=error)
+            results[table] = TableBuild(
+                table=table, layer=layer, schema_name=schema, ok=error is None, error=error
+            )
     return BuildResult(mode="cfs", db_path=out_db, order=order, tables=results, note=note)
 
 
 def _fill_from_start(conn: duckdb.DuckDBPyConnection, start_db: Path) -> None:
     """Copy start-database tables (raw inputs) the gold copy lacks."""
     conn.execute(f"ATTACH '{str(start_db).replace(chr(39), chr(39) * 2)}' AS start_db (READ_ONLY)")
-    rows = run_sql(conn, "SELECT table_schema, table_name FROM information_schema.tables "
-                         "WHERE table_catalog = 'start_db' AND table_type = 'BASE TABLE'")
+    rows = run_sql(
+        conn,
+        "SELECT table_schema, table_name FROM information_schema.tables "
+        "WHERE table_catalog = 'start_db' AND table_type = 'BASE TABLE'",
+    )
     for schema, table in rows:
         if table_columns(conn, schema, table) is None:
             conn.execute(f"CREATE SCHEMA IF NOT EXISTS {quote(schema)}")
-            conn.execute(f"CREATE TABLE {quote(schema)}.{quote(table)} AS "
-                         f"SELECT * FROM start_db.{quote(schema)}.{quote(table)}")
+            conn.execute(
+                f"CREATE TABLE {quote(schema)}.{quote(table)} AS "
+                f"SELECT * FROM start_db.{quote(schema)}.{quote(table)}"
+            )
     conn.execute("DETACH start_db")
 
 
-def build_cs(sources: Sources, gold_db: Path, out_db: Path, example: ExampleSpec,
-             start_db: Path | None = None, timeout_s: float = 300) -> BuildResult:
+def build_cs(
+    sources: Sources,
+    gold_db: Path,
+    out_db: Path,
+    example: ExampleSpec,
+    start_db: Path | None = None,
+    timeout_s: float = 300,
+) -> BuildResult:
     """Run each configured table's agent SQL on gold inputs; outputs go to `agent__<schema>`."""
     _fresh_copy(gold_db, out_db)
     results: dict[str, TableBuild] = {}
@@ -166,8 +193,12 @@ def build_cs(sources: Sources, gold_db: Path, out_db: Path, example: ExampleSpec
         for schema in MART_ALIASES:
             present = _schemas(conn)
             if schema in present:
-                for (table,) in run_sql(conn, "SELECT table_name FROM information_schema.tables WHERE "
-                                              "table_catalog = current_database() AND table_schema = ?", [schema]):
+                for (table,) in run_sql(
+                    conn,
+                    "SELECT table_name FROM information_schema.tables WHERE "
+                    "table_catalog = current_database() AND table_schema = ?",
+                    [schema],
+                ):
                     _mirror_marts(conn, schema, table)
         _set_search_path(conn, example)
         for table, (layer, spec) in example.tables().items():
@@ -178,5 +209,7 @@ def build_cs(sources: Sources, gold_db: Path, out_db: Path, example: ExampleSpec
                 error: str | None = f"no agent SQL file sql/{layer}/{spec.sql_name or table}.sql"
             else:
                 error = _run_table(conn, sql, schema, table, timeout_s, allow_script=False)
-            results[table] = TableBuild(table=table, layer=layer, schema_name=schema, ok=error is None, error=error)
+            results[table] = TableBuild(
+                table=table, layer=layer, schema_name=schema, ok=error is None, error=error
+            )
     return BuildResult(mode="cs", db_path=out_db, order=order, tables=results)

@@ -65,10 +65,14 @@ def parse_action(text: str) -> tuple[str | None, str | None]:
 
 def _no_action(text: str) -> str:
     if _BASH.search(text):
-        return ("OBSERVATION:\nThis sandbox has no shell, so <execute_bash> is not run. Do the same from Python in "
-                "<execute_ipython> (os, pathlib, duckdb).")  # fmt: skip
-    return ("OBSERVATION:\nNo action found. End your reply with one <execute_ipython>...</execute_ipython> action, "
-            'or with <finish>{"sql_dir": "..."}</finish> when the pipeline is complete.')  # fmt: skip
+        return (
+            "OBSERVATION:\nThis sandbox has no shell, so <execute_bash> is not run. Do the same from Python in "
+            "<execute_ipython> (os, pathlib, duckdb)."
+        )
+    return (
+        "OBSERVATION:\nNo action found. End your reply with one <execute_ipython>...</execute_ipython> action, "
+        'or with <finish>{"sql_dir": "..."}</finish> when the pipeline is complete.'
+    )
 
 
 def dacomp_protocol() -> WorkerProtocol:

@@ -52,7 +52,9 @@ class ExampleScore(BaseModel):
     run_success: bool
     schema_valid: bool
     missing_schemas: list[str] = Field(default_factory=list)
-    layer_scores: dict[str, float] = Field(default_factory=dict, description="s_l in [0, 1], weighted layers.")
+    layer_scores: dict[str, float] = Field(
+        default_factory=dict, description="s_l in [0, 1], weighted layers."
+    )
     tables: dict[str, TableVerdict] = Field(default_factory=dict)
     builds: dict[str, TableBuild] = Field(default_factory=dict)
 
@@ -92,34 +94,65 @@ def missing_schemas(db: Path, example: ExampleSpec) -> list[str]:
     if not db.is_file():
         return [example.schema_for(layer) for layer in example.layer_order()]
     with duckdb.connect(str(db), read_only=True) as conn:
-        present = {r[0] for r in conn.execute("SELECT schema_name FROM information_schema.schemata").fetchall()}
+        present = {
+            r[0] for r in conn.execute("SELECT schema_name FROM information_schema.schemata").fetchall()
+        }
         wanted = [example.schema_for(layer) for layer in example.layer_order()]
         return [s for s in wanted if resolve_schema(conn, s) not in present]
 
 
-def compare_all(example: ExampleSpec, pred_db: Path, gold_db: Path, *, pred_prefix: str = "",
-                timeout_s: float = 300) -> dict[str, TableVerdict]:
+def compare_all(
+    example: ExampleSpec, pred_db: Path, gold_db: Path, *, pred_prefix: str = "", timeout_s: float = 300
+) -> dict[str, TableVerdict]:
     """Verdict for every configured table; predictions live in schema `pred_prefix + schema`."""
     verdicts: dict[str, TableVerdict] = {}
-    with duckdb.connect(str(pred_db), read_only=True) as pred, duckdb.connect(str(gold_db), read_only=True) as gold:
+    with (
+        duckdb.connect(str(pred_db), read_only=True) as pred,
+        duckdb.connect(str(gold_db), read_only=True) as gold,
+    ):
         for table, (layer, spec) in example.tables().items():
             schema = example.schema_for(layer)
-            verdicts[table] = compare_table(pred, pred_prefix + schema, gold, schema, table, spec.compare_cols,
-                                            layer=layer, timeout_s=timeout_s)
+            verdicts[table] = compare_table(
+                pred,
+                pred_prefix + schema,
+                gold,
+                schema,
+                table,
+                spec.compare_cols,
+                layer=layer,
+                timeout_s=timeout_s,
+            )
     return verdicts
 
 
-def score_example(example: ExampleSpec, mode: Literal["cfs", "cs"], verdicts: Mapping[str, TableVerdict],
-                  *, run_success: bool, missing: list[str], builds: Mapping[str, TableBuild] | None = None
-                  ) -> ExampleScore:
+def score_example(
+    example: ExampleSpec,
+    mode: Literal["cfs", "cs"],
+    verdicts: Mapping[str, TableVerdict],
+    *,
+    run_success: bool,
+    missing: list[str],
+    builds: Mapping[str, TableBuild] | None = None,
+) -> ExampleScore:
     """Apply the gates, the full-match rule and the weighted score to table verdicts."""
 
-    def make(score: float, level: Literal["gate_failed", "full_match", "partial"],
-             layers: dict[str, float] | None = None) -> ExampleScore:
+    def make(
+        score: float,
+        level: Literal["gate_failed", "full_match", "partial"],
+        layers: dict[str, float] | None = None,
+    ) -> ExampleScore:
         return ExampleScore(
-            example_id=example.example_id, kind=example.kind, mode=mode, score=score, level=level,
-            run_success=run_success, schema_valid=not missing, missing_schemas=list(missing),
-            layer_scores=layers or {}, tables=dict(verdicts), builds=dict(builds or {}),
+            example_id=example.example_id,
+            kind=example.kind,
+            mode=mode,
+            score=score,
+            level=level,
+            run_success=run_success,
+            schema_valid=not missing,
+            missing_schemas=list(missing),
+            layer_scores=layers or {},
+            tables=dict(verdicts),
+            builds=dict(builds or {}),
         )
 
     if not run_success or missing:
@@ -131,26 +164,43 @@ def score_example(example: ExampleSpec, mode: Literal["cfs", "cs"], verdicts: Ma
     return make(score, "partial", layers)
 
 
-def evaluate_submission(example: ExampleSpec, sources: Sources, start_db: Path, gold_db: Path, work_dir: Path,
-                        *, modes: tuple[str, ...] = ("cfs", "cs"), timeout_s: float = 300) -> SubmissionResult:
+def evaluate_submission(
+    example: ExampleSpec,
+    sources: Sources,
+    start_db: Path,
+    gold_db: Path,
+    work_dir: Path,
+    *,
+    modes: tuple[str, ...] = ("cfs", "cs"),
+    timeout_s: float = 300,
+) -> SubmissionResult:
     """Score one agent submission ({layer: {table: sql}}) in CFS and, if asked, CS mode.
 
     `start_db` is the task's clean `<proj>_start.duckdb`; nothing is written next to it or to
     `gold_db`. Working databases go under `work_dir/<example_id>/{cfs,cs}/`.
     """
     base = Path(work_dir) / example.example_id
-    cfs_build: BuildResult = build_cfs(sources, start_db, base / "cfs" / example.database_file, example,
-                                       timeout_s=timeout_s)
+    cfs_build: BuildResult = build_cfs(
+        sources, start_db, base / "cfs" / example.database_file, example, timeout_s=timeout_s
+    )
     missing = missing_schemas(cfs_build.db_path, example)
-    cfs = score_example(example, "cfs", compare_all(example, cfs_build.db_path, gold_db, timeout_s=timeout_s),
-                        run_success=cfs_build.run_success, missing=missing, builds=cfs_build.tables)
+    cfs = score_example(
+        example,
+        "cfs",
+        compare_all(example, cfs_build.db_path, gold_db, timeout_s=timeout_s),
+        run_success=cfs_build.run_success,
+        missing=missing,
+        builds=cfs_build.tables,
+    )
     if "cs" not in modes:
         return SubmissionResult(cfs=cfs)
     if cfs.level == "full_match":
         return SubmissionResult(cfs=cfs, cs=cfs.model_copy(update={"mode": "cs"}))
-    cs_build = build_cs(sources, gold_db, base / "cs" / "cs_on_gold.duckdb", example, start_db=start_db,
-                        timeout_s=timeout_s)
+    cs_build = build_cs(
+        sources, gold_db, base / "cs" / "cs_on_gold.duckdb", example, start_db=start_db, timeout_s=timeout_s
+    )
     cs_verdicts = compare_all(example, cs_build.db_path, gold_db, pred_prefix=CS_PREFIX, timeout_s=timeout_s)
-    cs = score_example(example, "cs", cs_verdicts, run_success=cfs_build.run_success, missing=missing,
-                       builds=cs_build.tables)
+    cs = score_example(
+        example, "cs", cs_verdicts, run_success=cfs_build.run_success, missing=missing, builds=cs_build.tables
+    )
     return SubmissionResult(cfs=cfs, cs=cs)

@@ -63,8 +63,15 @@ class DevTaskSource(BaseModel):
     faults: dict[str, list[Fault]]
 
     def task(self, base_path: str = ".") -> Task:
-        turns = [Turn(turn_id=i, context=(self.context if i == 1 else "") + t.context, question=t.question, code=t.code)
-                 for i, t in enumerate(self.turns, 1)]  # fmt: skip
+        turns = [
+            Turn(
+                turn_id=i,
+                context=(self.context if i == 1 else "") + t.context,
+                question=t.question,
+                code=t.code,
+            )
+            for i, t in enumerate(self.turns, 1)
+        ]
         return Task(task_id=self.id, turns=turns, base_path=base_path)
 
 
@@ -84,8 +91,9 @@ def _package_data() -> Path:
     try:
         import vega_datasets
     except ImportError:
-        raise RuntimeError("the dev set reads its data from the `vega_datasets` package: "
-                           "pip install 'vega_datasets==0.9.0'") from None  # fmt: skip
+        raise RuntimeError(
+            "the dev set reads its data from the `vega_datasets` package: pip install 'vega_datasets==0.9.0'"
+        ) from None
     return Path(vega_datasets.__file__).parent / "_data"
 
 
@@ -120,7 +128,9 @@ def _build_one(source: DevTaskSource, out: Path, package: Path) -> dict[str, Any
         check_faults(task, faults, where=where)
         got, worker = _answers(task, faults)
         if len(worker.applied) != len(faults):
-            raise FaultError(f"{where}: {[f.describe() for f in worker.skipped]} did not take effect at run time")
+            raise FaultError(
+                f"{where}: {[f.describe() for f in worker.skipped]} did not take effect at run time"
+            )
         verdict = per_turn_correct(answers, got)
         unseen = [f.describe() for f in faults if verdict.get(f.turn, False)]
         if unseen:
@@ -130,12 +140,23 @@ def _build_one(source: DevTaskSource, out: Path, package: Path) -> dict[str, Any
             raise FaultError(f"{where}: {crashed} make their turn fail instead of answering wrongly")
     task_dir = out / "task" / "longds" / domain / dataset / name
     task_dir.mkdir(parents=True, exist_ok=True)
-    turns = [{"turn_id": t.turn_id, "context": t.context, "question": t.question, "code": t.code,
-              "answer": answers[t.turn_id]} for t in task.turns]  # fmt: skip
-    (task_dir / TASK_FILE).write_text(json.dumps(turns, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    turns = [
+        {
+            "turn_id": t.turn_id,
+            "context": t.context,
+            "question": t.question,
+            "code": t.code,
+            "answer": answers[t.turn_id],
+        }
+        for t in task.turns
+    ]
+    (task_dir / TASK_FILE).write_text(
+        json.dumps(turns, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     faults_file = FaultsFile(variants=source.faults, notes=f"hand-written faults of the dev task {source.id}")
-    (task_dir / FAULTS_FILE).write_text(faults_file.model_dump_json(indent=1, exclude_defaults=True) + "\n",
-                                          encoding="utf-8")  # fmt: skip
+    (task_dir / FAULTS_FILE).write_text(
+        faults_file.model_dump_json(indent=1, exclude_defaults=True) + "\n", encoding="utf-8"
+    )
     return {"turns": len(task.turns), "variants": [CLEAN, *source.faults], "split": source.split}
 
 
@@ -147,8 +168,11 @@ def build(out: str | Path, folder: Path = SOURCES, only: set[str] | None = None)
     for sub in ("task", "data"):
         shutil.rmtree(out / sub, ignore_errors=True)
     tasks = {s.id: _build_one(s, out, package) for s in sources}
-    manifest = {"sources_sha256": sources_digest(folder), "tasks": tasks,
-                "splits": {s.id.replace("/", "__"): s.split for s in sources}}  # fmt: skip
+    manifest = {
+        "sources_sha256": sources_digest(folder),
+        "tasks": tasks,
+        "splits": {s.id.replace("/", "__"): s.split for s in sources},
+    }
     (out / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     return manifest
 
@@ -157,7 +181,9 @@ def main(argv: list[str]) -> None:
     out = Path(argv[0] if argv else "data/dev")
     manifest = build(out)
     for task_id, info in manifest["tasks"].items():
-        print(f"{task_id}: {info['turns']} turns, split {info['split']}, variants {', '.join(info['variants'])}")
+        print(
+            f"{task_id}: {info['turns']} turns, split {info['split']}, variants {', '.join(info['variants'])}"
+        )
     print(f"dev set built in {out} ({len(manifest['tasks'])} tasks)")
 
 

@@ -47,23 +47,35 @@ class LongDSBench(Benchmark):
     def load(self, cfg: Mapping[str, Any]) -> list[EvalTask]:
         root = cfg.get("data_dir")
         if not root:
-            raise LongDSDataMissing("bench.data_dir is not set: point it at a folder holding task/longds/... and "
-                                    "data/longds/... (`make data BENCH=longds` fetches the published one)")  # fmt: skip
+            raise LongDSDataMissing(
+                "bench.data_dir is not set: point it at a folder holding task/longds/... and "
+                "data/longds/... (`make data BENCH=longds` fetches the published one)"
+            )
         self._judge_kind = str(cfg.get("judge", "llm"))
         if self._judge_kind not in ("llm", "fields"):
             raise ValueError(f"bench.judge={self._judge_kind!r}: use llm or fields")
         if self._judge_kind == "llm":
             EndpointConfig.from_env("judge")  # fail now, naming the variables, not after the first task
-        refs = discover_tasks(Path(root).resolve())  # BASE_PATH must not depend on the sandbox's working folder
+        refs = discover_tasks(
+            Path(root).resolve()
+        )  # BASE_PATH must not depend on the sandbox's working folder
         if not refs:
-            raise LongDSDataMissing(f"{root}: no task/longds/<domain>/<dataset>/taskN/task.json found; "
-                                    "`make data BENCH=longds` fetches the published tasks")  # fmt: skip
+            raise LongDSDataMissing(
+                f"{root}: no task/longds/<domain>/<dataset>/taskN/task.json found; "
+                "`make data BENCH=longds` fetches the published tasks"
+            )
         out = []
         for ref in refs:
             task = load_longds_task(ref, need_data=True)
             turns = [{"turn_id": t.turn_id, "code": t.code} for t in task.turns]
-            base = EvalTask(task_id=ref.task_id.replace("/", "__"), task=task, data_dir=require_data(ref),
-                            domain=ref.domain, level=ref.dataset, parents=parse_dependencies(turns))  # fmt: skip
+            base = EvalTask(
+                task_id=ref.task_id.replace("/", "__"),
+                task=task,
+                data_dir=require_data(ref),
+                domain=ref.domain,
+                level=ref.dataset,
+                parents=parse_dependencies(turns),
+            )
             declared = read_faults_file(ref.task_dir / FAULTS_FILE).variants
             out += expand_variants(base, select_variants(declared, cfg), split=self.split_of(ref.task_id))
         return out
@@ -78,8 +90,11 @@ class LongDSBench(Benchmark):
 
     def _get_judge(self) -> TurnJudge:
         if self._judge is None:
-            self._judge = FieldJudge() if self._judge_kind == "fields" else LLMJudge(
-                LLMClient(EndpointConfig.from_env("judge")))
+            self._judge = (
+                FieldJudge()
+                if self._judge_kind == "fields"
+                else LLMJudge(LLMClient(EndpointConfig.from_env("judge")))
+            )
         return self._judge
 
     def score(self, task: EvalTask, answers: Mapping[int, Any]) -> dict[int, bool | None]:

@@ -54,7 +54,9 @@ def _comments(code: str) -> list[tuple[int, str, bool]]:
                 found.append((row, token.string[1:], whole))
     except (tokenize.TokenError, IndentationError, SyntaxError):
         # Not tokenizable Python: fall back to lines that start with '#'.
-        found = [(i, line.strip()[1:], True) for i, line in enumerate(lines, 1) if line.strip().startswith("#")]
+        found = [
+            (i, line.strip()[1:], True) for i, line in enumerate(lines, 1) if line.strip().startswith("#")
+        ]
     return found
 
 

@@ -111,26 +111,44 @@ class LLMJudge:
 
     def judge(self, turn: Turn, prediction: Any) -> JudgeVerdict:
         if prediction is None or (isinstance(prediction, str) and not prediction.strip()):
-            return JudgeVerdict(turn_id=turn.turn_id, correct=False, judge="llm", attempts=0,
-                                reasoning="the agent gave no answer")  # fmt: skip
+            return JudgeVerdict(
+                turn_id=turn.turn_id,
+                correct=False,
+                judge="llm",
+                attempts=0,
+                reasoning="the agent gave no answer",
+            )
         messages = judge_messages(turn, prediction)
         last_reply = ""
         for attempt in range(1, self.retries + 2):
             try:
                 reply = self.client.chat(messages)
             except LLMError as exc:  # the client already retried transport errors
-                return JudgeVerdict(turn_id=turn.turn_id, correct=None, judge="llm", attempts=attempt,
-                                    error=f"judge endpoint failed: {exc}")  # fmt: skip
+                return JudgeVerdict(
+                    turn_id=turn.turn_id,
+                    correct=None,
+                    judge="llm",
+                    attempts=attempt,
+                    error=f"judge endpoint failed: {exc}",
+                )
             last_reply = reply.content
             score = parse_score(last_reply)
             if score is not None:
                 reasoning = _SCORE.sub("", last_reply).strip()
-                return JudgeVerdict(turn_id=turn.turn_id, correct=bool(score), judge="llm", attempts=attempt,
-                                    reasoning=reasoning)  # fmt: skip
+                return JudgeVerdict(
+                    turn_id=turn.turn_id,
+                    correct=bool(score),
+                    judge="llm",
+                    attempts=attempt,
+                    reasoning=reasoning,
+                )
         return JudgeVerdict(
-            turn_id=turn.turn_id, correct=None, judge="llm", attempts=self.retries + 1,
+            turn_id=turn.turn_id,
+            correct=None,
+            judge="llm",
+            attempts=self.retries + 1,
             error=f"no single <score>0|1</score> in {self.retries + 1} replies; last: {last_reply[-200:]!r}",
-        )  # fmt: skip
+        )
 
 
 class FieldJudge:

@@ -104,9 +104,13 @@ def require_data(ref: LongDSTaskRef) -> Path:
     """The task's data folder; raises LongDSDataMissing naming it when absent or empty."""
     data_dir = ref.data_dir
     if not data_dir.is_dir():
-        raise LongDSDataMissing(f"{data_dir}: data folder of LongDS task {ref.task_id} is missing; {FETCH_HINT}")
+        raise LongDSDataMissing(
+            f"{data_dir}: data folder of LongDS task {ref.task_id} is missing; {FETCH_HINT}"
+        )
     if not any(data_dir.iterdir()):
-        raise LongDSDataMissing(f"{data_dir}: data folder of LongDS task {ref.task_id} is empty; {FETCH_HINT}")
+        raise LongDSDataMissing(
+            f"{data_dir}: data folder of LongDS task {ref.task_id} is empty; {FETCH_HINT}"
+        )
     return data_dir
 
 
@@ -117,7 +121,9 @@ def load_longds_task(ref: LongDSTaskRef, *, need_data: bool = False) -> Task:
     and dependency extraction do not).
     """
     if not (ref.task_dir / TASK_FILE).is_file():
-        raise LongDSDataMissing(f"{ref.task_dir / TASK_FILE}: LongDS task {ref.task_id} not found; {FETCH_HINT}")
+        raise LongDSDataMissing(
+            f"{ref.task_dir / TASK_FILE}: LongDS task {ref.task_id} not found; {FETCH_HINT}"
+        )
     if need_data:
         require_data(ref)
     return load_task(ref.task_dir, task_id=ref.task_id, base_path=str(ref.base_path))

@@ -87,7 +87,9 @@ def turn_message(turn: AgentTurn) -> str:
     return f"{turn.context}\nQuestion: {turn.question}"
 
 
-def build_turn_prompts(task: AgentTask, *, data_dir: str, max_steps: int = STEPS_PER_TURN) -> list[TurnPrompt]:
+def build_turn_prompts(
+    task: AgentTask, *, data_dir: str, max_steps: int = STEPS_PER_TURN
+) -> list[TurnPrompt]:
     """One TurnPrompt per turn, in order; only the first carries the system message."""
     prompts: list[TurnPrompt] = []
     for position, turn in enumerate(task.turns):
@@ -95,7 +97,9 @@ def build_turn_prompts(task: AgentTask, *, data_dir: str, max_steps: int = STEPS
         if position == 0:
             messages.append({"role": "system", "content": system_prompt(data_dir, max_steps)})
         messages.append({"role": "user", "content": turn_message(turn)})
-        prompts.append(TurnPrompt(task_id=task.task_id, turn_id=turn.turn_id, messages=messages, max_steps=max_steps))
+        prompts.append(
+            TurnPrompt(task_id=task.task_id, turn_id=turn.turn_id, messages=messages, max_steps=max_steps)
+        )
     return prompts
 
 
@@ -123,5 +127,9 @@ def longds_protocol(data_dir: str, max_steps: int = STEPS_PER_TURN) -> WorkerPro
         reply = parse_reply(text)
         return reply.code, reply.answer
 
-    return WorkerProtocol(system_prompt=system_prompt(data_dir, max_steps), turn_text=turn_message, parse=parse,
-                          feedback=information_message)  # fmt: skip
+    return WorkerProtocol(
+        system_prompt=system_prompt(data_dir, max_steps),
+        turn_text=turn_message,
+        parse=parse,
+        feedback=information_message,
+    )

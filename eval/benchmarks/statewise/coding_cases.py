@@ -42,14 +42,32 @@ FAMILIES: list[tuple[str, str, tuple[str, ...], str]] = [
 ]
 
 WORDING = {
-    "run_tests": ["Run the {pkg} test suite and save the summary as {name}.", "Check that {pkg}'s tests pass; keep the summary in reports/{name}.txt."],
-    "build": ["Build the {pkg} artifact for version {version}.", "Package {pkg} {version} into its build folder."],
+    "run_tests": [
+        "Run the {pkg} test suite and save the summary as {name}.",
+        "Check that {pkg}'s tests pass; keep the summary in reports/{name}.txt.",
+    ],
+    "build": [
+        "Build the {pkg} artifact for version {version}.",
+        "Package {pkg} {version} into its build folder.",
+    ],
     "clean_cache": ["Clear {pkg}'s build cache.", "The {pkg} cache is stale; empty it."],
-    "set_option": ["Set {option} to {value} in the {pkg} app configuration.", "Change the {pkg} setting {option} to {value}."],
-    "release": ["Release {pkg} {version} on its channel.", "Ship {pkg} version {version} to the usual release channel."],
-    "prune_logs": ["Remove {pkg} logs older than the retention period.", "Clean up old log files under {logs}."],
-    "migrate": ["Migrate the {pkg} database to the agreed schema version.", "Apply the pending {pkg} migrations up to the version we agreed on."],
-}  # fmt: skip
+    "set_option": [
+        "Set {option} to {value} in the {pkg} app configuration.",
+        "Change the {pkg} setting {option} to {value}.",
+    ],
+    "release": [
+        "Release {pkg} {version} on its channel.",
+        "Ship {pkg} version {version} to the usual release channel.",
+    ],
+    "prune_logs": [
+        "Remove {pkg} logs older than the retention period.",
+        "Clean up old log files under {logs}.",
+    ],
+    "migrate": [
+        "Migrate the {pkg} database to the agreed schema version.",
+        "Apply the pending {pkg} migrations up to the version we agreed on.",
+    ],
+}
 
 
 def _other(rng: random.Random, options: Any, *avoid: Any) -> Any:
@@ -75,8 +93,17 @@ def _scope_apart(rng: random.Random, key: str, t: Package, s: Package, pools: di
         s.release_state = "open"
 
 
-def build_coding_case(rng: random.Random, split: str, case_id: str, op: str, key: str, corruption: str,
-                      kind: str, *, later: int = 0) -> Case:  # fmt: skip
+def build_coding_case(
+    rng: random.Random,
+    split: str,
+    case_id: str,
+    op: str,
+    key: str,
+    corruption: str,
+    kind: str,
+    *,
+    later: int = 0,
+) -> Case:
     pools = POOLS[split]
     repo = Repo.draw(rng, pools, n_packages=rng.choice([2, 3]))
     name, sib = list(repo.packages)[:2]
@@ -99,8 +126,10 @@ def build_coding_case(rng: random.Random, split: str, case_id: str, op: str, key
         old = f"python3 -m unittest discover -s tests/{sub} -t ."
         if rng.random() < 0.6:
             extra[f"{name}/tests/{sub}/__init__.py"] = ""
-            extra[f"{name}/tests/{sub}/test_legacy.py"] = ("import unittest\n\n\nclass LegacyTest(unittest.TestCase):\n"
-                                                          "    def test_legacy(self):\n        self.assertTrue(True)\n")  # fmt: skip
+            extra[f"{name}/tests/{sub}/test_legacy.py"] = (
+                "import unittest\n\n\nclass LegacyTest(unittest.TestCase):\n"
+                "    def test_legacy(self):\n        self.assertTrue(True)\n"
+            )
     elif key == "build.out_dir":
         old = f"{name}/{_other(rng, pools['out'], t.out_dir.split('/', 1)[1])}"
         extra[f"{old}/README.md"] = "Former build output.\n"
@@ -118,7 +147,9 @@ def build_coding_case(rng: random.Random, split: str, case_id: str, op: str, key
                 protected.append(f"{old}/fixtures/sample_{i}.json")
     elif key == "app.config_path":
         old = f"{name}/{_other(rng, pools['config'], t.config.split('/', 1)[1])}"
-        extra[old] = "# legacy configuration, no longer read\n[app]\nlog_level = debug\nworkers = 2\ntimeout = 10\n"
+        extra[old] = (
+            "# legacy configuration, no longer read\n[app]\nlog_level = debug\nworkers = 2\ntimeout = 10\n"
+        )
     elif key == "package.module":
         old = _other(rng, [name, f"{name}_core", f"{name}lib", f"{name}_pkg"], t.module)
         if rng.random() < 0.3:
@@ -131,7 +162,11 @@ def build_coding_case(rng: random.Random, split: str, case_id: str, op: str, key
         old = _other(rng, RETENTIONS, t.retention)
     elif key == "db.migration_target":
         options = [f"{i:04d}" for i in range(int(t.current_schema) + 1, t.migrations + 1)]
-        old = _other(rng, options, t.migration_target) if len(options) > 1 or t.migration_target == "undecided" else options[0]
+        old = (
+            _other(rng, options, t.migration_target)
+            if len(options) > 1 or t.migration_target == "undecided"
+            else options[0]
+        )
         if old == t.migration_target:  # only one pending migration: the stale target is an older one
             old = f"{int(t.current_schema):04d}"
     else:
@@ -145,17 +180,38 @@ def build_coding_case(rng: random.Random, split: str, case_id: str, op: str, key
 
     params = _params(rng, op, t)
     now = datetime(2025, 3, 1, 12, 0, tzinfo=UTC) + timedelta(days=rng.randrange(0, 200))
-    task = TaskSpec(task_id=case_id, interface="coding", scope=repo.scope(name), operation=op, params=params,
-                    instruction=rng.choice(WORDING[op]).format(**params), now=now,
-                    permissions=["write", "delete"] if op in ("clean_cache", "prune_logs") else ["write"])  # fmt: skip
+    task = TaskSpec(
+        task_id=case_id,
+        interface="coding",
+        scope=repo.scope(name),
+        operation=op,
+        params=params,
+        instruction=rng.choice(WORDING[op]).format(**params),
+        now=now,
+        permissions=["write", "delete"] if op in ("clean_cache", "prune_logs") else ["write"],
+    )
     world = World(files=repo.files(), ages=repo.file_ages())
     return finish_case(
-        rng, spec=CODING_SPEC, case_id=case_id, split=split, interface="coding", family=f"{op}:{key}", kind=kind,
-        corruption=corruption, task=task, world=world, truth=repo.truth(), key=key, target_scope=repo.scope(name),
-        sibling_scope=repo.scope(sib), project_scope=repo.scope(), old_value=old, protected=sorted(set(protected)),
+        rng,
+        spec=CODING_SPEC,
+        case_id=case_id,
+        split=split,
+        interface="coding",
+        family=f"{op}:{key}",
+        kind=kind,
+        corruption=corruption,
+        task=task,
+        world=world,
+        truth=repo.truth(),
+        key=key,
+        target_scope=repo.scope(name),
+        sibling_scope=repo.scope(sib),
+        project_scope=repo.scope(),
+        old_value=old,
+        protected=sorted(set(protected)),
         frozen=sorted(set(repo.frozen)),
         later=_later_tasks(task, later, sibling=repo.scope(sib) if corruption == "scope" else None, sib=s),
-    )  # fmt: skip
+    )
 
 
 def _params(rng: random.Random, op: str, t: Package) -> dict[str, Any]:
@@ -167,8 +223,11 @@ def _params(rng: random.Random, op: str, t: Package) -> dict[str, Any]:
         return {"pkg": t.name}
     if op == "set_option":
         option = rng.choice(["workers", "timeout", "log_level"])
-        value = {"workers": str(rng.choice([2, 8, 16])), "timeout": str(rng.choice([15, 60, 120])),
-                 "log_level": rng.choice(["warning", "debug"])}[option]  # fmt: skip
+        value = {
+            "workers": str(rng.choice([2, 8, 16])),
+            "timeout": str(rng.choice([15, 60, 120])),
+            "log_level": rng.choice(["warning", "debug"]),
+        }[option]
         return {"pkg": t.name, "option": option, "value": value}
     if op == "prune_logs":
         return {"pkg": t.name, "logs": f"{t.name}/logs"}
@@ -182,7 +241,11 @@ def _later_tasks(task: TaskSpec, n: int, *, sibling: str | None, sib: Package) -
         if "name" in params:
             params["name"] = f"{params['name']}-t{k + 1}"
         if "value" in params:
-            params["value"] = {"workers": "12", "timeout": "45", "log_level": "error"}[params["option"]] if k % 2 else params["value"]
+            params["value"] = (
+                {"workers": "12", "timeout": "45", "log_level": "error"}[params["option"]]
+                if k % 2
+                else params["value"]
+            )
         scope = task.scope
         if sibling is not None and k == n:
             scope = sibling
@@ -193,6 +256,14 @@ def _later_tasks(task: TaskSpec, n: int, *, sibling: str | None, sib: Package) -
                 params["logs"] = f"{sib.name}/logs"
             if "name" in params:
                 params["name"] = f"tests-{sib.name}-t{k + 1}"
-        out.append(task.model_copy(update={"task_id": f"{task.task_id}/t{k + 1}", "scope": scope, "params": params,
-                                           "now": task.now + timedelta(days=k)}))  # fmt: skip
+        out.append(
+            task.model_copy(
+                update={
+                    "task_id": f"{task.task_id}/t{k + 1}",
+                    "scope": scope,
+                    "params": params,
+                    "now": task.now + timedelta(days=k),
+                }
+            )
+        )
     return out

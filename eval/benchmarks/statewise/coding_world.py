@@ -12,22 +12,38 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-LOG_AGES = (1, 4, 10, 20, 35, 50, 75, 100, 200)  # days (+1 h), never at a `find -mtime` boundary of RETENTIONS
+LOG_AGES = (
+    1,
+    4,
+    10,
+    20,
+    35,
+    50,
+    75,
+    100,
+    200,
+)  # days (+1 h), never at a `find -mtime` boundary of RETENTIONS
 RETENTIONS = (7, 14, 30, 60)
 TEST_DIRS = ("unit", "fast", "suite", "checks")
 CHANNELS = ("stable", "beta", "nightly")
 CACHEDIR_TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# This file marks a cache directory.\n"
 
 POOLS: dict[str, dict[str, Any]] = {
-    "dev": {"repos": ["platform", "monorepo", "toolkit", "services"],
-            "packages": ["billing", "auth", "search", "ingest", "notify", "exports"],
-            "out": ["dist", "out", "artifacts"], "cache": [".cache", "build/cache", ".tmp/cache"],
-            "config": ["conf/app.ini", "config/settings.ini", "etc/app.ini"]},
-    "heldout": {"repos": ["atlas", "beacon"],
-                "packages": ["ledger", "gateway", "scheduler", "profiles"],
-                "out": ["bundle", "release_out"], "cache": [".cache/tool", "var/cache"],
-                "config": ["cfg/service.ini", "settings/main.ini"]},
-}  # fmt: skip
+    "dev": {
+        "repos": ["platform", "monorepo", "toolkit", "services"],
+        "packages": ["billing", "auth", "search", "ingest", "notify", "exports"],
+        "out": ["dist", "out", "artifacts"],
+        "cache": [".cache", "build/cache", ".tmp/cache"],
+        "config": ["conf/app.ini", "config/settings.ini", "etc/app.ini"],
+    },
+    "heldout": {
+        "repos": ["atlas", "beacon"],
+        "packages": ["ledger", "gateway", "scheduler", "profiles"],
+        "out": ["bundle", "release_out"],
+        "cache": [".cache/tool", "var/cache"],
+        "config": ["cfg/service.ini", "settings/main.ini"],
+    },
+}
 
 MIGRATE = '''"""Apply this package's migrations up to --to VERSION."""
 import pathlib
@@ -72,7 +88,10 @@ class Package:
     def files(self) -> dict[str, str]:
         p = self.name
         rel = lambda path: path[len(p) + 1 :]  # noqa: E731 - package-relative form for its config files
-        tests = "\n".join(f"    def test_case_{i}(self):\n        self.assertEqual({i} + 1, {i + 1})\n" for i in range(self.n_tests))
+        tests = "\n".join(
+            f"    def test_case_{i}(self):\n        self.assertEqual({i} + 1, {i + 1})\n"
+            for i in range(self.n_tests)
+        )
         out = {
             f"{p}/src/{self.module}/__init__.py": f'__version__ = "{self.version}"\n',
             f"{p}/src/{self.module}/core.py": "def run(x):\n    return 2 * x\n",
@@ -90,18 +109,29 @@ class Package:
             f"{p}/tools/migrate.py": MIGRATE,
             f"{p}/db/schema_version": self.current_schema + "\n",
         }
-        out.update({f"{p}/db/migrations/{i:04d}.sql": f"-- migration {i:04d}\n" for i in range(1, self.migrations + 1)})
+        out.update(
+            {
+                f"{p}/db/migrations/{i:04d}.sql": f"-- migration {i:04d}\n"
+                for i in range(1, self.migrations + 1)
+            }
+        )
         out.update({f"{p}/logs/app-{age:03d}.log": f"log written {age} days ago\n" for age in LOG_AGES})
         if self.release_state == "frozen":
             out[f"{p}/FREEZE"] = "release freeze until the audit ends\n"
         return out
 
     def truth(self, scope: str) -> dict[str, Any]:
-        return {f"tests.command@{scope}": self.test_command, f"build.out_dir@{scope}": self.out_dir,
-                f"cache.dir@{scope}": self.cache, f"app.config_path@{scope}": self.config,
-                f"package.module@{scope}": self.module, f"release.state@{scope}": self.release_state,
-                f"release.channel@{scope}": self.channel, f"logs.retention_days@{scope}": self.retention,
-                f"db.migration_target@{scope}": self.migration_target}  # fmt: skip
+        return {
+            f"tests.command@{scope}": self.test_command,
+            f"build.out_dir@{scope}": self.out_dir,
+            f"cache.dir@{scope}": self.cache,
+            f"app.config_path@{scope}": self.config,
+            f"package.module@{scope}": self.module,
+            f"release.state@{scope}": self.release_state,
+            f"release.channel@{scope}": self.channel,
+            f"logs.retention_days@{scope}": self.retention,
+            f"db.migration_target@{scope}": self.migration_target,
+        }
 
 
 @dataclass
@@ -142,10 +172,18 @@ def _package(rng: random.Random, pools: dict[str, Any], name: str) -> Package:
     migrations = rng.randint(5, 9)
     current = rng.randint(2, migrations - 2)
     return Package(
-        name=name, module=rng.choice([name, f"{name}_core", f"{name}lib"]), test_dir=rng.choice(TEST_DIRS),
-        n_tests=rng.randint(2, 6), out_dir=f"{name}/{rng.choice(pools['out'])}", cache=f"{name}/{rng.choice(pools['cache'])}",
-        config=f"{name}/{rng.choice(pools['config'])}", release_state="open", channel=rng.choice(CHANNELS),
-        retention=rng.choice(RETENTIONS), migration_target=f"{rng.randint(current + 1, migrations):04d}",
-        current_schema=f"{current:04d}", migrations=migrations,
+        name=name,
+        module=rng.choice([name, f"{name}_core", f"{name}lib"]),
+        test_dir=rng.choice(TEST_DIRS),
+        n_tests=rng.randint(2, 6),
+        out_dir=f"{name}/{rng.choice(pools['out'])}",
+        cache=f"{name}/{rng.choice(pools['cache'])}",
+        config=f"{name}/{rng.choice(pools['config'])}",
+        release_state="open",
+        channel=rng.choice(CHANNELS),
+        retention=rng.choice(RETENTIONS),
+        migration_target=f"{rng.randint(current + 1, migrations):04d}",
+        current_schema=f"{current:04d}",
+        migrations=migrations,
         version=f"{rng.randint(0, 3)}.{rng.randint(0, 20)}.{rng.randint(0, 9)}",
-    )  # fmt: skip
+    )

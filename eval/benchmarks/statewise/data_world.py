@@ -21,33 +21,61 @@ from typing import Any
 CONCEPTS = ("region", "channel", "category", "amount", "refund", "date", "status")
 STATUSES = ("complete", "cancelled", "returned")
 UNITS = ("cents", "dollars", "thousands")
-EXTRACT_AGES = (2, 9, 20, 41, 52, 74, 110, 140, 205, 260, 420)  # days; never within 3 days of a retention choice
+EXTRACT_AGES = (
+    2,
+    9,
+    20,
+    41,
+    52,
+    74,
+    110,
+    140,
+    205,
+    260,
+    420,
+)  # days; never within 3 days of a retention choice
 RETENTIONS = (30, 60, 90, 180)
 
 POOLS: dict[str, dict[str, Any]] = {
     "dev": {
         "projects": ["shop", "ledger", "market", "acme", "bazaar"],
         "datasets": ["orders", "sales", "invoices", "payments", "shipments", "subscriptions"],
-        "columns": {"region": ["region", "area", "territory", "zone"], "channel": ["channel", "source", "medium"],
-                    "category": ["category", "segment", "product_line"], "amount": ["amount", "total", "value"],
-                    "refund": ["refund", "refunded", "refund_amt"], "date": ["date", "order_date", "created"],
-                    "status": ["status", "state", "order_status"]},
-        "values": {"region": ["north", "south", "east", "west"], "channel": ["web", "store", "phone"],
-                   "category": ["tools", "garden", "toys", "books"]},
+        "columns": {
+            "region": ["region", "area", "territory", "zone"],
+            "channel": ["channel", "source", "medium"],
+            "category": ["category", "segment", "product_line"],
+            "amount": ["amount", "total", "value"],
+            "refund": ["refund", "refunded", "refund_amt"],
+            "date": ["date", "order_date", "created"],
+            "status": ["status", "state", "order_status"],
+        },
+        "values": {
+            "region": ["north", "south", "east", "west"],
+            "channel": ["web", "store", "phone"],
+            "category": ["tools", "garden", "toys", "books"],
+        },
         "teams": ["finance", "ops", "growth"],
     },
     "heldout": {
         "projects": ["harbor", "orbit", "cedar"],
         "datasets": ["bookings", "claims", "rentals", "donations"],
-        "columns": {"region": ["locale", "district", "market_area"], "channel": ["via", "touchpoint", "origin"],
-                    "category": ["kind", "line", "tier"], "amount": ["charge", "sum_paid", "gross_amt"],
-                    "refund": ["credited", "returned_amt", "rebate"], "date": ["booked_on", "event_date", "day"],
-                    "status": ["phase", "lifecycle", "outcome"]},
-        "values": {"region": ["coast", "inland", "metro"], "channel": ["app", "agent", "partner"],
-                   "category": ["basic", "plus", "premium"]},
+        "columns": {
+            "region": ["locale", "district", "market_area"],
+            "channel": ["via", "touchpoint", "origin"],
+            "category": ["kind", "line", "tier"],
+            "amount": ["charge", "sum_paid", "gross_amt"],
+            "refund": ["credited", "returned_amt", "rebate"],
+            "date": ["booked_on", "event_date", "day"],
+            "status": ["phase", "lifecycle", "outcome"],
+        },
+        "values": {
+            "region": ["coast", "inland", "metro"],
+            "channel": ["app", "agent", "partner"],
+            "category": ["basic", "plus", "premium"],
+        },
         "teams": ["treasury", "insights"],
     },
-}  # fmt: skip
+}
 
 
 @dataclass
@@ -68,7 +96,9 @@ class DataTable:
         lines = [self.sep.join(["id", *names])]
         for i, row in enumerate(rows if rows is not None else self.rows):
             cells = [str(i + 1)] + [str(row[c]) for c in CONCEPTS]
-            cells += [f"L{(i * 7 + len(old)) % 5}" for old in self.legacy_columns]  # legacy codes, not the concept
+            cells += [
+                f"L{(i * 7 + len(old)) % 5}" for old in self.legacy_columns
+            ]  # legacy codes, not the concept
             lines.append(self.sep.join(cells))
         return "\n".join(lines) + "\n"
 
@@ -95,10 +125,17 @@ class DataProject:
         today = date(2025, 1, 1) + timedelta(days=rng.randrange(0, 300))
         names = rng.sample(pools["datasets"], n_tables)
         tables = {n: _table(rng, pools, n, today) for n in names}
-        return cls(name=project, tables=tables, catalog=rng.random() < 0.6,
-                   destination=rng.choice(["reports", f"reports/{team}", f"shared/{team}/reports"]),
-                   fiscal_start=rng.choice([1, 4, 7, 10]), revenue=rng.choice(["gross", "net_of_refunds"]),
-                   publish_target=f"shared/{team}/published", publish_state="open", today=today)  # fmt: skip
+        return cls(
+            name=project,
+            tables=tables,
+            catalog=rng.random() < 0.6,
+            destination=rng.choice(["reports", f"reports/{team}", f"shared/{team}/reports"]),
+            fiscal_start=rng.choice([1, 4, 7, 10]),
+            revenue=rng.choice(["gross", "net_of_refunds"]),
+            publish_target=f"shared/{team}/published",
+            publish_state="open",
+            today=today,
+        )
 
     def scope(self, table: str | None = None) -> str:
         return self.name if table is None else f"{self.name}/{table}"
@@ -109,10 +146,14 @@ class DataProject:
             if t.location != "retired":
                 out[t.location] = t.csv()
             if t.schema:
-                cols = {t.columns[c]: {"concept": c, **({"unit": t.unit} if c in ("amount", "refund") else {})}
-                        for c in CONCEPTS}  # fmt: skip
+                cols = {
+                    t.columns[c]: {"concept": c, **({"unit": t.unit} if c in ("amount", "refund") else {})}
+                    for c in CONCEPTS
+                }
                 cols.update({old: {"concept": f"legacy_{c}"} for old, c in t.legacy_columns.items()})
-                out[f"meta/{t.name}.schema.json"] = json.dumps({"columns": cols}, indent=1, sort_keys=True) + "\n"
+                out[f"meta/{t.name}.schema.json"] = (
+                    json.dumps({"columns": cols}, indent=1, sort_keys=True) + "\n"
+                )
             clean_rows = [r for r in t.rows if r["status"] != "cancelled"]
             out[t.clean_path] = t.csv(clean_rows)
             out[t.clean_path + ".meta.json"] = json.dumps({"kind": "clean", "dataset": t.name}) + "\n"
@@ -120,8 +161,14 @@ class DataProject:
                 day = (self.today - timedelta(days=age)).isoformat()
                 out[f"extracts/{t.name}/{t.name}_{day}.csv"] = t.csv(t.rows[: 3 + age % 4])
         if self.catalog:
-            entries = {t.name: ({"status": "retired"} if t.location == "retired" else {"path": t.location, "status": "active"})
-                       for t in self.tables.values()}  # fmt: skip
+            entries = {
+                t.name: (
+                    {"status": "retired"}
+                    if t.location == "retired"
+                    else {"path": t.location, "status": "active"}
+                )
+                for t in self.tables.values()
+            }
             out["meta/catalog.json"] = json.dumps({"datasets": entries}, indent=1, sort_keys=True) + "\n"
         out[f"{self.destination}/README.md"] = "Reports land here.\n"
         out[f"{self.publish_target}/README.md"] = "Published reports.\n"
@@ -140,8 +187,15 @@ class DataProject:
         }
         for t in self.tables.values():
             s = self.scope(t.name)
-            out.update({f"table.location@{s}": t.location, f"table.delimiter@{s}": t.sep, f"table.unit@{s}": t.unit,
-                        f"table.clean_path@{s}": t.clean_path, f"extracts.retention_days@{s}": t.retention})  # fmt: skip
+            out.update(
+                {
+                    f"table.location@{s}": t.location,
+                    f"table.delimiter@{s}": t.sep,
+                    f"table.unit@{s}": t.unit,
+                    f"table.clean_path@{s}": t.clean_path,
+                    f"extracts.retention_days@{s}": t.retention,
+                }
+            )
             out.update({f"column.{c}@{s}": t.columns[c] for c in CONCEPTS})
         return out
 
@@ -156,17 +210,31 @@ def _table(rng: random.Random, pools: dict[str, Any], name: str, today: date) ->
     version = rng.choice([2, 3, None])
     location = f"data/{name}.csv" if version is None else f"data/v{version}/{name}.csv"
     columns = {c: rng.choice(pools["columns"][c]) for c in CONCEPTS}
-    t = DataTable(name=name, location=location, sep=rng.choice([",", ";", "|"]), columns=columns,
-                  unit=rng.choice(UNITS), clean_path=rng.choice([f"warehouse/{name}_clean.csv", f"warehouse/clean/{name}.csv"]),
-                  retention=rng.choice(RETENTIONS), schema=rng.random() < 0.85)  # fmt: skip
+    t = DataTable(
+        name=name,
+        location=location,
+        sep=rng.choice([",", ";", "|"]),
+        columns=columns,
+        unit=rng.choice(UNITS),
+        clean_path=rng.choice([f"warehouse/{name}_clean.csv", f"warehouse/clean/{name}.csv"]),
+        retention=rng.choice(RETENTIONS),
+        schema=rng.random() < 0.85,
+    )
     for _ in range(rng.randint(14, 26)):
         dollars = round(rng.uniform(5, 400), 2)
         refund = round(dollars * rng.choice([0, 0, 0.1, 0.25]), 2)
         day = today - timedelta(days=rng.randrange(20, 760))
-        t.rows.append({"region": rng.choice(pools["values"]["region"]), "channel": rng.choice(pools["values"]["channel"]),
-                       "category": rng.choice(pools["values"]["category"]), "amount": stored(dollars, t.unit),
-                       "refund": stored(refund, t.unit), "date": day.isoformat(),
-                       "status": rng.choices(STATUSES, weights=[6, 2, 1])[0]})  # fmt: skip
+        t.rows.append(
+            {
+                "region": rng.choice(pools["values"]["region"]),
+                "channel": rng.choice(pools["values"]["channel"]),
+                "category": rng.choice(pools["values"]["category"]),
+                "amount": stored(dollars, t.unit),
+                "refund": stored(refund, t.unit),
+                "date": day.isoformat(),
+                "status": rng.choices(STATUSES, weights=[6, 2, 1])[0],
+            }
+        )
     return t
 
 

@@ -29,32 +29,76 @@ def _other_value(spec: InterfaceSpec) -> Any:
     return other
 
 
-def finish_case(rng: random.Random, *, spec: InterfaceSpec, case_id: str, split: str, interface: str, family: str,
-                kind: str, corruption: str, task: TaskSpec, world: World, truth: dict[str, Any], key: str,
-                target_scope: str, sibling_scope: str, project_scope: str, old_value: Any, protected: list[str],
-                frozen: list[str], later: list[TaskSpec]) -> Case:  # fmt: skip
+def finish_case(
+    rng: random.Random,
+    *,
+    spec: InterfaceSpec,
+    case_id: str,
+    split: str,
+    interface: str,
+    family: str,
+    kind: str,
+    corruption: str,
+    task: TaskSpec,
+    world: World,
+    truth: dict[str, Any],
+    key: str,
+    target_scope: str,
+    sibling_scope: str,
+    project_scope: str,
+    old_value: Any,
+    protected: list[str],
+    frozen: list[str],
+    later: list[TaskSpec],
+) -> Case:
     seeds = {(r.key, r.scope): r for r in seed_records(truth, spec, rng)}
     target = seeds.pop((key, target_scope))
     sibling = seeds.get((key, sibling_scope)) if corruption == "scope" else None
     if sibling is not None and sibling.value == target.value:
-        raise ValueError(f"{case_id}: the sibling scope holds the same {key} value; a scope case needs another")
+        raise ValueError(
+            f"{case_id}: the sibling scope holds the same {key} value; a scope case needs another"
+        )
     corrupted, conflicting, also = corrupt(corruption, target, old_value, sibling, project_scope, rng)
     records = sorted(seeds.values(), key=lambda r: (r.key, r.scope))
     evidence = distractor_evidence(records, rng, _other_value(spec))
     sib_rec = seeds.get((key, sibling_scope))
     if sib_rec is not None and rng.random() < 0.5:  # a newer observation elsewhere: not a conflict here
-        evidence.append(EvidenceSeed(key=key, scope=sibling_scope, value=sib_rec.value, source="observation",
-                                     detail="seen while working on the sibling", age_days=round(rng.uniform(1, 10), 2)))  # fmt: skip
+        evidence.append(
+            EvidenceSeed(
+                key=key,
+                scope=sibling_scope,
+                value=sib_rec.value,
+                source="observation",
+                detail="seen while working on the sibling",
+                age_days=round(rng.uniform(1, 10), 2),
+            )
+        )
     case = Case(
-        case_id=case_id, split=split, interface=interface, family=family, kind=kind, corruption=corruption,
-        task=task, world=world, records=records, evidence=evidence, target=target, corrupted=corrupted,
-        also_replaces=also, conflicting=conflicting, truth=truth,
+        case_id=case_id,
+        split=split,
+        interface=interface,
+        family=family,
+        kind=kind,
+        corruption=corruption,
+        task=task,
+        world=world,
+        records=records,
+        evidence=evidence,
+        target=target,
+        corrupted=corrupted,
+        also_replaces=also,
+        conflicting=conflicting,
+        truth=truth,
         reference=Action(operation="stop", reason="placeholder until the valid store is built"),
-        protected=protected, frozen=frozen, later=later,
-    )  # fmt: skip
+        protected=protected,
+        frozen=frozen,
+        later=later,
+    )
     clean = store_for(case, "clean")
     try:
-        case = case.model_copy(update={"reference": ScriptedPlanner(spec).propose(task, clean.retrieve(task.scope))})
+        case = case.model_copy(
+            update={"reference": ScriptedPlanner(spec).propose(task, clean.retrieve(task.scope))}
+        )
     finally:
         clean.close()
     if (kind == "safe_stop") != case.reference.is_stop:

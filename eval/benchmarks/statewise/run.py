@@ -75,8 +75,9 @@ def _planner_factory(kind: str) -> Any:
     return lambda interface: LLMPlanner(client, interface.spec)
 
 
-def _job(kind: str, case: Case, conditions: list[str], work: str, planner: str,
-         runtime: Runtime | None = None) -> list[dict[str, Any]]:  # fmt: skip
+def _job(
+    kind: str, case: Case, conditions: list[str], work: str, planner: str, runtime: Runtime | None = None
+) -> list[dict[str, Any]]:
     """One job; in a pool worker the process's runtime (its sandboxes) is reused across its jobs."""
     global _RUNTIME
     if runtime is None:
@@ -129,19 +130,26 @@ def run(cfg: DictConfig) -> StatewiseSummary:
     run_dir = Path(cfg.run_dir)
     results_dir = RunFolder(run_dir).results
     if not cfg.resume and results_dir.is_dir() and any(results_dir.iterdir()):
-        raise FileExistsError(f"{run_dir} already holds results; pass resume=true to continue it, or another run_dir")
+        raise FileExistsError(
+            f"{run_dir} already holds results; pass resume=true to continue it, or another run_dir"
+        )
     results_dir.mkdir(parents=True, exist_ok=True)
     RunFolder(run_dir).config.write_text(OmegaConf.to_yaml(cfg, resolve=True), encoding="utf-8")
     cases = _select(cfg)
-    jobs = [("case", c, conditions) for c in cases] + [("seq", c, seq_conditions) for c in cases if c.later and seq_conditions]
+    jobs = [("case", c, conditions) for c in cases] + [
+        ("seq", c, seq_conditions) for c in cases if c.later and seq_conditions
+    ]
     todo = [j for j in jobs if not (results_dir / f"{j[1].case_id}.{j[0]}.jsonl").is_file()]
     start = time.perf_counter()
     work = str((run_dir / "work").resolve())
-    with tqdm(total=len(jobs), initial=len(jobs) - len(todo), desc="statewise", unit="job",
-              disable=not cfg.progress) as bar:  # fmt: skip
+    with tqdm(
+        total=len(jobs), initial=len(jobs) - len(todo), desc="statewise", unit="job", disable=not cfg.progress
+    ) as bar:
         if int(cfg.workers) > 1 and len(todo) > 1:
             with ProcessPoolExecutor(max_workers=int(cfg.workers), mp_context=get_context("spawn")) as pool:
-                futures = {pool.submit(_job, k, c, conds, work, str(cfg.planner)): (k, c) for k, c, conds in todo}
+                futures = {
+                    pool.submit(_job, k, c, conds, work, str(cfg.planner)): (k, c) for k, c, conds in todo
+                }
                 for fut in as_completed(futures):
                     kind, case = futures[fut]
                     _write(results_dir / f"{case.case_id}.{kind}.jsonl", fut.result())
@@ -159,15 +167,26 @@ def run(cfg: DictConfig) -> StatewiseSummary:
     seq_results: list[RunResult] = []
     for kind, case, _conds in jobs:
         path = results_dir / f"{case.case_id}.{kind}.jsonl"
-        rows_ = [RunResult.model_validate_json(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+        rows_ = [
+            RunResult.model_validate_json(line)
+            for line in path.read_text(encoding="utf-8").splitlines()
+            if line
+        ]
         (singles if kind == "case" else seq_results).extend(rows_)
     rows = condition_rows(singles, conditions)
     seq_rows = sequence_rows(seq_results, seq_conditions)
     title = f"StateWise benchmark, split={cfg.split}, planner={cfg.planner} ({len(cases)} cases)"
     tables = render_tables(rows, seq_rows, title=title)
-    out = StatewiseSummary(split=str(cfg.split), planner=str(cfg.planner), cases=summary(cases), conditions=rows,
-                           sequences=seq_rows, held_out=cfg.split != "dev", wall_s=round(time.perf_counter() - start, 1),
-                           tables=tables)  # fmt: skip
+    out = StatewiseSummary(
+        split=str(cfg.split),
+        planner=str(cfg.planner),
+        cases=summary(cases),
+        conditions=rows,
+        sequences=seq_rows,
+        held_out=cfg.split != "dev",
+        wall_s=round(time.perf_counter() - start, 1),
+        tables=tables,
+    )
     RunFolder(run_dir).summary.write_text(out.model_dump_json(indent=1) + "\n", encoding="utf-8")
     (run_dir / "tables.md").write_text(tables, encoding="utf-8")
     return out
@@ -177,7 +196,9 @@ def run(cfg: DictConfig) -> StatewiseSummary:
 def main(cfg: DictConfig) -> None:
     out = run(cfg)
     print(out.tables)
-    print(f"cases: {json.dumps(out.cases['kind'])} {json.dumps(out.cases['interface'])}; sequences: {out.cases['sequences']}")
+    print(
+        f"cases: {json.dumps(out.cases['kind'])} {json.dumps(out.cases['interface'])}; sequences: {out.cases['sequences']}"
+    )
     print(f"run folder: {cfg.run_dir} (results/*.jsonl, summary.json, tables.md); {out.wall_s} s")
 
 

@@ -38,37 +38,81 @@ def seed_records(truth: dict[str, Any], spec: InterfaceSpec, rng: random.Random)
             authority = Authority.INFERRED if rng.random() < 0.1 else Authority.DEVELOPER
         else:
             authority = rng.choice([Authority.VERIFIED, Authority.OBSERVED])
-        seeds.append(RecordSeed(key=key, value=value, type=stype.name, scope=scope,
-                                age_days=round(ttl * rng.uniform(0.05, 1.25), 2), ttl_days=stype.ttl_days,
-                                authority=authority, source=f"task-{rng.randint(100, 999)}", provenance_scope=scope))  # fmt: skip
+        seeds.append(
+            RecordSeed(
+                key=key,
+                value=value,
+                type=stype.name,
+                scope=scope,
+                age_days=round(ttl * rng.uniform(0.05, 1.25), 2),
+                ttl_days=stype.ttl_days,
+                authority=authority,
+                source=f"task-{rng.randint(100, 999)}",
+                provenance_scope=scope,
+            )
+        )
     return seeds
 
 
-def distractor_evidence(records: list[RecordSeed], rng: random.Random, other_value: Any) -> list[EvidenceSeed]:
+def distractor_evidence(
+    records: list[RecordSeed], rng: random.Random, other_value: Any
+) -> list[EvidenceSeed]:
     """Older observations of a few records with other values (not newer, so no conflict)."""
     picks = rng.sample(records, k=min(3, len(records)))
-    return [EvidenceSeed(key=r.key, scope=r.scope, value=other_value(r), age_days=round(r.age_days + rng.uniform(5, 60), 2),
-                         source="observation", detail="seen in an older tool log") for r in picks]  # fmt: skip
+    return [
+        EvidenceSeed(
+            key=r.key,
+            scope=r.scope,
+            value=other_value(r),
+            age_days=round(r.age_days + rng.uniform(5, 60), 2),
+            source="observation",
+            detail="seen in an older tool log",
+        )
+        for r in picks
+    ]
 
 
-def corrupt(kind: str, target: RecordSeed, old_value: Any, sibling: RecordSeed | None, project_scope: str,
-            rng: random.Random) -> tuple[RecordSeed, list[EvidenceSeed], list[RecordSeed]]:  # fmt: skip
+def corrupt(
+    kind: str,
+    target: RecordSeed,
+    old_value: Any,
+    sibling: RecordSeed | None,
+    project_scope: str,
+    rng: random.Random,
+) -> tuple[RecordSeed, list[EvidenceSeed], list[RecordSeed]]:
     """(corrupted record, newer conflicting evidence, valid records it stands in for)."""
     ttl = target.ttl_days or 365.0
     if kind == "stale":
-        rec = target.model_copy(update={"value": old_value, "age_days": round(ttl * rng.uniform(0.4, 3.0), 2)})
+        rec = target.model_copy(
+            update={"value": old_value, "age_days": round(ttl * rng.uniform(0.4, 3.0), 2)}
+        )
         return rec, [], []
     if kind == "conflict":
-        rec = target.model_copy(update={"value": old_value, "age_days": round(ttl * rng.uniform(0.2, 0.9), 2)})
+        rec = target.model_copy(
+            update={"value": old_value, "age_days": round(ttl * rng.uniform(0.2, 0.9), 2)}
+        )
         where = target.scope if rng.random() < 0.7 else project_scope
-        source, detail = rng.choice([("observation", "a tool run printed it"), ("note", "a teammate's changelog note")])
-        ev = EvidenceSeed(key=target.key, scope=where, value=target.value, source=source, detail=detail,
-                          age_days=round(rec.age_days * rng.uniform(0.1, 0.8), 2))  # fmt: skip
+        source, detail = rng.choice(
+            [("observation", "a tool run printed it"), ("note", "a teammate's changelog note")]
+        )
+        ev = EvidenceSeed(
+            key=target.key,
+            scope=where,
+            value=target.value,
+            source=source,
+            detail=detail,
+            age_days=round(rec.age_days * rng.uniform(0.1, 0.8), 2),
+        )
         return rec, [ev], []
     if kind == "scope":
         if sibling is None:
             raise ValueError(f"scope corruption of {target.key} needs a sibling scope's record")
-        rec = sibling.model_copy(update={"scope": project_scope, "provenance_scope": sibling.scope,
-                                         "age_days": round(ttl * rng.uniform(0.2, 0.95), 2)})  # fmt: skip
+        rec = sibling.model_copy(
+            update={
+                "scope": project_scope,
+                "provenance_scope": sibling.scope,
+                "age_days": round(ttl * rng.uniform(0.2, 0.95), 2),
+            }
+        )
         return rec, [], [sibling]
     raise ValueError(f"corruption kind {kind!r}: use stale, conflict or scope")

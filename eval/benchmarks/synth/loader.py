@@ -60,8 +60,10 @@ def verify_frozen(root: Path, frozen: Path = FROZEN) -> list[str]:
             elif _sha256(path) != digest:
                 bad.append(f"{task_id}/{rel} differs")
     if bad:
-        raise SynthBenchError(f"{root} is not the frozen benchmark ({len(bad)} file(s): {'; '.join(bad[:5])}); "
-                              f"delete the folder and {BUILD_HINT}")  # fmt: skip
+        raise SynthBenchError(
+            f"{root} is not the frozen benchmark ({len(bad)} file(s): {'; '.join(bad[:5])}); "
+            f"delete the folder and {BUILD_HINT}"
+        )
     return sorted(record["tasks"])
 
 
@@ -70,14 +72,22 @@ def _parents(graph: RelationGraph) -> dict[int, list[int]]:
     return {s.turn_id: sorted({turn_of[d] for d in s.deps if d in turn_of}) for s in graph.stages}
 
 
-def load_synth_tasks(root: str | Path, *, verify: bool = True, variants: Mapping[str, Any] | None = None,
-                     ) -> list[EvalTask]:  # fmt: skip
+def load_synth_tasks(
+    root: str | Path,
+    *,
+    verify: bool = True,
+    variants: Mapping[str, Any] | None = None,
+) -> list[EvalTask]:
     """The benchmark's tasks, one EvalTask per selected variant (default: `shipped`, the two
     counterfactuals each task ships, as the frozen record was measured; `variants` is the bench
     config's `variants`/`faults` selection, see eval.benchmarks.variants)."""
     root = Path(root)
     selection = variants if variants is not None else {"variants": ["shipped"]}
-    ids = verify_frozen(root) if verify else sorted(p.name for p in root.glob("*") if TaskFolder(p).task.is_file())
+    ids = (
+        verify_frozen(root)
+        if verify
+        else sorted(p.name for p in root.glob("*") if TaskFolder(p).task.is_file())
+    )
     if not ids:
         raise SynthBenchError(f"{root}: no tasks; {BUILD_HINT}")
     out = []
@@ -87,9 +97,17 @@ def load_synth_tasks(root: str | Path, *, verify: bool = True, variants: Mapping
         declared = read_faults_file(folder.faults).variants
         task = load_task(folder.hidden, task_id=task_id, base_path=str(folder.agent.resolve()))
         n = len(task.turns)
-        base = EvalTask(task_id=task_id, task=task, data_dir=folder.data, domain=graph.dataset,
-                        level="15-20 turns" if n <= 20 else "21-35 turns", parents=_parents(graph))  # fmt: skip
-        out += expand_variants(base, select_variants({**declared, **single_faults(task)}, selection), bare="shipped")
+        base = EvalTask(
+            task_id=task_id,
+            task=task,
+            data_dir=folder.data,
+            domain=graph.dataset,
+            level="15-20 turns" if n <= 20 else "21-35 turns",
+            parents=_parents(graph),
+        )
+        out += expand_variants(
+            base, select_variants({**declared, **single_faults(task)}, selection), bare="shipped"
+        )
     return out
 
 
@@ -104,8 +122,16 @@ def single_faults(task: Task) -> dict[str, list[Fault]]:
     if stale is not None:
         out[f"stale-t{stale}"] = [Fault(kind="stale", turn=stale)]
     start = max(2, len(turns) // 3)
-    precise = next((t.turn_id for t in task.turns if t.turn_id >= start and _has_decimals(t.answer, 2)
-                    and check_fault(task, Fault(kind="precision", turn=t.turn_id)) is None), None)  # fmt: skip
+    precise = next(
+        (
+            t.turn_id
+            for t in task.turns
+            if t.turn_id >= start
+            and _has_decimals(t.answer, 2)
+            and check_fault(task, Fault(kind="precision", turn=t.turn_id)) is None
+        ),
+        None,
+    )
     if precise is not None:
         out[f"precision-t{precise}"] = [Fault(kind="precision", turn=precise, decimals=1)]
     middle = turns[len(turns) // 2]
@@ -121,8 +147,14 @@ def _has_decimals(answer: Any, places: int) -> bool:
 # manager often sees a turn's work after its answer was submitted, the case in which stopping
 # contamination downstream (not only fixing the turn) decides the outcome. `flow=turn_aligned`
 # reviews at every turn boundary instead, as LongDS does (Table 3).
-SYNTH_FLOW = FlowConfig(name="synth", regime=Regime.SEGMENT_INDUCED, review_every=3, budget_unit="turn",
-                        baseline_budget=40, stateguard_budget=40)  # fmt: skip
+SYNTH_FLOW = FlowConfig(
+    name="synth",
+    regime=Regime.SEGMENT_INDUCED,
+    review_every=3,
+    budget_unit="turn",
+    baseline_budget=40,
+    stateguard_budget=40,
+)
 
 
 class SynthBench(Benchmark):
@@ -131,9 +163,14 @@ class SynthBench(Benchmark):
     scoring_version = "synth-fields/1"
 
     def load(self, cfg: Mapping[str, Any]) -> list[EvalTask]:
-        return load_synth_tasks(cfg.get("data_dir", "data/synth-bench"), verify=bool(cfg.get("verify", True)),
-                                variants={"variants": cfg.get("variants", ["clean", "shipped"]),
-                                          "faults": cfg.get("faults") or []})  # fmt: skip
+        return load_synth_tasks(
+            cfg.get("data_dir", "data/synth-bench"),
+            verify=bool(cfg.get("verify", True)),
+            variants={
+                "variants": cfg.get("variants", ["clean", "shipped"]),
+                "faults": cfg.get("faults") or [],
+            },
+        )
 
     def score(self, task: EvalTask, answers: Mapping[int, Any]) -> dict[int, bool | None]:
         expected = {t.turn_id: t.answer for t in task.task.turns}

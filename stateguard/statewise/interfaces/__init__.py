@@ -1,7 +1,7 @@
 """The interfaces StateWise ships: `data` (sandboxed pandas workspace) and `coding` (bubblewrap shell).
 
-    from stateguard.statewise.interfaces import get_interface
-    interface = get_interface("coding")
+from stateguard.statewise.interfaces import get_interface
+interface = get_interface("coding")
 """
 
 from __future__ import annotations

@@ -44,8 +44,11 @@ class CodingEnvironment:
 
     def execute(self, program: str) -> ExecOutcome:
         out = self.shell.run(program, writable=True)
-        return ExecOutcome(ok=out.rc == 0, output=out.stdout[-2000:],
-                           error=None if out.rc == 0 else f"exit {out.rc}: {out.stderr.strip()[-500:]}")  # fmt: skip
+        return ExecOutcome(
+            ok=out.rc == 0,
+            output=out.stdout[-2000:],
+            error=None if out.rc == 0 else f"exit {out.rc}: {out.stderr.strip()[-500:]}",
+        )
 
 
 def render(op: Operation, slots: dict[str, Any]) -> str:
@@ -94,7 +97,9 @@ def verify_cache_dir(env: Any, key: str, task: TaskSpec) -> Verdict:
             listing = env.list_dir(folder) or []
             if "CACHEDIR.TAG" in listing:
                 tagged.append(folder)
-            nxt += [f"{folder}/{n}" for n in listing if "." not in n.lstrip(".") and n not in ("src", "tests")]
+            nxt += [
+                f"{folder}/{n}" for n in listing if "." not in n.lstrip(".") and n not in ("src", "tests")
+            ]
         frontier = nxt
     if len(tagged) == 1:
         return Verdict(conclusive=True, value=tagged[0], detail=f"{tagged[0]} carries CACHEDIR.TAG")
@@ -103,7 +108,9 @@ def verify_cache_dir(env: Any, key: str, task: TaskSpec) -> Verdict:
 
 def verify_module(env: Any, key: str, task: TaskSpec) -> Verdict:
     pkg = _pkg(task)
-    mods = [n for n in env.list_dir(f"{pkg}/src") or [] if "__init__.py" in (env.list_dir(f"{pkg}/src/{n}") or [])]
+    mods = [
+        n for n in env.list_dir(f"{pkg}/src") or [] if "__init__.py" in (env.list_dir(f"{pkg}/src/{n}") or [])
+    ]
     if len(mods) == 1:
         return Verdict(conclusive=True, value=mods[0], detail=f"{pkg}/src holds one package: {mods[0]}")
     return Verdict(conclusive=False, detail=f"{pkg}/src holds {len(mods)} packages: {mods}")
@@ -116,8 +123,11 @@ def verify_config_path(env: Any, key: str, task: TaskSpec) -> Verdict:
         return Verdict(conclusive=False, detail=module.detail)
     value = _config_value(env.read_text(f"{pkg}/src/{module.value}/settings.py"), "CONFIG_PATH")
     if value:
-        return Verdict(conclusive=True, value=f"{pkg}/{value}",
-                       detail=f"{pkg}/src/{module.value}/settings.py loads {value}")  # fmt: skip
+        return Verdict(
+            conclusive=True,
+            value=f"{pkg}/{value}",
+            detail=f"{pkg}/src/{module.value}/settings.py loads {value}",
+        )
     return Verdict(conclusive=False, detail=f"{pkg}/src/{module.value}/settings.py has no CONFIG_PATH")
 
 
@@ -126,14 +136,23 @@ def verify_release_state(env: Any, key: str, task: TaskSpec) -> Verdict:
     root = env.list_dir(".") or []
     here = env.list_dir(pkg) or []
     frozen = "RELEASE_FREEZE" in root or "FREEZE" in here
-    return Verdict(conclusive=True, value="frozen" if frozen else "open",
-                   detail=f"freeze markers: RELEASE_FREEZE at the root {'present' if 'RELEASE_FREEZE' in root else 'absent'}, "
-                          f"{pkg}/FREEZE {'present' if 'FREEZE' in here else 'absent'}")  # fmt: skip
+    return Verdict(
+        conclusive=True,
+        value="frozen" if frozen else "open",
+        detail=f"freeze markers: RELEASE_FREEZE at the root {'present' if 'RELEASE_FREEZE' in root else 'absent'}, "
+        f"{pkg}/FREEZE {'present' if 'FREEZE' in here else 'absent'}",
+    )
 
 
 CODING_INTERFACE = Interface(
     spec=CODING_SPEC,
-    verifiers={"test_command": verify_test_command, "build_dir": verify_build_dir, "cache_dir": verify_cache_dir,
-               "module": verify_module, "config_path": verify_config_path, "release_state": verify_release_state},  # fmt: skip
+    verifiers={
+        "test_command": verify_test_command,
+        "build_dir": verify_build_dir,
+        "cache_dir": verify_cache_dir,
+        "module": verify_module,
+        "config_path": verify_config_path,
+        "release_state": verify_release_state,
+    },
     render=render,
 )

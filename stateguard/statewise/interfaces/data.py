@@ -45,14 +45,18 @@ class DataEnvironment:
         return result.value if result.ok else None
 
     def read_text(self, path: str, limit: int = 4000) -> str | None:
-        code = ("__p = os.path.join(__root, " + repr(path) + ")\n"
-                f"result = open(__p, encoding='utf-8', errors='replace').read({int(limit)}) if os.path.isfile(__p) else None")  # fmt: skip
+        code = (
+            "__p = os.path.join(__root, " + repr(path) + ")\n"
+            f"result = open(__p, encoding='utf-8', errors='replace').read({int(limit)}) if os.path.isfile(__p) else None"
+        )
         value = self._probe(code)
         return value if isinstance(value, str) else None
 
     def list_dir(self, path: str) -> list[str] | None:
-        code = (f"__p = os.path.join(__root, {path!r})\n"
-                "result = sorted(os.listdir(__p)) if os.path.isdir(__p) else None")  # fmt: skip
+        code = (
+            f"__p = os.path.join(__root, {path!r})\n"
+            "result = sorted(os.listdir(__p)) if os.path.isdir(__p) else None"
+        )
         value = self._probe(code)
         return [str(v) for v in value] if isinstance(value, list) else None
 
@@ -85,10 +89,14 @@ def locate_table(env: Any, dataset: str) -> Verdict:
     entry = (catalog or {}).get("datasets", {}).get(dataset)
     if isinstance(entry, dict):
         if entry.get("status") == "retired":
-            return Verdict(conclusive=True, value="retired", detail=f"meta/catalog.json: {dataset} is retired")
+            return Verdict(
+                conclusive=True, value="retired", detail=f"meta/catalog.json: {dataset} is retired"
+            )
         path = entry.get("path")
         if isinstance(path, str) and env.read_text(path, limit=1) is not None:
-            return Verdict(conclusive=True, value=path, detail=f"meta/catalog.json: {dataset} -> {path} (exists)")
+            return Verdict(
+                conclusive=True, value=path, detail=f"meta/catalog.json: {dataset} -> {path} (exists)"
+            )
     candidates: list[str] = []
     stack = ["data"]
     while stack:
@@ -102,8 +110,12 @@ def locate_table(env: Any, dataset: str) -> Verdict:
             elif "." not in name:
                 stack.append(f"{folder}/{name}")
     if len(candidates) == 1:
-        return Verdict(conclusive=True, value=candidates[0], detail=f"only current file named {dataset}.csv under data/")
-    return Verdict(conclusive=False, detail=f"{len(candidates)} candidate files for {dataset}: {sorted(candidates)}")
+        return Verdict(
+            conclusive=True, value=candidates[0], detail=f"only current file named {dataset}.csv under data/"
+        )
+    return Verdict(
+        conclusive=False, detail=f"{len(candidates)} candidate files for {dataset}: {sorted(candidates)}"
+    )
 
 
 def _header(env: Any, dataset: str) -> tuple[str | None, str]:
@@ -141,7 +153,9 @@ def verify_column(env: Any, key: str, task: TaskSpec) -> Verdict:
     dataset = _dataset(task)
     for name, info in _schema(env, dataset).items():
         if isinstance(info, dict) and info.get("concept") == concept:
-            return Verdict(conclusive=True, value=name, detail=f"meta/{dataset}.schema.json: {name} is the {concept}")
+            return Verdict(
+                conclusive=True, value=name, detail=f"meta/{dataset}.schema.json: {name} is the {concept}"
+            )
     text, where = _header(env, dataset)
     if text is None:
         return Verdict(conclusive=False, detail=where)
@@ -149,16 +163,25 @@ def verify_column(env: Any, key: str, task: TaskSpec) -> Verdict:
     header = text.splitlines()[0].split(str(delim.value)) if delim.conclusive else []
     if concept in header:
         return Verdict(conclusive=True, value=concept, detail=f"{where}: header has a column named {concept}")
-    return Verdict(conclusive=False, detail=f"{where}: no schema entry and no column named {concept} in {header}")
+    return Verdict(
+        conclusive=False, detail=f"{where}: no schema entry and no column named {concept} in {header}"
+    )
 
 
 def verify_unit(env: Any, key: str, task: TaskSpec) -> Verdict:
     dataset = _dataset(task)
-    units = {info.get("unit") for info in _schema(env, dataset).values() if isinstance(info, dict) and info.get("unit")}
+    units = {
+        info.get("unit")
+        for info in _schema(env, dataset).values()
+        if isinstance(info, dict) and info.get("unit")
+    }
     if len(units) == 1:
         unit = units.pop()
         return Verdict(conclusive=True, value=unit, detail=f"meta/{dataset}.schema.json: amounts in {unit}")
-    return Verdict(conclusive=False, detail=f"meta/{dataset}.schema.json states no single unit ({sorted(map(str, units))})")
+    return Verdict(
+        conclusive=False,
+        detail=f"meta/{dataset}.schema.json states no single unit ({sorted(map(str, units))})",
+    )
 
 
 def verify_clean_path(env: Any, key: str, task: TaskSpec) -> Verdict:
@@ -178,7 +201,9 @@ def verify_clean_path(env: Any, key: str, task: TaskSpec) -> Verdict:
                     below.append(f"{folder}/{name}")
         folders = below
     if len(hits) == 1:
-        return Verdict(conclusive=True, value=hits[0], detail=f"{hits[0]}.meta.json marks it the clean {dataset} table")
+        return Verdict(
+            conclusive=True, value=hits[0], detail=f"{hits[0]}.meta.json marks it the clean {dataset} table"
+        )
     return Verdict(conclusive=False, detail=f"{len(hits)} warehouse tables marked clean for {dataset}")
 
 
@@ -188,8 +213,11 @@ def verify_publish_state(env: Any, key: str, task: TaskSpec) -> Verdict:
     if listing is None:
         return Verdict(conclusive=False, detail=f"publish folder {target!r} does not exist")
     frozen = ".frozen" in listing
-    return Verdict(conclusive=True, value="frozen" if frozen else "open",
-                   detail=f"{target}: {'a .frozen marker' if frozen else 'no .frozen marker'}")  # fmt: skip
+    return Verdict(
+        conclusive=True,
+        value="frozen" if frozen else "open",
+        detail=f"{target}: {'a .frozen marker' if frozen else 'no .frozen marker'}",
+    )
 
 
 def render(op: Operation, slots: dict[str, Any]) -> str:
@@ -199,7 +227,13 @@ def render(op: Operation, slots: dict[str, Any]) -> str:
 
 DATA_INTERFACE = Interface(
     spec=DATA_SPEC,
-    verifiers={"table_location": verify_location, "csv_delimiter": verify_delimiter, "column": verify_column,
-               "amount_unit": verify_unit, "clean_path": verify_clean_path, "publish_state": verify_publish_state},  # fmt: skip
+    verifiers={
+        "table_location": verify_location,
+        "csv_delimiter": verify_delimiter,
+        "column": verify_column,
+        "amount_unit": verify_unit,
+        "clean_path": verify_clean_path,
+        "publish_state": verify_publish_state,
+    },
     render=render,
 )

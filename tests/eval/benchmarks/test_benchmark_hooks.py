@@ -55,7 +55,13 @@ def test_every_registered_benchmark_is_a_benchmark(name: str) -> None:
 
 def test_the_runner_calls_the_hooks_without_looking_them_up() -> None:
     tree = ast.parse((ROOT / "eval" / "runner.py").read_text(encoding="utf-8"))
-    lookups = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-               and n.func.id in ("getattr", "hasattr") and isinstance(n.args[0], ast.Name | ast.Attribute)
-               and "bench" in ast.unparse(n.args[0])]  # fmt: skip
+    lookups = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Name)
+        and n.func.id in ("getattr", "hasattr")
+        and isinstance(n.args[0], ast.Name | ast.Attribute)
+        and "bench" in ast.unparse(n.args[0])
+    ]
     assert [ast.unparse(n) for n in lookups] == []

@@ -39,24 +39,39 @@ PAYMENTS = "psp_reference,merchant,issuing_country,eur_amount\n" + "".join(
     for i, (country, amount) in enumerate([("NL", 10.5), ("BE", 3.0), ("NL", 7.25), ("FR", 1.0), ("NL", 2.0)])
 )
 TASKS = [
-    {"task_id": "5", "question": "Which issuing country appears on the most payments in the table?",
-     "guidelines": "Answer with the country code only.", "level": "easy", "answer": "NL"},
-    {"task_id": "1273", "question": "What is the average eur_amount of the transactions issued in NL?",
-     "guidelines": "Answer with a number rounded to 6 decimals.", "level": "hard", "answer": "6.583333"},
-]  # fmt: skip
+    {
+        "task_id": "5",
+        "question": "Which issuing country appears on the most payments in the table?",
+        "guidelines": "Answer with the country code only.",
+        "level": "easy",
+        "answer": "NL",
+    },
+    {
+        "task_id": "1273",
+        "question": "What is the average eur_amount of the transactions issued in NL?",
+        "guidelines": "Answer with a number rounded to 6 decimals.",
+        "level": "hard",
+        "answer": "6.583333",
+    },
+]
 # The scripted model's answers: NL (read from the data) is right; 6.5 is not the truth to one decimal.
 SCRIPTED = {"5": None, "1273": 6.5}
 
 
-def make_root(tmp_path: Path, *, payments: bool = True, tasks: list[dict[str, Any]] = TASKS,
-              split: str = "dev") -> Path:  # fmt: skip
+def make_root(
+    tmp_path: Path, *, payments: bool = True, tasks: list[dict[str, Any]] = TASKS, split: str = "dev"
+) -> Path:
     root = tmp_path / "dabstep"
     context = root / "context"
     context.mkdir(parents=True)
-    files = {"fees.json": "[]", "manual.md": "# Manual\nA transaction is one payment.\n",
-             "merchant_data.json": "[]", "merchant_category_codes.csv": "mcc,description\n5812,Restaurants\n",
-             "acquirer_countries.csv": "acquirer,country_code\nbank_a,NL\n",
-             "payments-readme.md": "issuing_country: card country; eur_amount: value in EUR\n"}  # fmt: skip
+    files = {
+        "fees.json": "[]",
+        "manual.md": "# Manual\nA transaction is one payment.\n",
+        "merchant_data.json": "[]",
+        "merchant_category_codes.csv": "mcc,description\n5812,Restaurants\n",
+        "acquirer_countries.csv": "acquirer,country_code\nbank_a,NL\n",
+        "payments-readme.md": "issuing_country: card country; eur_amount: value in EUR\n",
+    }
     if payments:
         files["payments.csv"] = PAYMENTS
     for name, text in files.items():
@@ -77,19 +92,32 @@ def scripted_model(request: dict[str, Any]) -> Reply:
     hint): call final_answer with what the output showed."""
     messages = request["messages"]
     task_id = _task_of(messages)
-    outputs = [m["content"] for m in messages if m["role"] == "user" and m["content"].startswith("Observation:")]
+    outputs = [
+        m["content"] for m in messages if m["role"] == "user" and m["content"].startswith("Observation:")
+    ]
     if not outputs:
-        code = ("import os\npay = pd.read_csv(os.path.join(BASE_PATH, 'payments.csv'))\n"
-                "print(pay.issuing_country.value_counts().idxmax())")  # fmt: skip
-        return Reply(content=f"Thought: I will count transactions per issuing country.\nCode:\n```py\n{code}\n```<end_code>")
+        code = (
+            "import os\npay = pd.read_csv(os.path.join(BASE_PATH, 'payments.csv'))\n"
+            "print(pay.issuing_country.value_counts().idxmax())"
+        )
+        return Reply(
+            content=f"Thought: I will count transactions per issuing country.\nCode:\n```py\n{code}\n```<end_code>"
+        )
     answer = SCRIPTED[task_id] if SCRIPTED[task_id] is not None else outputs[-1].split()[-1].lower()
     return Reply(content=f"Thought: done.\nCode:\n```py\nfinal_answer({answer!r})\n```<end_code>")
 
 
 def _cfg(run_dir: Path, data_dir: Path, **over: object) -> DictConfig:
-    overrides = ["bench=dabstep", f"run_dir={run_dir}", f"bench.data_dir={data_dir}", "worker=llm",
-                 "workers=1", "progress=false", "bootstrap_resamples=50",
-                 *[f"{k}={v}" for k, v in over.items()]]  # fmt: skip
+    overrides = [
+        "bench=dabstep",
+        f"run_dir={run_dir}",
+        f"bench.data_dir={data_dir}",
+        "worker=llm",
+        "workers=1",
+        "progress=false",
+        "bootstrap_resamples=50",
+        *[f"{k}={v}" for k, v in over.items()],
+    ]
     with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
         return compose("eval", overrides=overrides)
 
@@ -108,7 +136,8 @@ def test_runner_scores_each_task_with_the_official_matcher(tmp_path: Path, model
     summary = run(cfg)
     results = read_results(tmp_path / "run")
     assert sorted((r.task_id, r.arm) for r in results) == sorted(
-        (t, a) for t in ("5", "1273") for a in ("baseline", "stateguard"))  # fmt: skip
+        (t, a) for t in ("5", "1273") for a in ("baseline", "stateguard")
+    )
     truth = {t["task_id"]: t["answer"] for t in TASKS}
     for r in results:
         assert r.error is None, r.error
@@ -142,8 +171,10 @@ def test_withheld_answers_are_excluded_and_still_submitted(tmp_path: Path, model
     assert {json.loads(x)["task_id"] for x in out.read_text().splitlines()} == {"5", "1273"}
 
 
-def test_setups_that_cannot_run_fail_before_the_first_task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                            ) -> None:  # fmt: skip
+def test_setups_that_cannot_run_fail_before_the_first_task(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     root = make_root(tmp_path)
     with pytest.raises(ValueError, match="needs worker=llm"):
         run(_cfg(tmp_path / "a", root, worker="scripted"))
@@ -162,9 +193,17 @@ def test_setups_that_cannot_run_fail_before_the_first_task(tmp_path: Path, monke
 
 @pytest.mark.parametrize(
     ("answer", "text"),
-    [({"answer": "NL"}, "NL"), ({"Answer": 0.5}, "0.5"), ({"country": "BE"}, "BE"), (["A", "B"], "A, B"),
-     ({"answer": ["x", "y"]}, "x, y"), (12, "12"), (None, None), ({"a": 1, "b": 2}, '{"a": 1, "b": 2}')],
-)  # fmt: skip
+    [
+        ({"answer": "NL"}, "NL"),
+        ({"Answer": 0.5}, "0.5"),
+        ({"country": "BE"}, "BE"),
+        (["A", "B"], "A, B"),
+        ({"answer": ["x", "y"]}, "x, y"),
+        (12, "12"),
+        (None, None),
+        ({"a": 1, "b": 2}, '{"a": 1, "b": 2}'),
+    ],
+)
 def test_prediction_text(answer: Any, text: str | None) -> None:
     assert prediction_text(answer) == text
 
@@ -182,7 +221,9 @@ def test_score_without_an_answer_is_wrong(tmp_path: Path) -> None:
 
 
 # ----------------------------------------------------------------------------- worker prompts (C.2)
-def _one_task(tmp_path: Path, model: ScriptedServer, name: str, mode: str | None = None) -> list[dict[str, Any]]:
+def _one_task(
+    tmp_path: Path, model: ScriptedServer, name: str, mode: str | None = None
+) -> list[dict[str, Any]]:
     """Run dev task 5 with the official runner's protocol for model `name`; the requests the model saw."""
     task = DabstepBench().load({"data_dir": str(make_root(tmp_path))})[0]
     protocol = dabstep_protocol(str(task.data_dir), model=name, mode=mode)  # type: ignore[arg-type]
@@ -199,10 +240,13 @@ def test_chat_model_prompt_assembly(tmp_path: Path, model: ScriptedServer) -> No
     system, user = first["messages"]
     folder = str((tmp_path / "dabstep" / "context").resolve())
     assert system == {"role": "system", "content": CHAT_SYSTEM}
-    assert user["content"] == CHAT_TASK.format(folder=folder, question=TASKS[0]["question"],
-                                               guidelines=TASKS[0]["guidelines"])  # fmt: skip
+    assert user["content"] == CHAT_TASK.format(
+        folder=folder, question=TASKS[0]["question"], guidelines=TASKS[0]["guidelines"]
+    )
     assert first["max_tokens"] == TOKEN_CAP and "max_completion_tokens" not in first
-    assert requests[1]["messages"][-1]["content"] == "Observation:\nNL\n"  # the printed output, as an observation
+    assert (
+        requests[1]["messages"][-1]["content"] == "Observation:\nNL\n"
+    )  # the printed output, as an observation
 
 
 def test_reasoning_model_prompt_assembly_and_think_blocks(tmp_path: Path) -> None:
@@ -210,14 +254,18 @@ def test_reasoning_model_prompt_assembly_and_think_blocks(tmp_path: Path) -> Non
     code = "import os\nprint(pd.read_csv(os.path.join(BASE_PATH, 'payments.csv')).issuing_country.value_counts().idxmax())"
     script = [
         Reply(content="<think>private chain of thought</think>I should look at the data first."),  # no code
-        Reply(content=f"<think>more private text</think>Thought: count.\nCode:\n```py\n{code}\n```<end_code>"),
+        Reply(
+            content=f"<think>more private text</think>Thought: count.\nCode:\n```py\n{code}\n```<end_code>"
+        ),
         Reply(content="Thought: done.\nCode:\n```py\nfinal_answer('nl')\n```<end_code>"),
     ]
     with ScriptedServer(script) as server:
         requests = _one_task(tmp_path, server, "deepseek-reasoner")
     folder = str((tmp_path / "dabstep" / "context").resolve())
-    assert requests[0]["messages"] == [{"role": "system", "content": REASONING_SYSTEM.format(folder=folder)},
-                                       {"role": "user", "content": task_text}]  # fmt: skip
+    assert requests[0]["messages"] == [
+        {"role": "system", "content": REASONING_SYSTEM.format(folder=folder)},
+        {"role": "user", "content": task_text},
+    ]
     assert all(r["max_completion_tokens"] == TOKEN_CAP and "max_tokens" not in r for r in requests)
     history = json.dumps(requests[-1]["messages"])
     assert "private" not in history  # think blocks never enter the history
@@ -228,10 +276,18 @@ def test_reasoning_model_prompt_assembly_and_think_blocks(tmp_path: Path) -> Non
 
 @pytest.mark.parametrize(
     ("model", "setting", "mode"),
-    [("o3-mini", None, "reasoning"), ("openai/o1", None, "reasoning"), ("deepseek-reasoner", None, "reasoning"),
-     ("DeepSeek-R1-Distill-Qwen-7B", None, "reasoning"), ("gpt-4o", None, "chat"), ("qwen3-8b", None, "chat"),
-     ("o3-mini", "no", "chat"), ("qwen3-8b", "yes", "reasoning"), ("gpt-4o", "auto", "chat")],
-)  # fmt: skip
+    [
+        ("o3-mini", None, "reasoning"),
+        ("openai/o1", None, "reasoning"),
+        ("deepseek-reasoner", None, "reasoning"),
+        ("DeepSeek-R1-Distill-Qwen-7B", None, "reasoning"),
+        ("gpt-4o", None, "chat"),
+        ("qwen3-8b", None, "chat"),
+        ("o3-mini", "no", "chat"),
+        ("qwen3-8b", "yes", "reasoning"),
+        ("gpt-4o", "auto", "chat"),
+    ],
+)
 def test_reasoning_models_are_recognized(model: str, setting: str | None, mode: str) -> None:
     assert worker_mode(model, setting) == mode
 

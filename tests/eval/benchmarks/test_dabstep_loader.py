@@ -23,8 +23,13 @@ from eval.benchmarks.dabstep import (
 from eval.benchmarks.dabstep import loader as dabstep_loader
 from tests.support.published import digest, published
 
-ROW = {"task_id": "5", "question": "Which card scheme is used most?", "level": "easy", "answer": "SchemeA",
-       "guidelines": "Give the scheme name only."}  # fmt: skip
+ROW = {
+    "task_id": "5",
+    "question": "Which card scheme is used most?",
+    "level": "easy",
+    "answer": "SchemeA",
+    "guidelines": "Give the scheme name only.",
+}
 # The first published dev task's question and guidelines, pinned by digest (not copied).
 DEV_FIRST_QUESTION = "d6a47c3b7f73d312ab4c3067f5cae95f18d62d9aa264e678be9a806edbf400f5"
 DEV_FIRST_GUIDELINES = "803387a38360265c9340b79b2a093baaf9a57ce2c7219d6debcd80507e83955a"
@@ -53,7 +58,9 @@ def test_invented_rows_in_the_published_layout(tmp_path: Path) -> None:
     write_lines(tmp_path / "tasks" / "dev.jsonl", json.dumps(ROW), json.dumps(second))
     tasks = load_split(tmp_path, "dev")
     assert [(t.task_id, t.level, t.answer, t.has_answer) for t in tasks] == [
-        ("5", "easy", "SchemeA", True), ("17", "hard", "0.25", True)]  # fmt: skip
+        ("5", "easy", "SchemeA", True),
+        ("17", "hard", "0.25", True),
+    ]
     assert tasks[0].question == ROW["question"] and tasks[0].guidelines == ROW["guidelines"]
 
 
@@ -63,7 +70,10 @@ def test_invented_rows_in_the_published_layout(tmp_path: Path) -> None:
         ("{not json", r"bad\.jsonl:2: not valid JSON"),
         ("[1, 2]", r"bad\.jsonl:2: expected a JSON object, got list"),
         (json.dumps({**ROW, "task_id": "6", "level": "medium"}), r"bad\.jsonl:2: field 'level'"),
-        (json.dumps({k: v for k, v in ROW.items() if k != "question"} | {"task_id": "7"}), "field 'question'"),
+        (
+            json.dumps({k: v for k, v in ROW.items() if k != "question"} | {"task_id": "7"}),
+            "field 'question'",
+        ),
         (json.dumps({**ROW, "extra": 1, "task_id": "8"}), "field 'extra'"),
         (json.dumps(ROW), r"bad\.jsonl:2: task_id 5 already on line 1"),
     ],
@@ -90,7 +100,9 @@ def test_hub_layout_with_an_inner_data_folder(tmp_path: Path) -> None:
 
 
 def test_missing_split_names_both_file_names_and_the_fetch_command(tmp_path: Path) -> None:
-    with pytest.raises(DabstepDataMissing, match=r"no dev\.jsonl or dev\.dsgym_snapshot\.jsonl.*make data BENCH=dabstep"):
+    with pytest.raises(
+        DabstepDataMissing, match=r"no dev\.jsonl or dev\.dsgym_snapshot\.jsonl.*make data BENCH=dabstep"
+    ):
         load_split(tmp_path, "dev")
     with pytest.raises(ValueError, match="unknown DABstep split 'test'"):
         load_split(tmp_path, "test")  # type: ignore[arg-type]
@@ -113,7 +125,9 @@ def test_complete_context_lists_every_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize("missing", ["payments.csv", "manual.md"])
 def test_missing_context_file_is_named_with_the_fix(tmp_path: Path, missing: str) -> None:
     folder = make_context(tmp_path / "context", skip=missing)
-    with pytest.raises(DabstepDataMissing, match=f"missing DABstep context file '{missing}'.*make data BENCH=dabstep"):
+    with pytest.raises(
+        DabstepDataMissing, match=f"missing DABstep context file '{missing}'.*make data BENCH=dabstep"
+    ):
         check_context(folder)
 
 

@@ -96,7 +96,15 @@ def test_table_is_large_and_not_trivial() -> None:
 
 @pytest.mark.parametrize(
     ("text", "number"),
-    [("1,234.5", 1234.5), ("$7", 7.0), ("-0.5", 0.5), ("abc", None), (".25 of it", 0.25), ("12.", 12.0), ("1e-3", 1.0)],
+    [
+        ("1,234.5", 1234.5),
+        ("$7", 7.0),
+        ("-0.5", 0.5),
+        ("abc", None),
+        (".25 of it", 0.25),
+        ("12.", 12.0),
+        ("1e-3", 1.0),
+    ],
 )
 def test_first_number(text: str, number: float | None) -> None:
     assert first_number(text) == number
@@ -117,7 +125,18 @@ def dev_tasks() -> list[DabstepTask]:
 @pytest.mark.published_data
 def test_every_dev_answer_matches_itself() -> None:
     tasks = dev_tasks()
-    assert [t.task_id for t in tasks] == ["5", "49", "70", "1273", "1305", "1464", "1681", "1753", "1871", "2697"]
+    assert [t.task_id for t in tasks] == [
+        "5",
+        "49",
+        "70",
+        "1273",
+        "1305",
+        "1464",
+        "1681",
+        "1753",
+        "1871",
+        "2697",
+    ]
     for task in tasks:
         assert question_matches(task.answer, task.answer), task.task_id
         assert question_matches(f"  {task.answer.upper()} ", task.answer), task.task_id

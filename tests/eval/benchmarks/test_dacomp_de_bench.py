@@ -38,8 +38,12 @@ EXAMPLE = "dacomp-de-impl-901"
 AGENT = {layer: dict(tables) for layer, tables in REFERENCE.items()}
 AGENT["staging"]["stg_shop__orders"] = ORDERS + " where amount > 5"
 # Units in the config's order, and what CFS (cascading) makes of the one staging mistake.
-UNITS = {"stg_shop__orders": 1, "stg_shop__customers": 2, "int_shop__customer_orders": 3,
-         "shop__top_customers": 4}  # fmt: skip
+UNITS = {
+    "stg_shop__orders": 1,
+    "stg_shop__customers": 2,
+    "int_shop__customer_orders": 3,
+    "shop__top_customers": 4,
+}
 
 
 def make_data(tmp_path: Path) -> Path:
@@ -56,7 +60,8 @@ def make_data(tmp_path: Path) -> Path:
     (task / "docs").mkdir()
     (task / "docs" / "data_contract.yaml").write_text(
         "staging:\n  stg_shop__orders: one row per order, status lower-cased\n"
-        "marts:\n  shop__top_customers: customers with a kept order, and their total\n")  # fmt: skip
+        "marts:\n  shop__top_customers: customers with a kept order, and their total\n"
+    )
     (task / "run.py").write_text("# builds shop.duckdb from sql/\n")
     shutil.copyfile(start, task / "shop_start.duckdb")
     (data / "gold" / EXAMPLE).mkdir(parents=True)
@@ -82,16 +87,26 @@ def scripted_engineer(request: dict[str, Any]) -> Reply:
         return Reply(content="Let me look around first.\n<execute_bash>\nls -R\n</execute_bash>")
     if len(outputs) == 1:
         code = WRITE.format(agent=json.dumps(AGENT))
-        return Reply(content=f"I will write the pipeline files.\n<execute_ipython>\n{code}\n</execute_ipython>")
+        return Reply(
+            content=f"I will write the pipeline files.\n<execute_ipython>\n{code}\n</execute_ipython>"
+        )
     folder = outputs[-1].split()[-1]
     return Reply(content=f'The pipeline is written.\n<finish>{{"sql_dir": {json.dumps(folder)}}}</finish>')
 
 
 def _cfg(run_dir: Path, data: Path, **over: object) -> DictConfig:
-    overrides = ["bench=dacomp_de", f"run_dir={run_dir}", f"bench.data_dir={data}",
-                 f"bench.eval_config={CONFIG}", "worker=llm", "workspace=sandbox", "workers=1",
-                 "progress=false", "bootstrap_resamples=50",
-                 *[f"{k}={v}" for k, v in over.items()]]  # fmt: skip
+    overrides = [
+        "bench=dacomp_de",
+        f"run_dir={run_dir}",
+        f"bench.data_dir={data}",
+        f"bench.eval_config={CONFIG}",
+        "worker=llm",
+        "workspace=sandbox",
+        "workers=1",
+        "progress=false",
+        "bootstrap_resamples=50",
+        *[f"{k}={v}" for k, v in over.items()],
+    ]
     with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
         return compose("eval", overrides=overrides)
 
@@ -139,12 +154,18 @@ def test_runner_scores_tables_under_cfs_and_keeps_cs(tmp_path: Path, model: Scri
 
 @pytest.mark.parametrize(
     ("text", "action"),
-    [("run it\n<execute_ipython>\nx = 1\n</execute_ipython>", ("x = 1", None)),
-     ('<finish>{"sql_dir": "/a/sql"}</finish>', (None, '{"sql_dir": "/a/sql"}')),
-     ("<execute_ipython>a()</execute_ipython> then <finish>x</finish>", ("a()", None)),  # the first action counts
-     ("<finish>done</finish><execute_ipython>a()</execute_ipython>", (None, "done")),
-     ("<execute_bash>ls</execute_bash>", (None, None)), ("just text", (None, None))],
-)  # fmt: skip
+    [
+        ("run it\n<execute_ipython>\nx = 1\n</execute_ipython>", ("x = 1", None)),
+        ('<finish>{"sql_dir": "/a/sql"}</finish>', (None, '{"sql_dir": "/a/sql"}')),
+        (
+            "<execute_ipython>a()</execute_ipython> then <finish>x</finish>",
+            ("a()", None),
+        ),  # the first action counts
+        ("<finish>done</finish><execute_ipython>a()</execute_ipython>", (None, "done")),
+        ("<execute_bash>ls</execute_bash>", (None, None)),
+        ("just text", (None, None)),
+    ],
+)
 def test_codeact_actions(text: str, action: tuple[str | None, str | None]) -> None:
     assert parse_action(text) == action
 
@@ -156,7 +177,9 @@ def test_each_track_gets_its_instructions(tmp_path: Path) -> None:
     (evol / "docs" / "data_contract.yaml").unlink()
     (evol / "question.md").write_text("Drop cancelled orders from the top-customer totals.\n")
     (data / "gold" / "dacomp-de-evol-901").mkdir(parents=True)
-    shutil.copyfile(data / "gold" / EXAMPLE / "shop.duckdb", data / "gold" / "dacomp-de-evol-901" / "shop.duckdb")
+    shutil.copyfile(
+        data / "gold" / EXAMPLE / "shop.duckdb", data / "gold" / "dacomp-de-evol-901" / "shop.duckdb"
+    )
     bench = DACompDEBench()
     tasks = {t.level: t for t in bench.load({"data_dir": str(data), "eval_config": str(CONFIG)})}
     for kind, other in (("impl", "evol"), ("evol", "impl")):
@@ -169,8 +192,9 @@ def test_each_track_gets_its_instructions(tmp_path: Path) -> None:
 def test_unwritten_tables_keep_the_task_sql_and_a_bad_folder_is_ignored(tmp_path: Path) -> None:
     data = make_data(tmp_path)
     bench = DACompDEBench()
-    (task,) = bench.load({"data_dir": str(data), "eval_config": str(CONFIG),
-                          "run_dir": str(tmp_path / "run")})  # fmt: skip
+    (task,) = bench.load(
+        {"data_dir": str(data), "eval_config": str(CONFIG), "run_dir": str(tmp_path / "run")}
+    )
     assert bench.units(task) == [1, 2, 3, 4]
     mine = tmp_path / "run" / "tasks" / EXAMPLE / "baseline" / "scratch" / "sql" / "staging"
     mine.mkdir(parents=True)
@@ -193,24 +217,30 @@ def test_merge_and_parents_through_unscored_tables() -> None:
     assert table_units(example) == UNITS
     base = {"staging": {"a": "x", "b": "y"}, "marts": {"m": "z"}}
     assert merged_sources(base, {"intermediate": {"a": "x2"}, "marts": {"n": "w"}}) == {
-        "staging": {"b": "y"}, "marts": {"m": "z", "n": "w"}, "intermediate": {"a": "x2"}}  # fmt: skip
+        "staging": {"b": "y"},
+        "marts": {"m": "z", "n": "w"},
+        "intermediate": {"a": "x2"},
+    }
     # int_shop__customer_orders reads the staging tables only through an unscored helper table
     reference = {layer: dict(tables) for layer, tables in REFERENCE.items()}
     reference["intermediate"]["int_shop__helper"] = "select * from staging.stg_shop__orders"
     reference["intermediate"]["int_shop__customer_orders"] = (
         "select customer_id from intermediate.int_shop__helper "
-        "join staging.stg_shop__customers using (customer_id)")
+        "join staging.stg_shop__customers using (customer_id)"
+    )
     assert unit_parents(example, reference) == {3: [1, 2], 4: [3]}
 
 
 @pytest.mark.parametrize(
     ("over", "error", "message"),
-    [({"worker": "scripted"}, ValueError, "needs worker=llm"),
-     ({"workspace": "dict"}, ValueError, "needs workspace=sandbox"),
-     ({"bench.kinds": "[arch]"}, ValueError, r"bench.kinds=\['arch'\]"),
-     ({"bench.gold_dir": "/nonexistent"}, FileNotFoundError, "make data BENCH=dacomp_de"),
-     ({"bench.eval_config": "/nonexistent.yaml"}, ValueError, "evaluation config not found")],
-)  # fmt: skip
+    [
+        ({"worker": "scripted"}, ValueError, "needs worker=llm"),
+        ({"workspace": "dict"}, ValueError, "needs workspace=sandbox"),
+        ({"bench.kinds": "[arch]"}, ValueError, r"bench.kinds=\['arch'\]"),
+        ({"bench.gold_dir": "/nonexistent"}, FileNotFoundError, "make data BENCH=dacomp_de"),
+        ({"bench.eval_config": "/nonexistent.yaml"}, ValueError, "evaluation config not found"),
+    ],
+)
 def test_setups_that_cannot_run_fail_before_the_first_task(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, over: dict[str, str], error: type, message: str
 ) -> None:

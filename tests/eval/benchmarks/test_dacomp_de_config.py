@@ -14,7 +14,9 @@ from stateguard.lifecycle import Regime
 from tests.support.published import published
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "dacomp_de" / "evaluation_config_small.yaml"
-OFFICIAL = "dacomp_de/evaluation_suite/evaluation_config_compare.yaml"  # read in place (tests/support/published.py)
+OFFICIAL = (
+    "dacomp_de/evaluation_suite/evaluation_config_compare.yaml"  # read in place (tests/support/published.py)
+)
 
 
 def test_flow_matches_table_3() -> None:
@@ -29,11 +31,19 @@ def test_fixture_config_loads() -> None:
     assert (impl.kind, evol.kind) == ("impl", "evol")
     assert [impl.layers[x].weight for x in impl.layer_order()] == [15, 25, 60]
     assert [evol.layers[x].weight for x in evol.layer_order()] == [1, 59, 40]  # marts from the defaults
-    assert (impl.schema_for("marts"), evol.schema_for("marts"), evol.schema_for("staging")) == ("marts", "mart", "staging")
+    assert (impl.schema_for("marts"), evol.schema_for("marts"), evol.schema_for("staging")) == (
+        "marts",
+        "mart",
+        "staging",
+    )
     assert evol.table_weight("stg_shop__customers") == 0
     assert evol.layers["staging"].tables["stg_shop__customers"].compare_cols == []
-    assert list(impl.tables()) == ["stg_shop__orders", "stg_shop__customers", "int_shop__customer_orders",
-                                   "shop__top_customers"]
+    assert list(impl.tables()) == [
+        "stg_shop__orders",
+        "stg_shop__customers",
+        "int_shop__customer_orders",
+        "shop__top_customers",
+    ]
     # a prediction folder may carry a suffix, as in the official evaluator
     assert cfg.example("dacomp-de-impl-901-run2").example_id == "dacomp-de-impl-901"
 
@@ -46,13 +56,25 @@ def _base() -> dict:
     ("mutate", "message"),
     [
         (lambda d: d["examples"]["dacomp-de-impl-901"].pop("layers"), "examples.dacomp-de-impl-901.layers"),
-        (lambda d: d["examples"]["dacomp-de-impl-901"]["layers"]["marts"].pop("weight") and d.pop("scoring"),
-         "layers.marts has no `weight`"),
+        (
+            lambda d: (
+                d["examples"]["dacomp-de-impl-901"]["layers"]["marts"].pop("weight") and d.pop("scoring")
+            ),
+            "layers.marts has no `weight`",
+        ),
         (lambda d: d["examples"]["dacomp-de-impl-901"].pop("database_file"), "database_file"),
-        (lambda d: d["examples"]["dacomp-de-impl-901"]["layers"]["staging"]["tables"]["stg_shop__orders"]
-         .update(weight=-1), "weight"),
-        (lambda d: d["examples"]["dacomp-de-impl-901"]["layers"]["staging"]["tables"]["stg_shop__orders"]
-         .update(colour="red"), "colour"),
+        (
+            lambda d: d["examples"]["dacomp-de-impl-901"]["layers"]["staging"]["tables"][
+                "stg_shop__orders"
+            ].update(weight=-1),
+            "weight",
+        ),
+        (
+            lambda d: d["examples"]["dacomp-de-impl-901"]["layers"]["staging"]["tables"][
+                "stg_shop__orders"
+            ].update(colour="red"),
+            "colour",
+        ),
     ],
 )
 def test_bad_config_names_file_and_field(mutate: Callable[[dict], object], message: str) -> None:
@@ -79,7 +101,11 @@ def test_official_config() -> None:
     kinds = [ex.kind for ex in cfg.examples.values()]
     assert (kinds.count("impl"), kinds.count("evol")) == (30, 50)
     impl = cfg.example("dacomp-de-impl-001")
-    assert {x: impl.layers[x].weight for x in impl.layer_order()} == {"staging": 15, "intermediate": 25, "marts": 60}
+    assert {x: impl.layers[x].weight for x in impl.layer_order()} == {
+        "staging": 15,
+        "intermediate": 25,
+        "marts": 60,
+    }
     evol = cfg.example("dacomp-de-evol-001")
     assert evol.table_weight("int_lever__candidate_lifecycle") == 0
     assert evol.schema_for("marts") == "mart"
@@ -106,7 +132,10 @@ def test_load_task_folder(tmp_path: Path) -> None:
     assert (task.example_id, task.kind, task.project) == ("dacomp-de-impl-007", "impl", "shop")
     assert task.spec_file.name == "data_contract.yaml"
     assert task.layer_dependencies == {"layers": ["staging", "intermediate", "marts"]}
-    assert {k: sorted(v) for k, v in task.sql_files.items()} == {"marts": ["shop__top"], "staging": ["stg_shop__orders"]}
+    assert {k: sorted(v) for k, v in task.sql_files.items()} == {
+        "marts": ["shop__top"],
+        "staging": ["stg_shop__orders"],
+    }
     evol = load_task(_task_folder(tmp_path, "dacomp-de-evol-003", spec="question.md"))
     assert (evol.kind, evol.spec_file.name) == ("evol", "question.md")
     assert [p.name for p in find_tasks(tmp_path)] == ["dacomp-de-evol-003", "dacomp-de-impl-007"]

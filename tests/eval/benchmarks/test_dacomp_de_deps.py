@@ -27,13 +27,26 @@ def _parents(layer: str, table: str, sql: str) -> list[str]:
         # a CTE that shadows an own table's name is not a dependency
         ("marts", "m", "with stg_a as (select * from raw.a) select * from stg_a", []),
         # references inside CTE bodies, subqueries and set operations all count
-        ("marts", "m", "with c as (select * from staging.stg_a) select * from c "
-                       "where id in (select id from staging.stg_b) union all select * from intermediate.int_x",
-         ["int_x", "stg_a", "stg_b"]),
+        (
+            "marts",
+            "m",
+            "with c as (select * from staging.stg_a) select * from c "
+            "where id in (select id from staging.stg_b) union all select * from intermediate.int_x",
+            ["int_x", "stg_a", "stg_b"],
+        ),
         # comments never count
-        ("marts", "m", "select * from staging.stg_a -- join staging.stg_b\n/* join intermediate.int_x */",
-         ["stg_a"]),
-        ("marts", "m", "select * from marts.m union all select * from staging.stg_a", ["stg_a"]),  # no self edge
+        (
+            "marts",
+            "m",
+            "select * from staging.stg_a -- join staging.stg_b\n/* join intermediate.int_x */",
+            ["stg_a"],
+        ),
+        (
+            "marts",
+            "m",
+            "select * from marts.m union all select * from staging.stg_a",
+            ["stg_a"],
+        ),  # no self edge
         ("marts", "m2", "select * from mart.m1", ["m1"]),  # mart and marts are one layer
         ("marts", "m", "select * from read_csv('x.csv')", []),  # table functions are not tables
         ("marts", "m", "select * from staging.stg_a;\nselect * from staging.stg_b", ["stg_a", "stg_b"]),
@@ -55,13 +68,19 @@ def test_unparsable_sql_has_no_edges_and_is_listed() -> None:
 
 def test_read_references_keeps_schema() -> None:
     assert read_references("select * from raw.a join staging.b using (k) join c using (k)") == [
-        ("raw", "a"), ("staging", "b"), (None, "c")]
+        ("raw", "a"),
+        ("staging", "b"),
+        (None, "c"),
+    ]
 
 
 def test_build_order_parents_first_then_layer_then_name() -> None:
     sources = {
         "marts": {"m_top": "select * from intermediate.int_late", "m_alpha": "select 1"},
-        "intermediate": {"int_late": "select * from intermediate.int_early", "int_early": "select * from staging.s"},
+        "intermediate": {
+            "int_late": "select * from intermediate.int_early",
+            "int_early": "select * from staging.s",
+        },
         "staging": {"s": "select * from raw.s"},
     }
     graph = table_dependencies(sources)
@@ -72,7 +91,9 @@ def test_build_order_parents_first_then_layer_then_name() -> None:
 
 
 def test_cycle_and_duplicate_are_errors() -> None:
-    cyclic = table_dependencies({"intermediate": {"a": "select * from intermediate.b", "b": "select * from a"}})
+    cyclic = table_dependencies(
+        {"intermediate": {"a": "select * from intermediate.b", "b": "select * from a"}}
+    )
     with pytest.raises(DependencyCycleError, match=r"\['a', 'b'\]"):
         cyclic.build_order()
     with pytest.raises(ValueError, match="both sql/staging/ and sql/marts/"):

@@ -15,7 +15,9 @@ from eval.benchmarks.dacomp_de.config import ExampleSpec, load_eval_config
 from eval.benchmarks.dacomp_de.pipeline import build_cfs
 from eval.benchmarks.dacomp_de.scorer import SCORING_VERSION, evaluate_submission, weighted_score
 
-CONFIG = load_eval_config(Path(__file__).parents[1] / "fixtures" / "dacomp_de" / "evaluation_config_small.yaml")
+CONFIG = load_eval_config(
+    Path(__file__).parents[1] / "fixtures" / "dacomp_de" / "evaluation_config_small.yaml"
+)
 IMPL, EVOL = CONFIG.example("dacomp-de-impl-901"), CONFIG.example("dacomp-de-evol-901")
 
 RAW = """
@@ -79,19 +81,41 @@ CASES = {
     # name: (agent changes, CFS score, CS score, {table: expected CFS match})
     "reference": ({}, 100.0, 100.0, {}),
     # case and surrounding spaces are ignored: ' ANN ' matches 'Ann' here and downstream
-    "case_and_whitespace": ({"stg_shop__customers": "select id as customer_id, upper(name) as customer_name "
-                                                    "from raw.customers"}, 100.0, 100.0, {}),
+    "case_and_whitespace": (
+        {"stg_shop__customers": "select id as customer_id, upper(name) as customer_name from raw.customers"},
+        100.0,
+        100.0,
+        {},
+    ),
     # one order dropped: staging row count differs, and the error cascades under CFS only
-    "row_count": ({"stg_shop__orders": ORDERS + " where amount > 5"}, 7.5, 92.5,
-                  {"stg_shop__orders": False, "stg_shop__customers": True, "int_shop__customer_orders": False,
-                   "shop__top_customers": False}),
+    "row_count": (
+        {"stg_shop__orders": ORDERS + " where amount > 5"},
+        7.5,
+        92.5,
+        {
+            "stg_shop__orders": False,
+            "stg_shop__customers": True,
+            "int_shop__customer_orders": False,
+            "shop__top_customers": False,
+        },
+    ),
     # a marts value differs (25.5 rounded to 26): only marts is lost, in both modes
-    "value": ({"shop__top_customers": "select customer_name, round(total) as total "
-                                      "from intermediate.int_shop__customer_orders where n_orders > 0"},
-              40.0, 40.0, {"shop__top_customers": False, "int_shop__customer_orders": True}),
+    "value": (
+        {
+            "shop__top_customers": "select customer_name, round(total) as total "
+            "from intermediate.int_shop__customer_orders where n_orders > 0"
+        },
+        40.0,
+        40.0,
+        {"shop__top_customers": False, "int_shop__customer_orders": True},
+    ),
     # upstream SQL error: the table is absent, so CFS loses everything downstream; CS does not
-    "upstream_error": ({"stg_shop__orders": "select id as order_id, amt from raw.orders"}, 7.5, 92.5,
-                       {"stg_shop__orders": False, "int_shop__customer_orders": False, "shop__top_customers": False}),
+    "upstream_error": (
+        {"stg_shop__orders": "select id as order_id, amt from raw.orders"},
+        7.5,
+        92.5,
+        {"stg_shop__orders": False, "int_shop__customer_orders": False, "shop__top_customers": False},
+    ),
 }
 
 
@@ -113,12 +137,18 @@ def test_impl_cases(tmp_path: Path, name: str) -> None:
 
 def test_reasons_and_build_errors(tmp_path: Path) -> None:
     start, gold = _build_dbs(tmp_path, "marts")
-    rows = evaluate_submission(IMPL, _agent(stg_shop__orders=ORDERS + " where amount > 5"), start, gold,
-                               tmp_path / "a")
+    rows = evaluate_submission(
+        IMPL, _agent(stg_shop__orders=ORDERS + " where amount > 5"), start, gold, tmp_path / "a"
+    )
     assert rows.cfs.tables["stg_shop__orders"].reason == "row count 3 != gold 4"
     assert rows.cfs.tables["int_shop__customer_orders"].reason == "1 of 3 rows have no equal gold row"
-    broken = evaluate_submission(IMPL, _agent(stg_shop__orders="select id as order_id, amt from raw.orders"),
-                                 start, gold, tmp_path / "b")
+    broken = evaluate_submission(
+        IMPL,
+        _agent(stg_shop__orders="select id as order_id, amt from raw.orders"),
+        start,
+        gold,
+        tmp_path / "b",
+    )
     builds = broken.cfs.builds
     assert not builds["stg_shop__orders"].ok and "amt" in (builds["stg_shop__orders"].error or "")
     assert not builds["int_shop__customer_orders"].ok
@@ -135,7 +165,9 @@ def test_reasons_and_build_errors(tmp_path: Path) -> None:
         ({t: "select nope" for tables in REFERENCE.values() for t in tables}, [], False),
     ],
 )
-def test_gates_zero_the_score(tmp_path: Path, changes: dict[str, str], missing: list[str], run_success: bool) -> None:
+def test_gates_zero_the_score(
+    tmp_path: Path, changes: dict[str, str], missing: list[str], run_success: bool
+) -> None:
     start, gold = _build_dbs(tmp_path, "marts")
     result = evaluate_submission(IMPL, _agent(**changes), start, gold, tmp_path / "work")
     assert result.cs is not None
@@ -148,14 +180,20 @@ def test_gates_zero_the_score(tmp_path: Path, changes: dict[str, str], missing: 
 
 def test_evolution_unchanged_tables_weigh_nothing(tmp_path: Path) -> None:
     start, gold = _build_dbs(tmp_path, "mart")  # this gold spells the marts schema `mart`
-    wrong_name = "select id as customer_id, 'Anne' as customer_name from raw.customers where id = 1 " \
-                 "union all select id, trim(name) from raw.customers where id > 1"
+    wrong_name = (
+        "select id as customer_id, 'Anne' as customer_name from raw.customers where id = 1 "
+        "union all select id, trim(name) from raw.customers where id > 1"
+    )
     result = evaluate_submission(EVOL, _agent(stg_shop__customers=wrong_name), start, gold, tmp_path / "work")
     assert result.cs is not None
     # CS: only the unchanged (weight 0) table is wrong, so nothing is lost; still not a full match
     assert (result.cs.score, result.cs.level) == (100.0, "partial")
-    assert result.cs.table_correct() == {"stg_shop__orders": True, "stg_shop__customers": False,
-                                         "int_shop__customer_orders": True, "shop__top_customers": True}
+    assert result.cs.table_correct() == {
+        "stg_shop__orders": True,
+        "stg_shop__customers": False,
+        "int_shop__customer_orders": True,
+        "shop__top_customers": True,
+    }
     # CFS: the wrong name cascades into intermediate and marts; staging's weighted table still counts
     assert result.cfs.score == pytest.approx(1.0)
     assert result.cfs.layer_scores == {"staging": 1.0, "intermediate": 0.0, "marts": 0.0}
@@ -166,18 +204,33 @@ def test_evolution_unchanged_tables_weigh_nothing(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("example", "matches", "score", "layers"),
     [
-        (IMPL, {"stg_shop__orders": True, "stg_shop__customers": True, "int_shop__customer_orders": True,
-                "shop__top_customers": True}, 100.0, {"staging": 1.0, "intermediate": 1.0, "marts": 1.0}),
+        (
+            IMPL,
+            {
+                "stg_shop__orders": True,
+                "stg_shop__customers": True,
+                "int_shop__customer_orders": True,
+                "shop__top_customers": True,
+            },
+            100.0,
+            {"staging": 1.0, "intermediate": 1.0, "marts": 1.0},
+        ),
         (IMPL, {"stg_shop__orders": True}, 7.5, {"staging": 0.5, "intermediate": 0.0, "marts": 0.0}),
         (IMPL, {"shop__top_customers": True}, 60.0, {"staging": 0.0, "intermediate": 0.0, "marts": 1.0}),
         (IMPL, {}, 0.0, {"staging": 0.0, "intermediate": 0.0, "marts": 0.0}),
-        (EVOL, {"stg_shop__orders": True, "int_shop__customer_orders": True, "shop__top_customers": True},
-         100.0, {"staging": 1.0, "intermediate": 1.0, "marts": 1.0}),
+        (
+            EVOL,
+            {"stg_shop__orders": True, "int_shop__customer_orders": True, "shop__top_customers": True},
+            100.0,
+            {"staging": 1.0, "intermediate": 1.0, "marts": 1.0},
+        ),
         (EVOL, {"stg_shop__customers": True}, 0.0, {"staging": 0.0, "intermediate": 0.0, "marts": 0.0}),
         (EVOL, {"shop__top_customers": True}, 40.0, {"staging": 0.0, "intermediate": 0.0, "marts": 1.0}),
     ],
 )
-def test_weighted_score(example: ExampleSpec, matches: dict[str, bool], score: float, layers: dict[str, float]) -> None:
+def test_weighted_score(
+    example: ExampleSpec, matches: dict[str, bool], score: float, layers: dict[str, float]
+) -> None:
     got, got_layers = weighted_score(example, matches)
     assert got == pytest.approx(score)
     assert got_layers == pytest.approx(layers)
@@ -185,8 +238,9 @@ def test_weighted_score(example: ExampleSpec, matches: dict[str, bool], score: f
 
 def test_layer_without_weighted_tables_is_skipped() -> None:
     data = EVOL.model_copy(deep=True)
-    staging = data.layers["staging"].model_copy(update={"tables": {
-        "stg_shop__customers": data.layers["staging"].tables["stg_shop__customers"]}})
+    staging = data.layers["staging"].model_copy(
+        update={"tables": {"stg_shop__customers": data.layers["staging"].tables["stg_shop__customers"]}}
+    )
     only_unchanged = data.model_copy(update={"layers": {**data.layers, "staging": staging}})
     score, layers = weighted_score(only_unchanged, {"shop__top_customers": True})
     assert "staging" not in layers and score == pytest.approx(100 * 40 / 99)
@@ -218,8 +272,12 @@ def test_cfs_runs_tables_in_dependency_order(tmp_path: Path) -> None:
     start, _ = _build_dbs(tmp_path, "marts")
     # file names sort marts-first and int-before-stg, yet every table builds
     result = build_cfs(_agent(), start, tmp_path / "out" / "shop.duckdb", IMPL)
-    assert result.order == ["stg_shop__customers", "stg_shop__orders", "int_shop__customer_orders",
-                            "shop__top_customers"]
+    assert result.order == [
+        "stg_shop__customers",
+        "stg_shop__orders",
+        "int_shop__customer_orders",
+        "shop__top_customers",
+    ]
     assert all(b.ok for b in result.tables.values()) and result.run_success
     with duckdb.connect(str(result.db_path), read_only=True) as conn:  # `mart.t` also names the marts table
         assert conn.execute("SELECT count(*) FROM mart.shop__top_customers").fetchone() == (2,)

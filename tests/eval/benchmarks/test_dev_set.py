@@ -21,7 +21,11 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
     for source in everything:
         labels = {f.label for faults in source.faults.values() for f in faults}
         if source.split == "fresh":  # the semantic held-out split: shorter, counterfactuals only
-            assert len(source.turns) >= 5 and len(labels) >= 6 and all(lab.startswith("counterfactual:") for lab in labels)
+            assert (
+                len(source.turns) >= 5
+                and len(labels) >= 6
+                and all(lab.startswith("counterfactual:") for lab in labels)
+            )
         else:
             assert labels == KINDS, f"{source.id}: missing kinds {sorted(KINDS - labels)}"
         assert all(len(faults) == 1 for faults in source.faults.values())  # single-fault variants

@@ -19,7 +19,15 @@ from eval.benchmarks.longds import parse_dependencies
 from eval.benchmarks.longds.deps import MAX_RANGE_SPAN, dependency_comments, references, turn_dependencies
 from tests.support.published import published
 
-BAKERY = Path(__file__).resolve().parents[1] / "fixtures" / "longds_layout" / "task" / "longds" / "retail" / "bakery"
+BAKERY = (
+    Path(__file__).resolve().parents[1]
+    / "fixtures"
+    / "longds_layout"
+    / "task"
+    / "longds"
+    / "retail"
+    / "bakery"
+)
 SAMPLE_BI = "longds/samples/task/longds/education/bi"
 
 # (turn_id, code, expected parents)
@@ -51,7 +59,11 @@ CASES = [
     (60, "# Depends on Tasks 3-40", [3]),  # implausibly wide range: only its start
     (60, f"# Depends on Tasks 3-{3 + MAX_RANGE_SPAN}", list(range(3, 4 + MAX_RANGE_SPAN))),
     (9, "# Depends on Task 3, Task 3 and Task 1", [1, 3]),  # duplicates merged, sorted
-    (12, "# T12: [chained] depends on:\n#   - best3_a (T10 — best three)\n#   - score (T4)", [4, 10]),  # bullets
+    (
+        12,
+        "# T12: [chained] depends on:\n#   - best3_a (T10 — best three)\n#   - score (T4)",
+        [4, 10],
+    ),  # bullets
     (12, "# T12: depends on:\n#   - a (T10)\nx = 1\n#   - b (T4)", [10]),  # bullets end at code
     (12, "# depends on:\n#   - best3_b  (T8) — weights 0.7/0.3 on the first pick", [8]),  # decimals not refs
     (23, "# T23: UPDATE — redefine binning.\n# until T30 replaces it; kept since T3", []),  # no cue
@@ -97,9 +109,21 @@ def test_bad_turns_are_named(turns: list[dict[str, Any]], message: str) -> None:
 
 # Hand-read from the comments of the published task education/bi/task2 (read in place, not copied).
 TASK2_PARENTS = {
-    4: [3], 10: [3, 7, 8], 14: [11, 12], 17: [12, 16], 19: [13, 18], 20: [12, 18], 21: [11, 14, 18],
-    22: [18], 24: [18, 23], 25: [18, 23], 26: [3, 24], 28: [16, 18, 27], 29: [18, 23, 27], 30: [3, 11, 12, 29],
-}  # fmt: skip
+    4: [3],
+    10: [3, 7, 8],
+    14: [11, 12],
+    17: [12, 16],
+    19: [13, 18],
+    20: [12, 18],
+    21: [11, 14, 18],
+    22: [18],
+    24: [18, 23],
+    25: [18, 23],
+    26: [3, 24],
+    28: [16, 18, 27],
+    29: [18, 23, 27],
+    30: [3, 11, 12, 29],
+}
 # Words-only cues: a comment names an earlier result without a turn number, as in "(from the X)".
 NAMED_IN_WORDS = re.compile(r"\(from (?:the )?[a-z][a-z ]+\)")
 
@@ -132,4 +156,11 @@ def test_invented_layout_tasks() -> None:
 
 def test_demo_task_in_the_repository() -> None:
     demo = Path(__file__).resolve().parents[3] / "eval" / "benchmarks" / "demo" / "six_turn" / "task.json"
-    assert parse_dependencies(json.loads(demo.read_text())) == {1: [], 2: [1], 3: [], 4: [], 5: [2, 4], 6: [5]}
+    assert parse_dependencies(json.loads(demo.read_text())) == {
+        1: [],
+        2: [1],
+        3: [],
+        4: [],
+        5: [2, 4],
+        6: [5],
+    }

@@ -15,7 +15,11 @@ NORWAY = {"country": "Norway", "student_count": 49}
 UGANDA = {"country": "Uganda", "student_count": 4}
 KENYA = {"country": "Kenya", "student_count": 4}
 DENMARK = {"country": "Denmark", "student_count": 2}
-RANKED = {"answer_type": "ranking", "primary_metric": "student_count", "top4": [NORWAY, UGANDA, KENYA, DENMARK]}
+RANKED = {
+    "answer_type": "ranking",
+    "primary_metric": "student_count",
+    "top4": [NORWAY, UGANDA, KENYA, DENMARK],
+}
 
 
 def ranked(*rows: Any) -> dict[str, Any]:
@@ -43,7 +47,12 @@ CASES: list[tuple[str, Any, Any, bool]] = [
     # labels, case and formatting
     ("answer_type is a label", {"answer_type": "scalar", "x": 1}, {"answer_type": "other", "x": 1}, True),
     ("field names ignore case and separators", {"mean_python": 80.0}, {"Mean Python": 80}, True),
-    ("ambiguous field names do not match", {"mean_python": 80.0}, {"MeanPython": 80, "mean-python": 80}, False),
+    (
+        "ambiguous field names do not match",
+        {"mean_python": 80.0},
+        {"MeanPython": 80, "mean-python": 80},
+        False,
+    ),
     ("string case and spacing", {"leader": "High  School"}, {"leader": " high school "}, True),
     ("different strings", {"leader": "High School"}, {"leader": "HighSchool"}, False),
     ("extra fields are ignored", {"x": 1}, {"x": 1, "note": "done"}, True),
@@ -56,14 +65,25 @@ CASES: list[tuple[str, Any, Any, bool]] = [
     ("tie does not cross its block", RANKED, ranked(NORWAY, UGANDA, DENMARK, KENYA), False),
     ("a row too few", RANKED, ranked(NORWAY, UGANDA, KENYA), False),
     ("tied rows need their own values", RANKED, ranked(NORWAY, KENYA, KENYA, DENMARK), False),
-    ("ties on all numbers without primary_metric",
-     {"records": [{"name": "a", "value": 1.0}, {"name": "b", "value": 1.0}]},
-     {"records": [{"name": "b", "value": 1}, {"name": "a", "value": 1}]}, True),
-    ("primary_metric decides ties, not other numbers",
-     {"primary_metric": "avg", "top": [{"c": "x", "avg": 5, "n": 1}, {"c": "y", "avg": 5, "n": 2}]},
-     {"top": [{"c": "y", "avg": 5, "n": 2}, {"c": "x", "avg": 5, "n": 1}]}, True),
-    ("no tie without numbers: plain lists keep order", {"ranking": ["26-35", "36-50"]}, {"ranking": ["36-50", "26-35"]}, False),
-]  # fmt: skip
+    (
+        "ties on all numbers without primary_metric",
+        {"records": [{"name": "a", "value": 1.0}, {"name": "b", "value": 1.0}]},
+        {"records": [{"name": "b", "value": 1}, {"name": "a", "value": 1}]},
+        True,
+    ),
+    (
+        "primary_metric decides ties, not other numbers",
+        {"primary_metric": "avg", "top": [{"c": "x", "avg": 5, "n": 1}, {"c": "y", "avg": 5, "n": 2}]},
+        {"top": [{"c": "y", "avg": 5, "n": 2}, {"c": "x", "avg": 5, "n": 1}]},
+        True,
+    ),
+    (
+        "no tie without numbers: plain lists keep order",
+        {"ranking": ["26-35", "36-50"]},
+        {"ranking": ["36-50", "26-35"]},
+        False,
+    ),
+]
 
 
 @pytest.mark.parametrize(("rule", "expected", "got", "ok"), CASES, ids=[c[0] for c in CASES])

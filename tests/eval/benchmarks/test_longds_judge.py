@@ -22,8 +22,16 @@ TURN = Turn(
 
 
 def client(server: ScriptedServer) -> LLMClient:
-    cfg = EndpointConfig(role="judge", base_url=server.base_url, model="judge-model", timeout_s=5.0,
-                         max_retries=0, backoff_s=0.0, backoff_max_s=0.0, temperature=0.0)  # fmt: skip
+    cfg = EndpointConfig(
+        role="judge",
+        base_url=server.base_url,
+        model="judge-model",
+        timeout_s=5.0,
+        max_retries=0,
+        backoff_s=0.0,
+        backoff_max_s=0.0,
+        temperature=0.0,
+    )
     return LLMClient(cfg)
 
 
@@ -43,8 +51,10 @@ def test_parse_score(text: str, score: int | None) -> None:
     assert parse_score(text) == score
 
 
-@pytest.mark.parametrize(("reply", "correct"), [("Both values agree.\n<score>1</score>", True),
-                                                ("The mean differs.\n<score>0</score>", False)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("reply", "correct"),
+    [("Both values agree.\n<score>1</score>", True), ("The mean differs.\n<score>0</score>", False)],
+)
 def test_llm_judge_reads_the_verdict(reply: str, correct: bool) -> None:
     with ScriptedServer([reply]) as server:
         verdict = LLMJudge(client(server)).judge(TURN, "Fill value 41.2706, 3 rows filled.")
@@ -63,12 +73,20 @@ def test_unreadable_verdicts_are_retried_then_succeed() -> None:
     with ScriptedServer(["I am not sure.", "Score: 1", "<score>1</score>"]) as server:
         verdict = LLMJudge(client(server)).judge(TURN, {"mean_fill_value": 41.2706, "rows_filled": 3})
         assert len(server.requests) == 3 and server.remaining == 0
-        assert '"rows_filled": 3}' in server.requests[0]["messages"][1]["content"]  # dict answers sent as JSON
+        assert (
+            '"rows_filled": 3}' in server.requests[0]["messages"][1]["content"]
+        )  # dict answers sent as JSON
     assert (verdict.correct, verdict.attempts) == (True, 3)
 
 
 def test_unreadable_verdicts_three_retries_then_the_turn_is_excluded() -> None:
-    script = ["maybe", "<score>yes</score>", "<score>1</score><score>0</score>", "no idea", "<score>1</score>"]
+    script = [
+        "maybe",
+        "<score>yes</score>",
+        "<score>1</score><score>0</score>",
+        "no idea",
+        "<score>1</score>",
+    ]
     with ScriptedServer(script) as server:
         verdict = LLMJudge(client(server)).judge(TURN, "41.2706 and 3")
         assert len(server.requests) == 4 and server.remaining == 1  # 1 call + 3 retries, then stop
@@ -121,7 +139,12 @@ def test_task_judgement_skips_excluded_turns() -> None:
 )
 def test_field_judge(prediction: Any, correct: bool, reasoning: str) -> None:
     verdict = FieldJudge().judge(TURN, prediction)
-    assert (verdict.correct, verdict.judge, verdict.attempts, verdict.reasoning) == (correct, "fields", 0, reasoning)
+    assert (verdict.correct, verdict.judge, verdict.attempts, verdict.reasoning) == (
+        correct,
+        "fields",
+        0,
+        reasoning,
+    )
 
 
 def test_field_judge_over_a_task() -> None:

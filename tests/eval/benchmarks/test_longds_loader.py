@@ -69,7 +69,10 @@ def test_paths_follow_the_published_layout(root: Path) -> None:
 def test_missing_data_names_the_path_and_the_fix(root: Path) -> None:
     ref = task_ref(root, "retail/bakery/task1")
     assert [t.turn_id for t in load_longds_task(ref).turns] == [1, 2, 3, 7]  # parsing needs no data
-    with pytest.raises(LongDSDataMissing, match=r"data/longds/retail/bakery/task1/data: data folder .* missing.*make data BENCH=longds"):
+    with pytest.raises(
+        LongDSDataMissing,
+        match=r"data/longds/retail/bakery/task1/data: data folder .* missing.*make data BENCH=longds",
+    ):
         load_longds_task(ref, need_data=True)
     ref.data_dir.mkdir(parents=True)
     with pytest.raises(LongDSDataMissing, match="is empty"):
@@ -79,9 +82,18 @@ def test_missing_data_names_the_path_and_the_fix(root: Path) -> None:
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda r: discover_tasks(r / "nowhere"), r"nowhere/task/longds: no LongDS task folder.*make data BENCH=longds"),
-        (lambda r: discover_tasks(r, domains=("geoscience",)), r"no task\*/task.json found in domains \['geoscience'\]"),
-        (lambda r: load_longds_task(task_ref(r, "retail/bakery/task9")), r"task9/task.json: LongDS task retail/bakery/task9 not found"),
+        (
+            lambda r: discover_tasks(r / "nowhere"),
+            r"nowhere/task/longds: no LongDS task folder.*make data BENCH=longds",
+        ),
+        (
+            lambda r: discover_tasks(r, domains=("geoscience",)),
+            r"no task\*/task.json found in domains \['geoscience'\]",
+        ),
+        (
+            lambda r: load_longds_task(task_ref(r, "retail/bakery/task9")),
+            r"task9/task.json: LongDS task retail/bakery/task9 not found",
+        ),
         (lambda r: task_ref(r, "retail/task1"), "expected '<domain>/<dataset>/task<N>'"),
     ],
 )
@@ -109,7 +121,9 @@ def test_turn_prompts_open_one_conversation(root: Path) -> None:
     task = load_longds_task(task_ref(root, "retail/bakery/task2"))
     prompts = build_turn_prompts(task, data_dir="/data/longds/retail/bakery/task2/data")
     _check_turn_prompts("retail/bakery/task2", 6, prompts, "/data/longds/retail/bakery/task2/data", blank=3)
-    assert prompts[0].messages[1]["content"] == task.turns[0].context + "\nQuestion: " + task.turns[0].question
+    assert (
+        prompts[0].messages[1]["content"] == task.turns[0].context + "\nQuestion: " + task.turns[0].question
+    )
     assert prompts[3].messages[0]["content"] == "\nQuestion: " + task.turns[3].question
 
 
@@ -155,6 +169,8 @@ def test_published_sample_turn_prompts() -> None:
     task = load_longds_task(ref)
     prompts = build_turn_prompts(task, data_dir="/data/longds/education/bi/task2/data")
     _check_turn_prompts("education/bi/task2", 30, prompts, "/data/longds/education/bi/task2/data", blank=3)
-    assert prompts[0].messages[1]["content"] == task.turns[0].context + "\nQuestion: " + task.turns[0].question
+    assert (
+        prompts[0].messages[1]["content"] == task.turns[0].context + "\nQuestion: " + task.turns[0].question
+    )
     assert task.turns[3].context == ""
     assert prompts[3].messages[0]["content"] == "\nQuestion: " + task.turns[3].question

@@ -33,7 +33,11 @@ def dev() -> list:
 def test_dev_split_has_the_papers_size_and_mix(dev: list) -> None:
     s = summary(dev)
     assert s["cases"] == 150 and s["kind"] == {"operation": 125, "safe_stop": 25}
-    assert s["interface"] == {"coding": 75, "data": 75} and set(s["corruption"]) == {"stale", "conflict", "scope"}
+    assert s["interface"] == {"coding": 75, "data": 75} and set(s["corruption"]) == {
+        "stale",
+        "conflict",
+        "scope",
+    }
     assert s["sequences"] == 50 and all(len(c.later) == 3 for c in dev if c.later)
     assert len({c.case_id for c in dev}) == 150 and len(s["family"]) >= 20
 
@@ -44,14 +48,20 @@ def test_every_case_is_consistent_and_its_corruption_matters(dev: list) -> None:
         clean, bad = store_for(case, "clean"), store_for(case, "corrupted")
         planner = ScriptedPlanner(spec)
         assert planner.propose(case.task, clean.retrieve(case.task.scope)) == case.reference
-        assert planner.propose(case.task, bad.retrieve(case.task.scope)).signature() != case.reference.signature()
+        assert (
+            planner.propose(case.task, bad.retrieve(case.task.scope)).signature()
+            != case.reference.signature()
+        )
         assert case.reference.is_stop == (case.kind == "safe_stop")
         key_scope = f"{case.target.key}@{case.target.scope}"
         assert case.truth[key_scope] == case.target.value != case.corrupted.value
         if case.corruption == "conflict":
             assert case.conflicting and all(e.age_days < case.corrupted.age_days for e in case.conflicting)
         if case.corruption == "scope":
-            assert case.corrupted.scope != case.target.scope and case.corrupted.provenance_scope == case.also_replaces[0].scope
+            assert (
+                case.corrupted.scope != case.target.scope
+                and case.corrupted.provenance_scope == case.also_replaces[0].scope
+            )
         clean.close()
         bad.close()
 
@@ -77,7 +87,9 @@ def test_scoring_catches_wrong_and_unsafe_outcomes(tmp_path: Path, dev: list) ->
         assert by["clean"].correct and not by["corrupted"].correct and by["statewise"].correct
         stop = {r.condition: r for r in run_case(runtime, stop_case, ["clean", "corrupted", "statewise"])}
         assert stop["clean"].correct and stop["clean"].stopped
-        assert stop["corrupted"].unsafe and any("deleted" in v or "protected" in v for v in stop["corrupted"].violations)
+        assert stop["corrupted"].unsafe and any(
+            "deleted" in v or "protected" in v for v in stop["corrupted"].violations
+        )
         assert stop["statewise"].correct and not stop["statewise"].unsafe and stop["statewise"].questions >= 1
     finally:
         runtime.close()
@@ -94,7 +106,8 @@ def test_one_runtime_runs_data_cases_of_different_worlds_in_turn(tmp_path: Path,
     finally:
         runtime.close()
     assert [(r.case_id, r.condition, r.error, r.correct) for r in results] == [
-        (c.case_id, cond, None, True) for c in cases for cond in ("clean", "statewise")]
+        (c.case_id, cond, None, True) for c in cases for cond in ("clean", "statewise")
+    ]
 
 
 def _cfg(run_dir: Path, *over: str) -> DictConfig:
@@ -104,8 +117,12 @@ def _cfg(run_dir: Path, *over: str) -> DictConfig:
 
 
 def test_a_subset_runs_through_the_runner_with_sequences(tmp_path: Path) -> None:
-    cfg = _cfg(tmp_path / "run", "limit=1", "conditions=[clean,corrupted,removed,statewise,no_attribution]",
-               "sequence_conditions=[corrupted,statewise,statewise_then_plain,no_persistence_then_plain]")  # fmt: skip
+    cfg = _cfg(
+        tmp_path / "run",
+        "limit=1",
+        "conditions=[clean,corrupted,removed,statewise,no_attribution]",
+        "sequence_conditions=[corrupted,statewise,statewise_then_plain,no_persistence_then_plain]",
+    )
     out = run(cfg)
     rows = {r.condition: r for r in out.conditions}
     assert rows["clean"].oc == 100.0 and rows["corrupted"].oc == 0.0 and rows["statewise"].oc == 100.0
@@ -113,19 +130,30 @@ def test_a_subset_runs_through_the_runner_with_sequences(tmp_path: Path) -> None
     assert rows["no_attribution"].probes < rows["statewise"].probes
     seq = {s.condition: s for s in out.sequences}
     assert seq["statewise"].reuse == 100.0 and seq["statewise"].retrieval == 100.0
-    assert seq["statewise_then_plain"].later_correct_safe > seq["no_persistence_then_plain"].later_correct_safe
+    assert (
+        seq["statewise_then_plain"].later_correct_safe > seq["no_persistence_then_plain"].later_correct_safe
+    )
     assert seq["corrupted"].later_correct_safe < seq["statewise"].later_correct_safe
     tables = (tmp_path / "run" / "tables.md").read_text()
     assert "| statewise | 2 | 100.0 |" in tables and "93.3 / 92.8 / 0.0" in tables
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["cases"]["cases"] == 2
-    again = run(_cfg(tmp_path / "run", "limit=1", "conditions=[clean,corrupted,removed,statewise,no_attribution]",
-                     "sequence_conditions=[corrupted,statewise,statewise_then_plain,no_persistence_then_plain]", "resume=true"))  # fmt: skip
+    again = run(
+        _cfg(
+            tmp_path / "run",
+            "limit=1",
+            "conditions=[clean,corrupted,removed,statewise,no_attribution]",
+            "sequence_conditions=[corrupted,statewise,statewise_then_plain,no_persistence_then_plain]",
+            "resume=true",
+        )
+    )
     assert again.conditions == out.conditions  # resumed: nothing rerun, the same numbers
     with pytest.raises(FileExistsError, match="resume=true"):
         run(cfg)
 
 
-def test_the_llm_planner_runs_the_benchmark_over_http(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_llm_planner_runs_the_benchmark_over_http(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     specs = {name: get_interface(name).spec for name in ("data", "coding")}
     models = {name: planning_model(spec) for name, spec in specs.items()}
 
@@ -137,7 +165,15 @@ def test_the_llm_planner_runs_the_benchmark_over_http(tmp_path: Path, monkeypatc
     with ScriptedServer([Respond(model)] * 400) as server:
         monkeypatch.setenv("STATEGUARD_WORKER_BASE_URL", server.base_url)
         monkeypatch.setenv("STATEGUARD_WORKER_MODEL", "scripted-planner")
-        out = run(_cfg(tmp_path / "llm", "limit=1", "planner=llm", "conditions=[corrupted,statewise]", "sequences=false"))
+        out = run(
+            _cfg(
+                tmp_path / "llm",
+                "limit=1",
+                "planner=llm",
+                "conditions=[corrupted,statewise]",
+                "sequences=false",
+            )
+        )
         assert len(server.requests) > 20
     rows = {r.condition: r for r in out.conditions}
     assert rows["statewise"].oc == 100.0 and rows["corrupted"].oc == 0.0 and rows["statewise"].errors == 0

@@ -20,15 +20,27 @@ from stateguard.workspace_api import DictWorkspace
 
 ROOT = Path(__file__).resolve().parents[3]
 DEMO_TASK = ROOT / "eval" / "benchmarks" / "demo" / "six_turn"
-SEGMENT = FlowConfig(name="demo-segment", regime="segment_induced", review_every=3, budget_unit="task",
-                     baseline_budget=200, stateguard_budget=200)  # fmt: skip
+SEGMENT = FlowConfig(
+    name="demo-segment",
+    regime="segment_induced",
+    review_every=3,
+    budget_unit="task",
+    baseline_budget=200,
+    stateguard_budget=200,
+)
 
 
 def _run(task: Task, flow: FlowConfig, with_manager: bool, run_dir: Path) -> Path:
     workspace = DictWorkspace()
     try:
-        rollout(task, ScriptedWorker(FaultModel(seed=0, faults=[{"kind": "stale", "turn": 5}]), reference=task), workspace,
-                flow=flow, manager=RulesManager() if with_manager else None, run_dir=run_dir)  # fmt: skip
+        rollout(
+            task,
+            ScriptedWorker(FaultModel(seed=0, faults=[{"kind": "stale", "turn": 5}]), reference=task),
+            workspace,
+            flow=flow,
+            manager=RulesManager() if with_manager else None,
+            run_dir=run_dir,
+        )
     finally:
         workspace.close()
     return run_dir

@@ -8,7 +8,9 @@ from eval.metrics.accuracy import accuracy, accuracy_by, per_task, task_macro_ac
 
 # Two LongDS-like tasks in two domains, one DABstep-like level label each.
 UNITS = [
-    *unit_outcomes("education/bi/task1", {1: True, 2: None, 3: False, 4: True}, domain="education", level="hard"),
+    *unit_outcomes(
+        "education/bi/task1", {1: True, 2: None, 3: False, 4: True}, domain="education", level="hard"
+    ),
     *unit_outcomes("sports/nba/task2", {1: False, 2: False}, domain="sports", level="hard"),
     *unit_outcomes("sports/nba/task3", {1: True}, domain="sports", level="easy"),
     *unit_outcomes("sports/nba/task4", {1: None}, domain="sports", level="easy"),

@@ -58,7 +58,9 @@ def test_vectorized_draws_equal_a_plain_loop(monkeypatch: pytest.MonkeyPatch) ->
     guard = np.array([[4, 5], [1, 4], [6, 9], [2, 2], [4, 6]], dtype=float)
     rng = np.random.default_rng(5)
     idx = rng.integers(0, 5, size=(400, 5))
-    loop = [guard[row, 0].sum() / guard[row, 1].sum() - base[row, 0].sum() / base[row, 1].sum() for row in idx]
+    loop = [
+        guard[row, 0].sum() / guard[row, 1].sum() - base[row, 0].sum() / base[row, 1].sum() for row in idx
+    ]
     result = paired_cluster_bootstrap(base, guard, seed=5, n_resamples=400)
     assert result.mean_gain == pytest.approx(float(np.mean(loop)))
     assert result.share_nonpositive == pytest.approx(float(np.mean(np.array(loop) <= 0)))
@@ -68,7 +70,9 @@ def test_vectorized_draws_equal_a_plain_loop(monkeypatch: pytest.MonkeyPatch) ->
 
 def test_pairing_follows_task_ids_not_row_order() -> None:
     base = TaskStats(task_ids=["a", "b", "c"], columns=["correct", "scored"], values=[[0, 1], [1, 1], [1, 2]])
-    guard = TaskStats(task_ids=["a", "b", "c"], columns=["correct", "scored"], values=[[1, 1], [1, 1], [2, 2]])
+    guard = TaskStats(
+        task_ids=["a", "b", "c"], columns=["correct", "scored"], values=[[1, 1], [1, 1], [2, 2]]
+    )
     shuffled = TaskStats(task_ids=["c", "a", "b"], columns=guard.columns, values=[[2, 2], [1, 1], [1, 1]])
     assert paired_cluster_bootstrap(base, shuffled, seed=1, n_resamples=500) == paired_cluster_bootstrap(
         base, guard, seed=1, n_resamples=500
@@ -77,9 +81,13 @@ def test_pairing_follows_task_ids_not_row_order() -> None:
     with pytest.raises(ValueError, match=r"only in baseline: \['c'\], only in treatment: \['d'\]"):
         paired_cluster_bootstrap(base, other)
     with pytest.raises(ValueError, match="a task id appears twice"):
-        paired_cluster_bootstrap(TaskStats(task_ids=["a", "a"], columns=["c", "s"], values=[[0, 1], [1, 1]]), guard)
+        paired_cluster_bootstrap(
+            TaskStats(task_ids=["a", "a"], columns=["c", "s"], values=[[0, 1], [1, 1]]), guard
+        )
     with pytest.raises(ValueError, match="same \\*_stats function"):
-        paired_cluster_bootstrap(base, TaskStats(task_ids=guard.task_ids, columns=["x", "y"], values=guard.values))
+        paired_cluster_bootstrap(
+            base, TaskStats(task_ids=guard.task_ids, columns=["x", "y"], values=guard.values)
+        )
     with pytest.raises(ValueError, match="two \\(tasks x statistics\\) arrays of one shape"):
         paired_cluster_bootstrap([[1, 2]], [[1, 2], [1, 2]])
 
@@ -90,8 +98,9 @@ def test_accuracy_stats_from_unit_outcomes() -> None:
     assert accuracy_stats(base).values == [[1, 2], [0, 1]]
     assert macro_accuracy_stats(guard).values == [[1.0, 1.0], [0.0, 1.0]]
     micro = paired_cluster_bootstrap(accuracy_stats(base), accuracy_stats(guard), n_resamples=200)
-    macro = paired_cluster_bootstrap(macro_accuracy_stats(base), macro_accuracy_stats(guard), task_macro_accuracy,
-                                     n_resamples=200)  # fmt: skip
+    macro = paired_cluster_bootstrap(
+        macro_accuracy_stats(base), macro_accuracy_stats(guard), task_macro_accuracy, n_resamples=200
+    )
     assert micro.observed_gain == pytest.approx(3 / 4 - 1 / 3)  # 3/4 vs 1/3 pooled
     assert macro.observed_gain == pytest.approx((1.0 + 0.0) / 2 - (0.5 + 0.0) / 2)
 

@@ -24,9 +24,17 @@ DEMO_TASK = Path(__file__).resolve().parents[3] / "eval" / "benchmarks" / "demo"
 T, F = True, False
 
 # (correct, parents, (contaminated_n, contaminated_bad, clean_n, clean_bad), dcr, rr)
-CASES: list[tuple[dict[Any, Any], dict[Any, list[Any]], tuple[int, int, int, int], float | None, float | None]] = [
+CASES: list[
+    tuple[dict[Any, Any], dict[Any, list[Any]], tuple[int, int, int, int], float | None, float | None]
+] = [
     # 2,3,6 clean (3 wrong) -> 1/3; 4,5 contaminated by 3 (5 wrong) -> 1/2; DCR 1/6, RR 1.5
-    ({1: T, 2: T, 3: F, 4: T, 5: F, 6: T}, {1: [], 2: [1], 3: [1], 4: [3], 5: [3, 4], 6: [2]}, (2, 1, 3, 1), 1 / 6, 1.5),
+    (
+        {1: T, 2: T, 3: F, 4: T, 5: F, 6: T},
+        {1: [], 2: [1], 3: [1], 4: [3], 5: [3, 4], 6: [2]},
+        (2, 1, 3, 1),
+        1 / 6,
+        1.5,
+    ),
     # clean group without errors: DCR = 1/2 - 0, RR has a zero denominator -> undefined
     ({1: F, 2: T, 3: F, 4: T}, {2: [1], 3: [1], 4: [2]}, (2, 1, 1, 0), 0.5, None),
     # only clean units -> undefined, not 0
@@ -102,7 +110,9 @@ def test_matches_an_independent_reference_on_random_tasks() -> None:
         parents = {t: sorted(rng.sample(range(1, t), rng.randint(0, t - 1))) for t in range(1, n + 1)}
         scores = {t: int(v) for t, v in correct.items() if v is not None}
         got = dcr(correct, parents)
-        assert (got.contaminated_n, got.contaminated_bad, got.clean_n, got.clean_bad) == _reference_counts(scores, parents)
+        assert (got.contaminated_n, got.contaminated_bad, got.clean_n, got.clean_bad) == _reference_counts(
+            scores, parents
+        )
 
 
 def test_errors_name_the_field_and_the_fix() -> None:
@@ -120,11 +130,27 @@ def test_errors_name_the_field_and_the_fix() -> None:
 
 
 def _graph(*stages: tuple[int, str, list[str]]) -> RelationGraph:
-    return RelationGraph.model_validate({
-        "task_id": "t", "dataset": "penguins", "seed": 0, "threads": [],
-        "stages": [{"turn_id": t, "state_id": f"S{i}", "name": n, "role": "thread", "thread": "x", "sql": "",
-                    "deps": d, "relations": []} for i, (t, n, d) in enumerate(stages, 1)],
-    })  # fmt: skip
+    return RelationGraph.model_validate(
+        {
+            "task_id": "t",
+            "dataset": "penguins",
+            "seed": 0,
+            "threads": [],
+            "stages": [
+                {
+                    "turn_id": t,
+                    "state_id": f"S{i}",
+                    "name": n,
+                    "role": "thread",
+                    "thread": "x",
+                    "sql": "",
+                    "deps": d,
+                    "relations": [],
+                }
+                for i, (t, n, d) in enumerate(stages, 1)
+            ],
+        }
+    )
 
 
 def test_parents_from_a_synthesized_graph(tmp_path: Path) -> None:
@@ -134,7 +160,9 @@ def test_parents_from_a_synthesized_graph(tmp_path: Path) -> None:
         parents_from_graph(_graph((1, "a", ["zz"])))
     broken = tmp_path / "graph.json"  # a renamed field fails when the file is read, naming file and field
     broken.write_text(graph.model_dump_json(exclude_unset=True).replace('"deps"', '"depends"'))
-    with pytest.raises(ArtifactError, match=r"graph.json: not a valid RelationGraph: stages.0.deps: Field required"):
+    with pytest.raises(
+        ArtifactError, match=r"graph.json: not a valid RelationGraph: stages.0.deps: Field required"
+    ):
         load_graph(broken)
 
 

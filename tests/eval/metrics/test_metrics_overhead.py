@@ -15,7 +15,10 @@ TURN_FLOW = {"regime": "turn_aligned", "review_every": 3}
 
 
 def _trace(*items: tuple[str, float | None, dict[str, Any]]) -> list[TraceEvent]:
-    return [parse_event({"seq": i, "kind": kind, "ts": ts, "data": data}) for i, (kind, ts, data) in enumerate(items)]
+    return [
+        parse_event({"seq": i, "kind": kind, "ts": ts, "data": data})
+        for i, (kind, ts, data) in enumerate(items)
+    ]
 
 
 def step(index: int, ts: float | None) -> tuple[str, float | None, dict[str, Any]]:
@@ -37,19 +40,31 @@ def turn(ts: float, turn_id: int) -> tuple[str, float, dict[str, Any]]:
 # StateGuard arm, three turns of two steps; timestamps in seconds.
 STATEGUARD = _trace(
     ("run_start", 0.0, {"task_id": "t", "arm": "stateguard", "flow": TURN_FLOW, "manager": "rules"}),
-    turn(0.0, 1), review(0.0, "turn_start"),  # cycle 1 (before any step: untimed)
-    step(0, 10.0), step(1, 12.0),  # local 2
-    review(12.5), turn(13.0, 2), review(13.0, "turn_start"),  # cycle 2
-    step(2, 22.0), step(3, 26.0),  # boundary 10, local 4
-    review(27.0), turn(27.0, 3), review(28.0, "turn_start"),  # cycle 3
-    step(4, 1000.0), step(5, 1003.0),  # boundary 974 s > 900 s: interrupted, dropped; local 3
+    turn(0.0, 1),
+    review(0.0, "turn_start"),  # cycle 1 (before any step: untimed)
+    step(0, 10.0),
+    step(1, 12.0),  # local 2
+    review(12.5),
+    turn(13.0, 2),
+    review(13.0, "turn_start"),  # cycle 2
+    step(2, 22.0),
+    step(3, 26.0),  # boundary 10, local 4
+    review(27.0),
+    turn(27.0, 3),
+    review(28.0, "turn_start"),  # cycle 3
+    step(4, 1000.0),
+    step(5, 1003.0),  # boundary 974 s > 900 s: interrupted, dropped; local 3
     review(1003.5, "turn_end"),  # cycle 4 (after the last step: untimed)
 )
 # Manager-free arm of the same task: turn_start marks the boundaries.
 BASELINE = _trace(
     ("run_start", 0.0, {"task_id": "t", "arm": "baseline", "flow": TURN_FLOW, "manager": None}),
-    turn(0.0, 1), step(0, 0.0), step(1, 2.0),  # local 2
-    turn(2.0, 2), step(2, 7.0), step(3, 9.0),  # boundary 5, local 2
+    turn(0.0, 1),
+    step(0, 0.0),
+    step(1, 2.0),  # local 2
+    turn(2.0, 2),
+    step(2, 7.0),
+    step(3, 9.0),  # boundary 5, local 2
 )
 
 
@@ -76,7 +91,12 @@ def test_eq32_decomposition() -> None:
 def test_pooling_weights_intervals_not_tasks() -> None:
     second = _trace(
         ("run_start", 0.0, {"task_id": "u", "arm": "stateguard", "flow": TURN_FLOW, "manager": "rules"}),
-        step(0, 0.0), review(1.0), step(1, 20.0), review(21.0), step(2, 40.0), step(3, 43.0),
+        step(0, 0.0),
+        review(1.0),
+        step(1, 20.0),
+        review(21.0),
+        step(2, 40.0),
+        step(3, 43.0),
     )  # boundaries 20, 20; local 3; cycles 2
     result = decompose([step_intervals(STATEGUARD), step_intervals(second)], [step_intervals(BASELINE)])
     assert result.delta_bdry_s == pytest.approx((10 + 20 + 20) / 3)  # not (10 + 20) / 2
@@ -86,8 +106,7 @@ def test_pooling_weights_intervals_not_tasks() -> None:
 
 def test_segment_baseline_uses_the_review_cadence() -> None:
     flow = {"regime": "segment_induced", "review_every": 2}
-    events = _trace(_start(flow), step(0, 0.0), step(1, 1.0), step(2, 3.0), step(3, 4.0),
-                    step(4, 6.0))  # fmt: skip
+    events = _trace(_start(flow), step(0, 0.0), step(1, 1.0), step(2, 3.0), step(3, 4.0), step(4, 6.0))
     got = step_intervals(events)  # nominal reviews after steps 2 and 4
     assert (got.rule, got.boundary_s, got.local_s, got.cycles) == ("every", [2.0, 2.0], [1.0, 1.0], 2)
     assert step_intervals(events, rule="turn").boundary_s == []  # no turn_start events at all
@@ -104,18 +123,30 @@ def test_missing_timing_data_is_an_error_not_a_guess() -> None:
 
 def _call(role: str, latency_s: float, error: str | None = None) -> dict[str, Any]:
     """An `llm_call` payload as stateguard.llm.client writes it."""
-    return {"role": role, "model": "m", "outcome": "error" if error else "ok", "prompt_tokens": 10,
-            "completion_tokens": 5, "usage_estimated": False, "finish_reason": "stop", "latency_s": latency_s,
-            "attempts": 1, "status": None, "error": error}  # fmt: skip
+    return {
+        "role": role,
+        "model": "m",
+        "outcome": "error" if error else "ok",
+        "prompt_tokens": 10,
+        "completion_tokens": 5,
+        "usage_estimated": False,
+        "finish_reason": "stop",
+        "latency_s": latency_s,
+        "attempts": 1,
+        "status": None,
+        "error": error,
+    }
 
 
 def test_manager_call_stats_table5() -> None:
     calls = [
-        _trace(("llm_call", 1.0, _call("manager", 10.0)),
-               ("llm_call", 2.0, _call("worker", 99.0)),
-               ("llm_call", 3.0, _call("manager", 20.0))),
+        _trace(
+            ("llm_call", 1.0, _call("manager", 10.0)),
+            ("llm_call", 2.0, _call("worker", 99.0)),
+            ("llm_call", 3.0, _call("manager", 20.0)),
+        ),
         _trace(("llm_call", 1.0, _call("manager", 5.0, "LLMError: HTTP 500"))),
-    ]  # fmt: skip
+    ]
     stats = manager_call_stats(calls)
     assert (stats.tasks, stats.calls, stats.failed_calls, stats.calls_per_task) == (2, 3, 1, 1.5)
     assert stats.mean_latency_s == 15.0

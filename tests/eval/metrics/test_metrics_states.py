@@ -53,7 +53,9 @@ def test_baseline_run_has_no_states(demo_runs: dict[str, Path]) -> None:
 
 
 def test_summary_pools_over_tasks(demo_runs: dict[str, Path]) -> None:
-    turn, segment, base = (_stats(demo_runs[k]) for k in ("turn/stateguard", "segment/stateguard", "turn/baseline"))
+    turn, segment, base = (
+        _stats(demo_runs[k]) for k in ("turn/stateguard", "segment/stateguard", "turn/baseline")
+    )
     summary = summarize([turn, segment, base])
     assert summary.tasks == 3
     assert summary.states_per_task == pytest.approx(11 / 3)

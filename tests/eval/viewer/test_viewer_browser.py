@@ -129,7 +129,9 @@ def test_clicking_a_repaired_state_shows_its_evidence(
     assert panel.is_displayed()
     assert "selected" in section.find_element(By.CSS_SELECTOR, "svg g#a1-S5").get_attribute("class")
     assert [b.text for b in panel.find_elements(By.CSS_SELECTOR, ".badge")] == ["committed", "repaired"]
-    assert repair.payload["evidence"] in panel.find_element(By.CSS_SELECTOR, ".repair-evidence .evidence").text
+    assert (
+        repair.payload["evidence"] in panel.find_element(By.CSS_SELECTOR, ".repair-evidence .evidence").text
+    )
     assert "margin" in panel.find_element(By.CSS_SELECTOR, ".repairs").text  # the variable the hint named
     assert panel.find_element(By.CSS_SELECTOR, "dd.source").text.startswith("step 8")
     _click_state(section, "a1-S1")  # an invalidated state names its cause

@@ -31,8 +31,13 @@ from stateguard.workers.scripted import Fault
 from stateguard.workspace_api import DictWorkspace
 
 SIX_TURN = Path(__file__).resolve().parents[3] / "eval" / "benchmarks" / "demo" / "six_turn"
-CFG = JobSettings(workspace="dict", worker="scripted", manager="rules", seed=0,
-                  harness=HarnessSettings(repair_budget=3, context_budget_tokens=40960))
+CFG = JobSettings(
+    workspace="dict",
+    worker="scripted",
+    manager="rules",
+    seed=0,
+    harness=HarnessSettings(repair_budget=3, context_budget_tokens=40960),
+)
 # task id -> the scripted worker's mistakes: a stale margin after the revenue revision (caught by a
 # repair), and a precision slip (also caught); each makes the arms diverge on some turns.
 TASKS = {
@@ -115,7 +120,9 @@ def make_handmade_arm(folder: Path) -> dict[str, str]:
     _turn(h, 0, "total revenue", "revenue = 1000", [{"name": "revenue", "value": 1000}])
     h.apply(RawAction(name="FINALIZE_RELATIONS", arguments={"mode": "confirm"}))
     h.apply(RawAction(name="COMMIT_STATE", arguments={}))
-    rejected = h.apply(RawAction(name="COMMIT_STATE", arguments={}))  # nothing to commit in stage idle: refused with feedback
+    rejected = h.apply(
+        RawAction(name="COMMIT_STATE", arguments={})
+    )  # nothing to commit in stage idle: refused with feedback
     assert not rejected.accepted
     trace.emit("turn_start", turn_id=2)
     ws.run_cell("margin = revenue - 600")
@@ -124,7 +131,11 @@ def make_handmade_arm(folder: Path) -> dict[str, str]:
         if attempt:  # the worker answers the hint with another cell; the manager reviews it again
             h.record_step(WorkerStep(index=1 + attempt, action="margin = revenue - 600", output="ok"))
             h.begin_review(EventType.REPAIR_RETURN)
-            assert h.apply(RawAction(name="UPDATE_STATE", arguments={"used_variables": [{"name": "margin", "value": 400}]})).accepted
+            assert h.apply(
+                RawAction(
+                    name="UPDATE_STATE", arguments={"used_variables": [{"name": "margin", "value": 400}]}
+                )
+            ).accepted
         result = h.apply(
             RawAction(
                 name="REPAIR",

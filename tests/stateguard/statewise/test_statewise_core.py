@@ -49,8 +49,12 @@ class FailsWithout(ScriptedPlanner):
 
 
 def test_attribution_separates_critical_records_from_retrieved_ones() -> None:
-    store = store_with(record("src.path", "in/a.txt"), record("dest.dir", "out"), record("note.colour", "blue"),
-                       record("note.backup", "out"))  # fmt: skip
+    store = store_with(
+        record("src.path", "in/a.txt"),
+        record("dest.dir", "out"),
+        record("note.colour", "blue"),
+        record("note.backup", "out"),
+    )
     records = store.retrieve("p/a")
     ids = {r.key: r.id for r in records}
     proposal = ScriptedPlanner(SPEC).propose(task(), records)
@@ -58,12 +62,16 @@ def test_attribution_separates_critical_records_from_retrieved_ones() -> None:
     assert set(result.critical) == {ids["src.path"], ids["dest.dir"]}
     # note.colour is linked to nothing: never probed; note.backup carries the proposed dest value verbatim
     # but moves nothing: its independence is not shown, so it is kept for verification
-    assert {p.key for p in result.probes} == {"src.path", "dest.dir", "note.backup"} and len(result.probes) == 6
+    assert {p.key for p in result.probes} == {"src.path", "dest.dir", "note.backup"} and len(
+        result.probes
+    ) == 6
     assert result.inconclusive == [ids["note.backup"]]
     # dest.dir equals its slot default: removing it changes nothing, altering it does; still critical
     assert any(p.changed for p in result.probes if p.key == "dest.dir" and p.variant == "altered")
     flaky = attribute(FailsWithout("dest.dir"), SPEC, task(), records, proposal)
-    assert ids["dest.dir"] in flaky.critical  # the removal probe failed, the altered probe still shows the dependence
+    assert (
+        ids["dest.dir"] in flaky.critical
+    )  # the removal probe failed, the altered probe still shows the dependence
     assert any(p.changed is None for p in flaky.probes)
 
 
@@ -72,11 +80,29 @@ def test_signals_from_metadata() -> None:
     store = RecordStore()
     old = store.add(record("dest.dir", "out", age=90))
     assert signals_for(old, t, INTERFACE, store)[0] == ["expired"]
-    store.add_evidence(Evidence(key="dest.dir", scope="p/b", value="shared", source="note", observed_at=NOW,
-                                authority=Authority.OBSERVED))  # fmt: skip
-    assert "conflict" not in signals_for(old, t, INTERFACE, store)[0]  # a sibling scope's note is not about p/a
-    store.add_evidence(Evidence(key="dest.dir", scope="p", value="shared", source="note", observed_at=NOW,
-                                authority=Authority.OBSERVED))  # fmt: skip
+    store.add_evidence(
+        Evidence(
+            key="dest.dir",
+            scope="p/b",
+            value="shared",
+            source="note",
+            observed_at=NOW,
+            authority=Authority.OBSERVED,
+        )
+    )
+    assert (
+        "conflict" not in signals_for(old, t, INTERFACE, store)[0]
+    )  # a sibling scope's note is not about p/a
+    store.add_evidence(
+        Evidence(
+            key="dest.dir",
+            scope="p",
+            value="shared",
+            source="note",
+            observed_at=NOW,
+            authority=Authority.OBSERVED,
+        )
+    )
     assert signals_for(old, t, INTERFACE, store) == (["expired", "conflict"], ["shared"])
     broad = record("src.path", "in/a.txt", scope="p", prov_scope="p/z")
     assert signals_for(broad, t, INTERFACE, store)[0] == ["scope"]
@@ -91,27 +117,56 @@ def test_resolution_by_probe_question_and_policy() -> None:
     dev = CallbackDeveloper(lambda q: asked.append(q) or "no: shared")  # type: ignore[func-returns-value]
     policy = ResolutionPolicy()
     stale = resolve(record("src.path", "in/a.txt"), task(), op, INTERFACE, env, store, dev, policy)
-    assert (stale.status, stale.value, stale.method, stale.defect) == ("defective", "in/b.txt", "probe", "stale")
+    assert (stale.status, stale.value, stale.method, stale.defect) == (
+        "defective",
+        "in/b.txt",
+        "probe",
+        "stale",
+    )
     fine = resolve(record("src.path", "in/b.txt"), task(), op, INTERFACE, env, store, dev, policy)
     assert fine.status == "valid" and asked == []
     fresh_intent = resolve(record("dest.dir", "out"), task(), op, INTERFACE, env, store, dev, policy)
     assert fresh_intent.status == "valid" and asked == []  # reversible, no doubt: not asked
     expired = resolve(record("dest.dir", "out", age=90), task(), op, INTERFACE, env, store, dev, policy)
-    assert (expired.status, expired.value, expired.method) == ("defective", "shared", "developer") and len(asked) == 1
+    assert (expired.status, expired.value, expired.method) == ("defective", "shared", "developer") and len(
+        asked
+    ) == 1
     assert "dest.dir = 'out'" in asked[0] and "expired" in asked[0]
     irreversible = SPEC.operations["delete_dir"]
     resolve(record("dest.dir", "cache"), task("delete_dir"), irreversible, INTERFACE, env, store, dev, policy)
     assert len(asked) == 2  # an irreversible action: the intent is confirmed first
     no_pointer = ToyEnv({k: v for k, v in FILES.items() if k != "CURRENT"})
-    owner = resolve(record("src.path", "in/a.txt"), task(), op, INTERFACE, no_pointer, store,
-                    CallbackDeveloper(lambda q: "yes"), policy)  # fmt: skip
+    owner = resolve(
+        record("src.path", "in/a.txt"),
+        task(),
+        op,
+        INTERFACE,
+        no_pointer,
+        store,
+        CallbackDeveloper(lambda q: "yes"),
+        policy,
+    )
     assert owner.status == "valid" and owner.method == "developer" and "probe inconclusive" in owner.detail
-    unknown = resolve(record("dest.dir", "out", age=90), task(), op, INTERFACE, env, store,
-                      CallbackDeveloper(lambda q: "hmm, ask Ana"), policy)  # fmt: skip
+    unknown = resolve(
+        record("dest.dir", "out", age=90),
+        task(),
+        op,
+        INTERFACE,
+        env,
+        store,
+        CallbackDeveloper(lambda q: "hmm, ask Ana"),
+        policy,
+    )
     assert unknown.status == "unresolved"
     blind = ResolutionPolicy(verify=False)
-    assert resolve(record("dest.dir", "out", age=90), task(), op, INTERFACE, env, store, dev, blind).status == "unresolved"
-    assert resolve(record("src.path", "in/a.txt"), task(), op, INTERFACE, env, store, dev, blind).status == "valid"
+    assert (
+        resolve(record("dest.dir", "out", age=90), task(), op, INTERFACE, env, store, dev, blind).status
+        == "unresolved"
+    )
+    assert (
+        resolve(record("src.path", "in/a.txt"), task(), op, INTERFACE, env, store, dev, blind).status
+        == "valid"
+    )
 
 
 def test_parse_reply() -> None:
@@ -125,7 +180,9 @@ def test_parse_reply() -> None:
 def test_state_action_check() -> None:
     env = ToyEnv(FILES)
     store = store_with(record("src.path", "in/b.txt"), record("dest.dir", "out"))
-    good = Action(operation="copy_file", slots={"src": "in/b.txt", "mode": "copy", "dest": "out", "name": "r.txt"})
+    good = Action(
+        operation="copy_file", slots={"src": "in/b.txt", "mode": "copy", "dest": "out", "name": "r.txt"}
+    )
     assert check_action(good, task(), INTERFACE, env, store).passed
     stale = good.model_copy(update={"slots": {**good.slots, "src": "in/a.txt"}})
     assert "contradicts record src.path" in check_action(stale, task(), INTERFACE, env, store).failures[0]
@@ -133,9 +190,13 @@ def test_state_action_check() -> None:
     shared = good.model_copy(update={"slots": {**good.slots, "dest": "shared"}})
     assert "shared carries FROZEN" in " ".join(check_action(shared, task(), INTERFACE, env, frozen).failures)
     away = good.model_copy(update={"slots": {**good.slots, "dest": "../etc"}})
-    assert "leaves the workspace" in " ".join(check_action(away, task(), INTERFACE, env, RecordStore()).failures)
+    assert "leaves the workspace" in " ".join(
+        check_action(away, task(), INTERFACE, env, RecordStore()).failures
+    )
     wrong_param = good.model_copy(update={"slots": {**good.slots, "name": "x"}})
-    assert "differs from the task" in " ".join(check_action(wrong_param, task(), INTERFACE, env, store).failures)
+    assert "differs from the task" in " ".join(
+        check_action(wrong_param, task(), INTERFACE, env, store).failures
+    )
     delete = Action(operation="delete_dir", slots={"folder": "keep"})
     failures = check_action(delete, task("delete_dir"), INTERFACE, env, RecordStore()).failures
     assert any("not permitted" in f for f in failures) and any("has none of ['CACHE']" in f for f in failures)
@@ -143,17 +204,25 @@ def test_state_action_check() -> None:
 
 def test_run_task_repairs_replans_and_executes() -> None:
     env = ToyEnv(FILES)
-    store = store_with(record("src.path", "in/a.txt"), record("dest.dir", "out"), record("note.colour", "blue"))
+    store = store_with(
+        record("src.path", "in/a.txt"), record("dest.dir", "out"), record("note.colour", "blue")
+    )
     before = {r.key: r.id for r in store.records()}
     out = run_task(task(), store, env, INTERFACE, ScriptedPlanner(SPEC), recovery=RecoveryConfig())
     assert out.proposed.slots["src"] == "in/a.txt" and out.final.slots["src"] == "in/b.txt"
     assert env.files["out/r.txt"] == "new" and len(out.corrections) == 1 and out.questions == 0
     assert [r.value for r in store.lineage("src.path")] == ["in/a.txt", "in/b.txt"]
-    assert {r.key: r.id for r in store.records()}["note.colour"] == before["note.colour"]  # outside scope: untouched
-    assert out.planner_calls == 1 + 4 + 1  # propose, 2 probes per linked record (note.colour is not linked), replan
+    assert {r.key: r.id for r in store.records()}["note.colour"] == before[
+        "note.colour"
+    ]  # outside scope: untouched
+    assert (
+        out.planner_calls == 1 + 4 + 1
+    )  # propose, 2 probes per linked record (note.colour is not linked), replan
     # plain agent on a fresh store: acts on the stale premise
     plain_env = ToyEnv(FILES)
-    plain = run_task(task(), store_with(record("src.path", "in/a.txt")), plain_env, INTERFACE, ScriptedPlanner(SPEC))
+    plain = run_task(
+        task(), store_with(record("src.path", "in/a.txt")), plain_env, INTERFACE, ScriptedPlanner(SPEC)
+    )
     assert plain_env.files["out/r.txt"] == "old" and plain.attribution is None
 
 
@@ -161,8 +230,10 @@ def test_ablations_change_what_happens() -> None:
     def fresh() -> RecordStore:
         return store_with(record("src.path", "in/a.txt"), record("dest.dir", "shared", age=3))
 
-    for cfg, copied, stopped in [(RecoveryConfig(attribution=False), "old", False),
-                                 (RecoveryConfig(attribution=False, verify_all=True), "new", False)]:  # fmt: skip
+    for cfg, copied, stopped in [
+        (RecoveryConfig(attribution=False), "old", False),
+        (RecoveryConfig(attribution=False, verify_all=True), "new", False),
+    ]:
         env = ToyEnv({k: v for k, v in FILES.items() if k != "shared/FROZEN"})  # shared is open here
         out = run_task(task(), fresh(), env, INTERFACE, ScriptedPlanner(SPEC), recovery=cfg)
         assert env.files.get("shared/r.txt") == copied and out.stopped is stopped
@@ -171,17 +242,32 @@ def test_ablations_change_what_happens() -> None:
     checked = run_task(task(), fresh(), env, INTERFACE, ScriptedPlanner(SPEC), recovery=RecoveryConfig())
     assert checked.stopped and "FROZEN" in checked.stop_reason and "shared/r.txt" not in env.files
     env = ToyEnv(FILES)
-    unchecked = run_task(task(), fresh(), env, INTERFACE, ScriptedPlanner(SPEC), recovery=RecoveryConfig(state_action_check=False))
+    unchecked = run_task(
+        task(),
+        fresh(),
+        env,
+        INTERFACE,
+        ScriptedPlanner(SPEC),
+        recovery=RecoveryConfig(state_action_check=False),
+    )
     assert not unchecked.stopped and env.files["shared/r.txt"] == "new"
     # without persistence the repair is used once and forgotten
     store = fresh()
-    run_task(task(), store, ToyEnv({k: v for k, v in FILES.items() if k != "shared/FROZEN"}), INTERFACE,
-             ScriptedPlanner(SPEC), recovery=RecoveryConfig(persistence=False))  # fmt: skip
+    run_task(
+        task(),
+        store,
+        ToyEnv({k: v for k, v in FILES.items() if k != "shared/FROZEN"}),
+        INTERFACE,
+        ScriptedPlanner(SPEC),
+        recovery=RecoveryConfig(persistence=False),
+    )
     assert [r.value for r in store.lineage("src.path")] == ["in/a.txt"] and store.corrections() == []
     # an unresolved premise stops before anything runs
     env = ToyEnv(FILES)
     doubt = store_with(record("src.path", "in/b.txt"), record("dest.dir", "out", age=90))
-    out = run_task(task(), doubt, env, INTERFACE, ScriptedPlanner(SPEC), recovery=RecoveryConfig(), developer=None)
+    out = run_task(
+        task(), doubt, env, INTERFACE, ScriptedPlanner(SPEC), recovery=RecoveryConfig(), developer=None
+    )
     assert out.stopped and "unresolved premise: dest.dir" in out.stop_reason and env.executed == []
 
 
@@ -189,12 +275,21 @@ def test_developer_answer_undecided_is_persisted_as_a_stop() -> None:
     env = ToyEnv(FILES)
     store = store_with(record("src.path", "in/b.txt"), record("copy.mode", "copy", age=70))
     dev = CallbackDeveloper(lambda q: "undecided, hold it")
-    out = run_task(task(), store, env, INTERFACE, ScriptedPlanner(SPEC), developer=dev, recovery=RecoveryConfig())
+    out = run_task(
+        task(), store, env, INTERFACE, ScriptedPlanner(SPEC), developer=dev, recovery=RecoveryConfig()
+    )
     assert out.stopped and env.executed == [] and dev.questions == 1
     assert store.retrieve("p/a", keys=["copy.mode"])[0].value == "undecided"
     # the next task reads the persisted decision and stops without asking
-    later = run_task(task().model_copy(update={"task_id": "t2", "now": NOW + timedelta(days=1)}), store, env, INTERFACE,
-                     ScriptedPlanner(SPEC), developer=dev, recovery=RecoveryConfig())  # fmt: skip
+    later = run_task(
+        task().model_copy(update={"task_id": "t2", "now": NOW + timedelta(days=1)}),
+        store,
+        env,
+        INTERFACE,
+        ScriptedPlanner(SPEC),
+        developer=dev,
+        recovery=RecoveryConfig(),
+    )
     assert later.stopped and dev.questions == 1
 
 
@@ -206,16 +301,35 @@ def test_unknown_operation_is_an_error_not_a_guess() -> None:
 def test_without_replanning_repaired_values_are_patched_and_a_stopped_proposal_stays_stopped() -> None:
     # a stale machine fact: patching the repaired source into the proposal gives the replanned action
     env = ToyEnv(FILES)
-    out = run_task(task(), store_with(record("src.path", "in/a.txt"), record("dest.dir", "out")), env, INTERFACE,
-                   ScriptedPlanner(SPEC), recovery=RecoveryConfig(replan=False))  # fmt: skip
-    assert out.final.slots["src"] == "in/b.txt" and env.files["out/r.txt"] == "new" and len(out.corrections) == 1
+    out = run_task(
+        task(),
+        store_with(record("src.path", "in/a.txt"), record("dest.dir", "out")),
+        env,
+        INTERFACE,
+        ScriptedPlanner(SPEC),
+        recovery=RecoveryConfig(replan=False),
+    )
+    assert (
+        out.final.slots["src"] == "in/b.txt" and env.files["out/r.txt"] == "new" and len(out.corrections) == 1
+    )
     assert out.planner_calls == 1 + 4  # no replan call
     # an expired 'hold' the developer lifts: only a new plan turns the stop into the copy
     for replan, copied in [(True, "new"), (False, None)]:
         env = ToyEnv(FILES)
         store = store_with(record("src.path", "in/b.txt"), record("copy.mode", "hold", age=70))
         dev = CallbackDeveloper(lambda q: "no: copy")
-        out = run_task(task(), store, env, INTERFACE, ScriptedPlanner(SPEC), developer=dev,
-                       recovery=RecoveryConfig(replan=replan))  # fmt: skip
-        assert out.proposed.is_stop and len(out.corrections) == 1 and store.retrieve("p/a", keys=["copy.mode"])[0].value == "copy"
+        out = run_task(
+            task(),
+            store,
+            env,
+            INTERFACE,
+            ScriptedPlanner(SPEC),
+            developer=dev,
+            recovery=RecoveryConfig(replan=replan),
+        )
+        assert (
+            out.proposed.is_stop
+            and len(out.corrections) == 1
+            and store.retrieve("p/a", keys=["copy.mode"])[0].value == "copy"
+        )
         assert env.files.get("out/r.txt") == copied and out.stopped is (not replan)

@@ -30,11 +30,16 @@ def test_bwrap_probes_are_read_only_and_see_nothing_of_the_host(tmp_path: Path) 
     shell = BwrapShell(tmp_path)
     probe = shell.run("echo x > b.txt", writable=False)
     assert probe.rc != 0 and not (tmp_path / "b.txt").exists()
-    assert shell.run("echo x > b.txt && cat a.txt", writable=True).stdout == "hello\n" and (tmp_path / "b.txt").is_file()
+    assert (
+        shell.run("echo x > b.txt && cat a.txt", writable=True).stdout == "hello\n"
+        and (tmp_path / "b.txt").is_file()
+    )
     here = Path(__file__).resolve()
     assert shell.run(f"cat {here}", writable=False).rc != 0  # the checkout is not in the sandbox
     assert shell.run("ls /root /etc/passwd", writable=False).rc != 0
-    net = shell.run("python3 -c \"import socket; socket.create_connection(('1.1.1.1', 53), 2)\"", writable=False)
+    net = shell.run(
+        "python3 -c \"import socket; socket.create_connection(('1.1.1.1', 53), 2)\"", writable=False
+    )
     assert net.rc != 0 and "Network is unreachable" in net.stderr
     assert shell.run("echo $HOME $PWD", writable=False).stdout.split() == ["/tmp", "/repo"]
     slow = BwrapShell(tmp_path, timeout_s=1).run("sleep 5", writable=False)
@@ -58,14 +63,34 @@ def test_coding_verifiers_read_the_package_configuration(tmp_path: Path) -> None
     write(tmp_path, REPO)
     env = CodingEnvironment(tmp_path)
     interface = get_interface("coding")
-    task = TaskSpec(task_id="t", interface="coding", scope="repo/pkg", operation="build", params={"pkg": "pkg"},
-                    instruction="build", now=NOW)  # fmt: skip
-    seen = {key: interface.verify(env, key, task) for key in
-            ("tests.command", "build.out_dir", "cache.dir", "app.config_path", "package.module", "release.state")}  # fmt: skip
+    task = TaskSpec(
+        task_id="t",
+        interface="coding",
+        scope="repo/pkg",
+        operation="build",
+        params={"pkg": "pkg"},
+        instruction="build",
+        now=NOW,
+    )
+    seen = {
+        key: interface.verify(env, key, task)
+        for key in (
+            "tests.command",
+            "build.out_dir",
+            "cache.dir",
+            "app.config_path",
+            "package.module",
+            "release.state",
+        )
+    }
     assert {k: v.value for k, v in seen.items()} == {
-        "tests.command": "python3 -m unittest discover -s tests/fast -t .", "build.out_dir": "pkg/out",
-        "cache.dir": "pkg/build/cache", "app.config_path": "pkg/conf/app.ini", "package.module": "pkgcore",
-        "release.state": "frozen"}  # fmt: skip
+        "tests.command": "python3 -m unittest discover -s tests/fast -t .",
+        "build.out_dir": "pkg/out",
+        "cache.dir": "pkg/build/cache",
+        "app.config_path": "pkg/conf/app.ini",
+        "package.module": "pkgcore",
+        "release.state": "frozen",
+    }
     assert all(v.conclusive for v in seen.values()) and env.probes > 6
     assert not interface.verify(env, "release.channel", task).conclusive  # developer-owned: no verifier
     (tmp_path / "pkg" / "src" / "shim").mkdir()
@@ -76,7 +101,10 @@ def test_coding_verifiers_read_the_package_configuration(tmp_path: Path) -> None
 def test_coding_render_refuses_values_that_would_add_commands() -> None:
     interface = get_interface("coding")
     op = interface.spec.operations["clean_cache"]
-    assert interface.render(op, {"cache": "pkg/.cache", "pkg": "pkg"}) == "find pkg/.cache -mindepth 1 ! -name CACHEDIR.TAG -delete"
+    assert (
+        interface.render(op, {"cache": "pkg/.cache", "pkg": "pkg"})
+        == "find pkg/.cache -mindepth 1 ! -name CACHEDIR.TAG -delete"
+    )
     with pytest.raises(ValueError, match="safe character set"):
         interface.render(op, {"cache": "pkg/.cache; rm -rf /", "pkg": "pkg"})
 
@@ -84,12 +112,16 @@ def test_coding_render_refuses_values_that_would_add_commands() -> None:
 PROJECT = {
     "data/v2/orders.csv": "id;area;amount;status\n1;north;150;complete\n2;south;250;cancelled\n3;north;100;complete\n",
     "data/v1/orders.csv": "id;region;amount\n1;north;1\n",
-    "meta/catalog.json": json.dumps({"datasets": {"orders": {"path": "data/v2/orders.csv", "status": "active"}}}),
-    "meta/orders.schema.json": json.dumps({"columns": {"area": {"concept": "region"},
-                                                       "amount": {"concept": "amount", "unit": "cents"}}}),
-    "warehouse/clean/orders.csv": "id\n", "warehouse/clean/orders.csv.meta.json": json.dumps({"kind": "clean", "dataset": "orders"}),
+    "meta/catalog.json": json.dumps(
+        {"datasets": {"orders": {"path": "data/v2/orders.csv", "status": "active"}}}
+    ),
+    "meta/orders.schema.json": json.dumps(
+        {"columns": {"area": {"concept": "region"}, "amount": {"concept": "amount", "unit": "cents"}}}
+    ),
+    "warehouse/clean/orders.csv": "id\n",
+    "warehouse/clean/orders.csv.meta.json": json.dumps({"kind": "clean", "dataset": "orders"}),
     "shared/pub/.frozen": "",
-}  # fmt: skip
+}
 
 
 def test_data_interface_verifies_read_only_and_executes_in_the_sandbox(tmp_path: Path) -> None:
@@ -98,22 +130,67 @@ def test_data_interface_verifies_read_only_and_executes_in_the_sandbox(tmp_path:
     interface = get_interface("data")
     with SandboxWorkspace(None, project, tmp_path / "ckpt") as ws:
         env = DataEnvironment(ws, project)
-        task = TaskSpec(task_id="t", interface="data", scope="shop/orders", operation="report_total",
-                        params={"dataset": "orders", "measure": "amount", "group": "region", "name": "r"},
-                        instruction="report", now=NOW)  # fmt: skip
-        values = {k: interface.verify(env, k, task).value for k in
-                  ("table.location", "table.delimiter", "column.region", "column.amount", "table.unit", "table.clean_path")}  # fmt: skip
-        assert values == {"table.location": "data/v2/orders.csv", "table.delimiter": ";", "column.region": "area",
-                          "column.amount": "amount", "table.unit": "cents", "table.clean_path": "warehouse/clean/orders.csv"}  # fmt: skip
+        task = TaskSpec(
+            task_id="t",
+            interface="data",
+            scope="shop/orders",
+            operation="report_total",
+            params={"dataset": "orders", "measure": "amount", "group": "region", "name": "r"},
+            instruction="report",
+            now=NOW,
+        )
+        values = {
+            k: interface.verify(env, k, task).value
+            for k in (
+                "table.location",
+                "table.delimiter",
+                "column.region",
+                "column.amount",
+                "table.unit",
+                "table.clean_path",
+            )
+        }
+        assert values == {
+            "table.location": "data/v2/orders.csv",
+            "table.delimiter": ";",
+            "column.region": "area",
+            "column.amount": "amount",
+            "table.unit": "cents",
+            "table.clean_path": "warehouse/clean/orders.csv",
+        }
         publish = task.model_copy(update={"params": {"target": "shared/pub"}})
         assert interface.verify(env, "publish.state", publish).value == "frozen"
         assert env._probe(f"open({str(project / 'x.txt')!r}, 'w').write('x')\nresult = 1") is None
         assert not (project / "x.txt").exists()  # probes are forks whose writes are refused
         op = interface.spec.operations["report_total"]
-        done = env.execute(interface.render(op, {"source": "data/v2/orders.csv", "sep": ";", "measure_col": "amount",
-                                                 "group_col": "area", "unit": "cents", "dest": "reports", "name": "r"}))  # fmt: skip
+        done = env.execute(
+            interface.render(
+                op,
+                {
+                    "source": "data/v2/orders.csv",
+                    "sep": ";",
+                    "measure_col": "amount",
+                    "group_col": "area",
+                    "unit": "cents",
+                    "dest": "reports",
+                    "name": "r",
+                },
+            )
+        )
         assert done.ok, done.error
         assert (project / "reports" / "r.csv").read_text() == "area,amount\nnorth,2.5\nsouth,2.5\n"
-        bad = env.execute(interface.render(op, {"source": "data/v2/orders.csv", "sep": ",", "measure_col": "amount",
-                                                "group_col": "area", "unit": "cents", "dest": "reports", "name": "r2"}))  # fmt: skip
+        bad = env.execute(
+            interface.render(
+                op,
+                {
+                    "source": "data/v2/orders.csv",
+                    "sep": ",",
+                    "measure_col": "amount",
+                    "group_col": "area",
+                    "unit": "cents",
+                    "dest": "reports",
+                    "name": "r2",
+                },
+            )
+        )
         assert not bad.ok and "KeyError" in (bad.error or "")

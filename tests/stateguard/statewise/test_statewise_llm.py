@@ -46,7 +46,14 @@ def test_a_failed_probe_keeps_a_linked_record_for_verification() -> None:
         store.add(r)
     garble = lambda prompt: '"key": "dest.dir"' not in prompt  # noqa: E731 - the model fails without that record
     with ScriptedServer([Respond(planning_model(SPEC, garble=garble))] * 20) as server:
-        out = run_task(task(), store, ToyEnv(FILES), INTERFACE, LLMPlanner(client(server), SPEC), recovery=RecoveryConfig())
+        out = run_task(
+            task(),
+            store,
+            ToyEnv(FILES),
+            INTERFACE,
+            LLMPlanner(client(server), SPEC),
+            recovery=RecoveryConfig(),
+        )
     ids = {r.key: r.id for r in store.records()}
     assert ids["dest.dir"] in out.attribution.critical  # altering it still showed the dependence
     assert not out.stopped
@@ -61,27 +68,56 @@ def test_parse_plan_rejects_what_it_cannot_trust() -> None:
         parse_plan('{"operation": "delete_dir", "slots": {}}', SPEC, t, recs)
     with pytest.raises(PlannerError, match="left slots"):
         parse_plan('{"operation": "copy_file", "slots": {"src": "in/b.txt"}}', SPEC, t, recs)
-    filled = parse_plan('{"operation": "copy_file", "slots": {"src": "in/b.txt", "mode": "copy", "dest": "out"}}',
-                        SPEC, t, recs)  # fmt: skip
+    filled = parse_plan(
+        '{"operation": "copy_file", "slots": {"src": "in/b.txt", "mode": "copy", "dest": "out"}}',
+        SPEC,
+        t,
+        recs,
+    )
     assert filled.slots["name"] == "r.txt"  # a task parameter the model left out comes from the task
     stop = parse_plan('{"operation": "stop", "reason": "frozen"}', SPEC, t, recs)
     assert stop.is_stop and stop.reason == "frozen"
-    held = parse_plan(json.dumps({"operation": "copy_file", "slots": {"src": "in/b.txt", "mode": "hold", "dest": "out",
-                                                                      "name": "r.txt"}}), SPEC, t, recs)  # fmt: skip
+    held = parse_plan(
+        json.dumps(
+            {
+                "operation": "copy_file",
+                "slots": {"src": "in/b.txt", "mode": "hold", "dest": "out", "name": "r.txt"},
+            }
+        ),
+        SPEC,
+        t,
+        recs,
+    )
     assert held.is_stop
     prompt = render_prompt(SPEC, t, recs)
-    assert "Task parameters: {\"name\": \"r.txt\"}" in prompt and '"key": "src.path"' in prompt
-    assert "src.path" not in prompt.split("Slots:")[1].split("Stored records:")[0]  # the binding is not given away
+    assert 'Task parameters: {"name": "r.txt"}' in prompt and '"key": "src.path"' in prompt
+    assert (
+        "src.path" not in prompt.split("Slots:")[1].split("Stored records:")[0]
+    )  # the binding is not given away
 
 
 def test_endpoint_developer_reads_json_and_plain_replies() -> None:
-    q = Question(key="dest.dir", task_scope="p/a", record_scope="p", recorded_value="out", recorded_on="2025-01-01",
-                 signals=["expired"], task="copy")  # fmt: skip
-    script = [Reply('{"answer": "correct", "value": "shared"}'), Reply("Yes, that is still right."),
-              Reply('{"answer": "correct"}')]  # fmt: skip
+    q = Question(
+        key="dest.dir",
+        task_scope="p/a",
+        record_scope="p",
+        recorded_value="out",
+        recorded_on="2025-01-01",
+        signals=["expired"],
+        task="copy",
+    )
+    script = [
+        Reply('{"answer": "correct", "value": "shared"}'),
+        Reply("Yes, that is still right."),
+        Reply('{"answer": "correct"}'),
+    ]
     with ScriptedServer(script) as server:
         dev = EndpointDeveloper(LLMClient(EndpointConfig(role="judge", base_url=server.base_url, model="m")))
         answers = [dev.ask(q) for _ in script]
         asked = server.requests[0]["messages"][-1]["content"]
-    assert [(a.kind, a.value) for a in answers] == [("correct", "shared"), ("confirm", None), ("unknown", None)]
+    assert [(a.kind, a.value) for a in answers] == [
+        ("correct", "shared"),
+        ("confirm", None),
+        ("unknown", None),
+    ]
     assert "dest.dir = 'out'" in asked and dev.questions == 3

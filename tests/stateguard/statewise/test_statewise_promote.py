@@ -33,7 +33,14 @@ def promoted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict
     shutil.copytree(DEMO, project)
     task = load_task(project)
     with SandboxWorkspace(project / "data", base / "run" / "scratch", base / "run" / "ckpt") as ws:
-        result = rollout(task, ScriptedWorker(FaultModel(), reference=task), ws, flow=LONGDS, manager=RulesManager(), run_dir=base / "run")
+        result = rollout(
+            task,
+            ScriptedWorker(FaultModel(), reference=task),
+            ws,
+            flow=LONGDS,
+            manager=RulesManager(),
+            run_dir=base / "run",
+        )
     assert result.stale_states, "turn 4's new revenue definition must invalidate turn 1's state"
     store = RecordStore(base / "records.sqlite")
     promotion = promote_run(base / "run", store, project="shop", base_path=task.base_path, now=NOW)
@@ -48,23 +55,34 @@ def test_only_what_stateguard_kept_valid_is_promoted(promoted: tuple[Path, Path,
     location = store.retrieve("shop/sales", keys=["table.location"])
     assert [r.value for r in location] == ["data/sales.csv"]
     revenue = store.retrieve("shop/sales", keys=["definition.revenue"])
-    assert len(revenue) == 1 and store.lineage("definition.revenue") == revenue  # one version: the current one
+    assert (
+        len(revenue) == 1 and store.lineage("definition.revenue") == revenue
+    )  # one version: the current one
     definition = revenue[0].value
     assert '~sales["returned"]' in definition["code"]  # turn 4's definition, not turn 1's superseded one
     assert definition["inputs"] == ["sales"] and definition["tables"] == {"sales": "data/sales.csv"}
     assert definition["value"] == pytest.approx(info["answers"][4]["revenue"])
-    assert revenue[0].authority.value == "promoted" and revenue[0].provenance.source.startswith("stateguard:run:S")
+    assert revenue[0].authority.value == "promoted" and revenue[0].provenance.source.startswith(
+        "stateguard:run:S"
+    )
     store.close()
 
 
 def _metric_task(task_id: str, day: int) -> TaskSpec:
-    return TaskSpec(task_id=task_id, interface="data", scope="shop/sales", operation="metric_value",
-                    params={"dataset": "sales", "metric": "revenue", "name": task_id}, now=NOW + timedelta(days=day),
-                    instruction="Write our current revenue for the sales data to a report.")  # fmt: skip
+    return TaskSpec(
+        task_id=task_id,
+        interface="data",
+        scope="shop/sales",
+        operation="metric_value",
+        params={"dataset": "sales", "metric": "revenue", "name": task_id},
+        now=NOW + timedelta(days=day),
+        instruction="Write our current revenue for the sales data to a report.",
+    )
 
 
-def test_a_new_task_starts_from_promoted_records_and_repairs_a_moved_table(promoted: tuple[Path, Path, dict],
-                                                                           tmp_path: Path) -> None:  # fmt: skip
+def test_a_new_task_starts_from_promoted_records_and_repairs_a_moved_table(
+    promoted: tuple[Path, Path, dict], tmp_path: Path
+) -> None:
     project0, db, info = promoted
     project = tmp_path / "project"
     shutil.copytree(project0, project)
@@ -79,8 +97,14 @@ def test_a_new_task_starts_from_promoted_records_and_repairs_a_moved_table(promo
     with SandboxWorkspace(None, project, tmp_path / "ckpt", SandboxLimits(isolation="process")) as ws:
         env = DataEnvironment(ws, project)
         # 1. Same data: the promoted premises hold; StateWise verifies the location and acts.
-        first = run_task(_metric_task("t1", 1), store, env, interface, ScriptedPlanner(interface.spec),
-                         recovery=RecoveryConfig())  # fmt: skip
+        first = run_task(
+            _metric_task("t1", 1),
+            store,
+            env,
+            interface,
+            ScriptedPlanner(interface.spec),
+            recovery=RecoveryConfig(),
+        )
         assert not first.stopped and first.corrections == []
         assert json.loads((project / "reports" / "t1.json").read_text()) == {"revenue": expected}
         ids = {r.key: r.id for r in store.retrieve("shop/sales")}
@@ -89,11 +113,23 @@ def test_a_new_task_starts_from_promoted_records_and_repairs_a_moved_table(promo
         (project / "data" / "v2").mkdir()
         (project / "data" / "sales.csv").rename(project / "data" / "v2" / "sales.csv")
         (project / "meta").mkdir()
-        (project / "meta" / "catalog.json").write_text(json.dumps({"datasets": {"sales": {"path": "data/v2/sales.csv"}}}))
+        (project / "meta" / "catalog.json").write_text(
+            json.dumps({"datasets": {"sales": {"path": "data/v2/sales.csv"}}})
+        )
         plain = run_task(_metric_task("t2", 2), store.copy(), env, interface, ScriptedPlanner(interface.spec))
-        assert plain.executed is not None and not plain.executed.ok and not (project / "reports" / "t2.json").exists()
-        fixed = run_task(_metric_task("t3", 3), store, env, interface, ScriptedPlanner(interface.spec),
-                         recovery=RecoveryConfig())  # fmt: skip
+        assert (
+            plain.executed is not None
+            and not plain.executed.ok
+            and not (project / "reports" / "t2.json").exists()
+        )
+        fixed = run_task(
+            _metric_task("t3", 3),
+            store,
+            env,
+            interface,
+            ScriptedPlanner(interface.spec),
+            recovery=RecoveryConfig(),
+        )
         assert not fixed.stopped and len(fixed.corrections) == 1
         assert json.loads((project / "reports" / "t3.json").read_text()) == {"revenue": expected}
         correction = store.corrections()[0]
@@ -111,19 +147,33 @@ def test_a_cleaned_table_location_is_promoted(tmp_path: Path) -> None:
     project = tmp_path / "project"
     (project / "data").mkdir(parents=True)
     (project / "warehouse").mkdir()
-    (project / "data" / "orders.csv").write_text("id,status,amount\n1,complete,10\n2,cancelled,5\n3,complete,7\n")
-    code = ('orders = pd.read_csv(f"{BASE_PATH}/data/orders.csv")\nkept = orders[orders["status"] != "cancelled"]\n'
-            'kept.to_csv(f"{BASE_PATH}/warehouse/orders_clean.csv", index=False)\n\n'
-            'result = {"rows": int(len(kept))}\nprint(json_dumps_rounded(result))')  # fmt: skip
-    (project / "task.json").write_text(json.dumps([{"turn_id": 1, "question": "Clean the orders.", "code": code,
-                                                     "answer": {"rows": 2}}]))  # fmt: skip
+    (project / "data" / "orders.csv").write_text(
+        "id,status,amount\n1,complete,10\n2,cancelled,5\n3,complete,7\n"
+    )
+    code = (
+        'orders = pd.read_csv(f"{BASE_PATH}/data/orders.csv")\nkept = orders[orders["status"] != "cancelled"]\n'
+        'kept.to_csv(f"{BASE_PATH}/warehouse/orders_clean.csv", index=False)\n\n'
+        'result = {"rows": int(len(kept))}\nprint(json_dumps_rounded(result))'
+    )
+    (project / "task.json").write_text(
+        json.dumps([{"turn_id": 1, "question": "Clean the orders.", "code": code, "answer": {"rows": 2}}])
+    )
     task = load_task(project)
     with SandboxWorkspace(project / "data", project / "warehouse", tmp_path / "ckpt") as ws:
-        rollout(task, ScriptedWorker(FaultModel(), reference=task), ws, flow=LONGDS, manager=RulesManager(), run_dir=tmp_path / "run")
+        rollout(
+            task,
+            ScriptedWorker(FaultModel(), reference=task),
+            ws,
+            flow=LONGDS,
+            manager=RulesManager(),
+            run_dir=tmp_path / "run",
+        )
     assert (project / "warehouse" / "orders_clean.csv").is_file()
     store = RecordStore(":memory:")
     promote_run(tmp_path / "run", store, project="shop", base_path=task.base_path, now=NOW)
-    assert [r.value for r in store.retrieve("shop/orders", keys=["table.clean_path"])] == ["warehouse/orders_clean.csv"]
+    assert [r.value for r in store.retrieve("shop/orders", keys=["table.clean_path"])] == [
+        "warehouse/orders_clean.csv"
+    ]
     # Promoting a later run with the same facts writes nothing new; a changed fact is a correction, not an overwrite.
     again = promote_run(tmp_path / "run", store, project="shop", base_path=task.base_path, now=NOW)
     assert again.written == [] and "table.clean_path" in again.unchanged

@@ -21,14 +21,31 @@ from stateguard.statewise.store import RecordStore, RecordStoreError
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
 
 
-def rec(key: str, value: object, scope: str = "shop/eu", prov: str | None = None, age: float = 10) -> OpRecord:
-    return OpRecord(key=key, value=value, type="unit", scope=scope, observed_at=NOW - timedelta(days=age), ttl_days=30,
-                    provenance=Provenance(source="task-1", scope=prov or scope), authority=Authority.OBSERVED)  # fmt: skip
+def rec(
+    key: str, value: object, scope: str = "shop/eu", prov: str | None = None, age: float = 10
+) -> OpRecord:
+    return OpRecord(
+        key=key,
+        value=value,
+        type="unit",
+        scope=scope,
+        observed_at=NOW - timedelta(days=age),
+        ttl_days=30,
+        provenance=Provenance(source="task-1", scope=prov or scope),
+        authority=Authority.OBSERVED,
+    )
 
 
 def ev(key: str, value: object, scope: str) -> Evidence:
-    return Evidence(key=key, scope=scope, value=value, source="probe", detail="schema says so", observed_at=NOW,
-                    authority=Authority.VERIFIED)  # fmt: skip
+    return Evidence(
+        key=key,
+        scope=scope,
+        value=value,
+        source="probe",
+        detail="schema says so",
+        observed_at=NOW,
+        authority=Authority.VERIFIED,
+    )
 
 
 def test_scopes_cover_and_bad_scopes_are_refused() -> None:
@@ -43,9 +60,14 @@ def test_a_known_premise_is_changed_only_through_a_correction(tmp_path: Path) ->
     first = store.add(rec("table.unit", "cents"))
     with pytest.raises(RecordStoreError, match="correct\\(old_id"):
         store.add(rec("table.unit", "dollars"))
-    corr = store.correct(first.id, "dollars", ev("table.unit", "dollars", "shop/eu"), reason="stale", at=NOW, task_id="t9")
+    corr = store.correct(
+        first.id, "dollars", ev("table.unit", "dollars", "shop/eu"), reason="stale", at=NOW, task_id="t9"
+    )
     versions = store.lineage("table.unit")
-    assert [(v.value, v.status.value, v.version) for v in versions] == [("cents", "superseded", 1), ("dollars", "active", 2)]
+    assert [(v.value, v.status.value, v.version) for v in versions] == [
+        ("cents", "superseded", 1),
+        ("dollars", "active", 2),
+    ]
     assert versions[1].supersedes == first.id and versions[1].authority is Authority.VERIFIED
     assert corr.old_record == first.id and corr.new_records == [versions[1].id] and corr.task_id == "t9"
     assert store.correction_of(versions[1].id) == corr
@@ -59,7 +81,11 @@ def test_sqlite_refuses_in_place_updates_and_deletes(tmp_path: Path) -> None:
     store = RecordStore(tmp_path / "r.sqlite")
     store.add(rec("k", 1))
     db = sqlite3.connect(tmp_path / "r.sqlite")
-    for sql in ("UPDATE records SET record = '{}'", "DELETE FROM records", "UPDATE records SET key = 'other'"):
+    for sql in (
+        "UPDATE records SET record = '{}'",
+        "DELETE FROM records",
+        "UPDATE records SET key = 'other'",
+    ):
         with pytest.raises(sqlite3.IntegrityError, match="append-only"):
             db.execute(sql)
     db.close()
@@ -71,13 +97,27 @@ def test_a_wrong_scope_correction_narrows_the_old_record_and_leaves_other_keys_a
     broad = store.add(rec("table.unit", "cents", scope="shop", prov="shop/eu"))
     other = store.add(rec("table.delimiter", ";", scope="shop"))
     assert [r.id for r in store.retrieve("shop/us", keys=["table.unit"])] == [broad.id]
-    store.correct(broad.id, "dollars", ev("table.unit", "dollars", "shop/us"), reason="scope", at=NOW, narrow_to="shop/eu")
+    store.correct(
+        broad.id,
+        "dollars",
+        ev("table.unit", "dollars", "shop/us"),
+        reason="scope",
+        at=NOW,
+        narrow_to="shop/eu",
+    )
     assert [r.value for r in store.retrieve("shop/us", keys=["table.unit"])] == ["dollars"]
-    assert [r.value for r in store.retrieve("shop/eu", keys=["table.unit"])] == ["cents"]  # still true where observed
+    assert [r.value for r in store.retrieve("shop/eu", keys=["table.unit"])] == [
+        "cents"
+    ]  # still true where observed
     assert store.retrieve("shop/apac", keys=["table.unit"]) == []  # no evidence there: nothing is assumed
-    assert store.get(other.id).status.value == "active" and store.retrieve("shop/us", keys=["table.delimiter"])[0].id == other.id
+    assert (
+        store.get(other.id).status.value == "active"
+        and store.retrieve("shop/us", keys=["table.delimiter"])[0].id == other.id
+    )
     with pytest.raises(RecordStoreError, match="narrow_to"):
-        store.correct(other.id, ",", ev("table.delimiter", ",", "shop/us"), reason="x", at=NOW, narrow_to="shop/us")
+        store.correct(
+            other.id, ",", ev("table.delimiter", ",", "shop/us"), reason="x", at=NOW, narrow_to="shop/us"
+        )
     store.close()
 
 

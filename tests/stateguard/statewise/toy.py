@@ -27,30 +27,47 @@ from stateguard.statewise.records import Authority, OpRecord, Provenance
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
 
 SPEC = InterfaceSpec(
-    name="toy", description="in-memory files", scope_levels=["project", "area"],
-    state_types={"path": StateType(name="path", owner="machine", verifier="pointer", ttl_days=30),
-                 "mode": StateType(name="mode", owner="developer", ttl_days=60, domain=["copy", "hold"]),
-                 "folder": StateType(name="folder", owner="developer", ttl_days=60),
-                 "note": StateType(name="note", owner="developer", ttl_days=60)},
+    name="toy",
+    description="in-memory files",
+    scope_levels=["project", "area"],
+    state_types={
+        "path": StateType(name="path", owner="machine", verifier="pointer", ttl_days=30),
+        "mode": StateType(name="mode", owner="developer", ttl_days=60, domain=["copy", "hold"]),
+        "folder": StateType(name="folder", owner="developer", ttl_days=60),
+        "note": StateType(name="note", owner="developer", ttl_days=60),
+    },
     keys={"src.path": "path", "copy.mode": "mode", "dest.dir": "folder", "note.": "note"},
     operations={
         "copy_file": Operation(
-            name="copy_file", description="copy a file", effect="write", irreversible=False,
-            slots=[ActionSlot(name="src", role="input", key="src.path", default="in/a.txt"),
-                   ActionSlot(name="mode", role="guard", key="copy.mode", default="copy"),
-                   ActionSlot(name="dest", role="write", key="dest.dir", default="out"),
-                   ActionSlot(name="name", role="param")],
-            invariants=[Invariant(kind="within_roots", slot="dest", arg=["out", "shared"]),
-                        Invariant(kind="no_marker", slot="dest", arg=["FROZEN"]), Invariant(kind="exists", slot="src")],
-            template="copy {src} {dest}/{name}"),
+            name="copy_file",
+            description="copy a file",
+            effect="write",
+            irreversible=False,
+            slots=[
+                ActionSlot(name="src", role="input", key="src.path", default="in/a.txt"),
+                ActionSlot(name="mode", role="guard", key="copy.mode", default="copy"),
+                ActionSlot(name="dest", role="write", key="dest.dir", default="out"),
+                ActionSlot(name="name", role="param"),
+            ],
+            invariants=[
+                Invariant(kind="within_roots", slot="dest", arg=["out", "shared"]),
+                Invariant(kind="no_marker", slot="dest", arg=["FROZEN"]),
+                Invariant(kind="exists", slot="src"),
+            ],
+            template="copy {src} {dest}/{name}",
+        ),
         "delete_dir": Operation(
-            name="delete_dir", description="empty a cache folder", effect="delete", irreversible=True,
+            name="delete_dir",
+            description="empty a cache folder",
+            effect="delete",
+            irreversible=True,
             slots=[ActionSlot(name="folder", role="delete", key="dest.dir", default="cache")],
             invariants=[Invariant(kind="requires_marker", slot="folder", arg=["CACHE"])],
-            template="delete {folder}"),
+            template="delete {folder}",
+        ),
     },
     stop_values=["hold", "undecided"],
-)  # fmt: skip
+)
 
 
 class ToyEnv:
@@ -68,7 +85,7 @@ class ToyEnv:
     def list_dir(self, path: str) -> list[str] | None:
         self.probes += 1
         prefix = path.rstrip("/") + "/"
-        names = sorted({p[len(prefix):].split("/")[0] for p in self.files if p.startswith(prefix)})
+        names = sorted({p[len(prefix) :].split("/")[0] for p in self.files if p.startswith(prefix)})
         return names or None
 
     def execute(self, program: str) -> ExecOutcome:
@@ -80,7 +97,9 @@ class ToyEnv:
                 return ExecOutcome(ok=False, error=f"no {src}")
             self.files[dst] = self.files[src]
         else:
-            self.files = {p: t for p, t in self.files.items() if not p.startswith(args[0] + "/") or p.endswith("/CACHE")}
+            self.files = {
+                p: t for p, t in self.files.items() if not p.startswith(args[0] + "/") or p.endswith("/CACHE")
+            }
         return ExecOutcome(ok=True)
 
 
@@ -91,23 +110,62 @@ def pointer(env: Any, key: str, task: TaskSpec) -> Verdict:
     return Verdict(conclusive=True, value=text.strip(), detail=f"CURRENT names {text.strip()}")
 
 
-INTERFACE = Interface(spec=SPEC, verifiers={"pointer": pointer},
-                      render=lambda op, slots: op.template.format(**slots))  # fmt: skip
+INTERFACE = Interface(
+    spec=SPEC, verifiers={"pointer": pointer}, render=lambda op, slots: op.template.format(**slots)
+)
 
 
-def record(key: str, value: Any, *, scope: str = "p/a", age: float = 5, authority: Authority = Authority.DEVELOPER,
-           prov_scope: str | None = None, source: str = "task-1", rtype: str | None = None) -> OpRecord:  # fmt: skip
+def record(
+    key: str,
+    value: Any,
+    *,
+    scope: str = "p/a",
+    age: float = 5,
+    authority: Authority = Authority.DEVELOPER,
+    prov_scope: str | None = None,
+    source: str = "task-1",
+    rtype: str | None = None,
+) -> OpRecord:
     rtype = rtype or SPEC.type_of(key).name
-    return OpRecord(key=key, value=value, type=rtype, scope=scope, observed_at=NOW - timedelta(days=age),
-                    ttl_days=SPEC.type_of(key).ttl_days, authority=authority,
-                    provenance=Provenance(source=source, scope=prov_scope or scope))  # fmt: skip
+    return OpRecord(
+        key=key,
+        value=value,
+        type=rtype,
+        scope=scope,
+        observed_at=NOW - timedelta(days=age),
+        ttl_days=SPEC.type_of(key).ttl_days,
+        authority=authority,
+        provenance=Provenance(source=source, scope=prov_scope or scope),
+    )
 
 
-def task(op: str = "copy_file", *, name: str = "r.txt", scope: str = "p/a", permissions: tuple[str, ...] = ("write",)) -> TaskSpec:
+def task(
+    op: str = "copy_file",
+    *,
+    name: str = "r.txt",
+    scope: str = "p/a",
+    permissions: tuple[str, ...] = ("write",),
+) -> TaskSpec:
     params = {"name": name} if op == "copy_file" else {}
-    return TaskSpec(task_id="t1", interface="toy", scope=scope, operation=op, params=params, instruction=f"do {op}",
-                    permissions=list(permissions), now=NOW)  # type: ignore[arg-type]  # fmt: skip
+    return TaskSpec(
+        task_id="t1",
+        interface="toy",
+        scope=scope,
+        operation=op,
+        params=params,
+        instruction=f"do {op}",
+        permissions=list(permissions),
+        now=NOW,
+    )  # type: ignore[arg-type]
 
 
-FILES = {"in/a.txt": "old", "in/b.txt": "new", "CURRENT": "in/b.txt\n", "out/README": "", "shared/FROZEN": "",
-         "cache/CACHE": "", "cache/x": "1", "keep/y": "2"}  # fmt: skip
+FILES = {
+    "in/a.txt": "old",
+    "in/b.txt": "new",
+    "CURRENT": "in/b.txt\n",
+    "out/README": "",
+    "shared/FROZEN": "",
+    "cache/CACHE": "",
+    "cache/x": "1",
+    "keep/y": "2",
+}

@@ -47,18 +47,30 @@ class Session:
         result = self.ws.run_cell(code)
         assert result.ok, result.error
         self.turn_id += 1
-        step = WorkerStep(index=self.index, turn=self.turn_id, action=code, meta={"writes": cell_dataflow(code).writes})
+        step = WorkerStep(
+            index=self.index, turn=self.turn_id, action=code, meta={"writes": cell_dataflow(code).writes}
+        )
         self.index += 1
-        ctx: Any = SimpleNamespace(task=SimpleNamespace(turns=[SimpleNamespace(context=context)]), workspace=self.ws,
-                                   store=self.store, steps={step.index: step})  # fmt: skip
+        ctx: Any = SimpleNamespace(
+            task=SimpleNamespace(turns=[SimpleNamespace(context=context)]),
+            workspace=self.ws,
+            store=self.store,
+            steps={step.index: step},
+        )
         turn = SimpleNamespace(question=question, turn_id=self.turn_id, context=own_context)
         obs: Any = SimpleNamespace(current_draft=None)
-        findings = run_fragment(self.verifier.verify(obs, ctx, turn, [step]), store=self.store,
-                                steps={step.index: step}, workspace=self.ws)  # fmt: skip
+        findings = run_fragment(
+            self.verifier.verify(obs, ctx, turn, [step]),
+            store=self.store,
+            steps={step.index: step},
+            workspace=self.ws,
+        )
         if not findings:  # commit the state with its requirements, as the rules manager would
             state_id = self.store.reserve_id()
             texts = dict.fromkeys(constraint_text(r) for r in self.verifier.last.requirements)
-            self.store.commit(AnalyticalState(id=state_id, issue=question, constraints=[Constraint(text=t) for t in texts]))
+            self.store.commit(
+                AnalyticalState(id=state_id, issue=question, constraints=[Constraint(text=t) for t in texts])
+            )
             self.verifier.remember(turn, state_id)
         return list(findings)
 

@@ -8,12 +8,18 @@ from stateguard.verification.extract import definition_term, extract
 from stateguard.verification.requirements import Kind, Requirement
 from stateguard.verification.vocabulary import ColumnInfo, Vocabulary, resolve_column
 
-VOCAB = Vocabulary(tables={"penguins": {
-    "species": ColumnInfo(kind="text", values=["Adelie", "Chinstrap", "Gentoo"]),
-    "island": ColumnInfo(kind="text", values=["Biscoe", "Dream", "Torgersen"]),
-    "sex": ColumnInfo(kind="text", values=["female", "male"]),
-    "bill_length_mm": ColumnInfo(kind="num"), "body_mass_g": ColumnInfo(kind="num"), "year": ColumnInfo(kind="num"),
-}})  # fmt: skip
+VOCAB = Vocabulary(
+    tables={
+        "penguins": {
+            "species": ColumnInfo(kind="text", values=["Adelie", "Chinstrap", "Gentoo"]),
+            "island": ColumnInfo(kind="text", values=["Biscoe", "Dream", "Torgersen"]),
+            "sex": ColumnInfo(kind="text", values=["female", "male"]),
+            "bill_length_mm": ColumnInfo(kind="num"),
+            "body_mass_g": ColumnInfo(kind="num"),
+            "year": ColumnInfo(kind="num"),
+        }
+    }
+)
 
 
 def of(kind: Kind, reqs: list[Requirement]) -> list[Requirement]:
@@ -29,7 +35,12 @@ def of(kind: Kind, reqs: list[Requirement]) -> list[Requirement]:
         ("How many orders under 20 are there?", "<", 20.0, []),
         ("Keep orders with a price under 20.", "<", 20.0, ["price"]),
         ("Count products excluding those with a rating below 3.", ">=", 3.0, ["rating"]),
-        ("Keep flights of at least 1600 miles.", ">=", 1600.0, []),  # "flights" are the rows, not an attribute
+        (
+            "Keep flights of at least 1600 miles.",
+            ">=",
+            1600.0,
+            [],
+        ),  # "flights" are the rows, not an attribute
         ("Keep the stations with 5 or more readings.", ">=", 5.0, []),
     ],
 )
@@ -40,7 +51,10 @@ def test_comparisons(question: str, op: str, value: float, subject: list[str]) -
 
 def test_range_year_and_percent() -> None:
     reqs = of(Kind.COMPARISON, extract("In 1972, keep growth between 10% and 25%."))
-    assert {(r.op, r.value, r.upper, r.percent) for r in reqs} == {(">=", 10.0, 25.0, True), ("==", 1972.0, None, False)}
+    assert {(r.op, r.value, r.upper, r.percent) for r in reqs} == {
+        (">=", 10.0, 25.0, True),
+        ("==", 1972.0, None, False),
+    }
     assert of(Kind.COMPARISON, extract("Report it rounded to 2 decimal places.")) == []
 
 
@@ -61,24 +75,36 @@ def test_compared_alternatives_are_not_a_scope() -> None:
 
 
 def test_not_null_aggregation_share_grouping_join_order() -> None:
-    reqs = extract("For male penguins with a recorded body mass, compute the median flipper length per species "
-                   "and year. Report `mean_mass_g` and `n_groups`.", vocab=VOCAB)  # fmt: skip
+    reqs = extract(
+        "For male penguins with a recorded body mass, compute the median flipper length per species "
+        "and year. Report `mean_mass_g` and `n_groups`.",
+        vocab=VOCAB,
+    )
     assert [r.subject for r in of(Kind.NOT_NULL, reqs)] == [["body", "mass"]]
     assert {(r.function, tuple(r.subject)) for r in of(Kind.AGGREGATION, reqs)} == {
-        ("median", ("flipper", "length")), ("mean", ("mass", "g"))}
+        ("median", ("flipper", "length")),
+        ("mean", ("mass", "g")),
+    }
     assert [r.keys for r in of(Kind.GROUPING, reqs)] == [["species", "year"]]
     assert of(Kind.OUTPUT, reqs)[0].fields == ["mean_mass_g", "n_groups"]
-    share = of(Kind.SHARE, extract("What share of all delayed flights does each carrier have? Report `share_pct`."))
+    share = of(
+        Kind.SHARE, extract("What share of all delayed flights does each carrier have? Report `share_pct`.")
+    )
     assert share and share[0].fields == ["share_pct"] and share[0].percent
     assert of(Kind.SHARE, extract("Which 5 carriers have the largest shares of delays? Report `top`.")) == []
-    join = of(Kind.JOIN, extract("Join the orders with customers on customer_id, keeping orders without a customer."))
+    join = of(
+        Kind.JOIN,
+        extract("Join the orders with customers on customer_id, keeping orders without a customer."),
+    )
     assert [(r.how, r.keys) for r in join] == [("left", ["customer_id"])]
     (order,) = of(Kind.ORDER, extract("Which 3 carriers have the largest shares of those delays?"))
     assert (order.k, order.descending) == (3, True)
 
 
 def test_per_capita_is_not_grouping_and_rounding_prefers_the_question() -> None:
-    reqs = extract("Compute GDP per capita growth, rounded to 3 decimal places.", context="Round to 2 decimal places.")
+    reqs = extract(
+        "Compute GDP per capita growth, rounded to 3 decimal places.", context="Round to 2 decimal places."
+    )
     assert of(Kind.GROUPING, reqs) == []
     assert [r.decimals for r in of(Kind.ROUNDING, reqs)] == [3]
 
@@ -91,7 +117,9 @@ def test_definitions_and_column_resolution() -> None:
     assert resolve_column(["departure", "delay"], columns) == ["dep_delay"]
     assert resolve_column(["life", "expectancy"], columns) == ["lifeExp"]
     assert resolve_column(["GDP", "per", "capita"], columns) == ["gdpPercap"]
-    assert resolve_column(["mass"], columns) == [] and resolve_column(["mass"], columns, partial=True) == ["body_mass_g"]
+    assert resolve_column(["mass"], columns) == [] and resolve_column(["mass"], columns, partial=True) == [
+        "body_mass_g"
+    ]
 
 
 def test_schema_refuses_incomplete_requirements() -> None:
@@ -104,20 +132,30 @@ def test_schema_refuses_incomplete_requirements() -> None:
 def test_a_value_the_data_lost_earlier_is_history_not_scope() -> None:
     q = "Compare with the island table of turn 2 (built before Dream was left out): what is the difference?"
     assert of(Kind.SCOPE, extract(q, vocab=VOCAB)) == []
-    assert [r.values for r in of(Kind.SCOPE, extract("Among the Dream penguins, what is the mean bill length?", vocab=VOCAB))] == [["Dream"]]
+    assert [
+        r.values
+        for r in of(
+            Kind.SCOPE, extract("Among the Dream penguins, what is the mean bill length?", vocab=VOCAB)
+        )
+    ] == [["Dream"]]
 
 
 @pytest.mark.parametrize(
     "question",
-    ["How many penguins are both heavier than their species mean and male?",
-     "How many penguins are above the mean body mass?"],
+    [
+        "How many penguins are both heavier than their species mean and male?",
+        "How many penguins are above the mean body mass?",
+    ],
 )
 def test_a_mean_used_as_a_reference_is_not_the_statistic_asked(question: str) -> None:
     assert of(Kind.AGGREGATION, extract(question)) == []
 
 
 def test_the_statistic_asked_is_still_read_next_to_a_reference() -> None:
-    found = of(Kind.AGGREGATION, extract("How many penguins are above the mean body mass, and what is the mean bill length of those?"))
+    found = of(
+        Kind.AGGREGATION,
+        extract("How many penguins are above the mean body mass, and what is the mean bill length of those?"),
+    )
     assert [(r.function, r.subject) for r in found] == [("mean", ["bill", "length"])]
 
 
@@ -130,15 +168,24 @@ def test_the_statistic_asked_is_still_read_next_to_a_reference() -> None:
         ("Keep the sites with an elevation above 2000.", [(">", 2000.0, ["elevation"])]),  # not a time word
     ],
 )
-def test_a_year_after_a_time_word_bounds_time(question: str, expected: list[tuple[str, float, list[str]]]) -> None:
+def test_a_year_after_a_time_word_bounds_time(
+    question: str, expected: list[tuple[str, float, list[str]]]
+) -> None:
     assert [(r.op, r.value, r.subject) for r in of(Kind.COMPARISON, extract(question))] == expected
 
 
 def test_a_code_in_capitals_is_not_an_english_word() -> None:
-    vocab = Vocabulary(tables={"airports": {"state": ColumnInfo(kind="text", values=["IN", "OR", "TX"]),
-                                            "country": ColumnInfo(kind="text", values=["USA"])}})  # fmt: skip
+    vocab = Vocabulary(
+        tables={
+            "airports": {
+                "state": ColumnInfo(kind="text", values=["IN", "OR", "TX"]),
+                "country": ColumnInfo(kind="text", values=["USA"]),
+            }
+        }
+    )
     assert of(Kind.SCOPE, extract("How many airports are in scope, in the USA?", vocab=vocab)) == [
-        Requirement(kind=Kind.SCOPE, text="USA", values=["USA"], columns=["country"])]
+        Requirement(kind=Kind.SCOPE, text="USA", values=["USA"], columns=["country"])
+    ]
     found = of(Kind.SCOPE, extract("Keep the airports in IN.", vocab=vocab))
     assert [(r.values, r.columns) for r in found] == [(["IN"], ["state"])]
 
@@ -161,7 +208,10 @@ def test_grouping_keys_in_words(question: str, keys: list[list[str]]) -> None:
     [
         ("Join it to the airports in scope, keeping only airports whose state has a region.", "inner"),
         ("Join it to `annual` so that every year is labelled (recession or not).", "left"),
-        ("Put the two series side by side, matching months on the date (keep only months where both have a price).", "inner"),
+        (
+            "Put the two series side by side, matching months on the date (keep only months where both have a price).",
+            "inner",
+        ),
     ],
 )
 def test_join_phrasing(question: str, how: str) -> None:
@@ -169,7 +219,10 @@ def test_join_phrasing(question: str, how: str) -> None:
 
 
 def test_years_compared_are_a_scope_and_every_value_is_no_scope() -> None:
-    assert [(r.kind, r.values) for r in extract("What is the mean yield in 1931 and in 1932?") if r.kind in (Kind.SCOPE, Kind.COMPARISON)] == [
-        (Kind.SCOPE, ["1931", "1932"])]
+    assert [
+        (r.kind, r.values)
+        for r in extract("What is the mean yield in 1931 and in 1932?")
+        if r.kind in (Kind.SCOPE, Kind.COMPARISON)
+    ] == [(Kind.SCOPE, ["1931", "1932"])]
     question = "What share of the birds of each species (Adelie, Chinstrap, Gentoo) is female?"
     assert [r for r in of(Kind.SCOPE, extract(question, vocab=VOCAB)) if r.columns == ["species"]] == []

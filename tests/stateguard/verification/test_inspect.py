@@ -25,13 +25,18 @@ def test_sql_conditions_keep_the_right_side() -> None:
     stage = sem.for_target("windy")
     assert stage is not None and stage.sources == ["flights", "weather"]
     kept = {(c.column, c.op, c.value) for c in stage.conditions}
-    assert kept == {("dep_delay", "notnull", None), ("distance", "<", 35.0), ("wind_speed", ">=", 13.0),
-                    ("species", "in", None)}  # fmt: skip
+    assert kept == {
+        ("dep_delay", "notnull", None),
+        ("distance", "<", 35.0),
+        ("wind_speed", ">=", 13.0),
+        ("species", "in", None),
+    }
     assert stage.joins[0].how == "left" and stage.joins[0].keys == ["origin", "hour"]
     assert sem.frames == {"windy": "windy"} and sem.connection == "con"
     answer = sem.for_target("_row")
-    assert answer is not None and [(a.function, a.column, a.standalone, a.position) for a in answer.aggregates] == [
-        ("count", None, True, 0), ("median", "dep_delay", True, 1)]
+    assert answer is not None and [
+        (a.function, a.column, a.standalone, a.position) for a in answer.aggregates
+    ] == [("count", None, True, 0), ("median", "dep_delay", True, 1)]
     assert sem.fields["mean_delay"] == "_row[1]"
 
 
@@ -47,14 +52,27 @@ def test_pandas_masks_aggregates_keys_and_merges() -> None:
     )
     by = {s.target: s for s in sem.selections}
     assert {(c.column, c.op, c.value) for c in by["big"].conditions} == {
-        ("mass", ">", 4000.0), ("sex", "!=", "male"), ("bill", "notnull", None)}
+        ("mass", ">", 4000.0),
+        ("sex", "!=", "male"),
+        ("bill", "notnull", None),
+    }
     assert by["big"].frame == "df" and by["res"].group_keys == ["species", "island"]
-    assert [(a.function, a.column, a.standalone) for a in by["res"].aggregates] == [("median", "flipper", True)]
-    assert [(a.function, a.standalone) for a in by["share"].aggregates] == [("mean", False)]  # inside arithmetic
+    assert [(a.function, a.column, a.standalone) for a in by["res"].aggregates] == [
+        ("median", "flipper", True)
+    ]
+    assert [(a.function, a.standalone) for a in by["share"].aggregates] == [
+        ("mean", False)
+    ]  # inside arithmetic
     assert (by["m"].joins[0].how, by["m"].joins[0].keys) == ("left", ["id"])
     assert by["top"].order == [("res", True)] and by["top"].limit == 3
-    assert {(c.column, c.op) for c in by["q"].conditions} == {("rating", ">="), ("region", "=="), ("price", "notnull")}
-    assert [(c.column, c.op, c.value) for c in by["df"].conditions] == [("x", ">=", 4.0)]  # a drop keeps the rest
+    assert {(c.column, c.op) for c in by["q"].conditions} == {
+        ("rating", ">="),
+        ("region", "=="),
+        ("price", "notnull"),
+    }
+    assert [(c.column, c.op, c.value) for c in by["df"].conditions] == [
+        ("x", ">=", 4.0)
+    ]  # a drop keeps the rest
 
 
 def test_inspect_python_tool_carries_the_semantics() -> None:
@@ -65,7 +83,9 @@ def test_inspect_python_tool_carries_the_semantics() -> None:
 
 def test_sql_edits_for_reruns() -> None:
     sql = "SELECT carrier, MEDIAN(x) AS m FROM t LEFT JOIN u USING (k) WHERE NOT (y >= 3) GROUP BY carrier ORDER BY m LIMIT 3"
-    assert "y >= 3" in (sql_edit.replace_condition(sql, "NOT (y >= 3)", "y >= 3") or "").replace("NOT (y >= 3)", "")
+    assert "y >= 3" in (sql_edit.replace_condition(sql, "NOT (y >= 3)", "y >= 3") or "").replace(
+        "NOT (y >= 3)", ""
+    )
     assert "AVG(x)" in (sql_edit.swap_aggregate(sql, "MEDIAN(x)", "mean") or "")
     assert "LEFT" not in (sql_edit.set_join(sql, "inner") or "LEFT")
     edited = sql_edit.set_order(sql, descending=True, limit=5) or ""

@@ -15,8 +15,11 @@ QUESTION = "Among the toys orders, what is the average price? Report `avg_price`
 
 
 def client(server: ScriptedServer) -> LLMClient:
-    return LLMClient(EndpointConfig(role="manager", base_url=server.base_url, model="scripted", timeout_s=5.0,
-                                    max_retries=0))  # fmt: skip
+    return LLMClient(
+        EndpointConfig(
+            role="manager", base_url=server.base_url, model="scripted", timeout_s=5.0, max_retries=0
+        )
+    )
 
 
 def test_valid_requirements_are_kept_and_invalid_ones_refused() -> None:

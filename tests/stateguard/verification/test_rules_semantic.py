@@ -22,8 +22,14 @@ from stateguard.workers import Fault, FaultModel, ScriptedWorker
 from stateguard.workspace_api import DictWorkspace
 
 ROOT = Path(__file__).resolve().parents[3]
-SEGMENT = FlowConfig(name="segment-3", regime="segment_induced", review_every=3, budget_unit="task",
-                     baseline_budget=100, stateguard_budget=100)  # fmt: skip
+SEGMENT = FlowConfig(
+    name="segment-3",
+    regime="segment_induced",
+    review_every=3,
+    budget_unit="task",
+    baseline_budget=100,
+    stateguard_budget=100,
+)
 
 
 @pytest.fixture(scope="module")
@@ -31,10 +37,18 @@ def task() -> Task:
     return load_task(ROOT / "eval" / "benchmarks" / "demo" / "six_turn")
 
 
-def run(task: Task, tmp: Path, faults: list[Fault], flow: FlowConfig, semantic: bool = True) -> tuple[RolloutResult, dict[int, bool]]:
+def run(
+    task: Task, tmp: Path, faults: list[Fault], flow: FlowConfig, semantic: bool = True
+) -> tuple[RolloutResult, dict[int, bool]]:
     manager = RulesManager(semantic=SemanticVerifier() if semantic else None)
-    result = rollout(task, ScriptedWorker(FaultModel(faults=faults), reference=task), DictWorkspace(), flow=flow, manager=manager,
-                     run_dir=tmp)  # fmt: skip
+    result = rollout(
+        task,
+        ScriptedWorker(FaultModel(faults=faults), reference=task),
+        DictWorkspace(),
+        flow=flow,
+        manager=manager,
+        run_dir=tmp,
+    )
     return result, per_turn_correct({t.turn_id: t.answer for t in task.turns}, result.answers)
 
 
@@ -68,8 +82,15 @@ def test_segment_flow_states_carry_executable_requirements(task: Task, tmp_path:
     run(task, tmp_path, [], SEGMENT)
     events = read_trace(tmp_path / "trace.jsonl")
     committed = [e.payload["state"] for e in events if e.kind == "state_committed"]
-    coded = [c for s in committed for c in s["constraints"] if c.get("code") and c["text"].startswith("requirement:")]
-    assert coded  # e.g. the reported fields' check, where the review came before the next turn rebound `result`
+    coded = [
+        c
+        for s in committed
+        for c in s["constraints"]
+        if c.get("code") and c["text"].startswith("requirement:")
+    ]
+    assert (
+        coded
+    )  # e.g. the reported fields' check, where the review came before the next turn rebound `result`
     checks = [r for e in events if e.kind == "constraint_checks" for r in e.payload["results"]]
     assert checks and all(r["passed"] for r in checks)
     store = StateStore.open_read_only(tmp_path / "states.sqlite")

@@ -67,10 +67,20 @@ def test_mistake_is_found_with_probe_evidence(kind: str) -> None:
 def test_pre_update_definition_is_found(session: Session) -> None:
     """Turn 3 uses 'large' after turn 2 redefined it: the bound of turn 1 is a finding, read from
     the committed defining state (load_state)."""
-    assert session.turn("An order is large when its price is at least 100. Report `n_large`.",
-                        "large = orders[orders.price >= 100]\nresult = {'n_large': len(large)}") == []
-    assert session.turn("An order is large when its price is at least 150. Report `n_large`.",
-                        "large = orders[orders.price >= 150]\nresult = {'n_large': len(large)}") == []
+    assert (
+        session.turn(
+            "An order is large when its price is at least 100. Report `n_large`.",
+            "large = orders[orders.price >= 100]\nresult = {'n_large': len(large)}",
+        )
+        == []
+    )
+    assert (
+        session.turn(
+            "An order is large when its price is at least 150. Report `n_large`.",
+            "large = orders[orders.price >= 150]\nresult = {'n_large': len(large)}",
+        )
+        == []
+    )
     question = "What is the mean rating of large orders? Report `mean_rating`."
     good = "lr = orders[orders.price >= 150]\nmean_rating = lr.rating.mean()\nresult = {'mean_rating': mean_rating}"
     bad = "lr = orders[orders.price >= 100]\nmean_rating = lr.rating.mean()\nresult = {'mean_rating': mean_rating}"
@@ -81,23 +91,41 @@ def test_pre_update_definition_is_found(session: Session) -> None:
 
 
 def test_pointing_back_at_a_definition_is_not_a_requirement(session: Session) -> None:
-    """"the original definition" may mean the earlier bound on purpose: no requirement, no finding."""
-    session.turn("An order is large when its price is at least 100. Report `n_large`.",
-                 "large = orders[orders.price >= 100]\nresult = {'n_large': len(large)}")
-    session.turn("An order is large when its price is at least 150. Report `n_large`.",
-                 "large = orders[orders.price >= 150]\nresult = {'n_large': len(large)}")
+    """ "the original definition" may mean the earlier bound on purpose: no requirement, no finding."""
+    session.turn(
+        "An order is large when its price is at least 100. Report `n_large`.",
+        "large = orders[orders.price >= 100]\nresult = {'n_large': len(large)}",
+    )
+    session.turn(
+        "An order is large when its price is at least 150. Report `n_large`.",
+        "large = orders[orders.price >= 150]\nresult = {'n_large': len(large)}",
+    )
     old = "lr = orders[orders.price >= 100]\nn_old = len(lr)\nresult = {'n_old': n_old}"
-    assert session.turn("Under the original definition of large, how many orders are there? Report `n_old`.", old) == []
+    assert (
+        session.turn(
+            "Under the original definition of large, how many orders are there? Report `n_old`.", old
+        )
+        == []
+    )
 
 
 def test_a_definition_read_through_a_flag_is_not_a_finding(session: Session) -> None:
     """A turn that compares both sides of a defined term through the flag an earlier turn built
     restates no condition: that is no evidence of a mistake (the requirement stays unverified)."""
-    assert session.turn("An order is large when its price is at least 100. Report `n_large`.",
-                        "orders['large'] = orders.price >= 100\nresult = {'n_large': int(orders.large.sum())}") == []
-    question = "Are large orders rated higher? Report the mean rating of large orders, of the others, and the gap."
-    code = ("big = orders[orders.large]\nsmall = orders[~orders.large]\n"
-            "result = {'large': big.rating.mean(), 'others': small.rating.mean(), 'gap': big.rating.mean() - small.rating.mean()}")
+    assert (
+        session.turn(
+            "An order is large when its price is at least 100. Report `n_large`.",
+            "orders['large'] = orders.price >= 100\nresult = {'n_large': int(orders.large.sum())}",
+        )
+        == []
+    )
+    question = (
+        "Are large orders rated higher? Report the mean rating of large orders, of the others, and the gap."
+    )
+    code = (
+        "big = orders[orders.large]\nsmall = orders[~orders.large]\n"
+        "result = {'large': big.rating.mean(), 'others': small.rating.mean(), 'gap': big.rating.mean() - small.rating.mean()}"
+    )
     assert session.turn(question, code) == []
     assert any(r.term == "large" for r in session.verifier.last.unverified)
 
@@ -121,21 +149,36 @@ def test_a_flag_of_several_parts_only_has_to_imply_the_condition() -> None:
 def test_a_rule_stated_in_the_turn_context_replaces_the_definition(session: Session) -> None:
     """The update's new bound comes in the turn's context; a later turn 'under the current
     definition' that reuses the old bound is a finding, read from the updating state."""
-    session.turn("Call an order large when its price is at least 100. Report `n_large`.",
-                 "orders['large'] = orders.price >= 100\nresult = {'n_large': int(orders.large.sum())}")
-    assert session.turn("Update the large flag to the new definition. Report `n_large`.",
-                        "orders['large'] = orders.price >= 150\nresult = {'n_large': int(orders.large.sum())}",
-                        own_context="From now on an order is large only when its price is at least 150.") == []
+    session.turn(
+        "Call an order large when its price is at least 100. Report `n_large`.",
+        "orders['large'] = orders.price >= 100\nresult = {'n_large': int(orders.large.sum())}",
+    )
+    assert (
+        session.turn(
+            "Update the large flag to the new definition. Report `n_large`.",
+            "orders['large'] = orders.price >= 150\nresult = {'n_large': int(orders.large.sum())}",
+            own_context="From now on an order is large only when its price is at least 150.",
+        )
+        == []
+    )
     question = "Under the current definition, what is the mean rating of large orders? Report `mean_rating`."
-    findings = session.turn(question, "lr = orders[orders.price >= 100]\nresult = {'mean_rating': lr.rating.mean()}")
+    findings = session.turn(
+        question, "lr = orders[orders.price >= 100]\nresult = {'mean_rating': lr.rating.mean()}"
+    )
     assert findings and "definition of 'large'" in findings[0].evidence and findings[0].variables == ["lr"]
 
 
 def test_grouping_keys_stated_in_words() -> None:
     question = "What is the mean rating for each customer segment? Report `rating_by_segment`."
     setup = "seg = orders.merge(customers, on='customer_id', how='inner')\n"
-    good = setup + "rating_by_segment = seg.groupby('segment')['rating'].mean()\nresult = {'rating_by_segment': rating_by_segment.to_dict()}"
-    bad = setup + "rating_by_segment = seg.groupby('region')['rating'].mean()\nresult = {'rating_by_segment': rating_by_segment.to_dict()}"
+    good = (
+        setup
+        + "rating_by_segment = seg.groupby('segment')['rating'].mean()\nresult = {'rating_by_segment': rating_by_segment.to_dict()}"
+    )
+    bad = (
+        setup
+        + "rating_by_segment = seg.groupby('region')['rating'].mean()\nresult = {'rating_by_segment': rating_by_segment.to_dict()}"
+    )
     assert Session().turn(question, good) == []
     findings = Session().turn(question, bad)
     assert findings and "group_keys probe" in findings[0].evidence
@@ -143,6 +186,8 @@ def test_grouping_keys_stated_in_words() -> None:
 
 @pytest.mark.parametrize(("how", "found"), [("inner", False), ("left", True)])
 def test_keeping_only_matched_rows_in_words(how: str, found: bool) -> None:
-    question = "Join the customers to the orders, keeping only orders whose customer is known. Report `n_rows`."
+    question = (
+        "Join the customers to the orders, keeping only orders whose customer is known. Report `n_rows`."
+    )
     code = f"matched = orders.merge(customers, on='customer_id', how='{how}')\nresult = {{'n_rows': len(matched)}}"
     assert bool(Session().turn(question, code)) is found

@@ -67,9 +67,14 @@ class Sales:
     def cell(self, code: str, turn: int) -> WorkerStep:
         result = self.ws.run_cell(code)
         step = WorkerStep(
-            index=self.index, turn=turn, action=code, output=result.stdout.strip(), error=result.error,
-            success=result.ok, meta={"reads": result.reads, "writes": result.writes},
-        )  # fmt: skip
+            index=self.index,
+            turn=turn,
+            action=code,
+            output=result.stdout.strip(),
+            error=result.error,
+            success=result.ok,
+            meta={"reads": result.reads, "writes": result.writes},
+        )
         self.h.record_step(step)
         self.index += 1
         return step
@@ -122,8 +127,12 @@ class Sales:
             self.cell(code, turn)
             self.review(EventType.TURN_END)
 
-    def update(self, variables: Sequence[dict[str, Any]], conclusions: Sequence[Any] = (),
-               interval: list[int] | None = None) -> HarnessResult:  # fmt: skip
+    def update(
+        self,
+        variables: Sequence[dict[str, Any]],
+        conclusions: Sequence[Any] = (),
+        interval: list[int] | None = None,
+    ) -> HarnessResult:
         arguments: dict[str, Any] = {"used_variables": list(variables), "conclusions": list(conclusions)}
         if interval is not None:
             arguments["source_interval"] = interval
@@ -139,8 +148,12 @@ class Sales:
     ) -> HarnessResult:
         """UPDATE S2 with what the workspace holds now (big, share), revenue@S1 and one conclusion."""
         share = self.ws.namespace["share"]
-        variables = [{"name": "big", "value": self.ws.namespace["big"]}, {"name": "share", "value": share},
-                     {"name": "revenue", "version": "S1", "value": REVENUE}, *extra_variables]  # fmt: skip
+        variables = [
+            {"name": "big", "value": self.ws.namespace["big"]},
+            {"name": "share", "value": share},
+            {"name": "revenue", "version": "S1", "value": REVENUE},
+            *extra_variables,
+        ]
         conclusions = [{"text": f"large orders bring {share:.4f} of revenue", "variables": ["share"]}]
         return self.update(variables, [*conclusions, *extra_conclusions], interval)
 
@@ -152,9 +165,10 @@ class Sales:
 
     def repair(self, names: list[str], reason: str = REASON) -> HarnessResult:
         result = self.act(
-            "REPAIR", analytical_evidence="[filter] selection differs from the question",
+            "REPAIR",
+            analytical_evidence="[filter] selection differs from the question",
             error_hint={"error_variables": names, "faulty_reasoning": reason},
-        )  # fmt: skip
+        )
         assert result.accepted, result.feedback
         return result
 

@@ -160,10 +160,14 @@ def _nothing(run: Sales) -> None:
     ],
 )
 def test_continuations_on_the_real_harness(
-    sales: Callable[..., Sales], threshold: int, continuation: Callable[[Sales], None],
+    sales: Callable[..., Sales],
+    threshold: int,
+    continuation: Callable[[Sales], None],
     flags: tuple[bool, ...],
-    decisions: list[str | None], quality: tuple[float | None, str | None], rewards: list[float],
-) -> None:  # fmt: skip
+    decisions: list[str | None],
+    quality: tuple[float | None, str | None],
+    rewards: list[float],
+) -> None:
     run = sales(threshold=threshold)
     continuation(run)
     rollout = build_rollout(run.events, start_seq=run.start_seq)
@@ -181,8 +185,10 @@ def test_labels_beyond_the_reached_points_count_as_undecided(sales: Callable[...
     run.settle()
     rollout = build_rollout(run.events, start_seq=run.start_seq)
     outcomes = score_decisions(rollout, decision_points(rollout), labels(True, True), CFG, Adjudicator(None))
-    assert [(o.seq is None, o.decision, o.reward) for o in outcomes] == [(False, "FINALIZE_RELATIONS", -0.3),
-                                                                        (True, None, -0.3)]  # fmt: skip
+    assert [(o.seq is None, o.decision, o.reward) for o in outcomes] == [
+        (False, "FINALIZE_RELATIONS", -0.3),
+        (True, None, -0.3),
+    ]
 
 
 def test_unlabelled_points_are_left_out_without_a_judge(sales: Callable[..., Sales]) -> None:

@@ -31,9 +31,15 @@ def judged() -> Iterator[Callable[..., tuple[LLMJudge, ScriptedServer]]]:
         server = ScriptedServer(list(script), model="judge-model").start()
         servers.append(server)
         endpoint = EndpointConfig(
-            role="judge", base_url=server.base_url, model="judge-model", timeout_s=5.0, max_retries=0,
-            backoff_s=0.0, backoff_max_s=0.0, temperature=0.0,
-        )  # fmt: skip
+            role="judge",
+            base_url=server.base_url,
+            model="judge-model",
+            timeout_s=5.0,
+            max_retries=0,
+            backoff_s=0.0,
+            backoff_max_s=0.0,
+            temperature=0.0,
+        )
         return LLMJudge(LLMClient(endpoint), max_evidence_chars=2000), server
 
     yield start
@@ -108,8 +114,9 @@ def test_inconsistency_judge_labels_an_unlabelled_point(
     run.settle()
     result = run.score(labels(True), judge=judge)  # only the first decision point is labelled
     assert [(d.inconsistent, d.inconsistent_by, d.reward) for d in result.decisions] == [
-        (True, "label", 1.0), (False, "judge", 1.0),
-    ]  # fmt: skip
+        (True, "label", 1.0),
+        (False, "judge", 1.0),
+    ]
     assert result.intervention.count == 2 and result.judged == {"inconsistency": 1}
 
 

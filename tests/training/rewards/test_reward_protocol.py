@@ -37,8 +37,9 @@ WORDED_HINT = {
         ("RUN_PROBE", {"code": "1"}, False, "malformed call"),  # unknown name
     ],
 )
-def test_each_tool_call_counts_by_whether_it_executed(sales: Any, name: str, arguments: dict[str, Any],
-                                                      success: bool, reason: str) -> None:  # fmt: skip
+def test_each_tool_call_counts_by_whether_it_executed(
+    sales: Any, name: str, arguments: dict[str, Any], success: bool, reason: str
+) -> None:
     run = sales()
     run.act(name, **arguments)
     items = tool_items(build_rollout(run.events, start_seq=run.start_seq))
@@ -90,9 +91,14 @@ def test_an_unparsable_response_and_the_activation_limit_are_failed_tool_actions
     ],
 )
 def test_each_control_action_is_judged_against_the_lifecycle_table(
-    sales: Any, regime: Regime, name: str, arguments: dict[str, Any], legal: bool, valid: bool,
+    sales: Any,
+    regime: Regime,
+    name: str,
+    arguments: dict[str, Any],
+    legal: bool,
+    valid: bool,
     valid_without_refusals: bool,
-) -> None:  # fmt: skip
+) -> None:
     run = sales(regime=regime)
     run.act(name, **arguments)
     rollout = build_rollout(run.events, start_seq=run.start_seq)
@@ -139,12 +145,22 @@ def test_a_hand_built_trace_without_stage_fields_is_tracked_with_the_table() -> 
         "RESUME_WORKER",
     ]
     events = [
-        parse_event({"seq": i, "kind": "action", "data": {"activation": 1, "name": n, "arguments": {}, "accepted": True}})
+        parse_event(
+            {
+                "seq": i,
+                "kind": "action",
+                "data": {"activation": 1, "name": n, "arguments": {}, "accepted": True},
+            }
+        )
         for i, n in enumerate(names)
     ]
     rollout = build_rollout(events, regime=Regime.SEGMENT_INDUCED)
     items = control_items(rollout, RewardConfig())
     assert [(i.stage.value, i.valid) for i in items] == [
-        ("idle", True), ("open", True), ("updated", False),
-        ("updated", True), ("finalized", True), ("idle", True),
-    ]  # fmt: skip
+        ("idle", True),
+        ("open", True),
+        ("updated", False),
+        ("updated", True),
+        ("finalized", True),
+        ("idle", True),
+    ]

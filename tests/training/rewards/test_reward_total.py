@@ -90,9 +90,13 @@ def _illegal_then_settle(run: Sales) -> None:
     ],
 )
 def test_whole_continuations(
-    sales: Callable[..., Sales], case: str, threshold: int, continuation: Callable[[Sales], None],
-    flags: tuple[bool, ...], values: tuple[float | None, ...],
-) -> None:  # fmt: skip
+    sales: Callable[..., Sales],
+    case: str,
+    threshold: int,
+    continuation: Callable[[Sales], None],
+    flags: tuple[bool, ...],
+    values: tuple[float | None, ...],
+) -> None:
     run = sales(threshold=threshold)
     continuation(run)
     result = run.score(labels(*flags))
@@ -166,8 +170,14 @@ def test_a_whole_rules_manager_run(six_turn_trace: Any) -> None:
 def test_a_segment_induced_run(tmp_path: Path) -> None:
     """The segment-induced table (reviews every 3 steps) scores the same way; without labels or a
     judge every decision point is left out of M, and counted."""
-    flow = FlowConfig(name="segment-3", regime="segment_induced", review_every=3, budget_unit="task",
-                      baseline_budget=100, stateguard_budget=100)  # fmt: skip
+    flow = FlowConfig(
+        name="segment-3",
+        regime="segment_induced",
+        review_every=3,
+        budget_unit="task",
+        baseline_budget=100,
+        stateguard_budget=100,
+    )
     task = load_task(CONFIG_DIR.parent / "eval" / "benchmarks" / "demo" / "six_turn")
     worker = ScriptedWorker(FaultModel(faults=[Fault(kind="stale", turn=5)]), reference=task)
     rollout(task, worker, DictWorkspace(), flow=flow, manager=RulesManager(), run_dir=tmp_path / "run")

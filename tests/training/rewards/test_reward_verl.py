@@ -15,10 +15,23 @@ from training.rewards import RewardLabels
 from training.rewards.verl_score import TRACE_KEY, compute_score
 
 KEYS = {
-    "score", "r_action", "n_action", "r_lifecycle", "n_lifecycle", "r_support", "n_support", "r_intervention",
-    "n_intervention", "judged_support", "conservative_support", "judged_repair_quality",
-    "conservative_repair_quality", "judged_inconsistency", "conservative_inconsistency", "judge_failures",
-}  # fmt: skip
+    "score",
+    "r_action",
+    "n_action",
+    "r_lifecycle",
+    "n_lifecycle",
+    "r_support",
+    "n_support",
+    "r_intervention",
+    "n_intervention",
+    "judged_support",
+    "conservative_support",
+    "judged_repair_quality",
+    "conservative_repair_quality",
+    "judged_inconsistency",
+    "conservative_inconsistency",
+    "judge_failures",
+}
 
 
 def row(
@@ -29,11 +42,21 @@ def row(
     truth: dict[str, Any] = {"action": action}
     if affected is not None:
         truth |= {"affected_variables": affected, "intervention_kind": "filter_condition"}
-    g = {"g": int(affected is not None), "affected_variables": affected or [],
-         "intervention_kind": truth.get("intervention_kind"), "benign": False}  # fmt: skip
-    info = {"task_id": "sales", "turn": 2, "decision_point": 5, "variant": "repair" if affected else "clean",
-            "worker_prefix": json.dumps({"trajectory_id": "sales/repair-1", "worker_step_upto": 1}),
-            "labels": json.dumps(g, sort_keys=True), **(extra or {})}  # fmt: skip
+    g = {
+        "g": int(affected is not None),
+        "affected_variables": affected or [],
+        "intervention_kind": truth.get("intervention_kind"),
+        "benign": False,
+    }
+    info = {
+        "task_id": "sales",
+        "turn": 2,
+        "decision_point": 5,
+        "variant": "repair" if affected else "clean",
+        "worker_prefix": json.dumps({"trajectory_id": "sales/repair-1", "worker_step_upto": 1}),
+        "labels": json.dumps(g, sort_keys=True),
+        **(extra or {}),
+    }
     return json.dumps(truth, sort_keys=True), info
 
 
@@ -93,8 +116,11 @@ def test_export_labels_keep_the_teachers_action_and_the_benign_flag() -> None:
     truth, info = row("REPAIR", ["big"])
     [label] = RewardLabels.from_verl_row(truth, info).decision_points
     assert (label.inconsistent, label.expected_action, label.intervention_kind, label.benign) == (
-        True, "REPAIR", "filter_condition", False,
-    )  # fmt: skip
+        True,
+        "REPAIR",
+        "filter_condition",
+        False,
+    )
 
 
 @pytest.mark.parametrize(
@@ -143,8 +169,10 @@ def test_compute_score_reads_the_trace_from_extra_info(
 
 def test_every_sample_reports_the_same_keys(sales: Callable[..., Sales]) -> None:
     run = sales()  # empty continuation
-    truth, info = row("FINALIZE_RELATIONS", extra={TRACE_KEY: {"events": [e.model_dump() for e in run.events],
-                                                            "start_seq": run.start_seq}})  # fmt: skip
+    truth, info = row(
+        "FINALIZE_RELATIONS",
+        extra={TRACE_KEY: {"events": [e.model_dump() for e in run.events], "start_seq": run.start_seq}},
+    )
     out = compute_score("stateguard_synth", "", truth, info)
     assert set(out) == KEYS and out["score"] == 0.0 and out["n_action"] == 0.0
 
@@ -213,10 +241,17 @@ def test_verl_loads_and_calls_compute_score(sales: Callable[..., Sales], tmp_pat
     run = sales(threshold=FAULTY, path=tmp_path / "trace.jsonl")
     run.settle()  # a missed repair
     root = Path(__file__).resolve().parents[3]
-    config = OmegaConf.create({"reward": {"custom_reward_function": {
-        "path": str(root / "training" / "rewards" / "verl_score.py"), "name": "compute_score",
-        "reward_kwargs": {"config": {"inapplicable": "zero"}},
-    }}})  # fmt: skip
+    config = OmegaConf.create(
+        {
+            "reward": {
+                "custom_reward_function": {
+                    "path": str(root / "training" / "rewards" / "verl_score.py"),
+                    "name": "compute_score",
+                    "reward_kwargs": {"config": {"inapplicable": "zero"}},
+                }
+            }
+        }
+    )
     fn = get_custom_reward_fn(config)
     assert fn is not None
     truth, info = row("REPAIR", ["big"])

@@ -41,7 +41,11 @@ def test_rows_carry_the_teachers_plan(prepared: Any) -> None:
         assert (plan.fault_turn is None) == (plan.variant == "clean")
         variants.add(plan.variant)
     assert {"clean", "repair"} <= variants
-    fault = next(r for r in rows if r["extra_info"]["variant"] == "repair" and json.loads(r["extra_info"]["labels"])["g"])
+    fault = next(
+        r
+        for r in rows
+        if r["extra_info"]["variant"] == "repair" and json.loads(r["extra_info"]["labels"])["g"]
+    )
     assert json.loads(fault["reward_model"]["ground_truth"])["action"] == "REPAIR"
 
 

@@ -30,7 +30,9 @@ def _smol() -> Path:
     try:
         return assemble("smollm2", SMOL.parent)
     except LocalModelError as exc:
-        raise AssertionError(f"{exc}\nThe GGUF test needs SmolLM2: run `make setup-models MODEL=smollm2`") from exc
+        raise AssertionError(
+            f"{exc}\nThe GGUF test needs SmolLM2: run `make setup-models MODEL=smollm2`"
+        ) from exc
 
 
 def _short_corpus(root: Path) -> Path:
@@ -42,27 +44,59 @@ def _short_corpus(root: Path) -> Path:
     tools = json.dumps([t for t in tool_schemas() if t["function"]["name"] == "OPEN_STATE"])
     rows = []
     for i in range(6):
-        call = {"id": f"call_{i}", "type": "function", "function": {
-            "name": "OPEN_STATE", "arguments": json.dumps({"issue": f"count the rows of table t{i}"})}}
+        call = {
+            "id": f"call_{i}",
+            "type": "function",
+            "function": {
+                "name": "OPEN_STATE",
+                "arguments": json.dumps({"issue": f"count the rows of table t{i}"}),
+            },
+        }
         messages = [
             {"role": "system", "content": "You keep the worker's analytical states."},
-            {"role": "user", "content": f'TASK\nTurn 1: count table t{i}.\n\nOBSERVATION\n{{"stage": "idle"}}'},
+            {
+                "role": "user",
+                "content": f'TASK\nTurn 1: count table t{i}.\n\nOBSERVATION\n{{"stage": "idle"}}',
+            },
             {"role": "assistant", "content": "", "tool_calls": [call]},
         ]
-        rows.append({"variant": "clean", "task_id": f"t{i}", "trajectory_id": f"t{i}-clean", "tools": tools,
-                     "intervention_kind": "none", "intervention_op": "none", "t_star": -1, "kind": "atomic",
-                     "activation": 0, "turn": 1, "relations": "[]", "messages": json.dumps(messages)})
+        rows.append(
+            {
+                "variant": "clean",
+                "task_id": f"t{i}",
+                "trajectory_id": f"t{i}-clean",
+                "tools": tools,
+                "intervention_kind": "none",
+                "intervention_op": "none",
+                "t_star": -1,
+                "kind": "atomic",
+                "activation": 0,
+                "turn": 1,
+                "relations": "[]",
+                "messages": json.dumps(messages),
+            }
+        )
     Dataset.from_list(rows).save_to_disk(str(root))
     return root
 
 
 def _overrides(corpus: Path, out: Path, *extra: str) -> list[str]:
     return [
-        "sft=local", f"output_dir={out}", f"data.corpus={corpus}", "model.name_or_path=smollm2",
-        f"model.models_dir={SMOL.parent}", f"template.chat_template_path={TEMPLATE}",
-        "train.max_length=1024", "global_batch_size=1", "train.max_steps=2", "train.save_steps=1",
-        "train.disable_tqdm=true", "lora.r=4", "lora.alpha=8", *extra,
-    ]  # fmt: skip
+        "sft=local",
+        f"output_dir={out}",
+        f"data.corpus={corpus}",
+        "model.name_or_path=smollm2",
+        f"model.models_dir={SMOL.parent}",
+        f"template.chat_template_path={TEMPLATE}",
+        "train.max_length=1024",
+        "global_batch_size=1",
+        "train.max_steps=2",
+        "train.save_steps=1",
+        "train.disable_tqdm=true",
+        "lora.r=4",
+        "lora.alpha=8",
+        *extra,
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -129,8 +163,12 @@ def test_export_changes_only_adapted_tensors_and_reads_back(gguf_run: tuple[Any,
     merged_w = dict(merged.named_parameters())
     # sft=local adapts the top 8 of SmolLM2's 30 layers: 22..29 moved, 0 did not
     assert {n.split(".")[1] for n in moved} == {str(i) for i in range(22, 30)}
-    for name in ("model.layers.29.self_attn.q_proj.weight", "model.layers.25.self_attn.k_proj.weight",
-                 "model.layers.23.mlp.up_proj.weight", "model.layers.0.self_attn.q_proj.weight"):  # fmt: skip
+    for name in (
+        "model.layers.29.self_attn.q_proj.weight",
+        "model.layers.25.self_attn.k_proj.weight",
+        "model.layers.23.mlp.up_proj.weight",
+        "model.layers.0.self_attn.q_proj.weight",
+    ):
         a, b = dict(back.named_parameters())[name].detach(), merged_w[name].detach()
         assert torch.allclose(a, b, atol=0.02 * float(b.abs().max())), name
     template = str(GGUFReader(second.gguf).fields["tokenizer.chat_template"].contents())
@@ -149,7 +187,9 @@ def test_cpu_presets_are_the_8b_recipe_with_other_values(preset: str) -> None:
     assert local.template.end_of_turn == "<|im_end|>" and local.output_dir != base.output_dir
     # same keys, same code: only values differ
     assert local.model_dump().keys() == base.model_dump().keys()
-    if preset == "smol":  # SmolLM2's own template ignores tools: the run trains (and exports) one that lists them
+    if (
+        preset == "smol"
+    ):  # SmolLM2's own template ignores tools: the run trains (and exports) one that lists them
         assert local.model.name_or_path == "smollm2"
         assert local.template.chat_template_path and Path(REPO, local.template.chat_template_path).is_file()
 
