@@ -23,7 +23,7 @@ from stateguard.rollout import rollout
 from stateguard.sandbox import SandboxLimits, SandboxWorkspace
 from stateguard.task import Task, Turn
 from stateguard.workers import FaultModel, ScriptedWorker
-from stateguard.workspace_api import DictWorkspace
+from stateguard.workspace import DictWorkspace
 
 LIMITS = SandboxLimits(cpu_seconds_per_cell=20, wall_seconds_per_cell=30, memory_mb=1536, grace_seconds=3)
 CON = (
