@@ -14,7 +14,8 @@ from training.rewards.verl_score import TRACE_KEY
 from training.rl.scripted_server import PERSONAS
 
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
-_WALL = re.compile(r'"wall_s": [0-9.e+-]+')  # timings differ from run to run; nothing else may
+# timings (durations, step start times) differ from run to run; nothing else may
+_WALL = re.compile(r'"(wall_s|started)": [0-9.e+-]+')
 
 
 def _split_runs(ids: list[int], mask: list[int]) -> list[tuple[int, list[int]]]:
