@@ -23,7 +23,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from stateguard.actions import RepairArgs
 from stateguard.artifacts.events import StateOpenedEvent, StateUpdatedEvent
+from stateguard.artifacts.payloads import action_args, draft_of
 from stateguard.trace import TraceEvent, read_trace
 
 __all__ = ["ArmFacts", "FaultFacts", "RepairFact", "arm_facts", "facts_from_events"]
@@ -104,26 +106,26 @@ def facts_from_events(events: list[TraceEvent], answers: Mapping[Any, Any] | Non
             if meta.flip:
                 facts.flipped_turns.append(turn)
         elif isinstance(event, StateUpdatedEvent | StateOpenedEvent):
-            draft = event.data.draft  # the draft as the harness holds it (stateguard.harness.Draft as JSON)
-            if draft.get("source_step_end") is not None and event.data.state_id:
-                span_end[event.data.state_id] = int(draft["source_step_end"])
+            end_step = draft_of(event.data).source_step_end
+            if end_step is not None and event.data.state_id:
+                span_end[event.data.state_id] = end_step
         elif event.kind == "action" and event.data.name == "REPAIR" and event.data.accepted:
-            args = event.data.arguments or {}
-            hint = args.get("error_hint") or {}
-            check = _CHECK.match(str(args.get("analytical_evidence") or ""))
+            args = action_args(event.data, RepairArgs)
+            evidence = args.analytical_evidence if args else ""
+            check = _CHECK.match(evidence)
             state = repair_state  # the harness emits its `repair` event just before the accepted action
             end = span_end.get(state or "")
             turn = turn_of_step.get(end, current_turn) if end is not None else current_turn
-            cited = _STEP.search(str(args.get("analytical_evidence") or ""))
+            cited = _STEP.search(evidence)
             if cited and int(cited.group(1)) in turn_of_step:  # the evidence names the step it is about
                 turn = turn_of_step[int(cited.group(1))]
             facts.repairs.append(
                 RepairFact(
                     turn=turn,
                     state_id=state,
-                    variables=[str(v) for v in hint.get("error_variables") or []],
+                    variables=list(args.error_hint.error_variables) if args else [],
                     check=check.group("check") if check else "",
-                    reason=str(hint.get("faulty_reasoning") or ""),
+                    reason=args.error_hint.faulty_reasoning if args else "",
                 )
             )
         elif event.kind == "repair":

@@ -39,6 +39,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from stateguard.artifacts.events import LlmCallEvent, RunStartEvent
+from stateguard.artifacts.payloads import run_flow
+from stateguard.lifecycle import Regime
 from stateguard.trace import TraceEvent
 
 INTERRUPTED_S = 900.0  # D.1: longer intervals are interrupted sessions
@@ -98,17 +100,18 @@ def _mean(values: Sequence[float]) -> float | None:
 
 def _rule(events: Sequence[TraceEvent], rule: Rule) -> tuple[Literal["review", "turn", "every"], int]:
     start = next((e for e in events if isinstance(e, RunStartEvent)), None)
-    flow = start.data.flow if start else {}
-    every = int(flow.get("review_every") or 0)
+    flow = run_flow(start.data) if start else None
+    # a cadence only when the trace recorded one (FlowConfig's default is no evidence of it)
+    every = flow.review_every if flow is not None and "review_every" in flow.model_fields_set else 0
     if rule != "auto":
         if rule == "every" and every < 1:
             raise ValueError("rule='every' needs flow.review_every in the trace's run_start event")
         return rule, every
     if any(e.kind == "review" for e in events):
         return "review", every
-    if flow.get("regime") == "turn_aligned":
+    if flow is not None and flow.regime is Regime.TURN_ALIGNED:
         return "turn", every
-    if flow.get("regime") == "segment_induced" and every >= 1:
+    if flow is not None and flow.regime is Regime.SEGMENT_INDUCED and every >= 1:
         return "every", every
     raise ValueError(
         "cannot tell where the review boundaries are: the trace has no `review` events and its run_start "

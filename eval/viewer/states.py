@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from eval.viewer.config import ViewerError
+from stateguard.actions import RepairArgs
 from stateguard.artifacts.events import DegradedEvent
-from stateguard.state import ConstraintResult
+from stateguard.artifacts.payloads import action_args, draft_of
+from stateguard.state import ConstraintResult, Draft
 from stateguard.store import StateStore, StoreError
 from stateguard.trace import TraceEvent
 
@@ -119,26 +121,17 @@ class StateGraph:
         return next((n for n in self.nodes if n.id == sid), None)
 
 
-def _fill_from_draft(node: StateNode, draft: dict[str, Any]) -> None:
-    node.issue = str(draft.get("issue") or node.issue)
-    node.constraints = [
-        ConstraintView(c.get("text", ""), c.get("code")) for c in draft.get("constraints") or []
-    ]
+def _fill_from_draft(node: StateNode, draft: Draft) -> None:
+    node.issue = draft.issue or node.issue
+    node.constraints = [ConstraintView(c.text, c.code) for c in draft.constraints]
     node.variables = [
-        VariableView(
-            v["name"],
-            str(v.get("version") or node.id),
-            v.get("value"),
-            (v.get("version") or node.id) == node.id,
-        )
-        for v in draft.get("used_variables") or []
+        VariableView(v.name, v.version or node.id, v.value, (v.version or node.id) == node.id)
+        for v in draft.used_variables
     ]
-    node.conclusions = [
-        c.get("text", "") if isinstance(c, dict) else str(c) for c in draft.get("conclusions") or []
-    ]
-    rels = draft.get("relations") or draft.get("provisional_relations") or []
-    node.relations = [(str(r.get("type")), r.get("related_state_id")) for r in rels]
-    node.source = (draft.get("source_step_start"), draft.get("source_step_end"))
+    node.conclusions = [c.text for c in draft.conclusions]
+    rels = draft.relations or draft.provisional_relations
+    node.relations = [(r.type.value, r.related_state_id) for r in rels]
+    node.source = (draft.source_step_start, draft.source_step_end)
 
 
 def _walk_trace(events: list[TraceEvent]) -> tuple[dict[str, StateNode], dict[str, list[ConstraintResult]]]:
@@ -152,9 +145,9 @@ def _walk_trace(events: list[TraceEvent]) -> tuple[dict[str, StateNode], dict[st
             turn = e.data.turn_id
         elif e.kind == "state_opened" and e.data.state_id:
             node = nodes.setdefault(e.data.state_id, StateNode(e.data.state_id, turn=turn, opened_seq=e.seq))
-            _fill_from_draft(node, e.data.draft)
+            _fill_from_draft(node, draft_of(e.data))
         elif e.kind == "state_updated" and e.data.state_id in nodes:
-            _fill_from_draft(nodes[e.data.state_id], e.data.draft)
+            _fill_from_draft(nodes[e.data.state_id], draft_of(e.data))
         elif e.kind == "constraint_checks" and e.data.state_id:
             checks[e.data.state_id] = list(e.data.results)
         elif e.kind == "repair" and e.data.state_id in nodes:
@@ -165,11 +158,10 @@ def _walk_trace(events: list[TraceEvent]) -> tuple[dict[str, StateNode], dict[st
             pending_hint[e.data.state_id] = view
         elif e.kind == "action" and e.data.name == "REPAIR" and e.data.accepted:
             # the REPAIR action's own arguments (stateguard.actions), as the harness validated them
-            args = e.data.arguments if isinstance(e.data.arguments, dict) else {}
-            hint = args.get("error_hint") or {}
+            args = action_args(e.data, RepairArgs)
             for view in pending_hint.values():
-                view.error_variables = list(hint.get("error_variables") or [])
-                view.reasoning = str(hint.get("faulty_reasoning") or "")
+                view.error_variables = list(args.error_hint.error_variables) if args else []
+                view.reasoning = args.error_hint.faulty_reasoning if args else ""
             pending_hint.clear()
         elif e.kind == "rollback" and e.data.state_id in nodes:
             nodes[e.data.state_id].statuses.append("rolled-back")

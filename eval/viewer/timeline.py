@@ -11,11 +11,13 @@ received them (`hint_delivered.text`); an action's verdict is shown with its fee
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
 
+from stateguard.actions import RepairArgs, UpdateStateArgs
 from stateguard.artifacts.events import (
     ActionEvent,
     ConstraintChecksEvent,
@@ -29,6 +31,7 @@ from stateguard.artifacts.events import (
     StateUpdatedEvent,
     WorkerStepEvent,
 )
+from stateguard.artifacts.payloads import action_args, draft_of
 from stateguard.state import Relation
 from stateguard.trace import TraceEvent
 
@@ -69,13 +72,8 @@ def _short(value: Any, limit: int = 90) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _names(items: Any) -> set[str]:
-    out = set()
-    for item in items or []:
-        name = item.get("name") if isinstance(item, dict) else item
-        if isinstance(name, str) and name:
-            out.add(name.split("@")[0])
-    return out
+def _names(items: Iterable[str]) -> set[str]:
+    return {name.split("@")[0] for name in items if name}
 
 
 def _payload(data: BaseModel) -> dict[str, Any]:
@@ -111,7 +109,6 @@ def _step(e: WorkerStepEvent, turn: int | None, limit: int) -> Entry:
 
 def _action(e: ActionEvent, turn: int | None, limit: int) -> Entry:
     d = e.data
-    args = d.arguments if isinstance(d.arguments, dict) else {}
     name = d.name or "unparsed action"
     accepted = d.accepted
     entry = Entry(
@@ -132,12 +129,14 @@ def _action(e: ActionEvent, turn: int | None, limit: int) -> Entry:
     entry.body.append(("arguments", _clip(d.arguments or {}, limit)))
     if not accepted:
         entry.tags.add("rejected")
-    # the arguments are the action's own (stateguard.actions), as the harness validated them
+    # the arguments are the action's own (stateguard.actions); a rejected one may not validate
     if name == "REPAIR":
         entry.tags.add("repair")
-        entry.variables = _names((args.get("error_hint") or {}).get("error_variables"))
+        repair = action_args(d, RepairArgs)
+        entry.variables = _names(repair.error_hint.error_variables) if repair else set()
     elif name == "UPDATE_STATE":
-        entry.variables = _names(args.get("used_variables"))
+        update = action_args(d, UpdateStateArgs)
+        entry.variables = _names(v.name for v in update.used_variables) if update else set()
     return entry
 
 
@@ -178,17 +177,15 @@ def _state_event(e: StateEvent, turn: int | None, limit: int) -> Entry:
         return entry
     sid = e.data.state_id
     if isinstance(e, StateOpenedEvent | StateUpdatedEvent):
-        draft = e.data.draft  # stateguard.harness.Draft as JSON
-        keys = [f"{v['name']}@{v.get('version') or sid}" for v in draft.get("used_variables") or []]
+        draft = draft_of(e.data)
+        keys = [f"{v.name}@{v.version or sid}" for v in draft.used_variables]
         verb = "opened" if e.kind == "state_opened" else "updated"
-        entry = Entry(
-            e.seq, turn, "state", f"{sid} {verb}: {_short(draft.get('issue') or '', 80)}", state=sid
-        )
+        entry = Entry(e.seq, turn, "state", f"{sid} {verb}: {_short(draft.issue, 80)}", state=sid)
         if keys:
             entry.body.append(("variables", ", ".join(keys)))
         if isinstance(e, StateUpdatedEvent) and e.data.notes:
             entry.body.append(("notes", _clip("\n".join(map(str, e.data.notes)), limit)))
-        entry.variables = _names(draft.get("used_variables"))
+        entry.variables = _names(v.name for v in draft.used_variables)
         return entry
     if isinstance(e, RelationsFinalizedEvent):
         return Entry(

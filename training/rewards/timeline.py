@@ -22,6 +22,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from stateguard.artifacts.events import ActionEvent
+from stateguard.artifacts.payloads import run_flow, unparsed_action
 from stateguard.lifecycle import ControlAction, Regime, Stage, ToolAction, is_legal, next_stage
 from stateguard.trace import TraceEvent, read_trace
 
@@ -118,15 +119,16 @@ class Rollout(BaseModel):
 
 def detect_regime(events: Iterable[TraceEvent], override: Regime | None = None) -> Regime:
     """The lifecycle regime from the run_start event (flow.regime); `override` must agree with it."""
-    recorded = None
+    recorded: Regime | None = None
     for event in events:
         if event.kind == "run_start":
-            recorded = event.data.flow.get("regime")
+            flow = run_flow(event.data)
+            recorded = flow.regime if flow is not None else None
             break
     if override is not None:
-        if recorded is not None and Regime(recorded) is not Regime(override):
+        if recorded is not None and recorded is not Regime(override):
             raise ValueError(
-                f"regime {override!r} conflicts with the trace's run_start flow.regime {recorded!r}"
+                f"regime {override!r} conflicts with the trace's run_start flow.regime {recorded.value!r}"
             )
         return Regime(override)
     if recorded is None:
@@ -134,7 +136,7 @@ def detect_regime(events: Iterable[TraceEvent], override: Regime | None = None) 
             "cannot tell the lifecycle regime: the trace has no run_start event with flow.regime; "
             "set regime='turn_aligned' or 'segment_induced' in the trace source"
         )
-    return Regime(recorded)
+    return recorded
 
 
 def _classify(event: ActionEvent) -> tuple[Literal["control", "tool", "unparsed"], str | None, bool]:
@@ -144,12 +146,11 @@ def _classify(event: ActionEvent) -> tuple[Literal["control", "tool", "unparsed"
         return "control", name, False
     if name in _TOOL:
         return "tool", name, False
-    raw = event.data.arguments or {}
-    raw_name = raw.get("name") if isinstance(raw, dict) else None
-    if isinstance(raw_name, str) and raw_name in _CONTROL:
-        return "control", raw_name, True
-    if isinstance(raw_name, str):
-        return "tool", raw_name, True  # a named call that is no control action: a (failed) tool invocation
+    raw = unparsed_action(event.data)
+    if raw is not None and raw.name in _CONTROL:
+        return "control", raw.name, True
+    if raw is not None:
+        return "tool", raw.name, True  # a named call that is no control action: a (failed) tool invocation
     return "unparsed", None, True
 
 
