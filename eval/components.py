@@ -35,7 +35,7 @@ from stateguard.verification.verifier import SemanticConfig, SemanticVerifier
 from stateguard.worker_contract import WorkerAdapter
 from stateguard.workers import FaultModel, ResponseModel, ScriptedWorker
 from stateguard.workers.llm_worker import LLMWorker, WorkerProtocol
-from stateguard.workspace_api import DictWorkspace, LiveWorkspace
+from stateguard.workspace import DictWorkspace, LiveWorkspace
 
 __all__ = [
     "MANAGERS",

@@ -40,7 +40,7 @@ from stateguard.rollout import RolloutResult, rollout
 from stateguard.task import Task, load_task
 from stateguard.trace import Trace
 from stateguard.worker_contract import WorkerAdapter
-from stateguard.workspace_api import LiveWorkspace
+from stateguard.workspace import LiveWorkspace
 
 
 class DemoResult(BaseModel):

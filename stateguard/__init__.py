@@ -10,7 +10,7 @@ from stateguard.records import SCHEMA_VERSION
 from stateguard.state import AnalyticalState, Constraint, Relation, RelationType, VariableRef
 from stateguard.store import StateStore, StoreError
 from stateguard.trace import Trace, read_trace
-from stateguard.workspace_api import DictWorkspace, Workspace
+from stateguard.workspace import DictWorkspace, Workspace
 
 __all__ = [
     "LEGAL",

@@ -57,7 +57,7 @@ from stateguard.store import StateStore, StoreError
 from stateguard.tools import ToolResult, run_tool
 from stateguard.trace import Trace
 from stateguard.worker_contract import WorkerAdapter
-from stateguard.workspace_api import Workspace
+from stateguard.workspace import Workspace
 
 
 class BindingError(RuntimeError):

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from stateguard.harness import BindingError, Harness
 from stateguard.worker_contract import WorkerAdapter
-from stateguard.workspace_api import Workspace
+from stateguard.workspace import Workspace
 
 __all__ = ["START_CHECKPOINT", "BindingError", "BindingReport", "bind_run"]
 

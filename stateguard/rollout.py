@@ -30,7 +30,7 @@ from stateguard.store import StateStore
 from stateguard.task import AgentTask, AgentTurn, agent_view, prelude
 from stateguard.trace import Trace
 from stateguard.worker_contract import WorkerAdapter, WorkerMessage
-from stateguard.workspace_api import LiveWorkspace
+from stateguard.workspace import LiveWorkspace
 
 MAX_ACTIVATIONS_PER_REVIEW = 12
 

@@ -24,7 +24,7 @@ from stateguard.lifecycle import ToolAction
 from stateguard.observation import WorkerStep
 from stateguard.store import StateStore
 from stateguard.verification.inspect import inspect_code
-from stateguard.workspace_api import Workspace
+from stateguard.workspace import Workspace
 
 
 class ToolResult(BaseModel):

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 from stateguard.hints import Hint
 from stateguard.observation import WorkerStep
 from stateguard.task import AgentTask, AgentTurn
-from stateguard.workspace_api import LiveWorkspace
+from stateguard.workspace import LiveWorkspace
 
 
 class WorkerMessage(BaseModel):

@@ -61,7 +61,7 @@ from stateguard.teacher.plan import Variant
 from stateguard.teacher.probe import read_probe
 from stateguard.trace import read_trace
 from stateguard.workers.faults import Fault
-from stateguard.workspace_api import DictWorkspace
+from stateguard.workspace import DictWorkspace
 from synthesis.interventions import InterventionKind, InterventionRecord
 from synthesis.screen import Candidate, screen, stated_select
 

@@ -25,7 +25,7 @@ import pandas as pd
 from pydantic import BaseModel
 
 from stateguard.dataflow import CellFacts, CellRecorder, DataflowGraph
-from stateguard.workspace_api import split_last_expression
+from stateguard.workspace import split_last_expression
 
 CELLS = {
     "~10 ms cell reading a 100k-row frame": "top = df.sort_values('b').groupby('k')['b'].agg(['mean', 'std', 'count'])",

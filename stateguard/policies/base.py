@@ -22,7 +22,7 @@ from stateguard.lifecycle import Regime
 from stateguard.observation import ManagerObservation, WorkerStep
 from stateguard.store import StateStore
 from stateguard.task import AgentTask, AgentTurn
-from stateguard.workspace_api import LiveWorkspace
+from stateguard.workspace import LiveWorkspace
 
 
 class ModelResponse(BaseModel):

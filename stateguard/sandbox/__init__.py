@@ -17,7 +17,7 @@ from stateguard.sandbox.checkpoints import CheckpointInfo
 from stateguard.sandbox.isolation import IsolationUnavailable, check_isolation
 from stateguard.sandbox.limits import SandboxLimits
 from stateguard.sandbox.process import KernelDied, network_namespace_available
-from stateguard.sandbox.workspace import SandboxWorkspace
+from stateguard.sandbox.sandbox_workspace import SandboxWorkspace
 
 __all__ = [
     "CheckpointInfo",

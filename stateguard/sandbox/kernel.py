@@ -44,7 +44,7 @@ from stateguard.sandbox.protocol import (
 from stateguard.sandbox.scratch import seed
 from stateguard.sandbox.snapshot import differing_names, dump_namespace, load_namespace
 from stateguard.sandbox.values import content_hash, to_json_value
-from stateguard.workspace_api import _value_repr, summarize
+from stateguard.workspace import _value_repr, summarize
 
 _THIS_FILE = __file__
 

@@ -10,7 +10,7 @@ detects changes with its own cheaper fingerprints (`stateguard.dataflow.change`)
 as they are (tuples become lists, dict keys become strings), numpy scalars as Python numbers,
 and everything else (DataFrames, arrays, other objects) as a summary dict
 `{"type", "shape", "head", "hash"}`. The parent never receives a pickled object. A variable
-listing's entries are `stateguard.workspace_api.summarize` (shared with `DictWorkspace`).
+listing's entries are `stateguard.workspace.summarize` (shared with `DictWorkspace`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from stateguard.dataflow.change import FULL_HASH_CELLS, content_hash
-from stateguard.workspace_api import head_of, shape_of
+from stateguard.workspace import head_of, shape_of
 
 __all__ = ["FULL_HASH_CELLS", "content_hash", "summary", "to_json_value"]
 MAX_JSON_CHARS = 4_000_000  # larger values come back as a summary

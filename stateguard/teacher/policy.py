@@ -1,8 +1,9 @@
 """The synthesis teacher: one manager policy shared by corpus synthesis and the RL prefix replay.
 
     teacher = TeacherPolicy(plan)                  # plan: stateguard.teacher.plan.TeacherPlan
-    rollout(task, teacher_worker(faults, plan.resist), DictWorkspace(), flow=flow_named(plan.flow),
-            manager=teacher, run_dir=...)
+    worker = teacher_worker(faults, plan.resist, reference=task)   # task: the privileged Task
+    rollout(task.agent_view(), worker, DictWorkspace(), flow=flow_named(plan.flow), manager=teacher,
+            run_dir=...)
     teacher.log                                    # ActivationLog per activation (what export reads)
 
 It drives the lifecycle through the real harness in both regimes: turn-aligned (a state per

@@ -22,7 +22,7 @@ from stateguard.worker_contract import WorkerMessage
 from stateguard.workers.faults import Fault, counterfactual_code
 from stateguard.workers.response import ResponseModel
 from stateguard.workers.scripted import FaultModel, ScriptedWorker
-from stateguard.workspace_api import LiveWorkspace
+from stateguard.workspace import LiveWorkspace
 
 __all__ = ["ResistingWorker", "Resist", "teacher_worker"]
 

@@ -26,7 +26,7 @@ from stateguard.answers import last_json
 from stateguard.observation import WorkerStep
 from stateguard.task import AgentTask, AgentTurn
 from stateguard.worker_contract import WorkerMessage
-from stateguard.workspace_api import LiveWorkspace
+from stateguard.workspace import LiveWorkspace
 
 DEFAULT_SYSTEM = """You are a data analyst working in a persistent Python session (pandas as pd, numpy as np, json and re are imported; BASE_PATH points at the task folder, data files are under BASE_PATH/data).
 Work step by step. In each reply, either

@@ -45,7 +45,7 @@ from stateguard.task import AgentTask, Task, Turn
 from stateguard.worker_contract import WorkerMessage
 from stateguard.workers.faults import Fault, FaultKind, counterfactual_code, scratch_name, split_blocks
 from stateguard.workers.response import ResponseModel
-from stateguard.workspace_api import LiveWorkspace
+from stateguard.workspace import LiveWorkspace
 
 __all__ = ["Fault", "FaultKind", "FaultModel", "ScriptedWorker", "split_blocks"]
 

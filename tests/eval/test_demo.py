@@ -46,7 +46,7 @@ def test_demo_rejects_unknown_options(tmp_path: Path) -> None:
 
 def test_bench_config_composes() -> None:
     with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
-        cfg = compose("bench", overrides=["sizes=[10]", "samples=3"])
+        cfg = compose("perf", overrides=["sizes=[10]", "samples=3"])
     assert list(cfg.sizes) == [10] and cfg.thread_length == 10
 
 
@@ -66,7 +66,7 @@ def test_bench_runs_tiny(tmp_path: Path) -> None:
     from eval.perf.runtime import run as run_bench
 
     with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
-        cfg = compose("bench", overrides=["sizes=[30,60]", "samples=5", f"work_dir={tmp_path}"])
+        cfg = compose("perf", overrides=["sizes=[30,60]", "samples=5", f"work_dir={tmp_path}"])
     rows = run_bench(cfg)
     assert {(r.operation.split()[0], r.size) for r in rows} >= {
         ("OPEN+UPDATE+COMMIT", 30),

@@ -23,7 +23,7 @@ from stateguard.policies.base import Degrade
 from stateguard.rollout import rollout
 from stateguard.task import load_task
 from stateguard.workers import FaultModel, ScriptedWorker
-from stateguard.workspace_api import DictWorkspace
+from stateguard.workspace import DictWorkspace
 from synthesis.sources.tabular import is_installed
 from synthesis.tasks import build_task
 

@@ -27,7 +27,7 @@ from stateguard.rollout import rollout
 from stateguard.task import Task, load_task
 from stateguard.trace import read_trace
 from stateguard.workers import Fault, FaultModel, ScriptedWorker
-from stateguard.workspace_api import DictWorkspace
+from stateguard.workspace import DictWorkspace
 from tests.support.scripted_server import Reply, ScriptedServer
 
 ROOT = Path(__file__).resolve().parents[2]

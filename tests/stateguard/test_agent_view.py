@@ -25,7 +25,7 @@ from stateguard.rollout import rollout
 from stateguard.task import AgentTask, AgentTurn, Task, Turn, load_task
 from stateguard.worker_contract import WorkerMessage
 from stateguard.workers import ScriptedWorker
-from stateguard.workspace_api import DictWorkspace, LiveWorkspace
+from stateguard.workspace import DictWorkspace, LiveWorkspace
 
 ROOT = Path(__file__).resolve().parents[2]
 HIDDEN = ("code", "answer")
@@ -36,7 +36,7 @@ ALLOWED = {"stateguard/workers/scripted.py", "stateguard/workers/faults.py"}
 
 
 def agent_side() -> Iterator[Path]:
-    yield ROOT / "stateguard" / "worker.py"
+    yield ROOT / "stateguard" / "worker_contract.py"
     yield ROOT / "stateguard" / "harness.py"
     yield ROOT / "stateguard" / "rollout.py"
     yield from sorted((ROOT / "stateguard" / "workers").glob("*.py"))

@@ -10,7 +10,7 @@ import pytest
 
 from stateguard.dataflow.recorder import _watched
 from stateguard.dataflow.units import Registry, analyze_cell
-from stateguard.workspace_api import DictWorkspace
+from stateguard.workspace import DictWorkspace
 
 
 class Ledger:

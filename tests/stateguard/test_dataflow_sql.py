@@ -54,7 +54,7 @@ def test_a_redefined_table_makes_its_sql_children_stale() -> None:
 def test_statement_level_sql_in_a_workspace() -> None:
     """Turn-by-turn SQL as the dev set's tasks write it: the connection is made in the cell that
     creates the first tables, and a frame is read back from the table of the same name."""
-    from stateguard.workspace_api import DictWorkspace
+    from stateguard.workspace import DictWorkspace
 
     ws = DictWorkspace()
     first = ws.run_cell(

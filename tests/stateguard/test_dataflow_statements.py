@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from stateguard.workspace_api import DictWorkspace
+from stateguard.workspace import DictWorkspace
 
 CASES = [
     # (name, cells, stale reads of the last cell)

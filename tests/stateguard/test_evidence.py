@@ -6,7 +6,7 @@ import pytest
 
 from stateguard.observation import WorkerStep
 from stateguard.policies.evidence import intended_turns, producing_statements, replay_differs
-from stateguard.workspace_api import DictWorkspace
+from stateguard.workspace import DictWorkspace
 
 
 def _run(ws: DictWorkspace, cells: list[str], start: int = 0) -> dict[int, WorkerStep]:

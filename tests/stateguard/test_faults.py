@@ -23,7 +23,7 @@ from stateguard.workers import (
     check_faults,
 )
 from stateguard.workers.response import names_kind
-from stateguard.workspace_api import DictWorkspace
+from stateguard.workspace import DictWorkspace
 
 TASK_DIR = Path(__file__).resolve().parents[2] / "eval" / "benchmarks" / "demo" / "six_turn"
 

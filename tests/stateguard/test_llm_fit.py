@@ -25,7 +25,7 @@ from stateguard.rollout import rollout
 from stateguard.task import Task, load_task
 from stateguard.trace import Trace, read_trace
 from stateguard.workers import FaultModel, ScriptedWorker
-from stateguard.workspace_api import DictWorkspace
+from stateguard.workspace import DictWorkspace
 from tests.support.scripted_server import Reply, Respond, ScriptedServer, Status, prompt_tokens
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -22,7 +22,7 @@ from stateguard.store import StateStore
 from stateguard.task import Task, load_task
 from stateguard.trace import Trace, read_trace
 from stateguard.workers import Fault, FaultModel, ScriptedWorker
-from stateguard.workspace_api import DictWorkspace
+from stateguard.workspace import DictWorkspace
 from tests.support.scripted_server import Delay, Die, Reply, ScriptedServer, Status
 
 ROOT = Path(__file__).resolve().parents[2]

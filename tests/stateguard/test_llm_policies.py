@@ -22,7 +22,7 @@ from stateguard.trace import read_trace
 from stateguard.verification.verifier import SemanticVerifier
 from stateguard.workers import Fault, FaultModel, ScriptedWorker
 from stateguard.workers.llm_worker import LLMWorker
-from stateguard.workspace_api import DictWorkspace
+from stateguard.workspace import DictWorkspace
 from tests.support.scripted_server import Reply, ScriptedServer
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -18,7 +18,7 @@ from stateguard.state import AnalyticalState
 from stateguard.store import StateStore
 from stateguard.trace import read_trace
 from stateguard.workers.scripted import ScriptedWorker
-from stateguard.workspace_api import DictWorkspace
+from stateguard.workspace import DictWorkspace
 from tests.stateguard.test_rollback_rewind import TASK, ExhaustRepairs
 
 

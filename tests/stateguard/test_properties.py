@@ -29,7 +29,7 @@ from stateguard.observation import EventType, WorkerStep
 from stateguard.state import AnalyticalState, state_number
 from stateguard.store import StateStore
 from stateguard.trace import Trace
-from stateguard.workspace_api import DictWorkspace
+from stateguard.workspace import DictWorkspace
 
 INITIAL_NS = {"a": 1, "b": [1, 2], "rev": 100.5, "tot": {"k": 3}}
 NAMES = ["a", "b", "rev", "tot", "fresh"]

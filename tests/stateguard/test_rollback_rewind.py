@@ -22,7 +22,7 @@ from stateguard.task import Task, Turn
 from stateguard.trace import read_trace
 from stateguard.workers.llm_worker import LLMWorker
 from stateguard.workers.scripted import ScriptedWorker
-from stateguard.workspace_api import DictWorkspace
+from stateguard.workspace import DictWorkspace
 from tests.support.scripted_server import Reply, Respond, ScriptedServer
 
 CODE = {

@@ -20,7 +20,7 @@ from stateguard.task import Task, load_task
 from stateguard.trace import read_trace
 from stateguard.worker_contract import WorkerMessage
 from stateguard.workers import Fault, FaultModel, ScriptedWorker
-from stateguard.workspace_api import DictWorkspace
+from stateguard.workspace import DictWorkspace
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK_DIR = ROOT / "eval" / "benchmarks" / "demo" / "six_turn"

@@ -19,7 +19,7 @@ import cloudpickle
 import pytest
 
 from stateguard.sandbox import SandboxLimits, SandboxWorkspace
-from stateguard.workspace_api import DictWorkspace, LiveWorkspace
+from stateguard.workspace import DictWorkspace, LiveWorkspace
 
 FAST = SandboxLimits(cpu_seconds_per_cell=1, wall_seconds_per_cell=2, memory_mb=1024, grace_seconds=2)
 NO_REPLAY = FAST.model_copy(update={"replay": False})  # recovery from the last checkpoint only
@@ -429,7 +429,7 @@ def test_values_come_back_as_json(ws: SandboxWorkspace) -> None:
 
 
 def test_both_workspaces_list_a_value_with_the_same_summary(dirs: Dirs) -> None:
-    """One value summary (stateguard.workspace_api.summarize) for the in-process and the sandbox listing."""
+    """One value summary (stateguard.workspace.summarize) for the in-process and the sandbox listing."""
     ws = dirs.workspace(
         SandboxLimits(wall_seconds_per_cell=60, cpu_seconds_per_cell=30, memory_mb=1024)
     )  # not timed

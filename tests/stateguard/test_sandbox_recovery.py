@@ -23,7 +23,7 @@ from stateguard.rollout import rollout
 from stateguard.sandbox import SandboxLimits, SandboxWorkspace
 from stateguard.task import Task, Turn
 from stateguard.workers import FaultModel, ScriptedWorker
-from stateguard.workspace_api import DictWorkspace
+from stateguard.workspace import DictWorkspace
 
 LIMITS = SandboxLimits(cpu_seconds_per_cell=20, wall_seconds_per_cell=30, memory_mb=1536, grace_seconds=3)
 CON = (
@@ -170,8 +170,8 @@ def _duckdb_task(folder: Path) -> Task:
 class KillingWorker(ScriptedWorker):
     """The scripted worker, with the kernel SIGKILLed from outside after `kill_after` steps."""
 
-    def __init__(self, kill_after: int):
-        super().__init__(FaultModel())
+    def __init__(self, kill_after: int, reference: Task):
+        super().__init__(FaultModel(), reference=reference)
         self.kill_after = kill_after
         self.steps = 0
 
@@ -215,7 +215,12 @@ def test_killed_kernel_mid_rollout_is_correct_or_degraded(duck: tuple[Task, Path
     ws = _workspace(root / "task" / "data", arm, replay=replay)
     try:
         killed = rollout(
-            task, KillingWorker(kill_after=4), ws, flow=LONGDS, manager=RulesManager(), run_dir=arm / "run"
+            task,
+            KillingWorker(kill_after=4, reference=task),
+            ws,
+            flow=LONGDS,
+            manager=RulesManager(),
+            run_dir=arm / "run",
         )
     finally:
         ws.close()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from stateguard.teacher.requirements import requirements
-from stateguard.workspace_api import DictWorkspace
+from stateguard.workspace import DictWorkspace
 
 QUESTION = (
     "Call a Adelie penguin heavy when its body mass is at least 3550 g. Keep the penguins on Biscoe island. "

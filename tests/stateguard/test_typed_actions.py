@@ -29,7 +29,7 @@ from stateguard.policies.rules import RulesManager
 from stateguard.rollout import rollout
 from stateguard.task import load_task
 from stateguard.workers import Fault, FaultModel, ScriptedWorker
-from stateguard.workspace_api import DictWorkspace
+from stateguard.workspace import DictWorkspace
 
 ROOT = Path(__file__).resolve().parents[2]
 

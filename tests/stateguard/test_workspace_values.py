@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from stateguard.workspace_api import DictWorkspace
+from stateguard.workspace import DictWorkspace
 
 
 class Thing:

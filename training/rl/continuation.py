@@ -40,7 +40,7 @@ from stateguard.rollout import rollout
 from stateguard.task import AgentTask, Task
 from stateguard.trace import read_trace
 from stateguard.worker_contract import WorkerAdapter, WorkerMessage
-from stateguard.workspace_api import DictWorkspace, LiveWorkspace
+from stateguard.workspace import DictWorkspace, LiveWorkspace
 from training.rl.prefix import PrefixMismatch, PrefixPolicy, PrefixSpec, check_prefix
 
 __all__ = ["ContinuationResult", "StoppableWorker", "WindowManager", "run_continuation"]

@@ -35,7 +35,7 @@ from stateguard.rollout import rollout
 from stateguard.task import Task, Turn
 from stateguard.workers import FaultModel, ResponseModel, ScriptedWorker
 from stateguard.workers.faults import Fault, FaultError, check_faults
-from stateguard.workspace_api import DictWorkspace
+from stateguard.workspace import DictWorkspace
 
 __all__ = ["MANIFEST", "SOURCES", "DevTaskSource", "build", "load_sources", "sources_digest"]
 

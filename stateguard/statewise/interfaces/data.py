@@ -26,7 +26,7 @@ from typing import Any
 
 from stateguard.statewise.interface import ExecOutcome, Interface, Operation, TaskSpec, Verdict
 from stateguard.statewise.interfaces.data_spec import DATA_SPEC
-from stateguard.workspace_api import LiveWorkspace
+from stateguard.workspace import LiveWorkspace
 
 DELIMITERS = (",", ";", "|", "\t")
 

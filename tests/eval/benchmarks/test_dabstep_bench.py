@@ -30,7 +30,7 @@ from stateguard.llm import EndpointConfig, LLMClient
 from stateguard.llm.endpoints import EndpointConfigError
 from stateguard.rollout import rollout
 from stateguard.workers.llm_worker import LLMWorker
-from stateguard.workspace_api import DictWorkspace
+from stateguard.workspace import DictWorkspace
 from tests.support.scripted_server import Reply, Respond, ScriptedServer
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -16,7 +16,7 @@ from stateguard.policies.rules import RulesManager
 from stateguard.rollout import rollout
 from stateguard.task import Task, load_task
 from stateguard.workers import FaultModel, ScriptedWorker
-from stateguard.workspace_api import DictWorkspace
+from stateguard.workspace import DictWorkspace
 
 ROOT = Path(__file__).resolve().parents[3]
 DEMO_TASK = ROOT / "eval" / "benchmarks" / "demo" / "six_turn"

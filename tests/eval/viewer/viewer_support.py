@@ -28,7 +28,7 @@ from stateguard.flows import LONGDS
 from stateguard.task import load_task
 from stateguard.trace import Trace
 from stateguard.workers.scripted import Fault
-from stateguard.workspace_api import DictWorkspace
+from stateguard.workspace import DictWorkspace
 
 SIX_TURN = Path(__file__).resolve().parents[3] / "eval" / "benchmarks" / "demo" / "six_turn"
 CFG = JobSettings(

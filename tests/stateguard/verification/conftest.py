@@ -14,7 +14,7 @@ from stateguard.policies.checks import Finding
 from stateguard.state import AnalyticalState, Constraint
 from stateguard.store import StateStore
 from stateguard.verification.verifier import SemanticVerifier, constraint_text, run_fragment
-from stateguard.workspace_api import DictWorkspace
+from stateguard.workspace import DictWorkspace
 
 SETUP = """
 import pandas as pd, numpy as np

@@ -19,7 +19,7 @@ from stateguard.task import Task, load_task
 from stateguard.trace import read_trace
 from stateguard.verification.verifier import SemanticVerifier
 from stateguard.workers import Fault, FaultModel, ScriptedWorker
-from stateguard.workspace_api import DictWorkspace
+from stateguard.workspace import DictWorkspace
 
 ROOT = Path(__file__).resolve().parents[3]
 SEGMENT = FlowConfig(

@@ -14,7 +14,7 @@ from stateguard.rollout import rollout
 from stateguard.task import load_task
 from stateguard.trace import TraceEvent, read_trace
 from stateguard.workers import Fault, FaultModel, ScriptedWorker
-from stateguard.workspace_api import DictWorkspace
+from stateguard.workspace import DictWorkspace
 from tests.training.rewards.reward_world import CORRECT, Sales
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -17,7 +17,7 @@ from stateguard.rollout import rollout
 from stateguard.task import load_task
 from stateguard.trace import read_trace
 from stateguard.workers import Fault, FaultModel, ScriptedWorker
-from stateguard.workspace_api import DictWorkspace
+from stateguard.workspace import DictWorkspace
 from tests.training.rewards.reward_world import FAULTY, Sales, labels
 from training.rewards import RewardConfig, RewardLabels, combine, score_trace
 

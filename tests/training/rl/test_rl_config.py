@@ -82,7 +82,7 @@ def test_verl_validation_is_applied() -> None:
 
 def test_settings_errors_name_the_key() -> None:
     with pytest.raises(RLConfigError, match=r"stateguard\.workspace"):
-        settings(compose_rl("stateguard.workspace_api=docker"))
+        settings(compose_rl("stateguard.workspace=docker"))
 
 
 def test_agent_loop_registry_file_names_our_loop() -> None:

@@ -36,7 +36,7 @@ from stateguard.sandbox.limits import SandboxLimits
 from stateguard.sandbox.process import KernelDied, KernelProcess
 from stateguard.sandbox.recovery import History, Op, ReplayFailed, replay
 from stateguard.sandbox.scratch import Mirror
-from stateguard.workspace_api import CellResult, ProbeResult, VariableSummary, cell_names
+from stateguard.workspace import CellResult, ProbeResult, VariableSummary, cell_names
 
 _DEFAULT_LIMITS = SandboxLimits()
 ADMIN_TIMEOUT_S = 60.0  # snapshot/restore/list may take longer than a cell limit on large data
