@@ -12,17 +12,19 @@ picked: one categorical column `category` and two numeric columns `measures` (m1
 They return `synthesis.threads.Thread` records, so task planning, interleaving, Combine (the two
 per-category stages share the join key), the definition update and the rollback work unchanged.
 Thresholds are read from the data (quantiles), so every instance is specific to its table.
+Their stage texts are templates in `synthesis/thread_families.yaml` (filled by
+`synthesis.threads.family_renderer`); this file picks the columns, values and thresholds.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import duckdb
 
-from synthesis.threads import StageSpec, Thread, rounded
+from synthesis.threads import Thread, family_renderer
 
 if TYPE_CHECKING:
     from synthesis.sources.external import SourceDataset
@@ -70,6 +72,7 @@ def source_families(sd: SourceDataset) -> list[Family]:
     m1, m2 = sd.measures
     qualified = f"{schema}.{table}"
     ts = _slug(table, 12)
+    draws = {"table": table, "cat": cat, "m1": m1, "m2": m2}  # the roles the templates name
 
     def segments(con: duckdb.DuckDBPyConnection) -> list[str]:
         rows = con.execute(
@@ -87,47 +90,11 @@ def source_families(sd: SourceDataset) -> list[Family]:
         s = f"{ts}_{_slug(value, 16)}"
         names = {"rows": f"{s}_rows", "high": f"{s}_high", "summary": f"{s}_high_summary"}
 
-        def render(p: Mapping[str, object], n: Mapping[str, str]) -> list[StageSpec]:
-            t = _num(float(p["threshold"]))  # type: ignore[arg-type]
-            tid = "segment_level"
-            return [
-                StageSpec(
-                    name=n["rows"],
-                    thread=tid,
-                    note=f"{table} rows with {cat} {value} and a {m1}",
-                    sql=f"CREATE OR REPLACE TABLE {n['rows']} AS\nSELECT * FROM {table}\nWHERE {where}",
-                    question=f"Keep the rows of {table} whose {cat} is {value!r} and that have a {m1}. Report "
-                    f"`n_rows` (count) and `mean_{m1}` (mean {m1}, rounded to 2 decimal places).",
-                    answer_sql=f"SELECT COUNT(*), {rounded(f'AVG({m1})')} FROM {n['rows']}",
-                    answer_kind="row",
-                    fields=("n_rows", f"mean_{m1}"),
-                ),
-                StageSpec(
-                    name=n["high"],
-                    thread=tid,
-                    note=f"{cat} {value} rows with {m1} >= {t}",
-                    sql=f"CREATE OR REPLACE TABLE {n['high']} AS\nSELECT * FROM {n['rows']}\nWHERE {m1} >= {t}",
-                    question=f"Among those rows, call a row high when its {m1} is at least {t}. Report "
-                    f"`n_high` (count of high rows) and `mean_{m2}` (their mean {m2}, rounded to 2 decimal "
-                    "places).",
-                    answer_sql=f"SELECT COUNT(*), {rounded(f'AVG({m2})')} FROM {n['high']}",
-                    answer_kind="row",
-                    fields=("n_high", f"mean_{m2}"),
-                ),
-                StageSpec(
-                    name=n["summary"],
-                    thread=tid,
-                    note=f"range of {m2} over the high {value} rows",
-                    sql=f"CREATE OR REPLACE TABLE {n['summary']} AS\nSELECT COUNT({m2}) AS n_with_{m2}, "
-                    f"MIN({m2}) AS min_{m2}, MAX({m2}) AS max_{m2}\nFROM {n['high']}",
-                    question=f"Over the high rows, report `n_with_{m2}` (rows with a {m2}), `min_{m2}` and "
-                    f"`max_{m2}` (rounded to 2 decimal places).",
-                    answer_sql=f"SELECT n_with_{m2}, {rounded(f'min_{m2}')}, {rounded(f'max_{m2}')} "
-                    f"FROM {n['summary']}",
-                    answer_kind="row",
-                    fields=(f"n_with_{m2}", f"min_{m2}", f"max_{m2}"),
-                ),
-            ]
+        render = family_renderer(
+            "segment_level",
+            {**draws, "value": value, "where": where},
+            lambda p: {"t": _num(float(p["threshold"]))},  # type: ignore[arg-type]
+        )
 
         return Thread(
             thread_id="segment_level",
@@ -152,48 +119,11 @@ def source_families(sd: SourceDataset) -> list[Family]:
         s = f"{ts}_{_slug(m2, 16)}_high"
         names = {"high": s, "by_cat": f"{s}_by_{_slug(cat, 12)}", "top": f"{s}_top_{_slug(cat, 12)}"}
 
-        def render(p: Mapping[str, object], n: Mapping[str, str]) -> list[StageSpec]:
-            t = _num(float(p["threshold"]))  # type: ignore[arg-type]
-            tid = "high_share"
-            return [
-                StageSpec(
-                    name=n["high"],
-                    thread=tid,
-                    note=f"{table} rows with {m2} >= {t}",
-                    sql=f"CREATE OR REPLACE TABLE {n['high']} AS\nSELECT * FROM {table}\nWHERE {m2} >= {t}",
-                    question=f"Call a row of {table} high when its {m2} is at least {t}. Report `n_high` (count "
-                    f"of high rows) and `mean_{m1}` (their mean {m1}, rounded to 2 decimal places).",
-                    answer_sql=f"SELECT COUNT(*), {rounded(f'AVG({m1})')} FROM {n['high']}",
-                    answer_kind="row",
-                    fields=("n_high", f"mean_{m1}"),
-                ),
-                StageSpec(
-                    name=n["by_cat"],
-                    thread=tid,
-                    note=f"high {m2} rows per {cat}",
-                    sql=f"CREATE OR REPLACE TABLE {n['by_cat']} AS\nSELECT {cat}, COUNT(*) AS n_high, "
-                    f"AVG({m1}) AS mean_{m1}\nFROM {n['high']}\nWHERE {cat} IS NOT NULL\nGROUP BY {cat}",
-                    question=f"For each {cat}, count the high rows and their mean {m1}. Report `per_{cat}`: "
-                    f"{cat} -> {{`n_high`, `mean_{m1}` (rounded to 2 decimal places)}}.",
-                    answer_sql=f"SELECT {cat}, n_high, {rounded(f'mean_{m1}')} FROM {n['by_cat']} ORDER BY {cat}",
-                    answer_kind="map",
-                    fields=(f"per_{cat}", "n_high", f"mean_{m1}"),
-                    join_key=cat,
-                    join_value="n_high",
-                ),
-                StageSpec(
-                    name=n["top"],
-                    thread=tid,
-                    note=f"{cat} with the most high {m2} rows",
-                    sql=f"CREATE OR REPLACE TABLE {n['top']} AS\nSELECT {cat}, n_high FROM {n['by_cat']}\n"
-                    f"ORDER BY n_high DESC, {cat}\nLIMIT 1",
-                    question=f"Which {cat} has the most high rows (ties broken alphabetically)? Report `{cat}` "
-                    "and `n_high`.",
-                    answer_sql=f"SELECT {cat}, n_high FROM {n['top']}",
-                    answer_kind="row",
-                    fields=(cat, "n_high"),
-                ),
-            ]
+        render = family_renderer(
+            "high_share",
+            draws,
+            lambda p: {"t": _num(float(p["threshold"]))},  # type: ignore[arg-type]
+        )
 
         return Thread(
             thread_id="high_share",
@@ -223,39 +153,7 @@ def source_families(sd: SourceDataset) -> list[Family]:
         s = f"{ts}_{_slug(cat, 12)}_{_slug(m1, 12)}"
         names = {"profile": f"{s}_profile", "top": f"{s}_profile_top"}
 
-        def render(p: Mapping[str, object], n: Mapping[str, str]) -> list[StageSpec]:
-            k = int(p["min_rows"])  # type: ignore[call-overload]
-            tid = "category_profile"
-            return [
-                StageSpec(
-                    name=n["profile"],
-                    thread=tid,
-                    note=f"mean {m1} per {cat} (groups of >= {k} rows)",
-                    sql=f"CREATE OR REPLACE TABLE {n['profile']} AS\nSELECT {cat}, COUNT(*) AS n_rows, "
-                    f"AVG({m1}) AS mean_{m1}\nFROM {table}\nWHERE {cat} IS NOT NULL AND {m1} IS NOT NULL\n"
-                    f"GROUP BY {cat}\nHAVING COUNT(*) >= {k}",
-                    question=f"Profile {m1} by {cat}: over the rows with both values, keep the {cat} groups of at "
-                    f"least {k} rows. Report `profile`: {cat} -> {{`n_rows`, `mean_{m1}` (rounded to 2 decimal "
-                    "places)}.",
-                    answer_sql=f"SELECT {cat}, n_rows, {rounded(f'mean_{m1}')} FROM {n['profile']} ORDER BY {cat}",
-                    answer_kind="map",
-                    fields=("profile", "n_rows", f"mean_{m1}"),
-                    join_key=cat,
-                    join_value=f"mean_{m1}",
-                ),
-                StageSpec(
-                    name=n["top"],
-                    thread=tid,
-                    note=f"{cat} with the highest mean {m1}",
-                    sql=f"CREATE OR REPLACE TABLE {n['top']} AS\nSELECT {cat}, mean_{m1} FROM {n['profile']}\n"
-                    f"ORDER BY mean_{m1} DESC, {cat}\nLIMIT 1",
-                    question=f"Which {cat} of the profile has the highest mean {m1} (ties broken alphabetically)? "
-                    f"Report `{cat}` and `mean_{m1}` (rounded to 2 decimal places).",
-                    answer_sql=f"SELECT {cat}, {rounded(f'mean_{m1}')} FROM {n['top']}",
-                    answer_kind="row",
-                    fields=(cat, f"mean_{m1}"),
-                ),
-            ]
+        render = family_renderer("category_profile", draws, lambda p: {"k": int(p["min_rows"])})  # type: ignore[call-overload]
 
         return Thread(
             thread_id="category_profile",

@@ -12,7 +12,8 @@ specific to the dataset.
 
 The stage texts (SQL, questions, answer queries) are data, in `synthesis/thread_families.yaml`;
 each family here draws its parameters from the data and names its tables, and `family_renderer`
-fills the family's templates with them.
+fills the family's templates with them. The generic families over B.1 source tables
+(`synthesis.source_threads`) keep their texts in the same file.
 
 Stage SQL reads base tables unqualified (`penguins`, `flights`); a task loads them into the
 `main` schema of its own connection. Each family also names one *tunable* stage (a numeric
@@ -118,15 +119,22 @@ Renderer = Callable[[Mapping[str, object], Mapping[str, str]], list[StageSpec]]
 
 
 class _Rounded:
-    """`{r[expr]}` in a template: `rounded(expr)`."""
+    """`{r[expr]}` in a template: `rounded(expr)`; `expr` may name draws itself, as in `{r[AVG({m1})]}`."""
+
+    def __init__(self, fill: Mapping[str, object]) -> None:
+        self.fill = fill
 
     def __getitem__(self, expr: str) -> str:
-        return rounded(expr)
+        return rounded(expr.format_map(self.fill))
 
 
 @cache
 def _families() -> dict[str, Any]:
     return dict(yaml.safe_load(FAMILY_FILE.read_text(encoding="utf-8")))
+
+
+def _fill(template: str | None, fill: Mapping[str, object]) -> str | None:
+    return None if template is None else template.format_map(fill)
 
 
 def family_renderer(
@@ -137,7 +145,8 @@ def family_renderer(
     stages = _families()[family]["stages"]
 
     def render(p: Mapping[str, object], n: Mapping[str, str]) -> list[StageSpec]:
-        fill = {**draws, **values(p), "n": n, "r": _Rounded()}
+        fill: dict[str, object] = {**draws, **values(p), "n": n}
+        fill["r"] = _Rounded(fill)
         return [
             StageSpec(
                 name=n[st["key"]],
@@ -147,9 +156,9 @@ def family_renderer(
                 question=st["question"].format_map(fill),
                 answer_sql=st["answer_sql"].format_map(fill),
                 answer_kind=st["answer_kind"],
-                fields=tuple(st["fields"]),
-                join_key=st.get("join_key"),
-                join_value=st.get("join_value"),
+                fields=tuple(f.format_map(fill) for f in st["fields"]),
+                join_key=_fill(st.get("join_key"), fill),
+                join_value=_fill(st.get("join_value"), fill),
             )
             for st in stages
         ]
