@@ -3,6 +3,7 @@ against a real HTTP server (tests/support/scripted_server.py, a scripted model).
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,11 @@ REPAIR_ARGS = {
     "analytical_evidence": "step 3 output differs from the stated cut-off",
     "error_hint": {"error_variables": ["n_rows"], "faulty_reasoning": "the filter uses the wrong year"},
 }
+
+
+def _args(*argv: str) -> argparse.Namespace:
+    """The CLI's parsed arguments, as a user would type them."""
+    return parse_args(list(argv))
 
 
 def _call(i: int, name: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -242,17 +248,8 @@ def test_cli_asks_a_real_server_and_resumes(
     # a rerun finds every decision scored and asks nothing (the script is spent: a request would fail)
     with ScriptedServer([]) as server:
         again = run(
-            parse_args(
-                [
-                    "--base-url",
-                    server.base_url,
-                    "--corpus",
-                    str(corpus),
-                    "--out",
-                    str(out),
-                    "--per-class",
-                    "0",
-                ]
+            _args(
+                "--base-url", server.base_url, "--corpus", str(corpus), "--out", str(out), "--per-class", "0"
             )
         )
         assert server.requests == [] and again.overall.n == 5
@@ -262,17 +259,15 @@ def test_training_tasks_are_refused(corpus: Path, tmp_path: Path) -> None:
     train = _corpus(tmp_path / "train", task="t0")  # the same task id
     with pytest.raises(SystemExit, match="in the training corpus"):
         run(
-            parse_args(
-                [
-                    "--base-url",
-                    "http://127.0.0.1:9/v1",
-                    "--corpus",
-                    str(corpus),
-                    "--train-corpus",
-                    str(train),
-                    "--out",
-                    str(tmp_path / "o"),
-                ]
+            _args(
+                "--base-url",
+                "http://127.0.0.1:9/v1",
+                "--corpus",
+                str(corpus),
+                "--train-corpus",
+                str(train),
+                "--out",
+                str(tmp_path / "o"),
             )
         )
 
@@ -287,34 +282,16 @@ def test_an_endpoint_failure_is_not_scored_and_a_rerun_asks_again(corpus: Path, 
     script = [Status(400, {"error": {"message": "bad request"}}), *[ok] * 4]
     with ScriptedServer(script) as server:
         first = run(
-            parse_args(
-                [
-                    "--base-url",
-                    server.base_url,
-                    "--corpus",
-                    str(corpus),
-                    "--out",
-                    str(out),
-                    "--per-class",
-                    "0",
-                ]
+            _args(
+                "--base-url", server.base_url, "--corpus", str(corpus), "--out", str(out), "--per-class", "0"
             )
         )
     assert first.unanswered == 1 and first.overall.n == 4
     assert len((out / "scores.jsonl").read_text().splitlines()) == 4
     with ScriptedServer([ok]) as server:
         second = run(
-            parse_args(
-                [
-                    "--base-url",
-                    server.base_url,
-                    "--corpus",
-                    str(corpus),
-                    "--out",
-                    str(out),
-                    "--per-class",
-                    "0",
-                ]
+            _args(
+                "--base-url", server.base_url, "--corpus", str(corpus), "--out", str(out), "--per-class", "0"
             )
         )
         assert len(server.requests) == 1
@@ -332,19 +309,17 @@ def test_decisions_too_long_for_the_window_are_left_out_before_sampling(corpus: 
     ok = Reply(tool_calls=[{"name": "OPEN_STATE", "arguments": {"issue": "rows"}}])
     with ScriptedServer([ok] * 5) as server:
         summary = run(
-            parse_args(
-                [
-                    "--base-url",
-                    server.base_url,
-                    "--corpus",
-                    str(corpus),
-                    "--out",
-                    str(out),
-                    "--per-class",
-                    "0",
-                    "--max-prompt-chars",
-                    str(limit),
-                ]
+            _args(
+                "--base-url",
+                server.base_url,
+                "--corpus",
+                str(corpus),
+                "--out",
+                str(out),
+                "--per-class",
+                "0",
+                "--max-prompt-chars",
+                str(limit),
             )
         )
         asked = [len(json.dumps(r["messages"])) + len(json.dumps(r["tools"])) for r in server.requests]
