@@ -19,6 +19,24 @@ from pydantic import BaseModel, ConfigDict, Field
 CondOp = Literal[">", ">=", "<", "<=", "==", "!=", "in", "not_in", "notnull", "isnull", "other"]
 
 
+# a comparison read with its operands swapped, and its negation (NOT ..., ~mask); shared by
+# the SQL and the pandas readers
+MIRROR: dict[str, str] = {">": "<", "<": ">", ">=": "<=", "<=": ">=", "==": "==", "!=": "!="}
+NEGATE: dict[str, str] = {
+    ">": "<=",
+    "<=": ">",
+    "<": ">=",
+    ">=": "<",
+    "==": "!=",
+    "!=": "==",
+    "in": "not_in",
+    "not_in": "in",
+    "notnull": "isnull",
+    "isnull": "notnull",
+    "other": "other",
+}
+
+
 class Condition(BaseModel):
     """One row condition; `op` is the side of it the computation keeps."""
 

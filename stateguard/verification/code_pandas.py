@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 
-from stateguard.verification.code_model import Aggregate, Condition, Join, Selection
+from stateguard.verification.code_model import MIRROR, NEGATE, Aggregate, Condition, Join, Selection
 
 _OPS: dict[type[ast.cmpop], str] = {
     ast.Gt: ">",
@@ -22,20 +22,6 @@ _OPS: dict[type[ast.cmpop], str] = {
     ast.LtE: "<=",
     ast.Eq: "==",
     ast.NotEq: "!=",
-}
-_MIRROR = {">": "<", "<": ">", ">=": "<=", "<=": ">=", "==": "==", "!=": "!="}
-_NEGATE = {
-    ">": "<=",
-    "<=": ">",
-    "<": ">=",
-    ">=": "<",
-    "==": "!=",
-    "!=": "==",
-    "in": "not_in",
-    "not_in": "in",
-    "notnull": "isnull",
-    "isnull": "notnull",
-    "other": "other",
 }
 _AGG_METHODS = {
     "mean": "mean",
@@ -111,7 +97,7 @@ def mask_conditions(
         left, right, op = node.left, node.comparators[0], _OPS[type(node.ops[0])]
         value = _const(right)
         if value is None and _const(left) is not None:
-            left, right, value, op = right, left, _const(left), _MIRROR[op]
+            left, right, value, op = right, left, _const(left), MIRROR[op]
         if value is not None:
             out.append(
                 Condition(
@@ -132,7 +118,7 @@ def mask_conditions(
                 out.append(
                     Condition(
                         column=column_of(col, bare),
-                        op=_MIRROR[op] if flip else op,
+                        op=MIRROR[op] if flip else op,
                         value=value,
                         clause=clause,
                         lhs=ast.unparse(col),
@@ -210,7 +196,7 @@ def mask_conditions(
             return out
     if not out:
         return [Condition(column=None, op="other", clause=clause, text=text, columns=_columns(node, bare))]
-    return [c.model_copy(update={"op": _NEGATE[c.op]}) for c in out] if negated else out
+    return [c.model_copy(update={"op": NEGATE[c.op]}) for c in out] if negated else out
 
 
 def _is_mask(node: ast.AST) -> bool:

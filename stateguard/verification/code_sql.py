@@ -13,7 +13,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from stateguard.sql import SQLParseError, parse_statements
-from stateguard.verification.code_model import Aggregate, Condition, Join, Selection
+from stateguard.verification.code_model import MIRROR, NEGATE, Aggregate, Condition, Join, Selection
 
 _OPS: dict[type[exp.Expr], str] = {
     exp.GT: ">",
@@ -22,20 +22,6 @@ _OPS: dict[type[exp.Expr], str] = {
     exp.LTE: "<=",
     exp.EQ: "==",
     exp.NEQ: "!=",
-}
-_MIRROR = {">": "<", "<": ">", ">=": "<=", "<=": ">=", "==": "==", "!=": "!="}
-_NEGATE = {
-    ">": "<=",
-    "<=": ">",
-    "<": ">=",
-    ">=": "<",
-    "==": "!=",
-    "!=": "==",
-    "in": "not_in",
-    "not_in": "in",
-    "notnull": "isnull",
-    "isnull": "notnull",
-    "other": "other",
 }
 _AGGS: dict[type[exp.Expr], str] = {
     exp.Avg: "mean",
@@ -98,7 +84,7 @@ def condition(
         op = _OPS[type(node)]
         value = _literal(right)
         if value is None and _literal(left) is not None:
-            left, right, value, op = right, left, _literal(left), _MIRROR[op]
+            left, right, value, op = right, left, _literal(left), MIRROR[op]
         if value is not None:
             out.append(
                 Condition(
@@ -156,7 +142,7 @@ def condition(
     if not out:
         return [Condition(column=None, op="other", clause=clause, text=text, columns=cols)]
     if negated:
-        out = [c.model_copy(update={"op": _NEGATE[c.op]}) for c in out]
+        out = [c.model_copy(update={"op": NEGATE[c.op]}) for c in out]
     return out
 
 
