@@ -33,8 +33,6 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 from pydantic import BaseModel, Field
 from tqdm import tqdm
 
@@ -48,6 +46,13 @@ from stateguard.artifacts.corpus_records import (
 )
 from stateguard.artifacts.graph import load_graph
 from stateguard.artifacts.payloads import named_args
+from stateguard.artifacts.rl_prompts import (
+    RlExtraInfo,
+    RlMessage,
+    RlPromptRow,
+    RlRewardSpec,
+    write_rl_prompts,
+)
 from stateguard.artifacts.run_folder import CorpusFolder
 from stateguard.artifacts.sft_rows import SftKind, SftRow, write_sft_rows
 from stateguard.artifacts.task_folder import TaskFolder
@@ -223,7 +228,7 @@ def _faulty_now(rec: TrajectoryRecord, act: ActivationLog) -> bool:
     return bool(runs) and runs[-1].purpose == "faulty"
 
 
-def rl_prompts(rec: TrajectoryRecord, task: Task) -> list[dict[str, Any]]:
+def rl_prompts(rec: TrajectoryRecord, task: Task) -> list[RlPromptRow]:
     """One verl row per verification decision point (activations at stage 'updated')."""
     rows = []
     system = _system(rec)
@@ -258,19 +263,19 @@ def rl_prompts(rec: TrajectoryRecord, task: Task) -> list[dict[str, Any]]:
             "content": task_block(task.agent_view(), act.turn) + "\n\n" + _observation(act),
         }
         rows.append(
-            {
-                "data_source": DATA_SOURCE,
-                "prompt": [system, user],
-                "ability": ABILITY,
-                "reward_model": {"style": "rule", "ground_truth": json.dumps(truth, sort_keys=True)},
-                "extra_info": {
-                    "task_id": rec.task_id,
-                    "turn": act.turn,
-                    "decision_point": act.index,
-                    "variant": rec.variant,
-                    "flow": rec.flow,
-                    "teacher": rec.teacher,
-                    "worker_prefix": json.dumps(
+            RlPromptRow(
+                data_source=DATA_SOURCE,
+                prompt=[RlMessage.model_validate(system), RlMessage.model_validate(user)],
+                ability=ABILITY,
+                reward_model=RlRewardSpec(style="rule", ground_truth=json.dumps(truth, sort_keys=True)),
+                extra_info=RlExtraInfo(
+                    task_id=rec.task_id,
+                    turn=act.turn,
+                    decision_point=act.index,
+                    variant=rec.variant,
+                    flow=rec.flow,
+                    teacher=rec.teacher,
+                    worker_prefix=json.dumps(
                         {
                             "trajectory_id": rec.trajectory_id,
                             "fault_turn": rec.t_star,
@@ -279,9 +284,9 @@ def rl_prompts(rec: TrajectoryRecord, task: Task) -> list[dict[str, Any]]:
                             "plan": json.loads(plan),
                         }
                     ),
-                    "labels": json.dumps(labels, sort_keys=True),
-                },
-            }
+                    labels=json.dumps(labels, sort_keys=True),
+                ),
+            )
         )
     return rows
 
@@ -321,9 +326,8 @@ def write_sft(samples: list[SftRow], out: Path, rejections: dict[str, int]) -> N
     (out / "README.md").write_text("\n".join(lines), encoding="utf-8")
 
 
-def write_rl(rows: list[dict[str, Any]], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows), path)
+def write_rl(rows: list[RlPromptRow], path: Path) -> None:
+    write_rl_prompts(path, rows)
 
 
 class ExportOptions(BaseModel):
@@ -448,7 +452,7 @@ def export(
     records: list[TrajectoryRecord] = []
     kept: list[TrajectoryRecord] = []
     samples: list[SftRow] = []
-    rows: list[dict[str, Any]] = []
+    rows: list[RlPromptRow] = []
     n_kept = 0
     for root in sorted(by_task):
         if opts.max_trajectories is not None and n_kept >= opts.max_trajectories:
@@ -477,8 +481,8 @@ def export(
         "sft_samples": dict(Counter(s.kind.value for s in samples)),
         "sft_duplicates_dropped": duplicates,
         "rl_prompts": len(rows),
-        "rl_by_action": dict(Counter(json.loads(r["reward_model"]["ground_truth"])["action"] for r in rows)),
-        "rl_inconsistent": sum(json.loads(r["extra_info"]["labels"])["g"] for r in rows),
+        "rl_by_action": dict(Counter(r.reward_model.truth().action for r in rows)),
+        "rl_inconsistent": sum(r.extra_info.label().g for r in rows),
         "elapsed_s": round(time.perf_counter() - start, 2),
     }
     stats = corpus_stats(

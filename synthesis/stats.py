@@ -11,12 +11,11 @@ decision points by action and label.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
 
 from stateguard.artifacts.corpus_records import TrajectoryRecord
+from stateguard.artifacts.rl_prompts import RlPromptRow
 from stateguard.artifacts.sft_rows import SftRow
 from stateguard.corpus_stats import CorpusStats
 from stateguard.teacher import flow_named
@@ -32,7 +31,7 @@ def corpus_stats(
     kept: Sequence[TrajectoryRecord],
     attempted: Sequence[TrajectoryRecord],
     samples: Sequence[SftRow],
-    rows: Sequence[dict[str, Any]],
+    rows: Sequence[RlPromptRow],
     *,
     tasks: int,
     elapsed_s: float,
@@ -67,8 +66,8 @@ def corpus_stats(
             samples_kind["benign" if s.benign else "genuine"] += 1
     labels: Counter[str] = Counter()
     for row in rows:
-        lab = json.loads(row["extra_info"]["labels"])
-        labels["benign" if lab.get("benign") else ("g=1" if lab.get("g") else "g=0")] += 1
+        lab = row.extra_info.label()
+        labels["benign" if lab.benign else ("g=1" if lab.g else "g=0")] += 1
     return CorpusStats(
         tasks=tasks,
         trajectories=len(kept),
@@ -93,7 +92,7 @@ def corpus_stats(
         detected=dict(detected),
         hints=dict(sum((Counter(r.hints) for r in kept), Counter())),
         rl_rows=len(rows),
-        rl_by_action=dict(Counter(json.loads(r["reward_model"]["ground_truth"])["action"] for r in rows)),
+        rl_by_action=dict(Counter(r.reward_model.truth().action for r in rows)),
         rl_labels=dict(labels),
         elapsed_s=round(elapsed_s, 1),
         kept_per_minute=round(len(kept) / (elapsed_s / 60), 1) if elapsed_s > 0 else 0.0,

@@ -2,7 +2,7 @@
 
     python -m training.rl.data runs/synth/corpus/rl/prompts.parquet runs/rl/data [--val-fraction 0.05]
 
-Input: the parquet of synthesis/export.py rl_prompts() (`make synth`), one row per verification
+Input: the parquet of synthesis/export.py rl_prompts() (`make synth`), one `RlPromptRow` per verification
 decision point: data_source, prompt (system + user messages), ability, reward_model.ground_truth,
 extra_info (task_id, turn, decision_point, variant, worker_prefix JSON, labels JSON).
 
@@ -23,17 +23,15 @@ import random
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 from pydantic import BaseModel
+
+from stateguard.artifacts.files import ArtifactError
+from stateguard.artifacts.rl_prompts import PreparedRlRow, RlPromptRow, read_rl_prompts, write_rl_prompts
 
 __all__ = ["PrepStats", "load_prompts", "main", "prepare", "prepare_rows", "split_by_task"]
 
 log = logging.getLogger(__name__)
-REQUIRED = ("data_source", "prompt", "ability", "reward_model", "extra_info")
-EXTRA_REQUIRED = ("task_id", "turn", "decision_point", "variant", "worker_prefix", "labels")
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 
 
@@ -49,84 +47,50 @@ class PrepStats(BaseModel):
     val_path: str
 
 
-def load_prompts(path: str | Path) -> list[dict[str, Any]]:
-    """Read the synthesized RL parquet and check its columns; errors say what to re-run."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"{path} does not exist: run `make synth` "
-            "(or `python -m synthesis.pipeline synth=debug out_dir=...`) "
-            "first; it writes <out_dir>/corpus/rl/prompts.parquet"
-        )
-    table = pq.read_table(path)
-    missing = [c for c in REQUIRED if c not in table.column_names]
-    if missing:
-        raise ValueError(
-            f"{path}: columns {missing} are missing; expected {list(REQUIRED)} (synthesis/export.py)"
-        )
-    rows = table.to_pylist()
+def load_prompts(path: str | Path) -> list[RlPromptRow]:
+    """Read the synthesized RL parquet as typed rows (ArtifactError naming the file, row and field,
+    and what to re-run) and check each prompt is a system then a user message."""
+    rows = read_rl_prompts(path)
     for i, row in enumerate(rows):
-        extra = row.get("extra_info") or {}
-        lacking = [k for k in EXTRA_REQUIRED if k not in extra]
-        if lacking:
-            raise ValueError(
-                f"{path}: row {i} extra_info lacks {lacking}; re-run `make synth` with this code"
-            )
-        if "ground_truth" not in (row.get("reward_model") or {}):
-            raise ValueError(f"{path}: row {i} has no reward_model.ground_truth")
-        roles = [m.get("role") for m in row["prompt"]]
+        roles = [m.role for m in row.prompt]
         if roles[:1] != ["system"] or "user" not in roles:
-            raise ValueError(
+            raise ArtifactError(
                 f"{path}: row {i} prompt roles are {roles}; expected a system then a user message"
             )
     return rows
 
 
-def _key(row: dict[str, Any]) -> str:
+def _key(row: RlPromptRow) -> str:
     """Two rows are the same prompt when task, decision point, prompt text and labels agree."""
-    extra = row["extra_info"]
-    text = _ADDRESS.sub("0x", json.dumps(list(row["prompt"]), sort_keys=True, default=str))
+    extra = row.extra_info
+    text = _ADDRESS.sub("0x", json.dumps([m.model_dump() for m in row.prompt], sort_keys=True, default=str))
     return json.dumps(
-        [
-            extra["task_id"],
-            extra["turn"],
-            extra["decision_point"],
-            text,
-            row["reward_model"]["ground_truth"],
-            extra["labels"],
-        ]
+        [extra.task_id, extra.turn, extra.decision_point, text, row.reward_model.ground_truth, extra.labels]
     )
 
 
-def prepare_rows(rows: list[dict[str, Any]], agent_name: str) -> tuple[list[dict[str, Any]], int]:
+def prepare_rows(rows: list[RlPromptRow], agent_name: str) -> tuple[list[PreparedRlRow], int]:
     """Rows with agent_name and extra_info.index; duplicates dropped. The prefix replay needs nothing
     else: each row carries the synthesis teacher's plan (extra_info.worker_prefix)."""
     seen: set[str] = set()
-    out: list[dict[str, Any]] = []
+    out: list[PreparedRlRow] = []
     for row in rows:
         key = _key(row)
         if key in seen:
             continue
         seen.add(key)
-        extra = dict(row["extra_info"])
-        extra["index"] = len(out)
-        out.append({**row, "extra_info": extra, "agent_name": agent_name})
+        out.append(PreparedRlRow.of(row, index=len(out), agent_name=agent_name))
     return out, len(rows) - len(out)
 
 
-def split_by_task(rows: list[dict[str, Any]], val_fraction: float, seed: int) -> tuple[list[str], list[str]]:
+def split_by_task(task_ids: list[str], val_fraction: float, seed: int) -> tuple[list[str], list[str]]:
     """(train task ids, val task ids): whole tasks, seeded; one task only -> it is both."""
-    tasks = sorted({r["extra_info"]["task_id"] for r in rows})
+    tasks = sorted(set(task_ids))
     if len(tasks) < 2 or val_fraction <= 0:
         return tasks, tasks
     n_val = min(len(tasks) - 1, max(1, math.ceil(val_fraction * len(tasks))))
     val = sorted(random.Random(f"rl-split:{seed}").sample(tasks, n_val))
     return [t for t in tasks if t not in val], val
-
-
-def _write(rows: list[dict[str, Any]], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows), path)
 
 
 def prepare(
@@ -139,15 +103,15 @@ def prepare(
 ) -> PrepStats:
     """Read, validate, augment and split the RL prompts; writes <out_dir>/{train,val}.parquet."""
     rows, duplicates = prepare_rows(load_prompts(prompts), agent_name)
-    train_tasks, val_tasks = split_by_task(rows, val_fraction, seed)
-    train = [r for r in rows if r["extra_info"]["task_id"] in train_tasks]
-    val = [r for r in rows if r["extra_info"]["task_id"] in val_tasks]
+    train_tasks, val_tasks = split_by_task([r.extra_info.task_id for r in rows], val_fraction, seed)
+    train = [r for r in rows if r.extra_info.task_id in train_tasks]
+    val = [r for r in rows if r.extra_info.task_id in val_tasks]
     if train_tasks == val_tasks:
         log.warning("only %d task(s): validation reuses the training rows", len(train_tasks))
     out = Path(out_dir)
-    _write(train, out / "train.parquet")
-    _write(val, out / "val.parquet")
-    g = Counter(json.loads(r["extra_info"]["labels"]).get("g", 0) for r in rows)
+    write_rl_prompts(out / "train.parquet", train)
+    write_rl_prompts(out / "val.parquet", val)
+    g = Counter(r.extra_info.label().g for r in rows)
     return PrepStats(
         rows_in=len(rows) + duplicates,
         duplicates=duplicates,

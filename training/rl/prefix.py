@@ -1,6 +1,6 @@
 """The fixed worker prefix of an RL prompt: which task, which faults, and the teacher that built it.
 
-    spec = PrefixSpec.from_extra_info(row["extra_info"])
+    spec = PrefixSpec.from_extra_info(extra_info)   # verl's dict of an RlPromptRow's extra_info
     task = load_row_task(tasks_dir, spec.task_id)
     policy = PrefixPolicy(spec)          # drives every activation before spec.decision_point
 
@@ -34,6 +34,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from stateguard.artifacts.files import ArtifactError
+from stateguard.artifacts.rl_prompts import RlExtraInfo
 from stateguard.artifacts.task_folder import TaskFolder
 from stateguard.flows import FlowConfig
 from stateguard.observation import ManagerObservation
@@ -69,31 +71,22 @@ class PrefixSpec(BaseModel):
 
     @classmethod
     def from_extra_info(cls, extra_info: Mapping[str, Any]) -> PrefixSpec:
-        missing = [
-            k
-            for k in ("task_id", "turn", "decision_point", "variant", "worker_prefix")
-            if k not in extra_info
-        ]
-        if missing:
-            raise KeyError(
-                f"extra_info lacks {missing}: the row is not an RL prompt of "
-                "synthesis/export.py rl_prompts(); "
-                "prepare the parquet with `python -m training.rl.data`"
-            )
-        prefix = _json(extra_info["worker_prefix"], "worker_prefix")
-        if not isinstance(prefix.get("plan"), Mapping):
-            raise ValueError(
+        """The spec of a verl row's `extra_info` (`RlExtraInfo`); ArtifactError naming what is missing."""
+        info = RlExtraInfo.from_runtime(extra_info)
+        prefix = info.prefix()
+        if prefix.plan is None:
+            raise ArtifactError(
                 "extra_info.worker_prefix has no teacher plan: the parquet was written before the shared "
                 "teacher (stateguard.teacher); re-run `make synth` and `python -m training.rl.data`"
             )
         return cls(
-            task_id=str(extra_info["task_id"]),
-            turn=int(extra_info["turn"]),
-            decision_point=int(extra_info["decision_point"]),
-            variant=extra_info["variant"],
-            fault_turn=prefix.get("fault_turn"),
-            faulty_code=prefix.get("faulty_code"),
-            plan=TeacherPlan.model_validate(prefix["plan"]),
+            task_id=info.task_id,
+            turn=info.turn,
+            decision_point=info.decision_point,
+            variant=info.variant,
+            fault_turn=prefix.fault_turn,
+            faulty_code=prefix.faulty_code,
+            plan=TeacherPlan.model_validate(prefix.plan),
         )
 
     @property
@@ -108,15 +101,6 @@ class PrefixSpec(BaseModel):
     def worker(self, task: Task) -> ScriptedWorker | ResistingWorker:
         """The worker the synthesis ran on `task` (its reference): same faults, response model, resistance."""
         return teacher_worker(self.faults(), self.plan.resist, reference=task)
-
-
-def _json(raw: Any, key: str) -> Any:
-    if not isinstance(raw, str):
-        return raw
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"extra_info.{key} is not valid JSON ({exc.msg}); re-run `make synth`") from None
 
 
 def load_row_task(tasks_dir: str | Path, task_id: str) -> Task:

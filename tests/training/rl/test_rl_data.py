@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from stateguard.artifacts.files import ArtifactError
 from training.rl.data import load_prompts, main, prepare_rows, split_by_task
 
 
@@ -58,25 +59,24 @@ def test_duplicate_prompts_are_dropped(rl_synth: Path) -> None:
 
 
 def test_split_keeps_whole_tasks_apart() -> None:
-    rows = [{"extra_info": {"task_id": f"t{i % 5}"}} for i in range(20)]
-    train, val = split_by_task(rows, 0.2, seed=0)
+    tasks = [f"t{i % 5}" for i in range(20)]
+    train, val = split_by_task(tasks, 0.2, seed=0)
     assert set(train).isdisjoint(val) and len(val) == 1 and len(train) == 4
-    assert split_by_task(rows, 0.2, seed=0) == (train, val)
-    only = [{"extra_info": {"task_id": "t"}}]
-    assert split_by_task(only, 0.2, seed=0) == (["t"], ["t"])  # one task: validation reuses it
+    assert split_by_task(tasks, 0.2, seed=0) == (train, val)
+    assert split_by_task(["t"], 0.2, seed=0) == (["t"], ["t"])  # one task: validation reuses it
 
 
 def test_missing_file_and_columns_say_what_to_run(tmp_path: Path, rl_synth: Path) -> None:
-    with pytest.raises(FileNotFoundError, match="make synth"):
+    with pytest.raises(ArtifactError, match="make synth"):
         load_prompts(tmp_path / "nope.parquet")
     table = pq.read_table(rl_synth / "corpus" / "rl" / "prompts.parquet").drop(["ability"])
     pq.write_table(table, tmp_path / "bad.parquet")
-    with pytest.raises(ValueError, match="ability"):
+    with pytest.raises(ArtifactError, match="row 0: not an RlPromptRow .*ability"):
         load_prompts(tmp_path / "bad.parquet")
     rows = table.to_pylist()
     rows[0]["extra_info"] = {"task_id": "x"}
     pq.write_table(pa.Table.from_pylist([{**r, "ability": "a"} for r in rows[:1]]), tmp_path / "bad2.parquet")
-    with pytest.raises(ValueError, match="extra_info lacks"):
+    with pytest.raises(ArtifactError, match=r"extra_info\.turn: Field required"):
         load_prompts(tmp_path / "bad2.parquet")
 
 

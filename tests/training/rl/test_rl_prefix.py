@@ -10,6 +10,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
+from stateguard.artifacts.files import ArtifactError
 from stateguard.policies.rules import RulesManager
 from training.rl.continuation import run_continuation
 from training.rl.prefix import PrefixMismatch, PrefixSpec, load_row_task
@@ -82,5 +83,5 @@ def test_a_row_without_the_teachers_plan_says_what_to_rerun(prepared: Any) -> No
 def test_task_location_errors_name_the_setting(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="stateguard.tasks_dir"):
         load_row_task(tmp_path, "no_such_task")
-    with pytest.raises(KeyError, match="training.rl.data"):
+    with pytest.raises(ArtifactError, match=r"extra_info: turn.*training\.rl\.data"):
         PrefixSpec.from_extra_info({"task_id": "x"})
