@@ -48,9 +48,12 @@ from stateguard.artifacts.graph import load_graph
 from stateguard.artifacts.payloads import named_args
 from stateguard.artifacts.rl_prompts import (
     RlExtraInfo,
+    RlGroundTruth,
+    RlLabels,
     RlMessage,
     RlPromptRow,
     RlRewardSpec,
+    RlWorkerPrefix,
     write_rl_prompts,
 )
 from stateguard.artifacts.run_folder import CorpusFolder
@@ -233,7 +236,7 @@ def rl_prompts(rec: TrajectoryRecord, task: Task) -> list[RlPromptRow]:
     rows = []
     system = _system(rec)
     last_step = -1
-    plan = rec.plan.model_dump_json() if rec.plan is not None else "null"
+    plan = rec.plan.model_dump(mode="json") if rec.plan is not None else None
     for act in rec.activations:
         obs = observation_of(act)
         last_step = obs.pending_end_step or last_step
@@ -242,22 +245,27 @@ def rl_prompts(rec: TrajectoryRecord, task: Task) -> list[RlPromptRow]:
         control = next((a for a in act.actions if a.accepted and a.control), None)
         if control is None:
             continue
-        truth: dict[str, Any] = {"action": control.name}
         repair = named_args(control.name, control.arguments, RepairArgs)
-        if repair is not None:
-            truth["affected_variables"] = list(repair.error_hint.error_variables)
-            truth["intervention_kind"] = rec.intervention.kind.value if rec.intervention else None
+        iv = rec.intervention
+        if repair is None:
+            truth = RlGroundTruth(action=control.name)
+        else:
+            truth = RlGroundTruth(
+                action=control.name,
+                affected_variables=list(repair.error_hint.error_variables),
+                intervention_kind=iv.kind.value if iv else None,
+            )
         # g_i (Eq. 30): an inconsistency is present exactly when the state under review is the one
         # θ' changed and θ' is still what computed it; a benign θ' is never an inconsistency.
         faulty = _faulty_now(rec, act)
         inconsistent = faulty and not rec.benign
-        iv = rec.intervention
-        labels = {
-            "g": int(inconsistent),
-            "benign": bool(faulty and rec.benign),
-            "affected_variables": truth.get("affected_variables") or ([rec.stage] if inconsistent else []),
-            "intervention_kind": truth.get("intervention_kind") or (iv.kind.value if faulty and iv else None),
-        }
+        labels = RlLabels(
+            g=int(inconsistent),
+            benign=bool(faulty and rec.benign),
+            affected_variables=truth.affected_variables
+            or ([rec.stage] if inconsistent and rec.stage is not None else []),
+            intervention_kind=truth.intervention_kind or (iv.kind.value if faulty and iv else None),
+        )
         user = {
             "role": "user",
             "content": task_block(task.agent_view(), act.turn) + "\n\n" + _observation(act),
@@ -267,7 +275,7 @@ def rl_prompts(rec: TrajectoryRecord, task: Task) -> list[RlPromptRow]:
                 data_source=DATA_SOURCE,
                 prompt=[RlMessage.model_validate(system), RlMessage.model_validate(user)],
                 ability=ABILITY,
-                reward_model=RlRewardSpec(style="rule", ground_truth=json.dumps(truth, sort_keys=True)),
+                reward_model=RlRewardSpec(style="rule", ground_truth=truth.to_json()),
                 extra_info=RlExtraInfo(
                     task_id=rec.task_id,
                     turn=act.turn,
@@ -275,16 +283,14 @@ def rl_prompts(rec: TrajectoryRecord, task: Task) -> list[RlPromptRow]:
                     variant=rec.variant,
                     flow=rec.flow,
                     teacher=rec.teacher,
-                    worker_prefix=json.dumps(
-                        {
-                            "trajectory_id": rec.trajectory_id,
-                            "fault_turn": rec.t_star,
-                            "faulty_code": rec.faulty_code,
-                            "worker_step_upto": last_step,
-                            "plan": json.loads(plan),
-                        }
-                    ),
-                    labels=json.dumps(labels, sort_keys=True),
+                    worker_prefix=RlWorkerPrefix(
+                        trajectory_id=rec.trajectory_id,
+                        fault_turn=rec.t_star,
+                        faulty_code=rec.faulty_code,
+                        worker_step_upto=last_step,
+                        plan=plan,
+                    ).to_json(),
+                    labels=labels.to_json(),
                 ),
             )
         )

@@ -15,6 +15,7 @@ string each); `RlGroundTruth` and `RlLabels` type their reading.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from pathlib import Path
@@ -58,6 +59,10 @@ class RlGroundTruth(BaseModel):
     affected_variables: list[str] | None = None
     intervention_kind: str | None = None
 
+    def to_json(self) -> str:
+        """The column's text: the fields that were set, sorted keys (the pinned corpus bytes)."""
+        return json.dumps(self.model_dump(exclude_unset=True), sort_keys=True)
+
 
 class RlLabels(BaseModel):
     """`extra_info.labels` (JSON): g_i of Eq. 30 and what the reward needs around it."""
@@ -68,6 +73,9 @@ class RlLabels(BaseModel):
     benign: bool = False
     affected_variables: list[str] = []
     intervention_kind: str | None = None
+
+    def to_json(self) -> str:
+        return json.dumps(self.model_dump(), sort_keys=True)
 
 
 class RlRewardSpec(BaseModel):
@@ -97,6 +105,9 @@ class RlWorkerPrefix(BaseModel):
     faulty_code: str | None = None
     worker_step_upto: int = -1
     plan: dict[str, Any] | None = None
+
+    def to_json(self) -> str:
+        return json.dumps(self.model_dump())  # field order, as the first exports wrote it
 
 
 class RlExtraInfo(BaseModel):

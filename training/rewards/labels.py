@@ -24,6 +24,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from stateguard.artifacts.files import describe_errors
+from stateguard.artifacts.rl_prompts import RlLabels
 from stateguard.records import Record
 
 INTERVENING_ACTIONS = frozenset({"REPAIR", "ABANDON_STATE"})
@@ -65,37 +67,33 @@ class RewardLabels(Record):
     @classmethod
     def from_verl_row(cls, ground_truth: Any, extra_info: Mapping[str, Any] | None) -> RewardLabels:
         """Labels from a verl row (`reward_model.ground_truth` and `extra_info`); errors name the field."""
-        extra = dict(extra_info or {})
+        row = _RowMeta.model_validate(dict(extra_info or {}))
         truth = _truth(ground_truth)
-        turn = extra.get("turn")
-        meta = {
-            "task_id": extra.get("task_id"),
-            "turn": int(turn) if turn is not None else None,
-            "variant": extra.get("variant"),
-        }
-        raw = extra.get("labels")
-        if raw is not None:
+        meta = {"task_id": row.task_id, "turn": row.turn, "variant": row.variant}
+        if row.labels is not None:
             try:
-                given = json.loads(raw) if isinstance(raw, str) else dict(raw)
-                if "decision_points" in given:  # a whole record; the row fills what it leaves out
+                given = json.loads(row.labels) if isinstance(row.labels, str) else row.labels
+                if isinstance(given, dict) and "decision_points" in given:
+                    # a whole record; the row fills what it leaves out
                     return cls.model_validate({**{k: v for k, v in meta.items() if v is not None}, **given})
-                label = DecisionLabel(
-                    inconsistent=bool(given["g"]),
-                    affected_variables=list(given.get("affected_variables") or []),
-                    intervention_kind=given.get("intervention_kind"),
-                    benign=bool(given.get("benign", False)),
-                    expected_action=truth.get("action"),
-                )
-            except (ValidationError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+                point = RlLabels.model_validate(given)
+            except (ValidationError, json.JSONDecodeError) as exc:
                 raise ValueError(
                     f"extra_info['labels'] is neither the export's {{'g': 0|1, ...}} object nor a RewardLabels "
                     f"record ({type(exc).__name__}: {exc})"
                 ) from None
+            label = DecisionLabel(
+                inconsistent=bool(point.g),
+                affected_variables=point.affected_variables,
+                intervention_kind=point.intervention_kind,
+                benign=point.benign,
+                expected_action=truth.action,
+            )
             return cls(decision_points=[label], **meta)
-        if "inconsistent" in truth:
-            inconsistent = bool(truth["inconsistent"])
-        elif isinstance(truth.get("action"), str):
-            inconsistent = truth["action"] in INTERVENING_ACTIONS
+        if truth.inconsistent is not None:
+            inconsistent = truth.inconsistent
+        elif truth.action is not None:
+            inconsistent = truth.action in INTERVENING_ACTIONS
         else:
             raise ValueError(
                 "the row has no labels: extra_info['labels'] is missing and ground_truth has neither "
@@ -104,16 +102,39 @@ class RewardLabels(Record):
             )
         label = DecisionLabel(
             inconsistent=inconsistent,
-            affected_variables=list(truth.get("affected_variables") or []),
-            intervention_kind=truth.get("intervention_kind"),
-            expected_action=truth.get("action"),
+            affected_variables=truth.affected_variables or [],
+            intervention_kind=truth.intervention_kind,
+            expected_action=truth.action,
         )
         return cls(decision_points=[label], **meta)
 
 
-def _truth(ground_truth: Any) -> dict[str, Any]:
-    if isinstance(ground_truth, Mapping):
-        return dict(ground_truth)
+class _RowMeta(BaseModel):
+    """The parts of verl's `extra_info` the labels come from (`RlExtraInfo`'s fields; verl's own keys
+    are ignored, and hand-written rows may leave any out)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    task_id: str | None = None
+    turn: int | None = None
+    variant: str | None = None
+    labels: str | dict[str, Any] | None = None
+
+
+class _GivenTruth(BaseModel):
+    """A ground truth as the export writes it (`RlGroundTruth`) or hand-labelled: an explicit g_i
+    (`inconsistent`), other keys ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    action: str | None = None
+    inconsistent: bool | None = None
+    affected_variables: list[str] | None = None
+    intervention_kind: str | None = None
+
+
+def _truth(ground_truth: Any) -> _GivenTruth:
+    parsed = ground_truth
     if isinstance(ground_truth, str):
         try:
             parsed = json.loads(ground_truth)
@@ -122,6 +143,11 @@ def _truth(ground_truth: Any) -> dict[str, Any]:
                 f"ground_truth is not JSON ({exc.msg}); expected the object synthesis.export writes, "
                 'e.g. {"action": "REPAIR", "affected_variables": ["margin"]}'
             ) from None
-        if isinstance(parsed, dict):
-            return parsed
-    raise ValueError(f"ground_truth must be a JSON object (or its string), got {type(ground_truth).__name__}")
+    if not isinstance(parsed, Mapping):
+        raise ValueError(
+            f"ground_truth must be a JSON object (or its string), got {type(ground_truth).__name__}"
+        )
+    try:
+        return _GivenTruth.model_validate(dict(parsed))
+    except ValidationError as exc:
+        raise ValueError(f"ground_truth: {describe_errors(exc)}") from None

@@ -19,7 +19,6 @@ advantages) and summarized as one table row per group.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from typing import Any
@@ -29,6 +28,7 @@ import torch
 from omegaconf import DictConfig
 from pydantic import BaseModel
 
+from stateguard.artifacts.rl_prompts import PreparedExtraInfo, RlColumn
 from training.rl.config import check_recipe, settings
 from training.rl.dapo import group_advantages, keep_mask
 from training.rl.data import PrepStats, prepare
@@ -75,10 +75,8 @@ class _LocalReward:
 
 def _pick(dataset: Any, wanted: int, constant: int) -> tuple[list[int], list[int]]:
     """Row positions: g=1 decision points first, then other turns; the last `constant` are constant groups."""
-    labels = [
-        (i, json.loads(dataset[i]["extra_info"]["labels"]).get("g", 0), dataset[i]["extra_info"]["turn"])
-        for i in range(len(dataset))
-    ]
+    infos = [PreparedExtraInfo.from_runtime(dataset[i][RlColumn.EXTRA_INFO]) for i in range(len(dataset))]
+    labels = [(i, info.label().g, info.turn) for i, info in enumerate(infos)]
     order = sorted(labels, key=lambda x: (-x[1], x[0]))
     chosen, turns = [], set()
     for i, _, turn in order:
@@ -109,10 +107,11 @@ async def rollout_groups(cfg: DictConfig, model_dir: str, groups: int, constant:
     picked, constant_rows = _pick(dataset, groups, constant)
     rows = [dataset[i] for i in picked + constant_rows]
     batch = DataProto.from_single_dict(collate_fn(rows))
-    batch.non_tensor_batch["uid"] = np.array([str(r["extra_info"]["index"]) for r in rows], dtype=object)
+    uids = [str(PreparedExtraInfo.from_runtime(r[RlColumn.EXTRA_INFO]).index) for r in rows]
+    batch.non_tensor_batch["uid"] = np.array(uids, dtype=object)
     batch = batch.repeat(repeat_times=int(cfg.actor_rollout_ref.rollout.n), interleave=True)
     server = ScriptedServerClient(
-        cfg, tokenizer, constant_keys=[str(dataset[i]["extra_info"]["index"]) for i in constant_rows]
+        cfg, tokenizer, constant_keys=[uids[len(picked) + k] for k in range(len(constant_rows))]
     )
     reward: Any = _LocalReward(RewardLoopWorker(cfg))  # built inside the running loop, as verl's actors are
     worker = AgentLoopWorker(cfg, llm_client=server, reward_loop_worker_handles=[reward])
@@ -189,15 +188,15 @@ def dry_run(cfg: DictConfig) -> DryRunResult:
     groups = []
     for uid in dict.fromkeys(uids):
         rows = np.flatnonzero(uids == uid)
-        extra = batch.non_tensor_batch["extra_info"][rows[0]]
+        extra = PreparedExtraInfo.from_runtime(batch.non_tensor_batch[RlColumn.EXTRA_INFO][rows[0]])
         groups.append(
             GroupRow(
-                index=int(extra["index"]),
-                task_id=extra["task_id"],
-                turn=int(extra["turn"]),
-                decision_point=int(extra["decision_point"]),
-                variant=extra["variant"],
-                g=int(json.loads(extra["labels"]).get("g", 0)),
+                index=extra.index,
+                task_id=extra.task_id,
+                turn=extra.turn,
+                decision_point=extra.decision_point,
+                variant=extra.variant,
+                g=extra.label().g,
                 personas=[server.persona(summaries[r]["request_id"]) for r in rows],
                 decisions=[summaries[r]["decision"] for r in rows],
                 scores=[round(float(scores[r]), 4) for r in rows],
