@@ -26,6 +26,14 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from stateguard.artifacts.rl_prompts import (
+    PreparedExtraInfo,
+    PreparedRlRow,
+    RlGroundTruth,
+    RlLabels,
+    RlRewardSpec,
+    RlWorkerPrefix,
+)
 from stateguard.artifacts.sft_rows import SftRow
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,6 +69,19 @@ RAW_SUBDICTS = frozenset({"draft", "flow", "arguments"})
 SFT_FIELDS = frozenset(SftRow.model_fields)
 SFT_SOURCES = frozenset({"read_rows", "read_sft_rows", "build_samples", "dedup_atomic", "load_corpus", "mix"})
 SFT_HOLDERS = frozenset({"row", "sample", "samples", "ds", "batch"})
+# RL prompt rows (verl's layout): their columns (flagged on any dict: the names are verl's and
+# distinctive, but "prompt" only on a row), the fields of their nested parts (extra_info,
+# reward_model and the JSON inside them), the calls that return rows, and the names the RL code
+# gives rows and their parts.
+RL_COLUMNS = frozenset(PreparedRlRow.model_fields) - {"prompt"}
+RL_NESTED = frozenset().union(
+    *(m.model_fields for m in (PreparedExtraInfo, RlRewardSpec, RlLabels, RlGroundTruth, RlWorkerPrefix))
+)
+RL_SOURCES = frozenset({"read_rl_prompts", "load_prompts", "rl_prompts", "prepare_rows", "rl_row_dicts"})
+RL_HOLDERS = frozenset({"row", "r"})
+RL_PART_HOLDERS = frozenset(
+    {"extra", "extra_info", "truth", "ground_truth", "labels", "lab", "given", "prefix"}
+)
 
 
 def _sources() -> list[Path]:
@@ -140,18 +161,53 @@ def _bound(target: ast.AST) -> list[str]:
     return [target.id] if isinstance(target, ast.Name) else []
 
 
-def _sft_rows(tree: ast.AST) -> set[str]:
-    """Names bound to SFT rows, row lists or a corpus dataset in this module."""
-    names = set(SFT_HOLDERS)
+def _sft_rows(
+    tree: ast.AST, holders: frozenset[str] = SFT_HOLDERS, sources: frozenset[str] = SFT_SOURCES
+) -> set[str]:
+    """Names bound to rows, row lists or a corpus dataset in this module (SFT unless told)."""
+    names = set(holders)
     for _ in range(2):  # a loop over a list bound from a reader: two passes reach it
         for node in ast.walk(tree):
-            if isinstance(node, ast.Assign) and _called(node.value) in SFT_SOURCES:
+            if isinstance(node, ast.Assign) and _called(node.value) in sources:
                 names.update(n for t in node.targets for n in _bound(t))
             elif isinstance(node, ast.For | ast.comprehension):
                 source = node.iter
-                if _called(source) in SFT_SOURCES or (isinstance(source, ast.Name) and source.id in names):
+                if _called(source) in sources or (isinstance(source, ast.Name) and source.id in names):
                     names.update(_bound(node.target))
     return names
+
+
+def _keyed(node: ast.AST) -> tuple[ast.AST | None, object]:
+    """`x["k"]` / `x.get("k")` -> (x, "k"); anything else -> (None, None)."""
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+        return _unwrapped(node.value), node.slice.value
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "get"
+        and node.args
+    ):
+        key = node.args[0]
+        return (_unwrapped(node.func.value), key.value) if isinstance(key, ast.Constant) else (None, None)
+    return None, None
+
+
+def rl_reads_in(source: str, where: str) -> list[str]:
+    tree = ast.parse(source)
+    rows = _sft_rows(tree, RL_HOLDERS, RL_SOURCES)
+    out = []
+    for node in ast.walk(tree):
+        target, key = _keyed(node)
+        if target is None or not isinstance(key, str):
+            continue
+        on_row = isinstance(target, ast.Name) and target.id in rows
+        column = key in RL_COLUMNS or (key == "prompt" and on_row)
+        on_part = (isinstance(target, ast.Name) and target.id in RL_PART_HOLDERS) or _keyed(target)[
+            1
+        ] in RL_COLUMNS
+        if column or (key in RL_NESTED and on_part):
+            out.append(f"{where}:{node.lineno}: {ast.unparse(node)}")
+    return out
 
 
 def sft_reads_in(source: str, where: str) -> list[str]:
@@ -219,6 +275,14 @@ def test_no_module_reads_an_sft_row_by_string_key() -> None:
     assert found == [], "read SftRow attributes (or name columns by SftColumn) instead:\n" + "\n".join(found)
 
 
+def test_no_module_reads_an_rl_row_by_string_key() -> None:
+    found = [hit for f in _sources() for hit in rl_reads_in(f.read_text(encoding="utf-8"), str(f))]
+    assert found == [], (
+        "read RlPromptRow / RlExtraInfo attributes (or name columns by RlColumn) instead:\n"
+        + "\n".join(found)
+    )
+
+
 def test_the_checks_can_fail() -> None:
     bad = (
         "from stateguard.trace import read_trace\n"
@@ -266,3 +330,26 @@ def test_the_checks_can_fail() -> None:
         "    return kinds, event['kind'], tokens['input_ids'], read_rows(corpus)[0].messages\n"
     )
     assert sft_reads_in(sft_good, "good.py") == []
+    rl_bad = (
+        "def k(path, dataset, info):\n"
+        "    rows = load_prompts(path)\n"
+        "    g = [json.loads(r['extra_info']['labels'])['g'] for r in rows]\n"
+        "    extra = dataset[0]['extra_info']\n"
+        "    return g, extra.get('turn'), rows[0]['prompt'], info['reward_model']['ground_truth']\n"
+    )
+    assert sorted(h.split(": ", 1)[1] for h in rl_reads_in(rl_bad, "probe.py")) == [
+        "dataset[0]['extra_info']",
+        "extra.get('turn')",
+        "info['reward_model']",
+        "info['reward_model']['ground_truth']",
+        "r['extra_info']",
+        "r['extra_info']['labels']",
+    ]
+    rl_good = (
+        "def k(path, dataset, out, summaries):\n"
+        "    rows = load_prompts(path)\n"
+        "    g = [r.extra_info.label().g for r in rows]\n"
+        "    info = PreparedExtraInfo.from_runtime(dataset[0][RlColumn.EXTRA_INFO])\n"
+        "    return g, info.turn, out.batch['prompts'], summaries[0]['decision'], {'prompt': 1}.get('turn')\n"
+    )
+    assert rl_reads_in(rl_good, "good.py") == []

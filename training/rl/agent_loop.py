@@ -30,6 +30,7 @@ from uuid import uuid4
 
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
+from stateguard.artifacts.rl_prompts import PreparedExtraInfo, RlColumn
 from stateguard.policies.llm_manager import LLMManager
 from training.rewards.verl_score import TRACE_KEY
 from training.rl.bridge import TokenBudget, TokenChat
@@ -61,13 +62,13 @@ class StateGuardAgentLoop(AgentLoopBase):
         )
 
     def _request_id(self, extra_info: dict[str, Any]) -> str:
-        key = str(extra_info.get("index", "row"))
+        key = str(PreparedExtraInfo.from_runtime(extra_info).index)
         ordinal = self._ordinals.get(key, 0)
         self._ordinals[key] = ordinal + 1
         return f"sg-{key}-{ordinal}-{uuid4().hex[:8]}"
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
-        extra_info = dict(kwargs.get("extra_info") or {})
+        extra_info = dict(kwargs.get(RlColumn.EXTRA_INFO) or {})
         prompt = [dict(m) for m in kwargs["raw_prompt"]]
         spec = PrefixSpec.from_extra_info(extra_info)
         task = load_row_task(self.settings.tasks_dir, spec.task_id)

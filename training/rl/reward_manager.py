@@ -25,6 +25,7 @@ import numpy as np
 from verl import DataProto
 from verl.experimental.reward_loop.reward_manager.dapo import DAPORewardManager
 
+from stateguard.artifacts.rl_prompts import RlColumn
 from training.rewards.verl_score import TRACE_KEY
 
 __all__ = ["StateGuardRewardManager", "trace_source_of"]
@@ -51,9 +52,9 @@ class StateGuardRewardManager(DAPORewardManager):
                 "it was not produced by the stateguard_manager "
                 "agent loop; give the rows agent_name=stateguard_manager (python -m training.rl.data)"
             )
-        extra = dict(item.get("extra_info") or {})
+        extra = dict(item.get(RlColumn.EXTRA_INFO) or {})
         extra[TRACE_KEY] = source
         holder = np.empty(1, dtype=object)
         holder[0] = extra
-        data.non_tensor_batch["extra_info"] = holder
+        data.non_tensor_batch[RlColumn.EXTRA_INFO] = holder
         return await super().run_single(data)
