@@ -44,6 +44,7 @@ from stateguard.artifacts.corpus_records import (
     observation_of,
     save_records,
 )
+from stateguard.artifacts.export_summary import ExportSummary, save_export_summary
 from stateguard.artifacts.graph import load_graph
 from stateguard.artifacts.payloads import named_args
 from stateguard.artifacts.rl_prompts import (
@@ -477,20 +478,20 @@ def export(
     rejections = rejection_counts(records)
     write_sft(samples, CorpusFolder(out).sft, rejections)
     write_rl(rows, CorpusFolder(out).rl_prompts)
-    summary = {
-        "tasks": len(by_task),
-        "trajectories": len(records),
-        "kept": n_kept,
-        "kept_by_variant": dict(sorted(Counter(r.variant for r in records if r.keep).items())),
-        "attempted_by_variant": dict(sorted(Counter(r.variant for r in records).items())),
-        "rejections": rejections,
-        "sft_samples": dict(Counter(s.kind.value for s in samples)),
-        "sft_duplicates_dropped": duplicates,
-        "rl_prompts": len(rows),
-        "rl_by_action": dict(Counter(r.reward_model.truth().action for r in rows)),
-        "rl_inconsistent": sum(r.extra_info.label().g for r in rows),
-        "elapsed_s": round(time.perf_counter() - start, 2),
-    }
+    summary = ExportSummary(
+        tasks=len(by_task),
+        trajectories=len(records),
+        kept=n_kept,
+        kept_by_variant=dict(sorted(Counter(r.variant for r in records if r.keep).items())),
+        attempted_by_variant=dict(sorted(Counter(r.variant for r in records).items())),
+        rejections=rejections,
+        sft_samples=dict(Counter(s.kind.value for s in samples)),
+        sft_duplicates_dropped=duplicates,
+        rl_prompts=len(rows),
+        rl_by_action=dict(Counter(r.reward_model.truth().action for r in rows)),
+        rl_inconsistent=sum(r.extra_info.label().g for r in rows),
+        elapsed_s=round(time.perf_counter() - start, 2),
+    )
     stats = corpus_stats(
         kept,
         records,
@@ -501,9 +502,9 @@ def export(
     )
     (out / "corpus_stats.json").write_text(stats.model_dump_json(indent=1) + "\n", encoding="utf-8")
     (out / "corpus_stats.md").write_text(render_markdown(stats), encoding="utf-8")
-    summary["benign_share"] = round(stats.benign_share, 4)
-    (out / "export_summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-    return summary
+    summary.benign_share = round(stats.benign_share, 4)
+    save_export_summary(CorpusFolder(out).export_summary, summary)
+    return summary.model_dump(mode="json")
 
 
 def main(argv: list[str] | None = None) -> int:

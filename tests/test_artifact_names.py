@@ -58,6 +58,7 @@ NAMES = frozenset(
         "result.json",
         "summary.json",
         "config.yaml",
+        "export_summary.json",
     }
 )
 TRACE_MODULES = ("stateguard.trace", "stateguard.artifacts")

@@ -151,7 +151,7 @@ def load_synthesis(root: Path, corpus: Path) -> RunSource:
         raise ViewerError(
             f"{corpus}/runs holds no trajectory folders; was the export run with trajectories on?"
         )
-    summary_file = corpus / "export_summary.json"
+    summary_file = CorpusFolder(corpus).export_summary
     text = summary_file.read_text(encoding="utf-8") if summary_file.is_file() else ""
     return RunSource("synthesis", root, "clean", tasks, None, text)
 

@@ -31,6 +31,7 @@ from pathlib import Path
 __all__ = [
     "CHECKPOINTS_DIR",
     "CONFIG_FILE",
+    "EXPORT_SUMMARY_FILE",
     "LLM_CALLS_FILE",
     "RECORDS_DIR",
     "RESULTS_DIR",
@@ -62,6 +63,7 @@ RUNS_DIR = "runs"
 RECORDS_DIR = "records"
 SFT_DIR = "sft"
 RL_PROMPTS_FILE = "rl/prompts.parquet"
+EXPORT_SUMMARY_FILE = "export_summary.json"
 
 
 @dataclass(frozen=True)
@@ -153,6 +155,10 @@ class CorpusFolder:
     @property
     def rl_prompts(self) -> Path:
         return self.root / RL_PROMPTS_FILE
+
+    @property
+    def export_summary(self) -> Path:
+        return self.root / EXPORT_SUMMARY_FILE
 
     def rollout(self, task_id: str, variant: str) -> RolloutFolder:
         return RolloutFolder(self.runs / task_id / variant)

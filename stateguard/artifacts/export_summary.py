@@ -1,0 +1,48 @@
+"""`corpus/export_summary.json`: what one trajectory export kept and wrote (`ExportSummary`).
+
+`synthesis.export` saves it next to the SFT corpus and RL prompts; the trajectory viewer shows it.
+The key order is the model's field order (the first exports' layout), so fields are only appended.
+
+    save_export_summary(CorpusFolder(out).export_summary, summary)
+    summary = load_export_summary(path)        # ArtifactError naming the file and field
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from stateguard.artifacts.files import load_model
+
+__all__ = ["ExportSummary", "load_export_summary", "save_export_summary"]
+
+
+class ExportSummary(BaseModel):
+    FORMAT: ClassVar[str] = "stateguard/export-summary/1"  # not written: the layout predates it
+
+    model_config = ConfigDict(extra="forbid")
+
+    tasks: int
+    trajectories: int = Field(description="trajectories generated (kept or not)")
+    kept: int
+    kept_by_variant: dict[str, int]
+    attempted_by_variant: dict[str, int]
+    rejections: dict[str, int] = Field(description="rejection reason -> trajectories")
+    sft_samples: dict[str, int] = Field(description="SftKind -> samples")
+    sft_duplicates_dropped: int
+    rl_prompts: int
+    rl_by_action: dict[str, int] = Field(description="expected control action -> RL prompts")
+    rl_inconsistent: int = Field(description="RL prompts with g = 1")
+    elapsed_s: float
+    benign_share: float = 0.0
+
+
+def save_export_summary(path: str | Path, summary: ExportSummary) -> None:
+    Path(path).write_text(json.dumps(summary.model_dump(mode="json"), indent=1) + "\n", encoding="utf-8")
+
+
+def load_export_summary(path: str | Path) -> ExportSummary:
+    return load_model(path, ExportSummary)
