@@ -34,8 +34,21 @@ from omegaconf import DictConfig, OmegaConf
 from eval.benchmarks.base import EvalTask
 from eval.benchmarks.registry import get_benchmark
 from eval.components import make_manager, make_workspace
-from stateguard.artifacts.events import LlmCallEvent
+from stateguard.actions import RepairArgs
+from stateguard.artifacts.events import (
+    ActionEvent,
+    LlmCallEvent,
+    RepairData,
+    RepairEvent,
+    RollbackEvent,
+    StateAbandonedEvent,
+    StateCommittedEvent,
+    StateUpdatedEvent,
+    ToolEvent,
+    WorkerStepEvent,
+)
 from stateguard.artifacts.faults import load_faults
+from stateguard.artifacts.payloads import action_args, draft_of
 from stateguard.artifacts.run_folder import RolloutFolder
 from stateguard.artifacts.task_folder import TaskFolder
 from stateguard.dataflow import cell_dataflow
@@ -137,6 +150,18 @@ def model_usage(path: Path) -> dict[str, Any]:
     return {"model_calls": len(calls), "model_s": round(sum(e.data.latency_s for e in calls), 3)}
 
 
+CHECKS = (
+    "semantic",
+    "parameters",
+    "staleness",
+    "constraints",
+    "precision",
+    "grounding",
+    "related",
+    "execution",
+)
+
+
 def read_trace(path: str) -> dict[str, Any]:
     """Accepted REPAIRs (with the turn of the state they target), destructive actions, tool counts."""
     step_turn: dict[int, int] = {}
@@ -145,63 +170,42 @@ def read_trace(path: str) -> dict[str, Any]:
     destructive = 0
     states = coded = 0
     tools: dict[str, int] = defaultdict(int)
-    last_repair: dict[str, Any] | None = None  # the harness's `repair` event precedes the accepted action's
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        event = json.loads(line)
-        kind, data = event["kind"], event["data"]
-        if kind == "worker_step" and data.get("turn") is not None:
-            step_turn[int(data["index"])] = int(data["turn"])
-        elif kind == "state_updated":
-            d = data["draft"]
-            lo, hi = d.get("source_step_start"), d.get("source_step_end")
+    last_repair: RepairData | None = None  # the harness's `repair` event precedes the accepted action's
+    for event in read_events(path):
+        if isinstance(event, WorkerStepEvent) and event.data.turn is not None:
+            step_turn[event.data.index] = event.data.turn
+        elif isinstance(event, StateUpdatedEvent):
+            d = draft_of(event.data)
+            lo, hi = d.source_step_start, d.source_step_end
             turns = (
                 [step_turn[i] for i in range(lo, hi + 1) if i in step_turn]
                 if lo is not None and hi is not None
                 else []
             )
             if turns:
-                state_turn[data["state_id"]] = max(turns)
-        elif kind == "tool":
-            tools[data["name"]] += 1
-        elif kind == "repair":
-            last_repair = data
-            destructive += int(bool(data.get("removed")))
-        elif (
-            kind == "action"
-            and data.get("accepted")
-            and data.get("name") == "REPAIR"
-            and last_repair is not None
-        ):
-            args = data["arguments"]
-            evidence = str(args.get("analytical_evidence", ""))
+                state_turn[event.data.state_id] = max(turns)
+        elif isinstance(event, ToolEvent):
+            tools[event.data.name] += 1
+        elif isinstance(event, RepairEvent):
+            last_repair = event.data
+            destructive += int(bool(event.data.removed))
+        elif isinstance(event, ActionEvent) and event.data.accepted and last_repair is not None:
+            args = action_args(event.data, RepairArgs)
+            if args is None:
+                continue
             repairs.append(
                 {
-                    "turn": state_turn.get(last_repair["state_id"]),
-                    "variables": args["error_hint"]["error_variables"],
-                    "checks": sorted(
-                        {
-                            c
-                            for c in (
-                                "semantic",
-                                "parameters",
-                                "staleness",
-                                "constraints",
-                                "precision",
-                                "grounding",
-                                "related",
-                                "execution",
-                            )
-                            if f"[{c}]" in evidence
-                        }
-                    ),
+                    "turn": state_turn.get(last_repair.state_id),
+                    "variables": args.error_hint.error_variables,
+                    "checks": sorted(c for c in CHECKS if f"[{c}]" in args.analytical_evidence),
                 }
             )
             last_repair = None
-        elif kind in ("state_abandoned", "rollback"):
+        elif isinstance(event, StateAbandonedEvent | RollbackEvent):
             destructive += 1
-        elif kind == "state_committed":
+        elif isinstance(event, StateCommittedEvent):
             states += 1
-            coded += sum(1 for c in data["state"].get("constraints", []) if c.get("code"))
+            coded += sum(1 for c in event.data.state.constraints if c.code)
     return {
         "repairs": repairs,
         "destructive": destructive,
