@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from stateguard.artifacts.corpus_records import TrajectoryRecord
+from stateguard.artifacts.sft_rows import SftRow
 from stateguard.corpus_stats import CorpusStats
 from stateguard.teacher import flow_named
 
@@ -30,7 +31,7 @@ def _mean(values: Sequence[float]) -> float:
 def corpus_stats(
     kept: Sequence[TrajectoryRecord],
     attempted: Sequence[TrajectoryRecord],
-    samples: Sequence[dict[str, Any]],
+    samples: Sequence[SftRow],
     rows: Sequence[dict[str, Any]],
     *,
     tasks: int,
@@ -61,9 +62,9 @@ def corpus_stats(
     samples_kind: Counter[str] = Counter()
     samples_regime: Counter[str] = Counter()
     for s in samples:
-        samples_regime[str(s.get("regime"))] += 1
-        if s.get("variant") != "clean":
-            samples_kind["benign" if s.get("benign") else "genuine"] += 1
+        samples_regime[s.regime] += 1
+        if s.variant != "clean":
+            samples_kind["benign" if s.benign else "genuine"] += 1
     labels: Counter[str] = Counter()
     for row in rows:
         lab = json.loads(row["extra_info"]["labels"])

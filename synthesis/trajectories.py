@@ -39,6 +39,8 @@ from stateguard.artifacts.corpus_records import (
     StateStats,
     TrajectoryRecord,
     WorkerStepRow,
+    observation_of,
+    tool_stdout,
 )
 from stateguard.artifacts.events import (
     ActionEvent,
@@ -383,7 +385,7 @@ def _manager_prefix(rec: TrajectoryRecord, cut: int) -> list[tuple[Any, ...]]:
     """The manager's actions in activations that saw only steps before position `cut`."""
     out = []
     for act in rec.activations:
-        end = act.observation.get("pending_end_step")
+        end = observation_of(act).pending_end_step
         if end is not None and end >= cut:
             break
         out += [
@@ -448,7 +450,7 @@ def _demonstration_consumed(tau: TrajectoryRecord, clean: TrajectoryRecord) -> b
         return repairs == 1 and tau.repair_modes == ["light"] and _retried_after_fault(tau)
     if tau.variant == "heavy":
         return repairs == 2 and tau.repair_modes == ["light", "heavy"] and _retried_after_fault(tau)
-    budget = int(tau.activations[0].observation.get("repair_budget", 3)) if tau.activations else 3
+    budget = observation_of(tau.activations[0]).repair_budget if tau.activations else 3
     return repairs == budget and _accepted(tau, "ABANDON_STATE") == 1 and tau.rollbacks == 1  # abandon
 
 
@@ -487,11 +489,7 @@ def _decisions_grounded(tau: TrajectoryRecord, clean: TrajectoryRecord) -> bool:
     for act in tau.activations:
         if act.live:
             continue
-        verdicts = [
-            read_probe(str((a.tool_result or {}).get("data", {}).get("stdout", "")))
-            for a in act.actions
-            if a.name == "run_probe" and a.accepted
-        ]
+        verdicts = [read_probe(tool_stdout(a)) for a in act.actions if a.name == "run_probe" and a.accepted]
         mismatch = any(v is not None and not v.same_rows for v in verdicts)
         for a in act.actions:
             if not (a.accepted and a.control):

@@ -2,7 +2,9 @@
 
 Path constants and folder helpers (`task_folder`, `run_folder`) are the only place artifact file
 names are spelled; pydantic models with load/save (`graph`, `manifest`, `faults`, `replay`) own
-the task folder's hidden files, `corpus_records` the trajectory export's records; `events` types
+the task folder's hidden files, `corpus_records` the trajectory export's records (and typed
+readings of each logged activation's observation and tool results), `sft_rows` the SFT corpus
+rows (`SftRow`, written with `datasets`, read with pyarrow); `events` types
 each trace event kind and `payloads` reads its free-dict fields (flow, draft, arguments) as the
 runtime's models. Loading a file whose field is missing or renamed fails with the file and the
 field named (`files.ArtifactError`). `corpus_records` and `payloads` are imported by their module

@@ -9,6 +9,8 @@ The bytes are pinned by the debug corpus tests, so the models keep the written f
 
     save_records(CorpusFolder(out).record_file(task_id), key, records)
     key, records = load_records(path)          # ArtifactError naming file, line and field
+    observation_of(act).pending_end_step       # an activation's logged observation, typed
+    tool_stdout(action)                        # what a logged tool call printed ("" for none)
 """
 
 from __future__ import annotations
@@ -20,21 +22,26 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from stateguard.artifacts.events import ToolResultData
 from stateguard.artifacts.files import ArtifactError, describe_errors
-from stateguard.teacher.log import ActivationLog
+from stateguard.teacher.log import ActionLog, ActivationLog
 from stateguard.teacher.plan import TeacherPlan, Variant
 
 __all__ = [
     "ActionRow",
     "InterventionKind",
     "InterventionRecord",
+    "ObservationView",
     "RecordsKey",
     "StateStats",
     "TrajectoryRecord",
     "WorkerStepRow",
     "load_key",
     "load_records",
+    "observation_of",
     "save_records",
+    "tool_result_of",
+    "tool_stdout",
 ]
 
 
@@ -103,6 +110,47 @@ class StateStats(BaseModel):
     variables: int
     conclusions: int
     relations: list[str] = Field(description="relation types, in the state's order")
+
+
+class ObservationView(BaseModel):
+    """The fields of an activation's logged observation (a `ManagerObservation` dump) that the export
+    and Keep(τ) read. The log keeps the dict as written (the corpus bytes are pinned); readers
+    go through `observation_of` so a renamed field fails here rather than reading as a default."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    stage: str
+    pending_end_step: int | None = None
+    repair_budget: int = 3
+
+
+def observation_of(act: ActivationLog) -> ObservationView:
+    """The activation's observation, typed; ArtifactError naming the activation and the field."""
+    try:
+        return ObservationView.model_validate(act.observation)
+    except ValidationError as exc:
+        raise ArtifactError(
+            f"activation {act.index}: observation is not a manager observation ({describe_errors(exc)})"
+        ) from None
+
+
+def tool_result_of(action: ActionLog) -> ToolResultData | None:
+    """A logged tool call's result (`stateguard.tools.ToolResult` as dumped), None for a control
+    action or a rejected call; ArtifactError naming the action and the field."""
+    if action.tool_result is None:
+        return None
+    try:
+        return ToolResultData.model_validate(action.tool_result)
+    except ValidationError as exc:
+        raise ArtifactError(
+            f"action {action.name}: tool_result is not a ToolResult ({describe_errors(exc)})"
+        ) from None
+
+
+def tool_stdout(action: ActionLog) -> str:
+    """What a logged tool call printed (`run_probe`'s verdict line is in it); "" when nothing."""
+    result = tool_result_of(action)
+    return "" if result is None else str(result.data.get("stdout", ""))
 
 
 class TrajectoryRecord(BaseModel):
