@@ -21,7 +21,7 @@ import re
 
 from pydantic import BaseModel, Field
 
-from stateguard.verification import bind_shape, probes, sql_edit
+from stateguard.verification import bind_cutoff, bind_shape, probes, sql_edit
 from stateguard.verification.code_model import CodeSemantics, Condition, Selection
 from stateguard.verification.requirements import Kind, Requirement
 from stateguard.verification.vocabulary import Vocabulary, resolve_column
@@ -69,6 +69,17 @@ class Binder:
         self.rewritten = {n.lower() for n in rewritten}
         self.con = sem.connection
         self.table_frames = {t: v for v, t in sem.frames.items()}
+        self.requirements: list[Requirement] = []
+
+    def bounds_except(self, req: Requirement) -> list[float]:
+        """The bounds the other comparison requirements of the turn state."""
+        return [
+            v
+            for r in self.requirements
+            if r is not req and r.kind is Kind.COMPARISON
+            for v in (r.value, r.upper)
+            if v is not None
+        ]
 
     # -- sites -------------------------------------------------------------------------
     def columns_of(self, sel: Selection) -> list[str]:
@@ -194,6 +205,9 @@ class Binder:
                     sel.sql, cond.text, probes.sql_predicate(req, cond.lhs, scale=scale)
                 )
                 site = (probes.rerun_probe(self.con, sel.sql, fixed), False) if fixed else None
+            elif sel.language == "pandas" and cond.lhs and req.kind is Kind.COMPARISON:
+                # a bare Series compared (`share[share < 20]`): no column to test rows on
+                site = (bind_cutoff.lhs_probe(cond, req, scale), False)
             if site:
                 plan.items.append(
                     self.item(
@@ -221,6 +235,13 @@ class Binder:
                     plan.notes.append(f"{req.describe()}: the code's group-size cut-off is `{having.text}`")
                     self.add_rerun(req, sel, fixed, "threshold", plan)
                     return
+        if (
+            req.kind is Kind.COMPARISON
+            and not req.term
+            and not columns
+            and bind_cutoff.cutoff(self, req, plan, self.bounds_except(req))
+        ):
+            return
         if not columns:
             plan.unverified.append(req)
             return
@@ -270,6 +291,23 @@ class Binder:
                     )
                     site_code = probes.count_probe(sel.frame, sel.mask, stated)
                     plan.items.append(self.item(req, "rerun", site_code, self.variables(sel), "threshold"))
+                    return
+                if (
+                    req.kind is Kind.COMPARISON
+                    and threshold is not None
+                    and sel.language == "pandas"
+                    and threshold.lhs
+                    and threshold.op in (">", ">=", "<", "<=")
+                    and req.upper is None
+                    and isinstance(threshold.value, float)
+                    and threshold.op[0] == (req.op or "=")[0]
+                ):
+                    # a comparison counted in place (`(west['lon'] < -110).sum()`): both ways on the values
+                    plan.notes.append(
+                        f"{req.describe()}: the code's cut-off on {column} is `{threshold.text}`"
+                    )
+                    code = bind_cutoff.lhs_probe(threshold, req, bind_cutoff.scale_for(req, threshold.value))
+                    plan.items.append(self.item(req, "rerun", code, self.variables(sel), "threshold"))
                     return
                 site = self.row_site(sel, req, column)
                 if site:
@@ -548,6 +586,7 @@ def bind(
 ) -> Plan:
     plan = Plan(requirements=requirements)
     binder = Binder(sem, vocab, rewritten)
+    binder.requirements = requirements
     for req in requirements:
         if req.kind in (Kind.SCOPE, Kind.COMPARISON, Kind.NOT_NULL):
             binder.rows(req, plan)
