@@ -157,7 +157,28 @@ class Binder:
             return probes.frame_rows_probe(
                 frame, probes.pandas_predicate(req, f"_f[{column!r}]", scale=scale)
             ), False
+        if sel.language == "pandas" and not sel.frame and not self.looks_up(req):
+            # a statistic or count taken over a whole frame the span reads (`len(west)`,
+            # `west['x'].mean()` after `west = scope_r`): its rows are the ones the result covers
+            whole = [
+                s
+                for s in sel.sources
+                if s.isidentifier()
+                and s.lower() not in self.rewritten
+                and column in self.vocab.tables.get(s.lower(), {})
+            ]
+            if whole:
+                return probes.frame_rows_probe(
+                    whole[0], probes.pandas_predicate(req, f"_f[{column!r}]", scale=scale)
+                ), False
         return None
+
+    def looks_up(self, req: Requirement) -> bool:
+        """A stated value the code writes as a literal (`by_year.loc[2001]`): the code picks those
+        rows by lookup, so reading the frame whole is no missing filter."""
+        stated = [v for v in (req.value, req.upper) if v is not None]
+        stated += [float(v) for v in req.values if re.fullmatch(r"-?\d+(?:\.\d+)?", str(v))]
+        return any(_close(v, lit) for v in stated for lit in self.sem.literals)
 
     # -- requirements --------------------------------------------------------------------
     def rows(self, req: Requirement, plan: Plan) -> None:

@@ -242,6 +242,18 @@ def _subject_before(clause: str, start: int) -> list[str]:
     return out
 
 
+def _subject_after(after: str) -> list[str]:
+    """The words right after a bound with nothing named before it ("with at least 5 warm days" ->
+    warm days), up to a stop word or punctuation; binding uses them only when they name a column."""
+    out: list[str] = []
+    for token in re.findall(r"[A-Za-z][A-Za-z-]*|[^\sA-Za-z]+", after)[:4]:
+        low = token.lower()
+        if not token[0].isalpha() or low in _STOPS or low in _LINKERS or low in _NOT_KEYS or len(out) == 3:
+            break
+        out.append(token)
+    return out
+
+
 _TEMPORAL = re.compile(r"before|after|earlier than|later than|over|across|during|throughout", re.IGNORECASE)
 
 
@@ -301,6 +313,9 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
                 subject = [
                     w for w in named_after.group("what").split() if w.lower() not in _STOPS
                 ]  # "1.0 mm of precipitation"
+            count = "count" if _counts_rows(clause, m.start(), m.end()) else None
+            if not subject and not named_after and not count:
+                subject = _subject_after(after)  # "with at least 5 warm days": the noun after the bound
             if is_prefix and _is_year(m) and _TEMPORAL.fullmatch(m.group("phrase")):
                 # "before 2010", "summed over 2015": a bound on time, whatever noun precedes it;
                 # "over/across/during 2015" is that year, and "over 2000-2014" a span (no bound).
@@ -311,7 +326,6 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
                     op = "=="
             if _NEGATING.search(clause[: m.start()]):
                 op = COMPLEMENT[op]
-            count = "count" if _counts_rows(clause, m.start(), m.end()) else None
             out.append(
                 Requirement(
                     kind=Kind.COMPARISON,

@@ -158,8 +158,9 @@ def words(text: str) -> list[str]:
 def _matches(token: str, phrase: list[str], raw: list[str] | None = None) -> bool:
     raw = raw or phrase  # "GDP per capita" -> "percapita" also counts for `gdpPercap`
     joined = ["".join(raw[i : i + 2]) for i in range(len(raw) - 1)]
+    single = words(token)  # a plural column word (`warm_days`) matches as the text's words are stemmed
     for w in phrase + joined:
-        if w == token or (len(token) >= 3 and w.startswith(token)) or (len(w) >= 4 and token.startswith(w)):
+        if w == token or (single and w == single[0]) or (len(token) >= 3 and w.startswith(token)) or (len(w) >= 4 and token.startswith(w)):
             return True
     return False
 
