@@ -21,7 +21,7 @@ import re
 
 from pydantic import BaseModel, Field
 
-from stateguard.verification import bind_cutoff, bind_shape, probes, sql_edit
+from stateguard.verification import bind_cutoff, bind_shape, current, probes, sql_edit
 from stateguard.verification.code_model import CodeSemantics, Condition, Selection
 from stateguard.verification.requirements import Kind, Requirement
 from stateguard.verification.vocabulary import Vocabulary, resolve_column
@@ -594,6 +594,8 @@ def reason(req: Requirement, status: str) -> str:
         return f"the join keeps a different set of rows than the question asks ({kept}; {said})"
     if req.kind is Kind.ORDER:
         return f"the ranking order or the number of rows kept differs from the question ({said})"
+    if req.kind is Kind.SOURCE:
+        return f"the turn reads an earlier version of the data instead of the current {what} the question names ({said})"
     if req.kind is Kind.OUTPUT or status == "empty":
         return "the reported values are empty: a filter or condition kept no usable rows for them"
     return f"the result does not follow the question's {req.kind.value} requirement ({said})"
@@ -623,5 +625,7 @@ def bind(
             bind_shape.join(binder, req, plan)
         elif req.kind is Kind.ORDER:
             bind_shape.order(binder, req, plan)
+        elif req.kind is Kind.SOURCE:
+            current.bind_source(binder, req, plan)
     plan.items = [item.model_copy(update={"id": f"R{i + 1}"}) for i, item in enumerate(plan.items)]
     return plan

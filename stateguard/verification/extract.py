@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 
 from stateguard.answers import required_decimals
+from stateguard.verification.current import current_sources
 from stateguard.verification.requirements import COMPLEMENT, Kind, Requirement
 from stateguard.verification.vocabulary import Vocabulary
 
@@ -491,6 +492,7 @@ def extract(
         out += rankings(clause)
         out += joins(clause)
     out += aggregations("", fields)
+    out += current_sources(question)
     places = required_decimals(question)
     if places is None:
         places = required_decimals(context)
