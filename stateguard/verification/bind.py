@@ -260,7 +260,10 @@ class Binder:
             req.kind is Kind.COMPARISON
             and not req.term
             and not columns
-            and bind_cutoff.cutoff(self, req, plan, self.bounds_except(req))
+            and (
+                bind_cutoff.cutoff(self, req, plan, self.bounds_except(req))
+                or bind_cutoff.year_of_date(self, req, plan)
+            )
         ):
             return
         if not columns:

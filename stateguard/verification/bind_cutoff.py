@@ -10,6 +10,11 @@ probe re-runs it with the stated bound: the SQL query re-run, or the pandas comp
 both ways on the live values; different kept rows are the evidence of a changed cut-off or a
 reversed comparison. Several candidates, or none, leave the requirement unverified.
 
+A year bound (`before 2010`) on data that holds dates but no year column is tested on the year
+of the one date column (`year_of_date`): a query or mask bounding that column in the stated
+direction applies it; otherwise every query or frame that reads the column is a site, and the
+finding needs each of them to keep rows outside the stated years.
+
 `lhs_probe` also serves a pandas condition on a bare Series (`share[share > 20]`), which has no
 column to test rows on.
 """
@@ -41,16 +46,18 @@ def scale_for(req: Requirement, literal: float) -> float:
     return min((1.0, 0.01), key=lambda s: abs(math.log(abs(literal) / abs(req.value * s))))  # type: ignore[operator]
 
 
-def candidates(
-    b: Binder, req: Requirement, bounds: list[float]
-) -> list[tuple[Selection, Condition, bool]]:
+def candidates(b: Binder, req: Requirement, bounds: list[float]) -> list[tuple[Selection, Condition, bool]]:
     """(selection, condition, negated) for each numeric cut-off that can be the stated one."""
     if req.op not in _ORDER_OPS or req.value is None or req.upper is not None:
         return []
     out: list[tuple[Selection, Condition, bool]] = []
     for sel in b.sem.selections:
         for cond in sel.conditions:
-            if cond.op not in _ORDER_OPS or not isinstance(cond.value, float) or cond.clause in ("having", "on"):
+            if (
+                cond.op not in _ORDER_OPS
+                or not isinstance(cond.value, float)
+                or cond.clause in ("having", "on")
+            ):
                 continue
             if _year_like(cond.value) and not _year_like(req.value):
                 continue  # a time bound (`year >= 2005`) is not the stated cut-off on a quantity
@@ -93,10 +100,57 @@ def cutoff(b: Binder, req: Requirement, plan: Plan, bounds: list[float]) -> bool
     if sel.language == "sql":
         if not (b.con and sel.sql):
             return False
-        fixed = sql_edit.replace_condition(sel.sql, cond.text, probes.sql_predicate(want, cond.lhs, scale=scale))
+        fixed = sql_edit.replace_condition(
+            sel.sql, cond.text, probes.sql_predicate(want, cond.lhs, scale=scale)
+        )
         b.add_rerun(req, sel, fixed, "threshold", plan)
         return True
     if not cond.lhs:
         return False
     plan.items.append(b.item(req, "rerun", lhs_probe(cond, want, scale), b.variables(sel), "threshold"))
+    return True
+
+
+def year_of_date(b: Binder, req: Requirement, plan: Plan) -> bool:
+    """A year bound tested on the year of the data's one date column; False when it does not apply."""
+    if req.subject != ["year"] or req.op not in _ORDER_OPS or req.value is None or not _year_like(req.value):
+        return False
+    per_sel = {
+        id(sel): [c for c in b.columns_of(sel) if b._kind(c, sel.sources + [sel.frame]) == "date"]
+        for sel in b.sem.selections
+    }
+    dates = {c for cols in per_sel.values() for c in cols}
+    if len(dates) != 1:
+        return False
+    column = dates.pop()
+    bounded = [
+        c
+        for sel in b.sem.selections
+        for c in sel.conditions
+        if (c.column or "").lower() == column.lower() and c.op in _ORDER_OPS and c.op[0] == req.op[0]
+    ]
+    if bounded:
+        plan.notes.append(f"{req.describe()}: the code bounds {column} with `{bounded[0].text}`")
+        return True
+    sites: list[str] = []
+    names: list[str] = []
+    for sel in b.sem.selections:
+        if column not in per_sel[id(sel)]:
+            continue
+        if sel.language == "sql" and b.con and sel.sql:
+            code = probes.kept_rows_probe(b.con, sel.sql, probes.sql_predicate(req, f"year({column})"))
+        elif sel.language == "pandas" and sel.frame:
+            frame = f"({sel.frame})[({sel.mask})]" if sel.mask else sel.frame
+            code = probes.frame_rows_probe(frame, probes.pandas_predicate(req, f"_f[{column!r}].dt.year"))
+        else:
+            code = None
+        if code:
+            sites.append(code)
+            names += b.variables(sel)
+    if not sites:
+        return False
+    plan.notes.append(f"{req.describe()}: no bound on the year of {column} in the code")
+    plan.items.append(
+        b.item(req, "kept_rows", probes.all_sites(sites), list(dict.fromkeys(names)), "missing")
+    )
     return True

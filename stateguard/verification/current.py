@@ -48,7 +48,7 @@ def candidates(req: Requirement) -> list[str]:
 
 def source_probe(names: list[str], reads: list[str], con: str | None) -> str:
     return textwrap.dedent(f"""\
-        _con = {con or 'None'}
+        _con = {con or "None"}
         def _get(_n):
             _g = globals().get(_n)
             if _g is not None and hasattr(_g, 'shape') and hasattr(_g, 'equals'):
