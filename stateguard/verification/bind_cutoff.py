@@ -139,9 +139,18 @@ def year_of_date(b: Binder, req: Requirement, plan: Plan) -> bool:
             continue
         if sel.language == "sql" and b.con and sel.sql:
             code = probes.kept_rows_probe(b.con, sel.sql, probes.sql_predicate(req, f"year({column})"))
-        elif sel.language == "pandas" and sel.frame:
-            frame = f"({sel.frame})[({sel.mask})]" if sel.mask else sel.frame
-            code = probes.frame_rows_probe(frame, probes.pandas_predicate(req, f"_f[{column!r}].dt.year"))
+        elif sel.language == "pandas":
+            # the masked frame, or a frame the statement reads whole (`early['price'].max()`)
+            whole = [
+                n for n in sel.sources if n.isidentifier() and column in b.vocab.tables.get(n.lower(), {})
+            ]
+            frame = (
+                (f"({sel.frame})[({sel.mask})]" if sel.mask else sel.frame)
+                if sel.frame
+                else next(iter(whole), "")
+            )
+            pred = probes.pandas_predicate(req, f"_f[{column!r}].dt.year")
+            code = probes.frame_rows_probe(frame, pred) if frame else None
         else:
             code = None
         if code:

@@ -243,10 +243,59 @@ def _subject_before(clause: str, start: int) -> list[str]:
     return out
 
 
+_MEASURES = set(
+    [
+        "mile",
+        "miles",
+        "km",
+        "kilometres",
+        "kilometers",
+        "metres",
+        "meters",
+        "minute",
+        "minutes",
+        "hour",
+        "hours",
+        "second",
+        "seconds",
+        "percent",
+        "point",
+        "points",
+        "degree",
+        "degrees",
+        "dollar",
+        "dollars",
+        "usd",
+        "mm",
+        "cm",
+        "inch",
+        "inches",
+        "pound",
+        "pounds",
+        "lb",
+        "lbs",
+        "kg",
+        "gram",
+        "grams",
+        "thousand",
+        "thousands",
+        "million",
+        "millions",
+        "billion",
+        "billions",
+        "times",
+        "bushels",
+    ]
+)
+
+
 def _subject_after(after: str) -> list[str]:
     """The words right after a bound with nothing named before it ("with at least 5 warm days" ->
     warm days), up to a stop word or punctuation; binding uses them only when they name a column."""
     out: list[str] = []
+    first = re.match(r"\s*([A-Za-z]+)", after)
+    if first and first.group(1).lower() in _MEASURES:
+        return []  # "at least 1600 miles", "500 thousand jobs": a unit or a multiplier, no attribute
     for token in re.findall(r"[A-Za-z][A-Za-z-]*|[^\sA-Za-z]+", after)[:4]:
         low = token.lower()
         if not token[0].isalpha() or low in _STOPS or low in _LINKERS or low in _NOT_KEYS or len(out) == 3:

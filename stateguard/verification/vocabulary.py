@@ -160,7 +160,12 @@ def _matches(token: str, phrase: list[str], raw: list[str] | None = None) -> boo
     joined = ["".join(raw[i : i + 2]) for i in range(len(raw) - 1)]
     single = words(token)  # a plural column word (`warm_days`) matches as the text's words are stemmed
     for w in phrase + joined:
-        if w == token or (single and w == single[0]) or (len(token) >= 3 and w.startswith(token)) or (len(w) >= 4 and token.startswith(w)):
+        if (
+            w == token
+            or (single and w == single[0])
+            or (len(token) >= 3 and w.startswith(token))
+            or (len(w) >= 4 and token.startswith(w))
+        ):
             return True
     return False
 
