@@ -129,3 +129,25 @@ def test_the_current_version_of_a_named_frame(source: str, found: bool) -> None:
 def test_a_current_name_nothing_holds_decides_nothing() -> None:
     question = "With the current scope, what is the mean rating? Report `mean_rating`."
     assert Session().turn(question, "m = orders['rating'].mean()\nresult = {'mean_rating': float(m)}") == []
+
+
+@pytest.mark.parametrize(("fn", "found"), [("mean", False), ("median", True)])
+def test_a_statistic_scaled_by_a_constant_is_still_that_statistic(fn: str, found: bool) -> None:
+    question = "What is the average price of toys orders in cents? Report `avg_cents`."
+    code = f"toys = orders[orders.category == 'toys']\navg_cents = 100 * toys['price'].{fn}()\nresult = {{'avg_cents': avg_cents}}"
+    findings = Session().turn(question, code)
+    assert bool(findings) is found
+    if found:
+        assert findings[0].variables == ["avg_cents"] and "aggregation" in findings[0].evidence
+
+
+def test_scaled_and_combined_aggregates() -> None:
+    from stateguard.verification.inspect import inspect_code
+
+    def standalone(code: str) -> list[bool]:
+        return [a.standalone for s in inspect_code(code).selections for a in s.aggregates]
+
+    assert standalone("x = 100 * s.mean()") == [True]
+    assert standalone("x = s.median() / 1000") == [True]
+    assert standalone("x = 1 / s.mean()") == [False]
+    assert standalone("x = s.mean() - t.sum()") == [False, False]
