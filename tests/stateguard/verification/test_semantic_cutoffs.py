@@ -151,3 +151,31 @@ def test_scaled_and_combined_aggregates() -> None:
     assert standalone("x = s.median() / 1000") == [True]
     assert standalone("x = 1 / s.mean()") == [False]
     assert standalone("x = s.mean() - t.sum()") == [False, False]
+
+
+SALES = (
+    "import duckdb\ncon = duckdb.connect()\n"
+    "con.execute(\"CREATE TABLE sales AS SELECT DATE '2008-01-01' + INTERVAL (i) DAY AS day, i % 13 AS amount FROM range(800) t(i)\")"
+)
+
+
+@pytest.mark.parametrize(
+    ("part", "group", "found"),
+    [("year", "yr", False), ("month", "month(day)", True)],
+)
+def test_a_year_key_on_data_with_a_date_column(part: str, group: str, found: bool) -> None:
+    """'for each year' over a table whose only time column is a date: the grouped query's rows
+    against the distinct years of that date."""
+    session = _with(SALES)
+    question = "For each year, what is the mean amount? Report `mean_by_year`."
+    code = (
+        f'_rows = con.execute("SELECT {part}(day) AS yr, AVG(amount) AS m FROM sales GROUP BY {group}").fetchall()\n'
+        "result = {'mean_by_year': {r[0]: r[1] for r in _rows}}"
+    )
+    findings = session.turn(question, code)
+    assert bool(findings) is found
+    if found:
+        assert (
+            "'result_rows': 12" in findings[0].evidence
+            and "'stated_key_combinations': 3" in findings[0].evidence
+        )
