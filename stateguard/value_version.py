@@ -75,8 +75,8 @@ def version_token(value: Any, context: tuple[Any, ...]) -> tuple[tuple[Any, ...]
 
 
 def _token(value: Any, context: tuple[Any, ...], keep: list[Any], budget: list[int]) -> tuple[Any, ...]:
-    if isinstance(value, _IMMUTABLE) or isinstance(value, types.ModuleType):
-        return ("immutable",)
+    if type(value) in _IMMUTABLE or isinstance(value, types.ModuleType):  # exact types: a subclass
+        return ("immutable",)  # may carry mutable attributes its repr shows
     if type(value) in (tuple, frozenset):
         if len(value) > _CONTAINER_CAP:
             raise _Unversioned
@@ -93,7 +93,7 @@ def _token(value: Any, context: tuple[Any, ...], keep: list[Any], budget: list[i
             return (
                 "series",
                 context,
-                repr(value.name) if isinstance(value.name, _IMMUTABLE) else _raise(),
+                repr(value.name) if type(value.name) in _IMMUTABLE else _raise(),
                 _manager(value._mgr, keep, budget),
             )
     raise _Unversioned
@@ -108,14 +108,16 @@ def _manager(mgr: Any, keep: list[Any], budget: list[int]) -> tuple[Any, ...]:
     blocks = []
     for block in mgr.blocks:
         keep.append(block)
-        blocks.append((id(block), bytes(block.mgr_locs.as_array.tobytes()), _values(block.values, keep, budget)))
+        blocks.append(
+            (id(block), bytes(block.mgr_locs.as_array.tobytes()), _values(block.values, keep, budget))
+        )
     return (id(mgr), tuple(blocks), _index(mgr.axes[-1], keep, budget))
 
 
 def _index(index: Any, keep: list[Any], budget: list[int]) -> tuple[Any, ...]:
     """An axis: its kind, names, dtype and values (Index objects are immutable except names)."""
     pd = sys.modules["pandas"]
-    names = tuple(repr(n) if isinstance(n, _IMMUTABLE) else _raise() for n in index.names)
+    names = tuple(repr(n) if type(n) in _IMMUTABLE else _raise() for n in index.names)
     if type(index) is pd.RangeIndex:
         return ("range", names, index.start, index.stop, index.step)
     if type(index) is pd.MultiIndex:
