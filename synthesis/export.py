@@ -38,9 +38,18 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, Field
 from tqdm import tqdm
 
-from stateguard.actions import tool_schemas
+from stateguard.actions import RepairArgs, tool_schemas
+from stateguard.artifacts.corpus_records import (
+    RecordsKey,
+    load_key,
+    load_records,
+    observation_of,
+    save_records,
+)
 from stateguard.artifacts.graph import load_graph
+from stateguard.artifacts.payloads import named_args
 from stateguard.artifacts.run_folder import CorpusFolder
+from stateguard.artifacts.sft_rows import SftKind, SftRow, write_sft_rows
 from stateguard.artifacts.task_folder import TaskFolder
 from stateguard.corpus_stats import render_markdown
 from stateguard.policies.prompts import system_prompt, task_block
@@ -105,18 +114,34 @@ def activation_messages(act: ActivationLog, prefix: str) -> list[dict[str, Any]]
     return msgs
 
 
-def _labels(rec: TrajectoryRecord) -> dict[str, Any]:
+def _row(
+    rec: TrajectoryRecord,
+    tools: str,
+    kind: SftKind,
+    activation: int,
+    turn: int,
+    relations: str,
+    messages: str,
+) -> SftRow:
     iv = rec.intervention
-    flow = flow_named(rec.flow)
-    return {
-        "intervention_kind": iv.kind.value if iv else "none",
-        "intervention_op": iv.operation if iv else "none",
-        "t_star": rec.t_star if rec.t_star is not None else -1,
-        "benign": rec.benign,
-        "flow": rec.flow,
-        "regime": flow.regime.value,
-        "teacher": rec.teacher,
-    }
+    return SftRow(
+        variant=rec.variant,
+        task_id=rec.task_id,
+        trajectory_id=rec.trajectory_id,
+        tools=tools,
+        intervention_kind=iv.kind.value if iv else "none",
+        intervention_op=iv.operation if iv else "none",
+        t_star=rec.t_star if rec.t_star is not None else -1,
+        benign=rec.benign,
+        flow=rec.flow,
+        regime=flow_named(rec.flow).regime.value,
+        teacher=rec.teacher,
+        kind=kind,
+        activation=activation,
+        turn=turn,
+        relations=relations,
+        messages=messages,
+    )
 
 
 def _system(rec: TrajectoryRecord) -> dict[str, Any]:
@@ -127,16 +152,9 @@ def _relations(graph: dict[int, list[str]], turns: list[int]) -> str:
     return json.dumps(sorted({r for t in turns for r in graph.get(t, [])}))
 
 
-def build_samples(rec: TrajectoryRecord, task: Task, relations: dict[int, list[str]]) -> list[dict[str, Any]]:
+def build_samples(rec: TrajectoryRecord, task: Task, relations: dict[int, list[str]]) -> list[SftRow]:
     system = _system(rec)
     tools = json.dumps(tool_schemas())
-    base = {
-        "variant": rec.variant,
-        "task_id": rec.task_id,
-        "trajectory_id": rec.trajectory_id,
-        "tools": tools,
-        **_labels(rec),
-    }
     samples = []
     full: list[dict[str, Any]] = [system]
     seen_turn: int | None = None
@@ -144,14 +162,15 @@ def build_samples(rec: TrajectoryRecord, task: Task, relations: dict[int, list[s
         turn = act.turn
         atomic = [system, *activation_messages(act, task_block(task.agent_view(), turn) + "\n\n")]
         samples.append(
-            {
-                **base,
-                "kind": "atomic",
-                "activation": act.index,
-                "turn": turn or 0,
-                "relations": _relations(relations, [turn] if turn else []),
-                "messages": json.dumps(atomic),
-            }
+            _row(
+                rec,
+                tools,
+                SftKind.ATOMIC,
+                act.index,
+                turn or 0,
+                _relations(relations, [turn] if turn else []),
+                json.dumps(atomic),
+            )
         )
         if seen_turn is None:
             prefix = task_block(task.agent_view(), turn) + "\n\n"
@@ -162,27 +181,20 @@ def build_samples(rec: TrajectoryRecord, task: Task, relations: dict[int, list[s
         seen_turn = turn
         full.extend(activation_messages(act, prefix))
     samples.append(
-        {
-            **base,
-            "kind": "full",
-            "activation": -1,
-            "turn": 0,
-            "relations": _relations(relations, list(relations)),
-            "messages": json.dumps(full),
-        }
+        _row(rec, tools, SftKind.FULL, -1, 0, _relations(relations, list(relations)), json.dumps(full))
     )
     return samples
 
 
-def dedup_atomic(samples: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+def dedup_atomic(samples: list[SftRow]) -> tuple[list[SftRow], int]:
     """Atomic samples with the same messages once (the first: the clean run's, then the variants in
     order). Every variant of a task replays the clean run up to its intervention, so without this
     the decisions before t* would be weighted by the number of variants; full samples all differ."""
     seen: set[str] = set()
     out = []
     for sample in samples:
-        if sample["kind"] == "atomic":
-            digest = hashlib.sha256(sample["messages"].encode("utf-8")).hexdigest()
+        if sample.kind is SftKind.ATOMIC:
+            digest = hashlib.sha256(sample.messages.encode("utf-8")).hexdigest()
             if digest in seen:
                 continue
             seen.add(digest)
@@ -199,16 +211,16 @@ def _faulty_now(rec: TrajectoryRecord, act: ActivationLog) -> bool:
     segmented = rec.plan is not None and bool(rec.plan.segments)
     if (act.segment != rec.stage) if segmented else (act.turn != rec.t_star):
         return False
-    end = act.observation.get("pending_end_step")
+    end = observation_of(act).pending_end_step
     runs = [
         s
         for s in rec.worker_steps
-        if s.get("turn") == rec.t_star
-        and s.get("purpose") in ("faulty", "recompute")
+        if s.turn == rec.t_star
+        and s.purpose in ("faulty", "recompute")
         and end is not None
-        and s["index"] <= end
+        and s.index <= end
     ]
-    return bool(runs) and runs[-1].get("purpose") == "faulty"
+    return bool(runs) and runs[-1].purpose == "faulty"
 
 
 def rl_prompts(rec: TrajectoryRecord, task: Task) -> list[dict[str, Any]]:
@@ -218,15 +230,17 @@ def rl_prompts(rec: TrajectoryRecord, task: Task) -> list[dict[str, Any]]:
     last_step = -1
     plan = rec.plan.model_dump_json() if rec.plan is not None else "null"
     for act in rec.activations:
-        last_step = act.observation.get("pending_end_step") or last_step
-        if act.observation.get("stage") != "updated" or act.turn is None:
+        obs = observation_of(act)
+        last_step = obs.pending_end_step or last_step
+        if obs.stage != "updated" or act.turn is None:
             continue
         control = next((a for a in act.actions if a.accepted and a.control), None)
         if control is None:
             continue
         truth: dict[str, Any] = {"action": control.name}
-        if control.name == "REPAIR":
-            truth["affected_variables"] = list(control.arguments["error_hint"]["error_variables"])
+        repair = named_args(control.name, control.arguments, RepairArgs)
+        if repair is not None:
+            truth["affected_variables"] = list(repair.error_hint.error_variables)
             truth["intervention_kind"] = rec.intervention.kind.value if rec.intervention else None
         # g_i (Eq. 30): an inconsistency is present exactly when the state under review is the one
         # θ' changed and θ' is still what computed it; a benign θ' is never an inconsistency.
@@ -277,13 +291,10 @@ def _relation_map(task_dir: Path) -> dict[int, list[str]]:
     return {s.turn_id: sorted({r.type.value for r in s.relations}) for s in graph.stages}
 
 
-def write_sft(samples: list[dict[str, Any]], out: Path, rejections: dict[str, int]) -> None:
-    from datasets import Dataset  # heavy import, only when exporting
-
-    out.mkdir(parents=True, exist_ok=True)
-    Dataset.from_list(samples).save_to_disk(str(out))
-    by = Counter((s["variant"], s["kind"]) for s in samples)
-    kinds = Counter(s["intervention_kind"] for s in samples if s["kind"] == "full")
+def write_sft(samples: list[SftRow], out: Path, rejections: dict[str, int]) -> None:
+    write_sft_rows(out, samples)
+    by = Counter((s.variant, s.kind.value) for s in samples)
+    kinds = Counter(s.intervention_kind for s in samples if s.kind is SftKind.FULL)
     lines = [
         "# StateGuard manager SFT corpus (synthesized)",
         "",
@@ -337,21 +348,19 @@ class ExportOptions(BaseModel):
 
 def _task_records(root: Path, out: Path, opts: ExportOptions) -> list[TrajectoryRecord]:
     """The trajectories of one task, cached in `out/records/<task_id>.jsonl` (a rerun resumes)."""
-    key = {
-        "seed": opts.seed,
-        "repairs": opts.repairs,
-        "autos": opts.autos,
-        "benign": opts.benign,
-        "heavy": opts.heavy,
-        "abandon": opts.abandon,
-        "teacher": opts.teacher,
-        "version": TEACHER_VERSION,
-    }
+    key = RecordsKey(
+        seed=opts.seed,
+        repairs=opts.repairs,
+        autos=opts.autos,
+        benign=opts.benign,
+        heavy=opts.heavy,
+        abandon=opts.abandon,
+        teacher=opts.teacher,
+        version=TEACHER_VERSION,
+    )
     cache = CorpusFolder(out).record_file(root.name)
-    if cache.is_file():
-        lines = cache.read_text(encoding="utf-8").splitlines()
-        if lines and json.loads(lines[0]) == key:
-            return [TrajectoryRecord.model_validate_json(x) for x in lines[1:]]
+    if load_key(cache) == key:
+        return load_records(cache)[1]
     recs = generate(
         root,
         out,
@@ -363,12 +372,7 @@ def _task_records(root: Path, out: Path, opts: ExportOptions) -> list[Trajectory
         abandon=opts.abandon,
         teacher=opts.teacher,
     )
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cache.with_suffix(".tmp")
-    tmp.write_text(
-        "\n".join([json.dumps(key), *(r.model_dump_json() for r in recs)]) + "\n", encoding="utf-8"
-    )
-    tmp.replace(cache)  # atomic: a killed export never leaves a half-written cache
+    save_records(cache, key, recs)  # atomic: a killed export never leaves a half-written cache
     return recs
 
 
@@ -443,7 +447,7 @@ def export(
     by_task = _records_by_task(roots, out, opts)
     records: list[TrajectoryRecord] = []
     kept: list[TrajectoryRecord] = []
-    samples: list[dict[str, Any]] = []
+    samples: list[SftRow] = []
     rows: list[dict[str, Any]] = []
     n_kept = 0
     for root in sorted(by_task):
@@ -461,8 +465,8 @@ def export(
                 rows += rl_prompts(rec, task)
     samples, duplicates = dedup_atomic(samples)
     rejections = rejection_counts(records)
-    write_sft(samples, out / "sft", rejections)
-    write_rl(rows, out / "rl" / "prompts.parquet")
+    write_sft(samples, CorpusFolder(out).sft, rejections)
+    write_rl(rows, CorpusFolder(out).rl_prompts)
     summary = {
         "tasks": len(by_task),
         "trajectories": len(records),
@@ -470,7 +474,7 @@ def export(
         "kept_by_variant": dict(sorted(Counter(r.variant for r in records if r.keep).items())),
         "attempted_by_variant": dict(sorted(Counter(r.variant for r in records).items())),
         "rejections": rejections,
-        "sft_samples": dict(Counter(s["kind"] for s in samples)),
+        "sft_samples": dict(Counter(s.kind.value for s in samples)),
         "sft_duplicates_dropped": duplicates,
         "rl_prompts": len(rows),
         "rl_by_action": dict(Counter(json.loads(r["reward_model"]["ground_truth"])["action"] for r in rows)),

@@ -6,7 +6,17 @@ Checked on the source with `ast` (nothing is imported):
   dict keys are not paths and are left out;
 - no module that reads traces indexes an event payload by string (`e.data["index"]`,
   `e.data.get("turn")`): payloads are typed (`stateguard.artifacts.events`);
-- no module indexes a relation graph or a graph stage by string (`graph["stages"]`).
+- no module indexes a relation graph or a graph stage by string (`graph["stages"]`);
+- no module indexes the free-dict fields of an artifact by string (`e.data.draft["variables"]`,
+  `act.arguments.get("code")`, `start.flow["regime"]`): `stateguard.artifacts.payloads` reads
+  them as the runtime's models (`draft_of`, `run_flow`, `action_args` / `named_args`);
+- no module indexes an SFT corpus row by one of `SftRow`'s field names (`row["kind"]`,
+  `sample.get("messages")`, `ds["kind"]`): rows are `stateguard.artifacts.sft_rows.SftRow`, and
+  columnwise readers (a `datasets` batch) name the columns through `SftColumn`. A row is a name
+  bound from a corpus reader (`for row in read_rows(...)`, `samples = build_samples(...)`, a loop
+  over such a name) or one of the names the corpus code gives rows and batches (SFT_HOLDERS).
+
+The checks run on source text, so `test_the_checks_can_fail` feeds them a small bad snippet.
 
     .venv/bin/python -m pytest -q tests/test_artifact_names.py
 """
@@ -15,6 +25,8 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+
+from stateguard.artifacts.sft_rows import SftRow
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("stateguard", "synthesis", "training", "eval", "scripts")
@@ -42,6 +54,13 @@ NAMES = frozenset(
 )
 TRACE_MODULES = ("stateguard.trace", "stateguard.artifacts")
 RAW_HOLDERS = frozenset({"graph", "stage"})
+# Artifact fields kept as the writer's plain dict (trace bytes); payloads.py owns their typed reading.
+RAW_SUBDICTS = frozenset({"draft", "flow", "arguments"})
+# SFT corpus rows: their columns, the calls that return rows (or a corpus dataset), and the names
+# the corpus code binds rows, row lists, datasets and batches to.
+SFT_FIELDS = frozenset(SftRow.model_fields)
+SFT_SOURCES = frozenset({"read_rows", "read_sft_rows", "build_samples", "dedup_atomic", "load_corpus", "mix"})
+SFT_HOLDERS = frozenset({"row", "sample", "samples", "ds", "batch"})
 
 
 def _sources() -> list[Path]:
@@ -69,7 +88,11 @@ def _spells(text: str) -> str | None:
 
 
 def spelled_names(path: Path) -> list[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return spelled_names_in(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))
+
+
+def spelled_names_in(source: str, where: str) -> list[str]:
+    tree = ast.parse(source)
     skip = _docstrings(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Dict):
@@ -79,7 +102,7 @@ def spelled_names(path: Path) -> list[str]:
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip:
             name = _spells(node.value)
             if name is not None:
-                out.append(f"{path.relative_to(ROOT)}:{node.lineno}: {name!r}")
+                out.append(f"{where}:{node.lineno}: {name!r}")
     return out
 
 
@@ -94,8 +117,69 @@ def _string_key(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and isinstance(node.value, str)
 
 
+def _unwrapped(node: ast.AST) -> ast.AST:
+    """`(x.arguments or {})` -> `x.arguments`: a default for a missing dict is still a raw read."""
+    while isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
+        node = node.values[0]
+    return node
+
+
+def _called(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Call):
+        func = node.func
+        return (
+            func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+        )
+    return None
+
+
+def _bound(target: ast.AST) -> list[str]:
+    """`x` and `(x, n)` -> the first name: readers that return (rows, count) bind rows first."""
+    if isinstance(target, ast.Tuple) and target.elts:
+        target = target.elts[0]
+    return [target.id] if isinstance(target, ast.Name) else []
+
+
+def _sft_rows(tree: ast.AST) -> set[str]:
+    """Names bound to SFT rows, row lists or a corpus dataset in this module."""
+    names = set(SFT_HOLDERS)
+    for _ in range(2):  # a loop over a list bound from a reader: two passes reach it
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and _called(node.value) in SFT_SOURCES:
+                names.update(n for t in node.targets for n in _bound(t))
+            elif isinstance(node, ast.For | ast.comprehension):
+                source = node.iter
+                if _called(source) in SFT_SOURCES or (isinstance(source, ast.Name) and source.id in names):
+                    names.update(_bound(node.target))
+    return names
+
+
+def sft_reads_in(source: str, where: str) -> list[str]:
+    tree = ast.parse(source)
+    rows = _sft_rows(tree)
+    out = []
+    for node in ast.walk(tree):
+        target, key = None, None
+        if isinstance(node, ast.Subscript):
+            target, key = node.value, node.slice
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
+            target, key = node.func.value, node.args[0] if node.args else None
+        if (
+            isinstance(target, ast.Name)
+            and target.id in rows
+            and isinstance(key, ast.Constant)
+            and key.value in SFT_FIELDS
+        ):
+            out.append(f"{where}:{node.lineno}: {ast.unparse(node)}")
+    return out
+
+
 def raw_reads(path: Path) -> list[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return raw_reads_in(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))
+
+
+def raw_reads_in(source: str, where: str) -> list[str]:
+    tree = ast.parse(source)
     traced = _imports_trace(tree)
     out = []
     for node in ast.walk(tree):
@@ -111,10 +195,12 @@ def raw_reads(path: Path) -> list[str]:
             target, key = node.func.value, node.args[0]
         if target is None or key is None or not _string_key(key):
             continue
+        target = _unwrapped(target)
         payload = traced and isinstance(target, ast.Attribute) and target.attr in ("data", "payload")
         holder = isinstance(target, ast.Name) and target.id in RAW_HOLDERS
-        if payload or holder:
-            out.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
+        subdict = isinstance(target, ast.Attribute) and target.attr in RAW_SUBDICTS
+        if payload or holder or subdict:
+            out.append(f"{where}:{node.lineno}: {ast.unparse(node)}")
     return out
 
 
@@ -128,19 +214,55 @@ def test_no_module_reads_an_artifact_dict_by_string_key() -> None:
     assert found == [], "read the typed models of stateguard.artifacts instead:\n" + "\n".join(found)
 
 
-def test_the_checks_can_fail(tmp_path: Path) -> None:
-    bad = ROOT / "stateguard" / "_artifact_names_probe.py"  # a module of the tree, removed below
-    bad.write_text(
+def test_no_module_reads_an_sft_row_by_string_key() -> None:
+    found = [hit for f in _sources() for hit in sft_reads_in(f.read_text(encoding="utf-8"), str(f))]
+    assert found == [], "read SftRow attributes (or name columns by SftColumn) instead:\n" + "\n".join(found)
+
+
+def test_the_checks_can_fail() -> None:
+    bad = (
         "from stateguard.trace import read_trace\n"
-        "def f(run, graph):\n"
+        "def f(run, graph, act, start):\n"
         '    e = read_trace(run / "trace.jsonl")[0]\n'
-        '    return e.data["index"], graph["stages"], f"{run}/hidden/graph.json", {"hidden": True}\n',
-        encoding="utf-8",
+        '    x = e.data["index"], graph["stages"], f"{run}/hidden/graph.json", {"hidden": True}\n'
+        '    y = e.data.draft["used_variables"], act.arguments["error_hint"]["error_variables"]\n'
+        '    return x, y, (act.arguments or {}).get("code"), start.flow.get("regime")\n'
     )
-    try:
-        names = spelled_names(bad)
-        reads = raw_reads(bad)
-    finally:
-        bad.unlink()
+    names = spelled_names_in(bad, "probe.py")
+    reads = raw_reads_in(bad, "probe.py")
     assert sorted(h.split(": ", 1)[1] for h in names) == ["'hidden'", "'trace.jsonl'"]
-    assert sorted(h.split(": ", 1)[1] for h in reads) == ["e.data['index']", "graph['stages']"]
+    assert sorted(h.split(": ", 1)[1] for h in reads) == [
+        "(act.arguments or {}).get('code')",
+        "act.arguments['error_hint']",
+        "e.data.draft['used_variables']",
+        "e.data['index']",
+        "graph['stages']",
+        "start.flow.get('regime')",
+    ]
+    # typed reads and names that are not artifact sub-dicts pass
+    good = (
+        "def g(act, cfg, store):\n"
+        "    args = named_args(act.name, act.arguments, RepairArgs)\n"
+        '    return args.error_hint, cfg.flows["longds"], store.get("x"), act.arguments.get(key)\n'
+    )
+    assert raw_reads_in(good, "good.py") == [] and spelled_names_in(good, "good.py") == []
+    sft_bad = (
+        "def h(corpus, rec, batch):\n"
+        "    samples, n = dedup_atomic(build_samples(rec))\n"
+        "    kinds = [s['kind'] for s in samples]\n"
+        "    for row in read_rows(corpus):\n"
+        "        x = row.get('messages'), batch['tools']\n"
+        "    return [r['task_id'] for r in read_sft_rows(corpus)]\n"
+    )
+    assert sorted(h.split(": ", 1)[1] for h in sft_reads_in(sft_bad, "probe.py")) == [
+        "batch['tools']",
+        "r['task_id']",
+        "row.get('messages')",
+        "s['kind']",
+    ]
+    sft_good = (
+        "def h(corpus, event, tokens):\n"
+        "    kinds = [r.kind for r in read_rows(corpus)]\n"
+        "    return kinds, event['kind'], tokens['input_ids'], read_rows(corpus)[0].messages\n"
+    )
+    assert sft_reads_in(sft_good, "good.py") == []

@@ -60,7 +60,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def held_out(items: list[DecisionItem], train_corpus: str | None) -> list[DecisionItem]:
     if not train_corpus:
         return items
-    seen = {r["task_id"] for r in read_rows(train_corpus)}
+    seen = {r.task_id for r in read_rows(train_corpus)}
     overlap = sorted({it.task_id for it in items} & seen)
     if overlap:
         raise SystemExit(

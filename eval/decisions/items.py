@@ -2,9 +2,9 @@
 
     (library module; `python -m eval.decisions` uses it)
 
-A corpus folder is a Hugging Face `datasets` folder: `state.json` names Arrow stream files whose
-rows carry `messages` (JSON chat), `tools` (JSON schemas), `kind`, `variant`, `task_id`, ... .
-We read those files with pyarrow alone (this package imports neither synthesis nor training).
+A corpus folder is a Hugging Face `datasets` folder of `stateguard.artifacts.sft_rows.SftRow`
+(`messages` as JSON chat, `tools` as JSON schemas, `kind`, `variant`, `task_id`, ...), which
+`read_sft_rows` reads with pyarrow alone (this package imports neither synthesis nor training).
 Every assistant message of an ATOMIC sample is one decision: the prompt is the chat before it
 (system prompt, the task with the observation, earlier tool calls and their results), the
 teacher's answer is the message's tool calls, and the lifecycle stage is the one the observation
@@ -21,6 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from stateguard.artifacts.files import ArtifactError
+from stateguard.artifacts.sft_rows import SftKind, SftRow, read_sft_rows
 from stateguard.lifecycle import ControlAction, Regime, Stage
 
 __all__ = ["CorpusFormatError", "DecisionItem", "decision_class", "load_items", "read_rows", "select"]
@@ -53,26 +55,16 @@ def decision_class(names: list[str]) -> str:
     return controls[0] if controls else TOOL
 
 
-def read_rows(corpus: str | Path) -> list[dict[str, Any]]:
-    import pyarrow as pa
-
+def read_rows(corpus: str | Path) -> list[SftRow]:
+    """Every row of the corpus folder; CorpusFormatError saying how to make one when it is not."""
     root = Path(corpus)
-    state = root / "state.json"
-    if not state.is_file():
+    try:
+        return read_sft_rows(root)
+    except ArtifactError as exc:
         raise CorpusFormatError(
-            f"{root} has no state.json: not an SFT corpus folder. `make synth` writes one to "
-            "<out_dir>/corpus/sft; for held-out decisions run `python -m synthesis.pipeline synth=heldout` "
-            "(runs/synth-heldout/corpus/sft)"
-        )
-    files = [root / f["filename"] for f in json.loads(state.read_text(encoding="utf-8"))["_data_files"]]
-    rows: list[dict[str, Any]] = []
-    for f in files:
-        with pa.memory_map(str(f)) as src:
-            rows += pa.ipc.open_stream(src).read_all().to_pylist()
-    need = {"messages", "tools", "kind", "variant", "task_id", "trajectory_id", "activation"}
-    if rows and (missing := need - set(rows[0])):
-        raise CorpusFormatError(f"{root}: rows lack column(s) {sorted(missing)}; re-export the corpus")
-    return rows
+            f"{exc}. `make synth` writes one to <out_dir>/corpus/sft; for held-out decisions run "
+            "`python -m synthesis.pipeline synth=heldout` (runs/synth-heldout/corpus/sft)"
+        ) from None
 
 
 def _stage(user_text: str, where: str) -> Stage:
@@ -94,11 +86,11 @@ def load_items(corpus: str | Path) -> list[DecisionItem]:
     """Every decision of every atomic sample, in corpus order."""
     items: list[DecisionItem] = []
     for row in read_rows(corpus):
-        if row["kind"] != "atomic":
+        if row.kind is not SftKind.ATOMIC:
             continue
-        messages = json.loads(row["messages"])
-        tools = json.loads(row["tools"])
-        where = f"{row['trajectory_id']} activation {row['activation']}"
+        messages = json.loads(row.messages)
+        tools = json.loads(row.tools)
+        where = f"{row.trajectory_id} activation {row.activation}"
         user = next(m for m in messages if m["role"] == "user")
         stage = _stage(user["content"], where)
         regime = _regime(messages[0]["content"])
@@ -109,11 +101,11 @@ def load_items(corpus: str | Path) -> list[DecisionItem]:
             teacher = [{"name": c["name"], "arguments": json.loads(c["arguments"])} for c in calls]
             items.append(
                 DecisionItem(
-                    id=f"{row['trajectory_id']}/a{row['activation']}/m{i}",
-                    task_id=row["task_id"],
-                    variant=row["variant"],
-                    intervention_kind=row.get("intervention_kind") or "none",
-                    turn=int(row.get("turn") or 0),
+                    id=f"{row.trajectory_id}/a{row.activation}/m{i}",
+                    task_id=row.task_id,
+                    variant=row.variant,
+                    intervention_kind=row.intervention_kind,
+                    turn=row.turn,
                     regime=regime,
                     stage=stage,
                     messages=messages[:i],

@@ -14,7 +14,11 @@ spelled.
     <run>/summary.json                     eval.report.RunSummary
 
     <out>/corpus/runs/<task_id>/<variant>/ rollout folders of the trajectory export
-    <out>/corpus/records/<task_id>.jsonl   synthesis.trajectories.TrajectoryRecord lines
+    <out>/corpus/records/<task_id>.jsonl   a RecordsKey line, then TrajectoryRecord lines
+                                           (stateguard.artifacts.corpus_records)
+    <out>/corpus/sft/                      the SFT corpus, a datasets folder of SftRow
+                                           (stateguard.artifacts.sft_rows)
+    <out>/corpus/rl/prompts.parquet        the RL prompts (verl's layout)
 
     RolloutFolder(Path(r.run_dir)).trace; RunFolder(run_dir).rollout(task_id, arm)
 """
@@ -31,7 +35,9 @@ __all__ = [
     "RECORDS_DIR",
     "RESULTS_DIR",
     "RESULT_FILE",
+    "RL_PROMPTS_FILE",
     "RUNS_DIR",
+    "SFT_DIR",
     "STORE_FILE",
     "SUMMARY_FILE",
     "TASKS_DIR",
@@ -54,6 +60,8 @@ RESULTS_DIR = "results"
 SUMMARY_FILE = "summary.json"
 RUNS_DIR = "runs"
 RECORDS_DIR = "records"
+SFT_DIR = "sft"
+RL_PROMPTS_FILE = "rl/prompts.parquet"
 
 
 @dataclass(frozen=True)
@@ -137,6 +145,14 @@ class CorpusFolder:
     @property
     def records(self) -> Path:
         return self.root / RECORDS_DIR
+
+    @property
+    def sft(self) -> Path:
+        return self.root / SFT_DIR
+
+    @property
+    def rl_prompts(self) -> Path:
+        return self.root / RL_PROMPTS_FILE
 
     def rollout(self, task_id: str, variant: str) -> RolloutFolder:
         return RolloutFolder(self.runs / task_id / variant)

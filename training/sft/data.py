@@ -3,7 +3,9 @@
     (library module; `python -m training.sft` uses it, see training/sft/__init__.py)
 
 The corpus is what `make synth` writes with synthesis/export.py: a `datasets` dataset saved with
-`save_to_disk` under <out_dir>/corpus/sft. Each row holds `messages` (JSON chat: system, the task
+`save_to_disk` under <out_dir>/corpus/sft, one `stateguard.artifacts.sft_rows.SftRow` per row
+(its columns are named here through `SftColumn`: the rows are read columnwise, in `datasets`
+batches, so they are not built as models). Each row holds `messages` (JSON chat: system, the task
 and observation as user turns, the manager's tool calls as assistant turns, tool results as tool
 turns, one control action last per activation), `tools` (JSON function schemas) and `kind`:
 `atomic` (one manager activation) or `full` (a whole trajectory). Rendering and masking are in
@@ -22,13 +24,14 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from stateguard.artifacts.sft_rows import SftColumn, SftKind
 from training.sft.config import DataConfig, TemplateConfig
 from training.sft.render import RenderError, encode, segments
 
 __all__ = ["CorpusError", "CorpusStats", "load_corpus", "mix", "tokenize_corpus"]
 
 log = logging.getLogger(__name__)
-REQUIRED = ("messages", "tools", "kind")
+REQUIRED = tuple(c.value for c in SftColumn)
 
 
 class CorpusError(FileNotFoundError):
@@ -79,9 +82,9 @@ def load_corpus(path: str | Path) -> Any:
 def mix(ds: Any, cfg: DataConfig) -> Any:
     """Atomic and full samples in the configured proportion, shuffled with cfg.seed, capped at max_samples."""
     rng = random.Random(cfg.seed)
-    kinds = ds["kind"]
-    atomic = [i for i, k in enumerate(kinds) if k == "atomic"]
-    full = [i for i, k in enumerate(kinds) if k == "full"]
+    kinds = ds[SftColumn.KIND]
+    atomic = [i for i, k in enumerate(kinds) if k == SftKind.ATOMIC]
+    full = [i for i, k in enumerate(kinds) if k == SftKind.FULL]
     f = cfg.full_fraction
     if f is not None:
         if f == 1.0:
@@ -108,8 +111,9 @@ def mix(ds: Any, cfg: DataConfig) -> Any:
 def _tokenize_batch(
     batch: dict[str, list[Any]], tokenizer: Any, data: DataConfig, tpl: TemplateConfig
 ) -> dict[str, Any]:
-    out: dict[str, list[Any]] = {"input_ids": [], "labels": [], "kind": [], "mismatch": []}
-    for raw_messages, raw_tools, kind in zip(batch["messages"], batch["tools"], batch["kind"], strict=True):
+    out: dict[str, list[Any]] = {"input_ids": [], "labels": [], SftColumn.KIND.value: [], "mismatch": []}
+    columns = (batch[SftColumn.MESSAGES], batch[SftColumn.TOOLS], batch[SftColumn.KIND])
+    for raw_messages, raw_tools, kind in zip(*columns, strict=True):
         messages, tools = json.loads(raw_messages), json.loads(raw_tools)
         try:
             seqs = segments(
@@ -131,7 +135,7 @@ def _tokenize_batch(
             target = len(tokenizer(parts[-1].text, add_special_tokens=False)["input_ids"])
             out["input_ids"].append(ids)
             out["labels"].append(labels)
-            out["kind"].append(kind)
+            out[SftColumn.KIND.value].append(kind)
             out["mismatch"].append(whole != ids[: len(ids) - target])
     return out
 
@@ -154,7 +158,7 @@ def tokenize_corpus(
     trained_per = [sum(1 for t in labels if t != -100) for labels in out["labels"]]
     trained = sum(trained_per)
     stats = CorpusStats(
-        samples=dict(Counter(ds["kind"])),
+        samples=dict(Counter(ds[SftColumn.KIND])),
         sequences=len(out),
         tokens=sum(lengths),
         trained_tokens=trained,

@@ -1,0 +1,110 @@
+"""`corpus/sft/`: the manager SFT corpus, one `SftRow` per sample, as a Hugging Face `datasets` folder.
+
+`synthesis.export` builds the rows and writes them with `write_sft_rows` (`datasets`'
+`save_to_disk`: `state.json` naming Arrow stream files, `dataset_info.json`); `eval.decisions`
+reads them back with `read_sft_rows` (pyarrow alone, so evaluation needs no `datasets`);
+`training.sft.data` loads the folder with `datasets` and maps it in columnar batches, naming the
+columns through `SftColumn`. The column order is the model's field order, and the corpus bytes are
+pinned by the debug corpus, so fields are only ever appended, never reordered.
+
+    write_sft_rows(CorpusFolder(out).sft, rows)
+    rows = read_sft_rows(path)                 # ArtifactError naming the folder, row and field
+"""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from pathlib import Path
+from typing import ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from stateguard.artifacts.files import ArtifactError, describe_errors
+
+__all__ = ["SftColumn", "SftKind", "SftRow", "read_sft_rows", "sft_row_dicts", "write_sft_rows"]
+
+STATE_FILE = "state.json"  # datasets' save_to_disk: names the Arrow files of the dataset
+INFO_FILE = "dataset_info.json"
+
+
+class SftKind(StrEnum):
+    ATOMIC = "atomic"  # one manager activation
+    FULL = "full"  # a whole trajectory, every activation in order
+
+
+class SftRow(BaseModel):
+    """One SFT sample. `messages` and `tools` are JSON text (one Arrow string column each), so the
+    chat's nested, varying shapes never meet Arrow's schema inference. Fields with a default are
+    the columns later exports added; older corpora without them still read."""
+
+    FORMAT: ClassVar[str] = "stateguard/sft-row/1"  # not written: corpus bytes are pinned
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    variant: str = Field(description="clean | repair | heavy | abandon | benign | auto")
+    task_id: str
+    trajectory_id: str = Field(description="<task_id>/<variant>[-<attempt>]")
+    tools: str = Field(description="JSON: the tool schemas offered to the manager")
+    intervention_kind: str = Field("none", description="the trajectory's intervention family, or none")
+    intervention_op: str = "none"
+    t_star: int = Field(-1, description="the fault turn, -1 without an intervention")
+    benign: bool = Field(False, description="a hard negative: the intervention changed nothing")
+    flow: str = "longds"
+    regime: str = Field("turn_aligned", description="turn_aligned | segment_induced: the system prompt")
+    teacher: str = ""
+    kind: SftKind
+    activation: int = Field(description="the activation's index; -1 for a full sample")
+    turn: int = Field(0, description="the activation's turn (0 for none and for full samples)")
+    relations: str = Field("[]", description="JSON: relation types of the turns the sample covers")
+    messages: str = Field(description="JSON: the chat (system, user, assistant tool calls, tool results)")
+
+
+class SftColumn(StrEnum):
+    """Column names for code that reads the corpus columnwise (a `datasets` batch); each is a field
+    of `SftRow` (tests/stateguard/test_artifacts_sft_rows.py checks)."""
+
+    MESSAGES = "messages"
+    TOOLS = "tools"
+    KIND = "kind"
+
+
+def sft_row_dicts(rows: list[SftRow]) -> list[dict[str, object]]:
+    """The rows as `datasets` receives them (plain values, the model's field order)."""
+    return [r.model_dump(mode="json") for r in rows]
+
+
+def write_sft_rows(folder: str | Path, rows: list[SftRow]) -> None:
+    """Save the rows as a `datasets` folder (needs the `train` extra's `datasets`)."""
+    from datasets import Dataset  # heavy import, only when exporting
+
+    root = Path(folder)
+    root.mkdir(parents=True, exist_ok=True)
+    Dataset.from_list(sft_row_dicts(rows)).save_to_disk(str(root))
+
+
+def read_sft_rows(folder: str | Path) -> list[SftRow]:
+    """Every row of a corpus folder, read with pyarrow; ArtifactError naming the folder (and the row
+    and field) when it is not an SFT corpus as `write_sft_rows` saves it."""
+    import pyarrow as pa
+
+    root = Path(folder)
+    state = root / STATE_FILE
+    if not state.is_file():
+        raise ArtifactError(f"{root} has no {STATE_FILE}: not an SFT corpus folder")
+    try:
+        names = [f["filename"] for f in json.loads(state.read_text(encoding="utf-8"))["_data_files"]]
+    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise ArtifactError(f"{state}: not a datasets state file ({exc}); re-export the corpus") from None
+    rows: list[SftRow] = []
+    for name in names:
+        with pa.memory_map(str(root / name)) as src:
+            table = pa.ipc.open_stream(src).read_all()
+        for number, raw in enumerate(table.to_pylist()):
+            try:
+                rows.append(SftRow.model_validate(raw))
+            except ValidationError as exc:
+                raise ArtifactError(
+                    f"{root / name} row {number}: not an SftRow ({describe_errors(exc)}); re-export the corpus"
+                ) from None
+    return rows
