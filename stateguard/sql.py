@@ -31,16 +31,35 @@ class SQLParseError(ValueError):
     """SQL that sqlglot cannot parse (or that holds no statement)."""
 
 
+# Parsed trees by (sql, dialect), or the error message: the same stage SQL is parsed again by the
+# dataflow of every cell that runs it, by inspect_python and by the synthesis screens. Callers get
+# copies (sqlglot trees are mutable and some callers edit them); a copy costs a tenth of a parse.
+_PARSED: dict[tuple[str, str], list[exp.Expr] | str] = {}
+_PARSED_CAP = 2048
+
+
 def parse_statements(sql: str, dialect: str = "duckdb") -> list[exp.Expr]:
     """Parse a (possibly multi-statement) SQL string; empty statements are dropped."""
+    key = (sql, dialect)
+    parsed = _PARSED.get(key)
+    if parsed is None:
+        parsed = _parse(sql, dialect)
+        if len(_PARSED) >= _PARSED_CAP:
+            _PARSED.pop(next(iter(_PARSED)))  # oldest first
+        _PARSED[key] = parsed
+    if isinstance(parsed, str):
+        raise SQLParseError(parsed)
+    return [s.copy() for s in parsed]
+
+
+def _parse(sql: str, dialect: str) -> list[exp.Expr] | str:
+    """The statements, or the message of the SQLParseError they raise."""
     try:
         parsed = sqlglot.parse(sql, dialect=dialect)
     except SqlglotError as err:
-        raise SQLParseError(f"cannot parse SQL as {dialect}: {err}") from err
+        return f"cannot parse SQL as {dialect}: {err}"
     statements = [s for s in parsed if s is not None]
-    if not statements:
-        raise SQLParseError("SQL contains no statement")
-    return statements
+    return statements or "SQL contains no statement"
 
 
 def _table_name(table: exp.Table) -> str | None:

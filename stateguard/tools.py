@@ -7,6 +7,7 @@ load_state reads the store; run_probe delegates to the workspace, which decides 
 from __future__ import annotations
 
 import ast
+import copy
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -45,7 +46,24 @@ def compile_python(code: str) -> dict[str, Any]:
     return {"valid": True}
 
 
+# inspect_python answers by code text: a teacher inspects the same stage code in every branch of a
+# task (five of six calls repeat one), and one answer parses the code and all the SQL it runs.
+_INSPECTED: dict[str, dict[str, Any]] = {}
+_INSPECTED_CAP = 1024
+
+
 def inspect_python(code: str) -> dict[str, Any]:
+    """`inspect_code_facts`, remembered by code text; every caller gets its own copy."""
+    found = _INSPECTED.get(code)
+    if found is None:
+        found = inspect_code_facts(code)
+        if len(_INSPECTED) >= _INSPECTED_CAP:
+            _INSPECTED.pop(next(iter(_INSPECTED)))  # oldest first
+        _INSPECTED[code] = found
+    return copy.deepcopy(found)
+
+
+def inspect_code_facts(code: str) -> dict[str, Any]:
     """Names read and written (incl. in-place mutation), calls, literals, imports, and the
     semantic structure (row conditions, aggregates, group keys, joins, ordering) of the pandas
     statements and the SQL the code runs (`stateguard.verification.inspect`)."""

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from stateguard.dataflow import CellFacts, CellRecorder, DataflowGraph, cell_dataflow
 from stateguard.dataflow.change import content_hash
+from stateguard.value_version import render_context, version_token
 
 
 class VariableSummary(BaseModel):
@@ -210,6 +211,8 @@ class DictWorkspace:
         self.degraded_reasons: list[str] = []  # nothing in-process can be lost behind its back
         self._cells = 0
         self._listing: list[VariableSummary] | None = None  # cached until the namespace may change
+        # Per variable: (value, version token, objects the token names, summary); see list_variables.
+        self._summaries: dict[str, tuple[Any, tuple[Any, ...], list[Any], VariableSummary]] = {}
 
     def run(self, code: str) -> None:
         """Run code without recording a cell (setup, tests)."""
@@ -263,11 +266,36 @@ class DictWorkspace:
     def list_variables(self) -> list[VariableSummary]:
         # Summaries hash and print every value; a manager asks many times between two cells.
         if self._listing is None:
-            self._listing = [summarize(k, v) for k, v in self.namespace.items() if not k.startswith("__")]
+            self._listing = self._summarize_all()
         return list(self._listing)
+
+    def _summarize_all(self) -> list[VariableSummary]:
+        """Summaries of the namespace, reusing a variable's previous summary while it holds the
+        same object with the same version token (`stateguard.value_version`): most values are
+        untouched by a cell, and rendering a frame's head and hashing it were a quarter of the
+        synthesis CPU. Values without a token are summarized every time."""
+        context = render_context()
+        kept: dict[str, tuple[Any, tuple[Any, ...], list[Any], VariableSummary]] = {}
+        listing = []
+        for name, value in self.namespace.items():
+            if name.startswith("__"):
+                continue
+            version = version_token(value, context)
+            cached = self._summaries.get(name)
+            if version is not None and cached is not None and cached[0] is value and cached[1] == version[0]:
+                kept[name] = cached
+                listing.append(cached[3])
+                continue
+            summary = summarize(name, value)
+            if version is not None:
+                kept[name] = (value, version[0], version[1], summary)
+            listing.append(summary)
+        self._summaries = kept
+        return listing
 
     def delete_variables(self, names: list[str]) -> list[str]:
         self._listing = None
+        self._summaries = {k: v for k, v in self._summaries.items() if k not in names}
         removed = [n for n in dict.fromkeys(names) if n in self.namespace]
         for name in removed:
             del self.namespace[name]
@@ -282,6 +310,7 @@ class DictWorkspace:
         if checkpoint_id not in self._checkpoints:
             raise KeyError(f"no workspace checkpoint {checkpoint_id!r}")
         self._listing = None
+        self._summaries = {}  # every value is a fresh copy: no identity matches
         self.namespace = _copy_namespace(self._checkpoints[checkpoint_id])
 
     def drop_checkpoint(self, checkpoint_id: str) -> None:

@@ -34,18 +34,39 @@ from omegaconf import DictConfig, OmegaConf
 from eval.benchmarks.base import EvalTask
 from eval.benchmarks.registry import get_benchmark
 from eval.components import make_manager, make_workspace
+from stateguard.actions import RepairArgs
+from stateguard.artifacts.events import (
+    ActionEvent,
+    LlmCallEvent,
+    RepairData,
+    RepairEvent,
+    RollbackEvent,
+    StateAbandonedEvent,
+    StateCommittedEvent,
+    StateUpdatedEvent,
+    ToolEvent,
+    WorkerStepEvent,
+)
 from stateguard.artifacts.faults import load_faults
+from stateguard.artifacts.payloads import action_args, draft_of
 from stateguard.artifacts.run_folder import RolloutFolder
 from stateguard.artifacts.task_folder import TaskFolder
 from stateguard.dataflow import cell_dataflow
 from stateguard.rollout import rollout
 from stateguard.trace import Trace
+from stateguard.trace import read_trace as read_events
 from stateguard.workers import FaultModel, ScriptedWorker
 
-SETTINGS: dict[str, dict[str, Any] | None] = {
+# setting -> (manager kind, semantic verification switches); the baseline runs without a manager.
+# `llm` and `hierarchical` ask the model at STATEGUARD_MANAGER_* (e.g. `make serve-local`), so the two
+# can be compared in one run against the same endpoint: model calls per rollout, seconds per call,
+# recall (the paper's Table 5 columns).
+SETTINGS: dict[str, tuple[str, dict[str, Any]] | None] = {
     "baseline": None,
-    "rules": {"enabled": False},
-    "semantic": {"enabled": True},
+    "rules": ("rules", {"enabled": False}),
+    "semantic": ("rules", {"enabled": True}),
+    "llm": ("llm", {"enabled": False}),
+    "hierarchical": ("hierarchical", {"enabled": True}),
 }
 
 
@@ -80,7 +101,13 @@ def _jobs_of_variants(tasks: list[EvalTask]) -> list[tuple[EvalTask, str, list[A
 
 
 def run_one(
-    task: EvalTask, variant: str, faults: list[Any], setting: str, flow: Any, out: str
+    task: EvalTask,
+    variant: str,
+    faults: list[Any],
+    setting: str,
+    flow: Any,
+    out: str,
+    llm: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     folder = Path(out)
     done = folder / "outcome.json"
@@ -92,8 +119,12 @@ def run_one(
     workspace = make_workspace("sandbox", task.data_dir, folder)
     try:
         worker = ScriptedWorker(FaultModel(faults=faults), reference=task.task)
-        semantic = SETTINGS[setting]
-        manager = None if semantic is None else make_manager("rules", trace=calls, semantic=semantic)
+        chosen = SETTINGS[setting]
+        manager = (
+            None
+            if chosen is None
+            else make_manager(chosen[0], trace=calls, semantic=chosen[1], llm=llm or {})
+        )
         result = rollout(
             task.task.agent_view(), worker, workspace, flow=flow, manager=manager, run_dir=folder
         )
@@ -104,9 +135,31 @@ def run_one(
         "answers": result.answers,
         "wall_s": time.perf_counter() - start,
         "trace": str(RolloutFolder(folder).trace),
+        **model_usage(RolloutFolder(folder).llm_calls),
     }
     done.write_text(json.dumps(outcome, default=str), encoding="utf-8")
     return outcome
+
+
+def model_usage(path: Path) -> dict[str, Any]:
+    """The manager's model calls in a rollout's `llm_calls.jsonl` (every call, answered or failed,
+    with its latency); nothing for a manager that never called a model."""
+    if not path.is_file():
+        return {"model_calls": 0, "model_s": 0.0}
+    calls = [e for e in read_events(path) if isinstance(e, LlmCallEvent)]
+    return {"model_calls": len(calls), "model_s": round(sum(e.data.latency_s for e in calls), 3)}
+
+
+CHECKS = (
+    "semantic",
+    "parameters",
+    "staleness",
+    "constraints",
+    "precision",
+    "grounding",
+    "related",
+    "execution",
+)
 
 
 def read_trace(path: str) -> dict[str, Any]:
@@ -117,63 +170,42 @@ def read_trace(path: str) -> dict[str, Any]:
     destructive = 0
     states = coded = 0
     tools: dict[str, int] = defaultdict(int)
-    last_repair: dict[str, Any] | None = None  # the harness's `repair` event precedes the accepted action's
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        event = json.loads(line)
-        kind, data = event["kind"], event["data"]
-        if kind == "worker_step" and data.get("turn") is not None:
-            step_turn[int(data["index"])] = int(data["turn"])
-        elif kind == "state_updated":
-            d = data["draft"]
-            lo, hi = d.get("source_step_start"), d.get("source_step_end")
+    last_repair: RepairData | None = None  # the harness's `repair` event precedes the accepted action's
+    for event in read_events(path):
+        if isinstance(event, WorkerStepEvent) and event.data.turn is not None:
+            step_turn[event.data.index] = event.data.turn
+        elif isinstance(event, StateUpdatedEvent):
+            d = draft_of(event.data)
+            lo, hi = d.source_step_start, d.source_step_end
             turns = (
                 [step_turn[i] for i in range(lo, hi + 1) if i in step_turn]
                 if lo is not None and hi is not None
                 else []
             )
             if turns:
-                state_turn[data["state_id"]] = max(turns)
-        elif kind == "tool":
-            tools[data["name"]] += 1
-        elif kind == "repair":
-            last_repair = data
-            destructive += int(bool(data.get("removed")))
-        elif (
-            kind == "action"
-            and data.get("accepted")
-            and data.get("name") == "REPAIR"
-            and last_repair is not None
-        ):
-            args = data["arguments"]
-            evidence = str(args.get("analytical_evidence", ""))
+                state_turn[event.data.state_id] = max(turns)
+        elif isinstance(event, ToolEvent):
+            tools[event.data.name] += 1
+        elif isinstance(event, RepairEvent):
+            last_repair = event.data
+            destructive += int(bool(event.data.removed))
+        elif isinstance(event, ActionEvent) and event.data.accepted and last_repair is not None:
+            args = action_args(event.data, RepairArgs)
+            if args is None:
+                continue
             repairs.append(
                 {
-                    "turn": state_turn.get(last_repair["state_id"]),
-                    "variables": args["error_hint"]["error_variables"],
-                    "checks": sorted(
-                        {
-                            c
-                            for c in (
-                                "semantic",
-                                "parameters",
-                                "staleness",
-                                "constraints",
-                                "precision",
-                                "grounding",
-                                "related",
-                                "execution",
-                            )
-                            if f"[{c}]" in evidence
-                        }
-                    ),
+                    "turn": state_turn.get(last_repair.state_id),
+                    "variables": args.error_hint.error_variables,
+                    "checks": sorted(c for c in CHECKS if f"[{c}]" in args.analytical_evidence),
                 }
             )
             last_repair = None
-        elif kind in ("state_abandoned", "rollback"):
+        elif isinstance(event, StateAbandonedEvent | RollbackEvent):
             destructive += 1
-        elif kind == "state_committed":
+        elif isinstance(event, StateCommittedEvent):
             states += 1
-            coded += sum(1 for c in data["state"].get("constraints", []) if c.get("code"))
+            coded += sum(1 for c in event.data.state.constraints if c.code)
     return {
         "repairs": repairs,
         "destructive": destructive,
@@ -204,12 +236,16 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     ):  # each task with its shipped mistakes; clean and single-mistake runs are made here
         load_cfg["variants"] = ["shipped"]
     tasks = bench.load(load_cfg)
-    if cfg.task_ids:
-        tasks = [
-            t
-            for t in tasks
-            if (t.base_task or t.task_id) in set(cfg.task_ids) or t.task_id in set(cfg.task_ids)
-        ]
+    unknown = set(cfg.settings) - set(SETTINGS)
+    if unknown:
+        raise ValueError(
+            f"settings: unknown {sorted(unknown)}; use some of {sorted(set(SETTINGS) - {'baseline'})}"
+        )
+    if cfg.task_ids:  # dev ids may be written with "/" (energy/iowa/task1) or as stored ("__")
+        wanted = {str(t).replace("/", "__") for t in cfg.task_ids}
+        tasks = [t for t in tasks if (t.base_task or t.task_id) in wanted or t.task_id in wanted]
+        if not tasks:
+            raise ValueError(f"task_ids={list(cfg.task_ids)}: no such task in bench={bench.name}")
     flow = bench.flow
     if cfg.get("flow") == "turn_aligned":
         flow = flow.model_copy(update={"name": f"{flow.name}-turn", "regime": "turn_aligned"})
@@ -223,6 +259,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         for task, variant, faults, meta in variants
         for setting in settings
     ]
+    llm = dict(OmegaConf.to_container(cfg.llm, resolve=True)) if cfg.get("llm") else {}  # type: ignore[arg-type]
     out_dir = Path(cfg.out)
     results: list[dict[str, Any]] = []
     start = time.perf_counter()
@@ -238,6 +275,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                     job[4],
                     flow,
                     str(out_dir / job[0].task_id / job[1] / job[4]),
+                    llm,
                 ),
             )
             for job in jobs
@@ -257,6 +295,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                     "footprint": sorted(_footprint(task, meta["turn"], faults)) if meta else [],
                     **info,
                     "wall_s": outcome["wall_s"],
+                    "model_calls": outcome.get("model_calls", 0),
+                    "model_s": outcome.get("model_s", 0.0),
                 }
             )
     report = summarize(results)
@@ -318,6 +358,14 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
             "executable_constraints_per_state": round(
                 sum(r.get("coded", 0) for r in clean) / max(sum(r.get("states", 0) for r in clean), 1), 2
             ),
+            "model_calls_per_rollout": round(
+                sum(r["model_calls"] for r in clean + faulty) / max(len(clean + faulty), 1), 2
+            ),
+            "seconds_per_call": round(
+                sum(r["model_s"] for r in clean + faulty)
+                / max(sum(r["model_calls"] for r in clean + faulty), 1),
+                2,
+            ),
             "false_repair_checks": sorted({c for r in clean for rep in r["repairs"] for c in rep["checks"]}),
         }
     return report
@@ -358,6 +406,11 @@ def render(report: dict[str, Any]) -> str:
             f"  tool calls: {s['tool_calls']}; executable constraints per state (clean runs): "
             f"{s['executable_constraints_per_state']:.2f}"
         )
+        if s["model_calls_per_rollout"]:
+            lines.append(
+                f"  model: {s['model_calls_per_rollout']:.1f} calls per rollout, "
+                f"{s['seconds_per_call']:.1f} s per call"
+            )
     lines.append(f"\nwall time {report.get('wall_s', 0):.0f} s")
     return "\n".join(lines)
 

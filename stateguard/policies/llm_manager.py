@@ -18,7 +18,7 @@ and ends with exactly one control action. What makes it work on small served mod
 Failure never raises into the rollout loop and never passes for the model's choice: a rejected
 or failed request, an unusable reply or the per-activation limits end the activation with a
 visible fallback (a `manager_fallback` trace event, then the least intrusive legal exit, with
-`fallback: <why>` as its reason); after `max_failures` failed activations in a row, or once
+`fallback: <why>` as its reason; a verified draft is finalized, never abandoned, on a model failure); after `max_failures` failed activations in a row, or once
 the per-task model time cap is spent, the policy degrades the task to worker-only completion
 (the hierarchical manager turns these into its rules tier's own decisions instead). Every count
 is in `usage` (`stateguard.policies.usage.ManagerUsage`), every call in the `llm_call` events.
@@ -38,6 +38,7 @@ from stateguard.actions import (
     Action,
     ActionError,
     CommitStateArgs,
+    FinalizeRelationsArgs,
     ResumeWorkerArgs,
 )
 from stateguard.lifecycle import ControlAction, Stage, ToolAction, is_legal
@@ -415,9 +416,17 @@ class LLMManager:
             self.window = int(counter.calibrated(counted) * 0.75) + self.cfg.reply_tokens
 
     def _exit(self, obs: ManagerObservation, ctx: ManagerContext, why: str) -> Activation:
-        """The least intrusive legal exit, marked as a fallback in the trace and the counters."""
+        """The least intrusive legal exit, marked as a fallback in the trace and the counters. A model
+        that failed is no evidence against the draft, so a verified draft keeps its work (FINALIZE
+        with the harness's provisional relations); abandoning is the exit only where nothing else
+        is legal (an opened or repairing draft)."""
         stage = Stage(obs.stage)
-        for action in (ControlAction.ABSTAIN, ControlAction.RESUME_WORKER, ControlAction.ABANDON_STATE):
+        for action in (
+            ControlAction.ABSTAIN,
+            ControlAction.RESUME_WORKER,
+            ControlAction.FINALIZE_RELATIONS,
+            ControlAction.ABANDON_STATE,
+        ):
             if is_legal(ctx.regime, stage, action):
                 if ctx.trace is not None:
                     ctx.trace.emit(
@@ -429,6 +438,8 @@ class LLMManager:
                     if action is ControlAction.RESUME_WORKER
                     else AbstainArgs(reason=reason)
                     if action is ControlAction.ABSTAIN
+                    else FinalizeRelationsArgs(mode="confirm")
+                    if action is ControlAction.FINALIZE_RELATIONS
                     else AbandonStateArgs(reason=reason)
                 )
                 if getattr(result, "accepted", False):

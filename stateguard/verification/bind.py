@@ -21,7 +21,7 @@ import re
 
 from pydantic import BaseModel, Field
 
-from stateguard.verification import bind_shape, probes, sql_edit
+from stateguard.verification import bind_cutoff, bind_shape, current, probes, sql_edit
 from stateguard.verification.code_model import CodeSemantics, Condition, Selection
 from stateguard.verification.requirements import Kind, Requirement
 from stateguard.verification.vocabulary import Vocabulary, resolve_column
@@ -69,6 +69,17 @@ class Binder:
         self.rewritten = {n.lower() for n in rewritten}
         self.con = sem.connection
         self.table_frames = {t: v for v, t in sem.frames.items()}
+        self.requirements: list[Requirement] = []
+
+    def bounds_except(self, req: Requirement) -> list[float]:
+        """The bounds the other comparison requirements of the turn state."""
+        return [
+            v
+            for r in self.requirements
+            if r is not req and r.kind is Kind.COMPARISON
+            for v in (r.value, r.upper)
+            if v is not None
+        ]
 
     # -- sites -------------------------------------------------------------------------
     def columns_of(self, sel: Selection) -> list[str]:
@@ -146,7 +157,28 @@ class Binder:
             return probes.frame_rows_probe(
                 frame, probes.pandas_predicate(req, f"_f[{column!r}]", scale=scale)
             ), False
+        if sel.language == "pandas" and not sel.frame and not self.looks_up(req):
+            # a statistic or count taken over a whole frame the span reads (`len(west)`,
+            # `west['x'].mean()` after `west = scope_r`): its rows are the ones the result covers
+            whole = [
+                s
+                for s in sel.sources
+                if s.isidentifier()
+                and s.lower() not in self.rewritten
+                and column in self.vocab.tables.get(s.lower(), {})
+            ]
+            if whole:
+                return probes.frame_rows_probe(
+                    whole[0], probes.pandas_predicate(req, f"_f[{column!r}]", scale=scale)
+                ), False
         return None
+
+    def looks_up(self, req: Requirement) -> bool:
+        """A stated value the code writes as a literal (`by_year.loc[2001]`): the code picks those
+        rows by lookup, so reading the frame whole is no missing filter."""
+        stated = [v for v in (req.value, req.upper) if v is not None]
+        stated += [float(v) for v in req.values if re.fullmatch(r"-?\d+(?:\.\d+)?", str(v))]
+        return any(_close(v, lit) for v in stated for lit in self.sem.literals)
 
     # -- requirements --------------------------------------------------------------------
     def rows(self, req: Requirement, plan: Plan) -> None:
@@ -194,6 +226,9 @@ class Binder:
                     sel.sql, cond.text, probes.sql_predicate(req, cond.lhs, scale=scale)
                 )
                 site = (probes.rerun_probe(self.con, sel.sql, fixed), False) if fixed else None
+            elif sel.language == "pandas" and cond.lhs and req.kind is Kind.COMPARISON:
+                # a bare Series compared (`share[share < 20]`): no column to test rows on
+                site = (bind_cutoff.lhs_probe(cond, req, scale), False)
             if site:
                 plan.items.append(
                     self.item(
@@ -221,6 +256,16 @@ class Binder:
                     plan.notes.append(f"{req.describe()}: the code's group-size cut-off is `{having.text}`")
                     self.add_rerun(req, sel, fixed, "threshold", plan)
                     return
+        if (
+            req.kind is Kind.COMPARISON
+            and not req.term
+            and not columns
+            and (
+                bind_cutoff.cutoff(self, req, plan, self.bounds_except(req))
+                or bind_cutoff.year_of_date(self, req, plan)
+            )
+        ):
+            return
         if not columns:
             plan.unverified.append(req)
             return
@@ -270,6 +315,23 @@ class Binder:
                     )
                     site_code = probes.count_probe(sel.frame, sel.mask, stated)
                     plan.items.append(self.item(req, "rerun", site_code, self.variables(sel), "threshold"))
+                    return
+                if (
+                    req.kind is Kind.COMPARISON
+                    and threshold is not None
+                    and sel.language == "pandas"
+                    and threshold.lhs
+                    and threshold.op in (">", ">=", "<", "<=")
+                    and req.upper is None
+                    and isinstance(threshold.value, float)
+                    and threshold.op[0] == (req.op or "=")[0]
+                ):
+                    # a comparison counted in place (`(west['lon'] < -110).sum()`): both ways on the values
+                    plan.notes.append(
+                        f"{req.describe()}: the code's cut-off on {column} is `{threshold.text}`"
+                    )
+                    code = bind_cutoff.lhs_probe(threshold, req, bind_cutoff.scale_for(req, threshold.value))
+                    plan.items.append(self.item(req, "rerun", code, self.variables(sel), "threshold"))
                     return
                 site = self.row_site(sel, req, column)
                 if site:
@@ -535,6 +597,8 @@ def reason(req: Requirement, status: str) -> str:
         return f"the join keeps a different set of rows than the question asks ({kept}; {said})"
     if req.kind is Kind.ORDER:
         return f"the ranking order or the number of rows kept differs from the question ({said})"
+    if req.kind is Kind.SOURCE:
+        return f"the turn reads an earlier version of the data instead of the current {what} the question names ({said})"
     if req.kind is Kind.OUTPUT or status == "empty":
         return "the reported values are empty: a filter or condition kept no usable rows for them"
     return f"the result does not follow the question's {req.kind.value} requirement ({said})"
@@ -548,6 +612,7 @@ def bind(
 ) -> Plan:
     plan = Plan(requirements=requirements)
     binder = Binder(sem, vocab, rewritten)
+    binder.requirements = requirements
     for req in requirements:
         if req.kind in (Kind.SCOPE, Kind.COMPARISON, Kind.NOT_NULL):
             binder.rows(req, plan)
@@ -563,5 +628,7 @@ def bind(
             bind_shape.join(binder, req, plan)
         elif req.kind is Kind.ORDER:
             bind_shape.order(binder, req, plan)
+        elif req.kind is Kind.SOURCE:
+            current.bind_source(binder, req, plan)
     plan.items = [item.model_copy(update={"id": f"R{i + 1}"}) for i, item in enumerate(plan.items)]
     return plan

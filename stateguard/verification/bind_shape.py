@@ -9,7 +9,9 @@ does something else, builds the probe that shows whether it matters on the live 
     order     the query re-run with the stated direction and row count (SQL), or the result's
               own order and length (pandas)
 
-Matching code is noted and left alone; a requirement with no counterpart goes to `unverified`.
+A key the data holds only as part of its one date column (`for each year` over a `month` date)
+is checked on that part (SQL). Matching code is noted and left alone; a requirement with no
+counterpart goes to `unverified`.
 """
 
 from __future__ import annotations
@@ -42,6 +44,10 @@ def _frame_of(receiver: str) -> str | None:
 def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
     pool = b.vocab.columns({s.lower() for sel in b.sem.selections for s in [*sel.sources, sel.frame] if s})
     keys = [c for k in req.keys for c in _resolve_key(k, pool)]
+    part = _date_part(b, req, pool) if not keys else None
+    if part is not None:
+        _date_part_grouping(b, req, part, plan)
+        return
     if not keys:  # "per capita", "per kept order": words, not columns of the data; nothing to check
         plan.notes.append(f"{req.describe()}: no column of the data is named")
         return
@@ -93,6 +99,46 @@ def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
         plan.items.append(b.item(req, "group_keys", site, b.variables(sel), "grouping"))
     else:
         plan.unverified.append(req)
+
+
+_PARTS = {
+    "year": "year",
+    "month": "month",
+    "day": "day",
+    "hour": "hour",
+    "quarter": "quarter",
+    "weekday": "dayofweek",
+}
+
+
+def _date_part(b: Binder, req: Requirement, pool: list[str]) -> tuple[str, str] | None:
+    """`for each year` over data with one date column and no `year` column: (part, date column)."""
+    if len(req.keys) != 1 or req.keys[0].lower() not in _PARTS:
+        return None
+    sources = [s for sel in b.sem.selections for s in [*sel.sources, sel.frame] if s]
+    dates = [c for c in pool if b._kind(c, sources) == "date"]
+    return (_PARTS[req.keys[0].lower()], dates[0]) if len(dates) == 1 else None
+
+
+def _date_part_grouping(b: Binder, req: Requirement, part: tuple[str, str], plan: Plan) -> None:
+    """One result row per year (month, ...) of the date column: the grouped query's result rows
+    against the distinct values of that part among its kept rows."""
+    fn, column = part
+    grouped = [s for s in b.sem.selections if s.group_keys and s.language == "sql" and s.sql]
+    distinct = sql_edit.distinct_keys_sql(grouped[-1].sql, [f"{fn}({column})"]) if grouped and b.con else None
+    if not distinct:
+        plan.unverified.append(req)
+        return
+    sel = grouped[-1]
+    plan.notes.append(
+        f"{req.describe()}: the code groups by {', '.join(sel.group_keys)} ({fn} of {column} stated)"
+    )
+    site = textwrap.dedent(f"""\
+        _n = {b.con}.execute({f"SELECT COUNT(*) FROM ({sel.sql})"!r}).fetchone()[0]
+        _k = {b.con}.execute({distinct!r}).fetchone()[0]
+        _v = _n != _k
+        _o = {{'result_rows': int(_n), 'stated_key_combinations': int(_k)}}""")
+    plan.items.append(b.item(req, "group_keys", site, b.variables(sel), "grouping"))
 
 
 def _unique_keys(con: str, table: str, keys: list[str]) -> str:

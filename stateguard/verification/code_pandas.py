@@ -38,6 +38,18 @@ _AGG_METHODS = {
 _ARITH = (ast.BinOp, ast.UnaryOp)
 
 
+def _scaled_by_constant(parent: ast.AST, node: ast.AST) -> bool:
+    """`100 * s.mean()`, `s.median() / 1000`: a unit change keeps which statistic it is (the mean of
+    scaled values is the scaled mean; likewise median and sum). The mean of a mask times 100 is a
+    percentage of rows, not a statistic of values (the caller leaves it out)."""
+    if not isinstance(parent, ast.BinOp) or not isinstance(parent.op, ast.Mult | ast.Div):
+        return False
+    other = parent.right if parent.left is node else parent.left
+    if isinstance(parent.op, ast.Div) and other is parent.left:
+        return False  # 1 / s.mean() is another statistic
+    return isinstance(_const(other), float | int) and not isinstance(_const(other), bool)
+
+
 def _const(node: ast.AST) -> float | str | None:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         inner = _const(node.operand)
@@ -302,7 +314,10 @@ def pandas_selection(stmt: ast.stmt, step: int | None = None) -> Selection | Non
             )
             fn = {"avg": "mean", "average": "mean", "size": "count"}.get(fn, fn)
             parent = parents.get(id(node))
-            standalone = not isinstance(parent, _ARITH) and not (isinstance(parent, ast.Compare))
+            standalone = (
+                not isinstance(parent, _ARITH)
+                or (_scaled_by_constant(parent, node) and not isinstance(recv, ast.Compare))
+            ) and not isinstance(parent, ast.Compare)
             aggregates.append(
                 Aggregate(
                     function=fn if fn in _AGG_METHODS.values() else "other",

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 
 from stateguard.answers import required_decimals
+from stateguard.verification.current import current_sources
 from stateguard.verification.requirements import COMPLEMENT, Kind, Requirement
 from stateguard.verification.vocabulary import Vocabulary
 
@@ -242,6 +243,67 @@ def _subject_before(clause: str, start: int) -> list[str]:
     return out
 
 
+_MEASURES = set(
+    [
+        "mile",
+        "miles",
+        "km",
+        "kilometres",
+        "kilometers",
+        "metres",
+        "meters",
+        "minute",
+        "minutes",
+        "hour",
+        "hours",
+        "second",
+        "seconds",
+        "percent",
+        "point",
+        "points",
+        "degree",
+        "degrees",
+        "dollar",
+        "dollars",
+        "usd",
+        "mm",
+        "cm",
+        "inch",
+        "inches",
+        "pound",
+        "pounds",
+        "lb",
+        "lbs",
+        "kg",
+        "gram",
+        "grams",
+        "thousand",
+        "thousands",
+        "million",
+        "millions",
+        "billion",
+        "billions",
+        "times",
+        "bushels",
+    ]
+)
+
+
+def _subject_after(after: str) -> list[str]:
+    """The words right after a bound with nothing named before it ("with at least 5 warm days" ->
+    warm days), up to a stop word or punctuation; binding uses them only when they name a column."""
+    out: list[str] = []
+    first = re.match(r"\s*([A-Za-z]+)", after)
+    if first and first.group(1).lower() in _MEASURES:
+        return []  # "at least 1600 miles", "500 thousand jobs": a unit or a multiplier, no attribute
+    for token in re.findall(r"[A-Za-z][A-Za-z-]*|[^\sA-Za-z]+", after)[:4]:
+        low = token.lower()
+        if not token[0].isalpha() or low in _STOPS or low in _LINKERS or low in _NOT_KEYS or len(out) == 3:
+            break
+        out.append(token)
+    return out
+
+
 _TEMPORAL = re.compile(r"before|after|earlier than|later than|over|across|during|throughout", re.IGNORECASE)
 
 
@@ -301,6 +363,9 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
                 subject = [
                     w for w in named_after.group("what").split() if w.lower() not in _STOPS
                 ]  # "1.0 mm of precipitation"
+            count = "count" if _counts_rows(clause, m.start(), m.end()) else None
+            if not subject and not named_after and not count:
+                subject = _subject_after(after)  # "with at least 5 warm days": the noun after the bound
             if is_prefix and _is_year(m) and _TEMPORAL.fullmatch(m.group("phrase")):
                 # "before 2010", "summed over 2015": a bound on time, whatever noun precedes it;
                 # "over/across/during 2015" is that year, and "over 2000-2014" a span (no bound).
@@ -311,7 +376,6 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
                     op = "=="
             if _NEGATING.search(clause[: m.start()]):
                 op = COMPLEMENT[op]
-            count = "count" if _counts_rows(clause, m.start(), m.end()) else None
             out.append(
                 Requirement(
                     kind=Kind.COMPARISON,
@@ -477,6 +541,7 @@ def extract(
         out += rankings(clause)
         out += joins(clause)
     out += aggregations("", fields)
+    out += current_sources(question)
     places = required_decimals(question)
     if places is None:
         places = required_decimals(context)

@@ -38,6 +38,7 @@ state it) and the fields that kind needs:
 - join: "how" (inner = matched rows only, left = keep unmatched rows), "keys"
 - order: "descending" (largest first?), "k" (how many rows)
 - rounding: "decimals"; output: "fields" (the reported fields)
+- source: "subject" (the name of a table or frame the question says to use as current, e.g. "with the current jobs")
 Only list what the question states; never guess. Columns of the data: {columns}
 
 Standing instructions of the task: {context}

@@ -183,6 +183,17 @@ def count_probe(frame: str, mask: str, stated_mask: str) -> str:
     )
 
 
+def cutoff_probe(written: str, stated: str) -> str:
+    """A pandas comparison as written and as the task states it, on the same live values: the rows
+    (or the scalar) they keep differ."""
+    return textwrap.dedent(f"""\
+        import numpy as _np
+        _a = _np.asarray({written}, dtype=bool).ravel()
+        _b = _np.asarray({stated}, dtype=bool).ravel()
+        _v = bool((_a != _b).any())
+        _o = {{'kept_as_written': int(_a.sum()), 'kept_as_stated': int(_b.sum())}}""")
+
+
 def defined_probe(con: str, table: str, column: str) -> str:
     """A stored table the answer aggregates holds values of that column (the statistic is defined)."""
     query = f"SELECT COUNT(*), COUNT({column}) FROM {table}"

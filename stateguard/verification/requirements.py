@@ -13,6 +13,7 @@ stated by an earlier turn) asks the computation to respect, in a form a probe ca
     order        ranking and top-k ("the 5 carriers with the largest shares")
     rounding     decimal places of reported values
     output       the fields the turn must report, each with a defined value
+    source       the current version of a named table or frame is read ("with the current `jobs`")
 
 The deterministic extractor (`extract.py`) and the LLM extractor (`llm_extract.py`) both return
 `list[Requirement]`; the LLM's JSON is validated against this model, so a malformed requirement
@@ -44,6 +45,7 @@ class Kind(StrEnum):
     ORDER = "order"
     ROUNDING = "rounding"
     OUTPUT = "output"
+    SOURCE = "source"
 
 
 class Requirement(BaseModel):
@@ -84,6 +86,7 @@ class Requirement(BaseModel):
             Kind.ORDER: ("descending",),
             Kind.ROUNDING: ("decimals",),
             Kind.OUTPUT: ("fields",),
+            Kind.SOURCE: ("subject",),
         }
         missing = [f for f in need.get(self.kind, ()) if getattr(self, f) in (None, [], "")]
         if missing:
@@ -124,6 +127,8 @@ class Requirement(BaseModel):
         if self.kind is Kind.ORDER:
             top = f"top {self.k} " if self.k else ""
             return f"{top}ranked by {what}, {'largest' if self.descending else 'smallest'} first"
+        if self.kind is Kind.SOURCE:
+            return f"reads the current {what}"
         if self.kind is Kind.ROUNDING:
             return f"decimal results are reported rounded to {self.decimals} decimal places"
         return f"reports {', '.join(self.fields)}, each with a defined value"

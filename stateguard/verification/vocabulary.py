@@ -84,7 +84,7 @@ STOP = {
 
 class ColumnInfo(BaseModel):
     model_config = ConfigDict(frozen=True)
-    kind: str = Field(description="num, text, or other")
+    kind: str = Field(description="num, text, date, or other")
     values: list[str] = Field(
         default_factory=list, description=f"Distinct text values (only when at most {MAX_VALUES})."
     )
@@ -158,8 +158,14 @@ def words(text: str) -> list[str]:
 def _matches(token: str, phrase: list[str], raw: list[str] | None = None) -> bool:
     raw = raw or phrase  # "GDP per capita" -> "percapita" also counts for `gdpPercap`
     joined = ["".join(raw[i : i + 2]) for i in range(len(raw) - 1)]
+    single = words(token)  # a plural column word (`warm_days`) matches as the text's words are stemmed
     for w in phrase + joined:
-        if w == token or (len(token) >= 3 and w.startswith(token)) or (len(w) >= 4 and token.startswith(w)):
+        if (
+            w == token
+            or (single and w == single[0])
+            or (len(token) >= 3 and w.startswith(token))
+            or (len(w) >= 4 and token.startswith(w))
+        ):
             return True
     return False
 
@@ -202,7 +208,9 @@ def _desc(_df):
         _s = _df[_c]
         _info = {{"kind": "other"}}
         try:
-            if _s.dtype.kind in "iuf":
+            if _s.dtype.kind == "M":
+                _info = {{"kind": "date"}}
+            elif _s.dtype.kind in "iuf":
                 _info = {{"kind": "num", "low": float(_s.min()) if _s.notna().any() else None,
                           "high": float(_s.max()) if _s.notna().any() else None}}
             elif _s.dtype.kind in "OSUb" or str(_s.dtype) in ("category", "string"):
@@ -229,6 +237,8 @@ for _n in _names:
                 elif "CHAR" in _t.upper() or _t.upper() in ("TEXT", "STRING"):
                     _vals = [r[0] for r in _con.execute(f"SELECT DISTINCT {{_q}} FROM {{_n}} WHERE {{_q}} IS NOT NULL LIMIT {MAX_VALUES + 1}").fetchall()]
                     _cols[_c] = {{"kind": "text", "values": sorted(map(str, _vals)) if len(_vals) <= {MAX_VALUES} else []}}
+                elif "DATE" in _t.upper() or "TIMESTAMP" in _t.upper():
+                    _cols[_c] = {{"kind": "date"}}
                 else:
                     _cols[_c] = {{"kind": "other"}}
             if _cols:

@@ -27,7 +27,8 @@ from stateguard.task import load_task
 from stateguard.trace import Trace, read_trace
 from stateguard.workers import Fault, FaultModel, ScriptedWorker
 from stateguard.workspace import DictWorkspace
-from tests.support.scripted_server import Delay, Raw, Reply, ScriptedServer
+from tests.support.schema_model import CONTROLS_FIRST
+from tests.support.scripted_server import Delay, Raw, Reply, Respond, ScriptedServer
 
 ROOT = Path(__file__).resolve().parents[2]
 USER = [{"role": "user", "content": "how many rows"}]
@@ -248,3 +249,23 @@ def test_hierarchical_keeps_every_rules_decision_when_the_endpoint_is_malformed(
     assert fallbacks and all(f["exit"] == "rules tier decision" for f in fallbacks)
     assert result.manager_usage["failed_requests"] == 2  # then the model tier stopped for the task
     assert any("model tier stops" in f["reason"] for f in fallbacks)
+
+
+def test_a_model_that_keeps_failing_at_verification_does_not_abandon_the_draft(tmp_path: Path) -> None:
+    # A model that answers every stage well except verification, where it repeats an output the
+    # stage refuses: the fallback keeps the verified draft (FINALIZE with the provisional relations)
+    # instead of abandoning it, since a failed model is no evidence against the state.
+    def model(request: dict[str, Any]) -> Reply:
+        names = [t["function"]["name"] for t in request.get("tools") or []]
+        if "FINALIZE_RELATIONS" in names:
+            return Reply(content="not an action")
+        name = next(n for n in CONTROLS_FIRST if n in names)
+        return Reply(tool_calls=[{"name": name, "arguments": {"issue": "q"} if name == "OPEN_STATE" else {}}])
+
+    result, correct, _, events = _rollout(
+        [Respond(model)] * 200, lambda c: LLMManager(c, max_failures=99, constrained="off"), tmp_path
+    )
+    exits = [e.payload["exit"] for e in events if e.kind == "manager_fallback"]
+    assert exits and set(exits) == {"FINALIZE_RELATIONS"}
+    assert not [e for e in events if e.kind == "state_abandoned"]
+    assert len(result.committed_states) == 6 and all(correct.values())

@@ -226,3 +226,24 @@ def test_years_compared_are_a_scope_and_every_value_is_no_scope() -> None:
     ] == [(Kind.SCOPE, ["1931", "1932"])]
     question = "What share of the birds of each species (Adelie, Chinstrap, Gentoo) is female?"
     assert [r for r in of(Kind.SCOPE, extract(question, vocab=VOCAB)) if r.columns == ["species"]] == []
+
+
+def test_the_noun_after_a_bound_is_its_subject_when_none_precedes() -> None:
+    (req,) = of(Kind.COMPARISON, extract("Among year-months with at least 5 warm days, what is the mean?"))
+    assert (req.op, req.value, req.subject) == (">=", 5.0, ["warm", "days"])
+    assert resolve_column(req.subject, ["warm_days", "wet_days", "year"]) == ["warm_days"]
+    (count,) = of(Kind.COMPARISON, extract("Which groups have at least 9 birds?"))
+    assert count.function == "count" and count.subject == []
+
+
+@pytest.mark.parametrize(
+    ("question", "subject"),
+    [
+        ("With the current `jobs`, recompute the yearly averages.", [["jobs"]]),
+        ("With the current clean share, in how many years was it above 20 percent?", [["clean", "share"]]),
+        ("Under the current definition, how many cars are efficient?", []),
+        ("What is the mean of the current stations' mean yields?", []),
+    ],
+)
+def test_the_current_version_of_a_named_table(question: str, subject: list[list[str]]) -> None:
+    assert [r.subject for r in of(Kind.SOURCE, extract(question))] == subject

@@ -1,0 +1,165 @@
+"""Binding for stated cut-offs the code applies to a quantity its columns do not name.
+
+Called from `bind.Binder.rows` for a comparison requirement (`more than 10%`, `fall by more than
+500 thousand`, `at least 25 miles per gallon`) when no condition of the code uses the stated bound
+and the subject words name no column. The code's counterpart is then its one numeric cut-off in
+the same direction -- or in the other direction on the negated bound, since a fall or loss stated
+as a magnitude (`fall by more than 500`) is a signed quantity below the negative bound
+(`change < -500`). With exactly one such cut-off (other requirements' bounds and years aside) the
+probe re-runs it with the stated bound: the SQL query re-run, or the pandas comparison evaluated
+both ways on the live values; different kept rows are the evidence of a changed cut-off or a
+reversed comparison. Several candidates, or none, leave the requirement unverified.
+
+A year bound (`before 2010`) on data that holds dates but no year column is tested on the year
+of the one date column (`year_of_date`): a query or mask bounding that column in the stated
+direction applies it; otherwise every query or frame that reads the column is a site, and the
+finding needs each of them to keep rows outside the stated years.
+
+`lhs_probe` also serves a pandas condition on a bare Series (`share[share > 20]`), which has no
+column to test rows on.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from stateguard.verification import probes, sql_edit
+from stateguard.verification.code_model import MIRROR, Condition, Selection
+from stateguard.verification.requirements import Requirement
+
+if TYPE_CHECKING:
+    from stateguard.verification.bind import Binder, Plan
+
+_ORDER_OPS = (">", ">=", "<", "<=")
+
+
+def _year_like(value: float) -> bool:
+    return value.is_integer() and 1800 <= abs(value) <= 2100
+
+
+def scale_for(req: Requirement, literal: float) -> float:
+    """A percentage stated (`10%`) is written as 10 or as 0.10: the factor nearer the code's literal."""
+    if not req.percent or req.value in (None, 0) or literal == 0:
+        return 1.0
+    assert req.value is not None
+    return min((1.0, 0.01), key=lambda s: abs(math.log(abs(literal) / abs(req.value * s))))  # type: ignore[operator]
+
+
+def candidates(b: Binder, req: Requirement, bounds: list[float]) -> list[tuple[Selection, Condition, bool]]:
+    """(selection, condition, negated) for each numeric cut-off that can be the stated one."""
+    if req.op not in _ORDER_OPS or req.value is None or req.upper is not None:
+        return []
+    out: list[tuple[Selection, Condition, bool]] = []
+    for sel in b.sem.selections:
+        for cond in sel.conditions:
+            if (
+                cond.op not in _ORDER_OPS
+                or not isinstance(cond.value, float)
+                or cond.clause in ("having", "on")
+            ):
+                continue
+            if _year_like(cond.value) and not _year_like(req.value):
+                continue  # a time bound (`year >= 2005`) is not the stated cut-off on a quantity
+            if any(math.isclose(abs(cond.value), abs(v) * s) for v in bounds for s in (1.0, 0.01)):
+                continue  # the bound another requirement states
+            same = cond.op[0] == req.op[0]
+            negated = not same and cond.value < 0 < req.value
+            if same or negated:
+                out.append((sel, cond, negated))
+    return out
+
+
+def stated(req: Requirement, negated: bool) -> Requirement:
+    """The requirement on the signed quantity: `fall by more than 500` -> `< -500`."""
+    if not negated or req.op is None or req.value is None:
+        return req
+    return req.model_copy(update={"op": MIRROR[req.op], "value": -req.value})
+
+
+def lhs_probe(cond: Condition, req: Requirement, scale: float) -> str:
+    """The code's comparison and the stated one evaluated on the same live values."""
+    written = f"(({cond.lhs}) {cond.op} {cond.value!r})"
+    return probes.cutoff_probe(written, probes.pandas_predicate(req, cond.lhs, scale=scale))
+
+
+def cutoff(b: Binder, req: Requirement, plan: Plan, bounds: list[float]) -> bool:
+    """Bind `req` to the code's one cut-off in its direction; False when there is none to bind."""
+    found = candidates(b, req, bounds)
+    if len({c.lhs or c.text for _, c, _ in found}) != 1:
+        return False
+    sel, cond, negated = found[0]
+    assert isinstance(cond.value, float)
+    want = stated(req, negated)
+    scale = scale_for(req, cond.value)
+    assert want.value is not None
+    if cond.op == want.op and math.isclose(cond.value, want.value * scale):
+        plan.notes.append(f"{req.describe()}: the code applies `{cond.text}`")
+        return True
+    plan.notes.append(f"{req.describe()}: the code's cut-off is `{cond.text}`")
+    if sel.language == "sql":
+        if not (b.con and sel.sql):
+            return False
+        fixed = sql_edit.replace_condition(
+            sel.sql, cond.text, probes.sql_predicate(want, cond.lhs, scale=scale)
+        )
+        b.add_rerun(req, sel, fixed, "threshold", plan)
+        return True
+    if not cond.lhs:
+        return False
+    plan.items.append(b.item(req, "rerun", lhs_probe(cond, want, scale), b.variables(sel), "threshold"))
+    return True
+
+
+def year_of_date(b: Binder, req: Requirement, plan: Plan) -> bool:
+    """A year bound tested on the year of the data's one date column; False when it does not apply."""
+    if req.subject != ["year"] or req.op not in _ORDER_OPS or req.value is None or not _year_like(req.value):
+        return False
+    per_sel = {
+        id(sel): [c for c in b.columns_of(sel) if b._kind(c, sel.sources + [sel.frame]) == "date"]
+        for sel in b.sem.selections
+    }
+    dates = {c for cols in per_sel.values() for c in cols}
+    if len(dates) != 1:
+        return False
+    column = dates.pop()
+    bounded = [
+        c
+        for sel in b.sem.selections
+        for c in sel.conditions
+        if (c.column or "").lower() == column.lower() and c.op in _ORDER_OPS and c.op[0] == req.op[0]
+    ]
+    if bounded:
+        plan.notes.append(f"{req.describe()}: the code bounds {column} with `{bounded[0].text}`")
+        return True
+    sites: list[str] = []
+    names: list[str] = []
+    for sel in b.sem.selections:
+        if column not in per_sel[id(sel)]:
+            continue
+        if sel.language == "sql" and b.con and sel.sql:
+            code = probes.kept_rows_probe(b.con, sel.sql, probes.sql_predicate(req, f"year({column})"))
+        elif sel.language == "pandas":
+            # the masked frame, or a frame the statement reads whole (`early['price'].max()`)
+            whole = [
+                n for n in sel.sources if n.isidentifier() and column in b.vocab.tables.get(n.lower(), {})
+            ]
+            frame = (
+                (f"({sel.frame})[({sel.mask})]" if sel.mask else sel.frame)
+                if sel.frame
+                else next(iter(whole), "")
+            )
+            pred = probes.pandas_predicate(req, f"_f[{column!r}].dt.year")
+            code = probes.frame_rows_probe(frame, pred) if frame else None
+        else:
+            code = None
+        if code:
+            sites.append(code)
+            names += b.variables(sel)
+    if not sites:
+        return False
+    plan.notes.append(f"{req.describe()}: no bound on the year of {column} in the code")
+    plan.items.append(
+        b.item(req, "kept_rows", probes.all_sites(sites), list(dict.fromkeys(names)), "missing")
+    )
+    return True

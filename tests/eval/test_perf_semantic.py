@@ -1,0 +1,64 @@
+"""The semantic bench's model-backed settings: `llm` and `hierarchical` ask the same endpoint (a real
+HTTP server on 127.0.0.1 answering with schema instances), and the bench counts each setting's
+model calls from the rollouts' `llm_calls.jsonl` and reports calls per rollout and seconds per call.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from eval.perf.semantic import render, run
+from tests.support.schema_model import SchemaModel
+from tests.support.scripted_server import Respond, ScriptedServer
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _cfg(tmp: Path, *overrides: str) -> Any:
+    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
+        return compose(
+            "perf_semantic",
+            overrides=[
+                "bench=dev",
+                f"bench.data_dir={tmp / 'dev'}",
+                "bench.variants=[clean]",
+                "task_ids=[transport/driving/task1]",
+                "workers=1",
+                f"out={tmp / 'out'}",
+                "llm.max_retries=0",
+                "llm.timeout_s=10",
+                *overrides,
+            ],
+        )
+
+
+def test_llm_and_hierarchical_calls_are_counted_per_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with ScriptedServer([Respond(SchemaModel())] * 400, flavor="llama.cpp", context_window=32768) as server:
+        monkeypatch.setenv("STATEGUARD_MANAGER_BASE_URL", server.base_url)
+        monkeypatch.setenv("STATEGUARD_MANAGER_MODEL", "scripted-schema")
+        report = run(_cfg(tmp_path, "settings=[llm,hierarchical]"))
+        chats = sum(1 for r in server.requests if "messages" in r)
+    saved = json.loads((tmp_path / "out" / "semantic.json").read_text())
+    calls = {r["setting"]: r["model_calls"] for r in saved["runs"]}
+    # Every chat request the server answered is one counted call of exactly one setting.
+    assert calls["baseline"] == 0 and calls["llm"] + calls["hierarchical"] == chats
+    # The llm manager asks at every activation; the hierarchical one only on unverified requirements.
+    assert calls["llm"] >= 5 > calls["hierarchical"]
+    llm = report["settings"]["llm"]
+    assert llm["model_calls_per_rollout"] == calls["llm"] and llm["seconds_per_call"] > 0
+    assert "calls per rollout" in render(report)
+
+
+def test_an_unknown_setting_is_refused_before_any_rollout(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="settings: unknown \\['llm_manager'\\]"):
+        run(_cfg(tmp_path, "settings=[llm_manager]"))
+    with pytest.raises(ValueError, match="no such task in bench=dev"):
+        run(_cfg(tmp_path, "settings=[llm]", "task_ids=[transport/driving/task9]"))
+    assert not (tmp_path / "out").exists()
