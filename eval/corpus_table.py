@@ -13,11 +13,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from stateguard.artifacts.run_folder import CORPUS_STATS_FILE, CORPUS_STATS_TABLE
 from stateguard.corpus_stats import CorpusStats, render_markdown
 
 __all__ = ["STATS_FILE", "find_corpus_stats", "write_corpus_table"]
 
-STATS_FILE = "corpus_stats.json"
+STATS_FILE = CORPUS_STATS_FILE
 
 
 def find_corpus_stats(run_dir: Path) -> Path | None:
@@ -41,6 +42,6 @@ def write_corpus_table(stats_path: Path, out: Path) -> Path:
     except ValueError as exc:
         raise ValueError(f"{stats_path}: not a corpus statistics record ({exc}); rerun `make synth`") from exc
     out.mkdir(parents=True, exist_ok=True)
-    path = out / "corpus_stats.md"
+    path = out / CORPUS_STATS_TABLE
     path.write_text(render_markdown(stats), encoding="utf-8")
     return path

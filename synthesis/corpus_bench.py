@@ -56,15 +56,15 @@ def measure(datasets: list[str], tasks: int, out: Path, profile: Path | None = N
         prof.disable()
         prof.dump_stats(str(profile))
     cpu, wall = _cpu_s() - cpu0, time.perf_counter() - wall0
-    export = result.export or {}
-    kept = float(export.get("kept", 0))
+    export = result.export
+    kept = float(export.kept if export else 0)
     return {
         "tasks": float(len(result.tasks)),
-        "attempted": float(export.get("trajectories", 0)),
+        "attempted": float(export.trajectories if export else 0),
         "kept": kept,
         "cpu_s": cpu,
         "wall_s": wall,
-        "export_s": float(export.get("elapsed_s", 0.0)),
+        "export_s": float(export.elapsed_s if export else 0.0),
         "per_cpu_min": 60 * kept / cpu if cpu else 0.0,
     }
 

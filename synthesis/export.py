@@ -500,8 +500,8 @@ def export(
         tasks=len(by_task),
         elapsed_s=time.perf_counter() - (started if started is not None else start),
     )
-    (out / "corpus_stats.json").write_text(stats.model_dump_json(indent=1) + "\n", encoding="utf-8")
-    (out / "corpus_stats.md").write_text(render_markdown(stats), encoding="utf-8")
+    CorpusFolder(out).corpus_stats.write_text(stats.model_dump_json(indent=1) + "\n", encoding="utf-8")
+    CorpusFolder(out).corpus_stats_table.write_text(render_markdown(stats), encoding="utf-8")
     summary.benign_share = round(stats.benign_share, 4)
     save_export_summary(CorpusFolder(out).export_summary, summary)
     return summary.model_dump(mode="json")
@@ -549,7 +549,7 @@ def main(argv: list[str] | None = None) -> int:
         teacher=args.teacher,
     )
     print(json.dumps(summary, indent=1))
-    print((Path(args.out_dir) / "corpus_stats.md").read_text(encoding="utf-8"))
+    print(CorpusFolder(Path(args.out_dir)).corpus_stats_table.read_text(encoding="utf-8"))
     return 0
 
 

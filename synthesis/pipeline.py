@@ -25,14 +25,16 @@ from collections import Counter
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import hydra
 from omegaconf import DictConfig
 from pydantic import BaseModel, Field
 from tqdm import tqdm
 
+from stateguard.artifacts.export_summary import SynthExport
 from stateguard.artifacts.graph import load_graph
+from stateguard.artifacts.run_folder import CorpusFolder
 from stateguard.artifacts.task_folder import TaskFolder
 from synthesis.freeze import FreezeError, bench_manifest, check_frozen, write_frozen
 from synthesis.replay import has_valid_marker, verify_replay, write_marker
@@ -88,9 +90,7 @@ class SynthResult(BaseModel):
     tasks: list[str]
     dropped: list[DroppedTask]
     elapsed_s: float
-    export: dict[str, Any] | None = Field(
-        default=None, description="summary of the SFT/RL export, when enabled"
-    )
+    export: SynthExport | None = Field(default=None, description="summary of the SFT/RL export, when enabled")
     bench_sha256: str | None = Field(
         default=None, description="SHA-256 of the benchmark manifest (freeze != off)"
     )
@@ -325,7 +325,7 @@ def run(cfg: DictConfig) -> SynthResult:
             teacher=str(export_cfg.get("teacher", "rules")),
             started=start,
         )
-        result.export = {**summary, "out_dir": str(export_cfg.out_dir)}
+        result.export = SynthExport(**summary, out_dir=str(export_cfg.out_dir))
     (out_dir / SUMMARY).write_text(result.model_dump_json(indent=1) + "\n", encoding="utf-8")
     return result
 
@@ -366,10 +366,10 @@ def render(result: SynthResult) -> str:
     if result.export is not None:
         e = result.export
         lines.append(
-            f"export: {e.get('kept')}/{e.get('trajectories')} trajectories kept; SFT samples "
-            f"{json.dumps(e.get('sft_samples'))}; RL prompts {e.get('rl_prompts')} -> {e.get('out_dir', '')}"
+            f"export: {e.kept}/{e.trajectories} trajectories kept; SFT samples "
+            f"{json.dumps(e.sft_samples)}; RL prompts {e.rl_prompts} -> {e.out_dir}"
         )
-        stats = Path(str(e.get("out_dir", ""))) / "corpus_stats.md"
+        stats = CorpusFolder(Path(e.out_dir)).corpus_stats_table
         if stats.is_file():
             lines += ["", "corpus statistics (next to the paper's D.2):", stats.read_text(encoding="utf-8")]
     return "\n".join(lines)

@@ -59,6 +59,8 @@ NAMES = frozenset(
         "summary.json",
         "config.yaml",
         "export_summary.json",
+        "corpus_stats.json",
+        "corpus_stats.md",
     }
 )
 TRACE_MODULES = ("stateguard.trace", "stateguard.artifacts")

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from stateguard.artifacts.files import load_model
 
-__all__ = ["ExportSummary", "load_export_summary", "save_export_summary"]
+__all__ = ["ExportSummary", "SynthExport", "load_export_summary", "save_export_summary"]
 
 
 class ExportSummary(BaseModel):
@@ -38,6 +38,12 @@ class ExportSummary(BaseModel):
     rl_inconsistent: int = Field(description="RL prompts with g = 1")
     elapsed_s: float
     benign_share: float = 0.0
+
+
+class SynthExport(ExportSummary):
+    """The export's summary as `make synth` reports it (`synth_summary.json`'s `export`): where it went."""
+
+    out_dir: str
 
 
 def save_export_summary(path: str | Path, summary: ExportSummary) -> None:

@@ -31,6 +31,8 @@ from pathlib import Path
 __all__ = [
     "CHECKPOINTS_DIR",
     "CONFIG_FILE",
+    "CORPUS_STATS_FILE",
+    "CORPUS_STATS_TABLE",
     "EXPORT_SUMMARY_FILE",
     "LLM_CALLS_FILE",
     "RECORDS_DIR",
@@ -64,6 +66,8 @@ RECORDS_DIR = "records"
 SFT_DIR = "sft"
 RL_PROMPTS_FILE = "rl/prompts.parquet"
 EXPORT_SUMMARY_FILE = "export_summary.json"
+CORPUS_STATS_FILE = "corpus_stats.json"  # stateguard.corpus_stats.CorpusStats
+CORPUS_STATS_TABLE = "corpus_stats.md"  # its rendering next to the paper's D.2
 
 
 @dataclass(frozen=True)
@@ -159,6 +163,14 @@ class CorpusFolder:
     @property
     def export_summary(self) -> Path:
         return self.root / EXPORT_SUMMARY_FILE
+
+    @property
+    def corpus_stats(self) -> Path:
+        return self.root / CORPUS_STATS_FILE
+
+    @property
+    def corpus_stats_table(self) -> Path:
+        return self.root / CORPUS_STATS_TABLE
 
     def rollout(self, task_id: str, variant: str) -> RolloutFolder:
         return RolloutFolder(self.runs / task_id / variant)

@@ -163,20 +163,20 @@ def test_make_synth_also_exports_the_corpus_and_rl_prompts(debug_export: tuple[P
     from datasets import load_from_disk
 
     tmp_path, result = debug_export
-    assert result.export is not None and 0 < result.export["kept"] <= result.export["trajectories"]
+    assert result.export is not None and 0 < result.export.kept <= result.export.trajectories
     e = result.export
     assert (
-        e["kept_by_variant"]["clean"] == 6
-        and e["kept_by_variant"]["repair"] >= 2
-        and "auto" in e["attempted_by_variant"]
+        e.kept_by_variant["clean"] == 6
+        and e.kept_by_variant["repair"] >= 2
+        and "auto" in e.attempted_by_variant
     )
     # every attempted-but-dropped trajectory is counted under at least one named reason
-    assert e["trajectories"] - e["kept"] <= sum(e["rejections"].values())
+    assert e.trajectories - e.kept <= sum(e.rejections.values())
     corpus = tmp_path / "corpus"
     sft = load_from_disk(str(corpus / "sft"))
-    assert len(sft) == sum(result.export["sft_samples"].values())
+    assert len(sft) == sum(e.sft_samples.values())
     table = pq.read_table(corpus / "rl" / "prompts.parquet")
-    assert table.num_rows == result.export["rl_prompts"]
+    assert table.num_rows == e.rl_prompts
     assert {"data_source", "prompt", "ability", "reward_model", "extra_info"} <= set(table.column_names)
     summary = json.loads((tmp_path / "synth_summary.json").read_text())
     assert summary["export"]["rl_prompts"] == table.num_rows

@@ -150,4 +150,4 @@ def test_pipeline_builds_and_exports_tasks_from_each_source(
         kept = [r for r in records if r.keep]
         assert any(r.variant == "clean" for r in kept), task_id
         assert any(r.variant != "clean" for r in kept), task_id  # a counterfactual variant is kept too
-    assert result.export is not None and result.export["kept"] >= 6
+    assert result.export is not None and result.export.kept >= 6
