@@ -130,6 +130,12 @@ class UpdateStateArgs(_Args):
     conclusions: list[ConclusionArg | Annotated[str, StringConstraints(min_length=1)]] = Field(
         default_factory=list
     )
+    constraints: list[ConstraintArg] = Field(
+        default_factory=list,
+        description="Constraints made executable now that the work is known (turn-aligned flow: the "
+        "state opened before the worker ran): one with the text of a constraint of the draft replaces it "
+        "(gives it code, or takes code away); others are added.",
+    )
 
 
 class FinalizeRelationsArgs(_Args):

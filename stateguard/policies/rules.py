@@ -9,10 +9,11 @@ versions the turn consumed are upstream; a turn that rebinds a variable another 
 (without reading it) invalidates that state. It never supplies code or answers, and it records
 which check fired in the REPAIR evidence.
 
-With a `SemanticVerifier` (`stateguard.verification`, on by default) it also checks what the
+With a `SemanticVerifier` (`stateguard.verification`; `semantic.enabled` in eval) it also checks what the
 question asks against what the code did: requirements read from the task text become the state's
-executable constraints and probes, and the evidence is gathered with inspect_python, run_probe and
-load_state tool calls. What it still cannot see (a requirement it could not tie to code or data)
+executable constraints (at OPEN in the segment flow, at UPDATE in the turn-aligned flow, once the
+turn's code is known) and probes, and the evidence is gathered with inspect_python, compile_python,
+run_probe and load_state tool calls. What it still cannot see (a requirement it could not tie to code or data)
 is the LLM manager's job in the hierarchical policy.
 """
 
@@ -135,6 +136,9 @@ class RulesManager:
         }
         if ctx.regime is Regime.SEGMENT_INDUCED:
             args["source_interval"] = [steps[0].index, steps[-1].index] if steps else None
+        elif self.semantic is not None:  # the turn's work is known now: its requirements get code
+            retry, turn = self._under_review(obs, ctx)
+            args["constraints"] = yield from raw_actions(self.semantic.update_constraints(ctx, turn, retry))
         yield Action.of(UpdateStateArgs.model_validate(args))
 
     def _under_review(self, obs: ManagerObservation, ctx: ManagerContext) -> tuple[list[WorkerStep], Any]:

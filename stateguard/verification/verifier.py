@@ -2,6 +2,7 @@
 
     verifier = SemanticVerifier()
     constraints = yield from verifier.open_constraints(ctx, turn, steps)   # before OPEN_STATE
+    constraints = yield from verifier.update_constraints(ctx, turn, steps) # UPDATE_STATE, turn-aligned
     findings = yield from verifier.verify(obs, ctx, turn, steps)           # at verification
 
 Both are generator fragments a policy runs with `yield from`: every piece of evidence is a tool
@@ -9,11 +10,16 @@ action applied by the harness and recorded in the trace —
   inspect_python  the span's code -> its row conditions, aggregates, keys, joins (`inspect.py`);
   run_probe       the data's vocabulary (columns, category values) of the tables the code reads
                   and writes, then one batch of requirement probes (`probes.py`);
-  load_state      the committed state whose definition of a term the turn relies on.
+  load_state      the committed state whose definition of a term the turn relies on;
+  compile_python  every requirement probe before it runs (and every check before it becomes a
+                  constraint): one that does not compile is not run and its requirement is
+                  reported unverified, never a finding (`syntax.py`).
 Requirements come from the turn's question (and the task's standing instructions, and the
 current definitions of terms an earlier turn defined). Checks on artifacts the turn leaves (a
 table, a frame, the reported dict) become the state's executable constraints when the code is
-known at OPEN (segment flow); the harness evaluates them at UPDATE. Everything else is probed at
+known: at OPEN in the segment flow, at UPDATE in the turn-aligned flow (the state opened before
+the work, with the requirements in words; `update_constraints` gives them code once the turn's
+steps are known). The harness evaluates them at UPDATE. Everything else is probed at
 verification. A requirement violated by a concrete probe result is a finding; one that could not
 be tied to code or data is listed as unverified (for the LLM tier), never a finding.
 """
@@ -35,6 +41,7 @@ from stateguard.verification.code_model import CodeSemantics
 from stateguard.verification.definitions import Definitions
 from stateguard.verification.extract import context_requirements, dedupe, extract
 from stateguard.verification.requirements import Kind, Requirement
+from stateguard.verification.syntax import culprit, syntax_program
 from stateguard.verification.vocabulary import Vocabulary, vocabulary_probe
 
 Fragment = Generator[tuple[str, dict[str, Any]], Any, Any]
@@ -110,8 +117,10 @@ class SemanticVerifier:
         plan = yield from self._plan(ctx, turn, steps)
         out: list[dict[str, Any]] = []
         coded = set()
-        for item in plan.items:
-            if self.config.constraints and item.constraint:
+        wanted = [i for i in plan.items if self.config.constraints and i.constraint]
+        runnable, _ = yield from self._compiled(wanted)
+        for item in runnable:
+            if item.constraint:
                 text = constraint_text(item.requirement)
                 if text not in self.owned:
                     self.owned[text] = item
@@ -123,6 +132,16 @@ class SemanticVerifier:
                 if all(c["text"] != text for c in out):
                     out.append({"text": text})
         return out
+
+    def update_constraints(self, ctx: Any, turn: Any, steps: list[WorkerStep]) -> Fragment:
+        """Constraints for UPDATE_STATE in the turn-aligned flow, where the state opened before the
+        work with its requirements in words: the checks the turn's code and artifacts now allow,
+        with code (a requirement of the same text gets it in place). A check attached at an earlier
+        UPDATE of this state (before a repair) that the retry no longer yields goes back to words."""
+        before = list(self.owned)
+        opened = yield from self.open_constraints(ctx, turn, steps)
+        coded: list[dict[str, Any]] = [c for c in opened if c.get("code")]
+        return coded + [{"text": text} for text in before if text not in self.owned]
 
     def verify(self, obs: ManagerObservation, ctx: Any, turn: Any, steps: list[WorkerStep]) -> Fragment:
         """Findings for the state under verification (every piece of evidence a tool call)."""
@@ -139,6 +158,9 @@ class SemanticVerifier:
                 )
             else:
                 rest.append(item)
+        broken: dict[str, str] = {}
+        if rest and self.config.probes:
+            rest, broken = yield from self._compiled(rest)
         if rest and self.config.probes:
             result = yield ("run_probe", {"code": probes.batch(rest)})
             tool = getattr(result, "tool_result", None)
@@ -151,16 +173,40 @@ class SemanticVerifier:
         ]
         if not any(f.evidence.startswith("output") for f in findings):
             findings += _empty_report(plan.requirements, steps)
+        failed = [i for i in plan.items if i.id in broken]
         self.last = Verification(
             requirements=plan.requirements,
-            notes=plan.notes,
-            unverified=plan.unverified,
+            notes=plan.notes
+            + [f"{i.requirement.describe()}: its {i.check} probe does not compile ({broken[i.id]}); not run" for i in failed],
+            unverified=plan.unverified + [i.requirement for i in failed if i.requirement not in plan.unverified],
             outcomes={k: v.model_dump(exclude_none=True) for k, v in outcomes.items()},
             findings=findings,
         )
         return findings
 
     # -- internals ----------------------------------------------------------------------
+    def _compiled(
+        self, items: list[probes.ProbeItem]
+    ) -> Generator[tuple[str, dict[str, Any]], Any, tuple[list[probes.ProbeItem], dict[str, str]]]:
+        """The items whose probe compiles (`compile_python`, one call while all compile), and the
+        syntax error of each one that does not: those are neither run nor attached."""
+        pending, broken = list(items), {}
+        while pending:
+            program, spans = syntax_program(pending)
+            result = yield ("compile_python", {"code": program})
+            tool = getattr(result, "tool_result", None)
+            if tool is None or not tool.ok:
+                break  # no evidence either way: the batch isolates each snippet anyway
+            data = tool.data
+            if data.get("valid"):
+                break
+            message = f"{data.get('message')} at line {data.get('line')}"
+            bad = culprit(spans, data.get("line"))
+            drop = [i for i in pending if bad is None or i.id == bad]  # not attributable: none is run
+            broken.update({i.id: message for i in drop})
+            pending = [i for i in pending if i not in drop]
+        return pending, broken
+
     def _plan(self, ctx: Any, turn: Any, steps: list[WorkerStep]) -> Fragment:
         key = (getattr(turn, "turn_id", None), tuple(s.index for s in steps))
         if steps and self._cached is not None and self._cached[0] == key:
