@@ -177,8 +177,12 @@ class SemanticVerifier:
         self.last = Verification(
             requirements=plan.requirements,
             notes=plan.notes
-            + [f"{i.requirement.describe()}: its {i.check} probe does not compile ({broken[i.id]}); not run" for i in failed],
-            unverified=plan.unverified + [i.requirement for i in failed if i.requirement not in plan.unverified],
+            + [
+                f"{i.requirement.describe()}: its {i.check} probe does not compile ({broken[i.id]}); not run"
+                for i in failed
+            ],
+            unverified=plan.unverified
+            + [i.requirement for i in failed if i.requirement not in plan.unverified],
             outcomes={k: v.model_dump(exclude_none=True) for k, v in outcomes.items()},
             findings=findings,
         )

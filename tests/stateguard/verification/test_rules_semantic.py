@@ -104,7 +104,11 @@ def test_segment_flow_states_carry_executable_requirements(task: Task, tmp_path:
 def _coded(events: list) -> list[list[dict]]:
     """Per committed state, its requirement constraints that carry code."""
     return [
-        [c for c in e.payload["state"]["constraints"] if c.get("code") and c["text"].startswith("requirement:")]
+        [
+            c
+            for c in e.payload["state"]["constraints"]
+            if c.get("code") and c["text"].startswith("requirement:")
+        ]
         for e in events
         if e.kind == "state_committed"
     ]
@@ -138,7 +142,7 @@ def test_turn_aligned_executable_requirement_fails_then_holds_after_the_retry(
         for e in events
         if e.kind == "constraint_checks"
         for r in e.payload["results"]
-        if r["text"].startswith("requirement: order")
+        if "ranked by" in r["text"]
     ]
     assert [r["passed"] for r in turn3] == [False, True]  # the faulty ranking, then the correct retry
     state3 = [e.payload["state"] for e in events if e.kind == "state_committed"][2]
