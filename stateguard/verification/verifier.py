@@ -307,9 +307,16 @@ def _is_empty(value: Any) -> bool:
     return False
 
 
+_PAST_RULE = re.compile(
+    r"\(\s*(?:until now|up to now|so far|previously|formerly|before this turn)\b[^)]*\)", re.IGNORECASE
+)
+
+
 def _own_context(turn: Any) -> str:
-    """The turn's own context (turn 1's holds the task-wide description, which states no rule)."""
-    return str(getattr(turn, "context", "") or "") if getattr(turn, "turn_id", 1) > 1 else ""
+    """The turn's own context (turn 1's holds the task-wide description, which states no rule),
+    without the rule it replaces: "(until now, a bird counts as heavy when ...)" is history."""
+    text = str(getattr(turn, "context", "") or "") if getattr(turn, "turn_id", 1) > 1 else ""
+    return _PAST_RULE.sub("", text)
 
 
 def _names(sem: CodeSemantics) -> list[str]:

@@ -66,3 +66,20 @@ def test_a_ranking_read_without_its_sort_column_is_never_failed() -> None:
     found = [c for c in constraints(session, code + REPORT) if "ranked by" in c["text"]]
     assert len(found) == 1 and found[0]["code"]
     assert session.ws.run_probe(found[0]["code"]).ok
+
+
+def test_the_rule_an_update_replaces_is_not_a_requirement(session: Session) -> None:
+    """An update turn's context restates the old rule in parentheses: history, not this turn's."""
+    context = (
+        "Update: from this turn on, an order counts as big when its price is at least 150 "
+        "(until now, an order counts as big when its price is at least 100). Later questions use it."
+    )
+    session.turn_id = 1
+    findings = session.turn(
+        "How many big orders are there? Report `n_big`.",
+        "big = orders[orders.price >= 150]\nresult = {'n_big': len(big)}",
+        own_context=context,
+    )
+    assert findings == []
+    bounds = [r.value for r in session.verifier.last.requirements if r.value is not None]
+    assert bounds == [150.0]
