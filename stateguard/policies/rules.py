@@ -126,6 +126,13 @@ class RulesManager:
         ):
             yield Action.of(ResumeWorkerArgs())  # segment flow: the retry has not finished yet
             return
+        constraints: list[dict[str, Any]] = []
+        if self.semantic is not None and (ctx.regime is Regime.TURN_ALIGNED or self._retry_from is not None):
+            # The work under review is known now (the turn-aligned state opened before it; a retry
+            # rewrote the segment's): the requirement checks get the code of that work. First, so
+            # that the activation's tool budget goes to this evidence rather than to check_execution.
+            retry, turn = self._under_review(obs, ctx)
+            constraints = yield from raw_actions(self.semantic.update_constraints(ctx, turn, retry))
         for step in steps:
             yield Action.of(CheckExecutionArgs(step_id=step.index))
         written, consumed = self._variables(steps, ctx)
@@ -133,12 +140,10 @@ class RulesManager:
             "used_variables": written
             + [{"name": n, "version": v, "value": self._value(ctx, n)} for n, v in consumed.items()],
             "conclusions": self._conclusions(steps),
+            "constraints": constraints,
         }
         if ctx.regime is Regime.SEGMENT_INDUCED:
             args["source_interval"] = [steps[0].index, steps[-1].index] if steps else None
-        elif self.semantic is not None:  # the turn's work is known now: its requirements get code
-            retry, turn = self._under_review(obs, ctx)
-            args["constraints"] = yield from raw_actions(self.semantic.update_constraints(ctx, turn, retry))
         yield Action.of(UpdateStateArgs.model_validate(args))
 
     def _under_review(self, obs: ManagerObservation, ctx: ManagerContext) -> tuple[list[WorkerStep], Any]:

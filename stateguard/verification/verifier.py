@@ -105,6 +105,7 @@ class SemanticVerifier:
         self.owned: dict[str, probes.ProbeItem] = {}
         self.last = Verification()
         self._cached: tuple[tuple[Any, ...], Plan] | None = None  # the plan made at OPEN for the same steps
+        self._refused = False  # a tool call of the plan being made got no result
 
     def owns(self, text: str) -> bool:
         return text.startswith(_TAG)
@@ -134,10 +135,11 @@ class SemanticVerifier:
         return out
 
     def update_constraints(self, ctx: Any, turn: Any, steps: list[WorkerStep]) -> Fragment:
-        """Constraints for UPDATE_STATE in the turn-aligned flow, where the state opened before the
-        work with its requirements in words: the checks the turn's code and artifacts now allow,
-        with code (a requirement of the same text gets it in place). A check attached at an earlier
-        UPDATE of this state (before a repair) that the retry no longer yields goes back to words."""
+        """Constraints for UPDATE_STATE once the work under review is known: in the turn-aligned
+        flow (the state opened before the work, with its requirements in words) and after a retry in
+        either flow. The checks the code and artifacts now allow come with code (a requirement of
+        the same text gets it in place); a check attached earlier (before a repair) that the retry
+        no longer yields goes back to words, so a check of the faulty code never outlives it."""
         before = list(self.owned)
         opened = yield from self.open_constraints(ctx, turn, steps)
         coded: list[dict[str, Any]] = [c for c in opened if c.get("code")]
@@ -215,8 +217,10 @@ class SemanticVerifier:
         key = (getattr(turn, "turn_id", None), tuple(s.index for s in steps))
         if steps and self._cached is not None and self._cached[0] == key:
             return self._cached[1]  # verification right after OPEN: the evidence is already in the trace
+        self._refused = False
         plan = yield from self._fresh_plan(ctx, turn, steps)
-        self._cached = (key, plan) if steps else None
+        # a plan made while a tool call was refused (the activation's tool budget) is not reused
+        self._cached = (key, plan) if steps and not self._refused else None
         return plan
 
     def _fresh_plan(self, ctx: Any, turn: Any, steps: list[WorkerStep]) -> Fragment:
@@ -227,6 +231,7 @@ class SemanticVerifier:
         if ran:
             result = yield ("inspect_python", {"code": "\n\n".join(s.action for s in ran)})
             tool = getattr(result, "tool_result", None)
+            self._refused |= tool is None
             if tool is not None and tool.ok and tool.data.get("valid"):
                 sem = CodeSemantics.model_validate(tool.data.get("semantics") or {})
         written = {w.lower() for s in ran for w in s.meta.get("writes", [])}
@@ -235,6 +240,7 @@ class SemanticVerifier:
         if need and ctx.workspace is not None:
             result = yield ("run_probe", {"code": vocabulary_probe(need, sem.connection)})
             tool = getattr(result, "tool_result", None)
+            self._refused |= tool is None
             if tool is not None:
                 self.vocab = self.vocab.merged(Vocabulary.from_probe(str(tool.data.get("stdout", ""))))
         tables = [n.lower() for n in names]
