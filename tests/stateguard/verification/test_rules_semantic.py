@@ -147,3 +147,28 @@ def test_turn_aligned_executable_requirement_fails_then_holds_after_the_retry(
     assert [r["passed"] for r in turn3] == [False, True]  # the faulty ranking, then the correct retry
     state3 = [e.payload["state"] for e in events if e.kind == "state_committed"][2]
     assert any(c["text"] == turn3[0]["text"] and c.get("code") for c in state3["constraints"])
+
+
+def test_segment_flow_retry_refreshes_the_checks_and_commits_without_fallback(
+    task: Task, tmp_path: Path
+) -> None:
+    """Segment flow: the ranking check attached at OPEN fails on the faulty code; after the repair
+    the checks are made again from the retry's code at UPDATE, they pass, and the state commits
+    by the manager's own decision (no fallback after a refused FINALIZE)."""
+    result, _ = run(task, tmp_path, [ascending(task)], SEGMENT)
+    assert result.repairs == 1
+    events = read_trace(tmp_path / "trace.jsonl")
+    ranked = [
+        r["passed"]
+        for e in events
+        if e.kind == "constraint_checks"
+        for r in e.payload["results"]
+        if "ranked by" in r["text"]
+    ]
+    assert ranked[0] is False and ranked[-1] is True
+    # the refresh read the retry's code: its report, not rebuilt since, is now checked as well
+    s3 = [[r["text"] for r in e.payload["results"]] for e in events if e.kind == "constraint_checks"][1:3]
+    assert len(s3[1]) > len(s3[0]) and any("reports top_region" in t for t in s3[1])
+    assert not [e for e in events if e.kind == "manager_fallback"]
+    refused = [e for e in events if e.kind == "action" and e.payload["name"] == "FINALIZE_RELATIONS"]
+    assert all(e.payload["accepted"] for e in refused)
