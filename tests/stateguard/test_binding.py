@@ -86,3 +86,13 @@ def test_update_gives_an_open_constraint_its_code_and_the_harness_evaluates_it()
     assert [(c.text, c.code is None) for c in h.draft.constraints][1] == ("x is small", True)
     assert [(r.text, r.passed) for r in h.draft.constraint_results] == [("x is an int", True)]
     assert h.apply(RawAction(name="FINALIZE_RELATIONS", arguments={})).accepted
+
+
+def test_update_constraints_are_accepted_but_not_shown_to_a_model() -> None:
+    """The model sees the paper's UPDATE_STATE; the deterministic tier may send constraints."""
+    from stateguard.actions import ControlAction, UpdateStateArgs, tool_schema
+
+    shown = tool_schema(ControlAction.UPDATE_STATE)["function"]["parameters"]["properties"]
+    assert "constraints" not in shown
+    args = UpdateStateArgs.model_validate({"constraints": [{"text": "t", "code": "assert True"}]})
+    assert [(c.text, c.code) for c in args.constraints] == [("t", "assert True")]
