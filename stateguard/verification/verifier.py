@@ -58,7 +58,9 @@ class SemanticConfig(BaseModel):
         description="Off by default: not yet measured clean on the held-out hand-written tasks (README).",
     )
     constraints: bool = Field(
-        default=True, description="Attach artifact checks as executable constraints at OPEN."
+        default=True,
+        description="Attach artifact checks as executable constraints once the code is known "
+        "(OPEN in the segment flow, UPDATE in the turn-aligned flow and after a retry).",
     )
     probes: bool = Field(default=True, description="Probe code-bound checks at verification.")
     definitions: bool = Field(
