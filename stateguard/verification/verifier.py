@@ -2,7 +2,7 @@
 
     verifier = SemanticVerifier()
     constraints = yield from verifier.open_constraints(ctx, turn, steps)   # before OPEN_STATE
-    constraints = yield from verifier.update_constraints(ctx, turn, steps) # UPDATE_STATE, turn-aligned
+    constraints = yield from verifier.update_constraints(ctx, turn, steps) # UPDATE_STATE: turn-aligned, or a retry
     findings = yield from verifier.verify(obs, ctx, turn, steps)           # at verification
 
 Both are generator fragments a policy runs with `yield from`: every piece of evidence is a tool
@@ -19,7 +19,8 @@ current definitions of terms an earlier turn defined). Checks on artifacts the t
 table, a frame, the reported dict) become the state's executable constraints when the code is
 known: at OPEN in the segment flow, at UPDATE in the turn-aligned flow (the state opened before
 the work, with the requirements in words; `update_constraints` gives them code once the turn's
-steps are known). The harness evaluates them at UPDATE. Everything else is probed at
+steps are known, and makes them again from a retry's code in either flow). The harness evaluates
+them at UPDATE. Everything else is probed at
 verification. A requirement violated by a concrete probe result is a finding; one that could not
 be tied to code or data is listed as unverified (for the LLM tier), never a finding.
 """
@@ -123,12 +124,11 @@ class SemanticVerifier:
         wanted = [i for i in plan.items if self.config.constraints and i.constraint]
         runnable, _ = yield from self._compiled(wanted)
         for item in runnable:
-            if item.constraint:
-                text = constraint_text(item.requirement)
-                if text not in self.owned:
-                    self.owned[text] = item
-                    out.append({"text": text, "code": probes.constraint_code(item)})
-                    coded.add(id(item.requirement))
+            text = constraint_text(item.requirement)
+            if text not in self.owned:
+                self.owned[text] = item
+                out.append({"text": text, "code": probes.constraint_code(item)})
+                coded.add(id(item.requirement))
         for req in plan.requirements:
             if id(req) not in coded and req.kind is not Kind.ROUNDING:
                 text = constraint_text(req)
