@@ -253,6 +253,20 @@ class RulesManager:
         )
         if result.accepted:
             return
+        made = self._draft_made(obs)
+        if "must be localized" in (getattr(result, "feedback", "") or "") and made:
+            # The finding names what the harness cannot resolve (a SQL table that is no workspace
+            # variable): name what the draft's own steps made instead (the reported dict).
+            names = made
+            self.mark_repair(obs, ctx, names)
+            result = yield Action.of(
+                RepairArgs(
+                    analytical_evidence="; ".join(f"[{f.check}] {f.evidence}" for f in findings),
+                    error_hint=ErrorHintArg(error_variables=names, faulty_reasoning=first.reason),
+                )
+            )
+            if result.accepted:
+                return
         # The hint guard refused our wording (e.g. a value slipped in): fall back to a generic reason.
         result = yield Action.of(
             RepairArgs(
@@ -264,6 +278,18 @@ class RulesManager:
         )
         if not result.accepted:  # nothing the worker could act on: leave the work as it is
             yield self.finalize(obs, ctx)
+
+    @staticmethod
+    def _draft_made(obs: ManagerObservation) -> list[str]:
+        """Variables the draft's own steps made (version = the draft), scratch names left out."""
+        draft = obs.current_draft or {}
+        return sorted(
+            {
+                v["name"]
+                for v in draft.get("used_variables", [])
+                if v.get("version") == draft.get("id") and not str(v.get("name", "_")).startswith("_")
+            }
+        )
 
     def _escalate(self, obs: ManagerObservation, ctx: ManagerContext, findings: list[checks.Finding]) -> bool:
         """A second repair is heavy (it deletes variables) and an exhausted budget rolls back, so

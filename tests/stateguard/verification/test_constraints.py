@@ -83,3 +83,21 @@ def test_the_rule_an_update_replaces_is_not_a_requirement(session: Session) -> N
     assert findings == []
     bounds = [r.value for r in session.verifier.last.requirements if r.value is not None]
     assert bounds == [150.0]
+
+
+def test_a_repair_the_harness_cannot_localize_names_what_the_draft_made() -> None:
+    """A finding on a SQL table that is no workspace variable: the second REPAIR names the
+    variables the draft's own steps made (not scratch names, not inherited versions)."""
+    from stateguard.policies.rules import RulesManager
+
+    draft = {
+        "id": "S4",
+        "used_variables": [
+            {"name": "result", "version": "S4"},
+            {"name": "_rows", "version": "S4"},
+            {"name": "sales", "version": "S1"},
+        ],
+    }
+    obs: Any = SimpleNamespace(current_draft=draft)
+    assert RulesManager._draft_made(obs) == ["result"]
+    assert RulesManager._draft_made(SimpleNamespace(current_draft=None)) == []  # type: ignore[arg-type]
