@@ -28,7 +28,7 @@ from stateguard.preflight import BindingError, bind_run
 from stateguard.records import Record
 from stateguard.store import StateStore
 from stateguard.task import AgentTask, AgentTurn, agent_view, prelude
-from stateguard.trace import Trace
+from stateguard.trace import Trace, manager_activation
 from stateguard.worker_contract import WorkerAdapter, WorkerMessage
 from stateguard.workspace import LiveWorkspace
 
@@ -153,6 +153,11 @@ class _Run:
         return result
 
     def _activation(self, obs: Any, ctx: ManagerContext) -> HarnessResult:
+        # model calls made while the policy decides are logged with this activation's id
+        with manager_activation(self.harness.activation):
+            return self._drive(obs, ctx)
+
+    def _drive(self, obs: Any, ctx: ManagerContext) -> HarnessResult:
         assert self.manager is not None
         gen = self.manager.activate(obs, ctx)
         try:

@@ -12,6 +12,11 @@ written, and `read_trace` returns typed events.
 
     trace = Trace(RolloutFolder(run).trace); trace.emit("turn_start", turn_id=3, question="...")
     events = read_trace(RolloutFolder(run).trace)
+
+Model calls are logged by the LLM client, which does not know which manager activation it
+serves; the rollout loop opens `manager_activation(n)` around each activation and the client's
+`llm_call` event records `current_activation()`, so `llm_calls.jsonl` joins the trace's
+`action` and `tool` events on the activation id.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +36,25 @@ from stateguard.artifacts.events import EVENTS, TraceEvent
 from stateguard.artifacts.files import describe_errors
 from stateguard.records import SCHEMA_VERSION
 
-__all__ = ["Trace", "TraceEvent", "read_trace"]
+__all__ = ["Trace", "TraceEvent", "current_activation", "manager_activation", "read_trace"]
+
+# A context variable, not a global: each thread (and each task of a parallel runner) has its own.
+_ACTIVATION: ContextVar[int | None] = ContextVar("stateguard_manager_activation", default=None)
+
+
+@contextmanager
+def manager_activation(activation: int) -> Iterator[None]:
+    """Everything run inside serves manager activation `activation` (the harness's id)."""
+    token = _ACTIVATION.set(activation)
+    try:
+        yield
+    finally:
+        _ACTIVATION.reset(token)
+
+
+def current_activation() -> int | None:
+    """The manager activation being served, None outside one (the worker's own model calls)."""
+    return _ACTIVATION.get()
 
 
 def _event(raw: dict[str, Any], where: str) -> TraceEvent:

@@ -23,7 +23,7 @@ import types
 from contextlib import redirect_stderr, redirect_stdout
 from typing import Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from stateguard.dataflow import CellFacts, CellRecorder, DataflowGraph, cell_dataflow
 from stateguard.dataflow.change import content_hash
@@ -39,6 +39,39 @@ class VariableSummary(BaseModel):
     dtype: str | None = None
     head: str = ""
     content_hash: str = ""
+
+    def value_summary(self) -> ValueSummary:
+        """The listing entry as the value a state records for a variable (no head: the listing's
+        head is short and the hash already names the content)."""
+        return ValueSummary(type=self.type, shape=self.shape, hash=self.content_hash)
+
+
+class ValueSummary(BaseModel):
+    """A value that does not travel as JSON, described instead: what the sandbox's `get_value`
+    returns for a DataFrame or any other object (`stateguard.sandbox.values.summary`), and what the
+    rules manager records as a state variable's value (`VariableSummary.value_summary`). It lands
+    in `VariableRef.value` as a plain dict (`as_value`); readers get it back with `of`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    type: str = Field(min_length=1)
+    shape: list[int] | None = None
+    head: str | None = Field(default=None, description="The value's first rows or repr, truncated.")
+    hash: str = Field(default="", description="stateguard.dataflow.change.content_hash of the value.")
+
+    def as_value(self) -> dict[str, Any]:
+        """The plain dict a state records: the fields that were set, in field order."""
+        return self.model_dump(exclude_unset=True)
+
+    @classmethod
+    def of(cls, value: Any) -> ValueSummary | None:
+        """`value` read back as a summary, or None when it is a plain JSON value (a number, a
+        list, a dict of the analysis' own) rather than a summary."""
+        if not isinstance(value, dict) or "type" not in value or not ({"head", "hash"} & set(value)):
+            return None
+        try:
+            return cls.model_validate(value)
+        except ValidationError:
+            return None
 
 
 class ProbeResult(BaseModel):

@@ -38,8 +38,10 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, Field
 from tqdm import tqdm
 
-from stateguard.actions import tool_schemas
+from stateguard.actions import RepairArgs, tool_schemas
+from stateguard.artifacts.corpus_records import RecordsKey, load_key, load_records, save_records
 from stateguard.artifacts.graph import load_graph
+from stateguard.artifacts.payloads import named_args
 from stateguard.artifacts.run_folder import CorpusFolder
 from stateguard.artifacts.task_folder import TaskFolder
 from stateguard.corpus_stats import render_markdown
@@ -203,12 +205,12 @@ def _faulty_now(rec: TrajectoryRecord, act: ActivationLog) -> bool:
     runs = [
         s
         for s in rec.worker_steps
-        if s.get("turn") == rec.t_star
-        and s.get("purpose") in ("faulty", "recompute")
+        if s.turn == rec.t_star
+        and s.purpose in ("faulty", "recompute")
         and end is not None
-        and s["index"] <= end
+        and s.index <= end
     ]
-    return bool(runs) and runs[-1].get("purpose") == "faulty"
+    return bool(runs) and runs[-1].purpose == "faulty"
 
 
 def rl_prompts(rec: TrajectoryRecord, task: Task) -> list[dict[str, Any]]:
@@ -225,8 +227,9 @@ def rl_prompts(rec: TrajectoryRecord, task: Task) -> list[dict[str, Any]]:
         if control is None:
             continue
         truth: dict[str, Any] = {"action": control.name}
-        if control.name == "REPAIR":
-            truth["affected_variables"] = list(control.arguments["error_hint"]["error_variables"])
+        repair = named_args(control.name, control.arguments, RepairArgs)
+        if repair is not None:
+            truth["affected_variables"] = list(repair.error_hint.error_variables)
             truth["intervention_kind"] = rec.intervention.kind.value if rec.intervention else None
         # g_i (Eq. 30): an inconsistency is present exactly when the state under review is the one
         # θ' changed and θ' is still what computed it; a benign θ' is never an inconsistency.
@@ -337,21 +340,19 @@ class ExportOptions(BaseModel):
 
 def _task_records(root: Path, out: Path, opts: ExportOptions) -> list[TrajectoryRecord]:
     """The trajectories of one task, cached in `out/records/<task_id>.jsonl` (a rerun resumes)."""
-    key = {
-        "seed": opts.seed,
-        "repairs": opts.repairs,
-        "autos": opts.autos,
-        "benign": opts.benign,
-        "heavy": opts.heavy,
-        "abandon": opts.abandon,
-        "teacher": opts.teacher,
-        "version": TEACHER_VERSION,
-    }
+    key = RecordsKey(
+        seed=opts.seed,
+        repairs=opts.repairs,
+        autos=opts.autos,
+        benign=opts.benign,
+        heavy=opts.heavy,
+        abandon=opts.abandon,
+        teacher=opts.teacher,
+        version=TEACHER_VERSION,
+    )
     cache = CorpusFolder(out).record_file(root.name)
-    if cache.is_file():
-        lines = cache.read_text(encoding="utf-8").splitlines()
-        if lines and json.loads(lines[0]) == key:
-            return [TrajectoryRecord.model_validate_json(x) for x in lines[1:]]
+    if load_key(cache) == key:
+        return load_records(cache)[1]
     recs = generate(
         root,
         out,
@@ -363,12 +364,7 @@ def _task_records(root: Path, out: Path, opts: ExportOptions) -> list[Trajectory
         abandon=opts.abandon,
         teacher=opts.teacher,
     )
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cache.with_suffix(".tmp")
-    tmp.write_text(
-        "\n".join([json.dumps(key), *(r.model_dump_json() for r in recs)]) + "\n", encoding="utf-8"
-    )
-    tmp.replace(cache)  # atomic: a killed export never leaves a half-written cache
+    save_records(cache, key, recs)  # atomic: a killed export never leaves a half-written cache
     return recs
 
 

@@ -27,13 +27,12 @@ import random
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from decimal import Decimal
-from enum import StrEnum
 from functools import partial
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
 from sqlglot import exp
 
+from stateguard.artifacts.corpus_records import InterventionKind, InterventionRecord
 from synthesis.sql_deps import parse_statements
 
 __all__ = [
@@ -58,33 +57,9 @@ __all__ = [
     "swap_ratio",
 ]
 
+# InterventionKind and InterventionRecord are fields of the corpus records, so the formats layer
+# (stateguard.artifacts.corpus_records) owns them; this module applies them and re-exports them.
 Result = tuple[str, "InterventionRecord"]
-
-
-class InterventionKind(StrEnum):
-    NUMERIC_PARAMETER = "numeric_parameter"
-    FORMULA_SEMANTICS = "formula_semantics"
-    COMPARISON_DIRECTION = "comparison_direction"
-    CATEGORY_SCOPE = "category_scope"
-    FILTER_CONDITION = "filter_condition"
-
-
-class InterventionRecord(BaseModel):
-    """What an intervention changed, where, and in words."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    kind: InterventionKind
-    operation: str = Field(description="e.g. 'avg_to_median', 'drop_conjunct'.")
-    stage: str | None = Field(description="Stage whose SQL was changed (its CREATE target by default).")
-    description: str = Field(min_length=1)
-    before: str = Field(description="SQL of the rewritten site before the change.")
-    after: str = Field(description="SQL of what replaced the site.")
-    statement: int = Field(default=0, ge=0, description="Index of the statement within the SQL.")
-    path: list[str] = Field(
-        description="Location, in that statement's AST, of the one subtree that differs, e.g. "
-        "['where', 'this']; it is the site itself or lies inside it."
-    )
 
 
 class InterventionNotApplicable(ValueError):

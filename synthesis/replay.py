@@ -1,6 +1,7 @@
 """Stage fingerprints of a built task, and a from-scratch replay that must reproduce them.
 
-    write_fingerprints(task_dir)   -> {turn_id: {stage: sha256, "answer": sha256}}  (hidden/fingerprints.json)
+    write_fingerprints(task_dir)   -> {turn_id: {stage: sha256, "answer": sha256}}  (hidden/fingerprints.json,
+                                      stateguard.artifacts.replay.FingerprintTable)
     verify_replay(task_dir)        -> ReplayReport(ok, mismatches)
     run_turns(codes, agent_dir)    -> [answer per turn]  (the builder's and the fault planner's runner)
 
@@ -29,8 +30,18 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from stateguard.artifacts.files import ArtifactError
 from stateguard.artifacts.graph import load_graph
 from stateguard.artifacts.manifest import load_manifest
+from stateguard.artifacts.replay import (
+    FingerprintTable,
+    ReplayMarker,
+    TurnFingerprints,
+    load_fingerprints,
+    load_marker,
+    save_fingerprints,
+    save_marker,
+)
 from stateguard.artifacts.task_folder import TaskFolder
 from stateguard.task import Task, load_task, prelude
 from synthesis.fingerprint import fingerprint
@@ -53,7 +64,6 @@ __all__ = [
 _HIDDEN = TaskFolder(Path("."))  # relative names inside a task folder, as the manifest and marker record them
 FINGERPRINTS = _HIDDEN.rel(_HIDDEN.fingerprints)
 MARKER = _HIDDEN.rel(_HIDDEN.replay)
-ANSWER_KEY = "answer"
 
 
 def run_turns(codes: list[str], base_path: Path) -> list[Any]:
@@ -185,14 +195,10 @@ def replay_turns(task_dir: str | Path) -> list[TurnReplay]:
     return results
 
 
-def _as_table(results: list[TurnReplay]) -> dict[str, dict[str, str]]:
-    table: dict[str, dict[str, str]] = {}
-    for r in results:
-        entry: dict[str, str] = dict(r.stages)
-        if r.answer_fingerprint is not None:
-            entry[ANSWER_KEY] = r.answer_fingerprint
-        table[str(r.turn_id)] = entry
-    return table
+def _as_table(results: list[TurnReplay]) -> FingerprintTable:
+    return FingerprintTable(
+        {str(r.turn_id): TurnFingerprints.of(r.stages, r.answer_fingerprint) for r in results}
+    )
 
 
 def write_fingerprints(task_dir: str | Path) -> dict[str, dict[str, str]]:
@@ -207,8 +213,8 @@ def write_fingerprints(task_dir: str | Path) -> dict[str, dict[str, str]]:
         if r.answer != expected[r.turn_id]:
             raise RuntimeError(f"{task_dir.name}: turn {r.turn_id} answer differs from task.json")
     table = _as_table(results)
-    (task_dir / FINGERPRINTS).write_text(json.dumps(table, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    return table
+    save_fingerprints(TaskFolder(task_dir), table)
+    return table.as_json()
 
 
 def _check_manifest(task_dir: Path) -> list[Mismatch]:
@@ -236,33 +242,21 @@ def _check_manifest(task_dir: Path) -> list[Mismatch]:
     return out
 
 
-def _load_saved(task_dir: Path) -> tuple[dict[str, dict[str, str]] | None, list[Mismatch]]:
-    path = task_dir / FINGERPRINTS
-    if not path.is_file():
+def _load_saved(task_dir: Path) -> tuple[FingerprintTable | None, list[Mismatch]]:
+    folder = TaskFolder(task_dir)
+    if not folder.fingerprints.is_file():
         return None, [Mismatch(kind="missing_file", file=FINGERPRINTS, reason=f"{FINGERPRINTS} is missing")]
     try:
-        saved = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
+        return load_fingerprints(folder), []
+    except ArtifactError as exc:  # not JSON, or not per-turn digests (a placeholder?)
+        detail = str(exc).split(": ", 1)[-1]
         return None, [
             Mismatch(
                 kind="fingerprints_file",
                 file=FINGERPRINTS,
-                reason=f"{FINGERPRINTS} is not valid JSON ({exc.msg})",
+                reason=f"{FINGERPRINTS} holds no per-turn fingerprints (placeholder?): {detail}",
             )
         ]
-    if (
-        not isinstance(saved, dict)
-        or "status" in saved
-        or not all(isinstance(v, dict) for v in saved.values())
-    ):
-        return None, [
-            Mismatch(
-                kind="fingerprints_file",
-                file=FINGERPRINTS,
-                reason=f"{FINGERPRINTS} holds no per-turn fingerprints (placeholder?)",
-            )
-        ]
-    return saved, []
 
 
 def verify_replay(task_dir: str | Path) -> ReplayReport:
@@ -302,13 +296,13 @@ def verify_replay(task_dir: str | Path) -> ReplayReport:
             )
         if saved is None:
             continue
-        entry = saved.get(str(t))
+        entry = saved.turn(t)
         if entry is None:
             mismatches.append(
                 Mismatch(turn_id=t, kind="fingerprints_file", reason=f"turn {t}: no saved fingerprints")
             )
             continue
-        if entry.get(ANSWER_KEY) != r.answer_fingerprint:
+        if entry.answer != r.answer_fingerprint:
             mismatches.append(
                 Mismatch(
                     turn_id=t,
@@ -317,7 +311,7 @@ def verify_replay(task_dir: str | Path) -> ReplayReport:
                 )
             )
         for name, value in r.stages.items():
-            if entry.get(name) != value:
+            if entry.stages.get(name) != value:
                 mismatches.append(
                     Mismatch(
                         turn_id=t,
@@ -326,7 +320,7 @@ def verify_replay(task_dir: str | Path) -> ReplayReport:
                         reason=f"turn {t}: stage {name} fingerprint does not reproduce",
                     )
                 )
-        stray = sorted(set(entry) - {ANSWER_KEY, *r.stages})
+        stray = sorted(set(entry.stages) - set(r.stages))
         if stray:
             mismatches.append(
                 Mismatch(
@@ -339,7 +333,7 @@ def verify_replay(task_dir: str | Path) -> ReplayReport:
     for t in sorted(set(expected) - ran):
         mismatches.append(Mismatch(turn_id=t, kind="execution", reason=f"turn {t}: not reached"))
     if saved is not None:
-        for key in sorted(set(saved) - {str(t) for t in expected}, key=str):
+        for key in sorted(saved.turn_ids - {str(t) for t in expected}, key=str):
             mismatches.append(
                 Mismatch(
                     kind="fingerprints_file",
@@ -378,24 +372,22 @@ def write_marker(task_dir: str | Path, report: ReplayReport) -> Path:
     hashes = _vouched_hashes(task_dir)
     if hashes is None:
         raise FileNotFoundError(f"{task_dir}: incomplete task folder")
-    path = task_dir / MARKER
-    body = {"ok": True, "task_id": report.task_id, "turns": report.turns, "sha256": hashes}
-    path.write_text(json.dumps(body, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    return path
+    marker = ReplayMarker(ok=True, task_id=report.task_id, turns=report.turns, sha256=hashes)
+    return save_marker(TaskFolder(task_dir), marker)
 
 
 def has_valid_marker(task_dir: str | Path) -> bool:
     """True when the folder holds a passing replay marker whose hashes match the current manifest,
     task, graph and fingerprints, and the agent files still match the manifest."""
     task_dir = Path(task_dir)
-    path = task_dir / MARKER
-    if not path.is_file():
+    folder = TaskFolder(task_dir)
+    if not folder.replay.is_file():
         return False
     try:
-        marker = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError:
+        marker = load_marker(folder)
+    except ArtifactError:  # an unreadable marker vouches for nothing; the task is rebuilt
         return False
     hashes = _vouched_hashes(task_dir)
-    if not marker.get("ok") or hashes is None or marker.get("sha256") != hashes:
+    if not marker.ok or hashes is None or marker.sha256 != hashes:
         return False
     return not _check_manifest(task_dir)

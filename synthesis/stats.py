@@ -16,9 +16,9 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from stateguard.artifacts.corpus_records import TrajectoryRecord
 from stateguard.corpus_stats import CorpusStats
 from stateguard.teacher import flow_named
-from synthesis.trajectories import TrajectoryRecord
 
 __all__ = ["corpus_stats"]
 
@@ -44,7 +44,7 @@ def corpus_stats(
                 if a.accepted:
                     (actions if a.control else tools)[a.name] += 1
     states = [s for rec in kept for s in rec.states]
-    stated = [s for s in states if s["constraints"]]
+    stated = [s for s in states if s.constraints]
     repairs: Counter[str] = Counter(m for rec in kept for m in rec.repair_modes)
     repairs["abandon"] = actions.get("ABANDON_STATE", 0)
     interventions: dict[str, Counter[str]] = {}
@@ -79,12 +79,12 @@ def corpus_stats(
         actions=dict(actions),
         tools=dict(tools),
         states=len(states),
-        constraints_per_state=_mean([s["constraints"] for s in states]),
-        executable_constraints_per_state=_mean([s["executable"] for s in states]),
-        constraints_per_state_stated=_mean([s["constraints"] for s in stated]),
-        variables_per_state=_mean([s["variables"] for s in states]),
-        conclusions_per_state=_mean([s["conclusions"] for s in states]),
-        relations=dict(Counter(t for s in states for t in s["relations"])),
+        constraints_per_state=_mean([s.constraints for s in states]),
+        executable_constraints_per_state=_mean([s.executable for s in states]),
+        constraints_per_state_stated=_mean([s.constraints for s in stated]),
+        variables_per_state=_mean([s.variables for s in states]),
+        conclusions_per_state=_mean([s.conclusions for s in states]),
+        relations=dict(Counter(t for s in states for t in s.relations)),
         repairs=dict(repairs),
         rollbacks=sum(r.rollbacks for r in kept),
         interventions={k: dict(v) for k, v in sorted(interventions.items())},

@@ -31,8 +31,15 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
+from stateguard.artifacts.corpus_records import (
+    ActionRow,
+    InterventionKind,
+    StateStats,
+    TrajectoryRecord,
+    WorkerStepRow,
+)
 from stateguard.artifacts.events import (
     ActionEvent,
     HintDeliveredEvent,
@@ -49,7 +56,6 @@ from stateguard.rollout import rollout
 from stateguard.state import AnalyticalState
 from stateguard.task import Task, load_task
 from stateguard.teacher import (
-    ActivationLog,
     Segment,
     StageCheck,
     TeacherPlan,
@@ -62,7 +68,6 @@ from stateguard.teacher.probe import read_probe
 from stateguard.trace import read_trace
 from stateguard.workers.faults import Fault
 from stateguard.workspace import DictWorkspace
-from synthesis.interventions import InterventionKind, InterventionRecord
 from synthesis.screen import Candidate, screen, stated_select
 
 __all__ = [
@@ -90,37 +95,6 @@ _REASONS: dict[InterventionKind, str] = {
     "states",
 }
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
-
-
-class TrajectoryRecord(BaseModel):
-    trajectory_id: str
-    task_id: str
-    variant: Variant
-    seed: int
-    flow: str = "longds"
-    teacher: str = ""
-    plan: TeacherPlan | None = None
-    t_star: int | None = None
-    stage: str | None = None
-    intervention: InterventionRecord | None = None
-    faulty_code: str | None = None
-    benign: bool = False
-    worker_steps: list[dict[str, Any]] = Field(default_factory=list)
-    action_events: list[dict[str, Any]] = Field(default_factory=list)
-    activations: list[ActivationLog] = Field(default_factory=list)
-    answers: dict[int, Any] = Field(default_factory=dict)
-    reference_answers: dict[int, Any] = Field(default_factory=dict)
-    repair_modes: list[str] = Field(default_factory=list)
-    rollbacks: int = 0
-    states: list[dict[str, Any]] = Field(
-        default_factory=list, description="per committed state: sizes, relation types"
-    )
-    hints: dict[str, int] = Field(default_factory=dict, description="hints delivered by kind")
-    degraded: bool = False
-    trace_kinds: list[str] = Field(default_factory=list)
-    run_dir: str | None = None
-    keep: bool = False
-    rejections: list[str] = Field(default_factory=list)
 
 
 class KeepVerdict(BaseModel):
@@ -193,25 +167,25 @@ def _run(
     )
     events = read_trace(RolloutFolder(run_dir).trace)
     steps = [
-        {
-            "index": s.index,
-            "turn": s.turn,
-            "action": s.action,
-            "output": s.output,
-            "success": s.success,
-            "purpose": s.meta.purpose,
-            "turn_end": s.meta.turn_end,
-        }
+        WorkerStepRow(
+            index=s.index,
+            turn=s.turn,
+            action=s.action,
+            output=s.output,
+            success=s.success,
+            purpose=s.meta.purpose,
+            turn_end=s.meta.turn_end,
+        )
         for s in (e.data for e in events if isinstance(e, WorkerStepEvent))
     ]
     actions = [
-        {
-            "seq": e.seq,
-            "name": e.data.name,
-            "accepted": e.data.accepted,
-            "stage": e.data.stage,
-            "activation": e.data.activation,
-        }
+        ActionRow(
+            seq=e.seq,
+            name=e.data.name,
+            accepted=e.data.accepted,
+            stage=e.data.stage,
+            activation=e.data.activation,
+        )
         for e in events
         if isinstance(e, ActionEvent)
     ]
@@ -231,16 +205,16 @@ def _run(
     }
 
 
-def _state_stats(state: AnalyticalState, plan: TeacherPlan) -> dict[str, Any]:
+def _state_stats(state: AnalyticalState, plan: TeacherPlan) -> StateStats:
     """What a committed state holds (for the corpus statistics)."""
-    return {
-        "id": state.id,
-        "constraints": len(state.constraints),
-        "executable": sum(1 for c in state.constraints if c.code),
-        "variables": len(state.used_variables),
-        "conclusions": len(state.conclusions),
-        "relations": [r.type.value for r in state.relations],
-    }
+    return StateStats(
+        id=state.id,
+        constraints=len(state.constraints),
+        executable=sum(1 for c in state.constraints if c.code),
+        variables=len(state.used_variables),
+        conclusions=len(state.conclusions),
+        relations=[r.type.value for r in state.relations],
+    )
 
 
 def generate(
@@ -389,8 +363,8 @@ def _judge(record: TrajectoryRecord, clean: TrajectoryRecord) -> TrajectoryRecor
 
 
 # ---------------------------------------------------------------------------------- Keep(τ)
-def _step_view(s: dict[str, Any]) -> tuple[Any, ...]:
-    return (s.get("turn"), s.get("action"), _ADDRESS.sub("0x?", s.get("output") or ""))
+def _step_view(s: WorkerStepRow) -> tuple[Any, ...]:
+    return (s.turn, s.action, _ADDRESS.sub("0x?", s.output))
 
 
 def _divergence(tau: TrajectoryRecord, clean: TrajectoryRecord) -> int | None:
@@ -424,15 +398,15 @@ def _replay_fidelity(tau: TrajectoryRecord, clean: TrajectoryRecord) -> bool:
     if tau.variant == "clean":
         return True
     cut = _divergence(tau, clean)
-    if cut is None or cut >= len(tau.worker_steps) or tau.worker_steps[cut].get("turn") != tau.t_star:
+    if cut is None or cut >= len(tau.worker_steps) or tau.worker_steps[cut].turn != tau.t_star:
         return False
     return _manager_prefix(tau, cut) == _manager_prefix(clean, cut)
 
 
 def _faulty_answer(tau: TrajectoryRecord) -> Any:
     for s in tau.worker_steps:
-        if s.get("turn") == tau.t_star and s.get("purpose") == "faulty" and s.get("turn_end"):
-            lines = [x for x in (s.get("output") or "").splitlines() if x.strip()]
+        if s.turn == tau.t_star and s.purpose == "faulty" and s.turn_end:
+            lines = [x for x in s.output.splitlines() if x.strip()]
             try:
                 return json.loads(lines[-1]) if lines else None
             except json.JSONDecodeError:
@@ -442,23 +416,20 @@ def _faulty_answer(tau: TrajectoryRecord) -> Any:
 
 def _intervention_activated(tau: TrajectoryRecord, clean: TrajectoryRecord) -> bool:
     if tau.variant == "clean":
-        return not any(s.get("purpose") != "reference" for s in tau.worker_steps)
-    ran = any(
-        s.get("turn") == tau.t_star and s.get("purpose") == "faulty" and s.get("success")
-        for s in tau.worker_steps
-    )
+        return not any(s.purpose != "reference" for s in tau.worker_steps)
+    ran = any(s.turn == tau.t_star and s.purpose == "faulty" and s.success for s in tau.worker_steps)
     changed = _faulty_answer(tau) != clean.answers.get(tau.t_star or -1)
     return ran and (not changed if tau.variant == "benign" else changed)
 
 
 def _accepted(tau: TrajectoryRecord, name: str) -> int:
-    return sum(1 for a in tau.action_events if a.get("name") == name and a.get("accepted"))
+    return sum(1 for a in tau.action_events if a.name == name and a.accepted)
 
 
 def _retried_after_fault(tau: TrajectoryRecord) -> bool:
-    after = [s for s in tau.worker_steps if s.get("turn") == tau.t_star and s.get("purpose") == "recompute"]
-    first_retry = min((s["index"] for s in after), default=None)
-    faulty_end = max((s["index"] for s in tau.worker_steps if s.get("purpose") == "faulty"), default=None)
+    after = [s for s in tau.worker_steps if s.turn == tau.t_star and s.purpose == "recompute"]
+    first_retry = min((s.index for s in after), default=None)
+    faulty_end = max((s.index for s in tau.worker_steps if s.purpose == "faulty"), default=None)
     return first_retry is not None and faulty_end is not None and first_retry > faulty_end
 
 

@@ -6,7 +6,12 @@ Checked on the source with `ast` (nothing is imported):
   dict keys are not paths and are left out;
 - no module that reads traces indexes an event payload by string (`e.data["index"]`,
   `e.data.get("turn")`): payloads are typed (`stateguard.artifacts.events`);
-- no module indexes a relation graph or a graph stage by string (`graph["stages"]`).
+- no module indexes a relation graph or a graph stage by string (`graph["stages"]`);
+- no module indexes the free-dict fields of an artifact by string (`e.data.draft["variables"]`,
+  `act.arguments.get("code")`, `start.flow["regime"]`): `stateguard.artifacts.payloads` reads
+  them as the runtime's models (`draft_of`, `run_flow`, `action_args` / `named_args`).
+
+The checks run on source text, so `test_the_checks_can_fail` feeds them a small bad snippet.
 
     .venv/bin/python -m pytest -q tests/test_artifact_names.py
 """
@@ -42,6 +47,8 @@ NAMES = frozenset(
 )
 TRACE_MODULES = ("stateguard.trace", "stateguard.artifacts")
 RAW_HOLDERS = frozenset({"graph", "stage"})
+# Artifact fields kept as the writer's plain dict (trace bytes); payloads.py owns their typed reading.
+RAW_SUBDICTS = frozenset({"draft", "flow", "arguments"})
 
 
 def _sources() -> list[Path]:
@@ -69,7 +76,11 @@ def _spells(text: str) -> str | None:
 
 
 def spelled_names(path: Path) -> list[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return spelled_names_in(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))
+
+
+def spelled_names_in(source: str, where: str) -> list[str]:
+    tree = ast.parse(source)
     skip = _docstrings(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Dict):
@@ -79,7 +90,7 @@ def spelled_names(path: Path) -> list[str]:
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip:
             name = _spells(node.value)
             if name is not None:
-                out.append(f"{path.relative_to(ROOT)}:{node.lineno}: {name!r}")
+                out.append(f"{where}:{node.lineno}: {name!r}")
     return out
 
 
@@ -94,8 +105,19 @@ def _string_key(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and isinstance(node.value, str)
 
 
+def _unwrapped(node: ast.AST) -> ast.AST:
+    """`(x.arguments or {})` -> `x.arguments`: a default for a missing dict is still a raw read."""
+    while isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
+        node = node.values[0]
+    return node
+
+
 def raw_reads(path: Path) -> list[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return raw_reads_in(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))
+
+
+def raw_reads_in(source: str, where: str) -> list[str]:
+    tree = ast.parse(source)
     traced = _imports_trace(tree)
     out = []
     for node in ast.walk(tree):
@@ -111,10 +133,12 @@ def raw_reads(path: Path) -> list[str]:
             target, key = node.func.value, node.args[0]
         if target is None or key is None or not _string_key(key):
             continue
+        target = _unwrapped(target)
         payload = traced and isinstance(target, ast.Attribute) and target.attr in ("data", "payload")
         holder = isinstance(target, ast.Name) and target.id in RAW_HOLDERS
-        if payload or holder:
-            out.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
+        subdict = isinstance(target, ast.Attribute) and target.attr in RAW_SUBDICTS
+        if payload or holder or subdict:
+            out.append(f"{where}:{node.lineno}: {ast.unparse(node)}")
     return out
 
 
@@ -128,19 +152,30 @@ def test_no_module_reads_an_artifact_dict_by_string_key() -> None:
     assert found == [], "read the typed models of stateguard.artifacts instead:\n" + "\n".join(found)
 
 
-def test_the_checks_can_fail(tmp_path: Path) -> None:
-    bad = ROOT / "stateguard" / "_artifact_names_probe.py"  # a module of the tree, removed below
-    bad.write_text(
+def test_the_checks_can_fail() -> None:
+    bad = (
         "from stateguard.trace import read_trace\n"
-        "def f(run, graph):\n"
+        "def f(run, graph, act, start):\n"
         '    e = read_trace(run / "trace.jsonl")[0]\n'
-        '    return e.data["index"], graph["stages"], f"{run}/hidden/graph.json", {"hidden": True}\n',
-        encoding="utf-8",
+        '    x = e.data["index"], graph["stages"], f"{run}/hidden/graph.json", {"hidden": True}\n'
+        '    y = e.data.draft["used_variables"], act.arguments["error_hint"]["error_variables"]\n'
+        '    return x, y, (act.arguments or {}).get("code"), start.flow.get("regime")\n'
     )
-    try:
-        names = spelled_names(bad)
-        reads = raw_reads(bad)
-    finally:
-        bad.unlink()
+    names = spelled_names_in(bad, "probe.py")
+    reads = raw_reads_in(bad, "probe.py")
     assert sorted(h.split(": ", 1)[1] for h in names) == ["'hidden'", "'trace.jsonl'"]
-    assert sorted(h.split(": ", 1)[1] for h in reads) == ["e.data['index']", "graph['stages']"]
+    assert sorted(h.split(": ", 1)[1] for h in reads) == [
+        "(act.arguments or {}).get('code')",
+        "act.arguments['error_hint']",
+        "e.data.draft['used_variables']",
+        "e.data['index']",
+        "graph['stages']",
+        "start.flow.get('regime')",
+    ]
+    # typed reads and names that are not artifact sub-dicts pass
+    good = (
+        "def g(act, cfg, store):\n"
+        "    args = named_args(act.name, act.arguments, RepairArgs)\n"
+        '    return args.error_hint, cfg.flows["longds"], store.get("x"), act.arguments.get(key)\n'
+    )
+    assert raw_reads_in(good, "good.py") == [] and spelled_names_in(good, "good.py") == []

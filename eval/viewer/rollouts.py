@@ -5,7 +5,7 @@
 
 A rollout folder holds trace.jsonl, states.sqlite and result.json (`stateguard.rollout`). In a
 synthesis export they sit at `corpus/runs/<task_id>/<variant>/`, and `corpus/records/<task_id>.jsonl`
-(a key line, then one TrajectoryRecord per variant) gives each variant's answers, the reference
+(a key line, then one `stateguard.artifacts.corpus_records.TrajectoryRecord` per variant) gives each variant's answers, the reference
 answers (judged with the benchmark field judge into per-turn verdicts), its intervention and whether
 the corpus kept it; Pa(t) comes from `<out>/<task_id>/hidden/graph.json` when it is there. Plain
 rollout folders carry no verdicts: their pages show states and timelines only.
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -24,6 +23,9 @@ from eval.results import ArmResult
 from eval.scorers.fields import per_turn_correct
 from eval.viewer.config import ViewerError
 from eval.viewer.model import ArmSource, RunSource, TaskSource
+from stateguard.artifacts.corpus_records import TrajectoryRecord, load_records
+from stateguard.artifacts.events import parse_event
+from stateguard.artifacts.files import ArtifactError
 from stateguard.artifacts.graph import load_graph
 from stateguard.artifacts.run_folder import TRACE_FILE, CorpusFolder, RolloutFolder
 from stateguard.artifacts.task_folder import TaskFolder
@@ -34,45 +36,33 @@ __all__ = ["load_rollouts", "load_synthesis", "rollout_arm"]
 VARIANTS = ("clean", "repair", "counterfactual", "auto")
 
 
-def _records(path: Path) -> dict[str, dict[str, Any]]:
-    """variant name -> TrajectoryRecord (as JSON); the first line of the file is a key line."""
-    out: dict[str, dict[str, Any]] = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines()[1:], 2):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            raise ViewerError(
-                f"{path}:{number}: not a JSON trajectory record; re-export the corpus"
-            ) from None
-        out[str(record.get("trajectory_id", "")).rsplit("/", 1)[-1]] = record
-    return out
-
-
-def _turn_keyed(mapping: Any) -> dict[int, Any]:
-    return {int(k): v for k, v in mapping.items()} if isinstance(mapping, dict) else {}
+def _records(path: Path) -> dict[str, TrajectoryRecord]:
+    """variant name (the rollout folder's) -> its record; a bad line is an error naming it."""
+    try:
+        _, records = load_records(path)
+    except ArtifactError as exc:
+        raise ViewerError(str(exc)) from None
+    return {r.variant_name: r for r in records}
 
 
 def _wall_s(trace: Path) -> float:
     """Seconds between the first and the last event of a trace (0 when it has no timestamps)."""
     lines = [ln for ln in trace.read_text(encoding="utf-8").splitlines() if ln.strip()]
     try:
-        first, last = json.loads(lines[0]).get("ts"), json.loads(lines[-1]).get("ts")
-    except (IndexError, json.JSONDecodeError):
+        first, last = parse_event(json.loads(lines[0])).ts, parse_event(json.loads(lines[-1])).ts
+    except (IndexError, json.JSONDecodeError, ValidationError):
         return 0.0
-    if isinstance(first, float) and isinstance(last, float):
+    if first is not None and last is not None:
         return round(last - first, 2)
     return 0.0
 
 
-def _record_facts(record: dict[str, Any]) -> dict[str, str]:
-    facts = {"kept": "yes" if record.get("keep") else "no: " + ", ".join(record.get("rejections") or ["?"])}
-    intervention = record.get("intervention") or {}
-    if intervention:
+def _record_facts(record: TrajectoryRecord) -> dict[str, str]:
+    facts = {"kept": "yes" if record.keep else "no: " + ", ".join(record.rejections or ["?"])}
+    intervention = record.intervention
+    if intervention is not None:
         facts["intervention"] = (
-            f"{intervention.get('kind')} at turn {record.get('t_star')} "
-            f"({record.get('stage')}): {intervention.get('description', '')}"
+            f"{intervention.kind.value} at turn {record.t_star} ({record.stage}): {intervention.description}"
         )
     return facts
 
@@ -141,12 +131,8 @@ def load_synthesis(root: Path, corpus: Path) -> RunSource:
             record = records.get(folder.name)
             correct: dict[int, bool | None] = {}
             if record is not None:
-                expected, answers = (
-                    _turn_keyed(record.get("reference_answers")),
-                    _turn_keyed(record.get("answers")),
-                )
-                correct = dict(per_turn_correct(expected, answers))
-            group = str(record.get("variant")) if record else folder.name.split("-")[0]
+                correct = dict(per_turn_correct(record.reference_answers, record.answers))
+            group = record.variant if record else folder.name.split("-")[0]
             facts = _record_facts(record) if record else {"kept": "no record in corpus/records"}
             arm = rollout_arm(
                 folder,

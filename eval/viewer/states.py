@@ -24,6 +24,7 @@ from stateguard.artifacts.payloads import action_args, draft_of
 from stateguard.state import ConstraintResult, Draft
 from stateguard.store import StateStore, StoreError
 from stateguard.trace import TraceEvent
+from stateguard.workspace import ValueSummary
 
 __all__ = ["STATUSES", "Edge", "LineageRow", "ReadOnlyStore", "StateGraph", "StateNode", "state_graph"]
 
@@ -249,9 +250,10 @@ def state_graph(events: list[TraceEvent], store_path: Path | None) -> StateGraph
 
 def value_text(value: Any, limit: int) -> str:
     """A variable value as short text: DataFrame summaries by their type, shape and head."""
-    if isinstance(value, dict) and {"type", "head"} <= set(value):
-        shape = value.get("shape")
-        text = f"{value['type']}{' ' + 'x'.join(map(str, shape)) if shape else ''}\n{value['head']}"
+    summary = ValueSummary.of(value)
+    if summary is not None and summary.head is not None:
+        shape = summary.shape
+        text = f"{summary.type}{' ' + 'x'.join(map(str, shape)) if shape else ''}\n{summary.head}"
     elif isinstance(value, str):
         text = value
     else:

@@ -1,9 +1,12 @@
 """The formats layer: every file passed between synthesis, evaluation and training, typed once.
 
 Path constants and folder helpers (`task_folder`, `run_folder`) are the only place artifact file
-names are spelled; pydantic models with load/save (`graph`, `manifest`, `faults`) own the
-task folder's hidden files; `events` types each trace event kind. Loading a file whose field is
-missing or renamed fails with the file and the field named (`files.ArtifactError`).
+names are spelled; pydantic models with load/save (`graph`, `manifest`, `faults`, `replay`) own
+the task folder's hidden files, `corpus_records` the trajectory export's records; `events` types
+each trace event kind and `payloads` reads its free-dict fields (flow, draft, arguments) as the
+runtime's models. Loading a file whose field is missing or renamed fails with the file and the
+field named (`files.ArtifactError`). `corpus_records` and `payloads` are imported by their module
+path (they build on `stateguard.teacher` and `stateguard.actions`, which import this package).
 `tests/test_artifact_names.py` keeps other modules from spelling the names by hand.
 """
 

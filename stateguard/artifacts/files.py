@@ -78,11 +78,14 @@ def load_model_list(path: str | Path, model: type[M]) -> list[M]:
         raise ArtifactError(f"{path}: not a list of {model.__name__}: {describe_errors(exc)}") from None
 
 
-def dump_json(obj: Any) -> str:
+def dump_json(obj: Any, *, sorted_ascii: bool = False) -> str:
     """The repository's artifact JSON style: one-space indent, UTF-8 kept, trailing newline (the
-    frozen benchmark's bytes depend on it)."""
+    frozen benchmark's bytes depend on it). `sorted_ascii`: sorted keys and non-ASCII escaped, the
+    style the replay files (`hidden/fingerprints.json`, `hidden/replay.json`) were first written in."""
+    if sorted_ascii:
+        return json.dumps(obj, indent=1, sort_keys=True) + "\n"
     return json.dumps(obj, indent=1, ensure_ascii=False) + "\n"
 
 
-def write_json(path: str | Path, obj: Any) -> None:
-    Path(path).write_text(dump_json(obj), encoding="utf-8")
+def write_json(path: str | Path, obj: Any, *, sorted_ascii: bool = False) -> None:
+    Path(path).write_text(dump_json(obj, sorted_ascii=sorted_ascii), encoding="utf-8")

@@ -9,6 +9,7 @@ instead of indexing the dict by string, so a renamed field fails here, loudly, i
     flow = run_flow(start.data)                    # FlowConfig | None
     draft = draft_of(opened.data)                  # stateguard.state.Draft
     args = action_args(action.data, RepairArgs)    # RepairArgs | None
+    args = named_args(tool.data.name, tool.data.arguments, RunProbeArgs)  # any (name, arguments) pair
 
 Arguments of a rejected action may be anything the manager sent, so `action_args` and
 `unparsed_action` answer None for what does not validate instead of raising.
@@ -16,7 +17,7 @@ Arguments of a rejected action may be anything the manager sent, so `action_args
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -27,7 +28,7 @@ from stateguard.flows import FlowConfig
 from stateguard.lifecycle import ControlAction
 from stateguard.state import Draft
 
-__all__ = ["action_args", "draft_of", "run_flow", "unparsed_action"]
+__all__ = ["action_args", "draft_of", "named_args", "run_flow", "unparsed_action"]
 
 A = TypeVar("A", bound=BaseModel)
 
@@ -59,17 +60,24 @@ def draft_of(data: StateOpenedData | StateUpdatedData) -> Draft:
 def action_args(data: ActionData, model: type[A]) -> A | None:
     """The action's arguments as `model` (e.g. RepairArgs), or None when the action is another
     one, did not parse, or its arguments do not validate (a rejected proposal may be malformed)."""
-    if data.name is None:
+    return named_args(data.name, data.arguments, model)
+
+
+def named_args(name: str | None, arguments: Any, model: type[A]) -> A | None:
+    """Arguments recorded next to an action name (a trace `tool` event, a teacher's ActionLog, a
+    reward's decision point) as `model`; None when `name` is another action, unknown, or the
+    arguments do not validate."""
+    if name is None:
         return None
     try:
-        name = lookup(data.name)
+        action = lookup(name)
     except ActionError:
         return None
-    expected = CONTROL_ARGS[name] if isinstance(name, ControlAction) else TOOL_ARGS[name]
+    expected = CONTROL_ARGS[action] if isinstance(action, ControlAction) else TOOL_ARGS[action]
     if expected is not model:
         return None
     try:
-        return model.model_validate(data.arguments if data.arguments is not None else {})
+        return model.model_validate(arguments if arguments is not None else {})
     except ValidationError:
         return None
 

@@ -14,7 +14,8 @@ spelled.
     <run>/summary.json                     eval.report.RunSummary
 
     <out>/corpus/runs/<task_id>/<variant>/ rollout folders of the trajectory export
-    <out>/corpus/records/<task_id>.jsonl   synthesis.trajectories.TrajectoryRecord lines
+    <out>/corpus/records/<task_id>.jsonl   a RecordsKey line, then TrajectoryRecord lines
+                                           (stateguard.artifacts.corpus_records)
 
     RolloutFolder(Path(r.run_dir)).trace; RunFolder(run_dir).rollout(task_id, arm)
 """

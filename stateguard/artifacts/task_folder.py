@@ -6,7 +6,8 @@ spells these names.
     <root>/hidden/task.json          turns with reference code and answers (stateguard.task.Task)
     <root>/hidden/graph.json         the relation graph (artifacts.graph.RelationGraph)
     <root>/hidden/faults.json        the scripted worker's shipped mistakes (artifacts.faults)
-    <root>/hidden/fingerprints.json  replay fingerprints; hidden/replay.json the replay marker
+    <root>/hidden/fingerprints.json  replay fingerprints (artifacts.replay.FingerprintTable)
+    <root>/hidden/replay.json        the replay marker (artifacts.replay.ReplayMarker)
     <root>/manifest.json             SHA-256 of the agent files (artifacts.manifest.TaskManifest)
 
     folder = TaskFolder(Path("data/synth-bench/penguins_s0_t12"))

@@ -16,8 +16,8 @@ reads). The openai client is built with max_retries=0; this module owns the poli
   (`call_deadline_s`, and the caller's own `deadline`), and no attempt starts after it;
 * at most `concurrency` requests in flight per client (a semaphore held per attempt, not during
   backoff sleeps), shared by every thread using the client;
-* one `llm_call` trace event per call, success or final failure, with tokens, latency, attempts
-  and its outcome: `completion` (a real answer), `rejected` (the server refused it with a 4xx;
+* one `llm_call` trace event per call, success or final failure, with tokens, latency, attempts,
+  the manager activation it served (`stateguard.trace.manager_activation`) and its outcome: `completion` (a real answer), `rejected` (the server refused it with a 4xx;
   `rejected_for_size` when the prompt did not fit) or `failed` (transport, 5xx, malformed reply
   or deadline, after retries). When the server omits `usage`, token counts are estimated from
   text length and flagged.
@@ -44,7 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from stateguard.llm.endpoints import EndpointConfig
 from stateguard.llm.reply import MalformedReply, read_completion
-from stateguard.trace import Trace
+from stateguard.trace import Trace, current_activation
 
 CHARS_PER_TOKEN = 4  # rough ratio for English and code, used only when the server reports no usage
 BODY_EXCERPT_CHARS = 500
@@ -460,6 +460,9 @@ class LLMClient:
             "error": None if failure is None else f"{type(failure).__name__}: {failure}",
             **dict(meta or {}),
         }
+        activation = current_activation()
+        if activation is not None and "activation" not in data:
+            data["activation"] = activation  # joins the call to the trace's action/tool events
         with _TRACE_LOCK:
             self.trace.emit("llm_call", **data)
 

@@ -46,6 +46,7 @@ from stateguard.policies.base import Activation, ManagerContext, Proposal, raw_a
 from stateguard.policies.evidence import intended_turns, replay_differs, scratch_name
 from stateguard.state import ConstraintResult
 from stateguard.verification.verifier import SemanticVerifier
+from stateguard.workspace import ValueSummary
 
 
 class RulesManager:
@@ -518,15 +519,11 @@ class RulesManager:
                 return value  # small JSON-like values (e.g. the reported result dict) are kept whole
             except (TypeError, ValueError):
                 pass
-        if isinstance(value, dict) and "type" in value and "hash" in value:
+        if ValueSummary.of(value) is not None:
             return value  # the sandbox already returns a summary for non-JSON objects
         if summary is None:
             summary = next((v for v in ctx.workspace.list_variables() if v.name == name), None)
-        return (
-            None
-            if summary is None
-            else {"type": summary.type, "shape": summary.shape, "hash": summary.content_hash}
-        )
+        return None if summary is None else summary.value_summary().as_value()
 
     def _scalars(
         self, ctx: ManagerContext, skip: set[str] | frozenset[str] = frozenset()

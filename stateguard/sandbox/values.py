@@ -9,7 +9,7 @@ detects changes with its own cheaper fingerprints (`stateguard.dataflow.change`)
 `to_json_value` is what `get_value` and a probe's `result` return to the parent: JSON values
 as they are (tuples become lists, dict keys become strings), numpy scalars as Python numbers,
 and everything else (DataFrames, arrays, other objects) as a summary dict
-`{"type", "shape", "head", "hash"}`. The parent never receives a pickled object. A variable
+`{"type", "shape", "head", "hash"}` (`stateguard.workspace.ValueSummary`). The parent never receives a pickled object. A variable
 listing's entries are `stateguard.workspace.summarize` (shared with `DictWorkspace`).
 """
 
@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from stateguard.dataflow.change import FULL_HASH_CELLS, content_hash
-from stateguard.workspace import head_of, shape_of
+from stateguard.workspace import ValueSummary, head_of, shape_of
 
 __all__ = ["FULL_HASH_CELLS", "content_hash", "summary", "to_json_value"]
 MAX_JSON_CHARS = 4_000_000  # larger values come back as a summary
@@ -53,12 +53,12 @@ def _plain(value: Any, depth: int = 0) -> Any:
 
 
 def summary(value: Any) -> dict[str, Any]:
-    return {
-        "type": type(value).__name__,
-        "shape": shape_of(value),
-        "head": head_of(value, HEAD_CHARS),
-        "hash": content_hash(value),
-    }
+    return ValueSummary(
+        type=type(value).__name__,
+        shape=shape_of(value),
+        head=head_of(value, HEAD_CHARS),
+        hash=content_hash(value),
+    ).as_value()
 
 
 def to_json_value(value: Any) -> Any:

@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 
 from eval.scorers.fields import per_turn_correct
+from stateguard.artifacts.events import ActionEvent, LlmCallEvent, ToolEvent
+from stateguard.artifacts.run_folder import RolloutFolder
 from stateguard.flows import LONGDS
 from stateguard.llm.client import LLMClient
 from stateguard.llm.endpoints import EndpointConfig
@@ -18,7 +20,7 @@ from stateguard.policies.llm_manager import LLMManager
 from stateguard.policies.rules import RulesManager
 from stateguard.rollout import rollout
 from stateguard.task import Task, load_task
-from stateguard.trace import read_trace
+from stateguard.trace import Trace, read_trace
 from stateguard.verification.verifier import SemanticVerifier
 from stateguard.workers import Fault, FaultModel, ScriptedWorker
 from stateguard.workers.llm_worker import LLMWorker
@@ -102,6 +104,56 @@ def test_hierarchical_calls_the_model_only_where_rules_cannot_decide(task: Task,
     assert {"type": "invalidate", "related_state_id": "S1"} in committed["S4"][
         "relations"
     ]  # relations stay the rules tier's
+
+
+def test_each_manager_model_call_is_logged_with_its_activation(task: Task, tmp_path: Path) -> None:
+    # The hierarchical run above, with the calls logged: llm_calls.jsonl joins the trace on the
+    # activation id (the evidence and the repair share one activation, the approval is a later one).
+    evidence = call("inspect_python", code="region_counts = sales.groupby('region')['amount'].sum()")
+    repair = call(
+        "REPAIR",
+        analytical_evidence="inspect_python: the ranking sums amount instead of counting orders",
+        error_hint={
+            "error_variables": ["region_counts"],
+            "faulty_reasoning": "the ranking uses order amounts, "
+            "but the question asks which region has the most orders",
+        },
+    )
+    calls_log = Trace(RolloutFolder(tmp_path).llm_calls)
+    with ScriptedServer([evidence, repair, call("FINALIZE_RELATIONS", mode="confirm")]) as server:
+        model = LLMClient(
+            EndpointConfig(role="manager", base_url=server.base_url, model="m", timeout_s=2, max_retries=0),
+            trace=calls_log,
+        )
+        manager = HierarchicalManager(RulesManager(), LLMManager(model), semantic_pattern=r"\bwhich region\b")
+        faults = FaultModel(faults=[Fault(kind="counterfactual", turn=3, code=COUNTERFACTUAL)])
+        rollout(
+            task,
+            ScriptedWorker(faults, reference=task),
+            DictWorkspace(),
+            flow=LONGDS,
+            manager=manager,
+            run_dir=tmp_path,
+        )
+    calls_log.close()
+    calls = [e.data for e in read_trace(RolloutFolder(tmp_path).llm_calls) if isinstance(e, LlmCallEvent)]
+    assert [c.outcome for c in calls] == ["completion"] * 3
+    events = read_trace(RolloutFolder(tmp_path).trace)
+    (inspected,) = [e.data for e in events if isinstance(e, ToolEvent) and e.data.name == "inspect_python"]
+    decided = {
+        e.data.name: e.data.activation
+        for e in events
+        if isinstance(e, ActionEvent) and e.data.accepted and e.data.name == "REPAIR"
+    }
+    first, second, third = (c.activation for c in calls)
+    assert first is not None and first == second == inspected.activation == decided["REPAIR"]
+    assert third is not None and third > second
+    approvals = [
+        e.data.activation
+        for e in events
+        if isinstance(e, ActionEvent) and e.data.accepted and e.data.name == "FINALIZE_RELATIONS"
+    ]
+    assert third in approvals  # the model's approval of the retry, in the activation it was asked
 
 
 def _delegated(task: Task, tmp: Path, triggers: Any) -> tuple[HierarchicalManager, list[str]]:

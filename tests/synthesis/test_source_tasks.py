@@ -16,9 +16,10 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
+from stateguard.artifacts.corpus_records import load_records
+from stateguard.artifacts.run_folder import CorpusFolder
 from synthesis.pipeline import run
 from synthesis.sources.external import prepare_sources
-from synthesis.trajectories import TrajectoryRecord
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
@@ -145,10 +146,7 @@ def test_pipeline_builds_and_exports_tasks_from_each_source(
         assert (root / "hidden" / "replay.json").is_file()
         agent_csvs = sorted(p.name for p in (root / "agent" / "data").glob("*.csv"))
         assert len(agent_csvs) == 1 and agent_csvs[0] in ("train.csv", "orders.csv")
-        records = [
-            TrajectoryRecord.model_validate_json(x)
-            for x in (out / "corpus" / "records" / f"{task_id}.jsonl").read_text().splitlines()[1:]
-        ]
+        _, records = load_records(CorpusFolder(out / "corpus").record_file(task_id))
         kept = [r for r in records if r.keep]
         assert any(r.variant == "clean" for r in kept), task_id
         assert any(r.variant != "clean" for r in kept), task_id  # a counterfactual variant is kept too

@@ -9,10 +9,17 @@ import pyarrow.parquet as pq
 import pytest
 
 from stateguard.actions import validate_action
+from stateguard.artifacts.corpus_records import (
+    ActionRow,
+    TrajectoryRecord,
+    load_key,
+    load_records,
+    save_records,
+)
 from stateguard.lifecycle import ControlAction
 from synthesis.export import export
 from synthesis.tasks import build_task
-from synthesis.trajectories import TrajectoryRecord, generate, keep
+from synthesis.trajectories import generate, keep
 
 
 @pytest.fixture(scope="module")
@@ -37,15 +44,15 @@ def test_clean_and_repair_are_kept(records: list[TrajectoryRecord]) -> None:
     assert keep(repair, clean).keep
     assert repair.t_star is not None and repair.intervention is not None
     assert repair.answers[repair.t_star] == clean.answers[repair.t_star]
-    repairs = [a for a in repair.action_events if a["name"] == "REPAIR" and a["accepted"]]
+    repairs = [a for a in repair.action_events if a.name == "REPAIR" and a.accepted]
     assert len(repairs) == 1
-    assert any(s["purpose"] == "faulty" for s in repair.worker_steps)
+    assert any(s.purpose == "faulty" for s in repair.worker_steps)
 
 
 def test_keep_rejects_dropped_retry(records: list[TrajectoryRecord]) -> None:
     clean, repair = _split(records)
     tampered = repair.model_copy(
-        update={"worker_steps": [s for s in repair.worker_steps if s["purpose"] != "recompute"]}
+        update={"worker_steps": [s for s in repair.worker_steps if s.purpose != "recompute"]}
     )
     verdict = keep(tampered, clean)
     assert not verdict.keep and "demonstration_consumed" in verdict.failed
@@ -54,15 +61,15 @@ def test_keep_rejects_dropped_retry(records: list[TrajectoryRecord]) -> None:
 def test_keep_rejects_changed_prefix(records: list[TrajectoryRecord]) -> None:
     clean = next(r for r in records if r.variant == "clean")
     repair = next(r for r in records if r.keep and r.t_star is not None and r.t_star > 1)
-    steps = [dict(s) for s in repair.worker_steps]
-    steps[0]["action"] += "\n# edited before t*"
+    steps = list(repair.worker_steps)
+    steps[0] = steps[0].model_copy(update={"action": steps[0].action + "\n# edited before t*"})
     verdict = keep(repair.model_copy(update={"worker_steps": steps}), clean)
     assert not verdict.keep and verdict.failed == ["replay_fidelity"]
 
 
 def test_keep_rejects_second_repair(records: list[TrajectoryRecord]) -> None:
     clean, repair = _split(records)
-    events = repair.action_events + [{"seq": 10**6, "name": "REPAIR", "accepted": True}]
+    events = [*repair.action_events, ActionRow(seq=10**6, name="REPAIR", accepted=True, activation=99)]
     verdict = keep(repair.model_copy(update={"action_events": events}), clean)
     assert "demonstration_consumed" in verdict.failed
 
@@ -140,6 +147,10 @@ def test_export_resumes_from_cached_records(task_dir: Path, tmp_path: Path) -> N
     rl = (tmp_path / "out" / "rl" / "prompts.parquet").read_bytes()
     second = export(task_dir.parent, tmp_path / "out", seed=0, repairs=1, autos=1)
     assert cache.stat().st_mtime_ns == stamp  # nothing regenerated
+    key, cached = load_records(cache)  # the typed records write back the very bytes they came from
+    assert key is not None and key == load_key(cache) and key.repairs == 1 and key.autos == 1
+    save_records(tmp_path / "again.jsonl", key, cached)
+    assert (tmp_path / "again.jsonl").read_bytes() == cache.read_bytes()
     assert {k: v for k, v in second.items() if k != "elapsed_s"} == {
         k: v for k, v in first.items() if k != "elapsed_s"
     }

@@ -28,6 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from stateguard.actions import RunProbeArgs
 from stateguard.answers import last_json
 from stateguard.artifacts.events import (
     ConstraintChecksEvent,
@@ -38,6 +39,7 @@ from stateguard.artifacts.events import (
     WorkerStepData,
     WorkerStepEvent,
 )
+from stateguard.artifacts.payloads import named_args
 from stateguard.dataflow import cell_dataflow
 from training.rewards.timeline import Rollout
 
@@ -193,7 +195,8 @@ def add_tool_result(ev: Evidence, tool: ToolData) -> None:
     planted_numbers: list[Number] = []
     planted_strings: set[str] = set()
     if tool.name == "run_probe":
-        planted_numbers, planted_strings = _literals(str(tool.arguments.get("code") or ""))
+        probe = named_args(tool.name, tool.arguments, RunProbeArgs)
+        planted_numbers, planted_strings = _literals(probe.code if probe is not None else "")
     text = json.dumps(data, default=str, sort_keys=True)
     for literal in sorted(planted_strings, key=len, reverse=True):
         text = text.replace(literal, " ")

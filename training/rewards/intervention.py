@@ -30,7 +30,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from stateguard.actions import RepairArgs
 from stateguard.artifacts.events import StateCommittedEvent, StateUpdatedEvent, WorkerStepEvent
+from stateguard.artifacts.payloads import named_args
 from stateguard.lifecycle import ControlAction, Stage
 from training.rewards.config import RewardConfig
 from training.rewards.evidence import state_evidence, written_names
@@ -53,9 +55,14 @@ class DecisionPoint(BaseModel):
     arguments: dict[str, Any] = {}
 
     @property
+    def repair(self) -> RepairArgs | None:
+        """The decision's arguments when it was a REPAIR (typed; None for any other decision)."""
+        return named_args(self.decision, self.arguments, RepairArgs)
+
+    @property
     def named(self) -> list[str]:
-        hint = self.arguments.get("error_hint") or {}
-        return [str(n).split("@")[0] for n in hint.get("error_variables") or []]
+        repair = self.repair
+        return [] if repair is None else [n.split("@")[0] for n in repair.error_hint.error_variables]
 
 
 class DecisionOutcome(BaseModel):
@@ -160,13 +167,16 @@ def effectiveness(rollout: Rollout, point: DecisionPoint, targets: Sequence[str]
 
 
 def _quality_case(rollout: Rollout, point: DecisionPoint, label: DecisionLabel) -> JudgeCase:
-    hint = point.arguments.get("error_hint") or {}
+    repair = point.repair
+    named, reasoning = (
+        (repair.error_hint.error_variables, repair.error_hint.faulty_reasoning) if repair else (None, None)
+    )
     affected = label.affected_variables or "unknown variables"
     subject = (
         f"Known inconsistency in state {point.state_id}: affects {affected} "
         f"(kind: {label.intervention_kind or 'unknown'}). The manager's REPAIR named "
-        f"{hint.get('error_variables')} with the reason {hint.get('faulty_reasoning')!r} "
-        f"and the evidence {point.arguments.get('analytical_evidence')!r}."
+        f"{named} with the reason {reasoning!r} "
+        f"and the evidence {repair.analytical_evidence if repair else None!r}."
     )
     after = [e for e in rollout.events if point.decision_seq is not None and e.seq > point.decision_seq]
     evidence = [

@@ -12,7 +12,7 @@ import pytest
 
 from eval.viewer.config import ViewerError
 from eval.viewer.graph import render_svgs, to_dot
-from eval.viewer.states import ReadOnlyStore, state_graph
+from eval.viewer.states import ReadOnlyStore, state_graph, value_text
 from eval.viewer.timeline import timeline
 from stateguard.trace import read_trace
 
@@ -87,3 +87,26 @@ def test_read_only_store_leaves_no_files_and_refuses_other_files(eval_run: Path,
         ReadOnlyStore(bogus)
     with pytest.raises(ViewerError, match="no state store"):
         ReadOnlyStore(tmp_path / "missing.sqlite")
+
+
+def test_value_text_reads_value_summaries_typed() -> None:
+    import pandas as pd
+
+    from stateguard.sandbox.values import summary
+    from stateguard.workspace import ValueSummary, summarize
+
+    frame = pd.DataFrame({"x": [1, 2, 3]})
+    recorded = summary(frame)  # what the sandbox's get_value hands a manager for a DataFrame
+    assert list(recorded) == ["type", "shape", "head", "hash"]
+    parsed = ValueSummary.of(recorded)
+    assert parsed is not None and parsed.shape == [3, 1] and parsed.as_value() == recorded
+    text = value_text(recorded, 400)
+    assert text.startswith("DataFrame 3x1\n") and text.endswith(recorded["head"])
+    # the rules manager's form (from the listing) has no head: shown as its JSON, as before
+    listed = summarize("frame", frame).value_summary().as_value()
+    assert list(listed) == ["type", "shape", "hash"] and ValueSummary.of(listed) is not None
+    assert value_text(listed, 400).startswith('{"hash": ')
+    # an analysis' own dict is not a summary, even with a `type` key
+    own = {"type": "ratio", "value": 0.5}
+    assert ValueSummary.of(own) is None and value_text(own, 400) == '{"type": "ratio", "value": 0.5}'
+    assert ValueSummary.of({"type": "DataFrame", "head": "h", "rows": 3}) is None  # unknown field

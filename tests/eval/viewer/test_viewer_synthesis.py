@@ -28,7 +28,10 @@ def test_synthesis_variants_side_by_side(eval_run: Path, tmp_path: Path) -> None
     assert [a.group for a in task.arms] == ["clean", "repair", "auto"]
     auto = task.arms[2]
     assert auto.result.correct[5] is False and auto.facts["kept"] == "no: autonomous_detection"
-    assert "stale at turn 5" in task.arms[1].facts["intervention"]
+    assert (
+        "filter_condition at turn 5 (margin_per_order): reuses the old margin"
+        in task.arms[1].facts["intervention"]
+    )
     report = build_view(export, out=tmp_path / "view", config=ViewerConfig(jobs=1))
     page = (report.out / "tasks" / "six_turn_stale.html").read_text(encoding="utf-8")
     assert re.search(r'<input type="checkbox" id="side-by-side" checked>', page)

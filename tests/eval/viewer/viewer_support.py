@@ -24,6 +24,14 @@ from eval.runner import run_job
 from eval.scorers.fields import per_turn_correct
 from stateguard import EventType, Harness, HarnessConfig, StateStore, WorkerStep
 from stateguard.actions import RawAction
+from stateguard.artifacts.corpus_records import (
+    InterventionKind,
+    InterventionRecord,
+    RecordsKey,
+    TrajectoryRecord,
+    save_records,
+)
+from stateguard.artifacts.run_folder import CorpusFolder
 from stateguard.flows import LONGDS
 from stateguard.task import load_task
 from stateguard.trace import Trace
@@ -160,35 +168,40 @@ def make_synthesis_export(root: Path, eval_run: Path) -> Path:
     """`<root>/corpus/{runs,records}` from an eval run's six_turn_stale rollouts: its stateguard arm
     plays the repair variant, its baseline arm an auto variant; both judged against the answers."""
     task_dir = root / "corpus" / "runs" / "six_turn_stale"
-    records = [json.dumps({"seed": 0, "repairs": 1, "autos": 1})]
+    key = RecordsKey(
+        seed=0, repairs=1, autos=1, benign=0, heavy=0, abandon=0, teacher="rules", version="test"
+    )
     expected = {
-        str(t["turn_id"]): t["answer"]
-        for t in json.loads((SIX_TURN / "task.json").read_text(encoding="utf-8"))
+        t["turn_id"]: t["answer"] for t in json.loads((SIX_TURN / "task.json").read_text(encoding="utf-8"))
     }
+    changed = InterventionRecord(
+        kind=InterventionKind.FILTER_CONDITION,
+        operation="reuse_old_margin",
+        stage="margin_per_order",
+        description="reuses the old margin",
+        before="margin",
+        after="old_margin",
+        path=["this"],
+    )
+    records = []
     for variant, arm in (("clean", "stateguard"), ("repair-1", "stateguard"), ("auto-1", "baseline")):
         shutil.copytree(eval_run / "tasks" / "six_turn_stale" / arm, task_dir / variant)
         result = json.loads((task_dir / variant / "result.json").read_text(encoding="utf-8"))
-        answers = dict(result["answers"]) if variant != "clean" else expected
+        answers = {int(k): v for k, v in result["answers"].items()} if variant != "clean" else expected
         records.append(
-            json.dumps(
-                {
-                    "trajectory_id": f"six_turn_stale/{variant}",
-                    "task_id": "six_turn_stale",
-                    "variant": variant.split("-")[0],
-                    "t_star": None if variant == "clean" else 5,
-                    "stage": None if variant == "clean" else "margin_per_order",
-                    "intervention": None
-                    if variant == "clean"
-                    else {"kind": "stale", "description": "reuses the old margin"},
-                    "answers": answers,
-                    "reference_answers": expected,
-                    "keep": variant != "auto-1",
-                    "rejections": ["autonomous_detection"] if variant == "auto-1" else [],
-                }
+            TrajectoryRecord(
+                trajectory_id=f"six_turn_stale/{variant}",
+                task_id="six_turn_stale",
+                variant=variant.split("-")[0],  # type: ignore[arg-type]
+                seed=0,
+                t_star=None if variant == "clean" else 5,
+                stage=None if variant == "clean" else "margin_per_order",
+                intervention=None if variant == "clean" else changed,
+                answers=answers,
+                reference_answers=expected,
+                keep=variant != "auto-1",
+                rejections=["autonomous_detection"] if variant == "auto-1" else [],
             )
         )
-    (root / "corpus" / "records").mkdir(parents=True)
-    (root / "corpus" / "records" / "six_turn_stale.jsonl").write_text(
-        "\n".join(records) + "\n", encoding="utf-8"
-    )
+    save_records(CorpusFolder(root / "corpus").record_file("six_turn_stale"), key, records)
     return root
