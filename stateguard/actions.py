@@ -19,6 +19,7 @@ import difflib
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from stateguard.lifecycle import ControlAction, ToolAction
 from stateguard.state import RelationType, state_number
@@ -129,6 +130,14 @@ class UpdateStateArgs(_Args):
     used_variables: list[VariableArg] = Field(default_factory=list)
     conclusions: list[ConclusionArg | Annotated[str, StringConstraints(min_length=1)]] = Field(
         default_factory=list
+    )
+    # Not in the schema the model is shown: the paper's UPDATE_STATE has no constraints (A.4). The
+    # deterministic tier uses it to give the requirements it opened in words their code once the
+    # work is known (turn-aligned flow) or made again from a retry (`binding.merge_constraints`).
+    constraints: SkipJsonSchema[list[ConstraintArg]] = Field(
+        default_factory=list,
+        description="Constraints made executable now that the work is known: one with the text of a "
+        "constraint of the draft replaces it (gives it code, or takes code away); others are added.",
     )
 
 

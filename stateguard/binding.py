@@ -1,4 +1,5 @@
-"""Harness-owned bookkeeping for UPDATE_STATE: source binding, variable versions, citations.
+"""Harness-owned bookkeeping for UPDATE_STATE: source binding, variable versions, citations,
+and the constraints the manager made executable once the work was known.
 
 The manager says what a state contains; these functions decide the provenance it gets:
 the worker-step interval (the whole turn in the turn-aligned flow; one checked inclusive
@@ -11,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from stateguard.actions import ActionError, ConclusionArg, VariableArg
+from stateguard.actions import ActionError, ConclusionArg, ConstraintArg, VariableArg
 from stateguard.lifecycle import Regime
-from stateguard.state import Conclusion, VariableRef, state_number
+from stateguard.state import Conclusion, Constraint, VariableRef, state_number
 from stateguard.store import StateStore
 
 Interval = tuple[int | None, int | None]
@@ -119,4 +120,21 @@ def cite_conclusions(
                 )
             keys.append(by_name[base].key)
         out.append(Conclusion(text=text, variables=keys))
+    return out
+
+
+def merge_constraints(current: Sequence[Constraint], given: Sequence[ConstraintArg]) -> list[Constraint]:
+    """The draft's constraints after UPDATE_STATE: a given constraint replaces the one with the
+    same text (in place, so the order stays that of OPEN), the others are added in order. In the
+    turn-aligned flow a requirement opened in words gets its code here, once the turn's work is
+    known, and the harness evaluates it right after like any other constraint."""
+    out = list(current)
+    index = {c.text: i for i, c in enumerate(out)}
+    for arg in given:
+        constraint = Constraint(text=arg.text, code=arg.code)
+        if arg.text in index:
+            out[index[arg.text]] = constraint
+        else:
+            index[arg.text] = len(out)
+            out.append(constraint)
     return out

@@ -35,7 +35,7 @@ from stateguard.actions import (
     UpdateStateArgs,
     validate_action,
 )
-from stateguard.binding import bind_source, cite_conclusions, version_variables
+from stateguard.binding import bind_source, cite_conclusions, merge_constraints, version_variables
 from stateguard.hint_guard import HintRejected, check_repair_hint
 from stateguard.hints import Hint, state_hint
 from stateguard.lifecycle import (
@@ -458,6 +458,7 @@ class Harness:
         draft.used_variables = variables
         draft.source_step_start, draft.source_step_end = start, end
         draft.updated = True
+        draft.constraints = merge_constraints(draft.constraints, args.constraints)
         draft.constraint_results = self._evaluate_constraints(draft)
         failed = draft.failed_constraints()
         if failed:

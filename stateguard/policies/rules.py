@@ -9,10 +9,11 @@ versions the turn consumed are upstream; a turn that rebinds a variable another 
 (without reading it) invalidates that state. It never supplies code or answers, and it records
 which check fired in the REPAIR evidence.
 
-With a `SemanticVerifier` (`stateguard.verification`, on by default) it also checks what the
+With a `SemanticVerifier` (`stateguard.verification`; `semantic.enabled` in eval) it also checks what the
 question asks against what the code did: requirements read from the task text become the state's
-executable constraints and probes, and the evidence is gathered with inspect_python, run_probe and
-load_state tool calls. What it still cannot see (a requirement it could not tie to code or data)
+executable constraints (at OPEN in the segment flow, at UPDATE in the turn-aligned flow, once the
+turn's code is known) and probes, and the evidence is gathered with inspect_python, compile_python,
+run_probe and load_state tool calls. What it still cannot see (a requirement it could not tie to code or data)
 is the LLM manager's job in the hierarchical policy.
 """
 
@@ -126,6 +127,13 @@ class RulesManager:
         ):
             yield Action.of(ResumeWorkerArgs())  # segment flow: the retry has not finished yet
             return
+        constraints: list[dict[str, Any]] = []
+        if self.semantic is not None and (ctx.regime is Regime.TURN_ALIGNED or self._retry_from is not None):
+            # The work under review is known now (the turn-aligned state opened before it; a retry
+            # rewrote the segment's): the requirement checks get the code of that work. First, so
+            # that the activation's tool budget goes to this evidence rather than to check_execution.
+            retry, turn = self._under_review(obs, ctx)
+            constraints = yield from raw_actions(self.semantic.update_constraints(ctx, turn, retry))
         for step in steps:
             yield Action.of(CheckExecutionArgs(step_id=step.index))
         written, consumed = self._variables(steps, ctx)
@@ -133,6 +141,7 @@ class RulesManager:
             "used_variables": written
             + [{"name": n, "version": v, "value": self._value(ctx, n)} for n, v in consumed.items()],
             "conclusions": self._conclusions(steps),
+            "constraints": constraints,
         }
         if ctx.regime is Regime.SEGMENT_INDUCED:
             args["source_interval"] = [steps[0].index, steps[-1].index] if steps else None
@@ -245,6 +254,20 @@ class RulesManager:
         )
         if result.accepted:
             return
+        made = self._draft_made(obs)
+        if "must be localized" in (getattr(result, "feedback", "") or "") and made:
+            # The finding names what the harness cannot resolve (a SQL table that is no workspace
+            # variable): name what the draft's own steps made instead (the reported dict).
+            names = made
+            self.mark_repair(obs, ctx, names)
+            result = yield Action.of(
+                RepairArgs(
+                    analytical_evidence="; ".join(f"[{f.check}] {f.evidence}" for f in findings),
+                    error_hint=ErrorHintArg(error_variables=names, faulty_reasoning=first.reason),
+                )
+            )
+            if result.accepted:
+                return
         # The hint guard refused our wording (e.g. a value slipped in): fall back to a generic reason.
         result = yield Action.of(
             RepairArgs(
@@ -256,6 +279,18 @@ class RulesManager:
         )
         if not result.accepted:  # nothing the worker could act on: leave the work as it is
             yield self.finalize(obs, ctx)
+
+    @staticmethod
+    def _draft_made(obs: ManagerObservation) -> list[str]:
+        """Variables the draft's own steps made (version = the draft), scratch names left out."""
+        draft = obs.current_draft or {}
+        return sorted(
+            {
+                v["name"]
+                for v in draft.get("used_variables", [])
+                if v.get("version") == draft.get("id") and not str(v.get("name", "_")).startswith("_")
+            }
+        )
 
     def _escalate(self, obs: ManagerObservation, ctx: ManagerContext, findings: list[checks.Finding]) -> bool:
         """A second repair is heavy (it deletes variables) and an exhausted budget rolls back, so

@@ -243,14 +243,22 @@ def order(b: Binder, req: Requirement, plan: Plan) -> None:
     elif sel.target and sel.target.isidentifier():
         site = _pandas_order_site(sel, req)
     if site:
-        plan.items.append(b.item(req, "ranking", site, b.variables(sel), "order"))
+        # the pandas site reads the ranked artifact itself: a constraint that a correct retry meets
+        artifact = sel.language != "sql" and (sel.target or "").lower() not in b.rewritten
+        plan.items.append(b.item(req, "ranking", site, b.variables(sel), "order", constraint=artifact))
     else:
         plan.unverified.append(req)
 
 
 def _ranked_constraint(b: Binder, req: Requirement, sel: Selection, plan: Plan) -> None:
     """A ranking that matches the question: a stored ranking must equal its query as stated; a
-    ranking query over a table the span stored needs values of the ranking column there."""
+    ranking query over a table the span stored needs values of the ranking column there; a pandas
+    ranking left in a variable must keep running in the stated direction."""
+    target = sel.target or ""
+    if sel.language != "sql" and target.isidentifier() and target.lower() not in b.rewritten and sel.order:
+        site = _pandas_order_site(sel, req, strict=True)
+        plan.items.append(b.item(req, "ranking", site, b.variables(sel), "agrees", constraint=True))
+        return
     if sel.language != "sql" or not b.con or not sel.sql:
         return
     if b.stored(sel):
@@ -287,12 +295,16 @@ def _ranked_constraint(b: Binder, req: Requirement, sel: Selection, plan: Plan) 
         )
 
 
-def _pandas_order_site(sel: Selection, req: Requirement) -> str:
-    """The ranked result itself: its values must run in the stated direction (and number k)."""
+def _pandas_order_site(sel: Selection, req: Requirement, strict: bool = False) -> str:
+    """The ranked result itself: its values must run in the stated direction (and number k). A
+    frame is read at its sort column; without it, at its last column, or (strict: the code ranks
+    as stated, so only a sure reading may fail it) not at all."""
+    key = sel.order[0][0] if sel.order else ""
+    other = "_pd.Series([], dtype=float)" if strict else "_t.iloc[:, -1]"
     return textwrap.dedent(f"""\
         import pandas as _pd
         _t = {sel.target}
-        _s = _t.iloc[:, -1] if isinstance(_t, _pd.DataFrame) else _pd.Series(_t)
+        _s = (_t[{key!r}] if {key!r} in _t.columns else {other}) if isinstance(_t, _pd.DataFrame) else _pd.Series(_t)
         _s = _pd.to_numeric(_s, errors='coerce').dropna()
         _mono = _s.is_monotonic_decreasing if {bool(req.descending)!r} else _s.is_monotonic_increasing
         _v = len(_s) > 1 and not _mono

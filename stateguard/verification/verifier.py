@@ -2,6 +2,7 @@
 
     verifier = SemanticVerifier()
     constraints = yield from verifier.open_constraints(ctx, turn, steps)   # before OPEN_STATE
+    constraints = yield from verifier.update_constraints(ctx, turn, steps) # UPDATE_STATE: turn-aligned, or a retry
     findings = yield from verifier.verify(obs, ctx, turn, steps)           # at verification
 
 Both are generator fragments a policy runs with `yield from`: every piece of evidence is a tool
@@ -9,11 +10,17 @@ action applied by the harness and recorded in the trace —
   inspect_python  the span's code -> its row conditions, aggregates, keys, joins (`inspect.py`);
   run_probe       the data's vocabulary (columns, category values) of the tables the code reads
                   and writes, then one batch of requirement probes (`probes.py`);
-  load_state      the committed state whose definition of a term the turn relies on.
+  load_state      the committed state whose definition of a term the turn relies on;
+  compile_python  every requirement probe before it runs (and every check before it becomes a
+                  constraint): one that does not compile is not run and its requirement is
+                  reported unverified, never a finding (`syntax.py`).
 Requirements come from the turn's question (and the task's standing instructions, and the
 current definitions of terms an earlier turn defined). Checks on artifacts the turn leaves (a
 table, a frame, the reported dict) become the state's executable constraints when the code is
-known at OPEN (segment flow); the harness evaluates them at UPDATE. Everything else is probed at
+known: at OPEN in the segment flow, at UPDATE in the turn-aligned flow (the state opened before
+the work, with the requirements in words; `update_constraints` gives them code once the turn's
+steps are known, and makes them again from a retry's code in either flow). The harness evaluates
+them at UPDATE. Everything else is probed at
 verification. A requirement violated by a concrete probe result is a finding; one that could not
 be tied to code or data is listed as unverified (for the LLM tier), never a finding.
 """
@@ -35,6 +42,7 @@ from stateguard.verification.code_model import CodeSemantics
 from stateguard.verification.definitions import Definitions
 from stateguard.verification.extract import context_requirements, dedupe, extract
 from stateguard.verification.requirements import Kind, Requirement
+from stateguard.verification.syntax import culprit, syntax_program
 from stateguard.verification.vocabulary import Vocabulary, vocabulary_probe
 
 Fragment = Generator[tuple[str, dict[str, Any]], Any, Any]
@@ -51,7 +59,9 @@ class SemanticConfig(BaseModel):
         description="Off by default: not yet measured clean on the held-out hand-written tasks (README).",
     )
     constraints: bool = Field(
-        default=True, description="Attach artifact checks as executable constraints at OPEN."
+        default=True,
+        description="Attach artifact checks as executable constraints once the code is known "
+        "(OPEN in the segment flow, UPDATE in the turn-aligned flow and after a retry).",
     )
     probes: bool = Field(default=True, description="Probe code-bound checks at verification.")
     definitions: bool = Field(
@@ -98,6 +108,7 @@ class SemanticVerifier:
         self.owned: dict[str, probes.ProbeItem] = {}
         self.last = Verification()
         self._cached: tuple[tuple[Any, ...], Plan] | None = None  # the plan made at OPEN for the same steps
+        self._refused = False  # a tool call of the plan being made got no result
 
     def owns(self, text: str) -> bool:
         return text.startswith(_TAG)
@@ -110,19 +121,31 @@ class SemanticVerifier:
         plan = yield from self._plan(ctx, turn, steps)
         out: list[dict[str, Any]] = []
         coded = set()
-        for item in plan.items:
-            if self.config.constraints and item.constraint:
-                text = constraint_text(item.requirement)
-                if text not in self.owned:
-                    self.owned[text] = item
-                    out.append({"text": text, "code": probes.constraint_code(item)})
-                    coded.add(id(item.requirement))
+        wanted = [i for i in plan.items if self.config.constraints and i.constraint]
+        runnable, _ = yield from self._compiled(wanted)
+        for item in runnable:
+            text = constraint_text(item.requirement)
+            if text not in self.owned:
+                self.owned[text] = item
+                out.append({"text": text, "code": probes.constraint_code(item)})
+                coded.add(id(item.requirement))
         for req in plan.requirements:
             if id(req) not in coded and req.kind is not Kind.ROUNDING:
                 text = constraint_text(req)
                 if all(c["text"] != text for c in out):
                     out.append({"text": text})
         return out
+
+    def update_constraints(self, ctx: Any, turn: Any, steps: list[WorkerStep]) -> Fragment:
+        """Constraints for UPDATE_STATE once the work under review is known: in the turn-aligned
+        flow (the state opened before the work, with its requirements in words) and after a retry in
+        either flow. The checks the code and artifacts now allow come with code (a requirement of
+        the same text gets it in place); a check attached earlier (before a repair) that the retry
+        no longer yields goes back to words, so a check of the faulty code never outlives it."""
+        before = list(self.owned)
+        opened = yield from self.open_constraints(ctx, turn, steps)
+        coded: list[dict[str, Any]] = [c for c in opened if c.get("code")]
+        return coded + [{"text": text} for text in before if text not in self.owned]
 
     def verify(self, obs: ManagerObservation, ctx: Any, turn: Any, steps: list[WorkerStep]) -> Fragment:
         """Findings for the state under verification (every piece of evidence a tool call)."""
@@ -139,6 +162,9 @@ class SemanticVerifier:
                 )
             else:
                 rest.append(item)
+        broken: dict[str, str] = {}
+        if rest and self.config.probes:
+            rest, broken = yield from self._compiled(rest)
         if rest and self.config.probes:
             result = yield ("run_probe", {"code": probes.batch(rest)})
             tool = getattr(result, "tool_result", None)
@@ -151,22 +177,52 @@ class SemanticVerifier:
         ]
         if not any(f.evidence.startswith("output") for f in findings):
             findings += _empty_report(plan.requirements, steps)
+        failed = [i for i in plan.items if i.id in broken]
         self.last = Verification(
             requirements=plan.requirements,
-            notes=plan.notes,
-            unverified=plan.unverified,
+            notes=plan.notes
+            + [
+                f"{i.requirement.describe()}: its {i.check} probe does not compile ({broken[i.id]}); not run"
+                for i in failed
+            ],
+            unverified=plan.unverified
+            + [i.requirement for i in failed if i.requirement not in plan.unverified],
             outcomes={k: v.model_dump(exclude_none=True) for k, v in outcomes.items()},
             findings=findings,
         )
         return findings
 
     # -- internals ----------------------------------------------------------------------
+    def _compiled(
+        self, items: list[probes.ProbeItem]
+    ) -> Generator[tuple[str, dict[str, Any]], Any, tuple[list[probes.ProbeItem], dict[str, str]]]:
+        """The items whose probe compiles (`compile_python`, one call while all compile), and the
+        syntax error of each one that does not: those are neither run nor attached."""
+        pending, broken = list(items), {}
+        while pending:
+            program, spans = syntax_program(pending)
+            result = yield ("compile_python", {"code": program})
+            tool = getattr(result, "tool_result", None)
+            if tool is None or not tool.ok:
+                break  # no evidence either way: the batch isolates each snippet anyway
+            data = tool.data
+            if data.get("valid"):
+                break
+            message = f"{data.get('message')} at line {data.get('line')}"
+            bad = culprit(spans, data.get("line"))
+            drop = [i for i in pending if bad is None or i.id == bad]  # not attributable: none is run
+            broken.update({i.id: message for i in drop})
+            pending = [i for i in pending if i not in drop]
+        return pending, broken
+
     def _plan(self, ctx: Any, turn: Any, steps: list[WorkerStep]) -> Fragment:
         key = (getattr(turn, "turn_id", None), tuple(s.index for s in steps))
         if steps and self._cached is not None and self._cached[0] == key:
             return self._cached[1]  # verification right after OPEN: the evidence is already in the trace
+        self._refused = False
         plan = yield from self._fresh_plan(ctx, turn, steps)
-        self._cached = (key, plan) if steps else None
+        # a plan made while a tool call was refused (the activation's tool budget) is not reused
+        self._cached = (key, plan) if steps and not self._refused else None
         return plan
 
     def _fresh_plan(self, ctx: Any, turn: Any, steps: list[WorkerStep]) -> Fragment:
@@ -177,6 +233,7 @@ class SemanticVerifier:
         if ran:
             result = yield ("inspect_python", {"code": "\n\n".join(s.action for s in ran)})
             tool = getattr(result, "tool_result", None)
+            self._refused |= tool is None
             if tool is not None and tool.ok and tool.data.get("valid"):
                 sem = CodeSemantics.model_validate(tool.data.get("semantics") or {})
         written = {w.lower() for s in ran for w in s.meta.get("writes", [])}
@@ -185,6 +242,7 @@ class SemanticVerifier:
         if need and ctx.workspace is not None:
             result = yield ("run_probe", {"code": vocabulary_probe(need, sem.connection)})
             tool = getattr(result, "tool_result", None)
+            self._refused |= tool is None
             if tool is not None:
                 self.vocab = self.vocab.merged(Vocabulary.from_probe(str(tool.data.get("stdout", ""))))
         tables = [n.lower() for n in names]
@@ -257,9 +315,16 @@ def _is_empty(value: Any) -> bool:
     return False
 
 
+_PAST_RULE = re.compile(
+    r"\(\s*(?:until now|up to now|so far|previously|formerly|before this turn)\b[^)]*\)", re.IGNORECASE
+)
+
+
 def _own_context(turn: Any) -> str:
-    """The turn's own context (turn 1's holds the task-wide description, which states no rule)."""
-    return str(getattr(turn, "context", "") or "") if getattr(turn, "turn_id", 1) > 1 else ""
+    """The turn's own context (turn 1's holds the task-wide description, which states no rule),
+    without the rule it replaces: "(until now, a bird counts as heavy when ...)" is history."""
+    text = str(getattr(turn, "context", "") or "") if getattr(turn, "turn_id", 1) > 1 else ""
+    return _PAST_RULE.sub("", text)
 
 
 def _names(sem: CodeSemantics) -> list[str]:

@@ -46,3 +46,53 @@ def test_variable_names_with_versions_or_spaces_are_argument_errors() -> None:
     h.apply(RawAction(name="OPEN_STATE", arguments={"issue": "x"}))
     result = h.apply(RawAction(name="UPDATE_STATE", arguments={"used_variables": [{"name": "x@S1"}]}))
     assert not result.accepted and "give the version separately" in result.feedback
+
+
+def test_update_gives_an_open_constraint_its_code_and_the_harness_evaluates_it() -> None:
+    """Turn-aligned: the state opens with constraints in words; UPDATE_STATE attaches code (matched
+    by text, in place), adds new ones, can take code away; the harness runs every coded one."""
+    from stateguard.workspace import DictWorkspace
+
+    ws = DictWorkspace()
+    assert ws.run_cell("x = 3").ok
+    h = Harness(StateStore(":memory:"), HarnessConfig(regime="turn_aligned"), workspace=ws)
+    h.begin_review(EventType.TURN_START)
+    opened = [{"text": "x is positive"}, {"text": "x is small"}]
+    assert h.apply(RawAction(name="OPEN_STATE", arguments={"issue": "x", "constraints": opened})).accepted
+    h.record_step(WorkerStep(index=0, action="x = 3"))
+    h.begin_review(EventType.TURN_END)
+    given = [
+        {"text": "x is small", "code": "assert x < 2, x"},
+        {"text": "x is an int", "code": "assert isinstance(x, int)"},
+    ]
+    assert h.apply(RawAction(name="UPDATE_STATE", arguments={"constraints": given})).accepted
+    assert h.draft is not None
+    assert [(c.text, c.code) for c in h.draft.constraints] == [
+        ("x is positive", None),
+        ("x is small", "assert x < 2, x"),
+        ("x is an int", "assert isinstance(x, int)"),
+    ]
+    assert [(r.text, r.passed) for r in h.draft.constraint_results] == [
+        ("x is small", False),
+        ("x is an int", True),
+    ]
+    assert not h.apply(
+        RawAction(name="FINALIZE_RELATIONS", arguments={})
+    ).accepted  # a failed check blocks it
+    # a later UPDATE (after a retry) can take the code away again: the words stay
+    assert h.apply(
+        RawAction(name="UPDATE_STATE", arguments={"constraints": [{"text": "x is small"}]})
+    ).accepted
+    assert [(c.text, c.code is None) for c in h.draft.constraints][1] == ("x is small", True)
+    assert [(r.text, r.passed) for r in h.draft.constraint_results] == [("x is an int", True)]
+    assert h.apply(RawAction(name="FINALIZE_RELATIONS", arguments={})).accepted
+
+
+def test_update_constraints_are_accepted_but_not_shown_to_a_model() -> None:
+    """The model sees the paper's UPDATE_STATE; the deterministic tier may send constraints."""
+    from stateguard.actions import ControlAction, UpdateStateArgs, tool_schema
+
+    shown = tool_schema(ControlAction.UPDATE_STATE)["function"]["parameters"]["properties"]
+    assert "constraints" not in shown
+    args = UpdateStateArgs.model_validate({"constraints": [{"text": "t", "code": "assert True"}]})
+    assert [(c.text, c.code) for c in args.constraints] == [("t", "assert True")]

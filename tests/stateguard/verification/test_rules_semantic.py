@@ -69,7 +69,7 @@ def test_ranking_mistake_is_repaired_on_probe_evidence(task: Task, tmp_path: Pat
     hint = next(e for e in events if e.kind == "hint_delivered" and e.payload["hint"]["kind"] == "repair")
     assert hint.payload["hint"]["error_variables"] == ["region_counts"]
     tools = {e.payload["name"] for e in events if e.kind == "tool"}
-    assert {"inspect_python", "run_probe", "check_execution"} <= tools
+    assert {"inspect_python", "compile_python", "run_probe", "check_execution"} <= tools
 
 
 @pytest.mark.parametrize("flow", [LONGDS, SEGMENT], ids=["turn_aligned", "segment_every_3"])
@@ -99,3 +99,76 @@ def test_segment_flow_states_carry_executable_requirements(task: Task, tmp_path:
     finally:
         store.close()
     assert stats.executable_constraints == len(coded) and stats.tools["inspect_python"] >= len(committed)
+
+
+def _coded(events: list) -> list[list[dict]]:
+    """Per committed state, its requirement constraints that carry code."""
+    return [
+        [
+            c
+            for c in e.payload["state"]["constraints"]
+            if c.get("code") and c["text"].startswith("requirement:")
+        ]
+        for e in events
+        if e.kind == "state_committed"
+    ]
+
+
+def test_turn_aligned_states_get_executable_requirements_at_update(task: Task, tmp_path: Path) -> None:
+    """The state opens before the work (requirements in words); UPDATE gives them code once the
+    turn's code is known, the harness evaluates them, and they pass on the clean run."""
+    run(task, tmp_path, [], LONGDS)
+    events = read_trace(tmp_path / "trace.jsonl")
+    opened = [e.payload["draft"]["constraints"] for e in events if e.kind == "state_opened"]
+    assert opened and not any(c.get("code") for cs in opened for c in cs)  # words at OPEN
+    coded = _coded(events)
+    assert len(coded) == len(task.turns) and sum(map(len, coded)) >= len(task.turns)
+    texts = [c["text"] for cs in coded for c in cs]
+    assert len(texts) == len(set(texts)) or all(len({c["text"] for c in cs}) == len(cs) for cs in coded)
+    checks = [r for e in events if e.kind == "constraint_checks" for r in e.payload["results"]]
+    assert len(checks) >= sum(map(len, coded)) and all(r["passed"] for r in checks)
+    tools = [e.payload["name"] for e in events if e.kind == "tool"]
+    assert tools.count("compile_python") >= len(task.turns)
+
+
+def test_turn_aligned_executable_requirement_fails_then_holds_after_the_retry(
+    task: Task, tmp_path: Path
+) -> None:
+    result, ok = run(task, tmp_path, [ascending(task)], LONGDS)
+    assert ok[3] is True and result.repairs == 1
+    events = read_trace(tmp_path / "trace.jsonl")
+    turn3 = [
+        r
+        for e in events
+        if e.kind == "constraint_checks"
+        for r in e.payload["results"]
+        if "ranked by" in r["text"]
+    ]
+    assert [r["passed"] for r in turn3] == [False, True]  # the faulty ranking, then the correct retry
+    state3 = [e.payload["state"] for e in events if e.kind == "state_committed"][2]
+    assert any(c["text"] == turn3[0]["text"] and c.get("code") for c in state3["constraints"])
+
+
+def test_segment_flow_retry_refreshes_the_checks_and_commits_without_fallback(
+    task: Task, tmp_path: Path
+) -> None:
+    """Segment flow: the ranking check attached at OPEN fails on the faulty code; after the repair
+    the checks are made again from the retry's code at UPDATE, they pass, and the state commits
+    by the manager's own decision (no fallback after a refused FINALIZE)."""
+    result, _ = run(task, tmp_path, [ascending(task)], SEGMENT)
+    assert result.repairs == 1
+    events = read_trace(tmp_path / "trace.jsonl")
+    ranked = [
+        r["passed"]
+        for e in events
+        if e.kind == "constraint_checks"
+        for r in e.payload["results"]
+        if "ranked by" in r["text"]
+    ]
+    assert ranked[0] is False and ranked[-1] is True
+    # the refresh read the retry's code: its report, not rebuilt since, is now checked as well
+    s3 = [[r["text"] for r in e.payload["results"]] for e in events if e.kind == "constraint_checks"][1:3]
+    assert len(s3[1]) > len(s3[0]) and any("reports top_region" in t for t in s3[1])
+    assert not [e for e in events if e.kind == "manager_fallback"]
+    refused = [e for e in events if e.kind == "action" and e.payload["name"] == "FINALIZE_RELATIONS"]
+    assert all(e.payload["accepted"] for e in refused)
