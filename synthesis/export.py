@@ -359,30 +359,12 @@ class ExportOptions(BaseModel):
 
 def _task_records(root: Path, out: Path, opts: ExportOptions) -> list[TrajectoryRecord]:
     """The trajectories of one task, cached in `out/records/<task_id>.jsonl` (a rerun resumes)."""
-    key = RecordsKey(
-        seed=opts.seed,
-        repairs=opts.repairs,
-        autos=opts.autos,
-        benign=opts.benign,
-        heavy=opts.heavy,
-        abandon=opts.abandon,
-        teacher=opts.teacher,
-        version=TEACHER_VERSION,
-    )
+    params = opts.model_dump(include={"seed", "repairs", "autos", "benign", "heavy", "abandon", "teacher"})
+    key = RecordsKey(**params, version=TEACHER_VERSION)
     cache = CorpusFolder(out).record_file(root.name)
     if load_key(cache) == key:
         return load_records(cache)[1]
-    recs = generate(
-        root,
-        out,
-        seed=opts.seed,
-        repairs=opts.repairs,
-        autos=opts.autos,
-        benign=opts.benign,
-        heavy=opts.heavy,
-        abandon=opts.abandon,
-        teacher=opts.teacher,
-    )
+    recs = generate(root, out, **params)
     save_records(cache, key, recs)  # atomic: a killed export never leaves a half-written cache
     return recs
 

@@ -244,30 +244,24 @@ class RulesManager:
         self, obs: ManagerObservation, ctx: ManagerContext, findings: list[checks.Finding]
     ) -> Activation:
         first = findings[0]
+        evidence = "; ".join(f"[{f.check}] {f.evidence}" for f in findings)
         names = sorted({n for f in findings if f.check == first.check for n in f.variables})
-        self.mark_repair(obs, ctx, names)
-        result = yield Action.of(
-            RepairArgs(
-                analytical_evidence="; ".join(f"[{f.check}] {f.evidence}" for f in findings),
-                error_hint=ErrorHintArg(error_variables=names, faulty_reasoning=first.reason),
-            )
-        )
-        if result.accepted:
-            return
         made = self._draft_made(obs)
-        if "must be localized" in (getattr(result, "feedback", "") or "") and made:
-            # The finding names what the harness cannot resolve (a SQL table that is no workspace
-            # variable): name what the draft's own steps made instead (the reported dict).
-            names = made
+        for attempt in range(2):
             self.mark_repair(obs, ctx, names)
             result = yield Action.of(
                 RepairArgs(
-                    analytical_evidence="; ".join(f"[{f.check}] {f.evidence}" for f in findings),
+                    analytical_evidence=evidence,
                     error_hint=ErrorHintArg(error_variables=names, faulty_reasoning=first.reason),
                 )
             )
             if result.accepted:
                 return
+            if attempt or "must be localized" not in (getattr(result, "feedback", "") or "") or not made:
+                break
+            # The finding names what the harness cannot resolve (a SQL table that is no workspace
+            # variable): name what the draft's own steps made instead (the reported dict).
+            names = made
         # The hint guard refused our wording (e.g. a value slipped in): fall back to a generic reason.
         result = yield Action.of(
             RepairArgs(
