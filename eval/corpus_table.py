@@ -10,9 +10,9 @@ and renders it as one Markdown table next to the paper's D.2 figures.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from stateguard.artifacts.export_summary import DEFAULT_CORPUS_DIR, SYNTH_SUMMARY_FILE, synth_export_dir
 from stateguard.artifacts.run_folder import CORPUS_STATS_FILE, CORPUS_STATS_TABLE
 from stateguard.corpus_stats import CorpusStats, render_markdown
 
@@ -23,15 +23,10 @@ STATS_FILE = CORPUS_STATS_FILE
 
 def find_corpus_stats(run_dir: Path) -> Path | None:
     """The corpus statistics record of a synthesis run folder, or None when it has none."""
-    candidates = [run_dir / STATS_FILE, run_dir / "corpus" / STATS_FILE]
-    summary = run_dir / "synth_summary.json"
-    if summary.is_file():
-        try:
-            export = json.loads(summary.read_text(encoding="utf-8")).get("export") or {}
-        except json.JSONDecodeError:
-            export = {}
-        if export.get("out_dir"):
-            candidates.insert(0, Path(str(export["out_dir"])) / STATS_FILE)
+    candidates = [run_dir / STATS_FILE, run_dir / DEFAULT_CORPUS_DIR / STATS_FILE]
+    export_dir = synth_export_dir(run_dir / SYNTH_SUMMARY_FILE)
+    if export_dir is not None:
+        candidates.insert(0, export_dir / STATS_FILE)
     return next((p for p in candidates if p.is_file()), None)
 
 

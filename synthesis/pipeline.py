@@ -32,7 +32,7 @@ from omegaconf import DictConfig
 from pydantic import BaseModel, Field
 from tqdm import tqdm
 
-from stateguard.artifacts.export_summary import SynthExport
+from stateguard.artifacts.export_summary import SYNTH_SUMMARY_FILE, SynthExport
 from stateguard.artifacts.graph import load_graph
 from stateguard.artifacts.run_folder import CorpusFolder
 from stateguard.artifacts.task_folder import TaskFolder
@@ -46,7 +46,7 @@ from synthesis.tasks import build_task
 __all__ = ["DroppedTask", "SynthResult", "TaskOutcome", "TaskSpec", "main", "plan_specs", "run", "synth_one"]
 
 log = logging.getLogger(__name__)
-SUMMARY = "synth_summary.json"
+SUMMARY = SYNTH_SUMMARY_FILE
 
 
 class TaskSpec(BaseModel):

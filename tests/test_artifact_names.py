@@ -61,6 +61,9 @@ NAMES = frozenset(
         "export_summary.json",
         "corpus_stats.json",
         "corpus_stats.md",
+        "synth_summary.json",
+        "train.parquet",
+        "val.parquet",
     }
 )
 TRACE_MODULES = ("stateguard.trace", "stateguard.artifacts")

@@ -17,7 +17,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from stateguard.artifacts.files import load_model
 
-__all__ = ["ExportSummary", "SynthExport", "load_export_summary", "save_export_summary"]
+__all__ = [
+    "DEFAULT_CORPUS_DIR",
+    "SYNTH_SUMMARY_FILE",
+    "ExportSummary",
+    "SynthExport",
+    "load_export_summary",
+    "save_export_summary",
+    "synth_export_dir",
+]
 
 
 class ExportSummary(BaseModel):
@@ -44,6 +52,34 @@ class SynthExport(ExportSummary):
     """The export's summary as `make synth` reports it (`synth_summary.json`'s `export`): where it went."""
 
     out_dir: str
+
+
+SYNTH_SUMMARY_FILE = "synth_summary.json"  # <synth out_dir>/: synthesis.pipeline.SynthResult
+DEFAULT_CORPUS_DIR = "corpus"  # the export's folder under a synthesis out_dir unless configured
+
+
+class _ExportPlace(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    out_dir: str
+
+
+class _SynthSummaryExport(BaseModel):
+    """The part of `synth_summary.json` other packages read (the rest is synthesis's own)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    export: _ExportPlace | None = None
+
+
+def synth_export_dir(path: str | Path) -> Path | None:
+    """Where a synthesis run's summary says its export went; None when there was no export, or the
+    file is missing or not a summary (a folder that is no synthesis run)."""
+    try:
+        export = _SynthSummaryExport.model_validate_json(Path(path).read_text(encoding="utf-8")).export
+    except (OSError, ValueError):
+        return None
+    return Path(export.out_dir) if export is not None and export.out_dir else None
 
 
 def save_export_summary(path: str | Path, summary: ExportSummary) -> None:

@@ -26,6 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from stateguard.artifacts.files import ArtifactError, describe_errors
 
 __all__ = [
+    "RL_TRAIN_FILE",
+    "RL_VAL_FILE",
     "PreparedExtraInfo",
     "PreparedRlRow",
     "RlColumn",
@@ -182,6 +184,10 @@ class PreparedRlRow(RlPromptRow):
     def of(cls, row: RlPromptRow, index: int, agent_name: str) -> PreparedRlRow:
         extra = PreparedExtraInfo(**row.extra_info.model_dump(), index=index)
         return cls(**{**dict(row), "extra_info": extra, "agent_name": agent_name})
+
+
+RL_TRAIN_FILE = "train.parquet"  # training.rl.data's output folder: verl's data.train_files
+RL_VAL_FILE = "val.parquet"  # and data.val_files
 
 
 class RlColumn(StrEnum):

@@ -27,7 +27,14 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from stateguard.artifacts.files import ArtifactError
-from stateguard.artifacts.rl_prompts import PreparedRlRow, RlPromptRow, read_rl_prompts, write_rl_prompts
+from stateguard.artifacts.rl_prompts import (
+    RL_TRAIN_FILE,
+    RL_VAL_FILE,
+    PreparedRlRow,
+    RlPromptRow,
+    read_rl_prompts,
+    write_rl_prompts,
+)
 
 __all__ = ["PrepStats", "load_prompts", "main", "prepare", "prepare_rows", "split_by_task"]
 
@@ -109,8 +116,8 @@ def prepare(
     if train_tasks == val_tasks:
         log.warning("only %d task(s): validation reuses the training rows", len(train_tasks))
     out = Path(out_dir)
-    write_rl_prompts(out / "train.parquet", train)
-    write_rl_prompts(out / "val.parquet", val)
+    write_rl_prompts(out / RL_TRAIN_FILE, train)
+    write_rl_prompts(out / RL_VAL_FILE, val)
     g = Counter(r.extra_info.label().g for r in rows)
     return PrepStats(
         rows_in=len(rows) + duplicates,
@@ -120,8 +127,8 @@ def prepare(
         train_tasks=train_tasks,
         val_tasks=val_tasks,
         inconsistent_points=g.get(1, 0),
-        train_path=str(out / "train.parquet"),
-        val_path=str(out / "val.parquet"),
+        train_path=str(out / RL_TRAIN_FILE),
+        val_path=str(out / RL_VAL_FILE),
     )
 
 
