@@ -50,6 +50,18 @@ def call(name: str, **arguments: Any) -> Reply:
     return Reply(tool_calls=[{"name": name, "arguments": arguments}])
 
 
+# The model's moves on turn 3's plausible but wrong ranking (by amount instead of by orders).
+RANKING_EVIDENCE = call("inspect_python", code="region_counts = sales.groupby('region')['amount'].sum()")
+RANKING_REPAIR = call(
+    "REPAIR",
+    analytical_evidence="inspect_python: the ranking sums amount instead of counting orders",
+    error_hint={
+        "error_variables": ["region_counts"],
+        "faulty_reasoning": "the ranking uses order amounts, but the question asks which region has the most orders",
+    },
+)
+
+
 def correct(task: Task, answers: dict[int, Any]) -> dict[int, bool]:
     return per_turn_correct({t.turn_id: t.answer for t in task.turns}, answers)
 
@@ -57,18 +69,11 @@ def correct(task: Task, answers: dict[int, Any]) -> dict[int, bool]:
 def test_hierarchical_calls_the_model_only_where_rules_cannot_decide(task: Task, tmp_path: Path) -> None:
     # Turn 3 runs a plausible but wrong ranking (by amount): no rule fires, the question has a
     # semantic requirement ("most"), so the model is asked; it repairs, then approves the retry.
-    repair = call(
-        "REPAIR",
-        analytical_evidence="inspect_python: the ranking sums amount instead of counting orders",
-        error_hint={
-            "error_variables": ["region_counts"],
-            "faulty_reasoning": "the ranking uses order amounts, "
-            "but the question asks which region has the most orders",
-        },
-    )
-    finalize = call("FINALIZE_RELATIONS", mode="confirm")
-    evidence = call("inspect_python", code="region_counts = sales.groupby('region')['amount'].sum()")
-    script = [evidence, repair, finalize]  # turn 3 (evidence, then the repair), then turn 3's retry
+    script = [
+        RANKING_EVIDENCE,
+        RANKING_REPAIR,
+        call("FINALIZE_RELATIONS", mode="confirm"),
+    ]  # turn 3 (evidence, then the repair), then turn 3's retry
     with ScriptedServer(script) as server:
         manager = HierarchicalManager(
             RulesManager(), LLMManager(client(server)), semantic_pattern=r"\bwhich region\b"
@@ -109,18 +114,10 @@ def test_hierarchical_calls_the_model_only_where_rules_cannot_decide(task: Task,
 def test_each_manager_model_call_is_logged_with_its_activation(task: Task, tmp_path: Path) -> None:
     # The hierarchical run above, with the calls logged: llm_calls.jsonl joins the trace on the
     # activation id (the evidence and the repair share one activation, the approval is a later one).
-    evidence = call("inspect_python", code="region_counts = sales.groupby('region')['amount'].sum()")
-    repair = call(
-        "REPAIR",
-        analytical_evidence="inspect_python: the ranking sums amount instead of counting orders",
-        error_hint={
-            "error_variables": ["region_counts"],
-            "faulty_reasoning": "the ranking uses order amounts, "
-            "but the question asks which region has the most orders",
-        },
-    )
     calls_log = Trace(RolloutFolder(tmp_path).llm_calls)
-    with ScriptedServer([evidence, repair, call("FINALIZE_RELATIONS", mode="confirm")]) as server:
+    with ScriptedServer(
+        [RANKING_EVIDENCE, RANKING_REPAIR, call("FINALIZE_RELATIONS", mode="confirm")]
+    ) as server:
         model = LLMClient(
             EndpointConfig(role="manager", base_url=server.base_url, model="m", timeout_s=2, max_retries=0),
             trace=calls_log,
