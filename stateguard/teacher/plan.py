@@ -24,7 +24,9 @@ from stateguard.flows import DABSTEP, DACOMP_DE, LONGDS, FlowConfig
 
 __all__ = ["FLOWS", "TEACHER_VERSION", "Segment", "StageCheck", "TeacherPlan", "Variant", "flow_named"]
 
-TEACHER_VERSION = "teacher/4"  # 3: constraints from the question text (requirements.py); 4: auto goes live after the fault turn opens
+# 3: constraints from the question text (requirements.py); 4: auto goes live after the fault turn
+# opens; 5: the stated-recompute probe fingerprints inside DuckDB (probe.py)
+TEACHER_VERSION = "teacher/5"
 
 # clean    no intervention; the teacher verifies and commits every state
 # repair   genuine θ' at t*; verification shows it, REPAIR; the worker's retry passes, COMMIT

@@ -3,12 +3,15 @@
     code = stated_probe("adelie_heavy", "SELECT * FROM adelie_birds WHERE body_mass_g >= 3550")
     verdict = read_probe(tool_result_stdout)      # StatedVerdict(same_rows=False, ...) or None
 
-The probe runs in the forked workspace (`run_probe`): it reads the stored table and the query as
-stated through the task's DuckDB connection and prints one JSON line with the two row counts and
-whether their row multisets are equal (a small order-insensitive fingerprint in the spirit of
-Eq. 23: values canonicalized, rows sorted, SHA-256). It prints no values, so nothing it shows can
-leak into a repair hint. The query is the one the task text describes; a manager without the
-teacher's knowledge writes it from the question and the code it inspected.
+The probe runs in the forked workspace (`run_probe`): through the task's DuckDB connection it
+fingerprints the stored table and the query as stated, and prints one JSON line with the two row
+counts and whether their row multisets are equal. The fingerprint is order-insensitive in the
+spirit of Eq. 23 and computed inside DuckDB: floats rounded to 9 places, each row hashed (DuckDB
+hashes an integer alike whatever its width), the hashes summed. (It used to pull both tables into
+Python and sort their rows as strings: about 8 s for nyc's 336k flights against 0.05 s now, and
+most of the CPU of an nyc corpus build.) It prints no values, so nothing it shows can leak into a
+repair hint. The query is the one the task text describes; a manager without the teacher's
+knowledge writes it from the question and the code it inspected.
 """
 
 from __future__ import annotations
@@ -23,25 +26,28 @@ __all__ = ["PROBE_TAG", "StatedVerdict", "read_probe", "stated_probe"]
 PROBE_TAG = "stated_recompute"
 _LINE = re.compile(r"^\{.*\}$")
 
-_TEMPLATE = '''import hashlib
-import json
+_TEMPLATE = '''import json
 
 
-def _rows_key(rows):
-    def canon(v):
-        if isinstance(v, float):
-            return "nan" if v != v else repr(round(v, 9) + 0.0)
-        return repr(v)
-    lines = sorted("|".join(canon(v) for v in row) for row in rows)
-    return hashlib.sha256("\\n".join(lines).encode()).hexdigest()
+def _fingerprint(query):
+    # (rows, order-insensitive sum of row hashes); floats rounded to 9 places first (+ 0.0 folds
+    # -0.0), so neither row order nor summation order matters
+    columns = {conn}.execute(f"SELECT * FROM ({{query}}) LIMIT 0").description
+    values = ", ".join(
+        f"round(CAST(#{{i}} AS DOUBLE), 9) + 0.0"
+        if str(kind) in ("FLOAT", "DOUBLE") or str(kind).startswith("DECIMAL")
+        else f"#{{i}}"
+        for i, (_, kind, *_rest) in enumerate(columns, 1)
+    )
+    return {conn}.execute(f"SELECT count(*), sum(hash({{values}})::HUGEINT) FROM ({{query}})").fetchone()
 
 
-_stored = {conn}.execute("SELECT * FROM {table}").fetchall()
-_stated = {conn}.execute("""
+_stored = _fingerprint("SELECT * FROM {table}")
+_stated = _fingerprint("""
 {sql}
-""").fetchall()
-print(json.dumps({{"check": "{tag}", "table": "{table}", "stored_rows": len(_stored),
-                  "stated_rows": len(_stated), "same_rows": _rows_key(_stored) == _rows_key(_stated)}}))
+""")
+print(json.dumps({{"check": "{tag}", "table": "{table}", "stored_rows": _stored[0],
+                  "stated_rows": _stated[0], "same_rows": _stored == _stated}}))
 '''
 
 
