@@ -107,27 +107,43 @@ def plan_specs(
     turns: tuple[int, int],
     seed: int,
     shapes: dict[str, int] | None = None,
+    dataset_scale: dict[str, float] | None = None,
 ) -> list[TaskSpec]:
     """The task list for a master seed; duplicates (same dataset, seed and turns) are kept once.
-    `shapes` adds, per dataset, that many segment-shaped tasks of each shape (synthesis.shapes)."""
+    `shapes` adds, per dataset, that many segment-shaped tasks of each shape (synthesis.shapes).
+    `dataset_scale` multiplies a dataset's counts (rounded): a costly dataset can be drawn less
+    often; since seeds derive from the index, a scaled-down dataset's tasks are a prefix of its
+    full list."""
     lo, hi = turns
     if lo > hi:
         raise ValueError(f"turns.min={lo} is larger than turns.max={hi}")
+    scale = dict(dataset_scale or {})
+    for key, factor in scale.items():
+        if key not in datasets:
+            raise ValueError(
+                f"dataset_scale.{key}: not one of datasets={list(datasets)}; remove it or add the dataset"
+            )
+        if not factor >= 0:
+            raise ValueError(f"dataset_scale.{key}={factor}: use a factor >= 0 (1 = the full count)")
+
+    def count(dataset: str, n: int) -> int:
+        return round(n * scale.get(dataset, 1.0))
+
     specs: list[TaskSpec] = []
     seen: set[str] = set()
     for dataset in datasets:
         name = get_info(dataset).name
-        for i in range(tasks_per_dataset):
+        for i in range(count(dataset, tasks_per_dataset)):
             h = _derive(seed, name, i)
             task_seed, n_turns = h % 1_000_000, lo + (h >> 32) % (hi - lo + 1)
             task_id = f"{name}_s{task_seed}_t{n_turns}"  # what build_task names the folder
             if task_id not in seen:
                 seen.add(task_id)
                 specs.append(TaskSpec(dataset=name, index=i, seed=task_seed, turns=n_turns, task_id=task_id))
-        for shape, count in sorted((shapes or {}).items()):
+        for shape, n_shape in sorted((shapes or {}).items()):
             if shape not in SHAPES:
                 raise ValueError(f"shapes.{shape}: unknown task shape; known: {sorted(SHAPES)}")
-            for i in range(int(count)):
+            for i in range(count(dataset, int(n_shape))):
                 task_seed = _derive(seed, f"{name}:{shape}", i) % 1_000_000
                 task_id = shaped_task_id(name, shape, task_seed)
                 if task_id not in seen:
@@ -229,6 +245,7 @@ def run(cfg: DictConfig) -> SynthResult:
         (int(cfg.turns.min), int(cfg.turns.max)),
         int(cfg.seed),
         shapes,
+        {str(k): float(v) for k, v in (cfg.get("dataset_scale") or {}).items()},
     )
     src_cfg = cfg.get("sources") or {}
     folders = {k: src_cfg.get(k) for k in ("dsbench", "bird_interact", "ida_bench")}
