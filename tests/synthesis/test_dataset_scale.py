@@ -67,3 +67,13 @@ def test_corpus_preset_plans_its_tasks():
     by_dataset = Counter(s.dataset for s in specs)
     assert by_dataset == {"penguins": 220, "gapminder": 220, "nyc": 88}
     assert cfg.export.max_trajectories == 3000
+
+
+@pytest.mark.parametrize(
+    "overrides, scale",
+    [(["dataset_scale={nyc:0.5}"], {"nyc": 0.5}), (["synth=corpus", "dataset_scale=null"], None)],
+)
+def test_command_line_overrides_compose(overrides, scale):
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base=None):
+        cfg = compose("synth", overrides=overrides)
+    assert (dict(cfg.dataset_scale) if cfg.dataset_scale is not None else None) == scale
