@@ -51,7 +51,7 @@ def _num(value: float) -> str:
 
 
 def _quantile(con: duckdb.DuckDBPyConnection, sql: str, q: float) -> float:
-    row = con.execute(sql.format(q=q)).fetchone()
+    row = con.execute(sql.replace("{q}", str(q))).fetchone()  # not .format: a data value may hold braces
     if row is None or row[0] is None:
         raise ValueError(f"quantile query returned no value: {sql}")
     return float(row[0])

@@ -104,7 +104,7 @@ def _sql_text(value: str) -> str:
 
 
 def _quantile(con: duckdb.DuckDBPyConnection, sql: str, q: float, step: float) -> float:
-    row = con.execute(sql.format(q=q)).fetchone()
+    row = con.execute(sql.replace("{q}", str(q))).fetchone()  # not .format: a data value may hold braces
     if row is None:
         raise ValueError(f"quantile query returned no row: {sql}")
     return round(float(row[0]) / step) * step
