@@ -13,7 +13,9 @@ pinned by the debug corpus, so fields are only ever appended, never reordered.
 
 from __future__ import annotations
 
+import hashlib
 import json
+from collections.abc import Iterable
 from enum import StrEnum
 from pathlib import Path
 from typing import ClassVar
@@ -74,13 +76,61 @@ def sft_row_dicts(rows: list[SftRow]) -> list[dict[str, object]]:
     return [r.model_dump(mode="json") for r in rows]
 
 
-def write_sft_rows(folder: str | Path, rows: list[SftRow]) -> None:
-    """Save the rows as a `datasets` folder (needs the `train` extra's `datasets`)."""
-    from datasets import Dataset  # heavy import, only when exporting
+def write_sft_rows(folder: str | Path, rows: Iterable[SftRow], batch_rows: int = 1000) -> None:
+    """Save the rows as a `datasets` folder (needs the `train` extra's `datasets`).
 
+    The rows go to disk `batch_rows` at a time (an Arrow stream of record batches, memory-mapped
+    back), so a corpus of any size neither holds a second in-memory copy nor meets Arrow's 2 GiB
+    limit on one string column (the paper-scale corpus passes it); `save_to_disk` then shards it
+    (500 MB a file). The dataset's fingerprint is the SHA-256 of the rows, so the same rows give the
+    same bytes."""
+    import os
+    import tempfile
+
+    import pyarrow as pa
+    from datasets import Dataset, DatasetInfo, Features
+    from datasets.table import MemoryMappedTable
+
+    if batch_rows < 1:
+        raise ValueError(f"batch_rows={batch_rows}: write at least one row per batch")
     root = Path(folder)
     root.mkdir(parents=True, exist_ok=True)
-    Dataset.from_list(sft_row_dicts(rows)).save_to_disk(str(root))
+    digest = hashlib.sha256()
+    fd, name = tempfile.mkstemp(prefix=f".{root.name}-", suffix=".arrow", dir=root.parent)
+    os.close(fd)
+    try:
+        schema: pa.Schema | None = None
+        with pa.OSFile(name, "wb") as sink:
+            writer: pa.RecordBatchStreamWriter | None = None
+            batch: list[dict[str, object]] = []
+
+            def flush() -> None:
+                nonlocal schema, writer
+                table = pa.Table.from_pylist(batch, schema=schema)
+                if writer is None:
+                    schema = table.schema
+                    writer = pa.ipc.new_stream(sink, schema)
+                writer.write_table(table)
+                batch.clear()
+
+            for row in rows:
+                record = row.model_dump(mode="json")
+                digest.update(json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n")
+                batch.append(record)
+                if len(batch) >= batch_rows:
+                    flush()
+            if batch:
+                flush()
+            if writer is not None:
+                writer.close()
+        if schema is None:  # no rows: an empty dataset, as before
+            Dataset.from_list([]).save_to_disk(str(root))
+            return
+        table = MemoryMappedTable.from_file(name)
+        info = DatasetInfo(features=Features.from_arrow_schema(schema))
+        Dataset(table, info=info, fingerprint=digest.hexdigest()[:16]).save_to_disk(str(root))
+    finally:
+        Path(name).unlink(missing_ok=True)
 
 
 def read_sft_rows(folder: str | Path) -> list[SftRow]:

@@ -55,6 +55,34 @@ def test_rows_round_trip_in_field_order(tmp_path: Path) -> None:
     assert columns == list(SftRow.model_fields)  # the written column order is the model's
 
 
+def test_rows_are_written_in_batches_and_shards_with_the_same_content(tmp_path: Path) -> None:
+    """A large corpus is streamed to disk batch by batch (no string column ever holds the whole
+    corpus, so Arrow's 2 GiB offset limit is never met); the bytes of a given set of rows do not
+    depend on the batch size, and `datasets` loads it back."""
+    datasets = pytest.importorskip("datasets", reason="the corpus is written with datasets (train extra)")
+
+    rows = [_row(activation=i) for i in range(7)] + [_row(SftKind.FULL, -1)]
+    one, batched = tmp_path / "one", tmp_path / "batched"
+    write_sft_rows(one, rows)
+    write_sft_rows(batched, iter(rows), batch_rows=3)  # any iterable, e.g. a generator
+    assert read_sft_rows(one) == read_sft_rows(batched) == rows
+    # the bytes do not depend on the batch size (state.json's fingerprint is the rows' hash)
+    assert {p.name: p.read_bytes() for p in one.iterdir()} == {
+        p.name: p.read_bytes() for p in batched.iterdir()
+    }
+    assert datasets.load_from_disk(str(batched))["activation"] == [*range(7), -1]
+    # no temporary file is left next to the folder
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["batched", "one"]
+    with pytest.raises(ValueError, match="batch_rows=0"):
+        write_sft_rows(tmp_path / "bad", rows, batch_rows=0)
+
+
+def test_no_rows_is_an_empty_corpus(tmp_path: Path) -> None:
+    pytest.importorskip("datasets", reason="the corpus is written with datasets (train extra)")
+    write_sft_rows(tmp_path / "empty", [])
+    assert read_sft_rows(tmp_path / "empty") == []
+
+
 def test_columns_are_fields() -> None:
     assert {c.value for c in SftColumn} <= set(SftRow.model_fields)
 
