@@ -28,6 +28,7 @@ import hashlib
 import json
 import time
 from collections import Counter
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from multiprocessing import get_context
 from pathlib import Path
@@ -71,12 +72,13 @@ __all__ = [
     "ExportOptions",
     "activation_messages",
     "build_samples",
+    "AtomicDedup",
     "dedup_atomic",
     "export",
     "main",
     "rl_prompts",
     "write_rl",
-    "write_sft",
+    "write_sft_card",
 ]
 
 ABILITY = "state_management"
@@ -195,20 +197,31 @@ def build_samples(rec: TrajectoryRecord, task: Task, relations: dict[int, list[s
     return samples
 
 
-def dedup_atomic(samples: list[SftRow]) -> tuple[list[SftRow], int]:
-    """Atomic samples with the same messages once (the first: the clean run's, then the variants in
-    order). Every variant of a task replays the clean run up to its intervention, so without this
-    the decisions before t* would be weighted by the number of variants; full samples all differ."""
-    seen: set[str] = set()
-    out = []
-    for sample in samples:
+class AtomicDedup:
+    """Atomic samples with the same messages pass once (the first: the clean run's, then the variants
+    in order). Every variant of a task replays the clean run up to its intervention, so without this
+    the decisions before t* would be weighted by the number of variants; full samples all differ.
+    Streaming: only the hashes of the messages seen are kept."""
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+        self.dropped = 0
+
+    def keep(self, sample: SftRow) -> bool:
         if sample.kind is SftKind.ATOMIC:
             digest = hashlib.sha256(sample.messages.encode("utf-8")).hexdigest()
-            if digest in seen:
-                continue
-            seen.add(digest)
-        out.append(sample)
-    return out, len(samples) - len(out)
+            if digest in self.seen:
+                self.dropped += 1
+                return False
+            self.seen.add(digest)
+        return True
+
+
+def dedup_atomic(samples: list[SftRow]) -> tuple[list[SftRow], int]:
+    """`AtomicDedup` over a list: the samples kept and how many were dropped."""
+    dedup = AtomicDedup()
+    out = [s for s in samples if dedup.keep(s)]
+    return out, dedup.dropped
 
 
 def _faulty_now(rec: TrajectoryRecord, act: ActivationLog) -> bool:
@@ -303,8 +316,8 @@ def _relation_map(task_dir: Path) -> dict[int, list[str]]:
     return {s.turn_id: sorted({r.type.value for r in s.relations}) for s in graph.stages}
 
 
-def write_sft(samples: list[SftRow], out: Path, rejections: dict[str, int]) -> None:
-    write_sft_rows(out, samples)
+def write_sft_card(samples: list[SftRow], out: Path, rejections: dict[str, int]) -> None:
+    """The SFT folder's README.md, from the written samples (their text is not needed)."""
     by = Counter((s.variant, s.kind.value) for s in samples)
     kinds = Counter(s.intervention_kind for s in samples if s.kind is SftKind.FULL)
     lines = [
@@ -440,25 +453,35 @@ def export(
     by_task = _records_by_task(roots, out, opts)
     records: list[TrajectoryRecord] = []
     kept: list[TrajectoryRecord] = []
-    samples: list[SftRow] = []
+    written: list[SftRow] = []  # the samples written, without their chat and tool schemas (counts only)
     rows: list[RlPromptRow] = []
+    dedup = AtomicDedup()
     n_kept = 0
-    for root in sorted(by_task):
-        if opts.max_trajectories is not None and n_kept >= opts.max_trajectories:
-            break
-        task = load_built_task(root)
-        relations = _relation_map(root)
-        recs = by_task[root]
-        records += recs
-        for rec in recs:
-            if rec.keep and (opts.max_trajectories is None or n_kept < opts.max_trajectories):
-                n_kept += 1
-                kept.append(rec)
-                samples += build_samples(rec, task, relations)
-                rows += rl_prompts(rec, task)
-    samples, duplicates = dedup_atomic(samples)
+
+    def stream() -> Iterator[SftRow]:
+        """The SFT samples task by task, straight to disk: the corpus is never held in memory whole."""
+        nonlocal n_kept
+        for root in sorted(by_task):
+            if opts.max_trajectories is not None and n_kept >= opts.max_trajectories:
+                break
+            task = load_built_task(root)
+            relations = _relation_map(root)
+            recs = by_task[root]
+            records.extend(recs)
+            for rec in recs:
+                if rec.keep and (opts.max_trajectories is None or n_kept < opts.max_trajectories):
+                    n_kept += 1
+                    kept.append(rec)
+                    for sample in build_samples(rec, task, relations):
+                        if dedup.keep(sample):
+                            written.append(sample.model_copy(update={"messages": "", "tools": ""}))
+                            yield sample
+                    rows.extend(rl_prompts(rec, task))
+
+    write_sft_rows(CorpusFolder(out).sft, stream())
+    samples, duplicates = written, dedup.dropped
     rejections = rejection_counts(records)
-    write_sft(samples, CorpusFolder(out).sft, rejections)
+    write_sft_card(samples, CorpusFolder(out).sft, rejections)
     write_rl(rows, CorpusFolder(out).rl_prompts)
     summary = ExportSummary(
         tasks=len(by_task),
