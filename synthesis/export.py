@@ -73,7 +73,6 @@ __all__ = [
     "activation_messages",
     "build_samples",
     "AtomicDedup",
-    "dedup_atomic",
     "export",
     "main",
     "rl_prompts",
@@ -215,13 +214,6 @@ class AtomicDedup:
                 return False
             self.seen.add(digest)
         return True
-
-
-def dedup_atomic(samples: list[SftRow]) -> tuple[list[SftRow], int]:
-    """`AtomicDedup` over a list: the samples kept and how many were dropped."""
-    dedup = AtomicDedup()
-    out = [s for s in samples if dedup.keep(s)]
-    return out, dedup.dropped
 
 
 def _faulty_now(rec: TrajectoryRecord, act: ActivationLog) -> bool:

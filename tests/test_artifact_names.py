@@ -73,7 +73,7 @@ RAW_SUBDICTS = frozenset({"draft", "flow", "arguments"})
 # SFT corpus rows: their columns, the calls that return rows (or a corpus dataset), and the names
 # the corpus code binds rows, row lists, datasets and batches to.
 SFT_FIELDS = frozenset(SftRow.model_fields)
-SFT_SOURCES = frozenset({"read_rows", "read_sft_rows", "build_samples", "dedup_atomic", "load_corpus", "mix"})
+SFT_SOURCES = frozenset({"read_rows", "read_sft_rows", "build_samples", "load_corpus", "mix"})
 SFT_HOLDERS = frozenset({"row", "sample", "samples", "ds", "batch"})
 # RL prompt rows (verl's layout): their columns (flagged on any dict: the names are verl's and
 # distinctive, but "prompt" only on a row), the fields of their nested parts (extra_info,

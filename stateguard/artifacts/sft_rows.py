@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from enum import StrEnum
 from pathlib import Path
 from typing import ClassVar
@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from stateguard.artifacts.files import ArtifactError, describe_errors
 
-__all__ = ["SftColumn", "SftKind", "SftRow", "read_sft_rows", "sft_row_dicts", "write_sft_rows"]
+__all__ = ["SftColumn", "SftKind", "SftRow", "read_sft_rows", "write_sft_rows"]
 
 STATE_FILE = "state.json"  # datasets' save_to_disk: names the Arrow files of the dataset
 INFO_FILE = "dataset_info.json"
@@ -71,11 +71,6 @@ class SftColumn(StrEnum):
     KIND = "kind"
 
 
-def sft_row_dicts(rows: list[SftRow]) -> list[dict[str, object]]:
-    """The rows as `datasets` receives them (plain values, the model's field order)."""
-    return [r.model_dump(mode="json") for r in rows]
-
-
 def write_sft_rows(folder: str | Path, rows: Iterable[SftRow], batch_rows: int = 1000) -> None:
     """Save the rows as a `datasets` folder (needs the `train` extra's `datasets`).
 
@@ -102,25 +97,12 @@ def write_sft_rows(folder: str | Path, rows: Iterable[SftRow], batch_rows: int =
         schema: pa.Schema | None = None
         with pa.OSFile(name, "wb") as sink:
             writer: pa.RecordBatchStreamWriter | None = None
-            batch: list[dict[str, object]] = []
-
-            def flush() -> None:
-                nonlocal schema, writer
+            for batch in _batches(rows, batch_rows, digest):
                 table = pa.Table.from_pylist(batch, schema=schema)
                 if writer is None:
                     schema = table.schema
                     writer = pa.ipc.new_stream(sink, schema)
                 writer.write_table(table)
-                batch.clear()
-
-            for row in rows:
-                record = row.model_dump(mode="json")
-                digest.update(json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n")
-                batch.append(record)
-                if len(batch) >= batch_rows:
-                    flush()
-            if batch:
-                flush()
             if writer is not None:
                 writer.close()
         if schema is None:  # no rows: an empty dataset, as before
@@ -131,6 +113,20 @@ def write_sft_rows(folder: str | Path, rows: Iterable[SftRow], batch_rows: int =
         Dataset(table, info=info, fingerprint=digest.hexdigest()[:16]).save_to_disk(str(root))
     finally:
         Path(name).unlink(missing_ok=True)
+
+
+def _batches(rows: Iterable[SftRow], size: int, digest: hashlib._Hash) -> Iterator[list[dict[str, object]]]:
+    """The rows as plain dicts, `size` at a time, each also fed to `digest` as one JSON line."""
+    batch: list[dict[str, object]] = []
+    for row in rows:
+        record = row.model_dump(mode="json")
+        digest.update(json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n")
+        batch.append(record)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def read_sft_rows(folder: str | Path) -> list[SftRow]:
