@@ -43,7 +43,17 @@ from synthesis.sources.external import SourceDataset, prepare_sources, register
 from synthesis.sources.tabular import get_info
 from synthesis.tasks import build_task
 
-__all__ = ["DroppedTask", "SynthResult", "TaskOutcome", "TaskSpec", "main", "plan_specs", "run", "synth_one"]
+__all__ = [
+    "DroppedTask",
+    "SynthResult",
+    "TaskOutcome",
+    "TaskSpec",
+    "main",
+    "plan_from_config",
+    "plan_specs",
+    "run",
+    "synth_one",
+]
 
 log = logging.getLogger(__name__)
 SUMMARY = SYNTH_SUMMARY_FILE
@@ -154,6 +164,18 @@ def plan_specs(
     return specs
 
 
+def plan_from_config(cfg: DictConfig) -> list[TaskSpec]:
+    """`plan_specs` for a `configs/synth.yaml` composition (datasets, counts, shapes, scale)."""
+    return plan_specs(
+        list(cfg.datasets),
+        int(cfg.tasks_per_dataset),
+        (int(cfg.turns.min), int(cfg.turns.max)),
+        int(cfg.seed),
+        {str(k): int(v) for k, v in (cfg.get("shapes") or {}).items()},
+        {str(k): float(v) for k, v in (cfg.get("dataset_scale") or {}).items()},
+    )
+
+
 def plan_source_specs(
     sources: list[SourceDataset], tasks_per_table: int, turns: tuple[int, int], seed: int
 ) -> list[TaskSpec]:
@@ -238,15 +260,7 @@ def run(cfg: DictConfig) -> SynthResult:
     start = time.perf_counter()
     out_dir = Path(cfg.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    shapes = {str(k): int(v) for k, v in (cfg.get("shapes") or {}).items()}
-    specs = plan_specs(
-        list(cfg.datasets),
-        int(cfg.tasks_per_dataset),
-        (int(cfg.turns.min), int(cfg.turns.max)),
-        int(cfg.seed),
-        shapes,
-        {str(k): float(v) for k, v in (cfg.get("dataset_scale") or {}).items()},
-    )
+    specs = plan_from_config(cfg)
     src_cfg = cfg.get("sources") or {}
     folders = {k: src_cfg.get(k) for k in ("dsbench", "bird_interact", "ida_bench")}
     if any(folders.values()):

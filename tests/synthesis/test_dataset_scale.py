@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
-from synthesis.pipeline import plan_specs
+from synthesis.pipeline import plan_from_config, plan_specs
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 SHAPES = {"dabstep": 5, "dacomp_de": 5}
@@ -56,14 +56,7 @@ def test_bad_scale_names_the_field(scale, message):
 def test_corpus_preset_plans_its_tasks():
     with initialize_config_dir(config_dir=str(CONFIGS), version_base=None):
         cfg = compose("synth", overrides=["synth=corpus"])
-    specs = plan_specs(
-        list(cfg.datasets),
-        int(cfg.tasks_per_dataset),
-        (int(cfg.turns.min), int(cfg.turns.max)),
-        int(cfg.seed),
-        dict(cfg.shapes),
-        dict(cfg.dataset_scale),
-    )
+    specs = plan_from_config(cfg)
     by_dataset = Counter(s.dataset for s in specs)
     assert by_dataset == {"penguins": 220, "gapminder": 220, "nyc": 88}
     assert cfg.export.max_trajectories == 3000
