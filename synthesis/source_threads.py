@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from synthesis.threads import Thread, family_renderer
+from synthesis.threads import Thread, family_renderer, fill_quantile
 
 if TYPE_CHECKING:
     from synthesis.sources.external import SourceDataset
@@ -51,7 +51,7 @@ def _num(value: float) -> str:
 
 
 def _quantile(con: duckdb.DuckDBPyConnection, sql: str, q: float) -> float:
-    row = con.execute(sql.replace("{q}", str(q))).fetchone()  # not .format: a data value may hold braces
+    row = con.execute(fill_quantile(sql, q)).fetchone()
     if row is None or row[0] is None:
         raise ValueError(f"quantile query returned no value: {sql}")
     return float(row[0])

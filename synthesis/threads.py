@@ -35,7 +35,16 @@ import yaml
 
 from synthesis.sources.tabular import describe
 
-__all__ = ["FAMILIES", "FAMILY_FILE", "StageSpec", "Thread", "family_renderer", "generate_threads", "rounded"]
+__all__ = [
+    "FAMILIES",
+    "FAMILY_FILE",
+    "StageSpec",
+    "Thread",
+    "family_renderer",
+    "fill_quantile",
+    "generate_threads",
+    "rounded",
+]
 
 AnswerKind = Literal["row", "map"]
 
@@ -103,8 +112,13 @@ def _sql_text(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+def fill_quantile(sql: str, q: float) -> str:
+    """`sql` with its `{q}` placeholder set to `q` (not str.format: a data value may hold braces)."""
+    return sql.replace("{q}", str(q))
+
+
 def _quantile(con: duckdb.DuckDBPyConnection, sql: str, q: float, step: float) -> float:
-    row = con.execute(sql.replace("{q}", str(q))).fetchone()  # not .format: a data value may hold braces
+    row = con.execute(fill_quantile(sql, q)).fetchone()
     if row is None:
         raise ValueError(f"quantile query returned no row: {sql}")
     return round(float(row[0]) / step) * step
