@@ -72,6 +72,15 @@ class SplitDetection(BaseModel):
     clean_acc_arm: float | None = None
     not_applied: list[str] = Field(default_factory=list)
     failed_runs: int = 0
+    stale_faulted: dict[str, int] = Field(
+        default_factory=dict, description="Stale reads of the fault variants by the manager's decision."
+    )
+    stale_clean: dict[str, int] = Field(default_factory=dict, description="The same on clean runs.")
+    committed_over_stale: int = Field(
+        default=0,
+        description="Fault-variant runs with a stale read committed without a finding or positive evidence "
+        "of intent (decision `undecided`).",
+    )
 
     @property
     def false_per_100(self) -> float | None:
@@ -120,6 +129,11 @@ def _section(
             out.failed_runs += 1
             continue
         f = facts[(task, variant, arm)]
+        tally = out.stale_clean if variant == "clean" else out.stale_faulted
+        for decision, n in f.stale.items():
+            tally[decision] = tally.get(decision, 0) + n
+        if variant != "clean" and f.stale.get("undecided"):
+            out.committed_over_stale += 1
         if variant == "clean":
             out.clean_runs += 1
             out.clean_turns += sum(v is not None for v in r.correct.values())
@@ -287,6 +301,17 @@ def render_detection(report: DetectionReport | None) -> str:
             )
         else:
             lines.append("clean runs: none in this run (false repairs and harm need the `clean` variant)")
+        for label, tally in (("fault variants", s.stale_faulted), ("clean runs", s.stale_clean)):
+            if tally:
+                lines.append(
+                    f"stale reads recorded on {label}: {sum(tally.values())} ("
+                    + ", ".join(f"{k} {v}" for k, v in sorted(tally.items()))
+                    + ")"
+                )
+        if s.stale_faulted or s.stale_clean:
+            lines.append(
+                f"runs with a stale read committed without a finding or evidence of intent: {s.committed_over_stale}"
+            )
         if s.not_applied:
             lines.append(
                 f"faults that could not take effect ({len(s.not_applied)}): {'; '.join(s.not_applied[:4])}"

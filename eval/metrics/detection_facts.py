@@ -11,7 +11,9 @@
   touched (what the faulty turn wrote, what a stale fault left unrecomputed, the fields it
   reported), faults that could not take effect (`meta.fault_skipped`), turns the worker
   recomputed after a hint (`purpose=recompute`) and answers it changed after a false alarm
-  (`meta.flip`).
+  (`meta.flip`);
+* the manager's decision on every stale read the workspace recorded (`stale_decision` events):
+  the last decision per (step, variable), counted by kind.
 """
 
 from __future__ import annotations
@@ -63,6 +65,11 @@ class ArmFacts(BaseModel):
     skipped: list[str] = Field(default_factory=list, description="Faults that could not take effect.")
     flipped_turns: list[int] = Field(default_factory=list, description="Answers changed after a false alarm.")
     turns: int = 0
+    stale: dict[str, int] = Field(
+        default_factory=dict,
+        description="Recorded stale reads by the manager's last decision on each (finding, intended, "
+        "unchanged, covered, superseded, undecided; stateguard/policies/staleness.py).",
+    )
 
     @property
     def destructive(self) -> int:
@@ -83,6 +90,7 @@ def facts_from_events(events: list[TraceEvent], answers: Mapping[Any, Any] | Non
     answers = {int(k): v for k, v in (answers or {}).items()}
     turns: set[int] = set()
     repair_state: str | None = None
+    stale: dict[tuple[int, str], str] = {}  # (step, name) -> the last decision on that read
     for event in events:
         if event.kind == "turn_start":
             current_turn = event.data.turn_id
@@ -133,6 +141,8 @@ def facts_from_events(events: list[TraceEvent], answers: Mapping[Any, Any] | Non
             if event.data.removed:
                 facts.deletions += 1
                 facts.deleted_variables += [str(v) for v in event.data.removed]
+        elif event.kind == "stale_decision":
+            stale[(event.data.step, event.data.name)] = event.data.decision
         elif event.kind == "rollback":
             facts.rollbacks += 1
         elif event.kind == "state_abandoned":
@@ -142,6 +152,8 @@ def facts_from_events(events: list[TraceEvent], answers: Mapping[Any, Any] | Non
         fault.recomputed = turn in recomputed
     facts.faults = [faults[t] for t in sorted(faults)]
     facts.turns = len(turns)
+    for decision in stale.values():
+        facts.stale[decision] = facts.stale.get(decision, 0) + 1
     return facts
 
 

@@ -305,6 +305,22 @@ def timeline(events: list[TraceEvent], *, text_chars: int = 4000) -> list[Entry]
                     variables=_names(hint.error_variables),
                 )
             )
+        elif e.kind == "stale_decision":
+            stale = e.data
+            out.append(
+                Entry(
+                    e.seq,
+                    turn,
+                    "note",
+                    f"stale read of {stale.name} at step {stale.step}: {stale.decision}",
+                    "error" if stale.decision in ("finding", "undecided") else "ok",
+                    [
+                        ("evidence", _clip(stale.evidence, text_chars)),
+                        ("redefined inputs", ", ".join(stale.inputs)),
+                    ],
+                    variables=_names([stale.name]),
+                )
+            )
         elif e.kind == "run_start":
             out.append(
                 Entry(

@@ -46,6 +46,8 @@ __all__ = [
     "StateCommittedEvent",
     "StateOpenedEvent",
     "StateUpdatedEvent",
+    "StaleDecisionEvent",
+    "StaleDecisionKind",
     "StepMeta",
     "SwEvent",
     "ToolEvent",
@@ -397,6 +399,26 @@ class ManagerNoteEvent(_Event):
     data: ManagerNoteData
 
 
+# What the manager may decide about a recorded stale read (meanings: stateguard/policies/staleness.py).
+StaleDecisionKind = Literal["finding", "intended", "unchanged", "covered", "superseded", "undecided"]
+
+
+class StaleDecisionData(_Data):
+    """The manager's decision on one stale read the workspace recorded (stateguard.policies.staleness)."""
+
+    policy: str | None
+    step: int
+    name: str
+    inputs: list[str]
+    decision: StaleDecisionKind
+    evidence: str
+
+
+class StaleDecisionEvent(_Event):
+    kind: Literal["stale_decision"]
+    data: StaleDecisionData
+
+
 class ManagerOutputRefusedData(_Data):
     policy: str | None
     stage: str
@@ -491,6 +513,7 @@ TraceEvent = Annotated[
     | RollbackEvent
     | ManagerFallbackEvent
     | ManagerNoteEvent
+    | StaleDecisionEvent
     | ManagerOutputRefusedEvent
     | LlmCallEvent
     | SwEvent,

@@ -9,7 +9,8 @@ value is wrong *now*, never a pattern alone.
     execution     a block raised and was never re-run successfully
     staleness     a value read after an input it was computed from was redefined, AND recomputing
                   it from the current inputs gives a different value (a replay probe, see
-                  `policies.evidence`), AND the question does not ask for the earlier version
+                  `policies.replay`), AND the question does not positively ask for the earlier version
+                  (`policies.intent`); every stale read gets a decision (`policies.staleness`)
     constraints   an executable constraint of the state failed (evaluated by the harness)
     precision     reported numbers not rounded as the turn requires (its own instruction first,
                   then the task-wide one), compared field by field with the printed variable
@@ -75,7 +76,7 @@ def execution(steps: list[WorkerStep]) -> list[Finding]:
 
 def staleness(stale: list[tuple[int, str, list[str]]]) -> list[Finding]:
     """Confirmed stale reads: (step index, variable, the redefined inputs) whose replay on the
-    current inputs gave a different value (the caller confirms; see `policies.evidence`)."""
+    current inputs gave a different value (the caller confirms; see `policies.staleness`)."""
     findings = []
     seen: set[str] = set()
     for index, name, inputs in stale:

@@ -43,7 +43,7 @@ from stateguard.lifecycle import Regime, Stage
 from stateguard.observation import EventType, ManagerObservation, WorkerStep
 from stateguard.policies import checks
 from stateguard.policies.base import Activation, ManagerContext, Proposal, raw_actions
-from stateguard.policies.evidence import intended_turns, replay_differs, scratch_name
+from stateguard.policies.staleness import AcceptedVersions, StaleDecision, decide
 from stateguard.state import ConstraintResult
 from stateguard.verification.verifier import SemanticVerifier
 from stateguard.workspace import ValueSummary
@@ -55,7 +55,7 @@ class RulesManager:
     def __init__(self, semantic: SemanticVerifier | None = None) -> None:
         self._retry_from: int | None = None  # first step of the worker's retry after our last REPAIR
         self._named: dict[str, str] = {}  # content hashes of the variables our last REPAIR named
-        self._accepted: dict[str, tuple[Any, dict[str, Any]]] = {}  # built from earlier versions on purpose
+        self._accepted = AcceptedVersions()  # values built from earlier versions on purpose
         self.semantic = semantic
 
     # ------------------------------------------------------------------ activation
@@ -171,7 +171,9 @@ class RulesManager:
         draft = obs.current_draft or {}
         return (
             checks.execution(retry)
-            + checks.staleness(self._stale_reads(retry, ctx, turn, skip=later))
+            + checks.staleness(
+                [(d.step, d.name, d.inputs) for d in self._stale_reads(retry, ctx, turn, skip=later)]
+            )
             + checks.constraints(
                 ConstraintResult.model_validate(r)
                 for r in draft.get("constraint_results", [])
@@ -361,50 +363,21 @@ class RulesManager:
 
     def _stale_reads(
         self, steps: list[WorkerStep], ctx: ManagerContext, turn: Any, skip: set[str]
-    ) -> list[tuple[int, str, list[str]]]:
-        """Stale reads with concrete evidence: an input that matters was redefined (not a scratch
-        name), the value comes from an earlier turn, the question does not ask for the earlier
-        version, and recomputing the value from the current inputs gives a different one
-        (`evidence.replay_differs`). What a turn builds from an earlier version on purpose is
-        accepted as it is (recorded with the versions of the inputs it was stale against)."""
-        wanted, earlier = intended_turns(turn.question if turn is not None else "")
-        span = {s.index for s in steps}
-        flow = getattr(ctx.workspace, "dataflow", None)
-        out, intended = [], False
-        for step in steps:
-            for name, inputs in sorted((step.meta.get("stale_reads") or {}).items()):
-                if name in skip or all(scratch_name(i) for i in inputs) or self._accepted_now(flow, name):
-                    continue
-                writer = next(
-                    (
-                        (i, s.turn)
-                        for i, s in sorted(ctx.steps.items(), reverse=True)
-                        if i < step.index and name in (s.meta.get("writes") or [])
-                    ),
-                    None,
-                )
-                if writer is not None and writer[0] in span:
-                    continue  # derived in this same turn: judged where the turn read the earlier value
-                if earlier or (writer is not None and writer[1] in wanted):
-                    intended = True  # the question asks for this earlier value on purpose
-                    continue
-                chain = _stale_chain(ctx.workspace, name)
-                if replay_differs(ctx.workspace, ctx.steps, name, step.index, chain) is True:
-                    out.append((step.index, name, list(inputs)))
-        if intended and flow is not None:
-            for name in {w for s in steps for w in (s.meta.get("writes") or [])} | {
-                n for s in steps for n in (s.meta.get("stale_reads") or {})
-            }:
-                reasons = flow.stale_reasons(name)
-                self._accepted[name] = (flow.version(name), {r: flow.version(r) for r in reasons})
-        return out
-
-    def _accepted_now(self, flow: Any, name: str) -> bool:
-        """Was `name` built from earlier versions on purpose, and is it stale only against those?"""
-        record = self._accepted.get(name)
-        if record is None or flow is None or flow.version(name) != record[0]:
-            return False
-        return all(record[1].get(r, -1) == flow.version(r) for r in flow.stale_reasons(name))
+    ) -> list[StaleDecision]:
+        """The confirmed stale reads of the span (`policies.staleness.decide`): every recorded
+        stale read gets a decision, written to the trace, and the findings are returned."""
+        decisions = decide(
+            steps,
+            ctx.steps,
+            ctx.workspace,
+            turn.question if turn is not None else "",
+            skip=skip,
+            accepted=self._accepted,
+        )
+        if ctx.trace is not None:
+            for d in decisions:
+                ctx.trace.emit("stale_decision", policy=self.name, **d.model_dump())
+        return [d for d in decisions if d.decision == "finding"]
 
     def finalize(self, obs: ManagerObservation, ctx: ManagerContext) -> Action:
         """FINALIZE_RELATIONS with the relations the dataflow shows (confirm when they match)."""
@@ -593,25 +566,3 @@ class RulesManager:
         return [{"related_state_id": s} for s in inherited] + [
             {"related_state_id": s, "type": "invalidate"} for s in invalidated
         ]
-
-
-def _stale_chain(workspace: Any, name: str) -> dict[str, list[str]]:
-    """Stale intermediates `name` was derived from (their own inputs were redefined), so a replay
-    recomputes them too, oldest first; empty when the workspace keeps no dataflow."""
-    flow = getattr(workspace, "dataflow", None)
-    if flow is None:
-        return {}
-    out: dict[str, list[str]] = {}
-    stack, seen = [name], {name}
-    while stack:
-        current = stack.pop()
-        consumed = flow.inputs(current)
-        for dep, version in consumed.items():
-            if dep in seen:
-                continue
-            seen.add(dep)
-            reasons = flow.stale_reasons(dep)
-            if reasons and flow.version(dep) == version:
-                out[dep] = reasons
-                stack.append(dep)
-    return out

@@ -89,6 +89,10 @@ def test_baseline_propagates_the_stale_margin_and_stateguard_repairs_it(
     versions = {v["name"]: v["version"] for v in final["used_variables"]}
     assert versions["margin"] == final["id"]  # recomputed in the repaired state, not inherited from S2
     assert "S1" in guard.stale_states and "S2" in guard.stale_states and "S3" not in guard.stale_states
+    # every recorded stale read got a decision in the trace; the skipped recomputation is a finding
+    decisions = [e.payload for e in events if e.kind == "stale_decision"]
+    assert any(d["name"] == "margin" and d["decision"] == "finding" for d in decisions)
+    assert not any(d["decision"] == "undecided" for d in decisions)
 
 
 @pytest.mark.parametrize(
