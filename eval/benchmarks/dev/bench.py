@@ -9,8 +9,9 @@ LongDS-layout folder (`bench.data_dir`, default `data/dev`) with answers compute
 reference code and every fault variant checked to take effect. The folder is rebuilt whenever the
 sources change (`dev_manifest.json` keeps their hash). Scoring is the deterministic field judge;
 the flow is LongDS's (turn-aligned, 40 steps per turn). Each task declares its split: `dev` (what
-the manager's checks were calibrated on) or `heldout` (never used while tuning); the detection
-report shows them apart.
+the manager's checks were calibrated on), `heldout` (never used while tuning), `fresh` (semantic
+counterfactuals only) or `fresh2` (four long tasks written for the first look of issues 28/29);
+the detection report shows them apart.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from eval.benchmarks.longds.bench import LongDSBench
 
 __all__ = ["DevBench", "ensure_built"]
 
-SPLITS = ("dev", "heldout", "fresh", "all")
+SPLITS = ("dev", "heldout", "fresh", "fresh2", "all")
 
 
 def ensure_built(root: Path) -> dict[str, Any]:

@@ -56,7 +56,9 @@ class DevTaskSource(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     id: str = Field(description="<domain>/<dataset>/taskN, its place in the LongDS layout.")
-    split: str = Field(description="dev (tuned on) or heldout (looked at only when reporting).")
+    split: str = Field(
+        description="dev (tuned on), or heldout / fresh / fresh2 (looked at only when reporting)."
+    )
     data: dict[str, str] = Field(description="file name in data/ -> file of the vega_datasets package.")
     context: str = Field(description="Task-wide context, shown with turn 1.")
     turns: list[SourceTurn]

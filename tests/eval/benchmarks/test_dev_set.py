@@ -14,10 +14,10 @@ KINDS = {"stale", "precision", "exec_error"} | {f"counterfactual:{k}" for k in S
 def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
     everything = load_sources()
     sources = [s for s in everything if s.split != "fresh"]
-    assert len(sources) >= 6 and all(len(s.turns) >= 12 for s in sources)
+    assert len(sources) >= 10 and all(len(s.turns) >= 12 for s in sources)
     assert len({f for s in sources for f in s.data.values()}) >= 3
     assert any("duckdb" in t.code for s in sources for t in s.turns)  # at least one task in SQL
-    assert {s.split for s in everything} == {"dev", "heldout", "fresh"}
+    assert {s.split for s in everything} == {"dev", "heldout", "fresh", "fresh2"}
     for source in everything:
         labels = {f.label for faults in source.faults.values() for f in faults}
         if source.split == "fresh":  # the semantic held-out split: shorter, counterfactuals only
@@ -26,11 +26,31 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
                 and len(labels) >= 6
                 and all(lab.startswith("counterfactual:") for lab in labels)
             )
+        elif source.split == "fresh2":  # several stale turns each; the semantic kinds spread over the split
+            stale = [f for faults in source.faults.values() for f in faults if f.kind == "stale"]
+            assert len(stale) >= 3 and {"stale", "precision", "exec_error"} <= labels
         else:
             assert labels == KINDS, f"{source.id}: missing kinds {sorted(KINDS - labels)}"
         assert all(len(faults) == 1 for faults in source.faults.values())  # single-fault variants
         for name, faults in source.faults.items():
             check_faults(source.task(), faults, where=f"{source.id}, variant {name!r}")
+
+
+def test_the_fresh2_split_covers_every_semantic_kind_three_times_in_long_tasks() -> None:
+    fresh2 = [s for s in load_sources() if s.split == "fresh2"]
+    assert len(fresh2) == 4 and all(11 <= len(s.turns) <= 14 for s in fresh2)
+    assert sum("duckdb" in s.turns[0].code for s in fresh2) >= 1
+    assert sum("duckdb" not in s.turns[0].code for s in fresh2) >= 2  # pandas
+    semantic = [f.semantic for s in fresh2 for faults in s.faults.values() for f in faults if f.semantic]
+    assert {k: semantic.count(k) for k in SEMANTIC_KINDS if k != "other"} == {
+        "flipped_comparison": 3,
+        "aggregation_swap": 3,
+        "grouping_key": 4,
+        "join": 4,
+        "dropped_filter": 3,
+        "pre_update_definition": 4,
+        "changed_threshold": 3,
+    }
 
 
 def test_building_a_task_checks_that_every_fault_changes_its_turn(tmp_path: Path) -> None:
