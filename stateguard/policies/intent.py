@@ -83,9 +83,12 @@ _EARLIER = [
     re.compile(r"\b(?:before|prior to)\s+(?:the|this|that|our|its)\s+" + _REVISION, re.IGNORECASE),
     # outright: "as it was before", "as they were originally"
     re.compile(r"\bas (?:it|they) (?:was|were|stood)\b(?:\s+(?:before|originally|at first))?", re.IGNORECASE),
-    # a comparison: "compared with the original definition", "versus the old counts" (not "the previous year")
+    # a comparison: "compared with the original definition", "change from the figure under the
+    # original definition", "versus the old counts" (not "the previous year")
     re.compile(
-        r"\b(?:with|to|against|versus|vs\.?|than|from|relative to)\s+(?:the\s+|its\s+|their\s+)?"
+        r"\b(?:with|to|against|versus|vs\.?|than|from|relative to)\b"
+        + _GAP
+        + r"[\s,()'\"-]+(?:the\s+|its\s+|their\s+)?"
         + _EARLIER_ADJ
         + r"\s+(?!"
         + _TIME_UNIT

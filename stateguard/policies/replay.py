@@ -22,6 +22,11 @@ since it was made comes out the same: the turn that read it could not have used 
 
     plan = replay_plan(steps, "wet_profile", before=12)   # statements + the revised inputs
     replay_differs(workspace, steps, "wet_profile", before=12)   # True / False / None
+    answer_differs(workspace, span, "wet_profile", 12, plan)     # does the reported answer change?
+
+A value that would change is a finding only when what the turn reports would change with it:
+`answer_differs` recomputes the value, re-runs the turn's statements that depend on it, and
+compares the JSON they print with the reported one.
 """
 
 from __future__ import annotations
@@ -29,16 +34,19 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Mapping
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from stateguard.answers import last_json
 from stateguard.dataflow import cell_dataflow
 from stateguard.observation import WorkerStep
 from stateguard.workers.faults import scratch_name
 
-__all__ = ["ReplayPlan", "replay_code", "replay_differs", "replay_plan"]
+__all__ = ["ReplayPlan", "answer_differs", "forward_slice", "replay_code", "replay_differs", "replay_plan"]
 
 _MARK = "__sg_replay__"
+_ANSWER_MARK = "__sg_answer_after_replay__"
 _SQL_CALL = re.compile(r"\.(execute|executemany|sql|query)\(")
 
 Sid = tuple[int, int]  # (step index, statement position in the step's cell)
@@ -184,6 +192,62 @@ def replay_code(target: str, statements: list[str]) -> str:
         f"{_COMPARE_CODE}\nimport copy as _sg_copy\n_sg_before = _sg_copy.deepcopy(_sg_value({target!r}))\n"
         f"{body}\nprint({_MARK!r}, _sg_same(_sg_before, _sg_value({target!r})))\n"
     )
+
+
+def forward_slice(span: list[WorkerStep], name: str, start: int) -> list[str]:
+    """The statements of the span, from step `start` on, that depend on `name` (directly or through
+    what they write): what would run differently if `name` held another value."""
+    tainted = {name}
+    out: list[str] = []
+    for step in sorted(span, key=lambda s: s.index):
+        if step.index < start or not (step.success and step.error is None):
+            continue
+        try:
+            tree = ast.parse(step.action)
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            text = ast.get_source_segment(step.action, node) or ast.unparse(node)
+            flow = cell_dataflow(text)
+            if set(flow.reads) & tainted:
+                out.append(text)
+                tainted |= set(flow.writes)
+    return out
+
+
+def _reported(span: list[WorkerStep]) -> Any:
+    for step in sorted(span, key=lambda s: s.index, reverse=True):
+        if step.success and step.output:
+            answer = last_json(step.output)
+            if answer is not None:
+                return answer
+    return None
+
+
+def answer_differs(
+    workspace: object, span: list[WorkerStep], name: str, start: int, plan: ReplayPlan
+) -> bool | None:
+    """Would the turn's reported answer change if `name` were recomputed on today's inputs? The
+    probe recomputes it (the plan), re-runs the span's statements that depend on it, and compares
+    the last JSON they print with the one the turn reported. None when it cannot tell (no JSON
+    answer, nothing of the span depends on it, the probe failed)."""
+    before = _reported(span)
+    downstream = forward_slice(span, name, start)
+    run_probe = getattr(workspace, "run_probe", None)
+    if before is None or not downstream or run_probe is None:
+        return None
+    statements = plan.statements + downstream
+    if getattr(workspace, "probes_share_resources", False) and any(_SQL_CALL.search(s) for s in statements):
+        return None
+    body = "\n".join(plan.statements) + f"\nprint({_ANSWER_MARK!r})\n" + "\n".join(downstream)
+    try:
+        probe = run_probe(body)
+    except Exception:
+        return None
+    if not probe.ok or _ANSWER_MARK not in probe.stdout:
+        return None
+    after = last_json(probe.stdout.split(_ANSWER_MARK, 1)[1])
+    return None if after is None else bool(after != before)
 
 
 def replay_differs(

@@ -8,7 +8,8 @@ computed. The manager never commits over one silently; each gets one of these de
     intended    the question positively asks for the earlier value (outright, or in a comparison
                 whose new side the turn computes from the revised input), or the value was built
                 on purpose from an earlier version by a turn that asked for it (`policies.intent`)
-    unchanged   the replay gives the same value: the change did not touch what it was made of
+    unchanged   the replay gives the same value (the change did not touch what it was made of),
+                or a different value that leaves the turn's reported answer as it is
     covered     the value was made in this same turn; the read of its stale input is judged
     superseded  the value was rewritten after the span under review (segment flow)
     undecided   the replay could not run (no recorded producer, a failed probe): no evidence
@@ -28,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from stateguard.artifacts.events import StaleDecisionKind
 from stateguard.observation import WorkerStep
 from stateguard.policies.intent import QuestionIntent, question_intent
-from stateguard.policies.replay import replay_differs, replay_plan
+from stateguard.policies.replay import answer_differs, replay_differs, replay_plan
 
 __all__ = ["AcceptedVersions", "Decision", "StaleDecision", "decide"]
 
@@ -81,12 +82,13 @@ def _decide_one(
     steps: Mapping[int, WorkerStep],
     workspace: Any,
     intent: QuestionIntent,
-    span: tuple[set[int], set[str]],
+    span: list[WorkerStep],
     skip: set[str] | frozenset[str],
     accepted: AcceptedVersions | None,
 ) -> tuple[Decision, str, list[str] | None]:
     """(decision, evidence, the revised inputs when the replay planner found them)."""
-    indices, span_reads = span
+    indices = {s.index for s in span}
+    span_reads = {n for s in span for n in (s.meta.get("reads") or [])}
     if name in skip:
         return "superseded", "rewritten after the span under review", None
     if accepted is not None and accepted.covers(getattr(workspace, "dataflow", None), name):
@@ -101,7 +103,13 @@ def _decide_one(
     if asked and (not asked.compares or not revised or set(revised) & span_reads):
         return "intended", f"the question asks for the earlier value: {asked.phrase!r}", revised
     differs = replay_differs(workspace, steps, name, step.index, plan)
-    if differs is True:
+    if differs is True and plan is not None:
+        if answer_differs(workspace, span, name, step.index, plan) is False:
+            return (
+                "unchanged",
+                "recomputed it differs, but the turn's reported answer comes out the same",
+                revised,
+            )
         return "finding", "recomputed on the current inputs it comes out different", revised
     if differs is False:
         return "unchanged", "recomputed on the current inputs it comes out the same", revised
@@ -122,12 +130,11 @@ def decide(
 ) -> list[StaleDecision]:
     """One decision per (step, name) stale read of the span under review."""
     intent = question_intent(question)
-    where = ({s.index for s in span}, {n for s in span for n in (s.meta.get("reads") or [])})
     out: list[StaleDecision] = []
     for step in span:
         for name, inputs in sorted((step.meta.get("stale_reads") or {}).items()):
             decision, evidence, revised = _decide_one(
-                step, name, steps, workspace, intent, where, skip, accepted
+                step, name, steps, workspace, intent, span, skip, accepted
             )
             out.append(
                 StaleDecision(

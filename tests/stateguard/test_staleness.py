@@ -23,6 +23,7 @@ def _run(
             index=i,
             turn=(turns[i - start] if turns else i + 1),
             action=code,
+            output=r.stdout,
             success=r.ok,
             error=r.error,
             meta={"writes": r.writes, "reads": r.reads, "stale_reads": r.stale_reads},
@@ -153,6 +154,12 @@ def test_a_scratch_input_is_recomputed_from_the_version_the_value_consumed() -> 
             Asked(phrase="from the original definition", compares=True),
         ),
         (
+            "What is the mean now, and how much did it change from the figure under the original definition?",
+            {},
+            Asked(phrase="from the figure under the original definition", compares=True),
+        ),
+        ("With the original definition back, what is the mean?", {}, None),
+        (
             "Compare with the counts of turn 6 (simple returns).",
             {6: Asked(phrase="Compare with the counts of turn 6", compares=True)},
             None,
@@ -241,6 +248,39 @@ def test_a_frame_that_only_gained_columns_is_unchanged() -> None:
     )
     assert steps[3].meta["stale_reads"] == {"heavy": ["cars"]}
     assert [d.decision for d in decide([steps[3]], steps, ws, "How many heavy cars?")] == ["unchanged"]
+
+
+def _report_task(report: str) -> tuple[DictWorkspace, dict[int, WorkerStep]]:
+    """Turn 2 keeps a dict of figures per season, turn 3 redefines the data, turn 4 reports."""
+    ws = DictWorkspace()
+    ws.run("import json")
+    steps = _run(
+        ws,
+        [
+            "temps = {'summer': [20, 24], 'winter': [2, 4]}",
+            "by_season = {k: sum(v) / len(v) for k, v in temps.items()}",
+            "temps['summer'] = [30, 34]",
+            report,
+        ],
+    )
+    return ws, steps
+
+
+def test_a_stale_value_the_answer_does_not_depend_on_is_no_finding() -> None:
+    """The report recomputes the one entry it reports; the stale rest of the dict changes nothing."""
+    ws, steps = _report_task(
+        "summary = dict(by_season)\nsummary['summer'] = sum(temps['summer']) / 2\n"
+        "result = {'summer': summary['summer']}\nprint(json.dumps(result))"
+    )
+    decisions = decide([steps[3]], steps, ws, "Report the summer mean under the current definition.")
+    assert [(d.name, d.decision) for d in decisions] == [("by_season", "unchanged")]
+    assert "reported answer comes out the same" in decisions[0].evidence
+
+
+def test_a_stale_value_the_answer_is_printed_from_is_a_finding() -> None:
+    ws, steps = _report_task("result = {'summer': by_season['summer']}\nprint(json.dumps(result))")
+    decisions = decide([steps[3]], steps, ws, "Report the summer mean under the current definition.")
+    assert [(d.name, d.decision) for d in decisions] == [("by_season", "finding")]
 
 
 def test_every_recorded_stale_read_gets_a_decision() -> None:
