@@ -240,7 +240,44 @@ class RulesManager:
                 )
             return
         # No finding, or one the worker's retry left as it was: no ground to destroy work; commit.
-        yield self.finalize(obs, ctx)
+        yield from self.settle(obs, ctx)
+
+    def settle(self, obs: ManagerObservation, ctx: ManagerContext) -> Activation:
+        """FINALIZE; when an executable check of the draft still fails although the manager decided
+        not to act on it (the worker's retry left the values as they were, or the repair could not
+        be worded), the check stays as an unverified constraint (its text without code, noted in
+        the trace) so the state can commit -- a failed check is no ground to abandon work."""
+        result = yield self.finalize(obs, ctx)
+        if result.accepted or "executable constraint" not in (getattr(result, "feedback", "") or ""):
+            return
+        draft = obs.current_draft or {}
+        failed = [r["text"] for r in draft.get("constraint_results", []) if r.get("passed") is False]
+        if not failed:
+            return
+        if ctx.trace is not None:
+            ctx.trace.emit(
+                "manager_note",
+                policy=self.name,
+                note="kept as unverified (the retry left the values as they were): "
+                + "; ".join(failed)[:700],
+            )
+        args: dict[str, Any] = {
+            "used_variables": [
+                {
+                    "name": v["name"],
+                    "value": v.get("value"),
+                    "version": None if v.get("version") == draft.get("id") else v.get("version"),
+                }
+                for v in draft.get("used_variables", [])
+            ],
+            "conclusions": [
+                c["text"] if isinstance(c, dict) else str(c) for c in draft.get("conclusions", [])
+            ],
+            "constraints": [{"text": text} for text in failed],
+        }
+        if ctx.regime is Regime.SEGMENT_INDUCED and draft.get("source_step_start") is not None:
+            args["source_interval"] = [draft["source_step_start"], draft["source_step_end"]]
+        yield Action.of(UpdateStateArgs.model_validate(args))  # the next activation verifies and commits
 
     def _repair(
         self, obs: ManagerObservation, ctx: ManagerContext, findings: list[checks.Finding]
@@ -274,7 +311,7 @@ class RulesManager:
             )
         )
         if not result.accepted:  # nothing the worker could act on: leave the work as it is
-            yield self.finalize(obs, ctx)
+            yield from self.settle(obs, ctx)
 
     @staticmethod
     def _draft_made(obs: ManagerObservation) -> list[str]:

@@ -18,7 +18,7 @@ from stateguard.store import StateStore
 from stateguard.task import Task, load_task
 from stateguard.trace import read_trace
 from stateguard.verification.verifier import SemanticVerifier
-from stateguard.workers import Fault, FaultModel, ScriptedWorker
+from stateguard.workers import Fault, FaultModel, ResponseModel, ScriptedWorker
 from stateguard.workspace import DictWorkspace
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -172,3 +172,28 @@ def test_segment_flow_retry_refreshes_the_checks_and_commits_without_fallback(
     assert not [e for e in events if e.kind == "manager_fallback"]
     refused = [e for e in events if e.kind == "action" and e.payload["name"] == "FINALIZE_RELATIONS"]
     assert all(e.payload["accepted"] for e in refused)
+
+
+class NeverFixes(ResponseModel):
+    """A scripted worker that answers every hint by rerunning its turn unchanged."""
+
+    def fixes(self, fault: Fault, names: set[str], reason: str, footprint: set[str]) -> bool:
+        return False
+
+
+def test_a_finding_the_retry_leaves_unchanged_is_dropped_not_abandoned(task: Task, tmp_path: Path) -> None:
+    """The worker ignores the repair: the failing requirement check is kept as an unverified
+    constraint and the state commits; no activation ends in the abandon fallback."""
+    result = rollout(
+        task,
+        ScriptedWorker(FaultModel(faults=[ascending(task)]), NeverFixes(p_flip=0.0), reference=task),
+        DictWorkspace(),
+        flow=LONGDS,
+        manager=RulesManager(semantic=SemanticVerifier()),
+        run_dir=tmp_path,
+    )
+    events = read_trace(tmp_path / "trace.jsonl")
+    assert result.repairs >= 1
+    assert result.manager_fallbacks == 0
+    assert not [e for e in events if e.kind in ("state_abandoned", "manager_fallback")]
+    assert len(result.committed_states) == len(task.turns)
