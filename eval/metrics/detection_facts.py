@@ -8,8 +8,8 @@
 * destructive actions: variable deletions (heavy repairs that removed something), rollbacks and
   abandoned states;
 * the worker's side: which fault took effect at which turn (`meta.fault`), the variables it
-  touched (what the faulty turn wrote, what a stale fault left unrecomputed, the fields it
-  reported), faults that could not take effect (`meta.fault_skipped`), turns the worker
+  touched (what the faulty turn wrote, what a block that raised was to write, what a stale fault
+  left unrecomputed, the fields it reported), faults that could not take effect (`meta.fault_skipped`), turns the worker
   recomputed after a hint (`purpose=recompute`) and answers it changed after a false alarm
   (`meta.flip`);
 * the manager's decision on every stale read the workspace recorded (`stale_decision` events):
@@ -28,6 +28,7 @@ from pydantic import BaseModel, Field
 from stateguard.actions import RepairArgs
 from stateguard.artifacts.events import StateOpenedEvent, StateUpdatedEvent
 from stateguard.artifacts.payloads import action_args, draft_of
+from stateguard.dataflow import cell_dataflow
 from stateguard.trace import TraceEvent, read_trace
 
 __all__ = ["ArmFacts", "FaultFacts", "RepairFact", "arm_facts", "facts_from_events"]
@@ -106,6 +107,8 @@ def facts_from_events(events: list[TraceEvent], answers: Mapping[Any, Any] | Non
                 faults[turn] = FaultFacts(label=meta.fault, turn=turn)
             if purpose == "faulty" and turn in faults:
                 names = set(meta.writes) | set(meta.fault_dropped)
+                if not event.data.success or event.data.error:  # what the block that raised was to produce
+                    names |= set(cell_dataflow(event.data.action).writes)
                 faults[turn].variables = sorted(set(faults[turn].variables) | names)
             if meta.fault_skipped:
                 facts.skipped.append(f"{meta.fault_skipped} at turn {turn}")
