@@ -8,6 +8,7 @@ plus the fault variants). Building writes, per task,
     <out>/task/longds/<domain>/<dataset>/taskN/task.json     turns + reference code + answers (hidden)
     <out>/task/longds/<domain>/<dataset>/taskN/faults.json   the declared fault variants (hidden)
     <out>/data/longds/<domain>/<dataset>/taskN/data/<file>   the data, copied from its PyPI package
+                                                             (vega_datasets, or scikit-learn's bundled tables)
 
 and `<out>/dev_manifest.json` (source hash, splits). Answers come from running the reference code
 with the scripted worker in an in-process workspace (the last JSON each turn prints). Then every
@@ -37,7 +38,7 @@ from stateguard.workers import FaultModel, ResponseModel, ScriptedWorker
 from stateguard.workers.faults import Fault, FaultError, check_faults
 from stateguard.workspace import DictWorkspace
 
-__all__ = ["MANIFEST", "SOURCES", "DevTaskSource", "build", "load_sources", "sources_digest"]
+__all__ = ["MANIFEST", "SOURCES", "DevTaskSource", "build", "data_file", "load_sources", "sources_digest"]
 
 SOURCES = Path(__file__).with_name("tasks")
 MANIFEST = "dev_manifest.json"
@@ -57,9 +58,12 @@ class DevTaskSource(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: str = Field(description="<domain>/<dataset>/taskN, its place in the LongDS layout.")
     split: str = Field(
-        description="dev (tuned on), or heldout / fresh / fresh2 (looked at only when reporting)."
+        description="dev (tuned on), or heldout / fresh / fresh2 / fresh3 (looked at only when reporting)."
     )
-    data: dict[str, str] = Field(description="file name in data/ -> file of the vega_datasets package.")
+    data: dict[str, str] = Field(
+        description="file name in data/ -> file of the vega_datasets package, or `sklearn:<file>` for a "
+        "table bundled in scikit-learn's sklearn/datasets/data."
+    )
     context: str = Field(description="Task-wide context, shown with turn 1.")
     turns: list[SourceTurn]
     faults: dict[str, list[Fault]]
@@ -99,6 +103,26 @@ def _package_data() -> Path:
     return Path(vega_datasets.__file__).parent / "_data"
 
 
+SKLEARN_PREFIX = "sklearn:"
+
+
+def data_file(spec: str, package: Path) -> Path:
+    """The packaged file a task's `data:` entry names: vega_datasets' by default, scikit-learn's
+    bundled tables with the `sklearn:` prefix (both are pinned dependencies, so the data is the same
+    everywhere the set is built)."""
+    if not spec.startswith(SKLEARN_PREFIX):
+        return package / spec
+    import sklearn.datasets
+
+    path = Path(sklearn.datasets.__file__).parent / "data" / spec[len(SKLEARN_PREFIX) :]
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{spec!r}: scikit-learn {sklearn.__version__} bundles no such file in {path.parent} "
+            "(name one of the files there, e.g. sklearn:wine_data.csv)"
+        )
+    return path
+
+
 def sources_digest(folder: Path = SOURCES) -> str:
     h = hashlib.sha256(f"build-{BUILD_VERSION}".encode())
     for path in sorted(folder.glob("*.yaml")):
@@ -119,7 +143,7 @@ def _build_one(source: DevTaskSource, out: Path, package: Path) -> dict[str, Any
     data_dir = out / "data" / "longds" / domain / dataset / name
     (data_dir / "data").mkdir(parents=True, exist_ok=True)
     for target, file in source.data.items():
-        shutil.copyfile(package / file, data_dir / "data" / target)
+        shutil.copyfile(data_file(file, package), data_dir / "data" / target)
     task = source.task(base_path=str(data_dir.resolve()))
     answers, _ = _answers(task, [])
     missing = [t.turn_id for t in task.turns if answers.get(t.turn_id) is None]

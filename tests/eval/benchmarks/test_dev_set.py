@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from eval.benchmarks.dev.build import build, load_sources
+import pytest
+
+from eval.benchmarks.dev.build import build, data_file, load_sources
 from stateguard.workers.faults import SEMANTIC_KINDS, check_faults
 
 KINDS = {"stale", "precision", "exec_error"} | {f"counterfactual:{k}" for k in SEMANTIC_KINDS if k != "other"}
@@ -17,7 +19,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
     assert len(sources) >= 10 and all(len(s.turns) >= 12 for s in sources)
     assert len({f for s in sources for f in s.data.values()}) >= 3
     assert any("duckdb" in t.code for s in sources for t in s.turns)  # at least one task in SQL
-    assert {s.split for s in everything} == {"dev", "heldout", "fresh", "fresh2"}
+    assert {s.split for s in everything} == {"dev", "heldout", "fresh", "fresh2", "fresh3"}
     for source in everything:
         labels = {f.label for faults in source.faults.values() for f in faults}
         if source.split == "fresh":  # the semantic held-out split: shorter, counterfactuals only
@@ -26,7 +28,10 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
                 and len(labels) >= 6
                 and all(lab.startswith("counterfactual:") for lab in labels)
             )
-        elif source.split == "fresh2":  # several stale turns each; the semantic kinds spread over the split
+        elif source.split in (
+            "fresh2",
+            "fresh3",
+        ):  # several stale turns each; the semantic kinds spread over the split
             stale = [f for faults in source.faults.values() for f in faults if f.kind == "stale"]
             assert len(stale) >= 3 and {"stale", "precision", "exec_error"} <= labels
         else:
@@ -51,6 +56,38 @@ def test_the_fresh2_split_covers_every_semantic_kind_three_times_in_long_tasks()
         "pre_update_definition": 4,
         "changed_threshold": 3,
     }
+
+
+def test_the_fresh3_split_has_three_long_tasks_in_both_languages_on_new_data() -> None:
+    everything = load_sources()
+    fresh3 = [s for s in everything if s.split == "fresh3"]
+    assert len(fresh3) == 3 and all(11 <= len(s.turns) <= 14 for s in fresh3)
+    assert sum("duckdb" in s.turns[0].code for s in fresh3) >= 1
+    assert sum("duckdb" not in s.turns[0].code for s in fresh3) >= 1  # pandas
+    older = {f for s in everything if s.split != "fresh3" for f in s.data.values()}
+    assert not older & {f for s in fresh3 for f in s.data.values()}  # tables no earlier split uses
+    for source in fresh3:
+        stale = [f for faults in source.faults.values() for f in faults if f.kind == "stale"]
+        kinds = [f.kind for faults in source.faults.values() for f in faults]
+        assert len(stale) >= 4 and kinds.count("precision") == 1 and kinds.count("exec_error") == 1
+    semantic = [f.semantic for s in fresh3 for faults in s.faults.values() for f in faults if f.semantic]
+    assert {k: semantic.count(k) for k in SEMANTIC_KINDS if k != "other"} == {
+        "flipped_comparison": 3,
+        "aggregation_swap": 3,
+        "grouping_key": 2,
+        "join": 3,
+        "dropped_filter": 3,
+        "pre_update_definition": 3,
+        "changed_threshold": 3,
+    }
+
+
+def test_a_data_entry_names_a_vega_file_or_a_table_scikit_learn_bundles(tmp_path: Path) -> None:
+    assert data_file("cars.json", tmp_path) == tmp_path / "cars.json"
+    wine = data_file("sklearn:wine_data.csv", tmp_path)
+    assert wine.is_file() and wine.parent.name == "data" and wine.read_text().startswith("178,13,")
+    with pytest.raises(FileNotFoundError, match="bundles no such file"):
+        data_file("sklearn:no_such_table.csv", tmp_path)
 
 
 def test_building_a_task_checks_that_every_fault_changes_its_turn(tmp_path: Path) -> None:
