@@ -38,9 +38,9 @@ test: $(STAMP) $(VENV)/models/smollm2-135m-instruct-q4_1.gguf ## Run the test su
 	$(PY) -m pytest -q
 
 check: $(STAMP) ## Lint (ruff check), formatting (ruff format --check) and type-check (mypy) all packages
-	$(VENV)/bin/ruff check stateguard synthesis training eval scripts tests
-	$(VENV)/bin/ruff format --check stateguard synthesis training eval scripts tests docs
-	$(VENV)/bin/mypy stateguard synthesis training eval
+	$(VENV)/bin/ruff check stateguard synthesis statewise training eval scripts tests
+	$(VENV)/bin/ruff format --check stateguard synthesis statewise training eval scripts tests docs
+	$(VENV)/bin/mypy stateguard synthesis statewise training eval
 
 eval: $(STAMP) ## Main job: a benchmark, baseline vs +StateGuard (default offline synth; BENCH=longds; BENCH=statewise; ARGS='limit=2')
 	@$(SYSTEM_DEPS) eval
