@@ -25,7 +25,7 @@ from pydantic import ValidationError
 from stateguard.llm import EndpointConfig, LLMClient
 from stateguard.policies.base import ManagerPolicy
 from stateguard.policies.llm_manager import LLMManagerConfig
-from stateguard.policies.registry import MANAGERS, ManagerContext
+from stateguard.policies.registry import MANAGERS, ManagerSetup
 from stateguard.task import Task
 from stateguard.trace import Trace
 from stateguard.verification.llm_extract import LLMExtractor
@@ -33,7 +33,7 @@ from stateguard.verification.verifier import SemanticConfig, SemanticVerifier
 from stateguard.worker_contract import WorkerAdapter
 from stateguard.workers import ResponseModel
 from stateguard.workers.llm_worker import WorkerProtocol
-from stateguard.workers.registry import WORKERS, WorkerContext
+from stateguard.workers.registry import WORKERS, WorkerSetup
 from stateguard.workspace import DictWorkspace, LiveWorkspace
 
 __all__ = [
@@ -190,7 +190,7 @@ def make_manager(
         config, endpoint = llm_settings(llm, context_budget_tokens=context_budget_tokens, variant=variant)
         return LLMClient(EndpointConfig.from_env("manager", **endpoint), trace=trace), config
 
-    return factory(ManagerContext(trace=trace, semantic=verifier, llm=model))
+    return factory(ManagerSetup(trace=trace, semantic=verifier, llm=model))
 
 
 def make_worker(
@@ -218,7 +218,7 @@ def make_worker(
         return LLMClient(EndpointConfig.from_env("worker", **overrides), trace=trace)
 
     return factory(
-        WorkerContext(
+        WorkerSetup(
             trace=trace,
             client=client,
             faults=list(faults or []),

@@ -1,10 +1,10 @@
 """Manager policies by name: the one registry `manager=<name>` (and an arm of that name) reads.
 
-    from stateguard.policies.registry import MANAGERS, ManagerContext, register_manager
+    from stateguard.policies.registry import MANAGERS, ManagerSetup, register_manager
     register_manager("mine", lambda ctx: MyManager(ctx.semantic))   # then: make eval ARGS='manager=mine'
     policy = MANAGERS["rules"](ctx)                                  # eval.components.make_manager does this
 
-A factory gets a `ManagerContext` and returns a `ManagerPolicy`. What a policy may need is built by
+A factory gets a `ManagerSetup` and returns a `ManagerPolicy`. What a policy may need is built by
 the caller from its config, and the model parts only on demand: `ctx.llm(variant)` reads the
 STATEGUARD_MANAGER_* endpoint and the config's `llm:` block, so a policy that never calls it runs
 without any endpoint. `MODEL_MANAGERS` names the registered policies that call a model, so a run
@@ -28,11 +28,11 @@ if TYPE_CHECKING:
     from stateguard.llm import LLMClient
     from stateguard.policies.llm_manager import LLMManagerConfig
 
-__all__ = ["MANAGERS", "MODEL_MANAGERS", "ManagerContext", "ManagerFactory", "register_manager"]
+__all__ = ["MANAGERS", "MODEL_MANAGERS", "ManagerSetup", "ManagerFactory", "register_manager"]
 
 
 @dataclass(frozen=True)
-class ManagerContext:
+class ManagerSetup:
     """What a manager factory may use; built by `eval.components.make_manager` from the config."""
 
     trace: Trace
@@ -42,23 +42,23 @@ class ManagerContext:
     llm: Callable[[str], tuple[LLMClient, LLMManagerConfig]]
 
 
-ManagerFactory = Callable[[ManagerContext], ManagerPolicy]
+ManagerFactory = Callable[[ManagerSetup], ManagerPolicy]
 
 
-def _llm(ctx: ManagerContext) -> ManagerPolicy:
+def _llm(ctx: ManagerSetup) -> ManagerPolicy:
     return LLMManager(*ctx.llm("stateguard"))
 
 
-def _hierarchical(ctx: ManagerContext) -> ManagerPolicy:
+def _hierarchical(ctx: ManagerSetup) -> ManagerPolicy:
     return HierarchicalManager(RulesManager(semantic=ctx.semantic), LLMManager(*ctx.llm("stateguard")))
 
 
-def _observer(ctx: ManagerContext) -> ManagerPolicy:
+def _observer(ctx: ManagerSetup) -> ManagerPolicy:
     client, _ = ctx.llm("stateguard")  # the `llm:` block is checked for it too
     return ObserverManager(client)
 
 
-def _freeform(ctx: ManagerContext) -> ManagerPolicy:
+def _freeform(ctx: ManagerSetup) -> ManagerPolicy:
     return LLMManager(*ctx.llm("freeform"))
 
 

@@ -1,10 +1,10 @@
 """Worker adapters by name: the one registry `worker=<name>` reads.
 
-    from stateguard.workers.registry import WORKERS, WorkerContext, register_worker
+    from stateguard.workers.registry import WORKERS, WorkerSetup, register_worker
     register_worker("mine", lambda ctx: MyWorker(ctx.reference))    # then: make eval ARGS='worker=mine'
     worker = WORKERS["scripted"](ctx)                                # eval.components.make_worker does this
 
-A factory gets a `WorkerContext` and returns a `WorkerAdapter` (`stateguard.worker_contract`). The
+A factory gets a `WorkerSetup` and returns a `WorkerAdapter` (`stateguard.worker_contract`). The
 privileged task (`reference`: code and answers) is in the context for a worker that replays it,
 like the scripted one; a worker standing in for an agent must not read it. `ctx.client()` reads the
 STATEGUARD_WORKER_* endpoint on demand, so a worker that never calls it needs no endpoint;
@@ -28,11 +28,11 @@ from stateguard.workers.scripted import FaultModel, ScriptedWorker
 if TYPE_CHECKING:
     from stateguard.llm import LLMClient
 
-__all__ = ["MODEL_WORKERS", "WORKERS", "WorkerContext", "WorkerFactory", "register_worker"]
+__all__ = ["MODEL_WORKERS", "WORKERS", "WorkerSetup", "WorkerFactory", "register_worker"]
 
 
 @dataclass(frozen=True)
-class WorkerContext:
+class WorkerSetup:
     """What a worker factory may use; built by `eval.components.make_worker` from the config."""
 
     trace: Trace
@@ -45,15 +45,15 @@ class WorkerContext:
     reference: Task | None = None  # the privileged task: only for workers that replay it
 
 
-WorkerFactory = Callable[[WorkerContext], WorkerAdapter]
+WorkerFactory = Callable[[WorkerSetup], WorkerAdapter]
 
 
-def _scripted(ctx: WorkerContext) -> WorkerAdapter:
+def _scripted(ctx: WorkerSetup) -> WorkerAdapter:
     model = ResponseModel(**{"seed": ctx.seed, **dict(ctx.response)})
     return ScriptedWorker(FaultModel(seed=ctx.seed, faults=list(ctx.faults)), model, reference=ctx.reference)
 
 
-def _llm(ctx: WorkerContext) -> WorkerAdapter:
+def _llm(ctx: WorkerSetup) -> WorkerAdapter:
     return LLMWorker(ctx.client(), protocol=ctx.protocol)
 
 
