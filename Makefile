@@ -38,18 +38,14 @@ test: $(STAMP) $(VENV)/models/smollm2-135m-instruct-q4_1.gguf ## Run the test su
 	$(PY) -m pytest -q
 
 check: $(STAMP) ## Lint (ruff check), formatting (ruff format --check) and type-check (mypy) all packages
-	$(VENV)/bin/ruff check stateguard synthesis training eval scripts tests
-	$(VENV)/bin/ruff format --check stateguard synthesis training eval scripts tests docs
-	$(VENV)/bin/mypy stateguard synthesis training eval
+	$(VENV)/bin/ruff check stateguard synthesis statewise training eval scripts tests
+	$(VENV)/bin/ruff format --check stateguard synthesis statewise training eval scripts tests docs
+	$(VENV)/bin/mypy stateguard synthesis statewise training eval
 
-eval: $(STAMP) ## Main job: a benchmark, baseline vs +StateGuard (default offline synth; BENCH=longds; BENCH=statewise; ARGS='limit=2')
+eval: $(STAMP) ## Main job: a benchmark, baseline vs +StateGuard (default offline synth; BENCH=<name in eval/benchmarks/registry.py>; ARGS='limit=2')
 	@$(SYSTEM_DEPS) eval
-ifeq ($(BENCH),statewise)
-	$(PY) -m eval.benchmarks.statewise.run $(if $(RUN),run_dir=$(RUN)) $(ARGS)
-else
 	@if [ -z "$(BENCH)" ] || [ "$(BENCH)" = synth ]; then $(MAKE) --no-print-directory synth-bench; fi
-	$(PY) -m eval.runner $(if $(BENCH),bench=$(BENCH)) $(if $(RUN),run_dir=$(RUN)) $(ARGS)
-endif
+	$(PY) -m eval.benchmarks $(BENCH) $(if $(RUN),run_dir=$(RUN)) $(ARGS)
 
 demo: $(STAMP) ## The six-turn offline demo (one task, per-turn side by side)
 	$(PY) -m eval.demo $(ARGS)

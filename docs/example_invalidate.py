@@ -1,4 +1,4 @@
-"""README example: three states, a revision that invalidates a variable, and the stale states."""
+"""The runtime in 20 lines (docs/design_runtime.md): three states, a revision that invalidates a variable, and the stale states."""
 from stateguard import EventType, Harness, HarnessConfig, StateStore, WorkerStep
 from stateguard.actions import RawAction
 

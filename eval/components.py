@@ -24,17 +24,16 @@ from pydantic import ValidationError
 
 from stateguard.llm import EndpointConfig, LLMClient
 from stateguard.policies.base import ManagerPolicy
-from stateguard.policies.hierarchical import HierarchicalManager
-from stateguard.policies.llm_manager import LLMManager, LLMManagerConfig
-from stateguard.policies.observer import ObserverManager
-from stateguard.policies.rules import RulesManager
+from stateguard.policies.llm_manager import LLMManagerConfig
+from stateguard.policies.registry import MANAGERS, ManagerSetup
 from stateguard.task import Task
 from stateguard.trace import Trace
 from stateguard.verification.llm_extract import LLMExtractor
 from stateguard.verification.verifier import SemanticConfig, SemanticVerifier
 from stateguard.worker_contract import WorkerAdapter
-from stateguard.workers import FaultModel, ResponseModel, ScriptedWorker
-from stateguard.workers.llm_worker import LLMWorker, WorkerProtocol
+from stateguard.workers import ResponseModel
+from stateguard.workers.llm_worker import WorkerProtocol
+from stateguard.workers.registry import WORKERS, WorkerSetup
 from stateguard.workspace import DictWorkspace, LiveWorkspace
 
 __all__ = [
@@ -50,8 +49,8 @@ __all__ = [
     "make_workspace",
 ]
 
-MANAGERS = ("rules", "llm", "hierarchical", "observer", "freeform")
-WORKERS = ("scripted", "llm")
+# Managers and workers are registered by the packages that define them (`MANAGERS` in
+# stateguard.policies.registry, `WORKERS` in stateguard.workers.registry); re-exported here.
 WORKSPACES = ("sandbox", "dict")
 
 
@@ -183,22 +182,15 @@ def make_manager(
         else None
     )
     verifier = SemanticVerifier(sem, extractor=extractor) if sem.enabled else None
-    if kind == "rules":
-        return RulesManager(semantic=verifier)
-    if kind not in MANAGERS:
+    factory = MANAGERS.get(kind)
+    if factory is None:
         raise ValueError(f"manager={kind!r}: use one of {', '.join(MANAGERS)}")
-    config, endpoint = llm_settings(
-        llm,
-        context_budget_tokens=context_budget_tokens,
-        variant="freeform" if kind == "freeform" else "stateguard",
-    )
-    client = LLMClient(EndpointConfig.from_env("manager", **endpoint), trace=trace)
-    if kind == "observer":
-        return ObserverManager(client)
-    manager = LLMManager(client, config)
-    return (
-        HierarchicalManager(RulesManager(semantic=verifier), manager) if kind == "hierarchical" else manager
-    )
+
+    def model(variant: str) -> tuple[LLMClient, LLMManagerConfig]:
+        config, endpoint = llm_settings(llm, context_budget_tokens=context_budget_tokens, variant=variant)
+        return LLMClient(EndpointConfig.from_env("manager", **endpoint), trace=trace), config
+
+    return factory(ManagerSetup(trace=trace, semantic=verifier, llm=model))
 
 
 def make_worker(
@@ -217,12 +209,22 @@ def make_worker(
     endpoint (call policy from the config's `worker_llm:` block, `endpoint`), speaking the benchmark's
     `protocol` (its native prompt and reply format) when it has one. `reference` (the privileged
     task, code and answers) goes to the scripted worker only; the LLM worker never gets it."""
-    if kind == "scripted":
-        model = ResponseModel(**{"seed": seed, **dict(response or {})})
-        return ScriptedWorker(FaultModel(seed=seed, faults=list(faults or [])), model, reference=reference)
-    if kind == "llm":
+    factory = WORKERS.get(kind)
+    if factory is None:
+        raise ValueError(f"worker={kind!r}: use one of {', '.join(WORKERS)}")
+
+    def client() -> LLMClient:
         overrides = endpoint_settings(endpoint)
-        return LLMWorker(
-            LLMClient(EndpointConfig.from_env("worker", **overrides), trace=trace), protocol=protocol
+        return LLMClient(EndpointConfig.from_env("worker", **overrides), trace=trace)
+
+    return factory(
+        WorkerSetup(
+            trace=trace,
+            client=client,
+            faults=list(faults or []),
+            seed=seed,
+            protocol=protocol,
+            response=dict(response or {}),
+            reference=reference,
         )
-    raise ValueError(f"worker={kind!r}: use one of {', '.join(WORKERS)}")
+    )

@@ -15,16 +15,29 @@ parts of the project add pass through untyped until they are given a field here.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Callable, Collection
+from typing import Annotated, Any, Literal
 
 from omegaconf import DictConfig, OmegaConf
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
+from eval.benchmarks.registry import BENCHMARKS
 from stateguard.harness import HarnessConfig
 from stateguard.lifecycle import Regime
+from stateguard.policies.registry import MANAGERS
+from stateguard.workers.registry import WORKERS
 
 __all__ = [
-    "ARMS",
+    "arm_names",
     "OPERATIONAL_KEYS",
     "ConfigError",
     "EvalConfig",
@@ -34,9 +47,38 @@ __all__ = [
     "validate_config",
 ]
 
-Arm = Literal["baseline", "stateguard", "observer", "freeform", "llm", "hierarchical"]
-ARMS: tuple[str, ...] = Arm.__args__  # type: ignore[attr-defined]
-Manager = Literal["rules", "llm", "hierarchical", "observer", "freeform"]
+
+def _one_of(names: Collection[str]) -> str:
+    quoted = [repr(n) for n in names]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
+def _registered(names: Callable[[], Collection[str]]) -> Callable[[str], str]:
+    """A check that a name is in a registry, read when a config is checked (so a name registered
+    after this module was imported counts); the message lists the names as pydantic's Literal does."""
+
+    def check(name: str) -> str:
+        allowed = names()
+        if name not in allowed:
+            raise PydanticCustomError(
+                "unknown_name", "Input should be {expected}", {"expected": _one_of(allowed)}
+            )
+        return name
+
+    return check
+
+
+def arm_names() -> tuple[str, ...]:
+    """The arms a run may list: `baseline`, `stateguard` (the `manager` choice), and every registered
+    manager by its own name except `rules`, which is what the `stateguard` arm runs by default."""
+    return ("baseline", "stateguard", *(name for name in MANAGERS if name != "rules"))
+
+
+# Names are checked against the registries owned by the packages that define each protocol.
+Arm = Annotated[str, AfterValidator(_registered(arm_names))]
+Manager = Annotated[str, AfterValidator(_registered(lambda: MANAGERS))]
+Worker = Annotated[str, AfterValidator(_registered(lambda: WORKERS))]
+BenchName = Annotated[str, AfterValidator(_registered(lambda: BENCHMARKS))]
 
 # Keys that say how a run is executed, not what it computes: they may change on resume.
 OPERATIONAL_KEYS = frozenset(
@@ -73,7 +115,7 @@ class _Open(BaseModel):
 
 
 class BenchSettings(_Open):
-    name: Literal["synth", "dev", "longds", "dabstep", "dacomp_de"]
+    name: BenchName
 
 
 class HarnessSettings(_Open):
@@ -104,7 +146,7 @@ class EvalConfig(_Open):
     run_dir: str = Field(min_length=1)
     bench: BenchSettings
     arms: list[Arm] = Field(min_length=1)
-    worker: Literal["scripted", "llm"]
+    worker: Worker
     manager: Manager
     flow: Literal["default", "turn_aligned", "segment"]
     review_every: int = Field(ge=1)
@@ -140,7 +182,7 @@ class JobSettings(BaseModel):
         default=None, description="Benchmark name (its worker protocol and collect hook)."
     )
     workspace: Literal["sandbox", "dict"]
-    worker: Literal["scripted", "llm"]
+    worker: Worker
     manager: Manager
     seed: int = 0
     harness: HarnessSettings

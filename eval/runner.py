@@ -56,7 +56,7 @@ from eval.components import (
     make_worker,
     make_workspace,
 )
-from eval.config import ARMS, ConfigError, EvalConfig, JobSettings, changed_keys, validate_config
+from eval.config import ConfigError, EvalConfig, JobSettings, arm_names, changed_keys, validate_config
 from eval.jobs import exit_on_signals, run_in_pool
 from eval.report import RunSummary, render_summary, summarize
 from eval.results import ArmResult, JobOutcome, read_results, scan_results, write_result
@@ -64,19 +64,20 @@ from stateguard.artifacts.run_folder import RolloutFolder, RunFolder
 from stateguard.flows import FlowConfig
 from stateguard.lifecycle import Regime
 from stateguard.llm import EndpointConfig
+from stateguard.policies.registry import MODEL_MANAGERS
 from stateguard.rollout import rollout
 from stateguard.trace import Trace
+from stateguard.workers.registry import MODEL_WORKERS
 
-__all__ = ["ARMS", "Prepared", "execute", "prepare", "run", "run_cli", "run_job"]
+__all__ = ["Prepared", "execute", "prepare", "run", "run_cli", "run_job"]
 
 log = logging.getLogger(__name__)
-LLM_MANAGERS = ("llm", "hierarchical", "observer", "freeform")
 
 
 def _manager_kind(arm: str, manager: str) -> str | None:
     """The manager policy an arm runs (`manager` is the config's choice for the stateguard arm)."""
-    if arm not in ARMS:
-        raise ValueError(f"arm {arm!r}: use one of {', '.join(ARMS)}")
+    if arm not in (names := arm_names()):
+        raise ValueError(f"arm {arm!r}: use one of {', '.join(names)}")
     return None if arm == "baseline" else manager if arm == "stateguard" else arm
 
 
@@ -223,9 +224,9 @@ def _check_tasks(tasks: list[EvalTask], cfg: EvalConfig) -> None:
 def _check_endpoints(cfg: EvalConfig) -> None:
     """The environment variables of every model the arms call, before the first task."""
     kinds = {_manager_kind(a, cfg.manager) for a in cfg.arms}
-    if kinds & set(LLM_MANAGERS):
+    if kinds & MODEL_MANAGERS:
         EndpointConfig.from_env("manager")
-    if cfg.worker == "llm":
+    if cfg.worker in MODEL_WORKERS:
         EndpointConfig.from_env("worker")
 
 

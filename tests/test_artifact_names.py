@@ -37,7 +37,7 @@ from stateguard.artifacts.rl_prompts import (
 from stateguard.artifacts.sft_rows import SftRow
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("stateguard", "synthesis", "training", "eval", "scripts")
+PACKAGES = ("stateguard", "synthesis", "statewise", "training", "eval", "scripts")
 OWNER = ROOT / "stateguard" / "artifacts"
 
 # Every name stateguard.artifacts defines a constant for (task folder, rollout folder, run folder).

@@ -1,4 +1,5 @@
-"""Worker adapters (paper A.6). `ScriptedWorker` is the offline stand-in for an LLM agent."""
+"""Worker adapters (paper A.6). `ScriptedWorker` is the offline stand-in for an LLM agent;
+`registry.py` names the workers (`WORKERS`, the one registry `worker=<name>` reads)."""
 
 from stateguard.workers.faults import Fault, FaultError, check_fault, check_faults
 from stateguard.workers.response import ResponseModel

@@ -103,7 +103,7 @@ def test_hierarchical_is_never_worse_than_rules(
 ) -> None:
     rng = random.Random(seed)
     # In the segment flow an evidence-backed false alarm is the model's own (wrong) decision and can
-    # cost states there (see the README's limits): these scripts give the model no tool to back one.
+    # cost states there (see docs/design_llm.md): these scripts give the model no tool to back one.
     choices = (
         ENDPOINT_BEHAVIOURS if flow_name == "turn" else [b for b in ENDPOINT_BEHAVIOURS if b is not TOOL]
     )

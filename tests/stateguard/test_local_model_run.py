@@ -8,7 +8,7 @@
   schema of the offered actions, and get a parseable, offered action from every answer.
 
 Run with `make test-slow` after `make setup-local`. What a 0.5B model decides is not asserted
-(the README reports it); what the manager makes of any answer is.
+(docs/results/llm_managers.md reports it); what the manager makes of any answer is.
 """
 
 from __future__ import annotations

@@ -12,9 +12,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from stateguard.statewise.interface import InterfaceSpec, TaskSpec
-from stateguard.statewise.planner import ScriptedPlanner
-from stateguard.statewise.records import Authority, OpRecord, Provenance
+from statewise.interface import InterfaceSpec, TaskSpec
+from statewise.planner import ScriptedPlanner
+from statewise.records import Authority, OpRecord, Provenance
 
 
 def _line(prompt: str, prefix: str) -> str:

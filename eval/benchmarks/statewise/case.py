@@ -25,9 +25,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from stateguard.statewise.interface import Action, TaskSpec
-from stateguard.statewise.records import Authority, Evidence, OpRecord, Provenance
-from stateguard.statewise.store import RecordStore
+from statewise.interface import Action, TaskSpec
+from statewise.records import Authority, Evidence, OpRecord, Provenance
+from statewise.store import RecordStore
 
 CASE_SCHEMA = "statewise-case/1"
 Condition = Literal["clean", "corrupted", "removed"]

@@ -22,8 +22,8 @@ from eval.benchmarks.statewise.coding_world import (
     Repo,
 )
 from eval.benchmarks.statewise.finish import finish_case
-from stateguard.statewise.interface import TaskSpec
-from stateguard.statewise.interfaces.coding_spec import CODING_SPEC
+from statewise.interface import TaskSpec
+from statewise.interfaces.coding_spec import CODING_SPEC
 
 ALL3 = ("stale", "conflict", "scope")
 FAMILIES: list[tuple[str, str, tuple[str, ...], str]] = [

@@ -18,8 +18,8 @@ from typing import Any
 from eval.benchmarks.statewise.case import Case, World
 from eval.benchmarks.statewise.data_world import EXTRACT_AGES, POOLS, RETENTIONS, UNITS, DataProject
 from eval.benchmarks.statewise.finish import finish_case
-from stateguard.statewise.interface import TaskSpec
-from stateguard.statewise.interfaces.data_spec import DATA_SPEC
+from statewise.interface import TaskSpec
+from statewise.interfaces.data_spec import DATA_SPEC
 
 ALL3 = ("stale", "conflict", "scope")
 FAMILIES: list[tuple[str, str, tuple[str, ...], str]] = [

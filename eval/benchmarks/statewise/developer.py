@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from stateguard.statewise.clarify import Answer, Question
-from stateguard.statewise.records import GLOBAL_SCOPE
+from statewise.clarify import Answer, Question
+from statewise.records import GLOBAL_SCOPE
 
 UNDECIDED = "undecided"
 

@@ -25,12 +25,12 @@ from pydantic import BaseModel, Field
 
 from eval.benchmarks.statewise.case import Case, Condition, materialize, snapshot, store_for, violations
 from eval.benchmarks.statewise.developer import SimulatedDeveloper
-from stateguard.statewise.interface import Action, Environment, Interface, TaskSpec
-from stateguard.statewise.interfaces import get_interface
-from stateguard.statewise.planner import ScriptedPlanner
-from stateguard.statewise.recovery import RecoveryConfig, TaskOutcome, run_task
-from stateguard.statewise.resolution import ResolutionPolicy
-from stateguard.statewise.store import RecordStore
+from statewise.interface import Action, Environment, Interface, TaskSpec
+from statewise.interfaces import get_interface
+from statewise.planner import ScriptedPlanner
+from statewise.recovery import RecoveryConfig, TaskOutcome, run_task
+from statewise.resolution import ResolutionPolicy
+from statewise.store import RecordStore
 
 # condition -> (store the task starts from, recovery config or None for the plain agent)
 CONDITIONS: dict[str, tuple[Condition, RecoveryConfig | None]] = {
@@ -90,11 +90,11 @@ class Runtime:
 
     def env(self, interface: str) -> Environment:
         if interface == "coding":
-            from stateguard.statewise.interfaces.coding import CodingEnvironment
+            from statewise.interfaces.coding import CodingEnvironment
 
             return CodingEnvironment(self.root("coding"))
         from stateguard.sandbox import SandboxLimits, SandboxWorkspace
-        from stateguard.statewise.interfaces.data import DataEnvironment
+        from statewise.interfaces.data import DataEnvironment
 
         if self._ws is None:
             self.root("data").mkdir(parents=True, exist_ok=True)

@@ -13,8 +13,8 @@ from typing import Any
 
 from eval.benchmarks.statewise.case import Case, EvidenceSeed, RecordSeed, World, store_for
 from eval.benchmarks.statewise.seeding import corrupt, distractor_evidence, seed_records
-from stateguard.statewise.interface import Action, InterfaceSpec, TaskSpec
-from stateguard.statewise.planner import ScriptedPlanner
+from statewise.interface import Action, InterfaceSpec, TaskSpec
+from statewise.planner import ScriptedPlanner
 
 
 def _other_value(spec: InterfaceSpec) -> Any:

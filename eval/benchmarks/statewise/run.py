@@ -69,7 +69,7 @@ def _planner_factory(kind: str) -> Any:
     if kind != "llm":
         raise ValueError(f"planner={kind!r}: use scripted or llm")
     from stateguard.llm import EndpointConfig, LLMClient
-    from stateguard.statewise.llm_planner import LLMPlanner
+    from statewise.llm_planner import LLMPlanner
 
     client = LLMClient(EndpointConfig.from_env("worker", temperature=0.0, max_tokens=400, timeout_s=900.0))
     return lambda interface: LLMPlanner(client, interface.spec)

@@ -19,8 +19,8 @@ import random
 from typing import Any
 
 from eval.benchmarks.statewise.case import EvidenceSeed, RecordSeed
-from stateguard.statewise.interface import InterfaceSpec
-from stateguard.statewise.records import Authority
+from statewise.interface import InterfaceSpec
+from statewise.records import Authority
 
 
 def split_key(entry: str) -> tuple[str, str]:

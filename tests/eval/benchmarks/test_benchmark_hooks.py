@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import importlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 
 from eval.benchmarks.base import Benchmark, EvalTask
-from eval.benchmarks.registry import BENCHMARKS, get_benchmark
+from eval.benchmarks.registry import BENCHMARKS, StandaloneBenchmark, get_benchmark
 from stateguard.flows import LONGDS
 from stateguard.task import Task, Turn
 
@@ -47,10 +48,22 @@ def test_a_benchmark_without_hooks_gets_the_defaults(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", BENCHMARKS)
 def test_every_registered_benchmark_is_a_benchmark(name: str) -> None:
+    made = BENCHMARKS[name]()
+    if isinstance(made, StandaloneBenchmark):  # its own entry point: a module with a Hydra main
+        assert made.name == name
+        assert callable(importlib.import_module(made.module).main)
+        with pytest.raises(ValueError, match=f"make eval BENCH={name}"):
+            get_benchmark(name)
+        return
     bench = get_benchmark(name)
     assert Benchmark in type(bench).__mro__  # subclassed, so the hooks' defaults are inherited
     for hook in ("worker_protocol", "collect", "after_run"):
         assert callable(getattr(bench, hook))
+
+
+def test_statewise_is_registered_as_a_benchmark() -> None:
+    made = BENCHMARKS["statewise"]()
+    assert isinstance(made, StandaloneBenchmark) and made.module == "eval.benchmarks.statewise.run"
 
 
 def test_the_runner_calls_the_hooks_without_looking_them_up() -> None:

@@ -17,8 +17,8 @@ from eval.benchmarks.statewise.case import store_for
 from eval.benchmarks.statewise.execute import Runtime, run_case
 from eval.benchmarks.statewise.generate import generate, summary
 from eval.benchmarks.statewise.run import run
-from stateguard.statewise.interfaces import get_interface
-from stateguard.statewise.planner import ScriptedPlanner
+from statewise.interfaces import get_interface
+from statewise.planner import ScriptedPlanner
 from tests.support.scripted_server import Respond, ScriptedServer
 from tests.support.statewise_model import planning_model
 

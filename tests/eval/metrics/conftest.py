@@ -1,7 +1,7 @@
 """Real rollouts of the six-turn demo task, shared by the metrics tests.
 
 Both arms run the scripted worker with the demo's stale-inheritance fault at turn 5, in the
-in-process DictWorkspace; the StateGuard arm uses the `rules` manager. Known outcome (README):
+in-process DictWorkspace; the StateGuard arm uses the `rules` manager. Known outcome (docs/design_execution.md, "The six-turn demo"):
 the baseline gets turns 5 and 6 wrong, StateGuard gets every turn right after one repair.
 """
 

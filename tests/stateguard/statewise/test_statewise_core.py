@@ -6,15 +6,15 @@ from datetime import timedelta
 
 import pytest
 
-from stateguard.statewise.attribution import attribute
-from stateguard.statewise.check import check_action
-from stateguard.statewise.clarify import CallbackDeveloper, parse_reply
-from stateguard.statewise.interface import Action
-from stateguard.statewise.planner import PlannerError, ScriptedPlanner
-from stateguard.statewise.records import Authority, Evidence
-from stateguard.statewise.recovery import RecoveryConfig, run_task
-from stateguard.statewise.resolution import ResolutionPolicy, resolve, signals_for
-from stateguard.statewise.store import RecordStore
+from statewise.attribution import attribute
+from statewise.check import check_action
+from statewise.clarify import CallbackDeveloper, parse_reply
+from statewise.interface import Action
+from statewise.planner import PlannerError, ScriptedPlanner
+from statewise.records import Authority, Evidence
+from statewise.recovery import RecoveryConfig, run_task
+from statewise.resolution import ResolutionPolicy, resolve, signals_for
+from statewise.store import RecordStore
 from tests.stateguard.statewise.toy import FILES, INTERFACE, NOW, SPEC, ToyEnv, record, task
 
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from stateguard.sandbox import SandboxWorkspace
-from stateguard.statewise.interface import TaskSpec
-from stateguard.statewise.interfaces import get_interface
-from stateguard.statewise.interfaces.bwrap import BwrapShell
-from stateguard.statewise.interfaces.coding import CodingEnvironment
-from stateguard.statewise.interfaces.data import DataEnvironment
+from statewise.interface import TaskSpec
+from statewise.interfaces import get_interface
+from statewise.interfaces.bwrap import BwrapShell
+from statewise.interfaces.coding import CodingEnvironment
+from statewise.interfaces.data import DataEnvironment
 
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
 

@@ -7,11 +7,11 @@ import json
 import pytest
 
 from stateguard.llm import EndpointConfig, LLMClient
-from stateguard.statewise.clarify import EndpointDeveloper, Question
-from stateguard.statewise.llm_planner import LLMPlanner, parse_plan, render_prompt
-from stateguard.statewise.planner import PlannerError
-from stateguard.statewise.recovery import RecoveryConfig, run_task
-from stateguard.statewise.store import RecordStore
+from statewise.clarify import EndpointDeveloper, Question
+from statewise.llm_planner import LLMPlanner, parse_plan, render_prompt
+from statewise.planner import PlannerError
+from statewise.recovery import RecoveryConfig, run_task
+from statewise.store import RecordStore
 from tests.stateguard.statewise.toy import FILES, INTERFACE, SPEC, ToyEnv, record, task
 from tests.support.scripted_server import Reply, Respond, ScriptedServer
 from tests.support.statewise_model import planning_model

@@ -14,12 +14,12 @@ from stateguard.flows import LONGDS
 from stateguard.policies.rules import RulesManager
 from stateguard.rollout import rollout
 from stateguard.sandbox import SandboxLimits, SandboxWorkspace
-from stateguard.statewise import RecordStore, RecoveryConfig, ScriptedPlanner, TaskSpec, run_task
-from stateguard.statewise.interfaces import get_interface
-from stateguard.statewise.interfaces.data import DataEnvironment
-from stateguard.statewise.promote import promote_run
 from stateguard.task import load_task
 from stateguard.workers import FaultModel, ScriptedWorker
+from statewise import RecordStore, RecoveryConfig, ScriptedPlanner, TaskSpec, run_task
+from statewise.interfaces import get_interface
+from statewise.interfaces.data import DataEnvironment
+from statewise.promote import promote_run
 
 DEMO = Path(__file__).resolve().parents[3] / "eval" / "benchmarks" / "demo" / "six_turn"
 NOW = datetime(2025, 5, 1, 12, tzinfo=UTC)

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from stateguard.statewise.records import Authority, Evidence, OpRecord, Provenance, covers
-from stateguard.statewise.store import RecordStore, RecordStoreError
+from statewise.records import Authority, Evidence, OpRecord, Provenance, covers
+from statewise.store import RecordStore, RecordStoreError
 
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
 
@@ -151,8 +151,8 @@ def test_copy_is_independent_and_read_only_open_writes_nothing(tmp_path: Path) -
 CHILD = r"""
 import sys
 from datetime import datetime, UTC
-from stateguard.statewise.records import Authority, Evidence, OpRecord, Provenance
-from stateguard.statewise.store import RecordStore
+from statewise.records import Authority, Evidence, OpRecord, Provenance
+from statewise.store import RecordStore
 store = RecordStore(sys.argv[1])
 now = datetime(2025, 6, 1, tzinfo=UTC)
 n = len(store.records(active_only=False))

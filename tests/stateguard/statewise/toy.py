@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from stateguard.statewise.interface import (
+from statewise.interface import (
     ActionSlot,
     ExecOutcome,
     Interface,
@@ -22,7 +22,7 @@ from stateguard.statewise.interface import (
     TaskSpec,
     Verdict,
 )
-from stateguard.statewise.records import Authority, OpRecord, Provenance
+from statewise.records import Authority, OpRecord, Provenance
 
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
 

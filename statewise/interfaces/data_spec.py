@@ -6,7 +6,7 @@ sandboxed cell; `{slot}` placeholders receive Python literals (see `interfaces.d
 
 from __future__ import annotations
 
-from stateguard.statewise.interface import ActionSlot, InterfaceSpec, Invariant, Operation, StateType
+from statewise.interface import ActionSlot, InterfaceSpec, Invariant, Operation, StateType
 
 _READ = """import os
 import pandas as pd

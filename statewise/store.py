@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote
 
-from stateguard.statewise.records import (
+from stateguard.store import immediate_transaction
+from statewise.records import (
     Correction,
     Evidence,
     OpRecord,
@@ -36,7 +37,6 @@ from stateguard.statewise.records import (
     depth,
     overlaps,
 )
-from stateguard.store import immediate_transaction
 
 STORE_SCHEMA = "statewise/1"
 

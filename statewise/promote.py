@@ -31,10 +31,10 @@ from pydantic import BaseModel, Field
 from stateguard.artifacts.events import WorkerStepData, WorkerStepEvent
 from stateguard.artifacts.run_folder import RolloutFolder
 from stateguard.dataflow import cell_dataflow
-from stateguard.statewise.records import Authority, Evidence, OpRecord, Provenance
-from stateguard.statewise.store import RecordStore
 from stateguard.store import StateStore
 from stateguard.trace import read_trace
+from statewise.records import Authority, Evidence, OpRecord, Provenance
+from statewise.store import RecordStore
 
 SKIP_NAMES = {"result"}
 PRELUDE_NAMES = {

@@ -9,7 +9,7 @@ slot values verbatim after `interfaces.coding.render` has checked them against a
 
 from __future__ import annotations
 
-from stateguard.statewise.interface import ActionSlot, InterfaceSpec, Invariant, Operation, StateType
+from statewise.interface import ActionSlot, InterfaceSpec, Invariant, Operation, StateType
 
 _PKG = ActionSlot(name="pkg", role="param", description="package folder")
 

@@ -21,9 +21,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from stateguard.statewise.interface import Action, InterfaceSpec, TaskSpec
-from stateguard.statewise.planner import Planner, PlannerError
-from stateguard.statewise.records import OpRecord
+from statewise.interface import Action, InterfaceSpec, TaskSpec
+from statewise.planner import Planner, PlannerError
+from statewise.records import OpRecord
 
 PROBE_MARK = "__counterfactual__"
 

@@ -12,17 +12,17 @@ Modules: `records` (typed records, evidence, lineage, scopes), `store` (durable 
 `clarify`, `repair`, `check`, `recovery` (the core), `promote` (from StateGuard's committed
 states), `interfaces/` (data: sandboxed pandas workspace; coding: bubblewrap shell).
 
-    from stateguard.statewise import RecordStore, RecoveryConfig, ScriptedPlanner, run_task
-    from stateguard.statewise.interfaces import get_interface
+    from statewise import RecordStore, RecoveryConfig, ScriptedPlanner, run_task
+    from statewise.interfaces import get_interface
 """
 
-from stateguard.statewise.clarify import Answer, CallbackDeveloper, Developer, EndpointDeveloper, Question
-from stateguard.statewise.interface import Action, Interface, InterfaceSpec, TaskSpec
-from stateguard.statewise.planner import Planner, PlannerError, ScriptedPlanner
-from stateguard.statewise.records import Authority, Correction, Evidence, OpRecord, Provenance
-from stateguard.statewise.recovery import RecoveryConfig, TaskOutcome, run_task
-from stateguard.statewise.resolution import ResolutionPolicy
-from stateguard.statewise.store import RecordStore, RecordStoreError
+from statewise.clarify import Answer, CallbackDeveloper, Developer, EndpointDeveloper, Question
+from statewise.interface import Action, Interface, InterfaceSpec, TaskSpec
+from statewise.planner import Planner, PlannerError, ScriptedPlanner
+from statewise.records import Authority, Correction, Evidence, OpRecord, Provenance
+from statewise.recovery import RecoveryConfig, TaskOutcome, run_task
+from statewise.resolution import ResolutionPolicy
+from statewise.store import RecordStore, RecordStoreError
 
 __all__ = [
     "Action",

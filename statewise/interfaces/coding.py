@@ -15,9 +15,9 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from stateguard.statewise.interface import ExecOutcome, Interface, Operation, TaskSpec, Verdict
-from stateguard.statewise.interfaces.bwrap import BwrapShell
-from stateguard.statewise.interfaces.coding_spec import CODING_SPEC
+from statewise.interface import ExecOutcome, Interface, Operation, TaskSpec, Verdict
+from statewise.interfaces.bwrap import BwrapShell
+from statewise.interfaces.coding_spec import CODING_SPEC
 
 # Slot values enter shell commands verbatim, so only this character set is accepted: no quotes,
 # no $, `, ;, |, &, <, >, parentheses or newlines; a planner cannot smuggle a second command in.

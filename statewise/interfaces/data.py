@@ -24,9 +24,9 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from stateguard.statewise.interface import ExecOutcome, Interface, Operation, TaskSpec, Verdict
-from stateguard.statewise.interfaces.data_spec import DATA_SPEC
 from stateguard.workspace import LiveWorkspace
+from statewise.interface import ExecOutcome, Interface, Operation, TaskSpec, Verdict
+from statewise.interfaces.data_spec import DATA_SPEC
 
 DELIMITERS = (",", ";", "|", "\t")
 

@@ -20,8 +20,8 @@ import posixpath
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from stateguard.statewise.interface import Action, Environment, Interface, Invariant, TaskSpec
-from stateguard.statewise.store import RecordStore
+from statewise.interface import Action, Environment, Interface, Invariant, TaskSpec
+from statewise.store import RecordStore
 
 
 class CheckResult(BaseModel):

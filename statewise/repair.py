@@ -13,10 +13,10 @@
 
 from __future__ import annotations
 
-from stateguard.statewise.interface import TaskSpec
-from stateguard.statewise.records import OpRecord
-from stateguard.statewise.resolution import Resolution
-from stateguard.statewise.store import RecordStore
+from statewise.interface import TaskSpec
+from statewise.records import OpRecord
+from statewise.resolution import Resolution
+from statewise.store import RecordStore
 
 
 def apply_repairs(

@@ -5,7 +5,7 @@ it stays fresh, which verifier adapter observes it, the values it can take), the
 keys, its tool operations (typed action slots bound to record keys or task parameters, the
 effect class, reversibility, the invariants an action must keep, and the program template that
 executes it), and the values that mean "do not act". Scopes are hierarchical paths
-(`stateguard.statewise.records.covers`); `scope_levels` names their parts.
+(`statewise.records.covers`); `scope_levels` names their parts.
 
 Code an interface supplies: verifier adapters (read-only observers of one fact, by name) and an
 `Environment` (read-only probes + execution in a sandbox). The core (attribution, resolution,

@@ -26,10 +26,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from stateguard.statewise.clarify import Developer, Question
-from stateguard.statewise.interface import Environment, Interface, Operation, TaskSpec
-from stateguard.statewise.records import Authority, Evidence, OpRecord, covers, overlaps
-from stateguard.statewise.store import RecordStore
+from statewise.clarify import Developer, Question
+from statewise.interface import Environment, Interface, Operation, TaskSpec
+from statewise.records import Authority, Evidence, OpRecord, covers, overlaps
+from statewise.store import RecordStore
 
 Status = Literal["valid", "defective", "unresolved"]
 

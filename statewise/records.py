@@ -9,7 +9,7 @@ recovery core decides that before an action depends on it.
 `Evidence` is an observation bound to a key and a scope (a read-only probe, a developer answer,
 a tool log line, a teammate's note). A `Correction` is the lineage of one repair: which record
 version it superseded, which versions it wrote, the evidence, the scope and the time. Nothing
-is overwritten in place (see `stateguard.statewise.store`).
+is overwritten in place (see `statewise.store`).
 
 Scopes are '/'-separated paths from general to specific (`shop`, `shop/orders_eu`); `*` is global.
 A record applies to a task whose scope equals its scope or lies under it.

@@ -19,15 +19,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from stateguard.statewise.attribution import Attribution, attribute
-from stateguard.statewise.check import CheckResult, check_action
-from stateguard.statewise.clarify import Developer
-from stateguard.statewise.interface import Action, Environment, ExecOutcome, Interface, TaskSpec
-from stateguard.statewise.planner import Planner, PlannerError
-from stateguard.statewise.repair import apply_repairs
-from stateguard.statewise.resolution import Resolution, ResolutionPolicy, resolve
-from stateguard.statewise.store import RecordStore
 from stateguard.trace import Trace
+from statewise.attribution import Attribution, attribute
+from statewise.check import CheckResult, check_action
+from statewise.clarify import Developer
+from statewise.interface import Action, Environment, ExecOutcome, Interface, TaskSpec
+from statewise.planner import Planner, PlannerError
+from statewise.repair import apply_repairs
+from statewise.resolution import Resolution, ResolutionPolicy, resolve
+from statewise.store import RecordStore
 
 
 class RecoveryConfig(BaseModel):

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from stateguard.statewise.interface import Action, InterfaceSpec, TaskSpec
-from stateguard.statewise.records import OpRecord
+from statewise.interface import Action, InterfaceSpec, TaskSpec
+from statewise.records import OpRecord
 
 
 class Planner(Protocol):

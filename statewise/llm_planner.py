@@ -17,9 +17,9 @@ import json
 from typing import Any
 
 from stateguard.answers import last_json
-from stateguard.statewise.interface import Action, InterfaceSpec, TaskSpec
-from stateguard.statewise.planner import PlannerError
-from stateguard.statewise.records import OpRecord
+from statewise.interface import Action, InterfaceSpec, TaskSpec
+from statewise.planner import PlannerError
+from statewise.records import OpRecord
 
 SYSTEM = """You plan one operation for a developer task in a software project.
 You are given the task, the operation to perform with its typed slots, and the project's stored records (facts and decisions remembered from earlier tasks).

@@ -1,0 +1,162 @@
+"""A benchmark, a manager and a worker added from outside the repository, each through its registry
+only, are checked by the eval config, built by eval's components and run by the runner.
+
+Run: `python -m pytest -q tests/eval/test_registries.py`. The toy package is written to a temporary
+folder: it imports the three registries and nothing of eval's wiring (`docs/extending.md`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from eval.benchmarks.registry import BENCHMARKS, get_benchmark
+from eval.components import make_manager, make_worker
+from eval.config import ConfigError, arm_names, validate_config
+from eval.runner import run
+from stateguard.policies.registry import MANAGERS, MODEL_MANAGERS
+from stateguard.trace import Trace
+from stateguard.workers.registry import MODEL_WORKERS, WORKERS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+TOY = '''
+"""A toy extension: the six-turn demo's first three turns as a benchmark, a manager and a worker."""
+from pathlib import Path
+
+from eval.benchmarks.base import Benchmark, EvalTask
+from eval.benchmarks.registry import register_benchmark
+from eval.scorers.fields import per_turn_correct
+from stateguard.flows import LONGDS
+from stateguard.policies.registry import register_manager
+from stateguard.policies.rules import RulesManager
+from stateguard.task import load_task
+from stateguard.workers.registry import register_worker
+from stateguard.workers.response import ResponseModel
+from stateguard.workers.scripted import FaultModel, ScriptedWorker
+
+DEMO = Path({demo!r})
+
+
+class ToyBench(Benchmark):
+    name = "toy"
+    flow = LONGDS
+    scoring_version = "toy-1"
+
+    def load(self, cfg):
+        task = load_task(DEMO)
+        task = task.model_copy(update={{"turns": task.turns[:3]}})
+        return [EvalTask(task_id="toy_task", task=task, data_dir=DEMO / "data")]
+
+    def score(self, task, answers):
+        return per_turn_correct({{t.turn_id: t.answer for t in task.task.turns}}, dict(answers))
+
+
+BUILT = []  # the names of the toy parts the runner built, in order
+
+
+class ToyManager(RulesManager):
+    """The rules policy under another name: what matters here is how it is found."""
+
+    def __init__(self, **kwargs):
+        BUILT.append("manager")
+        super().__init__(**kwargs)
+
+
+class ToyWorker(ScriptedWorker):
+    """The scripted worker under another name."""
+
+    def __init__(self, *args, **kwargs):
+        BUILT.append("worker")
+        super().__init__(*args, **kwargs)
+
+
+def _worker(ctx):
+    model = ResponseModel(seed=ctx.seed, **dict(ctx.response))
+    return ToyWorker(FaultModel(seed=ctx.seed, faults=list(ctx.faults)), model, reference=ctx.reference)
+
+
+register_benchmark("toy", ToyBench)
+register_manager("toy", lambda ctx: ToyManager(semantic=ctx.semantic))
+register_worker("toy", _worker)
+'''
+
+
+@pytest.fixture
+def toy(tmp_path: Path) -> Iterator[object]:
+    package = tmp_path / "pkg" / "toy_extension"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(
+        textwrap.dedent(TOY.format(demo=str(ROOT / "eval/benchmarks/demo/six_turn")))
+    )
+    sys.path.insert(0, str(package.parent))
+    try:
+        yield importlib.import_module("toy_extension")
+    finally:
+        sys.path.remove(str(package.parent))
+        sys.modules.pop("toy_extension", None)
+        for registry in (BENCHMARKS, MANAGERS, WORKERS):
+            registry.pop("toy", None)
+        MODEL_MANAGERS.discard("toy")
+        MODEL_WORKERS.discard("toy")
+
+
+def _config(tmp_path: Path, *overrides: str) -> dict:
+    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
+        cfg = compose("eval", overrides=["workspace=dict", "workers=1", "progress=false", *overrides])
+    plain = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(plain, dict)
+    # configs/bench/<name>.yaml is where a benchmark's options live; the toy one has none
+    plain["bench"] = {"name": "toy"}
+    plain["run_dir"] = str(tmp_path / "run")
+    return plain
+
+
+def test_unregistered_names_are_refused_by_the_config(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as err:
+        validate_config(_config(tmp_path, "manager=toy", "worker=toy"))
+    text = str(err.value)
+    assert "bench.name='toy': Input should be 'synth'" in text
+    assert "manager='toy': Input should be 'rules', 'llm'" in text
+    assert "worker='toy': Input should be 'scripted' or 'llm'" in text
+
+
+def test_a_toy_benchmark_manager_and_worker_run_through_the_registries_only(
+    toy: object, tmp_path: Path
+) -> None:
+    cfg = validate_config(_config(tmp_path, "manager=toy", "worker=toy", "arms=[baseline,stateguard,toy]"))
+    assert (cfg.bench.name, cfg.manager, cfg.worker) == ("toy", "toy", "toy")
+    assert "toy" in arm_names()
+
+    assert type(get_benchmark("toy")).__name__ == "ToyBench"
+    trace = Trace(tmp_path / "calls.jsonl")
+    assert type(make_manager("toy", trace=trace)).__name__ == "ToyManager"
+    assert type(make_worker("toy", trace=trace)).__name__ == "ToyWorker"
+
+    toy.BUILT.clear()  # type: ignore[attr-defined]
+    summary = run(
+        OmegaConf.create(_config(tmp_path, "manager=toy", "worker=toy", "arms=[baseline,stateguard]"))
+    )
+    assert summary.bench == "toy"
+    # workers=1: the jobs ran in this process, one worker per arm and the manager for stateguard only
+    assert sorted(toy.BUILT) == ["manager", "worker", "worker"]  # type: ignore[attr-defined]
+    by_arm = {a.arm: a for a in summary.arms}
+    assert set(by_arm) == {"baseline", "stateguard"}
+    # the three turns of the demo before its stale read: the toy worker answers them all right
+    assert (by_arm["baseline"].turns_scored, by_arm["baseline"].accuracy) == (3, 1.0)
+    assert (
+        by_arm["stateguard"].turns_scored,
+        by_arm["stateguard"].accuracy,
+        by_arm["stateguard"].crashed_tasks,
+    ) == (
+        3,
+        1.0,
+        0,
+    )
