@@ -35,7 +35,6 @@ from pydantic import BaseModel
 
 from stateguard.artifacts.corpus_records import (
     ActionRow,
-    InterventionKind,
     StateStats,
     TrajectoryRecord,
     WorkerStepRow,
@@ -50,6 +49,7 @@ from stateguard.artifacts.events import (
     WorkerStepEvent,
 )
 from stateguard.artifacts.graph import load_graph
+from stateguard.artifacts.mistakes import by_intervention
 from stateguard.artifacts.run_folder import CorpusFolder, RolloutFolder
 from stateguard.artifacts.task_folder import TaskFolder
 from stateguard.policies.base import ManagerPolicy
@@ -83,19 +83,6 @@ __all__ = [
     "rejection_counts",
 ]
 
-# Worded reasons per intervention kind: they explain what is wrong without code or values.
-_REASONS: dict[InterventionKind, str] = {
-    InterventionKind.NUMERIC_PARAMETER: "a numeric threshold or limit in this result does not follow the value the "
-    "question states, so the selection of rows is off",
-    InterventionKind.FORMULA_SEMANTICS: "the aggregate or ratio computed for this result is not the quantity the "
-    "question defines",
-    InterventionKind.COMPARISON_DIRECTION: "a comparison in this result points the wrong way relative to the "
-    "question, so it keeps the opposite side of the cut",
-    InterventionKind.CATEGORY_SCOPE: "the set of categories included in this result is not the scope the question "
-    "asks for",
-    InterventionKind.FILTER_CONDITION: "a filter condition of this result differs from the conditions the question "
-    "states",
-}
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 
 
@@ -326,7 +313,7 @@ def _branches(
                 "fault_turn": cand.turn,
                 "target": cand.stage,
                 "kind": cand.record.kind.value,
-                "reason": _REASONS.get(cand.record.kind),
+                "reason": by_intervention(cand.record.kind).reason,
                 "live": teacher if variant == "auto" else "rules",
             }
         )

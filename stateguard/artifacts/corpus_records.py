@@ -16,7 +16,6 @@ The bytes are pinned by the debug corpus tests, so the models keep the written f
 from __future__ import annotations
 
 import json
-from enum import StrEnum
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -24,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from stateguard.artifacts.events import ToolResultData
 from stateguard.artifacts.files import ArtifactError, describe_errors
+from stateguard.artifacts.mistakes import InterventionKind
 from stateguard.teacher.log import ActionLog, ActivationLog
 from stateguard.teacher.plan import TeacherPlan, Variant
 
@@ -43,16 +43,6 @@ __all__ = [
     "tool_result_of",
     "tool_stdout",
 ]
-
-
-class InterventionKind(StrEnum):
-    """The families of stated counterfactuals θ -> θ' (`synthesis.interventions` applies them)."""
-
-    NUMERIC_PARAMETER = "numeric_parameter"
-    FORMULA_SEMANTICS = "formula_semantics"
-    COMPARISON_DIRECTION = "comparison_direction"
-    CATEGORY_SCOPE = "category_scope"
-    FILTER_CONDITION = "filter_condition"
 
 
 class InterventionRecord(BaseModel):
