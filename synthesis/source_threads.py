@@ -20,16 +20,14 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import duckdb
 
-from synthesis.threads import Thread, family_renderer, fill_quantile
+from synthesis.sources.external import SourceDataset
+from synthesis.sources.tabular import register_dataset
+from synthesis.threads import FAMILIES, Thread, family_renderer, fill_quantile
 
-if TYPE_CHECKING:
-    from synthesis.sources.external import SourceDataset
-
-__all__ = ["source_families"]
+__all__ = ["register", "source_families"]
 
 Family = Callable[[duckdb.DuckDBPyConnection, random.Random], Thread]
 MIN_SEGMENT_ROWS = 8  # a category value a thread filters on keeps at least this many rows with m1
@@ -170,3 +168,9 @@ def source_families(sd: SourceDataset) -> list[Family]:
         )
 
     return [segment_level, high_share, category_profile]
+
+
+def register(sd: SourceDataset) -> None:
+    """Make the dataset and its thread families known in this process (each worker calls it)."""
+    register_dataset(sd.info)
+    FAMILIES[sd.info.name] = source_families(sd)

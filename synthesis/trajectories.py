@@ -2,7 +2,7 @@
 
     records = generate("runs/synth-debug/penguins_s1_t12", "runs/traj", seed=0)
 
-Per task the shared teacher (`stateguard.teacher`) runs through the actual harness
+Per task the shared teacher (`synthesis.teacher`) runs through the actual harness
 (`stateguard.rollout`, a `DictWorkspace`, the scripted worker) under the task's flow (turn-aligned
 LongDS-style, or segment-induced DABstep-/DAComp-DE-style), one rollout per variant:
 
@@ -52,12 +52,17 @@ from stateguard.artifacts.graph import load_graph
 from stateguard.artifacts.mistakes import by_intervention
 from stateguard.artifacts.run_folder import CorpusFolder, RolloutFolder
 from stateguard.artifacts.task_folder import TaskFolder
+from stateguard.artifacts.teacher_plan import Variant
 from stateguard.policies.base import ManagerPolicy
 from stateguard.policies.rules import RulesManager
 from stateguard.rollout import rollout
 from stateguard.state import AnalyticalState
 from stateguard.task import Task, load_task
-from stateguard.teacher import (
+from stateguard.trace import read_trace
+from stateguard.workers.faults import Fault
+from stateguard.workspace import DictWorkspace
+from synthesis.screen import Candidate, screen, stated_select
+from synthesis.teacher import (
     Segment,
     StageCheck,
     TeacherPlan,
@@ -65,12 +70,7 @@ from stateguard.teacher import (
     flow_named,
     teacher_worker,
 )
-from stateguard.teacher.plan import Variant
-from stateguard.teacher.probe import read_probe
-from stateguard.trace import read_trace
-from stateguard.workers.faults import Fault
-from stateguard.workspace import DictWorkspace
-from synthesis.screen import Candidate, screen, stated_select
+from synthesis.teacher.probe import read_probe
 
 __all__ = [
     "KEEP_CHECKS",

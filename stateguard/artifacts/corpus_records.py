@@ -21,11 +21,11 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from stateguard.artifacts.activation_log import ActionLog, ActivationLog
 from stateguard.artifacts.events import ToolResultData
 from stateguard.artifacts.files import ArtifactError, describe_errors
 from stateguard.artifacts.mistakes import InterventionKind
-from stateguard.teacher.log import ActionLog, ActivationLog
-from stateguard.teacher.plan import TeacherPlan, Variant
+from stateguard.artifacts.teacher_plan import TeacherPlan, Variant
 
 __all__ = [
     "ActionRow",
@@ -193,7 +193,7 @@ class RecordsKey(BaseModel):
     heavy: int
     abandon: int
     teacher: str
-    version: str = Field(description="stateguard.teacher.TEACHER_VERSION")
+    version: str = Field(description="synthesis.teacher.TEACHER_VERSION")
 
 
 def save_records(path: str | Path, key: RecordsKey, records: list[TrajectoryRecord]) -> None:

@@ -13,8 +13,8 @@ the release ships PostgreSQL dumps, one per database, not per task). The first t
 categorical column (2-12 values) and two numeric columns becomes a dataset: its columns are renamed
 to plain identifiers, typed (BIGINT, DOUBLE or VARCHAR), capped at `max_rows` rows, and written as a
 clean CSV under `<out_dir>/_sources/<name>/`; the record (`SourceDataset`) carries the picked column
-roles, and `register` makes the dataset and its thread families (`synthesis.source_threads`) known
-in a process, so `build_task` works on it as on the packaged datasets. Tables without those columns
+roles, and `synthesis.source_threads.register` makes the dataset and its thread families known in
+a process (the task layer registers; this raw-data layer imports nothing of it), so `build_task` works on it as on the packaged datasets. Tables without those columns
 are skipped with the reason logged.
 """
 
@@ -32,9 +32,9 @@ from synthesis.sources.bird_interact import read_bird_interact
 from synthesis.sources.dsbench import read_dsbench
 from synthesis.sources.ida_bench import read_ida_bench
 from synthesis.sources.records import RawTask
-from synthesis.sources.tabular import ColumnSpec, DatasetInfo, TableSpec, register_dataset
+from synthesis.sources.tabular import ColumnSpec, DatasetInfo, TableSpec
 
-__all__ = ["SOURCE_KINDS", "SourceDataset", "prepare_sources", "register"]
+__all__ = ["SOURCE_KINDS", "SourceDataset", "prepare_sources"]
 
 log = logging.getLogger(__name__)
 
@@ -75,15 +75,6 @@ class SourceDataset(BaseModel):
     table: str
     category: str
     measures: tuple[str, str]
-
-
-def register(sd: SourceDataset) -> None:
-    """Make the dataset and its thread families known in this process (each worker calls it)."""
-    from synthesis.source_threads import source_families
-    from synthesis.threads import FAMILIES
-
-    register_dataset(sd.info)
-    FAMILIES[sd.info.name] = source_families(sd)
 
 
 def _slug(text: str, limit: int = 40) -> str:
