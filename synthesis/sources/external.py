@@ -32,6 +32,7 @@ from synthesis.sources.bird_interact import read_bird_interact
 from synthesis.sources.dsbench import read_dsbench
 from synthesis.sources.ida_bench import read_ida_bench
 from synthesis.sources.records import RawTask
+from synthesis.sources.spelling import slug
 from synthesis.sources.tabular import ColumnSpec, DatasetInfo, TableSpec
 
 __all__ = ["SOURCE_KINDS", "SourceDataset", "prepare_sources"]
@@ -77,12 +78,6 @@ class SourceDataset(BaseModel):
     measures: tuple[str, str]
 
 
-def _slug(text: str, limit: int = 40) -> str:
-    out = "".join(ch.lower() if ch.isalnum() else "_" for ch in text)
-    slug = "_".join(part for part in out.split("_") if part)[:limit].strip("_") or "x"
-    return slug if slug[0].isalpha() else f"x_{slug}"
-
-
 def _candidate_files(kind: str, raw: RawTask) -> list[Path]:
     if kind == "bird_interact":
         db_dir = Path(raw.root) / str(raw.metadata.get("database", ""))
@@ -110,7 +105,7 @@ def _columns(con: duckdb.DuckDBPyConnection, path: Path, max_rows: int) -> list[
     for name, sql_type in con.execute(
         "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'raw' ORDER BY ordinal_position"
     ).fetchall():
-        clean = _slug(name, 30)
+        clean = slug(name, 30, fallback="x")
         if clean in reserved:
             clean += "_"
         while clean in used:
@@ -165,10 +160,10 @@ def _prepare(
         roles = _pick_roles(con, cols)
         if isinstance(roles, str):
             return roles
-        name = f"{_PREFIX[kind]}_{_slug(raw.task_id, 28)}"
+        name = f"{_PREFIX[kind]}_{slug(raw.task_id, 28, fallback='x')}"
         while name in taken:
             name += "_"
-        table = _slug(path.stem, 20)
+        table = slug(path.stem, 20, fallback="x")
         folder = cache / name
         folder.mkdir(parents=True, exist_ok=True)
         con.execute(f"COPY clean TO '{(folder / f'{table}.csv').as_posix()}' (HEADER, DELIMITER ',')")
