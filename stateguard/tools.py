@@ -24,7 +24,7 @@ from stateguard.dataflow import cell_dataflow
 from stateguard.lifecycle import ToolAction
 from stateguard.observation import WorkerStep
 from stateguard.store import StateStore
-from stateguard.verification.inspect import inspect_code
+from stateguard.inspection.inspect import inspect_code
 from stateguard.workspace import Workspace
 
 
@@ -66,7 +66,7 @@ def inspect_python(code: str) -> dict[str, Any]:
 def inspect_code_facts(code: str) -> dict[str, Any]:
     """Names read and written (incl. in-place mutation), calls, literals, imports, and the
     semantic structure (row conditions, aggregates, group keys, joins, ordering) of the pandas
-    statements and the SQL the code runs (`stateguard.verification.inspect`)."""
+    statements and the SQL the code runs (`stateguard.inspection.inspect`)."""
     flow = cell_dataflow(code)
     if not flow.valid:
         return {"valid": False, "message": flow.error}

@@ -64,8 +64,8 @@ from stateguard.artifacts.task_folder import TaskFolder
 from stateguard.corpus_stats import render_markdown
 from stateguard.policies.prompts import system_prompt, task_block
 from stateguard.task import Task
-from stateguard.teacher import TEACHER_VERSION, ActivationLog, flow_named
 from synthesis.stats import corpus_stats
+from synthesis.teacher import TEACHER_VERSION, ActivationLog, flow_named
 from synthesis.trajectories import TrajectoryRecord, generate, load_built_task, rejection_counts
 
 __all__ = [
@@ -316,7 +316,7 @@ def write_sft_card(samples: list[SftRow], out: Path, rejections: dict[str, int])
         "# StateGuard manager SFT corpus (synthesized)",
         "",
         "Manager demonstrations from real rollouts of synthesized tasks: the scripted worker with an optional "
-        "counterfactual intervention, the shared teacher (stateguard.teacher) demonstrating verification, kept by "
+        "counterfactual intervention, the shared teacher (synthesis.teacher) demonstrating verification, kept by "
         "Keep(τ). Columns: messages (JSON chat), tools (JSON tool schemas), variant (clean, repair, heavy, abandon, "
         "benign, auto), kind (atomic, full), task_id, trajectory_id, turn, activation, relations, intervention_kind, "
         "intervention_op, t_star, benign (a hard negative: the intervention changed nothing), flow (longds, dabstep, "

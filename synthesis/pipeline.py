@@ -39,7 +39,8 @@ from stateguard.artifacts.task_folder import TaskFolder
 from synthesis.freeze import FreezeError, bench_manifest, check_frozen, write_frozen
 from synthesis.replay import has_valid_marker, verify_replay, write_marker
 from synthesis.shapes import SHAPES, build_shaped_task, shaped_task_id
-from synthesis.sources.external import SourceDataset, prepare_sources, register
+from synthesis.source_threads import register
+from synthesis.sources.external import SourceDataset, prepare_sources
 from synthesis.sources.tabular import get_info
 from synthesis.tasks import build_task
 

@@ -32,11 +32,11 @@ from pydantic import BaseModel
 from sqlglot import exp
 
 from stateguard.artifacts.graph import load_graph
+from stateguard.artifacts.mistakes import StatedFacts, by_intervention
 from stateguard.artifacts.task_folder import TaskFolder
 from stateguard.task import load_task, prelude
 from synthesis.fingerprint import fingerprint
 from synthesis.interventions import (
-    InterventionKind,
     InterventionNotApplicable,
     InterventionRecord,
     _is_numeric_parameter,
@@ -72,21 +72,6 @@ def stated_select(stage_sql: str) -> str:
 
 # ------------------------------------------------------------------------------- stated?
 _NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?")
-_DIRECTION = re.compile(
-    r"\b(at least|at most|more than|less than|fewer than|above|below|under|over|exceed|"
-    r"greater|smaller|higher|lower|or more|or less|up to)\b",
-    re.IGNORECASE,
-)
-_FORMULA_WORDS = {
-    "avg_to_median": ("mean", "average"),
-    "sum_to_avg": ("total", "sum", "share", "percent"),
-    "swap_ratio": ("ratio", "share", "percent", "growth", "per capita", "rate"),
-}
-_PRESENCE = re.compile(
-    r"\b(record|recorded|with (a|an|both)|measure|measured|measurement|known|present)\b", re.IGNORECASE
-)
-
-
 _WORDS = {
     w: Decimal(i)
     for i, w in enumerate(
@@ -133,36 +118,21 @@ def _literals(sql: str) -> tuple[set[Decimal], set[str], list[str]]:
     return nums, strings, [c.name for c in node.find_all(exp.Column)]
 
 
-def _column_named(column: str, text: str) -> bool:
-    words = [
-        w for w in column.lower().split("_") if len(w) >= 4 and w not in ("length", "depth", "count")
-    ] or [column]
-    return any(w in text for w in words)
-
-
 def is_stated(record: InterventionRecord, text: str) -> bool:
-    """Does `text` (the task text the stage answers) state the part of the SQL that θ' changes?"""
-    low = text.lower()
+    """Does `text` (the task text the stage answers) state the part of the SQL that θ' changes?
+    The test is the intervention kind's row of the mistakes table."""
     numbers, strings, columns = _literals(record.before)
-    stated_numbers = _numbers(text)
-    if record.kind is InterventionKind.NUMERIC_PARAMETER:
-        if record.operation == "set_limit" and numbers == {Decimal(1)}:
-            return bool(re.search(r"\b(which|the most|largest|highest|lowest|smallest|top)\b", low))
-        return bool(numbers) and numbers <= stated_numbers
-    if record.kind is InterventionKind.COMPARISON_DIRECTION:
-        return bool(numbers) and numbers <= stated_numbers and bool(_DIRECTION.search(text))
-    if record.kind is InterventionKind.FORMULA_SEMANTICS:
-        return any(w in low for w in _FORMULA_WORDS.get(record.operation, ()))
-    if record.kind is InterventionKind.CATEGORY_SCOPE:
-        return (
-            all(s.lower() in low for s in strings) and numbers <= stated_numbers and bool(strings or numbers)
-        )
-    # filter_condition: the dropped or negated conjunct's values, or the attribute it requires to be present
-    if strings or numbers:
-        return all(s.lower() in low for s in strings) and numbers <= stated_numbers
-    if "NULL" in record.before.upper():
-        return bool(columns) and all(_column_named(c, low) for c in columns) and bool(_PRESENCE.search(text))
-    return False
+    facts = StatedFacts(
+        text=text,
+        operation=record.operation,
+        before=record.before,
+        numbers=frozenset(numbers),
+        strings=frozenset(strings),
+        columns=tuple(columns),
+        stated_numbers=frozenset(_numbers(text)),
+    )
+    stated = by_intervention(record.kind).stated
+    return stated is not None and stated(facts)
 
 
 # ------------------------------------------------------------------------------- benign moves

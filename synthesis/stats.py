@@ -18,7 +18,7 @@ from stateguard.artifacts.corpus_records import TrajectoryRecord
 from stateguard.artifacts.rl_prompts import RlPromptRow
 from stateguard.artifacts.sft_rows import SftRow
 from stateguard.corpus_stats import CorpusStats
-from stateguard.teacher import flow_named
+from synthesis.teacher import flow_named
 
 __all__ = ["corpus_stats"]
 

@@ -33,6 +33,7 @@ from typing import Any, Literal
 import duckdb
 import yaml
 
+from synthesis.sources.spelling import slug, sql_text
 from synthesis.sources.tabular import describe
 
 __all__ = [
@@ -41,8 +42,11 @@ __all__ = [
     "StageSpec",
     "Thread",
     "family_renderer",
+    "family_thread",
     "fill_quantile",
     "generate_threads",
+    "num",
+    "quantile",
     "rounded",
 ]
 
@@ -103,28 +107,24 @@ class Thread:
         return self.render(p, n)
 
 
-def _slug(value: object) -> str:
-    out = "".join(ch.lower() if ch.isalnum() else "_" for ch in str(value))
-    return "_".join(part for part in out.split("_") if part)
-
-
-def _sql_text(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
 def fill_quantile(sql: str, q: float) -> str:
     """`sql` with its `{q}` placeholder set to `q` (not str.format: a data value may hold braces)."""
     return sql.replace("{q}", str(q))
 
 
-def _quantile(con: duckdb.DuckDBPyConnection, sql: str, q: float, step: float) -> float:
+def quantile(con: duckdb.DuckDBPyConnection, sql: str, q: float, step: float | None = None) -> float:
+    """The value of `sql` (one row, one column, a `{q}` placeholder) at `q`, rounded to a multiple of
+    `step` when given."""
     row = con.execute(fill_quantile(sql, q)).fetchone()
-    if row is None:
-        raise ValueError(f"quantile query returned no row: {sql}")
-    return round(float(row[0]) / step) * step
+    if row is None or row[0] is None:
+        raise ValueError(f"quantile query returned no value: {sql}")
+    return float(row[0]) if step is None else round(float(row[0]) / step) * step
 
 
-def _num(value: float) -> str:
+def num(value: float, places: int | None = None) -> str:
+    """A number as the SQL and the texts write it: `40`, not `40.0`; `places` rounds it first."""
+    if places is not None:
+        value = round(float(value), places)
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
@@ -180,18 +180,49 @@ def family_renderer(
     return render
 
 
+def family_thread(
+    family: str,
+    draws: Mapping[str, object],
+    values: Callable[[Mapping[str, object]], Mapping[str, object]],
+    names: dict[str, str],
+    *,
+    value: object,
+    tunable: str,
+    param: str,
+    alternative: object,
+    describe_change: Callable[[object], str],
+    base_tables: tuple[str, ...],
+) -> Thread:
+    """An instance of `family` with one tunable parameter `param` (= `value`; the counterfactual
+    moves it to `alternative` in stage `tunable`): its stages are the family's templates
+    (`family_renderer(family, draws, values)`) under the stage `names`."""
+    return Thread(
+        thread_id=family,
+        family=family,
+        params={param: value},
+        keys=list(names),
+        render=family_renderer(family, draws, values),
+        default_names=names,
+        tunable=tunable,
+        tunable_param=param,
+        alternative=alternative,
+        describe_change=describe_change,
+        base_tables=base_tables,
+    )
+
+
 # --- penguins --------------------------------------------------------------------------------
 
 
 def _penguin_mass(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
     species = rng.choice(describe(con, "penguins").table("penguins").column("species").top_values)
-    where = f"species = {_sql_text(species)} AND body_mass_g IS NOT NULL"
+    where = f"species = {sql_text(species)} AND body_mass_g IS NOT NULL"
     q_sql = f"SELECT quantile_cont(body_mass_g, {{q}}) FROM penguins.penguins WHERE {where}"
     qs = rng.sample([0.4, 0.5, 0.6, 0.7], 2)
-    low, alt = _quantile(con, q_sql, qs[0], 50), _quantile(con, q_sql, qs[1], 50)
+    low, alt = quantile(con, q_sql, qs[0], 50), quantile(con, q_sql, qs[1], 50)
     if alt == low:
         alt = low + 150
-    s = _slug(species)
+    s = slug(species)
     names = {
         "birds": f"{s}_birds",
         "heavy": f"{s}_heavy",
@@ -199,24 +230,17 @@ def _penguin_mass(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
         "top": f"{s}_heavy_top_island",
     }
 
-    render = family_renderer(
+    return family_thread(
         "penguin_mass",
         {"species": species, "where": where},
-        lambda p: {"t": _num(float(p["threshold"]))},  # type: ignore[arg-type]
-    )
-
-    return Thread(
-        thread_id="penguin_mass",
-        family="penguin_mass",
-        params={"threshold": low},
-        keys=list(names),
-        render=render,
-        default_names=names,
+        lambda p: {"t": num(float(p["threshold"]))},  # type: ignore[arg-type]
+        names,
+        value=low,
         tunable="heavy",
-        tunable_param="threshold",
+        param="threshold",
         alternative=alt,
         describe_change=lambda v: (
-            f"a {species} penguin counts as heavy when its body mass is at least {_num(float(v))} g"  # type: ignore[arg-type]
+            f"a {species} penguin counts as heavy when its body mass is at least {num(float(v))} g"  # type: ignore[arg-type]
         ),
         base_tables=("penguins",),
     )
@@ -224,33 +248,26 @@ def _penguin_mass(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
 
 def _penguin_bills(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
     island = rng.choice(describe(con, "penguins").table("penguins").column("island").top_values)
-    where = f"island = {_sql_text(island)} AND bill_length_mm IS NOT NULL AND bill_depth_mm IS NOT NULL"
+    where = f"island = {sql_text(island)} AND bill_length_mm IS NOT NULL AND bill_depth_mm IS NOT NULL"
     q_sql = f"SELECT quantile_cont(bill_length_mm, {{q}}) FROM penguins.penguins WHERE {where}"
     qs = rng.sample([0.1, 0.2, 0.3], 2)
-    low, alt = _quantile(con, q_sql, qs[0], 0.5), _quantile(con, q_sql, qs[1], 0.5)
+    low, alt = quantile(con, q_sql, qs[0], 0.5), quantile(con, q_sql, qs[1], 0.5)
     if alt == low:
         alt = low + 1.0
-    s = _slug(island)
+    s = slug(island)
     names = {"birds": f"{s}_measured", "ratio": f"{s}_bill_ratio", "rank": f"{s}_bill_ratio_rank"}
 
-    render = family_renderer(
+    return family_thread(
         "penguin_bills",
         {"island": island, "where": where},
-        lambda p: {"t": _num(float(p["min_bill"]))},  # type: ignore[arg-type]
-    )
-
-    return Thread(
-        thread_id="penguin_bills",
-        family="penguin_bills",
-        params={"min_bill": low},
-        keys=list(names),
-        render=render,
-        default_names=names,
+        lambda p: {"t": num(float(p["min_bill"]))},  # type: ignore[arg-type]
+        names,
+        value=low,
         tunable="birds",
-        tunable_param="min_bill",
+        param="min_bill",
         alternative=alt,
         describe_change=lambda v: (
-            f"only penguins on {island} with a bill length of at least {_num(float(v))} mm are kept"  # type: ignore[arg-type]
+            f"only penguins on {island} with a bill length of at least {num(float(v))} mm are kept"  # type: ignore[arg-type]
         ),
         base_tables=("penguins",),
     )
@@ -276,21 +293,14 @@ def _penguin_flippers(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thr
         "leader": f"{sex}_flipper_leader",
     }
 
-    render = family_renderer(
+    return family_thread(
         "penguin_flippers",
-        {"sex": sex, "sex_sql": _sql_text(sex), "y0": y0, "y1": y1},
+        {"sex": sex, "sex_sql": sql_text(sex), "y0": y0, "y1": y1},
         lambda p: {"k": int(str(p["min_n"]))},
-    )
-
-    return Thread(
-        thread_id="penguin_flippers",
-        family="penguin_flippers",
-        params={"min_n": min_n},
-        keys=list(names),
-        render=render,
-        default_names=names,
+        names,
+        value=min_n,
         tunable="by_year",
-        tunable_param="min_n",
+        param="min_n",
         alternative=alt_n,
         describe_change=lambda v: f"a species-year group needs at least {v} {sex} birds to be kept",
         base_tables=("penguins",),
@@ -312,14 +322,14 @@ def _gap_growth(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
         + " THEN gdpPercap END) / MAX(CASE WHEN year = "
         + str(y0)
         + " THEN gdpPercap END) - 1) AS g FROM gapminder.gapminder WHERE continent = "
-        + _sql_text(continent)
+        + sql_text(continent)
         + " GROUP BY country)"
     )
     qs = rng.sample([0.5, 0.6, 0.75], 2)
-    low, alt = _quantile(con, growth_sql, qs[0], 10), _quantile(con, growth_sql, qs[1], 10)
+    low, alt = quantile(con, growth_sql, qs[0], 10), quantile(con, growth_sql, qs[1], 10)
     if alt == low:
         alt = low + 20
-    s = _slug(continent)
+    s = slug(continent)
     names = {
         "rows": f"{s}_{y0}_{y1}",
         "growth": f"{s}_gdp_growth",
@@ -327,24 +337,17 @@ def _gap_growth(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
         "top": f"{s}_top_growers",
     }
 
-    render = family_renderer(
+    return family_thread(
         "gap_growth",
-        {"continent": continent, "continent_sql": _sql_text(continent), "y0": y0, "y1": y1},
-        lambda p: {"t": _num(float(p["threshold"]))},  # type: ignore[arg-type]
-    )
-
-    return Thread(
-        thread_id="gap_growth",
-        family="gap_growth",
-        params={"threshold": low},
-        keys=list(names),
-        render=render,
-        default_names=names,
+        {"continent": continent, "continent_sql": sql_text(continent), "y0": y0, "y1": y1},
+        lambda p: {"t": num(float(p["threshold"]))},  # type: ignore[arg-type]
+        names,
+        value=low,
         tunable="fast",
-        tunable_param="threshold",
+        param="threshold",
         alternative=alt,
         describe_change=lambda v: (
-            f"a fast grower is a country whose GDP per capita grew by at least {_num(float(v))}%"  # type: ignore[arg-type]
+            f"a fast grower is a country whose GDP per capita grew by at least {num(float(v))}%"  # type: ignore[arg-type]
         ),
         base_tables=("gapminder",),
     )
@@ -354,8 +357,8 @@ def _gap_lifeexp(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
     years = [r[0] for r in con.execute("SELECT DISTINCT year FROM gapminder.gapminder ORDER BY 1").fetchall()]
     year = rng.choice(years)
     q_sql = f"SELECT quantile_cont(pop, {{q}}) FROM gapminder.gapminder WHERE year = {year}"
-    low = _quantile(con, q_sql, rng.choice([0.1, 0.2]), 100_000)
-    alt = _quantile(con, q_sql, 0.35, 100_000)
+    low = quantile(con, q_sql, rng.choice([0.1, 0.2]), 100_000)
+    alt = quantile(con, q_sql, 0.35, 100_000)
     if alt == low:
         alt = low + 500_000
     names = {
@@ -364,17 +367,14 @@ def _gap_lifeexp(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
         "gap": f"lifeexp_{year}_gap",
     }
 
-    render = family_renderer("gap_lifeexp", {"year": year}, lambda p: {"t": int(float(p["min_pop"]))})  # type: ignore[arg-type]
-
-    return Thread(
-        thread_id="gap_lifeexp",
-        family="gap_lifeexp",
-        params={"min_pop": low},
-        keys=list(names),
-        render=render,
-        default_names=names,
+    return family_thread(
+        "gap_lifeexp",
+        {"year": year},
+        lambda p: {"t": int(float(p["min_pop"]))},  # type: ignore[arg-type]
+        names,
+        value=low,
         tunable="rows",
-        tunable_param="min_pop",
+        param="min_pop",
         alternative=alt,
         describe_change=lambda v: f"only countries with a population of at least {int(float(v)):,} count",  # type: ignore[arg-type]
         base_tables=("gapminder",),
@@ -385,25 +385,22 @@ def _gap_popshare(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
     years = [r[0] for r in con.execute("SELECT DISTINCT year FROM gapminder.gapminder ORDER BY 1").fetchall()]
     year = rng.choice(years)
     q_sql = f"SELECT quantile_cont(lifeExp, {{q}}) FROM gapminder.gapminder WHERE year = {year}"
-    low, alt = _quantile(con, q_sql, rng.choice([0.25, 0.4]), 1), _quantile(con, q_sql, 0.6, 1)
+    low, alt = quantile(con, q_sql, rng.choice([0.25, 0.4]), 1), quantile(con, q_sql, 0.6, 1)
     if alt == low:
         alt = low + 5
     names = {"pop": f"pop_{year}_by_continent", "share": f"pop_share_{year}", "top": f"pop_share_{year}_top"}
 
-    render = family_renderer("gap_popshare", {"year": year}, lambda p: {"t": _num(float(p["min_lifeexp"]))})  # type: ignore[arg-type]
-
-    return Thread(
-        thread_id="gap_popshare",
-        family="gap_popshare",
-        params={"min_lifeexp": low},
-        keys=list(names),
-        render=render,
-        default_names=names,
+    return family_thread(
+        "gap_popshare",
+        {"year": year},
+        lambda p: {"t": num(float(p["min_lifeexp"]))},  # type: ignore[arg-type]
+        names,
+        value=low,
         tunable="pop",
-        tunable_param="min_lifeexp",
+        param="min_lifeexp",
         alternative=alt,
         describe_change=lambda v: (
-            f"only countries with a life expectancy of at least {_num(float(str(v)))} years count"
+            f"only countries with a life expectancy of at least {num(float(str(v)))} years count"
         ),
         base_tables=("gapminder",),
     )
@@ -414,7 +411,7 @@ def _gap_popshare(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
 
 def _nyc_delays(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
     q_sql = "SELECT quantile_cont(dep_delay, {q}) FROM nyc.flights WHERE dep_delay > 0"
-    low, alt = _quantile(con, q_sql, rng.choice([0.5, 0.6]), 5), _quantile(con, q_sql, 0.8, 5)
+    low, alt = quantile(con, q_sql, rng.choice([0.5, 0.6]), 5), quantile(con, q_sql, 0.8, 5)
     if alt == low:
         alt = low + 30
     k = rng.choice([3, 5])
@@ -425,20 +422,17 @@ def _nyc_delays(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
         "top": "top_delay_carriers",
     }
 
-    render = family_renderer("nyc_delays", {"k": k}, lambda p: {"t": _num(float(p["threshold"]))})  # type: ignore[arg-type]
-
-    return Thread(
-        thread_id="nyc_delays",
-        family="nyc_delays",
-        params={"threshold": low},
-        keys=list(names),
-        render=render,
-        default_names=names,
+    return family_thread(
+        "nyc_delays",
+        {"k": k},
+        lambda p: {"t": num(float(p["threshold"]))},  # type: ignore[arg-type]
+        names,
+        value=low,
         tunable="delayed",
-        tunable_param="threshold",
+        param="threshold",
         alternative=alt,
         describe_change=lambda v: (
-            f"a flight counts as delayed when its departure delay is at least {_num(float(v))} minutes"  # type: ignore[arg-type]
+            f"a flight counts as delayed when its departure delay is at least {num(float(v))} minutes"  # type: ignore[arg-type]
         ),
         base_tables=("flights",),
     )
@@ -446,35 +440,28 @@ def _nyc_delays(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
 
 def _nyc_weather(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
     origin = rng.choice(describe(con, "nyc").table("weather").column("origin").top_values)
-    q_sql = f"SELECT quantile_cont(wind_speed, {{q}}) FROM nyc.weather WHERE origin = {_sql_text(origin)}"
-    low, alt = _quantile(con, q_sql, rng.choice([0.75, 0.8]), 1), _quantile(con, q_sql, 0.9, 1)
+    q_sql = f"SELECT quantile_cont(wind_speed, {{q}}) FROM nyc.weather WHERE origin = {sql_text(origin)}"
+    low, alt = quantile(con, q_sql, rng.choice([0.75, 0.8]), 1), quantile(con, q_sql, 0.9, 1)
     if alt == low:
         alt = low + 3
-    s = _slug(origin)
+    s = slug(origin)
     names = {
         "windy": f"{s}_windy_hours",
         "flights": f"{s}_windy_flights",
         "by_carrier": f"{s}_windy_delay_by_carrier",
     }
 
-    render = family_renderer(
+    return family_thread(
         "nyc_weather",
-        {"origin": origin, "origin_sql": _sql_text(origin)},
-        lambda p: {"t": _num(float(p["wind"]))},  # type: ignore[arg-type]
-    )
-
-    return Thread(
-        thread_id="nyc_weather",
-        family="nyc_weather",
-        params={"wind": low},
-        keys=list(names),
-        render=render,
-        default_names=names,
+        {"origin": origin, "origin_sql": sql_text(origin)},
+        lambda p: {"t": num(float(p["wind"]))},  # type: ignore[arg-type]
+        names,
+        value=low,
         tunable="windy",
-        tunable_param="wind",
+        param="wind",
         alternative=alt,
         describe_change=lambda v: (
-            f"an hour at {origin} is windy when the wind speed is at least {_num(float(v))} mph"  # type: ignore[arg-type]
+            f"an hour at {origin} is windy when the wind speed is at least {num(float(v))} mph"  # type: ignore[arg-type]
         ),
         base_tables=("weather", "flights"),
     )
@@ -482,24 +469,21 @@ def _nyc_weather(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
 
 def _nyc_routes(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
     q_sql = "SELECT quantile_cont(distance, {q}) FROM nyc.flights"
-    low, alt = _quantile(con, q_sql, rng.choice([0.7, 0.8]), 100), _quantile(con, q_sql, 0.9, 100)
+    low, alt = quantile(con, q_sql, rng.choice([0.7, 0.8]), 100), quantile(con, q_sql, 0.9, 100)
     if alt == low:
         alt = low + 300
     names = {"long": "long_flights", "by_dest": "long_by_dest", "by_carrier": "long_by_carrier"}
 
-    render = family_renderer("nyc_routes", {}, lambda p: {"t": _num(float(p["distance"]))})  # type: ignore[arg-type]
-
-    return Thread(
-        thread_id="nyc_routes",
-        family="nyc_routes",
-        params={"distance": low},
-        keys=list(names),
-        render=render,
-        default_names=names,
+    return family_thread(
+        "nyc_routes",
+        {},
+        lambda p: {"t": num(float(p["distance"]))},  # type: ignore[arg-type]
+        names,
+        value=low,
         tunable="long",
-        tunable_param="distance",
+        param="distance",
         alternative=alt,
-        describe_change=lambda v: f"a long flight covers at least {_num(float(v))} miles",  # type: ignore[arg-type]
+        describe_change=lambda v: f"a long flight covers at least {num(float(v))} miles",  # type: ignore[arg-type]
         base_tables=("flights",),
     )
 

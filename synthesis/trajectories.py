@@ -2,7 +2,7 @@
 
     records = generate("runs/synth-debug/penguins_s1_t12", "runs/traj", seed=0)
 
-Per task the shared teacher (`stateguard.teacher`) runs through the actual harness
+Per task the shared teacher (`synthesis.teacher`) runs through the actual harness
 (`stateguard.rollout`, a `DictWorkspace`, the scripted worker) under the task's flow (turn-aligned
 LongDS-style, or segment-induced DABstep-/DAComp-DE-style), one rollout per variant:
 
@@ -35,7 +35,6 @@ from pydantic import BaseModel
 
 from stateguard.artifacts.corpus_records import (
     ActionRow,
-    InterventionKind,
     StateStats,
     TrajectoryRecord,
     WorkerStepRow,
@@ -50,14 +49,20 @@ from stateguard.artifacts.events import (
     WorkerStepEvent,
 )
 from stateguard.artifacts.graph import load_graph
+from stateguard.artifacts.mistakes import by_intervention
 from stateguard.artifacts.run_folder import CorpusFolder, RolloutFolder
 from stateguard.artifacts.task_folder import TaskFolder
+from stateguard.artifacts.teacher_plan import Variant
 from stateguard.policies.base import ManagerPolicy
 from stateguard.policies.rules import RulesManager
 from stateguard.rollout import rollout
 from stateguard.state import AnalyticalState
 from stateguard.task import Task, load_task
-from stateguard.teacher import (
+from stateguard.trace import read_trace
+from stateguard.workers.faults import Fault
+from stateguard.workspace import DictWorkspace
+from synthesis.screen import Candidate, screen, stated_select
+from synthesis.teacher import (
     Segment,
     StageCheck,
     TeacherPlan,
@@ -65,12 +70,7 @@ from stateguard.teacher import (
     flow_named,
     teacher_worker,
 )
-from stateguard.teacher.plan import Variant
-from stateguard.teacher.probe import read_probe
-from stateguard.trace import read_trace
-from stateguard.workers.faults import Fault
-from stateguard.workspace import DictWorkspace
-from synthesis.screen import Candidate, screen, stated_select
+from synthesis.teacher.probe import read_probe
 
 __all__ = [
     "KEEP_CHECKS",
@@ -83,19 +83,6 @@ __all__ = [
     "rejection_counts",
 ]
 
-# Worded reasons per intervention kind: they explain what is wrong without code or values.
-_REASONS: dict[InterventionKind, str] = {
-    InterventionKind.NUMERIC_PARAMETER: "a numeric threshold or limit in this result does not follow the value the "
-    "question states, so the selection of rows is off",
-    InterventionKind.FORMULA_SEMANTICS: "the aggregate or ratio computed for this result is not the quantity the "
-    "question defines",
-    InterventionKind.COMPARISON_DIRECTION: "a comparison in this result points the wrong way relative to the "
-    "question, so it keeps the opposite side of the cut",
-    InterventionKind.CATEGORY_SCOPE: "the set of categories included in this result is not the scope the question "
-    "asks for",
-    InterventionKind.FILTER_CONDITION: "a filter condition of this result differs from the conditions the question "
-    "states",
-}
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 
 
@@ -326,7 +313,7 @@ def _branches(
                 "fault_turn": cand.turn,
                 "target": cand.stage,
                 "kind": cand.record.kind.value,
-                "reason": _REASONS.get(cand.record.kind),
+                "reason": by_intervention(cand.record.kind).reason,
                 "live": teacher if variant == "auto" else "rules",
             }
         )

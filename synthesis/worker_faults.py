@@ -23,9 +23,10 @@ from pathlib import Path
 
 from stateguard.artifacts.faults import ShippedFault, save_shipped_faults
 from stateguard.artifacts.graph import load_graph
+from stateguard.artifacts.mistakes import InterventionKind
 from stateguard.artifacts.task_folder import TaskFolder
 from stateguard.task import load_task
-from synthesis.interventions import InterventionKind, candidate_interventions
+from synthesis.interventions import candidate_interventions
 from synthesis.replay import run_turns
 
 __all__ = ["plan_worker_faults"]

@@ -1,10 +1,13 @@
 """The packages' import graph: no cycles, and the one-way rule of DESIGN.md.
 
 Built from the source with `ast` (nothing is imported): an edge for every `import` / `from ...
-import` anywhere in a module, function bodies included (a late import is still a cycle, only
-hidden), except under `if TYPE_CHECKING:`, which never runs. The rule: `synthesis`, `statewise`,
-`training` and `eval` import `stateguard` and never each other, except that `eval` may import
-`statewise` (its benchmark); `stateguard` imports none of them.
+import` anywhere in a module, function bodies and `if TYPE_CHECKING:` blocks included (a late or
+type-only import is still a cycle, only hidden). The rules: `synthesis`, `statewise`, `training`
+and `eval` import `stateguard`; `training` may import `synthesis` (the data flows that way) and
+`eval` may import `statewise` (its benchmark), otherwise they never import each other;
+`stateguard` imports none of them. Inside `stateguard`, the subpackages do not loop either, and
+`stateguard.artifacts` (the formats) imports nothing of stateguard but the runtime's record
+models, which import only each other.
 """
 
 from __future__ import annotations
@@ -17,36 +20,22 @@ PACKAGES = ("stateguard", "synthesis", "statewise", "training", "eval")
 
 
 # Edges between two non-ground packages that the data flow allows (DESIGN.md's layout).
-ALLOWED_ACROSS = {("eval", "statewise")}
+ALLOWED_ACROSS = {("eval", "statewise"), ("training", "synthesis")}
 
 
-def _modules() -> dict[str, Path]:
+def _modules(root: Path, packages: tuple[str, ...]) -> dict[str, Path]:
     out = {}
-    for pkg in PACKAGES:
-        for file in sorted((ROOT / pkg).rglob("*.py")):
-            parts = list(file.relative_to(ROOT).with_suffix("").parts)
+    for pkg in packages:
+        for file in sorted((root / pkg).rglob("*.py")):
+            parts = list(file.relative_to(root).with_suffix("").parts)
             if parts[-1] == "__init__":
                 parts.pop()
             out[".".join(parts)] = file
     return out
 
 
-def _runtime_nodes(tree: ast.AST) -> list[ast.AST]:
-    """Every node except the bodies of `if TYPE_CHECKING:` blocks."""
-    out: list[ast.AST] = []
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        out.append(node)
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            stack.extend(node.orelse)
-            continue
-        stack.extend(ast.iter_child_nodes(node))
-    return out
-
-
-def import_graph() -> dict[str, set[str]]:
-    modules = _modules()
+def import_graph(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES) -> dict[str, set[str]]:
+    modules = _modules(root, packages)
 
     def owner(name: str) -> str | None:  # the repo module a dotted name lives in
         while name and name not in modules:
@@ -56,7 +45,7 @@ def import_graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {m: set() for m in modules}
     for module, file in modules.items():
         is_pkg = file.name == "__init__.py"
-        for node in _runtime_nodes(ast.parse(file.read_text(encoding="utf-8"), str(file))):
+        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"), str(file))):
             names: list[str] = []
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
@@ -120,13 +109,19 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     assert cycles({"a": {"b"}, "b": set()}) == []
 
 
-def test_the_graph_sees_late_imports_and_skips_type_checking_ones() -> None:
-    graph = import_graph()
-    assert "synthesis.replay" in graph["synthesis.worker_faults"]
-    assert "stateguard.task" in graph["synthesis.replay"]
-    # bind_shape imports bind's types only for mypy; at run time bind imports bind_shape alone
-    assert "stateguard.verification.bind" not in graph["stateguard.verification.bind_shape"]
-    assert "stateguard.verification.bind_shape" in graph["stateguard.verification.bind"]
+def test_the_graph_sees_late_and_type_checking_imports(tmp_path: Path) -> None:
+    pkg = tmp_path / "toy"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from toy.b import B\n")
+    (pkg / "b.py").write_text("def f():\n    from toy import c\n")
+    (pkg / "c.py").write_text("from . import a\n")
+    graph = import_graph(tmp_path, ("toy",))
+    assert graph["toy.a"] == {"toy.b"} and graph["toy.b"] == {"toy.c"} and graph["toy.c"] == {"toy.a"}
+    assert cycles(graph) == [["toy.a", "toy.b", "toy.c"]]
+    real = import_graph()
+    assert "synthesis.replay" in real["synthesis.worker_faults"]
+    assert "stateguard.tools" in real["stateguard.verification.verifier"]  # a late import
 
 
 def test_no_import_cycles_in_the_packages() -> None:
@@ -162,3 +157,47 @@ def test_statewise_is_a_top_level_package_that_stateguard_never_imports() -> Non
         if m.startswith("eval.benchmarks.statewise")
         for t in ts
     )
+
+
+def _package(module: str) -> str:
+    """`stateguard.x.y` -> `stateguard.x`; a top-level module of stateguard is its own unit."""
+    return ".".join(module.split(".")[:2])
+
+
+def test_stateguard_subpackages_do_not_loop() -> None:
+    graph: dict[str, set[str]] = {}
+    for module, targets in import_graph().items():
+        if module.startswith("stateguard."):
+            graph.setdefault(_package(module), set()).update(
+                _package(t) for t in targets if t.startswith("stateguard.") and _package(t) != _package(module)
+            )
+    for targets in list(graph.values()):
+        for t in targets:
+            graph.setdefault(t, set())
+    assert cycles(graph) == []
+
+
+# The runtime's record models, which the formats embed (a trace event carries a state, a hint, an
+# action's arguments): the only stateguard modules outside `artifacts` that it may import.
+RECORD_MODELS = {
+    "stateguard.records",
+    "stateguard.state",
+    "stateguard.hints",
+    "stateguard.lifecycle",
+    "stateguard.flows",
+    "stateguard.actions",
+}
+
+
+def test_artifacts_is_a_leaf() -> None:
+    graph = import_graph()
+    outside = sorted(
+        f"{m} -> {t}"
+        for m, targets in graph.items()
+        if m.startswith("stateguard.artifacts")
+        for t in targets
+        if not t.startswith("stateguard.artifacts") and t not in RECORD_MODELS
+    )
+    assert outside == []
+    # ... and the record models it may use import nothing but each other (so the set is closed)
+    assert {t for m in RECORD_MODELS for t in graph[m]} <= RECORD_MODELS

@@ -34,6 +34,7 @@ from pydantic import ValidationError
 from eval.benchmarks.base import EvalTask
 from stateguard.artifacts.faults import FaultsFile, load_faults
 from stateguard.artifacts.files import ArtifactError
+from stateguard.artifacts.mistakes import InterventionKind, SemanticKind, by_intervention
 from stateguard.workers.faults import Fault, FaultError, check_faults
 
 __all__ = [
@@ -48,14 +49,6 @@ __all__ = [
 
 CLEAN = "clean"
 SEP = "~"
-# Synthesized interventions (synthesis.interventions) by the semantic kind they produce.
-_SYNTH_SEMANTIC = {
-    "numeric_parameter": "changed_threshold",
-    "formula_semantics": "aggregation_swap",
-    "comparison_direction": "flipped_comparison",
-    "category_scope": "dropped_filter",
-    "filter_condition": "dropped_filter",
-}
 
 
 def variant_id(task_id: str, variant: str, bare: str = CLEAN) -> str:
@@ -73,7 +66,7 @@ def read_faults_file(path: Path) -> FaultsFile:
                     kind="counterfactual",
                     turn=r.turn,
                     code=r.code,
-                    semantic=_SYNTH_SEMANTIC.get(str(r.kind), "other"),
+                    semantic=_semantic_of(r.kind),
                     description=r.description,
                 )
                 for r in loaded
@@ -85,6 +78,13 @@ def read_faults_file(path: Path) -> FaultsFile:
     if CLEAN in parsed.variants or any(SEP in n for n in parsed.variants):
         raise FaultError(f"{path}: variant names may not be '{CLEAN}' or contain '{SEP}'")
     return parsed
+
+
+def _semantic_of(intervention: str | None) -> SemanticKind:
+    """The semantic kind a synthesized intervention family makes (the mistakes table's row)."""
+    if intervention not in set(InterventionKind):
+        return "other"
+    return by_intervention(str(intervention)).semantic or "other"
 
 
 def _wanted(name: str, faults: Sequence[Fault], selection: Sequence[str]) -> bool:

@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field
 
 from eval.metrics.detection_facts import ArmFacts, arm_facts
 from eval.results import ArmResult
+from stateguard.artifacts.mistakes import by_label
 from stateguard.artifacts.run_folder import RolloutFolder
 from stateguard.workers.faults import scratch_name
 
@@ -103,8 +104,14 @@ def _accuracy(results: list[ArmResult]) -> float | None:
     return sum(scored) / len(scored) if scored else None
 
 
+def _report_row(label: str) -> str:
+    """The per-kind row a fault counts in: its kind's row of the mistakes table (one per kind)."""
+    mistake = by_label(label)
+    return mistake.group if mistake is not None else label
+
+
 def _group(r: ArmResult) -> str:
-    labels = {_label(f) for f in r.faults}
+    labels = {_report_row(_label(f)) for f in r.faults}
     return labels.pop() if len(labels) == 1 else r.variant
 
 
@@ -150,7 +157,8 @@ def _section(
         fresh = [x for x in f.repairs if x.key() not in clean_keys]
         out.not_applied += [f"{task}~{variant}: {s}" for s in f.skipped]
         for fault in f.faults:
-            row = kinds.setdefault(fault.label, KindRow(kind=fault.label))
+            name = _report_row(fault.label)
+            row = kinds.setdefault(name, KindRow(kind=name))
             row.faults += 1
             # At the faulty turn any of its variables counts; later, `result` (rebound every turn) does not.
             mine = {v for v in fault.variables if not scratch_name(v)}

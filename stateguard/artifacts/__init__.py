@@ -7,9 +7,12 @@ readings of each logged activation's observation and tool results), `sft_rows` t
 rows (`SftRow`, written with `datasets`, read with pyarrow), `rl_prompts` the RL prompt rows in
 verl's layout (`RlPromptRow`, its JSON parts typed), `export_summary` the export's summary; `events` types
 each trace event kind and `payloads` reads its free-dict fields (flow, draft, arguments) as the
-runtime's models. Loading a file whose field is missing or renamed fails with the file and the
-field named (`files.ArtifactError`). `corpus_records` and `payloads` are imported by their module
-path (they build on `stateguard.teacher` and `stateguard.actions`, which import this package).
+runtime's models; `mistakes` is the one table of mistake kinds, `faults` the scripted worker's
+mistakes, `teacher_plan` and `activation_log` the synthesis teacher's stored plan and log. Loading a
+file whose field is missing or renamed fails with the file and the field named
+(`files.ArtifactError`). The package imports nothing of stateguard but the runtime's record models
+(`records`, `state`, `hints`, `actions`, `lifecycle`, `flows`, which import only each other);
+`tests/test_import_graph.py` holds it to that.
 `tests/test_artifact_names.py` keeps other modules from spelling the names by hand.
 """
 

@@ -16,16 +16,16 @@ The bytes are pinned by the debug corpus tests, so the models keep the written f
 from __future__ import annotations
 
 import json
-from enum import StrEnum
 from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from stateguard.artifacts.activation_log import ActionLog, ActivationLog
 from stateguard.artifacts.events import ToolResultData
 from stateguard.artifacts.files import ArtifactError, describe_errors
-from stateguard.teacher.log import ActionLog, ActivationLog
-from stateguard.teacher.plan import TeacherPlan, Variant
+from stateguard.artifacts.mistakes import InterventionKind
+from stateguard.artifacts.teacher_plan import TeacherPlan, Variant
 
 __all__ = [
     "ActionRow",
@@ -43,16 +43,6 @@ __all__ = [
     "tool_result_of",
     "tool_stdout",
 ]
-
-
-class InterventionKind(StrEnum):
-    """The families of stated counterfactuals θ -> θ' (`synthesis.interventions` applies them)."""
-
-    NUMERIC_PARAMETER = "numeric_parameter"
-    FORMULA_SEMANTICS = "formula_semantics"
-    COMPARISON_DIRECTION = "comparison_direction"
-    CATEGORY_SCOPE = "category_scope"
-    FILTER_CONDITION = "filter_condition"
 
 
 class InterventionRecord(BaseModel):
@@ -203,7 +193,7 @@ class RecordsKey(BaseModel):
     heavy: int
     abandon: int
     teacher: str
-    version: str = Field(description="stateguard.teacher.TEACHER_VERSION")
+    version: str = Field(description="synthesis.teacher.TEACHER_VERSION")
 
 
 def save_records(path: str | Path, key: RecordsKey, records: list[TrajectoryRecord]) -> None:

@@ -51,7 +51,7 @@ class GraphStage(_Strict):
 
 
 class GraphSegment(_Strict):
-    """Segment-shaped tasks: one stage of a turn, in build order (see stateguard.teacher.plan.Segment)."""
+    """Segment-shaped tasks: one stage of a turn, in build order (see synthesis.teacher.plan.Segment)."""
 
     key: str
     turn: int = Field(ge=1)

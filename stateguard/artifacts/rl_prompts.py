@@ -97,7 +97,7 @@ class RlRewardSpec(BaseModel):
 
 class RlWorkerPrefix(BaseModel):
     """`extra_info.worker_prefix` (JSON): what the prefix replay needs to re-run the worker up to
-    the decision point (`plan` is `stateguard.teacher.TeacherPlan`'s JSON; None before the shared
+    the decision point (`plan` is `synthesis.teacher.TeacherPlan`'s JSON; None before the shared
     teacher)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

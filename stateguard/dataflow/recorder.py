@@ -24,7 +24,7 @@ from __future__ import annotations
 import ast
 import logging
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import CodeType, FunctionType, ModuleType
 from typing import Any
 
@@ -33,6 +33,7 @@ from stateguard.dataflow.cellflow import cell_dataflow
 from stateguard.dataflow.change import fingerprint
 from stateguard.dataflow.facts import CellFacts, Ref, UnitFacts, Write
 from stateguard.dataflow.markers import COVERAGE, HOOK, LOOPS
+from stateguard.dataflow.occurrence import Occurrence
 from stateguard.dataflow.resolve import Resolver
 from stateguard.dataflow.units import CellPlan, Registry, analyze_cell
 
@@ -40,17 +41,6 @@ logger = logging.getLogger(__name__)
 LOOP_CAP = 2  # iterations of a loop body recorded statement by statement
 MAX_KEYS = 32  # distinct run-time keys kept per subscript, per statement run
 MAX_OBJECTS = 8
-
-
-@dataclass(eq=False)
-class Occurrence:
-    """One run of a statement unit."""
-
-    uid: int
-    blocks: set[int] = field(default_factory=set)
-    captures: dict[int, list[Any]] = field(default_factory=dict)  # strong refs: ids stay valid
-    keys: dict[int, list[Any] | None] = field(default_factory=dict)  # None: too many or not plain
-    done: bool = False
 
 
 class _CellRun:

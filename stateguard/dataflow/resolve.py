@@ -1,6 +1,6 @@
 """From what a cell's run recorded to `CellFacts`: run-time keys, function effects, objects, aliases.
 
-For each recorded run of a statement unit (`recorder.Occurrence`):
+For each recorded run of a statement unit (`occurrence.Occurrence`):
 - its static reads and writes (`units.Unit`) get their run-time subscript keys (`lst[i]` read
   with i = 0..4 is `lst[0]`..`lst[4]`; an unknown key reads the whole `lst`);
 - the functions that ran during it add what they read from globals and closures (at call time,
@@ -20,17 +20,15 @@ them in place), and the written variables whose new value is content-equal to th
 from __future__ import annotations
 
 from types import FunctionType, ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from stateguard.dataflow import paths
 from stateguard.dataflow.change import equal_content, fingerprint, immutable
 from stateguard.dataflow.facts import CellFacts, Ref, UnitFacts, Write
+from stateguard.dataflow.occurrence import Occurrence
 from stateguard.dataflow.reader import PANDAS_MUTATORS, Atom
 from stateguard.dataflow.units import CellPlan, FuncInfo, Registry
 from stateguard.dataflow.walker import SWrite
-
-if TYPE_CHECKING:
-    from stateguard.dataflow.recorder import Occurrence
 
 MAX_PATHS = 32
 

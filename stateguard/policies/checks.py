@@ -31,23 +31,14 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from stateguard.answers import decimals_of, numbers
 from stateguard.dataflow import cell_dataflow
 from stateguard.observation import WorkerStep
 from stateguard.state import ConstraintResult
 from stateguard.store import StateStore
+from stateguard.verification.finding import Finding
 
 CONFIRMED = frozenset({"execution", "staleness", "constraints"})
-
-
-class Finding(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    check: str
-    variables: list[str]
-    reason: str
-    evidence: str
 
 
 def execution(steps: list[WorkerStep]) -> list[Finding]:

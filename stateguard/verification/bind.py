@@ -16,28 +16,15 @@ evidence. The exact `_v` semantics live in `probes.py`.
 
 from __future__ import annotations
 
-import math
 import re
 
-from pydantic import BaseModel, Field
-
+from stateguard.inspection.code_model import CodeSemantics, Condition, Selection
 from stateguard.verification import bind_cutoff, bind_shape, current, probes, sql_edit
-from stateguard.verification.code_model import CodeSemantics, Condition, Selection
+from stateguard.verification.binder import Binder, Plan, close
 from stateguard.verification.requirements import Kind, Requirement
 from stateguard.verification.vocabulary import Vocabulary, resolve_column
 
 _SWAPPABLE = {"mean", "median", "sum"}
-
-
-class Plan(BaseModel):
-    requirements: list[Requirement] = Field(default_factory=list)
-    items: list[probes.ProbeItem] = Field(default_factory=list)
-    notes: list[str] = Field(default_factory=list)
-    unverified: list[Requirement] = Field(default_factory=list)
-
-
-def _close(a: float, b: float) -> bool:
-    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
 
 
 def _scale(req: Requirement, cond: Condition) -> float | None:
@@ -45,8 +32,8 @@ def _scale(req: Requirement, cond: Condition) -> float | None:
     if not isinstance(cond.value, float) or req.value is None:
         return None
     for scale in (1.0, 0.01) if req.percent else (1.0,):
-        if _close(cond.value, req.value * scale) or (
-            req.upper is not None and _close(cond.value, req.upper * scale)
+        if close(cond.value, req.value * scale) or (
+            req.upper is not None and close(cond.value, req.upper * scale)
         ):
             return scale
     return None
@@ -54,67 +41,18 @@ def _scale(req: Requirement, cond: Condition) -> float | None:
 
 def _same_side(req: Requirement, cond: Condition) -> bool:
     if req.upper is not None and isinstance(cond.value, float) and req.value is not None:
-        lower_bound = _close(cond.value, req.value) or _close(cond.value, req.value / 100)
+        lower_bound = close(cond.value, req.value) or close(cond.value, req.value / 100)
         return cond.op in ((">=", ">") if lower_bound else ("<=", "<"))
     if req.op == "==":
         return cond.op in ("==", "in")
     return cond.op == req.op
 
 
-class Binder:
-    def __init__(self, sem: CodeSemantics, vocab: Vocabulary, rewritten: frozenset[str] = frozenset()):
-        self.sem, self.vocab = sem, vocab
-        # Names the workspace rebound after the span (a segment reviewed late): their current
-        # content is not this span's artifact, so checks fall back to the span's own code.
-        self.rewritten = {n.lower() for n in rewritten}
-        self.con = sem.connection
-        self.table_frames = {t: v for v, t in sem.frames.items()}
-        self.requirements: list[Requirement] = []
-
-    def bounds_except(self, req: Requirement) -> list[float]:
-        """The bounds the other comparison requirements of the turn state."""
-        return [
-            v
-            for r in self.requirements
-            if r is not req and r.kind is Kind.COMPARISON
-            for v in (r.value, r.upper)
-            if v is not None
-        ]
+class RequirementBinder(Binder):
+    """Binds row, statistic, share and output requirements; the shape, cut-off and source bindings
+    are the functions of `bind_shape`, `bind_cutoff` and `current`."""
 
     # -- sites -------------------------------------------------------------------------
-    def columns_of(self, sel: Selection) -> list[str]:
-        names = sel.sources if sel.language == "sql" else [sel.frame, *(sel.sources)]
-        return self.vocab.columns(n.lower() for n in names if n)
-
-    def variables(self, sel: Selection) -> list[str]:
-        """The workspace variable a finding on this selection localizes to (never a `_scratch` name)."""
-        if sel.language == "sql":
-            target = (sel.target or "").lower()
-            names = [v for v in [self.table_frames.get(target), sel.target] if v][:1]
-        elif sel.flag:
-            names = [sel.flag[0]]
-        else:
-            names = [sel.target] if sel.target and sel.target.isidentifier() else []
-        return [n for n in names if not n.startswith("_")]
-
-    def _kind(self, column: str, tables: list[str]) -> str | None:
-        for t in tables:
-            info = self.vocab.tables.get(t.lower(), {}).get(column)
-            if info is not None:
-                return info.kind
-        return None
-
-    def artifact(self, sel: Selection) -> tuple[str, str] | None:
-        """What the selection leaves in the workspace: ("table", name) or ("frame", variable)."""
-        if not sel.target or sel.target.lower() in self.rewritten:
-            return None
-        name = sel.target
-        if sel.language == "sql" and name.lower() in self.sem.tables() and name.lower() in self.vocab.tables:
-            return ("table", name)
-        if name.isidentifier() and name.lower() in self.vocab.tables:
-            return ("frame", name)
-        return None
-
     def row_site(
         self,
         sel: Selection,
@@ -178,7 +116,7 @@ class Binder:
         rows by lookup, so reading the frame whole is no missing filter."""
         stated = [v for v in (req.value, req.upper) if v is not None]
         stated += [float(v) for v in req.values if re.fullmatch(r"-?\d+(?:\.\d+)?", str(v))]
-        return any(_close(v, lit) for v in stated for lit in self.sem.literals)
+        return any(close(v, lit) for v in stated for lit in self.sem.literals)
 
     # -- requirements --------------------------------------------------------------------
     def rows(self, req: Requirement, plan: Plan) -> None:
@@ -191,7 +129,7 @@ class Binder:
                         req.op == "=="
                         and cond.op in ("in", "not_in")
                         and req.value is not None
-                        and any(isinstance(v, float) and _close(v, req.value) for v in cond.values)
+                        and any(isinstance(v, float) and close(v, req.value) for v in cond.values)
                     ):
                         matched.append((sel, cond, 1.0))
                     elif (scale := _scale(req, cond)) is not None:
@@ -480,24 +418,6 @@ class Binder:
                 self.item(req, "rerun", site, self.variables(sel), "aggregation", constraint=False)
             )
 
-    def stored(self, sel: Selection) -> bool:
-        """The selection created a SQL table that is still this span's (not rebuilt later)."""
-        art = self.artifact(sel)
-        return bool(self.con) and art is not None and art[0] == "table"
-
-    def add_rerun(self, req: Requirement, sel: Selection, fixed: str | None, status: str, plan: Plan) -> None:
-        """Evidence that the query as the task states it gives other rows: against the stored table
-        when there is one (an executable constraint that still holds after a correct retry), else
-        by running both versions of the query."""
-        if not fixed or not self.con:
-            plan.unverified.append(req)
-            return
-        if self.stored(sel):
-            code, artifact = probes.table_matches_probe(self.con, sel.target or "", fixed), True
-        else:
-            code, artifact = probes.rerun_probe(self.con, sel.sql, fixed), False
-        plan.items.append(self.item(req, "rerun", code, self.variables(sel), status, constraint=artifact))
-
     def share(self, req: Requirement, plan: Plan) -> None:
         for sel in reversed(self.sem.selections):
             col = next(
@@ -533,26 +453,6 @@ class Binder:
                 )
                 return
 
-    def item(
-        self,
-        req: Requirement,
-        check: str,
-        code: str,
-        variables: list[str],
-        status: str,
-        constraint: bool = False,
-    ) -> probes.ProbeItem:
-        return probes.ProbeItem(
-            id="R",
-            requirement=req,
-            check=check,
-            code=code,
-            variables=variables,
-            reason=reason(req, status),
-            status=status,
-            constraint=constraint,
-        )
-
 
 def _ident(column: str) -> str:
     return column if re.fullmatch(r"[a-z_][a-z0-9_]*", column) else '"' + column.replace('"', '""') + '"'
@@ -567,43 +467,6 @@ def _feeds(value_text: str, target: str | None, position: int | None) -> bool:
     )
 
 
-def reason(req: Requirement, status: str) -> str:
-    """Worker-facing words naming the kind of problem (the hint guard allows task-text numbers; no
-    code, no computed values)."""
-    what = " and ".join(req.columns) if req.columns else " ".join(req.subject) or "the kept rows"
-    said = f"the question asks for: {req.text}"
-    if req.term:
-        said = f"the current definition of '{req.term}' applies, {said}"
-    if status == "threshold":
-        return f"the cut-off (threshold) applied to {what} is not the one the question states ({said})"
-    if req.kind is Kind.COMPARISON:
-        if status == "differs":
-            return f"the comparison on {what} keeps the wrong side of the stated bound: its direction is reversed ({said})"
-        return (
-            f"the filter condition on {what} stated in the question is not applied to the kept rows ({said})"
-        )
-    if req.kind is Kind.SCOPE:
-        return f"rows outside the requested scope remain: the filter on {what} does not match the question ({said})"
-    if req.kind is Kind.NOT_NULL:
-        return f"the filter for recorded values is missing: rows with a missing {what} remain ({said})"
-    if req.kind is Kind.AGGREGATION:
-        return f"the aggregation computes a different statistic than the {req.function} the question asks for ({said})"
-    if req.kind is Kind.SHARE:
-        return "the aggregation behind the shares is wrong: they do not add up to the total although the question asks for each part's share"
-    if req.kind is Kind.GROUPING:
-        return f"the result is grouped by other keys than the question asks (grouping per {what}; {said})"
-    if req.kind is Kind.JOIN:
-        kept = "only matched rows" if req.how == "inner" else "unmatched rows as well"
-        return f"the join keeps a different set of rows than the question asks ({kept}; {said})"
-    if req.kind is Kind.ORDER:
-        return f"the ranking order or the number of rows kept differs from the question ({said})"
-    if req.kind is Kind.SOURCE:
-        return f"the turn reads an earlier version of the data instead of the current {what} the question names ({said})"
-    if req.kind is Kind.OUTPUT or status == "empty":
-        return "the reported values are empty: a filter or condition kept no usable rows for them"
-    return f"the result does not follow the question's {req.kind.value} requirement ({said})"
-
-
 def bind(
     requirements: list[Requirement],
     sem: CodeSemantics,
@@ -611,7 +474,7 @@ def bind(
     rewritten: frozenset[str] = frozenset(),
 ) -> Plan:
     plan = Plan(requirements=requirements)
-    binder = Binder(sem, vocab, rewritten)
+    binder = RequirementBinder(sem, vocab, rewritten)
     binder.requirements = requirements
     for req in requirements:
         if req.kind in (Kind.SCOPE, Kind.COMPARISON, Kind.NOT_NULL):

@@ -1,6 +1,6 @@
 """Binding for stated cut-offs the code applies to a quantity its columns do not name.
 
-Called from `bind.Binder.rows` for a comparison requirement (`more than 10%`, `fall by more than
+Called from `bind.RequirementBinder.rows` for a comparison requirement (`more than 10%`, `fall by more than
 500 thousand`, `at least 25 miles per gallon`) when no condition of the code uses the stated bound
 and the subject words name no column. The code's counterpart is then its one numeric cut-off in
 the same direction -- or in the other direction on the negated bound, since a fall or loss stated
@@ -22,14 +22,11 @@ column to test rows on.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
+from stateguard.inspection.code_model import MIRROR, Condition, Selection
 from stateguard.verification import probes, sql_edit
-from stateguard.verification.code_model import MIRROR, Condition, Selection
+from stateguard.verification.binder import Binder, Plan
 from stateguard.verification.requirements import Requirement
-
-if TYPE_CHECKING:
-    from stateguard.verification.bind import Binder, Plan
 
 _ORDER_OPS = (">", ">=", "<", "<=")
 

@@ -1,6 +1,6 @@
 """Binding for the requirements on a result's shape: grouping keys, joins, ranking and top-k.
 
-Called from `bind.Binder`. Each function finds the code's counterpart of one requirement (GROUP
+Called from `bind.bind`. Each function finds the code's counterpart of one requirement (GROUP
 BY / groupby keys, JOIN / merge, ORDER BY + LIMIT / sort + head / nlargest) and, when the code
 does something else, builds the probe that shows whether it matters on the live data:
 
@@ -18,14 +18,11 @@ from __future__ import annotations
 
 import re
 import textwrap
-from typing import TYPE_CHECKING
 
+from stateguard.inspection.code_model import Selection
 from stateguard.verification import probes, sql_edit
-from stateguard.verification.code_model import Selection
+from stateguard.verification.binder import Binder, Plan
 from stateguard.verification.requirements import Kind, Requirement
-
-if TYPE_CHECKING:
-    from stateguard.verification.bind import Binder, Plan
 
 
 def _name(expr: str) -> str:

@@ -15,12 +15,9 @@ from __future__ import annotations
 
 import re
 import textwrap
-from typing import TYPE_CHECKING
 
+from stateguard.verification.binder import Binder, Plan
 from stateguard.verification.requirements import Kind, Requirement
-
-if TYPE_CHECKING:
-    from stateguard.verification.bind import Binder, Plan
 
 _CURRENT = re.compile(
     r"\b(?:with|using|on|from|in|under)\s+the\s+(?:current|updated|latest|revised)\s+"

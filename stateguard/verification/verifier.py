@@ -34,13 +34,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from stateguard.answers import last_json
+from stateguard.inspection.code_model import CodeSemantics
 from stateguard.observation import ManagerObservation, WorkerStep
-from stateguard.policies.checks import Finding
 from stateguard.verification import probes
-from stateguard.verification.bind import Plan, bind
-from stateguard.verification.code_model import CodeSemantics
+from stateguard.verification.bind import bind
+from stateguard.verification.binder import Plan
 from stateguard.verification.definitions import Definitions
 from stateguard.verification.extract import context_requirements, dedupe, extract
+from stateguard.verification.finding import Finding
 from stateguard.verification.requirements import Kind, Requirement
 from stateguard.verification.syntax import culprit, syntax_program
 from stateguard.verification.vocabulary import Vocabulary, vocabulary_probe

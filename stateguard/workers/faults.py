@@ -22,10 +22,9 @@ that names it, never silently dropped.
 from __future__ import annotations
 
 import ast
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-
+from stateguard.artifacts.faults import Fault
+from stateguard.artifacts.mistakes import SEMANTIC_KINDS, FaultKind, SemanticKind
 from stateguard.dataflow import DataflowGraph, cell_dataflow
 from stateguard.task import Task
 
@@ -43,61 +42,9 @@ __all__ = [
     "static_stale",
 ]
 
-FaultKind = Literal["stale", "counterfactual", "precision", "exec_error"]
-SemanticKind = Literal[
-    "flipped_comparison",
-    "aggregation_swap",
-    "grouping_key",
-    "join",
-    "dropped_filter",
-    "pre_update_definition",
-    "changed_threshold",
-    "other",
-]
-SEMANTIC_KINDS: tuple[str, ...] = SemanticKind.__args__  # type: ignore[attr-defined]
-
 
 class FaultError(ValueError):
     """A declared fault cannot take effect; the message names the task, the variant and the fault."""
-
-
-class Fault(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    kind: FaultKind
-    turn: int = Field(ge=1)
-    code: str | None = Field(
-        default=None, description="θ' for a counterfactual fault: the whole faulty program."
-    )
-    replace: list[tuple[str, str]] = Field(
-        default_factory=list,
-        description="θ' as edits of the reference code: (old, new), each old occurring once.",
-    )
-    semantic: SemanticKind | None = Field(default=None, description="Counterfactual only: what θ' changes.")
-    decimals: int = Field(default=1, ge=0, description="Digits a precision fault rounds to.")
-    description: str = Field(default="", description="What the mistake is, in words (reports only).")
-
-    @model_validator(mode="after")
-    def _consistent(self) -> Fault:
-        if self.kind == "counterfactual" and (self.code is None) == (not self.replace):
-            raise ValueError(
-                f"counterfactual fault at turn {self.turn}: give exactly one of `code` or `replace`"
-            )
-        if self.kind != "counterfactual" and (self.code is not None or self.replace or self.semantic):
-            raise ValueError(
-                f"{self.kind} fault at turn {self.turn}: `code`, `replace` and `semantic` are for "
-                "counterfactual faults only"
-            )
-        return self
-
-    @property
-    def label(self) -> str:
-        """The kind the detection report groups by: `stale`, ..., `counterfactual:<semantic>`."""
-        if self.kind == "counterfactual":
-            return f"counterfactual:{self.semantic or 'other'}"
-        return self.kind
-
-    def describe(self) -> str:
-        return f"{self.label} at turn {self.turn}"
 
 
 def scratch_name(name: str) -> bool:

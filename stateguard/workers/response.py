@@ -6,7 +6,8 @@ correct answer into a wrong one. `ResponseModel` makes both explicit and configu
 
 * `identify`: what a hint must carry to fix a mistake.
   - `variable_and_kind` (default): an error variable the faulty turn wrote or reported, AND a
-    reason whose words name the kind of problem (table `KIND_WORDS`: a stale fault needs words
+    reason whose words name the kind of problem (each kind's `hint_words` in the table
+    `stateguard.artifacts.mistakes`: a stale fault needs words
     like "stale", "redefined", "recomputed"; a precision fault "decimal", "rounded"; ...).
   - `variable`: any error variable the faulty turn touched (the permissive model the synthesis
     teacher uses, where the forced repair is known to be right).
@@ -29,58 +30,20 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from stateguard.workers.faults import Fault
+from stateguard.artifacts.faults import Fault
+from stateguard.artifacts.mistakes import by_label
 
-__all__ = ["DEFAULT_P_FLIP", "KIND_WORDS", "ResponseModel", "names_kind"]
+__all__ = ["DEFAULT_P_FLIP", "ResponseModel", "names_kind"]
 
 DEFAULT_P_FLIP = 0.17
-
-# Words that name a kind of problem in a hint's reason (lower case; matched as word prefixes).
-KIND_WORDS: dict[str, tuple[str, ...]] = {
-    "stale": (
-        "stale",
-        "redefin",
-        "earlier definition",
-        "outdated",
-        "invalidat",
-        "recomput",
-        "superseded",
-        "no longer current",
-        "before the update",
-        "previous definition",
-    ),
-    "precision": ("decimal", "rounded", "rounding", "precision"),
-    "exec_error": ("error", "raised", "exception", "failed", "did not run", "never re-run"),
-    "counterfactual:flipped_comparison": ("comparison", "direction", "inequality", "reversed", "flipped"),
-    "counterfactual:aggregation_swap": ("aggregat", "mean", "median", "average", "sum", "total", "count"),
-    "counterfactual:grouping_key": ("group", "grouping", "per "),
-    "counterfactual:join": ("join", "merge", "key", "matched rows", "unmatched"),
-    "counterfactual:dropped_filter": ("filter", "subset", "condition", "exclud", "restrict", "rows kept"),
-    "counterfactual:pre_update_definition": (
-        "definition",
-        "updated",
-        "revised",
-        "redefin",
-        "stale",
-        "earlier version",
-        "before the update",
-    ),
-    "counterfactual:changed_threshold": (
-        "threshold",
-        "cut-off",
-        "cutoff",
-        "cut off",
-        "stated value",
-        "limit",
-    ),
-    "counterfactual:other": ("requirement", "question asks", "does not answer"),
-}
 
 
 def names_kind(reason: str, label: str) -> bool:
     """Whether a hint's reason names the kind of problem `label` (a Fault.label)."""
     text = reason.lower()
-    return any(re.search(r"\b" + re.escape(word), text) for word in KIND_WORDS.get(label, ()))
+    mistake = by_label(label)
+    words = mistake.hint_words if mistake is not None else ()
+    return any(re.search(r"\b" + re.escape(word), text) for word in words)
 
 
 class ResponseModel(BaseModel):

@@ -13,8 +13,8 @@ the release ships PostgreSQL dumps, one per database, not per task). The first t
 categorical column (2-12 values) and two numeric columns becomes a dataset: its columns are renamed
 to plain identifiers, typed (BIGINT, DOUBLE or VARCHAR), capped at `max_rows` rows, and written as a
 clean CSV under `<out_dir>/_sources/<name>/`; the record (`SourceDataset`) carries the picked column
-roles, and `register` makes the dataset and its thread families (`synthesis.source_threads`) known
-in a process, so `build_task` works on it as on the packaged datasets. Tables without those columns
+roles, and `synthesis.source_threads.register` makes the dataset and its thread families known in
+a process (the task layer registers; this raw-data layer imports nothing of it), so `build_task` works on it as on the packaged datasets. Tables without those columns
 are skipped with the reason logged.
 """
 
@@ -32,9 +32,10 @@ from synthesis.sources.bird_interact import read_bird_interact
 from synthesis.sources.dsbench import read_dsbench
 from synthesis.sources.ida_bench import read_ida_bench
 from synthesis.sources.records import RawTask
-from synthesis.sources.tabular import ColumnSpec, DatasetInfo, TableSpec, register_dataset
+from synthesis.sources.spelling import slug
+from synthesis.sources.tabular import ColumnSpec, DatasetInfo, TableSpec
 
-__all__ = ["SOURCE_KINDS", "SourceDataset", "prepare_sources", "register"]
+__all__ = ["SOURCE_KINDS", "SourceDataset", "prepare_sources"]
 
 log = logging.getLogger(__name__)
 
@@ -77,21 +78,6 @@ class SourceDataset(BaseModel):
     measures: tuple[str, str]
 
 
-def register(sd: SourceDataset) -> None:
-    """Make the dataset and its thread families known in this process (each worker calls it)."""
-    from synthesis.source_threads import source_families
-    from synthesis.threads import FAMILIES
-
-    register_dataset(sd.info)
-    FAMILIES[sd.info.name] = source_families(sd)
-
-
-def _slug(text: str, limit: int = 40) -> str:
-    out = "".join(ch.lower() if ch.isalnum() else "_" for ch in text)
-    slug = "_".join(part for part in out.split("_") if part)[:limit].strip("_") or "x"
-    return slug if slug[0].isalpha() else f"x_{slug}"
-
-
 def _candidate_files(kind: str, raw: RawTask) -> list[Path]:
     if kind == "bird_interact":
         db_dir = Path(raw.root) / str(raw.metadata.get("database", ""))
@@ -119,7 +105,7 @@ def _columns(con: duckdb.DuckDBPyConnection, path: Path, max_rows: int) -> list[
     for name, sql_type in con.execute(
         "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'raw' ORDER BY ordinal_position"
     ).fetchall():
-        clean = _slug(name, 30)
+        clean = slug(name, 30, fallback="x")
         if clean in reserved:
             clean += "_"
         while clean in used:
@@ -174,10 +160,10 @@ def _prepare(
         roles = _pick_roles(con, cols)
         if isinstance(roles, str):
             return roles
-        name = f"{_PREFIX[kind]}_{_slug(raw.task_id, 28)}"
+        name = f"{_PREFIX[kind]}_{slug(raw.task_id, 28, fallback='x')}"
         while name in taken:
             name += "_"
-        table = _slug(path.stem, 20)
+        table = slug(path.stem, 20, fallback="x")
         folder = cache / name
         folder.mkdir(parents=True, exist_ok=True)
         con.execute(f"COPY clean TO '{(folder / f'{table}.csv').as_posix()}' (HEADER, DELIMITER ',')")

@@ -35,6 +35,8 @@ from typing import Any, Literal
 import duckdb
 from pydantic import BaseModel, ConfigDict, Field
 
+from synthesis.sources.spelling import sql_text
+
 NULL_STRINGS = ("NA", "")
 
 
@@ -406,14 +408,10 @@ def _quote(identifier: str) -> str:
     return '"' + identifier.replace('"', '""') + '"'
 
 
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 def _load_table(con: duckdb.DuckDBPyConnection, info: DatasetInfo, table: TableSpec) -> str:
     qualified = f"{info.name}.{table.name}"
     read_types = ", ".join(
-        f"{_literal(c.name)}: {_literal('VARCHAR' if c.expr else c.sql_type)}" for c in table.columns
+        f"{sql_text(c.name)}: {sql_text('VARCHAR' if c.expr else c.sql_type)}" for c in table.columns
     )
     select = ", ".join(
         f"CAST({c.expr.replace('{col}', _quote(c.name))} AS {c.sql_type}) AS {_quote(c.name)}"
@@ -421,10 +419,10 @@ def _load_table(con: duckdb.DuckDBPyConnection, info: DatasetInfo, table: TableS
         else _quote(c.name)
         for c in table.columns
     )
-    nulls = "[" + ", ".join(_literal(s) for s in NULL_STRINGS) + "]"
+    nulls = "[" + ", ".join(sql_text(s) for s in NULL_STRINGS) + "]"
     with _readable_csv(_data_file(info, table)) as csv_path:
         source = (
-            f"read_csv({_literal(str(csv_path))}, header = true, auto_detect = false, delim = ',', "
+            f"read_csv({sql_text(str(csv_path))}, header = true, auto_detect = false, delim = ',', "
             f"quote = '\"', escape = '\"', nullstr = {nulls}, columns = {{{read_types}}})"
         )
         try:

@@ -15,7 +15,7 @@ from stateguard.artifacts.corpus_records import observation_of, tool_result_of, 
 from stateguard.artifacts.files import ArtifactError
 from stateguard.artifacts.run_folder import CorpusFolder
 from stateguard.artifacts.sft_rows import SftColumn, SftKind, SftRow, read_sft_rows, write_sft_rows
-from stateguard.teacher.log import ActionLog, ActivationLog
+from stateguard.artifacts.activation_log import ActionLog, ActivationLog
 
 
 def _row(kind: SftKind = SftKind.ATOMIC, activation: int = 0) -> SftRow:

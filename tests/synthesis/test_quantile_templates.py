@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import duckdb
 
-from synthesis import source_threads, threads
+from synthesis.threads import quantile
 
 SQL = "SELECT quantile_cont(x, {q}) FROM t WHERE c = '{north} a}'"
 
@@ -18,9 +18,8 @@ def _con() -> duckdb.DuckDBPyConnection:
     return con
 
 
-def test_source_thread_quantile_keeps_braces_in_values():
-    assert source_threads._quantile(_con(), SQL, 0.5) == 20.0
-
-
-def test_thread_quantile_keeps_braces_in_values():
-    assert threads._quantile(_con(), SQL, 0.25, 5) == 15.0
+def test_quantile_keeps_braces_in_values():
+    # both thread builders draw through the one `quantile`: source families unrounded, the
+    # hand-written ones rounded to their step
+    assert quantile(_con(), SQL, 0.5) == 20.0
+    assert quantile(_con(), SQL, 0.25, 5) == 15.0

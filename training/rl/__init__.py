@@ -9,7 +9,7 @@ prompt, lr 5e-7, 64 prompts per step, 40,960 tokens of prompt + response). Modul
 
     config          the `stateguard:` section, typed; verl's validation plus the recipe's invariants
     data            synthesized RL prompts -> train/val parquet (agent_name, index)
-    prefix          a row's task, faults and the shared teacher (stateguard.teacher) replaying its prefix; check
+    prefix          a row's task, faults and the shared teacher (synthesis.teacher) replaying its prefix; check
     continuation    one rollout through stateguard.rollout: prefix, then the sampled manager's window
     bridge          the LLM manager's chat client over verl's token-level server (the token ledger)
     agent_loop      verl agent loop `stateguard_manager` (registered by agent_loops.yaml)

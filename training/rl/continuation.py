@@ -198,7 +198,7 @@ def run_continuation(
     when its budget is spent).
     """
     start = time.perf_counter()
-    # The worker the synthesis ran (stateguard.teacher.teacher_worker): same faults, response model, resistance.
+    # The worker the synthesis ran (synthesis.teacher.teacher_worker): same faults, response model, resistance.
     worker = StoppableWorker(spec.worker(task))
     trace_path = RolloutFolder(run_dir).trace
     manager = WindowManager(

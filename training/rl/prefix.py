@@ -9,7 +9,7 @@ manager trajectory. Its prompt is the manager's view at that point; to let the s
 there with real tools, the runtime behind the prompt is rebuilt by running the same task under the
 same flow with the same scripted worker and faults, and replaying the synthesis teacher itself:
 the row carries the teacher's plan (extra_info.worker_prefix.plan, a
-`stateguard.teacher.TeacherPlan`), and `PrefixPolicy` is `stateguard.teacher.TeacherPolicy` on that
+`synthesis.teacher.TeacherPlan`), and `PrefixPolicy` is `synthesis.teacher.TeacherPolicy` on that
 plan -- one policy for synthesis and replay, so the two cannot drift apart. An `auto` trajectory
 decided by the rules manager from its fault turn on replays exactly; one decided by an LLM teacher
 cannot be replayed past its fault turn, and such a row is refused with that reason.
@@ -37,15 +37,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from stateguard.artifacts.files import ArtifactError
 from stateguard.artifacts.rl_prompts import RlExtraInfo
 from stateguard.artifacts.task_folder import TaskFolder
+from stateguard.artifacts.teacher_plan import Variant
 from stateguard.flows import FlowConfig
 from stateguard.observation import ManagerObservation
 from stateguard.policies.base import Activation, ManagerContext
 from stateguard.task import Task, load_task
-from stateguard.teacher import TeacherPlan, TeacherPolicy, flow_named, teacher_worker
-from stateguard.teacher.plan import Variant
-from stateguard.teacher.worker import ResistingWorker
 from stateguard.workers.faults import Fault
 from stateguard.workers.scripted import ScriptedWorker
+from synthesis.teacher import TeacherPlan, TeacherPolicy, flow_named, teacher_worker
+from synthesis.teacher.worker import ResistingWorker
 
 __all__ = ["PrefixMismatch", "PrefixPolicy", "PrefixSpec", "check_prefix", "load_row_task", "signature"]
 
@@ -77,7 +77,7 @@ class PrefixSpec(BaseModel):
         if prefix.plan is None:
             raise ArtifactError(
                 "extra_info.worker_prefix has no teacher plan: the parquet was written before the shared "
-                "teacher (stateguard.teacher); re-run `make synth` and `python -m training.rl.data`"
+                "teacher (synthesis.teacher); re-run `make synth` and `python -m training.rl.data`"
             )
         return cls(
             task_id=info.task_id,

@@ -10,9 +10,9 @@ import pytest
 
 from stateguard.dataflow import cell_dataflow
 from stateguard.observation import WorkerStep
-from stateguard.policies.checks import Finding
 from stateguard.state import AnalyticalState, Constraint
 from stateguard.store import StateStore
+from stateguard.verification.finding import Finding
 from stateguard.verification.verifier import SemanticVerifier, constraint_text, run_fragment
 from stateguard.workspace import DictWorkspace
 

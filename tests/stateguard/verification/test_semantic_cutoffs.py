@@ -142,7 +142,7 @@ def test_a_statistic_scaled_by_a_constant_is_still_that_statistic(fn: str, found
 
 
 def test_scaled_and_combined_aggregates() -> None:
-    from stateguard.verification.inspect import inspect_code
+    from stateguard.inspection.inspect import inspect_code
 
     def standalone(code: str) -> list[bool]:
         return [a.standalone for s in inspect_code(code).selections for a in s.aggregates]

@@ -30,7 +30,7 @@ def test_prepared_rows_carry_what_verl_and_the_loop_need(prepared: Any) -> None:
 
 def test_rows_carry_the_teachers_plan(prepared: Any) -> None:
     """Every row holds the shared teacher's plan of its trajectory, which the prefix replay runs."""
-    from stateguard.teacher import TeacherPlan
+    from synthesis.teacher import TeacherPlan
 
     rows = _rows(prepared.train_path)
     variants = set()

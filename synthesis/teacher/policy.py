@@ -1,6 +1,6 @@
 """The synthesis teacher: one manager policy shared by corpus synthesis and the RL prefix replay.
 
-    teacher = TeacherPolicy(plan)                  # plan: stateguard.teacher.plan.TeacherPlan
+    teacher = TeacherPolicy(plan)                  # plan: synthesis.teacher.plan.TeacherPlan
     worker = teacher_worker(faults, plan.resist, reference=task)   # task: the privileged Task
     rollout(task.agent_view(), worker, DictWorkspace(), flow=flow_named(plan.flow), manager=teacher,
             run_dir=...)
@@ -47,14 +47,16 @@ from stateguard.actions import (
     RunProbeArgs,
     UpdateStateArgs,
 )
+from stateguard.artifacts.activation_log import ActivationLog
+from stateguard.artifacts.teacher_plan import Segment, TeacherPlan
 from stateguard.lifecycle import Regime, Stage
 from stateguard.observation import EventType, ManagerObservation, WorkerStep
 from stateguard.policies.base import Activation, ManagerContext, ManagerPolicy
 from stateguard.policies.rules import RulesManager
-from stateguard.teacher.log import ActivationLog, relay
-from stateguard.teacher.plan import Segment, TeacherPlan, flow_named
-from stateguard.teacher.probe import read_probe, stated_probe
-from stateguard.teacher.requirements import requirements
+from synthesis.teacher.log import relay
+from synthesis.teacher.plan import flow_named
+from synthesis.teacher.probe import read_probe, stated_probe
+from synthesis.teacher.requirements import requirements
 
 __all__ = ["GENERIC_REASON", "TeacherPolicy"]
 
@@ -198,7 +200,7 @@ class TeacherPolicy:
     def _constraints(
         self, ctx: ManagerContext, turn: Any, question: str, frame: str | None = None
     ) -> list[dict[str, Any]]:
-        """What the question states (stateguard.teacher.requirements), plus the frame check in segment flows."""
+        """What the question states (synthesis.teacher.requirements), plus the frame check in segment flows."""
         return requirements(question, places=self.rules._required(ctx, turn), frame=frame)
 
     # ------------------------------------------------------------------ updating (segment flow)

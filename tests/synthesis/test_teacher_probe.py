@@ -12,7 +12,7 @@ import json
 import duckdb
 import pytest
 
-from stateguard.teacher.probe import PROBE_TAG, StatedVerdict, read_probe, stated_probe
+from synthesis.teacher.probe import PROBE_TAG, StatedVerdict, read_probe, stated_probe
 from stateguard.workspace import DictWorkspace
 
 

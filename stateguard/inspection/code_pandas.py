@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 
-from stateguard.verification.code_model import MIRROR, NEGATE, Aggregate, Condition, Join, Selection
+from stateguard.inspection.code_model import MIRROR, NEGATE, Aggregate, Condition, Join, Selection
 
 _OPS: dict[type[ast.cmpop], str] = {
     ast.Gt: ">",

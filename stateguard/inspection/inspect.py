@@ -15,9 +15,9 @@ from __future__ import annotations
 import ast
 import re
 
-from stateguard.verification.code_model import CodeSemantics, Selection
-from stateguard.verification.code_pandas import pandas_selection
-from stateguard.verification.code_sql import sql_literals, sql_selections
+from stateguard.inspection.code_model import CodeSemantics, Selection
+from stateguard.inspection.code_pandas import pandas_selection
+from stateguard.inspection.code_sql import sql_literals, sql_selections
 
 _SQL_METHODS = {"execute", "sql", "query", "read_sql", "read_sql_query", "executemany"}
 _SQLISH = re.compile(r"^\s*(?:with|select|create|insert|update|delete)\b", re.IGNORECASE)

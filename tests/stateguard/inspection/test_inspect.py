@@ -3,9 +3,9 @@ SQL run through a connection and from pandas statements; and the SQL edits probe
 
 from __future__ import annotations
 
+from stateguard.inspection.inspect import inspect_code
 from stateguard.tools import inspect_python
 from stateguard.verification import sql_edit
-from stateguard.verification.inspect import inspect_code
 
 STAGE = '''
 con.execute("""

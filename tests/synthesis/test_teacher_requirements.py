@@ -1,8 +1,8 @@
-"""The teacher's constraints are read off the question text (stateguard.teacher.requirements)."""
+"""The teacher's constraints are read off the question text (synthesis.teacher.requirements)."""
 
 from __future__ import annotations
 
-from stateguard.teacher.requirements import requirements
+from synthesis.teacher.requirements import requirements
 from stateguard.workspace import DictWorkspace
 
 QUESTION = (

@@ -2,7 +2,8 @@
 
 `synthesis.export` turns these logs into SFT samples (one per activation, plus the whole
 trajectory) and RL prompts; `relay` wraps any policy's activation so an LLM's parsed actions are
-logged the same way as the deterministic teacher's typed actions.
+logged the same way as the deterministic teacher's typed actions. The log's models are stored
+with the corpus records, so they live in `stateguard.artifacts.activation_log`.
 """
 
 from __future__ import annotations
@@ -10,35 +11,12 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
-from pydantic import BaseModel, Field
-
 from stateguard.actions import Action, ActionError, RawAction
+from stateguard.artifacts.activation_log import ActionLog, ActivationLog
 from stateguard.parser import parse_response
 from stateguard.policies.base import Activation, ModelResponse
 
-__all__ = ["ActionLog", "ActivationLog", "log_action", "relay"]
-
-
-class ActionLog(BaseModel):
-    name: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
-    accepted: bool
-    feedback: str = ""
-    tool_result: dict[str, Any] | None = None
-    control: bool = False
-
-
-class ActivationLog(BaseModel):
-    index: int
-    turn: int | None
-    observation: dict[str, Any]
-    actions: list[ActionLog] = Field(default_factory=list)
-    forced: bool = False  # the plan decided here (the state θ' changed); False for live and bookkeeping
-    live: bool = False  # a live policy without the plan decided (auto from t*)
-    segment: str | None = None  # segment flows: the stage this activation's state covers
-    suppressed: list[str] = Field(
-        default_factory=list, description="rules findings overridden on a known-clean state"
-    )
+__all__ = ["log_action", "relay"]
 
 
 def log_action(entry: ActivationLog, name: str, args: dict[str, Any], reply: Any) -> None:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from stateguard.inspection.code_model import MIRROR, NEGATE, Aggregate, Condition, Join, Selection
 from stateguard.sql import SQLParseError, parse_statements
-from stateguard.verification.code_model import MIRROR, NEGATE, Aggregate, Condition, Join, Selection
 
 _OPS: dict[type[exp.Expr], str] = {
     exp.GT: ">",
