@@ -35,6 +35,7 @@ from stateguard.store_check import (
     commit_digest,
     row_columns,
 )
+from stateguard.store_wal import WalCheckpointer
 
 __all__ = [
     "immediate_transaction",
@@ -154,10 +155,16 @@ class StateStore:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._counter = CommitCounter(self.path, writable=not memory)
         self._db = sqlite3.connect(self.path, isolation_level=None)
+        self._wal: WalCheckpointer | None = None
+        self._seen: tuple[int, int, str | None, int, int] | None = None
         try:
             if existing:
                 self._verify(wal_copy=True)
             self._db.execute("PRAGMA journal_mode=WAL")
+            if not memory:
+                # Checkpoints run in a background connection, never inside a commit (store_wal.py).
+                self._db.execute("PRAGMA wal_autocheckpoint=0")
+                self._wal = WalCheckpointer(self.path)
             # NORMAL survives a killed process (the WAL is intact); FULL also survives power loss.
             self._db.execute(f"PRAGMA synchronous={synchronous}")
             self._db.executescript(_SCHEMA)
@@ -180,7 +187,9 @@ class StateStore:
         taken at its commit, then that it is a StateGuard store."""
         check_pages(self._db, self.path)
         tables = {str(r[0]) for r in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        states = len(self) if "states" in tables else 0
+        states = (
+            int(self._db.execute("SELECT COUNT(*) FROM states").fetchone()[0]) if "states" in tables else 0
+        )
         self._counter.check(states, self.path, wal_copy=wal_copy)
         if "digests" in tables:
             check_rows(row_columns(self._db), self._db.execute("SELECT id, sha256 FROM digests"), self.path)
@@ -204,6 +213,8 @@ class StateStore:
         store = cls.__new__(cls)
         store.path = str(file)
         store._counter = CommitCounter(str(file), writable=False)
+        store._wal = None
+        store._seen = None
         store._db = sqlite3.connect(f"file:{quote(str(file))}?{mode}", uri=True, isolation_level=None)
         try:
             try:
@@ -222,8 +233,34 @@ class StateStore:
 
     # ------------------------------------------------------------------ plumbing
     def close(self) -> None:
+        if self._wal is not None:
+            self._wal.close()
         self._db.close()
         self._counter.close()
+
+    def _heads(self) -> tuple[int, str | None, int, int]:
+        """(top committed number, latest id, committed count, last reserved number), read once and
+        then kept up to date by this connection's own writes. `PRAGMA data_version` changes only
+        when another connection commits, so a second writer or a reader of a live store still sees
+        fresh values, at the price of one pragma instead of three queries."""
+        version = int(self._db.execute("PRAGMA data_version").fetchone()[0])
+        seen = self._seen
+        if seen is None or seen[0] != version:
+            top, count = self._db.execute("SELECT COALESCE(MAX(num), 0), COUNT(*) FROM states").fetchone()
+            row = self._db.execute("SELECT id FROM states ORDER BY seq DESC LIMIT 1").fetchone()
+            reserved = int(self._meta("last_reserved") or 0)
+            seen = self._seen = (
+                version,
+                int(top),
+                None if row is None else str(row[0]),
+                int(count),
+                reserved,
+            )
+        return seen[1], seen[2], seen[3], seen[4]
+
+    def _wrote(self) -> None:
+        if self._wal is not None:
+            self._wal.wrote()
 
     def _meta(self, key: str) -> str | None:
         row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
@@ -238,14 +275,19 @@ class StateStore:
     # ------------------------------------------------------------------ ids
     def peek_next_id(self) -> str:
         """The id the next `reserve_id` will return."""
-        last = int(self._meta("last_reserved") or 0)
-        top = self._db.execute("SELECT COALESCE(MAX(num), 0) FROM states").fetchone()[0]
-        return state_id(max(last, int(top)) + 1)
+        top, _, _, last = self._heads()
+        return state_id(max(last, top) + 1)
 
     def reserve_id(self) -> str:
         """Allocate the next state id. Ids are never reused, even for abandoned drafts."""
         sid = self.peek_next_id()
-        self._set_meta("last_reserved", str(state_number(sid)))
+        number = state_number(sid)
+        # Written at once (its own small transaction): an id handed out is never handed out again,
+        # even after a crash before the state is committed or abandoned.
+        self._set_meta("last_reserved", str(number))
+        self._wrote()
+        if self._seen is not None:
+            self._seen = (*self._seen[:4], number)
         return sid
 
     # ------------------------------------------------------------------ writes
@@ -293,6 +335,10 @@ class StateStore:
             db.execute("INSERT INTO digests(id, sha256) VALUES(?, ?)", (state.id, digest))
             self._propagate_invalidity(db, state)
         self._counter.write(committed)
+        self._wrote()
+        if self._seen is not None:
+            version, top, _, _, reserved = self._seen
+            self._seen = (version, max(top, row[1]), state.id, committed, reserved)
 
     def _check_new_state(self, db: sqlite3.Connection, state: AnalyticalState) -> None:
         number = state_number(state.id)
@@ -424,7 +470,7 @@ class StateStore:
 
     # ------------------------------------------------------------------ reads
     def __len__(self) -> int:
-        return int(self._db.execute("SELECT COUNT(*) FROM states").fetchone()[0])
+        return self._heads()[2]
 
     def __contains__(self, sid: object) -> bool:
         return self._db.execute("SELECT 1 FROM states WHERE id=?", (sid,)).fetchone() is not None
@@ -443,8 +489,7 @@ class StateStore:
         return str(row[0])
 
     def latest_id(self) -> str | None:
-        row = self._db.execute("SELECT id FROM states ORDER BY seq DESC LIMIT 1").fetchone()
-        return None if row is None else str(row[0])
+        return self._heads()[1]
 
     def ids(self) -> list[str]:
         return [str(r[0]) for r in self._db.execute("SELECT id FROM states ORDER BY seq")]

@@ -57,11 +57,15 @@ def current_activation() -> int | None:
     return _ACTIVATION.get()
 
 
-def _event(raw: dict[str, Any], where: str) -> TraceEvent:
+def _event(raw: dict[str, Any] | str, where: str) -> TraceEvent:
+    """A typed event from a parsed line, or from the line itself (parsed by pydantic-core in one
+    pass, which is what `emit` pays on every event)."""
     try:
+        if isinstance(raw, str):
+            return EVENTS.validate_json(raw)
         return EVENTS.validate_python(raw)
     except ValidationError as exc:
-        kind = raw.get("kind")
+        kind = (json.loads(raw) if isinstance(raw, str) else raw).get("kind")
         raise ValueError(
             f"{where}: not a valid {kind!r} trace event: {describe_errors(exc, drop=str(kind))}"
         ) from None
@@ -107,7 +111,7 @@ class Trace:
         # The line is the emitted payload as given (no defaults added); validating it first makes
         # a field that its kind's model does not declare, or a missing one, fail here.
         line = json.dumps(raw, sort_keys=True, default=str)
-        event = _event(json.loads(line), "Trace.emit")
+        event = _event(line, "Trace.emit")
         if self._buffer is not None:
             self._buffer.append(line)
         else:

@@ -5,7 +5,8 @@ commit takes a checkpoint, a rollback after an exhausted repair budget restores 
 checkpoint, and `run_probe` executes a read-only verification program. `LiveWorkspace` adds what
 workers and the rules manager need: run a cell and read the per-cell dataflow.
 
-`DictWorkspace` keeps the namespace in this process and deep-copies it for snapshots and probes.
+`DictWorkspace` keeps the namespace in this process, deep-copies it for snapshots, and
+copies for a probe only the values it reads (`stateguard.probe_namespace`).
 It is NOT a sandbox: unit tests and the built-in demo use it. `stateguard.sandbox.SandboxWorkspace`
 implements the same protocols in a separate, limited process.
 """
@@ -27,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from stateguard.dataflow import CellFacts, CellRecorder, DataflowGraph, cell_dataflow
 from stateguard.dataflow.change import content_hash
+from stateguard.probe_namespace import ProbeNamespace
 from stateguard.value_version import render_context, version_token
 
 
@@ -320,7 +322,7 @@ class DictWorkspace:
         return checkpoint_id in self._checkpoints
 
     def run_probe(self, code: str) -> ProbeResult:
-        scratch = _copy_namespace(self.namespace)
+        scratch = ProbeNamespace(self.namespace)  # copies a value when the probe first reads it
         out = io.StringIO()
         try:
             with redirect_stdout(out):

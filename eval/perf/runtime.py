@@ -32,6 +32,8 @@ class Row(BaseModel):
     size: int
     median_ms: float
     p99_ms: float
+    cpu_median_ms: float = 0.0  # this thread's CPU time: what a loaded machine disturbs least
+    cpu_p99_ms: float = 0.0
 
 
 def _prefill(store: StateStore, n: int, thread_length: int, rng: random.Random) -> list[list[str]]:
@@ -72,14 +74,23 @@ def _prefill(store: StateStore, n: int, thread_length: int, rng: random.Random) 
     return threads
 
 
-def _measure(fn: Callable[[int], None], samples: int) -> tuple[float, float]:
-    times = []
+def _measure(fn: Callable[[int], None], samples: int) -> dict[str, float]:
+    """Wall and thread-CPU median and p99 of `samples` calls, in ms."""
+    walls, cpus = [], []
     for i in range(samples):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.thread_time()
         fn(i)
-        times.append((time.perf_counter() - start) * 1000)
-    times.sort()
-    return statistics.median(times), times[min(len(times) - 1, int(0.99 * len(times)))]
+        cpus.append((time.thread_time() - cpu) * 1000)
+        walls.append((time.perf_counter() - start) * 1000)
+    walls.sort()
+    cpus.sort()
+    p99 = min(samples - 1, int(0.99 * samples))
+    return {
+        "median_ms": statistics.median(walls),
+        "p99_ms": walls[p99],
+        "cpu_median_ms": statistics.median(cpus),
+        "cpu_p99_ms": cpus[p99],
+    }
 
 
 def bench_size(n: int, cfg: DictConfig) -> list[Row]:
@@ -115,8 +126,9 @@ def bench_size(n: int, cfg: DictConfig) -> list[Row]:
         assert harness.apply(RawAction(name="COMMIT_STATE", arguments={})).accepted
         harness.pending_hints.clear()  # the worker adapter would take them; delivery is not timed
 
-    med, p99 = _measure(cycle, cfg.samples)
-    rows.append(Row(operation="OPEN+UPDATE+COMMIT (harness)", size=n, median_ms=med, p99_ms=p99))
+    rows.append(
+        Row(operation="OPEN+UPDATE+FINALIZE+COMMIT (harness)", size=n, **_measure(cycle, cfg.samples))
+    )
 
     def pack(i: int) -> None:
         thread = full[i % len(full)]
@@ -124,8 +136,7 @@ def bench_size(n: int, cfg: DictConfig) -> list[Row]:
         hint = state_hint(related, for_state="S0")
         assert hint is not None and hint.render()
 
-    med, p99 = _measure(pack, cfg.samples)
-    rows.append(Row(operation="state hint: pack 2 related + render", size=n, median_ms=med, p99_ms=p99))
+    rows.append(Row(operation="state hint: pack 2 related + render", size=n, **_measure(pack, cfg.samples)))
 
     def invalidate(i: int) -> None:
         target = full[i % len(full)][len(full[i % len(full)]) // 2]
@@ -137,16 +148,16 @@ def bench_size(n: int, cfg: DictConfig) -> list[Row]:
         )
         assert store.invalidated_by(sid).states[0] == target
 
-    med, p99 = _measure(invalidate, cfg.samples)
-    rows.append(Row(operation="commit with Invalidate + closure query", size=n, median_ms=med, p99_ms=p99))
+    rows.append(
+        Row(operation="commit with Invalidate + closure query", size=n, **_measure(invalidate, cfg.samples))
+    )
 
     def lookup(i: int) -> None:
         thread = full[i % len(full)]
         store.is_invalid(thread[-1])
         store.current_version("t0_v1")
 
-    med, p99 = _measure(lookup, cfg.samples)
-    rows.append(Row(operation="is_invalid + current_version", size=n, median_ms=med, p99_ms=p99))
+    rows.append(Row(operation="is_invalid + current_version", size=n, **_measure(lookup, cfg.samples)))
     store.close()
     return rows
 
@@ -162,10 +173,14 @@ def run(cfg: DictConfig) -> list[Row]:
 def render(rows: list[Row]) -> str:
     sizes = sorted({r.size for r in rows})
     ops = list(dict.fromkeys(r.operation for r in rows))
-    head = "| operation | " + " | ".join(f"{s:,} med / p99 ms" for s in sizes) + " |"
+    head = "| operation | " + " | ".join(f"{s:,}: wall med / p99 ms (CPU med / p99)" for s in sizes) + " |"
     lines = [head, "|---|" + "---|" * len(sizes)]
     for op in ops:
-        cells = {r.size: f"{r.median_ms:.3f} / {r.p99_ms:.3f}" for r in rows if r.operation == op}
+        cells = {
+            r.size: f"{r.median_ms:.3f} / {r.p99_ms:.3f} ({r.cpu_median_ms:.3f} / {r.cpu_p99_ms:.3f})"
+            for r in rows
+            if r.operation == op
+        }
         lines.append(f"| {op} | " + " | ".join(cells[s] for s in sizes) + " |")
     return "\n".join(lines)
 

@@ -194,6 +194,7 @@ class CellRecorder:
         self.hook.run = None
         self._run, self._code = None, code
         tree = ast.parse(code, "<cell>")  # the user's syntax errors, as plain Python reports them
+        fresh = _rebound_first(tree)  # before analyze_cell instruments the tree in place
         try:
             plan = analyze_cell(code, namespace, self.registry, tree)
             body = compile(plan.body, "<cell>", "exec")
@@ -210,7 +211,7 @@ class CellRecorder:
         self.attach(namespace)
         self._before = dict(namespace)
         self._prints = {}
-        for name in _watched(plan, namespace) if self.check_values else ():
+        for name in _watched(plan, namespace) - fresh if self.check_values else ():
             value = namespace.get(name)
             if name in namespace and not isinstance(value, ModuleType | type | FunctionType):
                 self._prints[name] = fingerprint(value)
@@ -272,6 +273,28 @@ def _add_untraced(run: _CellRun) -> None:
             if uid not in run.counts:
                 run.counts[uid] = 1
                 run.trace.append(Occurrence(uid, done=True))
+
+
+def _rebound_first(tree: ast.Module) -> set[str]:
+    """Names whose first mention in the cell is a top-level `name = <expr>` whose `<expr>` does not
+    mention them: the cell cannot change their old value through the name, so fingerprinting it
+    first (a whole frame, for `kept = df[...]; kept['c'] = 1`) is wasted. The before-fingerprint of a
+    written name is only read when the name ends up bound to its old object again (through an
+    alias); without it that rare case counts as changed, which errs on the safe side."""
+    seen: set[str] = set()
+    fresh: set[str] = set()
+    for stmt in tree.body:
+        names = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)}
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and stmt.targets[0].id not in seen
+            and stmt.targets[0].id not in {n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name)}
+        ):
+            fresh.add(stmt.targets[0].id)
+        seen |= names
+    return fresh
 
 
 def _watched(plan: CellPlan, namespace: dict[str, Any]) -> set[str]:

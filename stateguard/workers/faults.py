@@ -22,6 +22,7 @@ that names it, never silently dropped.
 from __future__ import annotations
 
 import ast
+from functools import lru_cache
 
 from stateguard.artifacts.faults import Fault
 from stateguard.artifacts.mistakes import SEMANTIC_KINDS, FaultKind, SemanticKind
@@ -55,6 +56,12 @@ def scratch_name(name: str) -> bool:
 
 def split_blocks(code: str) -> list[str]:
     """Blank-line-separated blocks that each parse on their own (merged with the next when not)."""
+    return list(_split_blocks(code))  # a copy: callers own their list
+
+
+@lru_cache(maxsize=4096)
+def _split_blocks(code: str) -> tuple[str, ...]:
+    # Memoized: the worker, the fault checks and the loader split the same reference code many times.
     blocks, current = [], ""
     for chunk in code.strip().split("\n\n"):
         current = f"{current}\n\n{chunk}" if current else chunk
@@ -67,7 +74,7 @@ def split_blocks(code: str) -> list[str]:
         current = ""
     if current.strip():
         blocks.append(current.strip())
-    return blocks
+    return tuple(blocks)
 
 
 def counterfactual_code(reference: str, fault: Fault) -> str:
@@ -90,16 +97,30 @@ def static_stale(task: Task, turn_id: int) -> dict[str, list[str]]:
     """Variables that are stale when `turn_id` starts, replaying the earlier reference blocks'
     static dataflow (what the workspace's runtime dataflow reports, less mutations it can see only
     by hashing)."""
+    turns = tuple((turn.turn_id, turn.code) for turn in task.turns)
+    prefixes = _stale_before_each_turn(turns)
+    index = next((i for i, (tid, _) in enumerate(turns) if tid >= turn_id), len(turns))
+    return {name: list(reasons) for name, reasons in prefixes[index]}
+
+
+@lru_cache(maxsize=64)
+def _stale_before_each_turn(
+    turns: tuple[tuple[int, str], ...],
+) -> tuple[tuple[tuple[str, tuple[str, ...]], ...], ...]:
+    """`graph.stale()` after replaying the first i turns, for every i, in one pass over the task: the
+    loader checks every fault of every variant, and replaying the prefix again for each one made
+    the checks quadratic in the turn count."""
     graph = DataflowGraph()
     cell = 0
-    for turn in task.turns:
-        if turn.turn_id >= turn_id:
-            break
-        for block in split_blocks(turn.code):
+    out = []
+    for _, code in turns:
+        out.append(tuple((name, tuple(reasons)) for name, reasons in graph.stale().items()))
+        for block in split_blocks(code):
             flow = cell_dataflow(block)
             cell += 1
             graph.record(cell, reads=flow.reads, writes=flow.writes)
-    return graph.stale()
+    out.append(tuple((name, tuple(reasons)) for name, reasons in graph.stale().items()))
+    return tuple(out)
 
 
 def check_fault(task: Task, fault: Fault) -> str | None:

@@ -163,3 +163,23 @@ def test_the_exec_error_typo_hits_a_python_name_not_a_table_inside_sql() -> None
         "json_dumps_rounded = lambda o, n: json.dumps(o)"
     )
     assert ws.run_cell(block).ok and not ws.run_cell(broken).ok
+
+
+def test_static_stale_replays_each_task_once(task: Task) -> None:
+    """Every turn's answer equals a replay of the turns before it, and checking many faults of one
+    task replays it once (the loader checks every fault of every variant)."""
+    from stateguard.dataflow import DataflowGraph, cell_dataflow
+    from stateguard.workers.faults import _stale_before_each_turn, split_blocks, static_stale
+
+    _stale_before_each_turn.cache_clear()
+    for turn in task.turns:
+        graph, cell = DataflowGraph(), 0
+        for earlier in task.turns:
+            if earlier.turn_id >= turn.turn_id:
+                break
+            for block in split_blocks(earlier.code):
+                cell += 1
+                flow = cell_dataflow(block)
+                graph.record(cell, reads=flow.reads, writes=flow.writes)
+        assert static_stale(task, turn.turn_id) == graph.stale()
+    assert _stale_before_each_turn.cache_info().misses == 1

@@ -181,3 +181,37 @@ def test_open_read_only_reads_without_writing(tmp_path: Path) -> None:
     (tmp_path / "junk.sqlite").write_text("not a database")
     with pytest.raises(StoreError, match="not a StateGuard state store"):
         StateStore.open_read_only(tmp_path / "junk.sqlite")
+
+
+def test_commits_never_checkpoint_the_wal_themselves(tmp_path: Path) -> None:
+    """Automatic checkpoints are off on the writer's connection; a background connection folds the
+    log in, so no commit pays for copying the WAL back (the old p99)."""
+    import time
+
+    store = StateStore(tmp_path / "s.sqlite")
+    assert store._db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
+    assert store._wal is not None
+    store._wal.every = 5
+    for k in range(1, 13):
+        store.commit(st(f"S{k}", [(f"v{k}", f"S{k}", k)]))
+    deadline = time.monotonic() + 20
+    while store._wal.checkpoints == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert store._wal.checkpoints >= 1
+    store.close()
+    assert not (tmp_path / "s.sqlite-wal").exists()  # the last close still folds the log in
+    assert StateStore.open_read_only(tmp_path / "s.sqlite").ids() == [f"S{k}" for k in range(1, 13)]
+
+
+def test_a_second_connection_sees_fresh_heads(tmp_path: Path) -> None:
+    """The writer keeps the latest id, the count and the next id in memory; a commit made through
+    another connection to the same file must still show up."""
+    a = StateStore(tmp_path / "s.sqlite")
+    a.commit(st("S1"))
+    assert (a.latest_id(), len(a), a.peek_next_id()) == ("S1", 1, "S2")
+    b = StateStore(tmp_path / "s.sqlite")
+    b.commit(st("S2", relations=[("S1", "progress")]))
+    assert b.reserve_id() == "S3"
+    assert (a.latest_id(), len(a), a.peek_next_id()) == ("S2", 2, "S4")
+    b.close()
+    a.close()
