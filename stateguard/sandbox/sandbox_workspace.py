@@ -30,13 +30,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from stateguard.dataflow import CellFacts, DataflowGraph, cell_dataflow
+from stateguard.encodable import encodable
 from stateguard.sandbox.checkpoints import CheckpointFiles, CheckpointInfo, SnapshotReply
 from stateguard.sandbox.isolation import check_isolation, sandbox_uid
 from stateguard.sandbox.limits import SandboxLimits
 from stateguard.sandbox.process import KernelDied, KernelProcess
 from stateguard.sandbox.recovery import History, Op, ReplayFailed, replay
 from stateguard.sandbox.scratch import Mirror
-from stateguard.workspace import CellResult, ProbeResult, VariableSummary, cell_names
+from stateguard.workspace import CellResult, ProbeResult, VariableSummary, cell_names, unencodable_code_result
 
 _DEFAULT_LIMITS = SandboxLimits()
 ADMIN_TIMEOUT_S = 60.0  # snapshot/restore/list may take longer than a cell limit on large data
@@ -300,6 +301,8 @@ class SandboxWorkspace:
         with self._lock:
             self._cells += 1
             cell_id = self._cells
+            if not encodable(code):
+                return unencodable_code_result(cell_id, code)
             notes, self._pending_notes = self._pending_notes, []
             # Should the kernel die, the cell's text is all there is: its names, checked before it ran.
             static = cell_dataflow(code)
