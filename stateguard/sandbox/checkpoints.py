@@ -29,16 +29,6 @@ class CheckpointInfo(BaseModel):
     after_cell: int  # the last cell run when the checkpoint was taken
 
 
-class SnapshotReply(BaseModel):
-    """The kernel's JSON answer to a snapshot request (the bytes follow as a blob frame)."""
-
-    ok: bool
-    saved: list[str] = []
-    skipped: dict[str, str] = {}
-    size: int = 0
-    error: str | None = None
-
-
 class CheckpointFiles:
     def __init__(self, directory: Path):
         self.directory = directory

@@ -47,6 +47,7 @@ from stateguard.sandbox.values import content_hash, to_json_value
 from stateguard.workspace import _value_repr, summarize
 
 _THIS_FILE = __file__
+MIB = 1024 * 1024
 
 
 def _user_traceback(exc: BaseException) -> str:
@@ -74,6 +75,7 @@ class Kernel:
         self.max_output = int(limits["max_output_chars"])
         self.grace = float(limits["grace_seconds"])
         self.memory_mb = int(limits["memory_mb"])
+        self.checkpoint_mb = int(limits["checkpoint_mb"])
         self.namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
         self.flow = CellRecorder()  # statement-level dataflow, the same code as DictWorkspace's
         self.flow.attach(self.namespace)
@@ -201,8 +203,14 @@ class Kernel:
         return {"ok": True, "removed": removed, "names": self._names()}
 
     # --- checkpoints ------------------------------------------------------------------------
-    def snapshot(self, request: dict[str, Any]) -> None:
+    def snapshot(self, request: dict[str, Any]) -> dict[str, Any] | None:
         payload, saved, skipped = dump_namespace(self.namespace)
+        if payload.nbytes > self.checkpoint_mb * MIB:
+            return {
+                "ok": False,
+                "error": f"the checkpoint would be {payload.nbytes / MIB:.0f} MiB, over checkpoint_mb="
+                f"{self.checkpoint_mb} (delete large variables first, or raise the limit)",
+            }
         send_message(
             self.reply_fd,
             {"ok": True, "saved": saved, "skipped": skipped, "size": payload.nbytes, "nonce": self.nonce},

@@ -61,6 +61,12 @@ class SandboxLimits(BaseModel):
         description="Size cap in MiB of each of the sandbox's private /tmp and /dev/shm (bwrap only; TMPDIR "
         "points at the scratch dir).",
     )
+    checkpoint_mb: int = Field(
+        default=1024,
+        ge=1,
+        description="Largest checkpoint in MiB. A snapshot whose pickled namespace is larger fails with an "
+        "error naming its size (nothing is written); a kernel that announces or sends more is killed as faulty.",
+    )
     max_processes: int = Field(
         default=64,
         ge=4,

@@ -25,7 +25,11 @@ import-time file use is not refused. From then on every refused operation raises
   CPython does not audit (`_posixsubprocess.fork_exec`, `signal.pidfd_send_signal`) are deleted
   and their modules cannot be re-imported;
 - no sockets or name lookups when the network is off;
-- no changing resource limits, no gc object-graph walks.
+- no changing resource limits, no gc object-graph walks;
+- no replacing a function's `__code__` (the way a cell would rewrite the kernel's handlers).
+  This closes the simplest route only: frame introspection and ctypes still reach the kernel's
+  objects, so a cell can make later replies of ITS OWN kernel lie (`replies.py` keeps the parent
+  safe from what they say; docs/design_workspace.md states the limit).
 
 ctypes is allowed: scikit-learn (threadpoolctl) and other libraries need it, and refusing it
 never made the hook a boundary. The hook binds its rules when it is installed, so replacing
@@ -288,6 +292,10 @@ def install(policy: Policy, trusted_code: Iterable[CodeType]) -> Callable[[], No
             )
         elif event in fixed:
             raise PermissionError(fixed[event])
+        elif event == "object.__setattr__" and len(args) > 1 and args[1] == "__code__":
+            # Swapping a function's code in place is how a cell would rewrite the kernel's own
+            # request handlers (and every bound method of them); no library needs it at run time.
+            raise PermissionError("sandbox: replacing a function's __code__ is not allowed")
 
     def enter_probe_mode() -> None:
         probe_mode[0] = True

@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import IO, Any, BinaryIO
 
-from stateguard.sandbox import isolation
+from stateguard.sandbox import isolation, replies
 from stateguard.sandbox.limits import SandboxLimits
 from stateguard.sandbox.protocol import (
     ChannelClosed,
@@ -51,6 +51,7 @@ STARTUP_TIMEOUT_S = 60.0
 END_GRACE_S = 2.0  # how long the reply pipe may stay open after the reply before it counts as held open
 LOG_FILE_BYTES = 1 << 20
 LOG_KEEP_BYTES = 8192
+MIB = 1024 * 1024
 _PACKAGE_ROOT = str(Path(isolation.__file__).resolve().parent.parent.parent)
 
 
@@ -260,9 +261,9 @@ class KernelProcess:
                     )
                 self.sandbox_pid = int(info["child-pid"])
             ready = self.request(config, STARTUP_TIMEOUT_S)
-            if not ready.get("ready"):
+            if not ready.ready:
                 raise KernelDied(f"the sandbox kernel did not start: {ready}")
-            self.start_notes = [str(n) for n in ready.get("notes", [])]
+            self.start_notes = list(ready.notes)
         except KernelDied:
             self.kill()
             self.close()
@@ -291,9 +292,10 @@ class KernelProcess:
 
     def request(
         self, message: dict[str, Any], timeout: float, *, blob: Path | None = None, blob_follows: bool = False
-    ) -> dict[str, Any]:
-        """Send one request (plus an optional blob file) and return the JSON reply. With
-        `blob_follows`, an ok reply leaves its pipe open for `read_blob_into`."""
+    ) -> Any:
+        """Send one request (plus an optional blob file) and return the reply, checked against its
+        op's schema (`replies.py`). With `blob_follows`, an ok reply leaves its pipe open for
+        `read_blob_into`."""
         deadline = time.monotonic() + timeout
         read_fd, write_fd = os.pipe()
         reader = FrameReader(read_fd)
@@ -306,10 +308,15 @@ class KernelProcess:
                 os.close(write_fd)
             if blob is not None:
                 send_blob_file(self._cmd.fileno(), blob)
-            reply = reader.read_message(deadline)
-            if reply.get("nonce") != nonce:
+            raw = reader.read_message(deadline)
+            if raw.get("nonce") != nonce:
                 raise ProtocolError("a reply without this request's nonce (a frame forged inside the kernel)")
-            if blob_follows and reply.get("ok"):
+            reply = replies.validate(message.get("op"), raw)
+            if blob_follows and reply.ok and reply.size > self.limits.checkpoint_mb * MIB:
+                raise ProtocolError(
+                    f"it announced a checkpoint of {reply.size} bytes, over checkpoint_mb={self.limits.checkpoint_mb}"
+                )
+            if blob_follows and reply.ok:
                 self._pending = reader
             else:
                 self._previous = reader
@@ -331,12 +338,13 @@ class KernelProcess:
             finally:
                 os.close(reader.fd)
 
-    def read_blob_into(self, out: BinaryIO, timeout: float) -> int:
+    def read_blob_into(self, out: BinaryIO, timeout: float, size: int) -> int:
+        """Stream the blob the last reply announced into `out`: exactly `size` bytes, or a kernel fault."""
         reader, self._pending = self._pending, None
         if reader is None:
             raise KernelDied("no blob was announced by the last reply")
         try:
-            size = reader.read_blob_into(out, time.monotonic() + timeout)
+            size = reader.read_blob_into(out, time.monotonic() + timeout, size)
         except Exception as exc:
             os.close(reader.fd)
             raise self._failure(exc, timeout) from exc
@@ -349,7 +357,7 @@ class KernelProcess:
             self._exit_note = f"it did not answer within {timeout:g} s, so it was killed (SIGKILL)"
         elif isinstance(exc, ChannelClosed | BrokenPipeError | ConnectionResetError):
             self._wait(2.0)
-        elif isinstance(exc, ProtocolError):
+        elif isinstance(exc, ProtocolError | replies.MalformedReply):
             self.kill()
             self._exit_note = f"it broke the protocol ({exc}), so it was killed (SIGKILL)"
         else:

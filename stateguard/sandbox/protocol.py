@@ -190,9 +190,12 @@ class FrameReader:
     def read_blob(self, deadline: float | None = None) -> bytearray:
         return self._read_exact(self._header(BLOB_KIND, deadline), deadline)
 
-    def read_blob_into(self, out: BinaryIO, deadline: float | None = None) -> int:
-        """Stream one blob frame into a binary file; returns its size."""
+    def read_blob_into(self, out: BinaryIO, deadline: float | None = None, size: int | None = None) -> int:
+        """Stream one blob frame into a binary file; returns its size. With `size`, a frame of any
+        other length is refused before a byte is written."""
         length = remaining = self._header(BLOB_KIND, deadline)
+        if size is not None and length != size:
+            raise ProtocolError(f"a blob of {length} bytes where {size} were announced")
         while remaining:
             chunk = self._read_some(remaining, deadline)
             out.write(chunk)

@@ -31,11 +31,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel
 
 from stateguard.sandbox.process import KernelDied, KernelProcess
+from stateguard.sandbox.replies import RunReply
 
 
 class Op(BaseModel):
@@ -46,9 +47,9 @@ class Op(BaseModel):
     checkpoint: str = ""
 
 
-def outcome_digest(reply: dict[str, Any]) -> str:
+def outcome_digest(reply: RunReply) -> str:
     """How a cell ended, as far as a replay must reproduce it (stderr and timings are left out)."""
-    key = [bool(reply.get("ok")), reply.get("error"), reply.get("stdout", ""), reply.get("value")]
+    key = [reply.ok, reply.error, reply.stdout, reply.value]
     return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:24]
 
 
@@ -56,7 +57,7 @@ def outcome_digest(reply: dict[str, Any]) -> str:
 class History:
     ops: list[Op] = field(default_factory=list)
 
-    def cell(self, code: str, reply: dict[str, Any]) -> None:
+    def cell(self, code: str, reply: RunReply) -> None:
         self.ops.append(Op(kind="cell", code=code, digest=outcome_digest(reply)))
 
     def delete(self, names: list[str]) -> None:
@@ -135,7 +136,7 @@ def replay(
                 cell_no += 1
                 reply = kernel.request({"op": "run", "code": op.code}, cell_timeout)
                 if outcome_digest(reply) != op.digest:
-                    got = "ok" if reply.get("ok") else reply.get("error")
+                    got = "ok" if reply.ok else reply.error
                     raise ReplayFailed(
                         f"cell {cell_no} ended differently on replay ({got}; different output or error)"
                     )
@@ -148,8 +149,8 @@ def replay(
                     reply = kernel.request(
                         {"op": "verify"}, admin_timeout, blob=checkpoint_path(op.checkpoint)
                     )
-                    differ = [str(n) for n in reply.get("differ", [])]
-                    if not reply.get("ok") or differ:
+                    differ = list(reply.differ)
+                    if not reply.ok or differ:
                         raise ReplayFailed(
                             f"values differ from checkpoint {op.checkpoint!r}: {', '.join(differ) or reply}"
                         )
@@ -157,8 +158,8 @@ def replay(
             else:
                 source = retaken.get(op.checkpoint) or checkpoint_path(op.checkpoint)
                 reply = kernel.request({"op": "restore"}, admin_timeout, blob=source)
-                if not reply.get("ok"):
-                    raise ReplayFailed(f"restoring {op.checkpoint!r} failed on replay: {reply.get('error')}")
+                if not reply.ok:
+                    raise ReplayFailed(f"restoring {op.checkpoint!r} failed on replay: {reply.error}")
     except KernelDied as exc:
         raise ReplayFailed(f"the kernel died during the replay ({exc})") from None
     finally:
@@ -171,7 +172,7 @@ def _retake(kernel: KernelProcess, private_dir: Path, checkpoint: str, timeout: 
     reply = kernel.request({"op": "snapshot"}, timeout, blob_follows=True)
     path = private_dir / f"{len(list(private_dir.iterdir()))}.pkl"
     with path.open("wb") as out:
-        kernel.read_blob_into(out, timeout)
-    if not reply.get("ok"):
-        raise ReplayFailed(f"snapshot {checkpoint!r} failed on replay: {reply.get('error')}")
+        kernel.read_blob_into(out, timeout, reply.size)
+    if not reply.ok:
+        raise ReplayFailed(f"snapshot {checkpoint!r} failed on replay: {reply.error}")
     return path

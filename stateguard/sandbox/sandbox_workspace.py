@@ -27,11 +27,9 @@ import weakref
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ValidationError
-
-from stateguard.dataflow import CellFacts, DataflowGraph, cell_dataflow
+from stateguard.dataflow import DataflowGraph, cell_dataflow
 from stateguard.encodable import encodable
-from stateguard.sandbox.checkpoints import CheckpointFiles, CheckpointInfo, SnapshotReply
+from stateguard.sandbox.checkpoints import CheckpointFiles, CheckpointInfo
 from stateguard.sandbox.isolation import check_isolation, sandbox_uid
 from stateguard.sandbox.limits import SandboxLimits
 from stateguard.sandbox.process import KernelDied, KernelProcess
@@ -41,19 +39,6 @@ from stateguard.workspace import CellResult, ProbeResult, VariableSummary, cell_
 
 _DEFAULT_LIMITS = SandboxLimits()
 ADMIN_TIMEOUT_S = 60.0  # snapshot/restore/list may take longer than a cell limit on large data
-
-
-class _RunReply(BaseModel):
-    ok: bool
-    stdout: str = ""
-    stderr: str = ""
-    value: str | None = None
-    error: str | None = None
-    traceback: str | None = None
-    wall_s: float = 0.0
-    flow: CellFacts = CellFacts(traced=False)
-    names: list[str] = []
-    threads: dict[str, list[str]] = {}
 
 
 def _close_kernel(holder: list[KernelProcess]) -> None:
@@ -156,11 +141,25 @@ class SandboxWorkspace:
         return max(ADMIN_TIMEOUT_S, self._cell_timeout())
 
     def _call(
-        self, message: dict[str, Any], timeout: float, *, blob: Path | None = None, blob_follows: bool = False
-    ) -> dict[str, Any]:
-        """One request; a dead kernel is replaced first, and a death during the call is recovered."""
+        self,
+        message: dict[str, Any],
+        timeout: float,
+        *,
+        blob: Path | None = None,
+        blob_follows: bool = False,
+        retry: bool = True,
+    ) -> Any:
+        """One request; a dead kernel is replaced first, and a death during the call (a malformed reply
+        included) is recovered and the request asked once more of the rebuilt kernel: these requests
+        read or change nothing a replay has not already rebuilt. A second failure is raised."""
         if not self.kernel.alive():
             self._pending_notes += self._recover(self.kernel.describe_exit(), lost_upto=self._cells)
+        try:
+            return self.kernel.request(message, timeout, blob=blob, blob_follows=blob_follows)
+        except KernelDied as exc:
+            self._pending_notes += self._recover(str(exc), lost_upto=self._cells)
+            if not retry:
+                raise
         try:
             return self.kernel.request(message, timeout, blob=blob, blob_follows=blob_follows)
         except KernelDied as exc:
@@ -203,7 +202,7 @@ class SandboxWorkspace:
                 budget_s=self.limits.replay_seconds,
             )
             listing = self.kernel.request({"op": "delete", "names": []}, self._admin_timeout())
-            self._names = [str(n) for n in listing.get("names", [])]
+            self._names = list(listing.names)
         except (ReplayFailed, KernelDied, OSError) as exc:
             if self.mirror is None:
                 shutil.rmtree(self.scratch_dir, ignore_errors=True)
@@ -281,13 +280,11 @@ class SandboxWorkspace:
     def _load(self, checkpoint_id: str) -> list[str]:
         path = self.checkpoints.path(checkpoint_id)
         reply = self.kernel.request({"op": "restore"}, self._admin_timeout(), blob=path)
-        if not reply.get("ok"):
-            raise RuntimeError(
-                f"restoring checkpoint {checkpoint_id!r} failed in the sandbox: {reply.get('error')}"
-            )
-        self._names = [str(n) for n in reply.get("names", [])]
+        if not reply.ok:
+            raise RuntimeError(f"restoring checkpoint {checkpoint_id!r} failed in the sandbox: {reply.error}")
+        self._names = list(reply.names)
         self.checkpoints.current = checkpoint_id
-        notes = [str(v) for v in dict(reply.get("failed", {})).values()]
+        notes = list(reply.failed.values())
         info = self.checkpoints.info(checkpoint_id)
         if info is not None and info.skipped:
             notes.append(
@@ -316,18 +313,13 @@ class SandboxWorkspace:
                     return CellResult(**base, ok=False, error=f"SandboxDied: {cause}", notes=notes)
             request = {"op": "run", "code": code, "check_values": self.runtime_hashing}
             try:
-                raw = self.kernel.request(request, self._cell_timeout())
-                reply = _RunReply.model_validate(raw)
-            except (KernelDied, ValidationError) as exc:
-                cause = (
-                    str(exc) if isinstance(exc, KernelDied) else f"malformed reply from the sandbox ({exc})"
-                )
-                if isinstance(exc, ValidationError):
-                    self.kernel.kill()
+                reply = self.kernel.request(request, self._cell_timeout())
+            except KernelDied as exc:  # a malformed reply included: the kernel was killed for it
+                cause = str(exc)
                 notes += self._recover(cause, lost_upto=cell_id)
                 return CellResult(**base, ok=False, error=f"SandboxDied: {cause}", notes=notes)
             self._names = reply.names
-            self.history.cell(code, raw)
+            self.history.cell(code, reply)
             notes += self._sync_scratch() + _thread_notes(reply.threads)
             stale = self.dataflow.apply(cell_id, reply.flow)
             reads, writes = cell_names(code, reply.flow)
@@ -351,20 +343,20 @@ class SandboxWorkspace:
         """The value as JSON: plain data as-is, numpy scalars as numbers, anything else a summary dict."""
         with self._lock:
             reply = self._call({"op": "get", "name": name}, self._admin_timeout())
-            if reply.get("missing"):
+            if reply.missing:
                 raise KeyError(name)
-            return reply.get("value")
+            return reply.value
 
     def list_variables(self) -> list[VariableSummary]:
         with self._lock:
             reply = self._call({"op": "list"}, self._admin_timeout())
-            return [VariableSummary.model_validate(v) for v in reply.get("variables", [])]
+            return list(reply.variables)
 
     def delete_variables(self, names: list[str]) -> list[str]:
         with self._lock:
             reply = self._call({"op": "delete", "names": list(names)}, self._admin_timeout())
-            removed = [str(n) for n in reply.get("removed", []) if n in names]
-            self._names = [str(n) for n in reply.get("names", [])]
+            removed = [n for n in reply.removed if n in names]
+            self._names = list(reply.names)
             self.history.delete(list(names))
             self.dataflow.forget(removed)
             return removed
@@ -373,29 +365,24 @@ class SandboxWorkspace:
         """Run code in a forked copy of the kernel: reads everything, changes nothing, same limits."""
         with self._lock:
             try:
-                reply = self._call({"op": "probe", "code": code}, self._cell_timeout())
+                reply = self._call({"op": "probe", "code": code}, self._cell_timeout(), retry=False)
             except KernelDied as exc:
                 return ProbeResult(ok=False, error=f"SandboxDied: {exc}")
             cap = self.limits.max_output_chars + 200
-            return ProbeResult(
-                ok=reply.get("ok") is True,
-                stdout=str(reply.get("stdout", ""))[:cap],
-                value=reply.get("value"),
-                error=None if reply.get("error") is None else str(reply["error"]),
-            )
+            return ProbeResult(ok=reply.ok, stdout=reply.stdout[:cap], value=reply.value, error=reply.error)
 
     # --- checkpoints ------------------------------------------------------------------------
     def snapshot(self, checkpoint_id: str) -> None:
         """Write the namespace to checkpoint_dir/<id>.pkl; unpicklable names are listed in `checkpoint_info`."""
         with self._lock:
             self.checkpoints.path(checkpoint_id)  # validate the id before asking the kernel
-            raw = self._call({"op": "snapshot"}, self._admin_timeout(), blob_follows=True)
-            reply = SnapshotReply.model_validate(raw)
+            reply = self._call({"op": "snapshot"}, self._admin_timeout(), blob_follows=True)
             if not reply.ok:
                 raise RuntimeError(f"snapshot {checkpoint_id!r} failed in the sandbox: {reply.error}")
             try:
                 size = self.checkpoints.receive(
-                    checkpoint_id, lambda out: self.kernel.read_blob_into(out, self._admin_timeout())
+                    checkpoint_id,
+                    lambda out: self.kernel.read_blob_into(out, self._admin_timeout(), reply.size),
                 )
             except KernelDied as exc:
                 self._pending_notes += self._recover(str(exc), lost_upto=self._cells)
