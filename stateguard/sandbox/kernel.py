@@ -84,7 +84,11 @@ class Kernel:
             seed(Path(config["seed_dir"]), Path(config["scratch_dir"])) if config.get("seed_dir") else []
         )
         os.chdir(config["scratch_dir"])
-        apply_process_limits(int(limits["memory_mb"]), int(limits["max_processes"]) if isolated else None)
+        apply_process_limits(
+            int(limits["memory_mb"]),
+            int(limits["max_processes"]) if isolated else None,
+            int(limits["scratch_mb"]) if isolated else None,
+        )
         self.timers = CellTimers(
             float(limits["cpu_seconds_per_cell"]), float(limits["wall_seconds_per_cell"])
         )

@@ -34,7 +34,7 @@ from stateguard.sandbox.isolation import check_isolation, sandbox_uid
 from stateguard.sandbox.limits import SandboxLimits
 from stateguard.sandbox.process import KernelDied, KernelProcess
 from stateguard.sandbox.recovery import History, Op, ReplayFailed, replay
-from stateguard.sandbox.scratch import Mirror
+from stateguard.sandbox.scratch import Mirror, check_host_scratch
 from stateguard.workspace import CellResult, ProbeResult, VariableSummary, cell_names, unencodable_code_result
 
 _DEFAULT_LIMITS = SandboxLimits()
@@ -65,6 +65,8 @@ class SandboxWorkspace:
         self.scratch_dir = Path(scratch_dir).resolve()
         self.checkpoint_dir = Path(checkpoint_dir).resolve()
         self.scratch_dir.mkdir(parents=True, exist_ok=True)
+        if limits.isolation == "bwrap":
+            check_host_scratch(self.scratch_dir, limits.scratch_mb)  # before anything is copied
         self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
         self.limits = limits
         self.runtime_hashing = runtime_hashing
@@ -77,7 +79,9 @@ class SandboxWorkspace:
         self._private = self.checkpoint_dir / ".sandbox"  # not a valid checkpoint id: no clash
         self.history = History()
         self._base_scratch = self._save_base_scratch()
-        self.mirror = Mirror(self.scratch_dir) if limits.isolation == "bwrap" else None
+        self.mirror = (
+            Mirror(self.scratch_dir, limits.scratch_mb * 1024 * 1024) if limits.isolation == "bwrap" else None
+        )
         self._uid = sandbox_uid()  # one per workspace: a replayed cell sees the same uid
         self._pending_notes: list[str] = []
         self._lock = threading.RLock()
@@ -122,7 +126,10 @@ class SandboxWorkspace:
             skipped = self.mirror.sync(fd) if fd is not None else []
         except OSError as exc:  # the sandbox went away before we got in
             return [f"the scratch dir could not be copied out of the sandbox ({exc.strerror or exc})"]
-        return [f"scratch: {s}" for s in skipped[:5]]
+        shown = [f"scratch: {s}" for s in skipped[:10]]
+        if len(skipped) > 10:
+            shown.append(f"scratch: {len(skipped) - 10} more problem(s) not shown")
+        return shown
 
     @property
     def kernel(self) -> KernelProcess:

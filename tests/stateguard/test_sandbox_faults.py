@@ -8,6 +8,9 @@ file) and the outcome the parent must show. The rule for all of them: 0 exceptio
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import socket
 from pathlib import Path
 
 import pytest
@@ -89,7 +92,7 @@ def test_a_cell_cannot_rewrite_the_kernels_request_handlers(ws: SandboxWorkspace
         "K.run.__code__ = forged.__code__\n"
     )
     patched = ws.run_cell(attack)
-    assert not patched.ok and "__code__ is not allowed" in (patched.error or ""), patched
+    assert not patched.ok and "kernel's own functions is not allowed" in (patched.error or ""), patched
     later = ws.run_cell("1/0")
     assert not later.ok and later.error == "ZeroDivisionError: division by zero" and later.value is None
 
@@ -157,3 +160,152 @@ def test_a_checkpoint_over_checkpoint_mb_is_refused_with_its_size(tmp_path: Path
             workspace.snapshot("big")
         assert not workspace.has_checkpoint("big") and not workspace.restarts
         assert workspace.run_cell("len(big)").value == str(3 * 1024 * 1024)
+
+
+# --- the scratch mirror never fakes or loses a file ---------------------------------------------
+
+
+def _host(ws: SandboxWorkspace) -> dict[str, bytes]:
+    """The host scratch, read through directory fds (a deep path is longer than PATH_MAX)."""
+    out: dict[str, bytes] = {}
+
+    def walk(fd: int, rel: str) -> None:
+        for entry in os.scandir(fd):
+            name = f"{rel}{entry.name}"
+            if entry.is_symlink():
+                out[name] = b"<link>"
+            elif entry.is_dir():
+                sub = os.open(entry.name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+                try:
+                    walk(sub, name + "/")
+                finally:
+                    os.close(sub)
+            else:
+                f = os.open(entry.name, os.O_RDONLY, dir_fd=fd)
+                try:
+                    out[name] = os.read(f, 1 << 24)
+                finally:
+                    os.close(f)
+
+    root = os.open(ws.scratch_dir, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        walk(root, "")
+    finally:
+        os.close(root)
+    return out
+
+
+def test_long_names_deep_paths_and_lookalike_names_are_all_mirrored(ws: SandboxWorkspace) -> None:
+    r = ws.run_cell(
+        "import os\nopen('gone.txt', 'w').write('old')\nopen('a', 'w').write('A')\n"
+        "open('a.mirror-partial', 'w').write('B')\nopen('.sg-mirror-0123456789abcdef', 'w').write('C')"
+    )
+    assert r.ok, r
+    r = ws.run_cell(
+        "os.remove('gone.txt')\nopen('n' * 250, 'w').write('long')\n"
+        "base = os.getcwd()\nfor _ in range(25):\n    os.mkdir('d' * 200)\n    os.chdir('d' * 200)\n"
+        "open('deep.txt', 'w').write('deep')\nos.chdir(base)\n"
+        "open('z-after.txt', 'w').write('z')"
+    )
+    assert r.ok and not [n for n in r.notes if n.startswith("scratch")], r
+    host = _host(ws)
+    deep = "/".join(["d" * 200] * 25) + "/deep.txt"
+    assert host == {
+        "a": b"A",
+        "a.mirror-partial": b"B",
+        ".sg-mirror-0123456789abcdef": b"C",
+        "n" * 250: b"long",
+        deep: b"deep",
+        "z-after.txt": b"z",
+    }
+
+
+def test_a_same_size_rewrite_with_its_mtime_put_back_is_copied(ws: SandboxWorkspace) -> None:
+    assert ws.run_cell("import os\nopen('v.txt', 'w').write('one')\nst = os.stat('v.txt')").ok
+    assert ws.run_cell(
+        "open('v.txt', 'w').write('two')\nos.utime('v.txt', ns=(st.st_atime_ns, st.st_mtime_ns))"
+    ).ok
+    assert (ws.scratch_dir / "v.txt").read_text() == "two"
+
+
+def test_a_host_scratch_deleted_between_cells_is_written_again(ws: SandboxWorkspace) -> None:
+    assert ws.run_cell("import os\nos.makedirs('sub')\nopen('sub/keep.txt', 'w').write('k')").ok
+    shutil.rmtree(ws.scratch_dir)
+    r = ws.run_cell("1")
+    assert (ws.scratch_dir / "sub" / "keep.txt").read_text() == "k"
+    assert any("had disappeared" in n for n in r.notes), r.notes
+
+
+def test_links_planted_on_the_host_are_replaced_not_followed(ws: SandboxWorkspace, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "victim.txt").write_text("precious")
+    assert ws.run_cell(
+        "import os\nos.makedirs('sub')\nopen('sub/x.txt', 'w').write('1')\nopen('f.txt', 'w').write('1')"
+    ).ok
+    (ws.scratch_dir / "f.txt").unlink()
+    (ws.scratch_dir / "f.txt").symlink_to(outside / "victim.txt")
+    shutil.rmtree(ws.scratch_dir / "sub")
+    (ws.scratch_dir / "sub").symlink_to(outside)
+    for name in ("f.txt.mirror-partial", ".sg-mirror-x"):
+        (ws.scratch_dir / name).symlink_to(outside / "victim.txt")
+    r = ws.run_cell(
+        "open('f.txt', 'w').write('2')\nopen('sub/victim.txt', 'w').write('2')\nopen('sub/x.txt', 'w').write('2')"
+    )
+    assert r.ok, r
+    assert (outside / "victim.txt").read_text() == "precious" and sorted(
+        p.name for p in outside.iterdir()
+    ) == ["victim.txt"]
+    assert not (ws.scratch_dir / "sub").is_symlink() and not (ws.scratch_dir / "f.txt").is_symlink()
+    assert _host(ws) == {"f.txt": b"2", "sub/victim.txt": b"2", "sub/x.txt": b"2"}
+
+
+def test_hard_links_are_mirrored_once_and_named(ws: SandboxWorkspace) -> None:
+    r = ws.run_cell(
+        "import os\nopen('big.bin', 'wb').write(os.urandom(1 << 20))\n"
+        "for i in range(5):\n    os.link('big.bin', f'link{i}.bin')"
+    )
+    assert r.ok
+    [kept] = _host(ws)  # whichever name the walk met first
+    assert sum(f"a hard link to {kept}" in n for n in r.notes) == 5, r.notes
+
+
+def test_sparse_files_count_at_their_apparent_size(ws: SandboxWorkspace) -> None:
+    big = ws.run_cell("f = open('sparse.bin', 'wb')\nf.truncate(2 << 30)")
+    assert not big.ok and "File too large" in (big.error or ""), big  # RLIMIT_FSIZE = scratch_mb
+    r = ws.run_cell(
+        "f.close()\nfor name in ('s1.bin', 's2.bin'):\n    with open(name, 'wb') as f:\n        f.truncate(40 << 20)"
+    )
+    assert r.ok, r
+    host = _host(ws)
+    assert len([n for n in host if n.startswith("s") and n.endswith(".bin") and n != "sparse.bin"]) == 1, (
+        sorted(host)
+    )
+    assert any("past scratch_mb (64 MiB)" in n for n in r.notes), r.notes
+
+
+@pytest.mark.parametrize("kind", ["oversize", "fifo", "socket", "hardlink"])
+def test_a_host_scratch_the_sandbox_cannot_hold_is_refused_untouched(tmp_path: Path, kind: str) -> None:
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    target = scratch / "thing"
+    if kind == "oversize":
+        with target.open("wb") as f:
+            f.truncate(100 << 20)
+    elif kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "socket":
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(str(target))
+    else:
+        target.write_text("x")
+        os.link(target, scratch / "other")
+    before = target.lstat()
+    with pytest.raises(ValueError, match=r"cannot be copied into the sandbox unchanged: .*(thing|other|MiB)"):
+        SandboxWorkspace(None, scratch, tmp_path / "ckpt", LIMITS)
+    after = target.lstat()
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (
+        before.st_ino,
+        before.st_size,
+        before.st_mtime_ns,
+    )
