@@ -58,6 +58,12 @@ def _user_traceback(exc: BaseException) -> str:
     return "".join(traceback.format_exception(type(exc), exc, tb, limit=8))
 
 
+def _reap() -> None:
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
+
+
 def _describe_exit(status: int) -> str:
     if os.WIFSIGNALED(status):
         return f"killed by signal {signal.Signals(os.WTERMSIG(status)).name}"
@@ -146,6 +152,7 @@ class Kernel:
     # --- cells ------------------------------------------------------------------------------
     def run(self, request: dict[str, Any]) -> dict[str, Any]:
         self._listing = None  # the cell may change any value
+        _reap()  # children the parent killed after the last cell must not hold process slots
         code = str(request["code"])
         self.flow.check_values = bool(request.get("check_values", True))
         out, err = BoundedText(self.max_output), BoundedText(self.max_output)

@@ -327,7 +327,7 @@ class SandboxWorkspace:
                 return CellResult(**base, ok=False, error=f"SandboxDied: {cause}", notes=notes)
             self._names = reply.names
             self.history.cell(code, reply)
-            notes += self._sync_scratch() + _thread_notes(reply.threads)
+            notes += self.kernel.end_cell() + self._sync_scratch() + _thread_notes(reply.threads)
             stale = self.dataflow.apply(cell_id, reply.flow)
             reads, writes = cell_names(code, reply.flow)
             cap = self.limits.max_output_chars + 200

@@ -309,3 +309,80 @@ def test_a_host_scratch_the_sandbox_cannot_hold_is_refused_untouched(tmp_path: P
         before.st_size,
         before.st_mtime_ns,
     )
+
+
+# --- one resource envelope for the kernel's process tree ----------------------------------------
+
+SPAWN = (
+    "import ctypes, os, sys, time\nlibc = ctypes.CDLL(None)\n"
+    "def spawn(code):  # libc directly: the audit hook never sees it, only the OS boundary counts\n"
+    "    pid = ctypes.c_int()\n"
+    "    argv = (ctypes.c_char_p * 4)(sys.executable.encode(), b'-c', code.encode(), None)\n"
+    "    assert libc.posix_spawn(ctypes.byref(pid), sys.executable.encode(), None, None, argv, (ctypes.c_char_p * 1)(None)) == 0\n"
+    "    return pid.value\n"
+    "def rss_mib(pid):\n"
+    "    try:\n"
+    "        return int([l for l in open(f'/proc/{pid}/status') if l.startswith('VmRSS')][0].split()[1]) / 1024\n"
+    "    except (OSError, IndexError):\n"
+    "        return 0.0\n"
+)
+
+
+def _envelope_here() -> bool:
+    from stateguard.sandbox import cgroup
+
+    envelope = cgroup.try_create(256, 8)
+    if envelope is None:
+        return False
+    envelope.remove()
+    return True
+
+
+needs_cgroup = pytest.mark.skipif(not _envelope_here(), reason="no writable cgroup on this machine")
+
+
+@pytest.fixture
+def small(tmp_path: Path):
+    limits = LIMITS.model_copy(update={"memory_mb": 512})
+    with SandboxWorkspace(None, tmp_path / "scratch", tmp_path / "ckpt", limits) as workspace:
+        yield workspace
+
+
+@needs_cgroup
+def test_memory_spread_over_processes_stays_under_memory_mb(small: SandboxWorkspace) -> None:
+    r = small.run_cell(
+        SPAWN + "pids = [spawn('x = b\"x\" * (300 << 20); import time; time.sleep(30)') for _ in range(4)]\n"
+        "time.sleep(6)\nround(sum(rss_mib(p) for p in pids) + rss_mib(os.getpid()))"
+    )
+    total = float(r.value) if r.ok and r.value else 0.0
+    assert total < 512, (total, r)  # four 300 MiB children cannot all live inside a 512 MiB envelope
+    assert small.kernel.envelope is not None and small.kernel.envelope.oom_kills() >= 1
+    assert small.run_cell("1 + 1").value == "2"
+
+
+@needs_cgroup
+def test_memfd_is_charged_to_the_envelope(small: SandboxWorkspace) -> None:
+    r = small.run_cell(
+        "import os\nfd = os.memfd_create('big')\nchunk = b'x' * (64 << 20)\n"
+        "for _ in range(24):\n    os.write(fd, chunk)\n'wrote 1.5 GiB'"
+    )
+    assert r.value != "'wrote 1.5 GiB'" and not r.ok, r
+    assert small.run_cell("1 + 1").value == "2"
+
+
+@needs_cgroup
+def test_a_child_spinning_after_its_cell_is_killed_with_the_cell(small: SandboxWorkspace) -> None:
+    r = small.run_cell(SPAWN + "child = spawn('while True: pass')")
+    assert r.ok and any("killed process(es) the cell left running" in n and "python" in n for n in r.notes), r
+    alive = small.run_cell("sorted(int(p) for p in os.listdir('/proc') if p.isdigit())")
+    assert alive.value == "[1, 2]", alive  # the sandbox's pid 1 and the kernel, nothing else
+
+
+def test_without_a_cgroup_the_degradation_is_shown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from stateguard.sandbox import cgroup
+
+    monkeypatch.setattr(cgroup, "try_create", lambda *a: None)
+    with SandboxWorkspace(None, tmp_path / "s", tmp_path / "c", LIMITS) as workspace:
+        assert workspace.kernel.envelope is None
+        r = workspace.run_cell("1")
+        assert any("no cgroup for the kernel's process tree" in n for n in r.notes), r.notes
