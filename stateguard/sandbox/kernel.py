@@ -26,6 +26,7 @@ import socket
 import sys
 import time
 import traceback
+import types
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,7 @@ from stateguard.sandbox.values import content_hash, to_json_value
 from stateguard.workspace import _value_repr, summarize
 
 _THIS_FILE = __file__
+_MISSING = object()
 MIB = 1024 * 1024
 
 
@@ -180,7 +182,9 @@ class Kernel:
             self.threads.sweep()
         )  # before the dataflow's fingerprints: a stopped thread changes nothing after them
         facts = self.flow.finish(failed=failed)
+        hashes = self._hashes(facts.roots_written()) if request.get("hashes") else {}
         return {
+            "hashes": hashes,
             "ok": error is None,
             "stdout": out.getvalue(),
             "stderr": err.getvalue(),
@@ -192,6 +196,19 @@ class Kernel:
             "names": self._names(),
             "threads": threads,
         }
+
+    def _hashes(self, names: list[str]) -> dict[str, str]:
+        """Content hashes of the data values a cell wrote, which the parent keeps to check a replay
+        (functions, classes and modules are left out: their pickles differ between processes)."""
+        out = {}
+        for name in names:
+            value = self.namespace.get(name, _MISSING)
+            if value is _MISSING or isinstance(value, types.ModuleType | type) or callable(value):
+                continue
+            digest = content_hash(value)
+            if digest:
+                out[name] = digest
+        return out
 
     def get(self, request: dict[str, Any]) -> dict[str, Any]:
         name = str(request["name"])

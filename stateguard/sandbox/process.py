@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import IO, Any, BinaryIO
 
 from stateguard.sandbox import cgroup, isolation, replies
+from stateguard.sandbox.checkpoints import BlobFile
 from stateguard.sandbox.limits import SandboxLimits
 from stateguard.sandbox.protocol import (
     ChannelClosed,
@@ -376,7 +377,12 @@ class KernelProcess:
         return self.proc.poll() is None
 
     def request(
-        self, message: dict[str, Any], timeout: float, *, blob: Path | None = None, blob_follows: bool = False
+        self,
+        message: dict[str, Any],
+        timeout: float,
+        *,
+        blob: BlobFile | None = None,
+        blob_follows: bool = False,
     ) -> Any:
         """Send one request (plus an optional blob file) and return the reply, checked against its
         op's schema (`replies.py`). With `blob_follows`, an ok reply leaves its pipe open for
@@ -392,7 +398,7 @@ class KernelProcess:
             finally:
                 os.close(write_fd)
             if blob is not None:
-                send_blob_file(self._cmd.fileno(), blob)
+                send_blob_file(self._cmd.fileno(), blob.path, blob.size)
             raw = reader.read_message(deadline)
             if raw.get("nonce") != nonce:
                 raise ProtocolError("a reply without this request's nonce (a frame forged inside the kernel)")

@@ -76,9 +76,9 @@ def send_blob(fd: int, data: bytes | memoryview) -> None:
     write_all(fd, data)
 
 
-def send_blob_file(fd: int, path: Path) -> None:
-    """Stream a file as one blob frame without holding it in memory."""
-    size = path.stat().st_size
+def send_blob_file(fd: int, path: Path, size: int | None = None) -> None:
+    """Stream a file (its first `size` bytes) as one blob frame without holding it in memory."""
+    size = path.stat().st_size if size is None else size
     write_all(fd, HEADER.pack(size, BLOB_KIND))
     with path.open("rb") as src:
         remaining = size

@@ -35,6 +35,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from stateguard.sandbox.checkpoints import BlobFile, CheckpointRefused
 from stateguard.sandbox.process import KernelDied, KernelProcess
 from stateguard.sandbox.replies import RunReply
 
@@ -111,7 +112,7 @@ def replay(
     kernel: KernelProcess,
     history: History,
     *,
-    checkpoint_path: Callable[[str], Path],
+    checkpoint_path: Callable[[str], BlobFile],
     exists: Callable[[str], bool],
     private_dir: Path,
     cell_timeout: float,
@@ -123,7 +124,7 @@ def replay(
     deadline = time.monotonic() + budget_s
     shutil.rmtree(private_dir, ignore_errors=True)
     private_dir.mkdir(parents=True)
-    retaken: dict[str, Path] = {}
+    retaken: dict[str, BlobFile] = {}
     cell_no = 0
     verified = None
     try:
@@ -162,17 +163,19 @@ def replay(
                     raise ReplayFailed(f"restoring {op.checkpoint!r} failed on replay: {reply.error}")
     except KernelDied as exc:
         raise ReplayFailed(f"the kernel died during the replay ({exc})") from None
+    except CheckpointRefused as exc:
+        raise ReplayFailed(str(exc)) from None
     finally:
         shutil.rmtree(private_dir, ignore_errors=True)
     checked = f"; values match checkpoint {verified!r}" if verified else ""
     return f"rebuilt by replaying {cell_no} cell(s) and {len(history.ops) - cell_no} other step(s): every cell ended as before{checked}"
 
 
-def _retake(kernel: KernelProcess, private_dir: Path, checkpoint: str, timeout: float) -> Path:
+def _retake(kernel: KernelProcess, private_dir: Path, checkpoint: str, timeout: float) -> BlobFile:
     reply = kernel.request({"op": "snapshot"}, timeout, blob_follows=True)
-    path = private_dir / f"{len(list(private_dir.iterdir()))}.pkl"
-    with path.open("wb") as out:
-        kernel.read_blob_into(out, timeout, reply.size)
     if not reply.ok:
         raise ReplayFailed(f"snapshot {checkpoint!r} failed on replay: {reply.error}")
-    return path
+    path = private_dir / f"{len(list(private_dir.iterdir()))}.pkl"
+    with path.open("wb") as out:
+        size = kernel.read_blob_into(out, timeout, reply.size)
+    return BlobFile(path, size)

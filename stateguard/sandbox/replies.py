@@ -47,6 +47,7 @@ class RunReply(_Reply):
     flow: CellFacts = CellFacts(traced=False)
     names: list[str] = []
     threads: dict[str, list[str]] = {}
+    hashes: dict[str, str] = {}  # content hashes of the data values the cell wrote (replay on)
 
     @model_validator(mode="after")
     def _paths_are_not_empty(self) -> RunReply:

@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from stateguard.dataflow import DataflowGraph, cell_dataflow
 from stateguard.encodable import encodable
-from stateguard.sandbox.checkpoints import CheckpointFiles, CheckpointInfo
+from stateguard.sandbox.checkpoints import BlobFile, CheckpointFiles, CheckpointInfo
 from stateguard.sandbox.isolation import check_isolation, sandbox_uid
 from stateguard.sandbox.limits import SandboxLimits
 from stateguard.sandbox.process import KernelDied, KernelProcess
@@ -78,6 +78,7 @@ class SandboxWorkspace:
         self.checkpoints = CheckpointFiles(self.checkpoint_dir)
         self._private = self.checkpoint_dir / ".sandbox"  # not a valid checkpoint id: no clash
         self.history = History()
+        self._hashes: dict[str, str] = {}  # variable -> content hash after the cell that last wrote it
         self._base_scratch = self._save_base_scratch()
         self.mirror = (
             Mirror(self.scratch_dir, limits.scratch_mb * 1024 * 1024) if limits.isolation == "bwrap" else None
@@ -152,7 +153,7 @@ class SandboxWorkspace:
         message: dict[str, Any],
         timeout: float,
         *,
-        blob: Path | None = None,
+        blob: BlobFile | None = None,
         blob_follows: bool = False,
         retry: bool = True,
     ) -> Any:
@@ -172,6 +173,12 @@ class SandboxWorkspace:
         except KernelDied as exc:
             self._pending_notes += self._recover(str(exc), lost_upto=self._cells)
             raise
+
+    def _record_hashes(self, names: list[str], written: dict[str, str]) -> None:
+        """The hashes a replay must reproduce: kept per variable, dropped when it goes."""
+        alive = set(names)
+        self._hashes = {n: h for n, h in self._hashes.items() if n in alive}
+        self._hashes.update({n: h for n, h in written.items() if n in alive})
 
     # --- recovery ---------------------------------------------------------------------------
     def _recover(self, cause: str, *, lost_upto: int) -> list[str]:
@@ -201,7 +208,7 @@ class SandboxWorkspace:
             summary = replay(
                 self.kernel,
                 self.history,
-                checkpoint_path=self.checkpoints.path,
+                checkpoint_path=self.checkpoints.verified,
                 exists=self.checkpoints.exists,
                 private_dir=self._private / "replay",
                 cell_timeout=self._cell_timeout(),
@@ -210,6 +217,7 @@ class SandboxWorkspace:
             )
             listing = self.kernel.request({"op": "delete", "names": []}, self._admin_timeout())
             self._names = list(listing.names)
+            summary += self._check_replayed_hashes()
         except (ReplayFailed, KernelDied, OSError) as exc:
             if self.mirror is None:
                 shutil.rmtree(self.scratch_dir, ignore_errors=True)
@@ -219,6 +227,21 @@ class SandboxWorkspace:
         if self.mirror is None:
             shutil.rmtree(aside, ignore_errors=True)
         return True, summary
+
+    def _check_replayed_hashes(self) -> str:
+        """The replayed values must hash as they did before the kernel died (a cell that printed
+        nothing but drew a random number ends "as before" and still differs); raises ReplayFailed
+        naming the variables that changed or are missing."""
+        if not self._hashes:
+            return ""
+        listing = self.kernel.request({"op": "list"}, self._admin_timeout())
+        now = {v.name: v.content_hash for v in listing.variables}
+        changed = sorted(n for n, h in self._hashes.items() if now.get(n) != h)
+        if changed:
+            raise ReplayFailed(
+                f"the replayed values differ from those before the kernel died: {', '.join(changed[:20])}"
+            )
+        return f"; {len(self._hashes)} variable(s) hash as before the kernel died"
 
     def _restore_last_checkpoint(self, cause: str, *, lost_upto: int, why: str) -> list[str]:
         """The fallback: the most recent checkpoint, and an exact account of what that loses."""
@@ -285,11 +308,12 @@ class SandboxWorkspace:
         self._pending_notes += self._holder[0].start_notes
 
     def _load(self, checkpoint_id: str) -> list[str]:
-        path = self.checkpoints.path(checkpoint_id)
-        reply = self.kernel.request({"op": "restore"}, self._admin_timeout(), blob=path)
+        blob = self.checkpoints.verified(checkpoint_id)  # CheckpointRefused: swapped, renamed, altered
+        reply = self.kernel.request({"op": "restore"}, self._admin_timeout(), blob=blob)
         if not reply.ok:
             raise RuntimeError(f"restoring checkpoint {checkpoint_id!r} failed in the sandbox: {reply.error}")
         self._names = list(reply.names)
+        self._hashes = {}  # the checkpoint's values: a replay restores the same verified file
         self.checkpoints.current = checkpoint_id
         notes = list(reply.failed.values())
         info = self.checkpoints.info(checkpoint_id)
@@ -318,7 +342,12 @@ class SandboxWorkspace:
                 notes += self._recover(cause, lost_upto=cell_id - 1)
                 if len(self.degraded_reasons) > degraded:
                     return CellResult(**base, ok=False, error=f"SandboxDied: {cause}", notes=notes)
-            request = {"op": "run", "code": code, "check_values": self.runtime_hashing}
+            request = {
+                "op": "run",
+                "code": code,
+                "check_values": self.runtime_hashing,
+                "hashes": self.limits.replay,
+            }
             try:
                 reply = self.kernel.request(request, self._cell_timeout())
             except KernelDied as exc:  # a malformed reply included: the kernel was killed for it
@@ -326,6 +355,7 @@ class SandboxWorkspace:
                 notes += self._recover(cause, lost_upto=cell_id)
                 return CellResult(**base, ok=False, error=f"SandboxDied: {cause}", notes=notes)
             self._names = reply.names
+            self._record_hashes(reply.names, reply.hashes)
             self.history.cell(code, reply)
             notes += self.kernel.end_cell() + self._sync_scratch() + _thread_notes(reply.threads)
             stale = self.dataflow.apply(cell_id, reply.flow)
@@ -364,6 +394,7 @@ class SandboxWorkspace:
             reply = self._call({"op": "delete", "names": list(names)}, self._admin_timeout())
             removed = [n for n in reply.removed if n in names]
             self._names = list(reply.names)
+            self._record_hashes(self._names, {})
             self.history.delete(list(names))
             self.dataflow.forget(removed)
             return removed

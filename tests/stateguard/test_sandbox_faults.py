@@ -386,3 +386,62 @@ def test_without_a_cgroup_the_degradation_is_shown(tmp_path: Path, monkeypatch: 
         assert workspace.kernel.envelope is None
         r = workspace.run_cell("1")
         assert any("no cgroup for the kernel's process tree" in n for n in r.notes), r.notes
+
+
+# --- honest recovery ------------------------------------------------------------------------------
+
+
+def _kill_kernel(ws: SandboxWorkspace) -> None:
+    import signal
+
+    os.kill(ws.pid, signal.SIGKILL)
+    ws.kernel.proc.wait(10)
+
+
+def test_a_replay_whose_values_differ_is_not_called_faithful(ws: SandboxWorkspace) -> None:
+    assert ws.run_cell(
+        "import random\nx = random.random()\ny = 7"
+    ).ok  # prints nothing: same outcome on replay
+    _kill_kernel(ws)
+    r = ws.run_cell("y")
+    assert not any("every cell ended as before" in n for n in r.notes), r.notes
+    assert any("differ from those before the kernel died: x" in n for n in r.notes), r.notes
+    (reason,) = ws.degraded_reasons
+    assert "differ from those before the kernel died: x" in reason, reason
+
+
+def test_a_faithful_replay_says_the_values_were_checked(ws: SandboxWorkspace) -> None:
+    assert ws.run_cell("import random\nrandom.seed(1)\nx = random.random()\nrows = [1, 2]").ok
+    _kill_kernel(ws)
+    r = ws.run_cell("x > 0, rows")
+    assert r.value == "(True, [1, 2])", r
+    assert any(
+        "every cell ended as before; 2 variable(s) hash as before the kernel died" in n for n in r.notes
+    ), r.notes
+    assert ws.degraded_reasons == []
+
+
+@pytest.mark.parametrize("damage", ["swap", "flip", "truncate"])
+def test_a_swapped_or_damaged_checkpoint_file_is_refused(ws: SandboxWorkspace, damage: str) -> None:
+    from stateguard.sandbox.checkpoints import CheckpointRefused
+
+    assert ws.run_cell("v = 'three'").ok
+    ws.snapshot("c3")
+    assert ws.run_cell("v = 'four!'").ok  # same size pickle
+    ws.snapshot("c4")
+    c3, c4 = ws.checkpoint_dir / "c3.pkl", ws.checkpoint_dir / "c4.pkl"
+    if damage == "swap":
+        assert c3.stat().st_size == c4.stat().st_size
+        tmp = c3.with_name("x")
+        c3.rename(tmp)
+        c4.rename(c3)
+        tmp.rename(c4)
+    elif damage == "flip":
+        data = bytearray(c3.read_bytes())
+        data[len(data) // 3] ^= 0xFF
+        c3.write_bytes(bytes(data))
+    else:
+        c3.write_bytes(c3.read_bytes()[:-5])
+    with pytest.raises(CheckpointRefused, match=r"c3.pkl"):
+        ws.restore("c3")
+    assert ws.get_value("v") == "four!"  # nothing was loaded
