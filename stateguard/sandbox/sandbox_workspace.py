@@ -31,7 +31,7 @@ from stateguard.dataflow import DataflowGraph, cell_dataflow
 from stateguard.encodable import encodable
 from stateguard.sandbox.checkpoints import BlobFile, CheckpointFiles, CheckpointInfo
 from stateguard.sandbox.isolation import check_isolation, sandbox_uid
-from stateguard.sandbox.limits import SandboxLimits
+from stateguard.sandbox.limits import SandboxLimits, check_network
 from stateguard.sandbox.process import KernelDied, KernelProcess
 from stateguard.sandbox.recovery import History, Op, ReplayFailed, replay
 from stateguard.sandbox.scratch import Mirror, check_host_scratch
@@ -61,6 +61,7 @@ class SandboxWorkspace:
         runtime_hashing: bool = True,
     ):
         check_isolation(limits.isolation)  # refuse before creating anything
+        check_network(limits)  # (model_copy(update=...) skips the model's own check)
         self.task_data_dir = None if task_data_dir is None else Path(task_data_dir).resolve()
         self.scratch_dir = Path(scratch_dir).resolve()
         self.checkpoint_dir = Path(checkpoint_dir).resolve()

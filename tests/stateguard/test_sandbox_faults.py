@@ -445,3 +445,21 @@ def test_a_swapped_or_damaged_checkpoint_file_is_refused(ws: SandboxWorkspace, d
     with pytest.raises(CheckpointRefused, match=r"c3.pkl"):
         ws.restore("c3")
     assert ws.get_value("v") == "four!"  # nothing was loaded
+
+
+# --- network=True under bwrap --------------------------------------------------------------------
+
+
+def test_network_under_bwrap_is_refused_when_the_limits_are_read(tmp_path: Path) -> None:
+    from pydantic import ValidationError
+
+    from eval.components import check_workspace
+
+    with pytest.raises(ValidationError, match="network=True is not available with isolation='bwrap'"):
+        SandboxLimits(network=True)
+    with pytest.raises(ValueError, match="network=True is not available"):
+        check_workspace("sandbox", {"network": True})  # make eval: exit 2 at start-up
+    with pytest.raises(ValueError, match="choose isolation='process' explicitly"):
+        SandboxWorkspace(None, tmp_path / "s", tmp_path / "c", LIMITS.model_copy(update={"network": True}))
+    assert not (tmp_path / "s").exists()
+    SandboxLimits(network=True, isolation="process")  # the documented opt-in
