@@ -190,7 +190,9 @@ def known_top_level_keys() -> frozenset[str]:
 
 def validate_config(cfg: DictConfig | dict[str, Any]) -> EvalConfig:
     """The typed config, or ConfigError listing each bad key with its value and what it accepts."""
-    plain = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
+    plain: dict[str, Any] = (
+        OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)  # type: ignore[assignment]
+    )
     unknown = sorted(set(plain) - known_top_level_keys())
     if unknown:
         raise ConfigError(

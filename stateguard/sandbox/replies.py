@@ -52,8 +52,10 @@ class RunReply(_Reply):
     @model_validator(mode="after")
     def _paths_are_not_empty(self) -> RunReply:
         for unit in self.flow.units:
-            for ref in (*unit.reads, *unit.writes, *(d for w in unit.writes for d in w.deps)):
-                if not ref.path or not all(ref.path):
+            paths = [r.path for r in unit.reads] + [w.path for w in unit.writes]
+            paths += [d.path for w in unit.writes for d in w.deps]
+            for path in paths:
+                if not path or not all(path):
                     raise ValueError(f"unit {unit.unit}: a dataflow path is empty")
         return self
 
