@@ -54,6 +54,7 @@ class Envelope:
     def __init__(self, dirs: dict[str, Path], version: int):
         self.dirs = dirs  # controller -> cgroup dir (v2: one dir under every key)
         self.version = version
+        self._procs = str(dirs["pids"] / "cgroup.procs") if "pids" in dirs else ""
 
     @property
     def description(self) -> str:
@@ -104,9 +105,16 @@ class Envelope:
             _write(path / "cgroup.procs", str(pid))
 
     def pids(self) -> list[int]:
-        path = self.dirs["pids"] / "cgroup.procs"
-        with contextlib.suppress(OSError):
-            return [int(p) for p in path.read_text().split()]
+        """The processes in the cgroup (read after every cell: plain os calls, about 40 us here)."""
+        with contextlib.suppress(OSError, ValueError):
+            fd = os.open(self._procs, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                data = b""
+                while chunk := os.read(fd, 65536):
+                    data += chunk
+            finally:
+                os.close(fd)
+            return [int(p) for p in data.split()]
         return []
 
     def cpu_seconds(self) -> float | None:

@@ -203,6 +203,7 @@ class KernelProcess:
             self.isolation == "bwrap" or network_namespace_available()
         )
         self.sandbox_pid: int | None = None  # bwrap: host pid of the sandbox's pid 1
+        self._kernel_pid: int | None = None
         self._closed = False
         self._exit_note: str | None = None
         self._pending: FrameReader | None = None  # the reply pipe of a request whose blob is still to come
@@ -297,6 +298,7 @@ class KernelProcess:
             if not ready.ready:
                 raise KernelDied(f"the sandbox kernel did not start: {ready}")
             self.start_notes += list(ready.notes)
+            self._kernel_pid = self.pid  # read once: it is asked after every cell
         except KernelDied:
             self.kill()
             self.close()
@@ -360,6 +362,8 @@ class KernelProcess:
         """The host pid of the Python kernel itself (under bwrap: the child of the sandbox's pid 1)."""
         if self.sandbox_pid is None:
             return self.proc.pid
+        if self._kernel_pid is not None:
+            return self._kernel_pid
         with contextlib.suppress(OSError, ValueError, IndexError):
             children = Path(f"/proc/{self.sandbox_pid}/task/{self.sandbox_pid}/children").read_text().split()
             return int(children[0])
