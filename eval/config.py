@@ -15,9 +15,12 @@ parts of the project add pass through untyped until they are given a field here.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Collection
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import yaml
 from omegaconf import DictConfig, OmegaConf
 from pydantic import (
     AfterValidator,
@@ -216,9 +219,28 @@ def _where(loc: tuple[int | str, ...]) -> str:
     return out
 
 
+_EVAL_YAML = Path(__file__).resolve().parent.parent / "configs" / "eval.yaml"
+
+
+@functools.cache
+def known_top_level_keys() -> frozenset[str]:
+    """The keys configs/eval.yaml declares (plus the typed fields): anything else was added by a
+    `+key=value` override that nothing reads, almost always a misspelling."""
+    declared = yaml.safe_load(_EVAL_YAML.read_text(encoding="utf-8")) or {}
+    return (frozenset(declared) | frozenset(EvalConfig.model_fields)) - {"hydra", "defaults"}
+
+
 def validate_config(cfg: DictConfig | dict[str, Any]) -> EvalConfig:
     """The typed config, or ConfigError listing each bad key with its value and what it accepts."""
-    plain = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
+    plain: dict[str, Any] = (
+        OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)  # type: ignore[assignment]
+    )
+    unknown = sorted(set(plain) - known_top_level_keys())
+    if unknown:
+        raise ConfigError(
+            f"unknown config key(s): {', '.join(unknown)} (added with `+key=value`; nothing reads them). "
+            f"Check the spelling against configs/eval.yaml, whose keys are: {', '.join(sorted(known_top_level_keys()))}"
+        )
     try:
         return EvalConfig.model_validate(plain)
     except ValidationError as exc:

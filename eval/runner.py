@@ -46,7 +46,7 @@ from tqdm import tqdm
 
 from eval.benchmarks.base import Benchmark, EvalTask
 from eval.benchmarks.registry import get_benchmark
-from eval.benchmarks.variants import variant_fields
+from eval.benchmarks.variants import unmatched_selection, variant_fields
 from eval.components import (
     check_components,
     check_workspace,
@@ -304,9 +304,19 @@ def prepare(raw: DictConfig) -> Prepared:
         check_components(response=job.response, semantic=job.semantic)
     except ValueError as exc:
         raise ConfigError(f"{exc} (configs/eval.yaml or a command-line override)") from None
-    tasks = _select(bench.load(raw.bench), cfg)
+    loaded = bench.load(raw.bench)
+    unknown = unmatched_selection(raw.bench.get("variants", "all"), loaded)
+    if unknown:
+        raise ConfigError(
+            f"bench.variants: {', '.join(map(repr, unknown))} matches no variant of any task of bench="
+            f"{cfg.bench.name}; use all, clean, a variant name declared in the tasks' faults.json, or a "
+            "fault label (stale, precision, exec_error, counterfactual, counterfactual:<semantic>; docs/faults.md)"
+        )
+    tasks = _select(loaded, cfg)
     if not tasks:
-        raise ValueError(f"bench={cfg.bench.name} has no tasks to run")
+        raise ValueError(
+            f"bench={cfg.bench.name} has no tasks to run (check limit, task_ids and bench.variants)"
+        )
     _check_tasks(tasks, cfg)
     _check_endpoints(cfg)
     folder = RunFolder(run_dir)
@@ -449,12 +459,51 @@ def run_cli(cfg: DictConfig) -> int:
     return 1 if crashed else 0
 
 
+_COMPOSED = [False]  # set once Hydra has composed the config and called `main`
+
+
 @hydra.main(version_base=None, config_path="../configs", config_name="eval")
 def main(cfg: DictConfig) -> None:
+    _COMPOSED[0] = True
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per HTTP request drowns the output
     exit_on_signals()
     sys.exit(run_cli(cfg))
 
 
+def _check_run_dir(argv: list[str]) -> str | None:
+    """Hydra creates `run_dir` (its run.dir) before `main` runs, and a path it cannot create ends
+    in a traceback there: create it here first, and say what is wrong with it."""
+    for arg in argv:
+        key, _, value = arg.lstrip("+").partition("=")
+        if key == "run_dir" and value and "$" not in value:
+            try:
+                Path(value).mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                return (
+                    f"run_dir={value}: the run folder cannot be created ({exc.strerror or exc}); "
+                    "pass a folder you can write, e.g. run_dir=runs/eval/mine"
+                )
+    return None
+
+
+def cli(argv: list[str]) -> None:
+    """`python -m eval.runner`: start-up mistakes exit 2, Hydra's own (an unknown key or group) too."""
+    problem = _check_run_dir(argv)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        sys.exit(2)
+    try:
+        main()
+    except SystemExit as exc:
+        if exc.code == 1 and not _COMPOSED[0]:  # Hydra refused the command line; its message is above
+            print(
+                "error: the command line names a key or a config choice that does not exist (Hydra's message "
+                "above names it); the keys are in configs/eval.yaml, the benchmark choices in configs/bench/",
+                file=sys.stderr,
+            )
+            sys.exit(2)
+        raise
+
+
 if __name__ == "__main__":
-    main()
+    cli(sys.argv[1:])

@@ -19,6 +19,7 @@ from pydantic import Field
 
 from stateguard.actions import Action, RawAction
 from stateguard.artifacts.run_folder import STORE_FILE, TRACE_FILE, RolloutFolder
+from stateguard.encodable import escape_tree
 from stateguard.flows import FlowConfig
 from stateguard.harness import Harness, HarnessConfig, HarnessResult, Outcome
 from stateguard.lifecycle import Actor, ControlAction, Regime, Stage, is_legal
@@ -339,7 +340,7 @@ def rollout(
         fallbacks=fallbacks,
         usage=usage,
     )
-    answers = worker.final_answer()
+    answers = escape_tree(worker.final_answer())  # a lone surrogate in an answer must not crash the write
     run.trace.emit("answers", answers={str(k): v for k, v in answers.items()})
     reasons = run.degraded_reasons + [str(r) for r in getattr(workspace, "degraded_reasons", [])]
     if len(reasons) > len(run.degraded_reasons):

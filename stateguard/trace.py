@@ -34,6 +34,7 @@ from pydantic import ValidationError
 
 from stateguard.artifacts.events import EVENTS, TraceEvent
 from stateguard.artifacts.files import describe_errors
+from stateguard.encodable import escape_tree
 from stateguard.records import SCHEMA_VERSION
 
 __all__ = ["Trace", "TraceEvent", "current_activation", "manager_activation", "read_trace"]
@@ -111,6 +112,8 @@ class Trace:
         # The line is the emitted payload as given (no defaults added); validating it first makes
         # a field that its kind's model does not declare, or a missing one, fail here.
         line = json.dumps(raw, sort_keys=True, default=str)
+        if "\\ud" in line or "\\uD" in line:  # maybe lone surrogates: escape them so readers can re-encode
+            line = json.dumps(escape_tree(json.loads(line)), sort_keys=True)
         event = _event(line, "Trace.emit")
         if self._buffer is not None:
             self._buffer.append(line)

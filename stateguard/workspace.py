@@ -24,10 +24,11 @@ import types
 from contextlib import redirect_stderr, redirect_stdout
 from typing import Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from stateguard.dataflow import CellFacts, CellRecorder, DataflowGraph, cell_dataflow
 from stateguard.dataflow.change import content_hash
+from stateguard.encodable import Text, encodable, escape_text, escape_tree
 from stateguard.probe_namespace import ProbeNamespace
 from stateguard.value_version import render_context, version_token
 
@@ -36,11 +37,11 @@ class VariableSummary(BaseModel):
     """Cheap description of one workspace variable."""
 
     model_config = ConfigDict(frozen=True)
-    name: str
-    type: str
+    name: Text
+    type: Text
     shape: list[int] | None = None
-    dtype: str | None = None
-    head: str = ""
+    dtype: Text | None = None
+    head: Text = ""
     content_hash: str = ""
 
     def value_summary(self) -> ValueSummary:
@@ -80,9 +81,14 @@ class ValueSummary(BaseModel):
 class ProbeResult(BaseModel):
     model_config = ConfigDict(frozen=True)
     ok: bool
-    stdout: str = ""
+    stdout: Text = ""
     value: Any = None
-    error: str | None = None
+    error: Text | None = None
+
+    @field_validator("value")
+    @classmethod
+    def _encodable_value(cls, value: Any) -> Any:
+        return escape_tree(value)
 
 
 class CellResult(BaseModel):
@@ -91,18 +97,31 @@ class CellResult(BaseModel):
     model_config = ConfigDict(frozen=True)
     cell_id: int
     ok: bool
-    stdout: str = ""
-    stderr: str = ""
-    value: str | None = Field(default=None, description="repr of the last expression, truncated.")
-    error: str | None = Field(default=None, description="'ExceptionType: message' when the cell raised.")
-    traceback: str | None = None
+    # Text: lone surrogates a cell prints are escaped, so a result always serializes (encodable.py).
+    stdout: Text = ""
+    stderr: Text = ""
+    value: Text | None = Field(default=None, description="repr of the last expression, truncated.")
+    error: Text | None = Field(default=None, description="'ExceptionType: message' when the cell raised.")
+    traceback: Text | None = None
     wall_s: float = 0.0
     reads: list[str] = Field(default_factory=list)
     writes: list[str] = Field(default_factory=list)
     stale_reads: dict[str, list[str]] = Field(
         default_factory=dict, description="Names read that were stale, with the redefined inputs."
     )
-    notes: list[str] = Field(default_factory=list, description="e.g. a restart after the process died.")
+    notes: list[Text] = Field(default_factory=list, description="e.g. a restart after the process died.")
+
+
+def unencodable_code_result(cell_id: int, code: str) -> CellResult:
+    """The result of a cell whose text holds a lone surrogate: Python cannot compile it, and the
+    parent must not try to parse it (ast.parse raises UnicodeEncodeError)."""
+    at = next(i for i, c in enumerate(code) if not encodable(c))
+    return CellResult(
+        cell_id=cell_id,
+        ok=False,
+        error=f"SyntaxError: the cell's code cannot be encoded as UTF-8 (a lone surrogate "
+        f"{escape_text(code[at])} at character {at}); write the character as an escape sequence instead",
+    )
 
 
 @runtime_checkable
@@ -225,6 +244,8 @@ class DictWorkspace:
         self._listing = None
         self._cells += 1
         cell_id = self._cells
+        if not encodable(code):
+            return unencodable_code_result(cell_id, code)
         out, err = io.StringIO(), io.StringIO()
         start = time.perf_counter()
         value = error = tb = None

@@ -43,6 +43,7 @@ __all__ = [
     "expand_variants",
     "read_faults_file",
     "select_variants",
+    "unmatched_selection",
     "variant_fields",
     "variant_id",
 ]
@@ -74,7 +75,7 @@ def read_faults_file(path: Path) -> FaultsFile:
             return FaultsFile(variants={"shipped": faults} if faults else {})
     except (ArtifactError, ValidationError) as exc:
         raise FaultError(str(exc).splitlines()[0]) from None
-    parsed = loaded if loaded is not None else FaultsFile()
+    parsed = loaded if loaded is not None else FaultsFile(variants={})
     if CLEAN in parsed.variants or any(SEP in n for n in parsed.variants):
         raise FaultError(f"{path}: variant names may not be '{CLEAN}' or contain '{SEP}'")
     return parsed
@@ -111,6 +112,19 @@ def select_variants(declared: Mapping[str, list[Fault]], cfg: Mapping[str, Any])
     out: dict[str, list[Fault]] = {CLEAN: []} if _wanted(CLEAN, [], selection) else {}
     out.update({n: f for n, f in variants.items() if _wanted(n, f, selection)})
     return out
+
+
+def unmatched_selection(selection: Any, tasks: Sequence[EvalTask]) -> list[str]:
+    """The items of `bench.variants` that selected no task at all (a misspelt name selects nothing)."""
+    items = [selection] if isinstance(selection, str) else [str(s) for s in selection or []]
+    return [
+        item
+        for item in items
+        if item != "all"
+        and not any(
+            t.variant == item or any(f.label == item or f.kind == item for f in t.faults) for t in tasks
+        )
+    ]
 
 
 def expand_variants(

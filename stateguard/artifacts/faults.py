@@ -12,7 +12,7 @@ Two forms, both typed here:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
@@ -70,8 +70,10 @@ class Fault(BaseModel):
 
 class FaultsFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    schema_version: int = 1
-    variants: dict[str, list[Fault]] = Field(default_factory=dict)
+    # Only the version this reader knows: a newer file must not be read as if it were this one.
+    schema_version: Literal[1] = 1
+    # Required: a file of `{}` declares nothing, which is a mistake (an empty or truncated file), not a choice.
+    variants: dict[str, list[Fault]]
     notes: str = ""
 
 

@@ -54,6 +54,10 @@ def read_json(path: str | Path) -> Any:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ArtifactError(f"{path}: file missing") from None
+    except UnicodeDecodeError as exc:
+        raise ArtifactError(
+            f"{path}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start}); save it as UTF-8"
+        ) from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

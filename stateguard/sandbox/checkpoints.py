@@ -1,6 +1,9 @@
 """Parent-side checkpoint bookkeeping: one `<id>.pkl` file per checkpoint, and what each holds.
 
 The files are opaque bytes to the parent (it never unpickles them); only a kernel loads them.
+Each file ends with its identity (the checkpoint id, the size and the SHA-256 of the bytes):
+`verified` refuses a file swapped, renamed, truncated or altered on the host before a kernel
+loads a byte of it.
 A file is written under a temporary name and renamed into place, so a kernel dying mid-transfer
 never leaves a truncated checkpoint. Files outlive the workspace: a later workspace on the same
 directory can restore them (its `checkpoint_info` is then unknown, the values are not).
@@ -11,8 +14,13 @@ it still exists, else the newest remaining one.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import re
+import struct
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -29,14 +37,32 @@ class CheckpointInfo(BaseModel):
     after_cell: int  # the last cell run when the checkpoint was taken
 
 
-class SnapshotReply(BaseModel):
-    """The kernel's JSON answer to a snapshot request (the bytes follow as a blob frame)."""
+MAGIC = b"SGCKPT01"
+_TRAILER = struct.Struct(">Q")
 
-    ok: bool
-    saved: list[str] = []
-    skipped: dict[str, str] = {}
-    size: int = 0
-    error: str | None = None
+
+class CheckpointRefused(RuntimeError):
+    """A checkpoint file that is not the checkpoint it is named after (swapped, renamed, corrupted)."""
+
+
+@dataclass(frozen=True)
+class BlobFile:
+    """The first `size` bytes of `path`: what is streamed to a kernel."""
+
+    path: Path
+    size: int
+
+
+class _Hashing:
+    """A binary writer that hashes what passes through it."""
+
+    def __init__(self, out: BinaryIO):
+        self.out = out
+        self.sha = hashlib.sha256()
+
+    def write(self, data: bytes) -> int:
+        self.sha.update(data)
+        return self.out.write(data)
 
 
 class CheckpointFiles:
@@ -58,17 +84,72 @@ class CheckpointFiles:
         return self._infos.get(checkpoint_id)
 
     def receive(self, checkpoint_id: str, read_into: Callable[[BinaryIO], int]) -> int:
-        """Stream a checkpoint into place via `read_into(file)`; returns its size."""
+        """Stream a checkpoint into place via `read_into(file)`; returns its size. The file ends
+        with its identity (checkpoint id, size and SHA-256 of the bytes), checked by `verified`."""
         path = self.path(checkpoint_id)
         partial = path.with_name(path.name + ".partial")
         try:
             with partial.open("wb") as out:
-                size = read_into(out)
+                hashing = _Hashing(out)
+                size = read_into(hashing)  # type: ignore[arg-type]
+                identity = json.dumps(
+                    {"checkpoint_id": checkpoint_id, "size": size, "sha256": hashing.sha.hexdigest()}
+                ).encode()
+                out.write(identity + _TRAILER.pack(len(identity)) + MAGIC)
         except BaseException:
             partial.unlink(missing_ok=True)
             raise
         partial.replace(path)
         return size
+
+    def verified(self, checkpoint_id: str) -> BlobFile:
+        """The checkpoint's bytes, after checking that the file is this checkpoint, whole; raises
+        CheckpointRefused naming what is wrong (a file swapped or renamed on the host, a truncated
+        or altered one, one written before files carried their identity)."""
+        path = self.path(checkpoint_id)
+        with path.open("rb") as f:
+            total = f.seek(0, os.SEEK_END)
+            tail = _TRAILER.size + len(MAGIC)
+            if total < tail:
+                raise CheckpointRefused(f"{path}: too short to be a checkpoint file ({total} bytes)")
+            f.seek(total - tail)
+            end = f.read(tail)
+            if end[-len(MAGIC) :] != MAGIC:
+                raise CheckpointRefused(
+                    f"{path}: no identity record at its end (not written by this version, or truncated); "
+                    "take the checkpoint again"
+                )
+            (length,) = _TRAILER.unpack(end[: _TRAILER.size])
+            if length > min(4096, total - tail):
+                raise CheckpointRefused(f"{path}: a damaged identity record")
+            f.seek(total - tail - length)
+            try:
+                identity = json.loads(f.read(length))
+                owner, size, digest = (
+                    identity["checkpoint_id"],
+                    int(identity["size"]),
+                    str(identity["sha256"]),
+                )
+            except (ValueError, KeyError, TypeError) as exc:
+                raise CheckpointRefused(f"{path}: a damaged identity record ({exc})") from None
+            if owner != checkpoint_id:
+                raise CheckpointRefused(
+                    f"{path} holds checkpoint {owner!r}, not {checkpoint_id!r} (renamed or swapped on the host)"
+                )
+            if size != total - tail - length:
+                raise CheckpointRefused(f"{path}: {total - tail - length} bytes where {size} were written")
+            f.seek(0)
+            sha = hashlib.sha256()
+            remaining = size
+            while remaining:
+                chunk = f.read(min(1 << 20, remaining))
+                if not chunk:
+                    break
+                sha.update(chunk)
+                remaining -= len(chunk)
+            if sha.hexdigest() != digest:
+                raise CheckpointRefused(f"{path}: its bytes do not match the hash recorded when it was taken")
+        return BlobFile(path, size)
 
     def record(self, info: CheckpointInfo) -> None:
         self._infos[info.checkpoint_id] = info

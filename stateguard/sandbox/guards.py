@@ -109,11 +109,17 @@ def _lower(kind: int, cap: int) -> None:
     resource.setrlimit(kind, (cap, cap))  # soft and hard: code in a cell cannot raise them again
 
 
-def apply_process_limits(memory_mb: int, max_processes: int | None = None) -> None:
-    """No core dumps (a crashing cell must not write a multi-GB file), the address-space cap, and
-    (in the sandbox, where the uid is the kernel's own) the process cap."""
+def apply_process_limits(
+    memory_mb: int, max_processes: int | None = None, file_mb: int | None = None
+) -> None:
+    """No core dumps (a crashing cell must not write a multi-GB file), the address-space cap,
+    (in the sandbox, where the uid is the kernel's own) the process cap, and the largest file
+    (RLIMIT_FSIZE: no file, sparse or not, larger than the scratch tmpfs; writes past it fail
+    with EFBIG, since Python ignores SIGXFSZ)."""
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     _lower(resource.RLIMIT_AS, memory_mb * MIB)
+    if file_mb is not None:
+        _lower(resource.RLIMIT_FSIZE, file_mb * MIB)
     if max_processes is not None:
         _lower(resource.RLIMIT_NPROC, max_processes)
 

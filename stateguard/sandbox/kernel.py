@@ -26,6 +26,7 @@ import socket
 import sys
 import time
 import traceback
+import types
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,8 @@ from stateguard.sandbox.values import content_hash, to_json_value
 from stateguard.workspace import _value_repr, summarize
 
 _THIS_FILE = __file__
+_MISSING = object()
+MIB = 1024 * 1024
 
 
 def _user_traceback(exc: BaseException) -> str:
@@ -55,6 +58,12 @@ def _user_traceback(exc: BaseException) -> str:
     while tb is not None and tb.tb_frame.f_code.co_filename == _THIS_FILE:
         tb = tb.tb_next
     return "".join(traceback.format_exception(type(exc), exc, tb, limit=8))
+
+
+def _reap() -> None:
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
 
 
 def _describe_exit(status: int) -> str:
@@ -74,6 +83,7 @@ class Kernel:
         self.max_output = int(limits["max_output_chars"])
         self.grace = float(limits["grace_seconds"])
         self.memory_mb = int(limits["memory_mb"])
+        self.checkpoint_mb = int(limits["checkpoint_mb"])
         self.namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
         self.flow = CellRecorder()  # statement-level dataflow, the same code as DictWorkspace's
         self.flow.attach(self.namespace)
@@ -82,7 +92,11 @@ class Kernel:
             seed(Path(config["seed_dir"]), Path(config["scratch_dir"])) if config.get("seed_dir") else []
         )
         os.chdir(config["scratch_dir"])
-        apply_process_limits(int(limits["memory_mb"]), int(limits["max_processes"]) if isolated else None)
+        apply_process_limits(
+            int(limits["memory_mb"]),
+            int(limits["max_processes"]) if isolated else None,
+            int(limits["scratch_mb"]) if isolated else None,
+        )
         self.timers = CellTimers(
             float(limits["cpu_seconds_per_cell"]), float(limits["wall_seconds_per_cell"])
         )
@@ -140,6 +154,7 @@ class Kernel:
     # --- cells ------------------------------------------------------------------------------
     def run(self, request: dict[str, Any]) -> dict[str, Any]:
         self._listing = None  # the cell may change any value
+        _reap()  # children the parent killed after the last cell must not hold process slots
         code = str(request["code"])
         self.flow.check_values = bool(request.get("check_values", True))
         out, err = BoundedText(self.max_output), BoundedText(self.max_output)
@@ -167,7 +182,9 @@ class Kernel:
             self.threads.sweep()
         )  # before the dataflow's fingerprints: a stopped thread changes nothing after them
         facts = self.flow.finish(failed=failed)
+        hashes = self._hashes(facts.roots_written()) if request.get("hashes") else {}
         return {
+            "hashes": hashes,
             "ok": error is None,
             "stdout": out.getvalue(),
             "stderr": err.getvalue(),
@@ -179,6 +196,19 @@ class Kernel:
             "names": self._names(),
             "threads": threads,
         }
+
+    def _hashes(self, names: list[str]) -> dict[str, str]:
+        """Content hashes of the data values a cell wrote, which the parent keeps to check a replay
+        (functions, classes and modules are left out: their pickles differ between processes)."""
+        out = {}
+        for name in names:
+            value = self.namespace.get(name, _MISSING)
+            if value is _MISSING or isinstance(value, types.ModuleType | type) or callable(value):
+                continue
+            digest = content_hash(value)
+            if digest:
+                out[name] = digest
+        return out
 
     def get(self, request: dict[str, Any]) -> dict[str, Any]:
         name = str(request["name"])
@@ -201,8 +231,14 @@ class Kernel:
         return {"ok": True, "removed": removed, "names": self._names()}
 
     # --- checkpoints ------------------------------------------------------------------------
-    def snapshot(self, request: dict[str, Any]) -> None:
+    def snapshot(self, request: dict[str, Any]) -> dict[str, Any] | None:
         payload, saved, skipped = dump_namespace(self.namespace)
+        if payload.nbytes > self.checkpoint_mb * MIB:
+            return {
+                "ok": False,
+                "error": f"the checkpoint would be {payload.nbytes / MIB:.0f} MiB, over checkpoint_mb="
+                f"{self.checkpoint_mb} (delete large variables first, or raise the limit)",
+            }
         send_message(
             self.reply_fd,
             {"ok": True, "saved": saved, "skipped": skipped, "size": payload.nbytes, "nonce": self.nonce},

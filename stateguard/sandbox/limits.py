@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class SandboxLimits(BaseModel):
@@ -38,8 +38,9 @@ class SandboxLimits(BaseModel):
     network: bool = Field(
         default=False,
         description="Allow network access. When False the kernel has its own network namespace with only a "
-        "loopback device, and the audit hook refuses sockets as well. When True (process isolation only) it "
-        "shares the host's network.",
+        "loopback device, and the audit hook refuses sockets as well. True is accepted with isolation='process' "
+        "only (the kernel then shares the host's network, loopback services included); with bwrap it is refused "
+        "when the limits are read, since the sandbox has no network set-up of its own.",
     )
     isolation: Literal["bwrap", "process"] = Field(
         default="bwrap",
@@ -60,6 +61,12 @@ class SandboxLimits(BaseModel):
         ge=1,
         description="Size cap in MiB of each of the sandbox's private /tmp and /dev/shm (bwrap only; TMPDIR "
         "points at the scratch dir).",
+    )
+    checkpoint_mb: int = Field(
+        default=1024,
+        ge=1,
+        description="Largest checkpoint in MiB. A snapshot whose pickled namespace is larger fails with an "
+        "error naming its size (nothing is written); a kernel that announces or sends more is killed as faulty.",
     )
     max_processes: int = Field(
         default=64,
@@ -89,3 +96,18 @@ class SandboxLimits(BaseModel):
         description="Extra seconds past the wall limit before the parent kills an unresponsive kernel "
         "(covers the before/after hashing and the reply).",
     )
+
+    @model_validator(mode="after")
+    def _network_needs_process_isolation(self) -> SandboxLimits:
+        check_network(self)
+        return self
+
+
+def check_network(limits: SandboxLimits) -> None:
+    """network=True under bwrap would hand the sandbox the host's network namespace (every service
+    on the host's 127.0.0.1 included): refused, naming the two choices."""
+    if limits.network and limits.isolation == "bwrap":
+        raise ValueError(
+            "network=True is not available with isolation='bwrap' (the sandbox would share the host's network, "
+            "127.0.0.1 included); keep network=False, or choose isolation='process' explicitly"
+        )

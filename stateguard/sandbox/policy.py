@@ -25,7 +25,12 @@ import-time file use is not refused. From then on every refused operation raises
   CPython does not audit (`_posixsubprocess.fork_exec`, `signal.pidfd_send_signal`) are deleted
   and their modules cannot be re-imported;
 - no sockets or name lookups when the network is off;
-- no changing resource limits, no gc object-graph walks.
+- no changing resource limits, no gc object-graph walks;
+- no replacing the `__code__` of the kernel's own functions (the way a cell would rewrite the
+  kernel's request handlers).
+  This closes the simplest route only: frame introspection and ctypes still reach the kernel's
+  objects, so a cell can make later replies of ITS OWN kernel lie (`replies.py` keeps the parent
+  safe from what they say; docs/design_workspace.md states the limit).
 
 ctypes is allowed: scikit-learn (threadpoolctl) and other libraries need it, and refusing it
 never made the hook a boundary. The hook binds its rules when it is installed, so replacing
@@ -211,6 +216,21 @@ def _is_child(pid: Any) -> bool:
     return True
 
 
+def _own_functions() -> frozenset[Any]:
+    """Every function (and method) of the stateguard modules loaded in the kernel, the kernel's
+    own module (`__main__`) included: the code that reads requests and writes replies."""
+    found: set[Any] = set()
+    for name, module in list(sys.modules.items()):
+        if not (name == "__main__" or name.startswith("stateguard")) or module is None:
+            continue
+        for value in list(vars(module).values()):
+            if isinstance(value, types.FunctionType):
+                found.add(value)
+            elif isinstance(value, type) and value.__module__ == module.__name__:
+                found.update(v for v in vars(value).values() if isinstance(v, types.FunctionType))
+    return frozenset(found)
+
+
 def install(policy: Policy, trusted_code: Iterable[CodeType]) -> Callable[[], None]:
     """Add the hook; returns `enter_probe_mode`, which makes every later write refused (forked probes)."""
     _strip_unaudited()
@@ -288,6 +308,15 @@ def install(policy: Policy, trusted_code: Iterable[CodeType]) -> Callable[[], No
             )
         elif event in fixed:
             raise PermissionError(fixed[event])
+        elif event == "object.__setattr__" and len(args) > 1 and args[1] == "__code__" and args[0] in own:
+            # Swapping a function's code in place is how a cell would rewrite the kernel's own
+            # request handlers (and every bound method of them). (types.coroutine does it to its
+            # own functions, so only the kernel's functions are guarded.)
+            raise PermissionError(
+                "sandbox: replacing the code of the sandbox kernel's own functions is not allowed"
+            )
+
+    own = _own_functions()
 
     def enter_probe_mode() -> None:
         probe_mode[0] = True

@@ -31,10 +31,12 @@ import socket
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any, BinaryIO
 
-from stateguard.sandbox import isolation
+from stateguard.sandbox import cgroup, isolation, replies
+from stateguard.sandbox.checkpoints import BlobFile
 from stateguard.sandbox.limits import SandboxLimits
 from stateguard.sandbox.protocol import (
     ChannelClosed,
@@ -51,6 +53,7 @@ STARTUP_TIMEOUT_S = 60.0
 END_GRACE_S = 2.0  # how long the reply pipe may stay open after the reply before it counts as held open
 LOG_FILE_BYTES = 1 << 20
 LOG_KEEP_BYTES = 8192
+MIB = 1024 * 1024
 _PACKAGE_ROOT = str(Path(isolation.__file__).resolve().parent.parent.parent)
 
 
@@ -141,6 +144,28 @@ class StderrLog:
         return text[-chars:]
 
 
+def _zombie(pid: int) -> bool:
+    """Ended and waiting to be reaped (by the kernel, at its next cell): nothing left to kill."""
+    with contextlib.suppress(OSError, IndexError):
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in "ZX"
+    return True  # gone already
+
+
+def _descendants(root: int, *, include_root: bool, move: Any = None) -> Iterator[int]:
+    """The process tree under `root`, parents first (`move` is called on each before its children
+    are listed, so a child forked meanwhile is born inside the cgroup it was moved to)."""
+    stack = [root]
+    while stack:
+        pid = stack.pop()
+        if pid != root or include_root:
+            if move is not None:
+                move(pid)
+            yield pid
+        with contextlib.suppress(OSError, ValueError):
+            for task in os.listdir(f"/proc/{pid}/task"):
+                stack += [int(c) for c in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
+
+
 def _read_info(fd: int, deadline: float) -> dict[str, Any]:
     """bwrap's --info-fd JSON (it names the sandbox's pid 1); {} if bwrap ended before writing it."""
     data = b""
@@ -178,6 +203,7 @@ class KernelProcess:
             self.isolation == "bwrap" or network_namespace_available()
         )
         self.sandbox_pid: int | None = None  # bwrap: host pid of the sandbox's pid 1
+        self._kernel_pid: int | None = None
         self._closed = False
         self._exit_note: str | None = None
         self._pending: FrameReader | None = None  # the reply pipe of a request whose blob is still to come
@@ -218,6 +244,14 @@ class KernelProcess:
             )
         elif self.network_namespace:
             argv = [shutil.which("unshare") or "unshare", "-n", *argv]
+        # The tree's resource envelope (cgroup.py); None where this machine offers no writable cgroup.
+        self.envelope = cgroup.try_create(limits.memory_mb, limits.max_processes + 2)
+        self.start_notes: list[str] = []
+        if self.envelope is None:
+            self.start_notes.append(
+                "sandbox: no cgroup for the kernel's process tree here "
+                f"({cgroup.why_unavailable()}); memory_mb, max_processes and the CPU limit apply per process only"
+            )
         err_read, err_write = os.pipe()
         closing.append(err_write)
         try:
@@ -259,20 +293,77 @@ class KernelProcess:
                         f"bubblewrap could not start the sandbox: {self.log.tail() or 'no message'}"
                     )
                 self.sandbox_pid = int(info["child-pid"])
+            self._enter_envelope()
             ready = self.request(config, STARTUP_TIMEOUT_S)
-            if not ready.get("ready"):
+            if not ready.ready:
                 raise KernelDied(f"the sandbox kernel did not start: {ready}")
-            self.start_notes = [str(n) for n in ready.get("notes", [])]
+            self.start_notes += list(ready.notes)
+            self._kernel_pid = self.pid  # read once: it is asked after every cell
         except KernelDied:
             self.kill()
             self.close()
             raise
+
+    def _tree_root(self) -> int:
+        return self.sandbox_pid if self.sandbox_pid is not None else self.proc.pid
+
+    def _enter_envelope(self) -> None:
+        """Move the sandbox's processes into the cgroup, parents before children, before the kernel
+        has its configuration (so before any cell code can start anything)."""
+        if self.envelope is None:
+            return
+        try:
+            list(_descendants(self._tree_root(), include_root=True, move=self.envelope.add))
+        except OSError as exc:
+            self.envelope.remove()
+            self.envelope = None
+            self.start_notes.append(
+                f"sandbox: the kernel could not be put in its cgroup ({exc}); limits apply per process only"
+            )
+
+    def _strays(self) -> list[int]:
+        """Processes of the sandbox other than its pid 1 and the kernel: what cells left running."""
+        kernel = self.pid
+        keep = {self.proc.pid, kernel, self.sandbox_pid}
+        found = self.envelope.pids() if self.envelope is not None else []
+        found = found or list(_descendants(self._tree_root(), include_root=False))
+        return [p for p in found if p not in keep and not _zombie(p)]
+
+    def end_cell(self) -> list[str]:
+        """Kill every process a cell left behind (its CPU budget ended with it); notes naming them."""
+        killed: list[str] = []
+        done: set[int] = set()
+        for _ in range(5):  # a process may start another while we kill: a few rounds
+            strays = [p for p in self._strays() if p not in done]  # (killed ones linger until reaped)
+            if not strays:
+                break
+            done.update(strays)
+            for pid in strays:
+                name = ""
+                with contextlib.suppress(OSError):
+                    name = Path(f"/proc/{pid}/comm").read_text().strip()
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(f"{name or '?'} (pid {pid})")
+        if not killed:
+            return []
+        return [
+            "sandbox: killed process(es) the cell left running (a cell's processes end with it): "
+            + ", ".join(killed[:10])
+            + (f" and {len(killed) - 10} more" if len(killed) > 10 else "")
+        ]
+
+    def cpu_seconds(self) -> float | None:
+        """CPU time of the kernel's whole process tree so far (None without a cgroup)."""
+        return None if self.envelope is None else self.envelope.cpu_seconds()
 
     @property
     def pid(self) -> int:
         """The host pid of the Python kernel itself (under bwrap: the child of the sandbox's pid 1)."""
         if self.sandbox_pid is None:
             return self.proc.pid
+        if self._kernel_pid is not None:
+            return self._kernel_pid
         with contextlib.suppress(OSError, ValueError, IndexError):
             children = Path(f"/proc/{self.sandbox_pid}/task/{self.sandbox_pid}/children").read_text().split()
             return int(children[0])
@@ -290,10 +381,16 @@ class KernelProcess:
         return self.proc.poll() is None
 
     def request(
-        self, message: dict[str, Any], timeout: float, *, blob: Path | None = None, blob_follows: bool = False
-    ) -> dict[str, Any]:
-        """Send one request (plus an optional blob file) and return the JSON reply. With
-        `blob_follows`, an ok reply leaves its pipe open for `read_blob_into`."""
+        self,
+        message: dict[str, Any],
+        timeout: float,
+        *,
+        blob: BlobFile | None = None,
+        blob_follows: bool = False,
+    ) -> Any:
+        """Send one request (plus an optional blob file) and return the reply, checked against its
+        op's schema (`replies.py`). With `blob_follows`, an ok reply leaves its pipe open for
+        `read_blob_into`."""
         deadline = time.monotonic() + timeout
         read_fd, write_fd = os.pipe()
         reader = FrameReader(read_fd)
@@ -305,11 +402,16 @@ class KernelProcess:
             finally:
                 os.close(write_fd)
             if blob is not None:
-                send_blob_file(self._cmd.fileno(), blob)
-            reply = reader.read_message(deadline)
-            if reply.get("nonce") != nonce:
+                send_blob_file(self._cmd.fileno(), blob.path, blob.size)
+            raw = reader.read_message(deadline)
+            if raw.get("nonce") != nonce:
                 raise ProtocolError("a reply without this request's nonce (a frame forged inside the kernel)")
-            if blob_follows and reply.get("ok"):
+            reply = replies.validate(message.get("op"), raw)
+            if blob_follows and reply.ok and reply.size > self.limits.checkpoint_mb * MIB:
+                raise ProtocolError(
+                    f"it announced a checkpoint of {reply.size} bytes, over checkpoint_mb={self.limits.checkpoint_mb}"
+                )
+            if blob_follows and reply.ok:
                 self._pending = reader
             else:
                 self._previous = reader
@@ -331,12 +433,13 @@ class KernelProcess:
             finally:
                 os.close(reader.fd)
 
-    def read_blob_into(self, out: BinaryIO, timeout: float) -> int:
+    def read_blob_into(self, out: BinaryIO, timeout: float, size: int) -> int:
+        """Stream the blob the last reply announced into `out`: exactly `size` bytes, or a kernel fault."""
         reader, self._pending = self._pending, None
         if reader is None:
             raise KernelDied("no blob was announced by the last reply")
         try:
-            size = reader.read_blob_into(out, time.monotonic() + timeout)
+            size = reader.read_blob_into(out, time.monotonic() + timeout, size)
         except Exception as exc:
             os.close(reader.fd)
             raise self._failure(exc, timeout) from exc
@@ -349,7 +452,7 @@ class KernelProcess:
             self._exit_note = f"it did not answer within {timeout:g} s, so it was killed (SIGKILL)"
         elif isinstance(exc, ChannelClosed | BrokenPipeError | ConnectionResetError):
             self._wait(2.0)
-        elif isinstance(exc, ProtocolError):
+        elif isinstance(exc, ProtocolError | replies.MalformedReply):
             self.kill()
             self._exit_note = f"it broke the protocol ({exc}), so it was killed (SIGKILL)"
         else:
@@ -390,6 +493,10 @@ class KernelProcess:
         if self.sandbox_pid is not None and self.proc.poll() is None:
             with contextlib.suppress(OSError):
                 os.kill(self.sandbox_pid, signal.SIGKILL)  # pid 1 of the sandbox: the namespace goes with it
+        if self.envelope is not None:  # process isolation: the kernel's children do not die with it
+            for pid in self.envelope.pids():
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)
         self.proc.wait()
@@ -410,3 +517,10 @@ class KernelProcess:
         self._cmd.close()
         self._wait(2.0)
         self.log.wait(2.0)
+        if self.envelope is not None:
+            if self.envelope.pids():
+                self.kill()
+            deadline = time.monotonic() + 2.0
+            while self.envelope.pids() and time.monotonic() < deadline:
+                time.sleep(0.01)  # SIGKILLed processes leave the cgroup once reaped
+            self.envelope.remove()

@@ -29,6 +29,7 @@ from __future__ import annotations
 import array
 import json
 import os
+import re
 import select
 import socket
 import struct
@@ -36,11 +37,14 @@ import time
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from stateguard.encodable import escape_tree
+
 HEADER = struct.Struct(">QB")
 JSON_KIND = ord("J")
 BLOB_KIND = ord("B")
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # a reply larger than this is a protocol violation, not data
 CHUNK = 1024 * 1024
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 class ProtocolError(Exception):
@@ -72,9 +76,9 @@ def send_blob(fd: int, data: bytes | memoryview) -> None:
     write_all(fd, data)
 
 
-def send_blob_file(fd: int, path: Path) -> None:
-    """Stream a file as one blob frame without holding it in memory."""
-    size = path.stat().st_size
+def send_blob_file(fd: int, path: Path, size: int | None = None) -> None:
+    """Stream a file (its first `size` bytes) as one blob frame without holding it in memory."""
+    size = path.stat().st_size if size is None else size
     write_all(fd, HEADER.pack(size, BLOB_KIND))
     with path.open("rb") as src:
         remaining = size
@@ -163,13 +167,16 @@ class FrameReader:
         length = self._header(JSON_KIND, deadline)
         if length > MAX_MESSAGE_BYTES:
             raise ProtocolError(f"message of {length} bytes exceeds {MAX_MESSAGE_BYTES}")
+        payload = self._read_exact(length, deadline)
         try:
-            message = json.loads(self._read_exact(length, deadline))
-        except ValueError as exc:
-            raise ProtocolError(f"message is not JSON: {exc}") from exc
+            message = json.loads(payload)
+        except (ValueError, RecursionError) as exc:  # RecursionError: nesting deeper than the parser's stack
+            raise ProtocolError(f"message is not JSON: {type(exc).__name__}: {exc}"[:300]) from exc
         if not isinstance(message, dict):
             raise ProtocolError("message is not a JSON object")
-        return message
+        # A JSON escape of a lone surrogate decodes to text nothing can encode again: escape it here,
+        # once, for every reply (the fast path is one scan of the payload).
+        return escape_tree(message) if _SURROGATE_ESCAPE.search(payload) else message
 
     def expect_end(self, deadline: float | None = None) -> None:
         """The reply is complete: the other end must now be closed, with nothing more written."""
@@ -183,9 +190,12 @@ class FrameReader:
     def read_blob(self, deadline: float | None = None) -> bytearray:
         return self._read_exact(self._header(BLOB_KIND, deadline), deadline)
 
-    def read_blob_into(self, out: BinaryIO, deadline: float | None = None) -> int:
-        """Stream one blob frame into a binary file; returns its size."""
+    def read_blob_into(self, out: BinaryIO, deadline: float | None = None, size: int | None = None) -> int:
+        """Stream one blob frame into a binary file; returns its size. With `size`, a frame of any
+        other length is refused before a byte is written."""
         length = remaining = self._header(BLOB_KIND, deadline)
+        if size is not None and length != size:
+            raise ProtocolError(f"a blob of {length} bytes where {size} were announced")
         while remaining:
             chunk = self._read_some(remaining, deadline)
             out.write(chunk)

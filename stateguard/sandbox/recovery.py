@@ -31,11 +31,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel
 
+from stateguard.sandbox.checkpoints import BlobFile, CheckpointRefused
 from stateguard.sandbox.process import KernelDied, KernelProcess
+from stateguard.sandbox.replies import RunReply
 
 
 class Op(BaseModel):
@@ -46,9 +48,9 @@ class Op(BaseModel):
     checkpoint: str = ""
 
 
-def outcome_digest(reply: dict[str, Any]) -> str:
+def outcome_digest(reply: RunReply) -> str:
     """How a cell ended, as far as a replay must reproduce it (stderr and timings are left out)."""
-    key = [bool(reply.get("ok")), reply.get("error"), reply.get("stdout", ""), reply.get("value")]
+    key = [reply.ok, reply.error, reply.stdout, reply.value]
     return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:24]
 
 
@@ -56,7 +58,7 @@ def outcome_digest(reply: dict[str, Any]) -> str:
 class History:
     ops: list[Op] = field(default_factory=list)
 
-    def cell(self, code: str, reply: dict[str, Any]) -> None:
+    def cell(self, code: str, reply: RunReply) -> None:
         self.ops.append(Op(kind="cell", code=code, digest=outcome_digest(reply)))
 
     def delete(self, names: list[str]) -> None:
@@ -110,7 +112,7 @@ def replay(
     kernel: KernelProcess,
     history: History,
     *,
-    checkpoint_path: Callable[[str], Path],
+    checkpoint_path: Callable[[str], BlobFile],
     exists: Callable[[str], bool],
     private_dir: Path,
     cell_timeout: float,
@@ -122,7 +124,7 @@ def replay(
     deadline = time.monotonic() + budget_s
     shutil.rmtree(private_dir, ignore_errors=True)
     private_dir.mkdir(parents=True)
-    retaken: dict[str, Path] = {}
+    retaken: dict[str, BlobFile] = {}
     cell_no = 0
     verified = None
     try:
@@ -135,7 +137,7 @@ def replay(
                 cell_no += 1
                 reply = kernel.request({"op": "run", "code": op.code}, cell_timeout)
                 if outcome_digest(reply) != op.digest:
-                    got = "ok" if reply.get("ok") else reply.get("error")
+                    got = "ok" if reply.ok else reply.error
                     raise ReplayFailed(
                         f"cell {cell_no} ended differently on replay ({got}; different output or error)"
                     )
@@ -148,8 +150,8 @@ def replay(
                     reply = kernel.request(
                         {"op": "verify"}, admin_timeout, blob=checkpoint_path(op.checkpoint)
                     )
-                    differ = [str(n) for n in reply.get("differ", [])]
-                    if not reply.get("ok") or differ:
+                    differ = list(reply.differ)
+                    if not reply.ok or differ:
                         raise ReplayFailed(
                             f"values differ from checkpoint {op.checkpoint!r}: {', '.join(differ) or reply}"
                         )
@@ -157,21 +159,23 @@ def replay(
             else:
                 source = retaken.get(op.checkpoint) or checkpoint_path(op.checkpoint)
                 reply = kernel.request({"op": "restore"}, admin_timeout, blob=source)
-                if not reply.get("ok"):
-                    raise ReplayFailed(f"restoring {op.checkpoint!r} failed on replay: {reply.get('error')}")
+                if not reply.ok:
+                    raise ReplayFailed(f"restoring {op.checkpoint!r} failed on replay: {reply.error}")
     except KernelDied as exc:
         raise ReplayFailed(f"the kernel died during the replay ({exc})") from None
+    except CheckpointRefused as exc:
+        raise ReplayFailed(str(exc)) from None
     finally:
         shutil.rmtree(private_dir, ignore_errors=True)
     checked = f"; values match checkpoint {verified!r}" if verified else ""
     return f"rebuilt by replaying {cell_no} cell(s) and {len(history.ops) - cell_no} other step(s): every cell ended as before{checked}"
 
 
-def _retake(kernel: KernelProcess, private_dir: Path, checkpoint: str, timeout: float) -> Path:
+def _retake(kernel: KernelProcess, private_dir: Path, checkpoint: str, timeout: float) -> BlobFile:
     reply = kernel.request({"op": "snapshot"}, timeout, blob_follows=True)
+    if not reply.ok:
+        raise ReplayFailed(f"snapshot {checkpoint!r} failed on replay: {reply.error}")
     path = private_dir / f"{len(list(private_dir.iterdir()))}.pkl"
     with path.open("wb") as out:
-        kernel.read_blob_into(out, timeout)
-    if not reply.get("ok"):
-        raise ReplayFailed(f"snapshot {checkpoint!r} failed on replay: {reply.get('error')}")
-    return path
+        size = kernel.read_blob_into(out, timeout, reply.size)
+    return BlobFile(path, size)

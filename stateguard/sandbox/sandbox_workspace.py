@@ -27,32 +27,18 @@ import weakref
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ValidationError
-
-from stateguard.dataflow import CellFacts, DataflowGraph, cell_dataflow
-from stateguard.sandbox.checkpoints import CheckpointFiles, CheckpointInfo, SnapshotReply
+from stateguard.dataflow import DataflowGraph, cell_dataflow
+from stateguard.encodable import encodable
+from stateguard.sandbox.checkpoints import BlobFile, CheckpointFiles, CheckpointInfo
 from stateguard.sandbox.isolation import check_isolation, sandbox_uid
-from stateguard.sandbox.limits import SandboxLimits
+from stateguard.sandbox.limits import SandboxLimits, check_network
 from stateguard.sandbox.process import KernelDied, KernelProcess
 from stateguard.sandbox.recovery import History, Op, ReplayFailed, replay
-from stateguard.sandbox.scratch import Mirror
-from stateguard.workspace import CellResult, ProbeResult, VariableSummary, cell_names
+from stateguard.sandbox.scratch import Mirror, check_host_scratch
+from stateguard.workspace import CellResult, ProbeResult, VariableSummary, cell_names, unencodable_code_result
 
 _DEFAULT_LIMITS = SandboxLimits()
 ADMIN_TIMEOUT_S = 60.0  # snapshot/restore/list may take longer than a cell limit on large data
-
-
-class _RunReply(BaseModel):
-    ok: bool
-    stdout: str = ""
-    stderr: str = ""
-    value: str | None = None
-    error: str | None = None
-    traceback: str | None = None
-    wall_s: float = 0.0
-    flow: CellFacts = CellFacts(traced=False)
-    names: list[str] = []
-    threads: dict[str, list[str]] = {}
 
 
 def _close_kernel(holder: list[KernelProcess]) -> None:
@@ -75,10 +61,13 @@ class SandboxWorkspace:
         runtime_hashing: bool = True,
     ):
         check_isolation(limits.isolation)  # refuse before creating anything
+        check_network(limits)  # (model_copy(update=...) skips the model's own check)
         self.task_data_dir = None if task_data_dir is None else Path(task_data_dir).resolve()
         self.scratch_dir = Path(scratch_dir).resolve()
         self.checkpoint_dir = Path(checkpoint_dir).resolve()
         self.scratch_dir.mkdir(parents=True, exist_ok=True)
+        if limits.isolation == "bwrap":
+            check_host_scratch(self.scratch_dir, limits.scratch_mb)  # before anything is copied
         self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
         self.limits = limits
         self.runtime_hashing = runtime_hashing
@@ -90,8 +79,11 @@ class SandboxWorkspace:
         self.checkpoints = CheckpointFiles(self.checkpoint_dir)
         self._private = self.checkpoint_dir / ".sandbox"  # not a valid checkpoint id: no clash
         self.history = History()
+        self._hashes: dict[str, str] = {}  # variable -> content hash after the cell that last wrote it
         self._base_scratch = self._save_base_scratch()
-        self.mirror = Mirror(self.scratch_dir) if limits.isolation == "bwrap" else None
+        self.mirror = (
+            Mirror(self.scratch_dir, limits.scratch_mb * 1024 * 1024) if limits.isolation == "bwrap" else None
+        )
         self._uid = sandbox_uid()  # one per workspace: a replayed cell sees the same uid
         self._pending_notes: list[str] = []
         self._lock = threading.RLock()
@@ -136,7 +128,10 @@ class SandboxWorkspace:
             skipped = self.mirror.sync(fd) if fd is not None else []
         except OSError as exc:  # the sandbox went away before we got in
             return [f"the scratch dir could not be copied out of the sandbox ({exc.strerror or exc})"]
-        return [f"scratch: {s}" for s in skipped[:5]]
+        shown = [f"scratch: {s}" for s in skipped[:10]]
+        if len(skipped) > 10:
+            shown.append(f"scratch: {len(skipped) - 10} more problem(s) not shown")
+        return shown
 
     @property
     def kernel(self) -> KernelProcess:
@@ -155,16 +150,36 @@ class SandboxWorkspace:
         return max(ADMIN_TIMEOUT_S, self._cell_timeout())
 
     def _call(
-        self, message: dict[str, Any], timeout: float, *, blob: Path | None = None, blob_follows: bool = False
-    ) -> dict[str, Any]:
-        """One request; a dead kernel is replaced first, and a death during the call is recovered."""
+        self,
+        message: dict[str, Any],
+        timeout: float,
+        *,
+        blob: BlobFile | None = None,
+        blob_follows: bool = False,
+        retry: bool = True,
+    ) -> Any:
+        """One request; a dead kernel is replaced first, and a death during the call (a malformed reply
+        included) is recovered and the request asked once more of the rebuilt kernel: these requests
+        read or change nothing a replay has not already rebuilt. A second failure is raised."""
         if not self.kernel.alive():
             self._pending_notes += self._recover(self.kernel.describe_exit(), lost_upto=self._cells)
         try:
             return self.kernel.request(message, timeout, blob=blob, blob_follows=blob_follows)
         except KernelDied as exc:
             self._pending_notes += self._recover(str(exc), lost_upto=self._cells)
+            if not retry:
+                raise
+        try:
+            return self.kernel.request(message, timeout, blob=blob, blob_follows=blob_follows)
+        except KernelDied as exc:
+            self._pending_notes += self._recover(str(exc), lost_upto=self._cells)
             raise
+
+    def _record_hashes(self, names: list[str], written: dict[str, str]) -> None:
+        """The hashes a replay must reproduce: kept per variable, dropped when it goes."""
+        alive = set(names)
+        self._hashes = {n: h for n, h in self._hashes.items() if n in alive}
+        self._hashes.update({n: h for n, h in written.items() if n in alive})
 
     # --- recovery ---------------------------------------------------------------------------
     def _recover(self, cause: str, *, lost_upto: int) -> list[str]:
@@ -194,7 +209,7 @@ class SandboxWorkspace:
             summary = replay(
                 self.kernel,
                 self.history,
-                checkpoint_path=self.checkpoints.path,
+                checkpoint_path=self.checkpoints.verified,
                 exists=self.checkpoints.exists,
                 private_dir=self._private / "replay",
                 cell_timeout=self._cell_timeout(),
@@ -202,7 +217,8 @@ class SandboxWorkspace:
                 budget_s=self.limits.replay_seconds,
             )
             listing = self.kernel.request({"op": "delete", "names": []}, self._admin_timeout())
-            self._names = [str(n) for n in listing.get("names", [])]
+            self._names = list(listing.names)
+            summary += self._check_replayed_hashes()
         except (ReplayFailed, KernelDied, OSError) as exc:
             if self.mirror is None:
                 shutil.rmtree(self.scratch_dir, ignore_errors=True)
@@ -212,6 +228,21 @@ class SandboxWorkspace:
         if self.mirror is None:
             shutil.rmtree(aside, ignore_errors=True)
         return True, summary
+
+    def _check_replayed_hashes(self) -> str:
+        """The replayed values must hash as they did before the kernel died (a cell that printed
+        nothing but drew a random number ends "as before" and still differs); raises ReplayFailed
+        naming the variables that changed or are missing."""
+        if not self._hashes:
+            return ""
+        listing = self.kernel.request({"op": "list"}, self._admin_timeout())
+        now = {v.name: v.content_hash for v in listing.variables}
+        changed = sorted(n for n, h in self._hashes.items() if now.get(n) != h)
+        if changed:
+            raise ReplayFailed(
+                f"the replayed values differ from those before the kernel died: {', '.join(changed[:20])}"
+            )
+        return f"; {len(self._hashes)} variable(s) hash as before the kernel died"
 
     def _restore_last_checkpoint(self, cause: str, *, lost_upto: int, why: str) -> list[str]:
         """The fallback: the most recent checkpoint, and an exact account of what that loses."""
@@ -278,15 +309,14 @@ class SandboxWorkspace:
         self._pending_notes += self._holder[0].start_notes
 
     def _load(self, checkpoint_id: str) -> list[str]:
-        path = self.checkpoints.path(checkpoint_id)
-        reply = self.kernel.request({"op": "restore"}, self._admin_timeout(), blob=path)
-        if not reply.get("ok"):
-            raise RuntimeError(
-                f"restoring checkpoint {checkpoint_id!r} failed in the sandbox: {reply.get('error')}"
-            )
-        self._names = [str(n) for n in reply.get("names", [])]
+        blob = self.checkpoints.verified(checkpoint_id)  # CheckpointRefused: swapped, renamed, altered
+        reply = self.kernel.request({"op": "restore"}, self._admin_timeout(), blob=blob)
+        if not reply.ok:
+            raise RuntimeError(f"restoring checkpoint {checkpoint_id!r} failed in the sandbox: {reply.error}")
+        self._names = list(reply.names)
+        self._hashes = {}  # the checkpoint's values: a replay restores the same verified file
         self.checkpoints.current = checkpoint_id
-        notes = [str(v) for v in dict(reply.get("failed", {})).values()]
+        notes = list(reply.failed.values())
         info = self.checkpoints.info(checkpoint_id)
         if info is not None and info.skipped:
             notes.append(
@@ -300,6 +330,8 @@ class SandboxWorkspace:
         with self._lock:
             self._cells += 1
             cell_id = self._cells
+            if not encodable(code):
+                return unencodable_code_result(cell_id, code)
             notes, self._pending_notes = self._pending_notes, []
             # Should the kernel die, the cell's text is all there is: its names, checked before it ran.
             static = cell_dataflow(code)
@@ -311,21 +343,22 @@ class SandboxWorkspace:
                 notes += self._recover(cause, lost_upto=cell_id - 1)
                 if len(self.degraded_reasons) > degraded:
                     return CellResult(**base, ok=False, error=f"SandboxDied: {cause}", notes=notes)
-            request = {"op": "run", "code": code, "check_values": self.runtime_hashing}
+            request = {
+                "op": "run",
+                "code": code,
+                "check_values": self.runtime_hashing,
+                "hashes": self.limits.replay,
+            }
             try:
-                raw = self.kernel.request(request, self._cell_timeout())
-                reply = _RunReply.model_validate(raw)
-            except (KernelDied, ValidationError) as exc:
-                cause = (
-                    str(exc) if isinstance(exc, KernelDied) else f"malformed reply from the sandbox ({exc})"
-                )
-                if isinstance(exc, ValidationError):
-                    self.kernel.kill()
+                reply = self.kernel.request(request, self._cell_timeout())
+            except KernelDied as exc:  # a malformed reply included: the kernel was killed for it
+                cause = str(exc)
                 notes += self._recover(cause, lost_upto=cell_id)
                 return CellResult(**base, ok=False, error=f"SandboxDied: {cause}", notes=notes)
             self._names = reply.names
-            self.history.cell(code, raw)
-            notes += self._sync_scratch() + _thread_notes(reply.threads)
+            self._record_hashes(reply.names, reply.hashes)
+            self.history.cell(code, reply)
+            notes += self.kernel.end_cell() + self._sync_scratch() + _thread_notes(reply.threads)
             stale = self.dataflow.apply(cell_id, reply.flow)
             reads, writes = cell_names(code, reply.flow)
             cap = self.limits.max_output_chars + 200
@@ -348,20 +381,21 @@ class SandboxWorkspace:
         """The value as JSON: plain data as-is, numpy scalars as numbers, anything else a summary dict."""
         with self._lock:
             reply = self._call({"op": "get", "name": name}, self._admin_timeout())
-            if reply.get("missing"):
+            if reply.missing:
                 raise KeyError(name)
-            return reply.get("value")
+            return reply.value
 
     def list_variables(self) -> list[VariableSummary]:
         with self._lock:
             reply = self._call({"op": "list"}, self._admin_timeout())
-            return [VariableSummary.model_validate(v) for v in reply.get("variables", [])]
+            return list(reply.variables)
 
     def delete_variables(self, names: list[str]) -> list[str]:
         with self._lock:
             reply = self._call({"op": "delete", "names": list(names)}, self._admin_timeout())
-            removed = [str(n) for n in reply.get("removed", []) if n in names]
-            self._names = [str(n) for n in reply.get("names", [])]
+            removed = [n for n in reply.removed if n in names]
+            self._names = list(reply.names)
+            self._record_hashes(self._names, {})
             self.history.delete(list(names))
             self.dataflow.forget(removed)
             return removed
@@ -370,29 +404,24 @@ class SandboxWorkspace:
         """Run code in a forked copy of the kernel: reads everything, changes nothing, same limits."""
         with self._lock:
             try:
-                reply = self._call({"op": "probe", "code": code}, self._cell_timeout())
+                reply = self._call({"op": "probe", "code": code}, self._cell_timeout(), retry=False)
             except KernelDied as exc:
                 return ProbeResult(ok=False, error=f"SandboxDied: {exc}")
             cap = self.limits.max_output_chars + 200
-            return ProbeResult(
-                ok=reply.get("ok") is True,
-                stdout=str(reply.get("stdout", ""))[:cap],
-                value=reply.get("value"),
-                error=None if reply.get("error") is None else str(reply["error"]),
-            )
+            return ProbeResult(ok=reply.ok, stdout=reply.stdout[:cap], value=reply.value, error=reply.error)
 
     # --- checkpoints ------------------------------------------------------------------------
     def snapshot(self, checkpoint_id: str) -> None:
         """Write the namespace to checkpoint_dir/<id>.pkl; unpicklable names are listed in `checkpoint_info`."""
         with self._lock:
             self.checkpoints.path(checkpoint_id)  # validate the id before asking the kernel
-            raw = self._call({"op": "snapshot"}, self._admin_timeout(), blob_follows=True)
-            reply = SnapshotReply.model_validate(raw)
+            reply = self._call({"op": "snapshot"}, self._admin_timeout(), blob_follows=True)
             if not reply.ok:
                 raise RuntimeError(f"snapshot {checkpoint_id!r} failed in the sandbox: {reply.error}")
             try:
                 size = self.checkpoints.receive(
-                    checkpoint_id, lambda out: self.kernel.read_blob_into(out, self._admin_timeout())
+                    checkpoint_id,
+                    lambda out: self.kernel.read_blob_into(out, self._admin_timeout(), reply.size),
                 )
             except KernelDied as exc:
                 self._pending_notes += self._recover(str(exc), lost_upto=self._cells)

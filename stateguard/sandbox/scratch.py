@@ -8,11 +8,19 @@ wrote there, people open run folders):
 - `seed` (kernel side, before any cell): copies the host scratch dir, bound read-only at
   `SEED_DIR`, into the fresh tmpfs, so files survive a kernel restart;
 - `Mirror.sync` (parent side, after every cell and before the kernel is closed): makes the host
-  dir equal to the tmpfs, read through `/proc/<pid>/root`. Only directories and regular files
-  are copied (symlinks, FIFOs and devices are skipped: a link to /etc/shadow must not become a
-  host file someone later follows). Every step opens the next name relative to the previous
-  directory fd with O_NOFOLLOW, so a cell racing the copy with renames and symlinks cannot send
-  the parent outside the tmpfs. Unchanged files (same size and mtime) are not copied again.
+  dir equal to the tmpfs, read through `/proc/<pid>/root` (its class docstring says how: both
+  sides through directory fds with O_NOFOLLOW, a directory-by-directory diff, change stamps that
+  a cell cannot put back, per-name problems reported with the rest still copied). Only
+  directories and regular files are copied (symlinks, FIFOs and devices are skipped: a link to
+  /etc/shadow must not become a host file someone later follows); a hard link is copied once
+  and its other names reported; the host copy holds at most `scratch_mb` of apparent size
+  (sparse files count at their full length), the rest is reported by name;
+- `check_host_scratch` (parent side, before the first kernel): a host scratch dir the tmpfs
+  could not hold as it is (over `scratch_mb`, a FIFO, socket or device, a hard-linked file) is
+  refused with an error naming it, before anything could overwrite the original.
+
+The kernel also sets RLIMIT_FSIZE to `scratch_mb` (`guards.apply_process_limits`): one file
+cannot be made larger than the tmpfs, sparse or not.
 
 A kernel that dies takes its tmpfs with it: files written by the cell that was running when it
 died are lost (everything earlier was mirrored). `Mirror.sync` bounds its walk (`MAX_ENTRIES`,
@@ -21,7 +29,9 @@ died are lost (everything earlier was mirrored). `Mirror.sync` bounds its walk (
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
 import shutil
 import stat
 from pathlib import Path
@@ -65,88 +75,253 @@ def open_inside(root_fd: int, path: Path) -> int:
     return fd
 
 
-class Mirror:
-    """Parent side: keeps `host` equal to the sandbox tmpfs (see the module docstring)."""
+_HOST_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+TEMP_PREFIX = ".sg-mirror-"  # + 16 hex digits: 27 characters, far inside NAME_MAX
 
-    def __init__(self, host: Path):
+
+class Mirror:
+    """Parent side: keeps `host` equal to the sandbox tmpfs (see the module docstring).
+
+    Both trees are walked through directory fds, one name at a time with O_NOFOLLOW, so a link
+    planted on either side is an entry to replace or skip, never a path to follow. Each directory
+    is listed on both sides: what the sandbox no longer has is removed from the host, and a host
+    entry that is missing or differs from what the last sync wrote is written again (a host
+    scratch deleted between cells comes back whole). A file is copied when its change stamp in
+    the tmpfs differs from the last sync's: inode, size, mtime and ctime. A cell can put mtime
+    back, not ctime (the kernel sets it on every write and on every utime), so a same-size rewrite
+    with its old mtime is still seen. Every problem is reported by name and the rest is copied.
+    """
+
+    def __init__(self, host: Path, budget_bytes: int | None = None):
         self.host = host
-        self._seen: dict[str, tuple[int, int]] = {}  # relative path -> (size, mtime_ns) last copied
+        self.budget_bytes = budget_bytes  # apparent bytes the host copy may hold (scratch_mb)
+        # relative path -> (sandbox stamp, host stamp) after the last copy
+        self._copied: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {}
         self.skipped: list[str] = []
 
     def sync(self, scratch_fd: int) -> list[str]:
         """Copy changes from the sandbox's scratch dir (an fd from `open_scratch`) to the host dir;
-        returns notes (what was skipped)."""
+        returns notes (what was skipped or restored, each by name)."""
         self.skipped = []
-        present: dict[str, tuple[int, int]] = {}
-        self._walk(scratch_fd, "", present, 0)
-        self._remove_missing(present)
-        self._seen = present
+        self._entries = 0
+        self._bytes = 0
+        self._links: dict[tuple[int, int], str] = {}
+        copied: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+        try:
+            host_fd = os.open(self.host, _HOST_DIR_FLAGS)
+        except FileNotFoundError:
+            self.host.mkdir(parents=True, exist_ok=True)
+            host_fd = os.open(self.host, _HOST_DIR_FLAGS)
+            if self._copied:
+                self.skipped.append(f"the host scratch dir {self.host} had disappeared; it was written again")
+        try:
+            self._walk(scratch_fd, host_fd, "", copied, 0)
+        finally:
+            os.close(host_fd)
+        self._copied = copied
         return self.skipped
 
-    def _walk(self, dir_fd: int, rel: str, present: dict[str, tuple[int, int]], depth: int) -> None:
-        # Runs after every cell: plain strings, and the host is touched only for what changed.
-        if rel and self._seen.get(rel + "/") is None:
-            target = self.host / rel
-            if target.is_symlink() or (target.exists() and not target.is_dir()):
-                target.unlink()  # a file the sandbox has since replaced by a directory
-            target.mkdir(parents=True, exist_ok=True)
-        with os.scandir(dir_fd) as entries:  # scandir reads its own duplicate of the fd (and rewinds it)
-            for entry in entries:
-                if len(present) >= MAX_ENTRIES:
-                    self.skipped.append(f"more than {MAX_ENTRIES} entries: the rest is not mirrored")
-                    return
-                child = f"{rel}/{entry.name}" if rel else entry.name
-                info = entry.stat(follow_symlinks=False)
+    def _walk(
+        self,
+        src_fd: int,
+        host_fd: int,
+        rel: str,
+        copied: dict[str, tuple[tuple[int, ...], tuple[int, ...]]],
+        depth: int,
+    ) -> None:
+        with os.scandir(src_fd) as it:  # scandir reads its own duplicate of the fd (and rewinds it)
+            wanted = {e.name: e.stat(follow_symlinks=False) for e in it}
+        with os.scandir(host_fd) as it:
+            present = {e.name: e.stat(follow_symlinks=False) for e in it}
+        for name, info in wanted.items():
+            child = f"{rel}/{name}" if rel else name
+            self._entries += 1
+            if self._entries > MAX_ENTRIES:
+                self.skipped.append(f"more than {MAX_ENTRIES} entries: the rest is not mirrored")
+                wanted = {n: i for n, i in wanted.items() if n in present}  # keep, do not delete, the rest
+                break
+            try:
                 if stat.S_ISDIR(info.st_mode):
                     if depth >= MAX_DEPTH:
-                        self.skipped.append(f"{child}: deeper than {MAX_DEPTH} levels")
+                        self.skipped.append(f"{child}: deeper than {MAX_DEPTH} levels (not mirrored)")
                         continue
-                    try:
-                        sub = os.open(entry.name, _DIR_FLAGS, dir_fd=dir_fd)
-                    except OSError:
-                        continue  # replaced while we looked
-                    try:
-                        self._walk(sub, child, present, depth + 1)
-                    finally:
-                        os.close(sub)
-                    present[child + "/"] = (0, 0)
+                    self._directory(src_fd, host_fd, name, child, present.get(name), copied, depth)
                 elif stat.S_ISREG(info.st_mode):
-                    key = (info.st_size, info.st_mtime_ns)
-                    present[child] = key
-                    if self._seen.get(child) != key:
-                        self._copy(dir_fd, entry.name, Path(child))
+                    try:
+                        self._file(src_fd, host_fd, name, child, info, present.get(name), copied)
+                    except OSError:
+                        # No stale copy stays behind under the name of a file that was not mirrored.
+                        old = present.pop(name, None)
+                        if old is not None:
+                            with contextlib.suppress(OSError):
+                                _remove(host_fd, name, old)
+                        raise
                 else:
                     self.skipped.append(f"{child}: not a regular file or directory (not mirrored)")
+            except OSError as exc:  # this entry only: the others are still copied
+                self.skipped.append(f"{child}: not mirrored ({exc.strerror or exc})")
+        for name, info in present.items():
+            keep = name in wanted and (
+                stat.S_ISDIR(wanted[name].st_mode) or stat.S_ISREG(wanted[name].st_mode)
+            )
+            if not keep:
+                try:
+                    _remove(host_fd, name, info)
+                except OSError as exc:
+                    self.skipped.append(
+                        f"{rel + '/' if rel else ''}{name}: could not be removed from the host ({exc.strerror or exc})"
+                    )
 
-    def _copy(self, dir_fd: int, name: str, child: Path) -> None:
+    def _directory(
+        self,
+        src_fd: int,
+        host_fd: int,
+        name: str,
+        child: str,
+        host_info: os.stat_result | None,
+        copied: dict[str, tuple[tuple[int, ...], tuple[int, ...]]],
+        depth: int,
+    ) -> None:
+        if host_info is not None and not stat.S_ISDIR(host_info.st_mode):
+            _remove(host_fd, name, host_info)  # a file, or a link planted where a directory belongs
+            host_info = None
+        if host_info is None:
+            os.mkdir(name, 0o755, dir_fd=host_fd)
+        sub_src = os.open(name, _DIR_FLAGS, dir_fd=src_fd)
         try:
-            src = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
-        except OSError:
-            return  # removed or replaced by a link since the listing
-        target = self.host / child
+            sub_host = os.open(name, _HOST_DIR_FLAGS, dir_fd=host_fd)
+            try:
+                self._walk(sub_src, sub_host, child, copied, depth + 1)
+            finally:
+                os.close(sub_host)
+        finally:
+            os.close(sub_src)
+
+    def _file(
+        self,
+        src_fd: int,
+        host_fd: int,
+        name: str,
+        child: str,
+        info: os.stat_result,
+        host_info: os.stat_result | None,
+        copied: dict[str, tuple[tuple[int, ...], tuple[int, ...]]],
+    ) -> None:
+        if info.st_nlink > 1:
+            first = self._links.setdefault((info.st_dev, info.st_ino), child)
+            if first != child:
+                raise OSError(0, f"a hard link to {first}, which is mirrored once (copy the file instead)")
+        self._bytes += info.st_size  # apparent size: a sparse file costs the host what it would write
+        if self.budget_bytes is not None and self._bytes > self.budget_bytes:
+            self._bytes -= info.st_size
+            raise OSError(
+                0,
+                f"{info.st_size} bytes would take the host copy past scratch_mb ({self.budget_bytes >> 20} MiB)",
+            )
+        stamp = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+        host_stamp = _host_stamp(host_info)
+        if self._copied.get(child) == (stamp, host_stamp):
+            copied[child] = (stamp, host_stamp)  # unchanged on both sides
+            return
+        copied[child] = (stamp, self._copy(src_fd, host_fd, name, host_info))
+
+    def _copy(
+        self, src_fd: int, host_fd: int, name: str, host_info: os.stat_result | None
+    ) -> tuple[int, ...]:
+        """Write the sandbox file `name` into the host dir under a fresh temporary name, then rename
+        it over the entry (a link there is replaced, not followed); returns the host copy's stamp."""
+        src = os.open(name, _FILE_FLAGS, dir_fd=src_fd)
         try:
             if not stat.S_ISREG(os.fstat(src).st_mode):
-                return
-            if target.is_dir() and not target.is_symlink():
-                shutil.rmtree(target)  # a directory the sandbox has since replaced by a file
-            target.parent.mkdir(parents=True, exist_ok=True)
-            partial = target.with_name(target.name + ".mirror-partial")
-            with open(partial, "wb") as out:
-                while chunk := os.read(src, CHUNK):
-                    out.write(chunk)
-            partial.replace(target)
+                raise OSError(0, "replaced while it was being copied (not mirrored)")
+            temp, out = _create_temp(host_fd)
+            try:
+                try:
+                    while chunk := os.read(src, CHUNK):
+                        view = memoryview(chunk)
+                        while view:
+                            view = view[os.write(out, view) :]
+                    done = os.fstat(out)
+                finally:
+                    os.close(out)
+                if host_info is not None and stat.S_ISDIR(host_info.st_mode):
+                    shutil.rmtree(name, dir_fd=host_fd)  # a directory the sandbox has replaced by a file
+                os.rename(temp, name, src_dir_fd=host_fd, dst_dir_fd=host_fd)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(temp, dir_fd=host_fd)
+                raise
+            return (done.st_ino, done.st_size, done.st_mtime_ns)
         finally:
             os.close(src)
 
-    def _remove_missing(self, present: dict[str, tuple[int, int]]) -> None:
-        """Files and dirs the sandbox removed go on the host too (deepest first)."""
-        for key in sorted(set(self._seen) - set(present), key=len, reverse=True):
-            path = self.host / key.rstrip("/")
-            if key.endswith("/"):
-                if path.is_dir() and not path.is_symlink() and f"{key.rstrip('/')}" not in present:
-                    shutil.rmtree(path, ignore_errors=True)
-            elif f"{key}/" not in present:
-                path.unlink(missing_ok=True)
+
+def _host_stamp(info: os.stat_result | None) -> tuple[int, ...]:
+    if info is None or not stat.S_ISREG(info.st_mode):
+        return ()
+    return (info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def _create_temp(dir_fd: int) -> tuple[str, int]:
+    """A new file in dir_fd under a random short name (O_EXCL: never an existing entry or link)."""
+    for _ in range(16):
+        name = TEMP_PREFIX + secrets.token_hex(8)
+        try:
+            return name, os.open(name, _TEMP_FLAGS, 0o644, dir_fd=dir_fd)
+        except FileExistsError:
+            continue
+    raise OSError(0, "no free temporary name in the host dir")
+
+
+def _remove(dir_fd: int, name: str, info: os.stat_result) -> None:
+    if stat.S_ISDIR(info.st_mode):
+        shutil.rmtree(name, dir_fd=dir_fd)
+    else:
+        os.unlink(name, dir_fd=dir_fd)
+
+
+def check_host_scratch(host: Path, scratch_mb: int) -> None:
+    """Before the first kernel: the host scratch dir must fit the sandbox's tmpfs and hold only
+    directories and regular files, or the sandbox copy would differ from it and the first mirror
+    would overwrite the host original. Raises ValueError naming the file and the fix."""
+    problems: list[str] = []
+    total = 0
+    for root, dirs, files in os.walk(host):
+        for name in sorted(dirs + files):
+            path = Path(root) / name
+            info = path.lstat()
+            rel = path.relative_to(host)
+            if stat.S_ISLNK(info.st_mode) or stat.S_ISDIR(info.st_mode):
+                continue  # links are not copied into the sandbox; directories are walked
+            if not stat.S_ISREG(info.st_mode):
+                problems.append(f"{rel} is a {_kind(info.st_mode)}, which the sandbox cannot hold")
+            elif info.st_nlink > 1:
+                problems.append(
+                    f"{rel} has {info.st_nlink} hard links (the sandbox would hold one copy per link)"
+                )
+            else:
+                total += info.st_size
+        dirs[:] = [d for d in dirs if not (Path(root) / d).is_symlink()]
+    if total > scratch_mb * 1024 * 1024:
+        problems.append(f"its files add up to {total / 2**20:.1f} MiB, over scratch_mb={scratch_mb}")
+    if problems:
+        raise ValueError(
+            f"the scratch dir {host} cannot be copied into the sandbox unchanged: {'; '.join(problems[:5])}. "
+            "Nothing was changed; move those files out of it, or raise SandboxLimits.scratch_mb"
+        )
+
+
+def _kind(mode: int) -> str:
+    for test, kind in (
+        (stat.S_ISFIFO, "FIFO"),
+        (stat.S_ISSOCK, "socket"),
+        (stat.S_ISCHR, "character device"),
+        (stat.S_ISBLK, "block device"),
+    ):
+        if test(mode):
+            return kind
+    return "special file"
 
 
 def open_scratch(proc_root: str, scratch: Path) -> int:

@@ -301,7 +301,7 @@ def test_kernel_runs_in_an_empty_network_namespace(ws: SandboxWorkspace) -> None
 
 
 def test_network_on_allows_sockets(dirs: Dirs) -> None:
-    ws = dirs.workspace(FAST.model_copy(update={"network": True}))
+    ws = dirs.workspace(FAST.model_copy(update={"network": True, "isolation": "process"}))
     try:
         r = ws.run_cell("import socket\ns = socket.socket()\ns.close()\n'made'")
         assert (r.ok, r.value) == (True, "'made'")

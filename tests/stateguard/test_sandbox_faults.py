@@ -1,0 +1,465 @@
+"""Fault suite: what the parent does with text, replies and files it cannot trust (issue 31).
+
+Each test is one attempt of the adversarial pass: a cell (or a forged reply, or a planted host
+file) and the outcome the parent must show. The rule for all of them: 0 exceptions in the parent,
+0 silent wrong results; a fault is reported (a failed cell, a note, a degraded reason).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+from pathlib import Path
+
+import pytest
+
+from stateguard.encodable import escape_text, escape_tree
+from stateguard.sandbox import SandboxLimits, SandboxWorkspace
+from stateguard.trace import Trace, read_trace
+from stateguard.workspace import DictWorkspace
+
+LIMITS = SandboxLimits(
+    cpu_seconds_per_cell=20,
+    wall_seconds_per_cell=30,
+    memory_mb=1024,
+    grace_seconds=5,
+    scratch_mb=64,
+    tmp_mb=16,
+)
+SURROGATE_CELL = "print('caf\\udce9'); x = '\\udce9'\nx"
+
+
+@pytest.fixture
+def ws(tmp_path: Path):
+    with SandboxWorkspace(None, tmp_path / "scratch", tmp_path / "ckpt", LIMITS) as workspace:
+        yield workspace
+
+
+# --- text the parent cannot encode --------------------------------------------------------------
+
+
+def test_escape_text_keeps_valid_text_and_escapes_lone_surrogates() -> None:
+    assert escape_text("café 😀") == "café 😀"
+    assert escape_text("caf\udce9") == "caf\\udce9"
+    assert escape_tree({"k\udce9": ["\ud800", ("a",)]}) == {"k\\udce9": ["\\ud800", ("a",)]}
+
+
+def test_lone_surrogate_output_serializes_in_the_dict_workspace() -> None:
+    result = DictWorkspace().run_cell(SURROGATE_CELL)
+    assert result.ok and result.stdout == "caf\\udce9\n"
+    json.loads(result.model_dump_json())  # raised UnicodeEncodeError before
+
+
+def test_lone_surrogate_output_value_and_listing_serialize_in_the_sandbox(ws: SandboxWorkspace) -> None:
+    result = ws.run_cell(SURROGATE_CELL)
+    assert result.ok and result.stdout == "caf\\udce9\n" and result.value == "'\\udce9'"
+    json.loads(result.model_dump_json())
+    assert ws.get_value("x") == "\\udce9"  # JSON's "\udce9" escape comes back escaped, not as a surrogate
+    [listing] = ws.list_variables()
+    listing.model_dump_json()
+    probe = ws.run_probe("result = {x: [x]}\nprint(x)")
+    assert probe.value == {"\\udce9": ["\\udce9"]} and probe.stdout == "\\udce9\n"
+    probe.model_dump_json()
+
+
+@pytest.mark.parametrize("make", [DictWorkspace, None])
+def test_cell_code_with_a_lone_surrogate_is_a_failed_cell(make, ws: SandboxWorkspace) -> None:
+    workspace = make() if make else ws
+    result = workspace.run_cell("x = 'caf\udce9'")  # the text itself holds the surrogate
+    assert not result.ok and "lone surrogate \\udce9 at character 8" in (result.error or "")
+    result.model_dump_json()
+    assert workspace.run_cell("y = 1").ok
+
+
+def test_trace_escapes_lone_surrogates_in_events(tmp_path: Path) -> None:
+    trace = Trace(tmp_path / "trace.jsonl", clock=lambda: None)
+    trace.emit("answers", answers={"1": "caf\udce9"})
+    trace.close()
+    [event] = read_trace(tmp_path / "trace.jsonl")
+    assert event.model_dump()["data"]["answers"] == {"1": "caf\\udce9"}
+    event.model_dump_json()
+
+
+# --- the parent trusts nothing the kernel says --------------------------------------------------
+
+
+def test_a_cell_cannot_rewrite_the_kernels_request_handlers(ws: SandboxWorkspace) -> None:
+    attack = (
+        "import sys\nK = sys.modules['__main__'].Kernel\n"
+        "def forged(self, request):\n    return {'ok': True, 'value': \"'FORGED'\", 'names': []}\n"
+        "K.run.__code__ = forged.__code__\n"
+    )
+    patched = ws.run_cell(attack)
+    assert not patched.ok and "kernel's own functions is not allowed" in (patched.error or ""), patched
+    later = ws.run_cell("1/0")
+    assert not later.ok and later.error == "ZeroDivisionError: division by zero" and later.value is None
+
+
+FORGED = {
+    "list": [
+        {"variables": [{"name": "x"}]},  # a summary without its type: ValidationError in the parent before
+        {"variables": "not a list"},
+        {"ok": "yes", "variables": []},
+    ],
+    "get": [{"ok": True, "value": float("nan"), "missing": "no"}],
+    "delete": [{"ok": True, "removed": [1, 2], "names": None}],
+    "run": [
+        # a flow read with an empty path: IndexError in the dataflow graph before
+        {"ok": True, "flow": {"units": [{"unit": 0, "reads": [{"path": []}]}]}, "names": []},
+        {"ok": True, "flow": {"units": [{"unit": 0, "writes": [{"path": ["a"], "deps": [{"path": [""]}]}]}]}},
+        {"ok": True, "names": [{"x": 1}]},
+        {"stdout": "no ok field"},
+    ],
+    "snapshot": [{"ok": True, "size": -5}, {"ok": True, "size": 10**12}],
+}
+CASES = [(op, forged) for op, shapes in FORGED.items() for forged in shapes]
+
+
+@pytest.mark.parametrize(("op", "forged"), CASES, ids=[f"{op}-{i}" for i, (op, _) in enumerate(CASES)])
+def test_forged_replies_are_a_reported_kernel_fault(
+    ws: SandboxWorkspace, monkeypatch: pytest.MonkeyPatch, op: str, forged: dict
+) -> None:
+    from stateguard.sandbox import protocol
+
+    ws.run_cell("x = 41 + 1")
+    ws.snapshot("c1")
+    real = protocol.FrameReader.read_message
+    sent = {"n": 0}
+
+    def forge_once(self, deadline=None):  # the next reply of `op` is replaced, keeping its nonce
+        message = real(self, deadline)
+        if sent["n"] == 0 and ("variables" in message or op != "list") and "nonce" in message:
+            sent["n"] += 1
+            return {**forged, "nonce": message["nonce"]}
+        return message
+
+    monkeypatch.setattr(protocol.FrameReader, "read_message", forge_once)
+    if op == "run":
+        result = ws.run_cell("y = 1")
+        assert not result.ok and "broke the protocol" in (result.error or ""), result
+    elif op == "list":
+        assert [v.name for v in ws.list_variables()] == ["x"]  # asked again of the rebuilt kernel
+    elif op == "get":
+        assert ws.get_value("x") == 42
+    elif op == "delete":
+        assert ws.delete_variables(["x"]) == ["x"]
+    elif op == "snapshot":
+        ws.snapshot("c2")
+        assert ws.checkpoint_info("c2").size_bytes < 10**6
+    assert sent["n"] == 1 and len(ws.restarts) == 1 and "broke the protocol" in ws.restarts[0], ws.restarts
+    assert ws.run_cell("x + 1").value == ("43" if op != "delete" else None) or op == "delete"
+
+
+def test_a_checkpoint_over_checkpoint_mb_is_refused_with_its_size(tmp_path: Path) -> None:
+    limits = LIMITS.model_copy(update={"checkpoint_mb": 1})
+    with SandboxWorkspace(None, tmp_path / "s", tmp_path / "c", limits) as workspace:
+        workspace.run_cell("import os\nbig = os.urandom(3 * 1024 * 1024)")
+        with pytest.raises(RuntimeError, match=r"3 MiB, over checkpoint_mb=1"):
+            workspace.snapshot("big")
+        assert not workspace.has_checkpoint("big") and not workspace.restarts
+        assert workspace.run_cell("len(big)").value == str(3 * 1024 * 1024)
+
+
+# --- the scratch mirror never fakes or loses a file ---------------------------------------------
+
+
+def _host(ws: SandboxWorkspace) -> dict[str, bytes]:
+    """The host scratch, read through directory fds (a deep path is longer than PATH_MAX)."""
+    out: dict[str, bytes] = {}
+
+    def walk(fd: int, rel: str) -> None:
+        for entry in os.scandir(fd):
+            name = f"{rel}{entry.name}"
+            if entry.is_symlink():
+                out[name] = b"<link>"
+            elif entry.is_dir():
+                sub = os.open(entry.name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+                try:
+                    walk(sub, name + "/")
+                finally:
+                    os.close(sub)
+            else:
+                f = os.open(entry.name, os.O_RDONLY, dir_fd=fd)
+                try:
+                    out[name] = os.read(f, 1 << 24)
+                finally:
+                    os.close(f)
+
+    root = os.open(ws.scratch_dir, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        walk(root, "")
+    finally:
+        os.close(root)
+    return out
+
+
+def test_long_names_deep_paths_and_lookalike_names_are_all_mirrored(ws: SandboxWorkspace) -> None:
+    r = ws.run_cell(
+        "import os\nopen('gone.txt', 'w').write('old')\nopen('a', 'w').write('A')\n"
+        "open('a.mirror-partial', 'w').write('B')\nopen('.sg-mirror-0123456789abcdef', 'w').write('C')"
+    )
+    assert r.ok, r
+    r = ws.run_cell(
+        "os.remove('gone.txt')\nopen('n' * 250, 'w').write('long')\n"
+        "base = os.getcwd()\nfor _ in range(25):\n    os.mkdir('d' * 200)\n    os.chdir('d' * 200)\n"
+        "open('deep.txt', 'w').write('deep')\nos.chdir(base)\n"
+        "open('z-after.txt', 'w').write('z')"
+    )
+    assert r.ok and not [n for n in r.notes if n.startswith("scratch")], r
+    host = _host(ws)
+    deep = "/".join(["d" * 200] * 25) + "/deep.txt"
+    assert host == {
+        "a": b"A",
+        "a.mirror-partial": b"B",
+        ".sg-mirror-0123456789abcdef": b"C",
+        "n" * 250: b"long",
+        deep: b"deep",
+        "z-after.txt": b"z",
+    }
+
+
+def test_a_same_size_rewrite_with_its_mtime_put_back_is_copied(ws: SandboxWorkspace) -> None:
+    assert ws.run_cell("import os\nopen('v.txt', 'w').write('one')\nst = os.stat('v.txt')").ok
+    assert ws.run_cell(
+        "open('v.txt', 'w').write('two')\nos.utime('v.txt', ns=(st.st_atime_ns, st.st_mtime_ns))"
+    ).ok
+    assert (ws.scratch_dir / "v.txt").read_text() == "two"
+
+
+def test_a_host_scratch_deleted_between_cells_is_written_again(ws: SandboxWorkspace) -> None:
+    assert ws.run_cell("import os\nos.makedirs('sub')\nopen('sub/keep.txt', 'w').write('k')").ok
+    shutil.rmtree(ws.scratch_dir)
+    r = ws.run_cell("1")
+    assert (ws.scratch_dir / "sub" / "keep.txt").read_text() == "k"
+    assert any("had disappeared" in n for n in r.notes), r.notes
+
+
+def test_links_planted_on_the_host_are_replaced_not_followed(ws: SandboxWorkspace, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "victim.txt").write_text("precious")
+    assert ws.run_cell(
+        "import os\nos.makedirs('sub')\nopen('sub/x.txt', 'w').write('1')\nopen('f.txt', 'w').write('1')"
+    ).ok
+    (ws.scratch_dir / "f.txt").unlink()
+    (ws.scratch_dir / "f.txt").symlink_to(outside / "victim.txt")
+    shutil.rmtree(ws.scratch_dir / "sub")
+    (ws.scratch_dir / "sub").symlink_to(outside)
+    for name in ("f.txt.mirror-partial", ".sg-mirror-x"):
+        (ws.scratch_dir / name).symlink_to(outside / "victim.txt")
+    r = ws.run_cell(
+        "open('f.txt', 'w').write('2')\nopen('sub/victim.txt', 'w').write('2')\nopen('sub/x.txt', 'w').write('2')"
+    )
+    assert r.ok, r
+    assert (outside / "victim.txt").read_text() == "precious" and sorted(
+        p.name for p in outside.iterdir()
+    ) == ["victim.txt"]
+    assert not (ws.scratch_dir / "sub").is_symlink() and not (ws.scratch_dir / "f.txt").is_symlink()
+    assert _host(ws) == {"f.txt": b"2", "sub/victim.txt": b"2", "sub/x.txt": b"2"}
+
+
+def test_hard_links_are_mirrored_once_and_named(ws: SandboxWorkspace) -> None:
+    r = ws.run_cell(
+        "import os\nopen('big.bin', 'wb').write(os.urandom(1 << 20))\n"
+        "for i in range(5):\n    os.link('big.bin', f'link{i}.bin')"
+    )
+    assert r.ok
+    [kept] = _host(ws)  # whichever name the walk met first
+    assert sum(f"a hard link to {kept}" in n for n in r.notes) == 5, r.notes
+
+
+def test_sparse_files_count_at_their_apparent_size(ws: SandboxWorkspace) -> None:
+    big = ws.run_cell("f = open('sparse.bin', 'wb')\nf.truncate(2 << 30)")
+    assert not big.ok and "File too large" in (big.error or ""), big  # RLIMIT_FSIZE = scratch_mb
+    r = ws.run_cell(
+        "f.close()\nfor name in ('s1.bin', 's2.bin'):\n    with open(name, 'wb') as f:\n        f.truncate(40 << 20)"
+    )
+    assert r.ok, r
+    host = _host(ws)
+    assert len([n for n in host if n.startswith("s") and n.endswith(".bin") and n != "sparse.bin"]) == 1, (
+        sorted(host)
+    )
+    assert any("past scratch_mb (64 MiB)" in n for n in r.notes), r.notes
+
+
+@pytest.mark.parametrize("kind", ["oversize", "fifo", "socket", "hardlink"])
+def test_a_host_scratch_the_sandbox_cannot_hold_is_refused_untouched(tmp_path: Path, kind: str) -> None:
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    target = scratch / "thing"
+    if kind == "oversize":
+        with target.open("wb") as f:
+            f.truncate(100 << 20)
+    elif kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "socket":
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(str(target))
+    else:
+        target.write_text("x")
+        os.link(target, scratch / "other")
+    before = target.lstat()
+    with pytest.raises(ValueError, match=r"cannot be copied into the sandbox unchanged: .*(thing|other|MiB)"):
+        SandboxWorkspace(None, scratch, tmp_path / "ckpt", LIMITS)
+    after = target.lstat()
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (
+        before.st_ino,
+        before.st_size,
+        before.st_mtime_ns,
+    )
+
+
+# --- one resource envelope for the kernel's process tree ----------------------------------------
+
+SPAWN = (
+    "import ctypes, os, sys, time\nlibc = ctypes.CDLL(None)\n"
+    "def spawn(code):  # libc directly: the audit hook never sees it, only the OS boundary counts\n"
+    "    pid = ctypes.c_int()\n"
+    "    argv = (ctypes.c_char_p * 4)(sys.executable.encode(), b'-c', code.encode(), None)\n"
+    "    assert libc.posix_spawn(ctypes.byref(pid), sys.executable.encode(), None, None, argv, (ctypes.c_char_p * 1)(None)) == 0\n"
+    "    return pid.value\n"
+    "def rss_mib(pid):\n"
+    "    try:\n"
+    "        return int([l for l in open(f'/proc/{pid}/status') if l.startswith('VmRSS')][0].split()[1]) / 1024\n"
+    "    except (OSError, IndexError):\n"
+    "        return 0.0\n"
+)
+
+
+def _envelope_here() -> bool:
+    from stateguard.sandbox import cgroup
+
+    envelope = cgroup.try_create(256, 8)
+    if envelope is None:
+        return False
+    envelope.remove()
+    return True
+
+
+needs_cgroup = pytest.mark.skipif(not _envelope_here(), reason="no writable cgroup on this machine")
+
+
+@pytest.fixture
+def small(tmp_path: Path):
+    limits = LIMITS.model_copy(update={"memory_mb": 512})
+    with SandboxWorkspace(None, tmp_path / "scratch", tmp_path / "ckpt", limits) as workspace:
+        yield workspace
+
+
+@needs_cgroup
+def test_memory_spread_over_processes_stays_under_memory_mb(small: SandboxWorkspace) -> None:
+    r = small.run_cell(
+        SPAWN + "pids = [spawn('x = b\"x\" * (300 << 20); import time; time.sleep(30)') for _ in range(4)]\n"
+        "time.sleep(6)\nround(sum(rss_mib(p) for p in pids) + rss_mib(os.getpid()))"
+    )
+    total = float(r.value) if r.ok and r.value else 0.0
+    assert total < 512, (total, r)  # four 300 MiB children cannot all live inside a 512 MiB envelope
+    assert small.kernel.envelope is not None and small.kernel.envelope.oom_kills() >= 1
+    assert small.run_cell("1 + 1").value == "2"
+
+
+@needs_cgroup
+def test_memfd_is_charged_to_the_envelope(small: SandboxWorkspace) -> None:
+    r = small.run_cell(
+        "import os\nfd = os.memfd_create('big')\nchunk = b'x' * (64 << 20)\n"
+        "for _ in range(24):\n    os.write(fd, chunk)\n'wrote 1.5 GiB'"
+    )
+    assert r.value != "'wrote 1.5 GiB'" and not r.ok, r
+    assert small.run_cell("1 + 1").value == "2"
+
+
+@needs_cgroup
+def test_a_child_spinning_after_its_cell_is_killed_with_the_cell(small: SandboxWorkspace) -> None:
+    r = small.run_cell(SPAWN + "child = spawn('while True: pass')")
+    assert r.ok and any("killed process(es) the cell left running" in n and "python" in n for n in r.notes), r
+    alive = small.run_cell("sorted(int(p) for p in os.listdir('/proc') if p.isdigit())")
+    assert alive.value == "[1, 2]", alive  # the sandbox's pid 1 and the kernel, nothing else
+
+
+def test_without_a_cgroup_the_degradation_is_shown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from stateguard.sandbox import cgroup
+
+    monkeypatch.setattr(cgroup, "try_create", lambda *a: None)
+    with SandboxWorkspace(None, tmp_path / "s", tmp_path / "c", LIMITS) as workspace:
+        assert workspace.kernel.envelope is None
+        r = workspace.run_cell("1")
+        assert any("no cgroup for the kernel's process tree" in n for n in r.notes), r.notes
+
+
+# --- honest recovery ------------------------------------------------------------------------------
+
+
+def _kill_kernel(ws: SandboxWorkspace) -> None:
+    import signal
+
+    os.kill(ws.pid, signal.SIGKILL)
+    ws.kernel.proc.wait(10)
+
+
+def test_a_replay_whose_values_differ_is_not_called_faithful(ws: SandboxWorkspace) -> None:
+    assert ws.run_cell(
+        "import random\nx = random.random()\ny = 7"
+    ).ok  # prints nothing: same outcome on replay
+    _kill_kernel(ws)
+    r = ws.run_cell("y")
+    assert not any("every cell ended as before" in n for n in r.notes), r.notes
+    assert any("differ from those before the kernel died: x" in n for n in r.notes), r.notes
+    (reason,) = ws.degraded_reasons
+    assert "differ from those before the kernel died: x" in reason, reason
+
+
+def test_a_faithful_replay_says_the_values_were_checked(ws: SandboxWorkspace) -> None:
+    assert ws.run_cell("import random\nrandom.seed(1)\nx = random.random()\nrows = [1, 2]").ok
+    _kill_kernel(ws)
+    r = ws.run_cell("x > 0, rows")
+    assert r.value == "(True, [1, 2])", r
+    assert any(
+        "every cell ended as before; 2 variable(s) hash as before the kernel died" in n for n in r.notes
+    ), r.notes
+    assert ws.degraded_reasons == []
+
+
+@pytest.mark.parametrize("damage", ["swap", "flip", "truncate"])
+def test_a_swapped_or_damaged_checkpoint_file_is_refused(ws: SandboxWorkspace, damage: str) -> None:
+    from stateguard.sandbox.checkpoints import CheckpointRefused
+
+    assert ws.run_cell("v = 'three'").ok
+    ws.snapshot("c3")
+    assert ws.run_cell("v = 'four!'").ok  # same size pickle
+    ws.snapshot("c4")
+    c3, c4 = ws.checkpoint_dir / "c3.pkl", ws.checkpoint_dir / "c4.pkl"
+    if damage == "swap":
+        assert c3.stat().st_size == c4.stat().st_size
+        tmp = c3.with_name("x")
+        c3.rename(tmp)
+        c4.rename(c3)
+        tmp.rename(c4)
+    elif damage == "flip":
+        data = bytearray(c3.read_bytes())
+        data[len(data) // 3] ^= 0xFF
+        c3.write_bytes(bytes(data))
+    else:
+        c3.write_bytes(c3.read_bytes()[:-5])
+    with pytest.raises(CheckpointRefused, match=r"c3.pkl"):
+        ws.restore("c3")
+    assert ws.get_value("v") == "four!"  # nothing was loaded
+
+
+# --- network=True under bwrap --------------------------------------------------------------------
+
+
+def test_network_under_bwrap_is_refused_when_the_limits_are_read(tmp_path: Path) -> None:
+    from pydantic import ValidationError
+
+    from eval.components import check_workspace
+
+    with pytest.raises(ValidationError, match="network=True is not available with isolation='bwrap'"):
+        SandboxLimits(network=True)
+    with pytest.raises(ValueError, match="network=True is not available"):
+        check_workspace("sandbox", {"network": True})  # make eval: exit 2 at start-up
+    with pytest.raises(ValueError, match="choose isolation='process' explicitly"):
+        SandboxWorkspace(None, tmp_path / "s", tmp_path / "c", LIMITS.model_copy(update={"network": True}))
+    assert not (tmp_path / "s").exists()
+    SandboxLimits(network=True, isolation="process")  # the documented opt-in
