@@ -21,10 +21,10 @@ from stateguard.actions import (
     RunProbeArgs,
 )
 from stateguard.dataflow import cell_dataflow
+from stateguard.inspection.inspect import inspect_code
 from stateguard.lifecycle import ToolAction
 from stateguard.observation import WorkerStep
 from stateguard.store import StateStore
-from stateguard.inspection.inspect import inspect_code
 from stateguard.workspace import Workspace
 
 

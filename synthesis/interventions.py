@@ -57,8 +57,9 @@ __all__ = [
     "swap_ratio",
 ]
 
-# InterventionKind and InterventionRecord are fields of the corpus records, so the formats layer
-# (stateguard.artifacts.corpus_records) owns them; this module applies them and re-exports them.
+# InterventionRecord is a field of the corpus records (stateguard.artifacts.corpus_records) and
+# InterventionKind a column of the one table of mistake kinds (stateguard.artifacts.mistakes, which
+# also names each kind's operations below); this module applies them and re-exports them.
 Result = tuple[str, "InterventionRecord"]
 
 

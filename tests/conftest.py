@@ -9,5 +9,5 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "published_data: reads published material staged in ../shared: benchmark samples "
-        "(tests/support/published.py), the ipyflow conformance suite (tests/stateguard/test_ipyflow_conformance.py)",
+        "(tests/support/published.py), the ipyflow conformance suite (tests/stateguard/dataflow/test_ipyflow_conformance.py)",
     )

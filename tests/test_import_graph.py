@@ -113,7 +113,9 @@ def test_the_graph_sees_late_and_type_checking_imports(tmp_path: Path) -> None:
     pkg = tmp_path / "toy"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
-    (pkg / "a.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from toy.b import B\n")
+    (pkg / "a.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from toy.b import B\n"
+    )
     (pkg / "b.py").write_text("def f():\n    from toy import c\n")
     (pkg / "c.py").write_text("from . import a\n")
     graph = import_graph(tmp_path, ("toy",))
@@ -169,7 +171,9 @@ def test_stateguard_subpackages_do_not_loop() -> None:
     for module, targets in import_graph().items():
         if module.startswith("stateguard."):
             graph.setdefault(_package(module), set()).update(
-                _package(t) for t in targets if t.startswith("stateguard.") and _package(t) != _package(module)
+                _package(t)
+                for t in targets
+                if t.startswith("stateguard.") and _package(t) != _package(module)
             )
     for targets in list(graph.values()):
         for t in targets:

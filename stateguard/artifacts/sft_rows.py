@@ -64,7 +64,7 @@ class SftRow(BaseModel):
 
 class SftColumn(StrEnum):
     """Column names for code that reads the corpus columnwise (a `datasets` batch); each is a field
-    of `SftRow` (tests/stateguard/test_artifacts_sft_rows.py checks)."""
+    of `SftRow` (tests/stateguard/artifacts/test_sft_rows.py checks)."""
 
     MESSAGES = "messages"
     TOOLS = "tools"

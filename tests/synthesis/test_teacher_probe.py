@@ -12,8 +12,8 @@ import json
 import duckdb
 import pytest
 
-from synthesis.teacher.probe import PROBE_TAG, StatedVerdict, read_probe, stated_probe
 from stateguard.workspace import DictWorkspace
+from synthesis.teacher.probe import PROBE_TAG, StatedVerdict, read_probe, stated_probe
 
 
 def _verdict(setup_sql: str, table: str, stated: str) -> StatedVerdict:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from synthesis.teacher.requirements import requirements
 from stateguard.workspace import DictWorkspace
+from synthesis.teacher.requirements import requirements
 
 QUESTION = (
     "Call a Adelie penguin heavy when its body mass is at least 3550 g. Keep the penguins on Biscoe island. "

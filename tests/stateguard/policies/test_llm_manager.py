@@ -25,7 +25,7 @@ from stateguard.workers import Fault, FaultModel, ScriptedWorker
 from stateguard.workspace import DictWorkspace
 from tests.support.scripted_server import Delay, Die, Reply, ScriptedServer, Status
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")

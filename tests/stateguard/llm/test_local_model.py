@@ -23,7 +23,7 @@ from stateguard.llm.local_model import (
     missing_requirements,
 )
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def make_model(

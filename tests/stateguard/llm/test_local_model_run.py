@@ -38,7 +38,7 @@ from stateguard.workers import FaultModel, ScriptedWorker
 from stateguard.workspace import DictWorkspace
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """The replay files of a task folder as typed artifacts: hidden/fingerprints.json and hidden/replay.json.
 
-.venv/bin/python -m pytest -q tests/stateguard/test_artifacts_replay.py
+.venv/bin/python -m pytest -q tests/stateguard/artifacts/test_replay.py
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """corpus/rl/prompts.parquet as a typed artifact: RlPromptRow round trip in verl's column order, the
 JSON parts read typed, verl's runtime extra_info read, clear errors; export_summary.json load/save.
 
-.venv/bin/python -m pytest -q tests/stateguard/test_artifacts_rl_prompts.py
+.venv/bin/python -m pytest -q tests/stateguard/artifacts/test_rl_prompts.py
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ from stateguard.workers import Fault, FaultModel, ScriptedWorker
 from stateguard.workspace import DictWorkspace
 from tests.support.scripted_server import Reply, ScriptedServer
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 QUIET = Reply(content='{"hint": null}')
 REMARK = (
     "margin_per_order is built from a margin whose revenue input was computed before "

@@ -25,7 +25,7 @@ from stateguard.workers import (
 from stateguard.workers.response import names_kind
 from stateguard.workspace import DictWorkspace
 
-TASK_DIR = Path(__file__).resolve().parents[2] / "eval" / "benchmarks" / "demo" / "six_turn"
+TASK_DIR = Path(__file__).resolve().parents[3] / "eval" / "benchmarks" / "demo" / "six_turn"
 
 
 @pytest.fixture(scope="module")

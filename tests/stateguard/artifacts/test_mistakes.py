@@ -84,3 +84,22 @@ def test_a_fault_reports_under_its_row() -> None:
     fault = Fault(kind="counterfactual", turn=2, semantic="category_scope", code="x = 2")
     assert fault.label == fault.group == "counterfactual:category_scope"
     assert Fault(kind="stale", turn=4).group == "stale"
+
+
+def test_every_operation_the_interventions_make_is_a_row_of_its_kind() -> None:
+    import random
+
+    from synthesis.interventions import candidate_interventions
+
+    rich = (
+        "CREATE TABLE s3 AS WITH big AS (SELECT * FROM s1 WHERE age > 30 AND city IN ('a', 'b')) "
+        "SELECT city, AVG(income) AS m, SUM(spend) / SUM(income) AS r FROM big "
+        "GROUP BY city HAVING COUNT(*) >= 2 ORDER BY m DESC LIMIT 10"
+    )
+    made = {
+        (r.kind, r.operation)
+        for _, r in candidate_interventions(rich, random.Random(3), category_values={"city": ["a", "b", "c"]})
+    }
+    declared = {(m.intervention, op) for m in MISTAKES.values() if m.intervention for op in m.operations}
+    assert made <= declared
+    assert {k for k, _ in made} == set(InterventionKind)

@@ -28,7 +28,7 @@ from stateguard.workspace import DictWorkspace
 from tests.support.schema_model import CONTROLS_FIRST, SchemaModel
 from tests.support.scripted_server import Reply, Respond, ScriptedServer, Status, prompt_tokens
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """corpus/records/<task_id>.jsonl as a typed artifact: key line, records, and clear errors.
 
-.venv/bin/python -m pytest -q tests/stateguard/test_artifacts_corpus_records.py
+.venv/bin/python -m pytest -q tests/stateguard/artifacts/test_corpus_records.py
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ from stateguard.workspace import DictWorkspace
 from tests.support.schema_model import CONTROLS_FIRST
 from tests.support.scripted_server import Delay, Raw, Reply, Respond, ScriptedServer
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 USER = [{"role": "user", "content": "how many rows"}]
 
 

@@ -2,8 +2,8 @@
 
 Containment cases run under both isolation modes: `bwrap` (the default; the OS hides what a
 cell must not read) and `process` (the opt-in weaker mode, where the audit hook refuses it).
-The adversarial escape suite is `test_sandbox_escapes.py`; replay after a kernel death is
-`test_sandbox_recovery.py`.
+The adversarial escape suite is `test_escapes.py`; replay after a kernel death is
+`test_recovery.py`.
 """
 
 from __future__ import annotations
@@ -509,7 +509,7 @@ def test_dataflow_table_matches_dict_workspace(ws: SandboxWorkspace) -> None:
 
 def test_statement_level_dataflow_matches_dict_workspace(ws: SandboxWorkspace) -> None:
     """The statement-level cases, one after another in one namespace: same verdicts, same reasons."""
-    from tests.stateguard.test_dataflow_statements import CASES
+    from tests.stateguard.dataflow.test_statements import CASES
 
     reference = DictWorkspace()
     for _, cells, _ in CASES:

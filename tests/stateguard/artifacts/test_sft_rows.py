@@ -1,7 +1,7 @@
 """corpus/sft/ as a typed artifact: SftRow written with datasets, read back with pyarrow, clear errors;
 an activation's logged observation and tool result read through typed accessors.
 
-.venv/bin/python -m pytest -q tests/stateguard/test_artifacts_sft_rows.py
+.venv/bin/python -m pytest -q tests/stateguard/artifacts/test_sft_rows.py
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from stateguard.artifacts.activation_log import ActionLog, ActivationLog
 from stateguard.artifacts.corpus_records import observation_of, tool_result_of, tool_stdout
 from stateguard.artifacts.files import ArtifactError
 from stateguard.artifacts.run_folder import CorpusFolder
 from stateguard.artifacts.sft_rows import SftColumn, SftKind, SftRow, read_sft_rows, write_sft_rows
-from stateguard.artifacts.activation_log import ActionLog, ActivationLog
 
 
 def _row(kind: SftKind = SftKind.ATOMIC, activation: int = 0) -> SftRow:

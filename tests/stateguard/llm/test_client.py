@@ -34,7 +34,7 @@ from stateguard.parser import parse_response
 from stateguard.trace import Trace
 from tests.support.scripted_server import Delay, Die, Echo, Reply, ScriptedServer, Status
 
-CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
+CONFIG_DIR = Path(__file__).resolve().parents[3] / "configs"
 USER = [{"role": "user", "content": "how many rows are left"}]
 
 

@@ -27,7 +27,7 @@ from stateguard.workers.llm_worker import LLMWorker
 from stateguard.workspace import DictWorkspace
 from tests.support.scripted_server import Reply, ScriptedServer
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 COUNTERFACTUAL = (
     'region_counts = sales.groupby("region")["amount"].sum().sort_values(ascending=False)\n\n'
     'result = {"answer_type": "ranking", "top_region": str(region_counts.index[0]), '

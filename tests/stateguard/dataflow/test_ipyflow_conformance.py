@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SUITE = ROOT.parent / "shared" / "conformance" / "ipyflow"
 DESIGN = ROOT / "docs" / "design_workspace.md"
 SUMMARY = re.compile(r"ipyflow-conformance: (\d+)/(\d+) agree \(precision ([\d.]+), recall ([\d.]+)")

@@ -31,7 +31,7 @@ from stateguard.workers import Fault, FaultModel, ScriptedWorker
 from stateguard.workspace import DictWorkspace
 from tests.support.scripted_server import Raw, Reply, ScriptedServer, Status
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SEGMENT = FlowConfig(
     name="demo-segment",
     regime="segment_induced",
