@@ -68,6 +68,12 @@ class SplitDetection(BaseModel):
     rollbacks: int = 0
     abandons: int = 0
     flipped: int = Field(default=0, description="Clean-run answers the worker changed after a false alarm.")
+    clean_degraded_turns: int = Field(
+        default=0, description="Clean-run turns of this arm in which no worker code ran (not clean evidence)."
+    )
+    degraded_turns: int = Field(
+        default=0, description="Turns of this arm, every variant, in which no worker code ran."
+    )
     clean_acc_baseline: float | None = None
     clean_acc_arm: float | None = None
     not_applied: list[str] = Field(default_factory=list)
@@ -120,8 +126,10 @@ def _section(
             out.failed_runs += 1
             continue
         f = facts[(task, variant, arm)]
+        out.degraded_turns += len(r.degraded_turns)
         if variant == "clean":
             out.clean_runs += 1
+            out.clean_degraded_turns += len(r.degraded_turns)
             out.clean_turns += sum(v is not None for v in r.correct.values())
             out.false_repairs += len(f.repairs)
             out.deletions, out.rollbacks, out.abandons = (
@@ -285,8 +293,18 @@ def render_detection(report: DetectionReport | None) -> str:
                 f"{s.deletions}, rollbacks {s.rollbacks}, abandons {s.abandons}); answers changed "
                 f"after a false alarm {s.flipped}"
             )
+            if s.clean_degraded_turns:
+                lines.append(
+                    f"WARNING: {s.clean_degraded_turns} of those {s.clean_turns} clean turns ran no worker code "
+                    "(failed model calls, refused replies, a spent time cap): they are not evidence of a clean run"
+                )
         else:
             lines.append("clean runs: none in this run (false repairs and harm need the `clean` variant)")
+        if s.degraded_turns > s.clean_degraded_turns:
+            lines.append(
+                f"WARNING: {s.degraded_turns - s.clean_degraded_turns} turn(s) of the fault variants ran no "
+                "worker code: the mistakes planted there never ran"
+            )
         if s.not_applied:
             lines.append(
                 f"faults that could not take effect ({len(s.not_applied)}): {'; '.join(s.not_applied[:4])}"
