@@ -13,6 +13,7 @@ deterministic `rules` manager. It prints per-turn correctness side by side.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -226,6 +227,11 @@ def render(result: DemoResult) -> str:
             f"answers parsed (a dict of fields): baseline {parsed.get('baseline', 0)}/{turns}, "
             f"+StateGuard {parsed.get('stateguard', 0)}/{turns}"
         )
+    if result.worker != "scripted" and result.answers:  # a model's own answers are worth seeing
+        lines.append("answers as parsed (baseline | +StateGuard):")
+        for turn in result.questions:
+            shown = [_short(result.answers.get(arm, {}).get(turn)) for arm in ("baseline", "stateguard")]
+            lines.append(f"  turn {turn}: {shown[0]} | {shown[1]}")
     for arm, seconds in result.worker_model_s.items():
         lines.append(f"worker model time, {arm}: {seconds:.0f} s ({seconds / max(turns, 1):.0f} s per turn)")
     for arm, degraded in result.degraded_turns.items():
@@ -250,6 +256,11 @@ def render(result: DemoResult) -> str:
             f"{RolloutFolder(Path(result.run_dir) / 'stateguard').trace}"
         )
     return "\n".join(lines)
+
+
+def _short(answer: Any, width: int = 58) -> str:
+    text = "none" if answer is None else json.dumps(answer, default=str)
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def run_cli(cfg: DictConfig) -> int:
