@@ -5,7 +5,7 @@ Offline counterpart of LongDS's LLM judge criteria (paper C.3):
   are labels and ignored; a field name with no exact match matches regardless of case, spaces,
   `-` and `_` (when that is unambiguous);
 * field names are labels too (paper C.3: the judge ignores labels): a requested field that the
-  answer does not name counts when one of the answer's other fields holds its value, each answer
+  answer does not name (not even ambiguously) counts when one of the answer's other fields holds its value, each answer
   field standing for at most one requested field. A field the answer does name must hold the
   right value (no fallback to another field). docs/answer_matching.md says why;
 * numbers must match exactly up to trailing zeros, unless the expected dict states a tolerance
@@ -174,6 +174,8 @@ def _equal(expected: Any, got: Any, tol: _Tolerance = EXACT_TOLERANCE, metric: A
                 continue
             found, other = _lookup(got, key)
             if not found:
+                if any(_key(k) == _key(key) for k in got):
+                    return False  # named, but by several fields at once: ambiguous, not unnamed
                 unnamed.append(value)
                 continue
             claimed.add(_name_of(got, key))
