@@ -27,7 +27,7 @@ saved run folder of `python -m eval.runner` and gives:
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -148,7 +148,9 @@ def _model_seconds(folder: RolloutFolder) -> tuple[float, float]:
     return worker, manager
 
 
-def _interval(rows: list[list[float]], metric: Any, resamples: int, seed: int) -> tuple[float, float] | None:
+def _interval(
+    rows: Sequence[Sequence[float]], metric: Any, resamples: int, seed: int
+) -> tuple[float, float] | None:
     """95% percentile interval of metric(totals of resampled tasks); None when never defined."""
     if not rows or resamples < 1:
         return None
