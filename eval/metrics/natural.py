@@ -273,3 +273,37 @@ def render_natural(report: NaturalReport) -> str:
         )
     lines.append(f"(cluster bootstrap over tasks, {report.resamples} resamples)")
     return "\n".join(lines)
+
+
+def expected_answers(run_dir: str | Path) -> dict[str, dict[int, Any]]:
+    """Task id -> turn -> expected answer, from the benchmark named in the run's config.yaml."""
+    from omegaconf import OmegaConf
+
+    from eval.benchmarks.registry import get_benchmark
+    from stateguard.artifacts.run_folder import RunFolder
+
+    cfg = OmegaConf.load(RunFolder(Path(run_dir)).config)
+    tasks = get_benchmark(str(cfg.bench.name)).load(cfg.bench)  # type: ignore[union-attr]
+    return {t.task_id: {turn.turn_id: turn.answer for turn in t.task.turns} for t in tasks}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m eval.metrics.natural RUN_DIR [--json FILE]`: print the report of a saved run."""
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m eval.metrics.natural", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("run_dir", type=Path, help="a run folder of `python -m eval.runner`")
+    parser.add_argument("--json", type=Path, default=None, help="also write the report as JSON here")
+    parser.add_argument("--resamples", type=int, default=2000)
+    args = parser.parse_args(argv)
+    report = natural_mistake_report(args.run_dir, expected_answers(args.run_dir), resamples=args.resamples)
+    print(render_natural(report))
+    if args.json is not None:
+        args.json.write_text(report.model_dump_json(indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

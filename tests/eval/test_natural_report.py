@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from eval.metrics.natural import classify, natural_mistake_report, render_natural
+from eval.metrics.natural import classify, main, natural_mistake_report, render_natural
 from eval.runner import run
 from stateguard.artifacts.events import WorkerStepData
 from tests.eval.test_faults_and_detection import DEMO, FAULTS, _cfg, _layout
@@ -87,3 +87,13 @@ def test_without_expected_answers_a_near_miss_is_a_wrong_value(saved_run: Path) 
 )
 def test_classify_table(answer: object, expected: object, steps: list[WorkerStepData], kind: str) -> None:
     assert classify(answer, expected, steps)[0] == kind
+
+
+def test_cli_reads_the_expected_answers_from_the_runs_config(
+    saved_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "natural.json"
+    assert main([str(saved_run), "--json", str(out), "--resamples", "50"]) == 0
+    assert "format_precision" in capsys.readouterr().out
+    saved = json.loads(out.read_text())
+    assert any(m["kind"] == "format_precision" and m["turn"] == 2 for m in saved["mistakes"])
