@@ -283,7 +283,7 @@ def expected_answers(run_dir: str | Path) -> dict[str, dict[int, Any]]:
     from stateguard.artifacts.run_folder import RunFolder
 
     cfg = OmegaConf.load(RunFolder(Path(run_dir)).config)
-    tasks = get_benchmark(str(cfg.bench.name)).load(cfg.bench)  # type: ignore[union-attr]
+    tasks = get_benchmark(str(cfg.bench.name)).load(cfg.bench)
     return {t.task_id: {turn.turn_id: turn.answer for turn in t.task.turns} for t in tasks}
 
 
