@@ -16,6 +16,7 @@ come from the `llm:` block of configs/eval.yaml and configs/demo.yaml.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -47,11 +48,19 @@ __all__ = [
     "make_manager",
     "make_worker",
     "make_workspace",
+    "quiet_http_logs",
 ]
 
 # Managers and workers are registered by the packages that define them (`MANAGERS` in
 # stateguard.policies.registry, `WORKERS` in stateguard.workers.registry); re-exported here.
 WORKSPACES = ("sandbox", "dict")
+
+
+def quiet_http_logs() -> None:
+    """One INFO line per HTTP request drowns the output: the openai client logs each request
+    through httpx, or httpx2 in the versions pinned here."""
+    for name in ("httpx", "httpx2"):
+        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def _limits(sandbox: Mapping[str, Any] | None) -> Any:
@@ -132,13 +141,24 @@ def _invalid(block: str, exc: ValidationError) -> ValueError:
     )
 
 
+# Keys of the `worker_llm:` block that are the LLM worker's own knobs, not its endpoint's.
+WORKER_KEYS = ("task_time_cap_s",)
+
+
 def endpoint_settings(block: Mapping[str, Any] | None, name: str = "worker_llm") -> dict[str, Any]:
-    """Check a config block of endpoint call-policy overrides (timeout_s, max_retries, ...)."""
+    """Check a config block of endpoint call-policy overrides (timeout_s, max_retries, ...); the
+    `worker_llm:` block may also hold the worker's own knobs (WORKER_KEYS), checked and left out."""
     values = dict(block or {})
-    unknown = sorted(set(values) - set(ENDPOINT_KEYS))
+    own = WORKER_KEYS if name == "worker_llm" else ()
+    unknown = sorted(set(values) - set(ENDPOINT_KEYS) - set(own))
     if unknown:
         raise ValueError(
-            f"the config's {name}: block has unknown keys {unknown}; use {', '.join(ENDPOINT_KEYS)}"
+            f"the config's {name}: block has unknown keys {unknown}; use {', '.join(ENDPOINT_KEYS + own)}"
+        )
+    cap = values.pop("task_time_cap_s", None)
+    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int | float) or cap <= 0):
+        raise ValueError(
+            f"the config's {name}: block: task_time_cap_s={cap!r}; use seconds of model time per task (> 0) or null"
         )
     try:
         EndpointConfig(
@@ -226,5 +246,6 @@ def make_worker(
             protocol=protocol,
             response=dict(response or {}),
             reference=reference,
+            task_time_cap_s=dict(endpoint or {}).get("task_time_cap_s"),
         )
     )

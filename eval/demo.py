@@ -13,7 +13,7 @@ deterministic `rules` manager. It prints per-turn correctness side by side.
 
 from __future__ import annotations
 
-import logging
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ from eval.components import (
     make_manager,
     make_worker,
     make_workspace,
+    quiet_http_logs,
 )
 from eval.scorers.fields import per_turn_correct
 from stateguard.artifacts.run_folder import RolloutFolder
@@ -57,6 +58,15 @@ class DemoResult(BaseModel):
     manager_calls: int = 0
     manager_fallbacks: int = 0
     manager_usage: dict[str, int | float] = Field(default_factory=dict)
+    answers: dict[str, dict[int, Any]] = Field(
+        default_factory=dict, description="arm -> turn -> the answer as parsed (None: none given)"
+    )
+    degraded_turns: dict[str, dict[int, str]] = Field(
+        default_factory=dict, description="arm -> turns in which no worker code ran, with why"
+    )
+    worker_model_s: dict[str, float] = Field(
+        default_factory=dict, description="arm -> the LLM worker's model seconds (worker=llm only)"
+    )
 
 
 def _flow(cfg: DictConfig) -> FlowConfig:
@@ -108,14 +118,16 @@ def _worker(cfg: DictConfig, trace: Trace, task: Task) -> WorkerAdapter:
     )
 
 
-def _arm(cfg: DictConfig, task: Task, task_dir: Path, arm: str) -> RolloutResult:
+def _arm(cfg: DictConfig, task: Task, task_dir: Path, arm: str) -> tuple[RolloutResult, float | None]:
+    """The arm's result, and its LLM worker's model seconds (None for the scripted worker)."""
     arm_dir = Path(cfg.run_dir) / arm
     calls = Trace(RolloutFolder(arm_dir).llm_calls)  # model calls of both roles, with token counts
     workspace = _workspace(cfg, task_dir, arm_dir)
+    worker = _worker(cfg, calls, task)
     try:
-        return rollout(
+        result = rollout(
             task.agent_view(),
-            _worker(cfg, calls, task),
+            worker,
             workspace,
             flow=_flow(cfg),
             manager=_manager(cfg, calls) if arm == "stateguard" else None,
@@ -123,6 +135,7 @@ def _arm(cfg: DictConfig, task: Task, task_dir: Path, arm: str) -> RolloutResult
             harness_config=dict(cfg.harness),
             arm=arm,
         )
+        return result, getattr(worker, "model_s", None)
     finally:
         workspace.close()
         calls.close()
@@ -158,8 +171,9 @@ def run(cfg: DictConfig) -> DemoResult:
     task_dir = _check(cfg)
     task = load_task(task_dir)
     expected = {t.turn_id: t.answer for t in task.turns}
-    base = _arm(cfg, task, task_dir, "baseline")
-    guard = _arm(cfg, task, task_dir, "stateguard")
+    base, base_s = _arm(cfg, task, task_dir, "baseline")
+    guard, guard_s = _arm(cfg, task, task_dir, "stateguard")
+    model_s = {arm: s for arm, s in (("baseline", base_s), ("stateguard", guard_s)) if s is not None}
     return DemoResult(
         run_dir=str(cfg.run_dir),
         questions={t.turn_id: t.question for t in task.turns},
@@ -174,6 +188,12 @@ def run(cfg: DictConfig) -> DemoResult:
         manager_calls=guard.manager_llm_calls,
         manager_fallbacks=guard.manager_fallbacks,
         manager_usage=guard.manager_usage,
+        answers={
+            "baseline": {t: base.answers.get(t) for t in expected},
+            "stateguard": {t: guard.answers.get(t) for t in expected},
+        },
+        degraded_turns={"baseline": base.degraded_turns, "stateguard": guard.degraded_turns},
+        worker_model_s={k: round(v, 1) for k, v in model_s.items()},
     )
 
 
@@ -198,6 +218,28 @@ def render(result: DemoResult) -> str:
         f"committed states: {len(result.committed_states)}; stale after revisions: {', '.join(result.stale_states) or 'none'}",
         f"workspace: {result.workspace}; traces, stores and results: {result.run_dir}/{{baseline,stateguard}}/",
     ]
+    turns = len(result.questions)
+    if result.answers:
+        parsed = {
+            arm: sum(isinstance(a, dict) for a in answers.values()) for arm, answers in result.answers.items()
+        }
+        lines.append(
+            f"answers parsed (a dict of fields): baseline {parsed.get('baseline', 0)}/{turns}, "
+            f"+StateGuard {parsed.get('stateguard', 0)}/{turns}"
+        )
+    if result.worker != "scripted" and result.answers:  # a model's own answers are worth seeing
+        lines.append("answers as parsed (baseline | +StateGuard):")
+        for turn in result.questions:
+            shown = [_short(result.answers.get(arm, {}).get(turn)) for arm in ("baseline", "stateguard")]
+            lines.append(f"  turn {turn}: {shown[0]} | {shown[1]}")
+    for arm, seconds in result.worker_model_s.items():
+        lines.append(f"worker model time, {arm}: {seconds:.0f} s ({seconds / max(turns, 1):.0f} s per turn)")
+    for arm, degraded in result.degraded_turns.items():
+        if degraded:
+            lines.append(
+                f"WARNING: {arm}: {len(degraded)} of {turns} turns ran no worker code, so their answers rest on "
+                f"nothing executed: " + "; ".join(f"turn {t} {why}" for t, why in sorted(degraded.items()))
+            )
     usage = result.manager_usage
     if usage:
         lines.append(
@@ -216,6 +258,11 @@ def render(result: DemoResult) -> str:
     return "\n".join(lines)
 
 
+def _short(answer: Any, width: int = 58) -> str:
+    text = "none" if answer is None else json.dumps(answer, default=str)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
 def run_cli(cfg: DictConfig) -> int:
     """`python -m eval.demo`: the table, or one error line and exit status 2 for bad input."""
     try:
@@ -229,7 +276,7 @@ def run_cli(cfg: DictConfig) -> int:
 
 @hydra.main(version_base=None, config_path="../configs", config_name="demo")
 def main(cfg: DictConfig) -> None:
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per HTTP request drowns the output
+    quiet_http_logs()
     sys.exit(run_cli(cfg))
 
 

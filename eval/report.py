@@ -79,6 +79,9 @@ class ArmSummary(BaseModel):
     )
     degraded_tasks: int = Field(default=0, description="rollouts that ran impaired (scored)")
     degraded: dict[str, list[str]] = Field(default_factory=dict, description="task id -> why it was degraded")
+    degraded_turns: int = Field(
+        default=0, description="scored turns in which no worker code ran (failed model calls, refusals)"
+    )
 
 
 class RunSummary(BaseModel):
@@ -136,6 +139,7 @@ def _arm(arm: str, everything: list[ArmResult]) -> ArmSummary:
             for r in results
             if r.status == "degraded"
         },
+        degraded_turns=sum(len(r.degraded_turns) for r in results),
     )
 
 
@@ -272,6 +276,11 @@ def render_summary(summary: RunSummary) -> str:
                 "`resume=true` reruns them):"
             )
             notes += [f"  {task}: {_clip(error)}" for task, error in sorted(a.crashed.items())]
+        if a.degraded_turns:
+            notes.append(
+                f"WARNING: {a.arm}: {a.degraded_turns} of {a.turns_scored} scored turn(s) ran no worker code "
+                "(failed model calls, refused replies or a spent time cap): their answers rest on nothing executed"
+            )
         if a.degraded_tasks:
             notes.append(f"DEGRADED {a.arm}: {a.degraded_tasks} task(s) ran impaired (scored as they ended):")
             notes += [f"  {task}: {_clip('; '.join(why))}" for task, why in sorted(a.degraded.items())]

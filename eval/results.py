@@ -52,6 +52,7 @@ class JobOutcome(BaseModel):
     stale_states: int = 0
     degraded: bool = False
     degraded_reasons: list[str] = Field(default_factory=list)
+    degraded_turns: list[int] = Field(default_factory=list)
     attempts: int = Field(default=1, ge=1)
     wall_s: float = 0.0
     error: str | None = Field(default=None, description="Why the rollout crashed; None when it ran.")
@@ -95,6 +96,11 @@ class ArmResult(Record):
     stale_states: int = 0
     degraded: bool = False
     degraded_reasons: list[str] = Field(default_factory=list, description="Why the rollout ran impaired.")
+    degraded_turns: list[int] = Field(
+        default_factory=list,
+        description="Turns in which no worker code ran (failed model calls, refused replies, a spent time "
+        "cap): scored as they ended, counted apart in the reports.",
+    )
     attempts: int = Field(
         default=1, description="Rollouts run for this result (> 1: its worker process died)."
     )

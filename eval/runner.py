@@ -55,6 +55,7 @@ from eval.components import (
     make_manager,
     make_worker,
     make_workspace,
+    quiet_http_logs,
 )
 from eval.config import ConfigError, EvalConfig, JobSettings, arm_names, changed_keys, validate_config
 from eval.jobs import exit_on_signals, run_in_pool
@@ -168,12 +169,14 @@ def run_job(task: EvalTask, arm: str, flow: FlowConfig, job: JobSettings, arm_di
         stale_states=len(result.stale_states),
         degraded=bool(result.degraded or reasons),
         degraded_reasons=reasons,
+        degraded_turns=sorted(getattr(result, "degraded_turns", {}) or {}),
         wall_s=time.perf_counter() - start,
     )
 
 
 def _select(tasks: list[EvalTask], cfg: EvalConfig) -> list[EvalTask]:
-    wanted = list(cfg.task_ids)
+    # dev ids may be written as the README names them (transport/driving/task1) or as stored (`__`)
+    wanted = [str(t).replace("/", "__") for t in cfg.task_ids]
     if wanted:
         known = {t.task_id for t in tasks} | {
             t.base_task for t in tasks
@@ -465,7 +468,7 @@ _COMPOSED = [False]  # set once Hydra has composed the config and called `main`
 @hydra.main(version_base=None, config_path="../configs", config_name="eval")
 def main(cfg: DictConfig) -> None:
     _COMPOSED[0] = True
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per HTTP request drowns the output
+    quiet_http_logs()
     exit_on_signals()
     sys.exit(run_cli(cfg))
 

@@ -6,6 +6,7 @@ compare reported values with workspace values walk those numbers with their fiel
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from collections.abc import Iterator
@@ -18,14 +19,52 @@ _DECIMALS_RE = re.compile(
 )
 
 
-def last_json(stdout: str) -> Any:
-    """The last JSON object or array printed to stdout, or None."""
-    text = stdout.strip()
+_FENCE = re.compile(r"```[A-Za-z0-9_+-]*[ \t]*\n?(.*?)```", re.S)
+
+
+def _trailing_json(text: str) -> Any:
+    """The JSON object or array that runs to the end of `text` (first such start wins), or None."""
+    text = text.strip()
     for start in [i for i, ch in enumerate(text) if ch in "{["]:
         try:
             return json.loads(text[start:])
         except json.JSONDecodeError:
             continue
+    return None
+
+
+def last_json(stdout: str) -> Any:
+    """The last JSON object or array printed to stdout, or None.
+
+    The JSON must run to the end of the text, or fill a fenced block (```json ... ```): models
+    often wrap their answer in one, and the closing fence would otherwise hide it. The last
+    fenced block that holds JSON wins."""
+    found = _trailing_json(stdout)
+    if found is not None:
+        return found
+    for block in reversed(_FENCE.findall(stdout)):
+        found = _trailing_json(block)
+        if found is not None:
+            return found
+    return None
+
+
+def parse_answer(text: str) -> Any:
+    """A worker's final answer: its JSON (see `last_json`), else a Python dict or list literal
+    (models print `{'n': 10}` as often as JSON), else None. Literals are read with
+    `ast.literal_eval`, which evaluates no code."""
+    found = last_json(text)
+    if found is not None:
+        return found
+    for body in [*reversed(_FENCE.findall(text)), text]:
+        body = body.strip()
+        for start in [i for i, ch in enumerate(body) if ch in "{["]:
+            try:
+                value = ast.literal_eval(body[start:])
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                continue
+            if isinstance(value, dict | list):
+                return value
     return None
 
 

@@ -564,13 +564,15 @@ class Harness:
     def _repair(self, args: RepairArgs) -> tuple[list[str], list[Hint]]:
         draft = self.draft
         assert draft is not None
+        listing = self.workspace.list_variables() if self.workspace else []
+        args = _without_code_objects(args, {v.name for v in listing if v.type in CODE_TYPES})
         plan = plan_repair(
             args,
             draft,
             attempts_so_far=self.repair_attempts,
             budget=self.config.repair_budget,
             light_attempts=self.config.light_attempts,
-            workspace_names=[v.name for v in self.workspace.list_variables()] if self.workspace else [],
+            workspace_names=[v.name for v in listing if v.type not in CODE_TYPES],
             is_committed_name=lambda name: self.store.current_version(name) is not None,
             evidence=self.activation_evidence,
             task_text=self.config.task_text,
@@ -638,6 +640,26 @@ def _copy_draft(draft: Draft) -> Draft:
     """A copy the draft's in-place edits cannot reach: its lists are copied, their items are
     frozen records and are shared (a deep copy was most of the cost of a control action)."""
     return draft.model_copy(update={k: list(v) for k, v in draft.__dict__.items() if isinstance(v, list)})
+
+
+# Workspace entries that are code, not analysis values: a REPAIR may not name them (the worker
+# cannot "recompute" `pd`, and a heavy repair would delete the module from its session).
+CODE_TYPES = frozenset({"module", "function", "builtin_function_or_method", "type", "method"})
+
+
+def _without_code_objects(args: RepairArgs, code_objects: set[str]) -> RepairArgs:
+    """`args` with error variables that name modules or functions dropped; an ActionError when
+    nothing else is left."""
+    hint = args.error_hint
+    kept = [n for n in hint.error_variables if n.split("@")[0] not in code_objects]
+    if kept == list(hint.error_variables):
+        return args
+    if not kept:
+        raise ActionError(
+            f"REPAIR must be localized: error_variables {hint.error_variables} name only modules or "
+            "functions of the workspace, not analysis values; name the variables the faulty code produced"
+        )
+    return args.model_copy(update={"error_hint": hint.model_copy(update={"error_variables": kept})})
 
 
 def saved_id(saved: dict[str, Any]) -> str | None:

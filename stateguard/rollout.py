@@ -12,6 +12,7 @@ trace (and, with a manager, its state store) under `run_dir`.
 from __future__ import annotations
 
 import contextlib
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from stateguard.encodable import escape_tree
 from stateguard.flows import FlowConfig
 from stateguard.harness import Harness, HarnessConfig, HarnessResult, Outcome
 from stateguard.lifecycle import Actor, ControlAction, Regime, Stage, is_legal
-from stateguard.observation import EventType
+from stateguard.observation import EventType, WorkerStep
 from stateguard.policies.base import Advice, Degrade, ManagerContext, ManagerPolicy, ModelResponse
 from stateguard.preflight import BindingError, bind_run
 from stateguard.records import Record
@@ -64,6 +65,11 @@ class RolloutResult(Record):
         default_factory=list,
         description="Why the result may be compromised: the manager's own degradation and the workspace's "
         "(e.g. a kernel restart that lost live objects). Non-empty exactly when `degraded` is true.",
+    )
+    degraded_turns: dict[int, str] = Field(
+        default_factory=dict,
+        description="Turns in which no worker code ran (failed model calls, refused replies, a spent "
+        "time cap), with why: their answers rest on nothing executed. Each is also a degraded reason.",
     )
     workspace_isolation: str | None = Field(
         default=None, description="How the workspace was isolated: bwrap | process | none (in-process)."
@@ -266,6 +272,23 @@ class _Run:
                 break
 
 
+def unworked_turns(task: AgentTask, steps: list[WorkerStep]) -> dict[int, str]:
+    """Turns in which no worker code ran, with why (the failures the worker reported on its
+    steps): an answer there rests on no execution, so the turn counts as degraded, not clean."""
+    out: dict[int, str] = {}
+    for turn in task.turns:
+        mine = [s for s in steps if s.turn == turn.turn_id]
+        if any(s.action.strip() and s.meta.get("executed") is not False for s in mine):
+            continue
+        causes = Counter(
+            str(s.meta.get("worker_failure") or ("refused reply" if s.meta.get("refused") else "no action"))
+            for s in mine
+        )
+        detail = ", ".join(f"{n} x {cause.replace('_', ' ')}" for cause, n in causes.most_common())
+        out[turn.turn_id] = f"ran no code ({detail or 'no worker step'})"
+    return out
+
+
 def _finish(gen: Any, reply: Any, result: HarnessResult) -> HarnessResult:
     """The activation is over: let the policy see its accepted control action once, then close it."""
     with contextlib.suppress(StopIteration):
@@ -342,9 +365,16 @@ def rollout(
     )
     answers = escape_tree(worker.final_answer())  # a lone surrogate in an answer must not crash the write
     run.trace.emit("answers", answers={str(k): v for k, v in answers.items()})
-    reasons = run.degraded_reasons + [str(r) for r in getattr(workspace, "degraded_reasons", [])]
-    if len(reasons) > len(run.degraded_reasons):
-        run.trace.emit("workspace_degraded", reasons=reasons[len(run.degraded_reasons) :])
+    unworked = unworked_turns(task, list(run.harness.steps.values()))
+    if unworked:
+        run.trace.emit("worker_degraded", turns={str(k): v for k, v in unworked.items()})
+    reasons = (
+        run.degraded_reasons
+        + [f"worker: turn {t} {why}" for t, why in unworked.items()]
+        + [str(r) for r in getattr(workspace, "degraded_reasons", [])]
+    )
+    if len(reasons) > len(run.degraded_reasons) + len(unworked):
+        run.trace.emit("workspace_degraded", reasons=reasons[len(run.degraded_reasons) + len(unworked) :])
     result = RolloutResult(
         task_id=task.task_id,
         arm=arm_name,
@@ -359,6 +389,7 @@ def rollout(
         repairs=run.repairs,
         degraded=run.degraded or bool(reasons),
         degraded_reasons=reasons,
+        degraded_turns=unworked,
         workspace_isolation=getattr(workspace, "isolation", "none"),
         run_dir=None if path is None else str(path),
     )

@@ -69,6 +69,12 @@ class SplitDetection(BaseModel):
     rollbacks: int = 0
     abandons: int = 0
     flipped: int = Field(default=0, description="Clean-run answers the worker changed after a false alarm.")
+    clean_degraded_turns: int = Field(
+        default=0, description="Clean-run turns of this arm in which no worker code ran (not clean evidence)."
+    )
+    degraded_turns: int = Field(
+        default=0, description="Turns of this arm, every variant, in which no worker code ran."
+    )
     clean_acc_baseline: float | None = None
     clean_acc_arm: float | None = None
     not_applied: list[str] = Field(default_factory=list)
@@ -141,8 +147,10 @@ def _section(
             tally[decision] = tally.get(decision, 0) + n
         if variant != "clean" and f.stale.get("undecided"):
             out.committed_over_stale += 1
+        out.degraded_turns += len(r.degraded_turns)
         if variant == "clean":
             out.clean_runs += 1
+            out.clean_degraded_turns += len(r.degraded_turns)
             out.clean_turns += sum(v is not None for v in r.correct.values())
             out.false_repairs += len(f.repairs)
             out.deletions, out.rollbacks, out.abandons = (
@@ -307,6 +315,11 @@ def render_detection(report: DetectionReport | None) -> str:
                 f"{s.deletions}, rollbacks {s.rollbacks}, abandons {s.abandons}); answers changed "
                 f"after a false alarm {s.flipped}"
             )
+            if s.clean_degraded_turns:
+                lines.append(
+                    f"WARNING: {s.clean_degraded_turns} of those {s.clean_turns} clean turns ran no worker code "
+                    "(failed model calls, refused replies, a spent time cap): they are not evidence of a clean run"
+                )
         else:
             lines.append("clean runs: none in this run (false repairs and harm need the `clean` variant)")
         for label, tally in (("fault variants", s.stale_faulted), ("clean runs", s.stale_clean)):
@@ -319,6 +332,11 @@ def render_detection(report: DetectionReport | None) -> str:
         if s.stale_faulted or s.stale_clean:
             lines.append(
                 f"runs with a stale read committed without a finding or evidence of intent: {s.committed_over_stale}"
+            )
+        if s.degraded_turns > s.clean_degraded_turns:
+            lines.append(
+                f"WARNING: {s.degraded_turns - s.clean_degraded_turns} turn(s) of the fault variants ran no "
+                "worker code: the mistakes planted there never ran"
             )
         if s.not_applied:
             lines.append(

@@ -4,6 +4,10 @@ Offline counterpart of LongDS's LLM judge criteria (paper C.3):
 * only the fields present in the expected answer are judged; `answer_type` and `primary_metric`
   are labels and ignored; a field name with no exact match matches regardless of case, spaces,
   `-` and `_` (when that is unambiguous);
+* field names are labels too (paper C.3: the judge ignores labels): a requested field that the
+  answer does not name (not even ambiguously) counts when one of the answer's other fields holds its value, each answer
+  field standing for at most one requested field. A field the answer does name must hold the
+  right value (no fallback to another field). docs/answer_matching.md says why;
 * numbers must match exactly up to trailing zeros, unless the expected dict states a tolerance
   (`tolerance` or `abs_tol`: absolute, `rel_tol`: relative; it applies to every number inside
   that dict); a number written as text ("1,234.50", "$75.8533", "75.85330") counts as that
@@ -14,6 +18,7 @@ Offline counterpart of LongDS's LLM judge criteria (paper C.3):
   all numeric fields of the record); nested dicts recursively. A missing field is wrong.
 
     judge_fields({"revenue": 720.0}, {"revenue": 720, "note": "x"}) -> True
+    judge_fields({"n_orders": 10}, {"number_of_orders": 10}) -> True
 """
 
 from __future__ import annotations
@@ -68,6 +73,25 @@ def _lookup(got: dict[Any, Any], key: Any) -> tuple[bool, Any]:
         return True, got[key]
     matches = [v for k, v in got.items() if _key(k) == _key(key)]
     return (True, matches[0]) if len(matches) == 1 else (False, None)
+
+
+def _name_of(got: dict[Any, Any], key: Any) -> Any:
+    """The answer's own key for requested field `key` (after `_lookup` found it)."""
+    if key in got:
+        return key
+    return next(k for k in got if _key(k) == _key(key))
+
+
+def _assign(wanted: list[Any], spare: list[Any], tol: _Tolerance, metric: Any) -> bool:
+    """Can every value in `wanted` be matched by a distinct value in `spare`? (The paper's judge
+    ignores labels: a requested field reported under another name counts by its value.)"""
+    if not wanted:
+        return True
+    first, rest = wanted[0], wanted[1:]
+    for i, candidate in enumerate(spare):
+        if _equal(first, candidate, tol, metric) and _assign(rest, spare[:i] + spare[i + 1 :], tol, metric):
+            return True
+    return False
 
 
 def _tolerance(expected: dict[Any, Any], outer: _Tolerance) -> _Tolerance:
@@ -142,13 +166,25 @@ def _equal(expected: Any, got: Any, tol: _Tolerance = EXACT_TOLERANCE, metric: A
         return " ".join(expected.split()).casefold() == " ".join(got.split()).casefold()
     if isinstance(expected, dict) and isinstance(got, dict):
         inner = _tolerance(expected, tol)
+        metric = expected.get("primary_metric")
+        unnamed: list[Any] = []  # requested fields the answer does not name
+        claimed: set[Any] = set()  # answer fields matched to a requested field by name
         for key, value in expected.items():
             if key in IGNORED or key in TOLERANCE_KEYS:
                 continue
             found, other = _lookup(got, key)
-            if not found or not _equal(value, other, inner, expected.get("primary_metric")):
+            if not found:
+                if any(_key(k) == _key(key) for k in got):
+                    return False  # named, but by several fields at once: ambiguous, not unnamed
+                unnamed.append(value)
+                continue
+            claimed.add(_name_of(got, key))
+            if not _equal(value, other, inner, metric):
                 return False
-        return True
+        spare = [
+            v for k, v in got.items() if k not in claimed and k not in IGNORED and k not in TOLERANCE_KEYS
+        ]
+        return _assign(unnamed, spare, inner, metric)
     if isinstance(expected, list) and isinstance(got, list):
         return _equal_lists(expected, got, tol, metric)
     return bool(expected == got)

@@ -56,6 +56,7 @@ __all__ = [
     "TurnStartEvent",
     "WorkerStepData",
     "WorkerStepEvent",
+    "WorkerDegradedEvent",
     "WorkspaceDegradedEvent",
     "parse_event",
     "state_id_of",
@@ -189,6 +190,17 @@ class WorkspaceDegradedData(_Data):
 class WorkspaceDegradedEvent(_Event):
     kind: Literal["workspace_degraded"]
     data: WorkspaceDegradedData
+
+
+class WorkerDegradedData(_Data):
+    """Turns in which no worker code ran (turn id as text -> why); see RolloutResult.degraded_turns."""
+
+    turns: dict[str, str]
+
+
+class WorkerDegradedEvent(_Event):
+    kind: Literal["worker_degraded"]
+    data: WorkerDegradedData
 
 
 class BindingCheckedData(_Data):
@@ -495,6 +507,7 @@ TraceEvent = Annotated[
     | RunEndEvent
     | ManagerSummaryEvent
     | WorkspaceDegradedEvent
+    | WorkerDegradedEvent
     | BindingCheckedEvent
     | BindingFailedEvent
     | ReviewEvent

@@ -36,18 +36,28 @@ from stateguard.dataflow import cell_dataflow
 from stateguard.observation import WorkerStep
 from stateguard.state import ConstraintResult
 from stateguard.store import StateStore
+from stateguard.task import PRELUDE
 from stateguard.verification.finding import Finding
 
 CONFIRMED = frozenset({"execution", "staleness", "constraints"})
 
 
+# Names every workspace starts with (the task prelude: pd, np, BASE_PATH, helpers): a failed
+# block that reads them did not make them wrong, so they are never an execution finding's variables.
+PRELUDE_NAMES = frozenset(cell_dataflow(PRELUDE.format(base_path=".")).writes)
+
+
 def execution(steps: list[WorkerStep]) -> list[Finding]:
-    """A failed block whose intended outputs no later successful block produced."""
+    """A failed block whose intended outputs no later successful block produced. A step that ran
+    no code (a failed model call, a reply the worker refused) is no execution evidence."""
     findings = []
     for i, step in enumerate(steps):
         if step.success and step.error is None:
             continue
-        intended = set(cell_dataflow(step.action).writes) or set(cell_dataflow(step.action).reads)
+        if not step.action.strip() or step.meta.get("executed") is False:
+            continue
+        flow = cell_dataflow(step.action)
+        intended = (set(flow.writes) or set(flow.reads)) - PRELUDE_NAMES
         later = [s for s in steps[i + 1 :] if s.success and s.error is None]
         redone = set().union(*(set(s.meta.get("writes", [])) for s in later)) if later else set()
         if intended and intended <= redone:
@@ -63,6 +73,43 @@ def execution(steps: list[WorkerStep]) -> list[Finding]:
             )
         )
     return findings
+
+
+MAX_EXECUTION_CHECKS = 6  # below the harness's per-activation action limit (8), leaving room
+
+
+def execution_evidence(steps: list[WorkerStep]) -> list[WorkerStep]:
+    """The steps worth a `check_execution` call, in order: those that ran code, a failure repeated
+    with the same code and error counted once, at most the last MAX_EXECUTION_CHECKS (a worker
+    that loops can leave dozens of steps in one turn; the activation has a bounded action budget)."""
+    seen: set[tuple[str, str | None]] = set()
+    chosen: list[WorkerStep] = []
+    for step in steps:
+        if not step.action.strip() or step.meta.get("executed") is False:
+            continue
+        key = (step.action.strip(), step.error)
+        if not step.success and key in seen:
+            continue
+        seen.add(key)
+        chosen.append(step)
+    return chosen[-MAX_EXECUTION_CHECKS:]
+
+
+STUCK_AFTER = 3  # failed code blocks in a row, with no success between, that show a worker looping
+
+
+def stuck(steps: list[WorkerStep]) -> list[WorkerStep]:
+    """The trailing run of failed code blocks when it is at least STUCK_AFTER long (else []):
+    evidence enough to review the work so far without waiting for the turn to end. Steps that ran
+    no code (failed model calls, refused replies) neither count nor break the run."""
+    run: list[WorkerStep] = []
+    for step in reversed(steps):
+        if not step.action.strip() or step.meta.get("executed") is False:
+            continue
+        if step.success and step.error is None:
+            break
+        run.append(step)
+    return list(reversed(run)) if len(run) >= STUCK_AFTER else []
 
 
 def staleness(stale: list[tuple[int, str, list[str]]]) -> list[Finding]:

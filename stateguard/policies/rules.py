@@ -134,8 +134,10 @@ class RulesManager:
             # that the activation's tool budget goes to this evidence rather than to check_execution.
             retry, turn = self._under_review(obs, ctx)
             constraints = yield from raw_actions(self.semantic.update_constraints(ctx, turn, retry))
-        for step in steps:
-            yield Action.of(CheckExecutionArgs(step_id=step.index))
+        for step in checks.execution_evidence(steps):
+            result = yield Action.of(CheckExecutionArgs(step_id=step.index))
+            if not getattr(result, "accepted", True):
+                break  # the activation's action limit is reached: the control action must follow
         written, consumed = self._variables(steps, ctx)
         args: dict[str, Any] = {
             "used_variables": written
@@ -466,6 +468,16 @@ class RulesManager:
         ]
         if self._retry_from is not None:
             ends = [i for i in ends if i >= self._retry_from] or ends
+        if not ends and self._retry_from is None:
+            # a worker stuck on failing code forms a state too: waiting for its turn to end would
+            # leave the loop to the step budget (issue 34)
+            pending = [
+                ctx.steps[i]
+                for i in range(obs.pending_start_step, obs.pending_end_step + 1)
+                if i in ctx.steps
+            ]
+            stuck = checks.stuck(pending)
+            return stuck[-1].index if stuck else None
         return ends[-1] if self._retry_from is not None and ends else (ends[0] if ends else None)
 
     def _constraints(self, ctx: ManagerContext, turn: Any = None) -> list[dict[str, Any]]:

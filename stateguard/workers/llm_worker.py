@@ -18,40 +18,63 @@ request settings, how reasoning text is kept out of the history); the default is
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from stateguard.answers import last_json
+from stateguard.answers import parse_answer
+from stateguard.llm.client import ContextOverflow
 from stateguard.observation import WorkerStep
 from stateguard.task import AgentTask, AgentTurn
 from stateguard.worker_contract import WorkerMessage
 from stateguard.workspace import LiveWorkspace
 
-DEFAULT_SYSTEM = """You are a data analyst working in a persistent Python session (pandas as pd, numpy as np, json and re are imported; BASE_PATH points at the task folder, data files are under BASE_PATH/data).
+DEFAULT_SYSTEM = """You are a data analyst working in a persistent Python session (pandas as pd, numpy as np, json and re are imported). BASE_PATH is a str (not a pathlib.Path) naming the task folder; the data files are in its data/ folder, so build paths as text: pd.read_csv(f"{BASE_PATH}/data/<file>.csv"); import os; os.listdir(f"{BASE_PATH}/data") lists them.
 Work step by step. In each reply, either
 - write exactly one Python code block (```python ... ```) to run next; you will see its output, or
-- when the current question is answered, reply with the final answer as one JSON object of the requested fields inside <answer>...</answer>.
-Variables persist between steps and between questions. Follow the precision and format the question asks for."""
+- when the output you have seen answers the current question, reply with the final answer as one JSON object of the requested fields inside <answer>...</answer>, and no code.
+Never write code and an answer in the same reply: the answer must rest on output you have seen. Variables persist between steps and between questions. Follow the precision and format the question asks for."""
 
 _CODE = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.S)
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S)
 _OPENING_TAG = re.compile(r"<[a-z_]+>\s*$")  # a code tag such as <execute_ipython> right before the code
 
 
+_CLOSING_TAG = re.compile(r"[ \t]*\n?[ \t]*(?:```|</[A-Za-z_]+>)")
+
+
 def _default_parse(text: str) -> tuple[str | None, str | None]:
+    """(the first code block, the answer); both may be set, and the worker then runs the code."""
     answer = _ANSWER.search(text)
     code = _CODE.search(text)
-    return (None if answer or not code else code.group(1)), (answer.group(1) if answer else None)
+    return (code.group(1) if code else None), (answer.group(1) if answer else None)
+
+
+def _through_code(text: str, code: str) -> str:
+    """The reply up to the end of its code block: what a model writes after its code (an output it
+    imagined, an answer) is not kept in the history, since no execution produced it."""
+    at = text.find(code)
+    if at < 0:
+        return text
+    end = at + len(code)
+    closing = _CLOSING_TAG.match(text, end)
+    return text[: closing.end() if closing else end]
+
+
+def _normal(code: str) -> str:
+    """Code compared for repeats: trailing spaces and blank lines do not make it different."""
+    return "\n".join(line.rstrip() for line in code.strip().splitlines() if line.strip())
 
 
 @dataclass(frozen=True)
 class WorkerProtocol:
     """How the worker talks: its system prompt, a turn's wording, reply parsing, output feedback.
 
-    `parse(text) -> (code or None, answer text or None)`. A reply with neither ends the turn
-    with whatever JSON (or text) it holds, unless `no_action` turns it into feedback (the worker
-    then keeps going). `setup` runs once in the workspace at `start`, before any step (a runner's
+    `parse(text) -> (code or None, answer text or None)`. When a reply holds both, the code runs
+    and the answer is dropped (it rests on output the model had not seen). A reply with neither
+    ends the turn with whatever JSON (or text) it holds, unless `no_action` turns it into
+    feedback (the worker then keeps going). `setup` runs once in the workspace at `start`, before any step (a runner's
     own helpers, e.g. DABstep's `final_answer`); `answer_in_output(output)` reads a final answer
     that the code itself reported. `clean(text)` is applied to every reply before it is parsed
     and kept in the history (e.g. dropping a reasoning model's think block). `chat_kwargs` go
@@ -69,8 +92,30 @@ class WorkerProtocol:
     chat_kwargs: Mapping[str, Any] = field(default_factory=dict)
 
 
+# Feedback texts (the model reads them as the next user message).
+REPEAT_REFUSED = (
+    "Not run: this code is the same as code that already failed ({error}), and nothing has run "
+    "successfully since, so it would fail the same way. Read the error and change the code."
+)
+UNSUPPORTED_ANSWER = (
+    "Answer not accepted: no code has run successfully for this question yet, so the answer rests "
+    "on no executed result. Write code that computes it; you will see its output, then answer."
+)
+ANSWER_WITH_CODE = (
+    "\n(Your reply also held an answer. It was ignored, because it came before this output: "
+    "answer once you have read it.)"
+)
+
+
 class LLMWorker:
-    """Implements `WorkerAdapter` with an OpenAI-compatible chat model."""
+    """Implements `WorkerAdapter` with an OpenAI-compatible chat model.
+
+    Brakes on a model that loops (each counted as a refused reply; `max_refusals` in a row end
+    the turn unanswered): code identical to code that failed, with no successful cell since, is
+    not run again; an answer when no cell of the turn has run successfully is not accepted.
+    `task_time_cap_s` bounds the model time of the whole task: once spent, every remaining turn
+    ends unanswered at once. A prompt the server refuses as too long is compacted (older turns'
+    outputs shortened, then dropped) and sent again."""
 
     def __init__(
         self,
@@ -80,21 +125,33 @@ class LLMWorker:
         protocol: WorkerProtocol | None = None,
         max_output_chars: int = 4000,
         max_failures: int = 3,
+        max_refusals: int = 3,
+        task_time_cap_s: float | None = None,
     ):
         self.client = client
         self.protocol = protocol or WorkerProtocol()
         self.system_prompt = system_prompt or self.protocol.system_prompt
         self.max_output_chars = max_output_chars
         self.max_failures = max_failures
+        self.max_refusals = max_refusals
+        self.task_time_cap_s = task_time_cap_s
         self.messages: list[dict[str, Any]] = []
         self.answers: dict[int, Any] = {}
         self.turn: int | None = None
+        self.model_s = 0.0  # model time spent on this task (failed calls included)
         self._done = True
         self._failures = 0
+        self._refusals = 0
+        self._turn_start = 1  # index in `messages` of the current turn's first message
+        self._turn_starts: list[int] = []  # the same for every turn so far
+        self._ran_code = False  # a cell of the current turn ran successfully
+        self._failed: dict[str, str] = {}  # code that failed since the last successful cell -> its error
+        self._compaction = 0  # how hard older turns are compacted (raised on each context overflow)
 
     def start(self, task: AgentTask, workspace: LiveWorkspace) -> None:
         self.task, self.ws = task, workspace
         self.messages = [{"role": "system", "content": self.system_prompt}]
+        self.model_s, self._compaction, self._turn_starts = 0.0, 0, []
         if self.protocol.setup:
             result = workspace.run_cell(self.protocol.setup)
             if not result.ok:
@@ -106,8 +163,12 @@ class LLMWorker:
         if message.kind == "turn" and message.turn is not None:
             self.turn = message.turn.turn_id
             self._done = False
+            self._turn_start = len(self.messages)
+            self._turn_starts.append(self._turn_start)
+            self._ran_code, self._refusals, self._failed = False, 0, {}
         elif message.kind == "repair_hint":
             self._done = False  # a repair hint reopens the work on the current analysis
+            self._refusals = 0
         text = (
             self.protocol.turn_text(message.turn) if message.kind == "turn" and message.turn else message.text
         )
@@ -120,40 +181,137 @@ class LLMWorker:
         return dict(self.answers)
 
     def snapshot(self) -> Any:
-        return {"messages": [dict(m) for m in self.messages], "turn": self.turn, "done": self._done}
+        return {
+            "messages": [dict(m) for m in self.messages],
+            "turn": self.turn,
+            "done": self._done,
+            "turn_start": self._turn_start,
+            "turn_starts": list(self._turn_starts),
+        }
 
     def restore(self, token: Any) -> None:
         """The conversation as it was at the checkpoint; submitted answers are kept (see the contract)."""
         self.messages = [dict(m) for m in token["messages"]]
         self.turn = token["turn"]
         self._done = token["done"]
-        self._failures = 0
+        self._turn_start = token.get("turn_start", len(self.messages))
+        self._turn_starts = list(token.get("turn_starts", []))
+        self._failures = self._refusals = 0
+        self._failed = {}
+
+    # ------------------------------------------------------------------ one step
+    def _capped(self) -> bool:
+        return self.task_time_cap_s is not None and self.model_s >= self.task_time_cap_s
+
+    def _failed_step(self, index: int, error: str, *, turn_end: bool, **meta: Any) -> WorkerStep:
+        """A step that ran no code (a failed call, a refused reply): no execution evidence."""
+        return WorkerStep(
+            index=index,
+            turn=self.turn,
+            action="",
+            error=error,
+            success=False,
+            meta={"turn_end": turn_end, "reads": [], "writes": [], "executed": False, **meta},
+        )
+
+    def _refuse(self, index: int, feedback: str, error: str, thought: str, text: str) -> WorkerStep:
+        """Feed a refusal back; after `max_refusals` in a row the turn ends unanswered."""
+        self._refusals += 1
+        self.messages.append({"role": "user", "content": feedback})
+        if self._refusals >= self.max_refusals:
+            self._done = True
+            error += f"; {self._refusals} refused replies in a row, the turn ends unanswered"
+        step = self._failed_step(index, error, turn_end=self._done, refused=True)
+        return step.model_copy(update={"thought": thought, "output": text[-2000:]})
+
+    def _chat(self) -> Any:
+        """One model call; a prompt the server refuses as too long is compacted and sent again."""
+        while True:
+            try:
+                return self.client.chat(self._fitted(), **self.protocol.chat_kwargs)
+            except ContextOverflow:
+                if self._compaction >= 3:
+                    raise
+                self._compaction += 1
+
+    def _fitted(self) -> list[dict[str, Any]]:
+        """The history as sent: the system message and the current turn whole; earlier turns
+        shortened by `_compaction` (1: outputs cut to 300 characters, 2: only each turn's opening
+        message and the model's final replies, 3: nothing of them)."""
+        if self._compaction == 0:
+            return self.messages
+        head, older, current = (
+            self.messages[:1],
+            self.messages[1 : self._turn_start],
+            self.messages[self._turn_start :],
+        )
+        if self._compaction == 1:
+            older = [{**m, "content": str(m.get("content") or "")[:300]} for m in older]
+        elif self._compaction == 2:
+            # each earlier turn as its opening message and the model's last reply in it
+            bounds = [b for b in self._turn_starts if b < self._turn_start] + [self._turn_start]
+            older = [
+                self.messages[i]
+                for a, b in zip(bounds, bounds[1:], strict=False)
+                for i in sorted({a, b - 1})
+                if a < b and (i == a or self.messages[i]["role"] == "assistant")
+            ]
+        else:
+            older = []
+        if self._compaction >= 2:  # shorter current-turn outputs too
+            current = [current[0]] + [
+                {**m, "content": str(m.get("content") or "")[-1500:]} for m in current[1:]
+            ]
+        return head + older + current
 
     def step(self, index: int) -> WorkerStep | None:
         if self._done:
             return None
+        if self._capped():
+            self._done = True
+            return self._failed_step(
+                index,
+                f"worker time cap spent: {self.model_s:.0f} s of model time on this task "
+                f"(task_time_cap_s={self.task_time_cap_s}); the turn ends unanswered",
+                turn_end=True,
+                worker_failure="time_cap",
+            )
+        started = time.monotonic()
         try:
-            reply = self.client.chat(self.messages, **self.protocol.chat_kwargs)
+            reply = self._chat()
         except Exception as exc:  # the endpoint failed after its own retries
             self._failures += 1
             if self._failures >= self.max_failures:
                 self._done = True  # give up on this turn without an answer
-            return WorkerStep(
-                index=index,
-                turn=self.turn,
-                action="",
-                error=f"model call failed: {exc}",
-                success=False,
-                meta={"turn_end": self._done, "reads": [], "writes": []},
+            return self._failed_step(
+                index, f"model call failed: {exc}", turn_end=self._done, worker_failure="model_call"
             )
+        finally:
+            self.model_s += time.monotonic() - started
         self._failures = 0
         text = self.protocol.clean(reply.message.get("content") or "")
-        self.messages.append({"role": "assistant", "content": text})
         code, answer = self.protocol.parse(text)
         # the thought is what the reply says before its code (whatever the protocol's code tags are)
         head = text.split(code, 1)[0] if code and code in text else text
         thought = _OPENING_TAG.sub("", head.split("```")[0]).strip()[:2000]
-        if answer is None and code is None and self.protocol.no_action is not None:
+        if code is not None:
+            self.messages.append({"role": "assistant", "content": _through_code(text, code)})
+            failed_before = self._failed.get(_normal(code))
+            if failed_before is not None:
+                return self._refuse(
+                    index,
+                    REPEAT_REFUSED.format(
+                        error=failed_before.strip().splitlines()[-1][:300]
+                        if failed_before.strip()
+                        else "an error"
+                    ),
+                    "repeated failing code, not run",
+                    thought,
+                    text,
+                )
+            return self._run(index, code, thought, answer_dropped=answer is not None)
+        self.messages.append({"role": "assistant", "content": text})
+        if answer is None and self.protocol.no_action is not None:
             self.messages.append({"role": "user", "content": self.protocol.no_action(text)})
             return WorkerStep(
                 index=index,
@@ -163,28 +321,36 @@ class LLMWorker:
                 output=text[-2000:],
                 error="reply held no action",
                 success=False,
-                meta={"turn_end": False, "reads": [], "writes": []},
+                meta={"turn_end": False, "reads": [], "writes": [], "executed": False},
             )
-        if answer is not None or code is None:
-            body = answer if answer is not None else text
-            parsed = last_json(body)
-            if parsed is None and answer is not None and answer.strip():
-                parsed = answer.strip()  # a free-text answer (the judge reads text)
-            if self.turn is not None:
-                self.answers[self.turn] = parsed
-            self._done = True
-            return WorkerStep(
-                index=index,
-                turn=self.turn,
-                thought=thought,
-                action="",
-                output=text[-2000:],
-                meta={"turn_end": True, "final": True, "reads": [], "writes": []},
-            )
+        if not self._ran_code:
+            return self._refuse(index, UNSUPPORTED_ANSWER, "answer rests on no executed code", thought, text)
+        body = answer if answer is not None else text
+        parsed = parse_answer(body)
+        if parsed is None and answer is not None and answer.strip():
+            parsed = answer.strip()  # a free-text answer (the judge reads text)
+        if self.turn is not None:
+            self.answers[self.turn] = parsed
+        self._done = True
+        return WorkerStep(
+            index=index,
+            turn=self.turn,
+            thought=thought,
+            action="",
+            output=text[-2000:],
+            meta={"turn_end": True, "final": True, "reads": [], "writes": []},
+        )
+
+    def _run(self, index: int, code: str, thought: str, *, answer_dropped: bool) -> WorkerStep:
         result = self.ws.run_cell(code)
         output = "\n".join(x for x in (result.stdout, result.value or "", result.error or "") if x)
         output = output[-self.max_output_chars :]
-        self.messages.append({"role": "user", "content": self.protocol.feedback(output)})
+        feedback = self.protocol.feedback(output) + (ANSWER_WITH_CODE if answer_dropped else "")
+        self.messages.append({"role": "user", "content": feedback})
+        if result.ok:
+            self._ran_code, self._refusals, self._failed = True, 0, {}
+        else:
+            self._failed[_normal(code)] = result.error or "an error"
         reported = self.protocol.answer_in_output(result.stdout) if self.protocol.answer_in_output else None
         if reported is not None and self.turn is not None:
             self.answers[self.turn] = reported  # the code called the runner's final-answer helper
@@ -205,5 +371,6 @@ class LLMWorker:
                 "turn_end": reported is not None,
                 "wall_s": result.wall_s,
                 **({"final": True} if reported is not None else {}),
+                **({"answer_dropped": True} if answer_dropped else {}),
             },
         )

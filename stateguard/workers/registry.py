@@ -43,6 +43,7 @@ class WorkerSetup:
     protocol: WorkerProtocol | None = None  # the benchmark's native prompt and reply format, if any
     response: Mapping[str, Any] = field(default_factory=dict)  # the `response:` block (ResponseModel)
     reference: Task | None = None  # the privileged task: only for workers that replay it
+    task_time_cap_s: float | None = None  # the LLM worker's model time per task (`worker_llm:`)
 
 
 WorkerFactory = Callable[[WorkerSetup], WorkerAdapter]
@@ -54,7 +55,7 @@ def _scripted(ctx: WorkerSetup) -> WorkerAdapter:
 
 
 def _llm(ctx: WorkerSetup) -> WorkerAdapter:
-    return LLMWorker(ctx.client(), protocol=ctx.protocol)
+    return LLMWorker(ctx.client(), protocol=ctx.protocol, task_time_cap_s=ctx.task_time_cap_s)
 
 
 WORKERS: dict[str, WorkerFactory] = {"scripted": _scripted, "llm": _llm}

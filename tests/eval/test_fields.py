@@ -18,6 +18,13 @@ from eval.scorers.fields import judge_fields, per_turn_correct
         ({"rank": ["a", "b"]}, {"rank": ["b", "a"]}, False),
         ({"s": {"mean": 1.5}}, {"s": {"mean": 1.5, "std": 2}}, True),
         ({"x": 1}, None, False),
+        # field names are labels (paper C.3): a requested field under another name counts by value
+        ({"n_orders": 10, "revenue": 1060}, {"number_of_orders": 10, "total_revenue": 1060}, True),
+        ({"n_orders": 10, "revenue": 1060}, {"number_of_orders": 10, "total_revenue": 1061}, False),
+        ({"top_region": "North", "orders": 5}, {"region": "north", "count": 5}, True),
+        ({"a": 5, "b": 5}, {"x": 5}, False),  # one answer field stands for one requested field
+        ({"margin": 465, "pct": 43.87}, {"margin": 43.87, "other": 465}, False),  # a named field stays strict
+        ({"answer_type": "scalar", "x": 1}, {"answer_type": 1}, False),  # labels never stand for values
     ],
 )
 def test_judge_fields(expected, got, ok) -> None:

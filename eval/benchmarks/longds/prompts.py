@@ -109,14 +109,16 @@ def information_message(output: str) -> str:
 
 
 def parse_reply(text: str) -> WorkerReply:
-    """Read one reply. An <answer> wins over code; only the first <python> block is run."""
+    """Read one reply; only the first <python> block counts. A reply with both code and an
+    <answer> reports both: the worker runs the code and drops the answer, which rests on output
+    the model had not seen (often an <information> block it wrote itself)."""
     reasoning = re.search(r"<reasoning>(.*?)</reasoning>", text, re.S)
     answer = _ANSWER.search(text)
     code = _PYTHON.search(text)
     return WorkerReply(
         reasoning=reasoning.group(1).strip() if reasoning else "",
         answer=answer.group(1).strip() if answer else None,
-        code=None if answer or not code else code.group(1).strip("\n"),
+        code=code.group(1).strip("\n") if code else None,
     )
 
 

@@ -132,7 +132,8 @@ def test_turn_prompts_open_one_conversation(root: Path) -> None:
     [
         ("<reasoning>look</reasoning>\n<python>\nprint(1)\n</python>", "print(1)", None),
         ("<reasoning>done</reasoning><answer> 77 rows </answer>", None, "77 rows"),
-        ("<python>x = 1</python><answer>1</answer>", None, "1"),  # an answer ends the turn
+        # both: the worker runs the code and drops the answer (issue 34)
+        ("<python>x = 1</python><information>1</information><answer>1</answer>", "x = 1", "1"),
         ("<python>a()</python><python>b()</python>", "a()", None),
         ("I think it is 3", None, None),  # neither: a format error for the runner
     ],

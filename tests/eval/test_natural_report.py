@@ -1,0 +1,99 @@
+"""The natural-mistake report over a small saved run (issue 30).
+
+The run is a real `eval.runner` run of the six-turn demo task with the scripted worker's
+declared mistakes (precision at turn 2, exec_error at turn 3, stale at turn 5), so the classes
+have known answers; the report reads only the run folder (and the expected answers).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from eval.metrics.natural import classify, main, natural_mistake_report, render_natural
+from eval.runner import run
+from stateguard.artifacts.events import WorkerStepData
+from tests.eval.test_faults_and_detection import DEMO, FAULTS, _cfg, _layout
+
+
+@pytest.fixture(scope="module")
+def saved_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("natural")
+    run(
+        _cfg(
+            _layout(root / "ds", FAULTS),
+            root / "run",
+            "bench.variants=[clean,precision-t2,exec_error-t3,stale-t5]",
+        )
+    )
+    return root / "run"
+
+
+def _expected() -> dict[str, dict[int, object]]:
+    answers = {t["turn_id"]: t["answer"] for t in json.loads((DEMO / "task.json").read_text())}
+    base = "demo__sales__task1"
+    return {f"{base}~{v}": answers for v in ("precision-t2", "exec_error-t3", "stale-t5")} | {base: answers}
+
+
+def test_report_classifies_the_baselines_wrong_turns(saved_run: Path) -> None:
+    report = natural_mistake_report(saved_run, _expected(), resamples=200)
+    kinds = {(m.task_id.split("~")[-1], m.turn): m.kind for m in report.mistakes}
+    assert kinds[("precision-t2", 2)] == "format_precision"
+    assert kinds[("stale-t5", 5)] == "stale"
+    assert kinds[("exec_error-t3", 3)] in {"exec_error", "missing_answer"}
+    assert report.right_turns + len(report.mistakes) == 4 * 6
+    flagged = {(m.task_id.split("~")[-1], m.turn) for m in report.mistakes if m.flagged}
+    assert ("stale-t5", 5) in flagged  # the rules manager repairs the stale turn
+    assert report.false_repairs == 0
+    arms = {a.arm: a for a in report.arms}
+    assert set(arms) == {"baseline", "stateguard"} and arms["baseline"].turns == 24
+    assert (
+        arms["stateguard"].accuracy is not None and arms["stateguard"].accuracy >= arms["baseline"].accuracy
+    )
+    low, high = arms["baseline"].accuracy_ci or (None, None)
+    assert low is not None and high is not None and low <= arms["baseline"].accuracy <= high
+    assert arms["baseline"].worker_model_s == 0.0  # the scripted worker calls no model
+    text = render_natural(report)
+    assert "format_precision" in text and "false repairs on turns the baseline got right: 0" in text
+
+
+def test_without_expected_answers_a_near_miss_is_a_wrong_value(saved_run: Path) -> None:
+    report = natural_mistake_report(saved_run, resamples=50)
+    kinds = {(m.task_id.split("~")[-1], m.turn): m.kind for m in report.mistakes}
+    assert kinds[("precision-t2", 2)] == "wrong_value"
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected", "steps", "kind"),
+    [
+        (None, {"x": 1}, [], "missing_answer"),
+        (
+            None,
+            {"x": 1},
+            [WorkerStepData(index=0, action="x = y", success=False, error="NameError: y")],
+            "exec_error",
+        ),
+        ({"x": 1.004}, {"x": 1.0}, [WorkerStepData(index=0, action="x = 1.004")], "format_precision"),
+        ({"x": 2}, {"x": 1}, [WorkerStepData(index=0, action="x = 2")], "wrong_value"),
+        (
+            {"x": 2},
+            {"x": 1},
+            [WorkerStepData(index=0, action="x = a", meta={"stale_reads": {"a": ["b"]}})],
+            "stale",
+        ),
+    ],
+)
+def test_classify_table(answer: object, expected: object, steps: list[WorkerStepData], kind: str) -> None:
+    assert classify(answer, expected, steps)[0] == kind
+
+
+def test_cli_reads_the_expected_answers_from_the_runs_config(
+    saved_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "natural.json"
+    assert main([str(saved_run), "--json", str(out), "--resamples", "50"]) == 0
+    assert "format_precision" in capsys.readouterr().out
+    saved = json.loads(out.read_text())
+    assert any(m["kind"] == "format_precision" and m["turn"] == 2 for m in saved["mistakes"])

@@ -1,0 +1,204 @@
+"""The LLM worker facing a real small model (issue 34): prompt, reply parsing, loop brakes, caps.
+
+A fake client plays the model's replies in order, so each test pins one behaviour seen with
+Qwen2.5-Coder-1.5B: a `/` on the str BASE_PATH, an answer written next to code (with an output
+it invented), an answer with no code behind it, the same failing code sent again and again,
+fenced JSON answers, a prompt that outgrew the window, a task that never ends.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eval.benchmarks.longds.prompts import longds_protocol
+from stateguard.answers import last_json, parse_answer
+from stateguard.llm.client import ContextOverflow
+from stateguard.task import AgentTask, AgentTurn, prelude
+from stateguard.worker_contract import WorkerMessage
+from stateguard.workers.llm_worker import DEFAULT_SYSTEM, LLMWorker, WorkerProtocol
+from stateguard.workspace import DictWorkspace
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "eval" / "benchmarks" / "demo" / "six_turn"
+
+
+class _Reply:
+    def __init__(self, content: str):
+        self.message = {"role": "assistant", "content": content}
+
+
+class FakeModel:
+    """Replies in order (the last one repeats); records every request's messages."""
+
+    def __init__(self, replies: list[str], *, delay_s: float = 0.0, window_chars: int | None = None):
+        self.replies, self.delay_s, self.window_chars = list(replies), delay_s, window_chars
+        self.requests: list[list[dict[str, Any]]] = []
+
+    def chat(self, messages: list[dict[str, Any]], **_: Any) -> _Reply:
+        self.requests.append([dict(m) for m in messages])
+        time.sleep(self.delay_s)
+        size = sum(len(str(m.get("content") or "")) for m in messages)
+        if self.window_chars is not None and size > self.window_chars:
+            raise ContextOverflow(
+                "prompt exceeds the model's context", status=400, body="context window of 100"
+            )
+        return _Reply(self.replies.pop(0) if len(self.replies) > 1 else self.replies[0])
+
+
+def _task(*questions: str) -> AgentTask:
+    turns = [AgentTurn(turn_id=i, question=q) for i, q in enumerate(questions, 1)]
+    return AgentTask(task_id="t", turns=turns, base_path=str(DEMO))
+
+
+def _run_turn(worker: LLMWorker, task: AgentTask, turn: int, start: int = 0, limit: int = 40) -> list[Any]:
+    worker.inject(WorkerMessage.user_turn(task.turn(turn)))
+    steps = []
+    for i in range(start, start + limit):
+        step = worker.step(i)
+        if step is None:
+            break
+        steps.append(step)
+    return steps
+
+
+def _started(model: FakeModel, task: AgentTask, **kw: Any) -> tuple[LLMWorker, DictWorkspace]:
+    ws = DictWorkspace()
+    assert ws.run_cell(prelude(task)).ok
+    worker = LLMWorker(model, **kw)
+    worker.start(task, ws)
+    return worker, ws
+
+
+def test_prompt_says_base_path_is_text_and_its_example_loads_the_data() -> None:
+    """Old prompt: 'data files are under BASE_PATH/data' -> the model wrote BASE_PATH / 'x' (TypeError)."""
+    assert "BASE_PATH is a str" in DEFAULT_SYSTEM
+    example = re.search(r'pd\.read_csv\(f"\{BASE_PATH\}/data/<file>\.csv"\)', DEFAULT_SYSTEM)
+    assert example is not None
+    ws = DictWorkspace()
+    ws.run_cell(prelude(_task("q")))
+    result = ws.run_cell("n = len(" + example.group(0).replace("<file>", "sales") + ")\nn")
+    assert result.ok and result.value == "10"
+
+
+@pytest.mark.parametrize("protocol", ["default", "longds"])
+def test_code_wins_over_an_answer_in_the_same_reply(protocol: str) -> None:
+    """Old: the invented answer was accepted and the code never ran."""
+    if protocol == "default":
+        first = '```python\nx = 40 + 2\nprint(x)\n```\nOutput: 99\n<answer>{"x": 99}</answer>'
+        second = '<answer>{"x": 42}</answer>'
+        chosen = WorkerProtocol()
+    else:
+        first = '<python>\nx = 40 + 2\nprint(x)\n</python>\n<information>99</information>\n<answer>{"x": 99}</answer>'
+        second = '<answer>{"x": 42}</answer>'
+        chosen = longds_protocol(str(DEMO / "data"))
+    model = FakeModel([first, second])
+    task = _task("What is x?")
+    worker, ws = _started(model, task, protocol=chosen)
+    steps = _run_turn(worker, task, 1)
+    assert worker.final_answer() == {1: {"x": 42}}
+    assert steps[0].action.strip().startswith("x = 40 + 2") and steps[0].meta.get("answer_dropped") is True
+    kept = model.requests[1][-2]["content"]  # the first reply as the history keeps it
+    assert "99" not in kept and "<answer>" not in kept
+    assert "ignored" in model.requests[1][-1]["content"]
+
+
+def test_an_answer_with_no_executed_code_is_not_accepted() -> None:
+    """Old: a bare answer ended the turn as answered."""
+    model = FakeModel(['<answer>{"n_orders": 12}</answer>'])
+    task = _task("How many orders?")
+    worker, _ = _started(model, task, max_refusals=3)
+    steps = _run_turn(worker, task, 1)
+    assert worker.final_answer() == {}  # unanswered
+    assert len(steps) == 3 and all(s.meta["executed"] is False and s.meta["refused"] for s in steps)
+    assert steps[-1].meta["turn_end"] is True
+    assert "no code has run successfully" in model.requests[1][-1]["content"]
+
+
+def test_an_answer_after_successful_code_is_accepted() -> None:
+    model = FakeModel(["```python\nn = 10\nprint(n)\n```", '<answer>{"n_orders": 10}</answer>'])
+    task = _task("How many orders?")
+    worker, _ = _started(model, task)
+    _run_turn(worker, task, 1)
+    assert worker.final_answer() == {1: {"n_orders": 10}}
+
+
+def test_identical_failing_code_is_refused_not_rerun() -> None:
+    """Old: the same TypeError-raising code ran 26 times."""
+    bad = "```python\nsales = pd.read_csv(BASE_PATH / 'data/sales.csv')\n```"
+    model = FakeModel([bad])
+    task = _task("Load the sales data.")
+    worker, ws = _started(model, task, max_refusals=3)
+    cells_before = ws.run_cell("1").cell_id
+    steps = _run_turn(worker, task, 1)
+    ran = [s for s in steps if s.action]
+    assert len(ran) == 1 and "TypeError" in (ran[0].error or "")
+    assert len(steps) == 4 and all(s.meta.get("refused") for s in steps[1:])
+    assert ws.run_cell("1").cell_id == cells_before + 2  # one worker cell ran, not four
+    refusal = model.requests[2][-1]["content"]
+    assert "Not run" in refusal and "TypeError" in refusal
+    assert worker.done() and worker.final_answer() == {}
+
+
+def test_same_code_runs_again_after_a_success_in_between() -> None:
+    """The brake is for a loop: once something succeeded the workspace changed, so a retry may work."""
+    model = FakeModel(
+        [
+            "```python\ny = z + 1\n```",
+            "```python\nz = 1\n```",
+            "```python\ny = z + 1\nprint(y)\n```",
+            '<answer>{"y": 2}</answer>',
+        ]
+    )
+    task = _task("y?")
+    worker, _ = _started(model, task)
+    steps = _run_turn(worker, task, 1)
+    assert [s.success for s in steps[:3]] == [False, True, True] and worker.final_answer() == {1: {"y": 2}}
+
+
+def test_worker_task_time_cap_ends_the_remaining_turns() -> None:
+    """Old: no cap on the worker; a looping turn burned 40 steps (25-37 minutes)."""
+    model = FakeModel(["```python\nprint(1)\n```"], delay_s=0.05)
+    task = _task("first", "second")
+    worker, _ = _started(model, task, task_time_cap_s=0.12)
+    steps = _run_turn(worker, task, 1)
+    assert steps[-1].meta.get("worker_failure") == "time_cap" and steps[-1].meta["turn_end"]
+    assert 2 <= len(model.requests) <= 4
+    calls = len(model.requests)
+    later = _run_turn(worker, task, 2, start=100)
+    assert len(later) == 1 and later[0].meta["worker_failure"] == "time_cap"
+    assert len(model.requests) == calls  # no model call once the cap is spent
+
+
+def test_fenced_json_answer_is_parsed() -> None:
+    """Old: last_json read only JSON that runs to the end of the text, so every answer was None."""
+    fenced = 'Here it is:\n```json\n{"n_orders": 10, "revenue": 1060.0}\n```\nDone.'
+    assert last_json(fenced) == {"n_orders": 10, "revenue": 1060.0}
+    assert last_json('```json\n{"a": 1}\n```\n```json\n{"a": 2}\n```') == {"a": 2}
+    assert last_json("no json here") is None
+    assert parse_answer("{'n_orders': 10, 'above': True}") == {"n_orders": 10, "above": True}
+    model = FakeModel(["```python\nprint(10)\n```", '<answer>\n```json\n{"n_orders": 10}\n```\n</answer>'])
+    task = _task("How many orders?")
+    worker, _ = _started(model, task)
+    _run_turn(worker, task, 1)
+    assert worker.final_answer() == {1: {"n_orders": 10}}
+
+
+def test_context_overflow_compacts_earlier_turns_and_retries() -> None:
+    """Old: once the prompt outgrew the window every later call was refused."""
+    long_output = "print('x' * 3000)"
+    replies = [f"```python\n{long_output}\n```", '<answer>{"a": 1}</answer>'] * 3
+    model = FakeModel(replies, window_chars=5000)
+    task = _task("one", "two", "three")
+    worker, _ = _started(model, task)
+    for turn, start in ((1, 0), (2, 10), (3, 20)):
+        steps = _run_turn(worker, task, turn, start=start)
+        assert not any("model call failed" in (s.error or "") for s in steps), steps
+    assert worker.final_answer() == {1: {"a": 1}, 2: {"a": 1}, 3: {"a": 1}}
+    assert worker.messages[1]["content"].endswith(
+        "one"
+    )  # the full history is kept; only what is sent shrinks
