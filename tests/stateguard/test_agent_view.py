@@ -42,7 +42,7 @@ def agent_side() -> Iterator[Path]:
     yield from sorted((ROOT / "stateguard" / "workers").glob("*.py"))
     yield from sorted((ROOT / "stateguard" / "policies").glob("*.py"))
     yield from sorted((ROOT / "stateguard" / "verification").glob("*.py"))  # the rules tier's semantic checks
-    yield ROOT / "stateguard" / "teacher" / "policy.py"  # the synthesis manager
+    yield ROOT / "synthesis" / "teacher" / "policy.py"  # the synthesis manager
 
 
 def privileged_imports(path: Path) -> set[str]:
