@@ -32,7 +32,8 @@ HIDDEN = ("code", "answer")
 PRIVILEGED = {"Task", "Turn"}
 # Modules that may name the privileged types: the scripted worker replays the reference and the
 # static fault check reads it (both run only where a benchmark ships reference code).
-ALLOWED = {"stateguard/workers/scripted.py", "stateguard/workers/faults.py"}
+# The scripted worker replays the privileged task; the worker registry hands it to that factory only.
+ALLOWED = {"stateguard/workers/scripted.py", "stateguard/workers/faults.py", "stateguard/workers/registry.py"}
 
 
 def agent_side() -> Iterator[Path]:
