@@ -1,41 +1,8 @@
-"""Base for every typed record StateGuard writes to disk or passes across a package boundary.
-
-Each serialized record carries `schema_version` so that readers (metrics, rewards, the viewer,
-resumed runs) can refuse or migrate files written by another version of the code.
+"""The runtime's name for the record base: `Record` and `SCHEMA_VERSION` are defined in
+`stateguard.artifacts.records`, the formats layer, which imports nothing outside itself (the
+trace's events embed records, so the base has to live there). Both paths name the same objects.
 """
 
-from __future__ import annotations
+from stateguard.artifacts.records import SCHEMA_VERSION, Record
 
-import json
-from typing import Any, Self
-
-from pydantic import BaseModel, ConfigDict, Field
-
-SCHEMA_VERSION = "stateguard/1"
-
-
-class Record(BaseModel):
-    """Frozen-by-convention pydantic model with a schema version and canonical JSON."""
-
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
-
-    schema_version: str = Field(default=SCHEMA_VERSION, description="Version of the on-disk schema.")
-
-    def canonical_json(self) -> str:
-        """Deterministic JSON (sorted keys, no spaces): equal records give equal bytes."""
-        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
-
-    @classmethod
-    def from_json(cls, text: str | bytes, *, source: str = "<record>") -> Self:
-        """Parse a serialized record, refusing other schema versions with a clear message."""
-        try:
-            data: Any = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{source}: not valid JSON ({exc.msg} at char {exc.pos})") from exc
-        version = data.get("schema_version") if isinstance(data, dict) else None
-        if version != SCHEMA_VERSION:
-            raise ValueError(
-                f"{source}: schema_version is {version!r}, this code reads {SCHEMA_VERSION!r}; "
-                "re-create the file with this version of StateGuard"
-            )
-        return cls.model_validate(data)
+__all__ = ["SCHEMA_VERSION", "Record"]

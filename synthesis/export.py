@@ -47,7 +47,6 @@ from stateguard.artifacts.corpus_records import (
 )
 from stateguard.artifacts.export_summary import ExportSummary, save_export_summary
 from stateguard.artifacts.graph import load_graph
-from stateguard.artifacts.payloads import named_args
 from stateguard.artifacts.rl_prompts import (
     RlExtraInfo,
     RlGroundTruth,
@@ -64,6 +63,7 @@ from stateguard.artifacts.task_folder import TaskFolder
 from stateguard.corpus_stats import render_markdown
 from stateguard.policies.prompts import system_prompt, task_block
 from stateguard.task import Task
+from stateguard.trace_payloads import named_args
 from synthesis.stats import corpus_stats
 from synthesis.teacher import TEACHER_VERSION, ActivationLog, flow_named
 from synthesis.trajectories import TrajectoryRecord, generate, load_built_task, rejection_counts

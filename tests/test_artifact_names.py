@@ -8,7 +8,7 @@ Checked on the source with `ast` (nothing is imported):
   `e.data.get("turn")`): payloads are typed (`stateguard.artifacts.events`);
 - no module indexes a relation graph or a graph stage by string (`graph["stages"]`);
 - no module indexes the free-dict fields of an artifact by string (`e.data.draft["variables"]`,
-  `act.arguments.get("code")`, `start.flow["regime"]`): `stateguard.artifacts.payloads` reads
+  `act.arguments.get("code")`, `start.flow["regime"]`): `stateguard.trace_payloads` reads
   them as the runtime's models (`draft_of`, `run_flow`, `action_args` / `named_args`);
 - no module indexes an SFT corpus row by one of `SftRow`'s field names (`row["kind"]`,
   `sample.get("messages")`, `ds["kind"]`): rows are `stateguard.artifacts.sft_rows.SftRow`, and
@@ -68,7 +68,7 @@ NAMES = frozenset(
 )
 TRACE_MODULES = ("stateguard.trace", "stateguard.artifacts")
 RAW_HOLDERS = frozenset({"graph", "stage"})
-# Artifact fields kept as the writer's plain dict (trace bytes); payloads.py owns their typed reading.
+# Artifact fields kept as the writer's plain dict (trace bytes); stateguard/trace_payloads.py owns their typed reading.
 RAW_SUBDICTS = frozenset({"draft", "flow", "arguments"})
 # SFT corpus rows: their columns, the calls that return rows (or a corpus dataset), and the names
 # the corpus code binds rows, row lists, datasets and batches to.

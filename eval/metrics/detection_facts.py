@@ -27,9 +27,9 @@ from pydantic import BaseModel, Field
 
 from stateguard.actions import RepairArgs
 from stateguard.artifacts.events import StateOpenedEvent, StateUpdatedEvent
-from stateguard.artifacts.payloads import action_args, draft_of
 from stateguard.dataflow import cell_dataflow
 from stateguard.trace import TraceEvent, read_trace
+from stateguard.trace_payloads import action_args, draft_of
 
 __all__ = ["ArmFacts", "FaultFacts", "RepairFact", "arm_facts", "facts_from_events"]
 

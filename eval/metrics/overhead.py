@@ -39,9 +39,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from stateguard.artifacts.events import LlmCallEvent, RunStartEvent
-from stateguard.artifacts.payloads import run_flow
 from stateguard.lifecycle import Regime
 from stateguard.trace import TraceEvent
+from stateguard.trace_payloads import run_flow
 
 INTERRUPTED_S = 900.0  # D.1: longer intervals are interrupted sessions
 Rule = Literal["auto", "review", "turn", "every"]

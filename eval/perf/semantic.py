@@ -48,13 +48,13 @@ from stateguard.artifacts.events import (
     WorkerStepEvent,
 )
 from stateguard.artifacts.faults import load_faults
-from stateguard.artifacts.payloads import action_args, draft_of
 from stateguard.artifacts.run_folder import RolloutFolder
 from stateguard.artifacts.task_folder import TaskFolder
 from stateguard.dataflow import cell_dataflow
 from stateguard.rollout import rollout
 from stateguard.trace import Trace
 from stateguard.trace import read_trace as read_events
+from stateguard.trace_payloads import action_args, draft_of
 from stateguard.workers import FaultModel, ScriptedWorker
 
 # setting -> (manager kind, semantic verification switches); the baseline runs without a manager.

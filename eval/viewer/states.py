@@ -20,10 +20,10 @@ from typing import Any
 from eval.viewer.config import ViewerError
 from stateguard.actions import RepairArgs
 from stateguard.artifacts.events import DegradedEvent
-from stateguard.artifacts.payloads import action_args, draft_of
 from stateguard.state import ConstraintResult, Draft
 from stateguard.store import StateStore, StoreError
 from stateguard.trace import TraceEvent
+from stateguard.trace_payloads import action_args, draft_of
 from stateguard.workspace import ValueSummary
 
 __all__ = ["STATUSES", "Edge", "LineageRow", "ReadOnlyStore", "StateGraph", "StateNode", "state_graph"]

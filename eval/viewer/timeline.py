@@ -31,9 +31,9 @@ from stateguard.artifacts.events import (
     StateUpdatedEvent,
     WorkerStepEvent,
 )
-from stateguard.artifacts.payloads import action_args, draft_of
 from stateguard.state import Relation
 from stateguard.trace import TraceEvent
+from stateguard.trace_payloads import action_args, draft_of
 
 StateEvent = (
     StateOpenedEvent

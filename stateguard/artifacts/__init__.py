@@ -6,13 +6,14 @@ the task folder's hidden files, `corpus_records` the trajectory export's records
 readings of each logged activation's observation and tool results), `sft_rows` the SFT corpus
 rows (`SftRow`, written with `datasets`, read with pyarrow), `rl_prompts` the RL prompt rows in
 verl's layout (`RlPromptRow`, its JSON parts typed), `export_summary` the export's summary; `events` types
-each trace event kind and `payloads` reads its free-dict fields (flow, draft, arguments) as the
-runtime's models; `mistakes` is the one table of mistake kinds, `faults` the scripted worker's
+each trace event kind (`stateguard.trace_payloads`, outside, reads its free-dict fields as the
+runtime's models); `records`, `state` and `hints` are the record base, the analytical-state model
+and the hints that the events embed (the runtime names them as `stateguard.records`, `.state` and
+`.hints`); `mistakes` is the one table of mistake kinds, `faults` the scripted worker's
 mistakes, `teacher_plan` and `activation_log` the synthesis teacher's stored plan and log. Loading a
 file whose field is missing or renamed fails with the file and the field named
-(`files.ArtifactError`). The package imports nothing of stateguard but the runtime's record models
-(`records`, `state`, `hints`, `actions`, `lifecycle`, `flows`, which import only each other);
-`tests/test_import_graph.py` holds it to that.
+(`files.ArtifactError`). The package imports nothing outside itself; `tests/test_import_graph.py`
+holds it to that.
 `tests/test_artifact_names.py` keeps other modules from spelling the names by hand.
 """
 

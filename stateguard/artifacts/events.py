@@ -17,9 +17,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from stateguard.hints import Hint
-from stateguard.records import Record
-from stateguard.state import AnalyticalState, ConstraintResult, Relation
+from stateguard.artifacts.hints import Hint
+from stateguard.artifacts.records import Record
+from stateguard.artifacts.state import AnalyticalState, ConstraintResult, Relation
 
 __all__ = [
     "EVENTS",

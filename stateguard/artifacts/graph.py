@@ -18,8 +18,8 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from stateguard.artifacts.files import load_model, write_json
+from stateguard.artifacts.state import Relation
 from stateguard.artifacts.task_folder import TaskFolder
-from stateguard.state import Relation
 
 __all__ = ["GraphSegment", "GraphStage", "GraphThread", "RelationGraph", "load_graph", "save_graph"]
 

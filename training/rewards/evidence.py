@@ -39,8 +39,8 @@ from stateguard.artifacts.events import (
     WorkerStepData,
     WorkerStepEvent,
 )
-from stateguard.artifacts.payloads import named_args
 from stateguard.dataflow import cell_dataflow
+from stateguard.trace_payloads import named_args
 from training.rewards.timeline import Rollout
 
 # Tools whose results report runtime values; compile_python and inspect_python describe the

@@ -32,8 +32,8 @@ from pydantic import BaseModel, ConfigDict
 
 from stateguard.actions import RepairArgs
 from stateguard.artifacts.events import StateCommittedEvent, StateUpdatedEvent, WorkerStepEvent
-from stateguard.artifacts.payloads import named_args
 from stateguard.lifecycle import ControlAction, Stage
+from stateguard.trace_payloads import named_args
 from training.rewards.config import RewardConfig
 from training.rewards.evidence import state_evidence, written_names
 from training.rewards.judge import Adjudicator, How, JudgeCase

@@ -22,9 +22,9 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from stateguard.artifacts.events import ActionEvent
-from stateguard.artifacts.payloads import run_flow, unparsed_action
 from stateguard.lifecycle import ControlAction, Regime, Stage, ToolAction, is_legal, next_stage
 from stateguard.trace import TraceEvent, read_trace
+from stateguard.trace_payloads import run_flow, unparsed_action
 
 E = TypeVar("E", bound=BaseModel)
 _CONTROL = {a.value for a in ControlAction}

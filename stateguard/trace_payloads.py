@@ -1,5 +1,8 @@
 """Typed readings of the trace payload fields that are written as plain JSON objects.
 
+It sits beside the runtime, not in `stateguard.artifacts`, because it reads the fields back as the
+runtime's own models (flows, actions), which the formats layer does not import.
+
 A few event fields keep the writer's model dump as a free dict so the trace bytes stay as they
 are: the run's flow (`run_start.flow`), a draft (`state_opened` / `state_updated`.draft) and an
 action's arguments (`action.arguments`). Readers go through these functions to get the runtime's
