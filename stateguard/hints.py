@@ -6,22 +6,5 @@ formats layer, which imports nothing outside itself. This module names the same 
 harness and the workers.
 """
 
-from stateguard.artifacts.hints import (
-    REMARK_PREAMBLE,
-    REPAIR_HINT_PREAMBLE,
-    STATE_HINT_PREAMBLE,
-    Hint,
-    PackedState,
-    pack_state,
-    state_hint,
-)
-
-__all__ = [
-    "REMARK_PREAMBLE",
-    "REPAIR_HINT_PREAMBLE",
-    "STATE_HINT_PREAMBLE",
-    "Hint",
-    "PackedState",
-    "pack_state",
-    "state_hint",
-]
+from stateguard.artifacts.hints import *  # noqa: F403  (the same names, listed in its __all__)
+from stateguard.artifacts.hints import __all__ as __all__

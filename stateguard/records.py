@@ -3,6 +3,5 @@
 trace's events embed records, so the base has to live there). Both paths name the same objects.
 """
 
-from stateguard.artifacts.records import SCHEMA_VERSION, Record
-
-__all__ = ["SCHEMA_VERSION", "Record"]
+from stateguard.artifacts.records import *  # noqa: F403  (the same names, listed in its __all__)
+from stateguard.artifacts.records import __all__ as __all__

@@ -5,32 +5,5 @@ trace, so they belong to the formats layer, which imports nothing outside itself
 names the same objects for the harness, the policies and the store.
 """
 
-from stateguard.artifacts.state import (
-    STATE_ID_RE,
-    VERSIONED_NAME_RE,
-    AnalyticalState,
-    Conclusion,
-    Constraint,
-    ConstraintResult,
-    Draft,
-    Relation,
-    RelationType,
-    VariableRef,
-    state_id,
-    state_number,
-)
-
-__all__ = [
-    "STATE_ID_RE",
-    "VERSIONED_NAME_RE",
-    "AnalyticalState",
-    "Conclusion",
-    "Constraint",
-    "ConstraintResult",
-    "Draft",
-    "Relation",
-    "RelationType",
-    "VariableRef",
-    "state_id",
-    "state_number",
-]
+from stateguard.artifacts.state import *  # noqa: F403  (the same names, listed in its __all__)
+from stateguard.artifacts.state import __all__ as __all__

@@ -16,6 +16,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from stateguard.artifacts.records import Record
 from stateguard.artifacts.state import AnalyticalState
 
+__all__ = [
+    "REMARK_PREAMBLE",
+    "REPAIR_HINT_PREAMBLE",
+    "STATE_HINT_PREAMBLE",
+    "Hint",
+    "PackedState",
+    "pack_state",
+    "state_hint",
+]
+
 STATE_HINT_PREAMBLE = (
     "Earlier analysis steps that the state manager judged relevant to what you are doing now. "
     "Treat them as notes to double-check, not as established facts."

@@ -11,6 +11,11 @@ from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
+__all__ = [
+    "SCHEMA_VERSION",
+    "Record",
+]
+
 SCHEMA_VERSION = "stateguard/1"
 
 

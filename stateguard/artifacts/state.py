@@ -16,6 +16,21 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from stateguard.artifacts.records import Record
 
+__all__ = [
+    "STATE_ID_RE",
+    "VERSIONED_NAME_RE",
+    "AnalyticalState",
+    "Conclusion",
+    "Constraint",
+    "ConstraintResult",
+    "Draft",
+    "Relation",
+    "RelationType",
+    "VariableRef",
+    "state_id",
+    "state_number",
+]
+
 STATE_ID_RE = re.compile(r"^S([1-9][0-9]*)$")
 VERSIONED_NAME_RE = re.compile(r"^(?P<name>[^@\s]+)@(?P<state>S[1-9][0-9]*)$")
 
