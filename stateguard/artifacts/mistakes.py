@@ -15,9 +15,11 @@ Each row says
   group          the row of the per-kind detection report it counts in (its own label: the report
                  merges no two kinds).
 
-Adding a kind: one row here (and, for a synthesized one, its operation in
-`synthesis.interventions`). The enum and the Literal below are the typed spellings of the same
-names for pydantic and mypy; importing this module checks that they and the rows agree.
+Adding a kind: one row here, or `register_mistake(Mistake(...))` from a package of your own (the
+table is a registry: every reader looks a kind up when it needs it, and `Fault.semantic` accepts
+any semantic a row has). A synthesized kind also needs its family in `InterventionKind` and its
+operation in `synthesis.interventions`; importing this module checks that the families and the
+rows agree.
 
     mistake = MISTAKES["counterfactual:changed_threshold"]
     by_intervention(InterventionKind.CATEGORY_SCOPE).semantic      # 'category_scope'
@@ -30,11 +32,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
-from typing import Literal
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator
 
 __all__ = [
     "MISTAKES",
-    "SEMANTIC_KINDS",
     "FaultKind",
     "InterventionKind",
     "Mistake",
@@ -42,6 +45,8 @@ __all__ = [
     "StatedFacts",
     "by_intervention",
     "by_label",
+    "register_mistake",
+    "semantic_kinds",
 ]
 
 
@@ -56,18 +61,24 @@ class InterventionKind(StrEnum):
 
 
 FaultKind = Literal["stale", "counterfactual", "precision", "exec_error"]
-SemanticKind = Literal[
-    "flipped_comparison",
-    "aggregation_swap",
-    "grouping_key",
-    "join",
-    "dropped_filter",
-    "category_scope",
-    "pre_update_definition",
-    "changed_threshold",
-    "other",
-]
-SEMANTIC_KINDS: tuple[str, ...] = SemanticKind.__args__  # type: ignore[attr-defined]
+
+
+def semantic_kinds() -> tuple[str, ...]:
+    """What θ' can change, as the table's counterfactual rows name it (registered ones included)."""
+    return tuple(m.semantic for m in MISTAKES.values() if m.semantic is not None)
+
+
+def _known_semantic(value: str) -> str:
+    if value not in semantic_kinds():
+        raise ValueError(
+            f"unknown semantic kind {value!r}: the mistakes table has {', '.join(semantic_kinds())}; "
+            "add a row (stateguard.artifacts.mistakes.register_mistake) to declare another"
+        )
+    return value
+
+
+# A `Fault.semantic`: a string that some row of the table names (checked when a fault is read).
+SemanticKind = Annotated[str, AfterValidator(_known_semantic)]
 
 
 @dataclass(frozen=True)
@@ -88,7 +99,7 @@ class Mistake:
     label: str
     fault: FaultKind
     hint_words: tuple[str, ...]
-    semantic: SemanticKind | None = None
+    semantic: str | None = None
     intervention: InterventionKind | None = None
     operations: tuple[str, ...] = ()
     reason: str | None = None
@@ -167,18 +178,32 @@ def _filter_stated(f: StatedFacts) -> bool:
 
 
 # ----------------------------------------------------------------------------- the table
-_STALE_WORDS = (
-    "stale",
-    "redefin",
-    "earlier definition",
-    "outdated",
-    "invalidat",
-    "recomput",
-    "superseded",
-    "no longer current",
-    "before the update",
-    "previous definition",
-)
+def _counterfactual(
+    semantic: str,
+    hint_words: tuple[str, ...],
+    intervention: InterventionKind | None = None,
+    operations: tuple[str, ...] = (),
+    stated: Callable[[StatedFacts], bool] | None = None,
+    reason: str | None = None,
+) -> Mistake:
+    """A counterfactual row: its label is always `counterfactual:<semantic>`."""
+    return Mistake(
+        f"counterfactual:{semantic}",
+        "counterfactual",
+        hint_words,
+        semantic,
+        intervention,
+        operations,
+        reason,
+        stated,
+    )
+
+
+# The table is laid out by hand, one kind per row group: the columns read across better than
+# the one-argument-per-line form the formatter would give.
+# fmt: off
+_STALE_WORDS = ("stale", "redefin", "earlier definition", "outdated", "invalidat", "recomput", "superseded",
+                "no longer current", "before the update", "previous definition")
 # A scope change and a dropped filter both change which rows are kept, and a hint names them the
 # same way; the two kinds still count in separate report rows.
 _ROWS_KEPT_WORDS = ("filter", "subset", "condition", "exclud", "restrict", "rows kept")
@@ -186,97 +211,32 @@ _ROWS_KEPT_WORDS = ("filter", "subset", "condition", "exclud", "restrict", "rows
 _ROWS = (
     Mistake("stale", "stale", _STALE_WORDS),
     Mistake("precision", "precision", ("decimal", "rounded", "rounding", "precision")),
-    Mistake(
-        "exec_error", "exec_error", ("error", "raised", "exception", "failed", "did not run", "never re-run")
-    ),
-    Mistake(
-        "counterfactual:flipped_comparison",
-        "counterfactual",
-        ("comparison", "direction", "inequality", "reversed", "flipped"),
-        semantic="flipped_comparison",
-        intervention=InterventionKind.COMPARISON_DIRECTION,
-        operations=("flip_comparison",),
-        reason="a comparison in this result points the wrong way relative to the "
-        "question, so it keeps the opposite side of the cut",
-        stated=_direction_stated,
-    ),
-    Mistake(
-        "counterfactual:aggregation_swap",
-        "counterfactual",
-        ("aggregat", "mean", "median", "average", "sum", "total", "count"),
-        semantic="aggregation_swap",
-        intervention=InterventionKind.FORMULA_SEMANTICS,
-        operations=("avg_to_median", "sum_to_avg", "swap_ratio"),
-        reason="the aggregate or ratio computed for this result is not the quantity the question defines",
-        stated=_formula_stated,
-    ),
-    Mistake(
-        "counterfactual:grouping_key",
-        "counterfactual",
-        ("group", "grouping", "per "),
-        semantic="grouping_key",
-    ),
-    Mistake(
-        "counterfactual:join",
-        "counterfactual",
-        ("join", "merge", "key", "matched rows", "unmatched"),
-        semantic="join",
-    ),
-    Mistake(
-        "counterfactual:dropped_filter",
-        "counterfactual",
-        _ROWS_KEPT_WORDS,
-        semantic="dropped_filter",
-        intervention=InterventionKind.FILTER_CONDITION,
-        operations=("drop_conjunct", "negate_conjunct"),
-        reason="a filter condition of this result differs from the conditions the question states",
-        stated=_filter_stated,
-    ),
-    Mistake(
-        "counterfactual:category_scope",
-        "counterfactual",
-        _ROWS_KEPT_WORDS,
-        semantic="category_scope",
-        intervention=InterventionKind.CATEGORY_SCOPE,
-        operations=("add_in_item", "remove_in_item"),
-        reason="the set of categories included in this result is not the scope the question asks for",
-        stated=_scope_stated,
-    ),
-    Mistake(
-        "counterfactual:pre_update_definition",
-        "counterfactual",
-        (
-            "definition",
-            "updated",
-            "revised",
-            "redefin",
-            "stale",
-            "earlier version",
-            "before the update",
-        ),
-        semantic="pre_update_definition",
-    ),
-    Mistake(
-        "counterfactual:changed_threshold",
-        "counterfactual",
-        ("threshold", "cut-off", "cutoff", "cut off", "stated value", "limit"),
-        semantic="changed_threshold",
-        intervention=InterventionKind.NUMERIC_PARAMETER,
-        operations=("set_threshold", "set_limit"),
-        reason="a numeric threshold or limit in this result does not follow the value the "
-        "question states, so the selection of rows is off",
-        stated=_threshold_stated,
-    ),
-    Mistake(
-        "counterfactual:other",
-        "counterfactual",
-        ("requirement", "question asks", "does not answer"),
-        semantic="other",
-    ),
+    Mistake("exec_error", "exec_error", ("error", "raised", "exception", "failed", "did not run", "never re-run")),
+    _counterfactual("flipped_comparison", ("comparison", "direction", "inequality", "reversed", "flipped"),
+                    InterventionKind.COMPARISON_DIRECTION, ("flip_comparison",), _direction_stated,
+                    "a comparison in this result points the wrong way relative to the question, so it keeps the opposite side of the cut"),
+    _counterfactual("aggregation_swap", ("aggregat", "mean", "median", "average", "sum", "total", "count"),
+                    InterventionKind.FORMULA_SEMANTICS, ("avg_to_median", "sum_to_avg", "swap_ratio"), _formula_stated,
+                    "the aggregate or ratio computed for this result is not the quantity the question defines"),
+    _counterfactual("grouping_key", ("group", "grouping", "per ")),
+    _counterfactual("join", ("join", "merge", "key", "matched rows", "unmatched")),
+    _counterfactual("dropped_filter", _ROWS_KEPT_WORDS,
+                    InterventionKind.FILTER_CONDITION, ("drop_conjunct", "negate_conjunct"), _filter_stated,
+                    "a filter condition of this result differs from the conditions the question states"),
+    _counterfactual("category_scope", _ROWS_KEPT_WORDS,
+                    InterventionKind.CATEGORY_SCOPE, ("add_in_item", "remove_in_item"), _scope_stated,
+                    "the set of categories included in this result is not the scope the question asks for"),
+    _counterfactual("pre_update_definition",
+                    ("definition", "updated", "revised", "redefin", "stale", "earlier version", "before the update")),
+    _counterfactual("changed_threshold", ("threshold", "cut-off", "cutoff", "cut off", "stated value", "limit"),
+                    InterventionKind.NUMERIC_PARAMETER, ("set_threshold", "set_limit"), _threshold_stated,
+                    "a numeric threshold or limit in this result does not follow the value the question states, so the selection of rows is off"),
+    _counterfactual("other", ("requirement", "question asks", "does not answer")),
 )
+# fmt: on
 
-MISTAKES: dict[str, Mistake] = {m.label: m for m in _ROWS}
-_BY_INTERVENTION = {m.intervention: m for m in _ROWS if m.intervention is not None}
+MISTAKES: dict[str, Mistake] = {}
+_BY_INTERVENTION: dict[InterventionKind, Mistake] = {}
 
 
 def by_label(label: str) -> Mistake | None:
@@ -289,19 +249,34 @@ def by_intervention(kind: InterventionKind | str) -> Mistake:
     return _BY_INTERVENTION[InterventionKind(kind)]
 
 
-def _check_table() -> None:
-    """The typed spellings and the rows name the same kinds (a new row needs both)."""
-    semantics = {m.semantic for m in _ROWS if m.semantic is not None}
-    if semantics != set(SEMANTIC_KINDS) or set(_BY_INTERVENTION) != set(InterventionKind):
-        raise AssertionError(
-            "stateguard.artifacts.mistakes: the rows and SemanticKind / InterventionKind disagree: "
-            f"rows {sorted(semantics)}, Literal {sorted(SEMANTIC_KINDS)}, "
-            f"interventions {sorted(map(str, _BY_INTERVENTION))}; add the kind to both"
-        )
-    for m in _ROWS:
-        expected = f"counterfactual:{m.semantic}" if m.fault == "counterfactual" else m.fault
-        if m.label != expected:
-            raise AssertionError(f"stateguard.artifacts.mistakes: row {m.label!r} should be {expected!r}")
+def register_mistake(mistake: Mistake) -> None:
+    """Add a kind to the table; every reader (faults, variants, the response model, the detection
+    report, screening, trajectories) finds it from then on. Refused, with the reason: a label or a
+    semantic already taken, an intervention family another row makes, or a label that does not
+    follow the fault kind (`counterfactual:<semantic>` for a counterfactual, else the kind)."""
+    expected = f"counterfactual:{mistake.semantic}" if mistake.fault == "counterfactual" else mistake.fault
+    problem = None
+    if mistake.label != expected:
+        problem = f"its label should be {expected!r}"
+    elif mistake.label in MISTAKES:
+        problem = "that label is taken"
+    elif mistake.semantic is not None and mistake.semantic in semantic_kinds():
+        problem = f"semantic {mistake.semantic!r} is taken"
+    elif mistake.intervention is not None and mistake.intervention in _BY_INTERVENTION:
+        problem = f"intervention {mistake.intervention.value!r} is made by another row"
+    elif mistake.intervention is not None and not (mistake.operations and mistake.reason and mistake.stated):
+        problem = "a synthesized kind needs its operations, its worded reason and its stated-test"
+    if problem is not None:
+        raise ValueError(f"mistake {mistake.label!r} not registered: {problem}")
+    MISTAKES[mistake.label] = mistake
+    if mistake.intervention is not None:
+        _BY_INTERVENTION[mistake.intervention] = mistake
 
 
-_check_table()
+for _row in _ROWS:
+    register_mistake(_row)
+if set(_BY_INTERVENTION) != set(InterventionKind):  # every synthesized family has its row
+    raise AssertionError(
+        "stateguard.artifacts.mistakes: InterventionKind and the rows disagree: "
+        f"rows make {sorted(map(str, _BY_INTERVENTION))}; add a row for each family"
+    )

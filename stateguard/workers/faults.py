@@ -25,12 +25,11 @@ import ast
 from functools import lru_cache
 
 from stateguard.artifacts.faults import Fault
-from stateguard.artifacts.mistakes import SEMANTIC_KINDS, FaultKind, SemanticKind
+from stateguard.artifacts.mistakes import FaultKind, SemanticKind, semantic_kinds
 from stateguard.dataflow import DataflowGraph, cell_dataflow
 from stateguard.task import Task
 
 __all__ = [
-    "SEMANTIC_KINDS",
     "Fault",
     "FaultError",
     "FaultKind",
@@ -39,6 +38,7 @@ __all__ = [
     "check_faults",
     "counterfactual_code",
     "scratch_name",
+    "semantic_kinds",
     "split_blocks",
     "static_stale",
 ]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from eval.benchmarks.dev.build import build, data_file, load_sources
-from stateguard.artifacts.mistakes import MISTAKES, SEMANTIC_KINDS
+from stateguard.artifacts.mistakes import MISTAKES, semantic_kinds
 from stateguard.workers.faults import check_faults
 
 # Every kind of the mistakes table but the catch-all and the category scope, which only the
@@ -50,7 +50,7 @@ def test_the_fresh2_split_covers_every_semantic_kind_three_times_in_long_tasks()
     assert sum("duckdb" in s.turns[0].code for s in fresh2) >= 1
     assert sum("duckdb" not in s.turns[0].code for s in fresh2) >= 2  # pandas
     semantic = [f.semantic for s in fresh2 for faults in s.faults.values() for f in faults if f.semantic]
-    assert {k: semantic.count(k) for k in SEMANTIC_KINDS if k not in ("other", "category_scope")} == {
+    assert {k: semantic.count(k) for k in semantic_kinds() if k not in ("other", "category_scope")} == {
         "flipped_comparison": 3,
         "aggregation_swap": 3,
         "grouping_key": 4,
@@ -74,7 +74,7 @@ def test_the_fresh3_split_has_three_long_tasks_in_both_languages_on_new_data() -
         kinds = [f.kind for faults in source.faults.values() for f in faults]
         assert len(stale) >= 4 and kinds.count("precision") == 1 and kinds.count("exec_error") == 1
     semantic = [f.semantic for s in fresh3 for faults in s.faults.values() for f in faults if f.semantic]
-    assert {k: semantic.count(k) for k in SEMANTIC_KINDS if k not in ("other", "category_scope")} == {
+    assert {k: semantic.count(k) for k in semantic_kinds() if k not in ("other", "category_scope")} == {
         "flipped_comparison": 3,
         "aggregation_swap": 3,
         "grouping_key": 2,

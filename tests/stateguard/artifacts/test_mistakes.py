@@ -10,16 +10,16 @@ from eval.benchmarks.variants import read_faults_file
 from stateguard.artifacts.faults import Fault, ShippedFault, save_shipped_faults
 from stateguard.artifacts.mistakes import (
     MISTAKES,
-    SEMANTIC_KINDS,
     InterventionKind,
     StatedFacts,
     by_intervention,
+    semantic_kinds,
 )
 from stateguard.workers.response import names_kind
 
 
 def test_every_semantic_and_intervention_kind_has_one_row() -> None:
-    assert {m.semantic for m in MISTAKES.values() if m.semantic} == set(SEMANTIC_KINDS)
+    assert {m.semantic for m in MISTAKES.values() if m.semantic} == set(semantic_kinds())
     assert {m.intervention for m in MISTAKES.values() if m.intervention} == set(InterventionKind)
     assert all(m.hint_words for m in MISTAKES.values())
     assert all(m.reason and m.stated and m.operations for m in MISTAKES.values() if m.intervention)
