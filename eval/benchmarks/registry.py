@@ -1,23 +1,30 @@
 """Benchmarks by name: the one registry `bench=<name>` and `make eval BENCH=<name>` read.
 
     from eval.benchmarks.registry import BENCHMARKS, get_benchmark, register_benchmark
-    register_benchmark("mine", MyBench)     # then: make eval BENCH=mine (with configs/bench/mine.yaml)
     bench = get_benchmark("synth")          # a Benchmark (eval.benchmarks.base) for eval.runner
+    register_benchmark("mine", MyBench)     # a benchmark that lives outside eval/benchmarks/
 
-Each benchmark is one folder under eval/benchmarks/. A factory returns either a `Benchmark`, whose
-tasks `eval.runner` rolls out in the baseline and StateGuard arms, or a `StandaloneBenchmark`: an
-experiment of another shape (StateWise: cases and conditions over a record store) that has its own
-Hydra entry point and config; `python -m eval.benchmarks NAME [overrides]` (`make eval BENCH=NAME`)
-runs either kind. Factories import their folder only when called, so listing the names is cheap.
+A benchmark is one folder under eval/benchmarks/, found by its path (lm-eval's way): the folder's
+name is the benchmark's name, and the registry lists every folder that holds one, so adding a
+benchmark is adding its folder (and its configs/bench/<name>.yaml). In the folder, `bench.py` (or
+the package's `__init__.py`) defines the `Benchmark` whose `name` is the folder's; a folder with a
+`run.py` and no `bench.py` is a `StandaloneBenchmark`, an experiment of another shape with its own
+Hydra entry point and config (StateWise: cases and conditions over a record store).
+`python -m eval.benchmarks NAME [overrides]` (`make eval BENCH=NAME`) runs either kind. Listing
+reads folder names only; a benchmark's module is imported when its factory is called.
 """
 
 from __future__ import annotations
 
+import importlib
 import runpy
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
 
 from eval.benchmarks.base import Benchmark
+from stateguard.registry import add
 
 __all__ = ["BENCHMARKS", "BenchmarkFactory", "StandaloneBenchmark", "get_benchmark", "register_benchmark"]
 
@@ -36,52 +43,51 @@ class StandaloneBenchmark:
 
 BenchmarkFactory = Callable[[], Benchmark | StandaloneBenchmark]
 
-
-def _synth() -> Benchmark:
-    from eval.benchmarks.synth import SynthBench
-
-    return SynthBench()
+_FOLDER = Path(__file__).resolve().parent
 
 
-def _dev() -> Benchmark:
-    from eval.benchmarks.dev.bench import DevBench
+def _from_folder(name: str) -> Benchmark | StandaloneBenchmark:
+    """The benchmark of eval/benchmarks/<name>/: a standalone entry point, or the class in its
+    `bench.py` (else its package) whose `name` is the folder's."""
+    folder = _FOLDER / name
+    if (folder / "run.py").is_file() and not (folder / "bench.py").is_file():
+        return StandaloneBenchmark(name, f"eval.benchmarks.{name}.run")
+    module_name = (
+        f"eval.benchmarks.{name}.bench" if (folder / "bench.py").is_file() else f"eval.benchmarks.{name}"
+    )
+    module = importlib.import_module(module_name)
+    found = [
+        obj
+        for obj in vars(module).values()
+        if isinstance(obj, type)
+        and getattr(obj, "name", None) == name
+        and callable(getattr(obj, "load", None))
+    ]
+    if len(found) != 1:
+        raise ValueError(
+            f"eval/benchmarks/{name}/: {module_name} should define one Benchmark class with name = {name!r} "
+            f"(found {len(found)}); see docs/extending.md"
+        )
+    bench: Benchmark = found[0]()
+    return bench
 
-    return DevBench()
+
+def _folders() -> dict[str, BenchmarkFactory]:
+    """Every folder of eval/benchmarks/ that holds a benchmark (a package, or a `run.py`)."""
+    names = sorted(
+        d.name
+        for d in _FOLDER.iterdir()
+        if d.is_dir() and any((d / f).is_file() for f in ("__init__.py", "bench.py", "run.py"))
+    )
+    return {name: partial(_from_folder, name) for name in names}
 
 
-def _longds() -> Benchmark:
-    from eval.benchmarks.longds.bench import LongDSBench
-
-    return LongDSBench()
-
-
-def _dabstep() -> Benchmark:
-    from eval.benchmarks.dabstep.bench import DabstepBench
-
-    return DabstepBench()
-
-
-def _dacomp_de() -> Benchmark:
-    from eval.benchmarks.dacomp_de.bench import DACompDEBench
-
-    return DACompDEBench()
-
-
-BENCHMARKS: dict[str, BenchmarkFactory] = {
-    "synth": _synth,
-    "dev": _dev,
-    "longds": _longds,
-    "dabstep": _dabstep,
-    "dacomp_de": _dacomp_de,
-    "statewise": lambda: StandaloneBenchmark("statewise", "eval.benchmarks.statewise.run"),
-}
+BENCHMARKS: dict[str, BenchmarkFactory] = _folders()
 
 
 def register_benchmark(name: str, factory: BenchmarkFactory) -> None:
-    """Add a benchmark under `name`; a name already taken is an error (remove it first)."""
-    if name in BENCHMARKS:
-        raise ValueError(f"benchmark {name!r} is already registered; pick another name")
-    BENCHMARKS[name] = factory
+    """Add a benchmark that lives outside eval/benchmarks/ under `name`; a taken name is an error."""
+    add(BENCHMARKS, name, factory, axis="benchmark")
 
 
 def get_benchmark(name: str) -> Benchmark:

@@ -22,6 +22,7 @@ from stateguard.policies.hierarchical import HierarchicalManager
 from stateguard.policies.llm_manager import LLMManager
 from stateguard.policies.observer import ObserverManager
 from stateguard.policies.rules import RulesManager
+from stateguard.registry import add
 from stateguard.trace import Trace
 
 if TYPE_CHECKING:
@@ -74,8 +75,4 @@ MODEL_MANAGERS: set[str] = {"llm", "hierarchical", "observer", "freeform"}
 
 def register_manager(name: str, factory: ManagerFactory, *, calls_model: bool = False) -> None:
     """Add a policy under `name`; a name already taken is an error (remove it from MANAGERS first)."""
-    if name in MANAGERS:
-        raise ValueError(f"manager {name!r} is already registered; pick another name")
-    MANAGERS[name] = factory
-    if calls_model:
-        MODEL_MANAGERS.add(name)
+    add(MANAGERS, name, factory, axis="manager", flagged=MODEL_MANAGERS, flag=calls_model)

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from stateguard.registry import add
 from stateguard.task import Task
 from stateguard.trace import Trace
 from stateguard.worker_contract import WorkerAdapter
@@ -64,8 +65,4 @@ MODEL_WORKERS: set[str] = {"llm"}
 
 def register_worker(name: str, factory: WorkerFactory, *, calls_model: bool = False) -> None:
     """Add a worker under `name`; a name already taken is an error (remove it from WORKERS first)."""
-    if name in WORKERS:
-        raise ValueError(f"worker {name!r} is already registered; pick another name")
-    WORKERS[name] = factory
-    if calls_model:
-        MODEL_WORKERS.add(name)
+    add(WORKERS, name, factory, axis="worker", flagged=MODEL_WORKERS, flag=calls_model)

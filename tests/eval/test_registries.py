@@ -1,8 +1,9 @@
-"""A benchmark, a manager and a worker added from outside the repository, each through its registry
-only, are checked by the eval config, built by eval's components and run by the runner.
+"""A benchmark, a manager, a worker and a kind of mistake added from outside the repository, each
+through its registry only, are checked by the eval config, built by eval's components, run by the
+runner and counted in their own row of the detection report.
 
 Run: `python -m pytest -q tests/eval/test_registries.py`. The toy package is written to a temporary
-folder: it imports the three registries and nothing of eval's wiring (`docs/extending.md`).
+folder: it imports the four registries and nothing of eval's wiring (`docs/extending.md`).
 """
 
 from __future__ import annotations
@@ -18,22 +19,29 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from eval.benchmarks.registry import BENCHMARKS, get_benchmark
+from eval.benchmarks.variants import select_variants
 from eval.components import make_manager, make_worker
 from eval.config import ConfigError, arm_names, validate_config
 from eval.runner import run
+from stateguard.artifacts import mistakes
+from stateguard.artifacts.faults import Fault
 from stateguard.policies.registry import MANAGERS, MODEL_MANAGERS
 from stateguard.trace import Trace
 from stateguard.workers.registry import MODEL_WORKERS, WORKERS
+from stateguard.workers.response import names_kind
 
 ROOT = Path(__file__).resolve().parents[2]
 
 TOY = '''
-"""A toy extension: the six-turn demo's first three turns as a benchmark, a manager and a worker."""
+"""A toy extension: the six-turn demo's first three turns as a benchmark, a manager, a worker and a
+kind of mistake (a result off by a unit factor) that the benchmark's one fault variant makes."""
 from pathlib import Path
 
 from eval.benchmarks.base import Benchmark, EvalTask
 from eval.benchmarks.registry import register_benchmark
 from eval.scorers.fields import per_turn_correct
+from stateguard.artifacts.faults import Fault
+from stateguard.artifacts.mistakes import Mistake, register_mistake
 from stateguard.flows import LONGDS
 from stateguard.policies.registry import register_manager
 from stateguard.policies.rules import RulesManager
@@ -53,7 +61,19 @@ class ToyBench(Benchmark):
     def load(self, cfg):
         task = load_task(DEMO)
         task = task.model_copy(update={{"turns": task.turns[:3]}})
-        return [EvalTask(task_id="toy_task", task=task, data_dir=DEMO / "data")]
+        clean = EvalTask(task_id="toy_task", task=task, data_dir=DEMO / "data")
+        if not cfg.get("toy_fault"):
+            return [clean]
+        unit = Fault(
+            kind="counterfactual",
+            turn=2,
+            replace=[("margin = revenue - cost", "margin = (revenue - cost) * 100")],
+            semantic="toy_unit",
+        )
+        faulted = clean.model_copy(
+            update={{"task_id": "toy_task__unit", "variant": "unit", "base_task": "toy_task", "faults": [unit]}}
+        )
+        return [clean, faulted]
 
     def score(self, task, answers):
         return per_turn_correct({{t.turn_id: t.answer for t in task.task.turns}}, dict(answers))
@@ -83,6 +103,7 @@ def _worker(ctx):
     return ToyWorker(FaultModel(seed=ctx.seed, faults=list(ctx.faults)), model, reference=ctx.reference)
 
 
+register_mistake(Mistake("counterfactual:toy_unit", "counterfactual", ("unit", "scale"), semantic="toy_unit"))
 register_benchmark("toy", ToyBench)
 register_manager("toy", lambda ctx: ToyManager(semantic=ctx.semantic))
 register_worker("toy", _worker)
@@ -104,17 +125,18 @@ def toy(tmp_path: Path) -> Iterator[object]:
         sys.modules.pop("toy_extension", None)
         for registry in (BENCHMARKS, MANAGERS, WORKERS):
             registry.pop("toy", None)
+        mistakes.MISTAKES.pop("counterfactual:toy_unit", None)
         MODEL_MANAGERS.discard("toy")
         MODEL_WORKERS.discard("toy")
 
 
-def _config(tmp_path: Path, *overrides: str) -> dict:
+def _config(tmp_path: Path, *overrides: str, bench: dict | None = None) -> dict:
     with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
         cfg = compose("eval", overrides=["workspace=dict", "workers=1", "progress=false", *overrides])
     plain = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(plain, dict)
     # configs/bench/<name>.yaml is where a benchmark's options live; the toy one has none
-    plain["bench"] = {"name": "toy"}
+    plain["bench"] = {"name": "toy", **(bench or {})}
     plain["run_dir"] = str(tmp_path / "run")
     return plain
 
@@ -123,7 +145,7 @@ def test_unregistered_names_are_refused_by_the_config(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as err:
         validate_config(_config(tmp_path, "manager=toy", "worker=toy"))
     text = str(err.value)
-    assert "bench.name='toy': Input should be 'synth'" in text
+    assert "bench.name='toy': Input should be 'dabstep'" in text
     assert "manager='toy': Input should be 'rules', 'llm'" in text
     assert "worker='toy': Input should be 'scripted' or 'llm'" in text
 
@@ -160,3 +182,55 @@ def test_a_toy_benchmark_manager_and_worker_run_through_the_registries_only(
         1.0,
         0,
     )
+
+
+def test_benchmarks_are_the_folders_that_hold_one() -> None:
+    """A benchmark is found by its folder: no list to edit (the demo's folder is data, not one)."""
+    folders = {
+        p.parent.name
+        for f in ("bench.py", "run.py", "__init__.py")
+        for p in (ROOT / "eval/benchmarks").glob(f"*/{f}")
+    }
+    assert {"synth", "dev", "longds", "dabstep", "dacomp_de", "statewise"} <= set(BENCHMARKS) == folders
+    assert "demo" not in BENCHMARKS
+    assert type(get_benchmark("dev")).__name__ == "DevBench"  # its bench.py also holds LongDSBench
+
+
+def test_a_toy_mistake_kind_is_read_from_its_registry_only(tmp_path: Path) -> None:
+    fault = {"kind": "counterfactual", "turn": 2, "code": "x = 1", "semantic": "toy_unit"}
+    with pytest.raises(ValueError, match="unknown semantic kind 'toy_unit'"):
+        Fault.model_validate(fault)
+    sys.path.insert(0, str(tmp_path))
+    (tmp_path / "toy_kind.py").write_text(
+        "from stateguard.artifacts.mistakes import Mistake, register_mistake\n"
+        "register_mistake(Mistake('counterfactual:toy_unit', 'counterfactual', ('unit',), semantic='toy_unit'))\n"
+    )
+    try:
+        importlib.import_module("toy_kind")
+        declared = Fault.model_validate(fault)  # the faults file's reader accepts it now
+        assert (declared.label, declared.group) == ("counterfactual:toy_unit", "counterfactual:toy_unit")
+        # bench.variants selects it by its label; the response model hears a hint that names it
+        assert list(select_variants({"u": [declared]}, {"variants": ["counterfactual:toy_unit"]})) == ["u"]
+        assert names_kind("the unit of this result is off", declared.label)
+        assert not names_kind("a filter was lost", declared.label)
+        with pytest.raises(ValueError, match="that label is taken"):
+            mistakes.register_mistake(mistakes.MISTAKES["counterfactual:toy_unit"])
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("toy_kind", None)
+        mistakes.MISTAKES.pop("counterfactual:toy_unit", None)
+
+
+def test_the_toy_kind_counts_in_its_own_row_of_the_detection_report(toy: object, tmp_path: Path) -> None:
+    summary = run(
+        OmegaConf.create(
+            _config(
+                tmp_path, "manager=toy", "worker=toy", "arms=[baseline,stateguard]", bench={"toy_fault": True}
+            )
+        )
+    )
+    assert summary.detection is not None
+    rows = {k.kind: k for s in summary.detection.sections for k in s.kinds}
+    assert rows["counterfactual:toy_unit"].faults == 1
+    # the fault took effect: the baseline's turn 2 of the faulted variant is wrong
+    assert {a.arm: a.accuracy for a in summary.arms}["baseline"] < 1.0
