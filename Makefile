@@ -42,7 +42,7 @@ check: $(STAMP) ## Lint (ruff check), formatting (ruff format --check) and type-
 	$(VENV)/bin/ruff format --check stateguard synthesis statewise training eval scripts tests docs
 	$(VENV)/bin/mypy stateguard synthesis statewise training eval
 
-eval: $(STAMP) ## Main job: a benchmark, baseline vs +StateGuard (default offline synth; BENCH=<name in eval/benchmarks/registry.py>; ARGS='limit=2')
+eval: $(STAMP) ## Main job: a benchmark, baseline vs +StateGuard (default offline synth; BENCH=<a folder of eval/benchmarks/>; ARGS='limit=2')
 	@$(SYSTEM_DEPS) eval
 	@if [ -z "$(BENCH)" ] || [ "$(BENCH)" = synth ]; then $(MAKE) --no-print-directory synth-bench; fi
 	$(PY) -m eval.benchmarks $(BENCH) $(if $(RUN),run_dir=$(RUN)) $(ARGS)

@@ -14,6 +14,7 @@ Modules, one concept each:
     support       R_support (Eq. 29): grounded variables and conclusions
     intervention  R_intervention (Eq. 8 + 30): decision points, q_i, β_fp, β_fn
     judge         the LLM judge for what evidence cannot settle, and the conservative fallback
+    terms         the registry of Eq. 26's terms (the paper's four; register_term adds one)
     reward        R(τ) (Eq. 26) and RewardResult
     verl_score    compute_score(data_source, solution_str, ground_truth, extra_info) for verl
 """

@@ -18,8 +18,6 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from stateguard.lifecycle import ControlAction
 from stateguard.llm.endpoints import EndpointConfig
 
-TERMS = ("action", "lifecycle", "support", "intervention")
-
 
 class RewardConfig(BaseModel):
     """Weights, penalties and the policies for cases the paper leaves undefined."""
@@ -40,6 +38,12 @@ class RewardConfig(BaseModel):
         default=0.35,
         ge=0,
         description="Weight of R_intervention, repair decisions against labels (Eq. 8, 30).",
+    )
+
+    extra_weights: dict[str, float] = Field(
+        default_factory=dict,
+        description="Weights of terms registered beyond the paper's four (training.rewards.terms), by "
+        "name; a registered term that is not here scores with weight 0 (logged, not counted in R).",
     )
 
     # -- Eq. 30: repair quality q_i and the two penalties
@@ -98,11 +102,17 @@ class RewardConfig(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> RewardConfig:
+        clash = sorted(set(self.extra_weights) & {"action", "lifecycle", "support", "intervention"})
+        if clash or any(w < 0 for w in self.extra_weights.values()):
+            raise ValueError(
+                f"extra_weights {self.extra_weights}: the paper's terms are weighted by w_<term>, and "
+                "a weight is >= 0"
+            )
         total = sum(self.weights().values())
         if not math.isclose(total, 1.0, abs_tol=1e-9):
             raise ValueError(
-                f"reward weights w_action + w_lifecycle + w_support + w_intervention sum to {total:g}; "
-                "they must sum to 1 (the paper uses 0.15 + 0.20 + 0.30 + 0.35)"
+                f"reward weights w_action + w_lifecycle + w_support + w_intervention (+ extra_weights) "
+                f"sum to {total:g}; they must sum to 1 (the paper uses 0.15 + 0.20 + 0.30 + 0.35)"
             )
         if not self.q_misleading <= self.q_partial <= self.q_correct:
             raise ValueError(
@@ -116,10 +126,11 @@ class RewardConfig(BaseModel):
         return self
 
     def weights(self) -> dict[str, float]:
-        """Term name -> weight, in the order of Eq. 26."""
+        """Term name -> weight, in the order of Eq. 26, then the registered terms the config weighs."""
         return {
             "action": self.w_action,
             "lifecycle": self.w_lifecycle,
             "support": self.w_support,
             "intervention": self.w_intervention,
+            **self.extra_weights,
         }

@@ -5,7 +5,8 @@
     result.score, result.action.value, result.conservative, result.metrics()
 
 R = 0.15·R_action + 0.20·R_lifecycle + 0.30·R_support + 0.35·R_intervention, each term from its own
-module (protocol: Eq. 27-28, support: Eq. 29, intervention: Eq. 8 and 30). The function reads only
+module (protocol: Eq. 27-28, support: Eq. 29, intervention: Eq. 8 and 30), summed over the registry
+of terms (`training.rewards.terms`), where a term of our own is registered too. The function reads only
 the trace events and the labels; without a judge it is a pure function of them.
 
 A term with nothing to score (no tool call, no control action, no committed state, no decision
@@ -25,12 +26,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from stateguard.lifecycle import Regime, Stage
 from stateguard.records import Record
 from stateguard.trace import TraceEvent
-from training.rewards.config import TERMS, RewardConfig
-from training.rewards.intervention import DecisionOutcome, decision_points, r_intervention, score_decisions
+from training.rewards.config import RewardConfig
+from training.rewards.intervention import DecisionOutcome
 from training.rewards.judge import Adjudicator, Judge
 from training.rewards.labels import RewardLabels
-from training.rewards.protocol import ControlItem, ToolItem, control_items, r_action, r_lifecycle, tool_items
-from training.rewards.support import SupportItem, r_support, support_items
+from training.rewards.protocol import ControlItem, ToolItem
+from training.rewards.support import SupportItem
+from training.rewards.terms import BUILT_IN, REWARD_TERMS, TermInputs
 from training.rewards.timeline import Rollout, build_rollout
 
 EMPTY_SCORE = 0.0  # R when no term applies at all (no actions, no states, no labels)
@@ -54,6 +56,9 @@ class RewardResult(Record):
     lifecycle: TermScore
     support: TermScore
     intervention: TermScore
+    extra: dict[str, TermScore] = Field(
+        default_factory=dict, description="Terms registered beyond the paper's four (training.rewards.terms)."
+    )
     tools: list[ToolItem] = Field(default_factory=list)
     controls: list[ControlItem] = Field(default_factory=list)
     support_items: list[SupportItem] = Field(default_factory=list)
@@ -69,8 +74,7 @@ class RewardResult(Record):
         """Flat numbers with a fixed key set (verl logs every key of every sample, so none may be missing).
         An inapplicable term reports 0.0; its `n_*` count of 0 tells it apart from a real zero."""
         out = {"score": self.score}
-        for name in TERMS:
-            term: TermScore = getattr(self, name)
+        for name, term in self.terms().items():
             out[f"r_{name}"] = 0.0 if term.value is None else term.value
             out[f"n_{name}"] = float(term.count)
         for kind in ("support", "repair_quality", "inconsistency"):
@@ -79,11 +83,22 @@ class RewardResult(Record):
         out["judge_failures"] = float(self.judge_failures)
         return out
 
+    def terms(self) -> dict[str, TermScore]:
+        """Every term by name: the paper's four in the order of Eq. 26, then the registered ones."""
+        return {**{name: getattr(self, name) for name in BUILT_IN}, **self.extra}
+
 
 def combine(values: dict[str, float | None], config: RewardConfig) -> tuple[float, dict[str, float]]:
     """Eq. 26: Σ λ·R over the terms, with inapplicable terms handled per `config.inapplicable`.
-    Returns (R, the weight applied to each term)."""
-    weights = config.weights()
+    Returns (R, the weight applied to each term). A term in `values` that the config does not weigh
+    (a registered term without an `extra_weights` entry) gets weight 0."""
+    unknown = sorted(set(config.weights()) - set(values))
+    if unknown:
+        raise ValueError(
+            f"reward weights name {unknown}, which no registered term scores; register the term "
+            "(training.rewards.terms.register_term) or remove its weight"
+        )
+    weights = {t: config.weights().get(t, 0.0) for t in values}
     live = {t: w for t, w in weights.items() if values[t] is not None}
     if config.inapplicable == "zero" or len(live) == len(weights):
         return sum(w * (values[t] or 0.0) for t, w in weights.items()), dict(weights)
@@ -99,31 +114,19 @@ def score_rollout(
 ) -> RewardResult:
     """R(τ) for a parsed rollout (see `score_trace`)."""
     ledger = Adjudicator(judge)
-    tools = tool_items(rollout)
-    controls = control_items(rollout, config)
-    support = support_items(rollout, ledger)
-    decisions = score_decisions(rollout, decision_points(rollout), labels, config, ledger)
-    values = {
-        "action": r_action(tools),
-        "lifecycle": r_lifecycle(controls),
-        "support": r_support(support),
-        "intervention": r_intervention(decisions),
-    }
-    counts = {
-        "action": len(tools),
-        "lifecycle": len(controls),
-        "support": len(support),
-        "intervention": sum(d.reward is not None for d in decisions),
-    }
+    inputs = TermInputs(rollout, labels, config, ledger)
+    scored = {name: term.score(inputs) for name, term in REWARD_TERMS.items()}
+    values = {name: value for name, (value, _) in scored.items()}
     score, applied = combine(values, config)
-    terms = {t: TermScore(value=values[t], count=counts[t], weight=applied[t]) for t in TERMS}
+    terms = {t: TermScore(value=v, count=n, weight=applied[t]) for t, (v, n) in scored.items()}
     return RewardResult(
         score=score,
-        **terms,
-        tools=tools,
-        controls=controls,
-        support_items=support,
-        decisions=decisions,
+        **{t: terms[t] for t in BUILT_IN},
+        extra={t: s for t, s in terms.items() if t not in BUILT_IN},
+        tools=inputs.tools,
+        controls=inputs.controls,
+        support_items=inputs.support,
+        decisions=inputs.decisions,
         judged=dict(ledger.judged),
         conservative=dict(ledger.conservative),
         judge_failures=ledger.failures,
