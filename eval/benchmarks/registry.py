@@ -46,10 +46,10 @@ BenchmarkFactory = Callable[[], Benchmark | StandaloneBenchmark]
 _FOLDER = Path(__file__).resolve().parent
 
 
-def _from_folder(name: str) -> Benchmark | StandaloneBenchmark:
+def _from_folder(name: str, root: Path = _FOLDER) -> Benchmark | StandaloneBenchmark:
     """The benchmark of eval/benchmarks/<name>/: a standalone entry point, or the class in its
     `bench.py` (else its package) whose `name` is the folder's."""
-    folder = _FOLDER / name
+    folder = root / name
     if (folder / "run.py").is_file() and not (folder / "bench.py").is_file():
         return StandaloneBenchmark(name, f"eval.benchmarks.{name}.run")
     module_name = (
@@ -72,14 +72,14 @@ def _from_folder(name: str) -> Benchmark | StandaloneBenchmark:
     return bench
 
 
-def _folders() -> dict[str, BenchmarkFactory]:
-    """Every folder of eval/benchmarks/ that holds a benchmark (a package, or a `run.py`)."""
+def _folders(root: Path = _FOLDER) -> dict[str, BenchmarkFactory]:
+    """Every folder of eval/benchmarks/ (`root`) that holds a benchmark (a package, or a `run.py`)."""
     names = sorted(
         d.name
-        for d in _FOLDER.iterdir()
+        for d in root.iterdir()
         if d.is_dir() and any((d / f).is_file() for f in ("__init__.py", "bench.py", "run.py"))
     )
-    return {name: partial(_from_folder, name) for name in names}
+    return {name: partial(_from_folder, name, root) for name in names}
 
 
 BENCHMARKS: dict[str, BenchmarkFactory] = _folders()

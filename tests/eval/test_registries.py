@@ -18,7 +18,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from eval.benchmarks.registry import BENCHMARKS, get_benchmark
+from eval.benchmarks import registry
+from eval.benchmarks.registry import BENCHMARKS, StandaloneBenchmark, get_benchmark
 from eval.benchmarks.variants import select_variants
 from eval.components import make_manager, make_worker
 from eval.config import ConfigError, arm_names, validate_config
@@ -194,6 +195,34 @@ def test_benchmarks_are_the_folders_that_hold_one() -> None:
     assert {"synth", "dev", "longds", "dabstep", "dacomp_de", "statewise"} <= set(BENCHMARKS) == folders
     assert "demo" not in BENCHMARKS
     assert type(get_benchmark("dev")).__name__ == "DevBench"  # its bench.py also holds LongDSBench
+
+
+def test_a_new_benchmark_folder_is_found_without_a_registry_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder with a bench.py is a benchmark; one with only a run.py is a standalone one."""
+    import eval.benchmarks
+
+    (tmp_path / "toyfolder").mkdir()
+    (tmp_path / "toyfolder" / "__init__.py").write_text("")
+    (tmp_path / "toyfolder" / "bench.py").write_text(
+        "from eval.benchmarks.dev.bench import DevBench\n\n\nclass ToyFolderBench(DevBench):\n    name = 'toyfolder'\n"
+    )
+    (tmp_path / "toyrun").mkdir()
+    (tmp_path / "toyrun" / "run.py").write_text("")
+    (tmp_path / "notes").mkdir()  # a folder without Python is not a benchmark
+    monkeypatch.setattr(eval.benchmarks, "__path__", [*eval.benchmarks.__path__, str(tmp_path)])
+    try:
+        found = registry._folders(tmp_path)
+        assert set(found) == {"toyfolder", "toyrun"}
+        assert type(found["toyfolder"]()).__name__ == "ToyFolderBench"  # not DevBench, which it imports
+        standalone = found["toyrun"]()
+        assert (
+            isinstance(standalone, StandaloneBenchmark) and standalone.module == "eval.benchmarks.toyrun.run"
+        )
+    finally:
+        for name in [m for m in sys.modules if m.startswith("eval.benchmarks.toy")]:
+            sys.modules.pop(name)
 
 
 def test_a_toy_mistake_kind_is_read_from_its_registry_only(tmp_path: Path) -> None:
