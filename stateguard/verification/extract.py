@@ -19,31 +19,25 @@ from __future__ import annotations
 import re
 
 from stateguard.answers import required_decimals
+from stateguard.artifacts.lexicon import LEXICON
 from stateguard.verification.current import current_sources
 from stateguard.verification.requirements import COMPLEMENT, Kind, Requirement
 from stateguard.verification.vocabulary import Vocabulary
 
 _NUM = r"(?P<num>-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?)(?P<pct>\s*(?:%|percent\b))?"
 _PREFIX_OPS = [
-    (r"at least|no less than|not less than|no fewer than|a minimum of|minimum of|>=|≥", ">="),
-    (r"at most|no more than|not more than|up to|a maximum of|maximum of|<=|≤", "<="),
-    (
-        r"more than|greater than|higher than|larger than|longer than|heavier than|older than|later than|"
-        r"above|over|exceeding|exceeds|after|>",
-        ">",
-    ),
-    (
-        r"less than|fewer than|lower than|smaller than|shorter than|lighter than|younger than|earlier than|"
-        r"below|under|before|<",
-        "<",
-    ),
-]
+    (LEXICON.pattern(LEXICON.comparator_phrases(op=op)), op) for op in (">=", "<=", ">", "<")
+]  # (alternation of the lexicon's prefix comparators, the op they state)
+_POSTFIX_DIRS = {
+    phrase.split()[-1]: op
+    for op in (">=", "<=")
+    for phrase in LEXICON.comparator_phrases(op=op, position="postfix")
+}
 _PREFIX = re.compile(
     r"\b(?P<phrase>" + "|".join(f"(?:{p})" for p, _ in _PREFIX_OPS) + r")\s+" + _NUM, re.IGNORECASE
 )
 _POSTFIX = re.compile(
-    _NUM
-    + r"\s+(?P<unit>[a-z]+\s+)?or\s+(?P<dir>more|higher|greater|above|over|less|fewer|lower|below|under)\b",
+    _NUM + r"\s+(?P<unit>[a-z]+\s+)?or\s+(?P<dir>" + "|".join(_POSTFIX_DIRS) + r")\b",
     re.IGNORECASE,
 )
 _BETWEEN = re.compile(
@@ -57,10 +51,21 @@ _YEAR_IN = re.compile(
 _YEARS = re.compile(
     r"\byears?\s+(?P<a>1[89]\d\d|20\d\d)(?P<rest>(?:\s*(?:,|and|or)\s*(?:1[89]\d\d|20\d\d))+)", re.IGNORECASE
 )
-_NEGATING = re.compile(
-    r"\b(?:exclud\w*|except|other than|not|without|drop\w*|remov\w*|ignor\w*|leav\w* out|discard\w*)\b[^,;]*$",
+_EXCLUDING = "|".join(LEXICON.exclusion)
+_NEGATING = re.compile(rf"\b(?:{_EXCLUDING})\b[^,;]*$", re.IGNORECASE)
+# Words that leave out what follows them in the same clause segment ("unless the Times typed it
+# 'Not riot-related'"); a bare "not" negates its own phrase only, never a value further on.
+_LEAVING_OUT = re.compile(
+    rf"\b(?:{'|'.join(w for w in LEXICON.exclusion if w != 'not')})\b[^,;]*$", re.IGNORECASE
+)
+# A category value that completes a counting phrase ("how many deaths were typed Homicide", "the
+# number of days labelled rain") names what is counted; it restricts that count, not the turn.
+_COUNTED = re.compile(
+    r"\b(?:how\s+many|number\s+of|count\s+of)\b[^,;]*?\b(?:were|was|are|is|fall\s+under|fell\s+under|"
+    r"labell?ed|typed|classified|marked|coded|tagged|listed\s+as)\b(?:\s+(?:as|under|with))?\s+(?:the\s+)?[\"'“]?$",
     re.IGNORECASE,
 )
+_RESTORING = re.compile(rf"\b(?:{'|'.join(LEXICON.restoration)})\b[^,;]*$", re.IGNORECASE)
 _RECORDED = re.compile(
     r"\b(?:with|having|that have|that has)\s+(?:a|an)?\s*(?:recorded|known|non-missing)\s+(?P<subj>[a-z-]+(?:\s+[a-z-]+)?)"
     r"|\bwith\s+(?:a|an)\s+(?P<subj2>[a-z-]+(?:\s+[a-z-]+)?)\s+measurement\b"
@@ -82,15 +87,7 @@ _REFERENCE_BEFORE = re.compile(
     re.IGNORECASE,
 )
 _FIELD_AGG = re.compile(r"^(?P<fn>mean|avg|average|median|total|sum)_(?P<rest>.+)$")
-_FUNCS = {
-    "mean": "mean",
-    "average": "mean",
-    "avg": "mean",
-    "median": "median",
-    "total": "sum",
-    "sum of": "sum",
-    "sum": "sum",
-}
+_FUNCS = LEXICON.statistics
 _SHARE = re.compile(
     r"^(?:what|compute|find|give)\s+(?:the\s+)?(?:share|proportion|percentage|fraction)\b[^()]*\b(?:each|per|every)\b",
     re.IGNORECASE,
@@ -165,7 +162,7 @@ _FIRST = re.compile(
     r"\b(?P<dir>highest|largest|biggest|lowest|smallest)\s+first\b|\bin\s+(?P<dir2>descending|ascending)\s+order\b",
     re.IGNORECASE,
 )
-_DESC = {"largest", "highest", "most", "biggest", "greatest", "fastest", "top"}
+_DESC = set(LEXICON.descending)
 _DEFINITION = re.compile(
     r"^(?:from now on,?\s+|henceforth,?\s+)?(?:an?|the)\s+(?P<noun>[a-z][\w\s-]*?)\s+(?:at\s+\w+\s+)?(?:is|counts as|is considered)\s+(?P<term>[a-z][\w-]*(?:\s+(?!only\b)[a-z][\w-]*)?)\s+(?:only\s+)?(?:when|if)\b"
     r"|^call\s+(?:an?\s+)?(?P<noun2>[\w\s-]+?)\s+(?:an?\s+(?P<term2>[a-z][\w-]*(?:\s+[a-z][\w-]*)?)|(?P<term3>[a-z][\w-]*))\s+(?:when|if)\b",
@@ -243,50 +240,7 @@ def _subject_before(clause: str, start: int) -> list[str]:
     return out
 
 
-_MEASURES = set(
-    [
-        "mile",
-        "miles",
-        "km",
-        "kilometres",
-        "kilometers",
-        "metres",
-        "meters",
-        "minute",
-        "minutes",
-        "hour",
-        "hours",
-        "second",
-        "seconds",
-        "percent",
-        "point",
-        "points",
-        "degree",
-        "degrees",
-        "dollar",
-        "dollars",
-        "usd",
-        "mm",
-        "cm",
-        "inch",
-        "inches",
-        "pound",
-        "pounds",
-        "lb",
-        "lbs",
-        "kg",
-        "gram",
-        "grams",
-        "thousand",
-        "thousands",
-        "million",
-        "millions",
-        "billion",
-        "billions",
-        "times",
-        "bushels",
-    ]
-)
+_MEASURES = set(LEXICON.units)
 
 
 def _subject_after(after: str) -> list[str]:
@@ -304,7 +258,9 @@ def _subject_after(after: str) -> list[str]:
     return out
 
 
-_TEMPORAL = re.compile(r"before|after|earlier than|later than|over|across|during|throughout", re.IGNORECASE)
+_TEMPORAL = re.compile(
+    LEXICON.pattern(LEXICON.comparator_phrases(temporal=True) + list(LEXICON.year_spans)), re.IGNORECASE
+)
 
 
 def _is_year(m: re.Match[str]) -> bool:
@@ -349,9 +305,7 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
                 phrase = m.group("phrase").lower()
                 op = next(o for p, o in _PREFIX_OPS if re.fullmatch(p, phrase, re.IGNORECASE))
             else:
-                op = (
-                    ">=" if m.group("dir").lower() in ("more", "higher", "greater", "above", "over") else "<="
-                )
+                op = _POSTFIX_DIRS[m.group("dir").lower()]
             after = clause[m.end() : m.end() + 30]
             if re.match(r"\s*(?:decimal|d\.p\.|digits)", after, re.IGNORECASE):
                 continue
@@ -372,7 +326,7 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
                 if re.match(r"\s*(?:to|-|–|and)\s*\d", after):
                     continue
                 subject = ["year"]
-                if m.group("phrase").lower() in ("over", "across", "during", "throughout"):
+                if m.group("phrase").lower() in LEXICON.year_spans:
                     op = "=="
             if _NEGATING.search(clause[: m.start()]):
                 op = COMPLEMENT[op]
@@ -443,10 +397,10 @@ def scopes(
     for value, cols in values.items():
         if len(value) < 2 or value.isdigit() or len(cols) != 1:
             continue
-        # A code in capitals ("IN", "OR", "USA") is that code only where written in capitals: the
-        # word "in" is not Indiana. Mixed-case names ("Gentoo") match in any case.
-        flags = 0 if value.islower() or value.isupper() else re.IGNORECASE
-        for m in re.finditer(rf"(?<![\w-]){re.escape(value)}(?![\w-])", clause, flags):
+        # A value binds only as the data writes it: a code in capitals ("IN", "OR") is not the word
+        # "in", and a capitalised category ("Death") is not the common noun ("dates of death", "a
+        # death is ..."): a word that could be either is ambiguous, and an ambiguous parse abstains.
+        for m in re.finditer(rf"(?<![\w-]){re.escape(value)}(?![\w-])", clause):
             before = clause[max(0, m.start() - 40) : m.start()]
             if re.search(
                 r"\b(?:are|is|being|as|than|vs\.?|versus|compare\w*|between)\s+(?:the\s+)?$",
@@ -456,12 +410,15 @@ def scopes(
                 continue
             if _REMOVED_AFTER.match(clause[m.end() : m.end() + 40]):
                 continue  # "before Grand Rapids was left out": history of the data, not this turn's scope
+            if _COUNTED.search(clause[: m.start()]):
+                continue  # "how many days were labelled X": X is what is counted, not the turn's scope
+            if _RESTORING.search(clause[: m.start()]) or re.match(
+                r"\W*(?:\w+\W+){0,3}?back\b", clause[m.end() :]
+            ):
+                continue  # "bring X back", "restore X": X returns to the data; the turn is not limited to it
             exclude = bool(
-                re.search(
-                    r"(?:\b(?:exclud\w*|except|other than|not|without|besides|apart from)\s+(?:the\s+|any\s+)?|\bnon-)$",
-                    before,
-                    re.IGNORECASE,
-                )
+                re.search(rf"(?:\b(?:{_EXCLUDING})\s+(?:the\s+|any\s+)?|\bnon-)$", before, re.IGNORECASE)
+                or _LEAVING_OUT.search(clause[: m.start()])
             )
             col = cols[0]
             vals, excl, text = found.get(col, ([], exclude, ""))
@@ -582,9 +539,16 @@ def _is_year_bound(req: Requirement) -> bool:
     return req.subject == ["year"]
 
 
+_ARITHMETIC_BEFORE = re.compile(
+    rf"\b(?:{LEXICON.pattern(p for p in LEXICON.arithmetic if p.endswith(' by'))})$", re.IGNORECASE
+)
+
+
 def groupings(clause: str) -> list[Requirement]:
     out = []
     for m in _GROUP.finditer(clause):
+        if _ARITHMETIC_BEFORE.search(clause[: m.start() + len(m.group(0).split()[0])]):
+            continue  # "flavanoids divided by total phenols": an operator between quantities, not a grouping
         keys = []
         for part in re.split(r"\s*(?:,|\band\b)\s*", m.group("keys")):
             words = [w for w in part.lower().split() if w]

@@ -1,0 +1,67 @@
+"""Values bind only where the clause's parse accounts for them (issue 29): exact case, the words
+around them (exclusion, restoration) and operators that are not groupings."""
+
+from stateguard.verification.extract import extract, groupings, scopes
+from stateguard.verification.requirements import Kind
+from stateguard.verification.vocabulary import ColumnInfo, Vocabulary
+
+VOCAB = Vocabulary(
+    tables={
+        "raw": {
+            "type": ColumnInfo(kind="text", values=["Homicide", "Death", "Not riot-related"]),
+            "death_date": ColumnInfo(kind="text"),
+            "neighborhood": ColumnInfo(kind="text"),
+        },
+        "trials": {
+            "site": ColumnInfo(kind="text", values=["Grand Rapids", "Morris", "Crookston"]),
+            "yield": ColumnInfo(kind="num"),
+        },
+    }
+)
+
+
+def _scopes(text: str) -> list[tuple[list[str], bool]]:
+    return [(r.values, r.exclude) for r in scopes(text, VOCAB, None)]
+
+
+def test_a_capitalised_category_is_not_the_common_noun() -> None:
+    # "dates of death" names the death_date column; "a death" is any row. Neither is type = Death.
+    assert _scopes("what are the first and last dates of death") == []
+    assert _scopes("A death counts once") == []
+    assert _scopes("Keep only the rows typed Death") == [(["Death"], False)]
+
+
+def test_a_value_after_unless_is_left_out() -> None:
+    assert _scopes('A death is riot-related unless the Times typed it "Not riot-related"') == [
+        (["Not riot-related"], True)
+    ]
+
+
+def test_a_bare_not_does_not_negate_a_later_value() -> None:
+    assert _scopes("Among sites not yet ranked, how did Morris do") == [(["Morris"], False)]
+
+
+def test_a_value_brought_back_is_no_scope() -> None:
+    assert _scopes("Bring Grand Rapids back into the trials") == []
+    assert _scopes("Restore Grand Rapids and recompute the yields") == []
+    assert _scopes("Only Grand Rapids, please") == [(["Grand Rapids"], False)]
+
+
+def test_divided_by_is_an_operator_not_a_grouping() -> None:
+    assert groupings("Compute the phenol ratio, flavanoids divided by total phenols") == []
+    assert [r.keys for r in groupings("the ratio of flavanoids to phenols by cultivar")] == [["cultivar"]]
+
+
+def test_a_question_with_all_of_these_keeps_only_what_binds() -> None:
+    reqs = extract(
+        "How many deaths does it list, in how many distinct neighborhoods, and what are the first "
+        "and last dates of death?",
+        vocab=VOCAB,
+    )
+    assert [r for r in reqs if r.kind is Kind.SCOPE] == []
+
+
+def test_a_counted_category_is_not_the_turns_scope() -> None:
+    assert _scopes("How many deaths were typed Homicide, and what is the median age") == []
+    assert _scopes("the number of deaths labelled Homicide") == []
+    assert _scopes("How many Homicide deaths had an address") == [(["Homicide"], False)]
