@@ -22,7 +22,15 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
     assert len(sources) >= 10 and all(len(s.turns) >= 12 for s in sources)
     assert len({f for s in sources for f in s.data.values()}) >= 3
     assert any("duckdb" in t.code for s in sources for t in s.turns)  # at least one task in SQL
-    assert {s.split for s in everything} == {"dev", "heldout", "fresh", "fresh2", "fresh3", "fresh4"}
+    assert {s.split for s in everything} == {
+        "dev",
+        "heldout",
+        "fresh",
+        "fresh2",
+        "fresh3",
+        "fresh4",
+        "fresh5",
+    }
     for source in everything:
         labels = {f.label for faults in source.faults.values() for f in faults}
         if source.split == "fresh":  # the semantic held-out split: shorter, counterfactuals only
@@ -37,7 +45,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
         ):  # several stale turns each; the semantic kinds spread over the split
             stale = [f for faults in source.faults.values() for f in faults if f.kind == "stale"]
             assert len(stale) >= 3 and {"stale", "precision", "exec_error"} <= labels
-        elif source.split == "fresh4":  # one of each other kind; the semantic kinds spread over the split
+        elif source.split in ("fresh4", "fresh5"):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
             assert labels == KINDS, f"{source.id}: missing kinds {sorted(KINDS - labels)}"
@@ -99,21 +107,24 @@ def _semantic_counts(split: str) -> dict[str, int]:
     return {k: semantic.count(k) for k in SEMANTIC_KINDS if k not in ("other", "category_scope")}
 
 
-def test_the_fresh4_split_has_three_long_tasks_on_new_tables_and_each_semantic_kind_four_times() -> None:
+@pytest.mark.parametrize("split", ["fresh4", "fresh5"])
+def test_the_fresh4_and_fresh5_splits_have_long_tasks_on_new_tables_and_each_semantic_kind_four_times(
+    split: str,
+) -> None:
     everything = load_sources()
-    fresh4 = [s for s in everything if s.split == "fresh4"]
-    assert len(fresh4) == 3 and all(10 <= len(s.turns) <= 12 for s in fresh4)
-    assert sum("duckdb" in s.turns[0].code for s in fresh4) >= 1
-    assert sum("duckdb" not in s.turns[0].code for s in fresh4) >= 1  # pandas
-    assert any("print_result" in t.code for s in fresh4 for t in s.turns)
-    older = {f for s in everything if s.split != "fresh4" for f in s.data.values()}
-    assert not older & {f for s in fresh4 for f in s.data.values()}  # tables no earlier split uses
-    for source in fresh4:
+    tasks = [s for s in everything if s.split == split]
+    assert len(tasks) == 3 and all(10 <= len(s.turns) <= 12 for s in tasks)
+    assert sum("duckdb" in s.turns[0].code for s in tasks) >= 1
+    assert sum("duckdb" not in s.turns[0].code for s in tasks) >= 1  # pandas
+    assert any("print_result" in t.code for s in tasks for t in s.turns)
+    older = {f for s in everything if s.split != split for f in s.data.values()}
+    assert not older & {f for s in tasks for f in s.data.values()}  # tables no other split uses
+    for source in tasks:
         kinds = [f.kind for faults in source.faults.values() for f in faults]
         assert [kinds.count(k) for k in ("stale", "precision", "exec_error")] == [1, 1, 1], source.id
         assert any("(revises" in t.code for t in source.turns), source.id  # a definition update
         assert any("(rolls back" in t.code for t in source.turns), source.id  # and its rollback
-    counts = _semantic_counts("fresh4")
+    counts = _semantic_counts(split)
     assert min(counts.values()) >= 4 and sum(counts.values()) >= 28, counts
 
 
@@ -132,6 +143,12 @@ def test_a_data_entry_names_a_vega_file_or_a_table_scikit_learn_bundles(tmp_path
     assert wine.is_file() and wine.parent.name == "data" and wine.read_text().startswith("178,13,")
     with pytest.raises(FileNotFoundError, match="bundles no such file"):
         data_file("sklearn:no_such_table.csv", tmp_path)
+    stocks = data_file("matplotlib:Stocks.csv", tmp_path)
+    assert stocks.parent.name == "sample_data" and stocks.read_text().splitlines()[1].startswith(
+        "Date,IBM,AAPL"
+    )
+    with pytest.raises(FileNotFoundError, match="ships no such sample file"):
+        data_file("matplotlib:no_such_table.csv", tmp_path)
 
 
 def test_building_a_task_checks_that_every_fault_changes_its_turn(tmp_path: Path) -> None:
