@@ -22,7 +22,7 @@ from stateguard.answers import required_decimals
 from stateguard.artifacts.lexicon import LEXICON
 from stateguard.verification.current import current_sources
 from stateguard.verification.requirements import COMPLEMENT, Kind, Requirement
-from stateguard.verification.vocabulary import Vocabulary
+from stateguard.verification.vocabulary import STOP, Vocabulary, column_tokens, matches_token
 
 _NUM = r"(?P<num>-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?)(?P<pct>\s*(?:%|percent\b))?"
 _PREFIX_OPS = [
@@ -52,16 +52,22 @@ _YEARS = re.compile(
     r"\byears?\s+(?P<a>1[89]\d\d|20\d\d)(?P<rest>(?:\s*(?:,|and|or)\s*(?:1[89]\d\d|20\d\d))+)", re.IGNORECASE
 )
 _EXCLUDING = "|".join(LEXICON.exclusion)
-_NEGATING = re.compile(rf"\b(?:{_EXCLUDING})\b[^,;]*$", re.IGNORECASE)
+# A bound is negated by an exclusion word earlier in its clause segment ("excluding flights
+# shorter than 500 miles") -- a segment ends at a comma, a semicolon or a parenthesis -- or by a
+# "not" right before it ("not below 5"); a "not" further back belongs to another phrase.
+_NEGATING = re.compile(
+    rf"\b(?:{'|'.join(w for w in LEXICON.exclusion if w != 'not')})\b[^,;:()]*$|\bnot\s+(?:\w+\s+)?$",
+    re.IGNORECASE,
+)
 # Words that leave out what follows them in the same clause segment ("unless the Times typed it
 # 'Not riot-related'"); a bare "not" negates its own phrase only, never a value further on.
 _LEAVING_OUT = re.compile(
-    rf"\b(?:{'|'.join(w for w in LEXICON.exclusion if w != 'not')})\b[^,;]*$", re.IGNORECASE
+    rf"\b(?:{'|'.join(w for w in LEXICON.exclusion if w != 'not')})\b[^,;:()]*$", re.IGNORECASE
 )
 # A category value that completes a counting phrase ("how many deaths were typed Homicide", "the
 # number of days labelled rain") names what is counted; it restricts that count, not the turn.
 _COUNTED = re.compile(
-    r"\b(?:how\s+many|number\s+of|count\s+of)\b[^,;]*?\b(?:were|was|are|is|fall\s+under|fell\s+under|"
+    rf"\b(?:how\s+many|number\s+of|count\s+of|(?:{'|'.join(LEXICON.share_words)})\s+of)\b[^,;]*?\b(?:were|was|are|is|fall\s+under|fell\s+under|"
     r"labell?ed|typed|classified|marked|coded|tagged|listed\s+as)\b(?:\s+(?:as|under|with))?\s+(?:the\s+)?[\"'“]?$",
     re.IGNORECASE,
 )
@@ -410,7 +416,10 @@ def scopes(
                 continue
             if _REMOVED_AFTER.match(clause[m.end() : m.end() + 40]):
                 continue  # "before Grand Rapids was left out": history of the data, not this turn's scope
-            if _COUNTED.search(clause[: m.start()]):
+            counted_itself = re.search(r"\bhow\s+many\s+[\"'“]?$", clause[: m.start()]) and re.match(
+                r"[\"'”]?\s*(?:$|[,;:?.!]|and\b|or\b)", clause[m.end() :]
+            )  # "how many benign, and ...": the value is the counted thing itself
+            if counted_itself or _COUNTED.search(clause[: m.start()]):
                 continue  # "how many days were labelled X": X is what is counted, not the turn's scope
             if _RESTORING.search(clause[: m.start()]) or re.match(
                 r"\W*(?:\w+\W+){0,3}?back\b", clause[m.end() :]
@@ -497,6 +506,12 @@ def extract(
         out += groupings(clause)
         out += rankings(clause)
         out += joins(clause)
+    if vocab is not None:
+        out = [
+            r
+            for r in out
+            if r.kind not in _WHOLE_CLAUSE or not unbound_words(_segment(question, r.text), vocab, tables)
+        ]
     out += aggregations("", fields)
     out += current_sources(question)
     places = required_decimals(question)
@@ -514,6 +529,102 @@ def extract(
     if fields:
         out.append(Requirement(kind=Kind.OUTPUT, text="Report " + ", ".join(fields), fields=fields))
     return dedupe(out)
+
+
+# Requirements read from a phrase of the question are kept only when the clause segment holding
+# them parses whole (every word is a lexicon word, a column, a value, a table or a number): "the
+# clinic treats a patient as at risk when the BMI is at least 30" leaves "clinic", "treats",
+# "patient", "risk" unbound, so its bound is not made a requirement of every row (it abstains).
+_WHOLE_CLAUSE = {
+    Kind.COMPARISON,
+    Kind.SCOPE,
+    Kind.NOT_NULL,
+    Kind.GROUPING,
+    Kind.AGGREGATION,
+    Kind.JOIN,
+    Kind.ORDER,
+}
+_SEGMENT_END = re.compile(r"[,;:()?!]|(?<!\d)\.(?=\s|$)|\bbut\b")
+_LEXICON_WORDS = (
+    frozenset(
+        w
+        for group in (
+            [p for c in LEXICON.comparators for p in c.phrases],
+            LEXICON.statistics,
+            LEXICON.descending,
+            LEXICON.ascending,
+            LEXICON.comparatives,
+            LEXICON.units,
+            LEXICON.arithmetic,
+            LEXICON.share_words,
+            LEXICON.group_markers,
+            LEXICON.presence,
+            LEXICON.year_spans,
+            LEXICON.scope_markers,
+        )
+        for phrase in group
+        for w in phrase.lower().split()
+    )
+    | LEXICON.function_words
+)
+_STEMS = re.compile(
+    rf"(?:{'|'.join([*LEXICON.exclusion, *LEXICON.restoration, *LEXICON.join_verbs])})", re.IGNORECASE
+)
+
+
+def _segment(text: str, part: str) -> str:
+    """The comma/colon/parenthesis-delimited segment of `text` that holds `part` (all of `text`
+    when `part` is not found verbatim)."""
+    at = text.find(part)
+    if at < 0:
+        return text
+    starts = [m.end() for m in _SEGMENT_END.finditer(text, 0, at)]
+    start = starts[-1] if starts else 0
+    end_match = _SEGMENT_END.search(text, at + len(part))
+    return text[start : end_match.start() if end_match else len(text)]
+
+
+def unbound_words(segment: str, vocab: Vocabulary, tables: list[str] | None = None) -> list[str]:
+    """Words of `segment` that bind to nothing: not a lexicon or function word, not a token of a
+    column, a word of a category value or a table name, not a number. Empty: the segment parses whole."""
+    columns = vocab.columns()  # every table the run has seen: a word may name a column read earlier
+    col_tokens = list(dict.fromkeys(t for c in columns for t in column_tokens(c)))
+    value_words = {w.lower() for v in vocab.all_values(tables) for w in re.findall(r"[A-Za-z]+", v)}
+    names = {t for name in [*(tables or []), *vocab.tables] for t in column_tokens(name)}
+    col_stems = {_stem(t) for t in col_tokens}
+    out: list[str] = []
+    after_value = False  # "male birds", "benign cases": a plural noun right after a value names the rows
+    text = re.sub(r"`[^`]*`", " ", segment)  # a name in backticks is the turn's own field or table
+    for token in re.findall(r"[A-Za-z][A-Za-z']*", text.replace("-", " ").replace("/", " ")):
+        low = token.lower().removesuffix("'s")
+        stem = _stem(low)
+        if (
+            low in _LEXICON_WORDS
+            or stem in _LEXICON_STEMS
+            or low in STOP
+            or low in value_words
+            or low in names
+            or stem in names
+            or _STEMS.fullmatch(low)
+            or stem in col_stems
+            or any(matches_token(t, stem) for t in col_tokens)
+            or (after_value and low.endswith("s"))
+        ):
+            after_value = low in value_words
+            continue
+        after_value = False
+        out.append(token)
+    return out
+
+
+def _stem(word: str) -> str:
+    """A crude stem, enough to see "rated" in `rating` and "keeping" in "keep"."""
+    low = word.lower()
+    for suffix in ("ations", "ation", "ings", "ing", "ies", "ied", "ed", "es", "s", "al", "ly"):
+        if low.endswith(suffix) and len(low) - len(suffix) >= 3 and not low.endswith("ss"):
+            low = low[: -len(suffix)]
+            break
+    return low[:-1] if len(low) > 3 and low[-1] == low[-2] else low  # "kept"/"keep", "gett" -> "get"
 
 
 def context_requirements(context: str) -> list[Requirement]:
@@ -544,11 +655,16 @@ _ARITHMETIC_BEFORE = re.compile(
 )
 
 
+_JOINING = re.compile(rf"\b(?:{'|'.join(LEXICON.join_verbs)})\b[^,;]*$", re.IGNORECASE)
+
+
 def groupings(clause: str) -> list[Requirement]:
     out = []
     for m in _GROUP.finditer(clause):
         if _ARITHMETIC_BEFORE.search(clause[: m.start() + len(m.group(0).split()[0])]):
             continue  # "flavanoids divided by total phenols": an operator between quantities, not a grouping
+        if m.group(0).lower().startswith("by") and _JOINING.search(clause[: m.start()]):
+            continue  # "join it to `monthly` by date": the join's key, not a grouping of the result
         keys = []
         for part in re.split(r"\s*(?:,|\band\b)\s*", m.group("keys")):
             words = [w for w in part.lower().split() if w]
@@ -635,3 +751,6 @@ def dedupe(reqs: list[Requirement]) -> list[Requirement]:
             seen.add(key)
             out.append(r)
     return out
+
+
+_LEXICON_STEMS = frozenset(_stem(w) for w in _LEXICON_WORDS)

@@ -65,3 +65,35 @@ def test_a_counted_category_is_not_the_turns_scope() -> None:
     assert _scopes("How many deaths were typed Homicide, and what is the median age") == []
     assert _scopes("the number of deaths labelled Homicide") == []
     assert _scopes("How many Homicide deaths had an address") == [(["Homicide"], False)]
+
+
+def test_by_after_a_join_verb_is_the_join_key() -> None:
+    assert groupings("Record the phases in a table and join it to `monthly` by date") == []
+    assert [r.keys for r in groupings("join the phases, then give the mean by phase")] == [["phase"]]
+
+
+def test_a_not_elsewhere_does_not_flip_a_bound() -> None:
+    from stateguard.verification.extract import comparisons
+
+    text = "(on the scope, not rebuilt after the rollback) with the flag of turn 5 (longitude below -100)"
+    assert [(r.op, r.value) for r in comparisons(text)] == [("<", -100.0)]
+    assert [(r.op, r.value) for r in comparisons("airports not below 40 degrees")] == [(">=", 40.0)]
+    assert [(r.op, r.value) for r in comparisons("excluding flights shorter than 500 miles")] == [
+        (">=", 500.0)
+    ]
+
+
+def test_a_share_or_a_bare_count_of_a_category_is_not_the_turns_scope() -> None:
+    assert _scopes("What percentage of them is Homicide, and the mean age") == []
+    assert _scopes("How many are Death and how many Homicide, and the median age over all") == []
+
+
+def test_a_segment_that_does_not_parse_whole_abstains() -> None:
+    vocab = Vocabulary(tables={"flagged": {"bmi": ColumnInfo(kind="num"), "score": ColumnInfo(kind="num")}})
+    narrated = "The clinic treats a patient as at risk when the BMI is at least 30."
+    assert [r for r in extract(narrated, vocab=vocab) if r.kind is Kind.COMPARISON] == []
+    plain = "Keep the rows with a BMI of at least 30."
+    assert [(r.op, r.value) for r in extract(plain, vocab=vocab) if r.kind is Kind.COMPARISON] == [
+        (">=", 30.0)
+    ]
+    assert extract(narrated)  # without the data's vocabulary nothing is bound: the words stay as written
