@@ -37,7 +37,7 @@ _PREFIX = re.compile(
     r"\b(?P<phrase>" + "|".join(f"(?:{p})" for p, _ in _PREFIX_OPS) + r")\s+" + _NUM, re.IGNORECASE
 )
 _POSTFIX = re.compile(
-    _NUM + r"\s+(?P<unit>[a-z]+\s+)?or\s+(?P<dir>" + "|".join(_POSTFIX_DIRS) + r")\b",
+    _NUM + r"\s+(?P<unit>(?:[a-z]+\s+){1,2})?or\s+(?P<dir>" + "|".join(_POSTFIX_DIRS) + r")\b",
     re.IGNORECASE,
 )
 _BETWEEN = re.compile(
@@ -171,7 +171,10 @@ _FIRST = re.compile(
 _DESC = set(LEXICON.descending)
 _DEFINITION = re.compile(
     r"^(?:from now on,?\s+|henceforth,?\s+)?(?:an?|the)\s+(?P<noun>[a-z][\w\s-]*?)\s+(?:at\s+\w+\s+)?(?:is|counts as|is considered)\s+(?P<term>[a-z][\w-]*(?:\s+(?!only\b)[a-z][\w-]*)?)\s+(?:only\s+)?(?:when|if)\b"
-    r"|^call\s+(?:an?\s+)?(?P<noun2>[\w\s-]+?)\s+(?:an?\s+(?P<term2>[a-z][\w-]*(?:\s+[a-z][\w-]*)?)|(?P<term3>[a-z][\w-]*))\s+(?:when|if)\b",
+    r"|^call\s+(?:an?\s+)?(?P<noun2>[\w\s-]+?)\s+(?:an?\s+(?P<term2>[a-z][\w-]*(?:\s+[a-z][\w-]*)?)|(?P<term3>[a-z][\w-]*))\s+(?:when|if)\b"
+    # "the clinic treats a patient as at risk when ...", "we regard a day as hot if ..."
+    r"|^(?:[\w-]+\s+){0,3}?(?:treats?|regards?|considers?|counts?|labels?|flags?|marks?|classif(?:y|ies))\s+"
+    r"(?:an?|the|each|every)\s+(?P<noun4>[\w-]+(?:\s+[\w-]+)?)\s+as\s+(?:an?\s+)?(?P<term4>[a-z][\w-]*(?:\s+[a-z][\w-]*)?)\s+(?:when|if)\b",
     re.IGNORECASE,
 )
 _FIELDS = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)`")
@@ -349,6 +352,17 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
                 )
             )
             taken.append(m.span())
+    # Two bounds joined by "or" ("BMI at least 30 or blood pressure 110 or more") state a
+    # disjunction, which a list of requirements (each must hold) cannot say: neither is kept.
+    spans = sorted(taken)
+    either = {
+        i
+        for k in range(len(spans) - 1)
+        if re.search(r"\bor\b", clause[spans[k][1] : spans[k + 1][0]], re.IGNORECASE)
+        for i in (spans[k][0], spans[k + 1][0])
+    }
+    if either:
+        out = [r for r in out if clause.find(r.text) not in either]
     years_in = list(_YEAR_IN.finditer(clause))
     if len(years_in) > 1:  # "in 1931 and in 1932": the years compared, each row in one of them
         out.append(
@@ -539,11 +553,7 @@ _WHOLE_CLAUSE = {
     Kind.COMPARISON,
     Kind.SCOPE,
     Kind.NOT_NULL,
-    Kind.GROUPING,
-    Kind.AGGREGATION,
-    Kind.JOIN,
-    Kind.ORDER,
-}
+}  # row conditions: what a misread turns into a filter
 _SEGMENT_END = re.compile(r"[,;:()?!]|(?<!\d)\.(?=\s|$)|\bbut\b")
 _LEXICON_WORDS = (
     frozenset(
@@ -738,7 +748,8 @@ def definition_term(question: str) -> str | None:
     for clause in clauses(question):
         m = _DEFINITION.search(re.sub(r"^.*?:\s*", "", clause.strip()) if ":" in clause else clause.strip())
         if m:
-            return (m.group("term") or m.group("term2") or m.group("term3") or "").lower() or None
+            term = m.group("term") or m.group("term2") or m.group("term3") or m.group("term4") or ""
+            return term.lower() or None
     return None
 
 

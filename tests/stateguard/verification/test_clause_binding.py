@@ -97,3 +97,22 @@ def test_a_segment_that_does_not_parse_whole_abstains() -> None:
         (">=", 30.0)
     ]
     assert extract(narrated)  # without the data's vocabulary nothing is bound: the words stay as written
+
+
+def test_bounds_joined_by_or_are_a_disjunction_and_abstain() -> None:
+    from stateguard.verification.extract import comparisons
+
+    text = "a patient is at risk when the BMI is at least 30 or the blood pressure is 110 mm Hg or more"
+    assert comparisons(text) == []
+    assert [(r.op, r.value) for r in comparisons("flights of at least 500 miles and below 2000 miles")] == [
+        (">=", 500.0),
+        ("<", 2000.0),
+    ]
+
+
+def test_a_treat_as_sentence_defines_a_term() -> None:
+    from stateguard.verification.extract import definition_term
+
+    assert definition_term("The clinic treats a patient as at risk when the BMI is at least 30.") == "at risk"
+    assert definition_term("We count a day as hot if it reached 30 degrees.") == "hot"
+    assert definition_term("The clinic treats patients in the morning.") is None
