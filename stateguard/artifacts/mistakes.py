@@ -36,6 +36,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator
 
+from stateguard.artifacts.lexicon import LEXICON
+
 __all__ = [
     "MISTAKES",
     "FaultKind",
@@ -112,11 +114,7 @@ class Mistake:
 
 
 # ----------------------------------------------------------------------------- stated-tests
-_DIRECTION = re.compile(
-    r"\b(at least|at most|more than|less than|fewer than|above|below|under|over|exceed|"
-    r"greater|smaller|higher|lower|or more|or less|up to)\b",
-    re.IGNORECASE,
-)
+_DIRECTION = re.compile(rf"\b({LEXICON.pattern(LEXICON.direction_words())})\b", re.IGNORECASE)
 _FORMULA_WORDS = {
     "avg_to_median": ("mean", "average"),
     "sum_to_avg": ("total", "sum", "share", "percent"),

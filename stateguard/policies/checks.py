@@ -32,6 +32,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from stateguard.answers import decimals_of, numbers
+from stateguard.artifacts.lexicon import LEXICON
 from stateguard.dataflow import cell_dataflow
 from stateguard.observation import WorkerStep
 from stateguard.state import ConstraintResult
@@ -280,7 +281,7 @@ def related(reads: Mapping[str, str], store: StateStore, scalars: Mapping[str, f
 # or "under" ("pooled over 2000-2014", "over 12 months" are spans, not cut-offs), and not a number
 # that opens a range ("above 10 to 20").
 _STATED = re.compile(
-    r"(?:at least|at most|more than|less than|fewer than|greater than|above|below|>=|<=|>|<)"
+    rf"(?:{LEXICON.pattern(LEXICON.comparator_phrases(core=True))})"
     r"\s+(?P<num>-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?)(?![\d.,]\d|\d)(?P<pct>\s*%)?(?!\s*(?:-|–|—|to\b|and\b)\s*\d)",
     re.IGNORECASE,
 )

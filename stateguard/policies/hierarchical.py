@@ -32,6 +32,7 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 from stateguard.actions import ActionError
+from stateguard.artifacts.lexicon import LEXICON
 from stateguard.lifecycle import ControlAction, Stage
 from stateguard.observation import ManagerObservation
 from stateguard.parser import parse_response
@@ -43,9 +44,24 @@ from stateguard.policies.usage import ManagerUsage
 Trigger = Literal[
     "unverified_requirement", "semantic_requirement", "no_executable_constraint", "inconclusive", "always"
 ]
+# Words that put a semantic requirement in a question (the lexicon's core comparators, ranking
+# words, exclusions, scope and grouping markers) plus the words of a revision.
 SEMANTIC = re.compile(
-    r"\b(only|exclud\w*|except|without|at least|at most|more than|less than|top|bottom|highest|lowest|"
-    r"between|unless|filter\w*|among|within|whose|where|per|rank\w*|instead|revis\w*|update|most|least)\b",
+    r"\b("
+    + "|".join(
+        [
+            LEXICON.pattern(p for p in LEXICON.comparator_phrases(core=True) if p[0].isalpha()),
+            LEXICON.pattern(["top", "bottom", "highest", "lowest", "most", "least", "between", "per"]),
+            *[w for w in LEXICON.exclusion if w != "not"],
+            *LEXICON.scope_markers,
+            r"filter\w*",
+            r"rank\w*",
+            "instead",
+            r"revis\w*",
+            "update",
+        ]
+    )
+    + r")\b",
     re.IGNORECASE,
 )
 

@@ -19,31 +19,25 @@ from __future__ import annotations
 import re
 
 from stateguard.answers import required_decimals
+from stateguard.artifacts.lexicon import LEXICON
 from stateguard.verification.current import current_sources
 from stateguard.verification.requirements import COMPLEMENT, Kind, Requirement
-from stateguard.verification.vocabulary import Vocabulary
+from stateguard.verification.vocabulary import STOP, Vocabulary, column_tokens, matches_token
 
 _NUM = r"(?P<num>-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?)(?P<pct>\s*(?:%|percent\b))?"
 _PREFIX_OPS = [
-    (r"at least|no less than|not less than|no fewer than|a minimum of|minimum of|>=|≥", ">="),
-    (r"at most|no more than|not more than|up to|a maximum of|maximum of|<=|≤", "<="),
-    (
-        r"more than|greater than|higher than|larger than|longer than|heavier than|older than|later than|"
-        r"above|over|exceeding|exceeds|after|>",
-        ">",
-    ),
-    (
-        r"less than|fewer than|lower than|smaller than|shorter than|lighter than|younger than|earlier than|"
-        r"below|under|before|<",
-        "<",
-    ),
-]
+    (LEXICON.pattern(LEXICON.comparator_phrases(op=op)), op) for op in (">=", "<=", ">", "<")
+]  # (alternation of the lexicon's prefix comparators, the op they state)
+_POSTFIX_DIRS = {
+    phrase.split()[-1]: op
+    for op in (">=", "<=")
+    for phrase in LEXICON.comparator_phrases(op=op, position="postfix")
+}
 _PREFIX = re.compile(
     r"\b(?P<phrase>" + "|".join(f"(?:{p})" for p, _ in _PREFIX_OPS) + r")\s+" + _NUM, re.IGNORECASE
 )
 _POSTFIX = re.compile(
-    _NUM
-    + r"\s+(?P<unit>[a-z]+\s+)?or\s+(?P<dir>more|higher|greater|above|over|less|fewer|lower|below|under)\b",
+    _NUM + r"\s+(?P<unit>(?:[a-z]+\s+){1,2})?or\s+(?P<dir>" + "|".join(_POSTFIX_DIRS) + r")\b",
     re.IGNORECASE,
 )
 _BETWEEN = re.compile(
@@ -57,10 +51,27 @@ _YEAR_IN = re.compile(
 _YEARS = re.compile(
     r"\byears?\s+(?P<a>1[89]\d\d|20\d\d)(?P<rest>(?:\s*(?:,|and|or)\s*(?:1[89]\d\d|20\d\d))+)", re.IGNORECASE
 )
+_EXCLUDING = "|".join(LEXICON.exclusion)
+# A bound is negated by an exclusion word earlier in its clause segment ("excluding flights
+# shorter than 500 miles") -- a segment ends at a comma, a semicolon or a parenthesis -- or by a
+# "not" right before it ("not below 5"); a "not" further back belongs to another phrase.
 _NEGATING = re.compile(
-    r"\b(?:exclud\w*|except|other than|not|without|drop\w*|remov\w*|ignor\w*|leav\w* out|discard\w*)\b[^,;]*$",
+    rf"\b(?:{'|'.join(w for w in LEXICON.exclusion if w != 'not')})\b[^,;:()]*$|\bnot\s+(?:\w+\s+)?$",
     re.IGNORECASE,
 )
+# Words that leave out what follows them in the same clause segment ("unless the Times typed it
+# 'Not riot-related'"); a bare "not" negates its own phrase only, never a value further on.
+_LEAVING_OUT = re.compile(
+    rf"\b(?:{'|'.join(w for w in LEXICON.exclusion if w != 'not')})\b[^,;:()]*$", re.IGNORECASE
+)
+# A category value that completes a counting phrase ("how many deaths were typed Homicide", "the
+# number of days labelled rain") names what is counted; it restricts that count, not the turn.
+_COUNTED = re.compile(
+    rf"\b(?:how\s+many|number\s+of|count\s+of|(?:{'|'.join(LEXICON.share_words)})\s+of)\b[^,;]*?\b(?:were|was|are|is|fall\s+under|fell\s+under|"
+    r"labell?ed|typed|classified|marked|coded|tagged|listed\s+as)\b(?:\s+(?:as|under|with))?\s+(?:the\s+)?[\"'“]?$",
+    re.IGNORECASE,
+)
+_RESTORING = re.compile(rf"\b(?:{'|'.join(LEXICON.restoration)})\b[^,;]*$", re.IGNORECASE)
 _RECORDED = re.compile(
     r"\b(?:with|having|that have|that has)\s+(?:a|an)?\s*(?:recorded|known|non-missing)\s+(?P<subj>[a-z-]+(?:\s+[a-z-]+)?)"
     r"|\bwith\s+(?:a|an)\s+(?P<subj2>[a-z-]+(?:\s+[a-z-]+)?)\s+measurement\b"
@@ -82,15 +93,7 @@ _REFERENCE_BEFORE = re.compile(
     re.IGNORECASE,
 )
 _FIELD_AGG = re.compile(r"^(?P<fn>mean|avg|average|median|total|sum)_(?P<rest>.+)$")
-_FUNCS = {
-    "mean": "mean",
-    "average": "mean",
-    "avg": "mean",
-    "median": "median",
-    "total": "sum",
-    "sum of": "sum",
-    "sum": "sum",
-}
+_FUNCS = LEXICON.statistics
 _SHARE = re.compile(
     r"^(?:what|compute|find|give)\s+(?:the\s+)?(?:share|proportion|percentage|fraction)\b[^()]*\b(?:each|per|every)\b",
     re.IGNORECASE,
@@ -165,10 +168,13 @@ _FIRST = re.compile(
     r"\b(?P<dir>highest|largest|biggest|lowest|smallest)\s+first\b|\bin\s+(?P<dir2>descending|ascending)\s+order\b",
     re.IGNORECASE,
 )
-_DESC = {"largest", "highest", "most", "biggest", "greatest", "fastest", "top"}
+_DESC = set(LEXICON.descending)
 _DEFINITION = re.compile(
     r"^(?:from now on,?\s+|henceforth,?\s+)?(?:an?|the)\s+(?P<noun>[a-z][\w\s-]*?)\s+(?:at\s+\w+\s+)?(?:is|counts as|is considered)\s+(?P<term>[a-z][\w-]*(?:\s+(?!only\b)[a-z][\w-]*)?)\s+(?:only\s+)?(?:when|if)\b"
-    r"|^call\s+(?:an?\s+)?(?P<noun2>[\w\s-]+?)\s+(?:an?\s+(?P<term2>[a-z][\w-]*(?:\s+[a-z][\w-]*)?)|(?P<term3>[a-z][\w-]*))\s+(?:when|if)\b",
+    r"|^call\s+(?:an?\s+)?(?P<noun2>[\w\s-]+?)\s+(?:an?\s+(?P<term2>[a-z][\w-]*(?:\s+[a-z][\w-]*)?)|(?P<term3>[a-z][\w-]*))\s+(?:when|if)\b"
+    # "the clinic treats a patient as at risk when ...", "we regard a day as hot if ..."
+    r"|^(?:[\w-]+\s+){0,3}?(?:treats?|regards?|considers?|counts?|labels?|flags?|marks?|classif(?:y|ies))\s+"
+    r"(?:an?|the|each|every)\s+(?P<noun4>[\w-]+(?:\s+[\w-]+)?)\s+as\s+(?:an?\s+)?(?P<term4>[a-z][\w-]*(?:\s+[a-z][\w-]*)?)\s+(?:when|if)\b",
     re.IGNORECASE,
 )
 _FIELDS = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)`")
@@ -243,50 +249,7 @@ def _subject_before(clause: str, start: int) -> list[str]:
     return out
 
 
-_MEASURES = set(
-    [
-        "mile",
-        "miles",
-        "km",
-        "kilometres",
-        "kilometers",
-        "metres",
-        "meters",
-        "minute",
-        "minutes",
-        "hour",
-        "hours",
-        "second",
-        "seconds",
-        "percent",
-        "point",
-        "points",
-        "degree",
-        "degrees",
-        "dollar",
-        "dollars",
-        "usd",
-        "mm",
-        "cm",
-        "inch",
-        "inches",
-        "pound",
-        "pounds",
-        "lb",
-        "lbs",
-        "kg",
-        "gram",
-        "grams",
-        "thousand",
-        "thousands",
-        "million",
-        "millions",
-        "billion",
-        "billions",
-        "times",
-        "bushels",
-    ]
-)
+_MEASURES = set(LEXICON.units)
 
 
 def _subject_after(after: str) -> list[str]:
@@ -304,7 +267,9 @@ def _subject_after(after: str) -> list[str]:
     return out
 
 
-_TEMPORAL = re.compile(r"before|after|earlier than|later than|over|across|during|throughout", re.IGNORECASE)
+_TEMPORAL = re.compile(
+    LEXICON.pattern(LEXICON.comparator_phrases(temporal=True) + list(LEXICON.year_spans)), re.IGNORECASE
+)
 
 
 def _is_year(m: re.Match[str]) -> bool:
@@ -349,9 +314,7 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
                 phrase = m.group("phrase").lower()
                 op = next(o for p, o in _PREFIX_OPS if re.fullmatch(p, phrase, re.IGNORECASE))
             else:
-                op = (
-                    ">=" if m.group("dir").lower() in ("more", "higher", "greater", "above", "over") else "<="
-                )
+                op = _POSTFIX_DIRS[m.group("dir").lower()]
             after = clause[m.end() : m.end() + 30]
             if re.match(r"\s*(?:decimal|d\.p\.|digits)", after, re.IGNORECASE):
                 continue
@@ -372,7 +335,7 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
                 if re.match(r"\s*(?:to|-|–|and)\s*\d", after):
                     continue
                 subject = ["year"]
-                if m.group("phrase").lower() in ("over", "across", "during", "throughout"):
+                if m.group("phrase").lower() in LEXICON.year_spans:
                     op = "=="
             if _NEGATING.search(clause[: m.start()]):
                 op = COMPLEMENT[op]
@@ -389,6 +352,17 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
                 )
             )
             taken.append(m.span())
+    # Two bounds joined by "or" ("BMI at least 30 or blood pressure 110 or more") state a
+    # disjunction, which a list of requirements (each must hold) cannot say: neither is kept.
+    spans = sorted(taken)
+    either = {
+        i
+        for k in range(len(spans) - 1)
+        if re.search(r"\bor\b", clause[spans[k][1] : spans[k + 1][0]], re.IGNORECASE)
+        for i in (spans[k][0], spans[k + 1][0])
+    }
+    if either:
+        out = [r for r in out if clause.find(r.text) not in either]
     years_in = list(_YEAR_IN.finditer(clause))
     if len(years_in) > 1:  # "in 1931 and in 1932": the years compared, each row in one of them
         out.append(
@@ -443,10 +417,10 @@ def scopes(
     for value, cols in values.items():
         if len(value) < 2 or value.isdigit() or len(cols) != 1:
             continue
-        # A code in capitals ("IN", "OR", "USA") is that code only where written in capitals: the
-        # word "in" is not Indiana. Mixed-case names ("Gentoo") match in any case.
-        flags = 0 if value.islower() or value.isupper() else re.IGNORECASE
-        for m in re.finditer(rf"(?<![\w-]){re.escape(value)}(?![\w-])", clause, flags):
+        # A value binds only as the data writes it: a code in capitals ("IN", "OR") is not the word
+        # "in", and a capitalised category ("Death") is not the common noun ("dates of death", "a
+        # death is ..."): a word that could be either is ambiguous, and an ambiguous parse abstains.
+        for m in re.finditer(rf"(?<![\w-]){re.escape(value)}(?![\w-])", clause):
             before = clause[max(0, m.start() - 40) : m.start()]
             if re.search(
                 r"\b(?:are|is|being|as|than|vs\.?|versus|compare\w*|between)\s+(?:the\s+)?$",
@@ -456,12 +430,18 @@ def scopes(
                 continue
             if _REMOVED_AFTER.match(clause[m.end() : m.end() + 40]):
                 continue  # "before Grand Rapids was left out": history of the data, not this turn's scope
+            counted_itself = re.search(r"\bhow\s+many\s+[\"'“]?$", clause[: m.start()]) and re.match(
+                r"[\"'”]?\s*(?:$|[,;:?.!]|and\b|or\b)", clause[m.end() :]
+            )  # "how many benign, and ...": the value is the counted thing itself
+            if counted_itself or _COUNTED.search(clause[: m.start()]):
+                continue  # "how many days were labelled X": X is what is counted, not the turn's scope
+            if _RESTORING.search(clause[: m.start()]) or re.match(
+                r"\W*(?:\w+\W+){0,3}?back\b", clause[m.end() :]
+            ):
+                continue  # "bring X back", "restore X": X returns to the data; the turn is not limited to it
             exclude = bool(
-                re.search(
-                    r"(?:\b(?:exclud\w*|except|other than|not|without|besides|apart from)\s+(?:the\s+|any\s+)?|\bnon-)$",
-                    before,
-                    re.IGNORECASE,
-                )
+                re.search(rf"(?:\b(?:{_EXCLUDING})\s+(?:the\s+|any\s+)?|\bnon-)$", before, re.IGNORECASE)
+                or _LEAVING_OUT.search(clause[: m.start()])
             )
             col = cols[0]
             vals, excl, text = found.get(col, ([], exclude, ""))
@@ -540,6 +520,12 @@ def extract(
         out += groupings(clause)
         out += rankings(clause)
         out += joins(clause)
+    if vocab is not None:
+        out = [
+            r
+            for r in out
+            if r.kind not in _WHOLE_CLAUSE or not unbound_words(_segment(question, r.text), vocab, tables)
+        ]
     out += aggregations("", fields)
     out += current_sources(question)
     places = required_decimals(question)
@@ -557,6 +543,98 @@ def extract(
     if fields:
         out.append(Requirement(kind=Kind.OUTPUT, text="Report " + ", ".join(fields), fields=fields))
     return dedupe(out)
+
+
+# Requirements read from a phrase of the question are kept only when the clause segment holding
+# them parses whole (every word is a lexicon word, a column, a value, a table or a number): "the
+# clinic treats a patient as at risk when the BMI is at least 30" leaves "clinic", "treats",
+# "patient", "risk" unbound, so its bound is not made a requirement of every row (it abstains).
+_WHOLE_CLAUSE = {
+    Kind.COMPARISON,
+    Kind.SCOPE,
+    Kind.NOT_NULL,
+}  # row conditions: what a misread turns into a filter
+_SEGMENT_END = re.compile(r"[,;:()?!]|(?<!\d)\.(?=\s|$)|\bbut\b")
+_LEXICON_WORDS = (
+    frozenset(
+        w
+        for group in (
+            [p for c in LEXICON.comparators for p in c.phrases],
+            LEXICON.statistics,
+            LEXICON.descending,
+            LEXICON.ascending,
+            LEXICON.comparatives,
+            LEXICON.units,
+            LEXICON.arithmetic,
+            LEXICON.share_words,
+            LEXICON.group_markers,
+            LEXICON.presence,
+            LEXICON.year_spans,
+            LEXICON.scope_markers,
+        )
+        for phrase in group
+        for w in phrase.lower().split()
+    )
+    | LEXICON.function_words
+)
+_STEMS = re.compile(
+    rf"(?:{'|'.join([*LEXICON.exclusion, *LEXICON.restoration, *LEXICON.join_verbs])})", re.IGNORECASE
+)
+
+
+def _segment(text: str, part: str) -> str:
+    """The comma/colon/parenthesis-delimited segment of `text` that holds `part` (all of `text`
+    when `part` is not found verbatim)."""
+    at = text.find(part)
+    if at < 0:
+        return text
+    starts = [m.end() for m in _SEGMENT_END.finditer(text, 0, at)]
+    start = starts[-1] if starts else 0
+    end_match = _SEGMENT_END.search(text, at + len(part))
+    return text[start : end_match.start() if end_match else len(text)]
+
+
+def unbound_words(segment: str, vocab: Vocabulary, tables: list[str] | None = None) -> list[str]:
+    """Words of `segment` that bind to nothing: not a lexicon or function word, not a token of a
+    column, a word of a category value or a table name, not a number. Empty: the segment parses whole."""
+    columns = vocab.columns()  # every table the run has seen: a word may name a column read earlier
+    col_tokens = list(dict.fromkeys(t for c in columns for t in column_tokens(c)))
+    value_words = {w.lower() for v in vocab.all_values(tables) for w in re.findall(r"[A-Za-z]+", v)}
+    names = {t for name in [*(tables or []), *vocab.tables] for t in column_tokens(name)}
+    col_stems = {_stem(t) for t in col_tokens}
+    out: list[str] = []
+    after_value = False  # "male birds", "benign cases": a plural noun right after a value names the rows
+    text = re.sub(r"`[^`]*`", " ", segment)  # a name in backticks is the turn's own field or table
+    for token in re.findall(r"[A-Za-z][A-Za-z']*", text.replace("-", " ").replace("/", " ")):
+        low = token.lower().removesuffix("'s")
+        stem = _stem(low)
+        if (
+            low in _LEXICON_WORDS
+            or stem in _LEXICON_STEMS
+            or low in STOP
+            or low in value_words
+            or low in names
+            or stem in names
+            or _STEMS.fullmatch(low)
+            or stem in col_stems
+            or any(matches_token(t, stem) for t in col_tokens)
+            or (after_value and low.endswith("s"))
+        ):
+            after_value = low in value_words
+            continue
+        after_value = False
+        out.append(token)
+    return out
+
+
+def _stem(word: str) -> str:
+    """A crude stem, enough to see "rated" in `rating` and "keeping" in "keep"."""
+    low = word.lower()
+    for suffix in ("ations", "ation", "ings", "ing", "ies", "ied", "ed", "es", "s", "al", "ly"):
+        if low.endswith(suffix) and len(low) - len(suffix) >= 3 and not low.endswith("ss"):
+            low = low[: -len(suffix)]
+            break
+    return low[:-1] if len(low) > 3 and low[-1] == low[-2] else low  # "kept"/"keep", "gett" -> "get"
 
 
 def context_requirements(context: str) -> list[Requirement]:
@@ -582,9 +660,21 @@ def _is_year_bound(req: Requirement) -> bool:
     return req.subject == ["year"]
 
 
+_ARITHMETIC_BEFORE = re.compile(
+    rf"\b(?:{LEXICON.pattern(p for p in LEXICON.arithmetic if p.endswith(' by'))})$", re.IGNORECASE
+)
+
+
+_JOINING = re.compile(rf"\b(?:{'|'.join(LEXICON.join_verbs)})\b[^,;]*$", re.IGNORECASE)
+
+
 def groupings(clause: str) -> list[Requirement]:
     out = []
     for m in _GROUP.finditer(clause):
+        if _ARITHMETIC_BEFORE.search(clause[: m.start() + len(m.group(0).split()[0])]):
+            continue  # "flavanoids divided by total phenols": an operator between quantities, not a grouping
+        if m.group(0).lower().startswith("by") and _JOINING.search(clause[: m.start()]):
+            continue  # "join it to `monthly` by date": the join's key, not a grouping of the result
         keys = []
         for part in re.split(r"\s*(?:,|\band\b)\s*", m.group("keys")):
             words = [w for w in part.lower().split() if w]
@@ -658,7 +748,8 @@ def definition_term(question: str) -> str | None:
     for clause in clauses(question):
         m = _DEFINITION.search(re.sub(r"^.*?:\s*", "", clause.strip()) if ":" in clause else clause.strip())
         if m:
-            return (m.group("term") or m.group("term2") or m.group("term3") or "").lower() or None
+            term = m.group("term") or m.group("term2") or m.group("term3") or m.group("term4") or ""
+            return term.lower() or None
     return None
 
 
@@ -671,3 +762,6 @@ def dedupe(reqs: list[Requirement]) -> list[Requirement]:
             seen.add(key)
             out.append(r)
     return out
+
+
+_LEXICON_STEMS = frozenset(_stem(w) for w in _LEXICON_WORDS)

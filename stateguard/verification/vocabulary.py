@@ -17,6 +17,8 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from stateguard.artifacts.lexicon import LEXICON
+
 MAX_VALUES = 60
 UNITS = {
     "mm",
@@ -138,6 +140,10 @@ class Vocabulary(BaseModel):
         return out
 
 
+# Words a subject may carry that name no column: presence words and the statistics themselves.
+_IGNORABLE = {*LEXICON.presence, *LEXICON.statistics, "number", "count"}
+
+
 def column_tokens(name: str) -> list[str]:
     """`lifeExp` -> [life, exp]; `flipper_length_mm` -> [flipper, length, mm]."""
     spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " ").replace("-", " ")
@@ -153,6 +159,11 @@ def words(text: str) -> list[str]:
                     part[:-1] if len(part) > 3 and part.endswith("s") and not part.endswith("ss") else part
                 )
     return out
+
+
+def matches_token(column_token: str, word: str) -> bool:
+    """Does a (stemmed) task word name this token of a column name (prefix either way)?"""
+    return _matches(column_token, [word])
 
 
 def _matches(token: str, phrase: list[str], raw: list[str] | None = None) -> bool:
@@ -193,7 +204,14 @@ def resolve_column(subject: Iterable[str], columns: Iterable[str], partial: bool
     if full:
         best = max(s for s, _ in full)
         return [c for s, c in full if s == best]
-    return some if partial and len(some) == 1 else []
+    if not (partial and len(some) == 1):
+        return []
+    # A column that covers only part of the subject binds only when the subject says nothing the
+    # column does not: every content word of the subject names a token of the column ("recorded
+    # mass" -> body_mass_g). "the age gap" is not `age`: a word left unbound makes the parse partial.
+    tokens = [t for t in column_tokens(some[0]) if not t.isdigit()]
+    unbound = [w for w in phrase if w not in _IGNORABLE and not _matches(w, tokens)]
+    return [] if unbound else some
 
 
 def vocabulary_probe(names: list[str], connection: str | None) -> str:
@@ -225,6 +243,8 @@ for _n in _names:
     try:
         if hasattr(_v, "columns") and hasattr(_v, "dtypes"):
             _out[_n.lower()] = _desc(_v)
+        elif hasattr(_v, "to_frame") and hasattr(_v, "index") and getattr(_v.index, "name", None):
+            _out[_n.lower()] = _desc(_v.reset_index())  # a grouped Series: its key column and its values
         elif {connection!r} and {connection!r} in globals():
             _con = globals()[{connection!r}]
             _kinds = _con.execute("SELECT column_name, data_type FROM information_schema.columns WHERE lower(table_name) = ?", [_n.lower()]).fetchall()

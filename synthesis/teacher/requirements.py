@@ -20,14 +20,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from stateguard.artifacts.lexicon import LEXICON
+
 __all__ = ["requirements"]
 
 _FIELD = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)`")
 _REPORT = re.compile(r"\breport\b(.*)", re.DOTALL | re.IGNORECASE)
 # A stated comparison with a number: "at least 3550 g", "below 40", "more than 12 birds"
+_WORDED = [p for p in LEXICON.comparator_phrases(temporal=False) if p[0].isalpha()]
 _COMPARE = re.compile(
-    r"((?:[A-Za-z-]+ ){0,4}(?:at least|at most|more than|less than|fewer than|below|above|over|under|"
-    r"exceeds?|exceeding|greater than|smaller than|up to)\s+-?\d[\d,]*(?:\.\d+)?(?:\s*(?:%|[A-Za-z]+))?)"
+    rf"((?:[A-Za-z-]+ ){{0,4}}(?:{LEXICON.pattern([*_WORDED, 'exceed'])})\s+-?\d[\d,]*(?:\.\d+)?(?:\s*(?:%|[A-Za-z]+))?)"
 )
 # A stated scope: "for female penguins", "on Dream island", "in the Americas"
 _SCOPE = re.compile(

@@ -10,8 +10,9 @@ reference code and every fault variant checked to take effect. The folder is reb
 sources change (`dev_manifest.json` keeps their hash). Scoring is the deterministic field judge;
 the flow is LongDS's (turn-aligned, 40 steps per turn). Each task declares its split: `dev` (what
 the manager's checks were calibrated on), `heldout` (never used while tuning), `fresh` (semantic
-counterfactuals only), `fresh2` (four long tasks written for the first look of issues 28/29) or
-`fresh3` (three more, written later the same way);
+counterfactuals only), `fresh2` (four long tasks written for the first look of issues 28/29),
+`fresh3` (three more, written later the same way), `fresh4` (three more for issue 29, written
+without reading the checks) or `fresh5` (three more, written after `fresh4` the same way);
 the detection report shows them apart.
 """
 
@@ -28,7 +29,7 @@ from eval.benchmarks.longds.bench import LongDSBench
 
 __all__ = ["DevBench", "ensure_built"]
 
-SPLITS = ("dev", "heldout", "fresh", "fresh2", "fresh3", "all")
+SPLITS = ("dev", "heldout", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "all")
 
 
 def ensure_built(root: Path) -> dict[str, Any]:

@@ -8,7 +8,8 @@ plus the fault variants). Building writes, per task,
     <out>/task/longds/<domain>/<dataset>/taskN/task.json     turns + reference code + answers (hidden)
     <out>/task/longds/<domain>/<dataset>/taskN/faults.json   the declared fault variants (hidden)
     <out>/data/longds/<domain>/<dataset>/taskN/data/<file>   the data, copied from its PyPI package
-                                                             (vega_datasets, or scikit-learn's bundled tables)
+                                                             (vega_datasets, scikit-learn's bundled tables
+                                                             or matplotlib's sample data)
 
 and `<out>/dev_manifest.json` (source hash, splits). Answers come from running the reference code
 with the scripted worker in an in-process workspace (the last JSON each turn prints). Then every
@@ -19,6 +20,7 @@ turn's answer, or the build fails naming the variant -- a fault nobody can see m
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import shutil
 import sys
@@ -58,11 +60,12 @@ class DevTaskSource(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: str = Field(description="<domain>/<dataset>/taskN, its place in the LongDS layout.")
     split: str = Field(
-        description="dev (tuned on), or heldout / fresh / fresh2 / fresh3 (looked at only when reporting)."
+        description="dev (tuned on), or heldout / fresh / fresh2 / fresh3 / fresh4 / fresh5 (looked at only when reporting)."
     )
     data: dict[str, str] = Field(
-        description="file name in data/ -> file of the vega_datasets package, or `sklearn:<file>` for a "
-        "table bundled in scikit-learn's sklearn/datasets/data."
+        description="file name in data/ -> file of the vega_datasets package, `sklearn:<file>` for a "
+        "table bundled in scikit-learn's sklearn/datasets/data, or `matplotlib:<file>` for one of "
+        "matplotlib's mpl-data/sample_data files."
     )
     context: str = Field(description="Task-wide context, shown with turn 1.")
     turns: list[SourceTurn]
@@ -104,12 +107,29 @@ def _package_data() -> Path:
 
 
 SKLEARN_PREFIX = "sklearn:"
+MATPLOTLIB_PREFIX = "matplotlib:"
+
+
+def _matplotlib_sample(name: str) -> Path:
+    # Found without importing matplotlib: the build needs one CSV file, not a plotting backend.
+    spec = importlib.util.find_spec("matplotlib")
+    if spec is None or spec.origin is None:
+        raise RuntimeError("a `matplotlib:` data entry needs matplotlib: pip install 'matplotlib==3.11.2'")
+    path = Path(spec.origin).parent / "mpl-data" / "sample_data" / name
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"matplotlib:{name}: matplotlib ships no such sample file in {path.parent} "
+            "(name one of the files there, e.g. matplotlib:Stocks.csv)"
+        )
+    return path
 
 
 def data_file(spec: str, package: Path) -> Path:
     """The packaged file a task's `data:` entry names: vega_datasets' by default, scikit-learn's
-    bundled tables with the `sklearn:` prefix (both are pinned dependencies, so the data is the same
-    everywhere the set is built)."""
+    bundled tables with the `sklearn:` prefix, matplotlib's sample data with `matplotlib:` (all
+    pinned dependencies, so the data is the same everywhere the set is built)."""
+    if spec.startswith(MATPLOTLIB_PREFIX):
+        return _matplotlib_sample(spec[len(MATPLOTLIB_PREFIX) :])
     if not spec.startswith(SKLEARN_PREFIX):
         return package / spec
     import sklearn.datasets

@@ -22,7 +22,15 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
     assert len(sources) >= 10 and all(len(s.turns) >= 12 for s in sources)
     assert len({f for s in sources for f in s.data.values()}) >= 3
     assert any("duckdb" in t.code for s in sources for t in s.turns)  # at least one task in SQL
-    assert {s.split for s in everything} == {"dev", "heldout", "fresh", "fresh2", "fresh3"}
+    assert {s.split for s in everything} == {
+        "dev",
+        "heldout",
+        "fresh",
+        "fresh2",
+        "fresh3",
+        "fresh4",
+        "fresh5",
+    }
     for source in everything:
         labels = {f.label for faults in source.faults.values() for f in faults}
         if source.split == "fresh":  # the semantic held-out split: shorter, counterfactuals only
@@ -37,6 +45,8 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
         ):  # several stale turns each; the semantic kinds spread over the split
             stale = [f for faults in source.faults.values() for f in faults if f.kind == "stale"]
             assert len(stale) >= 3 and {"stale", "precision", "exec_error"} <= labels
+        elif source.split in ("fresh4", "fresh5"):  # one of each other kind; semantic kinds over the split
+            assert {"stale", "precision", "exec_error"} <= labels
         else:
             assert labels == KINDS, f"{source.id}: missing kinds {sorted(KINDS - labels)}"
         assert all(len(faults) == 1 for faults in source.faults.values())  # single-fault variants
@@ -85,12 +95,60 @@ def test_the_fresh3_split_has_three_long_tasks_in_both_languages_on_new_data() -
     }
 
 
+def _semantic_counts(split: str) -> dict[str, int]:
+    semantic = [
+        f.semantic
+        for s in load_sources()
+        if s.split == split
+        for faults in s.faults.values()
+        for f in faults
+        if f.semantic
+    ]
+    return {k: semantic.count(k) for k in SEMANTIC_KINDS if k not in ("other", "category_scope")}
+
+
+@pytest.mark.parametrize("split", ["fresh4", "fresh5"])
+def test_the_fresh4_and_fresh5_splits_have_long_tasks_on_new_tables_and_each_semantic_kind_four_times(
+    split: str,
+) -> None:
+    everything = load_sources()
+    tasks = [s for s in everything if s.split == split]
+    assert len(tasks) == 3 and all(10 <= len(s.turns) <= 12 for s in tasks)
+    assert sum("duckdb" in s.turns[0].code for s in tasks) >= 1
+    assert sum("duckdb" not in s.turns[0].code for s in tasks) >= 1  # pandas
+    assert any("print_result" in t.code for s in tasks for t in s.turns)
+    older = {f for s in everything if s.split != split for f in s.data.values()}
+    assert not older & {f for s in tasks for f in s.data.values()}  # tables no other split uses
+    for source in tasks:
+        kinds = [f.kind for faults in source.faults.values() for f in faults]
+        assert [kinds.count(k) for k in ("stale", "precision", "exec_error")] == [1, 1, 1], source.id
+        assert any("(revises" in t.code for t in source.turns), source.id  # a definition update
+        assert any("(rolls back" in t.code for t in source.turns), source.id  # and its rollback
+    counts = _semantic_counts(split)
+    assert min(counts.values()) >= 4 and sum(counts.values()) >= 28, counts
+
+
+def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    manifest = build(tmp_path, only={"medicine/diabetes/task1"})
+    turns = json.loads((tmp_path / "task/longds/medicine/diabetes/task1/task.json").read_text())
+    assert len(turns) == 12 and manifest["splits"] == {"medicine__diabetes__task1": "fresh4"}
+    assert turns[0]["answer"]["n_by_sex"] == {"1": 235, "2": 207}  # both files read, in file order
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_at_risk_now": 143, "n_at_risk_bmi_only": 99}
+    assert (tmp_path / "data/longds/medicine/diabetes/task1/data/diabetes_target.csv.gz").is_file()
+
+
 def test_a_data_entry_names_a_vega_file_or_a_table_scikit_learn_bundles(tmp_path: Path) -> None:
     assert data_file("cars.json", tmp_path) == tmp_path / "cars.json"
     wine = data_file("sklearn:wine_data.csv", tmp_path)
     assert wine.is_file() and wine.parent.name == "data" and wine.read_text().startswith("178,13,")
     with pytest.raises(FileNotFoundError, match="bundles no such file"):
         data_file("sklearn:no_such_table.csv", tmp_path)
+    stocks = data_file("matplotlib:Stocks.csv", tmp_path)
+    assert stocks.parent.name == "sample_data" and stocks.read_text().splitlines()[1].startswith(
+        "Date,IBM,AAPL"
+    )
+    with pytest.raises(FileNotFoundError, match="ships no such sample file"):
+        data_file("matplotlib:no_such_table.csv", tmp_path)
 
 
 def test_building_a_task_checks_that_every_fault_changes_its_turn(tmp_path: Path) -> None:

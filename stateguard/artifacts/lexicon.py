@@ -1,0 +1,538 @@
+"""The words of the question language, as data: one table that every reader of task text uses.
+
+Requirement extraction (`stateguard.verification.extract`), the rules manager's stated cut-offs
+(`stateguard.policies.checks`), the hierarchical manager's routing, the teacher's constraints
+(`synthesis.teacher.requirements`) and the screening of interventions (`stateguard.artifacts.mistakes`)
+all read their comparators, directions, statistics, units and scope words from here, so a new
+phrasing is one entry in one place and every reader sees it.
+
+    LEXICON.ops_of("at least")                     # ('>=',)
+    LEXICON.pattern(LEXICON.comparator_phrases())  # 'no fewer than|no less than|...' longest first
+    LEXICON.statistic("average")                   # 'mean'
+
+Only words live here; how a clause is parsed with them is the parser's business. A word that is in
+no category is a content word: it must bind to a column, a value or a number, or the parse abstains.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+Op = Literal[">", ">=", "<", "<=", "==", "!="]
+Position = Literal["prefix", "postfix"]
+
+
+class Comparator(BaseModel):
+    """Words that state a bound: `at least 3`, `3 or more`, `before 2010`."""
+
+    model_config = ConfigDict(frozen=True)
+    phrases: tuple[str, ...]
+    op: Op
+    position: Position = "prefix"
+    temporal: bool = False  # bounds on time when the number is a year ("before 2010", "over 2015")
+    core: bool = False  # the plain comparators every reader knows (the rules manager's stated cut-offs)
+
+
+class Lexicon(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    comparators: tuple[Comparator, ...]
+    statistics: dict[str, str]  # word -> requirement function (mean, median, sum, ...)
+    comparatives: tuple[str, ...]  # bare comparative words ("greater", "exceed") that point a direction
+    descending: tuple[str, ...]  # ranking words that put the largest first
+    ascending: tuple[str, ...]
+    exclusion: tuple[str, ...]  # words (regex stems) that leave named values out
+    scope_markers: tuple[str, ...]  # words that restrict a turn to some rows
+    units: tuple[str, ...]  # a unit or multiplier after a number names no attribute
+    arithmetic: tuple[str, ...]  # "divided by", "times": an operator between quantities, not a grouping
+    share_words: tuple[str, ...]
+    group_markers: tuple[str, ...]
+    join_verbs: tuple[str, ...]  # regex stems: "join X to Y by date" names a join key, not a grouping
+    presence: tuple[str, ...]  # "recorded", "known": a value that must be present
+    year_spans: tuple[str, ...]  # "over 2015", "during 2015": that year, not a bound
+    restoration: tuple[str, ...]  # "bring X back", "restore X": X returns; the turn is not limited to X
+    function_words: frozenset[str]  # words that carry no content of their own (question words, verbs
+    # of analysis, determiners): a clause of only these, lexicon words, columns, values and numbers parses whole
+
+    # -- lookups --------------------------------------------------------------------------------
+    def comparator_phrases(
+        self,
+        *,
+        op: str | None = None,
+        position: Position = "prefix",
+        temporal: bool | None = None,
+        core: bool | None = None,
+    ) -> list[str]:
+        """Phrases of the comparators that match every given filter (None: either)."""
+        out: list[str] = []
+        for c in self.comparators:
+            if c.position != position or (op is not None and c.op != op):
+                continue
+            if temporal is not None and c.temporal != temporal:
+                continue
+            if core is not None and c.core != core:
+                continue
+            out += [p for p in c.phrases if p not in out]
+        return out
+
+    def ops_of(self, phrase: str, position: Position = "prefix") -> tuple[str, ...]:
+        """The ops a comparator phrase can state (one, unless the lexicon is ambiguous)."""
+        low = " ".join(phrase.lower().split())
+        return tuple(
+            dict.fromkeys(c.op for c in self.comparators if c.position == position and low in c.phrases)
+        )
+
+    def is_temporal(self, phrase: str) -> bool:
+        low = " ".join(phrase.lower().split())
+        return any(c.temporal and low in c.phrases for c in self.comparators)
+
+    def statistic(self, word: str) -> str | None:
+        return self.statistics.get(" ".join(word.lower().split()))
+
+    def direction_words(self) -> list[str]:
+        """Every word that states the direction of a bound: comparators (prefix, not temporal, and
+        postfix) and bare comparatives."""
+        words = self.comparator_phrases(temporal=False) + self.comparator_phrases(position="postfix")
+        return [w for w in [*words, *self.comparatives] if re.search(r"[a-z]", w)]
+
+    @staticmethod
+    def pattern(phrases: Iterable[str]) -> str:
+        """A regex alternation of `phrases`, longest first (so "at least" wins over "least");
+        spaces match any whitespace."""
+        ordered = sorted(dict.fromkeys(phrases), key=lambda p: (-len(p), p))
+        return "|".join(re.escape(p).replace(r"\ ", r"\s+") for p in ordered)
+
+
+def _c(op: str, *phrases: str, position: Position = "prefix", temporal: bool = False, core: bool = False):
+    return Comparator(phrases=phrases, op=op, position=position, temporal=temporal, core=core)  # type: ignore[arg-type]
+
+
+LEXICON = Lexicon(
+    comparators=(
+        _c(">=", "at least", core=True),
+        _c(">=", "no less than", "not less than", "no fewer than", "a minimum of", "minimum of"),
+        _c(">=", ">=", "≥", core=True),
+        _c("<=", "at most", core=True),
+        _c("<=", "no more than", "not more than", "up to", "a maximum of", "maximum of"),
+        _c("<=", "<=", "≤", core=True),
+        _c(">", "more than", "greater than", "above", core=True),
+        _c(">", "higher than", "larger than", "longer than", "heavier than", "older than", "over"),
+        _c(">", "exceeding", "exceeds"),
+        _c(">", ">", core=True),
+        _c(">", "after", "later than", temporal=True),
+        _c("<", "less than", "fewer than", "below", core=True),
+        _c("<", "lower than", "smaller than", "shorter than", "lighter than", "younger than", "under"),
+        _c("<", "<", core=True),
+        _c("<", "before", "earlier than", temporal=True),
+        _c(">=", "or more", "or higher", "or greater", "or above", "or over", position="postfix"),
+        _c("<=", "or less", "or fewer", "or lower", "or below", "or under", position="postfix"),
+    ),
+    statistics={
+        "mean": "mean",
+        "average": "mean",
+        "avg": "mean",
+        "median": "median",
+        "total": "sum",
+        "sum of": "sum",
+        "sum": "sum",
+    },
+    comparatives=("greater", "smaller", "higher", "lower", "larger", "exceed"),
+    descending=("largest", "highest", "most", "biggest", "greatest", "fastest", "top"),
+    ascending=("smallest", "lowest", "fewest", "least", "slowest"),
+    exclusion=(
+        r"exclud\w*",
+        "except",
+        "other than",
+        "not",
+        "without",
+        r"drop\w*",
+        r"remov\w*",
+        r"ignor\w*",
+        r"leav\w* out",
+        r"discard\w*",
+        "besides",
+        "apart from",
+        "unless",
+    ),
+    scope_markers=("only", "among", "within", "whose", "where", "limited to", "restricted to"),
+    units=(
+        "mm",
+        "cm",
+        "m",
+        "km",
+        "g",
+        "kg",
+        "lb",
+        "lbs",
+        "min",
+        "mins",
+        "s",
+        "sec",
+        "h",
+        "hr",
+        "pct",
+        "usd",
+        "mph",
+        "mile",
+        "miles",
+        "kilometres",
+        "kilometers",
+        "metres",
+        "meters",
+        "minute",
+        "minutes",
+        "hour",
+        "hours",
+        "second",
+        "seconds",
+        "percent",
+        "point",
+        "points",
+        "degree",
+        "degrees",
+        "dollar",
+        "dollars",
+        "inch",
+        "inches",
+        "pound",
+        "pounds",
+        "gram",
+        "grams",
+        "thousand",
+        "thousands",
+        "million",
+        "millions",
+        "billion",
+        "billions",
+        "times",
+        "bushels",
+    ),
+    arithmetic=("divided by", "multiplied by", "times", "minus", "plus", "over", "relative to"),
+    share_words=("share", "proportion", "percentage", "fraction"),
+    group_markers=("per", "for each", "for every", "each", "by"),
+    join_verbs=(r"join\w*", r"merg\w*", r"match\w*", r"link\w*", r"attach\w*"),
+    presence=("recorded", "known", "non-missing", "non-null", "measured", "measurement"),
+    year_spans=("over", "across", "during", "throughout"),
+    restoration=(r"restor\w*", r"re-?includ\w*", r"re-?add\w*", r"bring\w*", r"back"),
+    function_words=frozenset(
+        [
+            "a",
+            "an",
+            "the",
+            "of",
+            "in",
+            "on",
+            "at",
+            "to",
+            "for",
+            "by",
+            "with",
+            "from",
+            "and",
+            "or",
+            "but",
+            "nor",
+            "as",
+            "than",
+            "that",
+            "this",
+            "these",
+            "those",
+            "it",
+            "its",
+            "them",
+            "they",
+            "their",
+            "there",
+            "here",
+            "then",
+            "so",
+            "if",
+            "when",
+            "whose",
+            "which",
+            "who",
+            "whom",
+            "what",
+            "where",
+            "how",
+            "many",
+            "much",
+            "is",
+            "are",
+            "was",
+            "were",
+            "be",
+            "been",
+            "being",
+            "do",
+            "does",
+            "did",
+            "have",
+            "has",
+            "had",
+            "having",
+            "can",
+            "could",
+            "should",
+            "would",
+            "will",
+            "may",
+            "must",
+            "might",
+            "also",
+            "again",
+            "still",
+            "now",
+            "yet",
+            "already",
+            "just",
+            "ever",
+            "never",
+            "very",
+            "same",
+            "other",
+            "others",
+            "another",
+            "both",
+            "either",
+            "neither",
+            "all",
+            "any",
+            "some",
+            "each",
+            "every",
+            "no",
+            "none",
+            "such",
+            "own",
+            "one",
+            "ones",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "first",
+            "second",
+            "third",
+            "last",
+            "next",
+            "previous",
+            "earlier",
+            "later",
+            "give",
+            "gives",
+            "report",
+            "reports",
+            "compute",
+            "computes",
+            "calculate",
+            "count",
+            "counts",
+            "list",
+            "lists",
+            "show",
+            "shows",
+            "find",
+            "finds",
+            "keep",
+            "keeps",
+            "kept",
+            "make",
+            "makes",
+            "made",
+            "take",
+            "use",
+            "uses",
+            "used",
+            "look",
+            "looks",
+            "tell",
+            "put",
+            "create",
+            "load",
+            "store",
+            "save",
+            "build",
+            "rebuild",
+            "redo",
+            "recompute",
+            "return",
+            "returns",
+            "get",
+            "gives",
+            "give",
+            "answer",
+            "state",
+            "table",
+            "tables",
+            "frame",
+            "frames",
+            "column",
+            "columns",
+            "row",
+            "rows",
+            "value",
+            "values",
+            "number",
+            "numbers",
+            "amount",
+            "total",
+            "totals",
+            "result",
+            "results",
+            "figure",
+            "figures",
+            "overall",
+            "whole",
+            "entire",
+            "together",
+            "alongside",
+            "along",
+            "into",
+            "onto",
+            "out",
+            "up",
+            "down",
+            "off",
+            "about",
+            "across",
+            "per",
+            "via",
+            "under",
+            "over",
+            "between",
+            "among",
+            "within",
+            "without",
+            "rounded",
+            "round",
+            "decimal",
+            "decimals",
+            "places",
+            "place",
+            "digit",
+            "digits",
+            "percent",
+            "percentage",
+            "share",
+            "fraction",
+            "proportion",
+            "rate",
+            "ratio",
+            "mean",
+            "average",
+            "median",
+            "sum",
+            "min",
+            "max",
+            "minimum",
+            "maximum",
+            "highest",
+            "lowest",
+            "largest",
+            "smallest",
+            "most",
+            "least",
+            "top",
+            "bottom",
+            "new",
+            "current",
+            "currently",
+            "original",
+            "now",
+            "previously",
+            "definition",
+            "rule",
+            "rules",
+            "flag",
+            "flagged",
+            "turn",
+            "task",
+            "step",
+            "answer",
+            "question",
+            "call",
+            "called",
+            "define",
+            "defined",
+            "means",
+            "mean",
+            "counts",
+            "treat",
+            "treats",
+            "treated",
+            "consider",
+            "considered",
+            "label",
+            "labelled",
+            "labeled",
+            "true",
+            "false",
+            "yes",
+            "no",
+            "year",
+            "years",
+            "month",
+            "months",
+            "day",
+            "days",
+            "week",
+            "weeks",
+            "date",
+            "dates",
+            "daily",
+            "weekly",
+            "monthly",
+            "yearly",
+            "annual",
+            "quarter",
+            "period",
+            "time",
+            "times",
+            "gain",
+            "gains",
+            "gained",
+            "rise",
+            "rises",
+            "rose",
+            "fall",
+            "falls",
+            "fell",
+            "increase",
+            "increases",
+            "decrease",
+            "decreases",
+            "grow",
+            "grows",
+            "grew",
+            "change",
+            "changes",
+            "changed",
+            "keeping",
+            "matching",
+            "matched",
+            "match",
+            "join",
+            "joined",
+            "combined",
+            "combine",
+            "group",
+            "groups",
+            "grouped",
+            "break",
+            "broken",
+            "down",
+            "side",
+        ]
+    ),
+)
