@@ -104,7 +104,7 @@ def _semantic_counts(split: str) -> dict[str, int]:
         for f in faults
         if f.semantic
     ]
-    return {k: semantic.count(k) for k in SEMANTIC_KINDS if k not in ("other", "category_scope")}
+    return {k: semantic.count(k) for k in semantic_kinds() if k not in ("other", "category_scope")}
 
 
 @pytest.mark.parametrize("split", ["fresh4", "fresh5"])
