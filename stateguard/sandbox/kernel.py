@@ -154,7 +154,8 @@ class Kernel:
     # --- cells ------------------------------------------------------------------------------
     def run(self, request: dict[str, Any]) -> dict[str, Any]:
         self._listing = None  # the cell may change any value
-        _reap()  # children the parent killed after the last cell must not hold process slots
+        if request.get("reap"):
+            _reap()  # children the parent killed after the last cell must not hold process slots
         code = str(request["code"])
         self.flow.check_values = bool(request.get("check_values", True))
         out, err = BoundedText(self.max_output), BoundedText(self.max_output)
@@ -185,6 +186,9 @@ class Kernel:
         hashes = self._hashes(facts.roots_written()) if request.get("hashes") else {}
         return {
             "hashes": hashes,
+            # The kernel's threads (procfs: a task dir's link count is 2 + threads); the parent counts
+            # the sandbox's processes against it.
+            "tasks": os.stat("/proc/self/task").st_nlink - 2,
             "ok": error is None,
             "stdout": out.getvalue(),
             "stderr": err.getvalue(),

@@ -204,6 +204,7 @@ class KernelProcess:
         )
         self.sandbox_pid: int | None = None  # bwrap: host pid of the sandbox's pid 1
         self._kernel_pid: int | None = None
+        self.reap = False  # ask the kernel to reap ended children before the next cell
         self._closed = False
         self._exit_note: str | None = None
         self._pending: FrameReader | None = None  # the reply pipe of a request whose blob is still to come
@@ -329,8 +330,15 @@ class KernelProcess:
         found = found or list(_descendants(self._tree_root(), include_root=False))
         return [p for p in found if p not in keep and not _zombie(p)]
 
-    def end_cell(self) -> list[str]:
-        """Kill every process a cell left behind (its CPU budget ended with it); notes naming them."""
+    def end_cell(self, kernel_tasks: int = 0) -> list[str]:
+        """Kill every process a cell left behind (its CPU budget ended with it); notes naming them.
+        With a cgroup, one counter read says whether there is anything beyond the sandbox's pid 1
+        and the kernel's `kernel_tasks` threads (the common case costs about 3 us)."""
+        if self.envelope is not None and kernel_tasks > 0:
+            count = self.envelope.count()
+            if count is not None and count <= kernel_tasks + (self.sandbox_pid is not None):
+                return []
+        self.reap = True  # the next cell first reaps what ended (a zombie holds a process slot)
         killed: list[str] = []
         done: set[int] = set()
         for _ in range(5):  # a process may start another while we kill: a few rounds
@@ -347,6 +355,9 @@ class KernelProcess:
                     killed.append(f"{name or '?'} (pid {pid})")
         if not killed:
             return []
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline and not all(_zombie(p) for p in done):
+            time.sleep(0.002)  # SIGKILL is delivered asynchronously: let them end before the next cell reaps
         return [
             "sandbox: killed process(es) the cell left running (a cell's processes end with it): "
             + ", ".join(killed[:10])

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import shutil
 import stat
 from pathlib import Path
@@ -266,7 +265,7 @@ def _host_stamp(info: os.stat_result | None) -> tuple[int, ...]:
 def _create_temp(dir_fd: int) -> tuple[str, int]:
     """A new file in dir_fd under a random short name (O_EXCL: never an existing entry or link)."""
     for _ in range(16):
-        name = TEMP_PREFIX + secrets.token_hex(8)
+        name = TEMP_PREFIX + os.urandom(8).hex()
         try:
             return name, os.open(name, _TEMP_FLAGS, 0o644, dir_fd=dir_fd)
         except FileExistsError:
