@@ -112,7 +112,7 @@ class Mirror:
         self._bytes = 0
         self._links: dict[tuple[int, int], str] = {}
         copied: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {}
-        self._next_listings: dict[str, tuple[tuple[int, int, int], dict[str, os.stat_result]]] = {}
+        self._next_listings = {}
         try:
             host_fd = os.open(self.host, _HOST_DIR_FLAGS)
         except FileNotFoundError:
