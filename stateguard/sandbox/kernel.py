@@ -186,9 +186,6 @@ class Kernel:
         hashes = self._hashes(facts.roots_written()) if request.get("hashes") else {}
         return {
             "hashes": hashes,
-            # The kernel's threads (procfs: a task dir's link count is 2 + threads); the parent counts
-            # the sandbox's processes against it.
-            "tasks": os.stat("/proc/self/task").st_nlink - 2,
             "ok": error is None,
             "stdout": out.getvalue(),
             "stderr": err.getvalue(),

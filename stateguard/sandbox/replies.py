@@ -48,7 +48,6 @@ class RunReply(_Reply):
     names: list[str] = []
     threads: dict[str, list[str]] = {}
     hashes: dict[str, str] = {}  # content hashes of the data values the cell wrote (replay on)
-    tasks: int = Field(default=0, ge=0)  # the kernel's own threads after the cell (0: unknown)
 
     @model_validator(mode="after")
     def _paths_are_not_empty(self) -> RunReply:

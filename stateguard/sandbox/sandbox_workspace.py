@@ -360,7 +360,7 @@ class SandboxWorkspace:
             self._names = reply.names
             self._record_hashes(reply.names, reply.hashes)
             self.history.cell(code, reply)
-            notes += self.kernel.end_cell(reply.tasks) + self._sync_scratch() + _thread_notes(reply.threads)
+            notes += self.kernel.end_cell() + self._sync_scratch() + _thread_notes(reply.threads)
             stale = self.dataflow.apply(cell_id, reply.flow)
             reads, writes = cell_names(code, reply.flow)
             cap = self.limits.max_output_chars + 200
