@@ -154,7 +154,8 @@ class Kernel:
     # --- cells ------------------------------------------------------------------------------
     def run(self, request: dict[str, Any]) -> dict[str, Any]:
         self._listing = None  # the cell may change any value
-        _reap()  # children the parent killed after the last cell must not hold process slots
+        if request.get("reap"):
+            _reap()  # children the parent killed after the last cell must not hold process slots
         code = str(request["code"])
         self.flow.check_values = bool(request.get("check_values", True))
         out, err = BoundedText(self.max_output), BoundedText(self.max_output)

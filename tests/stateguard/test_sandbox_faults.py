@@ -463,3 +463,35 @@ def test_network_under_bwrap_is_refused_when_the_limits_are_read(tmp_path: Path)
         SandboxWorkspace(None, tmp_path / "s", tmp_path / "c", LIMITS.model_copy(update={"network": True}))
     assert not (tmp_path / "s").exists()
     SandboxLimits(network=True, isolation="process")  # the documented opt-in
+
+
+def test_a_turn_that_prints_a_lone_surrogate_does_not_crash_either_arm(tmp_path: Path) -> None:
+    """End to end (issue 31: both arms' rollouts crashed, exit 1): turn 1 prints one and answers one."""
+    from stateguard.flows import LONGDS
+    from stateguard.policies.rules import RulesManager
+    from stateguard.rollout import rollout
+    from stateguard.task import load_task
+    from stateguard.workers import FaultModel, ScriptedWorker
+
+    root = Path(__file__).resolve().parents[2]
+    task = load_task(root / "eval" / "benchmarks" / "demo" / "six_turn")
+    first = task.turns[0]
+    code = "print('caf\\udce9')\n" + first.code.replace(
+        '"n_orders": int(len(sales))', '"n_orders": "caf\\udce9"'
+    )
+    assert code != first.code
+    turns = [first.model_copy(update={"code": code})]
+    task = task.model_copy(update={"turns": turns + list(task.turns[1:])})
+    for arm, manager in (("baseline", None), ("stateguard", RulesManager())):
+        result = rollout(
+            task,
+            ScriptedWorker(FaultModel(faults=[]), reference=task),
+            DictWorkspace(),
+            flow=LONGDS,
+            manager=manager,
+            run_dir=tmp_path / arm,
+        )
+        assert result.answers[1]["n_orders"] == "caf\\udce9", result.answers[1]
+        json.loads((tmp_path / arm / "result.json").read_text())
+        events = read_trace(tmp_path / arm / "trace.jsonl")
+        assert any("caf\\\\udce9" in e.model_dump_json() for e in events)  # the escape, JSON-encoded
