@@ -366,9 +366,12 @@ class KernelProcess:
                     killed.append(f"{name or '?'} (pid {pid})")
         if not killed:
             return []
-        deadline = time.monotonic() + 1.0
+        # SIGKILL is delivered asynchronously: let them end before the next cell reaps. A killed process
+        # must still be scheduled to exit, which on a loaded machine can take far longer than usual;
+        # the bound is the grace period (the loop ends as soon as all are zombies, a few ms here).
+        deadline = time.monotonic() + max(1.0, self.limits.grace_seconds)
         while time.monotonic() < deadline and not all(_zombie(p) for p in done):
-            time.sleep(0.002)  # SIGKILL is delivered asynchronously: let them end before the next cell reaps
+            time.sleep(0.002)
         return [
             "sandbox: killed process(es) the cell left running (a cell's processes end with it): "
             + ", ".join(killed[:10])
@@ -502,6 +505,12 @@ class KernelProcess:
             how = f"it was killed by signal {signal.Signals(code - 128).name}"  # bwrap reports 128 + signal
         else:
             how = f"it exited with status {code}"
+        oom = self.envelope.oom_kills() if self.envelope is not None and "SIGKILL" in how else 0
+        if oom:  # say who sent the SIGKILL: the death is the memory limit, not a crash
+            how += (
+                f" (the envelope's OOM killer has ended {oom} process(es) of the tree so far: "
+                f"together they reached memory_mb={self.limits.memory_mb} MiB)"
+            )
         self.log.wait(0.5)  # a dying kernel's last words (faulthandler) are still in the pipe
         tail = self.log.tail()
         return f"the sandbox process (pid {self.pid}) died: {how}" + (
