@@ -5,7 +5,8 @@ bubblewrap sandbox of `isolation.py`, or as a plain child with isolation="proces
 cwd = scratch dir and a minimal environment. Like a notebook kernel it answers requests one at
 a time: run a cell, read/list/delete variables, dump or load a checkpoint, run a probe in a
 fork. Requests arrive on a socket, each with its own reply pipe (`protocol.py`), so a cell's
-prints cannot corrupt them and a cell's writes cannot reach a later reply.
+prints cannot corrupt them and stray writes cannot reach a later reply. (A cell that rewrites
+this module's objects can still make later replies lie; docs/design_workspace.md states it.)
 
 Start-up order matters: pandas/numpy/cloudpickle are imported (by the modules below) BEFORE the
 memory cap and the audit hook, so that their import-time file use is not refused. Every fd the
