@@ -415,8 +415,8 @@ def small(tmp_path: Path):
 
 
 # Four children that each hold 300 MiB and then say so with a file; the cell waits until every
-# child has either said so or ended (a fixed sleep was too short on a loaded machine: no child
-# had its memory yet, no OOM kill had happened, and the test failed).
+# child has either said so or ended. (A fixed 6 s sleep could end, on a loaded machine, before any
+# child had its memory: then no OOM kill had happened yet and the test failed for the load.)
 SPREAD = SPAWN + (
     'child = \'import os, time; x = b"x" * (300 << 20); open(f"ready-{os.getpid()}", "w").close(); time.sleep(120)\'\n'
     "pids = [spawn(child) for _ in range(4)]\nended = {}\ndeadline = time.monotonic() + 100\n"
