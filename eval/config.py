@@ -230,17 +230,44 @@ def known_top_level_keys() -> frozenset[str]:
     return (frozenset(declared) | frozenset(EvalConfig.model_fields)) - {"hydra", "defaults"}
 
 
+@functools.cache
+def known_bench_keys(name: str) -> frozenset[str]:
+    """The options configs/bench/<name>.yaml declares (docs/extending.md: a benchmark's options live
+    there). A key beyond them came from a `+bench.<key>=value` override that `load` never reads."""
+    preset = _EVAL_YAML.parent / "bench" / f"{name}.yaml"
+    declared = yaml.safe_load(preset.read_text(encoding="utf-8")) if preset.is_file() else None
+    return frozenset(declared or {}) | {"name"}
+
+
+def _unknown_keys(plain: dict[str, Any]) -> str | None:
+    """What is wrong with the keys (not the values) of a composed config, or None."""
+    unknown = sorted(set(plain) - known_top_level_keys())
+    if unknown:
+        return (
+            f"unknown config key(s): {', '.join(unknown)} (added with `+key=value`; nothing reads them). "
+            f"Check the spelling against configs/eval.yaml, whose keys are: {', '.join(sorted(known_top_level_keys()))}"
+        )
+    bench = plain.get("bench")
+    if isinstance(bench, dict) and isinstance(bench.get("name"), str):
+        known = known_bench_keys(bench["name"])
+        extra = sorted(str(k) for k in set(bench) - known)
+        if extra:
+            return (
+                f"unknown config key(s): {', '.join(f'bench.{k}' for k in extra)} (added with `+bench.<key>=value`; "
+                f"bench={bench['name']} does not read them). Its options are those of "
+                f"configs/bench/{bench['name']}.yaml: {', '.join(sorted(known))}"
+            )
+    return None
+
+
 def validate_config(cfg: DictConfig | dict[str, Any]) -> EvalConfig:
     """The typed config, or ConfigError listing each bad key with its value and what it accepts."""
     plain: dict[str, Any] = (
         OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)  # type: ignore[assignment]
     )
-    unknown = sorted(set(plain) - known_top_level_keys())
-    if unknown:
-        raise ConfigError(
-            f"unknown config key(s): {', '.join(unknown)} (added with `+key=value`; nothing reads them). "
-            f"Check the spelling against configs/eval.yaml, whose keys are: {', '.join(sorted(known_top_level_keys()))}"
-        )
+    problem = _unknown_keys(plain)
+    if problem:
+        raise ConfigError(problem)
     try:
         return EvalConfig.model_validate(plain)
     except ValidationError as exc:

@@ -13,11 +13,37 @@ audit hook), `guards` (per-cell timers, output caps, rlimits, background threads
 `checkpoints` (checkpoint files, parent side), `limits` (`SandboxLimits`).
 """
 
-from stateguard.sandbox.checkpoints import CheckpointInfo
-from stateguard.sandbox.isolation import IsolationUnavailable, check_isolation
-from stateguard.sandbox.limits import SandboxLimits
-from stateguard.sandbox.process import KernelDied, network_namespace_available
-from stateguard.sandbox.sandbox_workspace import SandboxWorkspace
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# Imported on first use (PEP 562): the kernel process (`python -m stateguard.sandbox.kernel`)
+# imports this package too, and must not pay for the parent's modules at every start.
+_EXPORTS = {
+    "CheckpointInfo": "stateguard.sandbox.checkpoints",
+    "IsolationUnavailable": "stateguard.sandbox.isolation",
+    "check_isolation": "stateguard.sandbox.isolation",
+    "SandboxLimits": "stateguard.sandbox.limits",
+    "KernelDied": "stateguard.sandbox.process",
+    "network_namespace_available": "stateguard.sandbox.process",
+    "SandboxWorkspace": "stateguard.sandbox.sandbox_workspace",
+}
+
+if TYPE_CHECKING:
+    from stateguard.sandbox.checkpoints import CheckpointInfo
+    from stateguard.sandbox.isolation import IsolationUnavailable, check_isolation
+    from stateguard.sandbox.limits import SandboxLimits
+    from stateguard.sandbox.process import KernelDied, network_namespace_available
+    from stateguard.sandbox.sandbox_workspace import SandboxWorkspace
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'stateguard.sandbox' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
 
 __all__ = [
     "CheckpointInfo",

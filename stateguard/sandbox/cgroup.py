@@ -55,6 +55,7 @@ class Envelope:
         self.dirs = dirs  # controller -> cgroup dir (v2: one dir under every key)
         self.version = version
         self._procs = str(dirs["pids"] / "cgroup.procs") if "pids" in dirs else ""
+        self._count_fd: int | None = None
 
     @property
     def description(self) -> str:
@@ -117,6 +118,14 @@ class Envelope:
             return [int(p) for p in data.split()]
         return []
 
+    def count(self) -> int | None:
+        """Tasks (processes and threads) in the cgroup now, zombies included: one pread, about 3 us."""
+        with contextlib.suppress(OSError, ValueError):
+            if self._count_fd is None:
+                self._count_fd = os.open(self.dirs["pids"] / "pids.current", os.O_RDONLY | os.O_CLOEXEC)
+            return int(os.pread(self._count_fd, 64, 0))
+        return None
+
     def cpu_seconds(self) -> float | None:
         """CPU time of the whole tree so far (children included), or None if unreadable."""
         with contextlib.suppress(OSError, ValueError):
@@ -140,6 +149,9 @@ class Envelope:
 
     def remove(self) -> None:
         """Delete the cgroup (its processes must be gone; a busy one is left for the OS to clean up)."""
+        if self._count_fd is not None:
+            os.close(self._count_fd)
+            self._count_fd = None
         for path in {*self.dirs.values()}:
             with contextlib.suppress(OSError):
                 path.rmdir()

@@ -5,7 +5,8 @@ bubblewrap sandbox of `isolation.py`, or as a plain child with isolation="proces
 cwd = scratch dir and a minimal environment. Like a notebook kernel it answers requests one at
 a time: run a cell, read/list/delete variables, dump or load a checkpoint, run a probe in a
 fork. Requests arrive on a socket, each with its own reply pipe (`protocol.py`), so a cell's
-prints cannot corrupt them and a cell's writes cannot reach a later reply.
+prints cannot corrupt them and stray writes cannot reach a later reply. (A cell that rewrites
+this module's objects can still make later replies lie; docs/design_workspace.md states it.)
 
 Start-up order matters: pandas/numpy/cloudpickle are imported (by the modules below) BEFORE the
 memory cap and the audit hook, so that their import-time file use is not refused. Every fd the
@@ -154,7 +155,8 @@ class Kernel:
     # --- cells ------------------------------------------------------------------------------
     def run(self, request: dict[str, Any]) -> dict[str, Any]:
         self._listing = None  # the cell may change any value
-        _reap()  # children the parent killed after the last cell must not hold process slots
+        if request.get("reap"):
+            _reap()  # children the parent killed after the last cell must not hold process slots
         code = str(request["code"])
         self.flow.check_values = bool(request.get("check_values", True))
         out, err = BoundedText(self.max_output), BoundedText(self.max_output)

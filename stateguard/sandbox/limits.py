@@ -32,8 +32,11 @@ class SandboxLimits(BaseModel):
     memory_mb: int = Field(
         default=4096,
         ge=256,
-        description="Address-space cap of the kernel process in MiB (RLIMIT_AS), including the interpreter "
-        "and pandas (about 200 MiB). Allocations past it raise MemoryError in the cell.",
+        description="Memory of the kernel in MiB, two ways: the address-space cap of each process (RLIMIT_AS, "
+        "including the interpreter and pandas, about 200 MiB; allocations past it raise MemoryError in the cell), "
+        "and, where a cgroup is available (sandbox/cgroup.py), the RAM of the whole process tree together: "
+        "children, shared memory, memfd files and the files in the sandbox's tmpfs mounts; past that the OOM "
+        "killer ends a process of the tree and the workspace recovers.",
     )
     network: bool = Field(
         default=False,
@@ -71,8 +74,9 @@ class SandboxLimits(BaseModel):
     max_processes: int = Field(
         default=64,
         ge=4,
-        description="Process and thread cap of the sandbox uid (RLIMIT_NPROC; bwrap only). Forks past it "
-        "fail with 'Resource temporarily unavailable'.",
+        description="Process and thread cap of the sandbox uid (RLIMIT_NPROC; bwrap only) and, with a cgroup, "
+        "of the kernel's whole tree (pids.max, plus 2 for the sandbox's pid 1 and the kernel). Forks past it fail "
+        "with 'Resource temporarily unavailable'. Processes a cell leaves running are killed when it ends.",
     )
     replay: bool = Field(
         default=True,

@@ -28,8 +28,8 @@ import-time file use is not refused. From then on every refused operation raises
 - no changing resource limits, no gc object-graph walks;
 - no replacing the `__code__` of the kernel's own functions (the way a cell would rewrite the
   kernel's request handlers).
-  This closes the simplest route only: frame introspection and ctypes still reach the kernel's
-  objects, so a cell can make later replies of ITS OWN kernel lie (`replies.py` keeps the parent
+  This closes the most direct route only: module attributes, frame introspection and ctypes still
+  reach the kernel's objects, so a cell can make later replies of ITS OWN kernel lie (`replies.py` keeps the parent
   safe from what they say; docs/design_workspace.md states the limit).
 
 ctypes is allowed: scikit-learn (threadpoolctl) and other libraries need it, and refusing it

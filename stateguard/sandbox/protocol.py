@@ -12,8 +12,10 @@ the next request, insists that the pipe ended right there (`FrameReader.expect_e
 runs in the kernel process and can write to whatever fds that process holds: a frame it writes
 lacks the nonce and is refused at once; one it writes after the reply is found before the next
 request. A cell that reads the nonce from the kernel's memory and replaces its own reply pipe
-can forge the reply of the request it runs in (as it could by patching the kernel's code); it
-cannot reach any later reply, because later replies travel on pipes that do not exist yet. Every
+can forge the reply of the request it runs in; through fds it cannot reach any later reply,
+because later replies travel on pipes that do not exist yet. (Rewriting the kernel's own objects
+can make later replies lie: that is a limit of running cells in the kernel's interpreter, stated
+in docs/design_workspace.md; replies.py keeps the parent safe from what they say.) Every
 violation makes the parent kill the kernel and recover.
 
 JSON is the only structured format the parent decodes. Blobs are opaque to the parent: it copies

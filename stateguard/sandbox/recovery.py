@@ -25,7 +25,6 @@ The cell that was running when the kernel died is not replayed: it failed, visib
 from __future__ import annotations
 
 import hashlib
-import json
 import shutil
 import time
 from collections.abc import Callable
@@ -49,9 +48,11 @@ class Op(BaseModel):
 
 
 def outcome_digest(reply: RunReply) -> str:
-    """How a cell ended, as far as a replay must reproduce it (stderr and timings are left out)."""
-    key = [reply.ok, reply.error, reply.stdout, reply.value]
-    return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:24]
+    """How a cell ended, as far as a replay must reproduce it (stderr and timings are left out).
+    The fields are a bool and strings (or None), whose repr is exact and the same in every process;
+    computed after every cell, so no JSON encoding (a third of the cost)."""
+    key = (reply.ok, reply.error, reply.stdout, reply.value)
+    return hashlib.blake2b(repr(key).encode(), digest_size=12).hexdigest()
 
 
 @dataclass
@@ -59,7 +60,8 @@ class History:
     ops: list[Op] = field(default_factory=list)
 
     def cell(self, code: str, reply: RunReply) -> None:
-        self.ops.append(Op(kind="cell", code=code, digest=outcome_digest(reply)))
+        # Built from typed fields after every cell: validating them again would cost as much as the digest.
+        self.ops.append(Op.model_construct(kind="cell", code=code, digest=outcome_digest(reply)))
 
     def delete(self, names: list[str]) -> None:
         self.ops.append(Op(kind="delete", names=list(names)))

@@ -348,7 +348,9 @@ class SandboxWorkspace:
                 "code": code,
                 "check_values": self.runtime_hashing,
                 "hashes": self.limits.replay,
+                "reap": self.kernel.reap,
             }
+            self.kernel.reap = False
             try:
                 reply = self.kernel.request(request, self._cell_timeout())
             except KernelDied as exc:  # a malformed reply included: the kernel was killed for it

@@ -31,9 +31,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import shutil
 import stat
+import time
 from pathlib import Path
 
 MAX_ENTRIES = 100_000
@@ -77,6 +77,7 @@ def open_inside(root_fd: int, path: Path) -> int:
 
 _HOST_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+STAMP_TRUST_NS = 200_000_000  # a host dir stamp younger than this is not trusted to mean "unchanged"
 TEMP_PREFIX = ".sg-mirror-"  # + 16 hex digits: 27 characters, far inside NAME_MAX
 
 
@@ -98,6 +99,9 @@ class Mirror:
         self.budget_bytes = budget_bytes  # apparent bytes the host copy may hold (scratch_mb)
         # relative path -> (sandbox stamp, host stamp) after the last copy
         self._copied: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+        # host dir -> (its stamp, its listing) when the last sync left it unchanged: not listed again
+        self._listings: dict[str, tuple[tuple[int, int, int], dict[str, os.stat_result]]] = {}
+        self._next_listings: dict[str, tuple[tuple[int, int, int], dict[str, os.stat_result]]] = {}
         self.skipped: list[str] = []
 
     def sync(self, scratch_fd: int) -> list[str]:
@@ -108,6 +112,7 @@ class Mirror:
         self._bytes = 0
         self._links: dict[tuple[int, int], str] = {}
         copied: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+        self._next_listings = {}
         try:
             host_fd = os.open(self.host, _HOST_DIR_FLAGS)
         except FileNotFoundError:
@@ -120,6 +125,7 @@ class Mirror:
         finally:
             os.close(host_fd)
         self._copied = copied
+        self._listings = self._next_listings
         return self.skipped
 
     def _walk(
@@ -132,8 +138,14 @@ class Mirror:
     ) -> None:
         with os.scandir(src_fd) as it:  # scandir reads its own duplicate of the fd (and rewinds it)
             wanted = {e.name: e.stat(follow_symlinks=False) for e in it}
-        with os.scandir(host_fd) as it:
-            present = {e.name: e.stat(follow_symlinks=False) for e in it}
+        before = _dir_stamp(host_fd)
+        cached = self._listings.get(rel)
+        if cached is not None and cached[0] == before:
+            present = dict(cached[1])  # the host dir has not changed since the last sync listed it
+        else:
+            with os.scandir(host_fd) as it:
+                present = {e.name: e.stat(follow_symlinks=False) for e in it}
+        listing = dict(present)
         for name, info in wanted.items():
             child = f"{rel}/{name}" if rel else name
             self._entries += 1
@@ -172,6 +184,10 @@ class Mirror:
                     self.skipped.append(
                         f"{rel + '/' if rel else ''}{name}: could not be removed from the host ({exc.strerror or exc})"
                     )
+        # Remember the listing when this sync changed nothing in the dir and its stamp is old enough
+        # to be trusted (timestamps are coarse: a change in the same tick would keep the stamp).
+        if _dir_stamp(host_fd) == before and time.time_ns() - before[1] > STAMP_TRUST_NS:
+            self._next_listings[rel] = (before, listing)
 
     def _directory(
         self,
@@ -257,6 +273,11 @@ class Mirror:
             os.close(src)
 
 
+def _dir_stamp(fd: int) -> tuple[int, int, int]:
+    info = os.fstat(fd)
+    return (info.st_ino, info.st_mtime_ns, info.st_ctime_ns)
+
+
 def _host_stamp(info: os.stat_result | None) -> tuple[int, ...]:
     if info is None or not stat.S_ISREG(info.st_mode):
         return ()
@@ -266,7 +287,7 @@ def _host_stamp(info: os.stat_result | None) -> tuple[int, ...]:
 def _create_temp(dir_fd: int) -> tuple[str, int]:
     """A new file in dir_fd under a random short name (O_EXCL: never an existing entry or link)."""
     for _ in range(16):
-        name = TEMP_PREFIX + secrets.token_hex(8)
+        name = TEMP_PREFIX + os.urandom(8).hex()
         try:
             return name, os.open(name, _TEMP_FLAGS, 0o644, dir_fd=dir_fd)
         except FileExistsError:

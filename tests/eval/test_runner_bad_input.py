@@ -43,6 +43,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
         (["sandbox.memroy_mb=512"], "sandbox.memroy_mb"),
         (["bench=nope"], "bench/nope"),
         (["run_dir=/proc/x"], "run_dir=/proc/x: the run folder cannot be created"),
+        (["+bench.foo=1"], "unknown config key(s): bench.foo"),
     ],
 )
 def test_cli_mistakes_exit_2_naming_the_key(args: list[str], named: str) -> None:
@@ -55,6 +56,21 @@ def test_an_unknown_top_level_key_is_an_error() -> None:
     with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
         cfg = compose("eval", overrides=["+foo=1"])
     with pytest.raises(ConfigError, match=r"unknown config key\(s\): foo .*configs/eval.yaml"):
+        validate_config(cfg)
+
+
+@pytest.mark.parametrize(
+    ("bench", "override", "named"),
+    [
+        ("synth", "+bench.judge=fields", "bench.judge"),  # longds's option, not synth's
+        ("dev", "+bench.verify=true", "bench.verify"),
+        ("longds", "+bench.data_dri=x", "bench.data_dri"),
+    ],
+)
+def test_an_unknown_bench_key_is_an_error(bench: str, override: str, named: str) -> None:
+    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
+        cfg = compose("eval", overrides=[f"bench={bench}", override])
+    with pytest.raises(ConfigError, match=rf"unknown config key\(s\): {named} .*configs/bench/{bench}.yaml"):
         validate_config(cfg)
 
 

@@ -97,6 +97,70 @@ def test_a_cell_cannot_rewrite_the_kernels_request_handlers(ws: SandboxWorkspace
     assert not later.ok and later.error == "ZeroDivisionError: division by zero" and later.value is None
 
 
+# Three ways a cell can still rewrite what its own kernel answers (docs/design_workspace.md, "The
+# parent trusts nothing the kernel says", states this limit; these tests keep the statement true):
+# replacing a module attribute the reply path uses, walking frames up to the request loop, and a
+# ctypes write of a function's code pointer (no audit event sees a raw memory write). Each makes
+# every later `run` reply claim success with a value the cell chose.
+_FORGE = "{**reply, 'ok': True, 'error': None, 'traceback': None, 'value': \"'FORGED'\"}"
+PATCH_ROUTES = {
+    "module attribute": (
+        "import sys\nm = sys.modules['__main__']\nreal = m.send_message\n"
+        f"m.send_message = lambda fd, reply: real(fd, {_FORGE} if 'stdout' in reply else reply)\n"
+    ),
+    "frame walk": (
+        "import sys\nf = sys._getframe()\nwhile 'handlers' not in f.f_locals:\n    f = f.f_back\n"
+        f"handlers = f.f_locals['handlers']\nreal = handlers['run']\n"
+        f"handlers['run'] = lambda request: (lambda reply: {_FORGE})(real(request))\n"
+    ),
+    "ctypes write": (
+        "import ctypes, sys, types\nK = sys.modules['__main__'].Kernel\n"
+        "K.honest_run = types.FunctionType(K.run.__code__, K.run.__globals__, 'honest_run')\n"
+        "scope = {}\n"
+        f"exec('def forged(self, request):\\n    reply = Kernel.honest_run(self, request)\\n    return ' + {_FORGE!r}, scope)\n"
+        "code = scope['forged'].__code__\nctypes.pythonapi.Py_IncRef(ctypes.py_object(code))\n"
+        "slots = [ctypes.c_void_p.from_address(id(K.run) + o) for o in range(16, 128, 8)]\n"
+        "[slot] = [s for s in slots if s.value == id(K.run.__code__)]  # PyFunctionObject.func_code\n"
+        "slot.value = id(code)\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("route", PATCH_ROUTES)
+def test_a_cell_that_patches_its_kernel_makes_only_that_kernels_replies_lie(
+    ws: SandboxWorkspace, tmp_path: Path, route: str
+) -> None:
+    assert ws.run_cell("x = 1").ok
+    patched = ws.run_cell(PATCH_ROUTES[route])
+    assert patched.ok, patched
+    lie = ws.run_cell("1/0")
+    # The limit: the kernel that ran the cell now lies about later cells (a test that shows it, so
+    # the documented limit cannot silently become false in either direction).
+    assert lie.ok and lie.value == "'FORGED'" and lie.error is None, lie
+    # What it cannot do: the lie is a validated reply (the parent stays healthy), no restart was
+    # needed, the variables are the kernel's own, and another kernel of the same parent is honest.
+    json.loads(lie.model_dump_json())
+    assert not ws.restarts and ws.get_value("x") == 1
+    with SandboxWorkspace(None, tmp_path / "s2", tmp_path / "c2", LIMITS) as other:
+        honest = other.run_cell("1/0")
+        assert not honest.ok and honest.error == "ZeroDivisionError: division by zero"
+
+
+def test_a_malformed_forgery_from_inside_is_a_kernel_fault_and_the_rebuilt_kernel_is_honest(
+    ws: SandboxWorkspace,
+) -> None:
+    assert ws.run_cell("x = 5").ok
+    forged = ws.run_cell(
+        "import sys\nm = sys.modules['__main__']\nreal = m.send_message\n"
+        "m.send_message = lambda fd, reply: real(fd, {**reply, 'ok': 'yes', 'names': [1]})\n"
+    )
+    assert not forged.ok and "broke the protocol (a malformed run reply" in (forged.error or ""), forged
+    assert len(ws.restarts) == 1
+    later = ws.run_cell("1/0")  # the failed patching cell is not replayed: the new kernel is clean
+    assert not later.ok and later.error == "ZeroDivisionError: division by zero"
+    assert ws.get_value("x") == 5
+
+
 FORGED = {
     "list": [
         {"variables": [{"name": "x"}]},  # a summary without its type: ValidationError in the parent before
@@ -343,30 +407,54 @@ needs_cgroup = pytest.mark.skipif(not _envelope_here(), reason="no writable cgro
 
 @pytest.fixture
 def small(tmp_path: Path):
-    limits = LIMITS.model_copy(update={"memory_mb": 512})
+    # Only memory is small; the wall time is generous: on a loaded machine four interpreters take
+    # many seconds to start and fill their memory, and the cells below wait for that, not a timer.
+    limits = LIMITS.model_copy(update={"memory_mb": 512, "wall_seconds_per_cell": 120})
     with SandboxWorkspace(None, tmp_path / "scratch", tmp_path / "ckpt", limits) as workspace:
         yield workspace
 
 
+# Four children that each hold 300 MiB and then say so with a file; the cell waits until every
+# child has either said so or ended. (A fixed 6 s sleep could end, on a loaded machine, before any
+# child had its memory: then no OOM kill had happened yet and the test failed for the load.)
+SPREAD = SPAWN + (
+    'child = \'import os, time; x = b"x" * (300 << 20); open(f"ready-{os.getpid()}", "w").close(); time.sleep(120)\'\n'
+    "pids = [spawn(child) for _ in range(4)]\nended = {}\ndeadline = time.monotonic() + 100\n"
+    "while time.monotonic() < deadline:\n"
+    "    for p in pids:\n"
+    "        if p not in ended and os.waitpid(p, os.WNOHANG)[0]:\n"
+    "            ended[p] = True\n"
+    "    if all(p in ended or os.path.exists(f'ready-{p}') for p in pids):\n"
+    "        break\n"
+    "    time.sleep(0.05)\n"
+    "alive = [p for p in pids if p not in ended]\n"
+    "(round(sum(rss_mib(p) for p in alive) + rss_mib(os.getpid())), len(ended))"
+)
+
+
 @needs_cgroup
 def test_memory_spread_over_processes_stays_under_memory_mb(small: SandboxWorkspace) -> None:
-    r = small.run_cell(
-        SPAWN + "pids = [spawn('x = b\"x\" * (300 << 20); import time; time.sleep(30)') for _ in range(4)]\n"
-        "time.sleep(6)\nround(sum(rss_mib(p) for p in pids) + rss_mib(os.getpid()))"
-    )
-    total = float(r.value) if r.ok and r.value else 0.0
-    assert total < 512, (total, r)  # four 300 MiB children cannot all live inside a 512 MiB envelope
-    assert small.kernel.envelope is not None and small.kernel.envelope.oom_kills() >= 1
+    envelope = small.kernel.envelope
+    assert envelope is not None
+    r = small.run_cell(SPREAD)
+    if r.ok:
+        total, ended = eval(r.value or "")
+        assert total < 512, (total, r)  # four 300 MiB children cannot all live inside a 512 MiB envelope
+        assert ended >= 2 and envelope.oom_kills() >= 1, (ended, envelope.oom_kills(), r)
+    else:  # the OOM killer chose the kernel itself: the envelope held, and the kernel was recovered
+        assert "SIGKILL (the envelope's OOM killer has ended" in (r.error or ""), r
     assert small.run_cell("1 + 1").value == "2"
 
 
 @needs_cgroup
 def test_memfd_is_charged_to_the_envelope(small: SandboxWorkspace) -> None:
     r = small.run_cell(
-        "import os\nfd = os.memfd_create('big')\nchunk = b'x' * (64 << 20)\n"
-        "for _ in range(24):\n    os.write(fd, chunk)\n'wrote 1.5 GiB'"
+        # 48 files of 32 MiB: each stays under RLIMIT_FSIZE (scratch_mb), only the envelope sees the sum
+        "import os\nchunk = b'x' * (32 << 20)\nfds = []\n"
+        "for _ in range(48):\n    fds.append(os.memfd_create('big'))\n    os.write(fds[-1], chunk)\n'wrote 1.5 GiB'"
     )
     assert r.value != "'wrote 1.5 GiB'" and not r.ok, r
+    assert "the envelope's OOM killer" in (r.error or ""), r  # the envelope ended it, not a timer
     assert small.run_cell("1 + 1").value == "2"
 
 
@@ -463,3 +551,35 @@ def test_network_under_bwrap_is_refused_when_the_limits_are_read(tmp_path: Path)
         SandboxWorkspace(None, tmp_path / "s", tmp_path / "c", LIMITS.model_copy(update={"network": True}))
     assert not (tmp_path / "s").exists()
     SandboxLimits(network=True, isolation="process")  # the documented opt-in
+
+
+def test_a_turn_that_prints_a_lone_surrogate_does_not_crash_either_arm(tmp_path: Path) -> None:
+    """End to end (issue 31: both arms' rollouts crashed, exit 1): turn 1 prints one and answers one."""
+    from stateguard.flows import LONGDS
+    from stateguard.policies.rules import RulesManager
+    from stateguard.rollout import rollout
+    from stateguard.task import load_task
+    from stateguard.workers import FaultModel, ScriptedWorker
+
+    root = Path(__file__).resolve().parents[2]
+    task = load_task(root / "eval" / "benchmarks" / "demo" / "six_turn")
+    first = task.turns[0]
+    code = "print('caf\\udce9')\n" + first.code.replace(
+        '"n_orders": int(len(sales))', '"n_orders": "caf\\udce9"'
+    )
+    assert code != first.code
+    turns = [first.model_copy(update={"code": code})]
+    task = task.model_copy(update={"turns": turns + list(task.turns[1:])})
+    for arm, manager in (("baseline", None), ("stateguard", RulesManager())):
+        result = rollout(
+            task,
+            ScriptedWorker(FaultModel(faults=[]), reference=task),
+            DictWorkspace(),
+            flow=LONGDS,
+            manager=manager,
+            run_dir=tmp_path / arm,
+        )
+        assert result.answers[1]["n_orders"] == "caf\\udce9", result.answers[1]
+        json.loads((tmp_path / arm / "result.json").read_text())
+        events = read_trace(tmp_path / arm / "trace.jsonl")
+        assert any("caf\\\\udce9" in e.model_dump_json() for e in events)  # the escape, JSON-encoded
