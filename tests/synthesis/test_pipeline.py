@@ -202,3 +202,15 @@ def test_debug_corpus_teaches_the_whole_manager(debug_export: tuple[Path, SynthR
     assert stats.relations.get("invalidate", 0) > 0
     assert stats.rl_labels.get("benign", 0) > 0 and stats.rl_labels.get("g=1", 0) > 0
     assert (tmp_path / "corpus" / "corpus_stats.md").read_text().count("|") > 40
+
+
+def test_pool_gets_the_costliest_tasks_first() -> None:
+    from synthesis.pipeline import longest_first, plan_specs
+
+    specs = plan_specs(["penguins", "gapminder"], 3, (12, 14), 0)
+    ordered = longest_first(specs)
+    # the same tasks, only reordered: gapminder's table is larger than penguins', so its tasks go first
+    assert sorted(s.task_id for s in ordered) == sorted(s.task_id for s in specs)
+    assert [s.dataset for s in ordered] == ["gapminder"] * 3 + ["penguins"] * 3
+    gap = [s.turns for s in ordered[:3]]
+    assert gap == sorted(gap, reverse=True)
