@@ -33,9 +33,13 @@ setup: $(STAMP) ## Create/refresh .venv (runtime + EXTRAS, default dev,train,rl)
 setup-system: ## Debian packages (bubblewrap, Graphviz, Chromium + driver) if missing; make test/eval do this themselves
 	@$(SYSTEM_DEPS) all
 
-test: $(STAMP) $(VENV)/models/smollm2-135m-instruct-q4_1.gguf ## Run the test suite (CPU only; installs missing system packages as root)
+# TEST_WORKERS: pytest-xdist processes (one per core of the 2-core reference machine; 0 = in this
+# process). --dist loadfile keeps a module's tests in one process, so its module-scoped fixtures
+# (shared kernels, built benchmarks) are built once.
+TEST_WORKERS ?= 2
+test: $(STAMP) $(VENV)/models/smollm2-135m-instruct-q4_1.gguf ## Run the test suite (CPU only; TEST_WORKERS=2 processes; installs missing system packages as root)
 	@$(SYSTEM_DEPS) test
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 check: $(STAMP) ## Lint (ruff check), formatting (ruff format --check) and type-check (mypy) all packages
 	$(VENV)/bin/ruff check stateguard synthesis statewise training eval scripts tests
