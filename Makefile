@@ -140,7 +140,7 @@ serve-local: ## Serve MODEL (default 0.5b, GGUF via llama.cpp), CKPT=<file>.gguf
 	  $(PY) scripts/serve_tiny.py --checkpoint $(CKPT) --port $(PORT) $(ARGS); \
 	else $(MAKE) --no-print-directory setup-local && $(PY) scripts/serve_local.py --model $(MODEL) --port $(PORT) $(ARGS); fi
 
-test-slow: $(STAMP) ## Slow tests only (real local model server; needs `make setup-local`)
+test-slow: $(STAMP) ## Slow tests only: a whole benchmark build, verl's reward loader, a real local model server (skipped without `make setup-local`)
 	$(PY) -m pytest -q -m slow
 
 # --- Decision-level evaluation of any served manager (eval/decisions): held-out decisions, no rollouts
