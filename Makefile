@@ -140,8 +140,8 @@ serve-local: ## Serve MODEL (default 0.5b, GGUF via llama.cpp), CKPT=<file>.gguf
 	  $(PY) scripts/serve_tiny.py --checkpoint $(CKPT) --port $(PORT) $(ARGS); \
 	else $(MAKE) --no-print-directory setup-local && $(PY) scripts/serve_local.py --model $(MODEL) --port $(PORT) $(ARGS); fi
 
-test-slow: $(STAMP) ## Slow tests only: a whole benchmark build, verl's reward loader, a real local model server (skipped without `make setup-local`)
-	$(PY) -m pytest -q -m slow
+test-slow: $(STAMP) $(VENV)/models/smollm2-135m-instruct-q4_1.gguf ## Slow tests only (CI runs them): a benchmark build, SFT runs, verl's reward loader, a local model server (skipped without `make setup-local`)
+	$(PY) -m pytest -q -m slow -n $(TEST_WORKERS) --dist loadfile
 
 # --- Decision-level evaluation of any served manager (eval/decisions): held-out decisions, no rollouts
 MODEL_URL ?=

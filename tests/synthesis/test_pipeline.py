@@ -158,6 +158,8 @@ def debug_export(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, SynthR
     return out, run(_debug_cfg(out, export=True))
 
 
+# builds and exports the debug corpus (minutes of CPU): `make test-slow`, run by CI
+@pytest.mark.slow
 def test_make_synth_also_exports_the_corpus_and_rl_prompts(debug_export: tuple[Path, SynthResult]) -> None:
     import pyarrow.parquet as pq
     from datasets import load_from_disk
@@ -182,6 +184,7 @@ def test_make_synth_also_exports_the_corpus_and_rl_prompts(debug_export: tuple[P
     assert summary["export"]["rl_prompts"] == table.num_rows
 
 
+@pytest.mark.slow
 def test_debug_corpus_teaches_the_whole_manager(debug_export: tuple[Path, SynthResult]) -> None:
     """Issue 16's bar on the debug corpus: every control action and tool, both regimes, benign hard
     negatives, several constraints per state where the question states requirements."""
