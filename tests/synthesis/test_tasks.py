@@ -189,3 +189,29 @@ def test_csv_cells_follow_the_per_value_rule(column: tuple) -> None:
 
     expected = ["" if v is None else (repr(v) if isinstance(v, float) else str(v)) for v in column]
     assert list(_cell_texts(column)) == expected
+
+
+def test_thread_families_profile_the_tables_once_per_connection(monkeypatch: pytest.MonkeyPatch) -> None:
+    import random
+
+    import duckdb
+
+    from synthesis import threads
+    from synthesis.sources.tabular import describe, load_into_duckdb
+
+    calls: list[str] = []
+
+    def counting(con: duckdb.DuckDBPyConnection, dataset: str) -> object:
+        calls.append(dataset)
+        return describe(con, dataset)
+
+    monkeypatch.setattr(threads, "describe", counting)
+    con = duckdb.connect()
+    load_into_duckdb(con, "penguins")
+    first = threads.generate_threads(con, "penguins", random.Random(0), copies=3)
+    assert calls == ["penguins"]  # every family instance drawn in three rounds read one profile
+    other = duckdb.connect()
+    load_into_duckdb(other, "penguins")
+    again = threads.generate_threads(other, "penguins", random.Random(0), copies=3)
+    assert calls == ["penguins", "penguins"]  # a new connection is profiled anew
+    assert [t.thread_id for t in again] == [t.thread_id for t in first]  # and draws the same threads
