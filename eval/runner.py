@@ -350,19 +350,8 @@ def _one(pair: tuple[EvalTask, str], flow: FlowConfig, job: JobSettings, run_dir
     return run_job(task, arm, flow, job, str(RunFolder(Path(run_dir)).rollout(task.task_id, arm).root))
 
 
-def costliest_first(jobs: list[tuple[EvalTask, str]]) -> list[tuple[EvalTask, str]]:
-    """The order to hand (task, arm) jobs to parallel workers: the longest first (turns, and a
-    managed arm before the baseline, which does no manager work: on synth-bench 88 s against 35 s
-    of CPU), so the run does not end on one worker finishing a long job alone. Results are written
-    per job and read back sorted, so the order changes nothing that is printed or saved."""
-    return sorted(
-        jobs, key=lambda j: (-len(j[0].task.turns) * (1 if j[1] == "baseline" else 2), j[0].task_id, j[1])
-    )
-
-
 def _jobs_out(p: Prepared) -> Iterator[tuple[EvalTask, str, JobOutcome]]:
     workers, args = p.cfg.workers, (p.flow, p.job, str(p.run_dir))
-    jobs = costliest_first(p.jobs) if workers > 1 else p.jobs
     if p.cfg.backend == "ray":
         from stateguard.parallel import map_tasks
 
@@ -372,11 +361,11 @@ def _jobs_out(p: Prepared) -> Iterator[tuple[EvalTask, str, JobOutcome]]:
         def lost(_job: tuple[EvalTask, str], exc: BaseException) -> JobOutcome:
             return JobOutcome.crash(f"the Ray task failed: {type(exc).__name__}: {exc}", 1)
 
-        for (task, arm), outcome in map_tasks(one, jobs, in_flight=workers, on_error=lost):
+        for (task, arm), outcome in map_tasks(one, p.jobs, in_flight=workers, on_error=lost):
             yield task, arm, outcome
     elif workers > 1:
         for (task, arm), outcome in run_in_pool(
-            _one, jobs, *args, workers=workers, retries=p.cfg.job_retries
+            _one, p.jobs, *args, workers=workers, retries=p.cfg.job_retries
         ):
             yield task, arm, outcome
     else:

@@ -9,7 +9,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hydra import compose, initialize_config_dir
@@ -163,24 +162,3 @@ def test_checkpoints_are_dropped_after_a_rollout_unless_kept(bench_dir: Path, tm
         r.status for r in read_results(tmp_path / "keep")
     ]
     assert list((tmp_path / "drop").rglob("checkpoints/kernel.stderr.log"))
-
-
-def test_parallel_jobs_start_with_the_longest() -> None:
-    from types import SimpleNamespace
-
-    from eval.runner import costliest_first
-
-    def task(tid: str, turns: int) -> Any:
-        return SimpleNamespace(task_id=tid, task=SimpleNamespace(turns=[None] * turns))
-
-    short, long = task("a_short", 10), task("b_long", 20)
-    jobs = [(short, "baseline"), (short, "stateguard"), (long, "baseline"), (long, "stateguard")]
-    order = [(t.task_id, arm) for t, arm in costliest_first(jobs)]
-    # a managed arm counts double: the long task's stateguard job, then the short task's stateguard
-    # job tied with the long baseline (broken by task id), the short baseline last
-    assert order == [
-        ("b_long", "stateguard"),
-        ("a_short", "stateguard"),
-        ("b_long", "baseline"),
-        ("a_short", "baseline"),
-    ]
