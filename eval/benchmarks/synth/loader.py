@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.benchmarks.base import Benchmark, EvalTask
-from eval.benchmarks.variants import expand_variants, read_faults_file, select_variants
+from eval.benchmarks.variants import CLEAN, expand_variants, read_faults_file, select_variants
 from eval.scorers.fields import per_turn_correct
 from stateguard.answers import decimals_of, numbers
 from stateguard.artifacts.graph import RelationGraph, load_graph
@@ -105,10 +105,28 @@ def load_synth_tasks(
             level="15-20 turns" if n <= 20 else "21-35 turns",
             parents=_parents(graph),
         )
-        out += expand_variants(
-            base, select_variants({**declared, **single_faults(task)}, selection), bare="shipped"
-        )
+        derived = single_faults(task) if _may_select_derived(declared, selection) else {}
+        out += expand_variants(base, select_variants({**declared, **derived}, selection), bare="shipped")
     return out
+
+
+DERIVED_KINDS = ("stale", "precision", "exec_error")  # the kinds (and labels) `single_faults` derives
+
+
+def _may_select_derived(declared: Mapping[str, list[Fault]], selection: Mapping[str, Any]) -> bool:
+    """Whether `selection` can pick a variant of `single_faults`, which replays the task to place
+    each fault (most of loading synth-bench). It cannot when `faults` replaces the variants, or when
+    every item of `variants` names clean, a declared variant or a declared fault's label or kind
+    other than the derived kinds; anything else ("all", "stale-t5", a misspelling) derives them,
+    as before, so the tasks selected are the same either way."""
+    if selection.get("faults"):
+        return False
+    items = selection.get("variants", "all")
+    items = [items] if isinstance(items, str) else [str(s) for s in items or []]
+    known = {CLEAN, *declared} | {
+        x for faults in declared.values() for f in faults for x in (f.label, f.kind)
+    }
+    return any(item not in known or item in DERIVED_KINDS for item in items)
 
 
 def single_faults(task: Task) -> dict[str, list[Fault]]:

@@ -112,6 +112,8 @@ def gguf_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any, Path]:
     return first, second, out
 
 
+# a module fixture trains twice on the SmolLM2 GGUF (minutes of CPU): `make test-slow`, run by CI
+@pytest.mark.slow
 def test_budget_stops_and_the_rerun_resumes(gguf_run: tuple[Any, Any, Path]) -> None:
     first, second, out = gguf_run
     assert first.stopped_by_budget and first.global_step == 1
@@ -123,6 +125,7 @@ def test_budget_stops_and_the_rerun_resumes(gguf_run: tuple[Any, Any, Path]) -> 
     assert second.tokens_seen > 0 and second.tokens_per_s > 0 and second.peak_rss_gib > 0
 
 
+@pytest.mark.slow
 def test_base_weights_are_the_dequantized_file(gguf_run: tuple[Any, Any, Path]) -> None:
     import torch
     from gguf import GGUFReader
@@ -139,6 +142,7 @@ def test_base_weights_are_the_dequantized_file(gguf_run: tuple[Any, Any, Path]) 
     assert hf.shape == want.shape and torch.equal(hf, want)
 
 
+@pytest.mark.slow
 def test_export_changes_only_adapted_tensors_and_reads_back(gguf_run: tuple[Any, Any, Path]) -> None:
     import numpy as np
     import torch

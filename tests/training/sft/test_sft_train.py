@@ -25,6 +25,8 @@ def _weights(path: Path) -> dict[str, Any]:
     return load_file(str(path / "model.safetensors"))
 
 
+# the 24-step training run (a minute or more of CPU on 2 cores): `make test-slow`, run by CI
+@pytest.mark.slow
 def test_loss_decreases(trained: Any) -> None:
     losses = trained.losses
     assert trained.global_step == TRAIN_STEPS and len(losses) == TRAIN_STEPS
@@ -34,6 +36,7 @@ def test_loss_decreases(trained: Any) -> None:
     assert saved["global_step"] == TRAIN_STEPS and saved["checkpoint"] == trained.checkpoint
 
 
+@pytest.mark.slow
 def test_every_trainable_tensor_changed(trained: Any) -> None:
     import torch
 
@@ -44,6 +47,7 @@ def test_every_trainable_tensor_changed(trained: Any) -> None:
     assert trained.trainable_parameters == sum(t.numel() for t in before.values())
 
 
+@pytest.mark.slow
 def test_checkpoint_reloads_with_its_template_and_generates(trained: Any, sft_corpus: Path) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -77,6 +81,7 @@ def test_checkpoint_reloads_with_its_template_and_generates(trained: Any, sft_co
     assert tokenizer.convert_ids_to_tokens(new[0]) == "<tool_call>"
 
 
+@pytest.mark.slow
 def test_resume_continues_from_the_last_checkpoint(trained: Any, sft_corpus: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     shutil.copytree(trained.output_dir, out)  # a copy, so the other tests keep the original checkpoint-final
