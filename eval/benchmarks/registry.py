@@ -49,6 +49,12 @@ def _dev() -> Benchmark:
     return DevBench()
 
 
+def _natural() -> Benchmark:
+    from eval.benchmarks.natural.bench import NaturalBench
+
+    return NaturalBench()
+
+
 def _longds() -> Benchmark:
     from eval.benchmarks.longds.bench import LongDSBench
 
@@ -70,6 +76,7 @@ def _dacomp_de() -> Benchmark:
 BENCHMARKS: dict[str, BenchmarkFactory] = {
     "synth": _synth,
     "dev": _dev,
+    "natural": _natural,
     "longds": _longds,
     "dabstep": _dabstep,
     "dacomp_de": _dacomp_de,
