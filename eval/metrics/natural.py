@@ -18,7 +18,12 @@ saved run folder of `python -m eval.runner` and gives:
   the answer the manager saw. This is a proxy when sampling is not greedy;
 * accuracy and DCR per arm, each with a 95% cluster-bootstrap interval over tasks;
 * model time per turn: the worker's and the manager's `llm_call` latencies, summed over the run
-  and divided by the scored turns.
+  and divided by the scored turns;
+* how the model answered repair hints (`hint_responses`): for every accepted REPAIR in the
+  manager arm, the model's answer to that turn just before the hint and its final answer, both
+  judged. A hint on a wrong answer that ends right is a fix; a hint on a right answer that ends
+  wrong is a break. Whether the hint named the actual mistake is not known here, so
+  P(fix | hint on a wrong answer) is a lower bound of P(fix | a hint that names the mistake).
 
     report = natural_mistake_report("runs/eval/2026...", expected={"task__id": {1: {...}}})
     print(render_natural(report))
@@ -26,6 +31,8 @@ saved run folder of `python -m eval.runner` and gives:
 
 from __future__ import annotations
 
+import math
+import re
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -39,7 +46,10 @@ from eval.metrics.dcr import dcr
 from eval.metrics.detection_facts import arm_facts
 from eval.results import ArmResult, read_results
 from eval.scorers.fields import judge_fields
+from stateguard.actions import RepairArgs
+from stateguard.answers import parse_answer
 from stateguard.artifacts.events import LlmCallEvent, WorkerStepData, WorkerStepEvent
+from stateguard.artifacts.payloads import action_args
 from stateguard.artifacts.run_folder import RolloutFolder
 from stateguard.trace import read_trace
 
@@ -48,7 +58,9 @@ __all__ = [
     "ArmNatural",
     "NaturalReport",
     "TurnMistake",
+    "HintResponse",
     "classify",
+    "hint_responses",
     "natural_mistake_report",
     "render_natural",
 ]
@@ -83,13 +95,37 @@ class ArmNatural(BaseModel):
         return (self.worker_model_s + self.manager_model_s) / self.turns if self.turns else None
 
 
+class HintResponse(BaseModel):
+    """One accepted repair hint in the manager arm and what the model's answer did after it."""
+
+    task_id: str
+    turn: int
+    reason: str = ""
+    before: Any = None
+    after: Any = None
+    before_right: bool | None = Field(default=None, description="None: the expected answer is unknown.")
+    after_right: bool | None = None
+
+
 class NaturalReport(BaseModel):
     manager_arm: str | None
     mistakes: list[TurnMistake] = Field(default_factory=list, description="The baseline's wrong turns.")
     right_turns: int = Field(default=0, description="Turns the baseline got right.")
     false_repairs: int = Field(default=0, description="Manager-arm REPAIRs for turns the baseline got right.")
     arms: list[ArmNatural] = Field(default_factory=list)
+    hints: list[HintResponse] = Field(
+        default_factory=list, description="Accepted repair hints of the manager arm."
+    )
     resamples: int = 0
+
+    def hint_rates(self) -> dict[str, tuple[int, int]]:
+        """fix: (answers fixed, hints on a wrong answer); break: (answers broken, hints on a right one)."""
+        wrong = [h for h in self.hints if h.before_right is False]
+        right = [h for h in self.hints if h.before_right is True]
+        return {
+            "fix": (sum(h.after_right is True for h in wrong), len(wrong)),
+            "break": (sum(h.after_right is False for h in right), len(right)),
+        }
 
     def by_kind(self) -> dict[str, tuple[int, int]]:
         """kind -> (baseline mistakes, of them flagged by the manager)."""
@@ -125,6 +161,48 @@ def _near(expected: Any, answer: Any) -> bool:
     if isinstance(expected, dict):
         return judge_fields({**expected, "rel_tol": NEAR}, answer)
     return judge_fields({"value": expected, "rel_tol": NEAR}, {"value": answer})
+
+
+_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.S)
+
+
+def _reply_answer(text: str) -> Any:
+    """The answer a worker's final reply gave (inside <answer> tags when present)."""
+    tagged = _ANSWER_TAG.search(text)
+    body = tagged.group(1) if tagged else text
+    parsed = parse_answer(body)
+    return parsed if parsed is not None else (body.strip() or None)
+
+
+def hint_responses(
+    trace: Path, task_id: str, final: Mapping[int, Any], expected: Mapping[int, Any] | None = None
+) -> list[HintResponse]:
+    """Every accepted REPAIR of one manager-arm rollout, with the answer of the turn under review
+    before the hint (the latest final reply of that turn) and the final one (`final`). A hint
+    given before the turn had any answer counts as a hint on a wrong answer."""
+    latest: dict[int, Any] = {}
+    current: int | None = None
+    out: list[HintResponse] = []
+    for event in read_trace(trace) if trace.is_file() else []:
+        if event.kind == "turn_start":
+            current = event.data.turn_id
+        elif isinstance(event, WorkerStepEvent) and event.data.turn is not None and event.data.meta.final:
+            latest[event.data.turn] = _reply_answer(event.data.output)
+        elif event.kind == "action" and event.data.name == "REPAIR" and event.data.accepted and current:
+            if any(h.turn == current for h in out):
+                continue  # the first hint on a turn is the one whose effect is measured
+            args = action_args(event.data, RepairArgs)
+            reason = args.error_hint.faulty_reasoning if args else ""
+            out.append(
+                HintResponse(task_id=task_id, turn=current, reason=reason[:300], before=latest.get(current))
+            )
+    truth = expected or {}
+    for h in out:
+        h.after = final.get(h.turn)
+        if h.turn in truth:
+            h.before_right = judge_fields(truth[h.turn], h.before)
+            h.after_right = judge_fields(truth[h.turn], h.after)
+    return out
 
 
 def _steps_by_turn(trace: Path) -> dict[int, list[WorkerStepData]]:
@@ -212,8 +290,12 @@ def natural_mistake_report(
         other = managed.get(base.task_id)
         repaired: set[int] = set()
         if other is not None:
-            facts = arm_facts(RolloutFolder(Path(other.run_dir)).trace, other.answers)
+            trace = RolloutFolder(Path(other.run_dir)).trace
+            facts = arm_facts(trace, other.answers)
             repaired = {x.turn for x in facts.repairs if x.turn is not None}
+            report.hints += hint_responses(
+                trace, other.task_id, other.answers, (expected or {}).get(other.task_id)
+            )
         for turn, ok in sorted(base.correct.items()):
             if ok is None:
                 continue
@@ -272,7 +354,27 @@ def render_natural(report: NaturalReport) -> str:
             f"{_ci(a.dcr_ci):>16}{'—' if per_turn is None else f'{per_turn:.1f}':>14}{a.degraded_turns:>10}"
         )
     lines.append(f"(cluster bootstrap over tasks, {report.resamples} resamples)")
+    if report.manager_arm:
+        rates = report.hint_rates()
+        lines += ["", f"repair hints in the {report.manager_arm} arm: {len(report.hints)}"]
+        for key, words in (
+            ("fix", "P(fix | hint on a wrong answer)"),
+            ("break", "P(break | hint on a right answer)"),
+        ):
+            k, n = rates[key]
+            lines.append(
+                f"  {words}: {k}/{n}"
+                + (f" = {k / n:.2f}, 95% CI {_wilson(k, n)}" if n else " (no such hint)")
+            )
     return "\n".join(lines)
+
+
+def _wilson(k: int, n: int, z: float = 1.96) -> str:
+    """The Wilson score interval of k successes in n: honest for the small samples these are."""
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return f"[{max(0.0, centre - half):.2f}, {min(1.0, centre + half):.2f}]"
 
 
 def expected_answers(run_dir: str | Path) -> dict[str, dict[int, Any]]:
