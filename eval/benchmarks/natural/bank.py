@@ -26,9 +26,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from stateguard.artifacts.files import load_model, write_json
 from stateguard.workers.faults import Fault
 
-__all__ = ["BANK_FILE", "BankEntry", "NaturalBank", "load_bank", "save_bank"]
+__all__ = ["BANK_FILE", "DATA_ROOT", "BankEntry", "NaturalBank", "load_bank", "save_bank"]
 
 BANK_FILE = Path(__file__).with_name("bank.json")
+# Models write the data folder's absolute path, which names the checkout the run was made in; the
+# bank keeps this placeholder instead, and a replay puts its own dev-set folder there.
+DATA_ROOT = "@DEV_DATA_ROOT@"
 
 
 class BankEntry(BaseModel):
@@ -45,6 +48,9 @@ class BankEntry(BaseModel):
     source: str = Field(description="The run it came from (folder name) and the arm, e.g. llm15/baseline.")
     kind: str = Field(description="The natural-mistake class (eval.metrics.natural.KINDS).")
     model_answer: Any = Field(default=None, description="What the model answered (None: no answer).")
+    model_error: str = Field(
+        default="", description="The exception the turn's last cell raised in the model's run ('' if none)."
+    )
     expected: Any = Field(default=None, description="The reference answer of the turn.")
     code: str = Field(
         description="θ': the model's cells of the turn (after any supporting cells), then its answer."
@@ -62,11 +68,13 @@ class BankEntry(BaseModel):
     def variant(self) -> str:
         return f"nat-{self.id}"
 
-    def fault(self) -> Fault:
+    def fault(self, data_root: str | Path | None = None) -> Fault:
+        """The scripted worker's fault; `data_root` replaces the data-folder placeholder in θ'."""
+        code = self.code if data_root is None else self.code.replace(DATA_ROOT, str(data_root))
         return Fault(
             kind="counterfactual",
             turn=self.turn,
-            code=self.code,
+            code=code,
             semantic="other",
             description=f"natural {self.kind}: {self.model}, {self.source}, turn {self.turn}",
         )

@@ -28,8 +28,9 @@ __all__ = ["ENTRY_SETS", "NaturalBench", "entry_task"]
 ENTRY_SETS = ("confirmed", "candidates", "all")
 
 
-def entry_task(base: EvalTask, entry: BankEntry) -> EvalTask:
-    """The replay of one entry: `base` (a clean dev task) cut after the entry's turn, with its fault."""
+def entry_task(base: EvalTask, entry: BankEntry, data_root: str | Path | None = None) -> EvalTask:
+    """The replay of one entry: `base` (a clean dev task) cut after the entry's turn, with its fault
+    (`data_root`: the dev-set folder the model's file paths are rewritten to)."""
     turns = [t for t in base.task.turns if t.turn_id <= entry.turn]
     if not turns or turns[-1].turn_id != entry.turn:
         raise ValueError(
@@ -37,7 +38,7 @@ def entry_task(base: EvalTask, entry: BankEntry) -> EvalTask:
             "the bank no longer matches the dev set (harvest it again)"
         )
     task = base.task.model_copy(update={"turns": turns})
-    fault = entry.fault()
+    fault = entry.fault(data_root)
     check_faults(task, [fault], where=f"natural bank entry {entry.id!r}")
     return base.model_copy(
         update={
@@ -79,5 +80,6 @@ class NaturalBench(DevBench):
         if unknown:
             raise ValueError(f"natural bank: entries for tasks the dev set does not have: {unknown}")
         out = [dev[t] for t in sorted({e.task for e in entries})] if cfg.get("clean", True) else []
-        out += [entry_task(dev[e.task], e) for e in entries]
+        root = Path(str(cfg.get("data_dir") or "data/dev")).resolve()
+        out += [entry_task(dev[e.task], e, root) for e in entries]
         return sorted(out, key=lambda t: t.task_id)

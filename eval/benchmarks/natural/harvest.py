@@ -31,8 +31,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from eval.benchmarks.natural.bank import BANK_FILE, BankEntry, NaturalBank, load_bank, save_bank
-from eval.metrics.natural import classify, expected_answers
+from eval.benchmarks.natural.bank import BANK_FILE, DATA_ROOT, BankEntry, NaturalBank, load_bank, save_bank
+from eval.metrics.natural import classify
 from eval.results import read_results
 from stateguard.artifacts.events import LlmCallEvent, WorkerStepData, WorkerStepEvent
 from stateguard.artifacts.run_folder import RolloutFolder, RunFolder
@@ -151,6 +151,25 @@ def numbers_reproduced(answer: Any, output: str) -> list[str]:
     return missing
 
 
+def _error_name(steps: Sequence[WorkerStepData], turn: int) -> str:
+    """The exception the turn's last executed cell raised ('' when it ran cleanly)."""
+    ran = [
+        s
+        for s in steps
+        if s.turn == turn and s.action.strip() and getattr(s.meta, "executed", True) is not False
+    ]
+    if not ran or ran[-1].success or not ran[-1].error:
+        return ""
+    return _exception_name(ran[-1].error)
+
+
+def _exception_name(error: str) -> str:
+    found = re.findall(r"\b([A-Z]\w*(?:Error|Exception|Exit|Interrupt))\b", error)
+    if found:
+        return str(found[-1])
+    return error.strip().splitlines()[-1][:60] if error.strip() else ""
+
+
 def _model_cells(steps: Sequence[WorkerStepData], turn: int) -> list[tuple[str, bool]]:
     return [
         (s.action.rstrip(), s.success)
@@ -159,18 +178,20 @@ def _model_cells(steps: Sequence[WorkerStepData], turn: int) -> list[tuple[str, 
     ]
 
 
-def _run_info(run_dir: Path) -> tuple[str, dict[str, Any]]:
-    """(model name, sampling settings) of an LLM-worker run, from its calls and config."""
+def _run_info(run_dir: Path) -> tuple[str, dict[str, Any], str]:
+    """(model name, sampling settings, data folder) of an LLM-worker run, from its calls and config."""
     from omegaconf import OmegaConf
 
-    cfg = OmegaConf.to_container(OmegaConf.load(RunFolder(run_dir).config), resolve=False)
-    block = dict(cfg.get("worker_llm") or {}) if isinstance(cfg, dict) else {}
+    loaded = OmegaConf.to_container(OmegaConf.load(RunFolder(run_dir).config), resolve=False)
+    cfg: dict[str, Any] = loaded if isinstance(loaded, dict) else {}  # type: ignore[assignment]
+    block = dict(cfg.get("worker_llm") or {})
     sampling = {k: block.get(k) for k in ("temperature", "max_tokens")}
+    root = str(Path(str((cfg.get("bench") or {}).get("data_dir") or "data/dev")).resolve())
     for calls in sorted(run_dir.glob("tasks/*/*/llm_calls.jsonl")):
         for event in read_trace(calls):
             if isinstance(event, LlmCallEvent) and event.data.role == "worker" and event.data.model:
-                return str(event.data.model), sampling
-    return "unknown", sampling
+                return str(event.data.model), sampling, root
+    return "unknown", sampling, root
 
 
 def _short(model: str) -> str:
@@ -181,8 +202,10 @@ def _short(model: str) -> str:
 def harvest_run(run_dir: str | Path, tasks: dict[str, Task], bank: NaturalBank) -> list[BankEntry]:
     """New candidate entries from one LLM-worker run (not yet in `bank`); `tasks` by stored id."""
     run = Path(run_dir)
-    model, sampling = _run_info(run)
-    expected = expected_answers(run)
+    model, sampling, root = _run_info(run)
+    # the expected answers of the dev set given (`tasks`), not of the data folder the run names,
+    # which may be another checkout's (and would be rebuilt if its sources differ)
+    expected = {tid: {t.turn_id: t.answer for t in task.turns} for tid, task in tasks.items()}
     seen = {(e.task, e.turn, e.code) for e in bank.entries}
     ids = {e.id for e in bank.entries}
     out: list[BankEntry] = []
@@ -210,6 +233,7 @@ def harvest_run(run_dir: str | Path, tasks: dict[str, Task], bank: NaturalBank) 
                 answer = result.answers.get(turn.turn_id)
                 parts = [f"{SUPPORT_MARK.format(turn=t)}\n{c}" for t, c in support] + own
                 code = "\n\n".join(parts + ([answer_block(answer)] if answer is not None else []))
+                code = code.replace(root, DATA_ROOT)
                 kind, _ = classify(
                     answer,
                     expected.get(result.task_id, {}).get(turn.turn_id),
@@ -233,6 +257,7 @@ def harvest_run(run_dir: str | Path, tasks: dict[str, Task], bank: NaturalBank) 
                             source=f"{run.name}/{result.arm}",
                             kind=kind,
                             model_answer=answer,
+                            model_error=_error_name(steps, turn.turn_id),
                             expected=turn.answer,
                             code=code,
                             support_cells=len(support),
@@ -242,9 +267,12 @@ def harvest_run(run_dir: str | Path, tasks: dict[str, Task], bank: NaturalBank) 
     return out
 
 
-def replay_verdict(entry: BankEntry, correct: bool | None, answer: Any, output: str) -> tuple[bool, str]:
+def replay_verdict(
+    entry: BankEntry, correct: bool | None, answer: Any, output: str, error: str = ""
+) -> tuple[bool, str]:
     """(confirmed, note) for one replayed entry: the judge must score the replayed answer wrong,
-    and the replayed cells must show the model's answer again (or, with no answer, end without one)."""
+    and the replayed cells must show the model's answer again (or, with no answer, end without one,
+    raising what the model's last cell raised; `error`: what the replay's last model cell raised)."""
     if correct is None:
         return False, "the replay's answer could not be scored"
     if correct:
@@ -253,9 +281,13 @@ def replay_verdict(entry: BankEntry, correct: bool | None, answer: Any, output: 
             "the replay's answer is right: on the reference prefix the model's code does not make the mistake",
         )
     if entry.model_answer is None:
-        return (
-            answer is None,
-            "no answer, as in the model's run" if answer is None else "the replay answered",
+        if answer is not None:
+            return False, "the replay answered"
+        raised = _exception_name(error) if error else ""
+        if entry.model_error and raised != entry.model_error:
+            return False, f"the replay raised {raised or 'nothing'}, the model's run {entry.model_error}"
+        return True, "no answer, as in the model's run" + (
+            f" ({entry.model_error})" if entry.model_error else ""
         )
     missing = numbers_reproduced(entry.model_answer, output)
     if missing:
@@ -281,9 +313,11 @@ def confirm(bank_path: Path, replay_dir: Path) -> tuple[int, int]:
             for e in read_trace(RolloutFolder(Path(result.run_dir)).trace)
             if isinstance(e, WorkerStepEvent) and e.data.turn == entry.turn
         ]
-        output = "\n".join(s.output for s in steps if ANSWER_MARK not in s.action)
+        own = [s for s in steps if ANSWER_MARK not in s.action]
+        output = "\n".join(s.output for s in own)
+        error = (own[-1].error or "") if own and not own[-1].success else ""
         answer = result.answers.get(entry.turn)
-        ok, note = replay_verdict(entry, result.correct.get(entry.turn), answer, output)
+        ok, note = replay_verdict(entry, result.correct.get(entry.turn), answer, output, error)
         entry.status, entry.note, entry.replay_answer = ("confirmed" if ok else "rejected"), note, answer
         counts[0 if ok else 1] += 1
     save_bank(bank, bank_path)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from eval.benchmarks.base import EvalTask
-from eval.benchmarks.natural.bank import BankEntry, NaturalBank, load_bank, save_bank
+from eval.benchmarks.natural.bank import DATA_ROOT, BankEntry, NaturalBank, load_bank, save_bank
 from eval.benchmarks.natural.bench import entry_task
 from eval.benchmarks.natural.harvest import (
     answer_block,
@@ -94,7 +94,7 @@ def test_numbers_reproduced(answer: object, output: str, missing: list[str]) -> 
         (_entry(), True, {"n": 7}, "7", False),  # right on the reference prefix: not the model's mistake
         (_entry(), False, {"n": 7}, "9", False),  # the code no longer prints the model's value
         (_entry(), None, {"n": 7}, "7", False),
-        (_entry(model_answer=None, kind="exec_error"), False, None, "", True),
+        (_entry(model_answer=None, kind="missing_answer"), False, None, "", True),
         (_entry(model_answer=None, kind="exec_error"), False, {"n": 1}, "1", False),
     ],
 )
@@ -102,6 +102,19 @@ def test_replay_verdict(
     entry: BankEntry, correct: bool | None, answer: object, output: str, confirmed: bool
 ) -> None:
     assert replay_verdict(entry, correct, answer, output)[0] is confirmed
+
+
+def test_an_exec_error_reproduces_only_with_the_same_exception() -> None:
+    """A model's AttributeError that turns into a NameError on the reference prefix (a name only its
+    own session had) is a different mistake: not confirmed."""
+    entry = _entry(model_answer=None, kind="exec_error", model_error="AttributeError")
+    same = "Traceback ...\nAttributeError: 'list' object has no attribute 'items'"
+    assert replay_verdict(entry, False, None, "", same) == (
+        True,
+        "no answer, as in the model's run (AttributeError)",
+    )
+    ok, note = replay_verdict(entry, False, None, "", "NameError: name 'data' is not defined")
+    assert not ok and "NameError" in note
 
 
 def test_entry_becomes_a_cut_variant_with_its_fault() -> None:
@@ -127,6 +140,8 @@ def test_entry_becomes_a_cut_variant_with_its_fault() -> None:
         "other",
         _entry().code,
     )
+    moved = entry_task(base, _entry(code=f"df = pd.read_json('{DATA_ROOT}/x.json')"), "/here/data/dev")
+    assert moved.faults[0].code == "df = pd.read_json('/here/data/dev/x.json')"  # this checkout's folder
     with pytest.raises(ValueError, match="no turn 5"):
         entry_task(base, _entry(turn=5))
 
