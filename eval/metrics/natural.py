@@ -94,6 +94,12 @@ class ArmNatural(BaseModel):
     def model_s_per_turn(self) -> float | None:
         return (self.worker_model_s + self.manager_model_s) / self.turns if self.turns else None
 
+    @property
+    def model_s_per_worked_turn(self) -> float | None:
+        """Model time over the turns on which the worker ran code (a capped turn costs nothing)."""
+        worked = self.turns - self.degraded_turns
+        return (self.worker_model_s + self.manager_model_s) / worked if worked > 0 else None
+
 
 class HintResponse(BaseModel):
     """One accepted repair hint in the manager arm and what the model's answer did after it."""
@@ -345,13 +351,14 @@ def render_natural(report: NaturalReport) -> str:
     lines += [
         "",
         f"{'arm':<14}{'tasks':>6}{'turns':>7}{'acc %':>8}{'95% CI':>15}{'DCR %':>8}{'95% CI':>16}"
-        f"{'model s/turn':>14}{'degraded':>10}",
+        f"{'model s/turn':>14}{'s/worked turn':>15}{'degraded':>10}",
     ]
     for a in report.arms:
-        per_turn = a.model_s_per_turn
+        per_turn, worked = a.model_s_per_turn, a.model_s_per_worked_turn
         lines.append(
             f"{a.arm:<14}{a.tasks:>6}{a.turns:>7}{_pct(a.accuracy):>8}{_ci(a.accuracy_ci):>15}{_pct(a.dcr):>8}"
-            f"{_ci(a.dcr_ci):>16}{'—' if per_turn is None else f'{per_turn:.1f}':>14}{a.degraded_turns:>10}"
+            f"{_ci(a.dcr_ci):>16}{'—' if per_turn is None else f'{per_turn:.1f}':>14}"
+            f"{'—' if worked is None else f'{worked:.1f}':>15}{a.degraded_turns:>10}"
         )
     lines.append(f"(cluster bootstrap over tasks, {report.resamples} resamples)")
     if report.manager_arm:
