@@ -155,3 +155,19 @@ def test_hint_responses_count_fixes_and_breaks(tmp_path: Path) -> None:
     text = render_natural(report)
     assert "P(fix | hint on a wrong answer): 1/1" in text and "P(break | hint on a right answer): 1/1" in text
     assert hint_responses(tmp_path / "absent.jsonl", "t", final, expected) == []
+
+
+def test_time_per_worked_turn_leaves_out_turns_that_ran_nothing() -> None:
+    from eval.metrics.natural import ArmNatural
+
+    arm = ArmNatural(
+        arm="baseline",
+        tasks=1,
+        turns=4,
+        accuracy=0.0,
+        worker_model_s=27.0,
+        manager_model_s=3.0,
+        degraded_turns=1,
+    )
+    assert (arm.model_s_per_turn, arm.model_s_per_worked_turn) == (7.5, 10.0)
+    assert arm.model_copy(update={"degraded_turns": 4}).model_s_per_worked_turn is None
