@@ -21,12 +21,14 @@ from __future__ import annotations
 import argparse
 import ast
 import builtins
+import io
 import json
 import math
 import re
 import shutil
 import subprocess
 import sys
+import tokenize
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -40,6 +42,7 @@ from stateguard.task import PRELUDE, Task
 from stateguard.trace import read_trace
 
 __all__ = [
+    "one_block",
     "answer_block",
     "defined_names",
     "harvest_run",
@@ -50,6 +53,9 @@ __all__ = [
 
 SUPPORT_MARK = "# natural bank: the model's own cell from turn {turn}"
 ANSWER_MARK = "# natural bank: the model's answer, as it reported it"
+AS_TEXT_MARK = (
+    "# natural bank: the model's cell, run as text (it does not parse, or a string in it holds a blank line)"
+)
 MAX_SUPPORT = 12
 _BUILTINS = set(dir(builtins))
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
@@ -110,6 +116,29 @@ def support_cells(
         available = available | defined_names(earlier[at][1])
         wanted += [n for n in _loaded_names(earlier[at][1]) if n not in available]
     return [chosen[i] for i in sorted(chosen)]
+
+
+def one_block(cell: str) -> str:
+    """The model's cell as one block of θ': the scripted worker cuts θ' at blank lines, which would
+    run a cell's parts on after a part that raised. Blank lines become `#` lines; a cell that does
+    not parse, or whose strings hold a blank line, runs as text (raising what it raised)."""
+    code = cell.strip("\n")
+    as_text = f"{AS_TEXT_MARK}\nexec(compile({code!r}, '<cell>', 'exec'))"
+    try:
+        ast.parse(code)
+        tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    except (SyntaxError, tokenize.TokenError):
+        return as_text
+    lines = code.split("\n")
+    inside = {
+        n
+        for t in tokens
+        if t.start[0] != t.end[0] and t.type != tokenize.NL
+        for n in range(t.start[0] + 1, t.end[0] + 1)
+    }
+    if any(not lines[n - 1].strip() for n in inside if n <= len(lines)):
+        return as_text
+    return "\n".join(line if line.strip() else "#" for line in lines)
 
 
 def answer_block(answer: Any) -> str:
@@ -228,8 +257,10 @@ def harvest_run(run_dir: str | Path, tasks: dict[str, Task], bank: NaturalBank) 
                     for s in steps
                     if s.turn is not None and s.turn < turn.turn_id and s.action.strip() and s.success
                 ]
-                own = [c for c, _ in cells]
-                support = support_cells(own, available, earlier)
+                own = [one_block(c) for c, _ in cells]
+                support = [
+                    (t, one_block(c)) for t, c in support_cells([c for c, _ in cells], available, earlier)
+                ]
                 answer = result.answers.get(turn.turn_id)
                 parts = [f"{SUPPORT_MARK.format(turn=t)}\n{c}" for t, c in support] + own
                 code = "\n\n".join(parts + ([answer_block(answer)] if answer is not None else []))

@@ -17,11 +17,13 @@ from eval.benchmarks.natural.harvest import (
     answer_block,
     defined_names,
     numbers_reproduced,
+    one_block,
     replay_verdict,
     support_cells,
 )
 from stateguard.answers import last_json
 from stateguard.task import Task, Turn
+from stateguard.workers.faults import split_blocks
 
 
 def _entry(**kw: object) -> BankEntry:
@@ -154,3 +156,37 @@ def test_bank_round_trip_and_duplicate_ids(tmp_path: Path) -> None:
     assert [e.id for e in load_bank(path).confirmed()] == ["other"]
     with pytest.raises(ValueError, match="duplicate"):
         save_bank(NaturalBank(entries=[_entry(), _entry()]), path)
+
+
+@pytest.mark.parametrize(
+    ("cell", "want"),
+    [
+        ("x = 1\n\nprint(x)", "x = 1\n#\nprint(x)"),  # one block: a raise in the first part stops the rest
+        ("for i in range(2):\n    y = i\n\n    print(y)", "for i in range(2):\n    y = i\n#\n    print(y)"),
+        ("print(1)", "print(1)"),
+    ],
+)
+def test_one_block_keeps_a_cell_whole(cell: str, want: str) -> None:
+    assert one_block(cell) == want
+    assert split_blocks(one_block(cell)) == [want]
+
+
+@pytest.mark.parametrize(
+    "cell",
+    [
+        'conn.execute("""\nCREATE TABLE t (a INT\n\n""")\nprint(1',  # does not parse: the model's SyntaxError
+        'q = """\nselect 1\n\nfrom t"""\nprint(q)',  # a blank line inside a string must stay
+    ],
+)
+def test_one_block_runs_as_text_what_it_cannot_keep_whole(cell: str) -> None:
+    import ast
+
+    block = one_block(cell)
+    assert len(split_blocks(block)) == 1 and ast.parse(block)  # θ' parses, as the fault check needs
+    namespace: dict[str, object] = {"conn": None}
+    if "select" in cell:
+        exec(block, namespace)  # noqa: S102 - the same string, blank line kept
+        assert namespace["q"] == "\nselect 1\n\nfrom t"
+    else:
+        with pytest.raises(SyntaxError):
+            exec(block, namespace)  # noqa: S102 - raises what the model's cell raised
