@@ -175,6 +175,11 @@ def numbers_reproduced(answer: Any, output: str) -> list[str]:
             tol = 0.5 * 10.0**-places + 1e-9 * abs(float(v))
             if not any(abs(p - float(v)) <= tol for p in printed):
                 missing.append(str(v))
+        elif isinstance(v, str) and _NUMBER.search(v):
+            # a free-text answer ("Number of flowers: 150 ..."): its numbers must be printed
+            missing += numbers_reproduced(
+                [float(x) if "." in x else int(x) for x in _NUMBER.findall(v)], output
+            )
         elif isinstance(v, str) and v.strip() and v.strip().lower() not in low:
             missing.append(repr(v))
     return missing
@@ -371,6 +376,7 @@ def main(argv: list[str] | None = None) -> int:
     con = sub.add_parser("confirm", help="replay the candidates with the scripted worker and mark them")
     con.add_argument("--replay-dir", type=Path, default=Path("runs/natural-confirm"))
     con.add_argument("--workers", type=int, default=1)
+    con.add_argument("--again", action="store_true", help="replay the rejected entries too (after a fix)")
     for p in (add, con):
         p.add_argument("--bank", type=Path, default=BANK_FILE)
         p.add_argument("--data-dir", default="data/dev")
@@ -384,6 +390,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{run}: {len(new)} new candidate(s)")
         save_bank(bank, args.bank)
         return 0
+    if args.cmd == "confirm" and args.again:
+        for entry in bank.entries:
+            if entry.status == "rejected":
+                entry.status, entry.note = "candidate", ""
+        save_bank(bank, args.bank)
     if not any(e.status == "candidate" for e in bank.entries):
         print("no candidates to confirm")
         return 0

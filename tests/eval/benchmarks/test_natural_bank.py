@@ -83,6 +83,8 @@ def test_answer_block_prints_what_the_scripted_worker_reads() -> None:
         ({"top": "virginica"}, "setosa", ["'virginica'"]),
         ({"flag": True, "n": 2}, "2", []),  # booleans are derived, not printed
         ({"n": 12}, "120", ["12"]),  # a number is matched whole, not as a prefix
+        ("Number of flowers: 150, species: 3", "150 rows\n3 species", []),  # free text: its numbers
+        ("Number of flowers: 150", "149", ["150"]),
     ],
 )
 def test_numbers_reproduced(answer: object, output: str, missing: list[str]) -> None:
