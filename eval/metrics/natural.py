@@ -343,6 +343,12 @@ def render_natural(report: NaturalReport) -> str:
     lines.append(
         f"{'all wrong turns':<18}{len(report.mistakes):>7}{sum(m.flagged for m in report.mistakes):>9}"
     )
+    unworked = sum(m.kind == "missing_answer" and m.evidence.endswith("no code ran") for m in report.mistakes)
+    if unworked:
+        lines.append(
+            f"  of the missing answers, {unworked} ran no code at all (the time cap was spent, or every "
+            "reply was refused): a cost of the run, not a mistake in code"
+        )
     per100 = 100 * report.false_repairs / report.right_turns if report.right_turns else None
     lines.append(
         f"false repairs on turns the baseline got right: {report.false_repairs} in {report.right_turns}"

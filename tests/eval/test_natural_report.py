@@ -14,6 +14,7 @@ import pytest
 
 from eval.metrics.natural import (
     NaturalReport,
+    TurnMistake,
     classify,
     hint_responses,
     main,
@@ -153,6 +154,9 @@ def test_hint_responses_count_fixes_and_breaks(tmp_path: Path) -> None:
     report = NaturalReport(manager_arm="stateguard", hints=hints)
     assert report.hint_rates() == {"fix": (1, 1), "break": (1, 1)}
     text = render_natural(report)
+    assert "ran no code at all" not in text
+    unworked = TurnMistake(task_id="t", turn=4, kind="missing_answer", evidence="no answer; no code ran")
+    assert "1 ran no code at all" in render_natural(report.model_copy(update={"mistakes": [unworked]}))
     assert "P(fix | hint on a wrong answer): 1/1" in text and "P(break | hint on a right answer): 1/1" in text
     assert hint_responses(tmp_path / "absent.jsonl", "t", final, expected) == []
 
