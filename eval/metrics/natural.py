@@ -10,7 +10,8 @@ saved run folder of `python -m eval.runner` and gives:
   - `stale`: a block of the turn read a value computed before one of its inputs was redefined
     (the workspace's run-time dataflow, `meta.stale_reads`);
   - `format_precision`: the answer is right within 1% relative (rounding, number written as
-    text, the wrong precision), but not as the judge requires; this needs the expected answers;
+    text, the wrong precision, the requested values given as a sentence instead of fields), but
+    not as the judge requires; this needs the expected answers;
   - `wrong_value`: anything else;
 * which of those turns the manager arm flagged (an accepted REPAIR for that turn of that task);
 * false repairs: accepted REPAIRs for turns that the baseline got right. The same greedy model
@@ -163,7 +164,23 @@ def classify(answer: Any, expected: Any, steps: list[WorkerStepData]) -> tuple[s
     return "wrong_value", ""
 
 
+def _in_text(expected: Any, text: str) -> bool:
+    """Every requested value of `expected` appears in `text` (numbers within NEAR, texts in any case)."""
+    if isinstance(expected, dict):
+        return all(_in_text(v, text) for k, v in expected.items() if k != "answer_type")
+    if isinstance(expected, list | tuple):
+        return all(_in_text(v, text) for v in expected)
+    if isinstance(expected, bool) or expected is None:
+        return True  # a flag is read from the values, not printed as such
+    if isinstance(expected, int | float):
+        shown = [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?", text)]
+        return any(abs(x - expected) <= NEAR * max(abs(expected), 1e-9) for x in shown)
+    return str(expected).lower() in text.lower()
+
+
 def _near(expected: Any, answer: Any) -> bool:
+    if isinstance(answer, str) and isinstance(expected, dict):
+        return _in_text(expected, answer)  # the right values, written as text instead of fields
     if isinstance(expected, dict):
         return judge_fields({**expected, "rel_tol": NEAR}, answer)
     return judge_fields({"value": expected, "rel_tol": NEAR}, {"value": answer})

@@ -85,6 +85,19 @@ def test_without_expected_answers_a_near_miss_is_a_wrong_value(saved_run: Path) 
         ),
         ({"x": 1.004}, {"x": 1.0}, [WorkerStepData(index=0, action="x = 1.004")], "format_precision"),
         ({"x": 2}, {"x": 1}, [WorkerStepData(index=0, action="x = 2")], "wrong_value"),
+        # issue 30: the 1.5B model answered the right values as a sentence, not as fields
+        (
+            "Number of flowers: 150\nSpecies: ['setosa', 'versicolor', 'virginica']",
+            {"answer_type": "overview", "n_flowers": 150, "species": ["setosa", "versicolor", "virginica"]},
+            [WorkerStepData(index=0, action="print(1)")],
+            "format_precision",
+        ),
+        (
+            "Number of flowers: 149",
+            {"n_flowers": 150, "species": ["setosa"]},
+            [WorkerStepData(index=0, action="x")],
+            "wrong_value",
+        ),
         (
             {"x": 2},
             {"x": 1},
