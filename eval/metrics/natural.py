@@ -10,7 +10,8 @@ saved run folder of `python -m eval.runner` and gives:
   - `stale`: a block of the turn read a value computed before one of its inputs was redefined
     (the workspace's run-time dataflow, `meta.stale_reads`);
   - `format_precision`: the answer is right within 1% relative (rounding, number written as
-    text, the wrong precision), but not as the judge requires; this needs the expected answers;
+    text, the wrong precision, the requested values given as a sentence instead of fields), but
+    not as the judge requires; this needs the expected answers;
   - `wrong_value`: anything else;
 * which of those turns the manager arm flagged (an accepted REPAIR for that turn of that task);
 * false repairs: accepted REPAIRs for turns that the baseline got right. The same greedy model
@@ -18,7 +19,12 @@ saved run folder of `python -m eval.runner` and gives:
   the answer the manager saw. This is a proxy when sampling is not greedy;
 * accuracy and DCR per arm, each with a 95% cluster-bootstrap interval over tasks;
 * model time per turn: the worker's and the manager's `llm_call` latencies, summed over the run
-  and divided by the scored turns.
+  and divided by the scored turns;
+* how the model answered repair hints (`hint_responses`): for every accepted REPAIR in the
+  manager arm, the model's answer to that turn just before the hint and its final answer, both
+  judged. A hint on a wrong answer that ends right is a fix; a hint on a right answer that ends
+  wrong is a break. Whether the hint named the actual mistake is not known here, so
+  P(fix | hint on a wrong answer) is a lower bound of P(fix | a hint that names the mistake).
 
     report = natural_mistake_report("runs/eval/2026...", expected={"task__id": {1: {...}}})
     print(render_natural(report))
@@ -26,6 +32,8 @@ saved run folder of `python -m eval.runner` and gives:
 
 from __future__ import annotations
 
+import math
+import re
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -39,7 +47,10 @@ from eval.metrics.dcr import dcr
 from eval.metrics.detection_facts import arm_facts
 from eval.results import ArmResult, read_results
 from eval.scorers.fields import judge_fields
+from stateguard.actions import RepairArgs
+from stateguard.answers import parse_answer
 from stateguard.artifacts.events import LlmCallEvent, WorkerStepData, WorkerStepEvent
+from stateguard.trace_payloads import action_args
 from stateguard.artifacts.run_folder import RolloutFolder
 from stateguard.trace import read_trace
 
@@ -48,7 +59,9 @@ __all__ = [
     "ArmNatural",
     "NaturalReport",
     "TurnMistake",
+    "HintResponse",
     "classify",
+    "hint_responses",
     "natural_mistake_report",
     "render_natural",
 ]
@@ -82,6 +95,24 @@ class ArmNatural(BaseModel):
     def model_s_per_turn(self) -> float | None:
         return (self.worker_model_s + self.manager_model_s) / self.turns if self.turns else None
 
+    @property
+    def model_s_per_worked_turn(self) -> float | None:
+        """Model time over the turns on which the worker ran code (a capped turn costs nothing)."""
+        worked = self.turns - self.degraded_turns
+        return (self.worker_model_s + self.manager_model_s) / worked if worked > 0 else None
+
+
+class HintResponse(BaseModel):
+    """One accepted repair hint in the manager arm and what the model's answer did after it."""
+
+    task_id: str
+    turn: int
+    reason: str = ""
+    before: Any = None
+    after: Any = None
+    before_right: bool | None = Field(default=None, description="None: the expected answer is unknown.")
+    after_right: bool | None = None
+
 
 class NaturalReport(BaseModel):
     manager_arm: str | None
@@ -89,7 +120,19 @@ class NaturalReport(BaseModel):
     right_turns: int = Field(default=0, description="Turns the baseline got right.")
     false_repairs: int = Field(default=0, description="Manager-arm REPAIRs for turns the baseline got right.")
     arms: list[ArmNatural] = Field(default_factory=list)
+    hints: list[HintResponse] = Field(
+        default_factory=list, description="Accepted repair hints of the manager arm."
+    )
     resamples: int = 0
+
+    def hint_rates(self) -> dict[str, tuple[int, int]]:
+        """fix: (answers fixed, hints on a wrong answer); break: (answers broken, hints on a right one)."""
+        wrong = [h for h in self.hints if h.before_right is False]
+        right = [h for h in self.hints if h.before_right is True]
+        return {
+            "fix": (sum(h.after_right is True for h in wrong), len(wrong)),
+            "break": (sum(h.after_right is False for h in right), len(right)),
+        }
 
     def by_kind(self) -> dict[str, tuple[int, int]]:
         """kind -> (baseline mistakes, of them flagged by the manager)."""
@@ -121,10 +164,68 @@ def classify(answer: Any, expected: Any, steps: list[WorkerStepData]) -> tuple[s
     return "wrong_value", ""
 
 
+def _in_text(expected: Any, text: str) -> bool:
+    """Every requested value of `expected` appears in `text` (numbers within NEAR, texts in any case)."""
+    if isinstance(expected, dict):
+        return all(_in_text(v, text) for k, v in expected.items() if k != "answer_type")
+    if isinstance(expected, list | tuple):
+        return all(_in_text(v, text) for v in expected)
+    if isinstance(expected, bool) or expected is None:
+        return True  # a flag is read from the values, not printed as such
+    if isinstance(expected, int | float):
+        shown = [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?", text)]
+        return any(abs(x - expected) <= NEAR * max(abs(expected), 1e-9) for x in shown)
+    return str(expected).lower() in text.lower()
+
+
 def _near(expected: Any, answer: Any) -> bool:
+    if isinstance(answer, str) and isinstance(expected, dict):
+        return _in_text(expected, answer)  # the right values, written as text instead of fields
     if isinstance(expected, dict):
         return judge_fields({**expected, "rel_tol": NEAR}, answer)
     return judge_fields({"value": expected, "rel_tol": NEAR}, {"value": answer})
+
+
+_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.S)
+
+
+def _reply_answer(text: str) -> Any:
+    """The answer a worker's final reply gave (inside <answer> tags when present)."""
+    tagged = _ANSWER_TAG.search(text)
+    body = tagged.group(1) if tagged else text
+    parsed = parse_answer(body)
+    return parsed if parsed is not None else (body.strip() or None)
+
+
+def hint_responses(
+    trace: Path, task_id: str, final: Mapping[int, Any], expected: Mapping[int, Any] | None = None
+) -> list[HintResponse]:
+    """Every accepted REPAIR of one manager-arm rollout, with the answer of the turn under review
+    before the hint (the latest final reply of that turn) and the final one (`final`). A hint
+    given before the turn had any answer counts as a hint on a wrong answer."""
+    latest: dict[int, Any] = {}
+    current: int | None = None
+    out: list[HintResponse] = []
+    for event in read_trace(trace) if trace.is_file() else []:
+        if event.kind == "turn_start":
+            current = event.data.turn_id
+        elif isinstance(event, WorkerStepEvent) and event.data.turn is not None and event.data.meta.final:
+            latest[event.data.turn] = _reply_answer(event.data.output)
+        elif event.kind == "action" and event.data.name == "REPAIR" and event.data.accepted and current:
+            if any(h.turn == current for h in out):
+                continue  # the first hint on a turn is the one whose effect is measured
+            args = action_args(event.data, RepairArgs)
+            reason = args.error_hint.faulty_reasoning if args else ""
+            out.append(
+                HintResponse(task_id=task_id, turn=current, reason=reason[:300], before=latest.get(current))
+            )
+    truth = expected or {}
+    for h in out:
+        h.after = final.get(h.turn)
+        if h.turn in truth:
+            h.before_right = judge_fields(truth[h.turn], h.before)
+            h.after_right = judge_fields(truth[h.turn], h.after)
+    return out
 
 
 def _steps_by_turn(trace: Path) -> dict[int, list[WorkerStepData]]:
@@ -212,8 +313,12 @@ def natural_mistake_report(
         other = managed.get(base.task_id)
         repaired: set[int] = set()
         if other is not None:
-            facts = arm_facts(RolloutFolder(Path(other.run_dir)).trace, other.answers)
+            trace = RolloutFolder(Path(other.run_dir)).trace
+            facts = arm_facts(trace, other.answers)
             repaired = {x.turn for x in facts.repairs if x.turn is not None}
+            report.hints += hint_responses(
+                trace, other.task_id, other.answers, (expected or {}).get(other.task_id)
+            )
         for turn, ok in sorted(base.correct.items()):
             if ok is None:
                 continue
@@ -255,6 +360,12 @@ def render_natural(report: NaturalReport) -> str:
     lines.append(
         f"{'all wrong turns':<18}{len(report.mistakes):>7}{sum(m.flagged for m in report.mistakes):>9}"
     )
+    unworked = sum(m.kind == "missing_answer" and m.evidence.endswith("no code ran") for m in report.mistakes)
+    if unworked:
+        lines.append(
+            f"  of the missing answers, {unworked} ran no code at all (the time cap was spent, or every "
+            "reply was refused): a cost of the run, not a mistake in code"
+        )
     per100 = 100 * report.false_repairs / report.right_turns if report.right_turns else None
     lines.append(
         f"false repairs on turns the baseline got right: {report.false_repairs} in {report.right_turns}"
@@ -263,16 +374,37 @@ def render_natural(report: NaturalReport) -> str:
     lines += [
         "",
         f"{'arm':<14}{'tasks':>6}{'turns':>7}{'acc %':>8}{'95% CI':>15}{'DCR %':>8}{'95% CI':>16}"
-        f"{'model s/turn':>14}{'degraded':>10}",
+        f"{'model s/turn':>14}{'s/worked turn':>15}{'degraded':>10}",
     ]
     for a in report.arms:
-        per_turn = a.model_s_per_turn
+        per_turn, worked = a.model_s_per_turn, a.model_s_per_worked_turn
         lines.append(
             f"{a.arm:<14}{a.tasks:>6}{a.turns:>7}{_pct(a.accuracy):>8}{_ci(a.accuracy_ci):>15}{_pct(a.dcr):>8}"
-            f"{_ci(a.dcr_ci):>16}{'—' if per_turn is None else f'{per_turn:.1f}':>14}{a.degraded_turns:>10}"
+            f"{_ci(a.dcr_ci):>16}{'—' if per_turn is None else f'{per_turn:.1f}':>14}"
+            f"{'—' if worked is None else f'{worked:.1f}':>15}{a.degraded_turns:>10}"
         )
     lines.append(f"(cluster bootstrap over tasks, {report.resamples} resamples)")
+    if report.manager_arm:
+        rates = report.hint_rates()
+        lines += ["", f"repair hints in the {report.manager_arm} arm: {len(report.hints)}"]
+        for key, words in (
+            ("fix", "P(fix | hint on a wrong answer)"),
+            ("break", "P(break | hint on a right answer)"),
+        ):
+            k, n = rates[key]
+            lines.append(
+                f"  {words}: {k}/{n}"
+                + (f" = {k / n:.2f}, 95% CI {_wilson(k, n)}" if n else " (no such hint)")
+            )
     return "\n".join(lines)
+
+
+def _wilson(k: int, n: int, z: float = 1.96) -> str:
+    """The Wilson score interval of k successes in n: honest for the small samples these are."""
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return f"[{max(0.0, centre - half):.2f}, {min(1.0, centre + half):.2f}]"
 
 
 def expected_answers(run_dir: str | Path) -> dict[str, dict[int, Any]]:

@@ -97,6 +97,10 @@ REPEAT_REFUSED = (
     "Not run: this code is the same as code that already failed ({error}), and nothing has run "
     "successfully since, so it would fail the same way. Read the error and change the code."
 )
+REPEAT_SUCCESS = (
+    "Not run: this code is the same as the code that just ran, and it printed {shown}. Running it "
+    "again changes nothing. Print the values the question asks for, or give the answer."
+)
 UNSUPPORTED_ANSWER = (
     "Answer not accepted: no code has run successfully for this question yet, so the answer rests "
     "on no executed result. Write code that computes it; you will see its output, then answer."
@@ -112,7 +116,9 @@ class LLMWorker:
 
     Brakes on a model that loops (each counted as a refused reply; `max_refusals` in a row end
     the turn unanswered): code identical to code that failed, with no successful cell since, is
-    not run again; an answer when no cell of the turn has run successfully is not accepted.
+    not run again; code identical to the cell that has just run successfully is not run again
+    (issue 30: Qwen2.5-Coder-0.5B resent one successful block until the task's time cap was
+    spent); an answer when no cell of the turn has run successfully is not accepted.
     `task_time_cap_s` bounds the model time of the whole task: once spent, every remaining turn
     ends unanswered at once. A prompt the server refuses as too long is compacted (older turns'
     outputs shortened, then dropped) and sent again."""
@@ -146,6 +152,9 @@ class LLMWorker:
         self._turn_starts: list[int] = []  # the same for every turn so far
         self._ran_code = False  # a cell of the current turn ran successfully
         self._failed: dict[str, str] = {}  # code that failed since the last successful cell -> its error
+        self._last_ok: tuple[str, str] | None = (
+            None  # (code, output) of the turn's latest cell, if it succeeded
+        )
         self._compaction = 0  # how hard older turns are compacted (raised on each context overflow)
 
     def start(self, task: AgentTask, workspace: LiveWorkspace) -> None:
@@ -165,10 +174,10 @@ class LLMWorker:
             self._done = False
             self._turn_start = len(self.messages)
             self._turn_starts.append(self._turn_start)
-            self._ran_code, self._refusals, self._failed = False, 0, {}
+            self._ran_code, self._refusals, self._failed, self._last_ok = False, 0, {}, None
         elif message.kind == "repair_hint":
             self._done = False  # a repair hint reopens the work on the current analysis
-            self._refusals = 0
+            self._refusals, self._last_ok = 0, None
         text = (
             self.protocol.turn_text(message.turn) if message.kind == "turn" and message.turn else message.text
         )
@@ -197,7 +206,7 @@ class LLMWorker:
         self._turn_start = token.get("turn_start", len(self.messages))
         self._turn_starts = list(token.get("turn_starts", []))
         self._failures = self._refusals = 0
-        self._failed = {}
+        self._failed, self._last_ok = {}, None
 
     # ------------------------------------------------------------------ one step
     def _capped(self) -> bool:
@@ -309,6 +318,16 @@ class LLMWorker:
                     thought,
                     text,
                 )
+            if self._last_ok is not None and self._last_ok[0] == _normal(code):
+                output = self._last_ok[1].strip()
+                shown = f"this:\n{output[-500:]}" if output else "nothing"
+                return self._refuse(
+                    index,
+                    REPEAT_SUCCESS.format(shown=shown),
+                    "repeated the code that just ran, not run",
+                    thought,
+                    text,
+                )
             return self._run(index, code, thought, answer_dropped=answer is not None)
         self.messages.append({"role": "assistant", "content": text})
         if answer is None and self.protocol.no_action is not None:
@@ -349,8 +368,10 @@ class LLMWorker:
         self.messages.append({"role": "user", "content": feedback})
         if result.ok:
             self._ran_code, self._refusals, self._failed = True, 0, {}
+            self._last_ok = (_normal(code), output)
         else:
             self._failed[_normal(code)] = result.error or "an error"
+            self._last_ok = None
         reported = self.protocol.answer_in_output(result.stdout) if self.protocol.answer_in_output else None
         if reported is not None and self.turn is not None:
             self.answers[self.turn] = reported  # the code called the runner's final-answer helper

@@ -12,7 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from eval.metrics.natural import classify, main, natural_mistake_report, render_natural
+from eval.metrics.natural import (
+    NaturalReport,
+    TurnMistake,
+    classify,
+    hint_responses,
+    main,
+    natural_mistake_report,
+    render_natural,
+)
 from eval.runner import run
 from stateguard.artifacts.events import WorkerStepData
 from tests.eval.test_faults_and_detection import DEMO, FAULTS, _cfg, _layout
@@ -77,6 +85,19 @@ def test_without_expected_answers_a_near_miss_is_a_wrong_value(saved_run: Path) 
         ),
         ({"x": 1.004}, {"x": 1.0}, [WorkerStepData(index=0, action="x = 1.004")], "format_precision"),
         ({"x": 2}, {"x": 1}, [WorkerStepData(index=0, action="x = 2")], "wrong_value"),
+        # issue 30: the 1.5B model answered the right values as a sentence, not as fields
+        (
+            "Number of flowers: 150\nSpecies: ['setosa', 'versicolor', 'virginica']",
+            {"answer_type": "overview", "n_flowers": 150, "species": ["setosa", "versicolor", "virginica"]},
+            [WorkerStepData(index=0, action="print(1)")],
+            "format_precision",
+        ),
+        (
+            "Number of flowers: 149",
+            {"n_flowers": 150, "species": ["setosa"]},
+            [WorkerStepData(index=0, action="x")],
+            "wrong_value",
+        ),
         (
             {"x": 2},
             {"x": 1},
@@ -97,3 +118,73 @@ def test_cli_reads_the_expected_answers_from_the_runs_config(
     assert "format_precision" in capsys.readouterr().out
     saved = json.loads(out.read_text())
     assert any(m["kind"] == "format_precision" and m["turn"] == 2 for m in saved["mistakes"])
+
+
+def _hint_trace(path: Path, answers: list[tuple[int, str]], repair_after: set[int]) -> Path:
+    """A manager-arm trace: each (turn, reply) is a final reply; a REPAIR follows the replies whose
+    index is in `repair_after` (the model then answers that turn again)."""
+    from stateguard.trace import Trace
+
+    trace = Trace(path)
+    started: set[int] = set()
+    hint = {
+        "analytical_evidence": "[check] step 1",
+        "error_hint": {"error_variables": ["x"], "faulty_reasoning": "x is stale"},
+    }
+    for i, (turn, reply) in enumerate(answers):
+        if turn not in started:
+            started.add(turn)
+            trace.emit("turn_start", turn_id=turn, question=f"q{turn}")
+        trace.emit(
+            "worker_step", index=i, turn=turn, action="", output=reply, meta={"final": True, "turn_end": True}
+        )
+        if i in repair_after:
+            trace.emit("action", activation=i, name="REPAIR", arguments=hint, accepted=True)
+    trace.close()
+    return path
+
+
+def test_hint_responses_count_fixes_and_breaks(tmp_path: Path) -> None:
+    """Issue 30 item 3: a hint on a wrong answer that ends right is a fix; on a right one that ends
+    wrong, a break; a second hint on the same turn is not a second sample."""
+    replies = [
+        (1, '<answer>{"x": 5}</answer>'),  # wrong, then hinted
+        (1, '<answer>{"x": 1}</answer>'),  # fixed
+        (2, "<answer>{'y': 2}</answer>"),  # right (a Python literal), then hinted
+        (2, '<answer>{"y": 3}</answer>'),  # broken, hinted again
+        (2, '<answer>{"y": 4}</answer>'),
+        (3, '<answer>{"z": 9}</answer>'),  # right, never hinted
+    ]
+    path = _hint_trace(tmp_path / "trace.jsonl", replies, repair_after={0, 2, 3})
+    expected = {1: {"x": 1}, 2: {"y": 2}, 3: {"z": 9}}
+    final = {1: {"x": 1}, 2: {"y": 4}, 3: {"z": 9}}
+    hints = hint_responses(path, "t", final, expected)
+    assert [(h.turn, h.before, h.before_right, h.after_right) for h in hints] == [
+        (1, {"x": 5}, False, True),
+        (2, {"y": 2}, True, False),
+    ]
+    assert hints[0].reason == "x is stale"
+    report = NaturalReport(manager_arm="stateguard", hints=hints)
+    assert report.hint_rates() == {"fix": (1, 1), "break": (1, 1)}
+    text = render_natural(report)
+    assert "ran no code at all" not in text
+    unworked = TurnMistake(task_id="t", turn=4, kind="missing_answer", evidence="no answer; no code ran")
+    assert "1 ran no code at all" in render_natural(report.model_copy(update={"mistakes": [unworked]}))
+    assert "P(fix | hint on a wrong answer): 1/1" in text and "P(break | hint on a right answer): 1/1" in text
+    assert hint_responses(tmp_path / "absent.jsonl", "t", final, expected) == []
+
+
+def test_time_per_worked_turn_leaves_out_turns_that_ran_nothing() -> None:
+    from eval.metrics.natural import ArmNatural
+
+    arm = ArmNatural(
+        arm="baseline",
+        tasks=1,
+        turns=4,
+        accuracy=0.0,
+        worker_model_s=27.0,
+        manager_model_s=3.0,
+        degraded_turns=1,
+    )
+    assert (arm.model_s_per_turn, arm.model_s_per_worked_turn) == (7.5, 10.0)
+    assert arm.model_copy(update={"degraded_turns": 4}).model_s_per_worked_turn is None

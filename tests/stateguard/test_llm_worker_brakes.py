@@ -202,3 +202,28 @@ def test_context_overflow_compacts_earlier_turns_and_retries() -> None:
     assert worker.messages[1]["content"].endswith(
         "one"
     )  # the full history is kept; only what is sent shrinks
+
+
+def test_code_identical_to_the_cell_that_just_succeeded_is_refused() -> None:
+    """Old (issue 30): Qwen2.5-Coder-0.5B sent one successful block five times, until the task's
+    time cap was spent, and every later turn ended unanswered."""
+    block = "```python\nn = 10\n```"
+    model = FakeModel([block, block, "```python\nprint(n)\n```", '<answer>{"n": 10}</answer>'])
+    task = _task("How many?")
+    worker, ws = _started(model, task)
+    steps = _run_turn(worker, task, 1)
+    assert [bool(s.action) for s in steps] == [True, False, True, False]
+    assert steps[1].meta.get("refused") and "Not run" in model.requests[2][-1]["content"]
+    assert "printed nothing" in model.requests[2][-1]["content"]
+    assert worker.final_answer() == {1: {"n": 10}}
+
+
+def test_a_successful_repeat_loop_ends_the_turn_and_leaves_time_for_the_next() -> None:
+    model = FakeModel(["```python\nprint(1)\n```"])
+    task = _task("First?", "Second?")
+    worker, _ = _started(model, task, max_refusals=3)
+    steps = _run_turn(worker, task, 1)
+    assert len(steps) == 4 and sum(bool(s.action) for s in steps) == 1 and worker.done()
+    assert "1" in model.requests[2][-1]["content"]  # the refusal shows the output it already had
+    worker.inject(WorkerMessage.user_turn(task.turn(2)))
+    assert worker.step(10) is not None and not worker.done()  # the next turn starts afresh

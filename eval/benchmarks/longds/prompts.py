@@ -54,6 +54,14 @@ The answer, in the form the question requires, and nothing else.
 </answer>"""
 
 _PYTHON = re.compile(r"<python>(.*?)</python>", re.S)
+# Small models often open <python> and close it with a markdown fence, or write no tag and only a
+# fenced block (issue 30: Qwen2.5-Coder-0.5B did both on the dev set's first question). Such code is
+# still the one block the reply asks to run: it ends at a fence, an <answer> or <information> tag, or
+# the reply's end.
+_PYTHON_UNCLOSED = re.compile(
+    r"<python>\s*(?:```(?:python|py)?[ \t]*\n)?(.*?)(?:```|</python>|<answer>|<information>|$)", re.S
+)
+_FENCED = re.compile(r"```(?:python|py)[ \t]*\n(.*?)```", re.S)
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S)
 
 
@@ -114,11 +122,14 @@ def parse_reply(text: str) -> WorkerReply:
     the model had not seen (often an <information> block it wrote itself)."""
     reasoning = re.search(r"<reasoning>(.*?)</reasoning>", text, re.S)
     answer = _ANSWER.search(text)
-    code = _PYTHON.search(text)
+    code = _PYTHON.search(text) or _PYTHON_UNCLOSED.search(text) or _FENCED.search(text)
+    body = code.group(1).strip("\n") if code else None
+    fenced = _FENCED.search(body + "\n```") if body and body.lstrip().startswith("```") else None
+    body = fenced.group(1).strip("\n") if fenced else body  # a fence inside the tags
     return WorkerReply(
         reasoning=reasoning.group(1).strip() if reasoning else "",
         answer=answer.group(1).strip() if answer else None,
-        code=code.group(1).strip("\n") if code else None,
+        code=body if body and body.strip() else None,
     )
 
 

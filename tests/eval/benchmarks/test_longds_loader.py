@@ -136,6 +136,16 @@ def test_turn_prompts_open_one_conversation(root: Path) -> None:
         ("<python>x = 1</python><information>1</information><answer>1</answer>", "x = 1", "1"),
         ("<python>a()</python><python>b()</python>", "a()", None),
         ("I think it is 3", None, None),  # neither: a format error for the runner
+        # what real small models write (issue 30): <python> closed by a fence, then an answer
+        (
+            "<reasoning>r</reasoning>\n<python>\nimport duckdb\nx = 1\n```\n\n<answer>3</answer>",
+            "import duckdb\nx = 1",
+            "3",
+        ),
+        ("Run this:\n```python\nprint(2)\n```\n", "print(2)", None),  # a fenced block and no tag
+        ("<python>\n```python\nprint(3)\n```\n</python>", "print(3)", None),  # a fence inside the tags
+        ("<python>\nprint(4)", "print(4)", None),  # cut off at the token cap
+        ("```sql\nselect 1\n```", None, None),  # SQL is not Python: still a format error
     ],
 )
 def test_parse_reply(text: str, code: str | None, answer: str | None) -> None:
