@@ -50,9 +50,9 @@ from eval.scorers.fields import judge_fields
 from stateguard.actions import RepairArgs
 from stateguard.answers import parse_answer
 from stateguard.artifacts.events import LlmCallEvent, WorkerStepData, WorkerStepEvent
-from stateguard.trace_payloads import action_args
 from stateguard.artifacts.run_folder import RolloutFolder
 from stateguard.trace import read_trace
+from stateguard.trace_payloads import action_args
 
 __all__ = [
     "KINDS",

@@ -107,8 +107,10 @@ class Lexicon(BaseModel):
         return "|".join(re.escape(p).replace(r"\ ", r"\s+") for p in ordered)
 
 
-def _c(op: str, *phrases: str, position: Position = "prefix", temporal: bool = False, core: bool = False):
-    return Comparator(phrases=phrases, op=op, position=position, temporal=temporal, core=core)  # type: ignore[arg-type]
+def _c(
+    op: Op, *phrases: str, position: Position = "prefix", temporal: bool = False, core: bool = False
+) -> Comparator:
+    return Comparator(phrases=phrases, op=op, position=position, temporal=temporal, core=core)
 
 
 LEXICON = Lexicon(
