@@ -231,11 +231,15 @@ def known_top_level_keys() -> frozenset[str]:
 
 
 @functools.cache
-def known_bench_keys(name: str) -> frozenset[str]:
+def known_bench_keys(name: str) -> frozenset[str] | None:
     """The options configs/bench/<name>.yaml declares (docs/extending.md: a benchmark's options live
-    there). A key beyond them came from a `+bench.<key>=value` override that `load` never reads."""
+    there). A key beyond them came from a `+bench.<key>=value` override that `load` never reads.
+    None for a benchmark without that file (one registered in code by `register_benchmark`): its
+    options are unknown here, so they are not checked."""
     preset = _EVAL_YAML.parent / "bench" / f"{name}.yaml"
-    declared = yaml.safe_load(preset.read_text(encoding="utf-8")) if preset.is_file() else None
+    if not preset.is_file():
+        return None
+    declared = yaml.safe_load(preset.read_text(encoding="utf-8"))
     return frozenset(declared or {}) | {"name"}
 
 
@@ -250,12 +254,12 @@ def _unknown_keys(plain: dict[str, Any]) -> str | None:
     bench = plain.get("bench")
     if isinstance(bench, dict) and isinstance(bench.get("name"), str):
         known = known_bench_keys(bench["name"])
-        extra = sorted(str(k) for k in set(bench) - known)
+        extra = [] if known is None else sorted(str(k) for k in set(bench) - known)
         if extra:
             return (
                 f"unknown config key(s): {', '.join(f'bench.{k}' for k in extra)} (added with `+bench.<key>=value`; "
                 f"bench={bench['name']} does not read them). Its options are those of "
-                f"configs/bench/{bench['name']}.yaml: {', '.join(sorted(known))}"
+                f"configs/bench/{bench['name']}.yaml: {', '.join(sorted(known or ()))}"
             )
     return None
 
