@@ -37,7 +37,7 @@ from eval.benchmarks.natural.bank import BANK_FILE, DATA_ROOT, BankEntry, Natura
 from eval.metrics.natural import classify
 from eval.results import read_results
 from stateguard.artifacts.events import LlmCallEvent, WorkerStepData, WorkerStepEvent
-from stateguard.artifacts.run_folder import RolloutFolder, RunFolder
+from stateguard.artifacts.run_folder import LLM_CALLS_FILE, RolloutFolder, RunFolder
 from stateguard.task import PRELUDE, Task
 from stateguard.trace import read_trace
 
@@ -221,7 +221,7 @@ def _run_info(run_dir: Path) -> tuple[str, dict[str, Any], str]:
     block = dict(cfg.get("worker_llm") or {})
     sampling = {k: block.get(k) for k in ("temperature", "max_tokens")}
     root = str(Path(str((cfg.get("bench") or {}).get("data_dir") or "data/dev")).resolve())
-    for calls in sorted(run_dir.glob("tasks/*/*/llm_calls.jsonl")):
+    for calls in sorted(run_dir.glob(f"tasks/*/*/{LLM_CALLS_FILE}")):
         for event in read_trace(calls):
             if isinstance(event, LlmCallEvent) and event.data.role == "worker" and event.data.model:
                 return str(event.data.model), sampling, root
