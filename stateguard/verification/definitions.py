@@ -36,7 +36,7 @@ _BACK_AFTER = re.compile(
 )
 _CHANGE = re.compile(
     rf"\b(?:{'|'.join(w for w in (*LEXICON.exclusion, *LEXICON.restoration) if w != 'not')}"
-    r"|again|no\s+longer|withdraw\w*|revert\w*|go(?:es)?\s+back|from\s+now\s+on|means|replac\w*|chang\w*)\b",
+    r"|again|no\s+longer|withdraw\w*|revert\w*|go(?:es)?\s+back|from\s+(?:now|here)\s+on|means|replac\w*|chang\w*)\b",
     re.IGNORECASE,
 )
 _ROWS = (Kind.COMPARISON, Kind.SCOPE, Kind.NOT_NULL)

@@ -4,7 +4,7 @@ at another version of the term ("did not count as big under it") gets none impos
 from __future__ import annotations
 
 from stateguard.verification.definitions import Definition, Definitions
-from stateguard.verification.extract import definition_term
+from stateguard.verification.extract import context_requirements, definition_term
 from stateguard.verification.requirements import Kind, Requirement
 from tests.stateguard.verification.conftest import Session
 
@@ -63,3 +63,11 @@ def test_again_is_not_part_of_the_defined_term() -> None:
         )
         == "large"
     )
+
+
+def test_from_here_on_states_a_definition_like_from_now_on() -> None:
+    context = (
+        "The lab now sizes masses by area: from here on a mass is large when its mean area is more than 600."
+    )
+    assert definition_term(context) == "large"
+    assert [r.describe() for r in context_requirements(context)] == ["mean area > 600"]
