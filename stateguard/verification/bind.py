@@ -140,6 +140,10 @@ class RequirementBinder(Binder):
                 for cond in sel.conditions:
                     if cond.column and cond.column.lower() in (c.lower() for c in columns):
                         matched.append((sel, cond, 1.0))
+        if req.kind is Kind.SCOPE:
+            # A category test the code averages (`(large['diagnosis'] == 'malignant').mean()`) is the
+            # share being measured: it neither applies nor drops a scope stated for another quantity.
+            matched = [(s, c, k) for s, c, k in matched if not _measured_share(s, c)]
         consistent = [(s, c, k) for s, c, k in matched if self.agrees(req, c)]
         if consistent:
             sel, cond, scale = consistent[0]
@@ -270,6 +274,18 @@ class RequirementBinder(Binder):
                     )
                     code = bind_cutoff.lhs_probe(threshold, req, bind_cutoff.scale_for(req, threshold.value))
                     plan.items.append(self.item(req, "rerun", code, self.variables(sel), "threshold"))
+                    return
+                if req.kind is Kind.SCOPE and any(
+                    _measured_share(sel, c) for c in sel.conditions if (c.column or "") == column
+                ):
+                    continue  # the share of that category is what this selection computes
+                if req.kind is Kind.COMPARISON and _counted_in_aggregate(sel, column, req):
+                    # `SUM(CASE WHEN score > 200 ...)`: the bound qualifies that count only, not the
+                    # rows of the turn; the inspection does not model it, so nothing is asserted
+                    plan.notes.append(
+                        f"{req.describe()}: the code tests {column} inside an aggregate (a conditional count)"
+                    )
+                    plan.unverified.append(req)
                     return
                 site = self.row_site(sel, req, column)
                 if site:
@@ -452,6 +468,37 @@ class RequirementBinder(Binder):
                     )
                 )
                 return
+
+
+def _measured_share(sel: Selection, cond: Condition) -> bool:
+    """The condition is only the numerator of a share the code takes (`(df['x'] == 'a').mean()`):
+    no frame is masked by it, and a mean aggregate is taken over it."""
+    return (
+        not sel.frame
+        and not sel.mask
+        and not sel.sql
+        and not sel.flag
+        and any(a.function == "mean" and cond.text and cond.text in a.receiver for a in sel.aggregates)
+    )
+
+
+def _counted_in_aggregate(sel: Selection, column: str, req: Requirement) -> bool:
+    """The code compares `column` with the stated bound inside an aggregate (a conditional count or
+    sum, `SUM(CASE WHEN score > 200 THEN 1 ELSE 0 END)`, `COUNT(*) FILTER (WHERE ...)`)."""
+    if req.value is None:
+        return False
+    col = re.escape(column)
+    for agg in sel.aggregates:
+        for m in re.finditer(rf"\b{col}\b['\"\]]*\s*(?:>=|<=|<>|!=|==|=|>|<)\s*(-?\d+(?:\.\d+)?)", agg.text):
+            literal = float(m.group(1))
+            if any(
+                close(literal, v * k)
+                for v in (req.value, req.upper)
+                if v is not None
+                for k in ((1.0, 0.01) if req.percent else (1.0,))
+            ):
+                return True
+    return False
 
 
 def _ident(column: str) -> str:

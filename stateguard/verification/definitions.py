@@ -19,11 +19,24 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from stateguard.verification.extract import definition_term
+from stateguard.artifacts.lexicon import LEXICON
+from stateguard.verification.extract import clauses, definition_term
 from stateguard.verification.requirements import Kind, Requirement
 
 _BACK = re.compile(
     r"\b(?:those|these|that|the same|original|previous|earlier|old|initial|first|prior|before)\W+(?:\w+\W+){0,2}$",
+    re.IGNORECASE,
+)
+# The term followed by a pointer to a definition other than the current one ("did not count as fit
+# under it", "large under the area rule", "at risk before the change"): that version is meant.
+_BACK_AFTER = re.compile(
+    r"^\W+(?:\w+\W+){0,2}?(?:under|by|according\s+to|with)\s+(?:it|that|them|those|the\s+(?:\w+\s+){0,2}?"
+    r"(?:rule|definition|guidance|requirement|criterion|version))\b|^\W+(?:before|previously|earlier)\b",
+    re.IGNORECASE,
+)
+_CHANGE = re.compile(
+    rf"\b(?:{'|'.join(w for w in (*LEXICON.exclusion, *LEXICON.restoration) if w != 'not')}"
+    r"|again|no\s+longer|withdraw\w*|revert\w*|go(?:es)?\s+back|from\s+(?:now|here)\s+on|means|replac\w*|chang\w*)\b",
     re.IGNORECASE,
 )
 _ROWS = (Kind.COMPARISON, Kind.SCOPE, Kind.NOT_NULL)
@@ -44,9 +57,16 @@ class Definitions:
     def record(self, turn: Any, state_id: str, requirements: list[Requirement]) -> None:
         term = definition_term(turn.question) or definition_term(_context(turn))
         if term is None:
+            # A turn whose own words change a term's rule in a way not read as a definition ("the
+            # sit-up requirement is dropped: fit means at least 12 chin-ups again"): the recorded
+            # definition is no longer known to be the current one, so it is forgotten (abstain).
+            for key in [k for k, e in self.entries.items() if self.revises(turn, e)]:
+                del self.entries[key]
             return
         rows = [r for r in requirements if r.kind in _ROWS and r.source in ("question", "context")]
         if not any(r.kind is Kind.COMPARISON for r in rows):
+            for key in [k for k in self.entries if k[0] == term]:
+                del self.entries[key]  # the term is redefined by something we cannot check
             return
         scope = sorted(v for r in rows if r.kind is Kind.SCOPE for v in r.values)
         defined = [r.model_copy(update={"source": "definition", "term": term}) for r in rows]
@@ -54,11 +74,26 @@ class Definitions:
             term=term, scope=scope, requirements=defined, turn_id=turn.turn_id, state_id=state_id
         )
 
+    def revises(self, turn: Any, entry: Definition) -> bool:
+        """The turn's own context (where a task states rule changes) names the term in a sentence
+        that changes it: a restoration, an exclusion or a word of change ("again", "no longer")."""
+        text = _context(turn)
+        if entry.turn_id >= getattr(turn, "turn_id", 0) or not text:
+            return False
+        for sentence in clauses(text):
+            if re.search(rf"\b{re.escape(entry.term)}\b", sentence, re.IGNORECASE) and _CHANGE.search(
+                sentence
+            ):
+                return True
+        return False
+
     def uses(self, question: str, entry: Definition) -> bool:
         """The question uses the term (not pointing back at an earlier version) within its scope."""
         low = question.lower()
         found = [m for m in re.finditer(rf"\b{re.escape(entry.term)}\b", low)]
-        if not found or any(_BACK.search(low[: m.start()]) for m in found):
+        if not found or any(
+            _BACK.search(low[: m.start()]) or _BACK_AFTER.search(low[m.end() :]) for m in found
+        ):
             return False
         return all(re.search(rf"(?<!\w){re.escape(v.lower())}(?!\w)", low) for v in entry.scope)
 
@@ -84,7 +119,9 @@ class Definitions:
             return reqs  # the same words asked again after an update: which version they mean is open
         out = list(reqs)
         picked = [
-            e for e in self.entries.values() if e.turn_id < turn.turn_id and self.uses(turn.question, e)
+            e
+            for e in self.entries.values()
+            if e.turn_id < turn.turn_id and self.uses(turn.question, e) and not self.revises(turn, e)
         ]
         for entry in picked[:max_loads]:
             result = yield ("load_state", {"state_id": entry.state_id})

@@ -170,7 +170,7 @@ _FIRST = re.compile(
 )
 _DESC = set(LEXICON.descending)
 _DEFINITION = re.compile(
-    r"^(?:from now on,?\s+|henceforth,?\s+)?(?:an?|the)\s+(?P<noun>[a-z][\w\s-]*?)\s+(?:at\s+\w+\s+)?(?:is|counts as|is considered)\s+(?P<term>[a-z][\w-]*(?:\s+(?!only\b)[a-z][\w-]*)?)\s+(?:only\s+)?(?:when|if)\b"
+    r"^(?:from (?:now|here) on,?\s+|henceforth,?\s+)?(?:an?|the)\s+(?P<noun>[a-z][\w\s-]*?)\s+(?:at\s+\w+\s+)?(?:is|counts as|is considered)\s+(?P<term>[a-z][\w-]*(?:\s+(?!only\b|again\b)[a-z][\w-]*)?)\s+(?:only\s+|again\s+)?(?:when|if)\b"
     r"|^call\s+(?:an?\s+)?(?P<noun2>[\w\s-]+?)\s+(?:an?\s+(?P<term2>[a-z][\w-]*(?:\s+[a-z][\w-]*)?)|(?P<term3>[a-z][\w-]*))\s+(?:when|if)\b"
     # "the clinic treats a patient as at risk when ...", "we regard a day as hot if ..."
     r"|^(?:[\w-]+\s+){0,3}?(?:treats?|regards?|considers?|counts?|labels?|flags?|marks?|classif(?:y|ies))\s+"
@@ -645,7 +645,9 @@ def context_requirements(context: str) -> list[Requirement]:
     out: list[Requirement] = []
     for clause in clauses(context):
         if not re.search(
-            r"\bfrom now on\b|\bhenceforth\b|\bdefinition\b|\bmeans\b|\bcounts? as\b", clause, re.IGNORECASE
+            r"\bfrom (?:now|here) on\b|\bhenceforth\b|\bdefinition\b|\bmeans\b|\bcounts? as\b",
+            clause,
+            re.IGNORECASE,
         ):
             continue
         out += [
