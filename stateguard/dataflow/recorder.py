@@ -32,7 +32,7 @@ from stateguard.dataflow import paths
 from stateguard.dataflow.cellflow import cell_dataflow
 from stateguard.dataflow.change import fingerprint
 from stateguard.dataflow.facts import CellFacts, Ref, UnitFacts, Write
-from stateguard.dataflow.markers import COVERAGE, HOOK, LOOPS
+from stateguard.dataflow.markers import COVERAGE, HOOK, LOOPS, walk
 from stateguard.dataflow.occurrence import Occurrence
 from stateguard.dataflow.plans import CompiledPlan, PlanCache
 from stateguard.dataflow.resolve import Resolver
@@ -291,15 +291,14 @@ def _rebound_first(tree: ast.Module) -> set[str]:
     seen: set[str] = set()
     fresh: set[str] = set()
     for stmt in tree.body:
-        names = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)}
-        if (
-            isinstance(stmt, ast.Assign)
-            and len(stmt.targets) == 1
-            and isinstance(stmt.targets[0], ast.Name)
-            and stmt.targets[0].id not in seen
-            and stmt.targets[0].id not in {n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name)}
-        ):
-            fresh.add(stmt.targets[0].id)
+        target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None
+        if isinstance(target, ast.Name):  # the statement's names are the target's and the value's
+            names = {n.id for n in walk(stmt.value) if isinstance(n, ast.Name)}
+            if target.id not in seen and target.id not in names:
+                fresh.add(target.id)
+            names.add(target.id)
+        else:
+            names = {n.id for n in walk(stmt) if isinstance(n, ast.Name)}
         seen |= names
     return fresh
 

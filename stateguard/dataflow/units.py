@@ -38,12 +38,14 @@ from stateguard.dataflow.markers import (
     NO_UNIT,
     SCOPES,
     Unwrap,
+    children,
     cover_stmt,
     hook_stmt,
     is_loop_switch,
     lambdas,
     located,
     marker_of,
+    walk,
     walk_local,
     wrap,
 )
@@ -253,7 +255,7 @@ class TopWalker(Walker):
                 elif isinstance(st, ast.ClassDef):
                     atoms += self.class_body(st, kids[id(st)], enclosing, f"{qual}.{st.name}")
                 else:
-                    atoms += [a for child in ast.iter_child_nodes(st) for a in self.reader.expr(child)]
+                    atoms += [a for child in children(st) for a in self.reader.expr(child)]
                     for lam in lambdas(st):
                         FuncWalker(
                             self.ctx, lam, kids.get(id(lam)) or scope_tree(lam), enclosing, f"{qual}.<lambda>"
@@ -285,7 +287,7 @@ def _names(tree: ast.Module) -> tuple[set[str], set[str], bool, bool]:
     bound: set[str] = set()
     imported: set[str] = set()
     sql = defines = False
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Name):
             if not isinstance(node.ctx, ast.Load):
                 bound.add(node.id)
