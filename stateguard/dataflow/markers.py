@@ -53,12 +53,23 @@ def walk(node: ast.AST) -> list[ast.AST]:
 
 
 def located(node: ast.AST, at: ast.AST) -> ast.AST:
-    """Give `node` and the nodes under it that have no position the position of `at`."""
+    """Give `node` and the nodes under it that have no position the position of `at`.
+
+    A node under `node` that has a position heads a subtree that has them all (the user's code as
+    parsed, or a marker located when it was made), so the walk does not enter it: a wrapped
+    subscript key or loop body is not walked again for every marker put around it."""
     where = {k: getattr(at, k, None) for k in ("lineno", "col_offset", "end_lineno", "end_col_offset")}
-    for part in walk(node):
-        if "lineno" in part._attributes and not hasattr(part, "lineno"):
-            for k, v in where.items():
-                setattr(part, k, v)
+    stack = [node]
+    while stack:
+        part = stack.pop()
+        if "lineno" in part._attributes:
+            if hasattr(part, "lineno"):
+                if part is not node:
+                    continue
+            else:
+                for k, v in where.items():
+                    setattr(part, k, v)
+        stack.extend(children(part))
     return node
 
 
