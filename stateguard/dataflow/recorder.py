@@ -291,8 +291,10 @@ def _rebound_first(tree: ast.Module) -> set[str]:
     seen: set[str] = set()
     fresh: set[str] = set()
     for stmt in tree.body:
-        target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None
-        if isinstance(target, ast.Name):  # the statement's names are the target's and the value's
+        single = isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+        target = stmt.targets[0] if isinstance(stmt, ast.Assign) and single else None
+        if isinstance(stmt, ast.Assign) and isinstance(target, ast.Name):
+            # the statement's names are then the target's and the value's
             names = {n.id for n in walk(stmt.value) if isinstance(n, ast.Name)}
             if target.id not in seen and target.id not in names:
                 fresh.add(target.id)
