@@ -81,3 +81,12 @@ def test_a_cell_that_defines_functions_is_analyzed_every_time() -> None:
     assert recorder.plans.hits == 0
     assert len(recorder.registry.blocks) > blocks  # the new definition registered its own blocks
     assert {"g", "q"} <= set(again.roots_read())
+
+
+def test_a_kept_plan_holds_the_compiled_code_not_the_instrumented_ast() -> None:
+    recorder = CellRecorder()
+    _run(recorder, LOOP_CELL, {"t": {}, "v": 3, "k": 1})
+    kept = recorder.plans.get(LOOP_CELL, {"t": {}, "v": 3, "k": 1})
+    assert kept is not None and kept.last is not None
+    assert kept.plan.body.body == [] and kept.plan.last is None  # the AST went once compiled
+    assert kept.plan.units and kept.plan.loops  # what the run and the resolution read stays
