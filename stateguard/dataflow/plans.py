@@ -1,8 +1,9 @@
 """Reusing a cell's analysis when the same text runs again in the same workspace.
 
 Analyzing and instrumenting a cell (`units.analyze_cell`) and compiling the result is most of what
-recording costs before a short cell runs. A workspace often runs one text more than once: a repair
-re-runs the cells it marked stale, a restore replays history, a benchmark repeats a cell. The plan
+recording costs before a short cell runs. A workspace can run one text more than once (a worker
+redoing a step after a repair or a rollback, a benchmark repeating a cell); a replay after a kernel
+death runs in a new kernel with a new recorder and gains nothing. The plan
 depends on the text and on two answers per name the analysis asked about: whether the namespace
 binds it, and whether to a module (`CellPlan.asked`). So a plan made earlier is reused when the
 namespace answers every one of those questions as it did then.
