@@ -32,6 +32,7 @@ from stateguard.dataflow.cellflow import (
     sql_tables,
     sql_text,
 )
+from stateguard.dataflow.markers import children, walk
 
 Atom = tuple[Any, ...]
 BUILTIN_NAMES = frozenset(dir(builtins))
@@ -321,7 +322,7 @@ class Reader:
             out: list[Atom] = method(node)
             return out
         atoms: list[Atom] = []
-        for child in ast.iter_child_nodes(node):
+        for child in children(node):
             atoms += self.expr(child)
         return atoms
 
@@ -370,7 +371,7 @@ class Reader:
     def _plain_chain(self, node: ast.AST) -> Chain | None:
         """A global name/attribute path without keys known only at run time, or None."""
         if not isinstance(node, ast.Name | ast.Attribute) or not all(
-            isinstance(n, ast.Name | ast.Attribute) for n in ast.walk(node) if isinstance(n, ast.expr)
+            isinstance(n, ast.Name | ast.Attribute) for n in walk(node) if isinstance(n, ast.expr)
         ):
             return None
         found = self.chain(node)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import ast
 import logging
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import CodeType, FunctionType, ModuleType
 from typing import Any
 
@@ -32,8 +32,9 @@ from stateguard.dataflow import paths
 from stateguard.dataflow.cellflow import cell_dataflow
 from stateguard.dataflow.change import fingerprint
 from stateguard.dataflow.facts import CellFacts, Ref, UnitFacts, Write
-from stateguard.dataflow.markers import COVERAGE, HOOK, LOOPS
+from stateguard.dataflow.markers import COVERAGE, HOOK, LOOPS, walk
 from stateguard.dataflow.occurrence import Occurrence
+from stateguard.dataflow.plans import CompiledPlan, PlanCache
 from stateguard.dataflow.resolve import Resolver
 from stateguard.dataflow.units import CellPlan, Registry, analyze_cell
 
@@ -175,6 +176,7 @@ class CellRecorder:
 
     def __init__(self) -> None:
         self.registry = Registry()
+        self.plans = PlanCache()  # analyses by cell text, reused while the namespace answers alike
         self.hook = Hook()
         self.code_digests: dict[Any, str] = {}
         self.check_values = True  # False: no fingerprints or content equality (benchmarks)
@@ -193,18 +195,26 @@ class CellRecorder:
         """Analyze and instrument `code`; a SyntaxError is the cell's own and propagates."""
         self.hook.run = None
         self._run, self._code = None, code
-        tree = ast.parse(code, "<cell>")  # the user's syntax errors, as plain Python reports them
-        fresh = _rebound_first(tree)  # before analyze_cell instruments the tree in place
-        try:
-            plan = analyze_cell(code, namespace, self.registry, tree)
-            body = compile(plan.body, "<cell>", "exec")
-            last = compile(plan.last, "<cell>", "eval") if plan.last is not None else None
-        except Exception:  # a gap in our analysis must not cost the user the cell: run it untraced
-            logger.exception("dataflow: cell analysis failed; running the cell untraced")
-            tree = ast.parse(code, "<cell>")
-            tail = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
-            last = None if tail is None else compile(ast.Expression(body=tail.value), "<cell>", "eval")  # type: ignore[attr-defined]
-            return PreparedCell(compile(tree, "<cell>", "exec"), last)
+        compiled = self.plans.get(code, namespace)
+        if compiled is None:
+            tree = ast.parse(code, "<cell>")  # the user's syntax errors, as plain Python reports them
+            fresh = frozenset(_rebound_first(tree))  # before analyze_cell instruments the tree in place
+            try:
+                plan = analyze_cell(code, namespace, self.registry, tree)
+                body = compile(plan.body, "<cell>", "exec")
+                last = compile(plan.last, "<cell>", "eval") if plan.last is not None else None
+            except Exception:  # a gap in our analysis must not cost the user the cell: run it untraced
+                logger.exception("dataflow: cell analysis failed; running the cell untraced")
+                tree = ast.parse(code, "<cell>")
+                tail = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+                last = None if tail is None else compile(ast.Expression(body=tail.value), "<cell>", "eval")  # type: ignore[attr-defined]
+                return PreparedCell(compile(tree, "<cell>", "exec"), last)
+            # The instrumented AST was only needed to compile; a kept plan holds the code alone
+            # (the AST was three quarters of a kept plan's memory).
+            plan = replace(plan, body=ast.Module(body=[], type_ignores=[]), last=None)
+            compiled = CompiledPlan(plan, body, last, fresh)
+            self.plans.put(code, compiled)
+        plan, body, last, fresh = compiled.plan, compiled.body, compiled.last, compiled.rebound
         self.hook.cov.clear()
         self.hook.loops.clear()
         self.hook.loops.update(dict.fromkeys(plan.loops, 0))
@@ -284,15 +294,16 @@ def _rebound_first(tree: ast.Module) -> set[str]:
     seen: set[str] = set()
     fresh: set[str] = set()
     for stmt in tree.body:
-        names = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)}
-        if (
-            isinstance(stmt, ast.Assign)
-            and len(stmt.targets) == 1
-            and isinstance(stmt.targets[0], ast.Name)
-            and stmt.targets[0].id not in seen
-            and stmt.targets[0].id not in {n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name)}
-        ):
-            fresh.add(stmt.targets[0].id)
+        single = isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+        target = stmt.targets[0] if isinstance(stmt, ast.Assign) and single else None
+        if isinstance(stmt, ast.Assign) and isinstance(target, ast.Name):
+            # the statement's names are then the target's and the value's
+            names = {n.id for n in walk(stmt.value) if isinstance(n, ast.Name)}
+            if target.id not in seen and target.id not in names:
+                fresh.add(target.id)
+            names.add(target.id)
+        else:
+            names = {n.id for n in walk(stmt) if isinstance(n, ast.Name)}
         seen |= names
     return fresh
 

@@ -38,12 +38,14 @@ from stateguard.dataflow.markers import (
     NO_UNIT,
     SCOPES,
     Unwrap,
+    children,
     cover_stmt,
     hook_stmt,
     is_loop_switch,
     lambdas,
     located,
     marker_of,
+    walk,
     walk_local,
     wrap,
 )
@@ -63,6 +65,10 @@ class CellPlan:
     in_try: set[int] = field(default_factory=set)  # units whose completion is marked (`d`)
     plain_blocks: dict[int, list[int]] = field(default_factory=dict)  # untraced loop-body block -> its units
     loops: set[int] = field(default_factory=set)
+    # What the analysis asked of the namespace: name -> (bound there, bound to a module). The same
+    # text analyzed against a namespace that answers alike gives the same plan (`plans.py`).
+    asked: dict[str, tuple[bool, bool]] = field(default_factory=dict)
+    defines: bool = False  # whether the cell defines functions, classes or lambdas (they register blocks)
 
 
 def _digest(node: ast.AST) -> str:
@@ -249,7 +255,7 @@ class TopWalker(Walker):
                 elif isinstance(st, ast.ClassDef):
                     atoms += self.class_body(st, kids[id(st)], enclosing, f"{qual}.{st.name}")
                 else:
-                    atoms += [a for child in ast.iter_child_nodes(st) for a in self.reader.expr(child)]
+                    atoms += [a for child in children(st) for a in self.reader.expr(child)]
                     for lam in lambdas(st):
                         FuncWalker(
                             self.ctx, lam, kids.get(id(lam)) or scope_tree(lam), enclosing, f"{qual}.<lambda>"
@@ -275,17 +281,21 @@ class TopWalker(Walker):
                 FuncWalker(self.ctx, lam, scope_tree(lam), [], "<lambda>").run()
 
 
-def _names(tree: ast.Module) -> tuple[set[str], set[str], bool]:
-    """(names bound anywhere in the cell, names bound by `import`, whether it calls a SQL method)."""
+def _names(tree: ast.Module) -> tuple[set[str], set[str], bool, bool]:
+    """(names bound anywhere in the cell, names bound by `import`, whether it calls a SQL method,
+    whether it defines a function, class or lambda)."""
     bound: set[str] = set()
     imported: set[str] = set()
-    sql = False
-    for node in ast.walk(tree):
+    sql = defines = False
+    for node in walk(tree):
         if isinstance(node, ast.Name):
             if not isinstance(node.ctx, ast.Load):
                 bound.add(node.id)
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             bound.add(node.name)
+            defines = True
+        elif isinstance(node, ast.Lambda):
+            defines = True
         elif isinstance(node, ast.Import | ast.ImportFrom):
             names = {(a.asname or a.name).split(".")[0] for a in node.names}
             bound |= names
@@ -293,7 +303,7 @@ def _names(tree: ast.Module) -> tuple[set[str], set[str], bool]:
                 imported |= names
         elif isinstance(node, ast.Attribute) and node.attr in PLUMBING_METHODS:
             sql = True
-    return bound, imported, sql
+    return bound, imported, sql, defines
 
 
 def analyze_cell(
@@ -302,10 +312,17 @@ def analyze_cell(
     """Units, function statements (into `registry`) and the instrumented AST of one cell; `tree`, when
     given, is `code` freshly parsed (it is instrumented in place)."""
     tree = ast.parse(code, "<cell>") if tree is None else tree
-    bound, imported, sql = _names(tree)
+    bound, imported, sql, defines = _names(tree)
+    asked: dict[str, tuple[bool, bool]] = {}
+
+    def ask(name: str) -> tuple[bool, bool]:
+        answer = asked.get(name)
+        if answer is None:
+            answer = asked[name] = (name in namespace, isinstance(namespace.get(name), ModuleType))
+        return answer
 
     def is_module(name: str) -> bool:
-        return name in imported or isinstance(namespace.get(name), ModuleType)
+        return name in imported or ask(name)[1]
 
     strings, plumbing = (string_values(tree), sql_flow(tree)[2]) if sql else ({}, set())
     ctx = CellContext(
@@ -313,7 +330,7 @@ def analyze_cell(
         strings,
         plumbing,
         is_module,
-        lambda name: name in namespace or name in bound,
+        lambda name: ask(name)[0] or name in bound,
         "lambda" in code,
     )
     walker = TopWalker(ctx)
@@ -327,4 +344,6 @@ def analyze_cell(
         value = ast.Subscript(value=pair, slice=ast.Constant(1), ctx=ast.Load())
         located(value, expr_stmt.value)
         last = ast.Expression(body=value)
-    return CellPlan(walker.units, body, last, walker.in_try, walker.plain_blocks, walker.loops)
+    return CellPlan(
+        walker.units, body, last, walker.in_try, walker.plain_blocks, walker.loops, asked, defines
+    )

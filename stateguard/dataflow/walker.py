@@ -19,6 +19,7 @@ import ast
 from dataclasses import dataclass, field
 
 from stateguard.dataflow import paths
+from stateguard.dataflow.markers import children
 from stateguard.dataflow.reader import Atom, Chain, Effects, Reader, literal_key
 
 MAX_ITEMS = 64  # longer displays are one value, not one symbol per item
@@ -143,7 +144,7 @@ class Walker:
             unit.reads += [a for item in unit.return_items for a in item]
             unit.returns += list(unit.reads)
         elif isinstance(st, ast.Expr | ast.Return | ast.Raise | ast.Assert):
-            atoms = [a for child in ast.iter_child_nodes(st) for a in self.reader.expr(child)]
+            atoms = [a for child in children(st) for a in self.reader.expr(child)]
             unit.reads += atoms
             if isinstance(st, ast.Return):
                 unit.returns += atoms

@@ -14,3 +14,24 @@ def test_bench_rows_and_table() -> None:
         assert r.plain_ms[1] > 0 and r.recorded_ms[1] > 0
     table = dataflow.render(rows)
     assert table.count("\n") == len(rows) + 1 and "recording work" in table
+
+
+def test_new_text_analyzes_every_recorded_run_afresh(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    analyses: list[str] = []
+    real = dataflow.CellRecorder.start
+
+    def counted(self, code, namespace):  # type: ignore[no-untyped-def]
+        before = self.plans.misses
+        prepared = real(self, code, namespace)
+        if self.plans.misses > before:
+            analyses.append(code)
+        return prepared
+
+    monkeypatch.setattr(dataflow.CellRecorder, "start", counted)
+    dataflow.run(rows=500, samples=2)
+    reused = len(analyses)
+    analyses.clear()
+    dataflow.run(rows=500, samples=2, new_text=True)
+    cells = len(dataflow.CELLS)
+    assert reused == cells  # one analysis per cell: the warm-up's first run; the rest reuse it
+    assert len(analyses) == cells * (1 + 2)  # ... and with --new-text, every timed run as well

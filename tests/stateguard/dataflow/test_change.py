@@ -72,3 +72,46 @@ def test_frame_fingerprints_ignore_pandas_internal_rearrangements() -> None:
         assert len(recent) and fingerprint(frame) == before
         frame.loc[0, "p"] = -1.0
         assert fingerprint(frame) != before  # row 0 is in the sample too
+
+
+def _pair_cases() -> list[tuple[str, pd.DataFrame, pd.DataFrame]]:
+    base = pd.DataFrame(
+        {
+            "i": np.arange(6),
+            "f": [0.5, np.nan, 2.0, 0.0, 1.5, np.nan],
+            "s": pd.array(list("abcdef"), dtype="string"),
+            "t": pd.to_datetime(["2024-01-01", None, "2024-01-03", "2024-01-04", None, "2024-01-06"]),
+            "b": [True, False, True, True, False, False],
+        }
+    )
+    cases = [("same content, fresh objects", base, base.copy())]
+    neg_zero = base.copy()
+    neg_zero.loc[3, "f"] = -0.0  # equal value, other bits: pandas calls the frames equal
+    cases.append(("-0.0 against 0.0", base, neg_zero))
+    for column, value in [("i", 9), ("f", 7.0), ("s", "z"), ("t", pd.Timestamp("2020-01-01")), ("b", False)]:
+        changed = base.copy()
+        changed.loc[0, column] = value
+        cases.append((f"one cell of {column} changed", base, changed))
+    nan_moved = base.copy()
+    nan_moved.loc[0, "f"], nan_moved.loc[1, "f"] = np.nan, 0.5
+    cases.append(("a NaN moved", base, nan_moved))
+    cases.append(("another index", base, base.set_axis(range(1, 7))))
+    split = base.copy()
+    split["g"] = split["f"]  # a block of its own until the frame is consolidated (`copy` does it)
+    cases.append(("another block layout, same content", split.copy(), split))
+    objects = base.assign(o=[{"k": 1}, None, 2, "x", 3.5, [1]])
+    cases.append(("an object column", objects, objects.copy()))
+    return cases
+
+
+def test_frame_content_equality_agrees_with_pandas_equals() -> None:
+    from stateguard.dataflow.change import _frames_equal_by_blocks
+
+    decided = 0
+    for name, a, b in _pair_cases():
+        expected = bool(a.equals(b))
+        assert equal_content(a, b) is expected, name
+        by_blocks = _frames_equal_by_blocks(a, b)
+        assert by_blocks in (None, expected), name
+        decided += by_blocks is not None
+    assert decided >= 8  # aligned layouts are decided block by block, without `equals`
