@@ -12,7 +12,7 @@ model's iris turn 1). This module keeps what the model wrote and only changes it
 * an answer that is one value alone becomes `{"answer": value}`.
 
 A value is a number (a trailing unit word such as `cm` is dropped, since the question fixes the
-unit), a list or dict literal, or else the text itself. Prose without labels ("There are 150
+unit), a list, set or dict literal (a set as a sorted list), or else the text itself. Prose without labels ("There are 150
 flowers") is left as text: pulling every number out of a sentence would let stray numbers match.
 
     structured_answer("Number of flowers: 150\\nSpecies: ['setosa']")
@@ -35,6 +35,18 @@ _NUMBER_UNIT = re.compile(
 )
 
 
+def _plain(value: Any) -> Any:
+    """A literal as JSON can hold it: tuples as lists, and sets (which have no order; models print
+    `df["species"].unique()` as one) as lists sorted by their text."""
+    if isinstance(value, set | frozenset):
+        return sorted((_plain(v) for v in value), key=str)
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
 def _value(text: str) -> Any:
     """One typed value: a number, a literal list/dict/tuple, True/False, or the text itself."""
     text = text.strip().strip("*`").strip()
@@ -46,7 +58,7 @@ def _value(text: str) -> Any:
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             pass
         else:
-            return list(value) if isinstance(value, tuple) else value
+            return _plain(value)
     if text in ("True", "False"):
         return text == "True"
     match = _NUMBER_UNIT.match(text)

@@ -34,3 +34,11 @@ def test_a_lone_value_is_wrapped_and_prose_is_left_as_text() -> None:
     # a sentence's numbers are not pulled out: a stray number could match a requested field
     assert structured_answer("There are 150 flowers of three species.") is None
     assert structured_answer("setosa") is None
+
+
+def test_a_set_literal_becomes_a_sorted_list() -> None:
+    """Old: 'Species: {'versicolor', 'virginica', 'setosa'}' (the 1.5B model's iris turn 1) stayed a
+    Python set, which the trace wrote as text and the field judge scored wrong."""
+    got = structured_answer("Number of flowers: 150\nSpecies: {'versicolor', 'virginica', 'setosa'}")
+    assert got == {"Number of flowers": 150, "Species": ["setosa", "versicolor", "virginica"]}
+    assert structured_answer("Pair: (1, {2})") == {"Pair": [1, [2]]}
