@@ -12,8 +12,9 @@ model's iris turn 1). This module keeps what the model wrote and only changes it
 * an answer that is one value alone becomes `{"answer": value}`.
 
 A value is a number (a trailing unit word such as `cm` is dropped, since the question fixes the
-unit), a list, set or dict literal (a set as a sorted list), or else the text itself. Prose without labels ("There are 150
-flowers") is left as text: pulling every number out of a sentence would let stray numbers match.
+unit), a list, set or dict literal (a set as a sorted list), or else the text itself. Prose
+without labels ("There are 150 flowers") is left as text: pulling every number out of a sentence
+would let stray numbers match.
 
     structured_answer("Number of flowers: 150\\nSpecies: ['setosa']")
         -> {"Number of flowers": 150, "Species": ["setosa"]}
