@@ -102,6 +102,12 @@ REPEAT_SUCCESS = (
     "Not run: this code is the same as the code that just ran, and it printed {shown}. Running it "
     "again changes nothing. Print the values the question asks for, or give the answer."
 )
+# Added to REPEAT_REFUSED after a KeyError: the 1.5B model (issue 30) guessed `petal_length` on
+# iris (whose columns are `petalLength`) in turn after turn and never looked at the names it had.
+MISSING_KEY = (
+    " A KeyError means that key or column does not exist: print the names that do (a data frame's "
+    "`.columns`, a dict's `list(d)`, a list of records' `list(rows[0])`) and use one of them."
+)
 UNSUPPORTED_ANSWER = (
     "Answer not accepted: no code has run successfully for this question yet, so the answer rests "
     "on no executed result. Write code that computes it; you will see its output, then answer."
@@ -347,13 +353,11 @@ class LLMWorker:
             self.messages.append({"role": "assistant", "content": _through_code(text, code)})
             failed_before = self._failed.get(_normal(code))
             if failed_before is not None:
+                last_line = failed_before.strip().splitlines()[-1][:300] if failed_before.strip() else ""
                 return self._refuse(
                     index,
-                    REPEAT_REFUSED.format(
-                        error=failed_before.strip().splitlines()[-1][:300]
-                        if failed_before.strip()
-                        else "an error"
-                    ),
+                    REPEAT_REFUSED.format(error=last_line or "an error")
+                    + (MISSING_KEY if last_line.startswith("KeyError") else ""),
                     "repeated failing code, not run",
                     thought,
                     text,

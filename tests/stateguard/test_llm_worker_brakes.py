@@ -275,3 +275,21 @@ def test_a_labelled_text_answer_is_scored_by_its_values() -> None:
     expected = {"answer_type": "overview", "n_flowers": 150, "species": ["setosa", "versicolor", "virginica"]}
     assert judge_fields(expected, got)
     assert not judge_fields({**expected, "n_flowers": 151}, got)
+
+
+def test_a_repeated_key_error_is_refused_with_a_hint_to_print_the_names() -> None:
+    """Old: the refusal only repeated 'KeyError: ...'; the 1.5B model resent `petal_length` code
+    on iris turn after turn and never printed the columns it had."""
+    bad = "```python\ndf = pd.DataFrame({'petalLength': [1.0]})\nprint(df['petal_length'].sum())\n```"
+    model = FakeModel([bad])
+    task = _task("Total petal length?")
+    worker, _ = _started(model, task, max_refusals=1)
+    steps = _run_turn(worker, task, 1)
+    assert steps[-1].meta.get("refused")
+    refusal = worker.messages[-1]["content"]
+    assert "KeyError" in refusal and ".columns" in refusal
+    other = FakeModel(["```python\nprint(1 / 0)\n```"])
+    worker, _ = _started(other, task, max_refusals=1)
+    assert _run_turn(worker, task, 1)[-1].meta.get("refused")
+    assert "ZeroDivisionError" in worker.messages[-1]["content"]
+    assert ".columns" not in worker.messages[-1]["content"]  # only a KeyError gets the hint
