@@ -112,10 +112,24 @@ UNSUPPORTED_ANSWER = (
     "Answer not accepted: no code has run successfully for this question yet, so the answer rests "
     "on no executed result. Write code that computes it; you will see its output, then answer."
 )
+# The 1.5B model (issue 30, driving) answered with the system prompt's own placeholder, "The
+# answer, in the form the question requires, and nothing else.", turn after turn.
+TEMPLATE_ANSWER = (
+    "Answer not accepted: it repeats the instructions' placeholder text, not an answer. Write the "
+    "values that your code's output shows, in the form the question asks for."
+)
 ANSWER_WITH_CODE = (
     "\n(Your reply also held an answer. It was ignored, because it came before this output: "
     "answer once you have read it.)"
 )
+
+
+def _copied_from(answer: str, instructions: str, min_chars: int = 20) -> bool:
+    """Whether an answer is a passage of the instructions (white space and case aside): a model
+    that copies the answer template has answered nothing. Short answers are never counted, since
+    a value may well occur in the instructions."""
+    text = " ".join(answer.split()).casefold()
+    return len(text) >= min_chars and text in " ".join(instructions.split()).casefold()
 
 
 class LLMWorker:
@@ -386,6 +400,8 @@ class LLMWorker:
                 success=False,
                 meta={"turn_end": False, "reads": [], "writes": [], "executed": False},
             )
+        if answer is not None and _copied_from(answer, self.system_prompt):
+            return self._refuse(index, TEMPLATE_ANSWER, "answer copied from the instructions", thought, text)
         if not self._ran_code:
             return self._refuse(index, UNSUPPORTED_ANSWER, "answer rests on no executed code", thought, text)
         # an <answer> block is read for labelled values too (`answer_text`): the model's text,

@@ -293,3 +293,16 @@ def test_a_repeated_key_error_is_refused_with_a_hint_to_print_the_names() -> Non
     assert _run_turn(worker, task, 1)[-1].meta.get("refused")
     assert "ZeroDivisionError" in worker.messages[-1]["content"]
     assert ".columns" not in worker.messages[-1]["content"]  # only a KeyError gets the hint
+
+
+def test_an_answer_copied_from_the_instructions_is_refused() -> None:
+    """Old: the 1.5B model's driving answer 'The answer, in the form the question requires, and
+    nothing else.' (the system prompt's placeholder) was accepted as its answer."""
+    protocol = longds_protocol("/data")
+    placeholder = "<answer>\nThe answer, in the form the question requires, and nothing else.\n</answer>"
+    model = FakeModel(["<python>\nprint(3)\n</python>", placeholder, "<answer>\nCount: 3\n</answer>"])
+    task = _task("How many?")
+    worker, _ = _started(model, task, protocol=protocol)
+    steps = _run_turn(worker, task, 1)
+    assert steps[1].meta.get("refused") and "placeholder" in model.requests[2][-1]["content"]
+    assert worker.final_answer() == {1: {"Count": 3}}
