@@ -53,6 +53,7 @@ from stateguard.artifacts.events import LlmCallEvent, WorkerStepData, WorkerStep
 from stateguard.artifacts.run_folder import RolloutFolder
 from stateguard.trace import read_trace
 from stateguard.trace_payloads import action_args
+from stateguard.workers.answer_text import structured_answer
 
 __all__ = [
     "KINDS",
@@ -190,10 +191,11 @@ _ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.S)
 
 
 def _reply_answer(text: str) -> Any:
-    """The answer a worker's final reply gave (inside <answer> tags when present)."""
+    """The answer a worker's final reply gave (inside <answer> tags when present), read as the LLM
+    worker reads it: a tagged answer's labelled lines are fields (`structured_answer`)."""
     tagged = _ANSWER_TAG.search(text)
     body = tagged.group(1) if tagged else text
-    parsed = parse_answer(body)
+    parsed = structured_answer(body) if tagged else parse_answer(body)
     return parsed if parsed is not None else (body.strip() or None)
 
 

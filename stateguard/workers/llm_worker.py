@@ -28,6 +28,7 @@ from stateguard.llm.client import ContextOverflow
 from stateguard.observation import WorkerStep
 from stateguard.task import AgentTask, AgentTurn
 from stateguard.worker_contract import WorkerMessage
+from stateguard.workers.answer_text import structured_answer
 from stateguard.workspace import LiveWorkspace
 
 DEFAULT_SYSTEM = """You are a data analyst working in a persistent Python session (pandas as pd, numpy as np, json and re are imported). BASE_PATH is a str (not a pathlib.Path) naming the task folder; the data files are in its data/ folder, so build paths as text: pd.read_csv(f"{BASE_PATH}/data/<file>.csv"); import os; os.listdir(f"{BASE_PATH}/data") lists them.
@@ -101,14 +102,34 @@ REPEAT_SUCCESS = (
     "Not run: this code is the same as the code that just ran, and it printed {shown}. Running it "
     "again changes nothing. Print the values the question asks for, or give the answer."
 )
+# Added to REPEAT_REFUSED after a KeyError: the 1.5B model (issue 30) guessed `petal_length` on
+# iris (whose columns are `petalLength`) in turn after turn and never looked at the names it had.
+MISSING_KEY = (
+    " A KeyError means that key or column does not exist: print the names that do (a data frame's "
+    "`.columns`, a dict's `list(d)`, a list of records' `list(rows[0])`) and use one of them."
+)
 UNSUPPORTED_ANSWER = (
     "Answer not accepted: no code has run successfully for this question yet, so the answer rests "
     "on no executed result. Write code that computes it; you will see its output, then answer."
+)
+# The 1.5B model (issue 30, driving) answered with the system prompt's own placeholder, "The
+# answer, in the form the question requires, and nothing else.", turn after turn.
+TEMPLATE_ANSWER = (
+    "Answer not accepted: it repeats the instructions' placeholder text, not an answer. Write the "
+    "values that your code's output shows, in the form the question asks for."
 )
 ANSWER_WITH_CODE = (
     "\n(Your reply also held an answer. It was ignored, because it came before this output: "
     "answer once you have read it.)"
 )
+
+
+def _copied_from(answer: str, instructions: str, min_chars: int = 20) -> bool:
+    """Whether an answer is a passage of the instructions (white space and case aside): a model
+    that copies the answer template has answered nothing. Short answers are never counted, since
+    a value may well occur in the instructions."""
+    text = " ".join(answer.split()).casefold()
+    return len(text) >= min_chars and text in " ".join(instructions.split()).casefold()
 
 
 class LLMWorker:
@@ -120,7 +141,10 @@ class LLMWorker:
     (issue 30: Qwen2.5-Coder-0.5B resent one successful block until the task's time cap was
     spent); an answer when no cell of the turn has run successfully is not accepted.
     `task_time_cap_s` bounds the model time of the whole task: once spent, every remaining turn
-    ends unanswered at once. A prompt the server refuses as too long is compacted (older turns'
+    ends unanswered at once. Under a cap each turn (and each repair hint) may also spend at most
+    `turn_share` times its even share of the cap that is left (what is left over the turns still
+    to come), so one stuck turn cannot spend the whole task's time (issue 30: the 1.5B model
+    guessed column names on iris turn 2 until the cap was spent, and turns 3-8 never ran). A prompt the server refuses as too long is compacted (older turns'
     outputs shortened, then dropped) and sent again."""
 
     def __init__(
@@ -133,6 +157,7 @@ class LLMWorker:
         max_failures: int = 3,
         max_refusals: int = 3,
         task_time_cap_s: float | None = None,
+        turn_share: float = 2.0,
     ):
         self.client = client
         self.protocol = protocol or WorkerProtocol()
@@ -141,6 +166,13 @@ class LLMWorker:
         self.max_failures = max_failures
         self.max_refusals = max_refusals
         self.task_time_cap_s = task_time_cap_s
+        if turn_share < 1.0:
+            raise ValueError(
+                f"LLMWorker turn_share={turn_share!r}: a turn must be allowed at least its even share "
+                "of the task's time cap; use a value >= 1"
+            )
+        self.turn_share = turn_share
+        self._turn_until_s: float | None = None  # model time at which the current turn's share is spent
         self.messages: list[dict[str, Any]] = []
         self.answers: dict[int, Any] = {}
         self.turn: int | None = None
@@ -175,9 +207,11 @@ class LLMWorker:
             self._turn_start = len(self.messages)
             self._turn_starts.append(self._turn_start)
             self._ran_code, self._refusals, self._failed, self._last_ok = False, 0, {}, None
+            self._turn_until_s = self._turn_allowance()
         elif message.kind == "repair_hint":
             self._done = False  # a repair hint reopens the work on the current analysis
             self._refusals, self._last_ok = 0, None
+            self._turn_until_s = self._turn_allowance()  # the hint's work gets a share of its own
         text = (
             self.protocol.turn_text(message.turn) if message.kind == "turn" and message.turn else message.text
         )
@@ -207,10 +241,26 @@ class LLMWorker:
         self._turn_starts = list(token.get("turn_starts", []))
         self._failures = self._refusals = 0
         self._failed, self._last_ok = {}, None
+        self._turn_until_s = self._turn_allowance()
 
     # ------------------------------------------------------------------ one step
     def _capped(self) -> bool:
         return self.task_time_cap_s is not None and self.model_s >= self.task_time_cap_s
+
+    def _turn_allowance(self) -> float | None:
+        """The model time (a point on `model_s`) at which the current turn's share is spent: the cap
+        left, split evenly over this turn and the later ones, times `turn_share`; None with no cap."""
+        if self.task_time_cap_s is None:
+            return None
+        task = getattr(self, "task", None)
+        later = [
+            t for t in (task.turns if task is not None else []) if self.turn is None or t.turn_id >= self.turn
+        ]
+        left = max(self.task_time_cap_s - self.model_s, 0.0)
+        return self.model_s + self.turn_share * left / max(len(later), 1)
+
+    def _turn_spent(self) -> bool:
+        return self._turn_until_s is not None and self.model_s >= self._turn_until_s
 
     def _failed_step(self, index: int, error: str, *, turn_end: bool, **meta: Any) -> WorkerStep:
         """A step that ran no code (a failed call, a refused reply): no execution evidence."""
@@ -285,6 +335,16 @@ class LLMWorker:
                 turn_end=True,
                 worker_failure="time_cap",
             )
+        if self._turn_spent():
+            self._done = True
+            return self._failed_step(
+                index,
+                f"turn's share of the time cap spent: {self.model_s:.0f} s of model time on this task, "
+                f"this turn's share ended at {self._turn_until_s:.0f} s (turn_share={self.turn_share} x "
+                "the cap left per remaining turn); the turn ends unanswered",
+                turn_end=True,
+                worker_failure="turn_share",
+            )
         started = time.monotonic()
         try:
             reply = self._chat()
@@ -307,13 +367,11 @@ class LLMWorker:
             self.messages.append({"role": "assistant", "content": _through_code(text, code)})
             failed_before = self._failed.get(_normal(code))
             if failed_before is not None:
+                last_line = failed_before.strip().splitlines()[-1][:300] if failed_before.strip() else ""
                 return self._refuse(
                     index,
-                    REPEAT_REFUSED.format(
-                        error=failed_before.strip().splitlines()[-1][:300]
-                        if failed_before.strip()
-                        else "an error"
-                    ),
+                    REPEAT_REFUSED.format(error=last_line or "an error")
+                    + (MISSING_KEY if last_line.startswith("KeyError") else ""),
                     "repeated failing code, not run",
                     thought,
                     text,
@@ -342,10 +400,13 @@ class LLMWorker:
                 success=False,
                 meta={"turn_end": False, "reads": [], "writes": [], "executed": False},
             )
+        if answer is not None and _copied_from(answer, self.system_prompt):
+            return self._refuse(index, TEMPLATE_ANSWER, "answer copied from the instructions", thought, text)
         if not self._ran_code:
             return self._refuse(index, UNSUPPORTED_ANSWER, "answer rests on no executed code", thought, text)
-        body = answer if answer is not None else text
-        parsed = parse_answer(body)
+        # an <answer> block is read for labelled values too (`answer_text`): the model's text,
+        # only reshaped so that a field judge can score it; a whole untagged reply is not
+        parsed = structured_answer(answer) if answer is not None else parse_answer(text)
         if parsed is None and answer is not None and answer.strip():
             parsed = answer.strip()  # a free-text answer (the judge reads text)
         if self.turn is not None:

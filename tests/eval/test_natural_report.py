@@ -174,6 +174,20 @@ def test_hint_responses_count_fixes_and_breaks(tmp_path: Path) -> None:
     assert hint_responses(tmp_path / "absent.jsonl", "t", final, expected) == []
 
 
+def test_a_labelled_answer_before_a_hint_is_judged_as_the_worker_reads_it(tmp_path: Path) -> None:
+    """Old: the answer before a hint was read as JSON only, so a right 'n: 150' text answer counted
+    as wrong, and a hint that broke it counted as a fix attempt instead of a break."""
+    replies = [
+        (1, "<answer>\nNumber of flowers: 150\n</answer>"),
+        (1, "<answer>\nNumber of flowers: 149\n</answer>"),
+    ]
+    path = _hint_trace(tmp_path / "trace.jsonl", replies, repair_after={0})
+    hints = hint_responses(path, "t", {1: {"Number of flowers": 149}}, {1: {"n_flowers": 150}})
+    assert [(h.before, h.before_right, h.after_right) for h in hints] == [
+        ({"Number of flowers": 150}, True, False)
+    ]
+
+
 def test_time_per_worked_turn_leaves_out_turns_that_ran_nothing() -> None:
     from eval.metrics.natural import ArmNatural
 

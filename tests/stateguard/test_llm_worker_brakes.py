@@ -227,3 +227,82 @@ def test_a_successful_repeat_loop_ends_the_turn_and_leaves_time_for_the_next() -
     assert "1" in model.requests[2][-1]["content"]  # the refusal shows the output it already had
     worker.inject(WorkerMessage.user_turn(task.turn(2)))
     assert worker.step(10) is not None and not worker.done()  # the next turn starts afresh
+
+
+class _NewErrorEachCall(FakeModel):
+    """A model that never gets it right and never repeats itself: each reply is new failing code,
+    so no repeat brake stops it (the 1.5B model's column-name guesses on iris turn 2)."""
+
+    def chat(self, messages: list[dict[str, Any]], **kw: Any) -> _Reply:
+        super().chat(messages, **kw)
+        return _Reply(f"```python\nprint(guess_{len(self.requests)})\n```")
+
+
+def test_a_stuck_turn_ends_at_its_share_of_the_cap_and_later_turns_still_run() -> None:
+    """Old: a turn could spend the task's whole cap, and every later turn ended with no model call."""
+    model = _NewErrorEachCall(["unused"], delay_s=0.05)
+    task = _task("first", "second", "third")
+    worker, _ = _started(model, task, task_time_cap_s=0.9, turn_share=1.0)
+    first = _run_turn(worker, task, 1)
+    assert first[-1].meta.get("worker_failure") == "turn_share" and first[-1].meta["turn_end"]
+    assert worker.model_s < 0.6  # about a third of the cap, not all of it
+    calls = len(model.requests)
+    second = _run_turn(worker, task, 2, start=100)
+    assert len(model.requests) > calls  # the next turn still reached the model
+    assert second[-1].meta.get("worker_failure") == "turn_share"
+
+
+def test_turn_share_below_one_is_refused() -> None:
+    with pytest.raises(ValueError, match="turn_share"):
+        LLMWorker(FakeModel(["x"]), task_time_cap_s=10, turn_share=0.5)
+
+
+def test_a_labelled_text_answer_is_scored_by_its_values() -> None:
+    """Old: 'Number of flowers: 150' lines were kept as text; the field judge found no JSON and
+    scored the 1.5B model's right iris turn-1 answer wrong."""
+    from eval.scorers.fields import judge_fields
+
+    answer = (
+        "<reasoning>\nThe output shows it.\n</reasoning>\n<answer>\nNumber of flowers: 150\n"
+        "Species: ['setosa', 'versicolor', 'virginica']\nLength: 3, dtype: str\n</answer>"
+    )
+    model = FakeModel(["```python\nprint(150)\n```", answer])
+    task = _task("Load the flowers. How many are there, and which species appear?")
+    worker, _ = _started(model, task)
+    _run_turn(worker, task, 1)
+    got = worker.final_answer()[1]
+    assert got["Number of flowers"] == 150 and got["Species"] == ["setosa", "versicolor", "virginica"]
+    expected = {"answer_type": "overview", "n_flowers": 150, "species": ["setosa", "versicolor", "virginica"]}
+    assert judge_fields(expected, got)
+    assert not judge_fields({**expected, "n_flowers": 151}, got)
+
+
+def test_a_repeated_key_error_is_refused_with_a_hint_to_print_the_names() -> None:
+    """Old: the refusal only repeated 'KeyError: ...'; the 1.5B model resent `petal_length` code
+    on iris turn after turn and never printed the columns it had."""
+    bad = "```python\ndf = pd.DataFrame({'petalLength': [1.0]})\nprint(df['petal_length'].sum())\n```"
+    model = FakeModel([bad])
+    task = _task("Total petal length?")
+    worker, _ = _started(model, task, max_refusals=1)
+    steps = _run_turn(worker, task, 1)
+    assert steps[-1].meta.get("refused")
+    refusal = worker.messages[-1]["content"]
+    assert "KeyError" in refusal and ".columns" in refusal
+    other = FakeModel(["```python\nprint(1 / 0)\n```"])
+    worker, _ = _started(other, task, max_refusals=1)
+    assert _run_turn(worker, task, 1)[-1].meta.get("refused")
+    assert "ZeroDivisionError" in worker.messages[-1]["content"]
+    assert ".columns" not in worker.messages[-1]["content"]  # only a KeyError gets the hint
+
+
+def test_an_answer_copied_from_the_instructions_is_refused() -> None:
+    """Old: the 1.5B model's driving answer 'The answer, in the form the question requires, and
+    nothing else.' (the system prompt's placeholder) was accepted as its answer."""
+    protocol = longds_protocol("/data")
+    placeholder = "<answer>\nThe answer, in the form the question requires, and nothing else.\n</answer>"
+    model = FakeModel(["<python>\nprint(3)\n</python>", placeholder, "<answer>\nCount: 3\n</answer>"])
+    task = _task("How many?")
+    worker, _ = _started(model, task, protocol=protocol)
+    steps = _run_turn(worker, task, 1)
+    assert steps[1].meta.get("refused") and "placeholder" in model.requests[2][-1]["content"]
+    assert worker.final_answer() == {1: {"Count": 3}}
