@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from stateguard.artifacts.lexicon import LEXICON
+from stateguard.artifacts.state import AnalyticalState
 from stateguard.verification.extract import clauses, definition_term
 from stateguard.verification.requirements import Kind, Requirement
 
@@ -128,7 +129,7 @@ class Definitions:
             tool = getattr(result, "tool_result", None)
             if tool is None or not tool.ok or ctx.store.is_invalid(entry.state_id):
                 continue
-            committed = {c.get("text", "") for c in tool.data.get("constraints", [])}
+            committed = {c.text for c in AnalyticalState.model_validate(tool.data).constraints}
             for req in entry.requirements:
                 if req.kind is Kind.COMPARISON and any(r.kind is Kind.COMPARISON for r in reqs):
                     continue  # the turn states its own bound
