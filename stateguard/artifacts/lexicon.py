@@ -48,6 +48,7 @@ class Lexicon(BaseModel):
     exclusion: tuple[str, ...]  # words (regex stems) that leave named values out
     scope_markers: tuple[str, ...]  # words that restrict a turn to some rows
     units: tuple[str, ...]  # a unit or multiplier after a number names no attribute
+    scales: dict[str, float]  # a unit word after a number that rescales it in code: "60 cents" is 0.6
     arithmetic: tuple[str, ...]  # "divided by", "times": an operator between quantities, not a grouping
     share_words: tuple[str, ...]
     group_markers: tuple[str, ...]
@@ -213,6 +214,21 @@ LEXICON = Lexicon(
         "times",
         "bushels",
     ),
+    scales={
+        "cent": 0.01,
+        "cents": 0.01,
+        "percent": 0.01,
+        "%": 0.01,
+        "thousand": 1e3,
+        "thousands": 1e3,
+        "k": 1e3,
+        "million": 1e6,
+        "millions": 1e6,
+        "mn": 1e6,
+        "billion": 1e9,
+        "billions": 1e9,
+        "bn": 1e9,
+    },
     arithmetic=("divided by", "multiplied by", "times", "minus", "plus", "over", "relative to"),
     share_words=("share", "proportion", "percentage", "fraction"),
     group_markers=("per", "for each", "for every", "each", "by"),

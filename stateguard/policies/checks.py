@@ -282,7 +282,9 @@ def related(reads: Mapping[str, str], store: StateStore, scalars: Mapping[str, f
 # that opens a range ("above 10 to 20").
 _STATED = re.compile(
     rf"(?:{LEXICON.pattern(LEXICON.comparator_phrases(core=True))})"
-    r"\s+(?P<num>-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?)(?![\d.,]\d|\d)(?P<pct>\s*%)?(?!\s*(?:-|–|—|to\b|and\b)\s*\d)",
+    r"\s+(?P<num>-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?)(?![\d.,]\d|\d)"
+    rf"(?:\s*(?P<unit>%|(?:{'|'.join(sorted((re.escape(w) for w in LEXICON.scales if w.isalpha()), key=len, reverse=True))})\b))?"
+    r"(?!\s*(?:-|–|—|to\b|and\b)\s*\d)",
     re.IGNORECASE,
 )
 _SQL_COMPARE = re.compile(r"(?:<=|>=|<>|!=|<|>)\s*(-?\d+(?:\.\d+)?)")
@@ -292,11 +294,31 @@ _CODE_NUMBER = re.compile(r"(?<![\w.])\d+(?:_\d+)*(?:\.\d+)?(?:[eE][+-]?\d+)?")
 def stated_thresholds(question: str) -> list[tuple[float, bool]]:
     """(number, is a percentage) for each cut-off the question states, in order, once each."""
     out: list[tuple[float, bool]] = []
-    for m in _STATED.finditer(question):
-        item = (float(m.group("num").replace(",", "")), bool(m.group("pct")))
+    for number, unit in _stated_with_units(question):
+        item = (number, unit in ("%", "percent"))
         if item not in out:
             out.append(item)
     return out
+
+
+def _stated_with_units(question: str) -> list[tuple[float, str]]:
+    return [
+        (float(m.group("num").replace(",", "")), (m.group("unit") or "").lower())
+        for m in _STATED.finditer(question)
+    ]
+
+
+def code_forms(number: float, unit: str) -> list[float]:
+    """The literals code may write for a stated cut-off: the number itself, and rescaled by its unit
+    ("60 cents" as 0.6, "60 million" as 60000000, "0.5%" as 0.005, or as the factor 1.005 / 0.995
+    of a relative change: `close > open * 1.005`)."""
+    forms = [number]
+    scale = LEXICON.scales.get(unit)
+    if scale is not None:
+        forms.append(number * scale)
+    if unit in ("%", "percent"):
+        forms += [1 + number / 100, 1 - number / 100]
+    return forms
 
 
 def _code_numbers(code: str) -> set[float]:
@@ -362,12 +384,12 @@ def _literal(node: ast.AST) -> float | None:
 def parameters(
     question: str, steps: list[WorkerStep], scalars: Mapping[str, float], history: Iterable[WorkerStep] = ()
 ) -> list[Finding]:
-    """Stated thresholds that no successful cell uses (as x, or x/100 for a percentage) -- neither
+    """Stated thresholds that no successful cell uses (as x, or as its unit rescales it: `code_forms`) -- neither
     the turn's own cells nor earlier ones in `history` (a question may restate an upstream cut-off
     that an earlier cell applied) -- and that no workspace scalar holds, while the turn's own cells
     do compare against some other literal (the concrete evidence: the code applies a different
     cut-off); the finding localizes what the turn's cells wrote."""
-    wanted = stated_thresholds(question)
+    wanted = list(dict.fromkeys(_stated_with_units(question)))
     ran = [s for s in steps if s.success and s.error is None]
     if not wanted or not ran:
         return []
@@ -379,10 +401,8 @@ def parameters(
     have |= {float(v) for v in scalars.values()}
     missing = [
         x
-        for x, pct in wanted
-        if not any(
-            math.isclose(x, h, rel_tol=1e-9) or (pct and math.isclose(x / 100, h, rel_tol=1e-9)) for h in have
-        )
+        for x, unit in wanted
+        if not any(math.isclose(form, h, rel_tol=1e-9) for form in code_forms(x, unit) for h in have)
     ]
     if not missing:
         return []

@@ -101,6 +101,28 @@ def test_staleness_reports_only_confirmed_reads_once_each() -> None:
         ("Share below 30%.", "x = df[df.share < 0.3]", False),
         ("Airports with a longitude below -100 degrees.", "x = df[df.lon < -100]", False),
         ("Airports with a longitude below -100 degrees.", "x = df[df.lon < -110]", True),
+        # a unit rescales the stated number in code: cents in dollars, millions, a relative percent
+        (
+            "Days whose range is at least 60 cents.",
+            "x = con.execute('SELECT * FROM q WHERE hi - lo >= 0.6')",
+            False,
+        ),
+        (
+            "Days whose range is at least 60 cents.",
+            "x = con.execute('SELECT * FROM q WHERE hi - lo >= 0.5')",
+            True,
+        ),
+        (
+            "Days that closed more than 0.5% above the open with no fewer than 60 million shares.",
+            "x = con.execute('SELECT * FROM q WHERE close > open * 1.005 AND volume >= 60000000')",
+            False,
+        ),
+        (
+            "Days that closed more than 0.5% above the open with no fewer than 60 million shares.",
+            "x = con.execute('SELECT * FROM q WHERE close > open * 1.005 AND volume >= 6000000')",
+            True,
+        ),
+        ("Months that fell by more than 500 thousand jobs.", "x = df[df.change < -500000]", False),
     ],
 )
 def test_parameters_needs_a_different_literal_in_the_code(question: str, code: str, fired: bool) -> None:
