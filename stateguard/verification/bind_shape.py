@@ -295,13 +295,14 @@ def _ranked_constraint(b: Binder, req: Requirement, sel: Selection, plan: Plan) 
 def _pandas_order_site(sel: Selection, req: Requirement, strict: bool = False) -> str:
     """The ranked result itself: its values must run in the stated direction (and number k). A
     frame is read at its sort column; without it, at its last column, or (strict: the code ranks
-    as stated, so only a sure reading may fail it) not at all."""
+    as stated, so only a sure reading may fail it) not at all. A dict is a record of reported
+    fields (a count beside the label that wins), not a ranking: it is never read as one."""
     key = sel.order[0][0] if sel.order else ""
     other = "_pd.Series([], dtype=float)" if strict else "_t.iloc[:, -1]"
     return textwrap.dedent(f"""\
         import pandas as _pd
         _t = {sel.target}
-        _s = (_t[{key!r}] if {key!r} in _t.columns else {other}) if isinstance(_t, _pd.DataFrame) else _pd.Series(_t)
+        _s = (_t[{key!r}] if {key!r} in _t.columns else {other}) if isinstance(_t, _pd.DataFrame) else (_pd.Series([], dtype=float) if isinstance(_t, dict) else _pd.Series(_t))
         _s = _pd.to_numeric(_s, errors='coerce').dropna()
         _mono = _s.is_monotonic_decreasing if {bool(req.descending)!r} else _s.is_monotonic_increasing
         _v = len(_s) > 1 and not _mono

@@ -101,3 +101,15 @@ def test_a_repair_the_harness_cannot_localize_names_what_the_draft_made() -> Non
     obs: Any = SimpleNamespace(current_draft=draft)
     assert RulesManager._draft_made(obs) == ["result"]
     assert RulesManager._draft_made(SimpleNamespace(current_draft=None)) == []  # type: ignore[arg-type]
+
+
+def test_a_reported_record_is_not_read_as_a_ranking(session: Session) -> None:
+    """'Which group has the fewest orders?' answered as a dict of fields (a count, then the winning
+    label): the dict's values are a record, not a ranked list, so their order is no violation."""
+    code = (
+        "_per = (orders['customer_id'] % 7).value_counts().sort_index()\n"
+        "result = {'n_orders': int(len(orders)), 'fewest_group': int(_per.idxmin())}"
+    )
+    found = session.turn("How many orders are there, and which group has the fewest orders?", code)
+    assert found == []
+    assert any("ranks that way" in n for n in session.verifier.last.notes)  # bound, and met
