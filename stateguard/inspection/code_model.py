@@ -98,6 +98,11 @@ class Selection(BaseModel):
         "exact: the mask is one comparison, so the flag must equal it; else an `&` of parts, so a "
         "flagged row must meet each part.",
     )
+    flags: dict[str, list[Condition]] = Field(
+        default_factory=dict,
+        description="SQL: boolean columns the select list computes from comparisons "
+        "(`visib < 5 AS poor_vis`): alias -> the comparisons, AND-ed. Not row filters.",
+    )
 
     def mentions(self, column: str) -> bool:
         low = column.lower()

@@ -247,7 +247,33 @@ def _selection(select: exp.Select, target: str | None, step: int | None) -> Sele
         order=ordering,
         limit=int(count) if isinstance(count, float) else None,
         outputs=[p.alias_or_name for p in select.expressions],
+        flags=_flags(select),
     )
+
+
+def _flags(select: exp.Select) -> dict[str, list[Condition]]:
+    """`visib < 5 AS poor_vis` (or an AND of such comparisons) in the select list: a flag column
+    stored beside the rows, whose comparisons say which rows it marks."""
+    out: dict[str, list[Condition]] = {}
+    for item in select.expressions:
+        if not isinstance(item, exp.Alias):
+            continue
+        body = item.this
+        while isinstance(body, exp.Paren):
+            body = body.this
+        parts = _conjuncts(body)
+        if not all(type(_bare(p)) in _OPS for p in parts):
+            continue
+        conds = [c for p in parts for c in condition(p, "where")]
+        if conds and all(c.op != "other" and c.column for c in conds):
+            out[item.alias] = conds
+    return out
+
+
+def _bare(node: exp.Expr) -> exp.Expr:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return node
 
 
 def sql_selections(sql: str, step: int | None = None) -> list[Selection]:

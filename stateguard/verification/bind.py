@@ -290,6 +290,8 @@ class RequirementBinder(Binder):
                 site = self.row_site(sel, req, column)
                 if site:
                     sites.append((sel, site))
+        if req.kind is Kind.COMPARISON and self.sql_flag(req, columns, plan):
+            return
         if not sites or req.term:
             # A defined term the code does not restate is usually read through a flag column an
             # earlier turn built, or both of its sides are compared (wet vs dry): no evidence.
@@ -309,6 +311,45 @@ class RequirementBinder(Binder):
                 constraint=bool(stored),
             )
         )
+
+    def sql_flag(self, req: Requirement, columns: list[str], plan: Plan) -> bool:
+        """A stated comparison the code stores as a flag column of a SQL table (`visib < 5 AS
+        poor_vis`) rather than as a filter: the flag must mark exactly the rows the statement names
+        (every rule AND-ed into it must hold on the rows it marks). A term binds only to a flag its
+        name shares a word with; two candidate flags abstain. True when the requirement is settled."""
+        wanted = {c.lower() for c in columns}
+        found: list[tuple[Selection, str, list[Condition], Condition]] = []
+        for sel in self.sem.selections:
+            art = self.artifact(sel)
+            if art is None or art[0] != "table":
+                continue
+            have = self.vocab.tables.get(art[1].lower(), {})
+            for alias, conds in sel.flags.items():
+                on = [c for c in conds if (c.column or "").lower() in wanted and c.column in have]
+                if on and alias in have and (not req.term or _names_term(alias, req.term)):
+                    found.append((sel, alias, conds, on[0]))
+        if not found:
+            return False
+        if len(found) > 1 or not self.con:
+            plan.notes.append(f"{req.describe()}: several flag columns could hold it; not bound")
+            plan.unverified.append(req)
+            return True
+        sel, alias, conds, cond = found[0]
+        table = (self.artifact(sel) or ("", ""))[1]
+        column = cond.column or ""
+        kind = self.vocab.tables[table.lower()][column].kind
+        pred = probes.sql_predicate(req, _ident(column), numeric=kind == "num")
+        side = self.agrees(req, cond)
+        same = req.value is not None and isinstance(cond.value, float) and close(cond.value, req.value)
+        status = "agrees" if side and same else "threshold"
+        plan.notes.append(f"{req.describe()}: the code stores it as the flag {alias} (`{cond.text}`)")
+        code = probes.table_flag_probe(self.con, table, _ident(alias), pred, exact=len(conds) == 1)
+        plan.items.append(
+            self.item(
+                req, "flagged_rows", code, self.variables(sel), status if side else "differs", constraint=True
+            )
+        )
+        return True
 
     def agrees(self, req: Requirement, cond: Condition) -> bool:
         if req.kind is Kind.COMPARISON:
@@ -499,6 +540,13 @@ def _counted_in_aggregate(sel: Selection, column: str, req: Requirement) -> bool
             ):
                 return True
     return False
+
+
+def _names_term(alias: str, term: str) -> bool:
+    """`poor_vis` names the term 'poor-visibility': a word of the flag's name starts a word of the term."""
+    parts = [p for p in re.split(r"[_\W]+", alias.lower()) if len(p) >= 3]
+    words = [w for w in re.split(r"[\s_-]+", term.lower()) if w]
+    return any(w.startswith(p) or p.startswith(w) for p in parts for w in words)
 
 
 def _ident(column: str) -> str:

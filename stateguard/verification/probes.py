@@ -161,6 +161,20 @@ def flag_probe(frame: str, column: str, predicate: str, exact: bool) -> str:
     )
 
 
+def table_flag_probe(con: str, table: str, flag: str, predicate: str, exact: bool) -> str:
+    """A flag column of a SQL table against the stated condition: an exact flag (one comparison)
+    must equal it row by row; a flag AND-ed from several parts must imply it. Only the flag is
+    tested, never the table's other rows: a flag marks rows, it keeps them all."""
+    marked = f"COALESCE(CAST({flag} AS BOOLEAN), FALSE)"
+    stated = f"COALESCE(({predicate}), FALSE)"
+    test = f"{marked} <> {stated}" if exact else f"{marked} AND NOT {stated}"
+    query = f"SELECT COUNT(*), COUNT(*) FILTER (WHERE {marked}), COUNT(*) FILTER (WHERE {test}) FROM {table}"
+    return (
+        f"_n, _m, _bad = {con}.execute({query!r}).fetchone()\n_v = bool(_bad)\n"
+        f"_o = {{'rows': int(_n or 0), 'flagged': int(_m or 0), 'rows_breaking_requirement': int(_bad or 0)}}"
+    )
+
+
 def rerun_probe(con: str, original: str, changed: str) -> str:
     """The query as written and as the requirement states it give different rows."""
     return textwrap.dedent(f"""\

@@ -1,0 +1,57 @@
+"""A rule stated for later turns ("from now on an order is pricey when ...") that the code stores as
+a flag column of a SQL table (`price > 150 AS pricey`) rather than as a filter: the flag is what is
+checked, never the table's rows (a flag marks rows, it keeps all of them)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.stateguard.verification.conftest import Session
+
+RULE = "Prices rose. From now on an order is pricey when its price is above 150."
+QUESTION = "Redefine `pricey` in `flagged` with the new cut. How many pricey orders are there now?"
+
+
+def _session() -> Session:
+    session = Session()
+    assert session.ws.run_cell(
+        "import duckdb\ncon = duckdb.connect()\ncon.execute('CREATE TABLE o AS SELECT * FROM orders')"
+    ).ok
+    session.turn("How many orders are there?", "result = {'n': len(orders)}")  # turn 1 states no rule
+    return session
+
+
+def _code(flag: str) -> str:
+    return (
+        f'con.execute("CREATE OR REPLACE TABLE flagged AS SELECT *, {flag} FROM o")\n'
+        'n = con.execute("SELECT COUNT(*) FROM flagged WHERE pricey").fetchone()[0]\n'
+        "result = {'n_pricey': n}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("flag", "status"),
+    [
+        ("price > 150 AS pricey", None),  # the rule as stated: no finding
+        ("(price > 150) AS pricey", None),
+        ("price > 100 AS pricey", "threshold"),  # the old cut-off
+        ("price < 150 AS pricey", "differs"),  # the wrong side
+    ],
+)
+def test_a_rule_stored_as_a_flag_is_checked_on_the_flag(flag: str, status: str | None) -> None:
+    session = _session()
+    findings = session.turn(QUESTION, _code(flag), own_context=RULE)
+    if status is None:
+        assert findings == []
+        assert any("stores it as the flag pricey" in n for n in session.verifier.last.notes)
+    else:
+        assert len(findings) == 1 and findings[0].variables == ["flagged"]
+        assert f"code {status}; flagged_rows probe" in findings[0].evidence
+        assert "'flagged': " in findings[0].evidence
+
+
+def test_two_flags_on_the_stated_column_abstain() -> None:
+    session = _session()
+    code = _code("price > 150 AS pricey, price > 250 AS luxury")
+    assert session.turn(QUESTION, code, own_context=RULE) == []
+    assert [r.describe() for r in session.verifier.last.unverified] == ["price > 150"]
