@@ -73,6 +73,13 @@ def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
         return
     sel = grouped[-1]
     plan.notes.append(f"{req.describe()}: the code groups by {', '.join(sel.group_keys)}")
+    rival = _rival_grouping(b, req, sel)
+    if rival is not None:
+        # "Summarise by calendar month ... the most shares per day on average": the code follows the
+        # other stated grouping, so this one may be a rate ("per day"): two readings, no finding
+        plan.notes.append(f"{req.describe()}: the code's grouping is the stated '{rival.text}'; not checked")
+        plan.unverified.append(req)
+        return
     site = None
     if sel.language == "sql" and b.con and sel.sql:
         distinct = sql_edit.distinct_keys_sql(sel.sql, keys)
@@ -96,6 +103,24 @@ def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
         plan.items.append(b.item(req, "group_keys", site, b.variables(sel), "grouping"))
     else:
         plan.unverified.append(req)
+
+
+def _rival_grouping(b: Binder, req: Requirement, sel: Selection) -> Requirement | None:
+    """Another grouping the turn states, by a unit of time, whose unit the code groups by, while
+    `req` names another unit of time: "by month ... shares per day" reads per day as a rate."""
+    code = {_name(g) for g in sel.group_keys} | {
+        w for g in sel.group_keys for w in re.findall(r"[a-z]+", g.lower()) if len(w) >= 3
+    }
+    mine = {w for k in req.keys for w in k.lower().split()}
+    if not mine & set(_PARTS):
+        return None
+    for other in b.requirements:
+        if other is req or other.kind is not Kind.GROUPING:
+            continue
+        units = {w for k in other.keys for w in k.lower().split()} & set(_PARTS)
+        if units & code and not units & mine:
+            return other
+    return None
 
 
 _PARTS = {
