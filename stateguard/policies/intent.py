@@ -5,7 +5,8 @@ change); the question is read only for the one thing facts cannot say: whether t
 for the earlier value. Only positive evidence counts, and it must bind to the value:
 
 * `compares_with_turn`: a comparison whose object is an earlier turn's result ("compare with the
-  counts of turn 6", "versus Task 4", "how many fewer than in Task 4", "the change since turn 3")
+  counts of turn 6", "versus Task 4", "how many fewer than in Task 4", "the change since turn 3",
+  "the new counts minus those of Task 8")
   binds to the values that turn wrote;
 * `earlier_version`: the question compares with a value as it was before a revision ("compared
   with the original definition"), or asks for it outright ("from before the update", "as it was
@@ -41,13 +42,13 @@ _GAP = r"(?:[\s,()'\"-]+" + _WORD + r"){0,9}?"  # up to ten words of noun phrase
 _TURN = r"[\s,()'\"-]+(?:turn|task)\s*#?(\d+)\b"
 _COMPARE_WORD = re.compile(
     r"\b(compar\w*|differ\w*|chang\w*|versus|vs\b|relative|fewer|more|less|higher|lower|drop\w*|"
-    r"r[io]se[sn]?|increas\w*|decreas\w*|gain\w*|loss\w*|remov\w*|gap|shift\w*|lost|dropped out)",
+    r"r[io]se[sn]?|increas\w*|decreas\w*|gain\w*|loss\w*|remov\w*|gap|shift\w*|lost|dropped out|minus|subtract\w*)",
     re.IGNORECASE,
 )
 # A comparison whose object names an earlier turn.
 _TURN_OBJECT = [
     re.compile(r"\bcompar(?:e|es|ed|ing)\b" + _GAP + _TURN, re.IGNORECASE),
-    re.compile(r"\b(?:with|to|against|versus|vs\.?|than|relative to)\b" + _GAP + _TURN, re.IGNORECASE),
+    re.compile(r"\b(?:with|to|against|versus|vs\.?|than|relative to|minus)\b" + _GAP + _TURN, re.IGNORECASE),
     re.compile(
         r"\b(?:chang\w*|differ\w*|drop\w*|r[io]se[sn]?|increas\w*|decreas\w*|gain\w*|shift\w*)\s+"
         r"(?:from|since|over)\b" + _GAP + _TURN,

@@ -76,6 +76,21 @@ def _writer(steps: Mapping[int, WorkerStep], name: str, before: int) -> WorkerSt
     return None
 
 
+def _new_side(steps: Mapping[int, WorkerStep], span: list[WorkerStep], revised: set[str], name: str) -> bool:
+    """The turn has the new side of its comparison: it reads a revised input itself, or reads a
+    value (other than the stale one) made from one after the revision, e.g. by the turn that revised it."""
+    first = min(s.index for s in span)
+    for read in {n for s in span for n in (s.meta.get("reads") or [])}:
+        if read in revised:
+            return True
+        if read == name or any(read in (s.meta.get("stale_reads") or {}) for s in span):
+            continue
+        writer = _writer(steps, read, first)
+        if writer is not None and set(writer.meta.get("reads") or []) & revised:
+            return True
+    return False
+
+
 def _decide_one(
     step: WorkerStep,
     name: str,
@@ -88,7 +103,6 @@ def _decide_one(
 ) -> tuple[Decision, str, list[str] | None]:
     """(decision, evidence, the revised inputs when the replay planner found them)."""
     indices = {s.index for s in span}
-    span_reads = {n for s in span for n in (s.meta.get("reads") or [])}
     if name in skip:
         return "superseded", "rewritten after the span under review", None
     if accepted is not None and accepted.covers(getattr(workspace, "dataflow", None), name):
@@ -100,7 +114,7 @@ def _decide_one(
     revised = plan.revised if plan is not None else []
     asked = intent.turns.get(writer.turn) if writer is not None and writer.turn is not None else None
     asked = asked or intent.earlier
-    if asked and (not asked.compares or not revised or set(revised) & span_reads):
+    if asked and (not asked.compares or not revised or _new_side(steps, span, set(revised), name)):
         return "intended", f"the question asks for the earlier value: {asked.phrase!r}", revised
     differs = replay_differs(workspace, steps, name, step.index, plan)
     if differs is True and plan is not None:

@@ -165,6 +165,11 @@ def test_a_scratch_input_is_recomputed_from_the_version_the_value_consumed() -> 
             None,
         ),
         (
+            "Per stock, the good months under the new rule minus those under the old one (the profile of Task 8).",
+            {8: Asked(phrase="minus those under the old one (the profile of Task 8", compares=True)},
+            None,
+        ),
+        (
             "Take the regional join as turn 9 built it, on the narrower scope.",
             {9: Asked(phrase="as turn 9 built it", compares=False)},
             None,
@@ -290,3 +295,27 @@ def test_every_recorded_stale_read_gets_a_decision() -> None:
     decisions = decide([steps[5]], steps, ws, "Report the count.")
     assert [(d.name, d.decision) for d in decisions] == [("wet_days", "unchanged")]
     assert decide([steps[5]], steps, ws, "Report the count.", skip={"wet_days"})[0].decision == "superseded"
+
+
+@pytest.mark.parametrize(("new_side", "decision"), [(True, "intended"), (False, "finding")])
+def test_a_comparison_whose_new_side_an_earlier_turn_made_from_the_revision(
+    new_side: bool, decision: str
+) -> None:
+    """Turn 3 revises `wet` and counts under it; turn 4 asks for that count minus turn 2's. The new
+    side is a value made from the revised input (by turn 3), so turn 2's count is read on purpose.
+    Without the new side (turn 3 made nothing from the revision), the same words are no evidence."""
+    ws = DictWorkspace()
+    ws.run("import pandas as pd")
+    revise = "wx['wet'] = wx['p'] >= 1.0" + ("\nnow_days = int(wx['wet'].sum())" if new_side else "")
+    report = "result = {'gap': now_days - wet_days}" if new_side else "result = {'gap': 3 - wet_days}"
+    steps = _run(
+        ws,
+        [
+            "wx = pd.DataFrame({'p': [0.0, 0.2, 1.5, 3.0]})\nwx['wet'] = wx['p'] > 0",
+            "wet_days = int(wx['wet'].sum())",
+            revise,
+            report,
+        ],
+    )
+    decisions = decide([steps[3]], steps, ws, "The new wet-day count minus the one of turn 2.")
+    assert [(d.name, d.decision) for d in decisions] == [("wet_days", decision)]
