@@ -161,6 +161,7 @@ class RequirementBinder(Binder):
             sel, cond, scale = matched[0]
             plan.notes.append(f"{req.describe()}: the code keeps `{cond.text}` instead ({cond.op})")
             site = None
+            edit = stated_edit(sel, cond, req, scale)
             if cond.column:
                 site = self.row_site(sel, req, cond.column, cond.lhs, scale)
             elif self.con and sel.sql and req.kind is Kind.COMPARISON:
@@ -180,6 +181,7 @@ class RequirementBinder(Binder):
                         self.variables(sel),
                         "differs",
                         constraint=site[1],
+                        edit=edit,
                     )
                 )
             return
@@ -256,7 +258,16 @@ class RequirementBinder(Binder):
                         f"{req.describe()}: the code's cut-off on {column} is `{threshold.text}`"
                     )
                     site_code = probes.count_probe(sel.frame, sel.mask, stated)
-                    plan.items.append(self.item(req, "rerun", site_code, self.variables(sel), "threshold"))
+                    plan.items.append(
+                        self.item(
+                            req,
+                            "rerun",
+                            site_code,
+                            self.variables(sel),
+                            "threshold",
+                            edit=stated_edit(sel, threshold, req),
+                        )
+                    )
                     return
                 if (
                     req.kind is Kind.COMPARISON
@@ -272,8 +283,18 @@ class RequirementBinder(Binder):
                     plan.notes.append(
                         f"{req.describe()}: the code's cut-off on {column} is `{threshold.text}`"
                     )
-                    code = bind_cutoff.lhs_probe(threshold, req, bind_cutoff.scale_for(req, threshold.value))
-                    plan.items.append(self.item(req, "rerun", code, self.variables(sel), "threshold"))
+                    scale = bind_cutoff.scale_for(req, threshold.value)
+                    code = bind_cutoff.lhs_probe(threshold, req, scale)
+                    plan.items.append(
+                        self.item(
+                            req,
+                            "rerun",
+                            code,
+                            self.variables(sel),
+                            "threshold",
+                            edit=stated_edit(sel, threshold, req, scale),
+                        )
+                    )
                     return
                 if req.kind is Kind.SCOPE and any(
                     _measured_share(sel, c) for c in sel.conditions if (c.column or "") == column
@@ -540,6 +561,22 @@ def _counted_in_aggregate(sel: Selection, column: str, req: Requirement) -> bool
             ):
                 return True
     return False
+
+
+def stated_edit(
+    sel: Selection, cond: Condition, req: Requirement, scale: float = 1.0
+) -> probes.SpanEdit | None:
+    """The code's condition rewritten as the requirement states it: the SELECT with that conjunct
+    replaced (SQL), or the condition's text replaced in the cell (pandas). None when it cannot be
+    said (no compared expression, or a requirement that is no bound)."""
+    if req.kind is not Kind.COMPARISON or not cond.lhs or not cond.text:
+        return None
+    if sel.language == "sql":
+        fixed = sql_edit.replace_condition(
+            sel.sql, cond.text, probes.sql_predicate(req, cond.lhs, scale=scale)
+        )
+        return probes.SpanEdit(kind="sql", before=sel.sql, after=fixed) if fixed else None
+    return probes.SpanEdit(kind="text", before=cond.text, after=probes.pandas_predicate(req, cond.lhs, scale))
 
 
 def _names_term(alias: str, term: str) -> bool:

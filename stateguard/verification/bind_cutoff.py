@@ -104,7 +104,12 @@ def cutoff(b: Binder, req: Requirement, plan: Plan, bounds: list[float]) -> bool
         return True
     if not cond.lhs:
         return False
-    plan.items.append(b.item(req, "rerun", lhs_probe(cond, want, scale), b.variables(sel), "threshold"))
+    edit = probes.SpanEdit(
+        kind="text", before=cond.text, after=probes.pandas_predicate(want, cond.lhs, scale)
+    )
+    plan.items.append(
+        b.item(req, "rerun", lhs_probe(cond, want, scale), b.variables(sel), "threshold", edit=edit)
+    )
     return True
 
 

@@ -254,7 +254,7 @@ def order(b: Binder, req: Requirement, plan: Plan) -> None:
             return
     sel = ranked[-1]
     plan.notes.append(f"{req.describe()}: the code orders by {sel.order} with limit {sel.limit}")
-    site = None
+    site, edit = None, None
     if sel.language == "sql" and b.con and sel.sql:
         fixed = sql_edit.set_order(
             sel.sql,
@@ -262,12 +262,15 @@ def order(b: Binder, req: Requirement, plan: Plan) -> None:
             limit=req.k if sel.limit is not None and req.k and req.k > 1 else None,
         )
         site = probes.rerun_probe(b.con, sel.sql, fixed) if fixed and fixed != sel.sql else None
+        edit = probes.SpanEdit(kind="sql", before=sel.sql, after=fixed) if site and fixed else None
     elif sel.target and sel.target.isidentifier():
         site = _pandas_order_site(sel, req)
     if site:
         # the pandas site reads the ranked artifact itself: a constraint that a correct retry meets
         artifact = sel.language != "sql" and (sel.target or "").lower() not in b.rewritten
-        plan.items.append(b.item(req, "ranking", site, b.variables(sel), "order", constraint=artifact))
+        plan.items.append(
+            b.item(req, "ranking", site, b.variables(sel), "order", constraint=artifact, edit=edit)
+        )
     else:
         plan.unverified.append(req)
 

@@ -102,7 +102,10 @@ class Binder:
             code, artifact = probes.table_matches_probe(self.con, sel.target or "", fixed), True
         else:
             code, artifact = probes.rerun_probe(self.con, sel.sql, fixed), False
-        plan.items.append(self.item(req, "rerun", code, self.variables(sel), status, constraint=artifact))
+        edit = probes.SpanEdit(kind="sql", before=sel.sql, after=fixed)
+        plan.items.append(
+            self.item(req, "rerun", code, self.variables(sel), status, constraint=artifact, edit=edit)
+        )
 
     def item(
         self,
@@ -112,6 +115,7 @@ class Binder:
         variables: list[str],
         status: str,
         constraint: bool = False,
+        edit: probes.SpanEdit | None = None,
     ) -> probes.ProbeItem:
         return probes.ProbeItem(
             id="R",
@@ -122,6 +126,7 @@ class Binder:
             reason=reason(req, status),
             status=status,
             constraint=constraint,
+            edit=edit,
         )
 
 

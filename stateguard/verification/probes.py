@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 import textwrap
-from typing import Any
+from typing import Any, Literal
 
 import sqlglot
 from pydantic import BaseModel, ConfigDict, Field
@@ -48,6 +48,21 @@ class ProbeItem(BaseModel):
         description="It checks an artifact the turn left (a table, frame or "
         "report), so it can be the state's executable constraint and stays valid after a retry.",
     )
+    edit: SpanEdit | None = Field(
+        default=None,
+        description="The turn's code as the requirement states it, for the answer check: a finding "
+        "whose corrected code reports the same answer is dropped.",
+    )
+
+
+class SpanEdit(BaseModel):
+    """How the turn's code would read with the requirement as stated: one SELECT (as the inspection
+    normalizes it) replaced by its stated version, or one piece of cell text by another."""
+
+    model_config = ConfigDict(frozen=True)
+    kind: Literal["sql", "text"]
+    before: str
+    after: str
 
 
 class ProbeOutcome(BaseModel):
@@ -312,3 +327,64 @@ def constraint_code(item: ProbeItem) -> str:
         f"except Exception:\n    _v, _o = False, {{}}\n"
         f"assert not _v, 'requirement not met: ' + repr(_o)"
     )
+
+
+ANSWER_MARK = "__sg_answer_as_stated__"
+
+
+def answer_probe(cells: list[str], edit: SpanEdit, con: str | None) -> str:
+    """A probe program that re-runs the turn's cells with `edit` applied: what the cells print,
+    then ANSWER_MARK and how often the edit applied (`{"applied": n}`). SQL edits
+    go through a stand-in for the connection `con` that rewrites the one SELECT before it runs."""
+    lines = ["import json as _json", f"_cells = {cells!r}", "_applied = [0]"]
+    if edit.kind == "sql":
+        assert con is not None
+        lines += [
+            "import sqlglot as _sg",
+            f"_want, _new = {edit.before!r}, _sg.parse_one({edit.after!r}, dialect='duckdb')",
+            "class _StatedCon:",
+            "    def __init__(self, c):",
+            "        self._c = c",
+            "    def _fix(self, q):",
+            "        try:",
+            "            t = _sg.parse_one(q, dialect='duckdb')",
+            "        except Exception:",
+            "            return q",
+            "        if isinstance(t, _sg.exp.Select) and t.sql(dialect='duckdb') == _want:",
+            "            _applied[0] += 1",
+            "            return _new.sql(dialect='duckdb')",
+            "        hits = [s for s in t.find_all(_sg.exp.Select) if s.sql(dialect='duckdb') == _want]",
+            "        for s in hits:",
+            "            s.replace(_new.copy())",
+            "        _applied[0] += len(hits)",
+            "        return t.sql(dialect='duckdb') if hits else q",
+            "    def execute(self, q, *a, **k):",
+            "        return self._c.execute(self._fix(q), *a, **k)",
+            "    def sql(self, q, *a, **k):",
+            "        return self._c.sql(self._fix(q), *a, **k)",
+            "    def __getattr__(self, name):",
+            "        return getattr(self._c, name)",
+            f"{con} = _StatedCon({con})",
+        ]
+    else:
+        lines += [
+            f"_before, _after = {edit.before!r}, {edit.after!r}",
+            "_applied[0] = sum(c.count(_before) for c in _cells)",
+            "_cells = [c.replace(_before, _after) for c in _cells]",
+        ]
+    lines += [
+        "for _cell in _cells:",
+        "    exec(compile(_cell, '<turn as stated>', 'exec'), globals())",
+        f"print({ANSWER_MARK!r} + _json.dumps({{'applied': _applied[0]}}))",
+    ]
+    return "\n".join(lines)
+
+
+def parse_answer(stdout: str) -> tuple[int, str]:
+    """(times the edit applied, what the cells printed) from an `answer_probe` run's stdout."""
+    printed, _, tail = stdout.rpartition(ANSWER_MARK)
+    try:
+        applied = int(json.loads(tail.strip() or "{}").get("applied", 0))
+    except (ValueError, AttributeError):
+        applied = 0
+    return applied, printed

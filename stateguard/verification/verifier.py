@@ -71,6 +71,12 @@ class SemanticConfig(BaseModel):
     load_states: int = Field(
         default=2, ge=0, description="Defining states read with load_state per verification."
     )
+    answer_gate: bool = Field(
+        default=True,
+        description="Before a finding whose corrected code can be written (a SELECT or a condition "
+        "rewritten as stated), re-run the turn's cells that way in a probe: the same reported answer "
+        "drops the finding.",
+    )
     extractor: Literal["rules", "llm"] = Field(
         default="rules",
         description="rules: deterministic extraction (offline); llm: a model on the manager endpoint "
@@ -110,6 +116,7 @@ class SemanticVerifier:
         self.last = Verification()
         self._cached: tuple[tuple[Any, ...], Plan] | None = None  # the plan made at OPEN for the same steps
         self._refused = False  # a tool call of the plan being made got no result
+        self._con: str | None = None  # the SQL connection's variable in the code under review
 
     def owns(self, text: str) -> bool:
         return text.startswith(_TAG)
@@ -171,17 +178,26 @@ class SemanticVerifier:
             tool = getattr(result, "tool_result", None)
             if tool is not None:
                 outcomes.update(probes.parse_batch(str(tool.data.get("stdout", ""))))
-        findings = [
-            self._finding(item, outcomes[item.id])
-            for item in plan.items
-            if item.id in outcomes and outcomes[item.id].violated
-        ]
+        findings = []
+        gated: list[str] = []
+        for item in plan.items:
+            if item.id not in outcomes or not outcomes[item.id].violated:
+                continue
+            same = yield from self._same_answer(item, ctx, steps)
+            if same:
+                gated.append(
+                    f"{item.requirement.describe()}: its {item.check} probe fails, but the turn's code "
+                    "written as stated reports the same answer; no finding"
+                )
+            else:
+                findings.append(self._finding(item, outcomes[item.id]))
         if not any(f.evidence.startswith("output") for f in findings):
             findings += _empty_report(plan.requirements, steps)
         failed = [i for i in plan.items if i.id in broken]
         self.last = Verification(
             requirements=plan.requirements,
             notes=plan.notes
+            + gated
             + [
                 f"{i.requirement.describe()}: its {i.check} probe does not compile ({broken[i.id]}); not run"
                 for i in failed
@@ -194,6 +210,30 @@ class SemanticVerifier:
         return findings
 
     # -- internals ----------------------------------------------------------------------
+    def _same_answer(self, item: probes.ProbeItem, ctx: Any, steps: list[WorkerStep]) -> Fragment:
+        """True when the turn's cells, re-run in a probe with the item's edit applied, print the
+        same JSON answer the turn reported: the requirement, though broken, does not change the
+        answer. False when it changes it or when that cannot be told (no edit, no printed answer,
+        the edit found nowhere, the probe failed, or SQL that a probe here would write through)."""
+        edit = item.edit
+        ran = [s for s in steps if s.success and s.error is None and s.action.strip()]
+        reported = next(
+            (a for s in reversed(ran) if s.output and (a := last_json(s.output)) is not None), None
+        )
+        if not self.config.answer_gate or edit is None or reported is None:
+            return False
+        if edit.kind == "sql" and (
+            self._con is None or getattr(ctx.workspace, "probes_share_resources", False)
+        ):
+            return False
+        result = yield ("run_probe", {"code": probes.answer_probe([s.action for s in ran], edit, self._con)})
+        tool = getattr(result, "tool_result", None)
+        if tool is None or not tool.ok:
+            return False
+        applied, printed = probes.parse_answer(str(tool.data.get("stdout", "")))
+        after = last_json(printed) if applied else None
+        return after is not None and after == reported
+
     def _compiled(
         self, items: list[probes.ProbeItem]
     ) -> Generator[tuple[str, dict[str, Any]], Any, tuple[list[probes.ProbeItem], dict[str, str]]]:
@@ -237,6 +277,7 @@ class SemanticVerifier:
             self._refused |= tool is None
             if tool is not None and tool.ok and tool.data.get("valid"):
                 sem = CodeSemantics.model_validate(tool.data.get("semantics") or {})
+        self._con = sem.connection
         written = {w.lower() for s in ran for w in s.meta.get("writes", [])}
         names = _names(sem)
         need = [n for n in names if n.lower() not in self.vocab.tables or n.lower() in written]

@@ -48,7 +48,11 @@ class Session:
         assert result.ok, result.error
         self.turn_id += 1
         step = WorkerStep(
-            index=self.index, turn=self.turn_id, action=code, meta={"writes": cell_dataflow(code).writes}
+            index=self.index,
+            turn=self.turn_id,
+            action=code,
+            output=result.stdout,
+            meta={"writes": cell_dataflow(code).writes},
         )
         self.index += 1
         ctx: Any = SimpleNamespace(
