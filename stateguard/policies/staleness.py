@@ -80,13 +80,22 @@ def _new_side(steps: Mapping[int, WorkerStep], span: list[WorkerStep], revised: 
     """The turn has the new side of its comparison: it reads a revised input itself, or reads a
     value (other than the stale one) made from one after the revision, e.g. by the turn that revised it."""
     first = min(s.index for s in span)
-    for read in {n for s in span for n in (s.meta.get("reads") or [])}:
-        if read in revised:
-            return True
-        if read == name or any(read in (s.meta.get("stale_reads") or {}) for s in span):
+    reads = {n for s in span for n in (s.meta.get("reads") or [])}
+    if reads & revised:
+        return True
+    revisions = [i for i in steps if i < first and set(steps[i].meta.get("writes") or []) & revised]
+    if not revisions:
+        return False
+    for read in reads:
+        if read == name:
             continue
         writer = _writer(steps, read, first)
-        if writer is not None and set(writer.meta.get("reads") or []) & revised:
+        # made from the revised input at or after its last revision: the comparison's new side
+        if (
+            writer is not None
+            and writer.index >= max(revisions)
+            and set(writer.meta.get("reads") or []) & revised
+        ):
             return True
     return False
 

@@ -319,3 +319,22 @@ def test_a_comparison_whose_new_side_an_earlier_turn_made_from_the_revision(
     )
     decisions = decide([steps[3]], steps, ws, "The new wet-day count minus the one of turn 2.")
     assert [(d.name, d.decision) for d in decisions] == [("wet_days", decision)]
+
+
+def test_a_value_made_before_the_revision_is_no_new_side() -> None:
+    """The turn subtracts two values both made before `wet` was revised: neither is the new side
+    of a comparison, so the words naming turn 2 are no evidence and the stale read is a finding."""
+    ws = DictWorkspace()
+    ws.run("import pandas as pd")
+    steps = _run(
+        ws,
+        [
+            "wx = pd.DataFrame({'p': [0.0, 0.2, 1.5, 3.0]})\nwx['wet'] = wx['p'] > 0",
+            "wet_days = int(wx['wet'].sum())",
+            "other_days = int((~wx['wet']).sum())",
+            "wx['wet'] = wx['p'] >= 1.0",
+            "result = {'gap': other_days - wet_days}",
+        ],
+    )
+    decisions = decide([steps[4]], steps, ws, "The dry-day count minus the one of turn 2.")
+    assert ("wet_days", "finding") in [(d.name, d.decision) for d in decisions]
