@@ -46,6 +46,9 @@ class Lexicon(BaseModel):
     descending: tuple[str, ...]  # ranking words that put the largest first
     ascending: tuple[str, ...]
     exclusion: tuple[str, ...]  # words (regex stems) that leave named values out
+    exclusion_frames: tuple[
+        tuple[str, str], ...
+    ]  # (verb stem, particle) around the values: "leave Biscoe aside"
     scope_markers: tuple[str, ...]  # words that restrict a turn to some rows
     units: tuple[str, ...]  # a unit or multiplier after a number names no attribute
     scales: dict[str, float]  # a unit word after a number that rescales it in code: "60 cents" is 0.6
@@ -160,6 +163,13 @@ LEXICON = Lexicon(
         "besides",
         "apart from",
         "unless",
+    ),
+    exclusion_frames=(
+        (r"leav\w*", "aside"),
+        (r"leav\w*", "out"),
+        (r"set\w*", "aside"),
+        (r"put\w*", "aside"),
+        (r"keep\w*", "out"),
     ),
     scope_markers=("only", "among", "within", "whose", "where", "limited to", "restricted to"),
     units=(

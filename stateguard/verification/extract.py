@@ -61,6 +61,14 @@ _NEGATING = re.compile(
 )
 # Words that leave out what follows them in the same clause segment ("unless the Times typed it
 # 'Not riot-related'"); a bare "not" negates its own phrase only, never a value further on.
+# "Leave Biscoe aside", "set Dream and Torgersen aside": the values sit inside the exclusion, in one segment.
+_FRAMES = [
+    (
+        re.compile(rf"\b{verb}\b[^,;:()]*$", re.IGNORECASE),
+        re.compile(rf"^[^,;:()]*?\b{part}\b", re.IGNORECASE),
+    )
+    for verb, part in LEXICON.exclusion_frames
+]
 _LEAVING_OUT = re.compile(
     rf"\b(?:{'|'.join(w for w in LEXICON.exclusion if w != 'not')})\b[^,;:()]*$", re.IGNORECASE
 )
@@ -442,6 +450,7 @@ def scopes(
             exclude = bool(
                 re.search(rf"(?:\b(?:{_EXCLUDING})\s+(?:the\s+|any\s+)?|\bnon-)$", before, re.IGNORECASE)
                 or _LEAVING_OUT.search(clause[: m.start()])
+                or any(v.search(clause[: m.start()]) and p.search(clause[m.end() :]) for v, p in _FRAMES)
             )
             col = cols[0]
             vals, excl, text = found.get(col, ([], exclude, ""))
@@ -578,7 +587,8 @@ _LEXICON_WORDS = (
     | LEXICON.function_words
 )
 _STEMS = re.compile(
-    rf"(?:{'|'.join([*LEXICON.exclusion, *LEXICON.restoration, *LEXICON.join_verbs])})", re.IGNORECASE
+    rf"(?:{'|'.join([*LEXICON.exclusion, *LEXICON.restoration, *LEXICON.join_verbs, *(v for v, _ in LEXICON.exclusion_frames), *(p for _, p in LEXICON.exclusion_frames)])})",
+    re.IGNORECASE,
 )
 
 

@@ -70,6 +70,24 @@ def test_scope_needs_the_data_vocabulary_and_reads_exclusions() -> None:
     assert scopes == {"species": (["Gentoo"], False), "island": (["Dream"], False), "sex": (["male"], True)}
 
 
+@pytest.mark.parametrize(
+    ("question", "scopes"),
+    [
+        ("Leave Biscoe aside. What is the mean body mass?", {"island": (["Biscoe"], True)}),
+        (
+            "Set Dream and Torgersen aside: what is the mean body mass?",
+            {"island": (["Dream", "Torgersen"], True)},
+        ),
+        ("Keep Biscoe out of it. What is the mean body mass?", {"island": (["Biscoe"], True)}),
+        ("Bring Biscoe back. What is the mean body mass?", {}),  # a value returns: no scope
+        ("On Biscoe, leave the males aside.", {"island": (["Biscoe"], False)}),  # the frame holds males only
+    ],
+)
+def test_a_value_inside_an_exclusion_frame_is_left_out(question: str, scopes: dict) -> None:
+    found = {r.columns[0]: (r.values, r.exclude) for r in of(Kind.SCOPE, extract(question, vocab=VOCAB))}
+    assert {k: v for k, v in found.items() if k != "sex"} == scopes
+
+
 def test_compared_alternatives_are_not_a_scope() -> None:
     assert of(Kind.SCOPE, extract("Which is heavier on average, Adelie or Gentoo?", vocab=VOCAB)) == []
 
