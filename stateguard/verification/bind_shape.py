@@ -221,10 +221,30 @@ def join(b: Binder, req: Requirement, plan: Plan) -> None:
             _b = len(_pd.merge({j.left}, {j.right}, how={req.how!r}{on}))
             _v = _a != _b
             _o = {{'rows_as_written': _a, 'rows_as_stated': _b}}""")
+    edit = None
+    if site is None and sel.language == "pandas" and (stated := _merge_as_stated(j.text, req.how)):
+        # `colonies.merge(summary[cols].reset_index(), on="island")`: the call itself, both ways
+        site = textwrap.dedent(f"""\
+            _a = len({j.text})
+            _b = len({stated})
+            _v = _a != _b
+            _o = {{'rows_as_written': _a, 'rows_as_stated': _b}}""")
+        edit = probes.SpanEdit(kind="text", before=j.text, after=stated)
     if site:
-        plan.items.append(b.item(req, "join_rows", site, b.variables(sel), "join"))
+        plan.items.append(b.item(req, "join_rows", site, b.variables(sel), "join", edit=edit))
     else:
         plan.unverified.append(req)
+
+
+def _merge_as_stated(call: str, how: str) -> str | None:
+    """A pandas `merge` call's text with the stated `how` (replaced, or added before its closing
+    parenthesis); None when the text is no single merge call."""
+    text = call.strip()
+    if not re.search(r"(?:^|\.)merge\(", text) or not text.endswith(")") or "\n" in text:
+        return None
+    if re.search(r"\bhow\s*=", text):
+        return re.sub(r"\bhow\s*=\s*(['\"])\w+\1", f"how={how!r}", text, count=1)
+    return f"{text[:-1]}, how={how!r})"
 
 
 _WINDOW_ORDER = re.compile(

@@ -738,7 +738,8 @@ def joins(clause: str) -> list[Requirement]:
     low = clause.lower()
     how = None
     if re.search(
-        r"unmatched|\b(?:keep\w*|includ\w*|retain\w*|even)\b[^;]*\b(?:without|with no|lacking)\b|keep(?:ing)? all"
+        r"unmatched|\b(?:keep\w*|includ\w*|retain\w*|even)\b[^;]*\b(?:without|with no|lacking)\b"
+        r"|\b(?:keep\w*|includ\w*|retain\w*)\s+(?:all|every|each)\b"
         r"|\bso that every \w+ is labell?ed|\bevery \w+ (?:stays|remains|is kept)",
         low,
     ):
@@ -749,7 +750,7 @@ def joins(clause: str) -> list[Requirement]:
         low,
     ):
         how = "inner"
-    if how is None or not re.search(r"\bjoin\w*|\bmatch\w*|\bcombin\w*", low):
+    if how is None or not re.search(rf"\b(?:{'|'.join(LEXICON.join_verbs)}|combin\w*)", low):
         return []
     keys = re.findall(r"\bon\s+(?:the\s+)?([a-z_][\w]*)", low)
     return [Requirement(kind=Kind.JOIN, text=clause[:120], how=how, keys=keys[:2])]

@@ -234,10 +234,17 @@ def test_grouping_keys_in_words(question: str, keys: list[list[str]]) -> None:
             "Put the two series side by side, matching months on the date (keep only months where both have a price).",
             "inner",
         ),
+        ("Attach the island summary to the colony list, keeping every listed island.", "left"),
+        ("Merge the hub list with the counts, retaining all hubs.", "left"),
+        ("Link the regions to their sales, keeping each region.", "left"),
     ],
 )
 def test_join_phrasing(question: str, how: str) -> None:
     assert [r.how for r in of(Kind.JOIN, extract(question))] == [how]
+
+
+def test_keeping_all_without_a_join_verb_is_no_join() -> None:
+    assert of(Kind.JOIN, extract("Keep all stations, and report the mean rainfall.")) == []
 
 
 def test_years_compared_are_a_scope_and_every_value_is_no_scope() -> None:
