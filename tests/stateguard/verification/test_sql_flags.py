@@ -55,3 +55,17 @@ def test_two_flags_on_the_stated_column_abstain() -> None:
     code = _code("price > 150 AS pricey, price > 250 AS luxury")
     assert session.turn(QUESTION, code, own_context=RULE) == []
     assert [r.describe() for r in session.verifier.last.unverified] == ["price > 150"]
+
+
+def test_a_rollback_that_rebuilds_the_flag_is_not_held_to_the_carried_definition() -> None:
+    """Turn 2 defines 'pricey' (above 150) through a flag; turn 3's context rolls the cut back to 100
+    without naming the term, and rebuilds the flag: the carried definition is not checked on it."""
+    session = _session()
+    assert session.turn(QUESTION, _code("price > 150 AS pricey"), own_context=RULE) == []
+    back = "Prices fell again. Drop the new cut and bring the old one back."
+    findings = session.turn(
+        "Restore the 100 flag in `flagged`. How many pricey orders are there?",
+        _code("price > 100 AS pricey"),
+        own_context=back,
+    )
+    assert findings == []
