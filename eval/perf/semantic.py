@@ -34,6 +34,7 @@ from omegaconf import DictConfig, OmegaConf
 from eval.benchmarks.base import EvalTask
 from eval.benchmarks.registry import get_benchmark
 from eval.components import make_manager, make_workspace
+from eval.metrics import dcr, pooled_dcr
 from stateguard.actions import RepairArgs
 from stateguard.artifacts.events import (
     ActionEvent,
@@ -291,6 +292,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                     "setting": setting,
                     "meta": meta,
                     "correct": {str(k): v for k, v in correct.items()},
+                    "parents": {str(k): list(v) for k, v in task.parents.items()},
                     "turns": len(task.task.turns),
                     "footprint": sorted(_footprint(task, meta["turn"], faults)) if meta else [],
                     **info,
@@ -306,6 +308,22 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         json.dumps({"report": report, "runs": results}, indent=1, default=str)
     )
     return report
+
+
+def _dcr(rows: list[dict[str, Any]]) -> float | None:
+    """Pooled DCR (points) of the mistake variants' turns; None when undefined or not recorded."""
+    if not rows or any("parents" not in r for r in rows):
+        return None
+    pooled = pooled_dcr(
+        [
+            dcr(
+                {int(k): v for k, v in r["correct"].items()},
+                {int(k): [int(p) for p in v] for k, v in r["parents"].items()},
+            )
+            for r in rows
+        ]
+    )
+    return None if pooled.dcr is None else round(100.0 * pooled.dcr, 1)
 
 
 def _accuracy(rows: list[dict[str, Any]]) -> float:
@@ -325,6 +343,7 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     report: dict[str, Any] = {
         "baseline_clean_accuracy": round(_accuracy(by[("baseline", True)]), 2),
         "baseline_fault_accuracy": round(_accuracy(by[("baseline", False)]), 2),
+        "baseline_fault_dcr": _dcr(by[("baseline", False)]),
         "settings": {},
     }
     for setting in sorted({r["setting"] for r in results} - {"baseline"}):
@@ -351,6 +370,7 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
             ),
             "clean_destructive": sum(r["destructive"] for r in clean),
             "fault_accuracy": round(_accuracy(faulty), 2),
+            "fault_dcr": _dcr(faulty),
             "recall": {k: f"{h}/{n}" for k, (h, n) in sorted(kinds.items())},
             "recall_semantic_kinds": _pooled(kinds, exclude=("numeric_parameter",)),
             "recall_all": _pooled(kinds),
@@ -369,6 +389,10 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
             "false_repair_checks": sorted({c for r in clean for rep in r["repairs"] for c in rep["checks"]}),
         }
     return report
+
+
+def _points(value: float | None) -> str:
+    return "undefined" if value is None else f"{value:.1f}"
 
 
 def _names_fault(rep: dict[str, Any], turn: int, footprint: set[str]) -> bool:
@@ -390,13 +414,15 @@ def _pooled(kinds: dict[str, list[int]], exclude: tuple[str, ...] = ()) -> str:
 def render(report: dict[str, Any]) -> str:
     lines = [
         f"baseline: clean accuracy {report['baseline_clean_accuracy']:.1f}%, "
-        f"accuracy on single-mistake variants {report['baseline_fault_accuracy']:.1f}%"
+        f"accuracy on single-mistake variants {report['baseline_fault_accuracy']:.1f}%, "
+        f"DCR there {_points(report.get('baseline_fault_dcr'))}"
     ]
     for setting, s in report["settings"].items():
         lines.append(
             f"\n[{setting}] clean accuracy {s['clean_accuracy']:.1f}%, false repairs "
             f"{s['false_repairs_per_100_turns']:.2f}/100 clean turns ({', '.join(s['false_repair_checks']) or 'none'}), "
-            f"destructive on clean {s['clean_destructive']}, accuracy on mistake variants {s['fault_accuracy']:.1f}%"
+            f"destructive on clean {s['clean_destructive']}, accuracy on mistake variants {s['fault_accuracy']:.1f}%, "
+            f"DCR there {_points(s.get('fault_dcr'))}"
         )
         lines.append(
             f"  recall: semantic kinds {s['recall_semantic_kinds']}, all {s['recall_all']}; per kind: "

@@ -62,3 +62,44 @@ def test_an_unknown_setting_is_refused_before_any_rollout(tmp_path: Path) -> Non
     with pytest.raises(ValueError, match="no such task in bench=dev"):
         run(_cfg(tmp_path, "settings=[llm]", "task_ids=[transport/driving/task9]"))
     assert not (tmp_path / "out").exists()
+
+
+def _row(setting: str, variant: str, correct: dict[int, bool]) -> dict[str, Any]:
+    return {
+        "task": "t",
+        "variant": variant,
+        "setting": setting,
+        "meta": {"kind": "join", "turn": 1} if variant != "clean" else None,
+        "correct": {str(k): v for k, v in correct.items()},
+        "parents": {"2": [1], "3": [1]},
+        "turns": 3,
+        "footprint": ["x"],
+        "repairs": [],
+        "destructive": 0,
+        "tools": {},
+        "coded": 0,
+        "states": 3,
+        "model_calls": 0,
+        "model_s": 0.0,
+    }
+
+
+def test_the_report_gives_each_settings_dcr_on_the_mistake_variants() -> None:
+    """Baseline: a wrong turn 1 spreads to turn 2 (contaminated 1 of 2 wrong) in one variant, and
+    the other variant is right throughout (clean 0 of 2 wrong): DCR 50 points. A setting that fixes
+    turn 1 leaves no contaminated turn, so its DCR is undefined, never 0."""
+    from eval.perf.semantic import summarize
+
+    rows = [
+        _row("baseline", "clean", {1: True, 2: True, 3: True}),
+        _row("baseline", "join-t1", {1: False, 2: False, 3: True}),
+        _row("baseline", "join-t2", {1: True, 2: True, 3: True}),
+        _row("rules", "clean", {1: True, 2: True, 3: True}),
+        _row("rules", "join-t1", {1: True, 2: True, 3: True}),
+        _row("rules", "join-t2", {1: True, 2: True, 3: True}),
+    ]
+    report = summarize(rows)
+    assert report["baseline_fault_dcr"] == 50.0
+    assert report["settings"]["rules"]["fault_dcr"] is None
+    text = render(report)
+    assert "DCR there 50.0" in text and "DCR there undefined" in text
