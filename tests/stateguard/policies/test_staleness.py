@@ -184,20 +184,23 @@ def test_question_intent_needs_a_comparison_that_names_the_earlier_value(
     assert intent.earlier == earlier
 
 
-def _revision_task() -> tuple[DictWorkspace, dict[int, WorkerStep]]:
-    """Turn 2 counts wet days, turn 3 redefines `wet`, turn 4 reads turn 2's count."""
+def _wet_days(*later: str) -> tuple[DictWorkspace, dict[int, WorkerStep]]:
+    """Turn 1 flags wet days, turn 2 counts them (`wet_days`), then the `later` cells run."""
     ws = DictWorkspace()
     ws.run("import pandas as pd")
-    steps = _run(
-        ws,
-        [
-            "wx = pd.DataFrame({'p': [0.0, 0.2, 1.5, 3.0]})\nwx['wet'] = wx['p'] > 0",
-            "wet_days = int(wx['wet'].sum())",
-            "wx['wet'] = wx['p'] >= 1.0",
-            "now_days = int(wx['wet'].sum())\nresult = {'old': wet_days, 'new': now_days}",
-        ],
+    first = [
+        "wx = pd.DataFrame({'p': [0.0, 0.2, 1.5, 3.0]})\nwx['wet'] = wx['p'] > 0",
+        "wet_days = int(wx['wet'].sum())",
+    ]
+    return ws, _run(ws, [*first, *later])
+
+
+def _revision_task() -> tuple[DictWorkspace, dict[int, WorkerStep]]:
+    """Turn 2 counts wet days, turn 3 redefines `wet`, turn 4 reads turn 2's count."""
+    return _wet_days(
+        "wx['wet'] = wx['p'] >= 1.0",
+        "now_days = int(wx['wet'].sum())\nresult = {'old': wet_days, 'new': now_days}",
     )
-    return ws, steps
 
 
 def test_a_turn_named_without_a_comparison_is_no_evidence_of_intent() -> None:
@@ -222,16 +225,9 @@ def test_a_comparison_with_the_turn_that_made_the_value_is_intent() -> None:
 def test_intent_needs_the_turn_to_read_the_revised_input_too() -> None:
     """'Compared with the original definition' while the turn never touches the revised data: the
     new side of the comparison is missing, which is what a skipped recomputation looks like."""
-    ws = DictWorkspace()
-    ws.run("import pandas as pd")
-    steps = _run(
-        ws,
-        [
-            "wx = pd.DataFrame({'p': [0.0, 0.2, 1.5, 3.0]})\nwx['wet'] = wx['p'] > 0",
-            "wet_days = int(wx['wet'].sum())",
-            "wx['wet'] = wx['p'] >= 1.0",
-            "result = {'wet_days': wet_days}",
-        ],
+    ws, steps = _wet_days(
+        "wx['wet'] = wx['p'] >= 1.0",
+        "result = {'wet_days': wet_days}",
     )
     decisions = decide(
         [steps[3]], steps, ws, "How many wet days are there, compared with the original definition?"
@@ -304,19 +300,9 @@ def test_a_comparison_whose_new_side_an_earlier_turn_made_from_the_revision(
     """Turn 3 revises `wet` and counts under it; turn 4 asks for that count minus turn 2's. The new
     side is a value made from the revised input (by turn 3), so turn 2's count is read on purpose.
     Without the new side (turn 3 made nothing from the revision), the same words are no evidence."""
-    ws = DictWorkspace()
-    ws.run("import pandas as pd")
     revise = "wx['wet'] = wx['p'] >= 1.0" + ("\nnow_days = int(wx['wet'].sum())" if new_side else "")
     report = "result = {'gap': now_days - wet_days}" if new_side else "result = {'gap': 3 - wet_days}"
-    steps = _run(
-        ws,
-        [
-            "wx = pd.DataFrame({'p': [0.0, 0.2, 1.5, 3.0]})\nwx['wet'] = wx['p'] > 0",
-            "wet_days = int(wx['wet'].sum())",
-            revise,
-            report,
-        ],
-    )
+    ws, steps = _wet_days(revise, report)
     decisions = decide([steps[3]], steps, ws, "The new wet-day count minus the one of turn 2.")
     assert [(d.name, d.decision) for d in decisions] == [("wet_days", decision)]
 
@@ -324,17 +310,10 @@ def test_a_comparison_whose_new_side_an_earlier_turn_made_from_the_revision(
 def test_a_value_made_before_the_revision_is_no_new_side() -> None:
     """The turn subtracts two values both made before `wet` was revised: neither is the new side
     of a comparison, so the words naming turn 2 are no evidence and the stale read is a finding."""
-    ws = DictWorkspace()
-    ws.run("import pandas as pd")
-    steps = _run(
-        ws,
-        [
-            "wx = pd.DataFrame({'p': [0.0, 0.2, 1.5, 3.0]})\nwx['wet'] = wx['p'] > 0",
-            "wet_days = int(wx['wet'].sum())",
-            "other_days = int((~wx['wet']).sum())",
-            "wx['wet'] = wx['p'] >= 1.0",
-            "result = {'gap': other_days - wet_days}",
-        ],
+    ws, steps = _wet_days(
+        "other_days = int((~wx['wet']).sum())",
+        "wx['wet'] = wx['p'] >= 1.0",
+        "result = {'gap': other_days - wet_days}",
     )
     decisions = decide([steps[4]], steps, ws, "The dry-day count minus the one of turn 2.")
     assert ("wet_days", "finding") in [(d.name, d.decision) for d in decisions]
