@@ -13,6 +13,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -114,7 +115,7 @@ def test_the_built_in_rules_are_read_in_their_order() -> None:
 @pytest.mark.parametrize("kind", BUILT_IN_ORDER)
 def test_a_built_in_kind_reads_back_as_the_enum_member(kind: str) -> None:
     """A trace written before the registry: the same strings, the same enum members."""
-    fields = {
+    needed: dict[str, dict[str, Any]] = {
         "comparison": {"op": ">=", "value": 3},
         "scope": {"values": ["a"]},
         "not_null": {"subject": ["x"]},
@@ -125,7 +126,8 @@ def test_a_built_in_kind_reads_back_as_the_enum_member(kind: str) -> None:
         "rounding": {"decimals": 2},
         "output": {"fields": ["f"]},
         "source": {"subject": ["jobs"]},
-    }.get(kind, {})
+    }
+    fields = needed.get(kind, {})
     req = Requirement.model_validate({"kind": kind, "text": "t", **fields})
     assert req.kind is Kind(kind)
     assert Requirement.model_validate_json(req.model_dump_json()).kind is Kind(kind)
