@@ -65,13 +65,13 @@ def register_rule(rule: SemanticRule) -> SemanticRule:
     """Add `rule`; a kind that is not built in becomes a valid `Requirement.kind` from now on."""
     if not re.fullmatch(r"[a-z][a-z0-9_]*", rule.kind):
         raise ValueError(f"semantic rule kind {rule.kind!r}: use a lower-case name like 'distinct_rows'")
-    if rule.kind in RULES:
-        raise ValueError(f"a semantic rule for kind {rule.kind!r} is registered already; pick another kind")
     built_in = rule.kind in {k.value for k in Kind}
     if built_in and (rule.needs or rule.describe or rule.reason):
         raise ValueError(
             f"the built-in kind {rule.kind!r} has its fields and words in requirements.py and binder.py"
         )
+    if rule.kind in RULES:
+        raise ValueError(f"a semantic rule for kind {rule.kind!r} is registered already; pick another kind")
     if not built_in:
         register_kind(rule.kind, KindSpec(needs=rule.needs, describe=rule.describe, reason=rule.reason))
     RULES[rule.kind] = rule

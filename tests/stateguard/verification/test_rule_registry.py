@@ -139,7 +139,23 @@ def test_registration_is_refused_for_a_taken_or_malformed_kind() -> None:
         register_rule(SemanticRule("scope"))
     with pytest.raises(ValueError, match="lower-case name"):
         register_rule(SemanticRule("Distinct Rows"))
+    with pytest.raises(ValueError, match="has its fields and words in requirements.py"):
+        register_rule(SemanticRule("order", needs=("k",)))
     assert [str(r.kind) for r in rules()] == BUILT_IN_ORDER
+
+
+def test_a_registered_kind_is_validated_by_the_fields_it_needs() -> None:
+    register_rule(SemanticRule("toy_needs", needs=("fields",)))
+    try:
+        with pytest.raises(ValueError, match="a toy_needs requirement needs fields"):
+            Requirement(kind="toy_needs", text="t")
+        req = Requirement(kind="toy_needs", text="t", fields=["f"])
+        assert req.kind == "toy_needs" and req.describe() == "toy_needs: t"  # the generic words
+        assert Requirement.model_validate_json(req.model_dump_json()) == req
+    finally:
+        unregister_rule("toy_needs")
+    with pytest.raises(ValueError, match="unknown requirement kind 'toy_needs'"):
+        Requirement(kind="toy_needs", text="t", fields=["f"])
 
 
 def test_a_toy_rule_is_extracted_bound_probed_and_reported(toy_rule: ModuleType) -> None:
