@@ -86,15 +86,14 @@ CLEAN = "dedup = dupes.drop_duplicates()\nkept = dedup[dedup.rating > 0]\nresult
 
 
 @pytest.fixture
-def toy_rule(tmp_path: Path) -> Iterator[ModuleType]:
-    package = tmp_path / "pkg" / "toy_rule"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text(TOY)
-    sys.path.insert(0, str(package.parent))
+def toy_rule(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
+    """The toy rule as a package in a temporary folder on the path, imported (which registers it)."""
+    (tmp_path / "toy_rule").mkdir()
+    (tmp_path / "toy_rule" / "__init__.py").write_text(TOY)
+    monkeypatch.syspath_prepend(str(tmp_path))
     try:
         yield importlib.import_module("toy_rule")
     finally:
-        sys.path.remove(str(package.parent))
         sys.modules.pop("toy_rule", None)
         unregister_rule("distinct_rows")
 
