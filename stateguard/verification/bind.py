@@ -19,9 +19,10 @@ from __future__ import annotations
 import re
 
 from stateguard.inspection.code_model import CodeSemantics, Condition, Selection
-from stateguard.verification import bind_cutoff, bind_shape, current, probes, sql_edit
+from stateguard.verification import bind_cutoff, probes, sql_edit
 from stateguard.verification.binder import Binder, Plan, close
 from stateguard.verification.requirements import Kind, Requirement
+from stateguard.verification.rules.registry import RULES
 from stateguard.verification.vocabulary import Vocabulary, resolve_column
 
 _SWAPPABLE = {"mean", "median", "sum"}
@@ -50,7 +51,8 @@ def _same_side(req: Requirement, cond: Condition) -> bool:
 
 class RequirementBinder(Binder):
     """Binds row, statistic, share and output requirements; the shape, cut-off and source bindings
-    are the functions of `bind_shape`, `bind_cutoff` and `current`."""
+    are the functions of `bind_shape`, `bind_cutoff` and `current`. Which binding a kind gets is
+    its semantic rule's (`rules/builtin.py`); `bind()` hands every rule this binder."""
 
     # -- sites -------------------------------------------------------------------------
     def row_site(
@@ -612,22 +614,9 @@ def bind(
     plan = Plan(requirements=requirements)
     binder = RequirementBinder(sem, vocab, rewritten)
     binder.requirements = requirements
-    for req in requirements:
-        if req.kind in (Kind.SCOPE, Kind.COMPARISON, Kind.NOT_NULL):
-            binder.rows(req, plan)
-        elif req.kind is Kind.AGGREGATION:
-            binder.aggregation(req, plan)
-        elif req.kind is Kind.SHARE:
-            binder.share(req, plan)
-        elif req.kind is Kind.OUTPUT:
-            binder.output(req, plan)
-        elif req.kind is Kind.GROUPING:
-            bind_shape.grouping(binder, req, plan)
-        elif req.kind is Kind.JOIN:
-            bind_shape.join(binder, req, plan)
-        elif req.kind is Kind.ORDER:
-            bind_shape.order(binder, req, plan)
-        elif req.kind is Kind.SOURCE:
-            current.bind_source(binder, req, plan)
+    for req in requirements:  # each kind's binding is its semantic rule's (`rules/builtin.py`)
+        rule = RULES.get(req.kind)
+        if rule is not None and rule.bind is not None:
+            rule.bind(binder, req, plan)
     plan.items = [item.model_copy(update={"id": f"R{i + 1}"}) for i, item in enumerate(plan.items)]
     return plan

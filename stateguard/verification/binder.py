@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from stateguard.inspection.code_model import CodeSemantics, Selection
 from stateguard.verification import probes
-from stateguard.verification.requirements import Kind, Requirement
+from stateguard.verification.requirements import Kind, Requirement, registered_kind
 from stateguard.verification.vocabulary import Vocabulary
 
 __all__ = ["Binder", "Plan", "close", "reason"]
@@ -133,6 +133,9 @@ class Binder:
 def reason(req: Requirement, status: str) -> str:
     """Worker-facing words naming the kind of problem (the hint guard allows task-text numbers; no
     code, no computed values)."""
+    spec = registered_kind(req.kind)
+    if spec is not None and spec.reason is not None:
+        return spec.reason(req, status)  # a registered rule's own words
     what = " and ".join(req.columns) if req.columns else " ".join(req.subject) or "the kept rows"
     said = f"the question asks for: {req.text}"
     if req.term:
@@ -164,4 +167,4 @@ def reason(req: Requirement, status: str) -> str:
         return f"the turn reads an earlier version of the data instead of the current {what} the question names ({said})"
     if req.kind is Kind.OUTPUT or status == "empty":
         return "the reported values are empty: a filter or condition kept no usable rows for them"
-    return f"the result does not follow the question's {req.kind.value} requirement ({said})"
+    return f"the result does not follow the question's {req.kind} requirement ({said})"

@@ -20,8 +20,8 @@ import re
 
 from stateguard.answers import required_decimals
 from stateguard.artifacts.lexicon import LEXICON
-from stateguard.verification.current import current_sources
 from stateguard.verification.requirements import COMPLEMENT, Kind, Requirement
+from stateguard.verification.rules.registry import Reading, row_condition_kinds, rules
 from stateguard.verification.vocabulary import STOP, Vocabulary, column_tokens, matches_token
 
 _NUM = r"(?P<num>-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?)(?P<pct>\s*(?:%|percent\b))?"
@@ -507,62 +507,80 @@ def extract(
     vocab: Vocabulary | None = None,
     tables: list[str] | None = None,
 ) -> list[Requirement]:
-    """Requirements of one turn (question, plus the standing rounding instruction of the context)."""
+    """Requirements of one turn (question, plus the standing rounding instruction of the context):
+    each registered semantic rule reads every clause, then the whole question (`rules/`)."""
+    registered = rules()
+    reading = Reading(
+        question=question, context=context, vocab=vocab, tables=tables, fields=answer_fields(question)
+    )
     out: list[Requirement] = []
-    fields = [f for f in _FIELDS.findall(re.sub(r"\{[^}]*\}", "", question))]
     for clause in clauses(question):
-        out += comparisons(clause) + not_null(clause)
-        if vocab is not None:
-            out += scopes(clause, vocab, tables)
-        out += aggregations(clause, [])
-        share = _SHARE.search(re.sub(r"\([^()]*\)", "", clause))
-        if share and not _RANK.search(clause):
-            share_fields = [f for f in fields if re.search(r"share|pct|percent|frac|prop", f)]
-            out.append(
-                Requirement(
-                    kind=Kind.SHARE,
-                    text=share.group(0),
-                    fields=share_fields[:1],
-                    percent=bool(re.search(r"percent|pct|%", clause + " ".join(share_fields))),
-                )
-            )
-        out += groupings(clause)
-        out += rankings(clause)
-        out += joins(clause)
+        for rule in registered:
+            if rule.read_clause is not None:
+                out += rule.read_clause(clause, reading)
     if vocab is not None:
+        whole = row_condition_kinds()
         out = [
             r
             for r in out
-            if r.kind not in _WHOLE_CLAUSE or not unbound_words(_segment(question, r.text), vocab, tables)
+            if r.kind not in whole or not unbound_words(_segment(question, r.text), vocab, tables)
         ]
-    out += aggregations("", fields)
-    out += current_sources(question)
+    for rule in registered:
+        if rule.read_question is not None:
+            out += rule.read_question(reading)
+    return dedupe(out)
+
+
+def answer_fields(question: str) -> list[str]:
+    """The answer fields a question names in backticks (a `{...}` template's keys aside)."""
+    return [f for f in _FIELDS.findall(re.sub(r"\{[^}]*\}", "", question))]
+
+
+def shares(clause: str, fields: list[str]) -> list[Requirement]:
+    """ "What share of ... does each carrier have": the parts add up to the whole (not a ranking of shares)."""
+    share = _SHARE.search(re.sub(r"\([^()]*\)", "", clause))
+    if not share or _RANK.search(clause):
+        return []
+    share_fields = [f for f in fields if re.search(r"share|pct|percent|frac|prop", f)]
+    return [
+        Requirement(
+            kind=Kind.SHARE,
+            text=share.group(0),
+            fields=share_fields[:1],
+            percent=bool(re.search(r"percent|pct|%", clause + " ".join(share_fields))),
+        )
+    ]
+
+
+def rounding(question: str, context: str) -> list[Requirement]:
+    """The decimal places the question asks for, else the standing instruction's."""
     places = required_decimals(question)
     if places is None:
         places = required_decimals(context)
-    if places is not None:
-        out.append(
-            Requirement(
-                kind=Kind.ROUNDING,
-                text=f"{places} decimal places",
-                decimals=places,
-                source="question" if required_decimals(question) is not None else "context",
-            )
+    if places is None:
+        return []
+    return [
+        Requirement(
+            kind=Kind.ROUNDING,
+            text=f"{places} decimal places",
+            decimals=places,
+            source="question" if required_decimals(question) is not None else "context",
         )
-    if fields:
-        out.append(Requirement(kind=Kind.OUTPUT, text="Report " + ", ".join(fields), fields=fields))
-    return dedupe(out)
+    ]
+
+
+def outputs(fields: list[str]) -> list[Requirement]:
+    return (
+        [Requirement(kind=Kind.OUTPUT, text="Report " + ", ".join(fields), fields=fields)] if fields else []
+    )
 
 
 # Requirements read from a phrase of the question are kept only when the clause segment holding
 # them parses whole (every word is a lexicon word, a column, a value, a table or a number): "the
 # clinic treats a patient as at risk when the BMI is at least 30" leaves "clinic", "treats",
 # "patient", "risk" unbound, so its bound is not made a requirement of every row (it abstains).
-_WHOLE_CLAUSE = {
-    Kind.COMPARISON,
-    Kind.SCOPE,
-    Kind.NOT_NULL,
-}  # row conditions: what a misread turns into a filter
+# Which kinds: the rules marked `row_condition` (scope, comparison, not_null: what a misread
+# turns into a filter).
 _SEGMENT_END = re.compile(r"[,;:()?!]|(?<!\d)\.(?=\s|$)|\bbut\b")
 _LEXICON_WORDS = (
     frozenset(

@@ -15,6 +15,11 @@ stated by an earlier turn) asks the computation to respect, in a form a probe ca
     output       the fields the turn must report, each with a defined value
     source       the current version of a named table or frame is read ("with the current `jobs`")
 
+Those are the built-in kinds (`Kind`). A semantic rule registered from outside
+(`stateguard.verification.rules`) adds a kind by name: `register_kind` records the fields it needs
+and its words, and a requirement of that kind validates from then on. `kind` is read and written as
+the same strings either way, so old traces stay readable.
+
 The deterministic extractor (`extract.py`) and the LLM extractor (`llm_extract.py`) both return
 `list[Requirement]`; the LLM's JSON is validated against this model, so a malformed requirement
 is dropped with the validation error instead of reaching a probe.
@@ -22,10 +27,12 @@ is dropped with the validation error instead of reaching a probe.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Op = Literal[">", ">=", "<", "<=", "==", "!="]
 Function = Literal["mean", "median", "sum", "count", "nunique", "min", "max", "std"]
@@ -48,12 +55,49 @@ class Kind(StrEnum):
     SOURCE = "source"
 
 
+@dataclass(frozen=True)
+class KindSpec:
+    """What the schema knows of a registered (not built-in) kind: the fields a requirement of it
+    must set, and its words (`describe`: the requirement as a constraint text; `reason`: the
+    worker-facing words of a finding, given the probe item's status). None: generic words."""
+
+    needs: tuple[str, ...] = ()
+    describe: Callable[[Requirement], str] | None = None
+    reason: Callable[[Requirement, str], str] | None = None
+
+
+_BUILT_IN = frozenset(k.value for k in Kind)
+# Registered kinds by name; the built-in ones are `Kind` and never listed here.
+_REGISTERED: dict[str, KindSpec] = {}
+
+
+def register_kind(name: str, spec: KindSpec) -> None:
+    """Let requirements of kind `name` validate (called by `rules.register_rule`)."""
+    if name in _BUILT_IN or name in _REGISTERED:
+        raise ValueError(f"requirement kind {name!r} is taken; give the new rule another kind name")
+    _REGISTERED[name] = spec
+
+
+def unregister_kind(name: str) -> None:
+    _REGISTERED.pop(name, None)
+
+
+def registered_kind(name: str) -> KindSpec | None:
+    """The spec of a registered kind; None for a built-in or unknown one."""
+    return _REGISTERED.get(name)
+
+
+def kind_names() -> list[str]:
+    """Every kind a requirement may have: the built-in ones, then the registered ones."""
+    return [k.value for k in Kind] + list(_REGISTERED)
+
+
 class Requirement(BaseModel):
     """One checkable requirement; which fields are set depends on `kind` (validated below)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kind: Kind
+    kind: Kind | str = Field(description="A built-in `Kind`, or the name of a registered rule's kind.")
     text: str = Field(min_length=1, description="The words of the task that state it.")
     source: Literal["question", "context", "definition"] = "question"
     subject: list[str] = Field(default_factory=list, description="Words naming the quantity or column.")
@@ -75,9 +119,23 @@ class Requirement(BaseModel):
     fields: list[str] = Field(default_factory=list, description="output: answer fields the turn reports.")
     term: str | None = Field(default=None, description="definition: the defined word ('windy', 'delayed').")
 
+    @field_validator("kind", mode="before")
+    @classmethod
+    def _known_kind(cls, value: Any) -> Any:
+        # A built-in kind is always the enum member (code tests `req.kind is Kind.SCOPE`); any
+        # other name must be registered.
+        if isinstance(value, str) and value in _BUILT_IN:
+            return Kind(value)
+        if isinstance(value, str) and value in _REGISTERED:
+            return value
+        raise ValueError(
+            f"unknown requirement kind {value!r}: expected one of {', '.join(kind_names())}; a new kind "
+            "comes with its semantic rule (`stateguard.verification.rules.register_rule`)"
+        )
+
     @model_validator(mode="after")
     def _complete(self) -> Requirement:
-        need: dict[Kind, tuple[str, ...]] = {
+        need: dict[str, tuple[str, ...]] = {
             Kind.SCOPE: ("values",),
             Kind.COMPARISON: ("op", "value"),
             Kind.AGGREGATION: ("function",),
@@ -88,11 +146,11 @@ class Requirement(BaseModel):
             Kind.OUTPUT: ("fields",),
             Kind.SOURCE: ("subject",),
         }
-        missing = [f for f in need.get(self.kind, ()) if getattr(self, f) in (None, [], "")]
+        spec = _REGISTERED.get(self.kind)
+        needed = spec.needs if spec is not None else need.get(self.kind, ())
+        missing = [f for f in needed if getattr(self, f) in (None, [], "")]
         if missing:
-            raise ValueError(
-                f"a {self.kind.value} requirement needs {', '.join(missing)} (text: {self.text!r})"
-            )
+            raise ValueError(f"a {self.kind} requirement needs {', '.join(missing)} (text: {self.text!r})")
         if self.kind is Kind.NOT_NULL and not (self.subject or self.columns):
             raise ValueError(f"a not_null requirement needs subject words or columns (text: {self.text!r})")
         if self.upper is not None and (self.value is None or self.upper < self.value):
@@ -102,6 +160,9 @@ class Requirement(BaseModel):
     def describe(self) -> str:
         """The requirement in words (constraint text; no computed values)."""
         what = " ".join(self.columns or self.subject) or "the kept rows"
+        spec = _REGISTERED.get(self.kind)
+        if spec is not None:
+            return spec.describe(self) if spec.describe else f"{self.kind}: {self.text}"
         if self.kind is Kind.SCOPE:
             return f"{what} limited to {'everything but ' if self.exclude else ''}{', '.join(self.values)}"
         if self.kind is Kind.COMPARISON:

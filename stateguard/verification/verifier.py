@@ -317,7 +317,7 @@ class SemanticVerifier:
             check="semantic",
             variables=item.variables or ["result"],
             reason=item.reason,
-            evidence=f"{req.kind.value} requirement '{req.describe()}'{where}: code {item.status}; "
+            evidence=f"{req.kind} requirement '{req.describe()}'{where}: code {item.status}; "
             f"{item.check} probe observed {outcome.observed}",
         )
 
