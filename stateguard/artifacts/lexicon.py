@@ -163,6 +163,7 @@ LEXICON = Lexicon(
         "besides",
         "apart from",
         "unless",
+        "outside",
     ),
     exclusion_frames=(
         (r"leav\w*", "aside"),

@@ -339,11 +339,7 @@ class RequirementBinder(Binder):
         """A stated comparison the code stores as a flag column of a SQL table (`visib < 5 AS
         poor_vis`) rather than as a filter: the flag must mark exactly the rows the statement names
         (every rule AND-ed into it must hold on the rows it marks). A term binds only to a flag its
-        name shares a word with; two candidate flags abstain. A definition carried from an earlier
-        turn is not checked on a flag this span builds: a turn that rebuilds the flag restates or
-        rolls back the rule itself. True when the requirement is settled."""
-        if req.source == "definition":
-            return False
+        name shares a word with; two candidate flags abstain. True when the requirement is settled."""
         wanted = {c.lower() for c in columns}
         found: list[tuple[Selection, str, list[Condition], Condition]] = []
         for sel in self.sem.selections:

@@ -40,6 +40,10 @@ _CHANGE = re.compile(
     r"|again|no\s+longer|withdraw\w*|revert\w*|go(?:es)?\s+back|from\s+(?:now|here)\s+on|means|replac\w*|chang\w*)\b",
     re.IGNORECASE,
 )
+_RESTORING = re.compile(
+    rf"\b(?:{'|'.join(w for w in LEXICON.restoration if w != 'back')}|revert\w*|go(?:es)?\s+back)\b",
+    re.IGNORECASE,
+)
 _ROWS = (Kind.COMPARISON, Kind.SCOPE, Kind.NOT_NULL)
 
 
@@ -118,6 +122,10 @@ class Definitions:
         ]
         if turn.question.strip() in earlier:
             return reqs  # the same words asked again after an update: which version they mean is open
+        if _CHANGE.search(_context(turn)) or _RESTORING.search(turn.question):
+            # The turn changes or restores a rule ("go back to the 70-year rule", "restore the
+            # 3-mile flag") without naming the term: which definition is current is its own to say.
+            return reqs
         out = list(reqs)
         picked = [
             e

@@ -54,9 +54,10 @@ _YEARS = re.compile(
 _EXCLUDING = "|".join(LEXICON.exclusion)
 # A bound is negated by an exclusion word earlier in its clause segment ("excluding flights
 # shorter than 500 miles") -- a segment ends at a comma, a semicolon or a parenthesis -- or by a
-# "not" right before it ("not below 5"); a "not" further back belongs to another phrase.
+# "not" right before it ("not below 5"); a "not" further back belongs to another phrase. "outside"
+# takes a place or a category ("outside Oceania gained at least 25"), never the bound itself.
 _NEGATING = re.compile(
-    rf"\b(?:{'|'.join(w for w in LEXICON.exclusion if w != 'not')})\b[^,;:()]*$|\bnot\s+(?:\w+\s+)?$",
+    rf"\b(?:{'|'.join(w for w in LEXICON.exclusion if w not in ('not', 'outside'))})\b[^,;:()]*$|\bnot\s+(?:\w+\s+)?$",
     re.IGNORECASE,
 )
 # Words that leave out what follows them in the same clause segment ("unless the Times typed it
@@ -714,6 +715,8 @@ def groupings(clause: str) -> list[Requirement]:
                 keys.append(" ".join(words))
             elif not words or words[0] in _NOT_KEYS:
                 break  # "for each year, how many ...": the question goes on
+        if re.match(r"['’]s\b", clause[m.end() :]):
+            continue  # "each country's total GDP": an attribute of every row, not a grouping of the result
         if keys and not re.match(r"\s*(?:(?:at|more|less|over|under)\s+\d|\d)", clause[m.end() :]):
             out.append(Requirement(kind=Kind.GROUPING, text=m.group(0), keys=keys))
     for m in _GROUP_HYPHEN.finditer(clause):

@@ -71,3 +71,22 @@ def test_from_here_on_states_a_definition_like_from_now_on() -> None:
     )
     assert definition_term(context) == "large"
     assert [r.describe() for r in context_requirements(context)] == ["mean area > 600"]
+
+
+def test_a_turn_that_restores_a_rule_without_naming_the_term_gets_no_carried_definition() -> None:
+    """Turn 1 defines 'big' with a rating part; turn 2 goes back to an older rule in words that do
+    not name the term, and rebuilds the flag: the turn-1 rule is not carried into turn 2. The same
+    question without the rollback words carries it."""
+
+    def carried(session: Session) -> list[str]:
+        return [r.describe() for r in session.verifier.last.requirements if r.term == "big"]
+
+    session = Session()
+    _defined(session)
+    restore = "Restore the old flag. How many orders are big? Report `n_big`."
+    assert session.turn(restore, DROP_CODE, own_context="Go back to the price-only rule.") == []
+    assert carried(session) == []
+    again = Session()
+    _defined(again)
+    again.turn("How many orders are big? Report `n_big`.", DEFINE_CODE)
+    assert carried(again) != []

@@ -80,6 +80,7 @@ def test_scope_needs_the_data_vocabulary_and_reads_exclusions() -> None:
         ),
         ("Keep Biscoe out of it. What is the mean body mass?", {"island": (["Biscoe"], True)}),
         ("Bring Biscoe back. What is the mean body mass?", {}),  # a value returns: no scope
+        ("How many penguins outside Biscoe are there?", {"island": (["Biscoe"], True)}),
         ("On Biscoe, leave the males aside.", {"island": (["Biscoe"], False)}),  # the frame holds males only
     ],
 )
@@ -241,6 +242,16 @@ def test_grouping_keys_in_words(question: str, keys: list[list[str]]) -> None:
 )
 def test_join_phrasing(question: str, how: str) -> None:
     assert [r.how for r in of(Kind.JOIN, extract(question))] == [how]
+
+
+def test_outside_a_place_does_not_negate_a_later_bound() -> None:
+    (req,) = of(Kind.COMPARISON, extract("How many countries outside Oceania gained at least 25 years?"))
+    assert (req.op, req.value) == (">=", 25.0)
+
+
+def test_a_possessive_after_each_is_no_grouping() -> None:
+    question = "Add each island's total mass, and count the birds per species."
+    assert [r.keys for r in of(Kind.GROUPING, extract(question))] == [["species"]]
 
 
 def test_keeping_all_without_a_join_verb_is_no_join() -> None:
