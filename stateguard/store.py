@@ -375,7 +375,10 @@ class StateStore:
                 continue
             if up == state.id:
                 raise StoreError(f"{state.id} lists itself as related state; relations point upstream only")
-            if db.execute("SELECT 1 FROM states WHERE id=?", (up,)).fetchone() is None:
+            if (
+                up not in self._loaded
+                and db.execute("SELECT 1 FROM states WHERE id=?", (up,)).fetchone() is None
+            ):
                 raise StoreError(
                     f"{state.id} relates to {up}, which is not a committed state; "
                     "reference only earlier committed states (drafts and abandoned states cannot be related)"
@@ -383,10 +386,7 @@ class StateStore:
         for var in state.used_variables:
             if var.version == state.id:
                 continue
-            row = db.execute(
-                "SELECT 1 FROM variables WHERE name=? AND version=? AND defined=1", (var.name, var.version)
-            ).fetchone()
-            if row is None:
+            if not self.has_version(var.name, var.version):
                 raise StoreError(
                     f"{state.id} reads {var.key}, but no committed state defined that version; "
                     f"use a committed version (see current_version({var.name!r})) or let the harness assign one"
@@ -553,6 +553,9 @@ class StateStore:
 
     def has_version(self, name: str, version: str) -> bool:
         """Did committed state `version` define variable `name`?"""
+        kept = self._loaded.get(version)
+        if kept is not None:  # a committed state's variables are fixed: its record answers exactly
+            return any(v.name == name and v.version == version for v in kept.used_variables)
         row = self._db.execute(
             "SELECT 1 FROM variables WHERE name=? AND version=? AND defined=1", (name, version)
         ).fetchone()

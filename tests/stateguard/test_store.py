@@ -259,3 +259,23 @@ def test_kept_states_are_bounded(tmp_path: Path) -> None:
     assert "S1" not in store._loaded and f"S{_LOADED_KEPT + 5}" in store._loaded
     assert store.load("S1").id == "S1"  # dropped from memory, read again from its row
     store.close()
+
+
+def test_kept_states_answer_version_questions_as_the_tables_do(tmp_path: Path) -> None:
+    """`has_version` and the commit's reference checks read a kept state's record instead of the
+    variables table: the answers, and the refusals, must be the table's."""
+    store = StateStore(tmp_path / "s.sqlite")
+    store.commit(st("S1", [("v", "S1", 1)]))
+    store.commit(st("S2", [("v", "S1", 1), ("w", "S2", 2)], relations=[("S1", "progress")]))
+    questions = [("v", "S1"), ("w", "S1"), ("v", "S2"), ("w", "S2"), ("v", "S3")]
+    kept = [store.has_version(n, v) for n, v in questions]
+    store._loaded.clear()
+    assert kept == [store.has_version(n, v) for n, v in questions] == [True, False, False, True, False]
+    store.load("S2")
+    with pytest.raises(StoreError, match=r"S3 reads v@S2, but no committed state defined that version"):
+        store.commit(st("S3", [("v", "S2", 1)], relations=[("S2", "progress")]))
+    with pytest.raises(StoreError, match=r"S3 relates to S9, which is not a committed state"):
+        store.commit(st("S3", relations=[("S9", "progress")]))
+    store.commit(st("S3", [("w", "S2", 2)], relations=[("S2", "progress")]))
+    assert store.ids() == ["S1", "S2", "S3"]
+    store.close()
