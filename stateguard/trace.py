@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -72,60 +72,21 @@ def _event(raw: dict[str, Any] | str, where: str) -> TraceEvent:
         ) from None
 
 
-def _plain(value: Any) -> Any:
-    """What a payload value that is not plain JSON is written as: a record as its JSON dump
-    (the same bytes its `model_dump(mode="json")` gave when callers dumped it), anything else as text."""
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
-    return str(value)
+class _Encoder:
+    """`default` of the event's `json.dumps`: writes a record as its JSON dump (the bytes its
+    `model_dump(mode="json")` gives, as callers passed it before), anything else not JSON as text,
+    and notes whether it met anything but records."""
 
+    __slots__ = ("others",)
 
-_JSON_SCALARS = (str, int, float, bool, type(None))
+    def __init__(self) -> None:
+        self.others = False
 
-
-def _kinds_with_records() -> frozenset[str]:
-    """The event kinds whose payload model declares a field (or a list) of a runtime record, one
-    defined outside the events module (a state, a relation, a hint): only their payloads can take
-    the record path, so the other kinds pay nothing to ask."""
-    kinds = set()
-    for event_model in get_args(get_args(TraceEvent)[0]):
-        kind = get_args(event_model.model_fields["kind"].annotation)[0]
-        for field in event_model.model_fields["data"].annotation.model_fields.values():
-            inner = get_args(field.annotation) or (field.annotation,)
-            if any(
-                isinstance(t, type) and issubclass(t, BaseModel) and t.__module__ != event_model.__module__
-                for t in inner
-            ):
-                kinds.add(kind)
-    return frozenset(kinds)
-
-
-_RECORD_KINDS = _kinds_with_records()
-
-
-def _carries_records(data: dict[str, Any]) -> bool:
-    """True when a field of `data` is a record or a list of records and every other value is plain
-    JSON (so validating the objects equals validating their JSON line); False sends the payload
-    through its line."""
-    top = data.values()
-    if not any(
-        isinstance(v, BaseModel) or (type(v) is list and v and isinstance(v[0], BaseModel)) for v in top
-    ):
-        return False  # records are given as fields or lists of them: no walk for the other events
-    stack: list[Any] = list(top)
-    while stack:
-        value = stack.pop()
+    def __call__(self, value: Any) -> Any:
         if isinstance(value, BaseModel):
-            continue
-        if isinstance(value, list):
-            stack.extend(value)
-        elif isinstance(value, dict):
-            if not all(type(k) is str for k in value):
-                return False
-            stack.extend(value.values())
-        elif not isinstance(value, _JSON_SCALARS):
-            return False
-    return True
+            return value.model_dump(mode="json")
+        self.others = True
+        return str(value)
 
 
 class Trace:
@@ -159,8 +120,8 @@ class Trace:
 
     def emit(self, kind: str, **data: Any) -> TraceEvent:
         """Validate and write one event. A payload field may be given as a validated record (an
-        `AnalyticalState`, a list of `Relation`s, a `Hint`) where the kind's model declares that
-        record: it is written as its JSON dump and is not validated a second time."""
+        `AnalyticalState`, a list of `Relation`s, a `Hint`): it is written as its JSON dump and,
+        where the kind's model declares that record, not validated a second time."""
         raw = {
             "schema_version": SCHEMA_VERSION,
             "seq": self.next_seq,
@@ -170,16 +131,21 @@ class Trace:
         }
         # The line is the emitted payload as given (no defaults added); validating it first makes
         # a field that its kind's model does not declare, or a missing one, fail here.
-        line = json.dumps(raw, sort_keys=True, default=_plain)
+        encoder = _Encoder()
+        line = json.dumps(raw, sort_keys=True, default=encoder)
         if "\\ud" in line or "\\uD" in line:  # maybe lone surrogates: escape them so readers can re-encode
             line = json.dumps(escape_tree(json.loads(line)), sort_keys=True)
             event = _event(line, "Trace.emit")
-        elif kind in _RECORD_KINDS and _carries_records(data):
-            # Plain JSON values and records: validating the Python objects checks the payload as
-            # the line would be, without re-running the records' own validators.
-            event = _event(raw, "Trace.emit")
+        elif encoder.others:
+            event = _event(line, "Trace.emit")  # text the encoder made up is checked as it reads back
         else:
-            event = _event(line, "Trace.emit")
+            # Only JSON values and records: the objects validate as their line would, without
+            # parsing the line again or re-running the records' own validators. Where they do
+            # not (a record where a plain object is declared), the line decides, as before.
+            try:
+                event = EVENTS.validate_python(raw)
+            except ValidationError:
+                event = _event(line, "Trace.emit")
         if self._buffer is not None:
             self._buffer.append(line)
         else:
