@@ -283,7 +283,10 @@ class StateStore:
         return None if row is None else str(row[0])
 
     def _set_meta(self, key: str, value: str) -> None:
-        self._db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", (key, value))
+        # UPDATE first: it rewrites one page, where INSERT OR REPLACE deletes and re-inserts the
+        # row and so also rewrites its key's index page (one more WAL frame per reserved id).
+        if self._db.execute("UPDATE meta SET value=? WHERE key=?", (value, key)).rowcount == 0:
+            self._db.execute("INSERT INTO meta(key, value) VALUES(?, ?)", (key, value))
 
     def _transaction(self) -> AbstractContextManager[sqlite3.Connection]:
         return immediate_transaction(self._db)

@@ -279,3 +279,16 @@ def test_kept_states_answer_version_questions_as_the_tables_do(tmp_path: Path) -
     store.commit(st("S3", [("w", "S2", 2)], relations=[("S2", "progress")]))
     assert store.ids() == ["S1", "S2", "S3"]
     store.close()
+
+
+def test_reserving_an_id_writes_one_page(tmp_path: Path) -> None:
+    """A reserved id is written at once, as one page of the log (its meta row), not two."""
+    store = StateStore(tmp_path / "s.sqlite")
+    wal = tmp_path / "s.sqlite-wal"
+    page = store._db.execute("PRAGMA page_size").fetchone()[0]
+    store.reserve_id()
+    before = wal.stat().st_size
+    assert store.reserve_id() == "S2"
+    assert wal.stat().st_size - before == page + 24  # one WAL frame: a 24-byte header and the page
+    store.close()
+    assert StateStore(tmp_path / "s.sqlite").reserve_id() == "S3"
