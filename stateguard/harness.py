@@ -179,7 +179,7 @@ class Harness:
             mode="light",
         )
         self.pending_hints.append(hint)
-        self.trace.emit("advice", hint=hint.model_dump(mode="json"))
+        self.trace.emit("advice", hint=hint)
         return HarnessResult(
             accepted=True, action="ADVICE", feedback="hint queued", stage=self.stage, hints=[hint]
         )
@@ -188,7 +188,7 @@ class Harness:
         """Hints for the worker, in delivery order; the worker adapter injects them."""
         hints, self.pending_hints = self.pending_hints, []
         for hint in hints:
-            self.trace.emit("hint_delivered", hint=hint.model_dump(mode="json"), text=hint.render())
+            self.trace.emit("hint_delivered", hint=hint, text=hint.render())
         return hints
 
     def observation(self) -> ManagerObservation:
@@ -317,11 +317,16 @@ class Harness:
 
     _MUTABLE = ("stage", "draft", "repair_attempts", "pending_hints", "traced_upto", "last_valid_checkpoint")
 
-    def _snapshot(self) -> dict[str, Any]:
-        """Copy of the in-memory components a control action may modify (the draft deeply, since
-        UPDATE/FINALIZE edit it in place; the hint queue shallowly, since hints are only appended)."""
+    # The actions that edit the draft in place; the others replace or drop it, so the saved
+    # reference is enough to restore it and copying it would be wasted work on every action.
+    _EDITS_DRAFT = frozenset({ControlAction.UPDATE_STATE, ControlAction.FINALIZE_RELATIONS})
+
+    def _snapshot(self, name: ControlAction) -> dict[str, Any]:
+        """Copy of the in-memory components a control action may modify (the draft when `name`
+        edits it in place; the hint queue shallowly, since hints are only appended)."""
         saved = {k: getattr(self, k) for k in self._MUTABLE}
-        saved["draft"] = None if self.draft is None else _copy_draft(self.draft)
+        if self.draft is not None and name in self._EDITS_DRAFT:
+            saved["draft"] = _copy_draft(self.draft)
         saved["pending_hints"] = list(self.pending_hints)
         return saved
 
@@ -331,7 +336,7 @@ class Harness:
         regime = self.config.regime
         if not is_legal(regime, self.stage, name):
             return self._reject(action, None, f"{name.value} is not allowed in stage '{self.stage.value}'")
-        saved = self._snapshot()
+        saved = self._snapshot(name)
         ws_token = None
         stage_before = self.stage
         try:
@@ -524,7 +529,7 @@ class Harness:
             "relations_finalized",
             state_id=draft.id,
             mode=args.mode,
-            relations=[r.model_dump(mode="json") for r in relations],
+            relations=relations,
         )
         return notes
 
@@ -552,7 +557,7 @@ class Harness:
         if checkpoint is not None and self.worker is not None:
             self.worker_checkpoints[checkpoint] = self.worker.snapshot()
         self.draft, self.repair_attempts = None, 0
-        self.trace.emit("state_committed", state=state.model_dump(mode="json"))
+        self.trace.emit("state_committed", state=state)
         hints: list[Hint] = []
         if self.config.regime is Regime.SEGMENT_INDUCED and self.config.recent_states_in_hint:
             recent = [self.store.load(e.id) for e in self.store.index(last=self.config.recent_states_in_hint)]

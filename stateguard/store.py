@@ -13,8 +13,9 @@ maintained incrementally at commit time, so "is this stale?" never scans the sto
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -88,6 +89,19 @@ CREATE TABLE IF NOT EXISTS digests(id TEXT PRIMARY KEY, sha256 TEXT NOT NULL);
 """
 
 
+# Committed states a store keeps parsed (an OPEN loads the states it relates to, which the
+# previous COMMIT or the worker's last turn usually touched); about 2 kB each.
+_LOADED_KEPT = 256
+
+
+def _json_scalar(value: object) -> bool:
+    """Whether `value` reads back from JSON as itself and is immutable (text, an integer, a
+    bool, a finite float or None; not NaN, a container, or an object `default=str` turns into text)."""
+    if value is None or type(value) in (str, int, bool):
+        return True
+    return type(value) is float and math.isfinite(value)
+
+
 @contextmanager
 def immediate_transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """One write transaction that takes the write lock at once (no upgrade deadlock between
@@ -157,6 +171,7 @@ class StateStore:
         self._db = sqlite3.connect(self.path, isolation_level=None)
         self._wal: WalCheckpointer | None = None
         self._seen: tuple[int, int, str | None, int, int] | None = None
+        self._loaded: OrderedDict[str, AnalyticalState] = OrderedDict()
         try:
             if existing:
                 self._verify(wal_copy=True)
@@ -215,6 +230,7 @@ class StateStore:
         store._counter = CommitCounter(str(file), writable=False)
         store._wal = None
         store._seen = None
+        store._loaded = OrderedDict()
         store._db = sqlite3.connect(f"file:{quote(str(file))}?{mode}", uri=True, isolation_level=None)
         try:
             try:
@@ -267,7 +283,10 @@ class StateStore:
         return None if row is None else str(row[0])
 
     def _set_meta(self, key: str, value: str) -> None:
-        self._db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", (key, value))
+        # UPDATE first: it rewrites one page, where INSERT OR REPLACE deletes and re-inserts the
+        # row and so also rewrites its key's index page (one more WAL frame per reserved id).
+        if self._db.execute("UPDATE meta SET value=? WHERE key=?", (value, key)).rowcount == 0:
+            self._db.execute("INSERT INTO meta(key, value) VALUES(?, ?)", (key, value))
 
     def _transaction(self) -> AbstractContextManager[sqlite3.Connection]:
         return immediate_transaction(self._db)
@@ -336,6 +355,12 @@ class StateStore:
             self._propagate_invalidity(db, state)
         self._counter.write(committed)
         self._wrote()
+        if all(_json_scalar(v.value) for v in state.used_variables):
+            # What `load` would parse from the row (its values survive JSON unchanged), with lists
+            # of its own: the next OPEN relates to this state, and the caller keeps its object.
+            self._keep(
+                state.model_copy(update={k: list(v) for k, v in state.__dict__.items() if type(v) is list})
+            )
         if self._seen is not None:
             version, top, _, _, reserved = self._seen
             self._seen = (version, max(top, row[1]), state.id, committed, reserved)
@@ -353,7 +378,10 @@ class StateStore:
                 continue
             if up == state.id:
                 raise StoreError(f"{state.id} lists itself as related state; relations point upstream only")
-            if db.execute("SELECT 1 FROM states WHERE id=?", (up,)).fetchone() is None:
+            if (
+                up not in self._loaded
+                and db.execute("SELECT 1 FROM states WHERE id=?", (up,)).fetchone() is None
+            ):
                 raise StoreError(
                     f"{state.id} relates to {up}, which is not a committed state; "
                     "reference only earlier committed states (drafts and abandoned states cannot be related)"
@@ -361,10 +389,7 @@ class StateStore:
         for var in state.used_variables:
             if var.version == state.id:
                 continue
-            row = db.execute(
-                "SELECT 1 FROM variables WHERE name=? AND version=? AND defined=1", (var.name, var.version)
-            ).fetchone()
-            if row is None:
+            if not self.has_version(var.name, var.version):
                 raise StoreError(
                     f"{state.id} reads {var.key}, but no committed state defined that version; "
                     f"use a committed version (see current_version({var.name!r})) or let the harness assign one"
@@ -473,13 +498,30 @@ class StateStore:
         return self._heads()[2]
 
     def __contains__(self, sid: object) -> bool:
+        if sid in self._loaded:  # a kept state is committed, and a commit is never undone
+            return True
         return self._db.execute("SELECT 1 FROM states WHERE id=?", (sid,)).fetchone() is not None
 
     def load(self, sid: str) -> AnalyticalState:
+        """The committed state `sid` (KeyError when it is not committed). Committed rows never
+        change, so the last `_LOADED_KEPT` states loaded are kept and handed out again: the caller
+        gets a shared frozen record and must not edit its lists in place (nothing does; copy it
+        with `model_copy(update=...)` to derive another)."""
+        state = self._loaded.get(sid)
+        if state is not None:
+            self._loaded.move_to_end(sid)
+            return state
         row = self._db.execute("SELECT record FROM states WHERE id=?", (sid,)).fetchone()
         if row is None:
             raise KeyError(f"no committed state {sid!r} in {self.path}")
-        return AnalyticalState.model_validate_json(row[0])
+        state = AnalyticalState.model_validate_json(row[0])
+        self._keep(state)
+        return state
+
+    def _keep(self, state: AnalyticalState) -> None:
+        self._loaded[state.id] = state
+        if len(self._loaded) > _LOADED_KEPT:
+            self._loaded.popitem(last=False)
 
     def raw_record(self, sid: str) -> str:
         """The exact bytes stored for a committed state (used to prove immutability)."""
@@ -514,6 +556,9 @@ class StateStore:
 
     def has_version(self, name: str, version: str) -> bool:
         """Did committed state `version` define variable `name`?"""
+        kept = self._loaded.get(version)
+        if kept is not None:  # a committed state's variables are fixed: its record answers exactly
+            return any(v.name == name and v.version == version for v in kept.used_variables)
         row = self._db.execute(
             "SELECT 1 FROM variables WHERE name=? AND version=? AND defined=1", (name, version)
         ).fetchone()

@@ -30,7 +30,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from stateguard.artifacts.events import EVENTS, TraceEvent
 from stateguard.artifacts.files import describe_errors
@@ -72,6 +72,23 @@ def _event(raw: dict[str, Any] | str, where: str) -> TraceEvent:
         ) from None
 
 
+class _Encoder:
+    """`default` of the event's `json.dumps`: writes a record as its JSON dump (the bytes its
+    `model_dump(mode="json")` gives, as callers passed it before), anything else not JSON as text,
+    and notes whether it met anything but records."""
+
+    __slots__ = ("others",)
+
+    def __init__(self) -> None:
+        self.others = False
+
+    def __call__(self, value: Any) -> Any:
+        if isinstance(value, BaseModel):
+            return value.model_dump(mode="json")
+        self.others = True
+        return str(value)
+
+
 class Trace:
     """Writes events to `path` (or keeps them in memory when path is None)."""
 
@@ -102,6 +119,9 @@ class Trace:
         return self._seq + (len(self._buffer) if self._buffer is not None else 0)
 
     def emit(self, kind: str, **data: Any) -> TraceEvent:
+        """Validate and write one event. A payload field may be given as a validated record (an
+        `AnalyticalState`, a list of `Relation`s, a `Hint`): it is written as its JSON dump and,
+        where the kind's model declares that record, not validated a second time."""
         raw = {
             "schema_version": SCHEMA_VERSION,
             "seq": self.next_seq,
@@ -111,10 +131,21 @@ class Trace:
         }
         # The line is the emitted payload as given (no defaults added); validating it first makes
         # a field that its kind's model does not declare, or a missing one, fail here.
-        line = json.dumps(raw, sort_keys=True, default=str)
+        encoder = _Encoder()
+        line = json.dumps(raw, sort_keys=True, default=encoder)
         if "\\ud" in line or "\\uD" in line:  # maybe lone surrogates: escape them so readers can re-encode
             line = json.dumps(escape_tree(json.loads(line)), sort_keys=True)
-        event = _event(line, "Trace.emit")
+            event = _event(line, "Trace.emit")
+        elif encoder.others:
+            event = _event(line, "Trace.emit")  # text the encoder made up is checked as it reads back
+        else:
+            # Only JSON values and records: the objects validate as their line would, without
+            # parsing the line again or re-running the records' own validators. Where they do
+            # not (a record where a plain object is declared), the line decides, as before.
+            try:
+                event = EVENTS.validate_python(raw)
+            except ValidationError:
+                event = _event(line, "Trace.emit")
         if self._buffer is not None:
             self._buffer.append(line)
         else:

@@ -7,11 +7,14 @@ across sizes means the cost follows the related states, not the store.
 
     python -m eval.perf.runtime                 # or: make bench
     python -m eval.perf.runtime sizes=[100,1000] samples=50
+    python -m eval.perf.runtime sizes=[100000] samples=800 reuse_prefill=true   # fill once, then copy
 """
 
 from __future__ import annotations
 
+import json
 import random
+import shutil
 import statistics
 import time
 from collections.abc import Callable
@@ -25,6 +28,7 @@ from stateguard import Harness, HarnessConfig, StateStore, WorkerStep
 from stateguard.actions import RawAction
 from stateguard.hints import state_hint
 from stateguard.state import AnalyticalState, Conclusion, Relation, RelationType, VariableRef
+from stateguard.store_check import COUNTER_SUFFIX
 
 
 class Row(BaseModel):
@@ -93,13 +97,33 @@ def _measure(fn: Callable[[int], None], samples: int) -> dict[str, float]:
     }
 
 
-def bench_size(n: int, cfg: DictConfig) -> list[Row]:
-    rng = random.Random(cfg.seed)
+def _store(n: int, cfg: DictConfig) -> tuple[StateStore, list[list[str]]]:
+    """A store pre-filled with n states, and its threads. With `reuse_prefill`, the first run keeps
+    a closed copy (`states-<n>-prefill.sqlite` and its threads as JSON) and later runs start from a
+    copy of it: filling 10^5 states takes minutes, and two versions compared in turn then time
+    the same store."""
     path = Path(cfg.work_dir) / f"states-{n}.sqlite"
-    for suffix in ("", "-wal", "-shm"):
+    for suffix in ("", "-wal", "-shm", COUNTER_SUFFIX):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
+    kept = path.with_name(f"states-{n}-prefill.sqlite")
+    kept_threads = kept.with_suffix(".threads.json")
+    if cfg.get("reuse_prefill", False) and kept_threads.exists():
+        shutil.copyfile(kept, path)
+        shutil.copyfile(f"{kept}{COUNTER_SUFFIX}", f"{path}{COUNTER_SUFFIX}")
+        return StateStore(path), json.loads(kept_threads.read_text())
     store = StateStore(path)
-    threads = _prefill(store, n, cfg.thread_length, rng)
+    threads = _prefill(store, n, cfg.thread_length, random.Random(cfg.seed))
+    if cfg.get("reuse_prefill", False):
+        store.close()  # folds the log in, so the file alone is the store
+        shutil.copyfile(path, kept)
+        shutil.copyfile(f"{path}{COUNTER_SUFFIX}", f"{kept}{COUNTER_SUFFIX}")
+        kept_threads.write_text(json.dumps(threads))
+        store = StateStore(path)
+    return store, threads
+
+
+def bench_size(n: int, cfg: DictConfig) -> list[Row]:
+    store, threads = _store(n, cfg)
     full = [t for t in threads if len(t) >= 3]
     harness = Harness(store, HarnessConfig(regime="turn_aligned"))
     rows = []

@@ -75,3 +75,21 @@ def test_bench_runs_tiny(tmp_path: Path) -> None:
     assert all(r.median_ms <= r.p99_ms and 0 < r.cpu_median_ms <= r.cpu_p99_ms for r in rows)
     assert "| OPEN+UPDATE+FINALIZE+COMMIT (harness) |" in render_bench(rows)
     json.dumps([r.model_dump() for r in rows])
+
+
+def test_bench_reuses_a_filled_store(tmp_path: Path) -> None:
+    """`reuse_prefill=true` fills the store once and starts the next run from a copy of it: the
+    same states and threads, and the kept copy is never written to."""
+    from eval.perf.runtime import _store
+
+    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
+        cfg = compose("perf", overrides=["sizes=[40]", f"work_dir={tmp_path}", "reuse_prefill=true"])
+    first, threads = _store(40, cfg)
+    ids = first.ids()
+    first.commit(first.load(ids[-1]).model_copy(update={"id": first.reserve_id(), "relations": []}))
+    first.close()
+    kept = (tmp_path / "states-40-prefill.sqlite").read_bytes()
+    again, threads_again = _store(40, cfg)
+    assert again.ids() == ids and threads_again == threads and len(ids) == 40
+    again.close()
+    assert (tmp_path / "states-40-prefill.sqlite").read_bytes() == kept

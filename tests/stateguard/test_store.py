@@ -215,3 +215,80 @@ def test_a_second_connection_sees_fresh_heads(tmp_path: Path) -> None:
     assert (a.latest_id(), len(a), a.peek_next_id()) == ("S2", 2, "S4")
     b.close()
     a.close()
+
+
+def test_load_hands_out_the_state_as_its_row_reads(tmp_path: Path) -> None:
+    """Committed states are kept parsed after a load or a commit: a kept state must equal what its
+    row parses to, for every kind of value, and a caller's object is never the one kept."""
+    store = StateStore(tmp_path / "s.sqlite")
+    values = [3, 2.5, "text", True, None, float("nan"), (1, 2), [1, 2], {"a": [1]}]
+    mine = st("S1", [(f"v{k}", "S1", v) for k, v in enumerate(values)])
+    store.commit(mine)
+    store.commit(st("S2", [("w", "S2", 1)], relations=[("S1", "progress")]))
+    for sid in ("S1", "S2"):
+        parsed = AnalyticalState.model_validate_json(store.raw_record(sid))
+        loaded = store.load(sid)
+        assert loaded.canonical_json() == parsed.canonical_json()  # text, so NaN compares too
+        assert store.load(sid) is loaded  # parsed once, then kept
+    assert store.load("S1") is not mine
+    assert [v.value for v in store.load("S1").used_variables][:5] == values[:5]
+    assert store.load("S1").used_variables[6].value == [1, 2]  # the tuple as JSON reads it back
+    with pytest.raises(KeyError, match="no committed state 'S9'"):
+        store.load("S9")
+    assert "S2" in store and "S9" not in store
+    store.close()
+
+
+def test_a_committed_state_is_kept_apart_from_the_callers_lists(tmp_path: Path) -> None:
+    store = StateStore(tmp_path / "s.sqlite")
+    state = st("S1", [("v", "S1", 1)])
+    store.commit(state)
+    state.used_variables.append(VariableRef(name="late", version="S1", value=2))  # a caller's later edit
+    assert [v.name for v in store.load("S1").used_variables] == ["v"]
+    store.close()
+    assert [v.name for v in StateStore(tmp_path / "s.sqlite").load("S1").used_variables] == ["v"]
+
+
+def test_kept_states_are_bounded(tmp_path: Path) -> None:
+    from stateguard.store import _LOADED_KEPT
+
+    store = StateStore(tmp_path / "s.sqlite")
+    for k in range(1, _LOADED_KEPT + 6):
+        store.commit(st(f"S{k}", [(f"v{k}", f"S{k}", k)]))
+    assert len(store._loaded) == _LOADED_KEPT
+    assert "S1" not in store._loaded and f"S{_LOADED_KEPT + 5}" in store._loaded
+    assert store.load("S1").id == "S1"  # dropped from memory, read again from its row
+    store.close()
+
+
+def test_kept_states_answer_version_questions_as_the_tables_do(tmp_path: Path) -> None:
+    """`has_version` and the commit's reference checks read a kept state's record instead of the
+    variables table: the answers, and the refusals, must be the table's."""
+    store = StateStore(tmp_path / "s.sqlite")
+    store.commit(st("S1", [("v", "S1", 1)]))
+    store.commit(st("S2", [("v", "S1", 1), ("w", "S2", 2)], relations=[("S1", "progress")]))
+    questions = [("v", "S1"), ("w", "S1"), ("v", "S2"), ("w", "S2"), ("v", "S3")]
+    kept = [store.has_version(n, v) for n, v in questions]
+    store._loaded.clear()
+    assert kept == [store.has_version(n, v) for n, v in questions] == [True, False, False, True, False]
+    store.load("S2")
+    with pytest.raises(StoreError, match=r"S3 reads v@S2, but no committed state defined that version"):
+        store.commit(st("S3", [("v", "S2", 1)], relations=[("S2", "progress")]))
+    with pytest.raises(StoreError, match=r"S3 relates to S9, which is not a committed state"):
+        store.commit(st("S3", relations=[("S9", "progress")]))
+    store.commit(st("S3", [("w", "S2", 2)], relations=[("S2", "progress")]))
+    assert store.ids() == ["S1", "S2", "S3"]
+    store.close()
+
+
+def test_reserving_an_id_writes_one_page(tmp_path: Path) -> None:
+    """A reserved id is written at once, as one page of the log (its meta row), not two."""
+    store = StateStore(tmp_path / "s.sqlite")
+    wal = tmp_path / "s.sqlite-wal"
+    page = store._db.execute("PRAGMA page_size").fetchone()[0]
+    store.reserve_id()
+    before = wal.stat().st_size
+    assert store.reserve_id() == "S2"
+    assert wal.stat().st_size - before == page + 24  # one WAL frame: a 24-byte header and the page
+    store.close()
+    assert StateStore(tmp_path / "s.sqlite").reserve_id() == "S3"

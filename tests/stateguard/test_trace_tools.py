@@ -166,3 +166,65 @@ def test_dict_workspace_snapshot_restore_delete() -> None:
     assert names["a"].type == "list" and names["a"].content_hash
     with pytest.raises(KeyError):
         ws.restore("nope")
+
+
+def test_a_record_payload_is_written_as_its_dump_and_still_checked(tmp_path: Path) -> None:
+    """The harness hands validated records (a committed state, relations, a hint) to `emit`: the
+    line must be the bytes their JSON dump gives, and the payload is still checked field by field."""
+    from stateguard.hints import Hint
+    from stateguard.state import AnalyticalState, Conclusion, Relation, VariableRef
+
+    state = AnalyticalState(
+        id="S2",
+        issue="net revenue",
+        used_variables=[VariableRef(name="rev", version="S2", value=1.5)],
+        conclusions=[Conclusion(text="up", variables=["rev@S2"])],
+        relations=[Relation(type="progress", related_state_id="S1")],
+    )
+    hint = Hint(kind="repair", error_variables=["rev"], faulty_reasoning="wrong filter", mode="light")
+    as_records, as_dumps = Trace(clock=lambda: None), Trace(clock=lambda: None)
+    as_records.emit("state_committed", state=state)
+    as_records.emit("relations_finalized", state_id="S2", mode="confirm", relations=list(state.relations))
+    as_records.emit("hint_delivered", hint=hint, text=hint.render())
+    as_dumps.emit("state_committed", state=state.model_dump(mode="json"))
+    as_dumps.emit(
+        "relations_finalized",
+        state_id="S2",
+        mode="confirm",
+        relations=[r.model_dump(mode="json") for r in state.relations],
+    )
+    as_dumps.emit("hint_delivered", hint=hint.model_dump(mode="json"), text=hint.render())
+    assert as_records.lines() == as_dumps.lines()
+    assert [e.kind for e in as_records.events()] == [
+        "state_committed",
+        "relations_finalized",
+        "hint_delivered",
+    ]
+    with pytest.raises(ValueError, match=r"'state_committed' trace event: data.note: Extra inputs"):
+        as_records.emit("state_committed", state=state, note="x")
+    with pytest.raises(ValueError, match=r"'relations_finalized' trace event: data.mode: Field required"):
+        as_records.emit("relations_finalized", state_id="S2", relations=list(state.relations))
+
+
+def test_emit_checks_values_that_are_not_json_as_their_line_reads_back(tmp_path: Path) -> None:
+    """Plain JSON payloads are validated as objects, others through their line: either way a
+    payload is accepted exactly when its line reads back as an event."""
+    from stateguard.state import AnalyticalState
+
+    trace = Trace(tmp_path / "t.jsonl", clock=lambda: None)
+    trace.emit("turn_start", turn_id=1, question=Path("how many rows"))  # written as its text
+    trace.emit("binding_checked", checks=("a", "b"), start_checkpoint=None)  # a tuple is a JSON list
+    state = AnalyticalState(id="S1", issue="x")
+    trace.emit("state_opened", state_id="S1", draft=state)  # a record where an object is declared
+    with pytest.raises(ValueError, match=r"'binding_checked' trace event: data.checks"):
+        trace.emit("binding_checked", checks={"a"}, start_checkpoint=None)  # a set is written as text
+    with pytest.raises(ValueError, match=r"'turn_start' trace event: data.turn_id"):
+        trace.emit("turn_start", turn_id="one")
+    trace.close()
+    events = read_trace(tmp_path / "t.jsonl")
+    assert [e.kind for e in events] == ["turn_start", "binding_checked", "state_opened"]
+    assert json.loads((tmp_path / "t.jsonl").read_text().splitlines()[2])["data"][
+        "draft"
+    ] == state.model_dump(mode="json")
+    first = events[0]
+    assert isinstance(first, TurnStartEvent) and first.data.question == "how many rows"
