@@ -202,9 +202,10 @@ def head_of(value: Any, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 20] + f"... [{len(text)} chars]"
 
 
-def summarize(name: str, value: Any) -> VariableSummary:
+def summarize(name: str, value: Any, known_hash: str | None = None) -> VariableSummary:
     """The one value summary of a workspace listing: `DictWorkspace` calls it here and the sandbox
-    kernel in its process (`stateguard.sandbox.kernel`), so both workspaces describe a value alike."""
+    kernel in its process (`stateguard.sandbox.kernel`), so both workspaces describe a value alike.
+    `known_hash`: the value's `content_hash`, when the caller has just computed it."""
     dtype = getattr(value, "dtype", None)
     return VariableSummary(
         name=name,
@@ -212,7 +213,9 @@ def summarize(name: str, value: Any) -> VariableSummary:
         shape=shape_of(value),
         dtype=None if dtype is None or isinstance(value, types.ModuleType) else str(dtype),
         head=head_of(value, 200),
-        content_hash=content_hash(value),  # cloudpickle covers classes defined in cells
+        content_hash=content_hash(value)
+        if known_hash is None
+        else known_hash,  # cloudpickle covers cell classes
     )
 
 
@@ -230,6 +233,25 @@ class SummaryCache:
         # Per variable: (value, version token, objects the token names, summary). Holding the value
         # keeps its id from being reused by another object while the entry lives.
         self._entries: dict[str, tuple[Any, tuple[Any, ...], list[Any], VariableSummary]] = {}
+        # Content hashes computed since the last listing (`hashes`), as (value, token, objects, hash):
+        # the next summary of the same unchanged value reuses its hash instead of hashing again.
+        self._hashed: dict[str, tuple[Any, tuple[Any, ...], list[Any], str]] = {}
+
+    def hashes(self, items: Iterable[tuple[str, Any]]) -> dict[str, str]:
+        """`content_hash` of each value (the sandbox kernel's replay check wants those of the values
+        a cell wrote, and the listing that follows wants them again)."""
+        context = render_context()
+        out = {}
+        for name, value in items:
+            version = version_token(value, context)
+            cached = self._entries.get(name)
+            if version is not None and cached is not None and cached[0] is value and cached[1] == version[0]:
+                out[name] = cached[3].content_hash
+                continue
+            digest = out[name] = content_hash(value)
+            if version is not None:
+                self._hashed[name] = (value, version[0], version[1], digest)
+        return out
 
     def listing(self, items: Iterable[tuple[str, Any]]) -> list[VariableSummary]:
         """One summary per (name, value), in the order given; entries of names not given are dropped."""
@@ -243,24 +265,35 @@ class SummaryCache:
                 kept[name] = cached
                 out.append(cached[3])
                 continue
-            summary = summarize(name, value)
+            hashed = self._hashed.get(name)
+            known = (
+                hashed[3]
+                if version is not None
+                and hashed is not None
+                and hashed[0] is value
+                and hashed[1] == version[0]
+                else None
+            )
+            summary = summarize(name, value, known)
             if version is not None:
                 kept[name] = (value, version[0], version[1], summary)
             out.append(summary)
-        self._entries = kept
+        self._entries, self._hashed = kept, {}
         return out
 
     def forget(self, names: Iterable[str]) -> None:
         for name in names:
             self._entries.pop(name, None)
+            self._hashed.pop(name, None)
 
     def prune(self, namespace: dict[str, Any]) -> None:
         """Drop the entries of values the namespace no longer binds, so that the cache never keeps
         a value alive that a cell deleted or replaced (under a memory cap that matters)."""
         self._entries = {k: e for k, e in self._entries.items() if namespace.get(k, _UNBOUND) is e[0]}
+        self._hashed = {k: e for k, e in self._hashed.items() if namespace.get(k, _UNBOUND) is e[0]}
 
     def clear(self) -> None:
-        self._entries = {}
+        self._entries, self._hashed = {}, {}
 
 
 class DictWorkspace:

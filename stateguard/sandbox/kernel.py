@@ -206,16 +206,15 @@ class Kernel:
 
     def _hashes(self, names: list[str]) -> dict[str, str]:
         """Content hashes of the data values a cell wrote, which the parent keeps to check a replay
-        (functions, classes and modules are left out: their pickles differ between processes)."""
-        out = {}
-        for name in names:
-            value = self.namespace.get(name, _MISSING)
-            if value is _MISSING or isinstance(value, types.ModuleType | type) or callable(value):
-                continue
-            digest = content_hash(value)
-            if digest:
-                out[name] = digest
-        return out
+        (functions, classes and modules are left out: their pickles differ between processes).
+        The listing cache keeps them for the listing that usually follows."""
+        values = ((n, self.namespace.get(n, _MISSING)) for n in names)
+        kept = [
+            (n, v)
+            for n, v in values
+            if v is not _MISSING and not isinstance(v, types.ModuleType | type) and not callable(v)
+        ]
+        return {n: h for n, h in self._summaries.hashes(kept).items() if h}
 
     def get(self, request: dict[str, Any]) -> dict[str, Any]:
         name = str(request["name"])

@@ -58,6 +58,23 @@ def test_a_cell_that_changes_one_scalar_does_not_describe_the_frames_again(ws: S
     assert ws.get_value("renders") == [1]  # only the frame the cell rebound
 
 
+def test_a_frame_a_cell_wrote_is_hashed_once_for_the_replay_check_and_the_listing(
+    ws: SandboxWorkspace,
+) -> None:
+    counting = (
+        "hashings = [0]\n_real_hash = pd.util.hash_pandas_object\n"
+        "def _counting_hash(*a, **k):\n    hashings[0] += 1\n    return _real_hash(*a, **k)\n"
+        "pd.util.hash_pandas_object = _counting_hash\n"
+    )
+    assert ws.run_cell(counting).ok
+    ws.list_variables()
+    assert ws.run_cell("hashings[0] = 0\nnew = f0 * 2").ok  # the replay check hashes `new` ...
+    listed = {v.name: v.content_hash for v in ws.list_variables()}  # ... and the listing reuses it
+    assert ws.get_value("hashings") == [1]
+    assert listed["new"] == ws.get_value("new")["hash"]
+    assert ws.run_cell("pd.util.hash_pandas_object = _real_hash").ok
+
+
 @pytest.mark.parametrize(
     ("cell", "changed"),
     [
