@@ -220,6 +220,7 @@ def summarize(name: str, value: Any, known_hash: str | None = None) -> VariableS
 
 
 _UNBOUND = object()
+_SCALARS = (int, float, bool, complex, type(None))
 
 
 class SummaryCache:
@@ -240,9 +241,14 @@ class SummaryCache:
     def hashes(self, items: Iterable[tuple[str, Any]]) -> dict[str, str]:
         """`content_hash` of each value (the sandbox kernel's replay check wants those of the values
         a cell wrote, and the listing that follows wants them again)."""
-        context = render_context()
+        context: tuple[Any, ...] | None = None
         out = {}
         for name, value in items:
+            if type(value) in _SCALARS:  # hashing one costs less than the token's render context
+                out[name] = content_hash(value)
+                continue
+            if context is None:
+                context = render_context()  # tens of us with pandas loaded: once, and only if needed
             version = version_token(value, context)
             cached = self._entries.get(name)
             if version is not None and cached is not None and cached[0] is value and cached[1] == version[0]:
