@@ -28,10 +28,11 @@ kept alive alongside.
 
 from __future__ import annotations
 
-import hashlib
 import sys
 import types
 from typing import Any
+
+import xxhash
 
 __all__ = ["render_context", "version_token"]
 
@@ -145,7 +146,9 @@ def _array(arr: Any, np: Any, keep: list[Any], budget: list[int]) -> tuple[Any, 
     budget[0] += arr.nbytes
     if budget[0] > _HASHED_BYTES_CAP:
         raise _Unversioned
-    digest = hashlib.blake2b(digest_size=16)
+    # xxh3 (128 bits) reads ~30 GB/s against blake2b's ~0.7: a listing re-checks every array of
+    # every frame after each cell, and a collision only needs to be unlikely, not hard to make.
+    digest = xxhash.xxh3_128()
     if arr.dtype.hasobject:
         if arr.dtype != object or not set(map(type, arr.ravel().tolist())) <= set(_IMMUTABLE):
             raise _Unversioned  # a list in a cell can change with the same pointer

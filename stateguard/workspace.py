@@ -21,6 +21,7 @@ import sys
 import time
 import traceback
 import types
+from collections.abc import Iterable
 from contextlib import redirect_stderr, redirect_stdout
 from typing import Any, Protocol, runtime_checkable
 
@@ -201,9 +202,10 @@ def head_of(value: Any, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 20] + f"... [{len(text)} chars]"
 
 
-def summarize(name: str, value: Any) -> VariableSummary:
+def summarize(name: str, value: Any, known_hash: str | None = None) -> VariableSummary:
     """The one value summary of a workspace listing: `DictWorkspace` calls it here and the sandbox
-    kernel in its process (`stateguard.sandbox.kernel`), so both workspaces describe a value alike."""
+    kernel in its process (`stateguard.sandbox.kernel`), so both workspaces describe a value alike.
+    `known_hash`: the value's `content_hash`, when the caller has just computed it."""
     dtype = getattr(value, "dtype", None)
     return VariableSummary(
         name=name,
@@ -211,8 +213,93 @@ def summarize(name: str, value: Any) -> VariableSummary:
         shape=shape_of(value),
         dtype=None if dtype is None or isinstance(value, types.ModuleType) else str(dtype),
         head=head_of(value, 200),
-        content_hash=content_hash(value),  # cloudpickle covers classes defined in cells
+        content_hash=content_hash(value)
+        if known_hash is None
+        else known_hash,  # cloudpickle covers cell classes
     )
+
+
+_UNBOUND = object()
+_SCALARS = (int, float, bool, complex, type(None))
+
+
+class SummaryCache:
+    """Summaries of a namespace's variables, reusing a variable's previous summary while it holds
+    the same object with the same version token (`stateguard.value_version`): most values are
+    untouched by a cell, and rendering a frame's head and hashing it cost milliseconds each
+    (a quarter of the synthesis CPU; most of a sandbox listing of many frames). Values without a
+    token are summarized every time. `DictWorkspace` and the sandbox kernel both list through it."""
+
+    def __init__(self) -> None:
+        # Per variable: (value, version token, objects the token names, summary). Holding the value
+        # keeps its id from being reused by another object while the entry lives.
+        self._entries: dict[str, tuple[Any, tuple[Any, ...], list[Any], VariableSummary]] = {}
+        # Content hashes computed since the last listing (`hashes`), as (value, token, objects, hash):
+        # the next summary of the same unchanged value reuses its hash instead of hashing again.
+        self._hashed: dict[str, tuple[Any, tuple[Any, ...], list[Any], str]] = {}
+
+    def hashes(self, items: Iterable[tuple[str, Any]]) -> dict[str, str]:
+        """`content_hash` of each value (the sandbox kernel's replay check wants those of the values
+        a cell wrote, and the listing that follows wants them again)."""
+        context: tuple[Any, ...] | None = None
+        out = {}
+        for name, value in items:
+            if type(value) in _SCALARS:  # hashing one costs less than the token's render context
+                out[name] = content_hash(value)
+                continue
+            if context is None:
+                context = render_context()  # tens of us with pandas loaded: once, and only if needed
+            version = version_token(value, context)
+            cached = self._entries.get(name)
+            if version is not None and cached is not None and cached[0] is value and cached[1] == version[0]:
+                out[name] = cached[3].content_hash
+                continue
+            digest = out[name] = content_hash(value)
+            if version is not None:
+                self._hashed[name] = (value, version[0], version[1], digest)
+        return out
+
+    def listing(self, items: Iterable[tuple[str, Any]]) -> list[VariableSummary]:
+        """One summary per (name, value), in the order given; entries of names not given are dropped."""
+        context = render_context()
+        kept: dict[str, tuple[Any, tuple[Any, ...], list[Any], VariableSummary]] = {}
+        out = []
+        for name, value in items:
+            version = version_token(value, context)
+            cached = self._entries.get(name)
+            if version is not None and cached is not None and cached[0] is value and cached[1] == version[0]:
+                kept[name] = cached
+                out.append(cached[3])
+                continue
+            hashed = self._hashed.get(name)
+            known = (
+                hashed[3]
+                if version is not None
+                and hashed is not None
+                and hashed[0] is value
+                and hashed[1] == version[0]
+                else None
+            )
+            summary = summarize(name, value, known)
+            if version is not None:
+                kept[name] = (value, version[0], version[1], summary)
+            out.append(summary)
+        self._entries, self._hashed = kept, {}
+        return out
+
+    def forget(self, names: Iterable[str]) -> None:
+        for name in names:
+            self._entries.pop(name, None)
+            self._hashed.pop(name, None)
+
+    def prune(self, namespace: dict[str, Any]) -> None:
+        """Drop the entries of values the namespace no longer binds, so that the cache never keeps
+        a value alive that a cell deleted or replaced (under a memory cap that matters)."""
+        self._entries = {k: e for k, e in self._entries.items() if namespace.get(k, _UNBOUND) is e[0]}
+        self._hashed = {k: e for k, e in self._hashed.items() if namespace.get(k, _UNBOUND) is e[0]}
+
+    def clear(self) -> None:
+        self._entries, self._hashed = {}, {}
 
 
 class DictWorkspace:
@@ -232,8 +319,7 @@ class DictWorkspace:
         self.degraded_reasons: list[str] = []  # nothing in-process can be lost behind its back
         self._cells = 0
         self._listing: list[VariableSummary] | None = None  # cached until the namespace may change
-        # Per variable: (value, version token, objects the token names, summary); see list_variables.
-        self._summaries: dict[str, tuple[Any, tuple[Any, ...], list[Any], VariableSummary]] = {}
+        self._summaries = SummaryCache()  # a variable's summary, reused while its value is unchanged
 
     def run(self, code: str) -> None:
         """Run code without recording a cell (setup, tests)."""
@@ -289,36 +375,14 @@ class DictWorkspace:
     def list_variables(self) -> list[VariableSummary]:
         # Summaries hash and print every value; a manager asks many times between two cells.
         if self._listing is None:
-            self._listing = self._summarize_all()
+            self._listing = self._summaries.listing(
+                (k, v) for k, v in self.namespace.items() if not k.startswith("__")
+            )
         return list(self._listing)
-
-    def _summarize_all(self) -> list[VariableSummary]:
-        """Summaries of the namespace, reusing a variable's previous summary while it holds the
-        same object with the same version token (`stateguard.value_version`): most values are
-        untouched by a cell, and rendering a frame's head and hashing it were a quarter of the
-        synthesis CPU. Values without a token are summarized every time."""
-        context = render_context()
-        kept: dict[str, tuple[Any, tuple[Any, ...], list[Any], VariableSummary]] = {}
-        listing = []
-        for name, value in self.namespace.items():
-            if name.startswith("__"):
-                continue
-            version = version_token(value, context)
-            cached = self._summaries.get(name)
-            if version is not None and cached is not None and cached[0] is value and cached[1] == version[0]:
-                kept[name] = cached
-                listing.append(cached[3])
-                continue
-            summary = summarize(name, value)
-            if version is not None:
-                kept[name] = (value, version[0], version[1], summary)
-            listing.append(summary)
-        self._summaries = kept
-        return listing
 
     def delete_variables(self, names: list[str]) -> list[str]:
         self._listing = None
-        self._summaries = {k: v for k, v in self._summaries.items() if k not in names}
+        self._summaries.forget(names)
         removed = [n for n in dict.fromkeys(names) if n in self.namespace]
         for name in removed:
             del self.namespace[name]
@@ -333,7 +397,7 @@ class DictWorkspace:
         if checkpoint_id not in self._checkpoints:
             raise KeyError(f"no workspace checkpoint {checkpoint_id!r}")
         self._listing = None
-        self._summaries = {}  # every value is a fresh copy: no identity matches
+        self._summaries.clear()  # every value is a fresh copy: no identity matches
         self.namespace = _copy_namespace(self._checkpoints[checkpoint_id])
 
     def drop_checkpoint(self, checkpoint_id: str) -> None:

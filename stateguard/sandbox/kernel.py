@@ -46,7 +46,7 @@ from stateguard.sandbox.protocol import (
 from stateguard.sandbox.scratch import seed
 from stateguard.sandbox.snapshot import differing_names, dump_namespace, load_namespace
 from stateguard.sandbox.values import content_hash, to_json_value
-from stateguard.workspace import _value_repr, summarize
+from stateguard.workspace import SummaryCache, VariableSummary, _value_repr
 
 _THIS_FILE = __file__
 _MISSING = object()
@@ -80,6 +80,10 @@ class Kernel:
         self.reply_fd = -1  # the current request's reply pipe
         self.nonce: Any = None  # the current request's nonce, echoed in its reply
         self._listing: list[dict[str, Any]] | None = None
+        # A variable's summary is recomputed only when its value may have changed (SummaryCache);
+        # the JSON-ready dict of each reused summary is kept beside it.
+        self._summaries = SummaryCache()
+        self._dumped: dict[str, tuple[VariableSummary, dict[str, Any]]] = {}
         limits = config["limits"]
         self.max_output = int(limits["max_output_chars"])
         self.grace = float(limits["grace_seconds"])
@@ -184,6 +188,7 @@ class Kernel:
             self.threads.sweep()
         )  # before the dataflow's fingerprints: a stopped thread changes nothing after them
         facts = self.flow.finish(failed=failed)
+        self._summaries.prune(self.namespace)  # no value the cell let go is kept alive by the cache
         hashes = self._hashes(facts.roots_written()) if request.get("hashes") else {}
         return {
             "hashes": hashes,
@@ -201,16 +206,15 @@ class Kernel:
 
     def _hashes(self, names: list[str]) -> dict[str, str]:
         """Content hashes of the data values a cell wrote, which the parent keeps to check a replay
-        (functions, classes and modules are left out: their pickles differ between processes)."""
-        out = {}
-        for name in names:
-            value = self.namespace.get(name, _MISSING)
-            if value is _MISSING or isinstance(value, types.ModuleType | type) or callable(value):
-                continue
-            digest = content_hash(value)
-            if digest:
-                out[name] = digest
-        return out
+        (functions, classes and modules are left out: their pickles differ between processes).
+        The listing cache keeps them for the listing that usually follows."""
+        values = ((n, self.namespace.get(n, _MISSING)) for n in names)
+        kept = [
+            (n, v)
+            for n, v in values
+            if v is not _MISSING and not isinstance(v, types.ModuleType | type) and not callable(v)
+        ]
+        return {n: h for n, h in self._summaries.hashes(kept).items() if h}
 
     def get(self, request: dict[str, Any]) -> dict[str, Any]:
         name = str(request["name"])
@@ -219,10 +223,19 @@ class Kernel:
         return {"ok": True, "value": to_json_value(self.namespace[name])}
 
     def list_variables(self, request: dict[str, Any]) -> dict[str, Any]:
-        # Cached between changes: describing hashes and prints every value.
+        # The whole listing is kept until the namespace may change; after a change only the values
+        # that may differ are described again (hashing and printing a frame costs milliseconds).
         listing = self._listing
         if listing is None:
-            listing = self._listing = [summarize(k, self.namespace[k]).model_dump() for k in self._names()]
+            summaries = self._summaries.listing((k, self.namespace[k]) for k in self._names())
+            dumped = {}
+            for summary in summaries:
+                known = self._dumped.get(summary.name)
+                dumped[summary.name] = (
+                    known if known is not None and known[0] is summary else (summary, summary.model_dump())
+                )
+            self._dumped = dumped
+            listing = self._listing = [entry for _, entry in dumped.values()]
         return {"ok": True, "variables": listing}
 
     def delete(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -230,6 +243,7 @@ class Kernel:
         removed = [n for n in request["names"] if isinstance(n, str) and n in self.namespace]
         for name in removed:
             del self.namespace[name]
+        self._summaries.forget(removed)
         return {"ok": True, "removed": removed, "names": self._names()}
 
     # --- checkpoints ------------------------------------------------------------------------
@@ -252,6 +266,7 @@ class Kernel:
         self._listing = None
         payload = self.reader.read_blob()  # always consume the blob, even if loading fails
         self.namespace, failed = load_namespace(payload, self.namespace)
+        self._summaries.clear()  # every value is a new object
         self.flow.attach(self.namespace)
         return {"ok": True, "names": self._names(), "failed": failed}
 

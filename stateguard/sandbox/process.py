@@ -211,6 +211,7 @@ class KernelProcess:
         self._pending: FrameReader | None = None  # the reply pipe of a request whose blob is still to come
         self._previous: FrameReader | None = None  # the last reply's pipe, until it is seen to end
         self._scratch_fd: int | None = None
+        self._listing_memo = replies.ListingMemo()  # one per kernel: a new kernel's entries are all new
         self._cmd, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         argv = [isolation.interpreter(), "-m", "stateguard.sandbox.kernel", str(child.fileno())]
         keep = [child.fileno()]
@@ -431,7 +432,7 @@ class KernelProcess:
             raw = reader.read_message(deadline)
             if raw.get("nonce") != nonce:
                 raise ProtocolError("a reply without this request's nonce (a frame forged inside the kernel)")
-            reply = replies.validate(message.get("op"), raw)
+            reply = replies.validate(message.get("op"), raw, self._listing_memo)
             if blob_follows and reply.ok and reply.size > self.limits.checkpoint_mb * MIB:
                 raise ProtocolError(
                     f"it announced a checkpoint of {reply.size} bytes, over checkpoint_mb={self.limits.checkpoint_mb}"

@@ -108,16 +108,56 @@ REPLIES: dict[str, type[_Reply]] = {
 }
 
 
-def validate(op: str | None, raw: dict[str, Any]) -> Any:
-    """`raw` as the reply model of `op` (None: the start-up request, answered by `ReadyReply`)."""
+class ListingMemo:
+    """The entries of the last variable listing, raw and validated, per name. A listing is asked
+    for after almost every cell and most entries come back unchanged: an entry equal, field by
+    field, to one that passed validation is that entry's validated summary, so only new or
+    changed entries are validated again (escaping every text field was most of the cost)."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, tuple[dict[str, Any], VariableSummary]] = {}
+
+    def validate(self, raw: dict[str, Any]) -> ListReply:
+        entries = raw.get("variables")
+        if not isinstance(entries, list):
+            return ListReply.model_validate(raw)  # the schema's own error (or the default)
+        rest = ListReply.model_validate({k: v for k, v in raw.items() if k != "variables"})
+        kept: dict[str, tuple[dict[str, Any], VariableSummary]] = {}
+        out = []
+        for i, entry in enumerate(entries):
+            name = entry.get("name") if isinstance(entry, dict) else None
+            known = self._entries.get(name) if isinstance(name, str) else None
+            # (`==` also equates 1, 1.0 and True: the entry then gets the validated value, of the right type)
+            if known is not None and known[0] == entry:
+                summary = known[1]
+            else:
+                try:
+                    summary = VariableSummary.model_validate(entry)
+                except ValidationError as exc:
+                    raise _malformed("list", exc, prefix=f"variables.{i}") from None
+            kept[summary.name] = (entry, summary)
+            out.append(summary)
+        self._entries = kept
+        return rest.model_copy(update={"variables": out})
+
+
+def _malformed(op: str | None, exc: ValidationError, prefix: str = "") -> MalformedReply:
+    first = exc.errors()[0]
+    where = ".".join([prefix] * bool(prefix) + [str(p) for p in first["loc"]]) or "the reply"
+    return MalformedReply(
+        f"a malformed {op or 'start-up'} reply ({exc.error_count()} problem(s); {where}: {first['msg']})"[
+            :MAX_ERROR_CHARS
+        ]
+    )
+
+
+def validate(op: str | None, raw: dict[str, Any], listing: ListingMemo | None = None) -> Any:
+    """`raw` as the reply model of `op` (None: the start-up request, answered by `ReadyReply`);
+    a listing is checked against `listing`'s memo when one is given."""
     model = REPLIES[op] if op is not None else ReadyReply
     try:
+        if op == "list" and listing is not None:
+            return listing.validate(raw)
         return model.model_validate(raw)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "the reply"
-        raise MalformedReply(
-            f"a malformed {op or 'start-up'} reply ({exc.error_count()} problem(s); {where}: {first['msg']})"[
-                :MAX_ERROR_CHARS
-            ]
-        ) from None
+        raise _malformed(op, exc) from None
