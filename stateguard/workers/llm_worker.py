@@ -29,6 +29,13 @@ from stateguard.observation import WorkerStep
 from stateguard.task import AgentTask, AgentTurn
 from stateguard.worker_contract import WorkerMessage
 from stateguard.workers.answer_text import structured_answer
+from stateguard.workers.data_preview import (
+    FILES_HEADER,
+    FRAMES_HEADER,
+    files_probe,
+    frames_probe,
+    preview_text,
+)
 from stateguard.workspace import LiveWorkspace
 
 DEFAULT_SYSTEM = """You are a data analyst working in a persistent Python session (pandas as pd, numpy as np, json and re are imported). BASE_PATH is a str (not a pathlib.Path) naming the task folder; the data files are in its data/ folder, so build paths as text: pd.read_csv(f"{BASE_PATH}/data/<file>.csv"); import os; os.listdir(f"{BASE_PATH}/data") lists them.
@@ -145,7 +152,11 @@ class LLMWorker:
     `turn_share` times its even share of the cap that is left (what is left over the turns still
     to come), so one stuck turn cannot spend the whole task's time (issue 30: the 1.5B model
     guessed column names on iris turn 2 until the cap was spent, and turns 3-8 never ran). A prompt the server refuses as too long is compacted (older turns'
-    outputs shortened, then dropped) and sent again."""
+    outputs shortened, then dropped) and sent again.
+
+    A turn opens with what the model should see before it guesses (`data_preview`): the task's
+    data files (names, dtypes, first rows; `preview_chars`, 0 = off) with the first turn, the
+    session's data frames (name, shape, columns; `frames_chars`, 0 = off) with every later one."""
 
     def __init__(
         self,
@@ -158,6 +169,8 @@ class LLMWorker:
         max_refusals: int = 3,
         task_time_cap_s: float | None = None,
         turn_share: float = 2.0,
+        preview_chars: int = 1600,
+        frames_chars: int = 600,
     ):
         self.client = client
         self.protocol = protocol or WorkerProtocol()
@@ -172,6 +185,8 @@ class LLMWorker:
                 "of the task's time cap; use a value >= 1"
             )
         self.turn_share = turn_share
+        self.preview_chars, self.frames_chars = preview_chars, frames_chars
+        self._previewed = False  # the task's data files were shown (with its first turn)
         self._turn_until_s: float | None = None  # model time at which the current turn's share is spent
         self.messages: list[dict[str, Any]] = []
         self.answers: dict[int, Any] = {}
@@ -193,6 +208,7 @@ class LLMWorker:
         self.task, self.ws = task, workspace
         self.messages = [{"role": "system", "content": self.system_prompt}]
         self.model_s, self._compaction, self._turn_starts = 0.0, 0, []
+        self._previewed = False
         if self.protocol.setup:
             result = workspace.run_cell(self.protocol.setup)
             if not result.ok:
@@ -215,7 +231,32 @@ class LLMWorker:
         text = (
             self.protocol.turn_text(message.turn) if message.kind == "turn" and message.turn else message.text
         )
+        if message.kind == "turn":
+            preview = self._data_preview()
+            text = f"{preview}\n\n{text}" if preview else text
         self.messages.append({"role": "user", "content": text})
+
+    def _data_preview(self) -> str:
+        """What the model is shown of the data as a turn opens: the task's data files with the
+        first turn, the session's data frames with every later one ("" when there is nothing, or
+        when the probe failed: the model can still look for itself). `data_preview` says why."""
+        ws = getattr(self, "ws", None)
+        if ws is None:
+            return ""
+        if not self._previewed:
+            self._previewed = True
+            if self.preview_chars <= 0:
+                return ""
+            result = ws.run_probe(files_probe(self.preview_chars))
+            return preview_text(result, FILES_HEADER, self.preview_chars + 400)
+        if self.frames_chars <= 0:
+            return ""
+        names = [v.name for v in ws.list_variables() if v.type in ("DataFrame", "Series")]
+        if not names:
+            return ""
+        return preview_text(
+            ws.run_probe(frames_probe(names, self.frames_chars)), FRAMES_HEADER, self.frames_chars + 100
+        )
 
     def done(self) -> bool:
         return self._done
