@@ -35,8 +35,9 @@ __all__ = ["DevBench", "ensure_built"]
 # The dev set is scored field by field (no LLM judge), and its questions do not name a format, so
 # an LLM worker is told how to write its answer. Without it the 1.5B model (issue 30) answered
 # right values in sentences ("There are 71 long-petalled flowers ..."), which no field judge reads.
+# No example object: the same model copied an example's keys and values as its answer.
 FIELD_ANSWERS = """
-The answer is checked value by value, so write it inside <answer> as one JSON object whose keys name the values the question asks for: numbers as numbers, a result per group as a nested object, several items as a list, for example <answer>{"n_rows": 120, "mean_by_group": {"a": 1.5, "b": 2.25}, "top_group": "b"}</answer>. No sentences."""
+The answer is checked value by value, so write it inside <answer> as one JSON object with one key per value the question asks for, each key named after that value: numbers as numbers, a result per group as a nested object from group to value, several items as a list. No sentences."""
 
 SPLITS = ("dev", "heldout", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "all")
 
