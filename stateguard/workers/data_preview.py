@@ -20,7 +20,9 @@ from stateguard.workspace import ProbeResult
 
 # The probe's code, run in the workspace with `BASE_PATH` from the task's prelude. Every file of
 # `BASE_PATH/data` (CSV, TSV, JSON, JSON lines, parquet, gzipped or not) is loaded the way an
-# analyst would first try, and described in an even share of the budget left. Names start
+# analyst would first try, and described in an even share of the budget left. Each file is named
+# by its full path: shown only `barley.json`, the 1.5B model opened 'barley.json' relative to its
+# working folder (FileNotFoundError, nat3), although the system prompt names the folder. Names start
 # with `_pv_` so that nothing of the probe can clash with a name the session holds.
 _FILES_PROBE = r"""
 import os as _pv_os, json as _pv_json, gzip as _pv_gzip
@@ -56,9 +58,9 @@ def _pv_describe(rel):
             shape = f"JSON: a list of {{len(raw)}} records (dicts), fields"
         elif isinstance(raw, dict):
             keys = list(raw)[:12]
-            return f"{{rel}}: JSON object with keys {{keys}}"
+            return f"{{path}}: JSON object with keys {{keys}}"
         else:
-            return f"{{rel}}: JSON {{type(raw).__name__}} of {{len(raw)}} items"
+            return f"{{path}}: JSON {{type(raw).__name__}} of {{len(raw)}} items"
     elif name.endswith(".jsonl"):
         frame = _pv_pd.read_json(path, lines=True)
         shape = f"JSON lines: {{len(frame)}} records, fields"
@@ -69,8 +71,8 @@ def _pv_describe(rel):
         frame = _pv_pd.read_parquet(path)
         shape = f"parquet, {{len(frame)}} rows x {{frame.shape[1]}} columns"
     else:
-        return f"{{rel}}: {{_pv_os.path.getsize(path)}} bytes"
-    return f"{{rel}} ({{shape}}): {{_pv_columns(frame)}}\n  first rows:\n{{_pv_rows(frame)}}"
+        return f"{{path}}: {{_pv_os.path.getsize(path)}} bytes"
+    return f"{{path}} ({{shape}}): {{_pv_columns(frame)}}\n  first rows:\n{{_pv_rows(frame)}}"
 
 
 _pv_used = 0
@@ -84,7 +86,7 @@ for _pv_i, _pv_rel in enumerate(_pv_files):
     try:
         _pv_text = _pv_describe(_pv_rel)
     except Exception as _pv_exc:
-        _pv_text = f"{{_pv_rel}}: not previewed ({{type(_pv_exc).__name__}})"
+        _pv_text = f"{{_pv_os.path.join(_pv_root, _pv_rel)}}: not previewed ({{type(_pv_exc).__name__}})"
     if len(_pv_text) > _pv_share:
         _pv_text = _pv_text[: _pv_share - 4] + " ..."
     print(_pv_text)

@@ -135,7 +135,7 @@ def test_preview_stays_within_its_budget_on_many_wide_files(tmp_path: Path, budg
         (tmp_path / "data" / f"table{k}.csv").write_text(f"{header}\n{rows}\n")
     ws = DictWorkspace({"BASE_PATH": str(tmp_path)})
     text = preview_text(ws.run_probe(files_probe(budget)), FILES_HEADER, budget + 400)
-    assert "table0.csv (5 rows x 60 columns)" in text
+    assert f"{tmp_path}/data/table0.csv (5 rows x 60 columns)" in text
     assert "table7.csv" in text  # described or at least named
     assert len(text) <= budget + 400
     assert len(text) / 3 < 1000  # tokens at the client's conservative 3 characters per token
