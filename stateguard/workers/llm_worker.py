@@ -29,6 +29,13 @@ from stateguard.observation import WorkerStep
 from stateguard.task import AgentTask, AgentTurn
 from stateguard.worker_contract import WorkerMessage
 from stateguard.workers.answer_text import structured_answer
+from stateguard.workers.data_preview import (
+    FILES_HEADER,
+    FRAMES_HEADER,
+    files_probe,
+    frames_probe,
+    preview_text,
+)
 from stateguard.workspace import LiveWorkspace
 
 DEFAULT_SYSTEM = """You are a data analyst working in a persistent Python session (pandas as pd, numpy as np, json and re are imported). BASE_PATH is a str (not a pathlib.Path) naming the task folder; the data files are in its data/ folder, so build paths as text: pd.read_csv(f"{BASE_PATH}/data/<file>.csv"); import os; os.listdir(f"{BASE_PATH}/data") lists them.
@@ -118,6 +125,13 @@ TEMPLATE_ANSWER = (
     "Answer not accepted: it repeats the instructions' placeholder text, not an answer. Write the "
     "values that your code's output shows, in the form the question asks for."
 )
+# Added to the output of a turn's last successful cell when the turn's time is spent: under a
+# loaded machine (issue 30, nat3) the 1.5B model's code for iris turns 1-3 ran right, and each
+# turn's share ran out before the call that would have answered from that output.
+LAST_CALL = (
+    "\n(Time for this question is spent: give your final answer now, from the output you have "
+    "seen, inside <answer>...</answer>; any code you send now runs, but the question then ends.)"
+)
 ANSWER_WITH_CODE = (
     "\n(Your reply also held an answer. It was ignored, because it came before this output: "
     "answer once you have read it.)"
@@ -145,7 +159,11 @@ class LLMWorker:
     `turn_share` times its even share of the cap that is left (what is left over the turns still
     to come), so one stuck turn cannot spend the whole task's time (issue 30: the 1.5B model
     guessed column names on iris turn 2 until the cap was spent, and turns 3-8 never ran). A prompt the server refuses as too long is compacted (older turns'
-    outputs shortened, then dropped) and sent again."""
+    outputs shortened, then dropped) and sent again.
+
+    A turn opens with what the model should see before it guesses (`data_preview`): the task's
+    data files (names, dtypes, first rows; `preview_chars`, 0 = off) with the first turn, the
+    session's data frames (name, shape, columns; `frames_chars`, 0 = off) with every later one."""
 
     def __init__(
         self,
@@ -158,6 +176,8 @@ class LLMWorker:
         max_refusals: int = 3,
         task_time_cap_s: float | None = None,
         turn_share: float = 2.0,
+        preview_chars: int = 1600,
+        frames_chars: int = 600,
     ):
         self.client = client
         self.protocol = protocol or WorkerProtocol()
@@ -172,6 +192,9 @@ class LLMWorker:
                 "of the task's time cap; use a value >= 1"
             )
         self.turn_share = turn_share
+        self.preview_chars, self.frames_chars = preview_chars, frames_chars
+        self._previewed = False  # the task's data files were shown (with its first turn)
+        self._grace = False  # the turn's one call past its time, to answer from a cell that ran
         self._turn_until_s: float | None = None  # model time at which the current turn's share is spent
         self.messages: list[dict[str, Any]] = []
         self.answers: dict[int, Any] = {}
@@ -193,6 +216,7 @@ class LLMWorker:
         self.task, self.ws = task, workspace
         self.messages = [{"role": "system", "content": self.system_prompt}]
         self.model_s, self._compaction, self._turn_starts = 0.0, 0, []
+        self._previewed = False
         if self.protocol.setup:
             result = workspace.run_cell(self.protocol.setup)
             if not result.ok:
@@ -207,15 +231,41 @@ class LLMWorker:
             self._turn_start = len(self.messages)
             self._turn_starts.append(self._turn_start)
             self._ran_code, self._refusals, self._failed, self._last_ok = False, 0, {}, None
+            self._grace = False
             self._turn_until_s = self._turn_allowance()
         elif message.kind == "repair_hint":
             self._done = False  # a repair hint reopens the work on the current analysis
-            self._refusals, self._last_ok = 0, None
+            self._refusals, self._last_ok, self._grace = 0, None, False
             self._turn_until_s = self._turn_allowance()  # the hint's work gets a share of its own
         text = (
             self.protocol.turn_text(message.turn) if message.kind == "turn" and message.turn else message.text
         )
+        if message.kind == "turn":
+            preview = self._data_preview()
+            text = f"{preview}\n\n{text}" if preview else text
         self.messages.append({"role": "user", "content": text})
+
+    def _data_preview(self) -> str:
+        """What the model is shown of the data as a turn opens: the task's data files with the
+        first turn, the session's data frames with every later one ("" when there is nothing, or
+        when the probe failed: the model can still look for itself). `data_preview` says why."""
+        ws = getattr(self, "ws", None)
+        if ws is None:
+            return ""
+        if not self._previewed:
+            self._previewed = True
+            if self.preview_chars <= 0:
+                return ""
+            result = ws.run_probe(files_probe(self.preview_chars))
+            return preview_text(result, FILES_HEADER, self.preview_chars + 400)
+        if self.frames_chars <= 0:
+            return ""
+        names = [v.name for v in ws.list_variables() if v.type in ("DataFrame", "Series")]
+        if not names:
+            return ""
+        return preview_text(
+            ws.run_probe(frames_probe(names, self.frames_chars)), FRAMES_HEADER, self.frames_chars + 100
+        )
 
     def done(self) -> bool:
         return self._done
@@ -240,7 +290,7 @@ class LLMWorker:
         self._turn_start = token.get("turn_start", len(self.messages))
         self._turn_starts = list(token.get("turn_starts", []))
         self._failures = self._refusals = 0
-        self._failed, self._last_ok = {}, None
+        self._failed, self._last_ok, self._grace = {}, None, False
         self._turn_until_s = self._turn_allowance()
 
     # ------------------------------------------------------------------ one step
@@ -324,9 +374,31 @@ class LLMWorker:
         return head + older + current
 
     def step(self, index: int) -> WorkerStep | None:
+        """One model call. When the turn's time (its share, or the task's cap) is spent right after
+        a cell that ran successfully, the turn gets one more call, told to answer from that output
+        (`LAST_CALL`); whatever that call does, the turn then ends. A turn whose latest cell failed,
+        or that ran nothing, ends at once as before."""
         if self._done:
             return None
-        if self._capped():
+        out_of_time = self._capped() or self._turn_spent()
+        if out_of_time and self._last_ok is not None and not self._grace:
+            self._grace = True
+            last = self.messages[-1]
+            if last.get("role") == "user":
+                self.messages[-1] = {**last, "content": f"{last.get('content') or ''}{LAST_CALL}"}
+            else:
+                self.messages.append({"role": "user", "content": LAST_CALL.strip()})
+        step = self._step(index)
+        if self._grace and step is not None and not step.meta.get("final"):
+            self._done = True  # the call past the turn's time is its last, and it did not answer
+            failure = step.meta.get("worker_failure") or ("time_cap" if self._capped() else "turn_share")
+            step = step.model_copy(
+                update={"meta": {**step.meta, "turn_end": True, "worker_failure": failure}}
+            )
+        return step
+
+    def _step(self, index: int) -> WorkerStep | None:
+        if self._capped() and not self._grace:
             self._done = True
             return self._failed_step(
                 index,
@@ -335,7 +407,7 @@ class LLMWorker:
                 turn_end=True,
                 worker_failure="time_cap",
             )
-        if self._turn_spent():
+        if self._turn_spent() and not self._grace:
             self._done = True
             return self._failed_step(
                 index,

@@ -20,6 +20,7 @@ the detection report shows them apart.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -28,8 +29,16 @@ from typing import Any
 from eval.benchmarks.base import EvalTask
 from eval.benchmarks.dev.build import MANIFEST, build, sources_digest
 from eval.benchmarks.longds.bench import LongDSBench
+from stateguard.workers.llm_worker import WorkerProtocol
 
 __all__ = ["DevBench", "ensure_built"]
+
+# The dev set is scored field by field (no LLM judge), and its questions do not name a format, so
+# an LLM worker is told how to write its answer. Without it the 1.5B model (issue 30) answered
+# right values in sentences ("There are 71 long-petalled flowers ..."), which no field judge reads.
+# No example object: the same model copied an example's keys and values as its answer.
+FIELD_ANSWERS = """
+The answer is checked value by value, so write it inside <answer> as one JSON object with one key per value the question asks for, each key named after that value: numbers as numbers, a result per group as a nested object from group to value, several items as a list. No sentences."""
 
 SPLITS = ("dev", "heldout", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "all")
 
@@ -63,3 +72,8 @@ class DevBench(LongDSBench):
 
     def split_of(self, task_id: str) -> str:
         return self._splits.get(task_id.replace("/", "__"), "dev")
+
+    def worker_protocol(self, task: EvalTask) -> WorkerProtocol:
+        """LongDS's dialogue, plus how to write an answer that the field judge can read."""
+        base = super().worker_protocol(task)
+        return dataclasses.replace(base, system_prompt=base.system_prompt + FIELD_ANSWERS)
