@@ -20,6 +20,7 @@ _DECIMALS_RE = re.compile(
 
 
 _FENCE = re.compile(r"```[A-Za-z0-9_+-]*[ \t]*\n?(.*?)```", re.S)
+_ANSWER_BLOCK = re.compile(r"<answer>(.*?)</answer>", re.S)
 
 
 def _trailing_json(text: str) -> Any:
@@ -36,14 +37,14 @@ def _trailing_json(text: str) -> Any:
 def last_json(stdout: str) -> Any:
     """The last JSON object or array printed to stdout, or None.
 
-    The JSON must run to the end of the text, or fill a fenced block (```json ... ```): models
-    often wrap their answer in one, and the closing fence would otherwise hide it. The last
-    fenced block that holds JSON wins."""
+    The JSON must run to the end of the text, or fill a fenced block (```json ... ```) or an
+    `<answer>...</answer>` block (an LLM worker's final answer): the closing fence or tag would
+    otherwise hide it. The last answer block that holds JSON wins, then the last fenced one."""
     found = _trailing_json(stdout)
     if found is not None:
         return found
-    for block in reversed(_FENCE.findall(stdout)):
-        found = _trailing_json(block)
+    for block in [*reversed(_ANSWER_BLOCK.findall(stdout)), *reversed(_FENCE.findall(stdout))]:
+        found = _trailing_json(_FENCE.sub(lambda m: m.group(1), block))
         if found is not None:
             return found
     return None

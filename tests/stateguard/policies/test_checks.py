@@ -29,6 +29,13 @@ def test_required_decimals(text: str, places: int | None) -> None:
 def test_answer_helpers() -> None:
     assert last_json('noise\n{"a": 1}\n{"b": [1, 2]}') == {"b": [1, 2]}
     assert last_json("no json") is None
+    # an LLM worker's final answer: the closing tag must not hide the JSON (issue 30)
+    assert last_json('The counts are below.\n<answer>{"n": 71, "by": {"a": 1}}</answer>') == {
+        "n": 71,
+        "by": {"a": 1},
+    }
+    assert last_json('<answer>{"n": 1}</answer> then <answer>\n```json\n{"n": 2}\n```\n</answer>') == {"n": 2}
+    assert last_json("<answer>71 flowers</answer>") is None
     assert [decimals_of(x) for x in (0.125, 2.0, 43.87, 1e-7)] == [3, 0, 2, 0]
 
 
