@@ -7,8 +7,9 @@ them (the harness, store, trace and actions were most of a kernel's start-up imp
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from stateguard.lazy_exports import lazy_getattr
 
 _EXPORTS = {
     "Action": "stateguard.actions",
@@ -55,11 +56,7 @@ if TYPE_CHECKING:
     from stateguard.workspace import DictWorkspace, Workspace
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'stateguard' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_getattr(__name__, _EXPORTS)
 
 
 __all__ = [

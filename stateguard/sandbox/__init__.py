@@ -15,8 +15,9 @@ audit hook), `guards` (per-cell timers, output caps, rlimits, background threads
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from stateguard.lazy_exports import lazy_getattr
 
 # Imported on first use (PEP 562): the kernel process (`python -m stateguard.sandbox.kernel`)
 # imports this package too, and must not pay for the parent's modules at every start.
@@ -38,11 +39,7 @@ if TYPE_CHECKING:
     from stateguard.sandbox.sandbox_workspace import SandboxWorkspace
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'stateguard.sandbox' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_getattr(__name__, _EXPORTS)
 
 
 __all__ = [
