@@ -21,14 +21,12 @@ from stateguard.lazy_exports import lazy_getattr
 
 # Imported on first use (PEP 562): the kernel process (`python -m stateguard.sandbox.kernel`)
 # imports this package too, and must not pay for the parent's modules at every start.
-_EXPORTS = {
-    "CheckpointInfo": "stateguard.sandbox.checkpoints",
-    "IsolationUnavailable": "stateguard.sandbox.isolation",
-    "check_isolation": "stateguard.sandbox.isolation",
-    "SandboxLimits": "stateguard.sandbox.limits",
-    "KernelDied": "stateguard.sandbox.process",
-    "network_namespace_available": "stateguard.sandbox.process",
-    "SandboxWorkspace": "stateguard.sandbox.sandbox_workspace",
+_NAMES_BY_MODULE = {
+    "stateguard.sandbox.checkpoints": ("CheckpointInfo",),
+    "stateguard.sandbox.isolation": ("IsolationUnavailable", "check_isolation"),
+    "stateguard.sandbox.limits": ("SandboxLimits",),
+    "stateguard.sandbox.process": ("KernelDied", "network_namespace_available"),
+    "stateguard.sandbox.sandbox_workspace": ("SandboxWorkspace",),
 }
 
 if TYPE_CHECKING:
@@ -39,7 +37,7 @@ if TYPE_CHECKING:
     from stateguard.sandbox.sandbox_workspace import SandboxWorkspace
 
 
-__getattr__ = lazy_getattr(__name__, _EXPORTS)
+__getattr__ = lazy_getattr(__name__, {n: m for m, names in _NAMES_BY_MODULE.items() for n in names})
 
 
 __all__ = [

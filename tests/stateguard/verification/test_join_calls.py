@@ -12,18 +12,20 @@ QUESTION = (
 )
 
 
+REPORT = "result = {'per_segment': {str(k): int(v) for k, v in joined['segment'].value_counts(dropna=False).items()}}"
+
+
+def _merged(how: str | None) -> str:
+    arg = f", how={how}" if how else ""
+    merge = f"joined = orders.merge(customers[['customer_id', 'segment']], on='customer_id'{arg})"
+    return "\n".join(["import json", merge, REPORT, "print(json.dumps(result))"])
+
+
 @pytest.mark.parametrize(("how", "found"), [("'left'", False), ("'inner'", True), (None, True)])
 def test_a_merge_of_an_expression_is_checked_both_ways(how: str | None, found: bool) -> None:
-    session = Session()
-    arg = f", how={how}" if how else ""
-    code = (
-        "import json\n"
-        f"joined = orders.merge(customers[['customer_id', 'segment']], on='customer_id'{arg})\n"
-        "result = {'per_segment': {str(k): int(v) for k, v in joined['segment'].value_counts(dropna=False).items()}}\n"
-        "print(json.dumps(result))"
-    )
-    findings = session.turn(QUESTION, code)
+    findings = Session().turn(QUESTION, _merged(how))
     assert bool(findings) is found
     if found:
-        assert "join_rows probe observed {'rows_as_written': " in findings[0].evidence
-        assert "'rows_as_stated': 400" in findings[0].evidence  # every order kept
+        evidence = findings[0].evidence
+        assert "join_rows probe observed {'rows_as_written': " in evidence
+        assert "'rows_as_stated': 400" in evidence  # every order kept
