@@ -19,6 +19,7 @@ turn's answer, or the build fails naming the variant -- a fault nobody can see m
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import importlib.util
 import json
@@ -247,7 +248,13 @@ def build(out: str | Path, folder: Path = SOURCES, only: set[str] | None = None)
 
 
 def main(argv: list[str]) -> None:
-    out = Path(argv[0] if argv else "data/dev")
+    parser = argparse.ArgumentParser(
+        prog="python -m eval.benchmarks.dev.build",
+        description="Build and check the hand-written dev set: every task's data, its clean reference "
+        "answers and each fault variant (a fault must change its own turn's answer).",
+    )
+    parser.add_argument("out", nargs="?", default="data/dev", help="output folder (default: data/dev)")
+    out = Path(parser.parse_args(argv).out)
     manifest = build(out)
     for task_id, info in manifest["tasks"].items():
         print(

@@ -234,3 +234,12 @@ def test_building_a_task_checks_that_every_fault_changes_its_turn(tmp_path: Path
     assert len(faults["variants"]) == len(KINDS)
     assert (tmp_path / "data/longds/agriculture/barley/task1/data/barley.json").is_file()
     assert manifest["splits"] == {"agriculture__barley__task1": "dev"}
+
+
+def test_the_build_command_has_a_help_that_builds_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    from eval.benchmarks.dev.build import main
+
+    with pytest.raises(SystemExit) as ended:
+        main(["--help"])
+    assert ended.value.code == 0 and "output folder" in capsys.readouterr().out
+    assert not Path("--help").exists()
