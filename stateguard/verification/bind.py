@@ -166,11 +166,8 @@ class RequirementBinder(Binder):
             edit = stated_edit(sel, cond, req, scale)
             if cond.column:
                 site = self.row_site(sel, req, cond.column, cond.lhs, scale)
-            elif self.con and sel.sql and req.kind is Kind.COMPARISON:
-                fixed = sql_edit.replace_condition(
-                    sel.sql, cond.text, probes.sql_predicate(req, cond.lhs, scale=scale)
-                )
-                site = (probes.rerun_probe(self.con, sel.sql, fixed), False) if fixed else None
+            elif self.con and sel.sql and edit is not None:  # the stated query, run beside the code's
+                site = (probes.rerun_probe(self.con, sel.sql, edit.after), False)
             elif sel.language == "pandas" and cond.lhs and req.kind is Kind.COMPARISON:
                 # a bare Series compared (`share[share < 20]`): no column to test rows on
                 site = (bind_cutoff.lhs_probe(cond, req, scale), False)
@@ -341,7 +338,7 @@ class RequirementBinder(Binder):
         (every rule AND-ed into it must hold on the rows it marks). A term binds only to a flag its
         name shares a word with; two candidate flags abstain. True when the requirement is settled."""
         wanted = {c.lower() for c in columns}
-        found: list[tuple[Selection, str, list[Condition], Condition]] = []
+        found: list[tuple[Selection, str, str, list[Condition], Condition]] = []
         for sel in self.sem.selections:
             art = self.artifact(sel)
             if art is None or art[0] != "table":
@@ -350,28 +347,22 @@ class RequirementBinder(Binder):
             for alias, conds in sel.flags.items():
                 on = [c for c in conds if (c.column or "").lower() in wanted and c.column in have]
                 if on and alias in have and (not req.term or _names_term(alias, req.term)):
-                    found.append((sel, alias, conds, on[0]))
+                    found.append((sel, art[1], alias, conds, on[0]))
         if not found:
             return False
         if len(found) > 1 or not self.con:
             plan.notes.append(f"{req.describe()}: several flag columns could hold it; not bound")
             plan.unverified.append(req)
             return True
-        sel, alias, conds, cond = found[0]
-        table = (self.artifact(sel) or ("", ""))[1]
+        sel, table, alias, conds, cond = found[0]
         column = cond.column or ""
         kind = self.vocab.tables[table.lower()][column].kind
         pred = probes.sql_predicate(req, _ident(column), numeric=kind == "num")
-        side = self.agrees(req, cond)
         same = req.value is not None and isinstance(cond.value, float) and close(cond.value, req.value)
-        status = "agrees" if side and same else "threshold"
+        status = "differs" if not self.agrees(req, cond) else "agrees" if same else "threshold"
         plan.notes.append(f"{req.describe()}: the code stores it as the flag {alias} (`{cond.text}`)")
         code = probes.table_flag_probe(self.con, table, _ident(alias), pred, exact=len(conds) == 1)
-        plan.items.append(
-            self.item(
-                req, "flagged_rows", code, self.variables(sel), status if side else "differs", constraint=True
-            )
-        )
+        plan.items.append(self.item(req, "flagged_rows", code, self.variables(sel), status, constraint=True))
         return True
 
     def agrees(self, req: Requirement, cond: Condition) -> bool:

@@ -35,15 +35,15 @@ _BACK_AFTER = re.compile(
     r"(?:rule|definition|guidance|requirement|criterion|version))\b|^\W+(?:before|previously|earlier)\b",
     re.IGNORECASE,
 )
+_RESTORE = [w for w in LEXICON.restoration if w != "back"] + [r"revert\w*", r"go(?:es)?\s+back"]
 _CHANGE = re.compile(
-    rf"\b(?:{'|'.join(w for w in (*LEXICON.exclusion, *LEXICON.restoration) if w != 'not')}"
-    r"|again|no\s+longer|withdraw\w*|revert\w*|go(?:es)?\s+back|from\s+(?:now|here)\s+on|means|replac\w*|chang\w*)\b",
+    rf"\b(?:{'|'.join(w for w in (*LEXICON.exclusion, *_RESTORE, 'back') if w != 'not')}"
+    r"|again|no\s+longer|withdraw\w*|from\s+(?:now|here)\s+on|means|replac\w*|chang\w*)\b",
     re.IGNORECASE,
 )
 _RESTORING = re.compile(
-    rf"\b(?:{'|'.join(w for w in LEXICON.restoration if w != 'back')}|revert\w*|go(?:es)?\s+back)\b",
-    re.IGNORECASE,
-)
+    rf"\b(?:{'|'.join(_RESTORE)})\b", re.IGNORECASE
+)  # in a question: restore, bring, revert
 _ROWS = (Kind.COMPARISON, Kind.SCOPE, Kind.NOT_NULL)
 
 

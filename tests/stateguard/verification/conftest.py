@@ -79,6 +79,18 @@ class Session:
         return list(findings)
 
 
+# The orders as a DuckDB table `o` on a connection `con` (for SQL turns).
+DUCKDB_ORDERS = "import duckdb\ncon = duckdb.connect()\ncon.execute('CREATE TABLE o AS SELECT * FROM orders')"
+
+
+def session_with(*cells: str) -> Session:
+    """A fresh session whose workspace also ran `cells` (each must succeed)."""
+    session = Session()
+    for cell in cells:
+        assert session.ws.run_cell(cell).ok
+    return session
+
+
 @pytest.fixture
 def session() -> Session:
     return Session()

@@ -10,7 +10,7 @@ import pytest
 
 from stateguard.sandbox import SandboxLimits, SandboxWorkspace
 from stateguard.verification.verifier import SemanticConfig, SemanticVerifier
-from tests.stateguard.verification.conftest import SETUP, Session
+from tests.stateguard.verification.conftest import DUCKDB_ORDERS, SETUP, Session, session_with
 
 QUESTION = "What is the highest price among orders rated at least 4? Report `max_price`."
 SAME = "the turn's code written as stated reports the same answer"
@@ -51,10 +51,7 @@ def test_the_gate_can_be_switched_off() -> None:
 
 def test_sql_is_not_replayed_where_a_probe_would_write_through_the_live_connection() -> None:
     """An in-process workspace shares the connection with its probes: no replay, the finding stays."""
-    session = Session()
-    assert session.ws.run_cell(
-        "import duckdb\ncon = duckdb.connect()\ncon.execute('CREATE TABLE o AS SELECT * FROM orders')"
-    ).ok
+    session = session_with(DUCKDB_ORDERS)
     findings = session.turn(QUESTION, _sql("3.8"))
     assert len(findings) == 1 and not [n for n in session.verifier.last.notes if SAME in n]
 
@@ -68,9 +65,7 @@ def test_sql_is_replayed_with_the_stated_query_in_a_sandbox_probe(
         session = Session()
         session.ws = ws  # type: ignore[assignment]
         assert ws.run_cell(SETUP).ok
-        assert ws.run_cell(
-            "import duckdb\ncon = duckdb.connect()\ncon.execute('CREATE TABLE o AS SELECT * FROM orders')"
-        ).ok
+        assert ws.run_cell(DUCKDB_ORDERS).ok
         findings = session.turn(QUESTION, _sql(cut))
         assert bool(findings) is found
         assert bool([n for n in session.verifier.last.notes if SAME in n]) is (not found)

@@ -6,18 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from tests.stateguard.verification.conftest import Session
+from tests.stateguard.verification.conftest import session_with
 
 SHARE_AND_MEAN = (
     "Look only at the orders above 100. What percentage of them is North, and on average how high "
     "is the rating of the North ones? Report `north_pct` and `avg_rating`."
 )
-
-
-def _with(setup: str) -> Session:
-    session = Session()
-    assert session.ws.run_cell(setup).ok
-    return session
 
 
 @pytest.mark.parametrize(
@@ -31,7 +25,7 @@ def test_a_measured_share_is_not_a_site_of_the_scope(rating: str, found: list[st
     """'North' in the second clause scopes the mean, not the share the first clause asks for:
     the share is the test averaged (`(big['region'] == 'North').mean()`), which keeps every row on
     purpose."""
-    session = _with("big = orders[orders.price > 100]")
+    session = session_with("big = orders[orders.price > 100]")
     code = (
         "north_pct = 100 * float((big['region'] == 'North').mean())\n"
         f"avg_rating = {rating}\n"
@@ -55,7 +49,7 @@ SQL = (
 def test_a_bound_counted_in_a_conditional_aggregate_qualifies_that_count(op: str, found: bool) -> None:
     """`SUM(CASE WHEN rating > 4 ...)` applies the bound to one count; the turn's rows (price above
     100) need not meet it, so no 'missing filter' is raised; the count is left unverified."""
-    session = _with(SQL)
+    session = session_with(SQL)
     code = (
         "_row = con.execute('SELECT COUNT(*), MEDIAN(rating), "
         f"SUM(CASE WHEN rating {op} 4 THEN 1 ELSE 0 END) FROM sales WHERE price > 100').fetchone()\n"

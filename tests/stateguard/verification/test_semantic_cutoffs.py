@@ -6,16 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.stateguard.verification.conftest import Session
+from tests.stateguard.verification.conftest import Session, session_with
 
 GAIN = "How many orders gained more than 10%? Report `n_gain`."
 FALL = "In how many orders did the value fall by more than 0.5? Report `n_drop`."
-
-
-def _with(setup: str) -> Session:
-    session = Session()
-    assert session.ws.run_cell(setup).ok
-    return session
 
 
 @pytest.mark.parametrize(
@@ -27,7 +21,7 @@ def _with(setup: str) -> Session:
     ],
 )
 def test_a_cut_off_whose_subject_names_no_column(code: str, found: bool) -> None:
-    session = _with("orders['chg'] = orders['rating'].pct_change()")
+    session = session_with("orders['chg'] = orders['rating'].pct_change()")
     findings = session.turn(GAIN, code + "\nresult = {'n_gain': len(up)}")
     assert bool(findings) is found
     if found:
@@ -44,13 +38,13 @@ def test_a_cut_off_whose_subject_names_no_column(code: str, found: bool) -> None
     ],
 )
 def test_a_fall_stated_as_a_magnitude_is_the_negated_bound(code: str, found: bool) -> None:
-    session = _with("orders['chg'] = orders['rating'].diff()")
+    session = session_with("orders['chg'] = orders['rating'].diff()")
     assert bool(session.turn(FALL, code + "\nresult = {'n_drop': len(down)}")) is found
 
 
 @pytest.mark.parametrize(("op", "found"), [(">", False), ("<", True)])
 def test_a_comparison_on_a_bare_series(op: str, found: bool) -> None:
-    session = _with("avg = orders.groupby('region')['price'].mean()")
+    session = session_with("avg = orders.groupby('region')['price'].mean()")
     question = "In how many regions is the regional average above 150? Report `n_regions`."
     code = f"big = avg[avg {op} 150]\nresult = {{'n_regions': len(big)}}"
     findings = session.turn(question, code)
@@ -60,7 +54,7 @@ def test_a_comparison_on_a_bare_series(op: str, found: bool) -> None:
 
 
 def test_a_cut_off_is_not_bound_when_the_code_has_several() -> None:
-    session = _with("orders['chg'] = orders['rating'].pct_change()")
+    session = session_with("orders['chg'] = orders['rating'].pct_change()")
     code = "up = orders[(orders.chg > 0.05) & (orders.price > 20)]\nresult = {'n_gain': len(up)}"
     assert session.turn(GAIN, code) == []
     assert [r.describe() for r in session.verifier.last.unverified] == ["many orders gained > 10%"]
@@ -72,7 +66,7 @@ def test_a_cut_off_is_not_bound_when_the_code_has_several() -> None:
 def test_a_filter_missing_on_a_frame_a_statistic_reads_whole(code: str, found: bool) -> None:
     """'with at least 3 gift items' names its column after the bound; a statistic over a frame
     that keeps rows outside it is a missing filter."""
-    session = _with("orders['gift_items'] = orders['order_id'] % 7")
+    session = session_with("orders['gift_items'] = orders['order_id'] % 7")
     question = "Among orders with at least 3 gift items, what is the mean rating? Report `avg_rating`."
     findings = session.turn(question, code + "\nresult = {'avg_rating': float(big['rating'].mean())}")
     assert bool(findings) is found
@@ -83,7 +77,7 @@ def test_a_filter_missing_on_a_frame_a_statistic_reads_whole(code: str, found: b
 def test_a_stated_value_the_code_looks_up_is_no_missing_filter() -> None:
     """`share[2001]`: the code picks the stated years by lookup; the frame it reads whole is no
     missing filter."""
-    session = _with("orders['year'] = 2000 + orders['order_id'] % 20")
+    session = session_with("orders['year'] = 2000 + orders['order_id'] % 20")
     question = (
         "Build the yearly totals. What was the price share in 2001 and in 2017? Report `s2001`, `s2017`."
     )
@@ -108,7 +102,7 @@ DATED = "orders['day'] = pd.date_range('2008-01-01', periods=len(orders), freq='
     ],
 )
 def test_a_year_bound_on_a_date_column(code: str, found: bool) -> None:
-    session = _with(DATED)
+    session = session_with(DATED)
     question = "What is the highest price before 2009? Report `top_price`."
     findings = session.turn(question, code + "\nresult = {'top_price': float(early['price'].max())}")
     assert bool(findings) is found
@@ -118,7 +112,7 @@ def test_a_year_bound_on_a_date_column(code: str, found: bool) -> None:
 
 @pytest.mark.parametrize(("source", "found"), [("orders_clean", False), ("orders", True)])
 def test_the_current_version_of_a_named_frame(source: str, found: bool) -> None:
-    session = _with("orders_clean = orders[orders.price.notna()].copy()")
+    session = session_with("orders_clean = orders[orders.price.notna()].copy()")
     question = "With the current `orders_clean`, what is the mean rating? Report `mean_rating`."
     findings = session.turn(question, f"m = {source}['rating'].mean()\nresult = {{'mean_rating': float(m)}}")
     assert bool(findings) is found
@@ -166,7 +160,7 @@ SALES = (
 def test_a_year_key_on_data_with_a_date_column(part: str, group: str, found: bool) -> None:
     """'for each year' over a table whose only time column is a date: the grouped query's rows
     against the distinct years of that date."""
-    session = _with(SALES)
+    session = session_with(SALES)
     question = "For each year, what is the mean amount? Report `mean_by_year`."
     code = (
         f'_rows = con.execute("SELECT {part}(day) AS yr, AVG(amount) AS m FROM sales GROUP BY {group}").fetchall()\n'

@@ -6,17 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.stateguard.verification.conftest import Session
+from tests.stateguard.verification.conftest import DUCKDB_ORDERS, Session, session_with
 
 RULE = "Prices rose. From now on an order is pricey when its price is above 150."
 QUESTION = "Redefine `pricey` in `flagged` with the new cut. How many pricey orders are there now?"
 
 
 def _session() -> Session:
-    session = Session()
-    assert session.ws.run_cell(
-        "import duckdb\ncon = duckdb.connect()\ncon.execute('CREATE TABLE o AS SELECT * FROM orders')"
-    ).ok
+    session = session_with(DUCKDB_ORDERS)
     session.turn("How many orders are there?", "result = {'n': len(orders)}")  # turn 1 states no rule
     return session
 

@@ -6,13 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.stateguard.verification.conftest import Session
+from tests.stateguard.verification.conftest import DUCKDB_ORDERS, session_with
 
-SETUP = (
-    "import duckdb\ncon = duckdb.connect()\n"
-    "orders['day'] = pd.Timestamp('2024-01-01') + pd.to_timedelta(orders['order_id'] % 90, unit='D')\n"
-    "con.execute('CREATE TABLE o AS SELECT * FROM orders')"
-)
+DAYS = "orders['day'] = pd.Timestamp('2024-01-01') + pd.to_timedelta(orders['order_id'] % 90, unit='D')"
 QUESTION = (
     "Summarise by calendar month in a table `monthly`: orders and the average price. "
     "Which month had the most orders per day on average?"
@@ -25,8 +21,7 @@ QUESTION = (
 def test_a_second_unit_of_time_is_a_rate_when_the_code_follows_the_first(
     key: str, expr: str, found: bool
 ) -> None:
-    session = Session()
-    assert session.ws.run_cell(SETUP).ok
+    session = session_with(DAYS, DUCKDB_ORDERS)
     code = (
         f'con.execute("CREATE OR REPLACE TABLE monthly AS SELECT {expr} AS {key}, COUNT(*) AS n, '
         f'AVG(price) AS avg_price FROM o GROUP BY {key}")\n'
