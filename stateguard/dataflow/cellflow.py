@@ -19,9 +19,6 @@ import builtins
 from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict
-from sqlglot import exp
-
-from stateguard.sql import ordered_references, parse_statements
 
 MUTATING_METHODS = frozenset(
     {
@@ -209,6 +206,12 @@ def sql_tables(sql: str) -> tuple[set[str], set[str]]:
 def _sql_tables(sql: str) -> tuple[frozenset[str], frozenset[str]]:
     # Memoized: every cell of a task is re-analysed at each checkpoint, replay and probe, and
     # parsing the same SQL text with sqlglot again was a tenth of a corpus build's CPU.
+    # sqlglot is imported here, not at the top: it was about a quarter of a sandbox kernel's
+    # start-up imports, paid by every kernel although most cells hold no SQL.
+    from sqlglot import exp
+
+    from stateguard.sql import ordered_references, parse_statements
+
     try:
         statements = parse_statements(sql)
     except Exception:  # not SQL after all (SQLParseError, or another sqlglot error)
