@@ -70,3 +70,21 @@ def test_statement_level_sql_in_a_workspace() -> None:
     assert ws.run_cell('con.execute("CREATE OR REPLACE TABLE trials AS SELECT * FROM base WHERE x <> 3")').ok
     assert ws.run_cell("rank").stale_reads == {"rank": ["trials"]}
     assert ws.dataflow.stale() == {"rank": ["trials"]}
+
+
+def test_a_kernel_imports_sqlglot_only_when_a_cell_runs_sql() -> None:
+    # A kernel imports the dataflow recorder at every start; sqlglot was a quarter of that import.
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "import stateguard.sandbox.kernel\n"
+        "from stateguard.dataflow import cell_dataflow\n"
+        "cell_dataflow('x = df[df.b > 1]')\n"
+        "print('sqlglot' in sys.modules)\n"
+        "flow = cell_dataflow('con.execute(\"SELECT * FROM birds\")')\n"
+        "print('sqlglot' in sys.modules, flow.reads)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == ["False", "True ['birds']"]
