@@ -9,6 +9,7 @@ tracebacks and line numbers stay the user's.
 from __future__ import annotations
 
 import ast
+from ast import AST
 
 HOOK = "__sgflow__"  # the recorder's name in the namespace (see recorder.py)
 COVERAGE = "__sgcov__"  # a dict in the namespace: function blocks (and untraced loop blocks) that ran
@@ -33,23 +34,39 @@ def children(node: ast.AST) -> list[ast.AST]:
     """`list(ast.iter_child_nodes(node))`, in the same order, without its two nested generators
     (the analysis of a cell visits every node several times; the generators were a third of it)."""
     out: list[ast.AST] = []
+    append = out.append
     for name in node._fields:
         value = getattr(node, name, None)
         if isinstance(value, list):
-            out.extend(item for item in value if isinstance(item, ast.AST))
-        elif isinstance(value, ast.AST):
-            out.append(value)
+            for item in value:  # a plain loop: a generator per list was half of this function's cost
+                if isinstance(item, AST):
+                    append(item)
+        elif isinstance(value, AST):
+            append(value)
     return out
 
 
 def walk(node: ast.AST) -> list[ast.AST]:
-    """`list(ast.walk(node))`, in the same (breadth-first) order; see `children`."""
+    """`list(ast.walk(node))`, in the same (breadth-first) order; see `children`.
+
+    The children are gathered inline rather than through `children`: a new cell's analysis walks
+    a few hundred nodes, and the call per node was half of the walk's cost. (Iterating a list while
+    appending to it visits the appended items too: that is the breadth-first queue.)"""
     out = [node]
-    i = 0
-    while i < len(out):
-        out.extend(children(out[i]))
-        i += 1
+    append = out.append
+    for part in out:
+        for name in part._fields:
+            value = getattr(part, name, None)
+            if isinstance(value, list):
+                for item in value:
+                    if isinstance(item, AST):
+                        append(item)
+            elif isinstance(value, AST):
+                append(value)
     return out
+
+
+POSITION = ("lineno", "col_offset", "end_lineno", "end_col_offset")
 
 
 def located(node: ast.AST, at: ast.AST) -> ast.AST:
@@ -58,7 +75,7 @@ def located(node: ast.AST, at: ast.AST) -> ast.AST:
     A node under `node` that has a position heads a subtree that has them all (the user's code as
     parsed, or a marker located when it was made), so the walk does not enter it: a wrapped
     subscript key or loop body is not walked again for every marker put around it."""
-    where = {k: getattr(at, k, None) for k in ("lineno", "col_offset", "end_lineno", "end_col_offset")}
+    where = {k: getattr(at, k, None) for k in POSITION}
     stack = [node]
     while stack:
         part = stack.pop()
@@ -73,27 +90,46 @@ def located(node: ast.AST, at: ast.AST) -> ast.AST:
     return node
 
 
-def hook_call(method: str, *args: ast.expr | int) -> ast.Call:
-    parts = [a if isinstance(a, ast.expr) else ast.Constant(a) for a in args]
-    func = ast.Attribute(value=ast.Name(id=HOOK, ctx=ast.Load()), attr=method, ctx=ast.Load())
-    return ast.Call(func=func, args=parts, keywords=[])
+def hook_call(method: str, *args: ast.expr | int, at: ast.AST | None = None) -> ast.Call:
+    """`__sgflow__.method(*args)`. With `at`, the call is located there as it is built, which is what
+    `located(hook_call(...), at)` gives, without walking the new nodes again (a new cell's analysis
+    builds a marker or more per statement)."""
+    if at is None:
+        parts = [a if isinstance(a, ast.expr) else ast.Constant(a) for a in args]
+        func = ast.Attribute(value=ast.Name(id=HOOK, ctx=ast.Load()), attr=method, ctx=ast.Load())
+        return ast.Call(func=func, args=parts, keywords=[])
+    where = {k: getattr(at, k, None) for k in POSITION}
+    parts = [
+        ast.Constant(a, **where)
+        if not isinstance(a, ast.expr)
+        else a
+        if hasattr(a, "lineno")  # located already: `located` does not enter it either
+        else located(a, at)
+        for a in args
+    ]
+    name = ast.Name(id=HOOK, ctx=ast.Load(), **where)
+    func = ast.Attribute(value=name, attr=method, ctx=ast.Load(), **where)
+    return ast.Call(func=func, args=parts, keywords=[], **where)
 
 
 def cover_stmt(block: int, at: ast.AST) -> ast.stmt:
     """`__sgcov__[block] = 1`: a dict store, cheap enough for hot loops and functions called often."""
+    where = {k: getattr(at, k, None) for k in POSITION}
     target = ast.Subscript(
-        value=ast.Name(id=COVERAGE, ctx=ast.Load()), slice=ast.Constant(block), ctx=ast.Store()
+        value=ast.Name(id=COVERAGE, ctx=ast.Load(), **where),
+        slice=ast.Constant(block, **where),
+        ctx=ast.Store(),
+        **where,
     )
-    return located(ast.Assign(targets=[target], value=ast.Constant(1)), at)  # type: ignore[return-value]
+    return ast.Assign(targets=[target], value=ast.Constant(1, **where), **where)
 
 
 def hook_stmt(method: str, *args: ast.expr | int, at: ast.AST) -> ast.stmt:
-    stmt = ast.Expr(value=hook_call(method, *args))
-    return located(stmt, at)  # type: ignore[return-value]
+    return ast.Expr(value=hook_call(method, *args, at=at), **{k: getattr(at, k, None) for k in POSITION})
 
 
 def wrap(node: ast.expr, method: str, ident: int) -> ast.Call:
-    return located(hook_call(method, ident, node), node)  # type: ignore[return-value]
+    return hook_call(method, ident, node, at=node)
 
 
 def walk_local(node: ast.AST) -> list[ast.AST]:
