@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 from ast import AST
+from typing import Any, cast
 
 HOOK = "__sgflow__"  # the recorder's name in the namespace (see recorder.py)
 COVERAGE = "__sgcov__"  # a dict in the namespace: function blocks (and untraced loop blocks) that ran
@@ -69,13 +70,17 @@ def walk(node: ast.AST) -> list[ast.AST]:
 POSITION = ("lineno", "col_offset", "end_lineno", "end_col_offset")
 
 
+def _position(at: ast.AST) -> dict[str, Any]:
+    return {k: getattr(at, k, None) for k in POSITION}
+
+
 def located(node: ast.AST, at: ast.AST) -> ast.AST:
     """Give `node` and the nodes under it that have no position the position of `at`.
 
     A node under `node` that has a position heads a subtree that has them all (the user's code as
     parsed, or a marker located when it was made), so the walk does not enter it: a wrapped
     subscript key or loop body is not walked again for every marker put around it."""
-    where = {k: getattr(at, k, None) for k in POSITION}
+    where = _position(at)
     stack = [node]
     while stack:
         part = stack.pop()
@@ -95,16 +100,16 @@ def hook_call(method: str, *args: ast.expr | int, at: ast.AST | None = None) -> 
     `located(hook_call(...), at)` gives, without walking the new nodes again (a new cell's analysis
     builds a marker or more per statement)."""
     if at is None:
-        parts = [a if isinstance(a, ast.expr) else ast.Constant(a) for a in args]
+        loose: list[ast.expr] = [a if isinstance(a, ast.expr) else ast.Constant(a) for a in args]
         func = ast.Attribute(value=ast.Name(id=HOOK, ctx=ast.Load()), attr=method, ctx=ast.Load())
-        return ast.Call(func=func, args=parts, keywords=[])
-    where = {k: getattr(at, k, None) for k in POSITION}
-    parts = [
+        return ast.Call(func=func, args=loose, keywords=[])
+    where = _position(at)
+    parts: list[ast.expr] = [
         ast.Constant(a, **where)
         if not isinstance(a, ast.expr)
         else a
         if hasattr(a, "lineno")  # located already: `located` does not enter it either
-        else located(a, at)
+        else cast(ast.expr, located(a, at))
         for a in args
     ]
     name = ast.Name(id=HOOK, ctx=ast.Load(), **where)
@@ -114,7 +119,7 @@ def hook_call(method: str, *args: ast.expr | int, at: ast.AST | None = None) -> 
 
 def cover_stmt(block: int, at: ast.AST) -> ast.stmt:
     """`__sgcov__[block] = 1`: a dict store, cheap enough for hot loops and functions called often."""
-    where = {k: getattr(at, k, None) for k in POSITION}
+    where = _position(at)
     target = ast.Subscript(
         value=ast.Name(id=COVERAGE, ctx=ast.Load(), **where),
         slice=ast.Constant(block, **where),
@@ -125,7 +130,7 @@ def cover_stmt(block: int, at: ast.AST) -> ast.stmt:
 
 
 def hook_stmt(method: str, *args: ast.expr | int, at: ast.AST) -> ast.stmt:
-    return ast.Expr(value=hook_call(method, *args, at=at), **{k: getattr(at, k, None) for k in POSITION})
+    return ast.Expr(value=hook_call(method, *args, at=at), **_position(at))
 
 
 def wrap(node: ast.expr, method: str, ident: int) -> ast.Call:

@@ -32,11 +32,11 @@ from stateguard.dataflow import paths
 from stateguard.dataflow.cellflow import cell_dataflow
 from stateguard.dataflow.change import fingerprint
 from stateguard.dataflow.facts import CellFacts, Ref, UnitFacts, Write
-from stateguard.dataflow.markers import COVERAGE, HOOK, LOOPS, walk
+from stateguard.dataflow.markers import COVERAGE, HOOK, LOOPS
 from stateguard.dataflow.occurrence import Occurrence
 from stateguard.dataflow.plans import CompiledPlan, PlanCache
 from stateguard.dataflow.resolve import Resolver
-from stateguard.dataflow.units import CellPlan, Registry, analyze_cell
+from stateguard.dataflow.units import CellPlan, Registry, analyze_cell, scan_names
 
 logger = logging.getLogger(__name__)
 LOOP_CAP = 2  # iterations of a loop body recorded statement by statement
@@ -198,9 +198,10 @@ class CellRecorder:
         compiled = self.plans.get(code, namespace)
         if compiled is None:
             tree = ast.parse(code, "<cell>")  # the user's syntax errors, as plain Python reports them
-            fresh = frozenset(_rebound_first(tree))  # before analyze_cell instruments the tree in place
+            names = scan_names(tree)  # before analyze_cell instruments the tree in place
+            fresh = names.rebound_first
             try:
-                plan = analyze_cell(code, namespace, self.registry, tree)
+                plan = analyze_cell(code, namespace, self.registry, tree, names)
                 body = compile(plan.body, "<cell>", "exec")
                 last = compile(plan.last, "<cell>", "eval") if plan.last is not None else None
             except Exception:  # a gap in our analysis must not cost the user the cell: run it untraced
@@ -291,21 +292,7 @@ def _rebound_first(tree: ast.Module) -> set[str]:
     first (a whole frame, for `kept = df[...]; kept['c'] = 1`) is wasted. The before-fingerprint of a
     written name is only read when the name ends up bound to its old object again (through an
     alias); without it that rare case counts as changed, which errs on the safe side."""
-    seen: set[str] = set()
-    fresh: set[str] = set()
-    for stmt in tree.body:
-        single = isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
-        target = stmt.targets[0] if isinstance(stmt, ast.Assign) and single else None
-        if isinstance(stmt, ast.Assign) and isinstance(target, ast.Name):
-            # the statement's names are then the target's and the value's
-            names = {n.id for n in walk(stmt.value) if isinstance(n, ast.Name)}
-            if target.id not in seen and target.id not in names:
-                fresh.add(target.id)
-            names.add(target.id)
-        else:
-            names = {n.id for n in walk(stmt) if isinstance(n, ast.Name)}
-        seen |= names
-    return fresh
+    return set(scan_names(tree).rebound_first)  # one pass with what the analysis needs (`units.py`)
 
 
 def _watched(plan: CellPlan, namespace: dict[str, Any]) -> set[str]:

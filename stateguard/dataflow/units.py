@@ -54,7 +54,16 @@ from stateguard.dataflow.scopes import Scope as FnScope
 from stateguard.dataflow.scopes import scope_tree
 from stateguard.dataflow.walker import MAX_WRITES, Rhs, SWrite, Unit, Walker
 
-__all__ = ["CellContext", "CellPlan", "FuncInfo", "Registry", "TopWalker", "analyze_cell"]
+__all__ = [
+    "CellContext",
+    "CellNames",
+    "CellPlan",
+    "FuncInfo",
+    "Registry",
+    "TopWalker",
+    "analyze_cell",
+    "scan_names",
+]
 
 
 @dataclass
@@ -281,38 +290,71 @@ class TopWalker(Walker):
                 FuncWalker(self.ctx, lam, scope_tree(lam), [], "<lambda>").run()
 
 
-def _names(tree: ast.Module) -> tuple[set[str], set[str], bool, bool]:
-    """(names bound anywhere in the cell, names bound by `import`, whether it calls a SQL method,
-    whether it defines a function, class or lambda)."""
+@dataclass(frozen=True)
+class CellNames:
+    """What one pass over a cell's statements tells before the analysis instruments them."""
+
+    bound: frozenset[str]  # names bound anywhere in the cell
+    imported: frozenset[str]  # names bound by `import`
+    sql: bool  # whether it calls a SQL (plumbing) method
+    defines: bool  # whether it defines a function, class or lambda
+    rebound_first: frozenset[str]  # see `recorder._rebound_first`
+
+
+def scan_names(tree: ast.Module) -> CellNames:
+    """The cell's `CellNames`, from one walk per top-level statement (the recorder and the analysis
+    each walked the whole cell for their part of this; a new cell paid both)."""
     bound: set[str] = set()
     imported: set[str] = set()
     sql = defines = False
-    for node in walk(tree):
-        if isinstance(node, ast.Name):
-            if not isinstance(node.ctx, ast.Load):
-                bound.add(node.id)
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            bound.add(node.name)
-            defines = True
-        elif isinstance(node, ast.Lambda):
-            defines = True
-        elif isinstance(node, ast.Import | ast.ImportFrom):
-            names = {(a.asname or a.name).split(".")[0] for a in node.names}
-            bound |= names
-            if isinstance(node, ast.Import):
-                imported |= names
-        elif isinstance(node, ast.Attribute) and node.attr in PLUMBING_METHODS:
-            sql = True
-    return bound, imported, sql, defines
+    seen: set[str] = set()
+    fresh: set[str] = set()
+    name_type, scope_types = ast.Name, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    for stmt in tree.body:
+        target = None
+        if type(stmt) is ast.Assign and len(stmt.targets) == 1 and type(stmt.targets[0]) is name_type:
+            target = stmt.targets[0]
+        names: set[str] = set()
+        for node in walk(stmt):
+            kind = type(node)
+            if kind is name_type:
+                if node is not target:
+                    names.add(node.id)  # type: ignore[attr-defined]
+                if type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]
+                    bound.add(node.id)  # type: ignore[attr-defined]
+            elif kind in scope_types:
+                bound.add(node.name)  # type: ignore[attr-defined]
+                defines = True
+            elif kind is ast.Lambda:
+                defines = True
+            elif kind is ast.Import or kind is ast.ImportFrom:
+                imported_here = {(a.asname or a.name).split(".")[0] for a in node.names}  # type: ignore[attr-defined]
+                bound |= imported_here
+                if kind is ast.Import:
+                    imported |= imported_here
+            elif kind is ast.Attribute and node.attr in PLUMBING_METHODS:  # type: ignore[attr-defined]
+                sql = True
+        if target is not None:
+            # `name = <expr>`: the names are the value's (`names`, the target left out) and the target's
+            if target.id not in seen and target.id not in names:
+                fresh.add(target.id)
+            names.add(target.id)
+        seen |= names
+    return CellNames(frozenset(bound), frozenset(imported), sql, defines, frozenset(fresh))
 
 
 def analyze_cell(
-    code: str, namespace: dict[str, Any], registry: Registry, tree: ast.Module | None = None
+    code: str,
+    namespace: dict[str, Any],
+    registry: Registry,
+    tree: ast.Module | None = None,
+    names: CellNames | None = None,
 ) -> CellPlan:
     """Units, function statements (into `registry`) and the instrumented AST of one cell; `tree`, when
-    given, is `code` freshly parsed (it is instrumented in place)."""
+    given, is `code` freshly parsed (it is instrumented in place), and `names` its `scan_names`."""
     tree = ast.parse(code, "<cell>") if tree is None else tree
-    bound, imported, sql, defines = _names(tree)
+    scanned = scan_names(tree) if names is None else names
+    bound, imported, sql, defines = scanned.bound, scanned.imported, scanned.sql, scanned.defines
     asked: dict[str, tuple[bool, bool]] = {}
 
     def ask(name: str) -> tuple[bool, bool]:

@@ -16,6 +16,7 @@ from stateguard.dataflow.markers import (
     walk,
     wrap,
 )
+from stateguard.dataflow.units import scan_names
 
 CELLS = [
     "x = 1",
@@ -64,3 +65,39 @@ def test_markers_built_in_place_are_located_as_located_would() -> None:
     assert ast.dump(cover_stmt(5, at=stmt), include_attributes=True) == ast.dump(
         located(fresh, stmt), include_attributes=True
     )
+
+
+SCANS = [
+    # (cell, bound, imported, sql, defines, rebound first)
+    ("x = 1", {"x"}, set(), False, False, {"x"}),
+    ("x = x + 1", {"x"}, set(), False, False, set()),
+    ("y = df\nx = y\ny = 2", {"x", "y"}, set(), False, False, {"x", "y"}),  # y's first mention rebinds it
+    ("df['c'] = 1\ndf = df.copy()", {"df"}, set(), False, False, set()),  # mentioned before it is rebound
+    ("a, b = 1, 2\nc = d = 3", {"a", "b", "c", "d"}, set(), False, False, set()),  # not single-Name targets
+    (
+        "import numpy.linalg as la, os.path\nfrom x import y as z",
+        {"la", "os", "z"},
+        {"la", "os"},
+        False,
+        False,
+        set(),
+    ),
+    ("r = con.execute('SELECT 1')", {"r"}, set(), True, False, {"r"}),
+    ("def f(a):\n    b = a\nclass K: pass", {"f", "K", "b"}, set(), False, True, set()),
+    ("g = lambda q: q\nfor i in range(2): pass", {"g", "i"}, set(), False, True, {"g"}),
+    ("del w\nw = 1", {"w"}, set(), False, False, set()),
+]
+
+
+@pytest.mark.parametrize(("code", "bound", "imported", "sql", "defines", "fresh"), SCANS)
+def test_one_scan_gives_the_names_the_analysis_and_the_recorder_use(
+    code: str, bound: set[str], imported: set[str], sql: bool, defines: bool, fresh: set[str]
+) -> None:
+    names = scan_names(ast.parse(code))
+    assert (set(names.bound), set(names.imported), names.sql, names.defines) == (
+        bound,
+        imported,
+        sql,
+        defines,
+    )
+    assert names.rebound_first == fresh
