@@ -157,6 +157,29 @@ def test_render_omits_schema_version():
     assert data["compression_level"] == 0
 
 
+def test_rendered_length_is_the_length_of_the_rendering_and_compress_measures_with_it():
+    obs = _observation(7, 12, output_len=90).model_copy(
+        update={
+            "current_draft": {
+                "id": "S3",
+                "issue": "rate per région \u2028 “quoted”",
+                "used_variables": [{"name": "t", "value": {"a": [1.5, None, [], {}], "b": "x\ny"}}],
+                "constraints": [],
+                "relations": [{"type": "Progress", "target": "S2"}],
+            },
+            "last_action_result": "accepted\ttab",
+        }
+    )
+    for level_obs in [obs, _observation(0, 0), *(compress(obs, b) for b in (2_000, 900, 400, 0))]:
+        assert level_obs.rendered_length() == len(level_obs.render())
+    # the same level and content as measuring the rendered text (a counter that is not approx_tokens)
+    for budget in range(0, 2_600, 50):
+        fast = compress(obs, budget)
+        slow = compress(obs, budget, count_tokens=lambda text: approx_tokens(text))
+        assert fast.compression_level == slow.compression_level
+        assert fast.render() == slow.render()
+
+
 # ----------------------------------------------------------------------------- hints
 def _state(sid: str = "S2") -> AnalyticalState:
     return AnalyticalState(
