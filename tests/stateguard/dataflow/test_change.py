@@ -115,3 +115,39 @@ def test_frame_content_equality_agrees_with_pandas_equals() -> None:
         assert by_blocks in (None, expected), name
         decided += by_blocks is not None
     assert decided >= 8  # aligned layouts are decided block by block, without `equals`
+
+
+def test_arrow_text_columns_are_equal_when_their_buffers_are() -> None:
+    import pyarrow as pa
+
+    from stateguard.dataflow.change import _same_arrow_buffers
+
+    def text(values: list[str | None], dtype: str = "string[pyarrow]") -> pd.Series:
+        return pd.Series(values, dtype=dtype)
+
+    words = ["north", None, "east", "west", "ü"]
+    a, b = text(words).array, text(words).array
+    assert a is not b and _same_arrow_buffers(a, b) and a.equals(b)  # nulls in the same places
+    changed = text(["north", None, "east", "west", "u"]).array
+    assert not _same_arrow_buffers(a, changed) and not changed.equals(a)
+    assert not _same_arrow_buffers(a, text(["north", "x", "east", "west", "ü"]).array)  # a null filled
+    # the same values at other offsets: not decided here, and equal_content still finds them equal
+    long = text(["pad", *words]).iloc[1:].reset_index(drop=True)
+    assert not _same_arrow_buffers(a, long.array) and a.equals(long.array)
+    assert equal_content(pd.DataFrame({"s": text(words)}), pd.DataFrame({"s": long}))
+    # a dictionary array's values are not among its buffers: never decided from them
+    codes = pa.array([0, 1, 0], pa.int8())
+    left = pa.DictionaryArray.from_arrays(codes, pa.array(["a", "b"]))
+    right = pa.DictionaryArray.from_arrays(codes, pa.array(["a", "c"]))
+    x = pd.Series(left, dtype=pd.ArrowDtype(left.type)).array
+    y = pd.Series(right, dtype=pd.ArrowDtype(right.type)).array
+    assert not _same_arrow_buffers(x, y) and not x.equals(y)
+    # nor floats, whose equal bits may be a NaN that Arrow's equality does not call equal
+    nan = pd.array([1.0, float("nan")], dtype="float64[pyarrow]")
+    assert not _same_arrow_buffers(nan, nan.copy())
+    # frames whose string columns are rewritten alike compare equal, and one changed cell is seen
+    frame = pd.DataFrame({"k": np.arange(5), "s": text(words)})
+    assert equal_content(frame, frame.copy())
+    other = frame.copy()
+    other.loc[4, "s"] = "z"
+    assert not equal_content(frame, other)
