@@ -172,6 +172,7 @@ class StateStore:
         self._wal: WalCheckpointer | None = None
         self._seen: tuple[int, int, str | None, int, int] | None = None
         self._loaded: OrderedDict[str, AnalyticalState] = OrderedDict()
+        self._index: list[IndexEntry] = []  # `index()` so far: committed states are only ever appended
         try:
             if existing:
                 self._verify(wal_copy=True)
@@ -231,6 +232,7 @@ class StateStore:
         store._wal = None
         store._seen = None
         store._loaded = OrderedDict()
+        store._index = []
         store._db = sqlite3.connect(f"file:{quote(str(file))}?{mode}", uri=True, isolation_level=None)
         try:
             try:
@@ -537,14 +539,23 @@ class StateStore:
         return [str(r[0]) for r in self._db.execute("SELECT id FROM states ORDER BY seq")]
 
     def index(self, *, last: int | None = None) -> list[IndexEntry]:
-        """Compact committed index (id, issue, conclusions), oldest first; `last` keeps the newest N."""
-        if last is None:
-            rows = self._db.execute("SELECT id, issue, conclusions FROM states ORDER BY seq").fetchall()
-        else:
+        """Compact committed index (id, issue, conclusions), oldest first; `last` keeps the newest N.
+
+        The harness asks for it at every manager activation. Committed rows never change and are
+        never deleted (`seq` counts them), so the entries read once are kept and only the states
+        committed since (by this connection or another: `_heads`) are read; the entries are shared
+        frozen records, as `load`'s are."""
+        count = self._heads()[2]
+        if len(self._index) > count:  # cannot happen to an append-only table; read it afresh if it does
+            self._index = []
+        if len(self._index) < count:
             rows = self._db.execute(
-                "SELECT id, issue, conclusions FROM states ORDER BY seq DESC LIMIT ?", (last,)
-            ).fetchall()[::-1]
-        return [IndexEntry(id=r[0], issue=r[1], conclusions=json.loads(r[2])) for r in rows]
+                "SELECT id, issue, conclusions FROM states WHERE seq > ? ORDER BY seq", (len(self._index),)
+            ).fetchall()
+            self._index += [IndexEntry(id=r[0], issue=r[1], conclusions=json.loads(r[2])) for r in rows]
+        if last is None or last < 0:  # SQLite's LIMIT with a negative number is no limit
+            return list(self._index)
+        return self._index[max(len(self._index) - last, 0) :] if last else []
 
     def current_version(self, name: str) -> str | None:
         """Newest committed version key of a variable (e.g. 'revenue@S5'), or None if never defined."""

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from stateguard.state import AnalyticalState, Conclusion, Relation, RelationType, VariableRef
-from stateguard.store import StateStore, StoreError
+from stateguard.store import IndexEntry, StateStore, StoreError
 
 
 def st(sid: str, variables=(), relations=(), issue: str = "") -> AnalyticalState:
@@ -213,6 +213,31 @@ def test_a_second_connection_sees_fresh_heads(tmp_path: Path) -> None:
     b.commit(st("S2", relations=[("S1", "progress")]))
     assert b.reserve_id() == "S3"
     assert (a.latest_id(), len(a), a.peek_next_id()) == ("S2", 2, "S4")
+    b.close()
+    a.close()
+
+
+def test_the_index_reads_only_new_commits_and_sees_another_connections(tmp_path: Path) -> None:
+    """The index is kept between calls (the harness asks at every activation); it must still list
+    every commit, in order, whichever connection made it, and `last` must slice as LIMIT did."""
+    a = StateStore(tmp_path / "s.sqlite")
+    assert a.index() == [] and a.index(last=3) == []
+    a.commit(st("S1", issue="first"))
+    a.commit(st("S2", relations=[("S1", "progress")]))
+    assert [e.id for e in a.index()] == ["S1", "S2"]
+    queries: list[str] = []
+    a._db.set_trace_callback(queries.append)
+    assert [e.id for e in a.index(last=5)] == ["S1", "S2"]
+    assert not [q for q in queries if "FROM states" in q]  # nothing new: no read of the table
+    b = StateStore(tmp_path / "s.sqlite")
+    b.commit(st("S3", relations=[("S2", "progress")]))
+    assert [e.id for e in a.index()] == ["S1", "S2", "S3"]
+    assert [q for q in queries if "FROM states WHERE seq >" in q]  # only the rows after the kept ones
+    assert [e.id for e in a.index(last=2)] == ["S2", "S3"] and a.index(last=0) == []
+    assert a.index()[0] == IndexEntry(id="S1", issue="first", conclusions=["S1 done"])
+    reopened = StateStore.open_read_only(tmp_path / "s.sqlite")
+    assert reopened.index() == a.index()
+    a._db.set_trace_callback(None)
     b.close()
     a.close()
 
