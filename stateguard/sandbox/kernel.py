@@ -19,6 +19,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import json
+import json.decoder
 import linecache
 import os
 import select
@@ -33,11 +34,12 @@ from pathlib import Path
 from typing import Any
 
 from stateguard.dataflow import CellRecorder
-from stateguard.sandbox import policy
+from stateguard.sandbox import policy, tripwire
 from stateguard.sandbox.guards import BoundedText, CellTimers, ThreadSweep, apply_process_limits
 from stateguard.sandbox.protocol import (
     ChannelClosed,
     FrameReader,
+    encode_json,
     receive_reply_channel,
     send_blob,
     send_message,
@@ -51,6 +53,20 @@ from stateguard.workspace import SummaryCache, VariableSummary, _value_repr
 _THIS_FILE = __file__
 _MISSING = object()
 MIB = 1024 * 1024
+_BLOB = "\0blob"  # a snapshot reply's payload, sent by the loop as a blob frame after the reply
+
+
+# json's C scanner, bound before any cell runs: a cell's patch of json.loads must not reach a
+# probe's result (the reply encoder is bound the same way, protocol.encode_json).
+_scan_json = json.decoder.JSONDecoder().scan_once
+
+
+def _decode_json(data: bytes) -> Any:
+    text = data.decode()
+    value, end = _scan_json(text, 0)
+    if end != len(text):
+        raise ValueError(f"extra data after the JSON value at character {end}")
+    return value
 
 
 def _user_traceback(exc: BaseException) -> str:
@@ -80,6 +96,7 @@ class Kernel:
         self.reply_fd = -1  # the current request's reply pipe
         self.nonce: Any = None  # the current request's nonce, echoed in its reply
         self._listing: list[dict[str, Any]] | None = None
+        self._watch: Any = None  # (check, record) of the tripwire, set when the loop starts
         # A variable's summary is recomputed only when its value may have changed (SummaryCache);
         # the JSON-ready dict of each reused summary is kept beside it.
         self._summaries = SummaryCache()
@@ -128,6 +145,16 @@ class Kernel:
             "probe": self.probe,
             "verify": self.verify,
         }
+        # The tripwire's record and its check are locals of this frame, taken before any cell runs:
+        # a cell that rewrites the kernel's objects cannot replace a check already running here.
+        watch = tripwire.arm(self, handlers, (send_message, send_blob, write_all, Kernel.serve))
+        check, check_code, report, exit_now = (
+            tripwire.verify,
+            tripwire.verify.__code__,
+            tripwire.report,
+            os._exit,
+        )
+        self._watch = (check, watch)  # the probes' children check with the same record
         while True:
             try:
                 self.reply_fd = receive_reply_channel(self.sock)
@@ -136,6 +163,7 @@ class Kernel:
                 return  # the parent closed the workspace (or died)
             self.nonce = request.get("nonce")
             handler = handlers.get(str(request.get("op")))
+            reply_fd, nonce = self.reply_fd, self.nonce
             try:
                 try:
                     reply = (
@@ -145,13 +173,23 @@ class Kernel:
                     )
                 except Exception as exc:  # a kernel-side failure (e.g. MemoryError while pickling) is a reply
                     reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}", "kernel_error": True}
-                if reply is not None:
-                    send_message(self.reply_fd, {**reply, "nonce": self.nonce})
+                # Before any reply: did the request's code (a cell, a repr, an unpickled value) rewrite
+                # what answers? Then no reply of this kernel can be believed: report it and stop.
+                tampered = (
+                    check(watch) if check.__code__ is check_code else "the tripwire's check was replaced"
+                )
+                if tampered is not None:
+                    report(reply_fd, nonce, tampered)
+                    exit_now(tripwire.EXIT_TAMPERED)
+                blob = reply.pop(_BLOB, None)
+                send_message(reply_fd, {**reply, "nonce": nonce})
+                if blob is not None:
+                    send_blob(reply_fd, blob)
             finally:
                 # End of reply: the parent now expects end-of-file. (If the cell closed the fd itself,
                 # the parent has seen a short or missing reply.)
                 with contextlib.suppress(OSError):
-                    os.close(self.reply_fd)
+                    os.close(reply_fd)
 
     def _names(self) -> list[str]:
         return sorted(k for k in self.namespace if not k.startswith("__"))
@@ -247,7 +285,7 @@ class Kernel:
         return {"ok": True, "removed": removed, "names": self._names()}
 
     # --- checkpoints ------------------------------------------------------------------------
-    def snapshot(self, request: dict[str, Any]) -> dict[str, Any] | None:
+    def snapshot(self, request: dict[str, Any]) -> dict[str, Any]:
         payload, saved, skipped = dump_namespace(self.namespace)
         if payload.nbytes > self.checkpoint_mb * MIB:
             return {
@@ -255,12 +293,9 @@ class Kernel:
                 "error": f"the checkpoint would be {payload.nbytes / MIB:.0f} MiB, over checkpoint_mb="
                 f"{self.checkpoint_mb} (delete large variables first, or raise the limit)",
             }
-        send_message(
-            self.reply_fd,
-            {"ok": True, "saved": saved, "skipped": skipped, "size": payload.nbytes, "nonce": self.nonce},
-        )
-        send_blob(self.reply_fd, payload)
-        return None  # the reply has been sent
+        # The blob is sent by the request loop, after the tripwire's check (pickling runs the
+        # values' own __reduce__ code).
+        return {"ok": True, "saved": saved, "skipped": skipped, "size": payload.nbytes, _BLOB: payload}
 
     def restore(self, request: dict[str, Any]) -> dict[str, Any]:
         self._listing = None
@@ -293,9 +328,12 @@ class Kernel:
                 exec(compile(code, "<probe>", "exec"), self.namespace)
                 value = to_json_value(self.namespace.get("result"))
             reply = {"ok": True, "stdout": out.getvalue(), "value": value}
+            tampered = self._watch[0](self._watch[1]) if self._watch else None
+            if tampered is not None:  # the probe's code rewrote what builds this reply: refuse it
+                reply = {"ok": False, "stdout": "", "error": f"SandboxError: kernel_tampered: {tampered}"}
         except BaseException as exc:
             reply = {"ok": False, "stdout": out.getvalue(), "error": f"{type(exc).__name__}: {exc}"}
-        write_all(write_fd, json.dumps(reply, allow_nan=True).encode())
+        write_all(write_fd, encode_json(reply).encode())
 
     def probe(self, request: dict[str, Any]) -> dict[str, Any]:
         """Run code in a copy-on-write fork: it sees every value and can change none of them."""
@@ -332,8 +370,8 @@ class Kernel:
                 f"{self.timers.wall_seconds:g} s and was killed",
             }
         try:
-            return dict(json.loads(b"".join(chunks)))
-        except ValueError:
+            return dict(_decode_json(b"".join(chunks)))
+        except (ValueError, TypeError, StopIteration):  # StopIteration: the scanner found no value
             return {
                 "ok": False,
                 "error": f"SandboxError: the probe process {_describe_exit(status)} without a result",
