@@ -147,7 +147,9 @@ class Kernel:
         }
         # The tripwire's record and its check are locals of this frame, taken before any cell runs:
         # a cell that rewrites the kernel's objects cannot replace a check already running here.
-        watch = tripwire.arm(self, handlers, (send_message, send_blob, write_all, Kernel.serve))
+        watch = tripwire.arm(
+            self, handlers, (send_message, send_blob, write_all, Kernel.serve, Kernel._probe_child)
+        )
         check, check_code, report, exit_now = (
             tripwire.verify,
             tripwire.verify.__code__,

@@ -31,6 +31,8 @@ nothing; the record is a tuple, which Python code cannot change in place.
 
 from __future__ import annotations
 
+import ctypes
+import dis
 import itertools
 import operator
 import os
@@ -46,122 +48,185 @@ EXIT_TAMPERED = 70  # the kernel's exit status after a report (EX_SOFTWARE)
 # Kernel attributes that change between requests by design (a restore replaces the namespace).
 _CHANGING = frozenset({"namespace", "reply_fd", "nonce", "_listing", "_dumped", "notes", "_watch"})
 _WATCHED_TYPES = (types.FunctionType, staticmethod, classmethod, property)
+# Modules whose functions build every reply: their code pointers are compared on each request (the
+# other `stateguard` functions' code can be swapped only by ctypes: the audit hook refuses `__code__`).
+_REPLY_MODULES = frozenset(
+    {"__main__", "stateguard.sandbox.protocol", "stateguard.sandbox.tripwire", "stateguard.sandbox.guards"}
+)
 
-# Bound at import, before any cell: a cell that patches json or os must not change the report.
+# Bound at import, before any cell: a cell that patches os must not change the report.
 _write = os.write
 
 # One group: (what it is, the names or objects it lists, how to read the current objects (C callables
-# only, whose code a cell cannot swap), from what, whether to flatten one level, the ids recorded at
-# start, the objects themselves (kept alive, so no new object can take a recorded id)).
-Group = tuple[str, tuple[Any, ...], Callable[[Any], Any], Any, bool, tuple[int, ...], tuple[Any, ...]]
-Watch = tuple[tuple[Group, ...], Callable[..., Any], Callable[..., Any], Callable[..., Any], Any]
+# only, whose code a cell cannot swap), from what, the ids recorded at start, the objects themselves
+# (kept alive, so that no new object can take a recorded id)).
+Group = tuple[str, tuple[Any, ...], Callable[[Any], Any], Any, tuple[int, ...], tuple[Any, ...]]
+# (groups checked every time, groups of dicts with a version tag, their tag readers, the tags at start,
+# and the builtins `verify` uses, bound here so that patching them changes nothing).
+Watch = tuple[tuple[Group, ...], tuple[Group, ...], tuple[Any, ...], tuple[int, ...], tuple[Any, ...]]
 
 
-def _group(label: str, keys: tuple[Any, ...], read: Callable[[Any], Any], source: Any, nested: bool) -> Group:
-    found = read(source)
-    objects = tuple(itertools.chain.from_iterable(found) if nested else found)
-    return (label, keys, read, source, nested, tuple(map(id, objects)), objects)
+def _version_tags() -> Callable[[dict[str, Any]], Any] | None:
+    """CPython gives every dict a version tag that changes on each write (PEP 509; still there in
+    3.13). Read in place, it lets an unchanged dict skip the entry-by-entry comparison, so watching
+    every `stateguard` module costs a few microseconds a request. Tried on a scratch dict first: with
+    another layout there is no fast path, and every dict is compared in full every time."""
+    if sys.implementation.name != "cpython" or not (3, 11) <= sys.version_info[:2] <= (3, 13):
+        return None
+    word = ctypes.sizeof(ctypes.c_ssize_t)
+
+    def reader(mapping: dict[str, Any]) -> Any:
+        return ctypes.c_uint64.from_address(id(mapping) + 3 * word)  # after refcount, type, ma_used
+
+    probe: dict[str, int] = {}
+    used, tag = ctypes.c_ssize_t.from_address(id(probe) + 2 * word), reader(probe)
+    before = tag.value
+    probe["a"] = 1
+    return reader if used.value == 1 and tag.value != before else None
 
 
-def _entries(label: str, mapping: Mapping[str, Any], names: Iterable[str]) -> list[Group]:
-    keys = tuple(sorted(names))
-    if not keys:
-        return []
-    # itemgetter of one key returns the value, not a tuple: ask for it twice.
-    return [_group(label, keys, operator.itemgetter(*(keys * 2 if len(keys) == 1 else keys)), mapping, False)]
+def _real_dict(mapping: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The dict itself (a class's `vars` is a read-only proxy of it), whose version tag is read."""
+    if type(mapping) is dict:
+        return mapping
+    if type(mapping) is types.MappingProxyType:  # the proxy holds one pointer: the class's dict
+        address = ctypes.c_void_p.from_address(id(mapping) + 2 * ctypes.sizeof(ctypes.c_void_p)).value
+        inner = ctypes.cast(address, ctypes.py_object).value
+        return inner if type(inner) is dict and len(inner) == len(mapping) else None
+    return None
 
 
-def _keys(label: str, mapping: Mapping[str, Any]) -> Group:
-    """The mapping's key set (in order): a name added to a class or an instance can shadow the rest."""
-    return _group(f"{label} (a name was added or removed)", (), operator.methodcaller("keys"), mapping, False)
+class _Recorder:
+    """Collects the groups while arming (nothing of it is used by `verify`)."""
+
+    def __init__(self) -> None:
+        self.tags = _version_tags()
+        self.always: list[Group] = []
+        self.tagged: list[tuple[Group, Any, dict[str, Any]]] = []
+
+    def add(
+        self, label: str, keys: tuple[Any, ...], read: Callable[[Any], Any], source: Any, dict_: Any = None
+    ) -> None:
+        found = tuple(read(source))
+        group = (label, keys, read, source, tuple(map(id, found)), found)
+        real = _real_dict(dict_) if self.tags is not None and dict_ is not None else None
+        if real is None:
+            self.always.append(group)
+        else:
+            self.tagged.append((group, self.tags(real), real))  # type: ignore[misc]
+
+    def entries(
+        self, label: str, mapping: Mapping[str, Any], names: Iterable[str], *, tagged: bool = True
+    ) -> None:
+        keys = tuple(sorted(names))
+        if keys:  # itemgetter of one key returns the value, not a tuple: ask for it twice
+            getter = operator.itemgetter(*(keys * 2 if len(keys) == 1 else keys))
+            self.add(label, keys, getter, mapping, mapping if tagged else None)
+
+    def keys(self, label: str, mapping: Mapping[str, Any], *, tagged: bool = True) -> None:
+        """The mapping's key set, in order: a name added to a class or an instance shadows others."""
+        read = operator.methodcaller("keys")
+        self.add(f"{label} (a name was added or removed)", (), read, mapping, mapping if tagged else None)
+
+    def watch(self) -> Watch:
+        readers = tuple(reader for _, reader, _ in self.tagged)
+        # The dicts themselves stay referenced (by the groups' sources), so no address is reused.
+        return (
+            tuple(self.always),
+            tuple(group for group, _, _ in self.tagged),
+            readers,
+            tuple(reader.value for reader in readers),
+            (id, map, tuple, operator.attrgetter("value"), operator.ne, itertools.compress),
+        )
+
+
+# The audit hook copies what it needs when it is installed, so patching its module changes nothing
+# (tests/stateguard/sandbox/test_escapes.py shows it): not a reason to stop a kernel.
+_NOT_ANSWERING = frozenset({"stateguard.sandbox.policy"})
 
 
 def _own_modules() -> list[types.ModuleType]:
     return [
         module
         for name, module in list(sys.modules.items())
-        if module is not None and (name in ("__main__", "stateguard") or name.startswith("stateguard."))
+        if module is not None
+        and (name in ("__main__", "stateguard") or name.startswith("stateguard."))
+        and name not in _NOT_ANSWERING
     ]
+
+
+def _globals_used(code: types.CodeType) -> set[str]:
+    found = {i.argval for i in dis.get_instructions(code) if i.opname == "LOAD_GLOBAL"}
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):  # comprehensions and nested functions
+            found |= _globals_used(const)
+    return found
+
+
+def _holds_code(name: str, value: Any) -> bool:
+    # Names that hold code; other values (caches, counters) may change and answer nothing.
+    return not name.startswith("__") and (callable(value) or isinstance(value, types.ModuleType))
 
 
 def arm(kernel: object, handlers: Mapping[str, Any], reply_path: Iterable[Any]) -> Watch:
     """Record what the kernel's answers depend on. Call it before the first cell runs."""
-    groups: list[Group] = []
+    record = _Recorder()
     functions: dict[int, types.FunctionType] = {}
     for module in _own_modules():
         scope = vars(module)
-        # Names that hold code; other values (caches, counters) may change and answer nothing.
-        groups += _entries(
-            f"module {module.__name__}",
-            scope,
-            [
-                k
-                for k, v in scope.items()
-                if not k.startswith("__") and (callable(v) or isinstance(v, types.ModuleType))
-            ],
-        )
+        record.entries(f"module {module.__name__}", scope, [k for k, v in scope.items() if _holds_code(k, v)])
         for value in list(scope.values()):
-            if isinstance(value, types.FunctionType) and value.__module__ == module.__name__:
-                functions[id(value)] = value
-            elif isinstance(value, type) and value.__module__ == module.__name__:
+            if not (isinstance(value, type | types.FunctionType) and value.__module__ == module.__name__):
+                continue
+            members = {value.__name__: value}
+            if isinstance(value, type):
                 members = {k: v for k, v in vars(value).items() if isinstance(v, _WATCHED_TYPES)}
-                groups += _entries(f"class {module.__name__}.{value.__qualname__}", vars(value), members)
+                record.entries(f"class {module.__name__}.{value.__qualname__}", vars(value), members)
+            if module.__name__ in _REPLY_MODULES:
                 for member in members.values():
                     inner = getattr(member, "__func__", None) or getattr(member, "fget", None) or member
                     if isinstance(inner, types.FunctionType):
                         functions[id(inner)] = inner
-    groups += _entries("the handler table", handlers, handlers)
-    groups += _entries("the kernel's attributes", vars(kernel), set(vars(kernel)) - _CHANGING)
-    groups.append(_keys("the kernel's attributes", vars(kernel)))
-    groups.append(_keys(f"class {type(kernel).__qualname__}", vars(type(kernel))))
-    code_of = partial(map, operator.attrgetter("__code__"))
-    groups.append(
-        _group("a function's __code__", tuple(functions.values()), code_of, tuple(functions.values()), False)
-    )
-    answering = [getattr(f, "__func__", f) for f in [*handlers.values(), *reply_path, arm, verify, report]]
-    codes = tuple(f.__code__ for f in answering)
-    for part in ("co_consts", "co_names"):
-        groups.append(
-            _group(
-                f"the {part} of the reply path's code",
-                codes,
-                partial(map, operator.attrgetter(part)),
-                codes,
-                True,
-            )
-        )
+    record.entries("the handler table", handlers, handlers)
+    # The kernel's own dict changes on every request (the reply pipe, the nonce): compared in full.
+    record.entries("the kernel's attributes", vars(kernel), set(vars(kernel)) - _CHANGING, tagged=False)
+    record.keys("the kernel's attributes", vars(kernel), tagged=False)
+    record.keys(f"class {type(kernel).__qualname__}", vars(type(kernel)))
+    # The classes of the kernel's helpers (the dataflow recorder, the listing cache, the timers): their
+    # methods run on every cell, so their code pointers are compared too.
+    for value in vars(kernel).values():
+        if type(value).__module__.startswith("stateguard."):
+            for member in vars(type(value)).values():
+                if isinstance(member, types.FunctionType):
+                    functions[id(member)] = member
+    unique = tuple(functions.values())
+    record.add("a function's __code__", unique, partial(map, operator.attrgetter("__code__")), unique)
     # A name the reply path finds in builtins must not appear in its module (`kernel.str = ...`).
+    answering = [getattr(f, "__func__", f) for f in [*handlers.values(), *reply_path, verify, report]]
+    used = set().union(*(_globals_used(f.__code__) for f in answering))
     for scope in {id(f.__globals__): f.__globals__ for f in answering}.values():
-        absent = tuple(sorted({n for c in codes for n in c.co_names} - set(scope)))
-        groups.append(
-            _group(
-                "a builtin the reply path uses (shadowed in its module)",
-                absent,
-                partial(map, scope.get),
-                absent,
-                False,
-            )
-        )
-    return (tuple(groups), id, map, tuple, itertools.chain.from_iterable)
+        absent = tuple(sorted(used - set(scope)))
+        label = f"a builtin the reply path uses, shadowed in {scope.get('__name__')}"
+        record.add(label, absent, partial(map, scope.get), absent, scope)
+    return record.watch()
 
 
 def verify(watch: Watch) -> str | None:
     """None if every recorded object is still in place; else what changed (the first difference)."""
-    groups, ident, each, as_tuple, flatten = watch
-    for label, keys, read, source, nested, expected, _ in groups:
+    always, tagged, readers, tags, (ident, each, as_tuple, value_of, differs, select) = watch
+    now = as_tuple(each(value_of, readers))
+    # Only the dicts written to since the record are compared entry by entry.
+    changed = () if now == tags else select(tagged, each(differs, now, tags))
+    for label, keys, read, source, expected, _ in (*changed, *always):
         try:
-            found = read(source)
-            ids = as_tuple(each(ident, flatten(found) if nested else found))
+            ids = as_tuple(each(ident, read(source)))
         except Exception as exc:  # a name deleted, a mapping replaced by something odd
             return f"{label}: {type(exc).__name__}: {exc}"[:300]
         if ids != expected:
-            changed = [
-                getattr(k, "__qualname__", k)
-                for k, old, new in zip(keys, expected, ids, strict=False)
-                if old != new
+            which = [
+                getattr(k, "__qualname__", k) for k, a, b in zip(keys, expected, ids, strict=False) if a != b
             ]
-            named = ", ".join(map(str, changed[:5])) if keys and not nested else ""
-            return f"{label}: {named} was replaced" if named else label
+            return f"{label}: {', '.join(map(str, which[:5]))} was replaced" if which else label
     return None
 
 
