@@ -150,12 +150,9 @@ class Kernel:
         watch = tripwire.arm(
             self, handlers, (send_message, send_blob, write_all, Kernel.serve, Kernel._probe_child)
         )
-        check, check_code, report, exit_now = (
-            tripwire.verify,
-            tripwire.verify.__code__,
-            tripwire.report,
-            os._exit,
-        )
+        check, report, exit_now = tripwire.verify, tripwire.report, os._exit
+        check_code = tripwire.code_pointer(check)  # the check's own code, compared before it runs
+        check_code_at_start = check_code.value
         self._watch = (check, watch)  # the probes' children check with the same record
         while True:
             try:
@@ -178,7 +175,9 @@ class Kernel:
                 # Before any reply: did the request's code (a cell, a repr, an unpickled value) rewrite
                 # what answers? Then no reply of this kernel can be believed: report it and stop.
                 tampered = (
-                    check(watch) if check.__code__ is check_code else "the tripwire's check was replaced"
+                    check(watch)
+                    if check_code.value == check_code_at_start
+                    else "the tripwire's check was replaced"
                 )
                 if tampered is not None:
                     report(reply_fd, nonce, tampered)

@@ -50,9 +50,8 @@ _CHANGING = frozenset({"namespace", "reply_fd", "nonce", "_listing", "_dumped", 
 _WATCHED_TYPES = (types.FunctionType, staticmethod, classmethod, property)
 # Modules whose functions build every reply: their code pointers are compared on each request (the
 # other `stateguard` functions' code can be swapped only by ctypes: the audit hook refuses `__code__`).
-_REPLY_MODULES = frozenset(
-    {"__main__", "stateguard.sandbox.protocol", "stateguard.sandbox.tripwire", "stateguard.sandbox.guards"}
-)
+# (Of this module only `report` runs after arming; `verify`'s own pointer is compared by its caller.)
+_REPLY_MODULES = frozenset({"__main__", "stateguard.sandbox.protocol", "stateguard.sandbox.guards"})
 
 # Bound at import, before any cell: a cell that patches os must not change the report.
 _write = os.write
@@ -60,7 +59,8 @@ _write = os.write
 # One group: (what it is, the names or objects it lists, how to read the current objects (C callables
 # only, whose code a cell cannot swap), from what, the ids recorded at start, the objects themselves
 # (kept alive, so that no new object can take a recorded id)).
-Group = tuple[str, tuple[Any, ...], Callable[[Any], Any], Any, tuple[int, ...], tuple[Any, ...]]
+# With `raw`, the objects read are addresses (ints), compared as they are.
+Group = tuple[str, tuple[Any, ...], Callable[[Any], Any], Any, tuple[int, ...], tuple[Any, ...], bool]
 # (groups checked every time, groups of dicts with a version tag, their tag readers, the tags at start,
 # and the builtins `verify` uses, bound here so that patching them changes nothing).
 Watch = tuple[tuple[Group, ...], tuple[Group, ...], tuple[Any, ...], tuple[int, ...], tuple[Any, ...]]
@@ -85,6 +85,43 @@ def _version_tags() -> Callable[[dict[str, Any]], Any] | None:
     return reader if used.value == 1 and tag.value != before else None
 
 
+def _code_offset() -> int | None:
+    """Where a function object keeps its code pointer (found, not assumed; None if not found once)."""
+
+    def sample() -> None:
+        return None
+
+    want = id(sample.__code__)
+    found = [o for o in range(16, 256, 8) if ctypes.c_void_p.from_address(id(sample) + o).value == want]
+    return found[0] if len(found) == 1 else None
+
+
+class _CodeOf:
+    """A fallback pointer reader: the code's address through `__code__` (an audited attribute, so
+    each read passes through the audit hook: slower, same answer)."""
+
+    def __init__(self, function: types.FunctionType) -> None:
+        self._function = function
+
+    @property
+    def value(self) -> int:
+        return id(self._function.__code__)
+
+
+_CODE_OFFSET = _code_offset()
+
+
+def code_pointer(function: types.FunctionType) -> Any:
+    """An object whose `.value` is the address of the function's code, read in place: reading
+    `__code__` raises an audit event, and the kernel's audit hook is Python, which made the check cost
+    half a millisecond a request. Checked against `__code__` once, here."""
+    if _CODE_OFFSET is not None:
+        slot = ctypes.c_void_p.from_address(id(function) + _CODE_OFFSET)
+        if slot.value == id(function.__code__):
+            return slot
+    return _CodeOf(function)
+
+
 def _real_dict(mapping: Mapping[str, Any]) -> dict[str, Any] | None:
     """The dict itself (a class's `vars` is a read-only proxy of it), whose version tag is read."""
     if type(mapping) is dict:
@@ -105,10 +142,17 @@ class _Recorder:
         self.tagged: list[tuple[Group, Any, dict[str, Any]]] = []
 
     def add(
-        self, label: str, keys: tuple[Any, ...], read: Callable[[Any], Any], source: Any, dict_: Any = None
+        self,
+        label: str,
+        keys: tuple[Any, ...],
+        read: Callable[[Any], Any],
+        source: Any,
+        dict_: Any = None,
+        *,
+        raw: bool = False,
     ) -> None:
         found = tuple(read(source))
-        group = (label, keys, read, source, tuple(map(id, found)), found)
+        group = (label, keys, read, source, found if raw else tuple(map(id, found)), found, raw)
         real = _real_dict(dict_) if self.tags is not None and dict_ is not None else None
         if real is None:
             self.always.append(group)
@@ -136,7 +180,16 @@ class _Recorder:
             tuple(group for group, _, _ in self.tagged),
             readers,
             tuple(reader.value for reader in readers),
-            (id, map, tuple, operator.attrgetter("value"), operator.ne, itertools.compress),
+            (
+                map,
+                tuple,
+                operator.attrgetter("value"),
+                operator.ne,
+                itertools.compress,
+                operator.is_not,
+                any,
+                len,
+            ),
         )
 
 
@@ -171,7 +224,7 @@ def _holds_code(name: str, value: Any) -> bool:
 def arm(kernel: object, handlers: Mapping[str, Any], reply_path: Iterable[Any]) -> Watch:
     """Record what the kernel's answers depend on. Call it before the first cell runs."""
     record = _Recorder()
-    functions: dict[int, types.FunctionType] = {}
+    functions: dict[types.FunctionType, None] = {}  # ordered, and keyed without id() (audited)
     for module in _own_modules():
         scope = vars(module)
         record.entries(f"module {module.__name__}", scope, [k for k, v in scope.items() if _holds_code(k, v)])
@@ -186,7 +239,7 @@ def arm(kernel: object, handlers: Mapping[str, Any], reply_path: Iterable[Any]) 
                 for member in members.values():
                     inner = getattr(member, "__func__", None) or getattr(member, "fget", None) or member
                     if isinstance(inner, types.FunctionType):
-                        functions[id(inner)] = inner
+                        functions[inner] = None
     record.entries("the handler table", handlers, handlers)
     # The kernel's own dict changes on every request (the reply pipe, the nonce): compared in full.
     record.entries("the kernel's attributes", vars(kernel), set(vars(kernel)) - _CHANGING, tagged=False)
@@ -198,9 +251,13 @@ def arm(kernel: object, handlers: Mapping[str, Any], reply_path: Iterable[Any]) 
         if type(value).__module__.startswith("stateguard."):
             for member in vars(type(value)).values():
                 if isinstance(member, types.FunctionType):
-                    functions[id(member)] = member
-    unique = tuple(functions.values())
-    record.add("a function's __code__", unique, partial(map, operator.attrgetter("__code__")), unique)
+                    functions[member] = None
+    functions[report] = None
+    unique = tuple(functions)
+    pointers = tuple(code_pointer(f) for f in unique)
+    record.add(
+        "a function's __code__", unique, partial(map, operator.attrgetter("value")), pointers, raw=True
+    )
     # A name the reply path finds in builtins must not appear in its module (`kernel.str = ...`).
     answering = [getattr(f, "__func__", f) for f in [*handlers.values(), *reply_path, verify, report]]
     used = set().union(*(_globals_used(f.__code__) for f in answering))
@@ -212,21 +269,25 @@ def arm(kernel: object, handlers: Mapping[str, Any], reply_path: Iterable[Any]) 
 
 
 def verify(watch: Watch) -> str | None:
-    """None if every recorded object is still in place; else what changed (the first difference)."""
-    always, tagged, readers, tags, (ident, each, as_tuple, value_of, differs, select) = watch
+    """None if every recorded object is still in place; else what changed (the first difference).
+    Identity is compared with `is not`, never `==` (which would run a cell's `__eq__`) nor `id()`
+    (an audited call: the audit hook would run for every object)."""
+    always, tagged, readers, tags, (each, as_tuple, value_of, differs, select, is_not, any_, len_) = watch
     now = as_tuple(each(value_of, readers))
     # Only the dicts written to since the record are compared entry by entry.
     changed = () if now == tags else select(tagged, each(differs, now, tags))
-    for label, keys, read, source, expected, _ in (*changed, *always):
+    for label, keys, read, source, expected, kept, raw in (*changed, *always):
         try:
-            ids = as_tuple(each(ident, read(source)))
+            found = as_tuple(read(source))
         except Exception as exc:  # a name deleted, a mapping replaced by something odd
             return f"{label}: {type(exc).__name__}: {exc}"[:300]
-        if ids != expected:
-            which = [
-                getattr(k, "__qualname__", k) for k, a, b in zip(keys, expected, ids, strict=False) if a != b
-            ]
-            return f"{label}: {', '.join(map(str, which[:5]))} was replaced" if which else label
+        if raw and found == expected:  # addresses: plain ints
+            continue
+        if not raw and len_(found) == len_(kept) and not any_(each(is_not, found, kept)):
+            continue
+        pairs = zip(keys, expected if raw else kept, found, strict=False)
+        which = [getattr(k, "__qualname__", k) for k, a, b in pairs if (a != b if raw else a is not b)]
+        return f"{label}: {', '.join(map(str, which[:5]))} was replaced" if which else label
     return None
 
 
