@@ -29,13 +29,18 @@ import sys
 import time
 import traceback
 import types
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
 from stateguard.dataflow import CellRecorder
 from stateguard.sandbox import policy, tripwire
-from stateguard.sandbox.guards import BoundedText, CellTimers, ThreadSweep, apply_process_limits
+from stateguard.sandbox.guards import (
+    BoundedText,
+    CellTimers,
+    Redirected,
+    ThreadSweep,
+    apply_process_limits,
+)
 from stateguard.sandbox.protocol import (
     ChannelClosed,
     FrameReader,
@@ -209,7 +214,7 @@ class Kernel:
         start = time.perf_counter()
         failed = True
         try:
-            with redirect_stdout(out), redirect_stderr(err), self.timers.armed("cell"):
+            with Redirected(out, err), self.timers.armed("cell"):
                 prepared = self.flow.start(code, self.namespace)
                 exec(prepared.body, self.namespace)
                 if prepared.last is not None:
@@ -325,7 +330,7 @@ class Kernel:
         self._enter_probe_mode()
         out, err = BoundedText(self.max_output), BoundedText(self.max_output)
         try:
-            with redirect_stdout(out), redirect_stderr(err), self.timers.armed("probe"):
+            with Redirected(out, err), self.timers.armed("probe"):
                 exec(compile(code, "<probe>", "exec"), self.namespace)
                 value = to_json_value(self.namespace.get("result"))
             reply = {"ok": True, "stdout": out.getvalue(), "value": value}

@@ -176,6 +176,21 @@ def test_a_cell_that_patches_json_cannot_forge_the_kernels_replies(ws: SandboxWo
     assert not ws.restarts
 
 
+def test_a_cell_that_patches_contextlib_cannot_swallow_later_errors(ws: SandboxWorkspace) -> None:
+    # The kernel ran each cell inside contextlib's redirect_stdout and a @contextmanager timer: a cell
+    # that made their __exit__ return True turned every later `1/0` into ok. Both are the sandbox's
+    # own classes now (guards.Redirected, guards.Armed), so the patch reaches nothing of the kernel.
+    patched = ws.run_cell(
+        "import contextlib\n"
+        "contextlib._RedirectStream.__exit__ = lambda self, *exc: True\n"
+        "contextlib._GeneratorContextManager.__exit__ = lambda self, *exc: True\n"
+    )
+    assert patched.ok, patched
+    assert ws.run_cell("1/0").error == "ZeroDivisionError: division by zero"
+    assert ws.run_probe("result = 1/0").error == "ZeroDivisionError: division by zero"
+    assert not ws.restarts
+
+
 def test_a_probe_that_patches_the_kernel_gets_no_forged_result(ws: SandboxWorkspace) -> None:
     assert ws.run_cell("x = 1").ok
     probe = ws.run_probe("import sys\nsys.modules['__main__'].to_json_value = lambda v: 'FORGED'\nresult = x")
