@@ -27,7 +27,7 @@ import sys
 import threading
 import time
 from types import FrameType
-from typing import TextIO
+from typing import IO, Any
 
 REPEAT_S = 0.25
 MIB = 1024 * 1024
@@ -117,9 +117,9 @@ class Redirected:
     """`sys.stdout`/`sys.stderr` sent to a cell's buffers for one block (instead of `contextlib`'s
     redirect_stdout, for the same reason as `Armed`)."""
 
-    def __init__(self, out: TextIO, err: TextIO):
-        self._to = (out, err)
-        self._saved: tuple[TextIO, TextIO] | None = None
+    def __init__(self, out: IO[str] | io.TextIOBase, err: IO[str] | io.TextIOBase):
+        self._to: tuple[Any, Any] = (out, err)
+        self._saved: tuple[Any, Any] | None = None
 
     def __enter__(self) -> None:
         self._saved = (sys.stdout, sys.stderr)

@@ -5,8 +5,10 @@ bubblewrap sandbox of `isolation.py`, or as a plain child with isolation="proces
 cwd = scratch dir and a minimal environment. Like a notebook kernel it answers requests one at
 a time: run a cell, read/list/delete variables, dump or load a checkpoint, run a probe in a
 fork. Requests arrive on a socket, each with its own reply pipe (`protocol.py`), so a cell's
-prints cannot corrupt them and stray writes cannot reach a later reply. (A cell that rewrites
-this module's objects can still make later replies lie; docs/design_workspace.md states it.)
+prints cannot corrupt them and stray writes cannot reach a later reply. A cell that rewrites
+this module's objects (or the other code that answers) trips `tripwire.py`, checked in the request
+loop before every reply: the kernel reports `kernel_tampered` and exits (docs/design_sandbox.md,
+"Who answers the parent", lists what the check does not see).
 
 Start-up order matters: pandas/numpy/cloudpickle are imported (by the modules below) BEFORE the
 memory cap and the audit hook, so that their import-time file use is not refused. Every fd the
@@ -63,7 +65,7 @@ _BLOB = "\0blob"  # a snapshot reply's payload, sent by the loop as a blob frame
 
 # json's C scanner, bound before any cell runs: a cell's patch of json.loads must not reach a
 # probe's result (the reply encoder is bound the same way, protocol.encode_json).
-_scan_json = json.decoder.JSONDecoder().scan_once
+_scan_json = json.decoder.JSONDecoder().scan_once  # type: ignore[attr-defined]  # set in __init__
 
 
 def _decode_json(data: bytes) -> Any:
@@ -187,7 +189,7 @@ class Kernel:
                 if tampered is not None:
                     report(reply_fd, nonce, tampered)
                     exit_now(tripwire.EXIT_TAMPERED)
-                blob = reply.pop(_BLOB, None)
+                blob: Any = reply.pop(_BLOB, None)
                 send_message(reply_fd, {**reply, "nonce": nonce})
                 if blob is not None:
                     send_blob(reply_fd, blob)

@@ -14,9 +14,9 @@ lacks the nonce and is refused at once; one it writes after the reply is found b
 request. A cell that reads the nonce from the kernel's memory and replaces its own reply pipe
 can forge the reply of the request it runs in; through fds it cannot reach any later reply,
 because later replies travel on pipes that do not exist yet. (Rewriting the kernel's own objects
-can make later replies lie: that is a limit of running cells in the kernel's interpreter, stated
-in docs/design_workspace.md; replies.py keeps the parent safe from what they say.) Every
-violation makes the parent kill the kernel and recover.
+is what the kernel's tripwire looks for before every reply, `tripwire.py`; what it cannot see is
+listed in docs/design_sandbox.md, and replies.py keeps the parent safe from what such replies
+say.) Every violation makes the parent kill the kernel and recover.
 
 JSON is the only structured format the parent decodes. Blobs are opaque to the parent: it copies
 them between the pipe and a checkpoint file and never unpickles them (the child runs untrusted
@@ -61,7 +61,7 @@ def _json_encoder() -> Callable[[Any], str]:
     The kernel imports this before any cell runs, so a cell that patches json for its own use (a
     `default=` for numpy values, `JSONEncoder.default`, even `json.encoder`'s names) changes nothing
     in a reply; the tripwire (tripwire.py) watches this module's names, not json's."""
-    make = json.encoder.c_make_encoder
+    make = getattr(json.encoder, "c_make_encoder", None)  # not in the type stubs
     if make is None:  # a Python without json's accelerator: the same output, through json's module
         return functools.partial(json.dumps, allow_nan=True)
     encode = make(None, _refuse, json.encoder.encode_basestring_ascii, None, ": ", ", ", False, False, True)

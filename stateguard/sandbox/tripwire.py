@@ -100,7 +100,7 @@ class _CodeOf:
     """A fallback pointer reader: the code's address through `__code__` (an audited attribute, so
     each read passes through the audit hook: slower, same answer)."""
 
-    def __init__(self, function: types.FunctionType) -> None:
+    def __init__(self, function: Callable[..., Any]) -> None:
         self._function = function
 
     @property
@@ -111,7 +111,7 @@ class _CodeOf:
 _CODE_OFFSET = _code_offset()
 
 
-def code_pointer(function: types.FunctionType) -> Any:
+def code_pointer(function: Callable[..., Any]) -> Any:
     """An object whose `.value` is the address of the function's code, read in place: reading
     `__code__` raises an audit event, and the kernel's audit hook is Python, which made the check cost
     half a millisecond a request. Checked against `__code__` once, here."""
@@ -128,6 +128,8 @@ def _real_dict(mapping: Mapping[str, Any]) -> dict[str, Any] | None:
         return mapping
     if type(mapping) is types.MappingProxyType:  # the proxy holds one pointer: the class's dict
         address = ctypes.c_void_p.from_address(id(mapping) + 2 * ctypes.sizeof(ctypes.c_void_p)).value
+        if not address:
+            return None
         inner = ctypes.cast(address, ctypes.py_object).value
         return inner if type(inner) is dict and len(inner) == len(mapping) else None
     return None
@@ -231,7 +233,7 @@ def arm(kernel: object, handlers: Mapping[str, Any], reply_path: Iterable[Any]) 
         for value in list(scope.values()):
             if not (isinstance(value, type | types.FunctionType) and value.__module__ == module.__name__):
                 continue
-            members = {value.__name__: value}
+            members: dict[str, Any] = {value.__name__: value}
             if isinstance(value, type):
                 members = {k: v for k, v in vars(value).items() if isinstance(v, _WATCHED_TYPES)}
                 record.entries(f"class {module.__name__}.{value.__qualname__}", vars(value), members)
@@ -252,7 +254,7 @@ def arm(kernel: object, handlers: Mapping[str, Any], reply_path: Iterable[Any]) 
             for member in vars(type(value)).values():
                 if isinstance(member, types.FunctionType):
                     functions[member] = None
-    functions[report] = None
+    functions[report] = None  # type: ignore[index]  # a plain function
     unique = tuple(functions)
     pointers = tuple(code_pointer(f) for f in unique)
     record.add(
