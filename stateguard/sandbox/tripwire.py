@@ -31,6 +31,7 @@ nothing; the record is a tuple, which Python code cannot change in place.
 
 from __future__ import annotations
 
+import copyreg
 import ctypes
 import dis
 import itertools
@@ -246,6 +247,9 @@ def arm(kernel: object, handlers: Mapping[str, Any], reply_path: Iterable[Any]) 
     # The kernel's own dict changes on every request (the reply pipe, the nonce): compared in full.
     record.entries("the kernel's attributes", vars(kernel), set(vars(kernel)) - _CHANGING, tagged=False)
     record.keys("the kernel's attributes", vars(kernel), tagged=False)
+    # Pickling an instance caches `__slotnames__` in its class (copyreg): done now, so that a value
+    # that reaches the kernel object and gets hashed does not read as a name added to the class.
+    copyreg._slotnames(type(kernel))  # type: ignore[attr-defined]
     record.keys(f"class {type(kernel).__qualname__}", vars(type(kernel)))
     # The classes of the kernel's helpers (the dataflow recorder, the listing cache, the timers): their
     # methods run on every cell, so their code pointers are compared too.
