@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import gc
 import json
 import json.decoder
 import linecache
@@ -104,6 +105,7 @@ class Kernel:
         self.nonce: Any = None  # the current request's nonce, echoed in its reply
         self._listing: list[dict[str, Any]] | None = None
         self._watch: Any = None  # (check, record) of the tripwire, set when the loop starts
+        self._exiting: list[int] = []  # probe children that answered, still exiting (`_reap_probes`)
         # A variable's summary is recomputed only when its value may have changed (SummaryCache);
         # the JSON-ready dict of each reused summary is kept beside it.
         self._summaries = SummaryCache()
@@ -170,6 +172,7 @@ class Kernel:
             self.nonce = request.get("nonce")
             handler = handlers.get(str(request.get("op")))
             reply_fd, nonce = self.reply_fd, self.nonce
+            self._reap_probes()
             try:
                 try:
                     reply = (
@@ -342,6 +345,15 @@ class Kernel:
         except BaseException as exc:
             reply = {"ok": False, "stdout": out.getvalue(), "error": f"{type(exc).__name__}: {exc}"}
         write_all(write_fd, encode_json(reply).encode())
+        # End of result now: the kernel answers on this end-of-file instead of waiting for the exit,
+        # whose unmapping of a copy-on-write image of the whole kernel costs milliseconds.
+        os.close(write_fd)
+
+    def _reap_probes(self) -> None:
+        """Reap the probe children that answered and were left to finish exiting."""
+        while self._exiting:
+            with contextlib.suppress(ChildProcessError):  # `_reap` may have collected it already
+                os.waitpid(self._exiting.pop(), 0)
 
     def probe(self, request: dict[str, Any]) -> dict[str, Any]:
         """Run code in a copy-on-write fork: it sees every value and can change none of them."""
@@ -349,6 +361,8 @@ class Kernel:
         pid = self._fork_probe()
         if pid == 0:
             try:
+                # No collection in the child: walking every object would copy every page it touches.
+                gc.disable()
                 os.close(read_fd)
                 self._probe_child(str(request["code"]), write_fd)
             finally:
@@ -370,7 +384,11 @@ class Kernel:
                 chunks.append(chunk)
         finally:
             os.close(read_fd)
-        _, status = os.waitpid(pid, 0)
+        if not timed_out and chunks:
+            self._exiting.append(pid)  # it answered: reaped at the next request, off this one's path
+            status = 0
+        else:
+            _, status = os.waitpid(pid, 0)
         if timed_out:
             return {
                 "ok": False,
