@@ -384,24 +384,23 @@ class Kernel:
                 chunks.append(chunk)
         finally:
             os.close(read_fd)
-        if not timed_out and chunks:
-            self._exiting.append(pid)  # it answered: reaped at the next request, off this one's path
-            status = 0
-        else:
-            _, status = os.waitpid(pid, 0)
         if timed_out:
+            os.waitpid(pid, 0)
             return {
                 "ok": False,
                 "error": f"TimeoutError: sandbox: the probe did not finish within "
                 f"{self.timers.wall_seconds:g} s and was killed",
             }
         try:
-            return dict(_decode_json(b"".join(chunks)))
+            result = dict(_decode_json(b"".join(chunks)))
         except (ValueError, TypeError, StopIteration):  # StopIteration: the scanner found no value
+            _, status = os.waitpid(pid, 0)  # it ended without a whole result: say how
             return {
                 "ok": False,
                 "error": f"SandboxError: the probe process {_describe_exit(status)} without a result",
             }
+        self._exiting.append(pid)  # it answered: reaped at the next request, off this one's path
+        return result
 
 
 def main(argv: list[str]) -> None:
