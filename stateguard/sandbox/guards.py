@@ -23,11 +23,11 @@ import ctypes
 import io
 import resource
 import signal
+import sys
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from types import FrameType
+from typing import IO, Any
 
 REPEAT_S = 0.25
 MIB = 1024 * 1024
@@ -88,18 +88,46 @@ class CellTimers:
                 f"sandbox: the {self._what} ran longer than {self.wall_seconds:g} s (wall_seconds_per_cell)"
             )
 
-    @contextmanager
-    def armed(self, what: str = "cell") -> Iterator[None]:
-        self._what = what
-        self._armed = True
-        signal.setitimer(signal.ITIMER_PROF, self.cpu_seconds, REPEAT_S)
-        signal.setitimer(signal.ITIMER_REAL, self.wall_seconds, REPEAT_S)
-        try:
-            yield
-        finally:
-            self._armed = False
-            signal.setitimer(signal.ITIMER_PROF, 0)
-            signal.setitimer(signal.ITIMER_REAL, 0)
+    def armed(self, what: str = "cell") -> Armed:
+        return Armed(self, what)
+
+
+class Armed:
+    """The timers armed for one cell or probe. A plain context manager, not `contextlib`'s: whether
+    a cell raised must be decided by the sandbox's own code (watched by the tripwire), not by a
+    stdlib class that a cell could patch to swallow its exception."""
+
+    def __init__(self, timers: CellTimers, what: str):
+        self._timers, self._what = timers, what
+
+    def __enter__(self) -> None:
+        timers = self._timers
+        timers._what = self._what
+        timers._armed = True
+        signal.setitimer(signal.ITIMER_PROF, timers.cpu_seconds, REPEAT_S)
+        signal.setitimer(signal.ITIMER_REAL, timers.wall_seconds, REPEAT_S)
+
+    def __exit__(self, *exc_info: object) -> None:  # None: the cell's exception goes on
+        self._timers._armed = False
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+class Redirected:
+    """`sys.stdout`/`sys.stderr` sent to a cell's buffers for one block (instead of `contextlib`'s
+    redirect_stdout, for the same reason as `Armed`)."""
+
+    def __init__(self, out: IO[str] | io.TextIOBase, err: IO[str] | io.TextIOBase):
+        self._to: tuple[Any, Any] = (out, err)
+        self._saved: tuple[Any, Any] | None = None
+
+    def __enter__(self) -> None:
+        self._saved = (sys.stdout, sys.stderr)
+        sys.stdout, sys.stderr = self._to
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._saved is not None:
+            sys.stdout, sys.stderr = self._saved
 
 
 def _lower(kind: int, cap: int) -> None:

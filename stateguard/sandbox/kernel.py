@@ -5,8 +5,10 @@ bubblewrap sandbox of `isolation.py`, or as a plain child with isolation="proces
 cwd = scratch dir and a minimal environment. Like a notebook kernel it answers requests one at
 a time: run a cell, read/list/delete variables, dump or load a checkpoint, run a probe in a
 fork. Requests arrive on a socket, each with its own reply pipe (`protocol.py`), so a cell's
-prints cannot corrupt them and stray writes cannot reach a later reply. (A cell that rewrites
-this module's objects can still make later replies lie; docs/design_workspace.md states it.)
+prints cannot corrupt them and stray writes cannot reach a later reply. A cell that rewrites
+this module's objects (or the other code that answers) trips `tripwire.py`, checked in the request
+loop before every reply: the kernel reports `kernel_tampered` and exits (docs/design_sandbox.md,
+"Who answers the parent", lists what the check does not see).
 
 Start-up order matters: pandas/numpy/cloudpickle are imported (by the modules below) BEFORE the
 memory cap and the audit hook, so that their import-time file use is not refused. Every fd the
@@ -18,7 +20,9 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import gc
 import json
+import json.decoder
 import linecache
 import os
 import select
@@ -28,16 +32,22 @@ import sys
 import time
 import traceback
 import types
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
 from stateguard.dataflow import CellRecorder
-from stateguard.sandbox import policy
-from stateguard.sandbox.guards import BoundedText, CellTimers, ThreadSweep, apply_process_limits
+from stateguard.sandbox import policy, tripwire
+from stateguard.sandbox.guards import (
+    BoundedText,
+    CellTimers,
+    Redirected,
+    ThreadSweep,
+    apply_process_limits,
+)
 from stateguard.sandbox.protocol import (
     ChannelClosed,
     FrameReader,
+    encode_json,
     receive_reply_channel,
     send_blob,
     send_message,
@@ -51,6 +61,20 @@ from stateguard.workspace import SummaryCache, VariableSummary, _value_repr
 _THIS_FILE = __file__
 _MISSING = object()
 MIB = 1024 * 1024
+_BLOB = "\0blob"  # a snapshot reply's payload, sent by the loop as a blob frame after the reply
+
+
+# json's C scanner, bound before any cell runs: a cell's patch of json.loads must not reach a
+# probe's result (the reply encoder is bound the same way, protocol.encode_json).
+_scan_json = json.decoder.JSONDecoder().scan_once  # type: ignore[attr-defined]  # set in __init__
+
+
+def _decode_json(data: bytes) -> Any:
+    text = data.decode()
+    value, end = _scan_json(text, 0)
+    if end != len(text):
+        raise ValueError(f"extra data after the JSON value at character {end}")
+    return value
 
 
 def _user_traceback(exc: BaseException) -> str:
@@ -80,6 +104,8 @@ class Kernel:
         self.reply_fd = -1  # the current request's reply pipe
         self.nonce: Any = None  # the current request's nonce, echoed in its reply
         self._listing: list[dict[str, Any]] | None = None
+        self._watch: Any = None  # (check, record) of the tripwire, set when the loop starts
+        self._exiting: list[int] = []  # probe children that answered, still exiting (`_reap_probes`)
         # A variable's summary is recomputed only when its value may have changed (SummaryCache);
         # the JSON-ready dict of each reused summary is kept beside it.
         self._summaries = SummaryCache()
@@ -128,6 +154,15 @@ class Kernel:
             "probe": self.probe,
             "verify": self.verify,
         }
+        # The tripwire's record and its check are locals of this frame, taken before any cell runs:
+        # a cell that rewrites the kernel's objects cannot replace a check already running here.
+        watch = tripwire.arm(
+            self, handlers, (send_message, send_blob, write_all, Kernel.serve, Kernel._probe_child)
+        )
+        check, report, exit_now = tripwire.verify, tripwire.report, os._exit
+        check_code = tripwire.code_pointer(check)  # the check's own code, compared before it runs
+        check_code_at_start = check_code.value
+        self._watch = (check, watch)  # the probes' children check with the same record
         while True:
             try:
                 self.reply_fd = receive_reply_channel(self.sock)
@@ -136,6 +171,8 @@ class Kernel:
                 return  # the parent closed the workspace (or died)
             self.nonce = request.get("nonce")
             handler = handlers.get(str(request.get("op")))
+            reply_fd, nonce = self.reply_fd, self.nonce
+            self._reap_probes()
             try:
                 try:
                     reply = (
@@ -145,13 +182,25 @@ class Kernel:
                     )
                 except Exception as exc:  # a kernel-side failure (e.g. MemoryError while pickling) is a reply
                     reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}", "kernel_error": True}
-                if reply is not None:
-                    send_message(self.reply_fd, {**reply, "nonce": self.nonce})
+                # Before any reply: did the request's code (a cell, a repr, an unpickled value) rewrite
+                # what answers? Then no reply of this kernel can be believed: report it and stop.
+                tampered = (
+                    check(watch)
+                    if check_code.value == check_code_at_start
+                    else "the tripwire's check was replaced"
+                )
+                if tampered is not None:
+                    report(reply_fd, nonce, tampered)
+                    exit_now(tripwire.EXIT_TAMPERED)
+                blob: Any = reply.pop(_BLOB, None)
+                send_message(reply_fd, {**reply, "nonce": nonce})
+                if blob is not None:
+                    send_blob(reply_fd, blob)
             finally:
                 # End of reply: the parent now expects end-of-file. (If the cell closed the fd itself,
                 # the parent has seen a short or missing reply.)
                 with contextlib.suppress(OSError):
-                    os.close(self.reply_fd)
+                    os.close(reply_fd)
 
     def _names(self) -> list[str]:
         return sorted(k for k in self.namespace if not k.startswith("__"))
@@ -170,7 +219,7 @@ class Kernel:
         start = time.perf_counter()
         failed = True
         try:
-            with redirect_stdout(out), redirect_stderr(err), self.timers.armed("cell"):
+            with Redirected(out, err), self.timers.armed("cell"):
                 prepared = self.flow.start(code, self.namespace)
                 exec(prepared.body, self.namespace)
                 if prepared.last is not None:
@@ -247,7 +296,7 @@ class Kernel:
         return {"ok": True, "removed": removed, "names": self._names()}
 
     # --- checkpoints ------------------------------------------------------------------------
-    def snapshot(self, request: dict[str, Any]) -> dict[str, Any] | None:
+    def snapshot(self, request: dict[str, Any]) -> dict[str, Any]:
         payload, saved, skipped = dump_namespace(self.namespace)
         if payload.nbytes > self.checkpoint_mb * MIB:
             return {
@@ -255,12 +304,9 @@ class Kernel:
                 "error": f"the checkpoint would be {payload.nbytes / MIB:.0f} MiB, over checkpoint_mb="
                 f"{self.checkpoint_mb} (delete large variables first, or raise the limit)",
             }
-        send_message(
-            self.reply_fd,
-            {"ok": True, "saved": saved, "skipped": skipped, "size": payload.nbytes, "nonce": self.nonce},
-        )
-        send_blob(self.reply_fd, payload)
-        return None  # the reply has been sent
+        # The blob is sent by the request loop, after the tripwire's check (pickling runs the
+        # values' own __reduce__ code).
+        return {"ok": True, "saved": saved, "skipped": skipped, "size": payload.nbytes, _BLOB: payload}
 
     def restore(self, request: dict[str, Any]) -> dict[str, Any]:
         self._listing = None
@@ -289,13 +335,25 @@ class Kernel:
         self._enter_probe_mode()
         out, err = BoundedText(self.max_output), BoundedText(self.max_output)
         try:
-            with redirect_stdout(out), redirect_stderr(err), self.timers.armed("probe"):
+            with Redirected(out, err), self.timers.armed("probe"):
                 exec(compile(code, "<probe>", "exec"), self.namespace)
                 value = to_json_value(self.namespace.get("result"))
             reply = {"ok": True, "stdout": out.getvalue(), "value": value}
+            tampered = self._watch[0](self._watch[1]) if self._watch else None
+            if tampered is not None:  # the probe's code rewrote what builds this reply: refuse it
+                reply = {"ok": False, "stdout": "", "error": f"SandboxError: kernel_tampered: {tampered}"}
         except BaseException as exc:
             reply = {"ok": False, "stdout": out.getvalue(), "error": f"{type(exc).__name__}: {exc}"}
-        write_all(write_fd, json.dumps(reply, allow_nan=True).encode())
+        write_all(write_fd, encode_json(reply).encode())
+        # End of result now: the kernel answers on this end-of-file instead of waiting for the exit,
+        # whose unmapping of a copy-on-write image of the whole kernel costs milliseconds.
+        os.close(write_fd)
+
+    def _reap_probes(self) -> None:
+        """Reap the probe children that answered and were left to finish exiting."""
+        while self._exiting:
+            with contextlib.suppress(ChildProcessError):  # `_reap` may have collected it already
+                os.waitpid(self._exiting.pop(), 0)
 
     def probe(self, request: dict[str, Any]) -> dict[str, Any]:
         """Run code in a copy-on-write fork: it sees every value and can change none of them."""
@@ -303,6 +361,8 @@ class Kernel:
         pid = self._fork_probe()
         if pid == 0:
             try:
+                # No collection in the child: walking every object would copy every page it touches.
+                gc.disable()
                 os.close(read_fd)
                 self._probe_child(str(request["code"]), write_fd)
             finally:
@@ -324,20 +384,23 @@ class Kernel:
                 chunks.append(chunk)
         finally:
             os.close(read_fd)
-        _, status = os.waitpid(pid, 0)
         if timed_out:
+            os.waitpid(pid, 0)
             return {
                 "ok": False,
                 "error": f"TimeoutError: sandbox: the probe did not finish within "
                 f"{self.timers.wall_seconds:g} s and was killed",
             }
         try:
-            return dict(json.loads(b"".join(chunks)))
-        except ValueError:
+            result = dict(_decode_json(b"".join(chunks)))
+        except (ValueError, TypeError, StopIteration):  # StopIteration: the scanner found no value
+            _, status = os.waitpid(pid, 0)  # it ended without a whole result: say how
             return {
                 "ok": False,
                 "error": f"SandboxError: the probe process {_describe_exit(status)} without a result",
             }
+        self._exiting.append(pid)  # it answered: reaped at the next request, off this one's path
+        return result
 
 
 def main(argv: list[str]) -> None:

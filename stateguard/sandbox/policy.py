@@ -29,8 +29,8 @@ import-time file use is not refused. From then on every refused operation raises
 - no replacing the `__code__` of the kernel's own functions (the way a cell would rewrite the
   kernel's request handlers).
   This closes the most direct route only: module attributes, frame introspection and ctypes still
-  reach the kernel's objects, so a cell can make later replies of ITS OWN kernel lie (`replies.py` keeps the parent
-  safe from what they say; docs/design_workspace.md states the limit).
+  reach the kernel's objects; the kernel's tripwire (`tripwire.py`) turns those into a reported
+  `kernel_tampered` fault before the next reply (docs/design_sandbox.md lists what it misses).
 
 ctypes is allowed: scikit-learn (threadpoolctl) and other libraries need it, and refusing it
 never made the hook a boundary. The hook binds its rules when it is installed, so replacing

@@ -61,6 +61,11 @@ class KernelDied(RuntimeError):
     """The kernel process is gone (or was killed because it stopped answering)."""
 
 
+class KernelTampered(KernelDied):
+    """The kernel found that code it ran had rewritten its answering code, and stopped (tripwire.py).
+    Nothing that kernel said after the change can be believed, and the cell must not be replayed."""
+
+
 @functools.cache
 def network_namespace_available() -> bool:
     """Whether `unshare -n` can start a process in a fresh network namespace here (process isolation)."""
@@ -208,6 +213,7 @@ class KernelProcess:
         self._task_fd: int | None = None  # /proc/<kernel>/task, for its thread count
         self._closed = False
         self._exit_note: str | None = None
+        self.tampered: str | None = None  # what the kernel's tripwire reported, if it fired
         self._pending: FrameReader | None = None  # the reply pipe of a request whose blob is still to come
         self._previous: FrameReader | None = None  # the last reply's pipe, until it is seen to end
         self._scratch_fd: int | None = None
@@ -432,6 +438,8 @@ class KernelProcess:
             raw = reader.read_message(deadline)
             if raw.get("nonce") != nonce:
                 raise ProtocolError("a reply without this request's nonce (a frame forged inside the kernel)")
+            if "kernel_tampered" in raw:
+                raise KernelTampered(str(raw["kernel_tampered"])[:500])
             reply = replies.validate(message.get("op"), raw, self._listing_memo)
             if blob_follows and reply.ok and reply.size > self.limits.checkpoint_mb * MIB:
                 raise ProtocolError(
@@ -473,6 +481,13 @@ class KernelProcess:
         return size
 
     def _failure(self, exc: Exception, timeout: float) -> KernelDied:
+        if isinstance(exc, KernelTampered):
+            self._wait(2.0)  # it exits by itself right after the report
+            self.tampered = str(exc)
+            self._exit_note = (
+                f"kernel_tampered: code it ran rewrote the kernel's answering code ({exc}), so it stopped"
+            )
+            return KernelTampered(self.describe_exit())
         if isinstance(exc, DeadlineExceeded):
             self.kill()
             self._exit_note = f"it did not answer within {timeout:g} s, so it was killed (SIGKILL)"

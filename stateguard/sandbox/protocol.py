@@ -14,9 +14,9 @@ lacks the nonce and is refused at once; one it writes after the reply is found b
 request. A cell that reads the nonce from the kernel's memory and replaces its own reply pipe
 can forge the reply of the request it runs in; through fds it cannot reach any later reply,
 because later replies travel on pipes that do not exist yet. (Rewriting the kernel's own objects
-can make later replies lie: that is a limit of running cells in the kernel's interpreter, stated
-in docs/design_workspace.md; replies.py keeps the parent safe from what they say.) Every
-violation makes the parent kill the kernel and recover.
+is what the kernel's tripwire looks for before every reply, `tripwire.py`; what it cannot see is
+listed in docs/design_sandbox.md, and replies.py keeps the parent safe from what such replies
+say.) Every violation makes the parent kill the kernel and recover.
 
 JSON is the only structured format the parent decodes. Blobs are opaque to the parent: it copies
 them between the pipe and a checkpoint file and never unpickles them (the child runs untrusted
@@ -29,13 +29,16 @@ a hung or dead child cannot block it, the child blocks.
 from __future__ import annotations
 
 import array
+import functools
 import json
+import json.encoder
 import os
 import re
 import select
 import socket
 import struct
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -47,6 +50,26 @@ BLOB_KIND = ord("B")
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # a reply larger than this is a protocol violation, not data
 CHUNK = 1024 * 1024
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _refuse(value: Any) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def _json_encoder() -> Callable[[Any], str]:
+    """`json.dumps(message, allow_nan=True)`, byte for byte, through json's C encoder built here once.
+    The kernel imports this before any cell runs, so a cell that patches json for its own use (a
+    `default=` for numpy values, `JSONEncoder.default`, even `json.encoder`'s names) changes nothing
+    in a reply; the tripwire (tripwire.py) watches this module's names, not json's."""
+    make = getattr(json.encoder, "c_make_encoder", None)  # not in the type stubs
+    if make is None:  # a Python without json's accelerator: the same output, through json's module
+        return functools.partial(json.dumps, allow_nan=True)
+    encode = make(None, _refuse, json.encoder.encode_basestring_ascii, None, ": ", ", ", False, False, True)
+    join = "".join
+    return lambda message: join(encode(message, 0))
+
+
+encode_json = _json_encoder()
 
 
 class ProtocolError(Exception):
@@ -69,7 +92,7 @@ def write_all(fd: int, data: bytes | memoryview) -> None:
 
 
 def send_message(fd: int, message: dict[str, Any]) -> None:
-    payload = json.dumps(message, allow_nan=True).encode()
+    payload = encode_json(message).encode()
     write_all(fd, HEADER.pack(len(payload), JSON_KIND) + payload)
 
 

@@ -186,6 +186,13 @@ class SandboxWorkspace:
         """Replace the dead kernel and rebuild the workspace: replay, else the last checkpoint."""
         self.restarts.append(cause)
         notes = [f"{cause}; a fresh sandbox process was started"]
+        if self.kernel.tampered is not None:
+            # Whatever ran changed how the kernel answers: its request is not replayed (that would
+            # redo the change) and the run says so, even if the rest is rebuilt faithfully.
+            self.degraded_reasons.append(
+                f"workspace: kernel_tampered: {self.kernel.tampered}; the request that did it failed "
+                "and is not replayed"
+            )
         rebuilt, how = self._replay()
         if rebuilt:
             self._sync_scratch()

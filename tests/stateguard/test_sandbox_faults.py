@@ -97,62 +97,149 @@ def test_a_cell_cannot_rewrite_the_kernels_request_handlers(ws: SandboxWorkspace
     assert not later.ok and later.error == "ZeroDivisionError: division by zero" and later.value is None
 
 
-# Three ways a cell can still rewrite what its own kernel answers (docs/design_workspace.md, "The
-# parent trusts nothing the kernel says", states this limit; these tests keep the statement true):
-# replacing a module attribute the reply path uses, walking frames up to the request loop, and a
-# ctypes write of a function's code pointer (no audit event sees a raw memory write). Each makes
-# every later `run` reply claim success with a value the cell chose.
+# Ways a cell can rewrite what its own kernel answers past the audit hook: replacing a module
+# attribute the reply path uses, walking frames up to the request loop (its handler table, the
+# kernel's own attributes), and ctypes writes of a handler's code pointer (the issue's attack on
+# `Kernel.run.__code__` and `Kernel.get`, done where no audit event sees it). Each would make every
+# later reply of that kernel claim what the cell chose (on the code before the tripwire, `1/0` came
+# back ok); the tripwire (stateguard/sandbox/tripwire.py) makes each a reported kernel fault.
 _FORGE = "{**reply, 'ok': True, 'error': None, 'traceback': None, 'value': \"'FORGED'\"}"
+_TO_LOOP = "import sys\nf = sys._getframe()\nwhile 'handlers' not in f.f_locals:\n    f = f.f_back\n"
+
+
+def _code_pointer_write(handler: str, forged_body: str) -> str:
+    return (
+        f"import ctypes, sys, types\nK = sys.modules['__main__'].Kernel\n"
+        f"K.honest = types.FunctionType(K.{handler}.__code__, K.{handler}.__globals__, 'honest')\n"
+        "scope = {}\n"
+        f"exec('def forged(self, request):\\n    reply = Kernel.honest(self, request)\\n    return ' + {forged_body!r}, scope)\n"
+        "code = scope['forged'].__code__\nctypes.pythonapi.Py_IncRef(ctypes.py_object(code))\n"
+        f"slots = [ctypes.c_void_p.from_address(id(K.{handler}) + o) for o in range(16, 128, 8)]\n"
+        f"[slot] = [s for s in slots if s.value == id(K.{handler}.__code__)]  # PyFunctionObject.func_code\n"
+        "slot.value = id(code)\n"
+    )
+
+
 PATCH_ROUTES = {
     "module attribute": (
         "import sys\nm = sys.modules['__main__']\nreal = m.send_message\n"
         f"m.send_message = lambda fd, reply: real(fd, {_FORGE} if 'stdout' in reply else reply)\n"
     ),
-    "frame walk": (
-        "import sys\nf = sys._getframe()\nwhile 'handlers' not in f.f_locals:\n    f = f.f_back\n"
-        f"handlers = f.f_locals['handlers']\nreal = handlers['run']\n"
+    "frame walk to the handler table": (
+        f"{_TO_LOOP}handlers = f.f_locals['handlers']\nreal = handlers['run']\n"
         f"handlers['run'] = lambda request: (lambda reply: {_FORGE})(real(request))\n"
     ),
-    "ctypes write": (
-        "import ctypes, sys, types\nK = sys.modules['__main__'].Kernel\n"
-        "K.honest_run = types.FunctionType(K.run.__code__, K.run.__globals__, 'honest_run')\n"
-        "scope = {}\n"
-        f"exec('def forged(self, request):\\n    reply = Kernel.honest_run(self, request)\\n    return ' + {_FORGE!r}, scope)\n"
-        "code = scope['forged'].__code__\nctypes.pythonapi.Py_IncRef(ctypes.py_object(code))\n"
-        "slots = [ctypes.c_void_p.from_address(id(K.run) + o) for o in range(16, 128, 8)]\n"
-        "[slot] = [s for s in slots if s.value == id(K.run.__code__)]  # PyFunctionObject.func_code\n"
-        "slot.value = id(code)\n"
+    # The cell's timers swallow its exception: `1/0` ends with ok=True, error=None.
+    "frame walk to the kernel's attributes": (
+        f"{_TO_LOOP}import contextlib\nk = f.f_locals['self']\n"
+        "class Timers:\n    wall_seconds = k.timers.wall_seconds\n"
+        "    @contextlib.contextmanager\n    def armed(self, what):\n"
+        "        try:\n            yield\n        except Exception:\n            pass\n"
+        "k.timers = Timers()\n"
     ),
+    "ctypes write of Kernel.run's code": _code_pointer_write("run", _FORGE),
+    "ctypes write of Kernel.get's code": _code_pointer_write("get", "{'ok': True, 'value': 'FORGED'}"),
 }
 
 
 @pytest.mark.parametrize("route", PATCH_ROUTES)
-def test_a_cell_that_patches_its_kernel_makes_only_that_kernels_replies_lie(
-    ws: SandboxWorkspace, tmp_path: Path, route: str
+def test_a_cell_that_patches_its_kernel_is_a_reported_fault_not_a_lie(
+    ws: SandboxWorkspace, route: str
 ) -> None:
     assert ws.run_cell("x = 1").ok
     patched = ws.run_cell(PATCH_ROUTES[route])
-    assert patched.ok, patched
+    # Reported on the patching cell itself: the kernel stops before writing that cell's reply.
+    assert not patched.ok and "kernel_tampered" in (patched.error or ""), patched
+    json.loads(patched.model_dump_json())
+    assert len(ws.restarts) == 1 and "kernel_tampered" in ws.restarts[0]
+    [reason] = ws.degraded_reasons
+    assert reason.startswith("workspace: kernel_tampered:") and "not replayed" in reason
+    # The rebuilt kernel replayed the cells before it, not the patch: it answers honestly.
     lie = ws.run_cell("1/0")
-    # The limit: the kernel that ran the cell now lies about later cells (a test that shows it, so
-    # the documented limit cannot silently become false in either direction).
-    assert lie.ok and lie.value == "'FORGED'" and lie.error is None, lie
-    # What it cannot do: the lie is a validated reply (the parent stays healthy), no restart was
-    # needed, the variables are the kernel's own, and another kernel of the same parent is honest.
-    json.loads(lie.model_dump_json())
-    assert not ws.restarts and ws.get_value("x") == 1
-    with SandboxWorkspace(None, tmp_path / "s2", tmp_path / "c2", LIMITS) as other:
-        honest = other.run_cell("1/0")
-        assert not honest.ok and honest.error == "ZeroDivisionError: division by zero"
+    assert not lie.ok and lie.error == "ZeroDivisionError: division by zero" and lie.value is None, lie
+    assert ws.get_value("x") == 1
+    assert len(ws.restarts) == 1
+
+
+def test_a_cell_that_patches_json_cannot_forge_the_kernels_replies(ws: SandboxWorkspace) -> None:
+    # json is not the kernel's to watch (cells patch it legitimately), so the reply path does not go
+    # through json's Python code: its encoder (protocol.encode_json) is bound before any cell runs.
+    patched = ws.run_cell(
+        "import json\nreal = json._default_encoder\n"
+        "class Forger(json.JSONEncoder):\n    def encode(self, o):\n"
+        f"        reply = o\n        return real.encode({_FORGE} if isinstance(o, dict) and 'stdout' in o else o)\n"
+        "json._default_encoder = Forger()\njson.encoder.c_make_encoder = None\n1/0"
+    )
+    assert not patched.ok and patched.error == "ZeroDivisionError: division by zero", patched
+    assert ws.run_cell("1/0").error == "ZeroDivisionError: division by zero"
+    assert ws.run_probe("result = 1/0").error == "ZeroDivisionError: division by zero"
+    assert not ws.restarts
+
+
+def test_a_cell_that_patches_contextlib_cannot_swallow_later_errors(ws: SandboxWorkspace) -> None:
+    # The kernel ran each cell inside contextlib's redirect_stdout and a @contextmanager timer: a cell
+    # that made their __exit__ return True turned every later `1/0` into ok. Both are the sandbox's
+    # own classes now (guards.Redirected, guards.Armed), so the patch reaches nothing of the kernel.
+    patched = ws.run_cell(
+        "import contextlib\n"
+        "contextlib._RedirectStream.__exit__ = lambda self, *exc: True\n"
+        "contextlib._GeneratorContextManager.__exit__ = lambda self, *exc: True\n"
+    )
+    assert patched.ok, patched
+    assert ws.run_cell("1/0").error == "ZeroDivisionError: division by zero"
+    assert ws.run_probe("result = 1/0").error == "ZeroDivisionError: division by zero"
+    assert not ws.restarts
+
+
+def test_a_probe_that_patches_the_kernel_gets_no_forged_result(ws: SandboxWorkspace) -> None:
+    assert ws.run_cell("x = 1").ok
+    probe = ws.run_probe("import sys\nsys.modules['__main__'].to_json_value = lambda v: 'FORGED'\nresult = x")
+    assert not probe.ok and "kernel_tampered" in (probe.error or "") and probe.value is None, probe
+    # The probe ran in a fork: the kernel itself is untouched and keeps answering.
+    assert ws.run_probe("result = x + 1").value == 2 and not ws.restarts and not ws.degraded_reasons
+
+
+# Legitimate patches of builtins, pandas, json, print and sys.stdout: libraries and agents do these,
+# and a false fault would destroy the task's work, so the tripwire must not see them.
+LEGITIMATE_PATCHES = [
+    "import builtins\n_open = builtins.open\nbuiltins.open = lambda *a, **k: _open(*a, **k)\n"
+    "builtins.print = builtins.print\nbuiltins.my_helper = len",
+    "import pandas as pd\npd.set_option('display.max_rows', 5)\n"
+    "pd.DataFrame.total = lambda self: float(self.sum().sum())\npd.read_csv = pd.read_csv\n"
+    "df = pd.DataFrame({'a': [1, 2]})\ntotal = df.total()",
+    "import json, functools\njson.dumps = functools.partial(json.dumps, default=str)\n"
+    "json.JSONEncoder.default = lambda self, o: str(o)\ntext = json.dumps({'a': object()})[:6]",
+    "_print = print\ndef print(*args, **kwargs):\n    _print('>', *args, **kwargs)\nprint('hi')",
+    "import io, sys\nsys.stdout = io.StringIO()\nprint('swallowed')\nsys.stdout = sys.__stdout__",
+    "import sys, types\nsys.modules['my_helpers'] = types.ModuleType('my_helpers')\n"
+    "import __main__\n__main__.extra = 1\nsys.setrecursionlimit(5000)",
+]
+
+
+def test_legitimate_patches_are_not_kernel_faults(ws: SandboxWorkspace) -> None:
+    for code in LEGITIMATE_PATCHES:
+        result = ws.run_cell(code)
+        assert result.ok, (code, result)
+    assert ws.get_value("total") == 3.0 and ws.get_value("text") == '{"a": '
+    assert ws.run_cell("print('after')").stdout == "> after\n"
+    assert [v.name for v in ws.list_variables()]
+    ws.snapshot("c1")
+    ws.restore("c1")
+    assert ws.run_probe("result = total").value == 3.0
+    assert ws.run_cell("1/0").error == "ZeroDivisionError: division by zero"
+    assert not ws.restarts and not ws.degraded_reasons
 
 
 def test_a_malformed_forgery_from_inside_is_a_kernel_fault_and_the_rebuilt_kernel_is_honest(
     ws: SandboxWorkspace,
 ) -> None:
     assert ws.run_cell("x = 5").ok
+    # What the tripwire leaves open: the cell forges its OWN reply, written into its reply pipe with
+    # the nonce read from the request loop's frame. Malformed, it is a reported fault.
     forged = ws.run_cell(
-        "import sys\nm = sys.modules['__main__']\nreal = m.send_message\n"
-        "m.send_message = lambda fd, reply: real(fd, {**reply, 'ok': 'yes', 'names': [1]})\n"
+        f"{_TO_LOOP}import json, os\nfd, nonce = f.f_locals['reply_fd'], f.f_locals['nonce']\n"
+        "body = json.dumps({'ok': 'yes', 'names': [1], 'nonce': nonce}).encode()\n"
+        "os.write(fd, len(body).to_bytes(8, 'big') + b'J' + body)\n"
     )
     assert not forged.ok and "broke the protocol (a malformed run reply" in (forged.error or ""), forged
     assert len(ws.restarts) == 1

@@ -588,6 +588,20 @@ def test_probe_respects_limits(ws: SandboxWorkspace) -> None:
     _still_works(ws)
 
 
+def test_answered_probes_leave_no_child_behind(ws: SandboxWorkspace) -> None:
+    # A probe is answered as soon as its child has written the result; the child finishes exiting
+    # off the request's path and is reaped at the next request, so none piles up.
+    ws.run_cell("x = 2")
+    for _ in range(20):
+        assert ws.run_probe("result = x * 3").value == 6
+    count = "import os\np = os.getpid()\nlen(open(f'/proc/{p}/task/{p}/children').read().split())"
+    r = ws.run_cell(count)
+    assert r.ok and r.value == "0" and not r.notes, r
+    assert ws.run_probe("import os\nos._exit(3)").error == (
+        "SandboxError: the probe process exited with status 3 without a result"
+    )
+
+
 # --- death and recovery -------------------------------------------------------------------------
 def test_cell_functions_restored_into_a_fresh_kernel_still_run(dirs: Dirs) -> None:
     """Their coverage stores name blocks the new process never issued; they run (untraced) anyway.
