@@ -331,6 +331,8 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
             after = clause[m.end() : m.end() + 30]
             if re.match(r"\s*(?:decimal|d\.p\.|digits)", after, re.IGNORECASE):
                 continue
+            if m.group("pct") and re.match(r"\s*of\b", after, re.IGNORECASE):
+                continue  # "at least 10 percent of the firm's market value": a ratio to another quantity
             subject = _subject_before(clause, m.start())
             named_after = re.match(
                 r"\s*(?:[a-z%°]+\s+)?of\s+(?P<what>[a-z][a-z-]*(?:\s+[a-z][a-z-]*)?)", after, re.IGNORECASE
@@ -376,6 +378,7 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
     }
     if either:
         out = [r for r in out if clause.find(r.text) not in either]
+    out = _without_bands(out)
     years_in = list(_YEAR_IN.finditer(clause))
     if len(years_in) > 1:  # "in 1931 and in 1932": the years compared, each row in one of them
         out.append(
@@ -404,6 +407,23 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
             Requirement(kind=Kind.SCOPE, text=m.group(0), source=source, values=years, subject=["year"])
         )
     return out
+
+
+def _without_bands(reqs: list[Requirement]) -> list[Requirement]:
+    """Bounds of one clause on one quantity that no row can meet together ("rural when under 50
+    percent urban, ..., urban at 75 or more") name bands or categories, not filters: all of them
+    are dropped. Two bounds on different quantities (a pulse below 55 and more than 150 sit-ups)
+    stay."""
+    below = [r for r in reqs if r.op in ("<", "<=") and r.upper is None and r.value is not None]
+    above = [r for r in reqs if r.op in (">", ">=") and r.upper is None and r.value is not None]
+    bands: set[int] = set()
+    for lo in below:
+        for hi in above:
+            same = lo.subject == hi.subject or not lo.subject or not hi.subject
+            assert lo.value is not None and hi.value is not None
+            if same and lo.value <= hi.value and lo.subject != ["year"] and hi.subject != ["year"]:
+                bands |= {id(lo), id(hi)}
+    return [r for r in reqs if id(r) not in bands]
 
 
 def not_null(clause: str, source: str = "question") -> list[Requirement]:
@@ -772,7 +792,9 @@ def _stem(word: str) -> str:
     return low[:-1] if len(low) > 3 and low[-1] == low[-2] else low  # "kept"/"keep", "gett" -> "get"
 
 
-def context_requirements(context: str) -> list[Requirement]:
+def context_requirements(
+    context: str, vocab: Vocabulary | None = None, tables: list[str] | None = None
+) -> list[Requirement]:
     """Row conditions a turn's own context states as the rule from now on ("from now on a day counts
     as wet only when it had at least 1.0 mm of precipitation", "leave ... out of the scope", "go back
     to the original definition: ..."): bounds, recorded values, and exclusions of named values. A
@@ -789,6 +811,11 @@ def context_requirements(context: str) -> list[Requirement]:
             r.model_copy(update={"source": "context"})
             for r in comparisons(clause) + not_null(clause)
             if not _is_year_bound(r)
+            # with the data's vocabulary, a rule is kept only when its clause parses whole, as in a question
+            and (
+                vocab is None
+                or not unbound_words(condition_part(_segment(clause, r.text), r.text), vocab, tables)
+            )
         ]
     return out
 

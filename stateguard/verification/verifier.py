@@ -289,7 +289,7 @@ class SemanticVerifier:
                 self.vocab = self.vocab.merged(Vocabulary.from_probe(str(tool.data.get("stdout", ""))))
         tables = [n.lower() for n in names]
         reqs = self.extractor(question, context=context, vocab=self.vocab if ran else None, tables=tables)
-        reqs = dedupe(reqs + context_requirements(_own_context(turn)))
+        reqs = dedupe(reqs + context_requirements(_own_context(turn), self.vocab if ran else None, tables))
         code = "\n".join(s.action for s in ran)
         reqs = [r for r in reqs if not _flag_read_by_code(r, code)]
         if ran and sem.reports and not any(r.kind is Kind.OUTPUT for r in reqs):

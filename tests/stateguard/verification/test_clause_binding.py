@@ -159,3 +159,34 @@ def test_a_sentence_ending_in_a_number_ends_its_segment() -> None:
         "Flag that in a column",
         "And 2.5 or 3",
     ]
+
+
+def test_bounds_no_row_can_meet_together_are_bands_not_filters() -> None:
+    from stateguard.verification.extract import comparisons
+
+    banding = "rural when under 50 percent urban, mixed from 50 up to under 75, urban at 75 or more"
+    assert comparisons(banding) == []
+    # bounds on two quantities, or two bounds that overlap, stay
+    assert [r.text for r in comparisons("a pulse below 55 and more than 150 sit-ups")] == [
+        "below 55",
+        "more than 150",
+    ]
+    assert [r.text for r in comparisons("a price above 40 and below 90")] == ["above 40", "below 90"]
+
+
+def test_a_percentage_of_another_quantity_is_no_bound_on_its_own() -> None:
+    from stateguard.verification.extract import comparisons
+
+    assert comparisons("gross investment is at least 10 percent of the firm's market value") == []
+    assert [r.value for r in comparisons("a return of at least 10 percent")] == [10.0]
+
+
+def test_a_rule_in_a_turns_context_must_parse_whole_once_the_data_is_known() -> None:
+    from stateguard.verification.extract import context_requirements
+
+    vocab = Vocabulary(tables={"fert": {"tfr": ColumnInfo(kind="num"), "code": ColumnInfo(kind="text")}})
+    rule = "From now on a country is low when its tfr is under 2.1."
+    assert [r.value for r in context_requirements(rule, vocab, ["fert"])] == [2.1]
+    narrated = "From now on a country is low when its tfr averaged with the neighbouring years is under 2.1."
+    assert context_requirements(narrated) != []  # words only, before the data is known
+    assert context_requirements(narrated, vocab, ["fert"]) == []
