@@ -430,6 +430,10 @@ def _rounds_to(raw: float, places: int, value: float) -> bool:
     try:
         if not (math.isfinite(float(raw)) and math.isfinite(float(value))):  # NaN reported as NaN is faithful
             return math.isnan(float(raw)) and math.isnan(float(value)) or float(raw) == float(value)
-        return math.isclose(round(float(raw), places), value, rel_tol=1e-12, abs_tol=1e-12)
+        # Faithful when within half a unit of the last place: at a tie (47.495 to 2 places) Python's
+        # correct rounding gives 47.49 and numpy's (which `print_result` applies to numpy floats)
+        # 47.5, and both are right.
+        gap = abs(float(raw) - float(value))
+        return gap <= 0.5 * 10.0**-places * (1 + 1e-9) + 1e-12 * max(1.0, abs(float(raw)))
     except (OverflowError, ValueError, TypeError):
         return False

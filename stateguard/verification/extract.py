@@ -194,7 +194,11 @@ def _number(text: str) -> float:
 
 
 def clauses(text: str) -> list[str]:
-    return [c.strip() for c in re.split(r"(?<!\d)[.?!;](?=\s|$)|(?<=[a-z])\.(?=\s)", text) if c.strip()]
+    return [
+        c.strip()
+        for c in re.split(r"(?<!\d)[.?!;](?=\s|$)|(?<=[a-z])\.(?=\s)|(?<=\d)[.?!;](?=\s+[A-Z]|\s*$)", text)
+        if c.strip()
+    ]
 
 
 _LINKERS = {"is", "are", "was", "were", "be", "of", "by", "at", "with", "has", "have", "had"}
@@ -327,6 +331,8 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
             after = clause[m.end() : m.end() + 30]
             if re.match(r"\s*(?:decimal|d\.p\.|digits)", after, re.IGNORECASE):
                 continue
+            if m.group("pct") and re.match(r"\s*of\b", after, re.IGNORECASE):
+                continue  # "at least 10 percent of the firm's market value": a ratio to another quantity
             subject = _subject_before(clause, m.start())
             named_after = re.match(
                 r"\s*(?:[a-z%°]+\s+)?of\s+(?P<what>[a-z][a-z-]*(?:\s+[a-z][a-z-]*)?)", after, re.IGNORECASE
@@ -372,6 +378,7 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
     }
     if either:
         out = [r for r in out if clause.find(r.text) not in either]
+    out = _without_bands(out)
     years_in = list(_YEAR_IN.finditer(clause))
     if len(years_in) > 1:  # "in 1931 and in 1932": the years compared, each row in one of them
         out.append(
@@ -400,6 +407,23 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
             Requirement(kind=Kind.SCOPE, text=m.group(0), source=source, values=years, subject=["year"])
         )
     return out
+
+
+def _without_bands(reqs: list[Requirement]) -> list[Requirement]:
+    """Bounds of one clause on one quantity that no row can meet together ("rural when under 50
+    percent urban, ..., urban at 75 or more") name bands or categories, not filters: all of them
+    are dropped. Two bounds on different quantities (a pulse below 55 and more than 150 sit-ups)
+    stay."""
+    below = [r for r in reqs if r.op in ("<", "<=") and r.upper is None and r.value is not None]
+    above = [r for r in reqs if r.op in (">", ">=") and r.upper is None and r.value is not None]
+    bands: set[int] = set()
+    for lo in below:
+        for hi in above:
+            same = lo.subject == hi.subject or not lo.subject or not hi.subject
+            assert lo.value is not None and hi.value is not None
+            if same and lo.value <= hi.value and lo.subject != ["year"] and hi.subject != ["year"]:
+                bands |= {id(lo), id(hi)}
+    return [r for r in reqs if id(r) not in bands]
 
 
 def not_null(clause: str, source: str = "question") -> list[Requirement]:
@@ -473,6 +497,59 @@ def scopes(
     return out
 
 
+def flag_columns(vocab: Vocabulary, tables: list[str] | None) -> list[str]:
+    """Boolean columns of the tables the code read (a pandas bool column or a SQL BOOLEAN: the
+    vocabulary lists their values as False and True)."""
+    names = vocab.tables if tables is None else [t for t in tables if t in vocab.tables]
+    return list(
+        dict.fromkeys(
+            c for t in names for c, info in vocab.tables[t].items() if set(info.values) == {"False", "True"}
+        )
+    )
+
+
+def flag_scopes(clause: str, vocab: Vocabulary, tables: list[str] | None) -> list[Requirement]:
+    """Rows named by a flag the data holds: "among the efficient cars", "the heavy birds", "members
+    that count as fit", "the patients at risk" (a boolean column `efficient`, `heavy`, `fit`,
+    `at_risk`): the turn's rows are the flagged ones. Only the attributive uses are read (a flag as
+    a predicate, "how many cars are efficient", is the thing counted); a clause that contrasts the
+    flagged rows with others, negates, defines the term or points at another version of the rule
+    states no scope. Two flags read from one phrase abstain."""
+    if _FLAG_OTHER.search(clause) or _DEFINITION.search(clause.strip()):
+        return []
+    found: list[tuple[str, str]] = []
+    for col in flag_columns(vocab, tables):
+        tokens = column_tokens(col)
+        if not tokens:
+            continue
+        phrase = r"[\s-]+".join(re.escape(t) for t in tokens)
+        patterns = (
+            rf"\b(?:the|those|these|all|its|their)\s+(?:[a-z]+\s+)?{phrase}\s+[a-z]+",
+            rf"\b[a-z]+s\s+(?:that|which|who)\s+(?:are|were|is|was|counts?\s+as)\s+{phrase}\b",
+            rf"\bthe\s+[a-z]+s\s+{phrase}\b" if tokens[0] in ("at", "in", "on", "under", "over") else "",
+        )
+        for pattern in filter(None, patterns):
+            m = re.search(pattern, clause, re.IGNORECASE)
+            if m:
+                found.append((col, m.group(0)))
+                break
+    if len(found) != 1:
+        return []
+    col, text = found[0]
+    return [
+        Requirement(kind=Kind.SCOPE, text=text, values=["True"], columns=[col], subject=column_tokens(col))
+    ]
+
+
+# A clause that contrasts the flagged rows with the others, negates, or points at another version of
+# the rule ("the rest", "non-heavy", "under the withdrawn rule") states no scope of flagged rows.
+_FLAG_OTHER = re.compile(
+    r"\b(?:other|others|rest|remaining|non|not|never|without|versus|vs|compar\w*|withdraw\w*|dropped|"
+    r"old|previous\w*|original|earlier|former|would|could|under|before|neither|nor|both|each)\b",
+    re.IGNORECASE,
+)
+
+
 def aggregations(clause: str, fields: list[str], source: str = "question") -> list[Requirement]:
     out = []
     for m in _AGG.finditer(clause):
@@ -524,7 +601,8 @@ def extract(
         out = [
             r
             for r in out
-            if r.kind not in whole or not unbound_words(_segment(question, r.text), vocab, tables)
+            if r.kind not in whole
+            or not unbound_words(condition_part(_segment(question, r.text), r.text), vocab, tables)
         ]
     for rule in registered:
         if rule.read_question is not None:
@@ -582,7 +660,9 @@ def outputs(fields: list[str]) -> list[Requirement]:
 # "patient", "risk" unbound, so its bound is not made a requirement of every row (it abstains).
 # Which kinds: the rules marked `row_condition` (scope, comparison, not_null: what a misread
 # turns into a filter).
-_SEGMENT_END = re.compile(r"[,;:()?!]|(?<!\d)\.(?=\s|$)|\bbut\b")
+# A period ends a segment unless it is a decimal point; after a number it ends one only before a
+# new sentence ("at least 70. Flag that ..."), so "2.5" and "approx. 3" stay whole.
+_SEGMENT_END = re.compile(r"[,;:()?!]|(?<!\d)\.(?=\s|$)|(?<=\d)\.(?=\s+[A-Z]|\s*$)|\bbut\b")
 _LEXICON_WORDS = (
     frozenset(
         w
@@ -631,29 +711,75 @@ def unbound_words(segment: str, vocab: Vocabulary, tables: list[str] | None = No
     value_words = {w.lower() for v in vocab.all_values(tables) for w in re.findall(r"[A-Za-z]+", v)}
     names = {t for name in [*(tables or []), *vocab.tables] for t in column_tokens(name)}
     col_stems = {_stem(t) for t in col_tokens}
+    name_stems = {_stem(n) for n in names}
+    flag_words = {t for c in flag_columns(vocab, None) for t in column_tokens(c)}
     out: list[str] = []
     after_value = False  # "male birds", "benign cases": a plural noun right after a value names the rows
     text = re.sub(r"`[^`]*`", " ", segment)  # a name in backticks is the turn's own field or table
-    for token in re.findall(r"[A-Za-z][A-Za-z']*", text.replace("-", " ").replace("/", " ")):
+    text = text.replace("-", " ").replace("/", " / ")
+    unit_left = 0  # words still to be read as the unit of the number just before them
+    prev_end, prev_low = 0, ""
+    for m in re.finditer(r"[A-Za-z][A-Za-z']*", text):
+        token = m.group(0)
         low = token.lower().removesuffix("'s")
         stem = _stem(low)
+        gap = text[prev_end : m.start()]
+        if _NUMBER_BEFORE.search(gap):
+            unit_left = 2  # "25 °C", "4,500 g", "100 mg/dl", "150 sit-ups": the number's unit
+        elif not (gap.strip() in ("", "/") and unit_left):
+            unit_left = 0
+        unit = unit_left > 0 or prev_low == "per"  # "per capita", "per person": a rate's denominator
+        if low not in LEXICON.scales:
+            unit_left = max(unit_left - 1, 0)
+        prev_end, prev_low = m.end(), low
         if (
-            low in _LEXICON_WORDS
+            unit
+            or low in _LEXICON_WORDS
             or stem in _LEXICON_STEMS
             or low in STOP
             or low in value_words
             or low in names
             or stem in names
+            or stem in name_stems  # "car" for the table `cars`, "airport" for `airports`
             or _STEMS.fullmatch(low)
             or stem in col_stems
             or any(matches_token(t, stem) for t in col_tokens)
             or (after_value and low.endswith("s"))
         ):
-            after_value = low in value_words
+            after_value = low in value_words or low in flag_words  # "the fit members", "heavy birds"
             continue
         after_value = False
         out.append(token)
     return out
+
+
+# The number right before a word (a unit follows it): "8,000 miles", "25 °C", "0.5% above".
+_NUMBER_BEFORE = re.compile(r"(?<![A-Za-z])-?\d[\d,]*(?:\.\d+)?\s*%?\s*°?\s*$")
+
+
+def condition_part(segment: str, part: str) -> str:
+    """The part of a definition sentence that states the condition: in "The clinic calls a mass large
+    when its mean radius is 15 or more" the frame before "when" (who calls, which rows, the term) is
+    accounted for by its form, and only the condition must parse whole. Any other segment is returned
+    as it is; so is one whose frame negates or names another version of the rule."""
+    m = _DEFINITION_FRAME.search(segment)
+    if m is None or segment.find(part) < m.end() or _FRAME_OTHER.search(segment[: m.end()]):
+        return segment
+    return segment[m.end() :]
+
+
+# A frame that negates or points at another version of a rule ("the withdrawn rule calls ...",
+# "would have counted ... if") is no plain definition: the whole segment must parse.
+_FRAME_OTHER = re.compile(
+    r"\b(?:not|never|no|would|could|withdraw\w*|dropped|old|previous\w*|original|earlier|former|before)\b",
+    re.IGNORECASE,
+)
+_DEFINITION_FRAME = re.compile(
+    r"^\s*(?:(?:from (?:now|here) on|henceforth),?\s+)?(?:[\w'-]+\s+){0,4}?"
+    r"(?:calls?|counts?|treats?|regards?|considers?|labels?|flags?|marks?|classif(?:y|ies)|is|are)\s+"
+    r"(?:[\w'-]+\s+){1,8}?(?:when|whenever|if)\b",
+    re.IGNORECASE,
+)
 
 
 def _stem(word: str) -> str:
@@ -666,7 +792,9 @@ def _stem(word: str) -> str:
     return low[:-1] if len(low) > 3 and low[-1] == low[-2] else low  # "kept"/"keep", "gett" -> "get"
 
 
-def context_requirements(context: str) -> list[Requirement]:
+def context_requirements(
+    context: str, vocab: Vocabulary | None = None, tables: list[str] | None = None
+) -> list[Requirement]:
     """Row conditions a turn's own context states as the rule from now on ("from now on a day counts
     as wet only when it had at least 1.0 mm of precipitation", "leave ... out of the scope", "go back
     to the original definition: ..."): bounds, recorded values, and exclusions of named values. A
@@ -683,6 +811,11 @@ def context_requirements(context: str) -> list[Requirement]:
             r.model_copy(update={"source": "context"})
             for r in comparisons(clause) + not_null(clause)
             if not _is_year_bound(r)
+            # with the data's vocabulary, a rule is kept only when its clause parses whole, as in a question
+            and (
+                vocab is None
+                or not unbound_words(condition_part(_segment(clause, r.text), r.text), vocab, tables)
+            )
         ]
     return out
 

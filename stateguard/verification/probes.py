@@ -205,21 +205,23 @@ def rerun_probe(con: str, original: str, changed: str) -> str:
 
 
 def count_probe(frame: str, mask: str, stated_mask: str) -> str:
-    """Rows a pandas mask keeps as written and as the task states it."""
+    """Rows a pandas mask keeps as written and as the task states it. A stated condition that keeps
+    no row at all is no evidence: the answer it implies is empty, so the binding is the likelier
+    mistake (a definition's "two years before" bound to the year column)."""
     return (
         f"_f = {frame}\n_a = int(len(_f[({mask})]))\n_b = int(len(_f[({stated_mask})]))\n"
-        f"_v = _a != _b\n_o = {{'rows_as_written': _a, 'rows_as_stated': _b}}"
+        f"_v = _a != _b and _b > 0\n_o = {{'rows_as_written': _a, 'rows_as_stated': _b}}"
     )
 
 
 def cutoff_probe(written: str, stated: str) -> str:
     """A pandas comparison as written and as the task states it, on the same live values: the rows
-    (or the scalar) they keep differ."""
+    (or the scalar) they keep differ, and the stated one keeps some (see `count_probe`)."""
     return textwrap.dedent(f"""\
         import numpy as _np
         _a = _np.asarray({written}, dtype=bool).ravel()
         _b = _np.asarray({stated}, dtype=bool).ravel()
-        _v = bool((_a != _b).any())
+        _v = bool((_a != _b).any()) and bool(_b.any())
         _o = {{'kept_as_written': int(_a.sum()), 'kept_as_stated': int(_b.sum())}}""")
 
 

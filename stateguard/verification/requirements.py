@@ -163,6 +163,8 @@ class Requirement(BaseModel):
         spec = _REGISTERED.get(self.kind)
         if spec is not None:
             return spec.describe(self) if spec.describe else f"{self.kind}: {self.text}"
+        if self.kind is Kind.SCOPE and self.values == ["True"] and not self.exclude:
+            return f"only rows whose flag {what} is true"
         if self.kind is Kind.SCOPE:
             return f"{what} limited to {'everything but ' if self.exclude else ''}{', '.join(self.values)}"
         if self.kind is Kind.COMPARISON:

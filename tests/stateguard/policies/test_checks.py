@@ -55,6 +55,8 @@ def test_answer_helpers() -> None:
             True,
         ),  # rounded to a whole number although the value has a fraction
         ({"n": 6.0}, {"n": 6}, False),
+        ({"m": 47.5}, {"m": 47.495}, False),  # a tie: numpy rounds it up to 47.50, Python down to 47.49
+        ({"m": 47.5}, {"m": 47.46}, True),
     ],
 )
 def test_precision(answer, printed, fired: bool) -> None:

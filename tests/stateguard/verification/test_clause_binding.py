@@ -90,7 +90,7 @@ def test_a_share_or_a_bare_count_of_a_category_is_not_the_turns_scope() -> None:
 
 def test_a_segment_that_does_not_parse_whole_abstains() -> None:
     vocab = Vocabulary(tables={"flagged": {"bmi": ColumnInfo(kind="num"), "score": ColumnInfo(kind="num")}})
-    narrated = "The clinic treats a patient as at risk when the BMI is at least 30."
+    narrated = "The clinic admits a patient for review once the BMI is at least 30."
     assert [r for r in extract(narrated, vocab=vocab) if r.kind is Kind.COMPARISON] == []
     plain = "Keep the rows with a BMI of at least 30."
     assert [(r.op, r.value) for r in extract(plain, vocab=vocab) if r.kind is Kind.COMPARISON] == [
@@ -116,3 +116,77 @@ def test_a_treat_as_sentence_defines_a_term() -> None:
     assert definition_term("The clinic treats a patient as at risk when the BMI is at least 30.") == "at risk"
     assert definition_term("We count a day as hot if it reached 30 degrees.") == "hot"
     assert definition_term("The clinic treats patients in the morning.") is None
+
+
+def test_a_definition_frame_leaves_only_its_condition_to_parse() -> None:
+    """Who calls, which rows and the term before "when" are the sentence's form; the condition after it
+    must still parse whole, and a frame that negates or names another version of the rule does not count."""
+    vocab = Vocabulary(tables={"flagged": {"bmi": ColumnInfo(kind="num"), "score": ColumnInfo(kind="num")}})
+
+    def bounds(text: str) -> list[tuple[str | None, float | None]]:
+        return [(r.op, r.value) for r in extract(text, vocab=vocab) if r.kind is Kind.COMPARISON]
+
+    assert bounds("The clinic treats a patient as at risk when the BMI is at least 30.") == [(">=", 30.0)]
+    assert bounds("Our health desk calls a patient obese in a given year when the BMI is at least 30.") == [
+        (">=", 30.0)
+    ]
+    assert (
+        bounds("The clinic treats a patient as at risk when the BMI of the patient's partner is at least 30.")
+        == []
+    )
+    assert bounds("The withdrawn rule treats a patient as at risk when the BMI is at least 30.") == []
+    assert bounds("The clinic does not treat a patient as at risk when the BMI is at least 30.") == []
+
+
+def test_the_words_right_after_a_number_are_its_unit() -> None:
+    """ "8,000 miles per capita", "100 mg/dl", "4,500 g": a unit (and a rate's denominator) names no
+    attribute, so it need not bind; a word further on still must."""
+    vocab = Vocabulary(tables={"t": {"miles": ColumnInfo(kind="num"), "sugar": ColumnInfo(kind="num")}})
+
+    def bounds(text: str) -> list[tuple[str | None, float | None]]:
+        return [(r.op, r.value) for r in extract(text, vocab=vocab) if r.kind is Kind.COMPARISON]
+
+    assert bounds("How many rows have a sugar above 100 mg/dl?") == [(">", 100.0)]
+    assert bounds("How many rows have more than 8,000 miles per capita?") == [(">", 8000.0)]
+    assert bounds("How many rows have a sugar above 100 mg/dl in fasting patients?") == []
+
+
+def test_a_sentence_ending_in_a_number_ends_its_segment() -> None:
+    from stateguard.verification.extract import clauses
+
+    assert clauses("The bar is at least 70. Flag that in a column. And 2.5 or 3.") == [
+        "The bar is at least 70",
+        "Flag that in a column",
+        "And 2.5 or 3",
+    ]
+
+
+def test_bounds_no_row_can_meet_together_are_bands_not_filters() -> None:
+    from stateguard.verification.extract import comparisons
+
+    banding = "rural when under 50 percent urban, mixed from 50 up to under 75, urban at 75 or more"
+    assert comparisons(banding) == []
+    # bounds on two quantities, or two bounds that overlap, stay
+    assert [r.text for r in comparisons("a pulse below 55 and more than 150 sit-ups")] == [
+        "below 55",
+        "more than 150",
+    ]
+    assert [r.text for r in comparisons("a price above 40 and below 90")] == ["above 40", "below 90"]
+
+
+def test_a_percentage_of_another_quantity_is_no_bound_on_its_own() -> None:
+    from stateguard.verification.extract import comparisons
+
+    assert comparisons("gross investment is at least 10 percent of the firm's market value") == []
+    assert [r.value for r in comparisons("a return of at least 10 percent")] == [10.0]
+
+
+def test_a_rule_in_a_turns_context_must_parse_whole_once_the_data_is_known() -> None:
+    from stateguard.verification.extract import context_requirements
+
+    vocab = Vocabulary(tables={"fert": {"tfr": ColumnInfo(kind="num"), "code": ColumnInfo(kind="text")}})
+    rule = "From now on a country is low when its tfr is under 2.1."
+    assert [r.value for r in context_requirements(rule, vocab, ["fert"])] == [2.1]
+    narrated = "From now on a country is low when its tfr averaged with the neighbouring years is under 2.1."
+    assert context_requirements(narrated) != []  # words only, before the data is known
+    assert context_requirements(narrated, vocab, ["fert"]) == []

@@ -191,3 +191,17 @@ def test_keeping_only_matched_rows_in_words(how: str, found: bool) -> None:
     )
     code = f"matched = orders.merge(customers, on='customer_id', how='{how}')\nresult = {{'n_rows': len(matched)}}"
     assert bool(Session().turn(question, code)) is found
+
+
+def test_a_stated_condition_that_keeps_no_row_is_no_evidence() -> None:
+    """The count probe (rows kept as written against as stated) reports a difference only when the
+    stated condition keeps some rows: none means the binding, not the code, is the likelier mistake."""
+    import pandas as pd
+
+    from stateguard.verification.probes import count_probe
+
+    ns: dict[str, object] = {"df": pd.DataFrame({"x": [1.0, 2.0, 3.0]})}
+    exec(count_probe("df", "df['x'] > 1", "df['x'] > 10"), ns)
+    assert ns["_v"] is False and ns["_o"] == {"rows_as_written": 2, "rows_as_stated": 0}
+    exec(count_probe("df", "df['x'] > 1", "df['x'] > 2"), ns)
+    assert ns["_v"] is True

@@ -1,0 +1,96 @@
+"""Rows named by a flag the data holds ("the pricey orders", a boolean column `pricey`): the turn's
+rows must be the flagged ones. Checked on the frame or table the turn's result comes from, only when
+the turn's code does not read the flag itself (how it used it is not modelled)."""
+
+from __future__ import annotations
+
+import pytest
+
+from stateguard.verification.extract import extract, flag_scopes
+from stateguard.verification.requirements import Kind
+from stateguard.verification.vocabulary import ColumnInfo, Vocabulary
+from tests.stateguard.verification.conftest import DUCKDB_ORDERS, session_with
+
+FLAGGED = "orders['pricey'] = orders['price'] > 150"
+QUESTION = "Among the pricey orders, what is the mean rating and how many are there?"
+VOCAB = Vocabulary(
+    tables={
+        "orders": {
+            "pricey": ColumnInfo(kind="text", values=["False", "True"]),
+            "at_risk": ColumnInfo(kind="text", values=["False", "True"]),
+            "rating": ColumnInfo(kind="num"),
+        }
+    }
+)
+
+
+@pytest.mark.parametrize(
+    ("clause", "column"),
+    [
+        ("Among the pricey orders, what is the mean rating", "pricey"),
+        ("What is the mean rating of those pricey orders", "pricey"),
+        ("the mean rating of orders that count as pricey", "pricey"),
+        ("the mean rating of the orders at risk", "at_risk"),
+        ("How many orders are pricey", None),  # a predicate: the flag is what is counted
+        ("the mean rating of the pricey orders and of the others", None),  # a contrast
+        ("the mean rating of the orders the old rule called pricey", None),  # another version
+        ("Call an order pricey when its price is above 150", None),  # the definition itself
+    ],
+)
+def test_only_an_attributive_flag_names_the_rows(clause: str, column: str | None) -> None:
+    found = flag_scopes(clause, VOCAB, ["orders"])
+    assert [r.columns for r in found] == ([[column]] if column else [])
+    if column:
+        assert found[0].kind is Kind.SCOPE and found[0].values == ["True"]
+
+
+def test_a_plural_noun_after_the_flag_names_the_rows_and_parses() -> None:
+    reqs = extract("Among the pricey orders, what is the mean rating?", vocab=VOCAB, tables=["orders"])
+    assert [(r.kind, r.columns) for r in reqs if r.kind is Kind.SCOPE] == [(Kind.SCOPE, ["pricey"])]
+
+
+def test_the_flag_dropped_from_a_pandas_selection_is_found() -> None:
+    session = session_with(FLAGGED)
+    code = "pricey_orders = orders\nresult = {'mean_rating': float(pricey_orders['rating'].mean()), 'n': len(pricey_orders)}"
+    findings = session.turn(QUESTION, code)
+    assert len(findings) == 1
+    assert "rows whose flag pricey is false are used" in findings[0].reason
+    assert (
+        "'rows_breaking_requirement': 204" in findings[0].evidence
+    )  # the orders not above 150 or without a price
+
+
+def test_an_old_rule_restated_inline_is_found_and_the_current_one_is_not() -> None:
+    old = session_with(FLAGGED).turn(
+        QUESTION,
+        "pricey_orders = orders[orders['price'] > 100]\nresult = {'mean_rating': float(pricey_orders['rating'].mean())}",
+    )
+    assert len(old) == 1 and old[0].variables == ["pricey_orders"]
+    current = session_with(FLAGGED).turn(
+        QUESTION,
+        "pricey_orders = orders[orders['price'] > 150]\nresult = {'mean_rating': float(pricey_orders['rating'].mean())}",
+    )
+    assert current == []
+
+
+def test_code_that_reads_the_flag_itself_is_not_held_to_it() -> None:
+    """A group by the flag, or a sum of it: the rows are not filtered, and that is right."""
+    session = session_with(FLAGGED)
+    code = "by = orders.groupby('pricey')['rating'].mean()\nresult = {'mean_rating': float(by[True])}"
+    assert session.turn(QUESTION, code) == []
+    assert not any(r.values == ["True"] for r in session.verifier.last.requirements)
+
+
+def test_a_sql_boolean_column_is_a_flag_too() -> None:
+    session = session_with(FLAGGED, DUCKDB_ORDERS)
+    dropped = (
+        "row = con.execute('SELECT AVG(rating), COUNT(*) FROM o').fetchone()\n"
+        "result = {'mean_rating': row[0], 'n': row[1]}"
+    )
+    findings = session.turn(QUESTION, dropped)
+    assert len(findings) == 1
+    kept = (
+        "row = con.execute('SELECT AVG(rating), COUNT(*) FROM o WHERE price > 150').fetchone()\n"
+        "result = {'mean_rating': row[0], 'n': row[1]}"
+    )
+    assert session_with(FLAGGED, DUCKDB_ORDERS).turn(QUESTION, kept) == []
