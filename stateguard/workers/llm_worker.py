@@ -36,7 +36,7 @@ from stateguard.workers.data_preview import (
     frames_probe,
     preview_text,
 )
-from stateguard.workers.output_answer import OUTPUT_ANSWER_NOTE, json_object_output
+from stateguard.workers.output_answer import OUTPUT_ANSWER_NOTE, OUTPUT_ANSWER_SETUP, json_object_output
 from stateguard.workspace import LiveWorkspace
 
 DEFAULT_SYSTEM = """You are a data analyst working in a persistent Python session (pandas as pd, numpy as np, json and re are imported). BASE_PATH is a str (not a pathlib.Path) naming the task folder; the data files are in its data/ folder, so build paths as text: pd.read_csv(f"{BASE_PATH}/data/<file>.csv"); import os; os.listdir(f"{BASE_PATH}/data") lists them.
@@ -226,12 +226,11 @@ class LLMWorker:
         self.messages = [{"role": "system", "content": self.system_prompt}]
         self.model_s, self._compaction, self._turn_starts = 0.0, 0, []
         self._previewed = False
-        if self.protocol.setup:
-            result = workspace.run_cell(self.protocol.setup)
+        setups = [self.protocol.setup, OUTPUT_ANSWER_SETUP if self.answer_from_output else ""]
+        for setup in filter(None, setups):
+            result = workspace.run_cell(setup)
             if not result.ok:
-                raise RuntimeError(
-                    f"the worker protocol's setup code failed in the workspace: {result.error}"
-                )
+                raise RuntimeError(f"the worker's setup code failed in the workspace: {result.error}")
 
     def inject(self, message: WorkerMessage) -> None:
         if message.kind == "turn" and message.turn is not None:

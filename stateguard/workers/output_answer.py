@@ -6,7 +6,9 @@ written them inside <answer>. Agent protocols already let code finish a question
 `final_answer(...)`, a CodeAct agent's printed result), so the LLM worker may take a successful
 cell's output as the turn's answer when that output is one JSON object and nothing else: the
 dev set's answer form (one object, one key per requested value). The model is told so in its
-system prompt (`OUTPUT_ANSWER_NOTE`), so printing such an object is its own choice to answer.
+system prompt (`OUTPUT_ANSWER_NOTE`), so printing such an object is its own choice to answer; a
+helper defined in its session, `print_answer(dict)` (`OUTPUT_ANSWER_SETUP`), prints pandas and
+numpy values as plain JSON.
 
 An intermediate print must not pass for an answer, so the rule is narrow: the whole output (the
 cell's stdout plus its displayed value) parses as one JSON object (not a Python repr, not a list,
@@ -23,20 +25,57 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["MAX_CHARS", "MAX_KEYS", "MAX_LEAVES", "OUTPUT_ANSWER_NOTE", "json_object_output"]
+__all__ = [
+    "MAX_CHARS",
+    "MAX_KEYS",
+    "MAX_LEAVES",
+    "OUTPUT_ANSWER_NOTE",
+    "OUTPUT_ANSWER_SETUP",
+    "json_object_output",
+]
 
 MAX_CHARS = 1500  # a requested answer is short; the dev set's longest reference answer is ~400
 MAX_KEYS = 12  # top-level keys: the values a question asks for, not a table's columns
 MAX_LEAVES = 60  # numbers and texts in all (a result per group of a few dozen groups at most)
 
+# Run in the workspace when the option is on: the helper the note names. In nat4's first minutes
+# the 1.5B model, told to print(json.dumps(...)), passed pandas Series and numpy ints to it and
+# failed with "not JSON serializable" turn after turn; the helper converts them.
+OUTPUT_ANSWER_SETUP = """
+def print_answer(answer):
+    \"\"\"Print `answer` as one JSON object: pandas and numpy values become plain numbers, lists and dicts.\"\"\"
+    import json as _json
+    import numpy as _np
+    import pandas as _pd
+
+    def plain(v):
+        if isinstance(v, _pd.DataFrame):
+            return [plain(r) for r in v.to_dict(orient="records")]
+        if isinstance(v, _pd.Series):
+            return {str(k): plain(x) for k, x in v.items()}
+        if isinstance(v, _pd.Timestamp):
+            return v.date().isoformat() if v == v.normalize() else v.isoformat()
+        if isinstance(v, (_pd.Index, _np.ndarray, _pd.api.extensions.ExtensionArray, list, tuple, set)):
+            return [plain(x) for x in (sorted(v, key=str) if isinstance(v, set) else v)]
+        if isinstance(v, dict):
+            return {str(k): plain(x) for k, x in v.items()}
+        if isinstance(v, _np.generic):
+            return v.item()
+        return v
+
+    value = plain(answer)
+    print(_json.dumps(value if isinstance(value, dict) else {"answer": value}, default=str))
+"""
+
 # Added to the worker's system prompt when the option is on; no example object (the 1.5B model
 # copied an example answer verbatim in nat3).
 OUTPUT_ANSWER_NOTE = (
-    "\nYou may also answer from code: when a code block runs without error and its whole output is "
-    "one JSON object (printed with print(json.dumps(...)), nothing else printed), that object is "
-    "taken as your final answer to the current question and the question ends. So print such an "
-    "object only once it holds exactly the values the question asks for; while exploring, print "
-    "plain text."
+    "\nYou may also answer from code: print_answer(...) is defined in the session; give it a dict "
+    "with one key per value the question asks for (pandas and numpy values are converted). When a "
+    "code block runs without error and its whole output is that one printed object, the object "
+    "is taken as your final answer to the current question and the question ends. So call it only "
+    "once you have seen the values and the dict holds exactly what the question asks for; while "
+    "exploring, print plain text."
 )
 
 

@@ -77,6 +77,25 @@ def test_a_json_object_printed_by_a_successful_cell_is_the_answer_with_no_furthe
     assert model.requests[0][0]["content"].endswith(OUTPUT_ANSWER_NOTE)  # the model is told the rule
 
 
+PANDAS_CELL = (
+    f"<python>\n{LOAD}df = pd.DataFrame(flowers)\n"
+    "print_answer({'n_flowers': np.int64(len(df)), 'by_species': df['species'].value_counts(),"
+    " 'first': pd.Timestamp('2000-01-01'), 'species': df['species'].unique()})\n</python>"
+)
+
+
+def test_print_answer_turns_pandas_and_numpy_values_into_the_answer_object(tmp_path: Path) -> None:
+    # nat4's first try: told to print(json.dumps(...)), the 1.5B model passed a Series and an
+    # int64 and failed with "not JSON serializable"; the session's helper converts them
+    model = Model(PANDAS_CELL, ANSWER)
+    worker, steps = _turn(tmp_path, model, answer_from_output=True)
+    assert steps[0].success, steps[0].error
+    assert worker.answers == {
+        1: {"n_flowers": 4, "by_species": {"setosa": 4}, "first": "2000-01-01", "species": ["setosa"]}
+    }
+    assert len(model.requests) == 1
+
+
 def test_off_the_worker_still_asks_for_the_answer(tmp_path: Path) -> None:
     model = Model(JSON_CELL, ANSWER)
     worker, steps = _turn(tmp_path, model, answer_from_output=False)
