@@ -40,6 +40,7 @@ from stateguard.artifacts.events import LlmCallEvent, WorkerStepData, WorkerStep
 from stateguard.artifacts.run_folder import LLM_CALLS_FILE, RolloutFolder, RunFolder
 from stateguard.task import PRELUDE, Task
 from stateguard.trace import read_trace
+from stateguard.workers.output_answer import OUTPUT_ANSWER_SETUP
 
 __all__ = [
     "one_block",
@@ -49,10 +50,12 @@ __all__ = [
     "numbers_reproduced",
     "replay_verdict",
     "support_cells",
+    "with_session_helpers",
 ]
 
 SUPPORT_MARK = "# natural bank: the model's own cell from turn {turn}"
 ANSWER_MARK = "# natural bank: the model's answer, as it reported it"
+HELPER_MARK = "# natural bank: the LLM worker's print_answer helper, as its session had it"
 AS_TEXT_MARK = (
     "# natural bank: the model's cell, run as text (it does not parse, or a string in it holds a blank line)"
 )
@@ -146,6 +149,15 @@ def answer_block(answer: Any) -> str:
     object; a bare value is wrapped as {"answer": value})."""
     body = answer if isinstance(answer, dict) else {"answer": answer}
     return f"{ANSWER_MARK}\nresult = json.loads({json.dumps(body)!r})\nprint(json.dumps(result))"
+
+
+def with_session_helpers(parts: list[str]) -> list[str]:
+    """The cells, after the LLM worker's `print_answer` helper when one of them calls it: the
+    worker defined it in the model's session (`answer_from_output`), the scripted worker's replay
+    has no such helper and would fail on the name."""
+    if not any("print_answer" in _loaded_names(c) for c in parts):
+        return parts
+    return [f"{HELPER_MARK}\n{OUTPUT_ANSWER_SETUP.strip()}", *parts]
 
 
 def _scalars(value: Any) -> Iterable[Any]:
@@ -268,6 +280,7 @@ def harvest_run(run_dir: str | Path, tasks: dict[str, Task], bank: NaturalBank) 
                 ]
                 answer = result.answers.get(turn.turn_id)
                 parts = [f"{SUPPORT_MARK.format(turn=t)}\n{c}" for t, c in support] + own
+                parts = with_session_helpers(parts)
                 code = "\n\n".join(parts + ([answer_block(answer)] if answer is not None else []))
                 code = code.replace(root, DATA_ROOT)
                 kind, _ = classify(
