@@ -156,9 +156,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--labelled", action="store_true", help="also read `label: value` prints")
     parser.add_argument("--json", type=Path, default=None, help="also write the turns as JSON here")
     args = parser.parse_args(argv)
+    from omegaconf import OmegaConf
+
+    from stateguard.artifacts.run_folder import RunFolder
+
     expected: dict[str, dict[int, Any]] = {}
+    loaded: set[str] = set()  # each benchmark config once (loading the dev set takes a while)
     for run in args.run_dirs:
-        expected.update(expected_answers(run))
+        bench = OmegaConf.to_yaml(OmegaConf.load(RunFolder(Path(run)).config).bench)
+        if bench not in loaded:
+            loaded.add(bench)
+            expected.update(expected_answers(run))
     effect = output_answer_effect(args.run_dirs, expected, labelled=args.labelled)
     print(render_effect(effect))
     if args.json is not None:
