@@ -93,11 +93,11 @@ def output_answer_effect(
             for event in read_trace(trace) if trace.is_file() else []:
                 if not isinstance(event, WorkerStepEvent) or event.data.turn is None:
                     continue
-                step = event.data
+                step, turn = event.data, event.data.turn
                 if not step.success or not step.action:
                     continue
                 effect.successful_cells += 1
-                if step.turn in seen:
+                if turn in seen:
                     continue
                 taken = bool(getattr(step.meta, "answer_from_output", False))
                 answer = (
@@ -107,18 +107,18 @@ def output_answer_effect(
                 )
                 if answer is None:
                     continue
-                seen.add(step.turn)
-                truth = expected.get(result.task_id, {}).get(step.turn)
+                seen.add(turn)
+                truth = expected.get(result.task_id, {}).get(turn)
                 effect.turns.append(
                     OutputTurn(
                         run=str(run),
                         task_id=result.task_id,
                         arm=result.arm,
-                        turn=step.turn,
+                        turn=turn,
                         taken=taken,
                         answer=answer,
                         right=None if truth is None else judge_fields(truth, answer),
-                        recorded=result.correct.get(step.turn),
+                        recorded=result.correct.get(turn),
                     )
                 )
     return effect

@@ -57,8 +57,14 @@ def _scripted(ctx: WorkerSetup) -> WorkerAdapter:
 
 
 def _llm(ctx: WorkerSetup) -> WorkerAdapter:
-    own = {} if ctx.answer_from_output is None else {"answer_from_output": ctx.answer_from_output}
-    return LLMWorker(ctx.client(), protocol=ctx.protocol, task_time_cap_s=ctx.task_time_cap_s, **own)
+    if ctx.answer_from_output is None:  # the worker's own default
+        return LLMWorker(ctx.client(), protocol=ctx.protocol, task_time_cap_s=ctx.task_time_cap_s)
+    return LLMWorker(
+        ctx.client(),
+        protocol=ctx.protocol,
+        task_time_cap_s=ctx.task_time_cap_s,
+        answer_from_output=ctx.answer_from_output,
+    )
 
 
 WORKERS: dict[str, WorkerFactory] = {"scripted": _scripted, "llm": _llm}
