@@ -157,7 +157,7 @@ def with_session_helpers(parts: list[str]) -> list[str]:
     has no such helper and would fail on the name."""
     if not any("print_answer" in _loaded_names(c) for c in parts):
         return parts
-    return [f"{HELPER_MARK}\n{OUTPUT_ANSWER_SETUP.strip()}", *parts]
+    return [f"{HELPER_MARK}\n{one_block(OUTPUT_ANSWER_SETUP)}", *parts]
 
 
 def _scalars(value: Any) -> Iterable[Any]:
@@ -232,6 +232,8 @@ def _run_info(run_dir: Path) -> tuple[str, dict[str, Any], str]:
     cfg: dict[str, Any] = loaded if isinstance(loaded, dict) else {}  # type: ignore[assignment]
     block = dict(cfg.get("worker_llm") or {})
     sampling = {k: block.get(k) for k in ("temperature", "max_tokens")}
+    if block.get("answer_from_output"):  # the worker's protocol differed: answers printed by code
+        sampling["answer_from_output"] = True
     root = str(Path(str((cfg.get("bench") or {}).get("data_dir") or "data/dev")).resolve())
     for calls in sorted(run_dir.glob(f"tasks/*/*/{LLM_CALLS_FILE}")):
         for event in read_trace(calls):
