@@ -142,7 +142,7 @@ def _invalid(block: str, exc: ValidationError) -> ValueError:
 
 
 # Keys of the `worker_llm:` block that are the LLM worker's own knobs, not its endpoint's.
-WORKER_KEYS = ("task_time_cap_s",)
+WORKER_KEYS = ("task_time_cap_s", "answer_from_output")
 
 
 def endpoint_settings(block: Mapping[str, Any] | None, name: str = "worker_llm") -> dict[str, Any]:
@@ -159,6 +159,12 @@ def endpoint_settings(block: Mapping[str, Any] | None, name: str = "worker_llm")
     if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int | float) or cap <= 0):
         raise ValueError(
             f"the config's {name}: block: task_time_cap_s={cap!r}; use seconds of model time per task (> 0) or null"
+        )
+    from_output = values.pop("answer_from_output", None)
+    if from_output is not None and not isinstance(from_output, bool):
+        raise ValueError(
+            f"the config's {name}: block: answer_from_output={from_output!r}; use true, false or null "
+            "(null: the worker's default)"
         )
     try:
         EndpointConfig(
@@ -247,5 +253,6 @@ def make_worker(
             response=dict(response or {}),
             reference=reference,
             task_time_cap_s=dict(endpoint or {}).get("task_time_cap_s"),
+            answer_from_output=dict(endpoint or {}).get("answer_from_output"),
         )
     )

@@ -36,6 +36,7 @@ from stateguard.workers.data_preview import (
     frames_probe,
     preview_text,
 )
+from stateguard.workers.output_answer import OUTPUT_ANSWER_NOTE, OUTPUT_ANSWER_SETUP, json_object_output
 from stateguard.workspace import LiveWorkspace
 
 DEFAULT_SYSTEM = """You are a data analyst working in a persistent Python session (pandas as pd, numpy as np, json and re are imported). BASE_PATH is a str (not a pathlib.Path) naming the task folder; the data files are in its data/ folder, so build paths as text: pd.read_csv(f"{BASE_PATH}/data/<file>.csv"); import os; os.listdir(f"{BASE_PATH}/data") lists them.
@@ -163,7 +164,11 @@ class LLMWorker:
 
     A turn opens with what the model should see before it guesses (`data_preview`): the task's
     data files (names, dtypes, first rows; `preview_chars`, 0 = off) with the first turn, the
-    session's data frames (name, shape, columns; `frames_chars`, 0 = off) with every later one."""
+    session's data frames (name, shape, columns; `frames_chars`, 0 = off) with every later one.
+
+    With `answer_from_output` a successful cell whose whole output is one JSON object ends the
+    turn with that object as the answer, without a further call (`output_answer`; the system
+    prompt says so): under load the separate answer call is what the time caps cut (nat3a)."""
 
     def __init__(
         self,
@@ -178,10 +183,14 @@ class LLMWorker:
         turn_share: float = 2.0,
         preview_chars: int = 1600,
         frames_chars: int = 600,
+        answer_from_output: bool = False,
     ):
         self.client = client
         self.protocol = protocol or WorkerProtocol()
         self.system_prompt = system_prompt or self.protocol.system_prompt
+        self.answer_from_output = answer_from_output
+        if answer_from_output:
+            self.system_prompt += OUTPUT_ANSWER_NOTE
         self.max_output_chars = max_output_chars
         self.max_failures = max_failures
         self.max_refusals = max_refusals
@@ -217,12 +226,11 @@ class LLMWorker:
         self.messages = [{"role": "system", "content": self.system_prompt}]
         self.model_s, self._compaction, self._turn_starts = 0.0, 0, []
         self._previewed = False
-        if self.protocol.setup:
-            result = workspace.run_cell(self.protocol.setup)
+        setups = [self.protocol.setup, OUTPUT_ANSWER_SETUP if self.answer_from_output else ""]
+        for setup in filter(None, setups):
+            result = workspace.run_cell(setup)
             if not result.ok:
-                raise RuntimeError(
-                    f"the worker protocol's setup code failed in the workspace: {result.error}"
-                )
+                raise RuntimeError(f"the worker's setup code failed in the workspace: {result.error}")
 
     def inject(self, message: WorkerMessage) -> None:
         if message.kind == "turn" and message.turn is not None:
@@ -505,9 +513,15 @@ class LLMWorker:
         else:
             self._failed[_normal(code)] = result.error or "an error"
             self._last_ok = None
-        reported = self.protocol.answer_in_output(result.stdout) if self.protocol.answer_in_output else None
+        reported: Any = (
+            self.protocol.answer_in_output(result.stdout) if self.protocol.answer_in_output else None
+        )
+        from_output = False
+        if reported is None and self.answer_from_output and result.ok:
+            reported = json_object_output(result.stdout, result.value)
+            from_output = reported is not None
         if reported is not None and self.turn is not None:
-            self.answers[self.turn] = reported  # the code called the runner's final-answer helper
+            self.answers[self.turn] = reported  # the code reported its answer (helper or JSON output)
             self._done = True
         return WorkerStep(
             index=index,
@@ -526,5 +540,6 @@ class LLMWorker:
                 "wall_s": result.wall_s,
                 **({"final": True} if reported is not None else {}),
                 **({"answer_dropped": True} if answer_dropped else {}),
+                **({"answer_from_output": True} if from_output else {}),
             },
         )

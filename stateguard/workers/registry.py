@@ -45,6 +45,7 @@ class WorkerSetup:
     response: Mapping[str, Any] = field(default_factory=dict)  # the `response:` block (ResponseModel)
     reference: Task | None = None  # the privileged task: only for workers that replay it
     task_time_cap_s: float | None = None  # the LLM worker's model time per task (`worker_llm:`)
+    answer_from_output: bool | None = None  # `worker_llm.answer_from_output`; None: the worker's default
 
 
 WorkerFactory = Callable[[WorkerSetup], WorkerAdapter]
@@ -56,7 +57,14 @@ def _scripted(ctx: WorkerSetup) -> WorkerAdapter:
 
 
 def _llm(ctx: WorkerSetup) -> WorkerAdapter:
-    return LLMWorker(ctx.client(), protocol=ctx.protocol, task_time_cap_s=ctx.task_time_cap_s)
+    if ctx.answer_from_output is None:  # the worker's own default
+        return LLMWorker(ctx.client(), protocol=ctx.protocol, task_time_cap_s=ctx.task_time_cap_s)
+    return LLMWorker(
+        ctx.client(),
+        protocol=ctx.protocol,
+        task_time_cap_s=ctx.task_time_cap_s,
+        answer_from_output=ctx.answer_from_output,
+    )
 
 
 WORKERS: dict[str, WorkerFactory] = {"scripted": _scripted, "llm": _llm}

@@ -202,3 +202,37 @@ def test_time_per_worked_turn_leaves_out_turns_that_ran_nothing() -> None:
     )
     assert (arm.model_s_per_turn, arm.model_s_per_worked_turn) == (7.5, 10.0)
     assert arm.model_copy(update={"degraded_turns": 4}).model_s_per_worked_turn is None
+
+
+def test_answer_from_output_effect_on_a_saved_run(saved_run: Path) -> None:
+    # the demo's reference cells print the answer object last, so with the scripted worker the
+    # rule fires on the turns that printed it
+    from eval.metrics.natural_output import OutputEffect, OutputTurn, output_answer_effect, render_effect
+
+    effect = output_answer_effect([saved_run], _expected())
+    counts = effect.counts()
+    assert counts["taken"] == 0  # the scripted worker has no such option
+    # baseline only; the precision fault is applied to the scripted worker's answer after its
+    # print, so that print was right and the recorded answer wrong
+    changed = [(t.task_id, t.turn) for t in effect.turns if t.arm == "baseline" and t.right != t.recorded]
+    assert changed == [("demo__sales__task1~precision-t2", 2)]
+    assert counts["would_fire"] >= 20 and counts["unchanged"] == counts["would_fire"] - 1
+    assert counts["right_to_wrong"] == 0 and counts["wrong_to_right"] == 1
+    assert "right -> wrong 0" in render_effect(effect)
+    # the two changes it counts, by hand
+    hand = OutputEffect(
+        runs=["r"],
+        turns=[
+            OutputTurn(run="r", task_id="t", arm="baseline", turn=1, taken=False, right=False, recorded=True),
+            OutputTurn(run="r", task_id="t", arm="baseline", turn=2, taken=False, right=True, recorded=False),
+            OutputTurn(run="r", task_id="t", arm="baseline", turn=3, taken=True, right=True, recorded=True),
+        ],
+    )
+    assert hand.counts() == {
+        "taken": 1,
+        "taken_right": 1,
+        "would_fire": 2,
+        "right_to_wrong": 1,
+        "wrong_to_right": 1,
+        "unchanged": 0,
+    }

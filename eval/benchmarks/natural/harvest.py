@@ -40,6 +40,7 @@ from stateguard.artifacts.events import LlmCallEvent, WorkerStepData, WorkerStep
 from stateguard.artifacts.run_folder import LLM_CALLS_FILE, RolloutFolder, RunFolder
 from stateguard.task import PRELUDE, Task
 from stateguard.trace import read_trace
+from stateguard.workers.output_answer import OUTPUT_ANSWER_SETUP
 
 __all__ = [
     "one_block",
@@ -49,10 +50,12 @@ __all__ = [
     "numbers_reproduced",
     "replay_verdict",
     "support_cells",
+    "with_session_helpers",
 ]
 
 SUPPORT_MARK = "# natural bank: the model's own cell from turn {turn}"
 ANSWER_MARK = "# natural bank: the model's answer, as it reported it"
+HELPER_MARK = "# natural bank: the LLM worker's print_answer helper, as its session had it"
 AS_TEXT_MARK = (
     "# natural bank: the model's cell, run as text (it does not parse, or a string in it holds a blank line)"
 )
@@ -148,6 +151,15 @@ def answer_block(answer: Any) -> str:
     return f"{ANSWER_MARK}\nresult = json.loads({json.dumps(body)!r})\nprint(json.dumps(result))"
 
 
+def with_session_helpers(parts: list[str]) -> list[str]:
+    """The cells, after the LLM worker's `print_answer` helper when one of them calls it: the
+    worker defined it in the model's session (`answer_from_output`), the scripted worker's replay
+    has no such helper and would fail on the name."""
+    if not any("print_answer" in _loaded_names(c) for c in parts):
+        return parts
+    return [f"{HELPER_MARK}\n{one_block(OUTPUT_ANSWER_SETUP)}", *parts]
+
+
 def _scalars(value: Any) -> Iterable[Any]:
     if isinstance(value, dict):
         for k, v in value.items():
@@ -220,6 +232,8 @@ def _run_info(run_dir: Path) -> tuple[str, dict[str, Any], str]:
     cfg: dict[str, Any] = loaded if isinstance(loaded, dict) else {}  # type: ignore[assignment]
     block = dict(cfg.get("worker_llm") or {})
     sampling = {k: block.get(k) for k in ("temperature", "max_tokens")}
+    if block.get("answer_from_output"):  # the worker's protocol differed: answers printed by code
+        sampling["answer_from_output"] = True
     root = str(Path(str((cfg.get("bench") or {}).get("data_dir") or "data/dev")).resolve())
     for calls in sorted(run_dir.glob(f"tasks/*/*/{LLM_CALLS_FILE}")):
         for event in read_trace(calls):
@@ -268,6 +282,7 @@ def harvest_run(run_dir: str | Path, tasks: dict[str, Task], bank: NaturalBank) 
                 ]
                 answer = result.answers.get(turn.turn_id)
                 parts = [f"{SUPPORT_MARK.format(turn=t)}\n{c}" for t, c in support] + own
+                parts = with_session_helpers(parts)
                 code = "\n\n".join(parts + ([answer_block(answer)] if answer is not None else []))
                 code = code.replace(root, DATA_ROOT)
                 kind, _ = classify(

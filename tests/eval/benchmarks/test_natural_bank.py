@@ -192,3 +192,24 @@ def test_one_block_runs_as_text_what_it_cannot_keep_whole(cell: str) -> None:
     else:
         with pytest.raises(SyntaxError):
             exec(block, namespace)  # noqa: S102 - raises what the model's cell raised
+
+
+def test_a_cell_that_calls_print_answer_replays_with_the_helper() -> None:
+    # nat4: with answer_from_output the model answers with the worker's print_answer helper,
+    # which the scripted worker's session does not define
+    import json
+
+    from eval.benchmarks.natural.harvest import HELPER_MARK, with_session_helpers
+    from stateguard.workers.faults import split_blocks
+    from stateguard.workspace import DictWorkspace
+
+    cell = "import pandas as pd\ns = pd.Series([3, 4], index=['a', 'b'])\nprint_answer({'by_key': s, 'n': s.sum()})"
+    parts = with_session_helpers([cell])
+    assert len(parts) == 2 and parts[0].startswith(HELPER_MARK)
+    assert with_session_helpers(["print(1)"]) == ["print(1)"]
+    # the scripted worker cuts θ' at blank lines, so the helper must hold none (nat4's first
+    # confirm failed with IndentationError on it); each block runs as its own cell
+    ws = DictWorkspace()
+    results = [ws.run_cell(block) for block in split_blocks("\n\n".join(parts))]
+    assert all(r.ok for r in results), [r.error for r in results]
+    assert json.loads(results[-1].stdout) == {"by_key": {"a": 3, "b": 4}, "n": 7}
