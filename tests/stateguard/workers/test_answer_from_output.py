@@ -14,49 +14,16 @@ from typing import Any
 
 import pytest
 
-from eval.benchmarks.longds.prompts import longds_protocol
 from eval.components import endpoint_settings
-from stateguard.task import AgentTask, AgentTurn, prelude
-from stateguard.worker_contract import WorkerMessage
 from stateguard.workers.llm_worker import LLMWorker
 from stateguard.workers.output_answer import OUTPUT_ANSWER_NOTE, json_object_output
 from stateguard.workers.registry import WORKERS, WorkerSetup
-from stateguard.workspace import DictWorkspace
-
-
-class _Reply:
-    def __init__(self, content: str):
-        self.message = {"role": "assistant", "content": content}
-
-
-class Model:
-    def __init__(self, *replies: str):
-        self.replies = list(replies)
-        self.requests: list[list[dict[str, Any]]] = []
-
-    def chat(self, messages: list[dict[str, Any]], **_: Any) -> _Reply:
-        self.requests.append([dict(m) for m in messages])
-        return _Reply(self.replies.pop(0) if len(self.replies) > 1 else self.replies[0])
+from tests.stateguard.workers.scripted_model import ScriptedModel as Model
+from tests.stateguard.workers.scripted_model import run_first_turn
 
 
 def _turn(tmp_path: Path, model: Model, **options: Any) -> tuple[LLMWorker, list[Any]]:
-    (tmp_path / "data").mkdir()
-    (tmp_path / "data" / "iris.json").write_text(json.dumps([{"species": "setosa"}] * 4))
-    task = AgentTask(
-        task_id="t", turns=[AgentTurn(turn_id=1, question="How many flowers?")], base_path=str(tmp_path)
-    )
-    ws = DictWorkspace()
-    assert ws.run_cell(prelude(task)).ok
-    worker = LLMWorker(model, protocol=longds_protocol(str(tmp_path / "data")), **options)
-    worker.start(task, ws)
-    worker.inject(WorkerMessage.user_turn(task.turn(1)))
-    steps = []
-    for i in range(6):
-        step = worker.step(i)
-        if step is None:
-            break
-        steps.append(step)
-    return worker, steps
+    return run_first_turn(tmp_path, model, ["How many flowers?"], 6, **options)
 
 
 LOAD = 'flowers = json.load(open(f"{BASE_PATH}/data/iris.json"))\n'

@@ -8,56 +8,20 @@ worker now grants one last call, told to answer; a turn whose latest cell failed
 
 from __future__ import annotations
 
-import json
-import time
 from pathlib import Path
 from typing import Any
 
-from eval.benchmarks.longds.prompts import longds_protocol
-from stateguard.task import AgentTask, AgentTurn, prelude
-from stateguard.worker_contract import WorkerMessage
 from stateguard.workers.llm_worker import LAST_CALL, LLMWorker
-from stateguard.workspace import DictWorkspace
+from tests.stateguard.workers.scripted_model import ScriptedModel, run_first_turn
 
 
-class _Reply:
-    def __init__(self, content: str):
-        self.message = {"role": "assistant", "content": content}
+def SlowModel(*replies: str) -> ScriptedModel:
+    """Replies in order, each after 0.05 s (so a tiny time cap is spent by one call)."""
+    return ScriptedModel(*replies, delay_s=0.05)
 
 
-class SlowModel:
-    """Replies in order, each after `delay_s` (so a tiny time cap is spent by one call)."""
-
-    def __init__(self, *replies: str, delay_s: float = 0.05):
-        self.replies, self.delay_s = list(replies), delay_s
-        self.requests: list[list[dict[str, Any]]] = []
-
-    def chat(self, messages: list[dict[str, Any]], **_: Any) -> _Reply:
-        self.requests.append([dict(m) for m in messages])
-        time.sleep(self.delay_s)
-        return _Reply(self.replies.pop(0) if len(self.replies) > 1 else self.replies[0])
-
-
-def _run(tmp_path: Path, model: SlowModel) -> tuple[LLMWorker, list[Any]]:
-    (tmp_path / "data").mkdir()
-    (tmp_path / "data" / "iris.json").write_text(json.dumps([{"species": "setosa"}] * 4))
-    task = AgentTask(
-        task_id="t",
-        turns=[AgentTurn(turn_id=1, question="How many flowers?"), AgentTurn(turn_id=2, question="Species?")],
-        base_path=str(tmp_path),
-    )
-    ws = DictWorkspace()
-    assert ws.run_cell(prelude(task)).ok
-    worker = LLMWorker(model, protocol=longds_protocol(str(tmp_path / "data")), task_time_cap_s=0.02)
-    worker.start(task, ws)
-    worker.inject(WorkerMessage.user_turn(task.turn(1)))
-    steps = []
-    for i in range(10):
-        step = worker.step(i)
-        if step is None:
-            break
-        steps.append(step)
-    return worker, steps
+def _run(tmp_path: Path, model: ScriptedModel) -> tuple[LLMWorker, list[Any]]:
+    return run_first_turn(tmp_path, model, ["How many flowers?", "Species?"], 10, task_time_cap_s=0.02)
 
 
 CODE = '<python>\nflowers = json.load(open(f"{BASE_PATH}/data/iris.json"))\nprint(len(flowers))\n</python>'

@@ -20,6 +20,7 @@ from stateguard.worker_contract import WorkerMessage
 from stateguard.workers.data_preview import FILES_HEADER, FRAMES_HEADER, files_probe, preview_text
 from stateguard.workers.llm_worker import LLMWorker
 from stateguard.workspace import DictWorkspace, ProbeResult
+from tests.stateguard.workers.scripted_model import ScriptedModel as Model
 
 RECORDS = [
     {"sepalLength": 5.1, "petalLength": 1.4, "species": "setosa"},
@@ -27,23 +28,6 @@ RECORDS = [
     {"sepalLength": 6.3, "petalLength": 6.0, "species": "virginica"},
     {"sepalLength": 4.9, "petalLength": 1.5, "species": "setosa"},
 ]
-
-
-class _Reply:
-    def __init__(self, content: str):
-        self.message = {"role": "assistant", "content": content}
-
-
-class Model:
-    """Replies in order (the last one repeats); keeps every request."""
-
-    def __init__(self, *replies: str):
-        self.replies = list(replies)
-        self.requests: list[list[dict[str, Any]]] = []
-
-    def chat(self, messages: list[dict[str, Any]], **_: Any) -> _Reply:
-        self.requests.append([dict(m) for m in messages])
-        return _Reply(self.replies.pop(0) if len(self.replies) > 1 else self.replies[0])
 
 
 def _folder(tmp_path: Path) -> Path:
