@@ -148,7 +148,7 @@ def reason(req: Requirement, status: str) -> str:
         return (
             f"the filter condition on {what} stated in the question is not applied to the kept rows ({said})"
         )
-    if req.kind is Kind.SCOPE and req.values == ["True"] and not req.exclude:
+    if req.flag_scope:
         return f"rows outside the requested scope remain: rows whose flag {what} is false are used ({said})"
     if req.kind is Kind.SCOPE:
         return f"rows outside the requested scope remain: the filter on {what} does not match the question ({said})"

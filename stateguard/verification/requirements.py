@@ -157,13 +157,18 @@ class Requirement(BaseModel):
             raise ValueError(f"a range needs value <= upper (text: {self.text!r})")
         return self
 
+    @property
+    def flag_scope(self) -> bool:
+        """Rows named by a boolean flag column ("the efficient cars"): a scope on the value True."""
+        return self.kind is Kind.SCOPE and self.values == ["True"] and not self.exclude
+
     def describe(self) -> str:
         """The requirement in words (constraint text; no computed values)."""
         what = " ".join(self.columns or self.subject) or "the kept rows"
         spec = _REGISTERED.get(self.kind)
         if spec is not None:
             return spec.describe(self) if spec.describe else f"{self.kind}: {self.text}"
-        if self.kind is Kind.SCOPE and self.values == ["True"] and not self.exclude:
+        if self.flag_scope:
             return f"only rows whose flag {what} is true"
         if self.kind is Kind.SCOPE:
             return f"{what} limited to {'everything but ' if self.exclude else ''}{', '.join(self.values)}"

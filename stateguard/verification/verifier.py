@@ -368,11 +368,7 @@ def _flag_read_by_code(req: Requirement, code: str) -> bool:
     """A scope of flagged rows whose flag column the turn's code reads itself: how it used it (a
     mask, a group key, a sum) is not modelled, so nothing is asserted. Code that never reads the
     flag can only keep the flagged rows by restating the rule, which the probe checks row by row."""
-    return (
-        req.kind is Kind.SCOPE
-        and req.values == ["True"]
-        and any(re.search(rf"(?<![\w]){re.escape(c)}(?![\w])", code) for c in req.columns)
-    )
+    return req.flag_scope and any(re.search(rf"(?<![\w]){re.escape(c)}(?![\w])", code) for c in req.columns)
 
 
 def _own_context(turn: Any) -> str:
