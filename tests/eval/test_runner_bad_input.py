@@ -44,6 +44,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
         (["bench=nope"], "bench/nope"),
         (["run_dir=/proc/x"], "run_dir=/proc/x: the run folder cannot be created"),
         (["+bench.foo=1"], "unknown config key(s): bench.foo"),
+        (["+foo=1"], "unknown config key(s): foo"),
     ],
 )
 def test_cli_mistakes_exit_2_naming_the_key(args: list[str], named: str) -> None:
@@ -92,8 +93,9 @@ def test_a_bad_faults_file_is_refused_naming_it(tmp_path: Path, content: bytes, 
         read_faults_file(path)
 
 
-def test_a_variant_selection_that_matches_nothing_names_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("selection", ["[clean,nope]", "[nope]"])
+def test_a_variant_selection_that_matches_nothing_names_it(tmp_path: Path, selection: str) -> None:
     data = _layout(tmp_path / "ds", FAULTS)
     with pytest.raises(ConfigError, match=r"bench.variants: 'nope' matches no variant .*fault label"):
-        prepare(_cfg(data, tmp_path / "run", "bench.variants=[clean,nope]"))
+        prepare(_cfg(data, tmp_path / "run", f"bench.variants={selection}"))
     assert not (tmp_path / "run").exists()
