@@ -16,12 +16,22 @@ adding what was lost to `degraded_reasons`. `run_cell` of the cell that was runn
 ok=False with the cause and notes; other calls record the notes for the next `run_cell` (and in
 `restarts`).
 
+No kernel death and no malformed or forged reply raises out of this class: a request that kills
+the rebuilt kernel too (a value whose `__repr__` trips the kernel's tripwire every time it is
+listed) ends as a degraded answer the caller can use, with the reason in `degraded_reasons`:
+`list_variables` names the variables without describing them, `get_value` returns a summary that
+says the value was not read, `delete_variables` removes nothing, `run_probe` fails. `snapshot`
+and `restore` cannot hand back a degraded checkpoint: they raise their documented refusals
+(`RuntimeError`, `CheckpointRefused`), with the workspace already rebuilt.
+
 Not thread-safe by design of the protocol (one request at a time); a lock serializes callers.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
+import stat
 import threading
 import weakref
 from pathlib import Path
@@ -29,13 +39,20 @@ from typing import Any, Literal
 
 from stateguard.dataflow import DataflowGraph, cell_dataflow
 from stateguard.encodable import encodable
-from stateguard.sandbox.checkpoints import BlobFile, CheckpointFiles, CheckpointInfo
+from stateguard.sandbox.checkpoints import BlobFile, CheckpointFiles, CheckpointInfo, CheckpointRefused
 from stateguard.sandbox.isolation import check_isolation, sandbox_uid
 from stateguard.sandbox.limits import SandboxLimits, check_network
 from stateguard.sandbox.process import KernelDied, KernelProcess
 from stateguard.sandbox.recovery import History, Op, ReplayFailed, replay
 from stateguard.sandbox.scratch import Mirror, check_host_scratch
-from stateguard.workspace import CellResult, ProbeResult, VariableSummary, cell_names, unencodable_code_result
+from stateguard.workspace import (
+    CellResult,
+    ProbeResult,
+    ValueSummary,
+    VariableSummary,
+    cell_names,
+    unencodable_code_result,
+)
 
 _DEFAULT_LIMITS = SandboxLimits()
 ADMIN_TIMEOUT_S = 60.0  # snapshot/restore/list may take longer than a cell limit on large data
@@ -80,12 +97,17 @@ class SandboxWorkspace:
         self._private = self.checkpoint_dir / ".sandbox"  # not a valid checkpoint id: no clash
         self.history = History()
         self._hashes: dict[str, str] = {}  # variable -> content hash after the cell that last wrote it
+        self._pending_notes: list[str] = []
+        # Bumped by whatever can change the namespace (a cell, a delete, a restore, a recovery): a
+        # listing or value that killed the kernel twice is not asked for again until it moves, so a
+        # caller that lists after every step does not rebuild the kernel twice per step.
+        self._epoch = 0
+        self._unreadable: dict[str, tuple[int, str]] = {}  # "" (the listing) or a name -> (epoch, why)
         self._base_scratch = self._save_base_scratch()
         self.mirror = (
             Mirror(self.scratch_dir, limits.scratch_mb * 1024 * 1024) if limits.isolation == "bwrap" else None
         )
         self._uid = sandbox_uid()  # one per workspace: a replayed cell sees the same uid
-        self._pending_notes: list[str] = []
         self._lock = threading.RLock()
         self._closed = False
         self._holder: list[KernelProcess] = [self._start()]
@@ -110,12 +132,37 @@ class SandboxWorkspace:
         )
 
     def _save_base_scratch(self) -> Path | None:
-        """A copy of the scratch dir as it is now, where a replay starts from (None: it is empty)."""
+        """A copy of the scratch dir as it is now, where a replay starts from (None: it is empty).
+        Only what a sandbox scratch can hold is copied (directories, regular files, links as
+        links): a FIFO, socket or device planted in the host dir, which the mirror leaves in place
+        while the kernel is dead, is left out and named in a note instead of failing the recovery."""
         base = self._private / "base-scratch"
         shutil.rmtree(base, ignore_errors=True)
         if not any(self.scratch_dir.iterdir()):
             return None
-        shutil.copytree(self.scratch_dir, base, symlinks=True)
+        left_out: list[str] = []
+
+        def special(directory: str, names: list[str]) -> set[str]:
+            skip = set()
+            for name in names:
+                try:
+                    mode = os.lstat(os.path.join(directory, name)).st_mode
+                except OSError:
+                    mode = 0  # gone meanwhile: nothing to copy
+                if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+                    skip.add(name)
+                    left_out.append(os.path.relpath(os.path.join(directory, name), self.scratch_dir))
+            return skip
+
+        try:
+            shutil.copytree(self.scratch_dir, base, symlinks=True, ignore=special)
+        except OSError as exc:  # shutil.Error included: files that changed while they were copied
+            self._pending_notes.append(f"scratch: the copy a replay starts from is incomplete ({exc})"[:500])
+        if left_out:
+            self._pending_notes.append(
+                "scratch: not a regular file or directory, left out of the copy a replay starts from: "
+                + ", ".join(sorted(left_out)[:10])
+            )
         return base
 
     def _sync_scratch(self) -> list[str]:
@@ -175,6 +222,18 @@ class SandboxWorkspace:
             self._pending_notes += self._recover(str(exc), lost_upto=self._cells)
             raise
 
+    def _ask(self, message: dict[str, Any], what: str) -> tuple[Any, str]:
+        """`_call` for the requests that answer with data (a listing, a value, a delete): (reply, "")
+        or, when the kernel died on the request twice, (None, why), the workspace rebuilt and the
+        failure added to `degraded_reasons` (the caller answers with what it knows)."""
+        try:
+            return self._call(message, self._admin_timeout()), ""
+        except KernelDied as exc:
+            why = f"the kernel died on it twice, the second time: {exc}"[:600]
+            self.degraded_reasons.append(f"workspace: {what} failed: {why}")
+            self._pending_notes.append(f"{what} failed: {why}")
+            return None, why
+
     def _record_hashes(self, names: list[str], written: dict[str, str]) -> None:
         """The hashes a replay must reproduce: kept per variable, dropped when it goes."""
         alive = set(names)
@@ -185,6 +244,7 @@ class SandboxWorkspace:
     def _recover(self, cause: str, *, lost_upto: int) -> list[str]:
         """Replace the dead kernel and rebuild the workspace: replay, else the last checkpoint."""
         self.restarts.append(cause)
+        self._epoch += 1
         notes = [f"{cause}; a fresh sandbox process was started"]
         if self.kernel.tampered is not None:
             # Whatever ran changed how the kernel answers: its request is not replayed (that would
@@ -336,6 +396,7 @@ class SandboxWorkspace:
     def run_cell(self, code: str) -> CellResult:
         with self._lock:
             self._cells += 1
+            self._epoch += 1
             cell_id = self._cells
             if not encodable(code):
                 return unencodable_code_result(cell_id, code)
@@ -348,6 +409,7 @@ class SandboxWorkspace:
                 cause = self.kernel.describe_exit()
                 degraded = len(self.degraded_reasons)
                 notes += self._recover(cause, lost_upto=cell_id - 1)
+                notes, self._pending_notes = notes + self._pending_notes, []  # what the rebuild noted
                 if len(self.degraded_reasons) > degraded:
                     return CellResult(**base, ok=False, error=f"SandboxDied: {cause}", notes=notes)
             request = {
@@ -363,6 +425,7 @@ class SandboxWorkspace:
             except KernelDied as exc:  # a malformed reply included: the kernel was killed for it
                 cause = str(exc)
                 notes += self._recover(cause, lost_upto=cell_id)
+                notes, self._pending_notes = notes + self._pending_notes, []  # what the rebuild noted
                 return CellResult(**base, ok=False, error=f"SandboxDied: {cause}", notes=notes)
             self._names = reply.names
             self._record_hashes(reply.names, reply.hashes)
@@ -386,22 +449,50 @@ class SandboxWorkspace:
                 notes=notes,
             )
 
+    def _known_unreadable(self, key: str) -> str | None:
+        marked = self._unreadable.get(key)
+        return marked[1] if marked is not None and marked[0] == self._epoch else None
+
+    def _mark_unreadable(self, key: str, why: str) -> None:
+        self._unreadable = {k: v for k, v in self._unreadable.items() if v[0] == self._epoch}
+        self._unreadable[key] = (self._epoch, why)
+
     def get_value(self, name: str) -> Any:
-        """The value as JSON: plain data as-is, numpy scalars as numbers, anything else a summary dict."""
+        """The value as JSON: plain data as-is, numpy scalars as numbers, anything else a summary dict
+        (`ValueSummary`; type "unknown" and the reason in its head when the kernel could not read it)."""
         with self._lock:
-            reply = self._call({"op": "get", "name": name}, self._admin_timeout())
-            if reply.missing:
-                raise KeyError(name)
-            return reply.value
+            why = self._known_unreadable(name)
+            if why is None:
+                reply, why = self._ask({"op": "get", "name": name}, f"reading {name!r}")
+                if reply is not None:
+                    if reply.missing:
+                        raise KeyError(name)
+                    return reply.value
+                self._mark_unreadable(name, why)
+            return ValueSummary(type="unknown", head=f"not read: {why}").as_value()
 
     def list_variables(self) -> list[VariableSummary]:
+        """One summary per variable; when the kernel dies on the listing twice, the variables the
+        rebuilt kernel holds, each of type "unknown" with the reason as its head (not described)."""
         with self._lock:
-            reply = self._call({"op": "list"}, self._admin_timeout())
-            return list(reply.variables)
+            why = self._known_unreadable("")
+            if why is None:
+                reply, why = self._ask({"op": "list"}, "listing the variables")
+                if reply is not None:
+                    return list(reply.variables)
+                self._mark_unreadable("", why)
+            return [
+                VariableSummary(name=n, type="unknown", head=f"not described: {why}") for n in self._names
+            ]
 
     def delete_variables(self, names: list[str]) -> list[str]:
+        """The names removed; none when the kernel died on the delete twice (the rebuilt workspace
+        still holds them, and `degraded_reasons` says so)."""
         with self._lock:
-            reply = self._call({"op": "delete", "names": list(names)}, self._admin_timeout())
+            reply, _ = self._ask({"op": "delete", "names": list(names)}, f"deleting {', '.join(names)[:200]}")
+            if reply is None:
+                return []
+            self._epoch += 1
             removed = [n for n in reply.removed if n in names]
             self._names = list(reply.names)
             self._record_hashes(self._names, {})
@@ -424,7 +515,10 @@ class SandboxWorkspace:
         """Write the namespace to checkpoint_dir/<id>.pkl; unpicklable names are listed in `checkpoint_info`."""
         with self._lock:
             self.checkpoints.path(checkpoint_id)  # validate the id before asking the kernel
-            reply = self._call({"op": "snapshot"}, self._admin_timeout(), blob_follows=True)
+            try:
+                reply = self._call({"op": "snapshot"}, self._admin_timeout(), blob_follows=True)
+            except KernelDied as exc:  # twice: the workspace is rebuilt, the checkpoint not taken
+                raise RuntimeError(f"snapshot {checkpoint_id!r} failed: {exc}") from None
             if not reply.ok:
                 raise RuntimeError(f"snapshot {checkpoint_id!r} failed in the sandbox: {reply.error}")
             try:
@@ -434,7 +528,7 @@ class SandboxWorkspace:
                 )
             except KernelDied as exc:
                 self._pending_notes += self._recover(str(exc), lost_upto=self._cells)
-                raise
+                raise RuntimeError(f"snapshot {checkpoint_id!r} failed: {exc}") from None
             self.checkpoints.record(
                 CheckpointInfo(
                     checkpoint_id=checkpoint_id,
@@ -460,12 +554,15 @@ class SandboxWorkspace:
                 raise KeyError(f"no workspace checkpoint {checkpoint_id!r}")
             if not self.kernel.alive():
                 self._pending_notes += self._recover(self.kernel.describe_exit(), lost_upto=self._cells)
+            self._epoch += 1
             try:
                 self._pending_notes += self._load(checkpoint_id)
                 self.history.restore(checkpoint_id)
-            except KernelDied as exc:
+            except KernelDied as exc:  # loading it killed the kernel (a value whose unpickling trips it)
                 self._pending_notes += self._recover(str(exc), lost_upto=self._cells)
-                raise
+                raise CheckpointRefused(
+                    f"checkpoint {checkpoint_id!r} could not be loaded, the workspace was rebuilt without it: {exc}"
+                ) from None
 
     def drop_checkpoint(self, checkpoint_id: str) -> None:
         with self._lock:

@@ -303,6 +303,114 @@ def test_forged_replies_are_a_reported_kernel_fault(
     assert ws.run_cell("x + 1").value == ("43" if op != "delete" else None) or op == "delete"
 
 
+# A value whose own code patches the kernel whenever the kernel touches it: listing it (`__repr__`),
+# deleting it (`__del__`) or loading it from a checkpoint (`__setstate__`). Each request trips the
+# tripwire; the workspace is rebuilt (the checkpoint brings the value back) and asked again, which
+# trips it again. Before, the second KernelDied came out of the workspace's public method.
+_PATCH = "        import sys\n        sys.modules['__main__'].send_message = lambda *a: None\n"
+HOSTILE = {
+    "repr": f"class Evil:\n    def __repr__(self):\n{_PATCH}        return 'evil'\n",
+    "del": f"class Evil:\n    def __del__(self):\n{_PATCH}",
+    "setstate": f"class Evil:\n    def __setstate__(self, state):\n{_PATCH}",
+}
+
+
+def _plant(ws: SandboxWorkspace, hook: str) -> None:
+    assert ws.run_cell("x = 1").ok
+    assert ws.run_cell(HOSTILE[hook] + "e = Evil()\ne.a = 1").ok
+    ws.snapshot("c1")  # what every rebuild restores: the hostile value comes back each time
+
+
+def test_a_value_that_trips_the_kernel_whenever_it_is_listed_degrades_the_listing(
+    ws: SandboxWorkspace,
+) -> None:
+    _plant(ws, "repr")
+    listing = ws.list_variables()  # raised KernelTampered before
+    assert sorted(v.name for v in listing) == ["Evil", "e", "x"], listing
+    assert all(
+        v.type == "unknown" and v.head.startswith("not described: the kernel died on it twice")
+        for v in listing
+    )
+    json.loads(json.dumps([v.model_dump() for v in listing]))
+    assert any(r.startswith("workspace: listing the variables failed") for r in ws.degraded_reasons)
+    restarts = len(ws.restarts)
+    assert ws.list_variables() == listing and len(ws.restarts) == restarts  # not asked again: same namespace
+    value = ws.get_value("e")
+    assert value["type"] == "unknown" and value["head"].startswith("not read: the kernel died on it twice"), (
+        value
+    )
+    assert ws.get_value("x") == 1
+    r = ws.run_cell("x + 1")
+    assert r.value == "2" and any("listing the variables failed" in n for n in r.notes), r
+    assert ws.run_cell("del e").ok
+    assert sorted(v.name for v in ws.list_variables()) == ["Evil", "x"]  # a new namespace is listed again
+
+
+def test_a_value_that_trips_the_kernel_when_deleted_is_not_removed(ws: SandboxWorkspace) -> None:
+    _plant(ws, "del")
+    assert ws.delete_variables(["e"]) == []  # raised KernelTampered before
+    assert "e" in [v.name for v in ws.list_variables()]
+    assert any(r.startswith("workspace: deleting e failed") for r in ws.degraded_reasons)
+    assert ws.run_cell("x + 1").value == "2"
+
+
+def test_a_checkpoint_whose_loading_trips_the_kernel_is_refused(ws: SandboxWorkspace) -> None:
+    from stateguard.sandbox.checkpoints import CheckpointRefused
+
+    _plant(ws, "setstate")
+    assert ws.run_cell("del e").ok
+    with pytest.raises(CheckpointRefused, match=r"'c1' could not be loaded.*kernel_tampered"):
+        ws.restore("c1")  # raised KernelTampered before
+    assert ws.degraded_reasons
+    assert ws.run_cell("y = 2\ny").value == "2"
+
+
+# Every reply of one op malformed, the rebuilt kernel's included: the public method answers anyway.
+ALWAYS_FORGED = {
+    "list": {"variables": "not a list"},
+    "get": {"ok": True, "missing": "no"},
+    "delete": {"ok": True, "removed": [1]},
+    "snapshot": {"ok": True, "size": -5},
+    "probe": {"ok": "yes"},
+}
+
+
+@pytest.mark.parametrize("op", ALWAYS_FORGED)
+def test_a_reply_forged_again_after_the_rebuild_is_a_degraded_answer(
+    ws: SandboxWorkspace, monkeypatch: pytest.MonkeyPatch, op: str
+) -> None:
+    from stateguard.sandbox import replies
+
+    assert ws.run_cell("x = 41 + 1").ok
+    ws.snapshot("c1")
+    real = replies.validate
+    forging = {"on": True, "n": 0}
+
+    def forge(reply_op, raw, listing=None):  # type: ignore[no-untyped-def]
+        if forging["on"] and reply_op == op:
+            forging["n"] += 1
+            raw = {**ALWAYS_FORGED[op], "nonce": raw.get("nonce")}
+        return real(reply_op, raw, listing)
+
+    monkeypatch.setattr(replies, "validate", forge)
+    if op == "list":
+        assert [(v.name, v.type) for v in ws.list_variables()] == [("x", "unknown")]
+    elif op == "get":
+        assert ws.get_value("x")["type"] == "unknown"
+    elif op == "delete":
+        assert ws.delete_variables(["x"]) == []
+    elif op == "snapshot":
+        with pytest.raises(RuntimeError, match=r"snapshot 'c2' failed: .*broke the protocol"):
+            ws.snapshot("c2")
+        assert not ws.has_checkpoint("c2")
+    else:
+        probe = ws.run_probe("result = x")
+        assert not probe.ok and "broke the protocol" in (probe.error or ""), probe
+    forging["on"] = False
+    assert forging["n"] >= 1 and ws.restarts and all("broke the protocol" in r for r in ws.restarts)
+    assert ws.run_cell("x + 1").value == "43"
+
+
 def test_a_checkpoint_over_checkpoint_mb_is_refused_with_its_size(tmp_path: Path) -> None:
     limits = LIMITS.model_copy(update={"checkpoint_mb": 1})
     with SandboxWorkspace(None, tmp_path / "s", tmp_path / "c", limits) as workspace:
@@ -385,6 +493,20 @@ def test_a_host_scratch_deleted_between_cells_is_written_again(ws: SandboxWorksp
     r = ws.run_cell("1")
     assert (ws.scratch_dir / "sub" / "keep.txt").read_text() == "k"
     assert any("had disappeared" in n for n in r.notes), r.notes
+
+
+def test_a_fifo_planted_on_the_host_while_the_kernel_is_dead_fails_nothing(tmp_path: Path) -> None:
+    # The fallback recovery copies the host scratch as the base of later replays; a FIFO there made
+    # that copy raise shutil.Error out of run_cell.
+    limits = LIMITS.model_copy(update={"replay": False})
+    with SandboxWorkspace(None, tmp_path / "s", tmp_path / "c", limits) as workspace:
+        assert workspace.run_cell("x = 1\nopen('a.txt', 'w').write('a')").ok
+        os.mkfifo(workspace.scratch_dir / "pipe")
+        _kill_kernel(workspace)
+        r = workspace.run_cell("x")
+        assert not r.ok and (r.error or "").startswith("SandboxDied:"), r
+        assert any("left out of the copy a replay starts from: pipe" in n for n in r.notes), r.notes
+        assert workspace.run_cell("open('a.txt').read()").value == "'a'"
 
 
 def test_links_planted_on_the_host_are_replaced_not_followed(ws: SandboxWorkspace, tmp_path: Path) -> None:
