@@ -78,6 +78,10 @@ def open_inside(root_fd: int, path: Path) -> int:
 _HOST_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 STAMP_TRUST_NS = 200_000_000  # a host dir stamp younger than this is not trusted to mean "unchanged"
+# A file stamp is only as fine as the clock that set it: before Linux 6.13 (no multigrain timestamps)
+# ctime moves once per tick (at most 10 ms), so a same-size rewrite in the tick of the last sync keeps
+# the whole stamp. A file changed this recently when a sync starts is copied again at the next sync.
+FRESH_NS = 20_000_000
 TEMP_PREFIX = ".sg-mirror-"  # + 16 hex digits: 27 characters, far inside NAME_MAX
 
 
@@ -91,7 +95,9 @@ class Mirror:
     scratch deleted between cells comes back whole). A file is copied when its change stamp in
     the tmpfs differs from the last sync's: inode, size, mtime and ctime. A cell can put mtime
     back, not ctime (the kernel sets it on every write and on every utime), so a same-size rewrite
-    with its old mtime is still seen. Every problem is reported by name and the rest is copied.
+    with its old mtime is still seen; a file changed within `FRESH_NS` of a sync is copied again at
+    the next one, whatever its stamp (a coarse clock can give a rewrite the same ctime). Every
+    problem is reported by name and the rest is copied.
     """
 
     def __init__(self, host: Path, budget_bytes: int | None = None):
@@ -108,6 +114,7 @@ class Mirror:
         """Copy changes from the sandbox's scratch dir (an fd from `open_scratch`) to the host dir;
         returns notes (what was skipped or restored, each by name)."""
         self.skipped = []
+        self._now = time.time_ns()  # before any stat of this sync: "fresh" errs towards copying again
         self._entries = 0
         self._bytes = 0
         self._links: dict[tuple[int, int], str] = {}
@@ -235,12 +242,15 @@ class Mirror:
                 0,
                 f"{info.st_size} bytes would take the host copy past scratch_mb ({self.budget_bytes >> 20} MiB)",
             )
-        stamp = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+        stamp = _stamp(info)
         host_stamp = _host_stamp(host_info)
+        # Recorded as compared, unless fresh: then with a mark no real stamp has, so the next sync
+        # copies it again.
+        recorded = stamp + (-1,) if self._now - info.st_ctime_ns < FRESH_NS else stamp
         if self._copied.get(child) == (stamp, host_stamp):
-            copied[child] = (stamp, host_stamp)  # unchanged on both sides
+            copied[child] = (recorded, host_stamp)  # unchanged on both sides
             return
-        copied[child] = (stamp, self._copy(src_fd, host_fd, name, host_info))
+        copied[child] = (recorded, self._copy(src_fd, host_fd, name, host_info))
 
     def _copy(
         self, src_fd: int, host_fd: int, name: str, host_info: os.stat_result | None
@@ -276,6 +286,11 @@ class Mirror:
 def _dir_stamp(fd: int) -> tuple[int, int, int]:
     info = os.fstat(fd)
     return (info.st_ino, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def _stamp(info: os.stat_result) -> tuple[int, ...]:
+    """What says a sandbox file is unchanged since the last copy: a cell can put mtime back, not ctime."""
+    return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 def _host_stamp(info: os.stat_result | None) -> tuple[int, ...]:

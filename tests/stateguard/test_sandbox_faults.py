@@ -487,6 +487,23 @@ def test_a_same_size_rewrite_with_its_mtime_put_back_is_copied(ws: SandboxWorksp
     assert (ws.scratch_dir / "v.txt").read_text() == "two"
 
 
+def test_a_same_size_rewrite_in_the_tick_of_the_last_sync_is_copied(
+    ws: SandboxWorkspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before Linux 6.13 ctime moves once per clock tick: a rewrite within the tick of the last sync
+    # kept the file's whole stamp and the host kept the old content. This machine's timestamps are
+    # fine-grained, so the coarse clock is simulated: a stamp without the times, and every sync
+    # counted as within the tick of the last change.
+    from stateguard.sandbox import scratch
+
+    monkeypatch.setattr(scratch, "_stamp", lambda info: (info.st_ino, info.st_size))
+    monkeypatch.setattr(scratch, "FRESH_NS", 3600 * 10**9)
+    assert ws.run_cell("open('v.txt', 'w').write('one')").ok
+    assert (ws.scratch_dir / "v.txt").read_text() == "one"
+    assert ws.run_cell("open('v.txt', 'w').write('two')").ok
+    assert (ws.scratch_dir / "v.txt").read_text() == "two"
+
+
 def test_a_host_scratch_deleted_between_cells_is_written_again(ws: SandboxWorkspace) -> None:
     assert ws.run_cell("import os\nos.makedirs('sub')\nopen('sub/keep.txt', 'w').write('k')").ok
     shutil.rmtree(ws.scratch_dir)
