@@ -141,6 +141,9 @@ class Kernel:
         )
         trusted = [Kernel._fork_probe.__code__, Kernel._kill_probe.__code__]
         self._enter_probe_mode = policy.install(rules, trusted)
+        # Cells import the modules they wrote, as in a notebook; only now, after the kernel's own
+        # imports (PYTHONSAFEPATH kept the scratch dir off sys.path until here).
+        sys.path.insert(0, str(config["scratch_dir"]))
 
     # --- loop -------------------------------------------------------------------------------
     def serve(self) -> None:

@@ -91,6 +91,10 @@ def child_environment(scratch_dir: Path) -> dict[str, str]:
         "USER": "sandbox",
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONNOUSERSITE": "1",
+        # `-m` would put the scratch dir (the cwd) first on sys.path while the kernel imports its own
+        # modules: a `json.py` a cell wrote there would run in the next kernel before its tripwire is
+        # armed. The kernel adds the scratch dir itself once its imports are done (kernel.py).
+        "PYTHONSAFEPATH": "1",
         "PYTHONFAULTHANDLER": "1",
         # One thread per kernel: predictable CPU accounting, and fork-safe probes.
         "OMP_NUM_THREADS": "1",

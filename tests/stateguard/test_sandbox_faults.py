@@ -411,6 +411,70 @@ def test_a_reply_forged_again_after_the_rebuild_is_a_degraded_answer(
     assert ws.run_cell("x + 1").value == "43"
 
 
+def test_well_formed_forged_dataflow_never_raises_in_the_parent() -> None:
+    """Any run reply that passes the schema, however odd its dataflow (units out of order, paths of
+    dunders, escapes and subscripts, aliases to unknown names), is applied by the parent's graph
+    without an exception (the issue's forged flow raised IndexError there). Seeded, parent only."""
+    import random
+
+    from stateguard.dataflow import DataflowGraph
+    from stateguard.sandbox.replies import MalformedReply, validate
+    from stateguard.workspace import cell_names
+
+    rng = random.Random(31)
+    names = [
+        "x",
+        "df",
+        "a.b",
+        "__class__",
+        "1",
+        " ",
+        "x@S3",
+        "é",
+        "\\udce9",
+        "[0]",
+        "df['a']",
+        "__builtins__",
+    ]
+
+    def path() -> list[str]:
+        return [rng.choice(names) for _ in range(rng.randint(1, 3))]
+
+    def ref() -> dict:
+        return {"path": path(), "deep": rng.random() < 0.5}
+
+    def unit() -> dict:
+        writes = [
+            {
+                "path": path(),
+                "kind": rng.choice(["bind", "mutate", "grow", "delete"]),
+                "deps": [ref() for _ in range(rng.randint(0, 2))],
+                "keep": rng.random() < 0.3,
+                "aliases": [rng.choice(names) for _ in range(rng.randint(0, 2))],
+            }
+            for _ in range(rng.randint(0, 3))
+        ]
+        reads = [ref() for _ in range(rng.randint(0, 3))]
+        return {"unit": rng.randint(-3, 5), "complete": rng.random() < 0.8, "reads": reads, "writes": writes}
+
+    applied = 0
+    for _ in range(60):
+        graph = DataflowGraph()
+        for cell in range(1, 12):
+            flow = {"units": [unit() for _ in range(rng.randint(0, 4))], "unchanged": [rng.choice(names)]}
+            try:
+                reply = validate("run", {"ok": True, "flow": flow, "names": names[:3]})
+            except MalformedReply:
+                continue
+            graph.apply(cell, reply.flow)
+            cell_names("x = df", reply.flow)
+            for name in names:
+                graph.stale_reasons(name)
+            graph.forget([rng.choice(names)])
+            applied += 1
+    assert applied > 500, applied
+
+
 def test_a_checkpoint_over_checkpoint_mb_is_refused_with_its_size(tmp_path: Path) -> None:
     limits = LIMITS.model_copy(update={"checkpoint_mb": 1})
     with SandboxWorkspace(None, tmp_path / "s", tmp_path / "c", limits) as workspace:
@@ -524,6 +588,24 @@ def test_a_fifo_planted_on_the_host_while_the_kernel_is_dead_fails_nothing(tmp_p
         assert not r.ok and (r.error or "").startswith("SandboxDied:"), r
         assert any("left out of the copy a replay starts from: pipe" in n for n in r.notes), r.notes
         assert workspace.run_cell("open('a.txt').read()").value == "'a'"
+
+
+@pytest.mark.parametrize("isolation", ["process", "bwrap"])
+def test_a_module_planted_in_scratch_does_not_run_when_the_next_kernel_starts(
+    tmp_path: Path, isolation: str
+) -> None:
+    # The kernel started with the scratch dir first on sys.path, so a `secrets.py` written by a cell
+    # ran in the next kernel while it imported its own modules (before its tripwire was armed); under
+    # process isolation, where the scratch dir is not emptied at a start, that start died and
+    # KernelDied came out of run_cell.
+    limits = LIMITS.model_copy(update={"isolation": isolation, "replay": False})
+    with SandboxWorkspace(None, tmp_path / "s", tmp_path / "c", limits) as workspace:
+        planted = "open('secrets.py', 'w').write('import os\\nos._exit(5)\\n')\n"
+        assert workspace.run_cell(planted + "open('helper.py', 'w').write('VALUE = 7\\n')").ok
+        r = workspace.run_cell("import os\nos._exit(1)")
+        assert not r.ok and (r.error or "").startswith("SandboxDied:"), r
+        assert workspace.run_cell("import helper\nhelper.VALUE").value == "7"  # cells import what they wrote
+        assert len(workspace.restarts) == 1
 
 
 def test_links_planted_on_the_host_are_replaced_not_followed(ws: SandboxWorkspace, tmp_path: Path) -> None:
