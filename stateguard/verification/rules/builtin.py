@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from stateguard.verification import bind_shape, current, extract
+from stateguard.verification import bind_shape, current, extract, superseded
 from stateguard.verification.bind import RequirementBinder
 from stateguard.verification.binder import Binder, Plan
 from stateguard.verification.requirements import Kind, Requirement
@@ -79,6 +79,11 @@ BUILT_IN: tuple[SemanticRule, ...] = (
         Kind.OUTPUT,
         bind=_method(RequirementBinder.output),
         read_question=lambda reading: extract.outputs(reading.fields),
+    ),
+    # Read from the run's committed code, not from the question (`superseded.py`): the verifier
+    # makes these requirements and their probe items itself, so the rule has no reader or binding.
+    SemanticRule(
+        superseded.KIND, needs=("term",), describe=superseded.describe, reason=superseded.reason
     ),
 )
 
