@@ -20,6 +20,7 @@ cells, re-run reading the flag in place of the restated expression, print a diff
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass
 
@@ -34,6 +35,7 @@ _BOOLEAN = re.compile(r"(?:[<>]=?|[=!]=)|\bAND\b|\bOR\b|\bNOT\b", re.IGNORECASE)
 # Words that point at a version of a rule other than the one in force: the turn means that one.
 _EARLIER = re.compile(
     r"\b(?:original(?:ly)?|old(?:er)?|previous(?:ly)?|earlier|withdrawn|withdrew|initial(?:ly)?|prior|"
+    r"dropped|abandoned|discarded|rejected|scrapped|"
     r"former(?:ly)?|superseded|retired|replaced|used\s+to|would\s+have|first\s+(?:rule|definition|version)|"
     r"before\s+the\s+(?:change|update|revision|switch))\b",
     re.IGNORECASE,
@@ -202,6 +204,25 @@ def _balanced(text: str) -> bool:
     return depth == 0
 
 
+def _compares(code: str, start: int, end: int, flag: str) -> bool:
+    """The statement holding code[start:end] also reads the flag itself (`murder >= 6 AND NOT
+    high_crime`): it sets the two versions side by side on purpose. An unparsable cell: True."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return True
+    offsets = [0]
+    for line in code.splitlines(keepends=True):
+        offsets.append(offsets[-1] + len(line))
+    for node in tree.body:
+        lo = offsets[node.lineno - 1] + node.col_offset
+        hi = offsets[(node.end_lineno or node.lineno) - 1] + (node.end_col_offset or 0)
+        if lo <= start and end <= hi:
+            rest = code[lo:start] + " " + code[end:hi]
+            return any(t.kind == "col" and t.value == flag.lower() for t in tokens(rest))
+    return False
+
+
 def names_term(flag: str, question: str) -> str | None:
     """The question's words naming the flag: each part of its name (3+ letters) starts a word, in
     order and within a few words of each other ("high-inflation quarters" for `high_infl`)."""
@@ -260,7 +281,7 @@ class FlagHistory:
                     continue  # not written out, or in several places: which one answers is not known
                 first, last = code_tokens[hits[0][0]], code_tokens[hits[0][1] - 1]
                 before = code[first.start : last.end]
-                if not _balanced(before):
+                if not _balanced(before) or _compares(code, first.start, last.end, current.flag):
                     continue
                 head = next(t for t in code_tokens[hits[0][0] : hits[0][1]] if t.kind == "col")
                 if head.pandas:
