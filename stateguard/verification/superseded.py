@@ -30,7 +30,9 @@ from stateguard.verification.requirements import Requirement
 KIND = "superseded_definition"
 
 # A pandas flag assignment on one line: `frame["flag"] = <boolean expression>`.
-_PANDAS_FLAG = re.compile(r"^[ \t]*([A-Za-z_]\w*)\[\s*[\"']([A-Za-z_]\w*)[\"']\s*\]\s*=(?!=)\s*(.+?)\s*$", re.M)
+_PANDAS_FLAG = re.compile(
+    r"^[ \t]*([A-Za-z_]\w*)\[\s*[\"']([A-Za-z_]\w*)[\"']\s*\]\s*=(?!=)\s*(.+?)\s*$", re.M
+)
 _BOOLEAN = re.compile(r"(?:[<>]=?|[=!]=)|\bAND\b|\bOR\b|\bNOT\b", re.IGNORECASE)
 # Words that point at a version of a rule other than the one in force: the turn means that one.
 _EARLIER = re.compile(
@@ -236,7 +238,11 @@ def names_term(flag: str, question: str) -> str | None:
         j, found = i, [w]
         for part in parts[1:]:
             nxt = next(
-                (k for k in range(j + 1, min(j + 3, len(words))) if words[k].group(0).lower().startswith(part)),
+                (
+                    k
+                    for k in range(j + 1, min(j + 3, len(words)))
+                    if words[k].group(0).lower().startswith(part)
+                ),
                 None,
             )
             if nxt is None:
@@ -262,7 +268,7 @@ class FlagHistory:
             return []
         code_tokens = tokens(code)
         out: list[Restatement] = []
-        for (holder, flag), versions in self.versions.items():
+        for versions in self.versions.values():
             current = versions[-1]
             if len(versions) < 2 or _assigns(code, sem, current.holder, current.flag):
                 continue

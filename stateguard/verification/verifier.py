@@ -239,9 +239,12 @@ class SemanticVerifier:
             self._con is None or getattr(ctx.workspace, "probes_share_resources", False)
         ):
             return "unknown"
-        if edit.kind == "text" and item.requirement.kind == superseded.KIND and re.search(
-            r"\b(?:CREATE|INSERT|UPDATE|DELETE|DROP|ALTER)\b", "\n".join(s.action for s in ran)
-        ) and getattr(ctx.workspace, "probes_share_resources", False):
+        if (
+            edit.kind == "text"
+            and item.requirement.kind == superseded.KIND
+            and re.search(r"\b(?:CREATE|INSERT|UPDATE|DELETE|DROP|ALTER)\b", "\n".join(s.action for s in ran))
+            and getattr(ctx.workspace, "probes_share_resources", False)
+        ):
             return "unknown"  # a re-run that writes SQL would write through to the shared database
         result = yield ("run_probe", {"code": probes.answer_probe([s.action for s in ran], edit, self._con)})
         tool = getattr(result, "tool_result", None)
