@@ -36,9 +36,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from stateguard.answers import last_json
 from stateguard.inspection.code_model import CodeSemantics
 from stateguard.observation import ManagerObservation, WorkerStep
-from stateguard.verification import probes, superseded
-from stateguard.verification.bind import bind
-from stateguard.verification.binder import Plan
+from stateguard.verification import carried, probes, superseded
+from stateguard.verification.bind import RequirementBinder, bind
+from stateguard.verification.binder import Plan, reason
 from stateguard.verification.definitions import Definitions
 from stateguard.verification.extract import context_requirements, dedupe, extract
 from stateguard.verification.finding import Finding
@@ -70,6 +70,11 @@ class SemanticConfig(BaseModel):
     )
     load_states: int = Field(
         default=2, ge=0, description="Defining states read with load_state per verification."
+    )
+    carried_scopes: bool = Field(
+        default=True,
+        description="A count 'of those' after a count of one category: that category on the rows of every "
+        "statement a reported field is computed from (`carried.py`).",
     )
     superseded: bool = Field(
         default=True,
@@ -329,7 +334,50 @@ class SemanticVerifier:
         self._span = (getattr(turn, "turn_id", None), code, sem)
         if self.config.superseded:
             self._restated(question, code, sem, plan)
+        if self.config.carried_scopes:
+            self._carried(question, sem, tables, later, plan)
         return plan
+
+    def _carried(
+        self, question: str, sem: CodeSemantics, tables: list[str], later: frozenset[str], plan: Plan
+    ) -> None:
+        """Probe items for a count "of those" (`carried.py`): the first count's category on the rows
+        of every statement a reported field is computed from, except those that test it themselves
+        (the ordinary scope check covers them)."""
+        binder = RequirementBinder(sem, self.vocab, later)
+        for req in carried.carried_scopes(question, self.vocab, tables):
+            column = req.columns[0]
+            sites = []
+            for sel in sem.selections:
+                if sel.flag or not carried.feeds_answer(sel, sem) or column not in binder.columns_of(sel):
+                    continue
+                if any(
+                    (c.column or "").lower() == column.lower() or column in c.columns for c in sel.conditions
+                ):
+                    continue
+                site = binder.row_site(sel, req, column)
+                if site:
+                    sites.append((sel, site))
+            if not sites:
+                continue
+            plan.requirements.append(req)
+            plan.notes.append(
+                f"{req.describe()}: a count of those; {len(sites)} statement(s) behind a reported value "
+                f"do not test {column} themselves"
+            )
+            for sel, (code, _) in sites:  # each statement on its own: any one with other rows breaks it
+                plan.items.append(
+                    probes.ProbeItem(
+                        id=f"R{len(plan.items) + 1}",
+                        requirement=req,
+                        check="kept_rows",
+                        code=code,
+                        variables=binder.variables(sel) or ["result"],
+                        reason=reason(req, "missing"),
+                        status="missing",
+                        constraint=False,  # probed at verification: a scope item of the same words may be attached already
+                    )
+                )
 
     def _restated(self, question: str, code: str, sem: CodeSemantics, plan: Plan) -> None:
         """Probe items for flags the run redefined that this turn's code writes out in a replaced

@@ -82,9 +82,7 @@ BUILT_IN: tuple[SemanticRule, ...] = (
     ),
     # Read from the run's committed code, not from the question (`superseded.py`): the verifier
     # makes these requirements and their probe items itself, so the rule has no reader or binding.
-    SemanticRule(
-        superseded.KIND, needs=("term",), describe=superseded.describe, reason=superseded.reason
-    ),
+    SemanticRule(superseded.KIND, needs=("term",), describe=superseded.describe, reason=superseded.reason),
 )
 
 for _rule in BUILT_IN:
