@@ -80,10 +80,13 @@ BUILT_IN: tuple[SemanticRule, ...] = (
         bind=_method(RequirementBinder.output),
         read_question=lambda reading: extract.outputs(reading.fields),
     ),
-    # Read from the run's committed code, not from the question (`superseded.py`): the verifier
-    # makes these requirements and their probe items itself, so the rule has no reader or binding.
+)
+
+# Kinds read from the run's committed code, not from the question (`superseded.py`): the verifier
+# makes these requirements and their probe items itself, so the rule has no reader or binding.
+FROM_CODE: tuple[SemanticRule, ...] = (
     SemanticRule(superseded.KIND, needs=("term",), describe=superseded.describe, reason=superseded.reason),
 )
 
-for _rule in BUILT_IN:
+for _rule in BUILT_IN + FROM_CODE:
     register_rule(_rule)
