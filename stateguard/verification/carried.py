@@ -49,10 +49,39 @@ def carried_scopes(question: str, vocab: Vocabulary, tables: list[str] | None) -
     return out
 
 
+# An instruction that leaves rows out of the turn ("Set General Motors aside for this one."):
+# a sentence of its own, not a question, opening with the verb.
+_LEAVE_OUT = re.compile(
+    r"^\s*(?:set|leave|put|keep|drop|exclude|remove|ignore|discard|omit)\b", re.IGNORECASE
+)
+
+
+def instruction_scopes(question: str, vocab: Vocabulary, tables: list[str] | None) -> list[Requirement]:
+    """Values an instruction sentence leaves out of the whole turn: every reported value is
+    computed without them, whatever clause asks for it."""
+    out = []
+    for part in extract.clauses(question):
+        at = question.find(part)
+        after = question[at + len(part) : at + len(part) + 1] if at >= 0 else "?"
+        if after == "?" or not _LEAVE_OUT.match(part):
+            continue
+        for req in extract.scopes(part, vocab, tables):
+            if not req.exclude or len(req.columns) != 1:
+                continue
+            segment = extract.condition_part(extract._segment(part, req.text), req.text)
+            if not extract.unbound_words(segment, vocab, tables):
+                out.append(req)
+    return out
+
+
 def feeds_answer(sel: Selection, sem: CodeSemantics) -> bool:
     """A reported field's value is computed from the statement's result by name (`len(evening)`,
-    `_row[1]`): that statement's rows are behind a reported value."""
-    if not sel.target or not sel.target.isidentifier():
-        return False
-    pattern = re.compile(rf"(?<![\w.]){re.escape(sel.target)}(?!\w)")
-    return any(pattern.search(text) for field, text in sem.fields.items() if field != "answer_type")
+    `_row[1]`), or is the statement itself (`others.loc[others['year'] == 1954, 'invest'].mean()`):
+    that statement's rows are behind a reported value."""
+    texts = [text for field, text in sem.fields.items() if field != "answer_type"]
+    if sel.language == "pandas" and sel.mask and any(sel.mask in t for t in texts):
+        return True
+    if sel.target and sel.target.isidentifier():
+        pattern = re.compile(rf"(?<![\w.]){re.escape(sel.target)}(?!\w)")
+        return any(pattern.search(text) for text in texts)
+    return False

@@ -345,7 +345,9 @@ class SemanticVerifier:
         of every statement a reported field is computed from, except those that test it themselves
         (the ordinary scope check covers them)."""
         binder = RequirementBinder(sem, self.vocab, later)
-        for req in carried.carried_scopes(question, self.vocab, tables):
+        wide = carried.carried_scopes(question, self.vocab, tables)
+        wide += carried.instruction_scopes(question, self.vocab, tables)
+        for req in wide:
             column = req.columns[0]
             sites = []
             for sel in sem.selections:

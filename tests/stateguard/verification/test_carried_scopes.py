@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from stateguard.verification.carried import carried_scopes
+from stateguard.verification.carried import carried_scopes, instruction_scopes
 from stateguard.verification.vocabulary import Vocabulary
 from tests.stateguard.verification.conftest import DUCKDB_ORDERS, Session, session_with
 
@@ -81,4 +81,40 @@ def _vocab() -> Vocabulary:
 )
 def test_what_is_read_as_a_carried_category(question: str, values: list[str]) -> None:
     found = carried_scopes(question, _vocab(), ["orders"])
+    assert [v for r in found for v in r.values] == values
+
+
+INSTRUCTED = (
+    "Set the books aside for this one. What is the mean rating of the orders priced above 100, and what is "
+    "their highest price? Report `mean_rating` and `max_price`."
+)
+
+
+def _instructed(second: str) -> str:
+    return (
+        "import json\nrest = orders[orders['category'] != 'books']\nbig = rest[rest['price'] > 100]\n"
+        f"result = {{'mean_rating': float(big['rating'].mean()), 'max_price': float({second})}}\n"
+        "print(json.dumps(result))"
+    )
+
+
+def test_an_instruction_that_leaves_rows_out_holds_for_every_reported_value() -> None:
+    """The second value taken over all orders (books included) breaks it; the ordinary scope check
+    is met by the one statement that leaves the books out."""
+    faulty = Session().turn(INSTRUCTED, _instructed("orders.loc[orders['price'] > 100, 'price'].max()"))
+    assert len(faulty) == 1 and "category" in faulty[0].evidence
+    assert Session().turn(INSTRUCTED, _instructed("big['price'].max()")) == []
+
+
+@pytest.mark.parametrize(
+    ("question", "values"),
+    [
+        ("Leave the books out for this one. What is the mean rating?", ["books"]),
+        # a question, not an instruction: the exclusion belongs to that question's clause
+        ("Which orders remain once the books are dropped? What is the mean rating?", []),
+        ("Keep the books. What is the mean rating?", []),  # nothing is left out
+    ],
+)
+def test_what_is_read_as_an_instruction_scope(question: str, values: list[str]) -> None:
+    found = instruction_scopes(question, _vocab(), ["orders"])
     assert [v for r in found for v in r.values] == values
