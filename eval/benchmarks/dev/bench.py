@@ -52,6 +52,7 @@ SPLITS = (
     "fresh6",
     "fresh7",
     "fresh8",
+    "fresh9",
     "all",
 )
 
