@@ -442,9 +442,14 @@ def not_null(clause: str, source: str = "question") -> list[Requirement]:
 
 
 def scopes(
-    clause: str, vocab: Vocabulary, tables: list[str] | None, source: str = "question"
+    clause: str,
+    vocab: Vocabulary,
+    tables: list[str] | None,
+    source: str = "question",
+    counted: bool = False,
 ) -> list[Requirement]:
-    """Category values of the data named in the clause, grouped by column."""
+    """Category values of the data named in the clause, grouped by column. `counted`: also the
+    values a count names ("how many days were labelled rain"), which scope that count only."""
     found: dict[str, tuple[list[str], bool, str]] = {}
     values = vocab.all_values(tables)
     for value, cols in values.items():
@@ -466,7 +471,7 @@ def scopes(
             counted_itself = re.search(r"\bhow\s+many\s+[\"'“]?$", clause[: m.start()]) and re.match(
                 r"[\"'”]?\s*(?:$|[,;:?.!]|and\b|or\b)", clause[m.end() :]
             )  # "how many benign, and ...": the value is the counted thing itself
-            if counted_itself or _COUNTED.search(clause[: m.start()]):
+            if not counted and (counted_itself or _COUNTED.search(clause[: m.start()])):
                 continue  # "how many days were labelled X": X is what is counted, not the turn's scope
             if _RESTORING.search(clause[: m.start()]) or re.match(
                 r"\W*(?:\w+\W+){0,3}?back\b", clause[m.end() :]

