@@ -342,8 +342,14 @@ class Harness:
         try:
             with self.trace.transaction():
                 if self._touches_workspace(name) and self.workspace is not None:
-                    ws_token = f"txn-{self.activation}-{self.trace.next_seq}"
-                    self.workspace.snapshot(ws_token)
+                    token = f"txn-{self.activation}-{self.trace.next_seq}"
+                    try:
+                        self.workspace.snapshot(token)
+                    except RuntimeError as exc:  # a refused snapshot (the sandbox says why): not applied
+                        raise ActionError(
+                            f"{name.value} not applied: the workspace could not be checkpointed first ({exc})"
+                        ) from None
+                    ws_token = token
                 notes, hints = self._dispatch(action)
                 self.stage = next_stage(regime, stage_before, name)
                 self.pending_hints.extend(hints)
@@ -360,9 +366,13 @@ class Harness:
         except (ActionError, HintRejected, StoreError, ValidationError) as exc:
             for key, value in saved.items():
                 setattr(self, key, value)
+            reason = str(exc)
             if ws_token is not None and self.workspace is not None:
-                self.workspace.restore(ws_token)
-            return self._reject(action, None, str(exc))
+                try:
+                    self.workspace.restore(ws_token)
+                except RuntimeError as failed:  # the workspace rebuilt itself and reports it as degraded
+                    reason += f"; the workspace could not be put back as it was ({failed})"
+            return self._reject(action, None, reason)
         finally:
             if ws_token is not None and self.workspace is not None:
                 self.workspace.drop_checkpoint(ws_token)
@@ -633,7 +643,14 @@ class Harness:
         token = self.worker_checkpoints.get(ckpt)
         if self.worker is not None and token is None:
             raise BindingError(f"rollback of {state_id}: no worker snapshot was taken with checkpoint {ckpt}")
-        self.workspace.restore(ckpt)
+        try:
+            self.workspace.restore(ckpt)
+        except RuntimeError as exc:
+            # A refused restore (the sandbox rebuilt the kernel and says why): the draft is still
+            # abandoned, nothing is rewound, and the run goes on degraded with the reason traced.
+            notes.append(f"rollback to {ckpt} refused by the workspace ({exc}); nothing rewound")
+            self.trace.emit("rollback", state_id=state_id, checkpoint=ckpt, worker=False, refused=str(exc))
+            return
         notes.append(f"workspace rolled back to {ckpt}")
         if self.worker is not None:
             self.worker.restore(token)

@@ -382,6 +382,7 @@ class RollbackData(_Data):
     state_id: str
     checkpoint: str | None
     worker: bool
+    refused: str | None = None  # the workspace refused the restore (why); nothing was rewound
 
 
 class RollbackEvent(_Event):

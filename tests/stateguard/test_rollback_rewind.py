@@ -140,3 +140,43 @@ def test_llm_worker_context_is_rewound(tmp_path: Path) -> None:
     assert sum("<repair_hint>" in m[-1]["content"] for m in turn2) == 3  # it did see the hints at the time
     assert worker.answers[2] == {"margin": 500} and worker.answers[3] == {"share": 100.0}
     assert json.dumps(worker.messages).count(QUESTIONS[2]) == 0
+
+
+class RefusingWorkspace(DictWorkspace):
+    """A workspace whose restore (and, optionally, transaction snapshot) is refused the way the
+    sandbox refuses a checkpoint whose loading trips the kernel: a RuntimeError saying why."""
+
+    def __init__(self, refuse_txn: bool = False) -> None:
+        super().__init__()
+        self.refuse_txn = refuse_txn
+
+    def snapshot(self, checkpoint_id: str) -> None:
+        if self.refuse_txn and checkpoint_id.startswith("txn-"):
+            raise RuntimeError("checkpoint refused: the kernel was rebuilt")
+        super().snapshot(checkpoint_id)
+
+    def restore(self, checkpoint_id: str) -> None:
+        raise RuntimeError("checkpoint refused: loading it trips the kernel")
+
+
+def test_a_refused_restore_ends_the_abandon_without_a_rewind_and_the_run_goes_on(tmp_path: Path) -> None:
+    ws, worker = RefusingWorkspace(), ScriptedWorker(reference=TASK)
+    result = rollout(TASK, worker, ws, flow=LONGDS, manager=ExhaustRepairs(2, "margin"), run_dir=tmp_path)
+    (rollback,) = _events(tmp_path, "rollback")
+    assert rollback["worker"] is False and "trips the kernel" in rollback["refused"]
+    abandon = next(a for a in _events(tmp_path, "action") if a["name"] == "ABANDON_STATE")
+    assert abandon["accepted"] and any("nothing rewound" in n for n in abandon["notes"])
+    assert result.committed_states == ["S1", "S3"] and worker._run_turns == [
+        1,
+        2,
+        3,
+    ]  # turn 2 not rewound away
+
+
+def test_a_refused_transaction_snapshot_refuses_the_action_instead_of_crashing(tmp_path: Path) -> None:
+    ws, worker = RefusingWorkspace(refuse_txn=True), ScriptedWorker(reference=TASK)
+    result = rollout(TASK, worker, ws, flow=LONGDS, manager=ExhaustRepairs(2, "margin"), run_dir=tmp_path)
+    refused = [a for a in _events(tmp_path, "action") if not a["accepted"]]
+    assert [a["name"] for a in refused] == ["REPAIR"]  # the heavy repair, which snapshots first
+    assert "could not be checkpointed first" in refused[0]["feedback"]
+    assert result.committed_states == ["S1", "S3"]  # the run went on
