@@ -59,6 +59,10 @@ class Lexicon(BaseModel):
     presence: tuple[str, ...]  # "recorded", "known": a value that must be present
     year_spans: tuple[str, ...]  # "over 2015", "during 2015": that year, not a bound
     restoration: tuple[str, ...]  # "bring X back", "restore X": X returns; the turn is not limited to X
+    earlier_version: tuple[
+        str, ...
+    ]  # "the original rule", "the withdrawn definition": a version not in force
+    leave_out_verbs: tuple[str, ...]  # an instruction sentence opening with one leaves values out of the turn
     function_words: frozenset[str]  # words that carry no content of their own (question words, verbs
     # of analysis, determiners): a clause of only these, lexicon words, columns, values and numbers parses whole
 
@@ -247,6 +251,30 @@ LEXICON = Lexicon(
     presence=("recorded", "known", "non-missing", "non-null", "measured", "measurement"),
     year_spans=("over", "across", "during", "throughout"),
     restoration=(r"restor\w*", r"re-?includ\w*", r"re-?add\w*", r"bring\w*", r"back"),
+    earlier_version=(
+        r"original(?:ly)?",
+        r"old(?:er)?",
+        r"previous(?:ly)?",
+        "earlier",
+        "withdrawn",
+        "withdrew",
+        r"initial(?:ly)?",
+        "prior",
+        "dropped",
+        "abandoned",
+        "discarded",
+        "rejected",
+        "scrapped",
+        r"former(?:ly)?",
+        "superseded",
+        "retired",
+        "replaced",
+        r"used\s+to",
+        r"would\s+have",
+        r"first\s+(?:rule|definition|version)",
+        r"before\s+the\s+(?:change|update|revision|switch)",
+    ),
+    leave_out_verbs=("set", "leave", "put", "keep", "drop", "exclude", "remove", "ignore", "discard", "omit"),
     function_words=frozenset(
         [
             "a",

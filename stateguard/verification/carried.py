@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 
+from stateguard.artifacts.lexicon import LEXICON
 from stateguard.inspection.code_model import CodeSemantics, Selection
 from stateguard.verification import extract
 from stateguard.verification.requirements import Requirement
@@ -51,9 +52,7 @@ def carried_scopes(question: str, vocab: Vocabulary, tables: list[str] | None) -
 
 # An instruction that leaves rows out of the turn ("Set General Motors aside for this one."):
 # a sentence of its own, not a question, opening with the verb.
-_LEAVE_OUT = re.compile(
-    r"^\s*(?:set|leave|put|keep|drop|exclude|remove|ignore|discard|omit)\b", re.IGNORECASE
-)
+_LEAVE_OUT = re.compile(rf"^\s*(?:{'|'.join(LEXICON.leave_out_verbs)})\b", re.IGNORECASE)
 
 
 def instruction_scopes(question: str, vocab: Vocabulary, tables: list[str] | None) -> list[Requirement]:

@@ -24,6 +24,7 @@ import ast
 import re
 from dataclasses import dataclass
 
+from stateguard.artifacts.lexicon import LEXICON
 from stateguard.inspection.code_model import CodeSemantics
 from stateguard.verification.requirements import Requirement
 
@@ -35,13 +36,7 @@ _PANDAS_FLAG = re.compile(
 )
 _BOOLEAN = re.compile(r"(?:[<>]=?|[=!]=)|\bAND\b|\bOR\b|\bNOT\b", re.IGNORECASE)
 # Words that point at a version of a rule other than the one in force: the turn means that one.
-_EARLIER = re.compile(
-    r"\b(?:original(?:ly)?|old(?:er)?|previous(?:ly)?|earlier|withdrawn|withdrew|initial(?:ly)?|prior|"
-    r"dropped|abandoned|discarded|rejected|scrapped|"
-    r"former(?:ly)?|superseded|retired|replaced|used\s+to|would\s+have|first\s+(?:rule|definition|version)|"
-    r"before\s+the\s+(?:change|update|revision|switch))\b",
-    re.IGNORECASE,
-)
+_EARLIER = re.compile(rf"\b(?:{'|'.join(LEXICON.earlier_version)})\b", re.IGNORECASE)
 # Tokens of an expression: a pandas column access, a (qualified) SQL name, a number, an operator.
 _TOKEN = re.compile(
     r"(?P<col>(?P<frame>[A-Za-z_]\w*)\[\s*[\"'](?P<name>[^\"'\]]+)[\"']\s*\])"

@@ -368,18 +368,8 @@ class SemanticVerifier:
                 f"do not test {column} themselves"
             )
             for sel, (code, _) in sites:  # each statement on its own: any one with other rows breaks it
-                plan.items.append(
-                    probes.ProbeItem(
-                        id=f"R{len(plan.items) + 1}",
-                        requirement=req,
-                        check="kept_rows",
-                        code=code,
-                        variables=binder.variables(sel) or ["result"],
-                        reason=reason(req, "missing"),
-                        status="missing",
-                        constraint=False,  # probed at verification: a scope item of the same words may be attached already
-                    )
-                )
+                # probed at verification, never attached: a scope item of the same words may be already
+                _add_item(plan, req, "kept_rows", code, binder.variables(sel), "missing")
 
     def _restated(self, question: str, code: str, sem: CodeSemantics, plan: Plan) -> None:
         """Probe items for flags the run redefined that this turn's code writes out in a replaced
@@ -394,18 +384,8 @@ class SemanticVerifier:
                 f"{req.describe()}: the code writes out `{found.before}`, the rule of turn "
                 f"{found.old.turn}; the flag was defined again at turn {found.current.turn}"
             )
-            plan.items.append(
-                probes.ProbeItem(
-                    id=f"R{len(plan.items) + 1}",
-                    requirement=req,
-                    check="replaced_rule",
-                    code=probe,
-                    variables=_assigned_by(code, found.before) or ["result"],
-                    reason=superseded.reason(req, "restated"),
-                    status="restated",
-                    edit=probes.SpanEdit(kind="text", before=found.before, after=found.after),
-                )
-            )
+            edit = probes.SpanEdit(kind="text", before=found.before, after=found.after)
+            _add_item(plan, req, "replaced_rule", probe, _assigned_by(code, found.before), "restated", edit)
 
     def remember(
         self, turn: Any, state_id: str | None, requirements: list[Requirement] | None = None
@@ -476,6 +456,30 @@ def _flag_read_by_code(req: Requirement, code: str) -> bool:
     mask, a group key, a sum) is not modelled, so nothing is asserted. Code that never reads the
     flag can only keep the flagged rows by restating the rule, which the probe checks row by row."""
     return req.flag_scope and any(re.search(rf"(?<![\w]){re.escape(c)}(?![\w])", code) for c in req.columns)
+
+
+def _add_item(
+    plan: Plan,
+    req: Requirement,
+    check: str,
+    code: str,
+    variables: list[str],
+    status: str,
+    edit: probes.SpanEdit | None = None,
+) -> None:
+    """A probe item the verifier makes itself (after `bind` numbered the binding's items)."""
+    plan.items.append(
+        probes.ProbeItem(
+            id=f"R{len(plan.items) + 1}",
+            requirement=req,
+            check=check,
+            code=code,
+            variables=variables or ["result"],
+            reason=reason(req, status),
+            status=status,
+            edit=edit,
+        )
+    )
 
 
 def _assigned_by(code: str, text: str) -> list[str]:

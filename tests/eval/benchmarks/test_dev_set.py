@@ -179,21 +179,28 @@ FRESH8_TABLES = {
 }
 
 
-def test_the_fresh8_split_has_four_long_tasks_on_statsmodels_tables_and_each_semantic_kind_five_times() -> (
-    None
-):
+def _statsmodels_split(split: str, tables: set[str], turns: range, per_kind: int) -> None:
+    """A split of 4 long tasks on statsmodels tables no other split uses, in SQL and in pandas,
+    each with an update, a rollback, a join and one of each mechanical fault, and each semantic
+    counterfactual kind at least `per_kind` times."""
     everything = load_sources()
-    tasks = [s for s in everything if s.split == "fresh8"]
-    assert len(tasks) == 4 and all(11 <= len(s.turns) <= 12 for s in tasks)
+    tasks = [s for s in everything if s.split == split]
+    assert len(tasks) == 4 and all(len(s.turns) in turns for s in tasks)
     assert sum("duckdb" in s.turns[0].code for s in tasks) >= 2  # at least two in SQL
     assert sum("duckdb" not in s.turns[0].code for s in tasks) >= 1  # pandas
     assert any("print_result" in t.code for s in tasks for t in s.turns)
-    older = {f for s in everything if s.split != "fresh8" for f in s.data.values()}
+    older = {f for s in everything if s.split != split for f in s.data.values()}
     new = {f for s in tasks for f in s.data.values()}
-    assert new == FRESH8_TABLES and not older & new  # tables no other split uses
+    assert new == tables and not older & new  # tables no other split uses
     _each_has_update_rollback_join_and_one_of_each_mechanical_fault(tasks)
-    counts = _semantic_counts("fresh8")
-    assert min(counts.values()) >= 5 and sum(counts.values()) >= 35, counts
+    counts = _semantic_counts(split)
+    assert min(counts.values()) >= per_kind and sum(counts.values()) >= 7 * per_kind, counts
+
+
+def test_the_fresh8_split_has_four_long_tasks_on_statsmodels_tables_and_each_semantic_kind_five_times() -> (
+    None
+):
+    _statsmodels_split("fresh8", FRESH8_TABLES, range(11, 13), per_kind=5)
 
 
 def test_a_fresh8_sql_task_on_the_state_crime_table_builds_and_every_fault_bites(tmp_path: Path) -> None:
@@ -231,18 +238,9 @@ FRESH9_TABLES = {
 def test_the_fresh9_split_has_four_long_tasks_on_other_statsmodels_tables_and_each_semantic_kind_six_times() -> (
     None
 ):
-    everything = load_sources()
-    tasks = [s for s in everything if s.split == "fresh9"]
-    assert len(tasks) == 4 and all(len(s.turns) == 12 for s in tasks)
-    assert sum("duckdb" in s.turns[0].code for s in tasks) == 2  # two in SQL
-    assert sum("duckdb" not in s.turns[0].code for s in tasks) == 2  # two in pandas
-    assert any("print_result" in t.code for s in tasks for t in s.turns)
-    older = {f for s in everything if s.split != "fresh9" for f in s.data.values()}
-    new = {f for s in tasks for f in s.data.values()}
-    assert new == FRESH9_TABLES and not older & new  # tables no other split uses
-    _each_has_update_rollback_join_and_one_of_each_mechanical_fault(tasks)
-    counts = _semantic_counts("fresh9")
-    assert min(counts.values()) >= 6 and sum(counts.values()) >= 42, counts
+    _statsmodels_split("fresh9", FRESH9_TABLES, range(12, 13), per_kind=6)
+    tasks = [s for s in load_sources() if s.split == "fresh9"]
+    assert sum("duckdb" in s.turns[0].code for s in tasks) == 2  # exactly two in SQL, two in pandas
 
 
 def test_a_fresh9_sql_task_on_the_tab_separated_election_survey_builds_and_every_fault_bites(
