@@ -33,7 +33,7 @@ from stateguard.verification.llm_extract import LLMExtractor
 from stateguard.verification.verifier import SemanticConfig, SemanticVerifier
 from stateguard.worker_contract import WorkerAdapter
 from stateguard.workers import ResponseModel
-from stateguard.workers.llm_worker import WorkerProtocol
+from stateguard.workers.protocol import WorkerProtocol
 from stateguard.workers.registry import WORKERS, WorkerSetup
 from stateguard.workspace import DictWorkspace, LiveWorkspace
 

@@ -321,7 +321,15 @@ def _cell_texts(column: tuple[Any, ...]) -> Iterable[str]:
     return ["" if v is None else (repr(v) if isinstance(v, float) else str(v)) for v in column]
 
 
-def _write_csv(con: duckdb.DuckDBPyConnection, dataset: str, table: str, path: Path) -> None:
+# The CSV bytes of each base table this process has written, by (dataset, table). Every task over
+# a dataset writes the same tables: they are loaded afresh from the installed package
+# (`load_into_duckdb`) and a task's stage SQL writes only its own tables, never the dataset's
+# schema. Rendering nyc's 336k flights again for each nyc task was a quarter of the benchmark
+# build's CPU (issue 33).
+_CSV_BYTES: dict[tuple[str, str], bytes] = {}
+
+
+def _csv_bytes(con: duckdb.DuckDBPyConnection, dataset: str, table: str) -> bytes:
     cur = con.execute(f'SELECT * FROM "{dataset}"."{table}"')
     header = [d[0] for d in cur.description]
     buf = io.StringIO()
@@ -330,7 +338,15 @@ def _write_csv(con: duckdb.DuckDBPyConnection, dataset: str, table: str, path: P
     rows = cur.fetchall()
     if rows:
         writer.writerows(zip(*(_cell_texts(col) for col in zip(*rows, strict=True)), strict=True))
-    path.write_text(buf.getvalue(), encoding="utf-8")
+    return buf.getvalue().encode("utf-8")
+
+
+def _write_csv(con: duckdb.DuckDBPyConnection, dataset: str, table: str, path: Path) -> None:
+    """Write base table `dataset.table` as CSV (rendered once per process, see `_CSV_BYTES`)."""
+    data = _CSV_BYTES.get((dataset, table))
+    if data is None:
+        data = _CSV_BYTES[(dataset, table)] = _csv_bytes(con, dataset, table)
+    path.write_bytes(data)
 
 
 def _dump(obj: Any) -> str:

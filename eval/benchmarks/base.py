@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from stateguard.flows import FlowConfig
 from stateguard.task import Task
 from stateguard.workers.faults import Fault
-from stateguard.workers.llm_worker import WorkerProtocol
+from stateguard.workers.protocol import WorkerProtocol
 
 __all__ = ["Benchmark", "EvalTask"]
 

@@ -222,6 +222,12 @@ def _string_list(node: ast.AST, single: bool = True) -> list[str] | None:
 
 def literal_key(node: ast.AST) -> str | None:
     """The path component of a constant subscript (`'a'`, `0`, `-1`, `('x', 1)`), else None."""
+    # The two commonest keys answered as `literal_eval` answers them, without its call: it builds
+    # a repr of the node for the error a name raises, and this runs for every subscript of a cell.
+    if type(node) is ast.Constant:
+        return paths.key(node.value)
+    if type(node) is ast.Name:
+        return None
     try:
         value = ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):

@@ -37,19 +37,32 @@ import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
-import openai
 from pydantic import BaseModel, ConfigDict, Field
 
 from stateguard.llm.endpoints import EndpointConfig
 from stateguard.llm.reply import MalformedReply, read_completion
 from stateguard.trace import Trace, current_activation
 
+if TYPE_CHECKING:
+    import openai
+
 CHARS_PER_TOKEN = 4  # rough ratio for English and code, used only when the server reports no usage
 BODY_EXCERPT_CHARS = 500
 RETRYABLE_STATUS = frozenset({408, 429})  # plus every 5xx
 MIN_ATTEMPT_S = 0.05  # an attempt with less time than this left is not started
+
+
+def _openai() -> ModuleType:
+    """The openai package, imported when a client is first built: importing it costs about a second
+    of CPU, which runs that never call a model (scripted worker, rules manager, every pool worker)
+    should not pay just because they import this module for its error classes."""
+    import openai  # noqa: PLC0415
+
+    return openai
+
 
 # Wordings servers use when a prompt does not fit: vLLM ("maximum context length"), OpenAI
 # ("context_length_exceeded"), llama.cpp ("exceeds the available context size"),
@@ -211,7 +224,7 @@ class LLMClient:
         self._sleep = sleep
         self._rng = rng or random.Random()
         self._slots = threading.BoundedSemaphore(config.concurrency)
-        self._openai = openai.OpenAI(
+        self._openai = _openai().OpenAI(
             base_url=config.base_url,
             api_key=config.api_key,
             timeout=config.timeout_s,
@@ -302,7 +315,7 @@ class LLMClient:
         """Model ids the server serves (GET /models): a one-shot readiness check, never retried."""
         try:
             return [m.id for m in self._openai.models.list()]
-        except openai.OpenAIError as exc:
+        except _openai().OpenAIError as exc:
             translated = self._translate(exc)
             raise (translated.error if isinstance(translated, _Retryable) else translated) from exc
 
@@ -348,7 +361,7 @@ class LLMClient:
                 raw = self._create_raw(**request, timeout=timeout)
                 body = raw.http_response.content
                 content_type = raw.http_response.headers.get("content-type")
-        except openai.OpenAIError as exc:
+        except _openai().OpenAIError as exc:
             raise self._translate(exc, timeout) from exc
         try:
             return read_completion(body, content_type)
@@ -406,7 +419,8 @@ class LLMClient:
 
     def _translate(self, exc: openai.OpenAIError, timeout: float | None = None) -> LLMError | _Retryable:
         """Map an openai exception to a final LLMError / ContextOverflow, or to a _Retryable."""
-        if isinstance(exc, openai.APITimeoutError):
+        oa = _openai()
+        if isinstance(exc, oa.APITimeoutError):
             waited = self.config.timeout_s if timeout is None else timeout
             cut = (
                 ""
@@ -414,11 +428,11 @@ class LLMClient:
                 else f", cut from {self.config.timeout_s:g} s by the call's time bound"
             )
             return _Retryable(self._error(f"no answer within {waited:.3g} s (timeout{cut})"))
-        if isinstance(exc, openai.APIConnectionError):
+        if isinstance(exc, oa.APIConnectionError):
             cause = exc.__cause__ or exc.__context__
             detail = f"{type(cause).__name__}: {cause}" if cause else str(exc)
             return _Retryable(self._error(f"connection failed ({detail})"))
-        if isinstance(exc, openai.APIStatusError):
+        if isinstance(exc, oa.APIStatusError):
             status = exc.status_code
             body = _excerpt(_body_text(exc))
             if status in (400, 413) and _CONTEXT_RE.search(body):

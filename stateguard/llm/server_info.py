@@ -22,12 +22,24 @@ no retries) and keeps the first answer:
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Literal
 
-import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from stateguard.llm.endpoints import EndpointConfig
+
+if TYPE_CHECKING:
+    import httpx
+
+
+def httpx_module() -> ModuleType:
+    """httpx, imported on first use: the manager's modules import this one, and a run with the rules
+    manager (and each of its pool workers) should not pay for an HTTP stack it never uses."""
+    import httpx  # noqa: PLC0415
+
+    return httpx
+
 
 ServerKind = Literal["llama.cpp", "llama-cpp-python", "vllm", "unknown"]
 Tokenizer = Literal["llama.cpp", "llama-cpp-python", "vllm", "estimate"]
@@ -69,7 +81,7 @@ def _get_json(http: httpx.Client, url: str) -> Any:
         if response.status_code != 200:
             return None
         return response.json()
-    except (httpx.HTTPError, ValueError):
+    except (httpx_module().HTTPError, ValueError):
         return None
 
 
@@ -90,7 +102,7 @@ def probe_server(config: EndpointConfig, *, timeout_s: float = 5.0) -> ServerInf
     window: int | None = None
     source = "unknown"
     headers = {"Authorization": f"Bearer {config.api_key}"}
-    with httpx.Client(timeout=timeout_s, headers=headers) as http:
+    with httpx_module().Client(timeout=timeout_s, headers=headers) as http:
         props = _get_json(http, f"{root_url(config.base_url)}/props")
         if _props_window(props) is not None:
             window, source = _props_window(props), "GET /props"

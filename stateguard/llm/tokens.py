@@ -20,12 +20,13 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from stateguard.llm.endpoints import EndpointConfig
-from stateguard.llm.server_info import ServerInfo, root_url
+from stateguard.llm.server_info import ServerInfo, httpx_module, root_url
+
+if TYPE_CHECKING:
+    import httpx
 
 ESTIMATE_CHARS_PER_TOKEN = 3.0
 PER_MESSAGE = 8  # role markers and separators of a chat template
@@ -108,7 +109,7 @@ class TokenCounter:
 
     def _client(self) -> httpx.Client:
         if self._http is None:
-            self._http = httpx.Client(
+            self._http = httpx_module().Client(
                 timeout=self._timeout, headers={"Authorization": f"Bearer {self.endpoint.api_key}"}
             )
         return self._http
@@ -130,7 +131,7 @@ class TokenCounter:
                     .json()
                 )
                 count = data.get("count")
-        except (httpx.HTTPError, ValueError, AttributeError, TypeError):
+        except (httpx_module().HTTPError, ValueError, AttributeError, TypeError):
             count = None
         if not isinstance(count, int) or count < 0:
             self.fallbacks += 1

@@ -22,7 +22,7 @@ from stateguard.registry import add
 from stateguard.task import Task
 from stateguard.trace import Trace
 from stateguard.worker_contract import WorkerAdapter
-from stateguard.workers.llm_worker import LLMWorker, WorkerProtocol
+from stateguard.workers.protocol import WorkerProtocol
 from stateguard.workers.response import ResponseModel
 from stateguard.workers.scripted import FaultModel, ScriptedWorker
 
@@ -57,6 +57,10 @@ def _scripted(ctx: WorkerSetup) -> WorkerAdapter:
 
 
 def _llm(ctx: WorkerSetup) -> WorkerAdapter:
+    # Imported here: the LLM worker brings the openai client (about a second of CPU per process),
+    # which runs with the scripted worker never use.
+    from stateguard.workers.llm_worker import LLMWorker  # noqa: PLC0415
+
     if ctx.answer_from_output is None:  # the worker's own default
         return LLMWorker(ctx.client(), protocol=ctx.protocol, task_time_cap_s=ctx.task_time_cap_s)
     return LLMWorker(

@@ -20,7 +20,8 @@ from stateguard.answers import last_json, parse_answer
 from stateguard.llm.client import ContextOverflow
 from stateguard.task import AgentTask, AgentTurn, prelude
 from stateguard.worker_contract import WorkerMessage
-from stateguard.workers.llm_worker import DEFAULT_SYSTEM, LLMWorker, WorkerProtocol
+from stateguard.workers.llm_worker import LLMWorker
+from stateguard.workers.protocol import DEFAULT_SYSTEM, WorkerProtocol
 from stateguard.workspace import DictWorkspace
 
 ROOT = Path(__file__).resolve().parents[2]

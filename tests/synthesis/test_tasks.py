@@ -215,3 +215,24 @@ def test_thread_families_profile_the_tables_once_per_connection(monkeypatch: pyt
     again = threads.generate_threads(other, "penguins", random.Random(0), copies=3)
     assert calls == ["penguins", "penguins"]  # a new connection is profiled anew
     assert [t.thread_id for t in again] == [t.thread_id for t in first]  # and draws the same threads
+
+
+def test_a_base_table_is_rendered_as_csv_once_per_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import duckdb
+
+    from synthesis import tasks
+    from synthesis.sources.tabular import load_into_duckdb
+
+    monkeypatch.setattr(tasks, "_CSV_BYTES", {})  # a fresh process's memo
+    first, second = duckdb.connect(), duckdb.connect()
+    for con in (first, second):
+        load_into_duckdb(con, "penguins")
+    tasks._write_csv(first, "penguins", "penguins", tmp_path / "a.csv")
+    written = (tmp_path / "a.csv").read_bytes()
+    assert written.startswith(b"species,") and written.count(b"\n") == 345  # header + 344 penguins
+    # A second task's connection holds the same freshly loaded table: its CSV is not rendered again.
+    second.execute('DELETE FROM "penguins"."penguins"')  # (only so that a second rendering would show)
+    tasks._write_csv(second, "penguins", "penguins", tmp_path / "b.csv")
+    assert (tmp_path / "b.csv").read_bytes() == written

@@ -42,7 +42,7 @@ from stateguard.flows import DABSTEP
 from stateguard.llm import EndpointConfig
 from stateguard.task import Task, Turn
 from stateguard.trace import read_trace
-from stateguard.workers.llm_worker import WorkerProtocol
+from stateguard.workers.protocol import WorkerProtocol
 
 __all__ = ["DabstepBench", "prediction_text", "write_submission", "write_submissions"]
 

@@ -32,7 +32,7 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 from stateguard.task import AgentTurn
-from stateguard.workers.llm_worker import WorkerProtocol
+from stateguard.workers.protocol import WorkerProtocol
 
 __all__ = ["REASONING_ENV", "Mode", "dabstep_protocol", "is_reasoning_model", "worker_mode"]
 

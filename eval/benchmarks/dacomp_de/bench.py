@@ -68,7 +68,7 @@ from eval.results import ArmResult, read_results
 from stateguard.flows import DACOMP_DE
 from stateguard.llm import EndpointConfig
 from stateguard.task import Task, Turn
-from stateguard.workers.llm_worker import WorkerProtocol
+from stateguard.workers.protocol import WorkerProtocol
 
 __all__ = ["DACompDEBench", "DACompRunScore", "merged_sources", "table_units", "task_scores", "unit_parents"]
 

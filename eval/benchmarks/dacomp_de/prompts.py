@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 
 from stateguard.task import AgentTurn
-from stateguard.workers.llm_worker import WorkerProtocol
+from stateguard.workers.protocol import WorkerProtocol
 
 __all__ = ["SYSTEM", "TRACK_INSTRUCTIONS", "dacomp_protocol", "parse_action"]
 

@@ -31,7 +31,7 @@ from typing import Any
 from eval.benchmarks.base import EvalTask
 from eval.benchmarks.dev.build import MANIFEST, build, sources_digest
 from eval.benchmarks.longds.bench import LongDSBench
-from stateguard.workers.llm_worker import WorkerProtocol
+from stateguard.workers.protocol import WorkerProtocol
 
 __all__ = ["DevBench", "ensure_built"]
 

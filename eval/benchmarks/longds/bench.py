@@ -30,7 +30,7 @@ from eval.benchmarks.variants import expand_variants, read_faults_file, select_v
 from stateguard.artifacts.task_folder import FAULTS_FILE
 from stateguard.flows import LONGDS
 from stateguard.llm import EndpointConfig, LLMClient
-from stateguard.workers.llm_worker import WorkerProtocol
+from stateguard.workers.protocol import WorkerProtocol
 
 __all__ = ["LongDSBench"]
 

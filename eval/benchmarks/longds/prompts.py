@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from stateguard.flows import LONGDS
 from stateguard.task import AgentTask, AgentTurn
-from stateguard.workers.llm_worker import WorkerProtocol
+from stateguard.workers.protocol import WorkerProtocol
 
 STEPS_PER_TURN = LONGDS.baseline_budget
 

@@ -111,3 +111,51 @@ def test_an_object_with_a_look_alike_method_is_still_checked() -> None:
     ws.run_cell("first = ledger.items[0]")
     assert ws.run_cell("ledger.sort_values()").ok
     assert ws.run_cell("first").stale_reads == {"first": ["ledger.items[0]"]}
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "'a'",
+        "0",
+        "-1",
+        "1.5",
+        "True",
+        "None",
+        "b'x'",
+        "('x', 1)",
+        "name",
+        "obj.attr",
+        "f(1)",
+        "1 + 2j",
+        "[1]",
+        "...",
+    ],
+)
+def test_literal_key_answers_as_literal_eval_does(source: str) -> None:
+    import ast
+
+    from stateguard.dataflow import paths
+    from stateguard.dataflow.reader import literal_key
+
+    node = ast.parse(source, mode="eval").body
+    try:
+        expected = paths.key(ast.literal_eval(node))
+    except ValueError:
+        expected = None
+    assert literal_key(node) == expected
+
+
+def test_literal_key_skips_literal_eval_for_constants_and_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ast
+
+    from stateguard.dataflow.reader import literal_key
+
+    calls: list[ast.AST] = []
+    real = ast.literal_eval
+    monkeypatch.setattr(ast, "literal_eval", lambda node: calls.append(node) or real(node))
+    assert literal_key(ast.parse("'price'", mode="eval").body) == "['price']"
+    assert literal_key(ast.parse("col", mode="eval").body) is None
+    assert calls == []  # answered without literal_eval (every subscript of a cell asks)
+    assert literal_key(ast.parse("-1", mode="eval").body) == "[-1]"
+    assert len(calls) == 1  # other nodes still go through it
