@@ -693,7 +693,9 @@ def test_death_without_checkpoint_empties_the_workspace(dirs: Dirs) -> None:
 
 
 def test_parent_deadline_kills_a_cell_that_swallows_timeouts(dirs: Dirs) -> None:
-    limits = SandboxLimits(cpu_seconds_per_cell=1, wall_seconds_per_cell=1, memory_mb=1024, grace_seconds=1)
+    # The CPU limit is far above the wall limit: a busy loop uses at most its wall time in CPU, so on a
+    # loaded machine too it is the wall limit (swallowed) and then the parent's deadline that end it.
+    limits = SandboxLimits(cpu_seconds_per_cell=30, wall_seconds_per_cell=1, memory_mb=1024, grace_seconds=1)
 
     def setup(builder: SandboxWorkspace) -> None:
         r = builder.run_cell("keep = [1, 2, 3]\nrows = open('../task/sales.csv').read().splitlines()")
