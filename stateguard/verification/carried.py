@@ -43,10 +43,8 @@ def carried_scopes(question: str, vocab: Vocabulary, tables: list[str] | None) -
             continue
         if not (_BACK.search(second) or re.search(rf"(?<![\w-]){re.escape(req.values[0])}", second)):
             continue
-        segment = extract.condition_part(extract._segment(first, req.text), req.text)
-        if extract.unbound_words(segment, vocab, tables):
-            continue  # the first clause does not parse whole: no requirement
-        out.append(req)
+        if extract.parses_whole(first, req, vocab, tables):  # else no requirement
+            out.append(req)
     return out
 
 
@@ -67,8 +65,7 @@ def instruction_scopes(question: str, vocab: Vocabulary, tables: list[str] | Non
         for req in extract.scopes(part, vocab, tables):
             if not req.exclude or len(req.columns) != 1:
                 continue
-            segment = extract.condition_part(extract._segment(part, req.text), req.text)
-            if not extract.unbound_words(segment, vocab, tables):
+            if extract.parses_whole(part, req, vocab, tables):
                 out.append(req)
     return out
 

@@ -603,12 +603,7 @@ def extract(
                 out += rule.read_clause(clause, reading)
     if vocab is not None:
         whole = row_condition_kinds()
-        out = [
-            r
-            for r in out
-            if r.kind not in whole
-            or not unbound_words(condition_part(_segment(question, r.text), r.text), vocab, tables)
-        ]
+        out = [r for r in out if r.kind not in whole or parses_whole(question, r, vocab, tables)]
     for rule in registered:
         if rule.read_question is not None:
             out += rule.read_question(reading)
@@ -706,6 +701,12 @@ def _segment(text: str, part: str) -> str:
     start = starts[-1] if starts else 0
     end_match = _SEGMENT_END.search(text, at + len(part))
     return text[start : end_match.start() if end_match else len(text)]
+
+
+def parses_whole(text: str, req: Requirement, vocab: Vocabulary, tables: list[str] | None) -> bool:
+    """The condition part of the segment of `text` that states `req` binds word for word (lexicon,
+    columns, values, tables, numbers): only then is a row condition read from it."""
+    return not unbound_words(condition_part(_segment(text, req.text), req.text), vocab, tables)
 
 
 def unbound_words(segment: str, vocab: Vocabulary, tables: list[str] | None = None) -> list[str]:
@@ -817,10 +818,7 @@ def context_requirements(
             for r in comparisons(clause) + not_null(clause)
             if not _is_year_bound(r)
             # with the data's vocabulary, a rule is kept only when its clause parses whole, as in a question
-            and (
-                vocab is None
-                or not unbound_words(condition_part(_segment(clause, r.text), r.text), vocab, tables)
-            )
+            and (vocab is None or parses_whole(clause, r, vocab, tables))
         ]
     return out
 

@@ -173,12 +173,9 @@ def _sql_flags(sql: str) -> list[tuple[str, str]]:
     return out
 
 
-def _assigns(code: str, sem: CodeSemantics, holder: str, flag: str) -> bool:
-    """The turn (re)defines the flag on its holder itself: a redefinition or a rollback, not a use."""
-    return any(
-        v.holder.lower() == holder.lower() and v.flag.lower() == flag.lower()
-        for v in _flag_assignments(code, sem, None)
-    ) or bool(re.search(rf"\[\s*[\"']{re.escape(flag)}[\"']\s*\]\s*=(?!=)", code))
+def _assigned(code: str, sem: CodeSemantics) -> set[tuple[str, str]]:
+    """(holder, flag) pairs the turn itself (re)defines: a redefinition or a rollback, not a use."""
+    return {(v.holder.lower(), v.flag.lower()) for v in _flag_assignments(code, sem, None)}
 
 
 def _find(shape: tuple[tuple[str, str | float], ...], code_tokens: list[Token]) -> list[tuple[int, int]]:
@@ -262,10 +259,15 @@ class FlagHistory:
         if not self.versions or _EARLIER.search(question):
             return []
         code_tokens = tokens(code)
+        own = _assigned(code, sem)  # parsed once per turn, not once per flag
         out: list[Restatement] = []
-        for versions in self.versions.values():
+        for key, versions in self.versions.items():
             current = versions[-1]
-            if len(versions) < 2 or _assigns(code, sem, current.holder, current.flag):
+            if (
+                len(versions) < 2
+                or key in own
+                or re.search(rf"\[\s*[\"']{re.escape(current.flag)}[\"']\s*\]\s*=(?!=)", code)
+            ):
                 continue
             term = names_term(current.flag, question)
             if term is None or _find(current.shape, code_tokens):

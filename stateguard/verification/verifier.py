@@ -246,11 +246,10 @@ class SemanticVerifier:
             return "unknown"
         if (
             edit.kind == "text"
-            and item.requirement.kind == superseded.KIND
             and re.search(r"\b(?:CREATE|INSERT|UPDATE|DELETE|DROP|ALTER)\b", "\n".join(s.action for s in ran))
             and getattr(ctx.workspace, "probes_share_resources", False)
         ):
-            return "unknown"  # a re-run that writes SQL would write through to the shared database
+            return "unknown"  # any re-run of cells that write SQL would write through to the shared database
         result = yield ("run_probe", {"code": probes.answer_probe([s.action for s in ran], edit, self._con)})
         tool = getattr(result, "tool_result", None)
         if tool is None or not tool.ok:
@@ -341,9 +340,9 @@ class SemanticVerifier:
     def _carried(
         self, question: str, sem: CodeSemantics, tables: list[str], later: frozenset[str], plan: Plan
     ) -> None:
-        """Probe items for a count "of those" (`carried.py`): the first count's category on the rows
-        of every statement a reported field is computed from, except those that test it themselves
-        (the ordinary scope check covers them)."""
+        """Probe items for a scope of every reported value (`carried.py`: a count "of those", an
+        instruction that leaves values out): on the rows of every statement a reported field is
+        computed from, except those that test the column themselves (the ordinary scope check)."""
         binder = RequirementBinder(sem, self.vocab, later)
         wide = carried.carried_scopes(question, self.vocab, tables)
         wide += carried.instruction_scopes(question, self.vocab, tables)
@@ -364,7 +363,7 @@ class SemanticVerifier:
                 continue
             plan.requirements.append(req)
             plan.notes.append(
-                f"{req.describe()}: a count of those; {len(sites)} statement(s) behind a reported value "
+                f"{req.describe()}: holds for every reported value; {len(sites)} statement(s) behind one "
                 f"do not test {column} themselves"
             )
             for sel, (code, _) in sites:  # each statement on its own: any one with other rows breaks it

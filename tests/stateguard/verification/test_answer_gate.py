@@ -72,3 +72,12 @@ def test_sql_is_replayed_with_the_stated_query_in_a_sandbox_probe(
         # the live table is untouched by the replay
         assert ws.run_cell("n_live = con.execute('SELECT COUNT(*) FROM o').fetchone()[0]").ok
         assert ws.get_value("n_live") == 400
+
+
+def test_cells_that_write_sql_are_not_replayed_where_a_probe_would_write_through() -> None:
+    """A pandas edit too: re-running cells that also write a table in the live database would
+    write it again; the gate does not run, so the finding stays on the probe's evidence."""
+    session = session_with(DUCKDB_ORDERS)
+    code = "con.execute('CREATE OR REPLACE TABLE log AS SELECT 1 AS x')\n" + _pandas("3.8")
+    findings = session.turn(QUESTION, code)
+    assert len(findings) == 1 and not [n for n in session.verifier.last.notes if SAME in n]
