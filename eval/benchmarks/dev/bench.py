@@ -54,6 +54,7 @@ SPLITS = (
     "fresh7",
     "fresh8",
     "fresh9",
+    "fresh10",
     "all",
 )
 
