@@ -19,8 +19,9 @@ from __future__ import annotations
 import re
 import textwrap
 
-from stateguard.inspection.code_model import Selection
-from stateguard.verification import probes, sql_edit
+from stateguard.artifacts.lexicon import LEXICON
+from stateguard.inspection.code_model import Join, Selection
+from stateguard.verification import extract, probes, sql_edit
 from stateguard.verification.binder import Binder, Plan
 from stateguard.verification.requirements import Kind, Requirement
 
@@ -190,6 +191,14 @@ def join(b: Binder, req: Requirement, plan: Plan) -> None:
     if not joined or req.how is None:
         plan.unverified.append(req)
         return
+    if req.how == "left" and req.subject:
+        bound = _kept_side(b, req.subject[0], joined)
+        if bound is not None:
+            _keep_side(b, req, *bound, plan)
+            return
+        if not re.search(rf"\b(?:{'|'.join(LEXICON.join_verbs)}|combin\w*)", req.text.lower()):
+            plan.unverified.append(req)  # only the kept entries were stated, and they name no side
+            return
     wanted = {"inner": ("inner",), "left": ("left", "outer", "right"), "outer": ("outer",)}[req.how]
     agreeing = [(s, j) for s, j in joined if j.how in wanted]
     if agreeing:
@@ -234,6 +243,87 @@ def join(b: Binder, req: Requirement, plan: Plan) -> None:
         plan.items.append(b.item(req, "join_rows", site, b.variables(sel), "join", edit=edit))
     else:
         plan.unverified.append(req)
+
+
+def _side_name(expr: str) -> str:
+    """The table or frame one side of a join reads: `airlines AS a` -> airlines, a subquery ->
+    the table of its FROM, `customers[cols]` -> customers."""
+    text = expr.strip()
+    if text.startswith("("):
+        m = re.search(r"\bFROM\s+([A-Za-z_]\w*)", text, re.IGNORECASE)
+    else:
+        m = re.match(r"[A-Za-z_]\w*", text)
+    return m.group(1 if text.startswith("(") else 0) if m else ""
+
+
+def _kept_side(
+    b: Binder, noun: str, joined: list[tuple[Selection, Join]]
+) -> tuple[Selection, Join, str] | None:
+    """The one join side the question's kept entries name ("every band" -> the side reading
+    `bands` or `age_bands`; "every label" -> the only side with a `label` column): by the side's
+    name first, then by a column only that side has. None unless exactly one side of one join."""
+    want = extract.stem(noun)
+
+    def by_name(name: str) -> bool:
+        words = [name.lower(), *re.split(r"[_\d]+", name.lower())]
+        return any(len(w) >= 3 and extract.stem(w) == want for w in words)
+
+    def by_column(name: str) -> bool:
+        return any(extract.stem(c) == want for c in b.vocab.tables.get(name.lower(), {}))
+
+    for test in (by_name, by_column):
+        hits = [
+            (sel, j, side)
+            for sel, j in joined
+            for side, expr in (("left", j.left), ("right", j.right))
+            if (name := _side_name(expr)) and test(name)
+        ]
+        if len(hits) == 1:
+            return hits[0]
+        if hits:
+            return None  # named on more than one side: which to keep is not known
+    return None
+
+
+def _keep_side(b: Binder, req: Requirement, sel: Selection, j: Join, side: str, plan: Plan) -> None:
+    """The stated entries' side of the join must keep every row: the code's join re-run keeping
+    that side, and (by the answer gate) a different reported answer, are the evidence."""
+    noun = req.subject[0]
+    if j.how in (side, "outer"):
+        plan.notes.append(
+            f"{req.describe()}: the code's {j.how} join keeps every {noun} ({_side_name(getattr(j, side))})"
+        )
+        return
+    plan.notes.append(
+        f"{req.describe()}: every {noun} is on the {side} side ({_side_name(getattr(j, side))}), the code's join "
+        f"is {j.how} ({j.text[:80]})"
+    )
+    if sel.language == "sql":
+        fixed = sql_edit.keep_join_side(sel.sql, side) if sel.sql else None
+        if not fixed or not b.con:
+            plan.unverified.append(req)
+            return
+        if b.stored(sel):
+            code = probes.table_matches_probe(b.con, sel.target or "", fixed)
+        else:
+            code = probes.rerun_probe(b.con, sel.sql, fixed)
+        edit = probes.SpanEdit(kind="sql", before=sel.sql, after=fixed)
+    else:
+        stated = _merge_as_stated(j.text, side)
+        if stated is None:
+            plan.unverified.append(req)
+            return
+        code = textwrap.dedent(f"""\
+            _a = len({j.text})
+            _b = len({stated})
+            _v = _a != _b
+            _o = {{'rows_as_written': _a, 'rows_as_stated': _b}}""")
+        edit = probes.SpanEdit(kind="text", before=j.text, after=stated)
+    plan.items.append(b.item(req, KEPT_SIDE, code, b.variables(sel), "join", edit=edit))
+
+
+# The check name of `_keep_side`'s items: a finding needs the answer gate to see a changed answer.
+KEPT_SIDE = "kept_side"
 
 
 def _merge_as_stated(call: str, how: str) -> str | None:

@@ -788,6 +788,11 @@ _DEFINITION_FRAME = re.compile(
 )
 
 
+def stem(word: str) -> str:
+    """The crude stem the extractor matches words by (for binders that match the same way)."""
+    return _stem(word)
+
+
 def _stem(word: str) -> str:
     """A crude stem, enough to see "rated" in `rating` and "keeping" in "keep"."""
     low = word.lower()
@@ -891,8 +896,35 @@ def rankings(clause: str) -> list[Requirement]:
     return []
 
 
+# "every band", "all eleven labels", "each of the grades": the entries a kept-whole side lists
+_EVERY = re.compile(
+    r"\b(?:every|all(?:\s+(?:the|of\s+the))?|each\s+of\s+the)\s+(?:(?:one|two|three|four|five|six|seven|eight|"
+    r"nine|ten|eleven|twelve|\d+)\s+)?(?P<noun>[a-z][a-z_]*)\b"
+)
+# ...that are to stay in the result, said right before ("keeping every band", "lists every band")
+# or right after the entries ("every label is listed", "every company on the list is kept")
+_KEEP_BEFORE = re.compile(r"\b(?:keep\w*|list\w*|includ\w*|retain\w*|show\w*)\s+$")
+_KEEP_AFTER = re.compile(
+    r"^\s+(?:[a-z]+\s+){0,3}?(?:is\s+|are\s+|be\s+)?(?:listed|kept|shown|included|stays|remains)\b"
+)
+
+
+def _kept_entries(low: str) -> str | None:
+    """The noun naming the entries a clause keeps whole ("listing every grade even when no district
+    falls in it" -> grade): quantified by every/all and with a keep verb right beside it. None when
+    no noun, or more than one, is kept that way."""
+    nouns = {
+        m.group("noun")
+        for m in _EVERY.finditer(low)
+        if _KEEP_BEFORE.search(low[: m.start()]) or _KEEP_AFTER.match(low[m.end() :])
+    }
+    nouns -= _STOPS | {"rows", "row", "data", "cases", "records", "values"}
+    return nouns.pop() if len(nouns) == 1 else None
+
+
 def joins(clause: str) -> list[Requirement]:
     low = clause.lower()
+    kept = _kept_entries(low)
     how = None
     if re.search(
         r"unmatched|\b(?:keep\w*|includ\w*|retain\w*|even)\b[^;]*\b(?:without|with no|lacking)\b"
@@ -907,9 +939,13 @@ def joins(clause: str) -> list[Requirement]:
         low,
     ):
         how = "inner"
+    keys = re.findall(r"\bon\s+(?:the\s+)?([a-z_][\w]*)", low)
+    if kept and how != "inner":
+        # the noun must later name one side of a join the code makes (bind_shape.join); without
+        # a join in the code the requirement stays unverified, whatever the verb
+        return [Requirement(kind=Kind.JOIN, text=clause[:120], how="left", keys=keys[:2], subject=[kept])]
     if how is None or not re.search(rf"\b(?:{'|'.join(LEXICON.join_verbs)}|combin\w*)", low):
         return []
-    keys = re.findall(r"\bon\s+(?:the\s+)?([a-z_][\w]*)", low)
     return [Requirement(kind=Kind.JOIN, text=clause[:120], how=how, keys=keys[:2])]
 
 
