@@ -262,14 +262,13 @@ def _kept_side(
     """The one join side the question's kept entries name ("every band" -> the side reading
     `bands` or `age_bands`; "every label" -> the only side with a `label` column): by the side's
     name first, then by a column only that side has. None unless exactly one side of one join."""
-    want = extract.stem(noun)
 
     def by_name(name: str) -> bool:
         words = [name.lower(), *re.split(r"[_\d]+", name.lower())]
-        return any(len(w) >= 3 and extract.stem(w) == want for w in words)
+        return any(len(w) >= 3 and _same_noun(w, noun) for w in words)
 
     def by_column(name: str) -> bool:
-        return any(extract.stem(c) == want for c in b.vocab.tables.get(name.lower(), {}))
+        return any(_same_noun(c.lower(), noun) for c in b.vocab.tables.get(name.lower(), {}))
 
     for test in (by_name, by_column):
         hits = [
@@ -283,6 +282,17 @@ def _kept_side(
         if hits:
             return None  # named on more than one side: which to keep is not known
     return None
+
+
+def _same_noun(a: str, b: str) -> bool:
+    """One noun in either number: mode/modes, company/companies, class/classes, band/bands."""
+    a, b = a.lower(), b.lower()
+    if a == b or extract.stem(a) == extract.stem(b):
+        return True
+    for one, many in ((a, b), (b, a)):
+        if many in (one + "s", one + "es") or (one.endswith("y") and many == one[:-1] + "ies"):
+            return True
+    return False
 
 
 def _keep_side(b: Binder, req: Requirement, sel: Selection, j: Join, side: str, plan: Plan) -> None:
@@ -319,11 +329,7 @@ def _keep_side(b: Binder, req: Requirement, sel: Selection, j: Join, side: str, 
             _v = _a != _b
             _o = {{'rows_as_written': _a, 'rows_as_stated': _b}}""")
         edit = probes.SpanEdit(kind="text", before=j.text, after=stated)
-    plan.items.append(b.item(req, KEPT_SIDE, code, b.variables(sel), "join", edit=edit))
-
-
-# The check name of `_keep_side`'s items: a finding needs the answer gate to see a changed answer.
-KEPT_SIDE = "kept_side"
+    plan.items.append(b.item(req, "kept_side", code, b.variables(sel), "join", edit=edit, needs_changed=True))
 
 
 def _merge_as_stated(call: str, how: str) -> str | None:

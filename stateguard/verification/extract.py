@@ -903,7 +903,7 @@ _EVERY = re.compile(
 )
 # ...that are to stay in the result, said right before ("keeping every band", "lists every band")
 # or right after the entries ("every label is listed", "every company on the list is kept")
-_KEEP_BEFORE = re.compile(r"\b(?:keep\w*|list\w*|includ\w*|retain\w*|show\w*)\s+$")
+_KEEP_BEFORE = re.compile(r"\b(?:keep\w*|list\w*|includ\w*|retain\w*|show\w*|with)\s+$")
 _KEEP_AFTER = re.compile(
     r"^\s+(?:[a-z]+\s+){0,3}?(?:is\s+|are\s+|be\s+)?(?:listed|kept|shown|included|stays|remains)\b"
 )

@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from stateguard.answers import last_json
 from stateguard.inspection.code_model import CodeSemantics
 from stateguard.observation import ManagerObservation, WorkerStep
-from stateguard.verification import bind_shape, carried, probes, superseded
+from stateguard.verification import carried, probes, superseded
 from stateguard.verification.bind import RequirementBinder, bind
 from stateguard.verification.binder import Plan, reason
 from stateguard.verification.definitions import Definitions
@@ -206,9 +206,7 @@ class SemanticVerifier:
                     f"{item.requirement.describe()}: its {item.check} probe fails, but the turn's code "
                     "written as stated reports the same answer; no finding"
                 )
-            elif answer == "unknown" and (
-                item.requirement.kind == superseded.KIND or item.check == bind_shape.KEPT_SIDE
-            ):
+            elif answer == "unknown" and (item.requirement.kind == superseded.KIND or item.needs_changed):
                 gated.append(
                     f"{item.requirement.describe()}: its {item.check} probe fails, but the turn could not "
                     "be re-run as stated; no finding without a changed answer"

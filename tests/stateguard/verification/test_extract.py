@@ -276,6 +276,7 @@ def test_keeping_all_without_a_join_verb_names_only_the_kept_entries() -> None:
         ),
         ("the number of faint images per label word, all eleven labels listed", "labels"),
         ("combine it with the profile so that every company on the list is kept", "company"),
+        ("make `lga_airlines` with every airline in the directory and its late flights", "airline"),
         ("How many flights did every carrier fly?", None),  # no keep verb beside the entries
         ("keep every band and list every region", None),  # two kept nouns: which side is not known
     ],
