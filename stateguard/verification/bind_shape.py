@@ -192,7 +192,7 @@ def join(b: Binder, req: Requirement, plan: Plan) -> None:
         plan.unverified.append(req)
         return
     if req.how == "left" and req.subject:
-        bound = _kept_side(b, req.subject[0], joined)
+        bound = _kept_side(b, req.subject, joined)
         if bound is not None:
             _keep_side(b, req, *bound, plan)
             return
@@ -257,11 +257,25 @@ def _side_name(expr: str) -> str:
 
 
 def _kept_side(
-    b: Binder, noun: str, joined: list[tuple[Selection, Join]]
+    b: Binder, subject: list[str], joined: list[tuple[Selection, Join]]
 ) -> tuple[Selection, Join, str] | None:
-    """The one join side the question's kept entries name ("every band" -> the side reading
-    `bands` or `age_bands`; "every label" -> the only side with a `label` column): by the side's
-    name first, then by a column only that side has. None unless exactly one side of one join."""
+    """The one join side the question's kept entries name: the table the clause put their list in
+    ("every maker on the list", the list put in `countries`), else the only side that the noun
+    names, by the side's name ("every band" -> `bands`, `age_bands`) or by a column of it ("every
+    label" -> the side with a `label` column). None unless exactly one side of one join: a noun
+    that names one side and a column of the other (`maker_summary` and `countries.maker`) is the
+    key both share, not a side."""
+    noun = subject[0]
+    sides = [
+        (sel, j, side, name)
+        for sel, j in joined
+        for side, expr in (("left", j.left), ("right", j.right))
+        if (name := _side_name(expr))
+    ]
+    if len(subject) > 1:
+        placed = [(sel, j, side) for sel, j, side, name in sides if name.lower() == subject[1].lower()]
+        if len(placed) == 1:
+            return placed[0]
 
     def by_name(name: str) -> bool:
         words = [name.lower(), *re.split(r"[_\d]+", name.lower())]
@@ -270,18 +284,8 @@ def _kept_side(
     def by_column(name: str) -> bool:
         return any(_same_noun(c.lower(), noun) for c in b.vocab.tables.get(name.lower(), {}))
 
-    for test in (by_name, by_column):
-        hits = [
-            (sel, j, side)
-            for sel, j in joined
-            for side, expr in (("left", j.left), ("right", j.right))
-            if (name := _side_name(expr)) and test(name)
-        ]
-        if len(hits) == 1:
-            return hits[0]
-        if hits:
-            return None  # named on more than one side: which to keep is not known
-    return None
+    hits = [(sel, j, side) for sel, j, side, name in sides if by_name(name) or by_column(name)]
+    return hits[0] if len(hits) == 1 else None
 
 
 def _same_noun(a: str, b: str) -> bool:

@@ -909,6 +909,21 @@ _KEEP_AFTER = re.compile(
 )
 
 
+# "keeping every mode on the list" where the clause put "the list" in `modes`: the kept side by name
+_PLACE_OF = re.compile(r"\b(?:on|in|from|of)\s+the\s+(?P<place>[a-z]+)\b")
+
+
+def _kept_place(clause: str, low: str, noun: str) -> str | None:
+    """The backticked table the clause put the kept entries' list in ("Put the list in `countries`
+    ..., keeping every maker on the list" -> countries); None when it names no such place."""
+    m = re.search(rf"\b{re.escape(noun)}\s+{_PLACE_OF.pattern}", low)
+    if m is None:
+        return None
+    place = re.escape(m.group("place"))
+    named = re.findall(rf"\bthe\s+{place}\b[^`.;]{{0,40}}?`(\w+)`", clause, re.IGNORECASE)
+    return named[0] if len(set(named)) == 1 else None
+
+
 def _kept_entries(low: str) -> str | None:
     """The noun naming the entries a clause keeps whole ("listing every grade even when no district
     falls in it" -> grade): quantified by every/all and with a keep verb right beside it. None when
@@ -943,7 +958,9 @@ def joins(clause: str) -> list[Requirement]:
     if kept and how != "inner":
         # the noun must later name one side of a join the code makes (bind_shape.join); without
         # a join in the code the requirement stays unverified, whatever the verb
-        return [Requirement(kind=Kind.JOIN, text=clause[:120], how="left", keys=keys[:2], subject=[kept])]
+        place = _kept_place(clause, low, kept)
+        subject = [kept, place] if place else [kept]
+        return [Requirement(kind=Kind.JOIN, text=clause[:120], how="left", keys=keys[:2], subject=subject)]
     if how is None or not re.search(rf"\b(?:{'|'.join(LEXICON.join_verbs)}|combin\w*)", low):
         return []
     return [Requirement(kind=Kind.JOIN, text=clause[:120], how=how, keys=keys[:2])]

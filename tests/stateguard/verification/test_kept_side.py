@@ -1,4 +1,4 @@
-"""Entries a question keeps whole ("keeping every segment even when no customer has it") bound to
+"""Entries a question keeps whole ("keeping every plan even when no customer has it") bound to
 the join side that lists them, by its name or by a column only it has (`bind_shape._keep_side`):
 a join that does not keep that side is probed both ways and needs a changed answer."""
 
@@ -10,8 +10,8 @@ from stateguard.verification import sql_edit
 from tests.stateguard.verification.conftest import Session
 
 QUESTION = (
-    "Put the segments in a DataFrame `segments` (segment, label) and attach the customers to it, "
-    "keeping every segment even when no customer has it. How many customers does each label have?"
+    "Put the plans in a DataFrame `plans` (segment, label) and attach the customers to it, "
+    "keeping every plan even when no customer has it. How many customers does each label have?"
 )
 BY_LABEL = (
     "Put the codebook in a DataFrame `codebook` (segment, label) and attach the customers to it so that "
@@ -38,17 +38,17 @@ def _code(frame: str, how: str, left: str | None = None) -> str:
     [("left", False), ("outer", False), ("inner", True), ("right", True)],  # right keeps the customers
 )
 def test_the_side_named_by_the_entries_must_be_kept(how: str, found: bool) -> None:
-    findings = Session().turn(QUESTION, _code("segments", how))
+    findings = Session().turn(QUESTION, _code("plans", how))
     assert bool(findings) is found
     if found:
-        assert "every segment kept" in findings[0].evidence and "kept_side probe" in findings[0].evidence
+        assert "every plan kept" in findings[0].evidence and "kept_side probe" in findings[0].evidence
         assert "joined" in findings[0].variables
 
 
 def test_the_kept_side_may_be_the_right_one() -> None:
     """`customers.merge(segments, how='right')` keeps every segment: no finding; 'left' does not."""
-    assert Session().turn(QUESTION, _code("segments", "right", left="customers")) == []
-    assert Session().turn(QUESTION, _code("segments", "left", left="customers")) != []
+    assert Session().turn(QUESTION, _code("plans", "right", left="customers")) == []
+    assert Session().turn(QUESTION, _code("plans", "left", left="customers")) != []
 
 
 def test_a_column_only_one_side_has_names_it() -> None:
@@ -65,7 +65,7 @@ def test_entries_that_name_both_sides_or_neither_abstain() -> None:
 
 def test_a_join_that_loses_no_entry_changes_no_answer_and_is_no_finding() -> None:
     """Every segment has customers here: the inner join keeps them all, the gate sees the same answer."""
-    code = _code("segments", "inner").replace("'public'", "'retail'")
+    code = _code("plans", "inner").replace("'public'", "'retail'")
     assert Session().turn(QUESTION, code) == []
 
 
@@ -89,3 +89,23 @@ def test_keep_join_side_rewrites_the_one_join(sql: str, side: str, expected: str
         assert out is None
     else:
         assert out is not None and expected in out.upper() and out.upper().count("JOIN") == 1
+
+
+def test_the_list_the_clause_put_the_entries_in_decides_the_side() -> None:
+    """ "every segment on the list", the list put in `seglist`: kept is `seglist`, although the
+    customers' side is the one a name test would find ("segment" is a column of both, and no
+    side is called segments)."""
+    question = (
+        "Put the list in `seglist` and attach the customers to it, keeping every segment on the list. "
+        "How many customers does each label have?"
+    )
+    assert Session().turn(question, _code("seglist", "right")) != []
+    assert Session().turn(question, _code("seglist", "left")) == []
+
+
+def test_a_noun_that_names_one_side_and_a_column_of_the_other_is_their_shared_key() -> None:
+    """ "every segment" with a frame called `segments` whose key `segment` the customers share too,
+    and no list named: which side to keep is not known, so nothing is asserted."""
+    question = QUESTION.replace("every plan", "every segment").replace("`plans`", "`segments`")
+    question = question.replace("attach", "put")  # no join verb: the old rule stays out of it
+    assert Session().turn(question, _code("segments", "right")) == []
