@@ -744,6 +744,7 @@ def unbound_words(segment: str, vocab: Vocabulary, tables: list[str] | None = No
             or stem in _LEXICON_STEMS
             or low in STOP
             or low in value_words
+            or low in vocab.described  # the task's own words for a column ("gross investment")
             or low in names
             or stem in names
             or stem in name_stems  # "car" for the table `cars`, "airport" for `airports`

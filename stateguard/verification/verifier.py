@@ -320,6 +320,8 @@ class SemanticVerifier:
             self._refused |= tool is None
             if tool is not None:
                 self.vocab = self.vocab.merged(Vocabulary.from_probe(str(tool.data.get("stdout", ""))))
+        if context:
+            self.vocab = self.vocab.with_descriptions(context)
         tables = [n.lower() for n in names]
         reqs = self.extractor(question, context=context, vocab=self.vocab if ran else None, tables=tables)
         reqs = dedupe(reqs + context_requirements(_own_context(turn), self.vocab if ran else None, tables))
