@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from stateguard.inspection.code_model import CodeSemantics, Condition, Selection
+from stateguard.inspection.code_model import Aggregate, CodeSemantics, Condition, Selection
 from stateguard.verification import bind_cutoff, probes, sql_edit
 from stateguard.verification.binder import Binder, Plan, close
 from stateguard.verification.requirements import Kind, Requirement
@@ -540,7 +540,14 @@ class RequirementBinder(Binder):
         )
         if site:
             plan.items.append(
-                self.item(req, "rerun", site, self.variables(sel), "aggregation", constraint=False)
+                self.item(
+                    req,
+                    "rerun",
+                    site,
+                    self.variables(sel),
+                    "aggregation",
+                    edit=_swapped_text(agg, req.function),
+                )
             )
 
     def share(self, req: Requirement, plan: Plan) -> None:
@@ -608,6 +615,16 @@ def _counted_in_aggregate(sel: Selection, column: str, req: Requirement) -> bool
             ):
                 return True
     return False
+
+
+def _swapped_text(agg: Aggregate, function: str) -> probes.SpanEdit | None:
+    """The pandas aggregate's own text computing the stated statistic instead, for the answer gate:
+    `x.mean()` -> `x.median()`, `name=('col', 'mean')` -> `name=('col', 'median')`."""
+    text = agg.text
+    for old, new in ((f".{agg.function}()", f".{function}()"), (f"'{agg.function}')", f"'{function}')")):
+        if text.endswith(old):
+            return probes.SpanEdit(kind="text", before=text, after=text[: -len(old)] + new)
+    return None
 
 
 def aggregate_test_as_stated(sql: str, column: str | None, req: Requirement) -> str | None:
