@@ -444,13 +444,17 @@ def _pandas_order_site(sel: Selection, req: Requirement, strict: bool = False) -
     """The ranked result itself: its values must run in the stated direction (and number k). A
     frame is read at its sort column; without it, at its last column, or (strict: the code ranks
     as stated, so only a sure reading may fail it) not at all. A dict is a record of reported
-    fields (a count beside the label that wins), not a ranking: it is never read as one."""
+    fields (a count beside the label that wins), not a ranking: it is never read as one. Strict, a
+    Series is read only when it is the sort column itself: `nlargest(3, "activity")["year"]` holds
+    the years of the ranked rows, and `.loc[s.idxmax()]` one record, neither of them in order."""
     key = sel.order[0][0] if sel.order else ""
     other = "_pd.Series([], dtype=float)" if strict else "_t.iloc[:, -1]"
+    empty = "_pd.Series([], dtype=float)"
+    series = f"(_t if getattr(_t, 'name', None) == {key!r} else {empty})" if strict else "_pd.Series(_t)"
     return textwrap.dedent(f"""\
         import pandas as _pd
         _t = {sel.target}
-        _s = (_t[{key!r}] if {key!r} in _t.columns else {other}) if isinstance(_t, _pd.DataFrame) else (_pd.Series([], dtype=float) if isinstance(_t, dict) else _pd.Series(_t))
+        _s = (_t[{key!r}] if {key!r} in _t.columns else {other}) if isinstance(_t, _pd.DataFrame) else (_pd.Series([], dtype=float) if isinstance(_t, dict) else {series})
         _s = _pd.to_numeric(_s, errors='coerce').dropna()
         _mono = _s.is_monotonic_decreasing if {bool(req.descending)!r} else _s.is_monotonic_increasing
         _v = len(_s) > 1 and not _mono

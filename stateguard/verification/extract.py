@@ -333,6 +333,8 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
                 continue
             if m.group("pct") and re.match(r"\s*of\b", after, re.IGNORECASE):
                 continue  # "at least 10 percent of the firm's market value": a ratio to another quantity
+            if re.match(r"\s*(?:times\b|x\s+the\b|×|-?fold\b)", after, re.IGNORECASE):
+                continue  # "at least 1.5 times that average": a multiple of another quantity, no bound
             subject = _subject_before(clause, m.start())
             named_after = re.match(
                 r"\s*(?:[a-z%°]+\s+)?of\s+(?P<what>[a-z][a-z-]*(?:\s+[a-z][a-z-]*)?)", after, re.IGNORECASE
