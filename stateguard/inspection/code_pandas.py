@@ -65,6 +65,30 @@ def _const(node: ast.AST) -> float | str | None:
     return None
 
 
+def _named_aggregates(node: ast.Call, recv: ast.AST) -> list[Aggregate]:
+    """`.agg(median_mm=("flipper_length_mm", "median"), n=("species", "size"))`: one aggregate per
+    output column, taken over the receiver's column (`recv["flipper_length_mm"]`)."""
+    out = []
+    for kw in node.keywords:
+        pair = kw.value
+        if kw.arg is None or not isinstance(pair, ast.Tuple) or len(pair.elts) != 2:
+            continue
+        col, fn = (_const(e) for e in pair.elts)
+        if not (isinstance(col, str) and isinstance(fn, str)):
+            continue
+        fn = {"avg": "mean", "average": "mean", "size": "count"}.get(fn, fn)
+        out.append(
+            Aggregate(
+                function=fn if fn in _AGG_METHODS.values() else "other",
+                column=col,
+                alias=kw.arg,
+                text=ast.unparse(kw),
+                receiver=f"{ast.unparse(recv)}[{col!r}]",
+            )
+        )
+    return out
+
+
 def column_of(node: ast.AST, bare: bool = False) -> str | None:
     """`df.col`, `df['col']`, `df.loc[:, 'col']` -> 'col' (a bare name only inside query strings)."""
     if isinstance(node, ast.Attribute) and isinstance(
@@ -77,6 +101,16 @@ def column_of(node: ast.AST, bare: bool = False) -> str | None:
         and isinstance(node.slice.value, str)
     ):
         return node.slice.value
+    if (  # df.loc[mask, 'col']: rows by the mask, one column
+        isinstance(node, ast.Subscript)
+        and isinstance(node.value, ast.Attribute)
+        and node.value.attr == "loc"
+        and isinstance(node.slice, ast.Tuple)
+        and len(node.slice.elts) == 2
+        and isinstance(node.slice.elts[1], ast.Constant)
+        and isinstance(node.slice.elts[1].value, str)
+    ):
+        return node.slice.elts[1].value
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         return column_of(node.func.value, bare)  # df.col.abs() > 3, df.col.str.len() > 2
     if bare and isinstance(node, ast.Name):
@@ -308,6 +342,8 @@ def pandas_selection(stmt: ast.stmt, step: int | None = None) -> Selection | Non
                         columns=[col],
                     )
                 )
+        elif method in ("agg", "aggregate") and not node.args and node.keywords:
+            aggregates += _named_aggregates(node, recv)
         elif method in _AGG_METHODS or (method in ("agg", "aggregate", "transform") and node.args):
             fn = _AGG_METHODS.get(method) or (
                 str(_const(node.args[0])) if isinstance(_const(node.args[0]), str) else "other"

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from stateguard.inspection.code_model import CodeSemantics, Condition, Selection
+from stateguard.inspection.code_model import Aggregate, CodeSemantics, Condition, Selection
 from stateguard.verification import bind_cutoff, probes, sql_edit
 from stateguard.verification.binder import Binder, Plan, close
 from stateguard.verification.requirements import Kind, Requirement
@@ -113,6 +113,37 @@ class RequirementBinder(Binder):
                 ), False
         return None
 
+    def _aggregate_test(self, req: Requirement, plan: Plan) -> bool:
+        """A bound whose words name no column, bound by its number to the one conditional count
+        that tests a column against it (`SUM(CASE WHEN hs_grad > 85 ...)` for "fewer than 85
+        percent high-school graduates"): re-run as stated when the comparison differs."""
+        if not self.con:
+            return False
+        found = []
+        for sel in self.sem.selections:
+            fixed = aggregate_test_as_stated(sel.sql or "", None, req) if sel.language == "sql" else None
+            tested = [c for c in self.columns_of(sel) if _counted_in_aggregate(sel, c, req)]
+            if fixed is not None and tested:
+                found.append((sel, fixed, tested))
+        if len(found) != 1:
+            return False
+        sel, fixed, tested = found[0]
+        plan.notes.append(
+            f"{req.describe()}: the code's conditional count tests {tested[0]} against it otherwise"
+        )
+        plan.items.append(
+            self.item(
+                req,
+                "rerun",
+                probes.rerun_probe(self.con, sel.sql, fixed),
+                self.variables(sel),
+                "differs",
+                edit=probes.SpanEdit(kind="sql", before=sel.sql, after=fixed),
+                needs_changed=True,
+            )
+        )
+        return True
+
     def looks_up(self, req: Requirement) -> bool:
         """A stated value the code writes as a literal (`by_year.loc[2001]`): the code picks those
         rows by lookup, so reading the frame whole is no missing filter."""
@@ -171,16 +202,22 @@ class RequirementBinder(Binder):
             elif sel.language == "pandas" and cond.lhs and req.kind is Kind.COMPARISON:
                 # a bare Series compared (`share[share < 20]`): no column to test rows on
                 site = (bind_cutoff.lhs_probe(cond, req, scale), False)
+            masked = False
+            if site is None and sel.language == "pandas" and cond.column and cond.lhs and edit is not None:
+                # a mask of its own (`young = fair["age"] > 30`), no frame's rows to read: the two
+                # tests on the live values, and the answer must change with the stated one
+                site, masked = (bind_cutoff.lhs_probe(cond, req, scale), False), True
             if site:
                 plan.items.append(
                     self.item(
                         req,
-                        "kept_rows" if cond.column else "rerun",
+                        "kept_rows" if cond.column and not masked else "rerun",
                         site[0],
                         self.variables(sel),
                         "differs",
                         constraint=site[1],
                         edit=edit,
+                        needs_changed=masked,
                     )
                 )
             return
@@ -210,6 +247,8 @@ class RequirementBinder(Binder):
         ):
             return
         if not columns:
+            if req.kind is Kind.COMPARISON and self._aggregate_test(req, plan):
+                return
             plan.unverified.append(req)
             return
         sites: list[tuple[Selection, tuple[str, bool]]] = []
@@ -301,11 +340,26 @@ class RequirementBinder(Binder):
                     continue  # the share of that category is what this selection computes
                 if req.kind is Kind.COMPARISON and _counted_in_aggregate(sel, column, req):
                     # `SUM(CASE WHEN score > 200 ...)`: the bound qualifies that count only, not the
-                    # rows of the turn; the inspection does not model it, so nothing is asserted
+                    # rows of the turn. Written with the stated number but another comparison, the
+                    # count is re-run as stated; otherwise nothing is asserted.
                     plan.notes.append(
                         f"{req.describe()}: the code tests {column} inside an aggregate (a conditional count)"
                     )
-                    plan.unverified.append(req)
+                    fixed = aggregate_test_as_stated(sel.sql or "", column, req) if self.con else None
+                    if fixed is None:
+                        plan.unverified.append(req)
+                        return
+                    plan.items.append(
+                        self.item(
+                            req,
+                            "rerun",
+                            probes.rerun_probe(self.con or "", sel.sql, fixed),
+                            self.variables(sel),
+                            "differs",
+                            edit=probes.SpanEdit(kind="sql", before=sel.sql, after=fixed),
+                            needs_changed=True,
+                        )
+                    )
                     return
                 site = self.row_site(sel, req, column)
                 if site:
@@ -474,6 +528,14 @@ class RequirementBinder(Binder):
             plan.unverified.append(req)
             return
         sel, agg = wrong[0]
+        if agg.column and any(
+            _sql_computes(s.sql, req.function, agg.column) for s in self.sem.selections if s.sql
+        ):
+            # `ORDER BY AVG(temp)` beside `MEDIAN(temp)`: the stated statistic is computed too,
+            # where the inspection reads no output (a ranking key); which one the words meant is open
+            plan.notes.append(f"{req.describe()}: the code computes {req.function} of {agg.column} as well")
+            plan.unverified.append(req)
+            return
         plan.notes.append(f"{req.describe()}: the code computes {agg.function} ({agg.text})")
         if sel.language == "sql" and self.con and sel.sql:
             fixed = sql_edit.swap_aggregate(sel.sql, agg.text, req.function)
@@ -486,7 +548,14 @@ class RequirementBinder(Binder):
         )
         if site:
             plan.items.append(
-                self.item(req, "rerun", site, self.variables(sel), "aggregation", constraint=False)
+                self.item(
+                    req,
+                    "rerun",
+                    site,
+                    self.variables(sel),
+                    "aggregation",
+                    edit=_swapped_text(agg, req.function),
+                )
             )
 
     def share(self, req: Requirement, plan: Plan) -> None:
@@ -554,6 +623,52 @@ def _counted_in_aggregate(sel: Selection, column: str, req: Requirement) -> bool
             ):
                 return True
     return False
+
+
+_SQL_FUNCTIONS = {"mean": "AVG|MEAN", "median": "MEDIAN", "sum": "SUM"}
+
+
+def _sql_computes(sql: str, function: str, column: str) -> bool:
+    """`AVG(temp)` / `AVG(m.temp)` anywhere in the query, ORDER BY and HAVING included."""
+    names = _SQL_FUNCTIONS.get(function)
+    pattern = rf"\b(?:{names})\s*\(\s*(?:\w+\.)?\"?{re.escape(column)}\"?\s*\)"
+    return bool(names) and re.search(pattern, sql, re.IGNORECASE) is not None
+
+
+def _swapped_text(agg: Aggregate, function: str) -> probes.SpanEdit | None:
+    """The pandas aggregate's own text computing the stated statistic instead, for the answer gate:
+    `x.mean()` -> `x.median()`, `name=('col', 'mean')` -> `name=('col', 'median')`."""
+    text = agg.text
+    for old, new in ((f".{agg.function}()", f".{function}()"), (f"'{agg.function}')", f"'{function}')")):
+        if text.endswith(old):
+            return probes.SpanEdit(kind="text", before=text, after=text[: -len(old)] + new)
+    return None
+
+
+def aggregate_test_as_stated(sql: str, column: str | None, req: Requirement) -> str | None:
+    """The query with the one test of `column` against the stated number written with the stated
+    comparison (`CASE WHEN hs_grad > 85` -> `hs_grad < 85` for "fewer than 85 percent"); None when
+    it is already so, when the number occurs in more than one test of the column, under a NOT, or
+    when the requirement is no one-sided bound."""
+    if req.value is None or req.upper is not None or req.op not in (">", ">=", "<", "<="):
+        return None
+    name = re.escape(column) if column else r"[A-Za-z_]\w*"
+    test = re.compile(
+        rf"(?<![\w.])((?:\w+\.)?\"?{name}\"?)\s*(>=|<=|>|<)\s*(-?\d+(?:\.\d+)?)(?![\w.])",
+        re.IGNORECASE,
+    )
+    hits = []
+    for m in test.finditer(sql):
+        literal = float(m.group(3))
+        scale = bind_cutoff.scale_for(req, literal)
+        if close(literal, req.value * scale):
+            hits.append((m, scale))
+    if len(hits) != 1:
+        return None
+    m, scale = hits[0]
+    if m.group(2) == req.op or re.search(r"\bNOT\s*\(?\s*$", sql[: m.start()], re.IGNORECASE):
+        return None
+    return sql[: m.start()] + probes.sql_predicate(req, m.group(1), scale=scale) + sql[m.end() :]
 
 
 def stated_edit(

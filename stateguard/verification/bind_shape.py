@@ -19,8 +19,9 @@ from __future__ import annotations
 import re
 import textwrap
 
-from stateguard.inspection.code_model import Selection
-from stateguard.verification import probes, sql_edit
+from stateguard.artifacts.lexicon import LEXICON
+from stateguard.inspection.code_model import Join, Selection
+from stateguard.verification import extract, probes, sql_edit
 from stateguard.verification.binder import Binder, Plan
 from stateguard.verification.requirements import Kind, Requirement
 
@@ -190,6 +191,14 @@ def join(b: Binder, req: Requirement, plan: Plan) -> None:
     if not joined or req.how is None:
         plan.unverified.append(req)
         return
+    if req.how == "left" and req.subject:
+        bound = _kept_side(b, req.subject, joined)
+        if bound is not None:
+            _keep_side(b, req, *bound, plan)
+            return
+        if not re.search(rf"\b(?:{'|'.join(LEXICON.join_verbs)}|combin\w*)", req.text.lower()):
+            plan.unverified.append(req)  # only the kept entries were stated, and they name no side
+            return
     wanted = {"inner": ("inner",), "left": ("left", "outer", "right"), "outer": ("outer",)}[req.how]
     agreeing = [(s, j) for s, j in joined if j.how in wanted]
     if agreeing:
@@ -234,6 +243,97 @@ def join(b: Binder, req: Requirement, plan: Plan) -> None:
         plan.items.append(b.item(req, "join_rows", site, b.variables(sel), "join", edit=edit))
     else:
         plan.unverified.append(req)
+
+
+def _side_name(expr: str) -> str:
+    """The table or frame one side of a join reads: `airlines AS a` -> airlines, a subquery ->
+    the table of its FROM, `customers[cols]` -> customers."""
+    text = expr.strip()
+    if text.startswith("("):
+        m = re.search(r"\bFROM\s+([A-Za-z_]\w*)", text, re.IGNORECASE)
+    else:
+        m = re.match(r"[A-Za-z_]\w*", text)
+    return m.group(1 if text.startswith("(") else 0) if m else ""
+
+
+def _kept_side(
+    b: Binder, subject: list[str], joined: list[tuple[Selection, Join]]
+) -> tuple[Selection, Join, str] | None:
+    """The one join side the question's kept entries name: the table the clause put their list in
+    ("every maker on the list", the list put in `countries`), else the only side that the noun
+    names, by the side's name ("every band" -> `bands`, `age_bands`) or by a column of it ("every
+    label" -> the side with a `label` column). None unless exactly one side of one join: a noun
+    that names one side and a column of the other (`maker_summary` and `countries.maker`) is the
+    key both share, not a side."""
+    noun = subject[0]
+    sides = [
+        (sel, j, side, name)
+        for sel, j in joined
+        for side, expr in (("left", j.left), ("right", j.right))
+        if (name := _side_name(expr))
+    ]
+    if len(subject) > 1:
+        placed = [(sel, j, side) for sel, j, side, name in sides if name.lower() == subject[1].lower()]
+        if len(placed) == 1:
+            return placed[0]
+
+    def by_name(name: str) -> bool:
+        words = [name.lower(), *re.split(r"[_\d]+", name.lower())]
+        return any(len(w) >= 3 and _same_noun(w, noun) for w in words)
+
+    def by_column(name: str) -> bool:
+        return any(_same_noun(c.lower(), noun) for c in b.vocab.tables.get(name.lower(), {}))
+
+    hits = [(sel, j, side) for sel, j, side, name in sides if by_name(name) or by_column(name)]
+    return hits[0] if len(hits) == 1 else None
+
+
+def _same_noun(a: str, b: str) -> bool:
+    """One noun in either number: mode/modes, company/companies, class/classes, band/bands."""
+    a, b = a.lower(), b.lower()
+    if a == b or extract.stem(a) == extract.stem(b):
+        return True
+    for one, many in ((a, b), (b, a)):
+        if many in (one + "s", one + "es") or (one.endswith("y") and many == one[:-1] + "ies"):
+            return True
+    return False
+
+
+def _keep_side(b: Binder, req: Requirement, sel: Selection, j: Join, side: str, plan: Plan) -> None:
+    """The stated entries' side of the join must keep every row: the code's join re-run keeping
+    that side, and (by the answer gate) a different reported answer, are the evidence."""
+    noun = req.subject[0]
+    if j.how in (side, "outer"):
+        plan.notes.append(
+            f"{req.describe()}: the code's {j.how} join keeps every {noun} ({_side_name(getattr(j, side))})"
+        )
+        return
+    plan.notes.append(
+        f"{req.describe()}: every {noun} is on the {side} side ({_side_name(getattr(j, side))}), the code's join "
+        f"is {j.how} ({j.text[:80]})"
+    )
+    if sel.language == "sql":
+        fixed = sql_edit.keep_join_side(sel.sql, side) if sel.sql else None
+        if not fixed or not b.con:
+            plan.unverified.append(req)
+            return
+        if b.stored(sel):
+            code = probes.table_matches_probe(b.con, sel.target or "", fixed)
+        else:
+            code = probes.rerun_probe(b.con, sel.sql, fixed)
+        edit = probes.SpanEdit(kind="sql", before=sel.sql, after=fixed)
+    else:
+        stated = _merge_as_stated(j.text, side)
+        if stated is None:
+            plan.unverified.append(req)
+            return
+        code = textwrap.dedent(f"""\
+            _a = len({j.text})
+            _b = len({stated})
+            _v = _a != _b
+            _o = {{'rows_as_written': _a, 'rows_as_stated': _b}}""")
+        edit = probes.SpanEdit(kind="text", before=j.text, after=stated)
+    plan.items.append(b.item(req, "kept_side", code, b.variables(sel), "join", edit=edit, needs_changed=True))
 
 
 def _merge_as_stated(call: str, how: str) -> str | None:
@@ -344,13 +444,17 @@ def _pandas_order_site(sel: Selection, req: Requirement, strict: bool = False) -
     """The ranked result itself: its values must run in the stated direction (and number k). A
     frame is read at its sort column; without it, at its last column, or (strict: the code ranks
     as stated, so only a sure reading may fail it) not at all. A dict is a record of reported
-    fields (a count beside the label that wins), not a ranking: it is never read as one."""
+    fields (a count beside the label that wins), not a ranking: it is never read as one. Strict, a
+    Series is read only when it is the sort column itself: `nlargest(3, "activity")["year"]` holds
+    the years of the ranked rows, and `.loc[s.idxmax()]` one record, neither of them in order."""
     key = sel.order[0][0] if sel.order else ""
     other = "_pd.Series([], dtype=float)" if strict else "_t.iloc[:, -1]"
+    empty = "_pd.Series([], dtype=float)"
+    series = f"(_t if getattr(_t, 'name', None) == {key!r} else {empty})" if strict else "_pd.Series(_t)"
     return textwrap.dedent(f"""\
         import pandas as _pd
         _t = {sel.target}
-        _s = (_t[{key!r}] if {key!r} in _t.columns else {other}) if isinstance(_t, _pd.DataFrame) else (_pd.Series([], dtype=float) if isinstance(_t, dict) else _pd.Series(_t))
+        _s = (_t[{key!r}] if {key!r} in _t.columns else {other}) if isinstance(_t, _pd.DataFrame) else (_pd.Series([], dtype=float) if isinstance(_t, dict) else {series})
         _s = _pd.to_numeric(_s, errors='coerce').dropna()
         _mono = _s.is_monotonic_decreasing if {bool(req.descending)!r} else _s.is_monotonic_increasing
         _v = len(_s) > 1 and not _mono

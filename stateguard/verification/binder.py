@@ -116,6 +116,7 @@ class Binder:
         status: str,
         constraint: bool = False,
         edit: probes.SpanEdit | None = None,
+        needs_changed: bool = False,
     ) -> probes.ProbeItem:
         return probes.ProbeItem(
             id="R",
@@ -127,6 +128,7 @@ class Binder:
             status=status,
             constraint=constraint,
             edit=edit,
+            needs_changed=needs_changed,
         )
 
 

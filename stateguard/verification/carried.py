@@ -27,6 +27,10 @@ from stateguard.verification.vocabulary import Vocabulary
 
 _BACK = re.compile(r"\b(?:of|among|from)\s+(?:those|these|them)\b", re.IGNORECASE)
 _COUNT = re.compile(r"^\s*(?:and\s+)?how\s+many\b", re.IGNORECASE)
+# "And of those, how many ...": the reference back opens the second clause
+_BACK_FIRST = re.compile(
+    r"^\s*(?:and\s+)?(?:of|among|from)\s+(?:those|these|them)\s*,?\s*how\s+many\b", re.IGNORECASE
+)
 # "Report `n_books` and `n_over`": names the answer's fields, states nothing about rows
 _FIELDS_ONLY = re.compile(r"^\s*(?:report|return|give)\s+(?:`\w+`(?:\s*(?:,|and)\s*)?)+\s*$", re.IGNORECASE)
 
@@ -34,7 +38,11 @@ _FIELDS_ONLY = re.compile(r"^\s*(?:report|return|give)\s+(?:`\w+`(?:\s*(?:,|and)
 def carried_scopes(question: str, vocab: Vocabulary, tables: list[str] | None) -> list[Requirement]:
     """The first clause's category, for a question of two counts the second of which refers back."""
     parts = [p for p in extract.clauses(question) if not _FIELDS_ONLY.match(p)]
-    if len(parts) != 2 or not all(_COUNT.match(p) for p in parts):
+    if (
+        len(parts) != 2
+        or not _COUNT.match(parts[0])
+        or not (_COUNT.match(parts[1]) or _BACK_FIRST.match(parts[1]))
+    ):
         return []
     first, second = parts
     out = []
@@ -46,6 +54,30 @@ def carried_scopes(question: str, vocab: Vocabulary, tables: list[str] | None) -
         if extract.parses_whole(first, req, vocab, tables):  # else no requirement
             out.append(req)
     return out
+
+
+def subset_count_fields(question: str, answer: object) -> tuple[str, str] | None:
+    """The reported fields of a count and of its count "of those" when the second exceeds the first.
+
+    A question of exactly two counts, the second of the first one's rows ("How many travellers went
+    by train? And of those, how many waited more than 30 minutes?"), whose answer is exactly two
+    whole numbers in the clauses' order: the second can never be larger. Words only say which count
+    is the subset; the finding is the reported values themselves. Anything else (other fields, a
+    share, a third clause, non-integers) abstains.
+    """
+    parts = [p for p in extract.clauses(question) if not _FIELDS_ONLY.match(p)]
+    if len(parts) != 2 or not _COUNT.match(parts[0]):
+        return None
+    second = parts[1]
+    if not (_BACK_FIRST.match(second) or (_COUNT.match(second) and _BACK.search(second))):
+        return None
+    if not isinstance(answer, dict):
+        return None
+    fields = [(k, v) for k, v in answer.items() if k != "answer_type"]
+    if len(fields) != 2 or not all(type(v) is int for _, v in fields):
+        return None
+    (first_name, first), (second_name, second_value) = fields
+    return (first_name, second_name) if second_value > first else None
 
 
 # An instruction that leaves rows out of the turn ("Set General Motors aside for this one."):

@@ -333,6 +333,8 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
                 continue
             if m.group("pct") and re.match(r"\s*of\b", after, re.IGNORECASE):
                 continue  # "at least 10 percent of the firm's market value": a ratio to another quantity
+            if re.match(r"\s*(?:times\b|x\s+the\b|×|-?fold\b)", after, re.IGNORECASE):
+                continue  # "at least 1.5 times that average": a multiple of another quantity, no bound
             subject = _subject_before(clause, m.start())
             named_after = re.match(
                 r"\s*(?:[a-z%°]+\s+)?of\s+(?P<what>[a-z][a-z-]*(?:\s+[a-z][a-z-]*)?)", after, re.IGNORECASE
@@ -744,6 +746,7 @@ def unbound_words(segment: str, vocab: Vocabulary, tables: list[str] | None = No
             or stem in _LEXICON_STEMS
             or low in STOP
             or low in value_words
+            or low in vocab.described  # the task's own words for a column ("gross investment")
             or low in names
             or stem in names
             or stem in name_stems  # "car" for the table `cars`, "airport" for `airports`
@@ -786,6 +789,11 @@ _DEFINITION_FRAME = re.compile(
     r"(?:[\w'-]+\s+){1,8}?(?:when|whenever|if)\b",
     re.IGNORECASE,
 )
+
+
+def stem(word: str) -> str:
+    """The crude stem the extractor matches words by (for binders that match the same way)."""
+    return _stem(word)
 
 
 def _stem(word: str) -> str:
@@ -891,8 +899,50 @@ def rankings(clause: str) -> list[Requirement]:
     return []
 
 
+# "every band", "all eleven labels", "each of the grades": the entries a kept-whole side lists
+_EVERY = re.compile(
+    r"\b(?:every|all(?:\s+(?:the|of\s+the))?|each\s+of\s+the)\s+(?:(?:one|two|three|four|five|six|seven|eight|"
+    r"nine|ten|eleven|twelve|\d+)\s+)?(?P<noun>[a-z][a-z_]*)\b"
+)
+# ...that are to stay in the result, said right before ("keeping every band", "lists every band")
+# or right after the entries ("every label is listed", "every company on the list is kept")
+_KEEP_BEFORE = re.compile(r"\b(?:keep\w*|list\w*|includ\w*|retain\w*|show\w*|with)\s+$")
+_KEEP_AFTER = re.compile(
+    r"^\s+(?:[a-z]+\s+){0,3}?(?:is\s+|are\s+|be\s+)?(?:listed|kept|shown|included|stays|remains)\b"
+)
+
+
+# "keeping every mode on the list" where the clause put "the list" in `modes`: the kept side by name
+_PLACE_OF = re.compile(r"\b(?:on|in|from|of)\s+the\s+(?P<place>[a-z]+)\b")
+
+
+def _kept_place(clause: str, low: str, noun: str) -> str | None:
+    """The backticked table the clause put the kept entries' list in ("Put the list in `countries`
+    ..., keeping every maker on the list" -> countries); None when it names no such place."""
+    m = re.search(rf"\b{re.escape(noun)}\s+{_PLACE_OF.pattern}", low)
+    if m is None:
+        return None
+    place = re.escape(m.group("place"))
+    named = re.findall(rf"\bthe\s+{place}\b[^`.;]{{0,40}}?`(\w+)`", clause, re.IGNORECASE)
+    return named[0] if len(set(named)) == 1 else None
+
+
+def _kept_entries(low: str) -> str | None:
+    """The noun naming the entries a clause keeps whole ("listing every grade even when no district
+    falls in it" -> grade): quantified by every/all and with a keep verb right beside it. None when
+    no noun, or more than one, is kept that way."""
+    nouns = {
+        m.group("noun")
+        for m in _EVERY.finditer(low)
+        if _KEEP_BEFORE.search(low[: m.start()]) or _KEEP_AFTER.match(low[m.end() :])
+    }
+    nouns -= _STOPS | {"rows", "row", "data", "cases", "records", "values"}
+    return nouns.pop() if len(nouns) == 1 else None
+
+
 def joins(clause: str) -> list[Requirement]:
     low = clause.lower()
+    kept = _kept_entries(low)
     how = None
     if re.search(
         r"unmatched|\b(?:keep\w*|includ\w*|retain\w*|even)\b[^;]*\b(?:without|with no|lacking)\b"
@@ -907,9 +957,15 @@ def joins(clause: str) -> list[Requirement]:
         low,
     ):
         how = "inner"
+    keys = re.findall(r"\bon\s+(?:the\s+)?([a-z_][\w]*)", low)
+    if kept and how != "inner":
+        # the noun must later name one side of a join the code makes (bind_shape.join); without
+        # a join in the code the requirement stays unverified, whatever the verb
+        place = _kept_place(clause, low, kept)
+        subject = [kept, place] if place else [kept]
+        return [Requirement(kind=Kind.JOIN, text=clause[:120], how="left", keys=keys[:2], subject=subject)]
     if how is None or not re.search(rf"\b(?:{'|'.join(LEXICON.join_verbs)}|combin\w*)", low):
         return []
-    keys = re.findall(r"\bon\s+(?:the\s+)?([a-z_][\w]*)", low)
     return [Requirement(kind=Kind.JOIN, text=clause[:120], how=how, keys=keys[:2])]
 
 

@@ -53,6 +53,11 @@ class ProbeItem(BaseModel):
         description="The turn's code as the requirement states it, for the answer check: a finding "
         "whose corrected code reports the same answer is dropped.",
     )
+    needs_changed: bool = Field(
+        default=False,
+        description="A finding only when the answer check sees a changed answer (an unknown one is "
+        "none): for checks bound through the code itself rather than words that name a column.",
+    )
 
 
 class SpanEdit(BaseModel):
@@ -371,6 +376,10 @@ def answer_probe(cells: list[str], edit: SpanEdit, con: str | None) -> str:
     else:
         lines += [
             f"_before, _after = {edit.before!r}, {edit.after!r}",
+            # the inspection writes strings in single quotes; the cell may use double ones
+            'if not any(_before in c for c in _cells) and "\'" in _before:',
+            "    _swapped = _before.replace(\"'\", '\"')",
+            "    _before = _swapped if any(_swapped in c for c in _cells) else _before",
             "_applied[0] = sum(c.count(_before) for c in _cells)",
             "_cells = [c.replace(_before, _after) for c in _cells]",
         ]

@@ -191,6 +191,9 @@ class Requirement(BaseModel):
             return f"one result per {' and '.join(self.columns or self.keys)}"
         if self.kind is Kind.JOIN:
             keys = f" on {', '.join(self.columns or self.keys)}" if self.keys or self.columns else ""
+            if self.how == "left" and self.subject:
+                where = f" of {self.subject[1]}" if len(self.subject) > 1 else ""
+                return f"every {self.subject[0]}{where} kept{keys}"
             return f"{'matched rows only' if self.how == 'inner' else 'unmatched rows kept'}{keys}"
         if self.kind is Kind.ORDER:
             top = f"top {self.k} " if self.k else ""

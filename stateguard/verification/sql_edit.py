@@ -96,6 +96,19 @@ def set_join(sql: str, how: str) -> str | None:
     return select.sql(dialect="duckdb")
 
 
+def keep_join_side(sql: str, side: str) -> str | None:
+    """The query with its one join keeping every row of one side ("left": the FROM side, "right":
+    the joined one); None for a query with no join or several (which side a chain keeps is not
+    one keyword)."""
+    select = _parse(sql)
+    joins = select.args.get("joins") if select is not None else None
+    if select is None or not joins or len(joins) != 1:
+        return None
+    joins[0].set("side", {"left": "LEFT", "right": "RIGHT"}[side])
+    joins[0].set("kind", None)
+    return select.sql(dialect="duckdb")
+
+
 def set_order(sql: str, *, descending: bool | None = None, limit: int | None = None) -> str | None:
     select = _parse(sql)
     if select is None:

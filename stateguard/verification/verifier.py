@@ -81,6 +81,11 @@ class SemanticConfig(BaseModel):
         description="Find a flag the run redefined written out again in a replaced form (`superseded.py`); "
         "a finding needs rows where the two differ and a different answer when the turn reads the flag.",
     )
+    subset_counts: bool = Field(
+        default=True,
+        description="A count 'of those' reported larger than the count it is taken from: a finding from "
+        "the reported values alone (`carried.subset_count_fields`).",
+    )
     answer_gate: bool = Field(
         default=True,
         description="Before a finding whose corrected code can be written (a SELECT or a condition "
@@ -201,15 +206,17 @@ class SemanticVerifier:
                     f"{item.requirement.describe()}: its {item.check} probe fails, but the turn's code "
                     "written as stated reports the same answer; no finding"
                 )
-            elif answer == "unknown" and item.requirement.kind == superseded.KIND:
+            elif answer == "unknown" and (item.requirement.kind == superseded.KIND or item.needs_changed):
                 gated.append(
                     f"{item.requirement.describe()}: its {item.check} probe fails, but the turn could not "
-                    "be re-run reading the flag; no finding without a changed answer"
+                    "be re-run as stated; no finding without a changed answer"
                 )
             else:
                 findings.append(self._finding(item, outcomes[item.id]))
         if not any(f.evidence.startswith("output") for f in findings):
             findings += _empty_report(plan.requirements, steps)
+        if self.config.subset_counts and turn is not None and not findings:
+            findings += _subset_report(turn.question, steps)
         failed = [i for i in plan.items if i.id in broken]
         self.last = Verification(
             requirements=plan.requirements,
@@ -313,6 +320,8 @@ class SemanticVerifier:
             self._refused |= tool is None
             if tool is not None:
                 self.vocab = self.vocab.merged(Vocabulary.from_probe(str(tool.data.get("stdout", ""))))
+        if context:
+            self.vocab = self.vocab.with_descriptions(context)
         tables = [n.lower() for n in names]
         reqs = self.extractor(question, context=context, vocab=self.vocab if ran else None, tables=tables)
         reqs = dedupe(reqs + context_requirements(_own_context(turn), self.vocab if ran else None, tables))
@@ -435,6 +444,42 @@ def _empty_report(requirements: list[Requirement], steps: list[WorkerStep]) -> l
                 )
             ]
     return []
+
+
+def _subset_report(question: str, steps: list[WorkerStep]) -> list[Finding]:
+    """A count "of those" that the printed answer reports larger than the count it is taken from."""
+    for step in reversed(steps):
+        answer = last_json(step.output) if step.success and step.output else None
+        if answer is None:
+            continue
+        pair = carried.subset_count_fields(question, answer)
+        if pair is None:
+            return []
+        code = "\n".join(s.action for s in steps)
+        made = [
+            w
+            for s in steps
+            for w in s.meta.get("writes", [])
+            if not w.startswith("_") and w != "con" and not _imported(w, code)
+        ]
+        first, second = pair
+        return [
+            Finding(
+                check="semantic",
+                variables=list(dict.fromkeys(made or ["result"])),
+                reason=f"'{second}' counts rows taken from those of '{first}' but is larger: its rows were "
+                f"not restricted to the first count's",
+                evidence=f"subset requirement: step {step.index} printed {second}={answer[second]} > "
+                f"{first}={answer[first]}",
+            )
+        ]
+    return []
+
+
+def _imported(name: str, code: str) -> bool:
+    """The name is bound by an import statement of the code (a module, not an analysis result)."""
+    word = rf"(?<![\w.]){re.escape(name)}(?![\w.])"
+    return bool(re.search(rf"^\s*(?:from\s+\S+\s+)?import\b[^\n]*{word}", code, re.MULTILINE))
 
 
 def _is_empty(value: Any) -> bool:

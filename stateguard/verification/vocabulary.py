@@ -97,6 +97,11 @@ class ColumnInfo(BaseModel):
 class Vocabulary(BaseModel):
     model_config = ConfigDict(frozen=True)
     tables: dict[str, dict[str, ColumnInfo]] = Field(default_factory=dict)
+    described: frozenset[str] = Field(
+        default=frozenset(),
+        description="Words the task's own text uses to describe a real column ('invest (gross "
+        "investment)'): they bind like the column's own tokens.",
+    )
 
     @classmethod
     def from_probe(cls, stdout: str) -> Vocabulary:
@@ -109,7 +114,25 @@ class Vocabulary(BaseModel):
         return cls()
 
     def merged(self, other: Vocabulary) -> Vocabulary:
-        return Vocabulary(tables={**self.tables, **other.tables})
+        return Vocabulary(tables={**self.tables, **other.tables}, described=self.described | other.described)
+
+    def with_descriptions(self, text: str) -> Vocabulary:
+        """The vocabulary with the words `text` (the task's context) uses to describe its columns:
+        "invest (gross investment)" or "zymotic disease (`disease`)" -- a known column beside a
+        parenthesis, the description's first phrase (up to a comma or semicolon, 6 words at most)."""
+        found: set[str] = set()
+        for column in self.columns():
+            name = re.escape(column)
+            for m in re.finditer(rf"(?<![\w`]){name}`?\s*\(([^()]{{1,120}})\)", text):
+                found.update(re.findall(r"[A-Za-z]+", re.split(r"[,;]", m.group(1))[0])[:6])
+            for m in re.finditer(rf"([A-Za-z][A-Za-z' -]{{0,60}}?)\s*\(\s*`?{name}`?\s*\)", text):
+                found.update(re.findall(r"[A-Za-z]+", m.group(1))[-3:])
+        words = frozenset(w.lower() for w in found if w.lower() not in STOP and len(w) > 2)
+        return (
+            self
+            if words <= self.described
+            else Vocabulary(tables=self.tables, described=self.described | words)
+        )
 
     def columns(self, tables: Iterable[str] | None = None) -> list[str]:
         names = self.tables if tables is None else [t for t in tables if t in self.tables]

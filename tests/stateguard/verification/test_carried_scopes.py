@@ -38,7 +38,7 @@ def test_without_the_carried_check_the_one_statement_that_applies_the_category_h
     from stateguard.verification.verifier import SemanticConfig, SemanticVerifier
 
     session = Session()
-    session.verifier = SemanticVerifier(SemanticConfig(carried_scopes=False))
+    session.verifier = SemanticVerifier(SemanticConfig(carried_scopes=False, subset_counts=False))
     assert session.turn(QUESTION, _pandas("orders")) == []
 
 
@@ -118,3 +118,66 @@ def test_an_instruction_that_leaves_rows_out_holds_for_every_reported_value() ->
 def test_what_is_read_as_an_instruction_scope(question: str, values: list[str]) -> None:
     found = instruction_scopes(question, _vocab(), ["orders"])
     assert [v for r in found for v in r.values] == values
+
+
+# -- a count "of those" larger than the count it is taken from (the reported values decide) ------------
+
+CODED = "How many orders belong to customer group 7? And of those, how many were rated above 4?"
+
+
+def _coded(second_from: str) -> str:
+    return (
+        "import json\ngroup7 = orders[orders['customer_id'] % 10 == 7]\n"
+        f"rated = {second_from}[{second_from}['rating'] > 4]\n"
+        "result = {'n_group_7': len(group7), 'n_rated_above_4': len(rated)}\nprint(json.dumps(result))"
+    )
+
+
+def test_a_count_of_those_larger_than_its_first_count_is_a_finding_whatever_the_words_bind_to() -> None:
+    """ "customer group 7" binds to no column or value: the words only say the second count is a
+    subset of the first; the printed numbers break that."""
+    findings = Session().turn(CODED, _coded("orders"))
+    assert len(findings) == 1
+    assert "n_rated_above_4" in findings[0].reason and "subset requirement" in findings[0].evidence
+    assert "rated" in findings[0].variables
+
+
+def test_the_same_count_taken_from_the_first_ones_rows_is_not() -> None:
+    assert Session().turn(CODED, _coded("group7")) == []
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "expected"),
+    [
+        (CODED, {"a": 3, "b": 5}, ("a", "b")),
+        (CODED, {"a": 5, "b": 5}, None),
+        ("How many orders are toys? And how many of them cost over 100?", {"a": 2, "b": 9}, ("a", "b")),
+        # not a subset: the second count is of all orders
+        ("How many orders are toys? And how many orders cost over 100?", {"a": 2, "b": 9}, None),
+        # a third field, a share, a float, a bool: the values are not the two counts
+        (CODED, {"a": 3, "b": 5, "c": 1}, None),
+        (CODED, {"a": 3, "b": 5.0}, None),
+        (CODED, {"a": 0, "b": True}, None),
+        ("How many orders are toys? What share of those cost over 100?", {"a": 2, "b": 9}, None),
+        # three clauses
+        (
+            "How many orders are toys? And how many of those cost over 100? How many are books?",
+            {"a": 2, "b": 9},
+            None,
+        ),
+    ],
+)
+def test_subset_count_fields_reads_only_two_counts_the_second_of_the_first(
+    question: str, answer: dict[str, object], expected: tuple[str, str] | None
+) -> None:
+    from stateguard.verification.carried import subset_count_fields
+
+    assert subset_count_fields(question, answer) == expected
+
+
+def test_the_subset_check_can_be_switched_off() -> None:
+    from stateguard.verification.verifier import SemanticConfig, SemanticVerifier
+
+    session = Session()
+    session.verifier = SemanticVerifier(SemanticConfig(subset_counts=False))
+    assert session.turn(CODED, _coded("orders")) == []

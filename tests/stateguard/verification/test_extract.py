@@ -254,8 +254,36 @@ def test_a_possessive_after_each_is_no_grouping() -> None:
     assert [r.keys for r in of(Kind.GROUPING, extract(question))] == [["species"]]
 
 
-def test_keeping_all_without_a_join_verb_is_no_join() -> None:
-    assert of(Kind.JOIN, extract("Keep all stations, and report the mean rainfall.")) == []
+def test_keeping_all_without_a_join_verb_names_only_the_kept_entries() -> None:
+    """No join verb, so no join is asserted: the entries kept whole are recorded, and only a join
+    the code makes with a side that reads stations can be held to it (bind_shape.join)."""
+    (req,) = of(Kind.JOIN, extract("Keep all stations, and report the mean rainfall."))
+    assert (req.how, req.subject) == ("left", ["stations"])
+
+
+@pytest.mark.parametrize(
+    ("clause", "noun"),
+    [
+        (
+            "Put the bands in a table and count the countries in each band, keeping every band even when none",
+            "band",
+        ),
+        ("match every district to its grade, listing every grade even when no district falls in it", "grade"),
+        ("the lagging districts per grade, every grade listed with zero where there are none", "grade"),
+        (
+            "attach the respondents to the codebook so that every label is listed even without respondents",
+            "label",
+        ),
+        ("the number of faint images per label word, all eleven labels listed", "labels"),
+        ("combine it with the profile so that every company on the list is kept", "company"),
+        ("make `lga_airlines` with every airline in the directory and its late flights", "airline"),
+        ("How many flights did every carrier fly?", None),  # no keep verb beside the entries
+        ("keep every band and list every region", None),  # two kept nouns: which side is not known
+    ],
+)
+def test_the_entries_a_clause_keeps_whole(clause: str, noun: str | None) -> None:
+    reqs = of(Kind.JOIN, extract(clause))
+    assert [r.subject for r in reqs if r.subject] == ([[noun]] if noun else [])
 
 
 def test_years_compared_are_a_scope_and_every_value_is_no_scope() -> None:

@@ -27,5 +27,5 @@ def test_a_merge_of_an_expression_is_checked_both_ways(how: str | None, found: b
     assert bool(findings) is found
     if found:
         evidence = findings[0].evidence
-        assert "join_rows probe observed {'rows_as_written': " in evidence
+        assert "kept_side probe observed {'rows_as_written': " in evidence
         assert "'rows_as_stated': 400" in evidence  # every order kept
