@@ -171,6 +171,9 @@ class StateStore:
         self._db = sqlite3.connect(self.path, isolation_level=None)
         self._wal: WalCheckpointer | None = None
         self._seen: tuple[int, int, str | None, int, int] | None = None
+        # Whether the `invalid` table may hold a row: refreshed with `_heads`, set by `_mark`.
+        # While it holds none, a commit's staleness checks need no query (most runs never invalidate).
+        self._any_invalid = True
         self._loaded: OrderedDict[str, AnalyticalState] = OrderedDict()
         self._index: list[IndexEntry] = []  # `index()` so far: committed states are only ever appended
         try:
@@ -231,6 +234,7 @@ class StateStore:
         store._counter = CommitCounter(str(file), writable=False)
         store._wal = None
         store._seen = None
+        store._any_invalid = True
         store._loaded = OrderedDict()
         store._index = []
         store._db = sqlite3.connect(f"file:{quote(str(file))}?{mode}", uri=True, isolation_level=None)
@@ -267,6 +271,7 @@ class StateStore:
             top, count = self._db.execute("SELECT COALESCE(MAX(num), 0), COUNT(*) FROM states").fetchone()
             row = self._db.execute("SELECT id FROM states ORDER BY seq DESC LIMIT 1").fetchone()
             reserved = int(self._meta("last_reserved") or 0)
+            self._any_invalid = self._db.execute("SELECT 1 FROM invalid LIMIT 1").fetchone() is not None
             seen = self._seen = (
                 version,
                 int(top),
@@ -369,7 +374,9 @@ class StateStore:
 
     def _check_new_state(self, db: sqlite3.Connection, state: AnalyticalState) -> None:
         number = state_number(state.id)
-        top = db.execute("SELECT COALESCE(MAX(num), 0) FROM states").fetchone()[0]
+        # Inside the write transaction no other connection can commit, so the heads (refreshed
+        # here if another one did since) give the top committed number without a query.
+        top = self._heads()[0]
         if number <= top:
             raise StoreError(
                 f"cannot commit {state.id}: ids must increase and {state_id(top)} is already committed"
@@ -409,14 +416,15 @@ class StateStore:
         """
         reads = [v for v in state.used_variables if v.version != state.id]
         causes: set[tuple[str, str]] = set()
-        for var in reads:
-            causes.update(self._causes(db, "variable", var.key))
-        for rel in state.relations:
-            up = rel.related_state_id
-            if rel.type is RelationType.INVALIDATE or up is None:
-                continue
-            if not any(v.version == up for v in reads):
-                causes.update(self._causes(db, "state", up))
+        if self._any_invalid:  # `_check_new_state` refreshed it inside this transaction
+            for var in reads:
+                causes.update(self._causes(db, "variable", var.key))
+            for rel in state.relations:
+                up = rel.related_state_id
+                if rel.type is RelationType.INVALIDATE or up is None:
+                    continue
+                if not any(v.version == up for v in reads):
+                    causes.update(self._causes(db, "state", up))
         for by, root in causes:
             self._mark(db, state.id, by, root, names=None)
         defined = {v.name for v in state.defined_variables()}
@@ -447,6 +455,7 @@ class StateStore:
         )
         if cur.rowcount == 0:
             return False
+        self._any_invalid = True  # kept even if this transaction rolls back: it only costs queries
         for (name,) in db.execute(
             "SELECT name FROM variables WHERE state_id=? AND defined=1", (sid,)
         ).fetchall():
