@@ -92,6 +92,8 @@ CREATE TABLE IF NOT EXISTS digests(id TEXT PRIMARY KEY, sha256 TEXT NOT NULL);
 # Committed states a store keeps parsed (an OPEN loads the states it relates to, which the
 # previous COMMIT or the worker's last turn usually touched); about 2 kB each.
 _LOADED_KEPT = 256
+# Variable versions `has_version` found committed, kept as (name, version) pairs.
+_VERSIONS_KEPT = 4096
 
 
 def _json_scalar(value: object) -> bool:
@@ -175,6 +177,7 @@ class StateStore:
         # While it holds none, a commit's staleness checks need no query (most runs never invalidate).
         self._any_invalid = True
         self._loaded: OrderedDict[str, AnalyticalState] = OrderedDict()
+        self._versions: OrderedDict[tuple[str, str], None] = OrderedDict()  # `has_version` said yes
         self._index: list[IndexEntry] = []  # `index()` so far: committed states are only ever appended
         try:
             if existing:
@@ -236,6 +239,7 @@ class StateStore:
         store._seen = None
         store._any_invalid = True
         store._loaded = OrderedDict()
+        store._versions = OrderedDict()
         store._index = []
         store._db = sqlite3.connect(f"file:{quote(str(file))}?{mode}", uri=True, isolation_level=None)
         try:
@@ -579,10 +583,21 @@ class StateStore:
         kept = self._loaded.get(version)
         if kept is not None:  # a committed state's variables are fixed: its record answers exactly
             return any(v.name == name and v.version == version for v in kept.used_variables)
+        key = (name, version)
+        if key in self._versions:  # a yes never turns into a no: committed rows are never deleted
+            self._versions.move_to_end(key)
+            return True
         row = self._db.execute(
             "SELECT 1 FROM variables WHERE name=? AND version=? AND defined=1", (name, version)
         ).fetchone()
-        return row is not None
+        if row is None:
+            return False
+        # An UPDATE reuses a version and its COMMIT checks it again, often the same one turn after
+        # turn (a variable carried along unchanged): remember the yes.
+        self._versions[key] = None
+        if len(self._versions) > _VERSIONS_KEPT:
+            self._versions.popitem(last=False)
+        return True
 
     def lineage(self, name: str) -> Lineage:
         versions = []

@@ -339,3 +339,23 @@ def test_a_commit_asks_nothing_of_an_empty_invalid_table(tmp_path: Path) -> None
     with pytest.raises(StoreError, match="ids must increase"):
         a.commit(st("S3", [("late", "S3", 1)]))
     a.close()
+
+
+def test_a_committed_version_is_asked_of_the_table_once(tmp_path: Path) -> None:
+    """A variable carried along unchanged is checked at every UPDATE and COMMIT: once a version is
+    found committed the answer is remembered (a committed row is never deleted); a "no" is not,
+    since a later commit may define it."""
+    store = StateStore(tmp_path / "s.sqlite")
+    store.commit(st("S1", [("revenue", "S1", 1000)]))
+    store.commit(st("S2", [("x", "S2", 1)]))
+    store._loaded.clear()  # as after many other states: S1's record no longer kept in memory
+    queries: list[str] = []
+    store._db.set_trace_callback(queries.append)
+    assert store.has_version("revenue", "S1") and store.has_version("revenue", "S1")
+    assert not store.has_version("margin", "S3") and not store.has_version("margin", "S3")
+    assert len([q for q in queries if "FROM variables" in q]) == 3  # revenue once, margin twice
+    store._db.set_trace_callback(None)
+    store.commit(st("S3", [("margin", "S3", 4)]))
+    store._loaded.clear()
+    assert store.has_version("margin", "S3") and not store.has_version("margin", "S2")
+    store.close()
