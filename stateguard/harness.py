@@ -19,6 +19,7 @@ abandoned work). `stateguard.preflight.bind_run` checks those bindings before a 
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -128,6 +129,9 @@ class Harness:
         self.repair_attempts = 0
         self.pending_hints: list[Hint] = []
         self.steps: dict[int, WorkerStep] = {}
+        # `steps`' indices in ascending order, so the pending steps (from `traced_upto` on) are
+        # found without scanning every step of the run at each UPDATE and observation.
+        self._step_order: list[int] = []
         self.traced_upto = 0  # first step index not yet bound to a committed state
         self.turn_start: int | None = None
         self.event: EventType = EventType.TASK_START
@@ -150,6 +154,7 @@ class Harness:
                 f"worker step {step.index} was already recorded; step indices are unique per task"
             )
         self.steps[step.index] = step
+        insort(self._step_order, step.index)
         timing = {} if started is None else {"started": started}
         self.trace.emit("worker_step", **step.model_dump(mode="json", exclude={"schema_version"}), **timing)
 
@@ -192,7 +197,7 @@ class Harness:
         return hints
 
     def observation(self) -> ManagerObservation:
-        pending = [self.steps[i] for i in sorted(self.steps) if i >= self.traced_upto]
+        pending = [self.steps[i] for i in self._pending_indices()]
         obs = ManagerObservation(
             event_type=self.event,
             available_state_id=self.draft.id if self.draft else self.store.peek_next_id(),
@@ -266,7 +271,18 @@ class Harness:
 
     # ------------------------------------------------------------------ internals
     def _next_step_index(self) -> int:
-        return max(self.steps) + 1 if self.steps else 0
+        return self._ordered_indices()[-1] + 1 if self.steps else 0
+
+    def _ordered_indices(self) -> list[int]:
+        """`steps`' indices, ascending (sorted afresh if `steps` was written around `record_step`)."""
+        if len(self._step_order) != len(self.steps):
+            self._step_order = sorted(self.steps)
+        return self._step_order
+
+    def _pending_indices(self) -> list[int]:
+        """Indices of the recorded steps no committed state covers yet (>= `traced_upto`), ascending."""
+        order = self._ordered_indices()
+        return order[bisect_left(order, self.traced_upto) :]
 
     def _new_activation(self) -> None:
         self.activation += 1
@@ -461,7 +477,8 @@ class Harness:
         start, end = bind_source(
             self.config.regime,
             args.source_interval,
-            steps=self.steps.keys(),
+            # Only steps at or after traced_upto can be bound (bind_source refuses earlier ones).
+            steps=self._pending_indices(),
             traced_upto=self.traced_upto,
             turn_start=self.turn_start,
             previous=(draft.source_step_start, draft.source_step_end),

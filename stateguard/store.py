@@ -92,6 +92,8 @@ CREATE TABLE IF NOT EXISTS digests(id TEXT PRIMARY KEY, sha256 TEXT NOT NULL);
 # Committed states a store keeps parsed (an OPEN loads the states it relates to, which the
 # previous COMMIT or the worker's last turn usually touched); about 2 kB each.
 _LOADED_KEPT = 256
+# Variable versions `has_version` found committed, kept as (name, version) pairs.
+_VERSIONS_KEPT = 4096
 
 
 def _json_scalar(value: object) -> bool:
@@ -171,7 +173,11 @@ class StateStore:
         self._db = sqlite3.connect(self.path, isolation_level=None)
         self._wal: WalCheckpointer | None = None
         self._seen: tuple[int, int, str | None, int, int] | None = None
+        # Whether the `invalid` table may hold a row: refreshed with `_heads`, set by `_mark`.
+        # While it holds none, a commit's staleness checks need no query (most runs never invalidate).
+        self._any_invalid = True
         self._loaded: OrderedDict[str, AnalyticalState] = OrderedDict()
+        self._versions: OrderedDict[tuple[str, str], None] = OrderedDict()  # `has_version` said yes
         self._index: list[IndexEntry] = []  # `index()` so far: committed states are only ever appended
         try:
             if existing:
@@ -231,7 +237,9 @@ class StateStore:
         store._counter = CommitCounter(str(file), writable=False)
         store._wal = None
         store._seen = None
+        store._any_invalid = True
         store._loaded = OrderedDict()
+        store._versions = OrderedDict()
         store._index = []
         store._db = sqlite3.connect(f"file:{quote(str(file))}?{mode}", uri=True, isolation_level=None)
         try:
@@ -267,6 +275,7 @@ class StateStore:
             top, count = self._db.execute("SELECT COALESCE(MAX(num), 0), COUNT(*) FROM states").fetchone()
             row = self._db.execute("SELECT id FROM states ORDER BY seq DESC LIMIT 1").fetchone()
             reserved = int(self._meta("last_reserved") or 0)
+            self._any_invalid = self._db.execute("SELECT 1 FROM invalid LIMIT 1").fetchone() is not None
             seen = self._seen = (
                 version,
                 int(top),
@@ -369,7 +378,9 @@ class StateStore:
 
     def _check_new_state(self, db: sqlite3.Connection, state: AnalyticalState) -> None:
         number = state_number(state.id)
-        top = db.execute("SELECT COALESCE(MAX(num), 0) FROM states").fetchone()[0]
+        # Inside the write transaction no other connection can commit, so the heads (refreshed
+        # here if another one did since) give the top committed number without a query.
+        top = self._heads()[0]
         if number <= top:
             raise StoreError(
                 f"cannot commit {state.id}: ids must increase and {state_id(top)} is already committed"
@@ -409,14 +420,15 @@ class StateStore:
         """
         reads = [v for v in state.used_variables if v.version != state.id]
         causes: set[tuple[str, str]] = set()
-        for var in reads:
-            causes.update(self._causes(db, "variable", var.key))
-        for rel in state.relations:
-            up = rel.related_state_id
-            if rel.type is RelationType.INVALIDATE or up is None:
-                continue
-            if not any(v.version == up for v in reads):
-                causes.update(self._causes(db, "state", up))
+        if self._any_invalid:  # `_check_new_state` refreshed it inside this transaction
+            for var in reads:
+                causes.update(self._causes(db, "variable", var.key))
+            for rel in state.relations:
+                up = rel.related_state_id
+                if rel.type is RelationType.INVALIDATE or up is None:
+                    continue
+                if not any(v.version == up for v in reads):
+                    causes.update(self._causes(db, "state", up))
         for by, root in causes:
             self._mark(db, state.id, by, root, names=None)
         defined = {v.name for v in state.defined_variables()}
@@ -447,6 +459,7 @@ class StateStore:
         )
         if cur.rowcount == 0:
             return False
+        self._any_invalid = True  # kept even if this transaction rolls back: it only costs queries
         for (name,) in db.execute(
             "SELECT name FROM variables WHERE state_id=? AND defined=1", (sid,)
         ).fetchall():
@@ -570,10 +583,21 @@ class StateStore:
         kept = self._loaded.get(version)
         if kept is not None:  # a committed state's variables are fixed: its record answers exactly
             return any(v.name == name and v.version == version for v in kept.used_variables)
+        key = (name, version)
+        if key in self._versions:  # a yes never turns into a no: committed rows are never deleted
+            self._versions.move_to_end(key)
+            return True
         row = self._db.execute(
             "SELECT 1 FROM variables WHERE name=? AND version=? AND defined=1", (name, version)
         ).fetchone()
-        return row is not None
+        if row is None:
+            return False
+        # An UPDATE reuses a version and its COMMIT checks it again, often the same one turn after
+        # turn (a variable carried along unchanged): remember the yes.
+        self._versions[key] = None
+        if len(self._versions) > _VERSIONS_KEPT:
+            self._versions.popitem(last=False)
+        return True
 
     def lineage(self, name: str) -> Lineage:
         versions = []

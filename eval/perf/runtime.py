@@ -122,11 +122,9 @@ def _store(n: int, cfg: DictConfig) -> tuple[StateStore, list[list[str]]]:
     return store, threads
 
 
-def bench_size(n: int, cfg: DictConfig) -> list[Row]:
-    store, threads = _store(n, cfg)
-    full = [t for t in threads if len(t) >= 3]
-    harness = Harness(store, HarnessConfig(regime="turn_aligned"))
-    rows = []
+def harness_cycle(store: StateStore, harness: Harness) -> Callable[[int], None]:
+    """One OPEN+UPDATE+FINALIZE+COMMIT cycle per call, each state related to the latest one and
+    reading one of its variables (what `make bench` times; `eval/perf/cycle_parts.py` splits it)."""
     step = [0]
 
     def cycle(i: int) -> None:
@@ -150,6 +148,15 @@ def bench_size(n: int, cfg: DictConfig) -> list[Row]:
         assert harness.apply(RawAction(name="COMMIT_STATE", arguments={})).accepted
         harness.pending_hints.clear()  # the worker adapter would take them; delivery is not timed
 
+    return cycle
+
+
+def bench_size(n: int, cfg: DictConfig) -> list[Row]:
+    store, threads = _store(n, cfg)
+    full = [t for t in threads if len(t) >= 3]
+    harness = Harness(store, HarnessConfig(regime="turn_aligned"))
+    rows = []
+    cycle = harness_cycle(store, harness)
     rows.append(
         Row(operation="OPEN+UPDATE+FINALIZE+COMMIT (harness)", size=n, **_measure(cycle, cfg.samples))
     )

@@ -96,3 +96,36 @@ def test_update_constraints_are_accepted_but_not_shown_to_a_model() -> None:
     assert "constraints" not in shown
     args = UpdateStateArgs.model_validate({"constraints": [{"text": "t", "code": "assert True"}]})
     assert [(c.text, c.code) for c in args.constraints] == [("t", "assert True")]
+
+
+class _CountingSteps(dict):
+    """A steps dict that counts the walks over all its keys."""
+
+    walks = 0
+
+    def keys(self):  # type: ignore[override]
+        type(self).walks += 1
+        return super().keys()
+
+    def __iter__(self):
+        type(self).walks += 1
+        return super().__iter__()
+
+
+def test_an_update_does_not_walk_every_step_of_the_run() -> None:
+    """The steps a turn-aligned UPDATE binds are the pending ones; finding them must not cost a
+    walk over every step of the run (it grew with the run's length), and the interval is the turn's."""
+    h = Harness(StateStore(":memory:"), HarnessConfig(regime="turn_aligned"))
+    h.begin_review(EventType.TURN_START)
+    for step in range(0, 40, 2):
+        commit(h, step)
+    h.record_step(WorkerStep(index=41, action="y = 1"))  # out of order: recorded before 40
+    h.record_step(WorkerStep(index=40, action="y = 0"))
+    assert [s.index for s in h.observation().untraced_steps] == [40, 41]
+    h.steps = _CountingSteps(h.steps)
+    _CountingSteps.walks = 0
+    h.turn_start = 40
+    assert h.apply(RawAction(name="OPEN_STATE", arguments={"issue": "last"})).accepted
+    assert h.apply(RawAction(name="UPDATE_STATE", arguments={})).accepted
+    assert _CountingSteps.walks == 0
+    assert (h.draft.source_step_start, h.draft.source_step_end) == (40, 41)

@@ -317,3 +317,45 @@ def test_reserving_an_id_writes_one_page(tmp_path: Path) -> None:
     assert wal.stat().st_size - before == page + 24  # one WAL frame: a 24-byte header and the page
     store.close()
     assert StateStore(tmp_path / "s.sqlite").reserve_id() == "S3"
+
+
+def test_a_commit_asks_nothing_of_an_empty_invalid_table(tmp_path: Path) -> None:
+    """While no state was ever invalidated, a commit's staleness checks need no query, and the top
+    committed number comes from the heads; once an Invalidate is committed (here through another
+    connection, which only `PRAGMA data_version` reveals), reading a stale version must again
+    make the reader stale."""
+    a = StateStore(tmp_path / "s.sqlite")
+    a.commit(st("S1", [("revenue", "S1", 1000)]))
+    queries: list[str] = []
+    a._db.set_trace_callback(queries.append)
+    a.commit(st("S2", [("revenue", "S1", 1000), ("margin", "S2", 4)], [("S1", "progress")]))
+    assert not [q for q in queries if "FROM invalid" in q or "MAX(num)" in q]
+    a._db.set_trace_callback(None)
+    b = StateStore(tmp_path / "s.sqlite")
+    b.commit(st("S3", [("revenue", "S3", 950)], [("S1", "invalidate")]))
+    b.close()
+    a.commit(st("S4", [("margin", "S2", 4), ("ratio", "S4", 1)], [("S2", "progress")]))
+    assert a.is_invalid("S4") and a.why_invalid("S4") == [("S3", "S1")]
+    with pytest.raises(StoreError, match="ids must increase"):
+        a.commit(st("S3", [("late", "S3", 1)]))
+    a.close()
+
+
+def test_a_committed_version_is_asked_of_the_table_once(tmp_path: Path) -> None:
+    """A variable carried along unchanged is checked at every UPDATE and COMMIT: once a version is
+    found committed the answer is remembered (a committed row is never deleted); a "no" is not,
+    since a later commit may define it."""
+    store = StateStore(tmp_path / "s.sqlite")
+    store.commit(st("S1", [("revenue", "S1", 1000)]))
+    store.commit(st("S2", [("x", "S2", 1)]))
+    store._loaded.clear()  # as after many other states: S1's record no longer kept in memory
+    queries: list[str] = []
+    store._db.set_trace_callback(queries.append)
+    assert store.has_version("revenue", "S1") and store.has_version("revenue", "S1")
+    assert not store.has_version("margin", "S3") and not store.has_version("margin", "S3")
+    assert len([q for q in queries if "FROM variables" in q]) == 3  # revenue once, margin twice
+    store._db.set_trace_callback(None)
+    store.commit(st("S3", [("margin", "S3", 4)]))
+    store._loaded.clear()
+    assert store.has_version("margin", "S3") and not store.has_version("margin", "S2")
+    store.close()

@@ -1,0 +1,173 @@
+"""The harness cycle of an earlier commit and of this checkout, side by side in one process.
+
+On a shared machine two runs of `make bench` a minute apart differ by more than most changes
+(whole-process pairs of the cycle moved by ±40% at load 3). Here both versions run in one
+process, in alternating blocks of cycles, so load hits them alike: the runtime modules that
+differ between `--before` and this checkout (among `MODULES`) are loaded from git under other
+names, their imports of each other re-pointed to the old versions, and each version drives its
+own `Harness` on its own copy of one filled store. The records (`stateguard/state.py`,
+`stateguard/artifacts/`) are shared: a change to them is not compared by this tool.
+
+    python -m eval.perf.cycle_ab --before 473b698            # 10^5 states (make bench's filled store)
+    python -m eval.perf.cycle_ab --before HEAD~3 --size 1000 --rounds 6
+    python -m eval.perf.cycle_ab --before HEAD               # the same code on both sides: the noise
+
+Run it with `--before HEAD` as well: at load 1-5 on the 2-core machine the same code on both
+sides gave ratios of 0.89-1.08, so a change worth less than about 10% needs several runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+import types
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+from pydantic import BaseModel
+
+from eval.perf.runtime import _store, harness_cycle
+from stateguard import HarnessConfig, StateStore
+from stateguard.store_check import COUNTER_SUFFIX
+
+ROOT = Path(__file__).resolve().parents[2]
+# The runtime modules the cycle runs through, in an order where each one's imports come first.
+MODULES = [
+    "stateguard.store_wal",
+    "stateguard.store_check",
+    "stateguard.store",
+    "stateguard.trace",
+    "stateguard.relation_rules",
+    "stateguard.binding",
+    "stateguard.observation",
+    "stateguard.harness",
+]
+
+
+class Comparison(BaseModel):
+    before: str
+    loaded: list[str]  # the modules that differ, run in their `before` version
+    size: int
+    cycles: int  # per version
+    before_ms: tuple[float, float]  # CPU (median, p99) of one cycle
+    after_ms: tuple[float, float]
+
+    @property
+    def ratio(self) -> tuple[float, float]:
+        return self.after_ms[0] / self.before_ms[0], self.after_ms[1] / self.before_ms[1]
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=True).stdout
+
+
+def load_before(commit: str) -> dict[str, types.ModuleType]:
+    """The modules of `MODULES` whose text differs at `commit`, executed as `<name>@before`; a
+    name one of them imported from another loaded module points at the old object."""
+    old: dict[str, types.ModuleType] = {}
+    for name in MODULES:
+        path = name.replace(".", "/") + ".py"
+        text = _git("show", f"{commit}:{path}")
+        if text == (ROOT / path).read_text():
+            continue
+        module = types.ModuleType(f"{name}@before")
+        module.__file__ = f"{commit}:{path}"
+        sys.modules[module.__name__] = module  # dataclasses and pydantic look their module up
+        exec(compile(text, module.__file__, "exec"), module.__dict__)
+        old[name] = module
+    for module in old.values():
+        for attr, value in list(module.__dict__.items()):
+            source = old.get(getattr(value, "__module__", ""))
+            if source is not None and source is not module and hasattr(source, attr):
+                setattr(module, attr, getattr(source, attr))
+    return old
+
+
+def _copy_store(kept: Path, to: Path) -> StateStore:
+    for suffix in ("", "-wal", "-shm", COUNTER_SUFFIX):
+        Path(f"{to}{suffix}").unlink(missing_ok=True)
+    shutil.copyfile(kept, to)
+    shutil.copyfile(f"{kept}{COUNTER_SUFFIX}", f"{to}{COUNTER_SUFFIX}")
+    return StateStore(to)
+
+
+def run(
+    before: str, size: int = 100_000, rounds: int = 16, block: int = 100, work_dir: str = "runs/bench"
+) -> Comparison:
+    old = load_before(before)
+    cfg = OmegaConf.create({"work_dir": work_dir, "reuse_prefill": True, "thread_length": 10, "seed": 0})
+    _store(size, cfg)[0].close()  # fills (or finds) the kept store
+    kept = Path(work_dir) / f"states-{size}-prefill.sqlite"
+    versions: dict[str, Any] = {}
+    for label, modules in (("before", old), ("after", {})):
+        store_cls = modules["stateguard.store"].StateStore if "stateguard.store" in modules else StateStore
+        harness_mod = modules.get("stateguard.harness", sys.modules["stateguard.harness"])
+        store = _copy_store(kept, Path(work_dir) / f"states-{size}-{label}.sqlite")
+        if store_cls is not StateStore:
+            store.close()
+            store = store_cls(Path(work_dir) / f"states-{size}-{label}.sqlite")
+        versions[label] = (
+            store,
+            harness_cycle(store, harness_mod.Harness(store, HarnessConfig(regime="turn_aligned"))),
+        )
+    cpu: dict[str, list[float]] = {"before": [], "after": []}
+    try:
+        i = 0
+        for r in range(rounds + 1):  # round 0 warms both up and is not counted
+            for label in ("before", "after") if r % 2 == 0 else ("after", "before"):
+                cycle = versions[label][1]
+                for _ in range(block):
+                    start = time.thread_time()
+                    cycle(i)
+                    if r:
+                        cpu[label].append((time.thread_time() - start) * 1000)
+                    i += 1
+    finally:
+        for store, _ in versions.values():
+            store.close()
+
+    def stats(values: list[float]) -> tuple[float, float]:
+        ordered = sorted(values)
+        return statistics.median(ordered), ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+
+    return Comparison(
+        before=before,
+        loaded=sorted(old),
+        size=size,
+        cycles=len(cpu["after"]),
+        before_ms=stats(cpu["before"]),
+        after_ms=stats(cpu["after"]),
+    )
+
+
+def render(c: Comparison) -> str:
+    return (
+        f"cycle at {c.size:,} states, {c.cycles} cycles each, CPU (median / p99 ms): "
+        f"{c.before} {c.before_ms[0]:.3f} / {c.before_ms[1]:.3f}, this checkout {c.after_ms[0]:.3f} / "
+        f"{c.after_ms[1]:.3f}; ratio {c.ratio[0]:.2f} / {c.ratio[1]:.2f}\n"
+        f"before's modules: {', '.join(c.loaded) or 'none differ (both sides run the same code)'}"
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--before", required=True, help="the commit to compare with (e.g. HEAD~1)")
+    parser.add_argument("--size", type=int, default=100_000, help="committed states before measuring")
+    parser.add_argument("--rounds", type=int, default=16, help="blocks per version, after one warm-up round")
+    parser.add_argument("--block", type=int, default=100, help="cycles per block")
+    parser.add_argument(
+        "--work-dir", default="runs/bench", help="where the filled store is kept (as make bench)"
+    )
+    args = parser.parse_args(argv)
+    print(render(run(args.before, args.size, args.rounds, args.block, args.work_dir)))
+
+
+if __name__ == "__main__":
+    main()

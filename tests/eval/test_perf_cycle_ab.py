@@ -1,0 +1,48 @@
+"""The in-process before/after of the harness cycle (eval/perf/cycle_ab.py)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+import eval.perf.cycle_ab as ab
+
+
+@pytest.fixture(autouse=True)
+def _forget_old_modules():
+    """The old versions are registered as `<name>@before` while they run; leave none behind for
+    other tests that look through sys.modules."""
+    yield
+    for name in [n for n in sys.modules if n.endswith("@before")]:
+        del sys.modules[name]
+
+
+def test_changed_modules_are_loaded_apart_and_import_each_other(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A module whose text differs runs in its old version, and an old module that imports a name
+    from another old module gets the old object, not this checkout's."""
+    marked = {"stateguard/store.py", "stateguard/harness.py"}
+
+    def fake_git(*args: str) -> str:
+        path = args[-1].split(":", 1)[1]
+        text = (ab.ROOT / path).read_text()
+        return text + "\nOLD_VERSION = True\n" if path in marked else text
+
+    monkeypatch.setattr(ab, "_git", fake_git)
+    old = ab.load_before("HEAD")
+    assert sorted(old) == ["stateguard.harness", "stateguard.store"]
+    assert old["stateguard.store"].OLD_VERSION and old["stateguard.harness"].OLD_VERSION
+    assert old["stateguard.harness"].StateStore is old["stateguard.store"].StateStore
+    assert old["stateguard.harness"].StateStore is not sys.modules["stateguard.store"].StateStore
+    assert old["stateguard.harness"].Trace is sys.modules["stateguard.trace"].Trace  # unchanged: shared
+
+
+def test_the_same_code_on_both_sides_runs_every_cycle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ab, "_git", lambda *args: (ab.ROOT / args[-1].split(":", 1)[1]).read_text())
+    result = ab.run("HEAD", size=40, rounds=2, block=5, work_dir=str(tmp_path))
+    assert result.loaded == [] and result.cycles == 10
+    assert result.before_ms[0] > 0 and result.after_ms[0] > 0 and result.ratio[0] > 0
+    assert "none differ" in ab.render(result)
