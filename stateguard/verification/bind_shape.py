@@ -233,11 +233,7 @@ def join(b: Binder, req: Requirement, plan: Plan) -> None:
     edit = None
     if site is None and sel.language == "pandas" and (stated := _merge_as_stated(j.text, req.how)):
         # `colonies.merge(summary[cols].reset_index(), on="island")`: the call itself, both ways
-        site = textwrap.dedent(f"""\
-            _a = len({j.text})
-            _b = len({stated})
-            _v = _a != _b
-            _o = {{'rows_as_written': _a, 'rows_as_stated': _b}}""")
+        site = _rows_both_ways(j.text, stated)
         edit = probes.SpanEdit(kind="text", before=j.text, after=stated)
     if site:
         plan.items.append(b.item(req, "join_rows", site, b.variables(sel), "join", edit=edit))
@@ -327,13 +323,18 @@ def _keep_side(b: Binder, req: Requirement, sel: Selection, j: Join, side: str, 
         if stated is None:
             plan.unverified.append(req)
             return
-        code = textwrap.dedent(f"""\
-            _a = len({j.text})
-            _b = len({stated})
-            _v = _a != _b
-            _o = {{'rows_as_written': _a, 'rows_as_stated': _b}}""")
+        code = _rows_both_ways(j.text, stated)
         edit = probes.SpanEdit(kind="text", before=j.text, after=stated)
     plan.items.append(b.item(req, "kept_side", code, b.variables(sel), "join", edit=edit, needs_changed=True))
+
+
+def _rows_both_ways(written: str, stated: str) -> str:
+    """A probe: the rows of a merge call as written and as stated differ."""
+    return textwrap.dedent(f"""\
+        _a = len({written})
+        _b = len({stated})
+        _v = _a != _b
+        _o = {{'rows_as_written': _a, 'rows_as_stated': _b}}""")
 
 
 def _merge_as_stated(call: str, how: str) -> str | None:
