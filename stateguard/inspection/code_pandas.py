@@ -65,6 +65,10 @@ def _const(node: ast.AST) -> float | str | None:
     return None
 
 
+# aggregate names pandas accepts for the same statistic
+_AGG_ALIASES = {"avg": "mean", "average": "mean", "size": "count"}
+
+
 def _named_aggregates(node: ast.Call, recv: ast.AST) -> list[Aggregate]:
     """`.agg(median_mm=("flipper_length_mm", "median"), n=("species", "size"))`: one aggregate per
     output column, taken over the receiver's column (`recv["flipper_length_mm"]`)."""
@@ -76,7 +80,7 @@ def _named_aggregates(node: ast.Call, recv: ast.AST) -> list[Aggregate]:
         col, fn = (_const(e) for e in pair.elts)
         if not (isinstance(col, str) and isinstance(fn, str)):
             continue
-        fn = {"avg": "mean", "average": "mean", "size": "count"}.get(fn, fn)
+        fn = _AGG_ALIASES.get(fn, fn)
         out.append(
             Aggregate(
                 function=fn if fn in _AGG_METHODS.values() else "other",
@@ -348,7 +352,7 @@ def pandas_selection(stmt: ast.stmt, step: int | None = None) -> Selection | Non
             fn = _AGG_METHODS.get(method) or (
                 str(_const(node.args[0])) if isinstance(_const(node.args[0]), str) else "other"
             )
-            fn = {"avg": "mean", "average": "mean", "size": "count"}.get(fn, fn)
+            fn = _AGG_ALIASES.get(fn, fn)
             parent = parents.get(id(node))
             standalone = (
                 not isinstance(parent, _ARITH)

@@ -131,18 +131,22 @@ class RequirementBinder(Binder):
         plan.notes.append(
             f"{req.describe()}: the code's conditional count tests {tested[0]} against it otherwise"
         )
+        self._conditional_count_rerun(req, sel, fixed, plan)
+        return True
+
+    def _conditional_count_rerun(self, req: Requirement, sel: Selection, fixed: str, plan: Plan) -> None:
+        """The query re-run with its conditional count as stated; a finding needs a changed answer."""
         plan.items.append(
             self.item(
                 req,
                 "rerun",
-                probes.rerun_probe(self.con, sel.sql, fixed),
+                probes.rerun_probe(self.con or "", sel.sql, fixed),
                 self.variables(sel),
                 "differs",
                 edit=probes.SpanEdit(kind="sql", before=sel.sql, after=fixed),
                 needs_changed=True,
             )
         )
-        return True
 
     def looks_up(self, req: Requirement) -> bool:
         """A stated value the code writes as a literal (`by_year.loc[2001]`): the code picks those
@@ -349,17 +353,7 @@ class RequirementBinder(Binder):
                     if fixed is None:
                         plan.unverified.append(req)
                         return
-                    plan.items.append(
-                        self.item(
-                            req,
-                            "rerun",
-                            probes.rerun_probe(self.con or "", sel.sql, fixed),
-                            self.variables(sel),
-                            "differs",
-                            edit=probes.SpanEdit(kind="sql", before=sel.sql, after=fixed),
-                            needs_changed=True,
-                        )
-                    )
+                    self._conditional_count_rerun(req, sel, fixed, plan)
                     return
                 site = self.row_site(sel, req, column)
                 if site:

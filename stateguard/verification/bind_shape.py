@@ -245,11 +245,9 @@ def _side_name(expr: str) -> str:
     """The table or frame one side of a join reads: `airlines AS a` -> airlines, a subquery ->
     the table of its FROM, `customers[cols]` -> customers."""
     text = expr.strip()
-    if text.startswith("("):
-        m = re.search(r"\bFROM\s+([A-Za-z_]\w*)", text, re.IGNORECASE)
-    else:
-        m = re.match(r"[A-Za-z_]\w*", text)
-    return m.group(1 if text.startswith("(") else 0) if m else ""
+    pattern = r"\(.*?\bFROM\s+([A-Za-z_]\w*)" if text.startswith("(") else r"([A-Za-z_]\w*)"
+    m = re.match(pattern, text, re.IGNORECASE | re.DOTALL)
+    return m.group(1) if m else ""
 
 
 def _kept_side(
@@ -449,13 +447,13 @@ def _pandas_order_site(sel: Selection, req: Requirement, strict: bool = False) -
     Series is read only when it is the sort column itself: `nlargest(3, "activity")["year"]` holds
     the years of the ranked rows, and `.loc[s.idxmax()]` one record, neither of them in order."""
     key = sel.order[0][0] if sel.order else ""
-    other = "_pd.Series([], dtype=float)" if strict else "_t.iloc[:, -1]"
     empty = "_pd.Series([], dtype=float)"
+    other = empty if strict else "_t.iloc[:, -1]"
     series = f"(_t if getattr(_t, 'name', None) == {key!r} else {empty})" if strict else "_pd.Series(_t)"
     return textwrap.dedent(f"""\
         import pandas as _pd
         _t = {sel.target}
-        _s = (_t[{key!r}] if {key!r} in _t.columns else {other}) if isinstance(_t, _pd.DataFrame) else (_pd.Series([], dtype=float) if isinstance(_t, dict) else {series})
+        _s = (_t[{key!r}] if {key!r} in _t.columns else {other}) if isinstance(_t, _pd.DataFrame) else ({empty} if isinstance(_t, dict) else {series})
         _s = _pd.to_numeric(_s, errors='coerce').dropna()
         _mono = _s.is_monotonic_decreasing if {bool(req.descending)!r} else _s.is_monotonic_increasing
         _v = len(_s) > 1 and not _mono

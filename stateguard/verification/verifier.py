@@ -320,8 +320,8 @@ class SemanticVerifier:
             self._refused |= tool is None
             if tool is not None:
                 self.vocab = self.vocab.merged(Vocabulary.from_probe(str(tool.data.get("stdout", ""))))
-        if context:
-            self.vocab = self.vocab.with_descriptions(context)
+                # the context's words for columns: read again only when new columns are known
+                self.vocab = self.vocab.with_descriptions(context) if context else self.vocab
         tables = [n.lower() for n in names]
         reqs = self.extractor(question, context=context, vocab=self.vocab if ran else None, tables=tables)
         reqs = dedupe(reqs + context_requirements(_own_context(turn), self.vocab if ran else None, tables))
@@ -429,12 +429,7 @@ def _empty_report(requirements: list[Requirement], steps: list[WorkerStep]) -> l
             empty = [f for f in wanted if f in answer and _is_empty(answer[f])]
             if not empty:
                 return []
-            made = [
-                w
-                for s in steps
-                for w in s.meta.get("writes", [])
-                if not w.startswith("_") and w not in ("result", "con")
-            ]
+            made = [w for w in _written(steps) if w != "result"]
             return [
                 Finding(
                     check="semantic",
@@ -455,13 +450,7 @@ def _subset_report(question: str, steps: list[WorkerStep]) -> list[Finding]:
         pair = carried.subset_count_fields(question, answer)
         if pair is None:
             return []
-        code = "\n".join(s.action for s in steps)
-        made = [
-            w
-            for s in steps
-            for w in s.meta.get("writes", [])
-            if not w.startswith("_") and w != "con" and not _imported(w, code)
-        ]
+        made = _written(steps)
         first, second = pair
         return [
             Finding(
@@ -474,6 +463,17 @@ def _subset_report(question: str, steps: list[WorkerStep]) -> list[Finding]:
             )
         ]
     return []
+
+
+def _written(steps: list[WorkerStep]) -> list[str]:
+    """The analysis names the steps wrote: not scratch (`_x`), the connection, or an imported module."""
+    code = "\n".join(s.action for s in steps)
+    return [
+        w
+        for s in steps
+        for w in s.meta.get("writes", [])
+        if not w.startswith("_") and w != "con" and not _imported(w, code)
+    ]
 
 
 def _imported(name: str, code: str) -> bool:
