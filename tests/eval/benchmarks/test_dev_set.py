@@ -48,6 +48,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh8",
             "fresh9",
             "fresh10",
+            "fresh11",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -300,6 +301,69 @@ def test_a_fresh10_sql_task_that_unpivots_the_el_nino_table_builds_and_every_fau
     assert turns[10]["answer"]["n_warm"] == 155  # the rollback, with the 1950s still left out
     assert len(manifest["tasks"]["climate/elnino/task1"]["variants"]) == 1 + 3 + 19
     assert (tmp_path / "data/longds/climate/elnino/task1/data/elnino.csv").is_file()
+
+
+FRESH11_TABLES = {
+    "palmerpenguins:penguins-raw.csv",
+    "statsmodels:scotland/scotvote.csv",
+    "statsmodels:ccard/ccard.csv",
+    "statsmodels:heart/heart.csv",
+}
+
+
+def test_the_fresh11_split_has_four_long_tasks_on_new_tables_not_all_statsmodels_and_each_semantic_kind_eight_times() -> (
+    None
+):
+    everything = load_sources()
+    tasks = [s for s in everything if s.split == "fresh11"]
+    assert len(tasks) == 4 and all(len(s.turns) == 12 for s in tasks)
+    assert sum("duckdb" in s.turns[0].code for s in tasks) == 2  # two in SQL
+    assert sum("duckdb" not in s.turns[0].code for s in tasks) == 2  # two in pandas
+    assert any("print_result" in t.code for s in tasks for t in s.turns)
+    older = {f for s in everything if s.split != "fresh11" for f in s.data.values()}
+    new = {f for s in tasks for f in s.data.values()}
+    assert new == FRESH11_TABLES and not older & new  # tables no other split uses
+    assert any(not f.startswith("statsmodels:") for f in new)  # not statsmodels only
+    _each_has_update_rollback_join_and_one_of_each_mechanical_fault(tasks)
+    counts = _semantic_counts("fresh11")
+    assert counts == {
+        "flipped_comparison": 11,
+        "aggregation_swap": 11,
+        "grouping_key": 11,
+        "join": 10,
+        "dropped_filter": 11,
+        "pre_update_definition": 11,
+        "changed_threshold": 10,
+    }
+    assert min(counts.values()) >= 8
+    assert sum(len(s.faults) for s in tasks) == 4 * 3 + 75  # 3 mechanical faults each, 75 counterfactuals
+
+
+def test_a_fresh11_sql_task_on_the_scottish_tax_vote_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    manifest = build(tmp_path, only={"politics/scotvote/task1"})
+    turns = json.loads((tmp_path / "task/longds/politics/scotvote/task1/task.json").read_text())
+    assert len(turns) == 12 and manifest["splits"] == {"politics__scotvote__task1": "fresh11"}
+    # 32 council areas, names read with spaces for the file's underscores
+    assert turns[0]["answer"]["n_councils"] == 32 and turns[0]["answer"]["top_yes_council"] == "Glasgow City"
+    assert turns[1]["answer"]["n_strong"] == 13
+    # the target sheet keeps Inverness, a town and not a council area, without a result
+    assert turns[3]["answer"]["n_targets_without_result"] == 1
+    assert "Inverness" not in turns[3]["answer"]["yes_pct_by_target"]
+    assert turns[5]["answer"]["three_lowest_yes"][0] == "Dumfries and Galloway"  # Orkney left out
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_strong_now": 10, "n_strong_65_rule": 12}
+    # the report keeps every sheet entry: the scope's filter stays inside the joined side
+    assert turns[9]["answer"]["strong_by_target"] == {
+        "Aberdeen City": 0,
+        "Dundee City": 0,
+        "Edinburgh City": 0,
+        "Fife": 0,
+        "Glasgow City": 1,
+        "Inverness": 0,
+        "Stirling": 0,
+    }
+    assert turns[10]["answer"]["n_strong"] == 12  # the rollback, with the islands still left out
+    assert len(manifest["tasks"]["politics/scotvote/task1"]["variants"]) == 1 + 3 + 23
+    assert (tmp_path / "data/longds/politics/scotvote/task1/data/scotvote.csv").is_file()
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
