@@ -24,7 +24,10 @@ The checks run on source text, so `test_the_checks_can_fail` feeds them a small 
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 from stateguard.artifacts.rl_prompts import (
     PreparedExtraInfo,
@@ -95,6 +98,27 @@ def _sources() -> list[Path]:
     return [f for f in files if OWNER not in f.parents]
 
 
+@dataclass(frozen=True)
+class Module:
+    """One checked module, read and parsed once: the checks only walk its tree."""
+
+    path: Path
+    where: str
+    source: str
+    tree: ast.Module
+
+
+@pytest.fixture(scope="module")
+def modules() -> list[Module]:
+    """Every module the checks cover, parsed once for this file's tests (a parse of the whole
+    repository took seconds per test)."""
+    out = []
+    for f in _sources():
+        source = f.read_text(encoding="utf-8")
+        out.append(Module(f, str(f.relative_to(ROOT)), source, ast.parse(source)))
+    return out
+
+
 def _docstrings(tree: ast.AST) -> set[int]:
     out = set()
     for node in ast.walk(tree):
@@ -114,12 +138,8 @@ def _spells(text: str) -> str | None:
     return None
 
 
-def spelled_names(path: Path) -> list[str]:
-    return spelled_names_in(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))
-
-
-def spelled_names_in(source: str, where: str) -> list[str]:
-    tree = ast.parse(source)
+def spelled_names_in(source: str, where: str, tree: ast.Module | None = None) -> list[str]:
+    tree = tree or ast.parse(source)
     skip = _docstrings(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Dict):
@@ -198,8 +218,8 @@ def _keyed(node: ast.AST) -> tuple[ast.AST | None, object]:
     return None, None
 
 
-def rl_reads_in(source: str, where: str) -> list[str]:
-    tree = ast.parse(source)
+def rl_reads_in(source: str, where: str, tree: ast.Module | None = None) -> list[str]:
+    tree = tree or ast.parse(source)
     rows = _sft_rows(tree, RL_HOLDERS, RL_SOURCES)
     out = []
     for node in ast.walk(tree):
@@ -216,8 +236,8 @@ def rl_reads_in(source: str, where: str) -> list[str]:
     return out
 
 
-def sft_reads_in(source: str, where: str) -> list[str]:
-    tree = ast.parse(source)
+def sft_reads_in(source: str, where: str, tree: ast.Module | None = None) -> list[str]:
+    tree = tree or ast.parse(source)
     rows = _sft_rows(tree)
     out = []
     for node in ast.walk(tree):
@@ -236,12 +256,8 @@ def sft_reads_in(source: str, where: str) -> list[str]:
     return out
 
 
-def raw_reads(path: Path) -> list[str]:
-    return raw_reads_in(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))
-
-
-def raw_reads_in(source: str, where: str) -> list[str]:
-    tree = ast.parse(source)
+def raw_reads_in(source: str, where: str, tree: ast.Module | None = None) -> list[str]:
+    tree = tree or ast.parse(source)
     traced = _imports_trace(tree)
     out = []
     for node in ast.walk(tree):
@@ -266,23 +282,23 @@ def raw_reads_in(source: str, where: str) -> list[str]:
     return out
 
 
-def test_no_module_outside_the_artifacts_layer_spells_an_artifact_name() -> None:
-    found = [hit for f in _sources() for hit in spelled_names(f)]
+def test_no_module_outside_the_artifacts_layer_spells_an_artifact_name(modules: list[Module]) -> None:
+    found = [hit for m in modules for hit in spelled_names_in(m.source, m.where, m.tree)]
     assert found == [], "use the constants and folder helpers of stateguard.artifacts:\n" + "\n".join(found)
 
 
-def test_no_module_reads_an_artifact_dict_by_string_key() -> None:
-    found = [hit for f in _sources() for hit in raw_reads(f)]
+def test_no_module_reads_an_artifact_dict_by_string_key(modules: list[Module]) -> None:
+    found = [hit for m in modules for hit in raw_reads_in(m.source, m.where, m.tree)]
     assert found == [], "read the typed models of stateguard.artifacts instead:\n" + "\n".join(found)
 
 
-def test_no_module_reads_an_sft_row_by_string_key() -> None:
-    found = [hit for f in _sources() for hit in sft_reads_in(f.read_text(encoding="utf-8"), str(f))]
+def test_no_module_reads_an_sft_row_by_string_key(modules: list[Module]) -> None:
+    found = [hit for m in modules for hit in sft_reads_in(m.source, str(m.path), m.tree)]
     assert found == [], "read SftRow attributes (or name columns by SftColumn) instead:\n" + "\n".join(found)
 
 
-def test_no_module_reads_an_rl_row_by_string_key() -> None:
-    found = [hit for f in _sources() for hit in rl_reads_in(f.read_text(encoding="utf-8"), str(f))]
+def test_no_module_reads_an_rl_row_by_string_key(modules: list[Module]) -> None:
+    found = [hit for m in modules for hit in rl_reads_in(m.source, str(m.path), m.tree)]
     assert found == [], (
         "read RlPromptRow / RlExtraInfo attributes (or name columns by RlColumn) instead:\n"
         + "\n".join(found)

@@ -14,6 +14,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("stateguard", "synthesis", "statewise", "training", "eval")
 
@@ -103,12 +105,19 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+@pytest.fixture(scope="module")
+def real() -> dict[str, set[str]]:
+    """The repository's graph, built once for the module (a parse of every module, seconds each
+    time): the tests below only read it."""
+    return import_graph()
+
+
 def test_the_cycle_finder_finds_a_cycle() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
 
 
-def test_the_graph_sees_late_and_type_checking_imports(tmp_path: Path) -> None:
+def test_the_graph_sees_late_and_type_checking_imports(tmp_path: Path, real: dict[str, set[str]]) -> None:
     pkg = tmp_path / "toy"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
@@ -120,19 +129,18 @@ def test_the_graph_sees_late_and_type_checking_imports(tmp_path: Path) -> None:
     graph = import_graph(tmp_path, ("toy",))
     assert graph["toy.a"] == {"toy.b"} and graph["toy.b"] == {"toy.c"} and graph["toy.c"] == {"toy.a"}
     assert cycles(graph) == [["toy.a", "toy.b", "toy.c"]]
-    real = import_graph()
     assert "synthesis.replay" in real["synthesis.worker_faults"]
     assert "stateguard.tools" in real["stateguard.verification.verifier"]  # a late import
 
 
-def test_no_import_cycles_in_the_packages() -> None:
-    assert cycles(import_graph()) == []
+def test_no_import_cycles_in_the_packages(real: dict[str, set[str]]) -> None:
+    assert cycles(real) == []
 
 
-def test_dependencies_run_one_way() -> None:
+def test_dependencies_run_one_way(real: dict[str, set[str]]) -> None:
     wrong = sorted(
         f"{module} -> {target}"
-        for module, targets in import_graph().items()
+        for module, targets in real.items()
         for target in targets
         if (top := module.split(".")[0]) != (other := target.split(".")[0])
         and (top == "stateguard" or other != "stateguard")
@@ -141,8 +149,8 @@ def test_dependencies_run_one_way() -> None:
     assert wrong == []
 
 
-def test_statewise_is_a_top_level_package_that_stateguard_never_imports() -> None:
-    graph = import_graph()
+def test_statewise_is_a_top_level_package_that_stateguard_never_imports(real: dict[str, set[str]]) -> None:
+    graph = real
     assert "stateguard.store" in graph["statewise.store"]
     assert not any(name.startswith("stateguard.statewise") for name in graph)
     assert not [
@@ -165,9 +173,9 @@ def _package(module: str) -> str:
     return ".".join(module.split(".")[:2])
 
 
-def test_stateguard_subpackages_do_not_loop() -> None:
+def test_stateguard_subpackages_do_not_loop(real: dict[str, set[str]]) -> None:
     graph: dict[str, set[str]] = {}
-    for module, targets in import_graph().items():
+    for module, targets in real.items():
         if module.startswith("stateguard."):
             graph.setdefault(_package(module), set()).update(
                 _package(t)
@@ -190,11 +198,11 @@ def _out_of_artifacts(graph: dict[str, set[str]]) -> list[str]:
     )
 
 
-def test_artifacts_is_a_leaf() -> None:
+def test_artifacts_is_a_leaf(real: dict[str, set[str]]) -> None:
     """The formats import nothing of the repository outside `stateguard.artifacts` (not even the
     runtime's models: the state model and the hints are defined in artifacts, and the runtime's
     `stateguard.state` / `stateguard.hints` / `stateguard.records` name them from there)."""
-    assert _out_of_artifacts(import_graph()) == []
+    assert _out_of_artifacts(real) == []
 
 
 def test_the_leaf_rule_rejects_an_import_of_the_runtime(tmp_path: Path) -> None:

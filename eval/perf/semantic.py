@@ -236,12 +236,12 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         bench.name == "synth"
     ):  # each task with its shipped mistakes; clean and single-mistake runs are made here
         load_cfg["variants"] = ["shipped"]
-    tasks = bench.load(load_cfg)
     unknown = set(cfg.settings) - set(SETTINGS)
-    if unknown:
+    if unknown:  # before the benchmark loads: a dev set absent or out of date is built by its load
         raise ValueError(
             f"settings: unknown {sorted(unknown)}; use some of {sorted(set(SETTINGS) - {'baseline'})}"
         )
+    tasks = bench.load(load_cfg)
     if cfg.task_ids:  # dev ids may be written with "/" (energy/iowa/task1) or as stored ("__")
         wanted = {str(t).replace("/", "__") for t in cfg.task_ids}
         tasks = [t for t in tasks if (t.base_task or t.task_id) in wanted or t.task_id in wanted]

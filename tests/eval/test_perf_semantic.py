@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 from hydra import compose, initialize_config_dir
 
+from eval.benchmarks.dev.bench import ensure_built
+from eval.benchmarks.dev.build import MANIFEST, build, sources_digest
 from eval.perf.semantic import render, run
 from tests.support.schema_model import SchemaModel
 from tests.support.scripted_server import Respond, ScriptedServer
@@ -19,15 +21,33 @@ from tests.support.scripted_server import Respond, ScriptedServer
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _cfg(tmp: Path, *overrides: str) -> Any:
+TASK = "transport/driving/task1"
+
+
+@pytest.fixture(scope="module")
+def dev_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A dev set of the one task these tests run, built once for the module (the bench only reads
+    it; each test writes its rollouts under its own `out`). Building all 41 tasks took 6 minutes on
+    a busy 2-core machine, so the partial build's manifest is stamped with the sources' digest:
+    `ensure_built` then keeps it instead of rebuilding the whole set."""
+    root = tmp_path_factory.mktemp("dev")
+    manifest = build(root, only={TASK})
+    (root / MANIFEST).write_text(
+        json.dumps({**manifest, "sources_sha256": sources_digest()}), encoding="utf-8"
+    )
+    assert ensure_built(root)["tasks"].keys() == {TASK}  # kept as it is, not rebuilt
+    return root
+
+
+def _cfg(tmp: Path, dev: Path, *overrides: str) -> Any:
     with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
         return compose(
             "perf_semantic",
             overrides=[
                 "bench=dev",
-                f"bench.data_dir={tmp / 'dev'}",
+                f"bench.data_dir={dev}",
                 "bench.variants=[clean]",
-                "task_ids=[transport/driving/task1]",
+                f"task_ids=[{TASK}]",
                 "workers=1",
                 f"out={tmp / 'out'}",
                 "llm.max_retries=0",
@@ -38,12 +58,12 @@ def _cfg(tmp: Path, *overrides: str) -> Any:
 
 
 def test_llm_and_hierarchical_calls_are_counted_per_setting(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, dev_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with ScriptedServer([Respond(SchemaModel())] * 400, flavor="llama.cpp", context_window=32768) as server:
         monkeypatch.setenv("STATEGUARD_MANAGER_BASE_URL", server.base_url)
         monkeypatch.setenv("STATEGUARD_MANAGER_MODEL", "scripted-schema")
-        report = run(_cfg(tmp_path, "settings=[llm,hierarchical]"))
+        report = run(_cfg(tmp_path, dev_dir, "settings=[llm,hierarchical]"))
         chats = sum(1 for r in server.requests if "messages" in r)
     saved = json.loads((tmp_path / "out" / "semantic.json").read_text())
     calls = {r["setting"]: r["model_calls"] for r in saved["runs"]}
@@ -56,11 +76,11 @@ def test_llm_and_hierarchical_calls_are_counted_per_setting(
     assert "calls per rollout" in render(report)
 
 
-def test_an_unknown_setting_is_refused_before_any_rollout(tmp_path: Path) -> None:
+def test_an_unknown_setting_is_refused_before_any_rollout(tmp_path: Path, dev_dir: Path) -> None:
     with pytest.raises(ValueError, match="settings: unknown \\['llm_manager'\\]"):
-        run(_cfg(tmp_path, "settings=[llm_manager]"))
+        run(_cfg(tmp_path, dev_dir, "settings=[llm_manager]"))
     with pytest.raises(ValueError, match="no such task in bench=dev"):
-        run(_cfg(tmp_path, "settings=[llm]", "task_ids=[transport/driving/task9]"))
+        run(_cfg(tmp_path, dev_dir, "settings=[llm]", "task_ids=[transport/driving/task9]"))
     assert not (tmp_path / "out").exists()
 
 

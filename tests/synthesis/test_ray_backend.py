@@ -15,6 +15,8 @@ def _files(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
+# starts a Ray cluster (15 s at load 2.7, 61 s at load 5 on 2 cores): `make test-slow`, run by CI
+@pytest.mark.slow
 def test_ray_tasks_build_the_same_task(tmp_path: Path) -> None:
     from stateguard.parallel import map_tasks
 

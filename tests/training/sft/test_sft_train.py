@@ -92,6 +92,9 @@ def test_resume_continues_from_the_last_checkpoint(trained: Any, sft_corpus: Pat
     assert len(more.losses) == TRAIN_STEPS + 2
 
 
+# a LoRA training run, merge and save (60 s on a busy 2-core machine): `make test-slow`, run by CI,
+# where the corpus and base model the 24-step run builds are already there
+@pytest.mark.slow
 def test_lora_trains_adapters_and_saves_merged_weights(
     sft_corpus: Path, tiny_base: Path, tmp_path: Path
 ) -> None:
