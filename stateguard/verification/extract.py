@@ -24,7 +24,16 @@ from stateguard.verification.requirements import COMPLEMENT, Kind, Requirement
 from stateguard.verification.rules.registry import Reading, row_condition_kinds, rules
 from stateguard.verification.vocabulary import STOP, Vocabulary, column_tokens, matches_token
 
-_NUM = r"(?P<num>-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?)(?P<pct>\s*(?:%|percent\b))?"
+# Small counts in words: bounds ("two or more children", "at least three") and top-k rankings
+_WORDNUM = {
+    w: i
+    for i, w in enumerate(["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"], 1)
+}
+_NUM = (
+    r"(?P<num>-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?|\b(?:"
+    + "|".join(_WORDNUM)
+    + r")\b)(?P<pct>\s*(?:%|percent\b))?"
+)
 _PREFIX_OPS = [
     (LEXICON.pattern(LEXICON.comparator_phrases(op=op)), op) for op in (">=", "<=", ">", "<")
 ]  # (alternation of the lexicon's prefix comparators, the op they state)
@@ -152,18 +161,6 @@ _NOT_KEYS = {
     "over",
     "on",
 }
-_WORDNUM = {
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-}
 _TOPK = re.compile(
     r"\b(?:top|the|which|(?:at most)\)?)\s+\(?(?:at most\)?\s+)?(?P<k>\d+|one|two|three|four|five|six|seven|eight|nine|ten)\s+"
     r"(?P<rest>[^.?;]{0,80}?)\b(?P<dir>largest|highest|most|biggest|greatest|fastest|smallest|lowest|fewest|least|slowest)\b",
@@ -190,7 +187,8 @@ _FIELDS = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)`")
 
 
 def _number(text: str) -> float:
-    return float(text.replace(",", ""))
+    word = _WORDNUM.get(text.lower())
+    return float(word) if word is not None else float(text.replace(",", ""))
 
 
 def clauses(text: str) -> list[str]:
@@ -557,18 +555,36 @@ _FLAG_OTHER = re.compile(
 )
 
 
+# Two statistics of one quantity joined by "and" ("the mean and the median activity"): the first
+# names no quantity of its own, so it is read with the second's.
+_STAT_WORDS = r"mean|average|median|total"
+_PAIRED_STAT = re.compile(rf"\b(?P<fn>{_STAT_WORDS})\s+and\s+(?:the\s+)?(?={_STAT_WORDS})\w", re.IGNORECASE)
+
+
+def _uncoordinated(clause: str) -> str:
+    """`clause` with the first statistic of each coordinated pair blanked out (same length), so the
+    statistic-and-quantity pattern finds the second one with its quantity."""
+    return _PAIRED_STAT.sub(lambda m: " " * (len(m.group(0)) - 1) + m.group(0)[-1], clause)
+
+
 def aggregations(clause: str, fields: list[str], source: str = "question") -> list[Requirement]:
     out = []
-    for m in _AGG.finditer(clause):
+    for m in _AGG.finditer(_uncoordinated(clause)):
         fn = _FUNCS[m.group("fn").lower()]
         subj = [w for w in m.group("subj").split() if w.lower() not in ("the", "of")]
         if subj and subj[0].lower() in ("of", "growth") and fn == "sum":
             continue
         if not subj or subj[0].lower() in ("and", "or") or _REFERENCE_BEFORE.search(clause[: m.start()]):
             continue  # "heavier than their cohort mean and efficient": a reference value, not the statistic asked
-        out.append(
-            Requirement(kind=Kind.AGGREGATION, text=m.group(0), source=source, function=fn, subject=subj)
-        )
+        found = [(fn, m.group(0))]
+        pair = next((p for p in _PAIRED_STAT.finditer(clause) if p.end() == m.start() + 1), None)
+        if pair and not _REFERENCE_BEFORE.search(clause[: pair.start()]):
+            # "the mean and the median activity": the first statistic is of the same quantity
+            found.insert(0, (_FUNCS[pair.group("fn").lower()], pair.group(0)[:-1] + m.group(0)))
+        for function, text in found:
+            out.append(
+                Requirement(kind=Kind.AGGREGATION, text=text, source=source, function=function, subject=subj)
+            )
     for field in fields:
         fm = _FIELD_AGG.match(field)
         if fm:
