@@ -12,8 +12,9 @@ the bound is about, by two facts:
     the definition's frame ("calls a marriage unhappy when"); the sentence holds exactly this one
     bound, first in its condition, and the condition does not go on ("... 2 or lower and married
     before 30"); a frame pointing at another version ("the withdrawn rule calls") abstains.
-  * the stated number: exactly one comparison of the turn's code tests a column against it (a
-    mask, a WHERE, a flag, or a test inside a conditional count); two or none abstain.
+  * the stated number: it is the number of no other bound of the question, and exactly one
+    comparison of the turn's code tests a column against it (a mask, a WHERE, a flag, or a test
+    inside a conditional count); two or none abstain.
 
 The bound is then that comparison's, stated. One written another way (the other direction, or a
 strict bound for an inclusive one, or another number for a flag) is re-run as stated, and a
@@ -164,9 +165,11 @@ def _by_number(req: Requirement, sites: list[Site]) -> Site | None:
 def bind_loose(b: Binder, question: str, loose: list[Requirement], plan: Plan) -> None:
     """Probe items (a changed answer required) for loose bounds the code writes otherwise."""
     sites, flags = _sites(b.sem), _flags(b.sem)
+    stated = [r.value for c in clauses(question) for r in comparisons(c) if r.value is not None]
     for req in loose:
         site, how = _by_flag(question, req, flags), "flag"
-        if site is None:
+        if site is None and sum(close(v, req.value or 0.0) for v in stated) == 1:
+            # the number names one bound of the question ("below 80" beside "80 or higher" names none)
             site, how = _by_number(req, sites), "number"
         if site is None:
             continue

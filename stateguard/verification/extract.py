@@ -63,10 +63,10 @@ _YEARS = re.compile(
 _EXCLUDING = "|".join(LEXICON.exclusion)
 # A bound is negated by an exclusion word earlier in its clause segment ("excluding flights
 # shorter than 500 miles") -- a segment ends at a comma, a semicolon or a parenthesis -- or by a
-# "not" right before it ("not below 5"); a "not" further back belongs to another phrase. "outside"
+# "not" right before it ("not below 5"), or a "no" ("no higher than 3"); a "not" further back belongs to another phrase. "outside"
 # takes a place or a category ("outside Oceania gained at least 25"), never the bound itself.
 _NEGATING = re.compile(
-    rf"\b(?:{'|'.join(w for w in LEXICON.exclusion if w not in ('not', 'outside'))})\b[^,;:()]*$|\bnot\s+(?:\w+\s+)?$",
+    rf"\b(?:{'|'.join(w for w in LEXICON.exclusion if w not in ('not', 'outside'))})\b[^,;:()]*$|\bnot\s+(?:\w+\s+)?$|\bno\s+$",
     re.IGNORECASE,
 )
 # Words that leave out what follows them in the same clause segment ("unless the Times typed it
