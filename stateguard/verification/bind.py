@@ -531,9 +531,16 @@ class RequirementBinder(Binder):
             plan.unverified.append(req)
             return
         plan.notes.append(f"{req.describe()}: the code computes {agg.function} ({agg.text})")
+        self.swapped(req, sel, agg, plan)
+
+    def swapped(
+        self, req: Requirement, sel: Selection, agg: Aggregate, plan: Plan, needs_changed: bool = False
+    ) -> None:
+        """The aggregate re-run with the stated statistic (the query, or the pandas call)."""
+        assert req.function is not None
         if sel.language == "sql" and self.con and sel.sql:
             fixed = sql_edit.swap_aggregate(sel.sql, agg.text, req.function)
-            self.add_rerun(req, sel, fixed, "aggregation", plan)
+            self.add_rerun(req, sel, fixed, "aggregation", plan, needs_changed=needs_changed)
             return
         site = (
             probes.compare_probe(f"({agg.receiver}).{agg.function}()", f"({agg.receiver}).{req.function}()")
@@ -549,6 +556,7 @@ class RequirementBinder(Binder):
                     self.variables(sel),
                     "aggregation",
                     edit=_swapped_text(agg, req.function),
+                    needs_changed=needs_changed,
                 )
             )
 

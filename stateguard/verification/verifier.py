@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from stateguard.answers import last_json
 from stateguard.inspection.code_model import CodeSemantics
 from stateguard.observation import ManagerObservation, WorkerStep
-from stateguard.verification import bind_loose, carried, probes, superseded
+from stateguard.verification import bind_loose, carried, named_stats, probes, superseded
 from stateguard.verification.bind import RequirementBinder, bind
 from stateguard.verification.binder import Plan, reason
 from stateguard.verification.definitions import Definitions
@@ -86,6 +86,11 @@ class SemanticConfig(BaseModel):
         description="A stated bound whose words name no column, bound through the code: to the flag its "
         "sentence defines, or to the code's one test against its number (`bind_loose.py`); a finding "
         "needs a changed answer.",
+    )
+    named_statistics: bool = Field(
+        default=True,
+        description="A value the code names one statistic (`AVG(age) AS median_age`) computed as another, "
+        "when the question asks for the named one (`named_stats.py`); a finding needs a changed answer.",
     )
     subset_counts: bool = Field(
         default=True,
@@ -346,14 +351,16 @@ class SemanticVerifier:
             return Plan(requirements=reqs, unverified=list(reqs))
         plan = bind(reqs, sem, self.vocab, later)
         self._span = (getattr(turn, "turn_id", None), code, sem)
-        if self.config.loose_bounds:
-            start = len(plan.items)
-            loose = bind_loose.loose_bounds(question, self.vocab, tables, plan)
-            bind_loose.bind_loose(RequirementBinder(sem, self.vocab, later), question, loose, plan)
-            plan.items[start:] = [
-                item.model_copy(update={"id": f"R{start + i + 1}"})
-                for i, item in enumerate(plan.items[start:])
-            ]
+        start, binder = len(plan.items), RequirementBinder(sem, self.vocab, later)
+        if self.config.loose_bounds:  # bounds and statistics bound through the code
+            bind_loose.bind_loose(
+                binder, question, bind_loose.loose_bounds(question, self.vocab, tables, plan), plan
+            )
+        if self.config.named_statistics:
+            named_stats.bind_named(binder, question, plan)
+        plan.items[start:] = [
+            item.model_copy(update={"id": f"R{start + i + 1}"}) for i, item in enumerate(plan.items[start:])
+        ]
         if self.config.superseded:
             self._restated(question, code, sem, plan)
         if self.config.carried_scopes:
