@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 import re
 
+from stateguard.artifacts.lexicon import LEXICON
 from stateguard.inspection.code_model import CodeSemantics, Selection
 from stateguard.verification import bind_cutoff, probes
 from stateguard.verification.binder import Binder, Plan, close
@@ -41,6 +42,10 @@ from stateguard.verification.requirements import Kind, Requirement
 from stateguard.verification.vocabulary import Vocabulary, column_tokens
 
 _ORDER_OPS = (">", ">=", "<", "<=")
+# An exclusion word earlier in the clause: whether it negates the bound or names other rows is open.
+_EXCLUDED_BEFORE = re.compile(
+    rf"\b(?:{'|'.join(w for w in LEXICON.exclusion if w not in ('not', 'outside'))})\b", re.IGNORECASE
+)
 _SENTENCE = re.compile(r"(?:[^.?!]|(?<=\d)\.(?=\d))+(?:[.?!]|$)")  # "1.5" stays inside
 _MORE = re.compile(r"\b(?:and|or|but|unless|except|while|provided)\b", re.IGNORECASE)
 # `column op number` in SQL text (a WHERE, a select-list flag, a CASE WHEN or FILTER test)
@@ -128,6 +133,8 @@ def loose_bounds(question: str, vocab: Vocabulary, tables: list[str] | None, pla
                 req.text not in unverified and parses_whole(question, req, vocab, tables)
             ):
                 continue
+            if _EXCLUDED_BEFORE.search(clause[: max(clause.find(req.text), 0)]):
+                continue  # "Drop the Boeings and look at those that seat more than 100": what is dropped is open
             out.append(req)
     return out
 

@@ -128,8 +128,11 @@ class Restatement:
                 f"_n, _bad = {con}.execute({query!r}).fetchone()\n_bad = int(_bad or 0)\n"
                 f"_v = _bad > 0\n_o = {{'rows': int(_n or 0), 'rows_where_the_replaced_rule_differs': _bad}}"
             )
+        old = self.old.text
+        if self.old.holder != self.current.holder:  # the old rule on the frame that holds the flag now
+            old = re.sub(rf"(?<![\w.]){re.escape(self.old.holder)}(?=\s*\[)", self.current.holder, old)
         return (
-            f"_f = {self.current.holder}\n_old = ({self.old.text})\n"
+            f"_f = {self.current.holder}\n_old = ({old})\n"
             f"_old = _old.fillna(False).astype(bool)\n_now = _f[{self.old.flag!r}].fillna(False).astype(bool)\n"
             f"_bad = int((_old != _now).sum())\n"
             f"_v = _bad > 0\n_o = {{'rows': int(len(_f)), 'rows_where_the_replaced_rule_differs': _bad}}"
@@ -173,9 +176,9 @@ def _sql_flags(sql: str) -> list[tuple[str, str]]:
     return out
 
 
-def _assigned(code: str, sem: CodeSemantics) -> set[tuple[str, str]]:
-    """(holder, flag) pairs the turn itself (re)defines: a redefinition or a rollback, not a use."""
-    return {(v.holder.lower(), v.flag.lower()) for v in _flag_assignments(code, sem, None)}
+def _assigned(code: str, sem: CodeSemantics) -> set[str]:
+    """The flags the turn itself (re)defines: a redefinition or a rollback, not a use."""
+    return {v.flag.lower() for v in _flag_assignments(code, sem, None)}
 
 
 def _find(shape: tuple[tuple[str, str | float], ...], code_tokens: list[Token]) -> list[tuple[int, int]]:
@@ -249,11 +252,12 @@ class FlagHistory:
     """The versions of every flag column the run's committed cells defined, oldest first."""
 
     def __init__(self) -> None:
-        self.versions: dict[tuple[str, str], list[Version]] = {}
+        # by flag name: a flag carried to a derived frame (`kept` from `sun`) is still the one flag
+        self.versions: dict[str, list[Version]] = {}
 
     def record(self, turn: int | None, code: str, sem: CodeSemantics) -> None:
         for v in _flag_assignments(code, sem, turn):
-            self.versions.setdefault((v.holder.lower(), v.flag.lower()), []).append(v)
+            self.versions.setdefault(v.flag.lower(), []).append(v)
 
     def restated(self, question: str, code: str, sem: CodeSemantics) -> list[Restatement]:
         if not self.versions or _EARLIER.search(question):

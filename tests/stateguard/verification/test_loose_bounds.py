@@ -140,3 +140,18 @@ def test_the_second_of_two_coordinated_statistics_computed_otherwise_is_a_findin
     )
     findings = Session().turn("What are the mean and the median rating of the orders?", code)
     assert findings and "median" in findings[0].reason
+
+
+def test_a_bound_after_an_exclusion_word_in_its_clause_is_not_bound_through_the_code() -> None:
+    """'Drop the North orders and look at those above 200': the exclusion names other rows; the
+    ordinary reading would negate the bound, so the code route abstains."""
+    question = "Drop the garden orders and count the others that cost more than 200. How many?"
+    code = (
+        "import json\n"
+        "_rest = orders[orders['category'] != 'garden']\n"
+        "result = {'n': int((_rest['price'] > 200).sum())}\n"
+        "print(json.dumps(result))"
+    )
+    session = Session()
+    assert session.turn(question, code) == []
+    assert not any("bound through the code" in n for n in session.verifier.last.notes)
