@@ -155,3 +155,31 @@ def test_a_bound_after_an_exclusion_word_in_its_clause_is_not_bound_through_the_
     session = Session()
     assert session.turn(question, code) == []
     assert not any("bound through the code" in n for n in session.verifier.last.notes)
+
+
+def test_a_flag_redefined_on_a_derived_frame_keeps_its_earlier_rule_on_record() -> None:
+    """The flag was first set on `orders`, then carried to `kept` and redefined there; a turn that
+    writes the first rule out on `kept` computes with the replaced rule (superseded.py)."""
+    session = Session()
+    assert (
+        session.turn(
+            "Flag an order as pricey when its price is 200 or more (column `pricey`). How many?",
+            "import json\norders['pricey'] = orders['price'] >= 200\n"
+            "print(json.dumps({'n': int(orders['pricey'].sum())}))",
+        )
+        == []
+    )
+    assert (
+        session.turn(
+            "Keep the rated orders in `kept` and redefine `pricey` there: 250 or more. How many now?",
+            "import json\nkept = orders[orders['rating'].notna()].copy()\nkept['pricey'] = kept['price'] >= 250\n"
+            "print(json.dumps({'n': int(kept['pricey'].sum())}))",
+        )
+        == []
+    )
+    findings = session.turn(
+        "How many pricey orders does `kept` hold, and what is their mean rating?",
+        "import json\n_p = kept[kept['price'] >= 200]\n"
+        "print(json.dumps({'n': len(_p), 'mean_rating': float(_p['rating'].mean())}))",
+    )
+    assert findings and "replaced" in findings[0].reason
