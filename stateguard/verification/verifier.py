@@ -415,6 +415,18 @@ class SemanticVerifier:
             )
             edit = probes.SpanEdit(kind="text", before=found.before, after=found.after)
             _add_item(plan, req, "replaced_rule", probe, _assigned_by(code, found.before), "restated", edit)
+        for found in self.flags.restored(question, code, sem):
+            probe = found.probe(sem.connection)
+            if probe is None:
+                continue
+            req = found.requirement()
+            plan.requirements.append(req)
+            plan.notes.append(
+                f"{req.describe()}: the code puts back `{found.before}`; the rule of turn {found.old.turn} "
+                f"was `{found.old.text}`"
+            )
+            edit = probes.SpanEdit(kind="text", before=found.before, after=found.after)
+            _add_item(plan, req, "restored_rule", probe, [found.current.holder], "restored", edit)
 
     def remember(
         self, turn: Any, state_id: str | None, requirements: list[Requirement] | None = None

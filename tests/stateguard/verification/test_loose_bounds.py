@@ -28,7 +28,9 @@ def _flag_turn(test: str) -> str:
 
 
 @pytest.mark.parametrize(("test", "found"), [(">= 200", False), ("<= 200", True), ("> 250", True)])
-def test_a_definition_whose_words_name_no_column_is_bound_to_the_flag_it_defines(test: str, found: bool) -> None:
+def test_a_definition_whose_words_name_no_column_is_bound_to_the_flag_it_defines(
+    test: str, found: bool
+) -> None:
     session = Session()
     findings = session.turn(DEFINE, _flag_turn(test))
     assert bool(findings) is found
@@ -183,3 +185,47 @@ def test_a_flag_redefined_on_a_derived_frame_keeps_its_earlier_rule_on_record() 
         "print(json.dumps({'n': len(_p), 'mean_rating': float(_p['rating'].mean())}))",
     )
     assert findings and "replaced" in findings[0].reason
+
+
+def _rollback_session() -> Session:
+    session = Session()
+    for question, code in [
+        (
+            "Flag an order as pricey when its price is 200 or more (column `pricey`). How many?",
+            "import json\norders['pricey'] = orders['price'] >= 200\nprint(json.dumps({'n': int(orders['pricey'].sum())}))",
+        ),
+        (
+            "Redefine `pricey`: the order's price is above its region's median price. How many now?",
+            "import json\norders['pricey'] = orders['price'] > orders.groupby('region')['price'].transform('median')\n"
+            "print(json.dumps({'n': int(orders['pricey'].sum())}))",
+        ),
+    ]:
+        assert session.turn(question, code) == []
+    return session
+
+
+RESTORE = "Restore the price-based `pricey` flag. As in Task 1: how many pricey orders are there?"
+
+
+@pytest.mark.parametrize(
+    ("rule", "found"),
+    [
+        ("orders['price'] >= 200", False),  # the earlier rule, as it was
+        ("orders['price'] <= 200", True),  # put back the other way round
+        ("orders['price'].between(250, 400)", True),  # put back at other numbers
+    ],
+)
+def test_a_rollback_that_puts_back_no_rule_of_the_run_is_a_finding(rule: str, found: bool) -> None:
+    session = _rollback_session()
+    code = f"import json\norders['pricey'] = {rule}\nprint(json.dumps({{'n': int(orders['pricey'].sum())}}))"
+    findings = session.turn(RESTORE, code)
+    assert bool(findings) is found
+    if found:
+        assert findings[0].variables == ["orders"] and "restore the earlier definition" in findings[0].reason
+
+
+def test_a_rollback_that_states_a_new_number_is_a_new_rule() -> None:
+    session = _rollback_session()
+    question = "Restore a price-based `pricey` flag, now at 250 or more. How many pricey orders?"
+    code = "import json\norders['pricey'] = orders['price'] >= 250\nprint(json.dumps({'n': int(orders['pricey'].sum())}))"
+    assert session.turn(question, code) == []
