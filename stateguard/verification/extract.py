@@ -953,7 +953,23 @@ def _kept_entries(low: str) -> str | None:
         if _KEEP_BEFORE.search(low[: m.start()]) or _KEEP_AFTER.match(low[m.end() :])
     }
     nouns -= _STOPS | {"rows", "row", "data", "cases", "records", "values"}
+    if not nouns:  # "keeping firms the file lacks", "keeping a member even when the table does not cover it"
+        nouns = (
+            {m.group("noun") for m in _KEEP_NOUN.finditer(low) if _ABSENT.search(low[m.end() :])}
+            - _STOPS
+            - {"rows", "row", "data", "cases", "records", "values", "only", "it", "them", "those"}
+        )
     return nouns.pop() if len(nouns) == 1 else None
+
+
+# A keep verb and the noun of what it keeps, and words saying the other side may lack some of them.
+_KEEP_NOUN = re.compile(
+    r"\b(?:keep(?:ing|s)?|retain(?:ing|s)?)\s+(?:(?:a|an|the|any|each)\s+)?(?P<noun>[a-z][a-z_]*)\b"
+)
+_ABSENT = re.compile(
+    r"^[^;.]*?\b(?:lacks?|lacking|missing|absent|even\s+(?:when|if|though)|without|with\s+no|"
+    r"does\s+not\s+(?:cover|have|include|list)|do\s+not\s+(?:cover|have|include|list)|no\s+(?:data|figures|match\w*))\b"
+)
 
 
 def joins(clause: str) -> list[Requirement]:
