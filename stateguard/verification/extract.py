@@ -953,7 +953,9 @@ def _kept_entries(low: str) -> str | None:
         if _KEEP_BEFORE.search(low[: m.start()]) or _KEEP_AFTER.match(low[m.end() :])
     }
     nouns -= _STOPS | {"rows", "row", "data", "cases", "records", "values"}
-    if not nouns:  # "keeping firms the file lacks", "keeping a member even when the table does not cover it"
+    if not nouns and _JOINING_ANY.search(low):
+        # "attach ... to it, keeping firms the file lacks", "keeping a member even when the table does
+        # not cover it": a keep verb in a clause that joins, and words saying the other side may lack some
         nouns = (
             {m.group("noun") for m in _KEEP_NOUN.finditer(low) if _ABSENT.search(low[m.end() :])}
             - _STOPS
@@ -962,6 +964,7 @@ def _kept_entries(low: str) -> str | None:
     return nouns.pop() if len(nouns) == 1 else None
 
 
+_JOINING_ANY = re.compile(rf"\b(?:{'|'.join(LEXICON.join_verbs)}|combin\w*)", re.IGNORECASE)
 # A keep verb and the noun of what it keeps, and words saying the other side may lack some of them.
 _KEEP_NOUN = re.compile(
     r"\b(?:keep(?:ing|s)?|retain(?:ing|s)?)\s+(?:(?:a|an|the|any|each)\s+)?(?P<noun>[a-z][a-z_]*)\b"
