@@ -42,7 +42,7 @@ from stateguard.verification.requirements import Kind, Requirement
 from stateguard.verification.vocabulary import Vocabulary, column_tokens
 
 _ORDER_OPS = (">", ">=", "<", "<=")
-# An exclusion word earlier in the clause: whether it negates the bound or names other rows is open.
+# An exclusion word in the bound's sentence: whether it negates the bound or names other rows is open.
 _EXCLUDED_BEFORE = re.compile(
     rf"\b(?:{'|'.join(w for w in LEXICON.exclusion if w not in ('not', 'outside'))})\b", re.IGNORECASE
 )
@@ -74,7 +74,7 @@ class Site:
         return (id(self.sel), self.text if self.span is None else f"{self.span}")
 
 
-def _sites(sem: CodeSemantics) -> list[Site]:
+def code_tests(sem: CodeSemantics) -> list[Site]:
     """Every comparison of a column with a number in the turn's code."""
     out: list[Site] = []
     for sel in sem.selections:
@@ -100,7 +100,7 @@ def _sites(sem: CodeSemantics) -> list[Site]:
 def _flags(sem: CodeSemantics) -> dict[str, list[Site]]:
     """flag name -> the comparisons it is computed from (pandas `frame[flag] = <mask>`, SQL `... AS flag`)."""
     out: dict[str, list[Site]] = {}
-    sites = _sites(sem)
+    sites = code_tests(sem)
     for sel in sem.selections:
         if sel.language == "pandas" and sel.flag:
             out[sel.flag[1]] = [s for s in sites if s.sel is sel] if sel.flag[2] else []
@@ -133,8 +133,13 @@ def loose_bounds(question: str, vocab: Vocabulary, tables: list[str] | None, pla
                 req.text not in unverified and parses_whole(question, req, vocab, tables)
             ):
                 continue
-            if _EXCLUDED_BEFORE.search(clause[: max(clause.find(req.text), 0)]):
-                continue  # "Drop the Boeings and look at those that seat more than 100": what is dropped is open
+            sentence = next(
+                (m.group(0) for m in _SENTENCE.finditer(question) if req.text in m.group(0)), clause
+            )
+            if _EXCLUDED_BEFORE.search(sentence):
+                # "Drop the Boeings and look at those that seat more than 100", "Holders under 25 ...;
+                # exclude them from here on": whether the bound keeps or drops its rows is open
+                continue
             out.append(req)
     return out
 
@@ -171,7 +176,7 @@ def _by_number(req: Requirement, sites: list[Site]) -> Site | None:
 
 def bind_loose(b: Binder, question: str, loose: list[Requirement], plan: Plan) -> None:
     """Probe items (a changed answer required) for loose bounds the code writes otherwise."""
-    sites, flags = _sites(b.sem), _flags(b.sem)
+    sites, flags = code_tests(b.sem), _flags(b.sem)
     stated = [r.value for c in clauses(question) for r in comparisons(c) if r.value is not None]
     for req in loose:
         site, how = _by_flag(question, req, flags), "flag"

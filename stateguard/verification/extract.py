@@ -102,6 +102,21 @@ _AGG = re.compile(
     r"(?=\s*(?:\(|,|\.|;|\?|$|\s(?:per|for|of|over|in|across|by|among|within|from|on|at|is|was|and|rounded)\b))",
     re.IGNORECASE,
 )
+_EXAMPLE_BEFORE = re.compile(
+    r"\b(?:e\.\s?g\.|for\s+example|for\s+instance|such\s+as|like)\s*,?\s*[\"'“]?$", re.IGNORECASE
+)
+# Words after a bound that leave its rows out ("patients under 30 still left out"): the bound is negated
+_LEFT_OUT_AFTER = re.compile(
+    r"^\s*(?:[a-z]+\s+){0,2}?(?:(?:is|are|was|were|be|been|still|stay|stays|remain|remains)\s+)*"
+    r"(?:left\s+out|set\s+aside|excluded|removed|dropped|taken\s+out)\b",
+    re.IGNORECASE,
+)
+# A bound whose rows are compared with the rest ("of the councils with mortality over 100, and of the
+# rest"): it splits the rows into two groups, it does not restrict them
+_THE_REST = re.compile(
+    r"\b(?:the\s+rest|the\s+others|all\s+others|everyone\s+else|everything\s+else|the\s+remaining\s+\w+)\b",
+    re.IGNORECASE,
+)
 _REMOVED_AFTER = re.compile(
     r"\s+(?:was|were|has been|had been|have been)\s+(?:left out|removed|dropped|excluded|taken out)\b",
     re.IGNORECASE,
@@ -194,7 +209,10 @@ def _number(text: str) -> float:
 def clauses(text: str) -> list[str]:
     return [
         c.strip()
-        for c in re.split(r"(?<!\d)[.?!;](?=\s|$)|(?<=[a-z])\.(?=\s)|(?<=\d)[.?!;](?=\s+[A-Z]|\s*$)", text)
+        for c in re.split(
+            r"(?<!\d)(?<!\be\.g)(?<!\bi\.e)[.?!;](?=\s|$)|(?<=[a-z])(?<!\be\.g)(?<!\bi\.e)\.(?=\s)|(?<=\d)[.?!;](?=\s+[A-Z]|\s*$)",
+            text,
+        )
         if c.strip()
     ]
 
@@ -299,7 +317,18 @@ def _counts_rows(clause: str, start: int, end: int) -> bool:
     )
 
 
+_QUOTED = re.compile(r"(?<![A-Za-z])'[^'\n]*'(?![A-Za-z])|\"[^\"\n]*\"|“[^”]*”")
+
+
+def _in_quotes(clause: str, at: int) -> bool:
+    """Position `at` is inside a quoted string of the clause ('under 40', "50 and over"); an
+    apostrophe ("the women's rating") opens none."""
+    return any(m.start() < at < m.end() for m in _QUOTED.finditer(clause))
+
+
 def comparisons(clause: str, source: str = "question") -> list[Requirement]:
+    if _THE_REST.search(clause):
+        return []  # the bound's rows are compared with the rest: a split into groups, not a filter
     out: list[Requirement] = []
     taken: list[tuple[int, int]] = []
     for m in _BETWEEN.finditer(clause):
@@ -333,6 +362,8 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
                 continue  # "at least 10 percent of the firm's market value": a ratio to another quantity
             if re.match(r"\s*(?:times\b|x\s+the\b|×|-?fold\b)", after, re.IGNORECASE):
                 continue  # "at least 1.5 times that average": a multiple of another quantity, no bound
+            if _in_quotes(clause, m.start()):
+                continue  # "an age band ('under 40', '40-49')": a label written out, not a bound
             subject = _subject_before(clause, m.start())
             named_after = re.match(
                 r"\s*(?:[a-z%°]+\s+)?of\s+(?P<what>[a-z][a-z-]*(?:\s+[a-z][a-z-]*)?)", after, re.IGNORECASE
@@ -352,7 +383,7 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
                 subject = ["year"]
                 if m.group("phrase").lower() in LEXICON.year_spans:
                     op = "=="
-            if _NEGATING.search(clause[: m.start()]):
+            if _NEGATING.search(clause[: m.start()]) or _LEFT_OUT_AFTER.match(after):
                 op = COMPLEMENT[op]
             out.append(
                 Requirement(
@@ -468,6 +499,8 @@ def scopes(
                 continue
             if _REMOVED_AFTER.match(clause[m.end() : m.end() + 40]):
                 continue  # "before Grand Rapids was left out": history of the data, not this turn's scope
+            if _EXAMPLE_BEFORE.search(before):
+                continue  # "(only the first word of the name, e.g. Adelie)": an example of a value, no scope
             counted_itself = re.search(r"\bhow\s+many\s+[\"'“]?$", clause[: m.start()]) and re.match(
                 r"[\"'”]?\s*(?:$|[,;:?.!]|and\b|or\b)", clause[m.end() :]
             )  # "how many benign, and ...": the value is the counted thing itself
@@ -619,6 +652,7 @@ def extract(
         for rule in registered:
             if rule.read_clause is not None:
                 out += rule.read_clause(clause, reading)
+    out = [r for r in out if not (r.kind is Kind.COMPARISON and _excluded_after(question, r.text))]
     if vocab is not None:
         whole = row_condition_kinds()
         out = [r for r in out if r.kind not in whole or parses_whole(question, r, vocab, tables)]
@@ -626,6 +660,24 @@ def extract(
         if rule.read_question is not None:
             out += rule.read_question(reading)
     return dedupe(out)
+
+
+# "Orders under 50 are samples; exclude them from here on": the bound names the rows left out
+_EXCLUDE_THEM = re.compile(
+    r"\b(?:exclud\w*|leav\w*|set\w*|drop\w*|remov\w*|discard\w*|ignor\w*|omit\w*)\s+(?:them|those|these|it)\b",
+    re.IGNORECASE,
+)
+
+
+def _excluded_after(question: str, text: str) -> bool:
+    """The sentence stating the bound `text` goes on to leave its rows out ("...; exclude them"):
+    which rows the turn keeps is then said by that instruction, not by the bound; it abstains."""
+    at = question.find(text)
+    if at < 0:
+        return False
+    end = re.search(r"(?<!\d)[.?!](?=\s|$)", question[at + len(text) :])
+    rest = question[at + len(text) : at + len(text) + (end.start() if end else len(question))]
+    return bool(_EXCLUDE_THEM.search(rest))
 
 
 def answer_fields(question: str) -> list[str]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from stateguard.inspection.inspect import inspect_code
-from stateguard.verification.bind_loose import _by_number, _flags, _sites
+from stateguard.verification.bind_loose import _by_number, _flags, code_tests
 from stateguard.verification.extract import comparisons
 from stateguard.verification.requirements import Kind
 from tests.stateguard.verification.conftest import Session
@@ -98,9 +98,9 @@ def test_two_tests_against_the_stated_number_bind_neither() -> None:
         'a = (orders["rating"] >= 3).sum()\nb = (orders["price"] >= 3).sum()\nc = orders[orders["rating"] < 4]'
     )
     req = next(r for r in comparisons("no higher than 3 on the scale") if r.kind is Kind.COMPARISON)
-    assert _by_number(req, _sites(sem)) is None
+    assert _by_number(req, code_tests(sem)) is None
     one = inspect_code('a = (orders["rating"] >= 3).sum()\nc = orders[orders["rating"] < 4]')
-    site = _by_number(req, _sites(one))
+    site = _by_number(req, code_tests(one))
     assert site is not None and (site.column, site.op, site.value) == ("rating", ">=", 3.0)
 
 
@@ -109,7 +109,7 @@ def test_sql_tests_are_found_in_where_flags_and_conditional_counts() -> None:
         'con.execute("CREATE TABLE m AS SELECT *, temp >= 25 AS warm FROM sst")\n'
         'n = con.execute("SELECT SUM(CASE WHEN selfLR <= 4 THEN 1 ELSE 0 END) FROM v WHERE PID = 3").fetchone()'
     )
-    found = {(s.column, s.op, s.value) for s in _sites(sem)}
+    found = {(s.column, s.op, s.value) for s in code_tests(sem)}
     assert found == {("temp", ">=", 25.0), ("selfLR", "<=", 4.0)}
     flags = _flags(sem)
     assert [(s.column, s.value) for s in flags["warm"]] == [("temp", 25.0)]
