@@ -39,8 +39,11 @@ def test_keep_phrases_with_a_word_of_absence_name_the_kept_entries() -> None:
         (r.how, r.subject)
         for r in joins("attach the figures, keeping a member even when the table does not cover it")
     ] == [("left", ["member"])]
-    assert [(r.how, r.subject) for r in joins("keeping firms the file lacks")] == [("left", ["firms"])]
+    assert [(r.how, r.subject) for r in joins("attach the profiles, keeping firms the file lacks")] == [
+        ("left", ["firms"])
+    ]
     assert joins("keeping the rows of 2007") == []
+    assert joins("Keep the orders without duplicate rows") == []  # no join in the clause
 
 
 def test_frames_and_tables_built_from_written_values_are_listed() -> None:
