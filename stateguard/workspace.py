@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import copy
 import io
+import json
 import re
 import sys
 import time
@@ -414,7 +415,16 @@ class DictWorkspace:
                 exec(compile(code, "<probe>", "exec"), scratch)
         except Exception as exc:
             return ProbeResult(ok=False, stdout=out.getvalue(), error=f"{type(exc).__name__}: {exc}")
-        return ProbeResult(ok=True, stdout=out.getvalue(), value=scratch.get("result"))
+        return ProbeResult(ok=True, stdout=out.getvalue(), value=_json_safe(scratch.get("result")))
+
+
+def _json_safe(value: Any) -> Any:
+    """A probe's `result` as JSON values, as the sandboxed kernel replies it: numpy scalars become
+    numbers (`np.int64(3)` -> 3), anything else JSON cannot hold its repr."""
+    try:
+        return json.loads(json.dumps(value, default=lambda o: o.item() if hasattr(o, "item") else repr(o)))
+    except (TypeError, ValueError):
+        return repr(value)
 
 
 def _copy_namespace(namespace: dict[str, Any]) -> dict[str, Any]:

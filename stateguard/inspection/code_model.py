@@ -131,6 +131,11 @@ class CodeSemantics(BaseModel):
     errors: list[str] = Field(
         default_factory=list, description="Code that could not be read (kept, not fatal)."
     )
+    listed: list[str] = Field(
+        default_factory=list,
+        description="DataFrames and SQL tables the code builds from values written out in it (a hand-typed "
+        "list or codebook: `pd.DataFrame({...literals...})`, `CREATE TABLE t AS ... VALUES ...`).",
+    )
 
     def tables(self) -> set[str]:
         return {s.target.lower() for s in self.selections if s.target and s.language == "sql"}

@@ -59,6 +59,7 @@ def inspect_code(code: str, step: int | None = None) -> CodeSemantics:
     reports: dict[str, list[str]] = {}
     fields: dict[str, str] = {}
     literals: list[float] = []
+    listed: list[str] = []
     connection: str | None = None
     for stmt in tree.body:
         target = (
@@ -85,6 +86,8 @@ def inspect_code(code: str, step: int | None = None) -> CodeSemantics:
                 for k, v in zip(stmt.value.keys, stmt.value.values, strict=True):
                     if isinstance(k, ast.Constant) and isinstance(k.value, str):
                         fields[k.value] = ast.unparse(v)
+        if target and isinstance(stmt, ast.Assign) and _literal_frame(stmt.value):
+            listed.append(target)
         sql_here = False
         for node in ast.walk(stmt):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
@@ -99,6 +102,7 @@ def inspect_code(code: str, step: int | None = None) -> CodeSemantics:
                     connection = connection or node.func.value.id
                 found = sql_selections(text, step)
                 literals += sql_literals(text)
+                listed += [m.group(1).lower() for m in _VALUES_TABLE.finditer(text)]
                 root = _chain_root(stmt.value) if target and isinstance(stmt, ast.Assign) else None
                 if root is node and found and found[0].target is None:
                     found[0] = found[0].model_copy(update={"target": target})
@@ -127,7 +131,31 @@ def inspect_code(code: str, step: int | None = None) -> CodeSemantics:
         reports=reports,
         fields=fields,
         literals=literals,
+        listed=listed,
     )
+
+
+# A SQL table filled from values written in the query: `CREATE TABLE t AS SELECT * FROM (VALUES ...)`,
+# `CREATE TABLE t (...); INSERT INTO t VALUES ...`.
+_VALUES_TABLE = re.compile(
+    r"\b(?:CREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMP(?:ORARY)?\s+)?TABLE|INSERT\s+INTO)\s+([A-Za-z_]\w*)\b[^;]*?\bVALUES\b",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def _literal_frame(value: ast.expr) -> bool:
+    """`pd.DataFrame(<literal>, ...)`: a frame of values written out in the code."""
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute | ast.Name)):
+        return False
+    name = value.func.attr if isinstance(value.func, ast.Attribute) else value.func.id
+    data = value.args[0] if value.args else next((k.value for k in value.keywords if k.arg == "data"), None)
+    if name not in ("DataFrame", "from_records") or data is None:
+        return False
+    try:
+        ast.literal_eval(data)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
 
 
 def merge(parts: list[CodeSemantics]) -> CodeSemantics:
@@ -142,6 +170,7 @@ def merge(parts: list[CodeSemantics]) -> CodeSemantics:
             fields={**out.fields, **part.fields},
             literals=out.literals + part.literals,
             errors=out.errors + part.errors,
+            listed=out.listed + [n for n in part.listed if n not in out.listed],
         )
     return out
 

@@ -20,6 +20,7 @@ import re
 
 from stateguard.inspection.code_model import Aggregate, CodeSemantics, Condition, Selection
 from stateguard.verification import bind_cutoff, probes, sql_edit
+from stateguard.verification.bind_loose import code_tests
 from stateguard.verification.binder import Binder, Plan, close
 from stateguard.verification.requirements import Kind, Requirement
 from stateguard.verification.rules.registry import RULES
@@ -181,6 +182,10 @@ class RequirementBinder(Binder):
             # A category test the code averages (`(large['diagnosis'] == 'malignant').mean()`) is the
             # share being measured: it neither applies nor drops a scope stated for another quantity.
             matched = [(s, c, k) for s, c, k in matched if not _measured_share(s, c)]
+            counted = [(s, c) for s, c, _ in matched if _measured_share(s, c, "sum") and self.agrees(req, c)]
+            if counted:  # "how many of those were sampled on Dream": `(x['island'] == 'Dream').sum()`
+                plan.notes.append(f"{req.describe()}: the code counts the rows with `{counted[0][1].text}`")
+                return
         consistent = [(s, c, k) for s, c, k in matched if self.agrees(req, c)]
         if consistent:
             sel, cond, scale = consistent[0]
@@ -365,6 +370,18 @@ class RequirementBinder(Binder):
             # earlier turn built, or both of its sides are compared (wet vs dry): no evidence.
             plan.unverified.append(req)
             return
+        if (
+            req.kind is Kind.COMPARISON
+            and req.value is not None
+            and _tested_anywhere(self.sem, columns, req.value)
+        ):
+            # `AVG(...) FILTER (WHERE mortality > 100)`, `GROUP BY mortality > 100`: the code tests the
+            # column against the stated number where no row filter is read; it is not missing
+            plan.notes.append(
+                f"{req.describe()}: the code tests {', '.join(columns)} against it in an expression"
+            )
+            plan.unverified.append(req)
+            return
         plan.notes.append(f"{req.describe()}: no condition on {', '.join(columns)} in the code")
         stored = [(sel, site) for sel, site in sites if site[1]]
         sites = stored or sites  # what the turn stored is enough evidence, and survives a retry
@@ -531,9 +548,16 @@ class RequirementBinder(Binder):
             plan.unverified.append(req)
             return
         plan.notes.append(f"{req.describe()}: the code computes {agg.function} ({agg.text})")
+        self.swapped(req, sel, agg, plan)
+
+    def swapped(
+        self, req: Requirement, sel: Selection, agg: Aggregate, plan: Plan, needs_changed: bool = False
+    ) -> None:
+        """The aggregate re-run with the stated statistic (the query, or the pandas call)."""
+        assert req.function is not None
         if sel.language == "sql" and self.con and sel.sql:
             fixed = sql_edit.swap_aggregate(sel.sql, agg.text, req.function)
-            self.add_rerun(req, sel, fixed, "aggregation", plan)
+            self.add_rerun(req, sel, fixed, "aggregation", plan, needs_changed=needs_changed)
             return
         site = (
             probes.compare_probe(f"({agg.receiver}).{agg.function}()", f"({agg.receiver}).{req.function}()")
@@ -549,6 +573,7 @@ class RequirementBinder(Binder):
                     self.variables(sel),
                     "aggregation",
                     edit=_swapped_text(agg, req.function),
+                    needs_changed=needs_changed,
                 )
             )
 
@@ -588,15 +613,23 @@ class RequirementBinder(Binder):
                 return
 
 
-def _measured_share(sel: Selection, cond: Condition) -> bool:
-    """The condition is only the numerator of a share the code takes (`(df['x'] == 'a').mean()`):
-    no frame is masked by it, and a mean aggregate is taken over it."""
+def _tested_anywhere(sem: CodeSemantics, columns: list[str], value: float) -> bool:
+    """Some comparison of the code (a filter, a flag, a test inside an aggregate or a group key)
+    tests one of `columns` against `value`."""
+    wanted = {c.lower() for c in columns}
+    return any(t.column.lower() in wanted and close(t.value, value) for t in code_tests(sem))
+
+
+def _measured_share(sel: Selection, cond: Condition, function: str = "mean") -> bool:
+    """The condition is only the numerator of a share the code takes (`(df['x'] == 'a').mean()`),
+    or with `function="sum"` the rows a count takes (`(df['x'] == 'a').sum()`): no frame is masked
+    by it, and that aggregate is taken over it."""
     return (
         not sel.frame
         and not sel.mask
         and not sel.sql
         and not sel.flag
-        and any(a.function == "mean" and cond.text and cond.text in a.receiver for a in sel.aggregates)
+        and any(a.function == function and cond.text and cond.text in a.receiver for a in sel.aggregates)
     )
 
 

@@ -256,9 +256,10 @@ def _kept_side(
     """The one join side the question's kept entries name: the table the clause put their list in
     ("every maker on the list", the list put in `countries`), else the only side that the noun
     names, by the side's name ("every band" -> `bands`, `age_bands`) or by a column of it ("every
-    label" -> the side with a `label` column). None unless exactly one side of one join: a noun
-    that names one side and a column of the other (`maker_summary` and `countries.maker`) is the
-    key both share, not a side."""
+    label" -> the side with a `label` column). A noun that names one side and a column of the other
+    (`maker_summary` and `countries.maker`) is the key both share, not a side: then the side the
+    code built from values written out in it (the hand-typed list, `CodeSemantics.listed`) is the
+    one, when the span makes one join and one of its sides is such a list. None otherwise."""
     noun = subject[0]
     sides = [
         (sel, j, side, name)
@@ -279,7 +280,15 @@ def _kept_side(
         return any(_same_noun(c.lower(), noun) for c in b.vocab.tables.get(name.lower(), {}))
 
     hits = [(sel, j, side) for sel, j, side, name in sides if by_name(name) or by_column(name)]
-    return hits[0] if len(hits) == 1 else None
+    if len(hits) == 1:
+        return hits[0]
+    # The noun is the key both sides share ("keeping firms the file lacks"): the entries to keep are
+    # those of the one join whose one side the code built from values written out (the list).
+    listed = {n.lower() for n in b.sem.listed}
+    typed = [(sel, j, side) for sel, j, side, name in sides if name.lower() in listed]
+    if len(joined) == 1 and len(typed) == 1 and (hits == [] or typed[0] in hits):
+        return typed[0]
+    return None
 
 
 def _same_noun(a: str, b: str) -> bool:

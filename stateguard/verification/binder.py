@@ -91,7 +91,15 @@ class Binder:
         art = self.artifact(sel)
         return bool(self.con) and art is not None and art[0] == "table"
 
-    def add_rerun(self, req: Requirement, sel: Selection, fixed: str | None, status: str, plan: Plan) -> None:
+    def add_rerun(
+        self,
+        req: Requirement,
+        sel: Selection,
+        fixed: str | None,
+        status: str,
+        plan: Plan,
+        needs_changed: bool = False,
+    ) -> None:
         """Evidence that the query as the task states it gives other rows: against the stored table
         when there is one (an executable constraint that still holds after a correct retry), else
         by running both versions of the query."""
@@ -104,7 +112,16 @@ class Binder:
             code, artifact = probes.rerun_probe(self.con, sel.sql, fixed), False
         edit = probes.SpanEdit(kind="sql", before=sel.sql, after=fixed)
         plan.items.append(
-            self.item(req, "rerun", code, self.variables(sel), status, constraint=artifact, edit=edit)
+            self.item(
+                req,
+                "rerun",
+                code,
+                self.variables(sel),
+                status,
+                constraint=artifact,
+                edit=edit,
+                needs_changed=needs_changed,
+            )
         )
 
     def item(

@@ -24,7 +24,16 @@ from stateguard.verification.requirements import COMPLEMENT, Kind, Requirement
 from stateguard.verification.rules.registry import Reading, row_condition_kinds, rules
 from stateguard.verification.vocabulary import STOP, Vocabulary, column_tokens, matches_token
 
-_NUM = r"(?P<num>-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?)(?P<pct>\s*(?:%|percent\b))?"
+# Small counts in words: bounds ("two or more children", "at least three") and top-k rankings
+_WORDNUM = {
+    w: i
+    for i, w in enumerate(["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"], 1)
+}
+_NUM = (
+    r"(?P<num>-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?|\b(?:"
+    + "|".join(_WORDNUM)
+    + r")\b)(?P<pct>\s*(?:%|percent\b))?"
+)
 _PREFIX_OPS = [
     (LEXICON.pattern(LEXICON.comparator_phrases(op=op)), op) for op in (">=", "<=", ">", "<")
 ]  # (alternation of the lexicon's prefix comparators, the op they state)
@@ -54,10 +63,10 @@ _YEARS = re.compile(
 _EXCLUDING = "|".join(LEXICON.exclusion)
 # A bound is negated by an exclusion word earlier in its clause segment ("excluding flights
 # shorter than 500 miles") -- a segment ends at a comma, a semicolon or a parenthesis -- or by a
-# "not" right before it ("not below 5"); a "not" further back belongs to another phrase. "outside"
+# "not" right before it ("not below 5"), or a "no" ("no higher than 3"); a "not" further back belongs to another phrase. "outside"
 # takes a place or a category ("outside Oceania gained at least 25"), never the bound itself.
 _NEGATING = re.compile(
-    rf"\b(?:{'|'.join(w for w in LEXICON.exclusion if w not in ('not', 'outside'))})\b[^,;:()]*$|\bnot\s+(?:\w+\s+)?$",
+    rf"\b(?:{'|'.join(w for w in LEXICON.exclusion if w not in ('not', 'outside'))})\b[^,;:()]*$|\bnot\s+(?:\w+\s+)?$|\bno\s+$",
     re.IGNORECASE,
 )
 # Words that leave out what follows them in the same clause segment ("unless the Times typed it
@@ -91,6 +100,21 @@ _RECORDED = re.compile(
 _AGG = re.compile(
     r"\b(?P<fn>mean|average|median|total|sum of)\s+(?:the\s+|of\s+(?:the\s+)?)?(?P<subj>(?:[a-z-]+\s+){0,3}?[a-z-]+)"
     r"(?=\s*(?:\(|,|\.|;|\?|$|\s(?:per|for|of|over|in|across|by|among|within|from|on|at|is|was|and|rounded)\b))",
+    re.IGNORECASE,
+)
+_EXAMPLE_BEFORE = re.compile(
+    r"\b(?:e\.\s?g\.|for\s+example|for\s+instance|such\s+as|like)\s*,?\s*[\"'“]?$", re.IGNORECASE
+)
+# Words after a bound that leave its rows out ("patients under 30 still left out"): the bound is negated
+_LEFT_OUT_AFTER = re.compile(
+    r"^\s*(?:[a-z]+\s+){0,2}?(?:(?:is|are|was|were|be|been|still|stay|stays|remain|remains)\s+)*"
+    r"(?:left\s+out|set\s+aside|excluded|removed|dropped|taken\s+out)\b",
+    re.IGNORECASE,
+)
+# A bound whose rows are compared with the rest ("of the councils with mortality over 100, and of the
+# rest"): it splits the rows into two groups, it does not restrict them
+_THE_REST = re.compile(
+    r"\b(?:the\s+rest|the\s+others|all\s+others|everyone\s+else|everything\s+else|the\s+remaining\s+\w+)\b",
     re.IGNORECASE,
 )
 _REMOVED_AFTER = re.compile(
@@ -152,18 +176,6 @@ _NOT_KEYS = {
     "over",
     "on",
 }
-_WORDNUM = {
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-}
 _TOPK = re.compile(
     r"\b(?:top|the|which|(?:at most)\)?)\s+\(?(?:at most\)?\s+)?(?P<k>\d+|one|two|three|four|five|six|seven|eight|nine|ten)\s+"
     r"(?P<rest>[^.?;]{0,80}?)\b(?P<dir>largest|highest|most|biggest|greatest|fastest|smallest|lowest|fewest|least|slowest)\b",
@@ -190,13 +202,17 @@ _FIELDS = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)`")
 
 
 def _number(text: str) -> float:
-    return float(text.replace(",", ""))
+    word = _WORDNUM.get(text.lower())
+    return float(word) if word is not None else float(text.replace(",", ""))
 
 
 def clauses(text: str) -> list[str]:
     return [
         c.strip()
-        for c in re.split(r"(?<!\d)[.?!;](?=\s|$)|(?<=[a-z])\.(?=\s)|(?<=\d)[.?!;](?=\s+[A-Z]|\s*$)", text)
+        for c in re.split(
+            r"(?<!\d)(?<!\be\.g)(?<!\bi\.e)[.?!;](?=\s|$)|(?<=[a-z])(?<!\be\.g)(?<!\bi\.e)\.(?=\s)|(?<=\d)[.?!;](?=\s+[A-Z]|\s*$)",
+            text,
+        )
         if c.strip()
     ]
 
@@ -301,7 +317,18 @@ def _counts_rows(clause: str, start: int, end: int) -> bool:
     )
 
 
+_QUOTED = re.compile(r"(?<![A-Za-z])'[^'\n]*'(?![A-Za-z])|\"[^\"\n]*\"|“[^”]*”")
+
+
+def _in_quotes(clause: str, at: int) -> bool:
+    """Position `at` is inside a quoted string of the clause ('under 40', "50 and over"); an
+    apostrophe ("the women's rating") opens none."""
+    return any(m.start() < at < m.end() for m in _QUOTED.finditer(clause))
+
+
 def comparisons(clause: str, source: str = "question") -> list[Requirement]:
+    if _THE_REST.search(clause):
+        return []  # the bound's rows are compared with the rest: a split into groups, not a filter
     out: list[Requirement] = []
     taken: list[tuple[int, int]] = []
     for m in _BETWEEN.finditer(clause):
@@ -335,6 +362,8 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
                 continue  # "at least 10 percent of the firm's market value": a ratio to another quantity
             if re.match(r"\s*(?:times\b|x\s+the\b|×|-?fold\b)", after, re.IGNORECASE):
                 continue  # "at least 1.5 times that average": a multiple of another quantity, no bound
+            if _in_quotes(clause, m.start()):
+                continue  # "an age band ('under 40', '40-49')": a label written out, not a bound
             subject = _subject_before(clause, m.start())
             named_after = re.match(
                 r"\s*(?:[a-z%°]+\s+)?of\s+(?P<what>[a-z][a-z-]*(?:\s+[a-z][a-z-]*)?)", after, re.IGNORECASE
@@ -354,7 +383,7 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
                 subject = ["year"]
                 if m.group("phrase").lower() in LEXICON.year_spans:
                     op = "=="
-            if _NEGATING.search(clause[: m.start()]):
+            if _NEGATING.search(clause[: m.start()]) or _LEFT_OUT_AFTER.match(after):
                 op = COMPLEMENT[op]
             out.append(
                 Requirement(
@@ -470,6 +499,8 @@ def scopes(
                 continue
             if _REMOVED_AFTER.match(clause[m.end() : m.end() + 40]):
                 continue  # "before Grand Rapids was left out": history of the data, not this turn's scope
+            if _EXAMPLE_BEFORE.search(before):
+                continue  # "(only the first word of the name, e.g. Adelie)": an example of a value, no scope
             counted_itself = re.search(r"\bhow\s+many\s+[\"'“]?$", clause[: m.start()]) and re.match(
                 r"[\"'”]?\s*(?:$|[,;:?.!]|and\b|or\b)", clause[m.end() :]
             )  # "how many benign, and ...": the value is the counted thing itself
@@ -557,18 +588,36 @@ _FLAG_OTHER = re.compile(
 )
 
 
+# Two statistics of one quantity joined by "and" ("the mean and the median activity"): the first
+# names no quantity of its own, so it is read with the second's.
+_STAT_WORDS = r"mean|average|median|total"
+_PAIRED_STAT = re.compile(rf"\b(?P<fn>{_STAT_WORDS})\s+and\s+(?:the\s+)?(?={_STAT_WORDS})\w", re.IGNORECASE)
+
+
+def _uncoordinated(clause: str) -> str:
+    """`clause` with the first statistic of each coordinated pair blanked out (same length), so the
+    statistic-and-quantity pattern finds the second one with its quantity."""
+    return _PAIRED_STAT.sub(lambda m: " " * (len(m.group(0)) - 1) + m.group(0)[-1], clause)
+
+
 def aggregations(clause: str, fields: list[str], source: str = "question") -> list[Requirement]:
     out = []
-    for m in _AGG.finditer(clause):
+    for m in _AGG.finditer(_uncoordinated(clause)):
         fn = _FUNCS[m.group("fn").lower()]
         subj = [w for w in m.group("subj").split() if w.lower() not in ("the", "of")]
         if subj and subj[0].lower() in ("of", "growth") and fn == "sum":
             continue
         if not subj or subj[0].lower() in ("and", "or") or _REFERENCE_BEFORE.search(clause[: m.start()]):
             continue  # "heavier than their cohort mean and efficient": a reference value, not the statistic asked
-        out.append(
-            Requirement(kind=Kind.AGGREGATION, text=m.group(0), source=source, function=fn, subject=subj)
-        )
+        found = [(fn, m.group(0))]
+        pair = next((p for p in _PAIRED_STAT.finditer(clause) if p.end() == m.start() + 1), None)
+        if pair and not _REFERENCE_BEFORE.search(clause[: pair.start()]):
+            # "the mean and the median activity": the first statistic is of the same quantity
+            found.insert(0, (_FUNCS[pair.group("fn").lower()], pair.group(0)[:-1] + m.group(0)))
+        for function, text in found:
+            out.append(
+                Requirement(kind=Kind.AGGREGATION, text=text, source=source, function=function, subject=subj)
+            )
     for field in fields:
         fm = _FIELD_AGG.match(field)
         if fm:
@@ -603,6 +652,7 @@ def extract(
         for rule in registered:
             if rule.read_clause is not None:
                 out += rule.read_clause(clause, reading)
+    out = [r for r in out if not (r.kind is Kind.COMPARISON and _excluded_after(question, r.text))]
     if vocab is not None:
         whole = row_condition_kinds()
         out = [r for r in out if r.kind not in whole or parses_whole(question, r, vocab, tables)]
@@ -610,6 +660,24 @@ def extract(
         if rule.read_question is not None:
             out += rule.read_question(reading)
     return dedupe(out)
+
+
+# "Orders under 50 are samples; exclude them from here on": the bound names the rows left out
+_EXCLUDE_THEM = re.compile(
+    r"\b(?:exclud\w*|leav\w*|set\w*|drop\w*|remov\w*|discard\w*|ignor\w*|omit\w*)\s+(?:them|those|these|it)\b",
+    re.IGNORECASE,
+)
+
+
+def _excluded_after(question: str, text: str) -> bool:
+    """The sentence stating the bound `text` goes on to leave its rows out ("...; exclude them"):
+    which rows the turn keeps is then said by that instruction, not by the bound; it abstains."""
+    at = question.find(text)
+    if at < 0:
+        return False
+    end = re.search(r"(?<!\d)[.?!](?=\s|$)", question[at + len(text) :])
+    rest = question[at + len(text) : at + len(text) + (end.start() if end else len(question))]
+    return bool(_EXCLUDE_THEM.search(rest))
 
 
 def answer_fields(question: str) -> list[str]:
@@ -937,7 +1005,26 @@ def _kept_entries(low: str) -> str | None:
         if _KEEP_BEFORE.search(low[: m.start()]) or _KEEP_AFTER.match(low[m.end() :])
     }
     nouns -= _STOPS | {"rows", "row", "data", "cases", "records", "values"}
+    if not nouns and _JOINING_ANY.search(low):
+        # "attach ... to it, keeping firms the file lacks", "keeping a member even when the table does
+        # not cover it": a keep verb in a clause that joins, and words saying the other side may lack some
+        nouns = (
+            {m.group("noun") for m in _KEEP_NOUN.finditer(low) if _ABSENT.search(low[m.end() :])}
+            - _STOPS
+            - {"rows", "row", "data", "cases", "records", "values", "only", "it", "them", "those"}
+        )
     return nouns.pop() if len(nouns) == 1 else None
+
+
+_JOINING_ANY = re.compile(rf"\b(?:{'|'.join(LEXICON.join_verbs)}|combin\w*)", re.IGNORECASE)
+# A keep verb and the noun of what it keeps, and words saying the other side may lack some of them.
+_KEEP_NOUN = re.compile(
+    r"\b(?:keep(?:ing|s)?|retain(?:ing|s)?)\s+(?:(?:a|an|the|any|each)\s+)?(?P<noun>[a-z][a-z_]*)\b"
+)
+_ABSENT = re.compile(
+    r"^[^;.]*?\b(?:lacks?|lacking|missing|absent|even\s+(?:when|if|though)|without|with\s+no|"
+    r"does\s+not\s+(?:cover|have|include|list)|do\s+not\s+(?:cover|have|include|list)|no\s+(?:data|figures|match\w*))\b"
+)
 
 
 def joins(clause: str) -> list[Requirement]:

@@ -34,7 +34,7 @@ KIND = "superseded_definition"
 _PANDAS_FLAG = re.compile(
     r"^[ \t]*([A-Za-z_]\w*)\[\s*[\"']([A-Za-z_]\w*)[\"']\s*\]\s*=(?!=)\s*(.+?)\s*$", re.M
 )
-_BOOLEAN = re.compile(r"(?:[<>]=?|[=!]=)|\bAND\b|\bOR\b|\bNOT\b", re.IGNORECASE)
+_BOOLEAN = re.compile(r"(?:[<>]=?|[=!]=)|\bAND\b|\bOR\b|\bNOT\b|\.between\(|\.isin\(", re.IGNORECASE)
 # Words that point at a version of a rule other than the one in force: the turn means that one.
 _EARLIER = re.compile(rf"\b(?:{'|'.join(LEXICON.earlier_version)})\b", re.IGNORECASE)
 # Tokens of an expression: a pandas column access, a (qualified) SQL name, a number, an operator.
@@ -128,8 +128,11 @@ class Restatement:
                 f"_n, _bad = {con}.execute({query!r}).fetchone()\n_bad = int(_bad or 0)\n"
                 f"_v = _bad > 0\n_o = {{'rows': int(_n or 0), 'rows_where_the_replaced_rule_differs': _bad}}"
             )
+        old = self.old.text
+        if self.old.holder != self.current.holder:  # the old rule on the frame that holds the flag now
+            old = _retarget(old, self.old.holder, self.current.holder)
         return (
-            f"_f = {self.current.holder}\n_old = ({self.old.text})\n"
+            f"_f = {self.current.holder}\n_old = ({old})\n"
             f"_old = _old.fillna(False).astype(bool)\n_now = _f[{self.old.flag!r}].fillna(False).astype(bool)\n"
             f"_bad = int((_old != _now).sum())\n"
             f"_v = _bad > 0\n_o = {{'rows': int(len(_f)), 'rows_where_the_replaced_rule_differs': _bad}}"
@@ -173,9 +176,9 @@ def _sql_flags(sql: str) -> list[tuple[str, str]]:
     return out
 
 
-def _assigned(code: str, sem: CodeSemantics) -> set[tuple[str, str]]:
-    """(holder, flag) pairs the turn itself (re)defines: a redefinition or a rollback, not a use."""
-    return {(v.holder.lower(), v.flag.lower()) for v in _flag_assignments(code, sem, None)}
+def _assigned(code: str, sem: CodeSemantics) -> set[str]:
+    """The flags the turn itself (re)defines: a redefinition or a rollback, not a use."""
+    return {v.flag.lower() for v in _flag_assignments(code, sem, None)}
 
 
 def _find(shape: tuple[tuple[str, str | float], ...], code_tokens: list[Token]) -> list[tuple[int, int]]:
@@ -249,11 +252,12 @@ class FlagHistory:
     """The versions of every flag column the run's committed cells defined, oldest first."""
 
     def __init__(self) -> None:
-        self.versions: dict[tuple[str, str], list[Version]] = {}
+        # by flag name: a flag carried to a derived frame (`kept` from `sun`) is still the one flag
+        self.versions: dict[str, list[Version]] = {}
 
     def record(self, turn: int | None, code: str, sem: CodeSemantics) -> None:
         for v in _flag_assignments(code, sem, turn):
-            self.versions.setdefault((v.holder.lower(), v.flag.lower()), []).append(v)
+            self.versions.setdefault(v.flag.lower(), []).append(v)
 
     def restated(self, question: str, code: str, sem: CodeSemantics) -> list[Restatement]:
         if not self.versions or _EARLIER.search(question):
@@ -272,7 +276,7 @@ class FlagHistory:
             term = names_term(current.flag, question)
             if term is None or _find(current.shape, code_tokens):
                 continue  # the flag is not named, or its rule in force is written out too
-            numbers = {float(n) for n in re.findall(r"\d+(?:\.\d+)?", question.replace(",", ""))}
+            numbers = _numbers(question)
             for old in reversed(versions[:-1]):
                 shape = old.shape
                 if shape == current.shape or not any(k == "col" for k, _ in shape):
@@ -295,12 +299,77 @@ class FlagHistory:
                 break
         return out
 
+    def restored(self, question: str, code: str, sem: CodeSemantics) -> list[Restatement]:
+        """A turn that puts an earlier rule of a flag back ("Restore the radius-based flag", "put
+        the old `unhappy` rule back") and assigns the flag an expression that is none of its recorded
+        versions, but written on the columns of exactly one earlier version (not the one in force):
+        that version is the one to restore. The question states no number of its own (a number
+        would state a new rule), and names the flag."""
+        if not self.versions or not _RESTORING.search(question):
+            return []
+        numbers = _numbers(question)
+        code_tokens = tokens(code)
+        out: list[Restatement] = []
+        for now in _flag_assignments(code, sem, None):
+            versions = self.versions.get(now.flag.lower(), [])
+            term = names_term(now.flag, question) or (now.flag if f"`{now.flag}`" in question else None)
+            if len(versions) < 2 or term is None or any(now.shape == v.shape for v in versions):
+                continue
+            columns = {v for k, v in now.shape if k == "col"}
+            earlier = [
+                v
+                for v in versions[:-1]
+                if v.shape != versions[-1].shape and {x for k, x in v.shape if k == "col"} <= columns
+            ]
+            if len({v.shape for v in earlier}) != 1:
+                continue
+            old = earlier[-1]
+            if numbers - {x for k, x in old.shape if k == "num"}:
+                continue  # the question states a number the earlier rule does not have
+            if not now.sql and code.count(now.text) == 1:
+                before = now.text  # the assignment's own text, closing parenthesis included
+            else:
+                hits = _find(now.shape, code_tokens)
+                if len(hits) != 1:
+                    continue
+                first, last = code_tokens[hits[0][0]], code_tokens[hits[0][1] - 1]
+                before = code[first.start : last.end]
+            after = (
+                old.text
+                if old.sql or old.holder == now.holder
+                else _retarget(old.text, old.holder, now.holder)
+            )
+            if not _balanced(before):
+                continue
+            out.append(Restatement(old, now, before, after, term))
+        return out
+
+
+def _numbers(question: str) -> set[float]:
+    """The numbers a question states, references to other turns ("As in Task 2") aside."""
+    text = re.sub(r"\b(?:task|turn|step)\s+\d+", " ", question.replace(",", ""), flags=re.IGNORECASE)
+    return {float(n) for n in re.findall(r"\d+(?:\.\d+)?", text)}
+
+
+def _retarget(text: str, holder: str, to: str) -> str:
+    """A pandas expression on `holder` written on the frame `to` instead."""
+    return re.sub(rf"(?<![\w.]){re.escape(holder)}(?=\s*\[)", to, text)
+
+
+# Words that put an earlier rule back.
+_RESTORING = re.compile(rf"\b(?:{'|'.join(LEXICON.restoration)})\b", re.IGNORECASE)
+
 
 def describe(req: Requirement) -> str:
     return f"the flag {' '.join(req.columns)} is read as it is now defined"
 
 
 def reason(req: Requirement, status: str) -> str:
+    if status == "restored":
+        return (
+            f"the rule the code puts back for '{req.term}' is none of the rules the analysis used: "
+            f"restore the earlier definition of {' '.join(req.columns)} as it was written"
+        )
     return (
         f"the code writes out a rule for '{req.term}' that a later turn replaced, instead of using the "
         f"definition now in force (the flag {' '.join(req.columns)} holds it)"

@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from stateguard.answers import last_json
 from stateguard.inspection.code_model import CodeSemantics
 from stateguard.observation import ManagerObservation, WorkerStep
-from stateguard.verification import carried, probes, superseded
+from stateguard.verification import bind_loose, carried, named_stats, probes, standing, superseded
 from stateguard.verification.bind import RequirementBinder, bind
 from stateguard.verification.binder import Plan, reason
 from stateguard.verification.definitions import Definitions
@@ -80,6 +80,22 @@ class SemanticConfig(BaseModel):
         default=True,
         description="Find a flag the run redefined written out again in a replaced form (`superseded.py`); "
         "a finding needs rows where the two differ and a different answer when the turn reads the flag.",
+    )
+    loose_bounds: bool = Field(
+        default=True,
+        description="A stated bound whose words name no column, bound through the code: to the flag its "
+        "sentence defines, or to the code's one test against its number (`bind_loose.py`); a finding "
+        "needs a changed answer.",
+    )
+    standing_scopes: bool = Field(
+        default=True,
+        description="A scope an earlier turn kept in a frame or table of its own for the rest of the analysis, "
+        "read around by a later turn's code (`standing.py`); a finding needs a changed answer.",
+    )
+    named_statistics: bool = Field(
+        default=True,
+        description="A value the code names one statistic (`AVG(age) AS median_age`) computed as another, "
+        "when the question asks for the named one (`named_stats.py`); a finding needs a changed answer.",
     )
     subset_counts: bool = Field(
         default=True,
@@ -128,6 +144,7 @@ class SemanticVerifier:
         self.vocab = Vocabulary()
         self.definitions = Definitions()
         self.flags = superseded.FlagHistory()
+        self.scopes = standing.StandingScopes()
         self._span: tuple[Any, str, CodeSemantics] | None = None  # the code last planned on, per turn
         self.owned: dict[str, probes.ProbeItem] = {}
         self.last = Verification()
@@ -206,7 +223,9 @@ class SemanticVerifier:
                     f"{item.requirement.describe()}: its {item.check} probe fails, but the turn's code "
                     "written as stated reports the same answer; no finding"
                 )
-            elif answer == "unknown" and (item.requirement.kind == superseded.KIND or item.needs_changed):
+            elif answer == "unknown" and (
+                item.requirement.kind in (superseded.KIND, standing.KIND) or item.needs_changed
+            ):
                 gated.append(
                     f"{item.requirement.describe()}: its {item.check} probe fails, but the turn could not "
                     "be re-run as stated; no finding without a changed answer"
@@ -340,8 +359,20 @@ class SemanticVerifier:
             return Plan(requirements=reqs, unverified=list(reqs))
         plan = bind(reqs, sem, self.vocab, later)
         self._span = (getattr(turn, "turn_id", None), code, sem)
+        start, binder = len(plan.items), RequirementBinder(sem, self.vocab, later)
+        if self.config.loose_bounds:  # bounds and statistics bound through the code
+            bind_loose.bind_loose(
+                binder, question, bind_loose.loose_bounds(question, self.vocab, tables, plan), plan
+            )
+        if self.config.named_statistics:
+            named_stats.bind_named(binder, question, plan)
+        plan.items[start:] = [
+            item.model_copy(update={"id": f"R{start + i + 1}"}) for i, item in enumerate(plan.items[start:])
+        ]
         if self.config.superseded:
             self._restated(question, code, sem, plan)
+        if self.config.standing_scopes:
+            self._standing(question, [s.action for s in ran], sem, plan)
         if self.config.carried_scopes:
             self._carried(question, sem, tables, later, plan)
         return plan
@@ -394,6 +425,34 @@ class SemanticVerifier:
             )
             edit = probes.SpanEdit(kind="text", before=found.before, after=found.after)
             _add_item(plan, req, "replaced_rule", probe, _assigned_by(code, found.before), "restated", edit)
+        for found in self.flags.restored(question, code, sem):
+            probe = found.probe(sem.connection)
+            if probe is None:
+                continue
+            req = found.requirement()
+            plan.requirements.append(req)
+            plan.notes.append(
+                f"{req.describe()}: the code puts back `{found.before}`; the rule of turn {found.old.turn} "
+                f"was `{found.old.text}`"
+            )
+            edit = probes.SpanEdit(kind="text", before=found.before, after=found.after)
+            _add_item(plan, req, "restored_rule", probe, [found.current.holder], "restored", edit)
+
+    def _standing(self, question: str, cells: list[str], sem: CodeSemantics, plan: Plan) -> None:
+        """Probe items for scopes an earlier turn set for the rest of the analysis that this turn's
+        code reads around (`standing.py`); the answer gate must then see the answer change."""
+        for scope in self.scopes.bypassed(question, "\n".join(cells)):
+            probe, edit = standing.probe(scope, sem.connection), standing.edit_text(scope, cells)
+            if probe is None or edit is None:
+                continue
+            req = standing.requirement(scope)
+            plan.requirements.append(req)
+            plan.notes.append(
+                f"{req.describe()}: the code reads {scope.parent}, not {scope.child} (the scope of turn {scope.turn})"
+            )
+            written = _assigned_by("\n".join(cells), edit[0]) or ["result"]
+            item_edit = probes.SpanEdit(kind="text", before=edit[0], after=edit[1])
+            _add_item(plan, req, "standing_scope", probe, written, "bypassed", item_edit)
 
     def remember(
         self, turn: Any, state_id: str | None, requirements: list[Requirement] | None = None
@@ -405,6 +464,8 @@ class SemanticVerifier:
             )
             if self._span is not None and self._span[0] == getattr(turn, "turn_id", None):
                 self.flags.record(self._span[0], self._span[1], self._span[2])
+                said = f"{getattr(turn, 'question', '')}\n{_own_context(turn)}"
+                self.scopes.record(self._span[0], said, self._span[1], self._span[2])
                 self._span = None
 
     def _finding(self, item: probes.ProbeItem, outcome: probes.ProbeOutcome) -> Finding:

@@ -48,3 +48,17 @@ def test_result_defaults_to_the_user_variable_and_missing_names_raise() -> None:
     assert not bad.ok and bad.error is not None and "NameError" in bad.error
     assert ws.run_probe("del rows\nresult = 'rows' in dir()").ok
     assert not ws.run_probe("del rows\ndel rows").ok
+
+
+def test_a_probe_result_holding_numpy_scalars_is_a_json_value_as_the_sandbox_replies_it() -> None:
+    """The cells' own `result` dict (numpy counts in it) is what a probe re-running them leaves:
+    the tool reply must serialize (it raised PydanticSerializationError before)."""
+    from stateguard.workspace import DictWorkspace
+
+    ws = DictWorkspace()
+    assert ws.run_cell(
+        "import numpy as np\nresult = {'n': np.int64(3), 'mean': np.float64(2.5), 'x': {1, 2}}"
+    ).ok
+    probe = ws.run_probe("x = 1")
+    assert probe.ok and probe.value == {"n": 3, "mean": 2.5, "x": "{1, 2}"}
+    assert probe.model_dump(mode="json")["value"]["n"] == 3

@@ -57,10 +57,13 @@ def test_a_column_only_one_side_has_names_it() -> None:
     assert Session().turn(BY_LABEL, _code("codebook", "left")) == []
 
 
-def test_entries_that_name_both_sides_or_neither_abstain() -> None:
-    """ "every segment" where both frames have a `segment` column and neither is called so."""
-    question = QUESTION.replace("`segments`", "`codebook`")
-    assert Session().turn(question, _code("codebook", "right")) == []
+def test_entries_that_name_neither_side_are_those_of_the_list_the_code_typed_in() -> None:
+    """ "every plan" where the plans are typed into `codebook` and neither side is called so or has
+    a `plan` column: the typed list is the side to keep (`CodeSemantics.listed`), so the right join,
+    which keeps the customers, loses a plan; a left join keeps them all."""
+    question = QUESTION.replace("`plans`", "`codebook`")
+    assert Session().turn(question, _code("codebook", "right")) != []
+    assert Session().turn(question, _code("codebook", "left")) == []
 
 
 def test_a_join_that_loses_no_entry_changes_no_answer_and_is_no_finding() -> None:
@@ -104,8 +107,15 @@ def test_the_list_the_clause_put_the_entries_in_decides_the_side() -> None:
 
 
 def test_a_noun_that_names_one_side_and_a_column_of_the_other_is_their_shared_key() -> None:
-    """ "every segment" with a frame called `segments` whose key `segment` the customers share too,
-    and no list named: which side to keep is not known, so nothing is asserted."""
+    """ "every segment" with a frame called `segments` whose key `segment` the customers share too:
+    the key names no side by itself; the side typed in from written values (`segments`) decides. A
+    list built from the data (no typed side) leaves it open, so nothing is asserted."""
     question = QUESTION.replace("every plan", "every segment").replace("`plans`", "`segments`")
     question = question.replace("attach", "put")  # no join verb: the old rule stays out of it
-    assert Session().turn(question, _code("segments", "right")) == []
+    assert Session().turn(question, _code("segments", "right")) != []
+    built = _code("segments", "right").replace(
+        "segments = pd.DataFrame({'segment': ['retail', 'business', 'public'], 'label': ['R', 'B', 'P']})",
+        "segments = customers[['segment']].drop_duplicates().assign(label='x')",
+    )
+    assert "drop_duplicates" in built
+    assert Session().turn(question, built) == []

@@ -1,0 +1,219 @@
+"""Stated bounds whose words name no column, bound through the turn's code.
+
+"Call a marriage unhappy when the woman rates it 2 or lower, and add that as a boolean column
+`unhappy`", "how many of those place themselves not above 4 on the liberal-conservative scale":
+the words around the bound ("the woman rates it", "place themselves") name no column, so the
+whole-clause reading abstains (`extract.parses_whole`), or binds nothing. The code can settle what
+the bound is about, by two facts:
+
+  * the flag the sentence defines: the turn assigns it (`fair["unhappy"] = fair["rate_marriage"]
+    <= 1`, `rate_marriage <= 1 AS unhappy` in a select list) from one comparison of a column with a
+    number. The flag is named by a backticked name of the question or by every word of its name in
+    the definition's frame ("calls a marriage unhappy when"); the sentence holds exactly this one
+    bound, first in its condition, and the condition does not go on ("... 2 or lower and married
+    before 30"); a frame pointing at another version ("the withdrawn rule calls") abstains.
+  * the stated number: it is the number of no other bound of the question, and exactly one
+    comparison of the turn's code tests a column against it (a mask, a WHERE, a flag, or a test
+    inside a conditional count); two or none abstain.
+
+The bound is then that comparison's, stated. One written another way (the other direction, or a
+strict bound for an inclusive one, or another number for a flag) is re-run as stated, and a
+finding needs both the other rows and a CHANGED answer when the turn's code is written as stated
+(`ProbeItem.needs_changed`): the binding is through the code, so only a changed answer counts.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from stateguard.artifacts.lexicon import LEXICON
+from stateguard.inspection.code_model import CodeSemantics, Selection
+from stateguard.verification import bind_cutoff, probes
+from stateguard.verification.binder import Binder, Plan, close
+from stateguard.verification.extract import (
+    _DEFINITION_FRAME,
+    _FRAME_OTHER,
+    clauses,
+    comparisons,
+    parses_whole,
+)
+from stateguard.verification.requirements import Kind, Requirement
+from stateguard.verification.vocabulary import Vocabulary, column_tokens
+
+_ORDER_OPS = (">", ">=", "<", "<=")
+# An exclusion word in the bound's sentence: whether it negates the bound or names other rows is open.
+_EXCLUDED_BEFORE = re.compile(
+    rf"\b(?:{'|'.join(w for w in LEXICON.exclusion if w not in ('not', 'outside'))})\b", re.IGNORECASE
+)
+_SENTENCE = re.compile(r"(?:[^.?!]|(?<=\d)\.(?=\d))+(?:[.?!]|$)")  # "1.5" stays inside
+_MORE = re.compile(r"\b(?:and|or|but|unless|except|while|provided)\b", re.IGNORECASE)
+# `column op number` in SQL text (a WHERE, a select-list flag, a CASE WHEN or FILTER test)
+_SQL_TEST = re.compile(
+    r"(?<![\w.'\"])((?:\w+\.)?\"?[A-Za-z_]\w*\"?)\s*(>=|<=|>|<)\s*(-?\d+(?:\.\d+)?)(?![\w.])"
+)
+
+
+class Site:
+    """One comparison of the code: where it is, and how to write it as stated."""
+
+    def __init__(
+        self,
+        sel: Selection,
+        column: str,
+        op: str,
+        value: float,
+        lhs: str,
+        text: str,
+        span: tuple[int, int] | None,
+    ):
+        self.sel, self.column, self.op, self.value = sel, column, op, value
+        self.lhs, self.text, self.span = lhs, text, span
+
+    def key(self) -> tuple[int, str]:
+        return (id(self.sel), self.text if self.span is None else f"{self.span}")
+
+
+def code_tests(sem: CodeSemantics) -> list[Site]:
+    """Every comparison of a column with a number in the turn's code."""
+    out: list[Site] = []
+    for sel in sem.selections:
+        if sel.language == "pandas":
+            for c in sel.conditions:
+                if (
+                    c.op in _ORDER_OPS
+                    and isinstance(c.value, float)
+                    and c.lhs
+                    and c.column
+                    and c.clause != "on"
+                ):
+                    out.append(Site(sel, c.column, c.op, c.value, c.lhs, c.text, None))
+            continue
+        for m in _SQL_TEST.finditer(sel.sql):
+            column = m.group(1).split(".")[-1].strip('"')
+            if re.fullmatch(r"\d+", column) or column.upper() in ("AND", "OR", "NOT", "WHEN", "THEN", "ELSE"):
+                continue
+            out.append(Site(sel, column, m.group(2), float(m.group(3)), m.group(1), m.group(0), m.span()))
+    return out
+
+
+def _flags(sem: CodeSemantics) -> dict[str, list[Site]]:
+    """flag name -> the comparisons it is computed from (pandas `frame[flag] = <mask>`, SQL `... AS flag`)."""
+    out: dict[str, list[Site]] = {}
+    sites = code_tests(sem)
+    for sel in sem.selections:
+        if sel.language == "pandas" and sel.flag:
+            out[sel.flag[1]] = [s for s in sites if s.sel is sel] if sel.flag[2] else []
+        for alias, conds in sel.flags.items():
+            texts = [c.text for c in conds]
+            mine = [s for s in sites if s.sel is sel and any(s.text.replace('"', "") == t for t in texts)]
+            out[alias] = mine if len(mine) == len(conds) else []
+    return out
+
+
+def _names(flag: str, frame: str, question: str) -> bool:
+    if re.search(rf"`{re.escape(flag)}`", question):
+        return True
+    words = {w.lower() for w in re.findall(r"[A-Za-z]+", frame)}
+    tokens = [t for t in column_tokens(flag) if not t.isdigit()]
+    return bool(tokens) and all(t in words for t in tokens)
+
+
+def loose_bounds(question: str, vocab: Vocabulary, tables: list[str] | None, plan: Plan) -> list[Requirement]:
+    """The question's one-sided bounds the ordinary reading did not bind: dropped because their clause
+    does not parse whole, or left unverified by the binding."""
+    unverified = {r.text for r in plan.unverified if r.kind is Kind.COMPARISON}
+    bound = {r.text for r in plan.requirements} - unverified
+    out = []
+    for clause in clauses(question):
+        for req in comparisons(clause):
+            if req.op not in _ORDER_OPS or req.value is None or req.upper is not None or req.function:
+                continue
+            if req.text in bound or (
+                req.text not in unverified and parses_whole(question, req, vocab, tables)
+            ):
+                continue
+            sentence = next(
+                (m.group(0) for m in _SENTENCE.finditer(question) if req.text in m.group(0)), clause
+            )
+            if _EXCLUDED_BEFORE.search(sentence):
+                # "Drop the Boeings and look at those that seat more than 100", "Holders under 25 ...;
+                # exclude them from here on": whether the bound keeps or drops its rows is open
+                continue
+            out.append(req)
+    return out
+
+
+def _by_flag(question: str, req: Requirement, flags: dict[str, list[Site]]) -> Site | None:
+    """The comparison of the flag that the sentence stating `req` defines, if it is one."""
+    for m in _SENTENCE.finditer(question):
+        sentence = m.group(0)
+        at = sentence.find(req.text)
+        if at < 0:
+            continue
+        frame = _DEFINITION_FRAME.search(sentence)
+        if frame is None or at < frame.end() or _FRAME_OTHER.search(sentence[: frame.end()]):
+            return None
+        if len(comparisons(sentence)) != 1 or _MORE.search(sentence[frame.end() : at]):
+            return None
+        if _MORE.search(re.split(r"[,;]", sentence[at + len(req.text) :], maxsplit=1)[0]):
+            return None  # "... 2 or lower and married before 30": the condition goes on
+        named = [sites for flag, sites in flags.items() if _names(flag, sentence[: frame.end()], question)]
+        return named[0][0] if len(named) == 1 and len(named[0]) == 1 else None
+    return None
+
+
+def _by_number(req: Requirement, sites: list[Site]) -> Site | None:
+    assert req.value is not None
+    found = {
+        s.key(): s
+        for s in sites
+        if not (bind_cutoff._year_like(s.value) and not bind_cutoff._year_like(req.value))
+        and close(s.value, req.value * bind_cutoff.scale_for(req, s.value))
+    }
+    return next(iter(found.values())) if len(found) == 1 else None
+
+
+def bind_loose(b: Binder, question: str, loose: list[Requirement], plan: Plan) -> None:
+    """Probe items (a changed answer required) for loose bounds the code writes otherwise."""
+    sites, flags = code_tests(b.sem), _flags(b.sem)
+    stated = [r.value for c in clauses(question) for r in comparisons(c) if r.value is not None]
+    for req in loose:
+        site, how = _by_flag(question, req, flags), "flag"
+        if site is None and sum(close(v, req.value or 0.0) for v in stated) == 1:
+            # the number names one bound of the question ("below 80" beside "80 or higher" names none)
+            site, how = _by_number(req, sites), "number"
+        if site is None:
+            continue
+        assert req.value is not None
+        req_b = req.model_copy(update={"subject": [site.column]})
+        plan.unverified = [r for r in plan.unverified if r.text != req.text]
+        plan.requirements = [r for r in plan.requirements if r.text != req.text] + [req_b]
+        scale = bind_cutoff.scale_for(req, site.value)
+        what = (
+            f"the flag's comparison `{site.text}`"
+            if how == "flag"
+            else f"`{site.text}`, the code's one test against {req.value:g}"
+        )
+        if site.op == req.op and math.isclose(site.value, req.value * scale):
+            plan.notes.append(f"{req_b.describe()}: {what}, as stated")
+            continue
+        plan.notes.append(f"{req_b.describe()}: bound through the code to {what}")
+        status = "differs" if site.op[0] != (req.op or "=")[0] else "threshold"
+        if site.sel.language == "pandas":
+            edit = probes.SpanEdit(
+                kind="text", before=site.text, after=probes.pandas_predicate(req, site.lhs, scale)
+            )
+            code = probes.cutoff_probe(
+                f"(({site.lhs}) {site.op} {site.value!r})", probes.pandas_predicate(req, site.lhs, scale)
+            )
+        else:
+            if not b.con or site.span is None:
+                continue
+            a, z = site.span
+            fixed = site.sel.sql[:a] + probes.sql_predicate(req, site.lhs, scale=scale) + site.sel.sql[z:]
+            edit = probes.SpanEdit(kind="sql", before=site.sel.sql, after=fixed)
+            code = probes.rerun_probe(b.con, site.sel.sql, fixed)
+        plan.items.append(
+            b.item(req_b, "rerun", code, b.variables(site.sel), status, edit=edit, needs_changed=True)
+        )

@@ -1,0 +1,89 @@
+"""A statistic the code's own name for a value states, computed as another one.
+
+`AVG(age) AS median_age`, `"median_visits": rand["mdvis"].mean()`, `median_situps=("situps",
+"mean")`: the name the code gives the value says median, the call computes the mean. When the
+question asks for that statistic ("the typical (median) age", "the median number of visits") and
+the words around it name no column the ordinary reading could bind, the name is the fact that ties
+the question's statistic to the code's value. A finding needs the aggregate re-run as named to
+give other values AND the turn's answer to change (`ProbeItem.needs_changed`).
+
+Only mean and median, the statistics a name states without doubt (`max_drop = MIN(change)` is a
+fall's largest size, not a maximum); one statistic word per name; a value the ordinary
+aggregation reading already bound is left to it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from stateguard.artifacts.lexicon import LEXICON
+from stateguard.inspection.code_model import Aggregate, CodeSemantics, Selection
+from stateguard.verification.bind import RequirementBinder
+from stateguard.verification.binder import Plan
+from stateguard.verification.requirements import Kind, Requirement
+from stateguard.verification.vocabulary import column_tokens
+
+_NAMED = {"mean": "mean", "avg": "mean", "average": "mean", "median": "median"}
+_SWAPPABLE = ("mean", "median")
+
+
+def _names_of(sel: Selection, agg: Aggregate, sem: CodeSemantics) -> list[str]:
+    """The names the code gives the aggregate's value: its alias, the answer fields it is written
+    into (two fields may hold the same call), or the field that reads the variable holding it."""
+    if agg.alias:
+        return [agg.alias]
+    return [
+        field
+        for field, text in sem.fields.items()
+        if text.strip() == agg.text
+        or (sel.target and text.strip() == sel.target and len(sel.aggregates) == 1)
+    ]
+
+
+def named_statistics(question: str, sem: CodeSemantics) -> list[tuple[Requirement, Selection, Aggregate]]:
+    asked = {
+        f for w, f in LEXICON.statistics.items() if re.search(rf"\b{re.escape(w)}\b", question, re.IGNORECASE)
+    }
+    out: list[tuple[Requirement, Selection, Aggregate]] = []
+    for sel in sem.selections:
+        for agg in sel.aggregates:
+            if not agg.standalone or agg.window or agg.function not in _SWAPPABLE or not agg.column:
+                continue
+            named = [
+                (name, stated.pop())
+                for name in _names_of(sel, agg, sem)
+                if len(stated := {_NAMED[t] for t in column_tokens(name) if t in _NAMED}) == 1
+            ]
+            taken = {r.fields[0] for r, _, _ in out}
+            named = [(n, f) for n, f in named if f != agg.function and f in asked and n not in taken]
+            if not named:
+                continue
+            name, function = named[0]
+            req = Requirement(
+                kind=Kind.AGGREGATION,
+                text=f"`{name}`",
+                function=function,
+                subject=[agg.column],
+                columns=[agg.column],
+                fields=[name],
+            )
+            out.append((req, sel, agg))
+    return out
+
+
+def bind_named(b: RequirementBinder, question: str, plan: Plan) -> None:
+    """Probe items (a changed answer required) for values named one statistic and computed as another."""
+    bound = {
+        (r.function, c.lower())
+        for r in plan.requirements
+        if r.kind is Kind.AGGREGATION and r not in plan.unverified
+        for c in b.resolve(r)
+    }
+    for req, sel, agg in named_statistics(question, b.sem):
+        if (req.function, (agg.column or "").lower()) in bound:
+            continue
+        plan.requirements.append(req)
+        plan.notes.append(
+            f"{req.describe()}: the code names it {req.text} but computes {agg.function} ({agg.text})"
+        )
+        b.swapped(req, sel, agg, plan, needs_changed=True)
