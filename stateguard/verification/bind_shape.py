@@ -192,7 +192,7 @@ def join(b: Binder, req: Requirement, plan: Plan) -> None:
         plan.unverified.append(req)
         return
     if req.how == "left" and req.subject:
-        bound = _kept_side(b, req.subject, joined)
+        bound = _kept_side(b, req.subject, joined, extract.says_absent(req.text))
         if bound is not None:
             _keep_side(b, req, *bound, plan)
             return
@@ -251,7 +251,7 @@ def _side_name(expr: str) -> str:
 
 
 def _kept_side(
-    b: Binder, subject: list[str], joined: list[tuple[Selection, Join]]
+    b: Binder, subject: list[str], joined: list[tuple[Selection, Join]], absent: bool = False
 ) -> tuple[Selection, Join, str] | None:
     """The one join side the question's kept entries name: the table the clause put their list in
     ("every maker on the list", the list put in `countries`), else the only side that the noun
@@ -259,7 +259,10 @@ def _kept_side(
     label" -> the side with a `label` column). A noun that names one side and a column of the other
     (`maker_summary` and `countries.maker`) is the key both share, not a side: then the side the
     code built from values written out in it (the hand-typed list, `CodeSemantics.listed`) is the
-    one, when the span makes one join and one of its sides is such a list. None otherwise."""
+    one, when the span makes one join and one of its sides is such a list. A noun that names no
+    side ("every plan") is that list's only when the clause says the data may lack some of them
+    (`absent`: "even when no customer has it"): "keeping every day" in a join of the daily rows to a
+    typed table of positions keeps the days. None otherwise."""
     noun = subject[0]
     sides = [
         (sel, j, side, name)
@@ -286,7 +289,9 @@ def _kept_side(
     # those of the one join whose one side the code built from values written out (the list).
     listed = {n.lower() for n in b.sem.listed}
     typed = [(sel, j, side) for sel, j, side, name in sides if name.lower() in listed]
-    if len(joined) == 1 and len(typed) == 1 and (hits == [] or typed[0] in hits):
+    if len(joined) != 1 or len(typed) != 1:
+        return None
+    if typed[0] in hits or (not hits and absent):
         return typed[0]
     return None
 

@@ -1009,7 +1009,7 @@ def _kept_entries(low: str) -> str | None:
         # "attach ... to it, keeping firms the file lacks", "keeping a member even when the table does
         # not cover it": a keep verb in a clause that joins, and words saying the other side may lack some
         nouns = (
-            {m.group("noun") for m in _KEEP_NOUN.finditer(low) if _ABSENT.search(low[m.end() :])}
+            {m.group("noun") for m in _KEEP_NOUN.finditer(low) if _OTHER_LACKS.search(low[m.end() :])}
             - _STOPS
             - {"rows", "row", "data", "cases", "records", "values", "only", "it", "them", "those"}
         )
@@ -1021,10 +1021,22 @@ _JOINING_ANY = re.compile(rf"\b(?:{'|'.join(LEXICON.join_verbs)}|combin\w*)", re
 _KEEP_NOUN = re.compile(
     r"\b(?:keep(?:ing|s)?|retain(?:ing|s)?)\s+(?:(?:a|an|the|any|each)\s+)?(?P<noun>[a-z][a-z_]*)\b"
 )
-_ABSENT = re.compile(
-    r"^[^;.]*?\b(?:lacks?|lacking|missing|absent|even\s+(?:when|if|though)|without|with\s+no|"
+_ABSENCE = (
+    r"\b(?:lacks?|lacking|missing|absent|even\s+(?:when|if|though)|without|with\s+no|"
     r"does\s+not\s+(?:cover|have|include|list)|do\s+not\s+(?:cover|have|include|list)|no\s+(?:data|figures|match\w*))\b"
 )
+# ...where the other side lacks them ("the file lacks", "even when the table does not cover it"); "the
+# years without a crisis" describes the kept rows themselves, not the other side, and is left out
+_OTHER_LACKS = re.compile(
+    r"^[^;.]*?\b(?:lacks?|lacking|missing|absent|even\s+(?:when|if|though)|"
+    r"does\s+not\s+(?:cover|have|include|list)|do\s+not\s+(?:cover|have|include|list)|no\s+(?:data|figures))\b"
+)
+
+
+def says_absent(text: str) -> bool:
+    """The text says some entries may be missing from the other side ("even when no customer has
+    it", "the file lacks", "does not cover")."""
+    return re.search(_ABSENCE, text, re.IGNORECASE) is not None
 
 
 def joins(clause: str) -> list[Requirement]:

@@ -53,3 +53,23 @@ def test_frames_and_tables_built_from_written_values_are_listed() -> None:
         'con.execute("CREATE TABLE big AS SELECT * FROM flights")'
     )
     assert sem.listed == ["a", "c", "ev"]
+
+
+def test_rows_described_by_what_they_lack_are_no_entries_of_a_list() -> None:
+    """ "keeping the years without a crisis": the kept rows are the data's, described by the other
+    side lacking them; no kept noun is read (the plain keep-unmatched reading stays)."""
+    (req,) = joins("join the crisis list to the yearly rows, keeping the years without a crisis")
+    assert (req.how, req.subject) == ("left", [])
+
+
+def test_a_noun_that_names_no_side_without_words_of_absence_is_not_given_to_the_typed_list() -> None:
+    """ "keeping every day" in a join of the daily orders to a typed table of segments: the days are
+    the data's rows; the typed table is not the side to keep, so a left join of the data is clean."""
+    question = "Put the segments in a small table `segs` and join it to the customers by segment (keeping every day)."
+    code = (
+        "import json\n"
+        'segs = pd.DataFrame({"segment": ["retail", "business", "public"], "label": ["R", "B", "P"]})\n'
+        'per_row = customers.merge(segs, on="segment", how="left")\n'
+        'print(json.dumps({"n": len(per_row)}))'
+    )
+    assert Session().turn(question, code) == []
