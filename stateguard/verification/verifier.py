@@ -412,31 +412,25 @@ class SemanticVerifier:
 
     def _restated(self, question: str, code: str, sem: CodeSemantics, plan: Plan) -> None:
         """Probe items for flags the run redefined that this turn's code writes out in a replaced
-        form (`superseded.py`); the answer gate must then see the answer change."""
-        for found in self.flags.restated(question, code, sem):
+        form, or puts back wrong at a rollback (`superseded.py`); the answer gate must then see the
+        answer change."""
+        restated = [(f, "restated") for f in self.flags.restated(question, code, sem)]
+        for found, status in restated + [(f, "restored") for f in self.flags.restored(question, code, sem)]:
             probe = found.probe(sem.connection)
             if probe is None:
                 continue
             req = found.requirement()
             plan.requirements.append(req)
-            plan.notes.append(
-                f"{req.describe()}: the code writes out `{found.before}`, the rule of turn "
-                f"{found.old.turn}; the flag was defined again at turn {found.current.turn}"
-            )
+            if status == "restated":
+                said = f"writes out `{found.before}`, the rule of turn {found.old.turn}; the flag was defined again at turn {found.current.turn}"
+                variables = _assigned_by(code, found.before)
+            else:  # a rollback that put back none of the flag's rules
+                said = f"puts back `{found.before}`; the rule of turn {found.old.turn} was `{found.old.text}`"
+                variables = [found.current.holder]
+            plan.notes.append(f"{req.describe()}: the code {said}")
             edit = probes.SpanEdit(kind="text", before=found.before, after=found.after)
-            _add_item(plan, req, "replaced_rule", probe, _assigned_by(code, found.before), "restated", edit)
-        for found in self.flags.restored(question, code, sem):
-            probe = found.probe(sem.connection)
-            if probe is None:
-                continue
-            req = found.requirement()
-            plan.requirements.append(req)
-            plan.notes.append(
-                f"{req.describe()}: the code puts back `{found.before}`; the rule of turn {found.old.turn} "
-                f"was `{found.old.text}`"
-            )
-            edit = probes.SpanEdit(kind="text", before=found.before, after=found.after)
-            _add_item(plan, req, "restored_rule", probe, [found.current.holder], "restored", edit)
+            check = "replaced_rule" if status == "restated" else "restored_rule"
+            _add_item(plan, req, check, probe, variables, status, edit)
 
     def _standing(self, question: str, cells: list[str], sem: CodeSemantics, plan: Plan) -> None:
         """Probe items for scopes an earlier turn set for the rest of the analysis that this turn's
