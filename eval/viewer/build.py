@@ -148,7 +148,9 @@ def build_view(
     pages = {t.task_id: f"tasks/{names[t.task_id]}" for t in run.tasks}
     index = folder / "index.html"
     if workers > 1:
-        context = get_context("fork" if "fork" in get_all_start_methods() else "spawn")
+        # A fork server, not a fork of this process: forked from a parent that runs other threads
+        # (a test runner, DuckDB's or Arrow's pools) a child can crash in its first garbage collection.
+        context = get_context("forkserver" if "forkserver" in get_all_start_methods() else "spawn")
         with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
             futures = [pool.submit(build_tasks, light, chunk, cfg) for chunk in chunks]
             overview = overview_page(run, pages, resamples=cfg.resamples)  # while the workers build
