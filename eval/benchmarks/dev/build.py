@@ -25,8 +25,10 @@ import argparse
 import hashlib
 import importlib.util
 import json
+import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -243,15 +245,27 @@ def build(out: str | Path, folder: Path = SOURCES, only: set[str] | None = None)
     out = Path(out)
     sources = [s for s in load_sources(folder) if only is None or s.id in only]
     package = _package_data()
-    for sub in ("task", "data"):
-        shutil.rmtree(out / sub, ignore_errors=True)
-    tasks = {s.id: _build_one(s, out, package) for s in sources}
-    manifest = {
-        "sources_sha256": sources_digest(folder) if only is None else None,
-        "tasks": tasks,
-        "splits": {s.id.replace("/", "__"): s.split for s in sources},
-    }
-    (out / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    out.mkdir(parents=True, exist_ok=True)
+    # Built beside the folder and moved in at the end: a build that fails leaves the old set whole,
+    # and a run reading the folder meanwhile never sees a half-built one.
+    fresh = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-", dir=out.parent))
+    try:
+        tasks = {s.id: _build_one(s, fresh, package) for s in sources}
+        manifest = {
+            "sources_sha256": sources_digest(folder) if only is None else None,
+            "tasks": tasks,
+            "splits": {s.id.replace("/", "__"): s.split for s in sources},
+        }
+        (fresh / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+        old = fresh.with_name(fresh.name + "-old")
+        old.mkdir()
+        for name in ("task", "data", MANIFEST):
+            if (out / name).exists():
+                os.replace(out / name, old / name)
+            os.replace(fresh / name, out / name)
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(fresh, ignore_errors=True)
     return manifest
 
 

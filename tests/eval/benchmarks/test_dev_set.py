@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from eval.benchmarks.dev.bench import SPLITS
-from eval.benchmarks.dev.build import build, data_file, load_sources
+from eval.benchmarks.dev.build import SOURCES, build, data_file, load_sources
 from stateguard.artifacts.mistakes import MISTAKES, semantic_kinds
 from stateguard.workers.faults import check_faults
 
@@ -458,3 +458,23 @@ def test_the_build_command_builds_only_the_named_tasks_and_marks_the_folder_part
     with pytest.raises(SystemExit) as ended:
         main([str(tmp_path), "--only", "economy/no_such/task1"])
     assert ended.value.code == 2 and "no such task" in capsys.readouterr().err
+
+
+def test_a_build_that_fails_leaves_the_built_set_whole(tmp_path: Path) -> None:
+    """The set is built beside its folder and moved in at the end: a failing build (a fault whose
+    text is not in the code) changes nothing there, and leaves no half-built folder beside it."""
+    out = tmp_path / "dev"
+    build(out, only={"transport/driving/task1"})
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    broken = tmp_path / "sources"
+    broken.mkdir()
+    text = (SOURCES / "driving.yaml").read_text(encoding="utf-8")
+    assert "LEFT JOIN crisis c" in text
+    (broken / "driving.yaml").write_text(
+        text.replace("LEFT JOIN crisis c", "LEFT JOIN crisis_x c", 1), encoding="utf-8"
+    )
+    with pytest.raises(Exception):  # noqa: B017 - the build's own error, whichever it is
+        build(out, folder=broken)
+    after = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert after == before and before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dev", "sources"]
