@@ -17,6 +17,7 @@ evidence. The exact `_v` semantics live in `probes.py`.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from stateguard.inspection.code_model import Aggregate, CodeSemantics, Condition, Selection
 from stateguard.verification import bind_cutoff, probes, sql_edit
@@ -739,7 +740,11 @@ def bind(
     sem: CodeSemantics,
     vocab: Vocabulary,
     rewritten: frozenset[str] = frozenset(),
+    then: Callable[[RequirementBinder, Plan], None] | None = None,
 ) -> Plan:
+    """The requirements bound to the code; `then` binds more with the same binder once they are
+    (what the requirements' own bindings left: `bind_loose`, `named_stats`), before the items are
+    numbered."""
     plan = Plan(requirements=requirements)
     binder = RequirementBinder(sem, vocab, rewritten)
     binder.requirements = requirements
@@ -747,5 +752,7 @@ def bind(
         rule = RULES.get(req.kind)
         if rule is not None and rule.bind is not None:
             rule.bind(binder, req, plan)
+    if then is not None:
+        then(binder, plan)
     plan.items = [item.model_copy(update={"id": f"R{i + 1}"}) for i, item in enumerate(plan.items)]
     return plan

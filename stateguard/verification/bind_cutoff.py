@@ -76,8 +76,12 @@ def stated(req: Requirement, negated: bool) -> Requirement:
 
 def lhs_probe(cond: Condition, req: Requirement, scale: float) -> str:
     """The code's comparison and the stated one evaluated on the same live values."""
-    written = f"(({cond.lhs}) {cond.op} {cond.value!r})"
-    return probes.cutoff_probe(written, probes.pandas_predicate(req, cond.lhs, scale=scale))
+    return written_probe(cond.lhs, cond.op, cond.value, req, scale)
+
+
+def written_probe(lhs: str, op: str, value: object, req: Requirement, scale: float) -> str:
+    """`lhs op value` as the code writes it beside the stated predicate on the same `lhs`."""
+    return probes.cutoff_probe(f"(({lhs}) {op} {value!r})", probes.pandas_predicate(req, lhs, scale=scale))
 
 
 def cutoff(b: Binder, req: Requirement, plan: Plan, bounds: list[float]) -> bool:

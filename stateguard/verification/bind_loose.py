@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 
 from stateguard.artifacts.lexicon import LEXICON
 from stateguard.inspection.code_model import CodeSemantics, Selection
@@ -54,21 +55,18 @@ _SQL_TEST = re.compile(
 )
 
 
+@dataclass(frozen=True)
 class Site:
-    """One comparison of the code: where it is, and how to write it as stated."""
+    """One comparison of a column with a number in the code: where it is, and how to write it as
+    stated (pandas: the condition's text; SQL: its span in the selection's query)."""
 
-    def __init__(
-        self,
-        sel: Selection,
-        column: str,
-        op: str,
-        value: float,
-        lhs: str,
-        text: str,
-        span: tuple[int, int] | None,
-    ):
-        self.sel, self.column, self.op, self.value = sel, column, op, value
-        self.lhs, self.text, self.span = lhs, text, span
+    sel: Selection
+    column: str
+    op: str
+    value: float
+    lhs: str
+    text: str
+    span: tuple[int, int] | None
 
     def key(self) -> tuple[int, str]:
         return (id(self.sel), self.text if self.span is None else f"{self.span}")
@@ -204,9 +202,7 @@ def bind_loose(b: Binder, question: str, loose: list[Requirement], plan: Plan) -
             edit = probes.SpanEdit(
                 kind="text", before=site.text, after=probes.pandas_predicate(req, site.lhs, scale)
             )
-            code = probes.cutoff_probe(
-                f"(({site.lhs}) {site.op} {site.value!r})", probes.pandas_predicate(req, site.lhs, scale)
-            )
+            code = bind_cutoff.written_probe(site.lhs, site.op, site.value, req, scale)
         else:
             if not b.con or site.span is None:
                 continue

@@ -23,8 +23,9 @@ from stateguard.verification.binder import Plan
 from stateguard.verification.requirements import Kind, Requirement
 from stateguard.verification.vocabulary import column_tokens
 
-_NAMED = {"mean": "mean", "avg": "mean", "average": "mean", "median": "median"}
 _SWAPPABLE = ("mean", "median")
+# the lexicon's one-word names of those statistics ("avg", "average", "mean", "median")
+_NAMED = {w: f for w, f in LEXICON.statistics.items() if f in _SWAPPABLE and " " not in w}
 
 
 def _names_of(sel: Selection, agg: Aggregate, sem: CodeSemantics) -> list[str]:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Generator
+from functools import partial
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -357,18 +358,8 @@ class SemanticVerifier:
         later = frozenset(w for i, s in ctx.steps.items() if i > end for w in s.meta.get("writes", []))
         if not ran:
             return Plan(requirements=reqs, unverified=list(reqs))
-        plan = bind(reqs, sem, self.vocab, later)
+        plan = bind(reqs, sem, self.vocab, later, then=partial(self._through_code, question, tables))
         self._span = (getattr(turn, "turn_id", None), code, sem)
-        start, binder = len(plan.items), RequirementBinder(sem, self.vocab, later)
-        if self.config.loose_bounds:  # bounds and statistics bound through the code
-            bind_loose.bind_loose(
-                binder, question, bind_loose.loose_bounds(question, self.vocab, tables, plan), plan
-            )
-        if self.config.named_statistics:
-            named_stats.bind_named(binder, question, plan)
-        plan.items[start:] = [
-            item.model_copy(update={"id": f"R{start + i + 1}"}) for i, item in enumerate(plan.items[start:])
-        ]
         if self.config.superseded:
             self._restated(question, code, sem, plan)
         if self.config.standing_scopes:
@@ -376,6 +367,15 @@ class SemanticVerifier:
         if self.config.carried_scopes:
             self._carried(question, sem, tables, later, plan)
         return plan
+
+    def _through_code(self, question: str, tables: list[str], binder: RequirementBinder, plan: Plan) -> None:
+        """Bounds and statistics bound through the code where the words name no column."""
+        if self.config.loose_bounds:
+            bind_loose.bind_loose(
+                binder, question, bind_loose.loose_bounds(question, self.vocab, tables, plan), plan
+            )
+        if self.config.named_statistics:
+            named_stats.bind_named(binder, question, plan)
 
     def _carried(
         self, question: str, sem: CodeSemantics, tables: list[str], later: frozenset[str], plan: Plan
