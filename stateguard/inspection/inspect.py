@@ -38,8 +38,11 @@ def _string(node: ast.AST | None, strings: dict[str, str]) -> str | None:
 
 
 def _chain_root(node: ast.AST) -> ast.Call | None:
-    """`con.execute(sql).df()` -> the `.execute(...)` call at the bottom of a method chain."""
+    """`con.execute(sql).df()`, `con.execute(sql).fetchone()[0]` -> the `.execute(...)` call at the
+    bottom of a method chain (an index of its result included)."""
     cur = node
+    while isinstance(cur, ast.Subscript):
+        cur = cur.value
     while isinstance(cur, ast.Call) and isinstance(cur.func, ast.Attribute):
         if cur.func.attr in _SQL_METHODS or cur.func.attr == "table":
             return cur

@@ -270,29 +270,41 @@ def _kept_side(
         for side, expr in (("left", j.left), ("right", j.right))
         if (name := _side_name(expr))
     ]
+
+    def by_name(name: str, word: str) -> bool:
+        words = [name.lower(), *re.split(r"[_\d]+", name.lower())]
+        return any(len(w) >= 3 and _same_noun(w, word) for w in words)
+
     if len(subject) > 1:
-        placed = [(sel, j, side) for sel, j, side, name in sides if name.lower() == subject[1].lower()]
+        placed = [
+            (sel, j, side)
+            for sel, j, side, name in sides
+            if any(name.lower() == w.lower() or by_name(name, w) for w in subject[1:])
+        ]
         if len(placed) == 1:
             return placed[0]
-
-    def by_name(name: str) -> bool:
-        words = [name.lower(), *re.split(r"[_\d]+", name.lower())]
-        return any(len(w) >= 3 and _same_noun(w, noun) for w in words)
+        if len({name for sel, j, side, name in sides if (sel, j, side) in placed}) == 1 and placed:
+            # the place's table on a side of several joins ("sites" counted per island, then joined
+            # again for a mean): the entries are kept when one join keeps them, else the first join
+            return next((p for p in placed if p[1].how in (p[2], "outer")), placed[0])
 
     def by_column(name: str) -> bool:
         return any(_same_noun(c.lower(), noun) for c in b.vocab.tables.get(name.lower(), {}))
 
-    hits = [(sel, j, side) for sel, j, side, name in sides if by_name(name) or by_column(name)]
+    named = [(sel, j, side) for sel, j, side, name in sides if by_name(name, noun)]
+    hits = [(sel, j, side) for sel, j, side, name in sides if by_name(name, noun) or by_column(name)]
     if len(hits) == 1:
         return hits[0]
     # The noun is the key both sides share ("keeping firms the file lacks"): the entries to keep are
     # those of the one join whose one side the code built from values written out (the list).
     listed = {n.lower() for n in b.sem.listed}
     typed = [(sel, j, side) for sel, j, side, name in sides if name.lower() in listed]
-    if len(joined) != 1 or len(typed) != 1:
-        return None
-    if typed[0] in hits or (not hits and absent):
+    if len(joined) == 1 and len(typed) == 1 and (typed[0] in hits or (not hits and absent)):
         return typed[0]
+    if len(named) == 1 and len(joined) == 1 and not typed:
+        # "every tier", the list typed in by an earlier turn: the side called `tiers`, not the one
+        # that only has a `tier` column
+        return named[0]
     return None
 
 
@@ -311,17 +323,24 @@ def _keep_side(b: Binder, req: Requirement, sel: Selection, j: Join, side: str, 
     """The stated entries' side of the join must keep every row: the code's join re-run keeping
     that side, and (by the answer gate) a different reported answer, are the evidence."""
     noun = req.subject[0]
-    if j.how in (side, "outer"):
+    unfiltered = sql_edit.unfilter_kept_side(sel.sql, side) if sel.language == "sql" and sel.sql else None
+    if j.how in (side, "outer") and unfiltered is None:
         plan.notes.append(
             f"{req.describe()}: the code's {j.how} join keeps every {noun} ({_side_name(getattr(j, side))})"
         )
         return
-    plan.notes.append(
-        f"{req.describe()}: every {noun} is on the {side} side ({_side_name(getattr(j, side))}), the code's join "
-        f"is {j.how} ({j.text[:80]})"
-    )
+    if unfiltered is not None:
+        plan.notes.append(
+            f"{req.describe()}: the code's {j.how} join keeps every {noun} ({_side_name(getattr(j, side))}), but its "
+            "WHERE tests the other side's columns and so drops the unmatched ones again"
+        )
+    else:
+        plan.notes.append(
+            f"{req.describe()}: every {noun} is on the {side} side ({_side_name(getattr(j, side))}), the code's "
+            f"join is {j.how} ({j.text[:80]})"
+        )
     if sel.language == "sql":
-        fixed = sql_edit.keep_join_side(sel.sql, side) if sel.sql else None
+        fixed = unfiltered or (sql_edit.keep_join_side(sel.sql, side) if sel.sql else None)
         if not fixed or not b.con:
             plan.unverified.append(req)
             return

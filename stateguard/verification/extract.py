@@ -984,15 +984,38 @@ _KEEP_AFTER = re.compile(
 _PLACE_OF = re.compile(r"\b(?:on|in|from|of)\s+the\s+(?P<place>[a-z]+)\b")
 
 
-def _kept_place(clause: str, low: str, noun: str) -> str | None:
-    """The backticked table the clause put the kept entries' list in ("Put the list in `countries`
-    ..., keeping every maker on the list" -> countries); None when it names no such place."""
-    m = re.search(rf"\b{re.escape(noun)}\s+{_PLACE_OF.pattern}", low)
+def _kept_place(clause: str, low: str, noun: str) -> list[str]:
+    """Where the clause says the kept entries are listed: the backticked table it put the list in
+    ("Put the list in `countries` ..., keeping every maker on the list" -> [countries]), else the
+    words of the place it names ("every tier of the marketing sheet" -> [marketing, sheet]; the
+    binder keeps a place word only when it names a join side). Empty when it names no place."""
+    m = next(
+        (
+            hit
+            for at in re.finditer(rf"\b{re.escape(noun)}\b", low)
+            if (hit := _PLACE_AFTER.match(low[at.start() :]))
+        ),
+        None,
+    )
     if m is None:
-        return None
-    place = re.escape(m.group("place"))
-    named = re.findall(rf"\bthe\s+{place}\b[^`.;]{{0,40}}?`(\w+)`", clause, re.IGNORECASE)
-    return named[0] if len(set(named)) == 1 else None
+        return []
+    words = [w for w in (m.group("adj"), m.group("place")) if w and w not in _STOPS and w not in _VERBISH]
+    for word in words:
+        named = re.findall(rf"\bthe\s+{re.escape(word)}\b[^`.;]{{0,40}}?`(\w+)`", clause, re.IGNORECASE)
+        if len(set(named)) == 1:
+            return [named[0]]
+    return words
+
+
+_QUANTIFIERS = frozenset({"every", "each", "all", "any", "both", "either", "its", "their", "which", "what"})
+_VERBISH = frozenset({"is", "are", "be", "was", "were", "kept", "listed", "shown", "included", "even"})
+
+
+# "every tier of the marketing sheet", "every plan in the codebook", "every cycle on the list": the
+# entries of a named place, each to be in the result
+_PLACE_AFTER = re.compile(
+    r"^[a-z_]+\s+(?:on|in|of|from)\s+the\s+(?:(?P<adj>[a-z]+)\s+)?(?P<place>[a-z]+)\b(?!\s+(?:of|to)\b)"
+)
 
 
 def _kept_entries(low: str) -> str | None:
@@ -1002,7 +1025,9 @@ def _kept_entries(low: str) -> str | None:
     nouns = {
         m.group("noun")
         for m in _EVERY.finditer(low)
-        if _KEEP_BEFORE.search(low[: m.start()]) or _KEEP_AFTER.match(low[m.end() :])
+        if _KEEP_BEFORE.search(low[: m.start()])
+        or _KEEP_AFTER.match(low[m.end() :])
+        or (m.group(0).startswith("every") and _PLACE_AFTER.match(low[m.start("noun") :]))
     }
     nouns -= _STOPS | {"rows", "row", "data", "cases", "records", "values"}
     if not nouns and _JOINING_ANY.search(low):
@@ -1056,12 +1081,12 @@ def joins(clause: str) -> list[Requirement]:
         low,
     ):
         how = "inner"
-    keys = re.findall(r"\bon\s+(?:the\s+)?([a-z_][\w]*)", low)
+    keys = [k for k in re.findall(r"\bon\s+(?:the\s+)?([a-z_][\w]*)", low) if k not in _QUANTIFIERS]
     if kept and how != "inner":
         # the noun must later name one side of a join the code makes (bind_shape.join); without
         # a join in the code the requirement stays unverified, whatever the verb
-        place = _kept_place(clause, low, kept)
-        subject = [kept, place] if place else [kept]
+        subject = [kept, *_kept_place(clause, low, kept)]
+        keys = [k for k in keys if k not in subject]  # "every cycle on the list": the list is no key
         return [Requirement(kind=Kind.JOIN, text=clause[:120], how="left", keys=keys[:2], subject=subject)]
     if how is None or not re.search(rf"\b(?:{'|'.join(LEXICON.join_verbs)}|combin\w*)", low):
         return []

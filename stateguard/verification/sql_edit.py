@@ -109,6 +109,62 @@ def keep_join_side(sql: str, side: str) -> str | None:
     return select.sql(dialect="duckdb")
 
 
+def unfilter_kept_side(sql: str, side: str) -> str | None:
+    """A one-join query whose outer join keeps `side` ("left": the FROM side) but whose WHERE then
+    tests columns of the other side only (`LEFT JOIN votes v ... WHERE v.strong`), which drops the
+    kept side's unmatched rows again: the query with those tests moved into the join's ON, where
+    they only choose the matches. None when no such test is there (a test of `IS NULL` is a
+    deliberate anti-join and is left alone), or the query is not one such join."""
+    select = _parse(sql)
+    joins = select.args.get("joins") if select is not None else None
+    if select is None or not joins or len(joins) != 1:
+        return None
+    join = joins[0]
+    keeps = {"left": "LEFT", "right": "RIGHT"}[side]
+    if (join.args.get("side") or "").upper() not in (keeps, "FULL") or join.args.get("on") is None:
+        return None
+    source = select.args.get("from") or select.args.get("from_")
+    if source is None:
+        return None
+    other = (join.this if side == "left" else source.this).alias_or_name
+    where = select.args.get("where")
+    if not other or not isinstance(where, exp.Where):
+        return None
+    moved, kept = [], []
+    for conjunct in _conjuncts(where.this):
+        tables = {c.table for c in conjunct.find_all(exp.Column) if c.find_ancestor(exp.Select) is select}
+        if tables == {other} and not any(isinstance(n, exp.Is) for n in conjunct.find_all(exp.Is)):
+            moved.append(conjunct)
+        else:
+            kept.append(conjunct)
+    if not moved:
+        return None
+    on = join.args["on"]
+    for conjunct in moved:
+        on = exp.and_(on, conjunct.copy())
+    join.set("on", on)
+    if kept:
+        condition = kept[0].copy()
+        for conjunct in kept[1:]:
+            condition = exp.and_(condition, conjunct.copy())
+        where.set("this", condition)
+    else:
+        select.set("where", None)
+    return select.sql(dialect="duckdb")
+
+
+def set_group_by(sql: str, keys: list[str]) -> str | None:
+    """The query grouped by `keys` (column names) instead of its own GROUP BY; None without one."""
+    select = _parse(sql)
+    if select is None or not isinstance(select.args.get("group"), exp.Group):
+        return None
+    try:
+        select.args["group"].set("expressions", [exp.column(k) for k in keys])
+    except Exception:  # noqa: BLE001
+        return None
+    return select.sql(dialect="duckdb")
+
+
 def set_order(sql: str, *, descending: bool | None = None, limit: int | None = None) -> str | None:
     select = _parse(sql)
     if select is None:

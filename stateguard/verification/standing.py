@@ -25,7 +25,9 @@ import re
 from dataclasses import dataclass
 
 from stateguard.artifacts.lexicon import LEXICON
-from stateguard.inspection.code_model import CodeSemantics
+from stateguard.inspection.code_model import CodeSemantics, Condition, Selection
+from stateguard.verification import sql_edit
+from stateguard.verification.carried import feeds_answer
 from stateguard.verification.requirements import Requirement
 
 KIND = "standing_scope"
@@ -35,18 +37,24 @@ _STANDING = re.compile(
     r"in\s+(?:all|every)\s+(?:later|following|remaining)\s+\w+|from\s+this\s+turn\s+on)\b",
     re.IGNORECASE,
 )
-_BACK_IN = re.compile(
-    rf"\b(?:{'|'.join([*LEXICON.restoration, *LEXICON.earlier_version])}|includ\w*|whole|entire|full|again)\b",
+_BACK_IN = re.compile(  # "how old are they" asks an age, it points at no old version
+    rf"\b(?<!\bhow\s)(?:{'|'.join([*LEXICON.restoration, *LEXICON.earlier_version])}|includ\w*|whole|entire|full|again)\b",
     re.IGNORECASE,
 )
 
 
 @dataclass(frozen=True)
 class Scope:
+    """A standing scope: the rows of `parent` kept in a `child` of their own, or (no child) kept by
+    `condition`, the one SQL condition the code applies to `parent` and the instruction's words
+    anchor (its number, value or backticked table), on `columns`."""
+
     turn: int | None
     parent: str
     child: str
     sql: bool
+    condition: str = ""
+    columns: tuple[str, ...] = ()
 
 
 def _assigns(code: str, name: str) -> bool:
@@ -75,7 +83,10 @@ class StandingScopes:
             self.scopes = [
                 s
                 for s in self.scopes
-                if not (_reads(code, s.parent, s.sql) and not _reads(code, s.child, s.sql))
+                if not (
+                    _reads(code, s.parent, s.sql)
+                    and not (_reads(code, s.child, s.sql) if s.child else s.condition in _sql_text(sem))
+                )
             ]
         # a parent rebuilt from scratch ends the scope too (its rows are new); a child derived again
         # (an update refreshing it) keeps it
@@ -84,6 +95,9 @@ class StandingScopes:
         ]
         if not _STANDING.search(question):
             return
+        for scope in inline_scopes(turn, question, sem):
+            if scope not in self.scopes:
+                self.scopes.append(scope)
         for sel in sem.selections:
             child = sel.target or ""
             conds = [c for c in sel.conditions if c.clause in ("where", "mask", "query") and c.column]
@@ -98,7 +112,10 @@ class StandingScopes:
             if parent.lower() == child.lower() or not parent.isidentifier():
                 continue
             if not any((s.parent, s.child) == (parent, child) for s in self.scopes):
-                self.scopes.append(Scope(turn, parent, child, sel.language == "sql"))
+                columns = tuple(
+                    dict.fromkeys(c for cond in conds for c in (cond.columns or [cond.column or ""]) if c)
+                )
+                self.scopes.append(Scope(turn, parent, child, sel.language == "sql", columns=columns))
 
     def bypassed(self, question: str, code: str) -> list[Scope]:
         """Standing scopes the turn's code reads around: it reads the parent, never the child."""
@@ -106,17 +123,140 @@ class StandingScopes:
             return []
         out = []
         for s in self.scopes:
+            if not s.child:
+                continue  # a condition on the parent's rows: `read_without` finds the statements
             if f"`{s.parent}`" in question or _assigns(code, s.parent) or _assigns(code, s.child):
                 continue
             if _reads(code, s.parent, s.sql) and not _reads(code, s.child, s.sql):
                 out.append(s)
         return out
 
+    def conditions(self) -> list[Scope]:
+        """The standing scopes kept by a condition on the parent's rows (no child of their own)."""
+        return [s for s in self.scopes if not s.child]
+
+
+# The instruction's anchors: a number ("fewer than 48 readings", "the 1950s" -> 1950 and 1960), a
+# quoted or capitalised value ("District of Columbia"), a backticked table (`islands`).
+_NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(s\b)?")
+
+
+def _sentences(question: str) -> list[str]:
+    return [p for p in re.split(r"(?<=[.?!])\s+", question) if p.strip()]
+
+
+def _anchored(cond: Condition, sentence: str) -> bool:
+    numbers: set[float] = set()
+    for m in _NUMBER.finditer(sentence):
+        value = float(m.group(1))
+        numbers |= {value, value + 10} if m.group(2) and value % 10 == 0 else {value}
+    if (
+        isinstance(cond.value, int | float)
+        and not isinstance(cond.value, bool)
+        and float(cond.value) in numbers
+    ):
+        return True
+    texts = [v for v in [cond.value, *cond.values] if isinstance(v, str) and len(v) > 2]
+    if texts and all(re.search(rf"(?<!\w){re.escape(v)}(?!\w)", sentence, re.IGNORECASE) for v in texts):
+        return True
+    named = re.findall(r"`(\w+)`", sentence)
+    return any(re.search(rf"\bFROM\s+{re.escape(n)}\b", cond.text, re.IGNORECASE) for n in named)
+
+
+def inline_scopes(turn: int | None, question: str, sem: CodeSemantics) -> list[Scope]:
+    """Scopes the code keeps with a condition on a table's rows, not in a table of their own: the
+    sentence that sets the scope for the rest of the analysis anchors exactly one condition the
+    turn's SQL applies (the same text wherever it stands) on rows of exactly one table."""
+    said = " ".join(p for p in _sentences(question) if _STANDING.search(p))
+    if not said or _BACK_IN.search(said):
+        return []
+    found: dict[str, tuple[set[str], tuple[str, ...], list[int]]] = {}
+    for sel in sem.selections:
+        if sel.language != "sql" or sel.flag or sel.joins:
+            continue
+        for cond in sel.conditions:
+            if cond.clause != "where" or not cond.text or not _anchored(cond, said):
+                continue
+            # the table whose rows it keeps: the statement's one source besides a table the
+            # condition reads itself (`council NOT IN (SELECT council FROM islands)`)
+            inner = {t.lower() for t in re.findall(r"\bFROM\s+(\w+)", cond.text, re.IGNORECASE)}
+            sources = [t for t in sel.sources if t.lower() not in inner]
+            if len(sources) != 1:
+                continue
+            columns = tuple(cond.columns or ([cond.column] if cond.column else []))
+            entry = found.setdefault(cond.text, (set(), columns, [0]))
+            entry[0].add(sources[0])
+            entry[2][0] += 1
+    # several conditions the words anchor ("population 0": `popul > 0` in every statement, `vote =
+    # 0` in one): the scope is the one the turn applies most often, in two statements at least
+    ranked = sorted(found.items(), key=lambda kv: -kv[1][2][0])
+    if not ranked or (
+        len(ranked) > 1 and (ranked[0][1][2][0] == ranked[1][1][2][0] or ranked[0][1][2][0] < 2)
+    ):
+        return []
+    text, (parents, columns, _) = ranked[0]
+    if len(parents) != 1 or not columns:
+        return []
+    return [Scope(turn, parents.pop(), "", True, text, columns)]
+
+
+def read_without(scope: Scope, question: str, code: str, sem: CodeSemantics) -> list[tuple[Selection, str]]:
+    """The turn's SQL statements behind a reported value that read the scope's table without its
+    condition (none of them tests its columns), each with the query as the scope states it. None on
+    a question that names the table in backticks or brings rows back, or code that rebuilds it."""
+    if not scope.condition or _BACK_IN.search(question) or f"`{scope.parent}`" in question:
+        return []
+    if _assigns(code, scope.parent):
+        return []  # the table rebuilt or updated (a definition changed, rows put back)
+    out = []
+    inner = {t.lower() for t in re.findall(r"\bFROM\s+(\w+)", scope.condition, re.IGNORECASE)}
+    for sel in sem.selections:
+        sources = [s.lower() for s in sel.sources if s.lower() not in inner]
+        if sel.language != "sql" or sel.flag or sel.joins or sources != [scope.parent.lower()]:
+            continue
+        tested = {c.lower() for cond in sel.conditions for c in (cond.columns or [cond.column or ""])}
+        if tested & {c.lower() for c in scope.columns} or not _behind_answer(sel, sem, code):
+            continue
+        stated = sql_edit.add_condition(sel.sql, scope.condition) if sel.sql else None
+        if stated:
+            out.append((sel, stated))
+    return out
+
+
+def _sql_text(sem: CodeSemantics) -> str:
+    return "\n".join(c.text for sel in sem.selections if sel.language == "sql" for c in sel.conditions)
+
+
+def _behind_answer(sel: Selection, sem: CodeSemantics, code: str) -> bool:
+    """A reported value is computed from the statement's result, or from a table it creates; where
+    the code names no reported dict (`print(json.dumps({...}))`), a result it reads again."""
+    if feeds_answer(sel, sem):
+        return True
+    if not sem.fields and sel.target and sel.target.isidentifier():
+        uses = re.findall(rf"(?<![\w.]){re.escape(sel.target)}(?!\w)", code)
+        return len(uses) > 1
+    target = (sel.target or "").lower()
+    return bool(target) and any(
+        target in (s.lower() for s in other.sources) and feeds_answer(other, sem)
+        for other in sem.selections
+        if other is not sel
+    )
+
 
 def requirement(scope: Scope) -> Requirement:
+    if not scope.child:
+        since = f"turn {scope.turn}" if scope.turn is not None else "this turn"
+        return Requirement(
+            kind=KIND,
+            text=f"the rows of {scope.parent} with {scope.condition} ({since})",
+            source="definition",
+            subject=[scope.parent],
+            columns=list(scope.columns),
+            term=scope.parent,
+        )
     return Requirement(
         kind=KIND,
-        text=f"the rows kept in {scope.child} (turn {scope.turn})",
+        text=f"the rows kept in {scope.child} ({f'turn {scope.turn}' if scope.turn is not None else 'this turn'})",
         source="definition",
         subject=[scope.child],
         columns=[scope.child],
@@ -153,12 +293,54 @@ def edit_text(scope: Scope, cells: list[str]) -> tuple[str, str] | None:
     return (before, after) if after != before else None
 
 
+_TESTS = re.compile(r"[<>]=?|[!=]=|\.(?:isna|notna|isnull|notnull|between|isin|dropna)\(")
+
+
+def own_edit(scope: Scope, cells: list[str]) -> tuple[str, str] | None:
+    """The turn that sets a scope and keeps it in a child frame, then reads the parent again: the
+    lines after the child's assignment that read the parent without testing the scope's columns
+    ("How many remain, and their median?" computed on `birds` after `kept = birds[...]`), as
+    (before, after) with the child read instead. pandas only; None when no line does."""
+    if scope.sql or not scope.child:
+        return None
+    assign = re.compile(rf"^\s*{re.escape(scope.child)}\s*=(?!=)")
+    pattern = re.compile(rf"(?<![\w.'\"]){re.escape(scope.parent)}(?=\s*[\[.])")
+    for cell in cells:
+        lines = cell.splitlines(keepends=True)
+        start = next((i for i, line in enumerate(lines) if assign.match(line)), None)
+        if start is None:
+            continue
+        hits = [
+            i
+            for i in range(start + 1, len(lines))
+            if pattern.search(lines[i])
+            and not (
+                _TESTS.search(lines[i])
+                and any(re.search(rf"[\"']{re.escape(c)}[\"']", lines[i]) for c in scope.columns)
+            )
+            and not assign.match(lines[i])
+        ]
+        if not hits:
+            return None
+        block = lines[hits[0] : hits[-1] + 1]
+        after = [
+            pattern.sub(scope.child, line) if hits[0] + k in hits else line for k, line in enumerate(block)
+        ]
+        return "".join(block), "".join(after)
+    return None
+
+
 def describe(req: Requirement) -> str:
+    if req.text.startswith("the rows of "):
+        return f"{req.text[len('the rows of ') :]} holds for the rest of the analysis"
     return f"the scope kept in {' '.join(req.columns)} holds for the rest of the analysis"
 
 
 def reason(req: Requirement, status: str) -> str:
+    if req.text.startswith("the rows of "):
+        return f"the code computes from rows set aside for the rest of the analysis; keep {req.text[len('the rows of ') :]}"
+    who = "this turn" if req.text.endswith("(this turn)") else "an earlier turn"
     return (
-        f"the code computes from rows an earlier turn set aside for the rest of the analysis; read "
+        f"the code computes from rows {who} set aside for the rest of the analysis; read "
         f"{' '.join(req.columns)}, which holds the rows still in scope"
     )

@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from stateguard.answers import last_json
 from stateguard.inspection.code_model import CodeSemantics
 from stateguard.observation import ManagerObservation, WorkerStep
-from stateguard.verification import bind_loose, carried, named_stats, probes, standing, superseded
+from stateguard.verification import bind_loose, carried, named_stats, probes, regrouped, standing, superseded
 from stateguard.verification.bind import RequirementBinder, bind
 from stateguard.verification.binder import Plan, reason
 from stateguard.verification.definitions import Definitions
@@ -93,6 +93,12 @@ class SemanticConfig(BaseModel):
         description="A scope an earlier turn kept in a frame or table of its own for the rest of the analysis, "
         "read around by a later turn's code (`standing.py`); a finding needs a changed answer.",
     )
+    regrouped: bool = Field(
+        default=True,
+        description="A summary an earlier turn grouped by some keys, rebuilt under the same name grouped by "
+        "others, by a turn that refers back to it and names none of the new keys (`regrouped.py`); a "
+        "finding needs a changed answer.",
+    )
     named_statistics: bool = Field(
         default=True,
         description="A value the code names one statistic (`AVG(age) AS median_age`) computed as another, "
@@ -146,6 +152,7 @@ class SemanticVerifier:
         self.definitions = Definitions()
         self.flags = superseded.FlagHistory()
         self.scopes = standing.StandingScopes()
+        self.groupings = regrouped.GroupingHistory()
         self._span: tuple[Any, str, CodeSemantics] | None = None  # the code last planned on, per turn
         self.owned: dict[str, probes.ProbeItem] = {}
         self.last = Verification()
@@ -225,7 +232,9 @@ class SemanticVerifier:
                     "written as stated reports the same answer; no finding"
                 )
             elif answer == "unknown" and (
-                item.requirement.kind in (superseded.KIND, standing.KIND) or item.needs_changed
+                item.requirement.kind in (superseded.KIND, standing.KIND)
+                or item.needs_changed
+                or item.check == "regrouped"
             ):
                 gated.append(
                     f"{item.requirement.describe()}: its {item.check} probe fails, but the turn could not "
@@ -362,8 +371,11 @@ class SemanticVerifier:
         self._span = (getattr(turn, "turn_id", None), code, sem)
         if self.config.superseded:
             self._restated(question, code, sem, plan)
+        if self.config.regrouped:
+            self._regrouped(question, code, sem, plan)
         if self.config.standing_scopes:
             self._standing(question, [s.action for s in ran], sem, plan)
+            self._standing_conditions(f"{question}\n{_own_context(turn)}", code, sem, plan)
         if self.config.carried_scopes:
             self._carried(question, sem, tables, later, plan)
         return plan
@@ -448,6 +460,67 @@ class SemanticVerifier:
             item_edit = probes.SpanEdit(kind="text", before=edit[0], after=edit[1])
             _add_item(plan, req, "standing_scope", probe, written, "bypassed", item_edit)
 
+    def _regrouped(self, question: str, code: str, sem: CodeSemantics, plan: Plan) -> None:
+        """Probe items for a summary rebuilt under its name with other group keys (`regrouped.py`);
+        the answer gate must then see the answer change."""
+        for found in self.groupings.regrouped(question, code, sem):
+            req = found.requirement()
+            plan.requirements.append(req)
+            plan.notes.append(
+                f"{req.describe()}: turn {found.old.turn} grouped {found.old.name} by {', '.join(found.old.keys)}, "
+                f"this turn by {', '.join(found.keys)}"
+            )
+            if found.sql and sem.connection:
+                probe = probes.rerun_probe(sem.connection, found.before, found.after)
+                edit = probes.SpanEdit(kind="sql", before=found.before, after=found.after)
+            else:
+                probe = f"_v = True\n_o = {{'grouped_before': {list(found.old.keys)!r}, 'grouped_now': {list(found.keys)!r}}}"
+                edit = probes.SpanEdit(kind="text", before=found.before, after=found.after)
+            _add_item(plan, req, "regrouped", probe, [found.old.name], "regrouped", edit)
+
+    def _standing_conditions(self, said: str, code: str, sem: CodeSemantics, plan: Plan) -> None:
+        """Probe items for scopes set for the rest of the analysis by a condition on a table's rows
+        (an earlier turn's, or this turn's own instruction) that a statement behind a reported value
+        leaves out (`standing.read_without`); the answer gate must then see the answer change."""
+        own = standing.StandingScopes()
+        own.record(None, said, code, sem)
+        for scope in own.scopes:
+            if scope.child and (edit := standing.own_edit(scope, [code])) is not None:
+                probe = standing.probe(scope, sem.connection)
+                req = standing.requirement(scope)
+                plan.requirements.append(req)
+                plan.notes.append(
+                    f"{req.describe()}: after making {scope.child}, the code reads {scope.parent} again"
+                )
+                written = _assigned_by(code, edit[0]) or ["result"]
+                item_edit = probes.SpanEdit(kind="text", before=edit[0], after=edit[1])
+                _add_item(plan, req, "standing_scope", probe or "", written, "bypassed", item_edit)
+        if sem.connection is None:
+            return
+        scopes = self.scopes.conditions()
+        scopes += [
+            s
+            for s in standing.inline_scopes(None, said, sem)
+            if s.condition not in {o.condition for o in scopes}
+        ]
+        for scope in scopes:
+            for sel, stated in standing.read_without(scope, said, code, sem):
+                req = standing.requirement(scope)
+                plan.requirements.append(req)
+                plan.notes.append(
+                    f"{req.describe()}: the code reads {scope.parent} without it ({sel.sql[:80]})"
+                )
+                variables = [t for t in [sel.target] if t and t.isidentifier() and not t.startswith("_")]
+                _add_item(
+                    plan,
+                    req,
+                    "standing_scope",
+                    probes.rerun_probe(sem.connection, sel.sql, stated),
+                    variables,
+                    "bypassed",
+                    probes.SpanEdit(kind="sql", before=sel.sql, after=stated),
+                )
+
     def remember(
         self, turn: Any, state_id: str | None, requirements: list[Requirement] | None = None
     ) -> None:
@@ -460,6 +533,7 @@ class SemanticVerifier:
                 self.flags.record(self._span[0], self._span[1], self._span[2])
                 said = f"{getattr(turn, 'question', '')}\n{_own_context(turn)}"
                 self.scopes.record(self._span[0], said, self._span[1], self._span[2])
+                self.groupings.record(self._span[0], self._span[2])
                 self._span = None
 
     def _finding(self, item: probes.ProbeItem, outcome: probes.ProbeOutcome) -> Finding:

@@ -1,0 +1,126 @@
+"""Entries a question asks about one by one from a named place ("in every tier of the marketing
+sheet", "for every plan in the codebook", "every entry of the target sheet"): the join that builds
+the per-entry result must keep that place's side. The place binds by a side's name, the noun by
+the side called after it; a LEFT JOIN whose WHERE then tests the other side's columns drops the
+unmatched entries again (`sql_edit.unfilter_kept_side`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stateguard.sandbox import SandboxLimits, SandboxWorkspace
+from stateguard.verification import sql_edit
+from stateguard.verification.extract import joins
+from tests.stateguard.verification.conftest import SETUP, Session
+
+
+@pytest.mark.parametrize(
+    ("clause", "subject"),
+    [
+        (
+            "the number of big spenders in every tier of the marketing sheet, 0 where there are none",
+            ["tier", "marketing", "sheet"],
+        ),
+        ("the number of frequent users for every plan in the codebook", ["plan", "codebook"]),
+        ("Counting every cycle on the list, how many cycles have no active year?", ["cycle", "list"]),
+        (
+            "Put the list in `countries` and attach the makers, keeping every maker on the list",
+            ["maker", "countries"],
+        ),
+    ],
+)
+def test_every_entry_of_a_named_place_is_a_kept_side(clause: str, subject: list[str]) -> None:
+    (req,) = joins(clause)
+    assert req.how == "left" and req.subject == subject and not set(req.keys) & set(subject)
+
+
+def test_a_quantified_noun_without_a_place_is_no_kept_side() -> None:
+    assert joins("the mean price of every order") == []
+    assert joins("How many orders does every region have?") == []
+
+
+TIERS = (
+    "import json, pandas as pd\n"
+    "tiers = pd.DataFrame({'segment': ['retail', 'business', 'public'], 'fee': [1, 2, 3]})\n"
+)
+
+
+def _per_tier(how: str) -> str:
+    return (
+        "import json\n"
+        "_n = customers.groupby('segment').size().rename('n').reset_index()\n"
+        f"_table = tiers.merge(_n, on='segment', how='{how}').fillna({{'n': 0}})\n"
+        "result = {'per_segment': {s: int(n) for s, n in zip(_table['segment'], _table['n'])}}\n"
+        "print(json.dumps(result))"
+    )
+
+
+@pytest.mark.parametrize(("how", "found"), [("left", False), ("inner", True)])
+def test_the_side_called_after_the_noun_is_kept_when_an_earlier_turn_typed_it(how: str, found: bool) -> None:
+    """`tiers` was typed in by an earlier turn (this turn's code types nothing in); "every segment"
+    names `tiers` by name and `_n` only by a column: `tiers` is the side to keep."""
+    session = Session()
+    assert session.ws.run_cell(TIERS.replace("tiers =", "segments =")).ok
+    question = (
+        "Only report the number of customers in every segment of the fee sheet, 0 where there are none."
+    )
+    findings = session.turn(question, _per_tier(how).replace("tiers", "segments"))
+    assert bool(findings) is found
+
+
+@pytest.mark.parametrize(("how", "found"), [("left", False), ("inner", True)])
+def test_the_place_names_the_side(how: str, found: bool) -> None:
+    """ "every segment of the tier sheet": the noun is a column of both sides, the place is `tiers`."""
+    session = Session()
+    assert session.ws.run_cell(TIERS).ok
+    question = (
+        "Only report the number of customers for every segment of the tier sheet, 0 where there are none."
+    )
+    assert bool(session.turn(question, _per_tier(how))) is found
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        (
+            "SELECT t.k, COUNT(v.k) FROM t LEFT JOIN v ON v.k = t.k WHERE v.ok AND v.k NOT IN (SELECT k FROM x) GROUP BY t.k",
+            "SELECT t.k, COUNT(v.k) FROM t LEFT JOIN v ON (v.k = t.k AND v.ok) AND NOT v.k IN (SELECT k FROM x) GROUP BY t.k",
+        ),
+        (  # a test of the kept side stays in the WHERE
+            "SELECT t.k FROM t LEFT JOIN v ON v.k = t.k WHERE v.ok AND t.k > 1",
+            "SELECT t.k FROM t LEFT JOIN v ON v.k = t.k AND v.ok WHERE t.k > 1",
+        ),
+        ("SELECT t.k FROM t LEFT JOIN v ON v.k = t.k WHERE v.k IS NULL", None),  # an anti-join
+        ("SELECT t.k FROM t JOIN v ON v.k = t.k WHERE v.ok", None),  # not an outer join
+        ("SELECT t.k FROM t LEFT JOIN v ON v.k = t.k WHERE t.k > 1", None),  # nothing to move
+    ],
+)
+def test_unfilter_kept_side_moves_the_other_sides_tests_into_the_join(sql: str, expected: str | None) -> None:
+    assert sql_edit.unfilter_kept_side(sql, "left") == expected
+
+
+@pytest.mark.parametrize(("where", "found"), [("", False), ("WHERE c.segment = 'retail'", True)])
+def test_a_left_join_whose_where_drops_the_unmatched_entries(tmp_path: Path, where: str, found: bool) -> None:
+    limits = SandboxLimits(cpu_seconds_per_cell=60, wall_seconds_per_cell=90, memory_mb=2048)
+    with SandboxWorkspace(None, tmp_path / "scratch", tmp_path / "ckpt", limits) as ws:
+        session = Session()
+        session.ws = ws  # type: ignore[assignment]
+        setup = (
+            "import duckdb\ncon = duckdb.connect()\ncon.execute('CREATE TABLE c AS SELECT * FROM customers')\n"
+            "con.execute(\"CREATE TABLE tiers AS SELECT * FROM (VALUES ('retail', 1), ('business', 2), ('public', 3)) AS t(segment, fee)\")"
+        )
+        assert ws.run_cell(SETUP).ok and ws.run_cell(setup).ok
+        on = "c.segment = t.segment" + (" AND c.segment = 'retail'" if not where else "")
+        code = (
+            "import json\n"
+            f'_rows = con.execute("SELECT t.segment, COUNT(c.customer_id) FROM tiers t LEFT JOIN c ON {on} {where} '
+            'GROUP BY t.segment ORDER BY t.segment").fetchall()\n'
+            "result = {'retail_by_tier': {r[0]: r[1] for r in _rows}}\nprint(json.dumps(result))"
+        )
+        question = (
+            "Only report the number of retail customers for every entry of the tier sheet, 0 for the others."
+        )
+        findings = session.turn(question, code)
+    assert bool(findings) is found
