@@ -214,6 +214,9 @@ def read_without(scope: Scope, question: str, code: str, sem: CodeSemantics) -> 
         sources = [s.lower() for s in sel.sources if s.lower() not in inner]
         if sel.language != "sql" or sel.flag or sel.joins or sources != [scope.parent.lower()]:
             continue
+        if sel.target and not (sel.aggregates or sel.group_keys) and not feeds_answer(sel, sem):
+            continue  # a row-level table (`CREATE TABLE voters AS SELECT *, ... AS follower`): rows are
+            # stored with their flags, and the scope applies where they are counted
         tested = {c.lower() for cond in sel.conditions for c in (cond.columns or [cond.column or ""])}
         if tested & {c.lower() for c in scope.columns} or not _behind_answer(sel, sem, code):
             continue
