@@ -153,6 +153,22 @@ def unfilter_kept_side(sql: str, side: str) -> str | None:
     return select.sql(dialect="duckdb")
 
 
+def alias_columns(sql: str, alias: str) -> set[str] | None:
+    """The columns the select-list expression named `alias` reads (`CASE WHEN age < 30 ... END AS
+    age_group` -> {age}); None when the query has no such alias, or it is a bare column."""
+    select = _parse(sql)
+    if select is None:
+        return None
+    for node in select.expressions:
+        if (
+            isinstance(node, exp.Alias)
+            and node.alias.lower() == alias.lower()
+            and not isinstance(node.this, exp.Column)
+        ):
+            return {c.name.lower() for c in node.this.find_all(exp.Column)}
+    return None
+
+
 def set_group_by(sql: str, keys: list[str]) -> str | None:
     """The query grouped by `keys` (column names) instead of its own GROUP BY; None without one."""
     select = _parse(sql)
