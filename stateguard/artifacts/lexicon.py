@@ -147,6 +147,7 @@ LEXICON = Lexicon(
         "average": "mean",
         "avg": "mean",
         "median": "median",
+        "middle value": "median",
         "total": "sum",
         "sum of": "sum",
         "sum": "sum",

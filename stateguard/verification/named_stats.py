@@ -88,3 +88,45 @@ def bind_named(b: RequirementBinder, question: str, plan: Plan) -> None:
             f"{req.describe()}: the code names it {req.text} but computes {agg.function} ({agg.text})"
         )
         b.swapped(req, sel, agg, plan, needs_changed=True)
+
+
+def only_statistic(question: str, sem: CodeSemantics) -> list[tuple[Requirement, Selection, Aggregate]]:
+    """The question asks one of mean and median, never the other ("the median MIC of each drug",
+    "the worst delays on average"), and the code computes exactly one such aggregate, of the other
+    kind (`bact.groupby(...)[drugs].mean()`): the words name no column the ordinary reading could
+    bind, so the code's one value of that family is the one asked. Two such aggregates, or a
+    question that names both statistics, abstain."""
+    asked = {
+        f for w, f in LEXICON.statistics.items() if re.search(rf"\b{re.escape(w)}\b", question, re.IGNORECASE)
+    }
+    if len(asked & set(_SWAPPABLE)) != 1:
+        return []
+    function = (asked & set(_SWAPPABLE)).pop()
+    found = [
+        (sel, agg)
+        for sel in sem.selections
+        for agg in sel.aggregates
+        if agg.function in _SWAPPABLE and not agg.window and not sel.flag
+    ]
+    if len(found) != 1 or found[0][1].function == function or not found[0][1].standalone:
+        return []
+    sel, agg = found[0]
+    req = Requirement(
+        kind=Kind.AGGREGATION,
+        text=f"the {function} the question asks",
+        function=function,
+        subject=[agg.column or agg.receiver or agg.text],
+        columns=[agg.column] if agg.column else [],
+    )
+    return [(req, sel, agg)]
+
+
+def bind_only(b: RequirementBinder, question: str, plan: Plan) -> None:
+    """Probe items (a changed answer required) for the one mean-or-median the code computes, when
+    the question asks the other one and the ordinary reading bound no aggregation."""
+    if any(r.kind is Kind.AGGREGATION and r not in plan.unverified for r in plan.requirements):
+        return  # an aggregation the words bound is checked as such
+    for req, sel, agg in only_statistic(question, b.sem):
+        plan.requirements.append(req)
+        plan.notes.append(f"{req.describe()}: the code's one mean-or-median is a {agg.function} ({agg.text})")
+        b.swapped(req, sel, agg, plan, needs_changed=True)

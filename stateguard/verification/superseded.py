@@ -288,7 +288,15 @@ class FlagHistory:
                     continue  # not written out, or in several places: which one answers is not known
                 first, last = code_tokens[hits[0][0]], code_tokens[hits[0][1] - 1]
                 before = code[first.start : last.end]
-                if not _balanced(before) or _compares(code, first.start, last.end, current.flag):
+                if not _balanced(before):
+                    continue
+                # `adults.assign(heavy=adults["spend"] >= 300)`: the old rule put in the flag's place
+                # for the statement, whatever the statement then reads as `heavy`
+                assigned = re.search(
+                    rf"\bassign\([^()]*?\b{re.escape(current.flag)}\s*=\s*(?:lambda\s+\w+\s*:\s*)?$",
+                    code[: first.start],
+                )
+                if not assigned and _compares(code, first.start, last.end, current.flag):
                     continue
                 head = next(t for t in code_tokens[hits[0][0] : hits[0][1]] if t.kind == "col")
                 if head.pandas:

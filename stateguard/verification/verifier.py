@@ -388,6 +388,7 @@ class SemanticVerifier:
             )
         if self.config.named_statistics:
             named_stats.bind_named(binder, question, plan)
+            named_stats.bind_only(binder, question, plan)
 
     def _carried(
         self, question: str, sem: CodeSemantics, tables: list[str], later: frozenset[str], plan: Plan

@@ -138,3 +138,24 @@ def test_the_flag_binds_to_the_question_only_by_its_whole_name(
     flag: str, question: str, term: str | None
 ) -> None:
     assert names_term(flag, question) == term
+
+
+@pytest.mark.parametrize(
+    ("assigned", "found"),
+    [
+        ("orders['price'] >= 100", True),
+        ("lambda d: d['price'] >= 100", True),
+        ("orders['pricey']", False),
+    ],
+)
+def test_the_replaced_rule_put_in_the_flags_place_by_assign(assigned: str, found: bool) -> None:
+    """`orders.assign(pricey=orders['price'] >= 100).groupby(...)`: the statement then reads `pricey`,
+    the replaced rule, although it never writes the column back."""
+    session = _session()
+    code = (
+        "import json\n"
+        f"by_region = orders.assign(pricey={assigned}).groupby('region').agg(n_pricey=('pricey', 'sum'))\n"
+        "result = {'north': int(by_region.loc['North', 'n_pricey'])}\nprint(json.dumps(result))"
+    )
+    findings = session.turn("Redo the regional count with pricey orders as the term now stands.", code)
+    assert bool([f for f in findings if KIND in f.evidence]) is found
