@@ -320,6 +320,15 @@ def _counts_rows(clause: str, start: int, end: int) -> bool:
 _QUOTED = re.compile(r"(?<![A-Za-z])'[^'\n]*'(?![A-Za-z])|\"[^\"\n]*\"|“[^”]*”")
 
 
+# A unit and a direction after the number, and what it is measured from ("5 points above the median",
+# "1 degree (F) over the long-run average"): the bound is on a difference, not on the column.
+_RELATIVE = re.compile(
+    r"\s*(?:[a-z%°]+\s+){0,2}(?:\([^)]*\)\s*)?(?:above|below|over|under|more\s+than|less\s+than)\s+"
+    r"(?:the|its|their|his|her|that|this|each|every)\b",
+    re.IGNORECASE,
+)
+
+
 def _in_quotes(clause: str, at: int) -> bool:
     """Position `at` is inside a quoted string of the clause ('under 40', "50 and over"); an
     apostrophe ("the women's rating") opens none."""
@@ -362,6 +371,8 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
                 continue  # "at least 10 percent of the firm's market value": a ratio to another quantity
             if re.match(r"\s*(?:times\b|x\s+the\b|×|-?fold\b)", after, re.IGNORECASE):
                 continue  # "at least 1.5 times that average": a multiple of another quantity, no bound
+            if _RELATIVE.match(clause[m.end() : m.end() + 80]):
+                continue  # "at least 5 points (0.05) above the median share": a distance from another quantity
             if _in_quotes(clause, m.start()):
                 continue  # "an age band ('under 40', '40-49')": a label written out, not a bound
             subject = _subject_before(clause, m.start())
@@ -929,6 +940,10 @@ def groupings(clause: str) -> list[Requirement]:
                 break  # "for each year, how many ...": the question goes on
         if re.match(r"['’]s\b", clause[m.end() :]):
             continue  # "each country's total GDP": an attribute of every row, not a grouping of the result
+        if re.search(r"\b(?:its|their|his|her)\b", m.group("keys"), re.IGNORECASE) or re.match(
+            r"\s*(?:its|their|his|her)\b", clause[m.end() :], re.IGNORECASE
+        ):
+            continue  # "give each household its class": a value for every row, not a grouping
         if keys and not re.match(r"\s*(?:(?:at|more|less|over|under)\s+\d|\d)", clause[m.end() :]):
             out.append(Requirement(kind=Kind.GROUPING, text=m.group(0), keys=keys))
     for m in _GROUP_HYPHEN.finditer(clause):
