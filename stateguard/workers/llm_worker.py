@@ -260,6 +260,35 @@ class LLMWorker:
         self._failed, self._last_ok, self._grace = {}, None, False
         self._turn_until_s = self._turn_allowance()
 
+    # ------------------------------------------------------------------ a turn begun elsewhere
+    def adopt_cell(self, reply: str, output: str, ok: bool) -> None:
+        """Record a cell that another worker ran in this workspace (`reply`: the model-format text
+        holding its code) as the model's own step of the current turn, with its output as the
+        feedback the model would have read. The hint-response experiment (eval.perf.hint_response)
+        hands a turn over this way: reference or faulty cells first, the model after a repair hint."""
+        code, _ = self.protocol.parse(reply)
+        if code is None:
+            raise ValueError(f"adopt_cell: the protocol reads no code in {reply[:80]!r}")
+        self.messages.append({"role": "assistant", "content": reply})
+        self.messages.append(
+            {"role": "user", "content": self.protocol.feedback(output[-self.max_output_chars :])}
+        )
+        if ok:
+            self._ran_code, self._failed = True, {}
+            self._last_ok = (_normal(code), output)
+        else:
+            self._failed[_normal(code)] = output or "an error"
+            self._last_ok = None
+
+    def adopt_answer(self, reply: str | None, answer: Any) -> None:
+        """End the current turn with `answer`, submitted by another worker (`reply`, the model-format
+        text that gave it, joins the history; None when the code itself reported the answer)."""
+        if reply is not None:
+            self.messages.append({"role": "assistant", "content": reply})
+        if self.turn is not None:
+            self.answers[self.turn] = answer
+        self._done = True
+
     # ------------------------------------------------------------------ one step
     def _capped(self) -> bool:
         return self.task_time_cap_s is not None and self.model_s >= self.task_time_cap_s
