@@ -16,14 +16,14 @@ from the same prompts. Pairs are chosen spread over kinds and tasks (`choose_pai
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from eval.benchmarks.base import EvalTask
 from stateguard.hints import Hint
 
-__all__ = ["HintItem", "HintPair", "choose_pairs", "fault_kind", "items_of"]
+__all__ = ["HintItem", "HintPair", "HintRecord", "choose_pairs", "fault_kind", "items_of"]
 
 Truth = Literal["true", "false"]
 
@@ -62,6 +62,36 @@ class HintItem(BaseModel):
     @property
     def run_variant(self) -> str:
         return self.pair.variant if self.truth == "true" else "clean"
+
+
+class HintRecord(BaseModel):
+    """One item's line in the results JSONL: the set-up, the model's work after the hint, the verdicts."""
+
+    model_config = ConfigDict(extra="forbid")
+    item: str
+    model: str
+    sampling: dict[str, Any]
+    task: str
+    variant: str = Field(description="The variant run: the mistake's (true hint) or clean (false hint).")
+    fault_variant: str
+    turn: int
+    kind: str
+    truth: Truth
+    hint: str = Field(description="The hint as the model read it.")
+    hint_source: str
+    error: str | None = Field(default=None, description="A crash (the item is rerun on resume).")
+    first_answer: Any = None
+    first_correct: bool | None = Field(
+        default=None, description="The first attempt's verdict (before the hint)."
+    )
+    handed_over: bool = False
+    cells: list[dict[str, Any]] = Field(default_factory=list, description="The model's steps after the hint.")
+    final_answer: Any = None
+    correct: bool | None = None
+    outcome: Literal["fixed", "not_fixed", "kept", "broken"] | None = None
+    model_s: float = 0.0
+    model_calls: int = 0
+    wall_s: float = 0.0
 
 
 def items_of(pairs: list[HintPair]) -> list[HintItem]:

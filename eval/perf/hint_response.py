@@ -41,7 +41,7 @@ from eval.benchmarks.registry import get_benchmark
 from eval.components import endpoint_settings, make_workspace
 from eval.metrics.wilson import wilson
 from eval.perf.hint_harvest import cut_after, manager_hint
-from eval.perf.hint_items import HintItem, HintPair, choose_pairs, fault_kind, items_of
+from eval.perf.hint_items import HintItem, HintPair, HintRecord, choose_pairs, fault_kind, items_of
 from stateguard.artifacts.run_folder import RolloutFolder
 from stateguard.hints import Hint
 from stateguard.rollout import rollout
@@ -67,11 +67,11 @@ def load_done(path: Path) -> dict[str, dict[str, Any]]:
     if path.is_file():
         for line in path.read_text(encoding="utf-8").splitlines():
             try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
+                record = HintRecord.model_validate_json(line)
+            except ValueError:
                 continue
-            if isinstance(record, dict) and record.get("error") is None and "item" in record:
-                done[record["item"]] = record
+            if record.error is None:
+                done[record.item] = record.model_dump(mode="json")
     return done
 
 
@@ -285,10 +285,15 @@ def run(cfg: DictConfig, client: Any | None = None) -> dict[str, Any]:
         finally:
             calls.close()
             shutil.rmtree(folder.parent / (folder.name + "-calls"), ignore_errors=True)
+        line = HintRecord.model_validate(record).model_dump_json(fallback=str)
         with out.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(record, default=str) + "\n")
+            fh.write(line + "\n")
     records = (
-        [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines() if line.strip()]
+        [
+            HintRecord.model_validate_json(line).model_dump(mode="json")
+            for line in out.read_text(encoding="utf-8").splitlines()
+            if line.strip()
+        ]
         if out.exists()
         else []
     )
