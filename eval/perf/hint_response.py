@@ -229,8 +229,9 @@ def render(summary: dict[str, Any]) -> str:
 
 
 def run(cfg: DictConfig, client: Any | None = None) -> dict[str, Any]:
-    """Build the pairs, run every item not yet in `out`, and summarize all of `out`. `client`: a chat
-    client for the model (tests pass a scripted one); by default the STATEGUARD_WORKER_* endpoint."""
+    """Build the pairs, run every item not yet in `out` (none with `summarize_only`), and summarize
+    all of `out`. `client`: a chat client for the model (tests pass a scripted one); by default the
+    STATEGUARD_WORKER_* endpoint."""
     bench = get_benchmark(cfg.bench.name)
     raw = OmegaConf.to_container(cfg.bench, resolve=True)
     bench_cfg: dict[str, Any] = {str(k): v for k, v in raw.items()} if isinstance(raw, dict) else {}
@@ -253,7 +254,7 @@ def run(cfg: DictConfig, client: Any | None = None) -> dict[str, Any]:
     done = load_done(out) if cfg.resume else {}
     if not cfg.resume and out.exists():
         out.unlink()
-    todo = [i for i in items_of(pairs) if i.item_id not in done]
+    todo = [] if cfg.summarize_only else [i for i in items_of(pairs) if i.item_id not in done]
     worker_llm = dict(OmegaConf.to_container(cfg.worker_llm, resolve=True) or {})  # type: ignore[arg-type]
     model = cfg.model or os.environ.get("STATEGUARD_WORKER_MODEL") or "unnamed"
     sampling = {k: worker_llm.get(k) for k in ("temperature", "max_tokens")}
