@@ -53,7 +53,12 @@ from stateguard.workers.scripted import FaultModel, ScriptedWorker
 
 __all__ = ["load_done", "pairs_with_hints", "run", "run_item", "summarize", "tagged_code"]
 
-KINDS = ("counterfactual", "stale", "precision")  # exec_error hints name a failure, not a mistake
+KINDS = ("counterfactual", "stale", "precision")
+# What the model is sent of the turns before the item's turn (the LLM worker's compaction levels):
+# full: everything; answers: each earlier turn's question and answer; none: the current turn only
+# (it still opens with the session's data frames). On a loaded 2-core CPU the 0.5B model read
+# prompts at about 26 tokens/s, so a late turn's full history (6,500 tokens) outran a 150 s cap.
+HISTORY = {"full": 0, "answers": 2, "none": 3}  # exec_error hints name a failure, not a mistake
 
 
 def tagged_code(code: str) -> str:
@@ -165,9 +170,7 @@ def run_item(
         "correct": final,
         "outcome": _outcome(item, first, final),
         "model_s": round(llm.model_s, 1),
-        "model_calls": sum(
-            1 for c in worker.model_cells if not (c.get("error") or "").startswith("model call failed")
-        ),
+        "model_calls": sum(1 for c in worker.model_cells if c.get("failure") is None),  # replies
         "wall_s": round(time.perf_counter() - started, 1),
     }
 
@@ -180,7 +183,9 @@ def _outcome(item: HintItem, first: bool | None, final: bool | None) -> str:
 
 def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
     """Per model: P(fix | true hint) and P(break | false hint), overall and per kind, with Wilson
-    95% intervals; counted over items whose first attempt was as set up (wrong / right)."""
+    95% intervals; counted over items whose first attempt was as set up (wrong / right) and where
+    the model replied at least once after the hint (an item whose every call failed or timed out
+    says nothing about the hint: counted apart as `no_reply_*`)."""
     out: dict[str, Any] = {}
     by_model: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in records:
@@ -189,14 +194,18 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
     for model, rows in sorted(by_model.items()):
         entry: dict[str, Any] = {}
         for truth, event in (("true", "fixed"), ("false", "broken")):
-            valid = [r for r in rows if r["truth"] == truth and r["first_correct"] == (truth == "false")]
+            mine = [r for r in rows if r["truth"] == truth]
+            valid = [
+                r for r in mine if r["first_correct"] == (truth == "false") and r.get("model_calls", 1) > 0
+            ]
             groups: dict[str, list[dict[str, Any]]] = {"all": valid}
             for r in valid:
                 groups.setdefault(r["kind"], []).append(r)
             entry[f"p_{'fix' if truth == 'true' else 'break'}"] = {
                 name: _rate(sum(1 for r in g if r["outcome"] == event), len(g)) for name, g in groups.items()
             }
-            entry[f"set_up_wrong_{truth}"] = len([r for r in rows if r["truth"] == truth]) - len(valid)
+            entry[f"set_up_wrong_{truth}"] = sum(1 for r in mine if r["first_correct"] != (truth == "false"))
+            entry[f"no_reply_{truth}"] = sum(1 for r in mine if r.get("model_calls", 1) == 0)
         entry["model_s_per_item"] = round(sum(r["model_s"] for r in rows) / max(len(rows), 1), 1)
         entry["items"] = len(rows)
         out[model] = entry
@@ -257,7 +266,9 @@ def run(cfg: DictConfig, client: Any | None = None) -> dict[str, Any]:
     todo = [] if cfg.summarize_only else [i for i in items_of(pairs) if i.item_id not in done]
     worker_llm = dict(OmegaConf.to_container(cfg.worker_llm, resolve=True) or {})  # type: ignore[arg-type]
     model = cfg.model or os.environ.get("STATEGUARD_WORKER_MODEL") or "unnamed"
-    sampling = {k: worker_llm.get(k) for k in ("temperature", "max_tokens")}
+    if cfg.history not in HISTORY:
+        raise ValueError(f"history={cfg.history!r}: use one of {', '.join(HISTORY)}")
+    sampling = {**{k: worker_llm.get(k) for k in ("temperature", "max_tokens")}, "history": cfg.history}
     out.parent.mkdir(parents=True, exist_ok=True)
     for item in tqdm(todo, desc="hint items", disable=not cfg.progress):
         base = item.pair.task_id
@@ -279,7 +290,7 @@ def run(cfg: DictConfig, client: Any | None = None) -> dict[str, Any]:
             "error": None,
         }
         try:
-            llm = _worker(bench, task, worker_llm, calls, client)
+            llm = _worker(bench, task, worker_llm, calls, client, str(cfg.history))
             record.update(run_item(item, task, bench, llm, folder, cfg.get("sandbox")))
         except Exception as exc:  # noqa: BLE001 - a crashed item is recorded and rerun on resume
             record["error"] = f"{type(exc).__name__}: {exc}"
@@ -304,9 +315,15 @@ def run(cfg: DictConfig, client: Any | None = None) -> dict[str, Any]:
 
 
 def _worker(
-    bench: Benchmark, task: EvalTask, worker_llm: dict[str, Any], calls: Trace, client: Any | None
+    bench: Benchmark,
+    task: EvalTask,
+    worker_llm: dict[str, Any],
+    calls: Trace,
+    client: Any | None,
+    history: str,
 ) -> LLMWorker:
-    """The LLM worker as the runner builds it for `worker=llm`, with the item's model-time cap."""
+    """The LLM worker as the runner builds it for `worker=llm`, with the item's model-time cap and
+    the earlier turns compacted as `history` says."""
     from stateguard.llm import EndpointConfig, LLMClient  # noqa: PLC0415 - the openai client, only when used
 
     if client is None:
@@ -317,6 +334,7 @@ def _worker(
         protocol=bench.worker_protocol(task),
         task_time_cap_s=worker_llm.get("task_time_cap_s"),
         answer_from_output=bool(from_output) if from_output is not None else False,
+        compaction=HISTORY[history],
     )
 
 

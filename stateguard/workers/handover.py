@@ -46,7 +46,8 @@ def answer_reply(answer: Any) -> str:
 class HandoverWorker:
     """Implements `WorkerAdapter`: `scripted` until `turn`'s first attempt is answered, then `llm`
     after `hint` (see the module docstring). `model_cells` lists what the LLM worker did after the
-    hint: each step's code (empty for a reply without code), output, error and whether it answered."""
+    hint: each step's code (empty for a reply without code), output, error, whether it answered, and
+    the worker's failure when the step was no model reply (a failed call, a spent time cap)."""
 
     def __init__(
         self,
@@ -93,6 +94,7 @@ class HandoverWorker:
                         "output": step.output[-1500:],
                         "error": step.error,
                         "answered": bool(step.meta.get("final")),
+                        "failure": step.meta.get("worker_failure"),  # model_call, time_cap, turn_share
                     }
                 )
             return step

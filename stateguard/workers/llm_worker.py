@@ -143,6 +143,7 @@ class LLMWorker:
         preview_chars: int = 1600,
         frames_chars: int = 600,
         answer_from_output: bool = False,
+        compaction: int = 0,
     ):
         self.client = client
         self.protocol = protocol or WorkerProtocol()
@@ -178,12 +179,17 @@ class LLMWorker:
         self._last_ok: tuple[str, str] | None = (
             None  # (code, output) of the turn's latest cell, if it succeeded
         )
-        self._compaction = 0  # how hard older turns are compacted (raised on each context overflow)
+        if compaction not in (0, 1, 2, 3):
+            raise ValueError(
+                f"LLMWorker compaction={compaction!r}: use 0 (whole history) to 3 (current turn only)"
+            )
+        self.compaction = compaction  # the level a task starts at (eval.perf.hint_response: 3 on a slow CPU)
+        self._compaction = compaction  # how hard older turns are compacted (raised on each context overflow)
 
     def start(self, task: AgentTask, workspace: LiveWorkspace) -> None:
         self.task, self.ws = task, workspace
         self.messages = [{"role": "system", "content": self.system_prompt}]
-        self.model_s, self._compaction, self._turn_starts = 0.0, 0, []
+        self.model_s, self._compaction, self._turn_starts = 0.0, self.compaction, []
         self._previewed = False
         setups = [self.protocol.setup, OUTPUT_ANSWER_SETUP if self.answer_from_output else ""]
         for setup in filter(None, setups):

@@ -49,7 +49,7 @@ def dev_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _cfg(tmp: Path, dev: Path) -> Any:
+def _cfg(tmp: Path, dev: Path, *more: str) -> Any:
     with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
         return compose(
             "perf_hint_response",
@@ -63,6 +63,7 @@ def _cfg(tmp: Path, dev: Path) -> Any:
                 f"work_dir={tmp / 'work'}",
                 "progress=false",
                 "per_task=6",  # every driving mistake is a candidate; the hints file gives only join's a hint
+                *more,
             ],
         )
 
@@ -117,6 +118,45 @@ def test_a_true_hint_is_fixed_a_false_hint_breaks_and_a_rerun_skips_done_items(
     rerun = run(cfg, client=None)
     assert rerun == summary
     assert len(load_done(tmp_path / "items.jsonl")) == 2
+
+
+def test_history_none_sends_the_current_turn_only_and_a_silent_model_is_no_sample(
+    tmp_path: Path, dev_dir: Path
+) -> None:
+    bench = get_benchmark("dev")
+    tasks = bench.load({"data_dir": str(dev_dir), "variants": ["clean", "counterfactual"]})
+    reference = next(t for t in tasks if t.task_id == STORED)
+    chosen = choose_pairs([t for t in tasks if t.variant != "clean"], per_task=6)
+    lines = [
+        {
+            "variant_id": t.task_id,
+            "turn": t.faults[0].turn,
+            "hint": HINT.model_dump(mode="json") if t.variant == VARIANT else None,
+        }
+        for t in chosen
+    ]
+    (tmp_path / "hints.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+
+    class Silent:  # every call fails, as a call past its deadline does
+        requests: list[list[dict[str, Any]]] = []
+
+        def chat(self, messages: list[dict[str, Any]], **_: Any) -> Any:
+            self.requests.append([dict(m) for m in messages])
+            raise TimeoutError("no reply in time")
+
+    model = Silent()
+    summary = run(_cfg(tmp_path, dev_dir, "history=none"), client=model)
+    sent = model.requests[0]
+    text = "\n".join(str(m["content"]) for m in sent)
+    assert reference.task.turn(4).question in text and "<repair_hint>" in sent[-1]["content"]
+    for earlier in (1, 2, 3):  # no earlier question reaches the model
+        assert reference.task.turn(earlier).question not in text
+    records = [json.loads(x) for x in (tmp_path / "items.jsonl").read_text().splitlines()]
+    assert [r["model_calls"] for r in records] == [0, 0] and records[0]["sampling"]["history"] == "none"
+    assert records[0]["cells"][0]["failure"] == "model_call"
+    entry = summary["scripted"]
+    assert entry["p_fix"]["all"]["n"] == 0 and entry["p_break"]["all"]["n"] == 0
+    assert entry["no_reply_true"] == 1 and entry["no_reply_false"] == 1
 
 
 def _variant(task: str, kind: str, turn: int) -> EvalTask:
