@@ -231,7 +231,7 @@ def make_worker(
     reference: Task | None = None,
 ) -> WorkerAdapter:
     """`scripted`: replays reference code under the given faults and answers repair hints by the
-    `response` model (`stateguard.workers.response`: identify, p_flip); `llm`: STATEGUARD_WORKER_*
+    `response` model (`stateguard.workers.response`: identify, p_fix, p_flip); `llm`: STATEGUARD_WORKER_*
     endpoint (call policy from the config's `worker_llm:` block, `endpoint`), speaking the benchmark's
     `protocol` (its native prompt and reply format) when it has one. `reference` (the privileged
     task, code and answers) goes to the scripted worker only; the LLM worker never gets it."""

@@ -143,6 +143,7 @@ class LLMWorker:
         preview_chars: int = 1600,
         frames_chars: int = 600,
         answer_from_output: bool = False,
+        compaction: int = 0,
     ):
         self.client = client
         self.protocol = protocol or WorkerProtocol()
@@ -178,12 +179,17 @@ class LLMWorker:
         self._last_ok: tuple[str, str] | None = (
             None  # (code, output) of the turn's latest cell, if it succeeded
         )
-        self._compaction = 0  # how hard older turns are compacted (raised on each context overflow)
+        if compaction not in (0, 1, 2, 3):
+            raise ValueError(
+                f"LLMWorker compaction={compaction!r}: use 0 (whole history) to 3 (current turn only)"
+            )
+        self.compaction = compaction  # the level a task starts at (eval.perf.hint_response: 3 on a slow CPU)
+        self._compaction = compaction  # how hard older turns are compacted (raised on each context overflow)
 
     def start(self, task: AgentTask, workspace: LiveWorkspace) -> None:
         self.task, self.ws = task, workspace
         self.messages = [{"role": "system", "content": self.system_prompt}]
-        self.model_s, self._compaction, self._turn_starts = 0.0, 0, []
+        self.model_s, self._compaction, self._turn_starts = 0.0, self.compaction, []
         self._previewed = False
         setups = [self.protocol.setup, OUTPUT_ANSWER_SETUP if self.answer_from_output else ""]
         for setup in filter(None, setups):
@@ -259,6 +265,35 @@ class LLMWorker:
         self._failures = self._refusals = 0
         self._failed, self._last_ok, self._grace = {}, None, False
         self._turn_until_s = self._turn_allowance()
+
+    # ------------------------------------------------------------------ a turn begun elsewhere
+    def adopt_cell(self, reply: str, output: str, ok: bool) -> None:
+        """Record a cell that another worker ran in this workspace (`reply`: the model-format text
+        holding its code) as the model's own step of the current turn, with its output as the
+        feedback the model would have read. The hint-response experiment (eval.perf.hint_response)
+        hands a turn over this way: reference or faulty cells first, the model after a repair hint."""
+        code, _ = self.protocol.parse(reply)
+        if code is None:
+            raise ValueError(f"adopt_cell: the protocol reads no code in {reply[:80]!r}")
+        self.messages.append({"role": "assistant", "content": reply})
+        self.messages.append(
+            {"role": "user", "content": self.protocol.feedback(output[-self.max_output_chars :])}
+        )
+        if ok:
+            self._ran_code, self._failed = True, {}
+            self._last_ok = (_normal(code), output)
+        else:
+            self._failed[_normal(code)] = output or "an error"
+            self._last_ok = None
+
+    def adopt_answer(self, reply: str | None, answer: Any) -> None:
+        """End the current turn with `answer`, submitted by another worker (`reply`, the model-format
+        text that gave it, joins the history; None when the code itself reported the answer)."""
+        if reply is not None:
+            self.messages.append({"role": "assistant", "content": reply})
+        if self.turn is not None:
+            self.answers[self.turn] = answer
+        self._done = True
 
     # ------------------------------------------------------------------ one step
     def _capped(self) -> bool:

@@ -11,6 +11,10 @@ correct answer into a wrong one. `ResponseModel` makes both explicit and configu
     like "stale", "redefined", "recomputed"; a precision fault "decimal", "rounded"; ...).
   - `variable`: any error variable the faulty turn touched (the permissive model the synthesis
     teacher uses, where the forced repair is known to be right).
+* `p_fix`: when a hint identifies a mistake, the worker fixes it with this probability (a seeded
+  draw per hint); otherwise it keeps its faulty answer, as a model does that reads the hint and
+  still gets the turn wrong. Default 1.0: an identifying hint always fixes (the behaviour before
+  the rate existed). `python -m eval.perf.hint_response` measures it for a real model.
 * `p_flip`: when a hint does not fix a mistake and the turn it reviews was answered correctly,
   the worker changes that answer with this probability (a seeded draw per hint).
 
@@ -33,9 +37,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from stateguard.artifacts.faults import Fault
 from stateguard.artifacts.mistakes import by_label
 
-__all__ = ["DEFAULT_P_FLIP", "ResponseModel", "names_kind"]
+__all__ = ["DEFAULT_P_FIX", "DEFAULT_P_FLIP", "ResponseModel", "names_kind"]
 
 DEFAULT_P_FLIP = 0.17
+DEFAULT_P_FIX = 1.0
 
 
 def names_kind(reason: str, label: str) -> bool:
@@ -59,7 +64,13 @@ class ResponseModel(BaseModel):
         le=1.0,
         description="Chance that a hint on a correctly answered turn makes the worker change it.",
     )
-    seed: int = Field(default=0, description="Seed of the flip draws (with the task id and turn).")
+    p_fix: float = Field(
+        default=DEFAULT_P_FIX,
+        ge=0.0,
+        le=1.0,
+        description="Chance that a hint which identifies a mistake (per `identify`) makes the worker fix it.",
+    )
+    seed: int = Field(default=0, description="Seed of the fix and flip draws (with the task id and turn).")
 
     def fixes(self, fault: Fault, names: set[str], reason: str, footprint: set[str]) -> bool:
         """Does a hint naming `names` for `reason` identify `fault` (whose variables are `footprint`)?"""
@@ -72,3 +83,12 @@ class ResponseModel(BaseModel):
         if self.p_flip <= 0:
             return False
         return random.Random(f"{self.seed}:{task_id}:{turn}:{hint_index}").random() < self.p_flip
+
+    def takes_fix(self, task_id: str, turn: int, hint_index: int) -> bool:
+        """A seeded draw: does a hint that identifies the mistake of `turn` make the worker fix it?
+        (A draw of its own, apart from the flip draws: the same hint index does not tie the two.)"""
+        if self.p_fix >= 1:
+            return True
+        if self.p_fix <= 0:
+            return False
+        return random.Random(f"fix:{self.seed}:{task_id}:{turn}:{hint_index}").random() < self.p_fix

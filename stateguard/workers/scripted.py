@@ -15,9 +15,9 @@ the names it mentions instead.
 
 Repair hints go through a response model (`stateguard.workers.response`): a hint that
 identifies a mistake (by default: one of the faulty turn's variables AND the kind of problem)
-makes the worker recompute that turn, and every later turn it has already run, with the
-reference code -- an earlier turn's submitted answer stays as it was, only the workspace is
-fixed. A hint that identifies nothing and lands on a correctly answered turn makes the worker
+makes the worker (with probability `p_fix`, by default always) recompute that turn, and every
+later turn it has already run, with the reference code -- an earlier turn's submitted answer
+stays as it was, only the workspace is fixed. A hint that identifies nothing and lands on a correctly answered turn makes the worker
 change that answer with probability `p_flip` (a false alarm costs what it costs an agent).
 Same seed, same faults, same trajectory.
 
@@ -146,6 +146,7 @@ class ScriptedWorker:
         self.applied: list[Fault] = []
         self.skipped: list[Fault] = []  # faults that could not take effect when their turn started
         self.fixed: list[Fault] = []  # faults a hint identified (the turn was recomputed)
+        self.unfixed: list[Fault] = []  # faults a hint identified that the worker failed to fix (p_fix)
         self.flipped: list[int] = []  # correct turns whose answer a false alarm made the worker change
         self.ignored_hints: list[str] = []
         self._queue: list[_Cell] = []
@@ -306,6 +307,11 @@ class ScriptedWorker:
         for turn_id in sorted(self.faulted, reverse=True):
             fault = self.faulted[turn_id]
             if self.response.fixes(fault, wanted, reason, self.footprint(turn_id)):
+                if not self.response.takes_fix(self.task.task_id, turn_id, self._hints):
+                    # identified, and still not fixed (`p_fix`): the faulty answer stays
+                    self.unfixed.append(fault)
+                    self.ignored_hints.append(f"{', '.join(names)}: {reason}")
+                    return
                 del self.faulted[turn_id]
                 self.fixed.append(fault)
                 later = [t for t in self._run_turns if t >= turn_id]

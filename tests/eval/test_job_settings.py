@@ -42,6 +42,7 @@ def test_job_settings_come_from_the_checked_config_and_travel_to_worker_processe
     assert job.harness.repair_budget == 2 and job.response == {
         "identify": "variable_and_kind",
         "p_flip": 0.17,
+        "p_fix": 1.0,
     }
     assert pickle.loads(pickle.dumps(job)) == job
 
@@ -65,6 +66,8 @@ def test_response_and_semantic_blocks_are_checked_before_any_job() -> None:
     check_components(response={"p_flip": 0.2}, semantic={"enabled": True})
     with pytest.raises(ValueError, match=r"response\.p_flip"):
         check_components(response={"p_flip": 2})
+    with pytest.raises(ValueError, match=r"response\.p_fix"):
+        check_components(response={"p_fix": -0.1})
     with pytest.raises(ValueError, match=r"semantic\.nope"):
         check_components(semantic={"nope": 1})
 

@@ -133,6 +133,26 @@ def test_a_hint_fixes_a_mistake_only_when_it_names_the_variable_and_the_kind(tas
     )
 
 
+def test_an_identifying_hint_fixes_the_mistake_with_probability_p_fix(task: Task) -> None:
+    stale, hint = [Fault(kind="stale", turn=5)], {5: (["margin"], STALE_REASON)}
+    assert _answers(task, stale, hint, ResponseModel(p_flip=0.0, p_fix=1.0))[5] is True
+    assert ResponseModel().p_fix == 1.0  # the default: an identifying hint always fixes
+    # p_fix = 0: the hint names the variable and the kind, and the worker still keeps its wrong answer
+    # (and p_flip = 1 flips nothing: the turn is faulted, not correct); turn 6 builds on turn 5
+    unhinted = _answers(task, stale, {}, ResponseModel(p_flip=0.0))
+    assert unhinted == {1: True, 2: True, 3: True, 4: True, 5: False, 6: False}
+    assert _answers(task, stale, hint, ResponseModel(p_flip=1.0, p_fix=0.0)) == unhinted
+    # a seeded draw per (seed, task, turn, hint): repeatable, and at about the rate asked
+    half = ResponseModel(p_fix=0.5)
+    draws = [half.takes_fix("t", turn, 1) for turn in range(400)]
+    assert draws == [half.takes_fix("t", turn, 1) for turn in range(400)]
+    assert 0.42 < sum(draws) / 400 < 0.58
+    assert sum(ResponseModel(p_fix=0.1).takes_fix("t", turn, 1) for turn in range(400)) < 70
+    # the fix draw is not the flip draw: at equal rates the two disagree somewhere
+    both = ResponseModel(p_fix=0.5, p_flip=0.5)
+    assert any(both.takes_fix("t", n, 1) != both.flips("t", n, 1) for n in range(50))
+
+
 def test_a_false_alarm_on_a_correct_turn_changes_it_with_probability_p_flip(task: Task) -> None:
     false_alarm = {
         3: (["region_counts"], "region_counts is stale: it was computed from an earlier definition")
