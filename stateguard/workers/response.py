@@ -23,7 +23,13 @@ Default `p_flip = 0.17`. This is an assumption, taken from one measurement: Laba
 (arXiv:2311.08596, 2023), report that challenging a model's answer ("are you sure?") lowers
 its accuracy by 17% on average over the models and classification tasks they test. A repair
 hint that calls a correct value wrong is such a challenge; a code-running agent that re-checks
-may flip less often, so the detection report is given at p_flip = 0 and at the default.
+may flip less often, so the detection report is given at p_flip = 0 and at the default. The
+hint-response experiment (`python -m eval.perf.hint_response`, docs/results/llm_worker_dev.md)
+measured it on a real model: Qwen2.5-Coder-0.5B broke 5 of 30 right answers after a false hint of
+the rules manager (0.17, Wilson 95% [0.07, 0.34]), so the default is also the measured rate.
+`p_fix` stays 1.0: the same model fixed 0 of 30 mistakes after a true hint, which as a default
+would model a worker that ignores every hint (make eval's gain would be 0 by construction); see
+the results file for the printout at the measured rates.
 """
 
 from __future__ import annotations
