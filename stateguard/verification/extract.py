@@ -995,10 +995,6 @@ _KEEP_AFTER = re.compile(
 )
 
 
-# "keeping every mode on the list" where the clause put "the list" in `modes`: the kept side by name
-_PLACE_OF = re.compile(r"\b(?:on|in|from|of)\s+the\s+(?P<place>[a-z]+)\b")
-
-
 def _kept_place(clause: str, low: str, noun: str) -> list[str]:
     """Where the clause says the kept entries are listed: the backticked table it put the list in
     ("Put the list in `countries` ..., keeping every maker on the list" -> [countries]), else the

@@ -486,8 +486,8 @@ class SemanticVerifier:
         own = standing.StandingScopes()
         own.record(None, said, code, sem)
         for scope in own.scopes:
-            if scope.child and (edit := standing.own_edit(scope, [code])) is not None:
-                probe = standing.probe(scope, sem.connection)
+            probe = standing.probe(scope, sem.connection)
+            if scope.child and probe and (edit := standing.own_edit(scope, [code])) is not None:
                 req = standing.requirement(scope)
                 plan.requirements.append(req)
                 plan.notes.append(
@@ -495,15 +495,11 @@ class SemanticVerifier:
                 )
                 written = _assigned_by(code, edit[0]) or ["result"]
                 item_edit = probes.SpanEdit(kind="text", before=edit[0], after=edit[1])
-                _add_item(plan, req, "standing_scope", probe or "", written, "bypassed", item_edit)
+                _add_item(plan, req, "standing_scope", probe, written, "bypassed", item_edit)
         if sem.connection is None:
             return
-        scopes = self.scopes.conditions()
-        scopes += [
-            s
-            for s in standing.inline_scopes(None, said, sem)
-            if s.condition not in {o.condition for o in scopes}
-        ]
+        scopes = self.scopes.conditions()  # earlier turns', then this turn's own (recorded above)
+        scopes += [s for s in own.conditions() if s.condition not in {o.condition for o in scopes}]
         for scope in scopes:
             for sel, stated in standing.read_without(scope, said, code, sem):
                 req = standing.requirement(scope)
