@@ -33,7 +33,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from eval.benchmarks.base import EvalTask
 from eval.benchmarks.registry import get_benchmark
-from eval.components import make_manager, make_workspace
+from eval.components import WORKSPACES, make_manager, make_workspace
 from eval.metrics import dcr, pooled_dcr
 from stateguard.actions import RepairArgs
 from stateguard.artifacts.events import (
@@ -109,6 +109,7 @@ def run_one(
     flow: Any,
     out: str,
     llm: dict[str, Any] | None = None,
+    workspace_kind: str = "sandbox",
 ) -> dict[str, Any]:
     folder = Path(out)
     done = folder / "outcome.json"
@@ -117,7 +118,7 @@ def run_one(
     shutil.rmtree(folder, ignore_errors=True)
     calls = Trace(RolloutFolder(folder).llm_calls)
     start = time.perf_counter()
-    workspace = make_workspace("sandbox", task.data_dir, folder)
+    workspace = make_workspace(workspace_kind, task.data_dir, folder)
     try:
         worker = ScriptedWorker(FaultModel(faults=faults), reference=task.task)
         chosen = SETTINGS[setting]
@@ -236,6 +237,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         bench.name == "synth"
     ):  # each task with its shipped mistakes; clean and single-mistake runs are made here
         load_cfg["variants"] = ["shipped"]
+    if cfg.get("workspace", "sandbox") not in WORKSPACES:
+        raise ValueError(f"workspace={cfg.workspace!r}: use one of {', '.join(WORKSPACES)}")
     unknown = set(cfg.settings) - set(SETTINGS)
     if unknown:  # before the benchmark loads: a dev set absent or out of date is built by its load
         raise ValueError(
@@ -277,6 +280,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                     flow,
                     str(out_dir / job[0].task_id / job[1] / job[4]),
                     llm,
+                    str(cfg.get("workspace", "sandbox")),
                 ),
             )
             for job in jobs

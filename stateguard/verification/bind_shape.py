@@ -33,6 +33,50 @@ def _name(expr: str) -> str:
     return (m.group(1) if m else expr.split(".")[-1]).strip('"').lower()
 
 
+def _groupby_arg(sel: Selection, frame: str) -> str | None:
+    """The text of the argument the code passes to `frame.groupby(...)` (as the inspection writes it)."""
+    for agg in sel.aggregates:
+        m = re.match(rf"^\s*{re.escape(frame)}\.groupby\(", agg.receiver)
+        if not m:
+            continue
+        depth, i = 1, m.end()
+        while i < len(agg.receiver) and depth:
+            depth += {"(": 1, ")": -1}.get(agg.receiver[i], 0)
+            i += 1
+        arg = agg.receiver[m.end() : i - 1]
+        return arg.split(", as_index=")[0].split(", dropna=")[0].split(", sort=")[0]
+    return None
+
+
+def _partition_item(
+    b: Binder, req: Requirement, sel: Selection, frame: str, keys: list[str]
+) -> probes.ProbeItem | None:
+    """The code groups a frame by a computed key ("groupby(pd.qcut(homes['food'], 4))") where the
+    stated key is a column of that frame (`quartile`): the two keys split the rows the same way only
+    when each group of one is exactly one group of the other; the stated key is put in the code's
+    place for the answer check (a finding only when the answer changes)."""
+    columns = b.vocab.tables.get(frame.lower(), {})
+    if not frame.isidentifier() or not keys or not all(k in columns for k in keys):
+        return None
+    computed = [g for g in sel.group_keys if not (g.isidentifier() and g in columns)]
+    if not computed:
+        return None
+    arg = _groupby_arg(sel, frame)
+    if arg is None:
+        return None
+    code_keys = ", ".join(f"{frame}[{g!r}]" if g.isidentifier() and g in columns else f"({g})" for g in sel.group_keys)
+    site = textwrap.dedent(f"""\
+        _pd = __import__('pandas')
+        _a = {frame}.groupby([{code_keys}], dropna=False).ngroup()
+        _b = {frame}.groupby({keys!r}, dropna=False).ngroup()
+        _p = _pd.DataFrame({{'a': _a.to_numpy(), 'b': _b.to_numpy()}}).drop_duplicates()
+        _v = bool(len(_p) != _a.nunique() or len(_p) != _b.nunique())
+        _o = {{'code_groups': int(_a.nunique()), 'stated_groups': int(_b.nunique()), 'pairs': int(len(_p))}}""")
+    stated = repr(keys[0]) if len(keys) == 1 else repr(keys)
+    edit = probes.SpanEdit(kind="text", before=arg, after=stated)
+    return b.item(req, "group_partition", site, b.variables(sel), "grouping", edit=edit, needs_changed=True)
+
+
 def _frame_of(receiver: str) -> str | None:
     """`big.groupby(['a'])['x']` -> big (a plain name only)."""
     m = re.match(r"^\s*([A-Za-z_]\w*)\.groupby\(", receiver)
@@ -104,6 +148,10 @@ def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
         frame = next((_frame_of(a.receiver) for a in sel.aggregates if _frame_of(a.receiver)), None) or next(
             (src for src in sel.sources if all(k in b.vocab.tables.get(src.lower(), {}) for k in keys)), None
         )
+        partition = _partition_item(b, req, sel, frame, keys) if frame else None
+        if partition is not None:
+            plan.items.append(partition)
+            return
         if frame and sel.target and sel.target.isidentifier():
             site = textwrap.dedent(f"""\
                 _n = len({sel.target})

@@ -46,7 +46,10 @@ _PREFIX = re.compile(
     r"\b(?P<phrase>" + "|".join(f"(?:{p})" for p, _ in _PREFIX_OPS) + r")\s+" + _NUM, re.IGNORECASE
 )
 _POSTFIX = re.compile(
-    _NUM + r"\s+(?P<unit>(?:[a-z]+\s+){1,2})?or\s+(?P<dir>" + "|".join(_POSTFIX_DIRS) + r")\b",
+    _NUM
+    + r"\s+(?P<unit>(?:[a-z]+\s+){1,2})?(?:or|and)\s+(?P<dir>"
+    + "|".join(_POSTFIX_DIRS)
+    + r")\b(?!\s+than\b)",  # "65 and over", but not "30 and fewer than 50"
     re.IGNORECASE,
 )
 _BETWEEN = re.compile(
@@ -114,7 +117,7 @@ _LEFT_OUT_AFTER = re.compile(
 # A bound whose rows are compared with the rest ("of the councils with mortality over 100, and of the
 # rest"): it splits the rows into two groups, it does not restrict them
 _THE_REST = re.compile(
-    r"\b(?:the\s+rest|the\s+others|all\s+others|everyone\s+else|everything\s+else|the\s+remaining\s+\w+)\b",
+    r"\b(?:the\s+rest|the\s+others|all\s+others|everyone\s+else|everything\s+else|the\s+remaining\s+\w+\b(?!\s+(?:whose|with|that|where|which|who)\b))",
     re.IGNORECASE,
 )
 _REMOVED_AFTER = re.compile(
@@ -137,6 +140,11 @@ _RANK = re.compile(
 )
 _GROUP = re.compile(
     r"\b(?:per|for each|for every|each|by)\s+(?P<keys>[a-z][a-z-]*(?:\s+(?!and\b|or\b)[a-z][a-z-]*)?(?:\s*(?:,|and)\s*[a-z][a-z-]*){0,2})",
+    re.IGNORECASE,
+)
+_RANKED_BEFORE = re.compile(
+    r"(?:\b(?:top|bottom|first|last)\s+(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten)\b[^,;:.?()]*"
+    r"|\b(?:rank|ranked|ranking|sort|sorted|sorting|order|ordered|ordering)\s*)$",
     re.IGNORECASE,
 )
 _GROUP_HYPHEN = re.compile(
@@ -229,6 +237,7 @@ _STOPS = {
     "when",
     "whose",
     "and",
+    "but",
     "that",
     "which",
     "with",
@@ -409,6 +418,7 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
                 )
             )
             taken.append(m.span())
+    out = _range_subjects(clause, out)
     # Two bounds joined by "or" ("BMI at least 30 or blood pressure 110 or more") state a
     # disjunction, which a list of requirements (each must hold) cannot say: neither is kept.
     spans = sorted(taken)
@@ -448,6 +458,24 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
         out.append(
             Requirement(kind=Kind.SCOPE, text=m.group(0), source=source, values=years, subject=["year"])
         )
+    return out
+
+
+def _range_subjects(clause: str, reqs: list[Requirement]) -> list[Requirement]:
+    """The second bound of a range written as two ("a rate above 6 and up to and including 8
+    percent", "more than 4,000 g but no more than 5,000 g") is on the first one's quantity when
+    nothing but "and" or "but" stands between them and it names no quantity of its own."""
+    bounds = (">", ">=", "<", "<=")
+    out = list(reqs)
+    placed = sorted((clause.find(r.text), i) for i, r in enumerate(out) if clause.find(r.text) >= 0)
+    for (a, i), (b, j) in zip(placed, placed[1:], strict=False):
+        first, second = out[i], out[j]
+        between = clause[a + len(first.text) : b]
+        joined = re.fullmatch(r"\s*(?:[a-z%°]+\s+)?(?:,\s*)?(?:and|but)\s*", between, re.IGNORECASE)
+        if not (joined and first.subject and first.op in bounds and second.op in bounds):
+            continue
+        if all(w.lower() in _STOPS or w.lower() in _MEASURES for w in second.subject):
+            out[j] = second.model_copy(update={"subject": list(first.subject)})
     return out
 
 
@@ -929,6 +957,8 @@ def groupings(clause: str) -> list[Requirement]:
             continue  # "flavanoids divided by total phenols": an operator between quantities, not a grouping
         if m.group(0).lower().startswith("by") and _JOINING.search(clause[: m.start()]):
             continue  # "join it to `monthly` by date": the join's key, not a grouping of the result
+        if m.group(0).lower().startswith("by") and _RANKED_BEFORE.search(clause[: m.start()]):
+            continue  # "the bottom four quarters by long-term rate", "sorted by size": an order, not a grouping
         keys = []
         for part in re.split(r"\s*(?:,|\band\b)\s*", m.group("keys")):
             words = [w for w in part.lower().split() if w]

@@ -1,0 +1,71 @@
+"""Comparator phrasings beyond the plain ones ("in excess of", "at or above", "65 and over", "up to
+and including"), the second bound of a range written as two, "the remaining X whose ..." as a
+subset (not "the rest"), and "the bottom four X by Y" as an order (not a grouping)."""
+
+from __future__ import annotations
+
+import pytest
+
+from stateguard.verification.extract import comparisons, groupings
+
+
+@pytest.mark.parametrize(
+    ("clause", "op", "value"),
+    [
+        ("quarters whose rate is in excess of 4", ">", 4.0),
+        ("a rate beyond 45", ">", 45.0),
+        ("a rate surpassing 45", ">", 45.0),
+        ("a rate upwards of 45", ">", 45.0),
+        ("a rate at or above 45", ">=", 45.0),  # not ">" from "above"
+        ("a rate equal to or greater than 45", ">=", 45.0),
+        ("a rate greater than or equal to 45", ">=", 45.0),
+        ("a rate at or below 45", "<=", 45.0),
+        ("a rate less than or equal to 45", "<=", 45.0),
+        ("a rate up to and including 8", "<=", 8.0),
+        ("a rate short of 45", "<", 45.0),
+        ("a rate of 45 and above", ">=", 45.0),
+        ("a rate of 45 and under", "<=", 45.0),
+    ],
+)
+def test_comparator_phrases(clause: str, op: str, value: float) -> None:
+    assert [(r.op, r.value) for r in comparisons(clause)] == [(op, value)]
+
+
+def test_and_before_a_comparative_with_than_is_no_postfix_bound() -> None:
+    # "30 and fewer than 50": not "30 or fewer"
+    assert [(r.op, r.value) for r in comparisons("a rate of 30 and fewer than 50 cases")] == [("<", 50.0)]
+
+
+def test_the_second_bound_of_a_range_is_on_the_first_ones_quantity() -> None:
+    reqs = comparisons("count the quarters whose rate is above 6 and up to and including 8 percent")
+    assert [(r.op, r.value, r.subject) for r in reqs] == [(">", 6.0, ["rate"]), ("<=", 8.0, ["rate"])]
+    reqs = comparisons("birds with a body mass of more than 4,000 g but no more than 5,000 g")
+    assert [r.subject for r in reqs] == [["body", "mass"], ["body", "mass"]]
+
+
+def test_a_second_bound_with_its_own_quantity_keeps_it() -> None:
+    reqs = comparisons("a pulse below 55 and a weight over 150")
+    assert [(r.op, r.subject) for r in reqs] == [("<", ["pulse"]), (">", ["weight"])]
+
+
+def test_the_remaining_rows_whose_value_is_bounded_are_a_subset_not_the_rest() -> None:
+    assert [(r.op, r.value) for r in comparisons("count the remaining quarters whose rate is above 6")] == [
+        (">", 6.0)
+    ]
+    assert comparisons("the mean in the quarters above 6 and in the remaining quarters") == []
+
+
+@pytest.mark.parametrize(
+    "clause",
+    [
+        "Name the bottom four remaining quarters by long-term rate (lowest first)",
+        "the top 3 countries by population",
+        "list the regions sorted by size",
+    ],
+)
+def test_an_order_by_a_quantity_is_no_grouping(clause: str) -> None:
+    assert groupings(clause) == []
+
+
+def test_a_grouping_by_stays() -> None:
+    assert [r.keys for r in groupings("the highest mean rate by decade")] == [["decade"]]

@@ -1,0 +1,34 @@
+"""A pandas grouping by a computed key (`groupby(pd.qcut(orders["rating"], 4))`) where the question
+names a column of the frame (`band`): a finding when the two keys split the rows differently and
+the answer with the stated key differs; none when the computed key splits them the same way."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.stateguard.verification.conftest import session_with
+
+SETUP = 'orders["band"] = pd.qcut(orders["price"], 4, labels=[1, 2, 3, 4]).astype(float)'
+QUESTION = "For each band, give the mean rating in `by_band`. Which band has the highest mean rating?"
+CODE = (
+    "import json\n"
+    "by_band = orders.groupby({key})['rating'].mean()\n"
+    "result = {{'by_band': {{str(k): round(float(v), 3) for k, v in by_band.items()}}, 'top': str(by_band.idxmax())}}\n"
+    "print(json.dumps(result))"
+)
+
+
+@pytest.mark.parametrize(
+    ("key", "found"),
+    [
+        ('"band"', False),
+        ('pd.qcut(orders["price"], 4, labels=[1, 2, 3, 4]).astype(float)', False),  # the same split
+        ('pd.qcut(orders["rating"], 4, labels=[1, 2, 3, 4]).astype(float)', True),  # another split, 4 groups too
+    ],
+)
+def test_a_computed_key_is_checked_against_the_stated_columns_split(key: str, found: bool) -> None:
+    session = session_with(SETUP)
+    findings = session.turn(QUESTION, CODE.format(key=key))
+    assert bool(findings) is found
+    if found:
+        assert "group_partition" in findings[0].evidence and findings[0].variables == ["by_band"]
