@@ -741,6 +741,7 @@ def bind(
     vocab: Vocabulary,
     rewritten: frozenset[str] = frozenset(),
     then: Callable[[RequirementBinder, Plan], None] | None = None,
+    aliases: dict[str, str] | None = None,
 ) -> Plan:
     """The requirements bound to the code; `then` binds more with the same binder once they are
     (what the requirements' own bindings left: `bind_loose`, `named_stats`), before the items are
@@ -748,6 +749,7 @@ def bind(
     plan = Plan(requirements=requirements)
     binder = RequirementBinder(sem, vocab, rewritten)
     binder.requirements = requirements
+    binder.aliases = dict(aliases or {})
     for req in requirements:  # each kind's binding is its semantic rule's (`rules/builtin.py`)
         rule = RULES.get(req.kind)
         if rule is not None and rule.bind is not None:

@@ -337,7 +337,9 @@ def _kept_side(
         placed = [
             (sel, j, side)
             for sel, j, side, name in sides
-            if any(name.lower() == w.lower() or by_name(name, w) for w in subject[1:])
+            if any(
+                name.lower() in (w.lower(), b.aliases.get(w.lower())) or by_name(name, w) for w in subject[1:]
+            )
         ]
         if len(placed) == 1:
             return placed[0]

@@ -42,6 +42,9 @@ class Binder:
         self.con = sem.connection
         self.table_frames = {t: v for v, t in sem.frames.items()}
         self.requirements: list[Requirement] = []
+        # Nouns the task's questions put in a named frame or table ("put the key in a frame `jobs`"):
+        # noun -> name, so "every entry of the key" names the side `jobs`.
+        self.aliases: dict[str, str] = {}
 
     def bounds_except(self, req: Requirement) -> list[float]:
         """The bounds the other comparison requirements of the turn state."""

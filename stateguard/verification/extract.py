@@ -772,6 +772,12 @@ def outputs(fields: list[str]) -> list[Requirement]:
 # A period ends a segment unless it is a decimal point; after a number it ends one only before a
 # new sentence ("at least 70. Flag that ..."), so "2.5" and "approx. 3" stay whole.
 _SEGMENT_END = re.compile(r"[,;:()?!]|(?<!\d)\.(?=\s|$)|(?<=\d)\.(?=\s+[A-Z]|\s*$)|\bbut\b")
+# Words of a comparator phrase that mean something else on their own ("Including the garden orders",
+# "a short trip"): they parse only inside the phrase ("up to and including 8", "short of 45").
+_PHRASE_ONLY = frozenset({"including", "excess", "equal", "short", "upward", "upwards"})
+_COMPARATOR_PHRASES = re.compile(
+    rf"\b(?:{LEXICON.pattern(p for c in LEXICON.comparators for p in c.phrases if ' ' in p)})\b", re.IGNORECASE
+)
 _LEXICON_WORDS = (
     frozenset(
         w
@@ -791,6 +797,7 @@ _LEXICON_WORDS = (
         )
         for phrase in group
         for w in phrase.lower().split()
+        if w not in _PHRASE_ONLY
     )
     | LEXICON.function_words
 )
@@ -831,6 +838,7 @@ def unbound_words(segment: str, vocab: Vocabulary, tables: list[str] | None = No
     out: list[str] = []
     after_value = False  # "male birds", "benign cases": a plural noun right after a value names the rows
     text = re.sub(r"`[^`]*`", " ", segment)  # a name in backticks is the turn's own field or table
+    text = _COMPARATOR_PHRASES.sub(lambda m: " " * len(m.group(0)), text)
     text = text.replace("-", " ").replace("/", " / ")
     unit_left = 0  # words still to be read as the unit of the number just before them
     prev_end, prev_low = 0, ""
@@ -1097,6 +1105,29 @@ _OTHER_LACKS = re.compile(
     r"^[^;.]*?\b(?:lacks?|lacking|missing|absent|even\s+(?:when|if|though)|"
     r"does\s+not\s+(?:cover|have|include|list)|do\s+not\s+(?:cover|have|include|list)|no\s+(?:data|figures))\b"
 )
+
+
+_ALIAS = re.compile(
+    r"\b(?:put|keep|store|save|hold|load|place|type|write|record|collect|gather|copy)\w*\s+"
+    r"(?:the|this|that|these|those|their|its|our|a|an)\s+(?P<noun>[a-z]+(?:[\s-]+[a-z]+){0,2}?)\s+"
+    r"(?:in|into|as)\s+(?:a\s+|an\s+|the\s+)?(?:new\s+)?(?:(?:data\s*)?frame|table|list|variable)?\s*"
+    r"(?:called\s+|named\s+)?`(?P<name>[A-Za-z_]\w*)`",
+    re.IGNORECASE,
+)
+
+
+def aliases(text: str) -> dict[str, str]:
+    """Nouns a question puts in a named frame or table: "Put the key in a frame `jobs`" -> {"key":
+    "jobs"}, "store the chancellor list as `chancellors`" -> {"list": ..., "chancellor list": ...}.
+    The last word of the noun and the whole noun both name it."""
+    out: dict[str, str] = {}
+    for m in _ALIAS.finditer(text):
+        words = [w for w in re.split(r"[\s-]+", m.group("noun").lower()) if w]
+        if not words or words[-1] in _STOPS or words[-1] in ("rows", "result", "results", "answer"):
+            continue
+        out[words[-1]] = m.group("name").lower()
+        out[" ".join(words)] = m.group("name").lower()
+    return out
 
 
 def says_absent(text: str) -> bool:

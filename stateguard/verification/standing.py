@@ -37,8 +37,10 @@ _STANDING = re.compile(
     r"in\s+(?:all|every)\s+(?:later|following|remaining)\s+\w+|from\s+this\s+turn\s+on)\b",
     re.IGNORECASE,
 )
-_BACK_IN = re.compile(  # "how old are they" asks an age, it points at no old version
-    rf"\b(?<!\bhow\s)(?:{'|'.join([*LEXICON.restoration, *LEXICON.earlier_version])}|includ\w*|whole|entire|full|again)\b",
+_BACK_IN = re.compile(  # "how old are they" asks an age, it points at no old version; "do the table
+    # again" repeats work, "with them again" / "count them again" brings rows back
+    rf"\b(?<!\bhow\s)(?:{'|'.join([*LEXICON.restoration, *LEXICON.earlier_version])}|includ\w*|whole|entire|full|"
+    rf"(?:with|add\w*|count\w*|put\w*|let\w*|allow\w*)\b[^.;,]{{0,30}}\bagain)\b",
     re.IGNORECASE,
 )
 

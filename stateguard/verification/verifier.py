@@ -41,7 +41,7 @@ from stateguard.verification import bind_loose, carried, named_stats, probes, re
 from stateguard.verification.bind import RequirementBinder, bind
 from stateguard.verification.binder import Plan, reason
 from stateguard.verification.definitions import Definitions
-from stateguard.verification.extract import context_requirements, dedupe, extract
+from stateguard.verification.extract import aliases, context_requirements, dedupe, extract
 from stateguard.verification.finding import Finding
 from stateguard.verification.requirements import Kind, Requirement
 from stateguard.verification.syntax import culprit, syntax_program
@@ -155,6 +155,7 @@ class SemanticVerifier:
         self.groupings = regrouped.GroupingHistory()
         self._span: tuple[Any, str, CodeSemantics] | None = None  # the code last planned on, per turn
         self.owned: dict[str, probes.ProbeItem] = {}
+        self.aliases: dict[str, str] = {}  # nouns the questions so far put in a named frame or table
         self.last = Verification()
         self._cached: tuple[tuple[Any, ...], Plan] | None = None  # the plan made at OPEN for the same steps
         self._refused = False  # a tool call of the plan being made got no result
@@ -367,7 +368,10 @@ class SemanticVerifier:
         later = frozenset(w for i, s in ctx.steps.items() if i > end for w in s.meta.get("writes", []))
         if not ran:
             return Plan(requirements=reqs, unverified=list(reqs))
-        plan = bind(reqs, sem, self.vocab, later, then=partial(self._through_code, question, tables))
+        self.aliases.update(aliases(question))
+        plan = bind(
+            reqs, sem, self.vocab, later, then=partial(self._through_code, question, tables), aliases=self.aliases
+        )
         self._span = (getattr(turn, "turn_id", None), code, sem)
         if self.config.superseded:
             self._restated(question, code, sem, plan)

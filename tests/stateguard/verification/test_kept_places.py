@@ -12,7 +12,7 @@ import pytest
 
 from stateguard.sandbox import SandboxLimits, SandboxWorkspace
 from stateguard.verification import sql_edit
-from stateguard.verification.extract import joins
+from stateguard.verification.extract import aliases, joins
 from tests.stateguard.verification.conftest import SETUP, Session
 
 
@@ -124,3 +124,30 @@ def test_a_left_join_whose_where_drops_the_unmatched_entries(tmp_path: Path, whe
         )
         findings = session.turn(question, code)
     assert bool(findings) is found
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Put the key in a frame `jobs` (job, label).", {"key": "jobs"}),
+        (
+            "Type the chancellor list into a table `chancellors`.",
+            {"list": "chancellors", "chancellor list": "chancellors"},
+        ),
+        ("Keep every quarter with a `tight` flag in a table `marked`.", {}),
+        ("Store the result as `res`.", {}),
+    ],
+)
+def test_aliases_name_the_frame_a_noun_was_put_in(text: str, expected: dict[str, str]) -> None:
+    assert aliases(text) == expected
+
+
+@pytest.mark.parametrize(("how", "found"), [("left", False), ("inner", True)])
+def test_the_place_an_earlier_turn_put_in_a_named_frame_names_that_side(how: str, found: bool) -> None:
+    """ "Put the fee sheet in a frame `pricing`", then "every entry of the sheet": the side `pricing`,
+    though neither its name nor a column is the noun."""
+    session = Session()
+    assert session.ws.run_cell(TIERS.replace("tiers =", "pricing =")).ok
+    assert session.turn("Put the fee sheet in a frame `pricing` (segment, fee).", "x = 1\nprint('{}')") == []
+    question = "Only report the number of customers for every entry of the sheet, 0 where there are none."
+    assert bool(session.turn(question, _per_tier(how).replace("tiers", "pricing"))) is found

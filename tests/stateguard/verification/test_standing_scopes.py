@@ -71,3 +71,20 @@ def test_only_a_standing_instruction_records_a_scope_and_bringing_rows_back_ends
         inspect_code("m = 1"),
     )
     assert scopes.scopes == []
+
+
+@pytest.mark.parametrize(
+    ("question", "found"),
+    [
+        ("Do the region table again: what is the average price in the North region?", True),  # repeats work
+        ("Count them again: what is the average price in the North region?", False),  # brings rows back
+        ("With those orders again, what is the average price in the North region?", False),
+    ],
+)
+def test_again_brings_rows_back_only_with_them(question: str, found: bool) -> None:
+    session = _scoped()
+    code = (
+        "import json\nby_region = orders.groupby('region')['price'].mean()\n"
+        "print(json.dumps({'north': round(float(by_region['North']), 2)}))"
+    )
+    assert bool(session.turn(question, code)) is found
