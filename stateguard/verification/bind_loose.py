@@ -37,6 +37,7 @@ from stateguard.verification.extract import (
     _FRAME_OTHER,
     clauses,
     comparisons,
+    excluded_after,
     parses_whole,
 )
 from stateguard.verification.requirements import Kind, Requirement
@@ -134,7 +135,7 @@ def loose_bounds(question: str, vocab: Vocabulary, tables: list[str] | None, pla
             sentence = next(
                 (m.group(0) for m in _SENTENCE.finditer(question) if req.text in m.group(0)), clause
             )
-            if _EXCLUDED_BEFORE.search(sentence):
+            if _EXCLUDED_BEFORE.search(sentence) or excluded_after(question, req.text):
                 # "Drop the Boeings and look at those that seat more than 100", "Holders under 25 ...;
                 # exclude them from here on": whether the bound keeps or drops its rows is open
                 continue

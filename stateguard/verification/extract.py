@@ -691,7 +691,7 @@ def extract(
         for rule in registered:
             if rule.read_clause is not None:
                 out += rule.read_clause(clause, reading)
-    out = [r for r in out if not (r.kind is Kind.COMPARISON and _excluded_after(question, r.text))]
+    out = [r for r in out if not (r.kind is Kind.COMPARISON and excluded_after(question, r.text))]
     if vocab is not None:
         whole = row_condition_kinds()
         out = [r for r in out if r.kind not in whole or parses_whole(question, r, vocab, tables)]
@@ -708,7 +708,7 @@ _EXCLUDE_THEM = re.compile(
 )
 
 
-def _excluded_after(question: str, text: str) -> bool:
+def excluded_after(question: str, text: str) -> bool:
     """The sentence stating the bound `text` goes on to leave its rows out ("...; exclude them"):
     which rows the turn keeps is then said by that instruction, not by the bound; it abstains."""
     at = question.find(text)

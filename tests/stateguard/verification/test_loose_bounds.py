@@ -229,3 +229,21 @@ def test_a_rollback_that_states_a_new_number_is_a_new_rule() -> None:
     question = "Restore a price-based `pricey` flag, now at 250 or more. How many pricey orders?"
     code = "import json\norders['pricey'] = orders['price'] >= 250\nprint(json.dumps({'n': int(orders['pricey'].sum())}))"
     assert session.turn(question, code) == []
+
+
+def test_a_bound_on_rows_the_sentence_then_sets_aside_is_not_bound_through_the_code() -> None:
+    """ "A shopper paying under 20 is a tester; set those orders aside": the bound names the rows
+    left out, so the code's `price >= 20` is no reversed test of it (nor is a query that lost it)."""
+    session = Session()
+    question = (
+        "An order from a shopper paying under 20 is a test purchase; set those orders aside from here on. "
+        "How many orders are left and what is their mean rating?"
+    )
+    code = (
+        "import json\n"
+        "kept = orders[orders['price'] >= 20]\n"
+        "result = {'n': len(kept), 'mean_rating': round(float(kept['rating'].mean()), 3)}\n"
+        "print(json.dumps(result))"
+    )
+    assert session.turn(question, code) == []
+    assert not any("bound through the code" in n for n in session.verifier.last.notes)
