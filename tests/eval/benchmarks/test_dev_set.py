@@ -50,6 +50,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh10",
             "fresh11",
             "fresh12",
+            "fresh13",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -435,6 +436,75 @@ def test_a_fresh12_sql_task_on_german_rates_builds_and_every_fault_bites(tmp_pat
     assert len(manifest["tasks"]["economy/german_rates/task1"]["variants"]) == 1 + 3 + 21
     assert (tmp_path / "data/longds/economy/german_rates/task1/data/E6.csv").is_file()
 
+
+
+FRESH13_TABLES = {
+    "statsmodels:elec_equip/elec_equip.csv",
+    "statsmodels:nile/nile.csv",
+    "statsmodels:strikes/strikes.csv",
+    "statsmodels:danish_data/data.csv",
+}
+
+
+def test_the_fresh13_split_has_four_long_tasks_on_unused_tables_and_each_semantic_kind_nine_times() -> None:
+    everything = load_sources()
+    tasks = [s for s in everything if s.split == "fresh13"]
+    assert len(tasks) == 4 and all(len(s.turns) == 12 for s in tasks)
+    assert sum("duckdb" in s.turns[0].code for s in tasks) == 2  # two in SQL
+    assert sum("duckdb" not in s.turns[0].code for s in tasks) == 2  # two in pandas
+    assert sum(any("print_result" in t.code for t in s.turns) for s in tasks) == 1  # one of them with print_result
+    older = {f for s in everything if s.split != "fresh13" for f in s.data.values()}
+    new = {f for s in tasks for f in s.data.values()}
+    assert new == FRESH13_TABLES and not older & new  # tables no other split uses
+    _each_has_update_rollback_join_and_one_of_each_mechanical_fault(tasks)
+    for source in tasks:  # a parent declared on every turn after the first; update at 7, rollback at 11
+        assert all("# Depends on Task" in t.code for t in source.turns[1:]), source.id
+        assert "(revises" in source.turns[6].code and "(rolls back" in source.turns[10].code, source.id
+    counts = _semantic_counts("fresh13")
+    assert counts == {
+        "flipped_comparison": 12,
+        "aggregation_swap": 13,
+        "grouping_key": 10,
+        "join": 12,
+        "dropped_filter": 13,
+        "pre_update_definition": 11,
+        "changed_threshold": 12,
+    }
+    assert min(counts.values()) >= 9
+    assert sum(len(s.faults) for s in tasks) == 4 * 3 + 83  # 3 mechanical faults each, 83 counterfactuals
+
+
+def test_a_fresh13_sql_task_on_the_nile_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    manifest = build(tmp_path, only={"hydrology/nile/task1"})
+    turns = json.loads((tmp_path / "task/longds/hydrology/nile/task1/task.json").read_text())
+    assert len(turns) == 12 and manifest["splits"] == {"hydrology__nile__task1": "fresh13"}
+    assert turns[0]["answer"]["n_years"] == 100 and turns[0]["answer"]["driest_year"] == 1913
+    assert turns[1]["answer"]["n_low"] == 26
+    # the list of works keeps the High Dam era, which begins after the file ends, with no year
+    assert turns[3]["answer"]["n_years_by_era"] == {
+        "before the dam": 31,
+        "low dam": 10,
+        "first heightening": 21,
+        "second heightening": 31,
+        "high dam works": 7,
+        "high dam": 0,
+    }
+    assert turns[3]["answer"]["n_eras_without_years"] == 1
+    assert turns[5]["answer"]["n_kept"] == 93  # 1964-1970 set aside
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_low_now": 14, "n_low_800_line": 22}
+    # the report keeps every era, the scope's years and the empty High Dam era at 0
+    assert turns[9]["answer"]["n_low_by_era"] == {
+        "before the dam": 5,
+        "low dam": 4,
+        "first heightening": 3,
+        "second heightening": 2,
+        "high dam works": 0,
+        "high dam": 0,
+    }
+    assert turns[10]["answer"]["n_low"] == 22  # the rollback, with 1964-1970 still set aside
+    assert turns[11]["answer"]["n_ten_year_rule_only"] == 4
+    assert len(manifest["tasks"]["hydrology/nile/task1"]["variants"]) == 1 + 3 + 21
+    assert (tmp_path / "data/longds/hydrology/nile/task1/data/nile.csv").is_file()
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
     manifest = build(tmp_path, only={"medicine/diabetes/task1"})
