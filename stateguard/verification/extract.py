@@ -101,7 +101,9 @@ _RECORDED = re.compile(
     re.IGNORECASE,
 )
 _AGG = re.compile(
-    r"\b(?P<fn>mean|average|median|total|sum of)\s+(?:the\s+|of\s+(?:the\s+)?)?(?P<subj>(?:[a-z-]+\s+){0,3}?[a-z-]+)"
+    r"\b(?P<fn>"
+    + LEXICON.pattern(w for w in LEXICON.statistics if w not in ("sum", "avg"))
+    + r")\s+(?:the\s+|of\s+(?:the\s+)?)?(?P<subj>(?:[a-z-]+\s+){0,3}?[a-z-]+)"
     r"(?=\s*(?:\(|,|\.|;|\?|$|\s(?:per|for|of|over|in|across|by|among|within|from|on|at|is|was|and|rounded)\b))",
     re.IGNORECASE,
 )
@@ -151,6 +153,21 @@ _GROUP_HYPHEN = re.compile(
     r"\b(?P<a>[a-z]+)-(?P<b>[a-z]+)\s+(?:groups|pairs|cells|combinations)\b", re.IGNORECASE
 )
 _NOT_KEYS = {
+    # verbs that start the rest of the sentence ("for every stretch, keep in `t` ...")
+    "keep",
+    "store",
+    "give",
+    "list",
+    "show",
+    "report",
+    "compute",
+    "find",
+    "put",
+    "save",
+    "name",
+    "return",
+    "add",
+    "record",
     "capita",
     "cent",
     "at",
@@ -393,6 +410,11 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
                     w for w in named_after.group("what").split() if w.lower() not in _STOPS
                 ]  # "1.0 mm of precipitation"
             count = "count" if _counts_rows(clause, m.start(), m.end()) else None
+            unit_words = (m.groupdict().get("unit") or "").split()
+            if not subject and unit_words and not is_prefix and unit_words[0].lower() not in _MEASURES:
+                # "how many have 3,000 residents or more": the words between the number and "or
+                # more" name the quantity; binding keeps them only when they name a column
+                subject = [w for w in unit_words if w.lower() not in _STOPS][:3]
             if not subject and not named_after and not count:
                 subject = _subject_after(after)  # "with at least 5 warm days": the noun after the bound
             if is_prefix and _is_year(m) and _TEMPORAL.fullmatch(m.group("phrase")):
@@ -642,7 +664,7 @@ def _uncoordinated(clause: str) -> str:
 def aggregations(clause: str, fields: list[str], source: str = "question") -> list[Requirement]:
     out = []
     for m in _AGG.finditer(_uncoordinated(clause)):
-        fn = _FUNCS[m.group("fn").lower()]
+        fn = _FUNCS[" ".join(m.group("fn").lower().split())]
         subj = [w for w in m.group("subj").split() if w.lower() not in ("the", "of")]
         if subj and subj[0].lower() in ("of", "growth") and fn == "sum":
             continue

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from stateguard.verification.extract import comparisons, groupings
+from stateguard.verification.extract import comparisons, extract, groupings
+from stateguard.verification.requirements import Kind
 
 
 @pytest.mark.parametrize(
@@ -69,3 +70,39 @@ def test_an_order_by_a_quantity_is_no_grouping(clause: str) -> None:
 
 def test_a_grouping_by_stays() -> None:
     assert [r.keys for r in groupings("the highest mean rate by decade")] == [["decade"]]
+
+
+@pytest.mark.parametrize(
+    ("clause", "subject"),
+    [
+        ("And of those, how many have 3,000 residents or more?", ["residents"]),
+        ("families with two or more children", ["children"]),
+        ("trips of 500 miles or more", []),  # a unit names no quantity
+        ("a rate of 45 or more", ["rate"]),  # the words before the number still win
+    ],
+)
+def test_the_words_between_the_number_and_or_more_name_the_quantity(clause: str, subject: list[str]) -> None:
+    (req,) = comparisons(clause)
+    assert req.op == ">=" and req.subject == subject
+
+
+@pytest.mark.parametrize(
+    ("clause", "function", "subject"),
+    [
+        ("Give the middle value of inflation and its spread", "median", ["inflation"]),
+        ("the middle value of the county rates, and which county is highest", "median", ["county", "rates"]),
+        ("the average long-term rate and the count", "mean", ["long-term", "rate"]),
+    ],
+)
+def test_every_statistic_word_of_the_lexicon_names_an_aggregation(
+    clause: str, function: str, subject: list[str]
+) -> None:
+    (req,) = [r for r in extract(clause) if r.kind is Kind.AGGREGATION]
+    assert (req.function, req.subject) == (function, subject)
+
+
+def test_a_verb_after_a_grouping_is_no_key() -> None:
+    assert [r.keys for r in groupings("For every ten-year stretch, keep in a table `t` the number of quarters")] == [
+        ["ten-year stretch"]
+    ]
+    assert [r.keys for r in groupings("Per size class, store in `by_size` the counts")] == [["size class"]]
