@@ -1100,6 +1100,10 @@ def _kept_entries(low: str) -> str | None:
         or _KEEP_AFTER.match(low[m.end() :])
         or (m.group(0).startswith("every") and _PLACE_AFTER.match(low[m.start("noun") :]))
     }
+    if not nouns and _ZERO_FOR_NONE.search(low):
+        # "in each service tier of the office's list, 0 for a tier with none", "for each chancellor on
+        # the list ..., listing one with no quarter with 0": each entry of a place, zeros written out
+        nouns = {m.group("noun") for m in _EACH_OF_PLACE.finditer(low)}
     nouns -= _STOPS | {"rows", "row", "data", "cases", "records", "values"}
     if not nouns and _JOINING_ANY.search(low):
         # "attach ... to it, keeping firms the file lacks", "keeping a member even when the table does
@@ -1112,6 +1116,14 @@ def _kept_entries(low: str) -> str | None:
     return nouns.pop() if len(nouns) == 1 else None
 
 
+_EACH_OF_PLACE = re.compile(
+    r"\b(?:each|every)\s+(?:[a-z]+\s+)?(?P<noun>[a-z][a-z_]*)\s+(?:on|in|of|from)\s+(?:the|this|that|our|their)\b"
+)
+# The count or total of an entry nobody matches is written out as zero
+_ZERO_FOR_NONE = re.compile(
+    r"\b(?:0|zero)\s+(?:\w+\s+){0,2}?(?:for|where|when|if)\b[^;.]{0,40}\b(?:none|no|nobody|nothing|without)\b"
+    r"|\bwith\s+(?:a\s+)?(?:0|zero)\b|\b(?:showing|listing|giving|with)\s+(?:a\s+)?(?:0|zero)\s+\w+\s+for\b"
+)
 _JOINING_ANY = re.compile(rf"\b(?:{'|'.join(LEXICON.join_verbs)}|combin\w*)", re.IGNORECASE)
 # A keep verb and the noun of what it keeps, and words saying the other side may lack some of them.
 _KEEP_NOUN = re.compile(

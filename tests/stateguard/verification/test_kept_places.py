@@ -151,3 +151,29 @@ def test_the_place_an_earlier_turn_put_in_a_named_frame_names_that_side(how: str
     assert session.turn("Put the fee sheet in a frame `pricing` (segment, fee).", "x = 1\nprint('{}')") == []
     question = "Only report the number of customers for every entry of the sheet, 0 where there are none."
     assert bool(session.turn(question, _per_tier(how).replace("tiers", "pricing"))) is found
+
+
+@pytest.mark.parametrize(
+    ("clause", "noun"),
+    [
+        ("the number of big spenders in each tier of the fee sheet, 0 for a tier with none", "tier"),
+        ("For each maker on the list give the planes, listing a maker with no plane with 0", "maker"),
+        ("For every entry of the key give the count, showing 0 respondents for a code nobody carries", "entry"),
+    ],
+)
+def test_each_entry_of_a_place_with_zeros_written_out_is_kept(clause: str, noun: str) -> None:
+    (req,) = joins(clause)
+    assert req.how == "left" and req.subject[0] == noun
+
+
+def test_each_entry_without_zeros_written_out_is_no_kept_side() -> None:
+    assert joins("the mean price for each region of the file") == []
+    assert joins("the number of spenders in each tier of the fee sheet") == []
+
+
+@pytest.mark.parametrize(("how", "found"), [("left", False), ("inner", True)])
+def test_each_tier_with_zeros_keeps_the_tier_side(how: str, found: bool) -> None:
+    session = Session()
+    assert session.ws.run_cell(TIERS).ok
+    question = "Only a report: the number of customers in each segment of the tier sheet, 0 for a segment with none."
+    assert bool(session.turn(question, _per_tier(how))) is found
