@@ -58,16 +58,12 @@ def _partition_item(
     columns = b.vocab.tables.get(frame.lower(), {})
     if not frame.isidentifier() or not keys or not all(k in columns for k in keys):
         return None
-    computed = [g for g in sel.group_keys if not (g.isidentifier() and g in columns)]
-    if not computed:
-        return None
     arg = _groupby_arg(sel, frame)
-    if arg is None:
-        return None
-    code_keys = ", ".join(f"{frame}[{g!r}]" if g.isidentifier() and g in columns else f"({g})" for g in sel.group_keys)
+    if arg is None or re.fullmatch(r"\s*\[?\s*(?:'[^']*'|\"[^\"]*\")(?:\s*,\s*(?:'[^']*'|\"[^\"]*\"))*\s*\]?\s*", arg):
+        return None  # the code groups by columns by name: the row-count check covers that
     site = textwrap.dedent(f"""\
         _pd = __import__('pandas')
-        _a = {frame}.groupby([{code_keys}], dropna=False).ngroup()
+        _a = {frame}.groupby({arg}, dropna=False).ngroup()
         _b = {frame}.groupby({keys!r}, dropna=False).ngroup()
         _p = _pd.DataFrame({{'a': _a.to_numpy(), 'b': _b.to_numpy()}}).drop_duplicates()
         _v = bool(len(_p) != _a.nunique() or len(_p) != _b.nunique())

@@ -119,7 +119,7 @@ _LEFT_OUT_AFTER = re.compile(
 # A bound whose rows are compared with the rest ("of the councils with mortality over 100, and of the
 # rest"): it splits the rows into two groups, it does not restrict them
 _THE_REST = re.compile(
-    r"\b(?:the\s+rest|the\s+others|all\s+others|everyone\s+else|everything\s+else|the\s+remaining\s+\w+\b(?!\s+(?:whose|with|that|where|which|who)\b))",
+    r"\b(?:the\s+rest|the\s+others|all\s+others|everyone\s+else|everything\s+else|the\s+remaining\s+\w+\b(?!\s+(?:whose|with|that|where|which|who)\b))\b",
     re.IGNORECASE,
 )
 _REMOVED_AFTER = re.compile(

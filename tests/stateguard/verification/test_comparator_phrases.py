@@ -54,6 +54,9 @@ def test_the_remaining_rows_whose_value_is_bounded_are_a_subset_not_the_rest() -
         (">", 6.0)
     ]
     assert comparisons("the mean in the quarters above 6 and in the remaining quarters") == []
+    # "the restored" is no "the rest"
+    reqs = comparisons("with the restored share: in the years whose clean share was above 20 percent")
+    assert [(r.op, r.value) for r in reqs] == [(">", 20.0)]
 
 
 @pytest.mark.parametrize(
