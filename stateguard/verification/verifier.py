@@ -28,6 +28,7 @@ be tied to code or data is listed as unverified (for the LLM tier), never a find
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Callable, Generator
 from functools import partial
 from typing import Any, Literal
@@ -343,6 +344,8 @@ class SemanticVerifier:
         self._con = sem.connection
         written = {w.lower() for s in ran for w in s.meta.get("writes", [])}
         names = _names(sem)
+        # frames read whole under another name (`chosen = orders`) are read all the same
+        names += [n for n in _plain_reads(ran) if n not in names]
         need = [n for n in names if n.lower() not in self.vocab.tables or n.lower() in written]
         if need and ctx.workspace is not None:
             result = yield ("run_probe", {"code": vocabulary_probe(need, sem.connection)})
@@ -352,10 +355,10 @@ class SemanticVerifier:
                 self.vocab = self.vocab.merged(Vocabulary.from_probe(str(tool.data.get("stdout", ""))))
                 # the context's words for columns: read again only when new columns are known
                 self.vocab = self.vocab.with_descriptions(context) if context else self.vocab
-        tables = [n.lower() for n in names]
+        tables = [n.lower() for n in names if n.lower() in self.vocab.tables or n in _names(sem)]
+        code = "\n".join(s.action for s in ran)
         reqs = self.extractor(question, context=context, vocab=self.vocab if ran else None, tables=tables)
         reqs = dedupe(reqs + context_requirements(_own_context(turn), self.vocab if ran else None, tables))
-        code = "\n".join(s.action for s in ran)
         reqs = [r for r in reqs if not _flag_read_by_code(r, code)]
         if ran and sem.reports and not any(r.kind is Kind.OUTPUT for r in reqs):
             # The question names no fields: what the turn reports must still have defined values.
@@ -382,7 +385,35 @@ class SemanticVerifier:
             self._standing_conditions(f"{question}\n{_own_context(turn)}", code, sem, plan)
         if self.config.carried_scopes:
             self._carried(question, sem, tables, later, plan)
+        self._flag_frames(sem, plan)
         return plan
+
+    def _flag_frames(self, sem: CodeSemantics, plan: Plan) -> None:
+        """A scope of flagged rows ("among the strong wines") that the code never tests, because it
+        never reads the flag: the frames its reported values are computed from must then hold only
+        flagged rows (code that restates the rule keeps only those). A probe item when every such
+        frame holding the flag column also holds unflagged rows (`strong_wines = wine`)."""
+        texts = [t for f, t in sem.fields.items() if f != "answer_type"]
+        frames = list(
+            dict.fromkeys(
+                n
+                for t in texts
+                for n in re.findall(r"(?<![\w.'\"])([A-Za-z_]\w*)\b(?!\s*\()", t)
+                if n not in ("result", "json", "np", "pd", "math", "True", "False", "None")
+            )
+        )
+        if not frames:
+            return
+        for req in [r for r in plan.unverified if r.flag_scope and len(r.columns) == 1]:
+            column = req.columns[0]
+            code = textwrap.dedent(f"""\
+                _found = [(_n, globals().get(_n)) for _n in {frames!r}]
+                _found = [(_n, _f) for _n, _f in _found if hasattr(_f, 'columns') and {column!r} in getattr(_f, 'columns', [])]
+                _off = {{_n: int((~_f[{column!r}].fillna(False).astype(bool)).sum()) for _n, _f in _found}}
+                _v = bool(_off) and all(_k > 0 for _k in _off.values())
+                _o = {{'rows_without_flag': _off}}""")
+            plan.notes.append(f"{req.describe()}: the code never tests {column}; the frames behind the answer are checked")
+            _add_item(plan, req, "flag_frames", code, frames, "missing")
 
     def _through_code(self, question: str, tables: list[str], binder: RequirementBinder, plan: Plan) -> None:
         """Bounds and statistics bound through the code where the words name no column."""
@@ -673,6 +704,17 @@ def _own_context(turn: Any) -> str:
     without the rule it replaces: "(until now, a bird counts as heavy when ...)" is history."""
     text = str(getattr(turn, "context", "") or "") if getattr(turn, "turn_id", 1) > 1 else ""
     return _PAST_RULE.sub("", text)
+
+
+def _plain_reads(steps: list[WorkerStep]) -> list[str]:
+    """Names the cells read that a plain assignment binds to another name (`chosen = orders`): the
+    frame read whole, which the code model (selections, frames) does not list."""
+    out: list[str] = []
+    for step in steps:
+        for m in re.finditer(r"^\s*[A-Za-z_]\w*\s*=\s*([A-Za-z_]\w*)(?:\.copy\(\))?\s*$", step.action, re.MULTILINE):
+            if m.group(1) not in out and m.group(1) not in ("None", "True", "False"):
+                out.append(m.group(1))
+    return out
 
 
 def _names(sem: CodeSemantics) -> list[str]:

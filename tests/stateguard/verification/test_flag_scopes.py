@@ -13,6 +13,7 @@ from tests.stateguard.verification.conftest import DUCKDB_ORDERS, session_with
 
 FLAGGED = "orders['pricey'] = orders['price'] > 150"
 QUESTION = "Among the pricey orders, what is the mean rating and how many are there?"
+CORRELATION = "Among the pricey orders, how closely does the rating track the price, and on how many orders?"
 VOCAB = Vocabulary(
     tables={
         "orders": {
@@ -94,3 +95,40 @@ def test_a_sql_boolean_column_is_a_flag_too() -> None:
         "result = {'mean_rating': row[0], 'n': row[1]}"
     )
     assert session_with(FLAGGED, DUCKDB_ORDERS).turn(QUESTION, kept) == []
+
+
+@pytest.mark.parametrize(
+    ("frame", "found"),
+    [
+        ("orders[orders['price'] > 150]", False),  # the rule restated: only flagged rows
+        ("orders", True),  # the whole frame under another name
+    ],
+)
+def test_a_frame_behind_the_answer_that_never_tests_the_flag_holds_only_flagged_rows(
+    frame: str, found: bool
+) -> None:
+    session = session_with(FLAGGED)
+    code = (
+        "import json\n"
+        f"chosen = {frame}\n"
+        "corr = float(chosen['rating'].corr(chosen['price']))\n"
+        "result = {'corr': round(corr, 3), 'n': int(len(chosen))}\n"
+        "print(json.dumps(result))"
+    )
+    findings = session.turn(CORRELATION, code)
+    assert bool(findings) is found
+    if found:
+        assert "flag_frames" in findings[0].evidence and "chosen" in findings[0].variables
+
+
+def test_a_frame_check_needs_every_frame_behind_the_answer_to_hold_unflagged_rows() -> None:
+    """One frame keeps the flagged rows by the rule restated, another is the whole table (a total
+    the question may ask about too): no finding."""
+    session = session_with(FLAGGED)
+    code = (
+        "import json\n"
+        "chosen = orders[orders['price'] > 150]\n"
+        "result = {'corr': round(float(chosen['rating'].corr(chosen['price'])), 3), 'n_all': int(len(orders))}\n"
+        "print(json.dumps(result))"
+    )
+    assert session.turn(CORRELATION, code) == []
