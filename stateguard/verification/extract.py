@@ -42,6 +42,10 @@ _POSTFIX_DIRS = {
     for op in (">=", "<=")
     for phrase in LEXICON.comparator_phrases(op=op, position="postfix")
 }
+_POSTFIX_TEMPORAL = {
+    phrase.split()[-1] for phrase in LEXICON.comparator_phrases(position="postfix", temporal=True)
+}
+_FROM_ON = re.compile(r"\bfrom\s+(?P<num>1[89]\d\d|20\d\d)\s+(?:on|onwards?)\b", re.IGNORECASE)
 _PREFIX = re.compile(
     r"\b(?P<phrase>" + "|".join(f"(?:{p})" for p, _ in _PREFIX_OPS) + r")\s+" + _NUM, re.IGNORECASE
 )
@@ -57,7 +61,8 @@ _BETWEEN = re.compile(
     re.IGNORECASE,
 )
 _YEAR_IN = re.compile(
-    r"\b(?:in|during)\s+(?:the\s+year\s+)?(?P<year>1[89]\d\d|20\d\d)\b(?!\s*(?:to|-|–|and)\s*\d)",
+    r"\b(?:in|during)\s+(?:the\s+year\s+)?(?P<year>1[89]\d\d|20\d\d)\b"
+    r"(?!\s*(?:to|-|–|and)\s*\d|\s+(?:or|and)\s+(?:later|earlier|after|before)\b)",
     re.IGNORECASE,
 )
 _YEARS = re.compile(
@@ -381,6 +386,13 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
             )
         )
         taken.append(m.span())
+    for m in _FROM_ON.finditer(clause):  # "from 2015 on": the years from then
+        out.append(
+            Requirement(
+                kind=Kind.COMPARISON, text=m.group(0), source=source, op=">=", value=float(m.group("num")), subject=["year"]
+            )
+        )
+        taken.append(m.span())
     for pattern, is_prefix in ((_PREFIX, True), (_POSTFIX, False)):
         for m in pattern.finditer(clause):
             if any(a <= m.start() < b for a, b in taken):
@@ -417,6 +429,8 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
                 subject = [w for w in unit_words if w.lower() not in _STOPS][:3]
             if not subject and not named_after and not count:
                 subject = _subject_after(after)  # "with at least 5 warm days": the noun after the bound
+            if not is_prefix and _is_year(m) and m.group("dir").lower() in _POSTFIX_TEMPORAL:
+                subject = ["year"]  # "2015 or later", "1990 and earlier": a bound on time
             if is_prefix and _is_year(m) and _TEMPORAL.fullmatch(m.group("phrase")):
                 # "before 2010", "summed over 2015": a bound on time, whatever noun precedes it;
                 # "over/across/during 2015" is that year, and "over 2000-2014" a span (no bound).

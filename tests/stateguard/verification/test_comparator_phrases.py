@@ -109,3 +109,22 @@ def test_a_verb_after_a_grouping_is_no_key() -> None:
         ["ten-year stretch"]
     ]
     assert [r.keys for r in groupings("Per size class, store in `by_size` the counts")] == [["size class"]]
+
+
+@pytest.mark.parametrize(
+    ("clause", "op", "value"),
+    [
+        ("From 2015 on, how many good months did each stock have", ">=", 2015.0),
+        ("from 1980 onwards", ">=", 1980.0),
+        ("since 2010, how many", ">=", 2010.0),
+        ("until 1990", "<=", 1990.0),
+        ("in 2015 or later", ">=", 2015.0),  # not also "in 2015"
+        ("1990 and earlier", "<=", 1990.0),
+    ],
+)
+def test_bounds_on_time(clause: str, op: str, value: float) -> None:
+    assert [(r.op, r.value, r.subject) for r in comparisons(clause)] == [(op, value, ["year"])]
+
+
+def test_a_number_that_is_no_year_is_no_bound_on_time() -> None:
+    assert [(r.op, r.value, r.subject) for r in comparisons("ages 65 and later")] == [(">=", 65.0, [])]
