@@ -59,7 +59,9 @@ def _partition_item(
     if not frame.isidentifier() or not keys or not all(k in columns for k in keys):
         return None
     arg = _groupby_arg(sel, frame)
-    if arg is None or re.fullmatch(r"\s*\[?\s*(?:'[^']*'|\"[^\"]*\")(?:\s*,\s*(?:'[^']*'|\"[^\"]*\"))*\s*\]?\s*", arg):
+    if arg is None or re.fullmatch(
+        r"\s*\[?\s*(?:'[^']*'|\"[^\"]*\")(?:\s*,\s*(?:'[^']*'|\"[^\"]*\"))*\s*\]?\s*", arg
+    ):
         return None  # the code groups by columns by name: the row-count check covers that
     site = textwrap.dedent(f"""\
         _pd = __import__('pandas')

@@ -24,7 +24,19 @@ _CURRENT = re.compile(
     r"`?(?P<a>[A-Za-z_][A-Za-z0-9_]*)`?(?P<own>'s?)?(?:[ \t]+(?P<b>[a-z][a-z]*))?",
     re.IGNORECASE,
 )
-_NOT_NAMES = {"definition", "definitions", "rule", "rules", "version", "data", "values", "setup", "one", "meaning", "sense"}
+_NOT_NAMES = {
+    "definition",
+    "definitions",
+    "rule",
+    "rules",
+    "version",
+    "data",
+    "values",
+    "setup",
+    "one",
+    "meaning",
+    "sense",
+}
 
 
 def current_sources(question: str) -> list[Requirement]:

@@ -389,7 +389,12 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
     for m in _FROM_ON.finditer(clause):  # "from 2015 on": the years from then
         out.append(
             Requirement(
-                kind=Kind.COMPARISON, text=m.group(0), source=source, op=">=", value=float(m.group("num")), subject=["year"]
+                kind=Kind.COMPARISON,
+                text=m.group(0),
+                source=source,
+                op=">=",
+                value=float(m.group("num")),
+                subject=["year"],
             )
         )
         taken.append(m.span())
@@ -654,6 +659,34 @@ def flag_scopes(clause: str, vocab: Vocabulary, tables: list[str] | None) -> lis
     ]
 
 
+def current_rule_flags(clause: str, vocab: Vocabulary, tables: list[str] | None) -> list[Requirement]:
+    """Rows a flag marks under the rule now in force but not under another one ("Which kept years
+    are active under the restored fixed rule but were not under the dropped cycle-relative one?"):
+    every row behind the answer has the flag (the flag column holds the rule in force). Read only
+    when the clause names exactly one flag column, right before "under the <rule>" (not an earlier
+    version), and the contrast "but ... not under" follows."""
+    found = []
+    for col in flag_columns(vocab, tables):
+        tokens = column_tokens(col)
+        if not tokens:
+            continue
+        phrase = r"[\s-]+".join(re.escape(t) for t in tokens)
+        m = re.search(
+            rf"\b(?:are|is|were|was|counts?\s+as|called)\s+{phrase}(?:s|es)?\s+(?:under|by|with)\s+the\s+"
+            rf"(?!(?:{'|'.join(LEXICON.earlier_version)})\b)[^,;?]*?\bbut\s+(?:were|was|are|is)\s+not\b",
+            clause,
+            re.IGNORECASE,
+        )
+        if m:
+            found.append((col, m.group(0)))
+    if len(found) != 1:
+        return []
+    col, text = found[0]
+    return [
+        Requirement(kind=Kind.SCOPE, text=text, values=["True"], columns=[col], subject=column_tokens(col))
+    ]
+
+
 # A clause that contrasts the flagged rows with the others, negates, or points at another version of
 # the rule ("the rest", "non-heavy", "under the withdrawn rule") states no scope of flagged rows.
 _FLAG_OTHER = re.compile(
@@ -812,7 +845,8 @@ _SEGMENT_END = re.compile(r"[,;:()?!]|(?<!\d)\.(?=\s|$)|(?<=\d)\.(?=\s+[A-Z]|\s*
 # "a short trip"): they parse only inside the phrase ("up to and including 8", "short of 45").
 _PHRASE_ONLY = frozenset({"including", "excess", "equal", "short", "upward", "upwards"})
 _COMPARATOR_PHRASES = re.compile(
-    rf"\b(?:{LEXICON.pattern(p for c in LEXICON.comparators for p in c.phrases if ' ' in p)})\b", re.IGNORECASE
+    rf"\b(?:{LEXICON.pattern(p for c in LEXICON.comparators for p in c.phrases if ' ' in p)})\b",
+    re.IGNORECASE,
 )
 _LEXICON_WORDS = (
     frozenset(

@@ -42,7 +42,14 @@ from stateguard.verification import bind_loose, carried, named_stats, probes, re
 from stateguard.verification.bind import RequirementBinder, bind
 from stateguard.verification.binder import Plan, reason
 from stateguard.verification.definitions import Definitions
-from stateguard.verification.extract import aliases, context_requirements, dedupe, extract
+from stateguard.verification.extract import (
+    aliases,
+    clauses,
+    context_requirements,
+    current_rule_flags,
+    dedupe,
+    extract,
+)
 from stateguard.verification.finding import Finding
 from stateguard.verification.requirements import Kind, Requirement
 from stateguard.verification.syntax import culprit, syntax_program
@@ -373,7 +380,12 @@ class SemanticVerifier:
             return Plan(requirements=reqs, unverified=list(reqs))
         self.aliases.update(aliases(question))
         plan = bind(
-            reqs, sem, self.vocab, later, then=partial(self._through_code, question, tables), aliases=self.aliases
+            reqs,
+            sem,
+            self.vocab,
+            later,
+            then=partial(self._through_code, question, tables),
+            aliases=self.aliases,
         )
         self._span = (getattr(turn, "turn_id", None), code, sem)
         if self.config.superseded:
@@ -385,10 +397,13 @@ class SemanticVerifier:
             self._standing_conditions(f"{question}\n{_own_context(turn)}", code, sem, plan)
         if self.config.carried_scopes:
             self._carried(question, sem, tables, later, plan)
-        self._flag_frames(sem, plan)
+        current = (
+            [r for c in clauses(question) for r in current_rule_flags(c, self.vocab, tables)] if ran else []
+        )
+        self._flag_frames(sem, plan, current)
         return plan
 
-    def _flag_frames(self, sem: CodeSemantics, plan: Plan) -> None:
+    def _flag_frames(self, sem: CodeSemantics, plan: Plan, current: list[Requirement]) -> None:
         """A scope of flagged rows ("among the strong wines") that the code never tests, because it
         never reads the flag: the frames its reported values are computed from must then hold only
         flagged rows (code that restates the rule keeps only those). A probe item when every such
@@ -404,7 +419,10 @@ class SemanticVerifier:
         )
         if not frames:
             return
-        for req in [r for r in plan.unverified if r.flag_scope and len(r.columns) == 1]:
+        unread = [r for r in plan.unverified if r.flag_scope and len(r.columns) == 1]
+        for req in unread + [r for r in current if all(r.columns != u.columns for u in unread)]:
+            if req not in plan.requirements:
+                plan.requirements.append(req)
             column = req.columns[0]
             code = textwrap.dedent(f"""\
                 _found = [(_n, globals().get(_n)) for _n in {frames!r}]
@@ -412,7 +430,9 @@ class SemanticVerifier:
                 _off = {{_n: int((~_f[{column!r}].fillna(False).astype(bool)).sum()) for _n, _f in _found}}
                 _v = bool(_off) and all(_k > 0 for _k in _off.values())
                 _o = {{'rows_without_flag': _off}}""")
-            plan.notes.append(f"{req.describe()}: the code never tests {column}; the frames behind the answer are checked")
+            plan.notes.append(
+                f"{req.describe()}: every frame behind the answer is checked for rows without {column}"
+            )
             _add_item(plan, req, "flag_frames", code, frames, "missing")
 
     def _through_code(self, question: str, tables: list[str], binder: RequirementBinder, plan: Plan) -> None:
@@ -711,7 +731,9 @@ def _plain_reads(steps: list[WorkerStep]) -> list[str]:
     frame read whole, which the code model (selections, frames) does not list."""
     out: list[str] = []
     for step in steps:
-        for m in re.finditer(r"^\s*[A-Za-z_]\w*\s*=\s*([A-Za-z_]\w*)(?:\.copy\(\))?\s*$", step.action, re.MULTILINE):
+        for m in re.finditer(
+            r"^\s*[A-Za-z_]\w*\s*=\s*([A-Za-z_]\w*)(?:\.copy\(\))?\s*$", step.action, re.MULTILINE
+        ):
             if m.group(1) not in out and m.group(1) not in ("None", "True", "False"):
                 out.append(m.group(1))
     return out

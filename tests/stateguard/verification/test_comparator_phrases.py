@@ -105,9 +105,9 @@ def test_every_statistic_word_of_the_lexicon_names_an_aggregation(
 
 
 def test_a_verb_after_a_grouping_is_no_key() -> None:
-    assert [r.keys for r in groupings("For every ten-year stretch, keep in a table `t` the number of quarters")] == [
-        ["ten-year stretch"]
-    ]
+    assert [
+        r.keys for r in groupings("For every ten-year stretch, keep in a table `t` the number of quarters")
+    ] == [["ten-year stretch"]]
     assert [r.keys for r in groupings("Per size class, store in `by_size` the counts")] == [["size class"]]
 
 

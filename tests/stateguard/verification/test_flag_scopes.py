@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from stateguard.verification.extract import extract, flag_scopes
+from stateguard.verification.extract import current_rule_flags, extract, flag_scopes
 from stateguard.verification.requirements import Kind
 from stateguard.verification.vocabulary import ColumnInfo, Vocabulary
 from tests.stateguard.verification.conftest import DUCKDB_ORDERS, session_with
@@ -132,3 +132,35 @@ def test_a_frame_check_needs_every_frame_behind_the_answer_to_hold_unflagged_row
         "print(json.dumps(result))"
     )
     assert session.turn(CORRELATION, code) == []
+
+
+@pytest.mark.parametrize(
+    ("clause", "column"),
+    [
+        ("Which orders are pricey under the restored rule but were not under the dropped one?", "pricey"),
+        ("Which orders are pricey under the current rule but were not under the old one", "pricey"),
+        ("Which orders were pricey under the old rule but are not under the current one?", None),
+        ("Which orders are pricey under the restored rule?", None),  # no contrast
+    ],
+)
+def test_rows_flagged_under_the_rule_in_force_but_not_under_another(clause: str, column: str | None) -> None:
+    reqs = current_rule_flags(clause, VOCAB, ["orders"])
+    assert [r.columns[0] for r in reqs] == ([column] if column else [])
+
+
+@pytest.mark.parametrize(
+    ("mask", "found"), [("orders['pricey'] & ~_old", False), ("~orders['pricey'] & _old", True)]
+)
+def test_the_rows_flagged_now_but_not_before_are_checked_on_the_frame_behind_the_answer(
+    mask: str, found: bool
+) -> None:
+    session = session_with(FLAGGED)
+    code = (
+        "import json\n"
+        "_old = orders['rating'] > 3\n"
+        f"new_only = orders[{mask}]\n"
+        "result = {'n': int(len(new_only)), 'mean_rating': round(float(new_only['rating'].mean()), 3)}\n"
+        "print(json.dumps(result))"
+    )
+    question = "Which orders are pricey under the restored rule but were not under the dropped rating rule? How many, and their mean rating?"
+    assert bool(session.turn(question, code)) is found

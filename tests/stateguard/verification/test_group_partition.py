@@ -23,7 +23,10 @@ CODE = (
     [
         ('"band"', False),
         ('pd.qcut(orders["price"], 4, labels=[1, 2, 3, 4]).astype(float)', False),  # the same split
-        ('pd.qcut(orders["rating"], 4, labels=[1, 2, 3, 4]).astype(float)', True),  # another split, 4 groups too
+        (
+            'pd.qcut(orders["rating"], 4, labels=[1, 2, 3, 4]).astype(float)',
+            True,
+        ),  # another split, 4 groups too
         ('orders["customer_id"] % 4', True),  # an expression the inspection names by its last part
         ('pd.Series(orders.index % 3, index=orders.index).rename("month")', True),
     ],

@@ -158,7 +158,10 @@ def test_the_place_an_earlier_turn_put_in_a_named_frame_names_that_side(how: str
     [
         ("the number of big spenders in each tier of the fee sheet, 0 for a tier with none", "tier"),
         ("For each maker on the list give the planes, listing a maker with no plane with 0", "maker"),
-        ("For every entry of the key give the count, showing 0 respondents for a code nobody carries", "entry"),
+        (
+            "For every entry of the key give the count, showing 0 respondents for a code nobody carries",
+            "entry",
+        ),
     ],
 )
 def test_each_entry_of_a_place_with_zeros_written_out_is_kept(clause: str, noun: str) -> None:
@@ -175,5 +178,7 @@ def test_each_entry_without_zeros_written_out_is_no_kept_side() -> None:
 def test_each_tier_with_zeros_keeps_the_tier_side(how: str, found: bool) -> None:
     session = Session()
     assert session.ws.run_cell(TIERS).ok
-    question = "Only a report: the number of customers in each segment of the tier sheet, 0 for a segment with none."
+    question = (
+        "Only a report: the number of customers in each segment of the tier sheet, 0 for a segment with none."
+    )
     assert bool(session.turn(question, _per_tier(how))) is found
