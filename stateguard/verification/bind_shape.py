@@ -75,6 +75,34 @@ def _partition_item(
     return b.item(req, "group_partition", site, b.variables(sel), "grouping", edit=edit, needs_changed=True)
 
 
+def _value_counts_item(
+    b: Binder, req: Requirement, sel: Selection, keys: list[str]
+) -> probes.ProbeItem | None:
+    """`fixed_only["age"].value_counts().idxmax()` where the question counts per a column of that
+    frame (`bracket`): the two columns split the rows differently, and the answer with the stated
+    column counted changes (needs_changed)."""
+    if sel.language != "pandas" or sel.aggregates or len(keys) != 1 or len(sel.group_keys) != 1:
+        return None  # a groupby with aggregates is checked by its row count
+    code_key, key = sel.group_keys[0], keys[0]
+    frames = [
+        f
+        for f in sel.sources
+        if f.isidentifier() and {code_key, key} <= set(b.vocab.tables.get(f.lower(), {}))
+    ]
+    if len(frames) != 1 or code_key == key:
+        return None
+    frame = frames[0]
+    before = f"{frame}[{code_key!r}].value_counts()"
+    site = textwrap.dedent(f"""\
+        _a = {frame}.groupby({code_key!r}, dropna=False).ngroup()
+        _b = {frame}.groupby({key!r}, dropna=False).ngroup()
+        _p = len(set(zip(_a.tolist(), _b.tolist())))
+        _v = bool(_p != _a.nunique() or _p != _b.nunique())
+        _o = {{'code_groups': int(_a.nunique()), 'stated_groups': int(_b.nunique()), 'pairs': int(_p)}}""")
+    edit = probes.SpanEdit(kind="text", before=before, after=f"{frame}[{key!r}].value_counts()")
+    return b.item(req, "group_partition", site, b.variables(sel), "grouping", edit=edit, needs_changed=True)
+
+
 def _frame_of(receiver: str) -> str | None:
     """`big.groupby(['a'])['x']` -> big (a plain name only)."""
     m = re.match(r"^\s*([A-Za-z_]\w*)\.groupby\(", receiver)
@@ -147,6 +175,7 @@ def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
             (src for src in sel.sources if all(k in b.vocab.tables.get(src.lower(), {}) for k in keys)), None
         )
         partition = _partition_item(b, req, sel, frame, keys) if frame else None
+        partition = partition or _value_counts_item(b, req, sel, keys)
         if partition is not None:
             plan.items.append(partition)
             return
@@ -154,7 +183,7 @@ def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
             site = textwrap.dedent(f"""\
                 _n = len({sel.target})
                 _k = len({frame}[{keys!r}].drop_duplicates())
-                _v = _n != _k
+                _v = hasattr({sel.target}, 'shape') and _n != _k  # a dict of answer fields has no groups
                 _o = {{'result_rows': int(_n), 'stated_key_combinations': int(_k)}}""")
     if site:
         plan.items.append(b.item(req, "group_keys", site, b.variables(sel), "grouping"))

@@ -154,6 +154,11 @@ _RANKED_BEFORE = re.compile(
     r"|\b(?:rank|ranked|ranking|sort|sorted|sorting|order|ordered|ordering)\s*)$",
     re.IGNORECASE,
 )
+_MOST_OF_THEM = re.compile(
+    r"\bwhich\s+(?P<noun>[a-z][a-z-]*(?:\s+[a-z][a-z-]*)?)\s+(?:holds|has|have|had|contains|accounts\s+for|"
+    r"takes|took|gets|got)\s+(?:the\s+)?most\s+of\s+(?:them|those|these)\b",
+    re.IGNORECASE,
+)
 _GROUP_HYPHEN = re.compile(
     r"\b(?P<a>[a-z]+)-(?P<b>[a-z]+)\s+(?:groups|pairs|cells|combinations)\b", re.IGNORECASE
 )
@@ -1054,6 +1059,10 @@ def groupings(clause: str) -> list[Requirement]:
             continue  # "give each household its class": a value for every row, not a grouping
         if keys and not re.match(r"\s*(?:(?:at|more|less|over|under)\s+\d|\d)", clause[m.end() :]):
             out.append(Requirement(kind=Kind.GROUPING, text=m.group(0), keys=keys))
+    for m in _MOST_OF_THEM.finditer(clause):  # "which decade holds the most of them": counted per decade
+        words = [w for w in m.group("noun").lower().split() if w not in _NOT_KEYS]
+        if words:
+            out.append(Requirement(kind=Kind.GROUPING, text=m.group(0), keys=[" ".join(words)]))
     for m in _GROUP_HYPHEN.finditer(clause):
         out.append(
             Requirement(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from stateguard.verification.extract import groupings
 from tests.stateguard.verification.conftest import session_with
 
 SETUP = 'orders["band"] = pd.qcut(orders["price"], 4, labels=[1, 2, 3, 4]).astype(float)'
@@ -37,3 +38,28 @@ def test_a_computed_key_is_checked_against_the_stated_columns_split(key: str, fo
     assert bool(findings) is found
     if found:
         assert "group_partition" in findings[0].evidence and findings[0].variables == ["by_band"]
+
+
+@pytest.mark.parametrize(("column", "found"), [("band", False), ("customer_id", True)])
+def test_counting_the_rows_per_another_column_of_the_frame(column: str, found: bool) -> None:
+    """ "which band holds the most of them": `chosen["band"].value_counts().idxmax()`; counting
+    per `customer_id` instead splits the rows otherwise and changes the answer."""
+    session = session_with(SETUP)
+    code = (
+        "import json\n"
+        "chosen = orders[orders['rating'] > 3]\n"
+        f"top = float(chosen[{column!r}].value_counts().idxmax())\n"
+        "result = {'n': int(len(chosen)), 'top_band': top}\n"
+        "print(json.dumps(result))"
+    )
+    question = "How many orders are rated above 3, and which band holds the most of them?"
+    findings = session.turn(question, code)
+    assert bool(findings) is found
+    if found:
+        assert "group_partition" in findings[0].evidence
+
+
+def test_which_noun_holds_the_most_of_them_is_a_grouping() -> None:
+    assert [r.keys for r in groupings("and which age bracket holds most of them?")] == [["age bracket"]]
+    assert [r.keys for r in groupings("which decade holds the most of them?")] == [["decade"]]
+    assert groupings("which decade had the highest rate?") == []
