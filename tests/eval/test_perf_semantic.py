@@ -84,6 +84,20 @@ def test_an_unknown_setting_is_refused_before_any_rollout(tmp_path: Path, dev_di
     assert not (tmp_path / "out").exists()
 
 
+def test_a_dict_workspace_replays_in_process_with_the_same_answers(tmp_path: Path, dev_dir: Path) -> None:
+    """`workspace=dict` runs the rollouts in process (no kernel): the clean variant's answers are the
+    sandbox's, and a workspace it does not know is refused before any rollout."""
+    with pytest.raises(ValueError, match="workspace='vm'"):
+        run(_cfg(tmp_path, dev_dir, "settings=[rules]", "workspace=vm"))
+    answers = {}
+    for kind in ("sandbox", "dict"):
+        run(_cfg(tmp_path / kind, dev_dir, "settings=[rules]", f"workspace={kind}"))
+        saved = json.loads((tmp_path / kind / "out" / "semantic.json").read_text())
+        answers[kind] = {(r["setting"], r["variant"]): r["correct"] for r in saved["runs"]}
+    assert answers["dict"] == answers["sandbox"] and len(answers["dict"]) == 2
+    assert all(all(v for v in c.values()) for c in answers["dict"].values())
+
+
 def _row(setting: str, variant: str, correct: dict[int, bool]) -> dict[str, Any]:
     return {
         "task": "t",
