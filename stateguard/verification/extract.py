@@ -664,6 +664,9 @@ def flag_scopes(clause: str, vocab: Vocabulary, tables: list[str] | None) -> lis
     ]
 
 
+_EARLIER = re.compile(rf"\b(?:{'|'.join(LEXICON.earlier_version)}|drop\w*|withdr\w*)\b", re.IGNORECASE)
+
+
 def current_rule_flags(clause: str, vocab: Vocabulary, tables: list[str] | None) -> list[Requirement]:
     """Rows a flag marks under the rule now in force but not under another one ("Which kept years
     are active under the restored fixed rule but were not under the dropped cycle-relative one?"):
@@ -677,12 +680,12 @@ def current_rule_flags(clause: str, vocab: Vocabulary, tables: list[str] | None)
             continue
         phrase = r"[\s-]+".join(re.escape(t) for t in tokens)
         m = re.search(
-            rf"\b(?:are|is|were|was|counts?\s+as|called)\s+{phrase}(?:s|es)?\s+(?:under|by|with)\s+the\s+"
-            rf"(?!(?:{'|'.join(LEXICON.earlier_version)})\b)[^,;?]*?\bbut\s+(?:were|was|are|is)\s+not\b",
+            rf"\b(?:are|is|count\s+as|counts\s+as)\s+{phrase}(?:s|es)?\s+(?:under|by|with)\s+the\s+"
+            rf"(?P<rule>[^,;?]*?)\bbut\s+(?:were|was)\s+not\b",
             clause,
             re.IGNORECASE,
         )
-        if m:
+        if m and not _EARLIER.search(m.group("rule")):  # "settled under the rule we dropped": not in force
             found.append((col, m.group(0)))
     if len(found) != 1:
         return []

@@ -141,6 +141,9 @@ def test_a_frame_check_needs_every_frame_behind_the_answer_to_hold_unflagged_row
         ("Which orders are pricey under the current rule but were not under the old one", "pricey"),
         ("Which orders were pricey under the old rule but are not under the current one?", None),
         ("Which orders are pricey under the restored rule?", None),  # no contrast
+        # the rule named is the withdrawn one, whatever the tense
+        ("Which orders were pricey under the 150 rule we dropped but are not under the new one?", None),
+        ("Which orders are pricey under the 150 rule we dropped but were not under the new one?", None),
     ],
 )
 def test_rows_flagged_under_the_rule_in_force_but_not_under_another(clause: str, column: str | None) -> None:
