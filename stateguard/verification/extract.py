@@ -1164,6 +1164,7 @@ def _kept_entries(low: str) -> str | None:
         # "in each service tier of the office's list, 0 for a tier with none", "for each chancellor on
         # the list ..., listing one with no quarter with 0": each entry of a place, zeros written out
         nouns = {m.group("noun") for m in _EACH_OF_PLACE.finditer(low)}
+        nouns |= {m.group("noun") for m in _ONE_BY_ONE.finditer(low)}  # "era by era"
     nouns -= _STOPS | {"rows", "row", "data", "cases", "records", "values"}
     if not nouns and _JOINING_ANY.search(low):
         # "attach ... to it, keeping firms the file lacks", "keeping a member even when the table does
@@ -1179,10 +1180,12 @@ def _kept_entries(low: str) -> str | None:
 _EACH_OF_PLACE = re.compile(
     r"\b(?:each|every)\s+(?:[a-z]+\s+)?(?P<noun>[a-z][a-z_]*)\s+(?:on|in|of|from)\s+(?:the|this|that|our|their)\b"
 )
+_ONE_BY_ONE = re.compile(r"\b(?P<noun>[a-z]{3,})\s+by\s+(?P=noun)\b")
 # The count or total of an entry nobody matches is written out as zero
 _ZERO_FOR_NONE = re.compile(
-    r"\b(?:0|zero)\s+(?:\w+\s+){0,2}?(?:for|where|when|if)\b[^;.]{0,40}\b(?:none|no|nobody|nothing|without)\b"
-    r"|\bwith\s+(?:a\s+)?(?:0|zero)\b|\b(?:showing|listing|giving|with)\s+(?:a\s+)?(?:0|zero)\s+\w+\s+for\b"
+    r"\b(?:0|zero)\s+(?:\w+\s+){0,2}?(?:for|where|when|if)\b[^;.]{0,40}\b(?:none|no|nobody|nothing|without|not)\b"
+    r"|\b(?:with|as|at|counts?|counting)\s+(?:a\s+)?(?:0|zero)\b(?=\s*(?:[,.;:)?]|$|and\b))"
+    r"|\b(?:showing|listing|giving|with|counting)\s+(?:a\s+)?(?:0|zero)\s+\w+\s+for\b"
 )
 _JOINING_ANY = re.compile(rf"\b(?:{'|'.join(LEXICON.join_verbs)}|combin\w*)", re.IGNORECASE)
 # A keep verb and the noun of what it keeps, and words saying the other side may lack some of them.
@@ -1210,6 +1213,14 @@ _ALIAS = re.compile(
 )
 
 
+# "Make a frame `pms` (pm, from_yr) from that list": the noun the named frame is made from
+_MADE_FROM = re.compile(
+    r"\b(?:make|build|create|set\s+up|turn)\w*\s+(?:a|an|the)?\s*(?:new\s+)?(?:(?:data\s*)?frame|table|list)\s+"
+    r"`(?P<name>[A-Za-z_]\w*)`[^.;`]{0,80}?\b(?:from|out\s+of|of)\s+(?:that|the|this|those|these)\s+(?P<noun>[a-z]+)\b",
+    re.IGNORECASE,
+)
+
+
 def aliases(text: str) -> dict[str, str]:
     """Nouns a question puts in a named frame or table: "Put the key in a frame `jobs`" -> {"key":
     "jobs"}, "store the chancellor list as `chancellors`" -> {"list": ..., "chancellor list": ...}.
@@ -1221,6 +1232,9 @@ def aliases(text: str) -> dict[str, str]:
             continue
         out[words[-1]] = m.group("name").lower()
         out[" ".join(words)] = m.group("name").lower()
+    for m in _MADE_FROM.finditer(text):
+        if m.group("noun").lower() not in _STOPS:
+            out.setdefault(m.group("noun").lower(), m.group("name").lower())
     return out
 
 

@@ -182,3 +182,36 @@ def test_each_tier_with_zeros_keeps_the_tier_side(how: str, found: bool) -> None
         "Only a report: the number of customers in each segment of the tier sheet, 0 for a segment with none."
     )
     assert bool(session.turn(question, _per_tier(how))) is found
+
+
+@pytest.mark.parametrize(
+    ("clause", "noun"),
+    [
+        (
+            "Give, era by era, the number of years and their mean flow, listing an era with no years as 0",
+            "era",
+        ),
+        (
+            "For each phase on the list count the months in it, keeping a phase with no months at 0. How",
+            "phase",
+        ),
+        ("For each band on the list, how many strikes began in it (a band without strikes counts 0)", "band"),
+        (
+            "For every prime minister on the list, the quarters, counting 0 quarters for anyone the file does not reach",
+            "minister",
+        ),
+    ],
+)
+def test_more_ways_of_writing_the_zeros_out(clause: str, noun: str) -> None:
+    (req,) = joins(clause)
+    assert req.how == "left" and req.subject[0] == noun
+
+
+def test_a_zero_that_is_a_value_is_no_zero_written_out() -> None:
+    assert joins("how many days at 0 degrees for each city of the file") == []
+
+
+def test_a_frame_made_from_a_list_is_that_list() -> None:
+    assert aliases("Make a frame `pms` (pm, from_yr) from that list and attach the prime minister.") == {
+        "list": "pms"
+    }
