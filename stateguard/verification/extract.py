@@ -42,6 +42,7 @@ _POSTFIX_DIRS = {
     for op in (">=", "<=")
     for phrase in LEXICON.comparator_phrases(op=op, position="postfix")
 }
+_BOUND_WORDS = {"most", "least", "more", "less", "fewer", "above", "below", "over", "under", "than"}
 _POSTFIX_TEMPORAL = {
     phrase.split()[-1] for phrase in LEXICON.comparator_phrases(position="postfix", temporal=True)
 }
@@ -424,6 +425,8 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
             if _in_quotes(clause, m.start()):
                 continue  # "an age band ('under 40', '40-49')": a label written out, not a bound
             subject = _subject_before(clause, m.start())
+            if subject and all(w.lower() in _BOUND_WORDS for w in subject):
+                subject = []  # "a week at most (7 days or fewer)": the words of another bound, no quantity
             named_after = re.match(
                 r"\s*(?:[a-z%°]+\s+)?of\s+(?P<what>[a-z][a-z-]*(?:\s+[a-z][a-z-]*)?)", after, re.IGNORECASE
             )

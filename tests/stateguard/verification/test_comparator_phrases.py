@@ -8,6 +8,7 @@ import pytest
 
 from stateguard.verification.extract import comparisons, extract, groupings
 from stateguard.verification.requirements import Kind
+from stateguard.verification.vocabulary import ColumnInfo, Vocabulary
 
 
 @pytest.mark.parametrize(
@@ -128,3 +129,19 @@ def test_bounds_on_time(clause: str, op: str, value: float) -> None:
 
 def test_a_number_that_is_no_year_is_no_bound_on_time() -> None:
     assert [(r.op, r.value, r.subject) for r in comparisons("ages 65 and later")] == [(">=", 65.0, [])]
+
+
+def test_the_words_of_another_bound_name_no_quantity() -> None:
+    reqs = comparisons("How many strikes were over in a week at most (7 days or fewer)?")
+    assert [(r.op, r.value, r.subject) for r in reqs] == [("<=", 7.0, ["days"])]
+
+
+def test_combined_is_a_sum() -> None:
+    (req,) = [r for r in extract("what was their combined flow?") if r.kind is Kind.AGGREGATION]
+    assert (req.function, req.subject) == ("sum", ["flow"])
+
+
+def test_a_light_verb_of_duration_carries_no_content() -> None:
+    vocab = Vocabulary(tables={"strikes": {"days": ColumnInfo(kind="num"), "iprod": ColumnInfo(kind="num")}})
+    reqs = extract("Flag as long every strike that went on beyond 50 days.", vocab=vocab, tables=["strikes"])
+    assert [(r.op, r.value, r.subject) for r in reqs if r.kind is Kind.COMPARISON] == [(">", 50.0, ["days"])]
