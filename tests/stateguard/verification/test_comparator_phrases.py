@@ -142,6 +142,7 @@ def test_combined_is_a_sum() -> None:
 
 
 def test_a_light_verb_of_duration_carries_no_content() -> None:
-    vocab = Vocabulary(tables={"strikes": {"days": ColumnInfo(kind="num"), "iprod": ColumnInfo(kind="num")}})
-    reqs = extract("Flag as long every strike that went on beyond 50 days.", vocab=vocab, tables=["strikes"])
+    flag = ColumnInfo(kind="other", values=["False", "True"])
+    vocab = Vocabulary(tables={"orders": {"days": ColumnInfo(kind="num"), "long": flag}})
+    reqs = extract("Flag as long every order that went on beyond 50 days.", vocab=vocab, tables=["orders"])
     assert [(r.op, r.value, r.subject) for r in reqs if r.kind is Kind.COMPARISON] == [(">", 50.0, ["days"])]
