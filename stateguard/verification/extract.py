@@ -113,6 +113,18 @@ _AGG = re.compile(
     r"(?=\s*(?:\(|,|\.|;|\?|$|\s(?:per|for|of|over|in|across|by|among|within|from|on|at|is|was|and|rounded)\b))",
     re.IGNORECASE,
 )
+_TYPICAL = re.compile(
+    r"\btypical\s+(?P<subj>[a-z][a-z-]*(?:\s+[a-z][a-z-]*)?)\s*\(\s*(?:the\s+|i\.?e\.?,?\s+|that\s+is,?\s+(?:the\s+)?)?"
+    r"(?P<fn>median|mean|average)\s*\)",
+    re.IGNORECASE,
+)
+# A statistic named with no quantity ("the middle value", "its median") before "and", "," or the end
+_BARE_AFTER = re.compile(
+    r"\b(?P<fn>"
+    + LEXICON.pattern(w for w in LEXICON.statistics if w not in ("sum", "avg", "sum of", "total"))
+    + r")(?=\s*(?:,|\band\b|\?|\.|$))",
+    re.IGNORECASE,
+)
 _EXAMPLE_BEFORE = re.compile(
     r"\b(?:e\.\s?g\.|for\s+example|for\s+instance|such\s+as|like)\s*,?\s*[\"'“]?$", re.IGNORECASE
 )
@@ -737,6 +749,43 @@ def aggregations(clause: str, fields: list[str], source: str = "question") -> li
             out.append(
                 Requirement(kind=Kind.AGGREGATION, text=text, source=source, function=function, subject=subj)
             )
+    for m in _TYPICAL.finditer(clause):  # "the typical index (the median)"
+        out.append(
+            Requirement(
+                kind=Kind.AGGREGATION,
+                text=m.group(0),
+                source=source,
+                function=_FUNCS[m.group("fn").lower()],
+                subject=m.group("subj").split(),
+            )
+        )
+    for m in _BARE_AFTER.finditer(clause):
+        # "the average flow, the middle value and the standard deviation": a statistic with no
+        # quantity of its own, listed right after one with a quantity, is of that quantity
+        spans = [
+            (clause.find(r.text), clause.find(r.text) + len(r.text), r)
+            for r in out
+            if clause.find(r.text) >= 0
+        ]
+        if any(a <= m.start() < b for a, b, _ in spans):
+            continue  # already read with a quantity ("the mean and the median rating")
+        before = [(b, r) for _, b, r in spans if b <= m.start() and r.kind is Kind.AGGREGATION]
+        prev = max(before, key=lambda p: p[0])[1] if before else None
+        if prev is None or not prev.subject:
+            continue
+        gap = clause[clause.find(prev.text) + len(prev.text) : m.start()]
+        if re.fullmatch(r"\s*,?\s*(?:and\s+)?(?:the\s+|its\s+|their\s+)?", gap, re.IGNORECASE):
+            fn = _FUNCS[" ".join(m.group("fn").lower().split())]
+            if fn != prev.function:
+                out.append(
+                    Requirement(
+                        kind=Kind.AGGREGATION,
+                        text=m.group(0),
+                        source=source,
+                        function=fn,
+                        subject=prev.subject,
+                    )
+                )
     for field in fields:
         fm = _FIELD_AGG.match(field)
         if fm:

@@ -146,3 +146,21 @@ def test_a_light_verb_of_duration_carries_no_content() -> None:
     vocab = Vocabulary(tables={"orders": {"days": ColumnInfo(kind="num"), "long": flag}})
     reqs = extract("Flag as long every order that went on beyond 50 days.", vocab=vocab, tables=["orders"])
     assert [(r.op, r.value, r.subject) for r in reqs if r.kind is Kind.COMPARISON] == [(">", 50.0, ["days"])]
+
+
+@pytest.mark.parametrize(
+    ("clause", "expected"),
+    [
+        (
+            "Report the average flow, the middle value and the standard deviation.",
+            [("mean", ["flow"]), ("median", ["flow"])],
+        ),
+        (
+            "What is the typical index (the median), its mean and its spread?",
+            [("median", ["index"]), ("mean", ["index"])],
+        ),
+        ("what is the mean price, and how many orders have a median?", [("mean", ["price"])]),
+    ],
+)
+def test_a_statistic_listed_without_its_quantity(clause: str, expected: list[tuple[str, list[str]]]) -> None:
+    assert [(r.function, r.subject) for r in extract(clause) if r.kind is Kind.AGGREGATION] == expected
