@@ -702,11 +702,27 @@ def current_rule_flags(clause: str, vocab: Vocabulary, tables: list[str] | None)
         )
         if m and not _EARLIER.search(m.group("rule")):  # "settled under the rule we dropped": not in force
             found.append((col, m.group(0)))
+        m = re.search(
+            rf"\b(?:{'|'.join(LEXICON.earlier_version)}|drop\w*|withdr\w*)\b[^,;?]*?\b(?:rules?|lines?|definitions?|cut-?offs?)\s+"
+            rf"(?:counts?|counted|calls?|called|flags?|flagged|marks?|marked)\s+(?:as\s+)?{phrase}(?:s|es)?\s+"
+            rf"(?:but|that|which)\s+the\s+[^,;?]*?\b(?:does|do|did)\s+not\b",
+            clause,
+            re.IGNORECASE,
+        )
+        if m:  # "which did the withdrawn rule count as long that the 50-day line does not": the flag is off
+            found.append((col, "!" + m.group(0)))
     if len(found) != 1:
         return []
     col, text = found[0]
     return [
-        Requirement(kind=Kind.SCOPE, text=text, values=["True"], columns=[col], subject=column_tokens(col))
+        Requirement(
+            kind=Kind.SCOPE,
+            text=text.lstrip("!"),
+            values=["True"],
+            exclude=text.startswith("!"),
+            columns=[col],
+            subject=column_tokens(col),
+        )
     ]
 
 

@@ -424,14 +424,16 @@ class SemanticVerifier:
             if req not in plan.requirements:
                 plan.requirements.append(req)
             column = req.columns[0]
+            flagged = not req.exclude  # the rows must have the flag, or (exclude) must not
             code = textwrap.dedent(f"""\
                 _found = [(_n, globals().get(_n)) for _n in {frames!r}]
                 _found = [(_n, _f) for _n, _f in _found if hasattr(_f, 'columns') and {column!r} in getattr(_f, 'columns', [])]
-                _off = {{_n: int((~_f[{column!r}].fillna(False).astype(bool)).sum()) for _n, _f in _found}}
+                _off = {{_n: int((_f[{column!r}].fillna(False).astype(bool) != {flagged!r}).sum()) for _n, _f in _found}}
                 _v = bool(_off) and all(_k > 0 for _k in _off.values())
-                _o = {{'rows_without_flag': _off}}""")
+                _o = {{'rows_off_the_flag': _off}}""")
             plan.notes.append(
-                f"{req.describe()}: every frame behind the answer is checked for rows without {column}"
+                f"{req.describe()}: every frame behind the answer is checked for rows "
+                f"{'without' if flagged else 'with'} {column}"
             )
             _add_item(plan, req, "flag_frames", code, frames, "missing")
 

@@ -167,3 +167,32 @@ def test_the_rows_flagged_now_but_not_before_are_checked_on_the_frame_behind_the
     )
     question = "Which orders are pricey under the restored rule but were not under the dropped rating rule? How many, and their mean rating?"
     assert bool(session.turn(question, code)) is found
+
+
+@pytest.mark.parametrize(
+    ("clause", "exclude"),
+    [
+        ("Which orders did the withdrawn rating rule call pricey that the 150 line does not?", True),
+        ("Which orders did the dropped rule count as pricey but the current rule does not?", True),
+        ("Which orders does the current rule call pricey that the old one did not?", None),  # not read
+    ],
+)
+def test_rows_the_withdrawn_rule_flagged_that_the_rule_in_force_does_not(
+    clause: str, exclude: bool | None
+) -> None:
+    reqs = current_rule_flags(clause, VOCAB, ["orders"])
+    assert [r.exclude for r in reqs] == ([exclude] if exclude is not None else [])
+
+
+@pytest.mark.parametrize(("mask", "found"), [("_old & ~orders['pricey']", False), ("_old", True)])
+def test_the_rows_the_old_rule_flagged_alone_hold_no_flagged_row(mask: str, found: bool) -> None:
+    session = session_with(FLAGGED)
+    code = (
+        "import json\n"
+        "_old = orders['rating'] > 3\n"
+        f"old_only = orders[{mask}]\n"
+        "result = {'n': int(len(old_only)), 'mean_price': round(float(old_only['price'].mean()), 3)}\n"
+        "print(json.dumps(result))"
+    )
+    question = "Which orders did the withdrawn rating rule call pricey that the 150 line does not? How many, and their mean price?"
+    assert bool(session.turn(question, code)) is found
