@@ -405,16 +405,7 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
         )
         taken.append(m.span())
     for m in _FROM_ON.finditer(clause):  # "from 2015 on": the years from then
-        out.append(
-            Requirement(
-                kind=Kind.COMPARISON,
-                text=m.group(0),
-                source=source,
-                op=">=",
-                value=float(m.group("num")),
-                subject=["year"],
-            )
-        )
+        out.append(_year_bound(m.group(0), source, ">=", m.group("num")))
         taken.append(m.span())
     for pattern, is_prefix in ((_PREFIX, True), (_POSTFIX, False)):
         for m in pattern.finditer(clause):
@@ -504,22 +495,20 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
             )
         )
     for m in years_in if len(years_in) == 1 else []:
-        out.append(
-            Requirement(
-                kind=Kind.COMPARISON,
-                text=m.group(0),
-                source=source,
-                op="==",
-                value=float(m.group("year")),
-                subject=["year"],
-            )
-        )
+        out.append(_year_bound(m.group(0), source, "==", m.group("year")))
     for m in _YEARS.finditer(clause):
         years = [m.group("a"), *re.findall(r"1[89]\d\d|20\d\d", m.group("rest"))]
         out.append(
             Requirement(kind=Kind.SCOPE, text=m.group(0), source=source, values=years, subject=["year"])
         )
     return out
+
+
+def _year_bound(text: str, source: str, op: str, year: str) -> Requirement:
+    """A bound on the year ("from 2015 on", "in 1931")."""
+    return Requirement(
+        kind=Kind.COMPARISON, text=text, source=source, op=op, value=float(year), subject=["year"]
+    )
 
 
 def _range_subjects(clause: str, reqs: list[Requirement]) -> list[Requirement]:
