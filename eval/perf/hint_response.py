@@ -48,6 +48,7 @@ from stateguard.rollout import rollout
 from stateguard.trace import Trace
 from stateguard.workers.handover import HandoverWorker
 from stateguard.workers.llm_worker import LLMWorker
+from stateguard.workers.registry import WORKERS, WorkerSetup
 from stateguard.workers.response import ResponseModel
 from stateguard.workers.scripted import FaultModel, ScriptedWorker
 
@@ -329,13 +330,17 @@ def _worker(
     if client is None:
         client = LLMClient(EndpointConfig.from_env("worker", **endpoint_settings(worker_llm)), trace=calls)
     from_output = worker_llm.get("answer_from_output")
-    return LLMWorker(
-        client,
+    setup = WorkerSetup(
+        trace=calls,
+        client=lambda: client,
         protocol=bench.worker_protocol(task),
         task_time_cap_s=worker_llm.get("task_time_cap_s"),
         answer_from_output=bool(from_output) if from_output is not None else False,
         compaction=HISTORY[history],
     )
+    worker = WORKERS["llm"](setup)
+    assert isinstance(worker, LLMWorker)
+    return worker
 
 
 @hydra.main(version_base=None, config_path="../../configs", config_name="perf_hint_response")

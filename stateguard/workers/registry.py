@@ -46,6 +46,7 @@ class WorkerSetup:
     reference: Task | None = None  # the privileged task: only for workers that replay it
     task_time_cap_s: float | None = None  # the LLM worker's model time per task (`worker_llm:`)
     answer_from_output: bool | None = None  # `worker_llm.answer_from_output`; None: the worker's default
+    compaction: int = 0  # the LLM worker's starting history compaction (0 whole history .. 3 current turn)
 
 
 WorkerFactory = Callable[[WorkerSetup], WorkerAdapter]
@@ -61,14 +62,12 @@ def _llm(ctx: WorkerSetup) -> WorkerAdapter:
     # which runs with the scripted worker never use.
     from stateguard.workers.llm_worker import LLMWorker  # noqa: PLC0415
 
-    if ctx.answer_from_output is None:  # the worker's own default
-        return LLMWorker(ctx.client(), protocol=ctx.protocol, task_time_cap_s=ctx.task_time_cap_s)
-    return LLMWorker(
-        ctx.client(),
-        protocol=ctx.protocol,
-        task_time_cap_s=ctx.task_time_cap_s,
-        answer_from_output=ctx.answer_from_output,
+    worker = LLMWorker(
+        ctx.client(), protocol=ctx.protocol, task_time_cap_s=ctx.task_time_cap_s, compaction=ctx.compaction
     )
+    if ctx.answer_from_output is not None:  # None: the worker's own default
+        worker.answer_from_output = ctx.answer_from_output
+    return worker
 
 
 WORKERS: dict[str, WorkerFactory] = {"scripted": _scripted, "llm": _llm}

@@ -263,3 +263,12 @@ def test_the_toy_kind_counts_in_its_own_row_of_the_detection_report(toy: object,
     assert rows["counterfactual:toy_unit"].faults == 1
     # the fault took effect: the baseline's turn 2 of the faulted variant is wrong
     assert {a.arm: a.accuracy for a in summary.arms}["baseline"] < 1.0
+
+
+def test_the_llm_worker_factory_passes_compaction_and_keeps_its_own_default_answer_mode() -> None:
+    from stateguard.workers.registry import WORKERS, WorkerSetup
+
+    plain = WORKERS["llm"](WorkerSetup(trace=Trace(), client=lambda: None, compaction=3))  # type: ignore[arg-type,return-value]
+    assert plain.compaction == 3 and plain.answer_from_output is False  # type: ignore[attr-defined]
+    told = WORKERS["llm"](WorkerSetup(trace=Trace(), client=lambda: None, answer_from_output=True))  # type: ignore[arg-type,return-value]
+    assert told.compaction == 0 and told.answer_from_output is True  # type: ignore[attr-defined]
