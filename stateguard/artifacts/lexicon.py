@@ -63,6 +63,7 @@ class Lexicon(BaseModel):
         str, ...
     ]  # "the original rule", "the withdrawn definition": a version not in force
     leave_out_verbs: tuple[str, ...]  # an instruction sentence opening with one leaves values out of the turn
+    abbreviations: dict[str, str]  # column-name short forms and the word they stand for (`yr` -> year)
     function_words: frozenset[str]  # words that carry no content of their own (question words, verbs
     # of analysis, determiners): a clause of only these, lexicon words, columns, values and numbers parses whole
 
@@ -298,6 +299,20 @@ LEXICON = Lexicon(
         r"before\s+the\s+(?:change|update|revision|switch)",
     ),
     leave_out_verbs=("set", "leave", "put", "keep", "drop", "exclude", "remove", "ignore", "discard", "omit"),
+    abbreviations={
+        "yr": "year",
+        "yrs": "year",
+        "qtr": "quarter",
+        "mo": "month",
+        "mon": "month",
+        "mth": "month",
+        "wk": "week",
+        "idx": "index",
+        "amt": "amount",
+        "cnt": "count",
+        "dept": "department",
+        "temp": "temperature",
+    },
     function_words=frozenset(
         [
             "a",

@@ -265,7 +265,7 @@ def _resolve_key(word: str, pool: list[str]) -> list[str]:
     joined = "_".join(word.lower().split())
     for cand in [joined, *word.lower().split()[::-1]]:
         low = cand.rstrip("s") if len(cand) > 3 else cand
-        exact = [c for c in pool if c.lower() in (cand, low)]
+        exact = [c for c in pool if c.lower() in (cand, low) or LEXICON.abbreviations.get(c.lower()) in (cand, low)]
         if exact:
             return exact[:1]
     return []

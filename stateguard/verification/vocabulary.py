@@ -192,6 +192,9 @@ def matches_token(column_token: str, word: str) -> bool:
 def _matches(token: str, phrase: list[str], raw: list[str] | None = None) -> bool:
     raw = raw or phrase  # "GDP per capita" -> "percapita" also counts for `gdpPercap`
     joined = ["".join(raw[i : i + 2]) for i in range(len(raw) - 1)]
+    full = LEXICON.abbreviations.get(token)
+    if full is not None and any(w == full or (len(w) >= 4 and full.startswith(w)) for w in phrase):
+        return True  # `yr` for "year", `qtr` for "quarter"
     single = words(token)  # a plural column word (`warm_days`) matches as the text's words are stemmed
     for w in phrase + joined:
         if (
