@@ -315,3 +315,19 @@ def test_the_noun_after_a_bound_is_its_subject_when_none_precedes() -> None:
 )
 def test_the_current_version_of_a_named_table(question: str, subject: list[list[str]]) -> None:
     assert [r.subject for r in of(Kind.SOURCE, extract(question))] == subject
+
+
+@pytest.mark.parametrize(
+    ("subject", "columns", "expected"),
+    [
+        (["calendar", "year"], ["yr", "qtr", "vol"], ["yr"]),
+        (["quarter"], ["yr", "qtr"], ["qtr"]),
+        (["index"], ["idx", "mo"], ["idx"]),
+        (["month"], ["mo", "yr"], ["mo"]),
+        (["mean", "rate"], ["yr", "rate"], ["rate"]),  # a short form names only its own word
+    ],
+)
+def test_column_short_forms_bind_to_the_words_they_stand_for(
+    subject: list[str], columns: list[str], expected: list[str]
+) -> None:
+    assert resolve_column(subject, columns) == expected
