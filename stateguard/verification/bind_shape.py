@@ -112,7 +112,9 @@ def _frame_of(receiver: str) -> str | None:
 def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
     pool = b.vocab.columns({s.lower() for sel in b.sem.selections for s in [*sel.sources, sel.frame] if s})
     keys = [c for k in req.keys for c in _resolve_key(k, pool)]
-    part = _date_part(b, req, pool) if not keys else None
+    # a key named only through a short form (`yr` for "year") gives way to the year of a date column
+    short = bool(keys) and all(k.lower() in LEXICON.abbreviations for k in keys)
+    part = _date_part(b, req, pool) if not keys or short else None
     if part is not None:
         _date_part_grouping(b, req, part, plan)
         return
@@ -265,7 +267,9 @@ def _resolve_key(word: str, pool: list[str]) -> list[str]:
     joined = "_".join(word.lower().split())
     for cand in [joined, *word.lower().split()[::-1]]:
         low = cand.rstrip("s") if len(cand) > 3 else cand
-        exact = [c for c in pool if c.lower() in (cand, low) or LEXICON.abbreviations.get(c.lower()) in (cand, low)]
+        exact = [
+            c for c in pool if c.lower() in (cand, low) or LEXICON.abbreviations.get(c.lower()) in (cand, low)
+        ]
         if exact:
             return exact[:1]
     return []
