@@ -437,7 +437,6 @@ def test_a_fresh12_sql_task_on_german_rates_builds_and_every_fault_bites(tmp_pat
     assert (tmp_path / "data/longds/economy/german_rates/task1/data/E6.csv").is_file()
 
 
-
 FRESH13_TABLES = {
     "statsmodels:elec_equip/elec_equip.csv",
     "statsmodels:nile/nile.csv",
@@ -452,7 +451,8 @@ def test_the_fresh13_split_has_four_long_tasks_on_unused_tables_and_each_semanti
     assert len(tasks) == 4 and all(len(s.turns) == 12 for s in tasks)
     assert sum("duckdb" in s.turns[0].code for s in tasks) == 2  # two in SQL
     assert sum("duckdb" not in s.turns[0].code for s in tasks) == 2  # two in pandas
-    assert sum(any("print_result" in t.code for t in s.turns) for s in tasks) == 1  # one of them with print_result
+    with_print_result = sum(any("print_result" in t.code for t in s.turns) for s in tasks)
+    assert with_print_result == 1  # one of the pandas tasks
     older = {f for s in everything if s.split != "fresh13" for f in s.data.values()}
     new = {f for s in tasks for f in s.data.values()}
     assert new == FRESH13_TABLES and not older & new  # tables no other split uses
@@ -505,6 +505,7 @@ def test_a_fresh13_sql_task_on_the_nile_builds_and_every_fault_bites(tmp_path: P
     assert turns[11]["answer"]["n_ten_year_rule_only"] == 4
     assert len(manifest["tasks"]["hydrology/nile/task1"]["variants"]) == 1 + 3 + 21
     assert (tmp_path / "data/longds/hydrology/nile/task1/data/nile.csv").is_file()
+
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
     manifest = build(tmp_path, only={"medicine/diabetes/task1"})
