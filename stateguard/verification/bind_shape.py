@@ -63,16 +63,21 @@ def _partition_item(
         r"\s*\[?\s*(?:'[^']*'|\"[^\"]*\")(?:\s*,\s*(?:'[^']*'|\"[^\"]*\"))*\s*\]?\s*", arg
     ):
         return None  # the code groups by columns by name: the row-count check covers that
-    site = textwrap.dedent(f"""\
-        _pd = __import__('pandas')
-        _a = {frame}.groupby({arg}, dropna=False).ngroup()
-        _b = {frame}.groupby({keys!r}, dropna=False).ngroup()
-        _p = _pd.DataFrame({{'a': _a.to_numpy(), 'b': _b.to_numpy()}}).drop_duplicates()
-        _v = bool(len(_p) != _a.nunique() or len(_p) != _b.nunique())
-        _o = {{'code_groups': int(_a.nunique()), 'stated_groups': int(_b.nunique()), 'pairs': int(len(_p))}}""")
     stated = repr(keys[0]) if len(keys) == 1 else repr(keys)
+    site = _partition_probe(frame, arg, stated)
     edit = probes.SpanEdit(kind="text", before=arg, after=stated)
     return b.item(req, "group_partition", site, b.variables(sel), "grouping", edit=edit, needs_changed=True)
+
+
+def _partition_probe(frame: str, code_key: str, stated_key: str) -> str:
+    """Probe: `frame` grouped by the code's key and by the stated one splits the rows the same way
+    only when the pairs of group numbers are as many as the groups on each side."""
+    return textwrap.dedent(f"""\
+        _a = {frame}.groupby({code_key}, dropna=False).ngroup()
+        _b = {frame}.groupby({stated_key}, dropna=False).ngroup()
+        _p = len(set(zip(_a.tolist(), _b.tolist())))
+        _v = bool(_p != _a.nunique() or _p != _b.nunique())
+        _o = {{'code_groups': int(_a.nunique()), 'stated_groups': int(_b.nunique()), 'pairs': int(_p)}}""")
 
 
 def _value_counts_item(
@@ -93,12 +98,7 @@ def _value_counts_item(
         return None
     frame = frames[0]
     before = f"{frame}[{code_key!r}].value_counts()"
-    site = textwrap.dedent(f"""\
-        _a = {frame}.groupby({code_key!r}, dropna=False).ngroup()
-        _b = {frame}.groupby({key!r}, dropna=False).ngroup()
-        _p = len(set(zip(_a.tolist(), _b.tolist())))
-        _v = bool(_p != _a.nunique() or _p != _b.nunique())
-        _o = {{'code_groups': int(_a.nunique()), 'stated_groups': int(_b.nunique()), 'pairs': int(_p)}}""")
+    site = _partition_probe(frame, repr(code_key), repr(key))
     edit = probes.SpanEdit(kind="text", before=before, after=f"{frame}[{key!r}].value_counts()")
     return b.item(req, "group_partition", site, b.variables(sel), "grouping", edit=edit, needs_changed=True)
 

@@ -350,9 +350,10 @@ class SemanticVerifier:
                 sem = CodeSemantics.model_validate(tool.data.get("semantics") or {})
         self._con = sem.connection
         written = {w.lower() for s in ran for w in s.meta.get("writes", [])}
-        names = _names(sem)
+        coded = _names(sem)
         # frames read whole under another name (`chosen = orders`) are read all the same
-        names += [n for n in _plain_reads(ran) if n not in names]
+        plain = [n for n in _plain_reads(ran) if n not in coded]
+        names = coded + plain
         need = [n for n in names if n.lower() not in self.vocab.tables or n.lower() in written]
         if need and ctx.workspace is not None:
             result = yield ("run_probe", {"code": vocabulary_probe(need, sem.connection)})
@@ -362,7 +363,7 @@ class SemanticVerifier:
                 self.vocab = self.vocab.merged(Vocabulary.from_probe(str(tool.data.get("stdout", ""))))
                 # the context's words for columns: read again only when new columns are known
                 self.vocab = self.vocab.with_descriptions(context) if context else self.vocab
-        tables = [n.lower() for n in names if n.lower() in self.vocab.tables or n in _names(sem)]
+        tables = [n.lower() for n in coded] + [n.lower() for n in plain if n.lower() in self.vocab.tables]
         code = "\n".join(s.action for s in ran)
         reqs = self.extractor(question, context=context, vocab=self.vocab if ran else None, tables=tables)
         reqs = dedupe(reqs + context_requirements(_own_context(turn), self.vocab if ran else None, tables))
@@ -397,9 +398,7 @@ class SemanticVerifier:
             self._standing_conditions(f"{question}\n{_own_context(turn)}", code, sem, plan)
         if self.config.carried_scopes:
             self._carried(question, sem, tables, later, plan)
-        current = (
-            [r for c in clauses(question) for r in current_rule_flags(c, self.vocab, tables)] if ran else []
-        )
+        current = [r for c in clauses(question) for r in current_rule_flags(c, self.vocab, tables)]
         self._flag_frames(sem, plan, current)
         return plan
 
