@@ -21,7 +21,7 @@ import textwrap
 
 from stateguard.artifacts.lexicon import LEXICON
 from stateguard.inspection.code_model import Join, Selection
-from stateguard.verification import extract, probes, sql_edit
+from stateguard.verification import extract, probes, sql_edit, vocabulary
 from stateguard.verification.binder import Binder, Plan
 from stateguard.verification.requirements import Kind, Requirement
 
@@ -69,15 +69,50 @@ def _partition_item(
     return b.item(req, "group_partition", site, b.variables(sel), "grouping", edit=edit, needs_changed=True)
 
 
+def _extra_key_item(
+    b: Binder, req: Requirement, sel: Selection, keys: list[str], grouped: list[Selection]
+) -> probes.ProbeItem | None:
+    """pandas groups by the stated keys and more (`groupby(["pm", "yr"])` for "under each prime
+    minister"): the extra key matters only when it splits the stated groups, i.e. when the grouped
+    rows hold fewer combinations of the stated keys than the result has rows. A result grouped
+    again later (`per_year.groupby("pm").max()`) is a two-step aggregation and left alone."""
+    if sel.language != "pandas" or not sel.target or not sel.target.isidentifier():
+        return None
+    if len(sel.group_keys) <= len(keys) or any(sel.target in s.sources for s in grouped if s is not sel):
+        return None
+    m = next((re.match(r"^(.+?)\.groupby\(", a.receiver) for a in sel.aggregates), None)
+    rows = m.group(1).strip() if m else ""
+    base = re.match(r"[A-Za-z_]\w*", rows)
+    if base is None or not all(k in b.vocab.tables.get(base.group(0).lower(), {}) for k in keys):
+        return None
+    site = textwrap.dedent(f"""\
+        _v = hasattr({sel.target}, 'shape')
+        _rows_n = len({sel.target}) if _v else 0
+        _keys_n = len(({rows})[{keys!r}].drop_duplicates())
+        _v = _v and _rows_n > _keys_n
+        _o = {{'result_rows': int(_rows_n), 'stated_key_combinations': int(_keys_n)}}""")
+    return b.item(req, "group_keys", site, b.variables(sel), "grouping")
+
+
 def _partition_probe(frame: str, code_key: str, stated_key: str) -> str:
     """Probe: `frame` grouped by the code's key and by the stated one splits the rows the same way
-    only when the pairs of group numbers are as many as the groups on each side."""
+    only when the pairs of group numbers are as many as the groups on each side. Splitting the same
+    way under labels drawn from the same values, paired otherwise (groups numbered by rank where the
+    stated numbers run in file order), is the wrong grouping too: each group reports another's label."""
     return textwrap.dedent(f"""\
-        _a = {frame}.groupby({code_key}, dropna=False).ngroup()
+        _g = {frame}.groupby({code_key}, dropna=False)
+        _a = _g.ngroup()
         _b = {frame}.groupby({stated_key}, dropna=False).ngroup()
         _p = len(set(zip(_a.tolist(), _b.tolist())))
         _v = bool(_p != _a.nunique() or _p != _b.nunique())
-        _o = {{'code_groups': int(_a.nunique()), 'stated_groups': int(_b.nunique()), 'pairs': int(_p)}}""")
+        _swapped = 0
+        if not _v and isinstance({stated_key}, str):
+            _pairs = {{k: {frame}[{stated_key}].iloc[i[0]] for k, i in _g.indices.items() if len(i)}}
+            if set(_pairs) == set(_pairs.values()):
+                _swapped = sum(1 for k, s in _pairs.items() if k != s)
+        _v = bool(_v or _swapped)
+        _o = {{'code_groups': int(_a.nunique()), 'stated_groups': int(_b.nunique()), 'pairs': int(_p),
+              'relabelled_groups': int(_swapped)}}""")
 
 
 def _value_counts_item(
@@ -131,6 +166,9 @@ def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
         sel = agreeing[0]
         plan.notes.append(f"{req.describe()}: the code groups by it")
         _join_on_fewer_keys(b, req, keys, plan)
+        extra = _extra_key_item(b, req, sel, keys, grouped)
+        if extra is not None:
+            plan.items.append(extra)
         table = sel.target or ""
         if b.stored(sel) and all(k in b.vocab.tables.get(table.lower(), {}) for k in keys):
             plan.items.append(
@@ -167,11 +205,7 @@ def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
     if sel.language == "sql" and b.con and sel.sql:
         distinct = sql_edit.distinct_keys_sql(sel.sql, keys)
         if distinct:
-            site = textwrap.dedent(f"""\
-                _n = {b.con}.execute({f"SELECT COUNT(*) FROM ({sel.sql})"!r}).fetchone()[0]
-                _k = {b.con}.execute({distinct!r}).fetchone()[0]
-                _v = _n != _k
-                _o = {{'result_rows': int(_n), 'stated_key_combinations': int(_k)}}""")
+            site = _sql_groups_site(b.con, sel.sql, distinct)
     else:
         frame = next((_frame_of(a.receiver) for a in sel.aggregates if _frame_of(a.receiver)), None) or next(
             (src for src in sel.sources if all(k in b.vocab.tables.get(src.lower(), {}) for k in keys)), None
@@ -243,12 +277,18 @@ def _date_part_grouping(b: Binder, req: Requirement, part: tuple[str, str], plan
     plan.notes.append(
         f"{req.describe()}: the code groups by {', '.join(sel.group_keys)} ({fn} of {column} stated)"
     )
-    site = textwrap.dedent(f"""\
-        _n = {b.con}.execute({f"SELECT COUNT(*) FROM ({sel.sql})"!r}).fetchone()[0]
-        _k = {b.con}.execute({distinct!r}).fetchone()[0]
+    site = _sql_groups_site(b.con, sel.sql, distinct)
+    plan.items.append(b.item(req, "group_keys", site, b.variables(sel), "grouping"))
+
+
+def _sql_groups_site(con: str, sql: str, distinct: str) -> str:
+    """Probe: the groups the query makes (before any LIMIT keeps the top few) against the distinct
+    combinations of the stated keys among its kept rows."""
+    return textwrap.dedent(f"""\
+        _n = {con}.execute({f"SELECT COUNT(*) FROM ({sql_edit.without_limit(sql)})"!r}).fetchone()[0]
+        _k = {con}.execute({distinct!r}).fetchone()[0]
         _v = _n != _k
         _o = {{'result_rows': int(_n), 'stated_key_combinations': int(_k)}}""")
-    plan.items.append(b.item(req, "group_keys", site, b.variables(sel), "grouping"))
 
 
 def _unique_keys(con: str, table: str, keys: list[str]) -> str:
@@ -265,6 +305,9 @@ def _resolve_key(word: str, pool: list[str]) -> list[str]:
     """A key phrase's column: the phrase itself ("model year" -> model_year), else one of its words
     ("weather label" -> weather, "calendar month" -> month)."""
     joined = "_".join(word.lower().split())
+    spelled = [c for c in pool if vocabulary.initials_of(c.lower(), word.lower().split())]
+    if len(word.split()) > 1 and spelled and not any(c.lower() == joined for c in pool):
+        return spelled[:1]  # "prime minister" -> pm
     for cand in [joined, *word.lower().split()[::-1]]:
         low = cand.rstrip("s") if len(cand) > 3 else cand
         exact = [

@@ -168,8 +168,9 @@ _RANKED_BEFORE = re.compile(
     re.IGNORECASE,
 )
 _MOST_OF_THEM = re.compile(
-    r"\bwhich\s+(?P<noun>[a-z][a-z-]*(?:\s+[a-z][a-z-]*)?)\s+(?:holds|has|have|had|contains|accounts\s+for|"
-    r"takes|took|gets|got)\s+(?:the\s+)?most\s+of\s+(?:them|those|these)\b",
+    r"\b(?:which|the)\s+(?P<noun>[a-z][a-z-]*(?:\s+(?!that\b|which\b)[a-z][a-z-]*)?)\s+(?:(?:that|which)\s+)?"
+    r"(?:holds|has|have|had|contains|accounts\s+for|takes|took|gets|got|holding|having|with)\s+"
+    r"(?:the\s+)?most\s+of\s+(?:them|those|these)\b",
     re.IGNORECASE,
 )
 _GROUP_HYPHEN = re.compile(
@@ -642,7 +643,10 @@ def flag_scopes(clause: str, vocab: Vocabulary, tables: list[str] | None) -> lis
     a predicate, "how many cars are efficient", is the thing counted); a clause that contrasts the
     flagged rows with others, negates, defines the term or points at another version of the rule
     states no scope. Two flags read from one phrase abstain."""
-    if _FLAG_OTHER.search(clause) or _DEFINITION.search(clause.strip()):
+    if _DEFINITION.search(clause.strip()):
+        return []
+    clause = _IN_FORCE.sub(" ", clause)  # "under the present rule": the flag column as it stands
+    if _FLAG_OTHER.search(_BOUND_NEGATION.sub(" ", clause)):
         return []
     found: list[tuple[str, str]] = []
     for col in flag_columns(vocab, tables):
@@ -651,7 +655,7 @@ def flag_scopes(clause: str, vocab: Vocabulary, tables: list[str] | None) -> lis
             continue
         phrase = r"[\s-]+".join(re.escape(t) for t in tokens)
         patterns = (
-            rf"\b(?:the|those|these|all|its|their)\s+(?:[a-z]+\s+)?{phrase}\s+[a-z]+",
+            rf"\b(?:the|those|these|all|its|their|of)\s+(?:[a-z]+\s+)?{phrase}\s+[a-z]+",
             rf"\b[a-z]+s\s+(?:that|which|who)\s+(?:are|were|is|was|counts?\s+as)\s+{phrase}\b",
             rf"\bthe\s+[a-z]+s\s+{phrase}\b" if tokens[0] in ("at", "in", "on", "under", "over") else "",
         )
@@ -717,6 +721,19 @@ def current_rule_flags(clause: str, vocab: Vocabulary, tables: list[str] | None)
 
 # A clause that contrasts the flagged rows with the others, negates, or points at another version of
 # the rule ("the rest", "non-heavy", "under the withdrawn rule") states no scope of flagged rows.
+# Words naming the rule in force, which the flag column holds: "under the present rule", "(current
+# definition)", "in the current sense"
+_IN_FORCE = re.compile(
+    r"\(\s*(?:the\s+)?(?:present|current|new|revised|updated|latest)\s+(?:rule|definition|meaning|sense)\s*\)|"
+    r"\b(?:under|by|with|in)\s+the\s+(?:present|current|new|revised|updated|latest)\s+"
+    r"(?:rule|definition|meaning|sense)(?:\s+of\s+[a-z-]+)?\b",
+    re.IGNORECASE,
+)
+# A bound's own negation ("an index not exceeding 100") says nothing of a flag
+_BOUND_NEGATION = re.compile(
+    r"\bnot\s+(?:exceed\w*|more|less|above|below|over|under|greater|higher|lower|beyond|surpass\w*)\b",
+    re.IGNORECASE,
+)
 _FLAG_OTHER = re.compile(
     r"\b(?:other|others|rest|remaining|non|not|never|without|versus|vs|compar\w*|withdraw\w*|dropped|"
     r"old|previous\w*|original|earlier|former|would|could|under|before|neither|nor|both|each)\b",
@@ -957,7 +974,8 @@ def _segment(text: str, part: str) -> str:
 def parses_whole(text: str, req: Requirement, vocab: Vocabulary, tables: list[str] | None) -> bool:
     """The condition part of the segment of `text` that states `req` binds word for word (lexicon,
     columns, values, tables, numbers): only then is a row condition read from it."""
-    return not unbound_words(condition_part(_segment(text, req.text), req.text), vocab, tables)
+    segment = _IN_FORCE.sub(" ", _segment(text, req.text))  # "under the present rule": the rule in force
+    return not unbound_words(condition_part(segment, req.text), vocab, tables)
 
 
 def unbound_words(segment: str, vocab: Vocabulary, tables: list[str] | None = None) -> list[str]:

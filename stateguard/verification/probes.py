@@ -25,6 +25,7 @@ import sqlglot
 from pydantic import BaseModel, ConfigDict, Field
 from sqlglot import exp
 
+from stateguard.verification import rerun
 from stateguard.verification.requirements import Kind, Requirement
 
 _SQL_OPS = {"==": "=", "!=": "<>"}
@@ -380,6 +381,7 @@ def answer_probe(cells: list[str], edit: SpanEdit, con: str | None) -> str:
             'if not any(_before in c for c in _cells) and "\'" in _before:',
             "    _swapped = _before.replace(\"'\", '\"')",
             "    _before = _swapped if any(_swapped in c for c in _cells) else _before",
+            f"_cells = {rerun.cells_to_rerun(cells, edit.before)!r}",
             "_applied[0] = sum(c.count(_before) for c in _cells)",
             "_cells = [c.replace(_before, _after) for c in _cells]",
         ]
