@@ -655,7 +655,7 @@ def flag_scopes(clause: str, vocab: Vocabulary, tables: list[str] | None) -> lis
             continue
         phrase = r"[\s-]+".join(re.escape(t) for t in tokens)
         patterns = (
-            rf"\b(?:the|those|these|all|its|their|of)\s+(?:[a-z]+\s+)?{phrase}\s+[a-z]+",
+            rf"\b(?:the|those|these|all|its|their)\s+(?:[a-z]+\s+)?{phrase}\s+[a-z]+",
             rf"\b[a-z]+s\s+(?:that|which|who)\s+(?:are|were|is|was|counts?\s+as)\s+{phrase}\b",
             rf"\bthe\s+[a-z]+s\s+{phrase}\b" if tokens[0] in ("at", "in", "on", "under", "over") else "",
         )
