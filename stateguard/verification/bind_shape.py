@@ -169,6 +169,11 @@ def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
         extra = _extra_key_item(b, req, sel, keys, grouped)
         if extra is not None:
             plan.items.append(extra)
+        frame = _grouped_frame(b, sel, keys)
+        # a computed key named after the stated column (`strikes["wave"].map(...)`): its groups
+        partition = _partition_item(b, req, sel, frame, keys) if frame else None
+        if partition is not None:
+            plan.items.append(partition)
         table = sel.target or ""
         if b.stored(sel) and all(k in b.vocab.tables.get(table.lower(), {}) for k in keys):
             plan.items.append(
@@ -207,9 +212,7 @@ def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
         if distinct:
             site = _sql_groups_site(b.con, sel.sql, distinct)
     else:
-        frame = next((_frame_of(a.receiver) for a in sel.aggregates if _frame_of(a.receiver)), None) or next(
-            (src for src in sel.sources if all(k in b.vocab.tables.get(src.lower(), {}) for k in keys)), None
-        )
+        frame = _grouped_frame(b, sel, keys)
         partition = _partition_item(b, req, sel, frame, keys) if frame else None
         partition = partition or _value_counts_item(b, req, sel, keys)
         if partition is not None:
@@ -225,6 +228,13 @@ def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
         plan.items.append(b.item(req, "group_keys", site, b.variables(sel), "grouping"))
     else:
         plan.unverified.append(req)
+
+
+def _grouped_frame(b: Binder, sel: Selection, keys: list[str]) -> str | None:
+    """The frame a pandas selection groups (`big.groupby(...)`), else its source holding the keys."""
+    return next((_frame_of(a.receiver) for a in sel.aggregates if _frame_of(a.receiver)), None) or next(
+        (src for src in sel.sources if all(k in b.vocab.tables.get(src.lower(), {}) for k in keys)), None
+    )
 
 
 def _rival_grouping(b: Binder, req: Requirement, sel: Selection) -> Requirement | None:

@@ -1214,7 +1214,11 @@ def _kept_place(clause: str, low: str, noun: str) -> list[str]:
 
 
 _QUANTIFIERS = frozenset({"every", "each", "all", "any", "both", "either", "its", "their", "which", "what"})
-_VERBISH = frozenset({"is", "are", "be", "was", "were", "kept", "listed", "shown", "included", "even"})
+_VERBISH = frozenset(
+    {"is", "are", "be", "was", "were", "kept", "listed", "shown", "included", "even"}
+    | {"have", "has", "had", "hold", "holds", "held", "get", "gets", "got", "contain", "contains", "see", "sees"}
+    | {"saw", "show", "shows", "showed"}
+)
 
 
 # "every tier of the marketing sheet", "every plan in the codebook", "every cycle on the list": the
@@ -1240,6 +1244,9 @@ def _kept_entries(low: str) -> str | None:
         # the list ..., listing one with no quarter with 0": each entry of a place, zeros written out
         nouns = {m.group("noun") for m in _EACH_OF_PLACE.finditer(low)}
         nouns |= {m.group("noun") for m in _ONE_BY_ONE.finditer(low)}  # "era by era"
+    if not nouns:
+        # "how many bands on the list hold no long strike": counting the entries with none needs each one
+        nouns = {m.group("noun") for m in _NONE_OF_PLACE.finditer(low)}
     nouns -= _STOPS | {"rows", "row", "data", "cases", "records", "values"}
     if not nouns and _JOINING_ANY.search(low):
         # "attach ... to it, keeping firms the file lacks", "keeping a member even when the table does
@@ -1254,6 +1261,11 @@ def _kept_entries(low: str) -> str | None:
 
 _EACH_OF_PLACE = re.compile(
     r"\b(?:each|every)\s+(?:[a-z]+\s+)?(?P<noun>[a-z][a-z_]*)\s+(?:on|in|of|from)\s+(?:the|this|that|our|their)\b"
+)
+_NONE_OF_PLACE = re.compile(
+    r"\bhow\s+many\s+(?:[a-z]+\s+)?(?P<noun>[a-z][a-z_]*)\s+(?:on|in|of|from)\s+(?:the|this|that|our|their)\s+"
+    r"[a-z\s]{0,30}?\b(?:ha(?:ve|s|d)|holds?|held|gets?|got|contains?|see|sees|saw|shows?|showed|are\s+left\s+with|"
+    r"were\s+left\s+with)\s+no\b"
 )
 _ONE_BY_ONE = re.compile(r"\b(?P<noun>[a-z]{3,})\s+by\s+(?P=noun)\b")
 # The count or total of an entry nobody matches is written out as zero

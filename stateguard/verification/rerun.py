@@ -100,7 +100,7 @@ def cells_to_rerun(cells: list[str], before: str) -> list[str]:
     every = [s for p in parsed for s in (p or [])]
     if _safe(every):
         return cells
-    variants = [before, before.replace("'", '"')]
+    variants = [before, before.replace("'", '"'), before.replace('"', "'")]
     at = next((i for i, c in enumerate(cells) if any(v in c for v in variants)), None)
     if at is None:
         return cells
