@@ -38,6 +38,12 @@ def _names_of(sel: Selection, agg: Aggregate, sem: CodeSemantics) -> list[str]:
         for field, text in sem.fields.items()
         if text.strip() == agg.text
         or (sel.target and text.strip() == sel.target and len(sel.aggregates) == 1)
+        # `_row = con.execute("SELECT COUNT(*), AVG(vol), MEDIAN(vol) ...").fetchone()`, `"median_vol": _row[2]`
+        or (
+            sel.target is not None
+            and agg.position is not None
+            and re.fullmatch(rf"{re.escape(sel.target)}\s*\[\s*{agg.position}\s*\]", text.strip()) is not None
+        )
     ]
 
 

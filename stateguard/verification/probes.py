@@ -347,7 +347,12 @@ def answer_probe(cells: list[str], edit: SpanEdit, con: str | None) -> str:
     lines = ["import json as _json", f"_cells = {cells!r}", "_applied = [0]"]
     if edit.kind == "sql":
         assert con is not None
+        try:
+            want = sqlglot.parse_one(edit.before, dialect="duckdb").sql(dialect="duckdb")
+        except Exception:  # noqa: BLE001 - sqlglot raises several error types
+            want = edit.before
         lines += [
+            f"_cells = {rerun.cells_to_rerun(cells, want, sql=True, con=con)!r}",
             "import sqlglot as _sg",
             f"_want, _new = {edit.before!r}, _sg.parse_one({edit.after!r}, dialect='duckdb')",
             "class _StatedCon:",

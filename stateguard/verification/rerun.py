@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import ast
 
+import sqlglot
+
 # methods that change the object they are called on (lists, dicts, sets; pandas with inplace=True)
 _MUTATING = frozenset(
     {"append", "extend", "insert", "remove", "pop", "clear", "update", "setdefault", "add", "discard", "sort"}
@@ -71,13 +73,14 @@ def _reads(stmt: ast.stmt) -> set[str]:
     return names - _local(stmt)
 
 
-def _safe(stmts: list[ast.stmt]) -> bool:
+def _safe(stmts: list[ast.stmt], keep: str | None = None) -> bool:
     """No statement reads a name that it, or a later statement, changes before an earlier one of
-    these statements has bound it anew: running them twice reads the same inputs."""
+    these statements has bound it anew: running them twice reads the same inputs. With `keep` (the
+    connection a SQL edit wraps), no statement may bind that name either."""
     bound: set[str] = set()
     for i, stmt in enumerate(stmts):
         inputs = _reads(stmt) - bound
-        if any(inputs & _writes(later) for later in stmts[i:]):
+        if any(inputs & _writes(later) for later in stmts[i:]) or (keep and keep in _writes(stmt)):
             return False
         bound |= {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     return True
@@ -90,28 +93,58 @@ def _statements(cell: str) -> list[ast.stmt] | None:
         return None
 
 
-def cells_to_rerun(cells: list[str], before: str) -> list[str]:
-    """All the cells when running them again is safe, or when the edit's text is not found; else
-    the edited cell from the statement that holds the edit on, with the cells after it, when that
-    tail is safe; else all the cells (the gate then sees what it always saw)."""
+def _sql_texts(stmt: ast.stmt) -> list[str]:
+    """The statement's string constants (an f-string's literal parts joined), normalised as DuckDB
+    SQL where they parse."""
+    out = []
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+        elif isinstance(node, ast.JoinedStr):
+            text = "".join(v.value if isinstance(v, ast.Constant) else "x" for v in node.values)  # type: ignore[misc]
+        else:
+            continue
+        try:
+            out.append(sqlglot.parse_one(text, dialect="duckdb").sql(dialect="duckdb"))
+        except Exception:  # noqa: BLE001 - not SQL
+            continue
+    return out
+
+
+def cells_to_rerun(cells: list[str], before: str, sql: bool = False, con: str | None = None) -> list[str]:
+    """All the cells when running them again is safe, or when the edit is not found; else the
+    edited cell from the statement that holds the edit on, with the cells after it, when that tail
+    is safe; else all the cells (the gate then sees what it always saw). A text edit is found by its
+    text (either quotes); a SQL edit (`sql`, the SELECT as DuckDB writes it) in a statement whose
+    string holds it, and the connection `con` it goes through must not be bound anew."""
     parsed = [_statements(c) for c in cells]
     if any(p is None for p in parsed):
         return cells
     every = [s for p in parsed for s in (p or [])]
-    if _safe(every):
+    keep = con if sql else None
+    if _safe(every, keep):
         return cells
     variants = [before, before.replace("'", '"'), before.replace('"', "'")]
-    at = next((i for i, c in enumerate(cells) if any(v in c for v in variants)), None)
-    if at is None:
-        return cells
-    cell, stmts = cells[at], parsed[at] or []
-    offset = min(cell.find(v) for v in variants if v in cell)
-    line = cell.count("\n", 0, offset) + 1
-    start = next((k for k, s in enumerate(stmts) if s.lineno <= line <= (s.end_lineno or s.lineno)), None)
-    if start is None:
-        return cells
-    tail = stmts[start:] + [s for p in parsed[at + 1 :] for s in (p or [])]
-    if not _safe(tail):
-        return cells
-    lines = cell.splitlines(keepends=True)
-    return ["".join(lines[stmts[start].lineno - 1 :]), *cells[at + 1 :]]
+
+    def holds(stmt: ast.stmt, source: str) -> bool:
+        if sql:
+            return any(before in text for text in _sql_texts(stmt))
+        return any(v in source for v in variants)
+
+    for at, (cell, stmts) in enumerate(zip(cells, parsed, strict=True)):
+        lines = cell.splitlines(keepends=True)
+        start = next(
+            (
+                k
+                for k, stmt in enumerate(stmts or [])
+                if holds(stmt, "".join(lines[stmt.lineno - 1 : stmt.end_lineno or stmt.lineno]))
+            ),
+            None,
+        )
+        if start is None or not stmts:
+            continue
+        tail = stmts[start:] + [s for p in parsed[at + 1 :] for s in (p or [])]
+        if not _safe(tail, keep):
+            return cells
+        return ["".join(lines[stmts[start].lineno - 1 :]), *cells[at + 1 :]]
+    return cells
