@@ -20,9 +20,10 @@ more, on four other statsmodels tables, written by a fifth before the lead's nex
 `fresh10` (four more, on yet other statsmodels tables, written by a sixth before the round after),
 `fresh11` (four more, on palmerpenguins' raw file and three small statsmodels tables, written by a
 seventh before the semantic verifier's next change), `fresh12` (four more, on four statsmodels
-tables no split used, written blind by an eighth before the change after that) or `fresh13` (four
+tables no split used, written blind by an eighth before the change after that), `fresh13` (four
 more, on four other statsmodels tables no split used, written blind by a ninth before the verifier's
-next run);
+next run) or `fresh14` (four more, on statsmodels tables still unused, written blind by a tenth
+before the verifier's first run on them);
 the detection report shows them apart.
 """
 
@@ -64,6 +65,7 @@ SPLITS = (
     "fresh11",
     "fresh12",
     "fresh13",
+    "fresh14",
     "all",
 )
 

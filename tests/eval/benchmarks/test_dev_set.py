@@ -51,6 +51,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh11",
             "fresh12",
             "fresh13",
+            "fresh14",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -505,6 +506,69 @@ def test_a_fresh13_sql_task_on_the_nile_builds_and_every_fault_bites(tmp_path: P
     assert turns[11]["answer"]["n_ten_year_rule_only"] == 4
     assert len(manifest["tasks"]["hydrology/nile/task1"]["variants"]) == 1 + 3 + 21
     assert (tmp_path / "data/longds/hydrology/nile/task1/data/nile.csv").is_file()
+
+
+FRESH14_TABLES = {
+    "statsmodels:cpunish/cpunish.csv",
+    "statsmodels:copper/copper.csv",
+    "statsmodels:committee/committee.csv",
+    "statsmodels:spector/spector.csv",
+}
+
+
+def test_the_fresh14_split_has_four_long_tasks_on_unused_tables_and_each_semantic_kind_nine_times() -> None:
+    everything = load_sources()
+    tasks = [s for s in everything if s.split == "fresh14"]
+    assert len(tasks) == 4 and all(len(s.turns) == 12 for s in tasks)
+    assert sum("duckdb" in s.turns[0].code for s in tasks) == 2  # two in SQL
+    assert sum("duckdb" not in s.turns[0].code for s in tasks) == 2  # two in pandas
+    with_print_result = sum(any("print_result" in t.code for t in s.turns) for s in tasks)
+    assert with_print_result == 1  # one of the pandas tasks
+    older = {f for s in everything if s.split != "fresh14" for f in s.data.values()}
+    new = {f for s in tasks for f in s.data.values()}
+    assert new == FRESH14_TABLES and not older & new  # tables no other split uses
+    _each_has_update_rollback_join_and_one_of_each_mechanical_fault(tasks)
+    for source in tasks:  # a parent declared on every turn after the first; update at 7, rollback at 11
+        assert all("# Depends on Task" in t.code for t in source.turns[1:]), source.id
+        assert "(revises" in source.turns[6].code and "(rolls back" in source.turns[10].code, source.id
+        assert "withdrawn rule on purpose" in source.turns[11].code, source.id
+    counts = _semantic_counts("fresh14")
+    assert counts == {
+        "flipped_comparison": 12,
+        "aggregation_swap": 12,
+        "grouping_key": 10,
+        "join": 12,
+        "dropped_filter": 15,
+        "pre_update_definition": 11,
+        "changed_threshold": 12,
+    }
+    assert min(counts.values()) >= 9
+    assert sum(len(s.faults) for s in tasks) == 4 * 3 + 84  # 3 mechanical faults each, 84 counterfactuals
+
+
+def test_a_fresh14_sql_task_on_executions_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    manifest = build(tmp_path, only={"justice/executions/task1"})
+    turns = json.loads((tmp_path / "task/longds/justice/executions/task1/task.json").read_text())
+    assert len(turns) == 12 and manifest["splits"] == {"justice__executions__task1": "fresh14"}
+    assert turns[0]["answer"]["n_states"] == 17 and turns[0]["answer"]["total_execs"] == 74
+    assert turns[1]["answer"]["n_pressed"] == 8
+    # the codebook keeps Pennsylvania's Northeast, which has no state in the file
+    assert turns[3]["answer"]["n_states_by_region"] == {"Midwest": 4, "Northeast": 0, "South": 10, "West": 3}
+    assert turns[3]["answer"]["n_regions_without_states"] == 1
+    assert turns[4]["answer"] == {"answer_type": "scalar", "n_single_execution": 9, "n_of_those_southern": 2}
+    assert turns[5]["answer"]["n_rest"] == 16  # Texas set aside
+    assert turns[6]["answer"] == {
+        "answer_type": "scalar",
+        "n_pressed_now": 7,
+        "n_pressed_14_rule": 7,
+        "newly_pressed": ["Illinois", "Oregon"],
+    }
+    # the report keeps every region, the empty Northeast at 0
+    assert turns[9]["answer"]["n_pressed_by_region"] == {"Midwest": 1, "Northeast": 0, "South": 4, "West": 2}
+    assert turns[10]["answer"]["n_pressed"] == 7  # the rollback, with Texas still set aside
+    assert turns[11]["answer"]["n_median_rule_only"] == 2
+    assert len(manifest["tasks"]["justice/executions/task1"]["variants"]) == 1 + 3 + 21
+    assert (tmp_path / "data/longds/justice/executions/task1/data/cpunish.csv").is_file()
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
