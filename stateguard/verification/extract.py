@@ -1207,7 +1207,14 @@ def _kept_place(clause: str, low: str, noun: str) -> list[str]:
         return []
     words = [w for w in (m.group("adj"), m.group("place")) if w and w not in _STOPS and w not in _VERBISH]
     for word in words:
-        named = re.findall(rf"\bthe\s+{re.escape(word)}\b[^`.;]{{0,40}}?`(\w+)`", clause, re.IGNORECASE)
+        # "the list in `countries`", "the sheet as a table `tiers`": the place put in a named frame
+        # ("the list contain no year of `post_korea`" names the other side)
+        named = re.findall(
+            rf"\bthe\s+{re.escape(word)}\b(?:\s+(?:is|was|in|as|into|called|named|a|an|the|new|data|frame|table))"
+            r"{1,4}\s+`(\w+)`",
+            clause,
+            re.IGNORECASE,
+        )
         if len(set(named)) == 1:
             return [named[0]]
     return words
