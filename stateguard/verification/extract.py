@@ -704,6 +704,16 @@ def current_rule_flags(clause: str, vocab: Vocabulary, tables: list[str] | None)
         )
         if m:  # "which did the withdrawn rule count as long that the 50-day line does not": the flag is off
             found.append((col, "!" + m.group(0)))
+        m = re.search(
+            rf"\b{phrase}(?:s|es)?\s+(?:only\s+)?(?:under|by|on|with)\s+the\s+(?P<rule>[^,;?]*?)"
+            rf"(?:,\s*|\s+but\s+)(?:(?:are|is|were|was)\s+)?not\b(?:\s+{phrase}(?:s|es)?)?\s+(?:under|by|on|with)\s+the\b",
+            clause,
+            re.IGNORECASE,
+        )
+        if m and _EARLIER.search(m.group("rule")):
+            # "strong under the retired method-relative rule but are not strong on the 3.5 line",
+            # "hard-pressed only under the group-median rule we withdrew, not under the 14-percent line"
+            found.append((col, "!" + m.group(0)))
     if len(found) != 1:
         return []
     col, text = found[0]
@@ -1251,6 +1261,10 @@ def _kept_entries(low: str) -> str | None:
         # the list ..., listing one with no quarter with 0": each entry of a place, zeros written out
         nouns = {m.group("noun") for m in _EACH_OF_PLACE.finditer(low)}
         nouns |= {m.group("noun") for m in _ONE_BY_ONE.finditer(low)}  # "era by era"
+        if not nouns:  # "For every region, ... (0 for a region with none)": the entries it counts over
+            each = {m.group("noun") for m in _FOR_EACH.finditer(low)}
+            named = {m.group("noun") for m in _ZERO_NOUN.finditer(low)}
+            nouns = each if len(each) == 1 and (not named or named == each) else set()
     if not nouns:
         # "how many bands on the list hold no long strike": counting the entries with none needs each one
         nouns = {m.group("noun") for m in _NONE_OF_PLACE.finditer(low)}
@@ -1270,16 +1284,19 @@ _EACH_OF_PLACE = re.compile(
     r"\b(?:each|every)\s+(?:[a-z]+\s+)?(?P<noun>[a-z][a-z_]*)\s+(?:on|in|of|from)\s+(?:the|this|that|our|their)\b"
 )
 _NONE_OF_PLACE = re.compile(
-    r"\bhow\s+many\s+(?:[a-z]+\s+)?(?P<noun>[a-z][a-z_]*)\s+(?:on|in|of|from)\s+(?:the|this|that|our|their)\s+"
-    r"[a-z\s]{0,30}?\b(?:ha(?:ve|s|d)|holds?|held|gets?|got|contains?|see|sees|saw|shows?|showed|are\s+left\s+with|"
-    r"were\s+left\s+with)\s+no\b"
+    r"\bhow\s+many\s+(?:[a-z]+\s+)?(?P<noun>[a-z][a-z_]*)\s+(?:(?:on|in|of|from)\s+(?:the|this|that|our|their)\s+"
+    r"[a-z\s]{0,30}?)?\b(?:ha(?:ve|s|d)|holds?|held|gets?|got|contains?|see|sees|saw|shows?|showed|are\s+left\s+with|"
+    r"were\s+left\s+with)\s+(?:no|none\s+of)\b"
 )
+_FOR_EACH = re.compile(r"\bfor\s+(?:each|every)\s+(?P<noun>[a-z][a-z_]*)\b")
+_ZERO_NOUN = re.compile(r"\b(?:for|where|when|if)\s+(?:a|an|any|each|every)\s+(?P<noun>[a-z][a-z_]*)\s+(?:with|without|that|which)\b")
 _ONE_BY_ONE = re.compile(r"\b(?P<noun>[a-z]{3,})\s+by\s+(?P=noun)\b")
 # The count or total of an entry nobody matches is written out as zero
 _ZERO_FOR_NONE = re.compile(
     r"\b(?:0|zero)\s+(?:\w+\s+){0,2}?(?:for|where|when|if)\b[^;.]{0,40}\b(?:none|no|nobody|nothing|without|not)\b"
     r"|\b(?:with|as|at|counts?|counting)\s+(?:a\s+)?(?:0|zero)\b(?=\s*(?:[,.;:)?]|$|and\b))"
     r"|\b(?:showing|listing|giving|with|counting)\s+(?:a\s+)?(?:0|zero)\s+\w+\s+for\b"
+    r"|\b(?:with|without)\s+(?:no|any)\s+\w+\s+(?:shows?|gets?|has|counts?|reads?)\s+(?:a\s+)?(?:0|zero)\b"
 )
 _JOINING_ANY = re.compile(rf"\b(?:{'|'.join(LEXICON.join_verbs)}|combin\w*)", re.IGNORECASE)
 # A keep verb and the noun of what it keeps, and words saying the other side may lack some of them.

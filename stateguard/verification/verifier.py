@@ -411,7 +411,7 @@ class SemanticVerifier:
         frame holding the flag column also holds unflagged rows (`strong_wines = wine`). A SQL
         statement behind a reported value is checked on its own kept rows (`... FROM kept` where
         `kept` has the flag column)."""
-        self._flag_queries(sem, plan, binder)
+        self._flag_queries(sem, plan, binder, current)
         texts = [t for f, t in sem.fields.items() if f != "answer_type"]
         frames = list(
             dict.fromkeys(
@@ -441,10 +441,14 @@ class SemanticVerifier:
             )
             _add_item(plan, req, "flag_frames", code, frames, "missing")
 
-    def _flag_queries(self, sem: CodeSemantics, plan: Plan, binder: RequirementBinder) -> None:
+    def _flag_queries(
+        self, sem: CodeSemantics, plan: Plan, binder: RequirementBinder, current: list[Requirement]
+    ) -> None:
         """SQL statements behind a reported value that read a table holding the flag of an untested
-        flag scope: each one's kept rows must all be flagged."""
-        for req in [r for r in plan.unverified if r.flag_scope and len(r.columns) == 1]:
+        flag scope, or of the rule in force against a withdrawn one, and do not test it themselves:
+        each one's kept rows must all be flagged (or, for the withdrawn rule's rows, none)."""
+        unread = [r for r in plan.unverified if r.flag_scope and len(r.columns) == 1]
+        for req in unread + [r for r in current if all(r.columns != u.columns for u in unread)]:
             column = req.columns[0]
             sites = [
                 (sel, site)
@@ -452,6 +456,7 @@ class SemanticVerifier:
                 if sel.language == "sql"
                 and carried.feeds_answer(sel, sem)
                 and column in binder.columns_of(sel)
+                and not any((c.column or "").lower() == column.lower() or column in c.columns for c in sel.conditions)
                 and (site := binder.row_site(sel, req, column)) is not None
             ]
             if not sites:

@@ -223,6 +223,11 @@ def test_a_frame_made_from_a_list_is_that_list() -> None:
         ("How many bands on the list hold no long strike", "bands"),
         ("and how many eras on the list have no low-water kept year", "eras"),
         ("how many segments of the tier sheet got no customer", "segments"),
+        ("How many regions hold none of the file's states", "regions"),
+        ("How many phases have no year in the file", "phases"),
+        ("For every region, the states it holds (0 for a region with none)", "region"),
+        ("For each band, how many students fall in it (0 if none)", "band"),
+        ("Phase by phase, the years in it (a phase with no years shows 0 years)", "phase"),
     ],
 )
 def test_counting_the_entries_of_a_place_that_have_none_keeps_them(clause: str, noun: str) -> None:
@@ -232,7 +237,8 @@ def test_counting_the_entries_of_a_place_that_have_none_keeps_them(clause: str, 
 
 def test_counting_entries_of_a_place_without_none_is_no_kept_side() -> None:
     assert joins("How many bands on the list are there") == []
-    assert joins("how many bands have no strike") == []  # no place named
+    assert joins("For each band, how many students fall in it (0 for a student with none)") == []
+    assert joins("how many bands are empty") == []
 
 
 @pytest.mark.parametrize(
