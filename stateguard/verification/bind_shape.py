@@ -49,19 +49,22 @@ def _groupby_arg(sel: Selection, frame: str) -> str | None:
 
 
 def _partition_item(
-    b: Binder, req: Requirement, sel: Selection, frame: str, keys: list[str]
+    b: Binder, req: Requirement, sel: Selection, frame: str, keys: list[str], by_name: bool = False
 ) -> probes.ProbeItem | None:
     """The code groups a frame by a computed key ("groupby(pd.qcut(homes['food'], 4))") where the
     stated key is a column of that frame (`quartile`): the two keys split the rows the same way only
     when each group of one is exactly one group of the other; the stated key is put in the code's
-    place for the answer check (a finding only when the answer changes)."""
+    place for the answer check (a finding only when the answer changes). With `by_name`, also a key
+    the code names as another column (`groupby("improved")` for "per method": as many groups as
+    the stated key, so the row count cannot tell them apart)."""
     columns = b.vocab.tables.get(frame.lower(), {})
     if not frame.isidentifier() or not keys or not all(k in columns for k in keys):
         return None
     arg = _groupby_arg(sel, frame)
-    if arg is None or re.fullmatch(
-        r"\s*\[?\s*(?:'[^']*'|\"[^\"]*\")(?:\s*,\s*(?:'[^']*'|\"[^\"]*\"))*\s*\]?\s*", arg
-    ):
+    if arg is None:
+        return None
+    named = re.fullmatch(r"\s*\[?\s*(?:'[^']*'|\"[^\"]*\")(?:\s*,\s*(?:'[^']*'|\"[^\"]*\"))*\s*\]?\s*", arg)
+    if named and not by_name:
         return None  # the code groups by columns by name: the row-count check covers that
     stated = repr(keys[0]) if len(keys) == 1 else repr(keys)
     site = _partition_probe(frame, arg, stated)
@@ -218,6 +221,10 @@ def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
         if partition is not None:
             plan.items.append(partition)
             return
+        # another column by name: the row count below, and how it splits the rows (as many groups)
+        other = _partition_item(b, req, sel, frame, keys, by_name=True) if frame else None
+        if other is not None:
+            plan.items.append(other)
         if frame and sel.target and sel.target.isidentifier():
             site = textwrap.dedent(f"""\
                 _n = len({sel.target})

@@ -162,6 +162,18 @@ _GROUP = re.compile(
     r"\b(?:per|for each|for every|each|by)\s+(?P<keys>[a-z][a-z-]*(?:\s+(?!and\b|or\b)[a-z][a-z-]*)?(?:\s*(?:,|and)\s*[a-z][a-z-]*){0,2})",
     re.IGNORECASE,
 )
+# The kind of thing a key is, said after or before its name ("the SOUTH code", "every value of ...")
+_KEY_KINDS = frozenset({"code", "codes", "flag", "flags", "column", "field", "variable", "value", "values", "level", "levels"})
+_GROUP_BY_THE = re.compile(
+    r"\b(?:(?:split|group(?:ed)?|broken\s+down|break\s+down|separated)\s+by\s+the|"
+    r"(?:for|within)\s+(?:each|every)\s+(?:value|level|code)\s+of\s+(?:the\s+)?)\s*"
+    r"(?P<key>[a-z][a-z_-]*(?:\s+(?:code|flag|column|field|variable|value))?)\b",
+    re.IGNORECASE,
+)
+# "each teaching method (the psi value)": the parenthesis names the key's column
+_KEY_NAMED_AFTER = re.compile(
+    r"\s*\((?:the\s+)?(?P<col>[A-Za-z_][A-Za-z0-9_]*)(?:\s+(?:value|values|code|column|flag|field))?\)"
+)
 _RANKED_BEFORE = re.compile(
     r"(?:\b(?:top|bottom|first|last)\s+(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten)\b[^,;:.?()]*"
     r"|\b(?:rank|ranked|ranking|sort|sorted|sorting|order|ordered|ordering)\s*)$",
@@ -1145,8 +1157,17 @@ def groupings(clause: str) -> list[Requirement]:
             r"\s*(?:its|their|his|her)\b", clause[m.end() :], re.IGNORECASE
         ):
             continue  # "give each household its class": a value for every row, not a grouping
+        named = _KEY_NAMED_AFTER.match(clause[m.end() :])
+        if named and len(keys) == 1:  # "within each teaching method (the psi value)": the column named
+            keys = [named.group("col").lower()]
+        if keys and keys[0] in _KEY_KINDS and len(keys) == 1:
+            continue  # "for every value of the prestige flag": read below
         if keys and not re.match(r"\s*(?:(?:at|more|less|over|under)\s+\d|\d)", clause[m.end() :]):
             out.append(Requirement(kind=Kind.GROUPING, text=m.group(0), keys=keys))
+    for m in _GROUP_BY_THE.finditer(clause):  # "split by the SOUTH code", "for every value of the prestige flag"
+        words = [w for w in m.group("key").lower().split() if w not in _KEY_KINDS]
+        if words and words[0] not in _NOT_KEYS:
+            out.append(Requirement(kind=Kind.GROUPING, text=m.group(0), keys=[" ".join(words)]))
     for m in _MOST_OF_THEM.finditer(clause):  # "which decade holds the most of them": counted per decade
         words = [w for w in m.group("noun").lower().split() if w not in _NOT_KEYS]
         if words:

@@ -112,3 +112,37 @@ def test_a_top_group_query_is_counted_before_its_limit(tmp_path: Path, key: str,
     assert bool(findings) is found
     if found:
         assert "'result_rows': 12, 'stated_key_combinations': 5" in findings[0].evidence
+
+
+@pytest.mark.parametrize(
+    ("clause", "keys"),
+    [
+        ("Split by the SOUTH code, build `by_south` with the number of states", [["south"]]),
+        ("for every value of the prestige flag, store in `by_prestige` the number", [["prestige"]]),
+        ("Within each teaching method (the psi value), put into `per_method` the count", [["psi"]]),
+        ("the number of states split by region", [["region"]]),
+        ("for each year (2001 to 2005) the mean", [["year"]]),  # a parenthesis of numbers names no column
+    ],
+)
+def test_grouping_keys_named_by_their_kind_or_in_a_parenthesis(clause: str, keys: list[list[str]]) -> None:
+    assert [r.keys for r in groupings(clause)] == keys
+
+
+@pytest.mark.parametrize(("key", "found"), [("segment", False), ("region", False), ("category", True)])
+def test_another_column_with_as_many_groups_is_checked_by_its_split(key: str, found: bool) -> None:
+    """`groupby("flag")` for "per segment": two groups either way, so the row count cannot tell;
+    how the two keys split the rows does. (`region` has four groups: the row count already tells.)"""
+    session = session_with(
+        "seg = orders.merge(customers, on='customer_id', how='inner')\n"
+        "seg['category'] = seg['category'].where(seg['category'] == 'toys', 'other')"
+    )
+    code = (
+        "import json\n"
+        f"by_seg = seg.groupby({key!r})['rating'].mean()\n"
+        "result = {'by_segment': {str(k): round(float(v), 3) for k, v in by_seg.items()}}\n"
+        "print(json.dumps(result))"
+    )
+    findings = session.turn("What is the mean rating for each customer segment?", code)
+    assert bool(findings) is (found or key == "region")
+    if found:
+        assert "group_partition" in findings[0].evidence
