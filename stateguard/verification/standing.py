@@ -33,8 +33,10 @@ from stateguard.verification.requirements import Requirement
 KIND = "standing_scope"
 
 _STANDING = re.compile(
-    r"\b(?:from\s+(?:now|here|this\s+point)\s+on|for\s+the\s+rest\s+of\s+(?:the|this)\s+\w+|henceforth|"
-    r"in\s+(?:all|every)\s+(?:later|following|remaining)\s+\w+|from\s+this\s+turn\s+on)\b",
+    r"\b(?:from\s+(?:now|here|this\s+point)\s+on(?:wards?)?|for\s+the\s+(?:rest|remainder)\s+of\s+(?:the|this)\s+\w+|"
+    r"henceforth|in\s+(?:all|every)\s+(?:later|following|remaining)\s+\w+|from\s+this\s+(?:turn|step|question)\s+on|"
+    r"from\s+now\s+(?:until|till|to)\b|(?:in|for)\s+(?:all|every|each)\s+\w+\s+that\s+follows?|"
+    r"(?:in|for)\s+(?:everything|all)\s+that\s+follows|until\s+(?:we\s+(?:finish|are\s+done)|the\s+end))\b",
     re.IGNORECASE,
 )
 _BACK_IN = re.compile(  # "how old are they" asks an age, it points at no old version; "do the table

@@ -180,3 +180,17 @@ def test_a_sql_line_that_tests_the_scope_column_on_the_parent_is_left_alone() ->
         "_m = con.execute('SELECT MEDIAN(price) FROM shop').fetchone()[0]\n",
     )
     assert standing.own_edit(scope, [cell.replace("FROM o').", "FROM shop').")]) is None
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        "leave garden orders out from now until we finish",
+        "work with the other orders in every question that follows",
+        "for the remainder of the analysis keep them out",
+        "from here onwards drop them",
+    ],
+)
+def test_more_words_set_a_scope_for_the_rest_of_the_analysis(words: str) -> None:
+    assert standing._STANDING.search(words)
+    assert not standing._STANDING.search("leave garden orders out for this question")
