@@ -566,8 +566,19 @@ def order(b: Binder, req: Requirement, plan: Plan) -> None:
         )
         site = probes.rerun_probe(b.con, sel.sql, fixed) if fixed and fixed != sel.sql else None
         edit = probes.SpanEdit(kind="sql", before=sel.sql, after=fixed) if site and fixed else None
-    elif sel.target and sel.target.isidentifier():
+    elif sel.target and sel.target.isidentifier() and sel.target not in b.sem.reports:
         site = _pandas_order_site(sel, req)
+    if site is None and sel.language == "pandas" and sel.order and sel.limit and req.descending is not None:
+        # `cohort.nlargest(5, "gpa")` written straight into the answer: no ranked frame to read, so
+        # the call is put the stated way round and the answer must change
+        key, descending = sel.order[0]
+        if descending != req.descending:
+            flip = {True: "nlargest", False: "nsmallest"}
+            before = f".{flip[descending]}({sel.limit}, {key!r})"
+            edit = probes.SpanEdit(kind="text", before=before, after=f".{flip[req.descending]}({sel.limit}, {key!r})")
+            site = "_v = True\n_o = {'code_ranks': %r}" % ("largest first" if descending else "smallest first")
+            plan.items.append(b.item(req, "ranking", site, b.variables(sel), "order", edit=edit, needs_changed=True))
+            return
     if site:
         # the pandas site reads the ranked artifact itself: a constraint that a correct retry meets
         artifact = sel.language != "sql" and (sel.target or "").lower() not in b.rewritten

@@ -146,3 +146,20 @@ def test_another_column_with_as_many_groups_is_checked_by_its_split(key: str, fo
     assert bool(findings) is (found or key == "region")
     if found:
         assert "group_partition" in findings[0].evidence
+
+
+@pytest.mark.parametrize(("call", "found"), [("nsmallest", False), ("nlargest", True)])
+def test_a_ranking_written_straight_into_the_answer_is_put_the_stated_way_round(call: str, found: bool) -> None:
+    """`orders.nlargest(5, "rating")["order_id"]` inside the reported dict for "the five lowest
+    rated orders (lowest first)": no ranked frame to read; the call is flipped and the answer changes."""
+    code = (
+        "import json\n"
+        f'result = {{"n": len(orders), "low5": orders.{call}(5, "rating")["order_id"].tolist()}}\n'
+        "print(json.dumps(result))"
+    )
+    findings = Session().turn(
+        "How many orders are there? List the five orders with the lowest rating (lowest first).", code
+    )
+    assert bool(findings) is found
+    if found:
+        assert "'code_ranks': 'largest first'" in findings[0].evidence
