@@ -684,6 +684,8 @@ def flag_scopes(clause: str, vocab: Vocabulary, tables: list[str] | None) -> lis
     ]
 
 
+# Nouns a question calls a flag's rule by ("the dropped per-member yardstick")
+_RULE_NOUNS = r"rules?|lines?|definitions?|cut-?offs?|yardsticks?|criteri(?:on|a)|tests?|standards?|thresholds?|bars?|measures?"
 _EARLIER = re.compile(rf"\b(?:{'|'.join(LEXICON.earlier_version)}|drop\w*|withdr\w*)\b", re.IGNORECASE)
 
 
@@ -708,9 +710,9 @@ def current_rule_flags(clause: str, vocab: Vocabulary, tables: list[str] | None)
         if m and not _EARLIER.search(m.group("rule")):  # "settled under the rule we dropped": not in force
             found.append((col, m.group(0)))
         m = re.search(
-            rf"\b(?:{'|'.join(LEXICON.earlier_version)}|drop\w*|withdr\w*)\b[^,;?]*?\b(?:rules?|lines?|definitions?|cut-?offs?)\s+"
+            rf"\b(?:{'|'.join(LEXICON.earlier_version)}|drop\w*|withdr\w*)\b[^,;?]*?\b(?:{_RULE_NOUNS})\s+"
             rf"(?:counts?|counted|calls?|called|flags?|flagged|marks?|marked)\s+(?:as\s+)?{phrase}(?:s|es)?\s+"
-            rf"(?:but|that|which)\s+the\s+[^,;?]*?\b(?:does|do|did)\s+not\b",
+            rf"(?:but|that|which|while|whereas)\s+the\s+[^,;?]*?\b(?:does|do|did)\s+not\b",
             clause,
             re.IGNORECASE,
         )

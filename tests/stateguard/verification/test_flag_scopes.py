@@ -198,3 +198,8 @@ def test_the_rows_the_old_rule_flagged_alone_hold_no_flagged_row(mask: str, foun
     )
     question = "Which orders did the withdrawn rating rule call pricey that the 150 line does not? How many, and their mean price?"
     assert bool(session.turn(question, code)) is found
+
+
+def test_the_withdrawn_rule_named_by_another_noun() -> None:
+    clause = "Which orders did the dropped rating yardstick call pricey while the 150 line does not?"
+    assert [(r.columns, r.exclude) for r in current_rule_flags(clause, VOCAB, ["orders"])] == [(["pricey"], True)]
