@@ -116,7 +116,9 @@ def cutoff(b: Binder, req: Requirement, plan: Plan, bounds: list[float]) -> bool
         kind="text", before=cond.text, after=probes.pandas_predicate(want, cond.lhs, scale)
     )
     plan.items.append(
-        b.item(req, "rerun", lhs_probe(cond, want, scale, sel.frame), b.variables(sel), "threshold", edit=edit)
+        b.item(
+            req, "rerun", lhs_probe(cond, want, scale, sel.frame), b.variables(sel), "threshold", edit=edit
+        )
     )
     return True
 

@@ -212,8 +212,9 @@ def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
     site = None
     if sel.language == "sql" and b.con and sel.sql:
         distinct = sql_edit.distinct_keys_sql(sel.sql, keys)
+        pairs = sql_edit.distinct_keys_sql(sel.sql, [*keys, *sel.group_keys])
         if distinct:
-            site = _sql_groups_site(b.con, sel.sql, distinct)
+            site = _sql_groups_site(b.con, sel.sql, distinct, pairs)
     else:
         frame = _grouped_frame(b, sel, keys)
         partition = _partition_item(b, req, sel, frame, keys) if frame else None
@@ -294,18 +295,26 @@ def _date_part_grouping(b: Binder, req: Requirement, part: tuple[str, str], plan
     plan.notes.append(
         f"{req.describe()}: the code groups by {', '.join(sel.group_keys)} ({fn} of {column} stated)"
     )
-    site = _sql_groups_site(b.con, sel.sql, distinct)
+    pairs = sql_edit.distinct_keys_sql(sel.sql, [f"{fn}({column})", *sel.group_keys])
+    site = _sql_groups_site(b.con or "", sel.sql, distinct, pairs)
     plan.items.append(b.item(req, "group_keys", site, b.variables(sel), "grouping"))
 
 
-def _sql_groups_site(con: str, sql: str, distinct: str) -> str:
+def _sql_groups_site(con: str, sql: str, distinct: str, pairs: str | None = None) -> str:
     """Probe: the groups the query makes (before any LIMIT keeps the top few) against the distinct
-    combinations of the stated keys among its kept rows."""
+    combinations of the stated keys among its kept rows; with `pairs` (the distinct combinations of
+    the stated and the code's keys together), also as many groups that split the rows otherwise
+    (`GROUP BY qtr` where the kept rows hold four decades)."""
+    count_pairs = f"{con}.execute({pairs!r}).fetchone()[0]" if pairs else "_k"
     return textwrap.dedent(f"""\
         _n = {con}.execute({f"SELECT COUNT(*) FROM ({sql_edit.without_limit(sql)})"!r}).fetchone()[0]
         _k = {con}.execute({distinct!r}).fetchone()[0]
-        _v = _n != _k
-        _o = {{'result_rows': int(_n), 'stated_key_combinations': int(_k)}}""")
+        try:  # a key the select list names (an alias) is no column of the kept rows: no pairs then
+            _p = {count_pairs}
+        except Exception:
+            _p = _k
+        _v = _n != _k or _p != _k
+        _o = {{'result_rows': int(_n), 'stated_key_combinations': int(_k), 'key_pairs': int(_p)}}""")
 
 
 def _unique_keys(con: str, table: str, keys: list[str]) -> str:
@@ -575,9 +584,15 @@ def order(b: Binder, req: Requirement, plan: Plan) -> None:
         if descending != req.descending:
             flip = {True: "nlargest", False: "nsmallest"}
             before = f".{flip[descending]}({sel.limit}, {key!r})"
-            edit = probes.SpanEdit(kind="text", before=before, after=f".{flip[req.descending]}({sel.limit}, {key!r})")
-            site = "_v = True\n_o = {'code_ranks': %r}" % ("largest first" if descending else "smallest first")
-            plan.items.append(b.item(req, "ranking", site, b.variables(sel), "order", edit=edit, needs_changed=True))
+            edit = probes.SpanEdit(
+                kind="text", before=before, after=f".{flip[req.descending]}({sel.limit}, {key!r})"
+            )
+            site = "_v = True\n_o = {'code_ranks': %r}" % (
+                "largest first" if descending else "smallest first"
+            )
+            plan.items.append(
+                b.item(req, "ranking", site, b.variables(sel), "order", edit=edit, needs_changed=True)
+            )
             return
     if site:
         # the pandas site reads the ranked artifact itself: a constraint that a correct retry meets

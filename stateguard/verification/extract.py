@@ -163,7 +163,9 @@ _GROUP = re.compile(
     re.IGNORECASE,
 )
 # The kind of thing a key is, said after or before its name ("the SOUTH code", "every value of ...")
-_KEY_KINDS = frozenset({"code", "codes", "flag", "flags", "column", "field", "variable", "value", "values", "level", "levels"})
+_KEY_KINDS = frozenset(
+    {"code", "codes", "flag", "flags", "column", "field", "variable", "value", "values", "level", "levels"}
+)
 _GROUP_BY_THE = re.compile(
     r"\b(?:(?:split|group(?:ed)?|broken\s+down|break\s+down|separated)\s+by\s+the|"
     r"(?:for|within)\s+(?:each|every)\s+(?:value|level|code)\s+of\s+(?:the\s+)?)\s*"
@@ -1166,7 +1168,9 @@ def groupings(clause: str) -> list[Requirement]:
             continue  # "for every value of the prestige flag": read below
         if keys and not re.match(r"\s*(?:(?:at|more|less|over|under)\s+\d|\d)", clause[m.end() :]):
             out.append(Requirement(kind=Kind.GROUPING, text=m.group(0), keys=keys))
-    for m in _GROUP_BY_THE.finditer(clause):  # "split by the SOUTH code", "for every value of the prestige flag"
+    for m in _GROUP_BY_THE.finditer(
+        clause
+    ):  # "split by the SOUTH code", "for every value of the prestige flag"
         words = [w for w in m.group("key").lower().split() if w not in _KEY_KINDS]
         if words and words[0] not in _NOT_KEYS:
             out.append(Requirement(kind=Kind.GROUPING, text=m.group(0), keys=[" ".join(words)]))
@@ -1256,7 +1260,21 @@ def _kept_place(clause: str, low: str, noun: str) -> list[str]:
 _QUANTIFIERS = frozenset({"every", "each", "all", "any", "both", "either", "its", "their", "which", "what"})
 _VERBISH = frozenset(
     {"is", "are", "be", "was", "were", "kept", "listed", "shown", "included", "even"}
-    | {"have", "has", "had", "hold", "holds", "held", "get", "gets", "got", "contain", "contains", "see", "sees"}
+    | {
+        "have",
+        "has",
+        "had",
+        "hold",
+        "holds",
+        "held",
+        "get",
+        "gets",
+        "got",
+        "contain",
+        "contains",
+        "see",
+        "sees",
+    }
     | {"saw", "show", "shows", "showed"}
 )
 
@@ -1312,7 +1330,9 @@ _NONE_OF_PLACE = re.compile(
     r"were\s+left\s+with)\s+(?:no|none\s+of)\b"
 )
 _FOR_EACH = re.compile(r"\bfor\s+(?:each|every)\s+(?P<noun>[a-z][a-z_]*)\b")
-_ZERO_NOUN = re.compile(r"\b(?:for|where|when|if)\s+(?:a|an|any|each|every)\s+(?P<noun>[a-z][a-z_]*)\s+(?:with|without|that|which)\b")
+_ZERO_NOUN = re.compile(
+    r"\b(?:for|where|when|if)\s+(?:a|an|any|each|every)\s+(?P<noun>[a-z][a-z_]*)\s+(?:with|without|that|which)\b"
+)
 _ONE_BY_ONE = re.compile(r"\b(?P<noun>[a-z]{3,})\s+by\s+(?P=noun)\b")
 # The count or total of an entry nobody matches is written out as zero
 _ZERO_FOR_NONE = re.compile(

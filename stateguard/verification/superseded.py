@@ -282,7 +282,9 @@ class FlagHistory:
                 shape = old.shape
                 if shape == current.shape or not any(k == "col" for k, _ in shape):
                     continue
-                if any(k == "num" and v in numbers for k, v in shape) and not _bound_elsewhere(question, shape):
+                if any(k == "num" and v in numbers for k, v in shape) and not _bound_elsewhere(
+                    question, shape
+                ):
                     continue  # the question states the replaced rule's number: that rule is asked for
                 hits = _find(shape, code_tokens)
                 if len(hits) != 1:

@@ -456,13 +456,17 @@ class SemanticVerifier:
                 if sel.language == "sql"
                 and carried.feeds_answer(sel, sem)
                 and column in binder.columns_of(sel)
-                and not any((c.column or "").lower() == column.lower() or column in c.columns for c in sel.conditions)
+                and not any(
+                    (c.column or "").lower() == column.lower() or column in c.columns for c in sel.conditions
+                )
                 and (site := binder.row_site(sel, req, column)) is not None
             ]
             if not sites:
                 continue
             plan.requirements.append(req)
-            plan.notes.append(f"{req.describe()}: {len(sites)} query(ies) behind the answer never test {column}")
+            plan.notes.append(
+                f"{req.describe()}: {len(sites)} query(ies) behind the answer never test {column}"
+            )
             for sel, (code, _) in sites:
                 _add_item(plan, req, "kept_rows", code, binder.variables(sel), "missing")
 

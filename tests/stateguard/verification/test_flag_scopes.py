@@ -145,7 +145,10 @@ def test_a_frame_check_needs_every_frame_behind_the_answer_to_hold_unflagged_row
         ("Which orders were pricey under the 150 rule we dropped but are not under the new one?", "!pricey"),
         ("Which orders are pricey under the 150 rule we dropped but were not under the new one?", "!pricey"),
         ("Orders pricey only under the rule we withdrew, not under the 150 line", "!pricey"),
-        ("Which orders were pricey under the 150 rule but are not under the new one?", None),  # no rule withdrawn
+        (
+            "Which orders were pricey under the 150 rule but are not under the new one?",
+            None,
+        ),  # no rule withdrawn
     ],
 )
 def test_rows_flagged_under_the_rule_in_force_but_not_under_another(clause: str, column: str | None) -> None:
@@ -202,4 +205,6 @@ def test_the_rows_the_old_rule_flagged_alone_hold_no_flagged_row(mask: str, foun
 
 def test_the_withdrawn_rule_named_by_another_noun() -> None:
     clause = "Which orders did the dropped rating yardstick call pricey while the 150 line does not?"
-    assert [(r.columns, r.exclude) for r in current_rule_flags(clause, VOCAB, ["orders"])] == [(["pricey"], True)]
+    assert [(r.columns, r.exclude) for r in current_rule_flags(clause, VOCAB, ["orders"])] == [
+        (["pricey"], True)
+    ]

@@ -29,7 +29,11 @@ def test_a_cell_that_rebinds_its_input_runs_from_the_edited_statement_on() -> No
 
 
 def test_a_tail_that_changes_what_it_reads_runs_whole_as_before() -> None:
-    for unsafe in ("stats['n'] = stats['n'] * 2\n", "rows.append(1)\nk = len(rows)\n", "df.dropna(inplace=True)\n"):
+    for unsafe in (
+        "stats['n'] = stats['n'] * 2\n",
+        "rows.append(1)\nk = len(rows)\n",
+        "df.dropna(inplace=True)\n",
+    ):
         cells = [PREFIX + TAIL + unsafe]
         assert cells_to_rerun(cells, "how='left'") == cells
     # the edit inside the prefix: nothing safer to run

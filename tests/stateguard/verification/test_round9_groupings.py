@@ -149,7 +149,9 @@ def test_another_column_with_as_many_groups_is_checked_by_its_split(key: str, fo
 
 
 @pytest.mark.parametrize(("call", "found"), [("nsmallest", False), ("nlargest", True)])
-def test_a_ranking_written_straight_into_the_answer_is_put_the_stated_way_round(call: str, found: bool) -> None:
+def test_a_ranking_written_straight_into_the_answer_is_put_the_stated_way_round(
+    call: str, found: bool
+) -> None:
     """`orders.nlargest(5, "rating")["order_id"]` inside the reported dict for "the five lowest
     rated orders (lowest first)": no ranked frame to read; the call is flipped and the answer changes."""
     code = (
@@ -163,3 +165,25 @@ def test_a_ranking_written_straight_into_the_answer_is_put_the_stated_way_round(
     assert bool(findings) is found
     if found:
         assert "'code_ranks': 'largest first'" in findings[0].evidence
+
+
+def test_a_sql_key_with_as_many_groups_is_checked_by_its_pairs(tmp_path: Path) -> None:
+    """`GROUP BY grp` where the kept rows hold as many years as groups: the counts agree, the
+    pairs of (year, grp) do not."""
+    limits = SandboxLimits(cpu_seconds_per_cell=60, wall_seconds_per_cell=90, memory_mb=2048)
+    with SandboxWorkspace(None, tmp_path / "scratch", tmp_path / "ckpt", limits) as ws:
+        session = Session()
+        session.ws = ws  # type: ignore[assignment]
+        assert ws.run_cell(SETUP).ok and ws.run_cell(YEARS).ok
+        assert ws.run_cell("con.execute('CREATE OR REPLACE TABLE m AS SELECT *, (mo % 5) AS grp FROM m')").ok
+        found = {}
+        for key in ("yr", "grp"):
+            code = (
+                "import json\n"
+                f'_top = con.execute("SELECT {key} FROM m GROUP BY {key} ORDER BY COUNT(*) DESC, {key} LIMIT 1").fetchone()[0]\n'
+                "result = {'top_year': int(_top)}\nprint(json.dumps(result))"
+            )
+            found[key] = session.turn(
+                "How many months are there, and which year holds the most of them?", code
+            )
+    assert found["yr"] == [] and found["grp"] and "'key_pairs'" in found["grp"][0].evidence

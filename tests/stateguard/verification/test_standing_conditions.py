@@ -170,7 +170,7 @@ def test_the_turn_that_keeps_the_scope_in_a_table_and_reads_the_parent_again(
 def test_a_sql_line_that_tests_the_scope_column_on_the_parent_is_left_alone() -> None:
     scope = standing.Scope(None, "o", "shop", True, columns=("category",))
     cell = (
-        "con.execute(\"CREATE TABLE shop AS\n"
+        'con.execute("CREATE TABLE shop AS\n'
         "SELECT * FROM o WHERE category <> 'garden'\")\n"
         "_out = con.execute(\"SELECT COUNT(*) FROM o WHERE category = 'garden'\").fetchone()[0]\n"
         "_m = con.execute('SELECT MEDIAN(price) FROM o').fetchone()[0]\n"
