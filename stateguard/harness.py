@@ -197,6 +197,10 @@ class Harness:
         return hints
 
     def observation(self) -> ManagerObservation:
+        with self.store.pinned_heads():  # the next id and the index: one check of the heads
+            return self._observation()
+
+    def _observation(self) -> ManagerObservation:
         pending = [self.steps[i] for i in self._pending_indices()]
         obs = ManagerObservation(
             event_type=self.event,
@@ -356,7 +360,8 @@ class Harness:
         ws_token = None
         stage_before = self.stage
         try:
-            with self.trace.transaction():
+            # One check of the store's heads for the whole action (OPEN asks for them four times).
+            with self.trace.transaction(), self.store.pinned_heads():
                 if self._touches_workspace(name) and self.workspace is not None:
                     token = f"txn-{self.activation}-{self.trace.next_seq}"
                     try:

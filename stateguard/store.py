@@ -176,6 +176,10 @@ class StateStore:
         # Whether the `invalid` table may hold a row: refreshed with `_heads`, set by `_mark`.
         # While it holds none, a commit's staleness checks need no query (most runs never invalidate).
         self._any_invalid = True
+        # Inside `pinned_heads()`: the depth of nested blocks, and whether the heads were already
+        # checked against other connections in the outermost one.
+        self._pins = 0
+        self._pinned = False
         self._loaded: OrderedDict[str, AnalyticalState] = OrderedDict()
         self._versions: OrderedDict[tuple[str, str], None] = OrderedDict()  # `has_version` said yes
         self._index: list[IndexEntry] = []  # `index()` so far: committed states are only ever appended
@@ -238,6 +242,8 @@ class StateStore:
         store._wal = None
         store._seen = None
         store._any_invalid = True
+        store._pins = 0
+        store._pinned = False
         store._loaded = OrderedDict()
         store._versions = OrderedDict()
         store._index = []
@@ -264,13 +270,32 @@ class StateStore:
         self._db.close()
         self._counter.close()
 
-    def _heads(self) -> tuple[int, str | None, int, int]:
+    @contextmanager
+    def pinned_heads(self) -> Iterator[None]:
+        """A block (one harness action) in which the heads are checked against other connections'
+        commits once, at their first use, instead of at every call: OPEN alone asks for the next id
+        three times and the latest id once. What the block reads is then one view of the store, as
+        of that check, plus this connection's own writes (which keep the heads current
+        themselves). A commit checks again inside its write transaction, where it matters: no
+        other connection can commit there, and the ids must increase."""
+        self._pins += 1
+        try:
+            yield
+        finally:
+            self._pins -= 1
+            if not self._pins:
+                self._pinned = False
+
+    def _heads(self, *, check: bool = False) -> tuple[int, str | None, int, int]:
         """(top committed number, latest id, committed count, last reserved number), read once and
         then kept up to date by this connection's own writes. `PRAGMA data_version` changes only
         when another connection commits, so a second writer or a reader of a live store still sees
-        fresh values, at the price of one pragma instead of three queries."""
-        version = int(self._db.execute("PRAGMA data_version").fetchone()[0])
+        fresh values, at the price of one pragma instead of three queries; inside `pinned_heads`
+        the pragma runs once per block (`check=True` runs it anyway)."""
         seen = self._seen
+        if self._pinned and seen is not None and not check:
+            return seen[1], seen[2], seen[3], seen[4]
+        version = int(self._db.execute("PRAGMA data_version").fetchone()[0])
         if seen is None or seen[0] != version:
             top, count = self._db.execute("SELECT COALESCE(MAX(num), 0), COUNT(*) FROM states").fetchone()
             row = self._db.execute("SELECT id FROM states ORDER BY seq DESC LIMIT 1").fetchone()
@@ -283,6 +308,7 @@ class StateStore:
                 int(count),
                 reserved,
             )
+        self._pinned = self._pins > 0
         return seen[1], seen[2], seen[3], seen[4]
 
     def _wrote(self) -> None:
@@ -380,7 +406,7 @@ class StateStore:
         number = state_number(state.id)
         # Inside the write transaction no other connection can commit, so the heads (refreshed
         # here if another one did since) give the top committed number without a query.
-        top = self._heads()[0]
+        top = self._heads(check=True)[0]
         if number <= top:
             raise StoreError(
                 f"cannot commit {state.id}: ids must increase and {state_id(top)} is already committed"
@@ -650,6 +676,12 @@ class StateStore:
 
     def is_invalid(self, key: str) -> bool:
         """`key` is a state id ('S3') or a variable version ('revenue@S3')."""
+        if not self._any_invalid:
+            # Nothing was ever invalidated, as of the heads: a check of them (free inside a
+            # `pinned_heads` block that already made it) tells whether another connection did since.
+            self._heads()
+            if not self._any_invalid:
+                return False
         kind = "variable" if "@" in key else "state"
         return (
             self._db.execute("SELECT 1 FROM invalid WHERE kind=? AND key=? LIMIT 1", (kind, key)).fetchone()

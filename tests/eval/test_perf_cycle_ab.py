@@ -45,4 +45,7 @@ def test_the_same_code_on_both_sides_runs_every_cycle(
     result = ab.run("HEAD", size=40, rounds=2, block=5, work_dir=str(tmp_path))
     assert result.loaded == [] and result.cycles == 10
     assert result.before_ms[0] > 0 and result.after_ms[0] > 0 and result.ratio[0] > 0
+    # wall clock beside CPU: a cycle's wall time is never less than the thread's CPU time in it
+    assert result.before_wall_ms[0] >= result.before_ms[0] * 0.99 and result.wall_ratio[1] > 0
+    assert "wall (median / p99 ms)" in ab.render(result)
     assert "none differ" in ab.render(result)

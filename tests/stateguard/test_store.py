@@ -359,3 +359,89 @@ def test_a_committed_version_is_asked_of_the_table_once(tmp_path: Path) -> None:
     store._loaded.clear()
     assert store.has_version("margin", "S3") and not store.has_version("margin", "S2")
     store.close()
+
+
+def test_pinned_heads_check_other_connections_once_and_a_commit_checks_again(tmp_path: Path) -> None:
+    """Inside `pinned_heads` (one harness action) the heads are checked against other connections
+    once: later reads in the block see that view, even after another connection commits; a commit
+    in the block still checks inside its transaction and refuses an id that is no longer new."""
+    a = StateStore(tmp_path / "s.sqlite")
+    a.commit(st("S1", [("revenue", "S1", 1000)]))
+    b = StateStore(tmp_path / "s.sqlite")
+    queries: list[str] = []
+    a._db.set_trace_callback(queries.append)
+    with a.pinned_heads():
+        assert (a.peek_next_id(), a.latest_id(), len(a)) == ("S2", "S1", 1)
+        b.commit(st("S2", relations=[("S1", "invalidate")]))
+        assert (a.peek_next_id(), a.latest_id(), len(a)) == ("S2", "S1", 1)  # the block's view
+        assert not a.is_invalid("S1")  # nothing was invalid in that view
+        assert queries == ["PRAGMA data_version"]
+        with pytest.raises(StoreError, match="ids must increase and S2 is already committed"):
+            a.commit(st("S2"))
+        assert (a.peek_next_id(), a.latest_id(), len(a)) == ("S3", "S2", 2)  # the commit's check
+        assert a.is_invalid("S1") and a.is_invalid("revenue@S1")
+    assert queries.count("PRAGMA data_version") == 2
+    b.commit(st("S3", relations=[("S2", "progress")]))
+    assert (a.peek_next_id(), a.latest_id(), len(a)) == ("S4", "S3", 3)  # after the block: checked again
+    assert a.reserve_id() == "S4"
+    a._db.set_trace_callback(None)
+    b.close()
+    a.close()
+
+
+def test_is_invalid_asks_no_query_of_a_store_that_never_invalidated(tmp_path: Path) -> None:
+    """While the `invalid` table is empty, `is_invalid` answers from the heads; an Invalidate
+    committed through another connection must still be seen."""
+    a = StateStore(tmp_path / "s.sqlite")
+    a.commit(st("S1", [("revenue", "S1", 1000)]))
+    queries: list[str] = []
+    a._db.set_trace_callback(queries.append)
+    assert not a.is_invalid("S1") and not a.is_invalid("revenue@S1")
+    assert not [q for q in queries if "FROM invalid WHERE" in q]
+    b = StateStore(tmp_path / "s.sqlite")
+    b.commit(st("S2", [("revenue", "S2", 950)], [("S1", "invalidate")]))
+    b.close()
+    assert a.is_invalid("S1") and a.is_invalid("revenue@S1") and not a.is_invalid("revenue@S2")
+    a._db.set_trace_callback(None)
+    a.close()
+
+
+def test_a_harness_action_checks_the_heads_once(tmp_path: Path) -> None:
+    """OPEN asks the store for the next id three times and the latest id once, FINALIZE for the
+    latest id and whether its upstream is stale: each action checks the heads once (the commit
+    once more, inside its transaction), and a clean store is not asked about staleness."""
+    from stateguard import Harness, HarnessConfig, WorkerStep
+    from stateguard.actions import RawAction
+
+    store = StateStore(tmp_path / "s.sqlite")
+    store.commit(st("S1", [("revenue", "S1", 1000)]))
+    h = Harness(store, HarnessConfig(regime="turn_aligned"))
+    h.turn_start = 0
+    queries: list[str] = []
+    store._db.set_trace_callback(queries.append)
+    sent: dict[str, list[str]] = {}
+    actions = [
+        ("OPEN_STATE", {"issue": "next", "relations": [{"related_state_id": "S1"}]}),
+        ("UPDATE_STATE", {"used_variables": [{"name": "revenue", "version": "S1", "value": 1000}]}),
+        ("FINALIZE_RELATIONS", {"mode": "confirm"}),
+        ("COMMIT_STATE", {}),
+    ]
+    for name, arguments in actions:
+        if name == "UPDATE_STATE":
+            h.record_step(WorkerStep(index=0, action="x = 1", output="1"))
+        queries.clear()
+        assert h.apply(RawAction(name=name, arguments=arguments)).accepted
+        sent[name] = list(queries)
+    store._db.set_trace_callback(None)
+    assert {name: q.count("PRAGMA data_version") for name, q in sent.items()} == {
+        "OPEN_STATE": 1,
+        "UPDATE_STATE": 0,
+        "FINALIZE_RELATIONS": 1,
+        "COMMIT_STATE": 1,
+    }
+    assert sent["FINALIZE_RELATIONS"] == ["PRAGMA data_version"]
+    state = store.load("S2")
+    assert [(r.type.value, r.related_state_id) for r in state.relations] == [("progress", "S1")]
+    assert [v.key for v in state.used_variables] == ["revenue@S1"]
+    assert (store.latest_id(), store.peek_next_id()) == ("S2", "S3")
+    store.close()
