@@ -211,12 +211,12 @@ class RequirementBinder(Binder):
                 site = (probes.rerun_probe(self.con, sel.sql, edit.after), False)
             elif sel.language == "pandas" and cond.lhs and req.kind is Kind.COMPARISON:
                 # a bare Series compared (`share[share < 20]`): no column to test rows on
-                site = (bind_cutoff.lhs_probe(cond, req, scale), False)
+                site = (bind_cutoff.lhs_probe(cond, req, scale, sel.frame), False)
             masked = False
             if site is None and sel.language == "pandas" and cond.column and cond.lhs and edit is not None:
                 # a mask of its own (`young = fair["age"] > 30`), no frame's rows to read: the two
                 # tests on the live values, and the answer must change with the stated one
-                site, masked = (bind_cutoff.lhs_probe(cond, req, scale), False), True
+                site, masked = (bind_cutoff.lhs_probe(cond, req, scale, sel.frame), False), True
             if site:
                 plan.items.append(
                     self.item(
@@ -332,7 +332,7 @@ class RequirementBinder(Binder):
                         f"{req.describe()}: the code's cut-off on {column} is `{threshold.text}`"
                     )
                     scale = bind_cutoff.scale_for(req, threshold.value)
-                    code = bind_cutoff.lhs_probe(threshold, req, scale)
+                    code = bind_cutoff.lhs_probe(threshold, req, scale, sel.frame)
                     plan.items.append(
                         self.item(
                             req,

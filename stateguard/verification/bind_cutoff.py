@@ -74,9 +74,13 @@ def stated(req: Requirement, negated: bool) -> Requirement:
     return req.model_copy(update={"op": MIRROR[req.op], "value": -req.value})
 
 
-def lhs_probe(cond: Condition, req: Requirement, scale: float) -> str:
-    """The code's comparison and the stated one evaluated on the same live values."""
-    return written_probe(cond.lhs, cond.op, cond.value, req, scale)
+def lhs_probe(cond: Condition, req: Requirement, scale: float, frame: str = "") -> str:
+    """The code's comparison and the stated one evaluated on the same live values (a name inside a
+    pandas `query` string is the column of the `frame` queried)."""
+    lhs = cond.lhs
+    if cond.clause == "query" and lhs.isidentifier() and frame.isidentifier():
+        lhs = f"{frame}[{lhs!r}]"
+    return written_probe(lhs, cond.op, cond.value, req, scale)
 
 
 def written_probe(lhs: str, op: str, value: object, req: Requirement, scale: float) -> str:
@@ -112,7 +116,9 @@ def cutoff(b: Binder, req: Requirement, plan: Plan, bounds: list[float]) -> bool
         kind="text", before=cond.text, after=probes.pandas_predicate(want, cond.lhs, scale)
     )
     plan.items.append(
-        b.item(req, "rerun", lhs_probe(cond, want, scale), b.variables(sel), "threshold", edit=edit)
+        b.item(
+            req, "rerun", lhs_probe(cond, want, scale, sel.frame), b.variables(sel), "threshold", edit=edit
+        )
     )
     return True
 

@@ -21,7 +21,7 @@ import textwrap
 
 from stateguard.artifacts.lexicon import LEXICON
 from stateguard.inspection.code_model import Join, Selection
-from stateguard.verification import extract, probes, sql_edit
+from stateguard.verification import extract, probes, sql_edit, vocabulary
 from stateguard.verification.binder import Binder, Plan
 from stateguard.verification.requirements import Kind, Requirement
 
@@ -49,19 +49,22 @@ def _groupby_arg(sel: Selection, frame: str) -> str | None:
 
 
 def _partition_item(
-    b: Binder, req: Requirement, sel: Selection, frame: str, keys: list[str]
+    b: Binder, req: Requirement, sel: Selection, frame: str, keys: list[str], by_name: bool = False
 ) -> probes.ProbeItem | None:
     """The code groups a frame by a computed key ("groupby(pd.qcut(homes['food'], 4))") where the
     stated key is a column of that frame (`quartile`): the two keys split the rows the same way only
     when each group of one is exactly one group of the other; the stated key is put in the code's
-    place for the answer check (a finding only when the answer changes)."""
+    place for the answer check (a finding only when the answer changes). With `by_name`, also a key
+    the code names as another column (`groupby("improved")` for "per method": as many groups as
+    the stated key, so the row count cannot tell them apart)."""
     columns = b.vocab.tables.get(frame.lower(), {})
     if not frame.isidentifier() or not keys or not all(k in columns for k in keys):
         return None
     arg = _groupby_arg(sel, frame)
-    if arg is None or re.fullmatch(
-        r"\s*\[?\s*(?:'[^']*'|\"[^\"]*\")(?:\s*,\s*(?:'[^']*'|\"[^\"]*\"))*\s*\]?\s*", arg
-    ):
+    if arg is None:
+        return None
+    named = re.fullmatch(r"\s*\[?\s*(?:'[^']*'|\"[^\"]*\")(?:\s*,\s*(?:'[^']*'|\"[^\"]*\"))*\s*\]?\s*", arg)
+    if named and not by_name:
         return None  # the code groups by columns by name: the row-count check covers that
     stated = repr(keys[0]) if len(keys) == 1 else repr(keys)
     site = _partition_probe(frame, arg, stated)
@@ -69,15 +72,50 @@ def _partition_item(
     return b.item(req, "group_partition", site, b.variables(sel), "grouping", edit=edit, needs_changed=True)
 
 
+def _extra_key_item(
+    b: Binder, req: Requirement, sel: Selection, keys: list[str], grouped: list[Selection]
+) -> probes.ProbeItem | None:
+    """pandas groups by the stated keys and more (`groupby(["pm", "yr"])` for "under each prime
+    minister"): the extra key matters only when it splits the stated groups, i.e. when the grouped
+    rows hold fewer combinations of the stated keys than the result has rows. A result grouped
+    again later (`per_year.groupby("pm").max()`) is a two-step aggregation and left alone."""
+    if sel.language != "pandas" or not sel.target or not sel.target.isidentifier():
+        return None
+    if len(sel.group_keys) <= len(keys) or any(sel.target in s.sources for s in grouped if s is not sel):
+        return None
+    m = next((re.match(r"^(.+?)\.groupby\(", a.receiver) for a in sel.aggregates), None)
+    rows = m.group(1).strip() if m else ""
+    base = re.match(r"[A-Za-z_]\w*", rows)
+    if base is None or not all(k in b.vocab.tables.get(base.group(0).lower(), {}) for k in keys):
+        return None
+    site = textwrap.dedent(f"""\
+        _v = hasattr({sel.target}, 'shape')
+        _rows_n = len({sel.target}) if _v else 0
+        _keys_n = len(({rows})[{keys!r}].drop_duplicates())
+        _v = _v and _rows_n > _keys_n
+        _o = {{'result_rows': int(_rows_n), 'stated_key_combinations': int(_keys_n)}}""")
+    return b.item(req, "group_keys", site, b.variables(sel), "grouping")
+
+
 def _partition_probe(frame: str, code_key: str, stated_key: str) -> str:
     """Probe: `frame` grouped by the code's key and by the stated one splits the rows the same way
-    only when the pairs of group numbers are as many as the groups on each side."""
+    only when the pairs of group numbers are as many as the groups on each side. Splitting the same
+    way under labels drawn from the same values, paired otherwise (groups numbered by rank where the
+    stated numbers run in file order), is the wrong grouping too: each group reports another's label."""
     return textwrap.dedent(f"""\
-        _a = {frame}.groupby({code_key}, dropna=False).ngroup()
+        _g = {frame}.groupby({code_key}, dropna=False)
+        _a = _g.ngroup()
         _b = {frame}.groupby({stated_key}, dropna=False).ngroup()
         _p = len(set(zip(_a.tolist(), _b.tolist())))
         _v = bool(_p != _a.nunique() or _p != _b.nunique())
-        _o = {{'code_groups': int(_a.nunique()), 'stated_groups': int(_b.nunique()), 'pairs': int(_p)}}""")
+        _swapped = 0
+        if not _v and isinstance({stated_key}, str):
+            _pairs = {{k: {frame}[{stated_key}].iloc[i[0]] for k, i in _g.indices.items() if len(i)}}
+            if set(_pairs) == set(_pairs.values()):
+                _swapped = sum(1 for k, s in _pairs.items() if k != s)
+        _v = bool(_v or _swapped)
+        _o = {{'code_groups': int(_a.nunique()), 'stated_groups': int(_b.nunique()), 'pairs': int(_p),
+              'relabelled_groups': int(_swapped)}}""")
 
 
 def _value_counts_item(
@@ -131,6 +169,14 @@ def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
         sel = agreeing[0]
         plan.notes.append(f"{req.describe()}: the code groups by it")
         _join_on_fewer_keys(b, req, keys, plan)
+        extra = _extra_key_item(b, req, sel, keys, grouped)
+        if extra is not None:
+            plan.items.append(extra)
+        frame = _grouped_frame(b, sel, keys)
+        # a computed key named after the stated column (`strikes["wave"].map(...)`): its groups
+        partition = _partition_item(b, req, sel, frame, keys) if frame else None
+        if partition is not None:
+            plan.items.append(partition)
         table = sel.target or ""
         if b.stored(sel) and all(k in b.vocab.tables.get(table.lower(), {}) for k in keys):
             plan.items.append(
@@ -166,21 +212,20 @@ def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
     site = None
     if sel.language == "sql" and b.con and sel.sql:
         distinct = sql_edit.distinct_keys_sql(sel.sql, keys)
+        pairs = sql_edit.distinct_keys_sql(sel.sql, [*keys, *sel.group_keys])
         if distinct:
-            site = textwrap.dedent(f"""\
-                _n = {b.con}.execute({f"SELECT COUNT(*) FROM ({sel.sql})"!r}).fetchone()[0]
-                _k = {b.con}.execute({distinct!r}).fetchone()[0]
-                _v = _n != _k
-                _o = {{'result_rows': int(_n), 'stated_key_combinations': int(_k)}}""")
+            site = _sql_groups_site(b.con, sel.sql, distinct, pairs)
     else:
-        frame = next((_frame_of(a.receiver) for a in sel.aggregates if _frame_of(a.receiver)), None) or next(
-            (src for src in sel.sources if all(k in b.vocab.tables.get(src.lower(), {}) for k in keys)), None
-        )
+        frame = _grouped_frame(b, sel, keys)
         partition = _partition_item(b, req, sel, frame, keys) if frame else None
         partition = partition or _value_counts_item(b, req, sel, keys)
         if partition is not None:
             plan.items.append(partition)
             return
+        # another column by name: the row count below, and how it splits the rows (as many groups)
+        other = _partition_item(b, req, sel, frame, keys, by_name=True) if frame else None
+        if other is not None:
+            plan.items.append(other)
         if frame and sel.target and sel.target.isidentifier():
             site = textwrap.dedent(f"""\
                 _n = len({sel.target})
@@ -191,6 +236,13 @@ def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
         plan.items.append(b.item(req, "group_keys", site, b.variables(sel), "grouping"))
     else:
         plan.unverified.append(req)
+
+
+def _grouped_frame(b: Binder, sel: Selection, keys: list[str]) -> str | None:
+    """The frame a pandas selection groups (`big.groupby(...)`), else its source holding the keys."""
+    return next((_frame_of(a.receiver) for a in sel.aggregates if _frame_of(a.receiver)), None) or next(
+        (src for src in sel.sources if all(k in b.vocab.tables.get(src.lower(), {}) for k in keys)), None
+    )
 
 
 def _rival_grouping(b: Binder, req: Requirement, sel: Selection) -> Requirement | None:
@@ -243,12 +295,26 @@ def _date_part_grouping(b: Binder, req: Requirement, part: tuple[str, str], plan
     plan.notes.append(
         f"{req.describe()}: the code groups by {', '.join(sel.group_keys)} ({fn} of {column} stated)"
     )
-    site = textwrap.dedent(f"""\
-        _n = {b.con}.execute({f"SELECT COUNT(*) FROM ({sel.sql})"!r}).fetchone()[0]
-        _k = {b.con}.execute({distinct!r}).fetchone()[0]
-        _v = _n != _k
-        _o = {{'result_rows': int(_n), 'stated_key_combinations': int(_k)}}""")
+    pairs = sql_edit.distinct_keys_sql(sel.sql, [f"{fn}({column})", *sel.group_keys])
+    site = _sql_groups_site(b.con or "", sel.sql, distinct, pairs)
     plan.items.append(b.item(req, "group_keys", site, b.variables(sel), "grouping"))
+
+
+def _sql_groups_site(con: str, sql: str, distinct: str, pairs: str | None = None) -> str:
+    """Probe: the groups the query makes (before any LIMIT keeps the top few) against the distinct
+    combinations of the stated keys among its kept rows; with `pairs` (the distinct combinations of
+    the stated and the code's keys together), also as many groups that split the rows otherwise
+    (`GROUP BY qtr` where the kept rows hold four decades)."""
+    count_pairs = f"{con}.execute({pairs!r}).fetchone()[0]" if pairs else "_k"
+    return textwrap.dedent(f"""\
+        _n = {con}.execute({f"SELECT COUNT(*) FROM ({sql_edit.without_limit(sql)})"!r}).fetchone()[0]
+        _k = {con}.execute({distinct!r}).fetchone()[0]
+        try:  # a key the select list names (an alias) is no column of the kept rows: no pairs then
+            _p = {count_pairs}
+        except Exception:
+            _p = _k
+        _v = _n != _k or _p != _k
+        _o = {{'result_rows': int(_n), 'stated_key_combinations': int(_k), 'key_pairs': int(_p)}}""")
 
 
 def _unique_keys(con: str, table: str, keys: list[str]) -> str:
@@ -265,6 +331,9 @@ def _resolve_key(word: str, pool: list[str]) -> list[str]:
     """A key phrase's column: the phrase itself ("model year" -> model_year), else one of its words
     ("weather label" -> weather, "calendar month" -> month)."""
     joined = "_".join(word.lower().split())
+    spelled = [c for c in pool if vocabulary.initials_of(c.lower(), word.lower().split())]
+    if len(word.split()) > 1 and spelled and not any(c.lower() == joined for c in pool):
+        return spelled[:1]  # "prime minister" -> pm
     for cand in [joined, *word.lower().split()[::-1]]:
         low = cand.rstrip("s") if len(cand) > 3 else cand
         exact = [
@@ -506,8 +575,25 @@ def order(b: Binder, req: Requirement, plan: Plan) -> None:
         )
         site = probes.rerun_probe(b.con, sel.sql, fixed) if fixed and fixed != sel.sql else None
         edit = probes.SpanEdit(kind="sql", before=sel.sql, after=fixed) if site and fixed else None
-    elif sel.target and sel.target.isidentifier():
+    elif sel.target and sel.target.isidentifier() and sel.target not in b.sem.reports:
         site = _pandas_order_site(sel, req)
+    if site is None and sel.language == "pandas" and sel.order and sel.limit and req.descending is not None:
+        # `cohort.nlargest(5, "gpa")` written straight into the answer: no ranked frame to read, so
+        # the call is put the stated way round and the answer must change
+        key, descending = sel.order[0]
+        if descending != req.descending:
+            flip = {True: "nlargest", False: "nsmallest"}
+            before = f".{flip[descending]}({sel.limit}, {key!r})"
+            edit = probes.SpanEdit(
+                kind="text", before=before, after=f".{flip[req.descending]}({sel.limit}, {key!r})"
+            )
+            site = "_v = True\n_o = {'code_ranks': %r}" % (
+                "largest first" if descending else "smallest first"
+            )
+            plan.items.append(
+                b.item(req, "ranking", site, b.variables(sel), "order", edit=edit, needs_changed=True)
+            )
+            return
     if site:
         # the pandas site reads the ranked artifact itself: a constraint that a correct retry meets
         artifact = sel.language != "sql" and (sel.target or "").lower() not in b.rewritten

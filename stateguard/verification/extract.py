@@ -162,14 +162,29 @@ _GROUP = re.compile(
     r"\b(?:per|for each|for every|each|by)\s+(?P<keys>[a-z][a-z-]*(?:\s+(?!and\b|or\b)[a-z][a-z-]*)?(?:\s*(?:,|and)\s*[a-z][a-z-]*){0,2})",
     re.IGNORECASE,
 )
+# The kind of thing a key is, said after or before its name ("the SOUTH code", "every value of ...")
+_KEY_KINDS = frozenset(
+    {"code", "codes", "flag", "flags", "column", "field", "variable", "value", "values", "level", "levels"}
+)
+_GROUP_BY_THE = re.compile(
+    r"\b(?:(?:split|group(?:ed)?|broken\s+down|break\s+down|separated)\s+by\s+the|"
+    r"(?:for|within)\s+(?:each|every)\s+(?:value|level|code)\s+of\s+(?:the\s+)?)\s*"
+    r"(?P<key>[a-z][a-z_-]*(?:\s+(?:code|flag|column|field|variable|value))?)\b",
+    re.IGNORECASE,
+)
+# "each teaching method (the psi value)": the parenthesis names the key's column
+_KEY_NAMED_AFTER = re.compile(
+    r"\s*\((?:the\s+)?(?P<col>[A-Za-z_][A-Za-z0-9_]*)(?:\s+(?:value|values|code|column|flag|field))?\)"
+)
 _RANKED_BEFORE = re.compile(
     r"(?:\b(?:top|bottom|first|last)\s+(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten)\b[^,;:.?()]*"
     r"|\b(?:rank|ranked|ranking|sort|sorted|sorting|order|ordered|ordering)\s*)$",
     re.IGNORECASE,
 )
 _MOST_OF_THEM = re.compile(
-    r"\bwhich\s+(?P<noun>[a-z][a-z-]*(?:\s+[a-z][a-z-]*)?)\s+(?:holds|has|have|had|contains|accounts\s+for|"
-    r"takes|took|gets|got)\s+(?:the\s+)?most\s+of\s+(?:them|those|these)\b",
+    r"\b(?:which|the)\s+(?P<noun>[a-z][a-z-]*(?:\s+(?!that\b|which\b)[a-z][a-z-]*)?)\s+(?:(?:that|which)\s+)?"
+    r"(?:holds|has|have|had|contains|accounts\s+for|takes|took|gets|got|holding|having|with)\s+"
+    r"(?:the\s+)?most\s+of\s+(?:them|those|these)\b",
     re.IGNORECASE,
 )
 _GROUP_HYPHEN = re.compile(
@@ -642,7 +657,10 @@ def flag_scopes(clause: str, vocab: Vocabulary, tables: list[str] | None) -> lis
     a predicate, "how many cars are efficient", is the thing counted); a clause that contrasts the
     flagged rows with others, negates, defines the term or points at another version of the rule
     states no scope. Two flags read from one phrase abstain."""
-    if _FLAG_OTHER.search(clause) or _DEFINITION.search(clause.strip()):
+    if _DEFINITION.search(clause.strip()):
+        return []
+    clause = _IN_FORCE.sub(" ", clause)  # "under the present rule": the flag column as it stands
+    if _FLAG_OTHER.search(_BOUND_NEGATION.sub(" ", clause)):
         return []
     found: list[tuple[str, str]] = []
     for col in flag_columns(vocab, tables):
@@ -668,6 +686,8 @@ def flag_scopes(clause: str, vocab: Vocabulary, tables: list[str] | None) -> lis
     ]
 
 
+# Nouns a question calls a flag's rule by ("the dropped per-member yardstick")
+_RULE_NOUNS = r"rules?|lines?|definitions?|cut-?offs?|yardsticks?|criteri(?:on|a)|tests?|standards?|thresholds?|bars?|measures?"
 _EARLIER = re.compile(rf"\b(?:{'|'.join(LEXICON.earlier_version)}|drop\w*|withdr\w*)\b", re.IGNORECASE)
 
 
@@ -692,13 +712,23 @@ def current_rule_flags(clause: str, vocab: Vocabulary, tables: list[str] | None)
         if m and not _EARLIER.search(m.group("rule")):  # "settled under the rule we dropped": not in force
             found.append((col, m.group(0)))
         m = re.search(
-            rf"\b(?:{'|'.join(LEXICON.earlier_version)}|drop\w*|withdr\w*)\b[^,;?]*?\b(?:rules?|lines?|definitions?|cut-?offs?)\s+"
+            rf"\b(?:{'|'.join(LEXICON.earlier_version)}|drop\w*|withdr\w*)\b[^,;?]*?\b(?:{_RULE_NOUNS})\s+"
             rf"(?:counts?|counted|calls?|called|flags?|flagged|marks?|marked)\s+(?:as\s+)?{phrase}(?:s|es)?\s+"
-            rf"(?:but|that|which)\s+the\s+[^,;?]*?\b(?:does|do|did)\s+not\b",
+            rf"(?:but|that|which|while|whereas)\s+the\s+[^,;?]*?\b(?:does|do|did)\s+not\b",
             clause,
             re.IGNORECASE,
         )
         if m:  # "which did the withdrawn rule count as long that the 50-day line does not": the flag is off
+            found.append((col, "!" + m.group(0)))
+        m = re.search(
+            rf"\b{phrase}(?:s|es)?\s+(?:only\s+)?(?:under|by|on|with)\s+the\s+(?P<rule>[^,;?]*?)"
+            rf"(?:,\s*|\s+but\s+)(?:(?:are|is|were|was)\s+)?not\b(?:\s+{phrase}(?:s|es)?)?\s+(?:under|by|on|with)\s+the\b",
+            clause,
+            re.IGNORECASE,
+        )
+        if m and _EARLIER.search(m.group("rule")):
+            # "strong under the retired method-relative rule but are not strong on the 3.5 line",
+            # "hard-pressed only under the group-median rule we withdrew, not under the 14-percent line"
             found.append((col, "!" + m.group(0)))
     if len(found) != 1:
         return []
@@ -717,6 +747,19 @@ def current_rule_flags(clause: str, vocab: Vocabulary, tables: list[str] | None)
 
 # A clause that contrasts the flagged rows with the others, negates, or points at another version of
 # the rule ("the rest", "non-heavy", "under the withdrawn rule") states no scope of flagged rows.
+# Words naming the rule in force, which the flag column holds: "under the present rule", "(current
+# definition)", "in the current sense"
+_IN_FORCE = re.compile(
+    r"\(\s*(?:the\s+)?(?:present|current|new|revised|updated|latest)\s+(?:rule|definition|meaning|sense)\s*\)|"
+    r"\b(?:under|by|with|in)\s+the\s+(?:present|current|new|revised|updated|latest)\s+"
+    r"(?:rule|definition|meaning|sense)(?:\s+of\s+[a-z-]+)?\b",
+    re.IGNORECASE,
+)
+# A bound's own negation ("an index not exceeding 100") says nothing of a flag
+_BOUND_NEGATION = re.compile(
+    r"\bnot\s+(?:exceed\w*|more|less|above|below|over|under|greater|higher|lower|beyond|surpass\w*)\b",
+    re.IGNORECASE,
+)
 _FLAG_OTHER = re.compile(
     r"\b(?:other|others|rest|remaining|non|not|never|without|versus|vs|compar\w*|withdraw\w*|dropped|"
     r"old|previous\w*|original|earlier|former|would|could|under|before|neither|nor|both|each)\b",
@@ -957,7 +1000,8 @@ def _segment(text: str, part: str) -> str:
 def parses_whole(text: str, req: Requirement, vocab: Vocabulary, tables: list[str] | None) -> bool:
     """The condition part of the segment of `text` that states `req` binds word for word (lexicon,
     columns, values, tables, numbers): only then is a row condition read from it."""
-    return not unbound_words(condition_part(_segment(text, req.text), req.text), vocab, tables)
+    segment = _IN_FORCE.sub(" ", _segment(text, req.text))  # "under the present rule": the rule in force
+    return not unbound_words(condition_part(segment, req.text), vocab, tables)
 
 
 def unbound_words(segment: str, vocab: Vocabulary, tables: list[str] | None = None) -> list[str]:
@@ -1117,8 +1161,19 @@ def groupings(clause: str) -> list[Requirement]:
             r"\s*(?:its|their|his|her)\b", clause[m.end() :], re.IGNORECASE
         ):
             continue  # "give each household its class": a value for every row, not a grouping
+        named = _KEY_NAMED_AFTER.match(clause[m.end() :])
+        if named and len(keys) == 1:  # "within each teaching method (the psi value)": the column named
+            keys = [named.group("col").lower()]
+        if keys and keys[0] in _KEY_KINDS and len(keys) == 1:
+            continue  # "for every value of the prestige flag": read below
         if keys and not re.match(r"\s*(?:(?:at|more|less|over|under)\s+\d|\d)", clause[m.end() :]):
             out.append(Requirement(kind=Kind.GROUPING, text=m.group(0), keys=keys))
+    for m in _GROUP_BY_THE.finditer(
+        clause
+    ):  # "split by the SOUTH code", "for every value of the prestige flag"
+        words = [w for w in m.group("key").lower().split() if w not in _KEY_KINDS]
+        if words and words[0] not in _NOT_KEYS:
+            out.append(Requirement(kind=Kind.GROUPING, text=m.group(0), keys=[" ".join(words)]))
     for m in _MOST_OF_THEM.finditer(clause):  # "which decade holds the most of them": counted per decade
         words = [w for w in m.group("noun").lower().split() if w not in _NOT_KEYS]
         if words:
@@ -1189,14 +1244,39 @@ def _kept_place(clause: str, low: str, noun: str) -> list[str]:
         return []
     words = [w for w in (m.group("adj"), m.group("place")) if w and w not in _STOPS and w not in _VERBISH]
     for word in words:
-        named = re.findall(rf"\bthe\s+{re.escape(word)}\b[^`.;]{{0,40}}?`(\w+)`", clause, re.IGNORECASE)
+        # "the list in `countries`", "the sheet as a table `tiers`": the place put in a named frame
+        # ("the list contain no year of `post_korea`" names the other side)
+        named = re.findall(
+            rf"\bthe\s+{re.escape(word)}\b(?:\s+(?:is|was|in|as|into|called|named|a|an|the|new|data|frame|table))"
+            r"{1,4}\s+`(\w+)`",
+            clause,
+            re.IGNORECASE,
+        )
         if len(set(named)) == 1:
             return [named[0]]
     return words
 
 
 _QUANTIFIERS = frozenset({"every", "each", "all", "any", "both", "either", "its", "their", "which", "what"})
-_VERBISH = frozenset({"is", "are", "be", "was", "were", "kept", "listed", "shown", "included", "even"})
+_VERBISH = frozenset(
+    {"is", "are", "be", "was", "were", "kept", "listed", "shown", "included", "even"}
+    | {
+        "have",
+        "has",
+        "had",
+        "hold",
+        "holds",
+        "held",
+        "get",
+        "gets",
+        "got",
+        "contain",
+        "contains",
+        "see",
+        "sees",
+    }
+    | {"saw", "show", "shows", "showed"}
+)
 
 
 # "every tier of the marketing sheet", "every plan in the codebook", "every cycle on the list": the
@@ -1222,6 +1302,13 @@ def _kept_entries(low: str) -> str | None:
         # the list ..., listing one with no quarter with 0": each entry of a place, zeros written out
         nouns = {m.group("noun") for m in _EACH_OF_PLACE.finditer(low)}
         nouns |= {m.group("noun") for m in _ONE_BY_ONE.finditer(low)}  # "era by era"
+        if not nouns:  # "For every region, ... (0 for a region with none)": the entries it counts over
+            each = {m.group("noun") for m in _FOR_EACH.finditer(low)}
+            named = {m.group("noun") for m in _ZERO_NOUN.finditer(low)}
+            nouns = each if len(each) == 1 and (not named or named == each) else set()
+    if not nouns:
+        # "how many bands on the list hold no long strike": counting the entries with none needs each one
+        nouns = {m.group("noun") for m in _NONE_OF_PLACE.finditer(low)}
     nouns -= _STOPS | {"rows", "row", "data", "cases", "records", "values"}
     if not nouns and _JOINING_ANY.search(low):
         # "attach ... to it, keeping firms the file lacks", "keeping a member even when the table does
@@ -1237,12 +1324,22 @@ def _kept_entries(low: str) -> str | None:
 _EACH_OF_PLACE = re.compile(
     r"\b(?:each|every)\s+(?:[a-z]+\s+)?(?P<noun>[a-z][a-z_]*)\s+(?:on|in|of|from)\s+(?:the|this|that|our|their)\b"
 )
+_NONE_OF_PLACE = re.compile(
+    r"\bhow\s+many\s+(?:[a-z]+\s+)?(?P<noun>[a-z][a-z_]*)\s+(?:(?:on|in|of|from)\s+(?:the|this|that|our|their)\s+"
+    r"[a-z\s]{0,30}?)?\b(?:ha(?:ve|s|d)|holds?|held|gets?|got|contains?|see|sees|saw|shows?|showed|are\s+left\s+with|"
+    r"were\s+left\s+with)\s+(?:no|none\s+of)\b"
+)
+_FOR_EACH = re.compile(r"\bfor\s+(?:each|every)\s+(?P<noun>[a-z][a-z_]*)\b")
+_ZERO_NOUN = re.compile(
+    r"\b(?:for|where|when|if)\s+(?:a|an|any|each|every)\s+(?P<noun>[a-z][a-z_]*)\s+(?:with|without|that|which)\b"
+)
 _ONE_BY_ONE = re.compile(r"\b(?P<noun>[a-z]{3,})\s+by\s+(?P=noun)\b")
 # The count or total of an entry nobody matches is written out as zero
 _ZERO_FOR_NONE = re.compile(
     r"\b(?:0|zero)\s+(?:\w+\s+){0,2}?(?:for|where|when|if)\b[^;.]{0,40}\b(?:none|no|nobody|nothing|without|not)\b"
     r"|\b(?:with|as|at|counts?|counting)\s+(?:a\s+)?(?:0|zero)\b(?=\s*(?:[,.;:)?]|$|and\b))"
     r"|\b(?:showing|listing|giving|with|counting)\s+(?:a\s+)?(?:0|zero)\s+\w+\s+for\b"
+    r"|\b(?:with|without)\s+(?:no|any)\s+\w+\s+(?:shows?|gets?|has|counts?|reads?)\s+(?:a\s+)?(?:0|zero)\b"
 )
 _JOINING_ANY = re.compile(rf"\b(?:{'|'.join(LEXICON.join_verbs)}|combin\w*)", re.IGNORECASE)
 # A keep verb and the noun of what it keeps, and words saying the other side may lack some of them.

@@ -7,9 +7,9 @@ the words around it name no column the ordinary reading could bind, the name is 
 the question's statistic to the code's value. A finding needs the aggregate re-run as named to
 give other values AND the turn's answer to change (`ProbeItem.needs_changed`).
 
-Only mean and median, the statistics a name states without doubt (`max_drop = MIN(change)` is a
-fall's largest size, not a maximum); one statistic word per name; a value the ordinary
-aggregation reading already bound is left to it.
+Only mean, median and sum (total), the statistics a name states without doubt (`max_drop =
+MIN(change)` is a fall's largest size, not a maximum); one statistic word per name; a value the
+ordinary aggregation reading already bound is left to it.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from stateguard.verification.binder import Plan
 from stateguard.verification.requirements import Kind, Requirement
 from stateguard.verification.vocabulary import column_tokens
 
-_SWAPPABLE = ("mean", "median")
+_SWAPPABLE = ("mean", "median", "sum")
+_CENTRAL = ("mean", "median")  # the one statistic of `only_statistic`: a typical value, asked one way
 # the lexicon's one-word names of those statistics ("avg", "average", "mean", "median")
 _NAMED = {w: f for w, f in LEXICON.statistics.items() if f in _SWAPPABLE and " " not in w}
 
@@ -38,6 +39,12 @@ def _names_of(sel: Selection, agg: Aggregate, sem: CodeSemantics) -> list[str]:
         for field, text in sem.fields.items()
         if text.strip() == agg.text
         or (sel.target and text.strip() == sel.target and len(sel.aggregates) == 1)
+        # `_row = con.execute("SELECT COUNT(*), AVG(vol), MEDIAN(vol) ...").fetchone()`, `"median_vol": _row[2]`
+        or (
+            sel.target is not None
+            and agg.position is not None
+            and re.fullmatch(rf"{re.escape(sel.target)}\s*\[\s*{agg.position}\s*\]", text.strip()) is not None
+        )
     ]
 
 
@@ -99,14 +106,14 @@ def only_statistic(question: str, sem: CodeSemantics) -> list[tuple[Requirement,
     asked = {
         f for w, f in LEXICON.statistics.items() if re.search(rf"\b{re.escape(w)}\b", question, re.IGNORECASE)
     }
-    if len(asked & set(_SWAPPABLE)) != 1:
+    if len(asked & set(_CENTRAL)) != 1:
         return []
-    function = (asked & set(_SWAPPABLE)).pop()
+    function = (asked & set(_CENTRAL)).pop()
     found = [
         (sel, agg)
         for sel in sem.selections
         for agg in sel.aggregates
-        if agg.function in _SWAPPABLE and not agg.window and not sel.flag
+        if agg.function in _CENTRAL and not agg.window and not sel.flag
     ]
     if len(found) != 1 or found[0][1].function == function or not found[0][1].standalone:
         return []

@@ -25,6 +25,7 @@ import sqlglot
 from pydantic import BaseModel, ConfigDict, Field
 from sqlglot import exp
 
+from stateguard.verification import rerun
 from stateguard.verification.requirements import Kind, Requirement
 
 _SQL_OPS = {"==": "=", "!=": "<>"}
@@ -346,7 +347,12 @@ def answer_probe(cells: list[str], edit: SpanEdit, con: str | None) -> str:
     lines = ["import json as _json", f"_cells = {cells!r}", "_applied = [0]"]
     if edit.kind == "sql":
         assert con is not None
+        try:
+            want = sqlglot.parse_one(edit.before, dialect="duckdb").sql(dialect="duckdb")
+        except Exception:  # noqa: BLE001 - sqlglot raises several error types
+            want = edit.before
         lines += [
+            f"_cells = {rerun.cells_to_rerun(cells, want, sql=True, con=con)!r}",
             "import sqlglot as _sg",
             f"_want, _new = {edit.before!r}, _sg.parse_one({edit.after!r}, dialect='duckdb')",
             "class _StatedCon:",
@@ -380,6 +386,7 @@ def answer_probe(cells: list[str], edit: SpanEdit, con: str | None) -> str:
             'if not any(_before in c for c in _cells) and "\'" in _before:',
             "    _swapped = _before.replace(\"'\", '\"')",
             "    _before = _swapped if any(_swapped in c for c in _cells) else _before",
+            f"_cells = {rerun.cells_to_rerun(cells, edit.before)!r}",
             "_applied[0] = sum(c.count(_before) for c in _cells)",
             "_cells = [c.replace(_before, _after) for c in _cells]",
         ]

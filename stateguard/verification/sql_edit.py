@@ -195,6 +195,17 @@ def set_order(sql: str, *, descending: bool | None = None, limit: int | None = N
     return select.sql(dialect="duckdb")
 
 
+def without_limit(sql: str) -> str:
+    """The query with its ORDER BY, LIMIT and OFFSET taken off (every group it makes, in any
+    order): `sql` itself when it does not parse or has none of them."""
+    select = _parse(sql)
+    if select is None or not any(select.args.get(k) for k in ("limit", "offset")):
+        return sql
+    for key in ("order", "limit", "offset"):
+        select.set(key, None)
+    return select.sql(dialect="duckdb")
+
+
 def distinct_keys_sql(sql: str, keys: list[str]) -> str | None:
     """How many distinct key combinations the query's kept rows have."""
     select = _parse(sql)

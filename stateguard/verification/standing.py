@@ -33,8 +33,10 @@ from stateguard.verification.requirements import Requirement
 KIND = "standing_scope"
 
 _STANDING = re.compile(
-    r"\b(?:from\s+(?:now|here|this\s+point)\s+on|for\s+the\s+rest\s+of\s+(?:the|this)\s+\w+|henceforth|"
-    r"in\s+(?:all|every)\s+(?:later|following|remaining)\s+\w+|from\s+this\s+turn\s+on)\b",
+    r"\b(?:from\s+(?:now|here|this\s+point)\s+on(?:wards?)?|for\s+the\s+(?:rest|remainder)\s+of\s+(?:the|this)\s+\w+|"
+    r"henceforth|in\s+(?:all|every)\s+(?:later|following|remaining)\s+\w+|from\s+this\s+(?:turn|step|question)\s+on|"
+    r"from\s+now\s+(?:until|till|to)\b|(?:in|for)\s+(?:all|every|each)\s+\w+\s+that\s+follows?|"
+    r"(?:in|for)\s+(?:everything|all)\s+that\s+follows|until\s+(?:we\s+(?:finish|are\s+done)|the\s+end))\b",
     re.IGNORECASE,
 )
 _BACK_IN = re.compile(  # "how old are they" asks an age, it points at no old version; "do the table
@@ -302,35 +304,52 @@ _TESTS = re.compile(r"[<>]=?|[!=]=|\.(?:isna|notna|isnull|notnull|between|isin|d
 
 
 def own_edit(scope: Scope, cells: list[str]) -> tuple[str, str] | None:
-    """The turn that sets a scope and keeps it in a child frame, then reads the parent again: the
-    lines after the child's assignment that read the parent without testing the scope's columns
-    ("How many remain, and their median?" computed on `birds` after `kept = birds[...]`), as
-    (before, after) with the child read instead. pandas only; None when no line does."""
-    if scope.sql or not scope.child:
+    """The turn that sets a scope and keeps it in a child frame or table, then reads the parent
+    again: the lines after the child is made that read the parent without testing the scope's
+    columns ("How many remain, and their median?" computed on `birds` after `kept = birds[...]`, or
+    `(SELECT COUNT(*) FROM marked ...) FROM kept` after `CREATE TABLE kept AS SELECT * FROM marked
+    WHERE ...`), as (before, after) with the child read instead. None when no line does."""
+    if not scope.child:
         return None
-    assign = re.compile(rf"^\s*{re.escape(scope.child)}\s*=(?!=)")
-    pattern = re.compile(rf"(?<![\w.'\"]){re.escape(scope.parent)}(?=\s*[\[.])")
+    parent, child = re.escape(scope.parent), scope.child
+    if scope.sql:
+        made = re.compile(rf"\bTABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?{re.escape(child)}\b", re.IGNORECASE)
+        pattern = re.compile(rf"\b(FROM|JOIN)(\s+){parent}\b", re.IGNORECASE)
+        tested = re.compile(r"[<>]=?|[!=]=|(?<![<>!])=|\b(?:BETWEEN|IN|IS)\b", re.IGNORECASE)
+        columns = [rf"\b{re.escape(c)}\b" for c in scope.columns]
+
+        def put(line: str) -> str:
+            return pattern.sub(lambda m: f"{m.group(1)}{m.group(2)}{child}", line)
+    else:
+        made = re.compile(rf"^\s*{re.escape(child)}\s*=(?!=)")
+        pattern = re.compile(rf"(?<![\w.'\"]){parent}(?=\s*[\[.])")
+        tested = _TESTS
+        columns = [rf"[\"']{re.escape(c)}[\"']" for c in scope.columns]
+
+        def put(line: str) -> str:
+            return pattern.sub(child, line)
+
     for cell in cells:
         lines = cell.splitlines(keepends=True)
-        start = next((i for i, line in enumerate(lines) if assign.match(line)), None)
+        start = next((i for i, line in enumerate(lines) if made.search(line)), None)
         if start is None:
             continue
+        if scope.sql:  # the child's own SELECT reads the parent: the first read at or after it
+            own = next((i for i in range(start, len(lines)) if pattern.search(lines[i])), None)
+            if own is None or len(pattern.findall(lines[own])) != 1:
+                return None
+            start = own
         hits = [
             i
             for i in range(start + 1, len(lines))
             if pattern.search(lines[i])
-            and not (
-                _TESTS.search(lines[i])
-                and any(re.search(rf"[\"']{re.escape(c)}[\"']", lines[i]) for c in scope.columns)
-            )
-            and not assign.match(lines[i])
+            and not (tested.search(lines[i]) and any(re.search(c, lines[i]) for c in columns))
+            and not made.search(lines[i])
         ]
         if not hits:
             return None
         block = lines[hits[0] : hits[-1] + 1]
-        after = [
-            pattern.sub(scope.child, line) if hits[0] + k in hits else line for k, line in enumerate(block)
-        ]
+        after = [put(line) if hits[0] + k in hits else line for k, line in enumerate(block)]
         return "".join(block), "".join(after)
     return None
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from stateguard.artifacts.lexicon import LEXICON
 from stateguard.inspection.code_model import CodeSemantics
+from stateguard.verification import extract
 from stateguard.verification.requirements import Requirement
 
 KIND = "superseded_definition"
@@ -281,7 +282,9 @@ class FlagHistory:
                 shape = old.shape
                 if shape == current.shape or not any(k == "col" for k, _ in shape):
                     continue
-                if any(k == "num" and v in numbers for k, v in shape):
+                if any(k == "num" and v in numbers for k, v in shape) and not _bound_elsewhere(
+                    question, shape
+                ):
                     continue  # the question states the replaced rule's number: that rule is asked for
                 hits = _find(shape, code_tokens)
                 if len(hits) != 1:
@@ -351,6 +354,19 @@ class FlagHistory:
                 continue
             out.append(Restatement(old, now, before, after, term))
         return out
+
+
+def _bound_elsewhere(question: str, shape: tuple[tuple[str, str | float], ...]) -> bool:
+    """The replaced rule is one comparison (`days > 50`) and every bound the question states on its
+    number compares the other way ("lasted no more than 50 days" among the long ones): the number
+    bounds another clause, it does not ask for the replaced rule."""
+    if len(shape) != 3 or [k for k, _ in shape] != ["col", "op", "num"]:
+        return False
+    op, number = shape[1][1], shape[2][1]
+    stated = [r for c in extract.clauses(question) for r in extract.comparisons(c) if r.value == number]
+    text = re.sub(r"\b(?:task|turn|step)\s+\d+", " ", question.replace(",", ""), flags=re.IGNORECASE)
+    mentions = sum(1 for n in re.findall(r"\d+(?:\.\d+)?", text) if float(n) == number)
+    return bool(stated) and len(stated) == mentions and all(r.op != op for r in stated)
 
 
 def _numbers(question: str) -> set[float]:

@@ -399,14 +399,19 @@ class SemanticVerifier:
         if self.config.carried_scopes:
             self._carried(question, sem, tables, later, plan)
         current = [r for c in clauses(question) for r in current_rule_flags(c, self.vocab, tables)]
-        self._flag_frames(sem, plan, current)
+        self._flag_frames(sem, plan, current, RequirementBinder(sem, self.vocab, later))
         return plan
 
-    def _flag_frames(self, sem: CodeSemantics, plan: Plan, current: list[Requirement]) -> None:
+    def _flag_frames(
+        self, sem: CodeSemantics, plan: Plan, current: list[Requirement], binder: RequirementBinder
+    ) -> None:
         """A scope of flagged rows ("among the strong wines") that the code never tests, because it
         never reads the flag: the frames its reported values are computed from must then hold only
         flagged rows (code that restates the rule keeps only those). A probe item when every such
-        frame holding the flag column also holds unflagged rows (`strong_wines = wine`)."""
+        frame holding the flag column also holds unflagged rows (`strong_wines = wine`). A SQL
+        statement behind a reported value is checked on its own kept rows (`... FROM kept` where
+        `kept` has the flag column)."""
+        self._flag_queries(sem, plan, binder, current)
         texts = [t for f, t in sem.fields.items() if f != "answer_type"]
         frames = list(
             dict.fromkeys(
@@ -435,6 +440,35 @@ class SemanticVerifier:
                 f"{'without' if flagged else 'with'} {column}"
             )
             _add_item(plan, req, "flag_frames", code, frames, "missing")
+
+    def _flag_queries(
+        self, sem: CodeSemantics, plan: Plan, binder: RequirementBinder, current: list[Requirement]
+    ) -> None:
+        """SQL statements behind a reported value that read a table holding the flag of an untested
+        flag scope, or of the rule in force against a withdrawn one, and do not test it themselves:
+        each one's kept rows must all be flagged (or, for the withdrawn rule's rows, none)."""
+        unread = [r for r in plan.unverified if r.flag_scope and len(r.columns) == 1]
+        for req in unread + [r for r in current if all(r.columns != u.columns for u in unread)]:
+            column = req.columns[0]
+            sites = [
+                (sel, site)
+                for sel in sem.selections
+                if sel.language == "sql"
+                and carried.feeds_answer(sel, sem)
+                and column in binder.columns_of(sel)
+                and not any(
+                    (c.column or "").lower() == column.lower() or column in c.columns for c in sel.conditions
+                )
+                and (site := binder.row_site(sel, req, column)) is not None
+            ]
+            if not sites:
+                continue
+            plan.requirements.append(req)
+            plan.notes.append(
+                f"{req.describe()}: {len(sites)} query(ies) behind the answer never test {column}"
+            )
+            for sel, (code, _) in sites:
+                _add_item(plan, req, "kept_rows", code, binder.variables(sel), "missing")
 
     def _through_code(self, question: str, tables: list[str], binder: RequirementBinder, plan: Plan) -> None:
         """Bounds and statistics bound through the code where the words name no column."""

@@ -189,12 +189,26 @@ def matches_token(column_token: str, word: str) -> bool:
     return _matches(column_token, [word])
 
 
+def initials_of(token: str, raw: list[str]) -> bool:
+    """`pm` for "prime minister": a short column name (2-4 letters) spelled by the first letters of
+    as many consecutive words of the phrase, each of at least three letters."""
+    n = len(token)
+    if not (2 <= n <= 4 and token.isalpha()):
+        return False
+    return any(
+        all(len(w) >= 3 for w in raw[i : i + n]) and "".join(w[0] for w in raw[i : i + n]) == token
+        for i in range(len(raw) - n + 1)
+    )
+
+
 def _matches(token: str, phrase: list[str], raw: list[str] | None = None) -> bool:
     raw = raw or phrase  # "GDP per capita" -> "percapita" also counts for `gdpPercap`
     joined = ["".join(raw[i : i + 2]) for i in range(len(raw) - 1)]
     full = LEXICON.abbreviations.get(token)
     if full is not None and any(w == full or (len(w) >= 4 and full.startswith(w)) for w in phrase):
         return True  # `yr` for "year", `qtr` for "quarter"
+    if initials_of(token, raw):
+        return True  # `pm` for "prime minister"
     single = words(token)  # a plural column word (`warm_days`) matches as the text's words are stemmed
     for w in phrase + joined:
         if (

@@ -139,16 +139,21 @@ def test_a_frame_check_needs_every_frame_behind_the_answer_to_hold_unflagged_row
     [
         ("Which orders are pricey under the restored rule but were not under the dropped one?", "pricey"),
         ("Which orders are pricey under the current rule but were not under the old one", "pricey"),
-        ("Which orders were pricey under the old rule but are not under the current one?", None),
+        # the rule named first is the withdrawn one, whatever the tense: its rows are unflagged now
+        ("Which orders were pricey under the old rule but are not under the current one?", "!pricey"),
         ("Which orders are pricey under the restored rule?", None),  # no contrast
-        # the rule named is the withdrawn one, whatever the tense
-        ("Which orders were pricey under the 150 rule we dropped but are not under the new one?", None),
-        ("Which orders are pricey under the 150 rule we dropped but were not under the new one?", None),
+        ("Which orders were pricey under the 150 rule we dropped but are not under the new one?", "!pricey"),
+        ("Which orders are pricey under the 150 rule we dropped but were not under the new one?", "!pricey"),
+        ("Orders pricey only under the rule we withdrew, not under the 150 line", "!pricey"),
+        (
+            "Which orders were pricey under the 150 rule but are not under the new one?",
+            None,
+        ),  # no rule withdrawn
     ],
 )
 def test_rows_flagged_under_the_rule_in_force_but_not_under_another(clause: str, column: str | None) -> None:
     reqs = current_rule_flags(clause, VOCAB, ["orders"])
-    assert [r.columns[0] for r in reqs] == ([column] if column else [])
+    assert [("!" if r.exclude else "") + r.columns[0] for r in reqs] == ([column] if column else [])
 
 
 @pytest.mark.parametrize(
@@ -196,3 +201,10 @@ def test_the_rows_the_old_rule_flagged_alone_hold_no_flagged_row(mask: str, foun
     )
     question = "Which orders did the withdrawn rating rule call pricey that the 150 line does not? How many, and their mean price?"
     assert bool(session.turn(question, code)) is found
+
+
+def test_the_withdrawn_rule_named_by_another_noun() -> None:
+    clause = "Which orders did the dropped rating yardstick call pricey while the 150 line does not?"
+    assert [(r.columns, r.exclude) for r in current_rule_flags(clause, VOCAB, ["orders"])] == [
+        (["pricey"], True)
+    ]

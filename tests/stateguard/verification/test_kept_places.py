@@ -215,3 +215,48 @@ def test_a_frame_made_from_a_list_is_that_list() -> None:
     assert aliases("Make a frame `pms` (pm, from_yr) from that list and attach the prime minister.") == {
         "list": "pms"
     }
+
+
+@pytest.mark.parametrize(
+    ("clause", "noun"),
+    [
+        ("How many bands on the list hold no long strike", "bands"),
+        ("and how many eras on the list have no low-water kept year", "eras"),
+        ("how many segments of the tier sheet got no customer", "segments"),
+        ("How many regions hold none of the file's states", "regions"),
+        ("How many phases have no year in the file", "phases"),
+        ("For every region, the states it holds (0 for a region with none)", "region"),
+        ("For each band, how many students fall in it (0 if none)", "band"),
+        ("Phase by phase, the years in it (a phase with no years shows 0 years)", "phase"),
+    ],
+)
+def test_counting_the_entries_of_a_place_that_have_none_keeps_them(clause: str, noun: str) -> None:
+    (req,) = joins(clause)
+    assert req.how == "left" and req.subject[0] == noun and "have" not in req.subject
+
+
+def test_counting_entries_of_a_place_without_none_is_no_kept_side() -> None:
+    assert joins("How many bands on the list are there") == []
+    assert joins("For each band, how many students fall in it (0 for a student with none)") == []
+    assert joins("how many bands are empty") == []
+
+
+@pytest.mark.parametrize(
+    ("code", "found"),
+    [
+        ("tiers.merge(_n, on='segment', how='left')", False),
+        ("_n.merge(tiers, on='segment', how='left')", True),  # keeps the counted segments only
+    ],
+)
+def test_the_entries_with_none_are_counted_on_the_whole_place(code: str, found: bool) -> None:
+    session = Session()
+    assert session.ws.run_cell(TIERS).ok
+    cell = (
+        "import json\n"
+        "_n = customers.groupby('segment').size().rename('n').reset_index()\n"
+        f"_table = {code}.fillna({{'n': 0}})\n"
+        "result = {'n_empty': int((_table['n'] == 0).sum())}\n"
+        "print(json.dumps(result))"
+    )
+    question = "How many segments of the tier sheet have no customer?"
+    assert bool(session.turn(question, cell)) is found

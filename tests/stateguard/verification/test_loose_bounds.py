@@ -247,3 +247,19 @@ def test_a_bound_on_rows_the_sentence_then_sets_aside_is_not_bound_through_the_c
     )
     assert session.turn(question, code) == []
     assert not any("bound through the code" in n for n in session.verifier.last.notes)
+
+
+@pytest.mark.parametrize(("cond", "found"), [("rating <= 3", False), ("rating < 3", True)])
+def test_a_bound_inside_a_query_string_is_probed_on_the_frame(cond: str, found: bool) -> None:
+    """`orders.query("rating < 3")` for "scored 3 or less": the name inside the string is the
+    frame's column, so the probe reads `orders["rating"]` (a bare `rating` is no Python name)."""
+    session = Session()
+    code = (
+        "import json\n"
+        f'low = orders.query("{cond}")\n'
+        "result = {'n_low': int(len(low))}\n"
+        "print(json.dumps(result))"
+    )
+    findings = session.turn("How many orders scored 3 or less?", code)
+    assert bool(findings) is found
+    assert all("error" not in str(o) for o in session.verifier.last.outcomes.values())

@@ -57,3 +57,28 @@ def test_a_sql_alias_naming_another_statistic_is_re_run_as_named() -> None:
     plan_notes = " ".join(session.verifier.last.notes)
     assert "names it `median_rating` but computes mean" in plan_notes
     assert "no finding without a changed answer" in plan_notes
+
+
+def test_a_value_read_from_a_fetched_row_is_named_by_its_field() -> None:
+    """`_row = con.execute("SELECT COUNT(*), AVG(price), AVG(price) ...").fetchone()`, then
+    `"median_price": _row[2]`: the row's third value is named median."""
+    sem = inspect_code(
+        "_row = con.execute('SELECT COUNT(*), AVG(price), AVG(price) FROM o').fetchone()\n"
+        'result = {"n": _row[0], "mean_price": _row[1], "median_price": _row[2]}'
+    )
+    asked = named_statistics("How many orders, and the mean and the median price?", sem)
+    assert [(r.function, r.fields, agg.position) for r, _, agg in asked] == [("median", ["median_price"], 2)]
+
+
+def test_a_total_computed_as_a_mean_is_named_by_its_field() -> None:
+    sem = inspect_code(
+        "_total = con.execute('SELECT AVG(price) FROM o WHERE rating > 3').fetchone()[0]\n"
+        'result = {"total_price_rated": _total}'
+    )
+    asked = named_statistics("What is the total price of the orders rated above 3?", sem)
+    assert [(r.function, r.fields) for r, _, _ in asked] == [("sum", ["total_price_rated"])]
+    # a name of two statistics ("mean_total") states none
+    sem = inspect_code(
+        "_t = con.execute('SELECT AVG(price) FROM o').fetchone()[0]\nresult = {'mean_total_price': _t}"
+    )
+    assert named_statistics("the mean total price", sem) == []

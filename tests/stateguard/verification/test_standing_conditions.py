@@ -140,3 +140,57 @@ def test_a_line_that_tests_the_scope_column_on_the_parent_is_left_alone() -> Non
         "m = shop['price'].median()\n",
     )
     assert standing.own_edit(scope, [cell.replace("m = orders", "m = shop")]) is None
+
+
+OWN_SQL = (
+    "Garden orders are sold by a partner: set them aside from here on and keep the rest of `o` as `shop`. "
+    "How many orders remain, and how many of them cost more than 100?"
+)
+
+
+@pytest.mark.parametrize(("table", "found"), [("shop", False), ("o", True)])
+def test_the_turn_that_keeps_the_scope_in_a_table_and_reads_the_parent_again(
+    tmp_path: Path, table: str, found: bool
+) -> None:
+    """`CREATE TABLE shop AS SELECT * FROM o WHERE ...`, then a subquery that counts on `o`."""
+    session, ws = _sandboxed(tmp_path)
+    code = (
+        "import json\n"
+        "con.execute(\"CREATE OR REPLACE TABLE shop AS SELECT * FROM o WHERE category <> 'garden'\")\n"
+        f'_row = con.execute("SELECT COUNT(*), (SELECT COUNT(*) FROM {table} WHERE price > 100) FROM shop").fetchone()\n'
+        "print(json.dumps({'n_shop': _row[0], 'n_over_100': _row[1]}))"
+    )
+    with ws:
+        findings = session.turn(OWN_SQL, code)
+    assert bool(findings) is found
+    if found:
+        assert "this turn set aside" in findings[0].reason
+
+
+def test_a_sql_line_that_tests_the_scope_column_on_the_parent_is_left_alone() -> None:
+    scope = standing.Scope(None, "o", "shop", True, columns=("category",))
+    cell = (
+        'con.execute("CREATE TABLE shop AS\n'
+        "SELECT * FROM o WHERE category <> 'garden'\")\n"
+        "_out = con.execute(\"SELECT COUNT(*) FROM o WHERE category = 'garden'\").fetchone()[0]\n"
+        "_m = con.execute('SELECT MEDIAN(price) FROM o').fetchone()[0]\n"
+    )
+    assert standing.own_edit(scope, [cell]) == (
+        "_m = con.execute('SELECT MEDIAN(price) FROM o').fetchone()[0]\n",
+        "_m = con.execute('SELECT MEDIAN(price) FROM shop').fetchone()[0]\n",
+    )
+    assert standing.own_edit(scope, [cell.replace("FROM o').", "FROM shop').")]) is None
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        "leave garden orders out from now until we finish",
+        "work with the other orders in every question that follows",
+        "for the remainder of the analysis keep them out",
+        "from here onwards drop them",
+    ],
+)
+def test_more_words_set_a_scope_for_the_rest_of_the_analysis(words: str) -> None:
+    assert standing._STANDING.search(words)
+    assert not standing._STANDING.search("leave garden orders out for this question")
