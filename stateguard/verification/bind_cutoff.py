@@ -74,13 +74,17 @@ def stated(req: Requirement, negated: bool) -> Requirement:
     return req.model_copy(update={"op": MIRROR[req.op], "value": -req.value})
 
 
+def live_lhs(lhs: str, query: bool, frame: str) -> str:
+    """`lhs` as Python evaluates it on the live values: a name inside a pandas `query` string is the
+    column of the `frame` queried (`short["days"]` for `days`)."""
+    if query and lhs.isidentifier() and frame.isidentifier():
+        return f"{frame}[{lhs!r}]"
+    return lhs
+
+
 def lhs_probe(cond: Condition, req: Requirement, scale: float, frame: str = "") -> str:
-    """The code's comparison and the stated one evaluated on the same live values (a name inside a
-    pandas `query` string is the column of the `frame` queried)."""
-    lhs = cond.lhs
-    if cond.clause == "query" and lhs.isidentifier() and frame.isidentifier():
-        lhs = f"{frame}[{lhs!r}]"
-    return written_probe(lhs, cond.op, cond.value, req, scale)
+    """The code's comparison and the stated one evaluated on the same live values."""
+    return written_probe(live_lhs(cond.lhs, cond.clause == "query", frame), cond.op, cond.value, req, scale)
 
 
 def written_probe(lhs: str, op: str, value: object, req: Requirement, scale: float) -> str:

@@ -70,13 +70,6 @@ class Site:
     span: tuple[int, int] | None
     query: bool = False  # a pandas `query("days <= 7")` string: its names are the frame's columns
 
-    @property
-    def value_lhs(self) -> str:
-        """`lhs` as Python evaluates it on the live values (`short["days"]` for `days` in a query)."""
-        if self.query and self.lhs.isidentifier() and self.sel.frame.isidentifier():
-            return f"{self.sel.frame}[{self.lhs!r}]"
-        return self.lhs
-
     def key(self) -> tuple[int, str]:
         return (id(self.sel), self.text if self.span is None else f"{self.span}")
 
@@ -211,7 +204,8 @@ def bind_loose(b: Binder, question: str, loose: list[Requirement], plan: Plan) -
             edit = probes.SpanEdit(
                 kind="text", before=site.text, after=probes.pandas_predicate(req, site.lhs, scale)
             )
-            code = bind_cutoff.written_probe(site.value_lhs, site.op, site.value, req, scale)
+            lhs = bind_cutoff.live_lhs(site.lhs, site.query, site.sel.frame)
+            code = bind_cutoff.written_probe(lhs, site.op, site.value, req, scale)
         else:
             if not b.con or site.span is None:
                 continue

@@ -77,10 +77,11 @@ def _safe(stmts: list[ast.stmt], keep: str | None = None) -> bool:
     """No statement reads a name that it, or a later statement, changes before an earlier one of
     these statements has bound it anew: running them twice reads the same inputs. With `keep` (the
     connection a SQL edit wraps), no statement may bind that name either."""
+    writes = [_writes(s) for s in stmts]
     bound: set[str] = set()
     for i, stmt in enumerate(stmts):
         inputs = _reads(stmt) - bound
-        if any(inputs & _writes(later) for later in stmts[i:]) or (keep and keep in _writes(stmt)):
+        if any(inputs & later for later in writes[i:]) or (keep and keep in writes[i]):
             return False
         bound |= {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     return True

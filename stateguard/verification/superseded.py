@@ -364,15 +364,19 @@ def _bound_elsewhere(question: str, shape: tuple[tuple[str, str | float], ...]) 
         return False
     op, number = shape[1][1], shape[2][1]
     stated = [r for c in extract.clauses(question) for r in extract.comparisons(c) if r.value == number]
-    text = re.sub(r"\b(?:task|turn|step)\s+\d+", " ", question.replace(",", ""), flags=re.IGNORECASE)
-    mentions = sum(1 for n in re.findall(r"\d+(?:\.\d+)?", text) if float(n) == number)
+    mentions = _mentions(question).count(float(number))
     return bool(stated) and len(stated) == mentions and all(r.op != op for r in stated)
+
+
+def _mentions(question: str) -> list[float]:
+    """Every number the question writes, in order, references to other turns ("As in Task 2") aside."""
+    text = re.sub(r"\b(?:task|turn|step)\s+\d+", " ", question.replace(",", ""), flags=re.IGNORECASE)
+    return [float(n) for n in re.findall(r"\d+(?:\.\d+)?", text)]
 
 
 def _numbers(question: str) -> set[float]:
     """The numbers a question states, references to other turns ("As in Task 2") aside."""
-    text = re.sub(r"\b(?:task|turn|step)\s+\d+", " ", question.replace(",", ""), flags=re.IGNORECASE)
-    return {float(n) for n in re.findall(r"\d+(?:\.\d+)?", text)}
+    return set(_mentions(question))
 
 
 def _retarget(text: str, holder: str, to: str) -> str:

@@ -36,7 +36,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from stateguard.answers import last_json
-from stateguard.inspection.code_model import CodeSemantics
+from stateguard.inspection.code_model import CodeSemantics, Selection
 from stateguard.observation import ManagerObservation, WorkerStep
 from stateguard.verification import bind_loose, carried, named_stats, probes, regrouped, standing, superseded
 from stateguard.verification.bind import RequirementBinder, bind
@@ -423,8 +423,7 @@ class SemanticVerifier:
         )
         if not frames:
             return
-        unread = [r for r in plan.unverified if r.flag_scope and len(r.columns) == 1]
-        for req in unread + [r for r in current if all(r.columns != u.columns for u in unread)]:
+        for req in _flag_requirements(plan, current):
             if req not in plan.requirements:
                 plan.requirements.append(req)
             column = req.columns[0]
@@ -447,8 +446,7 @@ class SemanticVerifier:
         """SQL statements behind a reported value that read a table holding the flag of an untested
         flag scope, or of the rule in force against a withdrawn one, and do not test it themselves:
         each one's kept rows must all be flagged (or, for the withdrawn rule's rows, none)."""
-        unread = [r for r in plan.unverified if r.flag_scope and len(r.columns) == 1]
-        for req in unread + [r for r in current if all(r.columns != u.columns for u in unread)]:
+        for req in _flag_requirements(plan, current):
             column = req.columns[0]
             sites = [
                 (sel, site)
@@ -456,9 +454,7 @@ class SemanticVerifier:
                 if sel.language == "sql"
                 and carried.feeds_answer(sel, sem)
                 and column in binder.columns_of(sel)
-                and not any(
-                    (c.column or "").lower() == column.lower() or column in c.columns for c in sel.conditions
-                )
+                and not _tests(sel, column)
                 and (site := binder.row_site(sel, req, column)) is not None
             ]
             if not sites:
@@ -495,9 +491,7 @@ class SemanticVerifier:
             for sel in sem.selections:
                 if sel.flag or not carried.feeds_answer(sel, sem) or column not in binder.columns_of(sel):
                     continue
-                if any(
-                    (c.column or "").lower() == column.lower() or column in c.columns for c in sel.conditions
-                ):
+                if _tests(sel, column):
                     continue
                 site = binder.row_site(sel, req, column)
                 if site:
@@ -709,6 +703,18 @@ def _is_empty(value: Any) -> bool:
 _PAST_RULE = re.compile(
     r"\(\s*(?:until now|up to now|so far|previously|formerly|before this turn)\b[^)]*\)", re.IGNORECASE
 )
+
+
+def _flag_requirements(plan: Plan, current: list[Requirement]) -> list[Requirement]:
+    """Flag scopes the code never tests (left unverified by the binding), then the rule-in-force
+    scopes (`current_rule_flags`) on another flag column."""
+    unread = [r for r in plan.unverified if r.flag_scope and len(r.columns) == 1]
+    return unread + [r for r in current if all(r.columns != u.columns for u in unread)]
+
+
+def _tests(sel: Selection, column: str) -> bool:
+    """The statement has a row condition on `column` (the ordinary scope check covers it)."""
+    return any((c.column or "").lower() == column.lower() or column in c.columns for c in sel.conditions)
 
 
 def _flag_read_by_code(req: Requirement, code: str) -> bool:
