@@ -61,6 +61,19 @@ _BETWEEN = re.compile(
     r"\bbetween\s+" + _NUM + r"\s+and\s+(?P<num2>-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?)",
     re.IGNORECASE,
 )
+# A range written with its ends said to count ("from 3.0 to 3.5 inclusive", "in the range $32,000 to
+# $38,000, ends included", "3 through 7"): the same two bounds as "between"; "from 1990 to 2000" alone
+# (a span of time, or a change from one value to another) is not read.
+_AMOUNT = r"\$?(?:-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?)"
+_ENDS_IN = r"(?:\s*,?\s*(?:\(?(?:inclusive(?:ly)?|(?:both\s+|the\s+)?ends\s+included|(?:with\s+)?both\s+ends\s+(?:included|counted))\)?))"
+_RANGE = re.compile(
+    r"\b(?:(?:lies?|lying|falls?|falling)\s+)?(?:(?:with)?in\s+the\s+range\s+(?:of\s+)?(?:from\s+)?"
+    r"(?P<a1>" + _AMOUNT + r")\s*(?:to|through|-|–|and)\s*(?P<b1>" + _AMOUNT + r")" + _ENDS_IN + r"?"
+    r"|(?:from\s+)?(?P<a2>" + _AMOUNT + r")\s*(?:to|through|-|–)\s*(?P<b2>" + _AMOUNT + r")" + _ENDS_IN
+    + r"|from\s+(?P<a3>" + _AMOUNT + r")\s+through\s+(?P<b3>" + _AMOUNT + r"))"
+    r"(?P<pct>\s*(?:%|percent\b))?",
+    re.IGNORECASE,
+)
 _YEAR_IN = re.compile(
     r"\b(?:in|during)\s+(?:the\s+year\s+)?(?P<year>1[89]\d\d|20\d\d)\b"
     r"(?!\s*(?:to|-|–|and)\s*\d|\s+(?:or|and)\s+(?:later|earlier|after|before)\b)",
@@ -410,6 +423,24 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
             Requirement(
                 kind=Kind.COMPARISON,
                 text=m.group(0),
+                source=source,
+                op=">=",
+                value=low,
+                upper=high,
+                percent=bool(m.group("pct")),
+                subject=_subject_before(clause, m.start()),
+            )
+        )
+        taken.append(m.span())
+    for m in _RANGE.finditer(clause):
+        if any(a <= m.start() < b for a, b in taken) or _in_quotes(clause, m.start()):
+            continue
+        ends = [m.group(f"{e}{i}") for i in "123" for e in "ab" if m.group(f"a{i}")]
+        low, high = sorted(_number(e.lstrip("$")) for e in ends)
+        out.append(
+            Requirement(
+                kind=Kind.COMPARISON,
+                text=m.group(0).strip(),
                 source=source,
                 op=">=",
                 value=low,

@@ -485,6 +485,9 @@ class SemanticVerifier:
         binder = RequirementBinder(sem, self.vocab, later)
         wide = carried.carried_scopes(question, self.vocab, tables)
         wide += carried.instruction_scopes(question, self.vocab, tables)
+        for bound in carried.carried_bounds(question):
+            if column := carried.bound_column(bound, sem):  # the code's one column tested that way
+                wide.append(bound.model_copy(update={"columns": [column]}))
         for req in wide:
             column = req.columns[0]
             sites = []
@@ -492,6 +495,11 @@ class SemanticVerifier:
                 if sel.flag or not carried.feeds_answer(sel, sem) or column not in binder.columns_of(sel):
                     continue
                 if _tests(sel, column):
+                    continue
+                frame = carried.counted_frame(sel)
+                if frame and column in self.vocab.tables.get(frame.lower(), {}):
+                    predicate = probes.pandas_predicate(req, f"_f[{column!r}]")
+                    sites.append((sel, (probes.frame_rows_probe(frame, predicate), False)))
                     continue
                 site = binder.row_site(sel, req, column)
                 if site:
@@ -567,7 +575,7 @@ class SemanticVerifier:
         """Probe items for scopes set for the rest of the analysis by a condition on a table's rows
         (an earlier turn's, or this turn's own instruction) that a statement behind a reported value
         leaves out (`standing.read_without`); the answer gate must then see the answer change."""
-        own = standing.StandingScopes()
+        own = standing.StandingScopes(self.scopes.lineage)
         own.record(None, said, code, sem)
         for scope in own.scopes:
             probe = standing.probe(scope, sem.connection)
