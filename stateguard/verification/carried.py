@@ -84,7 +84,9 @@ def counted_frame(sel: Selection) -> str | None:
     fields; None when its tests read several frames or none by name."""
     if sel.language != "pandas" or sel.frame or not sel.conditions:
         return None
-    bases = {m.group(1) if (m := re.match(r"\s*\(?\s*(\w+)\s*[\[.]", c.lhs or "")) else "" for c in sel.conditions}
+    bases = {
+        m.group(1) if (m := re.match(r"\s*\(?\s*(\w+)\s*[\[.]", c.lhs or "")) else "" for c in sel.conditions
+    }
     return bases.pop() if len(bases) == 1 and all(b.isidentifier() for b in bases) else None
 
 

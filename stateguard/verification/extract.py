@@ -69,8 +69,17 @@ _ENDS_IN = r"(?:\s*,?\s*(?:\(?(?:inclusive(?:ly)?|(?:both\s+|the\s+)?ends\s+incl
 _RANGE = re.compile(
     r"\b(?:(?:lies?|lying|falls?|falling)\s+)?(?:(?:with)?in\s+the\s+range\s+(?:of\s+)?(?:from\s+)?"
     r"(?P<a1>" + _AMOUNT + r")\s*(?:to|through|-|–|and)\s*(?P<b1>" + _AMOUNT + r")" + _ENDS_IN + r"?"
-    r"|(?:from\s+)?(?P<a2>" + _AMOUNT + r")\s*(?:to|through|-|–)\s*(?P<b2>" + _AMOUNT + r")" + _ENDS_IN
-    + r"|from\s+(?P<a3>" + _AMOUNT + r")\s+through\s+(?P<b3>" + _AMOUNT + r"))"
+    r"|(?:from\s+)?(?P<a2>"
+    + _AMOUNT
+    + r")\s*(?:to|through|-|–)\s*(?P<b2>"
+    + _AMOUNT
+    + r")"
+    + _ENDS_IN
+    + r"|from\s+(?P<a3>"
+    + _AMOUNT
+    + r")\s+through\s+(?P<b3>"
+    + _AMOUNT
+    + r"))"
     r"(?P<pct>\s*(?:%|percent\b))?",
     re.IGNORECASE,
 )

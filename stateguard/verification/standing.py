@@ -37,9 +37,9 @@ _STANDING = re.compile(
     r"henceforth|in\s+(?:all|every)\s+(?:later|following|remaining)\s+\w+|from\s+this\s+(?:turn|step|question)\s+on|"
     r"(?:in|for|across|through)\s+(?:all\s+|every\s+|each\s+)?(?:of\s+)?(?:the\s+)?(?:later|following|remaining|subsequent|coming)\s+"
     r"(?:questions?|turns?|steps?|parts?|analys[ie]s|work|tasks?)|going\s+forward|for\s+good|in\s+what\s+follows|"
-    r"(?:through|till|to)\s+the\s+(?:very\s+)?end\b(?!\s+of\b)|"
+    r"(?:through|till|to)\s+the\s+(?:very\s+)?end(?:\s+of\s+(?:this|the|our)\s+(?:analysis|work|session|task|study|report|project))?(?!\s+of\b)|"
     r"from\s+now\s+(?:until|till|to)\b|(?:in|for)\s+(?:all|every|each)\s+\w+\s+that\s+follows?|"
-    r"(?:in|for)\s+(?:everything|all)\s+that\s+follows|until\s+(?:we\s+(?:finish|are\s+done)|the\s+end(?!\s+of\b)))\b",
+    r"(?:in|for)\s+(?:everything|all)\s+that\s+follows|until\s+(?:we\s+(?:finish|are\s+done)|the\s+(?:very\s+)?end(?:\s+of\s+(?:this|the|our)\s+(?:analysis|work|session|task|study|report|project))?(?!\s+of\b)))\b",
     re.IGNORECASE,
 )
 _BACK_IN = re.compile(  # "how old are they" asks an age, it points at no old version; "do the table
@@ -194,7 +194,9 @@ class StandingScopes:
         for s in self.scopes:
             if not s.child:
                 continue  # a condition on the parent's rows: `read_without` finds the statements
-            if any(f"`{n}`" in question or _assigns(code, n) for n in (*s.sources, s.child)):
+            if any(f"`{n}`" in question for n in s.sources) or any(
+                _assigns(code, n) for n in (*s.sources, s.child)
+            ):
                 continue
             if any(_reads(code, n, s.sql) for n in s.sources) and not _reads(code, s.child, s.sql):
                 out.append(s)
@@ -287,7 +289,7 @@ def read_without(scope: Scope, question: str, code: str, sem: CodeSemantics) -> 
             continue  # a row-level table (`CREATE TABLE voters AS SELECT *, ... AS follower`): rows are
             # stored with their flags, and the scope applies where they are counted
         tested = {c.lower() for cond in sel.conditions for c in (cond.columns or [cond.column or ""])}
-        if tested & {c.lower() for c in scope.columns} or not _behind_answer(sel, sem, code):
+        if tested & {c.lower() for c in scope.columns} or not behind_answer(sel, sem, code):
             continue
         stated = sql_edit.add_condition(sel.sql, scope.condition) if sel.sql else None
         if stated:
@@ -299,7 +301,7 @@ def _sql_text(sem: CodeSemantics) -> str:
     return "\n".join(c.text for sel in sem.selections if sel.language == "sql" for c in sel.conditions)
 
 
-def _behind_answer(sel: Selection, sem: CodeSemantics, code: str) -> bool:
+def behind_answer(sel: Selection, sem: CodeSemantics, code: str) -> bool:
     """A reported value is computed from the statement's result, or from a table it creates; where
     the code names no reported dict (`print(json.dumps({...}))`), a result it reads again."""
     if feeds_answer(sel, sem):

@@ -38,7 +38,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from stateguard.answers import last_json
 from stateguard.inspection.code_model import CodeSemantics, Selection
 from stateguard.observation import ManagerObservation, WorkerStep
-from stateguard.verification import bind_loose, carried, named_stats, probes, regrouped, standing, superseded
+from stateguard.verification import (
+    bind_loose,
+    carried,
+    named_stats,
+    probes,
+    regrouped,
+    split_groups,
+    standing,
+    superseded,
+)
 from stateguard.verification.bind import RequirementBinder, bind
 from stateguard.verification.binder import Plan, reason
 from stateguard.verification.definitions import Definitions
@@ -111,6 +120,12 @@ class SemanticConfig(BaseModel):
         default=True,
         description="A value the code names one statistic (`AVG(age) AS median_age`) computed as another, "
         "when the question asks for the named one (`named_stats.py`); a finding needs a changed answer.",
+    )
+    split_groups: bool = Field(
+        default=True,
+        description="A query behind a reported value grouped by a key it does not report, where that key "
+        "splits the reported groups (`split_groups.py`): the query without it must give other rows and "
+        "the answer gate a changed answer.",
     )
     subset_counts: bool = Field(
         default=True,
@@ -398,6 +413,8 @@ class SemanticVerifier:
             self._standing_conditions(f"{question}\n{_own_context(turn)}", code, sem, plan)
         if self.config.carried_scopes:
             self._carried(question, sem, tables, later, plan)
+        if self.config.split_groups:
+            self._split_groups(code, sem, later, plan)
         current = [r for c in clauses(question) for r in current_rule_flags(c, self.vocab, tables)]
         self._flag_frames(sem, plan, current, RequirementBinder(sem, self.vocab, later))
         return plan
@@ -514,6 +531,27 @@ class SemanticVerifier:
             for sel, (code, _) in sites:  # each statement on its own: any one with other rows breaks it
                 # probed at verification, never attached: a scope item of the same words may be already
                 _add_item(plan, req, "kept_rows", code, binder.variables(sel), "missing")
+
+    def _split_groups(self, code: str, sem: CodeSemantics, later: frozenset[str], plan: Plan) -> None:
+        """Re-run items for queries behind a reported value grouped by a key they do not report
+        (`split_groups.py`); the answer gate must then see the answer change."""
+        binder = RequirementBinder(sem, self.vocab, later)
+        for sel in sem.selections:
+            if sel.language != "sql" or not sel.sql or not standing.behind_answer(sel, sem, code):
+                continue
+            target = (sel.target or "").lower()
+            if target and any(
+                target in (s.lower() for s in o.sources) for o in sem.selections if o is not sel
+            ):
+                continue  # grouped again by a later statement: a two-step aggregation
+            keys = split_groups.hidden_keys(sel.sql)
+            fixed = split_groups.without_keys(sel.sql, keys[1]) if keys else None
+            if keys is None or fixed is None:
+                continue
+            req = split_groups.requirement(*keys)
+            plan.requirements.append(req)
+            plan.notes.append(f"{req.describe()}: the query groups by {', '.join(keys[1])} as well")
+            binder.add_rerun(req, sel, fixed, "grouping", plan, needs_changed=True)
 
     def _restated(self, question: str, code: str, sem: CodeSemantics, plan: Plan) -> None:
         """Probe items for flags the run redefined that this turn's code writes out in a replaced

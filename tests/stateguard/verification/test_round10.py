@@ -1,0 +1,231 @@
+"""The tenth round: ranges whose ends are said to count, a standing scope read around through a
+table its parent was cut from, a bound carried into a count "of those", and a query grouped by a
+key it never reports that splits the groups it does report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stateguard.inspection.inspect import inspect_code
+from stateguard.sandbox import SandboxLimits, SandboxWorkspace
+from stateguard.verification import carried, split_groups, standing
+from stateguard.verification.extract import comparisons
+from tests.stateguard.verification.conftest import DUCKDB_ORDERS, SETUP, Session, session_with
+
+
+def _sandboxed(tmp_path: Path, *cells: str) -> tuple[Session, SandboxWorkspace]:
+    limits = SandboxLimits(cpu_seconds_per_cell=60, wall_seconds_per_cell=90, memory_mb=2048)
+    ws = SandboxWorkspace(None, tmp_path / "scratch", tmp_path / "ckpt", limits)
+    session = Session()
+    session.ws = ws  # type: ignore[assignment]
+    for cell in (SETUP, DUCKDB_ORDERS, *cells):
+        assert ws.run_cell(cell).ok
+    return session, ws
+
+
+# -- ranges -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("clause", "subject", "low", "high"),
+    [
+        ("count those whose rating is from 3.0 to 3.5 inclusive", ["rating"], 3.0, 3.5),
+        ("orders whose price lies in the range $50 to $120, ends included", ["price"], 50.0, 120.0),
+        ("with a price in the range of 1,000 to 2,500", ["price"], 1000.0, 2500.0),
+        ("a rating of 2 to 4, both ends included", ["rating"], 2.0, 4.0),
+    ],
+)
+def test_a_range_whose_ends_are_said_to_count_is_two_bounds(
+    clause: str, subject: list[str], low: float, high: float
+) -> None:
+    (req,) = comparisons(clause)
+    assert (req.subject, req.op, req.value, req.upper) == (subject, ">=", low, high)
+
+
+@pytest.mark.parametrize(
+    "clause",
+    [
+        "How many orders from 1990 to 2000 were rated?",
+        "the price went from 10 to 20",
+        "the years 1990 to 2000",
+    ],
+)
+def test_a_span_without_its_ends_said_to_count_is_not_read(clause: str) -> None:
+    assert comparisons(clause) == []
+
+
+def test_a_range_counted_with_between_is_a_condition_of_the_code() -> None:
+    sem = inspect_code("n = int(kept['rating'].between(3.0, 3.5).sum())")
+    assert [(c.column, c.op, c.value) for s in sem.selections for c in s.conditions] == [
+        ("rating", ">=", 3.0),
+        ("rating", "<=", 3.5),
+    ]
+
+
+def test_a_counted_range_in_the_kept_frame_is_no_missing_filter() -> None:
+    session = session_with()
+    question = (
+        "Leave out orders rated under 2 and call the rest `kept`. How many orders are in `kept`, and "
+        "count those whose rating is from 3.0 to 3.5 inclusive."
+    )
+    code = (
+        "import json\nkept = orders[orders['rating'] >= 2]\n"
+        "print(json.dumps({'n': len(kept), 'n_mid': int(kept['rating'].between(3.0, 3.5).sum())}))"
+    )
+    assert session.turn(question, code) == []
+
+
+# -- standing scopes through a parent's own source ----------------------------------------------
+
+
+def test_lineage_follows_tables_cut_from_one_another() -> None:
+    scopes = standing.StandingScopes()
+    scopes.record(
+        1,
+        "Flag the pricey orders.",
+        'con.execute("CREATE TABLE f AS SELECT *, price > 100 AS pricey FROM o")',
+        inspect_code('con.execute("CREATE TABLE f AS SELECT *, price > 100 AS pricey FROM o")'),
+    )
+    code = "con.execute(\"CREATE TABLE shop AS SELECT * FROM f WHERE category <> 'garden'\")"
+    scopes.record(
+        2, "Set garden orders aside from now on, keeping the rest in `shop`.", code, inspect_code(code)
+    )
+    assert scopes.ancestors("shop") == ("f", "o")
+    (scope,) = [s for s in scopes.scopes if s.child]
+    assert (scope.parent, scope.child, scope.ancestors) == ("f", "shop", ("o",))
+    # a table rebuilt by aggregation is no longer a cut of anything
+    code = 'con.execute("CREATE OR REPLACE TABLE f AS SELECT region, COUNT(*) AS n FROM o GROUP BY region")'
+    scopes.record(3, "Count per region.", code, inspect_code(code))
+    assert scopes.ancestors("f") == ()
+
+
+OWN = (
+    "Garden orders are sold by a partner: set them aside until we finish and keep the other rows of "
+    "`flagged` as `shop`. How many orders remain, and how many of them cost more than 100?"
+)
+
+
+@pytest.mark.parametrize(("table", "found"), [("shop", False), ("o", True)])
+def test_the_scope_turn_that_counts_on_the_table_its_parent_was_cut_from(
+    tmp_path: Path, table: str, found: bool
+) -> None:
+    session, ws = _sandboxed(tmp_path)
+    with ws:
+        flag = 'con.execute("CREATE OR REPLACE TABLE flagged AS SELECT *, rating >= 4 AS liked FROM o")'
+        assert session.turn("Flag the orders rated 4 or more as liked.", flag) == []
+        code = (
+            "import json\n"
+            "con.execute(\"CREATE OR REPLACE TABLE shop AS SELECT * FROM flagged WHERE category <> 'garden'\")\n"
+            f'_row = con.execute("SELECT COUNT(*), (SELECT COUNT(*) FROM {table} WHERE price > 100) FROM shop").fetchone()\n'
+            "print(json.dumps({'n_shop': _row[0], 'n_over_100': _row[1]}))"
+        )
+        findings = session.turn(OWN, code)
+    assert bool(findings) is found
+    if found:
+        assert "this turn set aside" in findings[0].reason
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        "and keep it that way for the remaining questions",
+        "going forward, drop them",
+        "leave them out for good",
+        "in what follows, use only the others",
+        "for all the following questions",
+        "exclude both until the end of this analysis",
+    ],
+)
+def test_more_words_that_set_a_scope_for_the_rest(words: str) -> None:
+    assert standing._STANDING.search(words)
+
+
+@pytest.mark.parametrize("words", ["the remaining orders", "until the end of the year", "to the end of 1990"])
+def test_words_that_set_no_standing_scope(words: str) -> None:
+    assert not standing._STANDING.search(words)
+
+
+# -- a bound carried into a count "of those" ----------------------------------------------------
+
+TWO = "How many orders cost no more than 100? And of those, how many were rated above 4?"
+
+
+def test_the_first_counts_bound_is_carried_to_the_second() -> None:
+    (bound,) = carried.carried_bounds(TWO)
+    assert (bound.op, bound.value) == ("<=", 100.0)
+    assert carried.carried_bounds("How many orders cost no more than 100? How many were rated above 4?") == []
+    sem = inspect_code("few = orders[orders['price'] <= 100]\nn = int((orders['rating'] > 4).sum())")
+    assert carried.bound_column(bound, sem) == "price"
+    both = inspect_code("a = orders[orders['price'] <= 100]\nb = orders[orders['rating'] <= 100]")
+    assert carried.bound_column(bound, both) is None  # two columns tested that way: no binding
+
+
+def test_a_count_written_into_a_field_is_counted_on_its_own_frame() -> None:
+    sem = inspect_code("result = {'n': len(few), 'k': int((orders['rating'] > 4).sum())}")
+    (sel,) = [s for s in sem.selections if s.conditions]
+    assert carried.counted_frame(sel) == "orders"
+
+
+@pytest.mark.parametrize(("frame", "found"), [("few", False), ("orders", True)])
+def test_a_count_of_those_on_every_row_is_a_finding(frame: str, found: bool) -> None:
+    session = session_with()
+    code = (
+        "import json\nfew = orders.loc[orders['price'] <= 100]\n"
+        f"result = {{'n_cheap': len(few), 'n_liked': int(({frame}['rating'] > 4).sum())}}\n"
+        "print(json.dumps(result))"
+    )
+    findings = session.turn(TWO, code)
+    assert bool(findings) is found
+    if found:
+        assert "price" in findings[0].reason
+
+
+@pytest.mark.parametrize("opening", ["In how many", "For how many"])
+def test_a_count_opened_by_a_preposition_is_a_count(opening: str) -> None:
+    question = f"{opening} orders was the rating above 4? And of those, how many cost over 100?"
+    assert carried.subset_count_fields(question, {"n": 3, "k": 5}) == ("n", "k")
+
+
+# -- a hidden group key that splits the reported groups -----------------------------------------
+
+
+def test_hidden_keys_are_those_the_select_list_does_not_show() -> None:
+    sql = (
+        "SELECT r.region, COUNT(*) AS n FROM o r GROUP BY r.region, r.category ORDER BY r.region, r.category"
+    )
+    assert split_groups.hidden_keys(sql) == (["r.region"], ["r.category"])
+    assert split_groups.without_keys(sql, ["r.category"]) == (
+        "SELECT r.region, COUNT(*) AS n FROM o AS r GROUP BY r.region ORDER BY r.region"
+    )
+    assert split_groups.hidden_keys("SELECT region AS r, COUNT(*) FROM o GROUP BY region") is None
+    assert split_groups.hidden_keys("SELECT region, COUNT(*) FROM o GROUP BY 1, 2") is None
+
+
+@pytest.mark.parametrize(
+    ("keys", "found"),
+    [
+        ("region", False),
+        ("region, region_no", False),  # one number per region: the same groups
+        ("region, category", True),  # cuts every region in three
+    ],
+)
+def test_a_key_the_query_does_not_report_that_splits_its_groups(
+    tmp_path: Path, keys: str, found: bool
+) -> None:
+    session, ws = _sandboxed(
+        tmp_path,
+        "con.execute(\"CREATE OR REPLACE TABLE o2 AS SELECT *, CASE region WHEN 'North' THEN 1 WHEN 'South' THEN 2 "
+        "WHEN 'East' THEN 3 ELSE 4 END AS region_no FROM o\")",
+    )
+    code = (
+        "import json\n"
+        f'_rows = con.execute("SELECT region, COUNT(*) FROM o2 GROUP BY {keys}").fetchall()\n'
+        "print(json.dumps({'n_by_region': {r[0]: r[1] for r in _rows}}))"
+    )
+    with ws:
+        findings = session.turn("Region by region, how many orders are there?", code)
+    assert bool(findings) is found
+    if found:
+        assert "category" in findings[0].reason and "'differ': True" in findings[0].evidence
