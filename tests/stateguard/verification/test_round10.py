@@ -229,3 +229,33 @@ def test_a_key_the_query_does_not_report_that_splits_its_groups(
     assert bool(findings) is found
     if found:
         assert "category" in findings[0].reason and "'differ': True" in findings[0].evidence
+
+
+# -- a stated number the code never tests, beside one test of a number the question never states --
+
+
+@pytest.mark.parametrize(
+    ("cut", "found"),
+    [
+        ("orders['price'] > 100", False),  # as stated
+        ("orders['price'] > 120", True),  # a nearby number on the same side
+        ("orders['price'] > 290", False),  # far off: no reading binds it
+        ("orders['price'] < 120", False),  # the other side: not this bound
+    ],
+)
+def test_a_changed_number_is_bound_by_pairing(cut: str, found: bool) -> None:
+    session = session_with()
+    code = f"import json\nhigh = orders[{cut}]\nprint(json.dumps({{'n_high': len(high)}}))"
+    findings = session.turn("How many orders carried upward of 100?", code)
+    assert bool(findings) is found
+    if found:
+        assert "threshold" in findings[0].reason and "price" in findings[0].reason
+
+
+def test_two_unstated_numbers_on_the_same_side_bind_nothing() -> None:
+    session = session_with()
+    code = (
+        "import json\nhigh = orders[(orders['price'] > 120) & (orders['rating'] > 1.5)]\n"
+        "print(json.dumps({'n_high': len(high)}))"
+    )
+    assert session.turn("How many orders carried upward of 100?", code) == []
