@@ -400,7 +400,7 @@ class SemanticVerifier:
             sem,
             self.vocab,
             later,
-            then=partial(self._through_code, question, tables),
+            then=partial(self._through_code, question, tables, _own_context(turn)),
             aliases=self.aliases,
         )
         self._span = (getattr(turn, "turn_id", None), code, sem)
@@ -483,7 +483,9 @@ class SemanticVerifier:
             for sel, (code, _) in sites:
                 _add_item(plan, req, "kept_rows", code, binder.variables(sel), "missing")
 
-    def _through_code(self, question: str, tables: list[str], binder: RequirementBinder, plan: Plan) -> None:
+    def _through_code(
+        self, question: str, tables: list[str], rule: str, binder: RequirementBinder, plan: Plan
+    ) -> None:
         """Bounds and statistics bound through the code where the words name no column."""
         if self.config.loose_bounds:
             bind_loose.bind_loose(
@@ -491,7 +493,7 @@ class SemanticVerifier:
             )
         if self.config.named_statistics:
             named_stats.bind_named(binder, question, plan)
-            named_stats.bind_only(binder, question, plan)
+            named_stats.bind_only(binder, question, plan, rule)
 
     def _carried(
         self, question: str, sem: CodeSemantics, tables: list[str], later: frozenset[str], plan: Plan

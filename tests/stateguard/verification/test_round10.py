@@ -259,3 +259,30 @@ def test_two_unstated_numbers_on_the_same_side_bind_nothing() -> None:
         "print(json.dumps({'n_high': len(high)}))"
     )
     assert session.turn("How many orders carried upward of 100?", code) == []
+
+
+# -- the statistic a turn's own rule names -------------------------------------------------------
+
+RULE = (
+    "From now on an order is pricey when it costs more than 1.2 times the median price of its own "
+    "category (the median over all orders of that category)."
+)
+
+
+@pytest.mark.parametrize(("function", "found"), [("median", False), ("mean", True)])
+def test_the_per_row_statistic_of_a_rule_stated_in_the_turns_context(function: str, found: bool) -> None:
+    session = session_with()
+    assert (
+        session.turn("How many orders are there?", "import json\nprint(json.dumps({'n': len(orders)}))") == []
+    )
+    code = (
+        "import json\n"
+        f"orders['pricey'] = orders['price'] > 1.2 * orders.groupby('category')['price'].transform('{function}')\n"
+        "print(json.dumps({'n_pricey': int(orders['pricey'].sum())}))"
+    )
+    findings = session.turn(
+        "Redefine `pricey` in `orders` that way. How many orders are pricey now?", code, own_context=RULE
+    )
+    assert bool(findings) is found
+    if found:
+        assert "median" in findings[0].reason
