@@ -40,7 +40,9 @@ from stateguard.inspection.code_model import CodeSemantics, Selection
 from stateguard.observation import ManagerObservation, WorkerStep
 from stateguard.verification import (
     bind_loose,
+    bind_shape,
     carried,
+    listed_joins,
     named_stats,
     probes,
     regrouped,
@@ -121,6 +123,12 @@ class SemanticConfig(BaseModel):
         description="A value the code names one statistic (`AVG(age) AS median_age`) computed as another, "
         "when the question asks for the named one (`named_stats.py`); a finding needs a changed answer.",
     )
+    listed_joins: bool = Field(
+        default=True,
+        description="A typed-in list joined so that an entry without a match is lost, where the code counts "
+        "or fills entries with nothing (`listed_joins.py`): the join keeping the list must give other rows "
+        "and the answer gate a changed answer.",
+    )
     split_groups: bool = Field(
         default=True,
         description="A query behind a reported value grouped by a key it does not report, where that key "
@@ -175,6 +183,7 @@ class SemanticVerifier:
         self.definitions = Definitions()
         self.flags = superseded.FlagHistory()
         self.scopes = standing.StandingScopes()
+        self.listed: set[str] = set()  # the typed-in lists of committed turns (`CodeSemantics.listed`)
         self.groupings = regrouped.GroupingHistory()
         self._span: tuple[Any, str, CodeSemantics] | None = None  # the code last planned on, per turn
         self.owned: dict[str, probes.ProbeItem] = {}
@@ -415,6 +424,8 @@ class SemanticVerifier:
             self._carried(question, sem, tables, later, plan)
         if self.config.split_groups:
             self._split_groups(code, sem, later, plan)
+        if self.config.listed_joins:
+            self._listed_joins(code, sem, later, plan)
         current = [r for c in clauses(question) for r in current_rule_flags(c, self.vocab, tables)]
         self._flag_frames(sem, plan, current, RequirementBinder(sem, self.vocab, later))
         return plan
@@ -533,6 +544,27 @@ class SemanticVerifier:
             for sel, (code, _) in sites:  # each statement on its own: any one with other rows breaks it
                 # probed at verification, never attached: a scope item of the same words may be already
                 _add_item(plan, req, "kept_rows", code, binder.variables(sel), "missing")
+
+    def _listed_joins(self, code: str, sem: CodeSemantics, later: frozenset[str], plan: Plan) -> None:
+        """Items for a join that drops the unmatched entries of a typed-in list the code counts
+        entries with nothing of (`listed_joins.py`); the answer gate must then see the answer change."""
+        if any(item.check == "kept_side" for item in plan.items):
+            return  # the question's words bound the kept entries already
+        listed = listed_joins.with_copies(self.listed | {n.lower() for n in sem.listed}, sem)
+        binder = RequirementBinder(sem, self.vocab, later)
+        joins = [
+            (sel, j, side)
+            for sel in sem.selections
+            for j in sel.joins
+            if (side := listed_joins.listed_side(j, listed, bind_shape.side_name))
+        ]
+        if any(listed_joins.keeps(sel, j, side) for sel, j, side in joins):
+            return  # a join keeps the list's every entry: a narrower join before it is a step toward it
+        for sel, j, side in joins:
+            if listed_joins.expects_unmatched(code, sel):
+                req = listed_joins.requirement(bind_shape.side_name(getattr(j, side)))
+                plan.requirements.append(req)
+                bind_shape.keep_side(binder, req, sel, j, side, plan)
 
     def _split_groups(self, code: str, sem: CodeSemantics, later: frozenset[str], plan: Plan) -> None:
         """Re-run items for queries behind a reported value grouped by a key they do not report
@@ -662,6 +694,9 @@ class SemanticVerifier:
                 self.flags.record(self._span[0], self._span[1], self._span[2])
                 said = f"{getattr(turn, 'question', '')}\n{_own_context(turn)}"
                 self.scopes.record(self._span[0], said, self._span[1], self._span[2])
+                self.listed = listed_joins.with_copies(
+                    self.listed | {n.lower() for n in self._span[2].listed}, self._span[2]
+                )
                 self.groupings.record(self._span[0], self._span[2])
                 self._span = None
 

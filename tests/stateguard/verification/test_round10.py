@@ -10,7 +10,7 @@ import pytest
 
 from stateguard.inspection.inspect import inspect_code
 from stateguard.sandbox import SandboxLimits, SandboxWorkspace
-from stateguard.verification import carried, split_groups, standing
+from stateguard.verification import carried, listed_joins, split_groups, standing
 from stateguard.verification.extract import comparisons
 from tests.stateguard.verification.conftest import DUCKDB_ORDERS, SETUP, Session, session_with
 
@@ -286,3 +286,61 @@ def test_the_per_row_statistic_of_a_rule_stated_in_the_turns_context(function: s
     assert bool(findings) is found
     if found:
         assert "median" in findings[0].reason
+
+
+# -- a typed-in list joined so that its unmatched entries are lost -------------------------------
+
+
+def test_a_frame_built_by_a_comprehension_over_written_out_values_is_a_list() -> None:
+    code = (
+        "_groups = {'a': ['North', 'South'], 'b': ['East', 'Mars']}\n"
+        "areas = pd.DataFrame([(r, g) for g, names in _groups.items() for r in names], columns=['region', 'grp'])\n"
+        "other = pd.DataFrame([(r, 1) for r in orders['region']], columns=['region', 'one'])"
+    )
+    assert inspect_code(code).listed == ["areas"]
+
+
+LIST = "areas = pd.DataFrame({'region': ['North', 'South', 'East', 'West', 'Mars']})"
+
+
+@pytest.mark.parametrize(
+    ("merge", "found"),
+    [
+        ("areas.merge(_n, on='region', how='left')", False),
+        ("areas.merge(_n, on='region', how='inner')", True),  # Mars, with no order, is lost
+        ("_n.merge(areas, on='region', how='left')", True),  # the list on the dropped side
+    ],
+)
+def test_a_list_join_that_loses_the_entries_the_code_counts_as_empty(merge: str, found: bool) -> None:
+    session = session_with()
+    assert session.turn("Type the regions into a frame `areas`.", f"import pandas as pd\n{LIST}") == []
+    code = (
+        "import json\n"
+        "_n = orders[orders['rating'] > 4].groupby('region').size().rename('n').reset_index()\n"
+        f"per_area = {merge}.fillna({{'n': 0}})\n"
+        "print(json.dumps({'n_by_region': {r: int(n) for r, n in zip(per_area['region'], per_area['n'])}, "
+        "'n_without': int((per_area['n'] == 0).sum())}))"
+    )
+    findings = session.turn("Region by region, how many orders were rated above 4?", code)
+    assert bool(findings) is found
+    if found:
+        assert "typed-in list areas" in findings[0].reason
+
+
+def test_a_list_join_without_a_zero_in_the_code_is_left_alone() -> None:
+    session = session_with(LIST)
+    code = (
+        "import json\n"
+        "_n = orders[orders['rating'] > 4].groupby('region').size().rename('n').reset_index()\n"
+        "per_area = areas.merge(_n, on='region', how='inner')\n"
+        "print(json.dumps({'regions': sorted(per_area['region'])}))"
+    )
+    assert session.turn("Which listed regions have an order rated above 4?", code) == []
+
+
+def test_tables_made_row_for_row_from_a_list_are_lists_too() -> None:
+    sem = inspect_code(
+        'con.execute("CREATE TABLE terms AS SELECT name, y * 4 AS q, LEAD(y) OVER (ORDER BY y) AS nxt FROM lst")\n'
+        'con.execute("CREATE TABLE few AS SELECT * FROM lst WHERE y > 3")'
+    )
+    assert listed_joins.with_copies({"lst"}, sem) == {"lst", "terms"}
