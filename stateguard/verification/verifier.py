@@ -43,6 +43,7 @@ from stateguard.verification import (
     bind_shape,
     carried,
     listed_joins,
+    rule_windows,
     named_stats,
     probes,
     regrouped,
@@ -128,6 +129,11 @@ class SemanticConfig(BaseModel):
         description="A typed-in list joined so that an entry without a match is lost, where the code counts "
         "or fills entries with nothing (`listed_joins.py`): the join keeping the list must give other rows "
         "and the answer gate a changed answer.",
+    )
+    rule_windows: bool = Field(
+        default=True,
+        description="The group a rule's per-row statistic is taken over, as the turn's own context states it "
+        "(`rule_windows.py`): other keys re-run as stated must give other values and a changed answer.",
     )
     split_groups: bool = Field(
         default=True,
@@ -426,6 +432,8 @@ class SemanticVerifier:
             self._split_groups(code, sem, later, plan)
         if self.config.listed_joins:
             self._listed_joins(code, sem, later, plan)
+        if self.config.rule_windows:
+            self._rule_windows(_own_context(turn), sem, later, plan)
         current = [r for c in clauses(question) for r in current_rule_flags(c, self.vocab, tables)]
         self._flag_frames(sem, plan, current, RequirementBinder(sem, self.vocab, later))
         return plan
@@ -544,6 +552,28 @@ class SemanticVerifier:
             for sel, (code, _) in sites:  # each statement on its own: any one with other rows breaks it
                 # probed at verification, never attached: a scope item of the same words may be already
                 _add_item(plan, req, "kept_rows", code, binder.variables(sel), "missing")
+
+    def _rule_windows(self, rule: str, sem: CodeSemantics, later: frozenset[str], plan: Plan) -> None:
+        """A re-run item for the turn's one per-row statistic taken over other keys than its own
+        rule states (`rule_windows.py`); the answer gate must then see the answer change."""
+        stated = rule_windows.stated_group(rule, rule_windows.groupable(self.vocab)) if rule else None
+        site = rule_windows.code_site(sem, stated) if stated else None
+        if stated is None or site is None:
+            return
+        req = rule_windows.requirement(stated)
+        plan.requirements.append(req)
+        plan.notes.append(f"{req.describe()}: the code takes it over {', '.join(site.keys) or 'every row'}")
+        binder = RequirementBinder(sem, self.vocab, later)
+        if site.sel.language == "sql":
+            binder.add_rerun(req, site.sel, site.fixed, "grouping", plan, needs_changed=True)
+            return
+        edit = probes.SpanEdit(kind="text", before=site.before, after=site.fixed)
+        probe = rule_windows.pandas_probe(site.before, site.fixed)
+        plan.items.append(
+            binder.item(
+                req, "rerun", probe, binder.variables(site.sel), "grouping", edit=edit, needs_changed=True
+            )
+        )
 
     def _listed_joins(self, code: str, sem: CodeSemantics, later: frozenset[str], plan: Plan) -> None:
         """Items for a join that drops the unmatched entries of a typed-in list the code counts

@@ -10,7 +10,7 @@ import pytest
 
 from stateguard.inspection.inspect import inspect_code
 from stateguard.sandbox import SandboxLimits, SandboxWorkspace
-from stateguard.verification import carried, listed_joins, split_groups, standing
+from stateguard.verification import carried, listed_joins, rule_windows, split_groups, standing
 from stateguard.verification.extract import comparisons
 from tests.stateguard.verification.conftest import DUCKDB_ORDERS, SETUP, Session, session_with
 
@@ -344,3 +344,63 @@ def test_tables_made_row_for_row_from_a_list_are_lists_too() -> None:
         'con.execute("CREATE TABLE few AS SELECT * FROM lst WHERE y > 3")'
     )
     assert listed_joins.with_copies({"lst"}, sem) == {"lst", "terms"}
+
+
+# -- the group a rule's per-row statistic is taken over -----------------------------------------
+
+
+def test_the_rules_group_is_read_whole_or_not_at_all() -> None:
+    cols = ["region", "category", "price"]
+    assert rule_windows.stated_group("above the median price of its own region", cols) == rule_windows.Stated(
+        "region", "of its own region"
+    )
+    assert rule_windows.stated_group("the mean of its category group", cols).column == "category"
+    stated = rule_windows.stated_group("the average price (taken over the whole series)", cols)
+    assert stated is not None and stated.column is None
+    assert rule_windows.stated_group("above the median of its own neighbourhood", cols) is None
+    assert rule_windows.stated_group("of its own region, over the whole series", cols) is None
+
+
+RULE_BY_REGION = (
+    "From now on an order is pricey when it costs more than the median price of its own region "
+    "(the median over all orders of that region)."
+)
+
+
+@pytest.mark.parametrize(("key", "found"), [("region", False), ("category", True)])
+def test_a_rule_statistic_over_another_group_than_stated(key: str, found: bool) -> None:
+    session = session_with()
+    assert (
+        session.turn("How many orders are there?", "import json\nprint(json.dumps({'n': len(orders)}))") == []
+    )
+    code = (
+        "import json\n"
+        f"orders['pricey'] = orders['price'] > orders.groupby('{key}')['price'].transform('median')\n"
+        "print(json.dumps({'n_pricey': int(orders['pricey'].sum())}))"
+    )
+    findings = session.turn(
+        "Redefine `pricey` that way. How many orders are pricey now?", code, own_context=RULE_BY_REGION
+    )
+    assert bool(findings) is found
+    if found:
+        assert "region" in findings[0].reason
+
+
+@pytest.mark.parametrize(("partition", "found"), [("", False), ("PARTITION BY category ", True)])
+def test_a_sql_window_partitioned_where_the_rule_takes_the_whole_series(
+    tmp_path: Path, partition: str, found: bool
+) -> None:
+    session, ws = _sandboxed(tmp_path)
+    rule = "From now on an order is pricey when it costs more than the average price (taken over the whole series)."
+    code = (
+        "import json\n"
+        f'con.execute("CREATE OR REPLACE TABLE p AS SELECT *, price > AVG(price) OVER ({partition}) AS pricey FROM o")\n'
+        "n = con.execute('SELECT COUNT(*) FILTER (WHERE pricey) FROM p').fetchone()[0]\n"
+        "print(json.dumps({'n_pricey': int(n)}))"
+    )
+    with ws:
+        assert session.turn("How many orders?", "import json\nprint(json.dumps({'n': 1}))") == []
+        findings = session.turn(
+            "Flag `pricey` in a table `p` that way. How many orders are pricey?", code, own_context=rule
+        )
+    assert bool(findings) is found
