@@ -51,15 +51,13 @@ def hidden_keys(sql: str) -> tuple[list[str], list[str]] | None:
         shown.add(_key(inner))
         if isinstance(node, exp.Alias):
             shown.add(node.alias.lower())
-    reported, hidden = [], []
+    reported: list[str] = []
+    hidden: list[str] = []
     for key in group.expressions:
         if isinstance(key, exp.Literal) or not list(key.find_all(exp.Column)):
             return None  # GROUP BY 1, GROUP BY ALL: positions, not keys
-        (
-            reported
-            if _key(key) in shown or (isinstance(key, exp.Column) and key.name.lower() in shown)
-            else hidden
-        ).append(key.sql(dialect="duckdb"))
+        shows = _key(key) in shown or (isinstance(key, exp.Column) and key.name.lower() in shown)
+        (reported if shows else hidden).append(key.sql(dialect="duckdb"))
     return (reported, hidden) if reported and hidden else None
 
 
