@@ -507,9 +507,11 @@ class SemanticVerifier:
     ) -> None:
         """Bounds and statistics bound through the code where the words name no column."""
         if self.config.loose_bounds:
-            bind_loose.bind_loose(
-                binder, question, bind_loose.loose_bounds(question, self.vocab, tables, plan), plan
-            )
+            # the question's bounds, then those of the rule the turn's own context states
+            for text in filter(None, (question, rule)):
+                bind_loose.bind_loose(
+                    binder, text, bind_loose.loose_bounds(text, self.vocab, tables, plan), plan
+                )
         if self.config.named_statistics:
             named_stats.bind_named(binder, question, plan)
             named_stats.bind_only(binder, question, plan, rule)

@@ -404,3 +404,23 @@ def test_a_sql_window_partitioned_where_the_rule_takes_the_whole_series(
             "Flag `pricey` in a table `p` that way. How many orders are pricey?", code, own_context=rule
         )
     assert bool(findings) is found
+
+
+@pytest.mark.parametrize(("cut", "found"), [(50, False), (60, True)])
+def test_the_bound_of_a_rule_stated_in_the_turns_context(cut: int, found: bool) -> None:
+    session = session_with()
+    assert (
+        session.turn("How many orders are there?", "import json\nprint(json.dumps({'n': len(orders)}))") == []
+    )
+    code = (
+        "import json\n"
+        f"orders['pricey'] = orders['price'] >= {cut}\n"
+        "print(json.dumps({'n_pricey': int(orders['pricey'].sum())}))"
+    )
+    rule = "The new yardstick: an order is pricey when it brought in at least 50 per unit."
+    findings = session.turn(
+        "Redefine `pricey` that way. How many orders are pricey now?", code, own_context=rule
+    )
+    assert bool(findings) is found
+    if found:
+        assert "threshold" in findings[0].reason
