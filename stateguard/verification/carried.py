@@ -23,8 +23,8 @@ from stateguard.artifacts.lexicon import LEXICON
 from stateguard.inspection.code_model import CodeSemantics, Selection
 from stateguard.verification import extract
 from stateguard.verification.binder import close
-from stateguard.verification.requirements import Requirement
-from stateguard.verification.vocabulary import Vocabulary
+from stateguard.verification.requirements import Kind, Requirement
+from stateguard.verification.vocabulary import Vocabulary, column_tokens
 
 _BACK = re.compile(r"\b(?:of|among|from)\s+(?:those|these|them)\b", re.IGNORECASE)
 _COUNT = re.compile(
@@ -134,6 +134,44 @@ def subset_count_fields(question: str, answer: object) -> tuple[str, str] | None
 # An instruction that leaves rows out of the turn ("Set General Motors aside for this one."):
 # a sentence of its own, not a question, opening with the verb.
 _LEAVE_OUT = re.compile(rf"^\s*(?:{'|'.join(LEXICON.leave_out_verbs)})\b", re.IGNORECASE)
+
+
+# "For the steady quarters with dear money in the current sense: what was ...": a scope that opens
+# the question and holds for everything after the colon
+_PREAMBLE = re.compile(
+    r"^\s*(?:[^:?.]{0,60},\s*)?(?P<pre>(?:for|among|within|across|over)\s+(?:the|all|those|these)\b[^:?.]{3,160}):\s+(?P<rest>.+)$",
+    re.IGNORECASE | re.DOTALL,
+)
+# the rest of the question reaches past the scope: other rows, or all of them
+_BEYOND = re.compile(
+    r"\b(?:others?|the\s+rest|remaining|all\s+(?:the\s+)?\w+s\b|every\s+\w+|whole|overall|in\s+total|of\s+all)\b",
+    re.IGNORECASE,
+)
+
+
+def preamble_scopes(question: str, vocab: Vocabulary, tables: list[str] | None) -> list[Requirement]:
+    """The flag a question's opening scope names ("For the steady quarters with dear money in the
+    current sense: ..."): every value asked after the colon is one of the flagged rows'. None when
+    the rest of the question reaches past them ("the others", "all quarters")."""
+    m = _PREAMBLE.match(question)
+    if m is None or _BEYOND.search(m.group("rest")):
+        return []
+    pre = m.group("pre")
+    found = extract.flag_scopes(pre, vocab, tables)
+    if not found:
+        flags = [
+            col
+            for col in extract.flag_columns(vocab, tables)
+            if (tokens := column_tokens(col))
+            and re.search(r"\bwith\s+" + r"[\s-]+".join(map(re.escape, tokens)) + r"\b", pre, re.IGNORECASE)
+        ]
+        if len(flags) == 1:
+            found = [
+                Requirement(
+                    kind=Kind.SCOPE, text=pre, values=["True"], columns=flags, subject=column_tokens(flags[0])
+                )
+            ]
+    return found
 
 
 def instruction_scopes(question: str, vocab: Vocabulary, tables: list[str] | None) -> list[Requirement]:

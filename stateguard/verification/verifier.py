@@ -525,6 +525,7 @@ class SemanticVerifier:
         binder = RequirementBinder(sem, self.vocab, later)
         wide = carried.carried_scopes(question, self.vocab, tables)
         wide += carried.instruction_scopes(question, self.vocab, tables)
+        wide += carried.preamble_scopes(question, self.vocab, tables)
         for bound in carried.carried_bounds(question):
             if column := carried.bound_column(bound, sem):  # the code's one column tested that way
                 wide.append(bound.model_copy(update={"columns": [column]}))

@@ -424,3 +424,42 @@ def test_the_bound_of_a_rule_stated_in_the_turns_context(cut: int, found: bool) 
     assert bool(findings) is found
     if found:
         assert "threshold" in findings[0].reason
+
+
+# -- a scope that opens the question and holds for everything after its colon -------------------
+
+
+@pytest.mark.parametrize(("frame", "found"), [("liked", False), ("orders", True)])
+def test_an_opening_flag_scope_holds_for_every_value_asked(frame: str, found: bool) -> None:
+    session = session_with("orders['good'] = orders['rating'] >= 4")
+    question = (
+        "For the orders with good ratings: what is their mean price, and how many of them cost less than 100?"
+    )
+    code = (
+        "import json\nliked = orders[orders['good']]\n"
+        f"result = {{'mean_price': round(float(liked['price'].mean()), 2), 'n_cheap': int(({frame}['price'] < 100).sum())}}\n"
+        "print(json.dumps(result))"
+    )
+    findings = session.turn(question, code)
+    assert bool(findings) is found
+    if found:
+        assert "good" in findings[0].reason
+
+
+def test_an_opening_scope_that_the_rest_reaches_past_is_no_scope() -> None:
+    from stateguard.verification.vocabulary import ColumnInfo, Vocabulary
+
+    vocab = Vocabulary(
+        tables={
+            "orders": {
+                "good": ColumnInfo(kind="other", values=["False", "True"]),
+                "price": ColumnInfo(kind="num"),
+            }
+        }
+    )
+    (scope,) = carried.preamble_scopes(
+        "For the orders with good ratings: what is their mean price?", vocab, ["orders"]
+    )
+    assert scope.columns == ["good"]
+    asked = "For the orders with good ratings: what is their mean price, and that of the others?"
+    assert carried.preamble_scopes(asked, vocab, ["orders"]) == []
