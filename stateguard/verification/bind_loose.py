@@ -147,7 +147,8 @@ def loose_bounds(question: str, vocab: Vocabulary, tables: list[str] | None, pla
 def _by_flag(question: str, req: Requirement, flags: dict[str, list[Site]]) -> Site | None:
     """The comparison of the flag that the sentence stating `req` defines, if it is one."""
     for m in _SENTENCE.finditer(question):
-        sentence = m.group(0)
+        # "The new yardstick: a committee is busy when ...": a short lead-in before a colon frames nothing
+        sentence = re.sub(r"^\s*[\w' -]{1,40}:\s+", "", m.group(0))
         at = sentence.find(req.text)
         if at < 0:
             continue
@@ -206,8 +207,10 @@ def _by_pairing(req: Requirement, sites: list[Site], stated: list[float]) -> Sit
     return site if 1 / _NEAR <= site.value / target <= _NEAR else None
 
 
-def bind_loose(b: Binder, question: str, loose: list[Requirement], plan: Plan) -> None:
-    """Probe items (a changed answer required) for loose bounds the code writes otherwise."""
+def bind_loose(b: Binder, question: str, loose: list[Requirement], plan: Plan, pairing: bool = True) -> None:
+    """Probe items (a changed answer required) for loose bounds the code writes otherwise.
+    `pairing`: also bind a bound by pairing (`_by_pairing`); off for a context's text, which may
+    tell of other rules' numbers ("a small county needs more than 47")."""
     sites, flags = code_tests(b.sem), _flags(b.sem)
     stated = [r.value for c in clauses(question) for r in comparisons(c) if r.value is not None]
     found: list[tuple[Requirement, Site | None, str]] = []
@@ -218,7 +221,7 @@ def bind_loose(b: Binder, question: str, loose: list[Requirement], plan: Plan) -
             site, how = _by_number(req, sites), "number"
         found.append((req, site, how))
     unbound = [req for req, site, _ in found if site is None]
-    if len(unbound) == 1 and sum(close(v, unbound[0].value or 0.0) for v in stated) == 1:
+    if pairing and len(unbound) == 1 and sum(close(v, unbound[0].value or 0.0) for v in stated) == 1:
         # one stated bound the code never tests by its number, beside one test of an unstated one
         pairs = [
             (r, _by_pairing(r, sites, stated), "pairing") if r is unbound[0] else (r, s, h)

@@ -218,7 +218,7 @@ def _sentences(question: str) -> list[str]:
 
 def _anchored(cond: Condition, sentence: str) -> bool:
     numbers: set[float] = set()
-    for m in _NUMBER.finditer(sentence):
+    for m in _NUMBER.finditer(re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", sentence)):  # "1,000" is 1000
         value = float(m.group(1))
         numbers |= {value, value + 10} if m.group(2) and value % 10 == 0 else {value}
     if (
@@ -226,6 +226,9 @@ def _anchored(cond: Condition, sentence: str) -> bool:
         and not isinstance(cond.value, bool)
         and float(cond.value) in numbers
     ):
+        return True
+    listed = [float(v) for v in cond.values if isinstance(v, int | float) and not isinstance(v, bool)]
+    if listed and all(v in numbers for v in listed):  # `yr NOT IN (1990, 1991)` for "1990 and 1991"
         return True
     texts = [v for v in [cond.value, *cond.values] if isinstance(v, str) and len(v) > 2]
     if texts and all(re.search(rf"(?<!\w){re.escape(v)}(?!\w)", sentence, re.IGNORECASE) for v in texts):

@@ -508,10 +508,10 @@ class SemanticVerifier:
         """Bounds and statistics bound through the code where the words name no column."""
         if self.config.loose_bounds:
             # the question's bounds, then those of the rule the turn's own context states
-            for text in filter(None, (question, rule)):
-                bind_loose.bind_loose(
-                    binder, text, bind_loose.loose_bounds(text, self.vocab, tables, plan), plan
-                )
+            for text, pairing in ((question, True), (rule, False)):
+                if text:
+                    loose = bind_loose.loose_bounds(text, self.vocab, tables, plan)
+                    bind_loose.bind_loose(binder, text, loose, plan, pairing)
         if self.config.named_statistics:
             named_stats.bind_named(binder, question, plan)
             named_stats.bind_only(binder, question, plan, rule)

@@ -463,3 +463,20 @@ def test_an_opening_scope_that_the_rest_reaches_past_is_no_scope() -> None:
     assert scope.columns == ["good"]
     asked = "For the orders with good ratings: what is their mean price, and that of the others?"
     assert carried.preamble_scopes(asked, vocab, ["orders"]) == []
+
+
+def test_a_standing_sentence_anchors_a_list_of_its_numbers_and_numbers_with_commas() -> None:
+    sem = inspect_code(
+        "a = con.execute('SELECT COUNT(*) FROM m WHERE yr NOT IN (1990, 1991)').fetchone()[0]\n"
+        "b = con.execute('SELECT AVG(t) FROM m WHERE yr NOT IN (1990, 1991)').fetchone()[0]"
+    )
+    said = "The quarters of 1990 and 1991 are odd; leave those two years out from here on. How many remain?"
+    (scope,) = standing.inline_scopes(1, said, sem)
+    assert scope.condition == "yr NOT IN (1990, 1991)"
+    sem = inspect_code(
+        "a = con.execute('SELECT COUNT(*) FROM c WHERE pop >= 1000').fetchone()[0]\n"
+        "b = con.execute('SELECT AVG(r) FROM c WHERE pop >= 1000').fetchone()[0]"
+    )
+    said = "A county of fewer than 1,000 people is noisy; set those aside from here on. How many are left?"
+    (scope,) = standing.inline_scopes(1, said, sem)
+    assert scope.condition == "pop >= 1000"
