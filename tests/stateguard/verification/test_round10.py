@@ -472,7 +472,7 @@ def test_a_standing_sentence_anchors_a_list_of_its_numbers_and_numbers_with_comm
     )
     said = "The quarters of 1990 and 1991 are odd; leave those two years out from here on. How many remain?"
     (scope,) = standing.inline_scopes(1, said, sem)
-    assert scope.condition == "yr NOT IN (1990, 1991)"
+    assert scope.condition == "NOT yr IN (1990, 1991)"
     sem = inspect_code(
         "a = con.execute('SELECT COUNT(*) FROM c WHERE pop >= 1000').fetchone()[0]\n"
         "b = con.execute('SELECT AVG(r) FROM c WHERE pop >= 1000').fetchone()[0]"
