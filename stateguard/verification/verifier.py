@@ -44,6 +44,7 @@ from stateguard.verification import (
     carried,
     listed_joins,
     named_stats,
+    outside,
     probes,
     regrouped,
     rule_windows,
@@ -134,6 +135,11 @@ class SemanticConfig(BaseModel):
         default=True,
         description="The group a rule's per-row statistic is taken over, as the turn's own context states it "
         "(`rule_windows.py`): other keys re-run as stated must give other values and a changed answer.",
+    )
+    outside_ranges: bool = Field(
+        default=True,
+        description="A range the question asks the outside of, tested as the range itself (`outside.py`): "
+        "the turn re-run with the test negated must report another answer.",
     )
     split_groups: bool = Field(
         default=True,
@@ -432,6 +438,14 @@ class SemanticVerifier:
             self._split_groups(code, sem, later, plan)
         if self.config.listed_joins:
             self._listed_joins(code, sem, later, plan)
+        if self.config.outside_ranges:
+            for found in outside.flipped(question, code):
+                req = outside.requirement(found)
+                plan.requirements.append(req)
+                plan.notes.append(f"{req.describe()}: the code tests `{found.before}`, the range itself")
+                edit = probes.SpanEdit(kind="text", before=found.before, after=found.after)
+                written = _assigned_by(code, found.before) or ["result"]
+                _add_item(plan, req, "outside", outside.PROBE, written, "differs", edit, needs_changed=True)
         if self.config.rule_windows:
             self._rule_windows(_own_context(turn), sem, later, plan)
         current = [r for c in clauses(question) for r in current_rule_flags(c, self.vocab, tables)]
@@ -848,6 +862,7 @@ def _add_item(
     variables: list[str],
     status: str,
     edit: probes.SpanEdit | None = None,
+    needs_changed: bool = False,
 ) -> None:
     """A probe item the verifier makes itself (after `bind` numbered the binding's items)."""
     plan.items.append(
@@ -860,6 +875,7 @@ def _add_item(
             reason=reason(req, status),
             status=status,
             edit=edit,
+            needs_changed=needs_changed,
         )
     )
 

@@ -10,7 +10,7 @@ import pytest
 
 from stateguard.inspection.inspect import inspect_code
 from stateguard.sandbox import SandboxLimits, SandboxWorkspace
-from stateguard.verification import carried, listed_joins, rule_windows, split_groups, standing
+from stateguard.verification import carried, listed_joins, outside, rule_windows, split_groups, standing
 from stateguard.verification.extract import comparisons
 from tests.stateguard.verification.conftest import DUCKDB_ORDERS, SETUP, Session, session_with
 
@@ -480,3 +480,39 @@ def test_a_standing_sentence_anchors_a_list_of_its_numbers_and_numbers_with_comm
     said = "A county of fewer than 1,000 people is noisy; set those aside from here on. How many are left?"
     (scope,) = standing.inline_scopes(1, said, sem)
     assert scope.condition == "pop >= 1000"
+
+
+# -- a range asked as its outside ------------------------------------------------------------------
+
+
+def test_the_outside_of_a_range_and_the_codes_plain_test() -> None:
+    q = "and count the orders whose price lies outside the band from 50 to 120"
+    assert [(a, b) for a, b, _ in outside.asked(q)] == [(50.0, 120.0)]
+    (found,) = outside.flipped(q, "n = int(kept['price'].between(50, 120).sum())")
+    assert (found.before, found.after) == (
+        "kept['price'].between(50, 120)",
+        "~kept['price'].between(50, 120)",
+    )
+    (found,) = outside.flipped(
+        q, 'con.execute("SELECT COUNT(*) FILTER (WHERE price BETWEEN 50 AND 120) FROM o")'
+    )
+    assert found.after == "NOT BETWEEN 50 AND 120"
+    assert outside.flipped(q, "n = int((~kept['price'].between(50, 120)).sum())") == []
+    assert (
+        outside.flipped(
+            q, 'con.execute("SELECT COUNT(*) FILTER (WHERE price NOT BETWEEN 50 AND 120) FROM o")'
+        )
+        == []
+    )
+    assert outside.flipped("count the orders priced from 50 to 120", "kept['price'].between(50, 120)") == []
+
+
+@pytest.mark.parametrize(
+    ("test", "found"),
+    [("~orders['price'].between(50, 120)", False), ("orders['price'].between(50, 120)", True)],
+)
+def test_a_range_asked_as_its_outside_and_tested_as_itself(test: str, found: bool) -> None:
+    session = session_with()
+    code = f"import json\nprint(json.dumps({{'n_out': int(({test}).sum())}}))"
+    findings = session.turn("How many orders have a price outside the band from 50 to 120?", code)
+    assert bool(findings) is found
