@@ -27,9 +27,14 @@ _ZERO = re.compile(
 )
 
 
-def expects_unmatched(code: str, sel: Selection) -> bool:
+_NAMED = re.compile(r"""\[\s*["'](\w+)["']\s*\]|["'](\w+)["']\s*:\s*0""")
+
+
+def expects_unmatched(code: str, sel: Selection, list_columns: set[str] | None = None) -> bool:
     """The statement itself fills missing values with 0, or a line that reads its result tests it
-    for 0."""
+    for 0. A line that only names the list's own columns (`trades["position"].fillna(0)` after a
+    join of the daily rows to a table of positions) fills the data's rows that the list does not
+    match: it expects unmatched data, not unmatched entries."""
     own = sel.sql or ""
     if _ZERO.search(own):
         return True
@@ -37,7 +42,14 @@ def expects_unmatched(code: str, sel: Selection) -> bool:
     if not target.isidentifier():
         return False
     reads = re.compile(rf"(?<![\w.]){re.escape(target)}(?!\w)")
-    return any(reads.search(line) and _ZERO.search(line) for line in code.splitlines())
+    for line in code.splitlines():
+        if not (reads.search(line) and _ZERO.search(line)):
+            continue
+        named = {a or b for a, b in _NAMED.findall(line)}
+        if named and named <= set(list_columns or ()):
+            continue
+        return True
+    return False
 
 
 def listed_side(j: Join, listed: set[str], side_name: object) -> str | None:

@@ -444,8 +444,8 @@ class SemanticVerifier:
                 plan.requirements.append(req)
                 plan.notes.append(f"{req.describe()}: the code tests `{found.before}`, the range itself")
                 edit = probes.SpanEdit(kind="text", before=found.before, after=found.after)
-                written = _assigned_by(code, found.before) or ["result"]
-                _add_item(plan, req, "outside", outside.PROBE, written, "differs", edit, needs_changed=True)
+                names = _assigned_by(code, found.before) or ["result"]
+                _add_item(plan, req, "outside", outside.PROBE, names, "differs", edit, needs_changed=True)
         if self.config.rule_windows:
             self._rule_windows(_own_context(turn), sem, later, plan)
         current = [r for c in clauses(question) for r in current_rule_flags(c, self.vocab, tables)]
@@ -608,7 +608,8 @@ class SemanticVerifier:
         if any(listed_joins.keeps(sel, j, side) for sel, j, side in joins):
             return  # a join keeps the list's every entry: a narrower join before it is a step toward it
         for sel, j, side in joins:
-            if listed_joins.expects_unmatched(code, sel):
+            name = bind_shape.side_name(getattr(j, side))
+            if listed_joins.expects_unmatched(code, sel, set(self.vocab.tables.get(name.lower(), {}))):
                 req = listed_joins.requirement(bind_shape.side_name(getattr(j, side)))
                 plan.requirements.append(req)
                 bind_shape.keep_side(binder, req, sel, j, side, plan)

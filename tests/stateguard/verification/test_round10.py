@@ -516,3 +516,22 @@ def test_a_range_asked_as_its_outside_and_tested_as_itself(test: str, found: boo
     code = f"import json\nprint(json.dumps({{'n_out': int(({test}).sum())}}))"
     findings = session.turn("How many orders have a price outside the band from 50 to 120?", code)
     assert bool(findings) is found
+
+
+def test_a_fill_of_the_lists_own_column_expects_unmatched_data_not_entries() -> None:
+    """Days joined to a table of positions, the days without one filled with 0: the list is the
+    lookup, the days are what is kept (dev ohlc turn 5)."""
+    session = session_with()
+    assert (
+        session.turn(
+            "Type the positions.",
+            "import pandas as pd\nareas = pd.DataFrame({'region': ['North', 'Mars'], 'w': [1, 2]})",
+        )
+        == []
+    )
+    code = (
+        "import json\nt = areas.merge(orders, on='region', how='right')\n"
+        "t['w'] = t['w'].fillna(0)\n"
+        "print(json.dumps({'total': round(float((t['w'] * t['price'].fillna(0)).sum()), 2)}))"
+    )
+    assert session.turn("Join the weights to every order and total the weighted prices.", code) == []
