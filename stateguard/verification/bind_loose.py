@@ -207,6 +207,17 @@ def _by_pairing(req: Requirement, sites: list[Site], stated: list[float]) -> Sit
     return site if 1 / _NEAR <= site.value / target <= _NEAR else None
 
 
+_ANY_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?!\w|\.\d)")
+
+
+def _named_once(text: str, req: Requirement) -> bool:
+    """The bound's number occurs once in the text, wherever: "fewer than 15 stations ... at least 15
+    stations recorded" names two bounds on 15 (the second read or not), so the code's one test
+    against 15 is no more the first's than the second's."""
+    plain = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", text)
+    return sum(close(float(n), req.value or 0.0) for n in _ANY_NUMBER.findall(plain)) == 1
+
+
 def bind_loose(b: Binder, question: str, loose: list[Requirement], plan: Plan, pairing: bool = True) -> None:
     """Probe items (a changed answer required) for loose bounds the code writes otherwise.
     `pairing`: also bind a bound by pairing (`_by_pairing`); off for a context's text, which may
@@ -216,12 +227,21 @@ def bind_loose(b: Binder, question: str, loose: list[Requirement], plan: Plan, p
     found: list[tuple[Requirement, Site | None, str]] = []
     for req in loose:
         site, how = _by_flag(question, req, flags), "flag"
-        if site is None and sum(close(v, req.value or 0.0) for v in stated) == 1:
+        if (
+            site is None
+            and sum(close(v, req.value or 0.0) for v in stated) == 1
+            and _named_once(question, req)
+        ):
             # the number names one bound of the question ("below 80" beside "80 or higher" names none)
             site, how = _by_number(req, sites), "number"
         found.append((req, site, how))
     unbound = [req for req, site, _ in found if site is None]
-    if pairing and len(unbound) == 1 and sum(close(v, unbound[0].value or 0.0) for v in stated) == 1:
+    if (
+        pairing
+        and len(unbound) == 1
+        and sum(close(v, unbound[0].value or 0.0) for v in stated) == 1
+        and _named_once(question, unbound[0])
+    ):
         # one stated bound the code never tests by its number, beside one test of an unstated one
         pairs = [
             (r, _by_pairing(r, sites, stated), "pairing") if r is unbound[0] else (r, s, h)

@@ -616,6 +616,11 @@ def not_null(clause: str, source: str = "question") -> list[Requirement]:
     return out
 
 
+# Category values that are also function words of a sentence ("0 if none", "all of them", "any
+# other"): bound only when quoted.
+_FUNCTION_VALUES = {"none", "all", "any", "other", "others", "each", "both", "total", "nothing", "no", "yes"}
+
+
 def scopes(
     clause: str,
     vocab: Vocabulary,
@@ -635,6 +640,8 @@ def scopes(
         # death is ..."): a word that could be either is ambiguous, and an ambiguous parse abstains.
         for m in re.finditer(rf"(?<![\w-]){re.escape(value)}(?![\w-])", clause):
             before = clause[max(0, m.start() - 40) : m.start()]
+            if value.lower() in _FUNCTION_VALUES and not _in_quotes(clause, m.start() + 1):
+                continue  # "(0 if none)": the sentence's own word; only a quoted 'none' names the value
             if re.search(
                 r"\b(?:are|is|being|as|than|vs\.?|versus|compare\w*|between)\s+(?:the\s+)?$",
                 before,

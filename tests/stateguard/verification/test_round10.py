@@ -535,3 +535,44 @@ def test_a_fill_of_the_lists_own_column_expects_unmatched_data_not_entries() -> 
         "print(json.dumps({'total': round(float((t['w'] * t['price'].fillna(0)).sum()), 2)}))"
     )
     assert session.turn("Join the weights to every order and total the weighted prices.", code) == []
+
+
+# -- fresh15's first look: the readings behind its four false repairs -----------------------------
+
+
+def test_a_stated_number_may_be_kept_in_thousands() -> None:
+    from stateguard.policies.checks import code_forms
+
+    assert 5.0 in code_forms(5000.0, "lb") and 2.0 in code_forms(2_000_000.0, "")
+    assert code_forms(1500.0, "lb") == [1500.0]
+
+
+def test_a_number_named_twice_binds_no_loose_bound() -> None:
+    from stateguard.verification.bind_loose import _named_once
+
+    (req,) = comparisons("events that fewer than 15 stations reported")
+    assert _named_once("An event that fewer than 15 stations reported is poor.", req)
+    assert not _named_once("An event that fewer than 15 stations reported is poor; keep at least 15.", req)
+    (req,) = comparisons("cars above 5,000 lb")
+    assert _named_once("The cars above 5,000 lb are limousines.", req)
+
+
+def test_a_whole_number_bound_written_as_the_next_number_on_its_side() -> None:
+    from stateguard.verification.bind import _tested_anywhere
+
+    sem = inspect_code(
+        "_row = con.execute('SELECT COUNT(*), COUNT(*) FILTER (WHERE cases > 0) FROM cells WHERE controls >= 20').fetchone()"
+    )
+    assert _tested_anywhere(sem, ["cases"], 1.0, ">=")  # "at least one case"
+    assert not _tested_anywhere(sem, ["cases"], 1.0)
+    assert not _tested_anywhere(sem, ["cases"], 1.5, ">=")
+
+
+def test_a_value_that_is_a_function_word_binds_only_when_quoted() -> None:
+    from stateguard.verification.extract import scopes
+    from stateguard.verification.vocabulary import ColumnInfo, Vocabulary
+
+    vocab = Vocabulary(tables={"book": {"code": ColumnInfo(kind="text", values=["none", "light", "heavy"])}})
+    assert scopes("for each label, how many cells are risky (0 if none)", vocab, ["book"]) == []
+    (req,) = scopes("how many cells are coded 'none'", vocab, ["book"], counted=True)
+    assert req.values == ["none"]
