@@ -426,39 +426,24 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
         return []  # the bound's rows are compared with the rest: a split into groups, not a filter
     out: list[Requirement] = []
     taken: list[tuple[int, int]] = []
-    for m in _BETWEEN.finditer(clause):
-        low, high = sorted((_number(m.group("num")), _number(m.group("num2"))))
-        out.append(
-            Requirement(
-                kind=Kind.COMPARISON,
-                text=m.group(0),
-                source=source,
-                op=">=",
-                value=low,
-                upper=high,
-                percent=bool(m.group("pct")),
-                subject=_subject_before(clause, m.start()),
-            )
-        )
-        taken.append(m.span())
-    for m in _RANGE.finditer(clause):
-        if any(a <= m.start() < b for a, b in taken) or _in_quotes(clause, m.start()):
-            continue
-        ends = [m.group(f"{e}{i}") for i in "123" for e in "ab" if m.group(f"a{i}")]
+
+    def two_bounds(m: re.Match[str], ends: list[str]) -> None:
         low, high = sorted(_number(e.lstrip("$")) for e in ends)
+        subject = _subject_before(clause, m.start())
+        pct = bool(m.group("pct"))
         out.append(
             Requirement(
-                kind=Kind.COMPARISON,
-                text=m.group(0).strip(),
-                source=source,
-                op=">=",
-                value=low,
-                upper=high,
-                percent=bool(m.group("pct")),
-                subject=_subject_before(clause, m.start()),
+                kind=Kind.COMPARISON, text=m.group(0).strip(), source=source, op=">=", value=low,
+                upper=high, percent=pct, subject=subject,
             )
-        )
+        )  # fmt: skip
         taken.append(m.span())
+
+    for m in _BETWEEN.finditer(clause):
+        two_bounds(m, [m.group("num"), m.group("num2")])
+    for m in _RANGE.finditer(clause):
+        if not (any(a <= m.start() < b for a, b in taken) or _in_quotes(clause, m.start())):
+            two_bounds(m, [m.group(f"{e}{i}") for i in "123" for e in "ab" if m.group(f"a{i}")])
     for m in _FROM_ON.finditer(clause):  # "from 2015 on": the years from then
         out.append(_year_bound(m.group(0), source, ">=", m.group("num")))
         taken.append(m.span())

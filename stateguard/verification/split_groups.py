@@ -17,18 +17,10 @@ phase) is left alone.
 
 from __future__ import annotations
 
-import sqlglot
 from sqlglot import exp
 
 from stateguard.verification.requirements import Kind, Requirement
-
-
-def _parse(sql: str) -> exp.Select | None:
-    try:
-        tree = sqlglot.parse_one(sql, dialect="duckdb")
-    except Exception:  # noqa: BLE001 - sqlglot raises several error types
-        return None
-    return tree if isinstance(tree, exp.Select) else None
+from stateguard.verification.sql_edit import parse_select as _parse
 
 
 def _key(node: exp.Expr) -> str:
