@@ -423,6 +423,13 @@ def pandas_selection(stmt: ast.stmt, step: int | None = None) -> Selection | Non
         ):
             found = [c for c in mask_conditions(node, "mask") if c.op != "other" and c.column]
             conditions += found
+        elif (  # a range test counted or averaged: df.x.between(3, 5).sum()
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "between"
+            and id(node) not in seen_masks
+        ):
+            conditions += [c for c in mask_conditions(node, "mask") if c.op != "other" and c.column]
     if not (conditions or aggregates or keys or joins or order or limit):
         return None
     return Selection(

@@ -63,6 +63,7 @@ def inspect_code(code: str, step: int | None = None) -> CodeSemantics:
     fields: dict[str, str] = {}
     literals: list[float] = []
     listed: list[str] = []
+    written_out: set[str] = set()  # names bound to values written out in the code (`_areas = {...}`)
     connection: str | None = None
     for stmt in tree.body:
         target = (
@@ -89,7 +90,9 @@ def inspect_code(code: str, step: int | None = None) -> CodeSemantics:
                 for k, v in zip(stmt.value.keys, stmt.value.values, strict=True):
                     if isinstance(k, ast.Constant) and isinstance(k.value, str):
                         fields[k.value] = ast.unparse(v)
-        if target and isinstance(stmt, ast.Assign) and _literal_frame(stmt.value):
+        if target and isinstance(stmt, ast.Assign) and _is_literal(stmt.value):
+            written_out.add(target)
+        if target and isinstance(stmt, ast.Assign) and _literal_frame(stmt.value, written_out):
             listed.append(target)
         sql_here = False
         for node in ast.walk(stmt):
@@ -146,19 +149,41 @@ _VALUES_TABLE = re.compile(
 )
 
 
-def _literal_frame(value: ast.expr) -> bool:
-    """`pd.DataFrame(<literal>, ...)`: a frame of values written out in the code."""
+def _is_literal(node: ast.expr) -> bool:
+    try:
+        ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
+
+
+def _from_written_out(node: ast.expr, written_out: set[str]) -> bool:
+    """A comprehension over values written out in the code (`[(n, a) for a, names in _areas.items()
+    for n in names]` after `_areas = {...}`): every name it reads is one of its own loop variables
+    or a name bound to a literal."""
+    if not isinstance(node, ast.ListComp | ast.GeneratorExp | ast.SetComp | ast.DictComp):
+        return False
+    own = {n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call) and not (
+            isinstance(sub.func, ast.Attribute) and sub.func.attr in ("items", "keys", "values")
+        ):
+            return False
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id not in own | written_out:
+            return False
+    return True
+
+
+def _literal_frame(value: ast.expr, written_out: set[str] | None = None) -> bool:
+    """`pd.DataFrame(<literal>, ...)`: a frame of values written out in the code (directly, or by a
+    comprehension over such values)."""
     if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute | ast.Name)):
         return False
     name = value.func.attr if isinstance(value.func, ast.Attribute) else value.func.id
     data = value.args[0] if value.args else next((k.value for k in value.keywords if k.arg == "data"), None)
     if name not in ("DataFrame", "from_records") or data is None:
         return False
-    try:
-        ast.literal_eval(data)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return False
-    return True
+    return _is_literal(data) or _from_written_out(data, written_out or set())
 
 
 def merge(parts: list[CodeSemantics]) -> CodeSemantics:

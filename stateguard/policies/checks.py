@@ -316,6 +316,9 @@ def code_forms(number: float, unit: str) -> list[float]:
     scale = LEXICON.scales.get(unit)
     if scale is not None:
         forms.append(number * scale)
+    for thousands in (1e3, 1e6):  # "5,000 lb" kept in thousands of pounds (`wt <= 5`)
+        if abs(number) >= thousands and float(number / thousands).is_integer():
+            forms.append(number / thousands)
     if unit in ("%", "percent"):
         forms += [1 + number / 100, 1 - number / 100]
     return forms

@@ -374,7 +374,7 @@ class RequirementBinder(Binder):
         if (
             req.kind is Kind.COMPARISON
             and req.value is not None
-            and _tested_anywhere(self.sem, columns, req.value)
+            and _tested_anywhere(self.sem, columns, req.value, req.op)
         ):
             # `AVG(...) FILTER (WHERE mortality > 100)`, `GROUP BY mortality > 100`: the code tests the
             # column against the stated number where no row filter is read; it is not missing
@@ -614,11 +614,20 @@ class RequirementBinder(Binder):
                 return
 
 
-def _tested_anywhere(sem: CodeSemantics, columns: list[str], value: float) -> bool:
+def _tested_anywhere(sem: CodeSemantics, columns: list[str], value: float, op: str | None = None) -> bool:
     """Some comparison of the code (a filter, a flag, a test inside an aggregate or a group key)
-    tests one of `columns` against `value`."""
+    tests one of `columns` against `value`, or (a whole-number bound `op value`) against the next
+    whole number on the same side: "at least one case" written `cases > 0`."""
     wanted = {c.lower() for c in columns}
-    return any(t.column.lower() in wanted and close(t.value, value) for t in code_tests(sem))
+    step = {">=": (">", -1.0), ">": (">=", 1.0), "<=": ("<", 1.0), "<": ("<=", -1.0)}.get(op or "")
+    for t in code_tests(sem):
+        if t.column.lower() not in wanted:
+            continue
+        if close(t.value, value):
+            return True
+        if step and float(value).is_integer() and t.op == step[0] and close(t.value, value + step[1]):
+            return True
+    return False
 
 
 def _measured_share(sel: Selection, cond: Condition, function: str = "mean") -> bool:

@@ -147,7 +147,8 @@ def loose_bounds(question: str, vocab: Vocabulary, tables: list[str] | None, pla
 def _by_flag(question: str, req: Requirement, flags: dict[str, list[Site]]) -> Site | None:
     """The comparison of the flag that the sentence stating `req` defines, if it is one."""
     for m in _SENTENCE.finditer(question):
-        sentence = m.group(0)
+        # "The new yardstick: a committee is busy when ...": a short lead-in before a colon frames nothing
+        sentence = re.sub(r"^\s*[\w' -]{1,40}:\s+", "", m.group(0))
         at = sentence.find(req.text)
         if at < 0:
             continue
@@ -174,15 +175,80 @@ def _by_number(req: Requirement, sites: list[Site]) -> Site | None:
     return next(iter(found.values())) if len(found) == 1 else None
 
 
-def bind_loose(b: Binder, question: str, loose: list[Requirement], plan: Plan) -> None:
-    """Probe items (a changed answer required) for loose bounds the code writes otherwise."""
+# How far a changed number may lie from the stated one (either way) to be read as its replacement.
+_NEAR = 1.5
+
+
+def _tests_number(value: float, req: Requirement, site: Site) -> bool:
+    return close(site.value, value * bind_cutoff.scale_for(req, site.value))
+
+
+def _by_pairing(req: Requirement, sites: list[Site], stated: list[float]) -> Site | None:
+    """The code tests no column against the stated number, and exactly one of its comparisons on
+    the same side tests a number the question never states: that comparison, if its number is near
+    the stated one ("a minimum of 14 percent" written `poverty >= 15`). A comparison against an
+    unstated number on the other side, or two of them, or a number far off, binds nothing."""
+    assert req.value is not None
+    if any(_tests_number(req.value, req, s) for s in sites):
+        return None
+    free = {
+        s.key(): s
+        for s in sites
+        if s.op == req.op
+        and not any(_tests_number(v, req, s) for v in stated)
+        and bind_cutoff._year_like(s.value) == bind_cutoff._year_like(req.value)
+    }
+    if len(free) != 1:
+        return None
+    site = next(iter(free.values()))
+    target = req.value * bind_cutoff.scale_for(req, site.value)
+    if target == 0 or site.value == 0 or (site.value > 0) != (target > 0):
+        return None
+    return site if 1 / _NEAR <= site.value / target <= _NEAR else None
+
+
+_ANY_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?!\w|\.\d)")
+
+
+def _named_once(text: str, req: Requirement) -> bool:
+    """The bound's number occurs once in the text, wherever: "fewer than 15 stations ... at least 15
+    stations recorded" names two bounds on 15 (the second read or not), so the code's one test
+    against 15 is no more the first's than the second's."""
+    plain = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", text)
+    return sum(close(float(n), req.value or 0.0) for n in _ANY_NUMBER.findall(plain)) == 1
+
+
+def bind_loose(b: Binder, question: str, loose: list[Requirement], plan: Plan, pairing: bool = True) -> None:
+    """Probe items (a changed answer required) for loose bounds the code writes otherwise.
+    `pairing`: also bind a bound by pairing (`_by_pairing`); off for a context's text, which may
+    tell of other rules' numbers ("a small county needs more than 47")."""
     sites, flags = code_tests(b.sem), _flags(b.sem)
     stated = [r.value for c in clauses(question) for r in comparisons(c) if r.value is not None]
+    found: list[tuple[Requirement, Site | None, str]] = []
     for req in loose:
         site, how = _by_flag(question, req, flags), "flag"
-        if site is None and sum(close(v, req.value or 0.0) for v in stated) == 1:
+        if (
+            site is None
+            and sum(close(v, req.value or 0.0) for v in stated) == 1
+            and _named_once(question, req)
+        ):
             # the number names one bound of the question ("below 80" beside "80 or higher" names none)
             site, how = _by_number(req, sites), "number"
+        found.append((req, site, how))
+    unbound = [req for req, site, _ in found if site is None]
+    if (
+        pairing
+        and len(unbound) == 1
+        and sum(close(v, unbound[0].value or 0.0) for v in stated) == 1
+        and _named_once(question, unbound[0])
+    ):
+        # one stated bound the code never tests by its number, beside one test of an unstated one
+        pairs = [
+            (r, _by_pairing(r, sites, stated), "pairing") if r is unbound[0] else (r, s, h)
+            for r, s, h in found
+        ]
+        found = pairs
+    for req, site, how in found:
         if site is None:
             continue
         assert req.value is not None
@@ -190,11 +256,11 @@ def bind_loose(b: Binder, question: str, loose: list[Requirement], plan: Plan) -
         plan.unverified = [r for r in plan.unverified if r.text != req.text]
         plan.requirements = [r for r in plan.requirements if r.text != req.text] + [req_b]
         scale = bind_cutoff.scale_for(req, site.value)
-        what = (
-            f"the flag's comparison `{site.text}`"
-            if how == "flag"
-            else f"`{site.text}`, the code's one test against {req.value:g}"
-        )
+        what = {
+            "flag": f"the flag's comparison `{site.text}`",
+            "number": f"`{site.text}`, the code's one test against {req.value:g}",
+            "pairing": f"`{site.text}`, the code's one test on that side against a number the question never states",
+        }[how]
         if site.op == req.op and math.isclose(site.value, req.value * scale):
             plan.notes.append(f"{req_b.describe()}: {what}, as stated")
             continue

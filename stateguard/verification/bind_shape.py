@@ -352,7 +352,7 @@ def join(b: Binder, req: Requirement, plan: Plan) -> None:
     if req.how == "left" and req.subject:
         bound = _kept_side(b, req.subject, joined, extract.says_absent(req.text))
         if bound is not None:
-            _keep_side(b, req, *bound, plan)
+            keep_side(b, req, *bound, plan)
             return
         if not re.search(rf"\b(?:{'|'.join(LEXICON.join_verbs)}|combin\w*)", req.text.lower()):
             plan.unverified.append(req)  # only the kept entries were stated, and they name no side
@@ -399,7 +399,7 @@ def join(b: Binder, req: Requirement, plan: Plan) -> None:
         plan.unverified.append(req)
 
 
-def _side_name(expr: str) -> str:
+def side_name(expr: str) -> str:
     """The table or frame one side of a join reads: `airlines AS a` -> airlines, a subquery ->
     the table of its FROM, `customers[cols]` -> customers."""
     text = expr.strip()
@@ -426,7 +426,7 @@ def _kept_side(
         (sel, j, side, name)
         for sel, j in joined
         for side, expr in (("left", j.left), ("right", j.right))
-        if (name := _side_name(expr))
+        if (name := side_name(expr))
     ]
 
     def by_name(name: str, word: str) -> bool:
@@ -479,24 +479,24 @@ def _same_noun(a: str, b: str) -> bool:
     return False
 
 
-def _keep_side(b: Binder, req: Requirement, sel: Selection, j: Join, side: str, plan: Plan) -> None:
+def keep_side(b: Binder, req: Requirement, sel: Selection, j: Join, side: str, plan: Plan) -> None:
     """The stated entries' side of the join must keep every row: the code's join re-run keeping
     that side, and (by the answer gate) a different reported answer, are the evidence."""
     noun = req.subject[0]
     unfiltered = sql_edit.unfilter_kept_side(sel.sql, side) if sel.language == "sql" and sel.sql else None
     if j.how in (side, "outer") and unfiltered is None:
         plan.notes.append(
-            f"{req.describe()}: the code's {j.how} join keeps every {noun} ({_side_name(getattr(j, side))})"
+            f"{req.describe()}: the code's {j.how} join keeps every {noun} ({side_name(getattr(j, side))})"
         )
         return
     if unfiltered is not None:
         plan.notes.append(
-            f"{req.describe()}: the code's {j.how} join keeps every {noun} ({_side_name(getattr(j, side))}), but its "
+            f"{req.describe()}: the code's {j.how} join keeps every {noun} ({side_name(getattr(j, side))}), but its "
             "WHERE tests the other side's columns and so drops the unmatched ones again"
         )
     else:
         plan.notes.append(
-            f"{req.describe()}: every {noun} is on the {side} side ({_side_name(getattr(j, side))}), the code's "
+            f"{req.describe()}: every {noun} is on the {side} side ({side_name(getattr(j, side))}), the code's "
             f"join is {j.how} ({j.text[:80]})"
         )
     if sel.language == "sql":

@@ -22,11 +22,14 @@ import re
 from stateguard.artifacts.lexicon import LEXICON
 from stateguard.inspection.code_model import CodeSemantics, Selection
 from stateguard.verification import extract
-from stateguard.verification.requirements import Requirement
-from stateguard.verification.vocabulary import Vocabulary
+from stateguard.verification.binder import close
+from stateguard.verification.requirements import Kind, Requirement
+from stateguard.verification.vocabulary import Vocabulary, column_tokens
 
 _BACK = re.compile(r"\b(?:of|among|from)\s+(?:those|these|them)\b", re.IGNORECASE)
-_COUNT = re.compile(r"^\s*(?:and\s+)?how\s+many\b", re.IGNORECASE)
+_COUNT = re.compile(
+    r"^\s*(?:and\s+)?(?:(?:in|for|on|at|over|across|during|from)\s+)?how\s+many\b", re.IGNORECASE
+)
 # "And of those, how many ...": the reference back opens the second clause
 _BACK_FIRST = re.compile(
     r"^\s*(?:and\s+)?(?:of|among|from)\s+(?:those|these|them)\s*,?\s*how\s+many\b", re.IGNORECASE
@@ -35,16 +38,64 @@ _BACK_FIRST = re.compile(
 _FIELDS_ONLY = re.compile(r"^\s*(?:report|return|give)\s+(?:`\w+`(?:\s*(?:,|and)\s*)?)+\s*$", re.IGNORECASE)
 
 
-def carried_scopes(question: str, vocab: Vocabulary, tables: list[str] | None) -> list[Requirement]:
-    """The first clause's category, for a question of two counts the second of which refers back."""
+def _two_counts(question: str) -> tuple[str, str] | None:
+    """The question's two clauses when it is exactly two counts (the second may open "And of
+    those, how many")."""
     parts = [p for p in extract.clauses(question) if not _FIELDS_ONLY.match(p)]
     if (
         len(parts) != 2
         or not _COUNT.match(parts[0])
         or not (_COUNT.match(parts[1]) or _BACK_FIRST.match(parts[1]))
     ):
+        return None
+    return parts[0], parts[1]
+
+
+def carried_bounds(question: str) -> list[Requirement]:
+    """The first clause's bounds ("How many committees run no more than 5 subcommittees? And of
+    those, how many ..."), for a question of two counts whose second refers back to the first's rows
+    by words ("of those", "among them"). Which column a bound is on is left to the code: the caller
+    keeps a bound only when the turn tests exactly one column that way."""
+    pair = _two_counts(question)
+    if pair is None or not _BACK.search(pair[1]):
         return []
-    first, second = parts
+    return [r for r in extract.comparisons(pair[0]) if r.op is not None and r.value is not None]
+
+
+def bound_column(bound: Requirement, sem: CodeSemantics) -> str | None:
+    """The one column the turn's code tests against the bound's number on the stated side (`cmte['subs']
+    <= 5` for "no more than 5 subcommittees"); None when no column or several are tested that way."""
+    ends = [(bound.op, bound.value)] if bound.upper is None else [(">=", bound.value), ("<=", bound.upper)]
+    tested = {
+        c.column
+        for sel in sem.selections
+        for c in sel.conditions
+        if c.column
+        and c.clause in ("where", "mask", "query")
+        and isinstance(c.value, float)
+        and any(op == c.op and value is not None and close(c.value, value) for op, value in ends)
+    }
+    return tested.pop() if len(tested) == 1 else None
+
+
+def counted_frame(sel: Selection) -> str | None:
+    """The one frame whose rows a pandas count or share written into a field tests
+    (`int((cmte['staff'] > 50).sum())` -> cmte), where the statement reads other frames for other
+    fields; None when its tests read several frames or none by name."""
+    if sel.language != "pandas" or sel.frame or not sel.conditions:
+        return None
+    bases = {
+        m.group(1) if (m := re.match(r"\s*\(?\s*(\w+)\s*[\[.]", c.lhs or "")) else "" for c in sel.conditions
+    }
+    return bases.pop() if len(bases) == 1 and all(b.isidentifier() for b in bases) else None
+
+
+def carried_scopes(question: str, vocab: Vocabulary, tables: list[str] | None) -> list[Requirement]:
+    """The first clause's category, for a question of two counts the second of which refers back."""
+    pair = _two_counts(question)
+    if pair is None:
+        return []
+    first, second = pair
     out = []
     for req in extract.scopes(first, vocab, tables, counted=True):
         if req.exclude or len(req.columns) != 1 or len(req.values) != 1:
@@ -85,6 +136,44 @@ def subset_count_fields(question: str, answer: object) -> tuple[str, str] | None
 _LEAVE_OUT = re.compile(rf"^\s*(?:{'|'.join(LEXICON.leave_out_verbs)})\b", re.IGNORECASE)
 
 
+# "For the steady quarters with dear money in the current sense: what was ...": a scope that opens
+# the question and holds for everything after the colon
+_PREAMBLE = re.compile(
+    r"^\s*(?:[^:?.]{0,60},\s*)?(?P<pre>(?:for|among|within|across|over)\s+(?:the|all|those|these)\b[^:?.]{3,160}):\s+(?P<rest>.+)$",
+    re.IGNORECASE | re.DOTALL,
+)
+# the rest of the question reaches past the scope: other rows, or all of them
+_BEYOND = re.compile(
+    r"\b(?:others?|the\s+rest|remaining|all\s+(?:the\s+)?\w+s\b|every\s+\w+|whole|overall|in\s+total|of\s+all)\b",
+    re.IGNORECASE,
+)
+
+
+def preamble_scopes(question: str, vocab: Vocabulary, tables: list[str] | None) -> list[Requirement]:
+    """The flag a question's opening scope names ("For the steady quarters with dear money in the
+    current sense: ..."): every value asked after the colon is one of the flagged rows'. None when
+    the rest of the question reaches past them ("the others", "all quarters")."""
+    m = _PREAMBLE.match(question)
+    if m is None or _BEYOND.search(m.group("rest")):
+        return []
+    pre = m.group("pre")
+    found = extract.flag_scopes(pre, vocab, tables)
+    if not found:
+        flags = [
+            col
+            for col in extract.flag_columns(vocab, tables)
+            if (tokens := column_tokens(col))
+            and re.search(r"\bwith\s+" + r"[\s-]+".join(map(re.escape, tokens)) + r"\b", pre, re.IGNORECASE)
+        ]
+        if len(flags) == 1:
+            found = [
+                Requirement(
+                    kind=Kind.SCOPE, text=pre, values=["True"], columns=flags, subject=column_tokens(flags[0])
+                )
+            ]
+    return found
+
+
 def instruction_scopes(question: str, vocab: Vocabulary, tables: list[str] | None) -> list[Requirement]:
     """Values an instruction sentence leaves out of the whole turn: every reported value is
     computed without them, whatever clause asks for it."""
@@ -109,6 +198,9 @@ def feeds_answer(sel: Selection, sem: CodeSemantics) -> bool:
     texts = [text for field, text in sem.fields.items() if field != "answer_type"]
     if sel.language == "pandas" and sel.mask and any(sel.mask in t for t in texts):
         return True
+    if sel.language == "pandas" and not sel.frame and sel.conditions:
+        # a count or share written into the field itself (`int((few['staff'] > 50).sum())`)
+        return all(c.text and any(c.text in t for t in texts) for c in sel.conditions)
     if sel.target and sel.target.isidentifier():
         pattern = re.compile(rf"(?<![\w.]){re.escape(sel.target)}(?!\w)")
         return any(pattern.search(text) for text in texts)

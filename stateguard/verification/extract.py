@@ -61,6 +61,28 @@ _BETWEEN = re.compile(
     r"\bbetween\s+" + _NUM + r"\s+and\s+(?P<num2>-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?)",
     re.IGNORECASE,
 )
+# A range written with its ends said to count ("from 3.0 to 3.5 inclusive", "in the range $32,000 to
+# $38,000, ends included", "3 through 7"): the same two bounds as "between"; "from 1990 to 2000" alone
+# (a span of time, or a change from one value to another) is not read.
+_AMOUNT = r"\$?(?:-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?)"
+_ENDS_IN = r"(?:\s*,?\s*(?:\(?(?:inclusive(?:ly)?|(?:both\s+|the\s+)?ends\s+included|(?:with\s+)?both\s+ends\s+(?:included|counted))\)?))"
+_RANGE = re.compile(
+    r"\b(?:(?:lies?|lying|falls?|falling)\s+)?(?:(?:with)?in\s+the\s+range\s+(?:of\s+)?(?:from\s+)?"
+    r"(?P<a1>" + _AMOUNT + r")\s*(?:to|through|-|–|and)\s*(?P<b1>" + _AMOUNT + r")" + _ENDS_IN + r"?"
+    r"|(?:from\s+)?(?P<a2>"
+    + _AMOUNT
+    + r")\s*(?:to|through|-|–)\s*(?P<b2>"
+    + _AMOUNT
+    + r")"
+    + _ENDS_IN
+    + r"|from\s+(?P<a3>"
+    + _AMOUNT
+    + r")\s+through\s+(?P<b3>"
+    + _AMOUNT
+    + r"))"
+    r"(?P<pct>\s*(?:%|percent\b))?",
+    re.IGNORECASE,
+)
 _YEAR_IN = re.compile(
     r"\b(?:in|during)\s+(?:the\s+year\s+)?(?P<year>1[89]\d\d|20\d\d)\b"
     r"(?!\s*(?:to|-|–|and)\s*\d|\s+(?:or|and)\s+(?:later|earlier|after|before)\b)",
@@ -404,21 +426,24 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
         return []  # the bound's rows are compared with the rest: a split into groups, not a filter
     out: list[Requirement] = []
     taken: list[tuple[int, int]] = []
-    for m in _BETWEEN.finditer(clause):
-        low, high = sorted((_number(m.group("num")), _number(m.group("num2"))))
+
+    def two_bounds(m: re.Match[str], ends: list[str]) -> None:
+        low, high = sorted(_number(e.lstrip("$")) for e in ends)
+        subject = _subject_before(clause, m.start())
+        pct = bool(m.group("pct"))
         out.append(
             Requirement(
-                kind=Kind.COMPARISON,
-                text=m.group(0),
-                source=source,
-                op=">=",
-                value=low,
-                upper=high,
-                percent=bool(m.group("pct")),
-                subject=_subject_before(clause, m.start()),
+                kind=Kind.COMPARISON, text=m.group(0).strip(), source=source, op=">=", value=low,
+                upper=high, percent=pct, subject=subject,
             )
-        )
+        )  # fmt: skip
         taken.append(m.span())
+
+    for m in _BETWEEN.finditer(clause):
+        two_bounds(m, [m.group("num"), m.group("num2")])
+    for m in _RANGE.finditer(clause):
+        if not (any(a <= m.start() < b for a, b in taken) or _in_quotes(clause, m.start())):
+            two_bounds(m, [m.group(f"{e}{i}") for i in "123" for e in "ab" if m.group(f"a{i}")])
     for m in _FROM_ON.finditer(clause):  # "from 2015 on": the years from then
         out.append(_year_bound(m.group(0), source, ">=", m.group("num")))
         taken.append(m.span())
@@ -576,6 +601,11 @@ def not_null(clause: str, source: str = "question") -> list[Requirement]:
     return out
 
 
+# Category values that are also function words of a sentence ("0 if none", "all of them", "any
+# other"): bound only when quoted.
+_FUNCTION_VALUES = {"none", "all", "any", "other", "others", "each", "both", "total", "nothing", "no", "yes"}
+
+
 def scopes(
     clause: str,
     vocab: Vocabulary,
@@ -595,6 +625,8 @@ def scopes(
         # death is ..."): a word that could be either is ambiguous, and an ambiguous parse abstains.
         for m in re.finditer(rf"(?<![\w-]){re.escape(value)}(?![\w-])", clause):
             before = clause[max(0, m.start() - 40) : m.start()]
+            if value.lower() in _FUNCTION_VALUES and not _in_quotes(clause, m.start() + 1):
+                continue  # "(0 if none)": the sentence's own word; only a quoted 'none' names the value
             if re.search(
                 r"\b(?:are|is|being|as|than|vs\.?|versus|compare\w*|between)\s+(?:the\s+)?$",
                 before,

@@ -97,12 +97,23 @@ def bind_named(b: RequirementBinder, question: str, plan: Plan) -> None:
         b.swapped(req, sel, agg, plan, needs_changed=True)
 
 
-def only_statistic(question: str, sem: CodeSemantics) -> list[tuple[Requirement, Selection, Aggregate]]:
+def _names_central(text: str) -> bool:
+    return any(
+        f in _CENTRAL and re.search(rf"\b{re.escape(w)}\b", text, re.IGNORECASE)
+        for w, f in LEXICON.statistics.items()
+    )
+
+
+def only_statistic(
+    question: str, sem: CodeSemantics, rule: bool = False
+) -> list[tuple[Requirement, Selection, Aggregate]]:
     """The question asks one of mean and median, never the other ("the median MIC of each drug",
     "the worst delays on average"), and the code computes exactly one such aggregate, of the other
     kind (`bact.groupby(...)[drugs].mean()`): the words name no column the ordinary reading could
     bind, so the code's one value of that family is the one asked. Two such aggregates, or a
-    question that names both statistics, abstain."""
+    question that names both statistics, abstain. `rule`: the text states a rule of the turn ("long
+    when it lasts more than 1.5 times the median duration of its wave"), whose statistic is computed
+    per row (a window, a pandas transform, a flag), so those aggregates count too."""
     asked = {
         f for w, f in LEXICON.statistics.items() if re.search(rf"\b{re.escape(w)}\b", question, re.IGNORECASE)
     }
@@ -113,7 +124,7 @@ def only_statistic(question: str, sem: CodeSemantics) -> list[tuple[Requirement,
         (sel, agg)
         for sel in sem.selections
         for agg in sel.aggregates
-        if agg.function in _CENTRAL and not agg.window and not sel.flag
+        if agg.function in _CENTRAL and (rule or not (agg.window or sel.flag))
     ]
     if len(found) != 1 or found[0][1].function == function or not found[0][1].standalone:
         return []
@@ -128,12 +139,16 @@ def only_statistic(question: str, sem: CodeSemantics) -> list[tuple[Requirement,
     return [(req, sel, agg)]
 
 
-def bind_only(b: RequirementBinder, question: str, plan: Plan) -> None:
+def bind_only(b: RequirementBinder, question: str, plan: Plan, rule: str = "") -> None:
     """Probe items (a changed answer required) for the one mean-or-median the code computes, when
-    the question asks the other one and the ordinary reading bound no aggregation."""
+    the question asks the other one and the ordinary reading bound no aggregation; or, when the
+    question names neither, the one the turn's own rule (`rule`, its context) names."""
     if any(r.kind is Kind.AGGREGATION and r not in plan.unverified for r in plan.requirements):
         return  # an aggregation the words bound is checked as such
-    for req, sel, agg in only_statistic(question, b.sem):
+    found = only_statistic(question, b.sem)
+    if not found and rule:  # a turn that states a rule: its per-row statistic counts too
+        found = only_statistic(question if _names_central(question) else rule, b.sem, rule=True)
+    for req, sel, agg in found:
         plan.requirements.append(req)
         plan.notes.append(f"{req.describe()}: the code's one mean-or-median is a {agg.function} ({agg.text})")
         b.swapped(req, sel, agg, plan, needs_changed=True)

@@ -18,7 +18,8 @@ from sqlglot import exp
 _FUNCS = {"mean": exp.Avg, "median": exp.Median, "sum": exp.Sum, "min": exp.Min, "max": exp.Max}
 
 
-def _parse(sql: str) -> exp.Select | None:
+def parse_select(sql: str) -> exp.Select | None:
+    """The one SELECT `sql` is, parsed (DuckDB dialect); None for anything else or a parse error."""
     try:
         tree = sqlglot.parse_one(sql, dialect="duckdb")
     except Exception:  # noqa: BLE001 - sqlglot raises several error types
@@ -40,7 +41,7 @@ def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
 
 def replace_condition(sql: str, condition_text: str, predicate: str) -> str | None:
     """Replace the WHERE/HAVING conjunct whose text (NOT and parentheses aside) is `condition_text`."""
-    select = _parse(sql)
+    select = parse_select(sql)
     if select is None:
         return None
     try:
@@ -65,7 +66,7 @@ def replace_condition(sql: str, condition_text: str, predicate: str) -> str | No
 
 
 def add_condition(sql: str, predicate: str) -> str | None:
-    select = _parse(sql)
+    select = parse_select(sql)
     if select is None:
         return None
     try:
@@ -75,7 +76,7 @@ def add_condition(sql: str, predicate: str) -> str | None:
 
 
 def swap_aggregate(sql: str, aggregate_text: str, function: str) -> str | None:
-    select = _parse(sql)
+    select = parse_select(sql)
     target = _FUNCS.get(function)
     if select is None or target is None:
         return None
@@ -87,7 +88,7 @@ def swap_aggregate(sql: str, aggregate_text: str, function: str) -> str | None:
 
 
 def set_join(sql: str, how: str) -> str | None:
-    select = _parse(sql)
+    select = parse_select(sql)
     if select is None or not select.args.get("joins"):
         return None
     for join in select.args["joins"]:
@@ -100,7 +101,7 @@ def keep_join_side(sql: str, side: str) -> str | None:
     """The query with its one join keeping every row of one side ("left": the FROM side, "right":
     the joined one); None for a query with no join or several (which side a chain keeps is not
     one keyword)."""
-    select = _parse(sql)
+    select = parse_select(sql)
     joins = select.args.get("joins") if select is not None else None
     if select is None or not joins or len(joins) != 1:
         return None
@@ -115,7 +116,7 @@ def unfilter_kept_side(sql: str, side: str) -> str | None:
     kept side's unmatched rows again: the query with those tests moved into the join's ON, where
     they only choose the matches. None when no such test is there (a test of `IS NULL` is a
     deliberate anti-join and is left alone), or the query is not one such join."""
-    select = _parse(sql)
+    select = parse_select(sql)
     joins = select.args.get("joins") if select is not None else None
     if select is None or not joins or len(joins) != 1:
         return None
@@ -156,7 +157,7 @@ def unfilter_kept_side(sql: str, side: str) -> str | None:
 def alias_columns(sql: str, alias: str) -> set[str] | None:
     """The columns the select-list expression named `alias` reads (`CASE WHEN age < 30 ... END AS
     age_group` -> {age}); None when the query has no such alias, or it is a bare column."""
-    select = _parse(sql)
+    select = parse_select(sql)
     if select is None:
         return None
     for node in select.expressions:
@@ -171,7 +172,7 @@ def alias_columns(sql: str, alias: str) -> set[str] | None:
 
 def set_group_by(sql: str, keys: list[str]) -> str | None:
     """The query grouped by `keys` (column names) instead of its own GROUP BY; None without one."""
-    select = _parse(sql)
+    select = parse_select(sql)
     if select is None or not isinstance(select.args.get("group"), exp.Group):
         return None
     try:
@@ -182,7 +183,7 @@ def set_group_by(sql: str, keys: list[str]) -> str | None:
 
 
 def set_order(sql: str, *, descending: bool | None = None, limit: int | None = None) -> str | None:
-    select = _parse(sql)
+    select = parse_select(sql)
     if select is None:
         return None
     order = select.args.get("order")
@@ -198,7 +199,7 @@ def set_order(sql: str, *, descending: bool | None = None, limit: int | None = N
 def without_limit(sql: str) -> str:
     """The query with its ORDER BY, LIMIT and OFFSET taken off (every group it makes, in any
     order): `sql` itself when it does not parse or has none of them."""
-    select = _parse(sql)
+    select = parse_select(sql)
     if select is None or not any(select.args.get(k) for k in ("limit", "offset")):
         return sql
     for key in ("order", "limit", "offset"):
@@ -208,7 +209,7 @@ def without_limit(sql: str) -> str:
 
 def distinct_keys_sql(sql: str, keys: list[str]) -> str | None:
     """How many distinct key combinations the query's kept rows have."""
-    select = _parse(sql)
+    select = parse_select(sql)
     if select is None:
         return None
     for key in ("group", "having", "order", "limit", "offset", "qualify", "distinct"):

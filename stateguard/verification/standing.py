@@ -35,8 +35,11 @@ KIND = "standing_scope"
 _STANDING = re.compile(
     r"\b(?:from\s+(?:now|here|this\s+point)\s+on(?:wards?)?|for\s+the\s+(?:rest|remainder)\s+of\s+(?:the|this)\s+\w+|"
     r"henceforth|in\s+(?:all|every)\s+(?:later|following|remaining)\s+\w+|from\s+this\s+(?:turn|step|question)\s+on|"
+    r"(?:in|for|across|through)\s+(?:all\s+|every\s+|each\s+)?(?:of\s+)?(?:the\s+)?(?:later|following|remaining|subsequent|coming)\s+"
+    r"(?:questions?|turns?|steps?|parts?|analys[ie]s|work|tasks?)|going\s+forward|for\s+good|in\s+what\s+follows|"
+    r"(?:through|till|to)\s+the\s+(?:very\s+)?end(?:\s+of\s+(?:this|the|our)\s+(?:analysis|work|session|task|study|report|project))?(?!\s+of\b)|"
     r"from\s+now\s+(?:until|till|to)\b|(?:in|for)\s+(?:all|every|each)\s+\w+\s+that\s+follows?|"
-    r"(?:in|for)\s+(?:everything|all)\s+that\s+follows|until\s+(?:we\s+(?:finish|are\s+done)|the\s+end))\b",
+    r"(?:in|for)\s+(?:everything|all)\s+that\s+follows|until\s+(?:we\s+(?:finish|are\s+done)|the\s+(?:very\s+)?end(?:\s+of\s+(?:this|the|our)\s+(?:analysis|work|session|task|study|report|project))?(?!\s+of\b)))\b",
     re.IGNORECASE,
 )
 _BACK_IN = re.compile(  # "how old are they" asks an age, it points at no old version; "do the table
@@ -59,6 +62,13 @@ class Scope:
     sql: bool
     condition: str = ""
     columns: tuple[str, ...] = ()
+    # the tables or frames the parent was itself cut from, nearest first (`flagged` is `SELECT *, ...
+    # FROM states`): reading one of them is reading around the scope as much as reading the parent
+    ancestors: tuple[str, ...] = ()
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        return (self.parent, *self.ancestors)
 
 
 def _assigns(code: str, name: str) -> bool:
@@ -76,9 +86,54 @@ def _reads(code: str, name: str, sql: bool) -> bool:
     return bool(re.search(rf"(?<![\w.'\"]){re.escape(name)}(?=\s*[\[.])", code))
 
 
+_ALL_COLUMNS = re.compile(r"^\s*SELECT\s+(?:\w+\.)?\*", re.IGNORECASE)
+
+
+def _cut_from(sel: Selection) -> str | None:
+    """The one table or frame a statement keeps rows of, with every column (`CREATE TABLE rest AS
+    SELECT * FROM flagged WHERE ...`, `SELECT *, a > 1 AS f FROM t`, `kept = t[t['x'] > 1]`); None
+    for anything that joins, groups, aggregates or picks columns."""
+    if not (sel.target or "").isidentifier() or sel.joins or sel.aggregates or sel.group_keys:
+        return None
+    if sel.language == "sql":
+        if len(sel.sources) != 1 or not _ALL_COLUMNS.match(sel.sql or ""):
+            return None
+        parent = sel.sources[0]
+    else:
+        if not (sel.frame.isidentifier() and sel.mask):
+            return None
+        parent = sel.frame
+    return parent if parent.isidentifier() and parent.lower() != (sel.target or "").lower() else None
+
+
 class StandingScopes:
-    def __init__(self) -> None:
+    def __init__(self, lineage: dict[str, str] | None = None) -> None:
         self.scopes: list[Scope] = []
+        # table or frame (lower-cased) -> the one it was cut from, over the committed turns
+        self.lineage: dict[str, str] = dict(lineage or {})
+
+    def ancestors(self, name: str) -> tuple[str, ...]:
+        """The tables or frames `name` was cut from, nearest first."""
+        out: list[str] = []
+        at = name.lower()
+        while at in self.lineage and len(out) < 6:
+            up = self.lineage[at]
+            if up.lower() == name.lower() or up in out:
+                break
+            out.append(up)
+            at = up.lower()
+        return tuple(out)
+
+    def _trace(self, sem: CodeSemantics) -> None:
+        for sel in sem.selections:
+            target = (sel.target or "").lower()
+            if not target.isidentifier():
+                continue
+            parent = _cut_from(sel)
+            if parent is None:
+                self.lineage.pop(target, None)  # rebuilt some other way: no longer a cut of anything
+            else:
+                self.lineage[target] = parent
 
     def record(self, turn: int | None, question: str, code: str, sem: CodeSemantics) -> None:
         """`question`: the turn's question and its own context (where an instruction may stand)."""
@@ -97,6 +152,7 @@ class StandingScopes:
         self.scopes = [
             s for s in self.scopes if not re.search(rf"^\s*{re.escape(s.parent)}\s*=(?!=)", code, re.M)
         ]
+        self._trace(sem)
         if not _STANDING.search(question):
             return
         for scope in inline_scopes(turn, question, sem):
@@ -119,7 +175,16 @@ class StandingScopes:
                 columns = tuple(
                     dict.fromkeys(c for cond in conds for c in (cond.columns or [cond.column or ""]) if c)
                 )
-                self.scopes.append(Scope(turn, parent, child, sel.language == "sql", columns=columns))
+                self.scopes.append(
+                    Scope(
+                        turn,
+                        parent,
+                        child,
+                        sel.language == "sql",
+                        columns=columns,
+                        ancestors=tuple(a for a in self.ancestors(parent) if a.lower() != child.lower()),
+                    )
+                )
 
     def bypassed(self, question: str, code: str) -> list[Scope]:
         """Standing scopes the turn's code reads around: it reads the parent, never the child."""
@@ -129,9 +194,11 @@ class StandingScopes:
         for s in self.scopes:
             if not s.child:
                 continue  # a condition on the parent's rows: `read_without` finds the statements
-            if f"`{s.parent}`" in question or _assigns(code, s.parent) or _assigns(code, s.child):
+            if any(f"`{n}`" in question for n in s.sources) or any(
+                _assigns(code, n) for n in (*s.sources, s.child)
+            ):
                 continue
-            if _reads(code, s.parent, s.sql) and not _reads(code, s.child, s.sql):
+            if any(_reads(code, n, s.sql) for n in s.sources) and not _reads(code, s.child, s.sql):
                 out.append(s)
         return out
 
@@ -151,7 +218,7 @@ def _sentences(question: str) -> list[str]:
 
 def _anchored(cond: Condition, sentence: str) -> bool:
     numbers: set[float] = set()
-    for m in _NUMBER.finditer(sentence):
+    for m in _NUMBER.finditer(re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", sentence)):  # "1,000" is 1000
         value = float(m.group(1))
         numbers |= {value, value + 10} if m.group(2) and value % 10 == 0 else {value}
     if (
@@ -159,6 +226,9 @@ def _anchored(cond: Condition, sentence: str) -> bool:
         and not isinstance(cond.value, bool)
         and float(cond.value) in numbers
     ):
+        return True
+    listed = [float(v) for v in cond.values if isinstance(v, int | float) and not isinstance(v, bool)]
+    if listed and all(v in numbers for v in listed):  # `yr NOT IN (1990, 1991)` for "1990 and 1991"
         return True
     texts = [v for v in [cond.value, *cond.values] if isinstance(v, str) and len(v) > 2]
     if texts and all(re.search(rf"(?<!\w){re.escape(v)}(?!\w)", sentence, re.IGNORECASE) for v in texts):
@@ -222,7 +292,7 @@ def read_without(scope: Scope, question: str, code: str, sem: CodeSemantics) -> 
             continue  # a row-level table (`CREATE TABLE voters AS SELECT *, ... AS follower`): rows are
             # stored with their flags, and the scope applies where they are counted
         tested = {c.lower() for cond in sel.conditions for c in (cond.columns or [cond.column or ""])}
-        if tested & {c.lower() for c in scope.columns} or not _behind_answer(sel, sem, code):
+        if tested & {c.lower() for c in scope.columns} or not behind_answer(sel, sem, code):
             continue
         stated = sql_edit.add_condition(sel.sql, scope.condition) if sel.sql else None
         if stated:
@@ -234,7 +304,7 @@ def _sql_text(sem: CodeSemantics) -> str:
     return "\n".join(c.text for sel in sem.selections if sel.language == "sql" for c in sel.conditions)
 
 
-def _behind_answer(sel: Selection, sem: CodeSemantics, code: str) -> bool:
+def behind_answer(sel: Selection, sem: CodeSemantics, code: str) -> bool:
     """A reported value is computed from the statement's result, or from a table it creates; where
     the code names no reported dict (`print(json.dumps({...}))`), a result it reads again."""
     if feeds_answer(sel, sem):
@@ -285,10 +355,11 @@ def probe(scope: Scope, con: str | None) -> str | None:
 
 def edit_text(scope: Scope, cells: list[str]) -> tuple[str, str] | None:
     """(before, after): the one cell's lines that read the parent, reading the child instead."""
+    names = "|".join(re.escape(n) for n in scope.sources)
     if scope.sql:
-        pattern, repl = rf"\b(FROM|JOIN)(\s+){re.escape(scope.parent)}\b", rf"\1\2{scope.child}"
+        pattern, repl = rf"\b(FROM|JOIN)(\s+)(?:{names})\b", rf"\1\2{scope.child}"
     else:
-        pattern, repl = rf"(?<![\w.'\"]){re.escape(scope.parent)}(?=\s*[\[.])", scope.child
+        pattern, repl = rf"(?<![\w.'\"])(?:{names})(?=\s*[\[.])", scope.child
     flags = re.IGNORECASE if scope.sql else 0
     found = [c for c in cells if re.search(pattern, c, flags)]
     if len(found) != 1:
@@ -311,7 +382,7 @@ def own_edit(scope: Scope, cells: list[str]) -> tuple[str, str] | None:
     WHERE ...`), as (before, after) with the child read instead. None when no line does."""
     if not scope.child:
         return None
-    parent, child = re.escape(scope.parent), scope.child
+    parent, child = "(?:" + "|".join(re.escape(n) for n in scope.sources) + ")", scope.child
     if scope.sql:
         made = re.compile(rf"\bTABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?{re.escape(child)}\b", re.IGNORECASE)
         pattern = re.compile(rf"\b(FROM|JOIN)(\s+){parent}\b", re.IGNORECASE)

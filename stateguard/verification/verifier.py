@@ -38,7 +38,20 @@ from pydantic import BaseModel, ConfigDict, Field
 from stateguard.answers import last_json
 from stateguard.inspection.code_model import CodeSemantics, Selection
 from stateguard.observation import ManagerObservation, WorkerStep
-from stateguard.verification import bind_loose, carried, named_stats, probes, regrouped, standing, superseded
+from stateguard.verification import (
+    bind_loose,
+    bind_shape,
+    carried,
+    listed_joins,
+    named_stats,
+    outside,
+    probes,
+    regrouped,
+    rule_windows,
+    split_groups,
+    standing,
+    superseded,
+)
 from stateguard.verification.bind import RequirementBinder, bind
 from stateguard.verification.binder import Plan, reason
 from stateguard.verification.definitions import Definitions
@@ -112,6 +125,28 @@ class SemanticConfig(BaseModel):
         description="A value the code names one statistic (`AVG(age) AS median_age`) computed as another, "
         "when the question asks for the named one (`named_stats.py`); a finding needs a changed answer.",
     )
+    listed_joins: bool = Field(
+        default=True,
+        description="A typed-in list joined so that an entry without a match is lost, where the code counts "
+        "or fills entries with nothing (`listed_joins.py`): the join keeping the list must give other rows "
+        "and the answer gate a changed answer.",
+    )
+    rule_windows: bool = Field(
+        default=True,
+        description="The group a rule's per-row statistic is taken over, as the turn's own context states it "
+        "(`rule_windows.py`): other keys re-run as stated must give other values and a changed answer.",
+    )
+    outside_ranges: bool = Field(
+        default=True,
+        description="A range the question asks the outside of, tested as the range itself (`outside.py`): "
+        "the turn re-run with the test negated must report another answer.",
+    )
+    split_groups: bool = Field(
+        default=True,
+        description="A query behind a reported value grouped by a key it does not report, where that key "
+        "splits the reported groups (`split_groups.py`): the query without it must give other rows and "
+        "the answer gate a changed answer.",
+    )
     subset_counts: bool = Field(
         default=True,
         description="A count 'of those' reported larger than the count it is taken from: a finding from "
@@ -160,6 +195,7 @@ class SemanticVerifier:
         self.definitions = Definitions()
         self.flags = superseded.FlagHistory()
         self.scopes = standing.StandingScopes()
+        self.listed: set[str] = set()  # the typed-in lists of committed turns (`CodeSemantics.listed`)
         self.groupings = regrouped.GroupingHistory()
         self._span: tuple[Any, str, CodeSemantics] | None = None  # the code last planned on, per turn
         self.owned: dict[str, probes.ProbeItem] = {}
@@ -385,7 +421,7 @@ class SemanticVerifier:
             sem,
             self.vocab,
             later,
-            then=partial(self._through_code, question, tables),
+            then=partial(self._through_code, question, tables, _own_context(turn)),
             aliases=self.aliases,
         )
         self._span = (getattr(turn, "turn_id", None), code, sem)
@@ -398,6 +434,20 @@ class SemanticVerifier:
             self._standing_conditions(f"{question}\n{_own_context(turn)}", code, sem, plan)
         if self.config.carried_scopes:
             self._carried(question, sem, tables, later, plan)
+        if self.config.split_groups:
+            self._split_groups(code, sem, later, plan)
+        if self.config.listed_joins:
+            self._listed_joins(code, sem, later, plan)
+        if self.config.outside_ranges:
+            for found in outside.flipped(question, code):
+                req = outside.requirement(found)
+                plan.requirements.append(req)
+                plan.notes.append(f"{req.describe()}: the code tests `{found.before}`, the range itself")
+                edit = probes.SpanEdit(kind="text", before=found.before, after=found.after)
+                names = _assigned_by(code, found.before) or ["result"]
+                _add_item(plan, req, "outside", outside.PROBE, names, "differs", edit, needs_changed=True)
+        if self.config.rule_windows:
+            self._rule_windows(_own_context(turn), sem, later, plan)
         current = [r for c in clauses(question) for r in current_rule_flags(c, self.vocab, tables)]
         self._flag_frames(sem, plan, current, RequirementBinder(sem, self.vocab, later))
         return plan
@@ -466,15 +516,19 @@ class SemanticVerifier:
             for sel, (code, _) in sites:
                 _add_item(plan, req, "kept_rows", code, binder.variables(sel), "missing")
 
-    def _through_code(self, question: str, tables: list[str], binder: RequirementBinder, plan: Plan) -> None:
+    def _through_code(
+        self, question: str, tables: list[str], rule: str, binder: RequirementBinder, plan: Plan
+    ) -> None:
         """Bounds and statistics bound through the code where the words name no column."""
         if self.config.loose_bounds:
-            bind_loose.bind_loose(
-                binder, question, bind_loose.loose_bounds(question, self.vocab, tables, plan), plan
-            )
+            # the question's bounds, then those of the rule the turn's own context states
+            for text, pairing in ((question, True), (rule, False)):
+                if text:
+                    loose = bind_loose.loose_bounds(text, self.vocab, tables, plan)
+                    bind_loose.bind_loose(binder, text, loose, plan, pairing)
         if self.config.named_statistics:
             named_stats.bind_named(binder, question, plan)
-            named_stats.bind_only(binder, question, plan)
+            named_stats.bind_only(binder, question, plan, rule)
 
     def _carried(
         self, question: str, sem: CodeSemantics, tables: list[str], later: frozenset[str], plan: Plan
@@ -485,6 +539,10 @@ class SemanticVerifier:
         binder = RequirementBinder(sem, self.vocab, later)
         wide = carried.carried_scopes(question, self.vocab, tables)
         wide += carried.instruction_scopes(question, self.vocab, tables)
+        wide += carried.preamble_scopes(question, self.vocab, tables)
+        for bound in carried.carried_bounds(question):
+            if column := carried.bound_column(bound, sem):  # the code's one column tested that way
+                wide.append(bound.model_copy(update={"columns": [column]}))
         for req in wide:
             column = req.columns[0]
             sites = []
@@ -492,6 +550,11 @@ class SemanticVerifier:
                 if sel.flag or not carried.feeds_answer(sel, sem) or column not in binder.columns_of(sel):
                     continue
                 if _tests(sel, column):
+                    continue
+                frame = carried.counted_frame(sel)
+                if frame and column in self.vocab.tables.get(frame.lower(), {}):
+                    predicate = probes.pandas_predicate(req, f"_f[{column!r}]")
+                    sites.append((sel, (probes.frame_rows_probe(frame, predicate), False)))
                     continue
                 site = binder.row_site(sel, req, column)
                 if site:
@@ -506,6 +569,71 @@ class SemanticVerifier:
             for sel, (code, _) in sites:  # each statement on its own: any one with other rows breaks it
                 # probed at verification, never attached: a scope item of the same words may be already
                 _add_item(plan, req, "kept_rows", code, binder.variables(sel), "missing")
+
+    def _rule_windows(self, rule: str, sem: CodeSemantics, later: frozenset[str], plan: Plan) -> None:
+        """A re-run item for the turn's one per-row statistic taken over other keys than its own
+        rule states (`rule_windows.py`); the answer gate must then see the answer change."""
+        stated = rule_windows.stated_group(rule, rule_windows.groupable(self.vocab)) if rule else None
+        site = rule_windows.code_site(sem, stated) if stated else None
+        if stated is None or site is None:
+            return
+        req = rule_windows.requirement(stated)
+        plan.requirements.append(req)
+        plan.notes.append(f"{req.describe()}: the code takes it over {', '.join(site.keys) or 'every row'}")
+        binder = RequirementBinder(sem, self.vocab, later)
+        if site.sel.language == "sql":
+            binder.add_rerun(req, site.sel, site.fixed, "grouping", plan, needs_changed=True)
+            return
+        edit = probes.SpanEdit(kind="text", before=site.before, after=site.fixed)
+        probe = rule_windows.pandas_probe(site.before, site.fixed)
+        plan.items.append(
+            binder.item(
+                req, "rerun", probe, binder.variables(site.sel), "grouping", edit=edit, needs_changed=True
+            )
+        )
+
+    def _listed_joins(self, code: str, sem: CodeSemantics, later: frozenset[str], plan: Plan) -> None:
+        """Items for a join that drops the unmatched entries of a typed-in list the code counts
+        entries with nothing of (`listed_joins.py`); the answer gate must then see the answer change."""
+        if any(item.check == "kept_side" for item in plan.items):
+            return  # the question's words bound the kept entries already
+        listed = listed_joins.with_copies(self.listed | {n.lower() for n in sem.listed}, sem)
+        binder = RequirementBinder(sem, self.vocab, later)
+        joins = [
+            (sel, j, side)
+            for sel in sem.selections
+            for j in sel.joins
+            if (side := listed_joins.listed_side(j, listed, bind_shape.side_name))
+        ]
+        if any(listed_joins.keeps(sel, j, side) for sel, j, side in joins):
+            return  # a join keeps the list's every entry: a narrower join before it is a step toward it
+        for sel, j, side in joins:
+            name = bind_shape.side_name(getattr(j, side))
+            if listed_joins.expects_unmatched(code, sel, set(self.vocab.tables.get(name.lower(), {}))):
+                req = listed_joins.requirement(bind_shape.side_name(getattr(j, side)))
+                plan.requirements.append(req)
+                bind_shape.keep_side(binder, req, sel, j, side, plan)
+
+    def _split_groups(self, code: str, sem: CodeSemantics, later: frozenset[str], plan: Plan) -> None:
+        """Re-run items for queries behind a reported value grouped by a key they do not report
+        (`split_groups.py`); the answer gate must then see the answer change."""
+        binder = RequirementBinder(sem, self.vocab, later)
+        for sel in sem.selections:
+            if sel.language != "sql" or not sel.sql or not standing.behind_answer(sel, sem, code):
+                continue
+            target = (sel.target or "").lower()
+            if target and any(
+                target in (s.lower() for s in o.sources) for o in sem.selections if o is not sel
+            ):
+                continue  # grouped again by a later statement: a two-step aggregation
+            keys = split_groups.hidden_keys(sel.sql)
+            fixed = split_groups.without_keys(sel.sql, keys[1]) if keys else None
+            if keys is None or fixed is None:
+                continue
+            req = split_groups.requirement(*keys)
+            plan.requirements.append(req)
+            plan.notes.append(f"{req.describe()}: the query groups by {', '.join(keys[1])} as well")
+            binder.add_rerun(req, sel, fixed, "grouping", plan, needs_changed=True)
 
     def _restated(self, question: str, code: str, sem: CodeSemantics, plan: Plan) -> None:
         """Probe items for flags the run redefined that this turn's code writes out in a replaced
@@ -567,7 +695,7 @@ class SemanticVerifier:
         """Probe items for scopes set for the rest of the analysis by a condition on a table's rows
         (an earlier turn's, or this turn's own instruction) that a statement behind a reported value
         leaves out (`standing.read_without`); the answer gate must then see the answer change."""
-        own = standing.StandingScopes()
+        own = standing.StandingScopes(self.scopes.lineage)
         own.record(None, said, code, sem)
         for scope in own.scopes:
             probe = standing.probe(scope, sem.connection)
@@ -614,6 +742,9 @@ class SemanticVerifier:
                 self.flags.record(self._span[0], self._span[1], self._span[2])
                 said = f"{getattr(turn, 'question', '')}\n{_own_context(turn)}"
                 self.scopes.record(self._span[0], said, self._span[1], self._span[2])
+                self.listed = listed_joins.with_copies(
+                    self.listed | {n.lower() for n in self._span[2].listed}, self._span[2]
+                )
                 self.groupings.record(self._span[0], self._span[2])
                 self._span = None
 
@@ -732,6 +863,7 @@ def _add_item(
     variables: list[str],
     status: str,
     edit: probes.SpanEdit | None = None,
+    needs_changed: bool = False,
 ) -> None:
     """A probe item the verifier makes itself (after `bind` numbered the binding's items)."""
     plan.items.append(
@@ -744,6 +876,7 @@ def _add_item(
             reason=reason(req, status),
             status=status,
             edit=edit,
+            needs_changed=needs_changed,
         )
     )
 

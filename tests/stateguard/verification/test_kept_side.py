@@ -1,5 +1,5 @@
 """Entries a question keeps whole ("keeping every plan even when no customer has it") bound to
-the join side that lists them, by its name or by a column only it has (`bind_shape._keep_side`):
+the join side that lists them, by its name or by a column only it has (`bind_shape.keep_side`):
 a join that does not keep that side is probed both ways and needs a changed answer."""
 
 from __future__ import annotations

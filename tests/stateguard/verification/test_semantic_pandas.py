@@ -35,7 +35,7 @@ CASES = {
     ),
     "join how": (
         "Match the orders to customers on customer_id, keeping orders without a matching customer. Report `n_rows`.",
-        # the answer printed: a kept side bound by its name needs a changed answer (`bind_shape._keep_side`)
+        # the answer printed: a kept side bound by its name needs a changed answer (`bind_shape.keep_side`)
         "import json\nmatched = pd.merge(orders, customers, on='customer_id', how='left')\nresult = {'n_rows': len(matched)}\nprint(json.dumps(result))",
         "import json\nmatched = pd.merge(orders, customers, on='customer_id', how='inner')\nresult = {'n_rows': len(matched)}\nprint(json.dumps(result))",
         "matched",

@@ -47,11 +47,14 @@ def test_a_rule_stored_as_a_flag_is_checked_on_the_flag(flag: str, status: str |
         assert "'flagged': " in findings[0].evidence
 
 
-def test_two_flags_on_the_stated_column_abstain() -> None:
+def test_two_flags_on_the_stated_column_are_told_apart_by_the_rules_name() -> None:
+    """The words bind neither flag (two test the stated column); the rule's sentence names `pricey`
+    ("an order is pricey when"), so the bound is that flag's comparison (`bind_loose`), as stated."""
     session = _session()
     code = _code("price > 150 AS pricey, price > 250 AS luxury")
     assert session.turn(QUESTION, code, own_context=RULE) == []
-    assert [r.describe() for r in session.verifier.last.unverified] == ["price > 150"]
+    assert session.verifier.last.unverified == []
+    assert any("the flag's comparison `price > 150`, as stated" in n for n in session.verifier.last.notes)
 
 
 def test_a_rollback_that_rebuilds_the_flag_is_not_held_to_the_carried_definition() -> None:

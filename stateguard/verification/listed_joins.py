@@ -1,0 +1,93 @@
+"""A typed-in list joined to the data, where the code counts the entries that have nothing.
+
+    phases = ... VALUES ('korean war', 1950, 1953), ...      -- a list written out in the code
+    SELECT p.phase, COUNT(c.yr) FROM phases p JOIN copper c ON ... GROUP BY p.phase
+    n_without = sum(r[1] == 0 for r in _rows)                 -- entries with no match, counted
+
+The turn's own code says it expects entries without a match: it tests the joined result for zero
+(`== 0`), or fills its missing values with 0 (`fillna(...0...)`, `COALESCE(..., 0)`). A join that
+cannot keep an unmatched entry of the list (an inner join, the list on the dropped side of an outer
+join, or a WHERE on the other side's columns after a LEFT JOIN) makes those zeros impossible. No
+words are read: the list is the code's (`CodeSemantics.listed`, or a list an earlier turn typed in),
+and the evidence is the join re-run keeping the list's side (other rows) and the answer gate
+re-running the turn that way (a changed answer).
+"""
+
+from __future__ import annotations
+
+import re
+
+from stateguard.inspection.code_model import CodeSemantics, Join, Selection
+from stateguard.verification import sql_edit
+from stateguard.verification.requirements import Kind, Requirement
+
+# a zero looked for, or put in for a missing value
+_ZERO = re.compile(
+    r"[=!]=\s*0(?![\w.])|\bfillna\([^)]*?(?<![\w.])0(?![\w.])|\b(?:COALESCE|IFNULL|ifnull|coalesce)\s*\([^()]*,\s*0\s*\)",
+)
+
+
+_NAMED = re.compile(r"""\[\s*["'](\w+)["']\s*\]|["'](\w+)["']\s*:\s*0""")
+
+
+def expects_unmatched(code: str, sel: Selection, list_columns: set[str] | None = None) -> bool:
+    """The statement itself fills missing values with 0, or a line that reads its result tests it
+    for 0. A line that only names the list's own columns (`trades["position"].fillna(0)` after a
+    join of the daily rows to a table of positions) fills the data's rows that the list does not
+    match: it expects unmatched data, not unmatched entries."""
+    own = sel.sql or ""
+    if _ZERO.search(own):
+        return True
+    target = sel.target or ""
+    if not target.isidentifier():
+        return False
+    reads = re.compile(rf"(?<![\w.]){re.escape(target)}(?!\w)")
+    for line in code.splitlines():
+        if not (reads.search(line) and _ZERO.search(line)):
+            continue
+        named = {a or b for a, b in _NAMED.findall(line)}
+        if named and named <= set(list_columns or ()):
+            continue
+        return True
+    return False
+
+
+def listed_side(j: Join, listed: set[str], side_name: object) -> str | None:
+    """The side of the join that reads a typed-in list, when exactly one does."""
+    sides = [side for side in ("left", "right") if str(side_name(getattr(j, side))).lower() in listed]  # type: ignore[operator]
+    return sides[0] if len(sides) == 1 else None
+
+
+def with_copies(listed: set[str], sem: CodeSemantics) -> set[str]:
+    """`listed` and the tables made from one of them row for row (`CREATE TABLE terms AS SELECT
+    name, start_year * 4 + start_quarter AS first_q, LEAD(...) OVER (...) FROM chancellors`): no
+    join, filter, grouping or aggregate but a window, so the same entries."""
+    out = set(listed)
+    for sel in sem.selections:
+        target = (sel.target or "").lower()
+        if (
+            target.isidentifier()
+            and len(sel.sources) == 1
+            and sel.sources[0].lower() in out
+            and not (sel.joins or sel.conditions or sel.group_keys or sel.limit is not None)
+            and all(a.window for a in sel.aggregates)
+        ):
+            out.add(target)
+    return out
+
+
+def keeps(sel: Selection, j: Join, side: str) -> bool:
+    """The join keeps every row of `side`, and no WHERE on the other side's columns drops them again."""
+    if j.how not in (side, "outer"):
+        return False
+    return sel.language != "sql" or not sel.sql or sql_edit.unfilter_kept_side(sel.sql, side) is None
+
+
+def requirement(name: str) -> Requirement:
+    return Requirement(
+        kind=Kind.JOIN,
+        text=f"every entry of the typed-in list {name}, an entry without a match included (the code counts "
+        "entries with nothing)",
+        how="left",
+        subject=[name],
+    )

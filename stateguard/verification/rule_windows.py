@@ -1,0 +1,185 @@
+"""The group a rule's per-row statistic is taken over, as the turn's own rule states it.
+
+    "a state is hard-pressed when its poverty rate is strictly above the median poverty rate of
+     its own SOUTH group"                                -> MEDIAN(poverty) OVER (PARTITION BY south)
+    "the average flow of the ten years before it (taken over the whole series)"
+                                                         -> AVG(vol) OVER (ORDER BY yr ROWS ...), no partition
+
+A definition update states a rule relative to a statistic of the row's own group. Two readings
+only, each of the whole phrase: "of its (own) <words>" whose words name exactly one column of the
+data, or "over the whole series / file / data" (no group at all); a text that says both, or
+neither, abstains. The code's side is a fact: the turn computes exactly one per-row statistic (a
+SQL window, a pandas `groupby(...).transform(...)`), over some keys. Other keys are re-run as
+stated, and a finding needs other values and a changed answer (the answer gate).
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+
+from stateguard.inspection.code_model import CodeSemantics, Selection
+from stateguard.verification.requirements import Kind, Requirement
+from stateguard.verification.vocabulary import Vocabulary, resolve_column
+
+# "of its own SOUTH group", "of the student's own teaching method", "of its size class"
+_OWN = re.compile(
+    r"\bof\s+(?:its|their|his|her|the\s+[a-z]+'s)\s+(?:own\s+)?(?P<words>[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*){0,2})",
+    re.IGNORECASE,
+)
+_WHOLE = re.compile(
+    r"\b(?:over|across|on)\s+the\s+(?:whole|entire|full)\s+(?:series|file|data(?:set)?|table|sample|period)\b",
+    re.IGNORECASE,
+)
+# words of the group phrase that name no column ("group", "class" after the column's own word)
+_GROUP_NOUNS = {"group", "groups", "class", "classes", "category", "categories", "kind", "type", "band"}
+
+
+@dataclass(frozen=True)
+class Stated:
+    """The rule's group: `column`, or None for the whole series."""
+
+    column: str | None
+    text: str
+
+
+# a numeric column groups rows when it holds whole-number codes in a short range (0/1, 1-12)
+_CODES = 50
+
+
+def groupable(vocab: Vocabulary) -> list[str]:
+    """Columns that can name a group: text, or whole-number codes in a short range (`south`,
+    `wave`), not a measure (`income`)."""
+    out: list[str] = []
+    for table in vocab.tables.values():
+        for name, info in table.items():
+            if name in out:
+                continue
+            codes = (
+                info.kind == "num"
+                and info.low is not None
+                and info.high is not None
+                and float(info.low).is_integer()
+                and float(info.high).is_integer()
+                and info.high - info.low <= _CODES
+            )
+            if info.kind == "text" or codes:
+                out.append(name)
+    return out
+
+
+def stated_group(rule: str, columns: list[str]) -> Stated | None:
+    """The group the rule's statistic is taken over, when the rule says it one way only."""
+    whole = _WHOLE.search(rule)
+    found: list[tuple[str, str]] = []
+    for m in _OWN.finditer(rule):
+        words = m.group("words").split()
+        # the shortest run of leading words that names exactly one column ("income class" -> klass?
+        # no; "SOUTH group" -> south)
+        for n in range(1, len(words) + 1):
+            named = resolve_column(words[:n], columns)
+            if len(named) == 1:
+                rest = [w.lower() for w in words[n:]]
+                if all(w in _GROUP_NOUNS for w in rest[:1]):
+                    found.append((named[0], m.group(0)))
+                break
+    keys = {c for c, _ in found}
+    if whole and not found:
+        return Stated(None, whole.group(0))
+    if len(keys) == 1 and not whole:
+        return Stated(found[0][0], found[0][1])
+    return None
+
+
+def _parse(sql: str) -> exp.Expr | None:
+    try:
+        return sqlglot.parse_one(sql, dialect="duckdb")
+    except Exception:  # noqa: BLE001 - sqlglot raises several error types
+        return None
+
+
+def _windows(tree: exp.Expr) -> list[exp.Window]:
+    return [w for w in tree.find_all(exp.Window)]
+
+
+def _partition(w: exp.Window) -> list[str]:
+    return [p.sql(dialect="duckdb").split(".")[-1].lower() for p in w.args.get("partition_by") or []]
+
+
+@dataclass(frozen=True)
+class Site:
+    sel: Selection
+    keys: list[str]
+    fixed: str  # SQL: the whole query with the stated partition; pandas: the receiver as stated
+    before: str  # pandas: the receiver as written
+
+
+def code_site(sem: CodeSemantics, stated: Stated) -> Site | None:
+    """The turn's one per-row statistic, when its keys differ from the stated group's; None when
+    the turn computes none, several, or one over the stated group."""
+    sites: list[tuple[Selection, list[str], str, str]] = []
+    sql_sites: list[tuple[Selection, list[str], str, str]] = []
+    for sel in sem.selections:
+        if sel.language == "sql" and sel.sql:
+            tree = _parse(sel.sql)
+            if tree is None:
+                continue
+            wins = [w for w in _windows(tree) if isinstance(w.this, exp.AggFunc | exp.Lag | exp.Lead)]
+            for w in wins:
+                sql_sites.append((sel, _partition(w), "sql", w.sql(dialect="duckdb")))
+        elif sel.language == "pandas":
+            for agg in sel.aggregates:
+                if ".transform(" in agg.text and ".groupby(" in agg.text:
+                    sites.append((sel, [k.lower() for k in sel.group_keys], "pandas", agg.text))
+    # a window inside a subquery is listed with the subquery and with the statement around it:
+    # the statement the code runs is the longest one that holds it
+    longest: dict[str, Selection] = {}
+    for sel, _, _, text in sql_sites:
+        if text not in longest or len(sel.sql) > len(longest[text].sql):
+            longest[text] = sel
+    sites += [site for site in sql_sites if longest[site[3]] is site[0]]
+    # one statistic, or several over the same keys (a sum of cases over a sum of residents)
+    if not sites or len({tuple(k) for _, k, _, _ in sites}) != 1 or len({id(s) for s, _, _, _ in sites}) != 1:
+        return None
+    sel, keys, language, _ = sites[0]
+    want = [stated.column.lower()] if stated.column else []
+    if keys == want:
+        return None
+    if language == "sql":
+        tree = _parse(sel.sql)
+        assert tree is not None
+        for w in _windows(tree):
+            if isinstance(w.this, exp.AggFunc | exp.Lag | exp.Lead):
+                w.set("partition_by", [exp.column(stated.column)] if stated.column else None)
+        return Site(sel, keys, tree.sql(dialect="duckdb"), sel.sql)
+    if not stated.column or len(sites) != 1:
+        return None
+    text = sites[0][3]
+    m = re.search(r"\.groupby\(\s*([\"'])(\w+)\1\s*\)", text)
+    if m is None:
+        return None
+    fixed = text[: m.start()] + f".groupby({stated.column!r})" + text[m.end() :]
+    return Site(sel, keys, fixed, text)
+
+
+def pandas_probe(before: str, after: str) -> str:
+    return textwrap.dedent(f"""\
+        _a = {before}
+        _b = {after}
+        _v = not _a.round(9).equals(_b.round(9))
+        _o = {{'values_differ': bool(_v)}}""")
+
+
+def requirement(stated: Stated) -> Requirement:
+    said = f"over each {stated.column}" if stated.column else "over the whole series"
+    return Requirement(
+        kind=Kind.GROUPING,
+        text=f"the rule's statistic taken {said} ({stated.text})",
+        source="context",
+        subject=[stated.column] if stated.column else ["whole series"],
+        keys=[stated.column] if stated.column else ["the whole series"],
+    )
