@@ -19,6 +19,7 @@ import re
 
 from stateguard.inspection.code_model import CodeSemantics, Join, Selection
 from stateguard.verification import sql_edit
+from stateguard.verification.bind_shape import side_name
 from stateguard.verification.requirements import Kind, Requirement
 
 # a zero looked for, or put in for a missing value
@@ -52,17 +53,17 @@ def expects_unmatched(code: str, sel: Selection, list_columns: set[str] | None =
     return False
 
 
-def listed_side(j: Join, listed: set[str], side_name: object) -> str | None:
+def listed_side(j: Join, listed: set[str]) -> str | None:
     """The side of the join that reads a typed-in list, when exactly one does."""
-    sides = [side for side in ("left", "right") if str(side_name(getattr(j, side))).lower() in listed]  # type: ignore[operator]
+    sides = [side for side in ("left", "right") if side_name(getattr(j, side)).lower() in listed]
     return sides[0] if len(sides) == 1 else None
 
 
 def with_copies(listed: set[str], sem: CodeSemantics) -> set[str]:
-    """`listed` and the tables made from one of them row for row (`CREATE TABLE terms AS SELECT
+    """`listed`, the lists `sem`'s code types in, and the tables made from one of them row for row (`CREATE TABLE terms AS SELECT
     name, start_year * 4 + start_quarter AS first_q, LEAD(...) OVER (...) FROM chancellors`): no
     join, filter, grouping or aggregate but a window, so the same entries."""
-    out = set(listed)
+    out = set(listed) | {n.lower() for n in sem.listed}
     for sel in sem.selections:
         target = (sel.target or "").lower()
         if (

@@ -40,6 +40,8 @@ _SQL = re.compile(r"(?P<pre>\bNOT\s+)?\bBETWEEN\s+" + _NUMBER + r"\s+AND\s+" + _
 @dataclass(frozen=True)
 class Flipped:
     text: str  # the question's words
+    low: float
+    high: float
     before: str  # the code's range test
     after: str  # the same test negated
 
@@ -75,18 +77,17 @@ def flipped(question: str, code: str) -> list[Flipped]:
                 else:
                     plain.append((m.group(0), f"NOT {m.group(0)}"))
         if negated == 0 and len(plain) == 1 and code.count(plain[0][0]) == 1:
-            out.append(Flipped(words, *plain[0]))
+            out.append(Flipped(words, low, high, *plain[0]))
     return out
 
 
 def requirement(found: Flipped) -> Requirement:
-    low, high = (float(n) for n in re.findall(r"-?\d+(?:\.\d+)?", found.before)[-2:])
     return Requirement(
         kind=Kind.COMPARISON,
         text=found.text,
         op=">=",
-        value=min(low, high),
-        upper=max(low, high),
+        value=found.low,
+        upper=found.high,
         subject=["range"],
     )
 

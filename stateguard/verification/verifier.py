@@ -439,13 +439,7 @@ class SemanticVerifier:
         if self.config.listed_joins:
             self._listed_joins(code, sem, later, plan)
         if self.config.outside_ranges:
-            for found in outside.flipped(question, code):
-                req = outside.requirement(found)
-                plan.requirements.append(req)
-                plan.notes.append(f"{req.describe()}: the code tests `{found.before}`, the range itself")
-                edit = probes.SpanEdit(kind="text", before=found.before, after=found.after)
-                names = _assigned_by(code, found.before) or ["result"]
-                _add_item(plan, req, "outside", outside.PROBE, names, "differs", edit, needs_changed=True)
+            self._outside(question, code, plan)
         if self.config.rule_windows:
             self._rule_windows(_own_context(turn), sem, later, plan)
         current = [r for c in clauses(question) for r in current_rule_flags(c, self.vocab, tables)]
@@ -570,6 +564,17 @@ class SemanticVerifier:
                 # probed at verification, never attached: a scope item of the same words may be already
                 _add_item(plan, req, "kept_rows", code, binder.variables(sel), "missing")
 
+    def _outside(self, question: str, code: str, plan: Plan) -> None:
+        """Items for a range the question asks the outside of that the code tests as the range
+        itself (`outside.py`); the answer gate must then see the answer change."""
+        for found in outside.flipped(question, code):
+            req = outside.requirement(found)
+            plan.requirements.append(req)
+            plan.notes.append(f"{req.describe()}: the code tests `{found.before}`, the range itself")
+            edit = probes.SpanEdit(kind="text", before=found.before, after=found.after)
+            names = _assigned_by(code, found.before) or ["result"]
+            _add_item(plan, req, "outside", outside.PROBE, names, "differs", edit, needs_changed=True)
+
     def _rule_windows(self, rule: str, sem: CodeSemantics, later: frozenset[str], plan: Plan) -> None:
         """A re-run item for the turn's one per-row statistic taken over other keys than its own
         rule states (`rule_windows.py`); the answer gate must then see the answer change."""
@@ -597,20 +602,20 @@ class SemanticVerifier:
         entries with nothing of (`listed_joins.py`); the answer gate must then see the answer change."""
         if any(item.check == "kept_side" for item in plan.items):
             return  # the question's words bound the kept entries already
-        listed = listed_joins.with_copies(self.listed | {n.lower() for n in sem.listed}, sem)
+        listed = listed_joins.with_copies(self.listed, sem)
         binder = RequirementBinder(sem, self.vocab, later)
         joins = [
             (sel, j, side)
             for sel in sem.selections
             for j in sel.joins
-            if (side := listed_joins.listed_side(j, listed, bind_shape.side_name))
+            if (side := listed_joins.listed_side(j, listed))
         ]
         if any(listed_joins.keeps(sel, j, side) for sel, j, side in joins):
             return  # a join keeps the list's every entry: a narrower join before it is a step toward it
         for sel, j, side in joins:
             name = bind_shape.side_name(getattr(j, side))
             if listed_joins.expects_unmatched(code, sel, set(self.vocab.tables.get(name.lower(), {}))):
-                req = listed_joins.requirement(bind_shape.side_name(getattr(j, side)))
+                req = listed_joins.requirement(name)
                 plan.requirements.append(req)
                 bind_shape.keep_side(binder, req, sel, j, side, plan)
 
@@ -742,9 +747,7 @@ class SemanticVerifier:
                 self.flags.record(self._span[0], self._span[1], self._span[2])
                 said = f"{getattr(turn, 'question', '')}\n{_own_context(turn)}"
                 self.scopes.record(self._span[0], said, self._span[1], self._span[2])
-                self.listed = listed_joins.with_copies(
-                    self.listed | {n.lower() for n in self._span[2].listed}, self._span[2]
-                )
+                self.listed = listed_joins.with_copies(self.listed, self._span[2])
                 self.groupings.record(self._span[0], self._span[2])
                 self._span = None
 
