@@ -106,7 +106,20 @@ def _windows(tree: exp.Expr) -> list[exp.Window]:
     return [w for w in tree.find_all(exp.Window)]
 
 
+def _named(w: exp.Window) -> exp.Window | None:
+    """The definition a window names (`OVER w` with `WINDOW w AS (PARTITION BY ...)`), or None."""
+    name = w.args.get("alias")
+    select = w.find_ancestor(exp.Select)
+    if not isinstance(name, exp.Identifier) or w.args.get("partition_by") or select is None:
+        return None
+    for d in select.args.get("windows") or []:
+        if isinstance(d.this, exp.Identifier) and d.this.name.lower() == name.name.lower():
+            return d
+    return None
+
+
 def _partition(w: exp.Window) -> list[str]:
+    w = _named(w) or w
     return [p.sql(dialect="duckdb").split(".")[-1].lower() for p in w.args.get("partition_by") or []]
 
 
@@ -154,7 +167,7 @@ def code_site(sem: CodeSemantics, stated: Stated) -> Site | None:
         assert tree is not None
         for w in _windows(tree):
             if isinstance(w.this, exp.AggFunc | exp.Lag | exp.Lead):
-                w.set("partition_by", [exp.column(stated.column)] if stated.column else None)
+                (_named(w) or w).set("partition_by", [exp.column(stated.column)] if stated.column else None)
         return Site(sel, keys, tree.sql(dialect="duckdb"), sel.sql)
     if not stated.column or len(sites) != 1:
         return None

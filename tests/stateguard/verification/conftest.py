@@ -3,6 +3,7 @@ the semantic verifier's fragments on one turn with the real tools (no harness)."
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 
 from stateguard.dataflow import cell_dataflow
 from stateguard.observation import WorkerStep
+from stateguard.sandbox import SandboxLimits, SandboxWorkspace
 from stateguard.state import AnalyticalState, Constraint
 from stateguard.store import StateStore
 from stateguard.verification.finding import Finding
@@ -89,6 +91,18 @@ def session_with(*cells: str) -> Session:
     for cell in cells:
         assert session.ws.run_cell(cell).ok
     return session
+
+
+def sandboxed(tmp_path: Path, *cells: str) -> tuple[Session, SandboxWorkspace]:
+    """A session on a real sandboxed kernel (SQL re-runs need the probe's own database copy), with the
+    orders frame and a DuckDB table `o` of it, then `cells`."""
+    limits = SandboxLimits(cpu_seconds_per_cell=60, wall_seconds_per_cell=90, memory_mb=2048)
+    ws = SandboxWorkspace(None, tmp_path / "scratch", tmp_path / "ckpt", limits)
+    session = Session()
+    session.ws = ws  # type: ignore[assignment]
+    for cell in (SETUP, DUCKDB_ORDERS, *cells):
+        assert ws.run_cell(cell).ok
+    return session, ws
 
 
 @pytest.fixture

@@ -9,21 +9,10 @@ from pathlib import Path
 import pytest
 
 from stateguard.inspection.inspect import inspect_code
-from stateguard.sandbox import SandboxLimits, SandboxWorkspace
 from stateguard.verification import carried, listed_joins, outside, rule_windows, split_groups, standing
 from stateguard.verification.extract import comparisons
-from tests.stateguard.verification.conftest import DUCKDB_ORDERS, SETUP, Session, session_with
-
-
-def _sandboxed(tmp_path: Path, *cells: str) -> tuple[Session, SandboxWorkspace]:
-    limits = SandboxLimits(cpu_seconds_per_cell=60, wall_seconds_per_cell=90, memory_mb=2048)
-    ws = SandboxWorkspace(None, tmp_path / "scratch", tmp_path / "ckpt", limits)
-    session = Session()
-    session.ws = ws  # type: ignore[assignment]
-    for cell in (SETUP, DUCKDB_ORDERS, *cells):
-        assert ws.run_cell(cell).ok
-    return session, ws
-
+from tests.stateguard.verification.conftest import sandboxed as _sandboxed
+from tests.stateguard.verification.conftest import session_with
 
 # -- ranges -------------------------------------------------------------------------------------
 
