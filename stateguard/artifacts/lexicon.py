@@ -315,6 +315,7 @@ LEXICON = Lexicon(
     },
     function_words=frozenset(
         [
+            "strictly",  # "strictly above 80": the comparator says it already
             "a",
             "an",
             "the",

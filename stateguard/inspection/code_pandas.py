@@ -23,6 +23,8 @@ _OPS: dict[type[ast.cmpop], str] = {
     ast.Eq: "==",
     ast.NotEq: "!=",
 }
+# pandas' comparison methods: `s.gt(80)` is `s > 80`
+_METHOD_OPS = {"gt": ">", "ge": ">=", "lt": "<", "le": "<=", "eq": "==", "ne": "!="}
 _AGG_METHODS = {
     "mean": "mean",
     "median": "median",
@@ -193,7 +195,24 @@ def mask_conditions(
         )
     elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         method, recv = node.func.attr, node.func.value
-        if method == "isin" and node.args:
+        if (
+            method in _METHOD_OPS
+            and len(node.args) == 1
+            and not node.keywords
+            and _const(node.args[0]) is not None
+        ):
+            out.append(
+                Condition(
+                    column=column_of(recv, bare),
+                    op=_METHOD_OPS[method],
+                    value=_const(node.args[0]),
+                    clause=clause,
+                    lhs=ast.unparse(recv),
+                    text=text,
+                    columns=_columns(node, bare),
+                )
+            )
+        elif method == "isin" and node.args:
             values = [v for v in (_const(e) for e in getattr(node.args[0], "elts", [])) if v is not None]
             out.append(
                 Condition(
@@ -259,7 +278,10 @@ def _is_mask(node: ast.AST) -> bool:
     return (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
-        and node.func.attr in ("isin", "notna", "notnull", "isna", "isnull", "between")
+        and (
+            node.func.attr in ("isin", "notna", "notnull", "isna", "isnull", "between")
+            or (node.func.attr in _METHOD_OPS and len(node.args) == 1 and _const(node.args[0]) is not None)
+        )
     )
 
 
@@ -423,10 +445,10 @@ def pandas_selection(stmt: ast.stmt, step: int | None = None) -> Selection | Non
         ):
             found = [c for c in mask_conditions(node, "mask") if c.op != "other" and c.column]
             conditions += found
-        elif (  # a range test counted or averaged: df.x.between(3, 5).sum()
+        elif (  # a range test counted or averaged: df.x.between(3, 5).sum(); a method comparison: df.x.gt(80)
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "between"
+            and (node.func.attr == "between" or (node.func.attr in _METHOD_OPS and _is_mask(node)))
             and id(node) not in seen_masks
         ):
             conditions += [c for c in mask_conditions(node, "mask") if c.op != "other" and c.column]
@@ -472,7 +494,12 @@ def _flag(stmt: ast.stmt) -> tuple[str, str, bool] | None:
         isinstance(t.value, ast.Name) and isinstance(t.slice, ast.Constant) and isinstance(t.slice.value, str)
     ):
         return None
-    if isinstance(value, ast.Compare) and len(value.ops) == 1:
+    if (isinstance(value, ast.Compare) and len(value.ops) == 1) or (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in _METHOD_OPS
+        and _is_mask(value)
+    ):
         return (t.value.id, t.slice.value, True)
     parts = (
         mask_conditions(value) if isinstance(value, ast.BinOp) and isinstance(value.op, ast.BitAnd) else []

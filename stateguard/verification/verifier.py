@@ -47,6 +47,7 @@ from stateguard.verification import (
     outside,
     probes,
     regrouped,
+    rule_multiples,
     rule_windows,
     split_groups,
     standing,
@@ -135,6 +136,12 @@ class SemanticConfig(BaseModel):
         default=True,
         description="The group a rule's per-row statistic is taken over, as the turn's own context states it "
         "(`rule_windows.py`): other keys re-run as stated must give other values and a changed answer.",
+    )
+    rule_multiples: bool = Field(
+        default=True,
+        description="The multiple of a statistic a relative rule states ('at least twice the median ozone of "
+        "its month'), against the code's one comparison with a number times something (`rule_multiples.py`): "
+        "the turn re-run with the stated multiple and side must report another answer.",
     )
     outside_ranges: bool = Field(
         default=True,
@@ -442,6 +449,8 @@ class SemanticVerifier:
             self._outside(question, code, plan)
         if self.config.rule_windows:
             self._rule_windows(_own_context(turn), sem, later, plan)
+        if self.config.rule_multiples:
+            self._rule_multiples(f"{_own_context(turn)}\n{question}", code, plan)
         current = [r for c in clauses(question) for r in current_rule_flags(c, self.vocab, tables)]
         self._flag_frames(sem, plan, current, RequirementBinder(sem, self.vocab, later))
         return plan
@@ -574,6 +583,21 @@ class SemanticVerifier:
             edit = probes.SpanEdit(kind="text", before=found.before, after=found.after)
             names = _assigned_by(code, found.before) or ["result"]
             _add_item(plan, req, "outside", outside.PROBE, names, "differs", edit, needs_changed=True)
+
+    def _rule_multiples(self, rule: str, code: str, plan: Plan) -> None:
+        """An item for the code's one multiplied comparison when it applies another multiple (or side)
+        than the rule states (`rule_multiples.py`); the answer gate must then see the answer change."""
+        found = rule_multiples.changed(rule, code)
+        if found is None:
+            return
+        req = rule_multiples.requirement(found)
+        plan.requirements.append(req)
+        plan.notes.append(f"{req.describe()}: the code tests `{found.site.text}`")
+        edit = probes.SpanEdit(kind="text", before=found.site.text, after=found.after)
+        names = _assigned_by(code, found.site.text) or ["result"]
+        _add_item(
+            plan, req, "rule_multiple", rule_multiples.PROBE, names, found.status, edit, needs_changed=True
+        )
 
     def _rule_windows(self, rule: str, sem: CodeSemantics, later: frozenset[str], plan: Plan) -> None:
         """A re-run item for the turn's one per-row statistic taken over other keys than its own
