@@ -137,6 +137,8 @@ LEXICON = Lexicon(
         _c(">", "more than", "greater than", "above", core=True),
         _c(">", "higher than", "larger than", "longer than", "heavier than", "older than", "over"),
         _c(">", "exceeding", "exceeds", "exceed", "exceeded", "warmer than", "hotter than"),
+        _c(">", "stronger than", "faster than", "bigger than", "wider than", "deeper than", "taller than"),
+        _c(">", "costlier than", "pricier than", "dearer than", "wetter than", "richer than", "louder than"),
         _c(">", "in excess of", "beyond", "upward of", "upwards of", "surpassing", "surpasses", "surpass"),
         _c(">", ">", core=True),
         _c(">", "after", "later than", temporal=True),
@@ -145,6 +147,8 @@ LEXICON = Lexicon(
         _c("<", "less than", "fewer than", "below", core=True),
         _c("<", "lower than", "smaller than", "shorter than", "lighter than", "younger than", "under"),
         _c("<", "colder than", "cooler than", "short of"),
+        _c("<", "weaker than", "slower than", "cheaper than", "narrower than", "shallower than", "thinner than"),
+        _c("<", "drier than", "calmer than", "quieter than", "poorer than"),
         _c("<", "<", core=True),
         _c("<", "before", "earlier than", temporal=True),
         _c(">=", "or more", "or higher", "or greater", "or above", "or over", position="postfix"),
@@ -315,6 +319,15 @@ LEXICON = Lexicon(
     },
     function_words=frozenset(
         [
+            "stayed",  # "stayed at or below 80": a copula, like "was"
+            "stays",
+            "stay",
+            "remained",
+            "remains",
+            "remain",
+            "became",
+            "becomes",
+            "become",
             "strictly",  # "strictly above 80": the comparator says it already
             "a",
             "an",

@@ -1,4 +1,6 @@
-"""The eleventh round: a named SQL window read as its definition, ..."""
+"""The eleventh round: a named SQL window read as its definition, pandas comparison methods read as
+comparisons, more comparatives and copulas, and a relative rule's multiple of a statistic against the
+code's one multiplied comparison."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import pytest
 
 from stateguard.inspection.inspect import inspect_code
 from stateguard.verification import rule_multiples
+from stateguard.verification.extract import comparisons
 from tests.stateguard.verification.conftest import sandboxed, session_with
 
 WHOLE_SERIES = (
@@ -144,3 +147,29 @@ def test_a_relative_rule_applied_with_another_multiple(test: str, found: bool) -
     assert bool(findings) is found
     if found:
         assert "price" in findings[0].reason
+
+
+# -- more comparatives, and copulas that carry no content ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("clause", "op", "value"),
+    [
+        ("on how many days was the wind no stronger than 6 mph", "<=", 6.0),
+        ("days with wind stronger than 10 mph", ">", 10.0),
+        ("laps slower than 90 seconds", "<", 90.0),
+        ("tickets no cheaper than 20 dollars", ">=", 20.0),
+    ],
+)
+def test_comparatives_of_strength_speed_and_price_are_bounds(clause: str, op: str, value: float) -> None:
+    (req,) = comparisons(clause)
+    assert (req.op, req.value) == (op, value)
+
+
+def test_a_copula_binds_to_nothing_and_leaves_the_clause_whole() -> None:
+    from stateguard.verification.extract import unbound_words
+    from stateguard.verification.vocabulary import ColumnInfo, Vocabulary
+
+    vocab = Vocabulary(tables={"air": {"ozone": ColumnInfo(kind="num")}})
+    assert unbound_words("days whose ozone stayed at or below 80", vocab, ["air"]) == []
+    assert unbound_words("days whose ozone strictly exceeded 80", vocab, ["air"]) == []
