@@ -918,13 +918,16 @@ _EXCLUDE_THEM = re.compile(
 
 
 def excluded_after(question: str, text: str) -> bool:
-    """The sentence stating the bound `text` goes on to leave its rows out ("...; exclude them"):
-    which rows the turn keeps is then said by that instruction, not by the bound; it abstains."""
+    """The sentence stating the bound `text`, or the one right after it, goes on to leave its rows
+    out ("...; exclude them", "Patients followed for less than 30 days tell us little. For
+    everything after this, drop them"): which rows the turn keeps is then said by that
+    instruction, not by the bound; it abstains."""
     at = question.find(text)
     if at < 0:
         return False
-    end = re.search(r"(?<!\d)[.?!](?=\s|$)", question[at + len(text) :])
-    rest = question[at + len(text) : at + len(text) + (end.start() if end else len(question))]
+    ends = list(re.finditer(r"(?<!\d)[.?!](?=\s|$)", question[at + len(text) :]))
+    stop = ends[1].start() if len(ends) > 1 else len(question)
+    rest = question[at + len(text) : at + len(text) + stop]
     return bool(_EXCLUDE_THEM.search(rest))
 
 
