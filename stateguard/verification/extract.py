@@ -28,7 +28,7 @@ from stateguard.verification.vocabulary import STOP, Vocabulary, column_tokens, 
 _WORDNUM = {
     w: i
     for i, w in enumerate(["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"], 1)
-}
+} | {"once": 1, "twice": 2, "thrice": 3}  # "saw a physician at least twice"
 _NUM = (
     r"(?P<num>-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?|\b(?:"
     + "|".join(_WORDNUM)
@@ -463,6 +463,10 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
                 continue  # "at least 10 percent of the firm's market value": a ratio to another quantity
             if re.match(r"\s*(?:times\b|x\s+the\b|×|-?fold\b)", after, re.IGNORECASE):
                 continue  # "at least 1.5 times that average": a multiple of another quantity, no bound
+            if m.group("num").lower() in ("once", "twice", "thrice") and re.match(
+                r"\s*(?:the|that|this|its|their|his|her|as)\b", after, re.IGNORECASE
+            ):
+                continue  # "at least twice the median": a multiple of another quantity, no bound
             if _RELATIVE.match(clause[m.end() : m.end() + 80]):
                 continue  # "at least 5 points (0.05) above the median share": a distance from another quantity
             if _in_quotes(clause, m.start()):

@@ -190,3 +190,17 @@ def test_rows_a_bound_names_and_the_next_sentence_drops_bind_no_bound() -> None:
     far = "Orders under 30 are small. They are common. Drop them from the list."
     assert not excluded_after(far, "under 30")
     assert not excluded_after("Count the orders under 30. How many are there?", "under 30")
+
+
+@pytest.mark.parametrize(
+    ("clause", "bound"),
+    [
+        ("How many mothers saw a physician at least twice in the first trimester?", (">=", 2.0)),
+        ("customers who ordered more than once", (">", 1.0)),
+        ("a day whose ozone is at least twice the median ozone", None),  # a multiple of a statistic
+        ("at least twice as many orders", None),
+    ],
+)
+def test_once_and_twice_are_numbers_of_a_bound_unless_they_multiply(clause: str, bound: tuple | None) -> None:
+    found = [(r.op, r.value) for r in comparisons(clause)]
+    assert found == ([bound] if bound else [])
