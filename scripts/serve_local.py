@@ -4,8 +4,10 @@
 Thin launcher (the logic is in stateguard.llm.local_model): assemble and sha256-verify the GGUF
 from its installed packages, start llama-cpp-python's server as a child process (through
 `stateguard.llm.llama_cpp_server`, which adds llama.cpp's GET /props so clients can read the
-context window), wait until GET /v1/models answers, print the base URL, then serve until Ctrl-C. `--check` instead sends one
-chat completion, prints tokens/s and exits.
+context window), wait until GET /v1/models answers, print the base URL, then serve until Ctrl-C,
+SIGINT or SIGTERM, any of which stops the child and waits for it (SIGINT too when a shell started
+the launcher in the background with SIGINT ignored; a second signal while stopping does not cut the
+stop short). `--check` instead sends one chat completion, prints tokens/s and exits.
 
     make setup-local && make serve-local            # or: python scripts/serve_local.py --model 0.5b
     python scripts/serve_local.py --check --max-tokens 64
@@ -17,19 +19,68 @@ import argparse
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from stateguard.llm.local_model import DEFAULT_MODEL, REGISTRY, LocalModelError, assemble, get_model
-from stateguard.llm.serving import free_port, log_tail, port_in_use, start_logged, stop, wait_until
+from stateguard.llm.serving import free_port, log_tail, port_in_use, stop, wait_until
 
 HOST = "127.0.0.1"
 REPO = Path(__file__).resolve().parent.parent
+SERVER_MODULE = "stateguard.llm.llama_cpp_server"
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Stopped(Exception):
+    """SIGINT or SIGTERM arrived: stop the child server and exit."""
+
+
+def _on_stop_signal(signum: int, frame: FrameType | None) -> None:
+    for sig in STOP_SIGNALS:  # the first signal stops the child; later ones must not cut that short
+        signal.signal(sig, signal.SIG_IGN)
+    raise Stopped(signal.Signals(signum).name)
+
+
+def start_server(cmd: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    """Start the child server (stdout+stderr in `log`) with SIGINT and SIGTERM raising `Stopped` here.
+    Both are held back from the moment the handlers are set until the caller unblocks them, after it
+    holds the child (`release_stop_signals`), so no signal can leave a child nobody stops; the child
+    itself starts with the signal mask the launcher had."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    for sig in STOP_SIGNALS:  # SIGINT too: a shell's `cmd &` starts the launcher with SIGINT ignored
+        signal.signal(sig, _on_stop_signal)
+    try:
+        with log.open("wb") as log_f:
+            return subprocess.Popen(
+                cmd,
+                stdout=log_f,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_SETMASK, previous),
+            )
+    except BaseException:
+        release_stop_signals()
+        raise
+
+
+def release_stop_signals() -> None:
+    """Deliver SIGINT and SIGTERM again (one held back since `start_server` is raised now)."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+
+
+def stop_server(proc: subprocess.Popen[bytes]) -> None:
+    """Stop the child and wait for it (SIGTERM, then SIGKILL after 15 s); signals no longer interrupt."""
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
+    stop(proc)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -60,6 +111,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--check", action="store_true", help="send one chat completion, print tokens/s, exit")
     p.add_argument("--prompt", default="Write a Python function that returns the sum of a list of numbers.")
     p.add_argument("--max-tokens", type=int, default=128, help="completion budget in --check mode")
+    p.add_argument(
+        "--server-module",
+        default=SERVER_MODULE,
+        help="the child: `python -m MODULE` with llama_cpp.server's flags (default %(default)s; tests use a stub)",
+    )
     return p.parse_args(argv)
 
 
@@ -121,7 +177,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 1
     try:
-        import llama_cpp  # noqa: F401  (only to fail early with a useful message)
+        if args.server_module == SERVER_MODULE:
+            import llama_cpp  # noqa: F401  (only to fail early with a useful message)
     except ImportError:
         print("error: llama_cpp is not installed. Fix: make setup-local", file=sys.stderr)
         return 1
@@ -139,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     cmd = [
         sys.executable,
         "-m",
-        "stateguard.llm.llama_cpp_server",
+        args.server_module,
         "--model",
         str(path),
         "--model_alias",
@@ -158,8 +215,9 @@ def main(argv: list[str] | None = None) -> int:
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
 
     t_start = time.monotonic()
-    proc = start_logged(cmd, env, log)
+    proc = start_server(cmd, env, log)
     try:
+        release_stop_signals()  # a signal that came while the child started is raised here
         wait_ready(proc, base_url, args.startup_timeout, log)
         print(
             f"server ready in {time.monotonic() - t_start:.1f}s (threads={args.threads}, ctx={args.ctx}); log {log}"
@@ -169,16 +227,16 @@ def main(argv: list[str] | None = None) -> int:
         if args.check:
             check(base_url, name, args.prompt, args.max_tokens)
             return 0
-        print("serving; Ctrl-C to stop", flush=True)
+        print("serving; Ctrl-C (SIGINT) or SIGTERM to stop", flush=True)
         return proc.wait()
-    except KeyboardInterrupt:
-        print("stopping the server", flush=True)
+    except Stopped as e:
+        print(f"{e}: stopping the server", flush=True)
         return 0
     except (urllib.error.URLError, OSError, KeyError) as e:
         print(f"error: {e}; server log {log}:\n{log_tail(log)}", file=sys.stderr)
         return 1
     finally:
-        stop(proc)
+        stop_server(proc)
 
 
 if __name__ == "__main__":

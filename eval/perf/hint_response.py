@@ -12,7 +12,10 @@ with the hint the `rules` manager (semantic verification on) gives on it (`hint_
 
 Both are judged by the dev set's own answer checker. One JSONL line per item (`out`); a rerun skips
 the items already there (`resume`), and the manager's hints are kept in `hints_file`, so no
-scripted run is repeated. Prints P(fix | true hint) and P(break | false hint) with Wilson 95%
+scripted run is repeated. The first run records its pairs beside `out` (`<out>.pairs.jsonl`: task,
+mistake, turn, kind, hint); a resume runs exactly those, whatever the dev set has gained since, and
+stops with an error naming the pairs it cannot find (`pairs_from` reuses another run's pairs, so a
+second model answers the same items). Prints P(fix | true hint) and P(break | false hint) with Wilson 95%
 intervals, per model and per kind, and writes them beside `out` (`<out>.summary.json`).
 
     python scripts/serve_local.py --gguf <file>.gguf --port 8791 --threads 1 &
@@ -52,7 +55,19 @@ from stateguard.workers.registry import WORKERS, WorkerSetup
 from stateguard.workers.response import ResponseModel
 from stateguard.workers.scripted import FaultModel, ScriptedWorker
 
-__all__ = ["load_done", "pairs_with_hints", "run", "run_item", "summarize", "tagged_code"]
+__all__ = [
+    "PairsError",
+    "check_pairs",
+    "load_done",
+    "pairs_file",
+    "pairs_with_hints",
+    "read_pairs",
+    "run",
+    "run_item",
+    "summarize",
+    "tagged_code",
+    "write_pairs",
+]
 
 KINDS = ("counterfactual", "stale", "precision")
 # What the model is sent of the turns before the item's turn (the LLM worker's compaction levels):
@@ -79,6 +94,55 @@ def load_done(path: Path) -> dict[str, dict[str, Any]]:
             if record.error is None:
                 done[record.item] = record.model_dump(mode="json")
     return done
+
+
+class PairsError(ValueError):
+    """The recorded pairs do not fit this run (a pair's task is not loaded, or `pairs` differs)."""
+
+
+def pairs_file(out: Path) -> Path:
+    """Where a run records its pairs: beside `out`, as `<out>.pairs.jsonl` (one HintPair per line)."""
+    return Path(f"{out}.pairs.jsonl")
+
+
+def read_pairs(path: Path) -> list[HintPair]:
+    return [
+        HintPair.model_validate_json(line)
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+
+
+def write_pairs(path: Path, pairs: list[HintPair]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(p.model_dump_json() + "\n" for p in pairs), encoding="utf-8")
+
+
+def check_pairs(pairs: list[HintPair], by_id: dict[str, EvalTask], source: Path) -> None:
+    """PairsError unless every recorded pair's two tasks (its mistake's variant and the clean one) are
+    loaded, with the mistake at the recorded turn and of the recorded kind."""
+    problems = []
+    for n, pair in enumerate(pairs, 1):
+        name = f"pair {n} ({pair.task_id}~{pair.variant}, turn {pair.turn})"
+        missing = [t for t in (f"{pair.task_id}~{pair.variant}", pair.task_id) if t not in by_id]
+        if missing:
+            problems.append(f"{name}: {', '.join(missing)} not in the loaded tasks")
+            continue
+        variant = by_id[f"{pair.task_id}~{pair.variant}"]
+        if (
+            len(variant.faults) != 1
+            or int(variant.faults[0].turn) != pair.turn
+            or fault_kind(variant) != pair.kind
+        ):
+            problems.append(
+                f"{name}: the dev set's {pair.variant} is no longer a {pair.kind} mistake at that turn"
+            )
+    if problems:
+        raise PairsError(
+            f"{len(problems)} of the {len(pairs)} pairs recorded in {source} cannot be run: "
+            + "; ".join(problems)
+            + ". Load the tasks they came from (data_dir, bench.variants, task_ids), or start a new `out`."
+        )
 
 
 def pairs_with_hints(
@@ -252,19 +316,12 @@ def run(cfg: DictConfig, client: Any | None = None) -> dict[str, Any]:
         wanted = {str(x).replace("/", "__") for x in cfg.task_ids}  # as written or as stored
         tasks = [t for t in tasks if (t.base_task or t.task_id) in wanted]
     out, work = Path(cfg.out), Path(cfg.work_dir)
-    pairs = pairs_with_hints(
-        tasks,
-        bench,
-        want=int(cfg.pairs),
-        per_task=int(cfg.per_task),
-        hints_file=Path(cfg.hints_file),
-        work_dir=work,
-    )
     by_id = {t.task_id: t for t in tasks}
     done = load_done(out) if cfg.resume else {}
     if not cfg.resume and out.exists():
         out.unlink()
-    todo = [] if cfg.summarize_only else [i for i in items_of(pairs) if i.item_id not in done]
+    pairs = [] if cfg.summarize_only else _pairs(cfg, tasks, bench, by_id, out, work, done)
+    todo = [i for i in items_of(pairs) if i.item_id not in done]
     worker_llm = dict(OmegaConf.to_container(cfg.worker_llm, resolve=True) or {})  # type: ignore[arg-type]
     model = cfg.model or os.environ.get("STATEGUARD_WORKER_MODEL") or "unnamed"
     if cfg.history not in HISTORY:
@@ -313,6 +370,53 @@ def run(cfg: DictConfig, client: Any | None = None) -> dict[str, Any]:
     summary = summarize(records)
     Path(f"{out}.summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     return summary
+
+
+def _pairs(
+    cfg: DictConfig,
+    tasks: list[EvalTask],
+    bench: Benchmark,
+    by_id: dict[str, EvalTask],
+    out: Path,
+    work: Path,
+    done: dict[str, dict[str, Any]],
+) -> list[HintPair]:
+    """The run's pairs: on resume the ones recorded beside `out`, exactly; else another run's
+    (`pairs_from`, its first `pairs`) or a new choice (`pairs_with_hints`), recorded beside `out`."""
+    recorded, want = pairs_file(out), int(cfg.pairs)
+    if cfg.resume and recorded.is_file():
+        pairs = read_pairs(recorded)
+        if len(pairs) != want:
+            raise PairsError(
+                f"{recorded} records {len(pairs)} pairs and pairs={want}: a resume runs the recorded pairs; "
+                f"pass pairs={len(pairs)}, or start a new `out` for another number"
+            )
+        check_pairs(pairs, by_id, recorded)
+        return pairs
+    if done:  # items without the pairs they came from: choosing again could pick other pairs
+        raise PairsError(
+            f"{out} has {len(done)} items but no recorded pairs ({recorded}); write that file with the pairs "
+            "those items came from (one HintPair per line), or rerun from scratch with resume=false"
+        )
+    if cfg.get("pairs_from"):
+        source = pairs_file(Path(cfg.pairs_from))
+        if not source.is_file():
+            raise PairsError(f"pairs_from={cfg.pairs_from}: no recorded pairs at {source}")
+        pairs = read_pairs(source)[:want]
+        if len(pairs) < want:
+            raise PairsError(f"{source} records {len(pairs)} pairs, fewer than pairs={want}")
+        check_pairs(pairs, by_id, source)
+    else:
+        pairs = pairs_with_hints(
+            tasks,
+            bench,
+            want=want,
+            per_task=int(cfg.per_task),
+            hints_file=Path(cfg.hints_file),
+            work_dir=work,
+        )
+    write_pairs(recorded, pairs)
+    return pairs
 
 
 def _worker(

@@ -3,7 +3,8 @@
 One dev task (driving) is built once. The manager's hint for the chosen mistake is given in the
 hints file, so no scripted manager run is needed. The scripted model answers the true hint with
 the reference code and the right answer (a fixed item) and the false hint with a wrong answer
-(a broken item). A rerun on the same `out` runs nothing and keeps the records.
+(a broken item). A rerun on the same `out` runs nothing and keeps the records. A second task
+(iris) is built beside it to grow the candidates between a run and its resume.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from eval.benchmarks.dev.bench import ensure_built
 from eval.benchmarks.dev.build import MANIFEST, build, sources_digest
 from eval.benchmarks.registry import get_benchmark
 from eval.perf.hint_items import choose_pairs, fault_kind
-from eval.perf.hint_response import load_done, run, summarize
+from eval.perf.hint_response import PairsError, load_done, pairs_file, read_pairs, run, summarize
 from stateguard.artifacts.faults import Fault
 from stateguard.hints import Hint
 from stateguard.task import Task, Turn
@@ -30,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TASK = "transport/driving/task1"
 STORED = "transport__driving__task1"  # the id the bench gives it
 VARIANT = "join-t4"
+IRIS = "botany/iris/task1"
 HINT = Hint(
     kind="repair",
     error_variables=["crisis_years"],
@@ -39,23 +41,23 @@ HINT = Hint(
 
 @pytest.fixture(scope="module")
 def dev_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The dev set's driving task alone, stamped with the sources' digest so that it is kept."""
+    """The dev set's driving and iris tasks, stamped with the sources' digest so that they are kept."""
     root = tmp_path_factory.mktemp("dev")
-    manifest = build(root, only={TASK})
+    manifest = build(root, only={TASK, IRIS})
     (root / MANIFEST).write_text(
         json.dumps({**manifest, "sources_sha256": sources_digest()}), encoding="utf-8"
     )
-    assert ensure_built(root)["tasks"].keys() == {TASK}
+    assert ensure_built(root)["tasks"].keys() == {TASK, IRIS}
     return root
 
 
-def _cfg(tmp: Path, dev: Path, *more: str) -> Any:
+def _cfg(tmp: Path, dev: Path, *more: str, task_ids: str = TASK) -> Any:
     with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
         return compose(
             "perf_hint_response",
             overrides=[
                 f"data_dir={dev}",
-                f"task_ids=[{TASK}]",
+                f"task_ids=[{task_ids}]",
                 "pairs=1",
                 "model=scripted",
                 f"out={tmp / 'items.jsonl'}",
@@ -157,6 +159,71 @@ def test_history_none_sends_the_current_turn_only_and_a_silent_model_is_no_sampl
     entry = summary["scripted"]
     assert entry["p_fix"]["all"]["n"] == 0 and entry["p_break"]["all"]["n"] == 0
     assert entry["no_reply_true"] == 1 and entry["no_reply_false"] == 1
+
+
+class Untouchable:
+    """A model that must not be asked (a resume with nothing left to run)."""
+
+    def chat(self, messages: list[dict[str, Any]], **_: Any) -> Any:
+        raise AssertionError("the model was asked")
+
+
+def test_a_resume_runs_the_recorded_pairs_when_the_dev_set_grows(tmp_path: Path, dev_dir: Path) -> None:
+    bench = get_benchmark("dev")
+    cfg = _cfg(tmp_path, dev_dir)  # driving only, as the dev set stood at the first run
+    tasks = bench.load({"data_dir": str(dev_dir), "variants": list(cfg.bench.variants)})
+    grown = choose_pairs([t for t in tasks if t.variant != "clean"], per_task=6)  # driving and iris
+    assert grown[0].base_task == IRIS.replace("/", "__")  # once iris is there, its mistake is picked first
+    hinted = {f"{STORED}~{VARIANT}", grown[0].task_id}
+    lines = [
+        {
+            "variant_id": t.task_id,
+            "turn": t.faults[0].turn,
+            "hint": HINT.model_dump(mode="json") if t.task_id in hinted else None,
+        }
+        for t in grown
+    ]
+    (tmp_path / "hints.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    turn4 = next(t for t in tasks if t.task_id == STORED).task.turn(4)
+    model = ScriptedModel(
+        f"<python>\n{turn4.code}\n</python>",
+        f"<answer>\n{json.dumps(turn4.answer)}\n</answer>",
+        f"<answer>\n{json.dumps(turn4.answer)}\n</answer>",
+    )
+    out = tmp_path / "items.jsonl"
+    summary = run(cfg, client=model)
+    recorded = read_pairs(pairs_file(out))
+    assert [(p.task_id, p.variant, p.turn, p.kind, p.hint) for p in recorded] == [
+        (STORED, VARIANT, 4, "join", HINT)
+    ]
+    before = out.read_text()
+
+    # the candidates grow (iris); the resume runs the recorded pair, which is done: nothing is asked
+    grown_cfg = _cfg(tmp_path, dev_dir, task_ids=f"{TASK},{IRIS}")
+    assert run(grown_cfg, client=Untouchable()) == summary
+    assert read_pairs(pairs_file(out)) == recorded and out.read_text() == before
+
+    # another model on the same pairs (pairs_from), whatever the candidates: its own out records them
+    other = tmp_path / "other.jsonl"
+    run(_cfg(tmp_path, dev_dir, f"out={other}", f"pairs_from={out}", task_ids=f"{TASK},{IRIS}"), client=model)
+    assert read_pairs(pairs_file(other)) == recorded
+    assert [json.loads(x)["item"] for x in other.read_text().splitlines()] == [
+        f"{STORED}~{VARIANT}~true",
+        f"{STORED}~{VARIANT}~false",
+    ]
+
+    # pairs that the loaded tasks lack stop the run with an error naming them
+    with pytest.raises(
+        PairsError, match=f"pair 1 \\({STORED}~{VARIANT}, turn 4\\): .* not in the loaded tasks"
+    ):
+        run(_cfg(tmp_path, dev_dir, task_ids=IRIS), client=Untouchable())
+    with pytest.raises(PairsError, match="records 1 pairs and pairs=2"):
+        run(_cfg(tmp_path, dev_dir, "pairs=2", task_ids=f"{TASK},{IRIS}"), client=Untouchable())
+    # items without their recorded pairs are not resumed on a new choice
+    pairs_file(out).unlink()
+    with pytest.raises(PairsError, match="no recorded pairs"):
+        run(grown_cfg, client=Untouchable())
+    assert out.read_text() == before
 
 
 def _variant(task: str, kind: str, turn: int) -> EvalTask:
