@@ -527,6 +527,18 @@ FRESH16_TABLES = {
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
 # tables no other split uses, every task with a definition update, a rollback and one of each
 # mechanical fault. Per split: its tables, its counterfactuals per kind, and the features it adds.
+TWELVE_EACH = dict.fromkeys(
+    [
+        "flipped_comparison",
+        "aggregation_swap",
+        "grouping_key",
+        "join",
+        "dropped_filter",
+        "pre_update_definition",
+        "changed_threshold",
+    ],
+    12,
+)
 LONG_SPLITS = {
     "fresh12": (
         FRESH12_TABLES,
@@ -569,28 +581,12 @@ LONG_SPLITS = {
     ),
     "fresh15": (
         FRESH15_TABLES,
-        {
-            "flipped_comparison": 12,
-            "aggregation_swap": 12,
-            "grouping_key": 12,
-            "join": 12,
-            "dropped_filter": 12,
-            "pre_update_definition": 12,
-            "changed_threshold": 12,
-        },
+        TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names"},
     ),
     "fresh16": (
         FRESH16_TABLES,
-        {
-            "flipped_comparison": 12,
-            "aggregation_swap": 12,
-            "grouping_key": 12,
-            "join": 12,
-            "dropped_filter": 12,
-            "pre_update_definition": 12,
-            "changed_threshold": 12,
-        },
+        TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
 }
