@@ -21,10 +21,9 @@ import re
 from dataclasses import dataclass
 
 from stateguard.artifacts.lexicon import LEXICON
-from stateguard.verification.requirements import Kind, Requirement
+from stateguard.verification.extract import _PREFIX_OPS
+from stateguard.verification.requirements import MIRROR, Kind, Requirement
 
-MIRROR = {">=": "<=", "<=": ">=", ">": "<", "<": ">"}
-_PREFIX_OPS = [(LEXICON.pattern(LEXICON.comparator_phrases(op=op)), op) for op in (">=", "<=", ">", "<")]
 _PHRASE = "|".join(f"(?:{p})" for p, _ in _PREFIX_OPS)
 _WORDS = {"one": 1.0, "two": 2.0, "three": 3.0, "four": 4.0, "five": 5.0}
 _NUM = r"\d+(?:\.\d+)?"
