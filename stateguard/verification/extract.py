@@ -757,6 +757,17 @@ def current_rule_flags(clause: str, vocab: Vocabulary, tables: list[str] | None)
         if m:  # "which did the withdrawn rule count as long that the 50-day line does not": the flag is off
             found.append((col, "!" + m.group(0)))
         m = re.search(
+            rf"\b(?:{_RULE_NOUNS})\s+(?:that\s+|which\s+)?(?:we|you|i|they)\s+(?:have\s+|had\s+)?"
+            rf"(?:{'|'.join(LEXICON.earlier_version)}|drop\w*|withdr\w*)\b[^,;?]*?\b(?:did|does|do|would)\s+"
+            rf"(?:it|they|that\s+rule|that\s+one)\s+(?:count|call|flag|mark|label|consider)\s+(?:as\s+)?"
+            rf"{phrase}(?:s|es)?\s+(?:but|that|which|while|whereas)\s+the\s+(?:[^,;?]|(?<=\d),(?=\d))*?"
+            r"\b(?:does|do|did)\s+not\b",
+            clause,
+            re.IGNORECASE,
+        )
+        if m:  # "the rule we withdrew: which patients did it count as frail that the 70-point line does not"
+            found.append((col, "!" + m.group(0)))
+        m = re.search(
             rf"\b{phrase}(?:s|es)?\s+(?:only\s+)?(?:under|by|on|with)\s+the\s+(?P<rule>[^,;?]*?)"
             rf"(?:,\s*|\s+but\s+)(?:(?:are|is|were|was)\s+)?not\b(?:\s+{phrase}(?:s|es)?)?\s+(?:under|by|on|with)\s+the\b",
             clause,
