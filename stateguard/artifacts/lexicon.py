@@ -64,7 +64,9 @@ class Lexicon(BaseModel):
     ]  # "the original rule", "the withdrawn definition": a version not in force
     leave_out_verbs: tuple[str, ...]  # an instruction sentence opening with one leaves values out of the turn
     abbreviations: dict[str, str]  # column-name short forms and the word they stand for (`yr` -> year)
-    value_words: dict[str, str]  # everyday words for a category value as data often writes it ("women" -> female)
+    value_words: dict[
+        str, str
+    ]  # everyday words for a category value as data often writes it ("women" -> female)
     function_words: frozenset[str]  # words that carry no content of their own (question words, verbs
     # of analysis, determiners): a clause of only these, lexicon words, columns, values and numbers parses whole
 

@@ -51,6 +51,32 @@ def _same_side(req: Requirement, cond: Condition) -> bool:
     return cond.op == req.op
 
 
+def _other_end(
+    req: Requirement, consistent: list[tuple[Selection, Condition, float]]
+) -> tuple[Selection, Condition, float] | None:
+    """A range whose code applies one end as stated and the other end at another number: that other
+    condition (same selection, same compared expression, the uncovered side). None when both ends
+    are as stated, or when no such condition exists."""
+    if req.kind is not Kind.COMPARISON or req.upper is None or not consistent:
+        return None
+    lower = any(c.op in (">=", ">") for _, c, _ in consistent)
+    upper = any(c.op in ("<=", "<") for _, c, _ in consistent)
+    if lower == upper:
+        return None
+    sel, cond, scale = consistent[0]
+    wanted = ("<=", "<") if lower else (">=", ">")
+    others = [
+        c
+        for c in sel.conditions
+        if c.lhs
+        and c.lhs == cond.lhs
+        and c.op in wanted
+        and isinstance(c.value, float)
+        and not any(close(c.value, v * scale) for v in (req.value or 0.0, req.upper))
+    ]
+    return (sel, others[0], scale) if len(others) == 1 else None
+
+
 class RequirementBinder(Binder):
     """Binds row, statistic, share and output requirements; the shape, cut-off and source bindings
     are the functions of `bind_shape`, `bind_cutoff` and `current`. Which binding a kind gets is
@@ -188,6 +214,10 @@ class RequirementBinder(Binder):
                 plan.notes.append(f"{req.describe()}: the code counts the rows with `{counted[0][1].text}`")
                 return
         consistent = [(s, c, k) for s, c, k in matched if self.agrees(req, c)]
+        moved = (other := _other_end(req, consistent)) is not None
+        if other is not None:
+            # "between 2 and 3" written `.between(2, 3.5)`: one end as stated, the other moved
+            matched, consistent = [other], []
         if consistent:
             sel, cond, scale = consistent[0]
             column = cond.column or ""
@@ -224,7 +254,7 @@ class RequirementBinder(Binder):
                         "kept_rows" if cond.column and not masked else "rerun",
                         site[0],
                         self.variables(sel),
-                        "differs",
+                        "threshold" if moved else "differs",
                         constraint=site[1],
                         edit=edit,
                         needs_changed=masked,

@@ -41,7 +41,9 @@ _FIELD = re.compile(r"share|pct|percent|frac|prop|rate|ratio")
 @dataclass(frozen=True)
 class SubgroupShare:
     flag: str  # the flag column whose share is asked
-    column: str | None  # the subgroup's column; None: a number, bound at the probe to the one column holding it
+    column: (
+        str | None
+    )  # the subgroup's column; None: a number, bound at the probe to the one column holding it
     value: str | float  # the subgroup's value as the data writes it (text), or the number
     text: str
 

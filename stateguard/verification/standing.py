@@ -107,7 +107,9 @@ def _names_child_only(question: str, scope: Scope) -> bool:
     patients died") and never names the parent or asks beyond the kept rows: a statement of the turn
     that reads the parent reads around the scope even where another statement reads the child."""
     plain = re.sub(r"`[^`]*`", " ", question)
-    if not scope.child or not re.search(rf"(?<![\w-]){re.escape(scope.child)}(?![\w-])", plain, re.IGNORECASE):
+    if not scope.child or not re.search(
+        rf"(?<![\w-]){re.escape(scope.child)}(?![\w-])", plain, re.IGNORECASE
+    ):
         return False
     # "cohort patients": a parent's name right after the child's is the child's noun, not the parent
     rest = re.sub(rf"(?<![\w-]){re.escape(scope.child)}\s+[\w-]+", " ", question, flags=re.IGNORECASE)

@@ -425,7 +425,9 @@ class SemanticVerifier:
         reqs = dedupe(reqs + context_requirements(_own_context(turn), self.vocab if ran else None, tables))
         read_flags = [r for r in reqs if _flag_read_by_code(r, code)]
         reqs = [r for r in reqs if r not in read_flags]
-        if ran:  # a flag scope of one value among several ("..., and the total displacement of all frugal cars")
+        if (
+            ran
+        ):  # a flag scope of one value among several ("..., and the total displacement of all frugal cars")
             parts = [p for c in clauses(question) for p in re.split(r"[,;:]|\band\b", c)]
             read_flags += [
                 r
@@ -560,7 +562,7 @@ class SemanticVerifier:
             # the question's bounds, then those of the rule the turn's own context states
             for text, pairing in ((question, True), (rule, False)):
                 if text:
-                    loose = bind_loose.loose_bounds(text, self.vocab, tables, plan)
+                    loose = bind_loose.loose_bounds(text, self.vocab, tables, plan, extracted=pairing)
                     bind_loose.bind_loose(binder, text, loose, plan, pairing)
         if self.config.named_statistics:
             named_stats.bind_named(binder, question, plan)
@@ -632,7 +634,9 @@ class SemanticVerifier:
                 continue
             req = share_base.requirement(share)
             plan.requirements.append(req)
-            plan.notes.append(f"{req.describe()}: the reported {field} is checked against the subgroup's share")
+            plan.notes.append(
+                f"{req.describe()}: the reported {field} is checked against the subgroup's share"
+            )
             code = share_base.probe(share, frames, sem.connection, report, field)
             _add_item(plan, req, "share_base", code, [report], "missing")
 
