@@ -261,17 +261,20 @@ _NOT_KEYS = {
     "over",
     "on",
 }
+_RANKS = LEXICON.pattern([*LEXICON.descending, *LEXICON.ascending])
 _TOPK = re.compile(
     r"\b(?:top|the|which|(?:at most)\)?)\s+\(?(?:at most\)?\s+)?(?P<k>\d+|one|two|three|four|five|six|seven|eight|nine|ten)\s+"
-    r"(?P<rest>[^.?;]{0,80}?)\b(?P<dir>largest|highest|most|biggest|greatest|fastest|smallest|lowest|fewest|least|slowest)\b",
+    rf"(?P<rest>[^.?;]{{0,80}}?)\b(?P<dir>{_RANKS})(?=\b(?!-))",
     re.IGNORECASE,
 )
 _ARGMAX = re.compile(
-    r"\bwhich\s+\w+\s+(?:has|have|holds|had)\s+the\s+(?P<dir>largest|highest|most|biggest|greatest|smallest|lowest|fewest|least)\b",
+    rf"\bwhich\s+\w+\s+(?:has|have|holds|had)\s+the\s+(?P<dir>{_RANKS})\b"
+    # "which patient was followed longest": the verb's superlative ends the clause
+    rf"|\bwhich\s+\w+\s+(?:was|were|is|are)\s+[a-z]+ed\s+(?:the\s+)?(?P<dir2>{_RANKS})\b(?=\s*(?:[,;?.(]|$))",
     re.IGNORECASE,
 )
 _FIRST = re.compile(
-    r"\b(?P<dir>highest|largest|biggest|lowest|smallest)\s+first\b|\bin\s+(?P<dir2>descending|ascending)\s+order\b",
+    rf"\b(?P<dir>{_RANKS})\s+first\b|\bin\s+(?P<dir2>descending|ascending)\s+order\b",
     re.IGNORECASE,
 )
 _DESC = set(LEXICON.descending)
@@ -1252,9 +1255,8 @@ def rankings(clause: str) -> list[Requirement]:
         ]
     m = _ARGMAX.search(clause)
     if m:
-        return [
-            Requirement(kind=Kind.ORDER, text=m.group(0), k=1, descending=m.group("dir").lower() in _DESC)
-        ]
+        word = (m.group("dir") or m.group("dir2")).lower()
+        return [Requirement(kind=Kind.ORDER, text=m.group(0), k=1, descending=word in _DESC)]
     m = _FIRST.search(clause)
     if m:
         word = (m.group("dir") or m.group("dir2")).lower()
