@@ -124,6 +124,7 @@ def requirement(share: SubgroupShare) -> Requirement:
 def probe(share: SubgroupShare, frames: list[str], connection: str | None, report: str, field: str) -> str:
     """A probe program: `_v` when the reported share matches a whole-table share and no subgroup one."""
     return textwrap.dedent(f"""\
+        import numbers as _nb
         _flag, _col, _val, _field = {share.flag!r}, {share.column!r}, {share.value!r}, {field!r}
         def _cols_of(_f):
             if _col is not None:
@@ -158,7 +159,7 @@ def probe(share: SubgroupShare, frames: list[str], connection: str | None, repor
                 _shares[_n] = _s
         _r = {report}.get(_field) if isinstance({report}, dict) else None
         def _match(_x):
-            if not isinstance(_r, (int, float)) or isinstance(_r, bool) or _x != _x:
+            if not isinstance(_r, _nb.Real) or isinstance(_r, bool) or _x != _x:
                 return False
             _t = repr(float(_r))
             _d = len(_t.split('.')[1]) if '.' in _t and 'e' not in _t else 6
@@ -168,3 +169,36 @@ def probe(share: SubgroupShare, frames: list[str], connection: str | None, repor
         _whole = any(_match(_s[1]) or _match(_s[2]) for _s in _shares.values())
         _v = bool(_shares) and not _within and _whole
         _o = {{'subgroup_share': {{_n: round(_s[0], 6) for _n, _s in _shares.items()}}, 'matches_a_whole_table_share': _whole}}""")
+
+
+# "what share of their babies (percent) were ...", "the percentage of the cars that ...": a part of a whole
+_SHARE_OF = re.compile(
+    r"\b(?:share|percentage|proportion|fraction|percent)\s+(?:\([^()]*\)\s+)?of\b", re.IGNORECASE
+)
+
+
+def share_of_whole_fields(question: str, fields: list[str]) -> list[str]:
+    """The answer fields named as shares (`pct_low_light`, `share_frugal`) when the question asks for a
+    share of a whole and names no change ("percentage change", "percent growth" are no parts): a
+    part of a whole lies between 0 and 100 percent, whatever the scale."""
+    if not _SHARE_OF.search(question) or re.search(
+        r"\b(?:change|growth|increase|decrease|rise|fall|drop|gain|loss|difference|points?)\b", question, re.I
+    ):
+        return []
+    return [f for f in fields if _FIELD.search(f.lower()) and not re.search(r"ratio|rate", f.lower())]
+
+
+def range_probe(report: str, fields: list[str]) -> str:
+    """`_v` when a share field holds a number above 100 or below 0 (a sum or a count reported as a share)."""
+    return textwrap.dedent(f"""\
+        import numbers as _nb
+        _r = {report} if isinstance({report}, dict) else {{}}
+        _vals = []
+        for _k in {fields!r}:
+            _x = _r.get(_k)
+            for _y in (_x.values() if isinstance(_x, dict) else [_x]):
+                if isinstance(_y, _nb.Real) and not isinstance(_y, bool) and _y == _y:
+                    _vals.append(float(_y))
+        _out = [_y for _y in _vals if _y > 100 + 1e-9 or _y < -1e-9]
+        _v = bool(_out)
+        _o = {{'shares_outside_0_100': _out[:5]}}""")

@@ -42,6 +42,7 @@ from stateguard.verification import (
     bind_loose,
     bind_shape,
     carried,
+    flag_counts,
     listed_joins,
     named_stats,
     outside,
@@ -64,6 +65,7 @@ from stateguard.verification.extract import (
     current_rule_flags,
     dedupe,
     extract,
+    flag_columns,
     flag_scopes,
 )
 from stateguard.verification.finding import Finding
@@ -149,6 +151,11 @@ class SemanticConfig(BaseModel):
         default=True,
         description="A scope of flagged rows whose flag the code reads elsewhere, against a reported value "
         "named for the flag that never reads it: its frames must hold only flagged rows.",
+    )
+    flag_counts: bool = Field(
+        default=True,
+        description="A count of flagged rows the question asks for, computed as a count of the flag's values "
+        "(`flag_counts.py`): the turn re-run with the count as a sum must report another answer.",
     )
     share_bases: bool = Field(
         default=True,
@@ -477,6 +484,8 @@ class SemanticVerifier:
             self._rule_multiples(f"{_own_context(turn)}\n{question}", code, plan)
         if self.config.share_bases:
             self._share_bases(question, names, tables, sem, plan)
+        if self.config.flag_counts:
+            self._flag_counts(question, code, sem, tables, plan)
         current = [r for c in clauses(question) for r in current_rule_flags(c, self.vocab, tables)]
         self._flag_frames(sem, plan, current, RequirementBinder(sem, self.vocab, later))
         if self.config.flag_fields:
@@ -639,6 +648,31 @@ class SemanticVerifier:
             )
             code = share_base.probe(share, frames, sem.connection, report, field)
             _add_item(plan, req, "share_base", code, [report], "missing")
+        shares = share_base.share_of_whole_fields(question, keys)
+        if shares:
+            req = Requirement(
+                kind=Kind.AGGREGATION, text="a share of a whole", function="mean", subject=shares
+            )
+            plan.requirements.append(req)
+            plan.notes.append(f"{req.describe()}: {', '.join(shares)} must lie between 0 and 100")
+            _add_item(
+                plan, req, "share_range", share_base.range_probe(report, shares), [report], "aggregation"
+            )
+
+    def _flag_counts(
+        self, question: str, code: str, sem: CodeSemantics, tables: list[str], plan: Plan
+    ) -> None:
+        """Items for a count of flagged rows written as a count of the flag's values (`flag_counts.py`);
+        the answer gate must then see the answer change."""
+        for found in flag_counts.counted(question, code, sem, flag_columns(self.vocab, tables)):
+            req = flag_counts.requirement(found)
+            plan.requirements.append(req)
+            plan.notes.append(f"{req.describe()}: {found.field} is `{found.before}`")
+            edit = probes.SpanEdit(kind="text", before=found.before, after=found.after)
+            names = _assigned_by(code, found.before) or ["result"]
+            _add_item(
+                plan, req, "flag_count", flag_counts.PROBE, names, "aggregation", edit, needs_changed=True
+            )
 
     def _rule_multiples(self, rule: str, code: str, plan: Plan) -> None:
         """An item for the code's one multiplied comparison when it applies another multiple (or side)
