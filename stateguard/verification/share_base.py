@@ -95,8 +95,11 @@ def subgroup_shares(question: str, vocab: Vocabulary, tables: list[str]) -> list
 
 
 def _names_data(word: str, vocab: Vocabulary, tables: list[str]) -> bool:
-    """The word is a column's word or a value of the data (not a plain noun like "cars")."""
+    """The word is a column's word or a value of the data (not a plain noun like "cars", nor the name
+    of the table itself: "the North orders" of a frame `orders`)."""
     low = word.lower().rstrip("s")
+    if any(t.rstrip("s") == low for t in tables):
+        return False
     for t in tables:
         for col in vocab.tables.get(t, {}):
             if low in column_tokens(col) or low + "s" in column_tokens(col):
