@@ -1276,6 +1276,8 @@ _EVERY = re.compile(
 _KEEP_BEFORE = re.compile(r"\b(?:keep\w*|list\w*|includ\w*|retain\w*|show\w*|with)\s+$")
 _KEEP_AFTER = re.compile(
     r"^\s+(?:[a-z]+\s+){0,3}?(?:is\s+|are\s+|be\s+)?(?:listed|kept|shown|included|stays|remains)\b"
+    # "every label is kept", not "all crowded kept districts" (a kept set's rows named by a flag)
+    r"(?!\s+(?!(?:and|or|even|too|as|in|on|at|with|though|when|if|but|also|there|here)\b)[a-z])"
 )
 
 

@@ -29,9 +29,9 @@ from stateguard.verification.requirements import Kind, Requirement
 from stateguard.verification.vocabulary import STOP, Vocabulary, column_tokens
 
 _SHARE = re.compile(
-    r"\b(?:share|percentage|proportion|fraction|percent)\s+of\s+(?:all\s+)?(?:the\s+)?"
-    r"(?P<group>[\w'-]+(?:\s+[\w'-]+)?)\s*(?:\([^()]*\)\s*)?"
-    r"(?:are|is|was|were|counts?\s+as)\s+(?P<flag>[a-z][\w-]*(?:\s+[a-z][\w-]*){0,2}?)"
+    r"\b(?:share|percentage|proportion|fraction|percent)\s+(?:\([^()]*\)\s+)?of\s+(?:all\s+)?(?:the\s+)?"
+    r"(?P<group>[^,;:?.()]{1,40}?(?:\s*\([^()]*\)\s*[^,;:?.()]{0,20}?)?)\s*(?:\([^()]*\)\s*)?"
+    r"\b(?:are|is|was|were|counts?\s+as)\s+(?P<flag>[a-z][\w-]*(?:\s+[a-z][\w-]*){0,2}?)"
     r"(?=\s*(?:[,;.?!]|\band\b|$))",
     re.IGNORECASE,
 )
@@ -60,38 +60,69 @@ def _value_of(word: str, vocab: Vocabulary, tables: list[str]) -> tuple[str, str
     return next(iter(hits)) if len(hits) == 1 else None
 
 
+def _flag_named(said: str, flags: list[str]) -> list[str]:
+    """Flag columns whose every word prefixes the said words in order ("short survivors": `short_surv`)."""
+    words = said.lower().split()
+    return [
+        c
+        for c in flags
+        if len(column_tokens(c)) == len(words)
+        and all(w.startswith(t) for t, w in zip(column_tokens(c), words, strict=True))
+    ]
+
+
 def subgroup_shares(question: str, vocab: Vocabulary, tables: list[str]) -> list[SubgroupShare]:
     """Shares the question asks of a subgroup: one per phrase that parses whole (see the module)."""
     flags = flag_columns(vocab, tables)
     out: list[SubgroupShare] = []
     for m in _SHARE.finditer(question):
-        said = " ".join(m.group("flag").lower().split())
-        named = [c for c in flags if " ".join(column_tokens(c)) == said]
+        named = _flag_named(m.group("flag"), flags)
         if len(named) != 1:
             continue
         flag = named[0]
         holding = [t for t in tables if flag in vocab.tables.get(t, {})]
-        words = [w for w in m.group("group").split() if w.lower() not in STOP]
-        if not words or len(words) > 2:
+        found = _group(m.group("group"), vocab, holding)
+        if found is None or found[0] == flag:
             continue
-        bound: list[tuple[str | None, str | float]] = []
-        nouns = []
-        for w in words:
-            if re.fullmatch(r"\d+(?:\.\d+)?", w):
-                bound.append((None, float(w)))
-            elif (found := _value_of(w, vocab, holding)) is not None:
-                bound.append(found)
-            else:
-                nouns.append(w)
-        if len(bound) != 1 or len(nouns) > 1:
-            continue
-        if nouns and _names_data(nouns[0], vocab, holding):
-            continue  # "the 2008 road cars": a second word of the data, a subgroup of two things
-        column, value = bound[0]
-        if column == flag:
-            continue
-        out.append(SubgroupShare(flag, column, value, m.group(0)))
+        out.append(SubgroupShare(flag, found[0], found[1], m.group(0)))
     return out
+
+
+def _group(text: str, vocab: Vocabulary, holding: list[str]) -> tuple[str | None, str | float] | None:
+    """(column, value) of the subgroup's words, or None unless they parse whole: a glossed value ("the
+    K-8 districts (span KK-08)", "New South Wales (NSW) patients": the value in parentheses, any words
+    before it, at most one noun after it), or one value word and at most one plain noun."""
+    paren = re.search(r"\(([^()]*)\)", text)
+    inside = [w for w in paren.group(1).split() if w.lower() not in STOP] if paren else []
+    values = [v for w in inside if (v := _value_of(w, vocab, holding)) is not None]
+    if paren is not None and not values:  # "(as a percentage)": an aside, not the subgroup's value
+        text, paren = text[: paren.start()] + " " + text[paren.end() :], None
+    if paren is not None:
+        columns = {c for t in holding for c in vocab.tables.get(t, {})}
+        rest = [w for w in inside if _value_of(w, vocab, holding) is None and w not in columns]
+        after = [w for w in text[paren.end() :].split() if w.lower() not in STOP]
+        if len(values) != 1 or rest or len(after) > 1 or len(text[: paren.start()].split()) > 4:
+            return None
+        if after and _names_data(after[0], vocab, holding):
+            return None
+        return values[0]
+    words = [w for w in text.split() if w.lower() not in STOP]
+    if not words or len(words) > 2:
+        return None
+    bound: list[tuple[str | None, str | float]] = []
+    nouns = []
+    for w in words:
+        if re.fullmatch(r"\d+(?:\.\d+)?", w):
+            bound.append((None, float(w)))
+        elif (value := _value_of(w, vocab, holding)) is not None:
+            bound.append(value)
+        else:
+            nouns.append(w)
+    if len(bound) != 1 or len(nouns) > 1:
+        return None
+    if nouns and _names_data(nouns[0], vocab, holding):
+        return None  # "the 2008 road cars": a second word of the data, a subgroup of two things
+    return bound[0]
 
 
 def _names_data(word: str, vocab: Vocabulary, tables: list[str]) -> bool:
