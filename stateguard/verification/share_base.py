@@ -133,7 +133,10 @@ def _names_data(word: str, vocab: Vocabulary, tables: list[str]) -> bool:
         return False
     for t in tables:
         for col in vocab.tables.get(t, {}):
-            if low in column_tokens(col) or low + "s" in column_tokens(col):
+            tokens = column_tokens(col)
+            if tokens[-1:] == ["id"]:
+                continue  # `order_id`, `case_id`: the rows' own identifier, whose noun names the rows
+            if low in tokens or low + "s" in tokens:
                 return True
     return any(v.lower().rstrip("s") == low for v in vocab.all_values(tables))
 

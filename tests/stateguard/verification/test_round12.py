@@ -250,3 +250,83 @@ def test_a_statement_reading_around_a_scope_the_question_names_by_the_child() ->
     assert standing._names_child_only("how many frail cohort patients died in all", scope)
     assert not standing._names_child_only("how many cohort patients, out of all patients", scope)
     assert not standing._names_child_only("the cohort against the whole of `scored`", scope)
+
+
+# -- fresh17's first-look false repairs, and the subgroup glossed in parentheses ---------------------
+
+
+def test_a_subgroup_glossed_in_parentheses_and_a_flag_by_its_words_prefixes() -> None:
+    vocab = _vocab(
+        {
+            "marked": {
+                "state": {"kind": "text", "values": ["NSW", "Other", "VIC"]},
+                "short_surv": {"kind": "text", "values": ["False", "True"]},
+            }
+        }
+    )
+    q = "what percentage of the New South Wales (NSW) patients were short survivors?"
+    assert [(s.flag, s.column, s.value) for s in share_base.subgroup_shares(q, vocab, ["marked"])] == [
+        ("short_surv", "state", "NSW")
+    ]
+    # an aside in parentheses is no value; a gloss naming no value of the data abstains
+    aside = "what share of the patients (as a percentage) were short survivors?"
+    assert share_base.subgroup_shares(aside, vocab, ["marked"]) == []
+    unknown = "what percentage of the Queensland (QLD) patients were short survivors?"
+    assert share_base.subgroup_shares(unknown, vocab, ["marked"]) == []
+
+
+SQL_PRICEY = (
+    "import duckdb\ncon = duckdb.connect()\n"
+    "con.execute('CREATE TABLE p AS SELECT *, price > 150 AS pricey FROM orders')"
+)
+
+
+@pytest.mark.parametrize(
+    ("base", "flagged"),
+    [
+        (
+            "COUNT(*) FILTER (WHERE region = 'North')",
+            False,
+        ),  # a scope counted inside a FILTER is no missing one
+        ("COUNT(*)", True),  # the base taken over every order
+    ],
+)
+def test_a_value_counted_inside_a_sql_filter(base: str, flagged: bool) -> None:
+    session = session_with(SQL_PRICEY)
+    _first(session)
+    code = (
+        'import json\n_r = con.execute("SELECT COUNT(*) FILTER (WHERE pricey), '
+        f"100.0 * COUNT(*) FILTER (WHERE pricey AND region = 'North') / {base} FROM p\").fetchone()\n"
+        "result = {'n_pricey': _r[0], 'pct_north_pricey': _r[1]}\nprint(json.dumps(result))"
+    )
+    findings = session.turn(
+        "How many orders are pricey, and what percentage of the North orders are pricey?", code
+    )
+    assert bool(findings) is flagged
+    if flagged:
+        assert "share_base" in findings[0].evidence
+
+
+def test_the_stated_number_tested_in_a_select_list_binds_no_other_cut_off() -> None:
+    session = session_with(
+        "import duckdb\ncon = duckdb.connect()\ncon.execute('CREATE TABLE o AS SELECT * FROM orders')"
+    )
+    _first(session)
+    code = (
+        "import json\ncon.execute('CREATE OR REPLACE TABLE p AS SELECT *, price >= 150 AS pricey FROM o')\n"
+        "n = con.execute('SELECT COUNT(*) FROM p WHERE rating >= 2 AND pricey').fetchone()[0]\n"
+        "print(json.dumps({'n_pricey_rated': n}))"
+    )
+    findings = session.turn(
+        "Redefine `pricey` in `p` that way. How many orders rated 2 or more are pricey?",
+        code,
+        own_context="The shop changed its mind: pricey means 150 or more dollars a piece.",
+    )
+    assert findings == []
+
+
+def test_a_flagged_kept_set_is_no_list_of_entries() -> None:
+    from stateguard.verification.extract import _kept_entries
+
+    assert _kept_entries("and the total enrolment of all crowded kept districts") is None
+    assert _kept_entries("every label is kept, 0 for a label with none") == "label"
