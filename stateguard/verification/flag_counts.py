@@ -61,7 +61,7 @@ def _span(code: str, flag: str) -> tuple[str, str] | None:
 
 
 def counted(question: str, code: str, sem: CodeSemantics, flags: list[str]) -> list[Counted]:
-    out = []
+    out: list[Counted] = []
     for flag in flags:
         asked = _asked(question, flag)
         if asked is None:
