@@ -281,7 +281,10 @@ class RequirementBinder(Binder):
             and not req.term
             and not columns
             and (
-                bind_cutoff.cutoff(self, req, plan, self.bounds_except(req))
+                (
+                    not _tests_as_stated(self.sem, req)
+                    and bind_cutoff.cutoff(self, req, plan, self.bounds_except(req))
+                )
                 or bind_cutoff.year_of_date(self, req, plan)
             )
         ):
@@ -666,6 +669,18 @@ def _tested_anywhere(sem: CodeSemantics, columns: list[str], value: float, op: s
         if step and float(value).is_integer() and t.op == step[0] and close(t.value, value + step[1]):
             return True
     return False
+
+
+def _tests_as_stated(sem: CodeSemantics, req: Requirement) -> bool:
+    """The code tests the stated number that way somewhere (`ratio >= 20 AS crowded` in a select list,
+    which is no row condition): another cut-off of the code (`enrolment >= 200`) is another quantity's."""
+    if req.value is None or req.op is None:
+        return False
+    value = req.value
+    return any(
+        t.op == req.op and close(t.value, value * bind_cutoff.scale_for(req, t.value))
+        for t in code_tests(sem)
+    )
 
 
 def _value_tested_in_sql(sem: CodeSemantics, columns: list[str], values: list[str]) -> bool:

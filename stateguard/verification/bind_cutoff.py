@@ -93,16 +93,7 @@ def written_probe(lhs: str, op: str, value: object, req: Requirement, scale: flo
 
 
 def cutoff(b: Binder, req: Requirement, plan: Plan, bounds: list[float]) -> bool:
-    """Bind `req` to the code's one cut-off in its direction; False when there is none to bind, or when
-    the code tests the stated number that way somewhere already (`ratio >= 20 AS crowded` in a select
-    list, which is no row condition): another cut-off (`enrolment >= 200`) is then another quantity's."""
-    from stateguard.verification.bind_loose import code_tests  # bind_loose imports this module
-
-    if req.value is not None and any(
-        t.op == req.op and math.isclose(t.value, req.value * scale_for(req, t.value))
-        for t in code_tests(b.sem)
-    ):
-        return False
+    """Bind `req` to the code's one cut-off in its direction; False when there is none to bind."""
     found = candidates(b, req, bounds)
     if len({c.lhs or c.text for _, c, _ in found}) != 1:
         return False
