@@ -64,6 +64,9 @@ class Lexicon(BaseModel):
     ]  # "the original rule", "the withdrawn definition": a version not in force
     leave_out_verbs: tuple[str, ...]  # an instruction sentence opening with one leaves values out of the turn
     abbreviations: dict[str, str]  # column-name short forms and the word they stand for (`yr` -> year)
+    value_words: dict[
+        str, str
+    ]  # everyday words for a category value as data often writes it ("women" -> female)
     function_words: frozenset[str]  # words that carry no content of their own (question words, verbs
     # of analysis, determiners): a clause of only these, lexicon words, columns, values and numbers parses whole
 
@@ -187,8 +190,42 @@ LEXICON = Lexicon(
         "sum": "sum",
     },
     comparatives=("greater", "smaller", "higher", "lower", "larger", "exceed"),
-    descending=("largest", "highest", "most", "biggest", "greatest", "fastest", "top"),
-    ascending=("smallest", "lowest", "fewest", "least", "slowest"),
+    # superlatives whose direction holds whatever the quantity ("oldest", "latest": an age is ranked
+    # largest first, a date smallest first, so they are in neither)
+    descending=(
+        "largest",
+        "highest",
+        "most",
+        "biggest",
+        "greatest",
+        "fastest",
+        "top",
+        "heaviest",
+        "longest",
+        "tallest",
+        "widest",
+        "deepest",
+        "richest",
+        "strongest",
+        "wettest",
+        "hottest",
+    ),
+    ascending=(
+        "smallest",
+        "lowest",
+        "fewest",
+        "least",
+        "slowest",
+        "lightest",
+        "shortest",
+        "narrowest",
+        "shallowest",
+        "poorest",
+        "weakest",
+        "cheapest",
+        "driest",
+        "coldest",
+    ),
     exclusion=(
         r"exclud\w*",
         "except",
@@ -311,6 +348,16 @@ LEXICON = Lexicon(
         r"before\s+the\s+(?:change|update|revision|switch)",
     ),
     leave_out_verbs=("set", "leave", "put", "keep", "drop", "exclude", "remove", "ignore", "discard", "omit"),
+    value_words={
+        "women": "female",
+        "woman": "female",
+        "females": "female",
+        "girls": "female",
+        "men": "male",
+        "man": "male",
+        "males": "male",
+        "boys": "male",
+    },
     abbreviations={
         "yr": "year",
         "yrs": "year",

@@ -425,7 +425,14 @@ def pandas_selection(stmt: ast.stmt, step: int | None = None) -> Selection | Non
         elif method == "sort_values":
             by = _names(node.args[0] if node.args else _kwarg(node, "by")) or [ast.unparse(recv)]
             asc = _kwarg(node, "ascending")
-            order += [(b, isinstance(asc, ast.Constant) and asc.value is False) for b in by]
+            if isinstance(asc, (ast.List, ast.Tuple)) and len(asc.elts) == len(by):
+                # `ascending=[False, True]`: each key its own direction
+                order += [
+                    (b, isinstance(a, ast.Constant) and a.value is False)
+                    for b, a in zip(by, asc.elts, strict=True)
+                ]
+            else:
+                order += [(b, isinstance(asc, ast.Constant) and asc.value is False) for b in by]
         elif method in ("nlargest", "nsmallest") and node.args:
             k = _const(node.args[0])
             limit = int(k) if isinstance(k, float) else limit

@@ -51,6 +51,32 @@ def _same_side(req: Requirement, cond: Condition) -> bool:
     return cond.op == req.op
 
 
+def _other_end(
+    req: Requirement, consistent: list[tuple[Selection, Condition, float]]
+) -> tuple[Selection, Condition, float] | None:
+    """A range whose code applies one end as stated and the other end at another number: that other
+    condition (same selection, same compared expression, the uncovered side). None when both ends
+    are as stated, or when no such condition exists."""
+    if req.kind is not Kind.COMPARISON or req.upper is None or not consistent:
+        return None
+    lower = any(c.op in (">=", ">") for _, c, _ in consistent)
+    upper = any(c.op in ("<=", "<") for _, c, _ in consistent)
+    if lower == upper:
+        return None
+    sel, cond, scale = consistent[0]
+    wanted = ("<=", "<") if lower else (">=", ">")
+    others = [
+        c
+        for c in sel.conditions
+        if c.lhs
+        and c.lhs == cond.lhs
+        and c.op in wanted
+        and isinstance(c.value, float)
+        and not any(close(c.value, v * scale) for v in (req.value or 0.0, req.upper))
+    ]
+    return (sel, others[0], scale) if len(others) == 1 else None
+
+
 class RequirementBinder(Binder):
     """Binds row, statistic, share and output requirements; the shape, cut-off and source bindings
     are the functions of `bind_shape`, `bind_cutoff` and `current`. Which binding a kind gets is
@@ -188,6 +214,10 @@ class RequirementBinder(Binder):
                 plan.notes.append(f"{req.describe()}: the code counts the rows with `{counted[0][1].text}`")
                 return
         consistent = [(s, c, k) for s, c, k in matched if self.agrees(req, c)]
+        moved = (other := _other_end(req, consistent)) is not None
+        if other is not None:
+            # "between 2 and 3" written `.between(2, 3.5)`: one end as stated, the other moved
+            matched, consistent = [other], []
         if consistent:
             sel, cond, scale = consistent[0]
             column = cond.column or ""
@@ -224,7 +254,7 @@ class RequirementBinder(Binder):
                         "kept_rows" if cond.column and not masked else "rerun",
                         site[0],
                         self.variables(sel),
-                        "differs",
+                        "threshold" if moved else "differs",
                         constraint=site[1],
                         edit=edit,
                         needs_changed=masked,
@@ -251,7 +281,10 @@ class RequirementBinder(Binder):
             and not req.term
             and not columns
             and (
-                bind_cutoff.cutoff(self, req, plan, self.bounds_except(req))
+                (
+                    not _tests_as_stated(self.sem, req)
+                    and bind_cutoff.cutoff(self, req, plan, self.bounds_except(req))
+                )
                 or bind_cutoff.year_of_date(self, req, plan)
             )
         ):
@@ -378,6 +411,14 @@ class RequirementBinder(Binder):
         ):
             # `AVG(...) FILTER (WHERE mortality > 100)`, `GROUP BY mortality > 100`: the code tests the
             # column against the stated number where no row filter is read; it is not missing
+            plan.notes.append(
+                f"{req.describe()}: the code tests {', '.join(columns)} against it in an expression"
+            )
+            plan.unverified.append(req)
+            return
+        if req.kind is Kind.SCOPE and not req.exclude and _value_tested_in_sql(self.sem, columns, req.values):
+            # `COUNT(*) FILTER (WHERE span = 'KK-08')`: the code counts that value's rows inside an
+            # aggregate, where no row filter is read; the scope of that one value is not missing
             plan.notes.append(
                 f"{req.describe()}: the code tests {', '.join(columns)} against it in an expression"
             )
@@ -627,6 +668,35 @@ def _tested_anywhere(sem: CodeSemantics, columns: list[str], value: float, op: s
             return True
         if step and float(value).is_integer() and t.op == step[0] and close(t.value, value + step[1]):
             return True
+    return False
+
+
+def _tests_as_stated(sem: CodeSemantics, req: Requirement) -> bool:
+    """The code tests the stated number that way somewhere (`ratio >= 20 AS crowded` in a select list,
+    which is no row condition): another cut-off of the code (`enrolment >= 200`) is another quantity's."""
+    if req.value is None or req.op is None:
+        return False
+    value = req.value
+    return any(
+        t.op == req.op and close(t.value, value * bind_cutoff.scale_for(req, t.value))
+        for t in code_tests(sem)
+    )
+
+
+def _value_tested_in_sql(sem: CodeSemantics, columns: list[str], values: list[str]) -> bool:
+    """Some SQL statement of the code tests one of `columns` for equality with every named value (in a
+    FILTER, a CASE or a WHERE the code model does not list)."""
+    for sel in sem.selections:
+        if sel.language != "sql" or not sel.sql:
+            continue
+        for col in columns:
+            c = rf"(?:\w+\.)?\"?{re.escape(col)}\"?"
+            if all(
+                re.search(rf"\b{c}\s*(?:=|==)\s*'{re.escape(v)}'", sel.sql, re.IGNORECASE)
+                or re.search(rf"\b{c}\s+IN\s*\([^)]*'{re.escape(v)}'", sel.sql, re.IGNORECASE)
+                for v in values
+            ):
+                return True
     return False
 
 

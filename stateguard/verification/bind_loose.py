@@ -119,9 +119,13 @@ def _names(flag: str, frame: str, question: str) -> bool:
     return bool(tokens) and all(t in words for t in tokens)
 
 
-def loose_bounds(question: str, vocab: Vocabulary, tables: list[str] | None, plan: Plan) -> list[Requirement]:
+def loose_bounds(
+    question: str, vocab: Vocabulary, tables: list[str] | None, plan: Plan, extracted: bool = True
+) -> list[Requirement]:
     """The question's one-sided bounds the ordinary reading did not bind: dropped because their clause
-    does not parse whole, or left unverified by the binding."""
+    does not parse whole, or left unverified by the binding. `extracted`: the text went through the
+    ordinary reading (a question); a turn's rule in its context did not (only its clauses with words
+    of a standing rule do), so there a bound that parses whole is loose as well."""
     unverified = {r.text for r in plan.unverified if r.kind is Kind.COMPARISON}
     bound = {r.text for r in plan.requirements} - unverified
     out = []
@@ -130,13 +134,16 @@ def loose_bounds(question: str, vocab: Vocabulary, tables: list[str] | None, pla
             if req.op not in _ORDER_OPS or req.value is None or req.upper is not None or req.function:
                 continue
             if req.text in bound or (
-                req.text not in unverified and parses_whole(question, req, vocab, tables)
+                extracted and req.text not in unverified and parses_whole(question, req, vocab, tables)
             ):
                 continue
             sentence = next(
                 (m.group(0) for m in _SENTENCE.finditer(question) if req.text in m.group(0)), clause
             )
-            if _EXCLUDED_BEFORE.search(sentence) or excluded_after(question, req.text):
+            # the sentence's part up to a semicolon: "...; a patient without that score is not frail"
+            # is another clause, whose exclusion word says nothing of this bound's rows
+            part = next((p for p in sentence.split(";") if req.text in p), sentence)
+            if _EXCLUDED_BEFORE.search(part) or excluded_after(question, req.text):
                 # "Drop the Boeings and look at those that seat more than 100", "Holders under 25 ...;
                 # exclude them from here on": whether the bound keeps or drops its rows is open
                 continue
@@ -204,6 +211,8 @@ def _by_pairing(req: Requirement, sites: list[Site], stated: list[float]) -> Sit
     target = req.value * bind_cutoff.scale_for(req, site.value)
     if target == 0 or site.value == 0 or (site.value > 0) != (target > 0):
         return None
+    if site.value.is_integer() and target.is_integer() and abs(site.value - target) == 1:
+        return site  # off by one on a whole-number bound ("at least twice" written `>= 1`)
     return site if 1 / _NEAR <= site.value / target <= _NEAR else None
 
 
@@ -215,7 +224,10 @@ def _named_once(text: str, req: Requirement) -> bool:
     stations recorded" names two bounds on 15 (the second read or not), so the code's one test
     against 15 is no more the first's than the second's."""
     plain = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", text)
-    return sum(close(float(n), req.value or 0.0) for n in _ANY_NUMBER.findall(plain)) == 1
+    said = sum(close(float(n), req.value or 0.0) for n in _ANY_NUMBER.findall(plain))
+    if not re.search(r"\d", req.text):  # a number in words ("at least twice"): that phrase, once
+        said += text.count(req.text)
+    return said == 1
 
 
 def bind_loose(b: Binder, question: str, loose: list[Requirement], plan: Plan, pairing: bool = True) -> None:

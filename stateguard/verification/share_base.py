@@ -1,0 +1,241 @@
+"""The base of a share the question asks of a subgroup, against the rows the answer was taken over.
+
+    "what percentage of the women are well paid"  -> `well_paid` among the rows whose `sex` is Female
+    "what share of the 2008 cars (as a percentage) is frugal" -> `frugal` among the rows of year 2008
+
+The words are read only where they say it whole: a share word, "of", the subgroup and a copula, then
+exactly the words of one flag column (a boolean the code left), and nothing else up to the clause's
+end, "and" or a comma. The subgroup is one word that names a value of exactly one column (a category
+as the data writes it, a word the lexicon gives for one, or a number one numeric column holds) and
+at most one plain noun ("cars", "people"); a word more, or a value two columns hold, abstains.
+
+The check is on live values: for each frame or table the turn read that holds the flag (and the
+subgroup's column), the share within the subgroup, the share over all rows and the share of all
+rows that are both in the subgroup and flagged. A finding needs the reported value (one answer
+field named as a share of that flag) to match none of the subgroup's shares and to match one of
+the two whole-table ones, beyond its rounding: the share was taken over everyone, not over the
+subgroup the question names.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from dataclasses import dataclass
+
+from stateguard.artifacts.lexicon import LEXICON
+from stateguard.verification.extract import flag_columns
+from stateguard.verification.requirements import Kind, Requirement
+from stateguard.verification.vocabulary import STOP, Vocabulary, column_tokens
+
+_SHARE = re.compile(
+    r"\b(?:share|percentage|proportion|fraction|percent)\s+(?:\([^()]*\)\s+)?of\s+(?:all\s+)?(?:the\s+)?"
+    r"(?P<group>[^,;:?.()]{1,40}?(?:\s*\([^()]*\)\s*[^,;:?.()]{0,20}?)?)\s*(?:\([^()]*\)\s*)?"
+    r"\b(?:are|is|was|were|counts?\s+as)\s+(?P<flag>[a-z][\w-]*(?:\s+[a-z][\w-]*){0,2}?)"
+    r"(?=\s*(?:[,;.?!]|\band\b|$))",
+    re.IGNORECASE,
+)
+_FIELD = re.compile(r"share|pct|percent|frac|prop|rate|ratio")
+
+
+@dataclass(frozen=True)
+class SubgroupShare:
+    flag: str  # the flag column whose share is asked
+    column: (
+        str | None
+    )  # the subgroup's column; None: a number, bound at the probe to the one column holding it
+    value: str | float  # the subgroup's value as the data writes it (text), or the number
+    text: str
+
+
+def _value_of(word: str, vocab: Vocabulary, tables: list[str]) -> tuple[str, str] | None:
+    """(column, value) for a word naming a category value of exactly one column of `tables`."""
+    wanted = {word.lower(), LEXICON.value_words.get(word.lower(), word.lower())}
+    hits = {
+        (col, value)
+        for value, cols in vocab.all_values(tables).items()
+        if value.lower() in wanted and value not in ("True", "False")
+        for col in cols
+    }
+    return next(iter(hits)) if len(hits) == 1 else None
+
+
+def _flag_named(said: str, flags: list[str]) -> list[str]:
+    """Flag columns whose every word prefixes the said words in order ("short survivors": `short_surv`)."""
+    words = said.lower().split()
+    return [
+        c
+        for c in flags
+        if len(column_tokens(c)) == len(words)
+        and all(w.startswith(t) for t, w in zip(column_tokens(c), words, strict=True))
+    ]
+
+
+def subgroup_shares(question: str, vocab: Vocabulary, tables: list[str]) -> list[SubgroupShare]:
+    """Shares the question asks of a subgroup: one per phrase that parses whole (see the module)."""
+    flags = flag_columns(vocab, tables)
+    out: list[SubgroupShare] = []
+    for m in _SHARE.finditer(question):
+        named = _flag_named(m.group("flag"), flags)
+        if len(named) != 1:
+            continue
+        flag = named[0]
+        holding = [t for t in tables if flag in vocab.tables.get(t, {})]
+        found = _group(m.group("group"), vocab, holding)
+        if found is None or found[0] == flag:
+            continue
+        out.append(SubgroupShare(flag, found[0], found[1], m.group(0)))
+    return out
+
+
+def _group(text: str, vocab: Vocabulary, holding: list[str]) -> tuple[str | None, str | float] | None:
+    """(column, value) of the subgroup's words, or None unless they parse whole: a glossed value ("the
+    K-8 districts (span KK-08)", "New South Wales (NSW) patients": the value in parentheses, any words
+    before it, at most one noun after it), or one value word and at most one plain noun."""
+    paren = re.search(r"\(([^()]*)\)", text)
+    inside = [w for w in paren.group(1).split() if w.lower() not in STOP] if paren else []
+    values = [v for w in inside if (v := _value_of(w, vocab, holding)) is not None]
+    if paren is not None and not values:  # "(as a percentage)": an aside, not the subgroup's value
+        text, paren = text[: paren.start()] + " " + text[paren.end() :], None
+    if paren is not None:
+        columns = {c for t in holding for c in vocab.tables.get(t, {})}
+        rest = [w for w in inside if _value_of(w, vocab, holding) is None and w not in columns]
+        after = [w for w in text[paren.end() :].split() if w.lower() not in STOP]
+        if len(values) != 1 or rest or len(after) > 1 or len(text[: paren.start()].split()) > 4:
+            return None
+        if after and _names_data(after[0], vocab, holding):
+            return None
+        return values[0]
+    words = [w for w in text.split() if w.lower() not in STOP]
+    if not words or len(words) > 2:
+        return None
+    bound: list[tuple[str | None, str | float]] = []
+    nouns = []
+    for w in words:
+        if re.fullmatch(r"\d+(?:\.\d+)?", w):
+            bound.append((None, float(w)))
+        elif (value := _value_of(w, vocab, holding)) is not None:
+            bound.append(value)
+        else:
+            nouns.append(w)
+    if len(bound) != 1 or len(nouns) > 1:
+        return None
+    if nouns and _names_data(nouns[0], vocab, holding):
+        return None  # "the 2008 road cars": a second word of the data, a subgroup of two things
+    return bound[0]
+
+
+def _names_data(word: str, vocab: Vocabulary, tables: list[str]) -> bool:
+    """The word is a column's word or a value of the data (not a plain noun like "cars", nor the name
+    of the table itself: "the North orders" of a frame `orders`)."""
+    low = word.lower().rstrip("s")
+    if any(t.rstrip("s") == low for t in tables):
+        return False
+    for t in tables:
+        for col in vocab.tables.get(t, {}):
+            tokens = column_tokens(col)
+            if tokens[-1:] == ["id"]:
+                continue  # `order_id`, `case_id`: the rows' own identifier, whose noun names the rows
+            if low in tokens or low + "s" in tokens:
+                return True
+    return any(v.lower().rstrip("s") == low for v in vocab.all_values(tables))
+
+
+def share_field(fields: list[str], share: SubgroupShare) -> str | None:
+    """The one answer field named as a share of the flag (a share word and a word of the flag)."""
+    tokens = set(column_tokens(share.flag))
+    named = [f for f in fields if _FIELD.search(f.lower()) and tokens & set(column_tokens(f))]
+    return named[0] if len(named) == 1 else None
+
+
+def requirement(share: SubgroupShare) -> Requirement:
+    return Requirement(
+        kind=Kind.SCOPE,
+        text=share.text,
+        values=[f"{share.value:g}" if isinstance(share.value, float) else share.value],
+        columns=[share.column] if share.column else [],
+        subject=[] if share.column else ["the", "subgroup's", "rows"],
+    )
+
+
+def probe(share: SubgroupShare, frames: list[str], connection: str | None, report: str, field: str) -> str:
+    """A probe program: `_v` when the reported share matches a whole-table share and no subgroup one."""
+    return textwrap.dedent(f"""\
+        import numbers as _nb
+        _flag, _col, _val, _field = {share.flag!r}, {share.column!r}, {share.value!r}, {field!r}
+        def _cols_of(_f):
+            if _col is not None:
+                return [_col] if _col in _f.columns else []
+            return [_c for _c in _f.columns if _c != _flag and _f[_c].dtype.kind in 'iuf' and bool((_f[_c] == _val).any())]
+        def _frame_shares(_f):
+            _cs = _cols_of(_f)
+            if _flag not in _f.columns or len(_cs) != 1 or not len(_f):
+                return None
+            _in = (_f[_cs[0]].astype(str) == _val) if _col is not None else (_f[_cs[0]] == _val)
+            _fl = _f[_flag].fillna(False).astype(bool)
+            if not _in.any():
+                return None
+            return (float(_fl[_in].mean()), float(_fl.mean()), float((_fl & _in).mean()))
+        def _table_shares(_con, _t):
+            import pandas as _pd
+            _cur = _con.execute('SELECT * FROM ' + _t)
+            return _frame_shares(_pd.DataFrame(_cur.fetchall(), columns=[_d[0] for _d in _cur.description]))
+        _shares = {{}}
+        for _n in {frames!r}:
+            _x = globals().get(_n)
+            try:
+                if hasattr(_x, 'columns') and hasattr(_x, 'dtypes'):
+                    _s = _frame_shares(_x)
+                elif {connection!r} and {connection!r} in globals() and _x is None:
+                    _s = _table_shares(globals()[{connection!r}], _n)
+                else:
+                    _s = None
+            except Exception:
+                _s = None
+            if _s is not None:
+                _shares[_n] = _s
+        _r = {report}.get(_field) if isinstance({report}, dict) else None
+        def _match(_x):
+            if not isinstance(_r, _nb.Real) or isinstance(_r, bool) or _x != _x:
+                return False
+            _t = repr(float(_r))
+            _d = len(_t.split('.')[1]) if '.' in _t and 'e' not in _t else 6
+            _tol = 0.5 * 10 ** -_d + 1e-9
+            return any(abs(_r - _x * _k) <= _tol for _k in (1.0, 100.0))
+        _within = any(_match(_s[0]) for _s in _shares.values())
+        _whole = any(_match(_s[1]) or _match(_s[2]) for _s in _shares.values())
+        _v = bool(_shares) and not _within and _whole
+        _o = {{'subgroup_share': {{_n: round(_s[0], 6) for _n, _s in _shares.items()}}, 'matches_a_whole_table_share': _whole}}""")
+
+
+# "what share of their babies (percent) were ...", "the percentage of the cars that ...": a part of a whole
+_SHARE_OF = re.compile(
+    r"\b(?:share|percentage|proportion|fraction|percent)\s+(?:\([^()]*\)\s+)?of\b", re.IGNORECASE
+)
+
+
+def share_of_whole_fields(question: str, fields: list[str]) -> list[str]:
+    """The answer fields named as shares (`pct_low_light`, `share_frugal`) when the question asks for a
+    share of a whole and names no change ("percentage change", "percent growth" are no parts): a
+    part of a whole lies between 0 and 100 percent, whatever the scale."""
+    if not _SHARE_OF.search(question) or re.search(
+        r"\b(?:change|growth|increase|decrease|rise|fall|drop|gain|loss|difference|points?)\b", question, re.I
+    ):
+        return []
+    return [f for f in fields if _FIELD.search(f.lower()) and not re.search(r"ratio|rate", f.lower())]
+
+
+def range_probe(report: str, fields: list[str]) -> str:
+    """`_v` when a share field holds a number above 100 or below 0 (a sum or a count reported as a share)."""
+    return textwrap.dedent(f"""\
+        import numbers as _nb
+        _r = {report} if isinstance({report}, dict) else {{}}
+        _vals = []
+        for _k in {fields!r}:
+            _x = _r.get(_k)
+            for _y in (_x.values() if isinstance(_x, dict) else [_x]):
+                if isinstance(_y, _nb.Real) and not isinstance(_y, bool) and _y == _y:
+                    _vals.append(float(_y))
+        _out = [_y for _y in _vals if _y > 100 + 1e-9 or _y < -1e-9]
+        _v = bool(_out)
+        _o = {{'shares_outside_0_100': _out[:5]}}""")
