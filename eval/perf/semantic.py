@@ -35,6 +35,7 @@ from eval.benchmarks.base import EvalTask
 from eval.benchmarks.registry import get_benchmark
 from eval.components import WORKSPACES, make_manager, make_workspace
 from eval.metrics import dcr, pooled_dcr
+from eval.metrics.dcr import DCRResult
 from stateguard.actions import RepairArgs
 from stateguard.artifacts.events import (
     ActionEvent,
@@ -314,11 +315,11 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     return report
 
 
-def _dcr(rows: list[dict[str, Any]]) -> float | None:
-    """Pooled DCR (points) of the mistake variants' turns; None when undefined or not recorded."""
+def _pooled_dcr(rows: list[dict[str, Any]]) -> DCRResult | None:
+    """The mistake variants' turns pooled (Eq. 31's four counts); None when not recorded."""
     if not rows or any("parents" not in r for r in rows):
         return None
-    pooled = pooled_dcr(
+    return pooled_dcr(
         [
             dcr(
                 {int(k): v for k, v in r["correct"].items()},
@@ -327,7 +328,33 @@ def _dcr(rows: list[dict[str, Any]]) -> float | None:
             for r in rows
         ]
     )
-    return None if pooled.dcr is None else round(100.0 * pooled.dcr, 1)
+
+
+def _dcr(rows: list[dict[str, Any]]) -> float | None:
+    """Pooled DCR (points) of the mistake variants' turns; None when undefined or not recorded."""
+    pooled = _pooled_dcr(rows)
+    return None if pooled is None or pooled.dcr is None else round(100.0 * pooled.dcr, 1)
+
+
+def _dcr_counts(rows: list[dict[str, Any]]) -> dict[str, str] | None:
+    """The two rates behind DCR as counts: DCR is their difference, so it can rise while both fall
+    (fewer wrong turns after a wrong parent, and fewer still elsewhere)."""
+    pooled = _pooled_dcr(rows)
+    if pooled is None:
+        return None
+    return {
+        "wrong_after_a_wrong_parent": f"{pooled.contaminated_bad}/{pooled.contaminated_n}",
+        "wrong_otherwise": f"{pooled.clean_bad}/{pooled.clean_n}",
+    }
+
+
+def _dcr_text(value: float | None, counts: dict[str, str] | None) -> str:
+    if counts is None:
+        return _points(value)
+    return (
+        f"{_points(value)} (wrong after a wrong parent {counts['wrong_after_a_wrong_parent']}, "
+        f"otherwise {counts['wrong_otherwise']})"
+    )
 
 
 def _accuracy(rows: list[dict[str, Any]]) -> float:
@@ -348,6 +375,7 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
         "baseline_clean_accuracy": round(_accuracy(by[("baseline", True)]), 2),
         "baseline_fault_accuracy": round(_accuracy(by[("baseline", False)]), 2),
         "baseline_fault_dcr": _dcr(by[("baseline", False)]),
+        "baseline_fault_dcr_counts": _dcr_counts(by[("baseline", False)]),
         "settings": {},
     }
     for setting in sorted({r["setting"] for r in results} - {"baseline"}):
@@ -375,6 +403,7 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
             "clean_destructive": sum(r["destructive"] for r in clean),
             "fault_accuracy": round(_accuracy(faulty), 2),
             "fault_dcr": _dcr(faulty),
+            "fault_dcr_counts": _dcr_counts(faulty),
             "recall": {k: f"{h}/{n}" for k, (h, n) in sorted(kinds.items())},
             "recall_semantic_kinds": _pooled(kinds, exclude=("numeric_parameter",)),
             "recall_all": _pooled(kinds),
@@ -419,14 +448,14 @@ def render(report: dict[str, Any]) -> str:
     lines = [
         f"baseline: clean accuracy {report['baseline_clean_accuracy']:.1f}%, "
         f"accuracy on single-mistake variants {report['baseline_fault_accuracy']:.1f}%, "
-        f"DCR there {_points(report.get('baseline_fault_dcr'))}"
+        f"DCR there {_dcr_text(report.get('baseline_fault_dcr'), report.get('baseline_fault_dcr_counts'))}"
     ]
     for setting, s in report["settings"].items():
         lines.append(
             f"\n[{setting}] clean accuracy {s['clean_accuracy']:.1f}%, false repairs "
             f"{s['false_repairs_per_100_turns']:.2f}/100 clean turns ({', '.join(s['false_repair_checks']) or 'none'}), "
             f"destructive on clean {s['clean_destructive']}, accuracy on mistake variants {s['fault_accuracy']:.1f}%, "
-            f"DCR there {_points(s.get('fault_dcr'))}"
+            f"DCR there {_dcr_text(s.get('fault_dcr'), s.get('fault_dcr_counts'))}"
         )
         lines.append(
             f"  recall: semantic kinds {s['recall_semantic_kinds']}, all {s['recall_all']}; per kind: "

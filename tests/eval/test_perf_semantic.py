@@ -137,3 +137,14 @@ def test_the_report_gives_each_settings_dcr_on_the_mistake_variants() -> None:
     assert report["settings"]["rules"]["fault_dcr"] is None
     text = render(report)
     assert "DCR there 50.0" in text and "DCR there undefined" in text
+    # the counts behind the two rates: 1 of 2 wrong after a wrong parent, 0 of 2 otherwise; the fixing
+    # setting has no turn after a wrong parent (0/0) and 0 of 4 wrong otherwise
+    assert report["baseline_fault_dcr_counts"] == {
+        "wrong_after_a_wrong_parent": "1/2",
+        "wrong_otherwise": "0/2",
+    }
+    assert report["settings"]["rules"]["fault_dcr_counts"] == {
+        "wrong_after_a_wrong_parent": "0/0",
+        "wrong_otherwise": "0/4",
+    }
+    assert "DCR there 50.0 (wrong after a wrong parent 1/2, otherwise 0/2)" in text
