@@ -54,6 +54,7 @@ from stateguard.verification import (
     split_groups,
     standing,
     superseded,
+    unstated_cutoff,
 )
 from stateguard.verification.bind import RequirementBinder, bind
 from stateguard.verification.binder import Plan, reason
@@ -146,6 +147,12 @@ class SemanticConfig(BaseModel):
         description="The multiple of a statistic a relative rule states ('at least twice the median ozone of "
         "its month'), against the code's one comparison with a number times something (`rule_multiples.py`): "
         "the turn re-run with the stated multiple and side must report another answer.",
+    )
+    unstated_cutoffs: bool = Field(
+        default=True,
+        description="A number the turn states after a comparator that its code never holds, against the code's "
+        "one comparison with a number no text of the task names (`unstated_cutoff.py`): the turn re-run with "
+        "the stated number there must report another answer.",
     )
     flag_fields: bool = Field(
         default=True,
@@ -482,6 +489,8 @@ class SemanticVerifier:
             self._rule_windows(_own_context(turn), sem, later, plan)
         if self.config.rule_multiples:
             self._rule_multiples(f"{_own_context(turn)}\n{question}", code, plan)
+        if self.config.unstated_cutoffs and turn is not None:
+            self._unstated_cutoff(ctx, turn, code, plan)
         if self.config.share_bases:
             self._share_bases(question, names, tables, sem, plan)
         if self.config.flag_counts:
@@ -687,6 +696,26 @@ class SemanticVerifier:
         names = _assigned_by(code, found.site.text) or ["result"]
         _add_item(
             plan, req, "rule_multiple", rule_multiples.PROBE, names, found.status, edit, needs_changed=True
+        )
+
+    def _unstated_cutoff(self, ctx: Any, turn: Any, code: str, plan: Plan) -> None:
+        """A re-run item for the code's one comparison against a number no text names, when the turn
+        states one number its code never holds (`unstated_cutoff.py`); the answer gate must see the
+        answer change."""
+        now = getattr(turn, "turn_id", None)
+        turns = [t for t in ctx.task.turns if now is None or getattr(t, "turn_id", now) <= now]
+        texts = [f"{t.question}\n{_own_context(t)}" for t in turns]
+        described = str(ctx.task.turns[0].context or "") if ctx.task.turns else ""
+        found = unstated_cutoff.changed(f"{_own_context(turn)}\n{turn.question}", texts, code, described)
+        if found is None:
+            return
+        req = unstated_cutoff.requirement(found)
+        plan.requirements.append(req)
+        plan.notes.append(f"{req.describe()}: the code tests `{found.before}`, a number no text names")
+        edit = probes.SpanEdit(kind="text", before=found.before, after=found.after)
+        names = _assigned_by(code, found.before) or ["result"]
+        _add_item(
+            plan, req, "unstated_cutoff", unstated_cutoff.PROBE, names, "threshold", edit, needs_changed=True
         )
 
     def _rule_windows(self, rule: str, sem: CodeSemantics, later: frozenset[str], plan: Plan) -> None:
