@@ -26,13 +26,19 @@ from dataclasses import dataclass
 from stateguard.artifacts.lexicon import LEXICON
 from stateguard.verification.extract import flag_columns
 from stateguard.verification.requirements import Kind, Requirement
-from stateguard.verification.vocabulary import STOP, Vocabulary, column_tokens
+from stateguard.verification.vocabulary import STOP, Vocabulary, column_tokens, names_flag
 
 _SHARE = re.compile(
     r"\b(?:share|percentage|proportion|fraction|percent)\s+(?:\([^()]*\)\s+)?of\s+(?:all\s+)?(?:the\s+)?"
     r"(?P<group>[^,;:?.()]{1,40}?(?:\s*\([^()]*\)\s*[^,;:?.()]{0,20}?)?)\s*(?:\([^()]*\)\s*)?"
     r"\b(?:are|is|was|were|counts?\s+as)\s+(?P<flag>[a-z][\w-]*(?:\s+[a-z][\w-]*){0,2}?)"
     r"(?=\s*(?:[,;.?!]|\band\b|$))",
+    re.IGNORECASE,
+)
+# "what percentage of the women under-report": the flag said as the subgroup's verb, ending the clause
+_SHARE_VERB = re.compile(
+    r"\b(?:share|percentage|proportion|fraction|percent)\s+of\s+(?:all\s+)?(?:the\s+)?"
+    r"(?P<words>[a-z][\w-]*(?:\s+[a-z][\w-]*){1,3})(?=\s*(?:[,;.?!]|\band\b|$))",
     re.IGNORECASE,
 )
 _FIELD = re.compile(r"share|pct|percent|frac|prop|rate|ratio")
@@ -50,7 +56,9 @@ class SubgroupShare:
 
 def _value_of(word: str, vocab: Vocabulary, tables: list[str]) -> tuple[str, str] | None:
     """(column, value) for a word naming a category value of exactly one column of `tables`."""
-    wanted = {word.lower(), LEXICON.value_words.get(word.lower(), word.lower())}
+    mapped = LEXICON.value_words.get(word.lower())
+    # "women" as the data writes it: "female", or its first letter where the data codes it so ("F")
+    wanted = {word.lower()} | ({mapped, mapped[0]} if mapped else set())
     hits = {
         (col, value)
         for value, cols in vocab.all_values(tables).items()
@@ -61,14 +69,9 @@ def _value_of(word: str, vocab: Vocabulary, tables: list[str]) -> tuple[str, str
 
 
 def _flag_named(said: str, flags: list[str]) -> list[str]:
-    """Flag columns whose every word prefixes the said words in order ("short survivors": `short_surv`)."""
-    words = said.lower().split()
-    return [
-        c
-        for c in flags
-        if len(column_tokens(c)) == len(words)
-        and all(w.startswith(t) for t, w in zip(column_tokens(c), words, strict=True))
-    ]
+    """Flag columns the said words name, all of them (`vocabulary.names_flag`: "short survivors" for
+    `short_surv`)."""
+    return [c for c in flags if names_flag(said, c)]
 
 
 def subgroup_shares(question: str, vocab: Vocabulary, tables: list[str]) -> list[SubgroupShare]:
@@ -85,6 +88,19 @@ def subgroup_shares(question: str, vocab: Vocabulary, tables: list[str]) -> list
         if found is None or found[0] == flag:
             continue
         out.append(SubgroupShare(flag, found[0], found[1], m.group(0)))
+    for m in _SHARE_VERB.finditer(question):
+        if _SHARE.search(m.group(0)):
+            continue
+        words = m.group("words").split()
+        readings = []
+        for i in range(1, len(words)):  # every split into the subgroup's words and the flag's
+            named = _flag_named(" ".join(words[i:]), flags)
+            holding = [t for t in tables if named and named[0] in vocab.tables.get(t, {})]
+            found = _group(" ".join(words[:i]), vocab, holding) if len(named) == 1 else None
+            if found is not None and found[0] != named[0]:
+                readings.append(SubgroupShare(named[0], found[0], found[1], m.group(0)))
+        if len(readings) == 1:  # one split only binds both
+            out.append(readings[0])
     return out
 
 

@@ -72,7 +72,7 @@ from stateguard.verification.extract import (
 from stateguard.verification.finding import Finding
 from stateguard.verification.requirements import Kind, Requirement
 from stateguard.verification.syntax import culprit, syntax_program
-from stateguard.verification.vocabulary import Vocabulary, column_tokens, vocabulary_probe
+from stateguard.verification.vocabulary import Vocabulary, column_tokens, token_run, vocabulary_probe
 
 Fragment = Generator[tuple[str, dict[str, Any]], Any, Any]
 Extractor = Callable[..., list[Requirement]]
@@ -533,7 +533,7 @@ class SemanticVerifier:
             tokens = column_tokens(column)
             for field, text in sem.fields.items():
                 named = column_tokens(field)
-                at = [i for i in range(len(named) - len(tokens) + 1) if named[i : i + len(tokens)] == tokens]
+                at = token_run(named, tokens)
                 if field == "answer_type" or not at or any(named[i - 1] in _NEGATING for i in at if i):
                     continue  # not named for the flagged rows ("n_non_frugal" names the others)
                 if re.search(rf"(?<![\w]){re.escape(column)}(?![\w])", text):
@@ -704,8 +704,8 @@ class SemanticVerifier:
         answer change."""
         now = getattr(turn, "turn_id", None)
         turns = [t for t in ctx.task.turns if now is None or getattr(t, "turn_id", now) <= now]
-        texts = [f"{t.question}\n{_own_context(t)}" for t in turns]
-        described = str(ctx.task.turns[0].context or "") if ctx.task.turns else ""
+        texts = [f"{getattr(t, 'question', '')}\n{_own_context(t)}" for t in [*turns, turn]]
+        described = str(getattr(ctx.task.turns[0], "context", "") or "") if ctx.task.turns else ""
         found = unstated_cutoff.changed(f"{_own_context(turn)}\n{turn.question}", texts, code, described)
         if found is None:
             return

@@ -1,0 +1,149 @@
+"""The thirteenth round: a stated number the code never holds against the code's one comparison with a
+number no text names (re-run as stated), one matcher for the words that name a flag column, and a share
+asked of a subgroup with the flag said as its verb."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from stateguard.verification import share_base, unstated_cutoff
+from stateguard.verification.extract import flag_scopes
+from stateguard.verification.vocabulary import Vocabulary, flag_words, names_flag, token_run
+from tests.stateguard.verification.conftest import Session, session_with
+
+COUNT = "import json\nprint(json.dumps({'n': len(orders)}))"
+
+
+def _vocab(tables: dict[str, dict[str, dict[str, object]]]) -> Vocabulary:
+    return Vocabulary.from_probe(json.dumps(tables))
+
+
+# -- a stated number the code never holds, against a number no text names ------------------------------
+
+
+def test_the_one_unstated_comparison_is_written_with_the_stated_number() -> None:
+    code = "gap = orders['price'] - orders['rating']\nresult = {'n': int((gap < 1).sum())}\nprint(json_dumps_rounded(result, 2))"
+    found = unstated_cutoff.changed("how many gaps are less than 2?", ["How many orders?"], code)
+    assert found is not None
+    assert (found.before, found.after, found.op, found.stated) == ("< 1", "< 2", "<", 2.0)
+
+
+@pytest.mark.parametrize(
+    ("said", "earlier", "code", "why"),
+    [
+        ("more than 2?", [], "n = int((x > 2).sum())", "the code holds the stated number"),
+        ("more than 60?", [], "n = int((x > 0.6).sum())", "a percentage's fraction holds it"),
+        ("falls by more than 5%?", [], "n = int((x < -5).sum())", "its sign aside"),
+        ("at least 10 and below 3?", [], "n = int(((x >= 8) & (x < 4)).sum())", "two stated numbers missing"),
+        ("more than 2?", ["ids run 1 to 200"], "n = int((x > 1).sum())", "an earlier text names 1"),
+        ("more than 2?", [], "n = int(((x > 1) & (y > 7)).sum())", "two unstated comparisons"),
+        ("more than 2?", [], "n = int((x > 0).sum())", "0 is never read"),
+        ("more than 2?", [], "n = int((x > 1.5 * m).sum())", "a multiple is another rule's"),
+        (
+            "more than 2?",
+            [],
+            "# keep x > 1 rows\nn = int((x >= 9).sum()) + int((z >= 9).sum())",
+            "written twice",
+        ),
+    ],
+)
+def test_what_abstains(said: str, earlier: list[str], code: str, why: str) -> None:
+    assert unstated_cutoff.changed(said, [*earlier, said], code) is None, why
+
+
+def test_the_description_counts_only_its_cut_offs() -> None:
+    code = "n = int((x > 1).sum())"
+    assert unstated_cutoff.changed("more than 2?", ["more than 2?"], code, "ids run 1 to 200") is not None
+    assert unstated_cutoff.changed("more than 2?", ["more than 2?"], code, "keep rows above 1") is None
+
+
+def test_sql_and_pandas_comparison_sites() -> None:
+    sql = "con.execute('SELECT COUNT(*) FROM o WHERE rating >= 3 AND price > 10 * 2')"
+    assert [t for t, _, _ in unstated_cutoff.sites(sql)] == [">= 3"]
+    assert [t for t, _, _ in unstated_cutoff.sites("n = x.gt(4).sum()")] == [".gt(4)"]
+    found = unstated_cutoff.changed("at least 5?", [], "n = x.ge(4).sum()")
+    assert found is not None and (found.after, found.op) == (".ge(5)", ">=")
+
+
+@pytest.mark.parametrize(("cut", "flagged"), [("2.5", False), ("3", True), ("5.5", False)])
+def test_a_turn_re_run_with_the_stated_number(cut: str, flagged: bool) -> None:
+    """3 is said nowhere and changes the answer; 5.5 is said nowhere too, but no rating is above it
+    nor above 5 (ratings run 1 to 5), so the turn re-run with 5 reports the same answer: no finding."""
+    session = session_with()
+    assert session.turn("How many orders are there?", COUNT) == []
+    code = f"import json\nprint(json.dumps({{'n_top': int((orders['rating'] > {cut}).sum())}}))"
+    question = "How many orders are rated more than 2.5?" if cut == "2.5" else "How many are rated above 5?"
+    findings = session.turn(question, code)
+    assert bool(findings) is flagged
+    if flagged:
+        assert "5" in findings[0].reason or "5" in findings[0].evidence
+
+
+def test_a_stated_gap_the_code_tests_at_another_number() -> None:
+    session = Session()
+    code = (
+        "import json\n_gap = orders['price'] - orders['rating'] * 50\n"
+        "print(json.dumps({'n_close': int((_gap.abs() < 20).sum())}))"
+    )
+    assert session.turn("How many orders have a price within less than 40 of fifty times their rating?", code)
+    clean = code.replace("< 20", "< 40")
+    assert (
+        Session().turn("How many orders have a price within less than 40 of fifty times their rating?", clean)
+        == []
+    )
+
+
+# -- one matcher for the words naming a flag ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("said", "column", "named"),
+    [
+        ("short survivors", "short_surv", True),
+        ("large-handed", "large_hand", True),
+        ("under-report", "under", True),
+        ("underweight", "under", False),  # six letters past the token: another word
+        ("fits", "fit", True),
+        ("fitness", "fit", False),  # a short token goes on only by a plural
+        ("at risk", "at_risk", True),
+        ("risk", "at_risk", False),
+    ],
+)
+def test_the_words_that_name_a_flag(said: str, column: str, named: bool) -> None:
+    assert names_flag(said, column) is named
+    assert flag_words("") == ""
+
+
+def test_a_token_run() -> None:
+    assert token_run(["n", "frugal", "cars"], ["frugal"]) == [1]
+    assert token_run(["n", "non", "frugal"], ["frugal", "cars"]) == []
+    assert token_run(["a", "b"], []) == []
+
+
+def test_a_flag_scope_named_by_longer_words() -> None:
+    vocab = _vocab({"people": {"large_hand": {"kind": "text", "values": ["False", "True"]}}})
+    found = flag_scopes("What is the mean height of the large-handed students overall?", vocab, ["people"])
+    assert [r.columns for r in found] == [["large_hand"]]
+    assert flag_scopes("What is the mean hand span of the students?", vocab, ["people"]) == []
+
+
+# -- a share of a subgroup with the flag said as its verb ---------------------------------------------
+
+
+def test_a_share_of_the_women_that_under_report() -> None:
+    vocab = _vocab(
+        {
+            "people": {
+                "sex": {"kind": "text", "values": ["F", "M"]},
+                "under": {"kind": "text", "values": ["False", "True"]},
+            }
+        }
+    )
+    found = share_base.subgroup_shares("and what percentage of the women under-report?", vocab, ["people"])
+    # the data writes the women as "F": the first letter of the word the lexicon maps "women" to
+    assert [(s.flag, s.column, s.value) for s in found] == [("under", "sex", "F")]
+    # no flag at the end, or no value of the data in the subgroup: nothing
+    assert share_base.subgroup_shares("what percentage of the women smoke?", vocab, ["people"]) == []
+    assert share_base.subgroup_shares("what percentage of the runners under-report?", vocab, ["people"]) == []
