@@ -48,6 +48,7 @@ from stateguard.verification import (
     outside,
     probes,
     regrouped,
+    repeated_keys,
     rule_multiples,
     rule_windows,
     share_base,
@@ -147,6 +148,11 @@ class SemanticConfig(BaseModel):
         description="The multiple of a statistic a relative rule states ('at least twice the median ozone of "
         "its month'), against the code's one comparison with a number times something (`rule_multiples.py`): "
         "the turn re-run with the stated multiple and side must report another answer.",
+    )
+    repeated_keys: bool = Field(
+        default=True,
+        description="A reported mapping built from a column or row field whose live values repeat on rows "
+        "that differ (`repeated_keys.py`): the mapping keeps one row per key and drops the others.",
     )
     unstated_cutoffs: bool = Field(
         default=True,
@@ -489,6 +495,8 @@ class SemanticVerifier:
             self._rule_windows(_own_context(turn), sem, later, plan)
         if self.config.rule_multiples:
             self._rule_multiples(f"{_own_context(turn)}\n{question}", code, plan)
+        if self.config.repeated_keys:
+            self._repeated_keys(code, sem, plan)
         if self.config.unstated_cutoffs and turn is not None:
             self._unstated_cutoff(ctx, turn, code, plan)
         if self.config.share_bases:
@@ -697,6 +705,28 @@ class SemanticVerifier:
         _add_item(
             plan, req, "rule_multiple", rule_multiples.PROBE, names, found.status, edit, needs_changed=True
         )
+
+    def _repeated_keys(self, code: str, sem: CodeSemantics, plan: Plan) -> None:
+        """A probe item for each mapping a reported value builds from keyed rows (`repeated_keys.py`):
+        in the value's own code, or in the statement assigning a name it reads."""
+        found: dict[tuple[str, str], repeated_keys.Site] = {}
+        for field, text in sem.fields.items():
+            if field == "answer_type":
+                continue
+            texts = [text] + [
+                line
+                for name in _frames_in(text)
+                for line in code.splitlines()
+                if re.match(rf"\s*{re.escape(name)}\s*=(?!=)", line)
+            ]
+            for site in (s for t in texts for s in repeated_keys.sites(t)):
+                found.setdefault((site.frame, site.key), site)
+        for site in found.values():
+            req = repeated_keys.requirement(site)
+            plan.requirements.append(req)
+            plan.notes.append(f"{req.describe()}: the answer's mapping `{site.text.strip()[:60]}`")
+            names = [site.frame] if not site.frame.startswith("_") else ["result"]
+            _add_item(plan, req, "repeated_keys", repeated_keys.probe(site), names, "grouping")
 
     def _unstated_cutoff(self, ctx: Any, turn: Any, code: str, plan: Plan) -> None:
         """A re-run item for the code's one comparison against a number no text names, when the turn

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from stateguard.verification import share_base, unstated_cutoff
+from stateguard.verification import repeated_keys, rule_windows, share_base, unstated_cutoff
 from stateguard.verification.extract import flag_scopes
 from stateguard.verification.vocabulary import Vocabulary, flag_words, names_flag, token_run
 from tests.stateguard.verification.conftest import Session, session_with
@@ -147,3 +147,64 @@ def test_a_share_of_the_women_that_under_report() -> None:
     # no flag at the end, or no value of the data in the subgroup: nothing
     assert share_base.subgroup_shares("what percentage of the women smoke?", vocab, ["people"]) == []
     assert share_base.subgroup_shares("what percentage of the runners under-report?", vocab, ["people"]) == []
+
+
+# -- a reported mapping keyed by values that repeat -------------------------------------------------
+
+
+SHEET = (
+    "sheet = pd.DataFrame({{'label': ['North', 'South', 'East', 'West', 'Polar']}})\n"
+    "_per = orders.groupby({keys}).size().rename('n').reset_index()\n"
+    "_by = sheet.merge(_per, left_on='label', right_on='region', how='left')\n"
+)
+
+
+@pytest.mark.parametrize(("keys", "flagged"), [("'region'", False), ("['region', 'category']", True)])
+def test_a_mapping_keyed_by_a_column_whose_values_repeat(keys: str, flagged: bool) -> None:
+    session = session_with()
+    code = (
+        "import json\n"
+        + SHEET.format(keys=keys)
+        + "result = {'n_by_label': dict(zip(_by['label'], _by['n'].fillna(0).astype(int)))}\n"
+        "print(json.dumps(result))"
+    )
+    findings = session.turn("How many orders fall under each label of the sheet, 0 where none?", code)
+    assert bool(findings) is flagged
+    if flagged:
+        assert "rows_written_over" in findings[0].evidence
+
+
+def test_rows_that_repeat_whole_lose_nothing() -> None:
+    session = session_with()
+    code = (
+        "import json\n_codes = orders[['region']].assign(code=orders['region'].str[0])\n"
+        "result = {'code_of': dict(zip(_codes['region'], _codes['code']))}\nprint(json.dumps(result))"
+    )
+    assert session.turn("Give each region's one-letter code.", code) == []
+
+
+def test_mapping_sites() -> None:
+    text = (
+        "{r[0]: {'n': r[1]} for r in _rows}, {r.label: r.n for r in by.itertuples() if r.n > 0}, "
+        "{k: row.to_dict() for k, row in by_x.iterrows()}, t.set_index('a')['b'].to_dict(), dict(zip(f.index, f['n']))"
+    )
+    found = {(s.frame, s.key, s.columns) for s in repeated_keys.sites(text)}
+    assert found == {
+        ("_rows", "0", ()),
+        ("by", "label", ()),
+        ("by_x", "", ()),
+        ("t", "a", ("b",)),
+        ("f", "", ("n",)),
+    }
+
+
+# -- the group of a rule's statistic said as "the same X" ------------------------------------------
+
+
+def test_a_rules_group_said_as_the_same_column() -> None:
+    cols = ["county", "span", "district"]
+    rule = "crowded when its ratio is at least the median ratio of the districts with the same grade span"
+    found = rule_windows.stated_group(rule, cols)
+    assert found is not None and found.column == "span"
+    both = "the median of the districts with the same span, and of its own county"
+    assert rule_windows.stated_group(both, cols) is None  # two groups: abstains
