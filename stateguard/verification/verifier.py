@@ -54,6 +54,7 @@ from stateguard.verification import (
     share_base,
     split_groups,
     standing,
+    stated_sides,
     superseded,
     unstated_cutoff,
 )
@@ -153,6 +154,12 @@ class SemanticConfig(BaseModel):
         default=True,
         description="A reported mapping built from a column or row field whose live values repeat on rows "
         "that differ (`repeated_keys.py`): the mapping keeps one row per key and drops the others.",
+    )
+    stated_sides: bool = Field(
+        default=True,
+        description="A number the turn states on one side (and no word of it drops or contrasts rows) that "
+        "the code's one test of it keeps on the other (`stated_sides.py`): the turn re-run with that test "
+        "turned must report another answer.",
     )
     unstated_cutoffs: bool = Field(
         default=True,
@@ -497,6 +504,8 @@ class SemanticVerifier:
             self._rule_multiples(f"{_own_context(turn)}\n{question}", code, plan)
         if self.config.repeated_keys:
             self._repeated_keys(code, sem, plan)
+        if self.config.stated_sides and turn is not None:
+            self._stated_side(turn, code, plan)
         if self.config.unstated_cutoffs and turn is not None:
             self._unstated_cutoff(ctx, turn, code, plan)
         if self.config.share_bases:
@@ -727,6 +736,19 @@ class SemanticVerifier:
             plan.notes.append(f"{req.describe()}: the answer's mapping `{site.text.strip()[:60]}`")
             names = [site.frame] if not site.frame.startswith("_") else ["result"]
             _add_item(plan, req, "repeated_keys", repeated_keys.probe(site), names, "grouping")
+
+    def _stated_side(self, turn: Any, code: str, plan: Plan) -> None:
+        """A re-run item for the code's one test of a stated number on the other side than stated
+        (`stated_sides.py`); the answer gate must see the answer change."""
+        found = stated_sides.flipped(f"{_own_context(turn)}\n{turn.question}", code)
+        if found is None:
+            return
+        req = stated_sides.requirement(found)
+        plan.requirements.append(req)
+        plan.notes.append(f"{req.describe()}: the code's one test of it is `{found.before}`")
+        edit = probes.SpanEdit(kind="text", before=found.before, after=found.after)
+        names = _assigned_by(code, found.before) or ["result"]
+        _add_item(plan, req, "stated_side", stated_sides.PROBE, names, "differs", edit, needs_changed=True)
 
     def _unstated_cutoff(self, ctx: Any, turn: Any, code: str, plan: Plan) -> None:
         """A re-run item for the code's one comparison against a number no text names, when the turn

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from stateguard.verification import repeated_keys, rule_windows, share_base, unstated_cutoff
+from stateguard.verification import repeated_keys, rule_windows, share_base, stated_sides, unstated_cutoff
 from stateguard.verification.extract import flag_scopes
 from stateguard.verification.vocabulary import Vocabulary, flag_words, names_flag, token_run
 from tests.stateguard.verification.conftest import Session, session_with
@@ -208,3 +208,51 @@ def test_a_rules_group_said_as_the_same_column() -> None:
     assert found is not None and found.column == "span"
     both = "the median of the districts with the same span, and of its own county"
     assert rule_windows.stated_group(both, cols) is None  # two groups: abstains
+
+
+# -- a number stated on one side, tested on the other ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("said", "code", "after"),
+    [
+        (
+            "In how many districts do more than half of the pupils qualify?",
+            "n = int((s['meal'] < 50).sum())",
+            "> 50",
+        ),
+        ("How many are 25 or older?", "n = int((s['age'] <= 25).sum())", ">= 25"),
+        ("How many rated at least 4?", "n = int((4 > s['rating']).sum())", "4 <"),
+        ("How many above 80?", "n = int(s['x'].lt(80).sum())", ".gt(80)"),
+    ],
+)
+def test_the_one_test_of_a_stated_number_on_the_other_side(said: str, code: str, after: str) -> None:
+    found = stated_sides.flipped(said, code)
+    assert found is not None and found.after == after
+
+
+@pytest.mark.parametrize(
+    ("said", "code", "why"),
+    [
+        ("How many are over 50?", "n = int((x > 50).sum())", "the stated side"),
+        (
+            "Patients seen for less than 30 days tell little. Drop them.",
+            "k = t[t.days >= 30]",
+            "a dropping word",
+        ),
+        ("How many above 50, and how many at most 50?", "n = int((x < 50).sum())", "both sides stated"),
+        ("How many fell by more than 5%?", "n = int((x < -5).sum())", "another sign"),
+        ("How many above 50?", "n = int((x < 50).sum()) + int((y > 50).sum())", "two tests of it"),
+        ("How many above 50?", "lab = np.where(x < 50, 'low', 'high')", "a line labelling both sides"),
+    ],
+)
+def test_what_keeps_its_side(said: str, code: str, why: str) -> None:
+    assert stated_sides.flipped(said, code) is None, why
+
+
+@pytest.mark.parametrize(("op", "flagged"), [(">", False), ("<", True)])
+def test_a_turn_re_run_on_the_stated_side(op: str, flagged: bool) -> None:
+    session = session_with()
+    code = f"import json\nprint(json.dumps({{'n_high': int((orders['rating'] {op} 3.5).sum())}}))"
+    findings = session.turn("How many orders are rated above 3.5?", code)
+    assert bool(findings) is flagged
