@@ -8,7 +8,14 @@ import json
 
 import pytest
 
-from stateguard.verification import repeated_keys, rule_windows, share_base, stated_sides, unstated_cutoff
+from stateguard.verification import (
+    repeated_keys,
+    rule_windows,
+    share_base,
+    standing,
+    stated_sides,
+    unstated_cutoff,
+)
 from stateguard.verification.extract import flag_scopes
 from stateguard.verification.vocabulary import Vocabulary, flag_words, names_flag, token_run
 from tests.stateguard.verification.conftest import Session, session_with
@@ -256,3 +263,34 @@ def test_a_turn_re_run_on_the_stated_side(op: str, flagged: bool) -> None:
     code = f"import json\nprint(json.dumps({{'n_high': int((orders['rating'] {op} 3.5).sum())}}))"
     findings = session.turn("How many orders are rated above 3.5?", code)
     assert bool(findings) is flagged
+
+
+# -- a scope this turn sets, read around on a line that only reads the scope's column ---------------
+
+
+def test_a_line_reading_the_scope_column_without_testing_it_is_read_around() -> None:
+    """`SUM(enrolment)` over the parent reads the scope's column but does not test it (a BETWEEN on
+    another column beside it changes nothing): that line reads around the scope."""
+    scope = standing.Scope(None, "flagged", "kept", True, columns=("enrolment",))
+    cell = (
+        'con.execute("CREATE TABLE kept AS SELECT * FROM flagged WHERE enrolment >= 200")\n'
+        '_row = con.execute("SELECT COUNT(*), (SELECT SUM(enrolment) FROM flagged), '
+        'COUNT(*) FILTER (WHERE spend BETWEEN 5000 AND 6000) FROM kept").fetchone()\n'
+    )
+    edit = standing.own_edit(scope, [cell])
+    assert edit is not None and "(SELECT SUM(enrolment) FROM kept)" in edit[1]
+    tested = cell.replace(
+        "(SELECT SUM(enrolment) FROM flagged)", "(SELECT COUNT(*) FROM flagged WHERE enrolment < 200)"
+    )
+    assert standing.own_edit(scope, [tested]) is None
+
+
+@pytest.mark.parametrize(("frame", "found"), [("reported", False), ("orders", True)])
+def test_a_scope_of_recorded_values_kept_with_dropna(frame: str, found: bool) -> None:
+    code = (
+        "import json\nreported = orders.dropna(subset=['price']).copy()\n"
+        f"result = {{'n': len(reported), 'mean_rating': round(float({frame}['rating'].mean()), 3)}}\n"
+        "print(json.dumps(result))"
+    )
+    question = "Going forward, use only the orders with a recorded price; call them `reported`. How many, and their mean rating?"
+    assert bool(Session().turn(question, code)) is found
