@@ -22,7 +22,14 @@ from stateguard.answers import required_decimals
 from stateguard.artifacts.lexicon import LEXICON
 from stateguard.verification.requirements import COMPLEMENT, Kind, Requirement
 from stateguard.verification.rules.registry import Reading, row_condition_kinds, rules
-from stateguard.verification.vocabulary import STOP, Vocabulary, column_tokens, flag_words, matches_token
+from stateguard.verification.vocabulary import (
+    STOP,
+    Vocabulary,
+    column_tokens,
+    flag_words,
+    matches_token,
+    names_share,
+)
 
 # Small counts in words: bounds ("two or more children", "at least three") and top-k rankings
 _WORDNUM = {
@@ -958,7 +965,7 @@ def shares(clause: str, fields: list[str]) -> list[Requirement]:
     share = _SHARE.search(re.sub(r"\([^()]*\)", "", clause))
     if not share or _RANK.search(clause):
         return []
-    share_fields = [f for f in fields if re.search(r"share|pct|percent|frac|prop", f)]
+    share_fields = [f for f in fields if names_share(f)]
     return [
         Requirement(
             kind=Kind.SHARE,

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from stateguard.artifacts.lexicon import LEXICON
 from stateguard.verification.extract import flag_columns
 from stateguard.verification.requirements import Kind, Requirement
-from stateguard.verification.vocabulary import STOP, Vocabulary, column_tokens, names_flag
+from stateguard.verification.vocabulary import STOP, Vocabulary, column_tokens, names_flag, names_share
 
 _SHARE = re.compile(
     r"\b(?:share|percentage|proportion|fraction|percent)\s+(?:\([^()]*\)\s+)?of\s+(?:all\s+)?(?:the\s+)?"
@@ -41,7 +41,6 @@ _SHARE_VERB = re.compile(
     r"(?P<words>[a-z][\w-]*(?:\s+[a-z][\w-]*){1,3})(?=\s*(?:[,;.?!]|\band\b|$))",
     re.IGNORECASE,
 )
-_FIELD = re.compile(r"share|pct|percent|frac|prop|rate|ratio")
 
 
 @dataclass(frozen=True)
@@ -160,7 +159,7 @@ def _names_data(word: str, vocab: Vocabulary, tables: list[str]) -> bool:
 def share_field(fields: list[str], share: SubgroupShare) -> str | None:
     """The one answer field named as a share of the flag (a share word and a word of the flag)."""
     tokens = set(column_tokens(share.flag))
-    named = [f for f in fields if _FIELD.search(f.lower()) and tokens & set(column_tokens(f))]
+    named = [f for f in fields if names_share(f, rates=True) and tokens & set(column_tokens(f))]
     return named[0] if len(named) == 1 else None
 
 
@@ -238,7 +237,7 @@ def share_of_whole_fields(question: str, fields: list[str]) -> list[str]:
         r"\b(?:change|growth|increase|decrease|rise|fall|drop|gain|loss|difference|points?)\b", question, re.I
     ):
         return []
-    return [f for f in fields if _FIELD.search(f.lower()) and not re.search(r"ratio|rate", f.lower())]
+    return [f for f in fields if names_share(f)]
 
 
 def range_probe(report: str, fields: list[str]) -> str:

@@ -189,6 +189,13 @@ def matches_token(column_token: str, word: str) -> bool:
     return _matches(column_token, [word])
 
 
+def names_share(field: str, rates: bool = False) -> bool:
+    """Is an answer field named as a share (`pct_low_light`, `share_frugal`, `prop_female`)? With
+    `rates`, a rate or a ratio counts too (`rate_under`)."""
+    words = r"share|pct|percent|frac|prop" + (r"|rate|ratio" if rates else "")
+    return re.search(words, field.lower()) is not None
+
+
 def token_run(named: list[str], tokens: list[str]) -> list[int]:
     """Where `tokens` stand as one run inside `named` (`column_tokens` of a name): [1] for [frugal] in
     [n, frugal, cars]; [] when they do not."""
