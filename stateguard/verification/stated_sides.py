@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 
 from stateguard.verification.extract import _POSTFIX, _POSTFIX_DIRS, _PREFIX, _PREFIX_OPS
-from stateguard.verification.requirements import Kind, Requirement
+from stateguard.verification.requirements import METHODS, MIRROR, Kind, Requirement
 from stateguard.verification.unstated_cutoff import _code_text, _has, _value, sites
 
 _HALF = re.compile(
@@ -38,8 +38,7 @@ _OTHER_SIDE = re.compile(
     re.IGNORECASE,
 )
 _BOTH_SIDES = re.compile(r"\bWHEN\b|\bwhere\(|\bselect\(|\bif\b.*\belse\b|\bcut\(", re.IGNORECASE)
-_MIRROR = {">": "<", "<": ">", ">=": "<=", "<=": ">="}
-_METHOD = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
+_METHOD = METHODS
 
 
 @dataclass(frozen=True)
@@ -87,7 +86,7 @@ def _side_of(m: re.Match[str]) -> str:
     """The comparator as it reads with the tested value first (`50 > x` is x < 50)."""
     op = _METHOD.get(m.group("op"), m.group("op"))
     first = m.start("k") < m.start("op")
-    return _MIRROR[op] if first else op
+    return MIRROR[op] if first else op
 
 
 def flipped(said: str, code: str) -> Flipped | None:
@@ -110,9 +109,9 @@ def flipped(said: str, code: str) -> Flipped | None:
         op_at = (m.start("op") - m.start(0), m.end("op") - m.start(0))
         written = m.group("op")
         turned = (
-            {v: k for k, v in _METHOD.items()}[_MIRROR[_METHOD[written]]]
+            {v: k for k, v in _METHOD.items()}[MIRROR[_METHOD[written]]]
             if written in _METHOD
-            else _MIRROR[written]
+            else MIRROR[written]
         )
         after = before[: op_at[0]] + turned + before[op_at[1] :]
         stated_op = ">" if up else "<"

@@ -24,10 +24,10 @@ import re
 from dataclasses import dataclass
 
 from stateguard.verification.extract import _POSTFIX, _PREFIX, _WORDNUM
-from stateguard.verification.requirements import Kind, Requirement
+from stateguard.verification.requirements import CODE_COMPARATOR, METHODS, Kind, Requirement
 
 _NUMBER = r"\d+(?:\.\d+)?"
-_OP = r"(?:>=|<=|(?<![<>=!-])>(?!=)|<(?![=>]))"
+_OP = CODE_COMPARATOR
 _SITES = [
     # `x < 1`, `>= 20` in SQL text: the number not part of a sum, product or name
     re.compile(rf"(?P<op>{_OP})\s*(?P<k>-?{_NUMBER})(?![\w.]|\s*[-+*/%])"),
@@ -138,7 +138,7 @@ def changed(said: str, texts_so_far: list[str], code: str, described: str = "") 
     start, end = m.start("k") - m.start(0), m.end("k") - m.start(0)
     after = before[:start] + (new if k >= 0 else f"-{new}") + before[end:]
     op = m.group("op")
-    return Changed(x, words, before, after, {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}.get(op, op))
+    return Changed(x, words, before, after, METHODS.get(op, op))
 
 
 def requirement(found: Changed) -> Requirement:

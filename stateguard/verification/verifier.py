@@ -647,12 +647,10 @@ class SemanticVerifier:
         """Items for a range the question asks the outside of that the code tests as the range
         itself (`outside.py`); the answer gate must then see the answer change."""
         for found in outside.flipped(question, code):
-            req = outside.requirement(found)
-            plan.requirements.append(req)
-            plan.notes.append(f"{req.describe()}: the code tests `{found.before}`, the range itself")
-            edit = probes.SpanEdit(kind="text", before=found.before, after=found.after)
-            names = _assigned_by(code, found.before) or ["result"]
-            _add_item(plan, req, "outside", outside.PROBE, names, "differs", edit, needs_changed=True)
+            note, edit = f"the code tests `{found.before}`, the range itself", (found.before, found.after)
+            _add_text_rerun(
+                plan, outside.requirement(found), note, code, edit, "outside", outside.PROBE, "differs"
+            )
 
     def _share_bases(
         self, question: str, names: list[str], tables: list[str], sem: CodeSemantics, plan: Plan
@@ -691,14 +689,9 @@ class SemanticVerifier:
         """Items for a count of flagged rows written as a count of the flag's values (`flag_counts.py`);
         the answer gate must then see the answer change."""
         for found in flag_counts.counted(question, code, sem, flag_columns(self.vocab, tables)):
+            note, edit = f"{found.field} is `{found.before}`", (found.before, found.after)
             req = flag_counts.requirement(found)
-            plan.requirements.append(req)
-            plan.notes.append(f"{req.describe()}: {found.field} is `{found.before}`")
-            edit = probes.SpanEdit(kind="text", before=found.before, after=found.after)
-            names = _assigned_by(code, found.before) or ["result"]
-            _add_item(
-                plan, req, "flag_count", flag_counts.PROBE, names, "aggregation", edit, needs_changed=True
-            )
+            _add_text_rerun(plan, req, note, code, edit, "flag_count", flag_counts.PROBE, "aggregation")
 
     def _rule_multiples(self, rule: str, code: str, plan: Plan) -> None:
         """An item for the code's one multiplied comparison when it applies another multiple (or side)
@@ -707,13 +700,8 @@ class SemanticVerifier:
         if found is None:
             return
         req = rule_multiples.requirement(found)
-        plan.requirements.append(req)
-        plan.notes.append(f"{req.describe()}: the code tests `{found.site.text}`")
-        edit = probes.SpanEdit(kind="text", before=found.site.text, after=found.after)
-        names = _assigned_by(code, found.site.text) or ["result"]
-        _add_item(
-            plan, req, "rule_multiple", rule_multiples.PROBE, names, found.status, edit, needs_changed=True
-        )
+        note, edit = f"the code tests `{found.site.text}`", (found.site.text, found.after)
+        _add_text_rerun(plan, req, note, code, edit, "rule_multiple", rule_multiples.PROBE, found.status)
 
     def _repeated_keys(self, code: str, sem: CodeSemantics, plan: Plan) -> None:
         """A probe item for each mapping a reported value builds from keyed rows (`repeated_keys.py`):
@@ -744,11 +732,10 @@ class SemanticVerifier:
         if found is None:
             return
         req = stated_sides.requirement(found)
-        plan.requirements.append(req)
-        plan.notes.append(f"{req.describe()}: the code's one test of it is `{found.before}`")
-        edit = probes.SpanEdit(kind="text", before=found.before, after=found.after)
-        names = _assigned_by(code, found.before) or ["result"]
-        _add_item(plan, req, "stated_side", stated_sides.PROBE, names, "differs", edit, needs_changed=True)
+        note = f"the code's one test of it is `{found.before}`"
+        _add_text_rerun(
+            plan, req, note, code, (found.before, found.after), "stated_side", stated_sides.PROBE, "differs"
+        )
 
     def _unstated_cutoff(self, ctx: Any, turn: Any, code: str, plan: Plan) -> None:
         """A re-run item for the code's one comparison against a number no text names, when the turn
@@ -762,13 +749,9 @@ class SemanticVerifier:
         if found is None:
             return
         req = unstated_cutoff.requirement(found)
-        plan.requirements.append(req)
-        plan.notes.append(f"{req.describe()}: the code tests `{found.before}`, a number no text names")
-        edit = probes.SpanEdit(kind="text", before=found.before, after=found.after)
-        names = _assigned_by(code, found.before) or ["result"]
-        _add_item(
-            plan, req, "unstated_cutoff", unstated_cutoff.PROBE, names, "threshold", edit, needs_changed=True
-        )
+        note = f"the code tests `{found.before}`, a number no text names"
+        edit = (found.before, found.after)
+        _add_text_rerun(plan, req, note, code, edit, "unstated_cutoff", unstated_cutoff.PROBE, "threshold")
 
     def _rule_windows(self, rule: str, sem: CodeSemantics, later: frozenset[str], plan: Plan) -> None:
         """A re-run item for the turn's one per-row statistic taken over other keys than its own
@@ -1103,6 +1086,26 @@ def _add_item(
             needs_changed=needs_changed,
         )
     )
+
+
+def _add_text_rerun(
+    plan: Plan,
+    req: Requirement,
+    note: str,
+    code: str,
+    edit: tuple[str, str],
+    check: str,
+    probe: str,
+    status: str,
+) -> None:
+    """The requirement, its note and a probe item whose finding needs the turn, re-run with one piece
+    of its text replaced (`edit`: before, after), to report another answer; localized to the names
+    the statements holding that text assign."""
+    plan.requirements.append(req)
+    plan.notes.append(f"{req.describe()}: {note}")
+    names = _assigned_by(code, edit[0]) or ["result"]
+    span = probes.SpanEdit(kind="text", before=edit[0], after=edit[1])
+    _add_item(plan, req, check, probe, names, status, span, needs_changed=True)
 
 
 def _assigned_by(code: str, text: str) -> list[str]:
