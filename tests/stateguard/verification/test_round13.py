@@ -5,6 +5,7 @@ asked of a subgroup with the flag said as its verb."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -18,7 +19,7 @@ from stateguard.verification import (
 )
 from stateguard.verification.extract import flag_scopes
 from stateguard.verification.vocabulary import Vocabulary, flag_words, names_flag, token_run
-from tests.stateguard.verification.conftest import Session, session_with
+from tests.stateguard.verification.conftest import Session, sandboxed, session_with
 
 COUNT = "import json\nprint(json.dumps({'n': len(orders)}))"
 
@@ -294,3 +295,55 @@ def test_a_scope_of_recorded_values_kept_with_dropna(frame: str, found: bool) ->
     )
     question = "Going forward, use only the orders with a recorded price; call them `reported`. How many, and their mean rating?"
     assert bool(Session().turn(question, code)) is found
+
+
+# -- fresh18's first-look false repairs -------------------------------------------------------------
+
+
+SQL_ORDERS = "import duckdb\ncon = duckdb.connect()\ncon.execute('CREATE TABLE o AS SELECT * FROM orders')"
+
+
+@pytest.mark.parametrize(
+    ("test", "flagged"), [("rating BETWEEN 2 AND 4", False), ("price IS NOT NULL", True)]
+)
+def test_a_range_counted_inside_a_sql_filter_is_no_missing_filter(
+    tmp_path: Path, test: str, flagged: bool
+) -> None:
+    """ "count those rated between 2 and 4": the code counts them inside `COUNT(*) FILTER (WHERE ...)`,
+    where the code model reads no row condition; only a count that never tests the range is wrong."""
+    session, ws = sandboxed(tmp_path)
+    code = (
+        "import json\n"
+        f"_row = con.execute('SELECT COUNT(*), COUNT(*) FILTER (WHERE {test}) FROM o').fetchone()\n"
+        "print(json.dumps({'n': _row[0], 'n_rated_2_4': _row[1]}))"
+    )
+    with ws:
+        findings = session.turn(
+            "How many orders, and how many with a rating between 2 and 4, both ends included?", code
+        )
+    assert bool(findings) is flagged
+
+
+BANDS = (
+    SQL_ORDERS
+    + "\ncon.execute('CREATE TABLE o2 AS SELECT *, CASE WHEN price > 150 THEN 2 ELSE 1 END AS band FROM o')\n"
+    "con.execute(\"CREATE TABLE bands AS SELECT * FROM (VALUES (1, 'cheap'), (2, 'dear'), (3, 'luxury')) t(code, label)\")"
+)
+
+
+def test_a_value_scope_is_not_put_on_a_breakdown_by_that_column() -> None:
+    """ "for each label of the codebook, how many orders, and how many dear orders are rated at least 4":
+    the statement grouped by label reports every label; "dear" scopes the other value (`band = 2`)."""
+    session = session_with(BANDS)
+    code = (
+        "import json\n"
+        "_rows = con.execute('SELECT b.label, COUNT(o.order_id) FROM bands b LEFT JOIN o2 o ON o.band = b.code "
+        "GROUP BY b.label ORDER BY b.label').fetchall()\n"
+        "_n = con.execute('SELECT COUNT(*) FROM o2 WHERE band = 2 AND rating >= 4').fetchone()[0]\n"
+        "print(json.dumps({'n_by_label': {r[0]: r[1] for r in _rows}, 'n_dear_rated_4': _n}))"
+    )
+    question = (
+        "For each label of the band codebook, how many orders carry it (0 where none), and how many dear "
+        "orders are rated at least 4?"
+    )
+    assert session.turn(question, code) == []
