@@ -353,6 +353,8 @@ LEXICON = Lexicon(
         "superseded",
         "retired",
         "replaced",
+        r"gave\s+up",
+        r"given\s+up",
         r"used\s+to",
         r"would\s+have",
         r"first\s+(?:rule|definition|version)",

@@ -767,7 +767,7 @@ def current_rule_flags(clause: str, vocab: Vocabulary, tables: list[str] | None)
             found.append((col, "!" + m.group(0)))
         m = re.search(
             rf"\b(?:{_RULE_NOUNS})\s+(?:that\s+|which\s+)?(?:we|you|i|they)\s+(?:have\s+|had\s+)?"
-            rf"(?:{'|'.join(LEXICON.earlier_version)}|drop\w*|withdr\w*)\b[^,;?]*?\b(?:did|does|do|would)\s+"
+            rf"(?:{'|'.join(LEXICON.earlier_version)}|drop\w*|withdr\w*)\b[^;?]*?\b(?:did|does|do|would)\s+"
             rf"(?:it|they|that\s+rule|that\s+one)\s+(?:count|call|flag|mark|label|consider)\s+(?:as\s+)?"
             rf"{phrase}\s+(?:but|that|which|while|whereas)\s+the\s+(?:[^,;?]|(?<=\d),(?=\d))*?"
             r"\b(?:does|do|did)\s+not\b",

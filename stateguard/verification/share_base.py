@@ -29,7 +29,8 @@ from stateguard.verification.requirements import Kind, Requirement
 from stateguard.verification.vocabulary import STOP, Vocabulary, column_tokens, names_flag, names_share
 
 _SHARE = re.compile(
-    r"\b(?:share|percentage|proportion|fraction|percent)\s+(?:\([^()]*\)\s+)?of\s+(?:all\s+)?(?:the\s+)?"
+    r"\b(?:share|percentage|proportion|fraction|percent)\s*(?:\([^()]*\)\s*|,\s*(?:in|as)\s+(?:a\s+)?(?:percent|percentages?)\s*,\s*)?"
+    r"\s*of\s+(?:all\s+)?(?:the\s+)?"
     r"(?P<group>[^,;:?.()]{1,40}?(?:\s*\([^()]*\)\s*[^,;:?.()]{0,20}?)?)\s*(?:\([^()]*\)\s*)?"
     r"\b(?:are|is|was|were|counts?\s+as)\s+(?P<flag>[a-z][\w-]*(?:\s+[a-z][\w-]*){0,2}?)"
     r"(?=\s*(?:[,;.?!]|\band\b|$))",
@@ -116,7 +117,7 @@ def _group(text: str, vocab: Vocabulary, holding: list[str]) -> tuple[str | None
         columns = {c for t in holding for c in vocab.tables.get(t, {})}
         rest = [w for w in inside if _value_of(w, vocab, holding) is None and w not in columns]
         after = [w for w in text[paren.end() :].split() if w.lower() not in STOP]
-        if len(values) != 1 or rest or len(after) > 1 or len(text[: paren.start()].split()) > 4:
+        if len(values) != 1 or rest or len(after) > 1 or len(text[: paren.start()].split()) > 6:
             return None
         if after and _names_data(after[0], vocab, holding):
             return None
@@ -131,6 +132,8 @@ def _group(text: str, vocab: Vocabulary, holding: list[str]) -> tuple[str | None
             bound.append((None, float(w)))
         elif (value := _value_of(w, vocab, holding)) is not None:
             bound.append(value)
+        elif (column := _indicator(w, vocab, holding)) is not None:
+            bound.append((column, "1"))  # "the metro counties": `metro` = 1
         else:
             nouns.append(w)
     if len(bound) != 1 or len(nouns) > 1:
@@ -138,6 +141,19 @@ def _group(text: str, vocab: Vocabulary, holding: list[str]) -> tuple[str | None
     if nouns and _names_data(nouns[0], vocab, holding):
         return None  # "the 2008 road cars": a second word of the data, a subgroup of two things
     return bound[0]
+
+
+def _indicator(word: str, vocab: Vocabulary, tables: list[str]) -> str | None:
+    """The one 0/1 column the word names as a whole (`metro` for "metro"): its rows with 1 are the
+    subgroup the word names."""
+    low = word.lower()
+    found = {
+        col
+        for t in tables
+        for col, info in vocab.tables.get(t, {}).items()
+        if col.lower() == low and info.kind == "num" and info.low == 0 and info.high == 1
+    }
+    return found.pop() if len(found) == 1 else None
 
 
 def _names_data(word: str, vocab: Vocabulary, tables: list[str]) -> bool:

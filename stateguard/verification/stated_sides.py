@@ -25,11 +25,8 @@ from dataclasses import dataclass
 
 from stateguard.verification.extract import _POSTFIX, _POSTFIX_DIRS, _PREFIX, _PREFIX_OPS
 from stateguard.verification.requirements import METHODS, MIRROR, Kind, Requirement
-from stateguard.verification.unstated_cutoff import _code_text, _has, _value, sites
+from stateguard.verification.unstated_cutoff import HALF, _code_text, _has, _value, sites
 
-_HALF = re.compile(
-    r"\b(?P<phrase>" + "|".join(f"(?:{p})" for p, _ in _PREFIX_OPS) + r")\s+(?:a\s+)?half\b", re.IGNORECASE
-)
 # words that make a clause state the rows it does not keep, or set one side against the other
 _OTHER_SIDE = re.compile(
     r"\b(?:drop\w*|exclud\w*|remov\w*|leav\w*|discard\w*|without|not|no|never|except|outside|other\w*|"
@@ -75,7 +72,7 @@ def stated_sides(said: str) -> dict[tuple[float, bool], tuple[set[bool], str]]:
         op = _POSTFIX_DIRS.get(m.group("dir").lower())
         if op is not None:
             add(_value(m.group("num")), bool(m.group("pct")), op, m.group(0))
-    for m in _HALF.finditer(said):
+    for m in HALF.finditer(said):
         op = next((o for p, o in _PREFIX_OPS if re.fullmatch(p, m.group("phrase"), re.IGNORECASE)), None)
         if op is not None:
             add(50.0, True, op, m.group(0))
@@ -98,7 +95,11 @@ def flipped(said: str, code: str) -> Flipped | None:
             continue
         up = next(iter(sides))
         # the same number on the same sign ("falls by more than 5%" is tested as `< -5`: another side)
-        at = [(t, m) for t, k, m in sites(code) if _has({k}, x, pct) and (k < 0) == (x < 0)]
+        at = [
+            (t, m)
+            for t, k, m in sites(code)
+            if "op" in m.groupdict() and _has({k}, x, pct) and (k < 0) == (x < 0)
+        ]
         line_of = [text.count("\n", 0, m.start()) for _, m in at]
         if len(at) != 1 or _BOTH_SIDES.search(lines[line_of[0]]):
             continue

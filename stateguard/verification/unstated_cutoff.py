@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from stateguard.verification.extract import _POSTFIX, _PREFIX, _WORDNUM
+from stateguard.verification.extract import _BETWEEN, _POSTFIX, _PREFIX, _PREFIX_OPS, _RANGE, _WORDNUM
 from stateguard.verification.requirements import CODE_COMPARATOR, METHODS, Kind, Requirement
 
 _NUMBER = r"\d+(?:\.\d+)?"
@@ -36,6 +36,17 @@ _SITES = [
     # pandas: `.gt(1)`
     re.compile(rf"\.(?P<op>gt|ge|lt|le)\(\s*(?P<k>-?{_NUMBER})\s*\)"),
 ]
+# the ends of a range: `.between(30, 50)`, `BETWEEN 30 AND 50` (each end a site of its own)
+_ENDS = [
+    (re.compile(rf"\.between\(\s*(?P<k>-?{_NUMBER})\s*,\s*-?{_NUMBER}"), ">="),
+    (re.compile(rf"\.between\(\s*-?{_NUMBER}\s*,\s*(?P<k>-?{_NUMBER})\s*[,)]"), "<="),
+    (re.compile(rf"\bBETWEEN\s+(?P<k>-?{_NUMBER})\s+AND\s+-?{_NUMBER}(?![\w.])", re.IGNORECASE), ">="),
+    (re.compile(rf"\bBETWEEN\s+-?{_NUMBER}\s+AND\s+(?P<k>-?{_NUMBER})(?![\w.])", re.IGNORECASE), "<="),
+]
+# "more than half", "at least half": 50 percent
+HALF = re.compile(
+    r"\b(?P<phrase>" + "|".join(f"(?:{p})" for p, _ in _PREFIX_OPS) + r")\s+(?:a\s+)?half\b", re.IGNORECASE
+)
 _ROUNDING = re.compile(
     r"(?:\b\w*round\w*|\bprint_result)\s*\((?:[^()]|\([^()]*\))*?,\s*\d+\s*\)|\.round\(\s*\d+\s*\)"
 )
@@ -84,6 +95,16 @@ def stated(text: str) -> dict[tuple[float, bool], str]:
             x = _value(m.group("num"))
             if x is not None:
                 out.setdefault((x, bool(m.group("pct"))), m.group(0))
+    for m in HALF.finditer(text):
+        out.setdefault((50.0, True), m.group(0))
+    for m in _BETWEEN.finditer(text):  # a range's two ends ("between 10 and 20", "from 3 to 5 inclusive")
+        for end in (m.group("num"), m.group("num2")):
+            if (x := _value(end)) is not None:
+                out.setdefault((x, bool(m.group("pct"))), m.group(0))
+    for m in _RANGE.finditer(text):
+        for end in ("a1", "b1", "a2", "b2", "a3", "b3"):
+            if m.group(end) and (x := _value(m.group(end).lstrip("$"))) is not None:
+                out.setdefault((x, bool(m.group("pct"))), m.group(0))
     return out
 
 
@@ -112,10 +133,18 @@ def sites(code: str) -> list[tuple[str, float, re.Match[str]]]:
     """(text, number, match) of each comparison of the code against a plain number."""
     text = _code_text(code)
     out: list[tuple[str, float, re.Match[str]]] = []
-    for pattern in _SITES:
+    for pattern in [*_SITES, *(p for p, _ in _ENDS)]:
         for m in pattern.finditer(text):
             out.append((m.group(0), float(m.group("k")), m))
     return out
+
+
+def site_op(m: re.Match[str]) -> str:
+    """The comparator of a site as code writes it (a range's end: >= for its lower, <= for its upper)."""
+    op = m.groupdict().get("op")
+    if op is not None:
+        return METHODS.get(op, op)
+    return next(side for p, side in _ENDS if p is m.re)
 
 
 def changed(said: str, texts_so_far: list[str], code: str, described: str = "") -> Changed | None:
@@ -137,8 +166,7 @@ def changed(said: str, texts_so_far: list[str], code: str, described: str = "") 
     new = f"{x:g}" if not float(x).is_integer() else str(int(x))
     start, end = m.start("k") - m.start(0), m.end("k") - m.start(0)
     after = before[:start] + (new if k >= 0 else f"-{new}") + before[end:]
-    op = m.group("op")
-    return Changed(x, words, before, after, METHODS.get(op, op))
+    return Changed(x, words, before, after, site_op(m))
 
 
 def requirement(found: Changed) -> Requirement:

@@ -47,6 +47,7 @@ from stateguard.verification import (
     named_stats,
     outside,
     probes,
+    ranking_sides,
     regrouped,
     repeated_keys,
     rule_multiples,
@@ -154,6 +155,11 @@ class SemanticConfig(BaseModel):
         default=True,
         description="A reported mapping built from a column or row field whose live values repeat on rows "
         "that differ (`repeated_keys.py`): the mapping keeps one row per key and drops the others.",
+    )
+    ranking_sides: bool = Field(
+        default=True,
+        description="The question's one ranking against the code's one pandas `sort_values(...).head(...)` whose "
+        "first key runs the other way (`ranking_sides.py`): re-run turned, it must report another answer.",
     )
     stated_sides: bool = Field(
         default=True,
@@ -504,6 +510,8 @@ class SemanticVerifier:
             self._rule_multiples(f"{_own_context(turn)}\n{question}", code, plan)
         if self.config.repeated_keys:
             self._repeated_keys(code, sem, plan)
+        if self.config.ranking_sides:
+            self._ranking_side(code, plan)
         if self.config.stated_sides and turn is not None:
             self._stated_side(turn, code, plan)
         if self.config.unstated_cutoffs and turn is not None:
@@ -724,6 +732,17 @@ class SemanticVerifier:
             plan.notes.append(f"{req.describe()}: the answer's mapping `{site.text.strip()[:60]}`")
             names = [site.frame] if not site.frame.startswith("_") else ["result"]
             _add_item(plan, req, "repeated_keys", repeated_keys.probe(site), names, "grouping")
+
+    def _ranking_side(self, code: str, plan: Plan) -> None:
+        """A re-run item for the one pandas ranking cut by `head` whose first key runs against the
+        question's one ranking (`ranking_sides.py`); the answer gate must see the answer change."""
+        ranks = [r for r in plan.requirements if r.kind is Kind.ORDER and r.descending is not None]
+        found = ranking_sides.turned(code, bool(ranks[0].descending)) if len(ranks) == 1 else None
+        if found is None:
+            return
+        req = ranking_sides.requirement(ranks[0])
+        note = f"the code's one ranking is `{found[0]}`"
+        _add_text_rerun(plan, req, note, code, found, "ranking_side", ranking_sides.PROBE, "order")
 
     def _stated_side(self, turn: Any, code: str, plan: Plan) -> None:
         """A re-run item for the code's one test of a stated number on the other side than stated
