@@ -59,7 +59,7 @@ _PREFIX = re.compile(
 )
 _POSTFIX = re.compile(
     _NUM
-    + r"\s+(?P<unit>(?:[a-z]+\s+){1,2})?(?:or|and)\s+(?P<dir>"
+    + r"\s+(?P<unit>(?:[a-z]+(?:/[a-z]+)?\s+){1,2})?(?:or|and)\s+(?P<dir>"
     + "|".join(_POSTFIX_DIRS)
     + r")\b(?!\s+than\b)",  # "65 and over", but not "30 and fewer than 50"
     re.IGNORECASE,

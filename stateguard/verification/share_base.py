@@ -70,8 +70,12 @@ def _value_of(word: str, vocab: Vocabulary, tables: list[str]) -> tuple[str, str
 
 def _flag_named(said: str, flags: list[str]) -> list[str]:
     """Flag columns the said words name, all of them (`vocabulary.names_flag`: "short survivors" for
-    `short_surv`)."""
-    return [c for c in flags if names_flag(said, c)]
+    `short_surv`), or all but a last plural noun ("severe cases" for `severe`)."""
+    named = [c for c in flags if names_flag(said, c)]
+    words = said.split()
+    if named or len(words) < 2 or not re.fullmatch(r"[a-z]+s", words[-1]):
+        return named
+    return [c for c in flags if names_flag(" ".join(words[:-1]), c)]
 
 
 def subgroup_shares(question: str, vocab: Vocabulary, tables: list[str]) -> list[SubgroupShare]:

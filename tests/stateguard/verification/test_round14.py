@@ -131,3 +131,19 @@ def test_a_ranking_of_ids_re_run_turned(ascending: str, flagged: bool) -> None:
     )
     findings = session.turn("Which three orders are the cheapest (cheapest first)?", code)
     assert bool(findings) is flagged
+
+
+def test_a_flag_said_with_a_plural_noun_and_a_unit_with_a_slash() -> None:
+    vocab = _vocab(
+        {
+            "flagged": {
+                "sex": {"kind": "text", "values": ["f", "m"]},
+                "severe": {"kind": "text", "values": ["False", "True"]},
+            }
+        }
+    )
+    found = share_base.subgroup_shares("what percentage of the women are severe cases?", vocab, ["flagged"])
+    assert [(s.flag, s.column, s.value) for s in found] == [("severe", "sex", "f")]
+    sql = 'con.execute("CREATE TABLE f AS SELECT *, bili <= 2 AS severe FROM patients")'
+    flipped = stated_sides.flipped("a severe case if their bilirubin is 2 mg/dl or higher", sql)
+    assert flipped is not None and flipped.after == ">= 2"
