@@ -28,7 +28,8 @@ archive, written blind by an eleventh before the verifier's first run on them), 
 more, on other R tables from that archive, written blind by a twelfth before the verifier's next run),
 `fresh17` (four more, on R tables from that archive still unused, written blind by a thirteenth) or
 `fresh18` (four more, on four other R tables from that archive no split used, written blind by a
-fourteenth);
+fourteenth) or `fresh19` (four more, on four further R tables from that archive, written blind by a
+fifteenth);
 the detection report shows them apart.
 """
 
@@ -75,6 +76,7 @@ SPLITS = (
     "fresh16",
     "fresh17",
     "fresh18",
+    "fresh19",
     "all",
 )
 

