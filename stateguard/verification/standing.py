@@ -118,6 +118,24 @@ def _names_child_only(question: str, scope: Scope) -> bool:
     return not _BEYOND.search(plain.replace("in all", " "))
 
 
+def _statistics_only(code: str, scope: Scope) -> bool:
+    """Every read of the parent computes a per-group statistic for the child's rows to be compared
+    with (`JOIN (SELECT sex, MEDIAN(wages) AS med FROM paid GROUP BY sex) s ON ...` beside `FROM core
+    c`, or `paid.groupby("sex")["wages"].median()`): a rule taken over the whole population, which the
+    scope does not narrow, not rows read around it."""
+    names = "|".join(re.escape(n) for n in scope.sources)
+    if scope.sql:
+        reads = list(re.finditer(rf"\b(?:FROM|JOIN)\s+(?:{names})\b", code, re.IGNORECASE))
+        grouped = re.compile(
+            rf"\(\s*SELECT\b[^()]*(?:\([^()]*\)[^()]*)*\bFROM\s+(?:{names})\b[^()]*\bGROUP\s+BY\b[^()]*\)",
+            re.IGNORECASE,
+        )
+        inside = [(m.start(), m.end()) for m in grouped.finditer(code)]
+        return bool(reads) and all(any(a <= r.start() < b for a, b in inside) for r in reads)
+    reads = list(re.finditer(rf"(?<![\w.'\"])(?:{names})(?=\s*[\[.])", code))
+    return bool(reads) and all(re.match(r"\s*\.groupby\(", code[r.end() :]) for r in reads)
+
+
 def _reads(code: str, name: str, sql: bool) -> bool:
     if sql:
         return bool(re.search(rf"\b(?:FROM|JOIN)\s+{re.escape(name)}\b", code, re.IGNORECASE))
@@ -240,7 +258,8 @@ class StandingScopes:
             ):
                 continue
             if any(_reads(code, n, s.sql) for n in s.sources) and (
-                not _reads(code, s.child, s.sql) or _names_child_only(question, s)
+                not _reads(code, s.child, s.sql)
+                or (_names_child_only(question, s) and not _statistics_only(code, s))
             ):
                 out.append(s)
         return out

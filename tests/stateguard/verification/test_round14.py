@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from stateguard.verification import ranking_sides, share_base, stated_sides, unstated_cutoff
+from stateguard.verification import ranking_sides, share_base, standing, stated_sides, unstated_cutoff
 from stateguard.verification.extract import current_rule_flags
 from stateguard.verification.vocabulary import Vocabulary
 from tests.stateguard.verification.conftest import session_with
@@ -147,3 +147,27 @@ def test_a_flag_said_with_a_plural_noun_and_a_unit_with_a_slash() -> None:
     sql = 'con.execute("CREATE TABLE f AS SELECT *, bili <= 2 AS severe FROM patients")'
     flipped = stated_sides.flipped("a severe case if their bilirubin is 2 mg/dl or higher", sql)
     assert flipped is not None and flipped.after == ">= 2"
+
+
+# -- fresh19's first-look false repair ------------------------------------------------------------------
+
+
+def test_a_parent_read_only_for_a_per_group_statistic_is_no_read_around() -> None:
+    """A rule over all paid workers' medians by sex, applied to the core workers' rows: the parent feeds
+    the statistic, the rows come from the child."""
+    scope = standing.Scope(6, "paid", "core", True)
+    stats = (
+        "SELECT c.* FROM core c JOIN (SELECT sex, MEDIAN(wages) AS med FROM paid GROUP BY sex) s "
+        "ON s.sex = c.sex WHERE c.wages < 2.0 / 3 * s.med"
+    )
+    scopes = standing.StandingScopes()
+    scopes.scopes.append(scope)
+    question = "which core workers did the sex-median rule call low-paid?"
+    assert scopes.bypassed(question, stats) == []
+    rows = stats + "\nSELECT COUNT(*) FROM paid WHERE wages < 10"  # the parent's rows themselves
+    assert scopes.bypassed(question, rows) == [scope]
+    pandas = standing.Scope(6, "paid", "core", False)
+    scopes.scopes[:] = [pandas]
+    med = "m = paid.groupby('sex')['wages'].median()\nlow = core[core['wages'] < core['sex'].map(m) * 2 / 3]"
+    assert scopes.bypassed(question, med) == []
+    assert scopes.bypassed(question, med + "\nn = len(paid[paid['wages'] < 10])") == [pandas]
