@@ -29,7 +29,14 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from stateguard.llm.local_model import DEFAULT_MODEL, REGISTRY, LocalModelError, assemble, get_model
+from stateguard.llm.local_model import (
+    DEFAULT_MODEL,
+    REGISTRY,
+    LocalModelError,
+    assemble,
+    file_sha256,
+    get_model,
+)
 from stateguard.llm.serving import free_port, log_tail, port_in_use, stop, wait_until
 
 HOST = "127.0.0.1"
@@ -95,6 +102,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="serve this GGUF file instead (e.g. the manager.gguf of `make sft CONFIG=local`)",
     )
     p.add_argument(
+        "--sha256",
+        default=None,
+        help="with --gguf: the file's expected sha256; the server does not start on another (the file's "
+        "own sha256 is printed either way, to pin it next time)",
+    )
+    p.add_argument(
         "--port", type=int, default=8765, help="port on 127.0.0.1; 0 picks a free one (default %(default)s)"
     )
     p.add_argument(
@@ -116,7 +129,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=SERVER_MODULE,
         help="the child: `python -m MODULE` with llama_cpp.server's flags (default %(default)s; tests use a stub)",
     )
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.sha256 is not None and args.gguf is None:
+        p.error("--sha256 checks a --gguf file; the registry's models are pinned already")
+    return args
 
 
 def http_json(url: str, body: dict[str, Any] | None = None, timeout: float = 5.0) -> dict[str, Any]:
@@ -165,10 +181,18 @@ def main(argv: list[str] | None = None) -> int:
                 raise LocalModelError(
                     f"{args.gguf} does not exist; `make sft CONFIG=local` writes runs/sft-local/manager.gguf"
                 )
+            digest = file_sha256(args.gguf)
+            if args.sha256 is not None and digest != args.sha256.strip().lower():
+                raise LocalModelError(
+                    f"{args.gguf} has sha256 {digest}, not the expected {args.sha256}; nothing was loaded. "
+                    "Fix: pass the file you meant, or its own sha256 if it changed on purpose"
+                )
             path, name, licence = (
                 args.gguf,
                 args.gguf.stem,
-                "a file you wrote; its base model's license applies",
+                f"a file you wrote, sha256 {digest}"
+                + (" (as expected)" if args.sha256 else " (unchecked: pass --sha256 to pin it)")
+                + "; its base model's license applies",
             )
         else:
             path, licence = assemble(spec, args.cache_dir), spec.license

@@ -297,6 +297,11 @@ class RequirementBinder(Binder):
         sites: list[tuple[Selection, tuple[str, bool]]] = []
         for sel in self.sem.selections:
             have = [c for c in columns if c in self.columns_of(sel)]
+            if req.kind is Kind.SCOPE and not req.flag_scope:
+                # a statement grouped by the column reports each of its values (a per-label breakdown):
+                # one value's scope belongs to another reported value, not to its rows
+                keys = {k.lower().split(".")[-1].strip('"') for k in sel.group_keys}
+                have = [c for c in have if c.lower() not in keys]
             for column in have:
                 threshold = next(
                     (c for c in sel.conditions if c.column == column and isinstance(c.value, float)), None
@@ -715,10 +720,20 @@ def _measured_share(sel: Selection, cond: Condition, function: str = "mean") -> 
 
 def _counted_in_aggregate(sel: Selection, column: str, req: Requirement) -> bool:
     """The code compares `column` with the stated bound inside an aggregate (a conditional count or
-    sum, `SUM(CASE WHEN score > 200 THEN 1 ELSE 0 END)`, `COUNT(*) FILTER (WHERE ...)`)."""
+    sum, `SUM(CASE WHEN score > 200 THEN 1 ELSE 0 END)`, `COUNT(*) FILTER (WHERE ...)`); a stated range
+    only where the aggregate tests it `BETWEEN` both stated ends."""
     if req.value is None:
         return False
     col = re.escape(column)
+    if req.upper is not None:  # `COUNT(*) FILTER (WHERE platelet BETWEEN 150 AND 400)`: both ends as stated
+        between = (
+            rf"(?:\bFILTER\s*\(\s*WHERE|\bCASE\s+WHEN)[^()]*?(?:\w+\.)?\b{col}\s+BETWEEN\s+"
+            r"(-?\d+(?:\.\d+)?)\s+AND\s+(-?\d+(?:\.\d+)?)"
+        )
+        return any(
+            close(float(m.group(1)), req.value) and close(float(m.group(2)), req.upper)
+            for m in re.finditer(between, sel.sql or "", re.IGNORECASE)
+        )
     for agg in sel.aggregates:
         for m in re.finditer(rf"\b{col}\b['\"\]]*\s*(?:>=|<=|<>|!=|==|=|>|<)\s*(-?\d+(?:\.\d+)?)", agg.text):
             literal = float(m.group(1))

@@ -22,7 +22,14 @@ from stateguard.answers import required_decimals
 from stateguard.artifacts.lexicon import LEXICON
 from stateguard.verification.requirements import COMPLEMENT, Kind, Requirement
 from stateguard.verification.rules.registry import Reading, row_condition_kinds, rules
-from stateguard.verification.vocabulary import STOP, Vocabulary, column_tokens, matches_token
+from stateguard.verification.vocabulary import (
+    STOP,
+    Vocabulary,
+    column_tokens,
+    flag_words,
+    matches_token,
+    names_share,
+)
 
 # Small counts in words: bounds ("two or more children", "at least three") and top-k rankings
 _WORDNUM = {
@@ -52,7 +59,7 @@ _PREFIX = re.compile(
 )
 _POSTFIX = re.compile(
     _NUM
-    + r"\s+(?P<unit>(?:[a-z]+\s+){1,2})?(?:or|and)\s+(?P<dir>"
+    + r"\s+(?P<unit>(?:[a-z]+(?:/[a-z]+)?\s+){1,2})?(?:or|and)\s+(?P<dir>"
     + "|".join(_POSTFIX_DIRS)
     + r")\b(?!\s+than\b)",  # "65 and over", but not "30 and fewer than 50"
     re.IGNORECASE,
@@ -704,13 +711,13 @@ def flag_scopes(clause: str, vocab: Vocabulary, tables: list[str] | None) -> lis
     found: list[tuple[str, str]] = []
     for col in flag_columns(vocab, tables):
         tokens = column_tokens(col)
-        if not tokens:
+        phrase = flag_words(col)
+        if not phrase:
             continue
-        phrase = r"[\s-]+".join(re.escape(t) for t in tokens)
         patterns = (
             rf"\b(?:the|those|these|all|its|their)\s+(?:[a-z]+\s+)?{phrase}\s+[a-z]+",
-            rf"\b[a-z]+s\s+(?:that|which|who)\s+(?:are|were|is|was|counts?\s+as)\s+{phrase}\b",
-            rf"\bthe\s+[a-z]+s\s+{phrase}\b" if tokens[0] in ("at", "in", "on", "under", "over") else "",
+            rf"\b[a-z]+s\s+(?:that|which|who)\s+(?:are|were|is|was|counts?\s+as)\s+{phrase}",
+            rf"\bthe\s+[a-z]+s\s+{phrase}" if tokens[0] in ("at", "in", "on", "under", "over") else "",
         )
         for pattern in filter(None, patterns):
             m = re.search(pattern, clause, re.IGNORECASE)
@@ -738,12 +745,11 @@ def current_rule_flags(clause: str, vocab: Vocabulary, tables: list[str] | None)
     version), and the contrast "but ... not under" follows."""
     found = []
     for col in flag_columns(vocab, tables):
-        tokens = column_tokens(col)
-        if not tokens:
+        phrase = flag_words(col)
+        if not phrase:
             continue
-        phrase = r"[\s-]+".join(re.escape(t) for t in tokens)
         m = re.search(
-            rf"\b(?:are|is|count\s+as|counts\s+as)\s+{phrase}(?:s|es)?\s+(?:under|by|with)\s+the\s+"
+            rf"\b(?:are|is|count\s+as|counts\s+as)\s+{phrase}\s+(?:under|by|with)\s+the\s+"
             rf"(?P<rule>[^,;?]*?)\bbut\s+(?:were|was)\s+not\b",
             clause,
             re.IGNORECASE,
@@ -752,7 +758,7 @@ def current_rule_flags(clause: str, vocab: Vocabulary, tables: list[str] | None)
             found.append((col, m.group(0)))
         m = re.search(
             rf"\b(?:{'|'.join(LEXICON.earlier_version)}|drop\w*|withdr\w*)\b[^,;?]*?\b(?:{_RULE_NOUNS})\s+"
-            rf"(?:counts?|counted|calls?|called|flags?|flagged|marks?|marked)\s+(?:as\s+)?{phrase}(?:s|es)?\s+"
+            rf"(?:counts?|counted|calls?|called|flags?|flagged|marks?|marked)\s+(?:as\s+)?{phrase}\s+"
             rf"(?:but|that|which|while|whereas)\s+the\s+[^,;?]*?\b(?:does|do|did)\s+not\b",
             clause,
             re.IGNORECASE,
@@ -761,9 +767,9 @@ def current_rule_flags(clause: str, vocab: Vocabulary, tables: list[str] | None)
             found.append((col, "!" + m.group(0)))
         m = re.search(
             rf"\b(?:{_RULE_NOUNS})\s+(?:that\s+|which\s+)?(?:we|you|i|they)\s+(?:have\s+|had\s+)?"
-            rf"(?:{'|'.join(LEXICON.earlier_version)}|drop\w*|withdr\w*)\b[^,;?]*?\b(?:did|does|do|would)\s+"
+            rf"(?:{'|'.join(LEXICON.earlier_version)}|drop\w*|withdr\w*)\b[^;?]*?\b(?:did|does|do|would)\s+"
             rf"(?:it|they|that\s+rule|that\s+one)\s+(?:count|call|flag|mark|label|consider)\s+(?:as\s+)?"
-            rf"{phrase}(?:s|es)?\s+(?:but|that|which|while|whereas)\s+the\s+(?:[^,;?]|(?<=\d),(?=\d))*?"
+            rf"{phrase}\s+(?:but|that|which|while|whereas)\s+the\s+(?:[^,;?]|(?<=\d),(?=\d))*?"
             r"\b(?:does|do|did)\s+not\b",
             clause,
             re.IGNORECASE,
@@ -771,8 +777,8 @@ def current_rule_flags(clause: str, vocab: Vocabulary, tables: list[str] | None)
         if m:  # "the rule we withdrew: which patients did it count as frail that the 70-point line does not"
             found.append((col, "!" + m.group(0)))
         m = re.search(
-            rf"\b{phrase}(?:s|es)?\s+(?:only\s+)?(?:under|by|on|with)\s+the\s+(?P<rule>[^,;?]*?)"
-            rf"(?:,\s*|\s+but\s+)(?:(?:are|is|were|was)\s+)?not\b(?:\s+{phrase}(?:s|es)?)?\s+(?:under|by|on|with)\s+the\b",
+            rf"{phrase}\s+(?:only\s+)?(?:under|by|on|with)\s+the\s+(?P<rule>[^,;?]*?)"
+            rf"(?:,\s*|\s+but\s+)(?:(?:are|is|were|was)\s+)?not\b(?:\s+{phrase})?\s+(?:under|by|on|with)\s+the\b",
             clause,
             re.IGNORECASE,
         )
@@ -959,7 +965,7 @@ def shares(clause: str, fields: list[str]) -> list[Requirement]:
     share = _SHARE.search(re.sub(r"\([^()]*\)", "", clause))
     if not share or _RANK.search(clause):
         return []
-    share_fields = [f for f in fields if re.search(r"share|pct|percent|frac|prop", f)]
+    share_fields = [f for f in fields if names_share(f)]
     return [
         Requirement(
             kind=Kind.SHARE,

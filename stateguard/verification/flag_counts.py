@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from stateguard.inspection.code_model import CodeSemantics
 from stateguard.verification.requirements import Kind, Requirement
-from stateguard.verification.vocabulary import column_tokens
+from stateguard.verification.vocabulary import column_tokens, flag_words, token_run
 
 
 @dataclass(frozen=True)
@@ -32,15 +32,14 @@ class Counted:
 
 
 def _named_for(name: str, flag: str) -> bool:
-    tokens, named = column_tokens(flag), column_tokens(name)
-    return any(named[i : i + len(tokens)] == tokens for i in range(len(named) - len(tokens) + 1))
+    return bool(token_run(column_tokens(name), column_tokens(flag)))
 
 
 def _asked(question: str, flag: str) -> str | None:
-    phrase = r"[\s_-]+".join(re.escape(t) for t in column_tokens(flag))
-    m = re.search(
-        rf"\b(?:how\s+many|number\s+of|count\s+of)\b[^.?;]*?\b{phrase}(?:s|es)?\b", question, re.IGNORECASE
-    )
+    phrase = flag_words(flag)
+    if not phrase:
+        return None
+    m = re.search(rf"\b(?:how\s+many|number\s+of|count\s+of)\b[^.?;]*?{phrase}", question, re.IGNORECASE)
     return m.group(0) if m else None
 
 

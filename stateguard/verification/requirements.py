@@ -38,6 +38,10 @@ Op = Literal[">", ">=", "<", "<=", "==", "!="]
 Function = Literal["mean", "median", "sum", "count", "nunique", "min", "max", "std"]
 
 MIRROR: dict[str, str] = {">": "<", "<": ">", ">=": "<=", "<=": ">=", "==": "==", "!=": "!="}
+# pandas' comparison methods (`s.ge(5)`) and the comparator each one is
+METHODS: dict[str, str] = {"ge": ">=", "le": "<=", "gt": ">", "lt": "<"}
+# an ordering comparator as code writes it (not part of `->`, `=>`, `<>` or `!=`)
+CODE_COMPARATOR = r"(?:>=|<=|(?<![<>=!-])>(?!=)|<(?![=>]))"
 COMPLEMENT: dict[str, str] = {">": "<=", "<=": ">", "<": ">=", ">=": "<", "==": "!=", "!=": "=="}
 
 

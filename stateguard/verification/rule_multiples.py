@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from stateguard.artifacts.lexicon import LEXICON
 from stateguard.verification.extract import _PREFIX_OPS
-from stateguard.verification.requirements import MIRROR, Kind, Requirement
+from stateguard.verification.requirements import CODE_COMPARATOR, METHODS, MIRROR, Kind, Requirement
 
 _PHRASE = "|".join(f"(?:{p})" for p, _ in _PREFIX_OPS)
 _WORDS = {"one": 1.0, "two": 2.0, "three": 3.0, "four": 4.0, "five": 5.0}
@@ -43,14 +43,14 @@ _STAT = re.compile(rf"\b(?:{_STAT_WORDS})\b", re.IGNORECASE)
 
 # the code: a comparison against a number times something, in either order, or a pandas method
 _OPERAND = r"[A-Za-z_][\w.]*(?:\[[^\]]+\])*"
-_OP = r"(?P<op>>=|<=|(?<![<>=!])>(?!=)|<(?![=>]))"
+_OP = rf"(?P<op>{CODE_COMPARATOR})"
 _SITES = [
     re.compile(rf"(?P<lhs>{_OPERAND})?\s*{_OP}\s*(?P<k>{_NUM})\s*\*"),
     re.compile(rf"(?P<lhs>{_OPERAND})?\s*{_OP}\s*{_OPERAND}\s*\*\s*(?P<k>{_NUM})(?![\w.])"),
     re.compile(rf"(?P<lhs>{_OPERAND})\.(?P<m>ge|le|gt|lt)\(\s*(?P<k>{_NUM})\s*\*"),
     re.compile(rf"(?P<lhs>{_OPERAND})\.(?P<m>ge|le|gt|lt)\(\s*{_OPERAND}\s*\*\s*(?P<k>{_NUM})\s*\)"),
 ]
-_METHOD = {"ge": ">=", "le": "<=", "gt": ">", "lt": "<"}
+_METHOD = METHODS
 
 
 @dataclass(frozen=True)

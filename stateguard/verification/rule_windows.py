@@ -31,6 +31,11 @@ _OWN = re.compile(
     r"\bof\s+(?:its|their|his|her|the\s+[a-z]+'s)\s+(?:own\s+)?(?P<words>[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*){0,2})",
     re.IGNORECASE,
 )
+# "the median ratio of the districts with the same grade span", "of the patients from the same state"
+_SAME = re.compile(
+    r"\b(?:with|from|in|of|for|sharing)\s+the\s+same\s+(?P<words>[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*){0,2})",
+    re.IGNORECASE,
+)
 _WHOLE = re.compile(
     r"\b(?:over|across|on)\s+the\s+(?:whole|entire|full)\s+(?:series|file|data(?:set)?|table|sample|period)\b",
     re.IGNORECASE,
@@ -76,7 +81,7 @@ def stated_group(rule: str, columns: list[str]) -> Stated | None:
     """The group the rule's statistic is taken over, when the rule says it one way only."""
     whole = _WHOLE.search(rule)
     found: list[tuple[str, str]] = []
-    for m in _OWN.finditer(rule):
+    for m in [*_OWN.finditer(rule), *_SAME.finditer(rule)]:
         words = m.group("words").split()
         # the shortest run of leading words that names exactly one column ("income class" -> klass?
         # no; "SOUTH group" -> south)

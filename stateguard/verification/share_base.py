@@ -26,16 +26,22 @@ from dataclasses import dataclass
 from stateguard.artifacts.lexicon import LEXICON
 from stateguard.verification.extract import flag_columns
 from stateguard.verification.requirements import Kind, Requirement
-from stateguard.verification.vocabulary import STOP, Vocabulary, column_tokens
+from stateguard.verification.vocabulary import STOP, Vocabulary, column_tokens, names_flag, names_share
 
 _SHARE = re.compile(
-    r"\b(?:share|percentage|proportion|fraction|percent)\s+(?:\([^()]*\)\s+)?of\s+(?:all\s+)?(?:the\s+)?"
+    r"\b(?:share|percentage|proportion|fraction|percent)\s*(?:\([^()]*\)\s*|,\s*(?:in|as)\s+(?:a\s+)?(?:percent|percentages?)\s*,\s*)?"
+    r"\s*of\s+(?:all\s+)?(?:the\s+)?"
     r"(?P<group>[^,;:?.()]{1,40}?(?:\s*\([^()]*\)\s*[^,;:?.()]{0,20}?)?)\s*(?:\([^()]*\)\s*)?"
     r"\b(?:are|is|was|were|counts?\s+as)\s+(?P<flag>[a-z][\w-]*(?:\s+[a-z][\w-]*){0,2}?)"
     r"(?=\s*(?:[,;.?!]|\band\b|$))",
     re.IGNORECASE,
 )
-_FIELD = re.compile(r"share|pct|percent|frac|prop|rate|ratio")
+# "what percentage of the women under-report": the flag said as the subgroup's verb, ending the clause
+_SHARE_VERB = re.compile(
+    r"\b(?:share|percentage|proportion|fraction|percent)\s+of\s+(?:all\s+)?(?:the\s+)?"
+    r"(?P<words>[a-z][\w-]*(?:\s+[a-z][\w-]*){1,3})(?=\s*(?:[,;.?!]|\band\b|$))",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -50,7 +56,9 @@ class SubgroupShare:
 
 def _value_of(word: str, vocab: Vocabulary, tables: list[str]) -> tuple[str, str] | None:
     """(column, value) for a word naming a category value of exactly one column of `tables`."""
-    wanted = {word.lower(), LEXICON.value_words.get(word.lower(), word.lower())}
+    mapped = LEXICON.value_words.get(word.lower())
+    # "women" as the data writes it: "female", or its first letter where the data codes it so ("F")
+    wanted = {word.lower()} | ({mapped, mapped[0]} if mapped else set())
     hits = {
         (col, value)
         for value, cols in vocab.all_values(tables).items()
@@ -61,14 +69,13 @@ def _value_of(word: str, vocab: Vocabulary, tables: list[str]) -> tuple[str, str
 
 
 def _flag_named(said: str, flags: list[str]) -> list[str]:
-    """Flag columns whose every word prefixes the said words in order ("short survivors": `short_surv`)."""
-    words = said.lower().split()
-    return [
-        c
-        for c in flags
-        if len(column_tokens(c)) == len(words)
-        and all(w.startswith(t) for t, w in zip(column_tokens(c), words, strict=True))
-    ]
+    """Flag columns the said words name, all of them (`vocabulary.names_flag`: "short survivors" for
+    `short_surv`), or all but a last plural noun ("severe cases" for `severe`)."""
+    named = [c for c in flags if names_flag(said, c)]
+    words = said.split()
+    if named or len(words) < 2 or not re.fullmatch(r"[a-z]+s", words[-1]):
+        return named
+    return [c for c in flags if names_flag(" ".join(words[:-1]), c)]
 
 
 def subgroup_shares(question: str, vocab: Vocabulary, tables: list[str]) -> list[SubgroupShare]:
@@ -85,6 +92,19 @@ def subgroup_shares(question: str, vocab: Vocabulary, tables: list[str]) -> list
         if found is None or found[0] == flag:
             continue
         out.append(SubgroupShare(flag, found[0], found[1], m.group(0)))
+    for m in _SHARE_VERB.finditer(question):
+        if _SHARE.search(m.group(0)):
+            continue
+        words = m.group("words").split()
+        readings = []
+        for i in range(1, len(words)):  # every split into the subgroup's words and the flag's
+            named = _flag_named(" ".join(words[i:]), flags)
+            holding = [t for t in tables if named and named[0] in vocab.tables.get(t, {})]
+            found = _group(" ".join(words[:i]), vocab, holding) if len(named) == 1 else None
+            if found is not None and found[0] != named[0]:
+                readings.append(SubgroupShare(named[0], found[0], found[1], m.group(0)))
+        if len(readings) == 1:  # one split only binds both
+            out.append(readings[0])
     return out
 
 
@@ -101,7 +121,7 @@ def _group(text: str, vocab: Vocabulary, holding: list[str]) -> tuple[str | None
         columns = {c for t in holding for c in vocab.tables.get(t, {})}
         rest = [w for w in inside if _value_of(w, vocab, holding) is None and w not in columns]
         after = [w for w in text[paren.end() :].split() if w.lower() not in STOP]
-        if len(values) != 1 or rest or len(after) > 1 or len(text[: paren.start()].split()) > 4:
+        if len(values) != 1 or rest or len(after) > 1 or len(text[: paren.start()].split()) > 6:
             return None
         if after and _names_data(after[0], vocab, holding):
             return None
@@ -116,6 +136,8 @@ def _group(text: str, vocab: Vocabulary, holding: list[str]) -> tuple[str | None
             bound.append((None, float(w)))
         elif (value := _value_of(w, vocab, holding)) is not None:
             bound.append(value)
+        elif (column := _indicator(w, vocab, holding)) is not None:
+            bound.append((column, "1"))  # "the metro counties": `metro` = 1
         else:
             nouns.append(w)
     if len(bound) != 1 or len(nouns) > 1:
@@ -123,6 +145,19 @@ def _group(text: str, vocab: Vocabulary, holding: list[str]) -> tuple[str | None
     if nouns and _names_data(nouns[0], vocab, holding):
         return None  # "the 2008 road cars": a second word of the data, a subgroup of two things
     return bound[0]
+
+
+def _indicator(word: str, vocab: Vocabulary, tables: list[str]) -> str | None:
+    """The one 0/1 column the word names as a whole (`metro` for "metro"): its rows with 1 are the
+    subgroup the word names."""
+    low = word.lower()
+    found = {
+        col
+        for t in tables
+        for col, info in vocab.tables.get(t, {}).items()
+        if col.lower() == low and info.kind == "num" and info.low == 0 and info.high == 1
+    }
+    return found.pop() if len(found) == 1 else None
 
 
 def _names_data(word: str, vocab: Vocabulary, tables: list[str]) -> bool:
@@ -144,7 +179,7 @@ def _names_data(word: str, vocab: Vocabulary, tables: list[str]) -> bool:
 def share_field(fields: list[str], share: SubgroupShare) -> str | None:
     """The one answer field named as a share of the flag (a share word and a word of the flag)."""
     tokens = set(column_tokens(share.flag))
-    named = [f for f in fields if _FIELD.search(f.lower()) and tokens & set(column_tokens(f))]
+    named = [f for f in fields if names_share(f, rates=True) and tokens & set(column_tokens(f))]
     return named[0] if len(named) == 1 else None
 
 
@@ -222,7 +257,7 @@ def share_of_whole_fields(question: str, fields: list[str]) -> list[str]:
         r"\b(?:change|growth|increase|decrease|rise|fall|drop|gain|loss|difference|points?)\b", question, re.I
     ):
         return []
-    return [f for f in fields if _FIELD.search(f.lower()) and not re.search(r"ratio|rate", f.lower())]
+    return [f for f in fields if names_share(f)]
 
 
 def range_probe(report: str, fields: list[str]) -> str:

@@ -118,6 +118,24 @@ def _names_child_only(question: str, scope: Scope) -> bool:
     return not _BEYOND.search(plain.replace("in all", " "))
 
 
+def _statistics_only(code: str, scope: Scope) -> bool:
+    """Every read of the parent computes a per-group statistic for the child's rows to be compared
+    with (`JOIN (SELECT sex, MEDIAN(wages) AS med FROM paid GROUP BY sex) s ON ...` beside `FROM core
+    c`, or `paid.groupby("sex")["wages"].median()`): a rule taken over the whole population, which the
+    scope does not narrow, not rows read around it."""
+    names = "|".join(re.escape(n) for n in scope.sources)
+    if scope.sql:
+        reads = list(re.finditer(rf"\b(?:FROM|JOIN)\s+(?:{names})\b", code, re.IGNORECASE))
+        grouped = re.compile(
+            rf"\(\s*SELECT\b[^()]*(?:\([^()]*\)[^()]*)*\bFROM\s+(?:{names})\b[^()]*\bGROUP\s+BY\b[^()]*\)",
+            re.IGNORECASE,
+        )
+        inside = [(m.start(), m.end()) for m in grouped.finditer(code)]
+        return bool(reads) and all(any(a <= r.start() < b for a, b in inside) for r in reads)
+    reads = list(re.finditer(rf"(?<![\w.'\"])(?:{names})(?=\s*[\[.])", code))
+    return bool(reads) and all(re.match(r"\s*\.groupby\(", code[r.end() :]) for r in reads)
+
+
 def _reads(code: str, name: str, sql: bool) -> bool:
     if sql:
         return bool(re.search(rf"\b(?:FROM|JOIN)\s+{re.escape(name)}\b", code, re.IGNORECASE))
@@ -198,7 +216,10 @@ class StandingScopes:
                 self.scopes.append(scope)
         for sel in sem.selections:
             child = sel.target or ""
-            conds = [c for c in sel.conditions if c.clause in ("where", "mask", "query") and c.column]
+            # a row condition, or the rows with a recorded value (`people.dropna(subset=[...])`)
+            conds = [
+                c for c in sel.conditions if c.clause in ("where", "mask", "query", "dropna") and c.column
+            ]
             if not child.isidentifier() or not conds or sel.joins or sel.aggregates or sel.group_keys:
                 continue
             parents = (
@@ -237,7 +258,8 @@ class StandingScopes:
             ):
                 continue
             if any(_reads(code, n, s.sql) for n in s.sources) and (
-                not _reads(code, s.child, s.sql) or _names_child_only(question, s)
+                not _reads(code, s.child, s.sql)
+                or (_names_child_only(question, s) and not _statistics_only(code, s))
             ):
                 out.append(s)
         return out
@@ -411,9 +433,6 @@ def edit_text(scope: Scope, cells: list[str]) -> tuple[str, str] | None:
     return (before, after) if after != before else None
 
 
-_TESTS = re.compile(r"[<>]=?|[!=]=|\.(?:isna|notna|isnull|notnull|between|isin|dropna)\(")
-
-
 def own_edit(scope: Scope, cells: list[str]) -> tuple[str, str] | None:
     """The turn that sets a scope and keeps it in a child frame or table, then reads the parent
     again: the lines after the child is made that read the parent without testing the scope's
@@ -426,16 +445,20 @@ def own_edit(scope: Scope, cells: list[str]) -> tuple[str, str] | None:
     if scope.sql:
         made = re.compile(rf"\bTABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?{re.escape(child)}\b", re.IGNORECASE)
         pattern = re.compile(rf"\b(FROM|JOIN)(\s+){parent}\b", re.IGNORECASE)
-        tested = re.compile(r"[<>]=?|[!=]=|(?<![<>!])=|\b(?:BETWEEN|IN|IS)\b", re.IGNORECASE)
-        columns = [rf"\b{re.escape(c)}\b" for c in scope.columns]
+        op = r"(?:[<>]=?|[!=]=|(?<![<>!])=|\b(?:BETWEEN|IN|IS|NOT)\b)"
+        # a line testing the scope's own column itself (not one that only reads it: `SUM(enrolment)`)
+        columns = [rf"\b{re.escape(c)}\s*{op}|{op}\s*{re.escape(c)}\b" for c in scope.columns]
 
         def put(line: str) -> str:
             return pattern.sub(lambda m: f"{m.group(1)}{m.group(2)}{child}", line)
     else:
         made = re.compile(rf"^\s*{re.escape(child)}\s*=(?!=)")
         pattern = re.compile(rf"(?<![\w.'\"]){parent}(?=\s*[\[.])")
-        tested = _TESTS
-        columns = [rf"[\"']{re.escape(c)}[\"']" for c in scope.columns]
+        columns = [
+            rf"[\"']{re.escape(c)}[\"']\s*\]?\s*(?:[<>]=?|[!=]=|\.(?:isna|notna|isnull|notnull|between|isin)\()"
+            rf"|(?:dropna|notna|isna)\([^)]*[\"']{re.escape(c)}[\"']"
+            for c in scope.columns
+        ]
 
         def put(line: str) -> str:
             return pattern.sub(child, line)
@@ -454,7 +477,7 @@ def own_edit(scope: Scope, cells: list[str]) -> tuple[str, str] | None:
             i
             for i in range(start + 1, len(lines))
             if pattern.search(lines[i])
-            and not (tested.search(lines[i]) and any(re.search(c, lines[i]) for c in columns))
+            and not any(re.search(c, lines[i], re.IGNORECASE if scope.sql else 0) for c in columns)
             and not made.search(lines[i])
         ]
         if not hits:

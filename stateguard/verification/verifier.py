@@ -47,13 +47,17 @@ from stateguard.verification import (
     named_stats,
     outside,
     probes,
+    ranking_sides,
     regrouped,
+    repeated_keys,
     rule_multiples,
     rule_windows,
     share_base,
     split_groups,
     standing,
+    stated_sides,
     superseded,
+    unstated_cutoff,
 )
 from stateguard.verification.bind import RequirementBinder, bind
 from stateguard.verification.binder import Plan, reason
@@ -71,7 +75,7 @@ from stateguard.verification.extract import (
 from stateguard.verification.finding import Finding
 from stateguard.verification.requirements import Kind, Requirement
 from stateguard.verification.syntax import culprit, syntax_program
-from stateguard.verification.vocabulary import Vocabulary, column_tokens, vocabulary_probe
+from stateguard.verification.vocabulary import Vocabulary, column_tokens, token_run, vocabulary_probe
 
 Fragment = Generator[tuple[str, dict[str, Any]], Any, Any]
 Extractor = Callable[..., list[Requirement]]
@@ -146,6 +150,28 @@ class SemanticConfig(BaseModel):
         description="The multiple of a statistic a relative rule states ('at least twice the median ozone of "
         "its month'), against the code's one comparison with a number times something (`rule_multiples.py`): "
         "the turn re-run with the stated multiple and side must report another answer.",
+    )
+    repeated_keys: bool = Field(
+        default=True,
+        description="A reported mapping built from a column or row field whose live values repeat on rows "
+        "that differ (`repeated_keys.py`): the mapping keeps one row per key and drops the others.",
+    )
+    ranking_sides: bool = Field(
+        default=True,
+        description="The question's one ranking against the code's one pandas `sort_values(...).head(...)` whose "
+        "first key runs the other way (`ranking_sides.py`): re-run turned, it must report another answer.",
+    )
+    stated_sides: bool = Field(
+        default=True,
+        description="A number the turn states on one side (and no word of it drops or contrasts rows) that "
+        "the code's one test of it keeps on the other (`stated_sides.py`): the turn re-run with that test "
+        "turned must report another answer.",
+    )
+    unstated_cutoffs: bool = Field(
+        default=True,
+        description="A number the turn states after a comparator that its code never holds, against the code's "
+        "one comparison with a number no text of the task names (`unstated_cutoff.py`): the turn re-run with "
+        "the stated number there must report another answer.",
     )
     flag_fields: bool = Field(
         default=True,
@@ -482,6 +508,14 @@ class SemanticVerifier:
             self._rule_windows(_own_context(turn), sem, later, plan)
         if self.config.rule_multiples:
             self._rule_multiples(f"{_own_context(turn)}\n{question}", code, plan)
+        if self.config.repeated_keys:
+            self._repeated_keys(code, sem, plan)
+        if self.config.ranking_sides:
+            self._ranking_side(code, plan)
+        if self.config.stated_sides and turn is not None:
+            self._stated_side(turn, code, plan)
+        if self.config.unstated_cutoffs and turn is not None:
+            self._unstated_cutoff(ctx, turn, code, plan)
         if self.config.share_bases:
             self._share_bases(question, names, tables, sem, plan)
         if self.config.flag_counts:
@@ -524,7 +558,7 @@ class SemanticVerifier:
             tokens = column_tokens(column)
             for field, text in sem.fields.items():
                 named = column_tokens(field)
-                at = [i for i in range(len(named) - len(tokens) + 1) if named[i : i + len(tokens)] == tokens]
+                at = token_run(named, tokens)
                 if field == "answer_type" or not at or any(named[i - 1] in _NEGATING for i in at if i):
                     continue  # not named for the flagged rows ("n_non_frugal" names the others)
                 if re.search(rf"(?<![\w]){re.escape(column)}(?![\w])", text):
@@ -621,12 +655,10 @@ class SemanticVerifier:
         """Items for a range the question asks the outside of that the code tests as the range
         itself (`outside.py`); the answer gate must then see the answer change."""
         for found in outside.flipped(question, code):
-            req = outside.requirement(found)
-            plan.requirements.append(req)
-            plan.notes.append(f"{req.describe()}: the code tests `{found.before}`, the range itself")
-            edit = probes.SpanEdit(kind="text", before=found.before, after=found.after)
-            names = _assigned_by(code, found.before) or ["result"]
-            _add_item(plan, req, "outside", outside.PROBE, names, "differs", edit, needs_changed=True)
+            note, edit = f"the code tests `{found.before}`, the range itself", (found.before, found.after)
+            _add_text_rerun(
+                plan, outside.requirement(found), note, code, edit, "outside", outside.PROBE, "differs"
+            )
 
     def _share_bases(
         self, question: str, names: list[str], tables: list[str], sem: CodeSemantics, plan: Plan
@@ -665,14 +697,9 @@ class SemanticVerifier:
         """Items for a count of flagged rows written as a count of the flag's values (`flag_counts.py`);
         the answer gate must then see the answer change."""
         for found in flag_counts.counted(question, code, sem, flag_columns(self.vocab, tables)):
+            note, edit = f"{found.field} is `{found.before}`", (found.before, found.after)
             req = flag_counts.requirement(found)
-            plan.requirements.append(req)
-            plan.notes.append(f"{req.describe()}: {found.field} is `{found.before}`")
-            edit = probes.SpanEdit(kind="text", before=found.before, after=found.after)
-            names = _assigned_by(code, found.before) or ["result"]
-            _add_item(
-                plan, req, "flag_count", flag_counts.PROBE, names, "aggregation", edit, needs_changed=True
-            )
+            _add_text_rerun(plan, req, note, code, edit, "flag_count", flag_counts.PROBE, "aggregation")
 
     def _rule_multiples(self, rule: str, code: str, plan: Plan) -> None:
         """An item for the code's one multiplied comparison when it applies another multiple (or side)
@@ -681,13 +708,69 @@ class SemanticVerifier:
         if found is None:
             return
         req = rule_multiples.requirement(found)
-        plan.requirements.append(req)
-        plan.notes.append(f"{req.describe()}: the code tests `{found.site.text}`")
-        edit = probes.SpanEdit(kind="text", before=found.site.text, after=found.after)
-        names = _assigned_by(code, found.site.text) or ["result"]
-        _add_item(
-            plan, req, "rule_multiple", rule_multiples.PROBE, names, found.status, edit, needs_changed=True
+        note, edit = f"the code tests `{found.site.text}`", (found.site.text, found.after)
+        _add_text_rerun(plan, req, note, code, edit, "rule_multiple", rule_multiples.PROBE, found.status)
+
+    def _repeated_keys(self, code: str, sem: CodeSemantics, plan: Plan) -> None:
+        """A probe item for each mapping a reported value builds from keyed rows (`repeated_keys.py`):
+        in the value's own code, or in the statement assigning a name it reads."""
+        found: dict[tuple[str, str], repeated_keys.Site] = {}
+        for field, text in sem.fields.items():
+            if field == "answer_type":
+                continue
+            texts = [text] + [
+                line
+                for name in _frames_in(text)
+                for line in code.splitlines()
+                if re.match(rf"\s*{re.escape(name)}\s*=(?!=)", line)
+            ]
+            for site in (s for t in texts for s in repeated_keys.sites(t)):
+                found.setdefault((site.frame, site.key), site)
+        for site in found.values():
+            req = repeated_keys.requirement(site)
+            plan.requirements.append(req)
+            plan.notes.append(f"{req.describe()}: the answer's mapping `{site.text.strip()[:60]}`")
+            names = [site.frame] if not site.frame.startswith("_") else ["result"]
+            _add_item(plan, req, "repeated_keys", repeated_keys.probe(site), names, "grouping")
+
+    def _ranking_side(self, code: str, plan: Plan) -> None:
+        """A re-run item for the one pandas ranking cut by `head` whose first key runs against the
+        question's one ranking (`ranking_sides.py`); the answer gate must see the answer change."""
+        ranks = [r for r in plan.requirements if r.kind is Kind.ORDER and r.descending is not None]
+        found = ranking_sides.turned(code, bool(ranks[0].descending)) if len(ranks) == 1 else None
+        if found is None:
+            return
+        req = ranking_sides.requirement(ranks[0])
+        note = f"the code's one ranking is `{found[0]}`"
+        _add_text_rerun(plan, req, note, code, found, "ranking_side", ranking_sides.PROBE, "order")
+
+    def _stated_side(self, turn: Any, code: str, plan: Plan) -> None:
+        """A re-run item for the code's one test of a stated number on the other side than stated
+        (`stated_sides.py`); the answer gate must see the answer change."""
+        found = stated_sides.flipped(f"{_own_context(turn)}\n{turn.question}", code)
+        if found is None:
+            return
+        req = stated_sides.requirement(found)
+        note = f"the code's one test of it is `{found.before}`"
+        _add_text_rerun(
+            plan, req, note, code, (found.before, found.after), "stated_side", stated_sides.PROBE, "differs"
         )
+
+    def _unstated_cutoff(self, ctx: Any, turn: Any, code: str, plan: Plan) -> None:
+        """A re-run item for the code's one comparison against a number no text names, when the turn
+        states one number its code never holds (`unstated_cutoff.py`); the answer gate must see the
+        answer change."""
+        now = getattr(turn, "turn_id", None)
+        turns = [t for t in ctx.task.turns if now is None or getattr(t, "turn_id", now) <= now]
+        texts = [f"{getattr(t, 'question', '')}\n{_own_context(t)}" for t in [*turns, turn]]
+        described = str(getattr(ctx.task.turns[0], "context", "") or "") if ctx.task.turns else ""
+        found = unstated_cutoff.changed(f"{_own_context(turn)}\n{turn.question}", texts, code, described)
+        if found is None:
+            return
+        req = unstated_cutoff.requirement(found)
+        note = f"the code tests `{found.before}`, a number no text names"
+        edit = (found.before, found.after)
+        _add_text_rerun(plan, req, note, code, edit, "unstated_cutoff", unstated_cutoff.PROBE, "threshold")
 
     def _rule_windows(self, rule: str, sem: CodeSemantics, later: frozenset[str], plan: Plan) -> None:
         """A re-run item for the turn's one per-row statistic taken over other keys than its own
@@ -1022,6 +1105,26 @@ def _add_item(
             needs_changed=needs_changed,
         )
     )
+
+
+def _add_text_rerun(
+    plan: Plan,
+    req: Requirement,
+    note: str,
+    code: str,
+    edit: tuple[str, str],
+    check: str,
+    probe: str,
+    status: str,
+) -> None:
+    """The requirement, its note and a probe item whose finding needs the turn, re-run with one piece
+    of its text replaced (`edit`: before, after), to report another answer; localized to the names
+    the statements holding that text assign."""
+    plan.requirements.append(req)
+    plan.notes.append(f"{req.describe()}: {note}")
+    names = _assigned_by(code, edit[0]) or ["result"]
+    span = probes.SpanEdit(kind="text", before=edit[0], after=edit[1])
+    _add_item(plan, req, check, probe, names, status, span, needs_changed=True)
 
 
 def _assigned_by(code: str, text: str) -> list[str]:

@@ -189,6 +189,39 @@ def matches_token(column_token: str, word: str) -> bool:
     return _matches(column_token, [word])
 
 
+def names_share(field: str, rates: bool = False) -> bool:
+    """Is an answer field named as a share (`pct_low_light`, `share_frugal`, `prop_female`)? With
+    `rates`, a rate or a ratio counts too (`rate_under`)."""
+    words = r"share|pct|percent|frac|prop" + (r"|rate|ratio" if rates else "")
+    return re.search(words, field.lower()) is not None
+
+
+def token_run(named: list[str], tokens: list[str]) -> list[int]:
+    """Where `tokens` stand as one run inside `named` (`column_tokens` of a name): [1] for [frugal] in
+    [n, frugal, cars]; [] when they do not."""
+    n = len(tokens)
+    return [i for i in range(len(named) - n + 1) if n and named[i : i + n] == tokens]
+
+
+def flag_words(column: str) -> str:
+    """A pattern for the words a text names a flag column by: its tokens in order, each starting a word
+    (spaces or hyphens between them), a word going on past a token of four or more letters by at most five
+    letters ("short survivors" for `short_surv`, "large-handed" for `large_hand`) and a shorter token only
+    by a plural ending ("fits", not "fitness"); the last word may go on with a hyphen ("under-report" for
+    `under`). Whole words only; "" for a name with no tokens."""
+    tokens = column_tokens(column)
+    if not tokens:
+        return ""
+    parts = [re.escape(t) + (r"[a-z]{0,5}" if len(t) >= 4 else r"(?:e?s)?") for t in tokens]
+    return r"\b" + r"[\s-]+".join(parts) + r"(?:-[a-z]+)?\b"
+
+
+def names_flag(said: str, column: str) -> bool:
+    """Do the said words, all of them, name the flag column (`flag_words`)?"""
+    pattern = flag_words(column)
+    return bool(pattern) and re.fullmatch(pattern, said.strip(), re.IGNORECASE) is not None
+
+
 def initials_of(token: str, raw: list[str]) -> bool:
     """`pm` for "prime minister": a short column name (2-4 letters) spelled by the first letters of
     as many consecutive words of the phrase, each of at least three letters."""

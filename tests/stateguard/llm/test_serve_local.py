@@ -7,6 +7,7 @@ to shut down after SIGTERM. No llama_cpp, no model: `--gguf` names an empty file
 
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
 import subprocess
@@ -133,3 +134,26 @@ def test_a_stop_signal_stops_the_child_and_waits_for_it(
             launcher.wait()
         if child and _alive(child):
             os.kill(child, signal.SIGKILL)
+
+
+def test_a_gguf_with_another_sha256_is_not_served(tmp_path: Path) -> None:
+    """`--gguf` with `--sha256`: a file whose digest differs stops the launcher before any server starts."""
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"not the pinned file")
+    cmd = [
+        sys.executable,
+        str(REPO / "scripts" / "serve_local.py"),
+        "--gguf",
+        str(gguf),
+        "--sha256",
+        "0" * 64,
+    ]
+    run = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)}
+    )
+    assert run.returncode == 1
+    assert (
+        "nothing was loaded" in run.stderr
+        and hashlib.sha256(b"not the pinned file").hexdigest() in run.stderr
+    )
+    assert "serving" not in run.stdout

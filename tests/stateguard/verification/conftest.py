@@ -15,7 +15,7 @@ from stateguard.sandbox import SandboxLimits, SandboxWorkspace
 from stateguard.state import AnalyticalState, Constraint
 from stateguard.store import StateStore
 from stateguard.verification.finding import Finding
-from stateguard.verification.verifier import SemanticVerifier, constraint_text, run_fragment
+from stateguard.verification.verifier import SemanticConfig, SemanticVerifier, constraint_text, run_fragment
 from stateguard.workspace import DictWorkspace
 
 SETUP = """
@@ -34,14 +34,19 @@ customers = pd.DataFrame({"customer_id": np.arange(0, 50), "segment": rng.choice
 """
 
 
+# A session whose checks leave out the unstated-cutoff rule: for tests of another rule's reading of a
+# cut-off the code does not apply as stated (the unstated-cutoff rule would catch those turns too).
+WITHOUT_UNSTATED = SemanticConfig(unstated_cutoffs=False)
+
+
 class Session:
     """One workspace; each `turn` runs code and returns the verifier's findings for it."""
 
-    def __init__(self) -> None:
+    def __init__(self, config: SemanticConfig | None = None) -> None:
         self.ws = DictWorkspace()
         assert self.ws.run_cell(SETUP).ok
         self.store = StateStore(":memory:")
-        self.verifier = SemanticVerifier()
+        self.verifier = SemanticVerifier(config)
         self.index = 0
         self.turn_id = 0
 
@@ -85,9 +90,9 @@ class Session:
 DUCKDB_ORDERS = "import duckdb\ncon = duckdb.connect()\ncon.execute('CREATE TABLE o AS SELECT * FROM orders')"
 
 
-def session_with(*cells: str) -> Session:
+def session_with(*cells: str, config: SemanticConfig | None = None) -> Session:
     """A fresh session whose workspace also ran `cells` (each must succeed)."""
-    session = Session()
+    session = Session(config)
     for cell in cells:
         assert session.ws.run_cell(cell).ok
     return session

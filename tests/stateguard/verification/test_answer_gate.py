@@ -10,7 +10,13 @@ import pytest
 
 from stateguard.sandbox import SandboxLimits, SandboxWorkspace
 from stateguard.verification.verifier import SemanticConfig, SemanticVerifier
-from tests.stateguard.verification.conftest import DUCKDB_ORDERS, SETUP, Session, session_with
+from tests.stateguard.verification.conftest import (
+    DUCKDB_ORDERS,
+    SETUP,
+    WITHOUT_UNSTATED,
+    Session,
+    session_with,
+)
 
 QUESTION = "What is the highest price among orders rated at least 4? Report `max_price`."
 SAME = "the turn's code written as stated reports the same answer"
@@ -51,7 +57,7 @@ def test_the_gate_can_be_switched_off() -> None:
 
 def test_sql_is_not_replayed_where_a_probe_would_write_through_the_live_connection() -> None:
     """An in-process workspace shares the connection with its probes: no replay, the finding stays."""
-    session = session_with(DUCKDB_ORDERS)
+    session = session_with(DUCKDB_ORDERS, config=WITHOUT_UNSTATED)
     findings = session.turn(QUESTION, _sql("3.8"))
     assert len(findings) == 1 and not [n for n in session.verifier.last.notes if SAME in n]
 

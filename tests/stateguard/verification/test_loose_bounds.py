@@ -10,7 +10,7 @@ from stateguard.inspection.inspect import inspect_code
 from stateguard.verification.bind_loose import _by_number, _flags, code_tests
 from stateguard.verification.extract import comparisons
 from stateguard.verification.requirements import Kind
-from tests.stateguard.verification.conftest import Session
+from tests.stateguard.verification.conftest import WITHOUT_UNSTATED, Session
 
 DEFINE = (
     "Call an order pricey when the shopper pays 200 or more, and add that as a boolean column "
@@ -55,7 +55,7 @@ def test_a_definition_whose_words_name_no_column_is_bound_to_the_flag_it_defines
 )
 def test_a_definition_that_does_not_settle_the_flag_abstains(question: str) -> None:
     # the code's flag is at another number, so only the definition could bind it
-    session = Session()
+    session = Session(WITHOUT_UNSTATED)
     assert session.turn(question, _flag_turn("> 250")) == []
     assert not any("bound through the code" in n for n in session.verifier.last.notes)
 

@@ -11,8 +11,8 @@ import pytest
 from stateguard.inspection.inspect import inspect_code
 from stateguard.verification import carried, listed_joins, outside, rule_windows, split_groups, standing
 from stateguard.verification.extract import comparisons
+from tests.stateguard.verification.conftest import WITHOUT_UNSTATED, session_with
 from tests.stateguard.verification.conftest import sandboxed as _sandboxed
-from tests.stateguard.verification.conftest import session_with
 
 # -- ranges -------------------------------------------------------------------------------------
 
@@ -233,7 +233,7 @@ def test_a_key_the_query_does_not_report_that_splits_its_groups(
     ],
 )
 def test_a_changed_number_is_bound_by_pairing(cut: str, found: bool) -> None:
-    session = session_with()
+    session = session_with(config=WITHOUT_UNSTATED)
     code = f"import json\nhigh = orders[{cut}]\nprint(json.dumps({{'n_high': len(high)}}))"
     findings = session.turn("How many orders carried upward of 100?", code)
     assert bool(findings) is found

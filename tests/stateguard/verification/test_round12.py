@@ -14,7 +14,7 @@ from stateguard.inspection.inspect import inspect_code
 from stateguard.verification import share_base, standing
 from stateguard.verification.extract import current_rule_flags, rankings
 from stateguard.verification.vocabulary import Vocabulary
-from tests.stateguard.verification.conftest import Session, session_with
+from tests.stateguard.verification.conftest import WITHOUT_UNSTATED, Session, session_with
 
 PRICEY = "orders['pricey'] = orders['price'] > 150"
 COUNT = "import json\nprint(json.dumps({'n': len(orders)}))"
@@ -170,7 +170,7 @@ def test_a_range_with_one_end_moved(upper: int, flagged: bool) -> None:
 
 @pytest.mark.parametrize(("bound", "flagged"), [(2, False), (1, True), (4, False)])
 def test_a_bound_in_words_off_by_one_in_the_code(bound: int, flagged: bool) -> None:
-    session = session_with()
+    session = session_with(config=WITHOUT_UNSTATED)
     _first(session)
     code = (
         "import json\nseen = orders.groupby(['customer_id', 'category']).size().rename('n').reset_index()\n"

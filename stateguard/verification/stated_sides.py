@@ -1,0 +1,129 @@
+"""A number the turn states on one side that the code's one test of it keeps on the other.
+
+    "In how many districts do more than half of the pupils qualify for a reduced-price lunch?"
+    SELECT COUNT(*) FROM schools WHERE meal_pct < 50       -- the one test of 50 keeps the lower side
+
+The evidence is the number and the side, not the words around them:
+- stated: a number right after (or before) a comparator in the turn's question and own context, said
+  on one side only ("more than half" is 50 percent); a text with a word that drops, excludes or
+  contrasts rows anywhere ("Patients followed for less than 30 days tell us little. Drop them", "the
+  others", "not above") may state the side of the rows it does not keep, and is not read at all;
+- applied: the code's comparisons against a plain number (`unstated_cutoff.sites`, mirrored where the
+  number stands first: `50 > x` keeps the lower side); exactly one of them tests the stated number (in
+  any of its forms), on the other side, and none on the stated side; a comparison on a line that
+  labels both sides (`CASE WHEN`, `np.where`, `... if ... else ...`) is not read;
+- the answer gate: the turn re-run with that comparison turned to the stated side (keeping its
+  strictness) must report another answer.
+
+    flipped(said, code)     the comparison and its turned version, or None
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from stateguard.verification.extract import _POSTFIX, _POSTFIX_DIRS, _PREFIX, _PREFIX_OPS
+from stateguard.verification.requirements import METHODS, MIRROR, Kind, Requirement
+from stateguard.verification.unstated_cutoff import HALF, _code_text, _has, _value, sites
+
+# words that make a clause state the rows it does not keep, or set one side against the other
+_OTHER_SIDE = re.compile(
+    r"\b(?:drop\w*|exclud\w*|remov\w*|leav\w*|discard\w*|without|not|no|never|except|outside|other\w*|"
+    r"rest|remaining|instead|rather|unless|filter\w*\s+out|cut\s+out|omit\w*|ignor\w*|n't|"
+    r"aside|throw\w*\s+out|left)\b",
+    re.IGNORECASE,
+)
+_BOTH_SIDES = re.compile(r"\bWHEN\b|\bwhere\(|\bselect\(|\bif\b.*\belse\b|\bcut\(", re.IGNORECASE)
+_METHOD = METHODS
+
+
+@dataclass(frozen=True)
+class Flipped:
+    stated: float
+    op: str  # the stated side's comparator
+    text: str  # the words stating it
+    before: str
+    after: str
+
+
+def _up(op: str) -> bool:
+    return op.startswith(">")
+
+
+def stated_sides(said: str) -> dict[tuple[float, bool], tuple[set[bool], str]]:
+    """(number, said as a percentage) -> (the sides it is stated on: True for above, its words)."""
+    out: dict[tuple[float, bool], tuple[set[bool], str]] = {}
+
+    def add(x: float | None, pct: bool, op: str, words: str) -> None:
+        if x is None:
+            return
+        sides, first = out.get((x, pct), (set(), words))
+        # a text that drops or contrasts rows may state the side it does not keep ("Patients followed
+        # for less than 30 days tell us little. Drop them"): both sides, unread
+        sides |= {True, False} if _OTHER_SIDE.search(said) else {_up(op)}
+        out[(x, pct)] = (sides, first)
+
+    for m in _PREFIX.finditer(said):
+        op = next((o for p, o in _PREFIX_OPS if re.fullmatch(p, m.group("phrase"), re.IGNORECASE)), None)
+        if op is not None:
+            add(_value(m.group("num")), bool(m.group("pct")), op, m.group(0))
+    for m in _POSTFIX.finditer(said):
+        op = _POSTFIX_DIRS.get(m.group("dir").lower())
+        if op is not None:
+            add(_value(m.group("num")), bool(m.group("pct")), op, m.group(0))
+    for m in HALF.finditer(said):
+        op = next((o for p, o in _PREFIX_OPS if re.fullmatch(p, m.group("phrase"), re.IGNORECASE)), None)
+        if op is not None:
+            add(50.0, True, op, m.group(0))
+    return out
+
+
+def _side_of(m: re.Match[str]) -> str:
+    """The comparator as it reads with the tested value first (`50 > x` is x < 50)."""
+    op = _METHOD.get(m.group("op"), m.group("op"))
+    first = m.start("k") < m.start("op")
+    return MIRROR[op] if first else op
+
+
+def flipped(said: str, code: str) -> Flipped | None:
+    text = _code_text(code)
+    lines = text.splitlines()
+    found: list[Flipped] = []
+    for (x, pct), (sides, words) in stated_sides(said).items():
+        if len(sides) != 1:
+            continue
+        up = next(iter(sides))
+        # the same number on the same sign ("falls by more than 5%" is tested as `< -5`: another side)
+        at = [
+            (t, m)
+            for t, k, m in sites(code)
+            if "op" in m.groupdict() and _has({k}, x, pct) and (k < 0) == (x < 0)
+        ]
+        line_of = [text.count("\n", 0, m.start()) for _, m in at]
+        if len(at) != 1 or _BOTH_SIDES.search(lines[line_of[0]]):
+            continue
+        before, m = at[0]
+        side = _side_of(m)
+        if _up(side) == up or code.count(before) != 1:
+            continue
+        op_at = (m.start("op") - m.start(0), m.end("op") - m.start(0))
+        written = m.group("op")
+        turned = (
+            {v: k for k, v in _METHOD.items()}[MIRROR[_METHOD[written]]]
+            if written in _METHOD
+            else MIRROR[written]
+        )
+        after = before[: op_at[0]] + turned + before[op_at[1] :]
+        stated_op = ">" if up else "<"
+        found.append(Flipped(x, stated_op, words, before, after))
+    return found[0] if len(found) == 1 else None
+
+
+def requirement(found: Flipped) -> Requirement:
+    return Requirement(
+        kind=Kind.COMPARISON, text=found.text, op=found.op, value=found.stated, subject=["the compared value"]
+    )
+
+
+PROBE = "_v = True\n_o = {'tests_the_other_side': True}"

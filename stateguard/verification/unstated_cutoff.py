@@ -1,0 +1,178 @@
+"""A cut-off the turn states that its code never holds, against the code's one cut-off no text states.
+
+    "how many of them understated their weight by less than 2 kg"
+    int((_gap < 1).sum())          -- the turn says 2, the code tests 1, and no question says 1
+
+The evidence is numbers, not words:
+- stated: the numbers the turn's question and own context put right after a comparator ("less
+  than 2", "at least 0.5", "2 or more"); exactly one of them must be missing from the turn's code
+  in every form (as written, as a fraction of a percentage, in thousands or millions; the places a
+  rounding call or a comment names do not count as the code's numbers);
+- applied: the code's comparisons against a plain number (`x < 1`, `1 > x`, `.gt(1)`, `>= 20` in
+  SQL text, not a multiple or a sum: `>= 1.5 * m` and `> 1 + k` are not read); exactly one of
+  them must test a number that no question or context of the task so far names in any form (0,
+  "positive" or "any", is never read as one), and its text must occur once in the code;
+- the answer gate: the turn re-run with the stated number in that comparison must report
+  another answer, or there is no finding.
+
+    changed(stated_text, texts_so_far, code)    the comparison and its stated version, or None
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from stateguard.verification.extract import _BETWEEN, _POSTFIX, _PREFIX, _PREFIX_OPS, _RANGE, _WORDNUM
+from stateguard.verification.requirements import CODE_COMPARATOR, METHODS, Kind, Requirement
+
+_NUMBER = r"\d+(?:\.\d+)?"
+_OP = CODE_COMPARATOR
+_SITES = [
+    # `x < 1`, `>= 20` in SQL text: the number not part of a sum, product or name
+    re.compile(rf"(?P<op>{_OP})\s*(?P<k>-?{_NUMBER})(?![\w.]|\s*[-+*/%])"),
+    # `1 > x`: a plain number before the comparator
+    re.compile(rf"(?<![\w.*/+%-]\s)(?<![\w.*/+%-])(?P<k>{_NUMBER})\s*(?P<op>{_OP})(?!\s*[-+]?\d)"),
+    # pandas: `.gt(1)`
+    re.compile(rf"\.(?P<op>gt|ge|lt|le)\(\s*(?P<k>-?{_NUMBER})\s*\)"),
+]
+# the ends of a range: `.between(30, 50)`, `BETWEEN 30 AND 50` (each end a site of its own)
+_ENDS = [
+    (re.compile(rf"\.between\(\s*(?P<k>-?{_NUMBER})\s*,\s*-?{_NUMBER}"), ">="),
+    (re.compile(rf"\.between\(\s*-?{_NUMBER}\s*,\s*(?P<k>-?{_NUMBER})\s*[,)]"), "<="),
+    (re.compile(rf"\bBETWEEN\s+(?P<k>-?{_NUMBER})\s+AND\s+-?{_NUMBER}(?![\w.])", re.IGNORECASE), ">="),
+    (re.compile(rf"\bBETWEEN\s+-?{_NUMBER}\s+AND\s+(?P<k>-?{_NUMBER})(?![\w.])", re.IGNORECASE), "<="),
+]
+# "more than half", "at least half": 50 percent
+HALF = re.compile(
+    r"\b(?P<phrase>" + "|".join(f"(?:{p})" for p, _ in _PREFIX_OPS) + r")\s+(?:a\s+)?half\b", re.IGNORECASE
+)
+_ROUNDING = re.compile(
+    r"(?:\b\w*round\w*|\bprint_result)\s*\((?:[^()]|\([^()]*\))*?,\s*\d+\s*\)|\.round\(\s*\d+\s*\)"
+)
+_PCT = re.compile(r"\s*(?:%|percent\b|per\s+cent\b)", re.IGNORECASE)
+_PLAIN = re.compile(r"(?<![\w.])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.])-?\d+(?:\.\d+)?")
+_WORDS = _WORDNUM | {"half": 0.5, "quarter": 0.25, "third": 1 / 3, "dozen": 12, "hundred": 100, "zero": 0}
+
+
+@dataclass(frozen=True)
+class Changed:
+    stated: float
+    text: str  # the question's or context's words stating it
+    before: str  # the comparison as the code writes it
+    after: str  # the comparison with the stated number
+    op: str  # the code's comparator
+
+
+def _forms(x: float, pct: bool) -> list[float]:
+    """The literals code may write for a number: as said, in thousands or millions, and a percentage
+    as a fraction or a factor."""
+    out = [x, x / 1e3, x * 1e3, x / 1e6, x * 1e6]
+    return out + [x / 100, 1 + x / 100, 1 - x / 100] if pct else out
+
+
+def _has(numbers: set[float], x: float, pct: bool = False) -> bool:
+    """Does a number of the set write x in some form (its sign aside: "falls by more than 5%", `< -5`)?"""
+    return any(abs(abs(f) - abs(n)) <= 1e-9 * max(1.0, abs(n)) for f in _forms(abs(x), pct) for n in numbers)
+
+
+def _value(token: str) -> float | None:
+    token = token.lower().replace(",", "")
+    if token in _WORDS:
+        return float(_WORDS[token])
+    try:
+        return float(token)
+    except ValueError:
+        return None
+
+
+def stated(text: str) -> dict[tuple[float, bool], str]:
+    """(number, said as a percentage) for each number the text puts after a comparator (prefix or
+    postfix), with its words."""
+    out: dict[tuple[float, bool], str] = {}
+    for pattern in (_PREFIX, _POSTFIX):
+        for m in pattern.finditer(text):
+            x = _value(m.group("num"))
+            if x is not None:
+                out.setdefault((x, bool(m.group("pct"))), m.group(0))
+    for m in HALF.finditer(text):
+        out.setdefault((50.0, True), m.group(0))
+    for m in _BETWEEN.finditer(text):  # a range's two ends ("between 10 and 20", "from 3 to 5 inclusive")
+        for end in (m.group("num"), m.group("num2")):
+            if (x := _value(end)) is not None:
+                out.setdefault((x, bool(m.group("pct"))), m.group(0))
+    for m in _RANGE.finditer(text):
+        for end in ("a1", "b1", "a2", "b2", "a3", "b3"):
+            if m.group(end) and (x := _value(m.group(end).lstrip("$"))) is not None:
+                out.setdefault((x, bool(m.group("pct"))), m.group(0))
+    return out
+
+
+def mentioned(texts: list[str]) -> set[float]:
+    """Every number the texts name, in digits or in words ("one" only as a bound, "at least one": it is
+    a pronoun as often, "a 100 kg one"), a percentage in its fraction form too."""
+    out: set[float] = set()
+    for text in texts:
+        for m in _PLAIN.finditer(text):
+            x = float(m.group(0).replace(",", ""))
+            out |= set(_forms(x, bool(_PCT.match(text, m.end())))) - set(_forms(x, False)[1:])
+        out |= {
+            float(v) for w, v in _WORDS.items() if w != "one" and re.search(rf"\b{w}\b", text, re.IGNORECASE)
+        }
+        out |= {x for x, _ in stated(text)}
+    return out
+
+
+def _code_text(code: str) -> str:
+    """The code without comment lines and rounding calls' places."""
+    lines = [line for line in code.splitlines() if not line.lstrip().startswith("#")]
+    return _ROUNDING.sub(" ", "\n".join(lines))
+
+
+def sites(code: str) -> list[tuple[str, float, re.Match[str]]]:
+    """(text, number, match) of each comparison of the code against a plain number."""
+    text = _code_text(code)
+    out: list[tuple[str, float, re.Match[str]]] = []
+    for pattern in [*_SITES, *(p for p, _ in _ENDS)]:
+        for m in pattern.finditer(text):
+            out.append((m.group(0), float(m.group("k")), m))
+    return out
+
+
+def site_op(m: re.Match[str]) -> str:
+    """The comparator of a site as code writes it (a range's end: >= for its lower, <= for its upper)."""
+    op = m.groupdict().get("op")
+    if op is not None:
+        return METHODS.get(op, op)
+    return next(side for p, side in _ENDS if p is m.re)
+
+
+def changed(said: str, texts_so_far: list[str], code: str, described: str = "") -> Changed | None:
+    """The code's one comparison against a number that neither the texts so far (questions and turn
+    contexts) nor the task's description (only its cut-offs: it names ranges of the data too, "ids 1
+    to 200") name, and the turn's one stated number the code never holds: that comparison written
+    with the stated number."""
+    numbers = {float(m.group(0).replace(",", "")) for m in _PLAIN.finditer(_code_text(code))}
+    # held in any form, a percentage's fraction included even where the words give no percent sign
+    missing = {key: words for key, words in stated(said).items() if not _has(numbers, key[0], True)}
+    if len(missing) != 1:
+        return None
+    ((x, _), words) = next(iter(missing.items()))
+    known = mentioned(texts_so_far) | {k for k, _ in stated(described)}
+    odd = [(t, k, m) for t, k, m in sites(code) if k != 0 and not _has(known, k)]
+    if len({t for t, _, _ in odd}) != 1 or code.count(odd[0][0]) != 1:
+        return None
+    before, k, m = odd[0]
+    new = f"{x:g}" if not float(x).is_integer() else str(int(x))
+    start, end = m.start("k") - m.start(0), m.end("k") - m.start(0)
+    after = before[:start] + (new if k >= 0 else f"-{new}") + before[end:]
+    return Changed(x, words, before, after, site_op(m))
+
+
+def requirement(found: Changed) -> Requirement:
+    return Requirement(
+        kind=Kind.COMPARISON, text=found.text, op=found.op, value=found.stated, subject=["the compared value"]
+    )
+
+
+PROBE = "_v = True\n_o = {'tests_an_unstated_number': True}"
