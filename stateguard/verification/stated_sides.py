@@ -23,9 +23,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from stateguard.verification.extract import _POSTFIX, _POSTFIX_DIRS, _PREFIX, _PREFIX_OPS
 from stateguard.verification.requirements import METHODS, MIRROR, Kind, Requirement
-from stateguard.verification.unstated_cutoff import HALF, _code_text, _has, _value, sites
+from stateguard.verification.unstated_cutoff import _code_text, _has, bounds, site_op, sites
 
 # words that make a clause state the rows it does not keep, or set one side against the other
 _OTHER_SIDE = re.compile(
@@ -35,7 +34,6 @@ _OTHER_SIDE = re.compile(
     re.IGNORECASE,
 )
 _BOTH_SIDES = re.compile(r"\bWHEN\b|\bwhere\(|\bselect\(|\bif\b.*\belse\b|\bcut\(", re.IGNORECASE)
-_METHOD = METHODS
 
 
 @dataclass(frozen=True)
@@ -52,38 +50,24 @@ def _up(op: str) -> bool:
 
 
 def stated_sides(said: str) -> dict[tuple[float, bool], tuple[set[bool], str]]:
-    """(number, said as a percentage) -> (the sides it is stated on: True for above, its words)."""
+    """(number, said as a percentage) -> (the sides it is stated on: True for above, its words), for the
+    one-sided bounds `unstated_cutoff.bounds` reads (a range's ends have no side)."""
     out: dict[tuple[float, bool], tuple[set[bool], str]] = {}
-
-    def add(x: float | None, pct: bool, op: str, words: str) -> None:
-        if x is None:
-            return
+    # a text that drops or contrasts rows may state the side it does not keep ("Patients followed for
+    # less than 30 days tell us little. Drop them"): both sides, unread
+    contrasted = _OTHER_SIDE.search(said) is not None
+    for x, pct, op, words in bounds(said):
+        if op is None:
+            continue
         sides, first = out.get((x, pct), (set(), words))
-        # a text that drops or contrasts rows may state the side it does not keep ("Patients followed
-        # for less than 30 days tell us little. Drop them"): both sides, unread
-        sides |= {True, False} if _OTHER_SIDE.search(said) else {_up(op)}
-        out[(x, pct)] = (sides, first)
-
-    for m in _PREFIX.finditer(said):
-        op = next((o for p, o in _PREFIX_OPS if re.fullmatch(p, m.group("phrase"), re.IGNORECASE)), None)
-        if op is not None:
-            add(_value(m.group("num")), bool(m.group("pct")), op, m.group(0))
-    for m in _POSTFIX.finditer(said):
-        op = _POSTFIX_DIRS.get(m.group("dir").lower())
-        if op is not None:
-            add(_value(m.group("num")), bool(m.group("pct")), op, m.group(0))
-    for m in HALF.finditer(said):
-        op = next((o for p, o in _PREFIX_OPS if re.fullmatch(p, m.group("phrase"), re.IGNORECASE)), None)
-        if op is not None:
-            add(50.0, True, op, m.group(0))
+        out[(x, pct)] = (sides | ({True, False} if contrasted else {_up(op)}), first)
     return out
 
 
 def _side_of(m: re.Match[str]) -> str:
     """The comparator as it reads with the tested value first (`50 > x` is x < 50)."""
-    op = _METHOD.get(m.group("op"), m.group("op"))
-    first = m.start("k") < m.start("op")
-    return MIRROR[op] if first else op
+    op = site_op(m)
+    return MIRROR[op] if m.start("k") < m.start("op") else op
 
 
 def flipped(said: str, code: str) -> Flipped | None:
@@ -110,8 +94,8 @@ def flipped(said: str, code: str) -> Flipped | None:
         op_at = (m.start("op") - m.start(0), m.end("op") - m.start(0))
         written = m.group("op")
         turned = (
-            {v: k for k, v in _METHOD.items()}[MIRROR[_METHOD[written]]]
-            if written in _METHOD
+            {v: k for k, v in METHODS.items()}[MIRROR[METHODS[written]]]
+            if written in METHODS
             else MIRROR[written]
         )
         after = before[: op_at[0]] + turned + before[op_at[1] :]

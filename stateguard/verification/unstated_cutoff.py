@@ -23,7 +23,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from stateguard.verification.extract import _BETWEEN, _POSTFIX, _PREFIX, _PREFIX_OPS, _RANGE, _WORDNUM
+from stateguard.verification.extract import (
+    _BETWEEN,
+    _POSTFIX,
+    _POSTFIX_DIRS,
+    _PREFIX,
+    _PREFIX_OPS,
+    _RANGE,
+    _WORDNUM,
+)
 from stateguard.verification.requirements import CODE_COMPARATOR, METHODS, Kind, Requirement
 
 _NUMBER = r"\d+(?:\.\d+)?"
@@ -86,25 +94,38 @@ def _value(token: str) -> float | None:
         return None
 
 
-def stated(text: str) -> dict[tuple[float, bool], str]:
-    """(number, said as a percentage) for each number the text puts after a comparator (prefix or
-    postfix), with its words."""
-    out: dict[tuple[float, bool], str] = {}
-    for pattern in (_PREFIX, _POSTFIX):
-        for m in pattern.finditer(text):
-            x = _value(m.group("num"))
-            if x is not None:
-                out.setdefault((x, bool(m.group("pct"))), m.group(0))
-    for m in HALF.finditer(text):
-        out.setdefault((50.0, True), m.group(0))
-    for m in _BETWEEN.finditer(text):  # a range's two ends ("between 10 and 20", "from 3 to 5 inclusive")
+def _op_of(phrase: str) -> str | None:
+    return next((o for p, o in _PREFIX_OPS if re.fullmatch(p, phrase, re.IGNORECASE)), None)
+
+
+def bounds(text: str) -> list[tuple[float, bool, str | None, str]]:
+    """(number, said as a percentage, comparator, words) for each number the text puts after a
+    comparator (prefix or postfix; "more than half" is 50 percent) or at a range's end (comparator
+    None: "between 10 and 20", "from 3 to 5 inclusive")."""
+    out: list[tuple[float, bool, str | None, str]] = []
+    for m in _PREFIX.finditer(text):
+        if (x := _value(m.group("num"))) is not None:
+            out.append((x, bool(m.group("pct")), _op_of(m.group("phrase")), m.group(0)))
+    for m in _POSTFIX.finditer(text):
+        if (x := _value(m.group("num"))) is not None:
+            out.append((x, bool(m.group("pct")), _POSTFIX_DIRS.get(m.group("dir").lower()), m.group(0)))
+    out += [(50.0, True, _op_of(m.group("phrase")), m.group(0)) for m in HALF.finditer(text)]
+    for m in _BETWEEN.finditer(text):
         for end in (m.group("num"), m.group("num2")):
             if (x := _value(end)) is not None:
-                out.setdefault((x, bool(m.group("pct"))), m.group(0))
+                out.append((x, bool(m.group("pct")), None, m.group(0)))
     for m in _RANGE.finditer(text):
         for end in ("a1", "b1", "a2", "b2", "a3", "b3"):
             if m.group(end) and (x := _value(m.group(end).lstrip("$"))) is not None:
-                out.setdefault((x, bool(m.group("pct"))), m.group(0))
+                out.append((x, bool(m.group("pct")), None, m.group(0)))
+    return out
+
+
+def stated(text: str) -> dict[tuple[float, bool], str]:
+    """(number, said as a percentage) for each number `bounds` reads, with its first words."""
+    out: dict[tuple[float, bool], str] = {}
+    for x, pct, _, words in bounds(text):
+        out.setdefault((x, pct), words)
     return out
 
 
