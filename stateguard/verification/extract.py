@@ -36,8 +36,8 @@ _WORDNUM = {
     w: i
     for i, w in enumerate(["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"], 1)
 } | {"once": 1, "twice": 2, "thrice": 3}  # "saw a physician at least twice"
-_NUM = (
-    r"(?P<num>-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?|\b(?:"
+_NUM = (  # an amount of money keeps its number: "less than $10,000"
+    r"(?:[$€£]\s?)?(?P<num>-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?|\b(?:"
     + "|".join(_WORDNUM)
     + r")\b)(?P<pct>\s*(?:%|percent\b))?"
 )

@@ -20,6 +20,7 @@ The evidence is numbers, not words:
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -82,6 +83,16 @@ def _forms(x: float, pct: bool) -> list[float]:
 def _has(numbers: set[float], x: float, pct: bool = False) -> bool:
     """Does a number of the set write x in some form (its sign aside: "falls by more than 5%", `< -5`)?"""
     return any(abs(abs(f) - abs(n)) <= 1e-9 * max(1.0, abs(n)) for f in _forms(abs(x), pct) for n in numbers)
+
+
+def _in_scale(x: float, pct: bool, k: float) -> float:
+    """The stated number written in the scale of the code's number `k`: of its forms (thousands,
+    millions, a percentage's fraction) the one nearest k by ratio ("$10,000" where the code tests
+    `< 12` on a column in thousands is 10)."""
+    forms = [f for f in _forms(abs(x), pct) if f > 0]
+    if not forms or k == 0:
+        return x
+    return min(forms, key=lambda f: abs(math.log(f / abs(k))))
 
 
 def _value(token: str) -> float | None:
@@ -150,6 +161,11 @@ def _code_text(code: str) -> str:
     return _ROUNDING.sub(" ", "\n".join(lines))
 
 
+def numbers_of(code: str) -> set[float]:
+    """Every plain number the code writes (comments and rounding places aside)."""
+    return {float(m.group(0).replace(",", "")) for m in _PLAIN.finditer(_code_text(code))}
+
+
 def sites(code: str) -> list[tuple[str, float, re.Match[str]]]:
     """(text, number, match) of each comparison of the code against a plain number."""
     text = _code_text(code)
@@ -173,17 +189,18 @@ def changed(said: str, texts_so_far: list[str], code: str, described: str = "") 
     contexts) nor the task's description (only its cut-offs: it names ranges of the data too, "ids 1
     to 200") name, and the turn's one stated number the code never holds: that comparison written
     with the stated number."""
-    numbers = {float(m.group(0).replace(",", "")) for m in _PLAIN.finditer(_code_text(code))}
+    numbers = numbers_of(code)
     # held in any form, a percentage's fraction included even where the words give no percent sign
     missing = {key: words for key, words in stated(said).items() if not _has(numbers, key[0], True)}
     if len(missing) != 1:
         return None
-    ((x, _), words) = next(iter(missing.items()))
+    ((x, pct), words) = next(iter(missing.items()))
     known = mentioned(texts_so_far) | {k for k, _ in stated(described)}
     odd = [(t, k, m) for t, k, m in sites(code) if k != 0 and not _has(known, k)]
     if len({t for t, _, _ in odd}) != 1 or code.count(odd[0][0]) != 1:
         return None
     before, k, m = odd[0]
+    x = _in_scale(x, pct, k)
     new = f"{x:g}" if not float(x).is_integer() else str(int(x))
     start, end = m.start("k") - m.start(0), m.end("k") - m.start(0)
     after = before[:start] + (new if k >= 0 else f"-{new}") + before[end:]
