@@ -72,20 +72,22 @@ _BETWEEN = re.compile(
 # $38,000, ends included", "3 through 7"): the same two bounds as "between"; "from 1990 to 2000" alone
 # (a span of time, or a change from one value to another) is not read.
 _AMOUNT = r"\$?(?:-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?)"
-_ENDS_IN = r"(?:\s*,?\s*(?:\(?(?:inclusive(?:ly)?|(?:both\s+|the\s+)?ends\s+included|(?:with\s+)?both\s+ends\s+(?:included|counted))\)?))"
+_ENDS_IN = r"(?:\s*,?\s*(?:\(?(?:inclusive(?:ly)?|(?:both\s+|the\s+)?(?:ends|limits|bounds)\s+included|(?:with\s+)?both\s+(?:ends|limits|bounds)\s+(?:included|counted))\)?))"
+# a range's end: an amount, or a small count in words ("two to five pregnancies, inclusive")
+_END = r"(?:" + _AMOUNT + r"|\b(?:one|two|three|four|five|six|seven|eight|nine|ten)\b)"
 _RANGE = re.compile(
     r"\b(?:(?:lies?|lying|falls?|falling)\s+)?(?:(?:with)?in\s+the\s+range\s+(?:of\s+)?(?:from\s+)?"
-    r"(?P<a1>" + _AMOUNT + r")\s*(?:to|through|-|–|and)\s*(?P<b1>" + _AMOUNT + r")" + _ENDS_IN + r"?"
+    r"(?P<a1>" + _END + r")\s*(?:to|through|-|–|and)\s*(?P<b1>" + _END + r")" + _ENDS_IN + r"?"
     r"|(?:from\s+)?(?P<a2>"
-    + _AMOUNT
+    + _END
     + r")\s*(?:to|through|-|–)\s*(?P<b2>"
-    + _AMOUNT
-    + r")"
+    + _END
+    + r")(?:\s+[a-z]+(?:\s+[a-z]+)?)?"  # the ends' unit: "2 to 5 pregnancies, inclusive"
     + _ENDS_IN
     + r"|from\s+(?P<a3>"
-    + _AMOUNT
+    + _END
     + r")\s+through\s+(?P<b3>"
-    + _AMOUNT
+    + _END
     + r"))"
     r"(?P<pct>\s*(?:%|percent\b))?",
     re.IGNORECASE,

@@ -162,8 +162,10 @@ def _code_text(code: str) -> str:
 
 
 def numbers_of(code: str) -> set[float]:
-    """Every plain number the code writes (comments and rounding places aside)."""
-    return {float(m.group(0).replace(",", "")) for m in _PLAIN.finditer(_code_text(code))}
+    """Every plain number the code writes (comments, rounding places and positions such as `row[1]`
+    aside: an index is no quantity, and would hold a stated 1,000 in thousands)."""
+    text = re.sub(r"\[\s*-?\d+\s*\]", "[]", _code_text(code))
+    return {float(m.group(0).replace(",", "")) for m in _PLAIN.finditer(text)}
 
 
 def sites(code: str) -> list[tuple[str, float, re.Match[str]]]:
