@@ -29,8 +29,9 @@ more, on other R tables from that archive, written blind by a twelfth before the
 `fresh17` (four more, on R tables from that archive still unused, written blind by a thirteenth) or
 `fresh18` (four more, on four other R tables from that archive no split used, written blind by a
 fourteenth), `fresh19` (four more, on four further R tables from that archive, written blind by a
-fifteenth) or `fresh20` (four more, on four other R tables from that archive, written blind by a
-sixteenth);
+fifteenth), `fresh20` (four more, on four other R tables from that archive, written blind by a
+sixteenth) or `fresh21` (four more, on four further R tables from that archive, written blind by a
+seventeenth);
 the detection report shows them apart.
 """
 
@@ -79,6 +80,7 @@ SPLITS = (
     "fresh18",
     "fresh19",
     "fresh20",
+    "fresh21",
     "all",
 )
 

