@@ -448,11 +448,15 @@ def _kept_side(
             # again for a mean): the entries are kept when one join keeps them, else the first join
             return next((p for p in placed if p[1].how in (p[2], "outer")), placed[0])
 
-    def by_column(name: str) -> bool:
-        return any(_same_noun(c.lower(), noun) for c in b.vocab.tables.get(name.lower(), {}))
+    def by_column(name: str, j: Join) -> bool:
+        """A column of the side the noun names, other than the join's own key: a noun naming the key
+        (`right_on="division"` for "keeping every division") names what both sides share."""
+        cols = [c for c in b.vocab.tables.get(name.lower(), {}) if _same_noun(c.lower(), noun)]
+        keys = {k.lower() for k in j.keys}
+        return any(c.lower() not in keys for c in cols)
 
     named = [(sel, j, side) for sel, j, side, name in sides if by_name(name, noun)]
-    hits = [(sel, j, side) for sel, j, side, name in sides if by_name(name, noun) or by_column(name)]
+    hits = [(sel, j, side) for sel, j, side, name in sides if by_name(name, noun) or by_column(name, j)]
     if len(hits) == 1:
         return hits[0]
     # The noun is the key both sides share ("keeping firms the file lacks"): the entries to keep are
@@ -499,8 +503,12 @@ def keep_side(b: Binder, req: Requirement, sel: Selection, j: Join, side: str, p
             f"{req.describe()}: every {noun} is on the {side} side ({side_name(getattr(j, side))}), the code's "
             f"join is {j.how} ({j.text[:80]})"
         )
+    # keeping every entry of one side adds its unmatched entries; it does not ask to drop the other
+    # side's: a join that keeps the other side becomes an outer one (a codebook's left join keeps
+    # every data entry it matches, and its own empty codes besides)
+    how = "outer" if j.how in ("left", "right") and j.how != side else side
     if sel.language == "sql":
-        fixed = unfiltered or (sql_edit.keep_join_side(sel.sql, side) if sel.sql else None)
+        fixed = unfiltered or (sql_edit.keep_join_side(sel.sql, how) if sel.sql else None)
         if not fixed or not b.con:
             plan.unverified.append(req)
             return
@@ -510,7 +518,7 @@ def keep_side(b: Binder, req: Requirement, sel: Selection, j: Join, side: str, p
             code = probes.rerun_probe(b.con, sel.sql, fixed)
         edit = probes.SpanEdit(kind="sql", before=sel.sql, after=fixed)
     else:
-        stated = _merge_as_stated(j.text, side)
+        stated = _merge_as_stated(j.text, how)
         if stated is None:
             plan.unverified.append(req)
             return

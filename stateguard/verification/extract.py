@@ -649,6 +649,12 @@ def scopes(
                 re.IGNORECASE,
             ):
                 continue
+            if re.match(
+                r"\W{0,2}\s*(?:or|vs\.?|versus|against)\s+(?:not|otherwise|the\s+rest|others?)\b",
+                clause[m.end() : m.end() + 30],
+                re.IGNORECASE,
+            ):
+                continue  # "by race (black or not)": the value against the rest, a split of the rows
             if _REMOVED_AFTER.match(clause[m.end() : m.end() + 40]):
                 continue  # "before Grand Rapids was left out": history of the data, not this turn's scope
             if _EXAMPLE_BEFORE.search(before):

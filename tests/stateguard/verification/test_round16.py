@@ -12,6 +12,9 @@ import duckdb
 import pytest
 
 from stateguard.verification import probes, rule_multiples, unstated_cutoff
+from stateguard.verification.extract import scopes
+from stateguard.verification.vocabulary import Vocabulary
+from tests.stateguard.verification.conftest import session_with
 
 # -- the answer gate on a table rebuilt from itself ----------------------------------------------------
 
@@ -99,3 +102,45 @@ def test_a_row_index_is_no_number_of_the_code() -> None:
     found = unstated_cutoff.changed(said, [said], code)
     # before, `_row[1]` held the stated 1,000 "in thousands" and hid the moved end
     assert found is not None and found.after == "BETWEEN 500 AND 1000"
+
+
+# -- after fresh21's first look: the readings behind its false repairs ----------------------------------
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Split `flagged` by the applicant's race as the file records it (black or not) into `race_summary`.",
+        "Compare black applicants against the rest.",
+        "the share among black vs. the rest",
+    ],
+)
+def test_a_value_against_the_rest_is_a_split_not_a_scope(question: str) -> None:
+    vocab = Vocabulary.from_probe(
+        json.dumps(
+            {
+                "t": {
+                    "race": {"kind": "text", "values": ["black", "not black"]},
+                    "n": {"kind": "num", "low": 1, "high": 9},
+                }
+            }
+        )
+    )
+    assert scopes(question, vocab, ["t"]) == []
+    assert scopes("How many black applicants were denied?", vocab, ["t"])[0].values == ["black"]  # a scope
+
+
+def test_keeping_every_entry_named_by_the_join_key_of_the_data_side() -> None:
+    session = session_with(
+        "book = pd.DataFrame([('North', 'N'), ('South', 'S'), ('East', 'E'), ('West', 'W'), ('Polar', 'P')],"
+        " columns=['code', 'name'])"
+    )
+    code = (
+        "import json\n"
+        "per_region = orders.groupby('region').size().rename('n').reset_index()\n"
+        "merged = book.merge(per_region, left_on='code', right_on='region', how='left')\n"
+        "print(json.dumps({'n_unused': int(merged['n'].isna().sum())}))\n"
+    )
+    question = "Merge in, per region, the number of orders, keeping every region. How many codes are unused?"
+    # "region" is the data side's join key, not that side: the codebook's left join keeps every region
+    assert session.turn(question, code) == []
