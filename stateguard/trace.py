@@ -26,7 +26,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
@@ -217,20 +217,10 @@ class Trace:
         # One write() per batch on an O_APPEND fd: a crash leaves at most one torn final line.
         os.write(self._fd, ("\n".join(lines) + "\n").encode())
 
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        """Buffer events; write them on success, drop them if the block raises."""
-        if self._buffer is not None:
-            yield
-            return
-        self._buffer = []
-        try:
-            yield
-        except BaseException:
-            self._buffer = None
-            raise
-        events, self._buffer = self._buffer, None
-        self._write(events)
+    def transaction(self) -> AbstractContextManager[None]:
+        """Buffer events; write them on success, drop them if the block raises (a block inside
+        another one adds to the outer block's buffer)."""
+        return _Transaction(self)
 
     def lines(self) -> list[str]:
         """Serialized events so far (from memory or from the file)."""
@@ -242,6 +232,31 @@ class Trace:
         return [
             _event(json.loads(line), f"{self.path or 'trace'}:{n}") for n, line in enumerate(self.lines(), 1)
         ]
+
+
+class _Transaction:
+    """`Trace.transaction()`'s block, as a class: a generator-based context manager costs a
+    generator and two resumptions per block, and the harness opens one per action."""
+
+    __slots__ = ("_trace", "_outer")
+
+    def __init__(self, trace: Trace) -> None:
+        self._trace = trace
+        self._outer = False
+
+    def __enter__(self) -> None:
+        trace = self._trace
+        self._outer = trace._buffer is None
+        if self._outer:
+            trace._buffer = []
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        if not self._outer:
+            return
+        trace = self._trace
+        events, trace._buffer = trace._buffer, None
+        if kind is None and events is not None:
+            trace._write(events)
 
 
 def read_trace(path: str | Path) -> list[TraceEvent]:

@@ -282,3 +282,25 @@ def test_a_line_is_the_bytes_json_dumps_gives(tmp_path: Path) -> None:
     worker.start()
     worker.join()
     assert other.lines() == [old_line(n, kind, data) for n, (kind, data) in enumerate(payloads)]
+
+
+def test_a_transaction_inside_another_writes_with_the_outer_one() -> None:
+    """`Trace.transaction()` (a class now, not a generator): an inner block adds to the outer
+    block's buffer; nothing is written before the outer block ends; an exception from the inner
+    block drops the whole outer block and reaches the caller; the trace is usable afterwards."""
+    trace = Trace(clock=lambda: None)
+    with trace.transaction():
+        trace.emit("turn_start", turn_id=1)
+        with trace.transaction():
+            trace.emit("turn_start", turn_id=2)
+        assert trace.lines() == [] and trace.next_seq == 2
+    assert [json.loads(x)["data"]["turn_id"] for x in trace.lines()] == [1, 2]
+    with pytest.raises(KeyError), trace.transaction():
+        trace.emit("turn_start", turn_id=3)
+        with trace.transaction():
+            trace.emit("turn_start", turn_id=4)
+            raise KeyError("boom")
+    assert len(trace.lines()) == 2 and trace.next_seq == 2
+    with trace.transaction():
+        trace.emit("turn_start", turn_id=5)
+    assert [json.loads(x)["seq"] for x in trace.lines()] == [0, 1, 2]
