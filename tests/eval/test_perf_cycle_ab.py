@@ -20,9 +20,11 @@ def _forget_old_modules():
 
 
 def test_changed_modules_are_loaded_apart_and_import_each_other(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A module whose text differs runs in its old version, and an old module that imports a name
-    from another old module gets the old object, not this checkout's."""
-    marked = {"stateguard/store.py", "stateguard/harness.py"}
+    """When a module's text differs, every runtime module runs in its old version, and an old
+    module that imports a name from another gets the old object, not this checkout's: an
+    unchanged harness must drive the old trace (it ran the new one before, and so compared the
+    trace's change with itself)."""
+    marked = {"stateguard/store.py", "stateguard/trace.py"}
 
     def fake_git(*args: str) -> str:
         path = args[-1].split(":", 1)[1]
@@ -30,12 +32,15 @@ def test_changed_modules_are_loaded_apart_and_import_each_other(monkeypatch: pyt
         return text + "\nOLD_VERSION = True\n" if path in marked else text
 
     monkeypatch.setattr(ab, "_git", fake_git)
+    assert ab.changed("HEAD") == ["stateguard.store", "stateguard.trace"]
     old = ab.load_before("HEAD")
-    assert sorted(old) == ["stateguard.harness", "stateguard.store"]
-    assert old["stateguard.store"].OLD_VERSION and old["stateguard.harness"].OLD_VERSION
+    assert sorted(old) == sorted(ab.MODULES)
+    assert old["stateguard.store"].OLD_VERSION and old["stateguard.trace"].OLD_VERSION
+    assert not hasattr(old["stateguard.harness"], "OLD_VERSION")
     assert old["stateguard.harness"].StateStore is old["stateguard.store"].StateStore
     assert old["stateguard.harness"].StateStore is not sys.modules["stateguard.store"].StateStore
-    assert old["stateguard.harness"].Trace is sys.modules["stateguard.trace"].Trace  # unchanged: shared
+    assert old["stateguard.harness"].Trace is old["stateguard.trace"].Trace
+    assert old["stateguard.harness"].Trace is not sys.modules["stateguard.trace"].Trace
 
 
 def test_the_same_code_on_both_sides_runs_every_cycle(
