@@ -54,3 +54,20 @@ def test_the_same_code_on_both_sides_runs_every_cycle(
     assert result.before_wall_ms[0] >= result.before_ms[0] * 0.99 and result.wall_ratio[1] > 0
     assert "wall (median / p99 ms)" in ab.render(result)
     assert "none differ" in ab.render(result)
+
+
+def test_cycle_count_runs_the_cycles_it_is_asked_for(tmp_path: Path) -> None:
+    """`eval.perf.cycle_count` (what callgrind counts): a copy of the filled store each run, so two
+    runs start from the same store and the kept one is not changed."""
+    import sqlite3
+
+    from eval.perf import cycle_count
+
+    kept = tmp_path / "states-30-prefill.sqlite"
+    assert cycle_count.run(3, size=30, warmup=2, work_dir=str(tmp_path)) == 3
+    before = kept.read_bytes()
+    assert cycle_count.run(0, size=30, warmup=1, work_dir=str(tmp_path)) == 0
+    assert kept.read_bytes() == before
+    db = sqlite3.connect(f"file:{kept}?mode=ro", uri=True)
+    assert db.execute("SELECT COUNT(*) FROM states").fetchone()[0] == 30
+    db.close()
