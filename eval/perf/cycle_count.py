@@ -34,7 +34,7 @@ def run(cycles: int, *, size: int = 100_000, warmup: int = 100, work_dir: str = 
     _store(size, cfg)[0].close()
     kept = Path(work_dir) / f"states-{size}-prefill.sqlite"
     with tempfile.TemporaryDirectory() as tmp:
-        store = _copy_store(kept, Path(tmp) / "states.sqlite")
+        store = _copy_store(kept, Path(tmp) / f"states-{size}-counted.sqlite")
         try:
             cycle = harness_cycle(store, Harness(store, HarnessConfig(regime="turn_aligned")))
             for i in range(warmup + cycles):
