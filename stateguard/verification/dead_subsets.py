@@ -16,6 +16,7 @@ changes nothing (the same rows written twice) is no finding.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 
 from stateguard.verification.requirements import Kind, Requirement
@@ -98,7 +99,45 @@ def _values(cond: ast.expr) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def unused(code: str) -> Unused | None:
+_MASK_METHODS = frozenset(
+    {"isin", "between", "notna", "isna", "notnull", "isnull", "eq", "ne", "gt", "ge", "lt", "le"}
+)
+
+
+def _mask_frame(value: ast.expr) -> str | None:
+    """The one frame a row mask tests (`bb["league86"] == "N"`, `(f.a > 1) & f.b.isin([...])`,
+    `f["x"].notna()`); None for anything that is no mask of one frame's columns."""
+    top = value.operand if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Invert) else value
+    if isinstance(top, ast.BinOp) and not isinstance(top.op, ast.BitAnd | ast.BitOr):
+        return None
+    if isinstance(top, ast.Call) and not (
+        isinstance(top.func, ast.Attribute) and top.func.attr in _MASK_METHODS
+    ):
+        return None
+    if not isinstance(top, ast.Compare | ast.BinOp | ast.Call):
+        return None
+    frames = {
+        n.value.id
+        for n in ast.walk(value)
+        if isinstance(n, ast.Subscript | ast.Attribute) and isinstance(n.value, ast.Name)
+    }
+    names = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+    return frames.pop() if len(frames) == 1 and names == frames else None
+
+
+def _kept(name: str, said: str) -> bool:
+    """Do the turn's words name it as something to keep: in code quotes (`measured`), or after
+    "table", "frame", "called", "named", "in", "as"?"""
+    n = re.escape(name)
+    return bool(
+        re.search(rf"`{n}`|\b(?:table|frame|dataframe|called|named|in|as|into)\s+{n}\b", said, re.IGNORECASE)
+    )
+
+
+def unused(code: str, said: str = "") -> Unused | None:
+    """The one subset or row mask the turn builds and never reads: a scratch name (a leading
+    underscore), or a name the turn's words `said` do not name as one to keep (a frame kept for
+    later turns is named so: "keep them in `measured`")."""
     try:
         tree = ast.parse(code)
     except SyntaxError:
@@ -111,9 +150,16 @@ def unused(code: str) -> Unused | None:
         ):
             continue
         name = stmt.targets[0].id
-        sel = _selected_frame(stmt.value)
-        if not name.startswith("_") or name in read or sel is None or not _tests_rows(sel[1], sel[0]):
+        if name in read or (not name.startswith("_") and _kept(name, said)):
             continue
+        sel = _selected_frame(stmt.value)
+        mask = _mask_frame(stmt.value) if sel is None else None
+        if mask is not None:
+            sel, replacement = (mask, stmt.value), f"{mask}[{name}]"
+        elif sel is None or not _tests_rows(sel[1], sel[0]):
+            continue
+        else:
+            replacement = name
         frame, cond = sel
         rest = tree.body[i + 1 :]
         # the frame must keep its rows: a later statement that binds it again (or a column of it) abstains
@@ -133,7 +179,7 @@ def unused(code: str) -> Unused | None:
         reads = [n for s in rest for n in ast.walk(s) if isinstance(n, ast.Name) and n.id == frame]
         if not reads:
             continue
-        edit = _edit(code, reads, name)
+        edit = _edit(code, reads, replacement)
         if edit is not None:
             found.append(Unused(name, frame, _columns(cond), _values(cond), *edit))
     return found[0] if len(found) == 1 else None

@@ -527,7 +527,7 @@ class SemanticVerifier:
         if self.config.unstated_cutoffs and turn is not None:
             self._unstated_cutoff(ctx, turn, code, plan)
         if self.config.dead_subsets:
-            self._dead_subset(code, plan)
+            self._dead_subset(code, f"{question}\n{_own_context(turn)}", plan)
         if self.config.share_bases:
             self._share_bases(question, names, tables, sem, plan)
         if self.config.flag_counts:
@@ -788,10 +788,10 @@ class SemanticVerifier:
         edit = (found.before, found.after)
         _add_text_rerun(plan, req, note, code, edit, "unstated_cutoff", unstated_cutoff.PROBE, "threshold")
 
-    def _dead_subset(self, code: str, plan: Plan) -> None:
+    def _dead_subset(self, code: str, said: str, plan: Plan) -> None:
         """A re-run item for the one subset of rows the turn builds and never reads while later
         statements read its frame whole (`dead_subsets.py`); the answer gate must see the answer change."""
-        found = dead_subsets.unused(code)
+        found = dead_subsets.unused(code, said)
         if found is None:
             return
         req = dead_subsets.requirement(found)

@@ -88,7 +88,6 @@ def test_an_unused_subset_and_the_reads_it_would_replace() -> None:
     "code",
     [
         DEAD.replace('100 * wives["low"]', '100 * _kids["low"]'),  # the subset is read
-        DEAD.replace("_kids", "kids"),  # a name a later turn may read
         DEAD.replace("result =", "wives = wives.dropna()\nresult ="),  # the frame is bound again
         DEAD.replace('wives[wives["kids"] == "yes"]', 'wives["kids"]'),  # a column, no subset of rows
         "_kids = wives[wives['kids'] == 'yes']\nresult = {'n': len(people)}",  # the frame is never read again
