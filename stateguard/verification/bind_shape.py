@@ -448,15 +448,16 @@ def _kept_side(
             # again for a mean): the entries are kept when one join keeps them, else the first join
             return next((p for p in placed if p[1].how in (p[2], "outer")), placed[0])
 
-    def by_column(name: str, j: Join) -> bool:
-        """A column of the side the noun names, other than the join's own key: a noun naming the key
-        (`right_on="division"` for "keeping every division") names what both sides share."""
+    # a noun naming a join key of the span (`right_on="division"` for "keeping every division") names
+    # what the joined sides share, not one side
+    keys = {k.lower() for _, j in joined for k in j.keys}
+
+    def by_column(name: str) -> bool:
         cols = [c for c in b.vocab.tables.get(name.lower(), {}) if _same_noun(c.lower(), noun)]
-        keys = {k.lower() for k in j.keys}
         return any(c.lower() not in keys for c in cols)
 
     named = [(sel, j, side) for sel, j, side, name in sides if by_name(name, noun)]
-    hits = [(sel, j, side) for sel, j, side, name in sides if by_name(name, noun) or by_column(name, j)]
+    hits = [(sel, j, side) for sel, j, side, name in sides if by_name(name, noun) or by_column(name)]
     if len(hits) == 1:
         return hits[0]
     # The noun is the key both sides share ("keeping firms the file lacks"): the entries to keep are

@@ -144,3 +144,18 @@ def test_keeping_every_entry_named_by_the_join_key_of_the_data_side() -> None:
     question = "Merge in, per region, the number of orders, keeping every region. How many codes are unused?"
     # "region" is the data side's join key, not that side: the codebook's left join keeps every region
     assert session.turn(question, code) == []
+
+
+def test_a_noun_naming_a_key_of_another_join_of_the_span_names_no_side() -> None:
+    session = session_with(
+        "roster = pd.DataFrame({'name': ['a', 'b', 'c', 'd', 'e'], 'area': ['x', 'x', 'y', 'z', 'w']})",
+        "cm = pd.DataFrame({'name': ['a', 'b', 'c', 'd', 'e'], 'busy': [True, True, False, True, False]})",
+    )
+    code = (
+        "import json\n"
+        "_n = cm[cm['busy']].merge(roster, on='name').groupby('area').size().rename('n_busy').reset_index()\n"
+        "_per_area = roster[['area']].drop_duplicates().merge(_n, on='area', how='left').fillna({'n_busy': 0})\n"
+        "print(json.dumps({'n_areas_without_busy': int((_per_area['n_busy'] == 0).sum())}))\n"
+    )
+    # "area" is the second join's key: the first join's roster side is not the areas' list
+    assert session.turn("How many roster areas have no busy committee?", code) == []
