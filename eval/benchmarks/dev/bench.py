@@ -30,8 +30,9 @@ more, on other R tables from that archive, written blind by a twelfth before the
 `fresh18` (four more, on four other R tables from that archive no split used, written blind by a
 fourteenth), `fresh19` (four more, on four further R tables from that archive, written blind by a
 fifteenth), `fresh20` (four more, on four other R tables from that archive, written blind by a
-sixteenth) or `fresh21` (four more, on four further R tables from that archive, written blind by a
-seventeenth);
+sixteenth), `fresh21` (four more, on four further R tables from that archive, written blind by a
+seventeenth) or `fresh22` (four more, on four other R tables from that archive no split used, written
+blind by an eighteenth);
 the detection report shows them apart.
 """
 
@@ -81,6 +82,7 @@ SPLITS = (
     "fresh19",
     "fresh20",
     "fresh21",
+    "fresh22",
     "all",
 )
 

