@@ -53,6 +53,17 @@ _BOUND_WORDS = {"most", "least", "more", "less", "fewer", "above", "below", "ove
 _POSTFIX_TEMPORAL = {
     phrase.split()[-1] for phrase in LEXICON.comparator_phrases(position="postfix", temporal=True)
 }
+# "at least one child under six": a count of some noun, then a bound on that noun (not on the rows)
+_COUNTED_NOUN = re.compile(
+    r"\b(?:at\s+least|at\s+most|more\s+than|fewer\s+than|no\s+more\s+than)\s+(?:one|two|three|a|an|\d+)\s+"
+    r"[a-z]+\s*$",
+    re.IGNORECASE,
+)
+# "what proportion (between 0 and 1)", "as a share from 0 to 100": the scale the answer is given in
+_SCALE_BEFORE = re.compile(
+    r"\b(?:proportion|share|fraction|percentage|ratio|probability|rate)\s*[(,]?\s*(?:as\s+a\s+number\s+)?$",
+    re.IGNORECASE,
+)
 _FROM_ON = re.compile(r"\bfrom\s+(?P<num>1[89]\d\d|20\d\d)\s+(?:on|onwards?)\b", re.IGNORECASE)
 _PREFIX = re.compile(
     r"\b(?P<phrase>" + "|".join(f"(?:{p})" for p, _ in _PREFIX_OPS) + r")\s+" + _NUM, re.IGNORECASE
@@ -452,6 +463,9 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
         taken.append(m.span())
 
     for m in _BETWEEN.finditer(clause):
+        if _SCALE_BEFORE.search(clause[: m.start()]):
+            taken.append(m.span())
+            continue  # "what proportion (between 0 and 1)": the answer's scale, not a bound on rows
         two_bounds(m, [m.group("num"), m.group("num2")])
     for m in _RANGE.finditer(clause):
         if not (any(a <= m.start() < b for a, b in taken) or _in_quotes(clause, m.start())):
@@ -483,6 +497,8 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
                 continue  # "at least 5 points (0.05) above the median share": a distance from another quantity
             if _in_quotes(clause, m.start()):
                 continue  # "an age band ('under 40', '40-49')": a label written out, not a bound
+            if _COUNTED_NOUN.search(clause[: m.start()]):
+                continue  # "at least one child under six": a bound on what is counted, not on the rows
             subject = _subject_before(clause, m.start())
             if subject and all(w.lower() in _BOUND_WORDS for w in subject):
                 subject = []  # "a week at most (7 days or fewer)": the words of another bound, no quantity

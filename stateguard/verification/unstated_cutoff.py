@@ -62,6 +62,41 @@ _ROUNDING = re.compile(
 _PCT = re.compile(r"\s*(?:%|percent\b|per\s+cent\b)", re.IGNORECASE)
 _PLAIN = re.compile(r"(?<![\w.])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.])-?\d+(?:\.\d+)?")
 _WORDS = _WORDNUM | {"half": 0.5, "quarter": 0.25, "third": 1 / 3, "dozen": 12, "hundred": 100, "zero": 0}
+# numbers past ten in words, for what a text names ("sixteen or more years", "twenty-five")
+_TEENS = {
+    w: i
+    for i, w in enumerate(
+        [
+            "eleven",
+            "twelve",
+            "thirteen",
+            "fourteen",
+            "fifteen",
+            "sixteen",
+            "seventeen",
+            "eighteen",
+            "nineteen",
+        ],
+        11,
+    )
+}
+_TENS = {
+    w: 10 * i
+    for i, w in enumerate(["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"], 2)
+}
+_UNITS = {
+    w: i for i, w in enumerate(["one", "two", "three", "four", "five", "six", "seven", "eight", "nine"], 1)
+}
+_LARGE = re.compile(
+    r"\b(?:(?P<teen>"
+    + "|".join(_TEENS)
+    + r")|(?P<tens>"
+    + "|".join(_TENS)
+    + r")(?:[-\s](?P<unit>"
+    + "|".join(_UNITS)
+    + r"))?)\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -152,6 +187,12 @@ def mentioned(texts: list[str]) -> set[float]:
             float(v) for w, v in _WORDS.items() if w != "one" and re.search(rf"\b{w}\b", text, re.IGNORECASE)
         }
         out |= {x for x, _ in stated(text)}
+        for m in _LARGE.finditer(text):
+            if m.group("teen"):
+                out.add(float(_TEENS[m.group("teen").lower()]))
+            else:
+                unit = _UNITS[m.group("unit").lower()] if m.group("unit") else 0
+                out.add(float(_TENS[m.group("tens").lower()] + unit))
     return out
 
 

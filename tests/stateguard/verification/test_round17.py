@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from stateguard.verification import carried, dead_subsets
+from stateguard.verification import carried, dead_subsets, unstated_cutoff
+from stateguard.verification.extract import comparisons
 
 MASKED = """bb["power"] = bb["homer86"] >= 20
 is_nl = bb["league86"] == "N"
@@ -59,3 +60,27 @@ def test_a_named_subset_is_unused_unless_the_words_keep_it() -> None:
 def test_a_second_count_refers_back_in_more_words(question: str) -> None:
     bounds = carried.carried_bounds(question)
     assert [(b.op, b.value) for b in bounds] == [(">", 2500.0)]
+
+
+# -- after fresh22's first look: the readings behind its two false repairs -------------------------------
+
+
+def test_a_number_past_ten_in_words_is_named() -> None:
+    said = "How many wives have sixteen or more years of schooling? And of that group, how many have a child aged five or younger?"
+    assert {16.0, 5.0} <= unstated_cutoff.mentioned([said])
+    assert unstated_cutoff.mentioned(["twenty-five of them"]) >= {25.0}
+    code = "SELECT count(*), sum(CASE WHEN child5 > 0 THEN 1 ELSE 0 END) FROM wives WHERE education >= 16"
+    assert unstated_cutoff.changed(said, [said], code) is None  # 16 is the stated "sixteen"
+
+
+@pytest.mark.parametrize(
+    "clause",
+    [
+        "among wives with at least one child under six, what proportion (between 0 and 1) work full-year?",
+        "what share, between 0 and 1, of them are late",
+    ],
+)
+def test_an_answers_scale_and_a_bound_on_what_is_counted_are_no_row_bounds(clause: str) -> None:
+    found = [(r.op, r.value, r.upper) for r in comparisons(clause)]
+    assert (">=", 0.0, 1.0) not in found and ("<", 6.0, None) not in found
+    assert comparisons("the orders priced between 0 and 1 dollar")[0].upper == 1.0  # a bound on rows
