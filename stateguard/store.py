@@ -96,6 +96,25 @@ _LOADED_KEPT = 256
 _VERSIONS_KEPT = 4096
 
 
+class _Pinned:
+    """`StateStore.pinned_heads()`'s block, as a class (a generator-based context manager costs a
+    generator and two resumptions, and the harness opens one per action)."""
+
+    __slots__ = ("_store",)
+
+    def __init__(self, store: StateStore) -> None:
+        self._store = store
+
+    def __enter__(self) -> None:
+        self._store._pins += 1
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        store = self._store
+        store._pins -= 1
+        if not store._pins:
+            store._pinned = False
+
+
 def _json_scalar(value: object) -> bool:
     """Whether `value` reads back from JSON as itself and is immutable (text, an integer, a
     bool, a finite float or None; not NaN, a container, or an object `default=str` turns into text)."""
@@ -270,21 +289,14 @@ class StateStore:
         self._db.close()
         self._counter.close()
 
-    @contextmanager
-    def pinned_heads(self) -> Iterator[None]:
+    def pinned_heads(self) -> AbstractContextManager[None]:
         """A block (one harness action) in which the heads are checked against other connections'
         commits once, at their first use, instead of at every call: OPEN alone asks for the next id
         three times and the latest id once. What the block reads is then one view of the store, as
         of that check, plus this connection's own writes (which keep the heads current
         themselves). A commit checks again inside its write transaction, where it matters: no
         other connection can commit there, and the ids must increase."""
-        self._pins += 1
-        try:
-            yield
-        finally:
-            self._pins -= 1
-            if not self._pins:
-                self._pinned = False
+        return _Pinned(self)
 
     def _heads(self, *, check: bool = False) -> tuple[int, str | None, int, int]:
         """(top committed number, latest id, committed count, last reserved number), read once and

@@ -3,8 +3,9 @@
 On a shared machine two runs of `make bench` a minute apart differ by more than most changes
 (whole-process pairs of the cycle moved by ±40% at load 3). Here both versions run in one
 process, in alternating blocks of cycles, so load hits them alike: the runtime modules that
-differ between `--before` and this checkout (among `MODULES`) are loaded from git under other
-names, their imports of each other re-pointed to the old versions, and each version drives its
+differ between `--before` and this checkout (among `MODULES`; then all of `MODULES`, so that an
+unchanged harness runs the old trace) are loaded from git under other names, their imports of
+each other re-pointed to the old versions, and each version drives its
 own `Harness` on its own copy of one filled store. The records (`stateguard/state.py`,
 `stateguard/artifacts/`) are shared: a change to them is not compared by this tool. Each cycle is
 timed twice: the thread's CPU (what load disturbs least) and the wall clock (what the p99 target
@@ -77,15 +78,28 @@ def _git(*args: str) -> str:
     return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=True).stdout
 
 
+def changed(commit: str) -> list[str]:
+    """The modules of `MODULES` whose text at `commit` differs from this checkout's."""
+    return [
+        name
+        for name in MODULES
+        if _git("show", f"{commit}:{name.replace('.', '/')}.py")
+        != (ROOT / f"{name.replace('.', '/')}.py").read_text()
+    ]
+
+
 def load_before(commit: str) -> dict[str, types.ModuleType]:
-    """The modules of `MODULES` whose text differs at `commit`, executed as `<name>@before`; a
-    name one of them imported from another loaded module points at the old object."""
+    """When the text of any module of `MODULES` differs at `commit`, all of them as they were
+    there, executed as `<name>@before`; a name one of them imported from another points at the
+    old object. All, not only those that differ: a module that did not change still imports the
+    changed ones (the harness its `Trace`), and only its old copy binds their old versions."""
     old: dict[str, types.ModuleType] = {}
+    if not changed(commit):
+        return old
+    texts = {name: _git("show", f"{commit}:{name.replace('.', '/')}.py") for name in MODULES}
     for name in MODULES:
         path = name.replace(".", "/") + ".py"
-        text = _git("show", f"{commit}:{path}")
-        if text == (ROOT / path).read_text():
-            continue
+        text = texts[name]
         module = types.ModuleType(f"{name}@before")
         module.__file__ = f"{commit}:{path}"
         sys.modules[module.__name__] = module  # dataclasses and pydantic look their module up
@@ -150,7 +164,7 @@ def run(
 
     return Comparison(
         before=before,
-        loaded=sorted(old),
+        loaded=changed(before),
         size=size,
         cycles=len(cpu["after"]),
         before_ms=stats(cpu["before"]),

@@ -35,12 +35,39 @@ def _year_like(value: float) -> bool:
     return value.is_integer() and 1800 <= abs(value) <= 2100
 
 
+_UNITS = (1e-3, 1e3, 1e-6, 1e6)  # a number said in units and written in thousands or millions, or back
+
+
+def _unit_scales(value: float, numbers: set[float]) -> list[float]:
+    return [s for s in _UNITS if any(math.isclose(abs(value) * s, abs(n)) for n in numbers)]
+
+
 def scale_for(req: Requirement, literal: float) -> float:
-    """A percentage stated (`10%`) is written as 10 or as 0.10: the factor nearer the code's literal."""
-    if not req.percent or req.value in (None, 0) or literal == 0:
+    """A percentage stated (`10%`) is written as 10 or as 0.10: the factor nearer the code's literal.
+    Any other bound: 10^3 or 10^6 (either way) where the literal is the bound in that scale
+    ("under $10,000" tested `< 10` on a column of thousands), else 1."""
+    if req.value in (None, 0) or literal == 0:
         return 1.0
     assert req.value is not None
+    if not req.percent:
+        scales = [] if math.isclose(abs(req.value), abs(literal)) else _unit_scales(req.value, {literal})
+        return scales[0] if scales else 1.0
     return min((1.0, 0.01), key=lambda s: abs(math.log(abs(literal) / abs(req.value * s))))  # type: ignore[operator]
+
+
+def in_code_scale(req: Requirement, numbers: set[float]) -> Requirement:
+    """A stated bound the code writes in thousands or millions ("under $10,000" on a column of
+    thousands of dollars, tested `< 10`): when no number of the code is the bound as said and exactly
+    one is it scaled by 10^3 or 10^6 either way, the requirement in that scale; else unchanged."""
+    if req.kind != "comparison" or req.percent or not req.value:
+        return req
+    if any(math.isclose(abs(req.value), abs(n)) for n in numbers):
+        return req
+    scales = _unit_scales(req.value, numbers)
+    if len(scales) != 1:
+        return req
+    upper = None if req.upper is None else req.upper * scales[0]
+    return req.model_copy(update={"value": req.value * scales[0], "upper": upper})
 
 
 def candidates(b: Binder, req: Requirement, bounds: list[float]) -> list[tuple[Selection, Condition, bool]]:

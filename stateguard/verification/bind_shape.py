@@ -448,8 +448,13 @@ def _kept_side(
             # again for a mean): the entries are kept when one join keeps them, else the first join
             return next((p for p in placed if p[1].how in (p[2], "outer")), placed[0])
 
+    # a noun naming a join key of the span (`right_on="division"` for "keeping every division") names
+    # what the joined sides share, not one side
+    keys = {k.lower() for _, j in joined for k in j.keys}
+
     def by_column(name: str) -> bool:
-        return any(_same_noun(c.lower(), noun) for c in b.vocab.tables.get(name.lower(), {}))
+        cols = [c for c in b.vocab.tables.get(name.lower(), {}) if _same_noun(c.lower(), noun)]
+        return any(c.lower() not in keys for c in cols)
 
     named = [(sel, j, side) for sel, j, side, name in sides if by_name(name, noun)]
     hits = [(sel, j, side) for sel, j, side, name in sides if by_name(name, noun) or by_column(name)]
@@ -499,8 +504,12 @@ def keep_side(b: Binder, req: Requirement, sel: Selection, j: Join, side: str, p
             f"{req.describe()}: every {noun} is on the {side} side ({side_name(getattr(j, side))}), the code's "
             f"join is {j.how} ({j.text[:80]})"
         )
+    # keeping every entry of one side adds its unmatched entries; it does not ask to drop the other
+    # side's: a join that keeps the other side becomes an outer one (a codebook's left join keeps
+    # every data entry it matches, and its own empty codes besides)
+    how = "outer" if j.how in ("left", "right") and j.how != side else side
     if sel.language == "sql":
-        fixed = unfiltered or (sql_edit.keep_join_side(sel.sql, side) if sel.sql else None)
+        fixed = unfiltered or (sql_edit.keep_join_side(sel.sql, how) if sel.sql else None)
         if not fixed or not b.con:
             plan.unverified.append(req)
             return
@@ -510,7 +519,7 @@ def keep_side(b: Binder, req: Requirement, sel: Selection, j: Join, side: str, p
             code = probes.rerun_probe(b.con, sel.sql, fixed)
         edit = probes.SpanEdit(kind="sql", before=sel.sql, after=fixed)
     else:
-        stated = _merge_as_stated(j.text, side)
+        stated = _merge_as_stated(j.text, how)
         if stated is None:
             plan.unverified.append(req)
             return

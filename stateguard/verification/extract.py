@@ -36,8 +36,8 @@ _WORDNUM = {
     w: i
     for i, w in enumerate(["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"], 1)
 } | {"once": 1, "twice": 2, "thrice": 3}  # "saw a physician at least twice"
-_NUM = (
-    r"(?P<num>-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?|\b(?:"
+_NUM = (  # an amount of money keeps its number: "less than $10,000"
+    r"(?:[$€£]\s?)?(?P<num>-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?|\b(?:"
     + "|".join(_WORDNUM)
     + r")\b)(?P<pct>\s*(?:%|percent\b))?"
 )
@@ -53,6 +53,17 @@ _BOUND_WORDS = {"most", "least", "more", "less", "fewer", "above", "below", "ove
 _POSTFIX_TEMPORAL = {
     phrase.split()[-1] for phrase in LEXICON.comparator_phrases(position="postfix", temporal=True)
 }
+# "at least one child under six": a count of some noun, then a bound on that noun (not on the rows)
+_COUNTED_NOUN = re.compile(
+    r"\b(?:at\s+least|at\s+most|more\s+than|fewer\s+than|no\s+more\s+than)\s+(?:one|two|three|a|an|\d+)\s+"
+    r"[a-z]+\s*$",
+    re.IGNORECASE,
+)
+# "what proportion (between 0 and 1)", "as a share from 0 to 100": the scale the answer is given in
+_SCALE_BEFORE = re.compile(
+    r"\b(?:proportion|share|fraction|percentage|ratio|probability|rate)\s*[(,]?\s*(?:as\s+a\s+number\s+)?$",
+    re.IGNORECASE,
+)
 _FROM_ON = re.compile(r"\bfrom\s+(?P<num>1[89]\d\d|20\d\d)\s+(?:on|onwards?)\b", re.IGNORECASE)
 _PREFIX = re.compile(
     r"\b(?P<phrase>" + "|".join(f"(?:{p})" for p, _ in _PREFIX_OPS) + r")\s+" + _NUM, re.IGNORECASE
@@ -72,20 +83,22 @@ _BETWEEN = re.compile(
 # $38,000, ends included", "3 through 7"): the same two bounds as "between"; "from 1990 to 2000" alone
 # (a span of time, or a change from one value to another) is not read.
 _AMOUNT = r"\$?(?:-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?)"
-_ENDS_IN = r"(?:\s*,?\s*(?:\(?(?:inclusive(?:ly)?|(?:both\s+|the\s+)?ends\s+included|(?:with\s+)?both\s+ends\s+(?:included|counted))\)?))"
+_ENDS_IN = r"(?:\s*,?\s*(?:\(?(?:inclusive(?:ly)?|(?:both\s+|the\s+)?(?:ends|limits|bounds)\s+included|(?:with\s+)?both\s+(?:ends|limits|bounds)\s+(?:included|counted))\)?))"
+# a range's end: an amount, or a small count in words ("two to five pregnancies, inclusive")
+_END = r"(?:" + _AMOUNT + r"|\b(?:one|two|three|four|five|six|seven|eight|nine|ten)\b)"
 _RANGE = re.compile(
     r"\b(?:(?:lies?|lying|falls?|falling)\s+)?(?:(?:with)?in\s+the\s+range\s+(?:of\s+)?(?:from\s+)?"
-    r"(?P<a1>" + _AMOUNT + r")\s*(?:to|through|-|–|and)\s*(?P<b1>" + _AMOUNT + r")" + _ENDS_IN + r"?"
+    r"(?P<a1>" + _END + r")\s*(?:to|through|-|–|and)\s*(?P<b1>" + _END + r")" + _ENDS_IN + r"?"
     r"|(?:from\s+)?(?P<a2>"
-    + _AMOUNT
+    + _END
     + r")\s*(?:to|through|-|–)\s*(?P<b2>"
-    + _AMOUNT
-    + r")"
+    + _END
+    + r")(?:\s+[a-z]+(?:\s+[a-z]+)?)?"  # the ends' unit: "2 to 5 pregnancies, inclusive"
     + _ENDS_IN
     + r"|from\s+(?P<a3>"
-    + _AMOUNT
+    + _END
     + r")\s+through\s+(?P<b3>"
-    + _AMOUNT
+    + _END
     + r"))"
     r"(?P<pct>\s*(?:%|percent\b))?",
     re.IGNORECASE,
@@ -450,6 +463,9 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
         taken.append(m.span())
 
     for m in _BETWEEN.finditer(clause):
+        if _SCALE_BEFORE.search(clause[: m.start()]):
+            taken.append(m.span())
+            continue  # "what proportion (between 0 and 1)": the answer's scale, not a bound on rows
         two_bounds(m, [m.group("num"), m.group("num2")])
     for m in _RANGE.finditer(clause):
         if not (any(a <= m.start() < b for a, b in taken) or _in_quotes(clause, m.start())):
@@ -481,6 +497,8 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
                 continue  # "at least 5 points (0.05) above the median share": a distance from another quantity
             if _in_quotes(clause, m.start()):
                 continue  # "an age band ('under 40', '40-49')": a label written out, not a bound
+            if _COUNTED_NOUN.search(clause[: m.start()]):
+                continue  # "at least one child under six": a bound on what is counted, not on the rows
             subject = _subject_before(clause, m.start())
             if subject and all(w.lower() in _BOUND_WORDS for w in subject):
                 subject = []  # "a week at most (7 days or fewer)": the words of another bound, no quantity
@@ -647,6 +665,12 @@ def scopes(
                 re.IGNORECASE,
             ):
                 continue
+            if re.match(
+                r"\W{0,2}\s*(?:or|vs\.?|versus|against)\s+(?:not|otherwise|the\s+rest|others?)\b",
+                clause[m.end() : m.end() + 30],
+                re.IGNORECASE,
+            ):
+                continue  # "by race (black or not)": the value against the rest, a split of the rows
             if _REMOVED_AFTER.match(clause[m.end() : m.end() + 40]):
                 continue  # "before Grand Rapids was left out": history of the data, not this turn's scope
             if _EXAMPLE_BEFORE.search(before):

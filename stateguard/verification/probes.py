@@ -340,11 +340,61 @@ def constraint_code(item: ProbeItem) -> str:
 ANSWER_MARK = "__sg_answer_as_stated__"
 
 
+# A table the turn rebuilt from itself with columns added (`CREATE OR REPLACE TABLE t AS SELECT *,
+# price >= 3000 AS high_end FROM t`) holds those columns when the turn runs a second time, and
+# DuckDB keeps both copies (the new one as `high_end_1`): later queries would read the first run's
+# values. Run again, such a statement leaves out of `*` the columns it adds that the table has.
+# Only a plain copy of the one table is read so (no filter, join, grouping, distinct or limit).
+_SELF_INPUT = [
+    "import sqlglot as _sg",
+    "def _self_input(c, q):",
+    "    try:",
+    "        t = _sg.parse_one(q, dialect='duckdb')",
+    "    except Exception:",
+    "        return q",
+    "    if not isinstance(t, _sg.exp.Create) or not isinstance(t.expression, _sg.exp.Select):",
+    "        return q",
+    "    s, target = t.expression, t.this.this if isinstance(t.this, _sg.exp.Schema) else t.this",
+    "    src = s.args.get('from_')",
+    "    if src is None or not isinstance(src.this, _sg.exp.Table) or not isinstance(target, _sg.exp.Table):",
+    "        return q",
+    "    if src.this.name.lower() != target.name.lower() or any(",
+    "        s.args.get(k) for k in ('joins', 'where', 'group', 'having', 'qualify', 'distinct', 'limit')",
+    "    ):",
+    "        return q",
+    "    stars = [e for e in s.expressions if isinstance(e, _sg.exp.Star)]",
+    "    added = [e.alias for e in s.expressions if isinstance(e, _sg.exp.Alias)]",
+    "    if len(stars) != 1 or not added:",
+    "        return q",
+    "    try:",
+    "        have = {d[0].lower() for d in c.execute('SELECT * FROM ' + src.this.sql(dialect='duckdb') + ' LIMIT 0').description}",
+    "    except Exception:",
+    "        return q",
+    "    out = list(stars[0].args.get('except_') or [])",
+    "    gone = {x.name.lower() for x in out}",
+    "    more = [a for a in added if a.lower() in have and a.lower() not in gone]",
+    "    if not more:",
+    "        return q",
+    "    stars[0].set('except_', out + [_sg.exp.column(a) for a in more])",
+    "    return t.sql(dialect='duckdb')",
+]
+_WRAPPER_METHODS = [
+    "    def execute(self, q, *a, **k):",
+    "        return self._c.execute(self._fix(q), *a, **k)",
+    "    def sql(self, q, *a, **k):",
+    "        return self._c.sql(self._fix(q), *a, **k)",
+    "    def __getattr__(self, name):",
+    "        return getattr(self._c, name)",
+]
+
+
 def answer_probe(cells: list[str], edit: SpanEdit, con: str | None) -> str:
     """A probe program that re-runs the turn's cells with `edit` applied: what the cells print,
     then ANSWER_MARK and how often the edit applied (`{"applied": n}`). SQL edits
     go through a stand-in for the connection `con` that rewrites the one SELECT before it runs."""
     lines = ["import json as _json", f"_cells = {cells!r}", "_applied = [0]"]
+    if con is not None:
+        lines += _SELF_INPUT
     if edit.kind == "sql":
         assert con is not None
         try:
@@ -353,12 +403,12 @@ def answer_probe(cells: list[str], edit: SpanEdit, con: str | None) -> str:
             want = edit.before
         lines += [
             f"_cells = {rerun.cells_to_rerun(cells, want, sql=True, con=con)!r}",
-            "import sqlglot as _sg",
             f"_want, _new = {edit.before!r}, _sg.parse_one({edit.after!r}, dialect='duckdb')",
             "class _StatedCon:",
             "    def __init__(self, c):",
             "        self._c = c",
             "    def _fix(self, q):",
+            "        q = _self_input(self._c, q)",
             "        try:",
             "            t = _sg.parse_one(q, dialect='duckdb')",
             "        except Exception:",
@@ -371,12 +421,7 @@ def answer_probe(cells: list[str], edit: SpanEdit, con: str | None) -> str:
             "            s.replace(_new.copy())",
             "        _applied[0] += len(hits)",
             "        return t.sql(dialect='duckdb') if hits else q",
-            "    def execute(self, q, *a, **k):",
-            "        return self._c.execute(self._fix(q), *a, **k)",
-            "    def sql(self, q, *a, **k):",
-            "        return self._c.sql(self._fix(q), *a, **k)",
-            "    def __getattr__(self, name):",
-            "        return getattr(self._c, name)",
+            *_WRAPPER_METHODS,
             f"{con} = _StatedCon({con})",
         ]
     else:
@@ -390,6 +435,17 @@ def answer_probe(cells: list[str], edit: SpanEdit, con: str | None) -> str:
             "_applied[0] = sum(c.count(_before) for c in _cells)",
             "_cells = [c.replace(_before, _after) for c in _cells]",
         ]
+        if con is not None:
+            lines += [
+                "class _StatedCon:",
+                "    def __init__(self, c):",
+                "        self._c = c",
+                "    def _fix(self, q):",
+                "        return _self_input(self._c, q)",
+                *_WRAPPER_METHODS,
+                f"if {con!r} in globals():",
+                f"    {con} = _StatedCon({con})",
+            ]
     lines += [
         "for _cell in _cells:",
         "    exec(compile(_cell, '<turn as stated>', 'exec'), globals())",

@@ -31,7 +31,8 @@ _MULT = (
     r"(?P<mult>twice|double|thrice|triple|half"
     r"|(?P<word>one|two|three|four|five)(?P<half>\s+and\s+a\s+half)?\s+times"
     rf"|(?P<num>{_NUM})\s*(?:times|x|×)"
-    rf"|(?P<pct>{_NUM})\s*(?:percent|per\s+cent|%)\s+(?P<dir>above|over|more\s+than|higher\s+than|below|under|less\s+than|lower\s+than))"
+    rf"|(?P<pct>{_NUM})\s*(?:percent|per\s+cent|%)\s+(?P<dir>above|over|more\s+than|higher\s+than|below|under|less\s+than|lower\s+than)"
+    rf"|(?P<part>{_NUM})\s*(?:percent|per\s+cent|%)\s+of)"  # "below 85 percent of the median": 0.85 times
 )
 _STAT_WORDS = "|".join(re.escape(w) for w in LEXICON.statistics if " " not in w) + "|pooled"
 _STATED = re.compile(
@@ -76,6 +77,8 @@ def _multiple(m: re.Match[str]) -> tuple[float, str | None]:
         pct = float(m.group("pct")) / 100
         below = m.group("dir").split()[0].lower() in ("below", "under", "less", "lower")
         return (1 - pct if below else 1 + pct), (MIRROR[op] if op and below else op)
+    if m.group("part"):
+        return float(m.group("part")) / 100, op
     if m.group("num"):
         return float(m.group("num")), op
     if m.group("word"):

@@ -99,13 +99,13 @@ def set_join(sql: str, how: str) -> str | None:
 
 def keep_join_side(sql: str, side: str) -> str | None:
     """The query with its one join keeping every row of one side ("left": the FROM side, "right":
-    the joined one); None for a query with no join or several (which side a chain keeps is not
-    one keyword)."""
+    the joined one, "outer": both); None for a query with no join or several (which side a chain
+    keeps is not one keyword)."""
     select = parse_select(sql)
     joins = select.args.get("joins") if select is not None else None
     if select is None or not joins or len(joins) != 1:
         return None
-    joins[0].set("side", {"left": "LEFT", "right": "RIGHT"}[side])
+    joins[0].set("side", {"left": "LEFT", "right": "RIGHT", "outer": "FULL"}[side])
     joins[0].set("kind", None)
     return select.sql(dialect="duckdb")
 

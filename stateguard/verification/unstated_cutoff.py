@@ -20,6 +20,7 @@ The evidence is numbers, not words:
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -61,6 +62,41 @@ _ROUNDING = re.compile(
 _PCT = re.compile(r"\s*(?:%|percent\b|per\s+cent\b)", re.IGNORECASE)
 _PLAIN = re.compile(r"(?<![\w.])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.])-?\d+(?:\.\d+)?")
 _WORDS = _WORDNUM | {"half": 0.5, "quarter": 0.25, "third": 1 / 3, "dozen": 12, "hundred": 100, "zero": 0}
+# numbers past ten in words, for what a text names ("sixteen or more years", "twenty-five")
+_TEENS = {
+    w: i
+    for i, w in enumerate(
+        [
+            "eleven",
+            "twelve",
+            "thirteen",
+            "fourteen",
+            "fifteen",
+            "sixteen",
+            "seventeen",
+            "eighteen",
+            "nineteen",
+        ],
+        11,
+    )
+}
+_TENS = {
+    w: 10 * i
+    for i, w in enumerate(["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"], 2)
+}
+_UNITS = {
+    w: i for i, w in enumerate(["one", "two", "three", "four", "five", "six", "seven", "eight", "nine"], 1)
+}
+_LARGE = re.compile(
+    r"\b(?:(?P<teen>"
+    + "|".join(_TEENS)
+    + r")|(?P<tens>"
+    + "|".join(_TENS)
+    + r")(?:[-\s](?P<unit>"
+    + "|".join(_UNITS)
+    + r"))?)\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -82,6 +118,16 @@ def _forms(x: float, pct: bool) -> list[float]:
 def _has(numbers: set[float], x: float, pct: bool = False) -> bool:
     """Does a number of the set write x in some form (its sign aside: "falls by more than 5%", `< -5`)?"""
     return any(abs(abs(f) - abs(n)) <= 1e-9 * max(1.0, abs(n)) for f in _forms(abs(x), pct) for n in numbers)
+
+
+def _in_scale(x: float, pct: bool, k: float) -> float:
+    """The stated number written in the scale of the code's number `k`: of its forms (thousands,
+    millions, a percentage's fraction) the one nearest k by ratio ("$10,000" where the code tests
+    `< 12` on a column in thousands is 10)."""
+    forms = [f for f in _forms(abs(x), pct) if f > 0]
+    if not forms or k == 0:
+        return x
+    return min(forms, key=lambda f: abs(math.log(f / abs(k))))
 
 
 def _value(token: str) -> float | None:
@@ -141,6 +187,12 @@ def mentioned(texts: list[str]) -> set[float]:
             float(v) for w, v in _WORDS.items() if w != "one" and re.search(rf"\b{w}\b", text, re.IGNORECASE)
         }
         out |= {x for x, _ in stated(text)}
+        for m in _LARGE.finditer(text):
+            if m.group("teen"):
+                out.add(float(_TEENS[m.group("teen").lower()]))
+            else:
+                unit = _UNITS[m.group("unit").lower()] if m.group("unit") else 0
+                out.add(float(_TENS[m.group("tens").lower()] + unit))
     return out
 
 
@@ -148,6 +200,13 @@ def _code_text(code: str) -> str:
     """The code without comment lines and rounding calls' places."""
     lines = [line for line in code.splitlines() if not line.lstrip().startswith("#")]
     return _ROUNDING.sub(" ", "\n".join(lines))
+
+
+def numbers_of(code: str) -> set[float]:
+    """Every plain number the code writes (comments, rounding places and positions such as `row[1]`
+    aside: an index is no quantity, and would hold a stated 1,000 in thousands)."""
+    text = re.sub(r"\[\s*-?\d+\s*\]", "[]", _code_text(code))
+    return {float(m.group(0).replace(",", "")) for m in _PLAIN.finditer(text)}
 
 
 def sites(code: str) -> list[tuple[str, float, re.Match[str]]]:
@@ -173,17 +232,18 @@ def changed(said: str, texts_so_far: list[str], code: str, described: str = "") 
     contexts) nor the task's description (only its cut-offs: it names ranges of the data too, "ids 1
     to 200") name, and the turn's one stated number the code never holds: that comparison written
     with the stated number."""
-    numbers = {float(m.group(0).replace(",", "")) for m in _PLAIN.finditer(_code_text(code))}
+    numbers = numbers_of(code)
     # held in any form, a percentage's fraction included even where the words give no percent sign
     missing = {key: words for key, words in stated(said).items() if not _has(numbers, key[0], True)}
     if len(missing) != 1:
         return None
-    ((x, _), words) = next(iter(missing.items()))
+    ((x, pct), words) = next(iter(missing.items()))
     known = mentioned(texts_so_far) | {k for k, _ in stated(described)}
     odd = [(t, k, m) for t, k, m in sites(code) if k != 0 and not _has(known, k)]
     if len({t for t, _, _ in odd}) != 1 or code.count(odd[0][0]) != 1:
         return None
     before, k, m = odd[0]
+    x = _in_scale(x, pct, k)
     new = f"{x:g}" if not float(x).is_integer() else str(int(x))
     start, end = m.start("k") - m.start(0), m.end("k") - m.start(0)
     after = before[:start] + (new if k >= 0 else f"-{new}") + before[end:]

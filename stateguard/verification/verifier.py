@@ -39,9 +39,11 @@ from stateguard.answers import last_json
 from stateguard.inspection.code_model import CodeSemantics, Selection
 from stateguard.observation import ManagerObservation, WorkerStep
 from stateguard.verification import (
+    bind_cutoff,
     bind_loose,
     bind_shape,
     carried,
+    dead_subsets,
     flag_counts,
     listed_joins,
     named_stats,
@@ -166,6 +168,12 @@ class SemanticConfig(BaseModel):
         description="A number the turn states on one side (and no word of it drops or contrasts rows) that "
         "the code's one test of it keeps on the other (`stated_sides.py`): the turn re-run with that test "
         "turned must report another answer.",
+    )
+    dead_subsets: bool = Field(
+        default=True,
+        description="A subset of rows the turn builds under a scratch name and never reads, while later "
+        "statements read the whole frame (`dead_subsets.py`): the turn re-run with those reads taking the "
+        "subset must report another answer.",
     )
     unstated_cutoffs: bool = Field(
         default=True,
@@ -480,6 +488,8 @@ class SemanticVerifier:
         if not ran:
             return Plan(requirements=reqs, unverified=list(reqs))
         self.aliases.update(aliases(question))
+        numbers = unstated_cutoff.numbers_of(code)
+        reqs = [bind_cutoff.in_code_scale(r, numbers) for r in reqs]
         plan = bind(
             reqs,
             sem,
@@ -516,11 +526,17 @@ class SemanticVerifier:
             self._stated_side(turn, code, plan)
         if self.config.unstated_cutoffs and turn is not None:
             self._unstated_cutoff(ctx, turn, code, plan)
+        if self.config.dead_subsets:
+            self._dead_subset(code, f"{question}\n{_own_context(turn)}", plan)
         if self.config.share_bases:
             self._share_bases(question, names, tables, sem, plan)
         if self.config.flag_counts:
             self._flag_counts(question, code, sem, tables, plan)
-        current = [r for c in clauses(question) for r in current_rule_flags(c, self.vocab, tables)]
+        current = [
+            bind_cutoff.in_code_scale(r, numbers)
+            for c in clauses(question)
+            for r in current_rule_flags(c, self.vocab, tables)
+        ]
         self._flag_frames(sem, plan, current, RequirementBinder(sem, self.vocab, later))
         if self.config.flag_fields:
             self._flag_fields(sem, plan, read_flags)
@@ -771,6 +787,17 @@ class SemanticVerifier:
         note = f"the code tests `{found.before}`, a number no text names"
         edit = (found.before, found.after)
         _add_text_rerun(plan, req, note, code, edit, "unstated_cutoff", unstated_cutoff.PROBE, "threshold")
+
+    def _dead_subset(self, code: str, said: str, plan: Plan) -> None:
+        """A re-run item for the one subset of rows the turn builds and never reads while later
+        statements read its frame whole (`dead_subsets.py`); the answer gate must see the answer change."""
+        found = dead_subsets.unused(code, said)
+        if found is None:
+            return
+        req = dead_subsets.requirement(found)
+        note = f"`{found.name}` (rows of `{found.frame}`) is built and never read; later lines read `{found.frame}`"
+        edit = (found.before, found.after)
+        _add_text_rerun(plan, req, note, code, edit, "dead_subset", dead_subsets.PROBE, "scope")
 
     def _rule_windows(self, rule: str, sem: CodeSemantics, later: frozenset[str], plan: Plan) -> None:
         """A re-run item for the turn's one per-row statistic taken over other keys than its own

@@ -20,9 +20,11 @@ def _forget_old_modules():
 
 
 def test_changed_modules_are_loaded_apart_and_import_each_other(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A module whose text differs runs in its old version, and an old module that imports a name
-    from another old module gets the old object, not this checkout's."""
-    marked = {"stateguard/store.py", "stateguard/harness.py"}
+    """When a module's text differs, every runtime module runs in its old version, and an old
+    module that imports a name from another gets the old object, not this checkout's: an
+    unchanged harness must drive the old trace (it ran the new one before, and so compared the
+    trace's change with itself)."""
+    marked = {"stateguard/store.py", "stateguard/trace.py"}
 
     def fake_git(*args: str) -> str:
         path = args[-1].split(":", 1)[1]
@@ -30,12 +32,15 @@ def test_changed_modules_are_loaded_apart_and_import_each_other(monkeypatch: pyt
         return text + "\nOLD_VERSION = True\n" if path in marked else text
 
     monkeypatch.setattr(ab, "_git", fake_git)
+    assert ab.changed("HEAD") == ["stateguard.store", "stateguard.trace"]
     old = ab.load_before("HEAD")
-    assert sorted(old) == ["stateguard.harness", "stateguard.store"]
-    assert old["stateguard.store"].OLD_VERSION and old["stateguard.harness"].OLD_VERSION
+    assert sorted(old) == sorted(ab.MODULES)
+    assert old["stateguard.store"].OLD_VERSION and old["stateguard.trace"].OLD_VERSION
+    assert not hasattr(old["stateguard.harness"], "OLD_VERSION")
     assert old["stateguard.harness"].StateStore is old["stateguard.store"].StateStore
     assert old["stateguard.harness"].StateStore is not sys.modules["stateguard.store"].StateStore
-    assert old["stateguard.harness"].Trace is sys.modules["stateguard.trace"].Trace  # unchanged: shared
+    assert old["stateguard.harness"].Trace is old["stateguard.trace"].Trace
+    assert old["stateguard.harness"].Trace is not sys.modules["stateguard.trace"].Trace
 
 
 def test_the_same_code_on_both_sides_runs_every_cycle(
@@ -49,3 +54,20 @@ def test_the_same_code_on_both_sides_runs_every_cycle(
     assert result.before_wall_ms[0] >= result.before_ms[0] * 0.99 and result.wall_ratio[1] > 0
     assert "wall (median / p99 ms)" in ab.render(result)
     assert "none differ" in ab.render(result)
+
+
+def test_cycle_count_runs_the_cycles_it_is_asked_for(tmp_path: Path) -> None:
+    """`eval.perf.cycle_count` (what callgrind counts): a copy of the filled store each run, so two
+    runs start from the same store and the kept one is not changed."""
+    import sqlite3
+
+    from eval.perf import cycle_count
+
+    kept = tmp_path / "states-30-prefill.sqlite"
+    assert cycle_count.run(3, size=30, warmup=2, work_dir=str(tmp_path)) == 3
+    before = kept.read_bytes()
+    assert cycle_count.run(0, size=30, warmup=1, work_dir=str(tmp_path)) == 0
+    assert kept.read_bytes() == before
+    db = sqlite3.connect(f"file:{kept}?mode=ro", uri=True)
+    assert db.execute("SELECT COUNT(*) FROM states").fetchone()[0] == 30
+    db.close()

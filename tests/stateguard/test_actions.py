@@ -228,3 +228,33 @@ def test_action_is_frozen():
     action = validate_action("ABSTAIN", {"reason": "waiting"})
     with pytest.raises(ValidationError, match="frozen"):
         action.call_id = "x"  # type: ignore[misc]
+
+
+def test_the_whitespace_check_of_a_variable_name_is_str_isspace() -> None:
+    """`VariableArg` refuses a name with whitespace through one regex search (`\\s`); it must agree
+    with `str.isspace`, which it replaced, on every code point."""
+    import sys
+
+    from stateguard.actions import _SPACE
+
+    regex = {c for c in range(sys.maxunicode + 1) if _SPACE.match(chr(c))}
+    method = {c for c in range(sys.maxunicode + 1) if chr(c).isspace()}
+    assert regex == method and len(method) > 20
+
+
+def test_validate_action_gives_what_model_validate_gave() -> None:
+    """`validate_action` calls the argument model's validator directly: the arguments, and the
+    feedback for bad ones, are those `model_validate` gives."""
+    from stateguard.actions import ActionError, UpdateStateArgs, validate_action
+
+    arguments = {
+        "used_variables": [{"name": "x", "value": 1}, {"name": "y", "version": "S2", "value": [1]}],
+        "conclusions": ["up", {"text": "down", "variables": ["x"]}],
+    }
+    got = validate_action("UPDATE_STATE", arguments).args
+    assert got == UpdateStateArgs.model_validate(arguments)
+    assert got.model_fields_set == UpdateStateArgs.model_validate(arguments).model_fields_set
+    for bad in ({"used_variables": [{"name": "a b"}]}, {"used_variables": [{"name": "\u2003a"}]}, {"x": 1}):
+        with pytest.raises(ActionError, match="UPDATE_STATE: ") as caught:
+            validate_action("UPDATE_STATE", bad)
+        assert "Allowed arguments" in str(caught.value)

@@ -445,3 +445,20 @@ def test_a_harness_action_checks_the_heads_once(tmp_path: Path) -> None:
     assert [v.key for v in state.used_variables] == ["revenue@S1"]
     assert (store.latest_id(), store.peek_next_id()) == ("S2", "S3")
     store.close()
+
+
+def test_pinned_heads_nest_and_end_on_an_exception(tmp_path: Path) -> None:
+    """`pinned_heads()` (a class now, not a generator): the heads stay pinned until the outermost
+    block ends, also when a block ends with an exception, and are checked again after it."""
+    a = StateStore(tmp_path / "s.sqlite")
+    b = StateStore(tmp_path / "s.sqlite")
+    with a.pinned_heads():
+        assert a.latest_id() is None
+        b.commit(st("S1", [("revenue", "S1", 1000)]))
+        with pytest.raises(RuntimeError), a.pinned_heads():
+            assert a.latest_id() is None
+            raise RuntimeError("boom")
+        assert a.latest_id() is None  # still the outer block's view
+    assert a._pins == 0 and a.latest_id() == "S1"
+    b.close()
+    a.close()

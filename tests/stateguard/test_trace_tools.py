@@ -228,3 +228,79 @@ def test_emit_checks_values_that_are_not_json_as_their_line_reads_back(tmp_path:
     ] == state.model_dump(mode="json")
     first = events[0]
     assert isinstance(first, TurnStartEvent) and first.data.question == "how many rows"
+
+
+def test_a_line_is_the_bytes_json_dumps_gives(tmp_path: Path) -> None:
+    """`emit` keeps one encoder per trace instead of calling `json.dumps` per event: every line must
+    be the bytes `json.dumps(raw, sort_keys=True, default=...)` gave, whatever the payload (keys
+    out of order, non-ASCII text, NaN and infinities, big integers, records, values written as
+    text), also from another thread and after an encoding error, and the event read back alike."""
+    import math
+    import threading
+
+    from stateguard.hints import Hint
+    from stateguard.state import AnalyticalState, Relation, VariableRef
+
+    state = AnalyticalState(
+        id="S3",
+        issue="Größe – ü",
+        used_variables=[VariableRef(name="r", version="S3", value={"z": 1, "a": [math.inf, -0.0]})],
+        relations=[Relation(type="progress", related_state_id="S2")],
+    )
+    hint = Hint(kind="repair", error_variables=["r"], faulty_reasoning="wrong filter", mode="light")
+    payloads: list[tuple[str, dict[str, object]]] = [
+        ("turn_start", {"turn_id": 2**70, "question": 'naïve ☃ \t"q"'}),
+        ("state_committed", {"state": state}),
+        ("relations_finalized", {"state_id": "S3", "mode": "confirm", "relations": list(state.relations)}),
+        ("hint_delivered", {"hint": hint, "text": hint.render()}),
+        ("state_opened", {"state_id": "S3", "draft": {"z": math.nan, "b": {"y": 1e300, "a": None}, "é": []}}),
+        ("turn_start", {"turn_id": 1, "question": Path("as text")}),
+        ("answers", {"answers": {"2": 1.5, "10": [True, None], "1": "x"}}),
+    ]
+
+    def old_line(seq: int, kind: str, data: dict[str, object]) -> str:
+        def default(value: object) -> object:
+            return value.model_dump(mode="json") if hasattr(value, "model_dump") else str(value)
+
+        raw = {"schema_version": "stateguard/1", "seq": seq, "kind": kind, "ts": 1.25, "data": data}
+        return json.dumps(raw, sort_keys=True, default=default)
+
+    trace = Trace(clock=lambda: 1.25)
+    events = [trace.emit(kind, **data) for kind, data in payloads]
+    assert trace.lines() == [old_line(n, kind, data) for n, (kind, data) in enumerate(payloads)]
+    assert [e.model_dump(mode="json") for e in events] == [e.model_dump(mode="json") for e in trace.events()]
+
+    loop: dict[str, object] = {"a": 1}
+    loop["self"] = loop
+    with pytest.raises(ValueError, match="Circular reference"):
+        trace.emit("answers", answers=loop)
+    trace.emit("answers", answers={"a": loop["a"]})  # the encoder's marks start clean again
+    assert trace.lines()[-1] == old_line(len(payloads), "answers", {"answers": {"a": 1}})
+
+    other = Trace(clock=lambda: 1.25)
+    worker = threading.Thread(target=lambda: [other.emit(kind, **data) for kind, data in payloads])
+    worker.start()
+    worker.join()
+    assert other.lines() == [old_line(n, kind, data) for n, (kind, data) in enumerate(payloads)]
+
+
+def test_a_transaction_inside_another_writes_with_the_outer_one() -> None:
+    """`Trace.transaction()` (a class now, not a generator): an inner block adds to the outer
+    block's buffer; nothing is written before the outer block ends; an exception from the inner
+    block drops the whole outer block and reaches the caller; the trace is usable afterwards."""
+    trace = Trace(clock=lambda: None)
+    with trace.transaction():
+        trace.emit("turn_start", turn_id=1)
+        with trace.transaction():
+            trace.emit("turn_start", turn_id=2)
+        assert trace.lines() == [] and trace.next_seq == 2
+    assert [json.loads(x)["data"]["turn_id"] for x in trace.lines()] == [1, 2]
+    with pytest.raises(KeyError), trace.transaction():
+        trace.emit("turn_start", turn_id=3)
+        with trace.transaction():
+            trace.emit("turn_start", turn_id=4)
+            raise KeyError("boom")
+    assert len(trace.lines()) == 2 and trace.next_seq == 2
+    with trace.transaction():
+        trace.emit("turn_start", turn_id=5)
+    assert [json.loads(x)["seq"] for x in trace.lines()] == [0, 1, 2]

