@@ -178,9 +178,14 @@ _LEFT_OUT_AFTER = re.compile(
 )
 # A bound whose rows are compared with the rest ("of the councils with mortality over 100, and of the
 # rest"): it splits the rows into two groups, it does not restrict them
-_THE_REST = re.compile(
-    r"\b(?:the\s+rest|the\s+others|all\s+others|everyone\s+else|everything\s+else|the\s+remaining\s+\w+\b(?!\s+(?:whose|with|that|where|which|who)\b))\b",
-    re.IGNORECASE,
+_REST = (
+    r"(?:the\s+rest|the\s+others|all\s+others|everyone\s+else|everything\s+else"
+    r"|the\s+remaining\s+\w+\b(?!\s+(?:whose|with|that|where|which|who)\b))"
+)
+_THE_REST = re.compile(rf"\b{_REST}\b", re.IGNORECASE)
+# a value set against the rest ("by race (black or not)", "North vs. the rest"): a split of the rows
+_AGAINST_THE_REST = re.compile(
+    rf"\W{{0,2}}\s*(?:or|vs\.?|versus|against)\s+(?:not|otherwise|others?|{_REST})\b", re.IGNORECASE
 )
 _REMOVED_AFTER = re.compile(
     r"\s+(?:was|were|has been|had been|have been)\s+(?:left out|removed|dropped|excluded|taken out)\b",
@@ -665,11 +670,7 @@ def scopes(
                 re.IGNORECASE,
             ):
                 continue
-            if re.match(
-                r"\W{0,2}\s*(?:or|vs\.?|versus|against)\s+(?:not|otherwise|the\s+rest|others?)\b",
-                clause[m.end() : m.end() + 30],
-                re.IGNORECASE,
-            ):
+            if _AGAINST_THE_REST.match(clause[m.end() : m.end() + 40]):
                 continue  # "by race (black or not)": the value against the rest, a split of the rows
             if _REMOVED_AFTER.match(clause[m.end() : m.end() + 40]):
                 continue  # "before Grand Rapids was left out": history of the data, not this turn's scope
