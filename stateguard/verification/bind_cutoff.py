@@ -26,7 +26,7 @@ import math
 from stateguard.inspection.code_model import MIRROR, Condition, Selection
 from stateguard.verification import probes, sql_edit
 from stateguard.verification.binder import Binder, Plan
-from stateguard.verification.requirements import Requirement
+from stateguard.verification.requirements import UNIT_SCALES, Requirement
 
 _ORDER_OPS = (">", ">=", "<", "<=")
 
@@ -35,11 +35,14 @@ def _year_like(value: float) -> bool:
     return value.is_integer() and 1800 <= abs(value) <= 2100
 
 
-_UNITS = (1e-3, 1e3, 1e-6, 1e6)  # a number said in units and written in thousands or millions, or back
-
-
-def _unit_scales(value: float, numbers: set[float]) -> list[float]:
-    return [s for s in _UNITS if any(math.isclose(abs(value) * s, abs(n)) for n in numbers)]
+def unit_scale(value: float, numbers: set[float]) -> float | None:
+    """The one power of ten (10^3 or 10^6, either way) that writes `value` as a number of `numbers`,
+    when none of them is `value` as said ("under $10,000" tested `< 10` on a column of thousands);
+    None when the value is written as said, or no scale or several fit."""
+    if any(math.isclose(abs(value), abs(n)) for n in numbers):
+        return None
+    scales = [s for s in UNIT_SCALES if any(math.isclose(abs(value) * s, abs(n)) for n in numbers)]
+    return scales[0] if len(scales) == 1 else None
 
 
 def scale_for(req: Requirement, literal: float) -> float:
@@ -50,8 +53,7 @@ def scale_for(req: Requirement, literal: float) -> float:
         return 1.0
     assert req.value is not None
     if not req.percent:
-        scales = [] if math.isclose(abs(req.value), abs(literal)) else _unit_scales(req.value, {literal})
-        return scales[0] if scales else 1.0
+        return unit_scale(req.value, {literal}) or 1.0
     return min((1.0, 0.01), key=lambda s: abs(math.log(abs(literal) / abs(req.value * s))))  # type: ignore[operator]
 
 
@@ -61,13 +63,11 @@ def in_code_scale(req: Requirement, numbers: set[float]) -> Requirement:
     one is it scaled by 10^3 or 10^6 either way, the requirement in that scale; else unchanged."""
     if req.kind != "comparison" or req.percent or not req.value:
         return req
-    if any(math.isclose(abs(req.value), abs(n)) for n in numbers):
+    scale = unit_scale(req.value, numbers)
+    if scale is None:
         return req
-    scales = _unit_scales(req.value, numbers)
-    if len(scales) != 1:
-        return req
-    upper = None if req.upper is None else req.upper * scales[0]
-    return req.model_copy(update={"value": req.value * scales[0], "upper": upper})
+    upper = None if req.upper is None else req.upper * scale
+    return req.model_copy(update={"value": req.value * scale, "upper": upper})
 
 
 def candidates(b: Binder, req: Requirement, bounds: list[float]) -> list[tuple[Selection, Condition, bool]]:

@@ -1,16 +1,19 @@
-"""A subset of rows the turn builds for itself and then never reads, while the answer reads the whole frame.
+"""A subset of rows or a row mask the turn builds and never reads, while the answer reads the whole frame.
 
     _kids = wives[wives["children"] == "present"]
     result = {..., "pct_kids_low_inc": 100 * wives["low_inc"].mean()}
 
-The facts are the dataflow of the turn's own code: a turn-local name (a leading underscore: scratch
-the next turn does not read) bound to a row selection of a frame (`P[cond]`, `P.loc[cond]`,
-`P.query(...)`), that no statement of the turn reads, and a frame `P` that later statements read
-without rebinding it. Nothing in the question is read. The turn is re-run with those later reads of
-`P` reading the subset, and a finding needs another answer (the answer gate): an unused subset that
-changes nothing (the same rows written twice) is no finding.
+The facts are the dataflow of the turn's own code: a name bound to a row selection of a frame
+(`P[cond]`, `P.loc[cond]`, `P.query(...)`) or to a mask of one frame's columns (`is_nl =
+bb["league86"] == "N"`), that no statement of the turn reads, and a frame `P` that later statements
+read without rebinding it. The turn's words are read only to leave alone a name they keep for later
+turns (in code quotes, `measured`, or after "table", "in", "as", ...); a scratch name (a leading
+underscore) is never kept. The turn is re-run with those later reads of `P` reading the subset (or
+`P[mask]`), and a finding needs another answer (the answer gate): an unused subset that changes
+nothing (the same rows written twice) is no finding. Exactly one such name in the turn, or none is
+read (two: which one was meant is open).
 
-    unused(code)    the one such subset with its edit (before, after), or None
+    unused(code, said)    the one such subset or mask with its edit (before, after), or None
 """
 
 from __future__ import annotations

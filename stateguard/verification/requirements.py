@@ -40,6 +40,8 @@ Function = Literal["mean", "median", "sum", "count", "nunique", "min", "max", "s
 MIRROR: dict[str, str] = {">": "<", "<": ">", ">=": "<=", "<=": ">=", "==": "==", "!=": "!="}
 # pandas' comparison methods (`s.ge(5)`) and the comparator each one is
 METHODS: dict[str, str] = {"ge": ">=", "le": "<=", "gt": ">", "lt": "<"}
+# a number said in units and written in thousands or millions, or the other way round
+UNIT_SCALES = (1e-3, 1e3, 1e-6, 1e6)
 # an ordering comparator as code writes it (not part of `->`, `=>`, `<>` or `!=`)
 CODE_COMPARATOR = r"(?:>=|<=|(?<![<>=!-])>(?!=)|<(?![=>]))"
 COMPLEMENT: dict[str, str] = {">": "<=", "<=": ">", "<": ">=", ">=": "<", "==": "!=", "!=": "=="}

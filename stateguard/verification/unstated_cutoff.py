@@ -33,7 +33,7 @@ from stateguard.verification.extract import (
     _RANGE,
     _WORDNUM,
 )
-from stateguard.verification.requirements import CODE_COMPARATOR, METHODS, Kind, Requirement
+from stateguard.verification.requirements import CODE_COMPARATOR, METHODS, UNIT_SCALES, Kind, Requirement
 
 _NUMBER = r"\d+(?:\.\d+)?"
 _OP = CODE_COMPARATOR
@@ -84,16 +84,14 @@ _TENS = {
     w: 10 * i
     for i, w in enumerate(["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"], 2)
 }
-_UNITS = {
-    w: i for i, w in enumerate(["one", "two", "three", "four", "five", "six", "seven", "eight", "nine"], 1)
-}
+_ONES = {w: i for w, i in _WORDNUM.items() if i <= 9 and not w.endswith("ce")}  # one..nine, not once/twice
 _LARGE = re.compile(
     r"\b(?:(?P<teen>"
     + "|".join(_TEENS)
     + r")|(?P<tens>"
     + "|".join(_TENS)
     + r")(?:[-\s](?P<unit>"
-    + "|".join(_UNITS)
+    + "|".join(_ONES)
     + r"))?)\b",
     re.IGNORECASE,
 )
@@ -111,7 +109,7 @@ class Changed:
 def _forms(x: float, pct: bool) -> list[float]:
     """The literals code may write for a number: as said, in thousands or millions, and a percentage
     as a fraction or a factor."""
-    out = [x, x / 1e3, x * 1e3, x / 1e6, x * 1e6]
+    out = [x, *(x * s for s in UNIT_SCALES)]
     return out + [x / 100, 1 + x / 100, 1 - x / 100] if pct else out
 
 
@@ -191,7 +189,7 @@ def mentioned(texts: list[str]) -> set[float]:
             if m.group("teen"):
                 out.add(float(_TEENS[m.group("teen").lower()]))
             else:
-                unit = _UNITS[m.group("unit").lower()] if m.group("unit") else 0
+                unit = _ONES[m.group("unit").lower()] if m.group("unit") else 0
                 out.add(float(_TENS[m.group("tens").lower()] + unit))
     return out
 

@@ -171,9 +171,9 @@ class SemanticConfig(BaseModel):
     )
     dead_subsets: bool = Field(
         default=True,
-        description="A subset of rows the turn builds under a scratch name and never reads, while later "
-        "statements read the whole frame (`dead_subsets.py`): the turn re-run with those reads taking the "
-        "subset must report another answer.",
+        description="A subset of rows or a row mask the turn builds and never reads (a name its words do "
+        "not keep for later turns), while later statements read the whole frame (`dead_subsets.py`): the "
+        "turn re-run with those reads taking the subset must report another answer.",
     )
     unstated_cutoffs: bool = Field(
         default=True,
@@ -789,8 +789,9 @@ class SemanticVerifier:
         _add_text_rerun(plan, req, note, code, edit, "unstated_cutoff", unstated_cutoff.PROBE, "threshold")
 
     def _dead_subset(self, code: str, said: str, plan: Plan) -> None:
-        """A re-run item for the one subset of rows the turn builds and never reads while later
-        statements read its frame whole (`dead_subsets.py`); the answer gate must see the answer change."""
+        """A re-run item for the one subset of rows or row mask the turn builds and never reads while
+        later statements read its frame whole (`dead_subsets.py`); the answer gate must see the answer
+        change."""
         found = dead_subsets.unused(code, said)
         if found is None:
             return
