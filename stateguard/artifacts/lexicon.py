@@ -131,6 +131,7 @@ LEXICON = Lexicon(
         _c(">=", "no less than", "not less than", "no fewer than", "a minimum of", "minimum of"),
         _c(">=", "at or above", "at or over", "equal to or greater than", "equal to or more than"),
         _c(">=", "greater than or equal to", "more than or equal to", "equal to or above"),
+        _c(">=", "reaching", "reaches", "reached", "reach"),  # "reach 1.5 times their median"
         _c(">=", ">=", "≥", core=True),
         _c("<=", "at most", core=True),
         _c("<=", "no more than", "not more than", "up to", "a maximum of", "maximum of"),

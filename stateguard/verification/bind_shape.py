@@ -548,10 +548,22 @@ def _merge_as_stated(call: str, how: str) -> str | None:
     return f"{text[:-1]}, how={how!r})"
 
 
+# the window's first ORDER BY key and its direction; later keys are tie-breaks (`ORDER BY income DESC, hh`)
 _WINDOW_ORDER = re.compile(
-    r"OVER\s*\((?:PARTITION BY [^)]*?)?ORDER BY\s+([^),]+?)(\s+DESC)?\s*(?:NULLS \w+\s*)?\)", re.IGNORECASE
+    r"OVER\s*\((?:PARTITION BY [^)]*?)?ORDER BY\s+([^),]+?)(\s+DESC)?\s*(?:NULLS \w+\s*)?(?:,[^()]*)?\)",
+    re.IGNORECASE,
 )
+_WINDOW_ALIAS = re.compile(r"\bOVER\s*\((?:[^()]|\([^()]*\))*\)\s+AS\s+([A-Za-z_]\w*)", re.IGNORECASE)
 _POSITION = re.compile(r"rank|position|row_?num|ordinal|\bpos\b|^\d+$", re.IGNORECASE)
+
+
+def _turn_window(sql: str, descending: bool) -> str | None:
+    """The SQL with its one window's first ORDER BY key put the stated way round."""
+    m = _WINDOW_ORDER.search(sql)
+    if m is None or len(_WINDOW_ORDER.findall(sql)) != 1:
+        return None
+    key_end = m.end(2) if m.group(2) else m.end(1)
+    return sql[: m.end(1)] + (" DESC" if descending else "") + sql[key_end:]
 
 
 def order(b: Binder, req: Requirement, plan: Plan) -> None:
@@ -560,12 +572,26 @@ def order(b: Binder, req: Requirement, plan: Plan) -> None:
         plan.unverified.append(req)
         return
     windows = [bool(m.group(2)) for s in b.sem.selections for m in _WINDOW_ORDER.finditer(s.sql)]
-    positional = any(s.order and _POSITION.search(s.order[0][0]) for s in ranked)
+    # a rank column: named like one, or the alias of a window (`ROW_NUMBER() OVER (...) AS rk`)
+    ranks = {m.lower() for s in b.sem.selections for m in _WINDOW_ALIAS.findall(s.sql)}
+    positional = any(s.order and (_POSITION.search(s.order[0][0]) or s.order[0][0].lower() in ranks) for s in ranked)
     # A rank computed in a window (RANK() OVER (ORDER BY x DESC)) then read in ascending rank order
     # is "highest first": the direction lives in the window, not in the final ORDER BY.
     if (windows and req.descending in windows) or (positional and not windows):
         plan.notes.append(f"{req.describe()}: the code ranks through a rank column")
         return
+    texts = {m.group(0) for s in b.sem.selections for m in _WINDOW_ORDER.finditer(s.sql)}
+    if positional and len(texts) == 1 and b.con:
+        # the rank column's one window runs the other way (a subquery is listed with the statement
+        # around it): the statement that runs it is re-run with the window the stated way round
+        sel = max((s for s in b.sem.selections if _WINDOW_ORDER.search(s.sql)), key=lambda s: len(s.sql))
+        fixed = _turn_window(sel.sql, req.descending)
+        if fixed is not None:
+            plan.notes.append(f"{req.describe()}: the code ranks through a rank column ordered the other way")
+            site = probes.rerun_probe(b.con, sel.sql, fixed)
+            edit = probes.SpanEdit(kind="sql", before=sel.sql, after=fixed)
+            plan.items.append(b.item(req, "ranking", site, b.variables(sel), "order", edit=edit))
+            return
     for sel in ranked:
         direction_ok = not sel.order or sel.order[0][1] == req.descending
         count_ok = req.k is None or sel.limit in (None, req.k) or (req.k == 1 and sel.limit is not None)

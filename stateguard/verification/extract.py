@@ -36,10 +36,17 @@ _WORDNUM = {
     w: i
     for i, w in enumerate(["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"], 1)
 } | {"once": 1, "twice": 2, "thrice": 3}  # "saw a physician at least twice"
+# "sixteen or more years", "under forty": whole tens only, not the start of "twenty-five"
+_WORDNUM |= {
+    w: i
+    for i, w in enumerate(
+        ["eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"], 11
+    )
+} | {w: 10 * i for i, w in enumerate(["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"], 2)}
 _NUM = (  # an amount of money keeps its number: "less than $10,000"
-    r"(?:[$€£]\s?)?(?P<num>-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?|\b(?:"
+    r"(?:[$€£]\s?)?(?P<num>-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?|(?<!-)\b(?:"
     + "|".join(_WORDNUM)
-    + r")\b)(?P<pct>\s*(?:%|percent\b))?"
+    + r")\b(?![-\s](?:one|two|three|four|five|six|seven|eight|nine)\b))(?P<pct>\s*(?:%|percent\b))?"
 )
 _PREFIX_OPS = [
     (LEXICON.pattern(LEXICON.comparator_phrases(op=op)), op) for op in (">=", "<=", ">", "<")

@@ -15,6 +15,7 @@ stated, and a finding needs other values and a changed answer (the answer gate).
 
 from __future__ import annotations
 
+import ast
 import re
 import textwrap
 from dataclasses import dataclass
@@ -28,20 +29,36 @@ from stateguard.verification.vocabulary import Vocabulary, resolve_column
 
 # "of its own SOUTH group", "of the student's own teaching method", "of its size class"
 _OWN = re.compile(
-    r"\bof\s+(?:its|their|his|her|the\s+[a-z]+'s)\s+(?:own\s+)?(?P<words>[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*){0,2})",
+    r"\b(?:of|for|within)\s+(?:its|their|his|her|the\s+[a-z]+'s)\s+(?:own\s+)?"
+    r"(?P<words>[A-Za-z][\w'-]*(?:\s+[A-Za-z][\w'-]*){0,2})",
     re.IGNORECASE,
 )
-# "the median ratio of the districts with the same grade span", "of the patients from the same state"
+# "the median ratio of the districts with the same grade span", "of the patients from the same state",
+# "of all wives whose husbands have the same occupation code"
 _SAME = re.compile(
-    r"\b(?:with|from|in|of|for|sharing)\s+the\s+same\s+(?P<words>[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*){0,2})",
+    r"\b(?:with|from|in|of|for|sharing|shares?|ha(?:ve|s|ving))\s+the\s+same\s+"
+    r"(?P<words>[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*){0,2})",
+    re.IGNORECASE,
+)
+# "three times their mode's median price", "its own district's average": the group, then the statistic
+_POSSESSIVE = re.compile(
+    r"\b(?:its|their|his|her)\s+(?:own\s+)?(?P<words>[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*){0,2}?)'s\s+"
+    r"(?:own\s+)?(?:median|mean|average|typical)\b",
     re.IGNORECASE,
 )
 _WHOLE = re.compile(
     r"\b(?:over|across|on)\s+the\s+(?:whole|entire|full)\s+(?:series|file|data(?:set)?|table|sample|period)\b",
     re.IGNORECASE,
 )
+# words that end a group phrase: the clause goes on after them
+_CLAUSE_WORDS = {
+    "yet", "and", "or", "but", "who", "whose", "that", "which", "than", "while", "without", "with", "to",
+    "in", "on", "at", "for", "of", "is", "are", "was", "were", "as", "by", "from", "when", "where", "if",
+}
 # words of the group phrase that name no column ("group", "class" after the column's own word)
-_GROUP_NOUNS = {"group", "groups", "class", "classes", "category", "categories", "kind", "type", "band"}
+_GROUP_NOUNS = {
+    "group", "groups", "class", "classes", "category", "categories", "kind", "type", "band", "code", "codes",
+}
 
 
 @dataclass(frozen=True)
@@ -81,8 +98,11 @@ def stated_group(rule: str, columns: list[str]) -> Stated | None:
     """The group the rule's statistic is taken over, when the rule says it one way only."""
     whole = _WHOLE.search(rule)
     found: list[tuple[str, str]] = []
-    for m in [*_OWN.finditer(rule), *_SAME.finditer(rule)]:
-        words = m.group("words").split()
+    for m in [*_OWN.finditer(rule), *_SAME.finditer(rule), *_POSSESSIVE.finditer(rule)]:
+        words = re.sub(r"'s\b", "", m.group("words")).split()
+        # the phrase ends where the clause goes on ("for their husband's occupation yet work ...")
+        cut = next((i for i, w in enumerate(words) if w.lower() in _CLAUSE_WORDS), len(words))
+        words = words[:cut]
         # the shortest run of leading words that names exactly one column ("income class" -> klass?
         # no; "SOUTH group" -> south)
         for n in range(1, len(words) + 1):
@@ -201,3 +221,148 @@ def requirement(stated: Stated) -> Requirement:
         subject=[stated.column] if stated.column else ["whole series"],
         keys=[stated.column] if stated.column else ["the whole series"],
     )
+
+
+@dataclass(frozen=True)
+class Joined:
+    """A group statistic computed apart and joined or looked up back onto the rows: `WITH m AS
+    (SELECT k, MEDIAN(x) ... GROUP BY k) ... JOIN m USING (k)`, or `med = f.groupby("k")["x"].median()`
+    then `rows["k"].map(med)` / `rows.join(med, on="k")`."""
+
+    keys: list[str]
+    before: str
+    after: str  # the same text grouped and joined by the stated column only
+    sel: Selection | None  # SQL: the query re-run as `after`; pandas: None (a text edit of the cell)
+    names: list[str]  # pandas: the names the edited statements assign
+
+
+# pandas: `name = frame.groupby(<keys>)[...].median()` (any statistic but a per-row transform)
+_GROUP_STAT = re.compile(
+    r"^[ \t]*(?P<name>[A-Za-z_]\w*)\s*=\s*[A-Za-z_]\w*\.groupby\(\s*(?P<keys>([\"'])\w+\3|\[[^\]\n]*\])\s*\)(?P<rest>[^\n]*)$",
+    re.M,
+)
+_STAT_CALL = re.compile(r"\.(?:median|mean|std|min|max|sum|quantile|agg|aggregate)\(")
+
+
+def joined_site(code: str, sem: CodeSemantics, stated: Stated) -> Joined | None:
+    """The turn's one group statistic joined back onto the rows, when it is grouped by other keys
+    than the stated group; None when the turn has a window or a transform (`code_site` reads those),
+    none or several such statistics, or one grouped by the stated column."""
+    if stated.column is None or re.search(r"\bOVER\s*\(|\.transform\(", code, re.IGNORECASE):
+        return None
+    found: list[Joined] = []
+    sqls = [sel for sel in sem.selections if sel.language == "sql" and sel.sql]
+    for sel in sqls:
+        if any(sel.sql in other.sql and other is not sel and len(other.sql) > len(sel.sql) for other in sqls):
+            continue  # a subquery listed apart from the statement that runs it
+        hit = _sql_joined(sel.sql, stated.column)
+        if hit is not None:
+            found.append(Joined(hit[0], sel.sql, hit[1], sel, []))
+    mapped = _mapped(code, stated.column)
+    if mapped is not None:
+        found.append(mapped)
+    if len(found) != 1 or [k.lower() for k in found[0].keys] == [stated.column.lower()]:
+        return None
+    return found[0]
+
+
+def _sql_joined(sql: str, column: str) -> tuple[list[str], str] | None:
+    tree = _parse(sql)
+    if tree is None:
+        return None
+    ctes = {c.alias_or_name.lower(): c.this for c in tree.find_all(exp.CTE)}
+    sites = []
+    for join in tree.find_all(exp.Join):
+        target = join.this
+        inner = target.this if isinstance(target, exp.Subquery) else None
+        if isinstance(target, exp.Table):
+            inner = ctes.get(target.name.lower())
+        group = inner.args.get("group") if isinstance(inner, exp.Select) else None
+        if group is None or not any(e.find(exp.AggFunc) for e in inner.expressions):
+            continue
+        if not all(isinstance(g, exp.Column) for g in group.expressions):
+            return None
+        keys = [g.name for g in group.expressions]
+        using, on = join.args.get("using"), join.args.get("on")
+        if using:
+            joined = [i.name for i in using]
+        elif on is not None:
+            terms = list(on.flatten()) if isinstance(on, exp.And) else [on]
+            if not all(
+                isinstance(t, exp.EQ)
+                and isinstance(t.this, exp.Column)
+                and isinstance(t.expression, exp.Column)
+                and t.this.name.lower() == t.expression.name.lower()
+                for t in terms
+            ):
+                return None  # a join on anything but equal keys: not read
+            joined = [t.this.name for t in terms]
+        else:
+            return None
+        if {k.lower() for k in joined} - {k.lower() for k in keys}:
+            return None
+        sites.append((join, inner, keys))
+    if len(sites) != 1:
+        return None
+    join, inner, keys = sites[0]
+    if [k.lower() for k in keys] == [column.lower()]:
+        return keys, sql
+    low = {k.lower() for k in keys}
+    kept = [e for e in inner.expressions if not (isinstance(e, exp.Column) and e.name.lower() in low)]
+    inner.set("expressions", [exp.column(column), *kept])
+    inner.set("group", exp.Group(expressions=[exp.column(column)]))
+    if join.args.get("using"):
+        join.set("using", [exp.to_identifier(column)])
+    else:
+        on = join.args["on"]
+        first = next(iter(on.flatten())) if isinstance(on, exp.And) else on
+        left, right = first.this, first.expression
+        join.set(
+            "on",
+            exp.EQ(
+                this=exp.column(column, table=left.table or None),
+                expression=exp.column(column, table=right.table or None),
+            ),
+        )
+    return keys, tree.sql(dialect="duckdb")
+
+
+def _keys_of(text: str) -> list[str] | None:
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return None
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return list(value)
+    return None
+
+
+def _mapped(code: str, column: str) -> Joined | None:
+    stats = [m for m in _GROUP_STAT.finditer(code) if _STAT_CALL.search(m.group("rest"))]
+    if len(stats) != 1:
+        return None
+    m = stats[0]
+    keys = _keys_of(m.group("keys"))
+    name = re.escape(m.group("name"))
+    lookups = [
+        *re.finditer(rf"\[\s*(?P<k>([\"'])\w+\2)\s*\]\s*\.map\(\s*{name}\s*\)", code),
+        *re.finditer(rf"\.join\(\s*{name}\s*,\s*on\s*=\s*(?P<k>([\"'])\w+\2|\[[^\]\n]*\])", code),
+    ]
+    if keys is None or len(lookups) != 1 or lookups[0].start() < m.end():
+        return None
+    look = lookups[0]
+    if _keys_of(look.group("k")) != keys:
+        return None
+    before = code[m.start("keys") : look.end("k")]
+    after = repr(column) + code[m.end("keys") : look.start("k")] + repr(column)
+    names = [m.group("name")]
+    line = code[code.rfind("\n", 0, look.start()) + 1 : look.start()]
+    assigned = re.match(r"\s*([A-Za-z_]\w*)\s*=(?!=)", line)
+    if assigned and assigned.group(1) not in names:
+        names.append(assigned.group(1))
+    return Joined(keys, before, after, None, names)
+
+
+PROBE = "_v = True\n_o = {'group_statistic_rejoined_over_the_stated_group': True}"

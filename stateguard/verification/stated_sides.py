@@ -33,7 +33,10 @@ _OTHER_SIDE = re.compile(
     r"aside|throw\w*\s+out|left)\b",
     re.IGNORECASE,
 )
-_BOTH_SIDES = re.compile(r"\bWHEN\b|\bwhere\(|\bselect\(|\bif\b.*\belse\b|\bcut\(", re.IGNORECASE)
+_BOTH_SIDES = re.compile(r"\bwhere\(|\bselect\(|\bif\b.*\belse\b|\bcut\(", re.IGNORECASE)
+# a SQL CASE labels both sides of the comparisons inside it only: `SUM(CASE WHEN child5 > 0 ...) ...
+# WHERE education >= 16` tests 16 on one side
+_CASE = re.compile(r"\bCASE\b.*?(?:\bEND\b|\Z)", re.IGNORECASE | re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,11 @@ def _side_of(m: re.Match[str]) -> str:
     return MIRROR[op] if m.start("k") < m.start("op") else op
 
 
+def _in_case(text: str, at: int) -> bool:
+    """Is position `at` of the code inside a SQL `CASE ... END` (on one line or several)?"""
+    return any(m.start() <= at < m.end() for m in _CASE.finditer(text))
+
+
 def flipped(said: str, code: str) -> Flipped | None:
     text = _code_text(code)
     lines = text.splitlines()
@@ -85,7 +93,7 @@ def flipped(said: str, code: str) -> Flipped | None:
             if "op" in m.groupdict() and _has({k}, x, pct) and (k < 0) == (x < 0)
         ]
         line_of = [text.count("\n", 0, m.start()) for _, m in at]
-        if len(at) != 1 or _BOTH_SIDES.search(lines[line_of[0]]):
+        if len(at) != 1 or _BOTH_SIDES.search(lines[line_of[0]]) or _in_case(text, at[0][1].start()):
             continue
         before, m = at[0]
         side = _side_of(m)

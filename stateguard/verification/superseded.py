@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from stateguard.artifacts.lexicon import LEXICON
 from stateguard.inspection.code_model import CodeSemantics
@@ -35,18 +36,24 @@ KIND = "superseded_definition"
 _PANDAS_FLAG = re.compile(
     r"^[ \t]*([A-Za-z_]\w*)\[\s*[\"']([A-Za-z_]\w*)[\"']\s*\]\s*=(?!=)\s*(.+?)\s*$", re.M
 )
-_BOOLEAN = re.compile(r"(?:[<>]=?|[=!]=)|\bAND\b|\bOR\b|\bNOT\b|\.between\(|\.isin\(", re.IGNORECASE)
+_BOOLEAN = re.compile(
+    r"(?:[<>]=?|[=!]=)|\bAND\b|\bOR\b|\bNOT\b|\.between\(|\.isin\(|\.(?:ge|gt|le|lt|eq|ne)\(", re.IGNORECASE
+)
 # Words that point at a version of a rule other than the one in force: the turn means that one.
 _EARLIER = re.compile(rf"\b(?:{'|'.join(LEXICON.earlier_version)})\b", re.IGNORECASE)
 # Tokens of an expression: a pandas column access, a (qualified) SQL name, a number, an operator.
+# pandas' comparison methods (`wage.ge(2.0)`) are read as the operator they stand for, so a rule
+# defined as `males.wage.ge(2.0)` and written out as `late["wage"] >= 2.0` is the same rule.
 _TOKEN = re.compile(
-    r"(?P<col>(?P<frame>[A-Za-z_]\w*)\[\s*[\"'](?P<name>[^\"'\]]+)[\"']\s*\])"
+    r"\.(?P<meth>ge|gt|le|lt|eq|ne)\s*\("
+    r"|(?P<col>(?P<frame>[A-Za-z_]\w*)\[\s*[\"'](?P<name>[^\"'\]]+)[\"']\s*\])"
     r"|(?P<qual>(?:(?P<alias>[A-Za-z_]\w*)\.)?(?P<ident>[A-Za-z_]\w*))"
     r"|(?P<num>\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)"
     r"|(?P<op>>=|<=|==|!=|<>|>|<|=|&|\||~|\+|-|\*|/|%)"
 )
 _WORD_OPS = {"and": "and", "or": "or", "not": "not"}
 _SYMBOL_OPS = {"&": "and", "|": "or", "~": "not", "<>": "!=", "=": "=="}
+_METHOD_OPS = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<", "eq": "==", "ne": "!="}
 
 
 @dataclass(frozen=True)
@@ -62,7 +69,9 @@ class Token:
 def tokens(text: str) -> list[Token]:
     out: list[Token] = []
     for m in _TOKEN.finditer(text):
-        if m.group("col"):
+        if m.group("meth"):
+            out.append(Token("op", _METHOD_OPS[m.group("meth")], m.start(), m.end()))
+        elif m.group("col"):
             out.append(Token("col", m.group("name").lower(), m.start(), m.end(), m.group("frame"), True))
         elif m.group("qual"):
             ident = m.group("ident")
@@ -166,15 +175,42 @@ def _sql_flags(sql: str) -> list[tuple[str, str]]:
     if not isinstance(tree, exp.Select):
         return []
     out = []
-    for item in tree.expressions:
+    items = list(tree.expressions)
+    for star in tree.expressions:  # `SELECT * REPLACE (kappa > 2 AS raised)` redefines `raised`
+        if isinstance(star, exp.Star):
+            items.extend(star.args.get("replace") or [])
+    for item in items:
         if not isinstance(item, exp.Alias):
             continue
-        body = item.this
+        written = _case_condition(item.this) or item.this
+        body = written
         while isinstance(body, (exp.Paren, exp.Coalesce)):
             body = body.this
         if isinstance(body, (exp.Predicate, exp.Connector, exp.Not)):
-            out.append((item.alias, item.this.sql(dialect="duckdb")))
+            out.append((item.alias, written.sql(dialect="duckdb")))
     return out
+
+
+def _case_condition(node: Any) -> Any:
+    """`CASE WHEN p THEN TRUE ELSE FALSE END` (or `THEN 1 ELSE 0`, or `IF(p, TRUE, FALSE)`, which
+    sqlglot reads as the same CASE) is the flag `p` written longhand: its condition, else None."""
+    from sqlglot import exp
+
+    if not isinstance(node, exp.Case) or node.this is not None or len(node.args.get("ifs") or []) != 1:
+        return None
+    when = node.args["ifs"][0]
+    default = node.args.get("default")
+
+    def value(v: Any) -> str | None:
+        if isinstance(v, exp.Boolean):
+            return "1" if v.this else "0"
+        if isinstance(v, exp.Literal) and not v.is_string and v.this in ("0", "1"):
+            return str(v.this)
+        return None
+
+    if value(when.args.get("true")) != "1" or (default is not None and value(default) != "0"):
+        return None
+    return when.this
 
 
 def _assigned(code: str, sem: CodeSemantics) -> set[str]:
@@ -191,6 +227,16 @@ def _find(shape: tuple[tuple[str, str | float], ...], code_tokens: list[Token]) 
         ):
             hits.append((i, i + n))
     return hits
+
+
+def _closed(code: str, start: int, end: int) -> str:
+    """code[start:end], with the closing parentheses of a comparison method it opens
+    (`wage.ge(2.0` takes its `)`) when they follow directly."""
+    text = code[start:end]
+    while text.count("(") > text.count(")") and code[start + len(text) :].lstrip().startswith(")"):
+        rest = code[start + len(text) :]
+        text += rest[: len(rest) - len(rest.lstrip()) + 1]
+    return text
 
 
 def _balanced(text: str) -> bool:
@@ -290,7 +336,7 @@ class FlagHistory:
                 if len(hits) != 1:
                     continue  # not written out, or in several places: which one answers is not known
                 first, last = code_tokens[hits[0][0]], code_tokens[hits[0][1] - 1]
-                before = code[first.start : last.end]
+                before = _closed(code, first.start, last.end)
                 if not _balanced(before):
                     continue
                 # `adults.assign(heavy=adults["spend"] >= 300)`: the old rule put in the flag's place
@@ -344,7 +390,7 @@ class FlagHistory:
                 if len(hits) != 1:
                     continue
                 first, last = code_tokens[hits[0][0]], code_tokens[hits[0][1] - 1]
-                before = code[first.start : last.end]
+                before = _closed(code, first.start, last.end)
             after = (
                 old.text
                 if old.sql or old.holder == now.holder

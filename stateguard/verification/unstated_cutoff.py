@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from stateguard.verification.extract import (
     _BETWEEN,
+    _NUM,
     _POSTFIX,
     _POSTFIX_DIRS,
     _PREFIX,
@@ -55,6 +56,13 @@ _ENDS = [
 # "more than half", "at least half": 50 percent
 HALF = re.compile(
     r"\b(?P<phrase>" + "|".join(f"(?:{p})" for p, _ in _PREFIX_OPS) + r")\s+(?:a\s+)?half\b", re.IGNORECASE
+)
+# a comparator, then the line it is against named before its number: "above the laboratory's
+# reference limit of 1.94", "under the poverty line of $12,000"
+_NAMED_LINE = re.compile(
+    r"\b(?P<phrase>" + "|".join(f"(?:{p})" for p, _ in _PREFIX_OPS) + r")\s+(?:the|a|an|its|their)\s+"
+    r"(?:[\w'-]+\s+){0,4}?(?:limit|threshold|cut-?off|line|mark|level|bar|ceiling|floor)\s+(?:of|at)\s+" + _NUM,
+    re.IGNORECASE,
 )
 _ROUNDING = re.compile(
     r"(?:\b\w*round\w*|\bprint_result)\s*\((?:[^()]|\([^()]*\))*?,\s*\d+\s*\)|\.round\(\s*\d+\s*\)"
@@ -153,6 +161,9 @@ def bounds(text: str) -> list[tuple[float, bool, str | None, str]]:
     for m in _POSTFIX.finditer(text):
         if (x := _value(m.group("num"))) is not None:
             out.append((x, bool(m.group("pct")), _POSTFIX_DIRS.get(m.group("dir").lower()), m.group(0)))
+    for m in _NAMED_LINE.finditer(text):
+        if (x := _value(m.group("num"))) is not None and (op := _op_of(m.group("phrase"))) is not None:
+            out.append((x, bool(m.group("pct")), op, m.group(0)))
     out += [(50.0, True, _op_of(m.group("phrase")), m.group(0)) for m in HALF.finditer(text)]
     for m in _BETWEEN.finditer(text):
         for end in (m.group("num"), m.group("num2")):

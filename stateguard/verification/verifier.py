@@ -515,7 +515,7 @@ class SemanticVerifier:
         if self.config.outside_ranges:
             self._outside(question, code, plan)
         if self.config.rule_windows:
-            self._rule_windows(_own_context(turn), sem, later, plan)
+            self._rule_windows(f"{_own_context(turn)}\n{question}", code, sem, later, plan)
         if self.config.rule_multiples:
             self._rule_multiples(f"{_own_context(turn)}\n{question}", code, plan)
         if self.config.repeated_keys:
@@ -800,17 +800,36 @@ class SemanticVerifier:
         edit = (found.before, found.after)
         _add_text_rerun(plan, req, note, code, edit, "dead_subset", dead_subsets.PROBE, "scope")
 
-    def _rule_windows(self, rule: str, sem: CodeSemantics, later: frozenset[str], plan: Plan) -> None:
+    def _rule_windows(
+        self, rule: str, code: str, sem: CodeSemantics, later: frozenset[str], plan: Plan
+    ) -> None:
         """A re-run item for the turn's one per-row statistic taken over other keys than its own
-        rule states (`rule_windows.py`); the answer gate must then see the answer change."""
-        stated = rule_windows.stated_group(rule, rule_windows.groupable(self.vocab)) if rule else None
+        rule states (`rule_windows.py`), or for its one group statistic joined back onto the rows
+        over other keys; the answer gate must then see the answer change."""
+        stated = rule_windows.stated_group(rule, rule_windows.groupable(self.vocab)) if rule.strip() else None
         site = rule_windows.code_site(sem, stated) if stated else None
-        if stated is None or site is None:
+        if stated is None:
+            return
+        binder = RequirementBinder(sem, self.vocab, later)
+        if site is None:
+            joined = rule_windows.joined_site(code, sem, stated)
+            if joined is None:
+                return
+            req = rule_windows.requirement(stated)
+            note = f"the code groups the statistic it joins back by {', '.join(joined.keys)}"
+            if joined.sel is not None:
+                plan.requirements.append(req)
+                plan.notes.append(f"{req.describe()}: {note}")
+                binder.add_rerun(req, joined.sel, joined.after, "grouping", plan, needs_changed=True)
+                return
+            edit = (joined.before, joined.after)
+            _add_text_rerun(
+                plan, req, note, code, edit, "rule_window", rule_windows.PROBE, "grouping", names=joined.names
+            )
             return
         req = rule_windows.requirement(stated)
         plan.requirements.append(req)
         plan.notes.append(f"{req.describe()}: the code takes it over {', '.join(site.keys) or 'every row'}")
-        binder = RequirementBinder(sem, self.vocab, later)
         if site.sel.language == "sql":
             binder.add_rerun(req, site.sel, site.fixed, "grouping", plan, needs_changed=True)
             return
@@ -1144,13 +1163,14 @@ def _add_text_rerun(
     check: str,
     probe: str,
     status: str,
+    names: list[str] | None = None,
 ) -> None:
     """The requirement, its note and a probe item whose finding needs the turn, re-run with one piece
-    of its text replaced (`edit`: before, after), to report another answer; localized to the names
-    the statements holding that text assign."""
+    of its text replaced (`edit`: before, after), to report another answer; localized to `names`, or
+    to the names the statements holding that text assign."""
     plan.requirements.append(req)
     plan.notes.append(f"{req.describe()}: {note}")
-    names = _assigned_by(code, edit[0]) or ["result"]
+    names = names or _assigned_by(code, edit[0]) or ["result"]
     span = probes.SpanEdit(kind="text", before=edit[0], after=edit[1])
     _add_item(plan, req, check, probe, names, status, span, needs_changed=True)
 
