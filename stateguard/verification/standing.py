@@ -38,14 +38,16 @@ _STANDING = re.compile(
     r"henceforth|in\s+(?:all|every)\s+(?:later|following|remaining)\s+\w+|from\s+this\s+(?:turn|step|question)\s+on|"
     r"(?:in|for|across|through)\s+(?:all\s+|every\s+|each\s+)?(?:of\s+)?(?:the\s+)?(?:later|following|remaining|subsequent|coming)\s+"
     r"(?:questions?|turns?|steps?|parts?|analys[ie]s|work|tasks?)|going\s+forward|for\s+good|in\s+what\s+follows|"
+    r"(?:every|each|all)\s+(?:later\s+|following\s+|other\s+)?(?:questions?|turns?|steps?|parts?)\s+(?:after|following|beyond)\s+(?:this|here|now)(?:\s+one)?|"
     r"(?:through|till|to)\s+the\s+(?:very\s+)?end(?:\s+of\s+(?:this|the|our)\s+(?:analysis|work|session|task|study|report|project))?(?!\s+of\b)|"
     r"from\s+now\s+(?:until|till|to)\b|(?:in|for)\s+(?:all|every|each)\s+\w+\s+that\s+follows?|"
     r"(?:in|for)\s+(?:everything|all)\s+that\s+follows|(?:in|for)\s+(?:everything|all|anything)\s+(?:after|from)\s+(?:this|here|now)\b|until\s+(?:we\s+(?:finish|are\s+done)|the\s+(?:very\s+)?end(?:\s+of\s+(?:this|the|our)\s+(?:analysis|work|session|task|study|report|project))?(?!\s+of\b)))\b",
     re.IGNORECASE,
 )
 _BACK_IN = re.compile(  # "how old are they" asks an age, it points at no old version; "do the table
-    # again" repeats work, "with them again" / "count them again" brings rows back
-    rf"\b(?<!\bhow\s)(?:{'|'.join([*LEXICON.restoration, *LEXICON.earlier_version])}|includ\w*|whole|entire|full|"
+    # again" repeats work, "with them again" / "count them again" brings rows back; "full-year" and
+    # "full-time" name a kind of row, not the full table
+    rf"\b(?<!\bhow\s)(?:{'|'.join([*LEXICON.restoration, *LEXICON.earlier_version])}|includ\w*|(?:whole|entire|full)(?!-)|"
     rf"(?:with|add\w*|count\w*|put\w*|let\w*|allow\w*)\b[^.;,]{{0,30}}\bagain)\b",
     re.IGNORECASE,
 )
