@@ -359,7 +359,7 @@ def _mapped(code: str, column: str) -> Joined | None:
     after = repr(column) + code[m.end("keys") : look.start("k")] + repr(column)
     names = [m.group("name")]
     line = code[code.rfind("\n", 0, look.start()) + 1 : look.start()]
-    assigned = re.match(r"\s*([A-Za-z_]\w*)\s*=(?!=)", line)
+    assigned = re.match(r"\s*([A-Za-z_]\w*)(?:\[[^\]]*\])?\s*=(?!=)", line)
     if assigned and assigned.group(1) not in names:
         names.append(assigned.group(1))
     return Joined(keys, before, after, None, names)

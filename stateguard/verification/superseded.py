@@ -196,10 +196,12 @@ def _case_condition(node: Any) -> Any:
     sqlglot reads as the same CASE) is the flag `p` written longhand: its condition, else None."""
     from sqlglot import exp
 
-    if not isinstance(node, exp.Case) or node.this is not None or len(node.args.get("ifs") or []) != 1:
+    if isinstance(node, exp.If):
+        when, default = node, node.args.get("false")
+    elif isinstance(node, exp.Case) and node.this is None and len(node.args.get("ifs") or []) == 1:
+        when, default = node.args["ifs"][0], node.args.get("default")
+    else:
         return None
-    when = node.args["ifs"][0]
-    default = node.args.get("default")
 
     def value(v: Any) -> str | None:
         if isinstance(v, exp.Boolean):
