@@ -574,7 +574,9 @@ def order(b: Binder, req: Requirement, plan: Plan) -> None:
     windows = [bool(m.group(2)) for s in b.sem.selections for m in _WINDOW_ORDER.finditer(s.sql)]
     # a rank column: named like one, or the alias of a window (`ROW_NUMBER() OVER (...) AS rk`)
     ranks = {m.lower() for s in b.sem.selections for m in _WINDOW_ALIAS.findall(s.sql)}
-    positional = any(s.order and (_POSITION.search(s.order[0][0]) or s.order[0][0].lower() in ranks) for s in ranked)
+    positional = any(
+        s.order and (_POSITION.search(s.order[0][0]) or s.order[0][0].lower() in ranks) for s in ranked
+    )
     # A rank computed in a window (RANK() OVER (ORDER BY x DESC)) then read in ascending rank order
     # is "highest first": the direction lives in the window, not in the final ORDER BY.
     if (windows and req.descending in windows) or (positional and not windows):
@@ -585,12 +587,12 @@ def order(b: Binder, req: Requirement, plan: Plan) -> None:
         # the rank column's one window runs the other way (a subquery is listed with the statement
         # around it): the statement that runs it is re-run with the window the stated way round
         sel = max((s for s in b.sem.selections if _WINDOW_ORDER.search(s.sql)), key=lambda s: len(s.sql))
-        fixed = _turn_window(sel.sql, req.descending)
-        if fixed is not None:
+        turned = _turn_window(sel.sql, req.descending)
+        if turned is not None:
             plan.notes.append(f"{req.describe()}: the code ranks through a rank column ordered the other way")
-            site = probes.rerun_probe(b.con, sel.sql, fixed)
-            edit = probes.SpanEdit(kind="sql", before=sel.sql, after=fixed)
-            plan.items.append(b.item(req, "ranking", site, b.variables(sel), "order", edit=edit))
+            rerun = probes.rerun_probe(b.con, sel.sql, turned)
+            span = probes.SpanEdit(kind="sql", before=sel.sql, after=turned)
+            plan.items.append(b.item(req, "ranking", rerun, b.variables(sel), "order", edit=span))
             return
     for sel in ranked:
         direction_ok = not sel.order or sel.order[0][1] == req.descending

@@ -52,12 +52,48 @@ _WHOLE = re.compile(
 )
 # words that end a group phrase: the clause goes on after them
 _CLAUSE_WORDS = {
-    "yet", "and", "or", "but", "who", "whose", "that", "which", "than", "while", "without", "with", "to",
-    "in", "on", "at", "for", "of", "is", "are", "was", "were", "as", "by", "from", "when", "where", "if",
+    "yet",
+    "and",
+    "or",
+    "but",
+    "who",
+    "whose",
+    "that",
+    "which",
+    "than",
+    "while",
+    "without",
+    "with",
+    "to",
+    "in",
+    "on",
+    "at",
+    "for",
+    "of",
+    "is",
+    "are",
+    "was",
+    "were",
+    "as",
+    "by",
+    "from",
+    "when",
+    "where",
+    "if",
 }
 # words of the group phrase that name no column ("group", "class" after the column's own word)
 _GROUP_NOUNS = {
-    "group", "groups", "class", "classes", "category", "categories", "kind", "type", "band", "code", "codes",
+    "group",
+    "groups",
+    "class",
+    "classes",
+    "category",
+    "categories",
+    "kind",
+    "type",
+    "band",
+    "code",
+    "codes",
 }
 
 
@@ -271,13 +307,15 @@ def _sql_joined(sql: str, column: str) -> tuple[list[str], str] | None:
     if tree is None:
         return None
     ctes = {c.alias_or_name.lower(): c.this for c in tree.find_all(exp.CTE)}
-    sites = []
+    sites: list[tuple[exp.Join, exp.Select, list[str]]] = []
     for join in tree.find_all(exp.Join):
         target = join.this
         inner = target.this if isinstance(target, exp.Subquery) else None
         if isinstance(target, exp.Table):
             inner = ctes.get(target.name.lower())
-        group = inner.args.get("group") if isinstance(inner, exp.Select) else None
+        if not isinstance(inner, exp.Select):
+            continue
+        group = inner.args.get("group")
         if group is None or not any(e.find(exp.AggFunc) for e in inner.expressions):
             continue
         if not all(isinstance(g, exp.Column) for g in group.expressions):

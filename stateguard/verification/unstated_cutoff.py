@@ -61,7 +61,8 @@ HALF = re.compile(
 # reference limit of 1.94", "under the poverty line of $12,000"
 _NAMED_LINE = re.compile(
     r"\b(?P<phrase>" + "|".join(f"(?:{p})" for p, _ in _PREFIX_OPS) + r")\s+(?:the|a|an|its|their)\s+"
-    r"(?:[\w'-]+\s+){0,4}?(?:limit|threshold|cut-?off|line|mark|level|bar|ceiling|floor)\s+(?:of|at)\s+" + _NUM,
+    r"(?:[\w'-]+\s+){0,4}?(?:limit|threshold|cut-?off|line|mark|level|bar|ceiling|floor)\s+(?:of|at)\s+"
+    + _NUM,
     re.IGNORECASE,
 )
 _ROUNDING = re.compile(

@@ -822,9 +822,16 @@ class SemanticVerifier:
                 plan.notes.append(f"{req.describe()}: {note}")
                 binder.add_rerun(req, joined.sel, joined.after, "grouping", plan, needs_changed=True)
                 return
-            edit = (joined.before, joined.after)
             _add_text_rerun(
-                plan, req, note, code, edit, "rule_window", rule_windows.PROBE, "grouping", names=joined.names
+                plan,
+                req,
+                note,
+                code,
+                (joined.before, joined.after),
+                "rule_window",
+                rule_windows.PROBE,
+                "grouping",
+                names=joined.names,
             )
             return
         req = rule_windows.requirement(stated)

@@ -8,7 +8,7 @@ import pytest
 
 from stateguard.artifacts.lexicon import LEXICON
 from stateguard.inspection.inspect import inspect_code
-from stateguard.verification import rule_windows, stated_sides, standing
+from stateguard.verification import rule_windows, standing, stated_sides
 from stateguard.verification.bind_shape import _turn_window
 from stateguard.verification.superseded import KIND, FlagHistory, _sql_flags
 from stateguard.verification.unstated_cutoff import bounds
