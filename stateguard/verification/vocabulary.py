@@ -168,8 +168,10 @@ _IGNORABLE = {*LEXICON.presence, *LEXICON.statistics, "number", "count"}
 
 
 def column_tokens(name: str) -> list[str]:
-    """`lifeExp` -> [life, exp]; `flipper_length_mm` -> [flipper, length, mm]."""
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " ").replace("-", " ")
+    """`lifeExp` -> [life, exp]; `flipper_length_mm` -> [flipper, length, mm]; `posit86` -> [posit, 86]."""
+    spaced = (
+        re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Za-z])(?=\d)", " ", name).replace("_", " ").replace("-", " ")
+    )
     return [t.lower() for t in spaced.split() if t]
 
 

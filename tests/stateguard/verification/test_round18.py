@@ -12,6 +12,7 @@ from stateguard.verification import rule_windows, standing, stated_sides
 from stateguard.verification.bind_shape import _turn_window
 from stateguard.verification.superseded import KIND, FlagHistory, _sql_flags
 from stateguard.verification.unstated_cutoff import bounds
+from stateguard.verification.vocabulary import column_tokens
 from tests.stateguard.verification.conftest import Session
 
 # --- flags written longhand ----------------------------------------------------------------------
@@ -116,6 +117,16 @@ COLUMNS = ["occupation", "nonwhite", "owned", "mode", "income_band", "sample_yr"
 def test_the_group_a_rule_states(rule: str, column: str | None) -> None:
     stated = rule_windows.stated_group(rule, COLUMNS)
     assert (stated.column if stated else None) == column
+
+
+def test_a_column_named_with_a_year_binds_to_its_word() -> None:
+    cols = ["posit86", "team86", "education", "gender"]
+    assert column_tokens("posit86") == ["posit", "86"]
+    said = "a player whose home runs exceed 1.5 times the median of all players listed at the same position"
+    assert rule_windows.stated_group(said, cols) == rule_windows.Stated("posit86", "at the same position")
+    said = "at least 10% above the median SAT-Q of all respondents with the same education level"
+    stated = rule_windows.stated_group(said, cols)
+    assert stated is not None and stated.column == "education"
 
 
 def _sel(code: str):
