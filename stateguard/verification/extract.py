@@ -112,9 +112,9 @@ _RANGE = re.compile(
     r"(?P<a1>" + _END + r")\s*(?:to|through|-|–|and)\s*(?P<b1>" + _END + r")" + _ENDS_IN + r"?"
     r"|(?:from\s+)?(?P<a2>"
     + _END
-    + r")\s*(?:to|through|-|–)\s*(?P<b2>"
+    + r")\s*(?:(?:up\s+)?to|through|-|–)\s*(?P<b2>"
     + _END
-    + r")(?:\s+[a-z]+(?:\s+[a-z]+)?)?"  # the ends' unit: "2 to 5 pregnancies, inclusive"
+    + r")(?:\s+[a-z]+(?:/[a-z]+)?(?:\s+[a-z]+)?)?"  # the ends' unit: "2 to 5 pregnancies, inclusive", "g/dL"
     + _ENDS_IN
     + r"|from\s+(?P<a3>"
     + _END
