@@ -89,12 +89,12 @@ def candidates(b: Binder, req: Requirement, bounds: list[float]) -> list[tuple[S
                 continue  # the bound another requirement states
             same = cond.op[0] == req.op[0]
             negated = not same and cond.value < 0 < req.value
-            if (same or negated) and _within(b, cond, abs(req.value)):
+            if (same or negated) and _within(b, cond, abs(req.value), req.percent):
                 out.append((sel, cond, negated))
     return out
 
 
-def _within(b: Binder, cond: Condition, value: float) -> bool:
+def _within(b: Binder, cond: Condition, value: float, percent: bool = False) -> bool:
     """Can the stated number be a cut-off on the condition's column: does it, in one of its forms
     (as said, in thousands or millions, a percentage's fraction), fall inside the values the column
     holds? "from 12 up to 14 g/dL" is no cut-off on an age of 24 to 96. An unknown range: True."""
@@ -107,7 +107,8 @@ def _within(b: Binder, cond: Condition, value: float) -> bool:
     ]
     if not ranges:
         return True
-    forms = [value, value / 100, *(value * s for s in UNIT_SCALES), *(value / s for s in UNIT_SCALES)]
+    forms = [value, *(value * s for s in UNIT_SCALES), *(value / s for s in UNIT_SCALES)]
+    forms += [value / 100] if percent else []
     return any(low <= f <= high for low, high in ranges for f in forms)
 
 

@@ -28,12 +28,14 @@ from stateguard.verification.vocabulary import Vocabulary, column_tokens
 
 # "of those", "of exactly those", "of that fast group", "among this set"
 _THOSE = r"(?:(?:exactly|precisely|just|only)\s+)?(?:those|these|them|th(?:at|is)\s+(?:[\w-]+\s+)?(?:group|set|subset|lot))"
-_BACK = re.compile(rf"\b(?:of|among|from)\s+{_THOSE}\b", re.IGNORECASE)
+_BACK = re.compile(rf"\b(?:(?:out\s+)?of|among|from)\s+{_THOSE}\b", re.IGNORECASE)
 _COUNT = re.compile(
     r"^\s*(?:and\s+)?(?:(?:in|for|on|at|over|across|during|from)\s+)?how\s+many\b", re.IGNORECASE
 )
 # "And of those, how many ...": the reference back opens the second clause
-_BACK_FIRST = re.compile(rf"^\s*(?:and\s+)?(?:of|among|from)\s+{_THOSE}\s*,?\s*how\s+many\b", re.IGNORECASE)
+_BACK_FIRST = re.compile(
+    rf"^\s*(?:and\s+)?(?:(?:out\s+)?of|among|from)\s+{_THOSE}\s*,?\s*how\s+many\b", re.IGNORECASE
+)
 # "Report `n_books` and `n_over`": names the answer's fields, states nothing about rows
 _FIELDS_ONLY = re.compile(r"^\s*(?:report|return|give)\s+(?:`\w+`(?:\s*(?:,|and)\s*)?)+\s*$", re.IGNORECASE)
 

@@ -57,8 +57,14 @@ _WORDNUM |= {
     w: 10 * i
     for i, w in enumerate(["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"], 2)
 }
+_UNITS = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
+_TENS_WORDS = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+# "sixty-five", "twenty one": a ten and a unit
+_COMPOUND = rf"\b(?:{'|'.join(_TENS_WORDS)})[-\s](?:{'|'.join(_UNITS)})\b"
 _NUM = (  # an amount of money keeps its number: "less than $10,000"
-    r"(?:[$€£]\s?)?(?P<num>-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?|(?<!-)\b(?:"
+    r"(?:[$€£]\s?)?(?P<num>-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?|"
+    + _COMPOUND
+    + r"|(?<!-)\b(?:"
     + "|".join(_WORDNUM)
     + r")\b(?![-\s](?:one|two|three|four|five|six|seven|eight|nine)\b))(?P<pct>\s*(?:%|percent\b))?"
 )
@@ -335,9 +341,20 @@ _DEFINITION = re.compile(
 _FIELDS = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)`")
 
 
+def word_number(text: str) -> float | None:
+    """A number written in words: "sixteen", "forty", "sixty-five", "twice"; None otherwise."""
+    low = text.lower().strip()
+    if low in _WORDNUM:
+        return float(_WORDNUM[low])
+    parts = re.split(r"[-\s]+", low)
+    if len(parts) == 2 and parts[0] in _TENS_WORDS and parts[1] in _UNITS:
+        return float(_WORDNUM[parts[0]] + _WORDNUM[parts[1]])
+    return None
+
+
 def _number(text: str) -> float:
-    word = _WORDNUM.get(text.lower())
-    return float(word) if word is not None else float(text.replace(",", ""))
+    word = word_number(text)
+    return word if word is not None else float(text.replace(",", ""))
 
 
 def clauses(text: str) -> list[str]:

@@ -29,7 +29,7 @@ from stateguard.verification.vocabulary import Vocabulary, resolve_column
 
 # "of its own SOUTH group", "of the student's own teaching method", "of its size class"
 _OWN = re.compile(
-    r"\b(?:of|for|within)\s+(?:its|their|his|her|the\s+[a-z]+'s)\s+(?:own\s+)?"
+    r"\b(?:of|for|within|in)\s+(?:its|their|his|her|the\s+[a-z]+'s)\s+(?:own\s+)?"
     r"(?P<words>[A-Za-z][\w'-]*(?:\s+[A-Za-z][\w'-]*){0,2})",
     re.IGNORECASE,
 )
@@ -99,6 +99,7 @@ _GROUP_NOUNS = {
     "bracket",
     "brackets",
     "tier",
+    "status",
 }
 
 

@@ -39,6 +39,7 @@ _STANDING = re.compile(
     r"(?:in|for|across|through)\s+(?:all\s+|every\s+|each\s+)?(?:of\s+)?(?:the\s+)?(?:later|following|remaining|subsequent|coming)\s+"
     r"(?:questions?|turns?|steps?|parts?|analys[ie]s|work|tasks?)|going\s+forward|for\s+good|in\s+what\s+follows|"
     r"(?:every|each|all)\s+(?:later\s+|following\s+|other\s+)?(?:questions?|turns?|steps?|parts?)\s+(?:after|following|beyond)\s+(?:this|here|now)(?:\s+one)?|"
+    r"(?:everything|all)\s+(?:that\s+)?(?:follows|comes\s+next|after\s+this)\s+(?:is|will\s+be)\b|"
     r"(?:through|till|to)\s+the\s+(?:very\s+)?end(?:\s+of\s+(?:this|the|our)\s+(?:analysis|work|session|task|study|report|project))?(?!\s+of\b)|"
     r"from\s+now\s+(?:until|till|to)\b|(?:in|for)\s+(?:all|every|each)\s+\w+\s+that\s+follows?|"
     r"(?:in|for)\s+(?:everything|all)\s+that\s+follows|(?:in|for)\s+(?:everything|all|anything)\s+(?:after|from)\s+(?:this|here|now)\b|until\s+(?:we\s+(?:finish|are\s+done)|the\s+(?:very\s+)?end(?:\s+of\s+(?:this|the|our)\s+(?:analysis|work|session|task|study|report|project))?(?!\s+of\b)))\b",

@@ -33,6 +33,7 @@ from stateguard.verification.extract import (
     _PREFIX_OPS,
     _RANGE,
     _WORDNUM,
+    word_number,
 )
 from stateguard.verification.requirements import CODE_COMPARATOR, METHODS, UNIT_SCALES, Kind, Requirement
 
@@ -141,6 +142,8 @@ def _value(token: str) -> float | None:
     token = token.lower().replace(",", "")
     if token in _WORDS:
         return float(_WORDS[token])
+    if (word := word_number(token)) is not None:
+        return word
     try:
         return float(token)
     except ValueError:

@@ -4,12 +4,15 @@ a bound against a named line, "reach" as at least, and standing scopes said in o
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from stateguard.artifacts.lexicon import LEXICON
 from stateguard.inspection.inspect import inspect_code
-from stateguard.verification import rule_windows, standing, stated_sides
+from stateguard.verification import carried, rule_windows, standing, stated_sides
 from stateguard.verification.bind_shape import _turn_window
+from stateguard.verification.extract import comparisons, word_number
 from stateguard.verification.superseded import KIND, FlagHistory, _sql_flags
 from stateguard.verification.unstated_cutoff import bounds
 from stateguard.verification.vocabulary import column_tokens
@@ -203,9 +206,9 @@ def test_a_group_statistic_over_another_key_is_a_finding_end_to_end() -> None:
 # --- numbers, lines, sides -------------------------------------------------------------------------
 
 
-def test_numbers_in_words_up_to_ninety_and_not_the_end_of_a_compound() -> None:
+def test_numbers_in_words_up_to_ninety_and_whole_compounds() -> None:
     found = bounds("wives with sixteen or more years of schooling, aged twenty-five or older, under forty")
-    assert sorted((x, op) for x, _, op, _ in found) == [(16.0, ">="), (40.0, "<")]
+    assert sorted((x, op) for x, _, op, _ in found) == [(16.0, ">="), (25.0, ">="), (40.0, "<")]
 
 
 def test_a_bound_against_a_named_line() -> None:
@@ -266,3 +269,55 @@ def test_a_scope_said_to_stand_for_every_later_question(question: str, standing_
 )
 def test_full_year_names_rows_and_the_full_table_brings_them_back(question: str, back: bool) -> None:
     assert standing._brings_back(question) is back
+
+
+# --- after fresh23's first look ----------------------------------------------------------------------
+
+
+def test_a_bound_with_no_subject_binds_only_to_a_cut_off_it_can_be() -> None:
+    from types import SimpleNamespace
+
+    from stateguard.inspection.code_model import Condition
+    from stateguard.verification.bind_cutoff import _within
+    from stateguard.verification.vocabulary import ColumnInfo, Vocabulary
+
+    vocab = Vocabulary(tables={"flagged": {"age": ColumnInfo(kind="num", low=24, high=96)}})
+    binder: Any = SimpleNamespace(vocab=vocab)
+    age = Condition(column="age", op="<", value=75.0, text="age < 75", lhs="age")
+    assert not _within(binder, age, 14.0)  # "from 12 up to 14 g/dL" is no cut-off on age
+    assert _within(binder, age, 70.0)
+    assert _within(binder, age, 7000.0) is False
+    assert _within(binder, Condition(column="dose", op="<", value=1.0), 14.0)  # no known range
+
+
+def test_a_range_from_one_number_up_to_another_with_a_unit() -> None:
+    [req] = comparisons("how many of them have a hemoglobin from 12 up to 14 g/dL, both ends included")
+    assert (req.op, req.value, req.upper, req.subject) == (">=", 12.0, 14.0, ["hemoglobin"])
+
+
+def test_compound_numbers_in_words() -> None:
+    assert word_number("sixty-five") == 65.0 and word_number("twenty one") == 21.0
+    assert word_number("forty") == 40.0 and word_number("sixty-fives") is None
+    found = bounds("Sixty-five or older at the operation: how many patients?")
+    assert [(x, op) for x, _, op, _ in found] == [(65.0, ">=")]
+
+
+def test_out_of_that_group_refers_back() -> None:
+    assert carried._BACK_FIRST.match("And out of that group, how many drew unemployment insurance?")
+    assert carried._BACK.search("how many of them, out of those, drew benefits")
+
+
+@pytest.mark.parametrize(
+    ("said", "column"),
+    [
+        ("at least twice the median alcohol share of all households in its region", "region"),
+        ("at least twice the median thickness of all patients with the same ulceration status", "ulcer"),
+    ],
+)
+def test_more_group_phrases(said: str, column: str) -> None:
+    stated = rule_windows.stated_group(said, ["region", "ulcer", "sex"])
+    assert stated is not None and stated.column == column
+
+
+def test_everything_that_follows_is_a_standing_scope() -> None:
+    assert standing._STANDING.search("Everything that follows is about the patients diagnosed before 75")
