@@ -145,9 +145,9 @@ def stated_group(rule: str, columns: list[str]) -> Stated | None:
         # the phrase ends where the clause goes on ("for their husband's occupation yet work ...")
         cut = next((i for i, w in enumerate(words) if w.lower() in _CLAUSE_WORDS), len(words))
         words = words[:cut]
-        # the shortest run of leading words that names exactly one column ("income class" -> klass?
-        # no; "SOUTH group" -> south)
-        for n in range(1, len(words) + 1):
+        # the longest run of leading words that names exactly one column ("age band" -> age_band, not
+        # age; "SOUTH group" -> south, the group noun left over)
+        for n in range(len(words), 0, -1):
             named = resolve_column(words[:n], columns)
             if len(named) == 1:
                 rest = [w.lower() for w in words[n:]]
