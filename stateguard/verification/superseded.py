@@ -149,17 +149,61 @@ class Restatement:
         )
 
 
+# `np.where(cond, True, False)`: the flag `cond` written longhand
+_WHERE_TRUE = re.compile(r"^(?:np|numpy)\.where\((?P<cond>.+),\s*True\s*,\s*False\s*\)$")
+
+
 def _flag_assignments(code: str, sem: CodeSemantics, turn: int | None) -> list[Version]:
-    out = [
-        Version(turn, m.group(1), m.group(2), m.group(3), False)
-        for m in _PANDAS_FLAG.finditer(code)
-        if _BOOLEAN.search(m.group(3)) and not m.group(3).rstrip().endswith(("(", ",", "\\"))
-    ]
+    out = []
+    for m in _PANDAS_FLAG.finditer(code):
+        text = m.group(3)
+        longhand = _WHERE_TRUE.match(text.strip())
+        if longhand and _balanced(longhand.group("cond")):
+            text = longhand.group("cond").strip()
+        if _BOOLEAN.search(text) and not text.rstrip().endswith(("(", ",", "\\")):
+            out.append(Version(turn, m.group(1), m.group(2), text, False))
     for sel in sem.selections:
         if sel.language != "sql" or not sel.target or not sel.sql:
             continue
         for alias, text in _sql_flags(sel.sql):
             out.append(Version(turn, sel.target, alias, text, True))
+    out += [Version(turn, table, flag, text, True) for table, flag, text in _sql_updates(code)]
+    return out
+
+
+def _sql_updates(code: str) -> list[tuple[str, str, str]]:
+    """(table, flag, expression) for each `UPDATE t SET flag = <boolean expression>` the cell's SQL
+    strings run: a flag set, or set again, in place."""
+    if "update" not in code.lower():
+        return []
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return []
+    out = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+            continue
+        if not re.match(r"\s*UPDATE\b", node.value, re.IGNORECASE):
+            continue
+        try:
+            stmt = sqlglot.parse_one(node.value, dialect="duckdb")
+        except Exception:  # noqa: BLE001 - unreadable SQL records nothing
+            continue
+        if not isinstance(stmt, exp.Update) or not isinstance(stmt.this, exp.Table):
+            continue
+        for eq in stmt.expressions:
+            if not (isinstance(eq, exp.EQ) and isinstance(eq.this, exp.Column)):
+                continue
+            written = _case_condition(eq.expression) or eq.expression
+            body = written
+            while isinstance(body, (exp.Paren, exp.Coalesce)):
+                body = body.this
+            if isinstance(body, (exp.Predicate, exp.Connector, exp.Not)):
+                out.append((stmt.this.name, eq.this.name, written.sql(dialect="duckdb")))
     return out
 
 
@@ -276,17 +320,18 @@ def names_term(flag: str, question: str) -> str | None:
     if not parts:
         return None
     words = list(re.finditer(r"[A-Za-z]+", question))
+
+    def names(word: str, part: str) -> bool:  # "drinking" names `drinker`: the same stem
+        word = word.lower()
+        return word.startswith(part) or (len(_stem(part)) >= 4 and _stem(word) == _stem(part))
+
     for i, w in enumerate(words):
-        if not w.group(0).lower().startswith(parts[0]):
+        if not names(w.group(0), parts[0]):
             continue
         j, found = i, [w]
         for part in parts[1:]:
             nxt = next(
-                (
-                    k
-                    for k in range(j + 1, min(j + 3, len(words)))
-                    if words[k].group(0).lower().startswith(part)
-                ),
+                (k for k in range(j + 1, min(j + 3, len(words))) if names(words[k].group(0), part)),
                 None,
             )
             if nxt is None:
@@ -295,6 +340,14 @@ def names_term(flag: str, question: str) -> str | None:
         else:
             return question[found[0].start() : found[-1].end()]
     return None
+
+
+def _stem(word: str) -> str:
+    """A word without its commonest ending ("drinking", "drinker" -> drink)."""
+    for end in ("ing", "ers", "er", "ed", "es", "s"):
+        if word.endswith(end) and len(word) - len(end) >= 4:
+            return word[: -len(end)]
+    return word
 
 
 class FlagHistory:

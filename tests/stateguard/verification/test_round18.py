@@ -13,7 +13,7 @@ from stateguard.inspection.inspect import inspect_code
 from stateguard.verification import carried, rule_windows, standing, stated_sides
 from stateguard.verification.bind_shape import _turn_window
 from stateguard.verification.extract import comparisons, word_number
-from stateguard.verification.superseded import KIND, FlagHistory, _sql_flags
+from stateguard.verification.superseded import KIND, FlagHistory, _sql_flags, names_term
 from stateguard.verification.unstated_cutoff import bounds
 from stateguard.verification.vocabulary import column_tokens
 from tests.stateguard.verification.conftest import Session
@@ -325,3 +325,43 @@ def test_more_group_phrases(said: str, column: str) -> None:
 
 def test_everything_that_follows_is_a_standing_scope() -> None:
     assert standing._STANDING.search("Everything that follows is about the patients diagnosed before 75")
+
+
+def test_a_flag_set_by_update_and_by_np_where_is_a_definition() -> None:
+    history = FlagHistory()
+    first = 'conn.execute("UPDATE budget SET drinker = salcohol > 0.03")'
+    second = (
+        'conn.execute("""UPDATE budget SET drinker = budget.salcohol >= 2 * r.med\n'
+        "FROM (SELECT region, median(salcohol) AS med FROM budget GROUP BY region) r\n"
+        'WHERE budget.region = r.region""")'
+    )
+    history.record(2, first, inspect_code(first))
+    history.record(7, second, inspect_code(second))
+    assert [v.text for v in history.versions["drinker"]] == [
+        "salcohol > 0.03",
+        "budget.salcohol >= 2 * r.med",
+    ]
+    code = "n = conn.execute(\"SELECT count(*) FROM families WHERE salcohol > 0.03 AND occupation = 'blue'\").fetchone()"
+    found = history.restated(
+        "the count of drinking families under the current rule", code, inspect_code(code)
+    )
+    assert [(f.before, f.after, f.current.holder) for f in found] == [
+        ("salcohol > 0.03", "drinker", "budget")
+    ]
+    pandas = FlagHistory()
+    code = 'mel["thick"] = np.where(mel["thickness"] > 4, True, False)'
+    pandas.record(2, code, inspect_code(code))
+    assert [v.text for v in pandas.versions["thick"]] == ['mel["thickness"] > 4']
+
+
+@pytest.mark.parametrize(
+    ("flag", "question", "term"),
+    [
+        ("drinker", "the drinking flag as it now stands", "drinking"),
+        ("raised", "the raised subjects", "raised"),
+        ("thick", "how many are thickset", "thickset"),  # a prefix, as before
+        ("drinker", "the drifting boats", None),  # another word of the same start
+    ],
+)
+def test_a_flag_is_named_by_a_word_of_its_stem(flag: str, question: str, term: str | None) -> None:
+    assert names_term(flag, question) == term
