@@ -288,6 +288,27 @@ class SummaryCache:
         self._entries, self._hashed = kept, {}
         return out
 
+    def known_hash(self, name: str, value: Any) -> str | None:
+        """The `content_hash` of `value` under `name` when this cache holds one for the same object
+        with the same version token (the test by which a listing reuses a summary), else None. A
+        value read for the manager (`get_value` of a frame) is usually one the last cell or listing
+        hashed already."""
+        listed, hashed = self._entries.get(name), self._hashed.get(name)
+        known = [
+            (entry[1], digest)
+            for entry, digest in (
+                (listed, listed[3].content_hash if listed is not None else ""),
+                (hashed, hashed[3] if hashed is not None else ""),
+            )
+            if entry is not None and entry[0] is value
+        ]
+        if not known:
+            return None
+        version = version_token(value, render_context())
+        if version is None:
+            return None
+        return next((digest for token, digest in known if token == version[0]), None)
+
     def forget(self, names: Iterable[str]) -> None:
         for name in names:
             self._entries.pop(name, None)

@@ -1,9 +1,13 @@
 """Parent-side checkpoint bookkeeping: one `<id>.pkl` file per checkpoint, and what each holds.
 
 The files are opaque bytes to the parent (it never unpickles them); only a kernel loads them.
-Each file ends with its identity (the checkpoint id, the size and the SHA-256 of the bytes):
-`verified` refuses a file swapped, renamed, truncated or altered on the host before a kernel
-loads a byte of it.
+Each file ends with its identity (the checkpoint id, the size and the XXH3-128 digest of the
+bytes): `verified` refuses a file swapped, renamed, truncated or altered on the host before a
+kernel loads a byte of it. The digest is not keyed, so whoever can write the file can also write
+a matching identity: it finds damage and mix-ups, not a deliberate forgery (no digest without a
+key could; the sandbox itself cannot reach these files). XXH3 reads at memory speed where SHA-256
+cost about 1.2 s of CPU per GB here, and `make eval` checkpoints about 5 GB (eleventh round of
+docs/results/performance.md).
 A file is written under a temporary name and renamed into place, so a kernel dying mid-transfer
 never leaves a truncated checkpoint. Files outlive the workspace: a later workspace on the same
 directory can restore them (its `checkpoint_info` is then unknown, the values are not).
@@ -14,7 +18,6 @@ it still exists, else the newest remaining one.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+import xxhash
 from pydantic import BaseModel
 
 _CHECKPOINT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,200}")
@@ -37,7 +41,7 @@ class CheckpointInfo(BaseModel):
     after_cell: int  # the last cell run when the checkpoint was taken
 
 
-MAGIC = b"SGCKPT01"
+MAGIC = b"SGCKPT02"  # 01: the identity carried a SHA-256 (refused now: "take the checkpoint again")
 _TRAILER = struct.Struct(">Q")
 
 
@@ -53,15 +57,19 @@ class BlobFile:
     size: int
 
 
+def _digest() -> xxhash.xxh3_128:
+    return xxhash.xxh3_128()
+
+
 class _Hashing:
     """A binary writer that hashes what passes through it."""
 
     def __init__(self, out: BinaryIO):
         self.out = out
-        self.sha = hashlib.sha256()
+        self.digest = _digest()
 
     def write(self, data: bytes) -> int:
-        self.sha.update(data)
+        self.digest.update(data)
         return self.out.write(data)
 
 
@@ -85,7 +93,7 @@ class CheckpointFiles:
 
     def receive(self, checkpoint_id: str, read_into: Callable[[BinaryIO], int]) -> int:
         """Stream a checkpoint into place via `read_into(file)`; returns its size. The file ends
-        with its identity (checkpoint id, size and SHA-256 of the bytes), checked by `verified`."""
+        with its identity (checkpoint id, size and XXH3-128 digest of the bytes), checked by `verified`."""
         path = self.path(checkpoint_id)
         partial = path.with_name(path.name + ".partial")
         try:
@@ -93,7 +101,7 @@ class CheckpointFiles:
                 hashing = _Hashing(out)
                 size = read_into(hashing)  # type: ignore[arg-type]
                 identity = json.dumps(
-                    {"checkpoint_id": checkpoint_id, "size": size, "sha256": hashing.sha.hexdigest()}
+                    {"checkpoint_id": checkpoint_id, "size": size, "xxh3_128": hashing.digest.hexdigest()}
                 ).encode()
                 out.write(identity + _TRAILER.pack(len(identity)) + MAGIC)
         except BaseException:
@@ -128,7 +136,7 @@ class CheckpointFiles:
                 owner, size, digest = (
                     identity["checkpoint_id"],
                     int(identity["size"]),
-                    str(identity["sha256"]),
+                    str(identity["xxh3_128"]),
                 )
             except (ValueError, KeyError, TypeError) as exc:
                 raise CheckpointRefused(f"{path}: a damaged identity record ({exc})") from None
@@ -139,15 +147,15 @@ class CheckpointFiles:
             if size != total - tail - length:
                 raise CheckpointRefused(f"{path}: {total - tail - length} bytes where {size} were written")
             f.seek(0)
-            sha = hashlib.sha256()
+            hashed = _digest()
             remaining = size
             while remaining:
                 chunk = f.read(min(1 << 20, remaining))
                 if not chunk:
                     break
-                sha.update(chunk)
+                hashed.update(chunk)
                 remaining -= len(chunk)
-            if sha.hexdigest() != digest:
+            if hashed.hexdigest() != digest:
                 raise CheckpointRefused(f"{path}: its bytes do not match the hash recorded when it was taken")
         return BlobFile(path, size)
 

@@ -272,7 +272,9 @@ class Kernel:
         name = str(request["name"])
         if name not in self.namespace:
             return {"ok": False, "missing": True, "error": f"KeyError: {name!r}"}
-        return {"ok": True, "value": to_json_value(self.namespace[name])}
+        value = self.namespace[name]
+        # A frame the last listing hashed is not hashed again (a 336k-row frame: tens of ms).
+        return {"ok": True, "value": to_json_value(value, lambda: self._summaries.known_hash(name, value))}
 
     def list_variables(self, request: dict[str, Any]) -> dict[str, Any]:
         # The whole listing is kept until the namespace may change; after a change only the values

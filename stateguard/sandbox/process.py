@@ -20,6 +20,7 @@ then recovers.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import functools
 import json
 import os
@@ -76,6 +77,20 @@ def network_namespace_available() -> bool:
         return subprocess.run([exe, "-n", "true"], capture_output=True, timeout=10).returncode == 0
     except (OSError, subprocess.SubprocessError):
         return False
+
+
+# A checkpoint streams through its reply pipe: at the default 64 KiB the kernel and the parent take
+# turns every 64 KiB (a context switch and a read each); 1 MiB, the most an unprivileged process may
+# ask for (/proc/sys/fs/pipe-max-size), cuts those sixteenfold. Linux only; elsewhere the default stays.
+PIPE_BYTES = 1 << 20
+_F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+
+
+def widen_pipe(fd: int) -> int | None:
+    """Ask for a PIPE_BYTES buffer on a pipe; its size after, or None where it cannot be changed."""
+    with contextlib.suppress(OSError):
+        return fcntl.fcntl(fd, _F_SETPIPE_SZ, PIPE_BYTES)
+    return None
 
 
 def child_environment(scratch_dir: Path) -> dict[str, str]:
@@ -429,6 +444,8 @@ class KernelProcess:
         `read_blob_into`."""
         deadline = time.monotonic() + timeout
         read_fd, write_fd = os.pipe()
+        if blob_follows:
+            widen_pipe(read_fd)
         reader = FrameReader(read_fd)
         nonce = secrets.token_hex(8)
         try:

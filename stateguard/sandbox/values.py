@@ -16,6 +16,7 @@ listing's entries are `stateguard.workspace.summarize` (shared with `DictWorkspa
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -52,16 +53,18 @@ def _plain(value: Any, depth: int = 0) -> Any:
     return _ABSENT
 
 
-def summary(value: Any) -> dict[str, Any]:
+def summary(value: Any, known_hash: str | None = None) -> dict[str, Any]:
+    """`known_hash`: the value's `content_hash`, when the caller knows it for this very value."""
     return ValueSummary(
         type=type(value).__name__,
         shape=shape_of(value),
         head=head_of(value, HEAD_CHARS),
-        hash=content_hash(value),
+        hash=content_hash(value) if known_hash is None else known_hash,
     ).as_value()
 
 
-def to_json_value(value: Any) -> Any:
+def to_json_value(value: Any, known_hash: Callable[[], str | None] | None = None) -> Any:
+    """`known_hash`: asked only when the value travels as a summary, for a hash already known."""
     plain = _plain(value)
     if plain is not _ABSENT:
         try:
@@ -69,4 +72,4 @@ def to_json_value(value: Any) -> Any:
                 return plain
         except ValueError:  # circular structure
             pass
-    return summary(value)
+    return summary(value, None if known_hash is None else known_hash())

@@ -843,6 +843,68 @@ def test_a_swapped_or_damaged_checkpoint_file_is_refused(ws: SandboxWorkspace, d
     assert ws.get_value("v") == "four!"  # nothing was loaded
 
 
+def test_a_checkpoint_file_carries_the_xxh3_of_its_bytes_and_an_older_one_is_refused(
+    ws: SandboxWorkspace,
+) -> None:
+    import struct
+
+    import xxhash
+
+    from stateguard.sandbox.checkpoints import MAGIC, CheckpointRefused
+
+    assert ws.run_cell("import numpy as np\nv = np.arange(300_000)").ok  # a few MB: many pipe buffers
+    ws.snapshot("c5")
+    data = (ws.checkpoint_dir / "c5.pkl").read_bytes()
+    assert data.endswith(MAGIC)
+    (length,) = struct.unpack(">Q", data[-len(MAGIC) - 8 : -len(MAGIC)])
+    identity = json.loads(data[-len(MAGIC) - 8 - length : -len(MAGIC) - 8])
+    payload = data[: -len(MAGIC) - 8 - length]
+    assert identity == {
+        "checkpoint_id": "c5",
+        "size": len(payload),
+        "xxh3_128": xxhash.xxh3_128(payload).hexdigest(),
+    }
+    assert ws.run_cell("v = None").ok
+    ws.restore("c5")
+    assert ws.run_cell("ok = bool((v == np.arange(300_000)).all())").ok
+    assert ws.get_value("ok") is True
+    # A file of the earlier format (a SHA-256 identity, magic SGCKPT01) is refused, not loaded.
+    old = json.dumps({"checkpoint_id": "c5", "size": len(payload), "sha256": "0" * 64}).encode()
+    (ws.checkpoint_dir / "c5.pkl").write_bytes(payload + old + struct.pack(">Q", len(old)) + b"SGCKPT01")
+    with pytest.raises(CheckpointRefused, match="not written by this version"):
+        ws.restore("c5")
+
+
+def test_a_snapshot_streams_through_a_widened_pipe(
+    ws: SandboxWorkspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fcntl
+
+    from stateguard.sandbox import process
+
+    sizes: list[int | None] = []
+    real = process.widen_pipe
+
+    def spy(fd: int) -> int | None:
+        sizes.append(real(fd))
+        return sizes[-1]
+
+    monkeypatch.setattr(process, "widen_pipe", spy)
+    assert ws.run_cell("w = list(range(200_000))").ok
+    assert sizes == []  # a cell's reply pipe keeps the default size
+    ws.snapshot("c6")
+    assert sizes == [process.PIPE_BYTES]  # Linux grants an unprivileged process 1 MiB
+    read_fd, write_fd = os.pipe()
+    try:
+        assert process.widen_pipe(read_fd) == fcntl.fcntl(read_fd, 1032) == process.PIPE_BYTES  # F_GETPIPE_SZ
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)
+    assert ws.run_cell("w = None").ok
+    ws.restore("c6")
+    assert ws.run_cell("n = len(w)").ok and ws.get_value("n") == 200_000
+
+
 # --- network=True under bwrap --------------------------------------------------------------------
 
 

@@ -94,8 +94,43 @@ def test_every_in_place_change_shows_in_the_next_listing(
     assert {k: after[k] for k in before if k.startswith("f") and k != changed} == {
         k: v for k, v in before.items() if k.startswith("f") and k != changed
     }
-    # The reused and the fresh summaries agree: a fresh kernel of the same values hashes alike.
-    assert after[changed] == ws.get_value(changed)["hash"]
+    # The reused and the fresh summaries agree (`get_value` may reuse the listing's hash, so the
+    # fresh one is computed by a cell).
+    assert after[changed] == ws.get_value(changed)["hash"] == _fresh_hash(ws, changed)
+
+
+def _fresh_hash(ws: SandboxWorkspace, name: str) -> str:
+    cell = f"from stateguard.dataflow.change import content_hash as _ch\n_fresh = _ch({name})"
+    assert ws.run_cell(cell).ok
+    fresh = ws.get_value("_fresh")
+    assert ws.run_cell("del _fresh, _ch").ok
+    return str(fresh)
+
+
+def test_get_value_of_a_frame_the_listing_hashed_does_not_hash_it_again(ws: SandboxWorkspace) -> None:
+    counting = (
+        "hashings = [0]\n_real_hash = pd.util.hash_pandas_object\n"
+        "def _counting_hash(*a, **k):\n    hashings[0] += 1\n    return _real_hash(*a, **k)\n"
+        "pd.util.hash_pandas_object = _counting_hash\n"
+        "seen = f0 + 0\n"
+    )
+    assert ws.run_cell(counting).ok
+    listed = {v.name: v.content_hash for v in ws.list_variables()}
+    assert ws.run_cell("hashings[0] = 0").ok
+    value = ws.get_value("seen")
+    assert value["hash"] == listed["seen"] and value["shape"] == [1000, 2]
+    assert ws.get_value("hashings") == [0]  # the listing's hash, for the same unchanged frame
+    # Changed in place since the listing: hashed afresh, and the new hash is the true one.
+    assert ws.run_cell("hashings[0] = 0\nseen.loc[0, 'a'] = -1").ok
+    changed = ws.get_value("seen")["hash"]
+    assert ws.get_value("hashings") == [1]
+    assert changed != listed["seen"]
+    # Rebound to another (equal) object: not the listed one, so hashed again, to the same digest.
+    assert ws.run_cell("hashings[0] = 0\nseen = seen.copy()").ok
+    assert ws.get_value("seen")["hash"] == changed
+    assert ws.get_value("hashings") == [1]
+    assert ws.run_cell("pd.util.hash_pandas_object = _real_hash\ndel seen").ok
+    assert _fresh_hash(ws, "f0") == listed["f0"]
 
 
 def test_the_listing_cache_keeps_no_value_alive_that_a_cell_let_go(ws: SandboxWorkspace) -> None:
