@@ -198,12 +198,9 @@ def _sql_updates(code: str) -> list[tuple[str, str, str]]:
         for eq in stmt.expressions:
             if not (isinstance(eq, exp.EQ) and isinstance(eq.this, exp.Column)):
                 continue
-            written = _case_condition(eq.expression) or eq.expression
-            body = written
-            while isinstance(body, (exp.Paren, exp.Coalesce)):
-                body = body.this
-            if isinstance(body, (exp.Predicate, exp.Connector, exp.Not)):
-                out.append((stmt.this.name, eq.this.name, written.sql(dialect="duckdb")))
+            text = _flag_text(eq.expression)
+            if text is not None:
+                out.append((stmt.this.name, eq.this.name, text))
     return out
 
 
@@ -226,13 +223,24 @@ def _sql_flags(sql: str) -> list[tuple[str, str]]:
     for item in items:
         if not isinstance(item, exp.Alias):
             continue
-        written = _case_condition(item.this) or item.this
-        body = written
-        while isinstance(body, (exp.Paren, exp.Coalesce)):
-            body = body.this
-        if isinstance(body, (exp.Predicate, exp.Connector, exp.Not)):
-            out.append((item.alias, written.sql(dialect="duckdb")))
+        text = _flag_text(item.this)
+        if text is not None:
+            out.append((item.alias, text))
     return out
+
+
+def _flag_text(node: Any) -> str | None:
+    """The SQL of a boolean expression a flag is set to (its condition, when written longhand as a
+    CASE); None for anything that is no condition."""
+    from sqlglot import exp
+
+    written = _case_condition(node) or node
+    body = written
+    while isinstance(body, (exp.Paren, exp.Coalesce)):
+        body = body.this
+    if isinstance(body, (exp.Predicate, exp.Connector, exp.Not)):
+        return str(written.sql(dialect="duckdb"))
+    return None
 
 
 def _case_condition(node: Any) -> Any:

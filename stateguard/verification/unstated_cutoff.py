@@ -32,6 +32,7 @@ from stateguard.verification.extract import (
     _PREFIX,
     _PREFIX_OPS,
     _RANGE,
+    _UNITS,
     _WORDNUM,
     word_number,
 )
@@ -73,28 +74,9 @@ _PCT = re.compile(r"\s*(?:%|percent\b|per\s+cent\b)", re.IGNORECASE)
 _PLAIN = re.compile(r"(?<![\w.])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.])-?\d+(?:\.\d+)?")
 _WORDS = _WORDNUM | {"half": 0.5, "quarter": 0.25, "third": 1 / 3, "dozen": 12, "hundred": 100, "zero": 0}
 # numbers past ten in words, for what a text names ("sixteen or more years", "twenty-five")
-_TEENS = {
-    w: i
-    for i, w in enumerate(
-        [
-            "eleven",
-            "twelve",
-            "thirteen",
-            "fourteen",
-            "fifteen",
-            "sixteen",
-            "seventeen",
-            "eighteen",
-            "nineteen",
-        ],
-        11,
-    )
-}
-_TENS = {
-    w: 10 * i
-    for i, w in enumerate(["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"], 2)
-}
-_ONES = {w: i for w, i in _WORDNUM.items() if i <= 9 and not w.endswith("ce")}  # one..nine, not once/twice
+_TEENS = {w: i for w, i in _WORDNUM.items() if 11 <= i <= 19}
+_TENS = {w: i for w, i in _WORDNUM.items() if i >= 20}
+_ONES = {w: _WORDNUM[w] for w in _UNITS}  # one..nine, not once/twice
 _LARGE = re.compile(
     r"\b(?:(?P<teen>"
     + "|".join(_TEENS)
