@@ -32,8 +32,9 @@ fourteenth), `fresh19` (four more, on four further R tables from that archive, w
 fifteenth), `fresh20` (four more, on four other R tables from that archive, written blind by a
 sixteenth), `fresh21` (four more, on four further R tables from that archive, written blind by a
 seventeenth), `fresh22` (four more, on four other R tables from that archive no split used, written
-blind by an eighteenth) or `fresh23` (four more, on four further R tables from that archive no split
-used, written blind by a nineteenth);
+blind by an eighteenth), `fresh23` (four more, on four further R tables from that archive no split
+used, written blind by a nineteenth) or `fresh24` (four more, on four other R tables from that archive
+no split used, written blind by a twentieth);
 the detection report shows them apart.
 """
 
@@ -85,6 +86,7 @@ SPLITS = (
     "fresh21",
     "fresh22",
     "fresh23",
+    "fresh24",
     "all",
 )
 

