@@ -114,8 +114,8 @@ def unfilter_kept_side(sql: str, side: str) -> str | None:
     """A one-join query whose outer join keeps `side` ("left": the FROM side) but whose WHERE then
     tests columns of the other side only (`LEFT JOIN votes v ... WHERE v.strong`), which drops the
     kept side's unmatched rows again: the query with those tests moved into the join's ON, where
-    they only choose the matches. None when no such test is there (a test of `IS NULL` is a
-    deliberate anti-join and is left alone), or the query is not one such join."""
+    they only choose the matches. None when no such test is there (a test of `IS NULL` or through
+    COALESCE holds on the unmatched rows and is left alone), or the query is not one such join."""
     select = parse_select(sql)
     joins = select.args.get("joins") if select is not None else None
     if select is None or not joins or len(joins) != 1:
@@ -134,7 +134,9 @@ def unfilter_kept_side(sql: str, side: str) -> str | None:
     moved, kept = [], []
     for conjunct in _conjuncts(where.this):
         tables = {c.table for c in conjunct.find_all(exp.Column) if c.find_ancestor(exp.Select) is select}
-        if tables == {other} and not any(isinstance(n, exp.Is) for n in conjunct.find_all(exp.Is)):
+        # a test of `IS NULL`, or one through COALESCE (`coalesce(h.k, 0) = 0`), holds on the unmatched
+        # rows too: a deliberate anti-join or count of zero, left alone
+        if tables == {other} and not any(True for _ in conjunct.find_all(exp.Is, exp.Coalesce)):
             moved.append(conjunct)
         else:
             kept.append(conjunct)

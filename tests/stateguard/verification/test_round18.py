@@ -365,3 +365,17 @@ def test_a_flag_set_by_update_and_by_np_where_is_a_definition() -> None:
 )
 def test_a_flag_is_named_by_a_word_of_its_stem(flag: str, question: str, term: str | None) -> None:
     assert names_term(flag, question) == term
+
+
+def test_a_where_through_coalesce_keeps_the_unmatched_rows() -> None:
+    from stateguard.verification.sql_edit import unfilter_kept_side
+
+    zero = (
+        "SELECT count(*) FROM codes e LEFT JOIN (SELECT ethn, count(*) AS k FROM w WHERE high GROUP BY ethn) h "
+        "ON h.ethn = e.ethn WHERE coalesce(h.k, 0) = 0"
+    )
+    assert unfilter_kept_side(zero, "left") is None
+    strong = "SELECT count(*) FROM e LEFT JOIN v ON v.id = e.id WHERE v.strong"
+    assert (
+        unfilter_kept_side(strong, "left") == "SELECT COUNT(*) FROM e LEFT JOIN v ON v.id = e.id AND v.strong"
+    )
