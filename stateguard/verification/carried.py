@@ -32,6 +32,12 @@ _BACK = re.compile(rf"\b(?:(?:out\s+)?of|among|from)\s+{_THOSE}\b", re.IGNORECAS
 _COUNT = re.compile(
     r"^\s*(?:and\s+)?(?:(?:in|for|on|at|over|across|during|from)\s+)?how\s+many\b", re.IGNORECASE
 )
+# "Wives with 13 or more years of school: how many are there, and how many of them ...": the rows
+# named before the colon are the first count's
+_NAMED_THEN_COUNTED = re.compile(
+    r"^\s*(?P<rows>[^:?]{3,160}):\s*how\s+many\s+(?:are|were)\s+there\s*,?\s*(?:and\s+)?(?P<rest>how\s+many\b.+)$",
+    re.IGNORECASE | re.DOTALL,
+)
 # "And of those, how many ...": the reference back opens the second clause
 _BACK_FIRST = re.compile(
     rf"^\s*(?:and\s+)?(?:(?:out\s+)?of|among|from)\s+{_THOSE}\s*,?\s*how\s+many\b", re.IGNORECASE
@@ -44,6 +50,9 @@ def _two_counts(question: str) -> tuple[str, str] | None:
     """The question's two clauses when it is exactly two counts (the second may open "And of
     those, how many")."""
     parts = [p for p in extract.clauses(question) if not _FIELDS_ONLY.match(p)]
+    named = _NAMED_THEN_COUNTED.match(parts[0]) if len(parts) == 1 else None
+    if named:
+        return named.group("rows"), named.group("rest")
     if (
         len(parts) != 2
         or not _COUNT.match(parts[0])
