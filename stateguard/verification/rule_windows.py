@@ -5,11 +5,15 @@
     "the average flow of the ten years before it (taken over the whole series)"
                                                          -> AVG(vol) OVER (ORDER BY yr ROWS ...), no partition
 
-A definition update states a rule relative to a statistic of the row's own group. Two readings
-only, each of the whole phrase: "of its (own) <words>" whose words name exactly one column of the
-data, or "over the whole series / file / data" (no group at all); a text that says both, or
-neither, abstains. The code's side is a fact: the turn computes exactly one per-row statistic (a
-SQL window, a pandas `groupby(...).transform(...)`), over some keys. Other keys are re-run as
+A definition update states a rule relative to a statistic of the row's own group, in the turn's
+own context or its question. The group is read from a whole phrase: "of/for/in its (own) <words>",
+"with/at/in the same <words>", "their <words>'s median", whose longest run of words names exactly
+one column of the data (a group noun such as "group", "code", "level" may follow), or "over the
+whole series / file / data" (no group at all); a text that says two groups, or none, abstains. The
+code's side is a fact: the turn computes exactly one per-row statistic (a SQL window, a pandas
+`groupby(...).transform(...)`) over some keys, or (`joined_site`) exactly one group statistic
+computed apart and joined or looked up back onto the rows (a grouped CTE or subquery joined on its
+keys; `groupby(...).median()` then `.map(...)` or `.join(..., on=...)`). Other keys are re-run as
 stated, and a finding needs other values and a changed answer (the answer gate).
 """
 

@@ -144,8 +144,9 @@ class SemanticConfig(BaseModel):
     )
     rule_windows: bool = Field(
         default=True,
-        description="The group a rule's per-row statistic is taken over, as the turn's own context states it "
-        "(`rule_windows.py`): other keys re-run as stated must give other values and a changed answer.",
+        description="The group a rule's per-row statistic (or its group statistic joined back) is taken over, "
+        "as the turn's own context or question states it (`rule_windows.py`): other keys re-run as stated "
+        "must give other values and a changed answer.",
     )
     rule_multiples: bool = Field(
         default=True,
