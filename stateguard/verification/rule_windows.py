@@ -54,7 +54,8 @@ _WHOLE = re.compile(
     r"\b(?:over|across|on)\s+the\s+(?:whole|entire|full)\s+(?:series|file|data(?:set)?|table|sample|period)\b",
     re.IGNORECASE,
 )
-# words that end a group phrase: the clause goes on after them
+# words that end a group phrase: the clause goes on after them (a preposition does not: "the same
+# amount of RAM")
 _CLAUSE_WORDS = {
     "yet",
     "and",
@@ -67,20 +68,11 @@ _CLAUSE_WORDS = {
     "than",
     "while",
     "without",
-    "with",
-    "to",
-    "in",
-    "on",
-    "at",
-    "for",
-    "of",
     "is",
     "are",
     "was",
     "were",
     "as",
-    "by",
-    "from",
     "when",
     "where",
     "if",

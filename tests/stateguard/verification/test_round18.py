@@ -313,12 +313,13 @@ def test_out_of_that_group_refers_back() -> None:
         ("at least twice the median alcohol share of all households in its region", "region"),
         ("at least twice the median thickness of all patients with the same ulceration status", "ulcer"),
         ("at least 10% above the median BMI of all women in her age band", "age_band"),
+        ("at least 1.3 times the median price of all listings with the same amount of RAM", "ram"),
         ("the median of all wives whose husbands have the same occupation code", "occupation"),
     ],
 )
 def test_more_group_phrases(said: str, column: str) -> None:
     stated = rule_windows.stated_group(
-        said, ["region", "ulcer", "sex", "age", "age_band", "occupation", "code"]
+        said, ["region", "ulcer", "sex", "age", "age_band", "occupation", "code", "ram", "screen"]
     )
     assert stated is not None and stated.column == column
 
