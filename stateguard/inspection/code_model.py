@@ -136,6 +136,9 @@ class CodeSemantics(BaseModel):
         description="DataFrames and SQL tables the code builds from values written out in it (a hand-typed "
         "list or codebook: `pd.DataFrame({...literals...})`, `CREATE TABLE t AS ... VALUES ...`).",
     )
+    statements: list[str] = Field(
+        default_factory=list, description="The SQL texts the code runs (`con.execute(...)`), in order."
+    )
 
     def tables(self) -> set[str]:
         return {s.target.lower() for s in self.selections if s.target and s.language == "sql"}

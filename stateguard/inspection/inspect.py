@@ -57,6 +57,7 @@ def inspect_code(code: str, step: int | None = None) -> CodeSemantics:
     except SyntaxError as exc:
         return CodeSemantics(errors=[f"step {step}: {exc.msg} (line {exc.lineno})"])
     strings: dict[str, str] = {}
+    statements: list[str] = []
     selections: list[Selection] = []
     frames: dict[str, str] = {}
     reports: dict[str, list[str]] = {}
@@ -104,6 +105,7 @@ def inspect_code(code: str, step: int | None = None) -> CodeSemantics:
                 if text is None or not _SQLISH.match(text):
                     continue
                 sql_here = True
+                statements.append(text)
                 if isinstance(node.func.value, ast.Name) and node.func.value.id not in ("pd", "duckdb"):
                     connection = connection or node.func.value.id
                 found = sql_selections(text, step)
@@ -138,6 +140,7 @@ def inspect_code(code: str, step: int | None = None) -> CodeSemantics:
         fields=fields,
         literals=literals,
         listed=listed,
+        statements=statements,
     )
 
 
@@ -199,6 +202,7 @@ def merge(parts: list[CodeSemantics]) -> CodeSemantics:
             literals=out.literals + part.literals,
             errors=out.errors + part.errors,
             listed=out.listed + [n for n in part.listed if n not in out.listed],
+            statements=out.statements + part.statements,
         )
     return out
 

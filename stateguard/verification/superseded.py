@@ -167,40 +167,31 @@ def _flag_assignments(code: str, sem: CodeSemantics, turn: int | None) -> list[V
             continue
         for alias, text in _sql_flags(sel.sql):
             out.append(Version(turn, sel.target, alias, text, True))
-    out += [Version(turn, table, flag, text, True) for table, flag, text in _sql_updates(code)]
+    out += [Version(turn, table, flag, text, True) for table, flag, text in _sql_updates(sem)]
     return out
 
 
-def _sql_updates(code: str) -> list[tuple[str, str, str]]:
-    """(table, flag, expression) for each `UPDATE t SET flag = <boolean expression>` the cell's SQL
-    strings run: a flag set, or set again, in place."""
-    if "update" not in code.lower():
-        return []
+def _sql_updates(sem: CodeSemantics) -> list[tuple[str, str, str]]:
+    """(table, flag, expression) for each `UPDATE t SET flag = <boolean expression>` the cell runs:
+    a flag set, or set again, in place."""
     import sqlglot
     from sqlglot import exp
 
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
-        return []
     out = []
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
-            continue
-        if not re.match(r"\s*UPDATE\b", node.value, re.IGNORECASE):
+    for sql in sem.statements:
+        if not re.match(r"\s*UPDATE\b", sql, re.IGNORECASE):
             continue
         try:
-            stmt = sqlglot.parse_one(node.value, dialect="duckdb")
+            stmt = sqlglot.parse_one(sql, dialect="duckdb")
         except Exception:  # noqa: BLE001 - unreadable SQL records nothing
             continue
         if not isinstance(stmt, exp.Update) or not isinstance(stmt.this, exp.Table):
             continue
         for eq in stmt.expressions:
-            if not (isinstance(eq, exp.EQ) and isinstance(eq.this, exp.Column)):
-                continue
-            text = _flag_text(eq.expression)
-            if text is not None:
-                out.append((stmt.this.name, eq.this.name, text))
+            if isinstance(eq, exp.EQ) and isinstance(eq.this, exp.Column):
+                text = _flag_text(eq.expression)
+                if text is not None:
+                    out.append((stmt.this.name, eq.this.name, text))
     return out
 
 
@@ -351,11 +342,9 @@ def names_term(flag: str, question: str) -> str | None:
 
 
 def _stem(word: str) -> str:
-    """A word without its commonest ending ("drinking", "drinker" -> drink)."""
-    for end in ("ing", "ers", "er", "ed", "es", "s"):
-        if word.endswith(end) and len(word) - len(end) >= 4:
-            return word[: -len(end)]
-    return word
+    """The extractor's stem, an agent noun's "-er" taken off first ("drinking", "drinker" -> drink)."""
+    low = word.lower()
+    return extract.stem(low[:-2] if low.endswith("er") and len(low) >= 6 else low)
 
 
 class FlagHistory:

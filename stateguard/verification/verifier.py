@@ -808,44 +808,51 @@ class SemanticVerifier:
         rule states (`rule_windows.py`), or for its one group statistic joined back onto the rows
         over other keys; the answer gate must then see the answer change."""
         stated = rule_windows.stated_group(rule, rule_windows.groupable(self.vocab)) if rule.strip() else None
-        site = rule_windows.code_site(sem, stated) if stated else None
         if stated is None:
             return
+        req = rule_windows.requirement(stated)
         binder = RequirementBinder(sem, self.vocab, later)
+        site = rule_windows.code_site(sem, stated)
         if site is None:
             joined = rule_windows.joined_site(code, sem, stated)
             if joined is None:
                 return
-            req = rule_windows.requirement(stated)
             note = f"the code groups the statistic it joins back by {', '.join(joined.keys)}"
-            if joined.sel is not None:
-                plan.requirements.append(req)
-                plan.notes.append(f"{req.describe()}: {note}")
-                binder.add_rerun(req, joined.sel, joined.after, "grouping", plan, needs_changed=True)
+            if joined.sel is None:  # pandas: the lines from the grouping to the look-up, re-run as stated
+                edit = (joined.before, joined.after)
+                _add_text_rerun(
+                    plan,
+                    req,
+                    note,
+                    code,
+                    edit,
+                    "rule_window",
+                    rule_windows.PROBE,
+                    "grouping",
+                    names=joined.names,
+                )
                 return
-            _add_text_rerun(
-                plan,
-                req,
-                note,
-                code,
-                (joined.before, joined.after),
-                "rule_window",
-                rule_windows.PROBE,
-                "grouping",
-                names=joined.names,
-            )
-            return
-        req = rule_windows.requirement(stated)
+            site_sel, fixed = joined.sel, joined.after
+        else:
+            note = f"the code takes it over {', '.join(site.keys) or 'every row'}"
+            site_sel, fixed = site.sel, site.fixed
         plan.requirements.append(req)
-        plan.notes.append(f"{req.describe()}: the code takes it over {', '.join(site.keys) or 'every row'}")
-        if site.sel.language == "sql":
-            binder.add_rerun(req, site.sel, site.fixed, "grouping", plan, needs_changed=True)
+        plan.notes.append(f"{req.describe()}: {note}")
+        if site_sel.language == "sql":
+            binder.add_rerun(req, site_sel, fixed, "grouping", plan, needs_changed=True)
             return
-        edit = probes.SpanEdit(kind="text", before=site.before, after=site.fixed)
+        assert site is not None  # a pandas site here is a transform: its receiver is compared first
+        edit_span = probes.SpanEdit(kind="text", before=site.before, after=site.fixed)
         probe = rule_windows.pandas_probe(site.before, site.fixed)
         plan.items.append(
             binder.item(
-                req, "rerun", probe, binder.variables(site.sel), "grouping", edit=edit, needs_changed=True
+                req,
+                "rerun",
+                probe,
+                binder.variables(site.sel),
+                "grouping",
+                edit=edit_span,
+                needs_changed=True,
             )
         )
 
