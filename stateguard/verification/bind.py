@@ -511,7 +511,13 @@ class RequirementBinder(Binder):
         if req.kind is Kind.COMPARISON:  # a bound is about a number: only numeric columns qualify
             kinds = {c: i.kind for t in self.vocab.tables.values() for c, i in t.items()}
             pool = [c for c in pool if kinds.get(c) == "num"]
-        return resolve_column(subject, pool, partial=req.kind is Kind.NOT_NULL)
+        found = resolve_column(subject, pool, partial=req.kind is Kind.NOT_NULL)
+        if req.kind is Kind.COMPARISON and len(found) > 1 and req.value is not None:
+            # "fewer than seven positive nodes" beside `nodes` and a 0/1 `node4`: a bound outside a
+            # column's values names another quantity
+            inside = [c for c in found if self.within(c, abs(req.value), req.percent, scaled=False)]
+            found = inside or found
+        return found
 
     def aggregation(self, req: Requirement, plan: Plan) -> None:
         assert req.function is not None

@@ -89,27 +89,9 @@ def candidates(b: Binder, req: Requirement, bounds: list[float]) -> list[tuple[S
                 continue  # the bound another requirement states
             same = cond.op[0] == req.op[0]
             negated = not same and cond.value < 0 < req.value
-            if (same or negated) and _within(b, cond, abs(req.value), req.percent):
+            if (same or negated) and (not cond.column or b.within(cond.column, abs(req.value), req.percent)):
                 out.append((sel, cond, negated))
     return out
-
-
-def _within(b: Binder, cond: Condition, value: float, percent: bool = False) -> bool:
-    """Can the stated number be a cut-off on the condition's column: does it, in one of its forms
-    (as said, in thousands or millions, a percentage's fraction), fall inside the values the column
-    holds? "from 12 up to 14 g/dL" is no cut-off on an age of 24 to 96. An unknown range: True."""
-    if not cond.column:
-        return True
-    ranges = [
-        (info.low, info.high)
-        for table in b.vocab.tables.values()
-        if (info := table.get(cond.column)) is not None and info.low is not None and info.high is not None
-    ]
-    if not ranges:
-        return True
-    forms = [value, *(value * s for s in UNIT_SCALES), *(value / s for s in UNIT_SCALES)]
-    forms += [value / 100] if percent else []
-    return any(low <= f <= high for low, high in ranges for f in forms)
 
 
 def stated(req: Requirement, negated: bool) -> Requirement:

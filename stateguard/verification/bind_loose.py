@@ -48,6 +48,14 @@ _ORDER_OPS = (">", ">=", "<", "<=")
 _EXCLUDED_BEFORE = re.compile(
     rf"\b(?:{'|'.join(w for w in LEXICON.exclusion if w not in ('not', 'outside'))})\b", re.IGNORECASE
 )
+# A version of a rule named by what became of it ("the position rule we dropped", "the withdrawn
+# cut"): the exclusion word there is about the rule, not the bound's rows.
+_RULES = r"(?:rule|definition|cut|cut-off|cutoff|criterion|threshold|version|yardstick)"
+_EARLIER = "|".join(LEXICON.earlier_version)
+_RULE_VERSION = re.compile(
+    rf"\b{_RULES}\b(?:\s+\w+){{0,3}}?\s+(?:{_EARLIER})\b|\b(?:{_EARLIER})\s+(?:[\w-]+\s+){{0,2}}?{_RULES}\b",
+    re.IGNORECASE,
+)
 _SENTENCE = re.compile(r"(?:[^.?!]|(?<=\d)\.(?=\d))+(?:[.?!]|$)")  # "1.5" stays inside
 _MORE = re.compile(r"\b(?:and|or|but|unless|except|while|provided)\b", re.IGNORECASE)
 # `column op number` in SQL text (a WHERE, a select-list flag, a CASE WHEN or FILTER test)
@@ -143,7 +151,7 @@ def loose_bounds(
             # the sentence's part up to a semicolon: "...; a patient without that score is not frail"
             # is another clause, whose exclusion word says nothing of this bound's rows
             part = next((p for p in sentence.split(";") if req.text in p), sentence)
-            if _EXCLUDED_BEFORE.search(part) or excluded_after(question, req.text):
+            if _EXCLUDED_BEFORE.search(_RULE_VERSION.sub(" ", part)) or excluded_after(question, req.text):
                 # "Drop the Boeings and look at those that seat more than 100", "Holders under 25 ...;
                 # exclude them from here on": whether the bound keeps or drops its rows is open
                 continue
@@ -219,7 +227,7 @@ def _by_pairing(req: Requirement, sites: list[Site], stated: list[float]) -> Sit
 _ANY_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?!\w|\.\d)")
 
 
-def _named_once(text: str, req: Requirement) -> bool:
+def named_once(text: str, req: Requirement) -> bool:
     """The bound's number occurs once in the text, wherever: "fewer than 15 stations ... at least 15
     stations recorded" names two bounds on 15 (the second read or not), so the code's one test
     against 15 is no more the first's than the second's."""
@@ -242,7 +250,7 @@ def bind_loose(b: Binder, question: str, loose: list[Requirement], plan: Plan, p
         if (
             site is None
             and sum(close(v, req.value or 0.0) for v in stated) == 1
-            and _named_once(question, req)
+            and named_once(question, req)
         ):
             # the number names one bound of the question ("below 80" beside "80 or higher" names none)
             site, how = _by_number(req, sites), "number"
@@ -252,7 +260,7 @@ def bind_loose(b: Binder, question: str, loose: list[Requirement], plan: Plan, p
         pairing
         and len(unbound) == 1
         and sum(close(v, unbound[0].value or 0.0) for v in stated) == 1
-        and _named_once(question, unbound[0])
+        and named_once(question, unbound[0])
     ):
         # one stated bound the code never tests by its number, beside one test of an unstated one
         pairs = [

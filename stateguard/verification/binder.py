@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from stateguard.inspection.code_model import CodeSemantics, Selection
 from stateguard.verification import probes
-from stateguard.verification.requirements import Kind, Requirement, registered_kind
+from stateguard.verification.requirements import UNIT_SCALES, Kind, Requirement, registered_kind
 from stateguard.verification.vocabulary import Vocabulary
 
 __all__ = ["Binder", "Plan", "close", "reason"]
@@ -55,6 +55,26 @@ class Binder:
             for v in (r.value, r.upper)
             if v is not None
         ]
+
+    def within(self, column: str, value: float, percent: bool = False, scaled: bool = True) -> bool:
+        """Can the stated number be a cut-off on `column`: does it, in one of its forms (as said, in
+        thousands or millions, a percentage's fraction), fall inside the values the column holds? "from
+        12 up to 14 g/dL" is no cut-off on an age of 24 to 96. An unknown range: True. Without
+        `scaled`, only the number as said (or a percentage's fraction) counts."""
+        ranges = [
+            (info.low, info.high)
+            for table in self.vocab.tables.values()
+            if (info := table.get(column)) is not None and info.low is not None and info.high is not None
+        ]
+        if not ranges:
+            return True
+        forms = [
+            value,
+            *(value * s for s in UNIT_SCALES if scaled),
+            *(value / s for s in UNIT_SCALES if scaled),
+        ]
+        forms += [value / 100] if percent else []
+        return any(low <= f <= high for low, high in ranges for f in forms)
 
     def columns_of(self, sel: Selection) -> list[str]:
         names = sel.sources if sel.language == "sql" else [sel.frame, *(sel.sources)]

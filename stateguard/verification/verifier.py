@@ -44,6 +44,7 @@ from stateguard.verification import (
     bind_shape,
     carried,
     dead_subsets,
+    flag_bounds,
     flag_counts,
     listed_joins,
     named_stats,
@@ -119,6 +120,12 @@ class SemanticConfig(BaseModel):
         description="A stated bound whose words name no column, bound through the code: to the flag its "
         "sentence defines, or to the code's one test against its number (`bind_loose.py`); a finding "
         "needs a changed answer.",
+    )
+    flag_bounds: bool = Field(
+        default=True,
+        description="A stated bound whose words name no column, bound through the one column an earlier flag "
+        "is cut at its number (`flag_bounds.py`); every statement behind the answer that reads the column "
+        "and does not test it must break it for a finding.",
     )
     standing_scopes: bool = Field(
         default=True,
@@ -509,6 +516,8 @@ class SemanticVerifier:
             self._standing_conditions(f"{question}\n{_own_context(turn)}", code, sem, plan)
         if self.config.carried_scopes:
             self._carried(question, sem, tables, later, plan)
+        if self.config.flag_bounds:
+            self._flag_bounds(question, code, sem, tables, later, plan)
         if self.config.split_groups:
             self._split_groups(code, sem, later, plan)
         if self.config.listed_joins:
@@ -667,6 +676,46 @@ class SemanticVerifier:
             for sel, (code, _) in sites:  # each statement on its own: any one with other rows breaks it
                 # probed at verification, never attached: a scope item of the same words may be already
                 _add_item(plan, req, "kept_rows", code, binder.variables(sel), "missing")
+
+    def _flag_bounds(
+        self,
+        question: str,
+        code: str,
+        sem: CodeSemantics,
+        tables: list[str],
+        later: frozenset[str],
+        plan: Plan,
+    ) -> None:
+        """Probe items for a loose bound on the column an earlier flag is cut at its number
+        (`flag_bounds.py`): the kept rows of every statement that reads the column and does not test
+        it against the number; violated only when every one of them breaks the bound."""
+        binder = RequirementBinder(sem, self.vocab, later)
+        real = {c.lower(): c for c in self.vocab.columns()}
+        for req in bind_loose.loose_bounds(question, self.vocab, tables, plan):
+            found = flag_bounds.bound_column(self.flags, question, req, code, sem)
+            column = real.get(found[0]) if found else None
+            if found is None or column is None:
+                continue
+            scale = found[1]
+            bound = req.model_copy(update={"subject": [column], "columns": [column]})
+            sites = [
+                (sel, site)
+                for sel in sem.selections
+                if not sel.flag
+                and column in binder.columns_of(sel)
+                and (site := binder.row_site(sel, bound, column, scale=scale)) is not None
+            ]
+            if not sites:
+                continue
+            plan.unverified = [r for r in plan.unverified if r.text != req.text]
+            plan.requirements = [r for r in plan.requirements if r.text != req.text] + [bound]
+            plan.notes.append(
+                f"{bound.describe()}: bound through an earlier flag cut at {req.value:g}; "
+                f"{len(sites)} statement(s) read {column}"
+            )
+            names = [v for sel, _ in sites for v in binder.variables(sel)]
+            code_all = probes.all_sites([snippet for _, (snippet, _) in sites])
+            _add_item(plan, bound, "kept_rows", code_all, list(dict.fromkeys(names)), "missing")
 
     def _outside(self, question: str, code: str, plan: Plan) -> None:
         """Items for a range the question asks the outside of that the code tests as the range

@@ -537,13 +537,13 @@ def test_a_stated_number_may_be_kept_in_thousands() -> None:
 
 
 def test_a_number_named_twice_binds_no_loose_bound() -> None:
-    from stateguard.verification.bind_loose import _named_once
+    from stateguard.verification.bind_loose import named_once
 
     (req,) = comparisons("events that fewer than 15 stations reported")
-    assert _named_once("An event that fewer than 15 stations reported is poor.", req)
-    assert not _named_once("An event that fewer than 15 stations reported is poor; keep at least 15.", req)
+    assert named_once("An event that fewer than 15 stations reported is poor.", req)
+    assert not named_once("An event that fewer than 15 stations reported is poor; keep at least 15.", req)
     (req,) = comparisons("cars above 5,000 lb")
-    assert _named_once("The cars above 5,000 lb are limousines.", req)
+    assert named_once("The cars above 5,000 lb are limousines.", req)
 
 
 def test_a_whole_number_bound_written_as_the_next_number_on_its_side() -> None:

@@ -275,19 +275,18 @@ def test_full_year_names_rows_and_the_full_table_brings_them_back(question: str,
 
 
 def test_a_bound_with_no_subject_binds_only_to_a_cut_off_it_can_be() -> None:
-    from types import SimpleNamespace
-
-    from stateguard.inspection.code_model import Condition
-    from stateguard.verification.bind_cutoff import _within
+    from stateguard.inspection.code_model import CodeSemantics
+    from stateguard.verification.binder import Binder
     from stateguard.verification.vocabulary import ColumnInfo, Vocabulary
 
     vocab = Vocabulary(tables={"flagged": {"age": ColumnInfo(kind="num", low=24, high=96)}})
-    binder: Any = SimpleNamespace(vocab=vocab)
-    age = Condition(column="age", op="<", value=75.0, text="age < 75", lhs="age")
-    assert not _within(binder, age, 14.0)  # "from 12 up to 14 g/dL" is no cut-off on age
-    assert _within(binder, age, 70.0)
-    assert _within(binder, age, 7000.0) is False
-    assert _within(binder, Condition(column="dose", op="<", value=1.0), 14.0)  # no known range
+    binder = Binder(CodeSemantics(), vocab)
+    assert not binder.within("age", 14.0)  # "from 12 up to 14 g/dL" is no cut-off on age
+    assert binder.within("age", 70.0)
+    assert binder.within("age", 7000.0) is False
+    assert binder.within("dose", 14.0)  # no known range
+    assert binder.within("age", 0.05)  # in thousands: 50
+    assert not binder.within("age", 0.05, scaled=False)  # only as said
 
 
 def test_a_range_from_one_number_up_to_another_with_a_unit() -> None:
