@@ -19,6 +19,9 @@ from __future__ import annotations
 
 import re
 
+import sqlglot
+from sqlglot import exp
+
 from stateguard.artifacts.lexicon import LEXICON
 from stateguard.inspection.code_model import CodeSemantics, Selection
 from stateguard.verification import extract
@@ -38,6 +41,8 @@ _NAMED_THEN_COUNTED = re.compile(
     r"^\s*(?P<rows>[^:?]{3,160}):\s*how\s+many\s+(?:are|were)\s+there\s*,?\s*(?:and\s+)?(?P<rest>how\s+many\b.+)$",
     re.IGNORECASE | re.DOTALL,
 )
+# "Marginal adhesion of 5 or higher: how many samples?": the rows named before the colon, counted
+_ROWS_THEN_COUNT = re.compile(r"^\s*[^:?]{3,160}:\s*how\s+many\b", re.IGNORECASE)
 # "And of those, how many ...": the reference back opens the second clause
 _BACK_FIRST = re.compile(
     rf"^\s*(?:and\s+)?(?:(?:out\s+)?of|among|from)\s+{_THOSE}\s*,?\s*how\s+many\b", re.IGNORECASE
@@ -55,7 +60,7 @@ def _two_counts(question: str) -> tuple[str, str] | None:
         return named.group("rows"), named.group("rest")
     if (
         len(parts) != 2
-        or not _COUNT.match(parts[0])
+        or not (_COUNT.match(parts[0]) or _ROWS_THEN_COUNT.match(parts[0]))
         or not (_COUNT.match(parts[1]) or _BACK_FIRST.match(parts[1]))
     ):
         return None
@@ -87,6 +92,33 @@ def bound_column(bound: Requirement, sem: CodeSemantics) -> str | None:
         and any(op == c.op and value is not None and close(c.value, value) for op, value in ends)
     }
     return tested.pop() if len(tested) == 1 else None
+
+
+def untested_subqueries(sql: str, column: str) -> list[str]:
+    """Scalar subqueries of a statement's select list that read a table and never test `column`
+    (`SELECT count(*), (SELECT count_if(malignant) FROM bx) FROM adhesive`): a reported value
+    taken from rows the statement's own condition does not reach."""
+    try:
+        tree = sqlglot.parse_one(sql, dialect="duckdb")
+    except Exception:  # noqa: BLE001 - sqlglot raises several error types
+        return []
+    if not isinstance(tree, exp.Select):
+        return []
+    out = []
+    for projection in tree.expressions:
+        for sub in projection.find_all(exp.Subquery):
+            inner = sub.this
+            if not isinstance(inner, exp.Select) or inner.args.get("from_") is None:
+                continue
+            tests = [
+                c
+                for part in (inner.args.get("where"), *inner.find_all(exp.Filter))
+                if part
+                for c in part.find_all(exp.Column)
+            ]
+            if not any(c.name.lower() == column.lower() for c in tests):
+                out.append(inner.sql(dialect="duckdb"))
+    return out
 
 
 def counted_frame(sel: Selection) -> str | None:

@@ -654,9 +654,18 @@ class SemanticVerifier:
             column = req.columns[0]
             sites = []
             for sel in sem.selections:
-                if sel.flag or not carried.feeds_answer(sel, sem) or column not in binder.columns_of(sel):
+                if sel.flag or column not in binder.columns_of(sel):
                     continue
-                if _tests(sel, column):
+                feeds = carried.feeds_answer(sel, sem)
+                if sel.language == "sql" and sel.sql and binder.con and (feeds or sel.target is None):
+                    # a value of the statement taken by a subquery of its select list that never tests the
+                    # column; a statement unpacked into several names (`n, k = con.execute(...).fetchone()`)
+                    # binds none
+                    predicate = probes.sql_predicate(req, column)
+                    for inner in carried.untested_subqueries(sel.sql, column):
+                        if code := probes.kept_rows_probe(binder.con, inner, predicate):
+                            sites.append((sel, (code, False)))
+                if _tests(sel, column) or not feeds:
                     continue
                 frame = carried.counted_frame(sel)
                 if frame and column in self.vocab.tables.get(frame.lower(), {}):
