@@ -35,6 +35,7 @@ from stateguard.verification.binder import Binder, Plan, close
 from stateguard.verification.extract import (
     _DEFINITION_FRAME,
     _FRAME_OTHER,
+    RULE_VERSION,
     clauses,
     comparisons,
     excluded_after,
@@ -47,14 +48,6 @@ _ORDER_OPS = (">", ">=", "<", "<=")
 # An exclusion word in the bound's sentence: whether it negates the bound or names other rows is open.
 _EXCLUDED_BEFORE = re.compile(
     rf"\b(?:{'|'.join(w for w in LEXICON.exclusion if w not in ('not', 'outside'))})\b", re.IGNORECASE
-)
-# A version of a rule named by what became of it ("the position rule we dropped", "the withdrawn
-# cut"): the exclusion word there is about the rule, not the bound's rows.
-_RULES = r"(?:rule|definition|cut|cut-off|cutoff|criterion|threshold|version|yardstick)"
-_EARLIER = "|".join(LEXICON.earlier_version)
-_RULE_VERSION = re.compile(
-    rf"\b{_RULES}\b(?:\s+\w+){{0,3}}?\s+(?:{_EARLIER})\b|\b(?:{_EARLIER})\s+(?:[\w-]+\s+){{0,2}}?{_RULES}\b",
-    re.IGNORECASE,
 )
 _SENTENCE = re.compile(r"(?:[^.?!]|(?<=\d)\.(?=\d))+(?:[.?!]|$)")  # "1.5" stays inside
 _MORE = re.compile(r"\b(?:and|or|but|unless|except|while|provided)\b", re.IGNORECASE)
@@ -151,7 +144,7 @@ def loose_bounds(
             # the sentence's part up to a semicolon: "...; a patient without that score is not frail"
             # is another clause, whose exclusion word says nothing of this bound's rows
             part = next((p for p in sentence.split(";") if req.text in p), sentence)
-            if _EXCLUDED_BEFORE.search(_RULE_VERSION.sub(" ", part)) or excluded_after(question, req.text):
+            if _EXCLUDED_BEFORE.search(RULE_VERSION.sub(" ", part)) or excluded_after(question, req.text):
                 # "Drop the Boeings and look at those that seat more than 100", "Holders under 25 ...;
                 # exclude them from here on": whether the bound keeps or drops its rows is open
                 continue

@@ -798,6 +798,16 @@ def flag_scopes(clause: str, vocab: Vocabulary, tables: list[str] | None) -> lis
 # Nouns a question calls a flag's rule by ("the dropped per-member yardstick")
 _RULE_NOUNS = r"rules?|lines?|definitions?|cut-?offs?|yardsticks?|criteri(?:on|a)|tests?|standards?|thresholds?|bars?|measures?"
 _EARLIER = re.compile(rf"\b(?:{'|'.join(LEXICON.earlier_version)}|drop\w*|withdr\w*)\b", re.IGNORECASE)
+# A version of a rule named by what became of it ("the position rule we dropped", "the cut that was
+# withdrawn", "the withdrawn cut"): a definition, not rows; its exclusion word leaves nothing out
+_VERSION_NOUNS = f"{_RULE_NOUNS}|cuts?|versions?"
+_EARLIER_WORDS = "|".join(LEXICON.earlier_version)
+RULE_VERSION = re.compile(
+    rf"\b(?:{_VERSION_NOUNS})\s+(?:that\s+|which\s+)?(?:(?:we|you|i|they)\s+(?:have\s+|had\s+)?(?:just\s+)?"
+    rf"|(?:was|were|has\s+been|had\s+been)\s+)(?:{_EARLIER_WORDS})\b"
+    rf"|\b(?:{_EARLIER_WORDS})\s+(?:[\w-]+\s+){{0,2}}(?:{_VERSION_NOUNS})\b",
+    re.IGNORECASE,
+)
 
 
 def current_rule_flags(clause: str, vocab: Vocabulary, tables: list[str] | None) -> list[Requirement]:

@@ -28,7 +28,7 @@ from stateguard.artifacts.lexicon import LEXICON
 from stateguard.inspection.code_model import CodeSemantics, Condition, Selection
 from stateguard.verification import sql_edit
 from stateguard.verification.carried import feeds_answer
-from stateguard.verification.extract import _RULE_NOUNS
+from stateguard.verification.extract import RULE_VERSION
 from stateguard.verification.requirements import Requirement
 
 KIND = "standing_scope"
@@ -42,6 +42,8 @@ _STANDING = re.compile(
     r"(?:everything|all)\s+(?:that\s+)?(?:follows|comes\s+next|after\s+this)\s+(?:is|will\s+be)\b|"
     r"(?:through|till|to)\s+the\s+(?:very\s+)?end(?:\s+of\s+(?:this|the|our)\s+(?:analysis|work|session|task|study|report|project))?(?!\s+of\b)|"
     r"from\s+now\s+(?:until|till|to)\b|(?:in|for)\s+(?:all|every|each)\s+\w+\s+that\s+follows?|"
+    r"(?:the|all\s+the)\s+(?:remaining|following|later|subsequent|coming)\s+(?:questions|turns|steps|parts|tasks)\s+(?:concern|cover|use|are\s+about|look\s+at|deal\s+with|keep\s+to|stay\s+with)|"
+    r"(?:out\s+of|from|in|for)\s+(?:everything|all)\s+(?:below|further\s+on|further\s+down)(?=\s*[;,.:)]|\s*$)|"
     r"(?:in|for)\s+(?:everything|all)\s+that\s+follows|(?:in|for)\s+(?:everything|all|anything)\s+(?:after|from)\s+(?:this|here|now)\b|until\s+(?:we\s+(?:finish|are\s+done)|the\s+(?:very\s+)?end(?:\s+of\s+(?:this|the|our)\s+(?:analysis|work|session|task|study|report|project))?(?!\s+of\b)))\b",
     re.IGNORECASE,
 )
@@ -53,19 +55,10 @@ _BACK_IN = re.compile(  # "how old are they" asks an age, it points at no old ve
     re.IGNORECASE,
 )
 
-# A rule's earlier version ("the race-relative rule we withdrew", "the dropped 50-day line") points at
-# a definition, not at rows set aside: it brings nothing back
-_EARLIER = "|".join(LEXICON.earlier_version)
-_RULE_VERSION = re.compile(
-    rf"\b(?:{_RULE_NOUNS})\s+(?:that\s+|which\s+)?(?:we|you|i|they)\s+(?:have\s+|had\s+)?(?:{_EARLIER})\b"
-    rf"|\b(?:{_EARLIER})\s+(?:[\w-]+\s+){{0,2}}(?:{_RULE_NOUNS})\b",
-    re.IGNORECASE,
-)
-
 
 def _brings_back(question: str) -> bool:
     """The question brings rows back or points at the data as it was (not at a rule's old version)."""
-    return bool(_BACK_IN.search(_RULE_VERSION.sub(" ", question)))
+    return bool(_BACK_IN.search(RULE_VERSION.sub(" ", question)))
 
 
 @dataclass(frozen=True)
@@ -137,6 +130,12 @@ def _statistics_only(code: str, scope: Scope) -> bool:
         return bool(reads) and all(any(a <= r.start() < b for a, b in inside) for r in reads)
     reads = list(re.finditer(rf"(?<![\w.'\"])(?:{names})(?=\s*[\[.])", code))
     return bool(reads) and all(re.match(r"\s*\.groupby\(", code[r.end() :]) for r in reads)
+
+
+def _flag_test(text: str) -> str | None:
+    """The flag column a bare SQL test reads (`WHERE NOT u75`, `WHERE e.high`)."""
+    m = re.fullmatch(r"\s*(?:NOT\s+)?(?:\w+\.)?([A-Za-z_]\w*)\s*", text or "", re.IGNORECASE)
+    return m.group(1) if m and m.group(1).upper() not in ("TRUE", "FALSE", "NULL") else None
 
 
 def _reads(code: str, name: str, sql: bool) -> bool:
@@ -221,7 +220,9 @@ class StandingScopes:
             child = sel.target or ""
             # a row condition, or the rows with a recorded value (`people.dropna(subset=[...])`)
             conds = [
-                c for c in sel.conditions if c.clause in ("where", "mask", "query", "dropna") and c.column
+                c
+                for c in sel.conditions
+                if c.clause in ("where", "mask", "query", "dropna") and (c.column or _flag_test(c.text))
             ]
             if not child.isidentifier() or not conds or sel.joins or sel.aggregates or sel.group_keys:
                 continue
@@ -235,7 +236,12 @@ class StandingScopes:
                 continue
             if not any((s.parent, s.child) == (parent, child) for s in self.scopes):
                 columns = tuple(
-                    dict.fromkeys(c for cond in conds for c in (cond.columns or [cond.column or ""]) if c)
+                    dict.fromkeys(
+                        c
+                        for cond in conds
+                        for c in (cond.columns or [cond.column or _flag_test(cond.text) or ""])
+                        if c
+                    )
                 )
                 self.scopes.append(
                     Scope(
