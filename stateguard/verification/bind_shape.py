@@ -538,10 +538,10 @@ def _rows_both_ways(written: str, stated: str) -> str:
 
 
 def _merge_as_stated(call: str, how: str) -> str | None:
-    """A pandas `merge` call's text with the stated `how` (replaced, or added before its closing
-    parenthesis); None when the text is no single merge call."""
+    """A pandas `merge` or `join` call's text with the stated `how` (replaced, or added before its
+    closing parenthesis); None when the text is no single such call."""
     text = call.strip()
-    if not re.search(r"(?:^|\.)merge\(", text) or not text.endswith(")") or "\n" in text:
+    if not re.search(r"(?:^|\.)(?:merge|join)\(", text) or not text.endswith(")") or "\n" in text:
         return None
     if re.search(r"\bhow\s*=", text):
         return re.sub(r"\bhow\s*=\s*(['\"])\w+\1", f"how={how!r}", text, count=1)

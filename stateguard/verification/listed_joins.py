@@ -31,20 +31,58 @@ _ZERO = re.compile(
 _NAMED = re.compile(r"""\[\s*["'](\w+)["']\s*\]|["'](\w+)["']\s*:\s*0""")
 
 
-def expects_unmatched(code: str, sel: Selection, list_columns: set[str] | None = None) -> bool:
-    """The statement itself fills missing values with 0, or a line that reads its result tests it
-    for 0. A line that only names the list's own columns (`trades["position"].fillna(0)` after a
-    join of the daily rows to a table of positions) fills the data's rows that the list does not
-    match: it expects unmatched data, not unmatched entries."""
+# a count of one column's values (not of rows): SQL `count(b.sample)`, pandas `("wife_id", "count")`
+# or `["wife_id"].count()`
+_COUNT_SQL = re.compile(r"\bcount\s*\(\s*(?!\*|distinct\b)(?:(\w+)\.)?(\w+)\s*\)", re.IGNORECASE)
+_COUNT_PANDAS = re.compile(r"""["'](\w+)["']\s*,\s*["']count["']|\[\s*["'](\w+)["']\s*\]\s*\.count\(\)""")
+
+
+def _list_alias(sql: str, name: str) -> str:
+    m = re.search(
+        rf"\b{re.escape(name)}\s+(?:AS\s+)?(?!ON\b|USING\b|JOIN\b|LEFT\b|RIGHT\b|INNER\b|FULL\b|WHERE\b|GROUP\b)(\w+)",
+        sql,
+        re.I,
+    )
+    return m.group(1).lower() if m else name.lower()
+
+
+def counts_matches(sql: str, name: str, list_columns: set[str]) -> bool:
+    """The statement counts a column of the data side of its join with the list `name` (`count(b.sample)`
+    beside `FROM dx_list d`): a count that is 0 for an entry with no match, which only a join keeping
+    the list's every entry can give."""
+    alias = _list_alias(sql, name)
+    columns = {c.lower() for c in list_columns}
+    for m in _COUNT_SQL.finditer(sql):
+        qualifier, column = (m.group(1) or "").lower(), m.group(2).lower()
+        if (qualifier and qualifier not in (alias, name.lower())) or (
+            not qualifier and column not in columns
+        ):
+            return True
+    return False
+
+
+def expects_unmatched(
+    code: str, sel: Selection, list_columns: set[str] | None = None, name: str = ""
+) -> bool:
+    """The statement itself fills missing values with 0 or counts a column of the data's side, or a
+    line that reads its result tests it for 0 or counts such a column. A line that only names the
+    list's own columns (`trades["position"].fillna(0)` after a join of the daily rows to a table of
+    positions) fills the data's rows that the list does not match: it expects unmatched data, not
+    unmatched entries."""
     own = sel.sql or ""
-    if _ZERO.search(own):
+    if _ZERO.search(own) or (own and name and counts_matches(own, name, set(list_columns or ()))):
         return True
     target = sel.target or ""
     if not target.isidentifier():
         return False
     reads = re.compile(rf"(?<![\w.]){re.escape(target)}(?!\w)")
     for line in code.splitlines():
-        if not (reads.search(line) and _ZERO.search(line)):
+        if not reads.search(line):
+            continue
+        counted = {a or b for a, b in _COUNT_PANDAS.findall(line)}
+        if counted and not counted <= set(list_columns or ()):
+            return True
+        if not _ZERO.search(line):
             continue
         named = {a or b for a, b in _NAMED.findall(line)}
         if named and named <= set(list_columns or ()):

@@ -931,7 +931,7 @@ class SemanticVerifier:
             return  # a join keeps the list's every entry: a narrower join before it is a step toward it
         for sel, j, side in joins:
             name = bind_shape.side_name(getattr(j, side))
-            if listed_joins.expects_unmatched(code, sel, set(self.vocab.tables.get(name.lower(), {}))):
+            if listed_joins.expects_unmatched(code, sel, set(self.vocab.tables.get(name.lower(), {})), name):
                 req = listed_joins.requirement(name)
                 plan.requirements.append(req)
                 bind_shape.keep_side(binder, req, sel, j, side, plan)
