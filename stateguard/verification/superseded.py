@@ -157,6 +157,13 @@ def _flag_assignments(code: str, sem: CodeSemantics, turn: int | None) -> list[V
     out = []
     for m in _PANDAS_FLAG.finditer(code):
         text = m.group(3)
+        if text.strip().isidentifier():  # `rich = mz["income"] >= 30000` then `mz["well_off"] = rich`
+            named = list(
+                re.finditer(
+                    rf"^[ \t]*{re.escape(text.strip())}\s*=(?!=)\s*(.+?)\s*$", code[: m.start()], re.M
+                )
+            )
+            text = named[-1].group(1) if named else text
         longhand = _WHERE_TRUE.match(text.strip())
         if longhand and _balanced(longhand.group("cond")):
             text = longhand.group("cond").strip()
@@ -209,6 +216,8 @@ def _sql_flags(sql: str) -> list[tuple[str, str]]:
     out = []
     items = list(tree.expressions)
     for star in tree.expressions:  # `SELECT * REPLACE (kappa > 2 AS raised)` redefines `raised`
+        if isinstance(star, exp.Column) and isinstance(star.this, exp.Star):
+            star = star.this  # `s.* REPLACE (...)`: a table's star
         if isinstance(star, exp.Star):
             items.extend(star.args.get("replace") or [])
     for item in items:
