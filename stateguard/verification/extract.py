@@ -681,6 +681,10 @@ def not_null(clause: str, source: str = "question") -> list[Requirement]:
 _FUNCTION_VALUES = {"none", "all", "any", "other", "others", "each", "both", "total", "nothing", "no", "yes"}
 
 
+# a word standing in a parenthesised list of names ("(married, label)"), marked by a NUL at its place
+_IN_NAME_LIST = re.compile(r"\(\s*(?:\w+\s*,\s*)*\0(?:\s*,\s*\w+)*\s*\)")
+
+
 def scopes(
     clause: str,
     vocab: Vocabulary,
@@ -702,6 +706,10 @@ def scopes(
             before = clause[max(0, m.start() - 40) : m.start()]
             if value.lower() in _FUNCTION_VALUES and not _in_quotes(clause, m.start() + 1):
                 continue  # "(0 if none)": the sentence's own word; only a quoted 'none' names the value
+            if value.lower() == cols[0].lower() and _IN_NAME_LIST.search(
+                clause[: m.start()] + "\0" + clause[m.end() :]
+            ):
+                continue  # "a DataFrame `status_book` (married, label)": the column's name, not its value
             if re.search(
                 r"\b(?:are|is|being|as|than|vs\.?|versus|compare\w*|between)\s+(?:the\s+)?$",
                 before,
