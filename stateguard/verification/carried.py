@@ -43,9 +43,17 @@ _NAMED_THEN_COUNTED = re.compile(
 )
 # "Marginal adhesion of 5 or higher: how many samples?": the rows named before the colon, counted
 _ROWS_THEN_COUNT = re.compile(r"^\s*[^:?]{3,160}:\s*how\s+many\b", re.IGNORECASE)
+# "Count the people who put in 2,000 hours or more": a count asked as an instruction
+_COUNT_THE = re.compile(r"^\s*count\s+(?:the|all)\b", re.IGNORECASE)
+# ", and, among those older heads, how many": a second count inside the same sentence
+_SECOND_COUNT = re.compile(
+    rf",?\s*\band\s*,?\s*(?=(?:(?:out\s+)?of|among|from)\s+{_THOSE}\b[^,?]{{0,40}},?\s*how\s+many\b|how\s+many\b)",
+    re.IGNORECASE,
+)
 # "And of those, how many ...": the reference back opens the second clause
 _BACK_FIRST = re.compile(
-    rf"^\s*(?:and\s+)?(?:(?:out\s+)?of|among|from)\s+{_THOSE}\s*,?\s*how\s+many\b", re.IGNORECASE
+    rf"^\s*(?:and\s+)?(?:(?:out\s+)?of|among|from)\s+{_THOSE}(?:\s+[\w-]+){{0,3}}?\s*,?\s*how\s+many\b",
+    re.IGNORECASE,
 )
 # "Report `n_books` and `n_over`": names the answer's fields, states nothing about rows
 _FIELDS_ONLY = re.compile(r"^\s*(?:report|return|give)\s+(?:`\w+`(?:\s*(?:,|and)\s*)?)+\s*$", re.IGNORECASE)
@@ -58,9 +66,12 @@ def _two_counts(question: str) -> tuple[str, str] | None:
     named = _NAMED_THEN_COUNTED.match(parts[0]) if len(parts) == 1 else None
     if named:
         return named.group("rows"), named.group("rest")
+    if len(parts) == 1 and (joined := _SECOND_COUNT.search(parts[0])):
+        # "How many heads are sixty or older, and, among those older heads, how many are women?"
+        parts = [parts[0][: joined.start()], parts[0][joined.end() :]]
     if (
         len(parts) != 2
-        or not (_COUNT.match(parts[0]) or _ROWS_THEN_COUNT.match(parts[0]))
+        or not (_COUNT.match(parts[0]) or _ROWS_THEN_COUNT.match(parts[0]) or _COUNT_THE.match(parts[0]))
         or not (_COUNT.match(parts[1]) or _BACK_FIRST.match(parts[1]))
     ):
         return None
@@ -232,6 +243,16 @@ def instruction_scopes(question: str, vocab: Vocabulary, tables: list[str] | Non
             if extract.parses_whole(part, req, vocab, tables):
                 out.append(req)
     return out
+
+
+def counted_by_name(sel: Selection, sem: CodeSemantics) -> bool:
+    """A mask the cell named (`low_school = ps["educatn"] <= 12`) that a reported field counts by name
+    (`int(low_school.sum())`): its rows are behind that value."""
+    target = sel.target or ""
+    if sel.language != "pandas" or sel.frame or not sel.conditions or not target.isidentifier():
+        return False
+    pattern = re.compile(rf"(?<![\w.]){re.escape(target)}(?!\w)")
+    return any(pattern.search(t) for f, t in sem.fields.items() if f != "answer_type")
 
 
 def feeds_answer(sel: Selection, sem: CodeSemantics) -> bool:

@@ -35,7 +35,7 @@ KIND = "standing_scope"
 
 _STANDING = re.compile(
     r"\b(?:from\s+(?:now|here|this\s+point)\s+on(?:wards?)?|for\s+the\s+(?:rest|remainder)\s+of\s+(?:the|this)\s+\w+|"
-    r"henceforth|in\s+(?:all|every)\s+(?:later|following|remaining)\s+\w+|from\s+this\s+(?:turn|step|question)\s+on|"
+    r"henceforth|until\s+further\s+notice|in\s+(?:all|every)\s+(?:later|following|remaining)\s+\w+|from\s+this\s+(?:turn|step|question)\s+on|"
     r"(?:in|for|across|through)\s+(?:all\s+|every\s+|each\s+)?(?:of\s+)?(?:the\s+)?(?:later|following|remaining|subsequent|coming)\s+"
     r"(?:questions?|turns?|steps?|parts?|analys[ie]s|work|tasks?)|going\s+forward|for\s+good|in\s+what\s+follows|"
     r"(?:every|each|all)\s+(?:later\s+|following\s+|other\s+)?(?:questions?|turns?|steps?|parts?)\s+(?:after|following|beyond)\s+(?:this|here|now)(?:\s+one)?|"
@@ -138,6 +138,34 @@ def _flag_test(text: str) -> str | None:
     return m.group(1) if m and m.group(1).upper() not in ("TRUE", "FALSE", "NULL") else None
 
 
+# `workers = ps.loc[worked].copy()`: a frame's rows under a mask the cell named
+_MASKED = re.compile(
+    r"^[ \t]*(?P<child>[A-Za-z_]\w*)\s*=\s*(?P<parent>[A-Za-z_]\w*)(?:\.loc)?\[\s*(?P<mask>[A-Za-z_]\w*)\s*\]"
+    r"(?:\.copy\(\))?\s*$",
+    re.M,
+)
+
+
+def _masked_subsets(code: str, sem: CodeSemantics) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(parent, child, columns) for each frame cut from another by a mask variable of the same cell
+    that tests the parent's columns (`worked = ps["hours"] > 0` then `workers = ps.loc[worked]`)."""
+    masks = {
+        sel.target: sel
+        for sel in sem.selections
+        if sel.language == "pandas" and sel.target and not sel.frame and sel.conditions
+    }
+    out = []
+    for m in _MASKED.finditer(code):
+        mask = masks.get(m.group("mask"))
+        parent, child = m.group("parent"), m.group("child")
+        if mask is None or mask.sources != [parent] or parent == child:
+            continue
+        columns = tuple(dict.fromkeys(c.column for c in mask.conditions if c.column))
+        if columns:
+            out.append((parent, child, columns))
+    return out
+
+
 def _reads(code: str, name: str, sql: bool) -> bool:
     if sql:
         return bool(re.search(rf"\b(?:FROM|JOIN)\s+{re.escape(name)}\b", code, re.IGNORECASE))
@@ -216,8 +244,14 @@ class StandingScopes:
         for scope in inline_scopes(turn, question, sem):
             if scope not in self.scopes:
                 self.scopes.append(scope)
+        for parent, child, columns in _masked_subsets(code, sem):
+            if not any((s.parent, s.child) == (parent, child) for s in self.scopes):
+                ancestors = tuple(a for a in self.ancestors(parent) if a.lower() != child.lower())
+                self.scopes.append(Scope(turn, parent, child, False, columns=columns, ancestors=ancestors))
         for sel in sem.selections:
             child = sel.target or ""
+            if sel.language == "pandas" and not sel.frame and all(c.clause == "mask" for c in sel.conditions):
+                continue  # a boolean mask (`worked = ps["hours"] > 0`), not rows of a frame
             # a row condition, or the rows with a recorded value (`people.dropna(subset=[...])`)
             conds = [
                 c

@@ -515,7 +515,7 @@ class SemanticVerifier:
             self._standing(question, [s.action for s in ran], sem, plan)
             self._standing_conditions(f"{question}\n{_own_context(turn)}", code, sem, plan)
         if self.config.carried_scopes:
-            self._carried(question, sem, tables, later, plan)
+            self._carried(question, code, sem, tables, later, plan)
         if self.config.flag_bounds:
             self._flag_bounds(question, code, sem, tables, later, plan)
         if self.config.split_groups:
@@ -638,7 +638,13 @@ class SemanticVerifier:
             named_stats.bind_only(binder, question, plan, rule)
 
     def _carried(
-        self, question: str, sem: CodeSemantics, tables: list[str], later: frozenset[str], plan: Plan
+        self,
+        question: str,
+        code: str,
+        sem: CodeSemantics,
+        tables: list[str],
+        later: frozenset[str],
+        plan: Plan,
     ) -> None:
         """Probe items for a scope of every reported value (`carried.py`: a count "of those", an
         instruction that leaves values out): on the rows of every statement a reported field is
@@ -649,14 +655,14 @@ class SemanticVerifier:
         wide += carried.preamble_scopes(question, self.vocab, tables)
         for bound in carried.carried_bounds(question):
             if column := carried.bound_column(bound, sem):  # the code's one column tested that way
-                wide.append(bound.model_copy(update={"columns": [column]}))
+                wide.append(bound.model_copy(update={"columns": [column], "function": None}))
         for req in wide:
             column = req.columns[0]
             sites = []
             for sel in sem.selections:
                 if sel.flag or column not in binder.columns_of(sel):
                     continue
-                feeds = carried.feeds_answer(sel, sem)
+                feeds = carried.feeds_answer(sel, sem) or carried.counted_by_name(sel, sem)
                 if sel.language == "sql" and sel.sql and binder.con and (feeds or sel.target is None):
                     # a value of the statement taken by a subquery of its select list that never tests the
                     # column; a statement unpacked into several names (`n, k = con.execute(...).fetchone()`)
@@ -665,7 +671,7 @@ class SemanticVerifier:
                     for inner in carried.untested_subqueries(sel.sql, column):
                         if code := probes.kept_rows_probe(binder.con, inner, predicate):
                             sites.append((sel, (code, False)))
-                if _tests(sel, column) or not feeds:
+                if _tests(sel, column) or _tests_by_mask(sel, column, sem, code) or not feeds:
                     continue
                 frame = carried.counted_frame(sel)
                 if frame and column in self.vocab.tables.get(frame.lower(), {}):
@@ -1161,6 +1167,38 @@ def _flag_requirements(plan: Plan, current: list[Requirement]) -> list[Requireme
     scopes (`current_rule_flags`) on another flag column."""
     unread = [r for r in plan.unverified if r.flag_scope and len(r.columns) == 1]
     return unread + [r for r in current if all(r.columns != u.columns for u in unread)]
+
+
+def _tests_by_mask(sel: Selection, column: str, sem: CodeSemantics, code: str) -> bool:
+    """The statement reads a mask the cell named (`veteran = wg["exper"] > 10`, then `(veteran &
+    wg["sex"].eq("female")).sum()`, or `women_older = hh.loc[older, "sex"].eq("female")`) whose own
+    condition is on `column`. For a count written into a reported field, or a mask a field counts by
+    name, every such field's expression (or the mask's own line) must read one."""
+    masks = [
+        m.target
+        for m in sem.selections
+        if m is not sel and m.language == "pandas" and not m.frame and m.target and _tests(m, column)
+    ]
+
+    def reads_mask(text: str) -> bool:
+        return any(re.search(rf"(?<![\w.]){re.escape(m)}(?!\w)", text) for m in masks)
+
+    if sel.language == "pandas" and not sel.frame:
+        target = sel.target or ""
+        named = re.compile(rf"(?<![\w.]){re.escape(target)}(?!\w)") if target.isidentifier() else None
+        if named and any(named.search(t) for f, t in sem.fields.items() if f != "answer_type"):
+            line = re.search(rf"^[ \t]*{re.escape(target)}\s*=(?!=)(.*)$", code, re.M)
+            if line and reads_mask(line.group(1)):
+                return True  # a mask a field counts by name, built on the column's mask
+        texts = [
+            t
+            for f, t in sem.fields.items()
+            if f != "answer_type"
+            and ((sel.conditions and any(c.text in t for c in sel.conditions)) or (named and named.search(t)))
+        ]
+        if texts:
+            return all(reads_mask(t) for t in texts)
+    return any(m in sel.sources for m in masks)
 
 
 def _tests(sel: Selection, column: str) -> bool:
