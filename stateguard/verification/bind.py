@@ -90,25 +90,34 @@ class RequirementBinder(Binder):
         column: str,
         lhs: str = "",
         scale: float = 1.0,
+        missing_ok: bool = False,
     ) -> tuple[str, bool] | None:
         """Snippet: rows that break the stated condition on `column`, and whether it checks an
         artifact (the table or frame the selection left, which stays valid after a retry) rather
-        than re-running the selection's own code."""
+        than re-running the selection's own code. `missing_ok`: a row without a value meets the condition
+        (the complement of a flag, which a missing value never sets)."""
         art = self.artifact(sel)
         if art is not None and column in self.vocab.tables[art[1].lower()]:
             kind = self.vocab.tables[art[1].lower()][column].kind
             if art[0] == "table" and self.con:
-                pred = probes.sql_predicate(req, _ident(column), numeric=kind == "num", scale=scale)
+                pred = probes.sql_predicate(
+                    req, _ident(column), numeric=kind == "num", scale=scale, missing_ok=missing_ok
+                )
                 return probes.table_rows_probe(self.con, art[1], pred), True
             if art[0] == "frame":
                 return probes.frame_rows_probe(
-                    art[1], probes.pandas_predicate(req, f"_f[{column!r}]", scale=scale)
+                    art[1],
+                    probes.pandas_predicate(req, f"_f[{column!r}]", scale=scale, missing_ok=missing_ok),
                 ), True
         if sel.language == "sql":
             if not (self.con and sel.sql):
                 return None
             pred = probes.sql_predicate(
-                req, lhs or column, numeric=self._kind(column, sel.sources) in (None, "num"), scale=scale
+                req,
+                lhs or column,
+                numeric=self._kind(column, sel.sources) in (None, "num"),
+                scale=scale,
+                missing_ok=missing_ok,
             )
             code = probes.kept_rows_probe(self.con, sel.sql, pred)
             return (code, False) if code else None
@@ -118,12 +127,12 @@ class RequirementBinder(Binder):
             and sel.flag[0].lower() not in self.rewritten
             and column in self.vocab.tables.get(sel.flag[0].lower(), {})
         ):
-            pred = probes.pandas_predicate(req, f"_f[{column!r}]", scale=scale)
+            pred = probes.pandas_predicate(req, f"_f[{column!r}]", scale=scale, missing_ok=missing_ok)
             return probes.flag_probe(sel.flag[0], sel.flag[1], pred, sel.flag[2]), True
         if sel.frame and sel.mask:
             frame = f"({sel.frame})[({sel.mask})]"
             return probes.frame_rows_probe(
-                frame, probes.pandas_predicate(req, f"_f[{column!r}]", scale=scale)
+                frame, probes.pandas_predicate(req, f"_f[{column!r}]", scale=scale, missing_ok=missing_ok)
             ), False
         if sel.language == "pandas" and not sel.frame and not self.looks_up(req):
             # a statistic or count taken over a whole frame the span reads (`len(west)`,
@@ -137,7 +146,8 @@ class RequirementBinder(Binder):
             ]
             if whole:
                 return probes.frame_rows_probe(
-                    whole[0], probes.pandas_predicate(req, f"_f[{column!r}]", scale=scale)
+                    whole[0],
+                    probes.pandas_predicate(req, f"_f[{column!r}]", scale=scale, missing_ok=missing_ok),
                 ), False
         return None
 

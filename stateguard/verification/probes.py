@@ -84,8 +84,12 @@ def _quote(value: Any) -> str:
     return "'" + str(value).replace("'", "''") + "'"
 
 
-def sql_predicate(req: Requirement, column: str, numeric: bool = True, scale: float = 1.0) -> str:
-    """The stated condition on `column` as SQL."""
+def sql_predicate(
+    req: Requirement, column: str, numeric: bool = True, scale: float = 1.0, missing_ok: bool = False
+) -> str:
+    """The stated condition on `column` as SQL; with `missing_ok`, a missing value meets it too."""
+    if missing_ok:
+        return f"({sql_predicate(req, column, numeric, scale)}) OR {column} IS NULL"
     if req.kind is Kind.NOT_NULL:
         return f"{column} IS NOT NULL"
     if req.kind is Kind.SCOPE:
@@ -100,8 +104,10 @@ def sql_predicate(req: Requirement, column: str, numeric: bool = True, scale: fl
     return f"{column} {_SQL_OPS.get(req.op, req.op)} {_quote(req.value * scale)}"
 
 
-def pandas_predicate(req: Requirement, series: str, scale: float = 1.0) -> str:
-    """The stated condition on a pandas Series expression."""
+def pandas_predicate(req: Requirement, series: str, scale: float = 1.0, missing_ok: bool = False) -> str:
+    """The stated condition on a pandas Series expression; with `missing_ok`, a missing value meets it."""
+    if missing_ok:
+        return f"({pandas_predicate(req, series, scale)} | ({series}).isna())"
     if req.kind is Kind.NOT_NULL:
         return f"({series}).notna()"
     if req.kind is Kind.SCOPE:

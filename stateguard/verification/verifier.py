@@ -718,7 +718,7 @@ class SemanticVerifier:
                 for sel in sem.selections
                 if not sel.flag
                 and column in binder.columns_of(sel)
-                and (site := binder.row_site(sel, bound, column, scale=scale)) is not None
+                and (site := binder.row_site(sel, bound, column, scale=scale, missing_ok=True)) is not None
             ]
             if not sites:
                 continue
