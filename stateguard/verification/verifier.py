@@ -688,9 +688,9 @@ class SemanticVerifier:
                 f"{req.describe()}: holds for every reported value; {len(sites)} statement(s) behind one "
                 f"do not test {column} themselves"
             )
-            for sel, (code, _) in sites:  # each statement on its own: any one with other rows breaks it
+            for sel, (snippet, _) in sites:  # each statement on its own: any one with other rows breaks it
                 # probed at verification, never attached: a scope item of the same words may be already
-                _add_item(plan, req, "kept_rows", code, binder.variables(sel), "missing")
+                _add_item(plan, req, "kept_rows", snippet, binder.variables(sel), "missing")
 
     def _flag_bounds(
         self,
