@@ -530,7 +530,7 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
                 continue
             if m.group("pct") and re.match(r"\s*of\b", after, re.IGNORECASE):
                 continue  # "at least 10 percent of the firm's market value": a ratio to another quantity
-            if re.match(r"\s*(?:times\b|x\s+the\b|×|-?fold\b)", after, re.IGNORECASE):
+            if re.match(r"\s*(?:and\s+a\s+half\s+)?(?:times\b|x\s+the\b|×|-?fold\b)", after, re.IGNORECASE):
                 continue  # "at least 1.5 times that average": a multiple of another quantity, no bound
             if m.group("num").lower() in ("once", "twice", "thrice") and re.match(
                 r"\s*(?:the|that|this|its|their|his|her|as)\b", after, re.IGNORECASE

@@ -195,7 +195,15 @@ def names_share(field: str, rates: bool = False) -> bool:
     """Is an answer field named as a share (`pct_low_light`, `share_frugal`, `prop_female`)? With
     `rates`, a rate or a ratio counts too (`rate_under`)."""
     words = r"share|pct|percent|frac|prop" + (r"|rate|ratio" if rates else "")
-    return re.search(words, field.lower()) is not None
+    # a word of the name that is one of them, or starts with one as a whole word does (`pct_low`,
+    # `fraction`, `proportion_women`); not a column's short form it begins (`n_pctymle_07`)
+    return any(
+        re.fullmatch(
+            rf"(?:{words})(?:s|age|ages|ion|ions|tion|tions|ortion|ortions|ent|entage)?", part.lower()
+        )
+        for part in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", field)
+        if part
+    )
 
 
 def token_run(named: list[str], tokens: list[str]) -> list[int]:
