@@ -7,9 +7,10 @@ the words around it name no column the ordinary reading could bind, the name is 
 the question's statistic to the code's value. A finding needs the aggregate re-run as named to
 give other values AND the turn's answer to change (`ProbeItem.needs_changed`).
 
-Only mean, median and sum (total), the statistics a name states without doubt (`max_drop =
-MIN(change)` is a fall's largest size, not a maximum); one statistic word per name; a value the
-ordinary aggregation reading already bound is left to it.
+Mean, median and sum (total), the statistics a name states without doubt; a minimum or maximum
+only where the code computes one of those three (`max_drop = MIN(change)` is a fall's largest size,
+so one extreme is never read against the other); one statistic word per name; a value the ordinary
+aggregation reading already bound is left to it.
 """
 
 from __future__ import annotations
@@ -27,6 +28,12 @@ _SWAPPABLE = ("mean", "median", "sum")
 _CENTRAL = ("mean", "median")  # the one statistic of `only_statistic`: a typical value, asked one way
 # the lexicon's one-word names of those statistics ("avg", "average", "mean", "median")
 _NAMED = {w: f for w, f in LEXICON.statistics.items() if f in _SWAPPABLE and " " not in w}
+# An extreme a name states (`min_cl`, `max_pctmin`): read only against a mean, median or sum the code
+# computes, never against the other extreme (`max_drop = MIN(change)` is a fall's largest size)
+_EXTREMES = {
+    **dict.fromkeys(("min", "minimum", "lowest", "smallest"), "min"),
+    **dict.fromkeys(("max", "maximum", "highest", "largest", "biggest", "greatest"), "max"),
+}
 
 
 def _names_of(sel: Selection, agg: Aggregate, sem: CodeSemantics) -> list[str]:
@@ -50,7 +57,9 @@ def _names_of(sel: Selection, agg: Aggregate, sem: CodeSemantics) -> list[str]:
 
 def named_statistics(question: str, sem: CodeSemantics) -> list[tuple[Requirement, Selection, Aggregate]]:
     asked = {
-        f for w, f in LEXICON.statistics.items() if re.search(rf"\b{re.escape(w)}\b", question, re.IGNORECASE)
+        f
+        for w, f in [*LEXICON.statistics.items(), *_EXTREMES.items()]
+        if re.search(rf"\b{re.escape(w)}\b", question, re.IGNORECASE)
     }
     out: list[tuple[Requirement, Selection, Aggregate]] = []
     for sel in sem.selections:
@@ -60,7 +69,14 @@ def named_statistics(question: str, sem: CodeSemantics) -> list[tuple[Requiremen
             named = [
                 (name, stated.pop())
                 for name in _names_of(sel, agg, sem)
-                if len(stated := {_NAMED[t] for t in column_tokens(name) if t in _NAMED}) == 1
+                if len(
+                    stated := {
+                        {**_NAMED, **_EXTREMES}[t]
+                        for t in column_tokens(name)
+                        if t in _NAMED or t in _EXTREMES
+                    }
+                )
+                == 1
             ]
             taken = {r.fields[0] for r, _, _ in out}
             named = [(n, f) for n, f in named if f != agg.function and f in asked and n not in taken]

@@ -252,6 +252,8 @@ def _matches(token: str, phrase: list[str], raw: list[str] | None = None) -> boo
         return True  # `yr` for "year", `qtr` for "quarter"
     if initials_of(token, raw):
         return True  # `pm` for "prime minister"
+    if _clipped_pair(token, raw):
+        return True  # `faminc` for "family income"
     single = words(token)  # a plural column word (`warm_days`) matches as the text's words are stemmed
     for w in phrase + joined:
         if (
@@ -261,6 +263,19 @@ def _matches(token: str, phrase: list[str], raw: list[str] | None = None) -> boo
             or (len(w) >= 4 and token.startswith(w))
         ):
             return True
+    return False
+
+
+def _clipped_pair(token: str, raw: list[str]) -> bool:
+    """The token is the starts of two words in a row, each of three letters or more, run together
+    (`faminc` for "family income", `educyr` is not: `yr` is two letters)."""
+    if len(token) < 6 or not token.isalpha():
+        return False
+    for first, second in zip(raw, raw[1:], strict=False):
+        for k in range(3, min(len(first), len(token) - 3) + 1):
+            rest = token[k:]
+            if token[:k] == first[:k] and len(rest) >= 3 and second.startswith(rest):
+                return True
     return False
 
 

@@ -211,3 +211,37 @@ def test_a_column_s_own_name_in_a_list_of_names_is_no_scope() -> None:
     assert scopes("Build the codebook `status_book` (married, label) and merge", vocab, ["ps"]) == []
     [req] = scopes("Only the married people, please", vocab, ["ps"])
     assert req.values == ["married"]
+
+
+# --- after fresh26's first look --------------------------------------------------------------------
+
+
+def test_one_and_a_half_times_is_a_multiple_not_a_bound() -> None:
+    said = "a county-year is high-crime when its rate is at least one and a half times the median rate"
+    assert comparisons(said) == []
+
+
+@pytest.mark.parametrize(
+    ("field", "share"),
+    [("pct_low_light", True), ("share_frugal", True), ("fraction_x", True), ("n_pctymle_07_to_09", False)],
+)
+def test_a_share_is_named_by_a_whole_word(field: str, share: bool) -> None:
+    from stateguard.verification.vocabulary import names_share
+
+    assert names_share(field) is share
+
+
+def test_a_column_clipped_from_two_words() -> None:
+    from stateguard.verification.vocabulary import resolve_column
+
+    assert resolve_column(["family", "income"], ["faminc", "emr"]) == ["faminc"]
+    assert resolve_column(["income"], ["faminc", "income"]) == ["income"]
+
+
+@pytest.mark.parametrize(("call", "found"), [("'mean'", True), ("'min'", False)])
+def test_an_extreme_the_name_states_computed_as_a_mean(call: str, found: bool) -> None:
+    from stateguard.verification.named_stats import named_statistics
+
+    code = f"tab = orders.groupby('region').agg(n=('order_id', 'count'), min_rating=('rating', {call}))\n"
+    hits = named_statistics("Per region: the number of orders and the smallest rating.", inspect_code(code))
+    assert [(r.function, r.fields) for r, _, _ in hits] == ([("min", ["min_rating"])] if found else [])
