@@ -669,8 +669,8 @@ class SemanticVerifier:
                     # binds none
                     predicate = probes.sql_predicate(req, column)
                     for inner in carried.untested_subqueries(sel.sql, column):
-                        if code := probes.kept_rows_probe(binder.con, inner, predicate):
-                            sites.append((sel, (code, False)))
+                        if snippet := probes.kept_rows_probe(binder.con, inner, predicate):
+                            sites.append((sel, (snippet, False)))
                 if _tests(sel, column) or _tests_by_mask(sel, column, sem, code) or not feeds:
                     continue
                 frame = carried.counted_frame(sel)

@@ -4,8 +4,6 @@ a bound against a named line, "reach" as at least, and standing scopes said in o
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from stateguard.artifacts.lexicon import LEXICON
