@@ -487,6 +487,11 @@ def _in_quotes(clause: str, at: int) -> bool:
     return any(m.start() < at < m.end() for m in _QUOTED.finditer(clause))
 
 
+# The number is a multiple of another quantity ("at least 1.5 times that average", "at least one and
+# a half times the median"), no bound
+MULTIPLE_AFTER = re.compile(r"\s*(?:and\s+a\s+half\s+)?(?:times\b|x\s+the\b|×|-?fold\b)", re.IGNORECASE)
+
+
 def comparisons(clause: str, source: str = "question") -> list[Requirement]:
     if _THE_REST.search(clause):
         return []  # the bound's rows are compared with the rest: a split into groups, not a filter
@@ -530,7 +535,7 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
                 continue
             if m.group("pct") and re.match(r"\s*of\b", after, re.IGNORECASE):
                 continue  # "at least 10 percent of the firm's market value": a ratio to another quantity
-            if re.match(r"\s*(?:and\s+a\s+half\s+)?(?:times\b|x\s+the\b|×|-?fold\b)", after, re.IGNORECASE):
+            if MULTIPLE_AFTER.match(after):
                 continue  # "at least 1.5 times that average": a multiple of another quantity, no bound
             if m.group("num").lower() in ("once", "twice", "thrice") and re.match(
                 r"\s*(?:the|that|this|its|their|his|her|as)\b", after, re.IGNORECASE

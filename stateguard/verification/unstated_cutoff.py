@@ -136,12 +136,17 @@ def _op_of(phrase: str) -> str | None:
     return next((o for p, o in _PREFIX_OPS if re.fullmatch(p, phrase, re.IGNORECASE)), None)
 
 
+_AND_A_HALF = re.compile(r"\s*and\s+a\s+half\b", re.IGNORECASE)
+
+
 def bounds(text: str) -> list[tuple[float, bool, str | None, str]]:
     """(number, said as a percentage, comparator, words) for each number the text puts after a
     comparator (prefix or postfix; "more than half" is 50 percent) or at a range's end (comparator
     None: "between 10 and 20", "from 3 to 5 inclusive")."""
     out: list[tuple[float, bool, str | None, str]] = []
     for m in _PREFIX.finditer(text):
+        if _AND_A_HALF.match(text[m.end() : m.end() + 30]):
+            continue  # "at least one and a half times the median": not the number one
         if (x := _value(m.group("num"))) is not None:
             out.append((x, bool(m.group("pct")), _op_of(m.group("phrase")), m.group(0)))
     for m in _POSTFIX.finditer(text):

@@ -244,7 +244,7 @@ def initials_of(token: str, raw: list[str]) -> bool:
     )
 
 
-def _matches(token: str, phrase: list[str], raw: list[str] | None = None) -> bool:
+def _matches(token: str, phrase: list[str], raw: list[str] | None = None, loose: bool = True) -> bool:
     raw = raw or phrase  # "GDP per capita" -> "percapita" also counts for `gdpPercap`
     joined = ["".join(raw[i : i + 2]) for i in range(len(raw) - 1)]
     full = LEXICON.abbreviations.get(token)
@@ -252,8 +252,16 @@ def _matches(token: str, phrase: list[str], raw: list[str] | None = None) -> boo
         return True  # `yr` for "year", `qtr` for "quarter"
     if initials_of(token, raw):
         return True  # `pm` for "prime minister"
-    if _clipped_pair(token, raw):
+    if loose and _clipped_pair(token, raw):
         return True  # `faminc` for "family income"
+    if (
+        loose
+        and len(token) >= 3
+        and any(
+            len(w) > len(token) and w[0] == token[0] and re.sub(r"(?<!^)[aeiou]", "", w) == token for w in raw
+        )
+    ):
+        return True  # `hlth` for "health": the word without its vowels
     single = words(token)  # a plural column word (`warm_days`) matches as the text's words are stemmed
     for w in phrase + joined:
         if (
@@ -300,8 +308,18 @@ def resolve_column(subject: Iterable[str], columns: Iterable[str], partial: bool
         elif any(len(t) >= 4 for t in hit):
             some.append(col)
     if full:
-        best = max(s for s, _ in full)
-        return [c for s, c in full if s == best]
+        best = [c for s, c in full if s == max(s for s, _ in full)]
+        # a column named by its words beats one named only by a short form (`region` over `rgn`)
+        strict = [
+            c
+            for c in best
+            if all(
+                _matches(t, phrase, raw, loose=False)
+                for t in column_tokens(c)
+                if t not in UNITS and not t.isdigit()
+            )
+        ]
+        return strict or best
     if not (partial and len(some) == 1):
         return []
     # A column that covers only part of the subject binds only when the subject says nothing the

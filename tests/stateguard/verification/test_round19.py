@@ -245,3 +245,17 @@ def test_an_extreme_the_name_states_computed_as_a_mean(call: str, found: bool) -
     code = f"tab = orders.groupby('region').agg(n=('order_id', 'count'), min_rating=('rating', {call}))\n"
     hits = named_statistics("Per region: the number of orders and the smallest rating.", inspect_code(code))
     assert [(r.function, r.fields) for r, _, _ in hits] == ([("min", ["min_rating"])] if found else [])
+
+
+def test_a_column_named_by_a_word_without_its_vowels() -> None:
+    from stateguard.verification.vocabulary import resolve_column
+
+    assert resolve_column(["self-rated", "health"], ["hlth", "hours"]) == ["hlth"]
+    assert resolve_column(["region"], ["rgn", "region"]) == ["region"]  # the word itself wins
+
+
+def test_one_and_a_half_is_no_unstated_number_one() -> None:
+    from stateguard.verification.unstated_cutoff import bounds
+
+    assert bounds("its rate is at least one and a half times the median rate") == []
+    assert bounds("at least 1.5 times the median") == [(1.5, False, ">=", "at least 1.5")]
