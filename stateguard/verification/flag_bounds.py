@@ -33,8 +33,9 @@ _ORDER_OPS = (">", ">=", "<", "<=")
 
 
 def cut_flags(history: FlagHistory, req: Requirement) -> dict[str, tuple[str, float]]:
-    """flag -> (column, number as the code writes it), for every flag one of whose recorded versions is `column op number` alone
-    with the bound's number (in the bound's unit: a percentage's fraction counts)."""
+    """flag -> (column, number as the code writes it), for every flag one of whose recorded versions
+    is `column op number` alone with the bound's number (in the bound's unit: a percentage's fraction
+    counts)."""
     assert req.value is not None
     out: dict[str, tuple[str, float]] = {}
     for versions in history.versions.values():
@@ -61,7 +62,9 @@ def _one_cut(shape: tuple[tuple[str, str | float], ...]) -> tuple[str, float] | 
 
 
 def _aggregated(flag: str, code: str) -> bool:
-    """The code reads the flag inside an aggregate or a conditional count."""
+    """The code reads the flag inside an aggregate or a conditional count (read widely: an aggregate
+    call anywhere before a later mention of the flag counts, so this abstains more often than it
+    must)."""
     name = re.escape(flag)
     sql = re.search(rf"\b(?:SUM|AVG|COUNT|MEAN|BOOL_OR|BOOL_AND|MAX|MIN)\s*\([^;]*?\b{name}\b", code, re.I)
     sql_filter = re.search(rf"\bFILTER\s*\(\s*WHERE[^)]*\b{name}\b", code, re.I)
