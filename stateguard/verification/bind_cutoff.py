@@ -36,13 +36,20 @@ def _year_like(value: float) -> bool:
 
 
 def unit_scale(value: float, numbers: set[float]) -> float | None:
-    """The one power of ten (10^3 or 10^6, either way) that writes `value` as a number of `numbers`,
+    """The one power of ten (10^2, 10^3 or 10^6, either way) that writes `value` as a number of `numbers`,
     when none of them is `value` as said ("under $10,000" tested `< 10` on a column of thousands);
     None when the value is written as said, or no scale or several fit."""
     if any(math.isclose(abs(value), abs(n)) for n in numbers):
         return None
-    scales = [s for s in UNIT_SCALES if any(math.isclose(abs(value) * s, abs(n)) for n in numbers)]
-    return scales[0] if len(scales) == 1 else None
+    for candidates in (UNIT_SCALES, _HUNDREDS):  # hundredths only where no 10^3 or 10^6 fits
+        scales = [s for s in candidates if any(math.isclose(abs(value) * s, abs(n)) for n in numbers)]
+        if scales:
+            return scales[0] if len(scales) == 1 else None
+    return None
+
+
+# "under 20 cents" tested `beertax < 0.2` on a column of dollars
+_HUNDREDS = (1e-2, 1e2)
 
 
 def scale_for(req: Requirement, literal: float) -> float:

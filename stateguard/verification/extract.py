@@ -921,11 +921,18 @@ def _uncoordinated(clause: str) -> str:
     return _PAIRED_STAT.sub(lambda m: " " * (len(m.group(0)) - 1) + m.group(0)[-1], clause)
 
 
+# a plural owner right before a statistic ("the fathers' mean height")
+_PLURAL_OWNER = re.compile(r"\b(?P<owner>[A-Za-z][\w-]*s)'\s+$")
+
+
 def aggregations(clause: str, fields: list[str], source: str = "question") -> list[Requirement]:
     out = []
     for m in _AGG.finditer(_uncoordinated(clause)):
         fn = _FUNCS[" ".join(m.group("fn").lower().split())]
         subj = [w for w in m.group("subj").split() if w.lower() not in ("the", "of")]
+        owner = _PLURAL_OWNER.search(clause[: m.start()])
+        if owner and subj:
+            subj = [owner.group("owner"), *subj]  # "the fathers' mean height": the fathers' heights
         if subj and subj[0].lower() in ("of", "growth") and fn == "sum":
             continue
         if not subj or subj[0].lower() in ("and", "or") or _REFERENCE_BEFORE.search(clause[: m.start()]):

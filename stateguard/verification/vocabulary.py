@@ -191,10 +191,38 @@ def matches_token(column_token: str, word: str) -> bool:
     return _matches(column_token, [word])
 
 
+# words that make a field name the group holding an extreme value, not the value itself
+_RANKED = {
+    "top",
+    "largest",
+    "larger",
+    "greater",
+    "greatest",
+    "higher",
+    "highest",
+    "biggest",
+    "bigger",
+    "most",
+    "lowest",
+    "lower",
+    "smallest",
+    "smaller",
+    "least",
+    "fewest",
+    "max",
+    "min",
+    "argmax",
+    "argmin",
+}
+
+
 def names_share(field: str, rates: bool = False) -> bool:
     """Is an answer field named as a share (`pct_low_light`, `share_frugal`, `prop_female`)? With
     `rates`, a rate or a ratio counts too (`rate_under`)."""
     words = r"share|pct|percent|frac|prop" + (r"|rate|ratio" if rates else "")
+    parts = [p.lower() for p in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", field) if p]
+    if parts and not re.match(rf"(?:{words})", parts[0]) and any(p in _RANKED for p in parts):
+        return False  # `year_top_deadly_share`, `sex_greater_high_share`: the group with the extreme share
     # a word of the name that is one of them, or starts with one as a whole word does (`pct_low`,
     # `fraction`, `proportion_women`); not a column's short form it begins (`n_pctymle_07`)
     return any(

@@ -259,3 +259,32 @@ def test_one_and_a_half_is_no_unstated_number_one() -> None:
 
     assert bounds("its rate is at least one and a half times the median rate") == []
     assert bounds("at least 1.5 times the median") == [(1.5, False, ">=", "at least 1.5")]
+
+
+# --- after fresh27's first look --------------------------------------------------------------------
+
+
+def test_a_field_naming_the_group_with_the_extreme_share_is_no_share() -> None:
+    from stateguard.verification.vocabulary import names_share
+
+    assert not names_share("year_top_deadly_share") and not names_share("sex_greater_high_share")
+    assert names_share("pct_lower_income") and names_share("share_higher_educ")
+
+
+def test_a_plural_owner_before_a_statistic_is_part_of_its_subject() -> None:
+    from stateguard.verification.extract import aggregations
+
+    said = "children, tall children, the fathers' mean height and the median child height"
+    assert [(r.function, r.subject) for r in aggregations(said, [])] == [
+        ("mean", ["fathers", "height"]),
+        ("median", ["child", "height"]),
+    ]
+
+
+def test_an_amount_in_cents_tested_in_dollars() -> None:
+    from stateguard.verification import bind_cutoff
+    from stateguard.verification.requirements import Kind, Requirement
+
+    req = Requirement(kind=Kind.COMPARISON, text="under 20", op="<", value=20.0)
+    assert bind_cutoff.in_code_scale(req, {0.2}).value == 0.2
+    assert bind_cutoff.in_code_scale(req, {20.0, 0.2}).value == 20.0  # written as said
