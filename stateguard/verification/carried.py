@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import re
 
-import sqlglot
 from sqlglot import exp
 
 from stateguard.artifacts.lexicon import LEXICON
 from stateguard.inspection.code_model import CodeSemantics, Selection
-from stateguard.verification import extract
+from stateguard.verification import extract, sql_edit
 from stateguard.verification.binder import close
 from stateguard.verification.requirements import Kind, Requirement
 from stateguard.verification.vocabulary import Vocabulary, column_tokens
@@ -109,11 +108,8 @@ def untested_subqueries(sql: str, column: str) -> list[str]:
     """Scalar subqueries of a statement's select list that read a table and never test `column`
     (`SELECT count(*), (SELECT count_if(malignant) FROM bx) FROM adhesive`): a reported value
     taken from rows the statement's own condition does not reach."""
-    try:
-        tree = sqlglot.parse_one(sql, dialect="duckdb")
-    except Exception:  # noqa: BLE001 - sqlglot raises several error types
-        return []
-    if not isinstance(tree, exp.Select):
+    tree = sql_edit.parse_select(sql)
+    if tree is None:
         return []
     out = []
     for projection in tree.expressions:

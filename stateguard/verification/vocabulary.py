@@ -226,11 +226,8 @@ def names_share(field: str, rates: bool = False) -> bool:
     # a word of the name that is one of them, or starts with one as a whole word does (`pct_low`,
     # `fraction`, `proportion_women`); not a column's short form it begins (`n_pctymle_07`)
     return any(
-        re.fullmatch(
-            rf"(?:{words})(?:s|age|ages|ion|ions|tion|tions|ortion|ortions|ent|entage)?", part.lower()
-        )
-        for part in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", field)
-        if part
+        re.fullmatch(rf"(?:{words})(?:s|age|ages|ion|ions|tion|tions|ortion|ortions|ent|entage)?", part)
+        for part in parts
     )
 
 
@@ -336,7 +333,8 @@ def resolve_column(subject: Iterable[str], columns: Iterable[str], partial: bool
         elif any(len(t) >= 4 for t in hit):
             some.append(col)
     if full:
-        best = [c for s, c in full if s == max(s for s, _ in full)]
+        most = max(s for s, _ in full)
+        best = [c for s, c in full if s == most]
         # a column named by its words beats one named only by a short form (`region` over `rgn`)
         strict = [
             c
