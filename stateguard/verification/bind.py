@@ -270,6 +270,15 @@ class RequirementBinder(Binder):
                         needs_changed=masked,
                     )
                 )
+            if moved and not masked and edit is not None and sel.language == "pandas" and cond.lhs:
+                # one end moved inward ("1984 through 1988" kept as 1985-1988): every kept row meets
+                # the stated range, so the rows it leaves out decide; the answer must change as stated
+                probe = bind_cutoff.lhs_probe(cond, req, scale, sel.frame)
+                plan.items.append(
+                    self.item(
+                        req, "rerun", probe, self.variables(sel), "threshold", edit=edit, needs_changed=True
+                    )
+                )
             return
         if req.kind is Kind.COMPARISON and req.function == "count" and self.con:
             for sel in self.sem.selections:

@@ -102,6 +102,13 @@ _POSTFIX = re.compile(
     + r")\b(?!\s+than\b)",  # "65 and over", but not "30 and fewer than 50"
     re.IGNORECASE,
 )
+# "tall from 70 inches up", "from $500 upward", "from 10 days down": the number and what lies past it
+_FROM_UP = re.compile(
+    r"\bfrom\s+"
+    + _NUM
+    + r"\s+(?P<unit>(?:[a-z]+(?:/[a-z]+)?\s+){0,2})(?P<dir>up(?:wards?)?|down(?:wards?)?)\b(?!\s+(?:to|until|till)\b)",
+    re.IGNORECASE,
+)
 _BETWEEN = re.compile(
     r"\bbetween\s+" + _NUM + r"\s+and\s+(?P<num2>-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?)",
     re.IGNORECASE,
@@ -125,6 +132,12 @@ _RANGE = re.compile(
     + r"|from\s+(?P<a3>"
     + _END
     + r")\s+through\s+(?P<b3>"
+    + _END
+    + r")"
+    # "1984 through 1988": "through" keeps its end without "from" or "inclusive"
+    + r"|(?P<a4>"
+    + _END
+    + r")\s+through\s+(?P<b4>"
     + _END
     + r"))"
     r"(?P<pct>\s*(?:%|percent\b))?",
@@ -370,6 +383,10 @@ def clauses(text: str) -> list[str]:
 
 _LINKERS = {"is", "are", "was", "were", "be", "of", "by", "at", "with", "has", "have", "had"}
 _STOPS = {
+    "again",
+    "anything",
+    "anyone",
+    "anybody",
     "a",
     "an",
     "the",
@@ -498,9 +515,11 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
     out: list[Requirement] = []
     taken: list[tuple[int, int]] = []
 
-    def two_bounds(m: re.Match[str], ends: list[str]) -> None:
+    def two_bounds(m: re.Match[str], ends: list[str], years: bool = False) -> None:
         low, high = sorted(_number(e.lstrip("$")) for e in ends)
         subject = _subject_before(clause, m.start())
+        if years and all(re.fullmatch(r"1[89]\d\d|20\d\d", e) for e in ends):
+            subject = ["year"]  # "we study 1984 through 1988": a span of time, whatever noun precedes it
         pct = bool(m.group("pct"))
         out.append(
             Requirement(
@@ -517,17 +536,20 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
         two_bounds(m, [m.group("num"), m.group("num2")])
     for m in _RANGE.finditer(clause):
         if not (any(a <= m.start() < b for a, b in taken) or _in_quotes(clause, m.start())):
-            two_bounds(m, [m.group(f"{e}{i}") for i in "123" for e in "ab" if m.group(f"a{i}")])
+            ends = [m.group(f"{e}{i}") for i in "1234" for e in "ab" if m.group(f"a{i}")]
+            two_bounds(m, ends, years=bool(m.group("a3") or m.group("a4")))
     for m in _FROM_ON.finditer(clause):  # "from 2015 on": the years from then
         out.append(_year_bound(m.group(0), source, ">=", m.group("num")))
         taken.append(m.span())
-    for pattern, is_prefix in ((_PREFIX, True), (_POSTFIX, False)):
+    for pattern, is_prefix in ((_PREFIX, True), (_POSTFIX, False), (_FROM_UP, False)):
         for m in pattern.finditer(clause):
             if any(a <= m.start() < b for a, b in taken):
                 continue
             if is_prefix:
                 phrase = m.group("phrase").lower()
                 op = next(o for p, o in _PREFIX_OPS if re.fullmatch(p, phrase, re.IGNORECASE))
+            elif pattern is _FROM_UP:
+                op = ">=" if m.group("dir").lower().startswith("up") else "<="
             else:
                 op = _POSTFIX_DIRS[m.group("dir").lower()]
             after = clause[m.end() : m.end() + 30]
@@ -547,7 +569,9 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
                 continue  # "an age band ('under 40', '40-49')": a label written out, not a bound
             if _COUNTED_NOUN.search(clause[: m.start()]):
                 continue  # "at least one child under six": a bound on what is counted, not on the rows
-            subject = _subject_before(clause, m.start())
+            # "call a child tall from 70 inches up": the words before name what the rule defines, not
+            # the quantity; only the words between the number and "up" can name it
+            subject = _subject_before(clause, m.start()) if pattern is not _FROM_UP else []
             if subject and all(w.lower() in _BOUND_WORDS for w in subject):
                 subject = []  # "a week at most (7 days or fewer)": the words of another bound, no quantity
             named_after = re.match(
@@ -793,6 +817,9 @@ def flag_scopes(clause: str, vocab: Vocabulary, tables: list[str] | None) -> lis
         patterns = (
             rf"\b(?:the|those|these|all|its|their)\s+(?:[a-z]+\s+)?{phrase}\s+[a-z]+",
             rf"\b[a-z]+s\s+(?:that|which|who)\s+(?:are|were|is|was|counts?\s+as)\s+{phrase}",
+            # "how many deadly ones had ...": the flagged rows, counted by another property
+            rf"\bhow\s+many\s+{phrase}\s+(?:ones|[a-z-]+s)\s+(?:in\s+`?\w+`?\s+)?"
+            r"(?:had|have|has|were|was|are|is|did|do|got|received)\b(?!\s+there\b)",
             rf"\bthe\s+[a-z]+s\s+{phrase}" if tokens[0] in ("at", "in", "on", "under", "over") else "",
         )
         for pattern in filter(None, patterns):
@@ -1232,7 +1259,9 @@ _FRAME_OTHER = re.compile(
 _DEFINITION_FRAME = re.compile(
     r"^\s*(?:(?:from (?:now|here) on|henceforth),?\s+)?(?:[\w'-]+\s+){0,4}?"
     r"(?:calls?|counts?|treats?|regards?|considers?|labels?|flags?|marks?|classif(?:y|ies)|is|are)\s+"
-    r"(?:[\w'-]+\s+){1,8}?(?:when|whenever|if)\b",
+    r"(?:[\w'-]+\s+){1,8}?(?:when|whenever|if)\b"
+    # "heavy spending is again anything over $1,000": the term, then what it covers
+    r"|^\s*(?:[\w'-]+\s+){1,4}?(?:is|are|means?)\s+(?:again\s+|now\s+|still\s+)?(?:anything|everything|anyone)\b",
     re.IGNORECASE,
 )
 

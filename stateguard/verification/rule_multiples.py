@@ -25,11 +25,14 @@ from stateguard.verification.extract import _PREFIX_OPS
 from stateguard.verification.requirements import CODE_COMPARATOR, METHODS, MIRROR, Kind, Requirement
 
 _PHRASE = "|".join(f"(?:{p})" for p, _ in _PREFIX_OPS)
-_WORDS = {"one": 1.0, "two": 2.0, "three": 3.0, "four": 4.0, "five": 5.0}
+_WORDS = {
+    w: float(i)
+    for i, w in enumerate(["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"], 1)
+}
 _NUM = r"\d+(?:\.\d+)?"
 _MULT = (
     r"(?P<mult>twice|double|thrice|triple|half"
-    r"|(?P<word>one|two|three|four|five)(?P<half>\s+and\s+a\s+half)?\s+times"
+    rf"|(?P<word>{'|'.join(_WORDS)})(?P<half>\s+and\s+a\s+half)?\s+times"
     rf"|(?P<num>{_NUM})\s*(?:times|x|×)"
     rf"|(?P<pct>{_NUM})\s*(?:percent|per\s+cent|%)\s+(?P<dir>above|over|more\s+than|higher\s+than|below|under|less\s+than|lower\s+than)"
     rf"|(?P<part>{_NUM})\s*(?:percent|per\s+cent|%)\s+of)"  # "below 85 percent of the median": 0.85 times
@@ -86,9 +89,14 @@ def _multiple(m: re.Match[str]) -> tuple[float, str | None]:
     return {"twice": 2.0, "double": 2.0, "thrice": 3.0, "triple": 3.0, "half": 0.5}[word], op
 
 
+def stated_phrases(rule: str) -> list[re.Match[str]]:
+    """Every multiple of a statistic the rule states ("1.5 times the median price of its field")."""
+    return [m for m in _STATED.finditer(rule) if _STAT.search(m.group("after") or "")]
+
+
 def stated(rule: str) -> Stated | None:
     """The one multiple of a statistic the rule states (and its side, when it says one)."""
-    found = [(m, *_multiple(m)) for m in _STATED.finditer(rule) if _STAT.search(m.group("after") or "")]
+    found = [(m, *_multiple(m)) for m in stated_phrases(rule)]
     if not found or len({round(k, 9) for _, k, _ in found}) != 1:
         return None
     ops = {op for _, _, op in found if op}

@@ -33,7 +33,7 @@ from stateguard.verification.vocabulary import Vocabulary, resolve_column
 
 # "of its own SOUTH group", "of the student's own teaching method", "of its size class"
 _OWN = re.compile(
-    r"\b(?:of|for|within|in)\s+(?:its|their|his|her|the\s+[a-z]+'s)\s+(?:own\s+)?"
+    r"\b(?:of|for|within|in)\s+(?:its|their|his|her|that|the\s+[a-z]+'s)\s+(?:own\s+)?"
     r"(?P<words>[A-Za-z][\w'-]*(?:\s+[A-Za-z][\w'-]*){0,2})",
     re.IGNORECASE,
 )
@@ -111,11 +111,13 @@ class Stated:
 _CODES = 50
 
 
-def groupable(vocab: Vocabulary) -> list[str]:
+def groupable(vocab: Vocabulary, tables: list[str] | None = None) -> list[str]:
     """Columns that can name a group: text, or whole-number codes in a short range (`south`,
-    `wave`), not a measure (`income`)."""
+    `wave`), not a measure (`income`); with `tables`, only columns of those (the turn reads them)."""
     out: list[str] = []
-    for table in vocab.tables.values():
+    for name, table in vocab.tables.items():
+        if tables is not None and name not in tables:
+            continue
         for name, info in table.items():
             if name in out:
                 continue
@@ -132,8 +134,20 @@ def groupable(vocab: Vocabulary) -> list[str]:
     return out
 
 
-def stated_group(rule: str, columns: list[str]) -> Stated | None:
-    """The group the rule's statistic is taken over, when the rule says it one way only."""
+def _described(words: list[str], columns: list[str], described: dict[str, frozenset[str]]) -> list[str]:
+    """Columns whose description in the task's text covers every word of the phrase ("colour form"
+    for `sp (colour form, B blue or O orange)`), group nouns aside."""
+    said = {w.lower() for w in words if w.lower() not in _GROUP_NOUNS}
+    if not said:
+        return []
+    return [c for c in columns if said <= described.get(c, frozenset())]
+
+
+def stated_group(
+    rule: str, columns: list[str], described: dict[str, frozenset[str]] | None = None
+) -> Stated | None:
+    """The group the rule's statistic is taken over, when the rule says it one way only; `described`:
+    the words the task's text describes each column with, read where no column's name is said."""
     whole = _WHOLE.search(rule)
     found: list[tuple[str, str]] = []
     for m in [*_OWN.finditer(rule), *_SAME.finditer(rule), *_POSSESSIVE.finditer(rule)]:
@@ -150,6 +164,12 @@ def stated_group(rule: str, columns: list[str]) -> Stated | None:
                 if all(w in _GROUP_NOUNS for w in rest[:1]):
                     found.append((named[0], m.group(0)))
                 break
+        else:
+            for n in range(len(words), 0, -1):
+                named = _described(words[:n], columns, described or {})
+                if len(named) == 1:
+                    found.append((named[0], m.group(0)))
+                    break
     keys = {c for c, _ in found}
     if whole and not found:
         return Stated(None, whole.group(0))

@@ -103,9 +103,16 @@ def _names_child_only(question: str, scope: Scope) -> bool:
     patients died") and never names the parent or asks beyond the kept rows: a statement of the turn
     that reads the parent reads around the scope even where another statement reads the child."""
     plain = re.sub(r"`[^`]*`", " ", question)
-    if not scope.child or not re.search(
-        rf"(?<![\w-]){re.escape(scope.child)}(?![\w-])", plain, re.IGNORECASE
-    ):
+    if not scope.child:
+        return False
+    # the child's name as a word, its singular ("adult heavy spenders" for `adults`), or backticked
+    # (`bigfam`) where the question names no source of it at all
+    names = [scope.child] + ([scope.child[:-1]] if re.fullmatch(r"[a-z]{4,}s", scope.child) else [])
+    said = any(re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", plain, re.IGNORECASE) for n in names)
+    quoted = f"`{scope.child}`" in question and not any(
+        re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", question, re.IGNORECASE) for n in scope.sources
+    )
+    if not (said or quoted):
         return False
     # "cohort patients": a parent's name right after the child's is the child's noun, not the parent
     rest = re.sub(rf"(?<![\w-]){re.escape(scope.child)}\s+[\w-]+", " ", question, flags=re.IGNORECASE)

@@ -54,6 +54,7 @@ from stateguard.verification import (
     regrouped,
     repeated_keys,
     rule_multiples,
+    rule_statistics,
     rule_windows,
     share_base,
     split_groups,
@@ -160,6 +161,12 @@ class SemanticConfig(BaseModel):
         description="The multiple of a statistic a relative rule states ('at least twice the median ozone of "
         "its month'), against the code's one comparison with a number times something (`rule_multiples.py`): "
         "the turn re-run with the stated multiple and side must report another answer.",
+    )
+    rule_statistics: bool = Field(
+        default=True,
+        description="The statistic a relative rule states ('1.5 times the median price of its field'), against "
+        "the code's one group statistic of the compared column (`rule_statistics.py`): the turn re-run with "
+        "the stated statistic must report another answer.",
     )
     repeated_keys: bool = Field(
         default=True,
@@ -525,9 +532,11 @@ class SemanticVerifier:
         if self.config.outside_ranges:
             self._outside(question, code, plan)
         if self.config.rule_windows:
-            self._rule_windows(f"{_own_context(turn)}\n{question}", code, sem, later, plan)
+            self._rule_windows(f"{_own_context(turn)}\n{question}", code, sem, later, plan, tables)
         if self.config.rule_multiples:
             self._rule_multiples(f"{_own_context(turn)}\n{question}", code, plan)
+        if self.config.rule_statistics:
+            self._rule_statistics(f"{_own_context(turn)}\n{question}", code, plan)
         if self.config.repeated_keys:
             self._repeated_keys(code, sem, plan)
         if self.config.ranking_sides:
@@ -792,6 +801,17 @@ class SemanticVerifier:
         note, edit = f"the code tests `{found.site.text}`", (found.site.text, found.after)
         _add_text_rerun(plan, req, note, code, edit, "rule_multiple", rule_multiples.PROBE, found.status)
 
+    def _rule_statistics(self, rule: str, code: str, plan: Plan) -> None:
+        """An item for the code's one group statistic behind its rule when it is taken with another
+        statistic than the rule states (`rule_statistics.py`); the answer gate must see the answer change."""
+        found = rule_statistics.changed(rule, code)
+        if found is None:
+            return
+        req = rule_statistics.requirement(found)
+        note = f"the code's rule `{found.compared}` is built on `{found.site.text.strip()}`"
+        edit = (found.site.text, found.site.after)
+        _add_text_rerun(plan, req, note, code, edit, "rule_statistic", rule_statistics.PROBE, "aggregation")
+
     def _repeated_keys(self, code: str, sem: CodeSemantics, plan: Plan) -> None:
         """A probe item for each mapping a reported value builds from keyed rows (`repeated_keys.py`):
         in the value's own code, or in the statement assigning a name it reads."""
@@ -866,12 +886,19 @@ class SemanticVerifier:
         _add_text_rerun(plan, req, note, code, edit, "dead_subset", dead_subsets.PROBE, "scope")
 
     def _rule_windows(
-        self, rule: str, code: str, sem: CodeSemantics, later: frozenset[str], plan: Plan
+        self,
+        rule: str,
+        code: str,
+        sem: CodeSemantics,
+        later: frozenset[str],
+        plan: Plan,
+        tables: list[str] | None = None,
     ) -> None:
         """A re-run item for the turn's one per-row statistic taken over other keys than its own
         rule states (`rule_windows.py`), or for its one group statistic joined back onto the rows
         over other keys; the answer gate must then see the answer change."""
-        stated = rule_windows.stated_group(rule, rule_windows.groupable(self.vocab)) if rule.strip() else None
+        columns = rule_windows.groupable(self.vocab, tables)  # of the tables the turn reads
+        stated = rule_windows.stated_group(rule, columns, self.vocab.column_words) if rule.strip() else None
         if stated is None:
             return
         req = rule_windows.requirement(stated)

@@ -41,6 +41,10 @@ UNITS = {
     "num",
 }
 STOP = {
+    "again",
+    "anything",
+    "anyone",
+    "anybody",
     "the",
     "a",
     "an",
@@ -102,6 +106,11 @@ class Vocabulary(BaseModel):
         description="Words the task's own text uses to describe a real column ('invest (gross "
         "investment)'): they bind like the column's own tokens.",
     )
+    column_words: dict[str, frozenset[str]] = Field(
+        default_factory=dict,
+        description="The same words by the column they describe ('sp (colour form, ...)' -> sp: colour, "
+        "form): a phrase they cover names that column.",
+    )
 
     @classmethod
     def from_probe(cls, stdout: str) -> Vocabulary:
@@ -114,24 +123,36 @@ class Vocabulary(BaseModel):
         return cls()
 
     def merged(self, other: Vocabulary) -> Vocabulary:
-        return Vocabulary(tables={**self.tables, **other.tables}, described=self.described | other.described)
+        return Vocabulary(
+            tables={**self.tables, **other.tables},
+            described=self.described | other.described,
+            column_words={**self.column_words, **other.column_words},
+        )
 
     def with_descriptions(self, text: str) -> Vocabulary:
         """The vocabulary with the words `text` (the task's context) uses to describe its columns:
         "invest (gross investment)" or "zymotic disease (`disease`)" -- a known column beside a
         parenthesis, the description's first phrase (up to a comma or semicolon, 6 words at most)."""
         found: set[str] = set()
+        by_column: dict[str, frozenset[str]] = {}
         for column in self.columns():
             name = re.escape(column)
+            own: set[str] = set()
             for m in re.finditer(rf"(?<![\w`]){name}`?\s*\(([^()]{{1,120}})\)", text):
-                found.update(re.findall(r"[A-Za-z]+", re.split(r"[,;]", m.group(1))[0])[:6])
+                own.update(re.findall(r"[A-Za-z]+", re.split(r"[,;]", m.group(1))[0])[:6])
             for m in re.finditer(rf"([A-Za-z][A-Za-z' -]{{0,60}}?)\s*\(\s*`?{name}`?\s*\)", text):
-                found.update(re.findall(r"[A-Za-z]+", m.group(1))[-3:])
-        words = frozenset(w.lower() for w in found if w.lower() not in STOP and len(w) > 2)
-        return (
-            self
-            if words <= self.described
-            else Vocabulary(tables=self.tables, described=self.described | words)
+                own.update(re.findall(r"[A-Za-z]+", m.group(1))[-3:])
+            kept = frozenset(w.lower() for w in own if w.lower() not in STOP and len(w) > 2)
+            found |= kept
+            if kept:
+                by_column[column] = kept
+        words = frozenset(found)
+        if words <= self.described and all(self.column_words.get(c) == w for c, w in by_column.items()):
+            return self
+        return Vocabulary(
+            tables=self.tables,
+            described=self.described | words,
+            column_words={**self.column_words, **by_column},
         )
 
     def columns(self, tables: Iterable[str] | None = None) -> list[str]:

@@ -1,0 +1,180 @@
+"""The statistic a relative rule states, against the one the code's rule is built on.
+
+    "a journal is pricey when its library price is at least 1.5 times the median library price of
+     all journals in its field"
+        libprice >= 1.5 * avg(libprice) OVER (PARTITION BY field)        -- a mean, not the median
+    "which adults spend at least eight times their rating's median"
+        medians = mx.groupby("health")["med"].mean()
+        adults["med"] >= 8 * adults["health"].map(medians)             -- a mean, not the median
+
+The words give the statistic only inside a multiple of it ("1.5 times the median ...", "eight
+times their rating's median", read by `rule_multiples.stated_phrases`): the mean or the median,
+said the same way in every such phrase of the turn's own rule (its context or its question), and
+neither said beside it in the same phrase. The code's side is a fact: the turn tests exactly one
+comparison against a number times something, and computes exactly one group statistic of the
+compared column that can stand behind it (a SQL window, an aggregate of a grouped subquery or CTE
+the query joins, a pandas `transform`, or a `groupby(...)[col].<stat>()` looked up with `.map` or
+`.join`). A mean, median, minimum or maximum other than the stated one is re-run as stated, and a
+finding needs the turn's answer to change (the answer gate).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from stateguard.artifacts.lexicon import LEXICON
+from stateguard.verification import rule_multiples
+from stateguard.verification.requirements import Kind, Requirement
+
+_CENTRAL = ("mean", "median")
+# the statistics a rule's group value may be taken with in code, by the name each is written
+_SQL = {"avg": "mean", "mean": "mean", "median": "median", "min": "min", "max": "max"}
+_PANDAS = {"mean": "mean", "median": "median", "min": "min", "max": "max"}
+_SQL_NAME = {"mean": "avg", "median": "median"}
+_ID = r"[A-Za-z_]\w*"
+
+
+@dataclass(frozen=True)
+class Stated:
+    function: str  # "mean" or "median"
+    text: str
+
+
+@dataclass(frozen=True)
+class Site:
+    text: str  # the span of code that holds the statistic (its window, its joined subquery)
+    function: str
+    column: str
+    call: str  # the statistic as the code writes it
+    after: str = ""  # `text` taking the stated statistic
+
+
+def stated(rule: str) -> Stated | None:
+    """The one central statistic every multiple of a statistic in the rule names."""
+    said: set[str] = set()
+    text = ""
+    for m in rule_multiples.stated_phrases(rule):
+        after = m.group("after") or ""
+        found = {
+            f
+            for w, f in LEXICON.statistics.items()
+            if f in _CENTRAL and re.search(rf"\b{re.escape(w)}\b", after, re.IGNORECASE)
+        }
+        if len(found) > 1:
+            return None  # "twice the mean or the median": not one statistic
+        said |= found
+        text = text or (m.group(0).strip() if found else "")
+    if len(said) != 1:
+        return None
+    return Stated(said.pop(), text)
+
+
+def _code_lines(code: str) -> str:
+    return "\n".join(line for line in code.splitlines() if not line.lstrip().startswith("#"))
+
+
+def _sql_sites(code: str) -> list[Site]:
+    """Window statistics (`median(x) OVER (...)`) and the aggregates of a grouped subquery or CTE that
+    the statement joins (`JOIN (SELECT g, median(x) AS m FROM t GROUP BY g)`)."""
+    out: list[Site] = []
+    names = "|".join(_SQL)
+    call = rf"\b(?P<fn>{names})\s*\(\s*(?P<col>(?:{_ID}\.)?{_ID}|\"[^\"]+\")\s*\)"
+    for m in re.finditer(rf"{call}\s*(?:\*\s*[\d.]+\s*)?OVER\b", code, re.IGNORECASE):
+        out.append(_site(m, _SQL))
+    # a grouped select joined back: "(SELECT <keys>, <stat>(<col>) ... GROUP BY <keys>)"
+    for block in re.finditer(r"\(\s*SELECT\b(?P<body>[^()]*(?:\([^()]*\)[^()]*)*)\)", code, re.IGNORECASE):
+        body = block.group("body")
+        if not re.search(r"\bGROUP\s+BY\b", body, re.IGNORECASE) or re.search(
+            r"\bOVER\b", body, re.IGNORECASE
+        ):
+            continue
+        joined = re.search(r"\bJOIN\s*$", code[: block.start()], re.IGNORECASE) or re.search(
+            rf"\bWITH\s+{_ID}\s+AS\s*$|,\s*{_ID}\s+AS\s*$", code[: block.start()], re.IGNORECASE
+        )
+        if not joined:
+            continue
+        for m in re.finditer(call, body, re.IGNORECASE):
+            out.append(_site(m, _SQL, block.group(0)))
+    return out
+
+
+def _site(m: re.Match[str], names: dict[str, str], text: str | None = None) -> Site:
+    """The statistic `m` found, named by `text` (the span of code around it, the match by default)."""
+    column = m.group("col").strip('"').split(".")[-1]
+    return Site(text or m.group(0), names[m.group("fn").lower()], column, m.group(0))
+
+
+def _pandas_sites(code: str) -> list[Site]:
+    """`.groupby(...)["x"].transform("median")`, and `name = f.groupby(...)["x"].median()` that a later
+    line looks up with `.map(name)` or `.join(name, ...)`."""
+    out: list[Site] = []
+    names = "|".join(_PANDAS)
+    for m in re.finditer(
+        rf"\.groupby\([^)\n]*\)\s*\[\s*([\"'])(?P<col>\w+)\1\s*\]\s*\.transform\(\s*([\"'])(?P<fn>{names})\3\s*\)",
+        code,
+    ):
+        out.append(_site(m, _PANDAS))
+    for m in re.finditer(
+        rf"^[ \t]*(?P<name>{_ID})\s*=\s*{_ID}\.groupby\([^)\n]*\)\s*\[\s*([\"'])(?P<col>\w+)\2\s*\]\s*\.(?P<fn>{names})\(\s*\)",
+        code,
+        re.M,
+    ):
+        name = re.escape(m.group("name"))
+        if re.search(rf"\.map\(\s*{name}\s*\)|\.join\(\s*{name}\b", code[m.end() :]):
+            out.append(_site(m, _PANDAS))
+    return out
+
+
+def _rewritten(site: Site, function: str) -> str:
+    """The site's text taking `function` instead."""
+    call = site.call
+    if call.startswith("."):
+        call = re.sub(r"\.transform\(\s*([\"'])\w+\1", f".transform({function!r}", call, count=1)
+    elif re.search(r"\.\w+\(\s*\)$", call):
+        call = re.sub(r"\.\w+\(\s*\)$", f".{function}()", call)
+    else:
+        call = re.sub(rf"^{re.escape(call.split('(')[0])}", _SQL_NAME[function], call, count=1)
+    return site.text.replace(site.call, call, 1)
+
+
+@dataclass(frozen=True)
+class Changed:
+    stated: Stated
+    site: Site
+    compared: str  # the rule's comparison as the code writes it
+
+
+def changed(rule: str, code: str) -> Changed | None:
+    """The code's one group statistic behind its one multiplied comparison, when it is taken with
+    another statistic than the rule states."""
+    said = stated(rule)
+    if said is None:
+        return None
+    text = _code_lines(code)
+    compared = rule_multiples.sites(code)
+    found = list({(s.text, s.call): s for s in [*_sql_sites(text), *_pandas_sites(text)]}.values())
+    if len(compared) != 1 or len(found) != 1:
+        return None
+    site = found[0]
+    if site.function == said.function or site.column.lower() != compared[0].subject.lower():
+        return None
+    if code.count(site.text) != 1:
+        return None
+    after = _rewritten(site, said.function)
+    if after == site.text:
+        return None
+    return Changed(said, Site(site.text, site.function, site.column, site.call, after), compared[0].text)
+
+
+def requirement(found: Changed) -> Requirement:
+    return Requirement(
+        kind=Kind.AGGREGATION,
+        text=found.stated.text,
+        function=found.stated.function,
+        subject=[found.site.column],
+        columns=[found.site.column],
+    )
+
+
+PROBE = "_v = True\n_o = {'takes_another_statistic': True}"
