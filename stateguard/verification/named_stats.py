@@ -55,7 +55,13 @@ def _names_of(sel: Selection, agg: Aggregate, sem: CodeSemantics) -> list[str]:
     ]
 
 
-def named_statistics(question: str, sem: CodeSemantics) -> list[tuple[Requirement, Selection, Aggregate]]:
+def named_statistics(
+    question: str, sem: CodeSemantics, earlier: dict[str, str] | None = None
+) -> list[tuple[Requirement, Selection, Aggregate]]:
+    """`earlier`: a rebuilt summary's outputs by name, with the statistic each took when it was first
+    built (`regrouped.GroupingHistory.earlier_statistics`); a name that states the statistic it took
+    then stands for the question asking it."""
+    before = earlier or {}
     asked = {
         f
         for w, f in [*LEXICON.statistics.items(), *_EXTREMES.items()]
@@ -79,7 +85,11 @@ def named_statistics(question: str, sem: CodeSemantics) -> list[tuple[Requiremen
                 == 1
             ]
             taken = {r.fields[0] for r, _, _ in out}
-            named = [(n, f) for n, f in named if f != agg.function and f in asked and n not in taken]
+            named = [
+                (n, f)
+                for n, f in named
+                if f != agg.function and (f in asked or before.get(n.lower()) == f) and n not in taken
+            ]
             if not named:
                 continue
             name, function = named[0]
@@ -95,7 +105,9 @@ def named_statistics(question: str, sem: CodeSemantics) -> list[tuple[Requiremen
     return out
 
 
-def bind_named(b: RequirementBinder, question: str, plan: Plan) -> None:
+def bind_named(
+    b: RequirementBinder, question: str, plan: Plan, earlier: dict[str, str] | None = None
+) -> None:
     """Probe items (a changed answer required) for values named one statistic and computed as another."""
     bound = {
         (r.function, c.lower())
@@ -103,7 +115,7 @@ def bind_named(b: RequirementBinder, question: str, plan: Plan) -> None:
         if r.kind is Kind.AGGREGATION and r not in plan.unverified
         for c in b.resolve(r)
     }
-    for req, sel, agg in named_statistics(question, b.sem):
+    for req, sel, agg in named_statistics(question, b.sem, earlier):
         if (req.function, (agg.column or "").lower()) in bound:
             continue
         plan.requirements.append(req)

@@ -41,6 +41,8 @@ class Grouping:
     name: str
     keys: tuple[str, ...]
     sql: bool
+    # (output name, statistic, column) of each aggregate the summary holds under a name of its own
+    stats: tuple[tuple[str, str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,27 @@ class GroupingHistory:
         for sel in sem.selections:
             name, keys = _named(sel), _keys(sel)
             if name and keys and not sel.flag:
-                self.groupings[name.lower()] = Grouping(turn, name, keys, sel.language == "sql")
+                stats = tuple(
+                    (a.alias, a.function, a.column)
+                    for a in sel.aggregates
+                    if a.alias and a.column and a.standalone and not a.window
+                )
+                self.groupings[name.lower()] = Grouping(turn, name, keys, sel.language == "sql", stats)
+
+    def earlier_statistics(self, question: str, sem: CodeSemantics) -> dict[str, str]:
+        """For a summary the turn builds again under its name, referring back to it: the statistic each
+        of its named outputs took before, by output name (`mean_price` -> mean), where the column is
+        the same now."""
+        out: dict[str, str] = {}
+        for sel in sem.selections:
+            old = self.groupings.get((_named(sel) or "").lower())
+            if old is None or not _refers_back(old, question):
+                continue
+            now = {(a.alias or "").lower(): a.column for a in sel.aggregates if a.alias}
+            for alias, function, column in old.stats:
+                if now.get(alias.lower()) == column:
+                    out[alias.lower()] = function
+        return out
 
     def regrouped(self, question: str, code: str, sem: CodeSemantics) -> list[Regrouped]:
         out = []
@@ -91,18 +113,24 @@ class GroupingHistory:
             old = self.groupings.get((name or "").lower())
             if old is None or not keys or {k.lower() for k in keys} == {k.lower() for k in old.keys}:
                 continue
-            back = (
-                (old.turn is not None and re.search(rf"\btasks?\s+(?:\d+\s*(?:,|and)\s*)*{old.turn}\b", low))
-                or f"`{old.name.lower()}`" in low
-                or _AGAIN.search(question)
-            )
             new = [k for k in keys if k.lower() not in {o.lower() for o in old.keys}]
-            if not back or any(_said(k, low) for k in new):
+            if not _refers_back(old, question) or any(_said(k, low) for k in new):
                 continue
             edit = _edit(sel, old.keys, code)
             if edit is not None:
                 out.append(Regrouped(old, sel, keys, edit[0], edit[1], sel.language == "sql"))
         return out
+
+
+def _refers_back(old: Grouping, question: str) -> bool:
+    """The question ties the turn to the summary: it names the turn that built it, the summary in
+    backticks, or says it rebuilds, redoes or repeats it."""
+    low = question.lower()
+    return bool(
+        (old.turn is not None and re.search(rf"\btasks?\s+(?:\d+\s*(?:,|and)\s*)*{old.turn}\b", low))
+        or f"`{old.name.lower()}`" in low
+        or _AGAIN.search(question)
+    )
 
 
 def _said(key: str, low: str) -> bool:

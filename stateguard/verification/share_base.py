@@ -260,17 +260,35 @@ def share_of_whole_fields(question: str, fields: list[str]) -> list[str]:
     return [f for f in fields if names_share(f)]
 
 
-def range_probe(report: str, fields: list[str]) -> str:
-    """`_v` when a share field holds a number above 100 or below 0 (a sum or a count reported as a share)."""
+# "which fraction of the adults (0 to 1)", "what proportion (between 0 and 1)": the scale it is asked in
+_UNIT_SCALE = re.compile(
+    r"\(\s*(?:between\s+|from\s+)?0(?:\.0)?\s*(?:to|and|-|–)\s*1(?:\.0)?\s*\)"
+    r"|\bas\s+a\s+number\s+(?:between|from)\s+0\s+(?:and|to)\s+1\b",
+    re.IGNORECASE,
+)
+
+
+def stated_upper(question: str) -> float:
+    """The largest value a share may take as the question asks for it: 1 where it states the scale 0
+    to 1 and names no percentage anywhere, else 100 (a part of a whole, whatever the scale)."""
+    if _UNIT_SCALE.search(question) and not re.search(r"percent|%|\bpct\b", question, re.IGNORECASE):
+        return 1.0
+    return 100.0
+
+
+def range_probe(report: str, fields: list[str], upper: float = 100.0) -> str:
+    """`_v` when a share field holds a number above `upper` or below 0 (a sum or a count reported as
+    a share)."""
     return textwrap.dedent(f"""\
+        import decimal as _dc
         import numbers as _nb
         _r = {report} if isinstance({report}, dict) else {{}}
         _vals = []
         for _k in {fields!r}:
             _x = _r.get(_k)
             for _y in (_x.values() if isinstance(_x, dict) else [_x]):
-                if isinstance(_y, _nb.Real) and not isinstance(_y, bool) and _y == _y:
+                if isinstance(_y, (_nb.Real, _dc.Decimal)) and not isinstance(_y, bool) and _y == _y:
                     _vals.append(float(_y))
-        _out = [_y for _y in _vals if _y > 100 + 1e-9 or _y < -1e-9]
+        _out = [_y for _y in _vals if _y > {upper!r} + 1e-9 or _y < -1e-9]
         _v = bool(_out)
-        _o = {{'shares_outside_0_100': _out[:5]}}""")
+        _o = {{'shares_outside_0_{upper:g}': _out[:5]}}""")

@@ -643,7 +643,8 @@ class SemanticVerifier:
                     loose = bind_loose.loose_bounds(text, self.vocab, tables, plan, extracted=pairing)
                     bind_loose.bind_loose(binder, text, loose, plan, pairing)
         if self.config.named_statistics:
-            named_stats.bind_named(binder, question, plan)
+            earlier = self.groupings.earlier_statistics(question, binder.sem) if self.config.regrouped else {}
+            named_stats.bind_named(binder, question, plan, earlier)
             named_stats.bind_only(binder, question, plan, rule)
 
     def _carried(
@@ -776,10 +777,10 @@ class SemanticVerifier:
                 kind=Kind.AGGREGATION, text="a share of a whole", function="mean", subject=shares
             )
             plan.requirements.append(req)
-            plan.notes.append(f"{req.describe()}: {', '.join(shares)} must lie between 0 and 100")
-            _add_item(
-                plan, req, "share_range", share_base.range_probe(report, shares), [report], "aggregation"
-            )
+            upper = share_base.stated_upper(question)
+            plan.notes.append(f"{req.describe()}: {', '.join(shares)} must lie between 0 and {upper:g}")
+            probe = share_base.range_probe(report, shares, upper)
+            _add_item(plan, req, "share_range", probe, [report], "aggregation")
 
     def _flag_counts(
         self, question: str, code: str, sem: CodeSemantics, tables: list[str], plan: Plan
