@@ -25,7 +25,7 @@ from stateguard.verification.bind_loose import code_tests
 from stateguard.verification.binder import Binder, Plan, close
 from stateguard.verification.requirements import Kind, Requirement
 from stateguard.verification.rules.registry import RULES
-from stateguard.verification.vocabulary import Vocabulary, resolve_column
+from stateguard.verification.vocabulary import Vocabulary, described_columns, resolve_column, strictly_named
 
 _SWAPPABLE = {"mean", "median", "sum"}
 
@@ -531,6 +531,12 @@ class RequirementBinder(Binder):
             kinds = {c: i.kind for t in self.vocab.tables.values() for c, i in t.items()}
             pool = [c for c in pool if kinds.get(c) == "num"]
         found = resolve_column(subject, pool, partial=req.kind is Kind.NOT_NULL)
+        if found and not any(strictly_named(c, subject) for c in found):
+            # named only by a short form (`packpc` for "pack price"): a column the task's own text
+            # describes with every word of the subject (`avgprs (average price per pack)`) is meant
+            described = described_columns(subject, pool, self.vocab.column_words)
+            if len(described) == 1:
+                found = described
         if req.kind is Kind.COMPARISON and len(found) > 1 and req.value is not None:
             # "fewer than seven positive nodes" beside `nodes` and a 0/1 `node4`: a bound outside a
             # column's values names another quantity

@@ -498,6 +498,14 @@ _RELATIVE = re.compile(
 )
 
 
+def _scale_aside(clause: str, m: re.Match[str]) -> bool:
+    """A range from 0 to 1 or to 100, alone in parentheses ("what fraction of the wives is that
+    (between 0 and 1)"): the scale the answer is given in, not a bound on rows."""
+    inside = clause[: m.start()].rstrip().endswith("(") and clause[m.end() :].lstrip().startswith(")")
+    ends = [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*(?:\.\d+)?", m.group(0))]
+    return inside and len(ends) == 2 and ends[0] == 0 and ends[1] in (1.0, 100.0)
+
+
 def _in_quotes(clause: str, at: int) -> bool:
     """Position `at` is inside a quoted string of the clause ('under 40', "50 and over"); an
     apostrophe ("the women's rating") opens none."""
@@ -530,11 +538,14 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
         taken.append(m.span())
 
     for m in _BETWEEN.finditer(clause):
-        if _SCALE_BEFORE.search(clause[: m.start()]):
+        if _SCALE_BEFORE.search(clause[: m.start()]) or _scale_aside(clause, m):
             taken.append(m.span())
             continue  # "what proportion (between 0 and 1)": the answer's scale, not a bound on rows
         two_bounds(m, [m.group("num"), m.group("num2")])
     for m in _RANGE.finditer(clause):
+        if _scale_aside(clause, m):
+            taken.append(m.span())
+            continue
         if not (any(a <= m.start() < b for a, b in taken) or _in_quotes(clause, m.start())):
             ends = [m.group(f"{e}{i}") for i in "1234" for e in "ab" if m.group(f"a{i}")]
             two_bounds(m, ends, years=bool(m.group("a3") or m.group("a4")))
@@ -1365,6 +1376,23 @@ def groupings(clause: str) -> list[Requirement]:
                 kind=Kind.GROUPING, text=m.group(0), keys=[m.group("a").lower(), m.group("b").lower()]
             )
         )
+    return out
+
+
+def unqualified_keys(reqs: list[Requirement], reading: Reading) -> list[Requirement]:
+    """Groupings whose one-word key the question never writes right after a column's name: "make
+    `mpaa_tab` by rating" where the question says "an MPAA rating" names the `mpaa` rating, not the
+    `rating` column, so such a key is two readings and nothing is read."""
+    if reading.vocab is None:
+        return reqs
+    columns = {c.lower() for c in reading.vocab.columns(reading.tables)}
+    out = []
+    for req in reqs:
+        if len(req.keys) == 1 and " " not in req.keys[0]:
+            before = re.findall(rf"\b([\w-]+)\s+{re.escape(req.keys[0])}s?\b", reading.question, re.IGNORECASE)
+            if any(w.lower() in columns and w.lower() != req.keys[0] for w in before):
+                continue
+        out.append(req)
     return out
 
 

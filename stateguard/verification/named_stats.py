@@ -19,6 +19,7 @@ import re
 
 from stateguard.artifacts.lexicon import LEXICON
 from stateguard.inspection.code_model import Aggregate, CodeSemantics, Selection
+from stateguard.verification import rule_statistics
 from stateguard.verification.bind import RequirementBinder
 from stateguard.verification.binder import Plan
 from stateguard.verification.requirements import Kind, Requirement
@@ -174,8 +175,12 @@ def bind_only(b: RequirementBinder, question: str, plan: Plan, rule: str = "") -
     if any(r.kind is Kind.AGGREGATION and r not in plan.unverified for r in plan.requirements):
         return  # an aggregation the words bound is checked as such
     found = only_statistic(question, b.sem)
-    if not found and rule:  # a turn that states a rule: its per-row statistic counts too
-        found = only_statistic(question if _names_central(question) else rule, b.sem, rule=True)
+    # a turn that states a rule: its per-row statistic counts too, the rule's statistic read only
+    # inside a multiple of it ("1.5 times the median duration of its wave", not "rather than a moving
+    # median", which names the rule being dropped)
+    said = rule_statistics.stated(rule) if rule and not _names_central(question) else None
+    if not found and rule and (said or _names_central(question)):
+        found = only_statistic(question if said is None else said.text, b.sem, rule=True)
     for req, sel, agg in found:
         plan.requirements.append(req)
         plan.notes.append(f"{req.describe()}: the code's one mean-or-median is a {agg.function} ({agg.text})")

@@ -161,7 +161,7 @@ def bounds(text: str) -> list[tuple[float, bool, str | None, str]]:
             if (x := _value(end)) is not None:
                 out.append((x, bool(m.group("pct")), None, m.group(0)))
     for m in _RANGE.finditer(text):
-        for end in ("a1", "b1", "a2", "b2", "a3", "b3"):
+        for end in ("a1", "b1", "a2", "b2", "a3", "b3", "a4", "b4"):
             if m.group(end) and (x := _value(m.group(end).lstrip("$"))) is not None:
                 out.append((x, bool(m.group("pct")), None, m.group(0)))
     return out
@@ -227,6 +227,26 @@ def site_op(m: re.Match[str]) -> str:
     return next(side for p, side in _ENDS if p is m.re)
 
 
+# A unit of time after a number: the code may count it in another unit ("longer than three hours" is
+# `length > 180` in minutes), so the number is held in any of those forms
+_TIME_UNIT = re.compile(
+    r"\s*(?P<unit>hours?|hrs?|minutes?|mins?|days?|weeks?|months?|years?)\b", re.IGNORECASE
+)
+_PER_UNIT = {"hour": (60.0, 3600.0, 1 / 24), "hr": (60.0, 3600.0, 1 / 24), "minute": (1 / 60, 60.0),
+             "min": (1 / 60, 60.0), "day": (24.0, 1 / 7, 1 / 365), "week": (7.0, 1 / 52),
+             "month": (1 / 12, 30.0), "year": (12.0, 52.0, 365.0)}  # fmt: skip
+
+
+def _unit_forms(said: str, words: str, x: float) -> list[float]:
+    """The number in the other units of the time unit said right after it, if any."""
+    at = said.find(words)
+    m = _TIME_UNIT.match(said, at + len(words)) if at >= 0 else None
+    if m is None:
+        return []
+    unit = m.group("unit").lower().rstrip("s")
+    return [x * f for f in _PER_UNIT.get(unit, ())]
+
+
 def changed(said: str, texts_so_far: list[str], code: str, described: str = "") -> Changed | None:
     """The code's one comparison against a number that neither the texts so far (questions and turn
     contexts) nor the task's description (only its cut-offs: it names ranges of the data too, "ids 1
@@ -234,7 +254,12 @@ def changed(said: str, texts_so_far: list[str], code: str, described: str = "") 
     with the stated number."""
     numbers = numbers_of(code)
     # held in any form, a percentage's fraction included even where the words give no percent sign
-    missing = {key: words for key, words in stated(said).items() if not _has(numbers, key[0], True)}
+    missing = {
+        key: words
+        for key, words in stated(said).items()
+        if not _has(numbers, key[0], True)
+        and not any(_has(numbers, y, True) for y in _unit_forms(said, words, key[0]))
+    }
     if len(missing) != 1:
         return None
     ((x, pct), words) = next(iter(missing.items()))

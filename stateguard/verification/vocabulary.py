@@ -377,6 +377,28 @@ def resolve_column(subject: Iterable[str], columns: Iterable[str], partial: bool
     return [] if unbound else some
 
 
+def strictly_named(column: str, subject: Iterable[str]) -> bool:
+    """Every word of the column's name is said by a word of the subject, not by a short form."""
+    phrase = words(" ".join(subject))
+    raw = re.findall(r"[a-z]+", " ".join(subject).lower())
+    tokens = [t for t in column_tokens(column) if t not in UNITS and not t.isdigit()]
+    return bool(tokens) and all(_matches(t, phrase, raw, loose=False) for t in tokens)
+
+
+def described_columns(
+    subject: Iterable[str], columns: Iterable[str], column_words: dict[str, frozenset[str]]
+) -> list[str]:
+    """Columns whose description in the task's text covers every content word of the subject ("pack
+    price" for `avgprs (average price per pack, cents)`)."""
+    said = {w for w in re.findall(r"[a-z]+", " ".join(subject).lower()) if w not in STOP and len(w) > 2}
+    if not said:
+        return []
+    stems = {w.rstrip("s") for w in said}
+    return [
+        c for c in columns if stems <= {d.rstrip("s") for d in column_words.get(c, frozenset())}
+    ]
+
+
 def vocabulary_probe(names: list[str], connection: str | None) -> str:
     """A probe program printing one JSON line: {table: {column: {kind, values, low, high}}} for the
     named DataFrames in the workspace and, through `connection`, the named SQL tables."""

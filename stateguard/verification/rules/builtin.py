@@ -63,7 +63,9 @@ BUILT_IN: tuple[SemanticRule, ...] = (
         read_clause=lambda clause, reading: extract.shares(clause, reading.fields),
     ),
     SemanticRule(
-        Kind.GROUPING, bind=bind_shape.grouping, read_clause=lambda clause, _: extract.groupings(clause)
+        Kind.GROUPING,
+        bind=bind_shape.grouping,
+        read_clause=lambda clause, reading: extract.unqualified_keys(extract.groupings(clause), reading),
     ),
     SemanticRule(Kind.ORDER, bind=bind_shape.order, read_clause=lambda clause, _: extract.rankings(clause)),
     SemanticRule(Kind.JOIN, bind=bind_shape.join, read_clause=lambda clause, _: extract.joins(clause)),
