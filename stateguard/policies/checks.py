@@ -283,7 +283,7 @@ def related(reads: Mapping[str, str], store: StateStore, scalars: Mapping[str, f
 _STATED = re.compile(
     rf"(?:{LEXICON.pattern(LEXICON.comparator_phrases(core=True))})"
     r"\s+(?P<num>-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?)(?![\d.,]\d|\d)"
-    rf"(?:\s*(?P<unit>%|(?:{'|'.join(sorted((re.escape(w) for w in LEXICON.scales if w.isalpha()), key=len, reverse=True))})\b))?"
+    rf"(?:\s*(?P<unit>%|per\s+cent\b|(?:{'|'.join(sorted((re.escape(w) for w in LEXICON.scales if w.isalpha()), key=len, reverse=True))})\b))?"
     r"(?!\s*(?:-|–|—|to\b|and\b)\s*\d)",
     re.IGNORECASE,
 )
@@ -303,7 +303,10 @@ def stated_thresholds(question: str) -> list[tuple[float, bool]]:
 
 def _stated_with_units(question: str) -> list[tuple[float, str]]:
     return [
-        (float(m.group("num").replace(",", "")), (m.group("unit") or "").lower())
+        (
+            float(m.group("num").replace(",", "")),
+            re.sub(r"per\s+cent", "percent", (m.group("unit") or "").lower()),
+        )
         for m in _STATED.finditer(question)
     ]
 

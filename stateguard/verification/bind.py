@@ -547,6 +547,7 @@ class RequirementBinder(Binder):
     def aggregation(self, req: Requirement, plan: Plan) -> None:
         assert req.function is not None
         found = []
+        named = self.resolve(req)
         for sel in self.sem.selections:
             for agg in sel.aggregates:
                 by_field = bool(req.fields) and (
@@ -557,9 +558,9 @@ class RequirementBinder(Binder):
                     not req.fields
                     and agg.column
                     and (
-                        agg.column in self.resolve(req)
+                        agg.column in named
                         or (
-                            bool(agg.column)
+                            not named  # the words name no column of the data: the code's own columns
                             and resolve_column(req.subject, [agg.column or ""], partial=True) == [agg.column]
                         )
                     )

@@ -61,8 +61,19 @@ _UNITS = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine"
 _TENS_WORDS = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
 # "sixty-five", "twenty one": a ten and a unit
 _COMPOUND = rf"\b(?:{'|'.join(_TENS_WORDS)})[-\s](?:{'|'.join(_UNITS)})\b"
+# "a dollar eighty", "two dollars fifty": an amount of money said in words, dollars then cents
+_CENT_WORDS = (
+    rf"(?:{'|'.join(_TENS_WORDS)})(?:[-\s](?:{'|'.join(_UNITS)}))?"
+    r"|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|" + "|".join(_UNITS)
+)
+_MONEY_WORDS = (
+    r"(?:a|one|two|three|four|five|six|seven|eight|nine|ten)\s+dollars?(?:\s+and)?\s+"
+    rf"(?:{_CENT_WORDS})(?:\s+cents?)?\b"
+)
 _NUM = (  # an amount of money keeps its number: "less than $10,000"
     r"(?:[$€£]\s?)?(?P<num>-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?|"
+    + _MONEY_WORDS
+    + "|"
     + _COMPOUND
     + r"|(?<!-)\b(?:"
     + "|".join(_WORDNUM)
@@ -359,6 +370,11 @@ def word_number(text: str) -> float | None:
     low = text.lower().strip()
     if low in _WORDNUM:
         return float(_WORDNUM[low])
+    money = re.fullmatch(r"(\w+)\s+dollars?(?:\s+and)?\s+(.+?)(?:\s+cents?)?", low)
+    if money:  # "a dollar eighty": 1.80
+        dollars = 1 if money.group(1) == "a" else _WORDNUM.get(money.group(1))
+        cents = word_number(money.group(2))
+        return None if dollars is None or cents is None or cents >= 100 else dollars + cents / 100
     parts = re.split(r"[-\s]+", low)
     if len(parts) == 2 and parts[0] in _TENS_WORDS and parts[1] in _UNITS:
         return float(_WORDNUM[parts[0]] + _WORDNUM[parts[1]])
@@ -1389,7 +1405,9 @@ def unqualified_keys(reqs: list[Requirement], reading: Reading) -> list[Requirem
     out = []
     for req in reqs:
         if len(req.keys) == 1 and " " not in req.keys[0]:
-            before = re.findall(rf"\b([\w-]+)\s+{re.escape(req.keys[0])}s?\b", reading.question, re.IGNORECASE)
+            before = re.findall(
+                rf"\b([\w-]+)\s+{re.escape(req.keys[0])}s?\b", reading.question, re.IGNORECASE
+            )
             if any(w.lower() in columns and w.lower() != req.keys[0] for w in before):
                 continue
         out.append(req)

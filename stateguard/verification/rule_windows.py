@@ -157,14 +157,18 @@ def stated_group(
         words = words[:cut]
         # the longest run of leading words that names exactly one column ("age band" -> age_band, not
         # age; "SOUTH group" -> south, the group noun left over)
+        named_any = False
         for n in range(len(words), 0, -1):
             named = resolve_column(words[:n], columns)
+            named_any = named_any or bool(named)
             if len(named) == 1:
                 rest = [w.lower() for w in words[n:]]
                 if all(w in _GROUP_NOUNS for w in rest[:1]):
                     found.append((named[0], m.group(0)))
                 break
         else:
+            if named_any:
+                continue  # the words name several columns ("South" for south66 and south76): two readings
             for n in range(len(words), 0, -1):
                 named = _described(words[:n], columns, described or {})
                 if len(named) == 1:

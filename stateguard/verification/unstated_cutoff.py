@@ -99,9 +99,11 @@ class Changed:
 
 
 def _forms(x: float, pct: bool) -> list[float]:
-    """The literals code may write for a number: as said, in thousands or millions, and a percentage
-    as a fraction or a factor."""
+    """The literals code may write for a number: as said, in thousands or millions, an amount with
+    cents in hundredths, and a percentage as a fraction or a factor."""
     out = [x, *(x * s for s in UNIT_SCALES)]
+    if not float(x).is_integer() and float(round(x * 100, 6)).is_integer():
+        out.append(round(x * 100, 6))  # "a dollar eighty" tested in cents (`>= 180`)
     return out + [x / 100, 1 + x / 100, 1 - x / 100] if pct else out
 
 

@@ -139,14 +139,18 @@ class Vocabulary(BaseModel):
             name = re.escape(column)
             own: set[str] = set()
             for m in re.finditer(rf"(?<![\w`]){name}`?\s*\(([^()]{{1,120}})\)", text):
-                own.update(re.findall(r"[A-Za-z]+", re.split(r"[,;]", m.group(1))[0])[:6])
+                before = re.search(r"`?(\w+)`?\s*(?:\band|,)\s*`?$", text[: m.start()])
+                shared = before is not None and before.group(1) in self.columns()
+                found.update(re.findall(r"[A-Za-z]+", re.split(r"[,;]", m.group(1))[0])[:6])
+                if not shared:  # "south76 and smsa76 (yes/no: ...)" describes both: no one column's
+                    own.update(re.findall(r"[A-Za-z]+", re.split(r"[,;]", m.group(1))[0])[:6])
             for m in re.finditer(rf"([A-Za-z][A-Za-z' -]{{0,60}}?)\s*\(\s*`?{name}`?\s*\)", text):
                 own.update(re.findall(r"[A-Za-z]+", m.group(1))[-3:])
+                found.update(re.findall(r"[A-Za-z]+", m.group(1))[-3:])
             kept = frozenset(w.lower() for w in own if w.lower() not in STOP and len(w) > 2)
-            found |= kept
             if kept:
                 by_column[column] = kept
-        words = frozenset(found)
+        words = frozenset(w.lower() for w in found if w.lower() not in STOP and len(w) > 2)
         if words <= self.described and all(self.column_words.get(c) == w for c, w in by_column.items()):
             return self
         return Vocabulary(
@@ -378,11 +382,13 @@ def resolve_column(subject: Iterable[str], columns: Iterable[str], partial: bool
 
 
 def strictly_named(column: str, subject: Iterable[str]) -> bool:
-    """Every word of the column's name is said by a word of the subject, not by a short form."""
-    phrase = words(" ".join(subject))
-    raw = re.findall(r"[a-z]+", " ".join(subject).lower())
+    """Every word of the column's name is a word of the subject, whole (not `packpc` for "pack price",
+    a name that only starts with a word said)."""
+    phrase = set(words(" ".join(subject)))
     tokens = [t for t in column_tokens(column) if t not in UNITS and not t.isdigit()]
-    return bool(tokens) and all(_matches(t, phrase, raw, loose=False) for t in tokens)
+    return bool(tokens) and all(
+        t in phrase or set(words(t)) <= phrase or LEXICON.abbreviations.get(t) in phrase for t in tokens
+    )
 
 
 def described_columns(
@@ -394,9 +400,7 @@ def described_columns(
     if not said:
         return []
     stems = {w.rstrip("s") for w in said}
-    return [
-        c for c in columns if stems <= {d.rstrip("s") for d in column_words.get(c, frozenset())}
-    ]
+    return [c for c in columns if stems <= {d.rstrip("s") for d in column_words.get(c, frozenset())}]
 
 
 def vocabulary_probe(names: list[str], connection: str | None) -> str:
