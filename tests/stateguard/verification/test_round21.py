@@ -6,8 +6,11 @@ from __future__ import annotations
 import pytest
 
 from stateguard.inspection.inspect import inspect_code
-from stateguard.verification import named_stats, share_base
+from stateguard.policies.checks import _stated_with_units, code_forms
+from stateguard.verification import named_stats, rule_statistics, share_base, unstated_cutoff
+from stateguard.verification.extract import comparisons, extract
 from stateguard.verification.regrouped import GroupingHistory
+from stateguard.verification.vocabulary import ColumnInfo, Vocabulary, described_columns, strictly_named
 from tests.stateguard.verification.conftest import Session
 
 
@@ -71,3 +74,69 @@ def test_a_rebuilt_pandas_summary_is_checked_in_a_session() -> None:
     )
     question = "Rebuild `by_cat` for the orders over $50 only. Which category rates best?"
     assert [f.check for f in session.turn(question, again.format(f="median"))]
+
+
+# --- fresh28's first-look false repairs --------------------------------------------------------------
+
+
+def test_a_grouping_key_said_after_a_column_s_name_is_two_readings() -> None:
+    vocab = Vocabulary(tables={"mv": {"mpaa": ColumnInfo(kind="text"), "rating": ColumnInfo(kind="num")}})
+    question = "For the films that have an MPAA rating, make `mpaa_tab` by rating: the number of films."
+    assert not [r for r in extract(question, vocab=vocab, tables=["mv"]) if r.kind.value == "grouping"]
+    plain = "Make `tab` by rating: the number of films."
+    assert [r.keys for r in extract(plain, vocab=vocab, tables=["mv"]) if r.kind.value == "grouping"] == [
+        ["rating"]
+    ]
+
+
+def test_a_short_form_gives_way_to_the_column_described_with_every_word() -> None:
+    vocab = Vocabulary(
+        tables={"cig": {c: ColumnInfo(kind="num") for c in ("packpc", "avgprs")}}
+    ).with_descriptions("packpc (packs sold per person), avgprs (average price per pack, including taxes)")
+    assert not strictly_named("packpc", ["pack", "price"]) and strictly_named("yr", ["year"])
+    assert described_columns(["pack", "price"], ["packpc", "avgprs"], vocab.column_words) == ["avgprs"]
+    # two columns before one parenthesis share it: neither is described by it alone
+    shared = Vocabulary(tables={"n": {c: ColumnInfo(kind="text") for c in ("south76", "smsa76")}})
+    assert shared.with_descriptions("south76 and smsa76 (yes/no: living in the South)").column_words == {}
+
+
+def test_a_rule_s_statistic_is_read_only_inside_a_multiple() -> None:
+    dropped = (
+        "The commission wants a price it can print rather than a moving median: dear again at 180 cents."
+    )
+    assert rule_statistics.stated(dropped) is None
+
+
+@pytest.mark.parametrize(
+    ("question", "read"),
+    [
+        ("what fraction of the working wives is that (between 0 and 1)", []),
+        ("which fraction of `big` is that (0 to 1)", []),
+        ("how many wives work between 0 and 1 hours", [(">=", 0.0, 1.0)]),
+    ],
+)
+def test_a_scale_alone_in_parentheses_is_no_bound(
+    question: str, read: list[tuple[str, float, float]]
+) -> None:
+    assert [(r.op, r.value, r.upper) for r in comparisons(question)] == read
+
+
+def test_a_number_with_a_time_unit_is_held_in_other_units() -> None:
+    said = "How many films run for longer than three hours?"
+    code = 'epic = mv["length"] > 180\nresult = {"n": int(epic.sum())}'
+    assert unstated_cutoff.changed(said, [said], code) is None
+    assert unstated_cutoff.changed(said, [said], code.replace("180", "200")) is not None
+
+
+@pytest.mark.parametrize(
+    ("said", "value"),
+    [("a dollar eighty or more", 1.8), ("under two dollars fifty cents", 2.5), ("at least eighty", 80.0)],
+)
+def test_money_in_words(said: str, value: float) -> None:
+    [req] = comparisons(said)
+    assert req.value == value
+
+
+def test_per_cent_in_two_words_is_a_percentage() -> None:
+    [(x, unit)] = _stated_with_units("priced at least 10 per cent over their year's median")
+    assert (x, unit) == (10.0, "percent") and 1.1 in code_forms(x, unit)
