@@ -35,8 +35,13 @@ _MULT = (
     rf"|(?P<word>{'|'.join(_WORDS)})(?P<half>\s+and\s+a\s+half)?\s+times"
     rf"|(?P<num>{_NUM})\s*(?:times|x|×)"
     rf"|(?P<pct>{_NUM})\s*(?:percent|per\s+cent|%)\s+(?P<dir>above|over|more\s+than|higher\s+than|below|under|less\s+than|lower\s+than)"
-    rf"|(?P<part>{_NUM})\s*(?:percent|per\s+cent|%)\s+of)"  # "below 85 percent of the median": 0.85 times
+    rf"|(?P<part>{_NUM})\s*(?:percent|per\s+cent|%)\s+of"  # "below 85 percent of the median": 0.85 times
+    # "one fifth above the median", "a quarter below": a fraction of it, as a distance
+    rf"|(?:a|one)\s+(?P<frac>half|third|quarter|fourth|fifth|sixth|tenth)\s+(?P<fdir>above|over|more\s+than|higher\s+than|below|under|less\s+than|lower\s+than)"
+    # "1.75 times or more the median": the side said after the multiple
+    r")(?:\s+(?P<post>or\s+(?:more|above|higher|greater|over|less|below|lower|under|fewer)))?"
 )
+_FRACTIONS = {"half": 0.5, "third": 1 / 3, "quarter": 0.25, "fourth": 0.25, "fifth": 0.2, "sixth": 1 / 6, "tenth": 0.1}
 _STAT_WORDS = "|".join(re.escape(w) for w in LEXICON.statistics if " " not in w) + "|pooled"
 _STATED = re.compile(
     rf"(?:(?P<phrase>{_PHRASE})\s+)?{_MULT}\s+(?:the|that|this|its|their|his|her)\b"
@@ -75,7 +80,13 @@ class Site:
 def _multiple(m: re.Match[str]) -> tuple[float, str | None]:
     phrase = m.group("phrase")
     op = next((o for p, o in _PREFIX_OPS if re.fullmatch(p, phrase, re.IGNORECASE)), None) if phrase else None
+    if op is None and m.group("post"):
+        op = ">=" if m.group("post").split()[-1].lower() in ("more", "above", "higher", "greater", "over") else "<="
     word = m.group("mult").lower()
+    if m.group("frac"):
+        part = _FRACTIONS[m.group("frac").lower()]
+        below = m.group("fdir").split()[0].lower() in ("below", "under", "less", "lower")
+        return (1 - part if below else 1 + part), (MIRROR[op] if op and below else op)
     if m.group("pct"):
         pct = float(m.group("pct")) / 100
         below = m.group("dir").split()[0].lower() in ("below", "under", "less", "lower")

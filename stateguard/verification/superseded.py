@@ -356,19 +356,45 @@ def _stem(word: str) -> str:
     return extract.stem(low[:-2] if low.endswith("er") and len(low) >= 6 else low)
 
 
+# "a husband is a high earner if his income tops ...": the term a definition gives its rows
+_DEFINED_TERM = re.compile(
+    r"\b(?:is|are|counts?\s+as|count\s+as)\s+(?:an?\s+)?(?P<term>[a-z][a-z-]*(?:\s+[a-z][a-z-]*){0,2}?)"
+    r"\s+(?:if|when|whenever)\b",
+    re.IGNORECASE,
+)
+
+
 class FlagHistory:
     """The versions of every flag column the run's committed cells defined, oldest first."""
 
     def __init__(self) -> None:
         # by flag name: a flag carried to a derived frame (`kept` from `sun`) is still the one flag
         self.versions: dict[str, list[Version]] = {}
+        # the term the turn that first defined a flag called it by ("a high earner" for `big_earner`)
+        self.terms: dict[str, str] = {}
 
-    def record(self, turn: int | None, code: str, sem: CodeSemantics) -> None:
+    def record(self, turn: int | None, code: str, sem: CodeSemantics, question: str = "") -> None:
+        new = []
         for v in _flag_assignments(code, sem, turn):
+            if v.flag.lower() not in self.versions:
+                new.append(v.flag.lower())
             self.versions.setdefault(v.flag.lower(), []).append(v)
+        defined = {m.group("term").lower() for m in _DEFINED_TERM.finditer(question)}
+        if len(set(new)) == 1 and len(defined) == 1:
+            self.terms[new[0]] = defined.pop()
+
+    def term_of(self, flag: str, question: str) -> str | None:
+        """The question's words naming the flag: its own name's, or the term its definition used."""
+        term = names_term(flag, question)
+        said = self.terms.get(flag.lower())
+        if term is None and said:
+            words = r"\s+".join(re.escape(w) for w in said.split())
+            m = re.search(rf"\b{words}s?\b", question, re.IGNORECASE)
+            term = m.group(0) if m else None
+        return term
 
     def restated(self, question: str, code: str, sem: CodeSemantics) -> list[Restatement]:
-        if not self.versions or _EARLIER.search(question):
+        if not self.versions:
             return []
         code_tokens = tokens(code)
         own = _assigned(code, sem)  # parsed once per turn, not once per flag
@@ -381,9 +407,11 @@ class FlagHistory:
                 or re.search(rf"\[\s*[\"']{re.escape(current.flag)}[\"']\s*\]\s*=(?!=)", code)
             ):
                 continue
-            term = names_term(current.flag, question)
+            term = self.term_of(current.flag, question)
             if term is None or _find(current.shape, code_tokens):
                 continue  # the flag is not named, or its rule in force is written out too
+            if _EARLIER.search(question.replace(term, " ")):
+                continue  # the question points at an earlier version (the flag's own name aside: `older`)
             numbers = _numbers(question)
             for old in reversed(versions[:-1]):
                 shape = old.shape

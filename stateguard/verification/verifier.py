@@ -1095,8 +1095,8 @@ class SemanticVerifier:
                 turn, state_id, requirements if requirements is not None else self.last.requirements
             )
             if self._span is not None and self._span[0] == getattr(turn, "turn_id", None):
-                self.flags.record(self._span[0], self._span[1], self._span[2])
                 said = f"{getattr(turn, 'question', '')}\n{_own_context(turn)}"
+                self.flags.record(self._span[0], self._span[1], self._span[2], said)
                 self.scopes.record(self._span[0], said, self._span[1], self._span[2])
                 self.listed = listed_joins.with_copies(self.listed, self._span[2])
                 self.groupings.record(self._span[0], self._span[2])

@@ -7,9 +7,10 @@ import pytest
 
 from stateguard.inspection.inspect import inspect_code
 from stateguard.policies.checks import _stated_with_units, code_forms
-from stateguard.verification import named_stats, rule_statistics, share_base, unstated_cutoff
+from stateguard.verification import named_stats, rule_multiples, rule_statistics, share_base, unstated_cutoff
 from stateguard.verification.extract import comparisons, extract
 from stateguard.verification.regrouped import GroupingHistory
+from stateguard.verification.superseded import FlagHistory
 from stateguard.verification.vocabulary import ColumnInfo, Vocabulary, described_columns, strictly_named
 from tests.stateguard.verification.conftest import Session
 
@@ -140,3 +141,51 @@ def test_money_in_words(said: str, value: float) -> None:
 def test_per_cent_in_two_words_is_a_percentage() -> None:
     [(x, unit)] = _stated_with_units("priced at least 10 per cent over their year's median")
     assert (x, unit) == (10.0, "percent") and 1.1 in code_forms(x, unit)
+
+
+# --- fresh28's misses, read after its look ------------------------------------------------------------
+
+
+def test_a_flag_named_like_an_earlier_version_word_is_still_its_own_name() -> None:
+    history = FlagHistory()
+    for turn, cell in enumerate(['wt["older"] = wt["age"] >= 48', 'wt["older"] = wt["age"] >= 1.5 * med'], 1):
+        history.record(turn, cell, inspect_code(cell))
+    code = 'old_fav = fav[fav["age"] >= 48]\nn = len(old_fav)'
+    question = "Looking only at the older children of `fav` under the current definition: how many?"
+    [found] = history.restated(question, code, inspect_code(code))
+    assert (found.before, found.after) == ('fav["age"] >= 48', "fav['older']")
+    # a question that points at the earlier rule in other words asks for it
+    assert (
+        history.restated("the older children under the original 48-month line", code, inspect_code(code))
+        == []
+    )
+
+
+def test_a_flag_is_named_by_the_term_its_definition_used() -> None:
+    history = FlagHistory()
+    defined = 'cn.execute("CREATE TABLE hh AS SELECT *, husby > 45 AS big_earner FROM wives")'
+    history.record(
+        1, defined, inspect_code(defined), "a husband is a high earner if his income tops 45 thousand"
+    )
+    again = 'cn.execute("CREATE OR REPLACE TABLE hh AS SELECT * REPLACE (husby >= 1.75 * m AS big_earner) FROM hh")'
+    history.record(2, again, inspect_code(again))
+    assert history.terms == {"big_earner": "high earner"}
+    code = 'n = cn.execute("SELECT count(*) FROM workers WHERE husby > 45").fetchone()[0]'
+    question = "Among working wives whose husbands are high earners by today's rule: how many?"
+    [found] = history.restated(question, code, inspect_code(code))
+    assert found.after == "big_earner"
+
+
+@pytest.mark.parametrize(
+    ("rule", "multiple", "op"),
+    [
+        ("acclaimed when its rating is at least one fifth above the median rating of its year", 1.2, ">="),
+        ("a high earner when his income is 1.75 times or more the median income of his region", 1.75, ">="),
+        ("low when it is a quarter below the median of its group", 0.75, None),
+    ],
+)
+def test_a_rule_s_multiple_said_as_a_fraction_or_with_its_side_after(
+    rule: str, multiple: float, op: str | None
+) -> None:
+    stated = rule_multiples.stated(rule)
+    assert stated is not None and (round(stated.multiple, 9), stated.op) == (multiple, op)
