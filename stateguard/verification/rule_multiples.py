@@ -41,7 +41,15 @@ _MULT = (
     # "1.75 times or more the median": the side said after the multiple
     r")(?:\s+(?P<post>or\s+(?:more|above|higher|greater|over|less|below|lower|under|fewer)))?"
 )
-_FRACTIONS = {"half": 0.5, "third": 1 / 3, "quarter": 0.25, "fourth": 0.25, "fifth": 0.2, "sixth": 1 / 6, "tenth": 0.1}
+_FRACTIONS = {
+    "half": 0.5,
+    "third": 1 / 3,
+    "quarter": 0.25,
+    "fourth": 0.25,
+    "fifth": 0.2,
+    "sixth": 1 / 6,
+    "tenth": 0.1,
+}
 _STAT_WORDS = "|".join(re.escape(w) for w in LEXICON.statistics if " " not in w) + "|pooled"
 _STATED = re.compile(
     rf"(?:(?P<phrase>{_PHRASE})\s+)?{_MULT}\s+(?:the|that|this|its|their|his|her)\b"
@@ -81,7 +89,11 @@ def _multiple(m: re.Match[str]) -> tuple[float, str | None]:
     phrase = m.group("phrase")
     op = next((o for p, o in _PREFIX_OPS if re.fullmatch(p, phrase, re.IGNORECASE)), None) if phrase else None
     if op is None and m.group("post"):
-        op = ">=" if m.group("post").split()[-1].lower() in ("more", "above", "higher", "greater", "over") else "<="
+        op = (
+            ">="
+            if m.group("post").split()[-1].lower() in ("more", "above", "higher", "greater", "over")
+            else "<="
+        )
     word = m.group("mult").lower()
     if m.group("frac"):
         part = _FRACTIONS[m.group("frac").lower()]
