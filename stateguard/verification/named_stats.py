@@ -19,7 +19,6 @@ import re
 
 from stateguard.artifacts.lexicon import LEXICON
 from stateguard.inspection.code_model import Aggregate, CodeSemantics, Selection
-from stateguard.verification import rule_statistics
 from stateguard.verification.bind import RequirementBinder
 from stateguard.verification.binder import Plan
 from stateguard.verification.requirements import Kind, Requirement
@@ -153,7 +152,10 @@ def only_statistic(
         (sel, agg)
         for sel in sem.selections
         for agg in sel.aggregates
-        if agg.function in _CENTRAL and (rule or not (agg.window or sel.flag))
+        # a rule's statistic is taken per row or per group (a window, a flag, a grouped statistic), not
+        # over all rows at once (`avg(CASE WHEN dear ...)`, a share reported beside a rule dropped)
+        if agg.function in _CENTRAL
+        and ((agg.window or sel.flag or sel.group_keys) if rule else not (agg.window or sel.flag))
     ]
     if len(found) != 1 or found[0][1].function == function or not found[0][1].standalone:
         return []
@@ -175,12 +177,8 @@ def bind_only(b: RequirementBinder, question: str, plan: Plan, rule: str = "") -
     if any(r.kind is Kind.AGGREGATION and r not in plan.unverified for r in plan.requirements):
         return  # an aggregation the words bound is checked as such
     found = only_statistic(question, b.sem)
-    # a turn that states a rule: its per-row statistic counts too, the rule's statistic read only
-    # inside a multiple of it ("1.5 times the median duration of its wave", not "rather than a moving
-    # median", which names the rule being dropped)
-    said = rule_statistics.stated(rule) if rule and not _names_central(question) else None
-    if not found and rule and (said or _names_central(question)):
-        found = only_statistic(question if said is None else said.text, b.sem, rule=True)
+    if not found and rule:  # a turn that states a rule: its per-row statistic counts too
+        found = only_statistic(question if _names_central(question) else rule, b.sem, rule=True)
     for req, sel, agg in found:
         plan.requirements.append(req)
         plan.notes.append(f"{req.describe()}: the code's one mean-or-median is a {agg.function} ({agg.text})")

@@ -38,9 +38,14 @@ _MULT = (
     rf"|(?P<part>{_NUM})\s*(?:percent|per\s+cent|%)\s+of"  # "below 85 percent of the median": 0.85 times
     # "one fifth above the median", "a quarter below": a fraction of it, as a distance
     rf"|(?:a|one)\s+(?P<frac>half|third|quarter|fourth|fifth|sixth|tenth)\s+(?P<fdir>above|over|more\s+than|higher\s+than|below|under|less\s+than|lower\s+than)"
+    # "three fifths of the median income": a fraction of it
+    r"|(?P<fnum>a|one|two|three|four|five|six|seven|eight|nine)\s+"
+    r"(?P<fden>halves|half|thirds?|quarters?|fourths?|fifths?|sixths?|eighths?|tenths?)\s+of"
     # "1.75 times or more the median": the side said after the multiple
     r")(?:\s+(?P<post>or\s+(?:more|above|higher|greater|over|less|below|lower|under|fewer)))?"
+    r"(?:\s+as\s+[a-z]+\s+as)?"  # "twice as long as the median spell"
 )
+_DENOMINATORS = {"half": 2, "halve": 2, "third": 3, "quarter": 4, "fourth": 4, "fifth": 5, "sixth": 6, "eighth": 8, "tenth": 10}
 _FRACTIONS = {
     "half": 0.5,
     "third": 1 / 3,
@@ -95,6 +100,9 @@ def _multiple(m: re.Match[str]) -> tuple[float, str | None]:
             else "<="
         )
     word = m.group("mult").lower()
+    if m.group("fden"):
+        count = 1.0 if m.group("fnum").lower() == "a" else _WORDS[m.group("fnum").lower()]
+        return count / _DENOMINATORS[m.group("fden").lower().removesuffix("s")], op
     if m.group("frac"):
         part = _FRACTIONS[m.group("frac").lower()]
         below = m.group("fdir").split()[0].lower() in ("below", "under", "less", "lower")
