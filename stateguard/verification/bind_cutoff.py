@@ -48,8 +48,9 @@ def unit_scale(value: float, numbers: set[float]) -> float | None:
     return None
 
 
-# "under 20 cents" tested `beertax < 0.2` on a column of dollars
-_HUNDREDS = (1e-2, 1e2)
+# "under 20 cents" tested `beertax < 0.2` on a column of dollars; "under $3,000" tested `< 0.3` on a
+# column in tens of thousands of dollars
+_HUNDREDS = (1e-2, 1e2, 1e-4, 1e4)
 
 
 def scale_for(req: Requirement, literal: float) -> float:

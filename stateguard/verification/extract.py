@@ -74,6 +74,9 @@ _NUM = (  # an amount of money keeps its number: "less than $10,000"
     r"(?:[$€£]\s?)?(?P<num>-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?|"
     + _MONEY_WORDS
     + "|"
+    # "three thousand dollars", "two million": a number in words, then its scale
+    + rf"(?:{_COMPOUND}|\b(?:{'|'.join(w for w in _WORDNUM if w not in ('once', 'twice', 'thrice'))}))\s+(?:thousand|million)\b"
+    + "|"
     + _COMPOUND
     + r"|(?<!-)\b(?:"
     + "|".join(_WORDNUM)
@@ -370,6 +373,9 @@ def word_number(text: str) -> float | None:
     low = text.lower().strip()
     if low in _WORDNUM:
         return float(_WORDNUM[low])
+    scaled = re.fullmatch(r"(.+?)\s+(thousand|million)", low)
+    if scaled and (base := word_number(scaled.group(1))) is not None:  # "three thousand": 3000
+        return base * (1e3 if scaled.group(2) == "thousand" else 1e6)
     money = re.fullmatch(r"(\w+)\s+dollars?(?:\s+and)?\s+(.+?)(?:\s+cents?)?", low)
     if money:  # "a dollar eighty": 1.80
         dollars = 1 if money.group(1) == "a" else _WORDNUM.get(money.group(1))
@@ -778,6 +784,8 @@ def scopes(
                 continue  # "before Grand Rapids was left out": history of the data, not this turn's scope
             if _EXAMPLE_BEFORE.search(before):
                 continue  # "(only the first word of the name, e.g. Adelie)": an example of a value, no scope
+            if _KEPT_EMPTY.match(clause[m.end() : m.end() + 60]):
+                continue  # "keep the overseas label with 0 respondents": an entry kept empty, no scope
             counted_itself = re.search(r"\bhow\s+many\s+[\"'“]?$", clause[: m.start()]) and re.match(
                 r"[\"'”]?\s*(?:$|[,;:?.!]|and\b|or\b)", clause[m.end() :]
             )  # "how many benign, and ...": the value is the counted thing itself
@@ -810,6 +818,14 @@ def scopes(
             Requirement(kind=Kind.SCOPE, text=text, source=source, values=vals, exclude=excl, columns=[col])
         )
     return out
+
+
+# "the overseas label with 0 respondents", "code 9 with no rows": an entry of a list kept with nothing
+_KEPT_EMPTY = re.compile(
+    r"\W*(?:(?:label|labels|entry|entries|code|codes|row|rows|category|type|line|name)\W+)?"
+    r"(?:with|at|showing|having)\s+(?:0|zero|no|none)\b",
+    re.IGNORECASE,
+)
 
 
 def flag_columns(vocab: Vocabulary, tables: list[str] | None) -> list[str]:

@@ -45,7 +45,17 @@ _MULT = (
     r")(?:\s+(?P<post>or\s+(?:more|above|higher|greater|over|less|below|lower|under|fewer)))?"
     r"(?:\s+as\s+[a-z]+\s+as)?"  # "twice as long as the median spell"
 )
-_DENOMINATORS = {"half": 2, "halve": 2, "third": 3, "quarter": 4, "fourth": 4, "fifth": 5, "sixth": 6, "eighth": 8, "tenth": 10}
+_DENOMINATORS = {
+    "half": 2,
+    "halve": 2,
+    "third": 3,
+    "quarter": 4,
+    "fourth": 4,
+    "fifth": 5,
+    "sixth": 6,
+    "eighth": 8,
+    "tenth": 10,
+}
 _FRACTIONS = {
     "half": 0.5,
     "third": 1 / 3,
