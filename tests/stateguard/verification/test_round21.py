@@ -7,8 +7,15 @@ import pytest
 
 from stateguard.inspection.inspect import inspect_code
 from stateguard.policies.checks import _stated_with_units, code_forms
-from stateguard.verification import named_stats, rule_multiples, rule_statistics, share_base, unstated_cutoff
-from stateguard.verification.extract import comparisons, extract
+from stateguard.verification import (
+    bind_cutoff,
+    named_stats,
+    rule_multiples,
+    rule_statistics,
+    share_base,
+    unstated_cutoff,
+)
+from stateguard.verification.extract import comparisons, extract, scopes
 from stateguard.verification.regrouped import GroupingHistory
 from stateguard.verification.superseded import FlagHistory
 from stateguard.verification.vocabulary import ColumnInfo, Vocabulary, described_columns, strictly_named
@@ -189,3 +196,70 @@ def test_a_rule_s_multiple_said_as_a_fraction_or_with_its_side_after(
 ) -> None:
     stated = rule_multiples.stated(rule)
     assert stated is not None and (round(stated.multiple, 9), stated.op) == (multiple, op)
+
+
+# --- fresh29's first look -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("rule", "multiple"),
+    [
+        ("low when the income falls short of three fifths of the median income of its cover", 0.6),
+        ("long when it lasts at least twice as long as the median spell of its group", 2.0),
+    ],
+)
+def test_more_ways_to_say_a_rule_s_multiple(rule: str, multiple: float) -> None:
+    stated = rule_multiples.stated(rule)
+    assert stated is not None and round(stated.multiple, 9) == multiple
+    said = rule_statistics.stated(rule)
+    assert said is not None and said.function == "median"
+
+
+def test_a_rule_s_statistic_is_one_taken_per_row_or_per_group() -> None:
+    # the rule named in the context is being dropped; the turn's one mean is a share over all rows
+    code = 'frac = con.execute("SELECT avg(CASE WHEN dear THEN 1.0 ELSE 0.0 END) FROM big").fetchone()[0]'
+    assert named_stats.only_statistic("a moving median is dropped", inspect_code(code), rule=True) == []
+    grouped = (
+        'med = dr.groupby("insurance")["income"].transform("mean")\ndr["low"] = dr["income"] < 0.6 * med'
+    )
+    [(req, _, agg)] = named_stats.only_statistic(
+        "three fifths of the median income", inspect_code(grouped), rule=True
+    )
+    assert (req.function, agg.function) == ("median", "mean")
+
+
+@pytest.mark.parametrize(
+    ("said", "value"),
+    [
+        ("under three thousand dollars", 3000.0),
+        ("at least two million residents", 2e6),
+        ("under twenty-five thousand", 25e3),
+    ],
+)
+def test_a_number_in_words_with_its_scale(said: str, value: float) -> None:
+    [req] = comparisons(said)
+    assert req.value == value
+
+
+def test_an_amount_in_tens_of_thousands() -> None:
+    assert bind_cutoff.unit_scale(3000.0, {0.3}) == 1e-4
+    assert bind_cutoff.unit_scale(3000.0, {3.0}) == 1e-3  # thousands first
+
+
+def test_an_entry_kept_with_nothing_is_no_scope() -> None:
+    vocab = Vocabulary(
+        tables={"cover": {"insurance": ColumnInfo(kind="text", values=["medlevy", "overseas"])}}
+    )
+    assert scopes("Keep the overseas label with 0 respondents.", vocab, ["cover"]) == []
+    [req] = scopes("Only the overseas respondents, please.", vocab, ["cover"])
+    assert req.values == ["overseas"]
+
+
+def test_a_boolean_mask_of_its_own_has_no_rows_to_check() -> None:
+    question = "What share, in percent, of the orders from the North are rated 4 or more?"
+    code = (
+        "north = orders['region'] == 'North'\n"
+        "result = {'pct_north_top': float(100 * (orders.loc[north, 'rating'] >= 4).mean())}\n"
+        "import json\nprint(json.dumps(result))"
+    )
+    assert not Session().turn(question, code)
