@@ -764,7 +764,8 @@ def scopes(
         # A value binds only as the data writes it: a code in capitals ("IN", "OR") is not the word
         # "in", and a capitalised category ("Death") is not the common noun ("dates of death", "a
         # death is ..."): a word that could be either is ambiguous, and an ambiguous parse abstains.
-        for m in re.finditer(rf"(?<![\w-]){re.escape(value)}(?![\w-])", clause):
+        # also the value as the first part of a compound adjective ("woman-headed households")
+        for m in re.finditer(rf"(?<![\w-]){re.escape(value)}(?:(?=-[a-z]+ed\b(?!-))|(?![\w-]))", clause):
             before = clause[max(0, m.start() - 40) : m.start()]
             if value.lower() in _FUNCTION_VALUES and not _in_quotes(clause, m.start() + 1):
                 continue  # "(0 if none)": the sentence's own word; only a quoted 'none' names the value

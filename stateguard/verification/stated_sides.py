@@ -67,6 +67,18 @@ def stated_sides(said: str) -> dict[tuple[float, bool], tuple[set[bool], str]]:
     return out
 
 
+def stated_ops(said: str) -> dict[tuple[float, bool], set[str]]:
+    """(number, said as a percentage) -> the comparators it is stated with ("at least 12" is >=), for
+    a text that drops or contrasts no rows."""
+    out: dict[tuple[float, bool], set[str]] = {}
+    if _OTHER_SIDE.search(said):
+        return out
+    for x, pct, op, _ in bounds(said):
+        if op is not None:
+            out.setdefault((x, pct), set()).add(op)
+    return out
+
+
 def _side_of(m: re.Match[str]) -> str:
     """The comparator as it reads with the tested value first (`50 > x` is x < 50)."""
     op = site_op(m)
@@ -82,6 +94,7 @@ def flipped(said: str, code: str) -> Flipped | None:
     text = _code_text(code)
     lines = text.splitlines()
     found: list[Flipped] = []
+    ops = stated_ops(said)
     for (x, pct), (sides, words) in stated_sides(said).items():
         if len(sides) != 1:
             continue
@@ -97,6 +110,17 @@ def flipped(said: str, code: str) -> Flipped | None:
             continue
         before, m = at[0]
         side = _side_of(m)
+        said_ops = ops.get((x, pct), set())
+        if _up(side) == up and len(said_ops) == 1 and side != next(iter(said_ops)) and code.count(before) == 1:
+            # the stated side, but not its end: "at least twelve years" tested `> 12`
+            op_at = (m.start("op") - m.start(0), m.end("op") - m.start(0))
+            if m.group("op") in METHODS:
+                continue  # `.gt(12)`: left to the side check
+            stated = next(iter(said_ops))
+            written = stated if m.start("k") > m.start("op") else MIRROR[stated]
+            after = before[: op_at[0]] + written + before[op_at[1] :]
+            found.append(Flipped(x, stated, words, before, after))
+            continue
         if _up(side) == up or code.count(before) != 1:
             continue
         op_at = (m.start("op") - m.start(0), m.end("op") - m.start(0))

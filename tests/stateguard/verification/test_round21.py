@@ -13,6 +13,7 @@ from stateguard.verification import (
     rule_multiples,
     rule_statistics,
     share_base,
+    stated_sides,
     unstated_cutoff,
 )
 from stateguard.verification.extract import comparisons, extract, scopes
@@ -263,3 +264,38 @@ def test_a_boolean_mask_of_its_own_has_no_rows_to_check() -> None:
         "import json\nprint(json.dumps(result))"
     )
     assert not Session().turn(question, code)
+
+
+# --- fresh29's misses, read after its look ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("said", "code", "after"),
+    [
+        ("How many men had a mother with at least twelve years of school?", 'm = men["med"] > 12', ">= 12"),
+        (
+            "how many people were 50 or over?",
+            'n = con.execute("SELECT count(*) FROM sp WHERE age > 50")',
+            ">= 50",
+        ),
+        ("more than half of the pupils", 'x = d[d["p"] >= 50]', "> 50"),
+    ],
+)
+def test_the_stated_side_with_another_end_is_re_run_with_the_stated_end(
+    said: str, code: str, after: str
+) -> None:
+    found = stated_sides.flipped(said, code)
+    assert found is not None and found.after == after
+
+
+def test_the_stated_end_or_a_contrast_is_left_alone() -> None:
+    assert stated_sides.flipped("at least twelve years of school", 'm = men["med"] >= 12') is None
+    # "at least 12" and "more than 12" both said: which end is meant is not one reading
+    assert stated_sides.flipped("at least 12 years, and how many more than 12", 'm = men["med"] > 12') is None
+
+
+def test_a_value_as_the_first_part_of_a_compound_adjective() -> None:
+    vocab = Vocabulary(tables={"fam": {"sex": ColumnInfo(kind="text", values=["man", "woman"])}})
+    [req] = scopes("what percentage of the woman-headed households qualify?", vocab, ["fam"])
+    assert req.values == ["woman"]
+    assert scopes("how many woman-to-man pairs are there?", vocab, ["fam"]) == []
