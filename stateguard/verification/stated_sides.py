@@ -111,7 +111,12 @@ def flipped(said: str, code: str) -> Flipped | None:
         before, m = at[0]
         side = _side_of(m)
         said_ops = ops.get((x, pct), set())
-        if _up(side) == up and len(said_ops) == 1 and side != next(iter(said_ops)) and code.count(before) == 1:
+        if (
+            _up(side) == up
+            and len(said_ops) == 1
+            and side != next(iter(said_ops))
+            and code.count(before) == 1
+        ):
             # the stated side, but not its end: "at least twelve years" tested `> 12`
             op_at = (m.start("op") - m.start(0), m.end("op") - m.start(0))
             if m.group("op") in METHODS:
