@@ -141,6 +141,7 @@ LEXICON = Lexicon(
         _c(">", "more than", "greater than", "above", core=True),
         _c(">", "higher than", "larger than", "longer than", "heavier than", "older than", "over"),
         _c(">", "exceeding", "exceeds", "exceed", "exceeded", "warmer than", "hotter than"),
+        _c(">", "tops", "topped", "topping"),  # "his income tops 45 thousand" (not "top", a ranking)
         _c(">", "stronger than", "faster than", "bigger than", "wider than", "deeper than", "taller than"),
         _c(">", "costlier than", "pricier than", "dearer than", "wetter than", "richer than", "louder than"),
         _c(">", "in excess of", "beyond", "upward of", "upwards of", "surpassing", "surpasses", "surpass"),
@@ -172,6 +173,8 @@ LEXICON = Lexicon(
             "and over",
             "or upwards",
             "and upwards",
+            "and up",
+            "or up",
             position="postfix",
         ),
         _c(

@@ -113,7 +113,7 @@ _POSTFIX = re.compile(
     _NUM
     + r"\s+(?P<unit>(?:[a-z]+(?:/[a-z]+)?\s+){1,2})?(?:or|and)\s+(?P<dir>"
     + "|".join(_POSTFIX_DIRS)
-    + r")\b(?!\s+than\b)",  # "65 and over", but not "30 and fewer than 50"
+    + r")\b(?!\s+(?:than|to)\b)",  # "65 and over", but not "30 and fewer than 50" or "5 and up to 10"
     re.IGNORECASE,
 )
 # "tall from 70 inches up", "from $500 upward", "from 10 days down": the number and what lies past it

@@ -299,3 +299,16 @@ def test_a_value_as_the_first_part_of_a_compound_adjective() -> None:
     [req] = scopes("what percentage of the woman-headed households qualify?", vocab, ["fam"])
     assert req.values == ["woman"]
     assert scopes("how many woman-to-man pairs are there?", vocab, ["fam"]) == []
+
+
+@pytest.mark.parametrize(
+    ("said", "read"),
+    [
+        ("a husband is a high earner if his income tops 45 thousand dollars", [(">", 45.0)]),
+        ("children aged 48 months and up", [(">=", 48.0)]),
+        ("the top 5 states by income", []),
+        ("from 5 and up to 10", [("<=", 10.0)]),
+    ],
+)
+def test_tops_and_and_up(said: str, read: list[tuple[str, float]]) -> None:
+    assert [(r.op, r.value) for r in comparisons(said)] == read
