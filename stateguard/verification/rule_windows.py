@@ -134,20 +134,31 @@ def groupable(vocab: Vocabulary, tables: list[str] | None = None) -> list[str]:
     return out
 
 
-def _described(words: list[str], columns: list[str], described: dict[str, frozenset[str]]) -> list[str]:
-    """Columns whose description in the task's text covers every word of the phrase ("colour form"
-    for `sp (colour form, B blue or O orange)`), group nouns aside."""
-    said = {w.lower() for w in words if w.lower() not in _GROUP_NOUNS}
-    if not said:
-        return []
-    return [c for c in columns if said <= described.get(c, frozenset())]
+def _described(words: list[str], columns: list[str], described: dict[str, tuple[str, ...]]) -> list[str]:
+    """Columns whose description in the task's text says the phrase's words in a row, in order ("colour
+    form" for `sp (colour form, B blue or O orange)`; not "sampling year" for `age (years at
+    sampling)`), group nouns aside."""
+    said = [w.lower().rstrip("s") for w in words if w.lower() not in _GROUP_NOUNS]
+    if len(said) < 2:
+        return []  # one word ("year") matches descriptions by chance ("age (years at sampling)")
+    out = []
+    for c in columns:
+        told = [d.rstrip("s") for d in described.get(c, ())]
+        if any(told[i : i + len(said)] == said for i in range(len(told) - len(said) + 1)):
+            out.append(c)
+    return out
 
 
 def stated_group(
-    rule: str, columns: list[str], described: dict[str, frozenset[str]] | None = None
+    rule: str,
+    columns: list[str],
+    described: dict[str, tuple[str, ...]] | None = None,
+    measures: list[str] | None = None,
 ) -> Stated | None:
     """The group the rule's statistic is taken over, when the rule says it one way only; `described`:
-    the words the task's text describes each column with, read where no column's name is said."""
+    the words the task's text describes each column with, read where no column's name is said;
+    `measures`: the other columns of the tables, a phrase naming one of them ("its council-tax band",
+    bands of `council_tax`) is no group column."""
     whole = _WHOLE.search(rule)
     found: list[tuple[str, str]] = []
     for m in [*_OWN.finditer(rule), *_SAME.finditer(rule), *_POSSESSIVE.finditer(rule)]:
@@ -159,6 +170,10 @@ def stated_group(
         # age; "SOUTH group" -> south, the group noun left over)
         named_any = False
         for n in range(len(words), 0, -1):
+            wider = resolve_column(words[:n], [*columns, *measures]) if measures else []
+            if any(c in (measures or []) for c in wider):
+                named_any = True  # bands of a measure ("its council-tax band"): a computed key, not read
+                break
             named = resolve_column(words[:n], columns)
             named_any = named_any or bool(named)
             if len(named) == 1:

@@ -899,7 +899,12 @@ class SemanticVerifier:
         rule states (`rule_windows.py`), or for its one group statistic joined back onto the rows
         over other keys; the answer gate must then see the answer change."""
         columns = rule_windows.groupable(self.vocab, tables)  # of the tables the turn reads
-        stated = rule_windows.stated_group(rule, columns, self.vocab.column_words) if rule.strip() else None
+        measures = [c for c in self.vocab.columns(tables) if c not in columns]
+        stated = (
+            rule_windows.stated_group(rule, columns, self.vocab.column_words, measures)
+            if rule.strip()
+            else None
+        )
         if stated is None:
             return
         req = rule_windows.requirement(stated)

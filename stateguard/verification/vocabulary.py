@@ -106,7 +106,7 @@ class Vocabulary(BaseModel):
         description="Words the task's own text uses to describe a real column ('invest (gross "
         "investment)'): they bind like the column's own tokens.",
     )
-    column_words: dict[str, frozenset[str]] = Field(
+    column_words: dict[str, tuple[str, ...]] = Field(
         default_factory=dict,
         description="The same words by the column they describe ('sp (colour form, ...)' -> sp: colour, "
         "form): a phrase they cover names that column.",
@@ -134,20 +134,20 @@ class Vocabulary(BaseModel):
         "invest (gross investment)" or "zymotic disease (`disease`)" -- a known column beside a
         parenthesis, the description's first phrase (up to a comma or semicolon, 6 words at most)."""
         found: set[str] = set()
-        by_column: dict[str, frozenset[str]] = {}
+        by_column: dict[str, tuple[str, ...]] = {}
         for column in self.columns():
             name = re.escape(column)
-            own: set[str] = set()
+            own: list[str] = []
             for m in re.finditer(rf"(?<![\w`]){name}`?\s*\(([^()]{{1,120}})\)", text):
                 before = re.search(r"`?(\w+)`?\s*(?:\band|,)\s*`?$", text[: m.start()])
                 shared = before is not None and before.group(1) in self.columns()
                 found.update(re.findall(r"[A-Za-z]+", re.split(r"[,;]", m.group(1))[0])[:6])
                 if not shared:  # "south76 and smsa76 (yes/no: ...)" describes both: no one column's
-                    own.update(re.findall(r"[A-Za-z]+", re.split(r"[,;]", m.group(1))[0])[:6])
+                    own += re.findall(r"[A-Za-z]+", re.split(r"[,;]", m.group(1))[0])[:6]
             for m in re.finditer(rf"([A-Za-z][A-Za-z' -]{{0,60}}?)\s*\(\s*`?{name}`?\s*\)", text):
-                own.update(re.findall(r"[A-Za-z]+", m.group(1))[-3:])
+                own += re.findall(r"[A-Za-z]+", m.group(1))[-3:]
                 found.update(re.findall(r"[A-Za-z]+", m.group(1))[-3:])
-            kept = frozenset(w.lower() for w in own if w.lower() not in STOP and len(w) > 2)
+            kept = tuple(dict.fromkeys(w.lower() for w in own if w.lower() not in STOP and len(w) > 2))
             if kept:
                 by_column[column] = kept
         words = frozenset(w.lower() for w in found if w.lower() not in STOP and len(w) > 2)
@@ -392,7 +392,7 @@ def strictly_named(column: str, subject: Iterable[str]) -> bool:
 
 
 def described_columns(
-    subject: Iterable[str], columns: Iterable[str], column_words: dict[str, frozenset[str]]
+    subject: Iterable[str], columns: Iterable[str], column_words: dict[str, tuple[str, ...]]
 ) -> list[str]:
     """Columns whose description in the task's text covers every content word of the subject ("pack
     price" for `avgprs (average price per pack, cents)`)."""
@@ -400,7 +400,7 @@ def described_columns(
     if not said:
         return []
     stems = {w.rstrip("s") for w in said}
-    return [c for c in columns if stems <= {d.rstrip("s") for d in column_words.get(c, frozenset())}]
+    return [c for c in columns if stems <= {d.rstrip("s") for d in column_words.get(c, ())}]
 
 
 def vocabulary_probe(names: list[str], connection: str | None) -> str:

@@ -162,7 +162,7 @@ def test_a_rule_s_group_said_as_that_year_or_by_the_task_s_description() -> None
             "forms": {"form": ColumnInfo(kind="text")},
         }
     ).with_descriptions(context)
-    assert vocab.column_words["sp"] == frozenset({"colour", "form"})
+    assert vocab.column_words["sp"] == ("colour", "form")
     rule = "large when its width is at least 1.1 times the median width of the crabs of its colour form"
     # only the tables the turn reads: `forms.form` is not a column of the crabs
     stated = rule_windows.stated_group(rule, rule_windows.groupable(vocab, ["crabs"]), vocab.column_words)

@@ -12,6 +12,7 @@ from stateguard.verification import (
     named_stats,
     rule_multiples,
     rule_statistics,
+    rule_windows,
     share_base,
     stated_sides,
     unstated_cutoff,
@@ -312,3 +313,30 @@ def test_a_value_as_the_first_part_of_a_compound_adjective() -> None:
 )
 def test_tops_and_and_up(said: str, read: list[tuple[str, float]]) -> None:
     assert [(r.op, r.value) for r in comparisons(said)] == read
+
+
+def test_a_rule_s_group_by_description_needs_the_words_in_a_row() -> None:
+    described = {"age": ("years", "sampling"), "sp": ("colour", "form")}
+    columns = ["age", "sp", "sample_yr"]
+    assert (
+        rule_windows.stated_group("at least 1.5 times the median of their sampling year", columns, described)
+        is None
+    )
+    assert (
+        rule_windows.stated_group(
+            "1.5 times the median kappa of subjects in the same year", columns, described
+        )
+        is None
+    )
+    stated = rule_windows.stated_group(
+        "at least 1.1 times the median width of its colour form", columns, described
+    )
+    assert stated is not None and stated.column == "sp"
+
+
+def test_a_rule_s_group_said_as_bands_of_a_measure_is_not_read() -> None:
+    rule = "at least 3 points above the average Yes share of its council-tax band"
+    assert rule_windows.stated_group(rule, ["council"], {}, ["council_tax", "yes_pct"]) is None
+    assert (
+        rule_windows.stated_group(rule, ["council"], {}) is not None
+    )  # without the measures: the old reading
