@@ -13,8 +13,8 @@ said the same way in every such phrase of the turn's own rule (its context or it
 neither said beside it in the same phrase. The code's side is a fact: the turn tests exactly one
 comparison against a number times something, and computes exactly one group statistic of the
 compared column that can stand behind it (a SQL window, an aggregate of a grouped subquery or CTE
-the query joins, a pandas `transform`, or a `groupby(...)[col].<stat>()` looked up with `.map` or
-`.join`). A mean, median, minimum or maximum other than the stated one is re-run as stated, and a
+the query joins, a correlated subquery the comparison multiplies, a pandas `transform`, or a
+`groupby(...)[col].<stat>()` looked up with `.map` or `.join`). A mean, median, minimum or maximum other than the stated one is re-run as stated, and a
 finding needs the turn's answer to change (the answer gate).
 """
 
@@ -96,6 +96,18 @@ def _sql_sites(code: str) -> list[Site]:
             continue
         for m in re.finditer(call, body, re.IGNORECASE):
             out.append(_site(m, _SQL, block.group(0)))
+    # a correlated subquery multiplied in the rule: "* (SELECT median(h.x) FROM t h WHERE h.g = w.g)"
+    for block in re.finditer(
+        r"\*\s*(?P<sub>\(\s*SELECT\s+(?P<body>[^()]*(?:\([^()]*\)[^()]*)*)\))", code, re.IGNORECASE
+    ):
+        body = block.group("body")
+        if re.search(r"\bGROUP\s+BY\b", body, re.IGNORECASE) or not re.search(
+            rf"\bWHERE\s+{_ID}\.{_ID}\s*=\s*{_ID}\.{_ID}\b", body, re.IGNORECASE
+        ):
+            continue  # a grouped subquery is read above; an uncorrelated one is a statistic of all rows
+        first = re.match(call, body.strip(), re.IGNORECASE)
+        if first is not None:
+            out.append(_site(first, _SQL, block.group("sub")))
     return out
 
 

@@ -340,3 +340,17 @@ def test_a_rule_s_group_said_as_bands_of_a_measure_is_not_read() -> None:
     assert (
         rule_windows.stated_group(rule, ["council"], {}) is not None
     )  # without the measures: the old reading
+
+
+def test_a_rule_s_statistic_taken_by_a_correlated_subquery() -> None:
+    rule = "a husband earning at least 1.75 times the median husband's income of his wife's region"
+    code = (
+        'rows = cn.execute("""SELECT * FROM workers w\\n'
+        'WHERE w.husby >= 1.75 * (SELECT avg(h.husby) FROM hh h WHERE h.region = w.region)""").fetchall()'
+    )
+    found = rule_statistics.changed(rule, code)
+    assert found is not None
+    assert found.site.after == "(SELECT median(h.husby) FROM hh h WHERE h.region = w.region)"
+    # a subquery over all rows (no correlation) is not the rule's group statistic
+    overall = code.replace(" WHERE h.region = w.region", "")
+    assert rule_statistics.changed(rule, overall) is None
