@@ -104,6 +104,16 @@ class Selection(BaseModel):
         "(`visib < 5 AS poor_vis`): alias -> the comparisons, AND-ed. Not row filters.",
     )
 
+    @property
+    def is_mask(self) -> bool:
+        """pandas: a boolean mask of its own (`worked = ps["hours"] > 0`), not rows of a frame."""
+        return (
+            self.language == "pandas"
+            and not self.frame
+            and bool(self.conditions)
+            and all(c.clause == "mask" for c in self.conditions)
+        )
+
     def mentions(self, column: str) -> bool:
         low = column.lower()
         return any(

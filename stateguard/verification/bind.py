@@ -134,12 +134,7 @@ class RequirementBinder(Binder):
             return probes.frame_rows_probe(
                 frame, probes.pandas_predicate(req, f"_f[{column!r}]", scale=scale, missing_ok=missing_ok)
             ), False
-        if (
-            sel.language == "pandas"
-            and not sel.frame
-            and sel.conditions
-            and all(c.clause == "mask" for c in sel.conditions)
-        ):
+        if sel.is_mask:
             return None  # a boolean mask of its own (`private = dr["insurance"] == "levyplus"`): no rows
         if sel.language == "pandas" and not sel.frame and not self.looks_up(req):
             # a statistic or count taken over a whole frame the span reads (`len(west)`,

@@ -23,6 +23,7 @@ from stateguard.artifacts.lexicon import LEXICON
 from stateguard.verification.requirements import COMPLEMENT, Kind, Requirement
 from stateguard.verification.rules.registry import Reading, row_condition_kinds, rules
 from stateguard.verification.vocabulary import (
+    FILLERS,
     STOP,
     Vocabulary,
     column_tokens,
@@ -37,23 +38,18 @@ _WORDNUM = {
     for i, w in enumerate(["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"], 1)
 } | {"once": 1, "twice": 2, "thrice": 3}  # "saw a physician at least twice"
 # "sixteen or more years", "under forty": whole tens only, not the start of "twenty-five"
-_WORDNUM |= {
-    w: i
-    for i, w in enumerate(
-        [
-            "eleven",
-            "twelve",
-            "thirteen",
-            "fourteen",
-            "fifteen",
-            "sixteen",
-            "seventeen",
-            "eighteen",
-            "nineteen",
-        ],
-        11,
-    )
-} | {
+_TEEN_WORDS = [
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+]
+_WORDNUM |= {w: i for i, w in enumerate(_TEEN_WORDS, 11)} | {
     w: 10 * i
     for i, w in enumerate(["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"], 2)
 }
@@ -64,10 +60,11 @@ _COMPOUND = rf"\b(?:{'|'.join(_TENS_WORDS)})[-\s](?:{'|'.join(_UNITS)})\b"
 # "a dollar eighty", "two dollars fifty": an amount of money said in words, dollars then cents
 _CENT_WORDS = (
     rf"(?:{'|'.join(_TENS_WORDS)})(?:[-\s](?:{'|'.join(_UNITS)}))?"
-    r"|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|" + "|".join(_UNITS)
+    + "|"
+    + "|".join(["ten", *_TEEN_WORDS, *_UNITS])
 )
 _MONEY_WORDS = (
-    r"(?:a|one|two|three|four|five|six|seven|eight|nine|ten)\s+dollars?(?:\s+and)?\s+"
+    rf"(?:a|{'|'.join(_UNITS)}|ten)\s+dollars?(?:\s+and)?\s+"
     rf"(?:{_CENT_WORDS})(?:\s+cents?)?\b"
 )
 _NUM = (  # an amount of money keeps its number: "less than $10,000"
@@ -404,11 +401,7 @@ def clauses(text: str) -> list[str]:
 
 
 _LINKERS = {"is", "are", "was", "were", "be", "of", "by", "at", "with", "has", "have", "had"}
-_STOPS = {
-    "again",
-    "anything",
-    "anyone",
-    "anybody",
+_STOPS = FILLERS | {
     "a",
     "an",
     "the",

@@ -21,31 +21,13 @@ import re
 from dataclasses import dataclass
 
 from stateguard.artifacts.lexicon import LEXICON
-from stateguard.verification.extract import _PREFIX_OPS
+from stateguard.verification.extract import _PREFIX_OPS, _UNITS, _WORDNUM
 from stateguard.verification.requirements import CODE_COMPARATOR, METHODS, MIRROR, Kind, Requirement
 
 _PHRASE = "|".join(f"(?:{p})" for p, _ in _PREFIX_OPS)
-_WORDS = {
-    w: float(i)
-    for i, w in enumerate(["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"], 1)
-}
-_NUM = r"\d+(?:\.\d+)?"
-_MULT = (
-    r"(?P<mult>twice|double|thrice|triple|half"
-    rf"|(?P<word>{'|'.join(_WORDS)})(?P<half>\s+and\s+a\s+half)?\s+times"
-    rf"|(?P<num>{_NUM})\s*(?:times|x|×)"
-    rf"|(?P<pct>{_NUM})\s*(?:percent|per\s+cent|%)\s+(?P<dir>above|over|more\s+than|higher\s+than|below|under|less\s+than|lower\s+than)"
-    rf"|(?P<part>{_NUM})\s*(?:percent|per\s+cent|%)\s+of"  # "below 85 percent of the median": 0.85 times
-    # "one fifth above the median", "a quarter below": a fraction of it, as a distance
-    rf"|(?:a|one)\s+(?P<frac>half|third|quarter|fourth|fifth|sixth|tenth)\s+(?P<fdir>above|over|more\s+than|higher\s+than|below|under|less\s+than|lower\s+than)"
-    # "three fifths of the median income": a fraction of it
-    r"|(?P<fnum>a|one|two|three|four|five|six|seven|eight|nine)\s+"
-    r"(?P<fden>halves|half|thirds?|quarters?|fourths?|fifths?|sixths?|eighths?|tenths?)\s+of"
-    # "1.75 times or more the median": the side said after the multiple
-    r")(?:\s+(?P<post>or\s+(?:more|above|higher|greater|over|less|below|lower|under|fewer)))?"
-    r"(?:\s+as\s+[a-z]+\s+as)?"  # "twice as long as the median spell"
-)
-_DENOMINATORS = {
+_WORDS = {w: float(_WORDNUM[w]) for w in [*_UNITS, "ten"]}  # "eight times the median"
+# a fraction's part by its denominator ("a fifth", "three fifths"; "halves" is the plural of half)
+_PARTS = {
     "half": 2,
     "halve": 2,
     "third": 3,
@@ -56,15 +38,23 @@ _DENOMINATORS = {
     "eighth": 8,
     "tenth": 10,
 }
-_FRACTIONS = {
-    "half": 0.5,
-    "third": 1 / 3,
-    "quarter": 0.25,
-    "fourth": 0.25,
-    "fifth": 0.2,
-    "sixth": 1 / 6,
-    "tenth": 0.1,
-}
+_PART_WORDS = "|".join(w for w in _PARTS if w != "halve")
+_SIDES = r"above|over|more\s+than|higher\s+than|below|under|less\s+than|lower\s+than"
+_NUM = r"\d+(?:\.\d+)?"
+_MULT = (
+    r"(?P<mult>twice|double|thrice|triple|half"
+    rf"|(?P<word>{'|'.join(_WORDS)})(?P<half>\s+and\s+a\s+half)?\s+times"
+    rf"|(?P<num>{_NUM})\s*(?:times|x|×)"
+    rf"|(?P<pct>{_NUM})\s*(?:percent|per\s+cent|%)\s+(?P<dir>{_SIDES})"
+    rf"|(?P<part>{_NUM})\s*(?:percent|per\s+cent|%)\s+of"  # "below 85 percent of the median": 0.85 times
+    # "one fifth above the median", "a quarter below": a fraction of it, as a distance
+    rf"|(?:a|one)\s+(?P<frac>{_PART_WORDS})\s+(?P<fdir>{_SIDES})"
+    # "three fifths of the median income": a fraction of it
+    rf"|(?P<fnum>a|{'|'.join(_UNITS)})\s+(?P<fden>halves|(?:{_PART_WORDS})s?)\s+of"
+    # "1.75 times or more the median": the side said after the multiple
+    r")(?:\s+(?P<post>or\s+(?:more|above|higher|greater|over|less|below|lower|under|fewer)))?"
+    r"(?:\s+as\s+[a-z]+\s+as)?"  # "twice as long as the median spell"
+)
 _STAT_WORDS = "|".join(re.escape(w) for w in LEXICON.statistics if " " not in w) + "|pooled"
 _STATED = re.compile(
     rf"(?:(?P<phrase>{_PHRASE})\s+)?{_MULT}\s+(?:the|that|this|its|their|his|her)\b"
@@ -112,15 +102,11 @@ def _multiple(m: re.Match[str]) -> tuple[float, str | None]:
     word = m.group("mult").lower()
     if m.group("fden"):
         count = 1.0 if m.group("fnum").lower() == "a" else _WORDS[m.group("fnum").lower()]
-        return count / _DENOMINATORS[m.group("fden").lower().removesuffix("s")], op
-    if m.group("frac"):
-        part = _FRACTIONS[m.group("frac").lower()]
-        below = m.group("fdir").split()[0].lower() in ("below", "under", "less", "lower")
-        return (1 - part if below else 1 + part), (MIRROR[op] if op and below else op)
-    if m.group("pct"):
-        pct = float(m.group("pct")) / 100
-        below = m.group("dir").split()[0].lower() in ("below", "under", "less", "lower")
-        return (1 - pct if below else 1 + pct), (MIRROR[op] if op and below else op)
+        return count / _PARTS[m.group("fden").lower().removesuffix("s")], op
+    if m.group("frac") or m.group("pct"):  # a distance above or below it: a fifth of it, a percentage
+        distance = 1 / _PARTS[m.group("frac").lower()] if m.group("frac") else float(m.group("pct")) / 100
+        below = (m.group("fdir") or m.group("dir")).split()[0].lower() in ("below", "under", "less", "lower")
+        return (1 - distance if below else 1 + distance), (MIRROR[op] if op and below else op)
     if m.group("part"):
         return float(m.group("part")) / 100, op
     if m.group("num"):

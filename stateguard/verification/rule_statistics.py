@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from stateguard.artifacts.lexicon import LEXICON
 from stateguard.verification import rule_multiples
 from stateguard.verification.requirements import Kind, Requirement
+from stateguard.verification.unstated_cutoff import _code_text
 
 _CENTRAL = ("mean", "median")
 # the statistics a rule's group value may be taken with in code, by the name each is written
@@ -68,10 +69,6 @@ def stated(rule: str) -> Stated | None:
     if len(said) != 1:
         return None
     return Stated(said.pop(), text)
-
-
-def _code_lines(code: str) -> str:
-    return "\n".join(line for line in code.splitlines() if not line.lstrip().startswith("#"))
 
 
 def _sql_sites(code: str) -> list[Site]:
@@ -163,7 +160,7 @@ def changed(rule: str, code: str) -> Changed | None:
     said = stated(rule)
     if said is None:
         return None
-    text = _code_lines(code)
+    text = _code_text(code)
     compared = rule_multiples.sites(code)
     found = list({(s.text, s.call): s for s in [*_sql_sites(text), *_pandas_sites(text)]}.values())
     if len(compared) != 1 or len(found) != 1:

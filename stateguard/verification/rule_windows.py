@@ -29,7 +29,7 @@ from sqlglot import exp
 
 from stateguard.inspection.code_model import CodeSemantics, Selection
 from stateguard.verification.requirements import Kind, Requirement
-from stateguard.verification.vocabulary import Vocabulary, resolve_column
+from stateguard.verification.vocabulary import Vocabulary, described_columns, resolve_column
 
 # "of its own SOUTH group", "of the student's own teaching method", "of its size class"
 _OWN = re.compile(
@@ -115,8 +115,8 @@ def groupable(vocab: Vocabulary, tables: list[str] | None = None) -> list[str]:
     """Columns that can name a group: text, or whole-number codes in a short range (`south`,
     `wave`), not a measure (`income`); with `tables`, only columns of those (the turn reads them)."""
     out: list[str] = []
-    for name, table in vocab.tables.items():
-        if tables is not None and name not in tables:
+    for table_name, table in vocab.tables.items():
+        if tables is not None and table_name not in tables:
             continue
         for name, info in table.items():
             if name in out:
@@ -131,21 +131,6 @@ def groupable(vocab: Vocabulary, tables: list[str] | None = None) -> list[str]:
             )
             if info.kind == "text" or codes:
                 out.append(name)
-    return out
-
-
-def _described(words: list[str], columns: list[str], described: dict[str, tuple[str, ...]]) -> list[str]:
-    """Columns whose description in the task's text says the phrase's words in a row, in order ("colour
-    form" for `sp (colour form, B blue or O orange)`; not "sampling year" for `age (years at
-    sampling)`), group nouns aside."""
-    said = [w.lower().rstrip("s") for w in words if w.lower() not in _GROUP_NOUNS]
-    if len(said) < 2:
-        return []  # one word ("year") matches descriptions by chance ("age (years at sampling)")
-    out = []
-    for c in columns:
-        told = [d.rstrip("s") for d in described.get(c, ())]
-        if any(told[i : i + len(said)] == said for i in range(len(told) - len(said) + 1)):
-            out.append(c)
     return out
 
 
@@ -185,7 +170,12 @@ def stated_group(
             if named_any:
                 continue  # the words name several columns ("South" for south66 and south76): two readings
             for n in range(len(words), 0, -1):
-                named = _described(words[:n], columns, described or {})
+                # the task's description, two words of it at least: one word ("year") matches
+                # descriptions by chance ("age (years at sampling)")
+                said = [w for w in words[:n] if w.lower() not in _GROUP_NOUNS]
+                named = (
+                    described_columns(said, columns, described or {}, in_row=True) if len(said) >= 2 else []
+                )
                 if len(named) == 1:
                     found.append((named[0], m.group(0)))
                     break

@@ -257,7 +257,7 @@ class StandingScopes:
                 self.scopes.append(Scope(turn, parent, child, False, columns=columns, ancestors=ancestors))
         for sel in sem.selections:
             child = sel.target or ""
-            if sel.language == "pandas" and not sel.frame and all(c.clause == "mask" for c in sel.conditions):
+            if sel.is_mask:
                 continue  # a boolean mask (`worked = ps["hours"] > 0`), not rows of a frame
             # a row condition, or the rows with a recorded value (`people.dropna(subset=[...])`)
             conds = [

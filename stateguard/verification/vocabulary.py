@@ -40,11 +40,9 @@ UNITS = {
     "n",
     "num",
 }
-STOP = {
-    "again",
-    "anything",
-    "anyone",
-    "anybody",
+# words that name nothing in a clause ("is again anything over $1,000")
+FILLERS = {"again", "anything", "anyone", "anybody"}
+STOP = FILLERS | {
     "the",
     "a",
     "an",
@@ -141,12 +139,14 @@ class Vocabulary(BaseModel):
             for m in re.finditer(rf"(?<![\w`]){name}`?\s*\(([^()]{{1,120}})\)", text):
                 before = re.search(r"`?(\w+)`?\s*(?:\band|,)\s*`?$", text[: m.start()])
                 shared = before is not None and before.group(1) in self.columns()
-                found.update(re.findall(r"[A-Za-z]+", re.split(r"[,;]", m.group(1))[0])[:6])
+                said = re.findall(r"[A-Za-z]+", re.split(r"[,;]", m.group(1))[0])[:6]
+                found.update(said)
                 if not shared:  # "south76 and smsa76 (yes/no: ...)" describes both: no one column's
-                    own += re.findall(r"[A-Za-z]+", re.split(r"[,;]", m.group(1))[0])[:6]
+                    own += said
             for m in re.finditer(rf"([A-Za-z][A-Za-z' -]{{0,60}}?)\s*\(\s*`?{name}`?\s*\)", text):
-                own += re.findall(r"[A-Za-z]+", m.group(1))[-3:]
-                found.update(re.findall(r"[A-Za-z]+", m.group(1))[-3:])
+                said = re.findall(r"[A-Za-z]+", m.group(1))[-3:]
+                found.update(said)
+                own += said
             kept = tuple(dict.fromkeys(w.lower() for w in own if w.lower() not in STOP and len(w) > 2))
             if kept:
                 by_column[column] = kept
@@ -392,15 +392,30 @@ def strictly_named(column: str, subject: Iterable[str]) -> bool:
 
 
 def described_columns(
-    subject: Iterable[str], columns: Iterable[str], column_words: dict[str, tuple[str, ...]]
+    subject: Iterable[str],
+    columns: Iterable[str],
+    column_words: dict[str, tuple[str, ...]],
+    in_row: bool = False,
 ) -> list[str]:
     """Columns whose description in the task's text covers every content word of the subject ("pack
-    price" for `avgprs (average price per pack, cents)`)."""
-    said = {w for w in re.findall(r"[a-z]+", " ".join(subject).lower()) if w not in STOP and len(w) > 2}
+    price" for `avgprs (average price per pack, cents)`); `in_row`: says them in a row, in order
+    ("colour form" for `sp (colour form, ...)`, not "sampling year" for `age (years at sampling)`)."""
+    said = [
+        w.rstrip("s")
+        for w in re.findall(r"[a-z]+", " ".join(subject).lower())
+        if w not in STOP and len(w) > 2
+    ]
     if not said:
         return []
-    stems = {w.rstrip("s") for w in said}
-    return [c for c in columns if stems <= {d.rstrip("s") for d in column_words.get(c, ())}]
+    out = []
+    for c in columns:
+        told = [d.rstrip("s") for d in column_words.get(c, ())]
+        if in_row:
+            if any(told[i : i + len(said)] == said for i in range(len(told) - len(said) + 1)):
+                out.append(c)
+        elif set(said) <= set(told):
+            out.append(c)
+    return out
 
 
 def vocabulary_probe(names: list[str], connection: str | None) -> str:
