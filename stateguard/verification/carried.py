@@ -28,8 +28,8 @@ from stateguard.verification.binder import close
 from stateguard.verification.requirements import Kind, Requirement
 from stateguard.verification.vocabulary import Vocabulary, column_tokens
 
-# "of those", "of exactly those", "of that fast group", "among this set"
-_THOSE = r"(?:(?:exactly|precisely|just|only)\s+)?(?:those|these|them|th(?:at|is)\s+(?:[\w-]+\s+)?(?:group|set|subset|lot))"
+# "of those", "of exactly those", "of that fast group", "among this set", "of that number"
+_THOSE = r"(?:(?:exactly|precisely|just|only)\s+)?(?:those|these|them|th(?:at|is)\s+(?:[\w-]+\s+)?(?:group|set|subset|lot|number))"
 _BACK = re.compile(rf"\b(?:(?:out\s+)?of|among|from)\s+{_THOSE}\b", re.IGNORECASE)
 _COUNT = re.compile(
     r"^\s*(?:and\s+)?(?:(?:in|for|on|at|over|across|during|from)\s+)?how\s+many\b", re.IGNORECASE
@@ -58,7 +58,7 @@ _BACK_FIRST = re.compile(
 _FIELDS_ONLY = re.compile(r"^\s*(?:report|return|give)\s+(?:`\w+`(?:\s*(?:,|and)\s*)?)+\s*$", re.IGNORECASE)
 
 
-def _two_counts(question: str) -> tuple[str, str] | None:
+def count_pair(question: str) -> tuple[str, str] | None:
     """The question's two clauses when it is exactly two counts (the second may open "And of
     those, how many")."""
     parts = [p for p in extract.clauses(question) if not _FIELDS_ONLY.match(p)]
@@ -77,12 +77,17 @@ def _two_counts(question: str) -> tuple[str, str] | None:
     return parts[0], parts[1]
 
 
+def refers_back(text: str) -> bool:
+    """Does a count's clause refer back to the rows of the one before ("of those", "among them")?"""
+    return bool(_BACK.search(text))
+
+
 def carried_bounds(question: str) -> list[Requirement]:
     """The first clause's bounds ("How many committees run no more than 5 subcommittees? And of
     those, how many ..."), for a question of two counts whose second refers back to the first's rows
     by words ("of those", "among them"). Which column a bound is on is left to the code: the caller
     keeps a bound only when the turn tests exactly one column that way."""
-    pair = _two_counts(question)
+    pair = count_pair(question)
     if pair is None or not _BACK.search(pair[1]):
         return []
     return [r for r in extract.comparisons(pair[0]) if r.op is not None and r.value is not None]
@@ -142,7 +147,7 @@ def counted_frame(sel: Selection) -> str | None:
 
 def carried_scopes(question: str, vocab: Vocabulary, tables: list[str] | None) -> list[Requirement]:
     """The first clause's category, for a question of two counts the second of which refers back."""
-    pair = _two_counts(question)
+    pair = count_pair(question)
     if pair is None:
         return []
     first, second = pair

@@ -43,6 +43,7 @@ from stateguard.verification import (
     bind_loose,
     bind_shape,
     carried,
+    counted_rows,
     dead_subsets,
     flag_bounds,
     flag_counts,
@@ -110,6 +111,11 @@ class SemanticConfig(BaseModel):
         default=True,
         description="A count 'of those' after a count of one category: that category on the rows of every "
         "statement a reported field is computed from (`carried.py`).",
+    )
+    counted_rows: bool = Field(
+        default=True,
+        description="A count 'of those' after a count: the rows behind the second reported count, taken from "
+        "the code and the live workspace, must all be among the first one's (`counted_rows.py`).",
     )
     superseded: bool = Field(
         default=True,
@@ -523,6 +529,8 @@ class SemanticVerifier:
             self._standing_conditions(f"{question}\n{_own_context(turn)}", code, sem, plan)
         if self.config.carried_scopes:
             self._carried(question, code, sem, tables, later, plan)
+        if self.config.counted_rows:
+            self._counted_rows(question, code, sem, plan)
         if self.config.flag_bounds:
             self._flag_bounds(question, code, sem, tables, later, plan)
         if self.config.split_groups:
@@ -701,6 +709,35 @@ class SemanticVerifier:
             for sel, (snippet, _) in sites:  # each statement on its own: any one with other rows breaks it
                 # probed at verification, never attached: a scope item of the same words may be already
                 _add_item(plan, req, "kept_rows", snippet, binder.variables(sel), "missing")
+
+    def _counted_rows(self, question: str, code: str, sem: CodeSemantics, plan: Plan) -> None:
+        """Items on the rows the code counts (`counted_rows.py`): for a question of a count and a count "of
+        those" whose answer is those two counts, the second's rows must be among the first's; for a share the
+        question asks ("what percentage of the dramas"), its numerator's rows must be among its denominator's."""
+        if not sem.reports:
+            return
+        report, keys = list(sem.reports.items())[-1]
+        fields = [k for k in keys if k != "answer_type"]
+        checks: list[tuple[Requirement, str | None]] = []
+        if len(fields) == 2 and counted_rows.count_of_those(question):
+            first, second = fields
+            rows1 = counted_rows.field_rows(sem.fields.get(first, ""), sem, code)
+            rows2 = counted_rows.field_rows(sem.fields.get(second, ""), sem, code)
+            if rows1 is not None and rows2 is not None:
+                snippet = counted_rows.probe(report, first, second, rows1, rows2, sem.connection)
+                checks.append((counted_rows.requirement(first, second), snippet))
+        if counted_rows.asks_share(question):
+            for field in fields:
+                pair = counted_rows.share_rows(sem.fields.get(field, ""), sem, code)
+                if pair is not None:
+                    snippet = counted_rows.share_probe(report, field, *pair, sem.connection)
+                    checks.append((counted_rows.requirement(field), snippet))
+        for req, snippet in checks:
+            if snippet is None:
+                continue
+            plan.requirements.append(req)
+            plan.notes.append(f"{req.describe()}: both row sets are taken from the code and compared")
+            _add_item(plan, req, counted_rows.PROBE, snippet, [report], "missing")
 
     def _flag_bounds(
         self,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from stateguard.verification import bind_shape, current, extract, standing, superseded
+from stateguard.verification import bind_shape, counted_rows, current, extract, standing, superseded
 from stateguard.verification.bind import RequirementBinder
 from stateguard.verification.binder import Binder, Plan
 from stateguard.verification.requirements import Kind, Requirement
@@ -84,11 +84,15 @@ BUILT_IN: tuple[SemanticRule, ...] = (
     ),
 )
 
-# Kinds read from the run's committed code, not from the question (`superseded.py`, `standing.py`): the verifier
+# Kinds read from the run's committed code, not from the question (`superseded.py`, `standing.py`,
+# `counted_rows.py`): the verifier
 # makes these requirements and their probe items itself, so the rule has no reader or binding.
 FROM_CODE: tuple[SemanticRule, ...] = (
     SemanticRule(superseded.KIND, needs=("term",), describe=superseded.describe, reason=superseded.reason),
     SemanticRule(standing.KIND, needs=("term",), describe=standing.describe, reason=standing.reason),
+    SemanticRule(
+        counted_rows.KIND, needs=("fields",), describe=counted_rows.describe, reason=counted_rows.reason
+    ),
 )
 
 for _rule in BUILT_IN + FROM_CODE:

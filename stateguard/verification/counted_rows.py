@@ -1,0 +1,523 @@
+"""A count "of those" taken on rows outside the first count's: the rows behind both counts, compared.
+
+    "How many journals have collected more than a thousand citations, and of those, how many are
+     published by a society?"
+
+The words say only which count is taken from the other's rows. Which rows each count covers is
+read from the code, not from the words:
+
+- a SQL aggregate of a statement's select list: `count(*)`, `count(*) FILTER (WHERE c)`,
+  `count_if(c)`, `sum(CASE WHEN c THEN 1 ELSE 0 END)`, `count(col)`, or one of those in a scalar
+  subquery. Its rows are the statement's FROM and WHERE with that aggregate's own condition.
+- a pandas `len(frame)` or `frame.shape[0]`, or the sum of a boolean mask (`int((near["x"] ==
+  "yes").sum())`, `int((many & saw).sum())`). Its rows are the mask's frame, kept where the mask holds.
+
+A probe takes both row sets from the live workspace. The reported values must be the sizes of
+the two row sets, so the code read is the code that answered. It then counts the rows of the second
+set that are not among the first's, as a multiset, on the columns both sets share with equal types.
+Any such row means the second value counts rows the first excludes; counted on the first count's
+rows, the answer would be smaller. A projection of the rows can only hide such a row, never
+invent one. Anything the reading does not account for abstains: another aggregate, a grouped
+statement, a value that is not a plain count.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+
+from stateguard.inspection.code_model import CodeSemantics
+from stateguard.verification import carried, extract
+from stateguard.verification.requirements import Requirement
+
+KIND = "subset_rows"
+
+# "How many?", "How many are there?", "How many are they?": a count of the rows a sentence before it describes
+_BARE_COUNT = re.compile(r"^\s*how\s+many(?:\s+(?:are|were)\s+(?:there|they))?\s*$", re.IGNORECASE)
+# "How many are they, and how many of that number ...": a count of those rows, then one of a part of them
+_COUNT_THEN_PART = re.compile(
+    r"^\s*how\s+many(?:\s+(?:are|were)\s+(?:there|they))?\s*,?\s*and\s+(?P<rest>how\s+many\b.+)$",
+    re.IGNORECASE | re.DOTALL,
+)
+_HOW_MANY = re.compile(r"\bhow\s+many\b", re.IGNORECASE)
+# "... for each label, count the working wives ..., and tell me how many of those wives are Black": a
+# count of a part of the rows counted before, as the question's last part
+_LAST_PART = re.compile(
+    r"[,;]\s*(?:and\s*,?\s*)?(?:(?:tell|show|give)\s+me\s+|say\s+)?(?P<rest>how\s+many\b[^,;:?.]*)[?.!]?\s*$",
+    re.IGNORECASE,
+)
+_COUNT_WORD = re.compile(r"\b(?:how\s+many|number\s+of|count)\b", re.IGNORECASE)
+
+
+def count_of_those(question: str) -> bool:
+    """Is the question a count followed by a count of a part of its rows? The forms of `carried`,
+    and a sentence that describes the rows followed by a bare count ("Some people took three or more
+    medicines. How many? And of those, how many also ...")."""
+    pair = carried.count_pair(question)
+    if pair is not None:
+        return bool(carried.refers_back(pair[1]))
+    last = _LAST_PART.search(question)
+    if last and carried.refers_back(last.group("rest")) and _COUNT_WORD.search(question[: last.start()]):
+        return True
+    parts = extract.clauses(question)
+    if not parts or _HOW_MANY.search(parts[0]):
+        return False
+    if len(parts) == 3 and _BARE_COUNT.match(parts[1]):
+        second = parts[2]
+    elif len(parts) == 2 and (joined := _COUNT_THEN_PART.match(parts[1])):
+        second = joined.group("rest")
+    else:
+        return False
+    return bool(_HOW_MANY.search(second) and carried.refers_back(second))
+
+
+@dataclass(frozen=True)
+class Rows:
+    """How to take a count's rows in the probe: a SQL query of them, or a pandas expression (a
+    frame, or a mask over one of the candidate frames)."""
+
+    sql: str | None = None
+    frame: str | None = None
+    mask: str | None = None
+    frames: tuple[str, ...] = ()
+
+
+def _condition(agg: exp.Expression) -> tuple[exp.Expression | None, str | None] | None:
+    """The condition an aggregate counts its rows by (None: every row) and the alias of the table a
+    `count(alias.col)` counts, or None when it is not a plain count."""
+    while isinstance(agg, (exp.Alias, exp.Paren)):
+        agg = agg.this
+    if isinstance(agg, exp.Coalesce) and all(
+        isinstance(e, exp.Literal) and e.this == "0" for e in agg.expressions
+    ):
+        agg = agg.this
+    if isinstance(agg, exp.Filter) and isinstance(agg.expression, exp.Where):
+        inner = _condition(agg.this)
+        if inner is None or inner[0] is not None:
+            return None
+        return agg.expression.this, inner[1]
+    if isinstance(agg, exp.Count) and not agg.args.get("distinct"):
+        target = agg.this
+        if isinstance(target, exp.Star):
+            return None, None
+        if isinstance(target, exp.Column):
+            return exp.Not(this=exp.Is(this=target.copy(), expression=exp.Null())), target.table or None
+        return None
+    if isinstance(agg, exp.CountIf):
+        return agg.this, None
+    if isinstance(agg, exp.Sum):
+        body = agg.this
+        while isinstance(body, exp.Paren):
+            body = body.this
+        if isinstance(body, exp.Case) and len(body.args.get("ifs") or []) == 1:
+            when = body.args["ifs"][0]
+            other = body.args.get("default")
+            if _is_number(when.args.get("true"), 1) and (other is None or _is_number(other, 0)):
+                return when.this, None
+        if isinstance(body, exp.Cast) and body.to.is_type("int", "bigint", "integer", "smallint", "tinyint"):
+            return body.this, None
+    return None
+
+
+def _is_number(node: exp.Expression | None, value: int) -> bool:
+    return isinstance(node, exp.Literal) and not node.is_string and node.this == str(value)
+
+
+def _select(sql: str, grouped: bool) -> exp.Select | None:
+    """The statement, when it is a SELECT this module reads: no HAVING, DISTINCT, QUALIFY or window,
+    and grouped exactly when the caller adds up per-group counts."""
+    try:
+        tree = sqlglot.parse_one(sql, dialect="duckdb")
+    except Exception:  # noqa: BLE001 - sqlglot raises several error types
+        return None
+    if not isinstance(tree, exp.Select) or not tree.expressions:
+        return None
+    if any(tree.args.get(k) for k in ("having", "distinct", "qualify")) or tree.find(exp.Window):
+        return None
+    return tree if bool(tree.args.get("group")) == grouped else None
+
+
+def _bare(node: exp.Expression) -> exp.Expression:
+    while isinstance(node, (exp.Alias, exp.Paren)):
+        node = node.this
+    return node
+
+
+def _aggregate_rows(tree: exp.Select, output: exp.Expression, grouped: bool) -> str | None:
+    """A query of the rows one count of the statement counts (a scalar subquery's own rows)."""
+    output = _bare(output)
+    if isinstance(output, exp.Subquery) and not grouped:
+        inner = output.this
+        if not isinstance(inner, exp.Select) or len(inner.expressions) != 1:
+            return None
+        if inner.args.get("with_") is None and tree.args.get("with_") is not None:
+            inner = inner.copy()
+            inner.set("with_", tree.args["with_"].copy())
+        return sql_rows(inner.sql(dialect="duckdb"), 0)
+    found = _condition(output)
+    if found is None or tree.args.get("from_") is None:
+        return None
+    condition, alias = found
+    rows = tree.copy()
+    for key in ("group", "order", "limit", "offset"):
+        rows.set(key, None)
+    rows.set(
+        "expressions", [exp.Column(this=exp.Star(), table=exp.to_identifier(alias)) if alias else exp.Star()]
+    )
+    if condition is not None:
+        rows = rows.where(condition.copy(), copy=False)
+    return rows.sql(dialect="duckdb")
+
+
+def sql_rows(sql: str, position: int, grouped: bool = False) -> str | None:
+    """A query of the rows the statement's `position`-th output counts, or None when that output
+    is not a plain count of an ungrouped statement (`grouped`: of a statement grouped by its other
+    outputs, whose counts the caller adds up)."""
+    tree = _select(sql, grouped)
+    if tree is None or not -len(tree.expressions) <= position < len(tree.expressions):
+        return None
+    return _aggregate_rows(tree, tree.expressions[position], grouped)
+
+
+def _ratio(node: exp.Expression) -> tuple[exp.Expression, exp.Expression] | None:
+    """A share written as a ratio of two counts (`100.0 * count_if(x) / count(*)`, rounded or not):
+    its numerator's and denominator's counts."""
+    node = _bare(node)
+    if isinstance(node, exp.Round):
+        node = _bare(node.this)
+    if not isinstance(node, exp.Div):
+        return None
+    top, bottom = _bare(node.this), _bare(node.expression)
+    if isinstance(top, exp.Mul):
+        left, right = _bare(top.this), _bare(top.expression)
+        scale = [e for e in (left, right) if isinstance(e, exp.Literal) and not e.is_string]
+        if len(scale) != 1 or float(scale[0].this) != 100:
+            return None
+        top = right if scale[0] is left else left
+    if isinstance(bottom, exp.Nullif) and _is_number(bottom.expression, 0):
+        bottom = _bare(bottom.this)
+    return top, bottom
+
+
+def sql_share_rows(sql: str, position: int) -> tuple[str, str] | None:
+    """Queries of the rows a share's numerator counts and of those its denominator counts."""
+    tree = _select(sql, False)
+    if tree is None or not 0 <= position < len(tree.expressions):
+        return None
+    parts = _ratio(tree.expressions[position])
+    if parts is None:
+        return None
+    top, bottom = (_aggregate_rows(tree, part, False) for part in parts)
+    return (top, bottom) if top and bottom else None
+
+
+def _joined_counts(sql: str) -> str | None:
+    """The rows behind a per-group count that a statement takes from a grouped subquery it joins
+    (`SELECT e.label, coalesce(h.n, 0) FROM codes e LEFT JOIN (SELECT g, count(*) AS n FROM t WHERE
+    x GROUP BY g) h ON ...`): the subquery's rows, before grouping."""
+    try:
+        tree = sqlglot.parse_one(sql, dialect="duckdb")
+    except Exception:  # noqa: BLE001 - sqlglot raises several error types
+        return None
+    if not isinstance(tree, exp.Select) or tree.args.get("group") or not tree.expressions:
+        return None
+    output = tree.expressions[-1]
+    while isinstance(output, (exp.Alias, exp.Paren)) or (
+        isinstance(output, exp.Coalesce) and all(_is_number(e, 0) for e in output.expressions)
+    ):
+        output = output.this
+    if not isinstance(output, exp.Column) or not output.table:
+        return None
+    for sub in tree.find_all(exp.Subquery):
+        inner = sub.this
+        if sub.alias_or_name != output.table or not isinstance(inner, exp.Select):
+            continue
+        names = [e.alias_or_name for e in inner.expressions]
+        if names.count(output.name) == 1:
+            return sql_rows(inner.sql(dialect="duckdb"), names.index(output.name), grouped=True)
+    return None
+
+
+@dataclass(frozen=True)
+class _Fetched:
+    sql: str
+    index: int | None  # the output a name holds; None: the whole row (or every row)
+    every: bool = False  # fetchall: every row of a grouped statement
+
+
+def _fetched(code: str) -> dict[str, _Fetched]:
+    """Names bound to a SQL statement's fetched rows: `a, b = con.execute(SQL).fetchone()` binds a to
+    output 0 and b to output 1; `a = con.execute(SQL).fetchone()[0]` binds a to output 0;
+    `row = con.execute(SQL).fetchone()` binds the row; `rows = con.execute(SQL).fetchall()` binds
+    every row. Only a literal SQL string is read."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return {}
+    out: dict[str, _Fetched] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+            continue
+        value, index = node.value, None
+        if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant):
+            if not isinstance(value.slice.value, int):
+                continue
+            value, index = value.value, value.slice.value
+        if not (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and value.func.attr in ("fetchone", "fetchall")
+            and isinstance(value.func.value, ast.Call)
+            and isinstance(value.func.value.func, ast.Attribute)
+            and value.func.value.func.attr == "execute"
+            and value.func.value.args
+            and isinstance(value.func.value.args[0], ast.Constant)
+            and isinstance(value.func.value.args[0].value, str)
+        ):
+            continue
+        sql, every = value.func.value.args[0].value, value.func.attr == "fetchall"
+        target = node.targets[0]
+        if isinstance(target, ast.Name) and not (every and index is not None):
+            out[target.id] = _Fetched(sql, index, every)
+        elif isinstance(target, ast.Tuple) and index is None and not every:
+            for k, elt in enumerate(target.elts):
+                if isinstance(elt, ast.Name):
+                    out[elt.id] = _Fetched(sql, k)
+    return out
+
+
+def _grouped_frame(code: str) -> str | None:
+    """The frame of the code's one count per group (`x.groupby("g").size()`, `x["g"].value_counts()`),
+    as source text; None when there is none or more than one."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)) or node.args:
+            continue
+        receiver = node.func.value
+        if (
+            node.func.attr == "size"
+            and isinstance(receiver, ast.Call)
+            and isinstance(receiver.func, ast.Attribute)
+            and receiver.func.attr == "groupby"
+        ):
+            found.append(ast.unparse(receiver.func.value))
+        elif node.func.attr == "value_counts" and not node.keywords and isinstance(receiver, ast.Subscript):
+            found.append(ast.unparse(receiver.value))
+    return found[0] if len(found) == 1 else None
+
+
+_WRAP = re.compile(r"^\s*(?:int|float)\((?P<inner>.+)\)\s*$", re.DOTALL)
+_LEN = re.compile(r"^\s*(?:len\(\s*(?P<a>\w+)\s*\)|(?P<b>\w+)\.shape\[0\])\s*$")
+_SUM = re.compile(r"^\s*(?P<mask>.+?)\s*\.sum\(\)\s*$", re.DOTALL)
+_FRAME_READ = re.compile(r"(?<![\w.])(\w+)\s*(?:\[|\.(?:loc|eq|ne|ge|le|gt|lt|isin|between)\b)")
+_NAME = re.compile(r"(?<![\w.'\"])([A-Za-z_]\w*)(?![\w'\"])")
+
+
+def _unwrap(text: str) -> str:
+    while m := _WRAP.match(text):
+        text = m.group("inner")
+    return text.strip()
+
+
+def field_rows(text: str, sem: CodeSemantics, code: str) -> Rows | None:
+    """How to take the rows behind a reported field whose value is `text` (its source in the code)."""
+    text = _unwrap(text)
+    fetched = _fetched(code)
+    if (m := re.fullmatch(r"dict\((\w+)\)", text)) and (got := fetched.get(m.group(1))) and got.every:
+        # a count per group, reported as a mapping: its rows are those of every group
+        query = sql_rows(got.sql, -1, grouped=True) or _joined_counts(got.sql)
+        return Rows(sql=query) if query else None
+    if (
+        (m := re.fullmatch(r"(\w+)(?:\[(\d)\])?", text))
+        and (got := fetched.get(m.group(1)))
+        and not got.every
+    ):
+        index = int(m.group(2)) if m.group(2) is not None else None
+        if (got.index is None) == (index is None):  # a name for one output, or a row subscripted once
+            return None
+        query = sql_rows(got.sql, got.index if got.index is not None else index or 0)
+        return Rows(sql=query) if query else None
+    if text.startswith("dict(zip(") and (frame := _grouped_frame(code)):
+        # a count per label written out from a merged table: the rows of the one grouped count
+        return Rows(frame=frame)
+    if m := _LEN.match(text):
+        return Rows(frame=m.group("a") or m.group("b"))
+    if m := _SUM.match(text):
+        mask = m.group("mask").strip()
+        frames = list(dict.fromkeys(_FRAME_READ.findall(mask)))
+        for name in _NAME.findall(mask):
+            sel = sem.for_target(name)
+            if sel is not None and sel.is_mask:
+                frames += [f for c in sel.conditions for f in _FRAME_READ.findall(c.lhs or c.text)]
+        frames = list(dict.fromkeys(frames))
+        return Rows(mask=mask, frames=tuple(frames)) if frames else None
+    return None
+
+
+# "what percentage of the dramas are acclaimed", "the share of women who ...": a part of a whole
+_SHARE_OF = re.compile(r"\b(?:percent(?:age)?|per\s+cent|share|proportion|fraction)\s+of\b", re.IGNORECASE)
+
+
+def asks_share(question: str) -> bool:
+    return bool(_SHARE_OF.search(question))
+
+
+def share_rows(text: str, sem: CodeSemantics, code: str) -> tuple[Rows, Rows] | None:
+    """The rows a reported share's numerator counts and those its denominator counts: a pandas
+    ratio of two counts (`100 * (f["a"] & g).sum() / g.sum()`, `part.sum() / len(whole)`), or a SQL
+    output that divides one count by another."""
+    text = _unwrap(text)
+    if (m := re.fullmatch(r"(\w+)(?:\[(\d)\])?", text)) and (got := _fetched(code).get(m.group(1))):
+        index = int(m.group(2)) if m.group(2) is not None else None
+        if got.every or (got.index is None) == (index is None):
+            return None
+        found = sql_share_rows(got.sql, got.index if got.index is not None else index or 0)
+        return (Rows(sql=found[0]), Rows(sql=found[1])) if found else None
+    try:
+        node = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return None
+    while (
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("round", "float")
+    ):
+        if not node.args:
+            return None
+        node = node.args[0]
+    if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)):
+        return None
+    top, bottom = node.left, node.right
+    if isinstance(top, ast.BinOp) and isinstance(top.op, ast.Mult):
+        scale = [e for e in (top.left, top.right) if isinstance(e, ast.Constant) and e.value in (100, 100.0)]
+        if len(scale) != 1:
+            return None
+        top = top.right if scale[0] is top.left else top.left
+    part = field_rows(ast.unparse(top), sem, code)
+    whole = field_rows(ast.unparse(bottom), sem, code)
+    return (part, whole) if part and whole else None
+
+
+def _take(rows: Rows, con: str | None) -> str | None:
+    """Python that evaluates to a DataFrame of the rows."""
+    if rows.sql is not None:
+        return f"{con}.execute({rows.sql!r}).df()" if con else None
+    if rows.frame is not None:
+        return rows.frame
+    return f"_rows_of_mask(({rows.mask}), [{', '.join(repr(f) for f in rows.frames)}])"
+
+
+PROBE = "subset_rows"
+
+_HELPERS = """
+import pandas as _pd
+from collections import Counter as _Counter
+def _rows_of_mask(_m, _names):
+    _m = _pd.Series(_m)
+    _kept = _m.index[_m.fillna(False).astype(bool)]
+    for _n in _names:
+        _f = globals().get(_n)
+        if isinstance(_f, _pd.DataFrame) and _f.index.is_unique and _m.index.isin(_f.index).all():
+            return _f.loc[_kept]
+    raise LookupError('no frame holds the rows of the mask')
+def _size(_x):
+    if isinstance(_x, dict):
+        _k = [_size(_y) for _y in _x.values()]
+        return None if None in _k else sum(_k)
+    if isinstance(_x, bool) or _x is None:
+        return None
+    try:
+        return int(_x) if float(_x).is_integer() else None
+    except (TypeError, ValueError):
+        return None
+def _outside(_inner, _outer):
+    _inner = _inner.loc[:, ~_inner.columns.duplicated()]
+    _outer = _outer.loc[:, ~_outer.columns.duplicated()]
+    _cols = [c for c in _inner.columns if c in _outer.columns and _inner[c].dtype == _outer[c].dtype]
+    if not _cols:
+        return None
+    _ho = _Counter(_pd.util.hash_pandas_object(_outer[_cols], index=False).tolist())
+    _hi = _Counter(_pd.util.hash_pandas_object(_inner[_cols], index=False).tolist())
+    return sum(max(0, _n - _ho.get(_h, 0)) for _h, _n in _hi.items())
+"""
+
+
+def probe(report: str, first: str, second: str, rows1: Rows, rows2: Rows, con: str | None) -> str | None:
+    """A snippet: violated when the reported counts are the two row sets' sizes and the second set
+    holds rows that the first does not (as a multiset on the columns both share with equal types)."""
+    take1, take2 = _take(rows1, con), _take(rows2, con)
+    if take1 is None or take2 is None:
+        return None
+    return (
+        _HELPERS
+        + f"""
+_a = {take1}
+_b = {take2}
+_bound = _size({report}[{first!r}]) == len(_a) and _size({report}[{second!r}]) == len(_b)
+_out = _outside(_b, _a) if _bound else None
+_v = bool(_out)
+_o = {{'first_rows': int(len(_a)), 'second_rows': int(len(_b)), 'second_rows_outside_first': _out,
+      'reported_values_are_these_counts': bool(_bound)}}
+"""
+    ).strip()
+
+
+def share_probe(report: str, field: str, part: Rows, whole: Rows, con: str | None) -> str | None:
+    """A snippet: violated when the reported share is the ratio of the two row sets' sizes (a
+    percentage or a fraction, to two decimals) and the numerator's rows are not all among the
+    denominator's."""
+    take1, take2 = _take(part, con), _take(whole, con)
+    if take1 is None or take2 is None:
+        return None
+    return (
+        _HELPERS
+        + f"""
+_p = {take1}
+_w = {take2}
+_r = {report}[{field!r}]
+_bound = len(_w) > 0 and isinstance(_r, (int, float)) and not isinstance(_r, bool) and any(
+    abs(float(_r) - _k * len(_p) / len(_w)) <= 0.0051 for _k in (100, 1))
+_out = _outside(_p, _w) if _bound else None
+_v = bool(_out)
+_o = {{'numerator_rows': int(len(_p)), 'denominator_rows': int(len(_w)), 'numerator_rows_outside_denominator': _out,
+      'reported_value_is_this_ratio': bool(_bound)}}
+"""
+    ).strip()
+
+
+def requirement(first: str, second: str | None = None) -> Requirement:
+    """Two fields: the second count is of the first one's rows; one field: a share's part is of its whole."""
+    if second is None:
+        return Requirement(
+            kind=KIND,
+            text=f"the rows counted in the numerator of {first} are among its denominator's",
+            fields=[first],
+        )
+    return Requirement(
+        kind=KIND,
+        text=f"the rows counted for {second} are among those counted for {first}",
+        fields=[first, second],
+    )
+
+
+def describe(req: Requirement) -> str:
+    return req.text
+
+
+def reason(req: Requirement, status: str) -> str:
+    if len(req.fields) == 1:
+        return (
+            f"the share '{req.fields[0]}' counts rows in its numerator that its denominator leaves out; take the "
+            f"part from the rows of the whole"
+        )
+    first, second = req.fields
+    return (
+        f"'{second}' is asked of the rows counted for '{first}', but it counts rows that '{first}' leaves "
+        f"out; count it on the first count's rows"
+    )
