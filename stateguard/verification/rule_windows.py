@@ -223,9 +223,9 @@ class Site:
     before: str  # pandas: the receiver as written
 
 
-def code_site(sem: CodeSemantics, stated: Stated) -> Site | None:
-    """The turn's one per-row statistic, when its keys differ from the stated group's; None when
-    the turn computes none, several, or one over the stated group."""
+def _statistic_sites(sem: CodeSemantics) -> list[tuple[Selection, list[str], str, str]] | None:
+    """The turn's per-row statistics (SQL windows, pandas transforms) when they are one statistic, or
+    several over the same keys in one statement: (statement, keys, language, text) each; else None."""
     sites: list[tuple[Selection, list[str], str, str]] = []
     sql_sites: list[tuple[Selection, list[str], str, str]] = []
     for sel in sem.selections:
@@ -249,6 +249,25 @@ def code_site(sem: CodeSemantics, stated: Stated) -> Site | None:
     sites += [site for site in sql_sites if longest[site[3]] is site[0]]
     # one statistic, or several over the same keys (a sum of cases over a sum of residents)
     if not sites or len({tuple(k) for _, k, _, _ in sites}) != 1 or len({id(s) for s, _, _, _ in sites}) != 1:
+        return None
+    return sites
+
+
+def rule_keys(code: str, sem: CodeSemantics) -> list[str] | None:
+    """The keys of the turn's one group statistic behind a rule (a window or transform, or a statistic
+    joined or looked up back onto the rows), lower-cased; None when there is none or several."""
+    sites = _statistic_sites(sem)
+    if sites is not None:
+        return sites[0][1] or None
+    joined = joined_site(code, sem, Stated("\x00", ""))
+    return [k.lower() for k in joined.keys] if joined is not None else None
+
+
+def code_site(sem: CodeSemantics, stated: Stated) -> Site | None:
+    """The turn's one per-row statistic, when its keys differ from the stated group's; None when
+    the turn computes none, several, or one over the stated group."""
+    sites = _statistic_sites(sem)
+    if sites is None:
         return None
     sel, keys, language, _ = sites[0]
     want = [stated.column.lower()] if stated.column else []

@@ -54,6 +54,7 @@ from stateguard.verification import (
     ranking_sides,
     regrouped,
     repeated_keys,
+    rule_groups,
     rule_multiples,
     rule_statistics,
     rule_windows,
@@ -161,6 +162,12 @@ class SemanticConfig(BaseModel):
         description="The group a rule's per-row statistic (or its group statistic joined back) is taken over, "
         "as the turn's own context or question states it (`rule_windows.py`): other keys re-run as stated "
         "must give other values and a changed answer.",
+    )
+    rule_groups: bool = Field(
+        default=True,
+        description="A rule a later turn recalls as a version not in force, computed over other keys than "
+        "the one its earlier turn's words and code agreed on (`rule_groups.py`): re-run over that key, the "
+        "answer must change.",
     )
     rule_multiples: bool = Field(
         default=True,
@@ -279,6 +286,10 @@ class SemanticVerifier:
         self.scopes = standing.StandingScopes()
         self.listed: set[str] = set()  # the typed-in lists of committed turns (`CodeSemantics.listed`)
         self.groupings = regrouped.GroupingHistory()
+        self.rule_groups = rule_groups.RuleGroupHistory()
+        self._rule_seen: rule_groups.RuleGroup | None = (
+            None  # the planned turn's rule, words and code agreeing
+        )
         self._span: tuple[Any, str, CodeSemantics] | None = None  # the code last planned on, per turn
         self.owned: dict[str, probes.ProbeItem] = {}
         self.aliases: dict[str, str] = {}  # nouns the questions so far put in a named frame or table
@@ -520,6 +531,7 @@ class SemanticVerifier:
             aliases=self.aliases,
         )
         self._span = (getattr(turn, "turn_id", None), code, sem)
+        self._rule_seen = None
         if self.config.superseded:
             self._restated(question, code, sem, plan)
         if self.config.regrouped:
@@ -942,6 +954,10 @@ class SemanticVerifier:
             if rule.strip()
             else None
         )
+        if stated is not None and self._span is not None and isinstance(self._span[0], int):
+            self._rule_seen = self.rule_groups.agreeing(self._span[0], code, sem, stated)
+        if stated is None and self.config.rule_groups:  # a rule an earlier turn computed, recalled
+            stated = self.rule_groups.recalled(rule, code, sem)
         if stated is None:
             return
         req = rule_windows.requirement(stated)
@@ -1142,6 +1158,8 @@ class SemanticVerifier:
                 self.scopes.record(self._span[0], said, self._span[1], self._span[2])
                 self.listed = listed_joins.with_copies(self.listed, self._span[2])
                 self.groupings.record(self._span[0], self._span[2])
+                if self.config.rule_groups:
+                    self.rule_groups.record(self._rule_seen)
                 self._span = None
 
     def _finding(self, item: probes.ProbeItem, outcome: probes.ProbeOutcome) -> Finding:

@@ -1,0 +1,80 @@
+"""The group of a rule that a later turn recalls: the key its earlier, word-bound computation used.
+
+    turn 7, context: "a man is well paid if his 1976 wage is at least 1.25 times the median wage of all
+                      men with the same South status"
+        south_median = nls.groupby("south76")["wage76"].transform("median")
+    turn 12: "Back to the withdrawn South-relative rule: which tested men reach 1.25 times their
+              South-status median wage but stay below 700 cents?"
+        medians = nls.groupby("black")["wage76"].median(); ... tested["black"].map(medians)
+
+A turn whose words bind its rule's group to one column (`rule_windows.stated_group`), and whose code
+takes the rule's one group statistic over exactly that column, is recorded once its state is
+committed: the compared column, the multiple and the key. The record is kept only when words and code
+agree, so a turn whose code took the wrong key records nothing.
+
+A later turn is read against the record when three things hold. Its question refers to a version not
+in force ("withdrawn", "dropped", "earlier"). Its own words bind no group. Its code compares the same
+column against the same multiple of a group statistic taken over other keys. Then the statistic is
+re-run over the recorded key with `rule_windows`' edit, and a finding needs the answer to change
+(the answer gate).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from stateguard.inspection.code_model import CodeSemantics
+from stateguard.verification import rule_multiples, rule_windows
+from stateguard.verification.extract import refers_to_earlier
+
+
+@dataclass(frozen=True)
+class RuleGroup:
+    turn: int
+    subject: str  # the compared column, lower-cased
+    multiple: float
+    key: str  # the column the statistic is grouped by, as the data spells it
+
+
+def _one_rule(code: str) -> rule_multiples.Site | None:
+    sites = rule_multiples.sites(code)
+    return sites[0] if len(sites) == 1 and sites[0].subject else None
+
+
+class RuleGroupHistory:
+    """Rules whose group the words bound and the code took, by turn (in the order they were committed)."""
+
+    def __init__(self) -> None:
+        self.rules: list[RuleGroup] = []
+
+    @staticmethod
+    def agreeing(turn: int, code: str, sem: CodeSemantics, stated: rule_windows.Stated) -> RuleGroup | None:
+        """The turn's rule, when its words' group is the one key its code takes the statistic over."""
+        site = _one_rule(code)
+        if stated.column is None or site is None:
+            return None
+        if rule_windows.rule_keys(code, sem) != [stated.column.lower()]:
+            return None
+        return RuleGroup(turn, site.subject.lower(), site.multiple, stated.column)
+
+    def record(self, rule: RuleGroup | None) -> None:
+        if rule is not None:
+            self.rules = [r for r in self.rules if r.turn != rule.turn] + [rule]
+
+    def recalled(self, question: str, code: str, sem: CodeSemantics) -> rule_windows.Stated | None:
+        """The recorded group of the rule the turn recomputes, when its code takes it over other keys."""
+        site = _one_rule(code)
+        if site is None or not refers_to_earlier(question):
+            return None
+        keys = rule_windows.rule_keys(code, sem)
+        same = {
+            r.key
+            for r in self.rules
+            if r.subject == site.subject.lower() and abs(r.multiple - site.multiple) < 1e-9
+        }
+        if keys is None or len(same) != 1:
+            return None
+        key = same.pop()
+        if keys == [key.lower()]:
+            return None
+        return rule_windows.Stated(key, f"the group an earlier turn took this rule's statistic over ({key})")

@@ -1,0 +1,190 @@
+"""The twenty-second round: the rows the code counts, compared in the live workspace. A count "of those"
+must count only rows of the count before it; a share's numerator only rows of its denominator."""
+
+from __future__ import annotations
+
+import duckdb
+import pandas as pd
+import pytest
+
+from stateguard.inspection.inspect import inspect_code
+from stateguard.verification import counted_rows
+from stateguard.verification.verifier import SemanticConfig
+from tests.stateguard.verification.conftest import Session
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        (
+            "How many journals have more than a thousand citations, and of those, how many are published by a society?",
+            True,
+        ),
+        (
+            "Some people took three or more medicines. How many? And of those, how many also saw a doctor?",
+            True,
+        ),
+        (
+            "Some county-years show a ratio over 1. How many are they, and how many of that number lie in the west?",
+            True,
+        ),
+        (
+            "Quite a few wives are on their husband's plan. How many? And how many of that group hold cover of their own?",
+            True,
+        ),
+        (
+            "For each label in the codebook, count the working wives married to a high earner, writing 0 where there "
+            "are none, and tell me how many of those wives are Black.",
+            True,
+        ),
+        (
+            "How many journals have more than a thousand citations, and how many are published by a society?",
+            False,
+        ),
+        ("How many orders are there? How many customers?", False),
+        ("Which region has the most orders, and how many of those are toys?", False),
+    ],
+)
+def test_a_count_of_those_is_read_from_the_question_s_shape(question: str, expected: bool) -> None:
+    assert counted_rows.count_of_those(question) is expected
+
+
+@pytest.mark.parametrize(
+    ("sql", "position", "expected"),
+    [
+        (
+            "SELECT count(*), count(*) FILTER (WHERE b = 1) FROM t WHERE a > 2",
+            1,
+            "SELECT * FROM t WHERE a > 2 AND b = 1",
+        ),
+        ("SELECT count(*), count_if(b = 1) FROM t", 1, "SELECT * FROM t WHERE b = 1"),
+        ("SELECT sum(CASE WHEN b = 1 THEN 1 ELSE 0 END) FROM t", 0, "SELECT * FROM t WHERE b = 1"),
+        (
+            "SELECT count(w.x) FROM c LEFT JOIN t AS w ON w.k = c.k",
+            0,
+            "SELECT w.* FROM t AS w WHERE NOT w.x IS NULL",
+        ),
+        ("SELECT count(*), (SELECT count_if(b = 1) FROM u) FROM t", 1, "SELECT * FROM u WHERE b = 1"),
+        (
+            "WITH s AS (SELECT * FROM t WHERE a > 2) SELECT count(*) FROM s",
+            0,
+            "WITH s AS (SELECT * FROM t WHERE a > 2) SELECT * FROM s",
+        ),
+        ("SELECT avg(a) FROM t", 0, None),
+        ("SELECT count(DISTINCT a) FROM t", 0, None),
+        (
+            "SELECT g, count(*) FROM t GROUP BY g",
+            1,
+            None,
+        ),  # grouped: only where the caller adds the groups up
+    ],
+)
+def test_the_rows_a_sql_count_counts(sql: str, position: int, expected: str | None) -> None:
+    assert counted_rows.sql_rows(sql, position) == expected
+
+
+def test_the_rows_of_a_per_group_count_and_of_a_joined_grouped_subquery() -> None:
+    grouped = (
+        "SELECT c.label, count(w.id) FROM codes c LEFT JOIN t w ON w.k = c.k AND w.flag GROUP BY c.label"
+    )
+    assert counted_rows.sql_rows(grouped, -1, grouped=True) == (
+        "SELECT w.* FROM t AS w WHERE w.flag AND NOT w.id IS NULL"
+    )
+    code = (
+        'per = con.execute("""SELECT e.label, coalesce(h.n, 0) FROM codes e LEFT JOIN '
+        '(SELECT k, count(*) AS n FROM t WHERE flag GROUP BY k) h ON h.k = e.k""").fetchall()\n'
+        'result = {"by_label": dict(per)}'
+    )
+    rows = counted_rows.field_rows("dict(per)", inspect_code(code), code)
+    assert rows is not None and rows.sql == "SELECT * FROM t WHERE flag"
+
+
+def test_the_rows_of_a_share_s_numerator_and_denominator() -> None:
+    assert counted_rows.sql_share_rows(
+        "SELECT round(100.0 * count(*) FILTER (WHERE a AND b) / count(*) FILTER (WHERE b), 2) FROM t", 0
+    ) == ("SELECT * FROM t WHERE a AND b", "SELECT * FROM t WHERE b")
+    assert (
+        counted_rows.sql_share_rows("SELECT 10.0 * count_if(a) / count(*) FROM t", 0) is None
+    )  # not a share
+    code = "is_toy = orders['category'] == 'toys'\nresult = {'pct': 100 * (orders['rating'] >= 4)[is_toy].sum() / is_toy.sum()}"
+    assert counted_rows.share_rows(
+        "100 * (orders['rating'] >= 4).sum() / is_toy.sum()", inspect_code(code), code
+    ) == (
+        counted_rows.Rows(mask="(orders['rating'] >= 4)", frames=("orders",)),
+        counted_rows.Rows(mask="is_toy", frames=("orders",)),
+    )
+
+
+def _probe_outcome(snippet: str, namespace: dict[str, object]) -> tuple[bool, dict[str, object]]:
+    exec(snippet, namespace)  # noqa: S102 - the probe's own snippet on a test namespace
+    return bool(namespace["_v"]), dict(namespace["_o"])  # type: ignore[call-overload]
+
+
+def test_a_count_of_those_taken_from_the_whole_table_is_found_in_duckdb() -> None:
+    con = duckdb.connect()
+    con.execute(
+        "CREATE TABLE jr AS SELECT i AS id, i * 37 % 2000 AS cites, i % 3 = 0 AS society FROM range(300) r(i)"
+    )
+    for inner, violated in (("cited", False), ("jr", True)):
+        code = (
+            'n, k = con.execute("""WITH cited AS (SELECT * FROM jr WHERE cites > 1000) '
+            f'SELECT count(*), (SELECT count_if(society) FROM {inner}) FROM cited""").fetchone()\n'
+            'result = {"answer_type": "scalar", "n_cited": n, "n_society": k}'
+        )
+        namespace: dict[str, object] = {"con": con}
+        exec(code, namespace)  # noqa: S102
+        sem = inspect_code(code)
+        rows = [counted_rows.field_rows(sem.fields[f], sem, code) for f in ("n_cited", "n_society")]
+        assert rows[0] is not None and rows[1] is not None
+        snippet = counted_rows.probe("result", "n_cited", "n_society", rows[0], rows[1], "con")
+        assert snippet is not None
+        found, observed = _probe_outcome(snippet, namespace)
+        assert found is violated
+        assert observed["reported_values_are_these_counts"] is True
+        assert (observed["second_rows_outside_first"] > 0) is violated  # type: ignore[operator]
+
+
+def test_a_probe_abstains_when_the_reported_values_are_not_the_counts_it_read() -> None:
+    frame = pd.DataFrame({"a": range(10), "b": [1, 0] * 5})
+    namespace: dict[str, object] = {"f": frame, "result": {"n": 10, "k": 99}}
+    snippet = counted_rows.probe(
+        "result",
+        "n",
+        "k",
+        counted_rows.Rows(frame="f"),
+        counted_rows.Rows(mask="f['b'] == 1", frames=("f",)),
+        None,
+    )
+    assert snippet is not None
+    found, observed = _probe_outcome(snippet, namespace)
+    assert not found and observed["reported_values_are_these_counts"] is False
+
+
+def _share_turn(session: Session, numerator: str) -> list[object]:
+    question = (
+        "How many orders are rated 4 or more, and what percentage of the toy orders are rated 4 or more?"
+    )
+    code = (
+        "top = orders['rating'] >= 4\nis_toy = orders['category'] == 'toys'\n"
+        f"result = {{'n_top': int(top.sum()), 'pct_toys_top': round(100 * {numerator}.sum() / is_toy.sum(), 2)}}\n"
+        "import json\nprint(json.dumps(result))"
+    )
+    return session.turn(question, code)
+
+
+def test_a_share_whose_numerator_counts_rows_outside_its_denominator_is_found() -> None:
+    assert _share_turn(Session(), "top")
+    assert not _share_turn(Session(), "(top & is_toy)")
+
+
+def test_a_count_of_those_counted_on_every_row_is_found_and_the_switch_turns_it_off() -> None:
+    question = "How many orders are priced over 200? And of those, how many are rated 4 or more?"
+    code = (
+        "dear = orders[orders['price'] > 200]\n"
+        "result = {{'n_dear': len(dear), 'n_of_those_top': int(({frame}['rating'] >= 4).sum())}}\n"
+        "import json\nprint(json.dumps(result))"
+    )
+    assert Session().turn(question, code.format(frame="orders"))
+    assert not Session().turn(question, code.format(frame="dear"))
+    off = SemanticConfig(counted_rows=False, carried_scopes=False, subset_counts=False)
+    assert not Session(off).turn(question, code.format(frame="orders"))
