@@ -188,3 +188,65 @@ def test_a_count_of_those_counted_on_every_row_is_found_and_the_switch_turns_it_
     assert not Session().turn(question, code.format(frame="dear"))
     off = SemanticConfig(counted_rows=False, carried_scopes=False, subset_counts=False)
     assert not Session(off).turn(question, code.format(frame="orders"))
+
+
+def test_a_count_of_those_with_no_row_among_the_first_count_s_rows_abstains() -> None:
+    # "how many of those (customers) bought toys in the other region": the same keys, other rows
+    frame = pd.DataFrame({"id": [1, 2, 3, 1, 2], "year": [1, 1, 1, 2, 2]})
+    namespace: dict[str, object] = {"f": frame, "result": {"n": 3, "k": 2}}
+    snippet = counted_rows.probe(
+        "result",
+        "n",
+        "k",
+        counted_rows.Rows(mask="f['year'] == 1", frames=("f",)),
+        counted_rows.Rows(mask="f['year'] == 2", frames=("f",)),
+        None,
+    )
+    assert snippet is not None
+    found, observed = _probe_outcome(snippet, namespace)
+    assert not found and observed["second_rows_outside_first"] == 2
+
+
+RULE = (
+    "Prices differ by category. New rule: an order is premium when its price is at least 1.5 times the "
+    "median price of the orders in the same category."
+)
+
+
+def _rule_turns(
+    recalled_key: str, first_key: str = "category", config: SemanticConfig | None = None
+) -> list[list[object]]:
+    session = Session(config)
+    opening = "result = {'n_orders': len(orders)}\nimport json\nprint(json.dumps(result))"
+    assert not session.turn("How many orders are there?", opening)  # a turn's own context counts from turn 2
+    first = (
+        f"orders['premium'] = orders['price'] >= 1.5 * orders.groupby('{first_key}')['price'].transform('median')\n"
+        "result = {'n_premium': int(orders['premium'].sum())}\nimport json\nprint(json.dumps(result))"
+    )
+    later = (
+        f"med = orders.groupby('{recalled_key}')['price'].median()\n"
+        f"hit = orders['price'] >= 1.5 * orders['{recalled_key}'].map(med)\n"
+        "result = {'n_hit': int(hit.sum()), 'mean_price': round(float(orders.loc[hit, 'price'].mean()), 2)}\n"
+        "import json\nprint(json.dumps(result))"
+    )
+    found_first = session.turn(
+        "Update `premium` under the new rule. How many orders are premium now?", first, own_context=RULE
+    )
+    found_later = session.turn(
+        "Back to the category-relative rule we withdrew: how many orders reach it, and their mean price?",
+        later,
+    )
+    return [found_first, found_later]
+
+
+def test_a_withdrawn_rule_recalled_later_is_taken_over_the_key_its_first_turn_agreed_on() -> None:
+    first, later = _rule_turns("region")
+    assert not first and later
+    assert _rule_turns("category") == [[], []]
+    assert _rule_turns("region", config=SemanticConfig(rule_groups=False)) == [[], []]
+
+
+def test_a_first_turn_whose_code_took_another_key_than_its_words_records_nothing() -> None:
+    first, later = _rule_turns("region", first_key="region")
+    assert first  # the first turn's own words catch it
+    assert not later  # and nothing was recorded for the later turn to be held to
