@@ -128,9 +128,12 @@ _BETWEEN = re.compile(
 # $38,000, ends included", "3 through 7"): the same two bounds as "between"; "from 1990 to 2000" alone
 # (a span of time, or a change from one value to another) is not read.
 _AMOUNT = r"\$?(?:-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?)"
-_ENDS_IN = r"(?:\s*,?\s*(?:\(?(?:inclusive(?:ly)?|(?:both\s+|the\s+)?(?:ends|limits|bounds)\s+included|(?:with\s+)?both\s+(?:ends|limits|bounds)\s+(?:included|counted))\)?))"
+_ENDS_IN = r"(?:\s*,?\s*(?:\(?(?:inclusive(?:ly)?|(?:both\s+|the\s+)?(?:ends|limits|bounds)\s+included|(?:with\s+)?both\s+(?:(?:ends|limits|bounds)\s+)?(?:included|counted))\)?))"
 # a range's end: an amount, or a small count in words ("two to five pregnancies, inclusive")
-_END = r"(?:" + _AMOUNT + r"|\b(?:one|two|three|four|five|six|seven|eight|nine|ten)\b)"
+_END = (
+    r"(?:" + _AMOUNT + r"|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|"
+    r"thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred)\b)"
+)
 _RANGE = re.compile(
     r"\b(?:(?:lies?|lying|falls?|falling)\s+)?(?:(?:with)?in\s+the\s+range\s+(?:of\s+)?(?:from\s+)?"
     r"(?P<a1>" + _END + r")\s*(?:to|through|-|–|and)\s*(?P<b1>" + _END + r")" + _ENDS_IN + r"?"
@@ -138,7 +141,7 @@ _RANGE = re.compile(
     + _END
     + r")\s*(?:(?:up\s+)?to|through|-|–)\s*(?P<b2>"
     + _END
-    + r")(?:\s+[a-z]+(?:/[a-z]+)?(?:\s+[a-z]+)?)?"  # the ends' unit: "2 to 5 pregnancies, inclusive", "g/dL"
+    + r")(?:\s+[a-z]+(?:/[a-z]+)?(?:\s+[a-z]+){0,2})?"  # the ends' unit: "2 to 5 pregnancies, inclusive", "g/dL", "years of schooling"
     + _ENDS_IN
     + r"|from\s+(?P<a3>"
     + _END

@@ -383,9 +383,9 @@ def test_rows_named_before_a_colon_are_the_first_count() -> None:
     question = (
         "Wives with thirteen or more years of school: how many are there, and how many of them did paid work?"
     )
-    assert carried._two_counts(question) == (
+    assert carried.count_pair(question) == (
         "Wives with thirteen or more years of school",
         "how many of them did paid work",
     )
     assert [(r.op, r.value) for r in carried.carried_bounds(question)] == [(">=", 13.0)]
-    assert carried._two_counts("Wives with a degree: how many worked?") is None  # one count only
+    assert carried.count_pair("Wives with a degree: how many worked?") is None  # one count only

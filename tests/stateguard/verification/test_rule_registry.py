@@ -23,7 +23,7 @@ from stateguard.verification.rules import SemanticRule, register_rule, rules, un
 from tests.stateguard.verification.conftest import Session
 
 # registered after the built-in kinds: read from the run's code, not the question
-FROM_CODE = ["superseded_definition", "standing_scope"]
+FROM_CODE = ["superseded_definition", "standing_scope", "subset_rows"]
 BUILT_IN_ORDER = [
     "comparison",
     "not_null",
