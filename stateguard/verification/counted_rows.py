@@ -175,13 +175,13 @@ def _aggregate_rows(tree: exp.Select, output: exp.Expression, grouped: bool) -> 
     return rows.sql(dialect="duckdb")
 
 
-def _own_terms(node: exp.Expression | None, alias: str) -> list[exp.Expression] | None:
+def _own_terms(node: exp.Expr | None, alias: str) -> list[exp.Expr] | None:
     """The AND-ed terms of a condition that read only the table `alias`; None when a term reads it
     together with another table in any other way than the join's key equalities."""
     if node is None:
         return []
-    terms = list(node.flatten()) if isinstance(node, exp.And) else [node]
-    out = []
+    terms: list[exp.Expr] = list(node.flatten()) if isinstance(node, exp.And) else [node]
+    out: list[exp.Expr] = []
     for term in terms:
         tables = {c.table for c in term.find_all(exp.Column)}
         if tables == {alias}:
@@ -308,11 +308,13 @@ def _fetched(code: str) -> dict[str, _Fetched]:
     for node in ast.walk(tree):
         if not isinstance(node, ast.Assign) or len(node.targets) != 1:
             continue
-        value, index = node.value, None
-        if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant):
-            if not isinstance(value.slice.value, int):
+        value: ast.expr = node.value
+        index: int | None = None
+        if isinstance(value, ast.Subscript):
+            taken = value.slice
+            if not (isinstance(taken, ast.Constant) and isinstance(taken.value, int)):
                 continue
-            value, index = value.value, value.slice.value
+            value, index = value.value, taken.value
         if not (
             isinstance(value, ast.Call)
             and isinstance(value.func, ast.Attribute)
