@@ -594,6 +594,9 @@ def order(b: Binder, req: Requirement, plan: Plan) -> None:
             span = probes.SpanEdit(kind="sql", before=sel.sql, after=turned)
             plan.items.append(b.item(req, "ranking", rerun, b.variables(sel), "order", edit=span))
             return
+    # a limit with no order of its own (`by_iq["man"].head(5)`) takes the order of the frame it reads:
+    # the statements that order are read first
+    ranked = [s for s in ranked if s.order] or ranked
     for sel in ranked:
         direction_ok = not sel.order or sel.order[0][1] == req.descending
         count_ok = req.k is None or sel.limit in (None, req.k) or (req.k == 1 and sel.limit is not None)

@@ -250,3 +250,13 @@ def test_a_first_turn_whose_code_took_another_key_than_its_words_records_nothing
     first, later = _rule_turns("region", first_key="region")
     assert first  # the first turn's own words catch it
     assert not later  # and nothing was recorded for the later turn to be held to
+
+
+def test_a_head_taken_from_a_frame_sorted_the_other_way_is_read_by_the_sort() -> None:
+    question = "Which five orders have the highest price (highest first, smaller order id first when tied)?"
+    code = (
+        "ranked = orders.dropna(subset=['price']).sort_values(['price', 'order_id'], ascending=[{first}, True])\n"
+        "result = {{'top5': ranked['order_id'].head(5).tolist()}}\nimport json\nprint(json.dumps(result))"
+    )
+    assert Session().turn(question, code.format(first="True"))
+    assert not Session().turn(question, code.format(first="False"))
