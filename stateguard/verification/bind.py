@@ -532,6 +532,14 @@ class RequirementBinder(Binder):
         if req.kind is Kind.COMPARISON:  # a bound is about a number: only numeric columns qualify
             kinds = {c: i.kind for t in self.vocab.tables.values() for c, i in t.items()}
             pool = [c for c in pool if kinds.get(c) == "num"]
+            counted = (
+                resolve_column(req.after, pool)
+                or described_columns(req.after, pool, self.vocab.column_words, in_row=True)
+                if req.after
+                else []
+            )
+            if len(counted) == 1:  # "these lines are short of 450 at-bats": the noun the number counts
+                return counted
         found = resolve_column(subject, pool, partial=req.kind is Kind.NOT_NULL)
         if found and not any(strictly_named(c, subject) for c in found):
             # named only by a short form (`packpc` for "pack price"): a column the task's own text
@@ -626,6 +634,22 @@ class RequirementBinder(Binder):
             # `ORDER BY AVG(temp)` beside `MEDIAN(temp)`: the stated statistic is computed too,
             # where the inspection reads no output (a ranking key); which one the words meant is open
             plan.notes.append(f"{req.describe()}: the code computes {req.function} of {agg.column} as well")
+            plan.unverified.append(req)
+            return
+        if agg.column and any(
+            other is not req
+            and other.kind is Kind.AGGREGATION
+            and other.function == agg.function
+            and not other.fields
+            and agg.column in self.resolve(other)
+            for other in self.requirements
+        ):
+            # "average articles per student, and the median article count of the mentors": the code's
+            # mean of `art` is the other statistic the question states, so the median is of another
+            # quantity the words did not bind
+            plan.notes.append(
+                f"{req.describe()}: the code's {agg.function} of {agg.column} is another one asked"
+            )
             plan.unverified.append(req)
             return
         plan.notes.append(f"{req.describe()}: the code computes {agg.function} ({agg.text})")

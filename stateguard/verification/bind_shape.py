@@ -306,6 +306,8 @@ def _sql_groups_site(con: str, sql: str, distinct: str, pairs: str | None = None
     the stated and the code's keys together), also as many groups that split the rows otherwise
     (`GROUP BY qtr` where the kept rows hold four decades)."""
     count_pairs = f"{con}.execute({pairs!r}).fetchone()[0]" if pairs else "_k"
+    kept = probes.kept_rows_sql(sql, "TRUE")
+    count_kept = f"{con}.execute({kept!r}).fetchone()[0]" if kept else "-1"
     return textwrap.dedent(f"""\
         _n = {con}.execute({f"SELECT COUNT(*) FROM ({sql_edit.without_limit(sql)})"!r}).fetchone()[0]
         _k = {con}.execute({distinct!r}).fetchone()[0]
@@ -313,8 +315,12 @@ def _sql_groups_site(con: str, sql: str, distinct: str, pairs: str | None = None
             _p = {count_pairs}
         except Exception:
             _p = _k
-        _v = _n != _k or _p != _k
-        _o = {{'result_rows': int(_n), 'stated_key_combinations': int(_k), 'key_pairs': int(_p)}}""")
+        # a stated key with a value of its own on every kept row (an id: "the average walks per line")
+        # makes no groups: the statistic is per row, not per group
+        _r = {count_kept}
+        _v = (_n != _k or _p != _k) and _k != _r
+        _o = {{'result_rows': int(_n), 'stated_key_combinations': int(_k), 'key_pairs': int(_p),
+              'kept_rows': int(_r)}}""")
 
 
 def _unique_keys(con: str, table: str, keys: list[str]) -> str:

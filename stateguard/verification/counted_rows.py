@@ -59,12 +59,14 @@ def count_of_those(question: str) -> bool:
     medicines. How many? And of those, how many also ...")."""
     pair = carried.count_pair(question)
     if pair is not None:
-        return bool(carried.refers_back(pair[1]))
+        # "how many of these orders ..., and how many of these orders ...": both refer to rows named
+        # before the question, not the second to the first
+        return carried.refers_back(pair[1]) and not carried.refers_back(pair[0])
     last = _LAST_PART.search(question)
     if last and carried.refers_back(last.group("rest")) and _COUNT_WORD.search(question[: last.start()]):
-        return True
+        return not carried.refers_back(question[: last.start()])
     parts = extract.clauses(question)
-    if not parts or _HOW_MANY.search(parts[0]):
+    if not parts or _HOW_MANY.search(parts[0]) or carried.refers_back(parts[0]):
         return False
     if len(parts) == 3 and _BARE_COUNT.match(parts[1]):
         second = parts[2]

@@ -616,6 +616,7 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
                 # "how many have 3,000 residents or more": the words between the number and "or
                 # more" name the quantity; binding keeps them only when they name a column
                 subject = [w for w in unit_words if w.lower() not in _STOPS][:3]
+            noun_after = _subject_after(after) if is_prefix and subject else []  # "short of 450 at-bats"
             if not subject and not named_after and not count:
                 subject = _subject_after(after)  # "with at least 5 warm days": the noun after the bound
             if not is_prefix and _is_year(m) and m.group("dir").lower() in _POSTFIX_TEMPORAL:
@@ -639,6 +640,7 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
                     value=_number(m.group("num")),
                     percent=bool(m.group("pct")),
                     subject=subject,
+                    after=noun_after,
                     function=count,
                 )
             )

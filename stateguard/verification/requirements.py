@@ -107,6 +107,11 @@ class Requirement(BaseModel):
     text: str = Field(min_length=1, description="The words of the task that state it.")
     source: Literal["question", "context", "definition"] = "question"
     subject: list[str] = Field(default_factory=list, description="Words naming the quantity or column.")
+    after: list[str] = Field(
+        default_factory=list,
+        description="comparison: the noun right after the bound's number when words before it name a subject "
+        "too ('these lines are short of 450 at-bats'); it is the quantity when it names exactly one column.",
+    )
     columns: list[str] = Field(default_factory=list, description="Data columns it is about, when known.")
     op: Op | None = Field(default=None, description="comparison: the kept side of the bound.")
     value: float | None = Field(default=None, description="comparison: the bound (a percentage as stated).")
