@@ -282,7 +282,9 @@ def test_a_statistic_the_code_takes_for_another_stated_one_is_not_swapped() -> N
 
 
 def test_the_noun_a_bound_s_number_counts_names_the_quantity() -> None:
+    from stateguard.verification.bind import RequirementBinder
     from stateguard.verification.extract import comparisons
+    from stateguard.verification.vocabulary import ColumnInfo, Vocabulary
 
     (bound,) = comparisons("how many of these lines are short of 450 at-bats")
     assert (bound.subject, bound.after, bound.op, bound.value) == (
@@ -291,12 +293,16 @@ def test_the_noun_a_bound_s_number_counts_names_the_quantity() -> None:
         "<",
         450.0,
     )
-    question = "How many orders are priced under 50 dollars? How many of the orders are rated below 3 stars?"
-    code = (
-        "result = {{'n_cheap': int((orders['price'] < 50).sum()), 'n_low': int((orders['{col}'] < 3).sum())}}\n"
-        "import json\nprint(json.dumps(result))"
-    )
-    context = (
-        "The orders table: order_id, region, category, price (dollars), rating (stars, 1 to 5), customer_id."
-    )
-    assert not Session().turn(question, code.format(col="rating"), context=context)
+    vocab = Vocabulary(
+        tables={
+            "lines": {
+                "line": ColumnInfo(kind="num"),
+                "ab": ColumnInfo(kind="num"),
+                "rbi": ColumnInfo(kind="num"),
+            }
+        }
+    ).with_descriptions("Columns: line (row number), ab (at-bats), rbi (runs batted in).")
+    code = 'n = con.execute("SELECT count(*) FROM lines WHERE ab < 450").fetchone()[0]'
+    binder = RequirementBinder(inspect_code(code), vocab, frozenset())
+    assert binder.resolve(bound) == ["ab"]
+    assert binder.resolve(bound.model_copy(update={"after": []})) == ["line"]
