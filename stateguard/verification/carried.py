@@ -29,7 +29,7 @@ from stateguard.verification.requirements import Kind, Requirement
 from stateguard.verification.vocabulary import Vocabulary, column_tokens
 
 # "of those", "of exactly those", "of that fast group", "among this set", "of that number"
-_THOSE = r"(?:(?:exactly|precisely|just|only)\s+)?(?:those|these|them|th(?:at|is)\s+(?:[\w-]+\s+)?(?:group|set|subset|lot|number))"
+_THOSE = r"(?:(?:exactly|precisely|just|only|all)\s+)?(?:those|these|them|th(?:at|is)\s+(?:[\w-]+\s+)?(?:group|set|subset|lot|number))"
 _BACK = re.compile(rf"\b(?:(?:out\s+)?of|among|from)\s+{_THOSE}\b", re.IGNORECASE)
 _COUNT = re.compile(
     r"^\s*(?:and\s+)?(?:(?:in|for|on|at|over|across|during|from)\s+)?how\s+many\b", re.IGNORECASE
@@ -37,7 +37,8 @@ _COUNT = re.compile(
 # "Wives with 13 or more years of school: how many are there, and how many of them ...": the rows
 # named before the colon are the first count's
 _NAMED_THEN_COUNTED = re.compile(
-    r"^\s*(?P<rows>[^:?]{3,160}):\s*how\s+many\s+(?:are|were)\s+there\s*,?\s*(?:and\s+)?(?P<rest>how\s+many\b.+)$",
+    r"^\s*(?P<rows>[^:?]{3,160}):\s*how\s+many\s+(?:are|were)\s+there\s*,?\s*(?:and\s+)?"
+    r"(?P<rest>(?:(?:at|in|on|for|from|among)\s+)?how\s+many\b.+)$",
     re.IGNORECASE | re.DOTALL,
 )
 # "Marginal adhesion of 5 or higher: how many samples?": the rows named before the colon, counted

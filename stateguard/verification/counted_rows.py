@@ -122,6 +122,13 @@ def _condition(agg: exp.Expression) -> tuple[exp.Expression | None, str | None] 
                 return when.this, None
         if isinstance(body, exp.Cast) and body.to.is_type("int", "bigint", "integer", "smallint", "tinyint"):
             return body.this, None
+        if isinstance(body, exp.Column):
+            # `sum(censor)` of a 0/1 column counts its rows at 1 (the probe holds the reported value to
+            # the rows' number, so a column with other values abstains)
+            return exp.EQ(
+                this=exp.Cast(this=body.copy(), to=exp.DataType.build("int")),
+                expression=exp.Literal.number(1),
+            ), None
     return None
 
 

@@ -41,7 +41,7 @@ _STANDING = re.compile(
     r"(?:every|each|all)\s+(?:later\s+|following\s+|other\s+)?(?:questions?|turns?|steps?|parts?)\s+(?:after|following|beyond)\s+(?:this|here|now)(?:\s+one)?|"
     r"(?:everything|all)\s+(?:that\s+)?(?:follows|comes\s+next|after\s+this)\s+(?:is|will\s+be)\b|"
     r"(?:through|till|to)\s+the\s+(?:very\s+)?end(?:\s+of\s+(?:this|the|our)\s+(?:analysis|work|session|task|study|report|project))?(?!\s+of\b)|"
-    r"from\s+now\s+(?:until|till|to)\b|(?:in|for)\s+(?:all|every|each)\s+\w+\s+that\s+follows?|"
+    r"from\s+now\s+(?:until|till|to)\b|from\s+this\s+point(?!\s+of\b)|(?:in|for)\s+(?:all|every|each)\s+\w+\s+that\s+follows?|"
     r"(?:the|all\s+the)\s+(?:remaining|following|later|subsequent|coming)\s+(?:questions|turns|steps|parts|tasks)\s+(?:concern|cover|use|are\s+about|look\s+at|deal\s+with|keep\s+to|stay\s+with)|"
     r"(?:out\s+of|from|in|for)\s+(?:everything|all)\s+(?:below|further\s+on|further\s+down)(?=\s*[;,.:)]|\s*$)|"
     r"(?:in|for)\s+(?:everything|all)\s+that\s+follows|(?:in|for)\s+(?:everything|all|anything)\s+(?:after|from)\s+(?:this|here|now)\b|until\s+(?:we\s+(?:finish|are\s+done)|the\s+(?:very\s+)?end(?:\s+of\s+(?:this|the|our)\s+(?:analysis|work|session|task|study|report|project))?(?!\s+of\b)))\b",
@@ -49,8 +49,8 @@ _STANDING = re.compile(
 )
 _BACK_IN = re.compile(  # "how old are they" asks an age, it points at no old version; "do the table
     # again" repeats work, "with them again" / "count them again" brings rows back; "full-year" and
-    # "full-time" name a kind of row, not the full table
-    rf"\b(?<!\bhow\s)(?:{'|'.join([*LEXICON.restoration, *LEXICON.earlier_version])}|includ\w*|(?:whole|entire|full)(?!-)|"
+    # "full-time" name a kind of row, not the full table, as "prior-treatment" and "old-growth" do
+    rf"\b(?<!\bhow\s)(?:(?:{'|'.join([*LEXICON.restoration, *LEXICON.earlier_version])})(?!-)|includ\w*|(?:whole|entire|full)(?!-)|"
     rf"(?:with|add\w*|count\w*|put\w*|let\w*|allow\w*)\b[^.;,]{{0,30}}\bagain)\b",
     re.IGNORECASE,
 )
@@ -80,6 +80,17 @@ class Scope:
     @property
     def sources(self) -> tuple[str, ...]:
         return (self.parent, *self.ancestors)
+
+
+def _rebuilt(code: str, parent: str) -> bool:
+    """The parent is assigned anew from something else than itself (`pos = pd.read_csv(...)`); an
+    assignment from its own rows (`pos = pos.merge(medians, on="eucalyptus")`, a column added by a
+    merge) keeps the rows the scope was cut from."""
+    name = re.escape(parent)
+    return any(
+        not re.search(rf"(?<![\w.]){name}(?!\w)", m.group("rhs"))
+        for m in re.finditer(rf"^\s*{name}\s*=(?!=)(?P<rhs>[^\n]*)$", code, re.M)
+    )
 
 
 def _assigns(code: str, name: str) -> bool:
@@ -242,9 +253,7 @@ class StandingScopes:
             ]
         # a parent rebuilt from scratch ends the scope too (its rows are new); a child derived again
         # (an update refreshing it) keeps it
-        self.scopes = [
-            s for s in self.scopes if not re.search(rf"^\s*{re.escape(s.parent)}\s*=(?!=)", code, re.M)
-        ]
+        self.scopes = [s for s in self.scopes if not _rebuilt(code, s.parent)]
         self._trace(sem)
         if not _STANDING.search(question):
             return

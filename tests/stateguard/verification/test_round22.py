@@ -306,3 +306,60 @@ def test_the_noun_a_bound_s_number_counts_names_the_quantity() -> None:
     binder = RequirementBinder(inspect_code(code), vocab, frozenset())
     assert binder.resolve(bound) == ["ab"]
     assert binder.resolve(bound.model_copy(update={"after": []})) == ["line"]
+
+
+# Read from fresh30's misses after its look (fresh30 is a seen split from here on).
+
+
+def test_a_standing_scope_said_from_this_point_outlives_a_column_merged_onto_its_parent() -> None:
+    from stateguard.verification import standing
+
+    history = standing.StandingScopes()
+    made = 'intact = pos[pos["Stumps"] == 0].copy()'
+    history.record(
+        6, "From this point, logged sites are out: keep the rest as `intact`.", made, inspect_code(made)
+    )
+    merged = 'medians = pos.groupby("euc", as_index=False)["stags"].median()\npos = pos.merge(medians, on="euc", how="left")'
+    history.record(
+        7, "Switch the flag to the new definition and rebuild `intact`.", merged, inspect_code(merged)
+    )
+    code = 'tab = pos.groupby("euc").agg(n=("site", "count"))'
+    [scope] = history.bypassed("Rebuild `tab` for the intact sites only.", code)
+    assert (scope.parent, scope.child) == ("pos", "intact")
+    history.record(
+        8,
+        "Read the file again.",
+        'pos = pd.read_csv("possum.csv")',
+        inspect_code('pos = pd.read_csv("possum.csv")'),
+    )
+    assert history.bypassed("Rebuild `tab` for the intact sites only.", code) == []  # a parent read anew
+
+
+def test_a_child_named_like_an_earlier_version_word_in_a_compound_is_no_way_back() -> None:
+    from stateguard.verification.standing import _brings_back
+
+    assert not _brings_back("Of the prior-treatment clients who are depressed by the revised rule")
+    assert _brings_back("Back to the prior definition: how many are depressed?")
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        (
+            "Sites scoring 7 or more: how many are there, and at how many of them were three species seen?",
+            True,
+        ),
+        (
+            "Per league, the number of full-time lines, and how many of all those full-time lines have more walks?",
+            True,
+        ),
+    ],
+)
+def test_more_ways_to_say_a_count_of_those(question: str, expected: bool) -> None:
+    assert counted_rows.count_of_those(question) is expected
+
+
+def test_a_sum_of_a_0_1_column_counts_its_rows_at_1() -> None:
+    assert counted_rows.sql_rows("SELECT count(*), sum(censor) FROM uis WHERE ndt >= 5", 1) == (
+        "SELECT * FROM uis WHERE ndt >= 5 AND CAST(censor AS INT) = 1"
+    )
