@@ -493,6 +493,10 @@ def _size(_x):
         return int(_x) if float(_x).is_integer() else None
     except (TypeError, ValueError):
         return None
+def _share_is(_r, _part, _whole):
+    if _whole == 0 or isinstance(_r, bool) or not isinstance(_r, (int, float)):
+        return False
+    return any(abs(float(_r) - _k * _part / _whole) <= 0.0051 for _k in (100, 1))
 def _outside(_inner, _outer):
     _inner = _inner.loc[:, ~_inner.columns.duplicated()]
     _outer = _outer.loc[:, ~_outer.columns.duplicated()]
@@ -505,49 +509,38 @@ def _outside(_inner, _outer):
 """
 
 
-def probe(report: str, first: str, second: str, rows1: Rows, rows2: Rows, con: str | None) -> str | None:
-    """A snippet: violated when the reported counts are the two row sets' sizes and the second set
-    holds rows that the first does not (as a multiset on the columns both share with equal types)."""
-    take1, take2 = _take(rows1, con), _take(rows2, con)
-    if take1 is None or take2 is None:
+def _compare(inner: Rows, outer: Rows, con: str | None, bound: str) -> str | None:
+    """A snippet: violated when `bound` holds (the reported values are these row sets' sizes) and the
+    inner set holds rows the outer does not, as a multiset on the columns both share with equal types.
+    None of the inner rows among the outer's is another set of rows (the same countries in another
+    year), not a part of it: no finding."""
+    take_in, take_out = _take(inner, con), _take(outer, con)
+    if take_in is None or take_out is None:
         return None
     return (
         _HELPERS
         + f"""
-_a = {take1}
-_b = {take2}
-_bound = _size({report}[{first!r}]) == len(_a) and _size({report}[{second!r}]) == len(_b)
-_out = _outside(_b, _a) if _bound else None
-# rows of the second among the first's: none at all is another set of rows (the same countries in
-# another year), not a part of the first
-_v = bool(_out) and _out < len(_b)
-_o = {{'first_rows': int(len(_a)), 'second_rows': int(len(_b)), 'second_rows_outside_first': _out,
-      'reported_values_are_these_counts': bool(_bound)}}
+_inner = {take_in}
+_outer = {take_out}
+_bound = {bound}
+_out = _outside(_inner, _outer) if _bound else None
+_v = bool(_out) and _out < len(_inner)
+_o = {{'outer_rows': int(len(_outer)), 'inner_rows': int(len(_inner)), 'inner_rows_outside': _out,
+      'reported_values_are_these_sizes': bool(_bound)}}
 """
     ).strip()
+
+
+def probe(report: str, first: str, second: str, rows1: Rows, rows2: Rows, con: str | None) -> str | None:
+    """A count "of those": the second count's rows (inner) must be among the first's (outer)."""
+    bound = f"_size({report}[{first!r}]) == len(_outer) and _size({report}[{second!r}]) == len(_inner)"
+    return _compare(rows2, rows1, con, bound)
 
 
 def share_probe(report: str, field: str, part: Rows, whole: Rows, con: str | None) -> str | None:
-    """A snippet: violated when the reported share is the ratio of the two row sets' sizes (a
-    percentage or a fraction, to two decimals) and the numerator's rows are not all among the
-    denominator's."""
-    take1, take2 = _take(part, con), _take(whole, con)
-    if take1 is None or take2 is None:
-        return None
-    return (
-        _HELPERS
-        + f"""
-_p = {take1}
-_w = {take2}
-_r = {report}[{field!r}]
-_bound = len(_w) > 0 and isinstance(_r, (int, float)) and not isinstance(_r, bool) and any(
-    abs(float(_r) - _k * len(_p) / len(_w)) <= 0.0051 for _k in (100, 1))
-_out = _outside(_p, _w) if _bound else None
-_v = bool(_out) and _out < len(_p)
-_o = {{'numerator_rows': int(len(_p)), 'denominator_rows': int(len(_w)), 'numerator_rows_outside_denominator': _out,
-      'reported_value_is_this_ratio': bool(_bound)}}
-"""
-    ).strip()
+    """A share of a group: its numerator's rows (inner) must be among its denominator's (outer); the
+    reported share is the ratio of the two sizes, as a percentage or a fraction, to two decimals."""
+    return _compare(part, whole, con, f"_share_is({report}[{field!r}], len(_inner), len(_outer))")
 
 
 def requirement(first: str, second: str | None = None) -> Requirement:

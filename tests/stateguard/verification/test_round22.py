@@ -141,8 +141,8 @@ def test_a_count_of_those_taken_from_the_whole_table_is_found_in_duckdb() -> Non
         assert snippet is not None
         found, observed = _probe_outcome(snippet, namespace)
         assert found is violated
-        assert observed["reported_values_are_these_counts"] is True
-        assert (observed["second_rows_outside_first"] > 0) is violated  # type: ignore[operator]
+        assert observed["reported_values_are_these_sizes"] is True
+        assert (observed["inner_rows_outside"] > 0) is violated  # type: ignore[operator]
 
 
 def test_a_probe_abstains_when_the_reported_values_are_not_the_counts_it_read() -> None:
@@ -158,7 +158,7 @@ def test_a_probe_abstains_when_the_reported_values_are_not_the_counts_it_read() 
     )
     assert snippet is not None
     found, observed = _probe_outcome(snippet, namespace)
-    assert not found and observed["reported_values_are_these_counts"] is False
+    assert not found and observed["reported_values_are_these_sizes"] is False
 
 
 def _share_turn(session: Session, numerator: str) -> list[object]:
@@ -205,7 +205,7 @@ def test_a_count_of_those_with_no_row_among_the_first_count_s_rows_abstains() ->
     )
     assert snippet is not None
     found, observed = _probe_outcome(snippet, namespace)
-    assert not found and observed["second_rows_outside_first"] == 2
+    assert not found and observed["inner_rows_outside"] == 2
 
 
 RULE = (
