@@ -863,6 +863,10 @@ def flag_scopes(clause: str, vocab: Vocabulary, tables: list[str] | None) -> lis
             rf"\bhow\s+many\s+{phrase}\s+(?:ones|[a-z-]+s)\s+(?:in\s+`?\w+`?\s+)?"
             r"(?:had|have|has|were|was|are|is|did|do|got|received)\b(?!\s+there\b)",
             rf"\bthe\s+[a-z]+s\s+{phrase}" if tokens[0] in ("at", "in", "on", "under", "over") else "",
+            # "the students whose mentor is prolific" for `prolific_mentor`: the noun, then the adjective
+            rf"\b[a-z]+s\s+whose\s+{re.escape(tokens[1])}s?\s+(?:is|are|was|were|counts?\s+as)\s+{re.escape(tokens[0])}\b"
+            if len(tokens) == 2 and tokens[0].isalpha() and tokens[1].isalpha()
+            else "",
         )
         for pattern in filter(None, patterns):
             m = re.search(pattern, clause, re.IGNORECASE)

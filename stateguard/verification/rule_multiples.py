@@ -51,8 +51,8 @@ _MULT = (
     rf"|(?:a|one)\s+(?P<frac>{_PART_WORDS})\s+(?P<fdir>{_SIDES})"
     # "three fifths of the median income": a fraction of it
     rf"|(?P<fnum>a|{'|'.join(_UNITS)})\s+(?P<fden>halves|(?:{_PART_WORDS})s?)\s+of"
-    # "1.75 times or more the median": the side said after the multiple
-    r")(?:\s+(?P<post>or\s+(?:more|above|higher|greater|over|less|below|lower|under|fewer)))?"
+    # "1.75 times or more the median", "two and a half times, or more, the median": the side after it
+    r")(?:\s*,?\s+(?P<post>or\s+(?:more|above|higher|greater|over|less|below|lower|under|fewer))\s*,?)?"
     r"(?:\s+as\s+[a-z]+\s+as)?"  # "twice as long as the median spell"
 )
 _STAT_WORDS = "|".join(re.escape(w) for w in LEXICON.statistics if " " not in w) + "|pooled"

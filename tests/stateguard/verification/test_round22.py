@@ -363,3 +363,26 @@ def test_a_sum_of_a_0_1_column_counts_its_rows_at_1() -> None:
     assert counted_rows.sql_rows("SELECT count(*), sum(censor) FROM uis WHERE ndt >= 5", 1) == (
         "SELECT * FROM uis WHERE ndt >= 5 AND CAST(censor AS INT) = 1"
     )
+
+
+def test_a_rule_s_side_said_between_commas_after_its_multiple() -> None:
+    from stateguard.verification import rule_multiples
+
+    said = rule_multiples.stated(
+        "prolific when the count is two and a half times, or more, the median count of its group"
+    )
+    assert said is not None and (said.multiple, said.op) == (2.5, ">=")
+
+
+def test_a_two_word_flag_named_noun_first() -> None:
+    from stateguard.verification.extract import flag_scopes
+    from stateguard.verification.vocabulary import ColumnInfo, Vocabulary
+
+    vocab = Vocabulary(
+        tables={"rated": {"prolific_mentor": ColumnInfo(kind="text", values=["False", "True"])}}
+    )
+    [scope] = flag_scopes(
+        "Take the rated students whose mentor is prolific by the present rule", vocab, ["rated"]
+    )
+    assert scope.columns == ["prolific_mentor"] and scope.values == ["True"]
+    assert flag_scopes("How many students say their mentor is prolific?", vocab, ["rated"]) == []
