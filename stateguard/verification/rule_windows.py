@@ -40,7 +40,7 @@ _OWN = re.compile(
 # "the median ratio of the districts with the same grade span", "of the patients from the same state",
 # "of all wives whose husbands have the same occupation code"
 _SAME = re.compile(
-    r"\b(?:with|from|in|of|for|at|on|within|sharing|shares?|ha(?:ve|s|ving))\s+the\s+same\s+"
+    r"\b(?:with|from|in|of|for|at|on|under|within|sharing|shares?|ha(?:ve|s|ving))\s+the\s+same\s+"
     r"(?P<words>[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*){0,2})",
     re.IGNORECASE,
 )
