@@ -19,6 +19,7 @@ verification off and on. Printed per manager setting (and written to `<out>/sema
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import time
@@ -115,7 +116,10 @@ def run_one(
     folder = Path(out)
     done = folder / "outcome.json"
     if done.is_file():  # finished in an earlier, interrupted run of the same folder
-        return dict(json.loads(done.read_text(encoding="utf-8")))
+        try:
+            return dict(json.loads(done.read_text(encoding="utf-8")))
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            pass  # cut short while it was written (a full disk): the rollout runs again
     shutil.rmtree(folder, ignore_errors=True)
     calls = Trace(RolloutFolder(folder).llm_calls)
     start = time.perf_counter()
@@ -229,6 +233,49 @@ def _footprint(task: EvalTask, turn: int, faults: list[Any]) -> set[str]:
     return names
 
 
+# The run folder's record of what made it: a later run with the same `out` resumes only under the same
+# code and settings (finished rollouts are reused, so a folder of other code would mix two versions).
+CARD = "run.json"
+_UNRECORDED = ("out", "workers", "task_ids", "verbose")  # may change between a run and its resumption
+
+
+def code_digest() -> str:
+    """sha256 of the runtime's and the benchmarks' Python sources (what a rollout's outcome depends on)."""
+    root = Path(__file__).resolve().parents[2]
+    digest = hashlib.sha256()
+    for path in sorted([*(root / "stateguard").rglob("*.py"), *(root / "eval").rglob("*.py")]):
+        digest.update(path.relative_to(root).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def claim_folder(out_dir: Path, cfg: DictConfig) -> None:
+    """Record the code and settings in `out_dir`, or refuse a folder another code or setting made."""
+    settings = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(settings, dict)
+    config: dict[str, Any] = {str(k): v for k, v in settings.items() if k not in _UNRECORDED}
+    card: dict[str, Any] = {"code_sha256": code_digest(), "config": config}
+    path = out_dir / CARD
+    if path.is_file():
+        old = json.loads(path.read_text(encoding="utf-8"))
+        if old != card:
+            changed = ["code"] if old.get("code_sha256") != card["code_sha256"] else []
+            before: dict[str, Any] = old.get("config", {})
+            changed += sorted(k for k in {*config, *before} if config.get(k) != before.get(k))
+            raise ValueError(
+                f"out={out_dir} holds a run made with other {', '.join(changed)}; resuming it would mix "
+                f"the two. Pass a new out=, or delete the folder to start again."
+            )
+        return
+    if any(out_dir.glob("*/*/*/outcome.json")):
+        raise ValueError(
+            f"out={out_dir} holds finished rollouts but no {CARD} (a run of an older version): which code made "
+            f"them is unknown. Pass a new out=, or delete the folder to start again."
+        )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(card, indent=1, default=str), encoding="utf-8")
+
+
 def run(cfg: DictConfig) -> dict[str, Any]:
     load_cfg: dict[str, Any] = dict(OmegaConf.to_container(cfg.bench, resolve=True))  # type: ignore[arg-type]
     bench = get_benchmark(str(load_cfg.pop("name")))
@@ -266,6 +313,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     ]
     llm = dict(OmegaConf.to_container(cfg.llm, resolve=True)) if cfg.get("llm") else {}  # type: ignore[arg-type]
     out_dir = Path(cfg.out)
+    claim_folder(out_dir, cfg)
     results: list[dict[str, Any]] = []
     start = time.perf_counter()
     with ProcessPoolExecutor(max_workers=int(cfg.workers), mp_context=get_context("spawn")) as pool:

@@ -148,3 +148,31 @@ def test_the_report_gives_each_settings_dcr_on_the_mistake_variants() -> None:
         "wrong_otherwise": "0/4",
     }
     assert "DCR there 50.0 (wrong after a wrong parent 1/2, otherwise 0/2)" in text
+
+
+def test_a_run_folder_resumes_only_under_the_same_code_and_settings(tmp_path: Path, dev_dir: Path) -> None:
+    """A second run with the same `out` reuses the finished rollouts (a rollout whose outcome file was cut
+    short runs again); other settings, other code, or a folder of an older version that recorded neither
+    are refused with the fix, before any rollout."""
+    cfg = _cfg(tmp_path, dev_dir, "settings=[rules]", "workspace=dict")
+    run(cfg)
+    first = json.loads((tmp_path / "out" / "semantic.json").read_text())["runs"]
+    card = json.loads((tmp_path / "out" / "run.json").read_text())
+    assert len(card["code_sha256"]) == 64 and card["config"]["settings"] == ["rules"]
+    outcomes = sorted((tmp_path / "out").glob("*/*/*/outcome.json"))
+    assert len(outcomes) == 2  # the clean variant, baseline and rules
+    outcomes[0].write_text('{"answers": {', encoding="utf-8")  # a full disk cut it short
+    run(cfg)
+    again = json.loads((tmp_path / "out" / "semantic.json").read_text())["runs"]
+    assert [r["correct"] for r in again] == [r["correct"] for r in first]
+    assert json.loads(outcomes[0].read_text())["answers"]  # run again and written whole
+    with pytest.raises(ValueError, match=r"other settings.*Pass a new out="):
+        run(_cfg(tmp_path, dev_dir, "settings=[semantic]", "workspace=dict"))
+    (tmp_path / "out" / "run.json").write_text(
+        json.dumps({**card, "code_sha256": "0" * 64}), encoding="utf-8"
+    )
+    with pytest.raises(ValueError, match="other code"):
+        run(cfg)
+    (tmp_path / "out" / "run.json").unlink()
+    with pytest.raises(ValueError, match="no run.json"):
+        run(cfg)
