@@ -756,8 +756,11 @@ def scopes(
     values a count names ("how many days were labelled rain"), which scope that count only."""
     found: dict[str, tuple[list[str], bool, str]] = {}
     values = vocab.all_values(tables)
+    # a value spelled like a flag column the turn reads ("how many magnitude labels have no strong
+    # record" beside the label 'strong' and the flag `strong`): two readings, no scope
+    flags = {" ".join(column_tokens(c)).lower() for c in flag_columns(vocab, tables)}
     for value, cols in values.items():
-        if len(value) < 2 or value.isdigit() or len(cols) != 1:
+        if len(value) < 2 or value.isdigit() or len(cols) != 1 or value.lower() in flags:
             continue
         # A value binds only as the data writes it: a code in capitals ("IN", "OR") is not the word
         # "in", and a capitalised category ("Death") is not the common noun ("dates of death", "a

@@ -139,6 +139,10 @@ def _op_of(phrase: str) -> str | None:
 
 
 _AND_A_HALF = re.compile(r"\s*and\s+a\s+half\b", re.IGNORECASE)
+# "one shoot in four", "1 in 5": the number is a count out of another
+_RATE = re.compile(
+    r"(?:\s+[a-z]+){0,2}?\s+(?:in|out\s+of)\s+(?:every\s+)?(?P<den>\d+|[a-z]+)\b", re.IGNORECASE
+)
 
 
 def bounds(text: str) -> list[tuple[float, bool, str | None, str]]:
@@ -150,6 +154,12 @@ def bounds(text: str) -> list[tuple[float, bool, str | None, str]]:
         if _AND_A_HALF.match(text[m.end() : m.end() + 30]):
             continue  # "at least one and a half times the median": not the number one
         if (x := _value(m.group("num"))) is not None:
+            rate = _RATE.match(text[m.end() : m.end() + 40])
+            den = _value(rate.group("den")) if rate else None
+            if rate and den and x < den < 1000:  # not "2 children in 1990"
+                # "more than one shoot in four": a rate, one quarter
+                out.append((x / den, False, _op_of(m.group("phrase")), m.group(0) + rate.group(0)))
+                continue
             out.append((x, bool(m.group("pct")), _op_of(m.group("phrase")), m.group(0)))
     for m in _POSTFIX.finditer(text):
         if (x := _value(m.group("num"))) is not None:

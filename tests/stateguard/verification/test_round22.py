@@ -386,3 +386,30 @@ def test_a_two_word_flag_named_noun_first() -> None:
     )
     assert scope.columns == ["prolific_mentor"] and scope.values == ["True"]
     assert flag_scopes("How many students say their mentor is prolific?", vocab, ["rated"]) == []
+
+
+# After fresh31's look (its first look was with this round's final code): its two false repairs, older readings.
+
+
+def test_a_rate_said_as_one_in_four_is_a_quarter() -> None:
+    from stateguard.verification import unstated_cutoff
+
+    said = "A plot where more than one shoot in four is diseased is badly hit."
+    assert unstated_cutoff.stated(said) == {(0.25, False): "more than one shoot in four"}
+    assert unstated_cutoff.stated("more than 2 children in 1990") == {(2.0, False): "more than 2"}  # a year
+    assert unstated_cutoff.changed(said, [said], 'cn["badly_hit"] = (cn["r"] / cn["n"]) > 0.25') is None
+
+
+def test_a_value_spelled_like_a_flag_the_turn_reads_is_no_scope() -> None:
+    from stateguard.verification.extract import scopes
+    from stateguard.verification.vocabulary import ColumnInfo, Vocabulary
+
+    vocab = Vocabulary(
+        tables={
+            "cover": {"label": ColumnInfo(kind="text", values=["light", "strong", "great"])},
+            "known": {"strong": ColumnInfo(kind="text", values=["False", "True"])},
+        }
+    )
+    clause = "how many magnitude labels have no strong identified-station record"
+    assert scopes(clause, vocab, ["cover", "known"]) == []
+    assert scopes(clause, vocab, ["cover"])  # without the flag, the value is read
