@@ -174,7 +174,13 @@ def stated_group(
                 # descriptions by chance ("age (years at sampling)")
                 said = [w for w in words[:n] if w.lower() not in _GROUP_NOUNS]
                 named = (
-                    described_columns(said, columns, described or {}, in_row=True) if len(said) >= 2 else []
+                    described_columns(said, columns, described or {}, in_row=True)
+                    if len(said) >= 2
+                    # one word only as the first word of a column's description, exactly ("the same
+                    # league" for `lg (league code)`; "the same year" is not `age (years at sampling)`)
+                    else [c for c in columns if (described or {}).get(c, ())[:1] == (said[0].lower(),)]
+                    if len(said) == 1
+                    else []
                 )
                 if len(named) == 1:
                     found.append((named[0], m.group(0)))

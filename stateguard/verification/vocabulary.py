@@ -137,7 +137,9 @@ class Vocabulary(BaseModel):
             name = re.escape(column)
             own: list[str] = []
             for m in re.finditer(rf"(?<![\w`]){name}`?\s*\(([^()]{{1,120}})\)", text):
-                before = re.search(r"`?(\w+)`?\s*(?:\band|,)\s*`?$", text[: m.start()])
+                # "south76 and smsa76 (yes/no: ...)" describes both; in a list ("team, lg (league
+                # code), g (games)") the parenthesis is the last name's own
+                before = re.search(r"`?(\w+)`?\s*\band\s*`?$", text[: m.start()])
                 shared = before is not None and before.group(1) in self.columns()
                 said = re.findall(r"[A-Za-z]+", re.split(r"[,;]", m.group(1))[0])[:6]
                 found.update(said)

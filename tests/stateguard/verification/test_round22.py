@@ -413,3 +413,28 @@ def test_a_value_spelled_like_a_flag_the_turn_reads_is_no_scope() -> None:
     clause = "how many magnitude labels have no strong identified-station record"
     assert scopes(clause, vocab, ["cover", "known"]) == []
     assert scopes(clause, vocab, ["cover"])  # without the flag, the value is read
+
+
+def test_a_rule_s_group_said_in_one_word_that_opens_a_column_s_description() -> None:
+    from stateguard.verification import rule_windows
+    from stateguard.verification.vocabulary import ColumnInfo, Vocabulary
+
+    vocab = Vocabulary(
+        tables={
+            "lines": {
+                "team": ColumnInfo(kind="text", values=["BOS", "NYA"]),
+                "lg": ColumnInfo(kind="text", values=["AL", "NL"]),
+                "age": ColumnInfo(kind="num", low=0, high=16),
+            }
+        }
+    ).with_descriptions("Columns: id (player code), year, team, lg (league code), age (years at sampling).")
+    assert vocab.column_words["lg"] == ("league", "code")  # a list's parenthesis is its last name's own
+    columns = rule_windows.groupable(vocab)
+    rule = (
+        "full-time when its at-bats are at least 2.5 times the median at-bats of all lines in the same league"
+    )
+    assert rule_windows.stated_group(rule, columns, vocab.column_words) == rule_windows.Stated(
+        "lg", "in the same league"
+    )
+    same_year = "at least 2.5 times the median at-bats of all lines in the same year"
+    assert rule_windows.stated_group(same_year, columns, vocab.column_words) is None  # not `age (years ...)`
