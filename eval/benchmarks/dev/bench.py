@@ -40,8 +40,9 @@ from that archive no split used, written blind by a twenty-second), `fresh27` (f
 further R tables from that archive no split used, written blind by a twenty-third), `fresh28` (four
 more, on four other R tables from that archive no split used, written blind by a twenty-fourth),
 `fresh29` (four more, on four further R tables from that archive no split used, written blind by a
-twenty-fifth) or `fresh30` (four more, on four other R tables from that archive no split used, none of
-them from Ecdat, written blind by a twenty-sixth);
+twenty-fifth), `fresh30` (four more, on four other R tables from that archive no split used, none of
+them from Ecdat, written blind by a twenty-sixth) or `fresh31` (four more, on four further R tables from
+that archive no split used, none of them from Ecdat, written blind by a twenty-seventh);
 the detection report shows them apart.
 """
 
@@ -100,6 +101,7 @@ SPLITS = (
     "fresh28",
     "fresh29",
     "fresh30",
+    "fresh31",
     "all",
 )
 

