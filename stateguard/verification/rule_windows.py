@@ -13,7 +13,7 @@ whole series / file / data" (no group at all); a text that says two groups, or n
 code's side is a fact: the turn computes exactly one per-row statistic (a SQL window, a pandas
 `groupby(...).transform(...)`) over some keys, or (`joined_site`) exactly one group statistic
 computed apart and joined or looked up back onto the rows (a grouped CTE or subquery joined on its
-keys; `groupby(...).median()` then `.map(...)` or `.join(..., on=...)`). Other keys are re-run as
+keys; `groupby(...).median()` then `.map(...)`, `.join(..., on=...)` or `.merge(..., on=...)`). Other keys are re-run as
 stated, and a finding needs other values and a changed answer (the answer gate).
 """
 
@@ -290,9 +290,15 @@ def code_site(sem: CodeSemantics, stated: Stated) -> Site | None:
         return None
     text = sites[0][3]
     m = re.search(r"\.groupby\(\s*([\"'])(\w+)\1\s*\)", text)
-    if m is None:
+    # a Series of the frame as the key (`share.groupby(cn["block"])`): the stated column of that frame
+    by_series = re.search(r"\.groupby\(\s*(?P<frame>[A-Za-z_]\w*)\[\s*([\"'])\w+\2\s*\]\s*\)", text)
+    if m is not None:
+        fixed = text[: m.start()] + f".groupby({stated.column!r})" + text[m.end() :]
+    elif by_series is not None:
+        key = f"{by_series.group('frame')}[{stated.column!r}]"
+        fixed = text[: by_series.start()] + f".groupby({key})" + text[by_series.end() :]
+    else:
         return None
-    fixed = text[: m.start()] + f".groupby({stated.column!r})" + text[m.end() :]
     return Site(sel, keys, fixed, text)
 
 
@@ -330,7 +336,8 @@ class Joined:
 
 # pandas: `name = frame.groupby(<keys>)[...].median()` (any statistic but a per-row transform)
 _GROUP_STAT = re.compile(
-    r"^[ \t]*(?P<name>[A-Za-z_]\w*)\s*=\s*[A-Za-z_]\w*\.groupby\(\s*(?P<keys>([\"'])\w+\3|\[[^\]\n]*\])\s*\)(?P<rest>[^\n]*)$",
+    r"^[ \t]*(?P<name>[A-Za-z_]\w*)\s*=\s*[A-Za-z_]\w*\.groupby\(\s*(?P<keys>([\"'])\w+\3|\[[^\]\n]*\])"
+    r"\s*(?:,\s*as_index\s*=\s*False\s*)?\)(?P<rest>[^\n]*)$",
     re.M,
 )
 _STAT_CALL = re.compile(r"\.(?:median|mean|std|min|max|sum|quantile|agg|aggregate)\(")
@@ -443,6 +450,8 @@ def _mapped(code: str, column: str) -> Joined | None:
     lookups = [
         *re.finditer(rf"\[\s*(?P<k>([\"'])\w+\2)\s*\]\s*\.map\(\s*{name}\s*\)", code),
         *re.finditer(rf"\.join\(\s*{name}\s*,\s*on\s*=\s*(?P<k>([\"'])\w+\2|\[[^\]\n]*\])", code),
+        # `pos = pos.merge(medians, on="eucalyptus", how="left")`: the statistic merged back as a column
+        *re.finditer(rf"\.merge\(\s*{name}\s*,\s*on\s*=\s*(?P<k>([\"'])\w+\2|\[[^\]\n]*\])", code),
     ]
     if keys is None or len(lookups) != 1 or lookups[0].start() < m.end():
         return None

@@ -438,3 +438,22 @@ def test_a_rule_s_group_said_in_one_word_that_opens_a_column_s_description() -> 
     )
     same_year = "at least 2.5 times the median at-bats of all lines in the same year"
     assert rule_windows.stated_group(same_year, columns, vocab.column_words) is None  # not `age (years ...)`
+
+
+def test_a_rule_s_statistic_merged_back_or_grouped_by_a_series_is_read() -> None:
+    from stateguard.verification import rule_windows
+
+    stated = rule_windows.Stated("category", "in the same category")
+    merged = (
+        'medians = orders.groupby("region", as_index=False)["price"].median()\n'
+        'orders = orders.merge(medians, on="region", how="left", suffixes=("", "_med"))\n'
+        'orders["premium"] = orders["price"] >= 1.5 * orders["price_med"]'
+    )
+    found = rule_windows.joined_site(merged, inspect_code(merged), stated)
+    assert found is not None and found.keys == ["region"]
+    assert found.after.startswith("'category'") and found.after.endswith("'category'")
+    series = 'med = orders["price"].groupby(orders["region"]).transform("median")\nhit = orders["price"] >= 1.5 * med'
+    site = rule_windows.code_site(inspect_code(series), stated)
+    assert (
+        site is not None and site.fixed == "orders['price'].groupby(orders['category']).transform('median')"
+    )
