@@ -29,7 +29,7 @@ from sqlglot import exp
 
 from stateguard.inspection.code_model import CodeSemantics, Selection
 from stateguard.verification.requirements import Kind, Requirement
-from stateguard.verification.vocabulary import Vocabulary, described_columns, resolve_column
+from stateguard.verification.vocabulary import Vocabulary, column_tokens, described_columns, resolve_column
 
 # "of its own SOUTH group", "of the student's own teaching method", "of its size class"
 _OWN = re.compile(
@@ -134,6 +134,13 @@ def groupable(vocab: Vocabulary, tables: list[str] | None = None) -> list[str]:
     return out
 
 
+def _names_after(words: list[str], columns: list[str]) -> bool:
+    """Do the words after a coordination name a column, or a part of one's name ("and model year" for
+    `model_year`)?"""
+    tokens = {t for c in columns for t in column_tokens(c)}
+    return any(w.lower() in tokens for w in words)
+
+
 def stated_group(
     rule: str,
     columns: list[str],
@@ -150,6 +157,12 @@ def stated_group(
         words = re.sub(r"'s\b", "", m.group("words")).split()
         # the phrase ends where the clause goes on ("for their husband's occupation yet work ...")
         cut = next((i for i, w in enumerate(words) if w.lower() in _CLAUSE_WORDS), len(words))
+        if (
+            cut < len(words)
+            and words[cut].lower() in ("and", "or")
+            and _names_after(words[cut + 1 :], columns)
+        ):
+            continue  # "of the same origin and model year": two keys, not the first one alone
         words = words[:cut]
         # the longest run of leading words that names exactly one column ("age band" -> age_band, not
         # age; "SOUTH group" -> south, the group noun left over)

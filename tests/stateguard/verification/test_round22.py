@@ -457,3 +457,15 @@ def test_a_rule_s_statistic_merged_back_or_grouped_by_a_series_is_read() -> None
     assert (
         site is not None and site.fixed == "orders['price'].groupby(orders['category']).transform('median')"
     )
+
+
+def test_a_group_of_two_keys_said_with_and_is_not_its_first_key() -> None:
+    from stateguard.verification import rule_windows
+
+    columns = ["Origin", "model_year", "Cylinders"]
+    assert (
+        rule_windows.stated_group("the mean weight of the cars of the same origin and model year", columns)
+        is None
+    )
+    said = "at least 1.5 times the median weight of the cars of the same origin"
+    assert rule_windows.stated_group(said, columns) == rule_windows.Stated("Origin", "of the same origin")
