@@ -24,6 +24,7 @@ statement, a value that is not a plain count.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from dataclasses import dataclass
 
@@ -304,6 +305,7 @@ class _Fetched:
     every: bool = False  # fetchall: every row of a grouped statement
 
 
+@functools.lru_cache(maxsize=32)  # read once per turn's code, for every field and share of its answer
 def _fetched(code: str) -> dict[str, _Fetched]:
     """Names bound to a SQL statement's fetched rows: `a, b = con.execute(SQL).fetchone()` binds a to
     output 0 and b to output 1; `a = con.execute(SQL).fetchone()[0]` binds a to output 0;
@@ -417,14 +419,6 @@ def field_rows(text: str, sem: CodeSemantics, code: str) -> Rows | None:
         frames = list(dict.fromkeys(frames))
         return Rows(mask=mask, frames=tuple(frames)) if frames else None
     return None
-
-
-# "what percentage of the dramas are acclaimed", "the share of women who ...": a part of a whole
-_SHARE_OF = re.compile(r"\b(?:percent(?:age)?|per\s+cent|share|proportion|fraction)\s+of\b", re.IGNORECASE)
-
-
-def asks_share(question: str) -> bool:
-    return bool(_SHARE_OF.search(question))
 
 
 def share_rows(text: str, sem: CodeSemantics, code: str) -> tuple[Rows, Rows] | None:

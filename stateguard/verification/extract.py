@@ -891,20 +891,6 @@ _EARLIER = re.compile(rf"\b(?:{'|'.join(LEXICON.earlier_version)}|drop\w*|withdr
 # withdrawn", "the withdrawn cut"): a definition, not rows; its exclusion word leaves nothing out
 _VERSION_NOUNS = f"{_RULE_NOUNS}|cuts?|versions?"
 _EARLIER_WORDS = "|".join(LEXICON.earlier_version)
-# "the schooling-relative definition we withdrew", "the withdrawn South-relative rule": a rule named as a
-# version not in force, the version word within a few words of the rule noun
-_RECALLED = re.compile(
-    rf"\b(?:{_EARLIER_WORDS}|withdr\w*)\s+(?:[\w-]+\s+){{0,3}}?(?:{_VERSION_NOUNS})\b"
-    rf"|\b(?:{_VERSION_NOUNS})\s+(?:[\w-]+\s+){{0,4}}?(?:{_EARLIER_WORDS}|withdr\w*)\b",
-    re.IGNORECASE,
-)
-
-
-def refers_to_earlier(text: str) -> bool:
-    """Does the text name a rule as a version not in force ("the rule we dropped")?"""
-    return bool(_RECALLED.search(text))
-
-
 RULE_VERSION = re.compile(
     rf"\b(?:{_VERSION_NOUNS})\s+(?:that\s+|which\s+)?(?:(?:we|you|i|they)\s+(?:have\s+|had\s+)?(?:just\s+)?"
     rf"|(?:was|were|has\s+been|had\s+been)\s+)(?:{_EARLIER_WORDS})\b"

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from stateguard.inspection.code_model import CodeSemantics
 from stateguard.verification import rule_multiples, rule_windows
-from stateguard.verification.extract import refers_to_earlier
+from stateguard.verification.extract import RULE_VERSION
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ class RuleGroupHistory:
     def recalled(self, question: str, code: str, sem: CodeSemantics) -> rule_windows.Stated | None:
         """The recorded group of the rule the turn recomputes, when its code takes it over other keys."""
         site = _one_rule(code)
-        if site is None or not refers_to_earlier(question):
+        if site is None or not RULE_VERSION.search(question):
             return None
         keys = rule_windows.rule_keys(code, sem)
         same = {

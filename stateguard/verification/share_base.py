@@ -245,15 +245,20 @@ def probe(share: SubgroupShare, frames: list[str], connection: str | None, repor
 
 # "what share of their babies (percent) were ...", "the percentage of the cars that ...": a part of a whole
 _SHARE_OF = re.compile(
-    r"\b(?:share|percentage|proportion|fraction|percent)\s+(?:\([^()]*\)\s+)?of\b", re.IGNORECASE
+    r"\b(?:share|percentage|proportion|fraction|percent|per\s+cent)\s+(?:\([^()]*\)\s+)?of\b", re.IGNORECASE
 )
+
+
+def asks_share_of(question: str) -> bool:
+    """Does the question ask for a share of something ("what percentage of the dramas", "the share of")?"""
+    return bool(_SHARE_OF.search(question))
 
 
 def share_of_whole_fields(question: str, fields: list[str]) -> list[str]:
     """The answer fields named as shares (`pct_low_light`, `share_frugal`) when the question asks for a
     share of a whole and names no change ("percentage change", "percent growth" are no parts): a
     part of a whole lies between 0 and 100 percent, whatever the scale."""
-    if not _SHARE_OF.search(question) or re.search(
+    if not asks_share_of(question) or re.search(
         r"\b(?:change|growth|increase|decrease|rise|fall|drop|gain|loss|difference|points?)\b", question, re.I
     ):
         return []

@@ -738,7 +738,7 @@ class SemanticVerifier:
             if rows1 is not None and rows2 is not None:
                 snippet = counted_rows.probe(report, first, second, rows1, rows2, sem.connection)
                 checks.append((counted_rows.requirement(first, second), snippet))
-        if counted_rows.asks_share(question):
+        if share_base.asks_share_of(question):
             for field in fields:
                 pair = counted_rows.share_rows(sem.fields.get(field, ""), sem, code)
                 if pair is not None:
