@@ -98,9 +98,11 @@ def _clear(folder: Path) -> None:
 
 def _drop_checkpoints(folder: Path) -> None:
     """A finished rollout's workspace checkpoints are only needed inside it; a synth run leaves
-    gigabytes of them (every checkpoint copies the frames), so they go unless `keep_checkpoints`."""
-    for pkl in folder.glob("*.pkl"):
-        pkl.unlink(missing_ok=True)
+    gigabytes of them (every checkpoint copies the small values and refers to the large arrays'
+    parts), so they go, parts included, unless `keep_checkpoints`."""
+    from stateguard.sandbox.checkpoints import remove_all  # the sandbox's file layout, not re-listed here
+
+    remove_all(folder)
 
 
 def run_job(task: EvalTask, arm: str, flow: FlowConfig, job: JobSettings, arm_dir: str) -> JobOutcome:

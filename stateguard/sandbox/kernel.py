@@ -61,7 +61,7 @@ from stateguard.workspace import SummaryCache, VariableSummary, _value_repr
 _THIS_FILE = __file__
 _MISSING = object()
 MIB = 1024 * 1024
-_BLOB = "\0blob"  # a snapshot reply's payload, sent by the loop as a blob frame after the reply
+_BLOB = "\0blob"  # a snapshot reply's payload and parts, sent by the loop as blob frames after the reply
 
 
 # json's C scanner, bound before any cell runs: a cell's patch of json.loads must not reach a
@@ -195,9 +195,9 @@ class Kernel:
                 if tampered is not None:
                     report(reply_fd, nonce, tampered)
                     exit_now(tripwire.EXIT_TAMPERED)
-                blob: Any = reply.pop(_BLOB, None)
+                blobs: Any = reply.pop(_BLOB, ())
                 send_message(reply_fd, {**reply, "nonce": nonce})
-                if blob is not None:
+                for blob in blobs:
                     send_blob(reply_fd, blob)
             finally:
                 # End of reply: the parent now expects end-of-file. (If the cell closed the fd itself,
@@ -302,29 +302,52 @@ class Kernel:
 
     # --- checkpoints ------------------------------------------------------------------------
     def snapshot(self, request: dict[str, Any]) -> dict[str, Any]:
-        payload, saved, skipped = dump_namespace(self.namespace)
-        if payload.nbytes > self.checkpoint_mb * MIB:
+        # "parts" (key -> size, what the parent holds): large arrays travel as parts (parts.py), each
+        # sent once per rollout; without it (a replay's retaken snapshot) one self-contained payload.
+        held = request.get("parts")
+        held = (
+            {str(k): int(v) for k, v in held.items() if isinstance(v, int)} if isinstance(held, dict) else None
+        )
+        payload, saved, skipped, parts = dump_namespace(self.namespace, held)
+        total = payload.nbytes + (sum(parts.refs.values()) if parts is not None else 0)
+        if total > self.checkpoint_mb * MIB:
             return {
                 "ok": False,
-                "error": f"the checkpoint would be {payload.nbytes / MIB:.0f} MiB, over checkpoint_mb="
+                "error": f"the checkpoint would be {total / MIB:.0f} MiB, over checkpoint_mb="
                 f"{self.checkpoint_mb} (delete large variables first, or raise the limit)",
             }
-        # The blob is sent by the request loop, after the tripwire's check (pickling runs the
-        # values' own __reduce__ code).
-        return {"ok": True, "saved": saved, "skipped": skipped, "size": payload.nbytes, _BLOB: payload}
+        new = list(parts.new.items()) if parts is not None else []
+        # The blobs (the payload, then each new part) are sent by the request loop, after the
+        # tripwire's check (pickling runs the values' own __reduce__ code).
+        return {
+            "ok": True,
+            "saved": saved,
+            "skipped": skipped,
+            "size": payload.nbytes,
+            "parts": [[key, len(data)] for key, data in new],
+            "refs": sorted(parts.refs) if parts is not None else [],
+            _BLOB: [payload, *(data for _, data in new)],
+        }
+
+    def _read_checkpoint(self, request: dict[str, Any]) -> tuple[bytearray, dict[str, bytearray]]:
+        """A checkpoint's blobs: its payload, then one per part key the request names (all of them
+        read, even if loading will fail)."""
+        payload = self.reader.read_blob()
+        keys = request.get("parts") or []
+        return payload, {str(key): self.reader.read_blob() for key in keys}
 
     def restore(self, request: dict[str, Any]) -> dict[str, Any]:
         self._listing = None
-        payload = self.reader.read_blob()  # always consume the blob, even if loading fails
-        self.namespace, failed = load_namespace(payload, self.namespace)
+        payload, parts = self._read_checkpoint(request)  # always consume the blobs, even if loading fails
+        self.namespace, failed = load_namespace(payload, self.namespace, parts)
         self._summaries.clear()  # every value is a new object
         self.flow.attach(self.namespace)
         return {"ok": True, "names": self._names(), "failed": failed}
 
     def verify(self, request: dict[str, Any]) -> dict[str, Any]:
         """Which values differ from a checkpoint's (the parent checks a replay with this)."""
-        payload = self.reader.read_blob()
-        return {"ok": True, "differ": differing_names(payload, self.namespace, content_hash)}
+        payload, parts = self._read_checkpoint(request)
+        return {"ok": True, "differ": differing_names(payload, self.namespace, content_hash, parts)}
 
     # --- probes -----------------------------------------------------------------------------
     def _fork_probe(self) -> int:

@@ -439,15 +439,17 @@ class KernelProcess:
         blob: BlobFile | None = None,
         blob_follows: bool = False,
     ) -> Any:
-        """Send one request (plus an optional blob file) and return the reply, checked against its
-        op's schema (`replies.py`). With `blob_follows`, an ok reply leaves its pipe open for
-        `read_blob_into`."""
+        """Send one request (plus an optional checkpoint: its file, then its parts' files, the part
+        keys named in the request) and return the reply, checked against its op's schema
+        (`replies.py`). With `blob_follows`, an ok reply leaves its pipe open for `read_blob_into`."""
         deadline = time.monotonic() + timeout
         read_fd, write_fd = os.pipe()
         if blob_follows:
             widen_pipe(read_fd)
         reader = FrameReader(read_fd)
         nonce = secrets.token_hex(8)
+        if blob is not None and blob.parts:
+            message = {**message, "parts": [key for key, _ in blob.parts]}
         try:
             self._end_previous()
             try:
@@ -456,16 +458,20 @@ class KernelProcess:
                 os.close(write_fd)
             if blob is not None:
                 send_blob_file(self._cmd.fileno(), blob.path, blob.size)
+                for _, part in blob.parts:
+                    send_blob_file(self._cmd.fileno(), part.path, part.size)
             raw = reader.read_message(deadline)
             if raw.get("nonce") != nonce:
                 raise ProtocolError("a reply without this request's nonce (a frame forged inside the kernel)")
             if "kernel_tampered" in raw:
                 raise KernelTampered(str(raw["kernel_tampered"])[:500])
             reply = replies.validate(message.get("op"), raw, self._listing_memo)
-            if blob_follows and reply.ok and reply.size > self.limits.checkpoint_mb * MIB:
-                raise ProtocolError(
-                    f"it announced a checkpoint of {reply.size} bytes, over checkpoint_mb={self.limits.checkpoint_mb}"
-                )
+            if blob_follows and reply.ok:
+                announced = reply.size + sum(size for _, size in reply.parts)
+                if announced > self.limits.checkpoint_mb * MIB:
+                    raise ProtocolError(
+                        f"it announced a checkpoint of {announced} bytes, over checkpoint_mb={self.limits.checkpoint_mb}"
+                    )
             if blob_follows and reply.ok:
                 self._pending = reader
             else:
@@ -488,8 +494,9 @@ class KernelProcess:
             finally:
                 os.close(reader.fd)
 
-    def read_blob_into(self, out: BinaryIO, timeout: float, size: int) -> int:
-        """Stream the blob the last reply announced into `out`: exactly `size` bytes, or a kernel fault."""
+    def read_blob_into(self, out: BinaryIO, timeout: float, size: int, *, last: bool = True) -> int:
+        """Stream the next blob the last reply announced into `out`: exactly `size` bytes, or a kernel
+        fault. `last=False`: more blobs of the same reply follow."""
         reader, self._pending = self._pending, None
         if reader is None:
             raise KernelDied("no blob was announced by the last reply")
@@ -498,7 +505,10 @@ class KernelProcess:
         except Exception as exc:
             os.close(reader.fd)
             raise self._failure(exc, timeout) from exc
-        self._previous = reader
+        if last:
+            self._previous = reader
+        else:
+            self._pending = reader
         return size
 
     def _failure(self, exc: Exception, timeout: float) -> KernelDied:

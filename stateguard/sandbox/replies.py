@@ -11,6 +11,7 @@ paths are non-empty; names are identifiers' strings; counts are non-negative).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, model_validator
@@ -74,12 +75,31 @@ class DeleteReply(_Reply):
     names: list[str] = []
 
 
+PART_KEY = r"^[0-9a-f]{32}$"  # a part's content key (XXH3-128, `parts.py`): also its file name
+
+
 class SnapshotReply(_Reply):
-    """The JSON part of a snapshot (the bytes follow as a blob frame of exactly `size` bytes)."""
+    """The JSON part of a snapshot: the bytes follow as a blob frame of exactly `size` bytes, then
+    one blob per new part, of the sizes in `parts` (key, size) and in that order. `refs`: every part
+    key the checkpoint refers to (the new ones and ones the parent held)."""
 
     saved: list[str] = []
     skipped: dict[str, str] = {}
     size: int = Field(default=0, ge=0)
+    parts: list[tuple[str, int]] = []
+    refs: list[str] = []
+
+    @model_validator(mode="after")
+    def _parts_are_well_formed(self) -> SnapshotReply:
+        keys = [key for key, _ in self.parts]
+        if len(set(keys)) != len(keys) or not set(keys) <= set(self.refs):
+            raise ValueError("each new part must be sent once and be referred to")
+        if any(size < 0 for _, size in self.parts):
+            raise ValueError("a part of negative size")
+        for key in self.refs:
+            if not re.fullmatch(PART_KEY, key):
+                raise ValueError(f"a part key that is not 32 hex digits: {key[:40]!r}")
+        return self
 
 
 class RestoreReply(_Reply):

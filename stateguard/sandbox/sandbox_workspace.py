@@ -512,21 +512,33 @@ class SandboxWorkspace:
 
     # --- checkpoints ------------------------------------------------------------------------
     def snapshot(self, checkpoint_id: str) -> None:
-        """Write the namespace to checkpoint_dir/<id>.pkl; unpicklable names are listed in `checkpoint_info`."""
+        """Write the namespace to checkpoint_dir/<id>.pkl (large arrays unchanged since an earlier
+        checkpoint are not written again: `checkpoints.py`, parts); unpicklable names are listed in
+        `checkpoint_info`."""
         with self._lock:
             self.checkpoints.path(checkpoint_id)  # validate the id before asking the kernel
             try:
-                reply = self._call({"op": "snapshot"}, self._admin_timeout(), blob_follows=True)
+                reply = self._call(
+                    {"op": "snapshot", "parts": self.checkpoints.held_parts()},
+                    self._admin_timeout(),
+                    blob_follows=True,
+                )
             except KernelDied as exc:  # twice: the workspace is rebuilt, the checkpoint not taken
                 raise RuntimeError(f"snapshot {checkpoint_id!r} failed: {exc}") from None
             if not reply.ok:
                 raise RuntimeError(f"snapshot {checkpoint_id!r} failed in the sandbox: {reply.error}")
+            timeout = self._admin_timeout()
             try:
                 size = self.checkpoints.receive(
                     checkpoint_id,
-                    lambda out: self.kernel.read_blob_into(out, self._admin_timeout(), reply.size),
+                    lambda out: self.kernel.read_blob_into(out, timeout, reply.size, last=not reply.parts),
+                    new_parts=reply.parts,
+                    refs=reply.refs,
+                    read_part_into=lambda out, n, last: self.kernel.read_blob_into(out, timeout, n, last=last),
                 )
-            except KernelDied as exc:
+            except (KernelDied, CheckpointRefused) as exc:
+                # CheckpointRefused: parts not as sent and held, which only a damaged kernel says.
+                self.kernel.kill()
                 self._pending_notes += self._recover(str(exc), lost_upto=self._cells)
                 raise RuntimeError(f"snapshot {checkpoint_id!r} failed: {exc}") from None
             self.checkpoints.record(

@@ -1,4 +1,4 @@
-"""Kernel-side checkpoints: the namespace as one cloudpickle payload, and back.
+"""Kernel-side checkpoints: the namespace as one cloudpickle payload (plus its parts), and back.
 
 What a checkpoint keeps:
 - every value cloudpickle can serialize, in ONE dump so that shared references survive
@@ -14,6 +14,10 @@ same name (a DuckDB connection keeps working after a rollback; its contents are 
 back), and is absent otherwise. State outside the namespace (files in scratch, module-level settings such as
 `pd.options`, random generator state of the numpy module) is not part of a checkpoint either.
 
+Large arrays may travel as *parts* (`parts.py`): pickled once per rollout into a part the parent
+stores beside the checkpoints, referred to by content key from each checkpoint's pickle. A dump
+asked for with `held=None` (a replay's retaken snapshot) has no parts: one self-contained payload.
+
 The bytes produced here are only ever unpickled in a kernel process, never in the parent.
 """
 
@@ -28,6 +32,8 @@ from typing import Any
 
 import cloudpickle
 
+from stateguard.sandbox.parts import Parts, loading
+
 _ANCHOR = "__stateguard_anchor__"
 
 
@@ -35,23 +41,44 @@ def _user_items(namespace: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in namespace.items() if not k.startswith("__")}
 
 
+class _PartPickler(cloudpickle.Pickler):
+    """cloudpickle, with each large leaf (`parts.Parts.reduce`) reduced to its part."""
+
+    def __init__(self, file: Any, parts: Parts):
+        super().__init__(file, protocol=5)
+        self._parts = parts
+
+    def reducer_override(self, obj: Any) -> Any:
+        reduced = self._parts.reduce(obj)
+        return reduced if reduced is not None else super().reducer_override(obj)
+
+
 def _dump(
     values: dict[str, Any],
     modules: dict[str, str],
     namespace: dict[str, Any],
     skipped: list[str] | None = None,
+    parts: Parts | None = None,
 ) -> memoryview:
     # A function whose globals are the namespace: after unpickling, cloudpickle gives all the
     # cell-defined functions one shared globals dict, and this anchor lets us find it.
     anchor = types.FunctionType(compile("None", "<anchor>", "eval"), namespace)
     buffer = io.BytesIO()
     body = {"values": values, "modules": modules, "anchor": anchor, "skipped": sorted(skipped or [])}
-    cloudpickle.Pickler(buffer, protocol=5).dump(body)
+    if parts is None:
+        cloudpickle.Pickler(buffer, protocol=5).dump(body)
+    else:
+        parts.clear()
+        _PartPickler(buffer, parts).dump(body)
     return buffer.getbuffer()  # no copy: a checkpoint of a large namespace must not be held twice
 
 
-def dump_namespace(namespace: dict[str, Any]) -> tuple[memoryview, list[str], dict[str, str]]:
-    """(payload, saved names, skipped name -> reason)."""
+def dump_namespace(
+    namespace: dict[str, Any], held: dict[str, int] | None = None
+) -> tuple[memoryview, list[str], dict[str, str], Parts | None]:
+    """(payload, saved names, skipped name -> reason, parts). With `held` (part key -> size, the parts
+    the parent holds already) large leaves become parts; `parts.new` are those to send."""
+    parts = None if held is None else Parts(held)
     values: dict[str, Any] = {}
     modules: dict[str, str] = {}
     for name, value in _user_items(namespace).items():
@@ -61,7 +88,7 @@ def dump_namespace(namespace: dict[str, Any]) -> tuple[memoryview, list[str], di
             values[name] = value
     skipped: dict[str, str] = {}
     try:
-        payload = _dump(values, modules, namespace)
+        payload = _dump(values, modules, namespace, parts=parts)
     except Exception:
         # Find the culprits one by one, then dump the rest together (keeps shared references).
         for name, value in list(values.items()):
@@ -72,18 +99,22 @@ def dump_namespace(namespace: dict[str, Any]) -> tuple[memoryview, list[str], di
                     :300
                 ]
                 del values[name]
-        payload = _dump(values, modules, namespace, list(skipped))
-    return payload, sorted([*values, *modules]), skipped
+        payload = _dump(values, modules, namespace, list(skipped), parts)
+    return payload, sorted([*values, *modules]), skipped, parts
 
 
 def load_namespace(
-    payload: bytes | bytearray, current: dict[str, Any] | None = None
+    payload: bytes | bytearray,
+    current: dict[str, Any] | None = None,
+    parts: dict[str, bytearray] | None = None,
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """(new namespace, module name -> reason for modules that could not be re-imported).
 
     Names the checkpoint had to skip are taken from `current` (the live namespace) when there.
+    `parts`: key -> bytes of the parts the checkpoint refers to (a missing one fails the load).
     """
-    data = pickle.loads(payload)
+    with loading(parts or {}):
+        data = pickle.loads(payload)
     namespace: dict[str, Any] = data["anchor"].__globals__
     # cloudpickle may have copied helper entries (e.g. __name__) into the shared globals; keep
     # those, drop nothing else, and lay the saved values over it.
@@ -102,13 +133,18 @@ def load_namespace(
     return namespace, failed
 
 
-def differing_names(payload: bytes | bytearray, namespace: dict[str, Any], hash_of: Any) -> list[str]:
+def differing_names(
+    payload: bytes | bytearray,
+    namespace: dict[str, Any],
+    hash_of: Any,
+    parts: dict[str, bytearray] | None = None,
+) -> list[str]:
     """Names whose value in the checkpoint differs from the namespace's (used to check a replay).
 
     Data only: functions, classes and modules are skipped (their pickled bytes are not stable
     across processes), and so is any value whose hash cannot be computed on either side.
     """
-    saved, _ = load_namespace(payload, None)
+    saved, _ = load_namespace(payload, None, parts)
     out = []
     for name, value in _user_items(saved).items():
         if isinstance(value, types.ModuleType | type) or callable(value):
