@@ -110,6 +110,7 @@ class Kernel:
         # the JSON-ready dict of each reused summary is kept beside it.
         self._summaries = SummaryCache()
         self._dumped: dict[str, tuple[VariableSummary, dict[str, Any]]] = {}
+        self._unpicklable: list[str] = []  # what the last checkpoint skipped, tested first by the next
         limits = config["limits"]
         self.max_output = int(limits["max_output_chars"])
         self.grace = float(limits["grace_seconds"])
@@ -308,7 +309,8 @@ class Kernel:
         held = (
             {str(k): int(v) for k, v in held.items() if isinstance(v, int)} if isinstance(held, dict) else None
         )
-        payload, saved, skipped, parts = dump_namespace(self.namespace, held)
+        payload, saved, skipped, parts = dump_namespace(self.namespace, held, self._unpicklable)
+        self._unpicklable[:] = skipped  # in place: the tripwire watches what the attributes are
         total = payload.nbytes + (sum(parts.refs.values()) if parts is not None else 0)
         if total > self.checkpoint_mb * MIB:
             return {
@@ -316,7 +318,7 @@ class Kernel:
                 "error": f"the checkpoint would be {total / MIB:.0f} MiB, over checkpoint_mb="
                 f"{self.checkpoint_mb} (delete large variables first, or raise the limit)",
             }
-        new = list(parts.new.items()) if parts is not None else []
+        new = parts.sent() if parts is not None else []
         # The blobs (the payload, then each new part) are sent by the request loop, after the
         # tripwire's check (pickling runs the values' own __reduce__ code).
         return {

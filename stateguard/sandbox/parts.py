@@ -31,7 +31,7 @@ from typing import Any
 
 import xxhash
 
-PART_MIN_BYTES = 256 * 1024  # smaller leaves stay in the checkpoint's own pickle
+PART_MIN_BYTES = 64 * 1024  # smaller leaves stay in the checkpoint's own pickle (the nyc tasks: 30 arrays of 64-256 KiB)
 _LENGTH = struct.Struct(">Q")
 _loading: list[Mapping[str, Any]] = []  # the parts of the load in progress (a stack of one)
 
@@ -56,7 +56,7 @@ def loading(parts: Mapping[str, Any]) -> Iterator[None]:
         _loading.pop()
 
 
-def _is_leaf(obj: Any) -> bool:
+def is_leaf(obj: Any) -> bool:
     np = sys.modules.get("numpy")
     if np is not None and type(obj) is np.ndarray:
         # Object arrays pickle their elements, which other values may share: never a leaf.
@@ -103,7 +103,7 @@ class Parts:
 
     def reduce(self, obj: Any) -> tuple[Any, ...] | None:
         """The reduction of a leaf to its part, or None for anything else."""
-        if not _is_leaf(obj):
+        if not is_leaf(obj):
             return None
         try:
             key = fingerprint(obj)
@@ -115,4 +115,9 @@ class Parts:
         return (_part_value, (key,))
 
     def clear(self) -> None:
-        self.new, self.refs = {}, {}
+        """Before a dump is tried again (without the values that did not pickle): the parts already
+        pickled stay for reuse, and `sent` gives only those the final dump refers to."""
+        self.refs = {}
+
+    def sent(self) -> list[tuple[str, bytes]]:
+        return [(key, data) for key, data in self.new.items() if key in self.refs]

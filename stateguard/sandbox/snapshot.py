@@ -28,11 +28,12 @@ import importlib
 import io
 import pickle
 import types
+from collections.abc import Iterable
 from typing import Any
 
 import cloudpickle
 
-from stateguard.sandbox.parts import Parts, loading
+from stateguard.sandbox.parts import Parts, is_leaf, loading
 
 _ANCHOR = "__stateguard_anchor__"
 
@@ -74,10 +75,11 @@ def _dump(
 
 
 def dump_namespace(
-    namespace: dict[str, Any], held: dict[str, int] | None = None
+    namespace: dict[str, Any], held: dict[str, int] | None = None, suspects: Iterable[str] = ()
 ) -> tuple[memoryview, list[str], dict[str, str], Parts | None]:
     """(payload, saved names, skipped name -> reason, parts). With `held` (part key -> size, the parts
-    the parent holds already) large leaves become parts; `parts.new` are those to send."""
+    the parent holds already) large leaves become parts; `parts.new` are those to send. `suspects`:
+    names that may not pickle (the last checkpoint's skipped ones), tested on their own first."""
     parts = None if held is None else Parts(held)
     values: dict[str, Any] = {}
     modules: dict[str, str] = {}
@@ -87,20 +89,40 @@ def dump_namespace(
         else:
             values[name] = value
     skipped: dict[str, str] = {}
+    # The names the last checkpoint had to skip are tested on their own first: a live resource (a
+    # database connection) stays in the namespace for the whole rollout, and a failed dump of the
+    # whole namespace would cost every checkpoint a second pass over every value.
+    for name in suspects:
+        if name in values and (why := _unpicklable(values[name])) is not None:
+            skipped[name] = why
+            del values[name]
     try:
-        payload = _dump(values, modules, namespace, parts=parts)
+        payload = _dump(values, modules, namespace, list(skipped), parts)
     except Exception:
         # Find the culprits one by one, then dump the rest together (keeps shared references).
         for name, value in list(values.items()):
-            try:
-                cloudpickle.dumps(value, protocol=5)
-            except Exception as exc:
-                skipped[name] = f"{type(value).__name__} cannot be pickled ({type(exc).__name__}: {exc})"[
-                    :300
-                ]
+            if (why := _unpicklable(value)) is not None:
+                skipped[name] = why
                 del values[name]
         payload = _dump(values, modules, namespace, list(skipped), parts)
     return payload, sorted([*values, *modules]), skipped, parts
+
+
+class _TestPickler(cloudpickle.Pickler):
+    """cloudpickle with each large leaf left out (a numeric or Arrow array always pickles): only
+    whether the rest of a value pickles is tested, and nothing large is copied for it."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        return (str, ()) if is_leaf(obj) else super().reducer_override(obj)
+
+
+def _unpicklable(value: Any) -> str | None:
+    """Why `value` cannot be pickled (None: it can)."""
+    try:
+        _TestPickler(io.BytesIO(), protocol=5).dump(value)
+    except Exception as exc:
+        return f"{type(value).__name__} cannot be pickled ({type(exc).__name__}: {exc})"[:300]
+    return None
 
 
 def load_namespace(

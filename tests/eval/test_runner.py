@@ -157,6 +157,7 @@ def test_checkpoints_are_dropped_after_a_rollout_unless_kept(bench_dir: Path, tm
     dropped = list((tmp_path / "drop").rglob("checkpoints/*.pkl"))
     kept = list((tmp_path / "keep").rglob("checkpoints/*.pkl"))
     assert dropped == [] and len(kept) >= 2  # the start checkpoint and at least one per committed state
+    assert list((tmp_path / "drop").rglob("checkpoints/.parts/*")) == []  # their parts go with them
     # what a reader of the run needs stays: results and the kernel's log
     assert [r.status for r in read_results(tmp_path / "drop")] == [
         r.status for r in read_results(tmp_path / "keep")

@@ -859,10 +859,19 @@ def test_a_checkpoint_file_carries_the_xxh3_of_its_bytes_and_an_older_one_is_ref
     (length,) = struct.unpack(">Q", data[-len(MAGIC) - 8 : -len(MAGIC)])
     identity = json.loads(data[-len(MAGIC) - 8 - length : -len(MAGIC) - 8])
     payload = data[: -len(MAGIC) - 8 - length]
+    # The 2.4 MB array is a part of its own (`parts.py`): the identity records its size and digest,
+    # and the checkpoint's digest covers its bytes, then that list of parts.
+    (key,) = identity["parts"]
+    part = (ws.checkpoint_dir / ".parts" / f"{key}.part").read_bytes()
+    (part_length,) = struct.unpack(">Q", part[-16:-8])
+    part_bytes = part[: -16 - part_length]
+    parts = {key: [len(part_bytes), xxhash.xxh3_128(part_bytes).hexdigest()]}
+    listed = json.dumps(parts, sort_keys=True, separators=(",", ":")).encode()
     assert identity == {
         "checkpoint_id": "c5",
         "size": len(payload),
-        "xxh3_128": xxhash.xxh3_128(payload).hexdigest(),
+        "xxh3_128": xxhash.xxh3_128(payload + listed).hexdigest(),
+        "parts": parts,
     }
     assert ws.run_cell("v = None").ok
     ws.restore("c5")
