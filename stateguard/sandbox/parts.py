@@ -56,15 +56,30 @@ def loading(parts: Mapping[str, Any]) -> Iterator[None]:
         _loading.pop()
 
 
+_NOT, _NUMPY, _ARROW = 0, 1, 2
+_kinds: dict[type, int] = {}  # a type's kind never changes (an Arrow type exists only once pyarrow does)
+
+
+def _kind(kind: type) -> int:
+    np, pa = sys.modules.get("numpy"), sys.modules.get("pyarrow")
+    if np is not None and kind is np.ndarray:
+        return _NUMPY
+    if pa is not None and issubclass(kind, pa.Array | pa.ChunkedArray):
+        return _ARROW
+    return _NOT
+
+
 def is_leaf(obj: Any) -> bool:
-    np = sys.modules.get("numpy")
-    if np is not None and type(obj) is np.ndarray:
+    """Called for every object a checkpoint pickles that is not a builtin container: cheap first."""
+    kind = _kinds.get(type(obj))
+    if kind is None:
+        kind = _kinds[type(obj)] = _kind(type(obj))
+    if kind == _NUMPY:
         # Object arrays pickle their elements, which other values may share: never a leaf.
-        return not obj.dtype.hasobject and obj.nbytes >= PART_MIN_BYTES
-    pa = sys.modules.get("pyarrow")
-    if pa is not None and isinstance(obj, pa.Array | pa.ChunkedArray):
+        return obj.nbytes >= PART_MIN_BYTES and not obj.dtype.hasobject
+    if kind == _ARROW:
         try:
-            return bool(obj.nbytes >= PART_MIN_BYTES) and not _has_extension(obj.type, pa)
+            return bool(obj.nbytes >= PART_MIN_BYTES) and not _has_extension(obj.type, sys.modules["pyarrow"])
         except Exception:  # an array whose size cannot be told: pickled in place
             return False
     return False

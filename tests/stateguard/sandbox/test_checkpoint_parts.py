@@ -183,3 +183,19 @@ def test_a_replay_after_a_kernel_death_restores_a_checkpoint_with_parts(ws: Sand
     assert r.value == "(4999950000, True, 9.0)", r
     assert any("rebuilt by replaying" in n for n in r.notes), r.notes
     assert ws.degraded_reasons == []
+
+
+def test_a_live_resource_is_skipped_at_every_checkpoint_and_the_frames_still_become_parts(
+    ws: SandboxWorkspace,
+) -> None:
+    _check(ws, "import sqlite3\ncon = sqlite3.connect(':memory:')")
+    ws.snapshot("c1")
+    first = _parts(ws)
+    assert first and set(ws.checkpoint_info("c1").skipped) == {"con"}
+    _check(ws, "x = 2")
+    ws.snapshot("c2")  # `con` is tested alone first: the frames are not pickled twice
+    assert _parts(ws) == first
+    assert ws.checkpoint_info("c2").skipped == ws.checkpoint_info("c1").skipped
+    _check(ws, "df = None")
+    ws.restore("c2")
+    assert _check(ws, "(con.execute('select 41 + 1').fetchone()[0], alias is df, x)") == "(42, True, 2)"
