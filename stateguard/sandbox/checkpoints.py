@@ -84,7 +84,9 @@ def _parts_bytes(parts: dict[str, list[object]]) -> bytes:
     return json.dumps(parts, sort_keys=True, separators=(",", ":")).encode()
 
 
-def _read_identity(f: BinaryIO, path: Path, magics: tuple[bytes, ...]) -> tuple[dict[str, object], int, bytes]:
+def _read_identity(
+    f: BinaryIO, path: Path, magics: tuple[bytes, ...]
+) -> tuple[dict[str, object], int, bytes]:
     """(identity record, size of the bytes before it, magic) of a file ending with one."""
     total = f.seek(0, os.SEEK_END)
     tail = _TRAILER.size + len(MAGIC)
@@ -221,15 +223,18 @@ class CheckpointFiles:
                 size = read_into(hashing)  # type: ignore[arg-type]
                 if new:
                     self.parts_dir.mkdir(exist_ok=True)
-                    assert read_part_into is not None
                 for i, (key, part_size) in enumerate(new_parts):
                     written[key] = self._receive_part(
-                        key, lambda f, n=part_size, last=i == len(new) - 1: read_part_into(f, n, last)
+                        key, _reader(read_part_into, part_size, i == len(new) - 1)
                     )
                 records = {**self._parts, **written}
                 parts = {key: [records[key].size, records[key].xxh3_128] for key in sorted(refs)}
                 hashing.digest.update(_parts_bytes(parts))
-                identity = {"checkpoint_id": checkpoint_id, "size": size, "xxh3_128": hashing.digest.hexdigest()}
+                identity = {
+                    "checkpoint_id": checkpoint_id,
+                    "size": size,
+                    "xxh3_128": hashing.digest.hexdigest(),
+                }
                 _write_identity(out, {**identity, "parts": parts}, MAGIC)
         except BaseException:
             partial.unlink(missing_ok=True)
@@ -291,14 +296,19 @@ class CheckpointFiles:
         return BlobFile(
             path,
             size,
-            tuple((key, self._verified_part(checkpoint_id, key, record)) for key, record in sorted(records.items())),
+            tuple(
+                (key, self._verified_part(checkpoint_id, key, record))
+                for key, record in sorted(records.items())
+            ),
         )
 
     def _verified_part(self, checkpoint_id: str, key: str, record: PartRecord) -> BlobFile:
         try:
             path = self.part_path(key)
         except ValueError:
-            raise CheckpointRefused(f"checkpoint {checkpoint_id!r}: a damaged part key {key[:40]!r}") from None
+            raise CheckpointRefused(
+                f"checkpoint {checkpoint_id!r}: a damaged part key {key[:40]!r}"
+            ) from None
         try:
             f = path.open("rb")
         except FileNotFoundError:
@@ -341,6 +351,14 @@ class CheckpointFiles:
             return self.current
         alive = [c for c in self._infos.values() if self.exists(c.checkpoint_id)]
         return max(alive, key=lambda c: c.after_cell).checkpoint_id if alive else None
+
+
+def _reader(
+    read_part_into: Callable[[BinaryIO, int, bool], int] | None, size: int, last: bool
+) -> Callable[[BinaryIO], int]:
+    if read_part_into is None:
+        raise ValueError("a snapshot with new parts needs read_part_into")
+    return lambda out: read_part_into(out, size, last)
 
 
 def remove_all(directory: Path) -> None:

@@ -307,7 +307,9 @@ class Kernel:
         # sent once per rollout; without it (a replay's retaken snapshot) one self-contained payload.
         held = request.get("parts")
         held = (
-            {str(k): int(v) for k, v in held.items() if isinstance(v, int)} if isinstance(held, dict) else None
+            {str(k): int(v) for k, v in held.items() if isinstance(v, int)}
+            if isinstance(held, dict)
+            else None
         )
         payload, saved, skipped, parts = dump_namespace(self.namespace, held, self._unpicklable)
         self._unpicklable[:] = skipped  # in place: the tripwire watches what the attributes are

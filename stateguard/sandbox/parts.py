@@ -31,7 +31,9 @@ from typing import Any
 
 import xxhash
 
-PART_MIN_BYTES = 64 * 1024  # smaller leaves stay in the checkpoint's own pickle (the nyc tasks: 30 arrays of 64-256 KiB)
+PART_MIN_BYTES = (
+    64 * 1024
+)  # smaller leaves stay in the checkpoint's own pickle (the nyc tasks: 30 arrays of 64-256 KiB)
 _LENGTH = struct.Struct(">Q")
 _loading: list[Mapping[str, Any]] = []  # the parts of the load in progress (a stack of one)
 
@@ -97,7 +99,12 @@ def _has_extension(kind: Any, pa: Any) -> bool:
 def fingerprint(obj: Any) -> str:
     """XXH3-128 of the leaf's complete pickled form (protocol 5): equal keys, equal pickles."""
     buffers: list[pickle.PickleBuffer] = []
-    stream = pickle.dumps(obj, protocol=5, buffer_callback=lambda b: buffers.append(b) or False)
+
+    def out_of_band(buffer: pickle.PickleBuffer) -> bool:
+        buffers.append(buffer)
+        return False
+
+    stream = pickle.dumps(obj, protocol=5, buffer_callback=out_of_band)
     digest = xxhash.xxh3_128()
     digest.update(_LENGTH.pack(len(stream)))
     digest.update(stream)  # holds each buffer's read-only flag and every non-buffer field

@@ -534,7 +534,9 @@ class SandboxWorkspace:
                     lambda out: self.kernel.read_blob_into(out, timeout, reply.size, last=not reply.parts),
                     new_parts=reply.parts,
                     refs=reply.refs,
-                    read_part_into=lambda out, n, last: self.kernel.read_blob_into(out, timeout, n, last=last),
+                    read_part_into=lambda out, n, last: self.kernel.read_blob_into(
+                        out, timeout, n, last=last
+                    ),
                 )
             except (KernelDied, CheckpointRefused) as exc:
                 # CheckpointRefused: parts not as sent and held, which only a damaged kernel says.
