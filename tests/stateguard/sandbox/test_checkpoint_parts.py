@@ -199,3 +199,23 @@ def test_a_live_resource_is_skipped_at_every_checkpoint_and_the_frames_still_bec
     _check(ws, "df = None")
     ws.restore("c2")
     assert _check(ws, "(con.execute('select 41 + 1').fetchone()[0], alias is df, x)") == "(42, True, 2)"
+
+
+def test_a_file_of_the_previous_format_without_parts_still_restores(tmp_path: Path) -> None:
+    import xxhash
+
+    with SandboxWorkspace(None, tmp_path / "scratch", tmp_path / "ckpt", LIMITS) as ws:
+        _check(ws, "v = [1, 2, 3]\nw = {'k': v}")
+        ws.snapshot("c1")  # nothing large: no parts
+        path = ws.checkpoint_dir / "c1.pkl"
+        data = path.read_bytes()
+        (length,) = struct.unpack(">Q", data[-len(MAGIC) - 8 : -len(MAGIC)])
+        payload = data[: -len(MAGIC) - 8 - length]
+        assert json.loads(data[-len(MAGIC) - 8 - length : -len(MAGIC) - 8])["parts"] == {}
+        old = json.dumps(
+            {"checkpoint_id": "c1", "size": len(payload), "xxh3_128": xxhash.xxh3_128(payload).hexdigest()}
+        ).encode()
+        path.write_bytes(payload + old + struct.pack(">Q", len(old)) + b"SGCKPT02")
+        _check(ws, "v = None")
+        ws.restore("c1")
+        assert _check(ws, "(v, w['k'] is v)") == "([1, 2, 3], True)"
