@@ -244,7 +244,9 @@ class CheckpointFiles:
             raise
         partial.replace(path)
         self._parts.update(written)
+        replaced = self._refs.get(checkpoint_id, set())  # a checkpoint taken again under its id
         self._refs[checkpoint_id] = set(refs)
+        self._collect(replaced)
         return size + sum(records[key].size for key in parts)
 
     def _receive_part(self, key: str, read_into: Callable[[BinaryIO], int]) -> PartRecord:
@@ -340,9 +342,12 @@ class CheckpointFiles:
         self._infos.pop(checkpoint_id, None)
         if self.current == checkpoint_id:
             self.current = None
-        dropped = self._refs.pop(checkpoint_id, set())
+        self._collect(self._refs.pop(checkpoint_id, set()))
+
+    def _collect(self, keys: set[str]) -> None:
+        """Delete the parts among `keys` that no checkpoint refers to any more."""
         still = set().union(*self._refs.values()) if self._refs else set()
-        for key in dropped - still:  # the last checkpoint that referred to it
+        for key in keys - still:  # the last checkpoint that referred to it is gone
             self._parts.pop(key, None)
             self.part_path(key).unlink(missing_ok=True)
 

@@ -219,3 +219,14 @@ def test_a_file_of_the_previous_format_without_parts_still_restores(tmp_path: Pa
         _check(ws, "v = None")
         ws.restore("c1")
         assert _check(ws, "(v, w['k'] is v)") == "([1, 2, 3], True)"
+
+
+def test_a_checkpoint_taken_again_under_its_id_lets_go_of_the_parts_only_it_held(
+    ws: SandboxWorkspace,
+) -> None:
+    ws.snapshot("c1")
+    _check(ws, "a = a * 2")
+    ws.snapshot("c1")  # the same id, a new `a`: the old `a`'s part is referred to by nothing now
+    assert _parts(ws) == set(_identity(ws, "c1")["parts"])
+    ws.restore("c1")
+    assert _check(ws, "float(a[3])") == "6.0"
