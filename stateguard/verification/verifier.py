@@ -950,7 +950,9 @@ class SemanticVerifier:
         columns = rule_windows.groupable(self.vocab, tables)  # of the tables the turn reads
         measures = [c for c in self.vocab.columns(tables) if c not in columns]
         stated = (
-            rule_windows.stated_group(rule, columns, self.vocab.column_words, measures)
+            rule_windows.stated_group(
+                rule, columns, self.vocab.column_words, measures, self.vocab.column_values(tables)
+            )
             if rule.strip()
             else None
         )
