@@ -125,13 +125,31 @@ class Stated:
     text: str
 
 
+# time words: a description counts in them as often as it names a time ("age (years at sampling)")
+_TIMES = {
+    "year",
+    "years",
+    "month",
+    "months",
+    "week",
+    "weeks",
+    "day",
+    "days",
+    "hour",
+    "hours",
+    "decade",
+    "decades",
+}
+
 # a numeric column groups rows when it holds whole-number codes in a short range (0/1, 1-12)
 _CODES = 50
 
 
-def groupable(vocab: Vocabulary, tables: list[str] | None = None) -> list[str]:
+def groupable(vocab: Vocabulary, tables: list[str] | None = None, years: bool = False) -> list[str]:
     """Columns that can name a group: text, or whole-number codes in a short range (`south`,
-    `wave`), not a measure (`income`); with `tables`, only columns of those (the turn reads them)."""
+    `wave`), not a measure (`income`); with `tables`, only columns of those (the turn reads them);
+    `years`: only whole numbers within calendar years (`year`, 1893 to 2005), a group said as "the same
+    year" but also a row's own time ("that year's rate")."""
     out: list[str] = []
     for table_name, table in vocab.tables.items():
         if tables is not None and table_name not in tables:
@@ -147,8 +165,7 @@ def groupable(vocab: Vocabulary, tables: list[str] | None = None) -> list[str]:
                 and float(info.high).is_integer()
                 and info.high - info.low <= _CODES
             )
-            # whole numbers within calendar years (`year`, 1893 to 2005): a time key, not a measure
-            years = (
+            calendar = (
                 info.kind == "num"
                 and info.low is not None
                 and info.high is not None
@@ -156,7 +173,7 @@ def groupable(vocab: Vocabulary, tables: list[str] | None = None) -> list[str]:
                 and float(info.high).is_integer()
                 and 1700 <= info.low <= info.high <= 2100
             )
-            if info.kind == "text" or codes or years:
+            if (calendar and not codes) if years else (info.kind == "text" or codes):
                 out.append(name)
     return out
 
@@ -174,6 +191,7 @@ def stated_group(
     described: dict[str, tuple[str, ...]] | None = None,
     measures: list[str] | None = None,
     values: dict[str, tuple[str, ...]] | None = None,
+    years: list[str] | None = None,
 ) -> Stated | None:
     """The group the rule's statistic is taken over, when the rule says it one way only; `described`:
     the words the task's text describes each column with, read where no column's name is said;
@@ -182,7 +200,11 @@ def stated_group(
     whole = _WHOLE.search(rule)
     found: list[tuple[str, str]] = []
     phrases = [_OWN, _SAME, _POSSESSIVE, _SHARED, _WITH_OWN]
+    all_columns = columns
     for m in [found for pattern in phrases for found in pattern.finditer(rule)]:
+        # a calendar-year column groups when said as the rows' shared time ("the same year", "with its
+        # own year"), not as a row's own ("the mean of that year's rate")
+        columns = [*all_columns, *(years or [])] if m.re in (_SAME, _WITH_OWN, _SHARED) else all_columns
         words = re.sub(r"'s\b", "", m.group("words")).split()
         # the phrase ends where the clause goes on ("for their husband's occupation yet work ...")
         cut = next((i for i, w in enumerate(words) if w.lower() in _CLAUSE_WORDS), len(words))
@@ -227,11 +249,17 @@ def stated_group(
                     if len(said) == 1
                     else []
                 )
-                if not named and said and n == len(words):
+                if (
+                    not named
+                    and said
+                    and n == len(words)
+                    and not (len(said) == 1 and said[0].lower() in _TIMES)
+                ):
                     # the words in any order and form, one column's description only ("injection
                     # history" for `IV (history of injecting drugs)`, "series" for `org (poll series)`);
                     # two descriptions holding them ("sampling year" for `age (years at sampling)` and
-                    # `sample.yr (year the sample was taken)`) are two readings; the whole phrase only
+                    # `sample.yr (year the sample was taken)`) are two readings; the whole phrase only,
+                    # and not a time word alone (`age (years at sampling)` counts in years)
                     named = described_roots(said, columns, described or {})
                 if not named and len(said) == 1 and n == len(words):
                     named = _category_column(said[0], columns, described or {}, values or {})

@@ -149,6 +149,16 @@ class Vocabulary(BaseModel):
                 said = re.findall(r"[A-Za-z]+", m.group(1))[-3:]
                 found.update(said)
                 own += said
+            # "Columns: ID (patient code), V1 clump thickness, V2 uniformity of cell size, ...": in a
+            # list of columns, the words right after a name up to the next comma describe it
+            for listing in re.finditer(r"\bColumns:\s*(?P<list>[^.]*)", text):
+                for m in re.finditer(
+                    rf"(?:^|,\s*|\band\s+)`?{name}`?\s+(?P<said>[A-Za-z][A-Za-z' -]{{0,60}}?)\s*(?=,|\(|$)",
+                    listing.group("list"),
+                ):
+                    said = re.findall(r"[A-Za-z]+", m.group("said"))[:6]
+                    found.update(said)
+                    own += said
             kept = tuple(dict.fromkeys(w.lower() for w in own if w.lower() not in STOP and len(w) > 2))
             if kept:
                 by_column[column] = kept
