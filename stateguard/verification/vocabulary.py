@@ -152,11 +152,16 @@ class Vocabulary(BaseModel):
             # "Columns: ID (patient code), V1 clump thickness, V2 uniformity of cell size, ...": in a
             # list of columns, the words right after a name up to the next comma describe it
             for listing in re.finditer(r"\bColumns:\s*(?P<list>[^.]*)", text):
+                bare = re.sub(r"\([^()]*\)", "(", listing.group("list"))  # a parenthesis is read above
                 for m in re.finditer(
-                    rf"(?:^|,\s*|\band\s+)`?{name}`?\s+(?P<said>[A-Za-z][A-Za-z' -]{{0,60}}?)\s*(?=,|\(|$)",
-                    listing.group("list"),
+                    rf"(?:^|,\s*|\band\s+)`?{name}`?\s+(?!(?:and|or|the)\b)"
+                    rf"(?P<said>[A-Za-z][A-Za-z' -]{{0,60}}?)\s*(?=,|\(|$)",
+                    bare,
                 ):
                     said = re.findall(r"[A-Za-z]+", m.group("said"))[:6]
+                    known = {c.lower() for c in self.columns()}
+                    if any(w.lower() in known for w in said):
+                        continue  # "Dems and OneNation (...)": more names of the list, not words for one
                     found.update(said)
                     own += said
             kept = tuple(dict.fromkeys(w.lower() for w in own if w.lower() not in STOP and len(w) > 2))
@@ -440,6 +445,12 @@ def described_columns(
     return out
 
 
+# words of time: a description counts in them as often as it names a time
+TIME_WORDS = frozenset(
+    {"year", "years", "month", "months", "week", "weeks", "day", "days", "hour", "hours", "decade", "decades"}
+)
+
+
 def word_root(word: str) -> str:
     """A word without its inflection or derivation ending, for matching a phrase against a column's
     description: "injection" and "injecting" -> inject, "sampling" and "sample" -> sampl, "highways"
@@ -478,7 +489,11 @@ def described_roots(
     }
     if not said:
         return []
-    return [c for c in columns if said <= {word_root(d) for d in column_words.get(c, ())}]
+    # a description's time word is as often the unit it counts in ("age (years at sampling)"): it
+    # names nothing the subject may lean on ("sampling year" is not `age`)
+    return [
+        c for c in columns if said <= {word_root(d) for d in column_words.get(c, ()) if d not in TIME_WORDS}
+    ]
 
 
 def vocabulary_probe(names: list[str], connection: str | None) -> str:

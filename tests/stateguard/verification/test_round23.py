@@ -46,8 +46,9 @@ def test_the_columns_whose_description_holds_every_word_by_its_root_in_any_order
     columns = list(DESCRIBED)
     assert described_roots(["injection", "history"], columns, DESCRIBED) == ["IV"]
     assert described_roots(["highway-access", "index"], columns, DESCRIBED) == ["rad"]
-    # both descriptions hold "sampling year": two readings, and the caller abstains
-    assert described_roots(["sampling", "year"], columns, DESCRIBED) == ["age", "sample.yr"]
+    # a description's time word is no word to lean on: "sampling year" is not `age (years at sampling)`
+    assert described_roots(["sampling", "year"], columns, DESCRIBED) == []
+    assert described_roots(["sample", "taken"], columns, DESCRIBED) == ["sample.yr"]
     assert described_roots(["injection", "site"], columns, DESCRIBED) == []
 
 
@@ -79,6 +80,8 @@ def test_a_time_word_alone_is_not_read_from_a_description_that_counts_in_it() ->
     described = {"age": ("years", "sampling"), "sex": ("female", "male")}
     rule = "at least 1.5 times the median kappa of all subjects whose sample was drawn in the same year"
     assert rule_windows.stated_group(rule, ["sex", "age"], described) is None
+    possessive = "at least 1.5 times their sampling year's median kappa"
+    assert rule_windows.stated_group(possessive, ["sex", "age"], described) is None
 
 
 def test_a_rule_s_group_said_with_its_own() -> None:
@@ -125,6 +128,18 @@ def test_a_list_of_columns_without_parentheses_describes_each_name() -> None:
     assert vocab.column_words["V5"] == ("single", "epithelial", "cell", "size")
     assert vocab.column_words["V8"] == ("normal", "nucleoli")
     assert vocab.column_words["V9"] == ("mitoses",)
+    listed = Vocabulary(
+        tables={
+            "polls": {c: ColumnInfo(kind="num", low=0.5, high=60.5) for c in ("ALP", "Dems", "OneNation")}
+        }
+    ).with_descriptions("Columns: ALP, Dems and OneNation (each party's share, per cent), remark.")
+    assert "Dems" not in listed.column_words  # more names of the list, not words for `Dems`
+    nested = Vocabulary(
+        tables={"t": {c: ColumnInfo(kind="num", low=0.5, high=60.5) for c in ("price", "catch", "Clergy")}}
+    ).with_descriptions(
+        "Columns: price and catch (price in dollars and catch rate), Clergy and the other ranks."
+    )
+    assert "catch" not in nested.column_words and "Clergy" not in nested.column_words
 
 
 def test_calendar_years_group_when_said_as_the_rows_shared_time() -> None:
