@@ -47,7 +47,7 @@ _OWN = re.compile(
 # "the median ratio of the districts with the same grade span", "of the patients from the same state",
 # "of all wives whose husbands have the same occupation code"
 _SAME = re.compile(
-    r"\b(?:with|from|in|of|for|at|on|under|within|sharing|shares?|ha(?:ve|s|ving))\s+the\s+same\s+"
+    r"\b(?:with|from|in|of|for|at|on|under|within|sharing|shares?|ha(?:ve|s|ving))\s+(?:the|that)\s+same\s+"
     r"(?P<words>[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*){0,2})",
     re.IGNORECASE,
 )
@@ -500,7 +500,7 @@ def _sql_joined(sql: str, column: str) -> tuple[list[str], str] | None:
         elif on is not None:
             terms = list(on.flatten()) if isinstance(on, exp.And) else [on]
             if not all(
-                isinstance(t, exp.EQ)
+                isinstance(t, exp.EQ | exp.NullSafeEQ)  # `=`, or `IS NOT DISTINCT FROM`
                 and isinstance(t.this, exp.Column)
                 and isinstance(t.expression, exp.Column)
                 and t.this.name.lower() == t.expression.name.lower()
@@ -530,7 +530,7 @@ def _sql_joined(sql: str, column: str) -> tuple[list[str], str] | None:
         left, right = first.this, first.expression
         join.set(
             "on",
-            exp.EQ(
+            type(first)(
                 this=exp.column(column, table=left.table or None),
                 expression=exp.column(column, table=right.table or None),
             ),

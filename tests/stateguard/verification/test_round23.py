@@ -250,3 +250,22 @@ def test_a_transform_over_a_list_of_keys_is_regrouped_by_the_stated_column() -> 
     site = rule_windows.code_site(inspect_code(code), rule_windows.Stated("year", "in the same year"))
     assert site is not None and site.keys == ["year", "short"]
     assert site.fixed == "mv.groupby('year')['rating'].transform('median')"
+
+
+def test_a_group_said_that_same_and_a_statistic_joined_on_is_not_distinct_from() -> None:
+    rule = "at least 15% more than the median weight of all weighings taken in that same week of the trial"
+    assert rule_windows.stated_group(
+        rule, ["Time", "Litter"], {"Time": ("week", "trial")}
+    ) == rule_windows.Stated("Time", "in that same week of the")
+    code = (
+        'x = con.execute("""\nWITH cm AS (SELECT county, defending, median(v1) AS med_con FROM held '
+        "GROUP BY county, defending)\nSELECT count(*) FROM defended d JOIN cm ON cm.county IS NOT DISTINCT "
+        'FROM d.county AND cm.defending = d.defending\nWHERE d.v1 >= 1.2 * cm.med_con\n""").fetchone()'
+    )
+    found = rule_windows.joined_site(
+        code, inspect_code(code), rule_windows.Stated("county", "its county's median")
+    )
+    assert found is not None and found.keys == ["county", "defending"]
+    assert (
+        "GROUP BY county)" in found.after and "cm.county IS NOT DISTINCT FROM d.county WHERE" in found.after
+    )
