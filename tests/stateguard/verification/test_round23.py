@@ -269,3 +269,17 @@ def test_a_group_said_that_same_and_a_statistic_joined_on_is_not_distinct_from()
     assert (
         "GROUP BY county)" in found.after and "cm.county IS NOT DISTINCT FROM d.county WHERE" in found.after
     )
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Weighings with no feed figure stay out of the rest of this analysis: keep the others as `fed`.",
+        "Those rows are left aside in the remainder of the analysis.",
+    ],
+)
+def test_a_standing_scope_said_out_of_the_rest_of_the_analysis(said: str) -> None:
+    from stateguard.verification import standing
+
+    assert standing._STANDING.search(said)
+    assert not standing._STANDING.search("Keep the others from `wt` as `fed` and count the rest of the rows.")
