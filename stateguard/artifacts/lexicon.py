@@ -67,6 +67,9 @@ class Lexicon(BaseModel):
     value_words: dict[
         str, str
     ]  # everyday words for a category value as data often writes it ("women" -> female)
+    category_nouns: dict[
+        str, tuple[str, ...]
+    ]  # a noun naming a kind of category and the values such a column holds ("sex" -> female, male)
     function_words: frozenset[str]  # words that carry no content of their own (question words, verbs
     # of analysis, determiners): a clause of only these, lexicon words, columns, values and numbers parses whole
 
@@ -390,6 +393,10 @@ LEXICON = Lexicon(
         "man": "male",
         "males": "male",
         "boys": "male",
+    },
+    category_nouns={
+        "sex": ("female", "male", "f", "m"),
+        "gender": ("female", "male", "f", "m"),
     },
     abbreviations={
         "yr": "year",

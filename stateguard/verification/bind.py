@@ -25,7 +25,14 @@ from stateguard.verification.bind_loose import code_tests
 from stateguard.verification.binder import Binder, Plan, close
 from stateguard.verification.requirements import Kind, Requirement
 from stateguard.verification.rules.registry import RULES
-from stateguard.verification.vocabulary import Vocabulary, described_columns, resolve_column, strictly_named
+from stateguard.verification.vocabulary import (
+    Vocabulary,
+    described_columns,
+    described_roots,
+    resolve_column,
+    strictly_named,
+    word_root,
+)
 
 _SWAPPABLE = {"mean", "median", "sum"}
 
@@ -545,6 +552,20 @@ class RequirementBinder(Binder):
             # named only by a short form (`packpc` for "pack price"): a column the task's own text
             # describes with every word of the subject (`avgprs (average price per pack)`) is meant
             described = described_columns(subject, pool, self.vocab.column_words)
+            if len(described) == 1:
+                found = described
+        if not found and req.kind is Kind.AGGREGATION and subject:
+            # no column's name is said: the one column the task's own text describes with every word
+            # of the subject, in any order and form ("total spending" for `totexp (total yearly
+            # spending, pesetas)`)
+            described = described_roots(subject, pool, self.vocab.column_words)
+            if len(described) > 1:
+                # several descriptions hold the words: the one they open ("total spending" is `totexp
+                # (total yearly spending)`, not `wfood (share of total spending that goes on food)`)
+                roots = {word_root(w) for w in subject}
+                described = [
+                    c for c in described if word_root((self.vocab.column_words.get(c) or ("",))[0]) in roots
+                ]
             if len(described) == 1:
                 found = described
         if req.kind is Kind.COMPARISON and len(found) > 1 and req.value is not None:

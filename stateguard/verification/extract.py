@@ -1090,9 +1090,11 @@ def extract(
     )
     out: list[Requirement] = []
     for clause in clauses(question):
+        read: list[Requirement] = []
         for rule in registered:
             if rule.read_clause is not None:
-                out += rule.read_clause(clause, reading)
+                read += rule.read_clause(clause, reading)
+        out += _one_use(read)
     out = [r for r in out if not (r.kind is Kind.COMPARISON and excluded_after(question, r.text))]
     if vocab is not None:
         whole = row_condition_kinds()
@@ -1127,6 +1129,27 @@ def excluded_after(question: str, text: str) -> bool:
 def answer_fields(question: str) -> list[str]:
     """The answer fields a question names in backticks (a `{...}` template's keys aside)."""
     return [f for f in _FIELDS.findall(re.sub(r"\{[^}]*\}", "", question))]
+
+
+def _one_use(read: list[Requirement]) -> list[Requirement]:
+    """A clause's requirements without a category scope whose values are words of a statistic the
+    same clause asks ("their average kerb weight" beside the rating 'average', "their mean
+    Conservative share" beside the party 'Conservative'): one word read twice is two readings, and the
+    statistic's is the one the clause's shape gives."""
+    stated = [r.text.lower() for r in read if r.kind is Kind.AGGREGATION]
+    return [
+        r
+        for r in read
+        if not (
+            r.kind is Kind.SCOPE
+            and r.values
+            and r.values != ["True"]
+            and all(
+                any(re.search(rf"(?<!\w){re.escape(str(v).lower())}(?!\w)", t) for t in stated)
+                for v in r.values
+            )
+        )
+    ]
 
 
 def shares(clause: str, fields: list[str]) -> list[Requirement]:

@@ -27,9 +27,16 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 
+from stateguard.artifacts.lexicon import LEXICON
 from stateguard.inspection.code_model import CodeSemantics, Selection
 from stateguard.verification.requirements import Kind, Requirement
-from stateguard.verification.vocabulary import Vocabulary, column_tokens, described_columns, resolve_column
+from stateguard.verification.vocabulary import (
+    Vocabulary,
+    column_tokens,
+    described_columns,
+    described_roots,
+    resolve_column,
+)
 
 # "of its own SOUTH group", "of the student's own teaching method", "of its size class"
 _OWN = re.compile(
@@ -40,7 +47,7 @@ _OWN = re.compile(
 # "the median ratio of the districts with the same grade span", "of the patients from the same state",
 # "of all wives whose husbands have the same occupation code"
 _SAME = re.compile(
-    r"\b(?:with|from|in|of|for|at|on|under|within|sharing|shares?|ha(?:ve|s|ving))\s+the\s+same\s+"
+    r"\b(?:with|from|in|of|for|at|on|under|within|sharing|shares?|ha(?:ve|s|ving))\s+(?:the|that)\s+same\s+"
     r"(?P<words>[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*){0,2})",
     re.IGNORECASE,
 )
@@ -48,6 +55,17 @@ _SAME = re.compile(
 _POSSESSIVE = re.compile(
     r"\b(?:its|their|his|her)\s+(?:own\s+)?(?P<words>[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*){0,2}?)'s\s+"
     r"(?:own\s+)?(?:median|mean|average|typical)\b",
+    re.IGNORECASE,
+)
+# "all tracts that share its highway-access index": the rows the statistic is taken over share the group
+_SHARED = re.compile(
+    r"\b(?:that|which|who)\s+shares?\s+(?:its|their|his|her)\s+(?:own\s+)?"
+    r"(?P<words>[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*){0,2})",
+    re.IGNORECASE,
+)
+# "compares each state with its own year": `own` said, so the words name the row's group
+_WITH_OWN = re.compile(
+    r"\bwith\s+(?:its|their|his|her)\s+own\s+(?P<words>[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*){0,2})",
     re.IGNORECASE,
 )
 _WHOLE = re.compile(
@@ -107,13 +125,31 @@ class Stated:
     text: str
 
 
+# time words: a description counts in them as often as it names a time ("age (years at sampling)")
+_TIMES = {
+    "year",
+    "years",
+    "month",
+    "months",
+    "week",
+    "weeks",
+    "day",
+    "days",
+    "hour",
+    "hours",
+    "decade",
+    "decades",
+}
+
 # a numeric column groups rows when it holds whole-number codes in a short range (0/1, 1-12)
 _CODES = 50
 
 
-def groupable(vocab: Vocabulary, tables: list[str] | None = None) -> list[str]:
+def groupable(vocab: Vocabulary, tables: list[str] | None = None, years: bool = False) -> list[str]:
     """Columns that can name a group: text, or whole-number codes in a short range (`south`,
-    `wave`), not a measure (`income`); with `tables`, only columns of those (the turn reads them)."""
+    `wave`), not a measure (`income`); with `tables`, only columns of those (the turn reads them);
+    `years`: only whole numbers within calendar years (`year`, 1893 to 2005), a group said as "the same
+    year" but also a row's own time ("that year's rate")."""
     out: list[str] = []
     for table_name, table in vocab.tables.items():
         if tables is not None and table_name not in tables:
@@ -129,7 +165,15 @@ def groupable(vocab: Vocabulary, tables: list[str] | None = None) -> list[str]:
                 and float(info.high).is_integer()
                 and info.high - info.low <= _CODES
             )
-            if info.kind == "text" or codes:
+            calendar = (
+                info.kind == "num"
+                and info.low is not None
+                and info.high is not None
+                and float(info.low).is_integer()
+                and float(info.high).is_integer()
+                and 1700 <= info.low <= info.high <= 2100
+            )
+            if (calendar and not codes) if years else (info.kind == "text" or codes):
                 out.append(name)
     return out
 
@@ -146,6 +190,8 @@ def stated_group(
     columns: list[str],
     described: dict[str, tuple[str, ...]] | None = None,
     measures: list[str] | None = None,
+    values: dict[str, tuple[str, ...]] | None = None,
+    years: list[str] | None = None,
 ) -> Stated | None:
     """The group the rule's statistic is taken over, when the rule says it one way only; `described`:
     the words the task's text describes each column with, read where no column's name is said;
@@ -153,7 +199,12 @@ def stated_group(
     bands of `council_tax`) is no group column."""
     whole = _WHOLE.search(rule)
     found: list[tuple[str, str]] = []
-    for m in [*_OWN.finditer(rule), *_SAME.finditer(rule), *_POSSESSIVE.finditer(rule)]:
+    phrases = [_OWN, _SAME, _POSSESSIVE, _SHARED, _WITH_OWN]
+    all_columns = columns
+    for m in [found for pattern in phrases for found in pattern.finditer(rule)]:
+        # a calendar-year column groups when said as the rows' shared time ("the same year", "with its
+        # own year"), not as a row's own ("the mean of that year's rate")
+        columns = [*all_columns, *(years or [])] if m.re in (_SAME, _WITH_OWN, _SHARED) else all_columns
         words = re.sub(r"'s\b", "", m.group("words")).split()
         # the phrase ends where the clause goes on ("for their husband's occupation yet work ...")
         cut = next((i for i, w in enumerate(words) if w.lower() in _CLAUSE_WORDS), len(words))
@@ -174,6 +225,9 @@ def stated_group(
                 break
             named = resolve_column(words[:n], columns)
             named_any = named_any or bool(named)
+            if len(named) > 1:  # "town-size class" names `town` and `size`: the description that says both
+                said = [w for w in words[:n] if w.lower() not in _GROUP_NOUNS]
+                named = [c for c in named if c in described_roots(said, named, described or {})]
             if len(named) == 1:
                 rest = [w.lower() for w in words[n:]]
                 if all(w in _GROUP_NOUNS for w in rest[:1]):
@@ -195,6 +249,20 @@ def stated_group(
                     if len(said) == 1
                     else []
                 )
+                if (
+                    not named
+                    and said
+                    and n == len(words)
+                    and not (len(said) == 1 and said[0].lower() in _TIMES)
+                ):
+                    # the words in any order and form, one column's description only ("injection
+                    # history" for `IV (history of injecting drugs)`, "series" for `org (poll series)`);
+                    # two descriptions holding them ("sampling year" for `age (years at sampling)` and
+                    # `sample.yr (year the sample was taken)`) are two readings; the whole phrase only,
+                    # and not a time word alone (`age (years at sampling)` counts in years)
+                    named = described_roots(said, columns, described or {})
+                if not named and len(said) == 1 and n == len(words):
+                    named = _category_column(said[0], columns, described or {}, values or {})
                 if len(named) == 1:
                     found.append((named[0], m.group(0)))
                     break
@@ -204,6 +272,25 @@ def stated_group(
     if len(keys) == 1 and not whole:
         return Stated(found[0][0], found[0][1])
     return None
+
+
+def _category_column(
+    noun: str,
+    columns: list[str],
+    described: dict[str, tuple[str, ...]],
+    values: dict[str, tuple[str, ...]],
+) -> list[str]:
+    """Columns a category noun names by what they hold: "the same sex" is the one column whose values,
+    or whose description in the task's text, are only sexes (`fem`: Men, Women)."""
+    kinds = LEXICON.category_nouns.get(noun.lower())
+    if kinds is None:
+        return []
+
+    def only_kinds(said: tuple[str, ...]) -> bool:
+        held = {LEXICON.value_words.get(w.lower(), w.lower()) for w in said}
+        return len(held) >= 2 and held <= set(kinds)
+
+    return [c for c in columns if only_kinds(values.get(c, ())) or only_kinds(described.get(c, ()))]
 
 
 def _parse(sql: str) -> exp.Expr | None:
@@ -305,8 +392,11 @@ def code_site(sem: CodeSemantics, stated: Stated) -> Site | None:
     m = re.search(r"\.groupby\(\s*([\"'])(\w+)\1\s*\)", text)
     # a Series of the frame as the key (`share.groupby(cn["block"])`): the stated column of that frame
     by_series = re.search(r"\.groupby\(\s*(?P<frame>[A-Za-z_]\w*)\[\s*([\"'])\w+\2\s*\]\s*\)", text)
+    listed = re.search(r"\.groupby\(\s*\[[^\]\n]*\]\s*\)", text)  # `groupby(["year", "Short"])`
     if m is not None:
         fixed = text[: m.start()] + f".groupby({stated.column!r})" + text[m.end() :]
+    elif listed is not None:
+        fixed = text[: listed.start()] + f".groupby({stated.column!r})" + text[listed.end() :]
     elif by_series is not None:
         key = f"{by_series.group('frame')}[{stated.column!r}]"
         fixed = text[: by_series.start()] + f".groupby({key})" + text[by_series.end() :]
@@ -373,6 +463,13 @@ def joined_site(code: str, sem: CodeSemantics, stated: Stated) -> Joined | None:
     mapped = _mapped(code, stated.column)
     if mapped is not None:
         found.append(mapped)
+    for other in (
+        _correlated(code, stated.column),
+        _update_from(code, stated.column),
+        _inline_map(code, stated.column),
+    ):
+        if other is not None:
+            found.append(other)
     if len(found) != 1 or [k.lower() for k in found[0].keys] == [stated.column.lower()]:
         return None
     return found[0]
@@ -403,7 +500,7 @@ def _sql_joined(sql: str, column: str) -> tuple[list[str], str] | None:
         elif on is not None:
             terms = list(on.flatten()) if isinstance(on, exp.And) else [on]
             if not all(
-                isinstance(t, exp.EQ)
+                isinstance(t, exp.EQ | exp.NullSafeEQ)  # `=`, or `IS NOT DISTINCT FROM`
                 and isinstance(t.this, exp.Column)
                 and isinstance(t.expression, exp.Column)
                 and t.this.name.lower() == t.expression.name.lower()
@@ -433,12 +530,114 @@ def _sql_joined(sql: str, column: str) -> tuple[list[str], str] | None:
         left, right = first.this, first.expression
         join.set(
             "on",
-            exp.EQ(
+            type(first)(
                 this=exp.column(column, table=left.table or None),
                 expression=exp.column(column, table=right.table or None),
             ),
         )
     return keys, tree.sql(dialect="duckdb")
+
+
+# `(SELECT median(f2.wfood) FROM fam f2 WHERE f2.town = fam.town)`: a group statistic taken for each
+# row by a scalar subquery whose one condition matches the row's own key
+_CORRELATED = re.compile(
+    r"\(\s*SELECT\s+\w+\s*\([^()]*\)\s+FROM\s+\w+\s+(?:AS\s+)?(?P<alias>\w+)\s+WHERE\s+"
+    r"(?P<cond>(?P<a>\w+)\.(?P<k1>\w+)\s*=\s*(?P<b>\w+)\.(?P<k2>\w+))\s*\)",
+    re.IGNORECASE,
+)
+
+
+def _correlated(code: str, column: str) -> Joined | None:
+    """The code's one correlated scalar subquery taking a statistic over the rows that share the
+    outer row's key, with that key replaced by the stated column on both sides."""
+    sites = [
+        m
+        for m in _CORRELATED.finditer(code)
+        if m.group("k1").lower() == m.group("k2").lower()
+        and m.group("alias").lower() in (m.group("a").lower(), m.group("b").lower())
+        and m.group("a").lower() != m.group("b").lower()
+    ]
+    if len(sites) != 1:
+        return None
+    m = sites[0]
+    outer = m.group("b") if m.group("a").lower() == m.group("alias").lower() else m.group("a")
+    after = f"{m.group('a')}.{column} = {m.group('b')}.{column}"
+    return Joined([m.group("k1")], m.group("cond"), after, None, [outer])
+
+
+# `chem["fem"].map(chem.groupby("fem")["ment"].median())`: the group statistic looked up in one expression
+_INLINE_MAP = re.compile(
+    r"\[\s*(?P<q1>[\"'])(?P<k1>\w+)(?P=q1)\s*\]\.map\(\s*[A-Za-z_]\w*\.groupby\(\s*(?P<q2>[\"'])(?P<k2>\w+)(?P=q2)\s*\)"
+    r"\[\s*(?P<q3>[\"'])\w+(?P=q3)\s*\]\.(?:median|mean|min|max|sum|std)\(\)\s*\)"
+)
+
+
+def _inline_map(code: str, column: str) -> Joined | None:
+    """The code's one group statistic looked up by the row's own key inside one expression, with that
+    key replaced by the stated column in the look-up and the grouping."""
+    sites = [m for m in _INLINE_MAP.finditer(code) if m.group("k1") == m.group("k2")]
+    if len(sites) != 1:
+        return None
+    m = sites[0]
+    text, key = m.group(0), m.group("k1")
+    after = text.replace(f"{m.group('q1')}{key}{m.group('q1')}", repr(column), 1)
+    after = after.replace(f"{m.group('q2')}{key}{m.group('q2')}", repr(column), 1)
+    return Joined([key], text, after, None, [])
+
+
+def _sql_literals(code: str) -> list[str]:
+    try:
+        tree = ast.parse(textwrap.dedent(code))
+    except SyntaxError:
+        return []
+    return [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+
+
+def _update_from(code: str, column: str) -> Joined | None:
+    """The code's one `UPDATE t SET ... FROM (SELECT k, MEDIAN(x) ... GROUP BY k) AS g WHERE g.k = t.k`:
+    a group statistic joined onto the rows it updates, regrouped and matched by the stated column."""
+    found: list[Joined] = []
+    for text in _sql_literals(code):
+        if not re.match(r"\s*UPDATE\b", text, re.IGNORECASE) or text not in code:
+            continue
+        tree = _parse(text)
+        if not isinstance(tree, exp.Update):
+            continue
+        source = tree.args.get("from_") or tree.args.get("from")
+        inner = source.this.this if source is not None and isinstance(source.this, exp.Subquery) else None
+        group = inner.args.get("group") if isinstance(inner, exp.Select) else None
+        where = tree.args.get("where")
+        if group is None or where is None or not isinstance(where.this, exp.EQ):
+            continue
+        eq = where.this
+        if not (
+            isinstance(eq.this, exp.Column)
+            and isinstance(eq.expression, exp.Column)
+            and eq.this.name.lower() == eq.expression.name.lower()
+            and all(isinstance(g, exp.Column) for g in group.expressions)
+            and [g.name.lower() for g in group.expressions] == [eq.this.name.lower()]
+        ):
+            continue
+        keys = [eq.this.name]
+        if keys[0].lower() == column.lower():
+            found.append(Joined(keys, text, text, None, [tree.this.name]))
+            continue
+        kept = [
+            e
+            for e in inner.expressions
+            if not (isinstance(e, exp.Column) and e.name.lower() == keys[0].lower())
+        ]
+        inner.set("expressions", [exp.column(column), *kept])
+        inner.set("group", exp.Group(expressions=[exp.column(column)]))
+        where.set(
+            "this",
+            exp.EQ(
+                this=exp.column(column, table=eq.this.table or None),
+                expression=exp.column(column, table=eq.expression.table or None),
+            ),
+        )
+        found.append(Joined(keys, text, tree.sql(dialect="duckdb"), None, [tree.this.name]))
+    return found[0] if len(found) == 1 else None
 
 
 def _keys_of(text: str) -> list[str] | None:

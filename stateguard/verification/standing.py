@@ -34,7 +34,7 @@ from stateguard.verification.requirements import Requirement
 KIND = "standing_scope"
 
 _STANDING = re.compile(
-    r"\b(?:from\s+(?:now|here|this\s+point)\s+on(?:wards?)?|for\s+the\s+(?:rest|remainder)\s+of\s+(?:the|this)\s+\w+|"
+    r"\b(?:from\s+(?:now|here|this\s+point)\s+on(?:wards?)?|(?:for|out\s+of|in|through)\s+the\s+(?:rest|remainder)\s+of\s+(?:the|this)\s+\w+|"
     r"henceforth|until\s+further\s+notice|in\s+(?:all|every)\s+(?:later|following|remaining)\s+\w+|from\s+this\s+(?:turn|step|question)\s+on|"
     r"(?:in|for|across|through)\s+(?:all\s+|every\s+|each\s+)?(?:of\s+)?(?:the\s+)?(?:later|following|remaining|subsequent|coming)\s+"
     r"(?:questions?|turns?|steps?|parts?|analys[ie]s|work|tasks?)|going\s+forward|for\s+good|in\s+what\s+follows|"

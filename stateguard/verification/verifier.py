@@ -948,9 +948,12 @@ class SemanticVerifier:
         rule states (`rule_windows.py`), or for its one group statistic joined back onto the rows
         over other keys; the answer gate must then see the answer change."""
         columns = rule_windows.groupable(self.vocab, tables)  # of the tables the turn reads
-        measures = [c for c in self.vocab.columns(tables) if c not in columns]
+        years = rule_windows.groupable(self.vocab, tables, years=True)
+        measures = [c for c in self.vocab.columns(tables) if c not in columns and c not in years]
         stated = (
-            rule_windows.stated_group(rule, columns, self.vocab.column_words, measures)
+            rule_windows.stated_group(
+                rule, columns, self.vocab.column_words, measures, self.vocab.column_values(tables), years
+            )
             if rule.strip()
             else None
         )

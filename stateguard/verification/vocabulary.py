@@ -149,6 +149,21 @@ class Vocabulary(BaseModel):
                 said = re.findall(r"[A-Za-z]+", m.group(1))[-3:]
                 found.update(said)
                 own += said
+            # "Columns: ID (patient code), V1 clump thickness, V2 uniformity of cell size, ...": in a
+            # list of columns, the words right after a name up to the next comma describe it
+            for listing in re.finditer(r"\bColumns:\s*(?P<list>[^.]*)", text):
+                bare = re.sub(r"\([^()]*\)", "(", listing.group("list"))  # a parenthesis is read above
+                for m in re.finditer(
+                    rf"(?:^|,\s*|\band\s+)`?{name}`?\s+(?!(?:and|or|the)\b)"
+                    rf"(?P<said>[A-Za-z][A-Za-z' -]{{0,60}}?)\s*(?=,|\(|$)",
+                    bare,
+                ):
+                    said = re.findall(r"[A-Za-z]+", m.group("said"))[:6]
+                    known = {c.lower() for c in self.columns()}
+                    if any(w.lower() in known for w in said):
+                        continue  # "Dems and OneNation (...)": more names of the list, not words for one
+                    found.update(said)
+                    own += said
             kept = tuple(dict.fromkeys(w.lower() for w in own if w.lower() not in STOP and len(w) > 2))
             if kept:
                 by_column[column] = kept
@@ -164,6 +179,16 @@ class Vocabulary(BaseModel):
     def columns(self, tables: Iterable[str] | None = None) -> list[str]:
         names = self.tables if tables is None else [t for t in tables if t in self.tables]
         return list(dict.fromkeys(c for t in names for c in self.tables[t]))
+
+    def column_values(self, tables: Iterable[str] | None = None) -> dict[str, tuple[str, ...]]:
+        """Each text column's distinct values (the first table holding the column), in the given tables."""
+        names = self.tables if tables is None else [t for t in tables if t in self.tables]
+        out: dict[str, tuple[str, ...]] = {}
+        for t in names:
+            for c, info in self.tables[t].items():
+                if c not in out and info.values:
+                    out[c] = tuple(info.values)
+        return out
 
     def value_columns(self, value: str, tables: Iterable[str] | None = None) -> list[str]:
         """Text columns holding `value` (case-insensitive), in the given tables."""
@@ -418,6 +443,57 @@ def described_columns(
         elif set(said) <= set(told):
             out.append(c)
     return out
+
+
+# words of time: a description counts in them as often as it names a time
+TIME_WORDS = frozenset(
+    {"year", "years", "month", "months", "week", "weeks", "day", "days", "hour", "hours", "decade", "decades"}
+)
+
+
+def word_root(word: str) -> str:
+    """A word without its inflection or derivation ending, for matching a phrase against a column's
+    description: "injection" and "injecting" -> inject, "sampling" and "sample" -> sampl, "highways"
+    -> highway; a root keeps four letters at least ("access", "index" stay whole)."""
+    low = word.lower()
+    for suffix in (
+        "ations",
+        "ation",
+        "ions",
+        "ion",
+        "ings",
+        "ing",
+        "ies",
+        "ied",
+        "ed",
+        "es",
+        "s",
+        "al",
+        "ly",
+        "e",
+    ):
+        if low.endswith(suffix) and len(low) - len(suffix) >= 4 and not low.endswith("ss"):
+            low = low[: -len(suffix)]
+            break
+    return low
+
+
+def described_roots(
+    subject: Iterable[str], columns: Iterable[str], column_words: dict[str, tuple[str, ...]]
+) -> list[str]:
+    """Columns whose description in the task's text holds every content word of the subject, each
+    matched by its root and in any order ("injection history" for `IV (history of injecting drugs)`,
+    "highway-access index" for `rad (index of access to radial highways)`)."""
+    said = {
+        word_root(w) for w in re.findall(r"[a-z]+", " ".join(subject).lower()) if w not in STOP and len(w) > 2
+    }
+    if not said:
+        return []
+    # a description's time word is as often the unit it counts in ("age (years at sampling)"): it
+    # names nothing the subject may lean on ("sampling year" is not `age`)
+    return [
+        c for c in columns if said <= {word_root(d) for d in column_words.get(c, ()) if d not in TIME_WORDS}
+    ]
 
 
 def vocabulary_probe(names: list[str], connection: str | None) -> str:

