@@ -605,7 +605,9 @@ def _update_from(code: str, column: str) -> Joined | None:
             continue
         source = tree.args.get("from_") or tree.args.get("from")
         inner = source.this.this if source is not None and isinstance(source.this, exp.Subquery) else None
-        group = inner.args.get("group") if isinstance(inner, exp.Select) else None
+        if not isinstance(inner, exp.Select):
+            continue
+        group = inner.args.get("group")
         where = tree.args.get("where")
         if group is None or where is None or not isinstance(where.this, exp.EQ):
             continue
