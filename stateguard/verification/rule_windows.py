@@ -157,22 +157,12 @@ def groupable(vocab: Vocabulary, tables: list[str] | None = None, years: bool = 
         for name, info in table.items():
             if name in out:
                 continue
-            codes = (
-                info.kind == "num"
-                and info.low is not None
-                and info.high is not None
-                and float(info.low).is_integer()
-                and float(info.high).is_integer()
-                and info.high - info.low <= _CODES
-            )
-            calendar = (
-                info.kind == "num"
-                and info.low is not None
-                and info.high is not None
-                and float(info.low).is_integer()
-                and float(info.high).is_integer()
-                and 1700 <= info.low <= info.high <= 2100
-            )
+            codes = calendar = False
+            low, high = info.low, info.high
+            if info.kind == "num" and low is not None and high is not None:
+                if float(low).is_integer() and float(high).is_integer():
+                    codes = high - low <= _CODES
+                    calendar = 1700 <= low <= high <= 2100
             if (calendar and not codes) if years else (info.kind == "text" or codes):
                 out.append(name)
     return out
