@@ -159,10 +159,12 @@ def groupable(vocab: Vocabulary, tables: list[str] | None = None, years: bool = 
                 continue
             codes = calendar = False
             low, high = info.low, info.high
-            if info.kind == "num" and low is not None and high is not None:
-                if float(low).is_integer() and float(high).is_integer():
-                    codes = high - low <= _CODES
-                    calendar = 1700 <= low <= high <= 2100
+            whole = (
+                low is not None and high is not None and float(low).is_integer() and float(high).is_integer()
+            )
+            if info.kind == "num" and whole and low is not None and high is not None:
+                codes = high - low <= _CODES
+                calendar = 1700 <= low <= high <= 2100
             if (calendar and not codes) if years else (info.kind == "text" or codes):
                 out.append(name)
     return out
