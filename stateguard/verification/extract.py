@@ -159,11 +159,13 @@ _RANGE = re.compile(
 )
 _YEAR_IN = re.compile(
     r"\b(?:in|during)\s+(?:the\s+year\s+)?(?P<year>1[89]\d\d|20\d\d)\b"
-    r"(?!\s*(?:to|-|–|and)\s*\d|\s+(?:or|and)\s+(?:later|earlier|after|before)\b)",
+    r"(?!\s*(?:to|-|–|and|or|,)\s*\d|\s+(?:or|and)\s+(?:later|earlier|after|before)\b)",
     re.IGNORECASE,
 )
+# "the years 1931, 1932 and 1933"; "fell in 1982 or 1983": a row in any of them
 _YEARS = re.compile(
-    r"\byears?\s+(?P<a>1[89]\d\d|20\d\d)(?P<rest>(?:\s*(?:,|and|or)\s*(?:1[89]\d\d|20\d\d))+)", re.IGNORECASE
+    r"\b(?:years?|in|during)\s+(?P<a>1[89]\d\d|20\d\d)(?P<rest>(?:\s*(?:,|and|or)\s*(?:1[89]\d\d|20\d\d))+)",
+    re.IGNORECASE,
 )
 _EXCLUDING = "|".join(LEXICON.exclusion)
 # A bound is negated by an exclusion word earlier in its clause segment ("excluding flights
@@ -658,7 +660,10 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
     if either:
         out = [r for r in out if clause.find(r.text) not in either]
     out = _without_bands(out)
-    years_in = list(_YEAR_IN.finditer(clause))
+    # "how many of those fell in 1982 or 1983": the years are the second count's own condition, not the
+    # turn's scope (the counted rows are checked against the first count's, `counted_rows`)
+    of_those = re.compile(r"\bhow\s+many\s+of\s+(?:those|these|them)\b", re.IGNORECASE)
+    years_in = [m for m in _YEAR_IN.finditer(clause) if not of_those.search(clause[: m.start()])]
     if len(years_in) > 1:  # "in 1931 and in 1932": the years compared, each row in one of them
         out.append(
             Requirement(
@@ -672,6 +677,8 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
     for m in years_in if len(years_in) == 1 else []:
         out.append(_year_bound(m.group(0), source, "==", m.group("year")))
     for m in _YEARS.finditer(clause):
+        if of_those.search(clause[: m.start()]):
+            continue
         years = [m.group("a"), *re.findall(r"1[89]\d\d|20\d\d", m.group("rest"))]
         out.append(
             Requirement(kind=Kind.SCOPE, text=m.group(0), source=source, values=years, subject=["year"])
@@ -825,6 +832,7 @@ def scopes(
 # "the overseas label with 0 respondents", "code 9 with no rows": an entry of a list kept with nothing
 _KEPT_EMPTY = re.compile(
     r"\W*(?:(?:label|labels|entry|entries|code|codes|row|rows|category|type|line|name)\W+)?"
+    r"(?:(?:must|should|has\s+to|needs\s+to)\s+(?:be\s+there|appear|show|stay|remain)\s+)?"
     r"(?:with|at|showing|having)\s+(?:0|zero|no|none)\b",
     re.IGNORECASE,
 )

@@ -157,22 +157,14 @@ def groupable(vocab: Vocabulary, tables: list[str] | None = None, years: bool = 
         for name, info in table.items():
             if name in out:
                 continue
-            codes = (
-                info.kind == "num"
-                and info.low is not None
-                and info.high is not None
-                and float(info.low).is_integer()
-                and float(info.high).is_integer()
-                and info.high - info.low <= _CODES
+            codes = calendar = False
+            low, high = info.low, info.high
+            whole = (
+                low is not None and high is not None and float(low).is_integer() and float(high).is_integer()
             )
-            calendar = (
-                info.kind == "num"
-                and info.low is not None
-                and info.high is not None
-                and float(info.low).is_integer()
-                and float(info.high).is_integer()
-                and 1700 <= info.low <= info.high <= 2100
-            )
+            if info.kind == "num" and whole and low is not None and high is not None:
+                codes = high - low <= _CODES
+                calendar = 1700 <= low <= high <= 2100
             if (calendar and not codes) if years else (info.kind == "text" or codes):
                 out.append(name)
     return out

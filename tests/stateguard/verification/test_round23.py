@@ -283,3 +283,33 @@ def test_a_standing_scope_said_out_of_the_rest_of_the_analysis(said: str) -> Non
 
     assert standing._STANDING.search(said)
     assert not standing._STANDING.search("Keep the others from `wt` as `fed` and count the rest of the rows.")
+
+
+def test_years_said_with_or_are_one_scope_and_an_entry_that_must_be_there_with_zero_is_none() -> None:
+    from stateguard.verification import extract
+
+    vocab = Vocabulary(
+        tables={
+            "sy": {
+                "year": ColumnInfo(kind="num", low=1970, high=1986),
+                "unemp": ColumnInfo(kind="num", low=2.1, high=18.2),
+            },
+            "oils": {"oil": ColumnInfo(kind="text", values=["canola", "palm olein"])},
+        }
+    )
+
+    def said(question: str) -> list[str]:
+        return [r.describe() for r in extract.extract(question, vocab=vocab, tables=["sy", "oils"])]
+
+    assert "year limited to 1982, 1983" in said("How many state-years fell in 1982 or 1983?")
+    # a count "of those" in those years: the second count's own condition, not the turn's scope
+    assert not any(
+        "year" in r
+        for r in said(
+            "How many state-years had at least 9% unemployment, and how many of those fell in 1982 or 1983?"
+        )
+    )
+    assert said("How many state-years were there in 1982?") == ["year == 1982"]
+    assert not any(
+        "oil" in r for r in said("Every oil shows its tastings; palm olein must be there with 0 tastings.")
+    )
