@@ -39,7 +39,7 @@ _STANDING = re.compile(
     r"(?:in|for|across|through)\s+(?:all\s+|every\s+|each\s+)?(?:of\s+)?(?:the\s+)?(?:later|following|remaining|subsequent|coming)\s+"
     r"(?:questions?|turns?|steps?|parts?|analys[ie]s|work|tasks?)|going\s+forward|for\s+good|in\s+what\s+follows|"
     r"(?:every|each|all)\s+(?:later\s+|following\s+|other\s+)?(?:questions?|turns?|steps?|parts?)\s+(?:after|following|beyond)\s+(?:this|here|now)(?:\s+one)?|"
-    r"(?:everything|all)\s+(?:that\s+)?(?:follows|comes\s+next|after\s+this)\s+(?:is|will\s+be)\b|"
+    r"(?:everything|all)\s+(?:that\s+)?(?:follows|comes\s+next|after\s+this)\s+(?:is|will\s+be|sticks\s+to|keeps\s+to|stays\s+with|uses|covers|concerns)\b|"
     r"(?:through|till|to)\s+the\s+(?:very\s+)?end(?:\s+of\s+(?:this|the|our)\s+(?:analysis|work|session|task|study|report|project))?(?!\s+of\b)|"
     r"from\s+now\s+(?:until|till|to)\b|from\s+this\s+point(?!\s+of\b)|(?:in|for)\s+(?:all|every|each)\s+\w+\s+that\s+follows?|"
     r"(?:the|all\s+the)\s+(?:remaining|following|later|subsequent|coming)\s+(?:questions|turns|steps|parts|tasks)\s+(?:concern|cover|use|are\s+about|look\s+at|deal\s+with|keep\s+to|stay\s+with)|"

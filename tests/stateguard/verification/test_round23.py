@@ -276,6 +276,7 @@ def test_a_group_said_that_same_and_a_statistic_joined_on_is_not_distinct_from()
     [
         "Weighings with no feed figure stay out of the rest of this analysis: keep the others as `fed`.",
         "Those rows are left aside in the remainder of the analysis.",
+        "The lowest sites are another habitat, so everything after this sticks to chicks caught at 420 m or more.",
     ],
 )
 def test_a_standing_scope_said_out_of_the_rest_of_the_analysis(said: str) -> None:
