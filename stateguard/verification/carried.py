@@ -28,9 +28,7 @@ from stateguard.verification.binder import close
 from stateguard.verification.requirements import Kind, Requirement
 from stateguard.verification.vocabulary import Vocabulary, column_tokens
 
-# "of those", "of exactly those", "of that fast group", "among this set", "of that number"
-_THOSE = r"(?:(?:exactly|precisely|just|only|all)\s+)?(?:those|these|them|th(?:at|is)\s+(?:[\w-]+\s+)?(?:group|set|subset|lot|number))"
-_BACK = re.compile(rf"\b(?:(?:out\s+)?of|among|from)\s+{_THOSE}\b", re.IGNORECASE)
+_THOSE = extract.THOSE
 _COUNT = re.compile(
     r"^\s*(?:and\s+)?(?:(?:in|for|on|at|over|across|during|from)\s+)?how\s+many\b", re.IGNORECASE
 )
@@ -78,9 +76,7 @@ def count_pair(question: str) -> tuple[str, str] | None:
     return parts[0], parts[1]
 
 
-def refers_back(text: str) -> bool:
-    """Does a count's clause refer back to the rows of the one before ("of those", "among them")?"""
-    return bool(_BACK.search(text))
+refers_back = extract.refers_back
 
 
 def carried_bounds(question: str) -> list[Requirement]:
@@ -89,7 +85,7 @@ def carried_bounds(question: str) -> list[Requirement]:
     by words ("of those", "among them"). Which column a bound is on is left to the code: the caller
     keeps a bound only when the turn tests exactly one column that way."""
     pair = count_pair(question)
-    if pair is None or not _BACK.search(pair[1]):
+    if pair is None or not refers_back(pair[1]):
         return []
     return [r for r in extract.comparisons(pair[0]) if r.op is not None and r.value is not None]
 
@@ -156,7 +152,7 @@ def carried_scopes(question: str, vocab: Vocabulary, tables: list[str] | None) -
     for req in extract.scopes(first, vocab, tables, counted=True):
         if req.exclude or len(req.columns) != 1 or len(req.values) != 1:
             continue
-        if not (_BACK.search(second) or re.search(rf"(?<![\w-]){re.escape(req.values[0])}", second)):
+        if not (refers_back(second) or re.search(rf"(?<![\w-]){re.escape(req.values[0])}", second)):
             continue
         if extract.parses_whole(first, req, vocab, tables):  # else no requirement
             out.append(req)
@@ -176,7 +172,7 @@ def subset_count_fields(question: str, answer: object) -> tuple[str, str] | None
     if len(parts) != 2 or not _COUNT.match(parts[0]):
         return None
     second = parts[1]
-    if not (_BACK_FIRST.match(second) or (_COUNT.match(second) and _BACK.search(second))):
+    if not (_BACK_FIRST.match(second) or (_COUNT.match(second) and refers_back(second))):
         return None
     if not isinstance(answer, dict):
         return None

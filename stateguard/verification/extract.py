@@ -167,6 +167,23 @@ _YEARS = re.compile(
     r"\b(?:years?|in|during)\s+(?P<a>1[89]\d\d|20\d\d)(?P<rest>(?:\s*(?:,|and|or)\s*(?:1[89]\d\d|20\d\d))+)",
     re.IGNORECASE,
 )
+# "of those", "of exactly those", "of that fast group", "among this set", "of that number"
+THOSE = r"(?:(?:exactly|precisely|just|only|all)\s+)?(?:those|these|them|th(?:at|is)\s+(?:[\w-]+\s+)?(?:group|set|subset|lot|number))"
+_BACK = re.compile(rf"\b(?:(?:out\s+)?of|among|from)\s+{THOSE}\b", re.IGNORECASE)
+_HOW_MANY = re.compile(r"\bhow\s+many\b", re.IGNORECASE)
+
+
+def refers_back(text: str) -> bool:
+    """Does a count's clause refer back to the rows of the one before ("of those", "among them")?"""
+    return bool(_BACK.search(text))
+
+
+def _counted_of_those(before: str) -> bool:
+    """Is what follows `before` a count of the rows named before ("how many of those fell in 1982")?
+    Its conditions are that count's own, not the turn's scope (`counted_rows` checks them)."""
+    return bool(_HOW_MANY.search(before) and refers_back(before))
+
+
 _EXCLUDING = "|".join(LEXICON.exclusion)
 # A bound is negated by an exclusion word earlier in its clause segment ("excluding flights
 # shorter than 500 miles") -- a segment ends at a comma, a semicolon or a parenthesis -- or by a
@@ -660,10 +677,7 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
     if either:
         out = [r for r in out if clause.find(r.text) not in either]
     out = _without_bands(out)
-    # "how many of those fell in 1982 or 1983": the years are the second count's own condition, not the
-    # turn's scope (the counted rows are checked against the first count's, `counted_rows`)
-    of_those = re.compile(r"\bhow\s+many\s+of\s+(?:those|these|them)\b", re.IGNORECASE)
-    years_in = [m for m in _YEAR_IN.finditer(clause) if not of_those.search(clause[: m.start()])]
+    years_in = [m for m in _YEAR_IN.finditer(clause) if not _counted_of_those(clause[: m.start()])]
     if len(years_in) > 1:  # "in 1931 and in 1932": the years compared, each row in one of them
         out.append(
             Requirement(
@@ -677,7 +691,7 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
     for m in years_in if len(years_in) == 1 else []:
         out.append(_year_bound(m.group(0), source, "==", m.group("year")))
     for m in _YEARS.finditer(clause):
-        if of_those.search(clause[: m.start()]):
+        if _counted_of_those(clause[: m.start()]):
             continue
         years = [m.group("a"), *re.findall(r"1[89]\d\d|20\d\d", m.group("rest"))]
         out.append(

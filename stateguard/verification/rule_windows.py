@@ -31,6 +31,7 @@ from stateguard.artifacts.lexicon import LEXICON
 from stateguard.inspection.code_model import CodeSemantics, Selection
 from stateguard.verification.requirements import Kind, Requirement
 from stateguard.verification.vocabulary import (
+    TIME_WORDS,
     Vocabulary,
     column_tokens,
     described_columns,
@@ -125,22 +126,6 @@ class Stated:
     text: str
 
 
-# time words: a description counts in them as often as it names a time ("age (years at sampling)")
-_TIMES = {
-    "year",
-    "years",
-    "month",
-    "months",
-    "week",
-    "weeks",
-    "day",
-    "days",
-    "hour",
-    "hours",
-    "decade",
-    "decades",
-}
-
 # a numeric column groups rows when it holds whole-number codes in a short range (0/1, 1-12)
 _CODES = 50
 
@@ -192,30 +177,25 @@ def stated_group(
     whole = _WHOLE.search(rule)
     found: list[tuple[str, str]] = []
     phrases = [_OWN, _SAME, _POSSESSIVE, _SHARED, _WITH_OWN]
-    all_columns = columns
-    for m in [found for pattern in phrases for found in pattern.finditer(rule)]:
+    for m in [hit for pattern in phrases for hit in pattern.finditer(rule)]:
         # a calendar-year column groups when said as the rows' shared time ("the same year", "with its
         # own year"), not as a row's own ("the mean of that year's rate")
-        columns = [*all_columns, *(years or [])] if m.re in (_SAME, _WITH_OWN, _SHARED) else all_columns
+        pool = [*columns, *(years or [])] if m.re in (_SAME, _WITH_OWN, _SHARED) else columns
         words = re.sub(r"'s\b", "", m.group("words")).split()
         # the phrase ends where the clause goes on ("for their husband's occupation yet work ...")
         cut = next((i for i, w in enumerate(words) if w.lower() in _CLAUSE_WORDS), len(words))
-        if (
-            cut < len(words)
-            and words[cut].lower() in ("and", "or")
-            and _names_after(words[cut + 1 :], columns)
-        ):
+        if cut < len(words) and words[cut].lower() in ("and", "or") and _names_after(words[cut + 1 :], pool):
             continue  # "of the same origin and model year": two keys, not the first one alone
         words = words[:cut]
         # the longest run of leading words that names exactly one column ("age band" -> age_band, not
         # age; "SOUTH group" -> south, the group noun left over)
         named_any = False
         for n in range(len(words), 0, -1):
-            wider = resolve_column(words[:n], [*columns, *measures]) if measures else []
+            wider = resolve_column(words[:n], [*pool, *measures]) if measures else []
             if any(c in (measures or []) for c in wider):
                 named_any = True  # bands of a measure ("its council-tax band"): a computed key, not read
                 break
-            named = resolve_column(words[:n], columns)
+            named = resolve_column(words[:n], pool)
             named_any = named_any or bool(named)
             if len(named) > 1:  # "town-size class" names `town` and `size`: the description that says both
                 said = [w for w in words[:n] if w.lower() not in _GROUP_NOUNS]
@@ -226,43 +206,50 @@ def stated_group(
                     found.append((named[0], m.group(0)))
                 break
         else:
-            if named_any:
-                continue  # the words name several columns ("South" for south66 and south76): two readings
-            for n in range(len(words), 0, -1):
-                # the task's description, two words of it at least: one word ("year") matches
-                # descriptions by chance ("age (years at sampling)")
-                said = [w for w in words[:n] if w.lower() not in _GROUP_NOUNS]
-                named = (
-                    described_columns(said, columns, described or {}, in_row=True)
-                    if len(said) >= 2
-                    # one word only as the first word of a column's description, exactly ("the same
-                    # league" for `lg (league code)`; "the same year" is not `age (years at sampling)`)
-                    else [c for c in columns if (described or {}).get(c, ())[:1] == (said[0].lower(),)]
-                    if len(said) == 1
-                    else []
-                )
-                if (
-                    not named
-                    and said
-                    and n == len(words)
-                    and not (len(said) == 1 and said[0].lower() in _TIMES)
-                ):
-                    # the words in any order and form, one column's description only ("injection
-                    # history" for `IV (history of injecting drugs)`, "series" for `org (poll series)`);
-                    # two descriptions holding them ("sampling year" for `age (years at sampling)` and
-                    # `sample.yr (year the sample was taken)`) are two readings; the whole phrase only,
-                    # and not a time word alone (`age (years at sampling)` counts in years)
-                    named = described_roots(said, columns, described or {})
-                if not named and len(said) == 1 and n == len(words):
-                    named = _category_column(said[0], columns, described or {}, values or {})
-                if len(named) == 1:
-                    found.append((named[0], m.group(0)))
-                    break
+            # the words name several columns ("South" for south66 and south76): two readings
+            column = None if named_any else _described_group(words, pool, described or {}, values or {})
+            if column is not None:
+                found.append((column, m.group(0)))
     keys = {c for c, _ in found}
     if whole and not found:
         return Stated(None, whole.group(0))
     if len(keys) == 1 and not whole:
         return Stated(found[0][0], found[0][1])
+    return None
+
+
+def _described_group(
+    words: list[str],
+    columns: list[str],
+    described: dict[str, tuple[str, ...]],
+    values: dict[str, tuple[str, ...]],
+) -> str | None:
+    """The one column a group phrase that names no column by its name describes: by the task's words
+    for the column, or (a category noun) by what the column holds."""
+    for n in range(len(words), 0, -1):
+        # the task's description, two words of it at least: one word ("year") matches descriptions by
+        # chance ("age (years at sampling)")
+        said = [w for w in words[:n] if w.lower() not in _GROUP_NOUNS]
+        named = (
+            described_columns(said, columns, described, in_row=True)
+            if len(said) >= 2
+            # one word only as the first word of a column's description, exactly ("the same league"
+            # for `lg (league code)`; "the same year" is not `age (years at sampling)`)
+            else [c for c in columns if described.get(c, ())[:1] == (said[0].lower(),)]
+            if len(said) == 1
+            else []
+        )
+        whole = n == len(words)  # the readings below take the whole phrase only
+        if not named and said and whole and not (len(said) == 1 and said[0].lower() in TIME_WORDS):
+            # the words in any order and form, one column's description only ("injection history" for
+            # `IV (history of injecting drugs)`, "series" for `org (poll series)`); two descriptions
+            # holding them are two readings; a time word alone is not read (`age (years at sampling)`
+            # counts in years)
+            named = described_roots(said, columns, described)
+        if not named and len(said) == 1 and whole:
+            named = _category_column(said[0], columns, described, values)
+        if len(named) == 1:
+            return named[0]
     return None
 
 
@@ -510,24 +497,30 @@ def _sql_joined(sql: str, column: str) -> tuple[list[str], str] | None:
     join, inner, keys = sites[0]
     if [k.lower() for k in keys] == [column.lower()]:
         return keys, sql
-    low = {k.lower() for k in keys}
-    kept = [e for e in inner.expressions if not (isinstance(e, exp.Column) and e.name.lower() in low)]
-    inner.set("expressions", [exp.column(column), *kept])
-    inner.set("group", exp.Group(expressions=[exp.column(column)]))
+    _regroup(inner, keys, column)
     if join.args.get("using"):
         join.set("using", [exp.to_identifier(column)])
     else:
         on = join.args["on"]
-        first = next(iter(on.flatten())) if isinstance(on, exp.And) else on
-        left, right = first.this, first.expression
-        join.set(
-            "on",
-            type(first)(
-                this=exp.column(column, table=left.table or None),
-                expression=exp.column(column, table=right.table or None),
-            ),
-        )
+        join.set("on", _matched_on(next(iter(on.flatten())) if isinstance(on, exp.And) else on, column))
     return keys, tree.sql(dialect="duckdb")
+
+
+def _regroup(inner: exp.Select, keys: list[str], column: str) -> None:
+    """The grouped statistic's SELECT, grouped by `column` instead of its keys (in place)."""
+    low = {k.lower() for k in keys}
+    kept = [e for e in inner.expressions if not (isinstance(e, exp.Column) and e.name.lower() in low)]
+    inner.set("expressions", [exp.column(column), *kept])
+    inner.set("group", exp.Group(expressions=[exp.column(column)]))
+
+
+def _matched_on(key: exp.Expr, column: str) -> exp.Expr:
+    """A key condition (`g.k = t.k`, `g.k IS NOT DISTINCT FROM t.k`) matching `column` instead, each
+    side keeping its table."""
+    return type(key)(
+        this=exp.column(column, table=key.this.table or None),
+        expression=exp.column(column, table=key.expression.table or None),
+    )
 
 
 # `(SELECT median(f2.wfood) FROM fam f2 WHERE f2.town = fam.town)`: a group statistic taken for each
@@ -616,20 +609,8 @@ def _update_from(code: str, column: str) -> Joined | None:
         if keys[0].lower() == column.lower():
             found.append(Joined(keys, text, text, None, [tree.this.name]))
             continue
-        kept = [
-            e
-            for e in inner.expressions
-            if not (isinstance(e, exp.Column) and e.name.lower() == keys[0].lower())
-        ]
-        inner.set("expressions", [exp.column(column), *kept])
-        inner.set("group", exp.Group(expressions=[exp.column(column)]))
-        where.set(
-            "this",
-            exp.EQ(
-                this=exp.column(column, table=eq.this.table or None),
-                expression=exp.column(column, table=eq.expression.table or None),
-            ),
-        )
+        _regroup(inner, keys, column)
+        where.set("this", _matched_on(eq, column))
         found.append(Joined(keys, text, tree.sql(dialect="duckdb"), None, [tree.this.name]))
     return found[0] if len(found) == 1 else None
 

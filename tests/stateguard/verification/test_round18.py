@@ -301,7 +301,7 @@ def test_compound_numbers_in_words() -> None:
 
 def test_out_of_that_group_refers_back() -> None:
     assert carried._BACK_FIRST.match("And out of that group, how many drew unemployment insurance?")
-    assert carried._BACK.search("how many of them, out of those, drew benefits")
+    assert carried.refers_back("how many of them, out of those, drew benefits")
 
 
 @pytest.mark.parametrize(
