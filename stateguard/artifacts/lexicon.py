@@ -70,6 +70,8 @@ class Lexicon(BaseModel):
     category_nouns: dict[
         str, tuple[str, ...]
     ]  # a noun naming a kind of category and the values such a column holds ("sex" -> female, male)
+    tying_words: tuple[str, ...]  # a participle that ties rows to the value beside it ("the wives living in
+    # the south", "woman-headed households"): it says no condition of its own
     function_words: frozenset[str]  # words that carry no content of their own (question words, verbs
     # of analysis, determiners): a clause of only these, lexicon words, columns, values and numbers parses whole
 
@@ -398,6 +400,7 @@ LEXICON = Lexicon(
         "sex": ("female", "male", "f", "m"),
         "gender": ("female", "male", "f", "m"),
     },
+    tying_words=("living", "located", "based", "situated", "headed", "led", "run"),
     abbreviations={
         "yr": "year",
         "yrs": "year",

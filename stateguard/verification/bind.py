@@ -568,6 +568,12 @@ class RequirementBinder(Binder):
                 ]
             if len(described) == 1:
                 found = described
+        if not found and req.kind is Kind.COMPARISON and len(subject) > 1 and req.value is not None:
+            # "a cell-shape uniformity between 3 and 6" for `V3 (uniformity of cell shape)`: the one
+            # column whose description holds every word, whose values hold the bound
+            described = described_roots(subject, pool, self.vocab.column_words)
+            if len(described) == 1 and self.within(described[0], abs(req.value), req.percent, scaled=False):
+                found = described
         if req.kind is Kind.COMPARISON and len(found) > 1 and req.value is not None:
             # "fewer than seven positive nodes" beside `nodes` and a 0/1 `node4`: a bound outside a
             # column's values names another quantity
@@ -800,19 +806,12 @@ def _measured_share(sel: Selection, cond: Condition, function: str = "mean") -> 
 def _counted_in_aggregate(sel: Selection, column: str, req: Requirement) -> bool:
     """The code compares `column` with the stated bound inside an aggregate (a conditional count or
     sum, `SUM(CASE WHEN score > 200 THEN 1 ELSE 0 END)`, `COUNT(*) FILTER (WHERE ...)`); a stated range
-    only where the aggregate tests it `BETWEEN` both stated ends."""
+    where the aggregate tests a range of the column with at least one stated end (`_range_test`)."""
     if req.value is None:
         return False
+    if req.upper is not None:  # `COUNT(*) FILTER (WHERE platelet BETWEEN 150 AND 400)`
+        return _range_test(sel.sql or "", column, req) is not None
     col = re.escape(column)
-    if req.upper is not None:  # `COUNT(*) FILTER (WHERE platelet BETWEEN 150 AND 400)`: both ends as stated
-        between = (
-            rf"(?:\bFILTER\s*\(\s*WHERE|\bCASE\s+WHEN)[^()]*?(?:\w+\.)?\b{col}\s+BETWEEN\s+"
-            r"(-?\d+(?:\.\d+)?)\s+AND\s+(-?\d+(?:\.\d+)?)"
-        )
-        return any(
-            close(float(m.group(1)), req.value) and close(float(m.group(2)), req.upper)
-            for m in re.finditer(between, sel.sql or "", re.IGNORECASE)
-        )
     for agg in sel.aggregates:
         for m in re.finditer(rf"\b{col}\b['\"\]]*\s*(?:>=|<=|<>|!=|==|=|>|<)\s*(-?\d+(?:\.\d+)?)", agg.text):
             literal = float(m.group(1))
@@ -846,11 +845,52 @@ def _swapped_text(agg: Aggregate, function: str) -> probes.SpanEdit | None:
     return None
 
 
+_NUMBER = r"(-?\d+(?:\.\d+)?)"
+# where a conditional count or sum tests its rows: `count_if(`, `FILTER (WHERE`, `CASE WHEN`
+_COUNTED_TEST = re.compile(r"\bcount_if\s*\(|\bFILTER\s*\(\s*WHERE\b|\bCASE\s+WHEN\b", re.IGNORECASE)
+
+
+def _range_test(sql: str, column: str, req: Requirement) -> tuple[int, int, str, float, bool] | None:
+    """The one range test of `column` right inside a conditional count or sum (`count_if(V3 >= 3 AND
+    V3 < 6)`, `FILTER (WHERE v2 BETWEEN 0.30 AND 0.40)`) with at least one end at a stated end, in the
+    stated scale (a percentage's fraction): (start, end, the column as written, scale, whether both ends
+    are the stated ones, counted in). None when there is none or more than one."""
+    assert req.value is not None and req.upper is not None
+    ident = rf"((?:\w+\.)?\"?{re.escape(column)}\"?)"
+    forms = [
+        re.compile(rf"{ident}\s+BETWEEN()\s+{_NUMBER}\s+AND()\s+{_NUMBER}(?![\w.])", re.IGNORECASE),
+        re.compile(
+            rf"{ident}\s*(>=?)\s*{_NUMBER}\s+AND\s+(?:\w+\.)?\"?{re.escape(column)}\"?\s*(<=?)\s*{_NUMBER}(?![\w.])",
+            re.IGNORECASE,
+        ),
+    ]
+    hits = []
+    for form in forms:
+        for m in form.finditer(sql):
+            opened = list(_COUNTED_TEST.finditer(sql[: m.start()]))
+            if not opened or re.search(r"[()]", sql[opened[-1].end() : m.start()]):
+                continue  # not the first test right inside the aggregate's own parentheses
+            low, high = float(m.group(3)), float(m.group(5))
+            inclusive = m.group(2) in ("", ">=") and m.group(4) in ("", "<=")
+            for scale in (1.0, 0.01) if req.percent or max(abs(low), abs(high)) <= 1 < req.upper else (1.0,):
+                if close(low, req.value * scale) or close(high, req.upper * scale):
+                    exact = inclusive and close(low, req.value * scale) and close(high, req.upper * scale)
+                    hits.append((m.start(), m.end(), m.group(1), scale, exact))
+                    break
+    return hits[0] if len(hits) == 1 else None
+
+
 def aggregate_test_as_stated(sql: str, column: str | None, req: Requirement) -> str | None:
     """The query with the one test of `column` against the stated number written with the stated
     comparison (`CASE WHEN hs_grad > 85` -> `hs_grad < 85` for "fewer than 85 percent"); None when
     it is already so, when the number occurs in more than one test of the column, under a NOT, or
     when the requirement is no one-sided bound."""
+    if req.value is not None and req.upper is not None and column:
+        found = _range_test(sql, column, req)
+        if found is None:
+            return None
+        start, end, lhs, scale, exact = found
+        return None if exact else sql[:start] + probes.sql_predicate(req, lhs, scale=scale) + sql[end:]
     if req.value is None or req.upper is not None or req.op not in (">", ">=", "<", "<="):
         return None
     name = re.escape(column) if column else r"[A-Za-z_]\w*"

@@ -34,6 +34,7 @@ from sqlglot import exp
 from stateguard.inspection.code_model import CodeSemantics
 from stateguard.verification import carried, extract
 from stateguard.verification.requirements import Requirement
+from stateguard.verification.vocabulary import STOP
 
 KIND = "subset_rows"
 
@@ -52,6 +53,38 @@ _LAST_PART = re.compile(
     re.IGNORECASE,
 )
 _COUNT_WORD = re.compile(r"\b(?:how\s+many|number\s+of|count)\b", re.IGNORECASE)
+# where the words that say which rows a count takes end: its groups, its aside, its rule
+_COUNTED_END = re.compile(r"[(,;]|\b(?:for|per|in|by|under|on|across|within|where|at|with)\b", re.IGNORECASE)
+_WORD = re.compile(r"[a-z][\w-]*", re.IGNORECASE)
+_COPULA = {"are", "is", "was", "were", "be"}
+
+
+def _counted_words(text: str) -> list[str]:
+    """The stems of the words a count says its rows by ("how many budgeted films are acclaimed under
+    the current rule" -> budget, film, acclaim), up to its groups, an aside or its rule."""
+    cut = _COUNTED_END.search(text)
+    words = _WORD.findall(text[: cut.start()] if cut else text)
+    return [extract.stem(w) for w in words if w.lower() not in STOP and w.lower() not in _COPULA]
+
+
+def names_counted_again(before: str, last: str) -> bool:
+    """Does the last count ("how many acclaimed budgeted films are comedies") open with every word
+    the count before it took its rows by ("how many budgeted films are acclaimed"), and nothing
+    else, then say more? Then it counts a part of those rows. Fewer words (a count of all budgeted
+    films) or another word among them says other rows: no reading."""
+    counts = list(_COUNT_WORD.finditer(before))
+    if not counts:
+        return False
+    first = set(_counted_words(before[counts[-1].end() :]))
+    words = _WORD.findall(_HOW_MANY.sub("", last, count=1))
+    while words and words[0].lower() in ("of", "the"):
+        words = words[1:]
+    taken: set[str] = set()
+    for k, word in enumerate(words):
+        if extract.stem(word) not in first:
+            return len(first) >= 2 and taken == first and k < len(words)
+        taken.add(extract.stem(word))
+    return False
 
 
 def count_of_those(question: str) -> bool:
@@ -65,6 +98,8 @@ def count_of_those(question: str) -> bool:
         return carried.refers_back(pair[1]) and not carried.refers_back(pair[0])
     last = _LAST_PART.search(question)
     if last and carried.refers_back(last.group("rest")) and _COUNT_WORD.search(question[: last.start()]):
+        return not carried.refers_back(question[: last.start()])
+    if last and names_counted_again(question[: last.start()], last.group("rest")):
         return not carried.refers_back(question[: last.start()])
     parts = extract.clauses(question)
     if not parts or _HOW_MANY.search(parts[0]) or carried.refers_back(parts[0]):
@@ -87,6 +122,7 @@ class Rows:
     frame: str | None = None
     mask: str | None = None
     frames: tuple[str, ...] = ()
+    key: str | None = None  # a per-group count's column: the frame is counted per value of it
 
 
 def _condition(agg: exp.Expression) -> tuple[exp.Expression | None, str | None] | None:
@@ -349,14 +385,15 @@ def _fetched(code: str) -> dict[str, _Fetched]:
     return out
 
 
-def _grouped_frame(code: str) -> str | None:
+def _grouped_frame(code: str) -> tuple[str, str | None] | None:
     """The frame of the code's one count per group (`x.groupby("g").size()`, `x["g"].value_counts()`),
-    as source text; None when there is none or more than one."""
+    as source text, with the grouping column when it is one column named by a literal; None when
+    there is no such count or more than one."""
     try:
         tree = ast.parse(code)
     except SyntaxError:
         return None
-    found = []
+    found: list[tuple[str, str | None]] = []
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)) or node.args:
             continue
@@ -367,9 +404,13 @@ def _grouped_frame(code: str) -> str | None:
             and isinstance(receiver.func, ast.Attribute)
             and receiver.func.attr == "groupby"
         ):
-            found.append(ast.unparse(receiver.func.value))
+            by = receiver.args[0] if len(receiver.args) == 1 and not receiver.keywords else None
+            key = by.value if isinstance(by, ast.Constant) and isinstance(by.value, str) else None
+            found.append((ast.unparse(receiver.func.value), key))
         elif node.func.attr == "value_counts" and not node.keywords and isinstance(receiver, ast.Subscript):
-            found.append(ast.unparse(receiver.value))
+            taken = receiver.slice
+            key = taken.value if isinstance(taken, ast.Constant) and isinstance(taken.value, str) else None
+            found.append((ast.unparse(receiver.value), key))
     return found[0] if len(found) == 1 else None
 
 
@@ -404,9 +445,9 @@ def field_rows(text: str, sem: CodeSemantics, code: str) -> Rows | None:
             return None
         query = sql_rows(got.sql, got.index if got.index is not None else index or 0)
         return Rows(sql=query) if query else None
-    if text.startswith("dict(zip(") and (frame := _grouped_frame(code)):
+    if text.startswith("dict(zip(") and (grouped := _grouped_frame(code)):
         # a count per label written out from a merged table: the rows of the one grouped count
-        return Rows(frame=frame)
+        return Rows(frame=grouped[0], key=grouped[1])
     if m := _LEN.match(text):
         return Rows(frame=m.group("a") or m.group("b"))
     if m := _SUM.match(text):
@@ -487,6 +528,14 @@ def _size(_x):
         return int(_x) if float(_x).is_integer() else None
     except (TypeError, ValueError):
         return None
+def _counts_fit(_x, _rows, _key):
+    if not isinstance(_x, dict) or _key not in _rows.columns:
+        return False
+    _n = [_size(_y) for _y in _x.values()]
+    if None in _n or not any(_n):
+        return False
+    _have = _Counter(_rows.groupby(_key).size().tolist())
+    return not (_Counter(_k for _k in _n if _k) - _have)
 def _share_is(_r, _part, _whole):
     if _whole == 0 or isinstance(_r, bool) or not isinstance(_r, (int, float)):
         return False
@@ -526,8 +575,16 @@ _o = {{'outer_rows': int(len(_outer)), 'inner_rows': int(len(_inner)), 'inner_ro
 
 
 def probe(report: str, first: str, second: str, rows1: Rows, rows2: Rows, con: str | None) -> str | None:
-    """A count "of those": the second count's rows (inner) must be among the first's (outer)."""
-    bound = f"_size({report}[{first!r}]) == len(_outer) and _size({report}[{second!r}]) == len(_inner)"
+    """A count "of those": the second count's rows (inner) must be among the first's (outer). A first
+    count per group of a listed codebook is held to the outer rows' group sizes instead of their
+    number: each non-zero count it reports is the size of a different group (a list may leave a
+    group out)."""
+    first_is = (
+        f"_counts_fit({report}[{first!r}], _outer, {rows1.key!r})"
+        if rows1.key is not None
+        else f"_size({report}[{first!r}]) == len(_outer)"
+    )
+    bound = f"{first_is} and _size({report}[{second!r}]) == len(_inner)"
     return _compare(rows2, rows1, con, bound)
 
 

@@ -128,7 +128,7 @@ _BETWEEN = re.compile(
 # $38,000, ends included", "3 through 7"): the same two bounds as "between"; "from 1990 to 2000" alone
 # (a span of time, or a change from one value to another) is not read.
 _AMOUNT = r"\$?(?:-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?)"
-_ENDS_IN = r"(?:\s*,?\s*(?:\(?(?:inclusive(?:ly)?|(?:both\s+|the\s+)?(?:ends|limits|bounds)\s+included|(?:with\s+)?both\s+(?:(?:ends|limits|bounds)\s+)?(?:included|counted))\)?))"
+_ENDS_IN = r"(?:\s*,?\s*(?:\(?(?:inclusive(?:ly)?|(?:both\s+|the\s+)?(?:ends|limits|bounds)\s+included|(?:with\s+)?both\s+(?:[a-z]+\s+)?(?:included|counted))\)?))"
 # a range's end: an amount, or a small count in words ("two to five pregnancies, inclusive")
 _END = (
     r"(?:" + _AMOUNT + r"|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|"

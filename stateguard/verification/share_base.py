@@ -28,18 +28,23 @@ from stateguard.verification.extract import flag_columns
 from stateguard.verification.requirements import Kind, Requirement
 from stateguard.verification.vocabulary import STOP, Vocabulary, column_tokens, names_flag, names_share
 
+_PERCENT = r"(?:percent|per\s+cent|percentages?)"
+# ", in per cent," / ", as a percentage,": the share's scale, said as an aside
+_ASIDE = rf"(?:,\s*(?:in|as)\s+(?:a\s+)?{_PERCENT}\s*,\s*)"
+_SHARE_WORD = r"\b(?:share|percentage|proportion|fraction|percent|per\s+cent)"
 _SHARE = re.compile(
-    r"\b(?:share|percentage|proportion|fraction|percent)\s*(?:\([^()]*\)\s*|,\s*(?:in|as)\s+(?:a\s+)?(?:percent|percentages?)\s*,\s*)?"
+    rf"{_SHARE_WORD}\s*(?:\([^()]*\)\s*|{_ASIDE})?"
     r"\s*of\s+(?:all\s+)?(?:the\s+)?"
     r"(?P<group>[^,;:?.()]{1,40}?(?:\s*\([^()]*\)\s*[^,;:?.()]{0,20}?)?)\s*(?:\([^()]*\)\s*)?"
+    rf"{_ASIDE}?"
     r"\b(?:are|is|was|were|counts?\s+as)\s+(?P<flag>[a-z][\w-]*(?:\s+[a-z][\w-]*){0,2}?)"
     r"(?=\s*(?:[,;.?!]|\band\b|$))",
     re.IGNORECASE,
 )
 # "what percentage of the women under-report": the flag said as the subgroup's verb, ending the clause
 _SHARE_VERB = re.compile(
-    r"\b(?:share|percentage|proportion|fraction|percent)\s+of\s+(?:all\s+)?(?:the\s+)?"
-    r"(?P<words>[a-z][\w-]*(?:\s+[a-z][\w-]*){1,3})(?=\s*(?:[,;.?!]|\band\b|$))",
+    rf"{_SHARE_WORD}\s*{_ASIDE}?\s*of\s+(?:all\s+)?(?:the\s+)?"
+    r"(?P<words>[a-z0-9][\w-]*(?:\s+[a-z][\w-]*){1,4})(?=\s*(?:[,;.?!]|\band\b|$))",
     re.IGNORECASE,
 )
 
@@ -78,12 +83,30 @@ def _flag_named(said: str, flags: list[str]) -> list[str]:
     return [c for c in flags if names_flag(" ".join(words[:-1]), c)]
 
 
-def subgroup_shares(question: str, vocab: Vocabulary, tables: list[str]) -> list[SubgroupShare]:
-    """Shares the question asks of a subgroup: one per phrase that parses whole (see the module)."""
+def _flag_of_fields(fields: list[str], flags: list[str]) -> list[str]:
+    """The flag columns the answer's share fields name (`pct_south_big` for `big_earner`): the flag a
+    share is of when the question says it as a verb of its own ("qualify", "carries the tag")."""
+    return sorted(
+        {
+            c
+            for f in fields
+            if names_share(f, rates=True)
+            for c in flags
+            if set(column_tokens(c)) & set(column_tokens(f))
+        }
+    )
+
+
+def subgroup_shares(
+    question: str, vocab: Vocabulary, tables: list[str], fields: list[str] | None = None
+) -> list[SubgroupShare]:
+    """Shares the question asks of a subgroup: one per phrase that parses whole (see the module). A
+    flag the words do not name is the one flag the answer's share fields name, if there is one."""
     flags = flag_columns(vocab, tables)
+    by_field = _flag_of_fields(fields or [], flags)
     out: list[SubgroupShare] = []
     for m in _SHARE.finditer(question):
-        named = _flag_named(m.group("flag"), flags)
+        named = _flag_named(m.group("flag"), flags) or by_field
         if len(named) != 1:
             continue
         flag = named[0]
@@ -96,15 +119,15 @@ def subgroup_shares(question: str, vocab: Vocabulary, tables: list[str]) -> list
         if _SHARE.search(m.group(0)):
             continue
         words = m.group("words").split()
-        readings = []
+        readings: dict[tuple[str, str | None, str | float], SubgroupShare] = {}
         for i in range(1, len(words)):  # every split into the subgroup's words and the flag's
-            named = _flag_named(" ".join(words[i:]), flags)
+            named = _flag_named(" ".join(words[i:]), flags) or by_field
             holding = [t for t in tables if named and named[0] in vocab.tables.get(t, {})]
             found = _group(" ".join(words[:i]), vocab, holding) if len(named) == 1 else None
             if found is not None and found[0] != named[0]:
-                readings.append(SubgroupShare(named[0], found[0], found[1], m.group(0)))
-        if len(readings) == 1:  # one split only binds both
-            out.append(readings[0])
+                readings[(named[0], *found)] = SubgroupShare(named[0], found[0], found[1], m.group(0))
+        if len(readings) == 1:  # one reading only binds both (splits that agree are one)
+            out.extend(readings.values())
     return out
 
 
@@ -126,7 +149,9 @@ def _group(text: str, vocab: Vocabulary, holding: list[str]) -> tuple[str | None
         if after and _names_data(after[0], vocab, holding):
             return None
         return values[0]
-    words = [w for w in text.split() if w.lower() not in STOP]
+    words = [w for w in _initials(text.split(), vocab, holding) if w.lower() not in STOP]
+    tying = [w for w in words if w.lower() in LEXICON.tying_words]
+    words = [_untied(w) for w in words if w not in tying]
     if not words or len(words) > 2:
         return None
     bound: list[tuple[str | None, str | float]] = []
@@ -145,6 +170,28 @@ def _group(text: str, vocab: Vocabulary, holding: list[str]) -> tuple[str | None
     if nouns and _names_data(nouns[0], vocab, holding):
         return None  # "the 2008 road cars": a second word of the data, a subgroup of two things
     return bound[0]
+
+
+def _untied(word: str) -> str:
+    """A compound of a value and a tying word ("woman-headed") is the value's word."""
+    parts = word.split("-")
+    if len(parts) == 2 and parts[1].lower() in LEXICON.tying_words:
+        return parts[0]
+    return word
+
+
+def _initials(words: list[str], vocab: Vocabulary, tables: list[str]) -> list[str]:
+    """Capitalised words whose initials are a value of the data, as that one word ("the American
+    League lines" with `lg` AL): the value as the data writes it."""
+    for size in (3, 2):
+        for i in range(len(words) - size + 1):
+            run = words[i : i + size]
+            if not all(re.fullmatch(r"[A-Z][a-z]+", w) for w in run):
+                continue
+            short = "".join(w[0] for w in run)
+            if _value_of(short, vocab, tables) is not None:
+                return [*words[:i], short, *words[i + size :]]
+    return words
 
 
 def _indicator(word: str, vocab: Vocabulary, tables: list[str]) -> str | None:

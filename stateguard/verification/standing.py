@@ -47,10 +47,18 @@ _STANDING = re.compile(
     r"(?:in|for)\s+(?:everything|all)\s+that\s+follows|(?:in|for)\s+(?:everything|all|anything)\s+(?:after|from)\s+(?:this|here|now)\b|until\s+(?:we\s+(?:finish|are\s+done)|the\s+(?:very\s+)?end(?:\s+of\s+(?:this|the|our)\s+(?:analysis|work|session|task|study|report|project))?(?!\s+of\b)))\b",
     re.IGNORECASE,
 )
+# "old" / "older" point at a version only before what has versions ("the old rule", "the older
+# figures"); "the older children", "older than 60" compare ages
+_OLD = r"old(?:er)?"
+_VERSIONED = (
+    r"(?=\s+(?:rule|definition|version|cut\w*|threshold|criterion|data|table|frame|figures|values|numbers|"
+    r"reading|rows|list|flag|one)s?\b)"
+)
+_VERSION_WORDS = [w if w != _OLD else _OLD + _VERSIONED for w in LEXICON.earlier_version]
 _BACK_IN = re.compile(  # "how old are they" asks an age, it points at no old version; "do the table
     # again" repeats work, "with them again" / "count them again" brings rows back; "full-year" and
     # "full-time" name a kind of row, not the full table, as "prior-treatment" and "old-growth" do
-    rf"\b(?<!\bhow\s)(?:(?:{'|'.join([*LEXICON.restoration, *LEXICON.earlier_version])})(?!-)|includ\w*|(?:whole|entire|full)(?!-)|"
+    rf"\b(?<!\bhow\s)(?:(?:{'|'.join([*LEXICON.restoration, *_VERSION_WORDS])})(?!-)|includ\w*|(?:whole|entire|full)(?!-)|"
     rf"(?:with|add\w*|count\w*|put\w*|let\w*|allow\w*)\b[^.;,]{{0,30}}\bagain)\b",
     re.IGNORECASE,
 )

@@ -808,7 +808,7 @@ class SemanticVerifier:
         if not sem.reports:
             return
         report, keys = list(sem.reports.items())[-1]
-        for share in share_base.subgroup_shares(question, self.vocab, tables):
+        for share in share_base.subgroup_shares(question, self.vocab, tables, keys):
             field = share_base.share_field(keys, share)
             frames = [n for n in names if share.flag in self.vocab.tables.get(n.lower(), {})]
             if field is None or not frames:
