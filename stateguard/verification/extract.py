@@ -1023,11 +1023,25 @@ def _uncoordinated(clause: str) -> str:
 _PLURAL_OWNER = re.compile(r"\b(?P<owner>[A-Za-z][\w-]*s)'\s+$")
 
 
+# "the mean years of experience", "the median number of weekly hours": a measure noun whose quantity
+# follows "of"; the statistic is of that quantity
+_MEASURED = re.compile(
+    r"\s+of\s+(?:the\s+|their\s+|its\s+|his\s+|her\s+)?(?P<rest>(?:[a-z-]+\s+){0,2}?[a-z-]+)"
+    r"(?=\s*(?:\(|,|\.|;|\?|$|\s(?:per|for|over|in|across|by|among|within|from|on|at|is|was|and|rounded)\b))",
+    re.IGNORECASE,
+)
+_MEASURE_NOUNS = {"number", "years", "amount", "count", "level", "quantity"}
+
+
 def aggregations(clause: str, fields: list[str], source: str = "question") -> list[Requirement]:
     out = []
-    for m in _AGG.finditer(_uncoordinated(clause)):
+    said = _uncoordinated(clause)
+    for m in _AGG.finditer(said):
         fn = _FUNCS[" ".join(m.group("fn").lower().split())]
         subj = [w for w in m.group("subj").split() if w.lower() not in ("the", "of")]
+        measured = _MEASURED.match(said, m.end())
+        if len(subj) == 1 and subj[0].lower() in _MEASURE_NOUNS and measured:
+            subj = measured.group("rest").split()
         owner = _PLURAL_OWNER.search(clause[: m.start()])
         if owner and subj:
             subj = [owner.group("owner"), *subj]  # "the fathers' mean height": the fathers' heights

@@ -263,3 +263,24 @@ def test_a_standing_scope_read_around_under_a_question_about_the_older_rows() ->
 
     assert run("orders")
     assert not run("rated")
+
+
+@pytest.mark.parametrize(
+    ("clause", "expected"),
+    [
+        (
+            "what is their median number of weekly hours, their mean years of experience, and how many",
+            [("median", ["weekly", "hours"]), ("mean", ["experience"])],
+        ),
+        ("the mean number of species per site", [("mean", ["species"])]),
+        # a measure noun without "of": the noun itself is the subject
+        ("their mean years, and how many", [("mean", ["years"])]),
+        ("the median price of the cars", [("median", ["price"])]),
+    ],
+)
+def test_a_statistic_of_a_measure_noun_is_of_the_quantity_after_of(
+    clause: str, expected: list[tuple[str, list[str]]]
+) -> None:
+    from stateguard.verification import extract
+
+    assert [(r.function, r.subject) for r in extract.aggregations(clause, [])] == expected
