@@ -44,8 +44,9 @@ twenty-fifth), `fresh30` (four more, on four other R tables from that archive no
 them from Ecdat, written blind by a twenty-sixth), `fresh31` (four more, on four further R tables from
 that archive no split used, none of them from Ecdat, written blind by a twenty-seventh), `fresh32`
 (four more, on four other R tables from that archive no split used, none of them from Ecdat, written
-blind by a twenty-eighth) or `fresh33` (four more, on four further R tables from that archive no split
-used, none of them from Ecdat, written blind by a twenty-ninth);
+blind by a twenty-eighth), `fresh33` (four more, on four further R tables from that archive no split
+used, none of them from Ecdat, written blind by a twenty-ninth) or `fresh34` (four more, on four other
+R tables from that archive no split used, none of them from Ecdat, written blind by a thirtieth);
 the detection report shows them apart.
 """
 
@@ -107,6 +108,7 @@ SPLITS = (
     "fresh31",
     "fresh32",
     "fresh33",
+    "fresh34",
     "all",
 )
 

