@@ -352,6 +352,10 @@ LEXICON = Lexicon(
         "billion": 1e9,
         "billions": 1e9,
         "bn": 1e9,
+        "decade": 10.0,  # "two decades or more": 20 years
+        "decades": 10.0,
+        "dozen": 12.0,
+        "dozens": 12.0,
     },
     arithmetic=("divided by", "multiplied by", "times", "minus", "plus", "over", "relative to"),
     share_words=("share", "proportion", "percentage", "fraction"),

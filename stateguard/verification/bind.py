@@ -579,6 +579,10 @@ class RequirementBinder(Binder):
             # column's values names another quantity
             inside = [c for c in found if self.within(c, abs(req.value), req.percent, scaled=False)]
             found = inside or found
+        if req.kind is Kind.COMPARISON and len(found) == 1 and not _said_logged(req, found[0], self.vocab):
+            # "(a real price above 1)" beside `lrpmg (log of the real price)`: the words name the
+            # quantity the column is the log of, and a bound on it is no cut-off on the column
+            return []
         return found
 
     def aggregation(self, req: Requirement, plan: Plan) -> None:
@@ -743,6 +747,16 @@ class RequirementBinder(Binder):
                     )
                 )
                 return
+
+
+_LOG_WORDS = {"log", "logs", "logged", "logarithm", "ln"}
+
+
+def _said_logged(req: Requirement, column: str, vocab: Vocabulary) -> bool:
+    """Unless the task describes the column as a logarithm, or the bound's own words say "log"."""
+    described = {w.lower() for w in vocab.column_words.get(column, ())}
+    said = {w.lower() for w in [*req.subject, *req.text.split()]}
+    return not (described & _LOG_WORDS) or bool(said & _LOG_WORDS)
 
 
 def _tested_anywhere(sem: CodeSemantics, columns: list[str], value: float, op: str | None = None) -> bool:

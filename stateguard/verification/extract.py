@@ -507,6 +507,16 @@ _TEMPORAL = re.compile(
 )
 
 
+# a word that counts in a larger unit ("two decades": 20 years, "three dozen": 36)
+_COUNT_UNIT = re.compile(r"\s+(?P<unit>decades?|dozens?)\b", re.IGNORECASE)
+
+
+def _counted_in(clause: str, at: int) -> float:
+    """The factor of a count unit right after the number that ends at `at`, else 1."""
+    m = _COUNT_UNIT.match(clause, at)
+    return LEXICON.scales[m.group("unit").lower()] if m else 1.0
+
+
 def _is_year(m: re.Match[str]) -> bool:
     """The bound is a calendar year (a plain 4-digit number from 1800 to 2100, no unit or percent)."""
     return not m.group("pct") and re.fullmatch(r"1[89]\d\d|20\d\d|2100", m.group("num")) is not None
@@ -656,7 +666,7 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
                     text=m.group(0),
                     source=source,
                     op=op,
-                    value=_number(m.group("num")),
+                    value=_number(m.group("num")) * _counted_in(clause, m.end("num")),
                     percent=bool(m.group("pct")),
                     subject=subject,
                     after=noun_after,
@@ -846,7 +856,7 @@ def scopes(
 # "the overseas label with 0 respondents", "code 9 with no rows": an entry of a list kept with nothing
 _KEPT_EMPTY = re.compile(
     r"\W*(?:(?:label|labels|entry|entries|code|codes|row|rows|category|type|line|name)\W+)?"
-    r"(?:(?:must|should|has\s+to|needs\s+to)\s+(?:be\s+there|appear|show|stay|remain)\s+)?"
+    r"(?:(?:must|should|has\s+to|needs\s+to)\s+(?:be\s+there|appear|show|stay|remain)\W+)?"
     r"(?:with|at|showing|having)\s+(?:0|zero|no|none)\b",
     re.IGNORECASE,
 )

@@ -24,6 +24,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from stateguard.artifacts.lexicon import LEXICON
 from stateguard.verification.extract import (
     _BETWEEN,
     _NUM,
@@ -69,6 +70,12 @@ _NAMED_LINE = re.compile(
 )
 _ROUNDING = re.compile(
     r"(?:\b\w*round\w*|\bprint_result)\s*\((?:[^()]|\([^()]*\))*?,\s*\d+\s*\)|\.round\(\s*\d+\s*\)"
+)
+# a number and a word that counts in a larger unit ("two decades", "3 dozen"): the number times it
+_COUNTED_IN = re.compile(
+    rf"\b(?P<num>\d+(?:\.\d+)?|{'|'.join(sorted(_WORDNUM, key=len, reverse=True))})\s+"
+    rf"(?P<unit>{'|'.join(w for w in LEXICON.scales if w.isalpha())})\b",
+    re.IGNORECASE,
 )
 _PCT = re.compile(r"\s*(?:%|percent\b|per\s+cent\b)", re.IGNORECASE)
 _PLAIN = re.compile(r"(?<![\w.])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.])-?\d+(?:\.\d+)?")
@@ -199,6 +206,9 @@ def mentioned(texts: list[str]) -> set[float]:
             float(v) for w, v in _WORDS.items() if w != "one" and re.search(rf"\b{w}\b", text, re.IGNORECASE)
         }
         out |= {x for x, _ in stated(text)}
+        for m in _COUNTED_IN.finditer(text):  # "two decades": 20 (years)
+            if (x := _value(m.group("num"))) is not None:
+                out.add(x * LEXICON.scales[m.group("unit").lower()])
         for m in _LARGE.finditer(text):
             if m.group("teen"):
                 out.add(float(_TEENS[m.group("teen").lower()]))

@@ -284,3 +284,73 @@ def test_a_statistic_of_a_measure_noun_is_of_the_quantity_after_of(
     from stateguard.verification import extract
 
     assert [(r.function, r.subject) for r in extract.aggregations(clause, [])] == expected
+
+
+# After fresh34's first look: its three false repairs, each an older reading.
+
+
+def test_a_number_of_decades_is_named_in_years() -> None:
+    from stateguard.verification import unstated_cutoff
+
+    said = "A pair counts as settled once two decades or more have gone by since its last dispute."
+    assert 20.0 in unstated_cutoff.mentioned([said])
+    assert 36.0 in unstated_cutoff.mentioned(["at least 3 dozen eggs"])
+    assert 20.0 not in unstated_cutoff.mentioned(["once two years or more have gone by"])
+
+
+@pytest.mark.parametrize(
+    ("question", "scoped"),
+    [
+        ("Per label, how many records are there? The sea label has to stay, with 0 records.", False),
+        ("Per label, how many records are there? The sea label must remain with no rows.", False),
+        ("How many records of the sea label are there?", True),
+    ],
+)
+def test_an_entry_that_has_to_stay_with_nothing_is_no_scope(question: str, scoped: bool) -> None:
+    from stateguard.verification import extract
+
+    vocab = Vocabulary(
+        tables={"codes": {"boundary": ColumnInfo(kind="text", values=["none", "land", "sea"])}}
+    )
+    reqs = extract.extract(question, vocab=vocab)
+    assert any(r.kind is Kind.SCOPE and "sea" in r.values for r in reqs) is scoped
+
+
+def test_a_bound_on_the_quantity_a_column_is_the_log_of_binds_no_column() -> None:
+    context = (
+        "Columns: obs, country, year, lrpmg (log of the real price of motor gasoline), lgaspcar (log of "
+        "gasoline use per car)."
+    )
+    setup = (
+        "import duckdb, numpy as np\ncon = duckdb.connect()\n"
+        "gas = pd.DataFrame({'obs': range(40), 'lrpmg': np.linspace(-2.5, 1.1, 40), 'lgaspcar': np.linspace(3, 6, 40)})\n"
+        "con.execute('CREATE TABLE gas AS SELECT * FROM gas')"
+    )
+    code = (
+        "import json\n"
+        "row = con.execute('SELECT count(*), avg(lgaspcar), count(*) FILTER (WHERE lrpmg > 0) FROM gas').fetchone()\n"
+        "result = {'n_records': row[0], 'mean_lgaspcar': row[1], 'n_price_log_positive': row[2]}\n"
+        "print(json.dumps(result))"
+    )
+    question = (
+        "How many records are there, what is the mean log consumption per car, and how many records have a "
+        "positive log real price (a real price above 1)?"
+    )
+    session = session_with(setup)
+    assert not session.turn(question, code, context=context)
+    assert "real price > 1" in session.verifier.last.summary()["unverified"]
+    # said as the log, the bound binds the column
+    said_log = question.replace("(a real price above 1)", "(a log real price above 0.5)")
+    session = session_with(setup)
+    session.turn(said_log, code, context=context)
+    assert any("lrpmg" in note for note in session.verifier.last.summary()["code"])
+
+
+def test_a_bound_said_in_decades_is_a_bound_in_years() -> None:
+    from stateguard.verification import extract
+
+    said = "A pair counts as settled once two decades or more have gone by since its last dispute."
+    assert [(r.op, r.value) for r in extract.comparisons(said)] == [(">=", 20.0)]
+    assert [(r.op, r.value) for r in extract.comparisons("once two years or more have gone by")] == [
+        (">=", 2.0)
+    ]
