@@ -207,8 +207,8 @@ def mentioned(texts: list[str]) -> set[float]:
         }
         out |= {x for x, _ in stated(text)}
         for m in _COUNTED_IN.finditer(text):  # "two decades": 20 (years)
-            if (x := _value(m.group("num"))) is not None:
-                out.add(x * LEXICON.scales[m.group("unit").lower()])
+            if (count := _value(m.group("num"))) is not None:
+                out.add(count * LEXICON.scales[m.group("unit").lower()])
         for m in _LARGE.finditer(text):
             if m.group("teen"):
                 out.add(float(_TEENS[m.group("teen").lower()]))
