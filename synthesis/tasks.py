@@ -46,7 +46,7 @@ from stateguard.artifacts.graph import RelationGraph, load_graph, save_graph
 from stateguard.artifacts.manifest import TaskManifest, save_manifest
 from stateguard.artifacts.task_folder import TaskFolder
 from stateguard.state import RelationType
-from synthesis.replay import run_turns, write_fingerprints
+from synthesis.replay import TurnReplay, fingerprint_turn, run_turns, write_fingerprints
 from synthesis.sources.tabular import get_info, load_into_duckdb
 from synthesis.sql_deps import Stage, stage_dependencies
 from synthesis.stage_relations import derive_relations, invalidate, stage_state_ids
@@ -407,7 +407,15 @@ def build_task(
         dep_list = [(turn_of[d], d) for d in deps[p.spec.name]]
         loader = _loader(info.name, base_tables) if i == 1 else None
         codes.append(render_code(p, i, dep_list, turn_of, rng, loader))
-    answers = run_turns(codes, folder.agent)
+    # The builder's run fingerprints each turn's stage as it goes (what a replay would record);
+    # verify_replay later runs the task from scratch and must reproduce every one of them.
+    recorded: list[TurnReplay] = []
+
+    def record(turn_id: int, namespace: dict[str, Any], answer: Any) -> bool:
+        recorded.append(fingerprint_turn(turn_id, [planned[turn_id - 1].spec.name], namespace, answer))
+        return False
+
+    answers = run_turns(codes, folder.agent, after_turn=record)
 
     intro = (
         f"Dataset: {info.description} The base tables are CSV files under data/ "
@@ -455,13 +463,16 @@ def build_task(
         ],
     }
     save_graph(folder, RelationGraph.model_validate(graph))  # only the keys given are written (frozen bytes)
-    return finish_task(root, task_id, seed=seed, worker_faults=worker_faults)
+    return finish_task(root, task_id, seed=seed, worker_faults=worker_faults, recorded=recorded)
 
 
-def finish_task(root: Path, task_id: str, *, seed: int, worker_faults: int) -> Path:
+def finish_task(
+    root: Path, task_id: str, *, seed: int, worker_faults: int, recorded: list[TurnReplay] | None = None
+) -> Path:
     """The last steps of every task builder, once hidden/task.json and graph.json are written: the
-    replay fingerprints, the worker's shipped mistakes (benchmark tasks), and the agent manifest."""
-    write_fingerprints(root)  # a fresh replay: {turn_id: {stage: sha256, "answer": sha256}}
+    replay fingerprints, the worker's shipped mistakes (benchmark tasks), and the agent manifest.
+    `recorded`: the fingerprints the builder's own run took (else a fresh replay takes them)."""
+    write_fingerprints(root, recorded)  # {turn_id: {stage: sha256, "answer": sha256}}
     if worker_faults:  # benchmark tasks: the scripted worker's contaminating mistakes (hidden)
         plan_worker_faults(root, seed=seed, n=worker_faults)
     folder = TaskFolder(root)
