@@ -381,9 +381,20 @@ def _dataset_connection(info: DatasetInfo) -> duckdb.DuckDBPyConnection:
 
 
 def build_task(
-    out_dir: str | Path, *, dataset: str = "penguins", seed: int = 0, turns: int = 12, worker_faults: int = 0
+    out_dir: str | Path,
+    *,
+    dataset: str = "penguins",
+    seed: int = 0,
+    turns: int = 12,
+    worker_faults: int = 0,
+    verified_later: bool = False,
 ) -> Path:
-    """Generate, run and write one task; returns `<out_dir>/<task_id>`. Same arguments -> same bytes."""
+    """Generate, run and write one task; returns `<out_dir>/<task_id>`. Same arguments -> same bytes.
+
+    `verified_later`: the caller runs `verify_replay` on the task next (the pipeline does), a fresh
+    run of the written files that must reproduce every answer and fingerprint; the builder's own
+    run then takes the fingerprints. Otherwise a fresh replay here takes them, so that some fresh
+    run of the written task always checks it."""
     info = get_info(dataset)
     rng = random.Random(f"{info.name}:{seed}:{turns}")
     prof = _dataset_connection(info)
@@ -426,15 +437,15 @@ def build_task(
         dep_list = [(turn_of[d], d) for d in deps[p.spec.name]]
         loader = _loader(info.name, base_tables) if i == 1 else None
         codes.append(render_code(p, i, dep_list, turn_of, rng, loader))
-    # The builder's run fingerprints each turn's stage as it goes (what a replay would record);
-    # verify_replay later runs the task from scratch and must reproduce every one of them.
+    # With `verified_later` the builder's run fingerprints each turn's stage as it goes (what a
+    # replay would record); verify_replay then runs the task from scratch and must reproduce them.
     recorded: list[TurnReplay] = []
 
     def record(turn_id: int, namespace: dict[str, Any], answer: Any) -> bool:
         recorded.append(fingerprint_turn(turn_id, [planned[turn_id - 1].spec.name], namespace, answer))
         return False
 
-    answers = run_turns(codes, folder.agent, after_turn=record)
+    answers = run_turns(codes, folder.agent, after_turn=record if verified_later else None)
 
     intro = (
         f"Dataset: {info.description} The base tables are CSV files under data/ "
@@ -482,7 +493,9 @@ def build_task(
         ],
     }
     save_graph(folder, RelationGraph.model_validate(graph))  # only the keys given are written (frozen bytes)
-    return finish_task(root, task_id, seed=seed, worker_faults=worker_faults, recorded=recorded)
+    return finish_task(
+        root, task_id, seed=seed, worker_faults=worker_faults, recorded=recorded if verified_later else None
+    )
 
 
 def finish_task(

