@@ -17,6 +17,10 @@ everything the summary is a function of:
   array so that no element can be freed and another object born at its address;
 * Arrow-backed pandas arrays: the identity of the immutable Arrow array (pandas swaps in a new
   one on every write);
+* datetime and timedelta arrays (a frame's timestamp columns): their dtype (unit, time zone) and a
+  hash of their numpy array's bytes; only without a `freq` (a frame's columns have none);
+* nullable integer, float and boolean arrays (`Int32`, ...: a column with NULLs from a database):
+  their dtype and hashes of both numpy arrays, the values and the mask;
 * pandas structure: the identity of the block manager, of each block and its placement, the
   axes' values and names, a Series' name, and the display options (they shape the repr).
 
@@ -139,7 +143,23 @@ def _values(values: Any, keep: list[Any], budget: list[int]) -> tuple[Any, ...]:
     if arrow is not None and isinstance(pa_array, arrow.ChunkedArray):
         keep.append(pa_array)  # Arrow arrays never change; pandas replaces them on a write
         return ("arrow", type(values).__name__, str(values.dtype), id(pa_array))
-    raise _Unversioned  # Categorical, masked, datetime arrays: not vouched for
+    pd = sys.modules["pandas"]
+    kind = type(values)
+    if kind in (pd.arrays.DatetimeArray, pd.arrays.TimedeltaArray):
+        if getattr(values, "freq", None) is not None:  # pandas 3 keeps freq on the index alone
+            raise _Unversioned  # a freq shows in some reprs and can be set in place: not vouched for
+        keep.append(values)
+        return ("dates", kind.__name__, str(values.dtype), _array(values._ndarray, np, keep, budget))
+    if kind in (pd.arrays.IntegerArray, pd.arrays.FloatingArray, pd.arrays.BooleanArray):
+        keep.append(values)
+        return (
+            "masked",
+            kind.__name__,
+            str(values.dtype),
+            _array(values._data, np, keep, budget),
+            _array(values._mask, np, keep, budget),
+        )
+    raise _Unversioned  # Categorical, interval, period, sparse arrays: not vouched for
 
 
 def _array(arr: Any, np: Any, keep: list[Any], budget: list[int]) -> tuple[Any, ...]:

@@ -255,7 +255,12 @@ def synth_one(spec: TaskSpec, out_dir: str, verify: bool = True, worker_faults: 
     try:
         if spec.shape == "longds":
             built = build_task(
-                out_dir, dataset=spec.dataset, seed=spec.seed, turns=spec.turns, worker_faults=worker_faults
+                out_dir,
+                dataset=spec.dataset,
+                seed=spec.seed,
+                turns=spec.turns,
+                worker_faults=worker_faults,
+                verified_later=verify,  # verify_replay below is then the task's fresh run
             )
         else:
             built = build_shaped_task(

@@ -1,7 +1,8 @@
 """Stage fingerprints of a built task, and a from-scratch replay that must reproduce them.
 
     write_fingerprints(task_dir)   -> {turn_id: {stage: sha256, "answer": sha256}}  (hidden/fingerprints.json,
-                                      stateguard.artifacts.replay.FingerprintTable)
+                                      stateguard.artifacts.replay.FingerprintTable; the builder
+                                      passes the turns its own run fingerprinted instead)
     verify_replay(task_dir)        -> ReplayReport(ok, mismatches)
     run_turns(codes, agent_dir)    -> [answer per turn]  (the builder's and the fault planner's runner)
 
@@ -24,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+from collections.abc import Callable
 from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any
@@ -53,6 +55,7 @@ __all__ = [
     "TurnReplay",
     "answer_digest",
     "canonical_json",
+    "fingerprint_turn",
     "has_valid_marker",
     "replay_turns",
     "run_turns",
@@ -66,8 +69,17 @@ FINGERPRINTS = _HIDDEN.rel(_HIDDEN.fingerprints)
 MARKER = _HIDDEN.rel(_HIDDEN.replay)
 
 
-def run_turns(codes: list[str], base_path: Path) -> list[Any]:
-    """Run a task's turn programs in one fresh namespace; the JSON answer each turn printed last."""
+def run_turns(
+    codes: list[str],
+    base_path: Path,
+    after_turn: Callable[[int, dict[str, Any], Any], bool] | None = None,
+) -> list[Any]:
+    """Run a task's turn programs in one fresh namespace; the JSON answer each turn printed last.
+
+    `after_turn(turn_id, namespace, answer)`, when given, runs after each turn (the builder takes
+    the turn's stage fingerprints there, `fingerprint_turn`); True stops the run after that turn
+    (the fault planner stops once an intervention is known not to change its turn's answer), and
+    the answers so far are returned."""
     namespace: dict[str, Any] = {}
     exec(prelude(Task(task_id="build", turns=[], base_path=str(base_path))), namespace)
     answers = []
@@ -78,6 +90,8 @@ def run_turns(codes: list[str], base_path: Path) -> list[Any]:
                 exec(compile(code, f"<turn {i}>", "exec"), namespace)
             printed = [line for line in out.getvalue().splitlines() if line.strip()]
             answers.append(json.loads(printed[-1]))
+            if after_turn is not None and after_turn(i, namespace, answers[-1]):
+                break
     finally:
         con = namespace.get("con")
         if con is not None:
@@ -176,23 +190,33 @@ def replay_turns(task_dir: str | Path) -> list[TurnReplay]:
                 rec.error = "printed nothing (expected the answer as JSON on the last line)"
                 break
             try:
-                rec.answer = json.loads(printed[-1])
+                answer = json.loads(printed[-1])
             except json.JSONDecodeError as exc:
                 rec.error = f"last printed line is not JSON ({exc.msg})"
                 break
-            rec.answer_fingerprint = answer_digest(rec.answer)
-            missing = [n for n in names if namespace.get(n) is None]
-            if missing:
-                rec.error = f"stage {missing[0]!r} was not materialized in the namespace"
+            rec = results[-1] = fingerprint_turn(turn.turn_id, names, namespace, answer)
+            if rec.error is not None:
                 break
-            rec.stages = {n: fingerprint(namespace[n]) for n in names}
-            if rec.stage is not None:
-                rec.stage_fingerprint = rec.stages[rec.stage]
     finally:
         con = namespace.get("con")
         if con is not None and hasattr(con, "close"):
             con.close()
     return results
+
+
+def fingerprint_turn(turn_id: int, names: list[str], namespace: dict[str, Any], answer: Any) -> TurnReplay:
+    """What a replay records of one finished turn: its answer's digest and the fingerprint of each
+    stage it materialized (`replay_turns`, and the builder's own run through `run_turns`)."""
+    rec = TurnReplay(turn_id=turn_id, stage=names[-1] if names else None, answer=answer)
+    rec.answer_fingerprint = answer_digest(answer)
+    missing = [n for n in names if namespace.get(n) is None]
+    if missing:
+        rec.error = f"stage {missing[0]!r} was not materialized in the namespace"
+        return rec
+    rec.stages = {n: fingerprint(namespace[n]) for n in names}
+    if rec.stage is not None:
+        rec.stage_fingerprint = rec.stages[rec.stage]
+    return rec
 
 
 def _as_table(results: list[TurnReplay]) -> FingerprintTable:
@@ -201,12 +225,21 @@ def _as_table(results: list[TurnReplay]) -> FingerprintTable:
     )
 
 
-def write_fingerprints(task_dir: str | Path) -> dict[str, dict[str, str]]:
+def write_fingerprints(
+    task_dir: str | Path, results: list[TurnReplay] | None = None
+) -> dict[str, dict[str, str]]:
     """Replay the task, check each answer against `task.json`, and write `hidden/fingerprints.json`.
-    Raises RuntimeError when a turn fails or its answer differs (the task is not reproducible)."""
+    Raises RuntimeError when a turn fails or its answer differs (the task is not reproducible).
+
+    `results`: the turns as the builder's own run of `task.json`'s code recorded them
+    (`fingerprint_turn`), instead of a replay here; `verify_replay` is then the from-scratch run
+    that must reproduce them."""
     task_dir = Path(task_dir)
     expected = {t.turn_id: t.answer for t in _load(task_dir).turns}
-    results = replay_turns(task_dir)
+    if results is None:
+        results = replay_turns(task_dir)
+    elif [r.turn_id for r in results] != sorted(expected):
+        raise RuntimeError(f"{task_dir.name}: the build recorded turns {[r.turn_id for r in results]}")
     for r in results:
         if r.error is not None:
             raise RuntimeError(f"{task_dir.name}: turn {r.turn_id} failed: {r.error}")

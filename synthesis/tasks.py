@@ -46,8 +46,8 @@ from stateguard.artifacts.graph import RelationGraph, load_graph, save_graph
 from stateguard.artifacts.manifest import TaskManifest, save_manifest
 from stateguard.artifacts.task_folder import TaskFolder
 from stateguard.state import RelationType
-from synthesis.replay import run_turns, write_fingerprints
-from synthesis.sources.tabular import get_info, load_into_duckdb
+from synthesis.replay import TurnReplay, fingerprint_turn, run_turns, write_fingerprints
+from synthesis.sources.tabular import DatasetInfo, get_info, load_into_duckdb
 from synthesis.sql_deps import Stage, stage_dependencies
 from synthesis.stage_relations import derive_relations, invalidate, stage_state_ids
 from synthesis.threads import StageSpec, Thread, generate_threads
@@ -357,49 +357,79 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+# One connection per dataset and process, loaded from the installed package once: every task over
+# the dataset only reads it (its profile, the threads' parameters, the CSVs), never writes it, and
+# the profile is kept per connection (`synthesis.threads`). A dataset registered again under its
+# name (another DatasetInfo) gets a connection of its own.
+_DATASET_CONNECTIONS: dict[str, tuple[DatasetInfo, duckdb.DuckDBPyConnection]] = {}
+
+
+def _dataset_connection(info: DatasetInfo) -> duckdb.DuckDBPyConnection:
+    cached = _DATASET_CONNECTIONS.get(info.name)
+    if cached is not None and cached[0] is info:
+        return cached[1]
+    con = duckdb.connect()
+    try:
+        load_into_duckdb(con, info.name)
+    except BaseException:
+        con.close()
+        raise
+    if cached is not None:
+        cached[1].close()
+    _DATASET_CONNECTIONS[info.name] = (info, con)
+    return con
+
+
 def build_task(
-    out_dir: str | Path, *, dataset: str = "penguins", seed: int = 0, turns: int = 12, worker_faults: int = 0
+    out_dir: str | Path,
+    *,
+    dataset: str = "penguins",
+    seed: int = 0,
+    turns: int = 12,
+    worker_faults: int = 0,
+    verified_later: bool = False,
 ) -> Path:
-    """Generate, run and write one task; returns `<out_dir>/<task_id>`. Same arguments -> same bytes."""
+    """Generate, run and write one task; returns `<out_dir>/<task_id>`. Same arguments -> same bytes.
+
+    `verified_later`: the caller runs `verify_replay` on the task next (the pipeline does), a fresh
+    run of the written files that must reproduce every answer and fingerprint; the builder's own
+    run then takes the fingerprints. Otherwise a fresh replay here takes them, so that some fresh
+    run of the written task always checks it."""
     info = get_info(dataset)
     rng = random.Random(f"{info.name}:{seed}:{turns}")
-    prof = duckdb.connect()
-    try:
-        load_into_duckdb(prof, info.name)
-        threads = generate_threads(prof, info.name, rng)
-        copies = 1
-        while sum(len(t.keys) for t in threads) + EXTRA_STAGES < turns and copies < MAX_COPIES:
-            copies += 1  # long task: more instances of each family, from a stream of their own
-            threads = generate_threads(
-                prof, info.name, random.Random(f"{info.name}:{seed}:{turns}:{copies}"), copies=copies
-            )
-        for _attempt in range(50):
-            planned = plan_task(threads, rng, turns)
-            stages = [Stage(name=p.spec.name, sql=p.spec.sql) for p in planned]
-            deps = stage_dependencies(stages, base_tables=info.table_names)
-            relations = derive_relations(stages, deps)
-            for p in planned:
-                for target in p.invalidates:
-                    relations = invalidate(p.spec.name, target, stages=stages, relations=relations)
-            kinds = {r.type for rels in relations.values() for r in rels}
-            if {RelationType.INIT, RelationType.PROGRESS, RelationType.BRANCH} <= kinds:
-                break
-        else:  # pragma: no cover - the interleaving practically always yields both kinds
-            raise RuntimeError("could not plan a task with Init, Progress and Branch stages")
+    prof = _dataset_connection(info)
+    threads = generate_threads(prof, info.name, rng)
+    copies = 1
+    while sum(len(t.keys) for t in threads) + EXTRA_STAGES < turns and copies < MAX_COPIES:
+        copies += 1  # long task: more instances of each family, from a stream of their own
+        threads = generate_threads(
+            prof, info.name, random.Random(f"{info.name}:{seed}:{turns}:{copies}"), copies=copies
+        )
+    for _attempt in range(50):
+        planned = plan_task(threads, rng, turns)
+        stages = [Stage(name=p.spec.name, sql=p.spec.sql) for p in planned]
+        deps = stage_dependencies(stages, base_tables=info.table_names)
+        relations = derive_relations(stages, deps)
+        for p in planned:
+            for target in p.invalidates:
+                relations = invalidate(p.spec.name, target, stages=stages, relations=relations)
+        kinds = {r.type for rels in relations.values() for r in rels}
+        if {RelationType.INIT, RelationType.PROGRESS, RelationType.BRANCH} <= kinds:
+            break
+    else:  # pragma: no cover - the interleaving practically always yields both kinds
+        raise RuntimeError("could not plan a task with Init, Progress and Branch stages")
 
-        task_id = f"{info.name}_s{seed}_t{turns}"
-        root = Path(out_dir) / task_id
-        if root.exists():
-            shutil.rmtree(root)
-        folder = TaskFolder(root)
-        data = folder.data
-        data.mkdir(parents=True)
-        folder.hidden.mkdir()
-        base_tables = sorted({b for t in threads for b in t.base_tables}, key=info.table_names.index)
-        for table in base_tables:
-            _write_csv(prof, info.name, table, data / f"{table}.csv")
-    finally:
-        prof.close()
+    task_id = f"{info.name}_s{seed}_t{turns}"
+    root = Path(out_dir) / task_id
+    if root.exists():
+        shutil.rmtree(root)
+    folder = TaskFolder(root)
+    data = folder.data
+    data.mkdir(parents=True)
+    folder.hidden.mkdir()
+    base_tables = sorted({b for t in threads for b in t.base_tables}, key=info.table_names.index)
+    for table in base_tables:
+        _write_csv(prof, info.name, table, data / f"{table}.csv")
 
     turn_of = {p.spec.name: i for i, p in enumerate(planned, start=1)}
     codes = []
@@ -407,7 +437,15 @@ def build_task(
         dep_list = [(turn_of[d], d) for d in deps[p.spec.name]]
         loader = _loader(info.name, base_tables) if i == 1 else None
         codes.append(render_code(p, i, dep_list, turn_of, rng, loader))
-    answers = run_turns(codes, folder.agent)
+    # With `verified_later` the builder's run fingerprints each turn's stage as it goes (what a
+    # replay would record); verify_replay then runs the task from scratch and must reproduce them.
+    recorded: list[TurnReplay] = []
+
+    def record(turn_id: int, namespace: dict[str, Any], answer: Any) -> bool:
+        recorded.append(fingerprint_turn(turn_id, [planned[turn_id - 1].spec.name], namespace, answer))
+        return False
+
+    answers = run_turns(codes, folder.agent, after_turn=record if verified_later else None)
 
     intro = (
         f"Dataset: {info.description} The base tables are CSV files under data/ "
@@ -455,13 +493,18 @@ def build_task(
         ],
     }
     save_graph(folder, RelationGraph.model_validate(graph))  # only the keys given are written (frozen bytes)
-    return finish_task(root, task_id, seed=seed, worker_faults=worker_faults)
+    return finish_task(
+        root, task_id, seed=seed, worker_faults=worker_faults, recorded=recorded if verified_later else None
+    )
 
 
-def finish_task(root: Path, task_id: str, *, seed: int, worker_faults: int) -> Path:
+def finish_task(
+    root: Path, task_id: str, *, seed: int, worker_faults: int, recorded: list[TurnReplay] | None = None
+) -> Path:
     """The last steps of every task builder, once hidden/task.json and graph.json are written: the
-    replay fingerprints, the worker's shipped mistakes (benchmark tasks), and the agent manifest."""
-    write_fingerprints(root)  # a fresh replay: {turn_id: {stage: sha256, "answer": sha256}}
+    replay fingerprints, the worker's shipped mistakes (benchmark tasks), and the agent manifest.
+    `recorded`: the fingerprints the builder's own run took (else a fresh replay takes them)."""
+    write_fingerprints(root, recorded)  # {turn_id: {stage: sha256, "answer": sha256}}
     if worker_faults:  # benchmark tasks: the scripted worker's contaminating mistakes (hidden)
         plan_worker_faults(root, seed=seed, n=worker_faults)
     folder = TaskFolder(root)

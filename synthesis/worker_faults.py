@@ -66,12 +66,18 @@ def plan_worker_faults(task_root: str | Path, *, seed: int, n: int = 2, tries: i
             continue
         attempts += 1
         faulty = codes[turn - 1].replace(stage.sql, new_sql)
+
+        def same_answer(turn_id: int, _namespace: object, answer: object, turn: int = turn) -> bool:
+            return turn_id == turn and answer == reference[turn - 1]  # rejected: stop here
+
         try:
-            answers = run_turns([*codes[: turn - 1], faulty, *codes[turn:]], folder.agent)
+            answers = run_turns([*codes[: turn - 1], faulty, *codes[turn:]], folder.agent, same_answer)
         except Exception:  # noqa: BLE001 - a θ' that breaks the program is not a quiet contamination
             continue
+        if len(answers) < len(codes) or answers[turn - 1] == reference[turn - 1]:
+            continue  # θ' leaves its own turn's answer as it was (the later turns were not run)
         contaminated = [i + 1 for i in range(turn, len(codes)) if answers[i] != reference[i]]
-        if answers[turn - 1] == reference[turn - 1] or not contaminated:
+        if not contaminated:
             continue
         chosen.append(
             ShippedFault(

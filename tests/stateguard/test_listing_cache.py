@@ -16,6 +16,13 @@ SETUP = """
 import numpy as np
 import pandas as pd
 df = pd.DataFrame({"a": [1, 2, 3, 4, 5, 6], "b": ["x", "y", "z", "u", "v", "w"], "c": [0.123456] * 6})
+db = pd.DataFrame({
+    "t": pd.to_datetime(["2013-01-01 05:00"] * 3),
+    "n": pd.array([1, None, 3], dtype="Int32"),
+    "w": pd.array([0.5, None, 1.5], dtype="Float64"),
+    "ok": pd.array([True, None, False], dtype="boolean"),
+    "d": pd.to_timedelta([1, 2, 3], unit="s"),
+})
 arr = np.arange(6, dtype="float64")
 s = df["a"] * 2
 label = "penguins"
@@ -44,7 +51,7 @@ def test_unchanged_values_reuse_their_summary_objects() -> None:
     first = _by_name(ws)
     ws.run_cell("unrelated = 1")
     second = _by_name(ws)
-    for name in ("df", "arr", "s", "label", "pair"):
+    for name in ("df", "db", "arr", "s", "label", "pair"):
         assert second[name] is first[name], name  # reused, not recomputed
     assert second["items"] is not first["items"]  # lists have no token: summarized again
     assert second == _fresh(ws)
@@ -64,6 +71,14 @@ def test_unchanged_values_reuse_their_summary_objects() -> None:
         ("s.name = 'doubled'", "s"),
         ("s.iloc[0] = -5", "s"),
         ("label = 'gapminder'", "label"),
+        ("db.loc[0, 't'] = pd.Timestamp('2020-01-01')", "db"),  # a timestamp column
+        ("db.loc[1, 'n'] = 7", "db"),  # a NULL of a nullable column becomes a value
+        ("db.loc[0, 'n'] = None", "db"),  # and a value a NULL
+        ("db.loc[2, 'w'] = 9.5", "db"),
+        ("db.loc[2, 'ok'] = True", "db"),
+        ("db.loc[0, 'd'] = pd.Timedelta(seconds=30)", "db"),
+        ("col = db['n'].array\ncol[2] = -3", "db"),  # through an alias of the array
+        ("db['t'] = db['t'].dt.tz_localize('UTC')", "db"),  # same instants, another dtype
     ],
 )
 def test_a_changed_variable_gets_a_fresh_summary(cell: str, changed: str) -> None:

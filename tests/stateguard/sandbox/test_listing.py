@@ -133,6 +133,53 @@ def test_get_value_of_a_frame_the_listing_hashed_does_not_hash_it_again(ws: Sand
     assert _fresh_hash(ws, "f0") == listed["f0"]
 
 
+DB_FRAME = """
+import duckdb
+_con = duckdb.connect()
+flights = _con.execute(
+    "SELECT i AS n, CASE WHEN i % 7 = 0 THEN NULL ELSE i END AS delay, 'c' || (i % 5) AS carrier, "
+    "TIMESTAMP '2013-01-01' + INTERVAL (i) MINUTE AS time_hour FROM range(3000) t(i)"
+).df()
+_con.close()
+del _con
+"""
+
+
+def test_a_database_frame_with_timestamps_and_nulls_is_hashed_once_per_version(ws: SandboxWorkspace) -> None:
+    """A frame read from a database (a timestamp column, a nullable integer column, as the nyc
+    tasks' frames) is hashed once by the cell that wrote it; the listings and `get_value` after
+    it reuse that hash until it changes, and every change is seen."""
+    counting = (
+        "hashings = [0]\n_real_hash = pd.util.hash_pandas_object\n"
+        "def _counting_hash(*a, **k):\n    hashings[0] += 1\n    return _real_hash(*a, **k)\n"
+        "pd.util.hash_pandas_object = _counting_hash\n"
+    )
+    assert ws.run_cell(counting).ok
+    assert ws.run_cell("hashings[0] = 0\n" + DB_FRAME).ok
+    kinds = ws.run_cell("kinds = sorted(type(b.values).__name__ for b in flights._mgr.blocks)")
+    assert kinds.ok
+    assert {"DatetimeArray", "IntegerArray"} <= set(ws.get_value("kinds"))
+    first = _hashes(ws)["flights"]
+    ws.list_variables()
+    assert ws.run_cell("unrelated = 2").ok
+    assert _hashes(ws)["flights"] == first
+    assert ws.get_value("flights")["hash"] == first
+    assert ws.get_value("hashings") == [1]  # the cell's replay hash, reused by 3 listings and a read
+    # A write into the timestamp column, then into the nullable one: each a new hash, the true one.
+    seen = {first}
+    for cell in (
+        "flights.loc[5, 'time_hour'] = pd.Timestamp('2020-02-02')",
+        "flights.loc[7, 'delay'] = 99",  # a NULL becomes a number: the mask changes
+        "col = flights['delay'].array\ncol[1] = -1",  # through an alias of the array
+    ):
+        assert ws.run_cell(cell).ok, cell
+        listed = _hashes(ws)["flights"]
+        assert listed not in seen, cell
+        assert listed == _fresh_hash(ws, "flights"), cell
+        seen.add(listed)
+    assert ws.run_cell("pd.util.hash_pandas_object = _real_hash\ndel flights, kinds, unrelated").ok
+
+
 def test_the_listing_cache_keeps_no_value_alive_that_a_cell_let_go(ws: SandboxWorkspace) -> None:
     assert ws.run_cell("import weakref\nbig = np.zeros(1000)").ok
     ws.list_variables()  # now in the cache
