@@ -80,11 +80,11 @@ def names_counted_again(before: str, last: str) -> bool:
     while words and words[0].lower() in ("of", "the"):
         words = words[1:]
     taken: set[str] = set()
-    for k, word in enumerate(words):
-        if extract.stem(word) not in first:
-            return len(first) >= 2 and taken == first and k < len(words)
+    for word in words:
+        if extract.stem(word) not in first:  # the first word of the part's own condition
+            return len(first) >= 2 and taken == first
         taken.add(extract.stem(word))
-    return False
+    return False  # nothing said after the first count's words
 
 
 def count_of_those(question: str) -> bool:
