@@ -872,7 +872,7 @@ def _range_test(sql: str, column: str, req: Requirement) -> tuple[int, int, str,
     assert req.value is not None and req.upper is not None
     ident = rf"((?:\w+\.)?\"?{re.escape(column)}\"?)"
     forms = [
-        re.compile(rf"{ident}\s+BETWEEN()\s+{_NUMBER}\s+AND()\s+{_NUMBER}(?![\w.])", re.IGNORECASE),
+        re.compile(rf"{ident}\s+(NOT\s+)?BETWEEN\s+{_NUMBER}\s+AND()\s+{_NUMBER}(?![\w.])", re.IGNORECASE),
         re.compile(
             rf"{ident}\s*(>=?)\s*{_NUMBER}\s+AND\s+(?:\w+\.)?\"?{re.escape(column)}\"?\s*(<=?)\s*{_NUMBER}(?![\w.])",
             re.IGNORECASE,
@@ -885,7 +885,8 @@ def _range_test(sql: str, column: str, req: Requirement) -> tuple[int, int, str,
             if not opened or re.search(r"[()]", sql[opened[-1].end() : m.start()]):
                 continue  # not the first test right inside the aggregate's own parentheses
             low, high = float(m.group(3)), float(m.group(5))
-            inclusive = m.group(2) in ("", ">=") and m.group(4) in ("", "<=")
+            # `BETWEEN` and `>= ... AND <=` count both ends in; `NOT BETWEEN` is the outside
+            inclusive = (m.group(2) or "") in ("", ">=") and m.group(4) in ("", "<=")
             for scale in (1.0, 0.01) if req.percent or max(abs(low), abs(high)) <= 1 < req.upper else (1.0,):
                 if close(low, req.value * scale) or close(high, req.upper * scale):
                     exact = inclusive and close(low, req.value * scale) and close(high, req.upper * scale)

@@ -1648,7 +1648,8 @@ _NONE_OF_PLACE = re.compile(
     r"[a-z\s]{0,30}?)?\b(?:ha(?:ve|s|d)|holds?|held|gets?|got|contains?|see|sees|saw|shows?|showed|are\s+left\s+with|"
     r"were\s+left\s+with)\s+(?:no|none\s+of)\b"
 )
-_FOR_EACH = re.compile(r"\bfor\s+(?:each|every)\s+(?P<noun>[a-z][a-z_]*)\b")
+# "for each region", "so that every phase reports ...": the entries a count is written out over
+_FOR_EACH = re.compile(r"\b(?:for\s+|so\s+that\s+)(?:each|every)\s+(?P<noun>[a-z][a-z_]*)\b")
 _ZERO_NOUN = re.compile(
     r"\b(?:for|where|when|if)\s+(?:a|an|any|each|every)\s+(?P<noun>[a-z][a-z_]*)\s+(?:with|without|that|which)\b"
 )

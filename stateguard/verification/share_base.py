@@ -26,7 +26,14 @@ from dataclasses import dataclass
 from stateguard.artifacts.lexicon import LEXICON
 from stateguard.verification.extract import flag_columns
 from stateguard.verification.requirements import Kind, Requirement
-from stateguard.verification.vocabulary import STOP, Vocabulary, column_tokens, names_flag, names_share
+from stateguard.verification.vocabulary import (
+    STOP,
+    Vocabulary,
+    column_tokens,
+    names_flag,
+    names_share,
+    word_root,
+)
 
 _PERCENT = r"(?:percent|per\s+cent|percentages?)"
 # ", in per cent," / ", as a percentage,": the share's scale, said as an aside
@@ -201,15 +208,20 @@ def _initials(words: list[str], vocab: Vocabulary, tables: list[str]) -> list[st
 
 
 def _indicator(word: str, vocab: Vocabulary, tables: list[str]) -> str | None:
-    """The one 0/1 column the word names as a whole (`metro` for "metro"): its rows with 1 are the
-    subgroup the word names."""
+    """The one 0/1 column the word names as a whole (`metro` for "metro"), or else the one 0/1
+    column the task's text describes with the word ("contiguous" for `contig (1 if the two are
+    contiguous, 0 if not)`): its rows with 1 are the subgroup the word names."""
     low = word.lower()
-    found = {
+    zero_one = [
         col
         for t in tables
         for col, info in vocab.tables.get(t, {}).items()
-        if col.lower() == low and info.kind == "num" and info.low == 0 and info.high == 1
-    }
+        if info.kind == "num" and info.low == 0 and info.high == 1
+    ]
+    found = {col for col in zero_one if col.lower() == low}
+    if not found:
+        root = word_root(low)
+        found = {col for col in zero_one if root in {word_root(w) for w in vocab.column_words.get(col, ())}}
     return found.pop() if len(found) == 1 else None
 
 
