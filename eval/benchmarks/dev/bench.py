@@ -45,8 +45,10 @@ them from Ecdat, written blind by a twenty-sixth), `fresh31` (four more, on four
 that archive no split used, none of them from Ecdat, written blind by a twenty-seventh), `fresh32`
 (four more, on four other R tables from that archive no split used, none of them from Ecdat, written
 blind by a twenty-eighth), `fresh33` (four more, on four further R tables from that archive no split
-used, none of them from Ecdat, written blind by a twenty-ninth) or `fresh34` (four more, on four other
-R tables from that archive no split used, none of them from Ecdat, written blind by a thirtieth);
+used, none of them from Ecdat, written blind by a twenty-ninth), `fresh34` (four more, on four other
+R tables from that archive no split used, none of them from Ecdat, written blind by a thirtieth) or
+`fresh35` (four more, on four further R tables from that archive no split used, none of them from Ecdat
+or plm, written blind by a thirty-first);
 the detection report shows them apart.
 """
 
@@ -109,6 +111,7 @@ SPLITS = (
     "fresh32",
     "fresh33",
     "fresh34",
+    "fresh35",
     "all",
 )
 

