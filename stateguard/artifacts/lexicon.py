@@ -245,6 +245,8 @@ LEXICON = Lexicon(
         "strongest",
         "wettest",
         "hottest",
+        "farthest",
+        "furthest",
     ),
     ascending=(
         "smallest",
@@ -261,6 +263,8 @@ LEXICON = Lexicon(
         "cheapest",
         "driest",
         "coldest",
+        "nearest",
+        "closest",
     ),
     exclusion=(
         r"exclud\w*",

@@ -790,6 +790,7 @@ def scopes(
     # a value spelled like a flag column the turn reads ("how many magnitude labels have no strong
     # record" beside the label 'strong' and the flag `strong`): two readings, no scope
     flags = {" ".join(column_tokens(c)).lower() for c in flag_columns(vocab, tables)}
+    flag_words = [[t.lower() for t in column_tokens(c)] for c in flag_columns(vocab, tables)]
     for value, cols in values.items():
         if len(value) < 2 or value.isdigit() or len(cols) != 1 or value.lower() in flags:
             continue
@@ -819,6 +820,8 @@ def scopes(
                 continue  # "(only the first word of the name, e.g. Adelie)": an example of a value, no scope
             if _KEPT_EMPTY.match(clause[m.end() : m.end() + 60]):
                 continue  # "keep the overseas label with 0 respondents": an entry kept empty, no scope
+            if _names_flag_with(value, before, flag_words):
+                continue  # "far from Clinton" beside the flag `far_clinton`: the flag's name, no scope
             counted_itself = re.search(r"\bhow\s+many\s+[\"'“]?$", clause[: m.start()]) and re.match(
                 r"[\"'”]?\s*(?:$|[,;:?.!]|and\b|or\b)", clause[m.end() :]
             )  # "how many benign, and ...": the value is the counted thing itself
@@ -853,10 +856,22 @@ def scopes(
     return out
 
 
+def _names_flag_with(value: str, before: str, flag_words: list[list[str]]) -> bool:
+    """The value is a word of a flag column's name whose other words stand right before it ("voters
+    far from Clinton", "the far-from-Clinton voters" with a flag `far_clinton`)."""
+    said = [_stem(w) for w in re.findall(r"[A-Za-z]+", before)[-4:]]
+    for words in flag_words:
+        rest = [w for w in words if w != value.lower()]
+        if len(rest) < len(words) and rest and all(_stem(w) in said for w in rest):
+            return True
+    return False
+
+
 # "the overseas label with 0 respondents", "code 9 with no rows": an entry of a list kept with nothing
 _KEPT_EMPTY = re.compile(
     r"\W*(?:(?:label|labels|entry|entries|code|codes|row|rows|category|type|line|name)\W+)?"
-    r"(?:(?:must|should|has\s+to|needs\s+to)\s+(?:be\s+there|appear|show|stay|remain)\W+)?"
+    r"(?:(?:(?:must|should|has\s+to|needs\s+to)\s+)?(?:be\s+there|appears?|show(?:s|ing)?|stays?|remains?|turns?)"
+    r"(?:\s+(?:up|in|on))?\W+)?"
     r"(?:with|at|showing|having)\s+(?:0|zero|no|none)\b",
     re.IGNORECASE,
 )

@@ -36,6 +36,19 @@ _EXTREMES = {
 }
 
 
+# a short form of a statistic beside "total" (`med_total`, `avg_total`): the total is the quantity
+_BESIDE_TOTAL = {"med", "avg", "mean", "median", "average"}
+
+
+def _stated_by(name: str) -> set[str]:
+    """The statistics a name's words state; "total" is no statistic beside another's short form
+    (`med_total` is the median of a total)."""
+    tokens = column_tokens(name)
+    if "total" in tokens and _BESIDE_TOTAL & set(tokens):
+        tokens = [t for t in tokens if t != "total"]
+    return {{**_NAMED, **_EXTREMES}[t] for t in tokens if t in _NAMED or t in _EXTREMES}
+
+
 def _names_of(sel: Selection, agg: Aggregate, sem: CodeSemantics) -> list[str]:
     """The names the code gives the aggregate's value: its alias, the answer fields it is written
     into (two fields may hold the same call), or the field that reads the variable holding it."""
@@ -75,14 +88,7 @@ def named_statistics(
             named = [
                 (name, stated.pop())
                 for name in _names_of(sel, agg, sem)
-                if len(
-                    stated := {
-                        {**_NAMED, **_EXTREMES}[t]
-                        for t in column_tokens(name)
-                        if t in _NAMED or t in _EXTREMES
-                    }
-                )
-                == 1
+                if len(stated := _stated_by(name)) == 1
             ]
             taken = {r.fields[0] for r, _, _ in out}
             named = [

@@ -202,7 +202,10 @@ def stated_group(
                 named = [c for c in named if c in described_roots(said, named, described or {})]
             if len(named) == 1:
                 rest = [w.lower() for w in words[n:]]
-                if all(w in _GROUP_NOUNS for w in rest[:1]):
+                # "the same education level": `educ` by a word of its name, `edlevel (education level)`
+                # by the whole phrase in its description: two readings, none is taken
+                other = described_columns(words, pool, described or {}, in_row=True)
+                if all(w in _GROUP_NOUNS for w in rest[:1]) and not (other and other != named):
                     found.append((named[0], m.group(0)))
                 break
         else:

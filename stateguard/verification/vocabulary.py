@@ -130,7 +130,7 @@ class Vocabulary(BaseModel):
     def with_descriptions(self, text: str) -> Vocabulary:
         """The vocabulary with the words `text` (the task's context) uses to describe its columns:
         "invest (gross investment)" or "zymotic disease (`disease`)" -- a known column beside a
-        parenthesis, the description's first phrase (up to a comma or semicolon, 6 words at most)."""
+        parenthesis, the description's first phrase (up to a comma or semicolon, 10 words at most)."""
         found: set[str] = set()
         by_column: dict[str, tuple[str, ...]] = {}
         for column in self.columns():
@@ -141,7 +141,9 @@ class Vocabulary(BaseModel):
                 # code), g (games)") the parenthesis is the last name's own
                 before = re.search(r"`?(\w+)`?\s*\band\s*`?$", text[: m.start()])
                 shared = before is not None and before.group(1) in self.columns()
-                said = re.findall(r"[A-Za-z]+", re.split(r"[,;]", m.group(1))[0])[:6]
+                # the first phrase whole (10 words at most): "Year (the calendar year in which the season
+                # started, ...)" speaks of the season too, as `Round (matchday of the season)` does
+                said = re.findall(r"[A-Za-z]+", re.split(r"[,;]", m.group(1))[0])[:10]
                 found.update(said)
                 if not shared:  # "south76 and smsa76 (yes/no: ...)" describes both: no one column's
                     own += said
