@@ -309,9 +309,7 @@ def probe(share: SubgroupShare, frames: list[str], connection: str | None, repor
 
 
 # "what share of their babies (percent) were ...", "the percentage of the cars that ...": a part of a whole
-_SHARE_OF = re.compile(
-    r"\b(?:share|percentage|proportion|fraction|percent|per\s+cent)\s+(?:\([^()]*\)\s+)?of\b", re.IGNORECASE
-)
+_SHARE_OF = re.compile(rf"{_SHARE_WORD}\s+(?:\([^()]*\)\s+)?of\b", re.IGNORECASE)
 
 
 def asks_share_of(question: str) -> bool:
