@@ -4,7 +4,7 @@ Started by `SandboxWorkspace` as `python -m stateguard.sandbox.kernel CMD_FD` (i
 bubblewrap sandbox of `isolation.py`, or as a plain child with isolation="process"), with
 cwd = scratch dir and a minimal environment. Like a notebook kernel it answers requests one at
 a time: run a cell, read/list/delete variables, dump or load a checkpoint, run a probe in a
-fork. Requests arrive on a socket, each with its own reply pipe (`protocol.py`), so a cell's
+fork (`probe_fork.py`). Requests arrive on a socket, each with its own reply pipe (`protocol.py`), so a cell's
 prints cannot corrupt them and stray writes cannot reach a later reply. A cell that rewrites
 this module's objects (or the other code that answers) trips `tripwire.py`, checked in the request
 loop before every reply: the kernel reports `kernel_tampered` and exits (docs/design_sandbox.md,
@@ -20,12 +20,8 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import gc
-import json
-import json.decoder
 import linecache
 import os
-import select
 import signal
 import socket
 import sys
@@ -44,10 +40,10 @@ from stateguard.sandbox.guards import (
     ThreadSweep,
     apply_process_limits,
 )
+from stateguard.sandbox.probe_fork import ProbeForks
 from stateguard.sandbox.protocol import (
     ChannelClosed,
     FrameReader,
-    encode_json,
     receive_reply_channel,
     send_blob,
     send_message,
@@ -59,22 +55,12 @@ from stateguard.sandbox.values import content_hash, to_json_value
 from stateguard.workspace import SummaryCache, VariableSummary, _value_repr
 
 _THIS_FILE = __file__
+# Bound before any cell: a cell that replaces os.fork must not make the kernel report a process of
+# its own as the waiting probe child (the tripwire watches these names).
+_fork, _kill = os.fork, os.kill
 _MISSING = object()
 MIB = 1024 * 1024
 _BLOB = "\0blob"  # a snapshot reply's payload and parts, sent by the loop as blob frames after the reply
-
-
-# json's C scanner, bound before any cell runs: a cell's patch of json.loads must not reach a
-# probe's result (the reply encoder is bound the same way, protocol.encode_json).
-_scan_json = json.decoder.JSONDecoder().scan_once  # type: ignore[attr-defined]  # set in __init__
-
-
-def _decode_json(data: bytes) -> Any:
-    text = data.decode()
-    value, end = _scan_json(text, 0)
-    if end != len(text):
-        raise ValueError(f"extra data after the JSON value at character {end}")
-    return value
 
 
 def _user_traceback(exc: BaseException) -> str:
@@ -91,12 +77,6 @@ def _reap() -> None:
             pass
 
 
-def _describe_exit(status: int) -> str:
-    if os.WIFSIGNALED(status):
-        return f"killed by signal {signal.Signals(os.WTERMSIG(status)).name}"
-    return f"exited with status {os.WEXITSTATUS(status)}"
-
-
 class Kernel:
     def __init__(self, config: dict[str, Any], sock: socket.socket, reader: FrameReader):
         self.sock = sock
@@ -105,7 +85,6 @@ class Kernel:
         self.nonce: Any = None  # the current request's nonce, echoed in its reply
         self._listing: list[dict[str, Any]] | None = None
         self._watch: Any = None  # (check, record) of the tripwire, set when the loop starts
-        self._exiting: list[int] = []  # probe children that answered, still exiting (`_reap_probes`)
         # A variable's summary is recomputed only when its value may have changed (SummaryCache);
         # the JSON-ready dict of each reused summary is kept beside it.
         self._summaries = SummaryCache()
@@ -116,6 +95,8 @@ class Kernel:
         self.grace = float(limits["grace_seconds"])
         self.memory_mb = int(limits["memory_mb"])
         self.checkpoint_mb = int(limits["checkpoint_mb"])
+        # Probe children: forked on a probe's path, or in advance when the kernel is idle (probe_fork.py).
+        self.probes = ProbeForks(self, limits.get("probe_prefork", "off"))
         self.namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
         self.flow = CellRecorder()  # statement-level dataflow, the same code as DictWorkspace's
         self.flow.attach(self.namespace)
@@ -161,12 +142,15 @@ class Kernel:
         # The tripwire's record and its check are locals of this frame, taken before any cell runs:
         # a cell that rewrites the kernel's objects cannot replace a check already running here.
         watch = tripwire.arm(
-            self, handlers, (send_message, send_blob, write_all, Kernel.serve, Kernel._probe_child)
+            self,
+            handlers,
+            (send_message, send_blob, write_all, Kernel.serve, ProbeForks._answer, ProbeForks._wait),
         )
         check, report, exit_now = tripwire.verify, tripwire.report, os._exit
         check_code = tripwire.code_pointer(check)  # the check's own code, compared before it runs
         check_code_at_start = check_code.value
         self._watch = (check, watch)  # the probes' children check with the same record
+        probes = self.probes
         while True:
             try:
                 self.reply_fd = receive_reply_channel(self.sock)
@@ -176,7 +160,6 @@ class Kernel:
             self.nonce = request.get("nonce")
             handler = handlers.get(str(request.get("op")))
             reply_fd, nonce = self.reply_fd, self.nonce
-            self._reap_probes()
             try:
                 try:
                     reply = (
@@ -205,6 +188,7 @@ class Kernel:
                 # the parent has seen a short or missing reply.)
                 with contextlib.suppress(OSError):
                     os.close(reply_fd)
+            probes.reap()  # between requests: the probe children that answered finish exiting
 
     def _names(self) -> list[str]:
         return sorted(k for k in self.namespace if not k.startswith("__"))
@@ -212,6 +196,7 @@ class Kernel:
     # --- cells ------------------------------------------------------------------------------
     def run(self, request: dict[str, Any]) -> dict[str, Any]:
         self._listing = None  # the cell may change any value
+        self.probes.changed()  # so no probe runs in a copy of the namespace from before it
         if request.get("reap"):
             _reap()  # children the parent killed after the last cell must not hold process slots
         code = str(request["code"])
@@ -244,6 +229,7 @@ class Kernel:
         self._summaries.prune(self.namespace)  # no value the cell let go is kept alive by the cache
         hashes = self._hashes(facts.roots_written()) if request.get("hashes") else {}
         return {
+            "probe_child": self.probes.ready(),
             "hashes": hashes,
             "ok": error is None,
             "stdout": out.getvalue(),
@@ -295,10 +281,12 @@ class Kernel:
 
     def delete(self, request: dict[str, Any]) -> dict[str, Any]:
         self._listing = None
+        self.probes.changed()
         removed = [n for n in request["names"] if isinstance(n, str) and n in self.namespace]
         for name in removed:
             del self.namespace[name]
         self._summaries.forget(removed)
+        self.probes.ready()
         return {"ok": True, "removed": removed, "names": self._names()}
 
     # --- checkpoints ------------------------------------------------------------------------
@@ -342,10 +330,12 @@ class Kernel:
 
     def restore(self, request: dict[str, Any]) -> dict[str, Any]:
         self._listing = None
+        self.probes.changed()
         payload, parts = self._read_checkpoint(request)  # always consume the blobs, even if loading fails
         self.namespace, failed = load_namespace(payload, self.namespace, parts)
         self._summaries.clear()  # every value is a new object
         self.flow.attach(self.namespace)
+        self.probes.ready()
         return {"ok": True, "names": self._names(), "failed": failed}
 
     def verify(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -355,84 +345,14 @@ class Kernel:
 
     # --- probes -----------------------------------------------------------------------------
     def _fork_probe(self) -> int:
-        return os.fork()  # allowed by the audit hook only from this code object
+        return _fork()  # allowed by the audit hook only from this code object
 
     def _kill_probe(self, pid: int) -> None:
-        os.kill(pid, signal.SIGKILL)
-
-    def _probe_child(self, code: str, write_fd: int) -> None:
-        # The probe must not hold the kernel's channels: the request socket, this request's reply pipe.
-        self.sock.close()
-        os.close(self.reply_fd)
-        self._enter_probe_mode()
-        out, err = BoundedText(self.max_output), BoundedText(self.max_output)
-        try:
-            with Redirected(out, err), self.timers.armed("probe"):
-                exec(compile(code, "<probe>", "exec"), self.namespace)
-                value = to_json_value(self.namespace.get("result"))
-            reply = {"ok": True, "stdout": out.getvalue(), "value": value}
-            tampered = self._watch[0](self._watch[1]) if self._watch else None
-            if tampered is not None:  # the probe's code rewrote what builds this reply: refuse it
-                reply = {"ok": False, "stdout": "", "error": f"SandboxError: kernel_tampered: {tampered}"}
-        except BaseException as exc:
-            reply = {"ok": False, "stdout": out.getvalue(), "error": f"{type(exc).__name__}: {exc}"}
-        write_all(write_fd, encode_json(reply).encode())
-        # End of result now: the kernel answers on this end-of-file instead of waiting for the exit,
-        # whose unmapping of a copy-on-write image of the whole kernel costs milliseconds.
-        os.close(write_fd)
-
-    def _reap_probes(self) -> None:
-        """Reap the probe children that answered and were left to finish exiting."""
-        while self._exiting:
-            with contextlib.suppress(ChildProcessError):  # `_reap` may have collected it already
-                os.waitpid(self._exiting.pop(), 0)
+        _kill(pid, signal.SIGKILL)
 
     def probe(self, request: dict[str, Any]) -> dict[str, Any]:
         """Run code in a copy-on-write fork: it sees every value and can change none of them."""
-        read_fd, write_fd = os.pipe()
-        pid = self._fork_probe()
-        if pid == 0:
-            try:
-                # No collection in the child: walking every object would copy every page it touches.
-                gc.disable()
-                os.close(read_fd)
-                self._probe_child(str(request["code"]), write_fd)
-            finally:
-                os._exit(0)  # never return into the kernel loop from the fork
-        os.close(write_fd)
-        deadline = time.monotonic() + self.timers.wall_seconds + self.grace / 2
-        chunks: list[bytes] = []
-        timed_out = False
-        try:
-            while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or not select.select([read_fd], [], [], remaining)[0]:
-                    timed_out = True
-                    self._kill_probe(pid)
-                    break
-                chunk = os.read(read_fd, 1 << 20)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-        finally:
-            os.close(read_fd)
-        if timed_out:
-            os.waitpid(pid, 0)
-            return {
-                "ok": False,
-                "error": f"TimeoutError: sandbox: the probe did not finish within "
-                f"{self.timers.wall_seconds:g} s and was killed",
-            }
-        try:
-            result = dict(_decode_json(b"".join(chunks)))
-        except (ValueError, TypeError, StopIteration):  # StopIteration: the scanner found no value
-            _, status = os.waitpid(pid, 0)  # it ended without a whole result: say how
-            return {
-                "ok": False,
-                "error": f"SandboxError: the probe process {_describe_exit(status)} without a result",
-            }
-        self._exiting.append(pid)  # it answered: reaped at the next request, off this one's path
-        return result
+        return self.probes.run(str(request["code"]), self.nonce)
 
 
 def main(argv: list[str]) -> None:

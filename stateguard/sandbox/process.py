@@ -175,6 +175,18 @@ def _zombie(pid: int) -> bool:
     return True  # gone already
 
 
+def _probe_child_of(kernel: int, pid: int, probe_child: int) -> bool:
+    """Whether host `pid` is the kernel's child numbered `probe_child` inside the sandbox's pid
+    namespace (the last `NSpid` entry; the only one without bubblewrap)."""
+    try:
+        fields = dict(
+            line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line
+        )
+        return int(fields["PPid"]) == kernel and int(fields["NSpid"].split()[-1]) == probe_child
+    except (OSError, KeyError, ValueError, IndexError):
+        return False
+
+
 def _descendants(root: int, *, include_root: bool, move: Any = None) -> Iterator[int]:
     """The process tree under `root`, parents first (`move` is called on each before its children
     are listed, so a child forked meanwhile is born inside the cgroup it was moved to)."""
@@ -229,6 +241,9 @@ class KernelProcess:
         self.sandbox_pid: int | None = None  # bwrap: host pid of the sandbox's pid 1
         self._kernel_pid: int | None = None
         self.reap = False  # ask the kernel to reap ended children before the next cell
+        # The waiting probe child the kernel forked after the last cell (sandbox/probe_fork.py), as
+        # the sandbox numbers it: not a process the cell left running.
+        self.probe_child: int | None = None
         self._task_fd: int | None = None  # /proc/<kernel>/task, for its thread count
         self._closed = False
         self._exit_note: str | None = None
@@ -355,7 +370,9 @@ class KernelProcess:
         keep = {self.proc.pid, kernel, self.sandbox_pid}
         found = self.envelope.pids() if self.envelope is not None else []
         found = found or list(_descendants(self._tree_root(), include_root=False))
-        return [p for p in found if p not in keep and not _zombie(p)]
+        strays = [p for p in found if p not in keep and not _zombie(p)]
+        waiting = self.probe_child
+        return [p for p in strays if waiting is None or not _probe_child_of(kernel, p, waiting)]
 
     def _kernel_threads(self) -> int:
         """The kernel's threads: procfs gives a task dir a link count of 2 + threads, recomputed at
@@ -373,6 +390,7 @@ class KernelProcess:
         and the kernel's threads (the common case costs a few us)."""
         if self.envelope is not None:
             threads, count = self._kernel_threads(), self.envelope.count()
+            # (With a waiting probe child the count is one more, so `_strays` below tells it apart.)
             if threads > 0 and count is not None and count <= threads + (self.sandbox_pid is not None):
                 return []
         self.reap = True  # the next cell first reaps what ended (a zombie holds a process slot)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, model_validator
 
 from stateguard.dataflow import CellFacts
 from stateguard.workspace import VariableSummary
@@ -49,6 +49,7 @@ class RunReply(_Reply):
     names: list[str] = []
     threads: dict[str, list[str]] = {}
     hashes: dict[str, str] = {}  # content hashes of the data values the cell wrote (replay on)
+    probe_child: StrictInt | None = None  # the waiting probe child the kernel forked after the cell
 
     @model_validator(mode="after")
     def _paths_are_not_empty(self) -> RunReply:

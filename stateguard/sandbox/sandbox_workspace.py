@@ -430,6 +430,7 @@ class SandboxWorkspace:
             self._names = reply.names
             self._record_hashes(reply.names, reply.hashes)
             self.history.cell(code, reply)
+            self.kernel.probe_child = reply.probe_child
             notes += self.kernel.end_cell() + self._sync_scratch() + _thread_notes(reply.threads)
             stale = self.dataflow.apply(cell_id, reply.flow)
             reads, writes = cell_names(code, reply.flow)
