@@ -8,7 +8,11 @@
 
 - `run_probe` forks the live kernel (copy-on-write), so a verification program over a loaded
   100k-row DataFrame should cost milliseconds; the alternative without a live kernel is a fresh
-  interpreter that imports pandas and loads the same CSV (`fresh python`).
+  interpreter that imports pandas and loads the same CSV (`fresh python`). A probe after a cell,
+  the pattern of a worker's turn preview, is timed with the kernel's probe child forked on the
+  probe's path (`probe_prefork="off"`) and forked in advance at the end of the cell ("adaptive",
+  the default, once the workspace has been probed), taking turns; the cell's round trip beside
+  it shows where the fork went.
 - Every cell records its dataflow in the kernel; its value checks (fingerprints of variables
   handed to calls, content equality of rewritten ones) can be turned off with
   `SandboxWorkspace(..., runtime_hashing=False)`. The overhead row compares the same ~10 ms cell
@@ -122,18 +126,44 @@ def _isolation_rows(root: Path, starts: int, cells: int) -> list[Row]:
     ]
 
 
-def _workspace(root: Path, name: str, hashing: bool) -> SandboxWorkspace:
+def _workspace(root: Path, name: str, hashing: bool, limits: SandboxLimits | None = None) -> SandboxWorkspace:
     ws = SandboxWorkspace(
         root / "task",
         root / name / "scratch",
         root / name / "checkpoints",
-        SandboxLimits(),
+        limits or SandboxLimits(),
         runtime_hashing=hashing,
     )
     loaded = ws.run_cell("import pandas as pd\ndf = pd.read_csv('../../task/data.csv')\ndf.shape")
     if not loaded.ok:
         raise RuntimeError(f"loading the benchmark data failed: {loaded.error}")
     return ws
+
+
+def _prefork_rows(root: Path, rows: int, probes: int) -> list[Row]:
+    """A cell (`i = n`) then a probe, with the probe's child forked on its path and in advance."""
+    modes = ("off", "adaptive")
+    spaces = {m: _workspace(root, f"prefork-{m}", True, SandboxLimits(probe_prefork=m)) for m in modes}
+    probe_ms: dict[str, list[float]] = {m: [] for m in modes}
+    cell_ms: dict[str, list[float]] = {m: [] for m in modes}
+    try:
+        for ws in spaces.values():
+            ws.run_cell(CELL)
+            ws.run_probe(PROBE)  # warm-up; and "adaptive" forks in advance from now on
+        for n in range(probes):
+            for mode, ws in spaces.items():
+                cell_ms[mode] += _timed(lambda ws=ws, n=n: ws.run_cell(f"i = {n}"), 1)  # type: ignore[misc]
+                probe_ms[mode] += _timed(lambda ws=ws: ws.run_probe(PROBE), 1)  # type: ignore[misc]
+    finally:
+        for ws in spaces.values():
+            ws.close()
+    out = []
+    for mode in modes:
+        out.append(
+            _row(f"run_probe after a cell, {rows:,}-row DataFrame, probe_prefork={mode}", probe_ms[mode])
+        )
+        out.append(_row(f"  the cell `i = n` before it, probe_prefork={mode}", cell_ms[mode]))
+    return out
 
 
 def run(
@@ -157,10 +187,11 @@ def run(
                 ws.run_probe(PROBE)
             out.append(
                 _row(
-                    f"run_probe over a {rows:,}-row DataFrame (fork)",
+                    f"run_probe over a {rows:,}-row DataFrame, one after another (fork on each)",
                     _timed(lambda: hashed.run_probe(PROBE), probes),
                 )
             )
+            out += _prefork_rows(root, rows, probes)
             script = f"import pandas as pd; df = pd.read_csv({str(data)!r}); print(float(df['b'].mean()))"
             out.append(
                 _row(
