@@ -97,10 +97,11 @@ class SandboxLimits(BaseModel):
     probe_prefork: Literal["off", "adaptive", "always"] = Field(
         default="adaptive",
         description="When the kernel forks a probe's child in advance (sandbox/probe_fork.py): 'off', each probe "
-        "forks the kernel on its own path (7-10 ms for a 150 MB kernel); 'always', after every cell, delete and "
-        "restore the idle kernel forks a waiting child that the next probe uses (about 1 ms), at the cost of a "
-        "fork whenever no probe follows; 'adaptive', as 'always' but only after a namespace version that was "
-        "probed, so a run without probes never forks in advance.",
+        "forks the kernel on its own path; 'always', at the end of every cell, delete and restore the kernel forks "
+        "a waiting child that the next probe uses (a probe after a cell: 0.7x the time; the cell carries the fork), "
+        "at the cost of a fork whenever no probe follows (make eval, which asks no probe: +40% CPU); 'adaptive', "
+        "as 'always' but only after a namespace version that was probed, so a run without probes never forks in "
+        "advance.",
     )
     grace_seconds: float = Field(
         default=5.0,

@@ -1,18 +1,18 @@
 """The kernel's probe children: each probe runs in a copy-on-write fork of the kernel.
 
 Used by `kernel.py` for its `probe` request. A probe's child sees every value of the namespace and
-can change none of the kernel's: it closes the kernel's channels (the request socket and, when it is
-forked on a request's path, that request's reply pipe), enters the audit hook's probe mode (every
+can change none of the kernel's: it closes the kernel's channels (the request socket and the reply
+pipe of the request it was forked in), enters the audit hook's probe mode (every
 write refused), arms the probe's CPU and wall timers, runs the code, checks the tripwire on itself,
 and writes its result to a pipe that it then closes. The kernel answers on that end-of-file, kills
-a child that passes the probe's wall limit, and reaps the children that answered while it is idle,
-so their exit (the unmapping of a copy of the whole kernel) is off every request's path.
+a child that passes the probe's wall limit, and reaps the children that answered once the reply is
+sent, so their exit (the unmapping of a copy of the whole kernel) is off the request's path.
 
-The fork is the probe's cost: 7-10 ms for a 150 MB kernel on a quiet machine, the copy of its page
-tables (docs/results/performance.md). `SandboxLimits.probe_prefork` takes it off the probe's path:
-when the kernel is idle after a request that changed the namespace, it forks a *waiting* child, a
-copy of the namespace as it is then, already in probe mode and blocked on a pipe until the next
-probe hands it the code. The rules that keep it correct and contained:
+The fork is much of the probe's cost (the copy of the kernel's page tables; the rest is the child's
+copy-on-write faults as the code runs: docs/results/performance.md). `SandboxLimits.probe_prefork`
+takes it off the probe's path: at the end of a request that changed the namespace the kernel forks
+a *waiting* child, a copy of the namespace as it is then, in probe mode and blocked on a pipe until
+the next probe hands it the code. The rules that keep it correct and contained:
 
 - A request that may change the namespace (a cell, a restore, a delete: the requests after which
   the kernel's listing is described again) discards the waiting child before it runs (SIGKILL,
@@ -25,9 +25,13 @@ probe hands it the code. The rules that keep it correct and contained:
 - One waiting child per namespace version: a probe uses it or forks on its path as before; a second
   probe of the same version forks on its path.
 - It is forked at the end of the change, before its reply, which carries its pid for a cell: the
-  parent kills every process a cell leaves running, except this one. Not at all in mode "off". "always" forks after every change; "adaptive" only when the namespace version before the
-  change was probed, so a run that never probes never forks, and each fork made in vain follows a
-  probe that was asked.
+  parent kills every process a cell leaves running, except this one (so the cell's round trip
+  carries the fork the probe no longer does).
+- Mode "off" never forks in advance; "always" after every change; "adaptive" only when the
+  namespace version before the change was probed, so a run that never probes never forks in
+  advance, and each fork made in vain follows a probe that was asked.
+- Code running in the kernel between requests (a thread a cell left running) is outside what this
+  guards, as it is for every reply of the kernel.
 
 Not a new boundary: the waiting child is the same process a probe's fork is, made earlier.
 """
@@ -101,7 +105,7 @@ class ProbeForks:
     def __init__(self, host: ProbeHost, mode: PreforkMode):
         self._host = host
         self.mode: PreforkMode = mode
-        self.exiting: list[int] = []  # children that answered or were discarded, reaped when idle
+        self.exiting: list[int] = []  # children that answered, reaped once the reply is sent
         self._waiting: tuple[int, int, int] | None = None  # (pid, code pipe's write end, result's read end)
         self._probed = False  # a probe was asked of the current namespace version
         self._wanted = False  # a waiting child should be forked for the current namespace version
