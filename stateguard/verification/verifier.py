@@ -45,6 +45,7 @@ from stateguard.verification import (
     carried,
     counted_rows,
     dead_subsets,
+    emptied,
     flag_bounds,
     flag_counts,
     listed_joins,
@@ -247,6 +248,12 @@ class SemanticConfig(BaseModel):
         "rewritten as stated), re-run the turn's cells that way in a probe: the same reported answer "
         "drops the finding.",
     )
+    empty_gate: bool = Field(
+        default=True,
+        description="With the answer gate: a finding whose code, re-run as stated, changes only values that "
+        "become empty (0, missing, an empty table) reads the clause as rows that do not exist; no finding "
+        "(`emptied.py`).",
+    )
     extractor: Literal["rules", "llm"] = Field(
         default="rules",
         description="rules: deterministic extraction (offline); llm: a model on the manager endpoint "
@@ -369,6 +376,11 @@ class SemanticVerifier:
                     f"{item.requirement.describe()}: its {item.check} probe fails, but the turn's code "
                     "written as stated reports the same answer; no finding"
                 )
+            elif answer == "empty":
+                gated.append(
+                    f"{item.requirement.describe()}: its {item.check} probe fails, but the turn's code "
+                    "written as stated empties every value it changes (no rows meet that reading); no finding"
+                )
             elif answer == "unknown" and (
                 item.requirement.kind in (superseded.KIND, standing.KIND)
                 or item.needs_changed
@@ -406,7 +418,7 @@ class SemanticVerifier:
         same JSON answer the turn reported (the requirement, though broken, does not change the
         answer); 'changed' when they print another; 'unknown' when that cannot be told (no edit, no
         printed answer, the edit found nowhere, the probe failed, or SQL that a probe here would
-        write through)."""
+        write through); 'empty' when every value it changes becomes empty (`emptied.py`)."""
         edit = item.edit
         ran = [s for s in steps if s.success and s.error is None and s.action.strip()]
         reported = next(
@@ -432,7 +444,9 @@ class SemanticVerifier:
         after = last_json(printed) if applied else None
         if after is None:
             return "unknown"
-        return "same" if after == reported else "changed"
+        if after == reported:
+            return "same"
+        return "empty" if self.config.empty_gate and emptied.emptied(reported, after) else "changed"
 
     def _compiled(
         self, items: list[probes.ProbeItem]
