@@ -543,6 +543,7 @@ class SemanticVerifier:
             later,
             then=partial(self._through_code, question, tables, _own_context(turn)),
             aliases=self.aliases,
+            listed=self.listed,
         )
         self._span = (getattr(turn, "turn_id", None), code, sem)
         self._rule_seen = None

@@ -1,0 +1,94 @@
+"""Round 26: abstain where the data says a reading names no rows.
+
+* The empty gate (`emptied.py`): a finding whose turn, re-run as the requirement states it,
+  changes only values that become empty (a count of 0, a missing statistic, an empty table) reads
+  the clause as rows that do not exist; no finding.
+* A value only a typed-in list holds (`RequirementBinder._typed_in_only`): "Central gets a 0" beside
+  a region book the code typed in, where no order comes from Central, scopes no rows.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from stateguard.verification.emptied import emptied
+from stateguard.verification.verifier import SemanticConfig
+from tests.stateguard.verification.conftest import session_with
+
+COUNT_CELL = "import json\nprint(json.dumps({'n': len(orders)}))"
+
+
+@pytest.mark.parametrize(
+    ("reported", "stated", "expected"),
+    [
+        ({"n": 120}, {"n": 0}, True),  # a count that became 0
+        ({"n": 120, "mean": 3.4}, {"n": 0, "mean": None}, True),  # and its statistic missing
+        ({"n": 120, "mean": 3.4}, {"n": 0, "mean": math.nan}, True),
+        ({"n": 120, "share": 40.0}, {"n": 0, "share": 40.0}, True),  # the unchanged value does not count
+        ({"by": {"a": 1, "b": 2}}, {"by": {}}, True),  # a table emptied
+        ({"rows": [1, 2]}, {"rows": []}, True),
+        ({"n": 120, "mean": 3.4}, {"n": 0, "mean": 3.9}, False),  # another value, not an empty one
+        ({"n": 120}, {"n": 95}, False),
+        ({"by": {"a": 1, "b": 2}}, {"by": {"a": 1}}, False),  # narrowed to some groups: a real narrowing
+        ({"by": {"a": 1}}, {"by": {"a": 1, "z": 0}}, False),  # an entry added with 0: new content
+        ({"top": "North", "flag": True}, {"top": "North", "flag": False}, False),  # False is an answer
+        ({"n": 0}, {"n": 0}, False),  # nothing changed
+        ({"label": "HS"}, {"label": ""}, True),
+    ],
+)
+def test_an_answer_emptied_by_a_reading(reported: object, stated: object, expected: bool) -> None:
+    assert emptied(reported, stated) is expected
+
+
+def test_a_bound_that_keeps_no_rows_is_no_finding_with_the_empty_gate() -> None:
+    """Ratings run 1 to 5: "above 5" keeps none, so a code cut at 3 re-run as stated reports 0."""
+    code = "import json\nprint(json.dumps({'n_top': int((orders['rating'] > 3).sum())}))"
+    question = "How many orders are rated more than 5?"
+    on = session_with()
+    assert on.turn("How many orders are there?", COUNT_CELL) == []
+    assert on.turn(question, code) == []
+    assert [n for n in on.verifier.last.notes if "empties every value it changes" in n]
+    off = session_with(config=SemanticConfig(empty_gate=False))
+    assert off.turn("How many orders are there?", COUNT_CELL) == []
+    assert len(off.turn(question, code)) == 1
+
+
+BOOK = (
+    "region_book = pd.DataFrame({'region': ['North', 'South', 'East', 'West', 'Central'],"
+    " 'manager': ['Ann', 'Bo', 'Cy', 'Di', 'Ed']})\nprint(len(region_book))"
+)
+PER_REGION = """import json
+merged = region_book.merge(orders[['region', 'order_id']], on='region', how='left')
+per = merged.groupby('region', sort=False).agg(n=('order_id', 'count'))
+print(json.dumps({'n_by_region': per['n'].to_dict()}))"""
+WITH_ZERO = "How many orders does each region have (Central gets a 0)?"
+
+
+def test_a_value_only_the_typed_in_list_holds_scopes_no_rows() -> None:
+    session = session_with()
+    assert session.turn("Type in the region book.", BOOK) == []
+    assert session.turn(WITH_ZERO, PER_REGION) == []
+    assert [n for n in session.verifier.last.notes if "only a list the code typed in holds" in n]
+
+
+def test_the_list_typed_in_by_the_same_turn_counts_too() -> None:
+    session = session_with()
+    code = BOOK.replace("print(len(region_book))", "") + PER_REGION
+    assert session.turn(WITH_ZERO, code) == []
+
+
+def test_a_value_the_data_holds_is_still_a_scope() -> None:
+    """North is in the orders: "only North" over every region's orders is a dropped filter."""
+    session = session_with()
+    assert session.turn("Type in the region book.", BOOK) == []
+    findings = session.turn("How many orders does each region have, North only?", PER_REGION)
+    assert findings and "North" in findings[0].reason
+
+
+def test_a_list_held_only_in_cells_outside_the_turns_is_not_known_as_typed_in() -> None:
+    """The region book typed in by a set-up cell (no turn): nothing says it is a list, so the
+    reading stands as before (the check needs the code that typed it in)."""
+    session = session_with(BOOK)
+    assert session.turn(WITH_ZERO, PER_REGION)
