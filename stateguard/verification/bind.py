@@ -516,10 +516,11 @@ class RequirementBinder(Binder):
         plan.items.append(self.item(req, "flagged_rows", code, self.variables(sel), status, constraint=True))
         return True
 
-    def _typed_in_only(self, req: Requirement, column: str) -> bool:
-        """Every table holding the scope's values in `column` is a list the code typed in, or a join
-        of one, and some other table that lists `column`'s values holds none of them (facts of the
-        data: a table whose column has too many values to list says nothing)."""
+    def _holders(self, req: Requirement, column: str) -> tuple[set[str], set[str], bool]:
+        """The tables whose `column` lists one of the scope's values, the tables a typed-in list
+        makes (the lists, their copies, the tables joined from them, and so on), and whether some
+        table that lists `column`'s values holds none of them (a table whose column has too many
+        values to list says nothing)."""
         made = set(self.listed)
         grew = True
         while grew:  # the tables joined from a list, and those joined from them
@@ -540,7 +541,27 @@ class RequirementBinder(Binder):
                 holders.add(table.lower())
             else:
                 lacking = True
+        return holders, made, lacking
+
+    def _typed_in_only(self, req: Requirement, column: str) -> bool:
+        """Every table holding the scope's values in `column` is made from a typed-in list, and some
+        other table that lists `column`'s values holds none of them."""
+        holders, made, lacking = self._holders(req, column)
         return bool(holders) and lacking and holders <= made
+
+    def list_entries(self, req: Requirement) -> bool:
+        """A value scope whose values only tables made from a typed-in list hold ("Paderborn" in a
+        typed-in club list joined to the matches, whose rows carry no city)."""
+        if req.kind is not Kind.SCOPE or req.flag_scope or req.exclude:
+            return False
+        columns = self.resolve(req)
+        if not columns:
+            return False
+        for column in columns:
+            holders, made, _ = self._holders(req, column)
+            if not holders or not holders <= made:
+                return False
+        return True
 
     def agrees(self, req: Requirement, cond: Condition) -> bool:
         if req.kind is Kind.COMPARISON:
@@ -1020,7 +1041,10 @@ def bind(
     for req in requirements:  # each kind's binding is its semantic rule's (`rules/builtin.py`)
         rule = RULES.get(req.kind)
         if rule is not None and rule.bind is not None:
+            start = len(plan.items)
             rule.bind(binder, req, plan)
+            if binder.list_entries(req):
+                plan.items[start:] = [i.model_copy(update={"list_entries": True}) for i in plan.items[start:]]
     if then is not None:
         then(binder, plan)
     plan.items = [item.model_copy(update={"id": f"R{i + 1}"}) for i, item in enumerate(plan.items)]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["emptied"]
+__all__ = ["emptied", "entries_only"]
 
 _EMPTY = object()  # an empty dict or list, as a leaf
 
@@ -65,3 +65,20 @@ def _same(a: Any, b: Any) -> bool:
     if a is _EMPTY or b is _EMPTY:
         return a is b
     return bool(a == b)
+
+
+def entries_only(observed: dict[str, Any], values: int) -> bool:
+    """A kept-rows probe of a scope over a typed-in list's values (`ProbeItem.list_entries`) where
+    at every site no more rows meet the scope than it names values: only the list's own entries,
+    which a left join keeps with nothing, meet it; no data row does."""
+    sites = observed.get("sites")
+    if not isinstance(sites, list) or not sites:
+        return False
+    for site in sites:
+        if not isinstance(site, dict):
+            return False
+        kept = site.get("kept_rows", site.get("rows"))
+        bad = site.get("rows_breaking_requirement")
+        if not isinstance(kept, int) or not isinstance(bad, int) or kept - bad > values:
+            return False
+    return True

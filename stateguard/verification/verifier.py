@@ -370,6 +370,16 @@ class SemanticVerifier:
         for item in plan.items:
             if item.id not in outcomes or not outcomes[item.id].violated:
                 continue
+            if (
+                self.config.empty_gate
+                and item.list_entries
+                and emptied.entries_only(outcomes[item.id].observed, len(item.requirement.values))
+            ):
+                gated.append(
+                    f"{item.requirement.describe()}: only the typed-in list's own entries meet it, no row "
+                    "of the data; no finding"
+                )
+                continue
             answer = yield from self._answer_as_stated(item, ctx, steps)
             if answer == "same":
                 gated.append(

@@ -13,7 +13,7 @@ import math
 
 import pytest
 
-from stateguard.verification.emptied import emptied
+from stateguard.verification.emptied import emptied, entries_only
 from stateguard.verification.verifier import SemanticConfig
 from tests.stateguard.verification.conftest import session_with
 
@@ -92,3 +92,54 @@ def test_a_list_held_only_in_cells_outside_the_turns_is_not_known_as_typed_in() 
     reading stands as before (the check needs the code that typed it in)."""
     session = session_with(BOOK)
     assert session.turn(WITH_ZERO, PER_REGION)
+
+
+SHOPS = (
+    "shops = pd.DataFrame({'region': ['North', 'South', 'East', 'West', 'Central'],"
+    " 'city': ['Oslo', 'Rome', 'Kyiv', 'Lima', 'Bern']})\nprint(len(shops))"
+)
+PER_CITY = """import json
+merged = shops.merge(orders[['region', 'order_id']], on='region', how='left')
+per = merged.groupby('city', sort=False).agg(n=('order_id', 'count'))
+print(json.dumps({'n_by_city': per['n'].to_dict()}))"""
+
+
+def test_a_list_attribute_that_only_the_lists_unmatched_entry_carries_scopes_no_rows() -> None:
+    """The city is the typed-in list's own column (no order carries one): "Bern gets a 0" is met by
+    Bern's entry alone, which the left join keeps with nothing; no data row meets it."""
+    session = session_with()
+    assert session.turn("Type in the shops.", SHOPS) == []
+    assert session.turn("How many orders does each city have (Bern gets a 0)?", PER_CITY) == []
+    assert [n for n in session.verifier.last.notes if "only the typed-in list's own entries meet it" in n]
+    off = session_with(config=SemanticConfig(empty_gate=False))
+    assert off.turn("Type in the shops.", SHOPS) == []
+    assert off.turn("How many orders does each city have (Bern gets a 0)?", PER_CITY)
+
+
+def test_a_list_attribute_that_data_rows_carry_is_still_a_scope() -> None:
+    """Oslo's shop has orders: "Oslo only" over every city's orders is a dropped filter."""
+    session = session_with()
+    assert session.turn("Type in the shops.", SHOPS) == []
+    findings = session.turn("How many orders does each city have, Oslo only?", PER_CITY)
+    assert findings and "Oslo" in findings[0].reason
+
+
+@pytest.mark.parametrize(
+    ("sites", "values", "expected"),
+    [
+        ([{"kept_rows": 3752, "rows_breaking_requirement": 3751}], 1, True),
+        ([{"rows": 401, "rows_breaking_requirement": 400}], 1, True),
+        ([{"rows": 401, "rows_breaking_requirement": 399}], 2, True),
+        ([{"rows": 401, "rows_breaking_requirement": 300}], 1, False),
+        (
+            [{"rows": 401, "rows_breaking_requirement": 400}, {"rows": 90, "rows_breaking_requirement": 40}],
+            1,
+            False,
+        ),
+        ([], 1, False),
+    ],
+)
+def test_only_the_lists_entries_meet_a_scope(
+    sites: list[dict[str, int]], values: int, expected: bool
+) -> None:
+    assert entries_only({"sites": sites}, values) is expected
