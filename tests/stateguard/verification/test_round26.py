@@ -46,13 +46,20 @@ def test_a_bound_that_keeps_no_rows_is_no_finding_with_the_empty_gate() -> None:
     """Ratings run 1 to 5: "above 5" keeps none, so a code cut at 3 re-run as stated reports 0."""
     code = "import json\nprint(json.dumps({'n_top': int((orders['rating'] > 3).sum())}))"
     question = "How many orders are rated more than 5?"
-    on = session_with()
-    assert on.turn("How many orders are there?", COUNT_CELL) == []
-    assert on.turn(question, code) == []
-    assert [n for n in on.verifier.last.notes if "empties every value it changes" in n]
-    off = session_with(config=SemanticConfig(empty_gate=False))
-    assert off.turn("How many orders are there?", COUNT_CELL) == []
-    assert len(off.turn(question, code)) == 1
+    _gated_only_with_the_switch(
+        ("How many orders are there?", COUNT_CELL), question, code, "empties every value"
+    )
+
+
+def _gated_only_with_the_switch(first: tuple[str, str], question: str, code: str, note: str) -> None:
+    """After the turn `first`, the turn (`question`, `code`) is no finding, with a note saying
+    `note`, while the empty gate is on, and a finding with it off."""
+    for gate in (True, False):
+        session = session_with(config=SemanticConfig(empty_gate=gate))
+        assert session.turn(*first) == []
+        findings = session.turn(question, code)
+        assert bool(findings) is not gate
+        assert bool([n for n in session.verifier.last.notes if note in n]) is gate
 
 
 BOOK = (
@@ -107,13 +114,10 @@ print(json.dumps({'n_by_city': per['n'].to_dict()}))"""
 def test_a_list_attribute_that_only_the_lists_unmatched_entry_carries_scopes_no_rows() -> None:
     """The city is the typed-in list's own column (no order carries one): "Bern gets a 0" is met by
     Bern's entry alone, which the left join keeps with nothing; no data row meets it."""
-    session = session_with()
-    assert session.turn("Type in the shops.", SHOPS) == []
-    assert session.turn("How many orders does each city have (Bern gets a 0)?", PER_CITY) == []
-    assert [n for n in session.verifier.last.notes if "only the typed-in list's own entries meet it" in n]
-    off = session_with(config=SemanticConfig(empty_gate=False))
-    assert off.turn("Type in the shops.", SHOPS) == []
-    assert off.turn("How many orders does each city have (Bern gets a 0)?", PER_CITY)
+    question = "How many orders does each city have (Bern gets a 0)?"
+    _gated_only_with_the_switch(
+        ("Type in the shops.", SHOPS), question, PER_CITY, "only the typed-in list's own"
+    )
 
 
 def test_a_list_attribute_that_data_rows_carry_is_still_a_scope() -> None:
