@@ -62,14 +62,25 @@ def _gated_only_with_the_switch(first: tuple[str, str], question: str, code: str
         assert bool([n for n in session.verifier.last.notes if note in n]) is gate
 
 
-BOOK = (
-    "region_book = pd.DataFrame({'region': ['North', 'South', 'East', 'West', 'Central'],"
-    " 'manager': ['Ann', 'Bo', 'Cy', 'Di', 'Ed']})\nprint(len(region_book))"
-)
-PER_REGION = """import json
-merged = region_book.merge(orders[['region', 'order_id']], on='region', how='left')
-per = merged.groupby('region', sort=False).agg(n=('order_id', 'count'))
-print(json.dumps({'n_by_region': per['n'].to_dict()}))"""
+def _listed(name: str, column: str, values: list[str]) -> str:
+    """A cell typing in a list of the four order regions and Central (which no order has)."""
+    return (
+        f"{name} = pd.DataFrame({{'region': ['North', 'South', 'East', 'West', 'Central'], {column!r}: {values!r}}})"
+        f"\nprint(len({name}))"
+    )
+
+
+def _per(frame: str, key: str) -> str:
+    """Orders counted per `key` of the list `frame`, every entry of the list kept (a left join)."""
+    return (
+        f"import json\nmerged = {frame}.merge(orders[['region', 'order_id']], on='region', how='left')\n"
+        f"per = merged.groupby({key!r}, sort=False).agg(n=('order_id', 'count'))\n"
+        f"print(json.dumps({{'n_by_{key}': per['n'].to_dict()}}))"
+    )
+
+
+BOOK = _listed("region_book", "manager", ["Ann", "Bo", "Cy", "Di", "Ed"])
+PER_REGION = _per("region_book", "region")
 WITH_ZERO = "How many orders does each region have (Central gets a 0)?"
 
 
@@ -101,14 +112,8 @@ def test_a_list_held_only_in_cells_outside_the_turns_is_not_known_as_typed_in() 
     assert session.turn(WITH_ZERO, PER_REGION)
 
 
-SHOPS = (
-    "shops = pd.DataFrame({'region': ['North', 'South', 'East', 'West', 'Central'],"
-    " 'city': ['Oslo', 'Rome', 'Kyiv', 'Lima', 'Bern']})\nprint(len(shops))"
-)
-PER_CITY = """import json
-merged = shops.merge(orders[['region', 'order_id']], on='region', how='left')
-per = merged.groupby('city', sort=False).agg(n=('order_id', 'count'))
-print(json.dumps({'n_by_city': per['n'].to_dict()}))"""
+SHOPS = _listed("shops", "city", ["Oslo", "Rome", "Kyiv", "Lima", "Bern"])
+PER_CITY = _per("shops", "city")
 
 
 def test_a_list_attribute_that_only_the_lists_unmatched_entry_carries_scopes_no_rows() -> None:
