@@ -85,6 +85,10 @@ from stateguard.verification.syntax import culprit, syntax_program
 from stateguard.verification.vocabulary import Vocabulary, column_tokens, token_run, vocabulary_probe
 
 Fragment = Generator[tuple[str, dict[str, Any]], Any, Any]
+# The requirements that read rows from the question's words (a scope, a bound, a value that must be
+# present): the empty gate holds only these to rows that exist. A check bound through the code (a
+# superseded rule, a regrouped summary) may rightly empty an answer ("0 if none" under today's rule).
+_ROW_READINGS = (Kind.SCOPE, Kind.COMPARISON, Kind.NOT_NULL)
 Extractor = Callable[..., list[Requirement]]
 _TAG = "requirement: "
 
@@ -250,9 +254,10 @@ class SemanticConfig(BaseModel):
     )
     empty_gate: bool = Field(
         default=True,
-        description="With the answer gate: a finding whose code, re-run as stated, changes only values that "
-        "become empty (0, missing, an empty table) reads the clause as rows that do not exist; no finding "
-        "(`emptied.py`).",
+        description="With the answer gate: a scope, bound or presence read from the question's words whose "
+        "code, re-run as stated, changes only values that become empty (0, missing, an empty table) reads "
+        "the clause as rows that do not exist; no finding (`emptied.py`). Checks bound through the code "
+        "(a superseded rule) are not held to it.",
     )
     extractor: Literal["rules", "llm"] = Field(
         default="rules",
@@ -428,7 +433,8 @@ class SemanticVerifier:
         same JSON answer the turn reported (the requirement, though broken, does not change the
         answer); 'changed' when they print another; 'unknown' when that cannot be told (no edit, no
         printed answer, the edit found nowhere, the probe failed, or SQL that a probe here would
-        write through); 'empty' when every value it changes becomes empty (`emptied.py`)."""
+        write through); 'empty' when every value it changes becomes empty and the requirement
+        reads rows from the question's words (`emptied.py`)."""
         edit = item.edit
         ran = [s for s in steps if s.success and s.error is None and s.action.strip()]
         reported = next(
@@ -456,7 +462,13 @@ class SemanticVerifier:
             return "unknown"
         if after == reported:
             return "same"
-        return "empty" if self.config.empty_gate and emptied.emptied(reported, after) else "changed"
+        if (
+            self.config.empty_gate
+            and item.requirement.kind in _ROW_READINGS
+            and emptied.emptied(reported, after)
+        ):
+            return "empty"
+        return "changed"
 
     def _compiled(
         self, items: list[probes.ProbeItem]

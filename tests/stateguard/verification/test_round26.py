@@ -152,3 +152,24 @@ def test_only_the_lists_entries_meet_a_scope(
     sites: list[dict[str, int]], values: int, expected: bool
 ) -> None:
     assert entries_only({"sites": sites}, values) is expected
+
+
+def test_a_check_bound_through_the_code_may_empty_the_answer() -> None:
+    """After the switch to "pricey means 1,000 or more" no order is pricey (prices end near 300), so
+    the old rule written out again counts orders the current flag does not: the turn re-run with the
+    flag reports 0, rightly. The superseded-rule check reads no rows from words: the empty gate does
+    not hold it, and the finding stands."""
+    session = session_with()
+    define = "import json\norders['pricey'] = orders['price'] >= {}\nprint(json.dumps({{'n': int(orders['pricey'].sum())}}))"
+    assert (
+        session.turn(
+            "Call an order pricey at a price of 100 or more. How many are pricey?", define.format(100)
+        )
+        == []
+    )
+    assert session.turn("Pricey now means 1,000 or more. How many are pricey now?", define.format(1000)) == []
+    code = "import json\nsel = orders[orders['price'] >= 100]\nprint(json.dumps({'n_top': int((sel['rating'] > 4).sum())}))"
+    findings = session.turn(
+        "How many pricey orders, as the term now stands, are rated above 4 (0 if none)?", code
+    )
+    assert len(findings) == 1 and "replaced" in findings[0].reason
