@@ -16,6 +16,7 @@ no category is a content word: it must bind to a column, a value or a number, or
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from typing import Literal
@@ -52,6 +53,7 @@ class Lexicon(BaseModel):
     scope_markers: tuple[str, ...]  # words that restrict a turn to some rows
     units: tuple[str, ...]  # a unit or multiplier after a number names no attribute
     scales: dict[str, float]  # a unit word after a number that rescales it in code: "60 cents" is 0.6
+    count_units: tuple[str, ...]  # the scale words that count in a larger unit ("two decades": 20 years)
     arithmetic: tuple[str, ...]  # "divided by", "times": an operator between quantities, not a grouping
     share_words: tuple[str, ...]
     group_markers: tuple[str, ...]
@@ -116,12 +118,27 @@ class Lexicon(BaseModel):
         words = self.comparator_phrases(temporal=False) + self.comparator_phrases(position="postfix")
         return [w for w in [*words, *self.comparatives] if re.search(r"[a-z]", w)]
 
+    def unit_factor(self, text: str, at: int, units: Iterable[str] | None = None) -> float:
+        """The factor of the scale word right after position `at` of `text` ("two decades" read
+        at the end of "two": 10), else 1.0. `units` limits the words read (default: every
+        alphabetic scale word)."""
+        words = tuple(w for w in (self.scales if units is None else units) if w.isalpha())
+        m = _unit_after(words).match(text, at)
+        return self.scales[m.group("unit").lower()] if m else 1.0
+
     @staticmethod
     def pattern(phrases: Iterable[str]) -> str:
         """A regex alternation of `phrases`, longest first (so "at least" wins over "least");
         spaces match any whitespace."""
         ordered = sorted(dict.fromkeys(phrases), key=lambda p: (-len(p), p))
         return "|".join(re.escape(p).replace(r"\ ", r"\s+") for p in ordered)
+
+
+@functools.lru_cache(maxsize=8)
+def _unit_after(words: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile(
+        r"\s+(?P<unit>" + "|".join(sorted(words, key=len, reverse=True)) + r")\b", re.IGNORECASE
+    )
 
 
 def _c(
@@ -361,6 +378,7 @@ LEXICON = Lexicon(
         "dozen": 12.0,
         "dozens": 12.0,
     },
+    count_units=("decade", "decades", "dozen", "dozens"),
     arithmetic=("divided by", "multiplied by", "times", "minus", "plus", "over", "relative to"),
     share_words=("share", "proportion", "percentage", "fraction"),
     group_markers=("per", "for each", "for every", "each", "by"),

@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable
 
 from stateguard.inspection.code_model import Aggregate, CodeSemantics, Condition, Selection
-from stateguard.verification import bind_cutoff, probes, sql_edit
+from stateguard.verification import bind_cutoff, listed_joins, probes, sql_edit
 from stateguard.verification.bind_loose import code_tests
 from stateguard.verification.binder import Binder, Plan, close
 from stateguard.verification.requirements import Kind, Requirement
@@ -219,6 +219,17 @@ class RequirementBinder(Binder):
                     elif (scale := _scale(req, cond)) is not None:
                         matched.append((sel, cond, scale))
         columns = self.resolve(req)
+        if (
+            req.kind is Kind.SCOPE
+            and not (req.flag_scope or req.exclude)
+            and columns
+            and all(self._typed_in_only(req, c) for c in columns)
+        ):
+            # "Central is reported too, with no order from it": a value only the code's typed-in list
+            # holds, which every data table with the column lacks, scopes no rows
+            plan.notes.append(f"{req.describe()}: only a list the code typed in holds {req.values}; no scope")
+            plan.unverified.append(req)
+            return
         if req.kind is not Kind.COMPARISON:
             for sel in self.sem.selections:
                 for cond in sel.conditions:
@@ -503,6 +514,53 @@ class RequirementBinder(Binder):
         plan.notes.append(f"{req.describe()}: the code stores it as the flag {alias} (`{cond.text}`)")
         code = probes.table_flag_probe(self.con, table, _ident(alias), pred, exact=len(conds) == 1)
         plan.items.append(self.item(req, "flagged_rows", code, self.variables(sel), status, constraint=True))
+        return True
+
+    def _holders(self, req: Requirement, column: str) -> tuple[set[str], set[str], bool]:
+        """The tables whose `column` lists one of the scope's values, the tables a typed-in list
+        makes (the lists, their copies, the tables joined from them, and so on), and whether some
+        table that lists `column`'s values holds none of them (a table whose column has too many
+        values to list says nothing)."""
+        made = set(self.listed)
+        grew = True
+        while grew:  # the tables joined from a list, and those joined from them
+            before = len(made)
+            made |= {
+                (sel.target or "").lower()
+                for sel in self.sem.selections
+                if sel.target and any(src.lower() in made for src in sel.sources)
+            }
+            grew = len(made) > before
+        wanted = {str(v).lower() for v in req.values}
+        holders, lacking = set(), False
+        for table, cols in self.vocab.tables.items():
+            info = next((i for c, i in cols.items() if c.lower() == column.lower()), None)
+            if info is None or not info.values:
+                continue
+            if wanted & {v.lower() for v in info.values}:
+                holders.add(table.lower())
+            else:
+                lacking = True
+        return holders, made, lacking
+
+    def _typed_in_only(self, req: Requirement, column: str) -> bool:
+        """Every table holding the scope's values in `column` is made from a typed-in list, and some
+        other table that lists `column`'s values holds none of them."""
+        holders, made, lacking = self._holders(req, column)
+        return bool(holders) and lacking and holders <= made
+
+    def list_entries(self, req: Requirement) -> bool:
+        """A value scope whose values only tables made from a typed-in list hold ("Paderborn" in a
+        typed-in club list joined to the matches, whose rows carry no city)."""
+        if req.kind is not Kind.SCOPE or req.flag_scope or req.exclude:
+            return False
+        columns = self.resolve(req)
+        if not columns:
+            return False
+        for column in columns:
+            holders, made, _ = self._holders(req, column)
+            if not holders or not holders <= made:
+                return False
         return True
 
     def agrees(self, req: Requirement, cond: Condition) -> bool:
@@ -970,6 +1028,7 @@ def bind(
     rewritten: frozenset[str] = frozenset(),
     then: Callable[[RequirementBinder, Plan], None] | None = None,
     aliases: dict[str, str] | None = None,
+    listed: set[str] | None = None,
 ) -> Plan:
     """The requirements bound to the code; `then` binds more with the same binder once they are
     (what the requirements' own bindings left: `bind_loose`, `named_stats`), before the items are
@@ -978,10 +1037,14 @@ def bind(
     binder = RequirementBinder(sem, vocab, rewritten)
     binder.requirements = requirements
     binder.aliases = dict(aliases or {})
+    binder.listed = listed_joins.with_copies(listed or set(), sem)
     for req in requirements:  # each kind's binding is its semantic rule's (`rules/builtin.py`)
         rule = RULES.get(req.kind)
         if rule is not None and rule.bind is not None:
+            start = len(plan.items)
             rule.bind(binder, req, plan)
+            if binder.list_entries(req):
+                plan.items[start:] = [i.model_copy(update={"list_entries": True}) for i in plan.items[start:]]
     if then is not None:
         then(binder, plan)
     plan.items = [item.model_copy(update={"id": f"R{i + 1}"}) for i, item in enumerate(plan.items)]

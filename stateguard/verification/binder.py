@@ -45,6 +45,9 @@ class Binder:
         # Nouns the task's questions put in a named frame or table ("put the key in a frame `jobs`"):
         # noun -> name, so "every entry of the key" names the side `jobs`.
         self.aliases: dict[str, str] = {}
+        # The lists the code (this turn's or a committed turn's) typed in, and their row-for-row copies
+        # (`listed_joins.with_copies`): a value only they hold is an entry, not rows of the data.
+        self.listed: set[str] = set()
 
     def bounds_except(self, req: Requirement) -> list[float]:
         """The bounds the other comparison requirements of the turn state."""

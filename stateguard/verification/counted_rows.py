@@ -56,7 +56,7 @@ _COUNT_WORD = re.compile(r"\b(?:how\s+many|number\s+of|count)\b", re.IGNORECASE)
 # where the words that say which rows a count takes end: its groups, its aside, its rule
 _COUNTED_END = re.compile(r"[(,;]|\b(?:for|per|in|by|under|on|across|within|where|at|with)\b", re.IGNORECASE)
 _WORD = re.compile(r"[a-z][\w-]*", re.IGNORECASE)
-_COPULA = {"are", "is", "was", "were", "be"}
+_COPULA = {"was", "were"}  # past forms of the copula; STOP holds "is", "are", "be"
 
 
 def _counted_words(text: str) -> list[str]:

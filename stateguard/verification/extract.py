@@ -507,14 +507,11 @@ _TEMPORAL = re.compile(
 )
 
 
-# a word that counts in a larger unit ("two decades": 20 years, "three dozen": 36)
-_COUNT_UNIT = re.compile(r"\s+(?P<unit>decades?|dozens?)\b", re.IGNORECASE)
-
-
 def _counted_in(clause: str, at: int) -> float:
-    """The factor of a count unit right after the number that ends at `at`, else 1."""
-    m = _COUNT_UNIT.match(clause, at)
-    return LEXICON.scales[m.group("unit").lower()] if m else 1.0
+    """The factor of a word that counts in a larger unit right after the number that ends at `at`
+    ("two decades": 20 years, "three dozen": 36), else 1. Only those words: a stated bound's scale
+    (cents, thousands) is tried both ways by the binder."""
+    return LEXICON.unit_factor(clause, at, LEXICON.count_units)
 
 
 def _is_year(m: re.Match[str]) -> bool:

@@ -59,6 +59,11 @@ class ProbeItem(BaseModel):
         description="A finding only when the answer check sees a changed answer (an unknown one is "
         "none): for checks bound through the code itself rather than words that name a column.",
     )
+    list_entries: bool = Field(
+        default=False,
+        description="A scope whose values only a typed-in list and the tables joined from it hold: a "
+        "finding needs rows beyond the list's own entries to meet it (`emptied.entries_only`).",
+    )
 
 
 class SpanEdit(BaseModel):

@@ -71,11 +71,9 @@ _NAMED_LINE = re.compile(
 _ROUNDING = re.compile(
     r"(?:\b\w*round\w*|\bprint_result)\s*\((?:[^()]|\([^()]*\))*?,\s*\d+\s*\)|\.round\(\s*\d+\s*\)"
 )
-# a number and a word that counts in a larger unit ("two decades", "3 dozen"): the number times it
-_COUNTED_IN = re.compile(
-    rf"\b(?P<num>\d+(?:\.\d+)?|{'|'.join(sorted(_WORDNUM, key=len, reverse=True))})\s+"
-    rf"(?P<unit>{'|'.join(w for w in LEXICON.scales if w.isalpha())})\b",
-    re.IGNORECASE,
+# a number in digits or words, read with the scale word after it ("two decades", "3 dozen", "60 cents")
+_NAMED_NUMBER = re.compile(
+    rf"\b(?P<num>\d+(?:\.\d+)?|{'|'.join(sorted(_WORDNUM, key=len, reverse=True))})\b", re.IGNORECASE
 )
 _PCT = re.compile(r"\s*(?:%|percent\b|per\s+cent\b)", re.IGNORECASE)
 _PLAIN = re.compile(r"(?<![\w.])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.])-?\d+(?:\.\d+)?")
@@ -206,9 +204,10 @@ def mentioned(texts: list[str]) -> set[float]:
             float(v) for w, v in _WORDS.items() if w != "one" and re.search(rf"\b{w}\b", text, re.IGNORECASE)
         }
         out |= {x for x, _ in stated(text)}
-        for m in _COUNTED_IN.finditer(text):  # "two decades": 20 (years)
-            if (count := _value(m.group("num"))) is not None:
-                out.add(count * LEXICON.scales[m.group("unit").lower()])
+        for m in _NAMED_NUMBER.finditer(text):  # "two decades": 20 (years)
+            factor = LEXICON.unit_factor(text, m.end())
+            if factor != 1.0 and (count := _value(m.group("num"))) is not None:
+                out.add(count * factor)
         for m in _LARGE.finditer(text):
             if m.group("teen"):
                 out.add(float(_TEENS[m.group("teen").lower()]))

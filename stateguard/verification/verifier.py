@@ -45,6 +45,7 @@ from stateguard.verification import (
     carried,
     counted_rows,
     dead_subsets,
+    emptied,
     flag_bounds,
     flag_counts,
     listed_joins,
@@ -84,6 +85,10 @@ from stateguard.verification.syntax import culprit, syntax_program
 from stateguard.verification.vocabulary import Vocabulary, column_tokens, token_run, vocabulary_probe
 
 Fragment = Generator[tuple[str, dict[str, Any]], Any, Any]
+# The requirements that read rows from the question's words (a scope, a bound, a value that must be
+# present): the empty gate holds only these to rows that exist. A check bound through the code (a
+# superseded rule, a regrouped summary) may rightly empty an answer ("0 if none" under today's rule).
+_ROW_READINGS = (Kind.SCOPE, Kind.COMPARISON, Kind.NOT_NULL)
 Extractor = Callable[..., list[Requirement]]
 _TAG = "requirement: "
 
@@ -247,6 +252,13 @@ class SemanticConfig(BaseModel):
         "rewritten as stated), re-run the turn's cells that way in a probe: the same reported answer "
         "drops the finding.",
     )
+    empty_gate: bool = Field(
+        default=True,
+        description="With the answer gate: a scope, bound or presence read from the question's words whose "
+        "code, re-run as stated, changes only values that become empty (0, missing, an empty table) reads "
+        "the clause as rows that do not exist; no finding (`emptied.py`). Checks bound through the code "
+        "(a superseded rule) are not held to it.",
+    )
     extractor: Literal["rules", "llm"] = Field(
         default="rules",
         description="rules: deterministic extraction (offline); llm: a model on the manager endpoint "
@@ -363,11 +375,26 @@ class SemanticVerifier:
         for item in plan.items:
             if item.id not in outcomes or not outcomes[item.id].violated:
                 continue
+            if (
+                self.config.empty_gate
+                and item.list_entries
+                and emptied.entries_only(outcomes[item.id].observed, len(item.requirement.values))
+            ):
+                gated.append(
+                    f"{item.requirement.describe()}: only the typed-in list's own entries meet it, no row "
+                    "of the data; no finding"
+                )
+                continue
             answer = yield from self._answer_as_stated(item, ctx, steps)
             if answer == "same":
                 gated.append(
                     f"{item.requirement.describe()}: its {item.check} probe fails, but the turn's code "
                     "written as stated reports the same answer; no finding"
+                )
+            elif answer == "empty":
+                gated.append(
+                    f"{item.requirement.describe()}: its {item.check} probe fails, but the turn's code "
+                    "written as stated empties every value it changes (no rows meet that reading); no finding"
                 )
             elif answer == "unknown" and (
                 item.requirement.kind in (superseded.KIND, standing.KIND)
@@ -406,7 +433,8 @@ class SemanticVerifier:
         same JSON answer the turn reported (the requirement, though broken, does not change the
         answer); 'changed' when they print another; 'unknown' when that cannot be told (no edit, no
         printed answer, the edit found nowhere, the probe failed, or SQL that a probe here would
-        write through)."""
+        write through); 'empty' when every value it changes becomes empty and the requirement
+        reads rows from the question's words (`emptied.py`)."""
         edit = item.edit
         ran = [s for s in steps if s.success and s.error is None and s.action.strip()]
         reported = next(
@@ -432,7 +460,15 @@ class SemanticVerifier:
         after = last_json(printed) if applied else None
         if after is None:
             return "unknown"
-        return "same" if after == reported else "changed"
+        if after == reported:
+            return "same"
+        if (
+            self.config.empty_gate
+            and item.requirement.kind in _ROW_READINGS
+            and emptied.emptied(reported, after)
+        ):
+            return "empty"
+        return "changed"
 
     def _compiled(
         self, items: list[probes.ProbeItem]
@@ -529,6 +565,7 @@ class SemanticVerifier:
             later,
             then=partial(self._through_code, question, tables, _own_context(turn)),
             aliases=self.aliases,
+            listed=self.listed,
         )
         self._span = (getattr(turn, "turn_id", None), code, sem)
         self._rule_seen = None

@@ -46,9 +46,10 @@ that archive no split used, none of them from Ecdat, written blind by a twenty-s
 (four more, on four other R tables from that archive no split used, none of them from Ecdat, written
 blind by a twenty-eighth), `fresh33` (four more, on four further R tables from that archive no split
 used, none of them from Ecdat, written blind by a twenty-ninth), `fresh34` (four more, on four other
-R tables from that archive no split used, none of them from Ecdat, written blind by a thirtieth) or
+R tables from that archive no split used, none of them from Ecdat, written blind by a thirtieth),
 `fresh35` (four more, on four further R tables from that archive no split used, none of them from Ecdat
-or plm, written blind by a thirty-first);
+or plm, written blind by a thirty-first) or `fresh36` (four more, on four other R tables from that
+archive no split used, none of them from Ecdat or plm, written blind by a thirty-second);
 the detection report shows them apart.
 """
 
@@ -112,6 +113,7 @@ SPLITS = (
     "fresh33",
     "fresh34",
     "fresh35",
+    "fresh36",
     "all",
 )
 

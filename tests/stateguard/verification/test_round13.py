@@ -77,16 +77,17 @@ def test_sql_and_pandas_comparison_sites() -> None:
 
 @pytest.mark.parametrize(("cut", "flagged"), [("2.5", False), ("3", True), ("5.5", False)])
 def test_a_turn_re_run_with_the_stated_number(cut: str, flagged: bool) -> None:
-    """3 is said nowhere and changes the answer; 5.5 is said nowhere too, but no rating is above it
-    nor above 5 (ratings run 1 to 5), so the turn re-run with 5 reports the same answer: no finding."""
+    """3 is said nowhere and changes the answer (the question says 4); 5.5 is said nowhere too, but
+    no rating is above it nor above 5 (ratings run 1 to 5), so the turn re-run with 5 reports the
+    same answer: no finding."""
     session = session_with()
     assert session.turn("How many orders are there?", COUNT) == []
     code = f"import json\nprint(json.dumps({{'n_top': int((orders['rating'] > {cut}).sum())}}))"
-    question = "How many orders are rated more than 2.5?" if cut == "2.5" else "How many are rated above 5?"
-    findings = session.turn(question, code)
+    stated = {"2.5": "2.5", "3": "4", "5.5": "5"}[cut]
+    findings = session.turn(f"How many orders are rated more than {stated}?", code)
     assert bool(findings) is flagged
     if flagged:
-        assert "5" in findings[0].reason or "5" in findings[0].evidence
+        assert "4" in findings[0].reason or "4" in findings[0].evidence
 
 
 def test_a_stated_gap_the_code_tests_at_another_number() -> None:
