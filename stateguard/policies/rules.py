@@ -212,7 +212,12 @@ class RulesManager:
         findings = self.findings(obs, ctx)
         if self.semantic is not None:
             retry, turn = self._under_review(obs, ctx)
+            earlier = self.semantic.last
             findings += yield from raw_actions(self.semantic.verify(obs, ctx, turn, retry))
+            if ctx.trace is not None and self.semantic.last is not earlier:
+                # what the verifier saw broken and let go, so a run shows which gate held
+                for note in self.semantic.last.gated:
+                    ctx.trace.emit("manager_note", policy=self.name, note=f"[semantic] {note}"[:900])
         return findings
 
     def remember(self, obs: ManagerObservation, ctx: ManagerContext) -> None:

@@ -274,6 +274,12 @@ class Verification(BaseModel):
     outcomes: dict[str, dict[str, Any]] = Field(default_factory=dict)
     unverified: list[Requirement] = Field(default_factory=list)
     findings: list[Finding] = Field(default_factory=list)
+    gated: list[str] = Field(
+        default_factory=list,
+        description="Broken requirements that made no finding, and why (the answer gate: the same or an "
+        "emptied answer, no re-run where one is needed; only a typed-in list's entries meet it). The "
+        "rules manager writes them to the trace as manager notes.",
+    )
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -424,6 +430,7 @@ class SemanticVerifier:
             + [i.requirement for i in failed if i.requirement not in plan.unverified],
             outcomes={k: v.model_dump(exclude_none=True) for k, v in outcomes.items()},
             findings=findings,
+            gated=gated,
         )
         return findings
 

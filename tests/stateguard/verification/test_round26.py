@@ -60,6 +60,7 @@ def _gated_only_with_the_switch(first: tuple[str, str], question: str, code: str
         findings = session.turn(question, code)
         assert bool(findings) is not gate
         assert bool([n for n in session.verifier.last.notes if note in n]) is gate
+        assert bool([n for n in session.verifier.last.gated if note in n]) is gate  # for the trace
 
 
 def _listed(name: str, column: str, values: list[str]) -> str:

@@ -197,3 +197,20 @@ def test_a_finding_the_retry_leaves_unchanged_is_dropped_not_abandoned(task: Tas
     assert result.manager_fallbacks == 0
     assert not [e for e in events if e.kind in ("state_abandoned", "manager_fallback")]
     assert len(result.committed_states) == len(task.turns)
+
+
+def test_a_broken_requirement_the_answer_gate_lets_go_is_noted_in_the_trace(
+    task: Task, tmp_path: Path
+) -> None:
+    """Turn 6 cut at 30 instead of the stated 40: the flag is the same either way (the margin per
+    order is far above both), so the gate drops the finding; the trace says so in a manager note."""
+    code = task.turn(6).code.replace("> 40", "> 30")
+    run(task, tmp_path, [Fault(kind="counterfactual", turn=6, code=code)], LONGDS)
+    notes = [e.payload["note"] for e in read_trace(tmp_path / "trace.jsonl") if e.kind == "manager_note"]
+    assert notes and all(n.startswith("[semantic] ") for n in notes)
+    assert any("> 40" in n and "reports the same answer; no finding" in n for n in notes)
+
+
+def test_a_clean_run_notes_nothing_let_go(task: Task, tmp_path: Path) -> None:
+    run(task, tmp_path, [], LONGDS)
+    assert not [e for e in read_trace(tmp_path / "trace.jsonl") if e.kind == "manager_note"]
