@@ -36,8 +36,9 @@ _EXTREMES = {
 }
 
 
-# a short form of a statistic beside "total" (`med_total`, `avg_total`): the total is the quantity
-_BESIDE_TOTAL = {"med", "avg", "mean", "median", "average"}
+# a mean or median named beside "total" (`avg_total`, `med_total`): the total is the quantity. "med"
+# stays out of the shared abbreviations (`LEXICON.abbreviations`): in other names it shortens "medical".
+_BESIDE_TOTAL = {w for w, f in _NAMED.items() if f in ("mean", "median")} | {"med"}
 
 
 def _stated_by(name: str) -> set[str]:
