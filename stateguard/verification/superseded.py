@@ -283,9 +283,15 @@ def _find(shape: tuple[tuple[str, str | float], ...], code_tokens: list[Token]) 
     return hits
 
 
-def _closed(code: str, start: int, end: int) -> str:
-    """code[start:end], with the closing parentheses of a comparison method it opens
-    (`wage.ge(2.0` takes its `)`) when they follow directly."""
+def _closed(code: str, first: Token, last: Token) -> str:
+    """The code from token `first` to token `last`, with the quotes of a string literal at either
+    edge (`rater = 'yes'`: the tokens read only a literal's text) and the closing parentheses of a
+    comparison method it opens (`wage.ge(2.0` takes its `)`) when they follow directly."""
+    start, end = first.start, last.end
+    if start and code[start - 1] in "'\"" and code[first.end : first.end + 1] == code[start - 1]:
+        start -= 1
+    if code[end : end + 1] in ("'", '"') and last.start and code[last.start - 1] == code[end]:
+        end += 1
     text = code[start:end]
     while text.count("(") > text.count(")") and code[start + len(text) :].lstrip().startswith(")"):
         rest = code[start + len(text) :]
@@ -425,7 +431,7 @@ class FlagHistory:
                 if len(hits) != 1:
                     continue  # not written out, or in several places: which one answers is not known
                 first, last = code_tokens[hits[0][0]], code_tokens[hits[0][1] - 1]
-                before = _closed(code, first.start, last.end)
+                before = _closed(code, first, last)
                 if not _balanced(before):
                     continue
                 # `adults.assign(heavy=adults["spend"] >= 300)`: the old rule put in the flag's place
@@ -479,7 +485,7 @@ class FlagHistory:
                 if len(hits) != 1:
                     continue
                 first, last = code_tokens[hits[0][0]], code_tokens[hits[0][1] - 1]
-                before = _closed(code, first.start, last.end)
+                before = _closed(code, first, last)
             after = (
                 old.text
                 if old.sql or old.holder == now.holder
