@@ -35,6 +35,8 @@ from stateguard.verification.vocabulary import (
 )
 
 _SWAPPABLE = {"mean", "median", "sum"}
+# an extreme computed where a centre is stated (`max(rate)` for "the average rate") is re-run as stated too
+_EXTREMES, _CENTRES = {"max", "min"}, {"mean", "median"}
 
 
 def _scale(req: Requirement, cond: Condition) -> float | None:
@@ -711,7 +713,9 @@ class RequirementBinder(Binder):
         wrong = [
             (s, a)
             for s, a in found
-            if a.standalone and a.function in _SWAPPABLE and req.function in _SWAPPABLE
+            if a.standalone
+            and req.function in _SWAPPABLE
+            and (a.function in _SWAPPABLE or (a.function in _EXTREMES and req.function in _CENTRES))
         ]
         if not wrong:
             plan.unverified.append(req)

@@ -3,15 +3,21 @@
 * A replaced SQL rule with string literals (`category = 'toys' AND region = 'North'`) is cut from
   the code with its quotes (`superseded._closed`): the turn, re-run reading the flag, runs and its
   answer is compared; before, the edit left a stray quote and the re-run failed.
+* A statistic of a quantity named by its column's own name ("the average nation_rate") is read
+  (`extract._AGG` takes words with underscores), and an extreme the code computes where a mean or
+  median is stated (`MAX(price)` for "the average price") is re-run as stated (`bind._EXTREMES`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from stateguard.inspection.inspect import inspect_code
+from stateguard.verification.extract import aggregations
 from stateguard.verification.superseded import KIND, FlagHistory
-from tests.stateguard.verification.conftest import sandboxed
+from tests.stateguard.verification.conftest import sandboxed, session_with
 
 DEFINE = (
     "import json\ncon.execute(\"CREATE OR REPLACE TABLE oc AS SELECT *, category = 'toys' AND region = 'North' "
@@ -50,3 +56,46 @@ def test_the_turn_that_writes_out_the_replaced_sql_rule_is_re_run_and_found(tmp_
         assert session.turn(USE, reading + 'print(json.dumps({"mean_rating": round(m, 3)}))') == []
     finally:
         ws.close()
+
+
+@pytest.mark.parametrize(
+    ("clause", "expected"),
+    [
+        ("what is the average nation_rate of those cases", [("mean", ["nation_rate"])]),
+        ("How many are they, what is their mean nation_rate, and which judge", [("mean", ["nation_rate"])]),
+        ("the median age", [("median", ["age"])]),
+        ("the mean of `price_usd`", []),  # a name in backticks is the turn's own field
+    ],
+)
+def test_a_statistic_of_a_column_named_as_written(clause: str, expected: list[tuple[str, list[str]]]) -> None:
+    assert [(r.function, r.subject) for r in aggregations(clause, [])] == expected
+
+
+QUESTION = "How many toy orders are there, and what is the average price of those orders?"
+
+
+@pytest.mark.parametrize(("statistic", "found"), [("max", True), ("min", True), ("avg", False)])
+def test_an_extreme_computed_where_a_mean_is_stated_is_re_run_as_stated(
+    tmp_path: Path, statistic: str, found: bool
+) -> None:
+    session, ws = sandboxed(tmp_path)
+    code = (
+        "import json\n"
+        f"n, p = con.execute(\"SELECT count(*), {statistic}(price) FROM o WHERE category = 'toys'\").fetchone()\n"
+        "print(json.dumps({'n_toys': n, 'mean_price': round(p, 2)}))"
+    )
+    try:
+        findings = session.turn(QUESTION, code)
+    finally:
+        ws.close()
+    assert bool([f for f in findings if "different statistic than the mean" in f.reason]) is found
+
+
+def test_an_extreme_stays_when_the_code_also_computes_the_stated_mean() -> None:
+    session = session_with()
+    code = (
+        "import json\ntoys = orders[orders['category'] == 'toys']\n"
+        "print(json.dumps({'n_toys': len(toys), 'mean_price': round(float(toys['price'].mean()), 2), "
+        "'max_price': float(toys['price'].max())}))"
+    )
+    assert session.turn(QUESTION, code) == []
