@@ -37,6 +37,7 @@ from stateguard.verification.vocabulary import (
     described_columns,
     described_roots,
     resolve_column,
+    strictly_named,
 )
 
 # "of its own SOUTH group", "of the student's own teaching method", "of its size class"
@@ -130,11 +131,15 @@ class Stated:
 _CODES = 50
 
 
-def groupable(vocab: Vocabulary, tables: list[str] | None = None, years: bool = False) -> list[str]:
+def groupable(
+    vocab: Vocabulary, tables: list[str] | None = None, years: bool = False, ids: bool = False
+) -> list[str]:
     """Columns that can name a group: text, or whole-number codes in a short range (`south`,
     `wave`), not a measure (`income`); with `tables`, only columns of those (the turn reads them);
     `years`: only whole numbers within calendar years (`year`, 1893 to 2005), a group said as "the same
-    year" but also a row's own time ("that year's rate")."""
+    year" but also a row's own time ("that year's rate"); `ids`: only whole numbers in a wider range,
+    not calendar years (`class`, numbered 180 to 27,380), a group only where the words say its whole
+    name ("the pupil's own class")."""
     out: list[str] = []
     for table_name, table in vocab.tables.items():
         if tables is not None and table_name not in tables:
@@ -150,7 +155,11 @@ def groupable(vocab: Vocabulary, tables: list[str] | None = None, years: bool = 
             if info.kind == "num" and whole and low is not None and high is not None:
                 codes = high - low <= _CODES
                 calendar = 1700 <= low <= high <= 2100
-            if (calendar and not codes) if years else (info.kind == "text" or codes):
+            if ids:
+                wide = info.kind == "num" and whole and not codes and not calendar
+                if wide:
+                    out.append(name)
+            elif (calendar and not codes) if years else (info.kind == "text" or codes):
                 out.append(name)
     return out
 
@@ -169,11 +178,12 @@ def stated_group(
     measures: list[str] | None = None,
     values: dict[str, tuple[str, ...]] | None = None,
     years: list[str] | None = None,
+    ids: list[str] | None = None,
 ) -> Stated | None:
     """The group the rule's statistic is taken over, when the rule says it one way only; `described`:
     the words the task's text describes each column with, read where no column's name is said;
     `measures`: the other columns of the tables, a phrase naming one of them ("its council-tax band",
-    bands of `council_tax`) is no group column."""
+    bands of `council_tax`) is no group column; `ids`: numbered groups (`class`), named only whole."""
     whole = _WHOLE.search(rule)
     found: list[tuple[str, str]] = []
     phrases = [_OWN, _SAME, _POSSESSIVE, _SHARED, _WITH_OWN]
@@ -181,6 +191,7 @@ def stated_group(
         # a calendar-year column groups when said as the rows' shared time ("the same year", "with its
         # own year"), not as a row's own ("the mean of that year's rate")
         pool = [*columns, *(years or [])] if m.re in (_SAME, _WITH_OWN, _SHARED) else columns
+        pool = [*pool, *(ids or [])]
         words = re.sub(r"'s\b", "", m.group("words")).split()
         # the phrase ends where the clause goes on ("for their husband's occupation yet work ...")
         cut = next((i for i, w in enumerate(words) if w.lower() in _CLAUSE_WORDS), len(words))
@@ -200,11 +211,15 @@ def stated_group(
             if len(named) > 1:  # "town-size class" names `town` and `size`: the description that says both
                 said = [w for w in words[:n] if w.lower() not in _GROUP_NOUNS]
                 named = [c for c in named if c in described_roots(said, named, described or {})]
+            if len(named) == 1 and named[0] in (ids or []) and not strictly_named(named[0], words[:n]):
+                named = []  # a numbered group only by its whole name
             if len(named) == 1:
                 rest = [w.lower() for w in words[n:]]
                 # "the same education level": `educ` by a word of its name, `edlevel (education level)`
                 # by the whole phrase in its description: two readings, none is taken
                 other = described_columns(words, pool, described or {}, in_row=True)
+                if "_".join(words[:n]).lower() == named[0].lower():
+                    other = []  # the column's very name ("its own class" for `class`) beats a description
                 if all(w in _GROUP_NOUNS for w in rest[:1]) and not (other and other != named):
                     found.append((named[0], m.group(0)))
                 break

@@ -993,10 +993,11 @@ class SemanticVerifier:
         over other keys; the answer gate must then see the answer change."""
         columns = rule_windows.groupable(self.vocab, tables)  # of the tables the turn reads
         years = rule_windows.groupable(self.vocab, tables, years=True)
-        measures = [c for c in self.vocab.columns(tables) if c not in columns and c not in years]
+        ids = rule_windows.groupable(self.vocab, tables, ids=True)
+        measures = [c for c in self.vocab.columns(tables) if c not in columns + years + ids]
         stated = (
             rule_windows.stated_group(
-                rule, columns, self.vocab.column_words, measures, self.vocab.column_values(tables), years
+                rule, columns, self.vocab.column_words, measures, self.vocab.column_values(tables), years, ids
             )
             if rule.strip()
             else None

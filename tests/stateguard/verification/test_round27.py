@@ -6,6 +6,9 @@
 * A statistic of a quantity named by its column's own name ("the average nation_rate") is read
   (`extract._AGG` takes words with underscores), and an extreme the code computes where a mean or
   median is stated (`MAX(price)` for "the average price") is re-run as stated (`bind._EXTREMES`).
+* A rule's group said by the very name of a numbered column ("the mean score of the pupil's own
+  class" for `class`, numbered 180 to 27,380) is read (`rule_windows.groupable(ids=True)`), and the
+  column's name beats another column's description that holds the word ("combined-grade class").
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from stateguard.inspection.inspect import inspect_code
+from stateguard.verification import rule_windows
 from stateguard.verification.extract import aggregations
 from stateguard.verification.superseded import KIND, FlagHistory
 from tests.stateguard.verification.conftest import sandboxed, session_with
@@ -40,7 +44,9 @@ def test_a_replaced_sql_rule_with_string_literals_is_cut_with_its_quotes() -> No
     history.record(2, DEFINE, inspect_code(DEFINE))
     history.record(3, WIDEN, inspect_code(WIDEN))
     found = history.restated(USE, OLD_RULE_READ, inspect_code(OLD_RULE_READ))
-    assert [(f.before, f.after) for f in found] == [("category = 'toys' AND region = 'North'", "northern_toy")]
+    assert [(f.before, f.after) for f in found] == [
+        ("category = 'toys' AND region = 'North'", "northern_toy")
+    ]
 
 
 def test_the_turn_that_writes_out_the_replaced_sql_rule_is_re_run_and_found(tmp_path: Path) -> None:
@@ -52,7 +58,9 @@ def test_the_turn_that_writes_out_the_replaced_sql_rule_is_re_run_and_found(tmp_
         findings = session.turn(USE, OLD_RULE_READ)
         assert len([f for f in findings if KIND in f.evidence]) == 1
         assert not any("could not be re-run" in n for n in session.verifier.last.notes)
-        reading = "import json\nm = con.execute('SELECT avg(rating) FROM oc WHERE northern_toy').fetchone()[0]\n"
+        reading = (
+            "import json\nm = con.execute('SELECT avg(rating) FROM oc WHERE northern_toy').fetchone()[0]\n"
+        )
         assert session.turn(USE, reading + 'print(json.dumps({"mean_rating": round(m, 3)}))') == []
     finally:
         ws.close()
@@ -99,3 +107,23 @@ def test_an_extreme_stays_when_the_code_also_computes_the_stated_mean() -> None:
         "'max_price': float(toys['price'].max())}))"
     )
     assert session.turn(QUESTION, code) == []
+
+
+RULE = "a top reader scores at least one standard deviation above the mean score of the pupil's own class"
+
+
+@pytest.mark.parametrize(
+    ("rule", "ids", "described", "expected"),
+    [
+        (RULE, ["class"], {"comb": ("combined-grade", "class")}, "class"),
+        (RULE, [], {}, None),  # not a column that can name a group: no reading
+        # a numbered column named only by a part of its name is no group
+        ("above the mean score of the pupil's own class", ["class_no"], {}, None),
+        ("above the mean score of the pupil's own class", ["class_no"], {"class_no": ("class",)}, None),
+    ],
+)
+def test_a_rule_grouped_by_a_numbered_column_said_by_its_name(
+    rule: str, ids: list[str], described: dict[str, tuple[str, ...]], expected: str | None
+) -> None:
+    stated = rule_windows.stated_group(rule, ["gs", "comb"], described, ["lang"], {}, [], ids)
+    assert (stated.column if stated else None) == expected
