@@ -57,6 +57,7 @@ from stateguard.verification import (
     repeated_keys,
     rule_groups,
     rule_multiples,
+    rule_offsets,
     rule_statistics,
     rule_windows,
     share_base,
@@ -179,6 +180,13 @@ class SemanticConfig(BaseModel):
         description="The multiple of a statistic a relative rule states ('at least twice the median ozone of "
         "its month'), against the code's one comparison with a number times something (`rule_multiples.py`): "
         "the turn re-run with the stated multiple and side must report another answer.",
+    )
+    rule_offsets: bool = Field(
+        default=True,
+        description="The distance from a statistic a relative rule states ('at least one standard deviation "
+        "above the mean score of the pupil's own class', 'two years younger than the median age'), against the "
+        "code's one comparison with something plus or minus a number (`rule_offsets.py`): the turn re-run "
+        "with the stated distance must report another answer.",
     )
     rule_statistics: bool = Field(
         default=True,
@@ -599,6 +607,8 @@ class SemanticVerifier:
             self._rule_windows(f"{_own_context(turn)}\n{question}", code, sem, later, plan, tables)
         if self.config.rule_multiples:
             self._rule_multiples(f"{_own_context(turn)}\n{question}", code, plan)
+        if self.config.rule_offsets:
+            self._rule_offsets(f"{_own_context(turn)}\n{question}", code, plan)
         if self.config.rule_statistics:
             self._rule_statistics(f"{_own_context(turn)}\n{question}", code, plan)
         if self.config.repeated_keys:
@@ -894,6 +904,16 @@ class SemanticVerifier:
         req = rule_multiples.requirement(found)
         note, edit = f"the code tests `{found.site.text}`", (found.site.text, found.after)
         _add_text_rerun(plan, req, note, code, edit, "rule_multiple", rule_multiples.PROBE, found.status)
+
+    def _rule_offsets(self, rule: str, code: str, plan: Plan) -> None:
+        """An item for the code's one offset comparison when it applies another distance from its
+        statistic than the rule states (`rule_offsets.py`); the answer gate must see the answer change."""
+        found = rule_offsets.changed(rule, code)
+        if found is None:
+            return
+        req = rule_offsets.requirement(found)
+        note, edit = f"the code tests `{found.site.text}`", (found.site.text, found.after)
+        _add_text_rerun(plan, req, note, code, edit, "rule_offset", rule_offsets.PROBE, "threshold")
 
     def _rule_statistics(self, rule: str, code: str, plan: Plan) -> None:
         """An item for the code's one group statistic behind its rule when it is taken with another

@@ -9,6 +9,9 @@
 * A rule's group said by the very name of a numbered column ("the mean score of the pupil's own
   class" for `class`, numbered 180 to 27,380) is read (`rule_windows.groupable(ids=True)`), and the
   column's name beats another column's description that holds the word ("combined-grade class").
+* The distance from a statistic a relative rule states ("one standard deviation above the mean",
+  "two years younger than the median age") against the code's one comparison with something plus or
+  minus a number (`rule_offsets.py`, switch `semantic.rule_offsets`): re-run with the stated distance.
 """
 
 from __future__ import annotations
@@ -18,9 +21,10 @@ from pathlib import Path
 import pytest
 
 from stateguard.inspection.inspect import inspect_code
-from stateguard.verification import rule_windows
+from stateguard.verification import rule_offsets, rule_windows
 from stateguard.verification.extract import aggregations
 from stateguard.verification.superseded import KIND, FlagHistory
+from stateguard.verification.verifier import SemanticConfig
 from tests.stateguard.verification.conftest import sandboxed, session_with
 
 DEFINE = (
@@ -127,3 +131,70 @@ def test_a_rule_grouped_by_a_numbered_column_said_by_its_name(
 ) -> None:
     stated = rule_windows.stated_group(rule, ["gs", "comb"], described, ["lang"], {}, [], ids)
     assert (stated.column if stated else None) == expected
+
+
+@pytest.mark.parametrize(
+    ("rule", "expected"),
+    [
+        (
+            "a top reader is at least one standard deviation above the mean score of its class",
+            (1.0, True, True),
+        ),
+        ("stood a standard deviation or more above their class mean", (1.0, True, True)),
+        (
+            "a mother is young when at least two years younger than the median age of her group",
+            (2.0, False, False),
+        ),
+        ("two or more years below their schooling group's median age", (2.0, False, False)),
+        ("1.5 SD above the average", (1.5, True, True)),
+        ("at least twice the median ozone of its month", None),  # a multiple (`rule_multiples.py`)
+        ("a lot more than the mean", None),  # no number said
+        ("two years above the median, or three years below the mean", None),  # two distances: abstain
+    ],
+)
+def test_the_distance_a_rule_states(rule: str, expected: tuple[float, bool, bool] | None) -> None:
+    said = rule_offsets.stated(rule)
+    assert (None if said is None else (said.distance, said.up, said.sd)) == expected
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        (
+            "f = x >= AVG(x) OVER (PARTITION BY g) + 1.5 * STDDEV_SAMP(x) OVER (PARTITION BY g)",
+            [(1.5, True, True)],
+        ),
+        ('kids["young"] = kids["age"] <= med - 3', [(3.0, False, False)]),
+        ('a = df[df["x"] >= -2]', []),  # a negative bound, no distance from anything
+        ("n = len(df) - 1\nb = df[df['x'] > 5]", []),  # arithmetic outside a comparison
+    ],
+)
+def test_the_distance_the_code_applies(code: str, expected: list[tuple[float, bool, bool]]) -> None:
+    assert [(s.distance, s.up, s.times) for s in rule_offsets.sites(code)] == expected
+
+
+OFFSET_RULE = "An order is pricey when its price is at least 20 above the median price of its own category."
+
+
+def _pricey(distance: int) -> str:
+    return (
+        "import json\nmed = orders.groupby('category')['price'].transform('median')\n"
+        f"orders['pricey'] = orders['price'] >= med + {distance}\n"
+        "print(json.dumps({'n_pricey': int(orders['pricey'].sum())}))"
+    )
+
+
+@pytest.mark.parametrize(
+    ("distance", "switch", "found"), [(30, True, True), (20, True, False), (30, False, False)]
+)
+def test_a_rule_applied_at_another_distance_is_found_when_re_run_as_stated(
+    distance: int, switch: bool, found: bool
+) -> None:
+    session = session_with(config=SemanticConfig(rule_offsets=switch))
+    assert (
+        session.turn("How many orders are there?", "import json\nprint(json.dumps({'n': len(orders)}))") == []
+    )
+    findings = session.turn(
+        "Flag the pricey orders and count them.", _pricey(distance), own_context=OFFSET_RULE
+    )
+    assert bool([f for f in findings if "distance above" in f.reason]) is found

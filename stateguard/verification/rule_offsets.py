@@ -1,0 +1,127 @@
+"""The distance from a statistic that a relative rule states, against the one the code applies.
+
+    "at least one standard deviation above the mean score of the pupil's own class"
+    lang >= AVG(lang) OVER (PARTITION BY class) + 1.5 * STDDEV_SAMP(lang) OVER (...)  -- 1.5, not 1
+    "at least two years younger than the median age of the mothers with the same schooling"
+    kids["mthage"] <= school_median - 3                                                 -- 3, not 2
+
+The words give a distance only where they say it whole: a number ("two", "1.5", "a") and its unit
+("standard deviations", "SD", "years", "points"), perhaps with "or more" between them, then a side
+("above", "below", "younger than", "more than", ...) and, within a few words, a statistic ("the mean",
+"their class mean", "the group's median age"). Every such phrase of the rule must give the same
+distance and side, or nothing is read. The code's side is a fact: exactly one comparison of the turn's
+code whose other side adds or subtracts a number from something (`+ 1.0 * STDDEV_SAMP(...)`, `- 2`),
+in the direction the words say (a distance in standard deviations multiplies, one in the rule's own
+unit does not). A finding needs the turn re-run with the stated distance to report another answer
+(the answer gate).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from stateguard.artifacts.lexicon import LEXICON
+from stateguard.verification.extract import _UNITS, _WORDNUM
+from stateguard.verification.requirements import CODE_COMPARATOR, Kind, Requirement
+
+_NUM = r"\d+(?:\.\d+)?"
+_WORDS = {w: float(_WORDNUM[w]) for w in [*_UNITS, "ten"]}
+_UP = ("above", "over", "more", "higher", "older", "longer", "later", "greater", "heavier", "larger")
+_DOWN = ("below", "under", "less", "lower", "younger", "shorter", "earlier", "fewer", "lighter", "smaller")
+_SD = r"standard\s+deviations?|s\.?d\.?s?"
+_STAT_WORDS = "|".join(re.escape(w) for w in LEXICON.statistics if " " not in w and w not in ("total", "sum"))
+_STATED = re.compile(
+    rf"(?<![\w.])(?P<n>{_NUM}|a|an|one|{'|'.join(_WORDS)})\s+(?:or\s+more\s+)?"
+    rf"(?:(?P<unit>{_SD}|[a-z]+)\s+)?(?:or\s+more\s+)?(?P<side>{'|'.join(_UP + _DOWN)})(?:\s+than)?\s+"
+    rf"(?P<after>(?:[\w'-]+\s+){{0,5}}?(?:{_STAT_WORDS})\b)",
+    re.IGNORECASE,
+)
+# the code: a comparison whose other side adds or subtracts a number (times something, for an SD)
+_SITE = re.compile(
+    rf"(?P<op>{CODE_COMPARATOR})(?P<rhs>[^\n<>=!]*?)(?P<sign>[+-])\s*(?P<k>{_NUM})(?P<times>\s*\*)?"
+)
+
+
+@dataclass(frozen=True)
+class Stated:
+    distance: float
+    up: bool  # above the statistic (True) or below it
+    sd: bool  # in standard deviations (the code multiplies the distance by one)
+    text: str
+
+
+@dataclass(frozen=True)
+class Site:
+    text: str  # the comparison as the code writes it, up to the distance
+    distance: float
+    up: bool
+    times: bool
+
+
+def stated(rule: str) -> Stated | None:
+    """The one distance from a statistic the rule states, with its side and unit."""
+    found = []
+    for m in _STATED.finditer(rule):
+        word = m.group("n").lower()
+        n = 1.0 if word in ("a", "an", "one") else _WORDS.get(word)
+        if n is None:
+            n = float(word)
+        unit = (m.group("unit") or "").lower()
+        if unit in ("times", "percent", "per", "of", "the") or unit in _UP + _DOWN:
+            continue  # a multiple or a share of it (`rule_multiples.py`), not a distance
+        sd = bool(unit) and bool(re.fullmatch(_SD, unit, re.IGNORECASE))
+        if word in ("a", "an") and not sd:
+            continue  # "a lot more than the mean", "a bit above": no number said
+        found.append(Stated(n, m.group("side").lower() in _UP, sd, m.group(0).strip()))
+    if not found or len({(s.distance, s.up, s.sd) for s in found}) != 1:
+        return None
+    return found[0]
+
+
+def sites(code: str) -> list[Site]:
+    """Every comparison of the code against something plus or minus a number (comments left out)."""
+    text = "\n".join(line for line in code.splitlines() if not line.lstrip().startswith("#"))
+    out: dict[str, Site] = {}
+    for m in _SITE.finditer(text):
+        if re.search(r"[\w.)\]]\s*$", m.group("rhs")) is None:
+            continue  # `>= -2`: a negative number, not a distance from something
+        out[m.group(0)] = Site(
+            m.group(0), float(m.group("k")), m.group("sign") == "+", bool(m.group("times"))
+        )
+    return list(out.values())
+
+
+@dataclass(frozen=True)
+class Changed:
+    stated: Stated
+    site: Site
+    after: str  # the site written as stated
+
+
+def changed(rule: str, code: str) -> Changed | None:
+    """The code's one offset comparison, when it applies another distance than the rule states (on
+    the same side of the statistic, in the same kind of unit)."""
+    said = stated(rule)
+    found = sites(code)
+    if said is None or len(found) != 1 or code.count(found[0].text) != 1:
+        return None
+    site = found[0]
+    if site.up != said.up or site.times != said.sd or abs(site.distance - said.distance) < 1e-9:
+        return None
+    k = list(re.finditer(_NUM, site.text))[-1]
+    return Changed(said, site, site.text[: k.start()] + f"{said.distance:g}" + site.text[k.end() :])
+
+
+def requirement(found: Changed) -> Requirement:
+    side = "above" if found.stated.up else "below"
+    return Requirement(
+        kind=Kind.COMPARISON,
+        text=found.stated.text,
+        op=">=" if found.stated.up else "<=",
+        value=found.stated.distance,
+        subject=[f"the distance {side} the rule's statistic"],
+    )
+
+
+PROBE = "_v = True\n_o = {'applies_another_distance': True}"
