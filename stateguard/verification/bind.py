@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from stateguard.artifacts.lexicon import LEXICON
 from stateguard.inspection.code_model import Aggregate, CodeSemantics, Condition, Selection
 from stateguard.verification import bind_cutoff, listed_joins, probes, sql_edit
 from stateguard.verification.bind_loose import code_tests
@@ -27,6 +28,7 @@ from stateguard.verification.requirements import Kind, Requirement
 from stateguard.verification.rules.registry import RULES
 from stateguard.verification.vocabulary import (
     Vocabulary,
+    column_tokens,
     described_columns,
     described_roots,
     resolve_column,
@@ -37,6 +39,19 @@ from stateguard.verification.vocabulary import (
 _SWAPPABLE = {"mean", "median", "sum"}
 # an extreme computed where a centre is stated (`max(rate)` for "the average rate") is re-run as stated too
 _EXTREMES, _CENTRES = {"max", "min"}, {"mean", "median"}
+
+
+def _extreme_for_centre(req: Requirement, agg: Aggregate) -> bool:
+    """The code takes an extreme (`MAX(rate)`) where the words state a mean or median of the column
+    ("the average rate"): not where they rank it ("the deepest mean depth", `req.descending`) or where
+    the statistic's word is part of the column's name (`meandepth`)."""
+    said = {w for w, f in LEXICON.statistics.items() if f == req.function and " " not in w}
+    return (
+        agg.function in _EXTREMES
+        and req.function in _CENTRES
+        and req.descending is None
+        and not any(t.startswith(w) or t.endswith(w) for t in column_tokens(agg.column or "") for w in said)
+    )
 
 
 def _scale(req: Requirement, cond: Condition) -> float | None:
@@ -715,7 +730,7 @@ class RequirementBinder(Binder):
             for s, a in found
             if a.standalone
             and req.function in _SWAPPABLE
-            and (a.function in _SWAPPABLE or (a.function in _EXTREMES and req.function in _CENTRES))
+            and (a.function in _SWAPPABLE or _extreme_for_centre(req, a))
         ]
         if not wrong:
             plan.unverified.append(req)

@@ -1041,6 +1041,12 @@ def _uncoordinated(clause: str) -> str:
     return _PAIRED_STAT.sub(lambda m: " " * (len(m.group(0)) - 1) + m.group(0)[-1], clause)
 
 
+# a superlative right before a statistic ("the deepest mean depth", "its lowest average")
+_SUPERLATIVE_BEFORE = re.compile(
+    r"\b(" + LEXICON.pattern([*LEXICON.descending, *LEXICON.ascending]) + r"|[a-z]{2,}est)\s+$", re.IGNORECASE
+)
+
+
 # a plural owner right before a statistic ("the fathers' mean height")
 _PLURAL_OWNER = re.compile(r"\b(?P<owner>[A-Za-z][\w-]*s)'\s+$")
 
@@ -1076,9 +1082,18 @@ def aggregations(clause: str, fields: list[str], source: str = "question") -> li
         if pair and not _REFERENCE_BEFORE.search(clause[: pair.start()]):
             # "the mean and the median activity": the first statistic is of the same quantity
             found.insert(0, (_FUNCS[pair.group("fn").lower()], pair.group(0)[:-1] + m.group(0)))
+        ranked = _SUPERLATIVE_BEFORE.search(clause[: m.start()])
         for function, text in found:
             out.append(
-                Requirement(kind=Kind.AGGREGATION, text=text, source=source, function=function, subject=subj)
+                Requirement(
+                    kind=Kind.AGGREGATION,
+                    text=text,
+                    source=source,
+                    function=function,
+                    subject=subj,
+                    # "the deepest mean depth", "the highest average score": an extreme of it is asked
+                    descending=None if ranked is None else ranked.group(1).lower() not in LEXICON.ascending,
+                )
             )
     for m in _TYPICAL.finditer(clause):  # "the typical index (the median)"
         out.append(

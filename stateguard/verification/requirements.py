@@ -125,7 +125,11 @@ class Requirement(BaseModel):
         default=None, description="join: unmatched rows kept?"
     )
     k: int | None = Field(default=None, ge=1, description="order: how many rows are asked for.")
-    descending: bool | None = Field(default=None, description="order: largest first?")
+    descending: bool | None = Field(
+        default=None,
+        description="order: largest first? aggregation: the statistic's largest (True) or smallest (False) "
+        "is asked ('the deepest mean depth'); None when no extreme is said",
+    )
     decimals: int | None = Field(default=None, ge=0, description="rounding: decimal places.")
     fields: list[str] = Field(default_factory=list, description="output: answer fields the turn reports.")
     term: str | None = Field(default=None, description="definition: the defined word ('windy', 'delayed').")

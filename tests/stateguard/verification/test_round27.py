@@ -198,3 +198,30 @@ def test_a_rule_applied_at_another_distance_is_found_when_re_run_as_stated(
         "Flag the pricey orders and count them.", _pricey(distance), own_context=OFFSET_RULE
     )
     assert bool([f for f in findings if "distance above" in f.reason]) is found
+
+
+@pytest.mark.parametrize(
+    ("question", "column"),
+    [
+        (
+            "How many orders are there, and what was the longest mean wait?",
+            "wait",
+        ),  # an extreme of it is asked
+        (
+            "How many orders are there, and how far does the mean wait go?",
+            "meanwait",
+        ),  # the column's own name
+    ],
+)
+def test_an_extreme_of_a_statistic_the_words_rank_or_a_column_names_is_left_alone(
+    question: str, column: str
+) -> None:
+    session = session_with(f"orders['{column}'] = orders['rating'] * 3")
+    code = (
+        f"import json\nresult = {{'n': len(orders), 'top_mean_wait': float(orders['{column}'].max())}}\n"
+        "print(json.dumps(result))"
+    )
+    context = f"Columns: order_id, region, {column} (mean wait in days), price."
+    assert [
+        f for f in session.turn(question, code, context=context) if "different statistic" in f.reason
+    ] == []
