@@ -37,7 +37,6 @@ from stateguard.verification.vocabulary import (
     described_columns,
     described_roots,
     resolve_column,
-    strictly_named,
 )
 
 # "of its own SOUTH group", "of the student's own teaching method", "of its size class"
@@ -211,8 +210,8 @@ def stated_group(
             if len(named) > 1:  # "town-size class" names `town` and `size`: the description that says both
                 said = [w for w in words[:n] if w.lower() not in _GROUP_NOUNS]
                 named = [c for c in named if c in described_roots(said, named, described or {})]
-            if len(named) == 1 and named[0] in (ids or []) and not strictly_named(named[0], words[:n]):
-                named = []  # a numbered group only by its whole name
+            if len(named) == 1 and named[0] in (ids or []) and not _whole_name(words, n, named[0]):
+                named = []  # a numbered group only by its whole name, and nothing after it
             if len(named) == 1:
                 rest = [w.lower() for w in words[n:]]
                 # "the same education level": `educ` by a word of its name, `edlevel (education level)`
@@ -234,6 +233,12 @@ def stated_group(
     if len(keys) == 1 and not whole:
         return Stated(found[0][0], found[0][1])
     return None
+
+
+def _whole_name(words: list[str], n: int, column: str) -> bool:
+    """The phrase is the column's very name and nothing more ("its own class" for `class`; not "its
+    council-tax band" for `council_tax`, bands of a measure)."""
+    return n == len(words) and "_".join(w.lower() for w in words).replace("-", "_") == column.lower()
 
 
 def _described_group(

@@ -124,6 +124,8 @@ RULE = "a top reader scores at least one standard deviation above the mean score
         # a numbered column named only by a part of its name is no group
         ("above the mean score of the pupil's own class", ["class_no"], {}, None),
         ("above the mean score of the pupil's own class", ["class_no"], {"class_no": ("class",)}, None),
+        # bands of a numbered measure: no group (the clean run of scotvote's turn 7)
+        ("3 points above the average Yes share of its council-tax band", ["council_tax"], {}, None),
     ],
 )
 def test_a_rule_grouped_by_a_numbered_column_said_by_its_name(
