@@ -48,8 +48,10 @@ blind by a twenty-eighth), `fresh33` (four more, on four further R tables from t
 used, none of them from Ecdat, written blind by a twenty-ninth), `fresh34` (four more, on four other
 R tables from that archive no split used, none of them from Ecdat, written blind by a thirtieth),
 `fresh35` (four more, on four further R tables from that archive no split used, none of them from Ecdat
-or plm, written blind by a thirty-first) or `fresh36` (four more, on four other R tables from that
-archive no split used, none of them from Ecdat or plm, written blind by a thirty-second);
+or plm, written blind by a thirty-first), `fresh36` (four more, on four other R tables from that
+archive no split used, none of them from Ecdat or plm, written blind by a thirty-second) or `fresh37`
+(four more, on four further R tables from that archive no split used, none of them from Ecdat or plm,
+written blind by a thirty-third);
 the detection report shows them apart.
 """
 
@@ -114,6 +116,7 @@ SPLITS = (
     "fresh34",
     "fresh35",
     "fresh36",
+    "fresh37",
     "all",
 )
 

