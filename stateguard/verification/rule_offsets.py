@@ -97,6 +97,7 @@ class Changed:
     stated: Stated
     site: Site
     after: str  # the site written as stated
+    status: str = "threshold"  # the finding's status: another distance is another cut-off
 
 
 def changed(rule: str, code: str) -> Changed | None:

@@ -31,6 +31,7 @@ import re
 import textwrap
 from collections.abc import Callable, Generator
 from functools import partial
+from types import ModuleType
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -606,9 +607,13 @@ class SemanticVerifier:
         if self.config.rule_windows:
             self._rule_windows(f"{_own_context(turn)}\n{question}", code, sem, later, plan, tables)
         if self.config.rule_multiples:
-            self._rule_multiples(f"{_own_context(turn)}\n{question}", code, plan)
+            self._rule_comparison(
+                rule_multiples, "rule_multiple", f"{_own_context(turn)}\n{question}", code, plan
+            )
         if self.config.rule_offsets:
-            self._rule_offsets(f"{_own_context(turn)}\n{question}", code, plan)
+            self._rule_comparison(
+                rule_offsets, "rule_offset", f"{_own_context(turn)}\n{question}", code, plan
+            )
         if self.config.rule_statistics:
             self._rule_statistics(f"{_own_context(turn)}\n{question}", code, plan)
         if self.config.repeated_keys:
@@ -895,25 +900,16 @@ class SemanticVerifier:
             req = flag_counts.requirement(found)
             _add_text_rerun(plan, req, note, code, edit, "flag_count", flag_counts.PROBE, "aggregation")
 
-    def _rule_multiples(self, rule: str, code: str, plan: Plan) -> None:
-        """An item for the code's one multiplied comparison when it applies another multiple (or side)
-        than the rule states (`rule_multiples.py`); the answer gate must then see the answer change."""
-        found = rule_multiples.changed(rule, code)
+    def _rule_comparison(self, module: ModuleType, check: str, rule: str, code: str, plan: Plan) -> None:
+        """An item for the code's one comparison that a relative rule's words state another way: another
+        multiple or side of its statistic (`rule_multiples.py`), or another distance from it
+        (`rule_offsets.py`); the answer gate must then see the answer change."""
+        found = module.changed(rule, code)
         if found is None:
             return
-        req = rule_multiples.requirement(found)
+        req = module.requirement(found)
         note, edit = f"the code tests `{found.site.text}`", (found.site.text, found.after)
-        _add_text_rerun(plan, req, note, code, edit, "rule_multiple", rule_multiples.PROBE, found.status)
-
-    def _rule_offsets(self, rule: str, code: str, plan: Plan) -> None:
-        """An item for the code's one offset comparison when it applies another distance from its
-        statistic than the rule states (`rule_offsets.py`); the answer gate must see the answer change."""
-        found = rule_offsets.changed(rule, code)
-        if found is None:
-            return
-        req = rule_offsets.requirement(found)
-        note, edit = f"the code tests `{found.site.text}`", (found.site.text, found.after)
-        _add_text_rerun(plan, req, note, code, edit, "rule_offset", rule_offsets.PROBE, "threshold")
+        _add_text_rerun(plan, req, note, code, edit, check, module.PROBE, found.status)
 
     def _rule_statistics(self, rule: str, code: str, plan: Plan) -> None:
         """An item for the code's one group statistic behind its rule when it is taken with another
