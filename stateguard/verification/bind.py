@@ -247,6 +247,15 @@ class RequirementBinder(Binder):
             plan.notes.append(f"{req.describe()}: only a list the code typed in holds {req.values}; no scope")
             plan.unverified.append(req)
             return
+        if req.kind is Kind.SCOPE and not (req.flag_scope or req.exclude) and self._counts_values_of(columns):
+            # "how many distinct states (DC counts as one)": the turn counts the column's distinct values,
+            # and a value named beside that count is one of them; scoped to it, the count could only be
+            # the number of values named
+            plan.notes.append(
+                f"{req.describe()}: the turn counts the distinct values of {columns[0]}; no scope"
+            )
+            plan.unverified.append(req)
+            return
         if req.kind is not Kind.COMPARISON:
             for sel in self.sem.selections:
                 for cond in sel.conditions:
@@ -579,6 +588,16 @@ class RequirementBinder(Binder):
             if not holders or not holders <= made:
                 return False
         return True
+
+    def _counts_values_of(self, columns: list[str]) -> bool:
+        """Does a statement of the turn count the distinct values of one of `columns`
+        (`COUNT(DISTINCT state)`, `["state"].nunique()`)?"""
+        low = {c.lower() for c in columns}
+        return any(
+            a.function == "nunique" and (a.column or "").lower() in low
+            for sel in self.sem.selections
+            for a in sel.aggregates
+        )
 
     def agrees(self, req: Requirement, cond: Condition) -> bool:
         if req.kind is Kind.COMPARISON:

@@ -167,6 +167,12 @@ def _group(text: str, vocab: Vocabulary, holding: list[str]) -> tuple[str | None
     words = [_untied(w) for w in words if w not in tying]
     if not words or len(words) > 2:
         return None
+    if any(
+        (m := re.fullmatch(r"(?:non|not)-(\w+)", w, re.IGNORECASE)) and _value_of(m.group(1), vocab, holding)
+        for w in words
+    ):
+        return None  # "the non-white respondents": a value negated, which no (column, value) subgroup states
+
     bound: list[tuple[str | None, str | float]] = []
     nouns = []
     for w in words:

@@ -12,19 +12,29 @@
 * The distance from a statistic a relative rule states ("one standard deviation above the mean",
   "two years younger than the median age") against the code's one comparison with something plus or
   minus a number (`rule_offsets.py`, switch `semantic.rule_offsets`): re-run with the stated distance.
+
+After fresh37's first look (its two false repairs, both older readings):
+* A value named beside a count of its column's distinct values ("how many distinct states (DC counts
+  as one)", `COUNT(DISTINCT state)`) is one of the values counted, not a scope
+  (`RequirementBinder._counts_values_of`).
+* A subgroup said as a negated value ("the non-white respondents") is no (column, value) subgroup: the
+  share reading abstains (`share_base._group`); before, the plural noun bound a 0/1 column whose
+  description holds it ("vote (1 if the respondent voted)").
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from stateguard.inspection.inspect import inspect_code
-from stateguard.verification import rule_offsets, rule_windows
+from stateguard.verification import rule_offsets, rule_windows, share_base
 from stateguard.verification.extract import aggregations
 from stateguard.verification.superseded import KIND, FlagHistory
 from stateguard.verification.verifier import SemanticConfig
+from stateguard.verification.vocabulary import Vocabulary
 from tests.stateguard.verification.conftest import sandboxed, session_with
 
 DEFINE = (
@@ -227,3 +237,38 @@ def test_an_extreme_of_a_statistic_the_words_rank_or_a_column_names_is_left_alon
     assert [
         f for f in session.turn(question, code, context=context) if "different statistic" in f.reason
     ] == []
+
+
+@pytest.mark.parametrize(
+    ("cell", "found"),
+    [
+        ("n_regions = int(orders['region'].nunique())", False),  # the distinct values counted: North is one
+        ("n_regions = int((orders['region'] == orders['region']).sum())", True),  # no distinct count: a scope
+    ],
+)
+def test_a_value_named_beside_a_count_of_its_columns_distinct_values_is_one_of_them(
+    cell: str, found: bool
+) -> None:
+    session = session_with()
+    question = "How many orders are there, and how many distinct regions (North counts as one)?"
+    code = f"import json\n{cell}\nprint(json.dumps({{'n_orders': len(orders), 'n_regions': n_regions}}))"
+    findings = session.turn(question, code)
+    assert bool([f for f in findings if "filter on region" in f.reason]) is found
+
+
+def test_a_share_of_a_negated_value_is_no_subgroup() -> None:
+    vocab = Vocabulary.from_probe(
+        json.dumps(
+            {
+                "nes": {
+                    "race": {"kind": "text", "values": ["others", "white"]},
+                    "vote": {"kind": "num", "low": 0, "high": 1},
+                    "low_income": {"kind": "text", "values": ["False", "True"]},
+                }
+            }
+        )
+    ).with_descriptions("Columns: race, vote (1 if the respondent voted, 0 if not), income.")
+    said = "what percentage of the {} voters are low-income?"
+    assert share_base.subgroup_shares(said.format("non-white"), vocab, ["nes"]) == []
+    found = share_base.subgroup_shares(said.format("white"), vocab, ["nes"])
+    assert [(s.flag, s.column, s.value) for s in found] == [("low_income", "race", "white")]
