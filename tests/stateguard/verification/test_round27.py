@@ -269,6 +269,11 @@ def test_a_share_of_a_negated_value_is_no_subgroup() -> None:
         )
     ).with_descriptions("Columns: race, vote (1 if the respondent voted, 0 if not), income.")
     said = "what percentage of the {} voters are low-income?"
-    assert share_base.subgroup_shares(said.format("non-white"), vocab, ["nes"]) == []
+    assert (
+        share_base.subgroup_shares(
+            "what percentage of the non-white respondents are low-income?", vocab, ["nes"]
+        )
+        == []
+    )
     found = share_base.subgroup_shares(said.format("white"), vocab, ["nes"])
     assert [(s.flag, s.column, s.value) for s in found] == [("low_income", "race", "white")]
