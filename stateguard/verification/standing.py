@@ -22,6 +22,7 @@ committed turn that brings rows back and reads the parent without the child ends
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from stateguard.artifacts.lexicon import LEXICON
@@ -39,7 +40,7 @@ _STANDING = re.compile(
     r"(?:in|for|across|through)\s+(?:all\s+|every\s+|each\s+)?(?:of\s+)?(?:the\s+)?(?:later|following|remaining|subsequent|coming)\s+"
     r"(?:questions?|turns?|steps?|parts?|analys[ie]s|work|tasks?)|going\s+forward|for\s+good|in\s+what\s+follows|"
     r"(?:every|each|all)\s+(?:later\s+|following\s+|other\s+)?(?:questions?|turns?|steps?|parts?)\s+(?:after|following|beyond)\s+(?:this|here|now)(?:\s+one)?|"
-    r"(?:everything|all)\s+(?:that\s+)?(?:follows|comes\s+next|after\s+this)\s+(?:is|will\s+be|sticks\s+to|keeps\s+to|stays\s+with|uses|covers|concerns)\b|"
+    r"(?:everything|all)\s+(?:that\s+)?(?:follows|comes\s+next|after\s+this(?:\s+point)?)\s+(?:is|will\s+be|sticks\s+to|keeps\s+to|stays\s+with|uses|covers|concerns)\b|"
     r"(?:through|till|to)\s+the\s+(?:very\s+)?end(?:\s+of\s+(?:this|the|our)\s+(?:analysis|work|session|task|study|report|project))?(?!\s+of\b)|"
     r"from\s+now\s+(?:until|till|to)\b|from\s+this\s+point(?!\s+of\b)|(?:in|for)\s+(?:all|every|each)\s+\w+\s+that\s+follows?|"
     r"(?:the|all\s+the)\s+(?:remaining|following|later|subsequent|coming)\s+(?:questions|turns|steps|parts|tasks)\s+(?:concern|cover|use|are\s+about|look\s+at|deal\s+with|keep\s+to|stay\s+with)|"
@@ -138,6 +139,28 @@ def _names_child_only(question: str, scope: Scope) -> bool:
     if any(re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", rest, re.IGNORECASE) for n in scope.sources):
         return False
     return not _BEYOND.search(plain.replace("in all", " "))
+
+
+def remade_read_around(question: str, code: str, scope: Scope) -> tuple[str, str] | None:
+    """An earlier turn's standing scope whose child this turn makes again (a redefinition that
+    rebuilds `adults` from `nes`), after which a line reads the parent without the scope's test
+    (`own_edit`), while the question calls the rows by the child's name as a plain word ("what
+    fraction of the adults is that") and names no parent as a word outside backticks (a backticked
+    parent is where the turn's instruction acts: "Restore the flag in `nes`"): (before, after) with
+    the child read instead. None otherwise."""
+    if not scope.child or (_brings_back(question) and not _remade_with_test(scope, code)):
+        return None
+    plain = re.sub(r"`[^`]*`", " ", question)
+    names = [scope.child] + ([scope.child[:-1]] if re.fullmatch(r"[a-z]{4,}s", scope.child) else [])
+    if not any(re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", plain, re.IGNORECASE) for n in names):
+        return None
+    # "the kept orders": a parent's name right after the child's is the child's noun
+    rest = re.sub(rf"(?<![\w-]){re.escape(scope.child)}\s+[\w-]+", " ", plain, flags=re.IGNORECASE)
+    if any(re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", rest, re.IGNORECASE) for n in scope.sources):
+        return None
+    if _BEYOND.search(plain.replace("in all", " ")):
+        return None
+    return own_edit(scope, [code])
 
 
 def _statistics_only(code: str, scope: Scope) -> bool:
@@ -500,14 +523,9 @@ def edit_text(scope: Scope, cells: list[str]) -> tuple[str, str] | None:
     return (before, after) if after != before else None
 
 
-def own_edit(scope: Scope, cells: list[str]) -> tuple[str, str] | None:
-    """The turn that sets a scope and keeps it in a child frame or table, then reads the parent
-    again: the lines after the child is made that read the parent without testing the scope's
-    columns ("How many remain, and their median?" computed on `birds` after `kept = birds[...]`, or
-    `(SELECT COUNT(*) FROM marked ...) FROM kept` after `CREATE TABLE kept AS SELECT * FROM marked
-    WHERE ...`), as (before, after) with the child read instead. None when no line does."""
-    if not scope.child:
-        return None
+def _shapes(scope: Scope) -> tuple[re.Pattern[str], re.Pattern[str], list[str], Callable[[str], str]]:
+    """How the code makes the child, reads a parent, and tests the scope's columns; and the line
+    rewritten to read the child."""
     parent, child = "(?:" + "|".join(re.escape(n) for n in scope.sources) + ")", scope.child
     if scope.sql:
         made = re.compile(rf"\bTABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?{re.escape(child)}\b", re.IGNORECASE)
@@ -530,6 +548,31 @@ def own_edit(scope: Scope, cells: list[str]) -> tuple[str, str] | None:
         def put(line: str) -> str:
             return pattern.sub(child, line)
 
+    return made, pattern, columns, put
+
+
+def _remade_with_test(scope: Scope, code: str) -> bool:
+    """The code makes the child again with a test of the scope's columns (`adults = nes[nes["age"] >=
+    25]`): the scope still holds for the child, whatever the words bring back (a rule, not rows)."""
+    made, _, columns, _ = _shapes(scope)
+    lines = code.splitlines()
+    flags = re.IGNORECASE if scope.sql else 0
+    for i, line in enumerate(lines):
+        if made.search(line):
+            statement = "\n".join(lines[i : i + (6 if scope.sql else 1)])
+            return any(re.search(c, statement, flags) for c in columns)
+    return False
+
+
+def own_edit(scope: Scope, cells: list[str]) -> tuple[str, str] | None:
+    """The turn that sets a scope and keeps it in a child frame or table, then reads the parent
+    again: the lines after the child is made that read the parent without testing the scope's
+    columns ("How many remain, and their median?" computed on `birds` after `kept = birds[...]`, or
+    `(SELECT COUNT(*) FROM marked ...) FROM kept` after `CREATE TABLE kept AS SELECT * FROM marked
+    WHERE ...`), as (before, after) with the child read instead. None when no line does."""
+    if not scope.child:
+        return None
+    made, pattern, columns, put = _shapes(scope)
     for cell in cells:
         lines = cell.splitlines(keepends=True)
         start = next((i for i, line in enumerate(lines) if made.search(line)), None)

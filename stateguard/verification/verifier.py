@@ -1175,9 +1175,16 @@ class SemanticVerifier:
         leaves out (`standing.read_without`); the answer gate must then see the answer change."""
         own = standing.StandingScopes(self.scopes.lineage)
         own.record(None, said, code, sem)
-        for scope in own.scopes:
+        # this turn's own scopes, then earlier turns' scopes whose child this turn makes again
+        pairs = {(s.parent, s.child) for s in own.scopes}
+        remade = [
+            (s, standing.remade_read_around(said, code, s))
+            for s in self.scopes.scopes
+            if (s.parent, s.child) not in pairs
+        ]
+        for scope, edit in [(s, standing.own_edit(s, [code])) for s in own.scopes] + remade:
             probe = standing.probe(scope, sem.connection)
-            if scope.child and probe and (edit := standing.own_edit(scope, [code])) is not None:
+            if scope.child and probe and edit is not None:
                 req = standing.requirement(scope)
                 plan.requirements.append(req)
                 plan.notes.append(

@@ -20,6 +20,11 @@ After fresh37's first look (its two false repairs, both older readings):
 * A subgroup said as a negated value ("the non-white respondents") is no (column, value) subgroup: the
   share reading abstains (`share_base._group`); before, the plural noun bound a 0/1 column whose
   description holds it ("vote (1 if the respondent voted)").
+* A turn that makes the child of an earlier standing scope again (a rule restored in the parent, the
+  child rebuilt) and then reads the parent for a value the question asks of the child's rows ("what
+  fraction of the adults is that") is re-run reading the child (`standing.remade_read_around`); a
+  restoring word does not count as bringing rows back when the code rebuilds the child with the
+  scope's own test. "everything after this point uses only ..." states a standing scope.
 """
 
 from __future__ import annotations
@@ -277,3 +282,32 @@ def test_a_share_of_a_negated_value_is_no_subgroup() -> None:
     )
     found = share_base.subgroup_shares(said.format("white"), vocab, ["nes"])
     assert [(s.flag, s.column, s.value) for s in found] == [("low_income", "race", "white")]
+
+
+SCOPE_TURN = (
+    "Cheap orders distort the ratings, so everything after this point uses only orders priced at 50 or more; "
+    "keep them as `kept`. How many are there?"
+)
+SCOPE_CODE = (
+    "import json\nkept = orders[orders['price'] >= 50].copy()\nprint(json.dumps({'n_kept': len(kept)}))"
+)
+
+
+@pytest.mark.parametrize(("read", "found"), [("orders", True), ("kept", False)])
+def test_a_child_made_again_then_read_around_is_re_run_reading_the_child(read: str, found: bool) -> None:
+    session = session_with()
+    assert (
+        session.turn("How many orders are there?", "import json\nprint(json.dumps({'n': len(orders)}))") == []
+    )
+    assert session.turn(SCOPE_TURN, SCOPE_CODE) == []
+    question = (
+        "Restore the rating-4 rule for `good` in `orders` and rebuild `kept`. How many kept orders are good, "
+        "and what fraction of the kept orders is that?"
+    )
+    code = (
+        "import json\norders['good'] = orders['rating'] >= 4\nkept = orders[orders['price'] >= 50].copy()\n"
+        f"result = {{'n_good': int(kept['good'].sum()), 'frac_good': float({read}['good'].mean())}}\n"
+        "print(json.dumps(result))"
+    )
+    findings = session.turn(question, code)
+    assert bool([f for f in findings if "set aside for the rest of the analysis" in f.reason]) is found
