@@ -180,8 +180,10 @@ def _group(text: str, vocab: Vocabulary, holding: list[str]) -> tuple[str | None
             bound.append((None, float(w)))
         elif (value := _value_of(w, vocab, holding)) is not None:
             bound.append(value)
-        elif (column := _indicator(w, vocab, holding)) is not None:
-            bound.append((column, "1"))  # "the metro counties": `metro` = 1
+        elif (value := _named_with_column(w, vocab, holding)) is not None:
+            bound.append(value)  # "the thick-solder runs": `Solder` = Thick
+        elif (indicator := _indicator(w, vocab, holding)) is not None:
+            bound.append(indicator)  # "the metro counties": `metro` = 1; "the southern rows": `south` true
         else:
             nouns.append(w)
     if len(bound) != 1 or len(nouns) > 1:
@@ -213,22 +215,39 @@ def _initials(words: list[str], vocab: Vocabulary, tables: list[str]) -> list[st
     return words
 
 
-def _indicator(word: str, vocab: Vocabulary, tables: list[str]) -> str | None:
-    """The one 0/1 column the word names as a whole (`metro` for "metro"), or else the one 0/1
-    column the task's text describes with the word ("contiguous" for `contig (1 if the two are
-    contiguous, 0 if not)`): its rows with 1 are the subgroup the word names."""
+def _named_with_column(word: str, vocab: Vocabulary, tables: list[str]) -> tuple[str, str] | None:
+    """A compound of a value and its own column's name ("thick-solder" where `Solder` holds Thick):
+    (column, value)."""
+    parts = word.split("-")
+    if len(parts) != 2:
+        return None
+    found = _value_of(parts[0], vocab, tables)
+    if found is None or [t.lower() for t in column_tokens(found[0])] != [parts[1].lower()]:
+        return None
+    return found
+
+
+def _indicator(word: str, vocab: Vocabulary, tables: list[str]) -> tuple[str, str] | None:
+    """The one 0/1 or true/false column the word names as a whole (`metro` for "metro", `south` for
+    "southern"), or else the one such column the task's text describes with the word ("contiguous"
+    for `contig (1 if the two are contiguous, 0 if not)`): its rows with 1 (true) are the subgroup
+    the word names, as (column, the value as the data writes it)."""
     low = word.lower()
-    zero_one = [
-        col
-        for t in tables
-        for col, info in vocab.tables.get(t, {}).items()
-        if info.kind == "num" and info.low == 0 and info.high == 1
-    ]
-    found = {col for col in zero_one if col.lower() == low}
+    marked: dict[str, str] = {}
+    for t in tables:
+        for col, info in vocab.tables.get(t, {}).items():
+            if info.kind == "num" and info.low == 0 and info.high == 1:
+                marked[col] = "1"
+            elif info.kind == "text" and set(info.values) == {"False", "True"}:
+                marked[col] = "True"
+    found = {col for col in marked if col.lower() in (low, low.removesuffix("ern"))}
     if not found:
         root = word_root(low)
-        found = {col for col in zero_one if root in {word_root(w) for w in vocab.column_words.get(col, ())}}
-    return found.pop() if len(found) == 1 else None
+        found = {col for col in marked if root in {word_root(w) for w in vocab.column_words.get(col, ())}}
+    if len(found) != 1:
+        return None
+    col = found.pop()
+    return col, marked[col]
 
 
 def _names_data(word: str, vocab: Vocabulary, tables: list[str]) -> bool:
@@ -249,8 +268,15 @@ def _names_data(word: str, vocab: Vocabulary, tables: list[str]) -> bool:
 
 def share_field(fields: list[str], share: SubgroupShare) -> str | None:
     """The one answer field named as a share of the flag (a share word and a word of the flag)."""
-    tokens = set(column_tokens(share.flag))
-    named = [f for f in fields if names_share(f, rates=True) and tokens & set(column_tokens(f))]
+    tokens = {word_root(t) for t in column_tokens(share.flag)}  # `pct_south_strongholds` for `stronghold`
+    named = [
+        f
+        for f in fields
+        if names_share(f, rates=True)
+        and tokens & {word_root(t) for t in column_tokens(f)}
+        # `median_share_strongholds`: a statistic of a quantity called a share, not the flag's share
+        and not re.match(r"(?:mean|avg|average|median|min|max|sd|std)_", f, re.IGNORECASE)
+    ]
     return named[0] if len(named) == 1 else None
 
 

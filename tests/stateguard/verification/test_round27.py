@@ -25,6 +25,10 @@ After fresh37's first look (its two false repairs, both older readings):
   fraction of the adults is that") is re-run reading the child (`standing.remade_read_around`); a
   restoring word does not count as bringing rows back when the code rebuilds the child with the
   scope's own test. "everything after this point uses only ..." states a standing scope.
+* A share asked of a subgroup said as a compound of a value and its column ("the thick-solder runs")
+  or by a true/false column's adjective ("the southern rows" for `south`), reported in a field whose
+  flag word is plural (`pct_south_strongholds`) beside a statistic of a quantity called a share
+  (`median_share_strongholds`), is read (`share_base`).
 """
 
 from __future__ import annotations
@@ -311,3 +315,40 @@ def test_a_child_made_again_then_read_around_is_re_run_reading_the_child(read: s
     )
     findings = session.turn(question, code)
     assert bool([f for f in findings if "set aside for the rest of the analysis" in f.reason]) is found
+
+
+def _runs_vocab() -> Vocabulary:
+    return Vocabulary.from_probe(
+        json.dumps(
+            {
+                "graded": {
+                    "Solder": {"kind": "text", "values": ["Thick", "Thin"]},
+                    "south": {"kind": "text", "values": ["False", "True"]},
+                    "poor": {"kind": "text", "values": ["False", "True"]},
+                    "skips": {"kind": "num", "low": 0, "high": 48},
+                }
+            }
+        )
+    )
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("what percentage of the thick-solder runs are poor?", [("poor", "Solder", "Thick")]),
+        ("what percentage of the southern runs are poor?", [("poor", "south", "True")]),
+        ("what percentage of the thick-skips runs are poor?", []),  # `skips` holds no value "thick"
+        ("what percentage of the runs are poor?", []),  # no subgroup
+    ],
+)
+def test_a_subgroup_said_by_a_value_and_its_column_or_a_true_false_columns_adjective(
+    question: str, expected: list[tuple[str, str, str]]
+) -> None:
+    found = share_base.subgroup_shares(question, _runs_vocab(), ["graded"])
+    assert [(s.flag, s.column, s.value) for s in found] == expected
+
+
+def test_the_share_field_of_a_plural_flag_beside_a_statistic_of_a_share() -> None:
+    share = share_base.SubgroupShare("stronghold", "south", "True", "the southern rows are strongholds")
+    fields = ["n_strongholds", "median_share_strongholds", "pct_south_strongholds"]
+    assert share_base.share_field(fields, share) == "pct_south_strongholds"
