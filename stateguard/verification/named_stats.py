@@ -41,7 +41,7 @@ _EXTREMES = {
 _BESIDE_TOTAL = {w for w, f in _NAMED.items() if f in ("mean", "median")} | {"med"}
 
 
-def _stated_by(name: str) -> set[str]:
+def stated_by(name: str) -> set[str]:
     """The statistics a name's words state; "total" is no statistic beside another's short form
     (`med_total` is the median of a total)."""
     tokens = column_tokens(name)
@@ -89,7 +89,7 @@ def named_statistics(
             named = [
                 (name, stated.pop())
                 for name in _names_of(sel, agg, sem)
-                if len(stated := _stated_by(name)) == 1
+                if len(stated := stated_by(name)) == 1
             ]
             taken = {r.fields[0] for r, _, _ in out}
             named = [

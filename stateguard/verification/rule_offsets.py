@@ -22,11 +22,9 @@ import re
 from dataclasses import dataclass
 
 from stateguard.artifacts.lexicon import LEXICON
-from stateguard.verification.extract import _UNITS, _WORDNUM
 from stateguard.verification.requirements import CODE_COMPARATOR, Kind, Requirement
+from stateguard.verification.rule_multiples import _NUM, _WORDS
 
-_NUM = r"\d+(?:\.\d+)?"
-_WORDS = {w: float(_WORDNUM[w]) for w in [*_UNITS, "ten"]}
 _UP = ("above", "over", "more", "higher", "older", "longer", "later", "greater", "heavier", "larger")
 _DOWN = ("below", "under", "less", "lower", "younger", "shorter", "earlier", "fewer", "lighter", "smaller")
 _SD = r"standard\s+deviations?|s\.?d\.?s?"

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from stateguard.artifacts.lexicon import LEXICON
 from stateguard.verification.extract import flag_columns
+from stateguard.verification.named_stats import stated_by
 from stateguard.verification.requirements import Kind, Requirement
 from stateguard.verification.vocabulary import (
     STOP,
@@ -274,8 +275,7 @@ def share_field(fields: list[str], share: SubgroupShare) -> str | None:
         for f in fields
         if names_share(f, rates=True)
         and tokens & {word_root(t) for t in column_tokens(f)}
-        # `median_share_strongholds`: a statistic of a quantity called a share, not the flag's share
-        and not re.match(r"(?:mean|avg|average|median|min|max|sd|std)_", f, re.IGNORECASE)
+        and not stated_by(f)  # `median_share_strongholds`: a statistic of a quantity called a share
     ]
     return named[0] if len(named) == 1 else None
 

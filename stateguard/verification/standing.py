@@ -118,10 +118,12 @@ _BEYOND = re.compile(
 )
 
 
-def _names_child_only(question: str, scope: Scope) -> bool:
+def _names_child_only(question: str, scope: Scope, instructed: bool = False) -> bool:
     """The question calls the rows by the child's name as a plain word ("how many frail cohort
     patients died") and never names the parent or asks beyond the kept rows: a statement of the turn
-    that reads the parent reads around the scope even where another statement reads the child."""
+    that reads the parent reads around the scope even where another statement reads the child.
+    `instructed`: a parent named in backticks is where the turn's instruction acts ("Restore the
+    flag in `nes`"), not rows it asks about, so only a parent named outside backticks counts."""
     plain = re.sub(r"`[^`]*`", " ", question)
     if not scope.child:
         return False
@@ -135,7 +137,8 @@ def _names_child_only(question: str, scope: Scope) -> bool:
     if not (said or quoted):
         return False
     # "cohort patients": a parent's name right after the child's is the child's noun, not the parent
-    rest = re.sub(rf"(?<![\w-]){re.escape(scope.child)}\s+[\w-]+", " ", question, flags=re.IGNORECASE)
+    read = plain if instructed else question
+    rest = re.sub(rf"(?<![\w-]){re.escape(scope.child)}\s+[\w-]+", " ", read, flags=re.IGNORECASE)
     if any(re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", rest, re.IGNORECASE) for n in scope.sources):
         return False
     return not _BEYOND.search(plain.replace("in all", " "))
@@ -144,21 +147,12 @@ def _names_child_only(question: str, scope: Scope) -> bool:
 def remade_read_around(question: str, code: str, scope: Scope) -> tuple[str, str] | None:
     """An earlier turn's standing scope whose child this turn makes again (a redefinition that
     rebuilds `adults` from `nes`), after which a line reads the parent without the scope's test
-    (`own_edit`), while the question calls the rows by the child's name as a plain word ("what
-    fraction of the adults is that") and names no parent as a word outside backticks (a backticked
-    parent is where the turn's instruction acts: "Restore the flag in `nes`"): (before, after) with
-    the child read instead. None otherwise."""
+    (`own_edit`), while the question calls the rows by the child's name (`_names_child_only`, the
+    instruction's backticked parent aside): (before, after) with the child read instead. None
+    otherwise."""
     if not scope.child or (_brings_back(question) and not _remade_with_test(scope, code)):
         return None
-    plain = re.sub(r"`[^`]*`", " ", question)
-    names = [scope.child] + ([scope.child[:-1]] if re.fullmatch(r"[a-z]{4,}s", scope.child) else [])
-    if not any(re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", plain, re.IGNORECASE) for n in names):
-        return None
-    # "the kept orders": a parent's name right after the child's is the child's noun
-    rest = re.sub(rf"(?<![\w-]){re.escape(scope.child)}\s+[\w-]+", " ", plain, flags=re.IGNORECASE)
-    if any(re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", rest, re.IGNORECASE) for n in scope.sources):
-        return None
-    if _BEYOND.search(plain.replace("in all", " ")):
+    if not _names_child_only(question, scope, instructed=True):
         return None
     return own_edit(scope, [code])
 

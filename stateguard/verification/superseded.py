@@ -76,10 +76,13 @@ def tokens(text: str) -> list[Token]:
         elif m.group("qual"):
             ident = m.group("ident")
             low = ident.lower()
+            start, end = m.start(), m.end()
+            if start and text[start - 1] in "'\"" and text[end : end + 1] == text[start - 1]:
+                start, end = start - 1, end + 1  # a string literal (`rater = 'yes'`) spans its quotes
             if low in _WORD_OPS and not m.group("alias"):
                 out.append(Token("op", _WORD_OPS[low], m.start(), m.end()))
             else:
-                out.append(Token("col", low, m.start(), m.end(), m.group("alias") or ""))
+                out.append(Token("col", low, start, end, m.group("alias") or ""))
         elif m.group("num"):
             out.append(Token("num", float(m.group("num")), m.start(), m.end()))
         else:
@@ -283,15 +286,9 @@ def _find(shape: tuple[tuple[str, str | float], ...], code_tokens: list[Token]) 
     return hits
 
 
-def _closed(code: str, first: Token, last: Token) -> str:
-    """The code from token `first` to token `last`, with the quotes of a string literal at either
-    edge (`rater = 'yes'`: the tokens read only a literal's text) and the closing parentheses of a
-    comparison method it opens (`wage.ge(2.0` takes its `)`) when they follow directly."""
-    start, end = first.start, last.end
-    if start and code[start - 1] in "'\"" and code[first.end : first.end + 1] == code[start - 1]:
-        start -= 1
-    if code[end : end + 1] in ("'", '"') and last.start and code[last.start - 1] == code[end]:
-        end += 1
+def _closed(code: str, start: int, end: int) -> str:
+    """code[start:end], with the closing parentheses of a comparison method it opens
+    (`wage.ge(2.0` takes its `)`) when they follow directly."""
     text = code[start:end]
     while text.count("(") > text.count(")") and code[start + len(text) :].lstrip().startswith(")"):
         rest = code[start + len(text) :]
@@ -431,7 +428,7 @@ class FlagHistory:
                 if len(hits) != 1:
                     continue  # not written out, or in several places: which one answers is not known
                 first, last = code_tokens[hits[0][0]], code_tokens[hits[0][1] - 1]
-                before = _closed(code, first, last)
+                before = _closed(code, first.start, last.end)
                 if not _balanced(before):
                     continue
                 # `adults.assign(heavy=adults["spend"] >= 300)`: the old rule put in the flag's place
@@ -485,7 +482,7 @@ class FlagHistory:
                 if len(hits) != 1:
                     continue
                 first, last = code_tokens[hits[0][0]], code_tokens[hits[0][1] - 1]
-                before = _closed(code, first, last)
+                before = _closed(code, first.start, last.end)
             after = (
                 old.text
                 if old.sql or old.holder == now.holder

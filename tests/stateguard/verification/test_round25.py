@@ -152,8 +152,8 @@ def test_a_season_two_descriptions_speak_of_is_no_group() -> None:
 
 
 def test_total_beside_a_statistic_s_short_form_is_the_quantity() -> None:
-    from stateguard.verification.named_stats import _stated_by
+    from stateguard.verification.named_stats import stated_by
 
-    assert _stated_by("med_total") == set()
-    assert _stated_by("avg_total") == {"mean"}
-    assert _stated_by("total_goals") == {"sum"}
+    assert stated_by("med_total") == set()
+    assert stated_by("avg_total") == {"mean"}
+    assert stated_by("total_goals") == {"sum"}
