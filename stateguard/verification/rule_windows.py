@@ -154,11 +154,13 @@ def groupable(
             if info.kind == "num" and whole and low is not None and high is not None:
                 codes = high - low <= _CODES
                 calendar = 1700 <= low <= high <= 2100
-            if ids:
-                wide = info.kind == "num" and whole and not codes and not calendar
-                if wide:
-                    out.append(name)
-            elif (calendar and not codes) if years else (info.kind == "text" or codes):
+            if years:
+                keep = calendar and not codes
+            elif ids:
+                keep = info.kind == "num" and whole and not codes and not calendar
+            else:
+                keep = info.kind == "text" or codes
+            if keep:
                 out.append(name)
     return out
 
@@ -210,14 +212,18 @@ def stated_group(
             if len(named) > 1:  # "town-size class" names `town` and `size`: the description that says both
                 said = [w for w in words[:n] if w.lower() not in _GROUP_NOUNS]
                 named = [c for c in named if c in described_roots(said, named, described or {})]
-            if len(named) == 1 and named[0] in (ids or []) and not _whole_name(words, n, named[0]):
+            if (
+                len(named) == 1
+                and named[0] in (ids or [])
+                and not (n == len(words) and _is_name(words, named[0]))
+            ):
                 named = []  # a numbered group only by its whole name, and nothing after it
             if len(named) == 1:
                 rest = [w.lower() for w in words[n:]]
                 # "the same education level": `educ` by a word of its name, `edlevel (education level)`
                 # by the whole phrase in its description: two readings, none is taken
                 other = described_columns(words, pool, described or {}, in_row=True)
-                if "_".join(words[:n]).lower() == named[0].lower():
+                if _is_name(words[:n], named[0]):
                     other = []  # the column's very name ("its own class" for `class`) beats a description
                 if all(w in _GROUP_NOUNS for w in rest[:1]) and not (other and other != named):
                     found.append((named[0], m.group(0)))
@@ -235,10 +241,9 @@ def stated_group(
     return None
 
 
-def _whole_name(words: list[str], n: int, column: str) -> bool:
-    """The phrase is the column's very name and nothing more ("its own class" for `class`; not "its
-    council-tax band" for `council_tax`, bands of a measure)."""
-    return n == len(words) and "_".join(w.lower() for w in words).replace("-", "_") == column.lower()
+def _is_name(words: list[str], column: str) -> bool:
+    """The words are the column's very name ("class" for `class`, "council-tax" for `council_tax`)."""
+    return "_".join(w.lower() for w in words).replace("-", "_") == column.lower()
 
 
 def _described_group(
