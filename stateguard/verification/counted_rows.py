@@ -47,11 +47,14 @@ _COUNT_THEN_PART = re.compile(
 )
 _HOW_MANY = re.compile(r"\bhow\s+many\b", re.IGNORECASE)
 # "... for each label, count the working wives ..., and tell me how many of those wives are Black": a
-# count of a part of the rows counted before, as the question's last part
+# count of a part of the rows counted before, as the question's last part ("Give their number and how
+# many of them ...", "..., and the number of those poor runs that ...")
 _LAST_PART = re.compile(
-    r"[,;]\s*(?:and\s*,?\s*)?(?:(?:tell|show|give)\s+me\s+|say\s+)?(?P<rest>how\s+many\b[^,;:?.]*)[?.!]?\s*$",
+    r"(?:[,;]\s*(?:(?:and|plus)\s*,?\s*)?|\s+and\s+)(?:(?:tell|show|give)\s+me\s+|say\s+)?"
+    r"(?P<rest>(?:how\s+many|the\s+(?:number|count)\s+of)\b[^,;:?.]*)[?.!]?\s*$",
     re.IGNORECASE,
 )
+_ASKS_NAME = re.compile(r"^\s*(?:which|what|who|whose|where|when)\b", re.IGNORECASE)
 _COUNT_WORD = re.compile(r"\b(?:how\s+many|number\s+of|count)\b", re.IGNORECASE)
 # where the words that say which rows a count takes end: its groups, its aside, its rule
 _COUNTED_END = re.compile(r"[(,;]|\b(?:for|per|in|by|under|on|across|within|where|at|with)\b", re.IGNORECASE)
@@ -97,8 +100,15 @@ def count_of_those(question: str) -> bool:
         # before the question, not the second to the first
         return carried.refers_back(pair[1]) and not carried.refers_back(pair[0])
     last = _LAST_PART.search(question)
-    if last and carried.refers_back(last.group("rest")) and _COUNT_WORD.search(question[: last.start()]):
-        return not carried.refers_back(question[: last.start()])
+    before = question[: last.start()] if last else ""
+    if last and carried.refers_back(last.group("rest")) and before.strip():
+        # what the rows before are need not be said as a count ("the long stays per procedure name, 0
+        # for a name without any, and how many of those ..."): the probe holds the first reported
+        # value to the size of the rows the code took, so a first value that is no count abstains;
+        # a question for a name ("Which region has the most orders, and how many of those ...") asks
+        # no count first
+        asked = re.split(r"[?.!:]\s+", before)[-1]
+        return not carried.refers_back(before) and not _ASKS_NAME.match(asked)
     if last and names_counted_again(question[: last.start()], last.group("rest")):
         return not carried.refers_back(question[: last.start()])
     parts = extract.clauses(question)
@@ -243,12 +253,12 @@ def _own_terms(node: exp.Expr | None, alias: str) -> list[exp.Expr] | None:
 
 def _joined_table_rows(tree: exp.Select, alias: str, counted: exp.Expression | None) -> str | None:
     """The rows a `count(alias.col)` counts of a table joined to a list (`FROM regions r LEFT JOIN intl i
-    ON i.country = r.country AND i.star`): the table's own rows that meet the join's and the WHERE's
+    ON i.country = r.country AND i.star`, or a subquery joined so): the table's own rows that meet the join's and the WHERE's
     conditions on it alone, the key equalities with the list left out (what the list keeps is
     checked by the caller's sum of the per-group counts)."""
     for join in tree.args.get("joins") or []:
         table = join.this
-        if not isinstance(table, exp.Table) or table.alias_or_name != alias:
+        if not isinstance(table, (exp.Table, exp.Subquery)) or table.alias_or_name != alias:
             continue
         on = _own_terms(join.args.get("on"), alias)
         where = tree.args.get("where")
@@ -408,10 +418,25 @@ def _grouped_frame(code: str) -> tuple[str, str | None] | None:
             key = by.value if isinstance(by, ast.Constant) and isinstance(by.value, str) else None
             found.append((ast.unparse(receiver.func.value), key))
         elif node.func.attr == "value_counts" and not node.keywords and isinstance(receiver, ast.Subscript):
-            taken = receiver.slice
-            key = taken.value if isinstance(taken, ast.Constant) and isinstance(taken.value, str) else None
-            found.append((ast.unparse(receiver.value), key))
+            found.append(_column_of_rows(receiver))
     return found[0] if len(found) == 1 else None
+
+
+def _column_of_rows(taken: ast.Subscript) -> tuple[str, str | None]:
+    """The rows and the column of a column taken from a frame: `x["g"]` is x's rows; `x.loc[m, "g"]`
+    the rows of x where m holds. The column is None unless one is named by a literal."""
+    frame, part = taken.value, taken.slice
+    if (
+        isinstance(frame, ast.Attribute)
+        and frame.attr == "loc"
+        and isinstance(part, ast.Tuple)
+        and len(part.elts) == 2
+    ):
+        rows, column = part.elts
+        key = column.value if isinstance(column, ast.Constant) and isinstance(column.value, str) else None
+        return f"{ast.unparse(frame)}[{ast.unparse(rows)}]", key
+    key = part.value if isinstance(part, ast.Constant) and isinstance(part.value, str) else None
+    return ast.unparse(frame), key
 
 
 _WRAP = re.compile(r"^\s*(?:int|float)\((?P<inner>.+)\)\s*$", re.DOTALL)

@@ -225,7 +225,7 @@ _AGG = re.compile(
     r"\b(?P<fn>"
     + LEXICON.pattern(w for w in LEXICON.statistics if w not in ("sum", "avg"))
     + r")\s+(?:the\s+|of\s+(?:the\s+)?)?(?P<subj>(?:[a-z][\w-]*\s+){0,3}?[a-z][\w-]*)"
-    r"(?=\s*(?:\(|,|\.|;|\?|$|\s(?:per|for|of|over|in|across|by|among|within|from|on|at|is|was|and|rounded)\b))",
+    r"(?=\s*(?:\(|,|\.|;|\?|$|\s(?:per|for|of|over|in|across|by|among|within|from|on|at|is|was|and|but|yet|while|without|rounded)\b))",
     re.IGNORECASE,
 )
 _TYPICAL = re.compile(

@@ -35,9 +35,12 @@ _STATED = re.compile(
     rf"(?P<after>(?:[\w'-]+\s+){{0,5}}?(?:{_STAT_WORDS})\b)",
     re.IGNORECASE,
 )
-# the code: a comparison whose other side adds or subtracts a number (times something, for an SD)
+# the code: a comparison whose other side adds or subtracts a number (times something, for an SD); a
+# parenthesised part of that side may hold comparisons of its own (a correlated subquery's `WHERE
+# r.year = m.year`), nested one level
 _SITE = re.compile(
-    rf"(?P<op>{CODE_COMPARATOR})(?P<rhs>[^\n<>=!]*?)(?P<sign>[+-])\s*(?P<k>{_NUM})(?P<times>\s*\*)?"
+    rf"(?P<op>{CODE_COMPARATOR})(?P<rhs>(?:\((?:[^()]|\([^()]*\))*\)|[^\n<>=!])*?)"
+    rf"(?P<sign>[+-])\s*(?P<k>{_NUM})(?P<times>\s*\*)?"
 )
 
 

@@ -41,14 +41,14 @@ from stateguard.verification.vocabulary import (
 
 # "of its own SOUTH group", "of the student's own teaching method", "of its size class"
 _OWN = re.compile(
-    r"\b(?:of|for|within|in)\s+(?:its|their|his|her|that|the\s+[a-z]+'s)\s+(?:own\s+)?"
+    r"\b(?:of|for|within|in|at)\s+(?:its|their|his|her|that|the\s+[a-z]+'s)\s+(?:own\s+)?"
     r"(?P<words>[A-Za-z][\w'-]*(?:\s+[A-Za-z][\w'-]*){0,2})",
     re.IGNORECASE,
 )
 # "the median ratio of the districts with the same grade span", "of the patients from the same state",
 # "of all wives whose husbands have the same occupation code"
 _SAME = re.compile(
-    r"\b(?:with|from|in|of|for|at|on|under|within|sharing|shares?|ha(?:ve|s|ving))\s+(?:the|that)\s+same\s+"
+    r"\b(?:with|from|in|of|for|at|on|under|within|sharing|shares?|ha(?:ve|s|d|ving))\s+(?:the|that)\s+same\s+"
     r"(?P<words>[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*){0,2})",
     re.IGNORECASE,
 )

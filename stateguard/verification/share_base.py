@@ -59,6 +59,8 @@ _SHARE_VERB = re.compile(
 
 # a verb that says a row meets the flag without naming it ("qualify", "carries the tag")
 _MEMBER_VERB = re.compile(r"qualif(?:y|ies)|carr(?:y|ies)|meets?|pass(?:es)?|fits?|counts?", re.IGNORECASE)
+# the flag said back as what the rows did or were ("ended that way", "did so", "were like that")
+_SAID_BACK = re.compile(r"[a-z]+\s+(?:up\s+)?(?:that\s+way|so|like\s+(?:that|this))", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -134,8 +136,10 @@ def subgroup_shares(
         readings: dict[tuple[str, str | None, str | float], SubgroupShare] = {}
         for i in range(1, len(words)):  # every split into the subgroup's words and the flag's
             named = _flag_named(" ".join(words[i:]), flags)
-            if not named and _MEMBER_VERB.fullmatch(words[i]):
-                named = by_field  # "... qualify": the flag the answer's share field names
+            if not named and (_MEMBER_VERB.fullmatch(words[i]) or _SAID_BACK.fullmatch(" ".join(words[i:]))):
+                named = (
+                    by_field  # "... qualify", "... ended that way": the flag the answer's share field names
+                )
             holding = [t for t in tables if named and named[0] in vocab.tables.get(t, {})]
             found = _group(" ".join(words[:i]), vocab, holding) if len(named) == 1 else None
             if found is not None and found[0] != named[0]:
