@@ -49,9 +49,10 @@ used, none of them from Ecdat, written blind by a twenty-ninth), `fresh34` (four
 R tables from that archive no split used, none of them from Ecdat, written blind by a thirtieth),
 `fresh35` (four more, on four further R tables from that archive no split used, none of them from Ecdat
 or plm, written blind by a thirty-first), `fresh36` (four more, on four other R tables from that
-archive no split used, none of them from Ecdat or plm, written blind by a thirty-second) or `fresh37`
+archive no split used, none of them from Ecdat or plm, written blind by a thirty-second), `fresh37`
 (four more, on four further R tables from that archive no split used, none of them from Ecdat or plm,
-written blind by a thirty-third);
+written blind by a thirty-third) or `fresh38` (four more, on four other R tables from that archive no
+split used, none of them from Ecdat or plm, written blind by a thirty-fourth);
 the detection report shows them apart.
 """
 
@@ -117,6 +118,7 @@ SPLITS = (
     "fresh35",
     "fresh36",
     "fresh37",
+    "fresh38",
     "all",
 )
 

