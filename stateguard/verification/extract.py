@@ -190,7 +190,7 @@ _EXCLUDING = "|".join(LEXICON.exclusion)
 # "not" right before it ("not below 5"), or a "no" ("no higher than 3"); a "not" further back belongs to another phrase. "outside"
 # takes a place or a category ("outside Oceania gained at least 25"), never the bound itself.
 _NEGATING = re.compile(
-    rf"\b(?:{'|'.join(w for w in LEXICON.exclusion if w not in ('not', 'outside'))})\b[^,;:()]*$|\bnot\s+(?:\w+\s+)?$|\bno\s+$",
+    rf"\b(?:{'|'.join(w for w in LEXICON.exclusion if w not in ('not', 'outside'))})\b[^,;:()]*$|\b(?:not|never)\s+(?:\w+\s+)?$|\bno\s+$",
     re.IGNORECASE,
 )
 # Words that leave out what follows them in the same clause segment ("unless the Times typed it

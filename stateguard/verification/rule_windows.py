@@ -188,7 +188,16 @@ def stated_group(
     whole = _WHOLE.search(rule)
     found: list[tuple[str, str]] = []
     phrases = [_OWN, _SAME, _POSSESSIVE, _SHARED, _WITH_OWN]
-    for m in [hit for pattern in phrases for hit in pattern.finditer(rule)]:
+    hits = [hit for pattern in phrases for hit in pattern.finditer(rule)]
+    if any(
+        (later := pattern.search(rule, m.start() + 1)) is not None and later.start() <= m.end() + 3
+        for m in hits
+        for pattern in phrases
+    ):
+        # "at the same loudness in the same kind of noise": a second group phrase right after the first,
+        # two keys that one group column cannot account for
+        return None
+    for m in hits:
         # a calendar-year column groups when said as the rows' shared time ("the same year", "with its
         # own year"), not as a row's own ("the mean of that year's rate")
         pool = [*columns, *(years or [])] if m.re in (_SAME, _WITH_OWN, _SHARED) else columns

@@ -173,11 +173,23 @@ def alias_columns(sql: str, alias: str) -> set[str] | None:
 
 
 def set_group_by(sql: str, keys: list[str]) -> str | None:
-    """The query grouped by `keys` (column names) instead of its own GROUP BY; None without one."""
+    """The query grouped by `keys` (column names) instead of its own GROUP BY; None without one. An
+    output that names a key as the alias of one of the old keys (`race AS marital`, grouped by race,
+    where `marital` is to be the key) becomes that key's column."""
     select = parse_select(sql)
     if select is None or not isinstance(select.args.get("group"), exp.Group):
         return None
+    old = {e.sql(dialect="duckdb").lower() for e in select.args["group"].expressions}
+    wanted = {k.lower() for k in keys}
     try:
+        for output in select.expressions:
+            if (
+                isinstance(output, exp.Alias)
+                and output.alias.lower() in wanted
+                and isinstance(output.this, exp.Column)
+                and output.this.sql(dialect="duckdb").lower() in old
+            ):
+                output.replace(exp.column(output.alias))
         select.args["group"].set("expressions", [exp.column(k) for k in keys])
     except Exception:  # noqa: BLE001
         return None

@@ -23,7 +23,8 @@ from __future__ import annotations
 import pytest
 
 from stateguard.verification import counted_rows, rule_offsets, rule_windows, share_base
-from stateguard.verification.extract import aggregations
+from stateguard.verification.extract import aggregations, comparisons
+from stateguard.verification.sql_edit import set_group_by
 from stateguard.verification.vocabulary import ColumnInfo, Vocabulary
 from tests.stateguard.verification.conftest import DUCKDB_ORDERS, session_with
 
@@ -210,3 +211,38 @@ def test_an_offset_from_a_correlated_subquery_s_statistic_is_a_site() -> None:
     assert [
         (s.distance, s.times) for s in rule_offsets.sites('x = df["a"] >= (df["m"] + 1.5 * df["sd"])')
     ] == [(1.5, True)]
+
+
+# After fresh38's look: its two false repairs (older readings) and a regrouped summary behind an alias.
+
+
+def test_a_rule_with_two_group_phrases_in_a_row_states_no_single_group() -> None:
+    rule = (
+        "a run is good when its share correct is at least 0.2 above the median share of all runs played at "
+        "the same loudness in the same kind of noise"
+    )
+    assert rule_windows.stated_group(rule, ["Loud", "Noise", "Age"], {}, ["share"]) is None
+    # one phrase alone still names its group
+    alone = "at least 0.2 above the median share of all runs played at the same loudness"
+    stated = rule_windows.stated_group(alone, ["Loud", "Noise", "Age"], {}, ["share"])
+    assert stated is not None and stated.column == "Loud"
+
+
+@pytest.mark.parametrize(
+    ("clause", "op"),
+    [
+        ("how many of them never went above 40 U/L in ALT?", "<="),
+        ("how many did not go above 40", "<="),
+        ("how many went above 40", ">"),
+    ],
+)
+def test_never_before_a_bound_negates_it(clause: str, op: str) -> None:
+    assert [(r.op, r.value) for r in comparisons(clause)] == [(op, 40.0)]
+
+
+def test_a_summary_regrouped_behind_its_old_key_s_alias_is_grouped_back_by_the_key() -> None:
+    sql = "SELECT race AS marital, count(*) AS n FROM young GROUP BY race"
+    assert set_group_by(sql, ["marital"]) == "SELECT marital, COUNT(*) AS n FROM young GROUP BY marital"
+    # an alias that is no key to group by stays as written
+    other = "SELECT race AS grp, count(*) AS n FROM young GROUP BY race"
+    assert set_group_by(other, ["marital"]) == "SELECT race AS grp, COUNT(*) AS n FROM young GROUP BY marital"
