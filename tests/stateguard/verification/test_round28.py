@@ -70,22 +70,6 @@ print(json.dumps(result))
 """
 
 
-@pytest.mark.parametrize(("second", "caught"), [("orders", True), ("rated", False)])
-def test_a_per_label_count_of_a_loc_column_counts_the_rows_the_mask_keeps(second: str, caught: bool) -> None:
-    session = session_with(
-        "orders['dear'] = orders['price'] > 150",
-        "rated = orders[orders['rating'] >= 2.5].copy()",
-    )
-    question = (
-        "Just show me, nothing kept: the dear rated orders per region of the list, 0 for a label without any, "
-        "and how many of those dear orders are toys."
-    )
-    findings = session.turn(question, LOC_COUNTS.format(second=second))
-    assert bool(findings) is caught
-    if caught:
-        assert "n_dear_toys" in findings[0].reason
-
-
 JOINED_SUBQUERY = """
 import json
 book = pd.DataFrame({{"region": ["North", "South", "East", "West", "Mars"],
@@ -103,16 +87,27 @@ print(json.dumps(result))
 """
 
 
-@pytest.mark.parametrize(
-    ("where", "caught"), [("category = 'toys'", True), ("price > 150 AND category = 'toys'", False)]
+PER_LABEL_QUESTION = (
+    "Just show me, nothing kept: the dear orders per label of the list, 0 for a label without any, and how "
+    "many of those dear orders are toys."
 )
-def test_a_per_label_sql_count_of_a_joined_subquery_s_rows(where: str, caught: bool) -> None:
-    session = session_with(DUCKDB_ORDERS)
-    question = (
-        "Only for the write-up: the dear orders per label of the book, 0 where a label has none, and how many "
-        "of those dear orders are toys."
-    )
-    findings = session.turn(question, JOINED_SUBQUERY.format(where=where))
+DEAR_RATED = ("orders['dear'] = orders['price'] > 150", "rated = orders[orders['rating'] >= 2.5].copy()")
+
+
+@pytest.mark.parametrize(
+    ("cells", "code", "caught"),
+    [
+        # pandas: `rated.loc[rated["dear"], "region"].value_counts()`, the second count over the parent or not
+        (DEAR_RATED, LOC_COUNTS.format(second="orders"), True),
+        (DEAR_RATED, LOC_COUNTS.format(second="rated"), False),
+        # SQL: `count(d.order_id)` of a joined subquery, the second count without the subquery's condition or with it
+        ((DUCKDB_ORDERS,), JOINED_SUBQUERY.format(where="category = 'toys'"), True),
+        ((DUCKDB_ORDERS,), JOINED_SUBQUERY.format(where="price > 150 AND category = 'toys'"), False),
+    ],
+)
+def test_a_per_label_count_then_a_count_of_those(cells: tuple[str, ...], code: str, caught: bool) -> None:
+    session = session_with(*cells)
+    findings = session.turn(PER_LABEL_QUESTION, code)
     assert bool(findings) is caught
     if caught:
         assert "n_dear_toys" in findings[0].reason
