@@ -253,9 +253,9 @@ def _own_terms(node: exp.Expr | None, alias: str) -> list[exp.Expr] | None:
 
 def _joined_table_rows(tree: exp.Select, alias: str, counted: exp.Expression | None) -> str | None:
     """The rows a `count(alias.col)` counts of a table joined to a list (`FROM regions r LEFT JOIN intl i
-    ON i.country = r.country AND i.star`, or a subquery joined so): the table's own rows that meet the join's and the WHERE's
-    conditions on it alone, the key equalities with the list left out (what the list keeps is
-    checked by the caller's sum of the per-group counts)."""
+    ON i.country = r.country AND i.star`, or a subquery joined so): the table's own rows that meet the
+    join's and the WHERE's conditions on it alone, the key equalities with the list left out (what the
+    list keeps is checked by the caller's sum of the per-group counts)."""
     for join in tree.args.get("joins") or []:
         table = join.this
         if not isinstance(table, (exp.Table, exp.Subquery)) or table.alias_or_name != alias:

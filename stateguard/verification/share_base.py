@@ -136,10 +136,10 @@ def subgroup_shares(
         readings: dict[tuple[str, str | None, str | float], SubgroupShare] = {}
         for i in range(1, len(words)):  # every split into the subgroup's words and the flag's
             named = _flag_named(" ".join(words[i:]), flags)
-            if not named and (_MEMBER_VERB.fullmatch(words[i]) or _SAID_BACK.fullmatch(" ".join(words[i:]))):
-                named = (
-                    by_field  # "... qualify", "... ended that way": the flag the answer's share field names
-                )
+            said_back = _SAID_BACK.fullmatch(" ".join(words[i:]))
+            if not named and (_MEMBER_VERB.fullmatch(words[i]) or said_back):
+                # "... qualify", "... ended that way": the flag the answer's share field names
+                named = by_field
             holding = [t for t in tables if named and named[0] in vocab.tables.get(t, {})]
             found = _group(" ".join(words[:i]), vocab, holding) if len(named) == 1 else None
             if found is not None and found[0] != named[0]:
