@@ -9,8 +9,10 @@ give other values AND the turn's answer to change (`ProbeItem.needs_changed`).
 
 Mean, median and sum (total), the statistics a name states without doubt; a minimum or maximum
 only where the code computes one of those three (`max_drop = MIN(change)` is a fall's largest size,
-so one extreme is never read against the other); one statistic word per name; a value the ordinary
-aggregation reading already bound is left to it.
+so one extreme is never read against the other from the name alone), or where a summary rebuilt under
+its name took, under that output name, the named extreme when it was first built (`max_tbl = MAX(tbl)`
+then, `MIN(tbl) AS max_tbl` now); one statistic word per name; a value the ordinary aggregation
+reading already bound is left to it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from stateguard.inspection.code_model import Aggregate, CodeSemantics, Selection
 from stateguard.verification.bind import RequirementBinder
 from stateguard.verification.binder import Plan
 from stateguard.verification.requirements import Kind, Requirement
+from stateguard.verification.superseded import balanced
 from stateguard.verification.vocabulary import column_tokens
 
 _SWAPPABLE = ("mean", "median", "sum")
@@ -58,7 +61,7 @@ def _names_of(sel: Selection, agg: Aggregate, sem: CodeSemantics) -> list[str]:
     return [
         field
         for field, text in sem.fields.items()
-        if text.strip() == agg.text
+        if _unwrapped(text) == agg.text
         or (sel.target and text.strip() == sel.target and len(sel.aggregates) == 1)
         # `_row = con.execute("SELECT COUNT(*), AVG(vol), MEDIAN(vol) ...").fetchone()`, `"median_vol": _row[2]`
         or (
@@ -67,6 +70,18 @@ def _names_of(sel: Selection, agg: Aggregate, sem: CodeSemantics) -> list[str]:
             and re.fullmatch(rf"{re.escape(sel.target)}\s*\[\s*{agg.position}\s*\]", text.strip()) is not None
         )
     ]
+
+
+# a conversion or rounding around a value: `float(x)`, `int(x)`, `round(x, 2)`, `np.round(x, 2)`
+_WRAPPER = re.compile(r"^(?:float|int|round|(?:np|numpy)\.round)\((?P<inner>.+?)(?:,\s*\d+)?\)$", re.S)
+
+
+def _unwrapped(text: str) -> str:
+    """The value a field holds, with the conversions and roundings around it taken off."""
+    text = text.strip()
+    while (m := _WRAPPER.match(text)) is not None and balanced(m.group("inner")):
+        text = m.group("inner").strip()
+    return text
 
 
 def named_statistics(
@@ -84,7 +99,15 @@ def named_statistics(
     out: list[tuple[Requirement, Selection, Aggregate]] = []
     for sel in sem.selections:
         for agg in sel.aggregates:
-            if not agg.standalone or agg.window or agg.function not in _SWAPPABLE or not agg.column:
+            # an extreme the code computes is read only against the same name's earlier build: a
+            # rebuilt `max_time` that took MAX(time) and now takes MIN(time)
+            extreme = agg.function in ("min", "max")
+            if (
+                not agg.standalone
+                or agg.window
+                or not agg.column
+                or not (agg.function in _SWAPPABLE or extreme)
+            ):
                 continue
             named = [
                 (name, stated.pop())
@@ -95,7 +118,9 @@ def named_statistics(
             named = [
                 (n, f)
                 for n, f in named
-                if f != agg.function and (f in asked or before.get(n.lower()) == f) and n not in taken
+                if f != agg.function
+                and (before.get(n.lower()) == f or (f in asked and not extreme))
+                and n not in taken
             ]
             if not named:
                 continue

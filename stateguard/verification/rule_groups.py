@@ -33,7 +33,7 @@ class RuleGroup:
     turn: int
     subject: str  # the compared column, lower-cased
     multiple: float
-    key: str  # the column the statistic is grouped by, as the data spells it
+    keys: tuple[str, ...]  # the columns the statistic is grouped by, as the data spells them
 
 
 def _one_rule(code: str) -> rule_multiples.Site | None:
@@ -53,9 +53,9 @@ class RuleGroupHistory:
         site = _one_rule(code)
         if stated.column is None or site is None:
             return None
-        if rule_windows.rule_keys(code, sem) != [stated.column.lower()]:
+        if not stated.matches(rule_windows.rule_keys(code, sem) or []):
             return None
-        return RuleGroup(turn, site.subject.lower(), site.multiple, stated.column)
+        return RuleGroup(turn, site.subject.lower(), site.multiple, tuple(stated.keys))
 
     def record(self, rule: RuleGroup | None) -> None:
         if rule is not None:
@@ -68,13 +68,17 @@ class RuleGroupHistory:
             return None
         keys = rule_windows.rule_keys(code, sem)
         same = {
-            r.key
+            r.keys
             for r in self.rules
             if r.subject == site.subject.lower() and abs(r.multiple - site.multiple) < 1e-9
         }
         if keys is None or len(same) != 1:
             return None
-        key = same.pop()
-        if keys == [key.lower()]:
+        first, *more = same.pop()
+        stated = rule_windows.Stated(first, "", tuple(more))
+        if stated.matches(keys):
             return None
-        return rule_windows.Stated(key, f"the group an earlier turn took this rule's statistic over ({key})")
+        said = ", ".join(stated.keys)
+        return rule_windows.Stated(
+            first, f"the group an earlier turn took this rule's statistic over ({said})", tuple(more)
+        )

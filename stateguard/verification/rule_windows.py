@@ -120,10 +120,20 @@ _GROUP_NOUNS = {
 
 @dataclass(frozen=True)
 class Stated:
-    """The rule's group: `column`, or None for the whole series."""
+    """The rule's group: `column` (with `more` keys when the words state two groups in a row, "at the
+    same loudness in the same kind of noise"), or None for the whole series."""
 
     column: str | None
     text: str
+    more: tuple[str, ...] = ()
+
+    @property
+    def keys(self) -> list[str]:
+        return [self.column, *self.more] if self.column else []
+
+    def matches(self, keys: list[str]) -> bool:
+        """The code's keys are the stated ones, in any order."""
+        return sorted(k.lower() for k in keys) == sorted(k.lower() for k in self.keys)
 
 
 # a numeric column groups rows when it holds whole-number codes in a short range (0/1, 1-12)
@@ -188,21 +198,20 @@ def stated_group(
     whole = _WHOLE.search(rule)
     found: list[tuple[str, str]] = []
     phrases = [_OWN, _SAME, _POSSESSIVE, _SHARED, _WITH_OWN]
-    hits = [hit for pattern in phrases for hit in pattern.finditer(rule)]
-    if any(
-        (later := pattern.search(rule, m.start() + 1)) is not None and later.start() <= m.end() + 3
-        for m in hits
-        for pattern in phrases
-    ):
-        # "at the same loudness in the same kind of noise": a second group phrase right after the first,
-        # two keys that one group column cannot account for
-        return None
-    for m in hits:
+    hits = sorted(
+        (hit for pattern in phrases for hit in _overlapping(pattern, rule)), key=lambda m: m.start()
+    )
+    # "at the same loudness in the same kind of noise": a second group phrase right after the first
+    # states a second key; each phrase is read on its own words, up to where the next one starts
+    ends = [next((o.start() for o in hits if m.start() < o.start() <= m.end() + 3), None) for m in hits]
+    chained = any(e is not None for e in ends)
+    for m, end in zip(hits, ends, strict=True):
         # a calendar-year column groups when said as the rows' shared time ("the same year", "with its
         # own year"), not as a row's own ("the mean of that year's rate")
         pool = [*columns, *(years or [])] if m.re in (_SAME, _WITH_OWN, _SHARED) else columns
         pool = [*pool, *(ids or [])]
-        words = re.sub(r"'s\b", "", m.group("words")).split()
+        said = m.group("words") if end is None else rule[m.start("words") : min(end, m.end("words"))]
+        words = re.sub(r"'s\b", "", said).split()
         # the phrase ends where the clause goes on ("for their husband's occupation yet work ...")
         cut = next((i for i, w in enumerate(words) if w.lower() in _CLAUSE_WORDS), len(words))
         if cut < len(words) and words[cut].lower() in ("and", "or") and _names_after(words[cut + 1 :], pool):
@@ -245,9 +254,26 @@ def stated_group(
     keys = {c for c, _ in found}
     if whole and not found:
         return Stated(None, whole.group(0))
+    if chained:
+        # two phrases in a row: each must name its own column, two keys in all, no phrase elsewhere
+        if whole or len(found) != len(hits) or len(hits) != 2 or len(keys) != 2:
+            return None
+        span = rule[hits[0].start() : hits[1].end()]
+        return Stated(found[0][0], span, (found[1][0],))
     if len(keys) == 1 and not whole:
         return Stated(found[0][0], found[0][1])
     return None
+
+
+def _overlapping(pattern: re.Pattern[str], text: str) -> list[re.Match[str]]:
+    """Every match of `pattern`, one starting inside another's words included ("at the same loudness
+    in the same kind of noise": the first phrase's words run into the second)."""
+    out: list[re.Match[str]] = []
+    m = pattern.search(text)
+    while m is not None:
+        out.append(m)
+        m = pattern.search(text, m.start() + 1)
+    return out
 
 
 def _is_name(words: list[str], column: str) -> bool:
@@ -392,15 +418,14 @@ def code_site(sem: CodeSemantics, stated: Stated) -> Site | None:
     if sites is None:
         return None
     sel, keys, language, _ = sites[0]
-    want = [stated.column.lower()] if stated.column else []
-    if keys == want:
+    if stated.matches(keys):
         return None
     if language == "sql":
         tree = _parse(sel.sql)
         assert tree is not None
         for w in _windows(tree):
             if isinstance(w.this, exp.AggFunc | exp.Lag | exp.Lead):
-                (_named(w) or w).set("partition_by", [exp.column(stated.column)] if stated.column else None)
+                (_named(w) or w).set("partition_by", [exp.column(k) for k in stated.keys] or None)
         return Site(sel, keys, tree.sql(dialect="duckdb"), sel.sql)
     if not stated.column or len(sites) != 1:
         return None
@@ -409,11 +434,12 @@ def code_site(sem: CodeSemantics, stated: Stated) -> Site | None:
     # a Series of the frame as the key (`share.groupby(cn["block"])`): the stated column of that frame
     by_series = re.search(r"\.groupby\(\s*(?P<frame>[A-Za-z_]\w*)\[\s*([\"'])\w+\2\s*\]\s*\)", text)
     listed = re.search(r"\.groupby\(\s*\[[^\]\n]*\]\s*\)", text)  # `groupby(["year", "Short"])`
+    said = repr(stated.keys) if stated.more else repr(stated.column)
     if m is not None:
-        fixed = text[: m.start()] + f".groupby({stated.column!r})" + text[m.end() :]
+        fixed = text[: m.start()] + f".groupby({said})" + text[m.end() :]
     elif listed is not None:
-        fixed = text[: listed.start()] + f".groupby({stated.column!r})" + text[listed.end() :]
-    elif by_series is not None:
+        fixed = text[: listed.start()] + f".groupby({said})" + text[listed.end() :]
+    elif by_series is not None and not stated.more:
         key = f"{by_series.group('frame')}[{stated.column!r}]"
         fixed = text[: by_series.start()] + f".groupby({key})" + text[by_series.end() :]
     else:
@@ -430,13 +456,13 @@ def pandas_probe(before: str, after: str) -> str:
 
 
 def requirement(stated: Stated) -> Requirement:
-    said = f"over each {stated.column}" if stated.column else "over the whole series"
+    said = f"over each {' and '.join(stated.keys)}" if stated.column else "over the whole series"
     return Requirement(
         kind=Kind.GROUPING,
         text=f"the rule's statistic taken {said} ({stated.text})",
         source="context",
-        subject=[stated.column] if stated.column else ["whole series"],
-        keys=[stated.column] if stated.column else ["the whole series"],
+        subject=stated.keys or ["whole series"],
+        keys=stated.keys or ["the whole series"],
     )
 
 
@@ -469,6 +495,11 @@ def joined_site(code: str, sem: CodeSemantics, stated: Stated) -> Joined | None:
     if stated.column is None or re.search(r"\bOVER\s*\(|\.transform\(", code, re.IGNORECASE):
         return None
     found: list[Joined] = []
+    if stated.more:  # two stated keys: only a pandas statistic merged or joined back is re-grouped
+        mapped = _mapped(code, stated.keys)
+        if mapped is None or stated.matches(mapped.keys):
+            return None
+        return mapped
     sqls = [sel for sel in sem.selections if sel.language == "sql" and sel.sql]
     for sel in sqls:
         if any(sel.sql in other.sql and other is not sel and len(other.sql) > len(sel.sql) for other in sqls):
@@ -486,7 +517,7 @@ def joined_site(code: str, sem: CodeSemantics, stated: Stated) -> Joined | None:
     ):
         if other is not None:
             found.append(other)
-    if len(found) != 1 or [k.lower() for k in found[0].keys] == [stated.column.lower()]:
+    if len(found) != 1 or stated.matches(found[0].keys):
         return None
     return found[0]
 
@@ -664,7 +695,9 @@ def _keys_of(text: str) -> list[str] | None:
     return None
 
 
-def _mapped(code: str, column: str) -> Joined | None:
+def _mapped(code: str, column: str | list[str]) -> Joined | None:
+    """`name = frame.groupby(keys)[...].median()` looked up, joined or merged back on the same keys:
+    the two key texts as written, and as `column` (one key, or a list of keys)."""
     stats = [m for m in _GROUP_STAT.finditer(code) if _STAT_CALL.search(m.group("rest"))]
     if len(stats) != 1:
         return None
@@ -682,6 +715,8 @@ def _mapped(code: str, column: str) -> Joined | None:
     look = lookups[0]
     if _keys_of(look.group("k")) != keys:
         return None
+    if isinstance(column, list) and ".map(" in look.group(0):
+        return None  # several keys cannot be looked up by one column's `.map`
     before = code[m.start("keys") : look.end("k")]
     after = repr(column) + code[m.end("keys") : look.start("k")] + repr(column)
     names = [m.group("name")]

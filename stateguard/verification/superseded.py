@@ -168,7 +168,7 @@ def _flag_assignments(code: str, sem: CodeSemantics, turn: int | None) -> list[V
             )
             text = named[-1].group(1) if named else text
         longhand = _WHERE_TRUE.match(text.strip())
-        if longhand and _balanced(longhand.group("cond")):
+        if longhand and balanced(longhand.group("cond")):
             text = longhand.group("cond").strip()
         if _BOOLEAN.search(text) and not text.rstrip().endswith(("(", ",", "\\")):
             out.append(Version(turn, m.group(1), m.group(2), text, False))
@@ -296,7 +296,7 @@ def _closed(code: str, start: int, end: int) -> str:
     return text
 
 
-def _balanced(text: str) -> bool:
+def balanced(text: str) -> bool:
     depth = 0
     for ch in text:
         depth += (ch == "(") - (ch == ")")
@@ -394,7 +394,22 @@ class FlagHistory:
             words = r"\s+".join(re.escape(w) for w in said.split())
             m = re.search(rf"\b{words}s?\b", question, re.IGNORECASE)
             term = m.group(0) if m else None
+        if term is None:
+            term = self._head_term(flag, question)
         return term
+
+    def _head_term(self, flag: str, question: str) -> str | None:
+        """The flag named by the last part of its name alone ("patients with a signal" for
+        `alt_signal`), when that part is a word of 4+ letters and no other recorded flag's name ends
+        with it."""
+        parts = [p for p in re.split(r"[_\W]+", flag.lower()) if p]
+        if len(parts) < 2 or len(parts[-1]) < 4 or not parts[-1].isalpha():
+            return None
+        head = parts[-1]
+        if any(other != flag.lower() and re.split(r"[_\W]+", other)[-1] == head for other in self.versions):
+            return None
+        m = re.search(rf"\b{re.escape(head)}s?\b", question, re.IGNORECASE)
+        return m.group(0) if m else None
 
     def restated(self, question: str, code: str, sem: CodeSemantics) -> list[Restatement]:
         if not self.versions:
@@ -429,7 +444,7 @@ class FlagHistory:
                     continue  # not written out, or in several places: which one answers is not known
                 first, last = code_tokens[hits[0][0]], code_tokens[hits[0][1] - 1]
                 before = _closed(code, first.start, last.end)
-                if not _balanced(before):
+                if not balanced(before):
                     continue
                 # `adults.assign(heavy=adults["spend"] >= 300)`: the old rule put in the flag's place
                 # for the statement, whatever the statement then reads as `heavy`
@@ -488,7 +503,7 @@ class FlagHistory:
                 if old.sql or old.holder == now.holder
                 else _retarget(old.text, old.holder, now.holder)
             )
-            if not _balanced(before):
+            if not balanced(before):
                 continue
             out.append(Restatement(old, now, before, after, term))
         return out

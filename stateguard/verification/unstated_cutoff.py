@@ -274,12 +274,15 @@ def changed(said: str, texts_so_far: list[str], code: str, described: str = "") 
     to 200") name, and the turn's one stated number the code never holds: that comparison written
     with the stated number."""
     numbers = numbers_of(code)
+    # a time said in another unit is held only by a number the code compares with ("365 days" is not
+    # held by the 1 of `rinfct = 1`, though a year is one)
+    compared = {k for _, k, _ in sites(code)}
     # held in any form, a percentage's fraction included even where the words give no percent sign
     missing = {
         key: words
         for key, words in stated(said).items()
         if not _has(numbers, key[0], True)
-        and not any(_has(numbers, y, True) for y in _unit_forms(said, words, key[0]))
+        and not any(_has(compared, y, True) for y in _unit_forms(said, words, key[0]))
     }
     if len(missing) != 1:
         return None

@@ -1,0 +1,207 @@
+"""Round 29: rule groups of two keys, a flag named by its head word, rebuilt extremes, wrapped fields.
+
+* A rule whose group is said as two phrases in a row ("at the same loudness in the same kind of
+  noise", "of its own mode and of the same sex") states two keys, each phrase read on its own words
+  (`rule_windows.stated_group`, `Stated.more`). Before, two phrases in a row abstained. A window or
+  transform over one of them is re-run over both; a statistic merged or joined back is regrouped on
+  both; a look-up by `.map` (one key only) abstains.
+* A rule an earlier turn computed over two agreeing keys is recalled with both (`rule_groups`).
+* A flag is named by the last part of its name alone ("patients with a signal" for `alt_signal`)
+  when no other recorded flag's name ends with that word (`superseded.FlagHistory`).
+* A summary rebuilt under its name whose output `max_x` took MAX(x) when first built and now takes
+  MIN(x) is re-run as first built (`named_stats`): one extreme is read against the other only with
+  that earlier build as evidence, never from the name alone.
+* A field that holds a conversion or rounding of an aggregate (`float(x.mean())`,
+  `round(x.median(), 2)`) is named by its field name (`named_stats._unwrapped`).
+* A time said in days is held in another unit only by a number the code compares with: "between 100
+  and 365 days" is not held by the 1 of `rinfct = 1` (`unstated_cutoff.changed`).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from stateguard.inspection.inspect import inspect_code
+from stateguard.verification import rule_windows, unstated_cutoff
+from stateguard.verification.named_stats import named_statistics
+from stateguard.verification.regrouped import GroupingHistory
+from stateguard.verification.rule_groups import RuleGroupHistory
+from stateguard.verification.superseded import FlagHistory
+from tests.stateguard.verification.conftest import session_with
+
+NOISE = (
+    "a run is good when its share correct is at least 0.2 above the median share of all runs played at "
+    "the same loudness in the same kind of noise"
+)
+
+
+@pytest.mark.parametrize(
+    ("rule", "columns", "keys"),
+    [
+        (NOISE, ["Loud", "Noise", "Age"], ["Loud", "Noise"]),
+        (
+            "at least 0.2 above the median share of all runs played at the same loudness",
+            ["Loud", "Noise"],
+            ["Loud"],
+        ),
+        (
+            "at least twice the median of its own mode and of the same sex",
+            ["mode", "sex", "owned"],
+            ["mode", "sex"],
+        ),
+        # two phrases naming the one column are no two keys
+        ("twice the median of its own mode with the same mode", ["mode", "sex"], None),
+    ],
+)
+def test_two_group_phrases_in_a_row_state_two_keys(
+    rule: str, columns: list[str], keys: list[str] | None
+) -> None:
+    stated = rule_windows.stated_group(rule, columns, {}, ["share"])
+    assert (stated.keys if stated else None) == keys
+
+
+PRICEY = (
+    "an order is pricey when its price is at least 1.5 times the median price of all orders from the same "
+    "region in the same category"
+)
+
+
+@pytest.mark.parametrize(
+    ("keys", "found"),
+    [('["region", "category"]', False), ('["category", "region"]', False), ('"region"', True)],
+)
+def test_a_transform_over_one_of_two_stated_keys_is_re_run_over_both(keys: str, found: bool) -> None:
+    session = session_with()
+    first = "import json\nprint(json.dumps({'n': len(orders)}))"
+    assert session.turn("How many orders are there?", first) == []
+    code = (
+        "import json\n"
+        f'med = orders.groupby({keys})["price"].transform("median")\n'
+        'orders["pricey"] = orders["price"] >= 1.5 * med\n'
+        'print(json.dumps({"n_pricey": int(orders["pricey"].sum())}))'
+    )
+    findings = session.turn("Flag the pricey orders and count them.", code, own_context=PRICEY)
+    assert bool([f for f in findings if "grouped by other keys" in f.reason]) is found
+
+
+def test_a_statistic_merged_back_on_one_of_two_stated_keys_is_regrouped_on_both() -> None:
+    code = (
+        'medians = orders.groupby("region")["price"].median().rename("m").reset_index()\n'
+        'w = orders.merge(medians, on="region", how="left")\n'
+        'n = int((w["price"] >= 1.5 * w["m"]).sum())'
+    )
+    stated = rule_windows.Stated("region", "", ("category",))
+    joined = rule_windows.joined_site(code, inspect_code(code), stated)
+    assert joined is not None and joined.keys == ["region"]
+    assert joined.before.startswith('"region")') and joined.before.endswith('on="region"')
+    assert joined.after.startswith("['region', 'category'])") and joined.after.endswith(
+        "on=['region', 'category']"
+    )
+    # a look-up by `.map` takes one key: two stated keys abstain
+    mapped = (
+        'med = orders.groupby("region")["price"].median()\n'
+        'n = int((orders["price"] >= 1.5 * orders["region"].map(med)).sum())'
+    )
+    assert rule_windows.joined_site(mapped, inspect_code(mapped), stated) is None
+
+
+def test_a_rule_over_two_agreeing_keys_is_recalled_with_both() -> None:
+    stated = rule_windows.Stated("region", "same region, same category", ("category",))
+    agreed = (
+        "med = orders.groupby(['category', 'region'])['price'].transform('median')\n"
+        "orders['pricey'] = orders['price'] >= 1.5 * med"
+    )
+    history = RuleGroupHistory()
+    rule = history.agreeing(7, agreed, inspect_code(agreed), stated)
+    assert rule is not None and rule.keys == ("region", "category")
+    history.record(rule)
+    later = (
+        "med = orders.groupby('region')['price'].transform('median')\n"
+        "n = int((orders['price'] >= 1.5 * med).sum())"
+    )
+    recalled = history.recalled("Back to the pricey rule we dropped: how many?", later, inspect_code(later))
+    assert recalled is not None and recalled.keys == ["region", "category"]
+    # the code over both keys, in either order, is the recorded rule
+    assert history.recalled("Back to the rule we dropped: how many?", agreed, inspect_code(agreed)) is None
+
+
+DEFINE = "con.execute('CREATE TABLE flagged AS SELECT *, alt_m > 40 AS alt_signal FROM labs')"
+UPDATE = "con.execute('UPDATE flagged SET alt_signal = (alt_m >= 3 * alt_b)')"
+OLD_READ = "n = con.execute('SELECT dose, count_if(alt_m > 40) AS n_signal FROM normal_start GROUP BY dose').fetchall()"
+
+
+@pytest.mark.parametrize(
+    ("question", "other_flag", "found"),
+    [
+        ("Redo the table on the normal-start patients with the baseline-relative signal.", False, True),
+        ("Redo the table on the normal-start patients.", False, False),  # the flag is not named
+        # another flag's name ends with the same word: which one is meant is not known
+        ("Redo the table on the normal-start patients with the baseline-relative signal.", True, False),
+    ],
+)
+def test_a_flag_named_by_the_last_word_of_its_name(question: str, other_flag: bool, found: bool) -> None:
+    history = FlagHistory()
+    cells = [DEFINE, UPDATE]
+    if other_flag:
+        cells.insert(1, "con.execute('CREATE TABLE s AS SELECT *, ast_m > 30 AS ast_signal FROM labs')")
+    for turn, code in enumerate(cells, start=2):
+        history.record(turn, code, inspect_code(code))
+    restated = history.restated(question, OLD_READ, inspect_code(OLD_READ))
+    assert [(r.before, r.after) for r in restated] == ([("alt_m > 40", "alt_signal")] if found else [])
+
+
+FIRST = (
+    "CREATE TABLE dose_tab AS SELECT dose, count(*) AS n, max(tbl_m) AS max_tbl_m FROM flagged GROUP BY dose"
+)
+AGAIN = "CREATE OR REPLACE TABLE dose_tab AS SELECT dose, count(*) AS n, min(tbl_m) AS max_tbl_m FROM normal_start GROUP BY dose"
+
+
+def _sql(text: str) -> str:
+    return f'con.execute("""{text}""")'
+
+
+@pytest.mark.parametrize(
+    ("first", "question", "found"),
+    [
+        (FIRST, "Redo `dose_tab` on the normal-start patients.", True),
+        (FIRST.replace("max(tbl_m)", "min(tbl_m)"), "Redo `dose_tab` on the normal-start patients.", False),
+        (None, "Redo `dose_tab` on the normal-start patients.", False),  # one extreme against the other: no
+    ],
+)
+def test_a_rebuilt_extreme_is_read_against_its_first_build(
+    first: str | None, question: str, found: bool
+) -> None:
+    history = GroupingHistory()
+    if first is not None:
+        history.record(3, inspect_code(_sql(first)))
+    sem = inspect_code(_sql(AGAIN))
+    named = named_statistics(question, sem, history.earlier_statistics(question, sem))
+    assert [(r.function, r.fields) for r, _, _ in named] == ([("max", ["max_tbl_m"])] if found else [])
+
+
+@pytest.mark.parametrize("wrap", ["float({})", "round({}, 2)", "np.round({}, 2)", "float(round({}, 2))"])
+def test_a_field_holding_a_converted_aggregate_is_named_by_its_field(wrap: str) -> None:
+    code = f"pw = cars[cars['powerful']]\nresult = {{'median_price': {wrap.format(chr(112) + 'w[' + repr('Price') + '].mean()')}}}"
+    named = named_statistics("what is their typical (median) price?", inspect_code(code))
+    assert [(r.function, r.fields) for r, _, _ in named] == [("median", ["median_price"])]
+
+
+SPELLS = (
+    "How many young women are there, and how many were followed between 100 and 365 days, both ends included?"
+)
+
+
+@pytest.mark.parametrize(
+    ("test", "found"),
+    [
+        ("time BETWEEN 100 AND 300", True),  # the 1 of `rinfct = 1` holds no year
+        ("time BETWEEN 100 AND 365", False),
+    ],
+)
+def test_a_time_in_days_is_held_in_another_unit_only_by_a_compared_number(test: str, found: bool) -> None:
+    code = (
+        f"n, m = con.execute('SELECT count(*), count_if({test}) FROM young').fetchone()\n"
+        "k = con.execute('SELECT count(*) FROM young WHERE rinfct = 1').fetchone()[0]"
+    )
+    changed = unstated_cutoff.changed(SPELLS, [SPELLS], code)
+    assert (changed.after if changed else None) == ("BETWEEN 100 AND 365" if found else None)
