@@ -129,11 +129,13 @@ def _mask_frame(value: ast.expr) -> str | None:
 
 
 def _kept(name: str, said: str) -> bool:
-    """Do the turn's words name it as something to keep: in code quotes (`measured`), or after
-    "table", "frame", "called", "named", "in", "as"?"""
+    """Do the turn's words name it as something to keep: in code quotes (`measured`), after "table",
+    "frame", "called", "named", or after "in", "as", "into" where no noun follows it ("keep them in
+    measured", not "the runs in incoherent noise": there the word describes the rows)?"""
     n = re.escape(name)
     return bool(
-        re.search(rf"`{n}`|\b(?:table|frame|dataframe|called|named|in|as|into)\s+{n}\b", said, re.IGNORECASE)
+        re.search(rf"`{n}`|\b(?:table|frame|dataframe|called|named)\s+{n}\b", said, re.IGNORECASE)
+        or re.search(rf"\b(?:in|as|into)\s+{n}\b(?!\s+(?!(?:and|or|but|for|to|from|with)\b)[a-z])", said, re.IGNORECASE)
     )
 
 

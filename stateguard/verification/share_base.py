@@ -29,6 +29,7 @@ from stateguard.verification.named_stats import stated_by
 from stateguard.verification.requirements import Kind, Requirement
 from stateguard.verification.vocabulary import (
     STOP,
+    ColumnInfo,
     Vocabulary,
     column_tokens,
     names_flag,
@@ -59,8 +60,12 @@ _SHARE_VERB = re.compile(
 
 # a verb that says a row meets the flag without naming it ("qualify", "carries the tag")
 _MEMBER_VERB = re.compile(r"qualif(?:y|ies)|carr(?:y|ies)|meets?|pass(?:es)?|fits?|counts?", re.IGNORECASE)
-# the flag said back as what the rows did or were ("ended that way", "did so", "were like that")
-_SAID_BACK = re.compile(r"[a-z]+\s+(?:up\s+)?(?:that\s+way|so|like\s+(?:that|this))", re.IGNORECASE)
+# the flag said back as what the rows did or were ("ended that way", "did so", "were like that"), or
+# as one of it they have ("show one", "have one": an ALT signal)
+_SAID_BACK = re.compile(
+    r"[a-z]+\s+(?:up\s+)?(?:that\s+way|so|like\s+(?:that|this))|(?:shows?|showed|ha(?:ve|s|d))\s+one",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -221,15 +226,16 @@ def _initials(words: list[str], vocab: Vocabulary, tables: list[str]) -> list[st
 
 
 def _named_with_column(word: str, vocab: Vocabulary, tables: list[str]) -> tuple[str, str] | None:
-    """A compound of a value and its own column's name ("thick-solder" where `Solder` holds Thick):
-    (column, value)."""
+    """A compound of a value and its own column's name, either way round ("thick-solder" where
+    `Solder` holds Thick, "dose-D" where `dose` holds D): (column, value)."""
     parts = word.split("-")
     if len(parts) != 2:
         return None
-    found = _value_of(parts[0], vocab, tables)
-    if found is None or [t.lower() for t in column_tokens(found[0])] != [parts[1].lower()]:
-        return None
-    return found
+    for value, column in (parts, parts[::-1]):
+        found = _value_of(value, vocab, tables)
+        if found is not None and [t.lower() for t in column_tokens(found[0])] == [column.lower()]:
+            return found
+    return None
 
 
 def _indicator(word: str, vocab: Vocabulary, tables: list[str]) -> tuple[str, str] | None:
@@ -262,13 +268,28 @@ def _names_data(word: str, vocab: Vocabulary, tables: list[str]) -> bool:
     if any(t.rstrip("s") == low for t in tables):
         return False
     for t in tables:
-        for col in vocab.tables.get(t, {}):
+        for col, info in vocab.tables.get(t, {}).items():
             tokens = column_tokens(col)
-            if tokens[-1:] == ["id"]:
-                continue  # `order_id`, `case_id`: the rows' own identifier, whose noun names the rows
+            if tokens[-1:] == ["id"] or _numbering(info):
+                # `order_id`, `case_id`, `patient` numbered 1 to 606: the rows' own identifier, whose
+                # noun names the rows
+                continue
             if low in tokens or low + "s" in tokens:
                 return True
     return any(v.lower().rstrip("s") == low for v in vocab.all_values(tables))
+
+
+def _numbering(info: ColumnInfo) -> bool:
+    """A whole-number column that counts up from 0 or 1 into the hundreds: a numbering of the rows."""
+    low, high = info.low, info.high
+    return (
+        info.kind == "num"
+        and low is not None
+        and high is not None
+        and low in (0, 1)
+        and high >= 100
+        and float(high).is_integer()
+    )
 
 
 def share_field(fields: list[str], share: SubgroupShare) -> str | None:

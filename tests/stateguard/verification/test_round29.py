@@ -15,6 +15,13 @@
   `round(x.median(), 2)`) is named by its field name (`named_stats._unwrapped`).
 * A time said in days is held in another unit only by a number the code compares with: "between 100
   and 365 days" is not held by the 1 of `rinfct = 1` (`unstated_cutoff.changed`).
+* A row mask named by a word of the question is kept for later turns only where no noun follows the
+  word ("keep them in measured", not "the runs in incoherent noise"), so a mask built and never read
+  is found (`dead_subsets._kept`).
+* A subgroup share said as "what percentage of the dose-D patients show one": the flag said back as
+  "show one" / "have one", a compound of a column and its value either way round ("dose-D",
+  "thick-solder"), and a plural noun naming a numbering column (`patient`, 1 to 606) naming the rows
+  (`share_base`).
 """
 
 from __future__ import annotations
@@ -22,11 +29,12 @@ from __future__ import annotations
 import pytest
 
 from stateguard.inspection.inspect import inspect_code
-from stateguard.verification import rule_windows, unstated_cutoff
+from stateguard.verification import dead_subsets, rule_windows, share_base, unstated_cutoff
 from stateguard.verification.named_stats import named_statistics
 from stateguard.verification.regrouped import GroupingHistory
 from stateguard.verification.rule_groups import RuleGroupHistory
 from stateguard.verification.superseded import FlagHistory
+from stateguard.verification.vocabulary import ColumnInfo, Vocabulary
 from tests.stateguard.verification.conftest import session_with
 
 NOISE = (
@@ -205,3 +213,51 @@ def test_a_time_in_days_is_held_in_another_unit_only_by_a_compared_number(test: 
     )
     changed = unstated_cutoff.changed(SPELLS, [SPELLS], code)
     assert (changed.after if changed else None) == ("BETWEEN 100 AND 365" if found else None)
+
+
+MASKED = (
+    'ome["good"] = ome["share"] >= 0.75\n'
+    'incoherent = ome["Noise"] == "incoherent"\n'
+    'result = {"n_good": int(ome["good"].sum()), "pct_incoherent_good": 100 * ome["good"].mean()}'
+)
+
+
+@pytest.mark.parametrize(
+    ("said", "found"),
+    [
+        ("How many runs are good, and what percentage of the runs in incoherent noise are good?", True),
+        ("Keep the incoherent runs in incoherent, and how many runs are good?", False),  # kept by its name
+        ("Keep the incoherent runs in incoherent for later; how many runs are good?", False),
+    ],
+)
+def test_a_mask_named_by_a_word_that_describes_rows_is_not_kept(said: str, found: bool) -> None:
+    unused = dead_subsets.unused(MASKED, said)
+    assert (unused.name if unused else None) == ("incoherent" if found else None)
+
+
+def _labs() -> Vocabulary:
+    return Vocabulary(
+        tables={
+            "flagged": {
+                "patient": ColumnInfo(kind="num", low=1, high=606),
+                "dose": ColumnInfo(kind="text", values=["A", "B", "C", "D"]),
+                "alt_m": ColumnInfo(kind="num", low=4, high=300),
+                "alt_signal": ColumnInfo(kind="other", values=["False", "True"]),
+            }
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("How many have a signal, and what percentage of the dose-D patients show one?", ("dose", "D")),
+        ("How many have a signal, and what percentage of the D-dose patients have one?", ("dose", "D")),
+        ("How many have a signal, and what percentage of the dose-D patients showed it twice?", None),
+    ],
+)
+def test_a_subgroup_share_said_with_its_column_and_show_one(
+    question: str, expected: tuple[str, str] | None
+) -> None:
+    found = share_base.subgroup_shares(question, _labs(), ["flagged"], ["n_signal", "pct_dose_d_signal"])
+    assert [(s.flag, s.column, s.value) for s in found] == ([("alt_signal", *expected)] if expected else [])
