@@ -240,6 +240,10 @@ def _flag_text(node: Any) -> str | None:
     written = _case_condition(node) or node
     body = written
     while isinstance(body, (exp.Paren, exp.Coalesce)):
+        if isinstance(body, exp.Coalesce):
+            # `COALESCE(profits >= 2, FALSE)`: the condition, a missing value read as false; the rule
+            # written out later is the condition alone
+            written = body.this
         body = body.this
     if isinstance(body, (exp.Predicate, exp.Connector, exp.Not)):
         return str(written.sql(dialect="duckdb"))
@@ -359,12 +363,18 @@ def _stem(word: str) -> str:
     return extract.stem(low[:-2] if low.endswith("er") and len(low) >= 6 else low)
 
 
-# "a husband is a high earner if his income tops ...": the term a definition gives its rows
-_DEFINED_TERM = re.compile(
-    r"\b(?:is|are|counts?\s+as|count\s+as)\s+(?:an?\s+)?(?P<term>[a-z][a-z-]*(?:\s+[a-z][a-z-]*){0,2}?)"
-    r"\s+(?:if|when|whenever)\b",
-    re.IGNORECASE,
-)
+# the term a definition gives its rows: "a husband is a high earner if his income tops ...",
+# "earnings above $40,000 make someone a top earner.", "... is what the field team calls heavily
+# infested.", "... I'll call short-lived."
+_TERM = r"(?P<term>[a-z][a-z-]*(?:\s+[a-z][a-z-]*){0,2}?)"
+_DEFINED_TERMS = [
+    re.compile(rf"\b(?:is|are|counts?\s+as|count\s+as)\s+(?:an?\s+)?{_TERM}\s+(?:if|when|whenever)\b", re.I),
+    re.compile(
+        rf"\bmakes?\s+(?:someone|somebody|something|it|them|(?:an?|the)\s+[a-z]+)\s+(?:an?\s+)?{_TERM}\s*[.;:]",
+        re.I,
+    ),
+    re.compile(rf"\bcalls?\s+(?:it\s+|them\s+)?{_TERM}\s*[.;:]", re.I),
+]
 
 
 class FlagHistory:
@@ -373,27 +383,32 @@ class FlagHistory:
     def __init__(self) -> None:
         # by flag name: a flag carried to a derived frame (`kept` from `sun`) is still the one flag
         self.versions: dict[str, list[Version]] = {}
-        # the term the turn that first defined a flag called it by ("a high earner" for `big_earner`)
-        self.terms: dict[str, str] = {}
+        # the terms the turns that defined a flag called it by ("a high earner" for `big_earner`)
+        self.terms: dict[str, list[str]] = {}
 
     def record(self, turn: int | None, code: str, sem: CodeSemantics, question: str = "") -> None:
-        new = []
+        assigned = []
         for v in _flag_assignments(code, sem, turn):
-            if v.flag.lower() not in self.versions:
-                new.append(v.flag.lower())
+            assigned.append(v.flag.lower())
             self.versions.setdefault(v.flag.lower(), []).append(v)
-        defined = {m.group("term").lower() for m in _DEFINED_TERM.finditer(question)}
-        if len(set(new)) == 1 and len(defined) == 1:
-            self.terms[new[0]] = defined.pop()
+        defined = {m.group("term").lower() for p in _DEFINED_TERMS for m in p.finditer(question)}
+        # a turn that (re)defines one flag and gives one term: the flag's term, at its first
+        # definition or at a redefinition ("a chick is heavily infested when ...")
+        if len(set(assigned)) == 1 and len(defined) == 1:
+            said = self.terms.setdefault(assigned[0], [])
+            term = defined.pop()
+            if term not in said:
+                said.append(term)
 
     def term_of(self, flag: str, question: str) -> str | None:
-        """The question's words naming the flag: its own name's, or the term its definition used."""
+        """The question's words naming the flag: its own name's, or a term its definitions used."""
         term = names_term(flag, question)
-        said = self.terms.get(flag.lower())
-        if term is None and said:
+        for said in self.terms.get(flag.lower(), []) if term is None else []:
             words = r"\s+".join(re.escape(w) for w in said.split())
             m = re.search(rf"\b{words}s?\b", question, re.IGNORECASE)
-            term = m.group(0) if m else None
+            if m is not None:
+                term = m.group(0)
+                break
         if term is None:
             term = self._head_term(flag, question)
         return term

@@ -178,7 +178,7 @@ def test_a_flag_is_named_by_the_term_its_definition_used() -> None:
     )
     again = 'cn.execute("CREATE OR REPLACE TABLE hh AS SELECT * REPLACE (husby >= 1.75 * m AS big_earner) FROM hh")'
     history.record(2, again, inspect_code(again))
-    assert history.terms == {"big_earner": "high earner"}
+    assert history.terms == {"big_earner": ["high earner"]}
     code = 'n = cn.execute("SELECT count(*) FROM workers WHERE husby > 45").fetchone()[0]'
     question = "Among working wives whose husbands are high earners by today's rule: how many?"
     [found] = history.restated(question, code, inspect_code(code))

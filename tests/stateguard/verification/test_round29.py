@@ -22,6 +22,15 @@
   "show one" / "have one", a compound of a column and its value either way round ("dose-D",
   "thick-solder"), and a plural noun naming a numbering column (`patient`, 1 to 606) naming the rows
   (`share_base`).
+
+Made after the round was frozen for fresh39's first look, before fresh39 was read, from the misses of
+earlier splits:
+* A SQL flag set as `COALESCE(profits >= 2, FALSE)` is recorded as its condition, so the rule written
+  out later as `profits >= 2` is the replaced one (`superseded._flag_text`).
+* The term a definition gives its rows is read from "... make someone a top earner.", "... is what
+  the field team calls heavily infested." and "I'll call short-lived.", and from a redefinition that
+  states it ("a chick is heavily infested when ..."), as well as "X is a Y when" at the first
+  definition (`superseded._DEFINED_TERMS`).
 """
 
 from __future__ import annotations
@@ -261,3 +270,66 @@ def test_a_subgroup_share_said_with_its_column_and_show_one(
 ) -> None:
     found = share_base.subgroup_shares(question, _labs(), ["flagged"], ["n_signal", "pct_dose_d_signal"])
     assert [(s.flag, s.column, s.value) for s in found] == ([("alt_signal", *expected)] if expected else [])
+
+
+@pytest.mark.parametrize(
+    ("define", "question", "found"),
+    [
+        (
+            "con.execute('CREATE TABLE rated AS SELECT *, COALESCE(profits >= 2, FALSE) AS star FROM firms')",
+            "Rebuild the table with stars as currently defined.",
+            True,
+        ),
+        (
+            "con.execute('CREATE TABLE rated AS SELECT *, profits >= 2 AS star FROM firms')",
+            "Rebuild the table with stars as currently defined.",
+            True,
+        ),
+        # a number the question states is the replaced rule's: that rule is asked for
+        (
+            "con.execute('CREATE TABLE rated AS SELECT *, COALESCE(profits >= 2, FALSE) AS star FROM firms')",
+            "How many stars would have profits of 2 or more?",
+            False,
+        ),
+    ],
+)
+def test_a_sql_flag_set_through_coalesce_is_its_condition(define: str, question: str, found: bool) -> None:
+    history = FlagHistory()
+    redefine = "con.execute('UPDATE rated SET star = profits >= 4 * median_profits')"
+    for turn, code in ((2, define), (7, redefine)):
+        history.record(turn, code, inspect_code(code))
+    read = "n = con.execute('SELECT count_if(profits >= 2) AS n_star FROM intl').fetchone()[0]"
+    restated = history.restated(question, read, inspect_code(read))
+    assert [(r.before, r.after) for r in restated] == ([("profits >= 2", "star")] if found else [])
+
+
+@pytest.mark.parametrize(
+    ("said", "term"),
+    [
+        ("Earnings above forty thousand dollars make someone a top earner. Add a column.", "top earner"),
+        (
+            "A chick carrying fifteen or more ticks is what the field team calls heavily infested. Record it.",
+            "heavily infested",
+        ),
+        ("Any cabinet that lasted under a year I'll call short-lived. Add it.", "short-lived"),
+        ("A husband is a high earner if his income tops 45.", "high earner"),
+        ("Add a column for the earnings.", None),
+    ],
+)
+def test_the_term_a_definition_gives_its_rows(said: str, term: str | None) -> None:
+    history = FlagHistory()
+    code = 'ps["top_pay"] = ps["earnings"] > 40000'
+    history.record(2, code, inspect_code(code), said)
+    assert history.terms == ({"top_pay": [term]} if term else {})
+
+
+def test_a_redefinition_s_term_names_the_flag_later() -> None:
+    history = FlagHistory()
+    first = 'chicks["heavy"] = chicks["TICKS"] >= 15'
+    history.record(2, first, inspect_code(first), "Flag the chicks with many ticks.")
+    again = 'chicks["heavy"] = chicks["TICKS"] >= chicks["year_median"] + 10'
+    history.record(7, again, inspect_code(again), "Now a chick is heavily infested when it carries ten more.")
+    read = 'infested = upland[upland["TICKS"] >= 15]\nn = len(infested)'
+    question = "For the upland chicks that are heavily infested by today's definition: how many?"
+    restated = history.restated(question, read, inspect_code(read))
+    assert [(r.before, r.term) for r in restated] == [('upland["TICKS"] >= 15', "heavily infested")]
