@@ -72,6 +72,7 @@ class Lexicon(BaseModel):
     category_nouns: dict[
         str, tuple[str, ...]
     ]  # a noun naming a kind of category and the values such a column holds ("sex" -> female, male)
+    measure_nouns: tuple[str, ...]  # a noun after a column's word that names its values ("a grassy score")
     tying_words: tuple[str, ...]  # a participle that ties rows to the value beside it ("the wives living in
     # the south", "woman-headed households"): it says no condition of its own
     function_words: frozenset[str]  # words that carry no content of their own (question words, verbs
@@ -426,6 +427,7 @@ LEXICON = Lexicon(
         "sex": ("female", "male", "f", "m"),
         "gender": ("female", "male", "f", "m"),
     },
+    measure_nouns=("score", "scores", "value", "values", "reading", "readings", "figure", "figures"),
     tying_words=("living", "located", "based", "situated", "headed", "led", "run"),
     abbreviations={
         "yr": "year",

@@ -135,7 +135,9 @@ def _kept(name: str, said: str) -> bool:
     n = re.escape(name)
     return bool(
         re.search(rf"`{n}`|\b(?:table|frame|dataframe|called|named)\s+{n}\b", said, re.IGNORECASE)
-        or re.search(rf"\b(?:in|as|into)\s+{n}\b(?!\s+(?!(?:and|or|but|for|to|from|with)\b)[a-z])", said, re.IGNORECASE)
+        or re.search(
+            rf"\b(?:in|as|into)\s+{n}\b(?!\s+(?!(?:and|or|but|for|to|from|with)\b)[a-z])", said, re.IGNORECASE
+        )
     )
 
 

@@ -29,6 +29,7 @@ from stateguard.verification.vocabulary import (
     column_tokens,
     flag_words,
     matches_token,
+    names_flag,
     names_share,
 )
 
@@ -596,9 +597,16 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
     for m in _FROM_ON.finditer(clause):  # "from 2015 on": the years from then
         out.append(_year_bound(m.group(0), source, ">=", m.group("num")))
         taken.append(m.span())
+    # a postfix direction that a number follows ("above 40 and below 90") is the next bound's prefix
+    postfixes = [p.span() for p in _POSTFIX.finditer(clause) if not re.match(r"\s*\$?\d", clause[p.end() :])]
     for pattern, is_prefix in ((_PREFIX, True), (_POSTFIX, False), (_FROM_UP, False)):
         for m in pattern.finditer(clause):
             if any(a <= m.start() < b for a, b in taken):
+                continue
+            if is_prefix and any(m.start("num") <= a < m.end() for a, _ in postfixes):
+                # "after 7 days or fewer": one number with a comparator on each side states no one
+                # bound; neither is read
+                taken += [(a, b) for a, b in postfixes if m.start("num") <= a < m.end()]
                 continue
             if is_prefix:
                 phrase = m.group("phrase").lower()
@@ -1340,6 +1348,7 @@ def unbound_words(segment: str, vocab: Vocabulary, tables: list[str] | None = No
     flag_words = {t for c in flag_columns(vocab, None) for t in column_tokens(c)}
     out: list[str] = []
     after_value = False  # "male birds", "benign cases": a plural noun right after a value names the rows
+    after_column = False  # the word before names a column
     text = re.sub(r"`[^`]*`", " ", segment)  # a name in backticks is the turn's own field or table
     text = _COMPARATOR_PHRASES.sub(lambda m: " " * len(m.group(0)), text)
     text = text.replace("-", " ").replace("/", " / ")
@@ -1372,10 +1381,13 @@ def unbound_words(segment: str, vocab: Vocabulary, tables: list[str] | None = No
             or stem in col_stems
             or any(matches_token(t, stem) for t in col_tokens)
             or (after_value and low.endswith("s"))
+            # "a grassy score over 2": a noun for a column's values, right after the column's word
+            or (low in LEXICON.measure_nouns and after_column)
         ):
             after_value = low in value_words or low in flag_words  # "the fit members", "heavy birds"
+            after_column = any(matches_token(t, stem) for t in col_tokens)
             continue
-        after_value = False
+        after_value = after_column = False
         out.append(token)
     return out
 
@@ -1391,8 +1403,16 @@ def condition_part(segment: str, part: str) -> str:
     as it is; so is one whose frame negates or names another version of the rule."""
     m = _DEFINITION_FRAME.search(segment)
     if m is None or segment.find(part) < m.end() or _FRAME_OTHER.search(segment[: m.end()]):
+        # "how many tastings had a grassy score over 2": the plural noun a count asks for names the
+        # rows counted, accounted for by the form like a definition's frame
+        head = _COUNT_HEAD.search(segment)
+        if head is not None and segment.find(part) >= head.end():
+            return segment[: head.start()] + " " + segment[head.end() :]
         return segment
     return segment[m.end() :]
+
+
+_COUNT_HEAD = re.compile(r"\bhow\s+many\s+[a-z]{3,}s\b", re.IGNORECASE)
 
 
 # A frame that negates or points at another version of a rule ("the withdrawn rule calls ...",
@@ -1441,6 +1461,13 @@ def context_requirements(
             re.IGNORECASE,
         ):
             continue
+        term = _MEANS.search(clause)
+        if (
+            term is not None
+            and vocab is not None
+            and any(names_flag(term.group("term"), c) for c in flag_columns(vocab, None))
+        ):
+            continue  # "low-income again means a bracket of 8 or lower": the flag's rule, not the rows'
         out += [
             r.model_copy(update={"source": "context"})
             for r in comparisons(clause) + not_null(clause)
@@ -1449,6 +1476,12 @@ def context_requirements(
             and (vocab is None or parses_whole(clause, r, vocab, tables))
         ]
     return out
+
+
+# "so the desk goes back to the fixed one: low-income again means ...": the term before "means"
+_MEANS = re.compile(
+    r"(?:^|[:;]\s*)(?P<term>[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*){0,2}?)\s+(?:again\s+|now\s+|still\s+)?means\b"
+)
 
 
 def _is_year_bound(req: Requirement) -> bool:

@@ -144,6 +144,13 @@ class Vocabulary(BaseModel):
                 # the first phrase whole (10 words at most): "Year (the calendar year in which the season
                 # started, ...)" speaks of the season too, as `Round (matchday of the season)` does
                 said = re.findall(r"[A-Za-z]+", re.split(r"[,;]", m.group(1))[0])[:10]
+                # a codebook in the parenthesis ("gender (1 male, 2 female)"): every code's words, the
+                # values the column stands for
+                codes = re.findall(
+                    r"(?:^|[,;:]|\bor\b|\band\b)\s*-?\d+\s+([A-Za-z]+(?:\s+[A-Za-z]+){0,2})", m.group(1)
+                )
+                if len(codes) >= 2:
+                    said += [w for c in codes for w in c.split() if w not in said]
                 found.update(said)
                 if not shared:  # "south76 and smsa76 (yes/no: ...)" describes both: no one column's
                     own += said

@@ -31,6 +31,20 @@ earlier splits:
   the field team calls heavily infested." and "I'll call short-lived.", and from a redefinition that
   states it ("a chick is heavily infested when ..."), as well as "X is a Y when" at the first
   definition (`superseded._DEFINED_TERMS`).
+
+Made after fresh39's first look (so fresh39 is no longer unseen for these):
+* A number with a comparator on each side ("after 7 days or fewer") states no one bound: neither is
+  read (`extract.comparisons`). Before, "after 7" was read and the code's `los <= 7` was a reversed
+  comparison (a false repair on fresh39).
+* A turn's own context that says a flag's term "means" a condition ("low-income again means a
+  bracket of 8 or lower") states the flag's rule, not a condition on the rows (`extract.
+  context_requirements`). Before, the rollback's code, which filters no rows by income, was a dropped
+  filter (a false repair on fresh39).
+* A noun for a column's values right after the column's word ("a grassy score over 2") and the plural
+  noun a count asks for ("how many tastings had ...") are accounted for when a clause must parse
+  whole (`extract.unbound_words`, `condition_part`).
+* A codebook in a column's parenthesis ("gender (1 male, 2 female)") gives every code's words as the
+  column's words, so "the same sex" names `gender` (`Vocabulary.with_descriptions`).
 """
 
 from __future__ import annotations
@@ -38,7 +52,7 @@ from __future__ import annotations
 import pytest
 
 from stateguard.inspection.inspect import inspect_code
-from stateguard.verification import dead_subsets, rule_windows, share_base, unstated_cutoff
+from stateguard.verification import dead_subsets, extract, rule_windows, share_base, unstated_cutoff
 from stateguard.verification.named_stats import named_statistics
 from stateguard.verification.regrouped import GroupingHistory
 from stateguard.verification.rule_groups import RuleGroupHistory
@@ -333,3 +347,89 @@ def test_a_redefinition_s_term_names_the_flag_later() -> None:
     question = "For the upland chicks that are heavily infested by today's definition: how many?"
     restated = history.restated(question, read, inspect_code(read))
     assert [(r.before, r.term) for r in restated] == [('upland["TICKS"] >= 15', "heavily infested")]
+
+
+@pytest.mark.parametrize(
+    ("clause", "expected"),
+    [
+        ("how many patients went home within a week, that is after 7 days or fewer", []),
+        ("how many stayed 7 days or fewer", [("<=", 7.0)]),
+        ("how many stayed more than 7 days", [(">", 7.0)]),
+    ],
+)
+def test_a_number_with_a_comparator_on_each_side_is_no_bound(
+    clause: str, expected: list[tuple[str, float]]
+) -> None:
+    assert [(r.op, r.value) for r in extract.comparisons(clause)] == expected
+
+
+def _turnout() -> Vocabulary:
+    return Vocabulary(
+        tables={
+            "tagged": {
+                "income": ColumnInfo(kind="num", low=1, high=14),
+                "age": ColumnInfo(kind="num", low=18, high=90),
+                "low_income": ColumnInfo(kind="other", values=["False", "True"]),
+            }
+        }
+    ).with_descriptions("Columns: income (family income bracket, 1 to 14), age (in years).")
+
+
+@pytest.mark.parametrize(
+    ("context", "expected"),
+    [
+        (
+            "The desk goes back to the fixed one: low-income again means a family income bracket of 8 or lower.",
+            [],
+        ),
+        # a term that names no flag of the data: a rule on the rows, read as before
+        ("From now on a respondent counts only when the family income bracket is 8 or lower.", [("<=", 8.0)]),
+    ],
+)
+def test_a_flag_s_term_that_means_a_condition_is_no_row_condition(
+    context: str, expected: list[tuple[str, float]]
+) -> None:
+    found = extract.context_requirements(context, _turnout(), ["tagged"])
+    assert [(r.op, r.value) for r in found] == expected
+
+
+def _fries() -> Vocabulary:
+    return Vocabulary(
+        tables={
+            "fries": {
+                "tasting": ColumnInfo(kind="num", low=1, high=696),
+                "grassy": ColumnInfo(kind="num", low=0, high=15),
+                "potato": ColumnInfo(kind="num", low=0, high=15),
+            }
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("segment", "unbound"),
+    [
+        ("how many tastings had a grassy score over 2", []),
+        ("how many batches had a grassy score over 2", []),  # the rows a count asks for
+        ("the batches had a grassy score over 2", ["batches"]),
+        ("how many tastings had a score over 2", ["score"]),  # no column's word before it
+        ("how many tastings had a crispy score over 2", ["crispy", "score"]),
+    ],
+)
+def test_a_measure_noun_after_a_column_s_word_is_bound(segment: str, unbound: list[str]) -> None:
+    part = extract.condition_part(segment, "over 2")
+    assert extract.unbound_words(part, _fries(), ["fries"]) == unbound
+
+
+def test_a_codebook_in_a_parenthesis_gives_every_code_s_words() -> None:
+    vocab = Vocabulary(
+        tables={
+            "ch": {
+                "gender": ColumnInfo(kind="num", low=1, high=2),
+                "ageentry": ColumnInfo(kind="num", low=700, high=1200),
+            }
+        }
+    ).with_descriptions("Columns: ageentry (age on entry, in months) and gender (1 male, 2 female).")
+    assert vocab.column_words["gender"] == ("male", "female")
+    rule = "at least 48 months older than the median entry age of all residents of the same sex"
+    stated = rule_windows.stated_group(rule, ["gender"], vocab.column_words, ["ageentry"], {})
+    assert stated is not None and stated.keys == ["gender"]
