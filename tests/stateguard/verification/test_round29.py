@@ -258,16 +258,21 @@ def test_a_mask_named_by_a_word_that_describes_rows_is_not_kept(said: str, found
     assert (unused.name if unused else None) == ("incoherent" if found else None)
 
 
+def _table(name: str, **columns: ColumnInfo) -> Vocabulary:
+    """A vocabulary of one table with the given columns."""
+    return Vocabulary(tables={name: dict(columns)})
+
+
+FLAG = ColumnInfo(kind="other", values=["False", "True"])
+
+
 def _labs() -> Vocabulary:
-    return Vocabulary(
-        tables={
-            "flagged": {
-                "patient": ColumnInfo(kind="num", low=1, high=606),
-                "dose": ColumnInfo(kind="text", values=["A", "B", "C", "D"]),
-                "alt_m": ColumnInfo(kind="num", low=4, high=300),
-                "alt_signal": ColumnInfo(kind="other", values=["False", "True"]),
-            }
-        }
+    return _table(
+        "flagged",
+        patient=ColumnInfo(kind="num", low=1, high=606),
+        dose=ColumnInfo(kind="text", values=["A", "B", "C", "D"]),
+        alt_m=ColumnInfo(kind="num", low=4, high=300),
+        alt_signal=FLAG,
     )
 
 
@@ -364,14 +369,11 @@ def test_a_number_with_a_comparator_on_each_side_is_no_bound(
 
 
 def _turnout() -> Vocabulary:
-    return Vocabulary(
-        tables={
-            "tagged": {
-                "income": ColumnInfo(kind="num", low=1, high=14),
-                "age": ColumnInfo(kind="num", low=18, high=90),
-                "low_income": ColumnInfo(kind="other", values=["False", "True"]),
-            }
-        }
+    return _table(
+        "tagged",
+        income=ColumnInfo(kind="num", low=1, high=14),
+        age=ColumnInfo(kind="num", low=18, high=90),
+        low_income=FLAG,
     ).with_descriptions("Columns: income (family income bracket, 1 to 14), age (in years).")
 
 
@@ -394,15 +396,8 @@ def test_a_flag_s_term_that_means_a_condition_is_no_row_condition(
 
 
 def _fries() -> Vocabulary:
-    return Vocabulary(
-        tables={
-            "fries": {
-                "tasting": ColumnInfo(kind="num", low=1, high=696),
-                "grassy": ColumnInfo(kind="num", low=0, high=15),
-                "potato": ColumnInfo(kind="num", low=0, high=15),
-            }
-        }
-    )
+    scores = ColumnInfo(kind="num", low=0, high=15)
+    return _table("fries", tasting=ColumnInfo(kind="num", low=1, high=696), grassy=scores, potato=scores)
 
 
 @pytest.mark.parametrize(
@@ -421,13 +416,10 @@ def test_a_measure_noun_after_a_column_s_word_is_bound(segment: str, unbound: li
 
 
 def test_a_codebook_in_a_parenthesis_gives_every_code_s_words() -> None:
-    vocab = Vocabulary(
-        tables={
-            "ch": {
-                "gender": ColumnInfo(kind="num", low=1, high=2),
-                "ageentry": ColumnInfo(kind="num", low=700, high=1200),
-            }
-        }
+    vocab = _table(
+        "ch",
+        gender=ColumnInfo(kind="num", low=1, high=2),
+        ageentry=ColumnInfo(kind="num", low=700, high=1200),
     ).with_descriptions("Columns: ageentry (age on entry, in months) and gender (1 male, 2 female).")
     assert vocab.column_words["gender"] == ("male", "female")
     rule = "at least 48 months older than the median entry age of all residents of the same sex"
