@@ -536,9 +536,15 @@ def _bound_elsewhere(question: str, shape: tuple[tuple[str, str | float], ...]) 
     return bool(stated) and len(stated) == mentions and all(r.op != op for r in stated)
 
 
+# the answer's scale ("as a number from 0 to 1", "between 0 and 100"): no number of a rule
+_SCALE = re.compile(r"\b(?:from\s+|between\s+)?0\s+(?:to|and)\s+(?:1|100)\b(?!\s*(?:\.\d|%|percent))", re.IGNORECASE)
+
+
 def _mentions(question: str) -> list[float]:
-    """Every number the question writes, in order, references to other turns ("As in Task 2") aside."""
+    """Every number the question writes, in order, references to other turns ("As in Task 2") and the
+    answer's scale ("from 0 to 1") aside."""
     text = re.sub(r"\b(?:task|turn|step)\s+\d+", " ", question.replace(",", ""), flags=re.IGNORECASE)
+    text = _SCALE.sub(" ", text)
     return [float(n) for n in re.findall(r"\d+(?:\.\d+)?", text)]
 
 

@@ -45,6 +45,12 @@ Made after fresh39's first look (so fresh39 is no longer unseen for these):
   whole (`extract.unbound_words`, `condition_part`).
 * A codebook in a column's parenthesis ("gender (1 male, 2 female)") gives every code's words as the
   column's words, so "the same sex" names `gender` (`Vocabulary.with_descriptions`).
+
+After the finals (the one detection they lost, fresh28's wilms_tumour turn 11, had been caught by the
+rollback's context read as a row condition, which the "means" reading above no longer makes):
+* The answer's scale ("as a number from 0 to 1") is no number a question states for a rule, so a
+  rollback that puts back a rule none of the flag's versions had is found although the question
+  says "from 0 to 1" (`superseded._mentions`).
 """
 
 from __future__ import annotations
@@ -425,3 +431,24 @@ def test_a_codebook_in_a_parenthesis_gives_every_code_s_words() -> None:
     rule = "at least 48 months older than the median entry age of all residents of the same sex"
     stated = rule_windows.stated_group(rule, ["gender"], vocab.column_words, ["ageentry"], {})
     assert stated is not None and stated.keys == ["gender"]
+
+
+@pytest.mark.parametrize(
+    ("question", "found"),
+    [
+        ("Put the 48-month `older` back and refresh `fav`. What share of `fav` is that, from 0 to 1?", True),
+        ("Put the 48-month `older` back and refresh `fav`. How many are older?", True),
+        # a number the earlier rule does not have states a new rule
+        ("Put `older` back at 60 months and refresh `fav`. How many are older?", False),
+    ],
+)
+def test_the_answer_s_scale_is_no_number_of_a_restored_rule(question: str, found: bool) -> None:
+    history = FlagHistory()
+    for turn, code in (
+        (2, 'wt["older"] = wt["age"] >= 48'),
+        (7, 'wt["older"] = wt["age"] >= 1.5 * wt["med"]'),
+    ):
+        history.record(turn, code, inspect_code(code))
+    back = 'wt["older"] = wt["age"] >= 60\nfav = wt[wt["histol"] == 1].copy()'
+    restored = history.restored(question, back, inspect_code(back))
+    assert [r.after for r in restored] == (['wt["age"] >= 48'] if found else [])
