@@ -537,7 +537,9 @@ def _bound_elsewhere(question: str, shape: tuple[tuple[str, str | float], ...]) 
 
 
 # the answer's scale ("as a number from 0 to 1", "between 0 and 100"): no number of a rule
-_SCALE = re.compile(r"\b(?:from\s+|between\s+)?0\s+(?:to|and)\s+(?:1|100)\b(?!\s*(?:\.\d|%|percent))", re.IGNORECASE)
+_SCALE = re.compile(
+    r"\b(?:from\s+|between\s+)?0\s+(?:to|and)\s+(?:1|100)\b(?!\s*(?:\.\d|%|percent))", re.IGNORECASE
+)
 
 
 def _mentions(question: str) -> list[float]:
