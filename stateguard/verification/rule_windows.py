@@ -9,7 +9,9 @@ A definition update states a rule relative to a statistic of the row's own group
 own context or its question. The group is read from a whole phrase: "of/for/in its (own) <words>",
 "with/at/in the same <words>", "their <words>'s median", whose longest run of words names exactly
 one column of the data (a group noun such as "group", "code", "level" may follow), or "over the
-whole series / file / data" (no group at all); a text that says two groups, or none, abstains. The
+whole series / file / data" (no group at all); two group phrases in a row, each naming its own column,
+state two keys ("at the same loudness in the same kind of noise"); a text that says groups in other
+places, or none, abstains. The
 code's side is a fact: the turn computes exactly one per-row statistic (a SQL window, a pandas
 `groupby(...).transform(...)`) over some keys, or (`joined_site`) exactly one group statistic
 computed apart and joined or looked up back onto the rows (a grouped CTE or subquery joined on its
