@@ -33,6 +33,7 @@ from sqlglot import exp
 
 from stateguard.inspection.code_model import CodeSemantics
 from stateguard.verification import carried, extract
+from stateguard.verification.code_text import unwrapped
 from stateguard.verification.requirements import Requirement
 from stateguard.verification.vocabulary import STOP
 
@@ -439,22 +440,15 @@ def _column_of_rows(taken: ast.Subscript) -> tuple[str, str | None]:
     return ast.unparse(frame), key
 
 
-_WRAP = re.compile(r"^\s*(?:int|float)\((?P<inner>.+)\)\s*$", re.DOTALL)
 _LEN = re.compile(r"^\s*(?:len\(\s*(?P<a>\w+)\s*\)|(?P<b>\w+)\.shape\[0\])\s*$")
 _SUM = re.compile(r"^\s*(?P<mask>.+?)\s*\.sum\(\)\s*$", re.DOTALL)
 _FRAME_READ = re.compile(r"(?<![\w.])(\w+)\s*(?:\[|\.(?:loc|eq|ne|ge|le|gt|lt|isin|between)\b)")
 _NAME = re.compile(r"(?<![\w.'\"])([A-Za-z_]\w*)(?![\w'\"])")
 
 
-def _unwrap(text: str) -> str:
-    while m := _WRAP.match(text):
-        text = m.group("inner")
-    return text.strip()
-
-
 def field_rows(text: str, sem: CodeSemantics, code: str) -> Rows | None:
     """How to take the rows behind a reported field whose value is `text` (its source in the code)."""
-    text = _unwrap(text)
+    text = unwrapped(text)
     fetched = _fetched(code)
     if (m := re.fullmatch(r"dict\((\w+)\)", text)) and (got := fetched.get(m.group(1))) and got.every:
         # a count per group, reported as a mapping: its rows are those of every group
@@ -491,7 +485,7 @@ def share_rows(text: str, sem: CodeSemantics, code: str) -> tuple[Rows, Rows] | 
     """The rows a reported share's numerator counts and those its denominator counts: a pandas
     ratio of two counts (`100 * (f["a"] & g).sum() / g.sum()`, `part.sum() / len(whole)`), or a SQL
     output that divides one count by another."""
-    text = _unwrap(text)
+    text = unwrapped(text)
     if (m := re.fullmatch(r"(\w+)(?:\[(\d)\])?", text)) and (got := _fetched(code).get(m.group(1))):
         index = int(m.group(2)) if m.group(2) is not None else None
         if got.every or (got.index is None) == (index is None):

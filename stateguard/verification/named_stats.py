@@ -23,8 +23,8 @@ from stateguard.artifacts.lexicon import LEXICON
 from stateguard.inspection.code_model import Aggregate, CodeSemantics, Selection
 from stateguard.verification.bind import RequirementBinder
 from stateguard.verification.binder import Plan
+from stateguard.verification.code_text import unwrapped
 from stateguard.verification.requirements import Kind, Requirement
-from stateguard.verification.superseded import balanced
 from stateguard.verification.vocabulary import column_tokens
 
 _SWAPPABLE = ("mean", "median", "sum")
@@ -61,7 +61,7 @@ def _names_of(sel: Selection, agg: Aggregate, sem: CodeSemantics) -> list[str]:
     return [
         field
         for field, text in sem.fields.items()
-        if _unwrapped(text) == agg.text
+        if unwrapped(text, rounding=True) == agg.text
         or (sel.target and text.strip() == sel.target and len(sel.aggregates) == 1)
         # `_row = con.execute("SELECT COUNT(*), AVG(vol), MEDIAN(vol) ...").fetchone()`, `"median_vol": _row[2]`
         or (
@@ -70,18 +70,6 @@ def _names_of(sel: Selection, agg: Aggregate, sem: CodeSemantics) -> list[str]:
             and re.fullmatch(rf"{re.escape(sel.target)}\s*\[\s*{agg.position}\s*\]", text.strip()) is not None
         )
     ]
-
-
-# a conversion or rounding around a value: `float(x)`, `int(x)`, `round(x, 2)`, `np.round(x, 2)`
-_WRAPPER = re.compile(r"^(?:float|int|round|(?:np|numpy)\.round)\((?P<inner>.+?)(?:,\s*\d+)?\)$", re.S)
-
-
-def _unwrapped(text: str) -> str:
-    """The value a field holds, with the conversions and roundings around it taken off."""
-    text = text.strip()
-    while (m := _WRAPPER.match(text)) is not None and balanced(m.group("inner")):
-        text = m.group("inner").strip()
-    return text
 
 
 def named_statistics(

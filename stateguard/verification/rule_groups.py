@@ -74,11 +74,7 @@ class RuleGroupHistory:
         }
         if keys is None or len(same) != 1:
             return None
-        first, *more = same.pop()
-        stated = rule_windows.Stated(first, "", tuple(more))
-        if stated.matches(keys):
-            return None
-        said = ", ".join(stated.keys)
-        return rule_windows.Stated(
-            first, f"the group an earlier turn took this rule's statistic over ({said})", tuple(more)
-        )
+        first, *more = recorded = same.pop()
+        said = f"the group an earlier turn took this rule's statistic over ({', '.join(recorded)})"
+        stated = rule_windows.Stated(first, said, tuple(more))
+        return None if stated.matches(keys) else stated

@@ -28,6 +28,7 @@ from typing import Any
 from stateguard.artifacts.lexicon import LEXICON
 from stateguard.inspection.code_model import CodeSemantics
 from stateguard.verification import extract
+from stateguard.verification.code_text import balanced
 from stateguard.verification.requirements import Requirement
 
 KIND = "superseded_definition"
@@ -298,15 +299,6 @@ def _closed(code: str, start: int, end: int) -> str:
         rest = code[start + len(text) :]
         text += rest[: len(rest) - len(rest.lstrip()) + 1]
     return text
-
-
-def balanced(text: str) -> bool:
-    depth = 0
-    for ch in text:
-        depth += (ch == "(") - (ch == ")")
-        if depth < 0:
-            return False
-    return depth == 0
 
 
 def _compares(code: str, start: int, end: int, flag: str) -> bool:

@@ -276,7 +276,8 @@ def changed(said: str, texts_so_far: list[str], code: str, described: str = "") 
     numbers = numbers_of(code)
     # a time said in another unit is held only by a number the code compares with ("365 days" is not
     # held by the 1 of `rinfct = 1`, though a year is one)
-    compared = {k for _, k, _ in sites(code)}
+    found = sites(code)
+    compared = {k for _, k, _ in found}
     # held in any form, a percentage's fraction included even where the words give no percent sign
     missing = {
         key: words
@@ -288,7 +289,7 @@ def changed(said: str, texts_so_far: list[str], code: str, described: str = "") 
         return None
     ((x, pct), words) = next(iter(missing.items()))
     known = mentioned(texts_so_far) | {k for k, _ in stated(described)}
-    odd = [(t, k, m) for t, k, m in sites(code) if k != 0 and not _has(known, k)]
+    odd = [(t, k, m) for t, k, m in found if k != 0 and not _has(known, k)]
     if len({t for t, _, _ in odd}) != 1 or code.count(odd[0][0]) != 1:
         return None
     before, k, m = odd[0]

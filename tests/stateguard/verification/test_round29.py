@@ -12,7 +12,8 @@
   MIN(x) is re-run as first built (`named_stats`): one extreme is read against the other only with
   that earlier build as evidence, never from the name alone.
 * A field that holds a conversion or rounding of an aggregate (`float(x.mean())`,
-  `round(x.median(), 2)`) is named by its field name (`named_stats._unwrapped`).
+  `round(x.median(), 2)`) is named by its field name (`code_text.unwrapped`, which `counted_rows`
+  uses too).
 * A time said in days is held in another unit only by a number the code compares with: "between 100
   and 365 days" is not held by the 1 of `rinfct = 1` (`unstated_cutoff.changed`).
 * A row mask named by a word of the question is kept for later turns only where no noun follows the
@@ -58,7 +59,14 @@ from __future__ import annotations
 import pytest
 
 from stateguard.inspection.inspect import inspect_code
-from stateguard.verification import dead_subsets, extract, rule_windows, share_base, unstated_cutoff
+from stateguard.verification import (
+    code_text,
+    dead_subsets,
+    extract,
+    rule_windows,
+    share_base,
+    unstated_cutoff,
+)
 from stateguard.verification.named_stats import named_statistics
 from stateguard.verification.regrouped import GroupingHistory
 from stateguard.verification.rule_groups import RuleGroupHistory
@@ -452,3 +460,18 @@ def test_the_answer_s_scale_is_no_number_of_a_restored_rule(question: str, found
     back = 'wt["older"] = wt["age"] >= 60\nfav = wt[wt["histol"] == 1].copy()'
     restored = history.restored(question, back, inspect_code(back))
     assert [r.after for r in restored] == (['wt["age"] >= 48'] if found else [])
+
+
+@pytest.mark.parametrize(
+    ("text", "rounding", "value"),
+    [
+        ("int(len(kept))", False, "len(kept)"),
+        ("float(int(x.sum()))", False, "x.sum()"),
+        ("int(a) + int(b)", False, "int(a) + int(b)"),  # no call wraps the whole text
+        ("round(x.mean(), 2)", False, "round(x.mean(), 2)"),
+        ("float(round(x.mean(), 2))", True, "x.mean()"),
+        ("np.round(x.median(), 1)", True, "x.median()"),
+    ],
+)
+def test_a_field_s_value_with_its_conversions_taken_off(text: str, rounding: bool, value: str) -> None:
+    assert code_text.unwrapped(text, rounding=rounding) == value
