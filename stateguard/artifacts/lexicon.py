@@ -64,6 +64,9 @@ class Lexicon(BaseModel):
     earlier_version: tuple[
         str, ...
     ]  # "the original rule", "the withdrawn definition": a version not in force
+    # said only after a rule's noun and its subject ("the rule we set aside"): a version not in force;
+    # alone the words leave rows out ("set aside the missing rows")
+    undone_version: tuple[str, ...]
     leave_out_verbs: tuple[str, ...]  # an instruction sentence opening with one leaves values out of the turn
     abbreviations: dict[str, str]  # column-name short forms and the word they stand for (`yr` -> year)
     value_words: dict[
@@ -411,6 +414,14 @@ LEXICON = Lexicon(
         r"would\s+have",
         r"first\s+(?:rule|definition|version)",
         r"before\s+the\s+(?:change|update|revision|switch)",
+    ),
+    undone_version=(
+        r"set\s+aside",
+        r"put\s+aside",
+        r"let\s+go",
+        r"(?:went|gone)\s+back\s+on",
+        "reverted",
+        "undid",
     ),
     leave_out_verbs=("set", "leave", "put", "keep", "drop", "exclude", "remove", "ignore", "discard", "omit"),
     value_words={

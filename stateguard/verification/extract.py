@@ -943,9 +943,10 @@ _EARLIER = re.compile(rf"\b(?:{'|'.join(LEXICON.earlier_version)}|drop\w*|withdr
 # withdrawn", "the withdrawn cut"): a definition, not rows; its exclusion word leaves nothing out
 _VERSION_NOUNS = f"{_RULE_NOUNS}|cuts?|versions?"
 _EARLIER_WORDS = "|".join(LEXICON.earlier_version)
+_UNDONE_WORDS = "|".join(LEXICON.undone_version)
 RULE_VERSION = re.compile(
     rf"\b(?:{_VERSION_NOUNS})\s+(?:that\s+|which\s+)?(?:(?:we|you|i|they)\s+(?:have\s+|had\s+)?(?:just\s+)?"
-    rf"|(?:was|were|has\s+been|had\s+been)\s+)(?:{_EARLIER_WORDS})\b"
+    rf"|(?:was|were|has\s+been|had\s+been)\s+)(?:{_EARLIER_WORDS}|{_UNDONE_WORDS})\b"
     rf"|\b(?:{_EARLIER_WORDS})\s+(?:[\w-]+\s+){{0,2}}(?:{_VERSION_NOUNS})\b",
     re.IGNORECASE,
 )

@@ -44,13 +44,18 @@ _EXTREMES = {
 _BESIDE_TOTAL = {w for w, f in _NAMED.items() if f in ("mean", "median")} | {"med"}
 
 
-def stated_by(name: str) -> set[str]:
+def stated_by(name: str, column: str | None = None) -> set[str]:
     """The statistics a name's words state; "total" is no statistic beside another's short form
-    (`med_total` is the median of a total)."""
-    tokens = column_tokens(name)
+    (`med_total` is the median of a total). `column`: the column the named value aggregates; "med"
+    and that column's own name, nothing else (`med_income` for a statistic of `income`), is its
+    median."""
+    tokens = whole = column_tokens(name)
     if "total" in tokens and _BESIDE_TOTAL & set(tokens):
         tokens = [t for t in tokens if t != "total"]
-    return {{**_NAMED, **_EXTREMES}[t] for t in tokens if t in _NAMED or t in _EXTREMES}
+    out = {{**_NAMED, **_EXTREMES}[t] for t in tokens if t in _NAMED or t in _EXTREMES}
+    if column and not out and whole[:1] == ["med"] and whole[1:] == column_tokens(column):
+        out = {"median"}
+    return out
 
 
 def _names_of(sel: Selection, agg: Aggregate, sem: CodeSemantics) -> list[str]:
@@ -100,7 +105,7 @@ def named_statistics(
             named = [
                 (name, stated.pop())
                 for name in _names_of(sel, agg, sem)
-                if len(stated := stated_by(name)) == 1
+                if len(stated := stated_by(name, agg.column)) == 1
             ]
             taken = {r.fields[0] for r, _, _ in out}
             named = [

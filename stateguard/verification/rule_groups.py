@@ -12,6 +12,12 @@ takes the rule's one group statistic over exactly that column, is recorded once 
 committed: the compared column, the multiple and the key. The record is kept only when words and code
 agree, so a turn whose code took the wrong key records nothing.
 
+A turn whose words say its rule is taken over a group but name no column ("1.3 times the median of
+the women with the same nationality status (Swiss or foreign)") records the key its code took, with
+the words of that phrase. Such a record is recalled only by a later turn whose own group phrase
+shares a word with it ("their nationality group's median"): the words do not bind the column, but
+they say the two turns speak of one group.
+
 A later turn is read against the record when three things hold. Its question refers to a version not
 in force ("withdrawn", "dropped", "earlier"). Its own words bind no group. Its code compares the same
 column against the same multiple of a group statistic taken over other keys. Then the statistic is
@@ -34,11 +40,22 @@ class RuleGroup:
     subject: str  # the compared column, lower-cased
     multiple: float
     keys: tuple[str, ...]  # the columns the statistic is grouped by, as the data spells them
+    said: frozenset[str] = frozenset()  # a record the code alone keyed: its group phrase's words
 
 
 def _one_rule(code: str) -> rule_multiples.Site | None:
     sites = rule_multiples.sites(code)
     return sites[0] if len(sites) == 1 and sites[0].subject else None
+
+
+def _share(said: frozenset[str], now: set[str]) -> bool:
+    """Do two group phrases share a word ("nationality status", "nationality group"; "schooling"
+    for "school": one word the start of the other, five letters at least)?"""
+    return any(
+        a == b or (min(len(a), len(b)) >= 5 and (a.startswith(b) or b.startswith(a)))
+        for a in said
+        for b in now
+    )
 
 
 class RuleGroupHistory:
@@ -57,6 +74,18 @@ class RuleGroupHistory:
             return None
         return RuleGroup(turn, site.subject.lower(), site.multiple, tuple(stated.keys))
 
+    @staticmethod
+    def taken(turn: int, rule: str, code: str, sem: CodeSemantics) -> RuleGroup | None:
+        """The turn's rule and the key its code took, when its words say a group but bind none."""
+        site = _one_rule(code)
+        if RULE_VERSION.search(rule):
+            return None  # a turn recalling a rule keys nothing for later ones
+        said = rule_windows.group_words(rule)
+        keys = rule_windows.rule_keys(code, sem) if site is not None and said else None
+        if site is None or not keys:
+            return None
+        return RuleGroup(turn, site.subject.lower(), site.multiple, tuple(keys), frozenset(said))
+
     def record(self, rule: RuleGroup | None) -> None:
         if rule is not None:
             self.rules = [r for r in self.rules if r.turn != rule.turn] + [rule]
@@ -67,10 +96,13 @@ class RuleGroupHistory:
         if site is None or not RULE_VERSION.search(question):
             return None
         keys = rule_windows.rule_keys(code, sem)
+        now = rule_windows.group_words(question)
         same = {
             r.keys
             for r in self.rules
-            if r.subject == site.subject.lower() and abs(r.multiple - site.multiple) < 1e-9
+            if r.subject == site.subject.lower()
+            and abs(r.multiple - site.multiple) < 1e-9
+            and (not r.said or _share(r.said, now))
         }
         if keys is None or len(same) != 1:
             return None

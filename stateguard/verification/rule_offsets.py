@@ -18,6 +18,7 @@ unit does not). A finding needs the turn re-run with the stated distance to repo
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -31,7 +32,7 @@ _SD = r"standard\s+deviations?|s\.?d\.?s?"
 _STAT_WORDS = "|".join(re.escape(w) for w in LEXICON.statistics if " " not in w and w not in ("total", "sum"))
 _STATED = re.compile(
     rf"(?<![\w.])(?P<n>{_NUM}|a|an|one|{'|'.join(_WORDS)})\s+(?:or\s+more\s+)?"
-    rf"(?:(?P<unit>{_SD}|[a-z]+)\s+)?(?:or\s+more\s+)?(?P<side>{'|'.join(_UP + _DOWN)})(?:\s+than)?\s+"
+    rf"(?:(?P<unit>{_SD}|[a-z]+)\s+)?(?:\((?P<again>{_NUM})\s+[a-z]+\)\s+)?(?:or\s+more\s+)?(?P<side>{'|'.join(_UP + _DOWN)})(?:\s+than)?\s+"
     rf"(?P<after>(?:[\w'-]+\s+){{0,5}}?(?:{_STAT_WORDS})\b)",
     re.IGNORECASE,
 )
@@ -50,6 +51,8 @@ class Stated:
     up: bool  # above the statistic (True) or below it
     sd: bool  # in standard deviations (the code multiplies the distance by one)
     text: str
+    # the distance said again in another unit, in parentheses ("four years (48 months) older")
+    again: float | None = None
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,11 @@ class Site:
     distance: float
     up: bool
     times: bool
+
+
+def stated_phrases(rule: str) -> list[re.Match[str]]:
+    """Every distance-from-a-statistic phrase of the rule ("48 months above their sex's median")."""
+    return list(_STATED.finditer(rule))
 
 
 def stated(rule: str) -> Stated | None:
@@ -74,8 +82,9 @@ def stated(rule: str) -> Stated | None:
         sd = bool(unit) and bool(re.fullmatch(_SD, unit, re.IGNORECASE))
         if word in ("a", "an") and not sd:
             continue  # "a lot more than the mean", "a bit above": no number said
-        found.append(Stated(n, m.group("side").lower() in _UP, sd, m.group(0).strip()))
-    if not found or len({(s.distance, s.up, s.sd) for s in found}) != 1:
+        again = float(m.group("again")) if m.group("again") else None
+        found.append(Stated(n, m.group("side").lower() in _UP, sd, m.group(0).strip(), again))
+    if not found or len({(s.distance, s.up, s.sd, s.again) for s in found}) != 1:
         return None
     return found[0]
 
@@ -109,8 +118,18 @@ def changed(rule: str, code: str) -> Changed | None:
     if said is None or len(found) != 1 or code.count(found[0].text) != 1:
         return None
     site = found[0]
-    if site.up != said.up or site.times != said.sd or abs(site.distance - said.distance) < 1e-9:
+    readings = [said.distance] if said.again is None else [said.distance, said.again]
+    if site.up != said.up or site.times != said.sd or any(abs(site.distance - d) < 1e-9 for d in readings):
         return None
+    if said.again is not None:
+        # two units: the code's number is in one of them; the reading of its order of size is re-run,
+        # and none where both are (or the code's number is not a positive one)
+        if site.distance <= 0 or min(readings) <= 0:
+            return None
+        near = sorted(readings, key=lambda d: abs(math.log(site.distance / d)))
+        if abs(math.log(site.distance / near[1])) < 2 * abs(math.log(site.distance / near[0])) + math.log(2):
+            return None
+        said = Stated(near[0], said.up, said.sd, said.text, said.again)
     k = list(re.finditer(_NUM, site.text))[-1]
     return Changed(said, site, site.text[: k.start()] + f"{said.distance:g}" + site.text[k.end() :])
 

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 
 from stateguard.artifacts.lexicon import LEXICON
-from stateguard.verification import rule_multiples
+from stateguard.verification import rule_multiples, rule_offsets
 from stateguard.verification.requirements import Kind, Requirement
 from stateguard.verification.unstated_cutoff import _code_text
 
@@ -55,7 +55,8 @@ def stated(rule: str) -> Stated | None:
     """The one central statistic every multiple of a statistic in the rule names."""
     said: set[str] = set()
     text = ""
-    for m in rule_multiples.stated_phrases(rule):
+    phrases = [*rule_multiples.stated_phrases(rule), *rule_offsets.stated_phrases(rule)]
+    for m in phrases:
         after = m.group("after") or ""
         found = {
             f
@@ -135,6 +136,18 @@ def _pandas_sites(code: str) -> list[Site]:
     return out
 
 
+def _offset_subject(code: str, compared: str) -> str | None:
+    """The column a comparison with a statistic plus a distance tests: the column written right before
+    it (`f["ageentry"] >= ...`, `t.income <= ...`), once in the code."""
+    if code.count(compared) != 1:
+        return None
+    m = re.search(
+        rf"(?:\[\s*([\"'])(?P<col>\w+)\1\s*\]|\b(?:{_ID}\.)?(?P<name>{_ID}))\s*$",
+        code[: code.index(compared)],
+    )
+    return None if m is None else m.group("col") or m.group("name")
+
+
 def _rewritten(site: Site, function: str) -> str:
     """The site's text taking `function` instead."""
     call = site.call
@@ -161,19 +174,22 @@ def changed(rule: str, code: str) -> Changed | None:
     if said is None:
         return None
     text = _code_text(code)
-    compared = rule_multiples.sites(code)
+    compared = [(c.text, c.subject) for c in rule_multiples.sites(code)]
+    if not compared:  # a distance from the statistic ("48 months above their sex's median")
+        compared = [(c.text, _offset_subject(text, c.text)) for c in rule_offsets.sites(code)]
     found = list({(s.text, s.call): s for s in [*_sql_sites(text), *_pandas_sites(text)]}.values())
     if len(compared) != 1 or len(found) != 1:
         return None
     site = found[0]
-    if site.function == said.function or site.column.lower() != compared[0].subject.lower():
+    subject = compared[0][1]
+    if site.function == said.function or subject is None or site.column.lower() != subject.lower():
         return None
     if code.count(site.text) != 1:
         return None
     after = _rewritten(site, said.function)
     if after == site.text:
         return None
-    return Changed(said, Site(site.text, site.function, site.column, site.call, after), compared[0].text)
+    return Changed(said, Site(site.text, site.function, site.column, site.call, after), compared[0][0])
 
 
 def requirement(found: Changed) -> Requirement:

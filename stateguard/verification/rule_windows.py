@@ -267,6 +267,26 @@ def stated_group(
     return None
 
 
+# words of a group phrase that say nothing of which group
+_PLAIN = {"the", "a", "an", "of", "own", "same", "group", "groups", "kind", "one", "whole", "their", "its"}
+
+
+def group_words(rule: str) -> set[str]:
+    """The words of the rule's group phrases ("with the same nationality status" -> nationality,
+    status), up to where each phrase's clause goes on; none when the rule says no group."""
+    out: set[str] = set()
+    for pattern in (_OWN, _SAME, _POSSESSIVE, _SHARED, _WITH_OWN):
+        for m in _overlapping(pattern, rule):
+            words = re.sub(r"'s\b", "", m.group("words")).replace("-", " ").split()
+            cut = next((i for i, w in enumerate(words) if w.lower() in _CLAUSE_WORDS), len(words))
+            out |= {
+                w.lower()
+                for w in words[:cut]
+                if w.lower() not in _PLAIN and w.lower() not in LEXICON.statistics
+            }
+    return out
+
+
 def _overlapping(pattern: re.Pattern[str], text: str) -> list[re.Match[str]]:
     """Every match of `pattern`, one starting inside another's words included ("at the same loudness
     in the same kind of noise": the first phrase's words run into the second)."""
@@ -483,10 +503,11 @@ class Joined:
 
 # pandas: `name = frame.groupby(<keys>)[...].median()` (any statistic but a per-row transform)
 _GROUP_STAT = re.compile(
-    r"^[ \t]*(?P<name>[A-Za-z_]\w*)\s*=\s*[A-Za-z_]\w*\.groupby\(\s*(?P<keys>([\"'])\w+\3|\[[^\]\n]*\])"
+    r"^[ \t]*(?P<name>[A-Za-z_]\w*)\s*=\s*[A-Za-z_]\w*(?:\[[^\n]*?\])?\.groupby\(\s*(?P<keys>([\"'])\w+\3|\[[^\]\n]*\])"
     r"\s*(?:,\s*as_index\s*=\s*False\s*)?\)(?P<rest>[^\n]*)$",
     re.M,
 )
+# (the frame may be a selection of rows: `ps[ps["hours"] > 0].groupby("married")["earnings"].median()`)
 _STAT_CALL = re.compile(r"\.(?:median|mean|std|min|max|sum|quantile|agg|aggregate)\(")
 
 

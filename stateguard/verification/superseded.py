@@ -377,12 +377,15 @@ class FlagHistory:
         self.versions: dict[str, list[Version]] = {}
         # the terms the turns that defined a flag called it by ("a high earner" for `big_earner`)
         self.terms: dict[str, list[str]] = {}
+        # the numbers the turn that recorded a version stated ("80 or older (960 months or more)")
+        self.stated_with: dict[Version, set[float]] = {}
 
     def record(self, turn: int | None, code: str, sem: CodeSemantics, question: str = "") -> None:
         assigned = []
         for v in _flag_assignments(code, sem, turn):
             assigned.append(v.flag.lower())
             self.versions.setdefault(v.flag.lower(), []).append(v)
+            self.stated_with[v] = _numbers(question)
         defined = {m.group("term").lower() for p in _DEFINED_TERMS for m in p.finditer(question)}
         # a turn that (re)defines one flag and gives one term: the flag's term, at its first
         # definition or at a redefinition ("a chick is heavily infested when ...")
@@ -495,8 +498,11 @@ class FlagHistory:
             if len({v.shape for v in earlier}) != 1:
                 continue
             old = earlier[-1]
-            if numbers - {x for k, x in old.shape if k == "num"}:
-                continue  # the question states a number the earlier rule does not have
+            if numbers - {x for k, x in old.shape if k == "num"} - self.stated_with.get(old, set()):
+                # the question states a number the earlier rule does not have, nor the turn that
+                # stated it ("Restore the age-80 flag" for `ageentry >= 960`, stated as "80 or older
+                # (960 months or more)")
+                continue
             if not now.sql and code.count(now.text) == 1:
                 before = now.text  # the assignment's own text, closing parenthesis included
             else:

@@ -1018,8 +1018,12 @@ class SemanticVerifier:
             if rule.strip()
             else None
         )
-        if stated is not None and self._span is not None and isinstance(self._span[0], int):
-            self._rule_seen = self.rule_groups.agreeing(self._span[0], code, sem, stated)
+        if self._span is not None and isinstance(self._span[0], int):
+            self._rule_seen = (
+                self.rule_groups.agreeing(self._span[0], code, sem, stated)
+                if stated is not None
+                else self.rule_groups.taken(self._span[0], rule, code, sem)
+            )
         if stated is None and self.config.rule_groups:  # a rule an earlier turn computed, recalled
             stated = self.rule_groups.recalled(rule, code, sem)
         if stated is None:

@@ -1,0 +1,214 @@
+"""Round 30: rules recalled by the key their code took, "med_" names, distances said twice, and the
+statistic of a distance rule.
+
+* A turn whose words say its rule's statistic is taken over a group but bind no column ("the women
+  with the same nationality status (Swiss or foreign)") records the key its code took, with the
+  phrase's words (`rule_groups.RuleGroupHistory.taken`). A later turn that recomputes the rule it
+  calls withdrawn over another key is read against that key only when its own group phrase shares a
+  word with the recorded one ("their nationality group's median").
+* A rule is a version not in force also when "we set aside", "let go", "went back on" it
+  (`LEXICON.undone_version`, read only after a rule's noun and its subject).
+* A name made of "med" and the aggregated column's own name (`AVG(income) AS med_income`) states the
+  median (`named_stats.stated_by`); "med" elsewhere may shorten "medical" and states nothing.
+* A distance said in two units ("four years (48 months) older than the median") is read with both;
+  a code's other distance is re-run with the one of its order of size, and with none where that is
+  unclear (`rule_offsets`).
+* The statistic of a rule said as a distance from it ("48 months above their sex's median entry
+  age") is read as that of a multiple is (`rule_statistics.stated`).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from stateguard.inspection.inspect import inspect_code
+from stateguard.verification import rule_offsets, rule_statistics, rule_windows
+from stateguard.verification.extract import RULE_VERSION
+from stateguard.verification.named_stats import stated_by
+from stateguard.verification.rule_groups import RuleGroupHistory
+from stateguard.verification.superseded import FlagHistory
+
+DEFINED = (
+    "nat_median = sw.groupby('foreign')['nlinc'].transform('median')\n"
+    "sw['comfortable'] = sw['nlinc'] >= 1.3 * nat_median"
+)
+DEFINING = (
+    "a household is comfortable when its non-labour income is at least 1.3 times the median non-labour "
+    "income of the women with the same nationality status (Swiss or foreign)"
+)
+
+
+def _recalled_later(question: str, key: str) -> rule_windows.Stated | None:
+    history = RuleGroupHistory()
+    rule = history.taken(7, DEFINING, DEFINED, inspect_code(DEFINED))
+    assert rule is not None and rule.keys == ("foreign",)
+    history.record(rule)
+    later = (
+        f"meds = sw.groupby('{key}')['nlinc'].median()\n"
+        f"rel = mothers['nlinc'] >= 1.3 * mothers['{key}'].map(meds)"
+    )
+    return history.recalled(question, later, inspect_code(later))
+
+
+@pytest.mark.parametrize(
+    ("question", "key", "found"),
+    [
+        (
+            "Last, the definition we have just dropped: who reach 1.3 times their nationality group's median?",
+            "lfp",
+            True,
+        ),
+        # the key the defining turn's code took is the recorded one
+        (
+            "Last, the definition we have just dropped: who reach 1.3 times their nationality group's median?",
+            "foreign",
+            False,
+        ),
+        # a group phrase that shares no word with the recorded one: another group, perhaps
+        (
+            "Last, the definition we have just dropped: who reach 1.3 times their age band's median?",
+            "lfp",
+            False,
+        ),
+        # no version named: the rule in force, not a recalled one
+        ("Who reach 1.3 times their nationality group's median?", "lfp", False),
+        (
+            "Thinking of the rule we set aside: who reach 1.3 times their nationality group's median?",
+            "lfp",
+            True,
+        ),
+    ],
+)
+def test_a_rule_whose_words_bind_no_group_is_recalled_by_its_code_s_key(
+    question: str, key: str, found: bool
+) -> None:
+    recalled = _recalled_later(question, key)
+    assert (recalled.keys if recalled else None) == (["foreign"] if found else None)
+
+
+def test_a_turn_that_recalls_a_rule_or_says_no_group_records_nothing() -> None:
+    history = RuleGroupHistory()
+    assert (
+        history.taken(
+            12,
+            "the rule we dropped: 1.3 times their nationality group's median",
+            DEFINED,
+            inspect_code(DEFINED),
+        )
+        is None
+    )
+    assert (
+        history.taken(
+            7, "a household is comfortable at 1.3 times the median income", DEFINED, inspect_code(DEFINED)
+        )
+        is None
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "undone"),
+    [
+        ("Thinking of the age-relative rule we set aside: which records", True),
+        ("the class-relative rule we let go", True),
+        ("the gender-relative rule we went back on", True),
+        ("Set aside the rows with a missing age.", False),
+        ("the rule we set at 5", False),
+    ],
+)
+def test_a_rule_set_aside_is_a_version_not_in_force(text: str, undone: bool) -> None:
+    assert bool(RULE_VERSION.search(text)) is undone
+
+
+@pytest.mark.parametrize(
+    ("name", "column", "stated"),
+    [
+        ("med_income", "income", {"median"}),
+        ("med_total", "total", {"median"}),
+        ("med_V1", "V1", {"median"}),
+        ("med_cost", "income", set()),  # "med" beside another word may be "medical"
+        ("med_visits", None, set()),
+        ("median_income", "income", {"median"}),
+    ],
+)
+def test_med_and_the_aggregated_column_s_name_state_the_median(
+    name: str, column: str | None, stated: set[str]
+) -> None:
+    assert stated_by(name, column) == stated
+
+
+ENTRANT = (
+    "a late entrant is someone who moved in at least four years (48 months) older than the median entry "
+    "age of all residents of the same sex"
+)
+
+
+@pytest.mark.parametrize(
+    ("distance", "after"),
+    [("36", ">= sex_median + 48"), ("48", None), ("4", None), ("12", None), ("3", ">= sex_median + 4")],
+)
+def test_a_distance_said_in_two_units_is_read_with_both(distance: str, after: str | None) -> None:
+    code = f"ch['late'] = ch['ageentry'] >= sex_median + {distance}"
+    found = rule_offsets.changed(ENTRANT, code)
+    assert (found.after if found else None) == after
+
+
+SEX_RULE = "which residents moved in at least 48 months above their sex's median entry age but before 80?"
+
+
+@pytest.mark.parametrize(("statistic", "found"), [("mean", True), ("median", False)])
+def test_the_statistic_of_a_distance_rule_is_read(statistic: str, found: bool) -> None:
+    code = (
+        f"medians = ch.groupby('gender')['ageentry'].{statistic}()\n"
+        "above = followed['ageentry'] >= followed['gender'].map(medians) + 48\n"
+    )
+    changed = rule_statistics.changed(SEX_RULE, code)
+    assert (changed is not None) is found
+    if changed is not None:
+        assert changed.site.after.endswith(".median()") and changed.stated.function == "median"
+
+
+def test_a_group_statistic_of_a_selection_of_rows_looked_up_back_is_read() -> None:
+    code = (
+        "status_median = ps[ps['hours'] > 0].groupby('married')['earnings'].median()\n"
+        "ps['top_pay'] = ps['earnings'] >= 2.5 * ps['married'].map(status_median)\n"
+    )
+    assert rule_windows.rule_keys(code, inspect_code(code)) == ["married"]
+    joined = rule_windows.joined_site(code, inspect_code(code), rule_windows.Stated("kids", ""))
+    assert joined is not None and joined.after.count("'kids'") == 2
+
+
+@pytest.mark.parametrize(
+    ("first_question", "restoring", "found"),
+    [
+        # "age-80" is the number the defining turn stated beside 960
+        (
+            "Residents who moved in at 80 or older (960 months or more) are late entrants.",
+            "Restore the age-80 late_entrant.",
+            True,
+        ),
+        # a number no version, and no turn that stated one, has: a new rule is asked for
+        (
+            "Residents who moved in at 960 months or more are late entrants.",
+            "Restore the age-80 late_entrant.",
+            False,
+        ),
+        (
+            "Residents who moved in at 80 or older (960 months or more) are late entrants.",
+            "Restore the age-75 late_entrant.",
+            False,
+        ),
+    ],
+)
+def test_a_restoring_question_may_state_the_numbers_the_defining_turn_stated(
+    first_question: str, restoring: str, found: bool
+) -> None:
+    history = FlagHistory()
+    first = "ch['late_entrant'] = ch['ageentry'] >= 960"
+    history.record(2, first, inspect_code(first), first_question)
+    second = "ch['late_entrant'] = ch['ageentry'] >= sex_median + 48"
+    history.record(
+        7, second, inspect_code(second), "Recompute late_entrant with the sex-relative definition."
+    )
+    code = "ch['late_entrant'] = ch['ageentry'] > 960"
+    restored = history.restored(restoring, code, inspect_code(code))
+    assert [r.after for r in restored] == (["ch['ageentry'] >= 960"] if found else [])
