@@ -7,7 +7,8 @@ the words around it name no column the ordinary reading could bind, the name is 
 the question's statistic to the code's value. A finding needs the aggregate re-run as named to
 give other values AND the turn's answer to change (`ProbeItem.needs_changed`).
 
-Mean, median and sum (total), the statistics a name states without doubt; a minimum or maximum
+Mean, median and sum (total), the statistics a name states without doubt ("med" only with exactly
+the aggregated column's name: `med_income` for a statistic of `income`); a minimum or maximum
 only where the code computes one of those three (`max_drop = MIN(change)` is a fall's largest size,
 so one extreme is never read against the other from the name alone), or where a summary rebuilt under
 its name took, under that output name, the named extreme when it was first built (`max_tbl = MAX(tbl)`

@@ -8,7 +8,9 @@
         adults["med"] >= 8 * adults["health"].map(medians)             -- a mean, not the median
 
 The words give the statistic only inside a multiple of it ("1.5 times the median ...", "eight
-times their rating's median", read by `rule_multiples.stated_phrases`): the mean or the median,
+times their rating's median", read by `rule_multiples.stated_phrases`) or a distance from it ("48
+months above their sex's median", `rule_offsets.stated_phrases`; the compared column is then the one
+the code writes right before the comparison): the mean or the median,
 said the same way in every such phrase of the turn's own rule (its context or its question), and
 neither said beside it in the same phrase. The code's side is a fact: the turn tests exactly one
 comparison against a number times something, and computes exactly one group statistic of the

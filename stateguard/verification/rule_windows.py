@@ -60,9 +60,10 @@ _POSSESSIVE = re.compile(
     r"(?:own\s+)?(?:median|mean|average|typical)\b",
     re.IGNORECASE,
 )
-# "all tracts that share its highway-access index": the rows the statistic is taken over share the group
+# "all tracts that share its highway-access index", "the cabinets sharing its majority status": the rows
+# the statistic is taken over share the group
 _SHARED = re.compile(
-    r"\b(?:that|which|who)\s+shares?\s+(?:its|their|his|her)\s+(?:own\s+)?"
+    r"\b(?:(?:that|which|who)\s+shares?|sharing)\s+(?:its|their|his|her)\s+(?:own\s+)?"
     r"(?P<words>[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*){0,2})",
     re.IGNORECASE,
 )

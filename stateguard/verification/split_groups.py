@@ -12,11 +12,16 @@ the answer gate re-running the turn that way (the reported answer must change).
 
 Only the outermost SELECT of a statement that a reported value is computed from is read; a
 grouped subquery or CTE (a two-step aggregation: count per phase and decade, then average per
-phase) is left alone.
+phase) is left alone, with one exception: a subquery that picks the most common value of one
+column (`SELECT dose FROM rel GROUP BY dose, patient ORDER BY count(*) DESC, dose LIMIT 1`). A key
+it neither selects nor orders by makes it count pairs, not the column's rows (`mode_keys`); a key it
+orders by (a tie-break: `GROUP BY i.infection, i.iinfct ... ORDER BY count(*) DESC, i.iinfct`) is
+kept, so the re-run breaks ties as the code does.
 """
 
 from __future__ import annotations
 
+import sqlglot
 from sqlglot import exp
 
 from stateguard.verification.requirements import Kind, Requirement
@@ -84,3 +89,46 @@ def requirement(reported: list[str], hidden: list[str]) -> Requirement:
         subject=reported,
         keys=reported,
     )
+
+
+def _is_count(node: exp.Expr) -> bool:
+    return isinstance(node, exp.Count)
+
+
+def mode_keys(sql: str) -> tuple[list[str], list[str], str] | None:
+    """(reported, hidden, the statement re-written): the one most-common-value subquery of `sql`
+    grouped by keys it neither selects nor orders by, re-written grouped by the others. None when
+    there is no such subquery, several, or the statement does not parse."""
+    try:
+        tree = sqlglot.parse_one(sql, dialect="duckdb")
+    except Exception:  # noqa: BLE001 - sqlglot raises several error types
+        return None
+    found: list[tuple[exp.Select, list[exp.Expr], list[exp.Expr]]] = []
+    for select in tree.find_all(exp.Select):
+        if select is tree:
+            continue
+        group, order, limit = select.args.get("group"), select.args.get("order"), select.args.get("limit")
+        if not isinstance(group, exp.Group) or not isinstance(order, exp.Order) or limit is None:
+            continue
+        if limit.expression is None or limit.expression.sql() != "1" or len(group.expressions) < 2:
+            continue
+        first = order.expressions[0] if order.expressions else None
+        if first is None or not first.args.get("desc") or not _is_count(first.this):
+            continue  # the most common value: the count, highest first, one row
+        picked = [n for n in select.expressions if not _is_count(n.this if isinstance(n, exp.Alias) else n)]
+        if len(picked) != 1:
+            continue
+        shown = {_key(picked[0].this if isinstance(picked[0], exp.Alias) else picked[0])}
+        shown |= {_key(o.this) for o in order.expressions[1:]}
+        if any(isinstance(k, exp.Literal) or not list(k.find_all(exp.Column)) for k in group.expressions):
+            continue
+        reported = [k for k in group.expressions if _key(k) in shown]
+        hidden = [k for k in group.expressions if _key(k) not in shown]
+        if reported and hidden:
+            found.append((select, reported, hidden))
+    if len(found) != 1:
+        return None
+    select, reported, hidden = found[0]
+    names = ([k.sql(dialect="duckdb") for k in reported], [k.sql(dialect="duckdb") for k in hidden])
+    select.args["group"].set("expressions", reported)
+    return names[0], names[1], tree.sql(dialect="duckdb")

@@ -1111,7 +1111,10 @@ class SemanticVerifier:
             keys = split_groups.hidden_keys(sel.sql)
             fixed = split_groups.without_keys(sel.sql, keys[1]) if keys else None
             if keys is None or fixed is None:
-                continue
+                mode = split_groups.mode_keys(sel.sql)  # a most-common-value subquery
+                if mode is None:
+                    continue
+                keys, fixed = (mode[0], mode[1]), mode[2]
             req = split_groups.requirement(*keys)
             plan.requirements.append(req)
             plan.notes.append(f"{req.describe()}: the query groups by {', '.join(keys[1])} as well")

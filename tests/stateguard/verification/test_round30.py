@@ -22,11 +22,12 @@ from __future__ import annotations
 import pytest
 
 from stateguard.inspection.inspect import inspect_code
-from stateguard.verification import rule_offsets, rule_statistics, rule_windows
+from stateguard.verification import rule_offsets, rule_statistics, rule_windows, split_groups
 from stateguard.verification.extract import RULE_VERSION
 from stateguard.verification.named_stats import stated_by
 from stateguard.verification.rule_groups import RuleGroupHistory
 from stateguard.verification.superseded import FlagHistory
+from tests.stateguard.verification.conftest import session_with
 
 DEFINED = (
     "nat_median = sw.groupby('foreign')['nlinc'].transform('median')\n"
@@ -212,3 +213,58 @@ def test_a_restoring_question_may_state_the_numbers_the_defining_turn_stated(
     code = "ch['late_entrant'] = ch['ageentry'] > 960"
     restored = history.restored(restoring, code, inspect_code(code))
     assert [r.after for r in restored] == (["ch['ageentry'] >= 960"] if found else [])
+
+
+MODE = (
+    "WITH rel AS (SELECT * FROM labs WHERE alt_m >= 3 * alt_b)\n"
+    "SELECT count(*), (SELECT dose FROM rel GROUP BY {keys} ORDER BY count(*) DESC{tie} LIMIT 1) FROM rel"
+)
+
+
+@pytest.mark.parametrize(
+    ("keys", "tie", "found"),
+    [
+        ("dose, patient", ", dose", (["dose"], ["patient"])),
+        ("dose", ", dose", None),  # grouped by the picked column alone
+        # a key the tie-break orders by is kept: the re-run breaks ties as the code does
+        ("dose, code", ", code", None),
+        ("dose, code, patient", ", code", (["dose", "code"], ["patient"])),
+    ],
+)
+def test_a_most_common_value_taken_over_pairs_is_regrouped_on_its_column(
+    keys: str, tie: str, found: tuple[list[str], list[str]] | None
+) -> None:
+    mode = split_groups.mode_keys(MODE.format(keys=keys, tie=tie))
+    assert (mode[:2] if mode else None) == found
+    if mode is not None:
+        assert f"GROUP BY {', '.join(found[0])} ORDER BY" in mode[2]  # type: ignore[index]
+
+
+def test_a_most_common_value_taken_over_pairs_is_planned_for_a_re_run() -> None:
+    # the dict workspace shares the database with probes, so a SQL re-run of the turn is not made
+    # here (the sandbox makes it, and the answer gate needs the answer to change)
+    setup = (
+        "import duckdb, json\ncon = duckdb.connect()\n"
+        "con.execute('CREATE TABLE o AS SELECT * FROM orders')\n"
+        "print(json.dumps({'n': len(orders)}))"
+    )
+    code = (
+        "import json\n"
+        'row = con.execute("SELECT count(*), (SELECT region FROM o GROUP BY region{extra} ORDER BY count(*) DESC, '
+        'region LIMIT 1) FROM o").fetchone()\n'
+        "print(json.dumps({'n': row[0], 'top_region': row[1]}))"
+    )
+    question = "How many orders are there, and which region do most of them come from?"
+    notes = {}
+    for extra in ("", ", customer_id"):
+        session = session_with()
+        assert session.turn("Load the orders into DuckDB. How many are there?", setup) == []
+        assert session.turn(question, code.replace("{extra}", extra)) == []
+        notes[extra] = [n for n in session.verifier.last.notes if "groups by" in n]
+    assert notes[""] == []
+    assert notes[", customer_id"] == ["one result per region: the query groups by customer_id as well"]
+
+
+def test_rows_sharing_its_group_say_a_group() -> None:
+    rule = "less than 75% of the median time in office of the cabinets sharing its majority status"
+    assert rule_windows.group_words(rule) == {"majority", "status"}
