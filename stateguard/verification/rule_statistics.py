@@ -96,9 +96,10 @@ def _sql_sites(code: str) -> list[Site]:
             continue
         for m in re.finditer(call, body, re.IGNORECASE):
             out.append(_site(m, _SQL, block.group(0)))
-    # a correlated subquery multiplied in the rule: "* (SELECT median(h.x) FROM t h WHERE h.g = w.g)"
+    # a correlated subquery multiplied in the rule: "* (SELECT median(h.x) FROM t h WHERE h.g = w.g)",
+    # or compared with, a distance added: ">= (SELECT median(m.sr) FROM marked m WHERE ...) + 8"
     for block in re.finditer(
-        r"\*\s*(?P<sub>\(\s*SELECT\s+(?P<body>[^()]*(?:\([^()]*\)[^()]*)*)\))", code, re.IGNORECASE
+        r"(?:\*|[<>]=?)\s*(?P<sub>\(\s*SELECT\s+(?P<body>[^()]*(?:\([^()]*\)[^()]*)*)\))", code, re.IGNORECASE
     ):
         body = block.group("body")
         if re.search(r"\bGROUP\s+BY\b", body, re.IGNORECASE) or not re.search(

@@ -316,7 +316,8 @@ def requirement(share: SubgroupShare) -> Requirement:
 
 
 def probe(share: SubgroupShare, frames: list[str], connection: str | None, report: str, field: str) -> str:
-    """A probe program: `_v` when the reported share matches a whole-table share and no subgroup one."""
+    """A probe program: `_v` when the reported share matches a whole-table share, or the share of the
+    rows outside the subgroup (`WHERE opec <> 'yes'`), and not the subgroup's."""
     return textwrap.dedent(f"""\
         import numbers as _nb
         _flag, _col, _val, _field = {share.flag!r}, {share.column!r}, {share.value!r}, {field!r}
@@ -332,7 +333,8 @@ def probe(share: SubgroupShare, frames: list[str], connection: str | None, repor
             _fl = _f[_flag].fillna(False).astype(bool)
             if not _in.any():
                 return None
-            return (float(_fl[_in].mean()), float(_fl.mean()), float((_fl & _in).mean()))
+            _out = float(_fl[~_in].mean()) if (~_in).any() else float('nan')
+            return (float(_fl[_in].mean()), float(_fl.mean()), float((_fl & _in).mean()), _out)
         def _table_shares(_con, _t):
             import pandas as _pd
             _cur = _con.execute('SELECT * FROM ' + _t)
@@ -360,7 +362,7 @@ def probe(share: SubgroupShare, frames: list[str], connection: str | None, repor
             _tol = 0.5 * 10 ** -_d + 1e-9
             return any(abs(_r - _x * _k) <= _tol for _k in (1.0, 100.0))
         _within = any(_match(_s[0]) for _s in _shares.values())
-        _whole = any(_match(_s[1]) or _match(_s[2]) for _s in _shares.values())
+        _whole = any(_match(_s[1]) or _match(_s[2]) or _match(_s[3]) for _s in _shares.values())
         _v = bool(_shares) and not _within and _whole
         _o = {{'subgroup_share': {{_n: round(_s[0], 6) for _n, _s in _shares.items()}}, 'matches_a_whole_table_share': _whole}}""")
 

@@ -41,6 +41,8 @@ _BOOLEAN = re.compile(
     r"(?:[<>]=?|[=!]=)|\bAND\b|\bOR\b|\bNOT\b|\.between\(|\.isin\(|\.(?:ge|gt|le|lt|eq|ne)\(", re.IGNORECASE
 )
 # Words that point at a version of a rule other than the one in force: the turn means that one.
+# "old" said of an age ("how old were their mothers", "years old", "older than 60"): no version
+_AGE = re.compile(r"\bhow\s+old\b|\byears?\s+old\b|\bold(?:er)?\s+than\b", re.IGNORECASE)
 _EARLIER = re.compile(rf"\b(?:{'|'.join(LEXICON.earlier_version)})\b", re.IGNORECASE)
 # Tokens of an expression: a pandas column access, a (qualified) SQL name, a number, an operator.
 # pandas' comparison methods (`wage.ge(2.0)`) are read as the operator they stand for, so a rule
@@ -438,7 +440,7 @@ class FlagHistory:
             term = self.term_of(current.flag, question)
             if term is None or _find(current.shape, code_tokens):
                 continue  # the flag is not named, or its rule in force is written out too
-            if _EARLIER.search(question.replace(term, " ")):
+            if _EARLIER.search(_AGE.sub(" ", question.replace(term, " "))):
                 continue  # the question points at an earlier version (the flag's own name aside: `older`)
             numbers = _numbers(question)
             for old in reversed(versions[:-1]):

@@ -63,6 +63,7 @@ from stateguard.verification import (
     rule_windows,
     share_base,
     split_groups,
+    sql_edit,
     standing,
     stated_sides,
     superseded,
@@ -635,9 +636,10 @@ class SemanticVerifier:
             for c in clauses(question)
             for r in current_rule_flags(c, self.vocab, tables)
         ]
-        self._flag_frames(sem, plan, current, RequirementBinder(sem, self.vocab, later))
+        binder = RequirementBinder(sem, self.vocab, later)
+        self._flag_frames(sem, plan, current, binder)
         if self.config.flag_fields:
-            self._flag_fields(sem, plan, read_flags)
+            self._flag_fields(sem, plan, read_flags, binder)
         return plan
 
     def _flag_frames(
@@ -662,11 +664,16 @@ class SemanticVerifier:
             )
             _add_item(plan, req, "flag_frames", _flag_frames_probe(req, frames), frames, "missing")
 
-    def _flag_fields(self, sem: CodeSemantics, plan: Plan, read: list[Requirement]) -> None:
+    def _flag_fields(
+        self, sem: CodeSemantics, plan: Plan, read: list[Requirement], binder: RequirementBinder
+    ) -> None:
         """A scope of flagged rows whose flag the turn's code reads for some values but not in a reported
         value named for the flagged rows (`total_displ_frugal = road["displ"].sum()` where the question asks
         for "the total engine displacement of all frugal road cars"): that value's frames must hold only
-        flagged rows. The field's name is the agent's own label for what it computed."""
+        flagged rows. The field's name is the agent's own label for what it computed. A value a SQL
+        query computed (`"n_opec_thrifty": n_opec`, `n_opec = con.execute("SELECT count(*) FROM recent
+        WHERE opec = 'yes'")...`) from a table that holds the flag is re-run with the flag tested, and
+        the answer gate must see the answer change."""
         for req in read:
             column = req.columns[0]
             tokens = column_tokens(column)
@@ -677,6 +684,21 @@ class SemanticVerifier:
                     continue  # not named for the flagged rows ("n_non_frugal" names the others)
                 if re.search(rf"(?<![\w]){re.escape(column)}(?![\w])", text):
                     continue  # the value's own code reads the flag
+                query = _query_behind(text, sem)
+                if query is not None:
+                    if _tests(query, column) or column not in binder.columns_of(query):
+                        continue
+                    test = f"NOT {column}" if req.exclude else column
+                    fixed = sql_edit.add_condition(query.sql, test)
+                    if fixed is None:
+                        continue
+                    if req not in plan.requirements:
+                        plan.requirements.append(req)
+                    plan.notes.append(
+                        f"{req.describe()}: the query behind the reported {field} never tests {column}"
+                    )
+                    binder.add_rerun(req, query, fixed, "missing", plan, needs_changed=True)
+                    continue
                 frames = _frames_in(text)
                 if not frames:
                     continue
@@ -1365,6 +1387,16 @@ def _tests_by_mask(sel: Selection, column: str, sem: CodeSemantics, code: str) -
         if texts:
             return all(reads_mask(t) for t in texts)
     return any(m in sel.sources for m in masks)
+
+
+def _query_behind(text: str, sem: CodeSemantics) -> Selection | None:
+    """The one SQL query whose result a reported value is (`n_opec`, `row[1]`), when the value is a
+    name (perhaps indexed) that exactly one SQL statement assigns."""
+    m = re.fullmatch(r"\s*(?:int|float|round)?\(?\s*([A-Za-z_]\w*)\s*(?:\[\s*\d+\s*\])?\s*\)?\s*", text)
+    if m is None:
+        return None
+    found = [s for s in sem.selections if s.language == "sql" and s.sql and s.target == m.group(1)]
+    return found[0] if len(found) == 1 else None
 
 
 def _tests(sel: Selection, column: str) -> bool:

@@ -27,6 +27,7 @@ from stateguard.verification.extract import RULE_VERSION
 from stateguard.verification.named_stats import stated_by
 from stateguard.verification.rule_groups import RuleGroupHistory
 from stateguard.verification.superseded import FlagHistory
+from stateguard.verification.verifier import _query_behind
 from tests.stateguard.verification.conftest import session_with
 
 DEFINED = (
@@ -268,3 +269,82 @@ def test_a_most_common_value_taken_over_pairs_is_planned_for_a_re_run() -> None:
 def test_rows_sharing_its_group_say_a_group() -> None:
     rule = "less than 75% of the median time in office of the cabinets sharing its majority status"
     assert rule_windows.group_words(rule) == {"majority", "status"}
+
+
+# -- made after fresh40's first look (tuned on fresh40 from here) ------------------------------------
+
+PRICEY = "orders['pricey'] = orders['price'] > 150"
+
+
+@pytest.mark.parametrize(
+    ("share", "flagged"),
+    [
+        ("100 * orders.loc[orders['region'] == 'North', 'pricey'].mean()", False),
+        # the share of the other regions' orders: the subgroup turned round
+        ("100 * orders.loc[orders['region'] != 'North', 'pricey'].mean()", True),
+    ],
+)
+def test_a_subgroup_share_taken_over_the_other_rows_is_found(share: str, flagged: bool) -> None:
+    session = session_with(PRICEY)
+    assert (
+        session.turn("How many orders are there?", "import json\nprint(json.dumps({'n': len(orders)}))") == []
+    )
+    code = f"import json\nresult = {{'n_pricey': int(orders['pricey'].sum()), 'pct_pricey_north': {share}}}\nprint(json.dumps(result))"
+    findings = session.turn(
+        "How many orders are pricey, and what percentage of the North orders are pricey?", code
+    )
+    assert bool([f for f in findings if "North" in f.reason or "region" in f.reason]) is flagged
+
+
+@pytest.mark.parametrize(
+    ("field", "target"),
+    [
+        ("n_opec", "n_opec"),
+        ("int(n_opec)", "n_opec"),
+        ("row[1]", "row"),
+        ("n_opec + 1", None),
+        ("len(x)", None),
+    ],
+)
+def test_the_one_query_behind_a_reported_value(field: str, target: str | None) -> None:
+    code = (
+        "n_opec = con.execute(\"SELECT count(*) FROM recent WHERE opec = 'yes'\").fetchone()[0]\n"
+        "row = con.execute('SELECT count(*), avg(sr) FROM recent').fetchone()\n"
+    )
+    found = _query_behind(field, inspect_code(code))
+    assert (found.target if found else None) == target
+
+
+def test_the_statistic_of_a_correlated_distance_rule_is_read() -> None:
+    question = "which recent years were at least 8 points above their year's median saving rate yet under 25?"
+    code = (
+        'row = con.execute("""\nWITH rel AS (SELECT r.* FROM recent r\n'
+        "    WHERE r.sr >= (SELECT avg(m.sr) FROM marked m WHERE m.year = r.year) + 8 AND NOT r.thrifty)\n"
+        'SELECT count(*), avg(sr) FROM rel\n""").fetchone()\n'
+    )
+    changed = rule_statistics.changed(question, code)
+    assert changed is not None
+    assert changed.site.after == "(SELECT median(m.sr) FROM marked m WHERE m.year = r.year)"
+    assert rule_statistics.changed(question, code.replace("avg(m.sr)", "median(m.sr)")) is None
+
+
+@pytest.mark.parametrize(
+    ("question", "found"),
+    [
+        (
+            "Among the long-fed children: the median duration, and how old were their mothers on average?",
+            True,
+        ),
+        ("Among the long-fed children: the median duration, and how many mothers are older than 30?", True),
+        # an earlier version named: the replaced rule is asked for
+        ("Among the children long-fed by the old rule: the median duration?", False),
+    ],
+)
+def test_old_said_of_an_age_names_no_earlier_version(question: str, found: bool) -> None:
+    history = FlagHistory()
+    first = "bf['long_fed'] = bf['duration'] >= 24"
+    history.record(2, first, inspect_code(first), "A child is long-fed when fed for 24 weeks or more.")
+    second = "bf['long_fed'] = bf['duration'] >= 2 * year_median"
+    history.record(7, second, inspect_code(second), "Recompute long_fed by the new definition.")
+    code = "lf = bf.loc[bf['duration'] >= 24]\nresult = {'median_duration': float(lf['duration'].median())}"
+    assert bool(history.restated(question, code, inspect_code(code))) is found
