@@ -25,6 +25,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+import sqlglot
+from sqlglot import exp
+
 from stateguard.artifacts.lexicon import LEXICON
 from stateguard.inspection.code_model import CodeSemantics
 from stateguard.verification import extract
@@ -41,8 +44,11 @@ _BOOLEAN = re.compile(
     r"(?:[<>]=?|[=!]=)|\bAND\b|\bOR\b|\bNOT\b|\.between\(|\.isin\(|\.(?:ge|gt|le|lt|eq|ne)\(", re.IGNORECASE
 )
 # Words that point at a version of a rule other than the one in force: the turn means that one.
-# "old" said of an age ("how old were their mothers", "years old", "older than 60"): no version
-_AGE = re.compile(r"\bhow\s+old\b|\byears?\s+old\b|\bold(?:er)?\s+than\b", re.IGNORECASE)
+# "old" said of an age ("how old were their mothers", "years old", "older than 60", "20 or older"): no
+# version
+_AGE = re.compile(
+    r"\bhow\s+old\b|\byears?\s+old\b|\bold(?:er)?\s+than\b|\b(?:or|and)\s+older\b", re.IGNORECASE
+)
 _EARLIER = re.compile(rf"\b(?:{'|'.join(LEXICON.earlier_version)})\b", re.IGNORECASE)
 # Tokens of an expression: a pandas column access, a (qualified) SQL name, a number, an operator.
 # pandas' comparison methods (`wage.ge(2.0)`) are read as the operator they stand for, so a rule
@@ -282,6 +288,55 @@ def _assigned(code: str, sem: CodeSemantics) -> set[str]:
     return {v.flag.lower() for v in _flag_assignments(code, sem, None)}
 
 
+_SQL_ALIAS = re.compile(r"^(?P<expr>[^,]+?)\s+AS\s+(?P<name>[A-Za-z_]\w*)$", re.IGNORECASE)
+_PANDAS_COLUMN = re.compile(
+    r"^[ \t]*[A-Za-z_]\w*\[\s*([\"'])(?P<name>\w+)\1\s*\]\s*=(?!=)\s*(?P<expr>[^\n]+?)\s*$", re.M
+)
+
+
+def _derived(code: str, sem: CodeSemantics) -> dict[str, tuple[tuple[str, str | float], ...]]:
+    """Columns the code computes by arithmetic on two or more columns (`HomeGoals + AwayGoals AS total`,
+    `df["total"] = df["a"] + df["b"]`): name -> the expression's shape. A comparison is a flag, not one."""
+    exprs: list[tuple[str, str]] = []
+    for sel in sem.selections:
+        if sel.language != "sql" or not sel.sql:
+            continue
+        try:
+            tree = sqlglot.parse_one(sel.sql, dialect="duckdb")
+        except Exception:  # noqa: BLE001 - sqlglot raises several error types
+            continue
+        if isinstance(tree, exp.Select):
+            exprs += [
+                (a.alias, a.this.sql(dialect="duckdb")) for a in tree.expressions if isinstance(a, exp.Alias)
+            ]
+    exprs += [(m.group("name"), m.group("expr")) for m in _PANDAS_COLUMN.finditer(code)]
+    out: dict[str, tuple[tuple[str, str | float], ...]] = {}
+    for name, text in exprs:
+        shape = tuple((t.kind, t.value) for t in tokens(text))
+        ops = {v for k, v in shape if k == "op"}
+        if (
+            sum(k == "col" for k, _ in shape) >= 2
+            and ops
+            and ops <= {"+", "-", "*", "/"}
+            and all(k in ("col", "op") for k, _ in shape)
+        ):
+            out[name.lower()] = shape
+    return out
+
+
+def _on_derived(
+    shape: tuple[tuple[str, str | float], ...], derived: dict[str, tuple[tuple[str, str | float], ...]]
+) -> list[tuple[tuple[str, str | float], ...]]:
+    """The rule's shape with a computed column's expression in it replaced by that column."""
+    out = []
+    for name, expr in derived.items():
+        n = len(expr)
+        for i in range(len(shape) - n + 1):
+            if shape[i : i + n] == expr:
+                out.append((*shape[:i], ("col", name), *shape[i + n :]))
+    return out
+
+
 def _find(shape: tuple[tuple[str, str | float], ...], code_tokens: list[Token]) -> list[tuple[int, int]]:
     n = len(shape)
     hits = []
@@ -381,6 +436,9 @@ class FlagHistory:
         self.terms: dict[str, list[str]] = {}
         # the numbers the turn that recorded a version stated ("80 or older (960 months or more)")
         self.stated_with: dict[Version, set[float]] = {}
+        # columns the committed cells computed from others (`HomeGoals + AwayGoals AS total`): by name,
+        # the expression's shape, so a replaced rule written on the column is found too (`total >= 5`)
+        self.derived: dict[str, tuple[tuple[str, str | float], ...]] = {}
 
     def record(self, turn: int | None, code: str, sem: CodeSemantics, question: str = "") -> None:
         assigned = []
@@ -388,6 +446,7 @@ class FlagHistory:
             assigned.append(v.flag.lower())
             self.versions.setdefault(v.flag.lower(), []).append(v)
             self.stated_with[v] = _numbers(question)
+        self.derived.update(_derived(code, sem))
         defined = {m.group("term").lower() for p in _DEFINED_TERMS for m in p.finditer(question)}
         # a turn that (re)defines one flag and gives one term: the flag's term, at its first
         # definition or at a redefinition ("a chick is heavily infested when ...")
@@ -451,7 +510,13 @@ class FlagHistory:
                     question, shape
                 ):
                     continue  # the question states the replaced rule's number: that rule is asked for
-                hits = _find(shape, code_tokens)
+                # the rule as written, or on a column computed from its expression (`total >= 5`)
+                found = [
+                    h
+                    for form in [shape, *_on_derived(shape, self.derived)]
+                    if (h := _find(form, code_tokens))
+                ]
+                hits = found[0] if len(found) == 1 else []
                 if len(hits) != 1:
                     continue  # not written out, or in several places: which one answers is not known
                 first, last = code_tokens[hits[0][0]], code_tokens[hits[0][1] - 1]

@@ -336,6 +336,7 @@ def test_the_statistic_of_a_correlated_distance_rule_is_read() -> None:
             True,
         ),
         ("Among the long-fed children: the median duration, and how many mothers are older than 30?", True),
+        ("Among the long-fed children: the median duration, and how many mothers were 20 or older?", True),
         # an earlier version named: the replaced rule is asked for
         ("Among the children long-fed by the old rule: the median duration?", False),
     ],
@@ -348,3 +349,29 @@ def test_old_said_of_an_age_names_no_earlier_version(question: str, found: bool)
     history.record(7, second, inspect_code(second), "Recompute long_fed by the new definition.")
     code = "lf = bf.loc[bf['duration'] >= 24]\nresult = {'median_duration': float(lf['duration'].median())}"
     assert bool(history.restated(question, code, inspect_code(code))) is found
+
+
+@pytest.mark.parametrize(
+    ("query", "found"),
+    [
+        ("SELECT count_if(total >= 5) FROM modern", True),  # the replaced rule on the computed column
+        ("SELECT count_if(goal_rich) FROM modern", False),
+        ("SELECT count_if(total >= 6) FROM modern", False),
+    ],
+)
+def test_a_replaced_rule_written_on_a_column_computed_from_its_expression(query: str, found: bool) -> None:
+    history = FlagHistory()
+    first = (
+        'con.execute("CREATE TABLE flagged AS SELECT *, HomeGoals + AwayGoals AS total, '
+        '(HomeGoals + AwayGoals) >= 5 AS goal_rich FROM games")'
+    )
+    history.record(2, first, inspect_code(first), "A match is goal-rich with five or more goals.")
+    second = (
+        'con.execute("CREATE OR REPLACE TABLE flagged AS SELECT * REPLACE (total >= 2 * med AS goal_rich) '
+        'FROM flagged")'
+    )
+    history.record(7, second, inspect_code(second), "Redefine goal-rich by the season-relative rule.")
+    assert history.derived == {"total": (("col", "homegoals"), ("op", "+"), ("col", "awaygoals"))}
+    code = f'n = con.execute("{query}").fetchone()[0]'
+    restated = history.restated("How many goal-rich modern matches are there?", code, inspect_code(code))
+    assert [r.before for r in restated] == (["total >= 5"] if found else [])
