@@ -177,7 +177,7 @@ def changed(rule: str, code: str) -> Changed | None:
     if said is None:
         return None
     text = _code_text(code)
-    compared = [(c.text, c.subject) for c in rule_multiples.sites(code)]
+    compared: list[tuple[str, str | None]] = [(c.text, c.subject) for c in rule_multiples.sites(code)]
     if not compared:  # a distance from the statistic ("48 months above their sex's median")
         compared = [(c.text, _offset_subject(text, c.text)) for c in rule_offsets.sites(code)]
     found = list({(s.text, s.call): s for s in [*_sql_sites(text), *_pandas_sites(text)]}.values())
