@@ -23,7 +23,7 @@ from stateguard.artifacts.lexicon import LEXICON
 from stateguard.inspection.code_model import Aggregate, CodeSemantics, Condition, Selection
 from stateguard.verification import bind_cutoff, listed_joins, probes, sql_edit
 from stateguard.verification.bind_loose import code_tests
-from stateguard.verification.binder import Binder, Plan, close
+from stateguard.verification.binder import Binder, Plan, close, side_status
 from stateguard.verification.requirements import Kind, Requirement
 from stateguard.verification.rules.registry import RULES
 from stateguard.verification.vocabulary import (
@@ -310,7 +310,7 @@ class RequirementBinder(Binder):
                         "kept_rows" if cond.column and not masked else "rerun",
                         site[0],
                         self.variables(sel),
-                        "threshold" if moved else "differs",
+                        "threshold" if moved else side_status(req.op, cond.op),
                         constraint=site[1],
                         edit=edit,
                         needs_changed=masked,

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from stateguard.artifacts.lexicon import LEXICON
 from stateguard.inspection.code_model import CodeSemantics, Selection
 from stateguard.verification import bind_cutoff, probes
-from stateguard.verification.binder import Binder, Plan, close
+from stateguard.verification.binder import Binder, Plan, close, side_status
 from stateguard.verification.extract import (
     _DEFINITION_FRAME,
     _FRAME_OTHER,
@@ -278,7 +278,7 @@ def bind_loose(b: Binder, question: str, loose: list[Requirement], plan: Plan, p
             plan.notes.append(f"{req_b.describe()}: {what}, as stated")
             continue
         plan.notes.append(f"{req_b.describe()}: bound through the code to {what}")
-        status = "differs" if site.op[0] != (req.op or "=")[0] else "threshold"
+        status = side_status(req.op or "=", site.op)
         if site.sel.language == "pandas":
             edit = probes.SpanEdit(
                 kind="text", before=site.text, after=probes.pandas_predicate(req, site.lhs, scale)

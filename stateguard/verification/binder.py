@@ -175,6 +175,15 @@ class Binder:
         )
 
 
+def side_status(stated: str | None, code: str | None) -> str:
+    """The status of a comparison the code makes otherwise than stated: "threshold" when only the
+    cut-off value itself is kept the other way (`> 24` for "at least 24": the same direction, the
+    bound strict instead of inclusive or the reverse), "differs" when the direction is reversed."""
+    if stated and code and stated[0] == code[0]:
+        return "threshold"
+    return "differs"
+
+
 def reason(req: Requirement, status: str) -> str:
     """Worker-facing words naming the kind of problem (the hint guard allows task-text numbers; no
     code, no computed values)."""

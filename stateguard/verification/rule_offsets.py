@@ -8,7 +8,8 @@
 The words give a distance only where they say it whole: a number ("two", "1.5", "a") and its unit
 ("standard deviations", "SD", "years", "points"), perhaps with "or more" between them, then a side
 ("above", "below", "younger than", "more than", ...) and, within a few words, a statistic ("the mean",
-"their class mean", "the group's median age"). Every such phrase of the rule must give the same
+"their class mean", "the group's median age"), or the row's own value of something ("one point above
+the patient's own baseline score"). Every such phrase of the rule must give the same
 distance and side, or nothing is read. A distance said again in another unit in parentheses ("four
 years (48 months) older than") gives two readings: the code's distance may be either, and another
 one is re-run with the reading of its order of size, or with none where both are near it. The code's side is a fact: exactly one comparison of the turn's
@@ -35,7 +36,7 @@ _STAT_WORDS = "|".join(re.escape(w) for w in LEXICON.statistics if " " not in w 
 _STATED = re.compile(
     rf"(?<![\w.])(?P<n>{_NUM}|a|an|one|{'|'.join(_WORDS)})\s+(?:or\s+more\s+)?"
     rf"(?:(?P<unit>{_SD}|[a-z]+)\s+)?(?:\((?P<again>{_NUM})\s+[a-z]+\)\s+)?(?:or\s+more\s+)?(?P<side>{'|'.join(_UP + _DOWN)})(?:\s+than)?\s+"
-    rf"(?P<after>(?:[\w'-]+\s+){{0,5}}?(?:{_STAT_WORDS})\b)",
+    rf"(?P<after>(?:[\w'-]+\s+){{0,5}}?(?:{_STAT_WORDS})\b|(?:the\s+[\w-]+'s\s+|their\s+|its\s+|his\s+|her\s+)own\s+[\w-]+)",
     re.IGNORECASE,
 )
 # the code: a comparison whose other side adds or subtracts a number (times something, for an SD); a

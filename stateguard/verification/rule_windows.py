@@ -48,9 +48,10 @@ _OWN = re.compile(
     re.IGNORECASE,
 )
 # "the median ratio of the districts with the same grade span", "of the patients from the same state",
+# "of the interviews done by the same interviewer",
 # "of all wives whose husbands have the same occupation code"
 _SAME = re.compile(
-    r"\b(?:with|from|in|of|for|at|on|under|within|sharing|shares?|ha(?:ve|s|d|ving))\s+(?:the|that)\s+same\s+"
+    r"\b(?:with|from|in|of|for|at|on|by|under|within|sharing|shares?|ha(?:ve|s|d|ving))\s+(?:the|that)\s+same\s+"
     r"(?P<words>[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*){0,2})",
     re.IGNORECASE,
 )

@@ -70,7 +70,7 @@ from stateguard.verification import (
     unstated_cutoff,
 )
 from stateguard.verification.bind import RequirementBinder, bind
-from stateguard.verification.binder import Plan, reason
+from stateguard.verification.binder import Plan, reason, side_status
 from stateguard.verification.definitions import Definitions
 from stateguard.verification.extract import (
     aliases,
@@ -985,8 +985,10 @@ class SemanticVerifier:
             return
         req = stated_sides.requirement(found)
         note = f"the code's one test of it is `{found.before}`"
+        said = re.match(r"\s*([<>!=]=?)", found.before)
+        status = side_status(found.op, said.group(1) if said else None)
         _add_text_rerun(
-            plan, req, note, code, (found.before, found.after), "stated_side", stated_sides.PROBE, "differs"
+            plan, req, note, code, (found.before, found.after), "stated_side", stated_sides.PROBE, status
         )
 
     def _unstated_cutoff(self, ctx: Any, turn: Any, code: str, plan: Plan) -> None:

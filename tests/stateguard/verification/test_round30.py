@@ -23,8 +23,10 @@ import pytest
 
 from stateguard.inspection.inspect import inspect_code
 from stateguard.verification import rule_offsets, rule_statistics, rule_windows, split_groups
+from stateguard.verification.binder import reason, side_status
 from stateguard.verification.extract import RULE_VERSION
 from stateguard.verification.named_stats import stated_by
+from stateguard.verification.requirements import Kind, Requirement
 from stateguard.verification.rule_groups import RuleGroupHistory
 from stateguard.verification.superseded import FlagHistory
 from stateguard.verification.verifier import _query_behind
@@ -375,3 +377,41 @@ def test_a_replaced_rule_written_on_a_column_computed_from_its_expression(query:
     code = f'n = con.execute("{query}").fetchone()[0]'
     restated = history.restated("How many goal-rich modern matches are there?", code, inspect_code(code))
     assert [r.before for r in restated] == (["total >= 5"] if found else [])
+
+
+@pytest.mark.parametrize(
+    ("stated", "code", "status"),
+    [
+        (">=", ">", "threshold"),
+        ("<", "<=", "threshold"),
+        (">=", "<=", "differs"),
+        (">", "<", "differs"),
+        ("==", "!=", "differs"),
+    ],
+)
+def test_a_bound_kept_strict_instead_of_inclusive_is_a_cut_off_mistake(
+    stated: str, code: str, status: str
+) -> None:
+    # `> 24` for "at least 24" keeps the direction; the hint names the cut-off, not a reversed side
+    assert side_status(stated, code) == status
+    req = Requirement(kind=Kind.COMPARISON, text="at least 24", columns=["duration"], op=stated, value=24.0)
+    words = reason(req, status)
+    assert ("cut-off" in words) is (status == "threshold")
+    assert ("reversed" in words) is (status == "differs")
+
+
+def test_a_group_said_as_done_by_the_same_one() -> None:
+    rule = "an interview is drawn-out when it took at least 1.4 times the median length of the interviews done by the same interviewer"
+    stated = rule_windows.stated_group(
+        rule, ["y", "homeOwn"], {"id": ("interviewer",)}, ["age", "length"], {}, [], ["id"]
+    )
+    assert stated is not None and stated.keys == ["id"]
+
+
+@pytest.mark.parametrize(("distance", "after"), [("2", '>= ra["baseline"] + 1'), ("1", None)])
+def test_a_distance_from_the_row_s_own_value(distance: str, after: str | None) -> None:
+    rule = (
+        "a reading is favourable when its score is at least one point above the patient's own baseline score"
+    )
+    found = rule_offsets.changed(rule, f'ra["favourable"] = ra["y"] >= ra["baseline"] + {distance}')
+    assert (found.after if found else None) == after
