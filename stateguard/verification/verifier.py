@@ -686,8 +686,10 @@ class SemanticVerifier:
                     continue  # the value's own code reads the flag
                 query = _query_behind(text, sem)
                 if query is not None:
-                    if _tests(query, column) or column not in binder.columns_of(query):
-                        continue
+                    if re.search(
+                        rf"\b{re.escape(column)}\b", query.sql, re.IGNORECASE
+                    ) or column not in binder.columns_of(query):
+                        continue  # the query reads the flag (tests it, counts it) or cannot
                     test = f"NOT {column}" if req.exclude else column
                     fixed = sql_edit.add_condition(query.sql, test)
                     if fixed is None:
