@@ -113,3 +113,14 @@ def sandboxed(tmp_path: Path, *cells: str) -> tuple[Session, SandboxWorkspace]:
 @pytest.fixture
 def session() -> Session:
     return Session()
+
+
+def flag_history(*versions: tuple[int, str, str]) -> Any:
+    """A `FlagHistory` that recorded each (turn, code, question) in order, as committed turns are."""
+    from stateguard.inspection.inspect import inspect_code
+    from stateguard.verification.superseded import FlagHistory
+
+    history = FlagHistory()
+    for turn, code, question in versions:
+        history.record(turn, code, inspect_code(code), question)
+    return history

@@ -72,7 +72,7 @@ from stateguard.verification.regrouped import GroupingHistory
 from stateguard.verification.rule_groups import RuleGroupHistory
 from stateguard.verification.superseded import FlagHistory
 from stateguard.verification.vocabulary import ColumnInfo, Vocabulary
-from tests.stateguard.verification.conftest import session_with
+from tests.stateguard.verification.conftest import flag_history, session_with
 
 NOISE = (
     "a run is good when its share correct is at least 0.2 above the median share of all runs played at "
@@ -357,11 +357,14 @@ def test_the_term_a_definition_gives_its_rows(said: str, term: str | None) -> No
 
 
 def test_a_redefinition_s_term_names_the_flag_later() -> None:
-    history = FlagHistory()
-    first = 'chicks["heavy"] = chicks["TICKS"] >= 15'
-    history.record(2, first, inspect_code(first), "Flag the chicks with many ticks.")
-    again = 'chicks["heavy"] = chicks["TICKS"] >= chicks["year_median"] + 10'
-    history.record(7, again, inspect_code(again), "Now a chick is heavily infested when it carries ten more.")
+    history = flag_history(
+        (2, 'chicks["heavy"] = chicks["TICKS"] >= 15', "Flag the chicks with many ticks."),
+        (
+            7,
+            'chicks["heavy"] = chicks["TICKS"] >= chicks["year_median"] + 10',
+            "Now a chick is heavily infested when it carries ten more.",
+        ),
+    )
     read = 'infested = upland[upland["TICKS"] >= 15]\nn = len(infested)'
     question = "For the upland chicks that are heavily infested by today's definition: how many?"
     restated = history.restated(question, read, inspect_code(read))

@@ -28,9 +28,8 @@ from stateguard.verification.extract import RULE_VERSION
 from stateguard.verification.named_stats import stated_by
 from stateguard.verification.requirements import Kind, Requirement
 from stateguard.verification.rule_groups import RuleGroupHistory
-from stateguard.verification.superseded import FlagHistory
 from stateguard.verification.verifier import _query_behind
-from tests.stateguard.verification.conftest import session_with
+from tests.stateguard.verification.conftest import flag_history, session_with
 
 DEFINED = (
     "nat_median = sw.groupby('foreign')['nlinc'].transform('median')\n"
@@ -206,12 +205,9 @@ def test_a_group_statistic_of_a_selection_of_rows_looked_up_back_is_read() -> No
 def test_a_restoring_question_may_state_the_numbers_the_defining_turn_stated(
     first_question: str, restoring: str, found: bool
 ) -> None:
-    history = FlagHistory()
-    first = "ch['late_entrant'] = ch['ageentry'] >= 960"
-    history.record(2, first, inspect_code(first), first_question)
-    second = "ch['late_entrant'] = ch['ageentry'] >= sex_median + 48"
-    history.record(
-        7, second, inspect_code(second), "Recompute late_entrant with the sex-relative definition."
+    history = flag_history(
+        (2, "ch['late_entrant'] = ch['ageentry'] >= 960", first_question),
+        (7, "ch['late_entrant'] = ch['ageentry'] >= sex_median + 48", "Recompute it, sex-relative."),
     )
     code = "ch['late_entrant'] = ch['ageentry'] > 960"
     restored = history.restored(restoring, code, inspect_code(code))
@@ -344,11 +340,14 @@ def test_the_statistic_of_a_correlated_distance_rule_is_read() -> None:
     ],
 )
 def test_old_said_of_an_age_names_no_earlier_version(question: str, found: bool) -> None:
-    history = FlagHistory()
-    first = "bf['long_fed'] = bf['duration'] >= 24"
-    history.record(2, first, inspect_code(first), "A child is long-fed when fed for 24 weeks or more.")
-    second = "bf['long_fed'] = bf['duration'] >= 2 * year_median"
-    history.record(7, second, inspect_code(second), "Recompute long_fed by the new definition.")
+    history = flag_history(
+        (2, "bf['long_fed'] = bf['duration'] >= 24", "A child is long-fed when fed for 24 weeks or more."),
+        (
+            7,
+            "bf['long_fed'] = bf['duration'] >= 2 * year_median",
+            "Recompute long_fed by the new definition.",
+        ),
+    )
     code = "lf = bf.loc[bf['duration'] >= 24]\nresult = {'median_duration': float(lf['duration'].median())}"
     assert bool(history.restated(question, code, inspect_code(code))) is found
 
@@ -362,17 +361,18 @@ def test_old_said_of_an_age_names_no_earlier_version(question: str, found: bool)
     ],
 )
 def test_a_replaced_rule_written_on_a_column_computed_from_its_expression(query: str, found: bool) -> None:
-    history = FlagHistory()
     first = (
         'con.execute("CREATE TABLE flagged AS SELECT *, HomeGoals + AwayGoals AS total, '
         '(HomeGoals + AwayGoals) >= 5 AS goal_rich FROM games")'
     )
-    history.record(2, first, inspect_code(first), "A match is goal-rich with five or more goals.")
     second = (
         'con.execute("CREATE OR REPLACE TABLE flagged AS SELECT * REPLACE (total >= 2 * med AS goal_rich) '
         'FROM flagged")'
     )
-    history.record(7, second, inspect_code(second), "Redefine goal-rich by the season-relative rule.")
+    history = flag_history(
+        (2, first, "A match is goal-rich with five or more goals."),
+        (7, second, "Redefine goal-rich by the season-relative rule."),
+    )
     assert history.derived == {"total": (("col", "homegoals"), ("op", "+"), ("col", "awaygoals"))}
     code = f'n = con.execute("{query}").fetchone()[0]'
     restated = history.restated("How many goal-rich modern matches are there?", code, inspect_code(code))
