@@ -77,10 +77,9 @@ class RuleGroupHistory:
     @staticmethod
     def taken(turn: int, rule: str, code: str, sem: CodeSemantics) -> RuleGroup | None:
         """The turn's rule and the key its code took, when its words say a group but bind none."""
-        site = _one_rule(code)
         if RULE_VERSION.search(rule):
             return None  # a turn recalling a rule keys nothing for later ones
-        said = rule_windows.group_words(rule)
+        site, said = _one_rule(code), rule_windows.group_words(rule)
         keys = rule_windows.rule_keys(code, sem) if site is not None and said else None
         if site is None or not keys:
             return None

@@ -64,6 +64,7 @@ class Site:
     distance: float
     up: bool
     times: bool
+    subject: str | None = None  # the column written right before the comparison (`f["ageentry"] >=`)
 
 
 def stated_phrases(rule: str) -> list[re.Match[str]]:
@@ -99,8 +100,12 @@ def sites(code: str) -> list[Site]:
     for m in _SITE.finditer(text):
         if re.search(r"[\w.)\]]\s*$", m.group("rhs")) is None:
             continue  # `>= -2`: a negative number, not a distance from something
+        lhs = re.search(
+            r"(?:\[\s*([\"'])(?P<col>\w+)\1\s*\]|\b(?:\w+\.)?(?P<name>[A-Za-z_]\w*))\s*$", text[: m.start()]
+        )
+        subject = None if lhs is None else lhs.group("col") or lhs.group("name")
         out[m.group(0)] = Site(
-            m.group(0), float(m.group("k")), m.group("sign") == "+", bool(m.group("times"))
+            m.group(0), float(m.group("k")), m.group("sign") == "+", bool(m.group("times")), subject
         )
     return list(out.values())
 

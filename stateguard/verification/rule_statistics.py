@@ -139,18 +139,6 @@ def _pandas_sites(code: str) -> list[Site]:
     return out
 
 
-def _offset_subject(code: str, compared: str) -> str | None:
-    """The column a comparison with a statistic plus a distance tests: the column written right before
-    it (`f["ageentry"] >= ...`, `t.income <= ...`), once in the code."""
-    if code.count(compared) != 1:
-        return None
-    m = re.search(
-        rf"(?:\[\s*([\"'])(?P<col>\w+)\1\s*\]|\b(?:{_ID}\.)?(?P<name>{_ID}))\s*$",
-        code[: code.index(compared)],
-    )
-    return None if m is None else m.group("col") or m.group("name")
-
-
 def _rewritten(site: Site, function: str) -> str:
     """The site's text taking `function` instead."""
     call = site.call
@@ -179,7 +167,7 @@ def changed(rule: str, code: str) -> Changed | None:
     text = _code_text(code)
     compared: list[tuple[str, str | None]] = [(c.text, c.subject) for c in rule_multiples.sites(code)]
     if not compared:  # a distance from the statistic ("48 months above their sex's median")
-        compared = [(c.text, _offset_subject(text, c.text)) for c in rule_offsets.sites(code)]
+        compared = [(c.text, c.subject) for c in rule_offsets.sites(code)]
     found = list({(s.text, s.call): s for s in [*_sql_sites(text), *_pandas_sites(text)]}.values())
     if len(compared) != 1 or len(found) != 1:
         return None

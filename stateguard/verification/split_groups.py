@@ -48,13 +48,22 @@ def hidden_keys(sql: str) -> tuple[list[str], list[str]] | None:
         shown.add(_key(inner))
         if isinstance(node, exp.Alias):
             shown.add(node.alias.lower())
-    reported: list[str] = []
-    hidden: list[str] = []
+    split = _split(group, shown)
+    if split is None:
+        return None
+    return [k.sql(dialect="duckdb") for k in split[0]], [k.sql(dialect="duckdb") for k in split[1]]
+
+
+def _split(group: exp.Group, shown: set[str]) -> tuple[list[exp.Expr], list[exp.Expr]] | None:
+    """The GROUP BY keys `shown` names (as written, or a column by its name) and the others; None
+    unless there are both, or for a positional or ALL key."""
+    reported: list[exp.Expr] = []
+    hidden: list[exp.Expr] = []
     for key in group.expressions:
         if isinstance(key, exp.Literal) or not list(key.find_all(exp.Column)):
             return None  # GROUP BY 1, GROUP BY ALL: positions, not keys
         shows = _key(key) in shown or (isinstance(key, exp.Column) and key.name.lower() in shown)
-        (reported if shows else hidden).append(key.sql(dialect="duckdb"))
+        (reported if shows else hidden).append(key)
     return (reported, hidden) if reported and hidden else None
 
 
@@ -91,10 +100,6 @@ def requirement(reported: list[str], hidden: list[str]) -> Requirement:
     )
 
 
-def _is_count(node: exp.Expr) -> bool:
-    return isinstance(node, exp.Count)
-
-
 def mode_keys(sql: str) -> tuple[list[str], list[str], str] | None:
     """(reported, hidden, the statement re-written): the one most-common-value subquery of `sql`
     grouped by keys it neither selects nor orders by, re-written grouped by the others. None when
@@ -113,19 +118,20 @@ def mode_keys(sql: str) -> tuple[list[str], list[str], str] | None:
         if limit.expression is None or limit.expression.sql() != "1" or len(group.expressions) < 2:
             continue
         first = order.expressions[0] if order.expressions else None
-        if first is None or not first.args.get("desc") or not _is_count(first.this):
+        if first is None or not first.args.get("desc") or not isinstance(first.this, exp.Count):
             continue  # the most common value: the count, highest first, one row
-        picked = [n for n in select.expressions if not _is_count(n.this if isinstance(n, exp.Alias) else n)]
+        picked = [
+            n
+            for n in select.expressions
+            if not isinstance(n.this if isinstance(n, exp.Alias) else n, exp.Count)
+        ]
         if len(picked) != 1:
             continue
         shown = {_key(picked[0].this if isinstance(picked[0], exp.Alias) else picked[0])}
         shown |= {_key(o.this) for o in order.expressions[1:]}
-        if any(isinstance(k, exp.Literal) or not list(k.find_all(exp.Column)) for k in group.expressions):
-            continue
-        reported = [k for k in group.expressions if _key(k) in shown]
-        hidden = [k for k in group.expressions if _key(k) not in shown]
-        if reported and hidden:
-            found.append((select, reported, hidden))
+        split = _split(group, shown)
+        if split is not None:
+            found.append((select, *split))
     if len(found) != 1:
         return None
     select, reported, hidden = found[0]

@@ -46,6 +46,7 @@ class Flipped:
     text: str  # the words stating it
     before: str
     after: str
+    status: str = "differs"  # "threshold": the stated side, but not its end (`> 12` for "at least 12")
 
 
 def _up(op: str) -> bool:
@@ -124,7 +125,7 @@ def flipped(said: str, code: str) -> Flipped | None:
             stated = next(iter(said_ops))
             written = stated if m.start("k") > m.start("op") else MIRROR[stated]
             after = before[: op_at[0]] + written + before[op_at[1] :]
-            found.append(Flipped(x, stated, words, before, after))
+            found.append(Flipped(x, stated, words, before, after, "threshold"))
             continue
         if _up(side) == up or code.count(before) != 1:
             continue

@@ -288,7 +288,6 @@ def _assigned(code: str, sem: CodeSemantics) -> set[str]:
     return {v.flag.lower() for v in _flag_assignments(code, sem, None)}
 
 
-_SQL_ALIAS = re.compile(r"^(?P<expr>[^,]+?)\s+AS\s+(?P<name>[A-Za-z_]\w*)$", re.IGNORECASE)
 _PANDAS_COLUMN = re.compile(
     r"^[ \t]*[A-Za-z_]\w*\[\s*([\"'])(?P<name>\w+)\1\s*\]\s*=(?!=)\s*(?P<expr>[^\n]+?)\s*$", re.M
 )

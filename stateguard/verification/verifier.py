@@ -70,7 +70,8 @@ from stateguard.verification import (
     unstated_cutoff,
 )
 from stateguard.verification.bind import RequirementBinder, bind
-from stateguard.verification.binder import Plan, reason, side_status
+from stateguard.verification.binder import Plan, reason
+from stateguard.verification.code_text import unwrapped
 from stateguard.verification.definitions import Definitions
 from stateguard.verification.extract import (
     aliases,
@@ -987,11 +988,8 @@ class SemanticVerifier:
             return
         req = stated_sides.requirement(found)
         note = f"the code's one test of it is `{found.before}`"
-        said = re.match(r"\s*([<>!=]=?)", found.before)
-        status = side_status(found.op, said.group(1) if said else None)
-        _add_text_rerun(
-            plan, req, note, code, (found.before, found.after), "stated_side", stated_sides.PROBE, status
-        )
+        edit = (found.before, found.after)
+        _add_text_rerun(plan, req, note, code, edit, "stated_side", stated_sides.PROBE, found.status)
 
     def _unstated_cutoff(self, ctx: Any, turn: Any, code: str, plan: Plan) -> None:
         """A re-run item for the code's one comparison against a number no text names, when the turn
@@ -1396,7 +1394,7 @@ def _tests_by_mask(sel: Selection, column: str, sem: CodeSemantics, code: str) -
 def _query_behind(text: str, sem: CodeSemantics) -> Selection | None:
     """The one SQL query whose result a reported value is (`n_opec`, `row[1]`), when the value is a
     name (perhaps indexed) that exactly one SQL statement assigns."""
-    m = re.fullmatch(r"\s*(?:int|float|round)?\(?\s*([A-Za-z_]\w*)\s*(?:\[\s*\d+\s*\])?\s*\)?\s*", text)
+    m = re.fullmatch(r"([A-Za-z_]\w*)\s*(?:\[\s*\d+\s*\])?", unwrapped(text, rounding=True))
     if m is None:
         return None
     found = [s for s in sem.selections if s.language == "sql" and s.sql and s.target == m.group(1)]

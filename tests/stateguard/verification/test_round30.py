@@ -22,7 +22,7 @@ from __future__ import annotations
 import pytest
 
 from stateguard.inspection.inspect import inspect_code
-from stateguard.verification import rule_offsets, rule_statistics, rule_windows, split_groups
+from stateguard.verification import rule_offsets, rule_statistics, rule_windows, split_groups, stated_sides
 from stateguard.verification.binder import reason, side_status
 from stateguard.verification.extract import RULE_VERSION
 from stateguard.verification.named_stats import stated_by
@@ -415,3 +415,11 @@ def test_a_distance_from_the_row_s_own_value(distance: str, after: str | None) -
     )
     found = rule_offsets.changed(rule, f'ra["favourable"] = ra["y"] >= ra["baseline"] + {distance}')
     assert (found.after if found else None) == after
+
+
+def test_the_stated_side_check_names_a_strict_bound_a_cut_off() -> None:
+    said = "A child breast-fed for at least 24 weeks counts as long-fed"
+    strict = stated_sides.flipped(said, 'bf["long_fed"] = bf["duration"] > 24')
+    reversed_ = stated_sides.flipped(said, 'bf["long_fed"] = bf["duration"] < 24')
+    assert strict is not None and (strict.after, strict.status) == (">= 24", "threshold")
+    assert reversed_ is not None and reversed_.status == "differs"
