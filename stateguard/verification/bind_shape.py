@@ -598,7 +598,7 @@ def order(b: Binder, req: Requirement, plan: Plan) -> None:
             plan.notes.append(f"{req.describe()}: the code ranks through a rank column ordered the other way")
             rerun = probes.rerun_probe(b.con, sel.sql, turned)
             span = probes.SpanEdit(kind="sql", before=sel.sql, after=turned)
-            plan.items.append(b.item(req, "ranking", rerun, b.variables(sel), "order", edit=span))
+            plan.items.append(b.item(req, "ranking", rerun, b.variables(sel), "reversed", edit=span))
             return
     # a limit with no order of its own (`by_iq["man"].head(5)`) takes the order of the frame it reads:
     # the statements that order are read first
@@ -612,6 +612,8 @@ def order(b: Binder, req: Requirement, plan: Plan) -> None:
             return
     sel = ranked[-1]
     plan.notes.append(f"{req.describe()}: the code orders by {sel.order} with limit {sel.limit}")
+    # the code's first key runs the other way from the question: the hint says the direction
+    status = "reversed" if sel.order and sel.order[0][1] != req.descending else "order"
     site, edit = None, None
     if sel.language == "sql" and b.con and sel.sql:
         fixed = sql_edit.set_order(
@@ -637,14 +639,14 @@ def order(b: Binder, req: Requirement, plan: Plan) -> None:
                 "largest first" if descending else "smallest first"
             )
             plan.items.append(
-                b.item(req, "ranking", site, b.variables(sel), "order", edit=edit, needs_changed=True)
+                b.item(req, "ranking", site, b.variables(sel), "reversed", edit=edit, needs_changed=True)
             )
             return
     if site:
         # the pandas site reads the ranked artifact itself: a constraint that a correct retry meets
         artifact = sel.language != "sql" and (sel.target or "").lower() not in b.rewritten
         plan.items.append(
-            b.item(req, "ranking", site, b.variables(sel), "order", constraint=artifact, edit=edit)
+            b.item(req, "ranking", site, b.variables(sel), status, constraint=artifact, edit=edit)
         )
     else:
         plan.unverified.append(req)

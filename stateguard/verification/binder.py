@@ -203,7 +203,7 @@ def reason(req: Requirement, status: str) -> str:
             f"the filter condition on {what} stated in the question is not applied to the kept rows ({said})"
         )
     if req.flag_scope:
-        return f"rows outside the requested scope remain: rows whose flag {what} is false are used ({said})"
+        return f"rows outside the requested scope remain: the filter on the flag {what} is not applied, rows where it is false are used ({said})"
     if req.kind is Kind.SCOPE:
         return f"rows outside the requested scope remain: the filter on {what} does not match the question ({said})"
     if req.kind is Kind.NOT_NULL:
@@ -218,6 +218,8 @@ def reason(req: Requirement, status: str) -> str:
         kept = "only matched rows" if req.how == "inner" else "unmatched rows as well"
         return f"the join keeps a different set of rows than the question asks ({kept}; {said})"
     if req.kind is Kind.ORDER:
+        if status == "reversed":
+            return f"the ranking runs the other way: its direction is reversed ({said})"
         return f"the ranking order or the number of rows kept differs from the question ({said})"
     if req.kind is Kind.SOURCE:
         return f"the turn reads an earlier version of the data instead of the current {what} the question names ({said})"

@@ -640,6 +640,6 @@ def reason(req: Requirement, status: str) -> str:
         )
     first, second = req.fields
     return (
-        f"'{second}' is asked of the rows counted for '{first}', but it counts rows that '{first}' leaves "
-        f"out; count it on the first count's rows"
+        f"'{second}' is asked of the rows counted for '{first}', but it counts rows that the filter of "
+        f"'{first}' excludes; count it on the first count's rows"
     )

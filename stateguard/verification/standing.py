@@ -600,9 +600,9 @@ def describe(req: Requirement) -> str:
 
 def reason(req: Requirement, status: str) -> str:
     if req.text.startswith("the rows of "):
-        return f"the code computes from rows set aside for the rest of the analysis; keep {req.text[len('the rows of ') :]}"
+        return f"the code computes from rows filtered out for the rest of the analysis; keep {req.text[len('the rows of ') :]}"
     who = "this turn" if req.text.endswith("(this turn)") else "an earlier turn"
     return (
-        f"the code computes from rows {who} set aside for the rest of the analysis; read "
+        f"the code computes from rows {who} filtered out for the rest of the analysis; read "
         f"{' '.join(req.columns)}, which holds the rows still in scope"
     )

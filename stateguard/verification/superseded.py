@@ -127,6 +127,21 @@ class Restatement:
     after: str  # the same place reading the flag instead
     term: str  # the question's words naming the flag
 
+    def change(self) -> str | None:
+        """How the rule in the code departs from `old` when the two differ in comparisons or numbers
+        only: "reversed" when a comparison runs the other way (`>` for `<=`), "threshold" when only
+        cut-offs differ (a number, or a bound strict instead of inclusive); None otherwise."""
+        a, b = self.old.shape, self.current.shape
+        if len(a) != len(b) or a == b:
+            return None
+        pairs = [(x, y) for x, y in zip(a, b, strict=True) if x != y]
+        if any(x[0] != y[0] or x[0] not in ("op", "num") for x, y in pairs):
+            return None
+        ops = [(str(x[1]), str(y[1])) for x, y in pairs if x[0] == "op"]
+        if any(x[:1] not in "<>" or y[:1] not in "<>" for x, y in ops):
+            return None
+        return "reversed" if any(x[0] != y[0] for x, y in ops) else "threshold"
+
     def requirement(self) -> Requirement:
         return Requirement(
             kind=KIND,
@@ -439,6 +454,14 @@ class FlagHistory:
         # the expression's shape, so a replaced rule written on the column is found too (`total >= 5`)
         self.derived: dict[str, tuple[tuple[str, str | float], ...]] = {}
 
+    def redefined_at(self, flag: str) -> int | None:
+        """The turn of a flag's version in force when an earlier turn gave it another rule; None for
+        a flag defined once (or always the same way)."""
+        versions = self.versions.get(flag.lower(), [])
+        if len({v.shape for v in versions}) < 2 or versions[-1].shape == versions[0].shape:
+            return None
+        return versions[-1].turn
+
     def record(self, turn: int | None, code: str, sem: CodeSemantics, question: str = "") -> None:
         assigned = []
         for v in _flag_assignments(code, sem, turn):
@@ -633,9 +656,13 @@ def describe(req: Requirement) -> str:
 
 
 def reason(req: Requirement, status: str) -> str:
-    if status == "restored":
+    if status.startswith("restored"):
+        how = {
+            "restored_reversed": "its comparison direction is reversed against the earlier rule",
+            "restored_threshold": "its cut-off (threshold) is not the earlier rule's",
+        }.get(status, "it is none of the rules the analysis used")
         return (
-            f"the rule the code puts back for '{req.term}' is none of the rules the analysis used: "
+            f"the rule the code puts back for '{req.term}' is not the earlier definition: {how}; "
             f"restore the earlier definition of {' '.join(req.columns)} as it was written"
         )
     return (

@@ -978,7 +978,7 @@ class SemanticVerifier:
             return
         req = ranking_sides.requirement(ranks[0])
         note = f"the code's one ranking is `{found[0]}`"
-        _add_text_rerun(plan, req, note, code, found, "ranking_side", ranking_sides.PROBE, "order")
+        _add_text_rerun(plan, req, note, code, found, "ranking_side", ranking_sides.PROBE, "reversed")
 
     def _stated_side(self, turn: Any, code: str, plan: Plan) -> None:
         """A re-run item for the code's one test of a stated number on the other side than stated
@@ -1149,7 +1149,11 @@ class SemanticVerifier:
         form, or puts back wrong at a rollback (`superseded.py`); the answer gate must then see the
         answer change."""
         restated = [(f, "restated") for f in self.flags.restated(question, code, sem)]
-        for found, status in restated + [(f, "restored") for f in self.flags.restored(question, code, sem)]:
+        restored = [
+            (f, "_".join(filter(None, ("restored", f.change()))))
+            for f in self.flags.restored(question, code, sem)
+        ]
+        for found, status in restated + restored:
             probe = found.probe(sem.connection)
             if probe is None:
                 continue
@@ -1267,10 +1271,15 @@ class SemanticVerifier:
     def _finding(self, item: probes.ProbeItem, outcome: probes.ProbeOutcome) -> Finding:
         req = item.requirement
         where = f" (definition of '{req.term}')" if req.term else ""
+        reason = item.reason
+        again = self.flags.redefined_at(req.columns[0]) if req.flag_scope and len(req.columns) == 1 else None
+        if again is not None:
+            # the flag the rows miss was defined again: the hint says which definition is in force
+            reason += f"; {req.columns[0]} was redefined at turn {again}, and its current definition applies"
         return Finding(
             check="semantic",
             variables=item.variables or ["result"],
-            reason=item.reason,
+            reason=reason,
             evidence=f"{req.kind} requirement '{req.describe()}'{where}: code {item.status}; "
             f"{item.check} probe observed {outcome.observed}",
         )

@@ -113,7 +113,7 @@ def test_the_scope_turn_that_counts_on_the_table_its_parent_was_cut_from(
         findings = session.turn(OWN, code)
     assert bool(findings) is found
     if found:
-        assert "this turn set aside" in findings[0].reason
+        assert "this turn filtered out" in findings[0].reason
 
 
 @pytest.mark.parametrize(

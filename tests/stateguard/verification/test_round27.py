@@ -314,7 +314,7 @@ def test_a_child_made_again_then_read_around_is_re_run_reading_the_child(read: s
         "print(json.dumps(result))"
     )
     findings = session.turn(question, code)
-    assert bool([f for f in findings if "set aside for the rest of the analysis" in f.reason]) is found
+    assert bool([f for f in findings if "filtered out for the rest of the analysis" in f.reason]) is found
 
 
 def _runs_vocab() -> Vocabulary:

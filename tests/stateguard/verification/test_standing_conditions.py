@@ -124,7 +124,7 @@ def test_the_turn_that_keeps_the_scope_in_a_frame_and_reads_the_parent_again(fra
     findings = Session().turn(OWN, code)
     assert bool(findings) is found
     if found:
-        assert "this turn set aside" in findings[0].reason
+        assert "this turn filtered out" in findings[0].reason
 
 
 def test_a_line_that_tests_the_scope_column_on_the_parent_is_left_alone() -> None:
@@ -164,7 +164,7 @@ def test_the_turn_that_keeps_the_scope_in_a_table_and_reads_the_parent_again(
         findings = session.turn(OWN_SQL, code)
     assert bool(findings) is found
     if found:
-        assert "this turn set aside" in findings[0].reason
+        assert "this turn filtered out" in findings[0].reason
 
 
 def test_a_sql_line_that_tests_the_scope_column_on_the_parent_is_left_alone() -> None:

@@ -36,7 +36,7 @@ def test_a_later_turn_reading_the_parent_instead_of_the_scoped_frame_is_a_findin
     findings = session.turn("What is the average price in the North region?", code)
     assert bool(findings) is found
     if found:
-        assert findings[0].variables == ["by_region"] and "set aside" in findings[0].reason
+        assert findings[0].variables == ["by_region"] and "filtered out" in findings[0].reason
 
 
 @pytest.mark.parametrize(

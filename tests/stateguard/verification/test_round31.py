@@ -1,0 +1,145 @@
+"""Round 31: hints that name the kind of mistake their evidence shows.
+
+A finding whose hint names no kind of mistake leaves the worker without a lead: the scripted worker
+(`identify: variable_and_kind`) keeps its answer, as an agent told only "something is off here"
+might. Each finding below says what its probe saw, in the words of the mistake it is:
+
+* a ranking whose code orders the other way from the question: "its direction is reversed" (the
+  count of rows kept keeps the old words);
+* a second count taken over rows the first count's condition excludes, and a computation on rows a
+  turn filtered out for the rest of the analysis: a filter;
+* flagged rows missing their flag's filter: the filter, and, when the flag was defined again, the
+  turn of the definition in force;
+* a rollback that puts back the earlier rule turned the other way or with another cut-off: which.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stateguard.inspection.inspect import inspect_code
+from stateguard.verification import counted_rows, standing, superseded
+from stateguard.verification.binder import reason
+from stateguard.verification.requirements import Kind, Requirement
+from stateguard.workers.response import names_kind
+from tests.stateguard.verification.conftest import Session, flag_history, sandboxed
+
+TOP_FIVE = "Which five orders have the highest price? Give their ids."
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "result = {'top': orders.nsmallest(5, 'price')['order_id'].tolist()}",
+        "ranked = orders.sort_values('price', ascending=True)\nresult = {'top': ranked.head(5)['order_id'].tolist()}",
+    ],
+)
+def test_a_pandas_ranking_the_other_way_is_a_reversed_direction(code: str) -> None:
+    findings = Session().turn(TOP_FIVE, f"import json\n{code}\nprint(json.dumps(result))")
+    assert len(findings) == 1
+    assert "its direction is reversed" in findings[0].reason
+    assert names_kind(findings[0].reason, "counterfactual:flipped_comparison")
+
+
+def test_a_pandas_ranking_the_stated_way_has_no_finding() -> None:
+    code = "import json\nresult = {'top': orders.nlargest(5, 'price')['order_id'].tolist()}\nprint(json.dumps(result))"
+    assert Session().turn(TOP_FIVE, code) == []
+
+
+@pytest.mark.parametrize(("order", "found"), [("ASC", True), ("DESC", False)])
+def test_a_sql_ranking_the_other_way_is_a_reversed_direction(tmp_path: Path, order: str, found: bool) -> None:
+    session, ws = sandboxed(tmp_path)
+    try:
+        code = (
+            f"top = con.execute('SELECT order_id FROM o WHERE price IS NOT NULL ORDER BY price {order} LIMIT 5')"
+            ".fetchall()\nresult = {'top': [r[0] for r in top]}"
+        )
+        findings = session.turn(TOP_FIVE, code)
+    finally:
+        ws.close()
+    assert bool(findings) is found
+    if found:
+        assert "its direction is reversed" in findings[0].reason
+
+
+def test_a_ranking_that_keeps_another_number_of_rows_keeps_the_ranking_words() -> None:
+    req = Requirement(kind=Kind.ORDER, text="the three highest", k=3, descending=True)
+    text = reason(req, "order")
+    assert text.startswith("the ranking order or the number of rows kept differs")
+    assert not names_kind(text, "counterfactual:flipped_comparison")
+    assert names_kind(reason(req, "reversed"), "counterfactual:flipped_comparison")
+
+
+def test_a_count_over_rows_the_first_count_excludes_names_a_filter() -> None:
+    req = Requirement(kind=counted_rows.KIND, text="of those", fields=["n_smokers", "n_of_those_ill"])
+    text = counted_rows.reason(req, "differs")
+    assert "the filter of 'n_smokers' excludes" in text
+    assert names_kind(text, "counterfactual:dropped_filter")
+
+
+@pytest.mark.parametrize("text", ["the scope of turn 3 (this turn)", "the scope of turn 3"])
+def test_rows_a_turn_filtered_out_for_the_rest_of_the_analysis_name_a_filter(text: str) -> None:
+    req = Requirement(kind=standing.KIND, text=text, columns=["workers"], term="workers")
+    said = standing.reason(req, "bypassed")
+    assert "filtered out for the rest of the analysis" in said
+    assert ("this turn" in said) is text.endswith("(this turn)")
+    assert names_kind(said, "counterfactual:dropped_filter")
+
+
+PRICEY = (
+    (1, "orders['pricey'] = orders['price'] > 100", "Call an order pricey when its price is above 100."),
+    (
+        2,
+        "orders['pricey'] = orders['price'] > 200",
+        "From now on an order is pricey when its price is above 200.",
+    ),
+)
+
+
+def test_flagged_rows_missing_a_redefined_flag_name_its_filter_and_the_definition_in_force() -> None:
+    session = Session()
+    for _, code, question in PRICEY:
+        assert session.turn(question, f"{code}\nresult = {{'n': int(orders['pricey'].sum())}}") == []
+    findings = session.turn(
+        "Among the pricey orders, what is the mean rating?",
+        "pricey_orders = orders\nresult = {'mean_rating': float(pricey_orders['rating'].mean())}",
+    )
+    assert len(findings) == 1
+    said = findings[0].reason
+    assert "the filter on the flag pricey is not applied" in said
+    assert said.endswith("pricey was redefined at turn 2, and its current definition applies")
+    assert names_kind(said, "counterfactual:pre_update_definition")
+    assert names_kind(said, "counterfactual:dropped_filter")
+
+
+def test_a_flag_defined_once_or_the_same_way_again_was_not_redefined() -> None:
+    assert flag_history(*PRICEY).redefined_at("Pricey") == 2
+    assert flag_history(PRICEY[0]).redefined_at("pricey") is None
+    assert flag_history(PRICEY[0], (4, PRICEY[0][1], "Mark pricey again.")).redefined_at("pricey") is None
+    assert flag_history(*PRICEY).redefined_at("cheap") is None
+
+
+@pytest.mark.parametrize(
+    ("code", "change"),
+    [
+        ("orders['pricey'] = orders['price'] < 100", "reversed"),
+        ("orders['pricey'] = orders['price'] <= 100", "reversed"),
+        ("orders['pricey'] = orders['price'] > 150", "threshold"),
+        ("orders['pricey'] = orders['price'] >= 100", "threshold"),
+        ("orders['pricey'] = (orders['price'] > 100) & (orders['rating'] > 2)", None),
+    ],
+)
+def test_a_rollback_that_puts_back_the_earlier_rule_changed_says_how(code: str, change: str | None) -> None:
+    history = flag_history(*PRICEY)
+    found = history.restored(
+        "Restore the earlier pricey rule in orders and count the pricey orders.", code, inspect_code(code)
+    )
+    assert len(found) == 1 and found[0].after == "orders['price'] > 100"
+    assert found[0].change() == change
+    status = "_".join(filter(None, ("restored", change)))
+    said = superseded.reason(found[0].requirement(), status)
+    assert "restore the earlier definition of pricey as it was written" in said
+    assert names_kind(said, "counterfactual:flipped_comparison") is (change == "reversed")
+    assert names_kind(said, "counterfactual:changed_threshold") is (change == "threshold")
