@@ -333,6 +333,10 @@ def _unique_keys(con: str, table: str, keys: list[str]) -> str:
     )
 
 
+def _singular(words: list[str]) -> list[str]:
+    return [w.rstrip("s") if len(w) > 3 else w for w in words]
+
+
 def _resolve_key(word: str, pool: list[str]) -> list[str]:
     """A key phrase's column: the phrase itself ("model year" -> model_year), else one of its words
     ("weather label" -> weather, "calendar month" -> month)."""
@@ -340,6 +344,7 @@ def _resolve_key(word: str, pool: list[str]) -> list[str]:
     spelled = [c for c in pool if vocabulary.initials_of(c.lower(), word.lower().split())]
     if len(word.split()) > 1 and spelled and not any(c.lower() == joined for c in pool):
         return spelled[:1]  # "prime minister" -> pm
+    said = _singular(word.lower().split())
     for cand in [joined, *word.lower().split()[::-1]]:
         low = cand.rstrip("s") if len(cand) > 3 else cand
         exact = [
@@ -347,6 +352,16 @@ def _resolve_key(word: str, pool: list[str]) -> list[str]:
         ]
         if exact:
             return exact[:1]
+        if cand == joined:
+            # every word of the phrase is a word of the column's name, in order ("pad type" -> PadType)
+            spelt = [c for c in dict.fromkeys(pool) if _singular(vocabulary.column_tokens(c)) == said]
+            if len(spelt) == 1:
+                return spelt
+    if len(said) == 1:
+        # one word that is a word of exactly one column's name ("by band" -> age_band)
+        holders = [c for c in dict.fromkeys(pool) if said[0] in _singular(vocabulary.column_tokens(c))]
+        if len(holders) == 1 and len(vocabulary.column_tokens(holders[0])) > 1:
+            return holders
     return []
 
 

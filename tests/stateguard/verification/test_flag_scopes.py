@@ -55,7 +55,9 @@ def test_the_flag_dropped_from_a_pandas_selection_is_found() -> None:
     code = "pricey_orders = orders\nresult = {'mean_rating': float(pricey_orders['rating'].mean()), 'n': len(pricey_orders)}"
     findings = session.turn(QUESTION, code)
     assert len(findings) == 1
-    assert "the filter on the flag pricey is not applied, rows where it is false are used" in findings[0].reason
+    assert (
+        "the filter on the flag pricey is not applied, rows where it is false are used" in findings[0].reason
+    )
     assert (
         "'rows_breaking_requirement': 204" in findings[0].evidence
     )  # the orders not above 150 or without a price

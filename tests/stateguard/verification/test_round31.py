@@ -21,10 +21,11 @@ import pytest
 
 from stateguard.inspection.inspect import inspect_code
 from stateguard.verification import counted_rows, standing, superseded
+from stateguard.verification.bind_shape import _resolve_key
 from stateguard.verification.binder import reason
 from stateguard.verification.requirements import Kind, Requirement
 from stateguard.workers.response import names_kind
-from tests.stateguard.verification.conftest import Session, flag_history, sandboxed
+from tests.stateguard.verification.conftest import Session, flag_history, sandboxed, session_with
 
 TOP_FIVE = "Which five orders have the highest price? Give their ids."
 
@@ -143,3 +144,41 @@ def test_a_rollback_that_puts_back_the_earlier_rule_changed_says_how(code: str, 
     assert "restore the earlier definition of pricey as it was written" in said
     assert names_kind(said, "counterfactual:flipped_comparison") is (change == "reversed")
     assert names_kind(said, "counterfactual:changed_threshold") is (change == "threshold")
+
+
+# Round 31, recall: a key said in the words of a column's name.
+
+
+@pytest.mark.parametrize(
+    ("said", "pool", "column"),
+    [
+        ("pad type", ["Mask", "PadType", "skips"], ["PadType"]),  # every word, in order
+        ("pad types", ["Mask", "PadType", "skips"], ["PadType"]),
+        ("band", ["age_band", "gender"], ["age_band"]),  # one word of exactly one column's name
+        ("band", ["band", "age_band"], ["band"]),  # the column of that very name first
+        ("band", ["age_band", "income_band"], []),  # two columns hold the word: abstain
+        ("type", ["PadType", "MaskType"], []),
+        ("type pad", ["PadType"], []),  # not in the column's order
+    ],
+)
+def test_a_key_said_in_the_words_of_a_columns_name_binds_it(
+    said: str, pool: list[str], column: list[str]
+) -> None:
+    assert _resolve_key(said, pool) == column
+
+
+BANDED = "orders['price_band'] = pd.cut(orders['price'], [0, 100, 200, 300]).astype(str)"
+
+
+@pytest.mark.parametrize(("key", "found"), [("region", True), ("price_band", False)])
+def test_a_summary_by_a_word_of_the_key_columns_name_is_checked(key: str, found: bool) -> None:
+    session = session_with(BANDED)
+    code = (
+        f"band_tab = orders.groupby('{key}').agg(n=('order_id', 'count'), mean_rating=('rating', 'mean'))\n"
+        "result = {'by_band': band_tab.to_dict(orient='index')}\n"
+        "import json\nprint(json.dumps(result, default=str))"
+    )
+    findings = session.turn("Summarise the orders by band in `band_tab`: orders and mean rating.", code)
+    assert bool(findings) is found
+    if found:
+        assert "grouping per price_band" in findings[0].reason
