@@ -95,13 +95,24 @@ def decimals_of(value: float) -> int:
     return len(frac)
 
 
+# A sentence that describes how the data holds a value ("a facility code stored as a number with one
+# decimal, such as 3.6") states no reporting precision: the data's decimals, not the answer's.
+_DESCRIBES_DATA = re.compile(
+    r"\b(?:stored|recorded|coded|kept|saved|held|encoded)\b|\b(?:number|value|float|code|figure)s?\s+with\s+$",
+    re.IGNORECASE,
+)
+
+
 def required_decimals(text: str) -> int | None:
-    """Decimal places a task text asks for ('rounded to 4 decimal places', 'two decimals'), if any."""
-    match = _DECIMALS_RE.search(text)
-    if not match:
-        return None
-    word = match.group(1).lower()
-    return _WORDS.get(word, int(word) if word.isdigit() else 0)
+    """Decimal places a task text asks for ('rounded to 4 decimal places', 'two decimals'), if any.
+    Decimals a sentence says the data is kept with are not asked for; the first other mention is."""
+    for match in _DECIMALS_RE.finditer(text):
+        start = max(text.rfind(mark, 0, match.start()) for mark in ".!?\n")
+        if _DESCRIBES_DATA.search(text[start + 1 : match.start()]):
+            continue
+        word = match.group(1).lower()
+        return _WORDS.get(word, int(word) if word.isdigit() else 0)
+    return None
 
 
 def field_name(path: str) -> str:

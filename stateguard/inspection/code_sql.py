@@ -251,11 +251,23 @@ def _selection(select: exp.Select, target: str | None, step: int | None) -> Sele
     )
 
 
+def star_replaced(select: exp.Select) -> list[exp.Expr]:
+    """The select list with the columns a star's REPLACE redefines (`SELECT f.* REPLACE (los > 14 AS
+    prolonged)`: `prolonged` is set to the condition) as aliases of their own."""
+    items = list(select.expressions)
+    for star in select.expressions:
+        if isinstance(star, exp.Column) and isinstance(star.this, exp.Star):
+            star = star.this  # `s.* REPLACE (...)`: a table's star
+        if isinstance(star, exp.Star):
+            items.extend(star.args.get("replace") or [])
+    return items
+
+
 def _flags(select: exp.Select) -> dict[str, list[Condition]]:
-    """`visib < 5 AS poor_vis` (or an AND of such comparisons) in the select list: a flag column
-    stored beside the rows, whose comparisons say which rows it marks."""
+    """`visib < 5 AS poor_vis` (or an AND of such comparisons) in the select list, or a star's REPLACE
+    of such a column: a flag column stored beside the rows, whose comparisons say which rows it marks."""
     out: dict[str, list[Condition]] = {}
-    for item in select.expressions:
+    for item in star_replaced(select):
         if not isinstance(item, exp.Alias):
             continue
         body = item.this

@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from stateguard.artifacts.lexicon import LEXICON
 from stateguard.artifacts.state import AnalyticalState
-from stateguard.verification.extract import clauses, definition_term
+from stateguard.verification.extract import clauses, definition_clause, definition_term
 from stateguard.verification.requirements import Kind, Requirement
 
 _BACK = re.compile(
@@ -69,6 +69,13 @@ class Definitions:
                 del self.entries[key]
             return
         rows = [r for r in requirements if r.kind in _ROWS and r.source in ("question", "context")]
+        # only what the defining sentence states: another sentence of the turn asks about other rows
+        # ("what percentage of the conservatives (ideology 5 or higher) are low-wage?")
+        said = [(definition_clause(t) or "").lower() for t in (turn.question, _context(turn))]
+        elsewhere = " ".join(str(t) for t in (turn.question, _context(turn))).lower()
+        rows = [
+            r for r in rows if any(r.text.lower() in d for d in said if d) or r.text.lower() not in elsewhere
+        ]
         if not any(r.kind is Kind.COMPARISON for r in rows):
             for key in [k for k in self.entries if k[0] == term]:
                 del self.entries[key]  # the term is redefined by something we cannot check

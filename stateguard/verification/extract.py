@@ -823,7 +823,7 @@ def scopes(
                 continue  # "before Grand Rapids was left out": history of the data, not this turn's scope
             if _EXAMPLE_BEFORE.search(before):
                 continue  # "(only the first word of the name, e.g. Adelie)": an example of a value, no scope
-            if _KEPT_EMPTY.match(clause[m.end() : m.end() + 60]):
+            if _KEPT_EMPTY.match(clause[m.end() : m.end() + 60]) or _EMPTY_FOR.search(before):
                 continue  # "keep the overseas label with 0 respondents": an entry kept empty, no scope
             if _names_flag_with(value, before, flag_words):
                 continue  # "far from Clinton" beside the flag `far_clinton`: the flag's name, no scope
@@ -872,6 +872,10 @@ def _names_flag_with(value: str, before: str, flag_words: list[list[str]]) -> bo
     return False
 
 
+# "with 0 babies for "age not recorded"", "0 for the sea label": the zero comes first, then the entry
+_EMPTY_FOR = re.compile(
+    r"(?:^|\W)(?:0|zero|no|none)\s+(?:[a-z-]+\s+){0,2}?for\s+(?:the\s+|an?\s+)?[\"'“`]?$", re.IGNORECASE
+)
 # "the overseas label with 0 respondents", "code 9 with no rows": an entry of a list kept with nothing
 _KEPT_EMPTY = re.compile(
     r"\W*(?:(?:label|labels|entry|entries|code|codes|row|rows|category|type|line|name)\W+)?"
@@ -1810,11 +1814,22 @@ def joins(clause: str) -> list[Requirement]:
 
 def definition_term(question: str) -> str | None:
     """The word a definition sentence defines ('windy', 'fast grower'), or None."""
+    found = _defining(question)
+    return found[0] if found else None
+
+
+def definition_clause(question: str) -> str | None:
+    """The sentence of `question` that defines a term ("Call a respondent low-wage when ..."), or None."""
+    found = _defining(question)
+    return found[1] if found else None
+
+
+def _defining(question: str) -> tuple[str, str] | None:
     for clause in clauses(question):
         m = _DEFINITION.search(re.sub(r"^.*?:\s*", "", clause.strip()) if ":" in clause else clause.strip())
         if m:
             term = m.group("term") or m.group("term2") or m.group("term3") or m.group("term4") or ""
-            return term.lower() or None
+            return (term.lower(), clause) if term else None
     return None
 
 

@@ -244,6 +244,8 @@ def _indicator(word: str, vocab: Vocabulary, tables: list[str]) -> tuple[str, st
     for `contig (1 if the two are contiguous, 0 if not)`): its rows with 1 (true) are the subgroup
     the word names, as (column, the value as the data writes it)."""
     low = word.lower()
+    if any(t.lower().rstrip("s") == low.rstrip("s") for t in tables):
+        return None  # "the recent births" of a frame `births`: the rows' own noun, no subgroup
     marked: dict[str, str] = {}
     for t in tables:
         for col, info in vocab.tables.get(t, {}).items():

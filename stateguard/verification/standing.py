@@ -169,7 +169,14 @@ def _statistics_only(code: str, scope: Scope) -> bool:
             rf"\(\s*SELECT\b[^()]*(?:\([^()]*\)[^()]*)*\bFROM\s+(?:{names})\b[^()]*\bGROUP\s+BY\b[^()]*\)",
             re.IGNORECASE,
         )
-        inside = [(m.start(), m.end()) for m in grouped.finditer(code)]
+        # or one statistic per row, correlated with the outer row's keys (`(SELECT median(f.los) FROM
+        # flagged f WHERE f.hosp = y.hosp)`): the same per-group statistic, looked up row by row
+        correlated = re.compile(
+            rf"\(\s*SELECT\s+\w+\s*\([^()]*\)\s+FROM\s+(?:{names})\b(?:\s+(?:AS\s+)?\w+)?\s+WHERE\b"
+            r"[^()]*\b\w+\.\w+\s*=\s*\w+\.\w+[^()]*\)",
+            re.IGNORECASE,
+        )
+        inside = [(m.start(), m.end()) for p in (grouped, correlated) for m in p.finditer(code)]
         return bool(reads) and all(any(a <= r.start() < b for a, b in inside) for r in reads)
     reads = list(re.finditer(rf"(?<![\w.'\"])(?:{names})(?=\s*[\[.])", code))
     return bool(reads) and all(re.match(r"\s*\.groupby\(", code[r.end() :]) for r in reads)

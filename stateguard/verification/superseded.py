@@ -30,6 +30,7 @@ from sqlglot import exp
 
 from stateguard.artifacts.lexicon import LEXICON
 from stateguard.inspection.code_model import CodeSemantics
+from stateguard.inspection.code_sql import star_replaced
 from stateguard.verification import extract
 from stateguard.verification.code_text import balanced
 from stateguard.verification.requirements import Requirement
@@ -241,13 +242,7 @@ def _sql_flags(sql: str) -> list[tuple[str, str]]:
     if not isinstance(tree, exp.Select):
         return []
     out = []
-    items = list(tree.expressions)
-    for star in tree.expressions:  # `SELECT * REPLACE (kappa > 2 AS raised)` redefines `raised`
-        if isinstance(star, exp.Column) and isinstance(star.this, exp.Star):
-            star = star.this  # `s.* REPLACE (...)`: a table's star
-        if isinstance(star, exp.Star):
-            items.extend(star.args.get("replace") or [])
-    for item in items:
+    for item in star_replaced(tree):  # `SELECT * REPLACE (kappa > 2 AS raised)` redefines `raised`
         if not isinstance(item, exp.Alias):
             continue
         text = _flag_text(item.this)

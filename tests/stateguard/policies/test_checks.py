@@ -20,6 +20,13 @@ from stateguard.store import StateStore
         ("give it to 3 d.p.", 3),
         ("a 1-decimal figure", 1),
         ("no precision stated", None),
+        # decimals the data is kept with are no reporting precision; the instruction after them is
+        (
+            "hospital, a facility code stored as a number with one decimal, such as 3.6. Report to 2 decimals.",
+            2,
+        ),
+        ("the code is stored as a number with one decimal", None),
+        ("prices are floats with two decimals; round answers to 3 decimals", 3),
     ],
 )
 def test_required_decimals(text: str, places: int | None) -> None:

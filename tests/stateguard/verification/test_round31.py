@@ -23,7 +23,10 @@ from stateguard.inspection.inspect import inspect_code
 from stateguard.verification import counted_rows, standing, superseded
 from stateguard.verification.bind_shape import _resolve_key
 from stateguard.verification.binder import reason
+from stateguard.verification.extract import scopes
 from stateguard.verification.requirements import Kind, Requirement
+from stateguard.verification.share_base import _indicator
+from stateguard.verification.vocabulary import ColumnInfo, Vocabulary
 from stateguard.workers.response import names_kind
 from tests.stateguard.verification.conftest import Session, flag_history, sandboxed, session_with
 
@@ -182,3 +185,81 @@ def test_a_summary_by_a_word_of_the_key_columns_name_is_checked(key: str, found:
     assert bool(findings) is found
     if found:
         assert "grouping per price_band" in findings[0].reason
+
+
+# After fresh41's look (tuned on fresh41 from here): its clean runs' false repairs.
+
+
+def test_a_definition_records_only_what_its_own_sentence_states() -> None:
+    """Turn 1 defines 'big' and, in another sentence, asks about the well-rated orders: a later turn
+    that uses 'big' is held to the price rule only, not to the rating bound of the other sentence."""
+    session = Session()
+    define = (
+        "Call an order big when its price is at least 100, and store it as big in orders. How many are "
+        "big, and how many of the well-rated orders (a rating of 4 or higher) are big?"
+    )
+    code = (
+        "orders['big'] = orders['price'] >= 100\nwell = orders[orders['rating'] >= 4]\n"
+        "result = {'n_big': int(orders['big'].sum()), 'n_well_big': int(well['big'].sum())}"
+    )
+    assert session.turn(define, code) == []
+    (entry,) = session.verifier.definitions.entries.values()
+    assert [r.describe() for r in entry.requirements] == ["price >= 100"]
+    later = "orders['mid'] = orders['rating'].between(2, 4)\nresult = {'n_big': int(orders['big'].sum()), 'n_mid': int(orders['mid'].sum())}"
+    assert session.turn("How many orders are big, and how many have a rating from 2 to 4?", later) == []
+
+
+VALUES = Vocabulary(
+    tables={"book": {"label": ColumnInfo(kind="text", values=["under 20", "20 to 35", "age not recorded"])}}
+)
+
+
+@pytest.mark.parametrize(
+    ("clause", "scoped"),
+    [
+        (
+            'merge the babies onto it, so every label gets its number of babies, with 0 babies for "age not recorded"',
+            False,
+        ),
+        ('every label with its count, with 0 for "age not recorded"', False),
+        ('every label with its count, "age not recorded" with 0 babies', False),
+        ('how heavy were the babies of mothers whose age band is "age not recorded"', True),
+    ],
+)
+def test_an_entry_kept_with_a_zero_said_first_is_no_scope(clause: str, scoped: bool) -> None:
+    found = [r for r in scopes(clause, VALUES, ["book"]) if r.columns == ["label"]]
+    assert bool(found) is scoped
+
+
+def test_the_rows_own_noun_names_no_indicator_subgroup() -> None:
+    columns = {
+        "midage": ColumnInfo(kind="num", low=0, high=1),
+        "low": ColumnInfo(kind="text", values=["False", "True"]),
+    }
+    vocab = Vocabulary(
+        tables={"births": columns, "recent": columns}, column_words={"midage": ("mother", "birth")}
+    )
+    assert _indicator("births", vocab, ["births", "recent"]) is None  # "the recent births" of `births`
+    assert _indicator("birth", vocab, ["recent"]) == ("midage", "1")  # a word of its description
+
+
+STAYS = (
+    "import duckdb\ncon = duckdb.connect()\ncon.execute('CREATE TABLE stays AS SELECT * FROM orders')\n"
+    "con.execute('CREATE TABLE kept AS SELECT * FROM stays WHERE rating >= 2')"
+)
+
+
+@pytest.mark.parametrize(
+    ("subquery", "statistics"),
+    [
+        ("(SELECT median(s.price) FROM stays s WHERE s.region = k.region)", True),
+        ("(SELECT median(s.price) FROM stays s WHERE s.price > 10)", False),  # no correlation: rows
+        ("(SELECT median(price) FROM stays GROUP BY region LIMIT 1)", True),
+    ],
+)
+def test_a_statistic_looked_up_per_row_on_the_parent_reads_no_rows_around_the_scope(
+    subquery: str, statistics: bool
+) -> None:
+    scope = standing.Scope(turn=2, parent="stays", child="kept", sql=True)
+    code = f"SELECT count(*) FROM kept k WHERE k.price >= 1.5 * {subquery}"
+    assert standing._statistics_only(code, scope) is statistics
