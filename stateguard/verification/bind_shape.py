@@ -358,8 +358,14 @@ def _resolve_key(word: str, pool: list[str]) -> list[str]:
             if len(spelt) == 1:
                 return spelt
     if len(said) == 1:
-        # one word that is a word of exactly one column's name ("by band" -> age_band)
-        holders = [c for c in dict.fromkeys(pool) if said[0] in _singular(vocabulary.column_tokens(c))]
+        # one word that is a word of exactly one column's name ("by band" -> age_band); not the unit
+        # of a rate column ("miles per gallon" says `Miles_per_Gallon`, no key "gallon")
+        holders = [
+            c
+            for c in dict.fromkeys(pool)
+            if said[0] in (tokens := _singular(vocabulary.column_tokens(c)))
+            and tokens[max(tokens.index(said[0]) - 1, 0)] != "per"
+        ]
         if len(holders) == 1 and len(vocabulary.column_tokens(holders[0])) > 1:
             return holders
     return []

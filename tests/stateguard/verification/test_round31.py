@@ -162,6 +162,7 @@ def test_a_rollback_that_puts_back_the_earlier_rule_changed_says_how(code: str, 
         ("band", ["age_band", "income_band"], []),  # two columns hold the word: abstain
         ("type", ["PadType", "MaskType"], []),
         ("type pad", ["PadType"], []),  # not in the column's order
+        ("gallon", ["Miles_per_Gallon", "Origin"], []),  # the unit of a rate ("miles per gallon"), no key
     ],
 )
 def test_a_key_said_in_the_words_of_a_columns_name_binds_it(
