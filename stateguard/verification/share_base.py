@@ -173,6 +173,8 @@ def _group(text: str, vocab: Vocabulary, holding: list[str]) -> tuple[str | None
             return None
         return values[0]
     words = [w for w in _initials(text.split(), vocab, holding) if w.lower() not in STOP]
+    if any(w.lower() in {t.lower() for t in holding} for w in words):
+        return None  # "the recent births" with a frame `recent`: that frame's rows, no subgroup of them
     tying = [w for w in words if w.lower() in LEXICON.tying_words]
     words = [_untied(w) for w in words if w not in tying]
     if not words or len(words) > 2:
@@ -244,8 +246,6 @@ def _indicator(word: str, vocab: Vocabulary, tables: list[str]) -> tuple[str, st
     for `contig (1 if the two are contiguous, 0 if not)`): its rows with 1 (true) are the subgroup
     the word names, as (column, the value as the data writes it)."""
     low = word.lower()
-    if any(t.lower().rstrip("s") == low.rstrip("s") for t in tables):
-        return None  # "the recent births" of a frame `births`: the rows' own noun, no subgroup
     marked: dict[str, str] = {}
     for t in tables:
         for col, info in vocab.tables.get(t, {}).items():

@@ -25,7 +25,7 @@ from stateguard.verification.bind_shape import _resolve_key
 from stateguard.verification.binder import reason
 from stateguard.verification.extract import scopes
 from stateguard.verification.requirements import Kind, Requirement
-from stateguard.verification.share_base import _indicator
+from stateguard.verification.share_base import _group
 from stateguard.verification.vocabulary import ColumnInfo, Vocabulary
 from stateguard.workers.response import names_kind
 from tests.stateguard.verification.conftest import Session, flag_history, sandboxed, session_with
@@ -232,16 +232,25 @@ def test_an_entry_kept_with_a_zero_said_first_is_no_scope(clause: str, scoped: b
     assert bool(found) is scoped
 
 
-def test_the_rows_own_noun_names_no_indicator_subgroup() -> None:
+@pytest.mark.parametrize(
+    ("words", "group"),
+    [
+        ("recent births", None),  # `recent` is a frame the flag's rows are in: its rows, no subgroup
+        ("followed residents", None),  # "resident" describes `death` ("1 if the resident died")
+        ("midage cases", ("midage", "1")),  # the 0/1 column by its name
+    ],
+)
+def test_a_frames_own_name_in_a_subgroup_phrase_names_no_subgroup(words: str, group: tuple | None) -> None:
     columns = {
         "midage": ColumnInfo(kind="num", low=0, high=1),
+        "death": ColumnInfo(kind="num", low=0, high=1),
         "low": ColumnInfo(kind="text", values=["False", "True"]),
     }
     vocab = Vocabulary(
-        tables={"births": columns, "recent": columns}, column_words={"midage": ("mother", "birth")}
+        tables={"births": columns, "recent": columns, "followed": columns},
+        column_words={"midage": ("mother", "birth"), "death": ("resident", "died")},
     )
-    assert _indicator("births", vocab, ["births", "recent"]) is None  # "the recent births" of `births`
-    assert _indicator("birth", vocab, ["recent"]) == ("midage", "1")  # a word of its description
+    assert _group(words, vocab, ["births", "recent", "followed"]) == group
 
 
 STAYS = (
