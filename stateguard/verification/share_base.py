@@ -173,8 +173,10 @@ def _group(text: str, vocab: Vocabulary, holding: list[str]) -> tuple[str | None
             return None
         return values[0]
     words = [w for w in _initials(text.split(), vocab, holding) if w.lower() not in STOP]
-    if any(w.lower() in {t.lower() for t in holding} for w in words):
-        return None  # "the recent births" with a frame `recent`: that frame's rows, no subgroup of them
+    if any(w.lower() in {t.lower() for t in holding} for w in words[:-1]):
+        # "the recent births" with a frame `recent`: that frame's rows, no subgroup of them (the name
+        # as the noun, "the contiguous pairs" of a table `pairs`, is the rows' plain noun)
+        return None
     tying = [w for w in words if w.lower() in LEXICON.tying_words]
     words = [_untied(w) for w in words if w not in tying]
     if not words or len(words) > 2:
