@@ -346,7 +346,7 @@ def _resolve_key(word: str, pool: list[str]) -> list[str]:
         return spelled[:1]  # "prime minister" -> pm
     said = _singular(word.lower().split())
     for cand in [joined, *word.lower().split()[::-1]]:
-        low = cand.rstrip("s") if len(cand) > 3 else cand
+        low = _singular([cand])[0]
         exact = [
             c for c in pool if c.lower() in (cand, low) or LEXICON.abbreviations.get(c.lower()) in (cand, low)
         ]

@@ -32,6 +32,7 @@ from stateguard.artifacts.lexicon import LEXICON
 from stateguard.inspection.code_model import CodeSemantics
 from stateguard.inspection.code_sql import star_replaced
 from stateguard.verification import extract
+from stateguard.verification.binder import side_status
 from stateguard.verification.code_text import balanced
 from stateguard.verification.requirements import Requirement
 
@@ -141,7 +142,7 @@ class Restatement:
         ops = [(str(x[1]), str(y[1])) for x, y in pairs if x[0] == "op"]
         if any(x[:1] not in "<>" or y[:1] not in "<>" for x, y in ops):
             return None
-        return "reversed" if any(x[0] != y[0] for x, y in ops) else "threshold"
+        return "reversed" if any(side_status(x, y) == "differs" for x, y in ops) else "threshold"
 
     def requirement(self) -> Requirement:
         return Requirement(
