@@ -10,8 +10,10 @@ own context or its question. The group is read from a whole phrase: "of/for/in i
 "with/at/in the same <words>", "their <words>'s median", whose longest run of words names exactly
 one column of the data (a group noun such as "group", "code", "level" may follow), or "over the
 whole series / file / data" (no group at all); two group phrases in a row, each naming its own column,
-state two keys ("at the same loudness in the same kind of noise"); a text that says groups in other
-places, or none, abstains. The
+state two keys ("at the same loudness in the same kind of noise", "of the same sex and the same birth
+order"); a parenthesis after a phrase that says the group's two sides and one column's very name glosses
+it ("(first-born or not)"); "whose fathers held the same class of job" keeps its owner, which tells two
+described columns apart; a text that says groups in other places, or none, abstains. The
 code's side is a fact: the turn computes exactly one per-row statistic (a SQL window, a pandas
 `groupby(...).transform(...)`) over some keys, or (`joined_site`) exactly one group statistic
 computed apart and joined or looked up back onto the rows (a grouped CTE or subquery joined on its
@@ -49,11 +51,21 @@ _OWN = re.compile(
 )
 # "the median ratio of the districts with the same grade span", "of the patients from the same state",
 # "of the interviews done by the same interviewer",
-# "of all wives whose husbands have the same occupation code"
+# "of all wives whose husbands have the same occupation code" (the owner, `husbands`, kept apart: it
+# tells two described columns apart), "whose fathers held the same class of job",
+# "of the same sex and the same birth order" (the second phrase of a coordinated pair)
 _SAME = re.compile(
-    r"\b(?:with|from|in|of|for|at|on|by|under|within|sharing|shares?|ha(?:ve|s|d|ving))\s+(?:the|that)\s+same\s+"
+    r"(?:\bwhose\s+(?P<owner>[A-Za-z]+)\s+)?"
+    r"\b(?:with|from|in|of|for|at|on|by|under|within|and|sharing|shares?|ha(?:ve|s|d|ving)|h[eo]ld(?:s|ing)?)"
+    r"\s+(?:the|that)\s+same\s+"
     r"(?P<words>[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*){0,2})",
     re.IGNORECASE,
+)
+# "the same birth order (first-born or not)", "the same nationality status (Swiss or foreign)": a
+# parenthesis right after a group phrase that says its two sides glosses it ("(highest first, lower
+# id first on ties)" says no sides)
+_GLOSS = re.compile(
+    r"\s*\((?P<gloss>[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*)?\s+or\s+[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*)?)\)"
 )
 # "three times their mode's median price", "its own district's average": the group, then the statistic
 _POSSESSIVE = re.compile(
@@ -205,6 +217,9 @@ def stated_group(
     hits = sorted(
         (hit for pattern in phrases for hit in _overlapping(pattern, rule)), key=lambda m: m.start()
     )
+    # one phrase found from two starts ("whose fathers held the same ..." and "held the same ..."): the
+    # longer reading only
+    hits = [m for i, m in enumerate(hits) if all(o.start("words") != m.start("words") for o in hits[:i])]
     # "at the same loudness in the same kind of noise": a second group phrase right after the first
     # states a second key; each phrase is read on its own words, up to where the next one starts
     ends = [next((o.start() for o in hits if m.start() < o.start() <= m.end() + 3), None) for m in hits]
@@ -220,6 +235,13 @@ def stated_group(
         cut = next((i for i, w in enumerate(words) if w.lower() in _CLAUSE_WORDS), len(words))
         if cut < len(words) and words[cut].lower() in ("and", "or") and _names_after(words[cut + 1 :], pool):
             continue  # "of the same origin and model year": two keys, not the first one alone
+        # a parenthesis right after the phrase that says one column's very name glosses it: the name
+        # beats a reading of the words by parts of names ("the same birth order (first-born or not)" is
+        # `first`, though "birth" begins `birthyr`)
+        glossed = _glossed(rule[m.end("words") :], pool) if end is None and cut == len(words) else None
+        if glossed is not None:
+            found.append((glossed, m.group(0)))
+            continue
         words = words[:cut]
         # the longest run of leading words that names exactly one column ("age band" -> age_band, not
         # age; "SOUTH group" -> south, the group noun left over)
@@ -252,7 +274,12 @@ def stated_group(
                 break
         else:
             # the words name several columns ("South" for south66 and south76): two readings
-            column = None if named_any else _described_group(words, pool, described or {}, values or {})
+            owner = m.groupdict().get("owner")
+            column = (
+                None
+                if named_any
+                else _described_group(words, pool, described or {}, values or {}, [owner] if owner else [])
+            )
             if column is not None:
                 found.append((column, m.group(0)))
     keys = {c for c, _ in found}
@@ -310,9 +337,12 @@ def _described_group(
     columns: list[str],
     described: dict[str, tuple[str, ...]],
     values: dict[str, tuple[str, ...]],
+    owner: list[str] | None = None,
 ) -> str | None:
     """The one column a group phrase that names no column by its name describes: by the task's words
-    for the column, or (a category noun) by what the column holds."""
+    for the column, or (a category noun) by what the column holds. `owner`: whose group the phrase
+    says ("whose fathers held the same class of job"); where two columns' descriptions hold the
+    phrase, the one whose description also holds the owner is meant."""
     for n in range(len(words), 0, -1):
         # the task's description, two words of it at least: one word ("year") matches descriptions by
         # chance ("age (years at sampling)")
@@ -335,9 +365,22 @@ def _described_group(
             named = described_roots(said, columns, described)
         if not named and len(said) == 1 and whole:
             named = _category_column(said[0], columns, described, values)
+        if len(named) > 1 and owner:
+            named = [c for c in named if c in described_roots([*said, *owner], named, described)]
         if len(named) == 1:
             return named[0]
     return None
+
+
+def _glossed(after: str, columns: list[str]) -> str | None:
+    """The one column a parenthesis right after a group phrase names by its very name ("(first-born or
+    not)" -> `first`, "(Swiss or foreign)" -> `foreign`); None when it names none or several."""
+    m = _GLOSS.match(after)
+    if m is None:
+        return None
+    said = {w.lower() for w in re.findall(r"[A-Za-z]\w*", m.group("gloss"))}
+    named = [c for c in columns if c.lower() in said]
+    return named[0] if len(named) == 1 else None
 
 
 def _category_column(
@@ -356,7 +399,15 @@ def _category_column(
         held = {LEXICON.value_words.get(w.lower(), w.lower()) for w in said}
         return len(held) >= 2 and held <= set(kinds)
 
-    return [c for c in columns if only_kinds(values.get(c, ())) or only_kinds(described.get(c, ()))]
+    # a code column named for one of the kinds (`male`, 1 for a boy) holds the category too
+    named = {k for k in kinds if len(k) >= 3}
+    return [
+        c
+        for c in columns
+        if only_kinds(values.get(c, ()))
+        or only_kinds(described.get(c, ()))
+        or (not values.get(c) and LEXICON.value_words.get(c.lower(), c.lower()) in named)
+    ]
 
 
 def _parse(sql: str) -> exp.Expr | None:
