@@ -228,7 +228,8 @@ def stated_group(
         # a calendar-year column groups when said as the rows' shared time ("the same year", "with its
         # own year"), not as a row's own ("the mean of that year's rate")
         pool = [*columns, *(years or [])] if m.re in (_SAME, _WITH_OWN, _SHARED) else columns
-        pool = [*pool, *(ids or [])]
+        # a column listed twice (short-range codes in one table, calendar years in another) is one column
+        pool = list(dict.fromkeys([*pool, *(ids or [])]))
         said = m.group("words") if end is None else rule[m.start("words") : min(end, m.end("words"))]
         words = re.sub(r"'s\b", "", said).split()
         # the phrase ends where the clause goes on ("for their husband's occupation yet work ...")

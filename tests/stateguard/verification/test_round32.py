@@ -131,3 +131,12 @@ def test_a_redefined_rule_over_two_coordinated_groups_is_re_run_as_stated(
     assert bool(findings) is caught
     if caught:
         assert "over each region and category" in findings[0].reason
+
+
+def test_a_column_that_is_both_codes_and_calendar_years_is_one_reading() -> None:
+    # `year` holds a short run of election years in one table and calendar years in another: it is
+    # listed as a code column and as a year column, and is still one column
+    rule = "at least 8 points above the median share of all states at that same election"
+    described = {"year": ("election", "year"), "state": ("state", "name")}
+    found = rule_windows.stated_group(rule, ["state", "year"], described, ["share"], {}, ["year"])
+    assert found is not None and found.keys == ["year"]
