@@ -56,9 +56,11 @@ split used, none of them from Ecdat or plm, written blind by a thirty-fourth), `
 on four further R tables from that archive no split used, each from a different R package, written
 blind by a thirty-fifth), `fresh40` (four more, on four other R tables from that archive no split
 used, each from a different R package and none from a package the latest split drew on, written blind
-by a thirty-sixth) or `fresh41` (four more, on four further R tables from that archive no split used,
+by a thirty-sixth), `fresh41` (four more, on four further R tables from that archive no split used,
 each from a different R package and none from a package the latest split drew on, written blind by a
-thirty-seventh);
+thirty-seventh) or `fresh42` (four more, on four other R tables from that archive no split used, each
+from a different R package and none from a package the latest split drew on, written blind by a
+thirty-eighth);
 the detection report shows them apart.
 """
 
@@ -128,6 +130,7 @@ SPLITS = (
     "fresh39",
     "fresh40",
     "fresh41",
+    "fresh42",
     "all",
 )
 

