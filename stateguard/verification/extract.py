@@ -876,12 +876,14 @@ def _names_flag_with(value: str, before: str, flag_words: list[list[str]]) -> bo
 _EMPTY_FOR = re.compile(
     r"(?:^|\W)(?:0|zero|no|none)\s+(?:[a-z-]+\s+){0,2}?for\s+(?:the\s+|an?\s+)?[\"'“`]?$", re.IGNORECASE
 )
-# "the overseas label with 0 respondents", "code 9 with no rows": an entry of a list kept with nothing
+# "the overseas label with 0 respondents", "code 9 with no rows", ""low dose" reported as 0 patients",
+# ""not scored" must be listed with 0 students": an entry of a list kept with nothing
 _KEPT_EMPTY = re.compile(
     r"\W*(?:(?:label|labels|entry|entries|code|codes|row|rows|category|type|line|name)\W+)?"
-    r"(?:(?:(?:must|should|has\s+to|needs\s+to)\s+)?(?:be\s+there|appears?|show(?:s|ing)?|stays?|remains?|turns?)"
+    r"(?:(?:(?:must|should|has\s+to|needs\s+to|is|are)\s+)?(?:be\s+)?"
+    r"(?:there|appears?|show(?:s|ing|n)?|stays?|remains?|turns?|listed|reported|kept|given|included|entered)"
     r"(?:\s+(?:up|in|on))?\W+)?"
-    r"(?:with|at|showing|having)\s+(?:0|zero|no|none)\b",
+    r"(?:with|at|as|showing|having)\s+(?:0|zero|no|none)\b",
     re.IGNORECASE,
 )
 

@@ -27,7 +27,13 @@ from dataclasses import dataclass
 
 from stateguard.artifacts.lexicon import LEXICON
 from stateguard.verification.requirements import CODE_COMPARATOR, Kind, Requirement
-from stateguard.verification.rule_multiples import _NUM, _WORDS
+from stateguard.verification.rule_multiples import _NUM, _PART_WORDS, _PARTS, _WORDS
+
+# "three quarters of a standard deviation", "half of one SD": a fraction said before the distance
+_FRACTION = re.compile(
+    rf"(?:\b(?P<count>a|one|{'|'.join(_WORDS)}|{_NUM})\s+(?P<part>halves|(?:{_PART_WORDS})s?)|\b(?P<half>half))\s+of\s+$",
+    re.IGNORECASE,
+)
 
 _UP = ("above", "over", "more", "higher", "older", "longer", "later", "greater", "heavier", "larger")
 _DOWN = ("below", "under", "less", "lower", "younger", "shorter", "earlier", "fewer", "lighter", "smaller")
@@ -84,13 +90,38 @@ def stated(rule: str) -> Stated | None:
         if unit in ("times", "percent", "per", "of", "the") or unit in _UP + _DOWN:
             continue  # a multiple or a share of it (`rule_multiples.py`), not a distance
         sd = bool(unit) and bool(re.fullmatch(_SD, unit, re.IGNORECASE))
-        if word in ("a", "an") and not sd:
+        before = rule[max(0, m.start() - 40) : m.start()]
+        part = re.search(r"\bhalf\s+$", before, re.IGNORECASE) if word in ("a", "an") else None
+        if part is not None and unit:
+            n = 0.5  # "half a visit above the mean": half of one unit
+        elif word in ("a", "an") and not sd:
             continue  # "a lot more than the mean", "a bit above": no number said
+        if re.search(r"\bof\s+$", before, re.IGNORECASE):
+            # a part of the distance ("three quarters of a standard deviation"): the fraction, whole,
+            # or nothing
+            part = _FRACTION.search(before)
+            if part is None:
+                continue
+            n *= _fraction(part)
+        said = (part.group(0) if part is not None else "") + m.group(0)
         again = float(m.group("again")) if m.group("again") else None
-        found.append(Stated(n, m.group("side").lower() in _UP, sd, m.group(0).strip(), again))
+        found.append(Stated(n, m.group("side").lower() in _UP, sd, said.strip(), again))
     if not found or len({(s.distance, s.up, s.sd, s.again) for s in found}) != 1:
         return None
     return found[0]
+
+
+def _fraction(m: re.Match[str]) -> float:
+    """The fraction a `_FRACTION` match says: "three quarters" 0.75, "half" 0.5, "a third" 1/3."""
+    if m.group("half"):
+        return 0.5
+    count = m.group("count").lower()
+    k = 1.0 if count in ("a", "one") else _WORDS.get(count)
+    if k is None:
+        k = float(count)
+    part = m.group("part").lower()
+    part = "half" if part == "halves" else part.rstrip("s")
+    return k / _PARTS[part]
 
 
 def sites(code: str) -> list[Site]:

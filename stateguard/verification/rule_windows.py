@@ -134,6 +134,10 @@ _GROUP_NOUNS = {
 }
 
 
+# group nouns that bin a measure ("neuroticism band", "income bracket")
+_BIN_NOUNS = {"band", "bands", "bracket", "brackets", "tier", "tiers"}
+
+
 @dataclass(frozen=True)
 class Stated:
     """The rule's group: `column` (with `more` keys when the words state two groups in a row, "at the
@@ -224,6 +228,8 @@ def stated_group(
     # states a second key; each phrase is read on its own words, up to where the next one starts
     ends = [next((o.start() for o in hits if m.start() < o.start() <= m.end() + 3), None) for m in hits]
     chained = any(e is not None for e in ends)
+    pairs: list[tuple[str, str, str]] = []  # two keys said in one word ("centre-and-baseline")
+    unread = False
     for m, end in zip(hits, ends, strict=True):
         # a calendar-year column groups when said as the rows' shared time ("the same year", "with its
         # own year"), not as a row's own ("the mean of that year's rate")
@@ -235,7 +241,31 @@ def stated_group(
         # the phrase ends where the clause goes on ("for their husband's occupation yet work ...")
         cut = next((i for i, w in enumerate(words) if w.lower() in _CLAUSE_WORDS), len(words))
         if cut < len(words) and words[cut].lower() in ("and", "or") and _names_after(words[cut + 1 :], pool):
-            continue  # "of the same origin and model year": two keys, not the first one alone
+            # "of the same gender and race": two keys, read when the words on each side of the "and" name
+            # one column each and the phrase ends there; else ("of the same origin and model", cut
+            # short) not the first one alone
+            sides = [resolve_column(words[:cut], pool), resolve_column(words[cut + 1 :], pool)]
+            ends_here = end is None and not re.match(r"\s+[A-Za-z]", rule[m.end("words") :])
+            if (
+                words[cut].lower() == "and"
+                and ends_here
+                and all(len(x) == 1 for x in sides)
+                and sides[0] != sides[1]
+            ):
+                pairs.append((sides[0][0], sides[1][0], m.group(0)))
+            else:
+                unread = True
+            continue
+        compound = next((w for w in words[:cut] if re.search(r"\w-and-\w", w, re.IGNORECASE)), None)
+        if compound is not None:
+            # "their centre-and-baseline group": two keys in one word, read only when each part names
+            # one column; a part left unread leaves the whole phrase unread
+            parts = [resolve_column([p], pool) for p in re.split(r"-and-", compound, flags=re.IGNORECASE)]
+            if len(parts) == 2 and all(len(p) == 1 for p in parts) and parts[0] != parts[1]:
+                pairs.append((parts[0][0], parts[1][0], m.group(0)))
+            else:
+                unread = True
+            continue
         # a parenthesis right after the phrase that says one column's very name glosses it: the name
         # beats a reading of the words by parts of names ("the same birth order (first-born or not)" is
         # `first`, though "birth" begins `birthyr`)
@@ -244,6 +274,13 @@ def stated_group(
             found.append((glossed, m.group(0)))
             continue
         words = words[:cut]
+        # "the same neuroticism band" with a column named `band`: the bins of the score as the data keeps
+        # them, named by the bin noun itself ("the same occupation code" is still `occupation`: a code
+        # names its thing, a band bins it)
+        own = [c for c in pool if len(words) >= 2 and c.lower() == words[-1].lower() in _BIN_NOUNS]
+        if len(own) == 1 and all(w.lower() not in _GROUP_NOUNS for w in words[:-1]):
+            found.append((own[0], m.group(0)))
+            continue
         # the longest run of leading words that names exactly one column ("age band" -> age_band, not
         # age; "SOUTH group" -> south, the group noun left over)
         named_any = False
@@ -283,6 +320,10 @@ def stated_group(
             )
             if column is not None:
                 found.append((column, m.group(0)))
+    if unread or (pairs and (found or len(pairs) > 1 or whole)):
+        return None
+    if pairs:
+        return Stated(pairs[0][0], pairs[0][2], (pairs[0][1],))
     keys = {c for c, _ in found}
     if whole and not found:
         return Stated(None, whole.group(0))
@@ -445,6 +486,7 @@ class Site:
     keys: list[str]
     fixed: str  # SQL: the whole query with the stated partition; pandas: the receiver as stated
     before: str  # pandas: the receiver as written
+    probe_suffix: str = ""  # pandas: what makes the receiver a per-row statistic (a grouped object's)
 
 
 def _statistic_sites(sem: CodeSemantics) -> list[tuple[Selection, list[str], str, str]] | None:
@@ -464,6 +506,13 @@ def _statistic_sites(sem: CodeSemantics) -> list[tuple[Selection, list[str], str
             for agg in sel.aggregates:
                 if ".transform(" in agg.text and ".groupby(" in agg.text:
                     sites.append((sel, [k.lower() for k in sel.group_keys], "pandas", agg.text))
+                    continue
+                # `peers = df.groupby([...])["x"]` then `peers.transform("mean")`: the keys of the
+                # grouped object the name holds
+                named = re.match(r"([A-Za-z_]\w*)\.transform\(", agg.text)
+                grouped = _grouped_names(sem).get(named.group(1)) if named else None
+                if grouped is not None:
+                    sites.append((sel, [k.lower() for k in grouped.group_keys], "pandas", agg.text))
     # a window inside a subquery is listed with the subquery and with the statement around it:
     # the statement the code runs is the longest one that holds it
     longest: dict[str, Selection] = {}
@@ -477,6 +526,26 @@ def _statistic_sites(sem: CodeSemantics) -> list[tuple[Selection, list[str], str
     return sites
 
 
+def _grouped_names(sem: CodeSemantics) -> dict[str, Selection]:
+    """Names bound to a grouped pandas object (`peers = students.groupby(["sex", "band"])["x"]`)."""
+    return {
+        sel.target: sel
+        for sel in sem.selections
+        if sel.language == "pandas"
+        and sel.group_keys
+        and sel.target
+        and re.fullmatch(r"[A-Za-z_]\w*", sel.target)
+    }
+
+
+# `peers = students.groupby(["sex", "band"])["extraversion"]`: the grouped object's own line
+def _grouped_line(name: str) -> re.Pattern[str]:
+    return re.compile(
+        rf"^[ \t]*{re.escape(name)}\s*=\s*(?P<expr>[A-Za-z_]\w*\.groupby\([^\n]*?\)(?:\[[^\n]*?\])?)[ \t]*$",
+        re.M,
+    )
+
+
 def rule_keys(code: str, sem: CodeSemantics) -> list[str] | None:
     """The keys of the turn's one group statistic behind a rule (a window or transform, or a statistic
     joined or looked up back onto the rows), lower-cased; None when there is none or several."""
@@ -487,15 +556,19 @@ def rule_keys(code: str, sem: CodeSemantics) -> list[str] | None:
     return [k.lower() for k in joined.keys] if joined is not None else None
 
 
-def code_site(sem: CodeSemantics, stated: Stated) -> Site | None:
+def code_site(sem: CodeSemantics, stated: Stated, code: str = "") -> Site | None:
     """The turn's one per-row statistic, when its keys differ from the stated group's; None when
-    the turn computes none, several, or one over the stated group."""
+    the turn computes none, several, or one over the stated group. `code`: the turn's code, where a
+    grouped object bound to a name (`peers = df.groupby(...)["x"]`) is regrouped on its own line."""
     sites = _statistic_sites(sem)
     if sites is None:
         return None
     sel, keys, language, _ = sites[0]
     if stated.matches(keys):
         return None
+    names = {m.group(1) if (m := re.match(r"([A-Za-z_]\w*)\.transform\(", t)) else "" for _, _, _, t in sites}
+    if language == "pandas" and len(names) == 1 and "" not in names:
+        return _regrouped_name(sem, stated, code, names.pop())
     if language == "sql":
         tree = _parse(sel.sql)
         assert tree is not None
@@ -521,6 +594,23 @@ def code_site(sem: CodeSemantics, stated: Stated) -> Site | None:
     else:
         return None
     return Site(sel, keys, fixed, text)
+
+
+def _regrouped_name(sem: CodeSemantics, stated: Stated, code: str, name: str) -> Site | None:
+    """The line binding `name` to a grouped object, regrouped by the stated keys; the probe compares
+    the groups' means under the two keys."""
+    grouped = _grouped_names(sem).get(name)
+    found = list(_grouped_line(name).finditer(code))
+    if grouped is None or len(found) != 1 or not stated.keys:
+        return None
+    expr = found[0].group("expr")
+    said = repr(stated.keys) if stated.more else repr(stated.column)
+    fixed = re.sub(r"\.groupby\([^\n]*?\)(?=\[|$)", f".groupby({said})", expr, count=1)
+    if fixed == expr:
+        return None
+    return Site(
+        grouped, [k.lower() for k in grouped.group_keys], fixed, expr, probe_suffix='.transform("mean")'
+    )
 
 
 def pandas_probe(before: str, after: str) -> str:
@@ -572,11 +662,11 @@ def joined_site(code: str, sem: CodeSemantics, stated: Stated) -> Joined | None:
     if stated.column is None or re.search(r"\bOVER\s*\(|\.transform\(", code, re.IGNORECASE):
         return None
     found: list[Joined] = []
-    if stated.more:  # two stated keys: only a pandas statistic merged or joined back is re-grouped
-        mapped = _mapped(code, stated.keys)
-        if mapped is None or stated.matches(mapped.keys):
+    if stated.more:  # two stated keys: a pandas statistic merged or joined back, or an UPDATE ... FROM
+        several = [j for j in (_mapped(code, stated.keys), _update_from(code, stated.keys)) if j is not None]
+        if len(several) != 1 or stated.matches(several[0].keys):
             return None
-        return mapped
+        return several[0]
     sqls = [sel for sel in sem.selections if sel.language == "sql" and sel.sql]
     for sel in sqls:
         if any(sel.sql in other.sql and other is not sel and len(other.sql) > len(sel.sql) for other in sqls):
@@ -589,7 +679,7 @@ def joined_site(code: str, sem: CodeSemantics, stated: Stated) -> Joined | None:
         found.append(mapped)
     for other in (
         _correlated(code, stated.column),
-        _update_from(code, stated.column),
+        _update_from(code, [stated.column]),
         _inline_map(code, stated.column),
     ):
         if other is not None:
@@ -653,10 +743,15 @@ def _sql_joined(sql: str, column: str) -> tuple[list[str], str] | None:
 
 def _regroup(inner: exp.Select, keys: list[str], column: str) -> None:
     """The grouped statistic's SELECT, grouped by `column` instead of its keys (in place)."""
+    _regroup_by(inner, keys, [column])
+
+
+def _regroup_by(inner: exp.Select, keys: list[str], columns: list[str]) -> None:
+    """The grouped statistic's SELECT, grouped by `columns` instead of its keys (in place)."""
     low = {k.lower() for k in keys}
     kept = [e for e in inner.expressions if not (isinstance(e, exp.Column) and e.name.lower() in low)]
-    inner.set("expressions", [exp.column(column), *kept])
-    inner.set("group", exp.Group(expressions=[exp.column(column)]))
+    inner.set("expressions", [*(exp.column(c) for c in columns), *kept])
+    inner.set("group", exp.Group(expressions=[exp.column(c) for c in columns]))
 
 
 def _matched_on(key: exp.Expr, column: str) -> exp.Expr:
@@ -723,9 +818,10 @@ def _sql_literals(code: str) -> list[str]:
     return [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
 
 
-def _update_from(code: str, column: str) -> Joined | None:
-    """The code's one `UPDATE t SET ... FROM (SELECT k, MEDIAN(x) ... GROUP BY k) AS g WHERE g.k = t.k`:
-    a group statistic joined onto the rows it updates, regrouped and matched by the stated column."""
+def _update_from(code: str, columns: list[str]) -> Joined | None:
+    """The code's one `UPDATE t SET ... FROM (SELECT k, MEDIAN(x) ... GROUP BY k) AS g WHERE g.k = t.k`
+    (one key or several, each matched by equality): a group statistic joined onto the rows it updates,
+    regrouped and matched by the stated columns."""
     found: list[Joined] = []
     for text in _sql_literals(code):
         if not re.match(r"\s*UPDATE\b", text, re.IGNORECASE) or text not in code:
@@ -739,23 +835,29 @@ def _update_from(code: str, column: str) -> Joined | None:
             continue
         group = inner.args.get("group")
         where = tree.args.get("where")
-        if group is None or where is None or not isinstance(where.this, exp.EQ):
+        if group is None or where is None:
             continue
-        eq = where.this
+        terms = list(where.this.flatten()) if isinstance(where.this, exp.And) else [where.this]
         if not (
-            isinstance(eq.this, exp.Column)
-            and isinstance(eq.expression, exp.Column)
-            and eq.this.name.lower() == eq.expression.name.lower()
+            all(
+                isinstance(eq, exp.EQ)
+                and isinstance(eq.this, exp.Column)
+                and isinstance(eq.expression, exp.Column)
+                and eq.this.name.lower() == eq.expression.name.lower()
+                for eq in terms
+            )
             and all(isinstance(g, exp.Column) for g in group.expressions)
-            and [g.name.lower() for g in group.expressions] == [eq.this.name.lower()]
+            and sorted(g.name.lower() for g in group.expressions)
+            == sorted(eq.this.name.lower() for eq in terms)
         ):
             continue
-        keys = [eq.this.name]
-        if keys[0].lower() == column.lower():
+        keys = [eq.this.name for eq in terms]
+        if sorted(k.lower() for k in keys) == sorted(c.lower() for c in columns):
             found.append(Joined(keys, text, text, None, [tree.this.name]))
             continue
-        _regroup(inner, keys, column)
-        where.set("this", _matched_on(eq, column))
+        _regroup_by(inner, keys, columns)
+        matched = [_matched_on(terms[0], c) for c in columns]
+        where.set("this", exp.and_(*matched) if len(matched) > 1 else matched[0])
         found.append(Joined(keys, text, tree.sql(dialect="duckdb"), None, [tree.this.name]))
     return found[0] if len(found) == 1 else None
 

@@ -1054,7 +1054,7 @@ class SemanticVerifier:
             return
         req = rule_windows.requirement(stated)
         binder = RequirementBinder(sem, self.vocab, later)
-        site = rule_windows.code_site(sem, stated)
+        site = rule_windows.code_site(sem, stated, code)
         if site is None:
             joined = rule_windows.joined_site(code, sem, stated)
             if joined is None:
@@ -1085,7 +1085,7 @@ class SemanticVerifier:
             return
         assert site is not None  # a pandas site here is a transform: its receiver is compared first
         edit_span = probes.SpanEdit(kind="text", before=site.before, after=site.fixed)
-        probe = rule_windows.pandas_probe(site.before, site.fixed)
+        probe = rule_windows.pandas_probe(site.before + site.probe_suffix, site.fixed + site.probe_suffix)
         plan.items.append(
             binder.item(
                 req,

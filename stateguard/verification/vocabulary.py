@@ -349,7 +349,7 @@ def _matches(token: str, phrase: list[str], raw: list[str] | None = None, loose:
     ):
         return True  # `hlth` for "health": the word without its vowels
     single = words(token)  # a plural column word (`warm_days`) matches as the text's words are stemmed
-    for w in phrase + joined:
+    for w in [*phrase, *joined, *(american(w) for w in phrase if american(w) != w)]:
         if (
             w == token
             or (single and w == single[0])
@@ -358,6 +358,16 @@ def _matches(token: str, phrase: list[str], raw: list[str] | None = None, loose:
         ):
             return True
     return False
+
+
+def american(word: str) -> str:
+    """A British spelling as the American one a column name may use ("centre" -> center, "colour" ->
+    color, "labour" -> labor); other words as they are."""
+    if len(word) >= 5 and word.endswith(("tre", "bre")):
+        return word[:-2] + "er"
+    if len(word) >= 6 and word.endswith("our"):
+        return word[:-3] + "or"
+    return word
 
 
 def _clipped_pair(token: str, raw: list[str]) -> bool:

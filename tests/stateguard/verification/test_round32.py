@@ -9,13 +9,23 @@ wrong key there spreads into every later turn that reads the flag. Four readings
 * "the same sex" is a 0/1 code column named for one sex (`male`, 1 for a boy);
 * "whose fathers held the same class of job": the owner tells apart two columns whose descriptions
   both hold the phrase.
+
+After fresh42's look (tuned on it): an entry "reported as 0" or "listed with 0" is no scope; a
+fraction before a distance ("three quarters of a standard deviation", "half a visit") scales it;
+two keys in one phrase ("the same gender and race", "their centre-and-baseline group") and a band
+column named by the bin noun ("the same neuroticism band"); British spellings of column words; a
+grouped object bound to a name, and an UPDATE ... FROM a subquery grouped by two keys, re-run as
+stated.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from stateguard.verification import rule_windows
+from stateguard.inspection.inspect import inspect_code
+from stateguard.verification import rule_offsets, rule_windows
+from stateguard.verification.extract import scopes
+from stateguard.verification.vocabulary import ColumnInfo, Vocabulary, american, resolve_column
 from tests.stateguard.verification.conftest import Session
 
 BABIES = ["male", "first", "birthyr", "midage"]
@@ -140,3 +150,142 @@ def test_a_column_that_is_both_codes_and_calendar_years_is_one_reading() -> None
     described = {"year": ("election", "year"), "state": ("state", "name")}
     found = rule_windows.stated_group(rule, ["state", "year"], described, ["share"], {}, ["year"])
     assert found is not None and found.keys == ["year"]
+
+
+# -- after fresh42's look -------------------------------------------------------------------------
+
+ARMS = Vocabulary(
+    tables={"book": {"label": ColumnInfo(kind="text", values=["active drug", "placebo", "low dose"])}}
+)
+
+
+@pytest.mark.parametrize(
+    ("clause", "scoped"),
+    [
+        (
+            'for each label, the number of patients and their mean age, with "low dose" reported as 0 patients',
+            False,
+        ),
+        ('each label gets its number of patients; "low dose" must be listed with 0 patients', False),
+        ('"low dose" is kept with no patients', False),
+        ('what is the mean age of the patients on "low dose"', True),
+        ('how many "low dose" patients were reported as the top 5', True),
+    ],
+)
+def test_an_entry_reported_or_listed_with_a_zero_is_no_scope(clause: str, scoped: bool) -> None:
+    found = [r for r in scopes(clause, ARMS, ["book"]) if r.columns == ["label"]]
+    assert bool(found) is scoped
+
+
+@pytest.mark.parametrize(
+    ("rule", "distance", "sd"),
+    [
+        ("at least three quarters of a standard deviation above the mean of the students", 0.75, True),
+        ("at least half of a standard deviation above their group's mean", 0.5, True),
+        ("at least two thirds of an SD above the mean", 2 / 3, True),
+        ("at least half a visit above the mean number of good visits", 0.5, False),
+        ("at least one standard deviation above the mean", 1.0, True),
+    ],
+)
+def test_a_fraction_said_before_a_distance_scales_it(rule: str, distance: float, sd: bool) -> None:
+    found = rule_offsets.stated(rule)
+    assert found is not None and abs(found.distance - distance) < 1e-9 and found.sd is sd and found.up
+
+
+def test_a_part_of_a_distance_said_otherwise_is_not_read() -> None:
+    # "most of a standard deviation": a part with no number; the whole distance is not what is said
+    assert rule_offsets.stated("at least most of a standard deviation above the mean") is None
+    assert rule_offsets.stated("a bit above the mean") is None
+
+
+@pytest.mark.parametrize(
+    ("rule", "columns", "expected"),
+    [
+        (
+            "the mean of their centre-and-baseline group",
+            ["center", "baseline", "treat"],
+            ["center", "baseline"],
+        ),
+        ("the mean of their sex-and-band group", ["sex", "band"], ["sex", "band"]),
+        # one part names nothing: the whole phrase is unread, not its other part alone
+        ("the mean of their centre-and-baseline group", ["baseline", "treat"], None),
+        (
+            "the ages of the recipients of the same gender and race.",
+            ["gender", "race", "age"],
+            ["gender", "race"],
+        ),
+        # the phrase goes on past what its words hold ("model year"): not read
+        ("the median of the cars of the same origin and model year", ["origin", "model_year"], None),
+        (
+            "the students of the same sex in the same neuroticism band",
+            ["sex", "band", "neuroticism"],
+            ["sex", "band"],
+        ),
+        # a code names its own thing; only a band (bracket, tier) bins another
+        (
+            "the median of all wives whose husbands have the same occupation code",
+            ["occupation", "code"],
+            ["occupation"],
+        ),
+    ],
+)
+def test_two_keys_in_one_phrase_and_a_band_column(
+    rule: str, columns: list[str], expected: list[str] | None
+) -> None:
+    found = rule_windows.stated_group(rule, columns, {})
+    assert (found.keys if found else None) == expected
+
+
+def test_british_spellings_name_american_column_names() -> None:
+    assert resolve_column(["centre"], ["center", "baseline"]) == ["center"]
+    assert resolve_column(["colour"], ["color", "cut"]) == ["color"]
+    assert resolve_column(["hour"], ["hr", "cut"]) == []  # a short word is not respelled
+    assert american("theatre") == "theater" and american("labour") == "labor" and american("more") == "more"
+
+
+GROUPED = """\
+peers = students.groupby(["sex", "volunteer"])["extraversion"]
+students["outgoing"] = students["extraversion"] >= peers.transform("mean") + 0.75 * peers.transform("std")
+"""
+
+
+def test_a_grouped_object_bound_to_a_name_is_regrouped_on_its_own_line() -> None:
+    stated = rule_windows.Stated("sex", "of the same sex in the same band", ("band",))
+    site = rule_windows.code_site(inspect_code(GROUPED), stated, GROUPED)
+    assert site is not None and site.keys == ["sex", "volunteer"]
+    assert site.before == 'students.groupby(["sex", "volunteer"])["extraversion"]'
+    assert site.fixed == "students.groupby(['sex', 'band'])[\"extraversion\"]"
+    assert site.probe_suffix == '.transform("mean")'
+    right = GROUPED.replace('"volunteer"', '"band"')
+    assert rule_windows.code_site(inspect_code(right), stated, right) is None
+
+
+UPDATE_TWO_KEYS = '''con.execute("""
+UPDATE tagged SET older = tagged.age >= q.q3_age
+FROM (SELECT race, quantile_cont(age, 0.75) AS q3_age FROM tagged GROUP BY race) q
+WHERE q.race = tagged.race
+""")'''
+
+
+def test_an_update_from_a_grouped_subquery_is_regrouped_by_two_stated_keys() -> None:
+    import duckdb
+
+    stated = rule_windows.Stated("gender", "of the same gender and race", ("race",))
+    found = rule_windows.joined_site(UPDATE_TWO_KEYS, inspect_code(UPDATE_TWO_KEYS), stated)
+    assert found is not None and found.keys == ["race"]
+    con = duckdb.connect()
+    con.execute(
+        "CREATE TABLE tagged AS SELECT * FROM (VALUES (1, 1, 20), (1, 1, 60), (2, 1, 30), (2, 1, 31), (1, 2, 50), "
+        "(2, 2, 52)) t(gender, race, age)"
+    )
+    con.execute("ALTER TABLE tagged ADD COLUMN older BOOLEAN")
+    con.execute(UPDATE_TWO_KEYS.split('"""')[1])
+    assert con.execute("SELECT count_if(older) FROM tagged").fetchone() == (2,)
+    con.execute(found.after)
+    assert con.execute("SELECT count_if(older) FROM tagged").fetchone() == (4,)
+    right = (
+        UPDATE_TWO_KEYS.replace("SELECT race,", "SELECT gender, race,")
+        .replace("GROUP BY race", "GROUP BY gender, race")
+        .replace("WHERE q.race = tagged.race", "WHERE q.gender = tagged.gender AND q.race = tagged.race")
+    )
+    assert rule_windows.joined_site(right, inspect_code(right), stated) is None
