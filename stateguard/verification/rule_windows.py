@@ -15,7 +15,7 @@ order"); a parenthesis after a phrase that says the group's two sides and one co
 it ("(first-born or not)"); "whose fathers held the same class of job" keeps its owner, which tells two
 described columns apart; a text that says groups in other places, or none, abstains. The
 code's side is a fact: the turn computes exactly one per-row statistic (a SQL window, a pandas
-`groupby(...).transform(...)`) over some keys, or (`joined_site`) exactly one group statistic
+`groupby(...).transform(...)`, or transforms of one grouped object bound to a name) over some keys, or (`joined_site`) exactly one group statistic
 computed apart and joined or looked up back onto the rows (a grouped CTE or subquery joined on its
 keys; `groupby(...).median()` then `.map(...)`, `.join(..., on=...)` or `.merge(..., on=...)`). Other keys are re-run as
 stated, and a finding needs other values and a changed answer (the answer gate).
@@ -503,14 +503,14 @@ def _statistic_sites(sem: CodeSemantics) -> list[tuple[Selection, list[str], str
             for w in wins:
                 sql_sites.append((sel, _partition(w), "sql", w.sql(dialect="duckdb")))
         elif sel.language == "pandas":
+            named_groups = _grouped_names(sem)
             for agg in sel.aggregates:
                 if ".transform(" in agg.text and ".groupby(" in agg.text:
                     sites.append((sel, [k.lower() for k in sel.group_keys], "pandas", agg.text))
                     continue
                 # `peers = df.groupby([...])["x"]` then `peers.transform("mean")`: the keys of the
                 # grouped object the name holds
-                named = re.match(r"([A-Za-z_]\w*)\.transform\(", agg.text)
-                grouped = _grouped_names(sem).get(named.group(1)) if named else None
+                grouped = named_groups.get(_transform_receiver(agg.text) or "")
                 if grouped is not None:
                     sites.append((sel, [k.lower() for k in grouped.group_keys], "pandas", agg.text))
     # a window inside a subquery is listed with the subquery and with the statement around it:
@@ -536,6 +536,12 @@ def _grouped_names(sem: CodeSemantics) -> dict[str, Selection]:
         and sel.target
         and re.fullmatch(r"[A-Za-z_]\w*", sel.target)
     }
+
+
+def _transform_receiver(text: str) -> str | None:
+    """The name a transform is called on (`peers.transform("mean")` -> peers), or None."""
+    m = re.match(r"([A-Za-z_]\w*)\.transform\(", text)
+    return m.group(1) if m else None
 
 
 # `peers = students.groupby(["sex", "band"])["extraversion"]`: the grouped object's own line
@@ -566,9 +572,9 @@ def code_site(sem: CodeSemantics, stated: Stated, code: str = "") -> Site | None
     sel, keys, language, _ = sites[0]
     if stated.matches(keys):
         return None
-    names = {m.group(1) if (m := re.match(r"([A-Za-z_]\w*)\.transform\(", t)) else "" for _, _, _, t in sites}
-    if language == "pandas" and len(names) == 1 and "" not in names:
-        return _regrouped_name(sem, stated, code, names.pop())
+    names = {_transform_receiver(t) for _, _, _, t in sites}
+    if language == "pandas" and len(names) == 1 and None not in names:
+        return _regrouped_name(sem, stated, code, str(names.pop()))
     if language == "sql":
         tree = _parse(sel.sql)
         assert tree is not None
