@@ -244,15 +244,10 @@ def stated_group(
             # "of the same gender and race": two keys, read when the words on each side of the "and" name
             # one column each and the phrase ends there; else ("of the same origin and model", cut
             # short) not the first one alone
-            sides = [resolve_column(words[:cut], pool), resolve_column(words[cut + 1 :], pool)]
             ends_here = end is None and not re.match(r"\s+[A-Za-z]", rule[m.end("words") :])
-            if (
-                words[cut].lower() == "and"
-                and ends_here
-                and all(len(x) == 1 for x in sides)
-                and sides[0] != sides[1]
-            ):
-                pairs.append((sides[0][0], sides[1][0], m.group(0)))
+            pair = _two_keys([words[:cut], words[cut + 1 :]], pool) if words[cut].lower() == "and" else None
+            if pair is not None and ends_here:
+                pairs.append((*pair, m.group(0)))
             else:
                 unread = True
             continue
@@ -260,9 +255,9 @@ def stated_group(
         if compound is not None:
             # "their centre-and-baseline group": two keys in one word, read only when each part names
             # one column; a part left unread leaves the whole phrase unread
-            parts = [resolve_column([p], pool) for p in re.split(r"-and-", compound, flags=re.IGNORECASE)]
-            if len(parts) == 2 and all(len(p) == 1 for p in parts) and parts[0] != parts[1]:
-                pairs.append((parts[0][0], parts[1][0], m.group(0)))
+            pair = _two_keys([[p] for p in re.split(r"-and-", compound, flags=re.IGNORECASE)], pool)
+            if pair is not None:
+                pairs.append((*pair, m.group(0)))
             else:
                 unread = True
             continue
@@ -414,6 +409,15 @@ def _described_group(
     return None
 
 
+def _two_keys(sides: list[list[str]], columns: list[str]) -> tuple[str, str] | None:
+    """Two coordinated words or runs ("gender" and "race", "centre" and "baseline"), each naming one
+    column, and not the same one; None otherwise."""
+    named = [resolve_column(side, columns) for side in sides]
+    if len(named) != 2 or any(len(n) != 1 for n in named) or named[0] == named[1]:
+        return None
+    return named[0][0], named[1][0]
+
+
 def _glossed(after: str, columns: list[str]) -> str | None:
     """The one column a parenthesis right after a group phrase names by its very name ("(first-born or
     not)" -> `first`, "(Swiss or foreign)" -> `foreign`); None when it names none or several."""
@@ -494,6 +498,7 @@ def _statistic_sites(sem: CodeSemantics) -> list[tuple[Selection, list[str], str
     several over the same keys in one statement: (statement, keys, language, text) each; else None."""
     sites: list[tuple[Selection, list[str], str, str]] = []
     sql_sites: list[tuple[Selection, list[str], str, str]] = []
+    named_groups = _grouped_names(sem)
     for sel in sem.selections:
         if sel.language == "sql" and sel.sql:
             tree = _parse(sel.sql)
@@ -503,7 +508,6 @@ def _statistic_sites(sem: CodeSemantics) -> list[tuple[Selection, list[str], str
             for w in wins:
                 sql_sites.append((sel, _partition(w), "sql", w.sql(dialect="duckdb")))
         elif sel.language == "pandas":
-            named_groups = _grouped_names(sem)
             for agg in sel.aggregates:
                 if ".transform(" in agg.text and ".groupby(" in agg.text:
                     sites.append((sel, [k.lower() for k in sel.group_keys], "pandas", agg.text))
@@ -738,7 +742,7 @@ def _sql_joined(sql: str, column: str) -> tuple[list[str], str] | None:
     join, inner, keys = sites[0]
     if [k.lower() for k in keys] == [column.lower()]:
         return keys, sql
-    _regroup(inner, keys, column)
+    _regroup(inner, keys, [column])
     if join.args.get("using"):
         join.set("using", [exp.to_identifier(column)])
     else:
@@ -747,12 +751,7 @@ def _sql_joined(sql: str, column: str) -> tuple[list[str], str] | None:
     return keys, tree.sql(dialect="duckdb")
 
 
-def _regroup(inner: exp.Select, keys: list[str], column: str) -> None:
-    """The grouped statistic's SELECT, grouped by `column` instead of its keys (in place)."""
-    _regroup_by(inner, keys, [column])
-
-
-def _regroup_by(inner: exp.Select, keys: list[str], columns: list[str]) -> None:
+def _regroup(inner: exp.Select, keys: list[str], columns: list[str]) -> None:
     """The grouped statistic's SELECT, grouped by `columns` instead of its keys (in place)."""
     low = {k.lower() for k in keys}
     kept = [e for e in inner.expressions if not (isinstance(e, exp.Column) and e.name.lower() in low)]
@@ -861,7 +860,7 @@ def _update_from(code: str, columns: list[str]) -> Joined | None:
         if sorted(k.lower() for k in keys) == sorted(c.lower() for c in columns):
             found.append(Joined(keys, text, text, None, [tree.this.name]))
             continue
-        _regroup_by(inner, keys, columns)
+        _regroup(inner, keys, columns)
         matched = [_matched_on(terms[0], c) for c in columns]
         where.set("this", exp.and_(*matched) if len(matched) > 1 else matched[0])
         found.append(Joined(keys, text, tree.sql(dialect="duckdb"), None, [tree.this.name]))

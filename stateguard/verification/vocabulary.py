@@ -349,7 +349,8 @@ def _matches(token: str, phrase: list[str], raw: list[str] | None = None, loose:
     ):
         return True  # `hlth` for "health": the word without its vowels
     single = words(token)  # a plural column word (`warm_days`) matches as the text's words are stemmed
-    for w in [*phrase, *joined, *(american(w) for w in phrase if american(w) != w)]:
+    respelled = [american(w) for w in phrase]
+    for w in [*phrase, *joined, *(r for r, w in zip(respelled, phrase, strict=True) if r != w)]:
         if (
             w == token
             or (single and w == single[0])
