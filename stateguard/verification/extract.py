@@ -1572,16 +1572,37 @@ def unqualified_keys(reqs: list[Requirement], reading: Reading) -> list[Requirem
     return out
 
 
+# "the five most closed economies": "most" / "least" grades the adjective after it, whose side of the
+# ranked quantity the words do not say (closed economies have the smallest trade share)
+_GRADED = re.compile(r"\s+(?!(?:of|in|on|by|at|for|to|and|or|the|a|an)\b)[a-z][\w-]*", re.IGNORECASE)
+# "(smallest share first)", "largest first": the order said outright, a noun or two between
+_SAID_FIRST = re.compile(
+    rf"\b(?P<dir>{_RANKS})\s+(?:[a-z][\w-]*\s+){{0,2}}?first\b|\bin\s+(?P<dir2>descending|ascending)\s+order\b",
+    re.IGNORECASE,
+)
+
+
 def rankings(clause: str) -> list[Requirement]:
     m = _TOPK.search(clause)
     if m:
         k = m.group("k").lower()
+        descending = m.group("dir").lower() in _DESC
+        said = next((f for f in _SAID_FIRST.finditer(clause) if f.start() >= m.end()), None)
+        if said is not None:
+            # the order the clause says outright ("(smallest share first)") beats a graded adjective's;
+            # two other directions that disagree are no reading
+            first = (said.group("dir") or said.group("dir2")).lower()
+            stated = first in _DESC or first == "descending"
+            graded = m.group("dir").lower() in ("most", "least") and _GRADED.match(clause, m.end())
+            if stated != descending and not graded:
+                return []
+            descending = stated
         return [
             Requirement(
                 kind=Kind.ORDER,
                 text=m.group(0),
                 k=_WORDNUM.get(k) or int(k),
-                descending=m.group("dir").lower() in _DESC,
+                descending=descending,
                 subject=m.group("rest").split()[-3:],
             )
         ]

@@ -226,6 +226,8 @@ def stated_group(
     hits = [m for i, m in enumerate(hits) if all(o.start("words") != m.start("words") for o in hits[:i])]
     # "at the same loudness in the same kind of noise": a second group phrase right after the first
     # states a second key; each phrase is read on its own words, up to where the next one starts
+    if _unread_same(rule, hits, list(dict.fromkeys([*columns, *(years or []), *(ids or [])]))):
+        return None
     ends = [next((o.start() for o in hits if m.start() < o.start() <= m.end() + 3), None) for m in hits]
     chained = any(e is not None for e in ends)
     pairs: list[tuple[str, str, str]] = []  # two keys said in one word ("centre-and-baseline")
@@ -331,6 +333,23 @@ def stated_group(
     if len(keys) == 1 and not whole:
         return Stated(found[0][0], found[0][1])
     return None
+
+
+_ANY_SAME = re.compile(r"\bthe\s+same\s+(?P<words>[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*){0,2})", re.IGNORECASE)
+
+
+def _unread_same(rule: str, hits: list[re.Match[str]], pool: list[str]) -> bool:
+    """Does the rule say "the same <column>" outside every phrase read ("who saw the same film in the
+    same study": "saw" is no phrase's lead, so only the study would be read)? Then the group is not
+    accounted for whole, and no key is read."""
+    for m in _ANY_SAME.finditer(rule):
+        if any(h.start() <= m.start() < h.end() for h in hits):
+            continue
+        words = m.group("words").split()
+        cut = next((i for i, w in enumerate(words) if w.lower() in _CLAUSE_WORDS), len(words))
+        if any(resolve_column(words[:n], pool) for n in range(cut, 0, -1)):
+            return True
+    return False
 
 
 # words of a group phrase that say nothing of which group

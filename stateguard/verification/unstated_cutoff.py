@@ -75,6 +75,8 @@ _ROUNDING = re.compile(
 _NAMED_NUMBER = re.compile(
     rf"\b(?P<num>\d+(?:\.\d+)?|{'|'.join(sorted(_WORDNUM, key=len, reverse=True))})\b", re.IGNORECASE
 )
+_SCALE_WORDS = {"thousand": 1e3, "million": 1e6, "billion": 1e9}
+_A_SCALE = re.compile(r"\b(?:a|one)\s+(thousand|million|billion)\b", re.IGNORECASE)
 _PCT = re.compile(r"\s*(?:%|percent\b|per\s+cent\b)", re.IGNORECASE)
 _PLAIN = re.compile(r"(?<![\w.])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.])-?\d+(?:\.\d+)?")
 _WORDS = _WORDNUM | {"half": 0.5, "quarter": 0.25, "third": 1 / 3, "dozen": 12, "hundred": 100, "zero": 0}
@@ -208,6 +210,9 @@ def mentioned(texts: list[str]) -> set[float]:
             factor = LEXICON.unit_factor(text, m.end())
             if factor != 1.0 and (count := _value(m.group("num"))) is not None:
                 out.add(count * factor)
+        # "fewer than a million residents": one thousand, million or billion said with "a" (a column
+        # in thousands writes it 1000)
+        out |= {_SCALE_WORDS[m.group(1).lower()] for m in _A_SCALE.finditer(text)}
         for m in _LARGE.finditer(text):
             if m.group("teen"):
                 out.add(float(_TEENS[m.group("teen").lower()]))
@@ -279,10 +284,14 @@ def changed(said: str, texts_so_far: list[str], code: str, described: str = "") 
     found = sites(code)
     compared = {k for _, k, _ in found}
     # held in any form, a percentage's fraction included even where the words give no percent sign
+    # a whole number the code writes as the end of a name ("aged 16 or over" for `pop16`) names that
+    # column, not a cut-off the code left out
+    named = {float(m.group(1)) for m in re.finditer(r"(?<![\w.])[A-Za-z]+(\d+)\b", _code_text(code))}
     missing = {
         key: words
         for key, words in stated(said).items()
         if not _has(numbers, key[0], True)
+        and key[0] not in named
         and not any(_has(compared, y, True) for y in _unit_forms(said, words, key[0]))
     }
     if len(missing) != 1:
