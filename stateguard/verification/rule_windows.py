@@ -61,6 +61,8 @@ _SAME = re.compile(
     r"(?P<words>[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*){0,2})",
     re.IGNORECASE,
 )
+# "the same <words>" whatever leads it ("who saw the same film"): read only right before a phrase above
+_ANY_SAME = re.compile(r"\bthe\s+same\s+(?P<words>[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*){0,2})", re.IGNORECASE)
 # "the same birth order (first-born or not)", "the same nationality status (Swiss or foreign)": a
 # parenthesis right after a group phrase that says its two sides glosses it ("(highest first, lower
 # id first on ties)" says no sides)
@@ -226,6 +228,12 @@ def stated_group(
     hits = [m for i, m in enumerate(hits) if all(o.start("words") != m.start("words") for o in hits[:i])]
     # "at the same loudness in the same kind of noise": a second group phrase right after the first
     # states a second key; each phrase is read on its own words, up to where the next one starts
+    # "who saw the same film in the same study": a "the same" phrase whose lead is no phrase's word,
+    # right before a phrase read, is the first of two keys (each must then name its own column)
+    hits = sorted(
+        [*hits, *(m for m in _ANY_SAME.finditer(rule) if not _covered(m, hits) and _chains(m, hits))],
+        key=lambda m: m.start(),
+    )
     if _unread_same(rule, hits, list(dict.fromkeys([*columns, *(years or []), *(ids or [])]))):
         return None
     ends = [next((o.start() for o in hits if m.start() < o.start() <= m.end() + 3), None) for m in hits]
@@ -235,7 +243,7 @@ def stated_group(
     for m, end in zip(hits, ends, strict=True):
         # a calendar-year column groups when said as the rows' shared time ("the same year", "with its
         # own year"), not as a row's own ("the mean of that year's rate")
-        pool = [*columns, *(years or [])] if m.re in (_SAME, _WITH_OWN, _SHARED) else columns
+        pool = [*columns, *(years or [])] if m.re in (_SAME, _ANY_SAME, _WITH_OWN, _SHARED) else columns
         # a column listed twice (short-range codes in one table, calendar years in another) is one column
         pool = list(dict.fromkeys([*pool, *(ids or [])]))
         said = m.group("words") if end is None else rule[m.start("words") : min(end, m.end("words"))]
@@ -335,7 +343,12 @@ def stated_group(
     return None
 
 
-_ANY_SAME = re.compile(r"\bthe\s+same\s+(?P<words>[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*){0,2})", re.IGNORECASE)
+def _covered(m: re.Match[str], hits: list[re.Match[str]]) -> bool:
+    return any(h.start() <= m.start() < h.end() for h in hits)
+
+
+def _chains(m: re.Match[str], hits: list[re.Match[str]]) -> bool:
+    return any(m.start() < h.start() <= m.end() + 3 for h in hits)
 
 
 def _unread_same(rule: str, hits: list[re.Match[str]], pool: list[str]) -> bool:
@@ -343,7 +356,7 @@ def _unread_same(rule: str, hits: list[re.Match[str]], pool: list[str]) -> bool:
     same study": "saw" is no phrase's lead, so only the study would be read)? Then the group is not
     accounted for whole, and no key is read."""
     for m in _ANY_SAME.finditer(rule):
-        if any(h.start() <= m.start() < h.end() for h in hits):
+        if _covered(m, hits):
             continue
         words = m.group("words").split()
         cut = next((i for i, w in enumerate(words) if w.lower() in _CLAUSE_WORDS), len(words))
