@@ -54,6 +54,11 @@ class ProbeItem(BaseModel):
         description="The turn's code as the requirement states it, for the answer check: a finding "
         "whose corrected code reports the same answer is dropped.",
     )
+    also: list[SpanEdit] = Field(
+        default_factory=list,
+        description="The code as each other reading of the same words states it (a group phrase two "
+        "columns answer to): the answer check must see every reading change the answer.",
+    )
     needs_changed: bool = Field(
         default=False,
         description="A finding only when the answer check sees a changed answer (an unknown one is "

@@ -116,9 +116,19 @@ def _multiple(m: re.Match[str]) -> tuple[float, str | None]:
     return {"twice": 2.0, "double": 2.0, "thrice": 3.0, "triple": 3.0, "half": 0.5}[word], op
 
 
+# "three times the patient's own baseline level", "twice their own first reading": a multiple of the
+# row's own value of another column, said as its own
+_OWN_VALUE = re.compile(r"\s+(?:[a-z]+'s\s+)?own\s+[a-z]", re.IGNORECASE)
+
+
 def stated_phrases(rule: str) -> list[re.Match[str]]:
-    """Every multiple of a statistic the rule states ("1.5 times the median price of its field")."""
-    return [m for m in _STATED.finditer(rule) if _STAT.search(m.group("after") or "")]
+    """Every multiple of a statistic the rule states ("1.5 times the median price of its field"), or of
+    the row's own value ("three times the patient's own baseline level")."""
+    return [
+        m
+        for m in _STATED.finditer(rule)
+        if _STAT.search(m.group("after") or "") or _OWN_VALUE.match(m.group("after") or "")
+    ]
 
 
 def stated(rule: str) -> Stated | None:

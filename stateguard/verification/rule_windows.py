@@ -33,6 +33,7 @@ from sqlglot import exp
 
 from stateguard.artifacts.lexicon import LEXICON
 from stateguard.inspection.code_model import CodeSemantics, Selection
+from stateguard.verification.probes import SpanEdit
 from stateguard.verification.requirements import Kind, Requirement
 from stateguard.verification.vocabulary import (
     TIME_WORDS,
@@ -365,6 +366,48 @@ def _unread_same(rule: str, hits: list[re.Match[str]], pool: list[str]) -> bool:
     return False
 
 
+def readings(
+    rule: str,
+    columns: list[str],
+    described: dict[str, tuple[str, ...]] | None = None,
+    measures: list[str] | None = None,
+    years: list[str] | None = None,
+) -> list[Stated]:
+    """The two or three columns one group phrase may mean where `stated_group` abstains for that
+    reason alone ("with the same South status": `south66` or `south76`; "in the same season": `Round`
+    and `Year` both described by it). One phrase of one key only, no other group said anywhere, and no
+    word of a measure; each reading is the phrase read as that column. Empty otherwise."""
+    if _WHOLE.search(rule):
+        return []
+    phrases = [_OWN, _SAME, _POSSESSIVE, _SHARED, _WITH_OWN]
+    hits = [hit for pattern in phrases for hit in _overlapping(pattern, rule)]
+    hits = [m for i, m in enumerate(hits) if all(o.start("words") != m.start("words") for o in hits[:i])]
+    pool = list(dict.fromkeys([*columns, *(years or [])]))
+    if (
+        len(hits) != 1
+        or _unread_same(rule, hits, pool)
+        or any(m for m in _ANY_SAME.finditer(rule) if not _covered(m, hits))
+    ):
+        return []
+    (m,) = hits
+    words = re.sub(r"'s\b", "", m.group("words")).split()
+    words = words[: next((i for i, w in enumerate(words) if w.lower() in _CLAUSE_WORDS), len(words))]
+    said = [w for w in words if w.lower() not in _GROUP_NOUNS]
+    if not said or resolve_column(said, measures or []):
+        return []
+    named: set[str] = set()
+    for n in range(len(words), 0, -1):
+        if found := resolve_column(words[:n], pool):
+            named.update(found)
+            break
+    if len(said) >= 2:
+        named.update(described_columns(said, pool, described or {}, in_row=True))
+    named.update(described_roots(said, pool, described or {}))
+    if not 2 <= len(named) <= 3:
+        return []
+    return [Stated(c, m.group(0)) for c in sorted(named)]
+
+
 # words of a group phrase that say nothing of which group
 _PLAIN = {"the", "a", "an", "of", "own", "same", "group", "groups", "kind", "one", "whole", "their", "its"}
 
@@ -663,8 +706,10 @@ def pandas_probe(before: str, after: str) -> str:
         _o = {{'values_differ': bool(_v)}}""")
 
 
-def requirement(stated: Stated) -> Requirement:
+def requirement(stated: Stated, others: list[Stated] | None = None) -> Requirement:
     said = f"over each {' and '.join(stated.keys)}" if stated.column else "over the whole series"
+    if others:  # the words' readings, each a key of its own
+        said = f"over each {' or '.join(c for o in [stated, *others] for c in o.keys)}"
     return Requirement(
         kind=Kind.GROUPING,
         text=f"the rule's statistic taken {said} ({stated.text})",
@@ -672,6 +717,22 @@ def requirement(stated: Stated) -> Requirement:
         subject=stated.keys or ["whole series"],
         keys=stated.keys or ["the whole series"],
     )
+
+
+def reading_edit(code: str, sem: CodeSemantics, stated: Stated) -> SpanEdit | None:
+    """The turn's code with its one group statistic taken over the reading's keys, as the answer check
+    applies it; None where the code's statistic cannot be re-keyed."""
+    site = code_site(sem, stated, code)
+    if site is not None:
+        if site.sel.language == "sql":
+            return SpanEdit(kind="sql", before=site.sel.sql or "", after=site.fixed)
+        return SpanEdit(kind="text", before=site.before, after=site.fixed)
+    joined = joined_site(code, sem, stated)
+    if joined is None:
+        return None
+    if joined.sel is None:
+        return SpanEdit(kind="text", before=joined.before, after=joined.after)
+    return SpanEdit(kind="sql", before=joined.sel.sql or "", after=joined.after)
 
 
 @dataclass(frozen=True)

@@ -178,6 +178,12 @@ class SemanticConfig(BaseModel):
         "the one its earlier turn's words and code agreed on (`rule_groups.py`): re-run over that key, the "
         "answer must change.",
     )
+    rule_readings: bool = Field(
+        default=True,
+        description="A rule's group phrase that two or three columns answer to ('with the same South status': "
+        "`south66` or `south76`), where the code's one group statistic takes none of them (`rule_windows."
+        "readings`): re-run over each reading, every one must report another answer.",
+    )
     rule_multiples: bool = Field(
         default=True,
         description="The multiple of a statistic a relative rule states ('at least twice the median ozone of "
@@ -452,8 +458,17 @@ class SemanticVerifier:
         answer); 'changed' when they print another; 'unknown' when that cannot be told (no edit, no
         printed answer, the edit found nowhere, the probe failed, or SQL that a probe here would
         write through); 'empty' when every value it changes becomes empty and the requirement
-        reads rows from the question's words (`emptied.py`)."""
-        edit = item.edit
+        reads rows from the question's words (`emptied.py`). An item with other readings (`also`) is
+        'changed' only when each reading changes the answer; the first other verdict is its verdict."""
+        for edit in [item.edit, *item.also]:
+            answer = yield from self._answer_with(edit, item, ctx, steps)
+            if answer != "changed":
+                return answer
+        return "changed"
+
+    def _answer_with(
+        self, edit: probes.SpanEdit | None, item: probes.ProbeItem, ctx: Any, steps: list[WorkerStep]
+    ) -> Fragment:
         ran = [s for s in steps if s.success and s.error is None and s.action.strip()]
         reported = next(
             (a for s in reversed(ran) if s.output and (a := last_json(s.output)) is not None), None
@@ -1050,9 +1065,36 @@ class SemanticVerifier:
             )
         if stated is None and self.config.rule_groups:  # a rule an earlier turn computed, recalled
             stated = self.rule_groups.recalled(rule, code, sem)
+        others: list[rule_windows.Stated] = []
+        if stated is None and self.config.rule_readings and (keys := rule_windows.rule_keys(code, sem)):
+            # one phrase two columns answer to, and the code's key is neither: each reading is re-run
+            options = rule_windows.readings(rule, columns, self.vocab.column_words, measures, years)
+            if options and not any(o.matches(keys) for o in options):
+                stated, others = options[0], options[1:]
         if stated is None:
             return
-        req = rule_windows.requirement(stated)
+        before = len(plan.items)
+        req = rule_windows.requirement(stated, others)
+        self._group_rerun(req, stated, code, sem, later, plan)
+        if others:
+            added = plan.items[before:]
+            edits = [rule_windows.reading_edit(code, sem, o) for o in others]
+            if len(added) != 1 or any(e is None for e in edits):
+                del plan.items[before:]  # a reading that cannot be re-run: no finding
+                plan.unverified.append(req)
+                return
+            plan.items[before] = added[0].model_copy(update={"also": edits})
+
+    def _group_rerun(
+        self,
+        req: Requirement,
+        stated: rule_windows.Stated,
+        code: str,
+        sem: CodeSemantics,
+        later: frozenset[str],
+        plan: Plan,
+    ) -> None:
+        """The re-run item of the turn's one group statistic over the stated keys."""
         binder = RequirementBinder(sem, self.vocab, later)
         site = rule_windows.code_site(sem, stated, code)
         if site is None:
