@@ -9,6 +9,11 @@ Written after fresh43's first look (whose three false repairs each came from wor
   million" as 1000), so a code's 1000 there is no cut-off nobody stated;
 * a whole number that ends a name in the code ("over 18" beside `pop18`) names that column, and is
   no stated cut-off the code left out;
+* "three times the patient's own baseline level": a multiple of the row's own value is a stated
+  multiple, as one of a statistic is;
+* a group phrase two or three columns answer to ("in the same area" for a sales area and a product
+  area) is no stated group, but where the code's one group statistic takes none of them, each reading
+  is re-run, and a finding needs every one of them to change the answer;
 * "the same <column>" said outside every group phrase read leaves the rule's group unread, unless it
   leads right into a phrase read ("who sat the same exam in the same school"): then the two are two
   keys, each naming its own column.
@@ -16,8 +21,11 @@ Written after fresh43's first look (whose three false repairs each came from wor
 
 from __future__ import annotations
 
-from stateguard.verification import rule_windows, unstated_cutoff
+import pytest
+
+from stateguard.verification import rule_multiples, rule_windows, unstated_cutoff
 from stateguard.verification.extract import rankings
+from tests.stateguard.verification.conftest import Session
 
 
 def test_an_order_said_outright_beats_the_grade_of_an_adjective() -> None:
@@ -79,3 +87,66 @@ def test_a_the_same_phrase_leading_into_a_read_one_is_a_first_key() -> None:
     # its words naming no column: no reading at all
     vague = "5 points above the median of the pupils who sat the same paper in the same school"
     assert rule_windows.stated_group(vague, PUPILS, {}) is None
+
+
+# -- a group phrase two columns answer to ------------------------------------------------------------
+
+AREAS = (
+    "Columns: order_id, region (the sales area of the order), category (the product area it sells in), price."
+)
+AREA_RULE = "New rule: an order is premium at 1.5 times the median price of the orders in the same area."
+
+
+def test_a_phrase_two_columns_answer_to_has_two_readings_and_no_stated_group() -> None:
+    described = {"region": ("sales", "area", "order"), "category": ("product", "area", "sells")}
+    columns = ["region", "category", "customer_id"]
+    assert rule_windows.stated_group(AREA_RULE, columns, described, ["price"]) is None
+    found = rule_windows.readings(AREA_RULE, columns, described, ["price"])
+    assert [r.keys for r in found] == [["category"], ["region"]]
+    # a phrase one column answers to, a second group phrase, or a measure's word: no readings
+    assert rule_windows.readings(AREA_RULE.replace("area", "sales area"), columns, described, ["price"]) == []
+    two = AREA_RULE.replace("same area", "same area and of the same customer_id")
+    assert rule_windows.readings(two, columns, described, ["price"]) == []
+    assert rule_windows.readings(AREA_RULE.replace("area", "price"), columns, described, ["price"]) == []
+
+
+@pytest.mark.parametrize(
+    ("keys", "caught"), [(["region"], False), (["category"], False), (["customer_id"], True)]
+)
+def test_a_key_no_reading_of_the_phrase_names_is_re_run_over_every_reading(
+    keys: list[str], caught: bool
+) -> None:
+    session = Session()
+    assert not session.turn("How many orders are there?", "n = len(orders)\nprint(n)", context=AREAS)
+    question = "Update `premium` under the new rule. How many are premium now?"
+    findings = session.turn(question, _premium(keys), context=AREAS, own_context=AREA_RULE)
+    assert bool(findings) is caught
+    if caught:
+        assert "over each category or region" in findings[0].reason
+
+
+def test_a_reading_that_reports_the_same_answer_drops_the_finding() -> None:
+    # the code's key splits the rows as one reading does (a copy of `region` under another name): that
+    # reading's re-run reports the same answer, so no finding, though the other reading changes it
+    session = Session()
+    setup = "orders['zone'] = orders['region']\nprint(len(orders))"
+    assert not session.turn("How many orders are there?", setup, context=AREAS)
+    question = "Update `premium` under the new rule. How many are premium now?"
+    findings = session.turn(question, _premium(["zone"]), context=AREAS, own_context=AREA_RULE)
+    assert findings == []
+    assert any("reports the same answer" in n for n in session.verifier.last.notes)
+
+
+def _premium(keys: list[str]) -> str:
+    return (
+        f"orders['premium'] = orders['price'] >= 1.5 * orders.groupby({keys!r})['price'].transform('median')\n"
+        "result = {'n_premium': int(orders['premium'].sum())}\nimport json\nprint(json.dumps(result))"
+    )
+
+
+def test_a_multiple_of_the_row_s_own_value_is_a_stated_multiple() -> None:
+    rule = "a signal is now a peak level of at least three times the patient's own baseline level"
+    found = rule_multiples.changed(rule, 'con.execute("UPDATE t SET signal = (peak >= 2 * base)")')
+    assert found is not None and found.stated.multiple == 3.0 and found.after == "peak >= 3 *"
+    # "the patient's baseline level" without "own" (no statistic either): not read, as before
+    assert rule_multiples.stated("at least three times the patient's baseline level") is None
