@@ -27,6 +27,7 @@ from stateguard.verification.binder import Binder, Plan, close, side_status
 from stateguard.verification.requirements import Kind, Requirement
 from stateguard.verification.rules.registry import RULES
 from stateguard.verification.vocabulary import (
+    STOP,
     Vocabulary,
     column_tokens,
     described_columns,
@@ -668,6 +669,8 @@ class RequirementBinder(Binder):
             described = described_roots(subject, pool, self.vocab.column_words)
             if len(described) == 1 and self.within(described[0], abs(req.value), req.percent, scaled=False):
                 found = described
+        if len(found) == 1 and _outworded(subject, found[0], pool, self.vocab.column_words):
+            return []  # "log wage" beside `wage` and `lwage (natural log of the wage)`: two readings
         if req.kind is Kind.COMPARISON and len(found) > 1 and req.value is not None:
             # "fewer than seven positive nodes" beside `nodes` and a 0/1 `node4`: a bound outside a
             # column's values names another quantity
@@ -853,6 +856,17 @@ def _said_logged(req: Requirement, column: str, vocab: Vocabulary) -> bool:
     described = {w.lower() for w in vocab.column_words.get(column, ())}
     said = {w.lower() for w in [*req.subject, *req.text.split()]}
     return not (described & _LOG_WORDS) or bool(said & _LOG_WORDS)
+
+
+def _outworded(subject: list[str], column: str, pool: list[str], words: dict[str, tuple[str, ...]]) -> bool:
+    """Does the subject say a word the column's name leaves out ("log" of "log wage" for `wage`), while
+    another column's description says every word of it in a row (`lwage (natural log of the wage)`)?
+    Then the name reads the words only in part, and the words have another reading."""
+    tokens = [t for t in column_tokens(column) if not t.isdigit()]
+    said = [w for w in re.findall(r"[a-z]+", " ".join(subject).lower()) if w not in STOP and len(w) > 2]
+    if len(said) < 2 or all(resolve_column([w], [column]) for w in said) or not tokens:
+        return False
+    return any(c != column for c in described_columns(subject, pool, words, in_row=True))
 
 
 def _tested_anywhere(sem: CodeSemantics, columns: list[str], value: float, op: str | None = None) -> bool:

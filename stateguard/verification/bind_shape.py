@@ -511,10 +511,20 @@ def _same_noun(a: str, b: str) -> bool:
     return False
 
 
+_ANTI_OR_SEMI = re.compile(r"\s*(?:ANTI|SEMI)\s+JOIN\b", re.IGNORECASE)
+
+
 def keep_side(b: Binder, req: Requirement, sel: Selection, j: Join, side: str, plan: Plan) -> None:
     """The stated entries' side of the join must keep every row: the code's join re-run keeping
     that side, and (by the answer gate) a different reported answer, are the evidence."""
     noun = req.subject[0]
+    if _ANTI_OR_SEMI.match(j.text):
+        # "how many codes have no big firm": an anti (or semi) join picks entries by whether they match;
+        # it asks about the unmatched ones, and drops none of them by accident
+        plan.notes.append(
+            f"{req.describe()}: the code's join picks the entries by their match ({j.text[:80]})"
+        )
+        return
     unfiltered = sql_edit.unfilter_kept_side(sel.sql, side) if sel.language == "sql" and sel.sql else None
     if j.how in (side, "outer") and unfiltered is None:
         plan.notes.append(

@@ -232,7 +232,7 @@ def stated_group(
     # "who saw the same film in the same study": a "the same" phrase whose lead is no phrase's word,
     # right before a phrase read, is the first of two keys (each must then name its own column)
     hits = sorted(
-        [*hits, *(m for m in _ANY_SAME.finditer(rule) if not _covered(m, hits) and _chains(m, hits))],
+        [*hits, *(m for m in _overlapping(_ANY_SAME, rule) if not _covered(m, hits) and _chains(m, hits))],
         key=lambda m: m.start(),
     )
     if _unread_same(rule, hits, list(dict.fromkeys([*columns, *(years or []), *(ids or [])]))):
@@ -249,8 +249,18 @@ def stated_group(
         pool = list(dict.fromkeys([*pool, *(ids or [])]))
         said = m.group("words") if end is None else rule[m.start("words") : min(end, m.end("words"))]
         words = re.sub(r"'s\b", "", said).split()
-        # the phrase ends where the clause goes on ("for their husband's occupation yet work ...")
-        cut = next((i for i, w in enumerate(words) if w.lower() in _CLAUSE_WORDS), len(words))
+        # the phrase ends where the clause goes on ("for their husband's occupation yet work ..."), or
+        # where a participle naming no column starts a clause of its own, in a chain ("in its own sector
+        # controlled from the same nation")
+        cut = next(
+            (
+                i
+                for i, w in enumerate(words)
+                if w.lower() in _CLAUSE_WORDS
+                or (end is not None and i > 0 and w.lower().endswith("ed") and not resolve_column([w], pool))
+            ),
+            len(words),
+        )
         if cut < len(words) and words[cut].lower() in ("and", "or") and _names_after(words[cut + 1 :], pool):
             # "of the same gender and race": two keys, read when the words on each side of the "and" name
             # one column each and the phrase ends there; else ("of the same origin and model", cut
@@ -345,18 +355,21 @@ def stated_group(
 
 
 def _covered(m: re.Match[str], hits: list[re.Match[str]]) -> bool:
-    return any(h.start() <= m.start() < h.end() for h in hits)
+    """Is the "the same" of `m` the one a phrase read starts with (not one inside a phrase's words)?"""
+    return any(h.start() <= m.start() < h.start("words") for h in hits)
 
 
 def _chains(m: re.Match[str], hits: list[re.Match[str]]) -> bool:
-    return any(m.start() < h.start() <= m.end() + 3 for h in hits)
+    """Does `m` lead right into a phrase read, or follow right after one ("in the same arm during the
+    same period")?"""
+    return any(m.start() < h.start() <= m.end() + 3 or h.start() < m.start() <= h.end() + 3 for h in hits)
 
 
 def _unread_same(rule: str, hits: list[re.Match[str]], pool: list[str]) -> bool:
     """Does the rule say "the same <column>" outside every phrase read ("who saw the same film in the
     same study": "saw" is no phrase's lead, so only the study would be read)? Then the group is not
     accounted for whole, and no key is read."""
-    for m in _ANY_SAME.finditer(rule):
+    for m in _overlapping(_ANY_SAME, rule):
         if _covered(m, hits):
             continue
         words = m.group("words").split()
@@ -386,7 +399,7 @@ def readings(
     if (
         len(hits) != 1
         or _unread_same(rule, hits, pool)
-        or any(m for m in _ANY_SAME.finditer(rule) if not _covered(m, hits))
+        or any(m for m in _overlapping(_ANY_SAME, rule) if not _covered(m, hits))
     ):
         return []
     (m,) = hits
