@@ -778,18 +778,19 @@ def joined_site(code: str, sem: CodeSemantics, stated: Stated) -> Joined | None:
     if stated.column is None or re.search(r"\bOVER\s*\(|\.transform\(", code, re.IGNORECASE):
         return None
     found: list[Joined] = []
-    if stated.more:  # two stated keys: a pandas statistic merged or joined back, or an UPDATE ... FROM
-        several = [j for j in (_mapped(code, stated.keys), _update_from(code, stated.keys)) if j is not None]
-        if len(several) != 1 or stated.matches(several[0].keys):
-            return None
-        return several[0]
     sqls = [sel for sel in sem.selections if sel.language == "sql" and sel.sql]
     for sel in sqls:
         if any(sel.sql in other.sql and other is not sel and len(other.sql) > len(sel.sql) for other in sqls):
             continue  # a subquery listed apart from the statement that runs it
-        hit = _sql_joined(sel.sql, stated.column)
+        hit = _sql_joined(sel.sql, stated.keys)
         if hit is not None:
             found.append(Joined(hit[0], sel.sql, hit[1], sel, []))
+    if stated.more:  # two stated keys: a grouped subquery joined back, a pandas statistic merged or
+        # joined back, or an UPDATE ... FROM
+        found += [j for j in (_mapped(code, stated.keys), _update_from(code, stated.keys)) if j is not None]
+        if len(found) != 1 or stated.matches(found[0].keys):
+            return None
+        return found[0]
     mapped = _mapped(code, stated.column)
     if mapped is not None:
         found.append(mapped)
@@ -805,7 +806,9 @@ def joined_site(code: str, sem: CodeSemantics, stated: Stated) -> Joined | None:
     return found[0]
 
 
-def _sql_joined(sql: str, column: str) -> tuple[list[str], str] | None:
+def _sql_joined(sql: str, columns: list[str]) -> tuple[list[str], str] | None:
+    """The keys of the one grouped subquery or CTE the statement joins back on them, and the statement
+    with it grouped and joined by `columns` instead."""
     tree = _parse(sql)
     if tree is None:
         return None
@@ -846,14 +849,15 @@ def _sql_joined(sql: str, column: str) -> tuple[list[str], str] | None:
     if len(sites) != 1:
         return None
     join, inner, keys = sites[0]
-    if [k.lower() for k in keys] == [column.lower()]:
+    if sorted(k.lower() for k in keys) == sorted(c.lower() for c in columns):
         return keys, sql
-    _regroup(inner, keys, [column])
+    _regroup(inner, keys, columns)
     if join.args.get("using"):
-        join.set("using", [exp.to_identifier(column)])
+        join.set("using", [exp.to_identifier(c) for c in columns])
     else:
         on = join.args["on"]
-        join.set("on", _matched_on(next(iter(on.flatten())) if isinstance(on, exp.And) else on, column))
+        first = next(iter(on.flatten())) if isinstance(on, exp.And) else on
+        join.set("on", exp.and_(*(_matched_on(first, c) for c in columns)))
     return keys, tree.sql(dialect="duckdb")
 
 

@@ -150,3 +150,68 @@ def test_a_multiple_of_the_row_s_own_value_is_a_stated_multiple() -> None:
     assert found is not None and found.stated.multiple == 3.0 and found.after == "peak >= 3 *"
     # "the patient's baseline level" without "own" (no statistic either): not read, as before
     assert rule_multiples.stated("at least three times the patient's baseline level") is None
+
+
+# -- after fresh44's look (tuned on it) ---------------------------------------------------------------
+
+
+def test_a_phrase_a_name_reads_in_part_and_a_description_whole_binds_neither() -> None:
+    from stateguard.verification.bind import _outworded
+
+    words = {"lwage": ("natural", "log", "wage")}
+    pool = ["wage", "lwage", "ed"]
+    # "log wage": `wage` leaves "log" out, `lwage`'s description says both words in a row
+    assert _outworded(["log", "wage"], "wage", pool, words)
+    # every word named by the column, or no description holding the words: the name stands
+    assert not _outworded(["wage"], "wage", pool, words)
+    assert not _outworded(["hourly", "wage"], "wage", pool, words)
+
+
+def test_an_anti_join_is_no_join_that_must_keep_every_entry() -> None:
+    from stateguard.verification.bind_shape import _ANTI_OR_SEMI
+
+    assert _ANTI_OR_SEMI.match("ANTI JOIN (SELECT nation FROM big WHERE linked) AS b ON b.nation = k.code")
+    assert _ANTI_OR_SEMI.match("SEMI JOIN big AS b ON b.nation = k.code")
+    assert not _ANTI_OR_SEMI.match("LEFT JOIN big AS b ON b.nation = k.code")
+
+
+@pytest.mark.parametrize(
+    ("rule", "keys"),
+    [
+        # a participle naming no column ends the first phrase of a chain
+        (
+            "above the mean count of the firms in its own sector controlled from the same nation",
+            ["sector", "nation"],
+        ),
+        # a "the same <column>" right after a phrase read, led by a word no phrase starts with
+        (
+            "above the median count of the patients in the same treatment during the same period",
+            ["treatment", "period"],
+        ),
+        # one of the two naming nothing: no reading at all
+        ("above the median count of the patients in the same arm during the same period", None),
+    ],
+)
+def test_chained_group_phrases_read_two_keys_or_none(rule: str, keys: list[str] | None) -> None:
+    found = rule_windows.stated_group(rule, ["sector", "nation", "treatment", "period"], {}, ["count"])
+    assert (found.keys if found is not None else None) == keys
+
+
+def test_a_grouped_subquery_joined_back_is_regrouped_by_two_stated_keys() -> None:
+    from stateguard.inspection.inspect import inspect_code
+
+    code = (
+        'con.execute("""\nCREATE OR REPLACE TABLE tagged AS\n'
+        "SELECT t.* REPLACE (t.links >= g.avg_links + 10 AS linked)\nFROM tagged t\n"
+        "JOIN (SELECT sector, avg(links) AS avg_links FROM tagged GROUP BY sector) g\n"
+        '  ON g.sector = t.sector\n""")'
+    )
+    two = rule_windows.Stated("sector", "in its own sector controlled from the same nation", ("nation",))
+    joined = rule_windows.joined_site(code, inspect_code(code), two)
+    assert joined is not None and joined.keys == ["sector"]
+    assert "GROUP BY sector, nation" in joined.after
+    assert "ON g.sector = t.sector AND g.nation = t.nation" in joined.after
+    # grouped by both already: nothing to re-run
+    both = code.replace("sector, avg", "sector, nation, avg").replace("BY sector", "BY sector, nation")
+    both = both.replace("g.sector = t.sector", "g.sector = t.sector AND g.nation = t.nation")
+    assert rule_windows.joined_site(both, inspect_code(both), two) is None
