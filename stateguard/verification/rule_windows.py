@@ -69,6 +69,8 @@ _ANY_SAME = re.compile(r"\bthe\s+same\s+(?P<words>[A-Za-z][\w-]*(?:\s+[A-Za-z][\
 # id first on ties)" says no sides)
 _GLOSS = re.compile(
     r"\s*\((?P<gloss>[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*)?\s+or\s+[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*)?)\)"
+    # "the same kind of job, blue-collar or not": one side and its negation, after a comma
+    r"|,\s*(?P<gloss2>[A-Za-z][\w-]*\s+or\s+not)\b"
 )
 # "three times their mode's median price", "its own district's average": the group, then the statistic
 _POSSESSIVE = re.compile(
@@ -512,9 +514,29 @@ def _glossed(after: str, columns: list[str]) -> str | None:
     m = _GLOSS.match(after)
     if m is None:
         return None
-    said = {w.lower() for w in re.findall(r"[A-Za-z]\w*", m.group("gloss"))}
+    gloss = m.group("gloss") or m.group("gloss2")
+    said = {w.lower() for w in re.findall(r"[A-Za-z]\w*", gloss)}
     named = [c for c in columns if c.lower() in said]
+    if not named:
+        # a side whose words spell a name, each cut short ("blue-collar" for `bluecol`)
+        sides = [re.findall(r"[a-z]+", side.lower()) for side in re.split(r"\s+or\s+", gloss, flags=re.I)]
+        named = [c for c in columns if any(len(w) >= 2 and _spells(w, c.lower()) for w in sides)]
     return named[0] if len(named) == 1 else None
+
+
+def _spells(words: list[str], name: str) -> bool:
+    """Is the name the words in order, each cut to its first letters and some later ones ("bluecol":
+    blue + col of collar)?"""
+    if not words:
+        return not name
+    word = words[0]
+    if not name or not name.isalpha() or name[0] != word[0]:
+        return False
+    for k in range(1, min(len(name), len(word)) + 1):
+        letters = iter(word)
+        if all(ch in letters for ch in name[:k]) and _spells(words[1:], name[k:]):
+            return True
+    return False
 
 
 def _category_column(

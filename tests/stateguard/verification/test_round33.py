@@ -215,3 +215,19 @@ def test_a_grouped_subquery_joined_back_is_regrouped_by_two_stated_keys() -> Non
     both = code.replace("sector, avg", "sector, nation, avg").replace("BY sector", "BY sector, nation")
     both = both.replace("g.sector = t.sector", "g.sector = t.sector AND g.nation = t.nation")
     assert rule_windows.joined_site(both, inspect_code(both), two) is None
+
+
+def test_a_gloss_after_a_comma_whose_words_spell_a_name_reads_the_group() -> None:
+    columns = ["sex", "bluecol", "ind"]
+    described = {"bluecol": ("yes", "blue", "collar", "job"), "ind": ("job", "manufacturing")}
+    rule = "at or above the 80th percentile of the log wages of the same sex in the same kind of job, blue-collar or not."
+    found = rule_windows.stated_group(rule, columns, described, ["lwage"])
+    assert found is not None and found.keys == ["sex", "bluecol"]
+    # without the gloss "kind of job" has two described readings: no second key, no reading
+    bare = rule.replace(", blue-collar or not", "")
+    assert rule_windows.stated_group(bare, columns, described, ["lwage"]) is None
+    # a gloss whose words spell no name says nothing
+    assert (
+        rule_windows.stated_group(rule.replace("blue-collar", "office-based"), columns, described, ["lwage"])
+        is None
+    )
