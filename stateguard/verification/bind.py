@@ -859,12 +859,15 @@ def _said_logged(req: Requirement, column: str, vocab: Vocabulary) -> bool:
 
 
 def _outworded(subject: list[str], column: str, pool: list[str], words: dict[str, tuple[str, ...]]) -> bool:
-    """Does the subject say a word the column's name leaves out ("log" of "log wage" for `wage`), while
+    """Does the subject say a word the column's name and description leave out ("log" of "log wage" for
+    `wage`; "total spending" is all `totexp (total yearly spending)`'s), while
     another column's description says every word of it in a row (`lwage (natural log of the wage)`)?
     Then the name reads the words only in part, and the words have another reading."""
     tokens = [t for t in column_tokens(column) if not t.isdigit()]
     said = [w for w in re.findall(r"[a-z]+", " ".join(subject).lower()) if w not in STOP and len(w) > 2]
-    if len(said) < 2 or all(resolve_column([w], [column]) for w in said) or not tokens:
+    own = {word_root(d) for d in words.get(column, ())}  # the column's own description's words
+    left = [w for w in said if not resolve_column([w], [column]) and word_root(w) not in own]
+    if len(said) < 2 or not left or not tokens:
         return False
     return any(c != column for c in described_columns(subject, pool, words, in_row=True))
 

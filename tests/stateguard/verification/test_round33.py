@@ -165,6 +165,10 @@ def test_a_phrase_a_name_reads_in_part_and_a_description_whole_binds_neither() -
     # every word named by the column, or no description holding the words: the name stands
     assert not _outworded(["wage"], "wage", pool, words)
     assert not _outworded(["hourly", "wage"], "wage", pool, words)
+    # a word the column's own description holds is the column's: "total spending" is `totexp (total
+    # yearly spending)`'s, though `wfood (share of total spending ...)` says the two words in a row
+    budget = {"totexp": ("total", "yearly", "spending"), "wfood": ("share", "total", "spending", "food")}
+    assert not _outworded(["total", "spending"], "totexp", ["totexp", "wfood"], budget)
 
 
 def test_an_anti_join_is_no_join_that_must_keep_every_entry() -> None:
