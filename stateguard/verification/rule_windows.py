@@ -222,13 +222,7 @@ def stated_group(
     bands of `council_tax`) is no group column; `ids`: numbered groups (`class`), named only whole."""
     whole = _WHOLE.search(rule)
     found: list[tuple[str, str]] = []
-    phrases = [_OWN, _SAME, _POSSESSIVE, _SHARED, _WITH_OWN]
-    hits = sorted(
-        (hit for pattern in phrases for hit in _overlapping(pattern, rule)), key=lambda m: m.start()
-    )
-    # one phrase found from two starts ("whose fathers held the same ..." and "held the same ..."): the
-    # longer reading only
-    hits = [m for i, m in enumerate(hits) if all(o.start("words") != m.start("words") for o in hits[:i])]
+    hits = _phrase_hits(rule)
     # "at the same loudness in the same kind of noise": a second group phrase right after the first
     # states a second key; each phrase is read on its own words, up to where the next one starts
     # "who saw the same film in the same study": a "the same" phrase whose lead is no phrase's word,
@@ -356,6 +350,21 @@ def stated_group(
     return None
 
 
+def _phrase_hits(rule: str) -> list[re.Match[str]]:
+    """Every group phrase of the rule, in order; one phrase found from two starts ("whose fathers held
+    the same ..." and "held the same ..."): the longer reading only."""
+    phrases = [_OWN, _SAME, _POSSESSIVE, _SHARED, _WITH_OWN]
+    hits = sorted(
+        (hit for pattern in phrases for hit in _overlapping(pattern, rule)), key=lambda m: m.start()
+    )
+    return [m for i, m in enumerate(hits) if all(o.start("words") != m.start("words") for o in hits[:i])]
+
+
+def _clause_cut(words: list[str]) -> int:
+    """Where a group phrase's words stop: at the first word the clause goes on with."""
+    return next((i for i, w in enumerate(words) if w.lower() in _CLAUSE_WORDS), len(words))
+
+
 def _covered(m: re.Match[str], hits: list[re.Match[str]]) -> bool:
     """Is the "the same" of `m` the one a phrase read starts with (not one inside a phrase's words)?"""
     return any(h.start() <= m.start() < h.start("words") for h in hits)
@@ -375,8 +384,7 @@ def _unread_same(rule: str, hits: list[re.Match[str]], pool: list[str]) -> bool:
         if _covered(m, hits):
             continue
         words = m.group("words").split()
-        cut = next((i for i, w in enumerate(words) if w.lower() in _CLAUSE_WORDS), len(words))
-        if any(resolve_column(words[:n], pool) for n in range(cut, 0, -1)):
+        if any(resolve_column(words[:n], pool) for n in range(_clause_cut(words), 0, -1)):
             return True
     return False
 
@@ -394,19 +402,14 @@ def readings(
     word of a measure; each reading is the phrase read as that column. Empty otherwise."""
     if _WHOLE.search(rule):
         return []
-    phrases = [_OWN, _SAME, _POSSESSIVE, _SHARED, _WITH_OWN]
-    hits = [hit for pattern in phrases for hit in _overlapping(pattern, rule)]
-    hits = [m for i, m in enumerate(hits) if all(o.start("words") != m.start("words") for o in hits[:i])]
+    hits = _phrase_hits(rule)
     pool = list(dict.fromkeys([*columns, *(years or [])]))
-    if (
-        len(hits) != 1
-        or _unread_same(rule, hits, pool)
-        or any(m for m in _overlapping(_ANY_SAME, rule) if not _covered(m, hits))
-    ):
+    # one phrase only, and no other "the same" anywhere (read or not)
+    if len(hits) != 1 or any(not _covered(m, hits) for m in _overlapping(_ANY_SAME, rule)):
         return []
     (m,) = hits
     words = re.sub(r"'s\b", "", m.group("words")).split()
-    words = words[: next((i for i, w in enumerate(words) if w.lower() in _CLAUSE_WORDS), len(words))]
+    words = words[: _clause_cut(words)]
     said = [w for w in words if w.lower() not in _GROUP_NOUNS]
     if not said or resolve_column(said, measures or []):
         return []
