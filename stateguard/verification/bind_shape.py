@@ -156,6 +156,13 @@ def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
     if part is not None:
         _date_part_grouping(b, req, part, plan)
         return
+    if not keys and len(req.keys) == 1:
+        # "per hospital group" for `hos_cat (the hospital group: ...)`: the one column the task's words
+        # for it describe, read as a rule's group is read
+        found = _described_key(req.keys[0].split(), pool, b.vocab)
+        keys = [found] if found else []
+        if found:
+            plan.notes.append(f"{req.describe()}: the task's words for `{found}` say it")
     if not keys:  # "per capita", "per kept order": words, not columns of the data; nothing to check
         plan.notes.append(f"{req.describe()}: no column of the data is named")
         return
@@ -236,6 +243,21 @@ def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
         plan.items.append(b.item(req, "group_keys", site, b.variables(sel), "grouping"))
     else:
         plan.unverified.append(req)
+
+
+def _described_key(said: list[str], pool: list[str], vocab: vocabulary.Vocabulary) -> str | None:
+    """The one column a grouping phrase that names none describes, every word of the phrase counted
+    ("hospital group" is `hos_cat (the hospital group: ...)`, not `center (the hospital)`): said in a
+    row in its description, else by roots in any order; a single word as a rule's group is read."""
+    if len(said) == 1:
+        return vocabulary.described_group(said, pool, vocab.column_words, vocab.column_values())
+    for named in (
+        vocabulary.described_columns(said, pool, vocab.column_words, in_row=True),
+        vocabulary.described_roots(said, pool, vocab.column_words),
+    ):
+        if named:
+            return named[0] if len(named) == 1 else None
+    return None
 
 
 def _grouped_frame(b: Binder, sel: Selection, keys: list[str]) -> str | None:

@@ -16,6 +16,7 @@ that must add up to the whole, reported fields without a value.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import textwrap
@@ -351,6 +352,24 @@ def constraint_code(item: ProbeItem) -> str:
         f"except Exception:\n    _v, _o = False, {{}}\n"
         f"assert not _v, 'requirement not met: ' + repr(_o)"
     )
+
+
+_NOT_MET = "requirement not met: "
+
+
+def constraint_outcome(passed: bool, error: str | None) -> ProbeOutcome:
+    """The outcome of an item run as the state's constraint (`constraint_code`): what its probe
+    observed is read back from the failure's message, so the gates that read it (only a typed-in
+    list's own entries kept) decide as they do on a probe's outcome; the message itself is kept."""
+    observed: dict[str, Any] = {"constraint": error}
+    if not passed and error and _NOT_MET in error:
+        try:
+            said = ast.literal_eval(error.split(_NOT_MET, 1)[1].strip())
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            said = None
+        if isinstance(said, dict):
+            observed = {**said, "constraint": error}
+    return ProbeOutcome(violated=not passed, observed=observed)
 
 
 ANSWER_MARK = "__sg_answer_as_stated__"

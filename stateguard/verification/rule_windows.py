@@ -36,10 +36,11 @@ from stateguard.inspection.code_model import CodeSemantics, Selection
 from stateguard.verification.probes import SpanEdit
 from stateguard.verification.requirements import Kind, Requirement
 from stateguard.verification.vocabulary import (
-    TIME_WORDS,
+    GROUP_NOUNS,
     Vocabulary,
     column_tokens,
     described_columns,
+    described_group,
     described_roots,
     resolve_column,
 )
@@ -50,6 +51,8 @@ _OWN = re.compile(
     r"(?P<words>[A-Za-z][\w'-]*(?:\s+[A-Za-z][\w'-]*){0,2})",
     re.IGNORECASE,
 )
+# "the same", "that same", "this very same": a determiner pointing back, then "same"
+_THE_SAME = r"(?:the|that|this)\s+(?:very\s+)?same"
 # "the median ratio of the districts with the same grade span", "of the patients from the same state",
 # "of the interviews done by the same interviewer",
 # "of all wives whose husbands have the same occupation code" (the owner, `husbands`, kept apart: it
@@ -58,12 +61,15 @@ _OWN = re.compile(
 _SAME = re.compile(
     r"(?:\bwhose\s+(?P<owner>[A-Za-z]+)\s+)?"
     r"\b(?:with|from|in|of|for|at|on|by|under|within|and|sharing|shares?|ha(?:ve|s|d|ving)|h[eo]ld(?:s|ing)?)"
-    r"\s+(?:the|that)\s+same\s+"
+    rf"\s+{_THE_SAME}\s+"
     r"(?P<words>[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*){0,2})",
     re.IGNORECASE,
 )
 # "the same <words>" whatever leads it ("who saw the same film"): read only right before a phrase above
-_ANY_SAME = re.compile(r"\bthe\s+same\s+(?P<words>[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*){0,2})", re.IGNORECASE)
+# "that same day", "the very same ward": "same" after any determiner that points back
+_ANY_SAME = re.compile(
+    rf"\b{_THE_SAME}\s+" r"(?P<words>[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*){0,2})", re.IGNORECASE
+)
 # "the same birth order (first-born or not)", "the same nationality status (Swiss or foreign)": a
 # parenthesis right after a group phrase that says its two sides glosses it ("(highest first, lower
 # id first on ties)" says no sides)
@@ -117,26 +123,9 @@ _CLAUSE_WORDS = {
     "where",
     "if",
 }
-# words of the group phrase that name no column ("group", "class" after the column's own word)
-_GROUP_NOUNS = {
-    "group",
-    "groups",
-    "class",
-    "classes",
-    "category",
-    "categories",
-    "kind",
-    "type",
-    "band",
-    "code",
-    "codes",
-    "level",
-    "levels",
-    "bracket",
-    "brackets",
-    "tier",
-    "status",
-}
+# a statistic's word ends a group phrase: "of their cell's median angle" says the cell's statistic of
+# the angle, the group is the cell
+_STATISTIC_WORDS = {w for w in LEXICON.statistics if " " not in w}
 
 
 # group nouns that bin a measure ("neuroticism band", "income bracket")
@@ -253,16 +242,27 @@ def stated_group(
                 i
                 for i, w in enumerate(words)
                 if w.lower() in _CLAUSE_WORDS
+                or (i > 0 and w.lower() in _STATISTIC_WORDS)
                 or (end is not None and i > 0 and w.lower().endswith("ed") and not resolve_column([w], pool))
             ),
             len(words),
         )
-        if cut < len(words) and words[cut].lower() in ("and", "or") and _names_after(words[cut + 1 :], pool):
+        if (
+            cut < len(words)
+            and words[cut].lower() in ("and", "or")
+            and (_names_after(words[cut + 1 :], pool) or _nouns(words[cut + 1 :]))
+        ):
             # "of the same gender and race": two keys, read when the words on each side of the "and" name
-            # one column each and the phrase ends there; else ("of the same origin and model", cut
-            # short) not the first one alone
-            ends_here = end is None and not re.match(r"\s+[A-Za-z]", rule[m.end("words") :])
-            pair = _two_keys([words[:cut], words[cut + 1 :]], pool) if words[cut].lower() == "and" else None
+            # one column each (by name or by the task's words for it: "their treatment and day") and
+            # the phrase ends there, at a stop or where the clause goes on; else ("of the same origin
+            # and model", cut short) not the first one alone
+            rest = re.match(r"\s+([A-Za-z]+)", rule[m.end("words") :])
+            ends_here = end is None and (rest is None or rest.group(1).lower() in _CLAUSE_WORDS)
+            pair = (
+                _two_keys([words[:cut], words[cut + 1 :]], pool, described or {}, values or {})
+                if words[cut].lower() == "and"
+                else None
+            )
             if pair is not None and ends_here:
                 pairs.append((*pair, m.group(0)))
             else:
@@ -290,7 +290,7 @@ def stated_group(
         # them, named by the bin noun itself ("the same occupation code" is still `occupation`: a code
         # names its thing, a band bins it)
         own = [c for c in pool if len(words) >= 2 and c.lower() == words[-1].lower() in _BIN_NOUNS]
-        if len(own) == 1 and all(w.lower() not in _GROUP_NOUNS for w in words[:-1]):
+        if len(own) == 1 and all(w.lower() not in GROUP_NOUNS for w in words[:-1]):
             found.append((own[0], m.group(0)))
             continue
         # the longest run of leading words that names exactly one column ("age band" -> age_band, not
@@ -304,7 +304,7 @@ def stated_group(
             named = resolve_column(words[:n], pool)
             named_any = named_any or bool(named)
             if len(named) > 1:  # "town-size class" names `town` and `size`: the description that says both
-                said = [w for w in words[:n] if w.lower() not in _GROUP_NOUNS]
+                said = [w for w in words[:n] if w.lower() not in GROUP_NOUNS]
                 named = [c for c in named if c in described_roots(said, named, described or {})]
             if (
                 len(named) == 1
@@ -319,7 +319,7 @@ def stated_group(
                 other = described_columns(words, pool, described or {}, in_row=True)
                 if _is_name(words[:n], named[0]):
                     other = []  # the column's very name ("its own class" for `class`) beats a description
-                if all(w in _GROUP_NOUNS for w in rest[:1]) and not (other and other != named):
+                if all(w in GROUP_NOUNS for w in rest[:1]) and not (other and other != named):
                     found.append((named[0], m.group(0)))
                 break
         else:
@@ -328,7 +328,7 @@ def stated_group(
             column = (
                 None
                 if named_any
-                else _described_group(words, pool, described or {}, values or {}, [owner] if owner else [])
+                else described_group(words, pool, described or {}, values or {}, [owner] if owner else [])
             )
             if column is not None:
                 found.append((column, m.group(0)))
@@ -362,7 +362,14 @@ def _phrase_hits(rule: str) -> list[re.Match[str]]:
 
 def _clause_cut(words: list[str]) -> int:
     """Where a group phrase's words stop: at the first word the clause goes on with."""
-    return next((i for i, w in enumerate(words) if w.lower() in _CLAUSE_WORDS), len(words))
+    return next(
+        (
+            i
+            for i, w in enumerate(words)
+            if w.lower() in _CLAUSE_WORDS or (i > 0 and w.lower() in _STATISTIC_WORDS)
+        ),
+        len(words),
+    )
 
 
 def _covered(m: re.Match[str], hits: list[re.Match[str]]) -> bool:
@@ -410,7 +417,7 @@ def readings(
     (m,) = hits
     words = re.sub(r"'s\b", "", m.group("words")).split()
     words = words[: _clause_cut(words)]
-    said = [w for w in words if w.lower() not in _GROUP_NOUNS]
+    said = [w for w in words if w.lower() not in GROUP_NOUNS]
     if not said or resolve_column(said, measures or []):
         return []
     named: set[str] = set()
@@ -462,50 +469,49 @@ def _is_name(words: list[str], column: str) -> bool:
     return "_".join(w.lower() for w in words).replace("-", "_") == column.lower()
 
 
-def _described_group(
-    words: list[str],
+# words after an "and" in a group phrase that begin no noun of a second key ("and then", "and is")
+_NOT_NOUNS = {
+    "the",
+    "a",
+    "an",
+    "then",
+    "so",
+    "also",
+    "it",
+    "its",
+    "their",
+    "they",
+    "not",
+    "no",
+    "each",
+    "all",
+}
+
+
+def _nouns(words: list[str]) -> bool:
+    """Are the words after a coordination a bare run of nouns ("and day"), a second key said in part
+    of the phrase, rather than a clause that goes on ("and is flagged", "and then")?"""
+    return bool(words) and all(w.lower() not in _CLAUSE_WORDS | _NOT_NOUNS and w.isalpha() for w in words)
+
+
+def _two_keys(
+    sides: list[list[str]],
     columns: list[str],
-    described: dict[str, tuple[str, ...]],
-    values: dict[str, tuple[str, ...]],
-    owner: list[str] | None = None,
-) -> str | None:
-    """The one column a group phrase that names no column by its name describes: by the task's words
-    for the column, or (a category noun) by what the column holds. `owner`: whose group the phrase
-    says ("whose fathers held the same class of job"); where two columns' descriptions hold the
-    phrase, the one whose description also holds the owner is meant."""
-    for n in range(len(words), 0, -1):
-        # the task's description, two words of it at least: one word ("year") matches descriptions by
-        # chance ("age (years at sampling)")
-        said = [w for w in words[:n] if w.lower() not in _GROUP_NOUNS]
-        named = (
-            described_columns(said, columns, described, in_row=True)
-            if len(said) >= 2
-            # one word only as the first word of a column's description, exactly ("the same league"
-            # for `lg (league code)`; "the same year" is not `age (years at sampling)`)
-            else [c for c in columns if described.get(c, ())[:1] == (said[0].lower(),)]
-            if len(said) == 1
-            else []
-        )
-        whole = n == len(words)  # the readings below take the whole phrase only
-        if not named and said and whole and not (len(said) == 1 and said[0].lower() in TIME_WORDS):
-            # the words in any order and form, one column's description only ("injection history" for
-            # `IV (history of injecting drugs)`, "series" for `org (poll series)`); two descriptions
-            # holding them are two readings; a time word alone is not read (`age (years at sampling)`
-            # counts in years)
-            named = described_roots(said, columns, described)
-        if not named and len(said) == 1 and whole:
-            named = _category_column(said[0], columns, described, values)
-        if len(named) > 1 and owner:
-            named = [c for c in named if c in described_roots([*said, *owner], named, described)]
-        if len(named) == 1:
-            return named[0]
-    return None
-
-
-def _two_keys(sides: list[list[str]], columns: list[str]) -> tuple[str, str] | None:
+    described: dict[str, tuple[str, ...]] | None = None,
+    values: dict[str, tuple[str, ...]] | None = None,
+) -> tuple[str, str] | None:
     """Two coordinated words or runs ("gender" and "race", "centre" and "baseline"), each naming one
-    column, and not the same one; None otherwise."""
-    named = [resolve_column(side, columns) for side in sides]
+    column by its name or (`described`) by the task's words for it, and not the same one; None
+    otherwise."""
+    named = [
+        resolve_column(side, columns)
+        or (
+            []
+            if described is None
+            else [c for c in [described_group(side, columns, described, values or {})] if c]
+        )
+        for side in sides
+    ]
     if len(named) != 2 or any(len(n) != 1 for n in named) or named[0] == named[1]:
         return None
     return named[0][0], named[1][0]
@@ -540,33 +546,6 @@ def _spells(words: list[str], name: str) -> bool:
         if all(ch in letters for ch in name[:k]) and _spells(words[1:], name[k:]):
             return True
     return False
-
-
-def _category_column(
-    noun: str,
-    columns: list[str],
-    described: dict[str, tuple[str, ...]],
-    values: dict[str, tuple[str, ...]],
-) -> list[str]:
-    """Columns a category noun names by what they hold: "the same sex" is the one column whose values,
-    or whose description in the task's text, are only sexes (`fem`: Men, Women)."""
-    kinds = LEXICON.category_nouns.get(noun.lower())
-    if kinds is None:
-        return []
-
-    def only_kinds(said: tuple[str, ...]) -> bool:
-        held = {LEXICON.value_words.get(w.lower(), w.lower()) for w in said}
-        return len(held) >= 2 and held <= set(kinds)
-
-    # a code column named for one of the kinds (`male`, 1 for a boy) holds the category too
-    named = {k for k in kinds if len(k) >= 3}
-    return [
-        c
-        for c in columns
-        if only_kinds(values.get(c, ()))
-        or only_kinds(described.get(c, ()))
-        or (not values.get(c) and LEXICON.value_words.get(c.lower(), c.lower()) in named)
-    ]
 
 
 def _parse(sql: str) -> exp.Expr | None:

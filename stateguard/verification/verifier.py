@@ -380,9 +380,7 @@ class SemanticVerifier:
             text = constraint_text(item.requirement)
             done = results.get(text)
             if item.constraint and text in self.owned and done is not None and done.get("passed") is not None:
-                outcomes[item.id] = probes.ProbeOutcome(
-                    violated=not done["passed"], observed={"constraint": done.get("error")}
-                )
+                outcomes[item.id] = probes.constraint_outcome(bool(done["passed"]), done.get("error"))
             else:
                 rest.append(item)
         broken: dict[str, str] = {}

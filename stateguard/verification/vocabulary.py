@@ -134,7 +134,8 @@ class Vocabulary(BaseModel):
         found: set[str] = set()
         by_column: dict[str, tuple[str, ...]] = {}
         for column in self.columns():
-            name = re.escape(column)
+            # `hos_cat` in code for R's `hos.cat` in the text (a dot a frame's column cannot keep)
+            name = re.escape(column).replace("_", "[._]")
             own: list[str] = []
             for m in re.finditer(rf"(?<![\w`]){name}`?\s*\(([^()]{{1,120}})\)", text):
                 # "south76 and smsa76 (yes/no: ...)" describes both; in a list ("team, lg (league
@@ -513,6 +514,95 @@ def described_roots(
     # names nothing the subject may lean on ("sampling year" is not `age`)
     return [
         c for c in columns if said <= {word_root(d) for d in column_words.get(c, ()) if d not in TIME_WORDS}
+    ]
+
+
+# words of the group phrase that name no column ("group", "class" after the column's own word)
+GROUP_NOUNS = {
+    "group",
+    "groups",
+    "class",
+    "classes",
+    "category",
+    "categories",
+    "kind",
+    "type",
+    "band",
+    "code",
+    "codes",
+    "level",
+    "levels",
+    "bracket",
+    "brackets",
+    "tier",
+    "status",
+}
+
+
+def described_group(
+    words: list[str],
+    columns: list[str],
+    described: dict[str, tuple[str, ...]],
+    values: dict[str, tuple[str, ...]],
+    owner: list[str] | None = None,
+) -> str | None:
+    """The one column a group phrase that names no column by its name describes: by the task's words
+    for the column, or (a category noun) by what the column holds. `owner`: whose group the phrase
+    says ("whose fathers held the same class of job"); where two columns' descriptions hold the
+    phrase, the one whose description also holds the owner is meant."""
+    for n in range(len(words), 0, -1):
+        # the task's description, two words of it at least: one word ("year") matches descriptions by
+        # chance ("age (years at sampling)")
+        said = [w for w in words[:n] if w.lower() not in GROUP_NOUNS]
+        named = (
+            described_columns(said, columns, described, in_row=True)
+            if len(said) >= 2
+            # one word only as the first word of a column's description, exactly ("the same league"
+            # for `lg (league code)`; "the same year" is not `age (years at sampling)`)
+            else [c for c in columns if described.get(c, ())[:1] == (said[0].lower(),)]
+            if len(said) == 1
+            else []
+        )
+        whole = n == len(words)  # the readings below take the whole phrase only
+        if not named and said and whole and not (len(said) == 1 and said[0].lower() in TIME_WORDS):
+            # the words in any order and form, one column's description only ("injection history" for
+            # `IV (history of injecting drugs)`, "series" for `org (poll series)`); two descriptions
+            # holding them are two readings; a time word alone is not read (`age (years at sampling)`
+            # counts in years)
+            named = described_roots(said, columns, described)
+        if not named and len(said) == 1 and whole:
+            named = _category_column(said[0], columns, described, values)
+        if len(named) > 1 and owner:
+            named = [c for c in named if c in described_roots([*said, *owner], named, described)]
+        if len(named) == 1:
+            return named[0]
+    return None
+
+
+def _category_column(
+    noun: str,
+    columns: list[str],
+    described: dict[str, tuple[str, ...]],
+    values: dict[str, tuple[str, ...]],
+) -> list[str]:
+    """Columns a category noun names by what they hold: "the same sex" is the one column whose values,
+    or whose description in the task's text, are only sexes (`fem`: Men, Women)."""
+    kinds = LEXICON.category_nouns.get(noun.lower())
+    if kinds is None:
+        return []
+
+    def only_kinds(said: tuple[str, ...]) -> bool:
+        held = {LEXICON.value_words.get(w.lower(), w.lower()) for w in said}
+        return len(held) >= 2 and held <= set(kinds)
+
+    # a code column named for one of the kinds (`male`, 1 for a boy) holds the category too
+    named = {k for k in kinds if len(k) >= 3}
+    return [
+        c
+        for c in columns
+        if only_kinds(values.get(c, ()))
+        or only_kinds(described.get(c, ()))
+        or (not values.get(c) and LEXICON.value_words.get(c.lower(), c.lower()) in named)
     ]
 
 
