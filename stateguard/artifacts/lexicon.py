@@ -75,6 +75,9 @@ class Lexicon(BaseModel):
     category_nouns: dict[
         str, tuple[str, ...]
     ]  # a noun naming a kind of category and the values such a column holds ("sex" -> female, male)
+    marker_nouns: dict[
+        str, tuple[str, ...]
+    ]  # a noun naming the column that holds one of these values among a few others ("arm" -> placebo)
     measure_nouns: tuple[str, ...]  # a noun after a column's word that names its values ("a grassy score")
     tying_words: tuple[str, ...]  # a participle that ties rows to the value beside it ("the wives living in
     # the south", "woman-headed households"): it says no condition of its own
@@ -437,6 +440,10 @@ LEXICON = Lexicon(
     category_nouns={
         "sex": ("female", "male", "f", "m"),
         "gender": ("female", "male", "f", "m"),
+    },
+    marker_nouns={
+        "arm": ("placebo", "control", "sham"),
+        "arms": ("placebo", "control", "sham"),
     },
     measure_nouns=("score", "scores", "value", "values", "reading", "readings", "figure", "figures"),
     tying_words=("living", "located", "based", "situated", "headed", "led", "run"),

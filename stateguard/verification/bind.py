@@ -16,6 +16,7 @@ evidence. The exact `_v` semantics live in `probes.py`.
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Callable
 
@@ -709,6 +710,15 @@ class RequirementBinder(Binder):
             plan.unverified.append(req)
             return
         right = [(s, a) for s, a in found if a.function == req.function]
+        hidden = self._reported_swap(req, found) if right else None
+        if hidden is not None:
+            # "their mean log size" where the stated mean is only a per-group one the code joins back,
+            # and the value reported is a median of the column: re-run the reported one as stated, a
+            # finding only if the answer changes
+            sel, agg = hidden
+            plan.notes.append(f"{req.describe()}: the code reports {agg.function} ({agg.text})")
+            self.swapped(req, sel, agg, plan, needs_changed=True)
+            return
         if right:
             sel, agg = right[0]
             plan.notes.append(f"{req.describe()}: the code computes it ({agg.text})")
@@ -784,6 +794,45 @@ class RequirementBinder(Binder):
             return
         plan.notes.append(f"{req.describe()}: the code computes {agg.function} ({agg.text})")
         self.swapped(req, sel, agg, plan)
+
+    def _reported_swap(
+        self, req: Requirement, found: list[tuple[Selection, Aggregate]]
+    ) -> tuple[Selection, Aggregate] | None:
+        """A pandas aggregate of the stated column that an answer field is, whole, with another
+        swappable statistic than the stated one, where no aggregate with the stated statistic is an
+        answer field and no other requirement of the turn states the reported statistic."""
+        if req.function not in _SWAPPABLE or any(
+            self._is_field(a) for _, a in found if a.function == req.function
+        ):
+            return None
+        reported = [
+            (s, a)
+            for s, a in found
+            if a.receiver
+            and a.standalone
+            and a.function in _SWAPPABLE
+            and a.function != req.function
+            and self._is_field(a)
+        ]
+        if len({a.column for _, a in reported}) != 1 or any(
+            other.kind is Kind.AGGREGATION and other.function == reported[0][1].function
+            for other in self.requirements
+        ):
+            return None
+        return reported[0]
+
+    def _is_field(self, agg: Aggregate) -> bool:
+        """Is the aggregate an answer field's whole value (`"mean_size": rel["size"].median()`)?"""
+        for value in self.sem.fields.values():
+            try:
+                text = ast.unparse(ast.parse(value, mode="eval"))
+            except SyntaxError:
+                continue
+            if re.fullmatch(r"(?:float|int)\((.*)\)", text):
+                text = text[text.index("(") + 1 : -1]
+            if text == agg.text:
+                return True
+        return False
 
     def swapped(
         self, req: Requirement, sel: Selection, agg: Aggregate, plan: Plan, needs_changed: bool = False

@@ -246,18 +246,14 @@ def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
 
 
 def _described_key(said: list[str], pool: list[str], vocab: vocabulary.Vocabulary) -> str | None:
-    """The one column a grouping phrase that names none describes, every word of the phrase counted
-    ("hospital group" is `hos_cat (the hospital group: ...)`, not `center (the hospital)`): said in a
-    row in its description, else by roots in any order; a single word as a rule's group is read."""
-    if len(said) == 1:
-        return vocabulary.described_group(said, pool, vocab.column_words, vocab.column_values())
-    for named in (
-        vocabulary.described_columns(said, pool, vocab.column_words, in_row=True),
-        vocabulary.described_roots(said, pool, vocab.column_words),
-    ):
-        if named:
-            return named[0] if len(named) == 1 else None
-    return None
+    """The one column whose description in the task's text says a grouping phrase that names no column,
+    every word of it, in a row ("hospital group" is `hos_cat (the hospital group: ...)`, not `center
+    (the hospital)`). Two content words at least, and nothing else: one word ("per head", "by grade")
+    matches descriptions by chance, and a phrase cut short ("head and the") is no key."""
+    if len(said) < 2 or any(w.lower() in vocabulary.STOP or not w.isalpha() for w in said):
+        return None
+    named = vocabulary.described_columns(said, pool, vocab.column_words, in_row=True)
+    return named[0] if len(named) == 1 else None
 
 
 def _grouped_frame(b: Binder, sel: Selection, keys: list[str]) -> str | None:

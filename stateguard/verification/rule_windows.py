@@ -42,6 +42,7 @@ from stateguard.verification.vocabulary import (
     described_columns,
     described_group,
     described_roots,
+    named_and_described,
     resolve_column,
 )
 
@@ -292,6 +293,16 @@ def stated_group(
         own = [c for c in pool if len(words) >= 2 and c.lower() == words[-1].lower() in _BIN_NOUNS]
         if len(own) == 1 and all(w.lower() not in GROUP_NOUNS for w in words[:-1]):
             found.append((own[0], m.group(0)))
+            continue
+        # every word by one column's name and the task's words for it together ("the same age band"
+        # for `age_group (five bands: ...)`), where no column's name or description says them all
+        mixed = named_and_described(words, pool, described or {})
+        if (
+            len(mixed) == 1
+            and not any(_is_name(words, c) for c in [*pool, *(measures or [])])
+            and not described_roots(words, pool, described or {})
+        ):
+            found.append((mixed[0], m.group(0)))
             continue
         # the longest run of leading words that names exactly one column ("age band" -> age_band, not
         # age; "SOUTH group" -> south, the group noun left over)

@@ -579,6 +579,28 @@ def described_group(
     return None
 
 
+# a trial's arms are a few: a column of more values holding "placebo" is no arm
+_FEW = 6
+
+
+def named_and_described(
+    said: Iterable[str], columns: Iterable[str], column_words: dict[str, tuple[str, ...]]
+) -> list[str]:
+    """Columns that account for every content word of a phrase by their name's words and the task's
+    words for them together, at least one of each ("age band" for `age_group (five bands: ...)`: "age"
+    from the name, "band" from the description; not `age (age class)`, which has no band)."""
+    phrase = [w for w in re.findall(r"[a-z]+", " ".join(said).lower()) if w not in STOP and len(w) > 2]
+    out = []
+    for c in columns:
+        tokens = [t for t in column_tokens(c) if not t.isdigit()]
+        roots = {word_root(d) for d in column_words.get(c, ())}
+        by_name = [w for w in phrase if any(t == w or t == word_root(w) for t in tokens)]
+        by_words = [w for w in phrase if w not in by_name and word_root(w) in roots]
+        if phrase and by_name and by_words and len(by_name) + len(by_words) == len(phrase):
+            out.append(c)
+    return out
+
+
 def _category_column(
     noun: str,
     columns: list[str],
@@ -586,7 +608,16 @@ def _category_column(
     values: dict[str, tuple[str, ...]],
 ) -> list[str]:
     """Columns a category noun names by what they hold: "the same sex" is the one column whose values,
-    or whose description in the task's text, are only sexes (`fem`: Men, Women)."""
+    or whose description in the task's text, are only sexes (`fem`: Men, Women); "the same arm" the
+    one that holds a placebo (or control) beside a few other values."""
+    markers = LEXICON.marker_nouns.get(noun.lower())
+    if markers is not None:
+        return [
+            c
+            for c in columns
+            for held in [values.get(c) or described.get(c, ())]
+            if 2 <= len(held) <= _FEW and any(w.lower() in markers for w in held)
+        ]
     kinds = LEXICON.category_nouns.get(noun.lower())
     if kinds is None:
         return []

@@ -1,0 +1,203 @@
+"""Round 34: group phrases read to their end, and gates that see what a constraint saw.
+
+Written from fresh45's first look, whose four false repairs on clean runs each came from a phrase read
+in part or a gate that could not read its evidence:
+
+* "that same day", "the very same ward": "same" after any determiner that points back is a group
+  phrase's "the same" (a chain's second key, or an unread group);
+* "the mean of their treatment and day": the words after the "and" are a second key, read by name
+  or by the task's words for a column, or the group is not read at all;
+* a statistic's word ends a group phrase: in "their cell's median angle" the group is the cell, and
+  the angle is the measure;
+* an item checked as the state's executable constraint fails with what its probe observed in the
+  message; that is read back, so the typed-in-list gate decides on it as on a probe's outcome;
+* a grouping phrase that names no column by name ("per hospital group") binds the one column whose
+  description in the task's text says every word of it; R's dotted names (`hos.cat`) describe the
+  underscored column a frame keeps (`hos_cat`).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from stateguard.verification import emptied, probes, rule_windows
+from stateguard.verification.vocabulary import ColumnInfo, Vocabulary
+from tests.stateguard.verification.conftest import Session
+
+TREES = ["treat", "Time", "tree"]
+TREE_WORDS = {"Time": ("day", "measurement", "counted")}
+
+
+@pytest.mark.parametrize(
+    ("rule", "keys"),
+    [
+        # a participle ends the first phrase; "that same day" is the second key, by its description
+        (
+            "a tree is large when its size beats the mean size of the trees under the same treatment "
+            "measured that same day by half a unit",
+            ["treat", "Time"],
+        ),
+        ("above the mean size of the trees under the same treatment on the very same day", ["treat", "Time"]),
+        # "that same <words>" naming nothing, right after a phrase read: not one key alone
+        ("above the mean size of the trees under the same treatment measured that same week", None),
+    ],
+)
+def test_that_same_is_a_the_same(rule: str, keys: list[str] | None) -> None:
+    found = rule_windows.stated_group(rule, TREES, TREE_WORDS, ["size"])
+    assert (found.keys if found is not None else None) == keys
+
+
+@pytest.mark.parametrize(
+    ("rule", "keys"),
+    [
+        # the second key by the task's words for `Time` ("the day of the measurement")
+        ("half a unit above the mean of their treatment and day but under 5.8", ["treat", "Time"]),
+        ("half a unit above the mean of their treatment and day.", ["treat", "Time"]),
+        # a second noun naming no column: the group is not read whole, so not at all
+        ("half a unit above the mean of their treatment and weather but under 5.8", None),
+        # the clause goes on after the "and": the first phrase alone, as before
+        ("half a unit above the mean of their treatment and then flagged", ["treat"]),
+    ],
+)
+def test_a_second_noun_after_and_is_a_key_or_the_group_is_unread(rule: str, keys: list[str] | None) -> None:
+    found = rule_windows.stated_group(rule, TREES, TREE_WORDS, ["size"])
+    assert (found.keys if found is not None else None) == keys
+
+
+def test_a_statistic_word_ends_the_group_phrase() -> None:
+    # `angle` holds whole degrees in a short range, so it could name a group: the statistic's word
+    # before it says it is the measure, and "cell" names no column
+    columns = ["recipe", "temperature", "angle"]
+    rule = "broke 4 degrees or more short of their cell's median angle"
+    assert rule_windows.stated_group(rule, columns, {}, ["replicate"]) is None
+    # the possessor naming a column is read
+    found = rule_windows.stated_group("4 degrees short of their recipe's median angle", columns, {}, [])
+    assert found is not None and found.keys == ["recipe"]
+
+
+def test_a_constraint_failure_is_read_back_as_the_probe_saw_it() -> None:
+    message = (
+        "AssertionError: requirement not met: {'sites': [{'rows': 204, 'rows_breaking_requirement': 203}]}"
+    )
+    outcome = probes.constraint_outcome(False, message)
+    assert outcome.violated is True and outcome.observed["sites"] == [
+        {"rows": 204, "rows_breaking_requirement": 203}
+    ]
+    assert outcome.observed["constraint"] == message
+    # the typed-in list's one entry (Toronto) is all that meets the scope: the gate now sees it
+    assert emptied.entries_only(outcome.observed, 1)
+    assert not emptied.entries_only(
+        probes.constraint_outcome(False, message.replace("203", "150")).observed, 1
+    )
+    # a message that is no literal, or a passing check: the message only
+    assert probes.constraint_outcome(False, "requirement not met: {'x': np.float64(1.0)}").observed == {
+        "constraint": "requirement not met: {'x': np.float64(1.0)}"
+    }
+    assert probes.constraint_outcome(True, None) == probes.ProbeOutcome(
+        violated=False, observed={"constraint": None}
+    )
+
+
+def test_an_r_dotted_name_describes_the_underscored_column() -> None:
+    vocab = Vocabulary(tables={"cgd": {c: ColumnInfo(kind="text") for c in ["hos_cat", "center"]}})
+    text = "Columns: center (the hospital), hos.cat (the hospital group: US or Europe)."
+    words = vocab.with_descriptions(text).column_words
+    assert words["hos_cat"][:2] == ("hospital", "group") and words["center"] == ("hospital",)
+
+
+HOSPITALS = (
+    "Columns: rec (the interval), center (the hospital), hos.cat (the hospital group: US:NIH, US:other or "
+    "Europe), weight (kg)."
+)
+FRAME = (
+    "cgd = pd.DataFrame({'rec': range(8), 'center': ['a', 'b', 'c', 'd', 'a', 'b', 'c', 'd'],"
+    " 'hos_cat': ['US', 'US', 'EU', 'EU', 'US', 'US', 'EU', 'EU'], 'weight': [50, 60, 70, 80, 55, 65, 75, 85]})"
+)
+
+
+@pytest.mark.parametrize(("key", "caught"), [("hos_cat", False), ("center", True)])
+def test_a_grouping_phrase_binds_the_column_its_words_describe(key: str, caught: bool) -> None:
+    session = Session()
+    assert session.ws.run_cell(FRAME).ok
+    code = f"per_group = cgd.groupby('{key}').agg(med=('weight', 'median'))\nprint(per_group)"
+    findings = session.turn("The median weight per hospital group?", code, context=HOSPITALS)
+    assert bool(findings) is caught
+    if caught:
+        assert "per hospital group" in findings[0].reason
+
+
+def test_a_one_word_or_cut_short_phrase_binds_no_described_key() -> None:
+    from stateguard.verification.bind_shape import _described_key
+
+    vocab = Vocabulary(
+        tables={"t": {c: ColumnInfo(kind="text") for c in ["hos_cat", "center", "ndi"]}},
+        column_words={
+            "hos_cat": ("hospital", "group"),
+            "center": ("hospital",),
+            "ndi": ("income", "per", "head"),
+        },
+    )
+    pool = ["hos_cat", "center", "ndi"]
+    assert _described_key(["hospital", "group"], pool, vocab) == "hos_cat"
+    # one word, or words cut short around a function word: no key
+    assert _described_key(["hospital"], pool, vocab) is None
+    assert _described_key(["head", "and", "the"], pool, vocab) is None
+
+
+@pytest.mark.parametrize(
+    ("values", "keys"),
+    [
+        ({"treat": ("placebo", "rIFN-g"), "inherit": ("X-linked", "autosomal")}, ["treat", "inherit"]),
+        # no column holds a placebo (or control) among a few values: "arm" names nothing
+        ({"treat": ("drug A", "drug B"), "inherit": ("X-linked", "autosomal")}, None),
+    ],
+)
+def test_the_same_arm_is_the_column_holding_a_placebo(
+    values: dict[str, tuple[str, ...]], keys: list[str] | None
+) -> None:
+    rule = "at least 1.75 times the median length of the records in the same arm with the same pattern of inheritance"
+    found = rule_windows.stated_group(rule, ["treat", "inherit"], {}, ["days"], values)
+    assert (found.keys if found is not None else None) == keys
+
+
+def test_a_phrase_read_by_a_name_and_a_description_together() -> None:
+    from stateguard.verification.vocabulary import named_and_described
+
+    described = {"age_group": ("five", "bands"), "age": ("age", "class")}
+    assert named_and_described(["age", "band"], ["age", "age_group", "sex"], described) == ["age_group"]
+    # all words from the name alone, or from the description alone: not this reading
+    assert named_and_described(["age", "group"], ["age", "age_group"], described) == []
+    rule = "three times the median count of the cells of the same sex in the same age band"
+    found = rule_windows.stated_group(
+        rule, ["sex", "method", "age_group"], described, ["deaths"], None, [], ["age"]
+    )
+    assert found is not None and found.keys == ["sex", "age_group"]
+    # a column named by the whole phrase is meant
+    named = rule_windows.stated_group(rule, ["sex", "age_band", "age_group"], described, ["deaths"])
+    assert named is not None and named.keys == ["sex", "age_band"]
+
+
+LATE = (
+    "late = pd.DataFrame({'treat': ['o', 'o', 'c', 'c', 'o', 'c'], 'day': [1, 2, 1, 2, 1, 2],"
+    " 'size': [5.0, 6.0, 4.0, 7.0, 5.5, 6.5]})"
+)
+CELLS = (
+    "import json\n"
+    "cells = late.groupby(['treat', 'day'])['size'].mean().rename('cell').reset_index()\n"
+    "joined = late.merge(cells, on=['treat', 'day'])\n"
+    "above = joined[joined['size'] >= joined['cell']]\n"
+)
+
+
+@pytest.mark.parametrize(("stat", "caught"), [("mean", False), ("median", True)])
+def test_a_reported_statistic_other_than_the_stated_one_is_re_run(stat: str, caught: bool) -> None:
+    session = Session()
+    assert session.ws.run_cell(LATE).ok
+    code = (
+        CELLS
+        + f"result = {{'n': len(above), 'mean_size': float(above['size'].{stat}())}}\nprint(json.dumps(result))"
+    )
+    findings = session.turn("How many rows are at or above their cell, and their mean size?", code)
+    assert bool(findings) is caught
+    if caught:
+        assert "mean" in findings[0].reason
