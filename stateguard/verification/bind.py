@@ -800,7 +800,7 @@ class RequirementBinder(Binder):
     ) -> tuple[Selection, Aggregate] | None:
         """A pandas aggregate of the stated column that an answer field is, whole, with another
         swappable statistic than the stated one, where no aggregate with the stated statistic is an
-        answer field and no other requirement of the turn states the reported statistic."""
+        answer field and the turn's words nowhere say the reported statistic."""
         if req.function not in _SWAPPABLE or any(
             self._is_field(a) for _, a in found if a.function == req.function
         ):
@@ -814,11 +814,12 @@ class RequirementBinder(Binder):
             and a.function != req.function
             and self._is_field(a)
         ]
-        if len({a.column for _, a in reported}) != 1 or any(
-            other.kind is Kind.AGGREGATION and other.function == reported[0][1].function
-            for other in self.requirements
-        ):
+        if len({a.column for _, a in reported}) != 1:
             return None
+        function = reported[0][1].function
+        words = [w for w, f in LEXICON.statistics.items() if f == function]
+        if any(re.search(rf"\b{re.escape(w)}\b", self.said, re.IGNORECASE) for w in words):
+            return None  # the turn says the reported statistic too ("... and their mean total")
         return reported[0]
 
     def _is_field(self, agg: Aggregate) -> bool:
@@ -1133,12 +1134,14 @@ def bind(
     then: Callable[[RequirementBinder, Plan], None] | None = None,
     aliases: dict[str, str] | None = None,
     listed: set[str] | None = None,
+    said: str = "",
 ) -> Plan:
     """The requirements bound to the code; `then` binds more with the same binder once they are
     (what the requirements' own bindings left: `bind_loose`, `named_stats`), before the items are
-    numbered."""
+    numbered; `said`: the turn's own words (a binding that abstains where they name something)."""
     plan = Plan(requirements=requirements)
     binder = RequirementBinder(sem, vocab, rewritten)
+    binder.said = said
     binder.requirements = requirements
     binder.aliases = dict(aliases or {})
     binder.listed = listed_joins.with_copies(listed or set(), sem)

@@ -42,6 +42,7 @@ class Binder:
         self.con = sem.connection
         self.table_frames = {t: v for v, t in sem.frames.items()}
         self.requirements: list[Requirement] = []
+        self.said = ""  # the turn's own words, where a binding reads them
         # Nouns the task's questions put in a named frame or table ("put the key in a frame `jobs`"):
         # noun -> name, so "every entry of the key" names the side `jobs`.
         self.aliases: dict[str, str] = {}
@@ -209,7 +210,8 @@ def reason(req: Requirement, status: str) -> str:
     if req.kind is Kind.NOT_NULL:
         return f"the filter for recorded values is missing: rows with a missing {what} remain ({said})"
     if req.kind is Kind.AGGREGATION:
-        return f"the aggregation computes a different statistic than the {req.function} the question asks for ({said})"
+        stat = req.text if req.function == "quantile" else req.function
+        return f"the aggregation computes a different statistic than the {stat} the question asks for ({said})"
     if req.kind is Kind.SHARE:
         return "the aggregation behind the shares is wrong: they do not add up to the total although the question asks for each part's share"
     if req.kind is Kind.GROUPING:

@@ -35,7 +35,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Op = Literal[">", ">=", "<", "<=", "==", "!="]
-Function = Literal["mean", "median", "sum", "count", "nunique", "min", "max", "std"]
+Function = Literal["mean", "median", "sum", "count", "nunique", "min", "max", "std", "quantile"]
 
 MIRROR: dict[str, str] = {">": "<", "<": ">", ">=": "<=", "<=": ">=", "==": "==", "!=": "!="}
 # pandas' comparison methods (`s.ge(5)`) and the comparator each one is
@@ -195,7 +195,8 @@ class Requirement(BaseModel):
         if self.kind is Kind.NOT_NULL:
             return f"{what} recorded (no missing values)"
         if self.kind is Kind.AGGREGATION:
-            return f"the {self.function} of {what}"
+            # a quantile by its words ("the 80th percentile of lwage")
+            return f"the {self.text if self.function == 'quantile' else self.function} of {what}"
         if self.kind is Kind.SHARE:
             return (
                 f"the shares {'of ' + what if what != 'the kept rows' else ''} add up to the whole".replace(

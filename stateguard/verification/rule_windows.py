@@ -257,8 +257,8 @@ def stated_group(
             # one column each (by name or by the task's words for it: "their treatment and day") and
             # the phrase ends there, at a stop or where the clause goes on; else ("of the same origin
             # and model", cut short) not the first one alone
-            rest = re.match(r"\s+([A-Za-z]+)", rule[m.end("words") :])
-            ends_here = end is None and (rest is None or rest.group(1).lower() in _CLAUSE_WORDS)
+            follow = re.match(r"\s+([A-Za-z]+)", rule[m.end("words") :])
+            ends_here = end is None and (follow is None or follow.group(1).lower() in _CLAUSE_WORDS)
             pair = (
                 _two_keys([words[:cut], words[cut + 1 :]], pool, described or {}, values or {})
                 if words[cut].lower() == "and"

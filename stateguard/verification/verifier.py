@@ -597,6 +597,7 @@ class SemanticVerifier:
             then=partial(self._through_code, question, tables, _own_context(turn)),
             aliases=self.aliases,
             listed=self.listed,
+            said=f"{question}\n{_own_context(turn)}",
         )
         self._span = (getattr(turn, "turn_id", None), code, sem)
         self._rule_seen = None

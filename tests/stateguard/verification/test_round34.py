@@ -201,3 +201,89 @@ def test_a_reported_statistic_other_than_the_stated_one_is_re_run(stat: str, cau
     assert bool(findings) is caught
     if caught:
         assert "mean" in findings[0].reason
+
+
+def test_a_reported_statistic_the_turn_also_says_is_not_re_run() -> None:
+    session = Session()
+    assert session.ws.run_cell(LATE).ok
+    # "the median" is the cell's statistic, "their mean size" the reported one: the words say both
+    code = (
+        "import json\n"
+        "cells = late.groupby(['treat', 'day'])['size'].median().rename('cell').reset_index()\n"
+        "joined = late.merge(cells, on=['treat', 'day'])\n"
+        "above = joined[joined['size'] >= joined['cell']]\n"
+        "print(json.dumps({'n': len(above), 'mean_size': float(above['size'].mean())}))"
+    )
+    question = "Which rows reach their cell's median size? How many, and their mean size?"
+    assert session.turn(question, code) == []
+
+
+# -- a stated quantile ----------------------------------------------------------------------------
+
+P80 = "a wage is high when it is at or above the 80th percentile of the wages of the same sex"
+
+
+@pytest.mark.parametrize(
+    ("code", "after"),
+    [
+        # another statistic: re-run as the stated quantile
+        (
+            "t = con.execute('SELECT *, w >= avg(w) OVER (PARTITION BY sex) AS high FROM t')",
+            "quantile_cont(w, 0.8) OVER",
+        ),
+        (
+            'df["high"] = df["w"] >= df.groupby(["sex"])["w"].transform("mean")',
+            '.groupby(["sex"])["w"].transform(lambda _s: _s.quantile(0.8))',
+        ),
+        # another fraction: re-run at the stated one, in the code's own quantile function
+        (
+            "t = con.execute('SELECT *, w >= quantile_disc(w, 0.75) OVER (PARTITION BY sex) AS high FROM t')",
+            "quantile_disc(w, 0.8) OVER",
+        ),
+        (
+            'p = df.groupby("sex")["w"].quantile(0.7)\ndf["high"] = df["w"] >= df["sex"].map(p)',
+            'p = df.groupby("sex")["w"].quantile(0.8)',
+        ),
+        # the stated quantile already: nothing to re-run
+        ('df["high"] = df["w"] >= df.groupby(["sex"])["w"].transform(lambda s: s.quantile(0.8))', None),
+    ],
+)
+def test_a_stated_quantile_is_re_run_where_the_code_takes_another(code: str, after: str | None) -> None:
+    from stateguard.verification import rule_statistics
+
+    found = rule_statistics.changed(P80, code)
+    assert (found.site.after if found is not None else None) == after
+    if found is not None:
+        assert rule_statistics.requirement(found).describe() == "the 80th percentile of w"
+
+
+@pytest.mark.parametrize(
+    ("rule", "p"),
+    [
+        ("at or above the upper quartile (the 75th percentile, interpolated) of the ages of ...", 0.75),
+        ("at or above the upper age quartile of their gender and race", 0.75),
+        ("below the lower quartile of its region", 0.25),
+        # two fractions, or the median by its percentile: no quantile read
+        ("above the 80th percentile, or the 90th for the oldest", None),
+        ("above the 50th percentile of its region", None),
+    ],
+)
+def test_the_stated_quantile_is_one_fraction(rule: str, p: float | None) -> None:
+    from stateguard.verification import rule_statistics
+
+    said = rule_statistics.stated(rule)
+    assert (said.p if said is not None else None) == p
+
+
+def test_an_update_from_a_grouped_quantile_is_a_site() -> None:
+    from stateguard.verification import rule_statistics
+
+    code = (
+        'con.execute("""\nUPDATE tagged SET older = tagged.age >= q.q3\n'
+        "FROM (SELECT gender, race, quantile_cont(age, 0.8) AS q3 FROM tagged GROUP BY gender, race) q\n"
+        'WHERE q.gender = tagged.gender AND q.race = tagged.race\n""")'
+    )
+    found = rule_statistics.changed(
+        "at or above the upper quartile of the ages of the same gender and race", code
+    )
+    assert found is not None and "quantile_cont(age, 0.75) AS q3" in found.site.after
