@@ -1135,13 +1135,15 @@ def bind(
     aliases: dict[str, str] | None = None,
     listed: set[str] | None = None,
     said: str = "",
+    code: str = "",
 ) -> Plan:
     """The requirements bound to the code; `then` binds more with the same binder once they are
     (what the requirements' own bindings left: `bind_loose`, `named_stats`), before the items are
-    numbered; `said`: the turn's own words (a binding that abstains where they name something)."""
+    numbered; `said`, `code`: the turn's own words and code (a binding that abstains where they
+    name something, or the code computes with a stated number)."""
     plan = Plan(requirements=requirements)
     binder = RequirementBinder(sem, vocab, rewritten)
-    binder.said = said
+    binder.said, binder.code = said, code
     binder.requirements = requirements
     binder.aliases = dict(aliases or {})
     binder.listed = listed_joins.with_copies(listed or set(), sem)

@@ -22,6 +22,7 @@ column to test rows on.
 from __future__ import annotations
 
 import math
+import re
 
 from stateguard.inspection.code_model import MIRROR, Condition, Selection
 from stateguard.verification import probes, sql_edit
@@ -102,6 +103,16 @@ def candidates(b: Binder, req: Requirement, bounds: list[float]) -> list[tuple[S
     return out
 
 
+def _operand(code: str, value: float | None) -> bool:
+    """Is the number a factor or divisor of the code's arithmetic (`los / 7`, `7 * rate`)?"""
+    if value is None or not code:
+        return False
+    num = f"{value:g}".replace(".", r"\.")
+    return (
+        re.search(rf"[/*]\s*{num}(?:\.0+)?(?![\w.])|(?<![\w.]){num}(?:\.0+)?\s*[/*](?!\*)", code) is not None
+    )
+
+
 def stated(req: Requirement, negated: bool) -> Requirement:
     """The requirement on the signed quantity: `fall by more than 500` -> `< -500`."""
     if not negated or req.op is None or req.value is None:
@@ -132,6 +143,13 @@ def cutoff(b: Binder, req: Requirement, plan: Plan, bounds: list[float]) -> bool
     found = candidates(b, req, bounds)
     if len({c.lhs or c.text for _, c, _ in found}) != 1:
         return False
+    if not req.columns and _operand(b.code, req.value):
+        # "weeks (days over 7)": the code divides by the stated number; the words may say that
+        # arithmetic, not a cut-off on rows
+        plan.notes.append(
+            f"{req.describe()}: the code computes with {req.value:g} (`/ {req.value:g}`); not read"
+        )
+        return True
     sel, cond, negated = found[0]
     assert isinstance(cond.value, float)
     want = stated(req, negated)

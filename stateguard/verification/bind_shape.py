@@ -166,6 +166,11 @@ def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
     if not keys:  # "per capita", "per kept order": words, not columns of the data; nothing to check
         plan.notes.append(f"{req.describe()}: no column of the data is named")
         return
+    if req.text.lower().startswith("per ") and _measures(b, keys, pool):
+        # "the average price per carat": per a measure of fractional values is a rate, not groups
+        plan.notes.append(f"{req.describe()}: {', '.join(keys)} holds fractional values; a rate, not checked")
+        plan.unverified.append(req)
+        return
     req = req.model_copy(update={"columns": keys})
     grouped = [s for s in b.sem.selections if s.group_keys]
     if not grouped:
@@ -243,6 +248,18 @@ def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
         plan.items.append(b.item(req, "group_keys", site, b.variables(sel), "grouping"))
     else:
         plan.unverified.append(req)
+
+
+def _measures(b: Binder, keys: list[str], pool: list[str]) -> bool:
+    """Are all the keys numeric columns whose range ends in a fraction (a weight, a price per unit)?"""
+    infos = [i for t in b.vocab.tables.values() for k in keys for c, i in t.items() if c == k and c in pool]
+    return bool(infos) and all(
+        i.kind == "num"
+        and i.low is not None
+        and i.high is not None
+        and not (float(i.low).is_integer() and float(i.high).is_integer())
+        for i in infos
+    )
 
 
 def _described_key(said: list[str], pool: list[str], vocab: vocabulary.Vocabulary) -> str | None:

@@ -43,6 +43,7 @@ class Binder:
         self.table_frames = {t: v for v, t in sem.frames.items()}
         self.requirements: list[Requirement] = []
         self.said = ""  # the turn's own words, where a binding reads them
+        self.code = ""  # the turn's code, where a binding reads its text
         # Nouns the task's questions put in a named frame or table ("put the key in a frame `jobs`"):
         # noun -> name, so "every entry of the key" names the side `jobs`.
         self.aliases: dict[str, str] = {}
@@ -211,7 +212,9 @@ def reason(req: Requirement, status: str) -> str:
         return f"the filter for recorded values is missing: rows with a missing {what} remain ({said})"
     if req.kind is Kind.AGGREGATION:
         stat = req.text if req.function == "quantile" else req.function
-        return f"the aggregation computes a different statistic than the {stat} the question asks for ({said})"
+        return (
+            f"the aggregation computes a different statistic than the {stat} the question asks for ({said})"
+        )
     if req.kind is Kind.SHARE:
         return "the aggregation behind the shares is wrong: they do not add up to the total although the question asks for each part's share"
     if req.kind is Kind.GROUPING:

@@ -37,6 +37,7 @@ from stateguard.verification.probes import SpanEdit
 from stateguard.verification.requirements import Kind, Requirement
 from stateguard.verification.vocabulary import (
     GROUP_NOUNS,
+    STOP,
     Vocabulary,
     column_tokens,
     described_columns,
@@ -218,12 +219,17 @@ def stated_group(
     # "who saw the same film in the same study": a "the same" phrase whose lead is no phrase's word,
     # right before a phrase read, is the first of two keys (each must then name its own column)
     hits = sorted(
-        [*hits, *(m for m in _overlapping(_ANY_SAME, rule) if not _covered(m, hits) and _chains(m, hits))],
+        [
+            *hits,
+            *(m for m in _overlapping(_ANY_SAME, rule) if not _covered(m, hits) and _chains(rule, m, hits)),
+        ],
         key=lambda m: m.start(),
     )
     if _unread_same(rule, hits, list(dict.fromkeys([*columns, *(years or []), *(ids or [])]))):
         return None
-    ends = [next((o.start() for o in hits if m.start() < o.start() <= m.end() + 3), None) for m in hits]
+    ends = [
+        next((o.start() for o in hits if m.start() < o.start() <= _reach(rule, m) + 3), None) for m in hits
+    ]
     chained = any(e is not None for e in ends)
     pairs: list[tuple[str, str, str]] = []  # two keys said in one word ("centre-and-baseline")
     unread = False
@@ -234,6 +240,11 @@ def stated_group(
         # a column listed twice (short-range codes in one table, calendar years in another) is one column
         pool = list(dict.fromkeys([*pool, *(ids or [])]))
         said = m.group("words") if end is None else rule[m.start("words") : min(end, m.end("words"))]
+        stop = m.end("words")
+        if end is None:
+            # the phrase goes on past the words the pattern takes ("the same number of years of
+            # schooling", "their admission type and age group"): read it to its end
+            said, stop = _run_on(rule, said, stop)
         words = re.sub(r"'s\b", "", said).split()
         # the phrase ends where the clause goes on ("for their husband's occupation yet work ..."), or
         # where a participle naming no column starts a clause of its own, in a chain ("in its own sector
@@ -257,7 +268,7 @@ def stated_group(
             # one column each (by name or by the task's words for it: "their treatment and day") and
             # the phrase ends there, at a stop or where the clause goes on; else ("of the same origin
             # and model", cut short) not the first one alone
-            follow = re.match(r"\s+([A-Za-z]+)", rule[m.end("words") :])
+            follow = re.match(r"\s+([A-Za-z]+)", rule[stop:])
             ends_here = end is None and (follow is None or follow.group(1).lower() in _CLAUSE_WORDS)
             pair = (
                 _two_keys([words[:cut], words[cut + 1 :]], pool, described or {}, values or {})
@@ -282,7 +293,7 @@ def stated_group(
         # a parenthesis right after the phrase that says one column's very name glosses it: the name
         # beats a reading of the words by parts of names ("the same birth order (first-born or not)" is
         # `first`, though "birth" begins `birthyr`)
-        glossed = _glossed(rule[m.end("words") :], pool) if end is None and cut == len(words) else None
+        glossed = _glossed(rule[stop:], pool, described or {}) if cut == len(words) else None
         if glossed is not None:
             found.append((glossed, m.group(0)))
             continue
@@ -327,7 +338,7 @@ def stated_group(
                 rest = [w.lower() for w in words[n:]]
                 # "the same education level": `educ` by a word of its name, `edlevel (education level)`
                 # by the whole phrase in its description: two readings, none is taken
-                other = described_columns(words, pool, described or {}, in_row=True)
+                other = described_columns(_uncounted(words), pool, described or {}, in_row=True)
                 if _is_name(words[:n], named[0]):
                     other = []  # the column's very name ("its own class" for `class`) beats a description
                 if all(w in GROUP_NOUNS for w in rest[:1]) and not (other and other != named):
@@ -361,6 +372,33 @@ def stated_group(
     return None
 
 
+# words that count what the phrase names ("the same number of years of schooling")
+_QUANTITY = {"number", "amount", "count"}
+
+
+def _run_on(rule: str, said: str, stop: int) -> tuple[str, int]:
+    """The phrase's words, taken on past where the pattern stopped while a coordination or an "of"
+    joins more words to them, or a group noun follows (three words at most): the words and where
+    they end in the rule."""
+    for _ in range(3):
+        last = said.split()[-1].lower() if said.split() else ""
+        nxt = re.match(r"\s+([A-Za-z][\w-]*)", rule[stop:])
+        if nxt is None:
+            break
+        word = nxt.group(1).lower()
+        if not (last in ("and", "or", "of") or word == "of" or word in GROUP_NOUNS):
+            break
+        said, stop = f"{said} {nxt.group(1)}", stop + nxt.end()
+    return said, stop
+
+
+def _uncounted(words: list[str]) -> list[str]:
+    """The words without a leading count ("number of years of schooling" -> years of schooling)."""
+    if len(words) > 2 and words[0].lower() in _QUANTITY and words[1].lower() == "of":
+        return words[2:]
+    return words
+
+
 def _phrase_hits(rule: str) -> list[re.Match[str]]:
     """Every group phrase of the rule, in order; one phrase found from two starts ("whose fathers held
     the same ..." and "held the same ..."): the longer reading only."""
@@ -388,10 +426,20 @@ def _covered(m: re.Match[str], hits: list[re.Match[str]]) -> bool:
     return any(h.start() <= m.start() < h.start("words") for h in hits)
 
 
-def _chains(m: re.Match[str], hits: list[re.Match[str]]) -> bool:
+def _chains(rule: str, m: re.Match[str], hits: list[re.Match[str]]) -> bool:
     """Does `m` lead right into a phrase read, or follow right after one ("in the same arm during the
-    same period")?"""
-    return any(m.start() < h.start() <= m.end() + 3 or h.start() < m.start() <= h.end() + 3 for h in hits)
+    same period"; "admitted the same way (elective or emergency) in the same age group", over its
+    gloss)?"""
+    return any(
+        m.start() < h.start() <= _reach(rule, m) + 3 or h.start() < m.start() <= _reach(rule, h) + 3
+        for h in hits
+    )
+
+
+def _reach(rule: str, m: re.Match[str]) -> int:
+    """Where a phrase ends in the rule: its words, and a gloss right after them."""
+    gloss = _GLOSS.match(rule[m.end("words") :])
+    return m.end("words") + (gloss.end() if gloss else 0) if gloss else m.end()
 
 
 def _unread_same(rule: str, hits: list[re.Match[str]], pool: list[str]) -> bool:
@@ -404,6 +452,8 @@ def _unread_same(rule: str, hits: list[re.Match[str]], pool: list[str]) -> bool:
         words = m.group("words").split()
         if any(resolve_column(words[:n], pool) for n in range(_clause_cut(words), 0, -1)):
             return True
+        if _GLOSS.match(rule[m.end("words") :]):
+            return True  # "the same way (elective or emergency)": a group said, by its two sides
     return False
 
 
@@ -528,9 +578,13 @@ def _two_keys(
     return named[0][0], named[1][0]
 
 
-def _glossed(after: str, columns: list[str]) -> str | None:
+def _glossed(
+    after: str, columns: list[str], described: dict[str, tuple[str, ...]] | None = None
+) -> str | None:
     """The one column a parenthesis right after a group phrase names by its very name ("(first-born or
-    not)" -> `first`, "(Swiss or foreign)" -> `foreign`); None when it names none or several."""
+    not)" -> `first`, "(Swiss or foreign)" -> `foreign`), else (`described`) whose description in the
+    task's text holds both sides ("(elective or emergency)" for `type1 (1 for an emergency ..., 0 for
+    an elective one)`); None when it names none or several."""
     m = _GLOSS.match(after)
     if m is None:
         return None
@@ -541,6 +595,14 @@ def _glossed(after: str, columns: list[str]) -> str | None:
         # a side whose words spell a name, each cut short ("blue-collar" for `bluecol`)
         sides = [re.findall(r"[a-z]+", side.lower()) for side in re.split(r"\s+or\s+", gloss, flags=re.I)]
         named = [c for c in columns if any(len(w) >= 2 and _spells(w, c.lower()) for w in sides)]
+    if not named and described:
+        # both sides said by one column's description, every content word of each
+        content = [[w for w in side if w not in STOP and len(w) > 2] for side in sides]
+        named = [
+            c
+            for c in columns
+            if all(side and all(w in described.get(c, ()) for w in side) for side in content)
+        ]
     return named[0] if len(named) == 1 else None
 
 

@@ -598,6 +598,7 @@ class SemanticVerifier:
             aliases=self.aliases,
             listed=self.listed,
             said=f"{question}\n{_own_context(turn)}",
+            code=code,
         )
         self._span = (getattr(turn, "turn_id", None), code, sem)
         self._rule_seen = None

@@ -418,7 +418,11 @@ def resolve_column(subject: Iterable[str], columns: Iterable[str], partial: bool
                 if t not in UNITS and not t.isdigit()
             )
         ]
-        return strict or best
+        chosen = strict or best
+        # a column whose name is the subject's own words beats one a word only begins (`price` over
+        # `pricey` for "the average price")
+        whole = [c for c in chosen if _whole_words(c, raw)]
+        return whole if whole and len(chosen) > 1 else chosen
     if not (partial and len(some) == 1):
         return []
     # A column that covers only part of the subject binds only when the subject says nothing the
@@ -427,6 +431,13 @@ def resolve_column(subject: Iterable[str], columns: Iterable[str], partial: bool
     tokens = [t for t in column_tokens(some[0]) if not t.isdigit()]
     unbound = [w for w in phrase if w not in _IGNORABLE and not _matches(w, tokens)]
     return [] if unbound else some
+
+
+def _whole_words(column: str, raw: list[str]) -> bool:
+    """Is every word of the column's name a whole word said (its plural or singular too)?"""
+    said = set(raw) | {w[:-1] for w in raw if w.endswith("s")}
+    tokens = [t for t in column_tokens(column) if t not in UNITS and not t.isdigit()]
+    return bool(tokens) and all(t in said for t in tokens)
 
 
 def strictly_named(column: str, subject: Iterable[str]) -> bool:
