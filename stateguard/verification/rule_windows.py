@@ -369,7 +369,29 @@ def stated_group(
         return Stated(found[0][0], span, (found[1][0],))
     if len(keys) == 1 and not whole:
         return Stated(found[0][0], found[0][1])
+    if not whole and len(hits) == 2 and len(found) == 2 and len(keys) == 2 and _one_peer_clause(rule, hits):
+        # "the spells of people of the same sex who are out of work for the same reason": two phrases
+        # of one clause that says the peers, each naming its own column
+        span = rule[hits[0].start() : hits[1].end()]
+        return Stated(found[0][0], span, (found[1][0],))
     return None
+
+
+# words between two group phrases that start another part of the rule: a comparison, a statistic,
+# a new sentence
+_APART = re.compile(
+    r"[.;:!?]|\d|\b(?:than|times|above|below|over|under|median|mean|average|percentile|quartile|but|while|whereas)\b",
+    re.IGNORECASE,
+)
+
+
+def _one_peer_clause(rule: str, hits: list[re.Match[str]]) -> bool:
+    """Do two group phrases lie in one clause that says the rows the statistic is taken over: nothing
+    between them that compares, counts or starts another sentence ("of the same sex who are out of work
+    for the same reason")?"""
+    first, second = sorted(hits, key=lambda m: m.start())
+    between = rule[first.end() : second.start()]
+    return len(between.split()) <= 8 and not _APART.search(between)
 
 
 # words that count what the phrase names ("the same number of years of schooling")

@@ -287,3 +287,103 @@ def test_an_update_from_a_grouped_quantile_is_a_site() -> None:
         "at or above the upper quartile of the ages of the same gender and race", code
     )
     assert found is not None and "quantile_cont(age, 0.75) AS q3" in found.site.after
+
+
+# -- after fresh46's look (tuned on it) --------------------------------------------------------------
+
+
+def test_a_column_named_by_the_words_whole_beats_one_a_word_begins() -> None:
+    from stateguard.verification.vocabulary import resolve_column
+
+    assert resolve_column(["price"], ["price", "pricey", "carat"]) == ["price"]
+    assert resolve_column(["prices"], ["price", "pricey"]) == ["price"]
+    assert resolve_column(["pricey", "stones"], ["price", "pricey"]) == ["pricey"]
+    # no whole name among them: both, as before
+    assert resolve_column(["south"], ["south66", "south76"]) == ["south66", "south76"]
+
+
+DRG = ["gender", "type1", "age75"]
+DRG_WORDS = {"type1": ("emergency", "urgent", "admission", "elective"), "age75": ("patient", "over")}
+
+
+@pytest.mark.parametrize(
+    ("rule", "keys"),
+    [
+        # the words go on past the pattern's three: "and age group" is read, a second key
+        (
+            "at least twice the average of their admission type and age group but less than 10 days",
+            ["type1", "age75"],
+        ),
+        # a gloss whose two sides one column's description holds reads "the same way", and chains
+        (
+            "at least twice the average stay of the patients admitted the same way (elective or emergency) "
+            "in the same age group",
+            ["type1", "age75"],
+        ),
+        # a gloss naming nothing: the group it says is unread, so no group at all
+        (
+            "at least twice the average stay of the patients admitted the same way (daytime or night) "
+            "in the same age group",
+            None,
+        ),
+    ],
+)
+def test_a_phrase_read_to_its_end(rule: str, keys: list[str] | None) -> None:
+    found = rule_windows.stated_group(rule, DRG, DRG_WORDS, ["los"])
+    assert (found.keys if found is not None else None) == keys
+
+
+def test_a_described_reading_without_its_leading_count_leaves_a_name_unread() -> None:
+    # "number of years" names `year`, but "years of schooling" is `education`'s description: no key
+    columns = ["sex", "year", "education"]
+    described = {"education": ("years", "schooling"), "year": ("survey", "year")}
+    rule = "above the average score of the respondents of the same sex with the same number of years of schooling"
+    assert rule_windows.stated_group(rule, columns, described, ["vocabulary"]) is None
+    # the survey year said as such is read
+    plain = "above the average score of the respondents of the same sex in the same survey year"
+    found = rule_windows.stated_group(plain, columns, described, ["vocabulary"])
+    assert found is not None and found.keys == ["sex", "year"]
+
+
+@pytest.mark.parametrize(
+    ("rule", "keys"),
+    [
+        (
+            "longer than the upper quartile of the spells of people of the same sex who are out of work for the same reason",
+            ["sex", "reason"],
+        ),
+        # a comparison or a number between the two phrases: two parts of the rule, no reading
+        ("of the same sex, longer than 26 weeks for the same reason", None),
+        ("of the same sex. Then count the spells for the same reason", None),
+    ],
+)
+def test_two_phrases_of_one_peer_clause_are_two_keys(rule: str, keys: list[str] | None) -> None:
+    found = rule_windows.stated_group(rule, ["sex", "reason", "race"], {}, ["duration"])
+    assert (found.keys if found is not None else None) == keys
+
+
+STAYS = "stays = pd.DataFrame({'los': [3, 12, 8, 15, 2, 9], 'type1': [0, 1, 0, 1, 0, 1]})"
+
+
+@pytest.mark.parametrize(("divide", "caught"), [(True, False), (False, True)])
+def test_a_stated_number_the_code_divides_by_is_no_cut_off(divide: bool, caught: bool) -> None:
+    session = Session()
+    assert session.ws.run_cell(STAYS).ok
+    weeks = "stays['weeks'] = stays['los'] / 7\n" if divide else "stays['weeks'] = stays['los'] * 0.142857\n"
+    code = weeks + "n = int((stays['los'] >= 10).sum())\nprint(json.dumps({'n': n}))"
+    question = "Add weeks (the stay in weeks, days over 7). How many stays are over 7?"
+    findings = session.turn(question, "import json\n" + code)
+    assert bool(findings) is caught
+
+
+GEMS = "gems = pd.DataFrame({'clarity': ['a', 'b', 'a', 'b'], 'carat': [0.31, 1.02, 0.5, 2.25], 'price': [500, 3000, 900, 9000]})"
+
+
+def test_per_a_measure_of_fractional_values_is_a_rate() -> None:
+    session = Session()
+    assert session.ws.run_cell(GEMS).ok
+    code = (
+        "gems['ppc'] = gems['price'] / gems['carat']\n"
+        "tab = gems.groupby('clarity').agg(mean_ppc=('ppc', 'mean'))\nprint(tab)"
+    )
+    assert session.turn("Summarise by clarity: the average price per carat.", code) == []
