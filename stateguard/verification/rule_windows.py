@@ -380,7 +380,7 @@ def stated_group(
 # words between two group phrases that start another part of the rule: a comparison, a statistic,
 # a new sentence
 _APART = re.compile(
-    r"[.;:!?]|\d|\b(?:than|times|above|below|over|under|median|mean|average|percentile|quartile|but|while|whereas)\b",
+    r"[.,;:!?()]|\d|\b(?:than|times|above|below|over|under|median|mean|average|percentile|quartile|but|while|whereas)\b",
     re.IGNORECASE,
 )
 
