@@ -586,15 +586,19 @@ def _two_keys(
     """Two coordinated words or runs ("gender" and "race", "centre" and "baseline"), each naming one
     column by its name or (`described`) by the task's words for it, and not the same one; None
     otherwise."""
-    named = [
-        resolve_column(side, columns)
-        or (
-            []
-            if described is None
-            else [c for c in [described_group(side, columns, described, values or {})] if c]
-        )
-        for side in sides
-    ]
+    named = []
+    for side in sides:
+        found = resolve_column(side, columns)
+        if described is not None:
+            # "age band" for `age_group (five bands)`, by its name and its description together: a name
+            # that reads the side in part (`age`) is a second reading, and two readings are none
+            mixed = named_and_described(side, columns, described)
+            if mixed and found and set(mixed) != set(found):
+                return None
+            found = (
+                found or mixed or [c for c in [described_group(side, columns, described, values or {})] if c]
+            )
+        named.append(found)
     if len(named) != 2 or any(len(n) != 1 for n in named) or named[0] == named[1]:
         return None
     return named[0][0], named[1][0]

@@ -419,9 +419,10 @@ def resolve_column(subject: Iterable[str], columns: Iterable[str], partial: bool
             )
         ]
         chosen = strict or best
-        # a column whose name is the subject's own words beats one a word only begins (`price` over
-        # `pricey` for "the average price")
-        whole = [c for c in chosen if _whole_words(c, raw)]
+        # a column whose name is the subject's own words beats one a word said only begins (`price` over
+        # `pricey` for "the average price"); not a group noun's (`status` is no better than `ulcer` for
+        # "ulceration status": the noun says what kind of column, not which)
+        whole = [c for c in chosen if _whole_words(c, raw) and not set(column_tokens(c)) <= GROUP_NOUNS]
         return whole if whole and len(chosen) > 1 else chosen
     if not (partial and len(some) == 1):
         return []

@@ -387,3 +387,22 @@ def test_per_a_measure_of_fractional_values_is_a_rate() -> None:
         "tab = gems.groupby('clarity').agg(mean_ppc=('ppc', 'mean'))\nprint(tab)"
     )
     assert session.turn("Summarise by clarity: the average price per carat.", code) == []
+
+
+def test_a_group_noun_named_whole_is_no_better_than_a_short_form() -> None:
+    from stateguard.verification.vocabulary import resolve_column
+
+    # "ulceration status": `status` (the patient's vital status) is said whole, `ulcer` in short form
+    assert resolve_column(["ulceration", "status"], ["ulcer", "status"]) == ["ulcer", "status"]
+
+
+def test_two_coordinated_keys_with_two_readings_of_one_are_none() -> None:
+    described = {"age_group": ("five", "bands"), "age": ("age", "class")}
+    rule = "three times the median of their sex and age band yet fewer than 200 deaths"
+    # "age band": `age` by its name in part, `age_group` by name and description: no reading
+    assert (
+        rule_windows.stated_group(
+            rule, ["sex", "method", "age_group"], described, ["deaths"], None, [], ["age"]
+        )
+        is None
+    )
