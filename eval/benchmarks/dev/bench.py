@@ -65,10 +65,12 @@ from a different R package and none from a package the latest split drew on, wri
 thirty-ninth), `fresh44` (four more, on four other R tables from that archive no split used, each from
 a different R package and none from a package the latest split drew on, written blind by a fortieth),
 `fresh45` (four more, on four further R tables from that archive no split used, each from a different R
-package and none from a package the latest split drew on, written blind by a forty-first) or `fresh46`
+package and none from a package the latest split drew on, written blind by a forty-first), `fresh46`
 (four more, on four other R tables from that archive no split used, each from a different R package and
-none from a package the latest split drew on, written blind by a forty-second); the detection report
-shows them apart.
+none from a package the latest split drew on, written blind by a forty-second) or `fresh47` (four more,
+on four further R tables from that archive no split used, each from a different R package and none from
+a package the latest split drew on, written blind by a forty-third); the detection report shows them
+apart.
 """
 
 from __future__ import annotations
@@ -142,6 +144,7 @@ SPLITS = (
     "fresh44",
     "fresh45",
     "fresh46",
+    "fresh47",
     "all",
 )
 

