@@ -119,6 +119,12 @@ class Lexicon(BaseModel):
     def statistic(self, word: str) -> str | None:
         return self.statistics.get(" ".join(word.lower().split()))
 
+    def statistics_in(self, text: str) -> set[str]:
+        """The statistics (functions) a text names by any of their words, each as a whole word."""
+        return {
+            f for w, f in self.statistics.items() if re.search(rf"\b{re.escape(w)}\b", text, re.IGNORECASE)
+        }
+
     def direction_words(self) -> list[str]:
         """Every word that states the direction of a bound: comparators (prefix, not temporal, and
         postfix) and bare comparatives."""

@@ -816,24 +816,22 @@ class RequirementBinder(Binder):
         ]
         if len({a.column for _, a in reported}) != 1:
             return None
-        function = reported[0][1].function
-        words = [w for w, f in LEXICON.statistics.items() if f == function]
-        if any(re.search(rf"\b{re.escape(w)}\b", self.said, re.IGNORECASE) for w in words):
+        if reported[0][1].function in LEXICON.statistics_in(self.said):
             return None  # the turn says the reported statistic too ("... and their mean total")
         return reported[0]
 
     def _is_field(self, agg: Aggregate) -> bool:
         """Is the aggregate an answer field's whole value (`"mean_size": rel["size"].median()`)?"""
-        for value in self.sem.fields.values():
-            try:
-                text = ast.unparse(ast.parse(value, mode="eval"))
-            except SyntaxError:
-                continue
-            if re.fullmatch(r"(?:float|int)\((.*)\)", text):
-                text = text[text.index("(") + 1 : -1]
-            if text == agg.text:
-                return True
-        return False
+        if self._field_texts is None:
+            self._field_texts = set()
+            for value in self.sem.fields.values():
+                try:
+                    text = ast.unparse(ast.parse(value, mode="eval"))
+                except SyntaxError:
+                    continue
+                cast = re.fullmatch(r"(?:float|int)\((.*)\)", text)  # `float(x.median())` is x.median()
+                self._field_texts.add(cast.group(1) if cast else text)
+        return agg.text in self._field_texts
 
     def swapped(
         self, req: Requirement, sel: Selection, agg: Aggregate, plan: Plan, needs_changed: bool = False

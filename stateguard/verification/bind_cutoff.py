@@ -146,9 +146,7 @@ def cutoff(b: Binder, req: Requirement, plan: Plan, bounds: list[float]) -> bool
     if not req.columns and _operand(b.code, req.value):
         # "weeks (days over 7)": the code divides by the stated number; the words may say that
         # arithmetic, not a cut-off on rows
-        plan.notes.append(
-            f"{req.describe()}: the code computes with {req.value:g} (`/ {req.value:g}`); not read"
-        )
+        plan.notes.append(f"{req.describe()}: the code divides or multiplies by {req.value:g}; not read")
         return True
     sel, cond, negated = found[0]
     assert isinstance(cond.value, float)

@@ -44,6 +44,7 @@ class Binder:
         self.requirements: list[Requirement] = []
         self.said = ""  # the turn's own words, where a binding reads them
         self.code = ""  # the turn's code, where a binding reads its text
+        self._field_texts: set[str] | None = None  # answer fields' values as parsed code, once
         # Nouns the task's questions put in a named frame or table ("put the key in a frame `jobs`"):
         # noun -> name, so "every entry of the key" names the side `jobs`.
         self.aliases: dict[str, str] = {}

@@ -152,10 +152,7 @@ def bind_named(
 
 
 def _names_central(text: str) -> bool:
-    return any(
-        f in _CENTRAL and re.search(rf"\b{re.escape(w)}\b", text, re.IGNORECASE)
-        for w, f in LEXICON.statistics.items()
-    )
+    return bool(LEXICON.statistics_in(text) & set(_CENTRAL))
 
 
 def only_statistic(
@@ -168,9 +165,7 @@ def only_statistic(
     question that names both statistics, abstain. `rule`: the text states a rule of the turn ("long
     when it lasts more than 1.5 times the median duration of its wave"), whose statistic is computed
     per row (a window, a pandas transform, a flag), so those aggregates count too."""
-    asked = {
-        f for w, f in LEXICON.statistics.items() if re.search(rf"\b{re.escape(w)}\b", question, re.IGNORECASE)
-    }
+    asked = LEXICON.statistics_in(question)
     if len(asked & set(_CENTRAL)) != 1:
         return []
     function = (asked & set(_CENTRAL)).pop()

@@ -103,12 +103,13 @@ def stated(rule: str) -> Stated | None:
 
 def _stated_quantile(rule: str) -> Stated | None:
     """The one quantile every percentile or quartile phrase of the rule names (not the median)."""
+    phrases = list(_QUANTILE.finditer(rule))
     found = {
         (int(m.group("n")) / 100 if m.group("n") else 0.75 if m.group("side").lower() in _UPPER else 0.25): m
-        for m in _QUANTILE.finditer(rule)
+        for m in phrases
     }
     # another ordinal said beside them ("or the 90th for the oldest") may be another fraction
-    read = [m.span() for m in _QUANTILE.finditer(rule)]
+    read = [m.span() for m in phrases]
     others = [
         o
         for o in re.finditer(r"\b\d{1,2}(?:st|nd|rd|th)\b", rule)

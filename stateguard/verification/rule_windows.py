@@ -249,16 +249,7 @@ def stated_group(
         # the phrase ends where the clause goes on ("for their husband's occupation yet work ..."), or
         # where a participle naming no column starts a clause of its own, in a chain ("in its own sector
         # controlled from the same nation")
-        cut = next(
-            (
-                i
-                for i, w in enumerate(words)
-                if w.lower() in _CLAUSE_WORDS
-                or (i > 0 and w.lower() in _STATISTIC_WORDS)
-                or (end is not None and i > 0 and w.lower().endswith("ed") and not resolve_column([w], pool))
-            ),
-            len(words),
-        )
+        cut = _clause_cut(words, participles=pool if end is not None else None)
         if (
             cut < len(words)
             and words[cut].lower() in ("and", "or")
@@ -377,10 +368,10 @@ def stated_group(
     return None
 
 
-# words between two group phrases that start another part of the rule: a comparison, a statistic,
-# a new sentence
+# what between two group phrases starts another part of the rule: a comparison, a quantile, a new
+# sentence (a statistic's word, the lexicon's, too)
 _APART = re.compile(
-    r"[.,;:!?()]|\d|\b(?:than|times|above|below|over|under|median|mean|average|percentile|quartile|but|while|whereas)\b",
+    r"[.,;:!?()]|\d|\b(?:than|times|above|below|over|under|percentile|quartile|but|while|whereas)\b",
     re.IGNORECASE,
 )
 
@@ -391,7 +382,7 @@ def _one_peer_clause(rule: str, hits: list[re.Match[str]]) -> bool:
     for the same reason")?"""
     first, second = sorted(hits, key=lambda m: m.start())
     between = rule[first.end() : second.start()]
-    return len(between.split()) <= 8 and not _APART.search(between)
+    return len(between.split()) <= 8 and not _APART.search(between) and not LEXICON.statistics_in(between)
 
 
 # words that count what the phrase names ("the same number of years of schooling")
@@ -431,13 +422,22 @@ def _phrase_hits(rule: str) -> list[re.Match[str]]:
     return [m for i, m in enumerate(hits) if all(o.start("words") != m.start("words") for o in hits[:i])]
 
 
-def _clause_cut(words: list[str]) -> int:
-    """Where a group phrase's words stop: at the first word the clause goes on with."""
+def _clause_cut(words: list[str], participles: list[str] | None = None) -> int:
+    """Where a group phrase's words stop: at the first word the clause goes on with, or a statistic's
+    word after the first; with `participles` (a chain's first phrase), also at a participle that names
+    none of those columns ("in its own sector controlled from the same nation")."""
     return next(
         (
             i
             for i, w in enumerate(words)
-            if w.lower() in _CLAUSE_WORDS or (i > 0 and w.lower() in _STATISTIC_WORDS)
+            if w.lower() in _CLAUSE_WORDS
+            or (i > 0 and w.lower() in _STATISTIC_WORDS)
+            or (
+                participles is not None
+                and i > 0
+                and w.lower().endswith("ed")
+                and not resolve_column([w], participles)
+            )
         ),
         len(words),
     )
@@ -461,7 +461,7 @@ def _chains(rule: str, m: re.Match[str], hits: list[re.Match[str]]) -> bool:
 def _reach(rule: str, m: re.Match[str]) -> int:
     """Where a phrase ends in the rule: its words, and a gloss right after them."""
     gloss = _GLOSS.match(rule[m.end("words") :])
-    return m.end("words") + (gloss.end() if gloss else 0) if gloss else m.end()
+    return m.end("words") + gloss.end() if gloss else m.end()
 
 
 def _unread_same(rule: str, hits: list[re.Match[str]], pool: list[str]) -> bool:

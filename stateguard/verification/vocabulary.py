@@ -422,7 +422,7 @@ def resolve_column(subject: Iterable[str], columns: Iterable[str], partial: bool
         # a column whose name is the subject's own words beats one a word said only begins (`price` over
         # `pricey` for "the average price"); not a group noun's (`status` is no better than `ulcer` for
         # "ulceration status": the noun says what kind of column, not which)
-        whole = [c for c in chosen if _whole_words(c, raw) and not set(column_tokens(c)) <= GROUP_NOUNS]
+        whole = [c for c in chosen if strictly_named(c, subject) and not set(column_tokens(c)) <= GROUP_NOUNS]
         return whole if whole and len(chosen) > 1 else chosen
     if not (partial and len(some) == 1):
         return []
@@ -432,13 +432,6 @@ def resolve_column(subject: Iterable[str], columns: Iterable[str], partial: bool
     tokens = [t for t in column_tokens(some[0]) if not t.isdigit()]
     unbound = [w for w in phrase if w not in _IGNORABLE and not _matches(w, tokens)]
     return [] if unbound else some
-
-
-def _whole_words(column: str, raw: list[str]) -> bool:
-    """Is every word of the column's name a whole word said (its plural or singular too)?"""
-    said = set(raw) | {w[:-1] for w in raw if w.endswith("s")}
-    tokens = [t for t in column_tokens(column) if t not in UNITS and not t.isdigit()]
-    return bool(tokens) and all(t in said for t in tokens)
 
 
 def strictly_named(column: str, subject: Iterable[str]) -> bool:
@@ -591,10 +584,6 @@ def described_group(
     return None
 
 
-# a trial's arms are a few: a column of more values holding "placebo" is no arm
-_FEW = 6
-
-
 def named_and_described(
     said: Iterable[str], columns: Iterable[str], column_words: dict[str, tuple[str, ...]]
 ) -> list[str]:
@@ -611,6 +600,10 @@ def named_and_described(
         if phrase and by_name and by_words and len(by_name) + len(by_words) == len(phrase):
             out.append(c)
     return out
+
+
+# a trial's arms are a few: a column of more values holding "placebo" is no arm
+_FEW = 6
 
 
 def _category_column(

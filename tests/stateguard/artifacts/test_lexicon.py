@@ -48,3 +48,12 @@ def test_stated_cutoffs_and_routing_read_the_core_comparators() -> None:
     assert stated_thresholds("keep rows with at least 3 and below 40%") == [(3.0, False), (40.0, True)]
     assert SEMANTIC.search("drop the outliers") and SEMANTIC.search("limited to Gentoo")
     assert not SEMANTIC.search("How many orders are there?")
+
+
+def test_the_statistics_a_text_names() -> None:
+    from stateguard.artifacts.lexicon import LEXICON
+
+    assert LEXICON.statistics_in("their average size, and the median count") == {"mean", "median"}
+    assert LEXICON.statistics_in("the middle value of the totals") == {"median"}
+    # a word inside another word names nothing ("meant", "meaning")
+    assert LEXICON.statistics_in("what is meant by meaning") == set()
