@@ -79,6 +79,8 @@ class Lexicon(BaseModel):
         str, tuple[str, ...]
     ]  # a noun naming the column that holds one of these values among a few others ("arm" -> placebo)
     measure_nouns: tuple[str, ...]  # a noun after a column's word that names its values ("a grassy score")
+    rule_names: tuple[str, ...]  # a noun right after a statistic that makes it a rule's name ("the median
+    # rule", "the mean-line"): the text names the rule, it asks for no statistic
     tying_words: tuple[str, ...]  # a participle that ties rows to the value beside it ("the wives living in
     # the south", "woman-headed households"): it says no condition of its own
     function_words: frozenset[str]  # words that carry no content of their own (question words, verbs
@@ -119,11 +121,20 @@ class Lexicon(BaseModel):
     def statistic(self, word: str) -> str | None:
         return self.statistics.get(" ".join(word.lower().split()))
 
-    def statistics_in(self, text: str) -> set[str]:
-        """The statistics (functions) a text names by any of their words, each as a whole word."""
+    def statistics_in(self, text: str, *, asked: bool = False) -> set[str]:
+        """The statistics (functions) a text names by any of their words, each as a whole word.
+        `asked`: only those it asks for, not a statistic that names a rule ("the median rule")."""
+        names = self.pattern(self.rule_names)
         return {
-            f for w, f in self.statistics.items() if re.search(rf"\b{re.escape(w)}\b", text, re.IGNORECASE)
+            f
+            for w, f in self.statistics.items()
+            for m in re.finditer(rf"\b{re.escape(w)}\b", text, re.IGNORECASE)
+            if not (asked and re.match(rf"[\s-]+(?:{names})\b", text[m.end() :], re.IGNORECASE))
         }
+
+    def names_rule(self, word: str) -> bool:
+        """Is the word a rule's noun (`rule_names`)?"""
+        return word.lower() in self.rule_names
 
     def direction_words(self) -> list[str]:
         """Every word that states the direction of a bound: comparators (prefix, not temporal, and
@@ -452,6 +463,30 @@ LEXICON = Lexicon(
         "arms": ("placebo", "control", "sham"),
     },
     measure_nouns=("score", "scores", "value", "values", "reading", "readings", "figure", "figures"),
+    rule_names=(
+        "rule",
+        "rules",
+        "line",
+        "lines",
+        "definition",
+        "definitions",
+        "cutoff",
+        "cutoffs",
+        "cut-off",
+        "cut-offs",
+        "cut",
+        "cuts",
+        "yardstick",
+        "yardsticks",
+        "criterion",
+        "criteria",
+        "threshold",
+        "thresholds",
+        "bar",
+        "bars",
+        "version",
+        "versions",
+    ),
     tying_words=("living", "located", "based", "situated", "headed", "led", "run"),
     abbreviations={
         "yr": "year",

@@ -178,10 +178,13 @@ def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
         return
     agreeing = [sel for sel in grouped if {k.lower() for k in keys} <= {_name(g) for g in sel.group_keys}]
     if agreeing:
-        sel = agreeing[0]
+        # a grouping by the stated keys alone is the one asked for; one by more keys beside it is a
+        # step on the way (a statistic per kids and year joined back, then the rows counted per year)
+        exact = [sel for sel in agreeing if {k.lower() for k in keys} == {_name(g) for g in sel.group_keys}]
+        sel = (exact or agreeing)[0]
         plan.notes.append(f"{req.describe()}: the code groups by it")
         _join_on_fewer_keys(b, req, keys, plan)
-        extra = _extra_key_item(b, req, sel, keys, grouped)
+        extra = None if exact else _extra_key_item(b, req, sel, keys, grouped)
         if extra is not None:
             plan.items.append(extra)
         frame = _grouped_frame(b, sel, keys)

@@ -1092,6 +1092,8 @@ def aggregations(clause: str, fields: list[str], source: str = "question") -> li
             continue
         if not subj or subj[0].lower() in ("and", "or") or _REFERENCE_BEFORE.search(clause[: m.start()]):
             continue  # "heavier than their cohort mean and efficient": a reference value, not the statistic asked
+        if len(subj) == 1 and LEXICON.names_rule(subj[0]):
+            continue  # "the specimen-and-batch median rule": the statistic names a rule, it asks for none
         found = [(fn, m.group(0))]
         pair = next((p for p in _PAIRED_STAT.finditer(clause) if p.end() == m.start() + 1), None)
         if pair and not _REFERENCE_BEFORE.search(clause[: pair.start()]):

@@ -85,10 +85,8 @@ def named_statistics(
     built (`regrouped.GroupingHistory.earlier_statistics`); a name that states the statistic it took
     then stands for the question asking it."""
     before = earlier or {}
-    asked = {
-        f
-        for w, f in [*LEXICON.statistics.items(), *_EXTREMES.items()]
-        if re.search(rf"\b{re.escape(w)}\b", question, re.IGNORECASE)
+    asked = LEXICON.statistics_in(question, asked=True) | {
+        f for w, f in _EXTREMES.items() if re.search(rf"\b{re.escape(w)}\b", question, re.IGNORECASE)
     }
     out: list[tuple[Requirement, Selection, Aggregate]] = []
     for sel in sem.selections:
@@ -165,7 +163,7 @@ def only_statistic(
     question that names both statistics, abstain. `rule`: the text states a rule of the turn ("long
     when it lasts more than 1.5 times the median duration of its wave"), whose statistic is computed
     per row (a window, a pandas transform, a flag), so those aggregates count too."""
-    asked = LEXICON.statistics_in(question)
+    asked = LEXICON.statistics_in(question, asked=True)
     if len(asked & set(_CENTRAL)) != 1:
         return []
     function = (asked & set(_CENTRAL)).pop()

@@ -391,15 +391,15 @@ _QUANTITY = {"number", "amount", "count"}
 
 def _run_on(rule: str, said: str, stop: int) -> tuple[str, int]:
     """The phrase's words, taken on past where the pattern stopped while a coordination or an "of"
-    joins more words to them, or a group noun follows (three words at most): the words and where
-    they end in the rule."""
+    joins more words to them (whether the pattern's last word or the next one is the "and"), or a group
+    noun follows (three words at most): the words and where they end in the rule."""
     for _ in range(3):
         last = said.split()[-1].lower() if said.split() else ""
         nxt = re.match(r"\s+([A-Za-z][\w-]*)", rule[stop:])
         if nxt is None:
             break
         word = nxt.group(1).lower()
-        if not (last in ("and", "or", "of") or word == "of" or word in GROUP_NOUNS):
+        if not (last in ("and", "or", "of") or word in ("of", "and", "or") or word in GROUP_NOUNS):
             break
         said, stop = f"{said} {nxt.group(1)}", stop + nxt.end()
     return said, stop

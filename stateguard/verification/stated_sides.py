@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 
 from stateguard.verification.requirements import METHODS, MIRROR, Kind, Requirement
-from stateguard.verification.unstated_cutoff import _code_text, _has, bounds, site_op, sites
+from stateguard.verification.unstated_cutoff import _code_text, _has, bounds, mentioned, site_op, sites
 
 # words that make a clause state the rows it does not keep, or set one side against the other
 _OTHER_SIDE = re.compile(
@@ -91,13 +91,24 @@ def _in_case(text: str, at: int) -> bool:
     return any(m.start() <= at < m.end() for m in _CASE.finditer(text))
 
 
+def _said_apart(said: str, x: float, pct: bool) -> bool:
+    """Is the number also said with no side, apart from its bounds ("treats the bottom mark, 1, as
+    low ... how many lecturers got at least one")? The code's one test of it may then be that
+    mention's, and the bound's side says nothing about it."""
+    rest = said
+    for y, ypct, _, words in bounds(said):
+        if (y, ypct) == (x, pct):
+            rest = rest.replace(words, " ")
+    return any(abs(n - x) <= 1e-9 * max(1.0, abs(x)) for n in mentioned([rest]))
+
+
 def flipped(said: str, code: str) -> Flipped | None:
     text = _code_text(code)
     lines = text.splitlines()
     found: list[Flipped] = []
     ops = stated_ops(said)
     for (x, pct), (sides, words) in stated_sides(said).items():
-        if len(sides) != 1:
+        if len(sides) != 1 or _said_apart(said, x, pct):
             continue
         up = next(iter(sides))
         # the same number on the same sign ("falls by more than 5%" is tested as `< -5`: another side)

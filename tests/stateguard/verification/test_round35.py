@@ -1,0 +1,139 @@
+"""Round 35: a number said twice, a coordination read past the pattern's words, the grouping the code
+states exactly, and a statistic that names a rule.
+
+Written from fresh47's first look, whose three false repairs on clean runs each read words that name
+something other than a requirement:
+
+* "treats the bottom mark, 1, as low ... how many lecturers got at least one": the number the code
+  tests is also said with no side, so the bound's side says nothing about the code's one test of it;
+* "the mean hours of their number of children and year": an "and" right after the pattern's words
+  joins a second key, as one inside them does;
+* "the year with the most of them", where the code counts per year and, on the way, takes a statistic
+  per number of children and year: the grouping by the stated key alone is the one asked for;
+* "high meaning the specimen-and-batch median rule": a statistic right before a rule's noun names the
+  rule and asks for no statistic.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from stateguard.artifacts.lexicon import LEXICON
+from stateguard.verification import extract, rule_windows, stated_sides
+from tests.stateguard.verification.conftest import Session
+
+
+@pytest.mark.parametrize(
+    ("said", "caught"),
+    [
+        # the bound's number is said again with no side: the code's one test may be that mention's
+        ("Treat the bottom mark, 1, as low. How many lecturers got at least one?", False),
+        # said once, on one side: the code keeps the other
+        ("How many lecturers gave a mark of at least 1?", True),
+    ],
+)
+def test_a_number_said_apart_from_its_bound_states_no_side(said: str, caught: bool) -> None:
+    code = "low = marks[marks['y'] <= 1]\nn = low['d'].nunique()"
+    assert (stated_sides.flipped(said, code) is not None) is caught
+
+
+MARKS = "marks = pd.DataFrame({'d': [1, 1, 2, 3, 3, 4], 'y': [1, 5, 2, 1, 4, 3]})"
+
+
+def test_a_count_of_at_least_one_is_no_bound_on_the_rule() -> None:
+    session = Session()
+    assert session.ws.run_cell(MARKS).ok
+    code = (
+        "import json\nmarks['low'] = marks['y'] <= 1\n"
+        "print(json.dumps({'n_low': int(marks['low'].sum()), 'n_lect': int(marks.loc[marks['low'], 'd'].nunique())}))"
+    )
+    question = (
+        "The office treats the bottom mark, 1, as a low mark. Add a boolean low. How many marks are low "
+        "and how many different lecturers got at least one?"
+    )
+    assert session.turn(question, code) == []
+
+
+PANEL = ["kids", "year", "age"]
+PANEL_WORDS = {"kids": ("number", "children"), "year": ("survey", "year")}
+
+
+@pytest.mark.parametrize(
+    ("rule", "keys"),
+    [
+        # the pattern's words end right before the "and": the second key is read all the same
+        (
+            "at least 10% above the mean hours of their number of children and year but short of 2,500 hours",
+            ["kids", "year"],
+        ),
+        # a word after the "and" that names nothing: the group is unread, not the first key alone
+        (
+            "at least 10% above the mean hours of their number of children and weather but short of 2,500",
+            None,
+        ),
+    ],
+)
+def test_an_and_right_after_the_pattern_joins_a_second_key(rule: str, keys: list[str] | None) -> None:
+    found = rule_windows.stated_group(rule, PANEL, PANEL_WORDS, ["hours"])
+    assert (found.keys if found is not None else None) == keys
+
+
+HOURS = (
+    "panel = pd.DataFrame({'kids': [0, 0, 1, 1, 2, 2, 0, 1], 'year': [1, 2, 1, 2, 1, 2, 1, 2],"
+    " 'hours': [2000, 2600, 1800, 2400, 2100, 1500, 2300, 2500]})"
+)
+
+
+@pytest.mark.parametrize(("exact", "caught"), [(True, False), (False, True)])
+def test_the_grouping_by_the_stated_key_alone_is_the_one_asked(exact: bool, caught: bool) -> None:
+    session = Session()
+    assert session.ws.run_cell(HOURS).ok
+    step = (
+        "cell = panel.groupby(['kids', 'year'])['hours'].mean().rename('m').reset_index()\n"
+        "joined = panel.merge(cell, on=['kids', 'year'])\nhigh = joined[joined['hours'] >= joined['m']]\n"
+    )
+    if exact:
+        answer = "top = int(high['year'].value_counts().idxmax())\n"
+    else:
+        # the answer itself counted per number of children and year: not per year
+        answer = "per = high.groupby(['kids', 'year']).size().rename('n').reset_index()\ntop = int(per.loc[per['n'].idxmax(), 'year'])\n"
+    code = "import json\n" + step + answer + "print(json.dumps({'n': len(high), 'top_year': top}))"
+    findings = session.turn("How many rows are high, and which year has the most of them?", code)
+    assert bool(findings) is caught
+
+
+def test_a_statistic_before_a_rule_noun_names_the_rule() -> None:
+    assert LEXICON.statistics_in("high meaning the specimen-and-batch median rule", asked=True) == set()
+    assert LEXICON.statistics_in("high meaning the specimen-and-batch median rule") == {"median"}
+    assert LEXICON.statistics_in("the median concentration under the mean-line", asked=True) == {"median"}
+    reqs = extract.aggregations("Redo the table, high meaning the specimen-and-batch median rule.", [])
+    assert reqs == []
+    reqs = extract.aggregations("Redo the table with the median concentration of each lab.", [])
+    assert [r.function for r in reqs] == ["median"]
+
+
+LABS = "early = pd.DataFrame({'Lab': ['a', 'a', 'b', 'b', 'b'], 'Conc': [1.0, 9.0, 2.0, 3.0, 10.0], 'high': [False, True, False, False, True]})"
+
+
+@pytest.mark.parametrize(
+    ("question", "caught"),
+    [
+        (
+            "Redo lab_tab on early, high meaning the specimen-and-batch median rule. Which lab has the largest share of high readings?",
+            False,
+        ),
+        (
+            "Redo lab_tab on early with the median concentration. Which lab has the largest share of high readings?",
+            True,
+        ),
+    ],
+)
+def test_a_rule_named_by_a_statistic_asks_for_no_statistic(question: str, caught: bool) -> None:
+    session = Session()
+    assert session.ws.run_cell(LABS).ok
+    code = (
+        "import json\nlab_tab = early.groupby('Lab').agg(n=('Conc', 'size'), n_high=('high', 'sum'), conc=('Conc', 'mean'))\n"
+        "top = (lab_tab['n_high'] / lab_tab['n']).idxmax()\n"
+        "print(json.dumps({'conc': lab_tab['conc'].round(2).to_dict(), 'top': top}))"
+    )
+    assert bool(session.turn(question, code)) is caught
