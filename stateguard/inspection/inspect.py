@@ -153,11 +153,26 @@ _VALUES_TABLE = re.compile(
 
 
 def _is_literal(node: ast.expr) -> bool:
+    """A value written out in the code: a literal, or built from literals only by `range`, `list(...)`
+    and `+` or `*` (`{"year": list(range(1979, 1990)), "mode": ["in person"] * 2 + ["phone"] * 9}`)."""
     try:
         ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return False
-    return True
+        pass
+    else:
+        return True
+    if isinstance(node, ast.Dict):
+        return all(k is not None and _is_literal(k) for k in node.keys) and all(map(_is_literal, node.values))
+    if isinstance(node, ast.List | ast.Tuple):
+        return all(_is_literal(e) for e in node.elts)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Mult):
+        return _is_literal(node.left) and _is_literal(node.right)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
+        if node.func.id == "range":
+            return all(isinstance(a, ast.Constant) and isinstance(a.value, int) for a in node.args)
+        if node.func.id == "list" and len(node.args) == 1:
+            return _is_literal(node.args[0])
+    return False
 
 
 def _from_written_out(node: ast.expr, written_out: set[str]) -> bool:

@@ -391,8 +391,14 @@ def _resolve_key(word: str, pool: list[str]) -> list[str]:
         if exact:
             return exact[:1]
         if cand == joined:
-            # every word of the phrase is a word of the column's name, in order ("pad type" -> PadType)
-            spelt = [c for c in dict.fromkeys(pool) if _singular(vocabulary.column_tokens(c)) == said]
+            # every word of the phrase is a word of the column's name, in order ("pad type" -> PadType),
+            # or the words run together are its name ("town size" -> townsize)
+            spelt = [
+                c
+                for c in dict.fromkeys(pool)
+                if _singular(vocabulary.column_tokens(c)) == said
+                or (len(said) > 1 and c.lower().replace("_", "") == "".join(word.lower().split()))
+            ]
             if len(spelt) == 1:
                 return spelt
     if len(said) == 1:

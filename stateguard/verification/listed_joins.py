@@ -61,16 +61,40 @@ def counts_matches(sql: str, name: str, list_columns: set[str]) -> bool:
     return False
 
 
+# a column tested for a missing value: `WHERE h.k IS NULL`
+_IS_NULL = re.compile(r"(?:\b(\w+)\.)?\b(\w+)\s+IS\s+NULL\b", re.IGNORECASE)
+
+
+def tests_missing(sql: str, name: str, list_columns: set[str]) -> bool:
+    """The statement tests a column of the data side of its join with the list `name` for a missing
+    value (`LEFT JOIN (...) h ON ... WHERE h.k IS NULL`): the entries with no match, which only a join
+    keeping the list's every entry can hold."""
+    alias = _list_alias(sql, name)
+    columns = {c.lower() for c in list_columns}
+    return any(
+        (q.lower() not in (alias, name.lower())) if q else c.lower() not in columns
+        for q, c in _IS_NULL.findall(sql)
+    )
+
+
 def expects_unmatched(
     code: str, sel: Selection, list_columns: set[str] | None = None, name: str = ""
 ) -> bool:
-    """The statement itself fills missing values with 0 or counts a column of the data's side, or a
-    line that reads its result tests it for 0 or counts such a column. A line that only names the
+    """The statement itself fills missing values with 0, counts a column of the data's side or tests
+    one for a missing value, or a line that reads its result tests it for 0 or counts such a column.
+    A line that only names the
     list's own columns (`trades["position"].fillna(0)` after a join of the daily rows to a table of
     positions) fills the data's rows that the list does not match: it expects unmatched data, not
     unmatched entries."""
     own = sel.sql or ""
-    if _ZERO.search(own) or (own and name and counts_matches(own, name, set(list_columns or ()))):
+    if _ZERO.search(own) or (
+        own
+        and name
+        and (
+            counts_matches(own, name, set(list_columns or ()))
+            or tests_missing(own, name, set(list_columns or ()))
+        )
+    ):
         return True
     target = sel.target or ""
     if not target.isidentifier():

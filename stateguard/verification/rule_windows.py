@@ -1115,7 +1115,14 @@ def _mapped(code: str, column: str | list[str]) -> Joined | None:
     if isinstance(column, list) and ".map(" in look.group(0):
         return None  # several keys cannot be looked up by one column's `.map`
     before = code[m.start("keys") : look.end("k")]
-    after = repr(column) + code[m.end("keys") : look.start("k")] + repr(column)
+    between = code[m.end("keys") : look.start("k")]
+    # `survey[["vote88"]].merge(medians, on=["vote88"])`: the rows' own key columns, picked for the
+    # merge, are the keys too
+    picked = re.search(rf"\[\s*(?P<k>\[[^\]\n]*\])\s*\]\s*\.merge\(\s*{name}\s*,\s*on\s*=\s*$", between)
+    if picked is not None and _keys_of(picked.group("k")) == keys:
+        wanted = column if isinstance(column, list) else [column]
+        between = between[: picked.start("k")] + repr(wanted) + between[picked.end("k") :]
+    after = repr(column) + between + repr(column)
     names = [m.group("name")]
     line = code[code.rfind("\n", 0, look.start()) + 1 : look.start()]
     assigned = re.match(r"\s*([A-Za-z_]\w*)(?:\[[^\]]*\])?\s*=(?!=)", line)

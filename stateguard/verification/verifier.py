@@ -1046,7 +1046,18 @@ class SemanticVerifier:
         """A re-run item for the turn's one per-row statistic taken over other keys than its own
         rule states (`rule_windows.py`), or for its one group statistic joined back onto the rows
         over other keys; the answer gate must then see the answer change."""
-        columns = rule_windows.groupable(self.vocab, tables)  # of the tables the turn reads
+        # of the tables the turn reads; where the code's one group statistic is found, only of those
+        # holding all its keys: the stated group is of the rows the statistic is taken over, not of a
+        # typed-in sheet read beside them ("their sex and candidate" beside a sheet's `candidate`)
+        code_keys = rule_windows.rule_keys(code, sem)
+        if code_keys:
+            holding = [
+                name
+                for name in (tables if tables is not None else list(self.vocab.tables))
+                if set(code_keys) <= {c.lower() for c in self.vocab.tables.get(name, {})}
+            ]
+            tables = holding or tables
+        columns = rule_windows.groupable(self.vocab, tables)
         years = rule_windows.groupable(self.vocab, tables, years=True)
         ids = rule_windows.groupable(self.vocab, tables, ids=True)
         measures = [c for c in self.vocab.columns(tables) if c not in columns + years + ids]

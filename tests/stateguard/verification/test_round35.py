@@ -137,3 +137,86 @@ def test_a_rule_named_by_a_statistic_asks_for_no_statistic(question: str, caught
         "print(json.dumps({'conc': lab_tab['conc'].round(2).to_dict(), 'top': top}))"
     )
     assert bool(session.turn(question, code)) is caught
+
+
+SURVEY = (
+    "survey = pd.DataFrame({'vote88': [1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3],"
+    " 'female': [0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1],"
+    " 'age': [30, 22, 70, 60, 40, 20, 45, 55, 25, 19, 60, 33]})"
+)
+
+
+def _older(keys: list[str], sheet: bool = False) -> str:
+    typed = (
+        "ballot = pd.DataFrame({'vote88': [1, 2, 3], 'candidate': ['Salinas', 'Clouthier', 'Cardenas']})\n"
+    )
+    return (
+        "import json\n"
+        + (typed if sheet else "")
+        + f"medians = survey.groupby({keys!r})['age'].median().rename('median_age').reset_index()\n"
+        f"ref = survey[{keys!r}].merge(medians, on={keys!r}, how='left')['median_age']\n"
+        "survey['older'] = survey['age'].to_numpy() >= 1.4 * ref.to_numpy()\n"
+        "print(json.dumps({'n_older': int(survey['older'].sum())}))"
+    )
+
+
+@pytest.mark.parametrize(("keys", "caught"), [(["vote88", "female"], False), (["vote88"], True)])
+def test_a_merge_of_the_rows_own_key_columns_is_regrouped_too(keys: list[str], caught: bool) -> None:
+    # `survey[["vote88"]].merge(medians, on=["vote88"])`: the picked key columns are re-run as stated
+    session = Session()
+    assert session.ws.run_cell(SURVEY).ok
+    question = (
+        "Redefine older: a respondent is older when his or her age is at least 1.4 times the median age of "
+        "the respondents of the same sex who voted for the same candidate. How many are older now?"
+    )
+    described = "Columns: vote88 (the candidate voted for), female (1 for a woman, 0 for a man) and age."
+    findings = session.turn(question, _older(keys), context=described)
+    assert bool(findings) is caught
+
+
+def test_a_group_key_is_a_column_of_the_rows_the_statistic_is_taken_over() -> None:
+    # a typed-in sheet beside the rows has a column named `candidate`: not the statistic's key, which
+    # is `vote88`, described as the candidate voted for
+    session = Session()
+    assert session.ws.run_cell(SURVEY).ok
+    question = "Which respondents are at least 1.4 times the median age of their sex and candidate? How many are there?"
+    context = "Columns: vote88 (the candidate voted for), female (1 for a woman, 0 for a man) and age."
+    assert session.turn(question, _older(["vote88", "female"], sheet=True), context=context) == []
+    assert session.turn(question, _older(["vote88"], sheet=True), context=context) != []
+
+
+def test_words_run_together_are_a_columns_name() -> None:
+    from stateguard.verification.bind_shape import _resolve_key
+
+    assert _resolve_key("town size", ["school", "townsize"]) == ["townsize"]
+    assert _resolve_key("town size", ["school", "town_size"]) == ["town_size"]
+    # one word is no run of words: "size" alone names no `townsize`
+    assert _resolve_key("size", ["school", "townsize"]) == []
+
+
+def test_a_test_for_a_missing_match_expects_unmatched_entries() -> None:
+    from stateguard.inspection.inspect import inspect_code
+    from stateguard.verification import listed_joins
+
+    sql = (
+        "SELECT count(*) FROM labs l LEFT JOIN (SELECT Lab, count(*) AS k FROM early WHERE high GROUP BY Lab) h "
+        "ON h.Lab = l.Lab WHERE h.k IS NULL"
+    )
+    assert listed_joins.tests_missing(sql, "labs", {"lab", "city"})
+    # the list's own column tested for a missing value: unmatched data rows, not entries
+    assert not listed_joins.tests_missing(
+        sql.replace("h.k IS NULL", "l.city IS NULL"), "labs", {"lab", "city"}
+    )
+    code = f'n = con.execute("""{sql}""").fetchone()[0]'
+    (sel,) = [s for s in inspect_code(code).selections if s.joins]
+    assert listed_joins.expects_unmatched(code, sel, {"lab", "city"}, "labs")
+
+
+def test_a_frame_of_values_built_by_range_and_repetition_is_typed_in() -> None:
+    from stateguard.inspection.inspect import inspect_code
+
+    code = (
+        'waves = pd.DataFrame({"year": list(range(1979, 1990)), "mode": ["in person"] * 2 + ["phone"] * 9})\n'
+        'other = pd.DataFrame({"year": panel["year"].unique()})'
+    )
+    assert inspect_code(code).listed == ["waves"]
