@@ -504,6 +504,12 @@ LEXICON = Lexicon(
     },
     function_words=frozenset(
         [
+            # a brief aside's framing ("for a moment", "quick aside on ..."): how long the focus lasts,
+            # no condition on the rows
+            "moment",
+            "quick",
+            "brief",
+            "briefly",
             "stayed",  # "stayed at or below 80": a copula, like "was"
             "stays",
             "stay",

@@ -220,3 +220,21 @@ def test_a_frame_of_values_built_by_range_and_repetition_is_typed_in() -> None:
         'other = pd.DataFrame({"year": panel["year"].unique()})'
     )
     assert inspect_code(code).listed == ["waves"]
+
+
+SPELLS = (
+    "spells = pd.DataFrame({'race': ['white', 'nonwhite', 'white', 'nonwhite', 'white', 'white'],"
+    " 'agency': [True, True, False, False, True, False]})"
+)
+
+
+@pytest.mark.parametrize(("scoped", "caught"), [(True, False), (False, True)])
+def test_a_brief_asides_framing_leaves_its_scope_read(scoped: bool, caught: bool) -> None:
+    # "for a moment" says how long the focus lasts, no condition: the clause parses whole, so the value
+    # it names scopes the turn
+    session = Session()
+    assert session.ws.run_cell(SPELLS).ok
+    rows = "spells[spells['race'] == 'nonwhite']" if scoped else "spells"
+    code = f"import json\nsub = {rows}\nprint(json.dumps({{'n': len(sub), 'n_agency': int(sub['agency'].sum())}}))"
+    question = "Looking at the nonwhite respondents for a moment: how many are there, and how many went to an agency?"
+    assert bool(session.turn(question, code)) is caught
