@@ -67,10 +67,11 @@ a different R package and none from a package the latest split drew on, written 
 `fresh45` (four more, on four further R tables from that archive no split used, each from a different R
 package and none from a package the latest split drew on, written blind by a forty-first), `fresh46`
 (four more, on four other R tables from that archive no split used, each from a different R package and
-none from a package the latest split drew on, written blind by a forty-second) or `fresh47` (four more,
+none from a package the latest split drew on, written blind by a forty-second), `fresh47` (four more,
 on four further R tables from that archive no split used, each from a different R package and none from
-a package the latest split drew on, written blind by a forty-third); the detection report shows them
-apart.
+a package the latest split drew on, written blind by a forty-third) or `fresh48` (four more, on four
+other R tables from that archive no split used, each from a different R package and none from a package
+the latest split drew on, written blind by a forty-fourth); the detection report shows them apart.
 """
 
 from __future__ import annotations
@@ -145,6 +146,7 @@ SPLITS = (
     "fresh45",
     "fresh46",
     "fresh47",
+    "fresh48",
     "all",
 )
 

