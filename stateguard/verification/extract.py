@@ -436,6 +436,7 @@ _STOPS = FILLERS | {
     "whose",
     "and",
     "but",
+    "yet",
     "that",
     "which",
     "with",
@@ -458,11 +459,15 @@ _STOPS = FILLERS | {
 
 
 def _subject_before(clause: str, start: int) -> list[str]:
-    """The attribute a comparison is about: the words right before it, up to a determiner
-    ("with a bill length of at least" -> bill length; "the wind speed is at least" -> wind speed).
+    """The attribute a comparison is about: the words right before it in its part of the clause, up to
+    a determiner ("with a bill length of at least" -> bill length; "the wind speed is at least" -> wind
+    speed).
     An entity before "of" ("flights of at least 1600 miles") or a count ("with at least 9 birds",
     "delayed by at least 30 minutes") names no attribute: empty."""
-    tokens = re.findall(r"[A-Za-z][A-Za-z-]*|\d[\d,.]*", clause[:start])
+    # the words of the bound's own part of the clause: not across a comma, colon or parenthesis
+    # ("... of their sex and education level, yet fewer than 12": nothing is named before the bound)
+    before = re.split(r",\s|[;:()]", clause[:start])[-1]
+    tokens = re.findall(r"[A-Za-z][A-Za-z-]*|\d[\d,.]*", before)
     linker = tokens.pop().lower() if tokens and tokens[-1].lower() in _LINKERS else ""
     if linker in ("with", "by", "at", "has", "have", "had"):
         return []

@@ -253,7 +253,7 @@ def stated_group(
         if (
             cut < len(words)
             and words[cut].lower() in ("and", "or")
-            and (_names_after(words[cut + 1 :], pool) or _nouns(words[cut + 1 :]))
+            and (_names_after(_second(words[cut + 1 :]), pool) or _nouns(_second(words[cut + 1 :])))
         ):
             # "of the same gender and race": two keys, read when the words on each side of the "and" name
             # one column each (by name or by the task's words for it: "their treatment and day") and
@@ -262,7 +262,7 @@ def stated_group(
             follow = re.match(r"\s+([A-Za-z]+)", rule[stop:])
             ends_here = end is None and (follow is None or follow.group(1).lower() in _CLAUSE_WORDS)
             pair = (
-                _two_keys([words[:cut], words[cut + 1 :]], pool, described or {}, values or {})
+                _two_keys([words[:cut], _second(words[cut + 1 :])], pool, described or {}, values or {})
                 if words[cut].lower() == "and"
                 else None
             )
@@ -391,15 +391,28 @@ _QUANTITY = {"number", "amount", "count"}
 
 def _run_on(rule: str, said: str, stop: int) -> tuple[str, int]:
     """The phrase's words, taken on past where the pattern stopped while a coordination or an "of"
-    joins more words to them (whether the pattern's last word or the next one is the "and"), or a group
-    noun follows (three words at most): the words and where they end in the rule."""
-    for _ in range(3):
-        last = said.split()[-1].lower() if said.split() else ""
+    joins more words to them (whether the pattern's last word or the next one is the "and"; after it,
+    nouns up to a phrase's three), or a group noun or a count follows (four words at most): the words
+    and where they end in the rule."""
+    for _ in range(4):
+        before = [w.lower() for w in said.split()]
+        last = before[-1] if before else ""
+        # the second key's words after an "and", its possessive aside ("and its colonial flag"): read
+        # on while they are nouns, as many as a phrase's own
+        joined = max((i for i, w in enumerate(before) if w in ("and", "or")), default=None)
+        second = [w for w in before[joined + 1 :] if w not in _OWNERS] if joined is not None else None
         nxt = re.match(r"\s+([A-Za-z][\w-]*)", rule[stop:])
         if nxt is None:
             break
         word = nxt.group(1).lower()
-        if not (last in ("and", "or", "of") or word in ("of", "and", "or") or word in GROUP_NOUNS):
+        if not (
+            last in ("and", "or", "of")
+            or (last in _OWNERS and before[-2:-1] in (["and"], ["or"]))
+            or (second is not None and len(second) < 3 and _nouns([word]))
+            or word in ("of", "and", "or")
+            or word in GROUP_NOUNS
+            or word in _QUANTITY  # "their spontaneous-abortion count"
+        ):
             break
         said, stop = f"{said} {nxt.group(1)}", stop + nxt.end()
     return said, stop
@@ -572,9 +585,24 @@ _NOT_NOUNS = {
 
 
 def _nouns(words: list[str]) -> bool:
-    """Are the words after a coordination a bare run of nouns ("and day"), a second key said in part
-    of the phrase, rather than a clause that goes on ("and is flagged", "and then")?"""
-    return bool(words) and all(w.lower() not in _CLAUSE_WORDS | _NOT_NOUNS and w.isalpha() for w in words)
+    """Are the words after a coordination a bare run of nouns ("and day", "and spontaneous-abortion
+    count"), a second key said in part of the phrase, rather than a clause that goes on ("and is
+    flagged", "and then")?"""
+    return bool(words) and all(
+        w.lower() not in _CLAUSE_WORDS | _NOT_NOUNS and w.replace("-", "").isalpha() for w in words
+    )
+
+
+# possessives that may open the second key's words ("of its international flag and its colonial flag")
+_OWNERS = {"its", "their", "his", "her"}
+
+
+def _second(words: list[str]) -> list[str]:
+    """The words of a second key after the "and": a possessive that opens them left out, a hyphenated
+    word read by its parts ("spontaneous-abortion count" -> spontaneous abortion count)."""
+    if len(words) > 1 and words[0].lower() in _OWNERS:
+        words = words[1:]
+    return [p for w in words for p in w.split("-") if p]
 
 
 def _two_keys(
@@ -589,6 +617,12 @@ def _two_keys(
     named = []
     for side in sides:
         found = resolve_column(side, columns)
+        if described is not None and found and not _is_name(side, found[0]):
+            # "education level": `educ` by a word of its name, `edlevel (education level)` by the whole
+            # side in its description: two readings, no pair
+            other = described_columns(_uncounted(side), columns, described, in_row=True)
+            if other and set(other) != set(found):
+                return None
         if described is not None:
             # "age band" for `age_group (five bands)`, by its name and its description together: a name
             # that reads the side in part (`age`) is a second reading, and two readings are none

@@ -463,8 +463,14 @@ def test_a_group_of_two_keys_said_with_and_is_not_its_first_key() -> None:
     from stateguard.verification import rule_windows
 
     columns = ["Origin", "model_year", "Cylinders"]
+    # read to its end (round 35), the second key's words name `model_year`: both keys
+    found = rule_windows.stated_group(
+        "the mean weight of the cars of the same origin and model year", columns
+    )
+    assert found is not None and found.keys == ["Origin", "model_year"]
+    # a second key whose words name nothing: no group, not the first key alone
     assert (
-        rule_windows.stated_group("the mean weight of the cars of the same origin and model year", columns)
+        rule_windows.stated_group("the mean weight of the cars of the same origin and paint shade", columns)
         is None
     )
     said = "at least 1.5 times the median weight of the cars of the same origin"

@@ -214,8 +214,12 @@ def test_a_part_of_a_distance_said_otherwise_is_not_read() -> None:
             ["gender", "race", "age"],
             ["gender", "race"],
         ),
-        # the phrase goes on past what its words hold ("model year"): not read
-        ("the median of the cars of the same origin and model year", ["origin", "model_year"], None),
+        # the phrase goes on past what its words hold ("model year"): read to its end (round 35)
+        (
+            "the median of the cars of the same origin and model year",
+            ["origin", "model_year"],
+            ["origin", "model_year"],
+        ),
         (
             "the students of the same sex in the same neuroticism band",
             ["sex", "band", "neuroticism"],

@@ -238,3 +238,54 @@ def test_a_brief_asides_framing_leaves_its_scope_read(scoped: bool, caught: bool
     code = f"import json\nsub = {rows}\nprint(json.dumps({{'n': len(sub), 'n_agency': int(sub['agency'].sum())}}))"
     question = "Looking at the nonwhite respondents for a moment: how many are there, and how many went to an agency?"
     assert bool(session.turn(question, code)) is caught
+
+
+# After fresh48's look (tuned on fresh48 from here)
+
+INFERT = ["education", "age", "parity", "induced", "spontaneous", "stratum"]
+INFERT_WORDS = {
+    "education": ("schooling", "group", "yrs"),
+    "induced": ("prior", "induced", "abortions"),
+    "spontaneous": ("prior", "spontaneous", "abortions"),
+}
+
+
+@pytest.mark.parametrize(
+    ("rule", "columns", "described", "keys"),
+    [
+        # a possessive opens the second key's words, read on to their end
+        (
+            "the median length of all quarrels that share its international flag and its colonial flag.",
+            ["international", "colonial", "revolution"],
+            {},
+            ["international", "colonial"],
+        ),
+        # a hyphenated second key and a count after it
+        (
+            "at least 4 years above the median age of their schooling group and spontaneous-abortion count, yet under 35",
+            INFERT,
+            INFERT_WORDS,
+            ["education", "spontaneous"],
+        ),
+        # "education level": `educ` by a word of its name, `edlevel` by its description: no pair
+        (
+            "more visits than the 90th percentile of their sex and education level, yet fewer than 12",
+            ["female", "edlevel", "educ"],
+            {"edlevel": ("education", "level"), "female": ("woman", "man")},
+            None,
+        ),
+    ],
+)
+def test_a_second_key_read_to_its_end(
+    rule: str, columns: list[str], described: dict[str, tuple[str, ...]], keys: list[str] | None
+) -> None:
+    found = rule_windows.stated_group(rule, columns, described, ["months", "age", "docvis"])
+    assert (found.keys if found is not None else None) == keys
+
+
+def test_a_bound_after_a_comma_names_no_attribute_before_it() -> None:
+    clause = "which person-years had more visits than the 90th percentile of their sex and education level, yet fewer than 12"
+    assert [r.subject for r in extract.comparisons(clause)] == [[]]
+    assert [r.subject for r in extract.comparisons("the ones with a bill length of at least 40")] == [
+        ["bill", "length"]
+    ]
