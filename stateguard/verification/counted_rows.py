@@ -52,6 +52,7 @@ _HOW_MANY = re.compile(r"\bhow\s+many\b", re.IGNORECASE)
 # many of them ...", "..., and the number of those poor runs that ...")
 _LAST_PART = re.compile(
     r"(?:[,;]\s*(?:(?:and|plus)\s*,?\s*)?|\s+and\s+)(?:(?:tell|show|give)\s+me\s+|say\s+)?"
+    r"(?:(?:in|on|for|among|at)\s+(?=how\s+many\b))?"  # "and in how many of those did ..."
     r"(?P<rest>(?:how\s+many|the\s+(?:number|count)\s+of)\b[^,;:?.]*)[?.!]?\s*$",
     re.IGNORECASE,
 )

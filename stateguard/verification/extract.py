@@ -109,7 +109,7 @@ _PREFIX = re.compile(
 )
 _POSTFIX = re.compile(
     _NUM
-    + r"\s+(?P<unit>(?:[a-z]+(?:/[a-z]+)?\s+){1,2})?(?:or|and)\s+(?P<dir>"
+    + r"\s+(?P<unit>(?:[a-z]+(?:/[a-z]+)?,?\s+){1,2})?(?:or|and)\s+(?P<dir>"
     + "|".join(_POSTFIX_DIRS)
     + r")\b(?!\s+(?:than|to)\b)",  # "65 and over", but not "30 and fewer than 50" or "5 and up to 10"
     re.IGNORECASE,
@@ -650,7 +650,7 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
                     w for w in named_after.group("what").split() if w.lower() not in _STOPS
                 ]  # "1.0 mm of precipitation"
             count = "count" if _counts_rows(clause, m.start(), m.end()) else None
-            unit_words = (m.groupdict().get("unit") or "").split()
+            unit_words = (m.groupdict().get("unit") or "").replace(",", " ").split()
             if not subject and unit_words and not is_prefix and unit_words[0].lower() not in _MEASURES:
                 # "how many have 3,000 residents or more": the words between the number and "or
                 # more" name the quantity; binding keeps them only when they name a column

@@ -61,6 +61,8 @@ def counts_matches(sql: str, name: str, list_columns: set[str]) -> bool:
     return False
 
 
+# a column of the joined result tested for a missing value in pandas
+_MISSING_PANDAS = re.compile(r"""\[\s*["'](\w+)["']\s*\]\s*\.(?:isna|isnull)\(\)""")
 # a column tested for a missing value: `WHERE h.k IS NULL`
 _IS_NULL = re.compile(r"(?:\b(\w+)\.)?\b(\w+)\s+IS\s+NULL\b", re.IGNORECASE)
 
@@ -81,7 +83,8 @@ def expects_unmatched(
     code: str, sel: Selection, list_columns: set[str] | None = None, name: str = ""
 ) -> bool:
     """The statement itself fills missing values with 0, counts a column of the data's side or tests
-    one for a missing value, or a line that reads its result tests it for 0 or counts such a column.
+    one for a missing value, or a line that reads its result tests it for 0, counts such a column or
+    tests one for a missing value (`levels_k["k"].isna()`).
     A line that only names the
     list's own columns (`trades["position"].fillna(0)` after a join of the daily rows to a table of
     positions) fills the data's rows that the list does not match: it expects unmatched data, not
@@ -105,6 +108,9 @@ def expects_unmatched(
             continue
         counted = {a or b for a, b in _COUNT_PANDAS.findall(line)}
         if counted and not counted <= set(list_columns or ()):
+            return True
+        missing = set(_MISSING_PANDAS.findall(line))  # `levels_k["k"].isna().sum()`: entries with nothing
+        if missing and not missing <= set(list_columns or ()):
             return True
         if not _ZERO.search(line):
             continue

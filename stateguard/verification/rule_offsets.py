@@ -53,6 +53,9 @@ _SITE = re.compile(
     rf"(?P<sign>[+-])\s*(?P<k>{_NUM})(?P<times>\s*\*)?"
 )
 
+# the number written first: `sat >= 60 + (SELECT avg(p.sat) ...)`
+_LEADING_SITE = re.compile(rf"(?P<op>{CODE_COMPARATOR})\s*(?P<k>{_NUM})\s*(?P<sign>\+)\s*(?=[A-Za-z_(])")
+
 
 @dataclass(frozen=True)
 class Stated:
@@ -125,7 +128,8 @@ def _fraction(m: re.Match[str]) -> float:
 
 
 def sites(code: str) -> list[Site]:
-    """Every comparison of the code against something plus or minus a number (comments left out)."""
+    """Every comparison of the code against something plus or minus a number, or a number plus
+    something (`sat >= 60 + (SELECT avg(...) ...)`); comments left out."""
     text = "\n".join(line for line in code.splitlines() if not line.lstrip().startswith("#"))
     out: dict[str, Site] = {}
     for m in _SITE.finditer(text):
@@ -137,6 +141,11 @@ def sites(code: str) -> list[Site]:
         subject = None if lhs is None else lhs.group("col") or lhs.group("name")
         out[m.group(0)] = Site(
             m.group(0), float(m.group("k")), m.group("sign") == "+", bool(m.group("times")), subject
+        )
+    for m in _LEADING_SITE.finditer(text):
+        lhs = re.search(r"\b(?:\w+\.)?(?P<name>[A-Za-z_]\w*)\s*$", text[: m.start()])
+        out.setdefault(
+            m.group(0), Site(m.group(0), float(m.group("k")), True, False, lhs.group("name") if lhs else None)
         )
     return list(out.values())
 

@@ -405,10 +405,19 @@ def _run_on(rule: str, said: str, stop: int) -> tuple[str, int]:
         if nxt is None:
             break
         word = nxt.group(1).lower()
+        # a run of nouns the pattern's window cut short ("the same number of prior spontaneous
+        # abortions"): read on to its end, six words at most
+        cut_short = (
+            joined is None
+            and len(before) >= 3
+            and all(w == "of" or w not in _ENDS_PHRASE for w in before)
+            and len(before) < 6
+        )
         if not (
             last in ("and", "or", "of")
             or (last in _OWNERS and before[-2:-1] in (["and"], ["or"]))
             or (second is not None and len(second) < 3 and _nouns([word]))
+            or (cut_short and word not in _ENDS_PHRASE and word.replace("-", "").isalpha())
             or word in ("of", "and", "or")
             or word in GROUP_NOUNS
             or word in _QUANTITY  # "their spontaneous-abortion count"
@@ -593,6 +602,26 @@ def _nouns(words: list[str]) -> bool:
     )
 
 
+# words that end a run of nouns: a clause going on, a determiner, a preposition
+_ENDS_PHRASE = (
+    _CLAUSE_WORDS
+    | _NOT_NOUNS
+    | STOP
+    | {
+        "from",
+        "during",
+        "over",
+        "under",
+        "among",
+        "within",
+        "across",
+        "after",
+        "before",
+        "into",
+        "per",
+        "since",
+    }
+)
 # possessives that may open the second key's words ("of its international flag and its colonial flag")
 _OWNERS = {"its", "their", "his", "her"}
 

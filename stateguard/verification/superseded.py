@@ -52,6 +52,11 @@ _AGE = re.compile(
     r"\bhow\s+old\b|\byears?\s+old\b|\bold(?:er)?\s+than\b|\b(?:or|and)\s+older\b", re.IGNORECASE
 )
 _EARLIER = re.compile(rf"\b(?:{'|'.join(LEXICON.earlier_version)})\b", re.IGNORECASE)
+# how a ranking breaks its ties ("(earlier year on a tie)", "smaller code first if tied"): an order of
+# rows, no version of a rule
+_TIE_BREAK = re.compile(
+    r"\([^()]*\b(?:ties?|tied)\b[^()]*\)|[^,;:()?.]*\b(?:on\s+(?:a\s+)?ties?|if\s+tied)\b", re.IGNORECASE
+)
 # Tokens of an expression: a pandas column access, a (qualified) SQL name, a number, an operator.
 # pandas' comparison methods (`wage.ge(2.0)`) are read as the operator they stand for, so a rule
 # defined as `males.wage.ge(2.0)` and written out as `late["wage"] >= 2.0` is the same rule.
@@ -517,7 +522,7 @@ class FlagHistory:
             term = self.term_of(current.flag, question)
             if term is None or _find(current.shape, code_tokens):
                 continue  # the flag is not named, or its rule in force is written out too
-            if _EARLIER.search(_AGE.sub(" ", question.replace(term, " "))):
+            if _EARLIER.search(_TIE_BREAK.sub(" ", _AGE.sub(" ", question.replace(term, " ")))):
                 continue  # the question points at an earlier version (the flag's own name aside: `older`)
             numbers = _numbers(question)
             for old in reversed(versions[:-1]):

@@ -145,6 +145,9 @@ def _op_of(phrase: str) -> str | None:
     return next((o for p, o in _PREFIX_OPS if re.fullmatch(p, phrase, re.IGNORECASE)), None)
 
 
+# "a math SAT of 700 or better": a cut-off whose side the words leave to the measure (a score is better
+# higher, a time lower): the number is stated, its side is not
+_UNSIDED = re.compile(_NUM + r"\s+(?:or|and)\s+(?:better|worse)\b", re.IGNORECASE)
 _AND_A_HALF = re.compile(r"\s*and\s+a\s+half\b", re.IGNORECASE)
 # "one shoot in four", "1 in 5": the number is a count out of another
 _RATE = re.compile(
@@ -154,8 +157,8 @@ _RATE = re.compile(
 
 def bounds(text: str) -> list[tuple[float, bool, str | None, str]]:
     """(number, said as a percentage, comparator, words) for each number the text puts after a
-    comparator (prefix or postfix; "more than half" is 50 percent) or at a range's end (comparator
-    None: "between 10 and 20", "from 3 to 5 inclusive")."""
+    comparator (prefix or postfix; "more than half" is 50 percent), at a range's end, or before "or
+    better" (comparator None: "between 10 and 20", "from 3 to 5 inclusive", "700 or better")."""
     out: list[tuple[float, bool, str | None, str]] = []
     for m in _PREFIX.finditer(text):
         if _AND_A_HALF.match(text[m.end() : m.end() + 30]):
@@ -171,6 +174,9 @@ def bounds(text: str) -> list[tuple[float, bool, str | None, str]]:
     for m in _POSTFIX.finditer(text):
         if (x := _value(m.group("num"))) is not None:
             out.append((x, bool(m.group("pct")), _POSTFIX_DIRS.get(m.group("dir").lower()), m.group(0)))
+    for m in _UNSIDED.finditer(text):
+        if (x := _value(m.group("num"))) is not None:
+            out.append((x, bool(m.group("pct")), None, m.group(0)))
     for m in _NAMED_LINE.finditer(text):
         if (x := _value(m.group("num"))) is not None and (op := _op_of(m.group("phrase"))) is not None:
             out.append((x, bool(m.group("pct")), op, m.group(0)))

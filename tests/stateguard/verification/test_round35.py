@@ -289,3 +289,95 @@ def test_a_bound_after_a_comma_names_no_attribute_before_it() -> None:
     assert [r.subject for r in extract.comparisons("the ones with a bill length of at least 40")] == [
         ["bill", "length"]
     ]
+
+
+def test_or_better_states_a_number_without_a_side() -> None:
+    from stateguard.verification import unstated_cutoff
+
+    assert unstated_cutoff.bounds("The advisers call a math SAT of 700 or better strong.") == [
+        (700.0, False, None, "700 or better")
+    ]
+    # the number the code does not hold is re-run; no side is read from the words
+    code = "marked = students.assign(strong=students['sat'] >= 650)"
+    found = unstated_cutoff.changed("The advisers call a math SAT of 700 or better strong.", [], code)
+    assert found is not None and (found.before, found.after) == (">= 650", ">= 700")
+    assert (
+        stated_sides.flipped("The advisers call a math SAT of 700 or better strong.", "x = s['sat'] <= 700")
+        is None
+    )
+
+
+def test_a_distance_written_before_the_statistic_is_a_site() -> None:
+    from stateguard.verification import rule_offsets
+
+    rule = "a score is strong when it is at least 60 points higher than the average SAT of the students of the same sex"
+    code = "UPDATE marked SET strong = sat >= 40 + (SELECT avg(p.sat) FROM marked p WHERE p.sex = marked.sex)"
+    found = rule_offsets.changed(rule, code)
+    assert found is not None and found.after.replace(" ", "") == ">=60+"
+    assert rule_offsets.changed(rule, code.replace("40", "60")) is None
+
+
+def test_a_count_in_how_many_of_those_is_of_the_first_counts_rows() -> None:
+    from stateguard.verification import counted_rows
+
+    assert counted_rows.count_of_those(
+        "The self-employed, briefly: how many person-years are there, and in how many of those did the person see a doctor at least three times?"
+    )
+
+
+def test_a_tie_break_is_no_earlier_version() -> None:
+    from stateguard.inspection.inspect import inspect_code
+    from stateguard.verification.superseded import FlagHistory
+
+    history = FlagHistory()
+    first = 'panel["frequent"] = panel["docvis"] >= 12'
+    history.record(2, first, inspect_code(first), "Call a person-year frequent at 12 or more visits.")
+    second = 'panel["frequent"] = panel["docvis"] > cut'
+    history.record(7, second, inspect_code(second), "Redefine frequent the epidemiologist's way.")
+    code = 'tab = working.assign(frequent=working["docvis"] >= 12).groupby("year")["frequent"].mean()'
+    question = "Redo the table, frequent in the new sense. Which year has the biggest share of frequent person-years (earlier year on a tie)?"
+    (found,) = history.restated(question, code, inspect_code(code))
+    assert found.before == 'working["docvis"] >= 12'
+    # an earlier version asked for by name is computed on purpose
+    assert (
+        history.restated(
+            "Which year had the most frequent person-years under the earlier rule?", code, inspect_code(code)
+        )
+        == []
+    )
+
+
+def test_a_missing_value_test_in_pandas_expects_unmatched_entries() -> None:
+    from stateguard.inspection.inspect import inspect_code
+    from stateguard.verification import listed_joins
+
+    code = (
+        'levels_k = schooling.set_index("edlevel").join(k, how="left")\n'
+        'n_none = int(levels_k["k"].isna().sum())'
+    )
+    (sel,) = [s for s in inspect_code(code).selections if s.joins]
+    assert listed_joins.expects_unmatched(code, sel, {"edlevel", "label"})
+    # the list's own column tested: unmatched data, not entries
+    own = code.replace('levels_k["k"]', 'levels_k["label"]')
+    (sel,) = [s for s in inspect_code(own).selections if s.joins]
+    assert not listed_joins.expects_unmatched(own, sel, {"edlevel", "label"})
+
+
+def test_a_postfix_bound_after_a_comma() -> None:
+    from stateguard.verification import unstated_cutoff
+
+    said = "Call a quarrel long when it went on for three years, 36 months, or more."
+    assert unstated_cutoff.bounds(said) == [(36.0, False, ">=", "36 months, or more")]
+
+
+def test_a_run_of_nouns_cut_short_by_the_window_is_read_to_its_end() -> None:
+    columns = ["education", "parity", "induced", "spontaneous"]
+    described = {
+        "education": ("schooling", "group"),
+        "parity": ("her", "number", "earlier", "births"),
+        "spontaneous": ("prior", "spontaneous", "abortions"),
+        "induced": ("prior", "induced", "abortions"),
+    }
+    rule = "the median age of the women who had the same number of prior spontaneous abortions."
+    found = rule_windows.stated_group(rule, columns, described, ["age"])
+    assert found is not None and found.keys == ["spontaneous"]  # not `parity` by "number" alone
