@@ -41,12 +41,30 @@ def _keys(call: ast.Call) -> list[str] | None:
     return None
 
 
-def turned(code: str, descending: bool) -> tuple[str, str] | None:
+def _cut_by_head(code: str, start: int, end: int, through_name: bool = True) -> bool:
+    """Is the sort call at `code[start:end]` cut by `.head(...)`: right after it, or (`through_name`)
+    through the name its statement binds (`eldest = df.sort_values(...)`, then `eldest["id"].head(5)`)?"""
+    if re.match(r"\s*\.head\(", code[end:]):
+        return True
+    if not through_name:
+        return False
+    line_start = code.rfind("\n", 0, start) + 1
+    bound = re.match(r"\s*([A-Za-z_]\w*)\s*=(?!=)", code[line_start:start])
+    rest = code[end:]
+    if bound is None or not re.match(r"[ \t]*(?:#.*)?(?:\n|$)", rest):
+        return False
+    name = re.escape(bound.group(1))
+    return re.search(rf"(?<![\w.]){name}(?:\[[^\]\n]*\])?\.head\(", rest) is not None
+
+
+def turned(code: str, descending: bool, through_name: bool = False) -> tuple[str, str] | None:
+    """`through_name`: also a sort whose bound name is cut by `.head` (a ranked frame the question's
+    ranking words are read on by the ranking's own check otherwise)."""
     calls = list(re.finditer(r"\.sort_values\(", code))
     if len(calls) != 1:
         return None
     end = _call_end(code, calls[0].end())
-    if end is None or not re.match(r"\s*\.head\(", code[end:]):
+    if end is None or not _cut_by_head(code, calls[0].start(), end, through_name):
         return None
     before = code[calls[0].start() : end]
     try:
@@ -73,6 +91,46 @@ def turned(code: str, descending: bool) -> tuple[str, str] | None:
     call.keywords = [k for k in call.keywords if k.arg != "ascending"] + [ast.keyword("ascending", value)]
     after = ".sort_values(" + ast.unparse(call)[len("f(") :]
     return before, after
+
+
+# "the five oldest", "which three are the youngest": a superlative of age, whose direction is the
+# ranked key's (the oldest have the largest age, but the earliest birth date)
+_AGED = re.compile(
+    r"\b(?:the|which)\s+(?:(?P<k>\d+|one|two|three|four|five|six|seven|eight|nine|ten)\s+)?"
+    r"(?:[a-z_-]+\s+){0,3}?(?:are\s+|were\s+)?(?:the\s+)?(?P<word>oldest|eldest|youngest)\b",
+    re.IGNORECASE,
+)
+
+
+def first_key(code: str) -> str | None:
+    """The first key of the code's one `.sort_values(...)` call cut by `.head(...)` (`_cut_by_head`)."""
+    calls = list(re.finditer(r"\.sort_values\(", code))
+    end = _call_end(code, calls[0].end()) if len(calls) == 1 else None
+    if end is None or not _cut_by_head(code, calls[0].start(), end):
+        return None
+    try:
+        call = ast.parse(f"f{code[calls[0].end() - 1 : end]}", mode="eval").body
+    except SyntaxError:
+        return None
+    keys = _keys(call) if isinstance(call, ast.Call) else None
+    return keys[0] if keys else None
+
+
+def aged(question: str, code: str) -> Requirement | None:
+    """The question's one superlative of age ("the five oldest"), as a ranking of the code's first
+    sort key when that key is an age (`age`, `mthage`, `age_years`): the oldest first is the largest
+    age first. Another key (a birth year, a date) or two such superlatives: no reading."""
+    found = list(_AGED.finditer(question))
+    key = first_key(code)
+    if len(found) != 1 or key is None:
+        return None
+    tokens = [t for t in re.split(r"[_\W]+", key.lower()) if t]
+    if not any(t == "age" or (t.endswith("age") and len(t) <= 6) for t in tokens):
+        return None
+    m = found[0]
+    return Requirement(
+        kind=Kind.ORDER, text=m.group(0), descending=m.group("word").lower() != "youngest", subject=[key]
+    )
 
 
 def requirement(req: Requirement) -> Requirement:

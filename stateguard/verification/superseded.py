@@ -52,6 +52,22 @@ _AGE = re.compile(
     r"\bhow\s+old\b|\byears?\s+old\b|\bold(?:er)?\s+than\b|\b(?:or|and)\s+older\b", re.IGNORECASE
 )
 _EARLIER = re.compile(rf"\b(?:{'|'.join(LEXICON.earlier_version)})\b", re.IGNORECASE)
+# a plural noun right after the word: things of the data described by their time ("their number of
+# earlier births", "prior abortions"), no version of a rule
+_PLURAL_AFTER = re.compile(r"\s+([a-z]{3,}s)\b", re.IGNORECASE)
+
+
+def _points_earlier(text: str) -> bool:
+    """Does the text point at an earlier version of a rule ("the original definition", "the rule we
+    dropped", "before the change")? A word of the lexicon's `earlier_version` counts, unless a plural
+    noun that is no rule's follows it ("earlier births")."""
+    for m in _EARLIER.finditer(text):
+        after = _PLURAL_AFTER.match(text, m.end())
+        if after is None or LEXICON.names_rule(after.group(1)):
+            return True
+    return False
+
+
 # how a ranking breaks its ties ("(earlier year on a tie)", "smaller code first if tied"): an order of
 # rows, no version of a rule
 _TIE_BREAK = re.compile(
@@ -522,7 +538,7 @@ class FlagHistory:
             term = self.term_of(current.flag, question)
             if term is None or _find(current.shape, code_tokens):
                 continue  # the flag is not named, or its rule in force is written out too
-            if _EARLIER.search(_TIE_BREAK.sub(" ", _AGE.sub(" ", question.replace(term, " ")))):
+            if _points_earlier(_TIE_BREAK.sub(" ", _AGE.sub(" ", question.replace(term, " ")))):
                 continue  # the question points at an earlier version (the flag's own name aside: `older`)
             numbers = _numbers(question)
             for old in reversed(versions[:-1]):

@@ -636,7 +636,7 @@ class SemanticVerifier:
         if self.config.repeated_keys:
             self._repeated_keys(code, sem, plan)
         if self.config.ranking_sides:
-            self._ranking_side(code, plan)
+            self._ranking_side(question, code, plan)
         if self.config.stated_sides and turn is not None:
             self._stated_side(turn, code, plan)
         if self.config.unstated_cutoffs and turn is not None:
@@ -984,11 +984,19 @@ class SemanticVerifier:
             names = [site.frame] if not site.frame.startswith("_") else ["result"]
             _add_item(plan, req, "repeated_keys", repeated_keys.probe(site), names, "grouping")
 
-    def _ranking_side(self, code: str, plan: Plan) -> None:
+    def _ranking_side(self, question: str, code: str, plan: Plan) -> None:
         """A re-run item for the one pandas ranking cut by `head` whose first key runs against the
-        question's one ranking (`ranking_sides.py`); the answer gate must see the answer change."""
+        question's one ranking (`ranking_sides.py`), or its one superlative of age where that key is an
+        age; the answer gate must see the answer change."""
         ranks = [r for r in plan.requirements if r.kind is Kind.ORDER and r.descending is not None]
-        found = ranking_sides.turned(code, bool(ranks[0].descending)) if len(ranks) == 1 else None
+        aged = ranking_sides.aged(question, code) if not ranks else None
+        if aged is not None:
+            ranks = [aged]
+        found = (
+            ranking_sides.turned(code, bool(ranks[0].descending), through_name=aged is not None)
+            if len(ranks) == 1
+            else None
+        )
         if found is None:
             return
         req = ranking_sides.requirement(ranks[0])

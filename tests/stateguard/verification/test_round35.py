@@ -381,3 +381,57 @@ def test_a_run_of_nouns_cut_short_by_the_window_is_read_to_its_end() -> None:
     rule = "the median age of the women who had the same number of prior spontaneous abortions."
     found = rule_windows.stated_group(rule, columns, described, ["age"])
     assert found is not None and found.keys == ["spontaneous"]  # not `parity` by "number" alone
+
+
+WOMEN = "women = pd.DataFrame({'woman_id': range(1, 9), 'age': [21, 44, 35, 29, 40, 38, 26, 33], 'birth_year': [1966, 1943, 1952, 1958, 1947, 1949, 1961, 1954]})"
+
+
+@pytest.mark.parametrize(
+    ("key", "ascending", "caught"),
+    [
+        ("age", "[False, True]", False),
+        ("age", "[True, True]", True),
+        # a birth year: the oldest come first when it is smallest; no reading of the words for it
+        ("birth_year", "[True, True]", False),
+    ],
+)
+def test_a_superlative_of_age_ranks_an_age_key(key: str, ascending: str, caught: bool) -> None:
+    session = Session()
+    assert session.ws.run_cell(WOMEN).ok
+    code = (
+        f"import json\neldest = women.sort_values([{key!r}, 'woman_id'], ascending={ascending})\n"
+        "print(json.dumps({'top3': eldest['woman_id'].head(3).tolist()}))"
+    )
+    question = "Which three woman_ids are the oldest (smaller id first on ties)?"
+    assert bool(session.turn(question, code)) is caught
+
+
+def test_a_sort_cut_by_head_through_its_name() -> None:
+    from stateguard.verification import ranking_sides
+
+    code = (
+        'eldest = df.sort_values(["age", "id"], ascending=[True, True])\ntop = eldest["id"].head(5).tolist()'
+    )
+    assert ranking_sides.first_key(code) == "age"
+    found = ranking_sides.turned(code, descending=True, through_name=True)
+    assert found is not None and "ascending=[False, True]" in found[1]
+    # without it, only a sort cut right away (a ranked frame is the ranking check's)
+    assert ranking_sides.turned(code, descending=True) is None
+    # the sorted frame read whole, no head: not a ranking cut to its top rows
+    assert ranking_sides.first_key(code.replace('eldest["id"].head(5)', 'eldest["id"]')) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "earlier"),
+    [
+        ("their mean age, their median number of earlier births, and how many", False),
+        ("how many had prior abortions", False),
+        ("how many were older under the earlier rule", True),
+        ("the rule we dropped", True),
+        ("the earlier versions of it", True),
+    ],
+)
+def test_an_earlier_word_before_a_plural_noun_describes_data(text: str, earlier: bool) -> None:
+    from stateguard.verification.superseded import _points_earlier
+
+    assert _points_earlier(text) is earlier
