@@ -435,3 +435,32 @@ def test_an_earlier_word_before_a_plural_noun_describes_data(text: str, earlier:
     from stateguard.verification.superseded import _points_earlier
 
     assert _points_earlier(text) is earlier
+
+
+VISITS = (
+    "panel = pd.DataFrame({'female': [0, 0, 0, 0, 0, 1, 1, 1, 1, 1] * 3,"
+    " 'docvis': [0, 1, 2, 3, 9, 1, 2, 4, 6, 12, 0, 2, 3, 5, 8, 1, 3, 5, 7, 15, 1, 1, 2, 4, 10, 2, 2, 6, 8, 20]})"
+)
+
+
+@pytest.mark.parametrize(
+    ("statistic", "words"),
+    [
+        (".quantile(0.8)", "the cut-off (threshold) applied to docvis"),
+        (".median()", "the aggregation computes a different statistic"),
+    ],
+)
+def test_a_quantile_at_another_fraction_is_another_cut_off(statistic: str, words: str) -> None:
+    session = Session()
+    assert session.ws.run_cell(VISITS).ok
+    code = (
+        f"import json\np90 = panel.groupby('female')['docvis']{statistic}.rename('p90')\n"
+        "cut = panel[['female']].join(p90, on='female')['p90']\n"
+        "panel['frequent'] = panel['docvis'] > cut\nprint(json.dumps({'n': int(panel['frequent'].sum())}))"
+    )
+    question = (
+        "Redefine frequent: a person-year is frequent when its visits are strictly more than the 90th "
+        "percentile of the visits of the same sex. How many are frequent?"
+    )
+    findings = session.turn(question, code)
+    assert findings and words in findings[0].reason
