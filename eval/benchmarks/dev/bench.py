@@ -69,9 +69,11 @@ package and none from a package the latest split drew on, written blind by a for
 (four more, on four other R tables from that archive no split used, each from a different R package and
 none from a package the latest split drew on, written blind by a forty-second), `fresh47` (four more,
 on four further R tables from that archive no split used, each from a different R package and none from
-a package the latest split drew on, written blind by a forty-third) or `fresh48` (four more, on four
+a package the latest split drew on, written blind by a forty-third), `fresh48` (four more, on four
 other R tables from that archive no split used, each from a different R package and none from a package
-the latest split drew on, written blind by a forty-fourth); the detection report shows them apart.
+the latest split drew on, written blind by a forty-fourth) or `fresh49` (four more, on four further R
+tables from that archive no split used, each from a different R package and none from a package the
+latest split drew on, written blind by a forty-fifth); the detection report shows them apart.
 """
 
 from __future__ import annotations
@@ -147,6 +149,7 @@ SPLITS = (
     "fresh46",
     "fresh47",
     "fresh48",
+    "fresh49",
     "all",
 )
 

