@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from pathlib import Path
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 
 from eval.benchmarks.dev.bench import SPLITS
-from eval.benchmarks.dev.build import SOURCES, build, data_file, load_sources
+from eval.benchmarks.dev.build import SOURCES, DevTaskSource, build, data_file, load_sources
 from stateguard.artifacts.mistakes import MISTAKES, semantic_kinds
 from stateguard.workers.faults import check_faults
 
@@ -19,8 +20,15 @@ from stateguard.workers.faults import check_faults
 KINDS = set(MISTAKES) - {"counterfactual:other", "counterfactual:category_scope"}
 
 
+@functools.cache
+def _sources() -> tuple[DevTaskSource, ...]:
+    """The shipped task sources, parsed once per test process: parsing all of them takes seconds, and
+    every test here only reads them."""
+    return tuple(load_sources())
+
+
 def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
-    everything = load_sources()
+    everything = _sources()
     sources = [s for s in everything if s.split != "fresh"]
     assert len(sources) >= 10 and all(len(s.turns) >= 12 for s in sources)
     assert len({f for s in sources for f in s.data.values()}) >= 3
@@ -97,7 +105,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
 
 
 def test_the_fresh2_split_covers_every_semantic_kind_three_times_in_long_tasks() -> None:
-    fresh2 = [s for s in load_sources() if s.split == "fresh2"]
+    fresh2 = [s for s in _sources() if s.split == "fresh2"]
     assert len(fresh2) == 4 and all(11 <= len(s.turns) <= 14 for s in fresh2)
     assert sum("duckdb" in s.turns[0].code for s in fresh2) >= 1
     assert sum("duckdb" not in s.turns[0].code for s in fresh2) >= 2  # pandas
@@ -114,7 +122,7 @@ def test_the_fresh2_split_covers_every_semantic_kind_three_times_in_long_tasks()
 
 
 def test_the_fresh3_split_has_three_long_tasks_in_both_languages_on_new_data() -> None:
-    everything = load_sources()
+    everything = _sources()
     fresh3 = [s for s in everything if s.split == "fresh3"]
     assert len(fresh3) == 3 and all(11 <= len(s.turns) <= 14 for s in fresh3)
     assert sum("duckdb" in s.turns[0].code for s in fresh3) >= 1
@@ -140,7 +148,7 @@ def test_the_fresh3_split_has_three_long_tasks_in_both_languages_on_new_data() -
 def _semantic_counts(split: str) -> dict[str, int]:
     semantic = [
         f.semantic
-        for s in load_sources()
+        for s in _sources()
         if s.split == split
         for faults in s.faults.values()
         for f in faults
@@ -162,7 +170,7 @@ def _each_has_update_rollback_join_and_one_of_each_mechanical_fault(tasks: list[
 def test_the_fresh4_to_fresh6_splits_have_long_tasks_on_new_tables_and_each_semantic_kind_four_times(
     split: str,
 ) -> None:
-    everything = load_sources()
+    everything = _sources()
     tasks = [s for s in everything if s.split == split]
     assert len(tasks) == 3 and all(10 <= len(s.turns) <= 12 for s in tasks)
     assert sum("duckdb" in s.turns[0].code for s in tasks) >= 1
@@ -180,7 +188,7 @@ def test_the_fresh4_to_fresh6_splits_have_long_tasks_on_new_tables_and_each_sema
 
 
 def test_the_fresh7_split_has_long_tasks_on_new_tables_and_each_semantic_kind_four_times() -> None:
-    everything = load_sources()
+    everything = _sources()
     tasks = [s for s in everything if s.split == "fresh7"]
     assert 3 <= len(tasks) <= 4 and all(10 <= len(s.turns) <= 12 for s in tasks)
     assert sum("duckdb" in s.turns[0].code for s in tasks) >= 1
@@ -223,7 +231,7 @@ def _statsmodels_split(split: str, tables: set[str], turns: range, per_kind: int
     """A split of 4 long tasks on statsmodels tables no other split uses, in SQL and in pandas,
     each with an update, a rollback, a join and one of each mechanical fault, and each semantic
     counterfactual kind at least `per_kind` times."""
-    everything = load_sources()
+    everything = _sources()
     tasks = [s for s in everything if s.split == split]
     assert len(tasks) == 4 and all(len(s.turns) in turns for s in tasks)
     assert sum("duckdb" in s.turns[0].code for s in tasks) >= 2  # at least two in SQL
@@ -279,7 +287,7 @@ def test_the_fresh9_split_has_four_long_tasks_on_other_statsmodels_tables_and_ea
     None
 ):
     _statsmodels_split("fresh9", FRESH9_TABLES, range(12, 13), per_kind=6)
-    tasks = [s for s in load_sources() if s.split == "fresh9"]
+    tasks = [s for s in _sources() if s.split == "fresh9"]
     assert sum("duckdb" in s.turns[0].code for s in tasks) == 2  # exactly two in SQL, two in pandas
 
 
@@ -316,7 +324,7 @@ def test_the_fresh10_split_has_four_long_tasks_on_yet_other_statsmodels_tables_a
     None
 ):
     _statsmodels_split("fresh10", FRESH10_TABLES, range(12, 13), per_kind=8)
-    tasks = [s for s in load_sources() if s.split == "fresh10"]
+    tasks = [s for s in _sources() if s.split == "fresh10"]
     assert sum("duckdb" in s.turns[0].code for s in tasks) == 2  # two in SQL, two in pandas
     assert sum(len(s.faults) for s in tasks) == 4 * 3 + 73  # 3 mechanical faults each, 73 counterfactuals
 
@@ -352,7 +360,7 @@ FRESH11_TABLES = {
 def test_the_fresh11_split_has_four_long_tasks_on_new_tables_not_all_statsmodels_and_each_semantic_kind_eight_times() -> (
     None
 ):
-    everything = load_sources()
+    everything = _sources()
     tasks = [s for s in everything if s.split == "fresh11"]
     assert len(tasks) == 4 and all(len(s.turns) == 12 for s in tasks)
     assert sum("duckdb" in s.turns[0].code for s in tasks) == 2  # two in SQL
@@ -1011,7 +1019,7 @@ LONG_SPLITS = {
 @pytest.mark.parametrize("split", sorted(LONG_SPLITS))
 def test_a_long_held_out_split_has_four_tasks_on_its_own_tables_and_its_counterfactuals(split: str) -> None:
     tables, expected, features = LONG_SPLITS[split]
-    everything = load_sources()
+    everything = _sources()
     tasks = [s for s in everything if s.split == split]
     assert len(tasks) == 4 and all(len(s.turns) == 12 for s in tasks)
     assert sum("duckdb" in s.turns[0].code for s in tasks) == 2  # two in SQL
