@@ -46,19 +46,19 @@ def _list_alias(sql: str, name: str) -> str:
     return m.group(1).lower() if m else name.lower()
 
 
+def _data_side(sql: str, name: str, list_columns: set[str], refs: list[tuple[str, str]]) -> bool:
+    """Is one of the (qualifier, column) references of the statement on the data side of its join with
+    the list `name`: qualified by another alias than the list's, or unqualified and not a list column?"""
+    alias = _list_alias(sql, name)
+    columns = {c.lower() for c in list_columns}
+    return any(q.lower() not in (alias, name.lower()) if q else c.lower() not in columns for q, c in refs)
+
+
 def counts_matches(sql: str, name: str, list_columns: set[str]) -> bool:
     """The statement counts a column of the data side of its join with the list `name` (`count(b.sample)`
     beside `FROM dx_list d`): a count that is 0 for an entry with no match, which only a join keeping
     the list's every entry can give."""
-    alias = _list_alias(sql, name)
-    columns = {c.lower() for c in list_columns}
-    for m in _COUNT_SQL.finditer(sql):
-        qualifier, column = (m.group(1) or "").lower(), m.group(2).lower()
-        if (qualifier and qualifier not in (alias, name.lower())) or (
-            not qualifier and column not in columns
-        ):
-            return True
-    return False
+    return _data_side(sql, name, list_columns, _COUNT_SQL.findall(sql))
 
 
 # a column of the joined result tested for a missing value in pandas
@@ -71,12 +71,7 @@ def tests_missing(sql: str, name: str, list_columns: set[str]) -> bool:
     """The statement tests a column of the data side of its join with the list `name` for a missing
     value (`LEFT JOIN (...) h ON ... WHERE h.k IS NULL`): the entries with no match, which only a join
     keeping the list's every entry can hold."""
-    alias = _list_alias(sql, name)
-    columns = {c.lower() for c in list_columns}
-    return any(
-        (q.lower() not in (alias, name.lower())) if q else c.lower() not in columns
-        for q, c in _IS_NULL.findall(sql)
-    )
+    return _data_side(sql, name, list_columns, _IS_NULL.findall(sql))
 
 
 def expects_unmatched(
@@ -84,19 +79,14 @@ def expects_unmatched(
 ) -> bool:
     """The statement itself fills missing values with 0, counts a column of the data's side or tests
     one for a missing value, or a line that reads its result tests it for 0, counts such a column or
-    tests one for a missing value (`levels_k["k"].isna()`).
-    A line that only names the
-    list's own columns (`trades["position"].fillna(0)` after a join of the daily rows to a table of
-    positions) fills the data's rows that the list does not match: it expects unmatched data, not
-    unmatched entries."""
+    tests one for a missing value (`levels_k["k"].isna()`). A line that only names the list's own
+    columns (`trades["position"].fillna(0)` after a join of the daily rows to a table of positions)
+    fills the data's rows that the list does not match: it expects unmatched data, not unmatched
+    entries."""
     own = sel.sql or ""
+    listed = set(list_columns or ())
     if _ZERO.search(own) or (
-        own
-        and name
-        and (
-            counts_matches(own, name, set(list_columns or ()))
-            or tests_missing(own, name, set(list_columns or ()))
-        )
+        own and name and (counts_matches(own, name, listed) or tests_missing(own, name, listed))
     ):
         return True
     target = sel.target or ""
@@ -107,15 +97,15 @@ def expects_unmatched(
         if not reads.search(line):
             continue
         counted = {a or b for a, b in _COUNT_PANDAS.findall(line)}
-        if counted and not counted <= set(list_columns or ()):
+        if counted and not counted <= listed:
             return True
         missing = set(_MISSING_PANDAS.findall(line))  # `levels_k["k"].isna().sum()`: entries with nothing
-        if missing and not missing <= set(list_columns or ()):
+        if missing and not missing <= listed:
             return True
         if not _ZERO.search(line):
             continue
         named = {a or b for a, b in _NAMED.findall(line)}
-        if named and named <= set(list_columns or ()):
+        if named and named <= listed:
             continue
         return True
     return False

@@ -41,7 +41,7 @@ def _keys(call: ast.Call) -> list[str] | None:
     return None
 
 
-def _cut_by_head(code: str, start: int, end: int, through_name: bool = True) -> bool:
+def _cut_by_head(code: str, start: int, end: int, through_name: bool) -> bool:
     """Is the sort call at `code[start:end]` cut by `.head(...)`: right after it, or (`through_name`)
     through the name its statement binds (`eldest = df.sort_values(...)`, then `eldest["id"].head(5)`)?"""
     if re.match(r"\s*\.head\(", code[end:]):
@@ -57,16 +57,22 @@ def _cut_by_head(code: str, start: int, end: int, through_name: bool = True) -> 
     return re.search(rf"(?<![\w.]){name}(?:\[[^\]\n]*\])?\.head\(", rest) is not None
 
 
+def _sort_call(code: str, through_name: bool) -> tuple[int, int] | None:
+    """Where the code's one `.sort_values(...)` call cut by `.head(...)` (`_cut_by_head`) starts and ends."""
+    calls = list(re.finditer(r"\.sort_values\(", code))
+    end = _call_end(code, calls[0].end()) if len(calls) == 1 else None
+    if end is None or not _cut_by_head(code, calls[0].start(), end, through_name):
+        return None
+    return calls[0].start(), end
+
+
 def turned(code: str, descending: bool, through_name: bool = False) -> tuple[str, str] | None:
     """`through_name`: also a sort whose bound name is cut by `.head` (a ranked frame the question's
     ranking words are read on by the ranking's own check otherwise)."""
-    calls = list(re.finditer(r"\.sort_values\(", code))
-    if len(calls) != 1:
+    span = _sort_call(code, through_name)
+    if span is None:
         return None
-    end = _call_end(code, calls[0].end())
-    if end is None or not _cut_by_head(code, calls[0].start(), end, through_name):
-        return None
-    before = code[calls[0].start() : end]
+    before = code[span[0] : span[1]]
     try:
         call = ast.parse(f"f{before[len('.sort_values') :]}", mode="eval").body
     except SyntaxError:
@@ -104,12 +110,11 @@ _AGED = re.compile(
 
 def first_key(code: str) -> str | None:
     """The first key of the code's one `.sort_values(...)` call cut by `.head(...)` (`_cut_by_head`)."""
-    calls = list(re.finditer(r"\.sort_values\(", code))
-    end = _call_end(code, calls[0].end()) if len(calls) == 1 else None
-    if end is None or not _cut_by_head(code, calls[0].start(), end):
+    span = _sort_call(code, through_name=True)
+    if span is None:
         return None
     try:
-        call = ast.parse(f"f{code[calls[0].end() - 1 : end]}", mode="eval").body
+        call = ast.parse(f"f{code[span[0] + len('.sort_values') : span[1]]}", mode="eval").body
     except SyntaxError:
         return None
     keys = _keys(call) if isinstance(call, ast.Call) else None

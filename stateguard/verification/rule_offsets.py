@@ -135,19 +135,24 @@ def sites(code: str) -> list[Site]:
     for m in _SITE.finditer(text):
         if re.search(r"[\w.)\]]\s*$", m.group("rhs")) is None:
             continue  # `>= -2`: a negative number, not a distance from something
-        lhs = re.search(
-            r"(?:\[\s*([\"'])(?P<col>\w+)\1\s*\]|\b(?:\w+\.)?(?P<name>[A-Za-z_]\w*))\s*$", text[: m.start()]
-        )
-        subject = None if lhs is None else lhs.group("col") or lhs.group("name")
         out[m.group(0)] = Site(
-            m.group(0), float(m.group("k")), m.group("sign") == "+", bool(m.group("times")), subject
+            m.group(0),
+            float(m.group("k")),
+            m.group("sign") == "+",
+            bool(m.group("times")),
+            _compared(text[: m.start()]),
         )
     for m in _LEADING_SITE.finditer(text):
-        lhs = re.search(r"\b(?:\w+\.)?(?P<name>[A-Za-z_]\w*)\s*$", text[: m.start()])
         out.setdefault(
-            m.group(0), Site(m.group(0), float(m.group("k")), True, False, lhs.group("name") if lhs else None)
+            m.group(0), Site(m.group(0), float(m.group("k")), True, False, _compared(text[: m.start()]))
         )
     return list(out.values())
+
+
+def _compared(before: str) -> str | None:
+    """The column a comparison tests, from the code right before its operator (`df["x"]`, `t.x`, `x`)."""
+    lhs = re.search(r"(?:\[\s*([\"'])(?P<col>\w+)\1\s*\]|\b(?:\w+\.)?(?P<name>[A-Za-z_]\w*))\s*$", before)
+    return None if lhs is None else lhs.group("col") or lhs.group("name")
 
 
 @dataclass(frozen=True)

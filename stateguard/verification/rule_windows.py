@@ -415,7 +415,6 @@ def _run_on(rule: str, said: str, stop: int) -> tuple[str, int]:
         )
         if not (
             last in ("and", "or", "of")
-            or (last in _OWNERS and before[-2:-1] in (["and"], ["or"]))
             or (second is not None and len(second) < 3 and _nouns([word]))
             or (cut_short and word not in _ENDS_PHRASE and word.replace("-", "").isalpha())
             or word in ("of", "and", "or")
