@@ -171,90 +171,110 @@ def _c(
     return Comparator(phrases=phrases, op=op, position=position, temporal=temporal, core=core)
 
 
-LEXICON = Lexicon(
-    comparators=(
-        _c(">=", "at least", core=True),
-        _c(">=", "no less than", "not less than", "no fewer than", "a minimum of", "minimum of"),
-        _c(">=", "at or above", "at or over", "equal to or greater than", "equal to or more than"),
-        _c(">=", "greater than or equal to", "more than or equal to", "equal to or above"),
-        _c(">=", "reaching", "reaches", "reached", "reach"),  # "reach 1.5 times their median"
-        _c(">=", ">=", "≥", core=True),
-        _c("<=", "at most", core=True),
-        _c("<=", "no more than", "not more than", "up to", "a maximum of", "maximum of"),
-        _c("<=", "up to and including", "at or below", "at or under", "equal to or less than"),
-        _c("<=", "less than or equal to", "fewer than or equal to", "equal to or below"),
-        _c("<=", "<=", "≤", core=True),
-        _c(">", "more than", "greater than", "above", core=True),
-        _c(">", "higher than", "larger than", "longer than", "heavier than", "older than", "over"),
-        _c(">", "exceeding", "exceeds", "exceed", "exceeded", "warmer than", "hotter than"),
-        _c(">", "tops", "topped", "topping"),  # "his income tops 45 thousand" (not "top", a ranking)
-        _c(">", "stronger than", "faster than", "bigger than", "wider than", "deeper than", "taller than"),
-        _c(">", "costlier than", "pricier than", "dearer than", "wetter than", "richer than", "louder than"),
-        _c(">", "in excess of", "beyond", "upward of", "upwards of", "surpassing", "surpasses", "surpass"),
-        _c(">", ">", core=True),
-        _c(">", "after", "later than", temporal=True),
-        _c(">=", "since", "starting in", "starting from", "beginning in", temporal=True),
-        _c("<=", "until", "till", "through", "up until", temporal=True),
-        _c("<", "less than", "fewer than", "below", core=True),
-        _c("<", "lower than", "smaller than", "shorter than", "lighter than", "younger than", "under"),
-        _c("<", "colder than", "cooler than", "short of"),
-        _c(
-            "<",
-            "weaker than",
-            "slower than",
-            "cheaper than",
-            "narrower than",
-            "shallower than",
-            "thinner than",
-        ),
-        _c("<", "drier than", "calmer than", "quieter than", "poorer than"),
-        _c("<", "<", core=True),
-        _c("<", "before", "earlier than", temporal=True),
-        _c(">=", "or more", "or higher", "or greater", "or above", "or over", position="postfix"),
-        _c(
-            ">=",
-            "and more",
-            "and higher",
-            "and above",
-            "and over",
-            "or upwards",
-            "and upwards",
-            "and up",
-            "or up",
-            position="postfix",
-        ),
-        _c(
-            ">=",
-            "or older",
-            "and older",
-            "or longer",
-            "or taller",
-            "or heavier",
-            "or larger",
-            "or faster",
-            "or bigger",
-            "or wider",
-            "or deeper",
-            "or stronger",
-            "or warmer",
-            position="postfix",
-        ),
-        _c("<=", "or younger", "and younger", "or shorter", "or lighter", "or smaller", position="postfix"),
-        _c(
-            "<=",
-            "or slower",
-            "or cheaper",
-            "or narrower",
-            "or shallower",
-            "or weaker",
-            "or colder",
-            position="postfix",
-        ),
-        _c(">=", "or later", "and later", "or after", position="postfix", temporal=True),
-        _c("<=", "or earlier", "and earlier", "or before", position="postfix", temporal=True),
-        _c("<=", "or less", "or fewer", "or lower", "or below", "or under", position="postfix"),
-        _c("<=", "and less", "and fewer", "and lower", "and below", "and under", position="postfix"),
+# The comparators as written; `_negated` adds their "no ... than" forms.
+_STATED = (
+    _c(">=", "at least", core=True),
+    _c(">=", "no less than", "not less than", "no fewer than", "a minimum of", "minimum of"),
+    _c(">=", "at or above", "at or over", "equal to or greater than", "equal to or more than"),
+    _c(">=", "greater than or equal to", "more than or equal to", "equal to or above"),
+    _c(">=", "reaching", "reaches", "reached", "reach"),  # "reach 1.5 times their median"
+    _c(">=", ">=", "≥", core=True),
+    _c("<=", "at most", core=True),
+    _c("<=", "no more than", "not more than", "up to", "a maximum of", "maximum of"),
+    _c("<=", "up to and including", "at or below", "at or under", "equal to or less than"),
+    _c("<=", "less than or equal to", "fewer than or equal to", "equal to or below"),
+    _c("<=", "<=", "≤", core=True),
+    _c(">", "more than", "greater than", "above", core=True),
+    _c(">", "higher than", "larger than", "longer than", "heavier than", "older than", "over"),
+    _c(">", "exceeding", "exceeds", "exceed", "exceeded", "warmer than", "hotter than"),
+    _c(">", "tops", "topped", "topping"),  # "his income tops 45 thousand" (not "top", a ranking)
+    _c(">", "stronger than", "faster than", "bigger than", "wider than", "deeper than", "taller than"),
+    _c(">", "costlier than", "pricier than", "dearer than", "wetter than", "richer than", "louder than"),
+    _c(">", "in excess of", "beyond", "upward of", "upwards of", "surpassing", "surpasses", "surpass"),
+    _c(">", ">", core=True),
+    _c(">", "after", "later than", temporal=True),
+    _c(">=", "since", "starting in", "starting from", "beginning in", temporal=True),
+    _c("<=", "until", "till", "through", "up until", temporal=True),
+    _c("<", "less than", "fewer than", "below", core=True),
+    _c("<", "lower than", "smaller than", "shorter than", "lighter than", "younger than", "under"),
+    _c("<", "colder than", "cooler than", "short of"),
+    _c(
+        "<",
+        "weaker than",
+        "slower than",
+        "cheaper than",
+        "narrower than",
+        "shallower than",
+        "thinner than",
     ),
+    _c("<", "drier than", "calmer than", "quieter than", "poorer than"),
+    _c("<", "<", core=True),
+    _c("<", "before", "earlier than", temporal=True),
+    _c(">=", "or more", "or higher", "or greater", "or above", "or over", position="postfix"),
+    _c(
+        ">=",
+        "and more",
+        "and higher",
+        "and above",
+        "and over",
+        "or upwards",
+        "and upwards",
+        "and up",
+        "or up",
+        position="postfix",
+    ),
+    _c(
+        ">=",
+        "or older",
+        "and older",
+        "or longer",
+        "or taller",
+        "or heavier",
+        "or larger",
+        "or faster",
+        "or bigger",
+        "or wider",
+        "or deeper",
+        "or stronger",
+        "or warmer",
+        position="postfix",
+    ),
+    _c("<=", "or younger", "and younger", "or shorter", "or lighter", "or smaller", position="postfix"),
+    _c(
+        "<=",
+        "or slower",
+        "or cheaper",
+        "or narrower",
+        "or shallower",
+        "or weaker",
+        "or colder",
+        position="postfix",
+    ),
+    _c(">=", "or later", "and later", "or after", position="postfix", temporal=True),
+    _c("<=", "or earlier", "and earlier", "or before", position="postfix", temporal=True),
+    _c("<=", "or less", "or fewer", "or lower", "or below", "or under", position="postfix"),
+    _c("<=", "and less", "and fewer", "and lower", "and below", "and under", position="postfix"),
+)
+
+
+def _negated(stated: tuple[Comparator, ...]) -> tuple[Comparator, ...]:
+    """A strict comparative said with "no" or "not" is the other side, bound included: "no later than
+    month 6" is `<= 6`, "not younger than 40" is `>= 40`. Forms already written are kept as they are."""
+    written = {p for c in stated for p in c.phrases}
+    flip: dict[str, Op] = {">": "<=", "<": ">="}
+    out = []
+    for c in stated:
+        if c.position != "prefix" or c.op not in flip:
+            continue
+        said = [f"{neg} {p}" for p in c.phrases if p.endswith(" than") for neg in ("no", "not")]
+        said = [p for p in said if p not in written]
+        if said:
+            out.append(_c(flip[c.op], *said, temporal=c.temporal))
+    return tuple(out)
+
+
+LEXICON = Lexicon(
+    comparators=_STATED + _negated(_STATED),
     statistics={
         "mean": "mean",
         "average": "mean",

@@ -149,7 +149,7 @@ def _frame_of(receiver: str) -> str | None:
 
 def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
     pool = b.vocab.columns({s.lower() for sel in b.sem.selections for s in [*sel.sources, sel.frame] if s})
-    keys = [c for k in req.keys for c in _resolve_key(k, pool)]
+    keys = [c for k in req.keys for c in _resolve_key(k, pool, b.vocab.column_words)]
     # a key named only through a short form (`yr` for "year") gives way to the year of a date column
     short = bool(keys) and all(k.lower() in LEXICON.abbreviations for k in keys)
     part = _date_part(b, req, pool) if not keys or short else None
@@ -375,9 +375,12 @@ def _singular(words: list[str]) -> list[str]:
     return [w.rstrip("s") if len(w) > 3 else w for w in words]
 
 
-def _resolve_key(word: str, pool: list[str]) -> list[str]:
+def _resolve_key(
+    word: str, pool: list[str], described: dict[str, tuple[str, ...]] | None = None
+) -> list[str]:
     """A key phrase's column: the phrase itself ("model year" -> model_year), else one of its words
-    ("weather label" -> weather, "calendar month" -> month)."""
+    ("weather label" -> weather, "calendar month" -> month), unless (`described`) another column's
+    description in the task's text explains the rest of the phrase (`vocabulary.rival_reading`)."""
     joined = "_".join(word.lower().split())
     spelled = [c for c in pool if vocabulary.initials_of(c.lower(), word.lower().split())]
     if len(word.split()) > 1 and spelled and not any(c.lower() == joined for c in pool):
@@ -389,6 +392,8 @@ def _resolve_key(word: str, pool: list[str]) -> list[str]:
             c for c in pool if c.lower() in (cand, low) or LEXICON.abbreviations.get(c.lower()) in (cand, low)
         ]
         if exact:
+            if cand != joined and described and vocabulary.rival_reading([word], exact[0], pool, described):
+                return []
             return exact[:1]
         if cand == joined:
             # every word of the phrase is a word of the column's name, in order ("pad type" -> PadType),

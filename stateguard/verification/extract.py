@@ -856,9 +856,16 @@ def scopes(
         for col in cols:
             held.setdefault(col, set()).add(value)
     for col, (vals, excl, text) in found.items():
-        if len(vals) > 1 and re.search(r"\b(?:or|vs\.?|versus|compare\w*)\b", clause, re.IGNORECASE):
+        # the column's values that are also the sentence's own words ("yes", "no") count among the
+        # values named here: "a yes or a perhaps" names two, "(no 0, perhaps 1, yes 2)" all three
+        named = set(vals) | {
+            v
+            for v in held.get(col, set())
+            if v.lower() in _FUNCTION_VALUES and re.search(rf"(?<![\w-]){re.escape(v)}(?![\w-])", clause)
+        }
+        if len(named) > 1 and re.search(r"\b(?:or|vs\.?|versus|compare\w*)\b", clause, re.IGNORECASE):
             continue  # alternatives being compared, not a scope
-        if not excl and len(vals) > 1 and set(vals) >= held.get(col, set()):
+        if not excl and len(named) > 1 and named >= held.get(col, set()):
             continue  # every value the column holds ("winter = ..., spring = ..."): a grouping, no restriction
         out.append(
             Requirement(kind=Kind.SCOPE, text=text, source=source, values=vals, exclude=excl, columns=[col])

@@ -45,6 +45,7 @@ from stateguard.verification.vocabulary import (
     described_roots,
     named_and_described,
     resolve_column,
+    rival_reading,
 )
 
 # "of its own SOUTH group", "of the student's own teaching method", "of its size class"
@@ -332,6 +333,8 @@ def stated_group(
                 other = described_columns(_uncounted(words), pool, described or {}, in_row=True)
                 if _is_name(words[:n], named[0]):
                     other = []  # the column's very name ("its own class" for `class`) beats a description
+                elif rival_reading(_uncounted(words), named[0], pool, described or {}):
+                    other = [""]  # "the same recurrence number": `enum`'s description says "recurrence"
                 if all(w in GROUP_NOUNS for w in rest[:1]) and not (other and other != named):
                     found.append((named[0], m.group(0)))
                 break
@@ -650,6 +653,8 @@ def _two_keys(
             # side in its description: two readings, no pair
             other = described_columns(_uncounted(side), columns, described, in_row=True)
             if other and set(other) != set(found):
+                return None
+            if rival_reading(_uncounted(side), found[0], columns, described):
                 return None
         if described is not None:
             # "age band" for `age_group (five bands)`, by its name and its description together: a name

@@ -471,6 +471,30 @@ def described_columns(
     return out
 
 
+def rival_reading(
+    said: Iterable[str], column: str, columns: Iterable[str], column_words: dict[str, tuple[str, ...]]
+) -> bool:
+    """Does a key phrase of several words bind `column` while another column explains part of it? A
+    content word the column accounts for by neither its name nor the task's words for it, said in
+    another column's description, is a second reading: "recurrence number" names `number (how many
+    tumours at entry)` by a word of its name, and "recurrence" is said only of `enum (which recurrence
+    the record is about)`. Two readings are none."""
+    words = [
+        w.rstrip("s")
+        for w in re.findall(r"[a-z]+", " ".join(said).lower())
+        if w not in STOP and w not in GROUP_NOUNS and len(w) > 2
+    ]
+    if len(words) < 2:
+        return False
+    own = {t.lower().rstrip("s") for t in column_tokens(column)} | {
+        d.rstrip("s") for d in column_words.get(column, ())
+    }
+    left = {w for w in words if w not in own}
+    return any(
+        left & {d.rstrip("s") for d in column_words.get(c, ())} for c in dict.fromkeys(columns) if c != column
+    )
+
+
 # words of time: a description counts in them as often as it names a time
 TIME_WORDS = frozenset(
     {"year", "years", "month", "months", "week", "weeks", "day", "days", "hour", "hours", "decade", "decades"}
