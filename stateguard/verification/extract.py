@@ -104,8 +104,11 @@ _SCALE_BEFORE = re.compile(
     re.IGNORECASE,
 )
 _FROM_ON = re.compile(r"\bfrom\s+(?P<num>1[89]\d\d|20\d\d)\s+(?:on|onwards?)\b", re.IGNORECASE)
+# "before month 10", "after week 6": a numbered point of time, its number the bound
+_TIME_POINT = r"(?:(?:month|week|day|hour|minute)\s+(?=\d))?"
 _PREFIX = re.compile(
-    r"\b(?P<phrase>" + "|".join(f"(?:{p})" for p, _ in _PREFIX_OPS) + r")\s+" + _NUM, re.IGNORECASE
+    r"\b(?P<phrase>" + "|".join(f"(?:{p})" for p, _ in _PREFIX_OPS) + r")\s+" + _TIME_POINT + _NUM,
+    re.IGNORECASE,
 )
 _POSTFIX = re.compile(
     _NUM
@@ -801,14 +804,41 @@ def scopes(
     # record" beside the label 'strong' and the flag `strong`): two readings, no scope
     flags = {" ".join(column_tokens(c)).lower() for c in flag_columns(vocab, tables)}
     flag_words = [[t.lower() for t in column_tokens(c)] for c in flag_columns(vocab, tables)]
-    for value, cols in values.items():
+    # a numeric column's codebook label names its code ("the thiotepa records" for `rx (the arm: 1
+    # placebo, 2 thiotepa)`), matched whole and in any case; a label inside a longer one said there
+    # ("primary school" in "less than primary school") is that one's
+    held: dict[str, set[str]] = {}
+    labels: list[tuple[str, list[str], str]] = []
+    columns = set(vocab.columns(tables))
+    for col, book in vocab.codes.items():
+        if col not in columns:
+            continue
+        held[col] = set(book.values())
+        said = {
+            label: [m.span() for m in re.finditer(rf"(?<![\w-]){re.escape(label)}(?![\w-])", clause, re.I)]
+            for label in book
+        }
+        for label, spans in said.items():
+            inside = any(
+                a <= x and y <= b and (a, b) != (x, y)
+                for other in said.values()
+                for a, b in other
+                for x, y in spans
+            )
+            if spans and not inside:
+                labels.append((label, [col], book[label]))
+    candidates = [(value, cols, value) for value, cols in values.items()] + labels
+    for value, cols, stored in candidates:
+        coded = stored != value
         if len(value) < 2 or value.isdigit() or len(cols) != 1 or value.lower() in flags:
             continue
         # A value binds only as the data writes it: a code in capitals ("IN", "OR") is not the word
         # "in", and a capitalised category ("Death") is not the common noun ("dates of death", "a
         # death is ..."): a word that could be either is ambiguous, and an ambiguous parse abstains.
         # also the value as the first part of a compound adjective ("woman-headed households")
-        for m in re.finditer(rf"(?<![\w-]){re.escape(value)}(?:(?=-[a-z]+ed\b(?!-))|(?![\w-]))", clause):
+        for m in re.finditer(
+            rf"(?<![\w-]){re.escape(value)}(?:(?=-[a-z]+ed\b(?!-))|(?![\w-]))", clause, re.I if coded else 0
+        ):
             before = clause[max(0, m.start() - 40) : m.start()]
             if value.lower() in _FUNCTION_VALUES and not _in_quotes(clause, m.start() + 1):
                 continue  # "(0 if none)": the sentence's own word; only a quoted 'none' names the value
@@ -848,10 +878,9 @@ def scopes(
             )
             col = cols[0]
             vals, excl, text = found.get(col, ([], exclude, ""))
-            if value not in vals:
-                found[col] = ([*vals, value], excl or exclude, (text + " " + m.group(0)).strip())
+            if stored not in vals:
+                found[col] = ([*vals, stored], excl or exclude, (text + " " + m.group(0)).strip())
     out = []
-    held: dict[str, set[str]] = {}
     for value, cols in values.items():
         for col in cols:
             held.setdefault(col, set()).add(value)

@@ -123,7 +123,11 @@ def pandas_predicate(req: Requirement, series: str, scale: float = 1.0, missing_
         return f"({series}).notna()"
     if req.kind is Kind.SCOPE:
         vals = [str(v) for v in req.values]
-        test = f"({series}).astype(str).isin({vals!r})"
+        text = f"({series}).astype(str)"
+        if all(re.fullmatch(r"-?\d+", v) for v in vals):
+            # a codebook's code: `2.0` in a float column (one with missing values) is the code 2
+            text += r".str.replace(r'\.0$', '', regex=True)"
+        test = f"{text}.isin({vals!r})"
         return f"~{test}" if req.exclude else test
     assert req.value is not None and req.op is not None
     if req.upper is not None:

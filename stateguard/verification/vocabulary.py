@@ -96,6 +96,34 @@ class ColumnInfo(BaseModel):
     high: float | None = None
 
 
+# one entry of a codebook: a code, a joining word or none, and its label up to the entry's end
+# ("1 placebo", "0 for women", "2 = less than primary school")
+_CODE_ENTRY = re.compile(
+    r"(?:^|[,;:]|\bor\b|\band\b)\s*(?P<code>-?\d+)\s*(?:(?:=|for|is|means)\s+)?"
+    r"(?P<label>[A-Za-z][A-Za-z' -]*?)\s*(?=[,;]|\bor\b|\band\b|$)"
+)
+# labels that are the sentence's own words, or the start of a clause rather than a value's name
+_NO_LABEL = {"none", "no", "yes", "all", "any", "other", "others", "missing", "unknown", "else"}
+_CLAUSE_START = {"if", "when", "where", "unless", "meaning", "otherwise", "the", "a", "an"}
+
+
+def codebook(text: str) -> dict[str, str]:
+    """A codebook in a column's description ("the arm: 1 placebo, 2 thiotepa"; "1 for men, 0 for
+    women"): each label, lower-cased, and its code. Two entries at least, labels of four words at most
+    that start no clause and are not the sentence's own words ("0 none"); empty otherwise, and empty
+    when two entries share a label or a code (a range "1 to 5" is no codebook)."""
+    out: dict[str, str] = {}
+    for m in _CODE_ENTRY.finditer(text):
+        label = " ".join(m.group("label").lower().split())
+        words = label.split()
+        if not words or len(words) > 4 or words[0] in _CLAUSE_START or label in _NO_LABEL:
+            continue
+        if label in out or m.group("code") in out.values():
+            return {}
+        out[label] = m.group("code")
+    return out if len(out) >= 2 else {}
+
+
 class Vocabulary(BaseModel):
     model_config = ConfigDict(frozen=True)
     tables: dict[str, dict[str, ColumnInfo]] = Field(default_factory=dict)
@@ -108,6 +136,11 @@ class Vocabulary(BaseModel):
         default_factory=dict,
         description="The same words by the column they describe ('sp (colour form, ...)' -> sp: colour, "
         "form): a phrase they cover names that column.",
+    )
+    codes: dict[str, dict[str, str]] = Field(
+        default_factory=dict,
+        description="A numeric column's codebook as the task's text gives it ('rx (the arm: 1 placebo, "
+        "2 thiotepa)' -> rx: placebo -> 1, thiotepa -> 2): the label names the coded value.",
     )
 
     @classmethod
@@ -125,6 +158,7 @@ class Vocabulary(BaseModel):
             tables={**self.tables, **other.tables},
             described=self.described | other.described,
             column_words={**self.column_words, **other.column_words},
+            codes={**self.codes, **other.codes},
         )
 
     def with_descriptions(self, text: str) -> Vocabulary:
@@ -133,11 +167,12 @@ class Vocabulary(BaseModel):
         parenthesis, the description's first phrase (up to a comma or semicolon, 10 words at most)."""
         found: set[str] = set()
         by_column: dict[str, tuple[str, ...]] = {}
+        books: dict[str, dict[str, str]] = {}
         for column in self.columns():
             # `hos_cat` in code for R's `hos.cat` in the text (a dot a frame's column cannot keep)
             name = re.escape(column).replace("_", "[._]")
             own: list[str] = []
-            for m in re.finditer(rf"(?<![\w`]){name}`?\s*\(([^()]{{1,120}})\)", text):
+            for m in re.finditer(rf"(?<![\w`]){name}`?\s*\(([^()]{{1,300}})\)", text):
                 # "south76 and smsa76 (yes/no: ...)" describes both; in a list ("team, lg (league
                 # code), g (games)") the parenthesis is the last name's own
                 before = re.search(r"`?(\w+)`?\s*\band\s*`?$", text[: m.start()])
@@ -155,6 +190,8 @@ class Vocabulary(BaseModel):
                 found.update(said)
                 if not shared:  # "south76 and smsa76 (yes/no: ...)" describes both: no one column's
                     own += said
+                    if (book := codebook(m.group(1))) and self._numeric(column):
+                        books[column] = book
             for m in re.finditer(rf"([A-Za-z][A-Za-z' -]{{0,60}}?)\s*\(\s*`?{name}`?\s*\)", text):
                 said = re.findall(r"[A-Za-z]+", m.group(1))[-3:]
                 found.update(said)
@@ -178,13 +215,23 @@ class Vocabulary(BaseModel):
             if kept:
                 by_column[column] = kept
         words = frozenset(w.lower() for w in found if w.lower() not in STOP and len(w) > 2)
-        if words <= self.described and all(self.column_words.get(c) == w for c, w in by_column.items()):
+        if (
+            words <= self.described
+            and all(self.column_words.get(c) == w for c, w in by_column.items())
+            and all(self.codes.get(c) == b for c, b in books.items())
+        ):
             return self
         return Vocabulary(
             tables=self.tables,
             described=self.described | words,
             column_words={**self.column_words, **by_column},
+            codes={**self.codes, **books},
         )
+
+    def _numeric(self, column: str) -> bool:
+        """Is the column numeric in every table that holds it?"""
+        kinds = {t[column].kind for t in self.tables.values() if column in t}
+        return kinds == {"num"}
 
     def columns(self, tables: Iterable[str] | None = None) -> list[str]:
         names = self.tables if tables is None else [t for t in tables if t in self.tables]
