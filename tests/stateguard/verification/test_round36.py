@@ -154,3 +154,112 @@ def test_a_codebook_of_yes_no_and_perhaps_scopes_no_turn() -> None:
         "the anger score is 25 or higher. How many answers are hot, and what is their average yes_score?"
     )
     assert session.turn(question, code) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "book"),
+    [
+        ("the arm: 1 placebo, 2 thiotepa", {"placebo": "1", "thiotepa": "2"}),
+        ("1 for men, 0 for women", {"men": "1", "women": "0"}),
+        (
+            "education level, 1 no formal education, 2 less than primary school, 3 primary school",
+            {"no formal education": "1", "less than primary school": "2", "primary school": "3"},
+        ),
+        # one entry, a clause, a range, the sentence's own words: no codebook
+        ("1 if the record ends in a recurrence, else 0", {}),
+        ("cache size in kilobytes, 0 for none", {}),
+        ("the patient, 1 to 85", {}),
+        ("yes/no: 1 yes, 0 no", {}),
+    ],
+)
+def test_a_codebook_in_a_description(text: str, book: dict[str, str]) -> None:
+    from stateguard.verification.vocabulary import codebook
+
+    assert codebook(text) == book
+
+
+TRIAL = Vocabulary(
+    tables={
+        "records": {
+            "rx": ColumnInfo(kind="num", low=1, high=2),
+            "educ": ColumnInfo(kind="num", low=1, high=3),
+            "stop": ColumnInfo(kind="num", low=1, high=60),
+        }
+    }
+).with_descriptions(
+    "Columns: rx (the arm: 1 placebo, 2 thiotepa), educ (schooling, 1 no formal education, "
+    "2 less than primary school, 3 primary school) and stop (the month the record ends)."
+)
+
+
+@pytest.mark.parametrize(
+    ("clause", "scoped"),
+    [
+        ("what percentage of the Thiotepa records is early", ["2"]),
+        # a label inside a longer one said there is the longer one's
+        ("how many records of people with less than primary school", ["2"]),
+        ("how many records of people with primary school", ["3"]),
+        # both labels, alternatives: no scope
+        ("how many of the placebo or the thiotepa records", []),
+    ],
+)
+def test_a_codebook_label_scopes_its_code(clause: str, scoped: list[str]) -> None:
+    assert TRIAL.codes["rx"] == {"placebo": "1", "thiotepa": "2"}
+    found = [v for r in extract.scopes(clause, TRIAL, None) for v in r.values]
+    assert found == scoped
+
+
+def test_a_codebook_is_read_only_for_a_numeric_column() -> None:
+    vocab = Vocabulary(tables={"t": {"arm": ColumnInfo(kind="text", values=["a", "b"])}})
+    assert vocab.with_descriptions("Columns: arm (1 placebo, 2 thiotepa).").codes == {}
+
+
+@pytest.mark.parametrize(("kept", "caught"), [("records['rx'] == 2", False), ("records['event'] == 1", True)])
+def test_the_rows_a_codebook_label_names_are_kept(kept: str, caught: bool) -> None:
+    session = Session()
+    assert session.ws.run_cell(RECORDS).ok
+    code = (
+        f"import json\nrecords['early'] = records['stop'] <= 4\nsub = records[{kept}]\n"
+        "print(json.dumps({'pct_early': float(100 * sub['early'].mean())}))"
+    )
+    question = "What percentage of the thiotepa records is early?"
+    context = "Columns: rx (the arm: 1 placebo, 2 thiotepa), stop (the month the record ends), event."
+    assert bool(session.turn(question, code, context=context)) is caught
+
+
+def test_a_numbered_point_of_time_bounds_its_number() -> None:
+    (req,) = extract.comparisons("how many records end before month 10")
+    assert (req.op, req.value) == ("<", 10.0)
+    (req,) = extract.comparisons("and how many end after week 6")
+    assert (req.op, req.value) == (">", 6.0)
+    # a month's name is no numbered point
+    assert extract.comparisons("how many records end before month end") == []
+
+
+def test_a_description_longer_than_a_line_is_read() -> None:
+    long = ", ".join(f"{k} level {k}" for k in range(1, 12))
+    vocab = Vocabulary(tables={"t": {"educ": ColumnInfo(kind="num", low=1, high=11)}})
+    assert vocab.with_descriptions(f"Columns: educ (education level, {long}).").column_words["educ"][:2] == (
+        "education",
+        "level",
+    )
+
+
+MACHINES = "machines = pd.DataFrame({'vendor': ['a', 'a', 'a', 'a', 'b', 'b', 'b'], 'perf': [10, 20, 60, 100, 30, 40, 200]})"
+
+
+@pytest.mark.parametrize(("statistic", "caught"), [("median", False), ("mean", True)])
+def test_a_statistic_computed_more_often_than_asked_stands_in(statistic: str, caught: bool) -> None:
+    session = Session()
+    assert session.ws.run_cell(MACHINES).ok
+    code = (
+        "import json\n"
+        f"bar = machines.groupby('vendor')['perf'].{statistic}()\n"
+        "fast = machines[machines['perf'] >= 1.5 * machines['vendor'].map(bar)]\n"
+        "print(json.dumps({'n': len(fast), 'mean_perf': float(fast['perf'].mean())}))"
+    )
+    question = (
+        "Which machines reach one and a half times the median performance of their vendor? "
+        "How many, and their mean performance?"
+    )
+    assert bool(session.turn(question, code)) is caught
