@@ -806,6 +806,7 @@ LEXICON = Lexicon(
             "treat",
             "treats",
             "treated",
+            "given",  # "the answers given by respondents with ...": a passive verb, its agent after "by"
             "consider",
             "considered",
             "label",

@@ -300,6 +300,13 @@ _GROUP_BY_THE = re.compile(
 _KEY_NAMED_AFTER = re.compile(
     r"\s*\((?:the\s+)?(?P<col>[A-Za-z_][A-Za-z0-9_]*)(?:\s+(?:value|values|code|column|flag|field))?\)"
 )
+# "the answers given by respondents with ...", "the goals scored by away teams": a passive verb's agent,
+# not a grouping of the result
+_AGENT_BEFORE = re.compile(
+    r"\b(?:given|made|written|answered|reported|filed|submitted|taken|held|owned|played|won|scored|built"
+    r"|produced|sent|received|caused|visited|treated|rated|chosen|bought|sold|paid|committed|cast|posted)\s*$",
+    re.IGNORECASE,
+)
 _RANKED_BEFORE = re.compile(
     r"(?:\b(?:top|bottom|first|last)\s+(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten)\b[^,;:.?()]*"
     r"|\b(?:rank|ranked|ranking|sort|sorted|sorting|order|ordered|ordering)\s*)$",
@@ -827,7 +834,9 @@ def scopes(
             )
             if spans and not inside:
                 labels.append((label, [col], book[label]))
-    candidates = [(value, cols, value) for value, cols in values.items()] + labels
+    candidates = (
+        [(value, cols, value) for value, cols in values.items()] + labels + _everyday_values(vocab, tables)
+    )
     for value, cols, stored in candidates:
         coded = stored != value
         if len(value) < 2 or value.isdigit() or len(cols) != 1 or value.lower() in flags:
@@ -899,6 +908,21 @@ def scopes(
         out.append(
             Requirement(kind=Kind.SCOPE, text=text, source=source, values=vals, exclude=excl, columns=[col])
         )
+    return out
+
+
+def _everyday_values(vocab: Vocabulary, tables: list[str] | None) -> list[tuple[str, list[str], str]]:
+    """Everyday words for a category value (lexicon `value_words`: "women" -> female) and the one value
+    of one column they name as the data writes it: `female`, or `F` in a column holding only F and M."""
+    out = []
+    values = vocab.column_values(tables)
+    for word, meant in LEXICON.value_words.items():
+        named = []
+        for col, held in values.items():
+            initials = {v.lower() for v in held} <= {"f", "m"}
+            named += [(col, v) for v in held if v.lower() == meant or (initials and v.lower() == meant[0])]
+        if len(named) == 1:
+            out.append((word, [named[0][0]], named[0][1]))
     return out
 
 
@@ -1555,6 +1579,8 @@ def groupings(clause: str) -> list[Requirement]:
             continue  # "join it to `monthly` by date": the join's key, not a grouping of the result
         if m.group(0).lower().startswith("by") and _RANKED_BEFORE.search(clause[: m.start()]):
             continue  # "the bottom four quarters by long-term rate", "sorted by size": an order, not a grouping
+        if m.group(0).lower().startswith("by") and _AGENT_BEFORE.search(clause[: m.start()]):
+            continue  # "answers given by respondents with ...": who gave them, not a grouping
         keys = []
         for part in re.split(r"\s*(?:,|\band\b)\s*", m.group("keys")):
             words = [w for w in part.lower().split() if w]

@@ -443,7 +443,26 @@ def _phrase_hits(rule: str) -> list[re.Match[str]]:
     hits = sorted(
         (hit for pattern in phrases for hit in _overlapping(pattern, rule)), key=lambda m: m.start()
     )
-    return [m for i, m in enumerate(hits) if all(o.start("words") != m.start("words") for o in hits[:i])]
+    hits = [m for i, m in enumerate(hits) if all(o.start("words") != m.start("words") for o in hits[:i])]
+    # "... unusually angry for that kind of answer. The suggestion: ... the upper quartile of the scores
+    # of people of the same gender": where sentences of the rule name its statistic, a group phrase in a
+    # sentence that names none explains, it does not state the group
+    stating = [m for m in hits if _names_statistic(_sentence_at(rule, m.start()))]
+    return stating or hits
+
+
+_QUANTILE_WORDS = re.compile(r"\b(?:percentile|centile|quartile|quintile|decile|tercile|quantile)s?\b", re.I)
+
+
+def _sentence_at(text: str, at: int) -> str:
+    """The sentence of `text` around position `at` (sentences end at ., ! or ? before a space)."""
+    start = max((m.end() for m in re.finditer(r"[.!?](?:\s+|$)", text[:at])), default=0)
+    end = re.search(r"[.!?](?:\s|$)", text[at:])
+    return text[start : at + end.end() if end else len(text)]
+
+
+def _names_statistic(sentence: str) -> bool:
+    return bool(LEXICON.statistics_in(sentence) or _QUANTILE_WORDS.search(sentence))
 
 
 def _clause_cut(words: list[str], participles: list[str] | None = None) -> int:

@@ -263,3 +263,55 @@ def test_a_statistic_computed_more_often_than_asked_stands_in(statistic: str, ca
         "How many, and their mean performance?"
     )
     assert bool(session.turn(question, code)) is caught
+
+
+def test_a_passive_verbs_agent_is_no_grouping() -> None:
+    assert extract.groupings("how many answers were given by respondents with a trait anger below 15") == []
+    assert [r.keys for r in extract.groupings("how many answers, broken down by gender")] == [["gender"]]
+
+
+AGGRESSION = ["Anger", "Gender", "resp", "kind"]
+AGGRESSION_WORDS = {"Anger": ("trait", "anger", "score"), "resp": ("answer",)}
+
+
+@pytest.mark.parametrize(
+    ("rule", "keys"),
+    [
+        # the first sentence explains; the rule's own sentence names the statistic and the group
+        (
+            "A fixed score says little about whether someone is unusually angry for that kind of answer. "
+            "The suggestion: hot when the anger reaches the upper quartile of the anger scores of people of "
+            "the same gender with the same response.",
+            ["Gender", "resp"],
+        ),
+        # a rule of one sentence: read as before
+        ("Hot when the anger reaches the mean anger of the answers of the same gender.", ["Gender"]),
+        # no sentence names a statistic: every phrase is read
+        ("Hot when the anger tops the line of the answers of the same gender.", ["Gender"]),
+    ],
+)
+def test_a_group_phrase_in_a_sentence_without_the_statistic_explains(rule: str, keys: list[str]) -> None:
+    found = rule_windows.stated_group(rule, AGGRESSION, AGGRESSION_WORDS, ["yes_score"])
+    assert found is not None and found.keys == keys
+
+
+SEXES = Vocabulary(tables={"answers": {"Gender": ColumnInfo(kind="text", values=["F", "M"])}})
+SEXES_SPELT = Vocabulary(tables={"people": {"sex": ColumnInfo(kind="text", values=["female", "male"])}})
+
+
+@pytest.mark.parametrize(
+    ("vocab", "clause", "scoped"),
+    [
+        (SEXES, "what share of the men's answers, in percent, is hot", ["M"]),
+        (SEXES_SPELT, "the women alone: how many are there", ["female"]),
+        # both: every value of the column, no scope
+        (SEXES, "the answers of men and women", []),
+        # a count of them is what is counted, not a scope
+        (SEXES, "how many respondents are women", []),
+    ],
+)
+def test_an_everyday_word_names_a_value_as_the_data_writes_it(
+    vocab: Vocabulary, clause: str, scoped: list[str]
+) -> None:
+    found = [v for r in extract.scopes(clause, vocab, None) for v in r.values]
+    assert found == scoped
