@@ -249,6 +249,22 @@ class RequirementBinder(Binder):
             plan.notes.append(f"{req.describe()}: only a list the code typed in holds {req.values}; no scope")
             plan.unverified.append(req)
             return
+        if (
+            req.kind is Kind.SCOPE
+            and not (req.flag_scope or req.exclude)
+            and columns
+            and all(re.fullmatch(r"-?\d+", str(v)) for v in req.values)
+            and any(
+                a.function in ("sum", "mean") and (a.column or "").lower() == columns[0].lower()
+                for sel in self.sem.selections
+                for a in sel.aggregates
+            )
+        ):
+            # "how many Dole voters" for `vote (1 for Dole, 0 for Clinton)` and `SUM(vote)`: the code
+            # counts (or takes the share of) the coded rows by summing the 0/1 column, no rows are kept
+            plan.notes.append(f"{req.describe()}: the code sums or averages {columns[0]} itself; no scope")
+            plan.unverified.append(req)
+            return
         if req.kind is Kind.SCOPE and not (req.flag_scope or req.exclude) and self._counts_values_of(columns):
             # "how many distinct states (DC counts as one)": the turn counts the column's distinct values,
             # and a value named beside that count is one of them; scoped to it, the count could only be

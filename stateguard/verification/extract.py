@@ -17,6 +17,7 @@ unextracted requirement is never a finding.
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 from stateguard.answers import required_decimals
 from stateguard.artifacts.lexicon import LEXICON
@@ -817,15 +818,22 @@ def scopes(
     held: dict[str, set[str]] = {}
     labels: list[tuple[str, list[str], str]] = []
     columns = set(vocab.columns(tables))
-    for col, book in vocab.codes.items():
-        if col not in columns:
-            continue
+    books = {col: book for col, book in vocab.codes.items() if col in columns}
+    # a label two columns' codebooks share ("1 good, 0 poor" for the status before and at a visit, in
+    # whichever tables), or
+    # one the data also writes as a text value (a `gearbox` column holding "manual" beside `am (0
+    # automatic, 1 manual)`): two readings, none is taken
+    shared = Counter(label for book in vocab.codes.values() for label in book)
+    written = {v.lower() for v in values}
+    for col, book in books.items():
         held[col] = set(book.values())
         said = {
             label: [m.span() for m in re.finditer(rf"(?<![\w-]){re.escape(label)}(?![\w-])", clause, re.I)]
             for label in book
         }
         for label, spans in said.items():
+            if shared[label] > 1 or label in written:
+                continue
             inside = any(
                 a <= x and y <= b and (a, b) != (x, y)
                 for other in said.values()

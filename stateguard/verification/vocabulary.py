@@ -124,6 +124,9 @@ def codebook(text: str) -> dict[str, str]:
     return out if len(out) >= 2 else {}
 
 
+_SHORT = 120  # a column's description of this many characters at most is read whole
+
+
 class Vocabulary(BaseModel):
     model_config = ConfigDict(frozen=True)
     tables: dict[str, dict[str, ColumnInfo]] = Field(default_factory=dict)
@@ -179,7 +182,12 @@ class Vocabulary(BaseModel):
                 shared = before is not None and before.group(1) in self.columns()
                 # the first phrase whole (10 words at most): "Year (the calendar year in which the season
                 # started, ...)" speaks of the season too, as `Round (matchday of the season)` does
-                said = re.findall(r"[A-Za-z]+", re.split(r"[,;]", m.group(1))[0])[:10]
+                first = re.split(r"[,;]", m.group(1))[0]
+                # a long parenthesis is read by its first phrase only when that names the column
+                # ("educ (education level, 1 no formal education, ...)"), not one of its values
+                # ("censor4 (1 when the spell ended in a full-time job, ..., or was still running ...)")
+                long_code = len(m.group(1)) > _SHORT and re.match(r"\s*-?\d", first) is not None
+                said = [] if long_code else re.findall(r"[A-Za-z]+", first)[:10]
                 # a codebook in the parenthesis ("gender (1 male, 2 female)"): every code's words, the
                 # values the column stands for
                 codes = re.findall(
@@ -190,7 +198,7 @@ class Vocabulary(BaseModel):
                 found.update(said)
                 if not shared:  # "south76 and smsa76 (yes/no: ...)" describes both: no one column's
                     own += said
-                    if (book := codebook(m.group(1))) and self._numeric(column):
+                    if (book := codebook(m.group(1))) and self._codes_fit(column, book):
                         books[column] = book
             for m in re.finditer(rf"([A-Za-z][A-Za-z' -]{{0,60}}?)\s*\(\s*`?{name}`?\s*\)", text):
                 said = re.findall(r"[A-Za-z]+", m.group(1))[-3:]
@@ -228,10 +236,18 @@ class Vocabulary(BaseModel):
             codes={**self.codes, **books},
         )
 
-    def _numeric(self, column: str) -> bool:
-        """Is the column numeric in every table that holds it?"""
-        kinds = {t[column].kind for t in self.tables.values() if column in t}
-        return kinds == {"num"}
+    def _codes_fit(self, column: str, book: dict[str, str]) -> bool:
+        """Is the column numeric in every table that holds it, with two of the book's codes at least in
+        its range? "period (59 patients, 4 periods each)" is prose about the column, no codebook of it."""
+        infos = [t[column] for t in self.tables.values() if column in t]
+        if not infos or any(i.kind != "num" for i in infos):
+            return False
+        inside = [
+            c
+            for c in book.values()
+            if all(i.low is None or i.high is None or i.low <= float(c) <= i.high for i in infos)
+        ]
+        return len(inside) >= 2
 
     def columns(self, tables: Iterable[str] | None = None) -> list[str]:
         names = self.tables if tables is None else [t for t in tables if t in self.tables]

@@ -315,3 +315,66 @@ def test_an_everyday_word_names_a_value_as_the_data_writes_it(
 ) -> None:
     found = [v for r in extract.scopes(clause, vocab, None) for v in r.values]
     assert found == scoped
+
+
+def test_prose_about_a_column_is_no_codebook() -> None:
+    vocab = Vocabulary(tables={"epi": {"period": ColumnInfo(kind="num", low=1, high=4)}})
+    # "two-week period (59 patients, 4 periods each)": one number in the column's range, no codebook
+    assert (
+        vocab.with_descriptions(
+            "one row per patient and two-week period (59 patients, 4 periods each)."
+        ).codes
+        == {}
+    )
+    assert vocab.with_descriptions("Columns: period (1 early, 4 late).").codes == {
+        "period": {"early": "1", "late": "4"}
+    }
+
+
+def test_a_label_two_codebooks_share_or_the_data_writes_scopes_nothing() -> None:
+    status = Vocabulary(
+        tables={
+            "visits": {
+                "baseline": ColumnInfo(kind="num", low=0, high=1),
+                "outcome": ColumnInfo(kind="num", low=0, high=1),
+            }
+        }
+    ).with_descriptions(
+        "Columns: baseline (status before: 1 good, 0 poor) and outcome (status at the visit: 1 good, 0 poor)."
+    )
+    assert extract.scopes("the patients whose status was good", status, ["visits"]) == []
+    cars = Vocabulary(
+        tables={
+            "cars": {
+                "am": ColumnInfo(kind="num", low=0, high=1),
+                "gearbox": ColumnInfo(kind="text", values=["automatic", "manual"]),
+            }
+        }
+    ).with_descriptions("Columns: am (gearbox: 0 automatic, 1 manual).")
+    assert [r.columns for r in extract.scopes("the cars with a manual gearbox", cars, None)] == [["gearbox"]]
+
+
+VOTERS = "voters = pd.DataFrame({'vote': [1, 0, 1, 1, 0, 0], 'tv': [1, 2, 3, 4, 5, 6]})"
+
+
+def test_a_sum_of_the_coded_column_counts_its_label() -> None:
+    session = Session()
+    assert session.ws.run_cell(VOTERS).ok
+    code = "import json\nprint(json.dumps({'n': len(voters), 'n_dole': int(voters['vote'].sum())}))"
+    context = "Columns: vote (1 for Dole, 0 for Clinton) and tv (days of TV news)."
+    assert session.turn("How many respondents, and how many Dole voters?", code, context=context) == []
+
+
+def test_a_long_description_that_opens_with_a_code_names_no_words_of_the_column() -> None:
+    vocab = Vocabulary(tables={"t": {"censor4": ColumnInfo(kind="num", low=0, high=1)}})
+    text = (
+        "Columns: censor4 (1 when the spell ended in a full-time job, in a part-time job, in a job the person "
+        "has since left, or was still running at the last interview; for a few spells no flag is set)."
+    )
+    assert "spell" not in vocab.with_descriptions(text).column_words.get("censor4", ())
+    assert (
+        "spell"
+        in vocab.with_descriptions("Columns: censor4 (1 when the spell was still running).").column_words[
+            "censor4"
+        ]
+    )
