@@ -308,6 +308,8 @@ _AGENT_BEFORE = re.compile(
     r"|produced|sent|received|caused|visited|treated|rated|chosen|bought|sold|paid|committed|cast|posted)\s*$",
     re.IGNORECASE,
 )
+# a comparator right before a name and its number ("before month 10", "at least grade 3")
+_PREFIX_BEFORE = re.compile(r"\b(?:" + "|".join(f"(?:{p})" for p, _ in _PREFIX_OPS) + r")\s+$", re.IGNORECASE)
 _RANKED_BEFORE = re.compile(
     r"(?:\b(?:top|bottom|first|last)\s+(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten)\b[^,;:.?()]*"
     r"|\b(?:rank|ranked|ranking|sort|sorted|sorting|order|ordered|ordering)\s*)$",
@@ -843,7 +845,10 @@ def scopes(
             if spans and not inside:
                 labels.append((label, [col], book[label]))
     candidates = (
-        [(value, cols, value) for value, cols in values.items()] + labels + _everyday_values(vocab, tables)
+        [(value, cols, value) for value, cols in values.items()]
+        + labels
+        + _everyday_values(vocab, tables)
+        + _numbered_values(clause, vocab, tables)
     )
     for value, cols, stored in candidates:
         coded = stored != value
@@ -916,6 +921,47 @@ def scopes(
         out.append(
             Requirement(kind=Kind.SCOPE, text=text, source=source, values=vals, exclude=excl, columns=[col])
         )
+    return out
+
+
+# "Department 12 on its own", "(capmob 0)": a column's name, then one whole number of it
+_NUMBERED = re.compile(
+    r"(?<![\w-])(?P<name>[A-Za-z][A-Za-z_]{2,})\s+(?P<n>-?\d+)"
+    r"(?![\w.,%]|\s*(?:-|to\b|through\b|or\b|and\b|times\b|per\b))"
+)
+
+
+def _numbered_values(
+    clause: str, vocab: Vocabulary, tables: list[str] | None
+) -> list[tuple[str, list[str], str]]:
+    """A numeric column named by its name (or the word its short name stands for) right before a whole number in
+    the column's range: that number as a value of it ("Department 12" for `dept`, "capmob 0"). A
+    comparator before it makes it a bound, read elsewhere ("before month 10"); a range, a unit or a
+    second number after it is no single value."""
+    out = []
+    numeric = {
+        c: i
+        for t in (vocab.tables if tables is None else [t for t in tables if t in vocab.tables])
+        for c, i in vocab.tables[t].items()
+        if i.kind == "num" and i.low is not None and i.high is not None
+    }
+    for m in _NUMBERED.finditer(clause):
+        word = m.group("name").lower()
+        named = [
+            c
+            for c in numeric
+            if word in (c.lower(), c.lower() + "s") or LEXICON.abbreviations.get(c.lower()) == word
+        ]
+        if len(named) != 1 or _PREFIX_BEFORE.search(clause[: m.start()]):
+            continue
+        info, n = numeric[named[0]], float(m.group("n"))
+        if (
+            info.low is not None
+            and info.high is not None
+            and float(info.low).is_integer()
+            and info.low <= n <= info.high
+        ):
+            out.append((m.group(0), named[:1], m.group("n")))
     return out
 
 
@@ -1424,6 +1470,11 @@ def unbound_words(segment: str, vocab: Vocabulary, tables: list[str] | None = No
     columns = vocab.columns()  # every table the run has seen: a word may name a column read earlier
     col_tokens = list(dict.fromkeys(t for c in columns for t in column_tokens(c)))
     value_words = {w.lower() for v in vocab.all_values(tables) for w in re.findall(r"[A-Za-z]+", v)}
+    # a codebook's labels name values of the data too ("the emergency admissions")
+    value_words |= {
+        w for book in vocab.codes.values() for label in book for w in re.findall(r"[a-z]+", label)
+    }
+    described = {_stem(d) for d in vocab.described}
     names = {t for name in [*(tables or []), *vocab.tables] for t in column_tokens(name)}
     col_stems = {_stem(t) for t in col_tokens}
     name_stems = {_stem(n) for n in names}
@@ -1456,6 +1507,7 @@ def unbound_words(segment: str, vocab: Vocabulary, tables: list[str] | None = No
             or low in STOP
             or low in value_words
             or low in vocab.described  # the task's own words for a column ("gross investment")
+            or stem in described  # ... in another number ("admissions" for "admission type")
             or low in names
             or stem in names
             or stem in name_stems  # "car" for the table `cars`, "airport" for `airports`

@@ -378,3 +378,45 @@ def test_a_long_description_that_opens_with_a_code_names_no_words_of_the_column(
             "censor4"
         ]
     )
+
+
+RATINGS = Vocabulary(
+    tables={
+        "ratings": {
+            "dept": ColumnInfo(kind="num", low=1, high=15),
+            "capmob": ColumnInfo(kind="num", low=-4, high=0),
+            "month": ColumnInfo(kind="num", low=1, high=12),
+        }
+    }
+)
+
+
+@pytest.mark.parametrize(
+    ("clause", "scoped"),
+    [
+        ("Department 12 on its own for a second: how many ratings did it get", [("dept", "12")]),
+        (
+            "what percentage of the country-years without capital controls (capmob 0) were slumps",
+            [("capmob", "0")],
+        ),
+        ("the records of month 3", [("month", "3")]),
+        # a bound, a range, two numbers, a number outside the column's range: no value
+        ("how many records end before month 10", []),
+        ("the records in month 3 to 5", []),
+        ("dept 12 and 13", []),
+        ("Department 40 alone", []),
+    ],
+)
+def test_a_columns_name_then_a_whole_number_is_a_value(clause: str, scoped: list[tuple[str, str]]) -> None:
+    found = [(c, v) for r in extract.scopes(clause, RATINGS, None) for c in r.columns for v in r.values]
+    assert found == scoped
+
+
+def test_a_codebook_label_and_a_plural_description_word_parse_whole() -> None:
+    vocab = Vocabulary(tables={"stays": {"type": ColumnInfo(kind="num", low=1, high=3)}}).with_descriptions(
+        "Columns: type (admission type: 1 elective, 2 urgent, 3 emergency)."
+    )
+    assert extract.unbound_words("what percentage of the emergency admissions turned long", vocab) == [
+        "turned",
+        "long",
+    ]
