@@ -287,6 +287,11 @@ _GROUP = re.compile(
     r"\b(?:per|for each|for every|each|by)\s+(?P<keys>[a-z][a-z-]*(?:\s+(?!and\b|or\b)[a-z][a-z-]*)?(?:\s*(?:,|and)\s*[a-z][a-z-]*){0,2})",
     re.IGNORECASE,
 )
+# "by the mother's age band", "by the patient's sex": the key is the rows' owner's attribute
+_GROUP_OWNED = re.compile(
+    r"\bby\s+the\s+[a-z]+['’]s\s+(?P<key>[a-z][a-z-]*(?:\s+(?!and\b|or\b|in\b|into\b)[a-z][a-z-]*)?)",
+    re.IGNORECASE,
+)
 # The kind of thing a key is, said after or before its name ("the SOUTH code", "every value of ...")
 _KEY_KINDS = frozenset(
     {"code", "codes", "flag", "flags", "column", "field", "variable", "value", "values", "level", "levels"}
@@ -1668,6 +1673,14 @@ def groupings(clause: str) -> list[Requirement]:
     ):  # "split by the SOUTH code", "for every value of the prestige flag"
         words = [w for w in m.group("key").lower().split() if w not in _KEY_KINDS]
         if words and words[0] not in _NOT_KEYS:
+            out.append(Requirement(kind=Kind.GROUPING, text=m.group(0), keys=[" ".join(words)]))
+    for m in _GROUP_OWNED.finditer(clause):  # "summarise by the mother's age band"
+        words = [w for w in m.group("key").lower().split() if w not in _NOT_KEYS]
+        if (
+            words
+            and not _RANKED_BEFORE.search(clause[: m.start()])
+            and not _JOINING.search(clause[: m.start()])
+        ):
             out.append(Requirement(kind=Kind.GROUPING, text=m.group(0), keys=[" ".join(words)]))
     for m in _MOST_OF_THEM.finditer(clause):  # "which decade holds the most of them": counted per decade
         words = [w for w in m.group("noun").lower().split() if w not in _NOT_KEYS]

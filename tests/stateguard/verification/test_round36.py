@@ -417,3 +417,17 @@ def test_a_codebook_label_and_a_plural_description_word_parse_whole() -> None:
         "Columns: type (admission type: 1 elective, 2 urgent, 3 emergency)."
     )
     assert extract.unbound_words("what percentage of the emergency admissions turned long", vocab) == ["long"]
+
+
+def test_a_key_owned_by_the_rows_entity_is_a_grouping() -> None:
+    found = extract.groupings("Summarise by the mother's age band in `band_tab`: babies and mean weight")
+    assert [r.keys for r in found] == [["age band"]]
+    assert extract.groupings("sorted by the patient's age") == []
+
+
+def test_a_column_name_that_begins_the_word_is_its_key() -> None:
+    assert _resolve_key("treatment", ["treat", "sex", "age"]) == ["treat"]
+    # two columns begin it: no key
+    assert _resolve_key("treatment", ["treat", "treatm", "age"]) == []
+    # a short name is no beginning
+    assert _resolve_key("agency", ["age", "sex"]) == []
