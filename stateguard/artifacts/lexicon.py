@@ -807,6 +807,8 @@ LEXICON = Lexicon(
             "treats",
             "treated",
             "given",  # "the answers given by respondents with ...": a passive verb, its agent after "by"
+            "somewhere",  # "somewhere from 20 to 29 home runs": a hedge before a range
+            "anywhere",
             "consider",
             "considered",
             "label",

@@ -238,6 +238,19 @@ class RequirementBinder(Binder):
                     elif (scale := _scale(req, cond)) is not None:
                         matched.append((sel, cond, scale))
         columns = self.resolve(req)
+        named = {c.lower() for c in columns}
+        tested = any(
+            (cond.column or "").lower() in named for sel in self.sem.selections for cond in sel.conditions
+        ) or any(
+            re.search(rf"\b{re.escape(c)}\b", sel.sql or "", re.I)
+            for c in named
+            for sel in self.sem.selections
+        )
+        if req.kind is Kind.COMPARISON and tested:
+            # "a real price between 80 and 100" where the code also keeps `year >= 80`: the number is
+            # the stated column's, which the code tests too (in a condition, or inside a query's
+            # aggregate); a test of another column is not it
+            matched = [m for m in matched if not m[1].column or m[1].column.lower() in named]
         if (
             req.kind is Kind.SCOPE
             and not (req.flag_scope or req.exclude)

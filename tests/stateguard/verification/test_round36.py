@@ -431,3 +431,30 @@ def test_a_column_name_that_begins_the_word_is_its_key() -> None:
     assert _resolve_key("treatment", ["treat", "treatm", "age"]) == []
     # a short name is no beginning
     assert _resolve_key("agency", ["age", "sex"]) == []
+
+
+def test_a_hedge_before_a_range_parses() -> None:
+    vocab = Vocabulary(tables={"lines": {"hr": ColumnInfo(kind="num", low=0, high=70)}})
+    assert "somewhere" not in extract.unbound_words("how many lines have somewhere from 20 to 29 hr", vocab)
+
+
+CIG_SQL = (
+    'import duckdb\ncon = duckdb.connect()\ncon.execute("CREATE TABLE cig AS SELECT * FROM (VALUES (79, 70), (80, 85), '
+    '(81, 95), (82, 99), (83, 120), (84, 90)) t(year, real_price)")'
+)
+
+
+def test_a_number_of_the_stated_column_is_not_another_columns_test() -> None:
+    # the code keeps `year >= 80` and counts `real_price BETWEEN 80 AND 90`: the stated range binds to
+    # the real price's test (a conditional count, re-run as stated in the sandbox), not to the year's
+    session = Session()
+    assert session.ws.run_cell(CIG_SQL).ok
+    code = (
+        "import json\ncon.execute('CREATE OR REPLACE TABLE recent AS SELECT * FROM cig WHERE year >= 80')\n"
+        "n = con.execute('SELECT count(*), count_if(real_price BETWEEN 80 AND 90) FROM recent').fetchone()\n"
+        "print(json.dumps({'n_recent': n[0], 'n_mid_price': n[1]}))"
+    )
+    question = "Keep the years from 80 on as `recent`. How many rows, and how many have a real price between 80 and 100?"
+    session.turn(question, code)
+    notes = [n for n in session.verifier.last.notes if n.startswith("real price between 80 and 100")]
+    assert notes and "real_price inside an aggregate" in notes[0] and "year" not in notes[0]
