@@ -191,6 +191,7 @@ _STATED = (
     _c(">", "stronger than", "faster than", "bigger than", "wider than", "deeper than", "taller than"),
     _c(">", "costlier than", "pricier than", "dearer than", "wetter than", "richer than", "louder than"),
     _c(">", "in excess of", "beyond", "upward of", "upwards of", "surpassing", "surpasses", "surpass"),
+    _c(">", "past"),  # "ran past 90 minutes", "bent past 40 degrees"
     _c(">", ">", core=True),
     _c(">", "after", "later than", temporal=True),
     _c(">=", "since", "starting in", "starting from", "beginning in", temporal=True),
@@ -198,6 +199,7 @@ _STATED = (
     _c("<", "less than", "fewer than", "below", core=True),
     _c("<", "lower than", "smaller than", "shorter than", "lighter than", "younger than", "under"),
     _c("<", "colder than", "cooler than", "short of"),
+    _c("<=", "within"),  # "out within 14 days", "taken within 20 km of the fault"
     _c(
         "<",
         "weaker than",

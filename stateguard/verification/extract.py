@@ -633,6 +633,10 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
                 continue
             if is_prefix:
                 phrase = m.group("phrase").lower()
+                if phrase == "past" and re.search(
+                    r"\b(?:the|these|those|last)\s+$", clause[: m.start()], re.I
+                ):
+                    continue  # "in the past 10 years": a span of time up to now, not a bound
                 op = next(o for p, o in _PREFIX_OPS if re.fullmatch(p, phrase, re.IGNORECASE))
             elif pattern is _FROM_UP:
                 op = ">=" if m.group("dir").lower().startswith("up") else "<="

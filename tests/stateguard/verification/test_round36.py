@@ -458,3 +458,17 @@ def test_a_number_of_the_stated_column_is_not_another_columns_test() -> None:
     session.turn(question, code)
     notes = [n for n in session.verifier.last.notes if n.startswith("real price between 80 and 100")]
     assert notes and "real_price inside an aggregate" in notes[0] and "year" not in notes[0]
+
+
+@pytest.mark.parametrize(
+    ("clause", "bound"),
+    [
+        ("how many interviews ran past 90 minutes", (">", 90.0)),
+        ("and how many were out within 14 days", ("<=", 14.0)),
+        # a span of time up to now is no bound
+        ("in the past 10 years, how many were sold", None),
+    ],
+)
+def test_past_and_within_state_bounds(clause: str, bound: tuple[str, float] | None) -> None:
+    found = extract.comparisons(clause)
+    assert ((found[0].op, found[0].value) if found else None) == bound
