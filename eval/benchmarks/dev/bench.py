@@ -71,9 +71,11 @@ none from a package the latest split drew on, written blind by a forty-second), 
 on four further R tables from that archive no split used, each from a different R package and none from
 a package the latest split drew on, written blind by a forty-third), `fresh48` (four more, on four
 other R tables from that archive no split used, each from a different R package and none from a package
-the latest split drew on, written blind by a forty-fourth) or `fresh49` (four more, on four further R
+the latest split drew on, written blind by a forty-fourth), `fresh49` (four more, on four further R
 tables from that archive no split used, each from a different R package and none from a package the
-latest split drew on, written blind by a forty-fifth); the detection report shows them apart.
+latest split drew on, written blind by a forty-fifth) or `fresh50` (four more, on four other R tables
+from that archive no split used, each from a different R package and none from a package the two latest
+splits drew on, written blind by a forty-sixth); the detection report shows them apart.
 """
 
 from __future__ import annotations
@@ -150,6 +152,7 @@ SPLITS = (
     "fresh47",
     "fresh48",
     "fresh49",
+    "fresh50",
     "all",
 )
 

