@@ -214,6 +214,15 @@ class RequirementBinder(Binder):
             )
         )
 
+    def _outside_range(self, columns: list[str], value: float | None) -> bool:
+        """Is `value` outside the observed range of every named numeric column (all ranges known)?"""
+        infos = [t[c] for t in self.vocab.tables.values() for c in columns if c in t]
+        return (
+            value is not None
+            and bool(infos)
+            and all(i.low is not None and i.high is not None and not i.low <= value <= i.high for i in infos)
+        )
+
     def looks_up(self, req: Requirement) -> bool:
         """A stated value the code writes as a literal (`by_year.loc[2001]`): the code picks those
         rows by lookup, so reading the frame whole is no missing filter."""
@@ -238,19 +247,6 @@ class RequirementBinder(Binder):
                     elif (scale := _scale(req, cond)) is not None:
                         matched.append((sel, cond, scale))
         columns = self.resolve(req)
-        named = {c.lower() for c in columns}
-        tested = any(
-            (cond.column or "").lower() in named for sel in self.sem.selections for cond in sel.conditions
-        ) or any(
-            re.search(rf"\b{re.escape(c)}\b", sel.sql or "", re.I)
-            for c in named
-            for sel in self.sem.selections
-        )
-        if req.kind is Kind.COMPARISON and tested:
-            # "a real price between 80 and 100" where the code also keeps `year >= 80`: the number is
-            # the stated column's, which the code tests too (in a condition, or inside a query's
-            # aggregate); a test of another column is not it
-            matched = [m for m in matched if not m[1].column or m[1].column.lower() in named]
         if (
             req.kind is Kind.SCOPE
             and not (req.flag_scope or req.exclude)
@@ -523,6 +519,12 @@ class RequirementBinder(Binder):
             plan.notes.append(
                 f"{req.describe()}: the code tests {', '.join(columns)} against it in an expression"
             )
+            plan.unverified.append(req)
+            return
+        if req.kind is Kind.COMPARISON and req.op == "==" and self._outside_range(columns, req.value):
+            # "in 1986" bound to `years` (1 to 24 in the data): the stated value is no value the column
+            # holds, so the words name something else (a year in the columns' names)
+            plan.notes.append(f"{req.describe()}: {', '.join(columns)} never holds {req.value}; not read")
             plan.unverified.append(req)
             return
         plan.notes.append(f"{req.describe()}: no condition on {', '.join(columns)} in the code")

@@ -418,7 +418,11 @@ def _resolve_key(
         if len(holders) == 1 and len(vocabulary.column_tokens(holders[0])) > 1:
             return holders
         # the column's whole name begins the word, and no other's does ("by treatment" -> treat)
-        begun = [c for c in dict.fromkeys(pool) if len(c) >= 4 and said[0].startswith(c.lower())]
+        begun = [
+            c
+            for c in dict.fromkeys(pool)
+            if len(c) >= 4 and said[0].isalpha() and said[0].startswith(c.lower())
+        ]
         if len(begun) == 1 and not (
             described and vocabulary.rival_reading([word], begun[0], pool, described)
         ):

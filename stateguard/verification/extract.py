@@ -265,6 +265,13 @@ _THE_REST = re.compile(rf"\b{_REST}\b", re.IGNORECASE)
 _AGAINST_THE_REST = re.compile(
     rf"\W{{0,2}}\s*(?:or|vs\.?|versus|against)\s+(?:not|otherwise|others?|{_REST})\b", re.IGNORECASE
 )
+# "with the car travellers still set aside": the value's rows, then a bare participle that leaves
+# them out of the turn (a "was left out" is the data's history, read by `_REMOVED_AFTER`)
+_SET_ASIDE_AFTER = re.compile(
+    r"(?:\s+(?!was\b|were\b|is\b|are\b|has\b|have\b|had\b|been\b)[a-z-]+){0,2}?\s+(?:still\s+)?"
+    r"(?:set|left|kept|put|held)\s+(?:aside|out)\b",
+    re.IGNORECASE,
+)
 _REMOVED_AFTER = re.compile(
     r"\s+(?:was|were|has been|had been|have been)\s+(?:left out|removed|dropped|excluded|taken out)\b",
     re.IGNORECASE,
@@ -903,7 +910,8 @@ def scopes(
             ):
                 continue  # "bring X back", "restore X": X returns to the data; the turn is not limited to it
             exclude = bool(
-                re.search(rf"(?:\b(?:{_EXCLUDING})\s+(?:the\s+|any\s+)?|\bnon-)$", before, re.IGNORECASE)
+                _SET_ASIDE_AFTER.match(clause[m.end() : m.end() + 60])
+                or re.search(rf"(?:\b(?:{_EXCLUDING})\s+(?:the\s+|any\s+)?|\bnon-)$", before, re.IGNORECASE)
                 or _LEAVING_OUT.search(clause[: m.start()])
                 or any(v.search(clause[: m.start()]) and p.search(clause[m.end() :]) for v, p in _FRAMES)
             )
@@ -961,8 +969,8 @@ def _numbered_values(
             for c in numeric
             if word in (c.lower(), c.lower() + "s") or LEXICON.abbreviations.get(c.lower()) == word
         ]
-        if len(named) != 1 or _PREFIX_BEFORE.search(clause[: m.start()]):
-            continue
+        if len(named) != 1 or _PREFIX_BEFORE.search(clause[: m.start()]) or _in_quotes(clause, m.start()):
+            continue  # a bound ("before month 10"), or a label written out ('"visit 1 (week 2)"')
         info, n = numeric[named[0]], float(m.group("n"))
         if (
             info.low is not None

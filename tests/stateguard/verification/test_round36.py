@@ -438,28 +438,6 @@ def test_a_hedge_before_a_range_parses() -> None:
     assert "somewhere" not in extract.unbound_words("how many lines have somewhere from 20 to 29 hr", vocab)
 
 
-CIG_SQL = (
-    'import duckdb\ncon = duckdb.connect()\ncon.execute("CREATE TABLE cig AS SELECT * FROM (VALUES (79, 70), (80, 85), '
-    '(81, 95), (82, 99), (83, 120), (84, 90)) t(year, real_price)")'
-)
-
-
-def test_a_number_of_the_stated_column_is_not_another_columns_test() -> None:
-    # the code keeps `year >= 80` and counts `real_price BETWEEN 80 AND 90`: the stated range binds to
-    # the real price's test (a conditional count, re-run as stated in the sandbox), not to the year's
-    session = Session()
-    assert session.ws.run_cell(CIG_SQL).ok
-    code = (
-        "import json\ncon.execute('CREATE OR REPLACE TABLE recent AS SELECT * FROM cig WHERE year >= 80')\n"
-        "n = con.execute('SELECT count(*), count_if(real_price BETWEEN 80 AND 90) FROM recent').fetchone()\n"
-        "print(json.dumps({'n_recent': n[0], 'n_mid_price': n[1]}))"
-    )
-    question = "Keep the years from 80 on as `recent`. How many rows, and how many have a real price between 80 and 100?"
-    session.turn(question, code)
-    notes = [n for n in session.verifier.last.notes if n.startswith("real price between 80 and 100")]
-    assert notes and "real_price inside an aggregate" in notes[0] and "year" not in notes[0]
-
-
 @pytest.mark.parametrize(
     ("clause", "bound"),
     [
@@ -472,3 +450,30 @@ def test_a_number_of_the_stated_column_is_not_another_columns_test() -> None:
 def test_past_and_within_state_bounds(clause: str, bound: tuple[str, float] | None) -> None:
     found = extract.comparisons(clause)
     assert ((found[0].op, found[0].value) if found else None) == bound
+
+
+def test_a_value_set_aside_by_a_participle_after_it_is_left_out() -> None:
+    modes = Vocabulary(tables={"trips": {"mode": ColumnInfo(kind="num", low=1, high=4)}}).with_descriptions(
+        "Columns: mode (1 air, 2 train, 3 bus, 4 car)."
+    )
+    (req,) = extract.scopes("With the car travellers still set aside, how many trips are pricey", modes, None)
+    assert (req.values, req.exclude) == (["4"], True)
+
+
+def test_a_label_written_out_in_quotes_is_no_value() -> None:
+    weeks = Vocabulary(tables={"schedule": {"week": ColumnInfo(kind="num", low=2, high=10)}})
+    assert extract.scopes('with visit labels like "visit 1 (week 2)"', weeks, None) == []
+
+
+def test_a_hyphenated_pair_of_keys_is_no_begun_name() -> None:
+    assert _resolve_key("gender-and-race", ["gender", "race", "grp"]) == []
+
+
+HITTERS = "bb = pd.DataFrame({'years': [1, 5, 12, 3, 8, 20], 'hits86': [150, 80, 120, 60, 101, 99]})"
+
+
+def test_a_stated_value_a_column_never_holds_binds_nothing() -> None:
+    session = Session()
+    assert session.ws.run_cell(HITTERS).ok
+    code = "import json\nhigh = bb[bb['hits86'] >= 100]\nprint(json.dumps({'n': len(high)}))"
+    assert session.turn("How many players had 100 hits or more in 1986?", code) == []
