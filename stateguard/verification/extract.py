@@ -587,6 +587,10 @@ def _in_quotes(clause: str, at: int) -> bool:
     return any(m.start() < at < m.end() for m in _QUOTED.finditer(clause))
 
 
+# "at least three quarters of the other participants": the number counts parts of a whole, no bound
+FRACTION_AFTER = re.compile(
+    r"\s*(?:quarters?|thirds?|fifths?|sixths?|eighths?|tenths?|halves)\b", re.IGNORECASE
+)
 # The number is a multiple of another quantity ("at least 1.5 times that average", "at least one and
 # a half times the median"), no bound
 MULTIPLE_AFTER = re.compile(r"\s*(?:and\s+a\s+half\s+)?(?:times\b|x\s+the\b|×|-?fold\b)", re.IGNORECASE)
@@ -656,6 +660,8 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
                 continue  # "at least 10 percent of the firm's market value": a ratio to another quantity
             if MULTIPLE_AFTER.match(after):
                 continue  # "at least 1.5 times that average": a multiple of another quantity, no bound
+            if FRACTION_AFTER.match(after):
+                continue  # "at least three quarters of the others": a fraction of something, no bound on it
             if m.group("num").lower() in ("once", "twice", "thrice") and re.match(
                 r"\s*(?:the|that|this|its|their|his|her|as)\b", after, re.IGNORECASE
             ):

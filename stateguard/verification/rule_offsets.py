@@ -35,8 +35,50 @@ _FRACTION = re.compile(
     re.IGNORECASE,
 )
 
-_UP = ("above", "over", "more", "higher", "older", "longer", "later", "greater", "heavier", "larger")
-_DOWN = ("below", "under", "less", "lower", "younger", "shorter", "earlier", "fewer", "lighter", "smaller")
+
+def _comparatives(op: str) -> tuple[str, ...]:
+    """The lexicon's one-word comparatives of a side ("taller" from "taller than")."""
+    return tuple(
+        p.removesuffix(" than")
+        for p in LEXICON.comparator_phrases(op=op)
+        if p.endswith(" than") and " " not in p.removesuffix(" than")
+    )
+
+
+_UP = tuple(
+    dict.fromkeys(
+        (
+            "above",
+            "over",
+            "more",
+            "higher",
+            "older",
+            "longer",
+            "later",
+            "greater",
+            "heavier",
+            "larger",
+            *_comparatives(">"),
+        )
+    )
+)
+_DOWN = tuple(
+    dict.fromkeys(
+        (
+            "below",
+            "under",
+            "less",
+            "lower",
+            "younger",
+            "shorter",
+            "earlier",
+            "fewer",
+            "lighter",
+            "smaller",
+            *_comparatives("<"),
+        )
+    )
+)
 _SD = r"standard\s+deviations?|s\.?d\.?s?"
 _STAT_WORDS = "|".join(re.escape(w) for w in LEXICON.statistics if " " not in w and w not in ("total", "sum"))
 _STATED = re.compile(

@@ -202,13 +202,18 @@ def _pandas_sites(code: str) -> list[Site]:
         if re.search(rf"\.map\(\s*{name}\s*\)|\.join\(\s*{name}\b", code[m.end() :]):
             call = m.group(0)[m.group(0).index(".quantile") :]
             out.append(Site(m.group(0), "quantile", m.group("col"), call, p=float(m.group("p"))))
+    # ... also renamed and made a frame (`.rename("m").reset_index()`) that a later `.merge` joins back
     for m in re.finditer(
-        rf"^[ \t]*(?P<name>{_ID})\s*=\s*{_ID}\.groupby\([^)\n]*\)\s*\[\s*([\"'])(?P<col>\w+)\2\s*\]\s*\.(?P<fn>{names})\(\s*\)",
+        rf"^[ \t]*(?P<name>{_ID})\s*=\s*{_ID}\.groupby\([^)\n]*\)\s*\[\s*([\"'])(?P<col>\w+)\2\s*\]\s*\.(?P<fn>{names})\(\s*\)"
+        r"(?=(?:\.rename\([^)\n]*\))?(?:\.reset_index\(\s*\))?[ \t]*$)",
         code,
         re.M,
     ):
         name = re.escape(m.group("name"))
-        if re.search(rf"\.map\(\s*{name}\s*\)|\.join\(\s*{name}\b", code[m.end() :]):
+        if re.search(
+            rf"\.map\(\s*{name}\s*\)|\.join\(\s*{name}\b|\.merge\(\s*{name}\b|merge\(\s*{_ID}\s*,\s*{name}\b",
+            code[m.end() :],
+        ):
             out.append(_site(m, _PANDAS))
     return out
 

@@ -444,6 +444,16 @@ def _phrase_hits(rule: str) -> list[re.Match[str]]:
         (hit for pattern in phrases for hit in _overlapping(pattern, rule)), key=lambda m: m.start()
     )
     hits = [m for i, m in enumerate(hits) if all(o.start("words") != m.start("words") for o in hits[:i])]
+    # "(a percent rank of 0.75 or more within that group)": "that" and a bare group noun point back at a
+    # group said before; they name no key of their own
+    hits = [
+        m
+        for m in hits
+        if not (
+            re.search(r"\bthat\s+(?:own\s+)?$", m.string[m.start() : m.start("words")], re.I)
+            and m.group("words").lower() in GROUP_NOUNS
+        )
+    ]
     # "... unusually angry for that kind of answer. The suggestion: ... the upper quartile of the scores
     # of people of the same gender": where sentences of the rule name its statistic, a group phrase in a
     # sentence that names none explains, it does not state the group

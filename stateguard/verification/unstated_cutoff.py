@@ -35,6 +35,7 @@ from stateguard.verification.extract import (
     _RANGE,
     _UNITS,
     _WORDNUM,
+    FRACTION_AFTER,
     word_number,
 )
 from stateguard.verification.requirements import CODE_COMPARATOR, METHODS, UNIT_SCALES, Kind, Requirement
@@ -161,8 +162,10 @@ def bounds(text: str) -> list[tuple[float, bool, str | None, str]]:
     better" (comparator None: "between 10 and 20", "from 3 to 5 inclusive", "700 or better")."""
     out: list[tuple[float, bool, str | None, str]] = []
     for m in _PREFIX.finditer(text):
-        if _AND_A_HALF.match(text[m.end() : m.end() + 30]):
-            continue  # "at least one and a half times the median": not the number one
+        if _AND_A_HALF.match(text[m.end() : m.end() + 30]) or FRACTION_AFTER.match(
+            text[m.end() : m.end() + 30]
+        ):
+            continue  # "at least one and a half times the median", "three quarters of": not the number
         if (x := _value(m.group("num"))) is not None:
             rate = _RATE.match(text[m.end() : m.end() + 40])
             den = _value(rate.group("den")) if rate else None

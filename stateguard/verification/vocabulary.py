@@ -107,6 +107,30 @@ _NO_LABEL = {"none", "no", "yes", "all", "any", "other", "others", "missing", "u
 _CLAUSE_START = {"if", "when", "where", "unless", "meaning", "otherwise", "the", "a", "an"}
 
 
+# a text code in quotes and its label: '"G" for the Guard corps', '"self" when the respondent is'
+_QUOTED_ENTRY = re.compile(
+    r"[\"“](?P<code>[^\"”]{1,12})[\"”]\s+(?:for|is|=|means)\s+(?:the\s+|a\s+|an\s+)?"
+    r"(?P<label>[A-Za-z][A-Za-z' -]*?)\s*(?=[,;.)]|\bor\b|\band\b|$)"
+)
+
+
+def quoted_codebook(text: str, values: Iterable[str]) -> dict[str, str]:
+    """Labels of a text column's values said in quotes ('corps ("G" for the Guard corps, ...)'): each
+    label, lower-cased, and the value as the data writes it; only values the column holds, labels of
+    four words at most that start no clause; empty when two entries share a label or a value."""
+    held = set(values)
+    out: dict[str, str] = {}
+    for m in _QUOTED_ENTRY.finditer(text):
+        label = " ".join(m.group("label").lower().split())
+        words = label.split()
+        if m.group("code") not in held or not words or len(words) > 4 or words[0] in _CLAUSE_START:
+            continue
+        if label in out or m.group("code") in out.values():
+            return {}
+        out[label] = m.group("code")
+    return out
+
+
 def codebook(text: str) -> dict[str, str]:
     """A codebook in a column's description ("the arm: 1 placebo, 2 thiotepa"; "1 for men, 0 for
     women"): each label, lower-cased, and its code. Two entries at least, labels of four words at most
@@ -198,7 +222,10 @@ class Vocabulary(BaseModel):
                 found.update(said)
                 if not shared:  # "south76 and smsa76 (yes/no: ...)" describes both: no one column's
                     own += said
-                    if (book := codebook(m.group(1))) and self._codes_fit(column, book):
+                    book = codebook(m.group(1))
+                    if not (book and self._codes_fit(column, book)):
+                        book = quoted_codebook(m.group(1), self._text_values(column))
+                    if book:
                         books[column] = book
             for m in re.finditer(rf"([A-Za-z][A-Za-z' -]{{0,60}}?)\s*\(\s*`?{name}`?\s*\)", text):
                 said = re.findall(r"[A-Za-z]+", m.group(1))[-3:]
@@ -235,6 +262,13 @@ class Vocabulary(BaseModel):
             column_words={**self.column_words, **by_column},
             codes={**self.codes, **books},
         )
+
+    def _text_values(self, column: str) -> list[str]:
+        """The values of a text column in every table that holds it (empty if one is not text)."""
+        infos = [t[column] for t in self.tables.values() if column in t]
+        if not infos or any(i.kind != "text" for i in infos):
+            return []
+        return [v for i in infos for v in i.values]
 
     def _codes_fit(self, column: str, book: dict[str, str]) -> bool:
         """Is the column numeric in every table that holds it, with two of the book's codes at least in

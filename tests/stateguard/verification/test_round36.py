@@ -477,3 +477,55 @@ def test_a_stated_value_a_column_never_holds_binds_nothing() -> None:
     assert session.ws.run_cell(HITTERS).ok
     code = "import json\nhigh = bb[bb['hits86'] >= 100]\nprint(json.dumps({'n': len(high)}))"
     assert session.turn("How many players had 100 hits or more in 1986?", code) == []
+
+
+def test_a_distance_said_with_any_comparative_of_the_lexicon() -> None:
+    from stateguard.verification import rule_offsets
+
+    found = rule_offsets.stated("tall when at least 3 inches taller than the median height of the same part")
+    assert found is not None and (found.distance, found.up) == (3.0, True)
+    found = rule_offsets.stated("cheap when 2 dollars cheaper than the median price of its shop")
+    assert found is not None and (found.distance, found.up) == (2.0, False)
+
+
+def test_a_count_of_parts_of_a_whole_is_no_bound() -> None:
+    clause = "when at least three quarters of the other participants are strictly younger"
+    assert extract.comparisons(clause) == []
+    from stateguard.verification import unstated_cutoff
+
+    assert unstated_cutoff.stated(clause) == {}
+
+
+def test_that_group_points_back_and_names_no_key() -> None:
+    rule = (
+        "oldest when at least three quarters of the other participants of the same sex and the same case "
+        "status are strictly younger (a percent rank of 0.75 or more within that group)"
+    )
+    words = {"status": ("case", "alzheimer", "control")}
+    found = rule_windows.stated_group(rule, ["id", "sex", "status"], words, ["age"])
+    assert found is not None and found.keys == ["sex", "status"]
+
+
+def test_a_statistic_merged_back_after_a_rename_is_the_rules() -> None:
+    from stateguard.verification import rule_statistics
+
+    code = (
+        'cell = months.groupby(["decade", "quarter"])["psavert"].mean().rename("m").reset_index()\n'
+        'joined = recent.merge(cell, on=["decade", "quarter"], how="left")\n'
+        'rel = joined[joined["psavert"] >= joined["m"] + 1.5]\n'
+    )
+    found = rule_statistics.changed("saved at least 1.5 points more than the median of their decade", code)
+    assert found is not None and found.site.after.endswith(".median()")
+
+
+def test_a_quoted_value_and_its_label_in_a_description() -> None:
+    from stateguard.verification.vocabulary import quoted_codebook
+
+    text = '"G" for the Guard corps, otherwise a Roman numeral from I to XV'
+    assert quoted_codebook(text, ["G", "I", "II"]) == {"guard corps": "G"}
+    # a value the column does not hold is no entry
+    assert quoted_codebook(text, ["I", "II"]) == {}
+    corps = Vocabulary(tables={"kicks": {"corps": ColumnInfo(kind="text", values=["G", "I", "II"])}})
+    corps = corps.with_descriptions(f"Columns: deaths, corps ({text}).")
+    (req,) = extract.scopes("what percentage of the Guard corps' years is grim", corps, None)
+    assert (req.columns, req.values) == (["corps"], ["G"])
