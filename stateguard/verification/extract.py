@@ -836,36 +836,7 @@ def scopes(
     # record" beside the label 'strong' and the flag `strong`): two readings, no scope
     flags = {" ".join(column_tokens(c)).lower() for c in flag_columns(vocab, tables)}
     flag_words = [[t.lower() for t in column_tokens(c)] for c in flag_columns(vocab, tables)]
-    # a numeric column's codebook label names its code ("the thiotepa records" for `rx (the arm: 1
-    # placebo, 2 thiotepa)`), matched whole and in any case; a label inside a longer one said there
-    # ("primary school" in "less than primary school") is that one's
-    held: dict[str, set[str]] = {}
-    labels: list[tuple[str, list[str], str]] = []
-    columns = set(vocab.columns(tables))
-    books = {col: book for col, book in vocab.codes.items() if col in columns}
-    # a label two columns' codebooks share ("1 good, 0 poor" for the status before and at a visit, in
-    # whichever tables), or
-    # one the data also writes as a text value (a `gearbox` column holding "manual" beside `am (0
-    # automatic, 1 manual)`): two readings, none is taken
-    shared = Counter(label for book in vocab.codes.values() for label in book)
-    written = {v.lower() for v in values}
-    for col, book in books.items():
-        held[col] = set(book.values())
-        said = {
-            label: [m.span() for m in re.finditer(rf"(?<![\w-]){re.escape(label)}(?![\w-])", clause, re.I)]
-            for label in book
-        }
-        for label, spans in said.items():
-            if shared[label] > 1 or label in written:
-                continue
-            inside = any(
-                a <= x and y <= b and (a, b) != (x, y)
-                for other in said.values()
-                for a, b in other
-                for x, y in spans
-            )
-            if spans and not inside:
-                labels.append((label, [col], book[label]))
+    held, labels = _codebook_labels(clause, vocab, tables, values)
     candidates = (
         [(value, cols, value) for value, cols in values.items()]
         + labels
@@ -945,6 +916,36 @@ def scopes(
             Requirement(kind=Kind.SCOPE, text=text, source=source, values=vals, exclude=excl, columns=[col])
         )
     return out
+
+
+def _codebook_labels(
+    clause: str, vocab: Vocabulary, tables: list[str] | None, values: dict[str, list[str]]
+) -> tuple[dict[str, set[str]], list[tuple[str, list[str], str]]]:
+    """The codes each codebook column holds, and (label, [column], code) for each label the clause
+    says whole, in any case: "the thiotepa records" for `rx (the arm: 1 placebo, 2 thiotepa)`. A label
+    inside a longer one said there ("primary school" in "less than primary school") is that one's. A
+    label two columns' codebooks share ("1 good, 0 poor" for the status before and at a visit, in
+    whichever tables), or one the data also writes as a text value (a `gearbox` column holding "manual"
+    beside `am (0 automatic, 1 manual)`), has two readings, and none is taken."""
+    held: dict[str, set[str]] = {}
+    labels: list[tuple[str, list[str], str]] = []
+    columns = set(vocab.columns(tables))
+    shared = Counter(label for book in vocab.codes.values() for label in book)
+    written = {v.lower() for v in values}
+    for col, book in vocab.codes.items():
+        if col not in columns:
+            continue
+        held[col] = set(book.values())
+        said = {
+            label: [m.span() for m in re.finditer(rf"(?<![\w-]){re.escape(label)}(?![\w-])", clause, re.I)]
+            for label in book
+        }
+        spans = [span for found in said.values() for span in found]
+        for label, found in said.items():
+            inside = any(a <= x and y <= b and (a, b) != (x, y) for a, b in spans for x, y in found)
+            if found and not inside and shared[label] == 1 and label not in written:
+                labels.append((label, [col], book[label]))
+    return held, labels
 
 
 # "Department 12 on its own", "(capmob 0)": a column's name, then one whole number of it
