@@ -73,9 +73,11 @@ a package the latest split drew on, written blind by a forty-third), `fresh48` (
 other R tables from that archive no split used, each from a different R package and none from a package
 the latest split drew on, written blind by a forty-fourth), `fresh49` (four more, on four further R
 tables from that archive no split used, each from a different R package and none from a package the
-latest split drew on, written blind by a forty-fifth) or `fresh50` (four more, on four other R tables
+latest split drew on, written blind by a forty-fifth), `fresh50` (four more, on four other R tables
 from that archive no split used, each from a different R package and none from a package the two latest
-splits drew on, written blind by a forty-sixth); the detection report shows them apart.
+splits drew on, written blind by a forty-sixth) or `fresh51` (four more, on four further R tables from
+that archive no split used, each from a different R package and none from a package the two latest
+splits drew on, written blind by a forty-seventh); the detection report shows them apart.
 """
 
 from __future__ import annotations
@@ -153,6 +155,7 @@ SPLITS = (
     "fresh48",
     "fresh49",
     "fresh50",
+    "fresh51",
     "all",
 )
 

