@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 from stateguard.artifacts.lexicon import LEXICON
 from stateguard.inspection.code_model import Aggregate, CodeSemantics, Condition, Selection
-from stateguard.verification import bind_cutoff, listed_joins, probes, sql_edit
+from stateguard.verification import bind_cutoff, listed_joins, probes, rule_multiples, rule_offsets, sql_edit
 from stateguard.verification.bind_loose import code_tests
 from stateguard.verification.binder import Binder, Plan, close, side_status
 from stateguard.verification.requirements import Kind, Requirement
@@ -831,7 +831,21 @@ class RequirementBinder(Binder):
             # two means of `perf` and no median: more sites than the statistic is asked, so one stands
             # where the stated one should; the one that is no answer field is re-run as stated, a
             # finding only if the answer changes
-            sel, agg = next(((s, a) for s, a in sites if not self._is_field(a)), sites[0])
+            # the site standing for the stated statistic plays its part: a rule's statistic ("1.5 times
+            # the median performance of their vendor") is a site no answer field is; an answer's ("their
+            # mean TA2", beside "their cell's median TA2") is the answer field's
+            in_rule = any(
+                req.text.lower() in m.group(0).lower()
+                for m in [*rule_multiples.stated_phrases(self.said), *rule_offsets.stated_phrases(self.said)]
+            )
+            chosen = [(s, a) for s, a in sites if self._is_field(a) != in_rule]
+            if len(chosen) != 1:
+                plan.notes.append(
+                    f"{req.describe()}: the code's {agg.function} of {agg.column} is another one asked"
+                )
+                plan.unverified.append(req)
+                return
+            sel, agg = chosen[0]
             plan.notes.append(
                 f"{req.describe()}: the code computes {agg.function} ({agg.text}) more often than asked"
             )

@@ -529,3 +529,30 @@ def test_a_quoted_value_and_its_label_in_a_description() -> None:
     corps = corps.with_descriptions(f"Columns: deaths, corps ({text}).")
     (req,) = extract.scopes("what percentage of the Guard corps' years is grim", corps, None)
     assert (req.columns, req.values) == (["corps"], ["G"])
+
+
+MOODS = (
+    "mood = pd.DataFrame({'Film': [1, 1, 1, 2, 2, 2, 1, 2], 'TA2': [10, 12, 20, 8, 9, 16, 11, 15],"
+    " 'candid': [True, True, True, True, True, True, False, True]})"
+)
+
+
+@pytest.mark.parametrize(("statistic", "caught"), [("mean", False), ("median", True)])
+def test_an_answers_statistic_computed_more_often_than_asked_is_the_answer_field(
+    statistic: str, caught: bool
+) -> None:
+    # the rule's median is asked and computed; the answer's mean is asked, and the code reports a
+    # second median in its place: the answer field is the site re-run as the mean
+    session = Session()
+    assert session.ws.run_cell(MOODS).ok
+    code = (
+        "import json\ncell_medians = mood.groupby(['Film'])['TA2'].median()\n"
+        "above = mood['TA2'].to_numpy() >= cell_medians.reindex(mood['Film']).to_numpy() + 2\n"
+        "rel_only = mood[above & mood['candid'].to_numpy()]\n"
+        f"result = {{'n': len(rel_only), 'mean_ta2': rel_only['TA2'].{statistic}()}}\n"
+        "print(json.dumps(result))"
+    )
+    question = (
+        "Which candid rows are 2 points or more above their film's median TA2? How many, and their mean TA2?"
+    )
+    assert bool(session.turn(question, code)) is caught
