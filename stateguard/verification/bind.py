@@ -25,7 +25,7 @@ from stateguard.inspection.code_model import Aggregate, CodeSemantics, Condition
 from stateguard.verification import bind_cutoff, listed_joins, probes, rule_multiples, rule_offsets, sql_edit
 from stateguard.verification.bind_loose import code_tests
 from stateguard.verification.binder import Binder, Plan, close, side_status
-from stateguard.verification.requirements import Kind, Requirement
+from stateguard.verification.requirements import Kind, Requirement, coded
 from stateguard.verification.rules.registry import RULES
 from stateguard.verification.vocabulary import (
     STOP,
@@ -216,7 +216,7 @@ class RequirementBinder(Binder):
 
     def _outside_range(self, columns: list[str], value: float | None) -> bool:
         """Is `value` outside the observed range of every named numeric column (all ranges known)?"""
-        infos = [t[c] for t in self.vocab.tables.values() for c in columns if c in t]
+        infos = [i for c in columns for i in self.vocab.infos(c)]
         return (
             value is not None
             and bool(infos)
@@ -262,7 +262,7 @@ class RequirementBinder(Binder):
             req.kind is Kind.SCOPE
             and not (req.flag_scope or req.exclude)
             and columns
-            and all(re.fullmatch(r"-?\d+", str(v)) for v in req.values)
+            and coded(req.values)
             and any(
                 a.function in ("sum", "mean") and (a.column or "").lower() == columns[0].lower()
                 for sel in self.sem.selections
@@ -817,28 +817,21 @@ class RequirementBinder(Binder):
             and agg.column in self.resolve(other)
         ]
         if agg.column and asked:
+            # more sites of the code's statistic than it is asked for: one of them stands where the stated
+            # one should, the site of the stated one's part. A rule's statistic ("1.5 times the median
+            # performance of their vendor", two means of `perf` and no median) stands at a site no answer
+            # field is; an answer's ("their mean TA2" beside "their cell's median TA2") at the answer
+            # field. Otherwise ("average articles per student, and the median article count of the
+            # mentors") the code's statistic is the other one the question states, and the stated one is
+            # of a quantity the words did not bind.
             sites = [(s, a) for s, a in wrong if (a.function, a.column) == (agg.function, agg.column)]
-            if len(sites) <= len(asked):
-                # "average articles per student, and the median article count of the mentors": the
-                # code's mean of `art` is the other statistic the question states, so the median is of
-                # another quantity the words did not bind
-                plan.notes.append(
-                    f"{req.describe()}: the code's {agg.function} of {agg.column} is another one asked"
-                )
-                plan.unverified.append(req)
-                return
-            # "1.5 times the median performance of their vendor ... and their mean performance" with
-            # two means of `perf` and no median: more sites than the statistic is asked, so one stands
-            # where the stated one should; the one that is no answer field is re-run as stated, a
-            # finding only if the answer changes
-            # the site standing for the stated statistic plays its part: a rule's statistic ("1.5 times
-            # the median performance of their vendor") is a site no answer field is; an answer's ("their
-            # mean TA2", beside "their cell's median TA2") is the answer field's
             in_rule = any(
                 req.text.lower() in m.group(0).lower()
                 for m in [*rule_multiples.stated_phrases(self.said), *rule_offsets.stated_phrases(self.said)]
             )
-            chosen = [(s, a) for s, a in sites if self._is_field(a) != in_rule]
+            chosen = (
+                [(s, a) for s, a in sites if self._is_field(a) != in_rule] if len(sites) > len(asked) else []
+            )
             if len(chosen) != 1:
                 plan.notes.append(
                     f"{req.describe()}: the code's {agg.function} of {agg.column} is another one asked"
@@ -1026,7 +1019,7 @@ def _value_tested_in_sql(sem: CodeSemantics, columns: list[str], values: list[st
 
 def _literal(value: str) -> str:
     """A pattern for a value as SQL writes it: quoted, or a codebook's code bare too (`rx = 2`)."""
-    if re.fullmatch(r"-?\d+", value):
+    if coded([value]):
         return rf"'?{re.escape(value)}(?:\.0+)?'?(?![\d.])"
     return f"'{re.escape(value)}'"
 

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlglot import exp
 
 from stateguard.verification import rerun
-from stateguard.verification.requirements import Kind, Requirement
+from stateguard.verification.requirements import Kind, Requirement, coded
 
 _SQL_OPS = {"==": "=", "!=": "<>"}
 
@@ -124,7 +124,7 @@ def pandas_predicate(req: Requirement, series: str, scale: float = 1.0, missing_
     if req.kind is Kind.SCOPE:
         vals = [str(v) for v in req.values]
         text = f"({series}).astype(str)"
-        if all(re.fullmatch(r"-?\d+", v) for v in vals):
+        if coded(vals):
             # a codebook's code: `2.0` in a float column (one with missing values) is the code 2
             text += r".str.replace(r'\.0$', '', regex=True)"
         test = f"{text}.isin({vals!r})"

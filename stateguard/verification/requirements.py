@@ -27,6 +27,7 @@ is dropped with the validation error instead of reaching a probe.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -42,6 +43,13 @@ MIRROR: dict[str, str] = {">": "<", "<": ">", ">=": "<=", "<=": ">=", "==": "=="
 METHODS: dict[str, str] = {"ge": ">=", "le": "<=", "gt": ">", "lt": "<"}
 # a number said in units and written in thousands or millions, or the other way round
 UNIT_SCALES = (1e-3, 1e3, 1e-6, 1e6)
+
+
+def coded(values: list[str]) -> bool:
+    """Are all the scope's values whole numbers written as text, a codebook's codes ("2", "-1")?"""
+    return bool(values) and all(re.fullmatch(r"-?\d+", str(v)) for v in values)
+
+
 # an ordering comparator as code writes it (not part of `->`, `=>`, `<>` or `!=`)
 CODE_COMPARATOR = r"(?:>=|<=|(?<![<>=!-])>(?!=)|<(?![=>]))"
 COMPLEMENT: dict[str, str] = {">": "<=", "<=": ">", "<": ">=", ">=": "<", "==": "!=", "!=": "=="}

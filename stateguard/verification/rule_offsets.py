@@ -45,40 +45,9 @@ def _comparatives(op: str) -> tuple[str, ...]:
     )
 
 
-_UP = tuple(
-    dict.fromkeys(
-        (
-            "above",
-            "over",
-            "more",
-            "higher",
-            "older",
-            "longer",
-            "later",
-            "greater",
-            "heavier",
-            "larger",
-            *_comparatives(">"),
-        )
-    )
-)
-_DOWN = tuple(
-    dict.fromkeys(
-        (
-            "below",
-            "under",
-            "less",
-            "lower",
-            "younger",
-            "shorter",
-            "earlier",
-            "fewer",
-            "lighter",
-            "smaller",
-            *_comparatives("<"),
-        )
-    )
-)
+# the sides: the prepositions, and every one-word comparative the lexicon knows ("older", "taller")
+_UP = ("above", "over", *_comparatives(">"))
+_DOWN = ("below", "under", *_comparatives("<"))
 _SD = r"standard\s+deviations?|s\.?d\.?s?"
 _STAT_WORDS = "|".join(re.escape(w) for w in LEXICON.statistics if " " not in w and w not in ("total", "sum"))
 _STATED = re.compile(

@@ -330,12 +330,14 @@ def stated_group(
                 rest = [w.lower() for w in words[n:]]
                 # "the same education level": `educ` by a word of its name, `edlevel (education level)`
                 # by the whole phrase in its description: two readings, none is taken
+                # (or "the same recurrence number": `number` by its name, "recurrence" said only of `enum`);
+                # the column's very name ("its own class" for `class`) beats a description
                 other = described_columns(_uncounted(words), pool, described or {}, in_row=True)
-                if _is_name(words[:n], named[0]):
-                    other = []  # the column's very name ("its own class" for `class`) beats a description
-                elif rival_reading(_uncounted(words), named[0], pool, described or {}):
-                    other = [""]  # "the same recurrence number": `enum`'s description says "recurrence"
-                if all(w in GROUP_NOUNS for w in rest[:1]) and not (other and other != named):
+                rival = not _is_name(words[:n], named[0]) and (
+                    (bool(other) and other != named)
+                    or rival_reading(_uncounted(words), named[0], pool, described or {})
+                )
+                if all(w in GROUP_NOUNS for w in rest[:1]) and not rival:
                     found.append((named[0], m.group(0)))
                 break
         else:

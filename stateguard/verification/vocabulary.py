@@ -263,9 +263,13 @@ class Vocabulary(BaseModel):
             codes={**self.codes, **books},
         )
 
+    def infos(self, column: str) -> list[ColumnInfo]:
+        """What every table holding the column knows of it."""
+        return [t[column] for t in self.tables.values() if column in t]
+
     def _text_values(self, column: str) -> list[str]:
         """The values of a text column in every table that holds it (empty if one is not text)."""
-        infos = [t[column] for t in self.tables.values() if column in t]
+        infos = self.infos(column)
         if not infos or any(i.kind != "text" for i in infos):
             return []
         return [v for i in infos for v in i.values]
@@ -273,7 +277,7 @@ class Vocabulary(BaseModel):
     def _codes_fit(self, column: str, book: dict[str, str]) -> bool:
         """Is the column numeric in every table that holds it, with two of the book's codes at least in
         its range? "period (59 patients, 4 periods each)" is prose about the column, no codebook of it."""
-        infos = [t[column] for t in self.tables.values() if column in t]
+        infos = self.infos(column)
         if not infos or any(i.kind != "num" for i in infos):
             return False
         inside = [
