@@ -296,6 +296,8 @@ def sql_selections(sql: str, step: int | None = None) -> list[Selection]:
         return []
     out: list[Selection] = []
     for statement in statements:
+        if isinstance(statement, exp.Update):
+            out.extend(_updated(statement, step))
         target = None
         body: exp.Expr | None = statement
         if isinstance(statement, exp.Create):
@@ -308,6 +310,31 @@ def sql_selections(sql: str, step: int | None = None) -> list[Selection]:
         for select in selects:
             out.append(_selection(select, target if select is selects[0] else None, step))
     return out
+
+
+def _updated(statement: exp.Update, step: int | None) -> list[Selection]:
+    """`UPDATE marked SET tall = child >= 70` on every row (no FROM, no WHERE): the table rebuilt
+    with its flag set to the condition, read as `SELECT * REPLACE (child >= 70 AS tall) FROM marked`.
+    An update of some rows, or from another table, keeps other rows' values: it is not read."""
+    table = statement.this
+    if statement.args.get("where") or statement.args.get("from") or statement.args.get("from_"):
+        return []
+    if not isinstance(table, exp.Table) or not table.name:
+        return []
+    sets = [
+        (e.this.name, e.expression)
+        for e in statement.args.get("expressions") or []
+        if isinstance(e, exp.EQ) and isinstance(e.this, exp.Column) and e.this.name
+    ]
+    if not sets:
+        return []
+    items = ", ".join(f"{value.sql(dialect='duckdb')} AS {name}" for name, value in sets)
+    select: exp.Expr = exp.maybe_parse(
+        f"SELECT * REPLACE ({items}) FROM {table.sql(dialect='duckdb')}", dialect="duckdb"
+    )
+    if not isinstance(select, exp.Select):
+        return []
+    return [_selection(select, table.name.lower(), step)]
 
 
 def sql_literals(sql: str) -> list[float]:

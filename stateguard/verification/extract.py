@@ -107,8 +107,16 @@ _SCALE_BEFORE = re.compile(
 _FROM_ON = re.compile(r"\bfrom\s+(?P<num>1[89]\d\d|20\d\d)\s+(?:on|onwards?)\b", re.IGNORECASE)
 # "before month 10", "after week 6": a numbered point of time, its number the bound
 _TIME_POINT = r"(?:(?:month|week|day|hour|minute)\s+(?=\d))?"
+# "below a log R&D of 6.5", "above an income of $50,000": the quantity named between the comparator
+# and its number
+_NAMED_QUANTITY = r"(?:an?\s+(?P<named>[A-Za-z][\w&]*(?:\s+[A-Za-z][\w&]*){0,2}?)\s+of\s+(?=\$?-?\d))?"
 _PREFIX = re.compile(
-    r"\b(?P<phrase>" + "|".join(f"(?:{p})" for p, _ in _PREFIX_OPS) + r")\s+" + _TIME_POINT + _NUM,
+    r"\b(?P<phrase>"
+    + "|".join(f"(?:{p})" for p, _ in _PREFIX_OPS)
+    + r")\s+"
+    + _TIME_POINT
+    + _NAMED_QUANTITY
+    + _NUM,
     re.IGNORECASE,
 )
 _POSTFIX = re.compile(
@@ -675,6 +683,8 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
             # "call a child tall from 70 inches up": the words before name what the rule defines, not
             # the quantity; only the words between the number and "up" can name it
             subject = _subject_before(clause, m.start()) if pattern is not _FROM_UP else []
+            if is_prefix and m.group("named"):
+                subject = m.group("named").split()  # "below a log R&D of 6.5": the quantity said
             if subject and all(w.lower() in _BOUND_WORDS for w in subject):
                 subject = []  # "a week at most (7 days or fewer)": the words of another bound, no quantity
             named_after = re.match(
@@ -842,6 +852,7 @@ def scopes(
         + labels
         + _everyday_values(vocab, tables)
         + _numbered_values(clause, vocab, tables)
+        + _role_values(clause, vocab, tables)
     )
     for value, cols, stored in candidates:
         coded = stored != value
@@ -950,16 +961,17 @@ def _codebook_labels(
 
 # "Department 12 on its own", "(capmob 0)": a column's name, then one whole number of it
 _NUMBERED = re.compile(
-    r"(?<![\w-])(?P<name>[A-Za-z][A-Za-z_]{2,})\s+(?P<n>-?\d+)"
-    r"(?![\w.,%]|\s*(?:-|to\b|through\b|or\b|and\b|times\b|per\b))"
+    r"(?<![\w-])(?P<name>[A-Za-z][A-Za-z_]{2,})(?P<code>\s+code)?\s+(?P<n>-?\d+)"
+    r"(?![\w%]|[.,]\d|,\s*-?\d|\s*(?:-|to\b|through\b|or\b|and\b|times\b|per\b|on(?:wards?)?\b(?!\s+(?:its|their)\s+own)|up(?:wards?)?\b))"
 )
 
 
 def _numbered_values(
     clause: str, vocab: Vocabulary, tables: list[str] | None
 ) -> list[tuple[str, list[str], str]]:
-    """A numeric column named by its name (or the word its short name stands for) right before a whole number in
-    the column's range: that number as a value of it ("Department 12" for `dept`, "capmob 0"). A
+    """A numeric column named by its name (or the word its short name stands for; or, with "code"
+    between, a word only its description says) right before a whole number in the column's range:
+    that number as a value of it ("Department 12" for `dept`, "capmob 0", "region code 3"). A
     comparator before it makes it a bound, read elsewhere ("before month 10"); a range, a unit or a
     second number after it is no single value."""
     out = []
@@ -976,6 +988,11 @@ def _numbered_values(
             for c in numeric
             if word in (c.lower(), c.lower() + "s") or LEXICON.abbreviations.get(c.lower()) == word
         ]
+        if not named and m.group("code"):
+            # "region code 3" for `geo (a code from 1 to 4 for the firm's home region)`: the one
+            # numeric column whose description in the task's text says the word ("day 201", "month
+            # 30" without "code" are points of a measure, read as bounds where a comparator says so)
+            named = [c for c in numeric if word in (vocab.column_words.get(c) or ())]
         if len(named) != 1 or _PREFIX_BEFORE.search(clause[: m.start()]) or _in_quotes(clause, m.start()):
             continue  # a bound ("before month 10"), or a label written out ('"visit 1 (week 2)"')
         info, n = numeric[named[0]], float(m.group("n"))
@@ -987,6 +1004,40 @@ def _numbered_values(
         ):
             out.append((m.group(0), named[:1], m.group("n")))
     return out
+
+
+def _role_values(
+    clause: str, vocab: Vocabulary, tables: list[str] | None
+) -> list[tuple[str, list[str], str]]:
+    """A capitalised value of one column said in lower case where the clause names that column as its
+    role ("with a mother as the parent" for `par` holding "Mother", "whose parent is a mother"): the
+    value, then read in any case. Without the role word the common noun is no value."""
+    out = []
+    for value, cols in vocab.all_values(tables).items():
+        if len(cols) != 1 or not re.fullmatch(r"[A-Z][a-z]{2,}", value):
+            continue
+        low = re.escape(value.lower())
+        for m in re.finditer(
+            rf"(?<![\w-]){low}\s+as\s+(?:the|its|their)\s+(?P<a>[a-z]+)"
+            rf"|\bwhose\s+(?P<b>[a-z]+)\s+(?:is|was)\s+an?\s+{low}(?![\w-])",
+            clause,
+        ):
+            role = m.group("a") or m.group("b")
+            if _names_role(role, cols[0], vocab):
+                out.append((value.lower(), cols, value))
+                break
+    return out
+
+
+def _names_role(word: str, column: str, vocab: Vocabulary) -> bool:
+    """Does the word name the column: by its name or a name it begins with (`par` for "parent"), or by
+    the task's words for it?"""
+    name = column.lower()
+    return (
+        word in (name, name + "s")
+        or (len(name) >= 3 and word.startswith(name))
+        or word in (vocab.column_words.get(column) or ())
+    )
 
 
 def _everyday_values(vocab: Vocabulary, tables: list[str] | None) -> list[tuple[str, list[str], str]]:
@@ -1090,7 +1141,8 @@ _RULE_NOUNS = r"rules?|lines?|definitions?|cut-?offs?|yardsticks?|criteri(?:on|a
 _EARLIER = re.compile(rf"\b(?:{'|'.join(LEXICON.earlier_version)}|drop\w*|withdr\w*)\b", re.IGNORECASE)
 # A version of a rule named by what became of it ("the position rule we dropped", "the cut that was
 # withdrawn", "the withdrawn cut"): a definition, not rows; its exclusion word leaves nothing out
-_VERSION_NOUNS = f"{_RULE_NOUNS}|cuts?|versions?"
+# "the comparison we dropped", "the suggestion we put aside": a rule named by the act that proposed it
+_VERSION_NOUNS = f"{_RULE_NOUNS}|cuts?|versions?|comparisons?|suggestions?|proposals?|ideas?|approach(?:es)?"
 _EARLIER_WORDS = "|".join(LEXICON.earlier_version)
 _UNDONE_WORDS = "|".join(LEXICON.undone_version)
 RULE_VERSION = re.compile(

@@ -417,6 +417,23 @@ _SELF_INPUT = [
     "    stars[0].set('except_', out + [_sg.exp.column(a) for a in more])",
     "    return t.sql(dialect='duckdb')",
 ]
+# `UPDATE t SET flag = <condition>` on every row is read as `SELECT * REPLACE (<condition> AS flag)
+# FROM t` (`code_sql._updated`): an edit of that SELECT is run as the UPDATE it stands for
+_UPDATES = [
+    "def _as_select(u):",
+    "    if u.args.get('where') or u.args.get('from') or u.args.get('from_') or not isinstance(u.this, _sg.exp.Table):",
+    "        return None",
+    "    sets = [e for e in u.args.get('expressions') or [] if isinstance(e, _sg.exp.EQ) and isinstance(e.this, _sg.exp.Column)]",
+    "    if not sets:",
+    "        return None",
+    "    items = ', '.join(e.expression.sql(dialect='duckdb') + ' AS ' + e.this.name for e in sets)",
+    "    q = 'SELECT * REPLACE (' + items + ') FROM ' + u.this.sql(dialect='duckdb')",
+    "    return _sg.parse_one(q, dialect='duckdb').sql(dialect='duckdb')",
+    "def _as_update(u, s):",
+    "    star = next(e for e in s.expressions if isinstance(e, _sg.exp.Star))",
+    "    items = ', '.join(a.alias + ' = ' + a.this.sql(dialect='duckdb') for a in star.args.get('replace') or [])",
+    "    return 'UPDATE ' + u.this.sql(dialect='duckdb') + ' SET ' + items",
+]
 _WRAPPER_METHODS = [
     "    def execute(self, q, *a, **k):",
     "        return self._c.execute(self._fix(q), *a, **k)",
@@ -433,7 +450,7 @@ def answer_probe(cells: list[str], edit: SpanEdit, con: str | None) -> str:
     go through a stand-in for the connection `con` that rewrites the one SELECT before it runs."""
     lines = ["import json as _json", f"_cells = {cells!r}", "_applied = [0]"]
     if con is not None:
-        lines += _SELF_INPUT
+        lines += _SELF_INPUT + _UPDATES
     if edit.kind == "sql":
         assert con is not None
         try:
@@ -455,6 +472,9 @@ def answer_probe(cells: list[str], edit: SpanEdit, con: str | None) -> str:
             "        if isinstance(t, _sg.exp.Select) and t.sql(dialect='duckdb') == _want:",
             "            _applied[0] += 1",
             "            return _new.sql(dialect='duckdb')",
+            "        if isinstance(t, _sg.exp.Update) and _as_select(t) == _want:",
+            "            _applied[0] += 1",
+            "            return _as_update(t, _new)",
             "        hits = [s for s in t.find_all(_sg.exp.Select) if s.sql(dialect='duckdb') == _want]",
             "        for s in hits:",
             "            s.replace(_new.copy())",
@@ -468,8 +488,11 @@ def answer_probe(cells: list[str], edit: SpanEdit, con: str | None) -> str:
             f"_before, _after = {edit.before!r}, {edit.after!r}",
             # the inspection writes strings in single quotes; the cell may use double ones
             'if not any(_before in c for c in _cells) and "\'" in _before:',
-            "    _swapped = _before.replace(\"'\", '\"')",
-            "    _before = _swapped if any(_swapped in c for c in _cells) else _before",
+            # each quote of the inspection's text matches either quote: the cell may mix them
+            "    import re as _re",
+            "    _pat = _re.compile(''.join('[\\'\"]' if ch == \"'\" else _re.escape(ch) for ch in _before))",
+            "    _hits = {m.group(0) for c in _cells for m in _pat.finditer(c)}",
+            "    _before = _hits.pop() if len(_hits) == 1 else _before",
             f"_cells = {rerun.cells_to_rerun(cells, edit.before)!r}",
             "_applied[0] = sum(c.count(_before) for c in _cells)",
             "_cells = [c.replace(_before, _after) for c in _cells]",

@@ -52,7 +52,7 @@ _SD = r"standard\s+deviations?|s\.?d\.?s?"
 _STAT_WORDS = "|".join(re.escape(w) for w in LEXICON.statistics if " " not in w and w not in ("total", "sum"))
 _STATED = re.compile(
     rf"(?<![\w.])(?P<n>{_NUM}|a|an|one|{'|'.join(_WORDS)})\s+(?:or\s+more\s+)?"
-    rf"(?:(?P<unit>{_SD}|[a-z]+)\s+)?(?:\((?P<again>{_NUM})\s+[a-z]+\)\s+)?(?:or\s+more\s+)?(?P<side>{'|'.join(_UP + _DOWN)})(?:\s+than)?\s+"
+    rf"(?:(?:full|whole)\s+)?(?:(?P<unit>{_SD}|[a-z]+)\s+)?(?:\((?P<again>{_NUM})\s+[a-z]+\)\s+)?(?:or\s+more\s+)?(?P<side>{'|'.join(_UP + _DOWN)})(?:\s+than)?\s+"
     rf"(?P<after>(?:[\w'-]+\s+){{0,5}}?(?:{_STAT_WORDS})\b|(?:the\s+[\w-]+'s\s+|their\s+|its\s+|his\s+|her\s+)own\s+[\w-]+)",
     re.IGNORECASE,
 )

@@ -236,8 +236,11 @@ def stated_group(
     unread = False
     for m, end in zip(hits, ends, strict=True):
         # a calendar-year column groups when said as the rows' shared time ("the same year", "with its
-        # own year"), not as a row's own ("the mean of that year's rate")
-        pool = [*columns, *(years or [])] if m.re in (_SAME, _ANY_SAME, _WITH_OWN, _SHARED) else columns
+        # own year", "in their year"), not as a row's own ("the mean of that year's rate")
+        own_time = m.re is not _OWN or not (
+            "'s" in m.group("words") or re.match(r"\S+\s+that\b", m.group(0), re.IGNORECASE)
+        )
+        pool = [*columns, *(years or [])] if m.re is not _POSSESSIVE and own_time else columns
         # a column listed twice (short-range codes in one table, calendar years in another) is one column
         pool = list(dict.fromkeys([*pool, *(ids or [])]))
         said = m.group("words") if end is None else rule[m.start("words") : min(end, m.end("words"))]
@@ -420,6 +423,7 @@ def _run_on(rule: str, said: str, stop: int) -> tuple[str, int]:
         )
         if not (
             last in ("and", "or", "of")
+            or (last in ("the", "a", "an") and before[-2:-1] == ["of"])  # "part of the day"
             or (second is not None and len(second) < 3 and _nouns([word]))
             or (cut_short and word not in _ENDS_PHRASE and word.replace("-", "").isalpha())
             or word in ("of", "and", "or")
@@ -1028,6 +1032,17 @@ def _sql_joined(sql: str, columns: list[str]) -> tuple[list[str], str] | None:
         if not all(isinstance(g, exp.Column) for g in group.expressions):
             return None
         keys = [g.name for g in group.expressions]
+        # `geo AS year` in the grouped SELECT: the joined side's `year` is `geo`
+        renamed = {
+            e.alias.lower(): e.this.name
+            for e in inner.expressions
+            if isinstance(e, exp.Alias) and isinstance(e.this, exp.Column)
+        }
+        side = target.alias_or_name.lower()
+
+        def underlying(c: exp.Column, renamed: dict[str, str] = renamed, side: str = side) -> str:
+            return renamed.get(c.name.lower(), c.name) if c.table.lower() == side else c.name
+
         using, on = join.args.get("using"), join.args.get("on")
         if using:
             joined = [i.name for i in using]
@@ -1037,11 +1052,11 @@ def _sql_joined(sql: str, columns: list[str]) -> tuple[list[str], str] | None:
                 isinstance(t, exp.EQ | exp.NullSafeEQ)  # `=`, or `IS NOT DISTINCT FROM`
                 and isinstance(t.this, exp.Column)
                 and isinstance(t.expression, exp.Column)
-                and t.this.name.lower() == t.expression.name.lower()
+                and underlying(t.this).lower() == underlying(t.expression).lower()
                 for t in terms
             ):
                 return None  # a join on anything but equal keys: not read
-            joined = [t.this.name for t in terms]
+            joined = [underlying(t.this) for t in terms]
         else:
             return None
         if {k.lower() for k in joined} - {k.lower() for k in keys}:
@@ -1065,7 +1080,12 @@ def _sql_joined(sql: str, columns: list[str]) -> tuple[list[str], str] | None:
 def _regroup(inner: exp.Select, keys: list[str], columns: list[str]) -> None:
     """The grouped statistic's SELECT, grouped by `columns` instead of its keys (in place)."""
     low = {k.lower() for k in keys}
-    kept = [e for e in inner.expressions if not (isinstance(e, exp.Column) and e.name.lower() in low)]
+    kept = [
+        e
+        for e in inner.expressions
+        if not (isinstance(e, exp.Column) and e.name.lower() in low)
+        and not (isinstance(e, exp.Alias) and isinstance(e.this, exp.Column) and e.this.name.lower() in low)
+    ]
     inner.set("expressions", [*(exp.column(c) for c in columns), *kept])
     inner.set("group", exp.Group(expressions=[exp.column(c) for c in columns]))
 

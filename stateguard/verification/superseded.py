@@ -55,14 +55,19 @@ _EARLIER = re.compile(rf"\b(?:{'|'.join(LEXICON.earlier_version)})\b", re.IGNORE
 # a plural noun right after the word: things of the data described by their time ("their number of
 # earlier births", "prior abortions"), no version of a rule
 _PLURAL_AFTER = re.compile(r"\s+([a-z]{3,}s)\b", re.IGNORECASE)
+_WORD_AFTER = re.compile(r"\s+([a-z]{3,})\b", re.IGNORECASE)
 
 
-def _points_earlier(text: str) -> bool:
+def _points_earlier(text: str, described: frozenset[str] = frozenset()) -> bool:
     """Does the text point at an earlier version of a rule ("the original definition", "the rule we
     dropped", "before the change")? A word of the lexicon's `earlier_version` counts, unless a plural
-    noun that is no rule's follows it ("earlier births")."""
+    noun that is no rule's follows it ("earlier births"), or a word the task's text describes its
+    data with (`described`: "the original form" where a column holds "msq" for the original form)."""
     for m in _EARLIER.finditer(text):
         after = _PLURAL_AFTER.match(text, m.end())
+        noun = _WORD_AFTER.match(text, m.end())
+        if noun is not None and noun.group(1).lower() in described and not LEXICON.names_rule(noun.group(1)):
+            continue
         if after is None or LEXICON.names_rule(after.group(1)):
             return True
     return False
@@ -225,7 +230,15 @@ def _flag_assignments(code: str, sem: CodeSemantics, turn: int | None) -> list[V
         for alias, text in _sql_flags(sel.sql):
             out.append(Version(turn, sel.target, alias, text, True))
     out += [Version(turn, table, flag, text, True) for table, flag, text in _sql_updates(sem)]
-    return out
+    # an UPDATE of every row is also read as the table's SELECT with its flag (`code_sql`): one version
+    seen: set[tuple[str, str, str]] = set()
+    kept = []
+    for v in out:
+        key = (v.holder.lower(), v.flag.lower(), v.text)
+        if key not in seen:
+            seen.add(key)
+            kept.append(v)
+    return kept
 
 
 def _sql_updates(sem: CodeSemantics) -> list[tuple[str, str, str]]:
@@ -521,7 +534,9 @@ class FlagHistory:
         m = re.search(rf"\b{re.escape(head)}s?\b", question, re.IGNORECASE)
         return m.group(0) if m else None
 
-    def restated(self, question: str, code: str, sem: CodeSemantics) -> list[Restatement]:
+    def restated(
+        self, question: str, code: str, sem: CodeSemantics, described: frozenset[str] = frozenset()
+    ) -> list[Restatement]:
         if not self.versions:
             return []
         code_tokens = tokens(code)
@@ -538,7 +553,7 @@ class FlagHistory:
             term = self.term_of(current.flag, question)
             if term is None or _find(current.shape, code_tokens):
                 continue  # the flag is not named, or its rule in force is written out too
-            if _points_earlier(_TIE_BREAK.sub(" ", _AGE.sub(" ", question.replace(term, " ")))):
+            if _points_earlier(_TIE_BREAK.sub(" ", _AGE.sub(" ", question.replace(term, " "))), described):
                 continue  # the question points at an earlier version (the flag's own name aside: `older`)
             numbers = _numbers(question)
             for old in reversed(versions[:-1]):

@@ -1216,7 +1216,7 @@ class SemanticVerifier:
         """Probe items for flags the run redefined that this turn's code writes out in a replaced
         form, or puts back wrong at a rollback (`superseded.py`); the answer gate must then see the
         answer change."""
-        restated = [(f, "restated") for f in self.flags.restated(question, code, sem)]
+        restated = [(f, "restated") for f in self.flags.restated(question, code, sem, self.vocab.described)]
         restored = [
             (f, "_".join(filter(None, ("restored", f.change()))))
             for f in self.flags.restored(question, code, sem)

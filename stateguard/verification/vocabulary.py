@@ -202,7 +202,8 @@ class Vocabulary(BaseModel):
             for m in re.finditer(rf"(?<![\w`]){name}`?\s*\(([^()]{{1,300}})\)", text):
                 # "south76 and smsa76 (yes/no: ...)" describes both; in a list ("team, lg (league
                 # code), g (games)") the parenthesis is the last name's own
-                before = re.search(r"`?(\w+)`?\s*\band\s*`?$", text[: m.start()])
+                # "travel1 to travel3 (one indicator per band)" describes the whole family, no one of it
+                before = re.search(r"`?(\w+)`?\s*\b(?:and|to)\s*`?$", text[: m.start()])
                 shared = before is not None and before.group(1) in self.columns()
                 # the first phrase whole (10 words at most): "Year (the calendar year in which the season
                 # started, ...)" speaks of the season too, as `Round (matchday of the season)` does
@@ -520,6 +521,17 @@ def resolve_column(subject: Iterable[str], columns: Iterable[str], partial: bool
             )
         ]
         chosen = strict or best
+        # "income bracket" with `income` and its indicators `income1` to `income4`: a numbered column
+        # whose unnumbered name is also chosen is read only when the subject says its number
+        said = set(re.findall(r"\d+", " ".join(subject)))
+        plain = {_unnumbered(c) for c in chosen if len(_unnumbered(c)) == len(column_tokens(c))}
+        chosen = [
+            c
+            for c in chosen
+            if _unnumbered(c) not in plain
+            or len(_unnumbered(c)) == len(column_tokens(c))
+            or {t for t in column_tokens(c) if t.isdigit()} <= said
+        ]
         # a column whose name is the subject's own words beats one a word said only begins (`price` over
         # `pricey` for "the average price"); not a group noun's (`status` is no better than `ulcer` for
         # "ulceration status": the noun says what kind of column, not which)
@@ -533,6 +545,11 @@ def resolve_column(subject: Iterable[str], columns: Iterable[str], partial: bool
     tokens = [t for t in column_tokens(some[0]) if not t.isdigit()]
     unbound = [w for w in phrase if w not in _IGNORABLE and not _matches(w, tokens)]
     return [] if unbound else some
+
+
+def _unnumbered(column: str) -> tuple[str, ...]:
+    """The column's name tokens without its numbers (`travel3` -> (travel,))."""
+    return tuple(t for t in column_tokens(column) if not t.isdigit())
 
 
 def strictly_named(column: str, subject: Iterable[str]) -> bool:
