@@ -39,6 +39,7 @@ from stateguard.verification.vocabulary import (
 )
 
 _SWAPPABLE = {"mean", "median", "sum"}
+_COUNTING = {*LEXICON.statistics, "count", "counts", "counted", "number", "total"}
 # an extreme computed where a centre is stated (`max(rate)` for "the average rate") is re-run as stated too
 _EXTREMES, _CENTRES = {"max", "min"}, {"mean", "median"}
 
@@ -666,10 +667,13 @@ class RequirementBinder(Binder):
         if req.kind is Kind.COMPARISON:  # a bound is about a number: only numeric columns qualify
             kinds = {c: i.kind for t in self.vocab.tables.values() for c, i in t.items()}
             pool = [c for c in pool if kinds.get(c) == "num"]
+            # "(only countries with a population of at least 800,000 count)": a word of counting or
+            # a statistic after the number is the sentence's verb, no noun the number counts
+            after = [w for w in req.after if w.lower() not in _COUNTING]
             counted = (
-                resolve_column(req.after, pool)
-                or described_columns(req.after, pool, self.vocab.column_words, in_row=True)
-                if req.after
+                resolve_column(after, pool)
+                or described_columns(after, pool, self.vocab.column_words, in_row=True)
+                if after
                 else []
             )
             if len(counted) == 1:  # "these lines are short of 450 at-bats": the noun the number counts

@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 
 from stateguard.inspection.code_sql import sql_selections
+from stateguard.inspection.inspect import inspect_code
 from stateguard.verification import extract, probes, rule_offsets, rule_windows, superseded
+from stateguard.verification.bind import RequirementBinder
 from stateguard.verification.vocabulary import ColumnInfo, Vocabulary, resolve_column
 from tests.stateguard.verification.conftest import Session, sandboxed
 
@@ -262,3 +264,27 @@ def test_an_edit_applies_to_a_cell_that_mixes_its_quotes() -> None:
         exec(compile(src, "<probe>", "exec"), {})
     applied, printed = probes.parse_answer(out.getvalue())
     assert applied == 1 and json.loads(printed.strip()) == {"n": 2}
+
+
+def test_a_counting_word_after_the_number_is_no_noun_it_counts() -> None:
+    # found in the synthetic benchmark with semantic verification on: "(only countries with a
+    # population of at least 800,000 count)" bound the bound to `n_countries` by the verb "count"
+    (bound,) = [
+        r
+        for c in extract.clauses("only countries with a population of at least 800,000 count")
+        for r in extract.comparisons(c)
+    ]
+    vocab = Vocabulary(
+        tables={
+            "kept": {"pop": ColumnInfo(kind="num"), "lifeExp": ColumnInfo(kind="num")},
+            "by_continent": {"continent": ColumnInfo(kind="text"), "n_countries": ColumnInfo(kind="num")},
+        }
+    )
+    code = (
+        'con.execute("CREATE TABLE by_continent AS SELECT continent, COUNT(*) AS n_countries FROM kept '
+        'GROUP BY continent")\n'
+        'rows = con.execute("SELECT continent, n_countries FROM by_continent ORDER BY continent").fetchall()'
+    )
+    binder = RequirementBinder(inspect_code(code), vocab, frozenset())
+    assert bound.after == ["count"]
+    assert binder.resolve(bound) == ["pop"]
