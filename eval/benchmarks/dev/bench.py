@@ -77,9 +77,11 @@ latest split drew on, written blind by a forty-fifth), `fresh50` (four more, on 
 from that archive no split used, each from a different R package and none from a package the two latest
 splits drew on, written blind by a forty-sixth), `fresh51` (four more, on four further R tables from
 that archive no split used, each from a different R package and none from a package the two latest
-splits drew on, written blind by a forty-seventh) or `fresh52` (four more, on four other R tables from
+splits drew on, written blind by a forty-seventh), `fresh52` (four more, on four other R tables from
 that archive no split used, each from a different R package and none from a package the two latest
-splits drew on, written blind by a forty-eighth); the detection report shows them apart.
+splits drew on, written blind by a forty-eighth) or `fresh53` (four more, on four further R tables from
+that archive no split used, each from a different R package and none from a package the two latest
+splits drew on, written blind by a forty-ninth); the detection report shows them apart.
 """
 
 from __future__ import annotations
@@ -159,6 +161,7 @@ SPLITS = (
     "fresh50",
     "fresh51",
     "fresh52",
+    "fresh53",
     "all",
 )
 

