@@ -533,10 +533,12 @@ def _subject_after(after: str) -> list[str]:
     first = re.match(r"\s*([A-Za-z]+)", after)
     if first and first.group(1).lower() in _MEASURES:
         return []  # "at least 1600 miles", "500 thousand jobs": a unit or a multiplier, no attribute
-    for token in re.findall(r"[A-Za-z][A-Za-z-]*|[^\sA-Za-z]+", after)[:4]:
+    for token in re.findall(r"[A-Za-z][A-Za-z0-9-]*|[^\sA-Za-z]+", after)[:4]:
         low = token.lower()
         if not token[0].isalpha() or low in _STOPS or low in _LINKERS or low in _NOT_KEYS or len(out) == 3:
             break
+        if any(ch.isdigit() for ch in token):
+            break  # "at least one e4 allele": a name with a number in it, not a word of the subject
         out.append(token)
     return out
 

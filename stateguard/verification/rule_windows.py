@@ -81,9 +81,10 @@ _GLOSS = re.compile(
     # "the same kind of job, blue-collar or not": one side and its negation, after a comma
     r"|,\s*(?P<gloss2>[A-Za-z][\w-]*\s+or\s+not)\b"
 )
-# "three times their mode's median price", "its own district's average": the group, then the statistic
+# "three times their mode's median price", "its own district's average", "that player's average": the
+# group, then the statistic
 _POSSESSIVE = re.compile(
-    r"\b(?:its|their|his|her)\s+(?:own\s+)?(?P<words>[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*){0,2}?)'s\s+"
+    r"\b(?:its|their|his|her|that)\s+(?:own\s+)?(?P<words>[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*){0,2}?)'s\s+"
     r"(?:own\s+)?(?:median|mean|average|typical)\b",
     re.IGNORECASE,
 )

@@ -288,3 +288,42 @@ def test_a_counting_word_after_the_number_is_no_noun_it_counts() -> None:
     binder = RequirementBinder(inspect_code(code), vocab, frozenset())
     assert bound.after == ["count"]
     assert binder.resolve(bound) == ["pop"]
+
+
+# Read from fresh53's first look (its three false repairs); fresh53 is a seen split from here on.
+
+
+def test_a_group_word_that_is_another_columns_name_reads_no_described_key() -> None:
+    session = Session()
+    setup = (
+        "games = pd.DataFrame({'player': ['A', 'A', 'B', 'B', 'B'], 'homeruns': [0, 2, 1, 1, 3],"
+        " 'month': ['May', 'June', 'May', 'May', 'June']})"
+    )
+    assert session.ws.run_cell(setup).ok
+    code = (
+        "import json\n"
+        "by_player = {k: int(v) for k, v in games.groupby('player')['homeruns'].sum().items()}\n"
+        "print(json.dumps({'homeruns_by_player': by_player}))"
+    )
+    context = "Columns: homeruns (home runs the player hit in that game), month and player ('A' or 'B')."
+    assert not session.turn("How many home runs did each player hit?", code, context=context)
+
+
+def test_that_players_average_is_a_group_of_its_own() -> None:
+    rule = (
+        "a game is big when its home runs reach at least 2.5 times that player's average home runs per game "
+        "in the same month"
+    )
+    found = rule_windows.stated_group(rule, ["month", "player"], {}, ["homeruns"], {}, [], ["gameno"])
+    assert found is not None and found.keys == ["player", "month"]
+
+
+def test_a_name_with_a_number_after_a_bound_is_no_subject() -> None:
+    clause = "with e4 (a boolean, at least one e4 allele) and a boolean old"
+    found = [r for c in extract.clauses(clause) for r in extract.comparisons(c)]
+    assert [(r.value, r.subject) for r in found] == [(1.0, [])]
+    # a plain noun after the bound is still read
+    warm = [
+        r for c in extract.clauses("the stations with at least 5 warm days") for r in extract.comparisons(c)
+    ]
+    assert [r.subject for r in warm] == [["warm", "days"]]
