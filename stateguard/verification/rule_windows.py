@@ -1039,7 +1039,23 @@ def _sql_joined(sql: str, columns: list[str]) -> tuple[list[str], str] | None:
             for e in inner.expressions
             if isinstance(e, exp.Alias) and isinstance(e.this, exp.Column)
         }
+        # `0 AS year` joined on `c.year = 0`: a key held constant, no group of the statistic
+        constant = {
+            e.alias.lower(): e.this.sql(dialect="duckdb")
+            for e in inner.expressions
+            if isinstance(e, exp.Alias) and isinstance(e.this, exp.Literal)
+        }
         side = target.alias_or_name.lower()
+
+        def held(t: exp.Expr, constant: dict[str, str] = constant, side: str = side) -> bool:
+            ends = [t.this, t.expression] if isinstance(t, exp.EQ) else []
+            cols = [e for e in ends if isinstance(e, exp.Column) and e.table.lower() == side]
+            lits = [e for e in ends if isinstance(e, exp.Literal)]
+            return (
+                len(cols) == 1
+                and len(lits) == 1
+                and constant.get(cols[0].name.lower()) == lits[0].sql(dialect="duckdb")
+            )
 
         def underlying(c: exp.Column, renamed: dict[str, str] = renamed, side: str = side) -> str:
             return renamed.get(c.name.lower(), c.name) if c.table.lower() == side else c.name
@@ -1049,7 +1065,8 @@ def _sql_joined(sql: str, columns: list[str]) -> tuple[list[str], str] | None:
             joined = [i.name for i in using]
         elif on is not None:
             terms = list(on.flatten()) if isinstance(on, exp.And) else [on]
-            if not all(
+            terms = [t for t in terms if not held(t)]
+            if not terms or not all(
                 isinstance(t, exp.EQ | exp.NullSafeEQ)  # `=`, or `IS NOT DISTINCT FROM`
                 and isinstance(t.this, exp.Column)
                 and isinstance(t.expression, exp.Column)
@@ -1086,6 +1103,12 @@ def _regroup(inner: exp.Select, keys: list[str], columns: list[str]) -> None:
         for e in inner.expressions
         if not (isinstance(e, exp.Column) and e.name.lower() in low)
         and not (isinstance(e, exp.Alias) and isinstance(e.this, exp.Column) and e.this.name.lower() in low)
+        # a key held constant under a stated key's name (`0 AS year`) gives way to the stated key
+        and not (
+            isinstance(e, exp.Alias)
+            and isinstance(e.this, exp.Literal)
+            and e.alias.lower() in {c.lower() for c in columns}
+        )
     ]
     inner.set("expressions", [*(exp.column(c) for c in columns), *kept])
     inner.set("group", exp.Group(expressions=[exp.column(c) for c in columns]))

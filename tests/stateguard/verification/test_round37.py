@@ -327,3 +327,19 @@ def test_a_name_with_a_number_after_a_bound_is_no_subject() -> None:
         r for c in extract.clauses("the stations with at least 5 warm days") for r in extract.comparisons(c)
     ]
     assert [r.subject for r in warm] == [["warm", "days"]]
+
+
+def test_a_grouped_key_held_constant_in_a_joined_select_is_no_key() -> None:
+    # read from fresh52's misses after its look: `0 AS year` joined on `c.year = 0`
+    held = (
+        JOINED.format(key="year")
+        .replace("year AS year, ", "0 AS year, ")
+        .replace("GROUP BY sector, year", "GROUP BY sector")
+    )
+    held = held.replace("c.year = r.year", "c.year = 0")
+    found = rule_windows._sql_joined(held, ["sector", "year"])
+    assert found is not None and found[0] == ["sector"]
+    assert "GROUP BY sector, year" in found[1] and "c.year = r.year" in found[1]
+    assert "0 AS year" not in found[1]
+    # a constant the join does not hold the key to is still no equal-key join: not read
+    assert rule_windows._sql_joined(held.replace("c.year = 0", "c.year = 1"), ["sector", "year"]) is None
