@@ -312,15 +312,23 @@ def sql_selections(sql: str, step: int | None = None) -> list[Selection]:
     return out
 
 
-def _updated(statement: exp.Update, step: int | None) -> list[Selection]:
-    """`UPDATE marked SET tall = child >= 70` on every row (no FROM, no WHERE): the table rebuilt
-    with its flag set to the condition, read as `SELECT * REPLACE (child >= 70 AS tall) FROM marked`.
-    An update of some rows, or from another table, keeps other rows' values: it is not read."""
+def sets_every_row(statement: exp.Update) -> bool:
+    """An UPDATE of one named table with no FROM and no WHERE: every row gets the new values."""
     table = statement.this
-    if statement.args.get("where") or statement.args.get("from") or statement.args.get("from_"):
+    return (
+        not (statement.args.get("where") or statement.args.get("from") or statement.args.get("from_"))
+        and isinstance(table, exp.Table)
+        and bool(table.name)
+    )
+
+
+def _updated(statement: exp.Update, step: int | None) -> list[Selection]:
+    """`UPDATE marked SET tall = child >= 70` on every row: the table rebuilt with its flag set to the
+    condition, read as `SELECT * REPLACE (child >= 70 AS tall) FROM marked`. An update of some rows,
+    or from another table, keeps other rows' values: it is not read."""
+    if not sets_every_row(statement):
         return []
-    if not isinstance(table, exp.Table) or not table.name:
-        return []
+    table = statement.this
     sets = [
         (e.this.name, e.expression)
         for e in statement.args.get("expressions") or []

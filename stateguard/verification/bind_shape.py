@@ -160,9 +160,8 @@ def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
         # "per hospital group" for `hos_cat (the hospital group: ...)`: the one column the task's words
         # for it describe, read as a rule's group is read
         found = _described_key(req.keys[0].split(), pool, b.vocab)
-        if found and any(
-            w.lower() in {c.lower() for c in pool} - {found.lower()} for w in req.keys[0].split()
-        ):
+        others = {c.lower() for c in pool} - {found.lower()} if found else set()
+        if any(w.lower() in others for w in req.keys[0].split()):
             # "how many home runs did each player hit" beside `player` and `homeruns (home runs the
             # player hit)`: a word that is another column's very name is a second reading; none is read
             found = None

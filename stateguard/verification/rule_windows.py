@@ -1097,18 +1097,14 @@ def _sql_joined(sql: str, columns: list[str]) -> tuple[list[str], str] | None:
 
 def _regroup(inner: exp.Select, keys: list[str], columns: list[str]) -> None:
     """The grouped statistic's SELECT, grouped by `columns` instead of its keys (in place)."""
-    low = {k.lower() for k in keys}
+    low, stated = {k.lower() for k in keys}, {c.lower() for c in columns}
     kept = [
         e
         for e in inner.expressions
         if not (isinstance(e, exp.Column) and e.name.lower() in low)
         and not (isinstance(e, exp.Alias) and isinstance(e.this, exp.Column) and e.this.name.lower() in low)
         # a key held constant under a stated key's name (`0 AS year`) gives way to the stated key
-        and not (
-            isinstance(e, exp.Alias)
-            and isinstance(e.this, exp.Literal)
-            and e.alias.lower() in {c.lower() for c in columns}
-        )
+        and not (isinstance(e, exp.Alias) and isinstance(e.this, exp.Literal) and e.alias.lower() in stated)
     ]
     inner.set("expressions", [*(exp.column(c) for c in columns), *kept])
     inner.set("group", exp.Group(expressions=[exp.column(c) for c in columns]))

@@ -30,7 +30,7 @@ from sqlglot import exp
 
 from stateguard.artifacts.lexicon import LEXICON
 from stateguard.inspection.code_model import CodeSemantics
-from stateguard.inspection.code_sql import star_replaced
+from stateguard.inspection.code_sql import sets_every_row, star_replaced
 from stateguard.verification import extract
 from stateguard.verification.binder import side_status
 from stateguard.verification.code_text import balanced
@@ -230,20 +230,13 @@ def _flag_assignments(code: str, sem: CodeSemantics, turn: int | None) -> list[V
         for alias, text in _sql_flags(sel.sql):
             out.append(Version(turn, sel.target, alias, text, True))
     out += [Version(turn, table, flag, text, True) for table, flag, text in _sql_updates(sem)]
-    # an UPDATE of every row is also read as the table's SELECT with its flag (`code_sql`): one version
-    seen: set[tuple[str, str, str]] = set()
-    kept = []
-    for v in out:
-        key = (v.holder.lower(), v.flag.lower(), v.text)
-        if key not in seen:
-            seen.add(key)
-            kept.append(v)
-    return kept
+    return out
 
 
 def _sql_updates(sem: CodeSemantics) -> list[tuple[str, str, str]]:
-    """(table, flag, expression) for each `UPDATE t SET flag = <boolean expression>` the cell runs:
-    a flag set, or set again, in place."""
+    """(table, flag, expression) for each `UPDATE t SET flag = <boolean expression> FROM ... WHERE ...`
+    the cell runs: a flag set, or set again, in place. An UPDATE of every row is read above, as the
+    table's SELECT with its flag (`code_sql.sets_every_row`)."""
     import sqlglot
     from sqlglot import exp
 
@@ -255,7 +248,7 @@ def _sql_updates(sem: CodeSemantics) -> list[tuple[str, str, str]]:
             stmt = sqlglot.parse_one(sql, dialect="duckdb")
         except Exception:  # noqa: BLE001 - unreadable SQL records nothing
             continue
-        if not isinstance(stmt, exp.Update) or not isinstance(stmt.this, exp.Table):
+        if not isinstance(stmt, exp.Update) or not isinstance(stmt.this, exp.Table) or sets_every_row(stmt):
             continue
         for eq in stmt.expressions:
             if isinstance(eq, exp.EQ) and isinstance(eq.this, exp.Column):
