@@ -523,6 +523,8 @@ LEXICON = Lexicon(
         "cnt": "count",
         "dept": "department",
         "temp": "temperature",
+        "no": "number",  # `month_no` for "month number"
+        "num": "number",
     },
     function_words=frozenset(
         [

@@ -33,11 +33,10 @@ from stateguard.inspection.code_model import CodeSemantics, Selection
 from stateguard.verification import bind_cutoff, probes
 from stateguard.verification.binder import Binder, Plan, close, side_status
 from stateguard.verification.extract import (
-    _DEFINITION_FRAME,
-    _FRAME_OTHER,
     RULE_VERSION,
     clauses,
     comparisons,
+    definition_frame,
     excluded_after,
     parses_whole,
 )
@@ -160,8 +159,8 @@ def _by_flag(question: str, req: Requirement, flags: dict[str, list[Site]]) -> S
         at = sentence.find(req.text)
         if at < 0:
             continue
-        frame = _DEFINITION_FRAME.search(sentence)
-        if frame is None or at < frame.end() or _FRAME_OTHER.search(sentence[: frame.end()]):
+        frame = definition_frame(sentence)
+        if frame is None or at < frame.end():
             return None
         if len(comparisons(sentence)) != 1 or _MORE.search(sentence[frame.end() : at]):
             return None

@@ -409,6 +409,8 @@ def _resolve_key(
                 if _singular(vocabulary.column_tokens(c)) == said
                 or (len(said) > 1 and c.lower().replace("_", "") == "".join(word.lower().split()))
             ]
+            if not spelt:
+                spelt = vocabulary.spelled_by(word.split(), pool)  # "latitude band" -> lat_band
             if len(spelt) == 1:
                 return spelt
     if len(said) == 1:

@@ -32,6 +32,7 @@ from stateguard.verification.vocabulary import (
     matches_token,
     names_flag,
     names_share,
+    spelled_by,
 )
 
 # Small counts in words: bounds ("two or more children", "at least three") and top-k rankings
@@ -121,16 +122,21 @@ _PREFIX = re.compile(
 )
 _POSTFIX = re.compile(
     _NUM
-    + r"\s+(?P<unit>(?:[a-z]+(?:/[a-z]+)?,?\s+){1,2})?(?:or|and)\s+(?P<dir>"
+    # "1000 ppm of chloride or more": a unit, then the quantity it measures (not a span of time: "four
+    # years of age or later" is said in other units than the code's months)
+    + r"\s+(?P<unit>(?:[a-z]+(?:/[a-z]+)?,?\s+){1,2}"
+    + r"|(?!(?:year|month|week|day|hour|minute)s?\s)[a-z%°]+\s+of\s+[a-z]+\s+)?(?:or|and)\s+(?P<dir>"
     + "|".join(_POSTFIX_DIRS)
     + r")\b(?!\s+(?:than|to)\b)",  # "65 and over", but not "30 and fewer than 50" or "5 and up to 10"
     re.IGNORECASE,
 )
-# "tall from 70 inches up", "from $500 upward", "from 10 days down": the number and what lies past it
+# "tall from 70 inches up", "from $500 upward", "from 10 days down", "old from 85 years on": the
+# number and what lies past it ("on" only where the clause ends: "from 5 on the list" is a place)
 _FROM_UP = re.compile(
     r"\bfrom\s+"
     + _NUM
-    + r"\s+(?P<unit>(?:[a-z]+(?:/[a-z]+)?\s+){0,2})(?P<dir>up(?:wards?)?|down(?:wards?)?)\b(?!\s+(?:to|until|till)\b)",
+    + r"\s+(?P<unit>(?:[a-z]+(?:/[a-z]+)?\s+){0,2})(?P<dir>up(?:wards?)?|down(?:wards?)?|onwards?|on(?=\s*(?:[.,;:!?)]|$)))"
+    + r"\b(?!\s+(?:to|until|till)\b)",
     re.IGNORECASE,
 )
 _BETWEEN = re.compile(
@@ -524,6 +530,7 @@ def _subject_before(clause: str, start: int) -> list[str]:
 
 
 _MEASURES = set(LEXICON.units)
+_SPANS = {"year", "month", "week", "day", "hour", "minute"}
 
 
 def _subject_after(after: str) -> list[str]:
@@ -660,7 +667,7 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
                     continue  # "in the past 10 years": a span of time up to now, not a bound
                 op = next(o for p, o in _PREFIX_OPS if re.fullmatch(p, phrase, re.IGNORECASE))
             elif pattern is _FROM_UP:
-                op = ">=" if m.group("dir").lower().startswith("up") else "<="
+                op = ">=" if m.group("dir").lower().startswith(("up", "on")) else "<="
             else:
                 op = _POSTFIX_DIRS[m.group("dir").lower()]
             after = clause[m.end() : m.end() + 30]
@@ -698,6 +705,13 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
                 ]  # "1.0 mm of precipitation"
             count = "count" if _counts_rows(clause, m.start(), m.end()) else None
             unit_words = (m.groupdict().get("unit") or "").replace(",", " ").split()
+            if not subject and "of" in unit_words[1:2] and not is_prefix:
+                subject = [
+                    w for w in unit_words[2:] if w.lower() not in _STOPS
+                ]  # "1000 ppm of chloride or more"
+            if pattern is _FROM_UP:
+                # "old from 85 years on": a span of time measures the bound's quantity, it names none
+                unit_words = [w for w in unit_words if w.lower().rstrip("s") not in _SPANS]
             if not subject and unit_words and not is_prefix and unit_words[0].lower() not in _MEASURES:
                 # "how many have 3,000 residents or more": the words between the number and "or
                 # more" name the quantity; binding keeps them only when they name a column
@@ -990,6 +1004,12 @@ def _numbered_values(
             for c in numeric
             if word in (c.lower(), c.lower() + "s") or LEXICON.abbreviations.get(c.lower()) == word
         ]
+        text = m.group(0)
+        first = re.search(r"(?<![\w-])([A-Za-z]{3,})\s+$", clause[: m.start()])
+        if not named and first and not m.group("code"):
+            # "latitude band 40" for `lat_band`: the two words spell the name out
+            named = spelled_by([first.group(1), word], numeric)
+            text = clause[first.start() : m.end()]
         if not named and m.group("code"):
             # "region code 3" for `geo (a code from 1 to 4 for the firm's home region)`: the one
             # numeric column whose description in the task's text says the word ("day 201", "month
@@ -1004,7 +1024,7 @@ def _numbered_values(
             and float(info.low).is_integer()
             and info.low <= n <= info.high
         ):
-            out.append((m.group(0), named[:1], m.group("n")))
+            out.append((text, named[:1], m.group("n")))
     return out
 
 
@@ -1613,8 +1633,8 @@ def condition_part(segment: str, part: str) -> str:
     when its mean radius is 15 or more" the frame before "when" (who calls, which rows, the term) is
     accounted for by its form, and only the condition must parse whole. Any other segment is returned
     as it is; so is one whose frame negates or names another version of the rule."""
-    m = _DEFINITION_FRAME.search(segment)
-    if m is None or segment.find(part) < m.end() or _FRAME_OTHER.search(segment[: m.end()]):
+    m = definition_frame(segment)
+    if m is None or segment.find(part) < m.end():
         # "how many tastings had a grassy score over 2": the plural noun a count asks for names the
         # rows counted, accounted for by the form like a definition's frame
         head = _COUNT_HEAD.search(segment)
@@ -1622,6 +1642,17 @@ def condition_part(segment: str, part: str) -> str:
             return segment[: head.start()] + " " + segment[head.end() :]
         return segment
     return segment[m.end() :]
+
+
+def definition_frame(sentence: str) -> re.Match[str] | None:
+    """The frame of a plain definition sentence (who defines, which rows, the term), or None: none
+    there, or one that negates or names another version of the rule. The term defined is no word of
+    another version ("counts a subject as old from 85 on")."""
+    m = _DEFINITION_FRAME.search(sentence) or _DEFINITION_AS.search(sentence)
+    if m is None:
+        return None
+    frame = sentence[: m.start("term")] + sentence[m.end("term") : m.end()]
+    return None if _FRAME_OTHER.search(frame) else m
 
 
 _COUNT_HEAD = re.compile(r"\bhow\s+many\s+[a-z]{3,}s\b", re.IGNORECASE)
@@ -1633,12 +1664,23 @@ _FRAME_OTHER = re.compile(
     r"\b(?:not|never|no|would|could|withdraw\w*|dropped|old|previous\w*|original|earlier|former|before)\b",
     re.IGNORECASE,
 )
+_DEFINING_VERBS = (
+    r"(?:calls?|counts?|treats?|regards?|considers?|labels?|flags?|marks?|rates?|classif(?:y|ies))"
+)
 _DEFINITION_FRAME = re.compile(
     r"^\s*(?:(?:from (?:now|here) on|henceforth),?\s+)?(?:[\w'-]+\s+){0,4}?"
-    r"(?:calls?|counts?|treats?|regards?|considers?|labels?|flags?|marks?|classif(?:y|ies)|is|are)\s+"
-    r"(?:[\w'-]+\s+){1,8}?(?:when|whenever|if)\b"
+    rf"(?:{_DEFINING_VERBS}|is|are)\s+"
+    r"(?:[\w'-]+\s+){1,8}?(?:when|whenever|if)\b(?P<term>)"
     # "heavy spending is again anything over $1,000": the term, then what it covers
     r"|^\s*(?:[\w'-]+\s+){1,4}?(?:is|are|means?)\s+(?:again\s+|now\s+|still\s+)?(?:anything|everything|anyone)\b",
+    re.IGNORECASE,
+)
+# "For the age analysis the study protocol counts a subject as old from 85 years on": who defines,
+# which rows and the term (one word, right after "as"); the condition follows it
+_DEFINITION_AS = re.compile(
+    r"^\s*(?:for\s+(?:[\w'-]+\s+){1,4}?)?(?:[\w'-]+\s+){0,4}?"
+    + _DEFINING_VERBS
+    + r"\s+(?:[\w'-]+\s+){1,4}?as\s+(?P<term>[\w'-]+)\s",
     re.IGNORECASE,
 )
 

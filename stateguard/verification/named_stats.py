@@ -149,6 +149,61 @@ def bind_named(
         b.swapped(req, sel, agg, plan, needs_changed=True)
 
 
+# an item of a listing: after a colon, a comma or "and", up to the next comma, "and" or the end
+_ITEM = re.compile(r"(?:[:,;]|\band\b)\s*(?P<item>[^,;:.?!()]+?)\s*(?=,|;|\band\b|[.?!]|$)", re.IGNORECASE)
+
+
+def bare_totals(question: str, sem: CodeSemantics) -> list[tuple[Requirement, Selection, Aggregate]]:
+    """A mean or median the code names by a plural noun (`avg(number) AS depredations`) that the
+    question lists bare, with no statistic said in its item ("farms, hard-hit farms, depredations and
+    the largest number ..."): a plural said bare asks how many there are, a total, never a typical
+    value. The name must be the item's first word, whole, and a plural; the question must ask no mean
+    or median anywhere."""
+    if LEXICON.statistics_in(question, asked=True) & set(_CENTRAL):
+        return []
+    items = [m.group("item") for m in _ITEM.finditer(question)]
+    out: list[tuple[Requirement, Selection, Aggregate]] = []
+    for sel in sem.selections:
+        for agg in sel.aggregates:
+            name = agg.alias or ""
+            if (
+                agg.function not in _CENTRAL
+                or not agg.standalone
+                or agg.window
+                or not agg.column
+                or not re.fullmatch(r"[a-z]{4,}s", name)
+                or stated_by(name, agg.column)
+            ):
+                continue
+            said = [
+                i
+                for i in items
+                if re.fullmatch(rf"(?:the\s+)?{name}(?:\s+[a-z]+)?", i.strip(), re.IGNORECASE)
+            ]
+            if len(said) != 1 or LEXICON.statistics_in(said[0]):
+                continue
+            req = Requirement(
+                kind=Kind.AGGREGATION,
+                text=said[0].strip(),
+                function="sum",
+                subject=[agg.column],
+                columns=[agg.column],
+                fields=[name],
+            )
+            out.append((req, sel, agg))
+    return out
+
+
+def bind_bare(b: RequirementBinder, question: str, plan: Plan) -> None:
+    """Probe items (a changed answer required) for totals the question lists bare and the code averages."""
+    for req, sel, agg in bare_totals(question, b.sem):
+        plan.requirements.append(req)
+        plan.notes.append(
+            f"{req.describe()}: the question lists {req.text} bare; the code computes {agg.function}"
+        )
+        b.swapped(req, sel, agg, plan, needs_changed=True)
+
+
 def _names_central(text: str) -> bool:
     return bool(LEXICON.statistics_in(text) & set(_CENTRAL))
 

@@ -196,7 +196,7 @@ def groupable(
 def _names_after(words: list[str], columns: list[str]) -> bool:
     """Do the words after a coordination name a column, or a part of one's name ("and model year" for
     `model_year`)?"""
-    tokens = {t for c in columns for t in column_tokens(c)}
+    tokens = {t for c in columns for t in [*column_tokens(c), c.lower()]}  # `e4` by its whole name
     return any(w.lower() in tokens for w in words)
 
 
@@ -350,7 +350,9 @@ def stated_group(
             column = (
                 None
                 if named_any
-                else described_group(words, pool, described or {}, values or {}, [owner] if owner else [])
+                else described_group(
+                    words, pool, described or {}, values or {}, [owner] if owner else [], ids
+                )
             )
             if column is not None:
                 found.append((column, m.group(0)))
@@ -636,7 +638,10 @@ def _nouns(words: list[str]) -> bool:
     count"), a second key said in part of the phrase, rather than a clause that goes on ("and is
     flagged", "and then")?"""
     return bool(words) and all(
-        w.lower() not in _CLAUSE_WORDS | _NOT_NOUNS and w.replace("-", "").isalpha() for w in words
+        w.lower() not in _CLAUSE_WORDS | _NOT_NOUNS
+        and w.replace("-", "").isalnum()
+        and not w.replace("-", "").isdigit()  # "and e4 carrier group": a name with a number is a noun
+        for w in words
     )
 
 

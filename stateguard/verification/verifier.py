@@ -765,6 +765,7 @@ class SemanticVerifier:
             earlier = self.groupings.earlier_statistics(question, binder.sem) if self.config.regrouped else {}
             named_stats.bind_named(binder, question, plan, earlier)
             named_stats.bind_only(binder, question, plan, rule)
+            named_stats.bind_bare(binder, question, plan)
 
     def _carried(
         self,

@@ -339,6 +339,24 @@ def column_tokens(name: str) -> list[str]:
     return [t.lower() for t in spaced.split() if t]
 
 
+def spelled_by(said: list[str], columns: Iterable[str]) -> list[str]:
+    """Columns of two or more name tokens that the words said spell out one by one, in order: each
+    word is its token, begins with it (three letters or more) or is the word it stands for, so "latitude band" names `lat_band`
+    and "longitude band" `lon_band`. Numbered names and other counts of words name nothing."""
+    low = [w.lower() for w in said]
+    out = []
+    for c in dict.fromkeys(columns):
+        tokens = column_tokens(c)
+        if len(tokens) < 2 or len(tokens) != len(low) or any(t.isdigit() for t in tokens):
+            continue
+        if all(
+            w == t or (len(t) >= 3 and w.startswith(t)) or LEXICON.abbreviations.get(t) == w
+            for w, t in zip(low, tokens, strict=True)
+        ):
+            out.append(c)
+    return out
+
+
 def words(text: str) -> list[str]:
     out = []
     for w in re.findall(r"[A-Za-z][A-Za-z-]*", text.lower()):
@@ -411,8 +429,18 @@ def flag_words(column: str) -> str:
     tokens = column_tokens(column)
     if not tokens:
         return ""
-    parts = [re.escape(t) + (r"[a-z]{0,5}" if len(t) >= 4 else r"(?:e?s)?") for t in tokens]
-    return r"\b" + r"[\s-]+".join(parts) + r"(?:-[a-z]+)?\b"
+    parts = [
+        re.escape(t) + ("" if nxt.isdigit() else r"[a-z]{0,5}" if len(t) >= 4 else r"(?:e?s)?")
+        for t, nxt in zip(tokens, [*tokens[1:], ""], strict=True)
+    ]
+    # a number the name runs on into is said with it or apart ("e4 carriers" for `e4`)
+    seps = [r"[\s-]*" if t.isdigit() else r"[\s-]+" for t in tokens[1:]]
+    return (
+        r"\b"
+        + parts[0]
+        + "".join(sep + part for sep, part in zip(seps, parts[1:], strict=True))
+        + r"(?:-[a-z]+)?\b"
+    )
 
 
 def names_flag(said: str, column: str) -> bool:
@@ -692,11 +720,13 @@ def described_group(
     described: dict[str, tuple[str, ...]],
     values: dict[str, tuple[str, ...]],
     owner: list[str] | None = None,
+    ids: list[str] | None = None,
 ) -> str | None:
     """The one column a group phrase that names no column by its name describes: by the task's words
     for the column, or (a category noun) by what the column holds. `owner`: whose group the phrase
     says ("whose fathers held the same class of job"); where two columns' descriptions hold the
-    phrase, the one whose description also holds the owner is meant."""
+    phrase, the one whose description also holds the owner is meant. `ids`: numbered groups, which a
+    group noun alone never names."""
     for n in range(len(words), 0, -1):
         # the task's description, two words of it at least: one word ("year") matches descriptions by
         # chance ("age (years at sampling)")
@@ -708,6 +738,12 @@ def described_group(
             # for `lg (league code)`; "the same year" is not `age (years at sampling)`)
             else [c for c in columns if described.get(c, ())[:1] == (said[0].lower(),)]
             if len(said) == 1
+            # a group noun alone as the one word a column's description starts with ("the same status"
+            # for `y (the status: 0 for a control, 2 for a patient)`)
+            else [
+                c for c in columns if described.get(c, ())[:1] == (words[0].lower(),) and c not in (ids or [])
+            ]
+            if n == len(words) == 1
             else []
         )
         whole = n == len(words)  # the readings below take the whole phrase only

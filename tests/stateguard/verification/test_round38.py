@@ -1,0 +1,211 @@
+"""Round 38: a column named by words that spell its name out ("latitude band" for `lat_band`, "month
+number" for `month_no`), a bound said "from 85 years on" or "1000 ppm of chloride or more", a
+definition framed "counts a subject as old ...", a flag whose name runs into a number ("the e4
+carriers"), a group noun that opens one column's description ("the same status"), and a total the
+question lists bare that the code averages.
+
+Written from the misses of fresh53's look and the finals of fresh51 and fresh52 (seen splits).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stateguard.inspection.inspect import inspect_code
+from stateguard.verification import extract, rule_windows
+from stateguard.verification.named_stats import bare_totals
+from stateguard.verification.vocabulary import flag_words, names_flag, spelled_by
+from tests.stateguard.verification.conftest import Session, sandboxed
+
+
+def _bounds(text: str) -> list[tuple[str, list[str], str | None, float | None]]:
+    return [(r.text, r.subject, r.op, r.value) for r in extract.comparisons(text)]
+
+
+def test_a_bound_from_a_number_on() -> None:
+    assert _bounds("counts a subject as old from 85 years on.") == [("from 85 years on", [], ">=", 85.0)]
+    assert _bounds("old from 85 onwards") == [("from 85 onwards", [], ">=", 85.0)]
+    # "on" followed by more words is a place, not the end of a bound
+    assert _bounds("the rows from 5 on the list") == []
+    # the years' own bound is unchanged
+    assert _bounds("from 2015 on") == [("from 2015 on", ["year"], ">=", 2015.0)]
+
+
+def test_a_unit_of_a_quantity_then_or_more() -> None:
+    assert _bounds("when it holds 1000 ppm of chloride or more") == [
+        ("1000 ppm of chloride or more", ["chloride"], ">=", 1000.0)
+    ]
+    # a span of time "of age" is said in other units than the code may use (48 months): not read here
+    assert _bounds("four years of age or later, i.e. 48 months and up")[0][0] == "48 months and up"
+    assert len(_bounds("four years of age or later")) == 0
+
+
+def test_a_definition_framed_with_as_and_its_term() -> None:
+    sentence = "For the age analysis the study protocol counts a subject as old from 85 years on"
+    m = extract.definition_frame(sentence)
+    assert m is not None and m.group("term") == "old"
+    assert extract.condition_part(sentence, "from 85 years on").strip() == "from 85 years on"
+    # a frame that points at another version stays a whole segment
+    assert extract.definition_frame("The withdrawn rule counts a subject as frail from 85 on") is None
+
+
+@pytest.mark.parametrize(
+    ("said", "expected"),
+    [
+        (["latitude", "band"], ["lat_band"]),
+        (["longitude", "band"], ["lon_band"]),
+        (["month", "number"], ["month_no"]),
+        (["band"], []),
+        (["lateral", "banding", "extra"], []),
+    ],
+)
+def test_words_that_spell_a_name_out(said: list[str], expected: list[str]) -> None:
+    assert spelled_by(said, ["lat_band", "lon_band", "month_no", "speed", "heading"]) == expected
+
+
+def test_a_flag_whose_name_runs_into_a_number() -> None:
+    assert names_flag(["e4", "carriers"][0], "e4") and names_flag("e 4", "e4")
+    assert names_flag("posit86", "posit86")
+    assert not names_flag("e45", "e4")
+    assert flag_words("short_surv").startswith(r"\bshort")
+
+
+def test_a_group_noun_opening_one_description_names_that_column() -> None:
+    cols = ["y", "sex", "age", "e4"]
+    described = {"y": ("status", "control", "patient"), "age": ("years",)}
+    rule = (
+        "old means an age at or above the 75th percentile of the ages of all subjects with the same status."
+    )
+    found = rule_windows.stated_group(rule, cols, described, ["mean_age"], None, [], ["id"])
+    assert found is not None and found.column == "y"
+    # a second key after "and" (a name with a number) is read with the first; where its words name two
+    # columns (`e4`, `n_e4`) the phrase stays unread, never the first key alone
+    two = "reach the 75th percentile age of their status and e4 carrier group yet are under 85"
+    both = rule_windows.stated_group(two, cols, described, ["mean_age"], None, [], ["id"])
+    assert both is not None and (both.column, both.more) == ("y", ("e4",))
+    assert rule_windows.stated_group(two, [*cols, "n_e4"], described, ["mean_age"], None, [], ["id"]) is None
+    # a numbered group is never named by a group noun alone
+    assert rule_windows.stated_group(
+        "above the mean score of the pupil's own class", ["class_no"], {"class_no": ("class",)}, [], None, [], ["class_no"]
+    ) is None  # fmt: skip
+
+
+SEALS = """
+import json
+seals = pd.DataFrame({
+    "lat": [41.2, 40.5, 44.9, 43.1, 35.2, 36.8, 25.4, 29.9, 41.9, 44.0, 38.0, 30.5],
+    "speed": [0.9, 0.2, 1.1, 0.4, 0.95, 0.1, 0.3, 1.4, 0.85, 0.5, 0.2, 0.7],
+    "number": [3, 1, 4, 2, 6, 1, 5, 2, 3, 3, 2, 8],
+    "heading": ["NE", "SW", "NE", "NW", "SE", "SE", "NE", "SW", "NW", "NE", "SW", "SE"],
+})
+"""
+
+
+@pytest.mark.parametrize(("where", "caught"), [("WHERE lat_band = 40", False), ("", True)])
+def test_a_band_value_named_by_the_words_of_its_column(tmp_path: Path, where: str, caught: bool) -> None:
+    session, ws = sandboxed(tmp_path, SEALS + "con.execute('CREATE TABLE cells AS SELECT * FROM seals')")
+    try:
+        code = (
+            "import json\n"
+            "con.execute('CREATE TABLE marked AS SELECT *, CAST(floor(lat / 5) * 5 AS INTEGER) AS lat_band,"
+            " speed >= 0.8 AS fast FROM cells')\n"
+            "n = con.execute('SELECT count_if(fast) FROM marked').fetchone()[0]\n"
+            f"pct = con.execute('SELECT 100.0 * count_if(fast) / count(*) FROM marked {where}').fetchone()[0]\n"
+            "print(json.dumps({'n_fast': n, 'pct_band40_fast': round(pct, 2)}))"
+        )
+        question = (
+            "Make a table `marked` from `cells` adding lat_band (the latitude rounded down to a multiple of 5) "
+            "and a boolean fast (a speed of 0.8 or more). How many cells are fast, and what share of the cells "
+            "in latitude band 40 (in percent) is fast?"
+        )
+        findings = session.turn(question, code)
+    finally:
+        ws.close()
+    assert bool(findings) is caught
+    if caught:
+        assert "lat_band" in findings[0].reason
+
+
+@pytest.mark.parametrize(("keys", "caught"), [('"lat_band"', False), ('["lat_band", "heading"]', True)])
+def test_a_group_key_named_by_the_words_of_its_column(keys: str, caught: bool) -> None:
+    session = Session()
+    assert session.ws.run_cell(SEALS + 'seals["lat_band"] = (seals["lat"] // 5 * 5).astype(int)\n').ok
+    code = (
+        f'tab = seals.groupby({keys})["speed"].mean().round(3)\n'
+        'print(json.dumps({"mean_speed": {str(k): float(v) for k, v in tab.items()}}))'
+    )
+    findings = session.turn("What is the average speed per latitude band?", code)
+    assert bool(findings) is caught
+
+
+@pytest.mark.parametrize(("cut", "caught"), [(85, False), (80, True)])
+def test_a_definition_from_a_number_on_binds_the_flag(cut: int, caught: bool) -> None:
+    session = Session()
+    assert session.ws.run_cell(
+        "import json\nsubjects = pd.DataFrame({'age': [60, 72, 81, 83, 86, 90, 79, 84, 88, 70]})"
+    ).ok
+    code = (
+        f"subjects['old'] = subjects['age'] >= {cut}\n"
+        "print(json.dumps({'n_old': int(subjects['old'].sum())}))"
+    )
+    question = (
+        "For the age analysis the study protocol counts a subject as old from 85 years on. Add a boolean "
+        "old to `subjects`. How many subjects are old?"
+    )
+    findings = session.turn(question, code)
+    assert bool(findings) is caught
+
+
+@pytest.mark.parametrize(("where", "caught"), [("WHERE e4", False), ("", True)])
+def test_the_carriers_of_a_flag_named_with_a_number(tmp_path: Path, where: str, caught: bool) -> None:
+    setup = (
+        "subjects = pd.DataFrame({'age': [60, 72, 81, 83, 86, 90, 79, 84, 88, 70],"
+        " 'e4': [True, False, True, False, False, True, True, False, False, True]})\n"
+        "con.execute('CREATE TABLE marked AS SELECT * FROM subjects')"
+    )
+    session, ws = sandboxed(tmp_path, setup)
+    try:
+        code = (
+            "import json\n"
+            f"n, old = con.execute('SELECT count(*), count_if(age >= 80) FROM marked {where}').fetchone()\n"
+            "print(json.dumps({'n_carriers': n, 'n_80_plus': old}))"
+        )
+        findings = session.turn(
+            "Only the e4 carriers for a moment: how many are there, and how many of them are 80 or older?",
+            code,
+        )
+    finally:
+        ws.close()
+    assert bool(findings) is caught
+
+
+def test_a_bare_plural_the_code_averages_is_a_total() -> None:
+    question = (
+        "One row per band in a table `band_tab`: farms, depredations and the largest number on one farm. "
+        "Which band has the most farms?"
+    )
+    sql = (
+        "con.execute('CREATE TABLE band_tab AS SELECT band, count(*) AS farms, {f}(number) AS depredations, "
+        "max(number) AS max_number FROM farms GROUP BY band')"
+    )
+    [(req, _, agg)] = bare_totals(question, inspect_code(sql.format(f="avg")))
+    assert (req.function, agg.function, req.fields) == ("sum", "mean", ["depredations"])
+    assert bare_totals(question, inspect_code(sql.format(f="sum"))) == []
+    # a question that asks a mean anywhere leaves the names to the ordinary reading
+    assert bare_totals(question.replace("the largest", "the mean"), inspect_code(sql.format(f="avg"))) == []
+
+
+@pytest.mark.parametrize(("fn", "caught"), [("sum", False), ("mean", True)])
+def test_a_bare_total_averaged_is_found_on_a_changed_answer(fn: str, caught: bool) -> None:
+    session = Session()
+    assert session.ws.run_cell(SEALS + 'seals["lat_band"] = (seals["lat"] // 5 * 5).astype(int)\n').ok
+    code = (
+        f'tab = seals.groupby("lat_band").agg(cells=("speed", "size"), depredations=("number", "{fn}"))\n'
+        'print(json.dumps({"band_tab": {str(k): [int(r.cells), float(r.depredations)] for k, r in tab.iterrows()}}))'
+    )
+    findings = session.turn(
+        "One row per lat_band in a table `tab`: cells and depredations. Report the table.", code
+    )
+    assert bool(findings) is caught
