@@ -269,11 +269,27 @@ def _sql_flags(sql: str) -> list[tuple[str, str]]:
         return []
     if not isinstance(tree, exp.Select):
         return []
+    # `SELECT *, speed_raw AS speed, speed_raw >= 0.8 AS fast`: a column the same list puts out under a
+    # name of its own holds the same values under that name, the name later turns read
+    renamed = {
+        item.this.name: item.alias
+        for item in tree.expressions
+        if isinstance(item, exp.Alias) and isinstance(item.this, exp.Column) and item.this.name != item.alias
+    }
     out = []
     for item in star_replaced(tree):  # `SELECT * REPLACE (kappa > 2 AS raised)` redefines `raised`
         if not isinstance(item, exp.Alias):
             continue
-        text = _flag_text(item.this)
+        body = item.this
+        if renamed and item.alias not in renamed.values():
+            body = body.copy().transform(
+                lambda n: (
+                    exp.column(renamed[n.name])
+                    if isinstance(n, exp.Column) and not n.table and n.name in renamed
+                    else n
+                )
+            )
+        text = _flag_text(body)
         if text is not None:
             out.append((item.alias, text))
     return out

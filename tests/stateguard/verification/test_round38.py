@@ -17,7 +17,7 @@ from stateguard.inspection.inspect import inspect_code
 from stateguard.verification import extract, rule_windows
 from stateguard.verification.named_stats import bare_totals
 from stateguard.verification.vocabulary import flag_words, names_flag, spelled_by
-from tests.stateguard.verification.conftest import Session, sandboxed
+from tests.stateguard.verification.conftest import Session, flag_history, sandboxed
 
 
 def _bounds(text: str) -> list[tuple[str, list[str], str | None, float | None]]:
@@ -209,3 +209,22 @@ def test_a_bare_total_averaged_is_found_on_a_changed_answer(fn: str, caught: boo
         "One row per lat_band in a table `tab`: cells and depredations. Report the table.", code
     )
     assert bool(findings) is caught
+
+
+def test_a_flag_on_a_column_the_same_select_renames_is_recorded_by_the_new_name() -> None:
+    first = (
+        'con.execute("""CREATE TABLE marked AS SELECT *, speed_raw AS speed, speed_raw >= 0.8 AS fast '
+        'FROM (SELECT *, sqrt(dx * dx + dy * dy) AS speed_raw FROM grid)""")'
+    )
+    later = (
+        'con.execute("""CREATE OR REPLACE TABLE marked AS SELECT * REPLACE '
+        '(speed >= 1.2 * median(speed) OVER (PARTITION BY band) AS fast) FROM marked""")'
+    )
+    history = flag_history((2, first, "Add a boolean fast."), (7, later, "Rewrite fast the modeller's way."))
+    assert [v.text for v in history.versions["fast"]][0] == "speed >= 0.8"
+    restating = "n = con.execute('SELECT count_if(speed >= 0.8) FROM marked').fetchone()[0]"
+    [found] = history.restated("How many cells are fast now?", restating, inspect_code(restating))
+    assert (found.before, found.after) == ("speed >= 0.8", "fast")
+    # the flag read as it stands is no restatement
+    reading = "n = con.execute('SELECT count_if(fast) FROM marked').fetchone()[0]"
+    assert history.restated("How many cells are fast now?", reading, inspect_code(reading)) == []
