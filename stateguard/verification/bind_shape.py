@@ -210,7 +210,8 @@ def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
                 )
             )
         return
-    sel = grouped[-1]
+    recoded = _recoded(b, keys, grouped)
+    sel = recoded[0] if recoded else grouped[-1]
     plan.notes.append(f"{req.describe()}: the code groups by {', '.join(sel.group_keys)}")
     if sel.language == "sql" and sel.sql:
         bands = [sql_edit.alias_columns(sel.sql, _name(g)) for g in sel.group_keys]
@@ -231,10 +232,15 @@ def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
         return
     site = None
     if sel.language == "sql" and b.con and sel.sql:
-        distinct = sql_edit.distinct_keys_sql(sel.sql, keys)
-        pairs = sql_edit.distinct_keys_sql(sel.sql, [*keys, *sel.group_keys])
+        # a key named after a stated one (`age_years` for "age"): counted by the code's key, and read only
+        # where a table holding both shows them one to one
+        said = [recoded[1].get(k, k) for k in keys] if recoded else keys
+        distinct = sql_edit.distinct_keys_sql(sel.sql, said)
+        pairs = sql_edit.distinct_keys_sql(sel.sql, [*said, *sel.group_keys])
         if distinct:
             site = _sql_groups_site(b.con, sel.sql, distinct, pairs)
+            if recoded:
+                site += "\n" + _one_to_one(b.con, recoded[2])
     else:
         frame = _grouped_frame(b, sel, keys)
         partition = _partition_item(b, req, sel, frame, keys) if frame else None
@@ -341,6 +347,50 @@ def _date_part_grouping(b: Binder, req: Requirement, part: tuple[str, str], plan
     pairs = sql_edit.distinct_keys_sql(sel.sql, [f"{fn}({column})", *sel.group_keys])
     site = _sql_groups_site(b.con or "", sel.sql, distinct, pairs)
     plan.items.append(b.item(req, "group_keys", site, b.variables(sel), "grouping"))
+
+
+def _recoded(
+    b: Binder, keys: list[str], grouped: list[Selection]
+) -> tuple[Selection, dict[str, str], list[tuple[str, str, str]]] | None:
+    """The SQL grouping whose keys hold each stated key by its own name or by a name that starts with
+    it (`w.age_years` for "age"), at least one of them renamed so, with a table the run holds that has
+    each renamed pair side by side: that selection, stated key -> the code's key, and (table, stated,
+    code's) for each renamed pair."""
+    for sel in grouped:
+        if sel.language != "sql":
+            continue
+        mapping: dict[str, str] = {}
+        for k in keys:
+            low = k.lower()
+            named = [g for g in sel.group_keys if _name(g) == low or _name(g).startswith(low + "_")]
+            if len(named) != 1:
+                break
+            mapping[k] = named[0]
+        else:
+            renamed = [(k, _name(g)) for k, g in mapping.items() if _name(g) != k.lower()]
+            pairs = []
+            for k, g in renamed:
+                table = next((t for t, cols in b.vocab.tables.items() if k in cols and g in cols), None)
+                if table is None:
+                    break
+                pairs.append((table, k, g))
+            else:
+                if pairs:
+                    return sel, mapping, pairs
+    return None
+
+
+def _one_to_one(con: str, pairs: list[tuple[str, str, str]]) -> str:
+    """Probe lines: the finding stands only where every renamed key pair is one to one in its table."""
+    lines = ["_same = True"]
+    for table, k, g in pairs:
+        query = (
+            f'SELECT count(DISTINCT "{k}") = count(*) AND count(DISTINCT "{g}") = count(*) '
+            f'FROM (SELECT DISTINCT "{k}", "{g}" FROM "{table}")'
+        )
+        lines.append(f"_same = _same and bool({con}.execute({query!r}).fetchone()[0])")
+    lines.append("_v = bool(_v and _same)")
+    return "\n".join(lines)
 
 
 def _sql_groups_site(con: str, sql: str, distinct: str, pairs: str | None = None) -> str:

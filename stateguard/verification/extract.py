@@ -127,7 +127,8 @@ _POSTFIX = re.compile(
     + r"\s+(?P<unit>(?:[a-z]+(?:/[a-z]+)?,?\s+){1,2}"
     + r"|(?!(?:year|month|week|day|hour|minute)s?\s)[a-z%°]+\s+of\s+[a-z]+\s+)?(?:or|and)\s+(?P<dir>"
     + "|".join(_POSTFIX_DIRS)
-    + r")\b(?!\s+(?:than|to)\b)",  # "65 and over", but not "30 and fewer than 50" or "5 and up to 10"
+    # "65 and over", "2 years or more to be diagnosed", but not "30 and fewer than 50" or "5 and up to 10"
+    + r")\b(?!\s+(?:than\b|to\s+(?:[a-z]+\s+){0,2}[$€£]?-?\d))",
     re.IGNORECASE,
 )
 # "tall from 70 inches up", "from $500 upward", "from 10 days down", "old from 85 years on": the
@@ -869,6 +870,7 @@ def scopes(
         + _everyday_values(vocab, tables)
         + _numbered_values(clause, vocab, tables)
         + _role_values(clause, vocab, tables)
+        + _month_values(clause, vocab, tables)
     )
     for value, cols, stored in candidates:
         coded = stored != value
@@ -1025,6 +1027,47 @@ def _numbered_values(
             and info.low <= n <= info.high
         ):
             out.append((text, named[:1], m.group("n")))
+    return out
+
+
+_MONTHS = (
+    "January", "February", "March", "April", "May", "June",
+    "July", "August", "September", "October", "November", "December",
+)  # fmt: skip
+
+
+def _month_values(
+    clause: str, vocab: Vocabulary, tables: list[str] | None
+) -> list[tuple[str, list[str], str]]:
+    """A month said by its name where the data numbers months: the one numeric month column (`month`,
+    `mo`, values within 1 to 12) takes the month's number. Read only in the plural ("the Julys") or
+    after "in" with no range or year after it ("in July", not "in July 1950" or "in June to August");
+    a name in a list of months ("'summer' for June to August") is no value."""
+    numeric = [
+        c
+        for t in (vocab.tables if tables is None else [t for t in tables if t in vocab.tables])
+        for c, i in vocab.tables[t].items()
+        if i.kind == "num"
+        and i.low is not None
+        and i.high is not None
+        and float(i.low).is_integer()
+        and 1 <= i.low <= i.high <= 12
+        and any(t == "month" or LEXICON.abbreviations.get(t) == "month" for t in column_tokens(c))
+    ]
+    columns = list(dict.fromkeys(numeric))
+    if len(columns) != 1:
+        return []
+    out = []
+    for n, name in enumerate(_MONTHS, start=1):
+        plural = name[:-1] + "ies" if name.endswith("y") and name not in ("May", "July") else name + "s"
+        if re.search(rf"(?<![\w-]){plural}(?![\w-])", clause):
+            out.append((plural, columns, str(n)))
+        elif re.search(
+            rf"\bin\s+{name}\b(?!\s*(?:to\b|through\b|and\b|or\b|-|–|,\s*[A-Z]|\d|'))", clause
+        ) and not re.search(
+            rf"\b(?:from|to|through|and|or)\s+{name}\b|{name}\s*(?:to|through|-|–)\s", clause
+        ):
+            out.append((name, columns, str(n)))
     return out
 
 

@@ -26,7 +26,7 @@ from stateguard.verification.bind import RequirementBinder
 from stateguard.verification.binder import Plan
 from stateguard.verification.code_text import unwrapped
 from stateguard.verification.requirements import Kind, Requirement
-from stateguard.verification.vocabulary import column_tokens
+from stateguard.verification.vocabulary import Vocabulary, column_tokens
 
 _SWAPPABLE = ("mean", "median", "sum")
 _CENTRAL = ("mean", "median")  # the one statistic of `only_statistic`: a typical value, asked one way
@@ -194,12 +194,53 @@ def bare_totals(question: str, sem: CodeSemantics) -> list[tuple[Requirement, Se
     return out
 
 
+_SHARE = re.compile(r"\b(?:share|proportion|fraction|percentage|rate)\b", re.IGNORECASE)
+
+
+def indicator_medians(
+    question: str, sem: CodeSemantics, vocab: Vocabulary
+) -> list[tuple[Requirement, Selection, Aggregate]]:
+    """A median of a 0/1 indicator where the question asks a share ("the share of visits with wheeze")
+    and says no median anywhere: a median of zeros and ones is 0 or 1, never a share; the share is
+    the indicator's mean."""
+    if not _SHARE.search(question) or "median" in LEXICON.statistics_in(question):
+        return []
+    indicators = {
+        c
+        for cols in vocab.tables.values()
+        for c, i in cols.items()
+        if i.kind == "num" and i.low == 0 and i.high == 1
+    }
+    return [
+        (
+            Requirement(
+                kind=Kind.AGGREGATION,
+                text="a share of an indicator",
+                function="mean",
+                subject=[agg.column],
+                columns=[agg.column],
+            ),
+            sel,
+            agg,
+        )
+        for sel in sem.selections
+        for agg in sel.aggregates
+        if agg.function == "median" and agg.column in indicators and agg.standalone and not agg.window
+    ]
+
+
 def bind_bare(b: RequirementBinder, question: str, plan: Plan) -> None:
     """Probe items (a changed answer required) for totals the question lists bare and the code averages."""
     for req, sel, agg in bare_totals(question, b.sem):
         plan.requirements.append(req)
         plan.notes.append(
             f"{req.describe()}: the question lists {req.text} bare; the code computes {agg.function}"
+        )
+        b.swapped(req, sel, agg, plan, needs_changed=True)
+    for req, sel, agg in indicator_medians(question, b.sem, b.vocab):
+        plan.requirements.append(req)
+        plan.notes.append(
+            f"{req.describe()}: the question asks a share; the code takes the median ({agg.text})"
         )
         b.swapped(req, sel, agg, plan, needs_changed=True)
 

@@ -228,3 +228,78 @@ def test_a_flag_on_a_column_the_same_select_renames_is_recorded_by_the_new_name(
     # the flag read as it stands is no restatement
     reading = "n = con.execute('SELECT count_if(fast) FROM marked').fetchone()[0]"
     assert history.restated("How many cells are fast now?", reading, inspect_code(reading)) == []
+
+
+# After fresh54's first look (its two clean-run false repairs and some of its misses)
+
+
+def test_a_bound_said_before_to_and_a_verb_is_read() -> None:
+    assert _bounds("how many of them took 2 years or more to be diagnosed?") == [
+        ("2 years or more", ["them", "took"], ">=", 2.0)
+    ]
+    assert _bounds("5 and up to 10") == [("up to 10", [], "<=", 10.0)]
+
+
+def test_a_month_said_by_name_where_the_data_numbers_months() -> None:
+    from stateguard.verification.vocabulary import ColumnInfo, Vocabulary
+
+    vocab = Vocabulary(
+        tables={"monthly": {"month": ColumnInfo(kind="num", low=1, high=12), "temp": ColumnInfo(kind="num")}}
+    )
+
+    def read(text: str) -> list[tuple[list[str], list[str]]]:
+        return [(r.columns, r.values) for r in extract.scopes(text, vocab, None)]
+
+    assert read("what percentage of the Julys is warm?") == [(["month"], ["7"])]
+    assert read("how many months in May were warm?") == [(["month"], ["5"])]
+    # a list or range of months, or a month of a year, is no value
+    assert read("season ('summer' for June to August)") == []
+    assert read("the floods in July 1950") == []
+    # a month column that is no number from 1 to 12 takes no month's name
+    other = Vocabulary(tables={"t": {"month": ColumnInfo(kind="num", low=1, high=480)}})
+    assert extract.scopes("the Julys", other, None) == []
+
+
+WAVES = """
+import json
+import duckdb
+con = duckdb.connect()
+visits = pd.DataFrame({"child": [1, 1, 1, 2, 2, 2, 3, 3, 3], "age": [-1, 0, 1] * 3,
+                       "wheeze": [1, 1, 0, 0, 1, 1, 1, 1, 1]})
+visits["age_years"] = visits["age"] + 9
+con.execute("CREATE TABLE followup AS SELECT * FROM visits")
+con.execute("CREATE TABLE waves AS SELECT * FROM (VALUES (7, 'Ames'), (8, 'Byrd'), (9, 'Cole'), (10, 'Diaz'), (11, 'Egan')) w(age_years, who)")
+"""
+
+
+@pytest.mark.parametrize(("keys", "caught"), [("w.age_years", False), ("w.age_years, f.child", True)])
+def test_a_key_named_after_the_stated_one_is_that_grouping(tmp_path: Path, keys: str, caught: bool) -> None:
+    session, ws = sandboxed(tmp_path, WAVES)
+    try:
+        code = (
+            "rows = con.execute('''SELECT w.age_years, count(f.child) FROM waves w LEFT JOIN followup f\n"
+            f"  ON f.age_years = w.age_years AND f.wheeze = 1 GROUP BY {keys} ORDER BY 1''').fetchall()\n"
+            "print(json.dumps({'n_wheezy_by_age': {str(a): n for a, n in rows}}))"
+        )
+        findings = session.turn(
+            "For each age on the wave sheet, the number of wheezy visits in `followup` (0 where there are none).",
+            code,
+        )
+    finally:
+        ws.close()
+    assert bool(findings) is caught
+
+
+def test_a_share_taken_as_the_median_of_an_indicator() -> None:
+    from stateguard.verification.named_stats import indicator_medians
+    from stateguard.verification.vocabulary import ColumnInfo, Vocabulary
+
+    vocab = Vocabulary(tables={"tracked": {"resp": ColumnInfo(kind="num", low=0, high=1)}})
+    sql = "con.execute('CREATE TABLE age_tab AS SELECT age, {f}(resp) AS wheeze_rate FROM tracked GROUP BY age')"
+    question = "Break `tracked` down by age: the share of visits with wheeze (as a fraction)."
+    [(req, _, agg)] = indicator_medians(question, inspect_code(sql.format(f="median")), vocab)
+    assert (req.function, agg.function, agg.column) == ("mean", "median", "resp")
+    assert indicator_medians(question, inspect_code(sql.format(f="avg")), vocab) == []
+    # a median the question asks for is the ordinary reading's
+    asked = question.replace("the share", "the median share")
+    assert indicator_medians(asked, inspect_code(sql.format(f="median")), vocab) == []
