@@ -811,6 +811,13 @@ LEXICON = Lexicon(
             "treats",
             "treated",
             "given",  # "the answers given by respondents with ...": a passive verb, its agent after "by"
+            # "the days that follow a down day", "that came after an up day": order in time, no condition
+            "follow",
+            "follows",
+            "followed",
+            "come",
+            "comes",
+            "came",
             "somewhere",  # "somewhere from 20 to 29 home runs": a hedge before a range
             "anywhere",
             "consider",

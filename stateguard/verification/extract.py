@@ -614,6 +614,16 @@ FRACTION_AFTER = re.compile(
 MULTIPLE_AFTER = re.compile(r"\s*(?:and\s+a\s+half\s+)?(?:times\b|x\s+the\b|×|-?fold\b)", re.IGNORECASE)
 
 
+_EITHER_WAY = re.compile(r"\s*(?:either\s+way|in\s+either\s+direction|each\s+way|up\s+or\s+down)\b", re.I)
+_PRONOUN_ONE = re.compile(r"\s+(?:after|before|that|which|who|whose|where|when)\b", re.IGNORECASE)
+
+
+def pronoun_one(number: str, after: str) -> bool:
+    """Is "one" a pronoun here ("a day after a flat day moves less than one after a fall"): the word
+    right before a preposition of time or a relative word, standing for a noun said before it."""
+    return number.lower() == "one" and _PRONOUN_ONE.match(after) is not None
+
+
 def comparisons(clause: str, source: str = "question") -> list[Requirement]:
     if _THE_REST.search(clause):
         return []  # the bound's rows are compared with the rest: a split into groups, not a filter
@@ -674,6 +684,10 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
             after = clause[m.end() : m.end() + 30]
             if re.match(r"\s*(?:decimal|d\.p\.|digits)", after, re.IGNORECASE):
                 continue
+            if pronoun_one(m.group("num"), after):
+                continue  # "moves less than one after a fall": "one" stands for a day, no number
+            if _EITHER_WAY.match(after):
+                continue  # "a return of 3 % or more either way": a bound on the size, no side of the value
             if m.group("pct") and re.match(r"\s*of\b", after, re.IGNORECASE):
                 continue  # "at least 10 percent of the firm's market value": a ratio to another quantity
             if MULTIPLE_AFTER.match(after):
@@ -1588,10 +1602,14 @@ _STEMS = re.compile(
 
 def _segment(text: str, part: str) -> str:
     """The comma/colon/parenthesis-delimited segment of `text` that holds `part` (all of `text`
-    when `part` is not found verbatim)."""
+    when `part` is not found verbatim). An occurrence in quotes is a label written out ("'up', 'down' or
+    'flat'"): the first one outside quotes is meant, where there is one."""
     at = text.find(part)
     if at < 0:
         return text
+    bare = [m.start() for m in re.finditer(re.escape(part), text) if not _in_quotes(text, m.start())]
+    if bare:
+        at = bare[0]
     starts = [m.end() for m in _SEGMENT_END.finditer(text, 0, at)]
     start = starts[-1] if starts else 0
     end_match = _SEGMENT_END.search(text, at + len(part))
@@ -1707,9 +1725,7 @@ _FRAME_OTHER = re.compile(
     r"\b(?:not|never|no|would|could|withdraw\w*|dropped|old|previous\w*|original|earlier|former|before)\b",
     re.IGNORECASE,
 )
-_DEFINING_VERBS = (
-    r"(?:calls?|counts?|treats?|regards?|considers?|labels?|flags?|marks?|rates?|classif(?:y|ies))"
-)
+_DEFINING_VERBS = r"(?:calls?|counts?|treats?|regards?|considers?|labels?|flags?|marks?|rates?|logs?|records?|classif(?:y|ies))"
 _DEFINITION_FRAME = re.compile(
     r"^\s*(?:(?:from (?:now|here) on|henceforth),?\s+)?(?:[\w'-]+\s+){0,4}?"
     rf"(?:{_DEFINING_VERBS}|is|are)\s+"

@@ -370,6 +370,20 @@ def stated_group(
         span = rule[hits[0].start() : hits[1].end()]
         return Stated(found[0][0], span, (found[1][0],))
     if len(keys) == 1 and not whole:
+        first, second = sorted(hits, key=lambda m: m.start()) if len(hits) == 2 else (None, None)
+        if (
+            first is not None
+            and second is not None
+            and len(found) == 1
+            and first.end() <= second.start()
+            and re.search(
+                r"\b(?:whose|who|which|where)\b", rule[first.start() : second.start()], re.IGNORECASE
+            )
+            and _one_peer_clause(rule, hits)
+        ):
+            # "of the same era whose previous day moved in the same direction": the peers' second key
+            # is said in words that name no column, so the group is not read whole
+            return None
         return Stated(found[0][0], found[0][1])
     if not whole and len(hits) == 2 and len(found) == 2 and len(keys) == 2 and _one_peer_clause(rule, hits):
         # "the spells of people of the same sex who are out of work for the same reason": two phrases

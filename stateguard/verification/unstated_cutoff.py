@@ -36,6 +36,7 @@ from stateguard.verification.extract import (
     _UNITS,
     _WORDNUM,
     FRACTION_AFTER,
+    pronoun_one,
     word_number,
 )
 from stateguard.verification.requirements import CODE_COMPARATOR, METHODS, UNIT_SCALES, Kind, Requirement
@@ -166,6 +167,8 @@ def bounds(text: str) -> list[tuple[float, bool, str | None, str]]:
             text[m.end() : m.end() + 30]
         ):
             continue  # "at least one and a half times the median", "three quarters of": not the number
+        if pronoun_one(m.group("num"), text[m.end() : m.end() + 30]):
+            continue  # "less than one after a fall": a pronoun, no number
         if (x := _value(m.group("num"))) is not None:
             rate = _RATE.match(text[m.end() : m.end() + 40])
             den = _value(rate.group("den")) if rate else None

@@ -303,3 +303,63 @@ def test_a_share_taken_as_the_median_of_an_indicator() -> None:
     # a median the question asks for is the ordinary reading's
     asked = question.replace("the share", "the median share")
     assert indicator_medians(asked, inspect_code(sql.format(f="median")), vocab) == []
+
+
+# After fresh55's first look (its one clean-run false repair and some of its misses)
+
+
+def test_a_peers_second_key_in_words_of_no_column_leaves_the_group_unread() -> None:
+    rule = (
+        "a day is a big move when its size is at least 4 times the median size of all days in `days` of the "
+        "same era whose previous day moved in the same direction."
+    )
+    assert (
+        rule_windows.stated_group(rule, ["era", "prior", "big"], {}, ["size", "ret"], None, [], ["day_no"])
+        is None
+    )
+    alone = (
+        "a day is a big move when its size is at least 4 times the median size of the days of the same era."
+    )
+    found = rule_windows.stated_group(
+        alone, ["era", "prior", "big"], {}, ["size", "ret"], None, [], ["day_no"]
+    )
+    assert found is not None and found.column == "era"
+
+
+def test_one_as_a_pronoun_is_no_number() -> None:
+    from stateguard.verification import unstated_cutoff
+
+    prose = "a day after a flat day moves less than one after a fall."
+    assert _bounds(prose) == [] and unstated_cutoff.stated(prose) == {}
+    assert _bounds("at least one of the visits")[0][3] == 1.0
+    assert _bounds("more than one standard deviation")[0][3] == 1.0
+
+
+def test_a_bound_either_way_is_on_the_size() -> None:
+    assert _bounds("the return is 3 % or more either way") == []
+    assert _bounds("the return is 3 % or more")[0][3] == 3.0
+
+
+def test_a_value_first_said_in_quotes_is_read_where_said_bare() -> None:
+    from stateguard.verification.vocabulary import ColumnInfo, Vocabulary
+
+    vocab = Vocabulary(
+        tables={
+            "days": {
+                "prior": ColumnInfo(kind="text", values=["up", "down", "flat"]),
+                "size": ColumnInfo(kind="num"),
+                "big": ColumnInfo(kind="bool", values=["False", "True"]),
+            }
+        }
+    )
+    question = (
+        "Add prior ('up', 'down' or 'flat' by the sign of the day before's return). What percentage of the days "
+        "that follow a down day are big moves?"
+    )
+    [scope] = [r for r in extract.extract(question, vocab=vocab) if r.kind.value == "scope"]
+    assert scope.values == ["down"] and extract.parses_whole(question, scope, vocab, None)
+
+
+def test_a_definition_framed_by_what_a_desk_logs() -> None:
+    sentence = "The trading desk logs a big move whenever the return is 3 % or more"
+    assert extract.condition_part(sentence, "3 % or more").strip() == "the return is 3 % or more"
