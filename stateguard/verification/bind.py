@@ -973,6 +973,8 @@ def _outworded(subject: list[str], column: str, pool: list[str], words: dict[str
     left = [w for w in said if not resolve_column([w], [column]) and word_root(w) not in own]
     if len(said) < 2 or not left or not tokens:
         return False
+    if any(c != column and set(left) & set(column_tokens(c)) for c in pool):
+        return True  # "a success rate" beside `success` and `nation_rate`: "rate" is another name's word
     return any(c != column for c in described_columns(subject, pool, words, in_row=True))
 
 

@@ -363,3 +363,25 @@ def test_a_value_first_said_in_quotes_is_read_where_said_bare() -> None:
 def test_a_definition_framed_by_what_a_desk_logs() -> None:
     sentence = "The trading desk logs a big move whenever the return is 3 % or more"
     assert extract.condition_part(sentence, "3 % or more").strip() == "the return is 3 % or more"
+
+
+@pytest.mark.parametrize(("cut", "caught"), [(0.3, False), (0.5, True)])
+def test_a_subject_word_another_column_names_is_no_part_of_the_first(
+    tmp_path: Path, cut: float, caught: bool
+) -> None:
+    setup = (
+        "appeals = pd.DataFrame({'success': [1, 0, 0, 1, 0, 1, 0, 0],"
+        " 'nation_rate': [0.1, 0.2, 0.4, 0.6, 0.25, 0.45, 0.35, 0.15]})\n"
+        "con.execute('CREATE TABLE docket AS SELECT * FROM appeals')"
+    )
+    session, ws = sandboxed(tmp_path, setup)
+    try:
+        code = (
+            "import json\n"
+            f"n = con.execute('SELECT count_if(nation_rate < {cut}) FROM docket').fetchone()[0]\n"
+            "print(json.dumps({'n_rate_under_0_3': n}))"
+        )
+        findings = session.turn("How many appeals come from nations with a success rate under 0.3?", code)
+    finally:
+        ws.close()
+    assert bool(findings) is caught
