@@ -213,6 +213,7 @@ def stated_group(
     the words the task's text describes each column with, read where no column's name is said;
     `measures`: the other columns of the tables, a phrase naming one of them ("its council-tax band",
     bands of `council_tax`) is no group column; `ids`: numbered groups (`class`), named only whole."""
+    rule = _asked_of(rule, [*columns, *(years or []), *(ids or [])])
     whole = _WHOLE.search(rule)
     found: list[tuple[str, str]] = []
     hits = _phrase_hits(rule)
@@ -399,6 +400,16 @@ _APART = re.compile(
     r"[.,;:!?()]|\d|\b(?:than|times|above|below|over|under|percentile|quartile|but|while|whereas)\b",
     re.IGNORECASE,
 )
+
+
+def _asked_of(rule: str, columns: list[str]) -> str:
+    """ "the same answer to MBSA2" read as "the same MBSA2": a noun of what a column holds, then the
+    column's very name after "to", "on" or "for" (as the data writes it), is a group by that column."""
+    names = sorted({c for c in columns if len(c) >= 2}, key=len, reverse=True)
+    if not names:
+        return rule
+    pattern = rf"\b({_THE_SAME})\s+[a-z]+\s+(?:to|on|for)\s+`?({'|'.join(map(re.escape, names))})`?(?![\w-])"
+    return re.sub(pattern, lambda m: f"{m.group(1)} {m.group(2)}", rule)
 
 
 def _one_peer_clause(rule: str, hits: list[re.Match[str]]) -> bool:

@@ -560,6 +560,10 @@ def resolve_column(subject: Iterable[str], columns: Iterable[str], partial: bool
             or len(_unnumbered(c)) == len(column_tokens(c))
             or {t for t in column_tokens(c) if t.isdigit()} <= said
         ]
+        # "MBSA2" among `MBSA2` to `MBSA9`: the numbered columns whose number is said, where one is
+        numbered = [c for c in chosen if (n := {t for t in column_tokens(c) if t.isdigit()}) and n <= said]
+        if said and numbered:
+            chosen = numbered
         # a column whose name is the subject's own words beats one a word said only begins (`price` over
         # `pricey` for "the average price"); not a group noun's (`status` is no better than `ulcer` for
         # "ulceration status": the noun says what kind of column, not which)

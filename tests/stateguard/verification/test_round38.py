@@ -385,3 +385,18 @@ def test_a_subject_word_another_column_names_is_no_part_of_the_first(
     finally:
         ws.close()
     assert bool(findings) is caught
+
+
+def test_the_same_answer_to_a_named_column_is_a_group_by_it() -> None:
+    cols = ["MBSA2", "MBSA7", "MBSA8", "MBSA9", "c2", "idx", "firm", "answer"]
+    rule = (
+        "firm when the index is more than one standard deviation above the average index of all respondents "
+        "who gave the same answer to MBSA2 and the same answer to MBSA8."
+    )
+    found = rule_windows.stated_group(rule, cols, {}, ["mean_idx"], None, [], ["case_no"])
+    assert found is not None and (found.column, found.more) == ("MBSA2", ("MBSA8",))
+    # a numbered column said whole is that one, not its family
+    from stateguard.verification.vocabulary import resolve_column
+
+    assert resolve_column(["MBSA2"], cols) == ["MBSA2"]
+    assert sorted(resolve_column(["MBSA"], cols)) == ["MBSA2", "MBSA7", "MBSA8", "MBSA9"]
