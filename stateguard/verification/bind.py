@@ -33,6 +33,7 @@ from stateguard.verification.vocabulary import (
     column_tokens,
     described_columns,
     described_roots,
+    matches_token,
     resolve_column,
     strictly_named,
     word_root,
@@ -973,7 +974,8 @@ def _outworded(subject: list[str], column: str, pool: list[str], words: dict[str
     left = [w for w in said if not resolve_column([w], [column]) and word_root(w) not in own]
     if len(said) < 2 or not left or not tokens:
         return False
-    if any(c != column and set(left) & set(column_tokens(c)) for c in pool):
+    unnamed = [w for w in left if not any(matches_token(t, w) for t in tokens)]
+    if any(c != column and set(unnamed) & set(column_tokens(c)) for c in pool):
         return True  # "a success rate" beside `success` and `nation_rate`: "rate" is another name's word
     return any(c != column for c in described_columns(subject, pool, words, in_row=True))
 

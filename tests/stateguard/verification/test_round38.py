@@ -400,3 +400,11 @@ def test_the_same_answer_to_a_named_column_is_a_group_by_it() -> None:
 
     assert resolve_column(["MBSA2"], cols) == ["MBSA2"]
     assert sorted(resolve_column(["MBSA"], cols)) == ["MBSA2", "MBSA7", "MBSA8", "MBSA9"]
+
+
+def test_a_word_the_column_names_in_part_is_no_other_reading() -> None:
+    from stateguard.verification.bind import _outworded
+
+    # "arrival delay" is all `arr_delay`'s, though `dep_delay` also holds "delay"
+    assert not _outworded(["arrival", "delay"], "arr_delay", ["arr_delay", "dep_delay", "distance"], {})
+    assert _outworded(["success", "rate"], "success", ["success", "nation_rate"], {})
