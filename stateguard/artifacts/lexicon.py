@@ -523,8 +523,6 @@ LEXICON = Lexicon(
         "cnt": "count",
         "dept": "department",
         "temp": "temperature",
-        "no": "number",  # `month_no` for "month number"
-        "num": "number",
     },
     function_words=frozenset(
         [

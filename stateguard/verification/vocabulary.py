@@ -339,6 +339,11 @@ def column_tokens(name: str) -> list[str]:
     return [t.lower() for t in spaced.split() if t]
 
 
+# `month_no` for "month number", only where the words spell a whole name out: as a general short form
+# "no" would bind "the number of visits" to a `visit_no`
+_NUMBER_SHORT = {"no": "number", "num": "number", "nr": "number"}
+
+
 def spelled_by(said: list[str], columns: Iterable[str]) -> list[str]:
     """Columns of two or more name tokens that the words said spell out one by one, in order: each
     word is its token, begins with it (three letters or more) or is the word it stands for, so "latitude band" names `lat_band`
@@ -350,7 +355,9 @@ def spelled_by(said: list[str], columns: Iterable[str]) -> list[str]:
         if len(tokens) < 2 or len(tokens) != len(low) or any(t.isdigit() for t in tokens):
             continue
         if all(
-            w == t or (len(t) >= 3 and w.startswith(t)) or LEXICON.abbreviations.get(t) == w
+            w == t
+            or (len(t) >= 3 and w.startswith(t))
+            or (LEXICON.abbreviations.get(t) or _NUMBER_SHORT.get(t)) == w
             for w, t in zip(low, tokens, strict=True)
         ):
             out.append(c)

@@ -408,3 +408,11 @@ def test_a_word_the_column_names_in_part_is_no_other_reading() -> None:
     # "arrival delay" is all `arr_delay`'s, though `dep_delay` also holds "delay"
     assert not _outworded(["arrival", "delay"], "arr_delay", ["arr_delay", "dep_delay", "distance"], {})
     assert _outworded(["success", "rate"], "success", ["success", "nation_rate"], {})
+
+
+def test_no_for_number_only_where_the_words_spell_a_whole_name() -> None:
+    from stateguard.verification.vocabulary import resolve_column
+
+    assert spelled_by(["month", "number"], ["month_no", "gameno"]) == ["month_no"]
+    # not a general short form: "the number of visits" names no `visit_no`
+    assert resolve_column(["number", "visits"], ["visit_no", "visits"]) == ["visits"]
