@@ -356,27 +356,21 @@ def _recoded(
     it (`w.age_years` for "age"), at least one of them renamed so, with a table the run holds that has
     each renamed pair side by side: that selection, stated key -> the code's key, and (table, stated,
     code's) for each renamed pair."""
-    for sel in grouped:
-        if sel.language != "sql":
+    for sel in (s for s in grouped if s.language == "sql"):
+        named = {
+            k: [g for g in sel.group_keys if _name(g) == k.lower() or _name(g).startswith(k.lower() + "_")]
+            for k in keys
+        }
+        if any(len(gs) != 1 for gs in named.values()):
             continue
-        mapping: dict[str, str] = {}
-        for k in keys:
-            low = k.lower()
-            named = [g for g in sel.group_keys if _name(g) == low or _name(g).startswith(low + "_")]
-            if len(named) != 1:
-                break
-            mapping[k] = named[0]
-        else:
-            renamed = [(k, _name(g)) for k, g in mapping.items() if _name(g) != k.lower()]
-            pairs = []
-            for k, g in renamed:
-                table = next((t for t, cols in b.vocab.tables.items() if k in cols and g in cols), None)
-                if table is None:
-                    break
-                pairs.append((table, k, g))
-            else:
-                if pairs:
-                    return sel, mapping, pairs
+        mapping = {k: gs[0] for k, gs in named.items()}
+        renamed = [(k, _name(g)) for k, g in mapping.items() if _name(g) != k.lower()]
+        tables = [
+            next((t for t, cols in b.vocab.tables.items() if k in cols and g in cols), None)
+            for k, g in renamed
+        ]
+        if renamed and all(tables):
+            return sel, mapping, [(t, k, g) for t, (k, g) in zip(tables, renamed, strict=True) if t]
     return None
 
 

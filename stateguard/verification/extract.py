@@ -26,6 +26,7 @@ from stateguard.verification.rules.registry import Reading, row_condition_kinds,
 from stateguard.verification.vocabulary import (
     FILLERS,
     STOP,
+    TIME_WORDS,
     Vocabulary,
     column_tokens,
     flag_words,
@@ -531,7 +532,6 @@ def _subject_before(clause: str, start: int) -> list[str]:
 
 
 _MEASURES = set(LEXICON.units)
-_SPANS = {"year", "month", "week", "day", "hour", "minute"}
 
 
 def _subject_after(after: str) -> list[str]:
@@ -726,7 +726,7 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
                 ]  # "1000 ppm of chloride or more"
             if pattern is _FROM_UP:
                 # "old from 85 years on": a span of time measures the bound's quantity, it names none
-                unit_words = [w for w in unit_words if w.lower().rstrip("s") not in _SPANS]
+                unit_words = [w for w in unit_words if w.lower() not in TIME_WORDS]
             if not subject and unit_words and not is_prefix and unit_words[0].lower() not in _MEASURES:
                 # "how many have 3,000 residents or more": the words between the number and "or
                 # more" name the quantity; binding keeps them only when they name a column

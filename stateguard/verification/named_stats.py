@@ -142,11 +142,19 @@ def bind_named(
     for req, sel, agg in named_statistics(question, b.sem, earlier):
         if (req.function, (agg.column or "").lower()) in bound:
             continue
-        plan.requirements.append(req)
-        plan.notes.append(
-            f"{req.describe()}: the code names it {req.text} but computes {agg.function} ({agg.text})"
+        _rerun_as_asked(
+            b, plan, req, sel, agg, f"the code names it {req.text} but computes {agg.function} ({agg.text})"
         )
-        b.swapped(req, sel, agg, plan, needs_changed=True)
+
+
+def _rerun_as_asked(
+    b: RequirementBinder, plan: Plan, req: Requirement, sel: Selection, agg: Aggregate, why: str
+) -> None:
+    """The requirement, a note saying why it was read, and the aggregate re-run with the statistic asked
+    (a finding only on a changed answer)."""
+    plan.requirements.append(req)
+    plan.notes.append(f"{req.describe()}: {why}")
+    b.swapped(req, sel, agg, plan, needs_changed=True)
 
 
 # an item of a listing: after a colon, a comma or "and", up to the next comma, "and" or the end
@@ -194,7 +202,7 @@ def bare_totals(question: str, sem: CodeSemantics) -> list[tuple[Requirement, Se
     return out
 
 
-_SHARE = re.compile(r"\b(?:share|proportion|fraction|percentage|rate)\b", re.IGNORECASE)
+_SHARE = re.compile(rf"\b(?:{'|'.join(LEXICON.share_words)})s?\b", re.IGNORECASE)
 
 
 def indicator_medians(
@@ -230,19 +238,16 @@ def indicator_medians(
 
 
 def bind_bare(b: RequirementBinder, question: str, plan: Plan) -> None:
-    """Probe items (a changed answer required) for totals the question lists bare and the code averages."""
+    """Probe items (a changed answer required) for totals the question lists bare and the code averages,
+    and for shares the code takes as the median of an indicator."""
     for req, sel, agg in bare_totals(question, b.sem):
-        plan.requirements.append(req)
-        plan.notes.append(
-            f"{req.describe()}: the question lists {req.text} bare; the code computes {agg.function}"
+        _rerun_as_asked(
+            b, plan, req, sel, agg, f"the question lists {req.text} bare; the code computes {agg.function}"
         )
-        b.swapped(req, sel, agg, plan, needs_changed=True)
     for req, sel, agg in indicator_medians(question, b.sem, b.vocab):
-        plan.requirements.append(req)
-        plan.notes.append(
-            f"{req.describe()}: the question asks a share; the code takes the median ({agg.text})"
+        _rerun_as_asked(
+            b, plan, req, sel, agg, f"the question asks a share; the code takes the median ({agg.text})"
         )
-        b.swapped(req, sel, agg, plan, needs_changed=True)
 
 
 def _names_central(text: str) -> bool:

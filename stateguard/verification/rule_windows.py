@@ -371,17 +371,7 @@ def stated_group(
         span = rule[hits[0].start() : hits[1].end()]
         return Stated(found[0][0], span, (found[1][0],))
     if len(keys) == 1 and not whole:
-        first, second = sorted(hits, key=lambda m: m.start()) if len(hits) == 2 else (None, None)
-        if (
-            first is not None
-            and second is not None
-            and len(found) == 1
-            and first.end() <= second.start()
-            and re.search(
-                r"\b(?:whose|who|which|where)\b", rule[first.start() : second.start()], re.IGNORECASE
-            )
-            and _one_peer_clause(rule, hits)
-        ):
+        if len(hits) == 2 and len(found) == 1 and _relative_peer(rule, hits):
             # "of the same era whose previous day moved in the same direction": the peers' second key
             # is said in words that name no column, so the group is not read whole
             return None
@@ -410,6 +400,18 @@ def _asked_of(rule: str, columns: list[str]) -> str:
         return rule
     pattern = rf"\b({_THE_SAME})\s+[a-z]+\s+(?:to|on|for)\s+`?({'|'.join(map(re.escape, names))})`?(?![\w-])"
     return re.sub(pattern, lambda m: f"{m.group(1)} {m.group(2)}", rule)
+
+
+def _relative_peer(rule: str, hits: list[re.Match[str]]) -> bool:
+    """Is the second of two group phrases said in a relative clause of the first's peers ("of the same
+    era whose previous day moved in the same direction")?"""
+    first, second = sorted(hits, key=lambda m: m.start())
+    between = rule[first.start() : second.start()]
+    return (
+        first.end() <= second.start()
+        and re.search(r"\b(?:whose|who|which|where)\b", between, re.IGNORECASE) is not None
+        and _one_peer_clause(rule, hits)
+    )
 
 
 def _one_peer_clause(rule: str, hits: list[re.Match[str]]) -> bool:
