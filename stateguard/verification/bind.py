@@ -25,7 +25,7 @@ from stateguard.inspection.code_model import Aggregate, CodeSemantics, Condition
 from stateguard.verification import bind_cutoff, listed_joins, probes, rule_multiples, rule_offsets, sql_edit
 from stateguard.verification.bind_loose import code_tests
 from stateguard.verification.binder import Binder, Plan, close, side_status
-from stateguard.verification.requirements import Kind, Requirement, coded
+from stateguard.verification.requirements import ORDER_OPS, Kind, Requirement, coded
 from stateguard.verification.rules.registry import RULES
 from stateguard.verification.vocabulary import (
     STOP,
@@ -249,6 +249,15 @@ class RequirementBinder(Binder):
                     elif (scale := _scale(req, cond)) is not None:
                         matched.append((sel, cond, scale))
         columns = self.resolve(req)
+        if req.kind is Kind.COMPARISON and columns and req.op in ORDER_OPS:
+            # "was run_mean at least 1" beside `tracked['sec'] == 1`: the same number tested for equality
+            # on a column the subject does not name is another test, not this bound written otherwise
+            named = {c.lower() for c in columns}
+            matched = [
+                (s, c, k)
+                for s, c, k in matched
+                if not (c.op in ("==", "!=", "in", "not_in") and c.column and c.column.lower() not in named)
+            ]
         if (
             req.kind is Kind.SCOPE
             and not (req.flag_scope or req.exclude)

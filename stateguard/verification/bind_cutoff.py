@@ -27,9 +27,7 @@ import re
 from stateguard.inspection.code_model import MIRROR, Condition, Selection
 from stateguard.verification import probes, sql_edit
 from stateguard.verification.binder import Binder, Plan
-from stateguard.verification.requirements import UNIT_SCALES, Requirement
-
-_ORDER_OPS = (">", ">=", "<", "<=")
+from stateguard.verification.requirements import ORDER_OPS, UNIT_SCALES, Requirement
 
 
 def _year_like(value: float) -> bool:
@@ -81,13 +79,13 @@ def in_code_scale(req: Requirement, numbers: set[float]) -> Requirement:
 
 def candidates(b: Binder, req: Requirement, bounds: list[float]) -> list[tuple[Selection, Condition, bool]]:
     """(selection, condition, negated) for each numeric cut-off that can be the stated one."""
-    if req.op not in _ORDER_OPS or req.value is None or req.upper is not None:
+    if req.op not in ORDER_OPS or req.value is None or req.upper is not None:
         return []
     out: list[tuple[Selection, Condition, bool]] = []
     for sel in b.sem.selections:
         for cond in sel.conditions:
             if (
-                cond.op not in _ORDER_OPS
+                cond.op not in ORDER_OPS
                 or not isinstance(cond.value, float)
                 or cond.clause in ("having", "on")
             ):
@@ -180,7 +178,7 @@ def cutoff(b: Binder, req: Requirement, plan: Plan, bounds: list[float]) -> bool
 
 def year_of_date(b: Binder, req: Requirement, plan: Plan) -> bool:
     """A year bound tested on the year of the data's one date column; False when it does not apply."""
-    if req.subject != ["year"] or req.op not in _ORDER_OPS or req.value is None or not _year_like(req.value):
+    if req.subject != ["year"] or req.op not in ORDER_OPS or req.value is None or not _year_like(req.value):
         return False
     per_sel = {
         id(sel): [c for c in b.columns_of(sel) if b._kind(c, sel.sources + [sel.frame]) == "date"]
@@ -194,7 +192,7 @@ def year_of_date(b: Binder, req: Requirement, plan: Plan) -> bool:
         c
         for sel in b.sem.selections
         for c in sel.conditions
-        if (c.column or "").lower() == column.lower() and c.op in _ORDER_OPS and c.op[0] == req.op[0]
+        if (c.column or "").lower() == column.lower() and c.op in ORDER_OPS and c.op[0] == req.op[0]
     ]
     if bounded:
         plan.notes.append(f"{req.describe()}: the code bounds {column} with `{bounded[0].text}`")

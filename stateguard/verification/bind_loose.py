@@ -40,10 +40,9 @@ from stateguard.verification.extract import (
     excluded_after,
     parses_whole,
 )
-from stateguard.verification.requirements import Kind, Requirement
+from stateguard.verification.requirements import ORDER_OPS, Kind, Requirement
 from stateguard.verification.vocabulary import Vocabulary, column_tokens
 
-_ORDER_OPS = (">", ">=", "<", "<=")
 # An exclusion word in the bound's sentence: whether it negates the bound or names other rows is open.
 _EXCLUDED_BEFORE = re.compile(
     rf"\b(?:{'|'.join(w for w in LEXICON.exclusion if w not in ('not', 'outside'))})\b", re.IGNORECASE
@@ -81,7 +80,7 @@ def code_tests(sem: CodeSemantics) -> list[Site]:
         if sel.language == "pandas":
             for c in sel.conditions:
                 if (
-                    c.op in _ORDER_OPS
+                    c.op in ORDER_OPS
                     and isinstance(c.value, float)
                     and c.lhs
                     and c.column
@@ -131,7 +130,7 @@ def loose_bounds(
     out = []
     for clause in clauses(question):
         for req in comparisons(clause):
-            if req.op not in _ORDER_OPS or req.value is None or req.upper is not None or req.function:
+            if req.op not in ORDER_OPS or req.value is None or req.upper is not None or req.function:
                 continue
             if req.text in bound or (
                 extracted and req.text not in unverified and parses_whole(question, req, vocab, tables)

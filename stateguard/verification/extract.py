@@ -584,8 +584,8 @@ _QUOTED = re.compile(r"(?<![A-Za-z])'[^'\n]*'(?![A-Za-z])|\"[^\"\n]*\"|“[^”]
 
 # A unit and a direction after the number, and what it is measured from ("5 points above the median",
 # "1 degree (F) over the long-run average"): the bound is on a difference, not on the column.
-_RELATIVE = re.compile(
-    r"\s*(?:[a-z%°]+\s+){0,2}(?:\([^)]*\)\s*)?(?:above|below|over|under|more\s+than|less\s+than)\s+"
+RELATIVE = re.compile(
+    r"\s*(?:[a-z%°]+\s+){0,3}(?:\([^)]*\)\s*)?(?:above|below|over|under|more\s+than|less\s+than)\s+"
     r"(?:the|its|their|his|her|that|this|each|every)\b",
     re.IGNORECASE,
 )
@@ -698,7 +698,7 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
                 r"\s*(?:the|that|this|its|their|his|her|as)\b", after, re.IGNORECASE
             ):
                 continue  # "at least twice the median": a multiple of another quantity, no bound
-            if _RELATIVE.match(clause[m.end() : m.end() + 80]):
+            if RELATIVE.match(clause[m.end() : m.end() + 80]):
                 continue  # "at least 5 points (0.05) above the median share": a distance from another quantity
             if _in_quotes(clause, m.start()):
                 continue  # "an age band ('under 40', '40-49')": a label written out, not a bound

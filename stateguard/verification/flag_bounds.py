@@ -26,10 +26,8 @@ from stateguard.inspection.code_model import CodeSemantics
 from stateguard.verification import bind_cutoff
 from stateguard.verification.bind_loose import code_tests, named_once
 from stateguard.verification.binder import close
-from stateguard.verification.requirements import Kind, Requirement
+from stateguard.verification.requirements import ORDER_OPS, Kind, Requirement
 from stateguard.verification.superseded import FlagHistory
-
-_ORDER_OPS = (">", ">=", "<", "<=")
 
 
 def cut_flags(history: FlagHistory, req: Requirement) -> dict[str, tuple[str, float]]:
@@ -51,7 +49,7 @@ def _one_cut(shape: tuple[tuple[str, str | float], ...]) -> tuple[str, float] | 
     inside a wrapper (`coalesce(mspike >= 2.0, false)`): its only operator, a column before it and a
     number after it."""
     ops = [i for i, (kind, _) in enumerate(shape) if kind == "op"]
-    if len(ops) != 1 or shape[ops[0]][1] not in _ORDER_OPS:
+    if len(ops) != 1 or shape[ops[0]][1] not in ORDER_OPS:
         return None
     at = ops[0]
     if at == 0 or at + 1 >= len(shape) or shape[at - 1][0] != "col" or shape[at + 1][0] != "num":
@@ -78,7 +76,7 @@ def bound_column(
     """The one column the loose bound `req` is on, through a recorded flag's cut, and the factor
     from the stated number to the code's (0.01 for a percentage the code writes as a fraction);
     None to abstain."""
-    if req.kind is not Kind.COMPARISON or req.op not in _ORDER_OPS or req.value is None:
+    if req.kind is not Kind.COMPARISON or req.op not in ORDER_OPS or req.value is None:
         return None
     if req.upper is not None or req.function or not named_once(question, req):
         return None

@@ -39,6 +39,8 @@ Op = Literal[">", ">=", "<", "<=", "==", "!="]
 Function = Literal["mean", "median", "sum", "count", "nunique", "min", "max", "std", "quantile"]
 
 MIRROR: dict[str, str] = {">": "<", "<": ">", ">=": "<=", "<=": ">=", "==": "==", "!=": "!="}
+# the comparators that order values (a bound), as against equality tests
+ORDER_OPS = (">", ">=", "<", "<=")
 # pandas' comparison methods (`s.ge(5)`) and the comparator each one is
 METHODS: dict[str, str] = {"ge": ">=", "le": "<=", "gt": ">", "lt": "<"}
 # a number said in units and written in thousands or millions, or the other way round

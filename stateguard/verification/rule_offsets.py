@@ -48,7 +48,8 @@ def _comparatives(op: str) -> tuple[str, ...]:
 # the sides: the prepositions, and every one-word comparative the lexicon knows ("older", "taller")
 _UP = ("above", "over", *_comparatives(">"))
 _DOWN = ("below", "under", *_comparatives("<"))
-_SD = r"standard\s+deviations?|s\.?d\.?s?"
+# "one sample standard deviation", "a pooled SD": the kind of standard deviation said before it
+_SD = r"(?:(?:sample|population|pooled)\s+)?(?:standard\s+deviations?|s\.?d\.?s?)"
 _STAT_WORDS = "|".join(re.escape(w) for w in LEXICON.statistics if " " not in w and w not in ("total", "sum"))
 _STATED = re.compile(
     rf"(?<![\w.])(?P<n>{_NUM}|a|an|one|{'|'.join(_WORDS)})\s+(?:or\s+more\s+)?"

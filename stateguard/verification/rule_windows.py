@@ -228,7 +228,14 @@ def stated_group(
         ],
         key=lambda m: m.start(),
     )
-    if _unread_same(rule, hits, list(dict.fromkeys([*columns, *(years or []), *(ids or [])]))):
+    everything = list(dict.fromkeys([*columns, *(years or []), *(ids or [])]))
+    # "compared with its own cohort: ... held at the same month by people with the same certificate
+    # status": a phrase of peer nouns alone names no key; where other phrases name the keys, it points
+    # at them and is not a group of its own
+    plain = [m for m in hits if _peers_only(m, everything)]
+    if plain and len(plain) < len(hits):
+        hits = [m for m in hits if m not in plain]
+    if _unread_same(rule, hits, everything):
         return None
     ends = [
         next((o.start() for o in hits if m.start() < o.start() <= _reach(rule, m) + 3), None) for m in hits
@@ -390,6 +397,21 @@ _APART = re.compile(
     r"[.,;:!?()]|\d|\b(?:than|times|above|below|over|under|percentile|quartile|but|while|whereas)\b",
     re.IGNORECASE,
 )
+
+
+# nouns that say "the rows like this one" and name no key of their own
+_PEER_NOUNS = {*GROUP_NOUNS, "cohort", "cohorts", "peer", "peers", "fellows", "counterparts"}
+
+
+def _peers_only(m: re.Match[str], pool: list[str]) -> bool:
+    """Is the group phrase `m` only peer nouns ("its own cohort", "their peers"), naming no column?"""
+    words = re.sub(r"'s\b", "", m.group("words")).split()
+    words = words[: _clause_cut(words)]
+    return (
+        bool(words)
+        and all(w.lower() in _PEER_NOUNS for w in words)
+        and not any(resolve_column(words[:n], pool) for n in range(len(words), 0, -1))
+    )
 
 
 def _asked_of(rule: str, columns: list[str]) -> str:

@@ -36,6 +36,7 @@ from stateguard.verification.extract import (
     _UNITS,
     _WORDNUM,
     FRACTION_AFTER,
+    RELATIVE,
     pronoun_one,
     word_number,
 )
@@ -169,6 +170,8 @@ def bounds(text: str) -> list[tuple[float, bool, str | None, str]]:
             continue  # "at least one and a half times the median", "three quarters of": not the number
         if pronoun_one(m.group("num"), text[m.end() : m.end() + 30]):
             continue  # "less than one after a fall": a pronoun, no number
+        if RELATIVE.match(text[m.end() : m.end() + 80]):
+            continue  # "more than one sample standard deviation above the average": a distance from it
         if (x := _value(m.group("num"))) is not None:
             rate = _RATE.match(text[m.end() : m.end() + 40])
             den = _value(rate.group("den")) if rate else None
