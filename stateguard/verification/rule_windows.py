@@ -33,11 +33,13 @@ from sqlglot import exp
 
 from stateguard.artifacts.lexicon import LEXICON
 from stateguard.inspection.code_model import CodeSemantics, Selection
+from stateguard.verification.extract import _WORDNUM
 from stateguard.verification.probes import SpanEdit
 from stateguard.verification.requirements import Kind, Requirement
 from stateguard.verification.vocabulary import (
     GROUP_NOUNS,
     STOP,
+    TIME_WORDS,
     Vocabulary,
     column_tokens,
     described_columns,
@@ -214,6 +216,35 @@ def stated_group(
     `measures`: the other columns of the tables, a phrase naming one of them ("its council-tax band",
     bands of `council_tax`) is no group column; `ids`: numbered groups (`class`), named only whole."""
     rule = _asked_of(rule, [*columns, *(years or []), *(ids or [])])
+    pool = list(dict.fromkeys([*columns, *(years or []), *(ids or [])]))
+    aside: list[re.Match[str]] = []
+    found = _stated_group(rule, columns, described, measures, values, years, ids, aside)
+    if found is None or not aside:
+        return found
+    # a phrase set aside may name no column but the keys read: "against its own site and season: ... of
+    # the same site in the same month (... over all of that site's readings that month)"
+    keys = {k.lower() for k in found.keys}
+    for m in aside:
+        words = re.sub(r"'s\b", "", m.group("words")).split()
+        words = words[: _clause_cut(words)]
+        named = {c.lower() for n in range(len(words), 0, -1) for c in resolve_column(words[:n], pool)}
+        if not named <= keys:
+            return None
+    return found
+
+
+def _stated_group(
+    rule: str,
+    columns: list[str],
+    described: dict[str, tuple[str, ...]] | None,
+    measures: list[str] | None,
+    values: dict[str, tuple[str, ...]] | None,
+    years: list[str] | None,
+    ids: list[str] | None,
+    aside: list[re.Match[str]],
+) -> Stated | None:
+    """`stated_group` on a rule already read for "the same answer to X"; the phrases it sets aside
+    (peers said before the keys, a parenthesis that restates them) are added to `aside`."""
     whole = _WHOLE.search(rule)
     found: list[tuple[str, str]] = []
     hits = _phrase_hits(rule)
@@ -229,12 +260,10 @@ def stated_group(
         key=lambda m: m.start(),
     )
     everything = list(dict.fromkeys([*columns, *(years or []), *(ids or [])]))
-    # "compared with its own cohort: ... held at the same month by people with the same certificate
-    # status": a phrase of peer nouns alone names no key; where other phrases name the keys, it points
-    # at them and is not a group of its own
-    plain = [m for m in hits if _peers_only(m, everything)]
-    if plain and len(plain) < len(hits):
-        hits = [m for m in hits if m not in plain]
+    set_aside = _set_aside(rule, hits, everything)
+    if set_aside:
+        aside += set_aside
+        hits = [m for m in hits if m not in set_aside]
     if _unread_same(rule, hits, everything):
         return None
     ends = [
@@ -259,6 +288,9 @@ def stated_group(
             # schooling", "their admission type and age group"): read it to its end
             said, stop = _run_on(rule, said, stop)
         words = re.sub(r"'s\b", "", said).split()
+        # "the same five-year span": the width of the bins said first, then the noun that names them
+        while len(words) > 1 and _WIDTH.fullmatch(words[0]):
+            words = words[1:]
         # the phrase ends where the clause goes on ("for their husband's occupation yet work ..."), or
         # where a participle naming no column starts a clause of its own, in a chain ("in its own sector
         # controlled from the same nation")
@@ -399,6 +431,10 @@ _APART = re.compile(
 )
 
 
+# the width of a bin said before its noun ("five-year", "10-year", "two-week")
+_WIDTH = re.compile(
+    rf"(?:\d+|{'|'.join(_WORDNUM)})-(?:{'|'.join(sorted(TIME_WORDS))})(?:-long)?", re.IGNORECASE
+)
 # nouns that say "the rows like this one" and name no key of their own
 _PEER_NOUNS = {*GROUP_NOUNS, "cohort", "cohorts", "peer", "peers", "fellows", "counterparts"}
 
@@ -412,6 +448,32 @@ def _peers_only(m: re.Match[str], pool: list[str]) -> bool:
         and all(w.lower() in _PEER_NOUNS for w in words)
         and not any(resolve_column(words[:n], pool) for n in range(len(words), 0, -1))
     )
+
+
+def _in_parenthesis(rule: str, at: int) -> bool:
+    """Is position `at` inside a parenthesis of the rule?"""
+    return rule[:at].count("(") > rule[:at].count(")")
+
+
+def _set_aside(rule: str, hits: list[re.Match[str]], pool: list[str]) -> list[re.Match[str]]:
+    """The group phrases that point at the keys other phrases state, where those others remain:
+    - peer nouns alone ("compared with its own cohort: ... the same month ... the same certificate
+      status");
+    - a summary before a colon, whose definition follows it in the same sentence ("measure each month
+      against its own season in its own time: ... the same calendar month over the same decade");
+    - a parenthesis that restates the keys ("(... over all of that site's readings that month)").
+    The caller checks that each names no column but the keys read (`stated_group`)."""
+    out = [m for m in hits if _peers_only(m, pool)]
+    for m in hits:
+        colon = rule.find(":", m.end())
+        later = [o for o in hits if o.start() > colon >= m.end()]
+        if colon >= 0 and later and not re.search(r"[.!?]\s", rule[m.end() : colon]):
+            out.append(m)
+    outside = [m for m in hits if not _in_parenthesis(rule, m.start())]
+    if outside:
+        out += [m for m in hits if _in_parenthesis(rule, m.start())]
+    out = list(dict.fromkeys(out))
+    return out if len(out) < len(hits) else []
 
 
 def _asked_of(rule: str, columns: list[str]) -> str:

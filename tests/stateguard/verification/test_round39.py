@@ -135,3 +135,70 @@ def test_an_equality_on_another_column_is_not_the_stated_bound(cut: str, caught:
     assert bool(findings) is caught
     if caught:
         assert "run mean" in findings[0].reason
+
+
+# the phrases set aside: a summary before a colon, a parenthesis that restates the keys, bin widths
+SITES = (["site", "month", "weekday", "place"], ["nox", "cell_mean"])
+
+
+def _group(rule: str, columns: list[str], measures: list[str], years: list[str] | None = None) -> list[str]:
+    found = rule_windows.stated_group(rule, columns, {}, measures, {}, years or [], ["day_no"])
+    return sorted(found.keys) if found is not None else []
+
+
+def test_a_parenthesis_that_restates_the_keys_is_set_aside() -> None:
+    rule = (
+        "a high day is a reading more than two standard deviations above the mean NOx of the same site in the "
+        "same month (mean and sample standard deviation over all of that site's readings that month)."
+    )
+    assert _group(rule, *SITES) == ["month", "site"]
+    # a parenthesis that names another key leaves the group unread
+    other = rule.replace("that site's readings that month", "that place's readings that month")
+    assert _group(other, *SITES) == []
+
+
+def test_a_summary_before_a_colon_is_set_aside_for_the_definition_after_it() -> None:
+    rule = (
+        "The hydrologist would rather measure each month against its own season in its own time: a flood "
+        "month is one whose stage is at least 1.2 metres above the median stage of the same calendar month "
+        "over the same decade (all months of `stages`)."
+    )
+    assert _group(rule, ["month", "flood"], ["time", "stage"], ["year", "decade"]) == ["decade", "month"]
+    # the summary names a column the definition does not: not read
+    other = rule.replace("in its own time", "in its own flood")
+    assert _group(other, ["month", "flood"], ["time", "stage"], ["year", "decade"]) == []
+    # without the colon the summary is a phrase of its own, naming a measure: not read
+    plain = rule.replace("in its own time:", "in its own time, and")
+    assert _group(plain, ["month", "flood"], ["time", "stage"], ["year", "decade"]) == []
+
+
+def test_the_width_of_a_bin_said_before_its_noun() -> None:
+    rule = "a month is warm when its mean comes within 1.5 F of the warmest mean in the same five-year span."
+    assert _group(rule, ["month", "span", "season"], ["temp"]) == ["span"]
+    assert _group(rule.replace("five-year", "two-month"), ["month", "span", "season"], ["temp"]) == ["span"]
+    # a width alone names nothing
+    assert _group("the warmest mean of the same five-year", ["month", "span"], ["temp"]) == []
+
+
+@pytest.mark.parametrize(("keys", "caught"), [('["site", "month"]', False), ('["site"]', True)])
+def test_the_keys_of_a_rule_with_a_restating_parenthesis_are_checked(keys: str, caught: bool) -> None:
+    session = Session()
+    assert session.ws.run_cell(
+        "import json\n"
+        "readings = pd.DataFrame({'site': list('aaaaaaaabbbbbbbb'), 'month': [1, 1, 1, 1, 2, 2, 2, 2] * 2, "
+        "'nox': [10, 12, 11, 30, 50, 52, 51, 58, 20, 22, 21, 40, 5, 6, 7, 9]})"
+    ).ok
+    code = (
+        f"med = readings.groupby({keys})['nox'].transform('median')\n"
+        "readings['high'] = readings['nox'] > med + 5\n"
+        "print(json.dumps({'n_high': int(readings['high'].sum())}))"
+    )
+    question = (
+        "The analyst judges each reading against its own site and season: a reading is high when its nox is "
+        "more than 5 above the median nox of the same site in the same month (over all of that site's "
+        "readings that month). Add a boolean high to `readings`. How many readings are high?"
+    )
+    findings = session.turn(question, code)
+    assert bool(findings) is caught
+    if caught:
+        assert "month" in findings[0].reason
