@@ -107,8 +107,12 @@ _SCALE_BEFORE = re.compile(
     re.IGNORECASE,
 )
 _FROM_ON = re.compile(r"\bfrom\s+(?P<num>1[89]\d\d|20\d\d)\s+(?:on|onwards?)\b", re.IGNORECASE)
-# "before month 10", "after week 6": a numbered point of time, its number the bound
-_TIME_POINT = r"(?:(?:month|week|day|hour|minute)\s+(?=\d))?"
+# "before month 10", "after week 6", "after game number 100": a numbered point of time or of a
+# sequence, its number the bound
+_TIME_POINT = (
+    r"(?:(?P<point>(?:month|week|day|hour|minute|game|round|visit|lap|match|session|wave)(?:\s+(?:number|no\.?))?)"
+    r"\s+(?=\d))?"
+)
 # "below a log R&D of 6.5", "above an income of $50,000": the quantity named between the comparator
 # and its number
 _NAMED_QUANTITY = r"(?:an?\s+(?P<named>[A-Za-z][\w&]*(?:\s+[A-Za-z][\w&]*){0,2}?)\s+of\s+(?=\$?-?\d))?"
@@ -709,6 +713,8 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
             subject = _subject_before(clause, m.start()) if pattern is not _FROM_UP else []
             if is_prefix and m.group("named"):
                 subject = m.group("named").split()  # "below a log R&D of 6.5": the quantity said
+            elif is_prefix and m.group("point") and " " in m.group("point"):
+                subject = m.group("point").split()  # "after game number 100": the numbered sequence
             if subject and all(w.lower() in _BOUND_WORDS for w in subject):
                 subject = []  # "a week at most (7 days or fewer)": the words of another bound, no quantity
             named_after = re.match(

@@ -202,3 +202,22 @@ def test_the_keys_of_a_rule_with_a_restating_parenthesis_are_checked(keys: str, 
     assert bool(findings) is caught
     if caught:
         assert "month" in findings[0].reason
+
+
+def test_a_numbered_point_of_a_sequence_is_a_bound_on_it() -> None:
+    got = extract.comparisons("how many player-games come after game number 100?")
+    assert [(r.op, r.value, r.subject) for r in got] == [(">", 100.0, ["game", "number"])]
+    # the points of time read as before, with no subject of their own
+    assert [(r.op, r.value, r.subject) for r in extract.comparisons("before month 10")] == [("<", 10.0, [])]
+    assert [(r.op, r.value) for r in extract.comparisons("the laps after lap 20")] == [(">", 20.0)]
+
+
+@pytest.mark.parametrize(("op", "caught"), [(">", False), ("<", True)])
+def test_a_bound_after_a_numbered_game_is_checked(op: str, caught: bool) -> None:
+    session = Session()
+    assert session.ws.run_cell(
+        "import json\ngames = pd.DataFrame({'gameno': list(range(90, 110)), 'hr': [0, 1] * 10})"
+    ).ok
+    code = f"print(json.dumps({{'n_late': int((games['gameno'] {op} 100).sum())}}))"
+    findings = session.turn("How many player-games come after game number 100?", code)
+    assert bool(findings) is caught
