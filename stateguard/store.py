@@ -29,7 +29,15 @@ from pydantic import BaseModel, ConfigDict
 from stateguard.records import SCHEMA_VERSION
 from stateguard.state import STATE_ID_RE, AnalyticalState, RelationType, state_id, state_number
 from stateguard.store_check import CommitCounter, StoreCorrupt, StoreError, check_file, check_pages
-from stateguard.store_schema import check_digests, create, migrate, state_digest, store_layout
+from stateguard.store_schema import (
+    check_digests,
+    create,
+    migrate,
+    record_text,
+    state_digest,
+    store_layout,
+    value_text,
+)
 from stateguard.store_wal import WalCheckpointer
 
 __all__ = [
@@ -348,7 +356,7 @@ class StateStore:
         sid = state.id
         number = state_number(sid)
         conclusions = json.dumps([c.text for c in state.conclusions])
-        record = state.canonical_json()
+        record = record_text(state)
         # The digest's columns (store_schema.py) are built beside the rows, as texts.
         parts = [sid, state.issue, conclusions, record]
         relations = []
@@ -359,7 +367,7 @@ class StateStore:
         variables = []
         for pos, var in enumerate(state.used_variables):
             version = state_number(var.version)
-            value = json.dumps(var.value, sort_keys=True, default=str)
+            value = value_text(var.value)
             defined = version == number
             variables.append((var.name, 0 if defined else 1, version, number, pos, value))
             parts += (var.name, var.version, str(version), "1" if defined else "0", value)

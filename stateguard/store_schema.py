@@ -18,13 +18,16 @@ memory when it is opened read-only, so nothing is written next to it.
     layout = store_layout(db, tables, path)   # None (no store yet), 1 or 2
     check_digests(db, layout, tables, path)   # each state's rows against its digest
     migrate(db, path)                         # layout 1 -> 2, inside the caller's transaction
+    record_text(state), value_text(value)     # what a states row and a variables row hold
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from stateguard.store_check import StoreError, check_rows
 
@@ -35,8 +38,10 @@ __all__ = [
     "check_digests",
     "create",
     "migrate",
+    "record_text",
     "state_digest",
     "store_layout",
+    "value_text",
 ]
 
 LAYOUT = 2
@@ -106,6 +111,55 @@ _MIGRATE = [
     "DROP TABLE v1_variables",
     "DROP TABLE IF EXISTS digests",
 ]
+
+
+def _one_shot(item_separator: str, default: Callable[[Any], Any]) -> Callable[[Any], str]:
+    """`json.dumps(value, sort_keys=True, separators=(item_separator, <its key separator>),
+    default=default)`, byte for byte, with the C encoder made once instead of per call (a
+    commit encodes its record and each variable's value). The encoder keeps no marks of the
+    containers it is inside, so it holds no state and any thread may use it: a value holding a
+    cycle recurses until RecursionError and is then encoded by `json.dumps` itself, which raises
+    what it always raised."""
+    key_separator = ":" if item_separator == "," else ": "
+    options: dict[str, Any] = {
+        "sort_keys": True,
+        "separators": (item_separator, key_separator),
+        "default": default,
+    }
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # an interpreter without the C module
+        return lambda value: json.dumps(value, **options)
+    fast = make(
+        None,
+        default,
+        json.encoder.encode_basestring_ascii,
+        None,
+        key_separator,
+        item_separator,
+        True,
+        False,
+        True,
+    )
+
+    def encode(value: Any) -> str:
+        try:
+            return "".join(fast(value, 0))
+        except RecursionError:
+            return json.dumps(value, **options)
+
+    return encode
+
+
+# A state's record: `Record.canonical_json()`'s bytes (sorted keys, no spaces; a record's JSON dump
+# holds only JSON values, and anything else fails as `json.dumps` fails on it).
+_record = _one_shot(",", json.JSONEncoder().default)
+# A variable's value as its row holds it: anything that is not JSON is written as its text.
+value_text = _one_shot(", ", str)
+
+
+def record_text(record: Any) -> str:
+    """The text a states row holds for `record`: exactly `record.canonical_json()`."""
+    return _record(record.model_dump(mode="json"))
 
 
 def state_digest(parts: Iterable[str]) -> str:

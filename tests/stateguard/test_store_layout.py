@@ -224,3 +224,44 @@ def test_every_runtime_query_goes_through_a_key(tmp_path: Path, native: StateSto
     ]
     assert any("FROM variables" in sql for sql in plans) and any("FROM relations" in sql for sql in plans)
     native.close()
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        3,
+        -(2**70),
+        2.5,
+        float("nan"),
+        float("-inf"),
+        True,
+        None,
+        'naïve ☃ \t"q"',
+        (1, "a"),
+        {"z": 1, "a": [1.0, {"y": None, "b": "é"}]},
+        {"2": "b", "10": "a"},
+        Path("written as text"),
+        [Path("x"), {"k": object.__name__}],
+    ],
+)
+def test_a_value_is_written_as_json_dumps_wrote_it(value: object) -> None:
+    import json
+
+    from stateguard.store_schema import value_text
+
+    assert value_text(value) == json.dumps(value, sort_keys=True, default=str)
+
+
+def test_a_record_is_its_canonical_json_and_a_cycle_still_fails(native: StateStore) -> None:
+    import json
+
+    from stateguard.store_schema import value_text
+
+    for sid in native.ids():
+        assert native.raw_record(sid) == native.load(sid).canonical_json()
+    loop: list[object] = [1]
+    loop.append(loop)
+    with pytest.raises(ValueError, match="Circular reference"):
+        value_text({"a": loop})
+    assert value_text({"b": [1, 2], "a": 1}) == json.dumps({"b": [1, 2], "a": 1}, sort_keys=True)
+    native.close()
