@@ -265,3 +265,27 @@ def test_a_record_is_its_canonical_json_and_a_cycle_still_fails(native: StateSto
         value_text({"a": loop})
     assert value_text({"b": [1, 2], "a": 1}) == json.dumps({"b": [1, 2], "a": 1}, sort_keys=True)
     native.close()
+
+
+def test_a_write_transaction_commits_or_rolls_back_whole(tmp_path: Path) -> None:
+    """`immediate_transaction` (a class now, not a generator): it holds the write lock from the
+    start, commits the block's writes, and on any exception rolls them back and lets it through."""
+    from stateguard.store import immediate_transaction
+
+    db = sqlite3.connect(tmp_path / "t.sqlite", isolation_level=None)
+    db.execute("CREATE TABLE t(x)")
+    with immediate_transaction(db) as conn:
+        assert conn is db and db.in_transaction
+        other = sqlite3.connect(tmp_path / "t.sqlite", isolation_level=None, timeout=0)
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            other.execute("BEGIN IMMEDIATE")  # the write lock is taken at BEGIN, not at the first write
+        db.execute("INSERT INTO t VALUES(1)")
+    assert not db.in_transaction
+    for error in (KeyError("boom"), KeyboardInterrupt()):
+        with pytest.raises(type(error)), immediate_transaction(db):
+            db.execute("INSERT INTO t VALUES(2)")
+            raise error
+        assert not db.in_transaction
+    assert db.execute("SELECT x FROM t").fetchall() == [(1,)]
+    other.close()
+    db.close()
