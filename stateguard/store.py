@@ -362,7 +362,8 @@ class StateStore:
         """
         sid = state.id
         number = state_number(sid)
-        conclusions = json.dumps([c.text for c in state.conclusions])
+        # json.dumps' text of a list of strings (sorted keys and `default` change nothing in it).
+        conclusions = value_text([c.text for c in state.conclusions])
         record = record_text(state)
         # The digest's columns (store_schema.py) are built beside the rows, as texts.
         parts = [sid, state.issue, conclusions, record]

@@ -289,3 +289,12 @@ def test_a_write_transaction_commits_or_rolls_back_whole(tmp_path: Path) -> None
     assert db.execute("SELECT x FROM t").fetchall() == [(1,)]
     other.close()
     db.close()
+
+
+def test_the_conclusions_column_is_json_dumps_of_their_texts(native: StateStore) -> None:
+    import json
+
+    db = native._db
+    for conclusions, record in db.execute("SELECT conclusions, record FROM states"):
+        assert conclusions == json.dumps([c["text"] for c in json.loads(record)["conclusions"]])
+    native.close()
