@@ -124,9 +124,9 @@ def load_before(commit: str) -> dict[str, types.ModuleType]:
             old[name] = module
             sys.modules[name] = module
     finally:
-        for name, module in current.items():
-            if module is not None:
-                sys.modules[name] = module
+        for name, saved in current.items():
+            if saved is not None:
+                sys.modules[name] = saved
             else:
                 sys.modules.pop(name, None)
     for module in old.values():
