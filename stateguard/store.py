@@ -1,10 +1,12 @@
 """Durable store of committed analytical states: one SQLite file (WAL mode) per run.
 
 Committed states are immutable rows; a commit is one SQL transaction, so a process killed at any
-moment reopens to the last whole commit. Every runtime query goes through an index:
-state by id, the latest state, a variable's current version and lineage, readers of a version,
-upstream/downstream relations, and the set of invalid states/variables. Invalidation is
-maintained incrementally at commit time, so "is this stale?" never scans the store.
+moment reopens to the last whole commit. Every runtime query goes through a key (the tables
+and what each is keyed by: store_schema.py): state by id, the latest state, a variable's current
+version and lineage, readers of a version, downstream relations, and the set of invalid
+states/variables; what one state lists (its upstream states, the variables it defines) is read
+from its record. Invalidation is maintained incrementally at commit time, so "is this stale?"
+never scans the store.
 
     store = StateStore("runs/demo/states.sqlite")
     store.commit(state); store.current_version("revenue"); store.invalidated_by("S5")
@@ -16,8 +18,7 @@ import json
 import math
 import sqlite3
 from collections import OrderedDict, deque
-from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Literal
 from urllib.parse import quote
@@ -25,16 +26,16 @@ from urllib.parse import quote
 from pydantic import BaseModel, ConfigDict
 
 from stateguard.records import SCHEMA_VERSION
-from stateguard.state import AnalyticalState, RelationType, state_id, state_number
-from stateguard.store_check import (
-    CommitCounter,
-    StoreCorrupt,
-    StoreError,
-    check_file,
-    check_pages,
-    check_rows,
-    commit_digest,
-    row_columns,
+from stateguard.state import STATE_ID_RE, AnalyticalState, RelationType, state_id, state_number
+from stateguard.store_check import CommitCounter, StoreCorrupt, StoreError, check_file, check_pages
+from stateguard.store_schema import (
+    check_digests,
+    create,
+    migrate,
+    record_text,
+    state_digest,
+    store_layout,
+    value_text,
 )
 from stateguard.store_wal import WalCheckpointer
 
@@ -48,46 +49,6 @@ __all__ = [
     "StoreError",
     "VersionInfo",
 ]
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS states(
-    seq INTEGER PRIMARY KEY,
-    id TEXT NOT NULL UNIQUE,
-    num INTEGER NOT NULL UNIQUE,
-    issue TEXT NOT NULL,
-    conclusions TEXT NOT NULL,
-    record TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS relations(
-    state_id TEXT NOT NULL,
-    upstream_id TEXT,
-    type TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS rel_up ON relations(upstream_id, type);
-CREATE INDEX IF NOT EXISTS rel_down ON relations(state_id);
-CREATE TABLE IF NOT EXISTS variables(
-    state_id TEXT NOT NULL,
-    name TEXT NOT NULL,
-    version TEXT NOT NULL,
-    version_num INTEGER NOT NULL,
-    defined INTEGER NOT NULL,
-    value TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS var_lineage ON variables(name, defined, version_num);
-CREATE INDEX IF NOT EXISTS var_readers ON variables(name, version, defined);
-CREATE INDEX IF NOT EXISTS var_state ON variables(state_id);
-CREATE TABLE IF NOT EXISTS invalid(
-    kind TEXT NOT NULL,
-    key TEXT NOT NULL,
-    invalidated_by TEXT NOT NULL,
-    root TEXT NOT NULL,
-    PRIMARY KEY(kind, key, invalidated_by)
-);
-CREATE INDEX IF NOT EXISTS invalid_by ON invalid(invalidated_by);
-CREATE TABLE IF NOT EXISTS digests(id TEXT PRIMARY KEY, sha256 TEXT NOT NULL);
-"""
-
 
 # Committed states a store keeps parsed (an OPEN loads the states it relates to, which the
 # previous COMMIT or the worker's last turn usually touched); about 2 kB each.
@@ -115,6 +76,12 @@ class _Pinned:
             store._pinned = False
 
 
+def _number(sid: object) -> int:
+    """The number of state id `sid`, 0 for anything that is not a state id (no state has it)."""
+    match = STATE_ID_RE.match(sid) if type(sid) is str else None
+    return int(match.group(1)) if match else 0
+
+
 def _json_scalar(value: object) -> bool:
     """Whether `value` reads back from JSON as itself and is immutable (text, an integer, a
     bool, a finite float or None; not NaN, a container, or an object `default=str` turns into text)."""
@@ -123,17 +90,25 @@ def _json_scalar(value: object) -> bool:
     return type(value) is float and math.isfinite(value)
 
 
-@contextmanager
-def immediate_transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+class immediate_transaction:  # noqa: N801 - used as the function it was: `with immediate_transaction(db) as db:`
     """One write transaction that takes the write lock at once (no upgrade deadlock between
-    readers), rolled back on any exception. Shared by the state store and StateWise's record store."""
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        yield db
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    db.execute("COMMIT")
+    readers), rolled back on any exception. Shared by the state store and StateWise's record store.
+    A class rather than a generator-based context manager: that costs a generator and two
+    resumptions per block, and the store opens one per commit."""
+
+    __slots__ = ("_db",)
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def __enter__(self) -> sqlite3.Connection:
+        self._db.execute("BEGIN IMMEDIATE")
+        return self._db
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        # An exception from the block propagates after the rollback; one from COMMIT propagates
+        # with the transaction still open, as it did from the generator.
+        self._db.execute("ROLLBACK" if kind is not None else "COMMIT")
 
 
 class IndexEntry(BaseModel):
@@ -203,8 +178,7 @@ class StateStore:
         self._versions: OrderedDict[tuple[str, str], None] = OrderedDict()  # `has_version` said yes
         self._index: list[IndexEntry] = []  # `index()` so far: committed states are only ever appended
         try:
-            if existing:
-                self._verify(wal_copy=True)
+            layout = self._verify(wal_copy=True) if existing else None
             self._db.execute("PRAGMA journal_mode=WAL")
             if not memory:
                 # Checkpoints run in a background connection, never inside a commit (store_wal.py).
@@ -212,37 +186,45 @@ class StateStore:
                 self._wal = WalCheckpointer(self.path)
             # NORMAL survives a killed process (the WAL is intact); FULL also survives power loss.
             self._db.execute(f"PRAGMA synchronous={synchronous}")
-            self._db.executescript(_SCHEMA)
+            if layout is None:
+                with self._transaction() as db:
+                    create(db)
+                    if self._meta("schema_version") is None:
+                        self._set_meta("schema_version", SCHEMA_VERSION)
             found = self._meta("schema_version")
-            if found is None:
-                self._set_meta("schema_version", SCHEMA_VERSION)
-            elif found != SCHEMA_VERSION:
+            if found != SCHEMA_VERSION:
                 raise StoreError(
                     f"{self.path}: store schema_version is {found!r}, this code reads {SCHEMA_VERSION!r}; "
                     "use a new run directory or the StateGuard version that wrote it"
                 )
+            if layout == 1:  # written by an earlier StateGuard: rewritten in place, in one transaction
+                with self._transaction() as db:
+                    migrate(db, self.path)
+                self._wrote()
             if not memory and self._counter.read() is None:
                 self._counter.write(len(self))  # a store from before the counter: start counting now
         except BaseException:
             self.close()
             raise
 
-    def _verify(self, *, wal_copy: bool) -> None:
-        """Integrity of an existing file: pages, lost commits, each state row against the digest
-        taken at its commit, then that it is a StateGuard store."""
+    def _verify(self, *, wal_copy: bool) -> int | None:
+        """Integrity of an existing file: pages, lost commits, that it is a StateGuard store, then
+        each state's rows against the digest taken at its commit. Returns the store's layout
+        (store_schema.py; None when it holds no tables yet)."""
         check_pages(self._db, self.path)
         tables = {str(r[0]) for r in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         states = (
             int(self._db.execute("SELECT COUNT(*) FROM states").fetchone()[0]) if "states" in tables else 0
         )
         self._counter.check(states, self.path, wal_copy=wal_copy)
-        if "digests" in tables:
-            check_rows(row_columns(self._db), self._db.execute("SELECT id, sha256 FROM digests"), self.path)
         if "meta" not in tables:
             raise StoreError(
                 f"{self.path}: a SQLite file but not a StateGuard state store (no meta table); "
                 "point at a run's states.sqlite, or use a new path"
             )
+        layout = store_layout(self._db, tables, self.path)
+        check_digests(self._db, layout, tables, self.path)
+        return layout
 
     @classmethod
     def open_read_only(cls, path: str | Path) -> StateStore:
@@ -269,7 +251,7 @@ class StateStore:
         store._db = sqlite3.connect(f"file:{quote(str(file))}?{mode}", uri=True, isolation_level=None)
         try:
             try:
-                store._verify(wal_copy=False)
+                layout = store._verify(wal_copy=False)
                 found = store._meta("schema_version")
             except sqlite3.DatabaseError as exc:
                 raise StoreError(f"{file}: not a StateGuard state store ({exc})") from None
@@ -277,6 +259,17 @@ class StateStore:
                 raise StoreError(
                     f"{file}: store schema_version {found!r}, this code reads {SCHEMA_VERSION!r}"
                 )
+            if layout == 1:
+                # Written by an earlier StateGuard, and nothing may be written next to it: read a
+                # copy, migrated in memory (a snapshot: later commits to the file are not seen).
+                copy = sqlite3.connect(":memory:", isolation_level=None)
+                store._db.backup(copy)
+                store._db.close()
+                store._db = copy
+                with store._transaction() as db:
+                    migrate(db, str(file))
+            elif layout is None:
+                raise StoreError(f"{file}: a state store without tables; point at a run's states.sqlite")
         except BaseException:
             store.close()
             raise
@@ -309,14 +302,14 @@ class StateStore:
             return seen[1], seen[2], seen[3], seen[4]
         version = int(self._db.execute("PRAGMA data_version").fetchone()[0])
         if seen is None or seen[0] != version:
+            # Ids only increase, so the top number is also the latest state.
             top, count = self._db.execute("SELECT COALESCE(MAX(num), 0), COUNT(*) FROM states").fetchone()
-            row = self._db.execute("SELECT id FROM states ORDER BY seq DESC LIMIT 1").fetchone()
             reserved = int(self._meta("last_reserved") or 0)
             self._any_invalid = self._db.execute("SELECT 1 FROM invalid LIMIT 1").fetchone() is not None
             seen = self._seen = (
                 version,
                 int(top),
-                None if row is None else str(row[0]),
+                state_id(int(top)) if top else None,
                 int(count),
                 reserved,
             )
@@ -367,40 +360,37 @@ class StateStore:
         claims a version that no committed state defined. The digest of every row written is
         kept, so damage on disk is found when the store is next opened.
         """
-        row = (
-            state.id,
-            state_number(state.id),
-            state.issue,
-            json.dumps([c.text for c in state.conclusions]),
-            state.canonical_json(),
-        )
-        relations = [(state.id, r.related_state_id, r.type.value) for r in state.relations]
-        variables = [
-            (
-                state.id,
-                v.name,
-                v.version,
-                state_number(v.version),
-                int(v.version == state.id),
-                json.dumps(v.value, sort_keys=True, default=str),
-            )
-            for v in state.used_variables
-        ]
+        sid = state.id
+        number = state_number(sid)
+        # json.dumps' text of a list of strings (sorted keys and `default` change nothing in it).
+        conclusions = value_text([c.text for c in state.conclusions])
+        record = record_text(state)
+        # The digest's columns (store_schema.py) are built beside the rows, as texts.
+        parts = [sid, state.issue, conclusions, record]
+        relations = []
+        for pos, rel in enumerate(state.relations):
+            up, kind = rel.related_state_id, rel.type.value
+            relations.append((0 if up is None else state_number(up), number, pos, kind))
+            parts += (up or "", kind)
+        variables = []
+        for pos, var in enumerate(state.used_variables):
+            version = state_number(var.version)
+            value = value_text(var.value)
+            defined = version == number
+            variables.append((var.name, 0 if defined else 1, version, number, pos, value))
+            parts += (var.name, var.version, str(version), "1" if defined else "0", value)
+        digest = state_digest(parts)
         with self._transaction() as db:
-            self._check_new_state(db, state)
-            seq = db.execute(
-                "INSERT INTO states(id, num, issue, conclusions, record) VALUES(?, ?, ?, ?, ?)", row
-            ).lastrowid
-            assert seq is not None
-            committed = int(seq)  # seq is the rowid and states are never deleted: it counts the commits
-            db.executemany("INSERT INTO relations(state_id, upstream_id, type) VALUES(?, ?, ?)", relations)
+            committed = self._check_new_state(db, state) + 1
+            db.execute(
+                "INSERT INTO states(num, issue, conclusions, record, sha256) VALUES(?, ?, ?, ?, ?)",
+                (number, state.issue, conclusions, record, digest),
+            )
+            db.executemany("INSERT INTO relations(upstream, state, pos, type) VALUES(?, ?, ?, ?)", relations)
             db.executemany(
-                "INSERT INTO variables(state_id, name, version, version_num, defined, value) "
-                "VALUES(?, ?, ?, ?, ?, ?)",
+                "INSERT INTO variables(name, is_read, version, state, pos, value) VALUES(?, ?, ?, ?, ?, ?)",
                 variables,
             )
-            digest = commit_digest(row, relations, variables)
-            db.execute("INSERT INTO digests(id, sha256) VALUES(?, ?)", (state.id, digest))
             self._propagate_invalidity(db, state)
         self._counter.write(committed)
         self._wrote()
@@ -412,13 +402,15 @@ class StateStore:
             )
         if self._seen is not None:
             version, top, _, _, reserved = self._seen
-            self._seen = (version, max(top, row[1]), state.id, committed, reserved)
+            self._seen = (version, max(top, number), state.id, committed, reserved)
 
-    def _check_new_state(self, db: sqlite3.Connection, state: AnalyticalState) -> None:
+    def _check_new_state(self, db: sqlite3.Connection, state: AnalyticalState) -> int:
+        """Refuse `state` (StoreError) unless its id is new and its references are committed;
+        returns the number of states committed before it."""
         number = state_number(state.id)
         # Inside the write transaction no other connection can commit, so the heads (refreshed
-        # here if another one did since) give the top committed number without a query.
-        top = self._heads(check=True)[0]
+        # here if another one did since) give the top committed number and the count without a query.
+        top, _, count, _ = self._heads(check=True)
         if number <= top:
             raise StoreError(
                 f"cannot commit {state.id}: ids must increase and {state_id(top)} is already committed"
@@ -431,7 +423,7 @@ class StateStore:
                 raise StoreError(f"{state.id} lists itself as related state; relations point upstream only")
             if (
                 up not in self._loaded
-                and db.execute("SELECT 1 FROM states WHERE id=?", (up,)).fetchone() is None
+                and db.execute("SELECT 1 FROM states WHERE num=?", (_number(up),)).fetchone() is None
             ):
                 raise StoreError(
                     f"{state.id} relates to {up}, which is not a committed state; "
@@ -445,6 +437,7 @@ class StateStore:
                     f"{state.id} reads {var.key}, but no committed state defined that version; "
                     f"use a committed version (see current_version({var.name!r})) or let the harness assign one"
                 )
+        return count
 
     def _propagate_invalidity(self, db: sqlite3.Connection, state: AnalyticalState) -> None:
         """Keep the `invalid` table current after inserting `state` (inside the commit transaction).
@@ -468,18 +461,19 @@ class StateStore:
                 if not any(v.version == up for v in reads):
                     causes.update(self._causes(db, "state", up))
         for by, root in causes:
-            self._mark(db, state.id, by, root, names=None)
+            self._mark(db, state.id, by, root, names=None, pending=state)
         defined = {v.name for v in state.defined_variables()}
         for rel in state.relations:
             if rel.type is RelationType.INVALIDATE and rel.related_state_id is not None:
                 target = rel.related_state_id
-                theirs = {
-                    r[0]
-                    for r in db.execute(
-                        "SELECT name FROM variables WHERE state_id=? AND defined=1", (target,)
-                    )
-                }
-                self._close_over(db, target, by=state.id, superseded=(defined & theirs) or None)
+                theirs = set(self._defined_names(target, state))
+                self._close_over(db, target, pending=state, superseded=(defined & theirs) or None)
+
+    def _defined_names(self, sid: str, pending: AnalyticalState) -> list[str]:
+        """The names of the variables state `sid` defines, in its list's order: from `pending` (the
+        state being committed, never kept before its commit ends) or a committed state's record."""
+        state = pending if sid == pending.id else self.load(sid)
+        return [v.name for v in state.used_variables if v.version == sid]
 
     def _causes(self, db: sqlite3.Connection, kind: str, key: str) -> list[tuple[str, str]]:
         return [
@@ -489,7 +483,16 @@ class StateStore:
             )
         ]
 
-    def _mark(self, db: sqlite3.Connection, sid: str, by: str, root: str, *, names: set[str] | None) -> bool:
+    def _mark(
+        self,
+        db: sqlite3.Connection,
+        sid: str,
+        by: str,
+        root: str,
+        *,
+        names: set[str] | None,
+        pending: AnalyticalState,
+    ) -> bool:
         """Mark a state stale (and its defined variables, or only `names`); False if already marked."""
         cur = db.execute(
             "INSERT OR IGNORE INTO invalid(kind, key, invalidated_by, root) VALUES('state', ?, ?, ?)",
@@ -498,9 +501,7 @@ class StateStore:
         if cur.rowcount == 0:
             return False
         self._any_invalid = True  # kept even if this transaction rolls back: it only costs queries
-        for (name,) in db.execute(
-            "SELECT name FROM variables WHERE state_id=? AND defined=1", (sid,)
-        ).fetchall():
+        for name in self._defined_names(sid, pending):
             if names is None or name in names:
                 db.execute(
                     "INSERT OR IGNORE INTO invalid(kind, key, invalidated_by, root) VALUES('variable', ?, ?, ?)",
@@ -508,18 +509,21 @@ class StateStore:
                 )
         return True
 
-    def _close_over(self, db: sqlite3.Connection, root: str, *, by: str, superseded: set[str] | None) -> None:
-        """Breadth-first over readers of stale versions and downstream relations; cost ~ closure size."""
-        if not self._mark(db, root, by, root, names=superseded):
+    def _close_over(
+        self, db: sqlite3.Connection, root: str, *, pending: AnalyticalState, superseded: set[str] | None
+    ) -> None:
+        """Breadth-first over readers of stale versions and downstream relations; cost ~ closure size.
+        `pending` is the invalidating state, being committed: it is never marked itself."""
+        by, pending_number = pending.id, state_number(pending.id)
+        if not self._mark(db, root, by, root, names=superseded, pending=pending):
             return
         queue = deque([root])
         while queue:
             sid = queue.popleft()
+            number = state_number(sid)
             stale_names = [
-                str(name)
-                for (name,) in db.execute(
-                    "SELECT name FROM variables WHERE state_id=? AND defined=1", (sid,)
-                ).fetchall()
+                name
+                for name in self._defined_names(sid, pending)
                 if db.execute(
                     "SELECT 1 FROM invalid WHERE kind='variable' AND key=? AND invalidated_by=?",
                     (f"{name}@{sid}", by),
@@ -528,22 +532,23 @@ class StateStore:
             nxt: list[str] = []
             for name in stale_names:
                 nxt += [
-                    str(r[0])
+                    state_id(r[0])
                     for r in db.execute(
-                        "SELECT state_id FROM variables WHERE name=? AND version=? AND defined=0", (name, sid)
+                        "SELECT state FROM variables WHERE name=? AND is_read=1 AND version=? ORDER BY state, pos",
+                        (name, number),
                     )
                 ]
+            # In the order layout 1's index on (upstream, type) gave: by type, then commit order.
             for (down,) in db.execute(
-                "SELECT state_id FROM relations WHERE upstream_id=? AND type!='invalidate'", (sid,)
+                "SELECT state FROM relations WHERE upstream=? AND type!='invalidate' ORDER BY type, state, pos",
+                (number,),
             ).fetchall():
-                used = db.execute(
-                    "SELECT 1 FROM variables WHERE state_id=? AND version=? AND defined=0 LIMIT 1",
-                    (down, sid),
-                ).fetchone()
-                if used is None:
-                    nxt.append(str(down))
+                if down == pending_number:
+                    continue  # never marked (below), and its record is not kept before its commit ends
+                if not any(v.version == sid for v in self.load(state_id(down)).used_variables):
+                    nxt.append(state_id(down))
             for candidate in nxt:
-                if candidate != by and self._mark(db, candidate, by, root, names=None):
+                if candidate != by and self._mark(db, candidate, by, root, names=None, pending=pending):
                     queue.append(candidate)
 
     # ------------------------------------------------------------------ reads
@@ -553,7 +558,7 @@ class StateStore:
     def __contains__(self, sid: object) -> bool:
         if sid in self._loaded:  # a kept state is committed, and a commit is never undone
             return True
-        return self._db.execute("SELECT 1 FROM states WHERE id=?", (sid,)).fetchone() is not None
+        return self._db.execute("SELECT 1 FROM states WHERE num=?", (_number(sid),)).fetchone() is not None
 
     def load(self, sid: str) -> AnalyticalState:
         """The committed state `sid` (KeyError when it is not committed). Committed rows never
@@ -564,7 +569,7 @@ class StateStore:
         if state is not None:
             self._loaded.move_to_end(sid)
             return state
-        row = self._db.execute("SELECT record FROM states WHERE id=?", (sid,)).fetchone()
+        row = self._db.execute("SELECT record FROM states WHERE num=?", (_number(sid),)).fetchone()
         if row is None:
             raise KeyError(f"no committed state {sid!r} in {self.path}")
         state = AnalyticalState.model_validate_json(row[0])
@@ -578,7 +583,7 @@ class StateStore:
 
     def raw_record(self, sid: str) -> str:
         """The exact bytes stored for a committed state (used to prove immutability)."""
-        row = self._db.execute("SELECT record FROM states WHERE id=?", (sid,)).fetchone()
+        row = self._db.execute("SELECT record FROM states WHERE num=?", (_number(sid),)).fetchone()
         if row is None:
             raise KeyError(sid)
         return str(row[0])
@@ -587,23 +592,27 @@ class StateStore:
         return self._heads()[1]
 
     def ids(self) -> list[str]:
-        return [str(r[0]) for r in self._db.execute("SELECT id FROM states ORDER BY seq")]
+        return [state_id(r[0]) for r in self._db.execute("SELECT num FROM states ORDER BY num")]
 
     def index(self, *, last: int | None = None) -> list[IndexEntry]:
         """Compact committed index (id, issue, conclusions), oldest first; `last` keeps the newest N.
 
         The harness asks for it at every manager activation. Committed rows never change and are
         never deleted (`seq` counts them), so the entries read once are kept and only the states
-        committed since (by this connection or another: `_heads`) are read; the entries are shared
-        frozen records, as `load`'s are."""
+        committed since (by this connection or another: `_heads`; ids only increase, so those are
+        the numbers above the last kept one) are read; the entries are shared frozen records, as
+        `load`'s are."""
         count = self._heads()[2]
         if len(self._index) > count:  # cannot happen to an append-only table; read it afresh if it does
             self._index = []
         if len(self._index) < count:
+            after = state_number(self._index[-1].id) if self._index else 0
             rows = self._db.execute(
-                "SELECT id, issue, conclusions FROM states WHERE seq > ? ORDER BY seq", (len(self._index),)
+                "SELECT num, issue, conclusions FROM states WHERE num > ? ORDER BY num", (after,)
             ).fetchall()
-            self._index += [IndexEntry(id=r[0], issue=r[1], conclusions=json.loads(r[2])) for r in rows]
+            self._index += [
+                IndexEntry(id=state_id(r[0]), issue=r[1], conclusions=json.loads(r[2])) for r in rows
+            ]
         if last is None or last < 0:  # SQLite's LIMIT with a negative number is no limit
             return list(self._index)
         return self._index[max(len(self._index) - last, 0) :] if last else []
@@ -611,10 +620,9 @@ class StateStore:
     def current_version(self, name: str) -> str | None:
         """Newest committed version key of a variable (e.g. 'revenue@S5'), or None if never defined."""
         row = self._db.execute(
-            "SELECT version FROM variables WHERE name=? AND defined=1 ORDER BY version_num DESC LIMIT 1",
-            (name,),
+            "SELECT version FROM variables WHERE name=? AND is_read=0 ORDER BY version DESC LIMIT 1", (name,)
         ).fetchone()
-        return None if row is None else f"{name}@{row[0]}"
+        return None if row is None else f"{name}@{state_id(row[0])}"
 
     def has_version(self, name: str, version: str) -> bool:
         """Did committed state `version` define variable `name`?"""
@@ -625,8 +633,10 @@ class StateStore:
         if key in self._versions:  # a yes never turns into a no: committed rows are never deleted
             self._versions.move_to_end(key)
             return True
+        number = _number(version)
         row = self._db.execute(
-            "SELECT 1 FROM variables WHERE name=? AND version=? AND defined=1", (name, version)
+            "SELECT 1 FROM variables WHERE name=? AND is_read=0 AND version=? AND state=?",
+            (name, number, number),
         ).fetchone()
         if row is None:
             return False
@@ -639,39 +649,40 @@ class StateStore:
 
     def lineage(self, name: str) -> Lineage:
         versions = []
-        for version, value in self._db.execute(
-            "SELECT version, value FROM variables WHERE name=? AND defined=1 ORDER BY version_num", (name,)
+        for number, value in self._db.execute(
+            "SELECT version, value FROM variables WHERE name=? AND is_read=0 ORDER BY version", (name,)
         ).fetchall():
             readers = [
-                str(r[0])
+                state_id(r[0])
                 for r in self._db.execute(
-                    "SELECT state_id FROM variables WHERE name=? AND version=? AND defined=0", (name, version)
+                    "SELECT state FROM variables WHERE name=? AND is_read=1 AND version=? ORDER BY state, pos",
+                    (name, number),
                 )
             ]
+            key = f"{name}@{state_id(number)}"
             versions.append(
                 VersionInfo(
-                    version=f"{name}@{version}",
-                    value=json.loads(value),
-                    read_by=readers,
-                    invalid=self.is_invalid(f"{name}@{version}"),
+                    version=key, value=json.loads(value), read_by=readers, invalid=self.is_invalid(key)
                 )
             )
         return Lineage(name=name, versions=versions)
 
     def upstream(self, sid: str) -> list[tuple[str, RelationType]]:
-        """Directly related upstream states of `sid` with the relation type."""
-        return [
-            (str(up), RelationType(t))
-            for up, t in self._db.execute(
-                "SELECT upstream_id, type FROM relations WHERE state_id=? AND upstream_id IS NOT NULL", (sid,)
-            )
-        ]
+        """Directly related upstream states of `sid` with the relation type, in its record's order
+        (empty when `sid` is not committed)."""
+        try:
+            state = self.load(sid)
+        except KeyError:
+            return []
+        return [(r.related_state_id, r.type) for r in state.relations if r.related_state_id is not None]
 
     def downstream(self, sid: str) -> list[tuple[str, RelationType]]:
+        """States that relate to `sid`, by relation type and then in commit order."""
         return [
-            (str(down), RelationType(t))
+            (state_id(down), RelationType(t))
             for down, t in self._db.execute(
-                "SELECT state_id, type FROM relations WHERE upstream_id=?", (sid,)
+                "SELECT state, type FROM relations WHERE upstream=? ORDER BY type, state, pos",
+                (_number(sid),),
             )
         ]
 

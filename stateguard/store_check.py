@@ -3,6 +3,7 @@
     check_file(path, creating=...)      # a 0-byte or missing file where a store was expected
     check_pages(db, path)               # PRAGMA quick_check: torn or overwritten pages
     check_rows(columns, digests, path)  # each state's rows against the SHA-256 taken at its commit
+                                        # (the columns of each layout: store_schema.py)
     counter = CommitCounter(path)       # <store>-commits: how many states were ever committed
     counter.check(db_states, path, db)  # fewer states than committed: the WAL lost commits
 
@@ -23,7 +24,7 @@ import os
 import re
 import shutil
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 
 __all__ = [
@@ -34,9 +35,7 @@ __all__ = [
     "check_file",
     "check_pages",
     "check_rows",
-    "commit_digest",
     "damage_fix",
-    "row_columns",
     "row_digest",
 ]
 
@@ -104,45 +103,20 @@ def row_digest(*columns: str | bytes) -> str:
     return hashlib.sha256(b"\x00".join(parts)).hexdigest()
 
 
-def commit_digest(
-    row: Sequence[object], relations: Sequence[Sequence[object]], variables: Sequence[Sequence[object]]
-) -> str:
-    """The digest `commit` stores for a state: over the states row (id, issue, conclusions, record;
-    `row` as inserted, with its number second) and its relation and variable rows (as inserted,
-    without the leading state id), in order."""
-    columns = [str(row[0]), str(row[2]), str(row[3]), str(row[4])]
-    columns += [str(c) for r in relations for c in (r[1] or "", r[2])]
-    columns += [str(c) for v in variables for c in v[1:]]
-    return row_digest(*columns)
-
-
-def row_columns(db: sqlite3.Connection) -> dict[str, list[bytes]]:
-    """Per state, the bytes `commit_digest` hashed, read back from the database."""
-    out: dict[str, list[bytes]] = {}
-    for row in db.execute(
-        "SELECT id, CAST(id AS BLOB), CAST(issue AS BLOB), CAST(conclusions AS BLOB), "
-        "CAST(record AS BLOB) FROM states ORDER BY seq"
-    ):
-        out[row[0]] = list(row[1:])
-    for query in (
-        "SELECT state_id, CAST(COALESCE(upstream_id, '') AS BLOB), CAST(type AS BLOB) FROM relations ORDER BY rowid",
-        "SELECT state_id, CAST(name AS BLOB), CAST(version AS BLOB), CAST(version_num AS BLOB), "
-        "CAST(defined AS BLOB), CAST(value AS BLOB) FROM variables ORDER BY rowid",
-    ):
-        for row in db.execute(query):
-            cols = out.get(row[0])
-            if cols is None:
-                cols = out[str(row[0])] = []
-            cols.extend(row[1:])
-    return out
-
-
-def check_rows(columns: dict[str, list[bytes]], digests: Iterable[tuple[str, str]], path: str) -> None:
+def check_rows(
+    columns: dict[str, list[bytes]], digests: Iterable[tuple[str, str | bytes]], path: str
+) -> None:
     """Every committed state's rows still hash to the digest taken at its commit (`columns`: per
     state id, the bytes of its row, relation rows and variable rows, as read back). quick_check
     sees page structure only; bytes overwritten inside a record, in the issue and conclusions the
-    manager's index shows, or in a variable's value would otherwise be read back as committed."""
-    bad = [str(sid) for sid, digest in digests if row_digest(*columns.get(str(sid), [])) != digest]
+    manager's index shows, or in a variable's value would otherwise be read back as committed.
+    A digest may come as bytes (read as a BLOB: damaged text need not be UTF-8)."""
+    bad = [
+        str(sid)
+        for sid, digest in digests
+        if row_digest(*columns.get(str(sid), []))
+        != (digest if isinstance(digest, str) else bytes(digest).decode("ascii", "replace"))
+    ]
     if bad:
         shown = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
         raise StoreCorrupt(

@@ -5,9 +5,10 @@ On a shared machine two runs of `make bench` a minute apart differ by more than 
 process, in alternating blocks of cycles, so load hits them alike: the runtime modules that
 differ between `--before` and this checkout (among `MODULES`; then all of `MODULES`, so that an
 unchanged harness runs the old trace) are loaded from git under other names, their imports of
-each other re-pointed to the old versions, and each version drives its
-own `Harness` on its own copy of one filled store. The records (`stateguard/state.py`,
-`stateguard/artifacts/`) are shared: a change to them is not compared by this tool. Each cycle is
+each other re-pointed to the old versions, and each version drives its own `Harness` on its own
+copy of one filled store (where the old store cannot open this checkout's, one of an earlier
+store layout, the old code fills its own once per commit: `states-<size>-prefill-<commit>.sqlite`).
+The records (`stateguard/state.py`, `stateguard/artifacts/`) are shared: a change to them is not compared by this tool. Each cycle is
 timed twice: the thread's CPU (what load disturbs least) and the wall clock (what the p99 target
 is about: lock waits and the scheduler show there only).
 
@@ -23,6 +24,7 @@ the machine nearly idle (load about 1, 30 rounds) it gave 1.00 twice.
 from __future__ import annotations
 
 import argparse
+import random
 import shutil
 import statistics
 import subprocess
@@ -35,7 +37,7 @@ from typing import Any
 from omegaconf import OmegaConf
 from pydantic import BaseModel
 
-from eval.perf.runtime import _store, harness_cycle
+from eval.perf.runtime import _prefill, _store, harness_cycle
 from stateguard import HarnessConfig, StateStore
 from stateguard.store_check import COUNTER_SUFFIX
 
@@ -44,6 +46,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MODULES = [
     "stateguard.store_wal",
     "stateguard.store_check",
+    "stateguard.store_schema",
     "stateguard.store",
     "stateguard.trace",
     "stateguard.relation_rules",
@@ -78,13 +81,21 @@ def _git(*args: str) -> str:
     return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=True).stdout
 
 
+def _text_at(commit: str, name: str) -> str | None:
+    """Module `name`'s text at `commit`, None where it did not exist yet."""
+    try:
+        return _git("show", f"{commit}:{name.replace('.', '/')}.py")
+    except subprocess.CalledProcessError:
+        return None
+
+
 def changed(commit: str) -> list[str]:
-    """The modules of `MODULES` whose text at `commit` differs from this checkout's."""
+    """The modules of `MODULES` whose text at `commit` differs from this checkout's (or which it
+    did not have)."""
     return [
         name
         for name in MODULES
-        if _git("show", f"{commit}:{name.replace('.', '/')}.py")
-        != (ROOT / f"{name.replace('.', '/')}.py").read_text()
+        if _text_at(commit, name) != (ROOT / f"{name.replace('.', '/')}.py").read_text()
     ]
 
 
@@ -96,15 +107,28 @@ def load_before(commit: str) -> dict[str, types.ModuleType]:
     old: dict[str, types.ModuleType] = {}
     if not changed(commit):
         return old
-    texts = {name: _git("show", f"{commit}:{name.replace('.', '/')}.py") for name in MODULES}
-    for name in MODULES:
-        path = name.replace(".", "/") + ".py"
-        text = texts[name]
-        module = types.ModuleType(f"{name}@before")
-        module.__file__ = f"{commit}:{path}"
-        sys.modules[module.__name__] = module  # dataclasses and pydantic look their module up
-        exec(compile(text, module.__file__, "exec"), module.__dict__)
-        old[name] = module
+    texts = {name: _text_at(commit, name) for name in MODULES}
+    # While the old modules run, their imports of each other find the old versions (a name this
+    # checkout no longer has would not import otherwise); this checkout's are put back after.
+    current = {name: sys.modules.get(name) for name in MODULES}
+    try:
+        for name in MODULES:
+            path = name.replace(".", "/") + ".py"
+            text = texts[name]
+            if text is None:
+                continue  # not there yet: the old modules do not import it
+            module = types.ModuleType(f"{name}@before")
+            module.__file__ = f"{commit}:{path}"
+            sys.modules[module.__name__] = module  # dataclasses and pydantic look their module up
+            exec(compile(text, module.__file__, "exec"), module.__dict__)
+            old[name] = module
+            sys.modules[name] = module
+    finally:
+        for name, saved in current.items():
+            if saved is not None:
+                sys.modules[name] = saved
+            else:
+                sys.modules.pop(name, None)
     for module in old.values():
         for attr, value in list(module.__dict__.items()):
             source = old.get(getattr(value, "__module__", ""))
@@ -113,12 +137,40 @@ def load_before(commit: str) -> dict[str, types.ModuleType]:
     return old
 
 
-def _copy_store(kept: Path, to: Path) -> StateStore:
+def _copy_store(kept: Path, to: Path, store_cls: Any = StateStore) -> Any:
     for suffix in ("", "-wal", "-shm", COUNTER_SUFFIX):
         Path(f"{to}{suffix}").unlink(missing_ok=True)
     shutil.copyfile(kept, to)
     shutil.copyfile(f"{kept}{COUNTER_SUFFIX}", f"{to}{COUNTER_SUFFIX}")
-    return StateStore(to)
+    return store_cls(to)
+
+
+def _kept_for(before: str, store_cls: Any, kept: Path, size: int, work_dir: str) -> Path:
+    """The filled store the `before` side starts from: this checkout's kept one where the old
+    store opens it, else one filled by the old store itself (another store layout; kept as
+    `states-<size>-prefill-<commit>.sqlite`), so that each side times a store its own code grew."""
+    probe = Path(work_dir) / f"states-{size}-probe.sqlite"
+    try:
+        _copy_store(kept, probe, store_cls).close()
+        return kept
+    except Exception:  # noqa: BLE001 - whatever the old code raises on a layout it does not know
+        pass
+    finally:
+        for suffix in ("", "-wal", "-shm", COUNTER_SUFFIX, "-wal.damaged"):
+            Path(f"{probe}{suffix}").unlink(missing_ok=True)
+    sha = _git("rev-parse", "--short=12", before).strip()
+    own = Path(work_dir) / f"states-{size}-prefill-{sha}.sqlite"
+    if not Path(f"{own}{COUNTER_SUFFIX}").exists():  # the counter is written last: a whole fill
+        for suffix in ("", "-wal", "-shm", COUNTER_SUFFIX):
+            Path(f"{own}{suffix}").unlink(missing_ok=True)
+        store = store_cls(own.with_suffix(".filling"))
+        _prefill(store, size, 10, random.Random(0))
+        store.close()
+        shutil.copyfile(own.with_suffix(".filling"), own)
+        shutil.copyfile(f"{own.with_suffix('.filling')}{COUNTER_SUFFIX}", f"{own}{COUNTER_SUFFIX}")
+        for suffix in ("", COUNTER_SUFFIX):
+            Path(f"{own.with_suffix('.filling')}{suffix}").unlink(missing_ok=True)
+    return own
 
 
 def run(
@@ -132,10 +184,8 @@ def run(
     for label, modules in (("before", old), ("after", {})):
         store_cls = modules["stateguard.store"].StateStore if "stateguard.store" in modules else StateStore
         harness_mod = modules.get("stateguard.harness", sys.modules["stateguard.harness"])
-        store = _copy_store(kept, Path(work_dir) / f"states-{size}-{label}.sqlite")
-        if store_cls is not StateStore:
-            store.close()
-            store = store_cls(Path(work_dir) / f"states-{size}-{label}.sqlite")
+        origin = kept if store_cls is StateStore else _kept_for(before, store_cls, kept, size, work_dir)
+        store = _copy_store(origin, Path(work_dir) / f"states-{size}-{label}.sqlite", store_cls)
         versions[label] = (
             store,
             harness_cycle(store, harness_mod.Harness(store, HarnessConfig(regime="turn_aligned"))),

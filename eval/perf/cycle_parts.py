@@ -46,7 +46,7 @@ PARTS: list[tuple[Any, str, str]] = [
     (StateStore, "reserve_id", "store: reserve_id"),
     (StateStore, "_check_new_state", "store: reference checks"),
     (StateStore, "_propagate_invalidity", "store: staleness propagation"),
-    (store_module, "commit_digest", "store: row digest"),
+    (store_module, "state_digest", "store: row digest"),
     (Trace, "emit", "trace: emit"),
 ]
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import sqlite3
 import statistics
 import time
 from collections.abc import Callable
@@ -29,6 +30,7 @@ from stateguard.actions import RawAction
 from stateguard.hints import state_hint
 from stateguard.state import AnalyticalState, Conclusion, Relation, RelationType, VariableRef
 from stateguard.store_check import COUNTER_SUFFIX
+from stateguard.store_schema import LAYOUT, LAYOUT_KEY
 
 
 class Row(BaseModel):
@@ -97,17 +99,33 @@ def _measure(fn: Callable[[int], None], samples: int) -> dict[str, float]:
     }
 
 
+def kept_layout(path: Path) -> int | None:
+    """The store layout of a closed store file (store_schema.py), None when it cannot be read."""
+    try:
+        db = sqlite3.connect(f"file:{path}?immutable=1", uri=True)
+    except sqlite3.Error:
+        return None
+    try:
+        row = db.execute("SELECT value FROM meta WHERE key=?", (LAYOUT_KEY,)).fetchone()
+        return 1 if row is None else int(row[0])
+    except (sqlite3.Error, ValueError):
+        return None
+    finally:
+        db.close()
+
+
 def _store(n: int, cfg: DictConfig) -> tuple[StateStore, list[list[str]]]:
     """A store pre-filled with n states, and its threads. With `reuse_prefill`, the first run keeps
     a closed copy (`states-<n>-prefill.sqlite` and its threads as JSON) and later runs start from a
     copy of it: filling 10^5 states takes minutes, and two versions compared in turn then time
-    the same store."""
+    the same store. A kept copy of another store layout is filled again (opening it would migrate
+    it, and a migrated store's b-trees are not those a run grows)."""
     path = Path(cfg.work_dir) / f"states-{n}.sqlite"
     for suffix in ("", "-wal", "-shm", COUNTER_SUFFIX):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
     kept = path.with_name(f"states-{n}-prefill.sqlite")
     kept_threads = kept.with_suffix(".threads.json")
-    if cfg.get("reuse_prefill", False) and kept_threads.exists():
+    if cfg.get("reuse_prefill", False) and kept_threads.exists() and kept_layout(kept) == LAYOUT:
         shutil.copyfile(kept, path)
         shutil.copyfile(f"{kept}{COUNTER_SUFFIX}", f"{path}{COUNTER_SUFFIX}")
         return StateStore(path), json.loads(kept_threads.read_text())

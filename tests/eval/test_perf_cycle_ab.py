@@ -71,3 +71,39 @@ def test_cycle_count_runs_the_cycles_it_is_asked_for(tmp_path: Path) -> None:
     db = sqlite3.connect(f"file:{kept}?mode=ro", uri=True)
     assert db.execute("SELECT COUNT(*) FROM states").fetchone()[0] == 30
     db.close()
+
+
+def test_an_old_store_that_cannot_open_this_layout_fills_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the old store refuses this checkout's filled store (an earlier store layout), the old
+    side times a store its own code filled, kept per commit and filled once."""
+    from omegaconf import OmegaConf
+
+    from eval.perf.runtime import _store
+    from stateguard import StateStore
+    from stateguard.store import StoreError
+
+    monkeypatch.setattr(ab, "_git", lambda *args: "abc123\n")
+    cfg = OmegaConf.create({"work_dir": str(tmp_path), "reuse_prefill": True, "thread_length": 10, "seed": 0})
+    _store(30, cfg)[0].close()
+    kept = tmp_path / "states-30-prefill.sqlite"
+    opened: list[str] = []
+
+    class Old(StateStore):  # opens only the stores it creates itself
+        def __init__(self, path: str | Path) -> None:
+            opened.append(Path(path).name)
+            if Path(path).exists() and "prefill-abc123" not in Path(path).name:
+                raise StoreError(f"{path}: a layout this code does not read")
+            super().__init__(path)
+
+    assert ab._kept_for("HEAD", StateStore, kept, 30, str(tmp_path)) == kept
+    own = ab._kept_for("HEAD", Old, kept, 30, str(tmp_path))
+    assert own == tmp_path / "states-30-prefill-abc123.sqlite"
+    copy = ab._copy_store(own, tmp_path / "copy.sqlite")
+    assert len(copy) == 30
+    copy.close()
+    made = own.stat().st_mtime_ns
+    assert ab._kept_for("HEAD", Old, kept, 30, str(tmp_path)) == own and own.stat().st_mtime_ns == made
+    assert opened.count("states-30-prefill-abc123.filling") == 1  # filled once
+    assert not list(tmp_path.glob("*probe*")) and not list(tmp_path.glob("*.filling*"))

@@ -122,7 +122,7 @@ def test_rewritten_committed_state_is_refused(tmp_path: Path) -> None:
     _fill(store, 5)
     store.close()
     db = sqlite3.connect(path)  # what an agent with the file at hand could do
-    db.execute("UPDATE variables SET value='[999]' WHERE state_id='S3'")
+    db.execute("UPDATE variables SET value='[999]' WHERE state=3")
     db.commit()
     db.close()
     for opener in (StateStore, StateStore.open_read_only):
@@ -155,9 +155,16 @@ def test_random_garbage_in_the_file_is_refused_or_harmless(tmp_path: Path) -> No
     def tables() -> dict[str, list[tuple[object, ...]]]:
         db = sqlite3.connect(f"file:{path}?immutable=1", uri=True)
         try:
+            # Every table, in its key's order (relations and variables have no rowid).
             return {
-                t: db.execute(f"SELECT * FROM {t} ORDER BY rowid").fetchall()  # noqa: S608 - fixed names
-                for t in ("states", "relations", "variables", "invalid", "meta", "digests")
+                t: db.execute(f"SELECT * FROM {t} ORDER BY {key}").fetchall()  # noqa: S608 - fixed names
+                for t, key in (
+                    ("states", "num"),
+                    ("relations", "upstream, state, pos"),
+                    ("variables", "name, is_read, version, state, pos"),
+                    ("invalid", "rowid"),
+                    ("meta", "key"),
+                )
             }
         finally:
             db.close()

@@ -44,13 +44,13 @@ def _check_whole(path: Path) -> int:
     db = sqlite3.connect(path)
     for sid in ids:
         state = store.load(sid)  # parses and validates the whole record
-        rel_rows = db.execute("SELECT COUNT(*) FROM relations WHERE state_id=?", (sid,)).fetchone()[0]
-        var_rows = db.execute("SELECT COUNT(*) FROM variables WHERE state_id=?", (sid,)).fetchone()[0]
+        rel_rows = db.execute("SELECT COUNT(*) FROM relations WHERE state=?", (int(sid[1:]),)).fetchone()[0]
+        var_rows = db.execute("SELECT COUNT(*) FROM variables WHERE state=?", (int(sid[1:]),)).fetchone()[0]
         assert rel_rows == len(state.relations), sid
         assert var_rows == len(state.used_variables), sid
         assert json.loads(store.raw_record(sid))["id"] == sid
     orphans = db.execute(
-        "SELECT COUNT(*) FROM relations WHERE state_id NOT IN (SELECT id FROM states)"
+        "SELECT COUNT(*) FROM relations WHERE state NOT IN (SELECT num FROM states)"
     ).fetchone()[0]
     assert orphans == 0
     numbers = [int(s[1:]) for s in ids]

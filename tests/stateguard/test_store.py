@@ -232,7 +232,7 @@ def test_the_index_reads_only_new_commits_and_sees_another_connections(tmp_path:
     b = StateStore(tmp_path / "s.sqlite")
     b.commit(st("S3", relations=[("S2", "progress")]))
     assert [e.id for e in a.index()] == ["S1", "S2", "S3"]
-    assert [q for q in queries if "FROM states WHERE seq >" in q]  # only the rows after the kept ones
+    assert [q for q in queries if "FROM states WHERE num >" in q]  # only the rows after the kept ones
     assert [e.id for e in a.index(last=2)] == ["S2", "S3"] and a.index(last=0) == []
     assert a.index()[0] == IndexEntry(id="S1", issue="first", conclusions=["S1 done"])
     reopened = StateStore.open_read_only(tmp_path / "s.sqlite")

@@ -276,6 +276,19 @@ def test_a_line_is_the_bytes_json_dumps_gives(tmp_path: Path) -> None:
         trace.emit("answers", answers=loop)
     trace.emit("answers", answers={"a": loop["a"]})  # the encoder's marks start clean again
     assert trace.lines()[-1] == old_line(len(payloads), "answers", {"answers": {"a": 1}})
+    # The encoder keeps no marks (a cycle is found by `json.dumps` after RecursionError): the same
+    # object twice is no cycle, and nesting past the interpreter's limit fails as json.dumps does.
+    shared = [1, {"k": "v"}]
+    trace.emit("answers", answers={"x": shared, "y": shared})
+    assert trace.lines()[-1] == old_line(
+        len(payloads) + 1, "answers", {"answers": {"x": shared, "y": shared}}
+    )
+    deep: list[object] = []
+    for _ in range(100_000):
+        deep = [deep]
+    with pytest.raises(RecursionError):
+        trace.emit("answers", answers={"a": deep})
+    assert len(trace.lines()) == len(payloads) + 2
 
     other = Trace(clock=lambda: 1.25)
     worker = threading.Thread(target=lambda: [other.emit(kind, **data) for kind, data in payloads])
