@@ -290,14 +290,14 @@ LEXICON = Lexicon(
     },
     comparatives=("greater", "smaller", "higher", "lower", "larger", "exceed"),
     # superlatives whose direction holds whatever the quantity ("oldest", "latest": an age is ranked
-    # largest first, a date smallest first, so they are in neither)
+    # largest first, a date smallest first, so they are in neither; nor "fastest" and "slowest": the
+    # slowest reading is the largest reaction time but the smallest speed)
     descending=(
         "largest",
         "highest",
         "most",
         "biggest",
         "greatest",
-        "fastest",
         "top",
         "heaviest",
         "longest",
@@ -316,7 +316,6 @@ LEXICON = Lexicon(
         "lowest",
         "fewest",
         "least",
-        "slowest",
         "lightest",
         "shortest",
         "narrowest",

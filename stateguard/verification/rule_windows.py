@@ -984,7 +984,7 @@ def code_site(sem: CodeSemantics, stated: Stated, code: str = "") -> Site | None
     if sites is None:
         return None
     sel, keys, language, _ = sites[0]
-    if stated.matches(keys):
+    if stated.matches(keys) or _grouped_as_stated(sem, stated):
         return None
     names = {_transform_receiver(t) for _, _, _, t in sites}
     if language == "pandas" and len(names) == 1 and None not in names:
@@ -1014,6 +1014,16 @@ def code_site(sem: CodeSemantics, stated: Stated, code: str = "") -> Site | None
     else:
         return None
     return Site(sel, keys, fixed, text)
+
+
+def _grouped_as_stated(sem: CodeSemantics, stated: Stated) -> bool:
+    """Does a statement of the turn group by exactly the stated keys? Then the rule's statistic is
+    taken as stated there (`rated.groupby(["month", "onset"])["x"].mean()` joined back), and a per-row
+    statistic over other keys is another step (a completeness filter by `subject`), not the rule's."""
+    return any(
+        sel.group_keys and stated.matches([k.lower().split(".")[-1].strip('"') for k in sel.group_keys])
+        for sel in sem.selections
+    )
 
 
 def _regrouped_name(sem: CodeSemantics, stated: Stated, code: str, name: str) -> Site | None:

@@ -221,3 +221,51 @@ def test_a_bound_after_a_numbered_game_is_checked(op: str, caught: bool) -> None
     code = f"print(json.dumps({{'n_late': int((games['gameno'] {op} 100).sum())}}))"
     findings = session.turn("How many player-games come after game number 100?", code)
     assert bool(findings) is caught
+
+
+# After fresh56's first look (its two clean-run false repairs)
+
+
+def test_speed_superlatives_have_no_direction_of_their_own() -> None:
+    from stateguard.artifacts.lexicon import LEXICON
+
+    # the slowest reading is the largest reaction time but the smallest speed
+    assert not {"fastest", "slowest"} & {*LEXICON.descending, *LEXICON.ascending}
+
+
+@pytest.mark.parametrize("direction", ["DESC", "ASC"])
+def test_the_slowest_readings_are_not_checked_for_a_direction(direction: str) -> None:
+    session = Session()
+    assert session.ws.run_cell(
+        "import json\ntrials = pd.DataFrame({'obs_no': range(1, 9), 'rt': [250, 410, 300, 380, 290, 350, 500, 270]})"
+    ).ok
+    code = (
+        f"top = trials.sort_values(['rt', 'obs_no'], ascending=[{direction == 'ASC'}, True]).head(5)\n"
+        "print(json.dumps({'top5_rt_obs_no': top['obs_no'].tolist()}))"
+    )
+    assert session.turn("Give the obs_no of the five slowest readings, slowest first.", code) == []
+
+
+@pytest.mark.parametrize(("keys", "caught"), [('["month", "onset"]', False), ('["month"]', True)])
+def test_a_completeness_filter_by_another_key_is_not_the_rules_statistic(keys: str, caught: bool) -> None:
+    session = Session()
+    assert session.ws.run_cell(
+        "import json\n"
+        "rated = pd.DataFrame({'subject': [1, 1, 1, 2, 2, 2, 3, 3, 4, 4, 4, 5, 5, 5], "
+        "'month': [0, 2, 6, 0, 2, 6, 0, 2, 0, 2, 6, 0, 2, 6], "
+        "'onset': ['early'] * 6 + ['late'] * 8, "
+        "'ill': [1, 2, 3, 0, 1, 1, 1, 1, 0, 0, 2, 1, 3, 4]})"
+    ).ok
+    code = (
+        f"peer = rated.groupby({keys})['ill'].mean().rename('peer')\n"
+        f"rated['persistent'] = rated['ill'] >= 1.5 * rated.join(peer, on={keys})['peer']\n"
+        "complete = rated[rated.groupby('subject')['month'].transform('count') == 3].copy()\n"
+        "print(json.dumps({'n_persistent': int(complete['persistent'].sum())}))"
+    )
+    question = (
+        "A review is persistent when its ill is at least 1.5 times the mean ill of all reviews in `rated` at "
+        "the same month from women with the same onset. Redefine persistent in `rated` and rebuild `complete` "
+        "(the women with all three reviews). How many reviews in `complete` are persistent?"
+    )
+    findings = session.turn(question, code)
+    assert bool(findings) is caught
