@@ -291,8 +291,10 @@ LEXICON = Lexicon(
     comparatives=("greater", "smaller", "higher", "lower", "larger", "exceed"),
     # superlatives whose direction holds whatever the quantity ("oldest", "latest": an age is ranked
     # largest first, a date smallest first, so they are in neither; nor "fastest" and "slowest": the
-    # slowest reading is the largest reaction time but the smallest speed)
+    # slowest reading is the largest reaction time but the smallest speed; "fastest-growing" is)
     descending=(
+        "fastest-growing",
+        "fastest-rising",
         "largest",
         "highest",
         "most",
@@ -312,6 +314,8 @@ LEXICON = Lexicon(
         "furthest",
     ),
     ascending=(
+        "slowest-growing",
+        "slowest-rising",
         "smallest",
         "lowest",
         "fewest",

@@ -733,6 +733,12 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
             if pattern is _FROM_UP:
                 # "old from 85 years on": a span of time measures the bound's quantity, it names none
                 unit_words = [w for w in unit_words if w.lower() not in TIME_WORDS]
+            if (
+                len(unit_words) == 2
+                and unit_words[0].lower() in ("a", "an", "per", "each")
+                and (unit_words[1].lower() in TIME_WORDS)
+            ):
+                unit_words = []  # "4 % a year or more": a rate's time unit, no quantity
             if not subject and unit_words and not is_prefix and unit_words[0].lower() not in _MEASURES:
                 # "how many have 3,000 residents or more": the words between the number and "or
                 # more" name the quantity; binding keeps them only when they name a column

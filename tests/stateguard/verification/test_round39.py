@@ -231,6 +231,8 @@ def test_speed_superlatives_have_no_direction_of_their_own() -> None:
 
     # the slowest reading is the largest reaction time but the smallest speed
     assert not {"fastest", "slowest"} & {*LEXICON.descending, *LEXICON.ascending}
+    # a rate of growth has one: the fastest-growing rows are the largest growth first
+    assert "fastest-growing" in LEXICON.descending and "slowest-growing" in LEXICON.ascending
 
 
 @pytest.mark.parametrize("direction", ["DESC", "ASC"])
@@ -269,3 +271,43 @@ def test_a_completeness_filter_by_another_key_is_not_the_rules_statistic(keys: s
     )
     findings = session.turn(question, code)
     assert bool(findings) is caught
+
+
+def test_a_table_rebuilt_from_itself_through_a_subquery_is_re_run_on_its_first_input() -> None:
+    import contextlib
+    import io
+    import json
+
+    import duckdb
+
+    from stateguard.verification import probes
+
+    cell = (
+        'con.execute("CREATE OR REPLACE TABLE panel AS SELECT *, growth >= 3 AS fast FROM '
+        "(SELECT *, CASE WHEN gdp < 7 THEN 'poor' ELSE 'rich' END AS band FROM panel)\")\n"
+        "import json\n"
+        'print(json.dumps({"n": con.execute("SELECT count_if(fast) FROM panel").fetchone()[0]}))\n'
+    )
+    space: dict[str, object] = {"con": duckdb.connect()}
+    space["con"].execute(  # type: ignore[attr-defined]
+        "CREATE TABLE panel AS SELECT * FROM (VALUES (1, 2.5, 6.0), (2, 3.5, 8.0), (3, 4.5, 7.5)) v(id, growth, gdp)"
+    )
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(cell, space)  # noqa: S102 - the turn itself
+    out = io.StringIO()
+    program = probes.answer_probe([cell], probes.SpanEdit(kind="text", before=">= 3", after=">= 4"), "con")
+    with contextlib.redirect_stdout(out):
+        exec(program, space)  # noqa: S102 - the probe program, as the sandbox runs it
+    applied, printed = probes.parse_answer(out.getvalue())
+    assert applied == 1
+    # read as is, the re-run would keep the first run's `fast` and count 2; from its first input, 1
+    assert json.loads(printed.strip().splitlines()[-1]) == {"n": 1}
+    columns = [d[0] for d in space["con"].execute("SELECT * FROM panel LIMIT 0").description]  # type: ignore[attr-defined]
+    assert columns == ["id", "growth", "gdp", "band", "fast"]
+
+
+def test_a_rate_said_a_year_is_no_quantity() -> None:
+    got = extract.comparisons("calls a country-decade a fast grower at 4 % a year or more")
+    assert [(r.op, r.value, r.subject) for r in got] == [(">=", 4.0, [])]
+    # words between the number and "or more" that name a quantity still do
+    assert extract.comparisons("how many have 3,000 residents or more")[0].subject == ["residents"]
