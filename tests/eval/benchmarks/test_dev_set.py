@@ -2100,12 +2100,23 @@ def test_a_fresh57_sql_task_on_california_home_heating_builds_and_every_fault_bi
     # the rebate sheet keeps wp, a wood-pellet stove no household chose
     assert turns[3]["answer"]["n_by_system"] == {"ec": 64, "er": 84, "gc": 573, "gr": 129, "hp": 50, "wp": 0}
     assert turns[3]["answer"]["n_install_under_700"] == 178
-    assert turns[4]["answer"] == {"answer_type": "scalar", "n_mountain": 102, "n_of_those_install_900_plus": 40}
+    assert turns[4]["answer"] == {
+        "answer_type": "scalar",
+        "n_mountain": 102,
+        "n_of_those_install_900_plus": 40,
+    }
     assert turns[5]["answer"]["n_sized"] == 733  # only the homes with three rooms or more from here on
     assert turns[5]["answer"]["top5_running_home"] == [166, 28, 720, 293, 160]
     assert turns[6]["answer"] == {"answer_type": "scalar", "n_pricey_now": 119, "n_pricey_before": 118}
     # the report keeps the system nobody chose
-    assert turns[9]["answer"]["n_pricey_by_system"] == {"ec": 12, "er": 8, "gc": 74, "gr": 17, "hp": 8, "wp": 0}
+    assert turns[9]["answer"]["n_pricey_by_system"] == {
+        "ec": 12,
+        "er": 8,
+        "gc": 74,
+        "gr": 17,
+        "hp": 8,
+        "wp": 0,
+    }
     assert turns[10]["answer"]["n_pricey"] == 118  # the rollback, the three-room scope still in force
     assert turns[10]["answer"]["n_systems_without_pricey"] == 4
     assert turns[11]["answer"]["n_relative_only"] == 99 and turns[11]["answer"]["top_scheme"] == "A"
