@@ -22,7 +22,15 @@ from collections.abc import Callable
 
 from stateguard.artifacts.lexicon import LEXICON
 from stateguard.inspection.code_model import Aggregate, CodeSemantics, Condition, Selection
-from stateguard.verification import bind_cutoff, listed_joins, probes, rule_multiples, rule_offsets, sql_edit
+from stateguard.verification import (
+    bind_cutoff,
+    listed_joins,
+    probes,
+    rule_multiples,
+    rule_offsets,
+    sql_edit,
+    unstated_cutoff,
+)
 from stateguard.verification.bind_loose import code_tests
 from stateguard.verification.binder import Binder, Plan, close, side_status
 from stateguard.verification.requirements import ORDER_OPS, Kind, Requirement, coded
@@ -180,6 +188,13 @@ class RequirementBinder(Binder):
                     probes.pandas_predicate(req, f"_f[{column!r}]", scale=scale, missing_ok=missing_ok),
                 ), False
         return None
+
+    def _said_numbers(self, req: Requirement) -> list[float]:
+        """The numbers the turn's own words name, the requirement's own aside ("the cells above 50
+        thousand kroner ... holding 10 to 30 respondents"): a code cut-off on one of them stands for
+        those words, not for a bound whose subject names no column."""
+        own = {v for v in (req.value, req.upper) if v is not None}
+        return [v for v in unstated_cutoff.mentioned([self.said]) if not any(close(v, o) for o in own)]
 
     def _aggregate_test(self, req: Requirement, plan: Plan) -> bool:
         """A bound whose words name no column, bound by its number to the one conditional count
@@ -386,7 +401,7 @@ class RequirementBinder(Binder):
             and (
                 (
                     not _tests_as_stated(self.sem, req)
-                    and bind_cutoff.cutoff(self, req, plan, self.bounds_except(req))
+                    and bind_cutoff.cutoff(self, req, plan, self.bounds_except(req) + self._said_numbers(req))
                 )
                 or bind_cutoff.year_of_date(self, req, plan)
             )

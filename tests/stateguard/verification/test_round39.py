@@ -311,3 +311,38 @@ def test_a_rate_said_a_year_is_no_quantity() -> None:
     assert [(r.op, r.value, r.subject) for r in got] == [(">=", 4.0, [])]
     # words between the number and "or more" that name a quantity still do
     assert extract.comparisons("how many have 3,000 residents or more")[0].subject == ["residents"]
+
+
+# After fresh57's first look (its one clean-run false repair)
+
+CELLS = (
+    "import json\n"
+    "cells = pd.DataFrame({'cell': range(1, 9), 'Income': ['0-50', '50-100', '100-150', '>150'] * 2, "
+    "'Freq': [5, 12, 40, 28, 61, 9, 30, 17]})"
+)
+
+
+def test_a_cut_off_on_numbers_the_turn_names_is_not_an_unnamed_bound() -> None:
+    session = Session()
+    assert session.ws.run_cell(CELLS).ok
+    code = (
+        "earners = cells[cells['Income'] != '0-50'].copy()\n"
+        "mid = earners['Freq'].between(10, 30)\n"
+        "print(json.dumps({'n': len(earners), 'n_mid': int(mid.sum())}))"
+    )
+    question = (
+        "From here on every question is about the cells above 50 thousand kroner only: keep them as `earners`. "
+        "How many cells is that, and how many hold 10 to 30 respondents, both ends included?"
+    )
+    assert session.turn(question, code) == []
+    # the bound on 50 binds no cut-off: `between(10, 30)` stands for the words "10 to 30"
+    assert not [n for n in session.verifier.last.notes if "between(10, 30)" in n]
+
+
+@pytest.mark.parametrize(("cut", "caught"), [("20", False), ("15", True)])
+def test_an_unnamed_cut_off_is_still_the_stated_bound(cut: str, caught: bool) -> None:
+    session = Session()
+    assert session.ws.run_cell(CELLS).ok
+    code = f"print(json.dumps({{'n_big': int((cells['Freq'] > {cut}).sum())}}))"
+    findings = session.turn("How many of the cells are above 20?", code)
+    assert bool(findings) is caught
