@@ -26,7 +26,7 @@ from stateguard.verification.binder import Binder, Plan
 from stateguard.verification.requirements import Kind, Requirement
 
 
-def _name(expr: str) -> str:
+def key_name(expr: str) -> str:
     """`f.carrier` -> carrier; `'region'` -> region; `df["k"]` -> k."""
     expr = expr.strip().strip("'\"")
     m = re.search(r"\[['\"]([^'\"]+)['\"]\]$", expr)
@@ -181,11 +181,13 @@ def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
     if not grouped:
         plan.unverified.append(req)
         return
-    agreeing = [sel for sel in grouped if {k.lower() for k in keys} <= {_name(g) for g in sel.group_keys}]
+    agreeing = [sel for sel in grouped if {k.lower() for k in keys} <= {key_name(g) for g in sel.group_keys}]
     if agreeing:
         # a grouping by the stated keys alone is the one asked for; one by more keys beside it is a
         # step on the way (a statistic per kids and year joined back, then the rows counted per year)
-        exact = [sel for sel in agreeing if {k.lower() for k in keys} == {_name(g) for g in sel.group_keys}]
+        exact = [
+            sel for sel in agreeing if {k.lower() for k in keys} == {key_name(g) for g in sel.group_keys}
+        ]
         sel = (exact or agreeing)[0]
         plan.notes.append(f"{req.describe()}: the code groups by it")
         _join_on_fewer_keys(b, req, keys, plan)
@@ -214,7 +216,7 @@ def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
     sel = recoded[0] if recoded else grouped[-1]
     plan.notes.append(f"{req.describe()}: the code groups by {', '.join(sel.group_keys)}")
     if sel.language == "sql" and sel.sql:
-        bands = [sql_edit.alias_columns(sel.sql, _name(g)) for g in sel.group_keys]
+        bands = [sql_edit.alias_columns(sel.sql, key_name(g)) for g in sel.group_keys]
         if any(cols and cols <= {k.lower() for k in keys} for cols in bands):
             # "by age: young under 30, ..." grouped by `CASE WHEN age < 30 ... END AS age_group`: the
             # code groups by bands of the stated column, which is that grouping
@@ -297,7 +299,7 @@ def _grouped_frame(b: Binder, sel: Selection, keys: list[str]) -> str | None:
 def _rival_grouping(b: Binder, req: Requirement, sel: Selection) -> Requirement | None:
     """Another grouping the turn states, by a unit of time, whose unit the code groups by, while
     `req` names another unit of time: "by month ... shares per day" reads per day as a rate."""
-    code = {_name(g) for g in sel.group_keys} | {
+    code = {key_name(g) for g in sel.group_keys} | {
         w for g in sel.group_keys for w in re.findall(r"[a-z]+", g.lower()) if len(w) >= 3
     }
     mine = {w for k in req.keys for w in k.lower().split()}
@@ -358,13 +360,17 @@ def _recoded(
     code's) for each renamed pair."""
     for sel in (s for s in grouped if s.language == "sql"):
         named = {
-            k: [g for g in sel.group_keys if _name(g) == k.lower() or _name(g).startswith(k.lower() + "_")]
+            k: [
+                g
+                for g in sel.group_keys
+                if key_name(g) == k.lower() or key_name(g).startswith(k.lower() + "_")
+            ]
             for k in keys
         }
         if any(len(gs) != 1 for gs in named.values()):
             continue
         mapping = {k: gs[0] for k, gs in named.items()}
-        renamed = [(k, _name(g)) for k, g in mapping.items() if _name(g) != k.lower()]
+        renamed = [(k, key_name(g)) for k, g in mapping.items() if key_name(g) != k.lower()]
         tables = [
             next((t for t, cols in b.vocab.tables.items() if k in cols and g in cols), None)
             for k, g in renamed
@@ -816,7 +822,7 @@ def _ranked_constraint(b: Binder, req: Requirement, sel: Selection, plan: Plan) 
             )
         )
         return
-    column = _name(sel.order[0][0]) if sel.order else ""
+    column = key_name(sel.order[0][0]) if sel.order else ""
     source = next(
         (
             t

@@ -33,6 +33,7 @@ from sqlglot import exp
 
 from stateguard.artifacts.lexicon import LEXICON
 from stateguard.inspection.code_model import CodeSemantics, Selection
+from stateguard.verification.bind_shape import key_name
 from stateguard.verification.extract import _WORDNUM
 from stateguard.verification.probes import SpanEdit
 from stateguard.verification.requirements import Kind, Requirement
@@ -215,21 +216,16 @@ def stated_group(
     the words the task's text describes each column with, read where no column's name is said;
     `measures`: the other columns of the tables, a phrase naming one of them ("its council-tax band",
     bands of `council_tax`) is no group column; `ids`: numbered groups (`class`), named only whole."""
-    rule = _asked_of(rule, [*columns, *(years or []), *(ids or [])])
     pool = list(dict.fromkeys([*columns, *(years or []), *(ids or [])]))
+    rule = _asked_of(rule, pool)
     aside: list[re.Match[str]] = []
-    found = _stated_group(rule, columns, described, measures, values, years, ids, aside)
-    if found is None or not aside:
-        return found
+    found = _stated_group(rule, columns, described, measures, values, years, ids, pool, aside)
     # a phrase set aside may name no column but the keys read: "against its own site and season: ... of
     # the same site in the same month (... over all of that site's readings that month)"
-    keys = {k.lower() for k in found.keys}
-    for m in aside:
-        words = re.sub(r"'s\b", "", m.group("words")).split()
-        words = words[: _clause_cut(words)]
-        named = {c.lower() for n in range(len(words), 0, -1) for c in resolve_column(words[:n], pool)}
-        if not named <= keys:
-            return None
+    if found is not None and any(
+        not _columns_said(m, pool) <= {k.lower() for k in found.keys} for m in aside
+    ):
+        return None
     return found
 
 
@@ -241,10 +237,12 @@ def _stated_group(
     values: dict[str, tuple[str, ...]] | None,
     years: list[str] | None,
     ids: list[str] | None,
+    everything: list[str],
     aside: list[re.Match[str]],
 ) -> Stated | None:
-    """`stated_group` on a rule already read for "the same answer to X"; the phrases it sets aside
-    (peers said before the keys, a parenthesis that restates them) are added to `aside`."""
+    """`stated_group` on a rule already read for "the same answer to X"; `everything`: every column a
+    phrase may name; the phrases it sets aside (peers said before the keys, a parenthesis that restates
+    them) are added to `aside`."""
     whole = _WHOLE.search(rule)
     found: list[tuple[str, str]] = []
     hits = _phrase_hits(rule)
@@ -259,7 +257,6 @@ def _stated_group(
         ],
         key=lambda m: m.start(),
     )
-    everything = list(dict.fromkeys([*columns, *(years or []), *(ids or [])]))
     set_aside = _set_aside(rule, hits, everything)
     if set_aside:
         aside += set_aside
@@ -439,15 +436,22 @@ _WIDTH = re.compile(
 _PEER_NOUNS = {*GROUP_NOUNS, "cohort", "cohorts", "peer", "peers", "fellows", "counterparts"}
 
 
+def _phrase_words(m: re.Match[str]) -> list[str]:
+    """A group phrase's own words, up to where the clause goes on."""
+    words = re.sub(r"'s\b", "", m.group("words")).split()
+    return words[: _clause_cut(words)]
+
+
+def _columns_said(m: re.Match[str], pool: list[str]) -> set[str]:
+    """The columns (lower case) that any run of a group phrase's leading words names."""
+    words = _phrase_words(m)
+    return {c.lower() for n in range(len(words), 0, -1) for c in resolve_column(words[:n], pool)}
+
+
 def _peers_only(m: re.Match[str], pool: list[str]) -> bool:
     """Is the group phrase `m` only peer nouns ("its own cohort", "their peers"), naming no column?"""
-    words = re.sub(r"'s\b", "", m.group("words")).split()
-    words = words[: _clause_cut(words)]
-    return (
-        bool(words)
-        and all(w.lower() in _PEER_NOUNS for w in words)
-        and not any(resolve_column(words[:n], pool) for n in range(len(words), 0, -1))
-    )
+    words = _phrase_words(m)
+    return bool(words) and all(w.lower() in _PEER_NOUNS for w in words) and not _columns_said(m, pool)
 
 
 def _in_parenthesis(rule: str, at: int) -> bool:
@@ -1021,8 +1025,7 @@ def _grouped_as_stated(sem: CodeSemantics, stated: Stated) -> bool:
     taken as stated there (`rated.groupby(["month", "onset"])["x"].mean()` joined back), and a per-row
     statistic over other keys is another step (a completeness filter by `subject`), not the rule's."""
     return any(
-        sel.group_keys and stated.matches([k.lower().split(".")[-1].strip('"') for k in sel.group_keys])
-        for sel in sem.selections
+        sel.group_keys and stated.matches([key_name(k) for k in sel.group_keys]) for sel in sem.selections
     )
 
 
