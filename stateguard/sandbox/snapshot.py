@@ -7,11 +7,14 @@ What a checkpoint keeps:
   included); after a restore their globals ARE the restored namespace, as before;
 - modules, by name; they are re-imported on restore (`import numpy as np` -> "numpy").
 
+- a DuckDB connection bound to a top-level name, as a copy of its tables and views, when that
+  copy rebuilds it exactly (`duckdb_copy.py` says when); a restore gives a new connection.
+
 What it cannot keep, reported per name in `skipped`: open files, generators, sockets, locks,
-threads, database connections, and any object whose pickling raises. Such a *live resource*
+threads, other database connections, and any object whose pickling raises. Such a *live resource*
 is carried over from the current namespace on restore when it still exists there under the
-same name (a DuckDB connection keeps working after a rollback; its contents are not rolled
-back), and is absent otherwise. State outside the namespace (files in scratch, module-level settings such as
+same name (a DuckDB connection that could not be copied keeps working after a rollback; its
+contents are not rolled back), and is absent otherwise. State outside the namespace (files in scratch, module-level settings such as
 `pd.options`, random generator state of the numpy module) is not part of a checkpoint either.
 
 Large arrays may travel as *parts* (`parts.py`): pickled once per rollout into a part the parent
@@ -33,6 +36,7 @@ from typing import Any
 
 import cloudpickle
 
+from stateguard.sandbox.duckdb_copy import ConnectionCopy, connection_names, copy_connection
 from stateguard.sandbox.parts import Parts, is_leaf, loading
 
 _ANCHOR = "__stateguard_anchor__"
@@ -89,6 +93,7 @@ def dump_namespace(
         else:
             values[name] = value
     skipped: dict[str, str] = {}
+    _copy_connections(values, skipped)
     # The names the last checkpoint had to skip are tested on their own first: a live resource (a
     # database connection) stays in the namespace for the whole rollout, and a failed dump of the
     # whole namespace would cost every checkpoint a second pass over every value.
@@ -106,6 +111,25 @@ def dump_namespace(
                 del values[name]
         payload = _dump(values, modules, namespace, list(skipped), parts)
     return payload, sorted([*values, *modules]), skipped, parts
+
+
+def _copy_connections(values: dict[str, Any], skipped: dict[str, str]) -> None:
+    """Replace the top-level DuckDB connection by its copy (every name bound to it shares one copy),
+    or move it to `skipped` with the reason it cannot be copied."""
+    bound = connection_names(values)
+    if not bound:
+        return
+    live = {id(con): con for con in bound.values()}
+    if len(live) == 1:
+        copy, why = copy_connection(next(iter(live.values())))
+    else:
+        copy, why = None, f"{len(live)} connections (they may share one database, copies would not)"
+    for name in bound:
+        if copy is not None:
+            values[name] = copy
+        else:
+            skipped[name] = f"DuckDB connection not copied: {why}"[:300]
+            del values[name]
 
 
 class _TestPickler(cloudpickle.Pickler):
@@ -141,12 +165,25 @@ def load_namespace(
     # cloudpickle may have copied helper entries (e.g. __name__) into the shared globals; keep
     # those, drop nothing else, and lay the saved values over it.
     namespace.update(data["values"])
+    failed: dict[str, str] = {}
+    reopened: dict[int, Any] = {}
+    for name, value in data["values"].items():
+        if isinstance(value, ConnectionCopy):
+            try:
+                if id(value) not in reopened:
+                    reopened[id(value)] = value.reopen()
+                namespace[name] = reopened[id(value)]
+            except Exception as exc:  # a copy that does not load: the live connection, if any, stays
+                failed[name] = f"DuckDB connection could not be rebuilt ({type(exc).__name__}: {exc})"[:300]
+                if current is not None and name in current:
+                    namespace[name] = current[name]
+                else:
+                    del namespace[name]
     for name in data.get("skipped", []):
         if current is not None and name in current:
             namespace[name] = current[name]
     namespace["__builtins__"] = builtins
     namespace.setdefault("__name__", "__main__")
-    failed: dict[str, str] = {}
     for name, module_name in data["modules"].items():
         try:
             namespace[name] = importlib.import_module(module_name)

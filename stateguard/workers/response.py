@@ -17,6 +17,12 @@ correct answer into a wrong one. `ResponseModel` makes both explicit and configu
   the rate existed). `python -m eval.perf.hint_response` measures it for a real model.
 * `p_flip`: when a hint does not fix a mistake and the turn it reviews was answered correctly,
   the worker changes that answer with this probability (a seeded draw per hint).
+* `redo_from`: where a fix starts. `turn_start` (default): the worker takes a save point of the
+  workspace before each turn it will get wrong, and a fix restores it before re-running that turn
+  and the later ones, as an agent that redoes a turn does from the turn's inputs. `current`: the
+  redo runs on the workspace the faulty run left, so a turn that reads what it rebuilds (`df =
+  df[...]`, `CREATE OR REPLACE TABLE t AS ... FROM t`, "how many before" read from the rebuilt
+  table) re-reads its own faulty output and stays wrong after the fix (the behaviour before).
 
 Default `p_flip = 0.17`. This is an assumption, taken from one measurement: Laban et al.,
 "Are You Sure? Challenging LLMs Leads to Performance Drops in The FlipFlop Experiment"
@@ -75,6 +81,10 @@ class ResponseModel(BaseModel):
         ge=0.0,
         le=1.0,
         description="Chance that a hint which identifies a mistake (per `identify`) makes the worker fix it.",
+    )
+    redo_from: Literal["turn_start", "current"] = Field(
+        default="turn_start",
+        description="Workspace a fix re-runs the faulty turn on: as the turn began (a save point), or as it was left.",
     )
     seed: int = Field(default=0, description="Seed of the fix and flip draws (with the task id and turn).")
 

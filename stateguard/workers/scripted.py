@@ -17,7 +17,9 @@ Repair hints go through a response model (`stateguard.workers.response`): a hint
 identifies a mistake (by default: one of the faulty turn's variables AND the kind of problem)
 makes the worker (with probability `p_fix`, by default always) recompute that turn, and every
 later turn it has already run, with the reference code -- an earlier turn's submitted answer
-stays as it was, only the workspace is fixed. A hint that identifies nothing and lands on a correctly answered turn makes the worker
+stays as it was, only the workspace is fixed. The redo starts from a save point of the workspace
+taken before the faulty turn ran (`ResponseModel.redo_from`), so a turn that reads what it
+rebuilds re-reads its inputs, not its own faulty output. A hint that identifies nothing and lands on a correctly answered turn makes the worker
 change that answer with probability `p_flip` (a false alarm costs what it costs an agent).
 Same seed, same faults, same trajectory.
 
@@ -155,6 +157,7 @@ class ScriptedWorker:
         self._dropped: dict[int, list[str]] = {}  # stale fault: the variables its turn did not recompute
         self._hints = 0
         self._latest_run = 0  # the latest turn whose own cells have run; earlier answers are submitted
+        self._save_points: dict[int, str] = {}  # faulty turn -> workspace checkpoint from before it ran
 
     # -- contract
     def start(self, task: AgentTask, workspace: LiveWorkspace) -> None:
@@ -230,6 +233,7 @@ class ScriptedWorker:
             "run_turns": list(self._run_turns),
             "turn_json": dict(self._turn_json),
             "latest_run": self._latest_run,
+            "save_points": dict(self._save_points),
         }
 
     def restore(self, token: Any) -> None:
@@ -240,6 +244,11 @@ class ScriptedWorker:
         self._run_turns = list(token["run_turns"])
         self._turn_json = dict(token["turn_json"])
         self._latest_run = token["latest_run"]
+        kept = token.get("save_points", {})
+        for turn_id, point in self._save_points.items():
+            if kept.get(turn_id) != point:  # taken in the rewound part of the run
+                self.ws.drop_checkpoint(point)
+        self._save_points = dict(kept)
 
     # -- behaviour
     def _cells(
@@ -258,6 +267,7 @@ class ScriptedWorker:
         fault = self._plan.get(turn.turn_id)
         code = self._faulty_code(turn, fault) if fault else None
         if fault is not None and code is not None:
+            self._take_save_point(turn.turn_id)
             self.faulted[turn.turn_id] = fault
             self.applied.append(fault)
             meta = {"fault": fault.label, "fault_dropped": self._dropped.get(turn.turn_id, [])}
@@ -268,6 +278,33 @@ class ScriptedWorker:
                 self.skipped.append(fault)
                 meta = {"fault_skipped": fault.label}
             self._queue.extend(self._cells(turn, turn.code, "reference", meta))
+
+    def _take_save_point(self, turn_id: int) -> None:
+        """Keep the workspace as it is before a turn the worker will get wrong, so that a fix can
+        redo the turn from its inputs (`ResponseModel.redo_from`). Only faulty turns get one: a
+        clean run takes none. A workspace that cannot snapshot leaves the fix to run in place."""
+        if self.response.redo_from != "turn_start" or self._queue:
+            return  # cells of an earlier turn still pending: "before this turn" is not now
+        point = f"worker-before-turn-{turn_id}"
+        try:
+            self.ws.snapshot(point)
+        except (RuntimeError, OSError):
+            return
+        self._save_points[turn_id] = point
+
+    def _back_to_save_point(self, turn_id: int) -> dict[str, Any]:
+        """Restore the save point from before `turn_id` (if any) for its redo; the first redo
+        cell's meta says where the redo started."""
+        point = self._save_points.pop(turn_id, None)
+        if point is None:
+            return {"redo_from": "current"}
+        try:
+            self.ws.restore(point)
+        except (RuntimeError, KeyError, OSError) as exc:
+            return {"redo_from": "current", "redo_note": f"save point {point!r} not restored: {exc}"}
+        finally:
+            self.ws.drop_checkpoint(point)
+        return {"redo_from": "turn_start"}
 
     def _faulty_code(self, turn: Turn, fault: Fault) -> str | None:
         """θ' for this turn, or None when the fault cannot take effect here."""
@@ -316,9 +353,13 @@ class ScriptedWorker:
                 self.fixed.append(fault)
                 later = [t for t in self._run_turns if t >= turn_id]
                 self._queue = [c for c in self._queue if c.turn not in later]
-                for t in dict.fromkeys(later):
+                redo = self._back_to_save_point(turn_id)
+                for i, t in enumerate(dict.fromkeys(later)):
                     self._turn_json.pop(t, None)
-                    self._queue.extend(self._cells(self.task.turn(t), self.task.turn(t).code, "recompute"))
+                    meta = redo if i == 0 else None
+                    self._queue.extend(
+                        self._cells(self.task.turn(t), self.task.turn(t).code, "recompute", meta)
+                    )
                 return
         turn = self._latest_run
         answered = turn in self.answers and not any(c.turn == turn for c in self._queue)

@@ -1,0 +1,145 @@
+"""A DuckDB connection in a checkpoint: a copy of its tables and views, so a restore rewinds them.
+
+A connection is a live resource that does not pickle. Without this module a checkpoint skips it
+and a restore keeps the live one, so the tables the cells rebuilt since the checkpoint stay as
+they are now: a rollback, or a worker's redo of a turn from its save point, would read the new
+tables under the old Python values. A connection is copied instead when everything it holds can
+be rebuilt exactly from a copy:
+
+- an in-memory database, the only one attached, with nothing outside the `main` schema;
+- plain tables (no constraints, no column defaults, no indexes) and plain views, none of them
+  temporary (a registered data frame is a temporary view over a Python object);
+- no sequences, macros, user types, and settings as a fresh connection with the same `threads`
+  has them;
+- no unfinished result (reading the catalog would need the connection, and DuckDB refuses).
+
+Each table travels as an Arrow table with its declared column types; on restore the types are
+cast back (Arrow has no UUID, ENUM or HUGEINT: they arrive as text or decimals). A column type
+that does not survive that round trip (BIT, BIGNUM, UNION, ...) keeps the whole connection out
+of the checkpoint, as before. Only a connection bound to top-level names is copied, and only when
+it is the one connection there: two connections may share a database (`con.cursor()`), and two
+separate copies would not.
+
+The copy runs in the kernel process, like the rest of `snapshot.py`; the restored connection is
+a new object with the copied tables and views.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["ConnectionCopy", "connection_names", "copy_connection"]
+
+# Column types that Arrow cannot carry back even with a cast to the declared type.
+_UNSAFE_TYPES = ("BIT", "BIGNUM", "VARINT", "UNION", "VARIANT", "GEOMETRY")
+
+_EXTRAS = """
+SELECT (SELECT count(*) FROM duckdb_tables() WHERE temporary OR schema_name <> 'main'
+            OR database_name <> current_database())
+     + (SELECT count(*) FROM duckdb_views() WHERE NOT internal AND (temporary OR schema_name <> 'main'
+            OR database_name <> current_database()))
+     + (SELECT count(*) FROM duckdb_schemas() WHERE NOT internal AND schema_name <> 'main')
+     + (SELECT count(*) FROM duckdb_sequences())
+     + (SELECT count(*) FROM duckdb_indexes())
+     + (SELECT count(*) FROM duckdb_constraints())
+     + (SELECT count(*) FROM duckdb_types() WHERE NOT internal)
+     + (SELECT count(*) FROM duckdb_columns() WHERE column_default IS NOT NULL)
+     + (SELECT count(*) FROM duckdb_functions() WHERE NOT internal)
+"""
+
+_defaults: dict[str, dict[str, Any]] = {}  # threads -> the settings of a fresh connection
+
+
+@dataclass
+class ConnectionCopy:
+    """What a restore rebuilds a connection from (pickled in the checkpoint in its place)."""
+
+    threads: str
+    tables: list[tuple[str, list[tuple[str, str]], Any]]  # name, (column, declared type), Arrow table
+    views: list[str]  # CREATE VIEW statements, in the order they were created
+
+    def reopen(self) -> Any:
+        import duckdb
+
+        con = duckdb.connect(config={"threads": int(self.threads)})
+        for name, columns, data in self.tables:
+            con.register("__stateguard_copy__", data)
+            cast = ", ".join(f"CAST(s.{_quote(c)} AS {t}) AS {_quote(c)}" for c, t in columns)
+            con.execute(f"CREATE TABLE {_quote(name)} AS SELECT {cast} FROM __stateguard_copy__ AS s")
+            con.unregister("__stateguard_copy__")
+        for sql in self.views:
+            con.execute(sql)
+        return con
+
+
+def _connection_type() -> type | None:
+    module = sys.modules.get("duckdb")
+    return getattr(module, "DuckDBPyConnection", None) if module is not None else None
+
+
+def connection_names(values: dict[str, Any]) -> dict[str, Any]:
+    """Top-level names bound to a DuckDB connection (name -> connection); empty when duckdb was
+    never imported."""
+    kind = _connection_type()
+    if kind is None:
+        return {}
+    return {name: value for name, value in values.items() if isinstance(value, kind)}
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _settings(con: Any) -> dict[str, Any]:
+    return dict(con.sql("SELECT name, value FROM duckdb_settings()").fetchall())
+
+
+def _fresh_settings(threads: str) -> dict[str, Any]:
+    if threads not in _defaults:
+        import duckdb
+
+        fresh = duckdb.connect(config={"threads": int(threads)})
+        try:
+            _defaults[threads] = _settings(fresh)
+        finally:
+            fresh.close()
+    return _defaults[threads]
+
+
+def copy_connection(con: Any) -> tuple[ConnectionCopy | None, str]:
+    """(the copy, "") or (None, why the connection cannot be copied exactly)."""
+    try:
+        settings = _settings(con)
+        threads = str(settings.get("threads", "1"))
+        changed = sorted(k for k, v in settings.items() if _fresh_settings(threads).get(k) != v)
+        if changed:
+            return None, f"settings differ from a fresh connection's: {', '.join(changed[:5])}"
+        databases = con.sql("SELECT path FROM duckdb_databases() WHERE NOT internal").fetchall()
+        if len(databases) != 1 or databases[0][0] is not None:
+            return None, "not one in-memory database (a file or an attached database)"
+        if con.sql(_EXTRAS).fetchall()[0][0]:
+            return None, (
+                "holds more than plain tables and views (temporary or registered objects, other schemas, "
+                "sequences, indexes, constraints, defaults, macros or types)"
+            )
+        rows = con.sql(
+            "SELECT c.table_name, c.column_name, c.data_type FROM duckdb_columns() c JOIN duckdb_tables() t "
+            "ON c.table_oid = t.table_oid ORDER BY t.table_oid, c.column_index"
+        ).fetchall()
+        columns: dict[str, list[tuple[str, str]]] = {}
+        for table, column, kind in rows:
+            if any(word in kind.upper() for word in _UNSAFE_TYPES):
+                return None, f"column {table}.{column} of type {kind} does not survive a copy"
+            columns.setdefault(table, []).append((column, kind))
+        tables = [(name, cols, con.table(_quote(name)).to_arrow_table()) for name, cols in columns.items()]
+        views = [
+            sql
+            for (sql,) in con.sql(
+                "SELECT sql FROM duckdb_views() WHERE NOT internal ORDER BY view_oid"
+            ).fetchall()
+        ]
+    except Exception as exc:  # an unfinished result, a closed connection, ...
+        return None, f"{type(exc).__name__}: {exc}"[:300]
+    return ConnectionCopy(threads=threads, tables=tables, views=views), ""
