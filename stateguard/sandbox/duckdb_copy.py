@@ -11,7 +11,8 @@ be rebuilt exactly from a copy:
   temporary (a registered data frame is a temporary view over a Python object);
 - no sequences, macros, user types, and settings as a fresh connection with the same `threads`
   has them;
-- no unfinished result (reading the catalog would need the connection, and DuckDB refuses).
+- a connection busy with an unfinished result is read through a cursor, which does not see its
+  temporary objects: those are not in the copy (`copy_connection` says why).
 
 Each table travels as an Arrow table with its declared column types; on restore the types are
 cast back (Arrow has no UUID, ENUM or HUGEINT: they arrive as text or decimals). A column type
@@ -109,7 +110,31 @@ def _fresh_settings(threads: str) -> dict[str, Any]:
 
 
 def copy_connection(con: Any) -> tuple[ConnectionCopy | None, str]:
-    """(the copy, "") or (None, why the connection cannot be copied exactly)."""
+    """(the copy, "") or (None, why the connection cannot be copied exactly).
+
+    The catalog is read on the connection itself, which also shows its temporary objects. A
+    connection that holds an unfinished result (`con.execute("CREATE TABLE ...")` leaves one, its
+    row count) refuses any other query, and fetching that result for it would change what the
+    cells see; it is read through a cursor instead, which shares the database but not the
+    connection's temporary objects: those (TEMP tables, registered frames) are then not in the copy.
+    """
+    try:
+        con.sql("SELECT 1").fetchall()
+    except Exception as exc:
+        if "ResourceInUse" not in type(exc).__name__:
+            return None, f"{type(exc).__name__}: {exc}"[:300]
+        try:
+            cursor = con.cursor()
+        except Exception as exc:
+            return None, f"{type(exc).__name__}: {exc}"[:300]
+        try:
+            return _copy(cursor)
+        finally:
+            cursor.close()
+    return _copy(con)
+
+
+def _copy(con: Any) -> tuple[ConnectionCopy | None, str]:
     try:
         settings = _settings(con)
         threads = str(settings.get("threads", "1"))
