@@ -130,7 +130,10 @@ def unencodable_code_result(cell_id: int, code: str) -> CellResult:
 class Workspace(Protocol):
     def list_variables(self) -> list[VariableSummary]: ...
     def delete_variables(self, names: list[str]) -> list[str]: ...
-    def snapshot(self, checkpoint_id: str) -> None: ...
+    # copy_connections: also copy database connections (a sandbox copies a DuckDB connection's
+    # tables, `sandbox/duckdb_copy.py`), so that a restore rewinds them; off for the harness's own
+    # checkpoints, on for a worker's save point before a turn it will redo.
+    def snapshot(self, checkpoint_id: str, *, copy_connections: bool = False) -> None: ...
     def restore(self, checkpoint_id: str) -> None: ...
     def drop_checkpoint(self, checkpoint_id: str) -> None: ...
     def has_checkpoint(self, checkpoint_id: str) -> bool: ...
@@ -411,8 +414,9 @@ class DictWorkspace:
         self.dataflow.forget(removed)
         return removed
 
-    def snapshot(self, checkpoint_id: str) -> None:
-        """Deep copy of every value; modules, and objects that cannot be copied, are kept by reference."""
+    def snapshot(self, checkpoint_id: str, *, copy_connections: bool = False) -> None:
+        """Deep copy of every value; modules, and objects that cannot be copied (a connection, whatever
+        `copy_connections` says), are kept by reference."""
         self._checkpoints[checkpoint_id] = _copy_namespace(self.namespace)
 
     def restore(self, checkpoint_id: str) -> None:

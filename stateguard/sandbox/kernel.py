@@ -299,8 +299,13 @@ class Kernel:
             if isinstance(held, dict)
             else None
         )
-        payload, saved, skipped, parts = dump_namespace(self.namespace, held, self._unpicklable)
-        self._unpicklable[:] = skipped  # in place: the tripwire watches what the attributes are
+        copy = bool(request.get("connections"))
+        payload, saved, skipped, parts = dump_namespace(
+            self.namespace, held, self._unpicklable, copy_connections=copy
+        )
+        # in place: the tripwire watches what the attributes are; a copied connection stays a
+        # suspect for the next checkpoint, which may not copy it
+        self._unpicklable[:] = sorted(set(skipped) | set(self._unpicklable)) if copy else skipped
         total = payload.nbytes + (sum(parts.refs.values()) if parts is not None else 0)
         if total > self.checkpoint_mb * MIB:
             return {

@@ -45,6 +45,7 @@ class Op(BaseModel):
     digest: str = ""
     names: list[str] = []
     checkpoint: str = ""
+    connections: bool = False  # a snapshot that copied the DuckDB connection (duckdb_copy.py)
 
 
 def outcome_digest(reply: RunReply) -> str:
@@ -66,8 +67,8 @@ class History:
     def delete(self, names: list[str]) -> None:
         self.ops.append(Op(kind="delete", names=list(names)))
 
-    def snapshot(self, checkpoint: str) -> None:
-        self.ops.append(Op(kind="snapshot", checkpoint=checkpoint))
+    def snapshot(self, checkpoint: str, connections: bool = False) -> None:
+        self.ops.append(Op(kind="snapshot", checkpoint=checkpoint, connections=connections))
 
     def restore(self, checkpoint: str) -> None:
         self.ops.append(Op(kind="restore", checkpoint=checkpoint))
@@ -147,7 +148,7 @@ def replay(
                 kernel.request({"op": "delete", "names": op.names}, admin_timeout)
             elif op.kind == "snapshot":
                 if i in the_plan.retake:
-                    retaken[op.checkpoint] = _retake(kernel, private_dir, op.checkpoint, admin_timeout)
+                    retaken[op.checkpoint] = _retake(kernel, private_dir, op, admin_timeout)
                 if i == the_plan.verify_at:
                     reply = kernel.request(
                         {"op": "verify"}, admin_timeout, blob=checkpoint_path(op.checkpoint)
@@ -173,10 +174,10 @@ def replay(
     return f"rebuilt by replaying {cell_no} cell(s) and {len(history.ops) - cell_no} other step(s): every cell ended as before{checked}"
 
 
-def _retake(kernel: KernelProcess, private_dir: Path, checkpoint: str, timeout: float) -> BlobFile:
-    reply = kernel.request({"op": "snapshot"}, timeout, blob_follows=True)
+def _retake(kernel: KernelProcess, private_dir: Path, op: Op, timeout: float) -> BlobFile:
+    reply = kernel.request({"op": "snapshot", "connections": op.connections}, timeout, blob_follows=True)
     if not reply.ok:
-        raise ReplayFailed(f"snapshot {checkpoint!r} failed on replay: {reply.error}")
+        raise ReplayFailed(f"snapshot {op.checkpoint!r} failed on replay: {reply.error}")
     path = private_dir / f"{len(list(private_dir.iterdir()))}.pkl"
     with path.open("wb") as out:
         size = kernel.read_blob_into(out, timeout, reply.size)

@@ -512,15 +512,21 @@ class SandboxWorkspace:
             return ProbeResult(ok=reply.ok, stdout=reply.stdout[:cap], value=reply.value, error=reply.error)
 
     # --- checkpoints ------------------------------------------------------------------------
-    def snapshot(self, checkpoint_id: str) -> None:
+    def snapshot(self, checkpoint_id: str, *, copy_connections: bool = False) -> None:
         """Write the namespace to checkpoint_dir/<id>.pkl (large arrays unchanged since an earlier
         checkpoint are not written again: `checkpoints.py`, parts); unpicklable names are listed in
-        `checkpoint_info`."""
+        `checkpoint_info`. With `copy_connections` a DuckDB connection is kept as a copy of its
+        tables and views where that copy rebuilds it exactly (`duckdb_copy.py`); it costs a read
+        of every table, so the harness's per-state checkpoints do without."""
         with self._lock:
             self.checkpoints.path(checkpoint_id)  # validate the id before asking the kernel
             try:
                 reply = self._call(
-                    {"op": "snapshot", "parts": self.checkpoints.held_parts()},
+                    {
+                        "op": "snapshot",
+                        "parts": self.checkpoints.held_parts(),
+                        "connections": copy_connections,
+                    },
                     self._admin_timeout(),
                     blob_follows=True,
                 )
@@ -553,7 +559,7 @@ class SandboxWorkspace:
                     after_cell=self._cells,
                 )
             )
-            self.history.snapshot(checkpoint_id)
+            self.history.snapshot(checkpoint_id, copy_connections)
             if reply.skipped:
                 self._pending_notes.append(
                     f"checkpoint {checkpoint_id!r} cannot keep (not restorable): "

@@ -7,11 +7,12 @@ What a checkpoint keeps:
   included); after a restore their globals ARE the restored namespace, as before;
 - modules, by name; they are re-imported on restore (`import numpy as np` -> "numpy").
 
-- a DuckDB connection bound to a top-level name, as a copy of its tables and views, when that
-  copy rebuilds it exactly (`duckdb_copy.py` says when); a restore gives a new connection.
+- when asked (`copy_connections`), a DuckDB connection bound to a top-level name, as a copy of its
+  tables and views, when that copy rebuilds it exactly (`duckdb_copy.py` says when); a restore
+  gives a new connection.
 
 What it cannot keep, reported per name in `skipped`: open files, generators, sockets, locks,
-threads, other database connections, and any object whose pickling raises. Such a *live resource*
+threads, database connections not copied, and any object whose pickling raises. Such a *live resource*
 is carried over from the current namespace on restore when it still exists there under the
 same name (a DuckDB connection that could not be copied keeps working after a rollback; its
 contents are not rolled back), and is absent otherwise. State outside the namespace (files in scratch, module-level settings such as
@@ -79,11 +80,16 @@ def _dump(
 
 
 def dump_namespace(
-    namespace: dict[str, Any], held: dict[str, int] | None = None, suspects: Iterable[str] = ()
+    namespace: dict[str, Any],
+    held: dict[str, int] | None = None,
+    suspects: Iterable[str] = (),
+    *,
+    copy_connections: bool = False,
 ) -> tuple[memoryview, list[str], dict[str, str], Parts | None]:
     """(payload, saved names, skipped name -> reason, parts). With `held` (part key -> size, the parts
     the parent holds already) large leaves become parts; `parts.new` are those to send. `suspects`:
-    names that may not pickle (the last checkpoint's skipped ones), tested on their own first."""
+    names that may not pickle (the last checkpoint's skipped ones), tested on their own first.
+    `copy_connections`: a top-level DuckDB connection is saved as a copy (`duckdb_copy.py`)."""
     parts = None if held is None else Parts(held)
     values: dict[str, Any] = {}
     modules: dict[str, str] = {}
@@ -93,7 +99,8 @@ def dump_namespace(
         else:
             values[name] = value
     skipped: dict[str, str] = {}
-    _copy_connections(values, skipped)
+    if copy_connections:
+        _copy_connections(values, skipped)
     # The names the last checkpoint had to skip are tested on their own first: a live resource (a
     # database connection) stays in the namespace for the whole rollout, and a failed dump of the
     # whole namespace would cost every checkpoint a second pass over every value.

@@ -287,7 +287,7 @@ class ScriptedWorker:
             return  # cells of an earlier turn still pending: "before this turn" is not now
         point = f"worker-before-turn-{turn_id}"
         try:
-            self.ws.snapshot(point)
+            self.ws.snapshot(point, copy_connections=True)
         except (RuntimeError, OSError):
             return
         self._save_points[turn_id] = point

@@ -150,7 +150,7 @@ class RefusingWorkspace(DictWorkspace):
         super().__init__()
         self.refuse_txn = refuse_txn
 
-    def snapshot(self, checkpoint_id: str) -> None:
+    def snapshot(self, checkpoint_id: str, *, copy_connections: bool = False) -> None:
         if self.refuse_txn and checkpoint_id.startswith("txn-"):
             raise RuntimeError("checkpoint refused: the kernel was rebuilt")
         super().snapshot(checkpoint_id)

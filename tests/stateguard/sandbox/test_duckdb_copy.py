@@ -98,7 +98,10 @@ def test_a_restore_rewinds_the_tables_a_turn_rebuilt_from_themselves(ws: Sandbox
         "first = con.execute('SELECT g FROM panel ORDER BY g').fetchone()"
     )
     assert ws.run_cell(setup).ok
-    ws.snapshot("before")
+    ws.snapshot("per-state")  # the harness's own checkpoints do not copy: the connection stays live
+    plain = ws.checkpoint_info("per-state")
+    assert plain is not None and set(plain.skipped) == {"con", "same"}
+    ws.snapshot("before", copy_connections=True)
     info = ws.checkpoint_info("before")
     assert info is not None and not info.skipped and {"con", "same", "n"} <= set(info.saved)
     rebuild = "con.execute('CREATE OR REPLACE TABLE panel AS SELECT *, g >= 7 AS fast FROM panel WHERE g > 2')\nn = 7"
@@ -120,11 +123,26 @@ def test_two_connections_are_not_copied_and_stay_live(ws: SandboxWorkspace) -> N
         "con.execute('CREATE TABLE t AS SELECT 1 AS x')"
     )
     assert ws.run_cell(setup).ok
-    ws.snapshot("c")
+    ws.snapshot("c", copy_connections=True)
     info = ws.checkpoint_info("c")
     assert info is not None and set(info.skipped) == {"con", "cur"}
     assert "2 connections" in info.skipped["con"]
     assert ws.run_cell("con.execute('CREATE OR REPLACE TABLE t AS SELECT 2 AS x')").ok
     ws.restore("c")
-    # kept live, not rolled back (as a connection always was before copies)
+    # kept live, not rolled back (as every connection in a checkpoint taken without copies)
     assert ws.run_cell("cur.sql('SELECT x FROM t').fetchall()").value == "[(2,)]"
+
+
+def test_a_copying_checkpoint_survives_a_replay_after_the_kernel_dies(ws: SandboxWorkspace) -> None:
+    """The history records that the snapshot copied the connection, so a replay retakes it as one."""
+    setup = "import duckdb\ncon = duckdb.connect()\ncon.execute('CREATE TABLE t AS SELECT range AS x FROM range(3)')"
+    assert ws.run_cell(setup).ok
+    ws.snapshot("save", copy_connections=True)
+    assert ws.run_cell("con.execute('CREATE OR REPLACE TABLE t AS SELECT x * 10 AS x FROM t')").ok
+    ws.restore("save")
+    ws.kernel.kill()
+    # replayed: the cell, the snapshot (retaken, copying again), the rebuild, the restore of the retake
+    after = ws.run_cell("con.sql('SELECT sum(x) FROM t').fetchall()")
+    assert after.value == "[(3,)]", after
+    assert any("rebuilt by replaying" in note for note in after.notes), after.notes
+    assert ws.degraded_reasons == []

@@ -113,17 +113,14 @@ def test_diverging_replay_falls_back_and_says_what_was_lost(data: Path, tmp_path
     ws = _workspace(data, tmp_path)
     try:
         assert ws.run_cell(CON.format(data=data / "sales.csv")).ok
-        # unseeded: replays differently; a generator cannot be kept in a checkpoint
-        assert ws.run_cell("import random\nprint(random.random())\ngen = (i for i in range(3))").ok
+        assert ws.run_cell("import random\nprint(random.random())").ok  # unseeded: replays differently
         ws.snapshot("c1")
         _kill(ws)
-        r = ws.run_cell("gen")
+        r = ws.run_cell("con")
         assert not r.ok and "SandboxDied" in (r.error or "")
         assert any("cell 2 ended differently on replay" in n for n in r.notes), r.notes
         (reason,) = ws.degraded_reasons
-        assert "killed by signal SIGKILL" in reason and "lost variables: gen" in reason
-        # the connection was in the checkpoint as a copy of its tables: rebuilt with them
-        assert ws.run_cell("con.execute('select count(*) from big').fetchone()[0]").value == "2"
+        assert "killed by signal SIGKILL" in reason and "lost variables: con" in reason
         assert ws.run_cell("1 + 1").value == "2"  # and it keeps working
     finally:
         ws.close()

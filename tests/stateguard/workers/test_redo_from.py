@@ -44,7 +44,7 @@ class _Counting(DictWorkspace):
         super().__init__()
         self.taken: list[str] = []
 
-    def snapshot(self, checkpoint_id: str) -> None:
+    def snapshot(self, checkpoint_id: str, *, copy_connections: bool = False) -> None:
         self.taken.append(checkpoint_id)
         super().snapshot(checkpoint_id)
 
