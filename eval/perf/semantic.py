@@ -396,12 +396,49 @@ def _dcr_counts(rows: list[dict[str, Any]]) -> dict[str, str] | None:
     }
 
 
+def _spread(rows: list[dict[str, Any]]) -> dict[str, str] | None:
+    """Where each variant's one mistake ended up, over the same turns in every arm: its own turn
+    left wrong, and the turns downstream of it (its children, theirs, ...) left wrong. DCR compares
+    two rates whose populations move with the arm (a mistake fixed at its turn takes its children
+    out of the "wrong parent" group), so it can rise when fewer turns end wrong; these counts
+    cannot."""
+    if not rows or any("parents" not in r or not r.get("meta") for r in rows):
+        return None
+    own = own_n = down = down_n = 0
+    for r in rows:
+        turn = int(r["meta"]["turn"])
+        parents = {int(k): {int(p) for p in v} for k, v in r["parents"].items()}
+        below, grew = {turn}, True
+        while grew:
+            more = {t for t, ps in parents.items() if ps & below} - below
+            below |= more
+            grew = bool(more)
+        verdicts = {int(k): v for k, v in r["correct"].items()}
+        if verdicts.get(turn) is not None:
+            own_n += 1
+            own += int(not verdicts[turn])
+        for t in below - {turn}:
+            if verdicts.get(t) is not None:
+                down_n += 1
+                down += int(not verdicts[t])
+    return {"mistaken_turn_wrong": f"{own}/{own_n}", "downstream_wrong": f"{down}/{down_n}"}
+
+
 def _dcr_text(value: float | None, counts: dict[str, str] | None) -> str:
     if counts is None:
         return _points(value)
     return (
         f"{_points(value)} (wrong after a wrong parent {counts['wrong_after_a_wrong_parent']}, "
         f"otherwise {counts['wrong_otherwise']})"
+    )
+
+
+def _spread_text(spread: dict[str, str] | None) -> str:
+    if spread is None:
+        return ""
+    return (
+        f"; the mistaken turn left wrong {spread['mistaken_turn_wrong']}, "
+        f"turns downstream of it left wrong {spread['downstream_wrong']}"
     )
 
 
@@ -424,6 +461,7 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
         "baseline_fault_accuracy": round(_accuracy(by[("baseline", False)]), 2),
         "baseline_fault_dcr": _dcr(by[("baseline", False)]),
         "baseline_fault_dcr_counts": _dcr_counts(by[("baseline", False)]),
+        "baseline_fault_spread": _spread(by[("baseline", False)]),
         "settings": {},
     }
     for setting in sorted({r["setting"] for r in results} - {"baseline"}):
@@ -452,6 +490,7 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
             "fault_accuracy": round(_accuracy(faulty), 2),
             "fault_dcr": _dcr(faulty),
             "fault_dcr_counts": _dcr_counts(faulty),
+            "fault_spread": _spread(faulty),
             "recall": {k: f"{h}/{n}" for k, (h, n) in sorted(kinds.items())},
             "recall_semantic_kinds": _pooled(kinds, exclude=("numeric_parameter",)),
             "recall_all": _pooled(kinds),
@@ -497,6 +536,7 @@ def render(report: dict[str, Any]) -> str:
         f"baseline: clean accuracy {report['baseline_clean_accuracy']:.1f}%, "
         f"accuracy on single-mistake variants {report['baseline_fault_accuracy']:.1f}%, "
         f"DCR there {_dcr_text(report.get('baseline_fault_dcr'), report.get('baseline_fault_dcr_counts'))}"
+        + _spread_text(report.get("baseline_fault_spread"))
     ]
     for setting, s in report["settings"].items():
         lines.append(
@@ -504,6 +544,7 @@ def render(report: dict[str, Any]) -> str:
             f"{s['false_repairs_per_100_turns']:.2f}/100 clean turns ({', '.join(s['false_repair_checks']) or 'none'}), "
             f"destructive on clean {s['clean_destructive']}, accuracy on mistake variants {s['fault_accuracy']:.1f}%, "
             f"DCR there {_dcr_text(s.get('fault_dcr'), s.get('fault_dcr_counts'))}"
+            + _spread_text(s.get("fault_spread"))
         )
         lines.append(
             f"  recall: semantic kinds {s['recall_semantic_kinds']}, all {s['recall_all']}; per kind: "

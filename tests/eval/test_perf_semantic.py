@@ -176,3 +176,31 @@ def test_a_run_folder_resumes_only_under_the_same_code_and_settings(tmp_path: Pa
     (tmp_path / "out" / "run.json").unlink()
     with pytest.raises(ValueError, match="no run.json"):
         run(cfg)
+
+
+def test_the_report_says_where_each_mistake_ended_up_over_the_same_turns() -> None:
+    """Turn 1 is the mistaken turn, turn 2 reads it and turn 3 reads turn 2 (downstream twice over).
+    `late` fixes only the later turns (turn 1 stays wrong), `early` fixes turn 1 in one variant and
+    misses the other: DCR favours `late` (0 of 2 after a wrong parent), the counts say `early` left
+    fewer turns wrong."""
+    from eval.perf.semantic import summarize
+
+    def row(setting: str, variant: str, correct: dict[int, bool]) -> dict[str, Any]:
+        return {**_row(setting, variant, correct), "parents": {"2": [1], "3": [2]}}
+
+    rows = [
+        row("baseline", "join-t1", {1: False, 2: False, 3: False}),
+        row("baseline", "join-t1b", {1: False, 2: False, 3: True}),
+        row("late", "join-t1", {1: False, 2: True, 3: True}),
+        row("late", "join-t1b", {1: False, 2: True, 3: True}),
+        row("early", "join-t1", {1: True, 2: True, 3: True}),
+        row("early", "join-t1b", {1: False, 2: False, 3: True}),
+    ]
+    report = summarize(rows)
+    assert report["baseline_fault_spread"] == {"mistaken_turn_wrong": "2/2", "downstream_wrong": "3/4"}
+    late, early = report["settings"]["late"], report["settings"]["early"]
+    assert late["fault_spread"] == {"mistaken_turn_wrong": "2/2", "downstream_wrong": "0/4"}
+    assert early["fault_spread"] == {"mistaken_turn_wrong": "1/2", "downstream_wrong": "1/4"}
+    assert late["fault_dcr"] is not None and early["fault_dcr"] is not None
+    assert late["fault_dcr"] < early["fault_dcr"]  # 0 - 0 against 50 - 0: the rate, not the count
+    assert "the mistaken turn left wrong 1/2, turns downstream of it left wrong 1/4" in render(report)
