@@ -293,12 +293,13 @@ class RulesManager:
         evidence = "; ".join(f"[{f.check}] {f.evidence}" for f in findings)
         names = sorted({n for f in findings if f.check == first.check for n in f.variables})
         made = self._draft_made(obs)
+        reason = hint_reason(findings)
         for attempt in range(2):
             self.mark_repair(obs, ctx, names)
             result = yield Action.of(
                 RepairArgs(
                     analytical_evidence=evidence,
-                    error_hint=ErrorHintArg(error_variables=names, faulty_reasoning=first.reason),
+                    error_hint=ErrorHintArg(error_variables=names, faulty_reasoning=reason),
                 )
             )
             if result.accepted:
@@ -308,6 +309,15 @@ class RulesManager:
             # The finding names what the harness cannot resolve (a SQL table that is no workspace
             # variable): name what the draft's own steps made instead (the reported dict).
             names = made
+        if reason != first.reason:  # a later reason was refused (a value slipped in): the first alone
+            result = yield Action.of(
+                RepairArgs(
+                    analytical_evidence=evidence,
+                    error_hint=ErrorHintArg(error_variables=names, faulty_reasoning=first.reason),
+                )
+            )
+            if result.accepted:
+                return
         # The hint guard refused our wording (e.g. a value slipped in): fall back to a generic reason.
         result = yield Action.of(
             RepairArgs(
@@ -620,3 +630,11 @@ class RulesManager:
         return [{"related_state_id": s} for s in inherited] + [
             {"related_state_id": s, "type": "invalidate"} for s in invalidated
         ]
+
+
+def hint_reason(findings: list[checks.Finding]) -> str:
+    """The repair hint's reason: every distinct reason of the first finding's check, in order. A
+    hint that gave only the first would leave the worker without the one it can act on when the
+    check found two things (a misread comparison beside a rule read under its old definition)."""
+    check = findings[0].check
+    return "; ".join(dict.fromkeys(f.reason for f in findings if f.check == check))

@@ -165,3 +165,22 @@ def test_constraints_and_related(tmp_path) -> None:
     )
     assert checks.related({"k": "S1"}, store, {"k": 3.0}) == []
     assert checks.related({"k": "S1"}, store, {"k": 4.0})[0].variables == ["k"]
+
+
+def test_a_repair_hint_gives_every_reason_its_check_found() -> None:
+    from stateguard.policies.rules import hint_reason
+    from stateguard.verification.finding import Finding
+
+    def found(check: str, reason: str) -> Finding:
+        return Finding(check=check, variables=["result"], reason=reason, evidence="e")
+
+    findings = [
+        found("semantic", "the comparison keeps the wrong side"),
+        found("semantic", "the flag is read under its earlier definition"),
+        found("semantic", "the comparison keeps the wrong side"),
+        found("staleness", "margin is stale"),
+    ]
+    assert hint_reason(findings) == (
+        "the comparison keeps the wrong side; the flag is read under its earlier definition"
+    )
+    assert hint_reason(findings[3:]) == "margin is stale"
