@@ -294,7 +294,10 @@ class ScriptedWorker:
 
     def _back_to_save_point(self, turn_id: int) -> dict[str, Any]:
         """Restore the save point from before `turn_id` (if any) for its redo; the first redo
-        cell's meta says where the redo started."""
+        cell's meta says where the redo started. Later turns' save points go: they hold a
+        workspace the redo replaces (with this turn's mistake in it)."""
+        for later in [t for t in self._save_points if t > turn_id]:
+            self.ws.drop_checkpoint(self._save_points.pop(later))
         point = self._save_points.pop(turn_id, None)
         if point is None:
             return {"redo_from": "current"}

@@ -103,3 +103,30 @@ def test_an_unfixed_fault_keeps_its_answer_and_the_workspace_is_not_rewound() ->
     assert answers[2] == {"answer_type": "scalar", "n_before": 10, "n_after": 3}
     assert correct == {1: True, 2: False, 3: False}
     assert ws.has_checkpoint("worker-before-turn-2")
+
+
+def test_a_redo_drops_the_save_points_of_the_turns_it_replaces() -> None:
+    """Mistakes at turns 2 and 3; the hint after turn 3 fixes turn 2, whose redo re-runs turn 3 too:
+    turn 3's save point held a workspace with turn 2's mistake in it, and goes."""
+    precision = Fault(kind="precision", turn=3, decimals=0)
+    worker = ScriptedWorker(
+        FaultModel(faults=[THRESHOLD, precision]), ResponseModel(p_flip=0.0), reference=TASK
+    )
+    ws = _Counting()
+    ws.run("import json")
+    worker.start(TASK.agent_view(), ws)
+    step = 0
+    for turn in TASK.agent_view().turns:
+        worker.inject(WorkerMessage.user_turn(turn))
+        while not worker.done():
+            worker.step(step)
+            step += 1
+    assert ws.taken == ["worker-before-turn-2", "worker-before-turn-3"]
+    worker.inject(
+        WorkerMessage.from_hint(Hint(kind="repair", error_variables=HINT[0], faulty_reasoning=HINT[1]))
+    )
+    assert not ws.has_checkpoint("worker-before-turn-2") and not ws.has_checkpoint("worker-before-turn-3")
+    while not worker.done():
+        worker.step(step)
+        step += 1
+    assert ws.get_value("rows") == [{"v": v} for v in range(4, 10)]
