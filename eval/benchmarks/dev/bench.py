@@ -87,9 +87,11 @@ splits drew on, written blind by a fiftieth), `fresh55` (four more, on four furt
 archive no split used, each from a different R package and none from a package the two latest splits
 drew on, written blind by a fifty-first), `fresh56` (four more, on four other R tables from that
 archive no split used, each from a different R package and none from a package the two latest splits
-drew on, written blind by a fifty-second) or `fresh57` (four more, on four further R tables from that
+drew on, written blind by a fifty-second), `fresh57` (four more, on four further R tables from that
 archive no split used, each from a different R package and none from a package the two latest splits
-drew on, written blind by a fifty-third); the detection report shows them apart.
+drew on, written blind by a fifty-third) or `fresh58` (four more, on four other R tables from that
+archive no split used, each from a different R package and none from a package the two latest splits
+drew on, written blind by a fifty-fourth); the detection report shows them apart.
 """
 
 from __future__ import annotations
@@ -174,6 +176,7 @@ SPLITS = (
     "fresh55",
     "fresh56",
     "fresh57",
+    "fresh58",
     "all",
 )
 

