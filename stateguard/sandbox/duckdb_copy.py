@@ -50,8 +50,6 @@ SELECT (SELECT count(*) FROM duckdb_tables() WHERE temporary OR schema_name <> '
      + (SELECT count(*) FROM duckdb_functions() WHERE NOT internal)
 """
 
-_defaults: dict[str, dict[str, Any]] = {}  # threads -> the settings of a fresh connection
-
 
 @dataclass
 class ConnectionCopy:
@@ -98,15 +96,15 @@ def _settings(con: Any) -> dict[str, Any]:
 
 
 def _fresh_settings(threads: str) -> dict[str, Any]:
-    if threads not in _defaults:
-        import duckdb
+    """The settings a connection opened now would have (not cached: a process-wide default set
+    since, such as the progress bar's, would make every later copy differ)."""
+    import duckdb
 
-        fresh = duckdb.connect(config={"threads": int(threads)})
-        try:
-            _defaults[threads] = _settings(fresh)
-        finally:
-            fresh.close()
-    return _defaults[threads]
+    fresh = duckdb.connect(config={"threads": int(threads)})
+    try:
+        return _settings(fresh)
+    finally:
+        fresh.close()
 
 
 def copy_connection(con: Any) -> tuple[ConnectionCopy | None, str]:
@@ -138,7 +136,8 @@ def _copy(con: Any) -> tuple[ConnectionCopy | None, str]:
     try:
         settings = _settings(con)
         threads = str(settings.get("threads", "1"))
-        changed = sorted(k for k, v in settings.items() if _fresh_settings(threads).get(k) != v)
+        fresh = _fresh_settings(threads)
+        changed = sorted(k for k, v in settings.items() if fresh.get(k) != v)
         if changed:
             return None, f"settings differ from a fresh connection's: {', '.join(changed[:5])}"
         databases = con.sql("SELECT path FROM duckdb_databases() WHERE NOT internal").fetchall()

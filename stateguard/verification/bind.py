@@ -240,6 +240,21 @@ class RequirementBinder(Binder):
             and all(i.low is not None and i.high is not None and not i.low <= value <= i.high for i in infos)
         )
 
+    def _meets_no_row(self, columns: list[str], op: str | None, value: float | None) -> bool:
+        """Does no observed value of any named numeric column meet `op value` (all ranges known)?
+        "4,000 women or more" bound to the month number (1 to 12) keeps no row: the words name
+        another quantity, not this column."""
+        infos = [i for c in columns for i in self.vocab.infos(c)]
+        if value is None or not infos or any(i.low is None or i.high is None for i in infos):
+            return False
+        beyond = {
+            ">": lambda i: value >= i.high,
+            ">=": lambda i: value > i.high,
+            "<": lambda i: value <= i.low,
+            "<=": lambda i: value < i.low,
+        }.get(op or "")
+        return beyond is not None and all(beyond(i) for i in infos)
+
     def looks_up(self, req: Requirement) -> bool:
         """A stated value the code writes as a literal (`by_year.loc[2001]`): the code picks those
         rows by lookup, so reading the frame whole is no missing filter."""
@@ -551,6 +566,14 @@ class RequirementBinder(Binder):
             # "in 1986" bound to `years` (1 to 24 in the data): the stated value is no value the column
             # holds, so the words name something else (a year in the columns' names)
             plan.notes.append(f"{req.describe()}: {', '.join(columns)} never holds {req.value}; not read")
+            plan.unverified.append(req)
+            return
+        if (
+            req.kind is Kind.COMPARISON
+            and req.upper is None
+            and self._meets_no_row(columns, req.op, req.value)
+        ):
+            plan.notes.append(f"{req.describe()}: no value of {', '.join(columns)} meets it; not read")
             plan.unverified.append(req)
             return
         plan.notes.append(f"{req.describe()}: no condition on {', '.join(columns)} in the code")
