@@ -8,7 +8,9 @@ written only if the transaction commits, so a rejected action adds exactly one `
 
 Each line is one `stateguard.artifacts.events.TraceEvent` (a union keyed on `kind`): `emit`
 validates the payload against its kind's model, so a renamed or unknown field fails where it is
-written, and `read_trace` returns typed events.
+written, and `read_trace` returns typed events. The harness's per-action events, built from
+records validated when they were made, go through `emit_known`: validated once per shape (kind,
+field names, value types), then written without validating again, in the same bytes.
 
     trace = Trace(RolloutFolder(run).trace); trace.emit("turn_start", turn_id=3, question="...")
     events = read_trace(RolloutFolder(run).trace)
