@@ -156,7 +156,9 @@ class Harness:
         self.steps[step.index] = step
         insort(self._step_order, step.index)
         timing = {} if started is None else {"started": started}
-        self.trace.emit("worker_step", **step.model_dump(mode="json", exclude={"schema_version"}), **timing)
+        self.trace.emit_known(
+            "worker_step", **step.model_dump(mode="json", exclude={"schema_version"}), **timing
+        )
 
     def begin_review(self, event: EventType, *, terminal: bool = False) -> ManagerObservation:
         """Start a manager activation at a review point and return the observation."""
@@ -374,11 +376,11 @@ class Harness:
                 notes, hints = self._dispatch(action)
                 self.stage = next_stage(regime, stage_before, name)
                 self.pending_hints.extend(hints)
-                self.trace.emit(
+                self.trace.emit_known(
                     "action",
                     activation=self.activation,
                     name=name.value,
-                    arguments=action.args.model_dump(mode="json"),
+                    arguments=action.args,  # written as its JSON dump
                     accepted=True,
                     notes=notes,
                     stage_before=stage_before.value,
@@ -471,7 +473,7 @@ class Harness:
             hints = [hint] if hint else []
         reserved = self.store.reserve_id()
         assert reserved == draft_id
-        self.trace.emit("state_opened", state_id=draft_id, draft=self.draft.model_dump(mode="json"))
+        self.trace.emit_known("state_opened", state_id=draft_id, draft=self.draft)  # written as its JSON dump
         return notes, hints
 
     # -- UPDATE_STATE
@@ -502,7 +504,7 @@ class Harness:
             notes.append(
                 "executable constraint failed: " + "; ".join(f"{r.text} ({r.error})" for r in failed)
             )
-        self.trace.emit("state_updated", state_id=draft.id, draft=draft.model_dump(mode="json"), notes=notes)
+        self.trace.emit_known("state_updated", state_id=draft.id, draft=draft, notes=notes)
         return notes
 
     def _evaluate_constraints(self, draft: Draft) -> list[ConstraintResult]:
@@ -557,7 +559,7 @@ class Harness:
             ):
                 notes.append(f"warning: {rel.related_state_id} is stale (invalidated by a later state)")
         draft.relations = relations
-        self.trace.emit(
+        self.trace.emit_known(
             "relations_finalized",
             state_id=draft.id,
             mode=args.mode,
@@ -589,7 +591,7 @@ class Harness:
         if checkpoint is not None and self.worker is not None:
             self.worker_checkpoints[checkpoint] = self.worker.snapshot()
         self.draft, self.repair_attempts = None, 0
-        self.trace.emit("state_committed", state=state)
+        self.trace.emit_known("state_committed", state=state)
         hints: list[Hint] = []
         if self.config.regime is Regime.SEGMENT_INDUCED and self.config.recent_states_in_hint:
             recent = [self.store.load(e.id) for e in self.store.index(last=self.config.recent_states_in_hint)]

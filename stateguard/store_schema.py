@@ -29,6 +29,8 @@ import sqlite3
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from pydantic import BaseModel
+
 from stateguard.store_check import StoreError, check_rows
 
 __all__ = [
@@ -155,10 +157,14 @@ def _one_shot(item_separator: str, default: Callable[[Any], Any]) -> Callable[[A
 _record = _one_shot(",", json.JSONEncoder().default)
 # A variable's value as its row holds it: anything that is not JSON is written as its text.
 value_text = _one_shot(", ", str)
+_MODEL_DUMP = BaseModel.model_dump
 
 
 def record_text(record: Any) -> str:
-    """The text a states row holds for `record`: exactly `record.canonical_json()`."""
+    """The text a states row holds for `record`: exactly `record.canonical_json()` (its dump taken
+    from its serializer, without `model_dump`'s wrapper, where the class does not override it)."""
+    if type(record).model_dump is _MODEL_DUMP:
+        return _record(record.__pydantic_serializer__.to_python(record, mode="json"))
     return _record(record.model_dump(mode="json"))
 
 

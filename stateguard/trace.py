@@ -8,7 +8,9 @@ written only if the transaction commits, so a rejected action adds exactly one `
 
 Each line is one `stateguard.artifacts.events.TraceEvent` (a union keyed on `kind`): `emit`
 validates the payload against its kind's model, so a renamed or unknown field fails where it is
-written, and `read_trace` returns typed events.
+written, and `read_trace` returns typed events. The harness's per-action events, built from
+records validated when they were made, go through `emit_known`: validated once per shape (kind,
+field names, value types), then written without validating again, in the same bytes.
 
     trace = Trace(RolloutFolder(run).trace); trace.emit("turn_start", turn_id=3, question="...")
     events = read_trace(RolloutFolder(run).trace)
@@ -43,6 +45,7 @@ __all__ = ["Trace", "TraceEvent", "current_activation", "manager_activation", "r
 # The union's validator itself: `EVENTS.validate_python` is a Python wrapper that passes it the
 # same (default) options on every event.
 _VALIDATE = EVENTS.validator.validate_python
+_SCHEMA_TEXT = json.dumps(SCHEMA_VERSION)
 
 # A context variable, not a global: each thread (and each task of a parallel runner) has its own.
 _ACTIVATION: ContextVar[int | None] = ContextVar("stateguard_manager_activation", default=None)
@@ -89,9 +92,15 @@ class _Encoder:
 
     def __call__(self, value: Any) -> Any:
         if isinstance(value, BaseModel):
+            if type(value).model_dump is _MODEL_DUMP:  # its serializer, without model_dump's wrapper (1 µs)
+                return value.__pydantic_serializer__.to_python(value, mode="json")
             return value.model_dump(mode="json")
         self.others = True
         return str(value)
+
+
+_MODEL_DUMP = BaseModel.model_dump
+_ENCODE_TEXT = json.encoder.encode_basestring_ascii
 
 
 class _LineWriter:
@@ -131,6 +140,35 @@ class _LineWriter:
         )
         return fast
 
+    def known(self, kind: str, data: dict[str, Any], seq: int, ts: float | None) -> str | None:
+        """The line `self({"schema_version": ..., "seq": seq, "kind": kind, "ts": ts, "data": data})`
+        gives, with the envelope written from a template (its keys are fixed and sort as written)
+        and only the payload through the C encoder; None where that call must decide: the encoder
+        met anything but JSON values and records, the line may hold lone surrogates, a clock that
+        is not a float or None, another thread, no C encoder, an error (a cycle)."""
+        fast = self._fast
+        if fast is None or threading.get_ident() != self._owner:
+            return None
+        if ts is None:
+            stamp = "null"
+        elif ts.__class__ is float and ts - ts == 0.0:  # finite (NaN and infinities: the full path)
+            stamp = float.__repr__(ts)
+        else:
+            return None
+        encoder = self._encoder
+        encoder.others = False
+        try:
+            payload = "".join(fast(data, 0))
+        except Exception:  # a cycle, a value the encoder refuses: the full path raises what it raised
+            self._fast = self._make()
+            return None
+        except BaseException:
+            self._fast = self._make()
+            raise
+        if encoder.others or "\\ud" in payload or "\\uD" in payload:
+            return None
+        return f'{{"data": {payload}, "kind": {_ENCODE_TEXT(kind)}, "schema_version": {_SCHEMA_TEXT}, "seq": {seq}, "ts": {stamp}}}'
+
     def __call__(self, raw: dict[str, Any]) -> tuple[str, bool]:
         """`raw`'s line, and whether the encoder met anything but JSON values and records."""
         fast = self._fast
@@ -162,6 +200,7 @@ class Trace:
         self._fd: int | None = None
         self._seq = 0
         self._line = _LineWriter()
+        self._known: set[tuple[Any, ...]] = set()  # the shapes `emit_known` has validated
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             if self.path.exists():
@@ -185,11 +224,37 @@ class Trace:
         """Validate and write one event. A payload field may be given as a validated record (an
         `AnalyticalState`, a list of `Relation`s, a `Hint`): it is written as its JSON dump and,
         where the kind's model declares that record, not validated a second time."""
+        return self._emit(kind, data, self._clock())
+
+    def emit_known(self, kind: str, **data: Any) -> None:
+        """Write one event of a shape this trace has validated before, without validating it again:
+        for the harness's per-action events, whose payloads are records validated when they were
+        made (a draft, an action's arguments, a state, relations), their dumps, and scalars. The
+        first event of each shape (its kind, its field names, and each value's type) goes through
+        `emit` and is validated in full, so a renamed, missing or unknown field, or a value of
+        another type, still fails where it is written; what a container holds is checked then and
+        when the line is read. The line is the one `emit` writes, byte for byte (it falls back to
+        `emit` wherever its own encoding could differ)."""
+        shape = (kind, *data, *map(type, data.values()))
+        ts = self._clock()
+        if shape not in self._known:
+            self._emit(kind, data, ts)
+            self._known.add(shape)
+            return
+        line = self._line.known(kind, data, self.next_seq, ts)
+        if line is None:
+            self._emit(kind, data, ts)
+        elif self._buffer is not None:
+            self._buffer.append(line)
+        else:
+            self._write([line])
+
+    def _emit(self, kind: str, data: dict[str, Any], ts: Any) -> TraceEvent:
         raw = {
             "schema_version": SCHEMA_VERSION,
             "seq": self.next_seq,
             "kind": kind,
-            "ts": self._clock(),
+            "ts": ts,
             "data": data,
         }
         # The line is the emitted payload as given (no defaults added); validating it first makes

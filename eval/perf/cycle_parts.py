@@ -47,7 +47,8 @@ PARTS: list[tuple[Any, str, str]] = [
     (StateStore, "_check_new_state", "store: reference checks"),
     (StateStore, "_propagate_invalidity", "store: staleness propagation"),
     (store_module, "state_digest", "store: row digest"),
-    (Trace, "emit", "trace: emit"),
+    (Trace, "emit", "trace: emit (validated)"),
+    (Trace, "emit_known", "trace: emit_known (a shape seen before)"),
 ]
 
 
@@ -122,20 +123,21 @@ def _timers(store: StateStore, spent: dict[str, list[float]]) -> Iterator[None]:
 
 def _trace_ablation(cycle: Callable[[int], None], first: int, rounds: int, block: int) -> tuple[float, float]:
     """CPU medians of the cycle with the trace on and off, blocks alternating (on, off, off, on, …)."""
-    emit = Trace.emit
+    emit, emit_known = Trace.emit, Trace.emit_known
     cpu: dict[bool, list[float]] = {True: [], False: []}
     i = first
     try:
         for r in range(rounds):
             for on in (True, False) if r % 2 == 0 else (False, True):
                 Trace.emit = emit if on else (lambda self, kind, **data: None)  # type: ignore[method-assign,assignment]
+                Trace.emit_known = emit_known if on else (lambda self, kind, **data: None)  # type: ignore[method-assign]
                 for _ in range(block):
                     start = time.thread_time()
                     cycle(i)
                     cpu[on].append((time.thread_time() - start) * 1000)
                     i += 1
     finally:
-        Trace.emit = emit  # type: ignore[method-assign]
+        Trace.emit, Trace.emit_known = emit, emit_known  # type: ignore[method-assign]
     return statistics.median(cpu[True]), statistics.median(cpu[False])
 
 

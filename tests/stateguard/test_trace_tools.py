@@ -317,3 +317,116 @@ def test_a_transaction_inside_another_writes_with_the_outer_one() -> None:
     with trace.transaction():
         trace.emit("turn_start", turn_id=5)
     assert [json.loads(x)["seq"] for x in trace.lines()] == [0, 1, 2]
+
+
+def test_emit_known_validates_each_shape_once_and_writes_the_bytes_emit_writes(tmp_path: Path) -> None:
+    """`emit_known` (the harness's per-action events) validates the first event of each shape (kind,
+    field names, value types) as `emit` does, and writes later ones of that shape from a template:
+    every line must equal `emit`'s for the same payload, also where the template cannot decide
+    (text the encoder makes up, lone surrogates, a cycle, another thread)."""
+    import itertools
+    import math
+    import threading
+    from enum import StrEnum
+
+    from stateguard.hints import Hint
+    from stateguard.state import AnalyticalState, Relation, VariableRef
+
+    class Colour(StrEnum):
+        RED = "red"
+
+    state = AnalyticalState(
+        id="S3",
+        issue="Größe – ü",
+        used_variables=[VariableRef(name="r", version="S3", value={"z": 1, "a": [math.inf, -0.0]})],
+        relations=[Relation(type="progress", related_state_id="S2")],
+    )
+    hint = Hint(kind="repair", error_variables=["r"], faulty_reasoning="wrong filter", mode="light")
+    payloads: list[tuple[str, dict[str, object]]] = [
+        ("turn_start", {"turn_id": 2**70, "question": 'naïve ☃ \t"q"'}),
+        ("turn_start", {"question": "the other order", "turn_id": -1}),
+        ("state_committed", {"state": state}),
+        ("relations_finalized", {"state_id": "S3", "mode": "confirm", "relations": list(state.relations)}),
+        ("hint_delivered", {"hint": hint, "text": hint.render()}),
+        ("state_opened", {"state_id": "S3", "draft": state}),
+        ("state_opened", {"state_id": "S3", "draft": {"z": math.nan, "b": {"y": 1e300, "a": None}, "é": []}}),
+        ("review", {"event": Colour.RED, "terminal": False, "stage": "idle"}),
+        ("answers", {"answers": {"2": 1.5, "10": [True, None], "1": "x", "3": -math.inf}}),
+        ("answers", {"answers": {"1": "lone \ud800 surrogate"}}),
+        ("answers", {"answers": {"1": "a pair 😀"}}),
+        ("turn_start", {"turn_id": 1, "question": Path("as text")}),
+    ]
+
+    class Stamp:
+        """One clock for both traces, set before each pair of events."""
+
+        value: float | None = None
+
+        def __call__(self) -> float | None:
+            return self.value
+
+    stamp = Stamp()
+    emitted, known = Trace(clock=stamp), Trace(clock=stamp)
+    stamps = itertools.cycle([1.25, None, 3, math.nan, 0.1 + 0.2, 1_765_000_000.123456])
+    for _ in range(2):  # the second round takes the templates
+        for kind, data in payloads:
+            stamp.value = next(stamps)
+            emitted.emit(kind, **data)
+            known.emit_known(kind, **data)
+    assert known.lines() == emitted.lines()
+    assert [e.model_dump(mode="json") for e in known.events()] == [
+        e.model_dump(mode="json") for e in emitted.events()
+    ]
+
+    # The first event of a shape is validated; so is a known shape's value of another type.
+    fresh = Trace(clock=lambda: None)
+    with pytest.raises(ValueError, match=r"'turn_start' trace event: data.turn_id: Field required"):
+        fresh.emit_known("turn_start", turn=1)
+    fresh.emit_known("turn_start", turn_id=1)
+    with pytest.raises(ValueError, match=r"'turn_start' trace event: data.turn_id"):
+        fresh.emit_known("turn_start", turn_id="one")
+    with pytest.raises(ValueError, match=r"'binding_checked' trace event: data.checks"):
+        fresh.emit_known("binding_checked", checks={"a"}, start_checkpoint=None)  # a set is written as text
+    fresh.emit_known("answers", answers={"a": 1})
+    loop: dict[str, object] = {"a": 1}
+    loop["self"] = loop
+    with pytest.raises(ValueError, match="Circular reference"):
+        fresh.emit_known("answers", answers=loop)
+    fresh.emit_known("answers", answers={"a": 2})  # the encoder works again after the error
+    assert [json.loads(line)["data"] for line in fresh.lines()] == [
+        {"turn_id": 1},
+        {"answers": {"a": 1}},
+        {"answers": {"a": 2}},
+    ]
+
+    # Inside a transaction the lines wait for its end; a rejected block drops them.
+    with pytest.raises(KeyError), fresh.transaction():
+        fresh.emit_known("turn_start", turn_id=5)
+        raise KeyError("boom")
+    with fresh.transaction():
+        fresh.emit_known("turn_start", turn_id=6)
+        assert len(fresh.lines()) == 3 and fresh.next_seq == 4
+    assert json.loads(fresh.lines()[-1]) == {
+        "data": {"turn_id": 6},
+        "kind": "turn_start",
+        "schema_version": "stateguard/1",
+        "seq": 3,
+        "ts": None,
+    }
+
+    # Another thread's events take the validating path, with the same bytes.
+    other = Trace(clock=lambda: 1.25)
+
+    def emit_twice() -> None:
+        for _ in range(2):
+            for kind, data in payloads:
+                other.emit_known(kind, **data)
+
+    worker = threading.Thread(target=emit_twice)
+    worker.start()
+    worker.join()
+    reference = Trace(clock=lambda: 1.25)
+    for _ in range(2):
+        for kind, data in payloads:
+            reference.emit(kind, **data)
+    assert other.lines() == reference.lines()
