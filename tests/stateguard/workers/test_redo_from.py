@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -49,7 +50,13 @@ class _Counting(DictWorkspace):
         super().snapshot(checkpoint_id)
 
 
-def _run(faults: list[Fault], response: ResponseModel, hint_after: int | None) -> tuple[dict[int, bool], Any]:
+def _run(
+    faults: list[Fault],
+    response: ResponseModel,
+    hint_after: int | None,
+    on_hint: Callable[[_Counting], None] | None = None,
+) -> tuple[dict[int, bool], Any]:
+    """Run the worker alone; after turn `hint_after`'s work, deliver HINT (then `on_hint(ws)`)."""
     worker = ScriptedWorker(FaultModel(faults=faults), response, reference=TASK)
     ws = _Counting()
     ws.run("import json")
@@ -66,6 +73,8 @@ def _run(faults: list[Fault], response: ResponseModel, hint_after: int | None) -
                     Hint(kind="repair", error_variables=HINT[0], faulty_reasoning=HINT[1])
                 )
             )
+            if on_hint is not None:
+                on_hint(ws)
         while not worker.done():
             worker.step(step)
             step += 1
@@ -108,25 +117,12 @@ def test_an_unfixed_fault_keeps_its_answer_and_the_workspace_is_not_rewound() ->
 def test_a_redo_drops_the_save_points_of_the_turns_it_replaces() -> None:
     """Mistakes at turns 2 and 3; the hint after turn 3 fixes turn 2, whose redo re-runs turn 3 too:
     turn 3's save point held a workspace with turn 2's mistake in it, and goes."""
+
+    def at_the_hint(ws: _Counting) -> None:
+        assert ws.taken == ["worker-before-turn-2", "worker-before-turn-3"]
+        assert not ws.has_checkpoint("worker-before-turn-2")
+        assert not ws.has_checkpoint("worker-before-turn-3")
+
     precision = Fault(kind="precision", turn=3, decimals=0)
-    worker = ScriptedWorker(
-        FaultModel(faults=[THRESHOLD, precision]), ResponseModel(p_flip=0.0), reference=TASK
-    )
-    ws = _Counting()
-    ws.run("import json")
-    worker.start(TASK.agent_view(), ws)
-    step = 0
-    for turn in TASK.agent_view().turns:
-        worker.inject(WorkerMessage.user_turn(turn))
-        while not worker.done():
-            worker.step(step)
-            step += 1
-    assert ws.taken == ["worker-before-turn-2", "worker-before-turn-3"]
-    worker.inject(
-        WorkerMessage.from_hint(Hint(kind="repair", error_variables=HINT[0], faulty_reasoning=HINT[1]))
-    )
-    assert not ws.has_checkpoint("worker-before-turn-2") and not ws.has_checkpoint("worker-before-turn-3")
-    while not worker.done():
-        worker.step(step)
-        step += 1
+    _, (_, ws, _) = _run([THRESHOLD, precision], ResponseModel(p_flip=0.0), hint_after=3, on_hint=at_the_hint)
     assert ws.get_value("rows") == [{"v": v} for v in range(4, 10)]
