@@ -33,6 +33,10 @@ from typing import Any
 
 __all__ = ["ConnectionCopy", "connection_names", "copy_connection"]
 
+# Settings that change what is shown, never what a query returns (a cursor does not inherit the
+# progress bar its connection detected for the terminal).
+_DISPLAY_SETTINGS = frozenset({"enable_progress_bar", "enable_progress_bar_print", "progress_bar_time"})
+
 # Column types that Arrow cannot carry back even with a cast to the declared type.
 _UNSAFE_TYPES = ("BIT", "BIGNUM", "VARINT", "UNION", "VARIANT", "GEOMETRY")
 
@@ -137,7 +141,7 @@ def _copy(con: Any) -> tuple[ConnectionCopy | None, str]:
         settings = _settings(con)
         threads = str(settings.get("threads", "1"))
         fresh = _fresh_settings(threads)
-        changed = sorted(k for k, v in settings.items() if fresh.get(k) != v)
+        changed = sorted(k for k, v in settings.items() if fresh.get(k) != v and k not in _DISPLAY_SETTINGS)
         if changed:
             return None, f"settings differ from a fresh connection's: {', '.join(changed[:5])}"
         databases = con.sql("SELECT path FROM duckdb_databases() WHERE NOT internal").fetchall()

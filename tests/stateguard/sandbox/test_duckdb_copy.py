@@ -67,6 +67,26 @@ def test_what_a_copy_could_not_rebuild_exactly_is_refused(setup: str, why: str) 
     assert copy is None and why in reason
 
 
+def test_a_cursor_reads_the_settings_that_decide_results(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cursor does not inherit the progress bar its connection detected (a fresh connection may
+    turn it on, a cursor does not): display settings are no reason to refuse a copy."""
+    from stateguard.sandbox import duckdb_copy
+
+    opened_now = duckdb_copy._fresh_settings
+
+    def other_progress_bar(threads: str) -> dict[str, object]:
+        settings = dict(opened_now(threads))
+        settings["enable_progress_bar"] = "true" if settings["enable_progress_bar"] == "false" else "false"
+        return settings
+
+    monkeypatch.setattr(duckdb_copy, "_fresh_settings", other_progress_bar)
+    con = duckdb.connect(config={"threads": 1})
+    con.execute("CREATE TABLE t AS SELECT 7 AS x")
+    con.execute("SELECT 42")  # busy: read through a cursor
+    assert _copy(con).reopen().sql("SELECT x FROM t").fetchall() == [(7,)]
+    assert con.fetchall() == [(42,)]
+
+
 def test_a_registered_frame_and_an_unfinished_result_are_refused() -> None:
     import pandas as pd
 
