@@ -89,9 +89,11 @@ drew on, written blind by a fifty-first), `fresh56` (four more, on four other R 
 archive no split used, each from a different R package and none from a package the two latest splits
 drew on, written blind by a fifty-second), `fresh57` (four more, on four further R tables from that
 archive no split used, each from a different R package and none from a package the two latest splits
-drew on, written blind by a fifty-third) or `fresh58` (four more, on four other R tables from that
+drew on, written blind by a fifty-third), `fresh58` (four more, on four other R tables from that
 archive no split used, each from a different R package and none from a package the two latest splits
-drew on, written blind by a fifty-fourth); the detection report shows them apart.
+drew on, written blind by a fifty-fourth) or `fresh59` (four more, on four further R tables from that
+archive no split used, each from a different R package and none from a package the two latest splits
+drew on, written blind by a fifty-fifth); the detection report shows them apart.
 """
 
 from __future__ import annotations
@@ -177,6 +179,7 @@ SPLITS = (
     "fresh56",
     "fresh57",
     "fresh58",
+    "fresh59",
     "all",
 )
 

