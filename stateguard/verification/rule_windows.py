@@ -804,6 +804,18 @@ def _two_keys(
     named = []
     for side in sides:
         found = resolve_column(side, columns)
+        binned = [c for c in columns if len(side) >= 2 and c.lower() == side[-1].lower() in _BIN_NOUNS]
+        if len(binned) == 1:
+            # "their health label and age band" with a column named `band`: the bin noun names it, as
+            # in a phrase of one key ("the same neuroticism band")
+            named.append(binned)
+            continue
+        if (
+            found
+            and not _is_name(side, found[0])
+            and any(w.lower() == c.lower() for w in side for c in columns if c != found[0])
+        ):
+            return None  # another word of the side is another column's very name: two readings
         if described is not None and found and not _is_name(side, found[0]):
             # "education level": `educ` by a word of its name, `edlevel (education level)` by the whole
             # side in its description: two readings, no pair

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from stateguard.verification import rule_windows
 from tests.stateguard.verification.conftest import sandboxed
 
 REGISTER = """
@@ -46,3 +47,19 @@ def test_a_bound_no_row_of_the_bound_column_meets_is_not_read(tmp_path: Path, cu
         assert bool(findings) is caught, findings
     finally:
         ws.close()
+
+
+def test_a_bin_noun_names_its_column_as_the_second_of_two_keys() -> None:
+    """fresh59's false repair: "their health label and age band" was read as `health` and `age`, the
+    bin noun left over though a column is named `band`."""
+    rule = "more visits than the 80th percentile of their health label and age band, yet fewer than 6"
+    columns = ["numvisit", "age", "health", "band"]
+    found = rule_windows.stated_group(rule, columns, {}, ["numvisit"], None, [], ["pid"])
+    assert found is not None and sorted(found.keys) == ["band", "health"]
+
+
+def test_a_side_whose_other_word_is_another_columns_name_is_two_readings() -> None:
+    # "age group" with columns `age` and `group`: neither is read (no bin noun to decide)
+    rule = "above the median score of their school and age group"
+    found = rule_windows.stated_group(rule, ["score", "school", "age", "group"], {}, ["score"], None, [], [])
+    assert found is None or "age" not in found.keys
