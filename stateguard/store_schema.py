@@ -29,8 +29,7 @@ import sqlite3
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from pydantic import BaseModel
-
+from stateguard.records import json_dump
 from stateguard.store_check import StoreError, check_rows
 
 __all__ = [
@@ -157,15 +156,11 @@ def _one_shot(item_separator: str, default: Callable[[Any], Any]) -> Callable[[A
 _record = _one_shot(",", json.JSONEncoder().default)
 # A variable's value as its row holds it: anything that is not JSON is written as its text.
 value_text = _one_shot(", ", str)
-_MODEL_DUMP = BaseModel.model_dump
 
 
 def record_text(record: Any) -> str:
-    """The text a states row holds for `record`: exactly `record.canonical_json()` (its dump taken
-    from its serializer, without `model_dump`'s wrapper, where the class does not override it)."""
-    if type(record).model_dump is _MODEL_DUMP:
-        return _record(record.__pydantic_serializer__.to_python(record, mode="json"))
-    return _record(record.model_dump(mode="json"))
+    """The text a states row holds for `record`: exactly `record.canonical_json()`."""
+    return _record(json_dump(record))
 
 
 def state_digest(parts: Iterable[str]) -> str:

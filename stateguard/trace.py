@@ -38,7 +38,7 @@ from pydantic import BaseModel, ValidationError
 from stateguard.artifacts.events import EVENTS, TraceEvent
 from stateguard.artifacts.files import describe_errors
 from stateguard.encodable import escape_tree
-from stateguard.records import SCHEMA_VERSION
+from stateguard.records import SCHEMA_VERSION, json_dump
 
 __all__ = ["Trace", "TraceEvent", "current_activation", "manager_activation", "read_trace"]
 
@@ -92,14 +92,11 @@ class _Encoder:
 
     def __call__(self, value: Any) -> Any:
         if isinstance(value, BaseModel):
-            if type(value).model_dump is _MODEL_DUMP:  # its serializer, without model_dump's wrapper (1 µs)
-                return value.__pydantic_serializer__.to_python(value, mode="json")
-            return value.model_dump(mode="json")
+            return json_dump(value)
         self.others = True
         return str(value)
 
 
-_MODEL_DUMP = BaseModel.model_dump
 _ENCODE_TEXT = json.encoder.encode_basestring_ascii
 
 

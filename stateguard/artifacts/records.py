@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "SCHEMA_VERSION",
     "Record",
+    "json_dump",
 ]
 
 SCHEMA_VERSION = "stateguard/1"
@@ -44,3 +45,15 @@ class Record(BaseModel):
                 "re-create the file with this version of StateGuard"
             )
         return cls.model_validate(data)
+
+
+_MODEL_DUMP = BaseModel.model_dump
+
+
+def json_dump(model: BaseModel) -> Any:
+    """`model.model_dump(mode="json")`, taken from the model's serializer directly where its class
+    does not override `model_dump` (the same value, without the wrapper's 1 µs: the trace and the
+    store dump records on every action)."""
+    if type(model).model_dump is _MODEL_DUMP:
+        return model.__pydantic_serializer__.to_python(model, mode="json")
+    return model.model_dump(mode="json")
