@@ -231,23 +231,15 @@ class RequirementBinder(Binder):
             )
         )
 
-    def _outside_range(self, columns: list[str], value: float | None) -> bool:
-        """Is `value` outside the observed range of every named numeric column (all ranges known)?"""
-        infos = [i for c in columns for i in self.vocab.infos(c)]
-        return (
-            value is not None
-            and bool(infos)
-            and all(i.low is not None and i.high is not None and not i.low <= value <= i.high for i in infos)
-        )
-
     def _meets_no_row(self, columns: list[str], op: str | None, value: float | None) -> bool:
         """Does no observed value of any named numeric column meet `op value` (all ranges known)?
-        "4,000 women or more" bound to the month number (1 to 12) keeps no row: the words name
-        another quantity, not this column."""
+        "in 1986" bound to `years` (1 to 24) or "4,000 women or more" bound to the month number
+        (1 to 12): the words name another quantity, not this column."""
         infos = [i for c in columns for i in self.vocab.infos(c)]
         if value is None or not infos or any(i.low is None or i.high is None for i in infos):
             return False
         beyond = {
+            "==": lambda i: not i.low <= value <= i.high,
             ">": lambda i: value >= i.high,
             ">=": lambda i: value > i.high,
             "<": lambda i: value <= i.low,
@@ -562,18 +554,15 @@ class RequirementBinder(Binder):
             )
             plan.unverified.append(req)
             return
-        if req.kind is Kind.COMPARISON and req.op == "==" and self._outside_range(columns, req.value):
-            # "in 1986" bound to `years` (1 to 24 in the data): the stated value is no value the column
-            # holds, so the words name something else (a year in the columns' names)
-            plan.notes.append(f"{req.describe()}: {', '.join(columns)} never holds {req.value}; not read")
-            plan.unverified.append(req)
-            return
         if (
             req.kind is Kind.COMPARISON
-            and req.upper is None
+            and (req.op == "==" or req.upper is None)
             and self._meets_no_row(columns, req.op, req.value)
         ):
-            plan.notes.append(f"{req.describe()}: no value of {', '.join(columns)} meets it; not read")
+            # "in 1986" bound to `years` (1 to 24 in the data): the stated value is no value the column
+            # holds, so the words name something else (a year in the columns' names)
+            said = f"never holds {req.value}" if req.op == "==" else "has no value that meets it"
+            plan.notes.append(f"{req.describe()}: {', '.join(columns)} {said}; not read")
             plan.unverified.append(req)
             return
         plan.notes.append(f"{req.describe()}: no condition on {', '.join(columns)} in the code")

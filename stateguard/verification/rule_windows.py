@@ -334,9 +334,9 @@ def _stated_group(
         # "the same neuroticism band" with a column named `band`: the bins of the score as the data keeps
         # them, named by the bin noun itself ("the same occupation code" is still `occupation`: a code
         # names its thing, a band bins it)
-        own = [c for c in pool if len(words) >= 2 and c.lower() == words[-1].lower() in _BIN_NOUNS]
-        if len(own) == 1 and all(w.lower() not in GROUP_NOUNS for w in words[:-1]):
-            found.append((own[0], m.group(0)))
+        own = _bin_column(words, pool)
+        if own is not None:
+            found.append((own, m.group(0)))
             continue
         # every word by one column's name and the task's words for it together ("the same age band"
         # for `age_group (five bands: ...)`), where no column's name or description says them all
@@ -792,6 +792,15 @@ def _second(words: list[str]) -> list[str]:
     return [p for w in words for p in w.split("-") if p]
 
 
+def _bin_column(words: list[str], columns: list[str]) -> str | None:
+    """The column a phrase's closing bin noun names by its very name ("the same neuroticism band"
+    with a column named `band`), the words before it naming no group noun; None otherwise."""
+    if len(words) < 2 or any(w.lower() in GROUP_NOUNS for w in words[:-1]):
+        return None
+    own = [c for c in columns if c.lower() == words[-1].lower() in _BIN_NOUNS]
+    return own[0] if len(own) == 1 else None
+
+
 def _two_keys(
     sides: list[list[str]],
     columns: list[str],
@@ -804,11 +813,11 @@ def _two_keys(
     named = []
     for side in sides:
         found = resolve_column(side, columns)
-        binned = [c for c in columns if len(side) >= 2 and c.lower() == side[-1].lower() in _BIN_NOUNS]
-        if len(binned) == 1:
+        binned = _bin_column(side, columns)
+        if binned is not None:
             # "their health label and age band" with a column named `band`: the bin noun names it, as
             # in a phrase of one key ("the same neuroticism band")
-            named.append(binned)
+            named.append([binned])
             continue
         if (
             found
