@@ -27,6 +27,7 @@ a new object with the copied tables and views.
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -37,8 +38,9 @@ __all__ = ["ConnectionCopy", "connection_names", "copy_connection"]
 # progress bar its connection detected for the terminal).
 _DISPLAY_SETTINGS = frozenset({"enable_progress_bar", "enable_progress_bar_print", "progress_bar_time"})
 
-# Column types that Arrow cannot carry back even with a cast to the declared type.
-_UNSAFE_TYPES = ("BIT", "BIGNUM", "VARINT", "UNION", "VARIANT", "GEOMETRY")
+# Column types that Arrow cannot carry back even with a cast to the declared type (as whole words:
+# a struct's field named `habit` is no BIT).
+_UNSAFE_TYPES = re.compile(r"\b(?:BIT|BIGNUM|VARINT|UNION|VARIANT|GEOMETRY)\b", re.IGNORECASE)
 
 _EXTRAS = """
 SELECT (SELECT count(*) FROM duckdb_tables() WHERE temporary OR schema_name <> 'main'
@@ -158,7 +160,7 @@ def _copy(con: Any) -> tuple[ConnectionCopy | None, str]:
         ).fetchall()
         columns: dict[str, list[tuple[str, str]]] = {}
         for table, column, kind in rows:
-            if any(word in kind.upper() for word in _UNSAFE_TYPES):
+            if _UNSAFE_TYPES.search(kind):
                 return None, f"column {table}.{column} of type {kind} does not survive a copy"
             columns.setdefault(table, []).append((column, kind))
         tables = [(name, cols, con.table(_quote(name)).to_arrow_table()) for name, cols in columns.items()]

@@ -5,8 +5,7 @@ What a checkpoint keeps:
   (`a = b = []` restores as one list, `df2 = df` as one frame);
 - functions and classes defined in cells (cloudpickle serializes them by value, closures
   included); after a restore their globals ARE the restored namespace, as before;
-- modules, by name; they are re-imported on restore (`import numpy as np` -> "numpy").
-
+- modules, by name; they are re-imported on restore (`import numpy as np` -> "numpy");
 - when asked (`copy_connections`), a DuckDB connection bound to a top-level name, as a copy of its
   tables and views, when that copy rebuilds it exactly (`duckdb_copy.py` says when); a restore
   gives a new connection.

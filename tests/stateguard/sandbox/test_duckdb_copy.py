@@ -34,7 +34,9 @@ def test_a_copy_rebuilds_tables_views_types_and_row_order() -> None:
     con.execute(TYPED)
     con.execute("CREATE VIEW odd AS SELECT i, e FROM t WHERE i % 2 = 1")
     con.execute("CREATE VIEW odd_count AS SELECT count(*) AS n FROM odd")
+    con.execute("CREATE TABLE habits AS SELECT {'habit': 'tea', 'bits': 2} AS h")  # no BIT type in it
     back = pickle.loads(pickle.dumps(_copy(con))).reopen()
+    assert back.sql("SELECT h.habit, h.bits FROM habits").fetchall() == [("tea", 2)]
     assert back.sql("DESCRIBE t").fetchall() == con.sql("DESCRIBE t").fetchall()
     assert (
         back.sql("SELECT * EXCLUDE (n) FROM t").fetchall()
