@@ -19,6 +19,8 @@ from stateguard import (
 )
 from stateguard.actions import RawAction, validate_action
 from stateguard.artifacts.events import TurnStartEvent
+from stateguard.hints import Hint
+from stateguard.state import AnalyticalState, Relation, VariableRef
 from stateguard.tools import check_execution, compile_python, inspect_python, run_tool
 
 
@@ -230,16 +232,9 @@ def test_emit_checks_values_that_are_not_json_as_their_line_reads_back(tmp_path:
     assert isinstance(first, TurnStartEvent) and first.data.question == "how many rows"
 
 
-def test_a_line_is_the_bytes_json_dumps_gives(tmp_path: Path) -> None:
-    """`emit` keeps one encoder per trace instead of calling `json.dumps` per event: every line must
-    be the bytes `json.dumps(raw, sort_keys=True, default=...)` gave, whatever the payload (keys
-    out of order, non-ASCII text, NaN and infinities, big integers, records, values written as
-    text), also from another thread and after an encoding error, and the event read back alike."""
+def _awkward_records() -> tuple[AnalyticalState, Hint]:
+    """A state and a hint whose lines test the encoder: non-ASCII text, an infinity, a negative zero."""
     import math
-    import threading
-
-    from stateguard.hints import Hint
-    from stateguard.state import AnalyticalState, Relation, VariableRef
 
     state = AnalyticalState(
         id="S3",
@@ -248,6 +243,18 @@ def test_a_line_is_the_bytes_json_dumps_gives(tmp_path: Path) -> None:
         relations=[Relation(type="progress", related_state_id="S2")],
     )
     hint = Hint(kind="repair", error_variables=["r"], faulty_reasoning="wrong filter", mode="light")
+    return state, hint
+
+
+def test_a_line_is_the_bytes_json_dumps_gives(tmp_path: Path) -> None:
+    """`emit` keeps one encoder per trace instead of calling `json.dumps` per event: every line must
+    be the bytes `json.dumps(raw, sort_keys=True, default=...)` gave, whatever the payload (keys
+    out of order, non-ASCII text, NaN and infinities, big integers, records, values written as
+    text), also from another thread and after an encoding error, and the event read back alike."""
+    import math
+    import threading
+
+    state, hint = _awkward_records()
     payloads: list[tuple[str, dict[str, object]]] = [
         ("turn_start", {"turn_id": 2**70, "question": 'naïve ☃ \t"q"'}),
         ("state_committed", {"state": state}),
@@ -329,19 +336,10 @@ def test_emit_known_validates_each_shape_once_and_writes_the_bytes_emit_writes(t
     import threading
     from enum import StrEnum
 
-    from stateguard.hints import Hint
-    from stateguard.state import AnalyticalState, Relation, VariableRef
-
     class Colour(StrEnum):
         RED = "red"
 
-    state = AnalyticalState(
-        id="S3",
-        issue="Größe – ü",
-        used_variables=[VariableRef(name="r", version="S3", value={"z": 1, "a": [math.inf, -0.0]})],
-        relations=[Relation(type="progress", related_state_id="S2")],
-    )
-    hint = Hint(kind="repair", error_variables=["r"], faulty_reasoning="wrong filter", mode="light")
+    state, hint = _awkward_records()
     payloads: list[tuple[str, dict[str, object]]] = [
         ("turn_start", {"turn_id": 2**70, "question": 'naïve ☃ \t"q"'}),
         ("turn_start", {"question": "the other order", "turn_id": -1}),
