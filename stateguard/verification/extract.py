@@ -238,6 +238,10 @@ _COUNTED = re.compile(
     r"labell?ed|typed|classified|marked|coded|tagged|listed\s+as)\b(?:\s+(?:as|under|with))?\s+(?:the\s+)?[\"'“]?$",
     re.IGNORECASE,
 )
+# "its number of days and of ", "the count of ": what follows is what a count counts
+_NUMBER_OF = re.compile(
+    r"\b(?:number|count)s?\s+of\s+(?:(?:the\s+)?[a-z]+\s+(?:and|or)\s+of\s+)?(?:the\s+)?$", re.IGNORECASE
+)
 _RESTORING = re.compile(rf"\b(?:{'|'.join(LEXICON.restoration)})\b[^,;]*$", re.IGNORECASE)
 _RECORDED = re.compile(
     r"\b(?:with|having|that have|that has)\s+(?:a|an)?\s*(?:recorded|known|non-missing)\s+(?P<subj>[a-z-]+(?:\s+[a-z-]+)?)"
@@ -905,11 +909,24 @@ def scopes(
         # A value binds only as the data writes it: a code in capitals ("IN", "OR") is not the word
         # "in", and a capitalised category ("Death") is not the common noun ("dates of death", "a
         # death is ..."): a word that could be either is ambiguous, and an ambiguous parse abstains.
-        # also the value as the first part of a compound adjective ("woman-headed households")
+        # also the value as the first part of a compound adjective ("woman-headed households") or
+        # before its own column's word ("the high-NO2 days" for the value 'high' of `no2_band`)
+        parts = {*column_tokens(cols[0]), *re.split(r"[\W_]+", cols[0])}
+        own = "|".join(sorted((re.escape(t) for t in parts if len(t) > 1), key=len, reverse=True)) or "(?!)"
         for m in re.finditer(
-            rf"(?<![\w-]){re.escape(value)}(?:(?=-[a-z]+ed\b(?!-))|(?![\w-]))", clause, re.I if coded else 0
+            rf"(?<![\w-]){re.escape(value)}(?:(?=-[a-z]+ed\b(?!-))|(?=-(?i:{own})\b(?!-))|(?![\w-]))",
+            clause,
+            re.I if coded else 0,
         ):
             before = clause[max(0, m.start() - 40) : m.start()]
+            if LEXICON.statistic(value) and re.search(r"\bon\s+$", before, re.IGNORECASE):
+                continue  # "how many days did they miss on average": the statistic's idiom, not the value
+            if (
+                clause[m.end() : m.end() + 1] == "-"
+                and not re.match(r"-[a-z]+ed\b", clause[m.end() :])
+                and _NUMBER_OF.search(before)
+            ):
+                continue  # "its number of days and of low-ozone days": the category counted, no scope
             if value.lower() in _FUNCTION_VALUES and not _in_quotes(clause, m.start() + 1):
                 continue  # "(0 if none)": the sentence's own word; only a quoted 'none' names the value
             if value.lower() == cols[0].lower() and _IN_NAME_LIST.search(
@@ -1182,6 +1199,78 @@ def flag_columns(vocab: Vocabulary, tables: list[str] | None) -> list[str]:
             c for t in names for c, info in vocab.tables[t].items() if set(info.values) == {"False", "True"}
         )
     )
+
+
+# "less than 10 % of the body burned", "20 % of the body or more": a bound on a column the task's
+# text describes as a percentage of that whole ("Z4 (percentage of the body surface burned)")
+_PERCENT_OF = re.compile(
+    r"(?:\b(?P<phrase>" + "|".join(f"(?:{p})" for p, _ in _PREFIX_OPS) + r")\s+)?"
+    r"(?P<num>\d+(?:\.\d+)?)\s*(?:%|percent\b)\s+of\s+(?P<rest>[a-z][a-z\s-]*)",
+    re.IGNORECASE,
+)
+_PERCENT_WORDS = frozenset({"percentage", "percent", "pct", "share", "proportion", "fraction"})
+
+
+def percent_bounds(clause: str, vocab: Vocabulary | None, source: str = "question") -> list[Requirement]:
+    """Bounds stated as a percentage of a whole that one column measures: "N % of the <words>" where
+    the task describes exactly one column as a percentage of those words (the comparison reader
+    leaves "N % of ..." alone, as a ratio to another quantity). The words after "of" must all be that
+    column's own words (stop words aside), and the bound needs its comparator on exactly one side
+    ("less than 10 % of the body", "20 % of the body or more"); otherwise it abstains."""
+    if vocab is None:
+        return []
+    measured = {
+        col: set(words[1:])
+        for col, words in vocab.column_words.items()
+        if words and words[0] in _PERCENT_WORDS and len(words) > 1
+    }
+    out: list[Requirement] = []
+    for m in _PERCENT_OF.finditer(clause):
+        words = list(re.finditer(r"[A-Za-z-]+", m.group("rest")))
+        said: list[str] = []
+        end = m.start("rest")
+        for w in words:
+            low = w.group(0).lower()
+            if low in ("or", "and"):
+                break
+            if low in STOP and not said:
+                end = m.start("rest") + w.end()
+                continue
+            if not any(low in cols or _stem(low) in {_stem(c) for c in cols} for cols in measured.values()):
+                break
+            said.append(low)
+            end = m.start("rest") + w.end()
+        if not said:
+            continue
+        holders = [
+            c for c, cols in measured.items() if all(_stem(w) in {_stem(x) for x in cols} for w in said)
+        ]
+        if len(holders) != 1:
+            continue  # no column, or two, measure that whole: no reading
+        post = re.match(r"\s+(?:or|and)\s+(?P<dir>\w+)\b", clause[end:])
+        postfix_op = _POSTFIX_DIRS.get(post.group("dir").lower()) if post else None
+        if (m.group("phrase") is None) == (postfix_op is None):
+            continue  # a comparator on both sides, or on neither: no one bound
+        if m.group("phrase") is not None:
+            phrase = m.group("phrase").lower()
+            op = next(o for p, o in _PREFIX_OPS if re.fullmatch(p, phrase, re.IGNORECASE))
+        else:
+            assert post is not None and postfix_op is not None
+            op, end = postfix_op, end + post.end()
+        if _NEGATING.search(clause[: m.start()]):
+            op = COMPLEMENT[op]
+        out.append(
+            Requirement(
+                kind=Kind.COMPARISON,
+                text=clause[m.start() : end],
+                source=source,
+                op=op,
+                value=float(m.group("num")),
+                percent=True,
+                subject=[holders[0]],
+            )
+        )
+    return out
 
 
 def flag_scopes(clause: str, vocab: Vocabulary, tables: list[str] | None) -> list[Requirement]:
@@ -1645,6 +1734,8 @@ def unbound_words(segment: str, vocab: Vocabulary, tables: list[str] | None = No
     value_words |= {
         w for book in vocab.codes.values() for label in book for w in re.findall(r"[a-z]+", label)
     }
+    # so do the everyday words the scope reader takes for a value the data holds ("the girls": female)
+    value_words |= {word.lower() for word, _, _ in _everyday_values(vocab, tables)}
     described = {_stem(d) for d in vocab.described}
     names = {t for name in [*(tables or []), *vocab.tables] for t in column_tokens(name)}
     col_stems = {_stem(t) for t in col_tokens}

@@ -41,7 +41,9 @@ BUILT_IN: tuple[SemanticRule, ...] = (
     SemanticRule(
         Kind.COMPARISON,
         bind=_method(RequirementBinder.rows),
-        read_clause=lambda clause, _: extract.comparisons(clause),
+        read_clause=lambda clause, reading: (
+            extract.comparisons(clause) + extract.percent_bounds(clause, reading.vocab)
+        ),
         row_condition=True,
     ),
     SemanticRule(
