@@ -66,7 +66,7 @@ _THE_SAME = r"(?:the|that|this)\s+(?:very\s+)?same"
 # "of the same sex and the same birth order" (the second phrase of a coordinated pair)
 _SAME = re.compile(
     r"(?:\bwhose\s+(?P<owner>[A-Za-z]+)\s+)?"
-    r"\b(?:with|from|in|of|for|at|on|by|under|within|and|sharing|shares?|ha(?:ve|s|d|ving)|h[eo]ld(?:s|ing)?)"
+    r"\b(?:with|from|in|of|for|at|on|by|under|within|and|than|sharing|shares?|ha(?:ve|s|d|ving)|h[eo]ld(?:s|ing)?)"
     rf"\s+{_THE_SAME}\s+"
     r"(?P<words>[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*){0,2})",
     re.IGNORECASE,
@@ -129,6 +129,15 @@ _CLAUSE_WORDS = {
     "when",
     "where",
     "if",
+    # auxiliary verbs: "more than the same firm did in the year before"
+    "did",
+    "does",
+    "do",
+    "had",
+    "has",
+    "have",
+    "would",
+    "will",
 }
 # a statistic's word ends a group phrase: "of their cell's median angle" says the cell's statistic of
 # the angle, the group is the cell
@@ -928,10 +937,80 @@ class Site:
     probe_suffix: str = ""  # pandas: what makes the receiver a per-row statistic (a grouped object's)
 
 
-def _statistic_sites(sem: CodeSemantics) -> list[tuple[Selection, list[str], str, str]] | None:
-    """The turn's per-row statistics (SQL windows, pandas transforms) when they are one statistic, or
-    several over the same keys in one statement: (statement, keys, language, text) each; else None."""
-    sites: list[tuple[Selection, list[str], str, str]] = []
+# a window function whose value for a row depends on the row's partition: an aggregate, a lag or lead,
+# or a ranking ("in the top fifth of the boxes of the same season": `percent_rank() OVER (PARTITION BY
+# season ...)`)
+_PER_ROW = (
+    exp.AggFunc,
+    exp.Lag,
+    exp.Lead,
+    exp.Rank,
+    exp.DenseRank,
+    exp.PercentRank,
+    exp.CumeDist,
+    exp.RowNumber,
+    exp.Ntile,
+)
+# pandas methods of a grouped column that give each row a value from its own group
+_PER_ROW_METHODS = frozenset(
+    {"rank", "shift", "diff", "pct_change", "cumsum", "cumprod", "cummax", "cummin", "cumcount"}
+)
+
+
+def _grouped_per_row(code: str, sem: CodeSemantics) -> list[tuple[Selection, list[str], str, str]]:
+    """pandas statements that bind `<frame>.groupby(<keys>)[<col>].<rank|shift|diff|...>(...)` (a
+    ranking or lag within each group): (statement, keys, "pandas", the expression's text) each."""
+    try:
+        tree = ast.parse(textwrap.dedent(code))
+    except SyntaxError:
+        return []
+    code = textwrap.dedent(code)
+    out: list[tuple[Selection, list[str], str, str]] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+            continue
+        call = node.value
+        if not (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr in _PER_ROW_METHODS
+        ):
+            continue
+        grouped = call.func.value
+        if isinstance(grouped, ast.Subscript):
+            grouped = grouped.value
+        if not (
+            isinstance(grouped, ast.Call)
+            and isinstance(grouped.func, ast.Attribute)
+            and grouped.func.attr == "groupby"
+            and len(grouped.args) == 1
+        ):
+            continue
+        arg = grouped.args[0]
+        items = arg.elts if isinstance(arg, ast.List | ast.Tuple) else [arg]
+        if not items or not all(isinstance(i, ast.Constant) and isinstance(i.value, str) for i in items):
+            continue
+        keys = [str(i.value).lower() for i in items if isinstance(i, ast.Constant)]
+        text = ast.get_source_segment(code, call)
+        target = node.targets[0]
+        name = target.id if isinstance(target, ast.Name) else None
+        if text is None:
+            continue
+        sel = next(
+            (x for x in sem.selections if x.language == "pandas" and name and x.target == name),
+            Selection(language="pandas", target=name, group_keys=keys),
+        )
+        out.append((sel, keys, "pandas", text))
+    return out
+
+
+def _statistic_sites(
+    sem: CodeSemantics, code: str = ""
+) -> list[tuple[Selection, list[str], str, str]] | None:
+    """The turn's per-row statistics (SQL windows, pandas transforms, and with `code` a pandas
+    ranking or lag within groups) when they are one statistic, or several over the same keys in one
+    statement: (statement, keys, language, text) each; else None."""
+    sites: list[tuple[Selection, list[str], str, str]] = _grouped_per_row(code, sem) if code else []
     sql_sites: list[tuple[Selection, list[str], str, str]] = []
     named_groups = _grouped_names(sem)
     for sel in sem.selections:
@@ -939,7 +1018,7 @@ def _statistic_sites(sem: CodeSemantics) -> list[tuple[Selection, list[str], str
             tree = _parse(sel.sql)
             if tree is None:
                 continue
-            wins = [w for w in _windows(tree) if isinstance(w.this, exp.AggFunc | exp.Lag | exp.Lead)]
+            wins = [w for w in _windows(tree) if isinstance(w.this, _PER_ROW)]
             for w in wins:
                 sql_sites.append((sel, _partition(w), "sql", w.sql(dialect="duckdb")))
         elif sel.language == "pandas":
@@ -994,7 +1073,7 @@ def _grouped_line(name: str) -> re.Pattern[str]:
 def rule_keys(code: str, sem: CodeSemantics) -> list[str] | None:
     """The keys of the turn's one group statistic behind a rule (a window or transform, or a statistic
     joined or looked up back onto the rows), lower-cased; None when there is none or several."""
-    sites = _statistic_sites(sem)
+    sites = _statistic_sites(sem, code)
     if sites is not None:
         return sites[0][1] or None
     joined = joined_site(code, sem, Stated("\x00", ""))
@@ -1005,7 +1084,7 @@ def code_site(sem: CodeSemantics, stated: Stated, code: str = "") -> Site | None
     """The turn's one per-row statistic, when its keys differ from the stated group's; None when
     the turn computes none, several, or one over the stated group. `code`: the turn's code, where a
     grouped object bound to a name (`peers = df.groupby(...)["x"]`) is regrouped on its own line."""
-    sites = _statistic_sites(sem)
+    sites = _statistic_sites(sem, code)
     if sites is None:
         return None
     sel, keys, language, _ = sites[0]
@@ -1018,7 +1097,7 @@ def code_site(sem: CodeSemantics, stated: Stated, code: str = "") -> Site | None
         tree = _parse(sel.sql)
         assert tree is not None
         for w in _windows(tree):
-            if isinstance(w.this, exp.AggFunc | exp.Lag | exp.Lead):
+            if isinstance(w.this, _PER_ROW):
                 (_named(w) or w).set("partition_by", [exp.column(k) for k in stated.keys] or None)
         return Site(sel, keys, tree.sql(dialect="duckdb"), sel.sql)
     if not stated.column or len(sites) != 1:
