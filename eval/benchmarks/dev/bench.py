@@ -93,9 +93,11 @@ drew on, written blind by a fifty-third), `fresh58` (four more, on four other R 
 archive no split used, each from a different R package and none from a package the two latest splits
 drew on, written blind by a fifty-fourth), `fresh59` (four more, on four further R tables from that
 archive no split used, each from a different R package and none from a package the two latest splits
-drew on, written blind by a fifty-fifth) or `fresh60` (four more, on four other R tables from that
+drew on, written blind by a fifty-fifth), `fresh60` (four more, on four other R tables from that
 archive no split used, each from a different R package and none from a package the two latest splits
-drew on, written blind by a fifty-sixth); the detection report shows them apart.
+drew on, written blind by a fifty-sixth) or `fresh61` (four more, on four further R tables from that
+archive no split used, each from a different R package and none from a package the two latest splits
+drew on, written blind by a fifty-seventh); the detection report shows them apart.
 """
 
 from __future__ import annotations
@@ -183,6 +185,7 @@ SPLITS = (
     "fresh58",
     "fresh59",
     "fresh60",
+    "fresh61",
     "all",
 )
 

