@@ -238,6 +238,12 @@ _COUNTED = re.compile(
     r"labell?ed|typed|classified|marked|coded|tagged|listed\s+as)\b(?:\s+(?:as|under|with))?\s+(?:the\s+)?[\"'“]?$",
     re.IGNORECASE,
 )
+# "highest first", "lower obs first", "alphabetically first": a ranking's direction before "first"/"last"
+_ORDER_BEFORE = re.compile(
+    r"\b(?:[a-z]+est|lower|higher|larger|smaller|greater|earlier|later|alphabetically|numerically)"
+    r"\s+(?:[a-z_]+\s+)?$",
+    re.IGNORECASE,
+)
 # "its number of days and of ", "the count of ": what follows is what a count counts
 _NUMBER_OF = re.compile(
     r"\b(?:number|count)s?\s+of\s+(?:(?:the\s+)?[a-z]+\s+(?:and|or)\s+of\s+)?(?:the\s+)?$", re.IGNORECASE
@@ -921,6 +927,8 @@ def scopes(
             before = clause[max(0, m.start() - 40) : m.start()]
             if LEXICON.statistic(value) and re.search(r"\bon\s+$", before, re.IGNORECASE):
                 continue  # "how many days did they miss on average": the statistic's idiom, not the value
+            if value.lower() in ("first", "last") and _ORDER_BEFORE.search(before):
+                continue  # "(highest first, lower obs first on ties)": an order, not the value 'first'
             if (
                 clause[m.end() : m.end() + 1] == "-"
                 and not re.match(r"-[a-z]+ed\b", clause[m.end() :])
