@@ -227,8 +227,6 @@ def stated_group(
     bands of `council_tax`) is no group column; `ids`: numbered groups (`class`), named only whole."""
     pool = list(dict.fromkeys([*columns, *(years or []), *(ids or [])]))
     rule = _asked_of(rule, pool)
-    # a description's possessive names the owner, not the column: "year (the map's year)" is no map
-    described = {c: _without_owners(words) for c, words in (described or {}).items()}
     aside: list[re.Match[str]] = []
     found = _stated_group(rule, columns, described, measures, values, years, ids, pool, aside)
     # a phrase set aside may name no column but the keys read: "against its own site and season: ... of
@@ -248,13 +246,6 @@ def stated_group(
 # "(each col, as Belin made two)", "(`site`)": a parenthesis that opens with a column's very name glosses
 # the group said before it
 _GLOSS_NAME = re.compile(r"\(\s*(?:(?:each|every|per)\s+)?`?([A-Za-z_]\w*)`?\s*[,;)]", re.IGNORECASE)
-
-
-def _without_owners(words: tuple[str, ...]) -> tuple[str, ...]:
-    """A description's words without a possessive's owner ("the map's year" -> the, year)."""
-    return tuple(
-        w for i, w in enumerate(words) if w != "s" and not (i + 1 < len(words) and words[i + 1] == "s")
-    )
 
 
 def _stated_group(
