@@ -239,9 +239,18 @@ _COUNTED = re.compile(
     re.IGNORECASE,
 )
 # "highest first", "lower obs first", "alphabetically first": a ranking's direction before "first"/"last"
+# (the lexicon's ranking words and comparatives, and the ways of ordering it leaves out on purpose)
 _ORDER_BEFORE = re.compile(
-    r"\b(?:[a-z]+est|lower|higher|larger|smaller|greater|earlier|later|alphabetically|numerically)"
-    r"\s+(?:[a-z_]+\s+)?$",
+    r"\b(?:"
+    + LEXICON.pattern(
+        (
+            *LEXICON.descending,
+            *LEXICON.ascending,
+            *LEXICON.comparatives,
+            *("earliest", "latest", "oldest", "newest", "earlier", "later", "alphabetically", "numerically"),
+        )
+    )
+    + r")\s+(?:[a-z_]+\s+)?$",
     re.IGNORECASE,
 )
 # "its number of days and of ", "the count of ": what follows is what a count counts
@@ -1216,7 +1225,7 @@ _PERCENT_OF = re.compile(
     r"(?P<num>\d+(?:\.\d+)?)\s*(?:%|percent\b)\s+of\s+(?P<rest>[a-z][a-z\s-]*)",
     re.IGNORECASE,
 )
-_PERCENT_WORDS = frozenset({"percentage", "percent", "pct", "share", "proportion", "fraction"})
+_PERCENT_WORDS = frozenset({*LEXICON.share_words, "percent", "pct"})
 
 
 def percent_bounds(clause: str, vocab: Vocabulary | None, source: str = "question") -> list[Requirement]:
@@ -1227,8 +1236,8 @@ def percent_bounds(clause: str, vocab: Vocabulary | None, source: str = "questio
     ("less than 10 % of the body", "20 % of the body or more"); otherwise it abstains."""
     if vocab is None:
         return []
-    measured = {
-        col: set(words[1:])
+    measured = {  # each percentage column: the stems of the whole its description names
+        col: {_stem(w) for w in words[1:]}
         for col, words in vocab.column_words.items()
         if words and words[0] in _PERCENT_WORDS and len(words) > 1
     }
@@ -1244,15 +1253,13 @@ def percent_bounds(clause: str, vocab: Vocabulary | None, source: str = "questio
             if low in STOP and not said:
                 end = m.start("rest") + w.end()
                 continue
-            if not any(low in cols or _stem(low) in {_stem(c) for c in cols} for cols in measured.values()):
+            if not any(_stem(low) in stems for stems in measured.values()):
                 break
             said.append(low)
             end = m.start("rest") + w.end()
         if not said:
             continue
-        holders = [
-            c for c, cols in measured.items() if all(_stem(w) in {_stem(x) for x in cols} for w in said)
-        ]
+        holders = [c for c, stems in measured.items() if all(_stem(w) in stems for w in said)]
         if len(holders) != 1:
             continue  # no column, or two, measure that whole: no reading
         post = re.match(r"\s+(?:or|and)\s+(?P<dir>\w+)\b", clause[end:])

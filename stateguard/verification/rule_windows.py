@@ -970,11 +970,11 @@ _PER_ROW_METHODS = frozenset(
 def _grouped_per_row(code: str, sem: CodeSemantics) -> list[tuple[Selection, list[str], str, str]]:
     """pandas statements that bind `<frame>.groupby(<keys>)[<col>].<rank|shift|diff|...>(...)` (a
     ranking or lag within each group): (statement, keys, "pandas", the expression's text) each."""
+    code = textwrap.dedent(code)
     try:
-        tree = ast.parse(textwrap.dedent(code))
+        tree = ast.parse(code)
     except SyntaxError:
         return []
-    code = textwrap.dedent(code)
     out: list[tuple[Selection, list[str], str, str]] = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Assign) or len(node.targets) != 1:
