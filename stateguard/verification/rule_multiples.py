@@ -6,9 +6,11 @@
     cars["mpg"] <= 0.85 * cars["cyl_med"]                            -- 0.85, not 0.9
 
 The words give a number only where they say it whole: a multiple ("twice", "one and a half times",
-"1.5 times", "half") or a distance in percent ("10 percent below") right before a statistic ("the
-median ...", "the pooled case share", "that average"); every such phrase of the rule must give the
-same multiple, or nothing is read. The comparison's side is read from the comparator before it ("at
+"1.5 times", "half") or a distance in percent ("10 percent below", "25 % faster than": a side or any
+one-word comparative the lexicon knows) right before a statistic ("the median ...", "the pooled case
+share", "that average"), the row's own value, or its value a period before ("30 % more than the same
+firm did in the year before"); every such phrase of the rule must give the same multiple, or nothing
+is read. The comparison's side is read from the comparator before it ("at
 least", "no more than"), mirrored for a distance below. The code's side is a fact: exactly one
 comparison of the turn's code against a number times something (`>= 2 * month_med`, `.le(x * 0.9)`).
 A finding needs the turn re-run with the stated multiple (and side) to report another answer (the
@@ -39,7 +41,23 @@ _PARTS = {
     "tenth": 10,
 }
 _PART_WORDS = "|".join(w for w in _PARTS if w != "halve")
-_SIDES = r"above|over|more\s+than|higher\s+than|below|under|less\s+than|lower\s+than"
+
+
+def comparatives(op: str) -> tuple[str, ...]:
+    """The lexicon's one-word comparatives of a side ("taller" from "taller than")."""
+    return tuple(
+        p.removesuffix(" than")
+        for p in LEXICON.comparator_phrases(op=op)
+        if p.endswith(" than") and " " not in p.removesuffix(" than")
+    )
+
+
+# a distance's side: the prepositions and every one-word comparative the lexicon knows ("25 % faster
+# than the median", "a fifth slower than")
+_DOWN_WORDS = ("below", "under", *comparatives("<"))
+_SIDES = "|".join(
+    [r"above|over|below|under", *(rf"{w}\s+than" for w in (*comparatives(">"), *comparatives("<")))]
+)
 _NUM = r"\d+(?:\.\d+)?"
 _MULT = (
     r"(?P<mult>twice|double|thrice|triple|half"
@@ -56,6 +74,14 @@ _MULT = (
     r"(?:\s+as\s+[a-z]+\s+as)?"  # "twice as long as the median spell"
 )
 _STAT_WORDS = "|".join(re.escape(w) for w in LEXICON.statistics if " " not in w) + "|pooled"
+# the base a multiple is of may be the row's own earlier value: "30 % more than the same firm did in
+# the year before", "at least twice its previous month's count"
+_EARLIER = re.compile(
+    r"\b(?:(?:year|month|week|day|quarter|season|period|round|game|match)\s+(?:before|earlier)"
+    r"|(?:previous|preceding|prior|last)\s+(?:year|month|week|day|quarter|season|period|round|game|match)"
+    r"|(?:year|month|week|day|quarter|season|period|round|game|match)\s+(?:before\s+it|earlier))\b",
+    re.IGNORECASE,
+)
 _STATED = re.compile(
     rf"(?:(?P<phrase>{_PHRASE})\s+)?{_MULT}\s+(?:the|that|this|its|their|his|her)\b"
     rf"(?P<after>(?:\s+[\w'-]+){{0,6}})",
@@ -105,7 +131,7 @@ def _multiple(m: re.Match[str]) -> tuple[float, str | None]:
         return count / _PARTS[m.group("fden").lower().removesuffix("s")], op
     if m.group("frac") or m.group("pct"):  # a distance above or below it: a fifth of it, a percentage
         distance = 1 / _PARTS[m.group("frac").lower()] if m.group("frac") else float(m.group("pct")) / 100
-        below = (m.group("fdir") or m.group("dir")).split()[0].lower() in ("below", "under", "less", "lower")
+        below = (m.group("fdir") or m.group("dir")).split()[0].lower() in _DOWN_WORDS
         return (1 - distance if below else 1 + distance), (MIRROR[op] if op and below else op)
     if m.group("part"):
         return float(m.group("part")) / 100, op
@@ -122,13 +148,23 @@ _OWN_VALUE = re.compile(r"\s+(?:[a-z]+'s\s+)?own\s+[a-z]", re.IGNORECASE)
 
 
 def stated_phrases(rule: str) -> list[re.Match[str]]:
-    """Every multiple of a statistic the rule states ("1.5 times the median price of its field"), or of
-    the row's own value ("three times the patient's own baseline level")."""
+    """Every multiple of a statistic the rule states ("1.5 times the median price of its field"), of
+    the row's own value ("three times the patient's own baseline level"), or of its value a period
+    before ("30 % more than the same firm did in the year before": to the clause's end)."""
     return [
         m
         for m in _STATED.finditer(rule)
-        if _STAT.search(m.group("after") or "") or _OWN_VALUE.match(m.group("after") or "")
+        if _STAT.search(m.group("after") or "")
+        or _OWN_VALUE.match(m.group("after") or "")
+        or _EARLIER.search(_clause_rest(rule, m.start("after")))
     ]
+
+
+def _clause_rest(rule: str, start: int) -> str:
+    """The rule's words from `start` to the end of their clause (a stop, a semicolon, a colon or a
+    comma), twelve words at most."""
+    rest = re.split(r"[.;:,]", rule[start:], maxsplit=1)[0]
+    return " ".join(rest.split()[:12])
 
 
 def stated(rule: str) -> Stated | None:

@@ -8,7 +8,7 @@
 The words give a distance only where they say it whole: a number ("two", "1.5", "a") and its unit
 ("standard deviations", "SD", "years", "points"), perhaps with "or more" between them, then a side
 ("above", "below", "younger than", "more than", ...) and, within a few words, a statistic ("the mean",
-"their class mean", "the group's median age"), or the row's own value of something ("one point above
+"their class mean", "the group's median age", an extreme: "the highest share of any state in its region"), or the row's own value of something ("one point above
 the patient's own baseline score"). Every such phrase of the rule must give the same
 distance and side, or nothing is read. A distance said again in another unit in parentheses ("four
 years (48 months) older than") gives two readings: the code's distance may be either, and another
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from stateguard.artifacts.lexicon import LEXICON
 from stateguard.verification.requirements import CODE_COMPARATOR, Kind, Requirement
-from stateguard.verification.rule_multiples import _NUM, _PART_WORDS, _PARTS, _WORDS
+from stateguard.verification.rule_multiples import _NUM, _PART_WORDS, _PARTS, _WORDS, comparatives
 
 # "three quarters of a standard deviation", "half of one SD": a fraction said before the distance
 _FRACTION = re.compile(
@@ -36,21 +36,17 @@ _FRACTION = re.compile(
 )
 
 
-def _comparatives(op: str) -> tuple[str, ...]:
-    """The lexicon's one-word comparatives of a side ("taller" from "taller than")."""
-    return tuple(
-        p.removesuffix(" than")
-        for p in LEXICON.comparator_phrases(op=op)
-        if p.endswith(" than") and " " not in p.removesuffix(" than")
-    )
-
-
 # the sides: the prepositions, and every one-word comparative the lexicon knows ("older", "taller")
-_UP = ("above", "over", *_comparatives(">"))
-_DOWN = ("below", "under", *_comparatives("<"))
+_UP = ("above", "over", *comparatives(">"))
+_DOWN = ("below", "under", *comparatives("<"))
 # "one sample standard deviation", "a pooled SD": the kind of standard deviation said before it
 _SD = r"(?:(?:sample|population|pooled)\s+)?(?:standard\s+deviations?|s\.?d\.?s?)"
-_STAT_WORDS = "|".join(re.escape(w) for w in LEXICON.statistics if " " not in w and w not in ("total", "sum"))
+# the statistics a distance is from: the central ones, and an extreme of a group ("8 points below the
+# highest share of any state in its region")
+_EXTREMES = ("highest", "lowest", "largest", "smallest", "greatest", "maximum", "minimum")
+_STAT_WORDS = "|".join(
+    [*(re.escape(w) for w in LEXICON.statistics if " " not in w and w not in ("total", "sum")), *_EXTREMES]
+)
 _STATED = re.compile(
     rf"(?<![\w.])(?P<n>{_NUM}|a|an|one|{'|'.join(_WORDS)})\s+(?:or\s+more\s+)?"
     rf"(?:(?:full|whole)\s+)?(?:(?P<unit>{_SD}|[a-z]+)\s+)?(?:\((?P<again>{_NUM})\s+[a-z]+\)\s+)?(?:or\s+more\s+)?(?P<side>{'|'.join(_UP + _DOWN)})(?:\s+than)?\s+"

@@ -1360,29 +1360,43 @@ def _matched_on(key: exp.Expr, column: str) -> exp.Expr:
 
 # `(SELECT median(f2.wfood) FROM fam f2 WHERE f2.town = fam.town)`: a group statistic taken for each
 # row by a scalar subquery whose one condition matches the row's own key
+_EQUAL = r"\w+\.\w+\s*=\s*\w+\.\w+"
 _CORRELATED = re.compile(
     r"\(\s*SELECT\s+\w+\s*\([^()]*\)\s+FROM\s+\w+\s+(?:AS\s+)?(?P<alias>\w+)\s+WHERE\s+"
-    r"(?P<cond>(?P<a>\w+)\.(?P<k1>\w+)\s*=\s*(?P<b>\w+)\.(?P<k2>\w+))\s*\)",
+    rf"(?P<cond>{_EQUAL}(?:\s+AND\s+{_EQUAL})*)\s*\)",
     re.IGNORECASE,
 )
+_PAIR = re.compile(r"(?P<a>\w+)\.(?P<k1>\w+)\s*=\s*(?P<b>\w+)\.(?P<k2>\w+)")
 
 
 def _correlated(code: str, column: str) -> Joined | None:
     """The code's one correlated scalar subquery taking a statistic over the rows that share the
-    outer row's key, with that key replaced by the stated column on both sides."""
-    sites = [
-        m
-        for m in _CORRELATED.finditer(code)
-        if m.group("k1").lower() == m.group("k2").lower()
-        and m.group("alias").lower() in (m.group("a").lower(), m.group("b").lower())
-        and m.group("a").lower() != m.group("b").lower()
-    ]
+    outer row's keys (one equality per key, joined by AND), with those keys replaced by the stated
+    column on both sides."""
+    sites: list[tuple[re.Match[str], list[str], str]] = []
+    for m in _CORRELATED.finditer(code):
+        alias = m.group("alias").lower()
+        pairs = list(_PAIR.finditer(m.group("cond")))
+        outers = {
+            (p.group("b") if p.group("a").lower() == alias else p.group("a"))
+            for p in pairs
+            if alias in (p.group("a").lower(), p.group("b").lower())
+        }
+        if (
+            all(
+                p.group("k1").lower() == p.group("k2").lower()
+                and alias in (p.group("a").lower(), p.group("b").lower())
+                and p.group("a").lower() != p.group("b").lower()
+                for p in pairs
+            )
+            and len({o.lower() for o in outers}) == 1
+        ):
+            sites.append((m, [p.group("k1") for p in pairs], outers.pop()))
     if len(sites) != 1:
         return None
-    m = sites[0]
-    outer = m.group("b") if m.group("a").lower() == m.group("alias").lower() else m.group("a")
-    after = f"{m.group('a')}.{column} = {m.group('b')}.{column}"
-    return Joined([m.group("k1")], m.group("cond"), after, None, [outer])
+    m, keys, outer = sites[0]
+    after = f"{m.group('alias')}.{column} = {outer}.{column}"
+    return Joined(keys, m.group("cond"), after, None, [outer])
 
 
 # `chem["fem"].map(chem.groupby("fem")["ment"].median())`: the group statistic looked up in one expression

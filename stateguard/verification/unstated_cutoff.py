@@ -5,7 +5,8 @@
 
 The evidence is numbers, not words:
 - stated: the numbers the turn's question and own context put right after a comparator ("less
-  than 2", "at least 0.5", "2 or more"); exactly one of them must be missing from the turn's code
+  than 2", "at least 0.5", "2 or more") or as a cut on a ranking ("one of the eight countries with the
+  highest rates", "the top five": at most that place); exactly one of them must be missing from the turn's code
   in every form (as written, as a fraction of a percentage, in thousands or millions; the places a
   rounding call or a comment names do not count as the code's numbers);
 - applied: the code's comparisons against a plain number (`x < 1`, `1 > x`, `.gt(1)`, `>= 20` in
@@ -158,6 +159,16 @@ _RATE = re.compile(
 )
 
 
+# a cut on a ranking: "one of the eight countries with the highest rates", "among the 10 largest",
+# "the top five": at most that place
+_RANKED_CUT = re.compile(
+    rf"\b(?:(?:one\s+of|among)\s+the\s+(?P<num>{_NUMBER}|{'|'.join(_ONES)}|ten|twelve|twenty)\s+"
+    r"(?:[\w'-]+\s+){0,4}?(?:highest|lowest|largest|smallest|biggest|greatest|best|worst|top|most|fewest)"
+    rf"|\b(?:the\s+)?top\s+(?P<top>{_NUMBER}|{'|'.join(_ONES)}|ten|twelve|twenty))\b",
+    re.IGNORECASE,
+)
+
+
 def bounds(text: str) -> list[tuple[float, bool, str | None, str]]:
     """(number, said as a percentage, comparator, words) for each number the text puts after a
     comparator (prefix or postfix; "more than half" is 50 percent), at a range's end, or before "or
@@ -190,6 +201,9 @@ def bounds(text: str) -> list[tuple[float, bool, str | None, str]]:
         if (x := _value(m.group("num"))) is not None and (op := _op_of(m.group("phrase"))) is not None:
             out.append((x, bool(m.group("pct")), op, m.group(0)))
     out += [(50.0, True, _op_of(m.group("phrase")), m.group(0)) for m in HALF.finditer(text)]
+    for m in _RANKED_CUT.finditer(text):
+        if (x := _value(m.group("num") or m.group("top"))) is not None:
+            out.append((x, False, "<=", m.group(0)))
     for m in _BETWEEN.finditer(text):
         for end in (m.group("num"), m.group("num2")):
             if (x := _value(end)) is not None:

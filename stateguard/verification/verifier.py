@@ -1079,7 +1079,13 @@ class SemanticVerifier:
         measures = [c for c in self.vocab.columns(tables) if c not in columns + years + ids]
         stated = (
             rule_windows.stated_group(
-                rule, columns, self.vocab.column_words, measures, self.vocab.column_values(tables), years, ids
+                rule,
+                columns,
+                self.vocab.group_words(),
+                measures,
+                self.vocab.column_values(tables),
+                years,
+                ids,
             )
             if rule.strip()
             else None
@@ -1095,7 +1101,7 @@ class SemanticVerifier:
         others: list[rule_windows.Stated] = []
         if stated is None and self.config.rule_readings and (keys := rule_windows.rule_keys(code, sem)):
             # one phrase two columns answer to, and the code's key is neither: each reading is re-run
-            options = rule_windows.readings(rule, columns, self.vocab.column_words, measures, years)
+            options = rule_windows.readings(rule, columns, self.vocab.group_words(), measures, years)
             if options and not any(o.matches(keys) for o in options):
                 stated, others = options[0], options[1:]
         if stated is None:

@@ -150,6 +150,22 @@ def codebook(text: str) -> dict[str, str]:
 
 _SHORT = 120  # a column's description of this many characters at most is read whole
 
+# the words that make a description an identifier: "the firm's id", "the driver's study number" name the
+# firm and the driver, whose rows they number
+_ID_HEADS = frozenset({"id", "ids", "number", "code", "index", "name", "label", "identifier"})
+
+
+def owners_of(phrase: str) -> list[str]:
+    """The possessive owners a column's description names as the owner of an attribute: "the map's
+    year" is a year a map has, and "map" does not name the column as a group; "the firm's id" numbers
+    the firms, so "firm" does (no owner is returned)."""
+    out: list[str] = []
+    for m in re.finditer(r"([A-Za-z]+)'s\b", phrase):
+        after = re.findall(r"[A-Za-z]+", phrase[m.end() :].lower())
+        if not _ID_HEADS & set(after):
+            out.append(m.group(1).lower())
+    return out
+
 
 class Vocabulary(BaseModel):
     model_config = ConfigDict(frozen=True)
@@ -163,6 +179,12 @@ class Vocabulary(BaseModel):
         default_factory=dict,
         description="The same words by the column they describe ('sp (colour form, ...)' -> sp: colour, "
         "form): a phrase they cover names that column.",
+    )
+    owners: dict[str, tuple[str, ...]] = Field(
+        default_factory=dict,
+        description="Of a column's words, the possessive owners of an attribute ('year (the map's "
+        "year)' -> year: map): words of the task, but a group phrase saying one of them names the "
+        "owner, not the column.",
     )
     codes: dict[str, dict[str, str]] = Field(
         default_factory=dict,
@@ -185,8 +207,17 @@ class Vocabulary(BaseModel):
             tables={**self.tables, **other.tables},
             described=self.described | other.described,
             column_words={**self.column_words, **other.column_words},
+            owners={**self.owners, **other.owners},
             codes={**self.codes, **other.codes},
         )
+
+    def group_words(self) -> dict[str, tuple[str, ...]]:
+        """`column_words` without the owners of attributes: the words a group phrase may name a
+        column by ("their own map" is not `year (the map's year)`)."""
+        out = {
+            c: tuple(w for w in ws if w not in self.owners.get(c, ())) for c, ws in self.column_words.items()
+        }
+        return {c: ws for c, ws in out.items() if ws}
 
     def with_descriptions(self, text: str) -> Vocabulary:
         """The vocabulary with the words `text` (the task's context) uses to describe its columns:
@@ -195,9 +226,20 @@ class Vocabulary(BaseModel):
         found: set[str] = set()
         by_column: dict[str, tuple[str, ...]] = {}
         books: dict[str, dict[str, str]] = {}
+        owned: dict[str, tuple[str, ...]] = {}
         for column in self.columns():
             # `hos_cat` in code for R's `hos.cat` in the text (a dot a frame's column cannot keep)
             name = re.escape(column).replace("_", "[._]")
+            # a frame's lower-cased column described by its R name ("Expt (the experiment, 1 to 5)" for
+            # `expt`): the text's other spelling, where the column's own is described nowhere
+            if not re.search(rf"(?<![\w`]){name}`?\s*\(", text):
+                spelled = {
+                    m.group(0)
+                    for m in re.finditer(rf"(?<![\w`])(?i:{name})(?=`?\s*\()", text)
+                    if m.group(0) != m.group(0).lower()
+                }
+                if len(spelled) == 1:
+                    name = re.escape(spelled.pop())
             own: list[str] = []
             for m in re.finditer(rf"(?<![\w`]){name}`?\s*\(([^()]{{1,300}})\)", text):
                 # "south76 and smsa76 (yes/no: ...)" describes both; in a list ("team, lg (league
@@ -223,6 +265,8 @@ class Vocabulary(BaseModel):
                 found.update(said)
                 if not shared:  # "south76 and smsa76 (yes/no: ...)" describes both: no one column's
                     own += said
+                    if owners := owners_of(first):
+                        owned[column] = tuple(dict.fromkeys([*owned.get(column, ()), *owners]))
                     book = codebook(m.group(1))
                     if not (book and self._codes_fit(column, book)):
                         book = quoted_codebook(m.group(1), self._text_values(column))
@@ -255,12 +299,14 @@ class Vocabulary(BaseModel):
             words <= self.described
             and all(self.column_words.get(c) == w for c, w in by_column.items())
             and all(self.codes.get(c) == b for c, b in books.items())
+            and all(self.owners.get(c) == o for c, o in owned.items())
         ):
             return self
         return Vocabulary(
             tables=self.tables,
             described=self.described | words,
             column_words={**self.column_words, **by_column},
+            owners={**self.owners, **owned},
             codes={**self.codes, **books},
         )
 
