@@ -594,6 +594,15 @@ LEXICON = Lexicon(
             "be",
             "been",
             "being",
+            # light verbs of holding a share or a seat ("where Gore took less than 40 % of the vote",
+            # "senators who sit for a state"): the number and the column say the condition
+            "took",
+            "take",
+            "takes",
+            "taken",
+            "sit",
+            "sits",
+            "sat",
             # light verbs of duration ("a strike that went on beyond 50 days", "lasted")
             "went",
             "lasted",

@@ -182,6 +182,15 @@ def _pandas_sites(code: str) -> list[Site]:
         code,
     ):
         out.append(_site(m, _PANDAS))
+    # a moving or growing window: `["speed"].rolling(9, center=True).median()`, in a grouped transform
+    # too (`["drivers"].transform(lambda s: s.shift(1).rolling(3).mean())`, `s.expanding().median()`)
+    window = r"(?:\.shift\(\s*-?\d*\s*\))?\.(?:rolling|expanding)\([^()\n]*\)"
+    for m in re.finditer(
+        rf"\[\s*([\"'])(?P<col>\w+)\1\s*\]\s*(?:\.transform\(\s*lambda\s+(?P<arg>\w+)\s*:\s*(?P=arg)"
+        rf"{window}|{window})\.(?P<fn>mean|median|min|max)\(\s*\)",
+        code,
+    ):
+        out.append(_site(m, _PANDAS))
     # `.transform(lambda s: s.quantile(0.8))`, `.transform("quantile", 0.8)`
     for m in re.finditer(
         r"\.groupby\([^)\n]*\)\s*\[\s*([\"'])(?P<col>\w+)\1\s*\]\s*\.transform\(\s*"

@@ -245,7 +245,8 @@ class Vocabulary(BaseModel):
                 # "south76 and smsa76 (yes/no: ...)" describes both; in a list ("team, lg (league
                 # code), g (games)") the parenthesis is the last name's own
                 # "travel1 to travel3 (one indicator per band)" describes the whole family, no one of it
-                before = re.search(r"`?(\w+)`?\s*\b(?:and|to)\s*`?$", text[: m.start()])
+                # (a dotted R name before it, "state.name and gorevote (...)", is not the column `name`)
+                before = re.search(r"(?<![.\w])`?(\w+)`?\s*\b(?:and|to)\s*`?$", text[: m.start()])
                 shared = before is not None and before.group(1) in self.columns()
                 # the first phrase whole (10 words at most): "Year (the calendar year in which the season
                 # started, ...)" speaks of the season too, as `Round (matchday of the season)` does
