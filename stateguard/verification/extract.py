@@ -909,6 +909,7 @@ def scopes(
     flags = {" ".join(column_tokens(c)).lower() for c in flag_columns(vocab, tables)}
     flag_words = [[t.lower() for t in column_tokens(c)] for c in flag_columns(vocab, tables)]
     held, labels = _codebook_labels(clause, vocab, tables, values)
+    column_words = {t.lower() for c in vocab.columns() for t in column_tokens(c)}
     candidates = (
         [(value, cols, value) for value, cols in values.items()]
         + labels
@@ -928,8 +929,18 @@ def scopes(
         # before its own column's word ("the high-NO2 days" for the value 'high' of `no2_band`)
         parts = {*column_tokens(cols[0]), *re.split(r"[\W_]+", cols[0])}
         own = "|".join(sorted((re.escape(t) for t in parts if len(t) > 1), key=len, reverse=True)) or "(?!)"
+        # a lower-case word value said in the plural names its rows ("the betrayers" for 'betrayer'),
+        # unless the plural is itself a value or a column's word
+        plural = (
+            "s?"
+            if re.fullmatch(r"[a-z]{4,}", value)
+            and not value.endswith(("s", "ed"))  # a participle has no plural
+            and f"{value}s" not in values
+            and f"{value}s" not in column_words
+            else ""
+        )
         for m in re.finditer(
-            rf"(?<![\w-]){re.escape(value)}(?:(?=-[a-z]+ed\b(?!-))|(?=-(?i:{own})\b(?!-))|(?![\w-]))",
+            rf"(?<![\w-]){re.escape(value)}{plural}(?:(?=-[a-z]+ed\b(?!-))|(?=-(?i:{own})\b(?!-))|(?![\w-]))",
             clause,
             re.I if coded else 0,
         ):
@@ -1783,6 +1794,7 @@ def unbound_words(segment: str, vocab: Vocabulary, tables: list[str] | None = No
             or stem in _LEXICON_STEMS
             or low in STOP
             or low in value_words
+            or (len(low) > 4 and low.endswith("s") and low[:-1] in value_words and not low.endswith("eds"))
             or low in vocab.described  # the task's own words for a column ("gross investment")
             or stem in described  # ... in another number ("admissions" for "admission type")
             or low in names

@@ -82,3 +82,29 @@ RULE = "She would call a species fast when it sprints at least 25 % faster than 
 def test_a_window_statistic_is_checked_against_the_rule(code: str, after: str | None) -> None:
     found = rule_statistics.changed(RULE, code)
     assert (found.site.after if found else None) == after
+
+
+GAME = Vocabulary(
+    tables={
+        "players": {
+            "cash": ColumnInfo(kind="num", low=0, high=100),
+            "pairing": ColumnInfo(kind="text", values=["both friend", "both foe", "betrayed", "betrayer"]),
+            "rich": ColumnInfo(kind="bool"),
+        }
+    }
+)
+
+
+@pytest.mark.parametrize(
+    ("clause", "values"),
+    [
+        ("what percentage of the betrayers played for a rich box", [["betrayer"]]),
+        ("what percentage of the betrayer contestants played for a rich box", [["betrayer"]]),
+        ("what percentage of the betrayeds played for a rich box", []),  # a participle takes no plural
+        ("what percentage of the foes played for a rich box", []),  # 'foe' only in 'both foe'
+    ],
+)
+def test_a_word_value_in_the_plural_names_its_rows(clause: str, values: list[list[str]]) -> None:
+    assert [r.values for r in extract.scopes(clause, GAME, ["players"])] == values
+    if values:
+        assert "betrayers" not in extract.unbound_words(clause, GAME, ["players"])
