@@ -235,6 +235,14 @@ def stated_group(
         not _columns_said(m, pool) <= {k.lower() for k in found.keys} for m in aside
     ):
         return None
+    # a relative clause that shares a second key ("of the same sex who share the student's major"):
+    # a key the reading left out, so none is taken
+    if found is not None and any(
+        not {c.lower() for n in range(len(w), 0, -1) for c in resolve_column(w[:n], pool)}
+        <= {k.lower() for k in found.keys}
+        for w in (m.group("words").split() for m in _SHARING.finditer(rule))
+    ):
+        return None
     # the rule glosses a group by a column's very name elsewhere ("of its own map: order the readings of
     # each map (each col, ...)") that the reading left out: two readings, none is taken
     each = {c.lower() for w in _GLOSS_NAME.findall(rule) for c in pool if _is_name([w], c)}
@@ -242,6 +250,13 @@ def stated_group(
         return None
     return found
 
+
+# "who share the student's major", "sharing their region": a further key said as what rows share
+_SHARING = re.compile(
+    r"\bshar(?:e|es|ed|ing)\s+(?:(?:the|a)\s+[\w-]+'s|their|its|his|her|the|a)\s+(?:own\s+|same\s+)?"
+    r"(?P<words>[\w-]+(?:\s+[\w-]+)?)",
+    re.IGNORECASE,
+)
 
 # "(each col, as Belin made two)", "(`site`)": a parenthesis that opens with a column's very name glosses
 # the group said before it
@@ -863,6 +878,12 @@ def _two_keys(
             )
         named.append(found)
     if len(named) != 2 or any(len(n) != 1 for n in named) or named[0] == named[1]:
+        return None
+    # "their nitrogen-dioxide and sulphur bands" beside `no2_band` and `so2_band`: a bin noun that names
+    # other columns than the two read is a word the reading left out, so none is taken
+    bins = {w.lower().removesuffix("s") for side in sides for w in side if w.lower() in _BIN_NOUNS}
+    pair = {named[0][0], named[1][0]}
+    if any(bins & {t.lower() for t in column_tokens(c)} for c in columns if c not in pair):
         return None
     return named[0][0], named[1][0]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from stateguard.verification import extract, rule_statistics
+from stateguard.verification import extract, rule_statistics, rule_windows
 from stateguard.verification.vocabulary import ColumnInfo, Vocabulary
 
 SENATE = Vocabulary(
@@ -108,3 +108,48 @@ def test_a_word_value_in_the_plural_names_its_rows(clause: str, values: list[lis
     assert [r.values for r in extract.scopes(clause, GAME, ["players"])] == values
     if values:
         assert "betrayers" not in extract.unbound_words(clause, GAME, ["players"])
+
+
+@pytest.mark.parametrize(
+    ("rule", "keys"),
+    [
+        (
+            "at least 60 points above the average SAT of the students of the same sex who share the student's major",
+            None,
+        ),
+        ("at least 60 points above the average SAT of the students of the same sex", ["sex"]),
+        (
+            "at least 60 points above the average SAT of the students of the same sex who share the student's sex",
+            ["sex"],
+        ),
+    ],
+)
+def test_a_key_shared_in_a_relative_clause_is_not_left_out(rule: str, keys: list[str] | None) -> None:
+    stated = rule_windows.stated_group(rule, ["sex", "major", "language"], {}, ["sat"], None, [], [])
+    assert (stated.keys if stated else None) == keys
+
+
+DUST = {"no2": ("nitrogen", "dioxide"), "so2": ("sulphur", "dioxide"), "pm10": ("particulate", "matter")}
+
+
+@pytest.mark.parametrize(
+    ("columns", "keys"),
+    [
+        (["no2_band", "so2_band", "no2", "so2"], None),  # "bands" names the band columns, not read
+        (["no2", "so2"], ["no2", "so2"]),
+    ],
+)
+def test_a_bin_noun_after_two_keys_that_names_other_columns(
+    columns: list[str], keys: list[str] | None
+) -> None:
+    stated = rule_windows.stated_group(
+        "which days had a PM10 of at least one and a half times the mean of their nitrogen-dioxide and sulphur "
+        "bands, yet below 60?",
+        columns,
+        DUST,
+        ["pm10"],
+        None,
+        [],
+        [],
+    )
+    assert (stated.keys if stated else None) == keys
