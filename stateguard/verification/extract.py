@@ -893,6 +893,11 @@ _FUNCTION_VALUES = {"none", "all", "any", "other", "others", "each", "both", "to
 _IN_NAME_LIST = re.compile(r"\(\s*(?:\w+\s*,\s*)*\0(?:\s*,\s*\w+)*\s*\)")
 
 
+# a value that may be said in the plural: a lower-case word, not itself ending in "s", and not a
+# participle ("betrayed" has no plural)
+_PLURAL_VALUE = re.compile(r"[a-z]{4,}(?<!s)(?<!ed)")
+
+
 def scopes(
     clause: str,
     vocab: Vocabulary,
@@ -933,8 +938,7 @@ def scopes(
         # unless the plural is itself a value or a column's word
         plural = (
             "s?"
-            if re.fullmatch(r"[a-z]{4,}", value)
-            and not value.endswith(("s", "ed"))  # a participle has no plural
+            if _PLURAL_VALUE.fullmatch(value)
             and f"{value}s" not in values
             and f"{value}s" not in column_words
             else ""
@@ -1762,6 +1766,9 @@ def unbound_words(segment: str, vocab: Vocabulary, tables: list[str] | None = No
     }
     # so do the everyday words the scope reader takes for a value the data holds ("the girls": female)
     value_words |= {word.lower() for word, _, _ in _everyday_values(vocab, tables)}
+    # a lower-case word value in the plural, as the scope reader takes it ("the betrayers"; not "the
+    # Boeings" for 'BOEING', which the reader does not take)
+    plural_values = {v for v in vocab.all_values(tables) if _PLURAL_VALUE.fullmatch(v)}
     described = {_stem(d) for d in vocab.described}
     names = {t for name in [*(tables or []), *vocab.tables] for t in column_tokens(name)}
     col_stems = {_stem(t) for t in col_tokens}
@@ -1794,7 +1801,7 @@ def unbound_words(segment: str, vocab: Vocabulary, tables: list[str] | None = No
             or stem in _LEXICON_STEMS
             or low in STOP
             or low in value_words
-            or (len(low) > 4 and low.endswith("s") and low[:-1] in value_words and not low.endswith("eds"))
+            or low.removesuffix("s") in plural_values  # "the betrayers", as `scopes` reads them
             or low in vocab.described  # the task's own words for a column ("gross investment")
             or stem in described  # ... in another number ("admissions" for "admission type")
             or low in names

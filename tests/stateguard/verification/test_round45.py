@@ -153,3 +153,22 @@ def test_a_bin_noun_after_two_keys_that_names_other_columns(
         [],
     )
     assert (stated.keys if stated else None) == keys
+
+
+PLANES = Vocabulary(
+    tables={
+        "planes": {
+            "maker": ColumnInfo(kind="text", values=["AIRBUS", "BOEING", "EMBRAER"]),
+            "seats": ColumnInfo(kind="num", low=2, high=450),
+        }
+    }
+)
+
+
+def test_a_value_in_capitals_is_not_read_in_the_plural() -> None:
+    # "Drop the Boeings ... that seat more than 100": the reader takes no value 'BOEING' from "Boeings",
+    # so the whole-clause check must not bind it either (a clean run repaired the seats bound under the
+    # frame "Drop ..." when it did)
+    clause = "Drop the Boeings and look at the planes of the other makers that seat more than 100"
+    assert extract.scopes(clause, PLANES, ["planes"]) == []
+    assert "Boeings" in extract.unbound_words(clause, PLANES, ["planes"])
