@@ -8,11 +8,12 @@
 The words give a distance only where they say it whole: a number ("two", "1.5", "a") and its unit
 ("standard deviations", "SD", "years", "points"), perhaps with "or more" between them, then a side
 ("above", "below", "younger than", "more than", ...) and, within a few words, a statistic ("the mean",
-"their class mean", "the group's median age", an extreme: "the highest share of any state in its region"), or the row's own value of something ("one point above
-the patient's own baseline score"). Every such phrase of the rule must give the same
-distance and side, or nothing is read. A distance said again in another unit in parentheses ("four
-years (48 months) older than") gives two readings: the code's distance may be either, and another
-one is re-run with the reading of its order of size, or with none where both are near it. The code's side is a fact: exactly one comparison of the turn's
+"their class mean", "the group's median age", or an extreme: "the highest share of any state in its
+region"), or the row's own value of something ("one point above the patient's own baseline score").
+Every such phrase of the rule must give the same distance and side, or nothing is read. A distance
+said again in another unit in parentheses ("four years (48 months) older than") gives two readings:
+the code's distance may be either, and another one is re-run with the reading of its order of size,
+or with none where both are near it. The code's side is a fact: exactly one comparison of the turn's
 code whose other side adds or subtracts a number from something (`+ 1.0 * STDDEV_SAMP(...)`, `- 2`),
 in the direction the words say (a distance in standard deviations multiplies, one in the rule's own
 unit does not). A finding needs the turn re-run with the stated distance to report another answer

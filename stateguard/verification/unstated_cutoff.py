@@ -5,10 +5,10 @@
 
 The evidence is numbers, not words:
 - stated: the numbers the turn's question and own context put right after a comparator ("less
-  than 2", "at least 0.5", "2 or more") or as a cut on a ranking ("one of the eight countries with the
-  highest rates", "the top five": at most that place); exactly one of them must be missing from the turn's code
-  in every form (as written, as a fraction of a percentage, in thousands or millions; the places a
-  rounding call or a comment names do not count as the code's numbers);
+  than 2", "at least 0.5", "2 or more") or as a cut on a ranking ("one of the eight countries with
+  the highest rates", "the top five": at most that place); exactly one of them must be missing from
+  the turn's code in every form (as written, as a fraction of a percentage, in thousands or
+  millions; the places a rounding call or a comment names do not count as the code's numbers);
 - applied: the code's comparisons against a plain number (`x < 1`, `1 > x`, `.gt(1)`, `>= 20` in
   SQL text, not a multiple or a sum: `>= 1.5 * m` and `> 1 + k` are not read); exactly one of
   them must test a number that no question or context of the task so far names in any form (0,
