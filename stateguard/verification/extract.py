@@ -1759,7 +1759,8 @@ def unbound_words(segment: str, vocab: Vocabulary, tables: list[str] | None = No
     column, a word of a category value or a table name, not a number. Empty: the segment parses whole."""
     columns = vocab.columns()  # every table the run has seen: a word may name a column read earlier
     col_tokens = list(dict.fromkeys(t for c in columns for t in column_tokens(c)))
-    value_words = {w.lower() for v in vocab.all_values(tables) for w in re.findall(r"[A-Za-z]+", v)}
+    values = vocab.all_values(tables)
+    value_words = {w.lower() for v in values for w in re.findall(r"[A-Za-z]+", v)}
     # a codebook's labels name values of the data too ("the emergency admissions")
     value_words |= {
         w for book in vocab.codes.values() for label in book for w in re.findall(r"[a-z]+", label)
@@ -1768,7 +1769,7 @@ def unbound_words(segment: str, vocab: Vocabulary, tables: list[str] | None = No
     value_words |= {word.lower() for word, _, _ in _everyday_values(vocab, tables)}
     # a lower-case word value in the plural, as the scope reader takes it ("the betrayers"; not "the
     # Boeings" for 'BOEING', which the reader does not take)
-    plural_values = {v for v in vocab.all_values(tables) if _PLURAL_VALUE.fullmatch(v)}
+    plural_values = {v for v in values if _PLURAL_VALUE.fullmatch(v)}
     described = {_stem(d) for d in vocab.described}
     names = {t for name in [*(tables or []), *vocab.tables] for t in column_tokens(name)}
     col_stems = {_stem(t) for t in col_tokens}

@@ -238,9 +238,8 @@ def stated_group(
     # a relative clause that shares a second key ("of the same sex who share the student's major"):
     # a key the reading left out, so none is taken
     if found is not None and any(
-        not {c.lower() for n in range(len(w), 0, -1) for c in resolve_column(w[:n], pool)}
-        <= {k.lower() for k in found.keys}
-        for w in (m.group("words").split() for m in _SHARING.finditer(rule))
+        not _named_by(m.group("words").split(), pool) <= {k.lower() for k in found.keys}
+        for m in _SHARING.finditer(rule)
     ):
         return None
     # the rule glosses a group by a column's very name elsewhere ("of its own map: order the readings of
@@ -478,7 +477,11 @@ def _phrase_words(m: re.Match[str]) -> list[str]:
 
 def _columns_said(m: re.Match[str], pool: list[str]) -> set[str]:
     """The columns (lower case) that any run of a group phrase's leading words names."""
-    words = _phrase_words(m)
+    return _named_by(_phrase_words(m), pool)
+
+
+def _named_by(words: list[str], pool: list[str]) -> set[str]:
+    """The columns (lower case) that any run of the leading `words` names."""
     return {c.lower() for n in range(len(words), 0, -1) for c in resolve_column(words[:n], pool)}
 
 
