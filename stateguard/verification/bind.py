@@ -255,8 +255,38 @@ class RequirementBinder(Binder):
         return any(close(v, lit) for v in stated for lit in self.sem.literals)
 
     # -- requirements --------------------------------------------------------------------
+    def counted_column(self, req: Requirement) -> str | None:
+        """ "with more than 3,000 transactions of the second kind" beside `t2 (the number of
+        transactions of the second kind)`: a bound on a count whose counted words the task's own text
+        gives, right after "number of", as one numeric column's meaning is a bound on that column.
+        None where no column or several are so described, or the code cuts on a group's size."""
+        if not (req.kind is Kind.COMPARISON and req.function == "count" and req.after):
+            return None
+        if any(
+            c.clause == "having" and c.lhs.upper().startswith("COUNT")
+            for sel in self.sem.selections
+            for c in sel.conditions
+        ):
+            return None
+        said = [w.lower().rstrip("s") for w in req.after if w.lower() not in STOP and len(w) > 2]
+        kinds = {c: i.kind for t in self.vocab.tables.values() for c, i in t.items()}
+        pool = self.vocab.columns(
+            {s.lower() for sel in self.sem.selections for s in [*sel.sources, sel.frame] if s}
+        )
+        found = [
+            c
+            for c in pool
+            if kinds.get(c) == "num"
+            and (told := [d.rstrip("s") for d in self.vocab.column_words.get(c, ())])[:1]
+            in (["number"], ["count"])
+            and told[1 : 1 + len(said)] == said
+        ]
+        return found[0] if len(found) == 1 and said else None
+
     def rows(self, req: Requirement, plan: Plan) -> None:
         """scope / comparison / not_null."""
+        if counted := self.counted_column(req):
+            req = req.model_copy(update={"function": None, "columns": [counted], "subject": list(req.after)})
         matched: list[tuple[Selection, Condition, float]] = []
         if req.kind is Kind.COMPARISON:
             for sel in self.sem.selections:
@@ -280,6 +310,16 @@ class RequirementBinder(Binder):
                 for s, c, k in matched
                 if not (c.op in ("==", "!=", "in", "not_in") and c.column and c.column.lower() not in named)
             ]
+            tests_named = any(
+                c.column and c.column.lower() in named for sel in self.sem.selections for c in sel.conditions
+            )
+            if tests_named:
+                # "a basibregmatic height of 135 mm or more ... a maximum breadth of at least 135 mm":
+                # the same number tested on another column is that column's bound, not this one's; the
+                # code's own test of the named column is the one to check
+                matched = [
+                    (s, c, k) for s, c, k in matched if not (c.column and c.column.lower() not in named)
+                ]
         if (
             req.kind is Kind.SCOPE
             and not (req.flag_scope or req.exclude)

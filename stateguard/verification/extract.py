@@ -531,7 +531,7 @@ def _subject_before(clause: str, start: int) -> list[str]:
     # the words of the bound's own part of the clause: not across a comma, colon or parenthesis
     # ("... of their sex and education level, yet fewer than 12": nothing is named before the bound)
     before = re.split(r",\s|[;:()]", clause[:start])[-1]
-    tokens = re.findall(r"[A-Za-z][A-Za-z-]*|\d[\d,.]*", before)
+    tokens = re.findall(r"[A-Za-z][A-Za-z0-9-]*|\d[\d,.]*", before)  # `b2`: a name with its number
     linker = tokens.pop().lower() if tokens and tokens[-1].lower() in _LINKERS else ""
     if linker in ("with", "by", "at", "has", "have", "had"):
         return []
@@ -589,6 +589,29 @@ def _counted_in(clause: str, at: int) -> float:
 def _is_year(m: re.Match[str]) -> bool:
     """The bound is a calendar year (a plain 4-digit number from 1800 to 2100, no unit or percent)."""
     return not m.group("pct") and re.fullmatch(r"1[89]\d\d|20\d\d|2100", m.group("num")) is not None
+
+
+# "with more than 3,000 transactions of the second kind": the noun a bound counts, and what it is of
+_COUNTED_PHRASE = re.compile(
+    r"\s*(?:such\s+)?(?P<noun>[A-Za-z]+)(?P<of>\s+of\s+(?:the\s+|an?\s+)?[A-Za-z-]+(?:\s+[A-Za-z-]+){0,2})?",
+    re.IGNORECASE,
+)
+
+
+def _counted_phrase(after: str) -> list[str]:
+    """The words of what a bound on a count counts ("transactions of the second kind"), for binding
+    to a column the task describes as that number; the "of" part stops at a stop word."""
+    m = _COUNTED_PHRASE.match(after)
+    if not m:
+        return []
+    out = [m.group("noun")]
+    for word in (m.group("of") or "").split()[1:]:
+        if word.lower() in ("the", "a", "an"):
+            continue
+        if word.lower() in _STOPS or word.lower() in _LINKERS:
+            break
+        out.append(word)
+    return out
 
 
 def _counts_rows(clause: str, start: int, end: int) -> bool:
@@ -763,6 +786,8 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
                 # more" name the quantity; binding keeps them only when they name a column
                 subject = [w for w in unit_words if w.lower() not in _STOPS][:3]
             noun_after = _subject_after(after) if is_prefix and subject else []  # "short of 450 at-bats"
+            if count:
+                noun_after = _counted_phrase(after)  # "with more than 3,000 transactions of the second kind"
             if not subject and not named_after and not count:
                 subject = _subject_after(after)  # "with at least 5 warm days": the noun after the bound
             if not is_prefix and _is_year(m) and m.group("dir").lower() in _POSTFIX_TEMPORAL:
@@ -791,6 +816,7 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
                 )
             )
             taken.append(m.span())
+    out += _signs(clause, source, taken)
     out = _range_subjects(clause, out)
     # Two bounds joined by "or" ("BMI at least 30 or blood pressure 110 or more") state a
     # disjunction, which a list of requirements (each must hold) cannot say: neither is kept.
@@ -825,6 +851,38 @@ def comparisons(clause: str, source: str = "question") -> list[Requirement]:
             Requirement(kind=Kind.SCOPE, text=m.group(0), source=source, values=years, subject=["year"])
         )
     return out
+
+
+# "whose Band 2 value is negative": a bound at zero said by the value's sign
+_SIGN = re.compile(
+    r"\b(?:is|are|was|were)\s+(?:strictly\s+)?(?P<sign>negative|positive)\b(?!\s*(?:for|on|to|in|about)\b)",
+    re.IGNORECASE,
+)
+_SIGN_OPS = {"negative": "<", "positive": ">"}
+
+
+def _signs(clause: str, source: str, taken: list[tuple[int, int]]) -> list[Requirement]:
+    """Bounds said by a sign after a linking verb: the words before name the quantity (binding keeps
+    the bound only where they name a numeric column, and the whole clause must parse)."""
+    out = []
+    for m in _SIGN.finditer(clause):
+        if any(a <= m.start() < b for a, b in taken) or _NEGATING.search(clause[: m.start()]):
+            continue
+        subject = _subject_before(clause, m.end() - len(m.group("sign")))
+        if not subject:
+            continue
+        op = _SIGN_OPS[m.group("sign").lower()]
+        out.append(
+            Requirement(
+                kind=Kind.COMPARISON, text=m.group(0), source=source, op=op, value=0.0, subject=subject
+            )
+        )
+    return out
+
+
+def is_sign(req: Requirement) -> bool:
+    """A bound said by a sign ("is negative"): its word is the bound, read by this reading only."""
+    return req.kind is Kind.COMPARISON and _SIGN.fullmatch(req.text) is not None
 
 
 def _year_bound(text: str, source: str, op: str, year: str) -> Requirement:
@@ -1751,6 +1809,8 @@ def parses_whole(text: str, req: Requirement, vocab: Vocabulary, tables: list[st
     """The condition part of the segment of `text` that states `req` binds word for word (lexicon,
     columns, values, tables, numbers): only then is a row condition read from it."""
     segment = _IN_FORCE.sub(" ", _segment(text, req.text))  # "under the present rule": the rule in force
+    if is_sign(req):
+        segment = segment.replace(req.text, " ")  # the sign word is the bound's own word
     return not unbound_words(condition_part(segment, req.text), vocab, tables)
 
 

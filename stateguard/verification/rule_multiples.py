@@ -83,11 +83,14 @@ _EARLIER = re.compile(
     re.IGNORECASE,
 )
 _STATED = re.compile(
-    rf"(?:(?P<phrase>{_PHRASE})\s+)?{_MULT}\s+(?:the|that|this|its|their|his|her)\b"
+    rf"(?:(?P<phrase>{_PHRASE})\s+)?{_MULT}\s+(?:the|that|this|its|their|his|her|what)\b"
     rf"(?P<after>(?:\s+[\w'-]+){{0,6}})",
     re.IGNORECASE,
 )
 _STAT = re.compile(rf"\b(?:{_STAT_WORDS})\b", re.IGNORECASE)
+# a fitted line's value as the base: "10 % above what the line predicts", "the fitted line's time",
+# "twice the trend's prediction"
+_FITTED = re.compile(r"\b(?:predicts?|predicted|prediction|fitted|regression|trend(?:'s)?)\b", re.IGNORECASE)
 
 # the code: a comparison against a number times something, in either order, or a pandas method
 _OPERAND = r"[A-Za-z_][\w.]*(?:\[[^\]]+\])*"
@@ -149,12 +152,13 @@ _OWN_VALUE = re.compile(r"\s+(?:[a-z]+'s\s+)?own\s+[a-z]", re.IGNORECASE)
 
 def stated_phrases(rule: str) -> list[re.Match[str]]:
     """Every multiple of a statistic the rule states ("1.5 times the median price of its field"), of
-    the row's own value ("three times the patient's own baseline level"), or of its value a period
+    a fitted line's value ("more than 10 % above what the line predicts"), of the row's own value ("three times the patient's own baseline level"), or of its value a period
     before ("30 % more than the same firm did in the year before": to the clause's end)."""
     return [
         m
         for m in _STATED.finditer(rule)
         if _STAT.search(m.group("after") or "")
+        or _FITTED.search(m.group("after") or "")
         or _OWN_VALUE.match(m.group("after") or "")
         or _EARLIER.search(_clause_rest(rule, m.start("after")))
     ]

@@ -349,7 +349,8 @@ _PANDAS_COLUMN = re.compile(
 
 def _derived(code: str, sem: CodeSemantics) -> dict[str, tuple[tuple[str, str | float], ...]]:
     """Columns the code computes by arithmetic on two or more columns (`HomeGoals + AwayGoals AS total`,
-    `df["total"] = df["a"] + df["b"]`): name -> the expression's shape. A comparison is a flag, not one."""
+    `df["total"] = df["a"] + df["b"]`, `minutes * 1.0 / (t1 + t2) AS per_txn`): name -> the
+    expression's shape. A comparison is a flag, not one."""
     exprs: list[tuple[str, str]] = []
     for sel in sem.selections:
         if sel.language != "sql" or not sel.sql:
@@ -371,8 +372,8 @@ def _derived(code: str, sem: CodeSemantics) -> dict[str, tuple[tuple[str, str | 
             sum(k == "col" for k, _ in shape) >= 2
             and ops
             and ops <= {"+", "-", "*", "/"}
-            and all(k in ("col", "op") for k, _ in shape)
-        ):
+            and all(k in ("col", "op", "num") for k, _ in shape)
+        ):  # a constant in the arithmetic (`minutes * 1.0 / (t1 + t2) AS per_txn`) is part of it
             out[name.lower()] = shape
     return out
 

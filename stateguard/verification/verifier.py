@@ -55,6 +55,7 @@ from stateguard.verification import (
     probes,
     ranking_sides,
     regrouped,
+    renames,
     repeated_keys,
     rule_groups,
     rule_multiples,
@@ -328,6 +329,7 @@ class SemanticVerifier:
         self._span: tuple[Any, str, CodeSemantics] | None = None  # the code last planned on, per turn
         self.owned: dict[str, probes.ProbeItem] = {}
         self.aliases: dict[str, str] = {}  # nouns the questions so far put in a named frame or table
+        self.renamed: dict[str, str] = {}  # columns the code so far renamed: present name -> former name
         self.last = Verification()
         self._cached: tuple[tuple[Any, ...], Plan] | None = None  # the plan made at OPEN for the same steps
         self._refused = False  # a tool call of the plan being made got no result
@@ -545,6 +547,7 @@ class SemanticVerifier:
             if tool is not None and tool.ok and tool.data.get("valid"):
                 sem = CodeSemantics.model_validate(tool.data.get("semantics") or {})
         self._con = sem.connection
+        self.renamed.update(renames.renames_in("\n\n".join(s.action for s in ran), sem))
         written = {w.lower() for s in ran for w in s.meta.get("writes", [])}
         coded = _names(sem)
         # frames read whole under another name (`chosen = orders`) are read all the same
@@ -557,9 +560,15 @@ class SemanticVerifier:
             self._refused |= tool is None
             if tool is not None:
                 self.vocab = self.vocab.merged(Vocabulary.from_probe(str(tool.data.get("stdout", ""))))
-                # the context's words for columns: read again only when new columns are known
-                self.vocab = self.vocab.with_descriptions(context) if context else self.vocab
+                # the context's words for columns: read again only when new columns are known (a
+                # renamed column's former name read as its present one)
+                if context:
+                    live = set(self.vocab.columns())
+                    self.vocab = self.vocab.with_descriptions(renames.spelled(context, self.renamed, live))
         tables = [n.lower() for n in coded] + [n.lower() for n in plain if n.lower() in self.vocab.tables]
+        # the question's words for a renamed column ("Band 2" for `b2`): read as its present name where
+        # no table the turn reads still has the former one
+        question = renames.spelled(question, self.renamed, set(self.vocab.columns(tables)))
         code = "\n".join(s.action for s in ran)
         reqs = self.extractor(question, context=context, vocab=self.vocab if ran else None, tables=tables)
         reqs = dedupe(reqs + context_requirements(_own_context(turn), self.vocab if ran else None, tables))

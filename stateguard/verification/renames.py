@@ -1,0 +1,98 @@
+"""Columns the run's code renamed, and the task's words read with the names the data now has.
+
+A task that loads `radarImage.csv` "with b1, b2 and b3" for `Band.1`, `Band.2` and `Band.3` goes on
+saying "a Band 2 value below 0": the words name the column by the name the code took away. The code's
+own renames are facts (`"Band.2" AS b2` in SQL, `.rename(columns={"Band.2": "b2"})` in pandas), so a
+question is read with each former name that the data no longer has spelled as the column's present
+name ("a b2 value below 0"), and the task's description of `Band.2` becomes `b2`'s.
+
+Only former names that no everyday word could be are read this way: a name of several parts (letters
+and a number, or words joined by a dot, underscore, hyphen or a change of case: `Band.2`, `X.coord`,
+`gdpPercap`). A plain word renamed ("minutes for time") stays a word: "the same time" is no column.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+import sqlglot
+from sqlglot import expressions as exp
+
+from stateguard.inspection.code_model import CodeSemantics
+
+_PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+
+
+def _parts(name: str) -> list[str]:
+    """`Band.2` -> [Band, 2]; `gdpPercap` -> [gdp, Percap]; `X.coord` -> [X, coord]."""
+    return _PARTS.findall(name)
+
+
+def _distinct(former: str, new: str) -> bool:
+    """A rename worth reading: the former name has several parts, and the new one is another name."""
+    return len(_parts(former)) >= 2 and former.lower() != new.lower()
+
+
+def _sql_renames(sql: str) -> dict[str, str]:
+    try:
+        tree = sqlglot.parse_one(sql, dialect="duckdb")
+    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
+        return {}
+    out: dict[str, str] = {}
+    for select in tree.find_all(exp.Select):
+        for projection in select.expressions:
+            if isinstance(projection, exp.Alias) and isinstance(projection.this, exp.Column):
+                former, new = projection.this.name, projection.alias
+                if former and new and _distinct(former, new):
+                    out[new] = former
+    return out
+
+
+def _pandas_renames(code: str) -> dict[str, str]:
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return {}
+    out: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        if node.func.attr != "rename":
+            continue
+        for keyword in node.keywords:
+            if keyword.arg == "columns" and isinstance(keyword.value, ast.Dict):
+                for key, value in zip(keyword.value.keys, keyword.value.values, strict=True):
+                    if (
+                        isinstance(key, ast.Constant)
+                        and isinstance(key.value, str)
+                        and isinstance(value, ast.Constant)
+                        and isinstance(value.value, str)
+                        and _distinct(key.value, value.value)
+                    ):
+                        out[value.value] = key.value
+    return out
+
+
+def renames_in(code: str, sem: CodeSemantics) -> dict[str, str]:
+    """The code's renames of columns: present name -> former name (only former names of several
+    parts, see the module's docstring)."""
+    out: dict[str, str] = {}
+    for sel in sem.selections:
+        if sel.language == "sql" and sel.sql:
+            out.update(_sql_renames(sel.sql))
+    out.update(_pandas_renames(code))
+    return out
+
+
+def spelled(text: str, renamed: dict[str, str], live: set[str]) -> str:
+    """`text` with each former name of a renamed column, written whole or with its parts apart
+    ("Band.2", "Band 2", "band-2"), spelled as the column's present name. A former name the data still
+    has (a column of that name is live) is left as it is: the words may mean that column."""
+    live_lower = {c.lower() for c in live}
+    for new, former in sorted(renamed.items(), key=lambda kv: -len(kv[1])):
+        if former.lower() in live_lower or new.lower() not in live_lower:
+            continue
+        pattern = r"[\s._-]?".join(re.escape(p) for p in _parts(former))
+        text = re.sub(rf"(?<![\w.]){pattern}(?![\w])", new, text, flags=re.IGNORECASE)
+    return text
