@@ -285,8 +285,8 @@ class RequirementBinder(Binder):
 
     def rows(self, req: Requirement, plan: Plan) -> None:
         """scope / comparison / not_null."""
-        if counted := self.counted_column(req):
-            req = req.model_copy(update={"function": None, "columns": [counted], "subject": list(req.after)})
+        if count_of := self.counted_column(req):
+            req = req.model_copy(update={"function": None, "columns": [count_of], "subject": list(req.after)})
         matched: list[tuple[Selection, Condition, float]] = []
         if req.kind is Kind.COMPARISON:
             for sel in self.sem.selections:
