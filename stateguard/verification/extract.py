@@ -868,7 +868,7 @@ def _signs(clause: str, source: str, taken: list[tuple[int, int]]) -> list[Requi
     for m in _SIGN.finditer(clause):
         if any(a <= m.start() < b for a, b in taken) or _NEGATING.search(clause[: m.start()]):
             continue
-        subject = _subject_before(clause, m.end() - len(m.group("sign")))
+        subject = _subject_before(clause, m.start())
         if not subject:
             continue
         op = _SIGN_OPS[m.group("sign").lower()]
