@@ -310,13 +310,16 @@ class RequirementBinder(Binder):
                 for s, c, k in matched
                 if not (c.op in ("==", "!=", "in", "not_in") and c.column and c.column.lower() not in named)
             ]
-            tests_named = any(
-                c.column and c.column.lower() in named for sel in self.sem.selections for c in sel.conditions
+            cuts_named = any(
+                c.column and c.column.lower() in named and c.op in ORDER_OPS and isinstance(c.value, float)
+                for sel in self.sem.selections
+                for c in sel.conditions
             )
-            if tests_named:
+            if cuts_named:
                 # "a basibregmatic height of 135 mm or more ... a maximum breadth of at least 135 mm":
                 # the same number tested on another column is that column's bound, not this one's; the
-                # code's own test of the named column is the one to check
+                # code's own cut-off on the named column is the one to check (a column tested only
+                # otherwise, `budget.notna()`, may be a wrong reading of the words: the match stands)
                 matched = [
                     (s, c, k) for s, c, k in matched if not (c.column and c.column.lower() not in named)
                 ]

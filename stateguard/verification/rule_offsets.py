@@ -9,7 +9,9 @@ The words give a distance only where they say it whole: a number ("two", "1.5", 
 ("standard deviations", "SD", "years", "points"), perhaps with "or more" between them, then a side
 ("above", "below", "younger than", "more than", ...) and, within a few words, a statistic ("the mean",
 "their class mean", "the group's median age", or an extreme: "the highest share of any state in its
-region"), or the row's own value of something ("one point above the patient's own baseline score").
+region"), the row's own value of something ("one point above the patient's own baseline score"), or the
+value of the row before it ("at least 1.5 minutes more than the eruption just before it", "its previous
+reading").
 Every such phrase of the rule must give the same distance and side, or nothing is read. A distance
 said again in another unit in parentheses ("four years (48 months) older than") gives two readings:
 the code's distance may be either, and another one is re-run with the reading of its order of size,
@@ -51,7 +53,10 @@ _STAT_WORDS = "|".join(
 _STATED = re.compile(
     rf"(?<![\w.])(?P<n>{_NUM}|a|an|one|{'|'.join(_WORDS)})\s+(?:or\s+more\s+)?"
     rf"(?:(?:full|whole)\s+)?(?:(?P<unit>{_SD}|[a-z]+)\s+)?(?:\((?P<again>{_NUM})\s+[a-z]+\)\s+)?(?:or\s+more\s+)?(?P<side>{'|'.join(_UP + _DOWN)})(?:\s+than)?\s+"
-    rf"(?P<after>(?:[\w'-]+\s+){{0,5}}?(?:{_STAT_WORDS})\b|(?:the\s+[\w-]+'s\s+|their\s+|its\s+|his\s+|her\s+)own\s+[\w-]+)",
+    rf"(?P<after>(?:[\w'-]+\s+){{0,5}}?(?:{_STAT_WORDS})\b|(?:the\s+[\w-]+'s\s+|their\s+|its\s+|his\s+|her\s+)own\s+[\w-]+"
+    # the row before it: "the eruption just before it", "its previous reading"
+    rf"|the\s+[\w-]+\s+(?:just\s+|right\s+|immediately\s+)?before\s+(?:it|them)\b"
+    rf"|(?:the|its|their)\s+(?:previous|preceding|prior)\s+[\w-]+)",
     re.IGNORECASE,
 )
 # the code: a comparison whose other side adds or subtracts a number (times something, for an SD); a

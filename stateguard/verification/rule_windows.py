@@ -104,7 +104,11 @@ _WITH_OWN = re.compile(
     re.IGNORECASE,
 )
 _WHOLE = re.compile(
-    r"\b(?:over|across|on)\s+the\s+(?:whole|entire|full)\s+(?:series|file|data(?:set)?|table|sample|period)\b",
+    r"\b(?:over|across|on)\s+the\s+(?:whole|entire|full)\s+(?:series|file|data(?:set)?|table|sample|period)\b"
+    # "(all of the file, the quick refills included)"
+    r"|(?:\(|\b(?:over|across|on|from|in|of|using)\s+)all\s+of\s+the\s+(?:series|file|data(?:set)?|table|sample)\b"
+    # "fitted over all the branches (...)", "over every branch,": the rows themselves, nothing said after
+    r"|\b(?:over|across)\s+(?:all\s+(?:of\s+)?the|every)\s+[a-z]+(?=\s*(?:[,;.()]|$))",
     re.IGNORECASE,
 )
 # words that end a group phrase: the clause goes on after them (a preposition does not: "the same

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from stateguard.inspection.inspect import inspect_code
-from stateguard.verification import extract, renames, rule_multiples
+from stateguard.verification import extract, renames, rule_multiples, rule_offsets, rule_windows
 from stateguard.verification.superseded import FlagHistory
 from stateguard.verification.vocabulary import ColumnInfo, Vocabulary
 from tests.stateguard.verification.conftest import Session
@@ -303,3 +303,64 @@ def test_a_replaced_rule_written_on_a_column_computed_with_a_constant(code: str,
         history.record(turn, cell, inspect_code(cell))
     restated = history.restated("How many slow branches are there now?", code, inspect_code(code))
     assert bool(restated) is found
+
+
+# --- the whole file as a rule's group, and the row before as its base ---------------------------------
+
+ERUPTION = (
+    "She would call an eruption big when it lasts at least 1.5 minutes more than the eruption just before it "
+    "in the file (all of the file, the quick refills included); the first eruption is not big."
+)
+LAG = (
+    "UPDATE eruptions SET big = coalesce(eruptions.dur >= p.prev_dur + {k}, false)\n"
+    "FROM (SELECT eid, lag(dur) OVER ({over}ORDER BY eid) AS prev_dur FROM eruptions) p WHERE p.eid = eruptions.eid"
+)
+
+
+@pytest.mark.parametrize(
+    ("rule", "whole"),
+    [
+        (ERUPTION, True),
+        ("a line fitted over all the branches (those without first-kind transactions included)", True),
+        ("a line fitted over every branch, then", True),
+        # rows that a relative clause restricts, or a group said beside: not the whole table
+        ("the mean over all the games it played", False),
+        ("the median over all the branches of its size class", False),
+    ],
+)
+def test_the_whole_table_said_as_all_of_its_rows(rule: str, whole: bool) -> None:
+    found = rule_windows.stated_group(rule, ["eid", "dur", "band", "game", "player", "size"])
+    assert (found is not None and found.column is None) is whole
+
+
+def test_a_distance_from_the_row_before() -> None:
+    said = rule_offsets.stated(ERUPTION)
+    assert said is not None and (said.distance, said.up) == (1.5, True)
+    assert rule_offsets.changed(ERUPTION, f'con.execute("""{LAG.format(k="1.5", over="")}""")') is None
+    found = rule_offsets.changed(ERUPTION, f'con.execute("""{LAG.format(k="2.0", over="")}""")')
+    assert found is not None and found.after == ">= p.prev_dur + 1.5"
+    assert rule_offsets.stated("at least 2 points above its previous reading") is not None
+    # "before it" said of no row: no base read
+    assert rule_offsets.stated("at least 2 points more than it had before the change") is None
+
+
+def test_a_column_tested_only_for_presence_keeps_the_number_s_match() -> None:
+    """ "the budgeted films lasting between 90 and 120 minutes": the words may bind `budget`, which the
+    code tests only for presence; the code's test of the stated numbers on `length` still answers the
+    bound (a first version of the rule above dropped that match: a false repair on a clean run)."""
+    session = Session()
+    assert session.ws.run_cell(
+        "import json\nrng = np.random.default_rng(2)\nmv = pd.DataFrame({'film_id': np.arange(300), "
+        "'budget': np.where(rng.random(300) < 0.5, np.nan, rng.uniform(1e5, 1e8, 300)), "
+        "'length': rng.integers(60, 200, 300)})"
+    ).ok
+    code = (
+        'budgeted = mv[mv["budget"].notna()].copy()\n'
+        'result = {"n_budgeted": len(budgeted), "n_length_90_to_120": int(budgeted["length"].between(90, 120).sum())}\n'
+        "print(json.dumps(result))"
+    )
+    question = (
+        "Keep only the films whose budget is known, as `budgeted`. How many films is that, and count the "
+        "budgeted films lasting between 90 and 120 minutes inclusive."
+    )
+    assert session.turn(question, code, "Columns: film_id, budget (in dollars), length (in minutes).") == []
