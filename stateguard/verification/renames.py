@@ -1,10 +1,16 @@
-"""Columns the run's code renamed, and the task's words read with the names the data now has.
+"""Columns the run's code renamed, and the task's words read with the names the data now has; the
+words a question gives a column it names.
 
 A task that loads `radarImage.csv` "with b1, b2 and b3" for `Band.1`, `Band.2` and `Band.3` goes on
 saying "a Band 2 value below 0": the words name the column by the name the code took away. The code's
 own renames are facts (`"Band.2" AS b2` in SQL, `.rename(columns={"Band.2": "b2"})` in pandas), so a
 question is read with each former name that the data no longer has spelled as the column's present
 name ("a b2 value below 0"), and the task's description of `Band.2` becomes `b2`'s.
+
+A question that names a column says what it holds, as a load's or a new column's gloss: "with eid for
+the row number, dur for the eruption time", "Add n_txn, the branch's transactions of both kinds
+together, and per_txn, its minutes per transaction". Those words describe the column as the context's
+"dur (the eruption time)" would, where the context describes it nowhere (`said_for`).
 
 Only former names that no everyday word could be are read this way: a name of several parts (letters
 and a number, or words joined by a dot, underscore, hyphen or a change of case: `Band.2`, `X.coord`,
@@ -96,3 +102,43 @@ def spelled(text: str, renamed: dict[str, str], live: set[str]) -> str:
         pattern = r"[\s._-]?".join(re.escape(p) for p in _parts(former))
         text = re.sub(rf"(?<![\w.]){pattern}(?![\w])", new, text, flags=re.IGNORECASE)
     return text
+
+
+# "dur for the eruption time", "minutes for time": a name the question gives a column, and what it holds
+_FOR = re.compile(
+    r"(?<![\w.`])`?(?P<name>[A-Za-z_]\w*)`?\s+for\s+(?:the\s+|its\s+|their\s+|each\s+)?"
+    r"(?P<desc>[A-Za-z][A-Za-z' -]{1,50}?)(?=\s*(?:[,;.]|\band\b|$))",
+)
+# the sentence a "for" gloss names columns in: one that loads, reads or renames ("Load ... as a table
+# `eruptions` with eid for the row number"), not "the wait for the longest eruption"
+_NAMING = re.compile(r"\b(?:load|read|bring|import|renam|call|nam)\w*", re.IGNORECASE)
+# "Add n_txn, the branch's transactions of both kinds together, and per_txn, its minutes per transaction"
+_GLOSS = re.compile(
+    r"(?<![\w.`])(?P<before>[A-Za-z]+\s+)?`?(?P<name>[A-Za-z_]\w*)`?\s*,\s+(?:the|its|their|his|her)\s+"
+    r"(?P<desc>[A-Za-z][A-Za-z0-9' -]{2,60}?)(?=\s*(?:[,;.(]|$))",
+)
+_INTRODUCING = {"add", "a", "an", "and", "called", "named", "column", "as"}
+
+
+def said_for(question: str, columns: set[str]) -> dict[str, str]:
+    """What the question says each live column it names holds: "X for the <words>" (the words a load
+    names a column by), or "X, its/the <words>" where X is a name of its own (an underscore or a digit in
+    it) or follows a word that introduces one ("Add", "and"). A name the context describes too keeps
+    the context's words (the caller merges these only where none were given)."""
+    live = {c.lower(): c for c in columns}
+    out: dict[str, str] = {}
+    for m in _FOR.finditer(question):
+        sentence = re.split(r"(?<=[.?!])\s", question[: m.start()])[-1]
+        if not _NAMING.search(sentence):
+            continue
+        name = live.get(m.group("name").lower())
+        if name is not None and m.group("name") == name:
+            out.setdefault(name, m.group("desc").strip())
+    for m in _GLOSS.finditer(question):
+        name = live.get(m.group("name").lower())
+        if name is None or m.group("name") != name:
+            continue
+        before = (m.group("before") or "").strip().lower()
+        if re.search(r"[_\d]", name) or before in _INTRODUCING:
+            out.setdefault(name, m.group("desc").strip())
+    return out

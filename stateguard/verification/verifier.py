@@ -330,6 +330,7 @@ class SemanticVerifier:
         self.owned: dict[str, probes.ProbeItem] = {}
         self.aliases: dict[str, str] = {}  # nouns the questions so far put in a named frame or table
         self.renamed: dict[str, str] = {}  # columns the code so far renamed: present name -> former name
+        self.named: dict[str, str] = {}  # what the questions so far said columns they named hold
         self.last = Verification()
         self._cached: tuple[tuple[Any, ...], Plan] | None = None  # the plan made at OPEN for the same steps
         self._refused = False  # a tool call of the plan being made got no result
@@ -569,6 +570,13 @@ class SemanticVerifier:
         # the question's words for a renamed column ("Band 2" for `b2`): read as its present name where
         # no table the turn reads still has the former one
         question = renames.spelled(question, self.renamed, set(self.vocab.columns(tables)))
+        # what a question says a column it names holds ("dur for the eruption time"), kept for the run and
+        # read where the context describes the column nowhere
+        for column, words in renames.said_for(question, set(self.vocab.columns())).items():
+            self.named.setdefault(column, words)
+        glosses = "; ".join(f"{c} ({w})" for c, w in self.named.items() if c not in self.vocab.column_words)
+        if glosses:
+            self.vocab = self.vocab.with_descriptions(glosses)
         code = "\n".join(s.action for s in ran)
         reqs = self.extractor(question, context=context, vocab=self.vocab if ran else None, tables=tables)
         reqs = dedupe(reqs + context_requirements(_own_context(turn), self.vocab if ran else None, tables))

@@ -364,3 +364,63 @@ def test_a_column_tested_only_for_presence_keeps_the_number_s_match() -> None:
         "budgeted films lasting between 90 and 120 minutes inclusive."
     )
     assert session.turn(question, code, "Columns: film_id, budget (in dollars), length (in minutes).") == []
+
+
+# --- what a question says a column holds -------------------------------------------------------------
+
+COLUMNS = {"eid", "dur", "wait", "bid", "minutes", "n_txn", "per_txn", "story_mean", "excess"}
+
+
+@pytest.mark.parametrize(
+    ("question", "said"),
+    [
+        (
+            "Load faithful.csv into DuckDB as a table `eruptions` with eid for the row number, dur for the "
+            "eruption time and wait for the waiting time. How many eruptions are there?",
+            {"eid": "row number", "dur": "eruption time", "wait": "waiting time"},
+        ),
+        (
+            "Add n_txn, the branch's transactions of both kinds together, and per_txn, its minutes per "
+            "transaction. Give every branch a size class.",
+            {"n_txn": "branch's transactions of both kinds together", "per_txn": "minutes per transaction"},
+        ),
+        (
+            "Add story_mean, the mean of the six story ratings v1 to v6.",
+            {"story_mean": "mean of the six story ratings v1 to v6"},
+        ),
+        # "for" outside a sentence that loads or names columns, and a plain word before a comma: no gloss
+        ("What is the mean wait for the longest eruptions, and the mean dur?", {}),
+        ("Report the dur, the wait and the count.", {}),
+        # a name the data has not: nothing
+        ("Load it with gap for the time between eruptions.", {}),
+    ],
+)
+def test_what_a_question_says_a_column_holds(question: str, said: dict[str, str]) -> None:
+    assert renames.said_for(question, COLUMNS) == said
+
+
+FAITHFUL = "faithful.csv has 300 rows. Columns: eruptions and waiting. Use DuckDB SQL."
+
+
+@pytest.mark.parametrize(("fn", "caught"), [("avg", False), ("max", True)])
+def test_a_column_described_by_the_question_that_named_it(fn: str, caught: bool) -> None:
+    session = Session()
+    assert session.ws.run_cell(
+        "import duckdb, json\nrng = np.random.default_rng(4)\n"
+        "raw = pd.DataFrame({'eruptions': rng.uniform(1.5, 5.2, 300).round(2), 'waiting': rng.integers(43, 97, 300)})\n"
+        "con = duckdb.connect()"
+    ).ok
+    load = (
+        'con.execute("CREATE TABLE eruptions AS SELECT eruptions AS dur, waiting AS wait FROM raw")\n'
+        'result = {"n": con.execute("SELECT count(*) FROM eruptions").fetchone()[0]}\nprint(json.dumps(result))'
+    )
+    first = "Load the file as a table `eruptions` with dur for the eruption time and wait for the waiting time. How many?"
+    assert session.turn(first, load, FAITHFUL) == []
+    code = (
+        f'm = con.execute("SELECT {fn}(dur) FROM eruptions WHERE wait >= 80").fetchone()[0]\n'
+        'result = {"mean_dur": m}\nprint(json.dumps(result))'
+    )
+    findings = session.turn(
+        "What is the mean eruption time of the eruptions followed by a wait of 80 or more?", code, FAITHFUL
+    )
+    assert bool(findings) is caught
