@@ -99,9 +99,11 @@ drew on, written blind by a fifty-sixth), `fresh61` (four more, on four further 
 archive no split used, each from a different R package and none from a package the two latest splits
 drew on, written blind by a fifty-seventh), `fresh62` (four more, on four other R tables from that
 archive no split used, each from a different R package and none from a package the two latest splits
-drew on, written blind by a fifty-eighth) or `fresh63` (four more, on four further R tables from that
+drew on, written blind by a fifty-eighth), `fresh63` (four more, on four further R tables from that
 archive no split used, each from a different R package and none from a package the two latest splits
-drew on, written blind by a fifty-ninth); the detection report shows them apart.
+drew on, written blind by a fifty-ninth) or `fresh64` (four more, on four other R tables from that
+archive no split used, each from a different R package and none from a package the two latest splits
+drew on, written blind by a sixtieth); the detection report shows them apart.
 """
 
 from __future__ import annotations
@@ -192,6 +194,7 @@ SPLITS = (
     "fresh61",
     "fresh62",
     "fresh63",
+    "fresh64",
     "all",
 )
 

