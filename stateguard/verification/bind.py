@@ -37,6 +37,8 @@ from stateguard.verification.requirements import ORDER_OPS, Kind, Requirement, c
 from stateguard.verification.rules.registry import RULES
 from stateguard.verification.vocabulary import (
     STOP,
+    TIME_WORDS,
+    UNITS,
     Vocabulary,
     column_tokens,
     described_columns,
@@ -749,7 +751,9 @@ class RequirementBinder(Binder):
             pool = [c for c in pool if kinds.get(c) == "num"]
             # "(only countries with a population of at least 800,000 count)": a word of counting or
             # a statistic after the number is the sentence's verb, no noun the number counts
-            after = [w for w in req.after if w.lower() not in _COUNTING]
+            # a unit or a span of time after the number ("waited less than 180 days") measures the bound
+            # and names no column, though a column's description may say it ("the days of survival")
+            after = [w for w in req.after if w.lower() not in _COUNTING | TIME_WORDS | UNITS]
             counted = (
                 resolve_column(after, pool)
                 or described_columns(after, pool, self.vocab.column_words, in_row=True)

@@ -296,10 +296,16 @@ class StandingScopes:
             if not any((s.parent, s.child) == (parent, child) for s in self.scopes):
                 ancestors = tuple(a for a in self.ancestors(parent) if a.lower() != child.lower())
                 self.scopes.append(Scope(turn, parent, child, False, columns=columns, ancestors=ancestors))
+        # "keep the herbaceous ones as `herbs`": where the instruction names what it keeps, the frames
+        # the cell cuts for one answer alone (`top = herbs.dropna(...).head(5)`) are no standing scope
+        kept = {n.lower() for n in re.findall(r"`([A-Za-z_]\w*)`", question)}
+        named = kept & {(sel.target or "").lower() for sel in sem.selections}
         for sel in sem.selections:
             child = sel.target or ""
             if sel.is_mask:
                 continue  # a boolean mask (`worked = ps["hours"] > 0`), not rows of a frame
+            if named and child.lower() not in named:
+                continue
             # a row condition, or the rows with a recorded value (`people.dropna(subset=[...])`)
             conds = [
                 c
