@@ -20,6 +20,7 @@ import pytest
 
 from stateguard.inspection.inspect import inspect_code
 from stateguard.verification import extract, renames, rule_multiples, rule_offsets, rule_windows
+from stateguard.verification.finding import Finding
 from stateguard.verification.superseded import FlagHistory
 from stateguard.verification.vocabulary import ColumnInfo, Vocabulary
 from tests.stateguard.verification.conftest import Session
@@ -174,6 +175,13 @@ def test_a_sign_parses_whole_only_when_its_subject_binds() -> None:
     assert not extract.parses_whole(other, req, vocab, ["pixels"])
 
 
+def _found(findings: list[Finding], caught: bool, said: str) -> None:
+    """A finding exactly when `caught`, whose evidence then names the bound `said`."""
+    assert bool(findings) is caught
+    if caught:
+        assert said in findings[0].evidence
+
+
 # --- a counted noun a column counts --------------------------------------------------------------------
 
 BANK = (
@@ -206,10 +214,7 @@ def test_a_count_of_what_a_column_counts_bounds_that_column(where: str, caught: 
         f'FROM branches {where}").fetchone()\n'
         'result = {"n_t2_over_3000": n_t2, "n_of_those_minutes_8000_plus": n_min}\nprint(json.dumps(result))'
     )
-    findings = session.turn(Q_BANK, code, BANK)
-    assert bool(findings) is caught
-    if caught:
-        assert "t2 > 3000" in findings[0].evidence
+    _found(session.turn(Q_BANK, code, BANK), caught, "t2 > 3000")
 
 
 def test_a_group_size_cut_stays_a_count() -> None:
@@ -249,10 +254,7 @@ def test_the_same_number_on_another_column_is_not_the_named_bound(cut: int, caug
         f'result = {{"n_bh_135_plus": int(len(tall)), "n_mb": int((tall["mb"] >= {cut}).sum())}}\n'
         "print(json.dumps(result))"
     )
-    findings = session.turn(Q_SKULLS, code, SKULLS)
-    assert bool(findings) is caught
-    if caught:
-        assert "'maximum breadth >= 135'" in findings[0].evidence
+    _found(session.turn(Q_SKULLS, code, SKULLS), caught, "'maximum breadth >= 135'")
 
 
 # --- a fitted line as a rule's base ------------------------------------------------------------------
