@@ -753,7 +753,13 @@ class RequirementBinder(Binder):
             # a statistic after the number is the sentence's verb, no noun the number counts
             # a unit or a span of time after the number ("waited less than 180 days") measures the bound
             # and names no column, though a column's description may say it ("the days of survival")
-            after = [w for w in req.after if w.lower() not in _COUNTING | TIME_WORDS | UNITS]
+            # (a count's counted words bind only through `counted_column`, to a column described as
+            # that number: "birds" in "groups with at least 9 birds" is no column `birds`)
+            after = [
+                w
+                for w in (req.after if req.function != "count" else [])
+                if w.lower() not in _COUNTING | TIME_WORDS | UNITS
+            ]
             counted = (
                 resolve_column(after, pool)
                 or described_columns(after, pool, self.vocab.column_words, in_row=True)

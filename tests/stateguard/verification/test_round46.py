@@ -426,3 +426,22 @@ def test_a_column_described_by_the_question_that_named_it(fn: str, caught: bool)
         "What is the mean eruption time of the eruptions followed by a wait of 80 or more?", code, FAITHFUL
     )
     assert bool(findings) is caught
+
+
+def test_a_count_s_words_bind_only_a_column_described_as_that_number() -> None:
+    """ "groups with at least 9 birds": the counted noun names a column only through its description
+    as that number (`counted_column`), never by the column's name alone."""
+    from stateguard.verification.bind import RequirementBinder
+    from stateguard.verification.requirements import Kind, Requirement
+
+    code = 'kept = sites[sites["area"] > 1]'
+    tables = {"sites": {"birds": ColumnInfo(kind="num", low=0, high=90), "area": ColumnInfo(kind="num")}}
+    req = Requirement(
+        kind=Kind.COMPARISON, text="at least 9", op=">=", value=9.0, function="count", after=["birds"]
+    )
+    plain = RequirementBinder(inspect_code(code), Vocabulary(tables=tables))
+    assert plain.counted_column(req) is None and plain.resolve(req) == []
+    described = Vocabulary(tables=tables).with_descriptions(
+        "Columns: birds (the number of birds seen), area."
+    )
+    assert RequirementBinder(inspect_code(code), described).counted_column(req) == "birds"
