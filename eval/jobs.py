@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 
 from eval.results import JobOutcome
 
-__all__ = ["crash_outcome", "die_with_parent", "exit_on_signals", "run_in_pool"]
+__all__ = ["crash_outcome", "die_with_parent", "exit_on_signals", "run_in_pool", "worker_pool"]
 
 J = TypeVar("J")
 PR_SET_PDEATHSIG = 1
@@ -124,6 +124,26 @@ class _Pool:
                         p.kill()
                         p.join(1.0)
         self.executor.shutdown(wait=not terminate, cancel_futures=True)
+
+
+@contextlib.contextmanager
+def worker_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
+    """A spawn `ProcessPoolExecutor` for callers that submit and collect their own futures, with the
+    same worker lifetime as `run_in_pool`: each worker dies with this process and leaves through its
+    `finally` blocks on SIGTERM. Leaving the block early (an exception, or SIGTERM made SystemExit by
+    `exit_on_signals`) cancels the jobs not started and ends the running workers, instead of waiting
+    for every queued job as the executor's own `with` would."""
+    pool = _Pool(workers)
+    finished = False
+    try:
+        yield pool.executor
+        finished = True
+    finally:
+        if finished:
+            pool.executor.shutdown(wait=True)  # every job submitted runs to its end
+        else:
+            pool.processes.update(getattr(pool.executor, "_processes", None) or {})
+            pool.close(terminate=True)
 
 
 def _how(code: int | None) -> str:

@@ -24,8 +24,6 @@ import json
 import shutil
 import time
 from collections import defaultdict
-from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +33,7 @@ from omegaconf import DictConfig, OmegaConf
 from eval.benchmarks.base import EvalTask
 from eval.benchmarks.registry import get_benchmark
 from eval.components import WORKSPACES, make_manager, make_workspace
+from eval.jobs import exit_on_signals, worker_pool
 from eval.metrics import dcr, pooled_dcr
 from eval.metrics.dcr import DCRResult
 from stateguard.actions import RepairArgs
@@ -316,7 +315,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     claim_folder(out_dir, cfg)
     results: list[dict[str, Any]] = []
     start = time.perf_counter()
-    with ProcessPoolExecutor(max_workers=int(cfg.workers), mp_context=get_context("spawn")) as pool:
+    exit_on_signals()  # SIGTERM ends the run's workers (and their kernels) too, not the runner alone
+    with worker_pool(int(cfg.workers)) as pool:
         futures = [
             (
                 job,
