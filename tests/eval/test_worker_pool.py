@@ -17,18 +17,9 @@ from pathlib import Path
 import pytest
 
 from eval.jobs import worker_pool
+from tests.processes import alive as _alive
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie has ended; only its parent has not read its status yet
-    stat = Path(f"/proc/{pid}/stat")
-    return not (stat.is_file() and stat.read_text().split(") ")[-1].startswith("Z"))
 
 
 def _gone_within(pid: int, seconds: float) -> bool:

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.processes import alive as _alive
+
 REPO = Path(__file__).resolve().parents[3]
 STUB = """
 import os, signal, sys, time
@@ -45,15 +47,6 @@ with open(os.environ["STUB_PIDFILE"], "w") as f:
     f.write(str(os.getpid()))
 server.serve_forever()
 """
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    stat = Path(f"/proc/{pid}/stat")
-    return not (stat.is_file() and stat.read_text().rsplit(")", 1)[1].split()[0] == "Z")
 
 
 def _wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:

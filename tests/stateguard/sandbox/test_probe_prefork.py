@@ -9,7 +9,6 @@ Real sandboxed kernels; values are asserted, never times (latency: `python -m ev
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from stateguard.sandbox import SandboxLimits, SandboxWorkspace
+from tests.processes import alive as _alive
 
 LIMITS = SandboxLimits(cpu_seconds_per_cell=20, wall_seconds_per_cell=30, memory_mb=1024, grace_seconds=2)
 
@@ -220,14 +220,6 @@ def test_no_waiting_child_outlives_its_kernel(tmp_path: Path) -> None:
     while _alive(waiting) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(waiting)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return False
-    return state != "Z" and os.path.exists(f"/proc/{pid}")
 
 
 SPAWN = (  # libc's posix_spawn: a process the audit hook never sees, left running by the cell
