@@ -43,7 +43,7 @@ def _distinct(former: str, new: str) -> bool:
 def _sql_renames(sql: str) -> dict[str, str]:
     try:
         tree = sqlglot.parse_one(sql, dialect="duckdb")
-    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
+    except Exception:  # noqa: BLE001 - sqlglot raises several error types; unreadable SQL renames nothing
         return {}
     out: dict[str, str] = {}
     for select in tree.find_all(exp.Select):
