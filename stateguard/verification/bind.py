@@ -271,15 +271,10 @@ class RequirementBinder(Binder):
         ):
             return None
         said = [w.lower().rstrip("s") for w in req.after if w.lower() not in STOP and len(w) > 2]
-        kinds = {c: i.kind for t in self.vocab.tables.values() for c, i in t.items()}
-        pool = self.vocab.columns(
-            {s.lower() for sel in self.sem.selections for s in [*sel.sources, sel.frame] if s}
-        )
         found = [
             c
-            for c in pool
-            if kinds.get(c) == "num"
-            and (told := [d.rstrip("s") for d in self.vocab.column_words.get(c, ())])[:1]
+            for c in self.read_columns(numeric=True)
+            if (told := [d.rstrip("s") for d in self.vocab.column_words.get(c, ())])[:1]
             in (["number"], ["count"])
             and told[1 : 1 + len(said)] == said
         ]
@@ -736,9 +731,7 @@ class RequirementBinder(Binder):
     def resolve(self, req: Requirement) -> list[str]:
         if req.columns:
             return req.columns
-        pool = self.vocab.columns(
-            {s.lower() for sel in self.sem.selections for s in [*sel.sources, sel.frame] if s}
-        )
+        pool = self.read_columns()
         subject = [w for w in req.subject if w != "*"]
         if "*" in req.subject:
             return [
@@ -747,14 +740,12 @@ class RequirementBinder(Binder):
                 if any(t == subject[0].lower() for t in re.split(r"_|(?<=[a-z])(?=[A-Z])", c.lower()))
             ]
         if req.kind is Kind.COMPARISON:  # a bound is about a number: only numeric columns qualify
-            kinds = {c: i.kind for t in self.vocab.tables.values() for c, i in t.items()}
-            pool = [c for c in pool if kinds.get(c) == "num"]
-            # "(only countries with a population of at least 800,000 count)": a word of counting or
-            # a statistic after the number is the sentence's verb, no noun the number counts
-            # a unit or a span of time after the number ("waited less than 180 days") measures the bound
-            # and names no column, though a column's description may say it ("the days of survival")
-            # (a count's counted words bind only through `counted_column`, to a column described as
-            # that number: "birds" in "groups with at least 9 birds" is no column `birds`)
+            pool = self.read_columns(numeric=True)
+            # The noun after the number names the quantity, except: a word of counting or a statistic
+            # ("(only countries with a population of at least 800,000 count)": the sentence's verb); a
+            # unit or a span of time ("waited less than 180 days", though a column's description may
+            # say "days"); and a count's counted words, which bind only through `counted_column`
+            # ("birds" in "groups with at least 9 birds" is no column `birds`).
             after = [
                 w
                 for w in (req.after if req.function != "count" else [])

@@ -148,7 +148,7 @@ def _frame_of(receiver: str) -> str | None:
 
 
 def grouping(b: Binder, req: Requirement, plan: Plan) -> None:
-    pool = b.vocab.columns({s.lower() for sel in b.sem.selections for s in [*sel.sources, sel.frame] if s})
+    pool = b.read_columns()
     keys = [c for k in req.keys for c in _resolve_key(k, pool, b.vocab.column_words)]
     # a key named only through a short form (`yr` for "year") gives way to the year of a date column
     short = bool(keys) and all(k.lower() in LEXICON.abbreviations for k in keys)

@@ -86,6 +86,16 @@ class Binder:
         names = sel.sources if sel.language == "sql" else [sel.frame, *(sel.sources)]
         return self.vocab.columns(n.lower() for n in names if n)
 
+    def read_columns(self, numeric: bool = False) -> list[str]:
+        """The columns of every table or frame the code's statements read (`numeric`: numbers only)."""
+        pool = self.vocab.columns(
+            {s.lower() for sel in self.sem.selections for s in [*sel.sources, sel.frame] if s}
+        )
+        if not numeric:
+            return pool
+        kinds = {c: i.kind for t in self.vocab.tables.values() for c, i in t.items()}
+        return [c for c in pool if kinds.get(c) == "num"]
+
     def variables(self, sel: Selection) -> list[str]:
         """The workspace variable a finding on this selection localizes to (never a `_scratch` name)."""
         if sel.language == "sql":

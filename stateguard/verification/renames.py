@@ -40,19 +40,26 @@ def _distinct(former: str, new: str) -> bool:
     return len(_parts(former)) >= 2 and former.lower() != new.lower()
 
 
+def select_renames(select: exp.Select) -> dict[str, str]:
+    """The columns a select list puts out under another name (`speed_raw AS speed`): former -> new."""
+    return {
+        item.this.name: item.alias
+        for item in select.expressions
+        if isinstance(item, exp.Alias) and isinstance(item.this, exp.Column) and item.this.name != item.alias
+    }
+
+
 def _sql_renames(sql: str) -> dict[str, str]:
     try:
         tree = sqlglot.parse_one(sql, dialect="duckdb")
     except Exception:  # noqa: BLE001 - sqlglot raises several error types; unreadable SQL renames nothing
         return {}
-    out: dict[str, str] = {}
-    for select in tree.find_all(exp.Select):
-        for projection in select.expressions:
-            if isinstance(projection, exp.Alias) and isinstance(projection.this, exp.Column):
-                former, new = projection.this.name, projection.alias
-                if former and new and _distinct(former, new):
-                    out[new] = former
-    return out
+    return {
+        new: former
+        for select in tree.find_all(exp.Select)
+        for former, new in select_renames(select).items()
+        if former and new and _distinct(former, new)
+    }
 
 
 def _pandas_renames(code: str) -> dict[str, str]:

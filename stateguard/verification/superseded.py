@@ -31,7 +31,7 @@ from sqlglot import exp
 from stateguard.artifacts.lexicon import LEXICON
 from stateguard.inspection.code_model import CodeSemantics
 from stateguard.inspection.code_sql import sets_every_row, star_replaced
-from stateguard.verification import extract
+from stateguard.verification import extract, renames
 from stateguard.verification.binder import side_status
 from stateguard.verification.code_text import balanced
 from stateguard.verification.requirements import Requirement
@@ -271,11 +271,7 @@ def _sql_flags(sql: str) -> list[tuple[str, str]]:
         return []
     # `SELECT *, speed_raw AS speed, speed_raw >= 0.8 AS fast`: a column the same list puts out under a
     # name of its own holds the same values under that name, the name later turns read
-    renamed = {
-        item.this.name: item.alias
-        for item in tree.expressions
-        if isinstance(item, exp.Alias) and isinstance(item.this, exp.Column) and item.this.name != item.alias
-    }
+    renamed = renames.select_renames(tree)
     out = []
     for item in star_replaced(tree):  # `SELECT * REPLACE (kappa > 2 AS raised)` redefines `raised`
         if not isinstance(item, exp.Alias):
