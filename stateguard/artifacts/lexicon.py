@@ -54,6 +54,9 @@ class Lexicon(BaseModel):
     units: tuple[str, ...]  # a unit or multiplier after a number names no attribute
     scales: dict[str, float]  # a unit word after a number that rescales it in code: "60 cents" is 0.6
     count_units: tuple[str, ...]  # the scale words that count in a larger unit ("two decades": 20 years)
+    # a unit said after a number, and the words a column's description spells it with ("36.8 °C or
+    # above" of `temp (the body temperature in degrees Celsius)`)
+    unit_names: dict[str, tuple[str, ...]]
     arithmetic: tuple[str, ...]  # "divided by", "times": an operator between quantities, not a grouping
     share_words: tuple[str, ...]
     group_markers: tuple[str, ...]
@@ -407,6 +410,8 @@ LEXICON = Lexicon(
         "billions",
         "times",
         "bushels",
+        "°c",
+        "°f",
     ),
     scales={
         "cent": 0.01,
@@ -428,6 +433,25 @@ LEXICON = Lexicon(
         "dozens": 12.0,
     },
     count_units=("decade", "decades", "dozen", "dozens"),
+    unit_names={
+        "°c": ("celsius", "centigrade"),
+        "°f": ("fahrenheit",),
+        **dict.fromkeys(
+            ("mm", "millimetres", "millimeters"), ("millimetres", "millimeters", "millimetre", "millimeter")
+        ),
+        **dict.fromkeys(
+            ("cm", "centimetres", "centimeters"), ("centimetres", "centimeters", "centimetre", "centimeter")
+        ),
+        **dict.fromkeys(
+            ("km", "kilometres", "kilometers"), ("kilometres", "kilometers", "kilometre", "kilometer")
+        ),
+        **dict.fromkeys(("mg", "milligrams"), ("milligrams", "milligram")),
+        **dict.fromkeys(("kg", "kilograms"), ("kilograms", "kilogram", "kilos")),
+        **dict.fromkeys(("g", "grams"), ("grams", "gram")),
+        **dict.fromkeys(
+            ("ml", "millilitres", "milliliters"), ("millilitres", "milliliters", "millilitre", "milliliter")
+        ),
+    },
     arithmetic=("divided by", "multiplied by", "times", "minus", "plus", "over", "relative to"),
     share_words=("share", "proportion", "percentage", "fraction"),
     group_markers=("per", "for each", "for every", "each", "by"),

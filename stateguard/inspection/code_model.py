@@ -12,6 +12,7 @@ fields. Built by `code_sql.py` and `code_pandas.py`; `inspect.py` is the entry p
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -63,6 +64,15 @@ class Aggregate(BaseModel):
     text: str = ""
     receiver: str = Field(default="", description="pandas: source text of the series it is taken over.")
     position: int | None = Field(default=None, description="SQL: index of the output column it feeds.")
+
+    @property
+    def per_row(self) -> bool:
+        """A value for each row (an SQL window; a pandas `transform`, `rolling`, `expanding` or `ewm`),
+        not one summary of the rows."""
+        return self.window or bool(
+            re.search(r"\.transform\(", self.text)
+            or re.search(r"\.(?:rolling|expanding|ewm)\(", self.receiver)
+        )
 
 
 class Join(BaseModel):

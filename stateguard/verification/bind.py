@@ -759,6 +759,8 @@ class RequirementBinder(Binder):
             )
             if len(counted) == 1:  # "these lines are short of 450 at-bats": the noun the number counts
                 return counted
+            if not subject and not after and (by_unit := self.unit_column(req, pool)):
+                return by_unit
         found = resolve_column(subject, pool, partial=req.kind is Kind.NOT_NULL)
         if found and not any(strictly_named(c, subject) for c in found):
             # named only by a short form (`packpc` for "pack price"): a column the task's own text
@@ -799,6 +801,22 @@ class RequirementBinder(Binder):
             return []
         return found
 
+    def unit_column(self, req: Requirement, pool: list[str]) -> list[str]:
+        """A bound said with no word but its unit ("the readings of 36.8 °C or above"): the one numeric
+        column the task's text describes in that unit (`temp (... in degrees Celsius)`) whose values
+        hold the number."""
+        m = re.search(r"\d\s*(°[CF]|[A-Za-z]+)\b", req.text)
+        names = set(LEXICON.unit_names.get(m.group(1).lower(), ())) if m else set()
+        if not names or req.value is None:
+            return []
+        found = [
+            c
+            for c in pool
+            if names & set(self.vocab.column_words.get(c, ()))
+            and self.within(c, abs(req.value), req.percent, scaled=False)
+        ]
+        return found if len(found) == 1 else []
+
     def aggregation(self, req: Requirement, plan: Plan) -> None:
         assert req.function is not None
         found = []
@@ -822,6 +840,10 @@ class RequirementBinder(Binder):
                 )
                 if by_field or by_column:
                     found.append((sel, agg))
+        if not self._in_rule(req) and any(not a.per_row for _, a in found):
+            # "what is their mean temperature" beside a rule's rolling or per-group mean of the column: a
+            # value per row is no summary the answer reports, so only the code's summaries are candidates
+            found = [(s, a) for s, a in found if not a.per_row]
         if not found:
             plan.unverified.append(req)
             return
@@ -910,10 +932,7 @@ class RequirementBinder(Binder):
             # mentors") the code's statistic is the other one the question states, and the stated one is
             # of a quantity the words did not bind.
             sites = [(s, a) for s, a in wrong if (a.function, a.column) == (agg.function, agg.column)]
-            in_rule = any(
-                req.text.lower() in m.group(0).lower()
-                for m in [*rule_multiples.stated_phrases(self.said), *rule_offsets.stated_phrases(self.said)]
-            )
+            in_rule = self._in_rule(req)
             chosen = (
                 [(s, a) for s, a in sites if self._is_field(a) != in_rule] if len(sites) > len(asked) else []
             )
@@ -932,11 +951,19 @@ class RequirementBinder(Binder):
         plan.notes.append(f"{req.describe()}: the code computes {agg.function} ({agg.text})")
         self.swapped(req, sel, agg, plan)
 
+    def _in_rule(self, req: Requirement) -> bool:
+        """Do the requirement's words stand inside a stated rule ("1.5 times the median of ...", "0.1 °C
+        above the mean of the six readings before it")?"""
+        return any(
+            req.text.lower() in m.group(0).lower()
+            for m in [*rule_multiples.stated_phrases(self.said), *rule_offsets.stated_phrases(self.said)]
+        )
+
     def _reported_swap(
         self, req: Requirement, found: list[tuple[Selection, Aggregate]]
     ) -> tuple[Selection, Aggregate] | None:
         """A pandas aggregate of the stated column that an answer field is, whole, with another
-        swappable statistic than the stated one, where no aggregate with the stated statistic is an
+        swappable statistic than the stated one (or an extreme where a centre is stated), where no aggregate with the stated statistic is an
         answer field and the turn's words nowhere say the reported statistic."""
         if req.function not in _SWAPPABLE or any(
             self._is_field(a) for _, a in found if a.function == req.function
@@ -947,7 +974,7 @@ class RequirementBinder(Binder):
             for s, a in found
             if a.receiver
             and a.standalone
-            and a.function in _SWAPPABLE
+            and (a.function in _SWAPPABLE or _extreme_for_centre(req, a))
             and a.function != req.function
             and self._is_field(a)
         ]
@@ -1151,9 +1178,10 @@ _SQL_FUNCTIONS = {"mean": "AVG|MEAN", "median": "MEDIAN", "sum": "SUM"}
 
 
 def _sql_computes(sql: str, function: str, column: str) -> bool:
-    """`AVG(temp)` / `AVG(m.temp)` anywhere in the query, ORDER BY and HAVING included."""
+    """`AVG(temp)` / `AVG(m.temp)` anywhere in the query, ORDER BY and HAVING included; a window's
+    `AVG(temp) OVER (...)` is a value per row, not the statistic."""
     names = _SQL_FUNCTIONS.get(function)
-    pattern = rf"\b(?:{names})\s*\(\s*(?:\w+\.)?\"?{re.escape(column)}\"?\s*\)"
+    pattern = rf"\b(?:{names})\s*\(\s*(?:\w+\.)?\"?{re.escape(column)}\"?\s*\)(?!\s*OVER\b)"
     return bool(names) and re.search(pattern, sql, re.IGNORECASE) is not None
 
 

@@ -48,6 +48,16 @@ _SECOND_COUNT = re.compile(
     rf",?\s*\band\s*,?\s*(?=(?:(?:out\s+)?of|among|from)\s+{_THOSE}\b[^,?]{{0,40}},?\s*how\s+many\b|how\s+many\b)",
     re.IGNORECASE,
 )
+# "Count the species scored 3 or more ..., and among them, the ones that ...": the instruction's count
+# taken again of a part of its rows
+_SECOND_PART = re.compile(
+    rf",?\s*\band\s*,?\s*(?=(?:(?:out\s+)?of|among|from)\s+{_THOSE}\s*,?\s*(?:the\s+ones|those)\s+(?:that|who|which)\b)",
+    re.IGNORECASE,
+)
+_BACK_ONES = re.compile(
+    rf"^\s*(?:(?:out\s+)?of|among|from)\s+{_THOSE}\s*,?\s*(?:the\s+ones|those)\s+(?:that|who|which)\b",
+    re.IGNORECASE,
+)
 # "And of those, how many ...": the reference back opens the second clause
 _BACK_FIRST = re.compile(
     rf"^\s*(?:and\s+)?(?:(?:out\s+)?of|among|from)\s+{_THOSE}(?:\s+[\w-]+){{0,3}}?\s*,?\s*how\s+many\b",
@@ -67,10 +77,16 @@ def count_pair(question: str) -> tuple[str, str] | None:
     if len(parts) == 1 and (joined := _SECOND_COUNT.search(parts[0])):
         # "How many heads are sixty or older, and, among those older heads, how many are women?"
         parts = [parts[0][: joined.start()], parts[0][joined.end() :]]
+    elif len(parts) == 1 and _COUNT_THE.match(parts[0]) and (joined := _SECOND_PART.search(parts[0])):
+        parts = [parts[0][: joined.start()], parts[0][joined.end() :]]
     if (
         len(parts) != 2
         or not (_COUNT.match(parts[0]) or _ROWS_THEN_COUNT.match(parts[0]) or _COUNT_THE.match(parts[0]))
-        or not (_COUNT.match(parts[1]) or _BACK_FIRST.match(parts[1]))
+        or not (
+            _COUNT.match(parts[1])
+            or _BACK_FIRST.match(parts[1])
+            or (_COUNT_THE.match(parts[0]) and _BACK_ONES.match(parts[1]))
+        )
     ):
         return None
     return parts[0], parts[1]

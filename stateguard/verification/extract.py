@@ -129,7 +129,7 @@ _POSTFIX = re.compile(
     _NUM
     # "1000 ppm of chloride or more": a unit, then the quantity it measures (not a span of time: "four
     # years of age or later" is said in other units than the code's months)
-    + r"\s+(?P<unit>(?:[a-z]+(?:/[a-z]+)?,?\s+){1,2}"
+    + r"\s*(?P<unit>°[CF]\s+|(?:(?<=\s)[a-z]+(?:/[a-z]+)?,?\s+){1,2}"
     + r"|(?!(?:year|month|week|day|hour|minute)s?\s)[a-z%°]+\s+of\s+[a-z]+\s+)?(?:or|and)\s+(?P<dir>"
     + "|".join(_POSTFIX_DIRS)
     # "65 and over", "2 years or more to be diagnosed", but not "30 and fewer than 50" or "5 and up to 10"

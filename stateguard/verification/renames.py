@@ -125,12 +125,18 @@ _GLOSS = re.compile(
     r"(?P<desc>[A-Za-z][A-Za-z0-9' -]{2,60}?)(?=\s*(?:[,;.(]|$))",
 )
 _INTRODUCING = {"add", "a", "an", "and", "called", "named", "column", "as"}
+# "Put each species in a two-month flowering period by ...; call the column period": the name given
+# after the sentence used it as the head of a phrase
+_CALL = re.compile(
+    r"\b(?:call|name)\s+(?:the\s+(?:new\s+)?column|it)\s+`?(?P<name>[A-Za-z_]\w*)`?", re.IGNORECASE
+)
+_DETERMINERS = {"a", "an", "the", "each", "every", "its", "their", "one"}
 
 
 def said_for(question: str, columns: set[str]) -> dict[str, str]:
     """What the question says each live column it names holds: "X for the <words>" (the words a load
-    names a column by), or "X, its/the <words>" where X is a name of its own (an underscore or a digit in
-    it) or follows a word that introduces one ("Add", "and"). A name the context describes too keeps
+    names a column by), "X, its/the <words>" where X is a name of its own (an underscore or a digit in
+    it) or follows a word that introduces one ("Add", "and"), or "<words> X ...; call the column X". A name the context describes too keeps
     the context's words (the caller merges these only where none were given)."""
     live = {c.lower(): c for c in columns}
     out: dict[str, str] = {}
@@ -148,4 +154,17 @@ def said_for(question: str, columns: set[str]) -> dict[str, str]:
         before = (m.group("before") or "").strip().lower()
         if re.search(r"[_\d]", name) or before in _INTRODUCING:
             out.setdefault(name, m.group("desc").strip())
+    for m in _CALL.finditer(question):
+        name = live.get(m.group("name").lower())
+        if name is None:
+            continue
+        sentence = re.split(r"(?<=[.?!])\s", question[: m.start()])[-1]
+        uses = list(re.finditer(rf"((?:[A-Za-z][\w-]*\s+){{1,3}}){re.escape(m.group('name'))}\b", sentence))
+        if not uses:
+            continue
+        words = uses[-1].group(1).split()
+        while words and words[0].lower() in _DETERMINERS:
+            words = words[1:]
+        if words:
+            out.setdefault(name, " ".join([*words, m.group("name")]))
     return out

@@ -98,6 +98,15 @@ _SHARED = re.compile(
     r"(?P<words>[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*){0,2})",
     re.IGNORECASE,
 )
+# "the median wait of the patients with their disease": the rows the statistic is taken over have the
+# row's own value
+_WITH_THEIR = re.compile(
+    r"\bof\s+(?:the|all|those)\s+[A-Za-z]+s\s+with\s+(?:its|their|his|her)\s+"
+    r"(?P<words>[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*){0,2})",
+    re.IGNORECASE,
+)
+# "within five years of their age": a distance on the row's value, no group
+_WITHIN_DISTANCE = re.compile(r"\bwithin\s+(?:[\w.]+\s+){1,3}$", re.IGNORECASE)
 # "compares each state with its own year": `own` said, so the words name the row's group
 _WITH_OWN = re.compile(
     r"\bwith\s+(?:its|their|his|her)\s+own\s+(?P<words>[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*){0,2})",
@@ -108,7 +117,9 @@ _WHOLE = re.compile(
     # "(all of the file, the quick refills included)"
     r"|(?:\(|\b(?:over|across|on|from|in|of|using)\s+)all\s+of\s+the\s+(?:series|file|data(?:set)?|table|sample)\b"
     # "fitted over all the branches (...)", "over every branch,": the rows themselves, nothing said after
-    r"|\b(?:over|across)\s+(?:all\s+(?:of\s+)?the|every)\s+[a-z]+(?=\s*(?:[,;.()]|$))",
+    r"|\b(?:over|across)\s+(?:all\s+(?:of\s+)?the|every)\s+[a-z]+(?=\s*(?:[,;.()]|$))"
+    # "the six readings before it in the file": rows counted back in the order of the whole file
+    r"|\b(?:before|after|preceding|following)\s+(?:it|them)\s+in\s+the\s+(?:whole\s+)?(?:series|file|data(?:set)?|table)\b",
     re.IGNORECASE,
 )
 # words that end a group phrase: the clause goes on after them (a preposition does not: "the same
@@ -604,9 +615,15 @@ def _uncounted(words: list[str]) -> list[str]:
 def _phrase_hits(rule: str) -> list[re.Match[str]]:
     """Every group phrase of the rule, in order; one phrase found from two starts ("whose fathers held
     the same ..." and "held the same ..."): the longer reading only."""
-    phrases = [_OWN, _SAME, _POSSESSIVE, _SHARED, _WITH_OWN]
+    phrases = [_OWN, _SAME, _POSSESSIVE, _SHARED, _WITH_OWN, _WITH_THEIR]
     hits = sorted(
-        (hit for pattern in phrases for hit in _overlapping(pattern, rule)), key=lambda m: m.start()
+        (
+            hit
+            for pattern in phrases
+            for hit in _overlapping(pattern, rule)
+            if not _WITHIN_DISTANCE.search(rule[: hit.start()])
+        ),
+        key=lambda m: m.start(),
     )
     hits = [m for i, m in enumerate(hits) if all(o.start("words") != m.start("words") for o in hits[:i])]
     # "(a percent rank of 0.75 or more within that group)": "that" and a bare group noun point back at a
@@ -1387,44 +1404,84 @@ def _matched_on(key: exp.Expr, column: str) -> exp.Expr:
 
 
 # `(SELECT median(f2.wfood) FROM fam f2 WHERE f2.town = fam.town)`: a group statistic taken for each
-# row by a scalar subquery whose one condition matches the row's own key
+# row by a scalar subquery whose conditions match the row's own keys; other conditions may narrow the
+# peers further (`AND abs(q.age - p.age) <= 5`)
 _EQUAL = r"\w+\.\w+\s*=\s*\w+\.\w+"
 _CORRELATED = re.compile(
-    r"\(\s*SELECT\s+\w+\s*\([^()]*\)\s+FROM\s+\w+\s+(?:AS\s+)?(?P<alias>\w+)\s+WHERE\s+"
-    rf"(?P<cond>{_EQUAL}(?:\s+AND\s+{_EQUAL})*)\s*\)",
+    r"\(\s*SELECT\s+\w+\s*\([^()]*\)\s+FROM\s+\w+\s+(?:AS\s+)?(?P<alias>\w+)\s+WHERE\s+",
     re.IGNORECASE,
 )
 _PAIR = re.compile(r"(?P<a>\w+)\.(?P<k1>\w+)\s*=\s*(?P<b>\w+)\.(?P<k2>\w+)")
 
 
+def _subquery_condition(code: str, m: re.Match[str]) -> str | None:
+    """The WHERE condition of the subquery opened at `m`, up to its closing parenthesis."""
+    depth = 0
+    for i in range(m.end(), len(code)):
+        if code[i] == "(":
+            depth += 1
+        elif code[i] == ")":
+            if depth == 0:
+                return code[m.end() : i].rstrip()
+            depth -= 1
+    return None
+
+
+def _conjuncts(cond: str) -> list[str]:
+    """The condition's parts joined by AND outside any parenthesis (None-free, stripped)."""
+    parts, depth, last = [], 0, 0
+    for t in re.finditer(r"[()]|\bAND\b|\bOR\b", cond, re.IGNORECASE):
+        if t.group(0) == "(":
+            depth += 1
+        elif t.group(0) == ")":
+            depth -= 1
+        elif depth == 0 and t.group(0).upper() == "OR":
+            return []  # an OR at the top: no conjunction of keys
+        elif depth == 0:
+            parts.append(cond[last : t.start()].strip())
+            last = t.end()
+    return [*parts, cond[last:].strip()]
+
+
 def _correlated(code: str, column: str) -> Joined | None:
     """The code's one correlated scalar subquery taking a statistic over the rows that share the
-    outer row's keys (one equality per key, joined by AND), with those keys replaced by the stated
-    column on both sides."""
-    sites: list[tuple[re.Match[str], list[str], str]] = []
+    outer row's keys (one equality per key, joined by AND, beside any other conditions on the peers),
+    with those keys replaced by the stated column on both sides."""
+    sites: list[tuple[str, list[str], str, list[str], str]] = []
     for m in _CORRELATED.finditer(code):
         alias = m.group("alias").lower()
-        pairs = list(_PAIR.finditer(m.group("cond")))
+        cond = _subquery_condition(code, m)
+        if not cond:
+            continue
+        parts = _conjuncts(cond)
+        pairs = [p for p in (_PAIR.fullmatch(part) for part in parts) if p is not None]
+        others = [part for part in parts if not _PAIR.fullmatch(part)]
         outers = {
             (p.group("b") if p.group("a").lower() == alias else p.group("a"))
             for p in pairs
             if alias in (p.group("a").lower(), p.group("b").lower())
         }
         if (
-            all(
+            pairs
+            and all(
                 p.group("k1").lower() == p.group("k2").lower()
                 and alias in (p.group("a").lower(), p.group("b").lower())
                 and p.group("a").lower() != p.group("b").lower()
                 for p in pairs
             )
+            and not any(re.search(_EQUAL, part) for part in others)
             and len({o.lower() for o in outers}) == 1
         ):
-            sites.append((m, [p.group("k1") for p in pairs], outers.pop()))
+            sites.append((cond, [p.group("k1") for p in pairs], outers.pop(), others, m.group("alias")))
     if len(sites) != 1:
         return None
-    m, keys, outer = sites[0]
-    after = f"{m.group('alias')}.{column} = {outer}.{column}"
-    return Joined(keys, m.group("cond"), after, None, [outer])
+    cond, keys, outer, others, alias = sites[0]
+    if any(
+        re.search(rf"\b{re.escape(alias)}\.{re.escape(column)}\b", part, re.IGNORECASE) for part in others
+    ):
+        return None  # the peers are already held to the row by the stated column (a distance on it)
+    after = " AND ".join([f"{alias}.{column} = {outer}.{column}", *others])
+    return Joined(keys, cond, after, None, [outer])
 
 
 # `chem["fem"].map(chem.groupby("fem")["ment"].median())`: the group statistic looked up in one expression
