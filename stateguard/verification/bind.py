@@ -739,6 +739,12 @@ class RequirementBinder(Binder):
                 for c in pool
                 if any(t == subject[0].lower() for t in re.split(r"_|(?<=[a-z])(?=[A-Z])", c.lower()))
             ]
+        if req.kind is Kind.AGGREGATION and req.after[:1] == ["per"]:
+            # "their mean minutes per transaction": the one column described by the whole rate, in order
+            # (`per_txn (its minutes per transaction)`), else the words before "per" as ever
+            rate = described_columns([*subject, *req.after[1:]], pool, self.vocab.column_words, in_row=True)
+            if len(rate) == 1:
+                return rate
         if req.kind is Kind.COMPARISON:  # a bound is about a number: only numeric columns qualify
             pool = self.read_columns(numeric=True)
             # The noun after the number names the quantity, except: a word of counting or a statistic

@@ -1563,6 +1563,9 @@ def aggregations(clause: str, fields: list[str], source: str = "question") -> li
             # "the mean and the median activity": the first statistic is of the same quantity
             found.insert(0, (_FUNCS[pair.group("fn").lower()], pair.group(0)[:-1] + m.group(0)))
         ranked = _SUPERLATIVE_BEFORE.search(clause[: m.start()])
+        # "their mean minutes per transaction": a rate; the words after "per" may complete the quantity's
+        # name (a column described as "minutes per transaction"), which the binder decides
+        rate = re.match(r"\s+per\s+(?P<unit>[A-Za-z][\w-]*)", said[m.end() :])
         for function, text in found:
             out.append(
                 Requirement(
@@ -1571,6 +1574,7 @@ def aggregations(clause: str, fields: list[str], source: str = "question") -> li
                     source=source,
                     function=function,
                     subject=subj,
+                    after=["per", rate.group("unit")] if rate else [],
                     # "the deepest mean depth", "the highest average score": an extreme of it is asked
                     descending=None if ranked is None else ranked.group(1).lower() not in LEXICON.ascending,
                 )

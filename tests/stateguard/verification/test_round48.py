@@ -15,6 +15,8 @@
   of its rows is a count "of those".
 - "the readings of 36.8 °C or above": a bound said with no word but its unit binds the one column the
   task's text describes in that unit (`degrees Celsius`).
+- "their mean minutes per transaction": the column described by the whole rate (`per_txn`), not
+  `minutes`.
 - "Put each species in a two-month flowering period ...; call the column period": the phrase the name
   heads describes the new column, so "a row per flowering period" names `period`.
 """
@@ -308,3 +310,34 @@ def test_peers_held_by_a_distance_on_the_stated_column_are_left_alone() -> None:
 def test_peers_with_the_row_s_own_value(rule: str, column: str | None) -> None:
     found = rule_windows.stated_group(rule, ["disease", "age", "mtx", "band", "time"])
     assert (found.column if found else None) == column
+
+
+BRANCHES = """
+import duckdb, json
+rng = np.random.default_rng(2)
+b = pd.DataFrame({"minutes": rng.uniform(500, 3000, 80).round(1), "n_txn": rng.integers(200, 900, 80)})
+b["per_txn"] = b["minutes"] / b["n_txn"]
+con = duckdb.connect()
+con.execute("CREATE TABLE branches AS SELECT * FROM b")
+"""
+RATE = "What are the mean minutes per transaction of the branches, and how many are there?"
+RATE_CODE = """m, n = con.execute("SELECT {stat}(per_txn), count(*) FROM branches").fetchone()
+result = {{"mean_per_txn": m, "n": n}}
+print(json.dumps(result))
+"""
+RATE_CONTEXT = (
+    "branches: minutes (the minutes spent on the transactions), n_txn, per_txn (minutes per transaction)."
+)
+
+
+@pytest.mark.parametrize(("stat", "caught"), [("avg", False), ("max", True)])
+def test_a_statistic_of_a_rate_a_column_is_described_by(tmp_path: Path, stat: str, caught: bool) -> None:
+    session, _ = sandboxed(tmp_path, BRANCHES)
+    assert bool(session.turn(RATE, RATE_CODE.format(stat=stat), RATE_CONTEXT)) is caught
+
+
+def test_a_rate_keeps_its_words_for_the_binder() -> None:
+    (req,) = extract.aggregations("what are their mean minutes per transaction", [])
+    assert (req.function, req.subject, req.after) == ("mean", ["minutes"], ["per", "transaction"])
+    (plain,) = extract.aggregations("what are their mean minutes", [])
+    assert plain.after == []
