@@ -52,7 +52,7 @@ _STAT_WORDS = "|".join(
 )
 _STATED = re.compile(
     rf"(?<![\w.])(?P<n>{_NUM}|a|an|one|{'|'.join(_WORDS)})\s+(?:or\s+more\s+)?"
-    rf"(?:(?:full|whole)\s+)?(?:(?P<unit>{_SD}|[a-z]+)\s+)?(?:\((?P<again>{_NUM})\s+[a-z]+\)\s+)?(?:or\s+more\s+)?(?P<side>{'|'.join(_UP + _DOWN)})(?:\s+than)?\s+"
+    rf"(?:(?:full|whole)\s+)?(?:(?P<unit>{_SD}|[a-z]+|°[CF])\s+)?(?:\((?P<again>{_NUM})\s+[a-z]+\)\s+)?(?:or\s+more\s+)?(?P<side>{'|'.join(_UP + _DOWN)})(?:\s+than)?\s+"
     rf"(?P<after>(?:[\w'-]+\s+){{0,5}}?(?:{_STAT_WORDS})\b|(?:the\s+[\w-]+'s\s+|their\s+|its\s+|his\s+|her\s+)own\s+[\w-]+"
     # the row before it: "the eruption just before it", "its previous reading"
     rf"|the\s+[\w-]+\s+(?:just\s+|right\s+|immediately\s+)?before\s+(?:it|them)\b"

@@ -14,7 +14,8 @@
 - "Count the species ..., and among them, the ones that ...": a count instruction taken again of a part
   of its rows is a count "of those".
 - "the readings of 36.8 °C or above": a bound said with no word but its unit binds the one column the
-  task's text describes in that unit (`degrees Celsius`).
+  task's text describes in that unit (`degrees Celsius`); a rule's distance may be said in it too ("at
+  least 0.1 °C above the mean of ...").
 - "their mean minutes per transaction": the column described by the whole rate (`per_txn`), not
   `minutes`.
 - "Put each species in a two-month flowering period ...; call the column period": the phrase the name
@@ -28,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from stateguard.inspection.code_model import Aggregate
-from stateguard.verification import carried, counted_rows, extract, renames, rule_windows
+from stateguard.verification import carried, counted_rows, extract, renames, rule_offsets, rule_windows
 from tests.stateguard.verification.conftest import Session, sandboxed
 
 READINGS = """
@@ -341,3 +342,16 @@ def test_a_rate_keeps_its_words_for_the_binder() -> None:
     assert (req.function, req.subject, req.after) == ("mean", ["minutes"], ["per", "transaction"])
     (plain,) = extract.aggregations("what are their mean minutes", [])
     assert plain.after == []
+
+
+@pytest.mark.parametrize(
+    ("rule", "distance"),
+    [
+        ("a reading is warm when it is at least 0.1 °C above the mean of the six readings before it", 0.1),
+        ("at least 2 °F below their own mean", 2.0),
+        ("at least 0.1 degrees above the mean of the six readings before it", 0.1),
+    ],
+)
+def test_a_distance_in_a_symbol_unit(rule: str, distance: float) -> None:
+    said = rule_offsets.stated(rule)
+    assert said is not None and said.distance == distance
