@@ -1176,11 +1176,16 @@ def code_site(sem: CodeSemantics, stated: Stated, code: str = "") -> Site | None
 
 
 def _grouped_as_stated(sem: CodeSemantics, stated: Stated) -> bool:
-    """Does a statement of the turn group by exactly the stated keys? Then the rule's statistic is
-    taken as stated there (`rated.groupby(["month", "onset"])["x"].mean()` joined back), and a per-row
-    statistic over other keys is another step (a completeness filter by `subject`), not the rule's."""
+    """Does a statement of the turn group by exactly the stated keys and take a statistic other than a
+    count there? Then the rule's statistic is taken as stated there (`rated.groupby(["month",
+    "onset"])["x"].mean()` joined back), and a per-row statistic over other keys is another step (a
+    completeness filter by `subject`), not the rule's. A count per group ("the state with the most of
+    them", `only.groupby("state").size()`, `value_counts()`) takes no such statistic."""
     return any(
-        sel.group_keys and stated.matches([key_name(k) for k in sel.group_keys]) for sel in sem.selections
+        sel.group_keys
+        and stated.matches([key_name(k) for k in sel.group_keys])
+        and any(a.function not in ("count", "nunique") for a in sel.aggregates)
+        for sel in sem.selections
     )
 
 

@@ -11,6 +11,8 @@
   column, it is re-run on the stated one, the other condition kept.
 - "the six readings before it in the file" says the rule counts rows back over the whole file: a window
   partitioned by a column the rule never names is re-run unpartitioned.
+- a count per the stated group ("the sea state with the most of them") is no statistic of the rule taken
+  as stated, so the rule's per-row statistic over other keys is still re-run.
 - "Count the species ..., and among them, the ones that ...": a count instruction taken again of a part
   of its rows is a count "of those".
 - "the readings of 36.8 °C or above": a bound said with no word but its unit binds the one column the
@@ -355,3 +357,32 @@ def test_a_rate_keeps_its_words_for_the_binder() -> None:
 def test_a_distance_in_a_symbol_unit(rule: str, distance: float) -> None:
     said = rule_offsets.stated(rule)
     assert said is not None and said.distance == distance
+
+
+SEA = """
+import json
+rng = np.random.default_rng(4)
+sea = pd.DataFrame({"state": rng.choice([2, 3, 4, 5], 400), "side": rng.choice(["east", "west"], 400)})
+sea["surge"] = (0.03 * sea["state"] + 0.08 * (sea["side"] == "east") + rng.gamma(2.0, 0.03, 400)).round(3)
+sea["alert"] = sea["surge"] >= 0.3
+"""
+P90 = (
+    "Which readings have a surge at or above the 90th percentile of their sea state, yet below 0.3 m? How many "
+    "are there, and which sea state has the most of them?"
+)
+P90_CODE = """p90 = sea.groupby({keys})["surge"].transform("quantile", 0.9).rename("p90")
+only = sea[(sea["surge"] >= p90) & ~sea["alert"]]
+per_state = only.groupby("state").size()
+result = {{"n_only": len(only), "top_state": int(per_state.idxmax())}}
+print(json.dumps(result))
+"""
+SEA_CONTEXT = "sea: state (the sea state, a WMO code), side (east or west), surge (in metres)."
+
+
+@pytest.mark.parametrize(("keys", "caught"), [('"state"', False), ('["state", "side"]', True)])
+def test_a_count_per_stated_group_is_not_the_rule_s_statistic(keys: str, caught: bool) -> None:
+    """`only.groupby("state").size()` ("the sea state with the most of them") groups by the stated key
+    but takes no statistic of the surge: the rule's percentile over state and side is still re-run."""
+    session = Session()
+    assert session.ws.run_cell(SEA).ok
+    assert bool(session.turn(P90, P90_CODE.format(keys=keys), SEA_CONTEXT)) is caught
