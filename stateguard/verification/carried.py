@@ -50,14 +50,9 @@ _SECOND_COUNT = re.compile(
 )
 # "Count the species scored 3 or more ..., and among them, the ones that ...": the instruction's count
 # taken again of a part of its rows
-_SECOND_PART = re.compile(
-    rf",?\s*\band\s*,?\s*(?=(?:(?:out\s+)?of|among|from)\s+{_THOSE}\s*,?\s*(?:the\s+ones|those)\s+(?:that|who|which)\b)",
-    re.IGNORECASE,
-)
-_BACK_ONES = re.compile(
-    rf"^\s*(?:(?:out\s+)?of|among|from)\s+{_THOSE}\s*,?\s*(?:the\s+ones|those)\s+(?:that|who|which)\b",
-    re.IGNORECASE,
-)
+_ONES_BACK = rf"(?:(?:out\s+)?of|among|from)\s+{_THOSE}\s*,?\s*(?:the\s+ones|those)\s+(?:that|who|which)\b"
+_SECOND_PART = re.compile(rf",?\s*\band\s*,?\s*(?={_ONES_BACK})", re.IGNORECASE)
+_BACK_ONES = re.compile(rf"^\s*{_ONES_BACK}", re.IGNORECASE)
 # "And of those, how many ...": the reference back opens the second clause
 _BACK_FIRST = re.compile(
     rf"^\s*(?:and\s+)?(?:(?:out\s+)?of|among|from)\s+{_THOSE}(?:\s+[\w-]+){{0,3}}?\s*,?\s*how\s+many\b",
