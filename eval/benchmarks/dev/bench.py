@@ -101,9 +101,11 @@ drew on, written blind by a fifty-seventh), `fresh62` (four more, on four other 
 archive no split used, each from a different R package and none from a package the two latest splits
 drew on, written blind by a fifty-eighth), `fresh63` (four more, on four further R tables from that
 archive no split used, each from a different R package and none from a package the two latest splits
-drew on, written blind by a fifty-ninth) or `fresh64` (four more, on four other R tables from that
+drew on, written blind by a fifty-ninth), `fresh64` (four more, on four other R tables from that
 archive no split used, each from a different R package and none from a package the two latest splits
-drew on, written blind by a sixtieth); the detection report shows them apart.
+drew on, written blind by a sixtieth) or `fresh65` (four more, on four further R tables from that
+archive no split used, each from a different R package and none from a package the two latest splits
+drew on, written blind by a sixty-first); the detection report shows them apart.
 """
 
 from __future__ import annotations
@@ -195,6 +197,7 @@ SPLITS = (
     "fresh62",
     "fresh63",
     "fresh64",
+    "fresh65",
     "all",
 )
 

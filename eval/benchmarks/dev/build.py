@@ -66,7 +66,7 @@ class DevTaskSource(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: str = Field(description="<domain>/<dataset>/taskN, its place in the LongDS layout.")
     split: str = Field(
-        description="dev (tuned on), or heldout / fresh / fresh2 / ... / fresh64 (looked at only when reporting)."
+        description="dev (tuned on), or heldout / fresh / fresh2 / ... / fresh65 (looked at only when reporting)."
     )
     data: dict[str, str] = Field(
         description="file name in data/ -> file of the vega_datasets package, `sklearn:<file>` for a "

