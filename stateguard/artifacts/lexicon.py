@@ -627,6 +627,14 @@ LEXICON = Lexicon(
             "sit",
             "sits",
             "sat",
+            # light verbs of having ("how many cabinets faced a parliament with a polarization of 30 or
+            # more", "models that get 30 miles per gallon"): the number and the column say the condition
+            "face",
+            "faces",
+            "faced",
+            "facing",
+            "gets",
+            "got",
             # light verbs of duration ("a strike that went on beyond 50 days", "lasted")
             "went",
             "lasted",

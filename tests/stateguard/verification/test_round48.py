@@ -22,6 +22,9 @@
   `minutes`.
 - "Put each species in a two-month flowering period ...; call the column period": the phrase the name
   heads describes the new column, so "a row per flowering period" names `period`.
+
+Round 49, after fresh65's first look: "faced", "get" are light verbs of having ("how many cabinets faced a
+parliament with a polarization of 30 or more"), so the clause parses whole.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from pathlib import Path
 
 import pytest
 
+from stateguard.artifacts.lexicon import LEXICON
 from stateguard.inspection.code_model import Aggregate
 from stateguard.verification import carried, counted_rows, extract, renames, rule_offsets, rule_windows
 from tests.stateguard.verification.conftest import Session, sandboxed
@@ -386,3 +390,32 @@ def test_a_count_per_stated_group_is_not_the_rule_s_statistic(keys: str, caught:
     session = Session()
     assert session.ws.run_cell(SEA).ok
     assert bool(session.turn(P90, P90_CODE.format(keys=keys), SEA_CONTEXT)) is caught
+
+
+# After fresh65's first look (round 49)
+
+
+@pytest.mark.parametrize("verb", ["faced", "face", "get", "got"])
+def test_light_verbs_of_having(verb: str) -> None:
+    assert verb in LEXICON.function_words
+
+
+CABINETS = """
+import duckdb, json
+rng = np.random.default_rng(9)
+raw = pd.DataFrame({"polar": rng.integers(0, 44, 314), "fract": rng.integers(300, 900, 314)})
+con = duckdb.connect()
+con.execute("CREATE TABLE cabinets AS SELECT * FROM raw")
+"""
+FACED = "Besides that, how many cabinets faced a parliament with a polarization of 30 or more?"
+FACED_CODE = """n = con.execute("SELECT count(*) FROM cabinets WHERE polar {op} 30").fetchone()[0]
+result = {{"n_polar_30_plus": n}}
+print(json.dumps(result))
+"""
+CABINET_CONTEXT = "cabinets: polar (the polarization of the parliament), fract (its fractionalization)."
+
+
+@pytest.mark.parametrize(("op", "caught"), [(">=", False), ("<=", True)])
+def test_a_bound_after_a_light_verb_of_having(tmp_path: Path, op: str, caught: bool) -> None:
+    session, _ = sandboxed(tmp_path, CABINETS)
+    assert bool(session.turn(FACED, FACED_CODE.format(op=op), CABINET_CONTEXT)) is caught
