@@ -969,8 +969,9 @@ class RequirementBinder(Binder):
         self, req: Requirement, found: list[tuple[Selection, Aggregate]]
     ) -> tuple[Selection, Aggregate] | None:
         """A pandas aggregate of the stated column that an answer field is, whole, with another
-        swappable statistic than the stated one (or an extreme where a centre is stated), where no aggregate with the stated statistic is an
-        answer field and the turn's words nowhere say the reported statistic."""
+        swappable statistic than the stated one (or an extreme where a centre is stated), where no
+        aggregate with the stated statistic is an answer field and the turn's words nowhere say the
+        reported statistic."""
         if req.function not in _SWAPPABLE or any(
             self._is_field(a) for _, a in found if a.function == req.function
         ):

@@ -1433,7 +1433,8 @@ def _subquery_condition(code: str, m: re.Match[str]) -> str | None:
 
 
 def _conjuncts(cond: str) -> list[str]:
-    """The condition's parts joined by AND outside any parenthesis (None-free, stripped)."""
+    """The condition's source text cut at each AND outside any parenthesis, each part stripped; none
+    where an OR stands outside them. (Text, not a sqlglot tree: the re-run edits the source as written.)"""
     parts, depth, last = [], 0, 0
     for t in re.finditer(r"[()]|\bAND\b|\bOR\b", cond, re.IGNORECASE):
         if t.group(0) == "(":
